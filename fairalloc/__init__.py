@@ -1,0 +1,95 @@
+"""fairalloc: certified fair allocation of shared accelerator clusters.
+
+Formulation builders (Eisenberg-Gale markets, Gavel's effective-throughput policies, Themis
+partial allocation, Shockwave plans, Ares elastic fair queuing) that return allocations, dual
+prices and an independently computed certificate of optimality.
+
+Public names are loaded lazily: ``import fairalloc`` is cheap, and a scheduler that only uses
+:class:`ElasticFairQueue` never imports cvxpy.
+
+Examples
+--------
+>>> import fairalloc as fa
+>>> r = fa.fisher_market([[1.0, 2.0], [2.0, 1.0]])
+>>> r.prices.round(3)
+array([1., 1.])
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from .errors import (
+    BackendUnavailableError,
+    CertificateError,
+    FairallocError,
+    InfeasibleError,
+    InputError,
+    SolverError,
+)
+
+__version__ = "0.1.0"
+
+# public name -> submodule that defines it. Each submodule owns one block; keep them sorted.
+_LAZY: dict[str, str] = {
+    # results and certificates
+    "Certificate": "results",
+    "SolveStats": "results",
+    "Result": "results",
+    # input data
+    "Cluster": "data",
+    "Jobs": "data",
+    # solver backends
+    "available_backends": "backends",
+    "get_backend": "backends",
+    # Eisenberg-Gale markets (Shockwave App. C-D)
+    "FisherMarket": "markets",
+    "MarketResult": "markets",
+    "fisher_market": "markets",
+    "volatile_fisher_market": "markets",
+    # effective-throughput policies (Gavel)
+    "finish_time_fairness": "throughput",
+    "max_min_fairness": "throughput",
+    "max_total_throughput": "throughput",
+    "min_makespan": "throughput",
+    # partial allocation (Themis)
+    "partial_allocation": "auctions",
+    # regime forecasts and plans (Shockwave)
+    "restatement_posterior": "forecast",
+    "PlanJob": "schedule",
+    "plan_schedule": "schedule",
+    # elastic fair queuing (Ares)
+    "ElasticFairQueue": "queuing",
+    "efq_finish_times": "queuing",
+}
+
+__all__ = [
+    "BackendUnavailableError",
+    "CertificateError",
+    "FairallocError",
+    "InfeasibleError",
+    "InputError",
+    "SolverError",
+    *sorted(_LAZY),
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'fairalloc' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
+
+if TYPE_CHECKING:  # static type checkers see the real names
+    from .backends import available_backends, get_backend
+    from .data import Cluster, Jobs
+    from .markets import FisherMarket, MarketResult, fisher_market, volatile_fisher_market
+    from .results import Certificate, Result, SolveStats

@@ -1,0 +1,155 @@
+"""Input validation used at every public boundary (one place, messages name argument and index).
+
+All helpers return a *new*, read-only float64 array: callers' arrays are never mutated and the
+library never mutates what it validated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .errors import InputError
+
+__all__ = ["as_array", "as_option", "as_positive_int", "as_positive_float", "fmt_index"]
+
+
+def fmt_index(idx: Sequence[int] | np.ndarray) -> str:
+    """Format an index tuple the way numpy users write it: ``[3, 1]``."""
+    return "[" + ", ".join(str(int(i)) for i in idx) + "]"
+
+
+def _first(mask: np.ndarray) -> tuple[int, ...]:
+    return tuple(int(i) for i in np.argwhere(mask)[0])
+
+
+def as_array(
+    value: Any,
+    name: str,
+    *,
+    ndim: int | tuple[int, ...],
+    shape: tuple[int | None, ...] | None = None,
+    nonneg: bool = True,
+    positive: bool = False,
+    allow_empty: bool = False,
+    integer: bool = False,
+) -> np.ndarray:
+    """Validate ``value`` as a finite float array and return a read-only copy.
+
+    Parameters
+    ----------
+    value : array_like
+        The caller's data (never modified).
+    name : str
+        Argument name used in error messages.
+    ndim : int or tuple of int
+        Accepted number(s) of dimensions.
+    shape : tuple, optional
+        Expected shape; ``None`` entries are free.
+    nonneg, positive : bool
+        Sign requirements on every entry.
+    allow_empty : bool
+        Whether a zero-size array is acceptable.
+    integer : bool
+        Require integral values (returned as float64 all the same).
+
+    Raises
+    ------
+    InputError
+        Naming ``name`` and the first offending index.
+
+    Examples
+    --------
+    >>> as_array([[1, 2], [0, 3]], "utility", ndim=2).shape
+    (2, 2)
+    """
+    try:
+        arr = np.array(value, dtype=np.float64, copy=True)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"{name} must be a numeric array ({exc})", argument=name) from None
+    ndims = (ndim,) if isinstance(ndim, int) else tuple(ndim)
+    if arr.ndim not in ndims:
+        want = " or ".join(str(d) for d in ndims)
+        raise InputError(
+            f"{name} must have {want} dimension(s), got shape {arr.shape}", argument=name
+        )
+    if shape is not None:
+        for axis, (got, want_len) in enumerate(zip(arr.shape, shape, strict=False)):
+            if want_len is not None and got != want_len:
+                raise InputError(
+                    f"{name} has shape {arr.shape}; axis {axis} must have length {want_len}",
+                    argument=name,
+                )
+    if arr.size == 0 and not allow_empty:
+        raise InputError(f"{name} is empty (shape {arr.shape})", argument=name)
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        idx = _first(bad)
+        raise InputError(
+            f"{name}{fmt_index(idx)} is {arr[idx]}; every entry must be finite",
+            argument=name,
+            index=idx,
+        )
+    if positive:
+        bad = arr <= 0
+        if bad.any():
+            idx = _first(bad)
+            raise InputError(
+                f"{name}{fmt_index(idx)} is {arr[idx]:g}; every entry must be positive",
+                argument=name,
+                index=idx,
+            )
+    elif nonneg:
+        bad = arr < 0
+        if bad.any():
+            idx = _first(bad)
+            raise InputError(
+                f"{name}{fmt_index(idx)} is {arr[idx]:g}; every entry must be non-negative",
+                argument=name,
+                index=idx,
+            )
+    if integer:
+        bad = arr != np.round(arr)
+        if bad.any():
+            idx = _first(bad)
+            raise InputError(
+                f"{name}{fmt_index(idx)} is {arr[idx]:g}; every entry must be an integer",
+                argument=name,
+                index=idx,
+            )
+    arr.flags.writeable = False
+    return arr
+
+
+def as_positive_float(value: Any, name: str, *, allow_zero: bool = False) -> float:
+    """Validate a finite positive (or non-negative) scalar."""
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        raise InputError(f"{name} must be a number, got {value!r}", argument=name) from None
+    if not np.isfinite(out) or out < 0 or (out == 0 and not allow_zero):
+        need = "non-negative" if allow_zero else "positive"
+        raise InputError(f"{name} must be a finite {need} number, got {value!r}", argument=name)
+    return out
+
+
+def as_positive_int(value: Any, name: str, *, allow_zero: bool = False) -> int:
+    """Validate a positive (or non-negative) integer."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise InputError(f"{name} must be an integer, got {value!r}", argument=name)
+    out = int(value)
+    if out < 0 or (out == 0 and not allow_zero):
+        need = "non-negative" if allow_zero else "positive"
+        raise InputError(f"{name} must be a {need} integer, got {value!r}", argument=name)
+    return out
+
+
+def as_option(value: Any, name: str, choices: Sequence[str]) -> str:
+    """Validate a string option against its allowed values."""
+    if not isinstance(value, str) or value not in choices:
+        raise InputError(
+            f"{name} must be one of {', '.join(map(repr, choices))}; got {value!r}", argument=name
+        )
+    return value

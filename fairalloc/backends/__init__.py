@@ -1,0 +1,89 @@
+"""Solver backends behind one small contract (see :mod:`fairalloc.backends.base`).
+
+======== ============================ ============================== ==========
+name     package                      capabilities                   default for
+======== ============================ ============================== ==========
+highs    highspy (core)               lp, milp, duals, cvxpy         LP / MILP
+clarabel clarabel (core)              lp, duals, exp_cone, cvxpy     conic
+gurobi   gurobipy (extra ``gurobi``)  lp, milp, duals, cvxpy         never
+pyomo    pyomo (extra ``pyomo``)      lp, milp, duals                never
+======== ============================ ============================== ==========
+
+Optional backends are never picked implicitly; :func:`get_backend` raises
+:class:`fairalloc.BackendUnavailableError` with the pip command when one is missing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import InputError
+from .base import Backend, LinearProgram, LPSolution
+from .clarabel import ClarabelBackend
+from .gurobi import GurobiBackend
+from .highs import HighsBackend
+from .pyomo import PyomoBackend
+
+__all__ = [
+    "BACKENDS",
+    "Backend",
+    "ClarabelBackend",
+    "GurobiBackend",
+    "HighsBackend",
+    "LPSolution",
+    "LinearProgram",
+    "PyomoBackend",
+    "available_backends",
+    "get_backend",
+]
+
+BACKENDS: dict[str, type[Backend]] = {
+    cls.name: cls for cls in (HighsBackend, ClarabelBackend, GurobiBackend, PyomoBackend)
+}
+
+
+def available_backends() -> list[str]:
+    """Names of the backends whose packages are importable here.
+
+    Examples
+    --------
+    >>> "highs" in available_backends()
+    True
+    """
+    return [name for name, cls in BACKENDS.items() if cls.available()]
+
+
+def get_backend(backend: str | Backend, *, need: str | None = None, **options: Any) -> Backend:
+    """Return a backend instance by name (or pass an instance through).
+
+    Parameters
+    ----------
+    backend : str or Backend
+        ``"highs"``, ``"clarabel"``, ``"gurobi"`` or ``"pyomo"``.
+    need : str, optional
+        A capability the caller requires (``"lp"``, ``"milp"``, ``"exp_cone"``, ``"duals"``,
+        ``"cvxpy"``); :class:`fairalloc.InputError` if the backend lacks it.
+    **options
+        Passed to the backend's constructor (e.g. ``solver="ipm"`` for HiGHS).
+
+    Examples
+    --------
+    >>> get_backend("highs", need="milp").name
+    'highs'
+    """
+    if isinstance(backend, Backend):
+        inst = backend
+    else:
+        cls = BACKENDS.get(backend) if isinstance(backend, str) else None
+        if cls is None:
+            raise InputError(
+                f"backend must be one of {sorted(BACKENDS)}; got {backend!r}", argument="backend"
+            )
+        inst = cls(**options)
+    if need is not None and not inst.supports(need):
+        raise InputError(
+            f"backend {inst.name!r} cannot solve this program (needs {need!r}; it supports "
+            f"{', '.join(sorted(inst.capabilities))})",
+            argument="backend",
+        )
+    return inst

@@ -1,0 +1,218 @@
+"""Validated, immutable inputs: accelerator clusters and job sets.
+
+Both types copy what they are given into read-only arrays, so neither the caller's arrays nor
+the library's copies can be changed after validation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ._validation import as_array, fmt_index
+from .errors import InputError
+
+__all__ = ["Cluster", "Jobs"]
+
+
+@dataclass(frozen=True, init=False)
+class Cluster:
+    """Accelerator types and how many workers (devices) of each the cluster has.
+
+    Parameters
+    ----------
+    workers : mapping of str to int
+        Accelerator type -> number of workers, in the order the throughput columns use.
+
+    Attributes
+    ----------
+    types : tuple of str
+    capacity : ndarray of float, shape (k,)
+        Workers per type (read-only).
+
+    Examples
+    --------
+    >>> c = Cluster({"v100": 4, "k80": 1})
+    >>> c.types, c.capacity.tolist(), c.num_types
+    (('v100', 'k80'), [4.0, 1.0], 2)
+    """
+
+    types: tuple[str, ...]
+    capacity: np.ndarray
+
+    def __init__(self, workers: Mapping[str, float]) -> None:
+        if not isinstance(workers, Mapping):
+            raise InputError(
+                f"workers must be a mapping of accelerator type to worker count, got "
+                f"{type(workers).__name__}",
+                argument="workers",
+            )
+        if len(workers) == 0:
+            raise InputError("workers is empty: a cluster needs at least one type",
+                             argument="workers")
+        types = tuple(str(t) for t in workers)
+        cap = as_array(list(workers.values()), "workers", ndim=1, positive=True, integer=True)
+        object.__setattr__(self, "types", types)
+        object.__setattr__(self, "capacity", cap)
+
+    @property
+    def num_types(self) -> int:
+        """Number of accelerator types ``k``."""
+        return len(self.types)
+
+    @property
+    def total_workers(self) -> float:
+        """Total number of workers over all types."""
+        return float(self.capacity.sum())
+
+    def __repr__(self) -> str:
+        body = ", ".join(f"{t!r}: {int(c)}" for t, c in zip(self.types, self.capacity))
+        return f"Cluster({{{body}}})"
+
+
+def _optional(value: Any, name: str, n: int, default: float | None, **kw: Any) -> np.ndarray | None:
+    if value is None:
+        if default is None:
+            return None
+        out = np.full(n, float(default))
+        out.flags.writeable = False
+        return out
+    return as_array(value, name, ndim=1, shape=(n,), **kw)
+
+
+@dataclass(frozen=True, init=False, eq=False)
+class Jobs:
+    """A set of jobs with their throughput on each accelerator type (Gavel §3).
+
+    Parameters
+    ----------
+    throughput : array_like, shape (n, k)
+        ``throughput[i, m]``: steps/s of job ``i`` on one allocation of type ``m`` (with its
+        scale factor's workers). ``0`` means the job cannot run on that type; every job must
+        be able to run somewhere.
+    scale_factor : array_like of int, shape (n,), optional
+        Workers a job uses at once (gang size); default 1.
+    weight : array_like, shape (n,), optional
+        Priority weights, positive; default 1.
+    ids : sequence of hashable, optional
+        Labels (unique); default ``0..n-1``.
+    steps_remaining : array_like, shape (n,), optional
+        Steps each job still has to run (needed by finish-time policies and makespan).
+    elapsed : array_like, shape (n,), optional
+        Seconds since each job arrived; default 0.
+    isolated_elapsed : array_like, shape (n,), optional
+        Seconds each job would have run so far with the whole of its 1/n share (Themis/Gavel
+        finish-time fairness); default ``None``.
+
+    Examples
+    --------
+    >>> jobs = Jobs([[40.0, 10.0], [12.0, 4.0]], weight=[1, 2], ids=["a", "b"])
+    >>> jobs.n, jobs.num_types, jobs.ids
+    (2, 2, ('a', 'b'))
+    """
+
+    throughput: np.ndarray
+    scale_factor: np.ndarray
+    weight: np.ndarray
+    ids: tuple[Hashable, ...]
+    steps_remaining: np.ndarray | None
+    elapsed: np.ndarray
+    isolated_elapsed: np.ndarray | None
+    _index: dict[Hashable, int] = field(repr=False, compare=False)
+
+    def __init__(
+        self,
+        throughput: Any,
+        scale_factor: Any = None,
+        weight: Any = None,
+        ids: Sequence[Hashable] | None = None,
+        steps_remaining: Any = None,
+        elapsed: Any = None,
+        isolated_elapsed: Any = None,
+    ) -> None:
+        tp = as_array(throughput, "throughput", ndim=2)
+        n = tp.shape[0]
+        dead = ~(tp > 0).any(axis=1)
+        if dead.any():
+            i = int(np.flatnonzero(dead)[0])
+            raise InputError(
+                f"throughput[{i}] is all zero: job {i} cannot run on any accelerator type",
+                argument="throughput",
+                index=(i,),
+            )
+        sf = _optional(scale_factor, "scale_factor", n, 1.0, positive=True, integer=True)
+        w = _optional(weight, "weight", n, 1.0, positive=True)
+        if ids is None:
+            labels: tuple[Hashable, ...] = tuple(range(n))
+        else:
+            labels = tuple(ids)
+            if len(labels) != n:
+                raise InputError(f"ids has {len(labels)} entries for {n} jobs", argument="ids")
+            seen: dict[Hashable, int] = {}
+            for i, label in enumerate(labels):
+                if label in seen:
+                    raise InputError(
+                        f"ids[{i}] = {label!r} repeats ids[{seen[label]}]; ids must be unique",
+                        argument="ids",
+                        index=(i,),
+                    )
+                seen[label] = i
+        object.__setattr__(self, "throughput", tp)
+        object.__setattr__(self, "scale_factor", sf)
+        object.__setattr__(self, "weight", w)
+        object.__setattr__(self, "ids", labels)
+        object.__setattr__(self, "steps_remaining",
+                           _optional(steps_remaining, "steps_remaining", n, None))
+        object.__setattr__(self, "elapsed", _optional(elapsed, "elapsed", n, 0.0))
+        object.__setattr__(self, "isolated_elapsed",
+                           _optional(isolated_elapsed, "isolated_elapsed", n, None))
+        object.__setattr__(self, "_index", {label: i for i, label in enumerate(labels)})
+
+    @property
+    def n(self) -> int:
+        """Number of jobs."""
+        return int(self.throughput.shape[0])
+
+    @property
+    def num_types(self) -> int:
+        """Number of accelerator types (columns of ``throughput``)."""
+        return int(self.throughput.shape[1])
+
+    def index(self, job_id: Hashable) -> int:
+        """Row of the job labelled ``job_id``."""
+        try:
+            return self._index[job_id]
+        except KeyError:
+            raise InputError(f"no job with id {job_id!r}", argument="job_id") from None
+
+    def check_cluster(self, cluster: Cluster) -> None:
+        """Raise :class:`InputError` unless these jobs can be scheduled on ``cluster``.
+
+        Checks that there is one throughput column per accelerator type and that every job's
+        gang (scale factor) fits on at least one type it can run on.
+        """
+        if not isinstance(cluster, Cluster):
+            raise InputError(f"cluster must be a fairalloc.Cluster, got {type(cluster).__name__}",
+                             argument="cluster")
+        if self.num_types != cluster.num_types:
+            raise InputError(
+                f"throughput has {self.num_types} columns but the cluster has "
+                f"{cluster.num_types} accelerator types {cluster.types}",
+                argument="throughput",
+            )
+        fits = (self.throughput > 0) & (self.scale_factor[:, None] <= cluster.capacity[None, :])
+        bad = ~fits.any(axis=1)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise InputError(
+                f"scale_factor{fmt_index([i])} = {self.scale_factor[i]:g} exceeds the workers of "
+                f"every type job {self.ids[i]!r} can run on",
+                argument="scale_factor",
+                index=(i,),
+            )
+
+    def __repr__(self) -> str:
+        return f"Jobs(n={self.n}, types={self.num_types})"

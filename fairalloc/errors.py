@@ -1,0 +1,87 @@
+"""The one exception hierarchy of fairalloc.
+
+Every error the library raises on purpose derives from :class:`FairallocError`:
+
+* :class:`InputError` (also a :class:`ValueError`) -- an argument is invalid. The message names
+  the argument and, for arrays, the offending index, e.g. ``utility[3, 1] is nan``.
+* :class:`SolverError` (also a :class:`RuntimeError`) -- a backend failed; carries the backend
+  name and its raw status.
+* :class:`InfeasibleError` -- the program has no feasible point (a :class:`SolverError`).
+* :class:`CertificateError` -- a solve finished but its independently computed certificate
+  misses the tolerance (a :class:`SolverError`): the result is never returned as a success.
+* :class:`BackendUnavailableError` -- an optional backend is not installed (an
+  :class:`ImportError`, so ``pytest.importorskip``-style handling works).
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BackendUnavailableError",
+    "CertificateError",
+    "FairallocError",
+    "InfeasibleError",
+    "InputError",
+    "SolverError",
+]
+
+
+class FairallocError(Exception):
+    """Base class of every exception fairalloc raises on purpose."""
+
+
+class InputError(FairallocError, ValueError):
+    """An argument is invalid; the message names the argument (and index, for arrays).
+
+    Attributes
+    ----------
+    argument : str or None
+        Name of the offending argument.
+    index : tuple of int or None
+        Index of the first offending entry, for array arguments.
+    """
+
+    def __init__(
+        self, message: str, *, argument: str | None = None, index: tuple[int, ...] | None = None
+    ) -> None:
+        super().__init__(message)
+        self.argument = argument
+        self.index = index
+
+
+class SolverError(FairallocError, RuntimeError):
+    """A solver backend failed to produce a usable solution.
+
+    Attributes
+    ----------
+    backend : str or None
+        Name of the backend that failed.
+    status : str or None
+        The backend's own status string.
+    """
+
+    def __init__(self, message: str, *, backend: str | None = None, status: str | None = None):
+        super().__init__(message)
+        self.backend = backend
+        self.status = status
+
+
+class InfeasibleError(SolverError):
+    """The program has no feasible point (reported by the backend or detected on input)."""
+
+
+class CertificateError(SolverError):
+    """The certificate of a finished solve misses its tolerance.
+
+    Attributes
+    ----------
+    certificate : object
+        The failing :class:`fairalloc.Certificate`, for inspection.
+    """
+
+    def __init__(self, message: str, *, certificate: object = None, backend: str | None = None):
+        super().__init__(message, backend=backend, status="certificate_failed")
+        self.certificate = certificate
+
+
+class BackendUnavailableError(FairallocError, ImportError):
+    """An optional solver backend (gurobi, pyomo) is not installed."""
