@@ -1,0 +1,754 @@
+"""Eisenberg-Gale markets: linear and Leontief, static and over time (volatile).
+
+Shockwave (shockwave.txt §4.1, App. C-D) defines the *volatile Fisher market*: resources bought
+in round ``t`` are consumed in round ``t``, buyer ``i`` has budget ``B_i`` for the whole window,
+and its utility is ``U_i = sum_t u_it(x_it)`` with per-round linear or Leontief ``u_it``. The
+equilibrium is the optimum of the Eisenberg-Gale program
+
+    maximise  sum_i B_i log U_i   s.t.  sum_i x_ijt <= s_jt,  x >= 0,
+
+and the prices are the multipliers of the supply constraints. The static market is ``T = 1``.
+
+All four markets share one *edge form*, which this module solves and certifies:
+buyer ``i`` owns edges ``e`` (a good for linear utilities, a per-round bundle for Leontief);
+running edge ``e`` at level ``z_e`` yields ``w_e z_e`` utility and consumes ``C[r, e] z_e`` of
+resource ``r``. Then ``U_i = sum_{e in E_i} w_e z_e`` and the constraints are ``C z <= s``.
+Its dual function has a closed form, used as the certificate (independent of any solver):
+
+    D(p) = s @ p + sum_i B_i (log B_i - 1 - log beta_i(p)),
+    beta_i(p) = min_{e in E_i} (C^T p)_e / w_e          (price of one unit of utility)
+
+and ``D(p) >= OPT >= P(z) = sum_i B_i log U_i(z)`` for every ``p >= 0`` and feasible ``z``.
+
+Three exact methods solve it (``method=``):
+
+* ``"fast"`` (linear only): proportional-response dynamics to rough prices, then an exact conic
+  solve restricted to each buyer's near-best edges, re-adding every edge the full-market
+  certificate shows to be violated until the certified gap meets ``gap_tol``;
+* ``"conic"``: the whole edge-form program, handed to Clarabel as sparse conic data;
+* ``"cvxpy"``: the program as a cvxpy model (the composable builder :class:`FisherMarket`;
+  constraints and objective terms can be added), solved by Clarabel.
+
+``"auto"`` picks ``"cvxpy"`` for composed models, ``"fast"`` for linear markets with more than
+2,000 edges, and ``"conic"`` otherwise.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from ._validation import as_array, as_option, as_positive_float
+from .errors import InputError, SolverError
+from .results import Certificate, Result, SolveStats, Status, require_pandas
+
+__all__ = ["FisherMarket", "MarketResult", "fisher_market", "volatile_fisher_market"]
+
+KINDS = ("linear", "leontief")
+METHODS = ("auto", "fast", "conic", "cvxpy")
+_FAST_MIN_EDGES = 2000
+
+
+# --------------------------------------------------------------------------------------------
+# edge form
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True, eq=False)
+class _EdgeForm:
+    """The edge form of a market (see module docstring). Edges are sorted by owner."""
+
+    owner: np.ndarray  # (E,) buyer of each edge, non-decreasing
+    weight: np.ndarray  # (E,) utility per unit level
+    C: sp.csc_matrix  # (R, E) resource use per unit level
+    budget: np.ndarray  # (n,)
+    supply: np.ndarray  # (R,)
+    starts: np.ndarray  # (n,) first edge of each buyer
+
+    @property
+    def n(self) -> int:
+        return int(self.budget.size)
+
+    @property
+    def num_edges(self) -> int:
+        return int(self.owner.size)
+
+    def subset(self, keep: np.ndarray) -> _EdgeForm:
+        """The edge form restricted to the edges ``keep`` (must keep >= 1 edge per buyer)."""
+        owner = self.owner[keep]
+        return _EdgeForm(owner, self.weight[keep], self.C[:, keep].tocsc(), self.budget,
+                         self.supply, _starts(owner, self.n))
+
+    # --- certificate pieces ---------------------------------------------------------------
+    def utilities(self, z: np.ndarray) -> np.ndarray:
+        return np.bincount(self.owner, weights=self.weight * z, minlength=self.n)
+
+    def primal_value(self, z: np.ndarray) -> float:
+        u = self.utilities(z)
+        with np.errstate(divide="ignore"):
+            return float(self.budget @ np.log(u))
+
+    def beta(self, prices: np.ndarray) -> np.ndarray:
+        """Cheapest price of one unit of utility for each buyer: ``min_e (C^T p)_e / w_e``."""
+        q = (self.C.T @ prices) / self.weight
+        return np.minimum.reduceat(q, self.starts)
+
+    def dual_value(self, prices: np.ndarray) -> float:
+        p = np.maximum(prices, 0.0)
+        beta = self.beta(p)
+        if np.any(beta <= 0):
+            return float("inf")
+        B = self.budget
+        return float(self.supply @ p + np.sum(B * (np.log(B) - 1.0 - np.log(beta))))
+
+    def repair(self, z: np.ndarray) -> np.ndarray:
+        """Make ``z`` exactly feasible: clip at 0 and scale down edges on overused resources."""
+        z = np.maximum(z, 0.0)
+        load = self.C @ z
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(load > self.supply, self.supply / load, 1.0)
+        per_entry = ratio[self.C.indices]
+        factor = np.minimum.reduceat(per_entry, self.C.indptr[:-1]) if per_entry.size else ratio
+        return z * np.minimum(factor, 1.0)
+
+    def residual(self, z: np.ndarray) -> float:
+        over = (self.C @ z - self.supply) / (1.0 + self.supply)
+        return float(max(np.max(over, initial=0.0), np.max(-z, initial=0.0)))
+
+    def implied_prices(self, z: np.ndarray) -> np.ndarray:
+        """Prices at which each buyer's spending, split by utility share, clears (linear)."""
+        u = self.utilities(z)
+        spend = self.budget[self.owner] * self.weight * z / u[self.owner]
+        used = self.C @ spend  # linear edges use one resource with coefficient 1
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(self.supply > 0, used / self.supply, 0.0)
+
+    def certificate(self, z: np.ndarray, candidates: list[np.ndarray], *, gap_tol: float,
+                    feas_tol: float) -> tuple[Certificate, np.ndarray]:
+        """Best (lowest) dual bound over candidate price vectors; returns it with its prices."""
+        primal = self.primal_value(z)
+        best_p, best_d = candidates[0], float("inf")
+        for p in candidates:
+            d = self.dual_value(p)
+            if d < best_d:
+                best_p, best_d = np.maximum(p, 0.0), d
+        cert = Certificate(
+            kind="eisenberg_gale",
+            primal_value=primal,
+            dual_bound=best_d,
+            gap=max(best_d - primal, 0.0),
+            primal_residual=self.residual(z),
+            gap_tol=gap_tol,
+            feas_tol=feas_tol,
+        )
+        return cert, best_p
+
+
+def _starts(owner: np.ndarray, n: int) -> np.ndarray:
+    return np.searchsorted(owner, np.arange(n))
+
+
+# --------------------------------------------------------------------------------------------
+# solvers on the edge form
+# --------------------------------------------------------------------------------------------
+def _solve_conic(form: _EdgeForm, *, time_limit: float | None = None
+                 ) -> tuple[np.ndarray, np.ndarray, int]:
+    """Exact solve of the edge-form EG program with Clarabel; returns (z, prices, iterations).
+
+    Variables ``[z (E), t (n)]``; ``min -B@t`` s.t. ``C z <= s``, ``z >= 0`` and
+    ``(t_i, 1, U_i(z))`` in the exponential cone (``t_i <= log U_i``).
+    """
+    import clarabel
+
+    from .backends.clarabel import clarabel_settings
+
+    E, n, R = form.num_edges, form.n, form.supply.size
+    rows = np.arange(n)
+    exp_t = sp.csr_matrix((-np.ones(n), (3 * rows, E + rows)), shape=(3 * n, E + n))
+    exp_u = sp.csr_matrix((-form.weight, (3 * form.owner + 2, np.arange(E))), shape=(3 * n, E + n))
+    A = sp.vstack([
+        sp.hstack([form.C, sp.csc_matrix((R, n))]),
+        sp.hstack([-sp.identity(E), sp.csc_matrix((E, n))]),
+        exp_t + exp_u,
+    ], format="csc")
+    b = np.concatenate([form.supply, np.zeros(E), np.tile([0.0, 1.0, 0.0], n)])
+    c = np.concatenate([np.zeros(E), -form.budget])
+    cones = [clarabel.NonnegativeConeT(R + E)] + [clarabel.ExponentialConeT()] * n
+    P = sp.csc_matrix((E + n, E + n))
+    sol = clarabel.DefaultSolver(P, c, A, b, cones, clarabel_settings(time_limit=time_limit)).solve()
+    status = str(sol.status)
+    if status not in ("Solved", "AlmostSolved", "InsufficientProgress", "MaxIterations"):
+        raise SolverError(f"clarabel failed on the Eisenberg-Gale program: {status}",
+                          backend="clarabel", status=status)
+    x = np.asarray(sol.x)
+    zdual = np.asarray(sol.z)
+    return x[:E], zdual[:R], int(sol.iterations)
+
+
+def _proportional_response(form: _EdgeForm, *, iters: int, prices: np.ndarray | None
+                           ) -> np.ndarray:
+    """Proportional-response dynamics (linear markets); returns approximate prices.
+
+    Bids ``b_e`` sum to ``B_i`` per buyer; ``p_r = sum_{e on r} b_e / s_r``; each buyer then
+    re-bids in proportion to the utility each edge gave it (Zhang 2011; Birnbaum, Devanur and
+    Xiao 2011). Starts from uniform bids, or from bids on the best edges at ``prices``.
+    """
+    B, owner, w = form.budget, form.owner, form.weight
+    res = form.C.indices  # each linear edge uses exactly one resource
+    s = form.supply
+    if prices is None:
+        deg = np.bincount(owner, minlength=form.n).astype(float)
+        bids = B[owner] / deg[owner]
+    else:
+        q = np.maximum(prices[res], 1e-300) / w
+        beta = np.minimum.reduceat(q, form.starts)
+        share = np.where(q <= beta[owner] * (1 + 1e-6), 1.0, 1e-3)
+        bids = B[owner] * share / np.bincount(owner, weights=share, minlength=form.n)[owner]
+    for _ in range(iters):
+        p = np.bincount(res, weights=bids, minlength=s.size) / s
+        x = bids / p[res]
+        gain = w * x
+        u = np.bincount(owner, weights=gain, minlength=form.n)
+        bids = B[owner] * gain / u[owner]
+    return np.bincount(res, weights=bids, minlength=s.size) / s
+
+
+def _solve_fast(form: _EdgeForm, *, gap_tol: float, feas_tol: float,
+                warm_prices: np.ndarray | None, time_limit: float | None
+                ) -> tuple[np.ndarray, Certificate, np.ndarray, int, int]:
+    """Column generation on the edge form, warm-started by proportional response."""
+    p0 = _proportional_response(form, iters=60 if warm_prices is None else 10,
+                                prices=warm_prices)
+    q = np.maximum(p0[form.C.indices], 1e-300) / form.weight
+    beta = np.minimum.reduceat(q, form.starts)
+    keep = q <= beta[form.owner] * 1.05
+    iterations = solves = 0
+    for _ in range(25):
+        sub = form.subset(keep)
+        z_sub, p, it = _solve_conic(sub, time_limit=time_limit)
+        iterations += it
+        solves += 1
+        z = np.zeros(form.num_edges)
+        z[keep] = sub.repair(z_sub)
+        cert, best_p = form.certificate(z, [p, form.implied_prices(z)], gap_tol=gap_tol,
+                                        feas_tol=feas_tol)
+        if cert.ok:
+            return z, cert, best_p, iterations, solves
+        # re-add every edge cheaper (per unit utility) than what its buyer pays on the support
+        q = (form.C.T @ p) / form.weight
+        beta_sub = sub.beta(p)
+        violated = ~keep & (q < beta_sub[form.owner] * (1 - 1e-9))
+        if not violated.any():
+            break
+        keep = keep | violated
+    # the support could not be certified (numerically hard instance): solve everything
+    z, p, it = _solve_conic(form, time_limit=time_limit)
+    z = form.repair(z)
+    cert, best_p = form.certificate(z, [p, form.implied_prices(z)], gap_tol=gap_tol,
+                                    feas_tol=feas_tol)
+    return z, cert, best_p, iterations + it, solves + 1
+
+
+# --------------------------------------------------------------------------------------------
+# result
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True, repr=False)
+class MarketResult(Result):
+    """Equilibrium of an Eisenberg-Gale market.
+
+    Attributes
+    ----------
+    allocation : ndarray, shape (n, m) or (n, m, T)
+        ``allocation[i, j(, t)]``: amount of good ``j`` (in round ``t``) bought by buyer ``i``.
+    prices : ndarray, shape (m,) or (m, T)
+        Equilibrium prices: non-negative multipliers of the supply constraints
+        (``d OPT / d supply``); zero exactly on goods that are not sold out.
+    utility : ndarray, shape (n,)
+        Each buyer's utility ``U_i`` (summed over rounds in a volatile market).
+    budget : ndarray, shape (n,)
+        The budgets the market was solved with.
+    spending : ndarray, shape (n,)
+        ``sum_j prices_j * allocation_ij``: what each buyer pays (equals its budget at
+        equilibrium, up to the certified gap).
+    objective : float
+        ``sum_i B_i log U_i``.
+    """
+
+    allocation: np.ndarray
+    prices: np.ndarray
+    utility: np.ndarray
+    budget: np.ndarray
+    spending: np.ndarray
+
+    def to_frame(self) -> Any:
+        """One row per buyer: budget, utility, spending and the allocation of each good.
+
+        For a volatile market the allocation columns are ``(good, round)`` pairs.
+        """
+        pd = require_pandas()
+        base = pd.DataFrame({"budget": self.budget, "utility": self.utility,
+                             "spending": self.spending})
+        base.index.name = "buyer"
+        n = self.allocation.shape[0]
+        if self.allocation.ndim == 2:
+            cols = [f"x[{j}]" for j in range(self.allocation.shape[1])]
+        else:
+            m, T = self.allocation.shape[1:]
+            cols = [f"x[{j},{t}]" for j in range(m) for t in range(T)]
+        alloc = pd.DataFrame(self.allocation.reshape(n, -1), columns=cols)
+        return pd.concat([base, alloc], axis=1)
+
+
+# --------------------------------------------------------------------------------------------
+# the builder
+# --------------------------------------------------------------------------------------------
+class FisherMarket:
+    """Composable builder of an Eisenberg-Gale market (static or volatile, linear or Leontief).
+
+    Parameters
+    ----------
+    utility : array_like, shape (n, m) or (n, m, T)
+        Linear: ``utility[i, j(, t)]`` is buyer ``i``'s utility per unit of good ``j`` (in
+        round ``t``). Leontief: the demand vector, ``u_i = min_{j: a_ij > 0} x_ij / a_ij``.
+        A 3-d array makes a volatile market over ``T`` rounds (Shockwave App. C).
+    budget : array_like, shape (n,), optional
+        Positive budgets (default ones).
+    supply : array_like, shape (m,) or (m, T), optional
+        Non-negative supply of each good (in each round); default ones.
+    kind : {"linear", "leontief"}
+
+    Attributes
+    ----------
+    x : cvxpy.Expression, shape (n, m) or (n, m*T)
+        The allocation (round ``t`` of good ``j`` is column ``j*T + t``; see :meth:`column`).
+    utility_expr : cvxpy.Expression, shape (n,)
+        Each buyer's utility ``U_i``.
+    supply_constraint : cvxpy.Constraint
+        ``sum_i x_i <= supply``; its dual values are the prices.
+
+    Examples
+    --------
+    Add a cap on buyer 0's share of good 1 and re-solve:
+
+    >>> import numpy as np
+    >>> m = FisherMarket([[2.0, 1.0], [1.0, 2.0]])
+    >>> m.add_constraint(m.x[0, 1] <= 0.1)
+    >>> r = m.solve()
+    >>> bool(r.allocation[0, 1] <= 0.1 + 1e-7), r.certificate.kind
+    (True, 'conic')
+    """
+
+    def __init__(self, utility: Any, budget: Any = None, supply: Any = None, *,
+                 kind: str = "linear") -> None:
+        self.kind = as_option(kind, "kind", KINDS)
+        U = as_array(utility, "utility", ndim=(2, 3))
+        self.volatile = U.ndim == 3
+        n, m = U.shape[:2]
+        T = U.shape[2] if self.volatile else 1
+        self.n, self.m, self.T = n, m, T
+        self.utility = U
+        self.budget = (np.ones(n) if budget is None
+                       else as_array(budget, "budget", ndim=1, shape=(n,), positive=True))
+        sup_shape = (m, T) if self.volatile else (m,)
+        if supply is None:
+            self.supply = np.ones(sup_shape)
+        else:
+            self.supply = as_array(supply, "supply", ndim=len(sup_shape), shape=sup_shape)
+        if not (self.supply > 0).any():
+            raise InputError("supply is all zero: there is nothing to allocate",
+                             argument="supply")
+        self._form = self._edge_form()
+        self._constraints: list[Any] = []
+        self._terms: list[Any] = []
+        self._cvx: dict[str, Any] | None = None
+
+    # --- edge form ------------------------------------------------------------------------
+    def _edge_form(self) -> _EdgeForm:
+        n, m, T = self.n, self.m, self.T
+        U = self.utility.reshape(n, m * T)  # column j*T + t
+        s = self.supply.reshape(m * T)
+        if self.kind == "linear":
+            valued = U > 0
+            usable = valued & (s > 0)[None, :]
+            owner, res = np.nonzero(usable)
+            weight = U[owner, res]
+            C = sp.csc_matrix((np.ones(owner.size), (res, np.arange(owner.size))),
+                              shape=(m * T, owner.size))
+        else:
+            A3 = self.utility.reshape(n, m, T)
+            valued = (A3 > 0).any(axis=1)  # (n, T): buyer has demand in round t
+            blocked = ((A3 > 0) & (self.supply.reshape(1, m, T) <= 0)).any(axis=1)
+            usable = valued & ~blocked
+            owner, rnd = np.nonzero(usable)
+            sub = A3[owner, :, rnd]  # (E, m)
+            e_idx, j = np.nonzero(sub)
+            C = sp.csc_matrix((sub[e_idx, j], (j * T + rnd[e_idx], e_idx)),
+                              shape=(m * T, owner.size))
+            weight = np.ones(owner.size)
+        values = valued.any(axis=1)
+        if not values.all():
+            i = int(np.flatnonzero(~values)[0])
+            raise InputError(f"utility[{i}] is all zero: buyer {i} values nothing",
+                             argument="utility", index=(i,))
+        has_edge = np.bincount(owner, minlength=n) > 0
+        if not has_edge.all():
+            i = int(np.flatnonzero(~has_edge)[0])
+            raise InputError(
+                f"buyer {i} values only goods with zero supply (utility[{i}] vs supply); "
+                "its utility would be 0 and log 0 = -inf",
+                argument="supply", index=(i,))
+        return _EdgeForm(owner, weight.astype(float), C, self.budget, s.astype(float),
+                         _starts(owner, n))
+
+    def _allocation(self, z: np.ndarray) -> np.ndarray:
+        n, m, T = self.n, self.m, self.T
+        form = self._form
+        if self.kind == "linear":
+            res = form.C.indices
+            flat = np.zeros((n, m * T))
+            flat[form.owner, res] = z
+        else:
+            level = np.zeros((n, T))
+            rnd = np.nonzero(self._usable_rounds())[1]
+            level[form.owner, rnd] = z
+            flat = (self.utility.reshape(n, m, T) * level[:, None, :]).reshape(n, m * T)
+        return flat.reshape((n, m, T) if self.volatile else (n, m))
+
+    def _usable_rounds(self) -> np.ndarray:
+        n, m, T = self.n, self.m, self.T
+        A3 = self.utility.reshape(n, m, T)
+        blocked = ((A3 > 0) & (self.supply.reshape(1, m, T) <= 0)).any(axis=1)
+        return (A3 > 0).any(axis=1) & ~blocked
+
+    def dual_value(self, prices: Any) -> float:
+        """The Eisenberg-Gale dual function ``D(p)``: an upper bound on the optimum for any p >= 0.
+
+        Examples
+        --------
+        >>> FisherMarket([[1.0]]).dual_value([1.0])
+        0.0
+        """
+        p = as_array(prices, "prices", ndim=self.supply.ndim, shape=self.supply.shape)
+        return self._form.dual_value(p.reshape(-1))
+
+    def column(self, good: int, rnd: int = 0) -> int:
+        """Column of :attr:`x` holding good ``good`` in round ``rnd``."""
+        return good * self.T + rnd
+
+    # --- cvxpy composition ----------------------------------------------------------------
+    def _build_cvxpy(self) -> dict[str, Any]:
+        if self._cvx is not None:
+            return self._cvx
+        import cvxpy as cp
+
+        n, m, T = self.n, self.m, self.T
+        s = self.supply.reshape(m * T)
+        if self.kind == "linear":
+            U = self.utility.reshape(n, m * T)
+            x = cp.Variable((n, m * T), nonneg=True, name="x")
+            util = cp.sum(cp.multiply(U, x), axis=1)
+            extra = []
+            alloc = x
+        else:
+            A = self.utility.reshape(n, m * T)
+            level = cp.Variable((n, T), nonneg=True, name="level")
+            select = sp.csr_matrix((np.ones(m * T), (np.tile(np.arange(T), m),
+                                                     np.arange(m * T))), shape=(T, m * T))
+            alloc = cp.multiply(A, level @ select)
+            util = cp.sum(level, axis=1)
+            unusable = ~self._usable_rounds()
+            extra = [cp.multiply(unusable.astype(float), level) == 0] if unusable.any() else []
+            x = alloc
+        supply_con = cp.sum(alloc, axis=0) <= s
+        self._cvx = {"x": x, "util": util, "supply": supply_con, "extra": extra}
+        return self._cvx
+
+    @property
+    def x(self) -> Any:
+        return self._build_cvxpy()["x"]
+
+    @property
+    def utility_expr(self) -> Any:
+        return self._build_cvxpy()["util"]
+
+    @property
+    def supply_constraint(self) -> Any:
+        return self._build_cvxpy()["supply"]
+
+    @property
+    def composed(self) -> bool:
+        """Whether constraints or objective terms were added (only ``method="cvxpy"`` applies)."""
+        return bool(self._constraints or self._terms)
+
+    def add_constraint(self, constraint: Any) -> FisherMarket:
+        """Add a cvxpy constraint on :attr:`x` / :attr:`utility_expr`; returns ``self``."""
+        self._constraints.append(constraint)
+        return self
+
+    def add_objective_term(self, term: Any) -> FisherMarket:
+        """Add a concave cvxpy expression to the maximised objective; returns ``self``."""
+        if getattr(term, "is_concave", lambda: False)() is False:
+            raise InputError("term must be a concave cvxpy expression (it is maximised)",
+                             argument="term")
+        self._terms.append(term)
+        return self
+
+    def problem(self) -> Any:
+        """The cvxpy problem: ``max sum_i B_i log U_i + terms`` s.t. supply and added constraints."""
+        import cvxpy as cp
+
+        cvx = self._build_cvxpy()
+        objective = cp.sum(cp.multiply(self.budget, cp.log(cvx["util"])))
+        for term in self._terms:
+            objective = objective + term
+        return cp.Problem(cp.Maximize(objective),
+                          [cvx["supply"], *cvx["extra"], *self._constraints])
+
+    # --- solve ----------------------------------------------------------------------------
+    def solve(
+        self,
+        *,
+        method: str = "auto",
+        backend: str = "clarabel",
+        gap_tol: float = 1e-6,
+        feas_tol: float = 1e-7,
+        time_limit: float | None = None,
+        warm_start: Any = None,
+    ) -> MarketResult:
+        """Solve the market and certify the result.
+
+        Parameters
+        ----------
+        method : {"auto", "fast", "conic", "cvxpy"}
+            See the module docstring. Composed models need ``"cvxpy"`` (``"auto"`` picks it).
+        backend : str
+            Conic backend; ``"clarabel"`` (the only one with exponential cones and duals).
+        gap_tol : float
+            Tolerance on the certified relative gap ``gap / max(1, |objective|)``.
+        feas_tol : float
+            Tolerance on the relative supply violation.
+        time_limit : float, optional
+            Seconds per conic solve.
+        warm_start : array_like, optional
+            Prices (shape of ``supply``) to start the fast path from (e.g. a related market's).
+
+        Raises
+        ------
+        CertificateError
+            If the certified gap or residual misses its tolerance.
+        """
+        t0 = time.perf_counter()
+        method = as_option(method, "method", METHODS)
+        gap_tol = as_positive_float(gap_tol, "gap_tol")
+        feas_tol = as_positive_float(feas_tol, "feas_tol")
+        if backend != "clarabel":
+            from .backends import get_backend
+
+            get_backend(backend, need="exp_cone")
+        warm = None
+        if warm_start is not None:
+            warm = as_array(warm_start, "warm_start", ndim=self.supply.ndim,
+                            shape=self.supply.shape).reshape(-1)
+        if method == "auto":
+            if self.composed:
+                method = "cvxpy"
+            elif self.kind == "linear" and self._form.num_edges > _FAST_MIN_EDGES:
+                method = "fast"
+            else:
+                method = "conic"
+        if self.composed and method != "cvxpy":
+            raise InputError(f"method={method!r} cannot solve a model with added constraints or "
+                             "terms; use method='cvxpy'", argument="method")
+        if method == "fast" and self.kind != "linear":
+            raise InputError("method='fast' is for linear markets; use 'conic' or 'cvxpy'",
+                             argument="method")
+        form = self._form
+        solves = 1
+        if method == "fast":
+            z, cert, prices, iters, solves = _solve_fast(
+                form, gap_tol=gap_tol, feas_tol=feas_tol, warm_prices=warm, time_limit=time_limit)
+            alloc = self._allocation(z)
+        elif method == "conic":
+            z, p, iters = _solve_conic(form, time_limit=time_limit)
+            z = form.repair(z)
+            cands = [p, form.implied_prices(z)] if self.kind == "linear" else [p]
+            cert, prices = form.certificate(z, cands, gap_tol=gap_tol, feas_tol=feas_tol)
+            alloc = self._allocation(z)
+        else:
+            alloc, prices, cert, iters = self._solve_cvxpy(gap_tol, feas_tol, time_limit)
+        cert.check(backend="clarabel")
+        prices = prices.reshape(self.supply.shape)
+        flat = alloc.reshape(self.n, -1)
+        utility = self._utilities(alloc)
+        spending = flat @ prices.reshape(-1)
+        stats = SolveStats(backend="clarabel", method=method, seconds=time.perf_counter() - t0,
+                           iterations=iters, solves=solves)
+        for arr in (alloc, prices, utility, spending):
+            arr.flags.writeable = False
+        return MarketResult(objective=cert.primal_value, status=Status.OPTIMAL, stats=stats,
+                            certificate=cert, allocation=alloc, prices=prices, utility=utility,
+                            budget=self.budget, spending=spending)
+
+    def _utilities(self, alloc: np.ndarray) -> np.ndarray:
+        n = self.n
+        if self.kind == "linear":
+            return np.einsum("ij,ij->i", self.utility.reshape(n, -1), alloc.reshape(n, -1))
+        A3 = self.utility.reshape(n, self.m, self.T)
+        X3 = alloc.reshape(n, self.m, self.T)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(A3 > 0, X3 / A3, np.inf)
+        level = ratio.min(axis=1)
+        return np.where(np.isfinite(level), level, 0.0).sum(axis=1)
+
+    def _solve_cvxpy(self, gap_tol: float, feas_tol: float, time_limit: float | None
+                     ) -> tuple[np.ndarray, np.ndarray, Certificate, int]:
+        from ._cvxpy import solve_cvxpy
+
+        problem = self.problem()
+        stats, conic_cert = solve_cvxpy(problem, gap_tol=gap_tol, feas_tol=feas_tol,
+                                        time_limit=time_limit)
+        cvx = self._build_cvxpy()
+        n, m, T = self.n, self.m, self.T
+        dual = cvx["supply"].dual_value
+        prices = np.maximum(np.asarray(dual, dtype=float).reshape(m * T), 0.0)
+        alloc = np.maximum(np.asarray(cvx["x"].value, dtype=float), 0.0)
+        alloc = alloc.reshape((n, m, T) if self.volatile else (n, m))
+        if self.composed:
+            return alloc, prices, conic_cert, stats.iterations
+        # plain market: the exact Eisenberg-Gale certificate applies
+        z = self._edge_levels(alloc)
+        z = self._form.repair(z)
+        cands = [prices, self._form.implied_prices(z)] if self.kind == "linear" else [prices]
+        cert, prices = self._form.certificate(z, cands, gap_tol=gap_tol, feas_tol=feas_tol)
+        return self._allocation(z), prices, cert, stats.iterations
+
+    def _edge_levels(self, alloc: np.ndarray) -> np.ndarray:
+        n = self.n
+        form = self._form
+        flat = alloc.reshape(n, -1)
+        if self.kind == "linear":
+            return flat[form.owner, form.C.indices]
+        A3 = self.utility.reshape(n, self.m, self.T)
+        X3 = alloc.reshape(n, self.m, self.T)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            level = np.where(A3 > 0, X3 / A3, np.inf).min(axis=1)
+        rnd = np.nonzero(self._usable_rounds())[1]
+        return level[form.owner, rnd]
+
+    def __repr__(self) -> str:
+        shape = f"{self.n}x{self.m}" + (f"x{self.T}" if self.volatile else "")
+        extra = f", {len(self._constraints)} constraints, {len(self._terms)} terms"
+        return f"FisherMarket({self.kind}, {shape}{extra if self.composed else ''})"
+
+
+def fisher_market(
+    utility: Any,
+    budget: Any = None,
+    supply: Any = None,
+    *,
+    kind: str = "linear",
+    method: str = "auto",
+    gap_tol: float = 1e-6,
+    feas_tol: float = 1e-7,
+    time_limit: float | None = None,
+    warm_start: Any = None,
+) -> MarketResult:
+    """Equilibrium of a static Fisher market (Eisenberg-Gale program; shockwave.txt App. C-D).
+
+    Parameters
+    ----------
+    utility : array_like, shape (n, m)
+        ``kind="linear"``: ``u_i(x_i) = sum_j utility[i, j] x_ij``.
+        ``kind="leontief"``: ``u_i(x_i) = min_{j: a_ij > 0} x_ij / utility[i, j]``.
+    budget : array_like, shape (n,), optional
+        Positive budgets; default ones.
+    supply : array_like, shape (m,), optional
+        Non-negative supply per good; default ones.
+    kind : {"linear", "leontief"}
+    method : {"auto", "fast", "conic", "cvxpy"}
+        Solution method (see :mod:`fairalloc.markets`); all are exact and certified.
+    gap_tol, feas_tol : float
+        Tolerances of the certificate (relative duality gap, relative supply violation).
+    time_limit : float, optional
+        Seconds per conic solve.
+    warm_start : array_like, shape (m,), optional
+        Prices to start the fast path from.
+
+    Returns
+    -------
+    MarketResult
+        ``allocation (n, m)``, ``prices (m,)``, ``utility (n,)``, ``spending (n,)`` and a
+        certificate (``r.gap`` is the certified duality gap).
+
+    Raises
+    ------
+    InputError
+        Bad shapes, NaN/inf, negative entries, a buyer who values nothing, all-zero supply.
+    CertificateError
+        If the certificate misses its tolerance.
+
+    Examples
+    --------
+    Two buyers who each prefer a different good split the market; both prices are 1:
+
+    >>> r = fisher_market([[2.0, 1.0], [1.0, 2.0]])
+    >>> r.allocation.round(6).tolist(), r.prices.round(6).tolist()
+    ([[1.0, 0.0], [0.0, 1.0]], [1.0, 1.0])
+    """
+    U = as_array(utility, "utility", ndim=2)
+    return FisherMarket(U, budget, supply, kind=kind).solve(
+        method=method, gap_tol=gap_tol, feas_tol=feas_tol, time_limit=time_limit,
+        warm_start=warm_start)
+
+
+def volatile_fisher_market(
+    utility: Any,
+    budget: Any = None,
+    supply: Any = None,
+    *,
+    kind: str = "linear",
+    method: str = "auto",
+    gap_tol: float = 1e-6,
+    feas_tol: float = 1e-7,
+    time_limit: float | None = None,
+    warm_start: Any = None,
+) -> MarketResult:
+    """Equilibrium of a volatile Fisher market over ``T`` rounds (shockwave.txt §4.1, App. C).
+
+    Resources bought in round ``t`` are consumed in round ``t``; each buyer has one budget for
+    the whole window and utility ``U_i = sum_t u_it(x_it)`` (linear or Leontief per round).
+    Prices are per (resource, round).
+
+    Parameters
+    ----------
+    utility : array_like, shape (n, m, T)
+        Per-round utilities (linear) or demand vectors (Leontief).
+    budget : array_like, shape (n,), optional
+        Positive budgets for the whole window; default ones.
+    supply : array_like, shape (m, T), optional
+        Supply of each resource in each round; default ones.
+    kind, method, gap_tol, feas_tol, time_limit, warm_start
+        As for :func:`fisher_market` (``warm_start`` has shape (m, T)).
+
+    Returns
+    -------
+    MarketResult
+        ``allocation (n, m, T)``, ``prices (m, T)``, ``utility (n,)`` summed over rounds.
+
+    Examples
+    --------
+    Buyer 0 only values round 0, buyer 1 values both rounds: each round's good goes to the
+    buyer who can use it, and buyer 1 gets round 1:
+
+    >>> import numpy as np
+    >>> u = np.array([[[1.0, 0.0]], [[1.0, 1.0]]])   # (2 buyers, 1 resource, 2 rounds)
+    >>> r = volatile_fisher_market(u)
+    >>> r.allocation[:, 0, :].round(4).tolist()
+    [[1.0, 0.0], [0.0, 1.0]]
+    """
+    U = as_array(utility, "utility", ndim=3)
+    return FisherMarket(U, budget, supply, kind=kind).solve(
+        method=method, gap_tol=gap_tol, feas_tol=feas_tol, time_limit=time_limit,
+        warm_start=warm_start)
