@@ -56,6 +56,15 @@ _LAZY: dict[str, str] = {
     # partial allocation (Themis)
     "partial_allocation": "auctions",
     # regime forecasts and plans (Shockwave)
+    "RegimeForecast": "forecast",
+    "RegimeModel": "forecast",
+    "bayesian_posterior": "forecast",
+    "contention_factor": "forecast",
+    "forecast_regimes": "forecast",
+    "ftf_estimate": "forecast",
+    "makespan_lower_bound": "forecast",
+    "makespan_normalizer": "forecast",
+    "oracle_forecast": "forecast",
     "restatement_posterior": "forecast",
     "PlanJob": "schedule",
     "plan_schedule": "schedule",
