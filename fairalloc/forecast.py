@@ -1011,8 +1011,11 @@ def contention_factor(
             raise InputError(f"arrival[{i}] = {a[i]:g} is before the history starts "
                              f"(times[0] = {t[0]:g})", argument="arrival", index=(i,))
         xp = np.concatenate([t, [t_now]])
-        cp = np.concatenate([[0.0], np.cumsum(d * np.diff(xp))])
-        integral = cp[-1] - np.interp(a, xp, cp)
+        cp = np.concatenate([[0.0], np.cumsum(d * np.diff(xp))])  # integral up to xp[e]
+        seg = np.searchsorted(t, a, side="right") - 1  # the segment each arrival falls in
+        # whole segments after the arrival, plus the part of its own (no cancellation for
+        # jobs that arrived in the last segment)
+        integral = (cp[-1] - cp[seg + 1]) + d[seg] * (xp[seg + 1] - a)
         current = float(d[np.searchsorted(t, t_now, side="right") - 1])
     else:
         integral = as_array(demand_seconds, "demand_seconds", ndim=1, shape=a.shape)
