@@ -138,15 +138,21 @@ def restatement_posterior(
             argument="observed_epochs",
         )
     s = _check_total(m, n_total, "observed_epochs")
+    if k == k_max and s <= 0:
+        raise InputError(
+            "observed_epochs are all zero: every regime finished without an epoch",
+            argument="observed_epochs",
+        )
+    return _readonly(_restatement_alpha(n_total, k_max, m))
+
+
+def _restatement_alpha(n_total: float, k_max: int, m: np.ndarray) -> np.ndarray:
+    """The restatement rule on validated inputs (``sum m <= N``, ``len(m) <= K``)."""
+    k = m.shape[0]
     if k == k_max:
-        if s <= 0:
-            raise InputError(
-                "observed_epochs are all zero: every regime finished without an epoch",
-                argument="observed_epochs",
-            )
-        return _readonly(m.copy())
-    rest = (n_total - s) / (k_max - k)
-    return _readonly(np.concatenate([m, np.full(k_max - k, rest)]))
+        return np.array(m, dtype=np.float64, copy=True)
+    rest = max(n_total - float(m.sum()), 0.0) / (k_max - k)
+    return np.concatenate([m, np.full(k_max - k, rest)])
 
 
 def bayesian_posterior(
@@ -623,55 +629,68 @@ def _fit_epoch_seconds(known_cfg: np.ndarray, known_sec: np.ndarray, cfg: np.nda
 
 def _regime_seconds(
     configs: np.ndarray,
-    batch_sizes: np.ndarray,
-    epoch_seconds: np.ndarray,
+    observed: np.ndarray,
+    observed_seconds: np.ndarray,
     profiled: Mapping[float, float] | None,
 ) -> np.ndarray:
-    """Seconds per epoch of every regime: measured mean, else profiled, else extrapolated."""
+    """Seconds per epoch of every regime: measured mean, else profiled, else extrapolated.
+
+    ``observed``/``observed_seconds``: epochs and their summed seconds in each regime; a
+    configuration's measured duration pools every regime that used it.
+    """
     if profiled is not None and not isinstance(profiled, Mapping):
         raise InputError(
             f"profiled must be a mapping of configuration to seconds per epoch, got "
             f"{type(profiled).__name__}",
             argument="profiled",
         )
-    prof = dict(profiled or {})
-    p_cfg = as_array(list(prof.keys()), "profiled", ndim=1, positive=True, allow_empty=True)
-    p_sec = as_array(list(prof.values()), "profiled", ndim=1, positive=True, allow_empty=True)
-    m_cfg, inverse = np.unique(batch_sizes, return_inverse=True)
-    m_sec = np.bincount(inverse, weights=epoch_seconds, minlength=m_cfg.size) / np.bincount(
-        inverse, minlength=m_cfg.size
-    )
-    extra = ~np.isin(p_cfg, m_cfg)
-    known_cfg = np.concatenate([p_cfg[extra], m_cfg])
-    known_sec = np.concatenate([p_sec[extra], m_sec])
+    if profiled:
+        pairs = as_array(list(profiled.items()), "profiled", ndim=2, shape=(None, 2),
+                         positive=True)
+        p_cfg, p_sec = pairs[:, 0], pairs[:, 1]
+    else:
+        p_cfg = p_sec = np.zeros(0)
+    same = configs[:, None] == configs[None, :]
+    count = same @ observed
+    measured = count > 0
+    mean = np.divide(same @ observed_seconds, count, out=np.zeros_like(count), where=measured)
+    first = np.argmax(same, axis=1) == np.arange(configs.size)
+    in_prof = configs[:, None] == p_cfg[None, :]
+    has_prof = in_prof.any(axis=1)
+    prof_val = in_prof @ p_sec  # profiled keys are unique (mapping)
+    extra = ~(p_cfg[:, None] == configs[measured][None, :]).any(axis=1)
+    known_cfg = np.concatenate([configs[measured & first], p_cfg[extra]])
+    known_sec = np.concatenate([mean[measured & first], p_sec[extra]])
     if known_cfg.size == 0:
         raise InputError(
             "no epoch duration has been measured or profiled for this job: pass the measured "
             "epoch_seconds or profiled={configuration: seconds per epoch}",
             argument="epoch_seconds",
         )
-    order = np.argsort(known_cfg)
-    kc, ks = known_cfg[order], known_sec[order]
-    pos = np.minimum(np.searchsorted(kc, configs), kc.size - 1)
-    hit = kc[pos] == configs
-    out = np.where(hit, ks[pos], np.nan)
-    if not hit.all():
-        out[~hit] = _fit_epoch_seconds(kc, ks, configs[~hit])
+    out = np.where(measured, mean, np.where(has_prof, prof_val, np.nan))
+    missing = np.isnan(out)
+    if missing.any():
+        out[missing] = _fit_epoch_seconds(known_cfg, known_sec, configs[missing])
     return out
 
 
 # ---- observation parsing --------------------------------------------------------------------
 def _match_regimes(
-    model: RegimeModel, batch_sizes: np.ndarray, current_batch_size: float | None
-) -> tuple[np.ndarray, int]:
-    """Observed epochs per regime and the index of the ongoing regime."""
+    model: RegimeModel,
+    batch_sizes: np.ndarray,
+    epoch_seconds: np.ndarray,
+    current_batch_size: float | None,
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """Observed epochs and seconds per regime, and the index of the ongoing regime."""
     cfg = model.configurations
     k = cfg.shape[0]
     f = batch_sizes.shape[0]
     if f:
         starts = np.concatenate([[0], np.flatnonzero(batch_sizes[1:] != batch_sizes[:-1]) + 1])
+        run_sec = [float(v) for v in np.add.reduceat(epoch_seconds, starts)]
     else:
         starts = np.zeros(0, dtype=np.int64)
+        run_sec = []
     run_cfg = [float(v) for v in batch_sizes[starts]]
     run_len = [float(v) for v in np.diff(np.concatenate([starts, [f]]))]
     run_where: list[tuple[str, int | None]] = [("batch_sizes", int(s)) for s in starts]
@@ -679,16 +698,20 @@ def _match_regimes(
         cur = as_positive_float(current_batch_size, "current_batch_size")
         if not run_cfg or cur != run_cfg[-1]:
             run_cfg.append(cur)
-            run_len.append(0)
+            run_len.append(0.0)
+            run_sec.append(0.0)
             run_where.append(("current_batch_size", None))
     elif not run_cfg:
         run_cfg.append(float(cfg[0]))
-        run_len.append(0)
+        run_len.append(0.0)
+        run_sec.append(0.0)
         run_where.append(("current_batch_size", None))
     observed = np.zeros(k)
+    seconds = np.zeros(k)
     idx = -1
     # a short loop over this job's runs (at most K): greedy subsequence match
-    for value, length, (arg, at) in zip(run_cfg, run_len, run_where, strict=True):
+    for value, length, total, (arg, at) in zip(run_cfg, run_len, run_sec, run_where,
+                                               strict=True):
         cand = np.flatnonzero(cfg[idx + 1:] == value)
         if cand.size == 0:
             where = "" if at is None else fmt_index([at])
@@ -700,7 +723,8 @@ def _match_regimes(
             )
         idx = idx + 1 + int(cand[0])
         observed[idx] = length
-    return observed, idx
+        seconds[idx] = total
+    return observed, seconds, idx
 
 
 def forecast_regimes(
@@ -797,16 +821,16 @@ def forecast_regimes(
     if f > n_total * (1.0 + _SUM_RTOL):
         raise InputError(f"batch_sizes lists {f} finished epochs, more than total_epochs = "
                          f"{n_total:g}", argument="batch_sizes")
-    observed, c = _match_regimes(model, bs, current_batch_size)
+    observed, observed_seconds, c = _match_regimes(model, bs, sec, current_batch_size)
     k = model.num_regimes
-    seconds = _regime_seconds(model.configurations, bs, sec, profiled)
+    seconds = _regime_seconds(model.configurations, observed, observed_seconds, profiled)
     done = float(f)
     left = max(n_total - done, 0.0)
     e = float(observed[c])
     posterior: np.ndarray | None = None
 
     if method == "restatement":
-        posterior = restatement_posterior(n_total, k, observed[:c])
+        posterior = _restatement_alpha(n_total, k, observed[:c])
         rest = n_total - float(observed[:c].sum())
         epochs = np.array(posterior, copy=True)
         unfinished = k - c
@@ -829,7 +853,7 @@ def forecast_regimes(
         if tot > 0:
             remaining *= left / tot
     elif method == "bayesian":
-        posterior = bayesian_posterior(n_total, k, observed)
+        posterior = np.full(k, n_total / k) + observed
         epochs = n_total * posterior / posterior.sum()
         remaining = _bayesian_remaining(epochs, observed, c, n_total)[0]
     else:  # greedy
