@@ -153,7 +153,7 @@ def _starts(owner: np.ndarray, n: int) -> np.ndarray:
 # --------------------------------------------------------------------------------------------
 # solvers on the edge form
 # --------------------------------------------------------------------------------------------
-def _solve_conic(form: _EdgeForm, *, time_limit: float | None = None
+def _solve_conic(form: _EdgeForm, *, time_limit: float | None = None, tol: float = 1e-9
                  ) -> tuple[np.ndarray, np.ndarray, int]:
     """Exact solve of the edge-form EG program with Clarabel; returns (z, prices, iterations).
 
@@ -177,7 +177,8 @@ def _solve_conic(form: _EdgeForm, *, time_limit: float | None = None
     c = np.concatenate([np.zeros(E), -form.budget])
     cones = [clarabel.NonnegativeConeT(R + E)] + [clarabel.ExponentialConeT()] * n
     P = sp.csc_matrix((E + n, E + n))
-    sol = clarabel.DefaultSolver(P, c, A, b, cones, clarabel_settings(time_limit=time_limit)).solve()
+    settings = clarabel_settings(tol=tol, time_limit=time_limit)
+    sol = clarabel.DefaultSolver(P, c, A, b, cones, settings).solve()
     status = str(sol.status)
     if status not in ("Solved", "AlmostSolved", "InsufficientProgress", "MaxIterations"):
         raise SolverError(f"clarabel failed on the Eisenberg-Gale program: {status}",
@@ -215,6 +216,108 @@ def _proportional_response(form: _EdgeForm, *, iters: int, prices: np.ndarray | 
     return np.bincount(res, weights=bids, minlength=s.size) / s
 
 
+def _polish_linear(form: _EdgeForm, z: np.ndarray, p: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray] | None:
+    """Exact equilibrium on the support of an approximate one (linear markets).
+
+    On the support ``S`` (edges that carry utility), equilibrium prices satisfy
+    ``log p_r - log beta_i = log w_e`` (every bought good has the buyer's best bang-per-buck)
+    and, in each connected component of ``S``, ``sum_r p_r s_r = sum_i B_i`` (budgets clear).
+    Spending ``b_e`` is then a flow with buyer sums ``B_i`` and good sums ``p_r s_r``. Both
+    are sparse linear systems. Returns ``(z, p)`` or ``None`` when the support is not an
+    equilibrium support (negative flow); the caller keeps whichever certifies better.
+    """
+    u = form.utilities(z)
+    q = (form.C.T @ p) / form.weight
+    best = form.beta(p)
+    share = form.weight * z / u[form.owner]
+    # candidate support: edges at the buyer's best bang-per-buck that carry utility ...
+    cand = np.flatnonzero((q <= best[form.owner] * (1 + 1e-6)) & (share > 1e-7))
+    if cand.size == 0:
+        return None
+    for _ in range(6):
+        out = _forest_equilibrium(form, cand, share)
+        if out is None:
+            return None
+        on, price, flow = out
+        q = (form.C.T @ price) / form.weight
+        best = form.beta(price)
+        wrong = on & (q > best[form.owner] * (1 + 1e-10))
+        if not wrong.any():
+            z_new = np.zeros_like(z)
+            z_new[on] = flow / price[form.C.indices[on]]
+            return form.repair(z_new), price
+        cand = cand[~np.isin(cand, np.flatnonzero(wrong))]
+    return None
+
+
+def _forest_equilibrium(form: _EdgeForm, cand: np.ndarray, share: np.ndarray
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Prices and spending of the equilibrium supported on a max-flow forest of ``cand``."""
+    from scipy.sparse.csgraph import connected_components, minimum_spanning_tree
+    from scipy.sparse.linalg import spsolve
+
+    n, R = form.n, form.supply.size
+    # a maximum-flow spanning forest (generic equilibria have forest supports)
+    nodes = n + R
+    graph = sp.csr_matrix((1.0 / share[cand], (form.owner[cand], n + form.C.indices[cand])),
+                          shape=(nodes, nodes))
+    forest = minimum_spanning_tree(graph).tocoo()
+    lookup = sp.csr_matrix((cand + 1.0, (form.owner[cand], n + form.C.indices[cand])),
+                           shape=(nodes, nodes))
+    lookup = (lookup + lookup.T).tocsr()  # the forest may list an edge as (good, buyer)
+    on = np.zeros(form.num_edges, dtype=bool)
+    on[np.asarray(lookup[forest.row, forest.col]).ravel().astype(np.int64) - 1] = True
+    owner, res, w = form.owner[on], form.C.indices[on], form.weight[on]
+    k = owner.size  # buyers are nodes 0..n-1, goods n..n+R-1
+    # incidence: +1 on the good (log p), -1 on the buyer (log beta)
+    M = sp.csr_matrix((np.r_[np.ones(k), -np.ones(k)], (np.r_[np.arange(k), np.arange(k)],
+                       np.r_[n + res, owner])), shape=(k, nodes))
+    adj = sp.csr_matrix((np.ones(k), (owner, n + res)), shape=(nodes, nodes))
+    ncomp, label = connected_components(adj, directed=False)
+    used = np.zeros(nodes, dtype=bool)
+    used[owner] = True
+    used[n + res] = True
+    # fix one node per component at 0: on a forest both systems below are square
+    order = np.flatnonzero(used)
+    first = order[np.unique(label[order], return_index=True)[1]]
+    free = used.copy()
+    free[first] = False
+    Mf = M[:, free].tocsc()
+    if Mf.shape[0] != Mf.shape[1]:
+        return None
+    try:
+        logv = np.zeros(nodes)
+        logv[free] = np.atleast_1d(spsolve(Mf, np.log(w)))
+    except Exception:  # pragma: no cover - singular: keep the unpolished point
+        return None
+    # per-component scale of the prices so that sum_r p_r s_r = sum_i B_i
+    goods = np.zeros(nodes, dtype=bool)
+    goods[n:] = used[n:]
+    supply_full = np.r_[np.zeros(n), form.supply]
+    budget_full = np.r_[form.budget, np.zeros(R)]
+    bud = np.bincount(label[used], weights=budget_full[used], minlength=ncomp)
+    val = np.bincount(label[goods], weights=np.exp(logv[goods]) * supply_full[goods],
+                      minlength=ncomp)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        shift = np.log(bud / val)
+    if not np.all(np.isfinite(shift[label[used]])):
+        return None
+    price = np.zeros(R)
+    gidx = np.flatnonzero(used[n:])
+    price[gidx] = np.exp(logv[n + gidx] + shift[label[n + gidx]])
+    # spending flow on the forest: buyer sums B_i, good sums p_r s_r (one redundant row per
+    # component, dropped with the fixed node)
+    rhs_flow = np.r_[form.budget, price * form.supply]
+    try:
+        flow = np.atleast_1d(spsolve(abs(Mf).T.tocsc(), rhs_flow[free]))
+    except Exception:  # pragma: no cover
+        return None
+    if not np.all(np.isfinite(flow)) or np.any(flow < -1e-9 * form.budget[owner]):
+        return None
+    return on, price, np.maximum(flow, 0.0)
+
+
 def _solve_fast(form: _EdgeForm, *, gap_tol: float, feas_tol: float,
                 warm_prices: np.ndarray | None, time_limit: float | None
                 ) -> tuple[np.ndarray, Certificate, np.ndarray, int, int]:
@@ -227,13 +330,13 @@ def _solve_fast(form: _EdgeForm, *, gap_tol: float, feas_tol: float,
     iterations = solves = 0
     for _ in range(25):
         sub = form.subset(keep)
-        z_sub, p, it = _solve_conic(sub, time_limit=time_limit)
+        # the restricted program is small: solve it tightly so the support polish succeeds
+        z_sub, p, it = _solve_conic(sub, time_limit=time_limit, tol=1e-11)
         iterations += it
         solves += 1
         z = np.zeros(form.num_edges)
         z[keep] = sub.repair(z_sub)
-        cert, best_p = form.certificate(z, [p, form.implied_prices(z)], gap_tol=gap_tol,
-                                        feas_tol=feas_tol)
+        cert, best_p, z = _certify_linear(form, z, p, gap_tol=gap_tol, feas_tol=feas_tol)
         if cert.ok:
             return z, cert, best_p, iterations, solves
         # re-add every edge cheaper (per unit utility) than what its buyer pays on the support
@@ -245,10 +348,23 @@ def _solve_fast(form: _EdgeForm, *, gap_tol: float, feas_tol: float,
         keep = keep | violated
     # the support could not be certified (numerically hard instance): solve everything
     z, p, it = _solve_conic(form, time_limit=time_limit)
-    z = form.repair(z)
+    cert, best_p, z = _certify_linear(form, form.repair(z), p, gap_tol=gap_tol,
+                                      feas_tol=feas_tol)
+    return z, cert, best_p, iterations + it, solves + 1
+
+
+def _certify_linear(form: _EdgeForm, z: np.ndarray, p: np.ndarray, *, gap_tol: float,
+                    feas_tol: float) -> tuple[Certificate, np.ndarray, np.ndarray]:
+    """Certificate of a linear market point, improved by :func:`_polish_linear` when it helps."""
     cert, best_p = form.certificate(z, [p, form.implied_prices(z)], gap_tol=gap_tol,
                                     feas_tol=feas_tol)
-    return z, cert, best_p, iterations + it, solves + 1
+    polished = _polish_linear(form, z, best_p)
+    if polished is not None:
+        z2, p2 = polished
+        cert2, best_p2 = form.certificate(z2, [p2, best_p], gap_tol=gap_tol, feas_tol=feas_tol)
+        if cert2.gap < cert.gap and cert2.primal_residual <= max(cert.primal_residual, 1e-12):
+            return cert2, best_p2, z2
+    return cert, best_p, z
 
 
 # --------------------------------------------------------------------------------------------
@@ -496,7 +612,7 @@ class FisherMarket:
         return self
 
     def problem(self) -> Any:
-        """The cvxpy problem: ``max sum_i B_i log U_i + terms`` s.t. supply and added constraints."""
+        """The cvxpy problem ``max sum_i B_i log U_i + terms`` s.t. supply and added constraints."""
         import cvxpy as cp
 
         cvx = self._build_cvxpy()
@@ -573,8 +689,10 @@ class FisherMarket:
         elif method == "conic":
             z, p, iters = _solve_conic(form, time_limit=time_limit)
             z = form.repair(z)
-            cands = [p, form.implied_prices(z)] if self.kind == "linear" else [p]
-            cert, prices = form.certificate(z, cands, gap_tol=gap_tol, feas_tol=feas_tol)
+            if self.kind == "linear":
+                cert, prices, z = _certify_linear(form, z, p, gap_tol=gap_tol, feas_tol=feas_tol)
+            else:
+                cert, prices = form.certificate(z, [p], gap_tol=gap_tol, feas_tol=feas_tol)
             alloc = self._allocation(z)
         else:
             alloc, prices, cert, iters = self._solve_cvxpy(gap_tol, feas_tol, time_limit)
