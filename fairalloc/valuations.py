@@ -1,0 +1,879 @@
+"""Finish-time fairness valuations, placement slowdown and cluster topology (Themis §3.2, §4.3).
+
+Themis (themis.md §3.2) measures an app's fairness by ``rho = T_sh / T_id``: its finish time in
+the shared cluster divided by its finish time on an exclusive ``1/N_avg`` share of the
+cluster. Sharing incentive means ``rho <= 1``. An app bids ``rho(G)`` for GPU allocations
+``G`` it may receive; the auction values an allocation at ``1 / rho(G)``.
+
+This module computes ``rho`` for
+
+* a single-job app (Eq. 1, :func:`single_job_rho`),
+* a hyper-parameter search with successive halving (Eq. 2 with the median-job estimate of
+  future phases, :func:`successive_halving_rho`),
+* a hyper-parameter search with performance-curve stopping (:func:`curve_stopping_rho`),
+
+and the placement slowdown ``S(G) >= 1`` of a GPU set from the cluster topology
+(:class:`Topology`, :func:`placement_slowdown`): ``1`` on one machine, ``1.1`` across machines
+of one rack, ``1.3`` across racks (§4.3.1, footnote 3), overridable by profiled values.
+
+Within a phase of a multi-job app, Eq. 2 takes the finish time of the slowest job under the
+app scheduler's "optimal allocation of GPUs within a phase". Two schedules are offered:
+
+``"balanced"`` (default)
+    jobs are malleable with linear speed-up up to ``job_demand_max`` GPUs each and may be
+    preempted, so the phase takes ``S * max(sum_j W_j / G, max_j W_j / min(G, d))`` with
+    ``W_j`` a job's serial work (the optimum of P|pmtn, size <= d|C_max). This reproduces
+    every entry of the paper's Table 3 (4, 2, 1, 0.5, 0.34).
+``"static"``
+    each job keeps a fixed whole number of GPUs for the phase; with fewer GPUs than jobs the
+    jobs run one per GPU in longest-processing-time order. This is the narrative of §4.3.3
+    (two 100 s jobs on one GPU, the 80 s and 120 s jobs on the other) and gives 1.064,
+    0.532 and 0.345 for 4, 8 and 16 GPUs (``formulations/finish_time_fairness.md``).
+
+The app models (:class:`SingleJobApp`, :class:`SuccessiveHalvingApp`,
+:class:`CurveStoppingApp`) hold an app's progress for the multi-round auction
+(:class:`fairalloc.MultiRoundAuction`): they report ``rho`` for any allocation at any time and
+advance their iterations when they run.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ._validation import as_array, as_option, as_positive_float, as_positive_int
+from .errors import InputError
+
+__all__ = [
+    "DEFAULT_SLOWDOWN",
+    "LEVELS",
+    "CurveStoppingApp",
+    "SingleJobApp",
+    "SuccessiveHalvingApp",
+    "Topology",
+    "curve_stopping_rho",
+    "placement_slowdown",
+    "single_job_rho",
+    "successive_halving_rho",
+]
+
+#: Placement levels: all GPUs on one machine, on one rack, anywhere (across racks).
+LEVELS = ("machine", "rack", "cluster")
+#: Themis §4.3.1 footnote 3: crude slowdown estimates for the three placement levels.
+DEFAULT_SLOWDOWN = (1.0, 1.1, 1.3)
+SCHEDULES = ("balanced", "static")
+
+
+def _slowdown_levels(slowdown: Any, name: str = "slowdown") -> np.ndarray:
+    """Validate per-level slowdowns: three values >= 1, non-decreasing (spreading never helps)."""
+    if slowdown is None:
+        return np.asarray(DEFAULT_SLOWDOWN, dtype=float)
+    s = as_array(slowdown, name, ndim=1, shape=(3,), positive=True)
+    if np.any(s < 1.0):
+        j = int(np.flatnonzero(s < 1.0)[0])
+        raise InputError(f"{name}[{j}] is {s[j]:g}; a placement slowdown is >= 1",
+                         argument=name, index=(j,))
+    if np.any(np.diff(s) < 0):
+        j = int(np.flatnonzero(np.diff(s) < 0)[0]) + 1
+        raise InputError(
+            f"{name}[{j}] = {s[j]:g} < {name}[{j - 1}] = {s[j - 1]:g}; slowdowns must not "
+            f"decrease from one machine to one rack to across racks", argument=name, index=(j,))
+    return s
+
+
+# --------------------------------------------------------------------------------------------
+# topology and placement slowdown
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True, init=False)
+class Topology:
+    """Where each GPU is: GPU -> machine -> rack.
+
+    Parameters
+    ----------
+    machine : array_like of int, shape (g,)
+        Machine of each GPU, ``0 .. H-1`` (every machine id below the largest must occur).
+    rack : array_like of int, shape (H,), optional
+        Rack of each machine, ``0 .. R-1``; default: one rack.
+
+    Attributes
+    ----------
+    machine : ndarray of int, shape (g,)
+    rack : ndarray of int, shape (H,)
+        Rack of each machine.
+    gpu_rack : ndarray of int, shape (g,)
+        Rack of each GPU.
+
+    Examples
+    --------
+    >>> t = Topology.uniform(4, 2, machines_per_rack=2)
+    >>> t.num_gpus, t.num_machines, t.num_racks
+    (8, 4, 2)
+    >>> t.level([0, 1]), t.level([0, 2]), t.level([0, 7])
+    (0, 1, 2)
+    """
+
+    machine: np.ndarray
+    rack: np.ndarray
+    gpu_rack: np.ndarray
+
+    def __init__(self, machine: Any, rack: Any = None) -> None:
+        mach = as_array(machine, "machine", ndim=1, integer=True).astype(np.int64)
+        num_machines = int(mach.max()) + 1
+        counts = np.bincount(mach, minlength=num_machines)
+        if np.any(counts == 0):
+            h = int(np.flatnonzero(counts == 0)[0])
+            raise InputError(f"machine {h} has no GPU (machine ids must be 0..{num_machines - 1})",
+                             argument="machine", index=(h,))
+        if rack is None:
+            rk = np.zeros(num_machines, dtype=np.int64)
+        else:
+            rk = as_array(rack, "rack", ndim=1, shape=(num_machines,),
+                          integer=True).astype(np.int64)
+            rcount = np.bincount(rk, minlength=int(rk.max()) + 1)
+            if np.any(rcount == 0):
+                r = int(np.flatnonzero(rcount == 0)[0])
+                raise InputError(f"rack {r} has no machine (rack ids must be consecutive)",
+                                 argument="rack", index=(r,))
+        for arr in (mach, rk):
+            arr.flags.writeable = False
+        gpu_rack = rk[mach]
+        gpu_rack.flags.writeable = False
+        object.__setattr__(self, "machine", mach)
+        object.__setattr__(self, "rack", rk)
+        object.__setattr__(self, "gpu_rack", gpu_rack)
+
+    @classmethod
+    def uniform(cls, num_machines: int, gpus_per_machine: int,
+                machines_per_rack: int | None = None) -> Topology:
+        """``num_machines`` machines of ``gpus_per_machine`` GPUs, ``machines_per_rack`` per rack.
+
+        The last rack holds the remainder when ``machines_per_rack`` does not divide the count;
+        ``None`` puts every machine in one rack.
+        """
+        h = as_positive_int(num_machines, "num_machines")
+        k = as_positive_int(gpus_per_machine, "gpus_per_machine")
+        per = h if machines_per_rack is None else as_positive_int(machines_per_rack,
+                                                                  "machines_per_rack")
+        return cls(np.repeat(np.arange(h), k), np.arange(h) // per)
+
+    @property
+    def num_gpus(self) -> int:
+        """Number of GPUs ``g``."""
+        return int(self.machine.size)
+
+    @property
+    def num_machines(self) -> int:
+        """Number of machines ``H``."""
+        return int(self.rack.size)
+
+    @property
+    def num_racks(self) -> int:
+        """Number of racks ``R``."""
+        return int(self.rack.max()) + 1
+
+    @property
+    def gpus_per_machine(self) -> np.ndarray:
+        """GPUs on each machine, shape (H,)."""
+        return np.bincount(self.machine, minlength=self.num_machines)
+
+    def mask(self, gpus: Any, name: str = "gpus") -> np.ndarray:
+        """A GPU set as a boolean mask (g,) or (s, g): accepts masks or 1-d lists of GPU ids."""
+        arr = np.asarray(gpus)
+        g = self.num_gpus
+        if arr.dtype == bool:
+            if arr.ndim not in (1, 2) or arr.shape[-1] != g:
+                raise InputError(f"{name} as a mask must have shape ({g},) or (s, {g}); got "
+                                 f"{arr.shape}", argument=name)
+            return arr.copy()
+        ids = as_array(arr, name, ndim=1, integer=True, allow_empty=True).astype(np.int64)
+        if ids.size and ids.max() >= g:
+            j = int(np.flatnonzero(ids >= g)[0])
+            raise InputError(f"{name}[{j}] = {ids[j]} is not a GPU (the cluster has {g})",
+                             argument=name, index=(j,))
+        out = np.zeros(g, dtype=bool)
+        out[ids] = True
+        if np.unique(ids).size != ids.size:
+            raise InputError(f"{name} lists a GPU twice", argument=name)
+        return out
+
+    def level(self, gpus: Any) -> Any:
+        """Placement level of GPU set(s): 0 one machine, 1 one rack, 2 across racks.
+
+        An empty set (or a single GPU) is level 0. Vectorised over the rows of a 2-d mask.
+        """
+        m = self.mask(gpus)
+        m2 = np.atleast_2d(m)
+        H, R = self.num_machines, self.num_racks
+        on_mach = np.zeros((m2.shape[0], H), dtype=bool)
+        rows, cols = np.nonzero(m2)
+        on_mach[rows, self.machine[cols]] = True
+        on_rack = np.zeros((m2.shape[0], R), dtype=bool)
+        on_rack[rows, self.gpu_rack[cols]] = True
+        lev = np.where(on_mach.sum(1) <= 1, 0, np.where(on_rack.sum(1) <= 1, 1, 2))
+        return int(lev[0]) if m.ndim == 1 else lev
+
+    def slowdown(self, gpus: Any, slowdown: Any = None) -> Any:
+        """Placement slowdown ``S(G)`` of GPU set(s) (see :func:`placement_slowdown`)."""
+        s = _slowdown_levels(slowdown)
+        lev = self.level(gpus)
+        return float(s[lev]) if np.ndim(lev) == 0 else s[lev]
+
+    def __repr__(self) -> str:
+        return (f"Topology({self.num_gpus} GPUs, {self.num_machines} machines, "
+                f"{self.num_racks} racks)")
+
+
+def placement_slowdown(gpus: Any, topology: Topology, slowdown: Any = None) -> Any:
+    """Slowdown ``S(G) >= 1`` of running on the GPU set ``G`` (Themis §4.3.1, footnote 3).
+
+    ``S`` is set by the slowest interconnect the set spans (Appendix, proof of Theorem 3.2):
+    one machine, several machines of one rack, or several racks.
+
+    Parameters
+    ----------
+    gpus : array_like
+        A GPU set: a boolean mask (g,), a 2-d mask (s, g) of ``s`` sets, or a list of GPU ids.
+    topology : Topology
+    slowdown : array_like, shape (3,), optional
+        Slowdown on one machine, one rack, across racks: non-decreasing values >= 1. Defaults
+        to the paper's crude estimates ``(1, 1.1, 1.3)``; pass an app's profiled values.
+
+    Returns
+    -------
+    float or ndarray
+        One slowdown per set.
+
+    Examples
+    --------
+    >>> t = Topology.uniform(4, 2, machines_per_rack=2)
+    >>> placement_slowdown([0, 1], t), placement_slowdown([1, 2], t), placement_slowdown([0, 6], t)
+    (1.0, 1.1, 1.3)
+    >>> placement_slowdown([0, 6], t, slowdown=[1.0, 1.05, 2.0])
+    2.0
+    """
+    if not isinstance(topology, Topology):
+        raise InputError(f"topology must be a Topology, got {type(topology).__name__}",
+                         argument="topology")
+    return topology.slowdown(gpus, slowdown)
+
+
+# --------------------------------------------------------------------------------------------
+# finish-time fairness rho
+# --------------------------------------------------------------------------------------------
+def _gpus_and_slowdown(num_gpus: Any, slowdown: Any) -> tuple[np.ndarray, np.ndarray]:
+    G = as_array(num_gpus, "num_gpus", ndim=(0, 1, 2), integer=True)
+    S = as_array(slowdown, "slowdown", ndim=(0, 1, 2), positive=True)
+    if np.any(S < 1.0):
+        idx = tuple(int(i) for i in np.argwhere(S < 1.0)[0])
+        raise InputError(f"slowdown{list(idx)} is {S[idx]:g}; a placement slowdown is >= 1",
+                         argument="slowdown", index=idx)
+    try:
+        G, S = np.broadcast_arrays(G, S)
+    except ValueError:
+        raise InputError(f"num_gpus {G.shape} and slowdown {S.shape} do not broadcast",
+                         argument="slowdown") from None
+    return G.astype(float), S.astype(float)
+
+
+def _contention(contention: Any) -> float:
+    c = as_positive_float(contention, "contention")
+    if c < 1.0:
+        raise InputError(f"contention must be >= 1 (the app itself is active), got {contention!r}",
+                         argument="contention")
+    return c
+
+
+def _phase_time(G: np.ndarray, S: np.ndarray, work: np.ndarray, d: float,
+                schedule: str) -> np.ndarray:
+    """Finish time of each phase's slowest job; ``work`` (P, J) serial GPU-seconds (0 = no job).
+
+    Returns the time summed over phases, shape of ``G``. ``G == 0`` gives ``inf`` when there is
+    work left.
+    """
+    total = work.sum(axis=1)  # (P,)
+    biggest = work.max(axis=1, initial=0.0)
+    Gf = G[..., None]  # (..., 1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if schedule == "balanced":
+            per = np.maximum(total / Gf, biggest / np.minimum(Gf, d))
+        else:
+            per = _static_phase_time(G, work, d)
+        per = np.where(total > 0, per, 0.0)
+    out = per.sum(axis=-1)
+    return np.where((G == 0) & (total.sum() > 0), np.inf, out * S)
+
+
+def _static_phase_time(G: np.ndarray, work: np.ndarray, d: float) -> np.ndarray:
+    """Phase times with a fixed whole number of GPUs per job (see module docstring), (..., P)."""
+    out = np.zeros(G.shape + (work.shape[0],))
+    for value in np.unique(G):
+        g = int(value)
+        sel = G == value
+        for p, w in enumerate(work):
+            w = w[w > 0]
+            if w.size == 0 or g == 0:
+                out[sel, p] = np.inf if (w.size and g == 0) else 0.0
+                continue
+            if g < w.size:  # one GPU per job, longest processing time first
+                loads = [0.0] * g
+                for job in np.sort(w)[::-1]:
+                    heapq.heappush(loads, heapq.heappop(loads) + float(job))
+                out[sel, p] = max(loads)
+                continue
+            # g >= jobs: smallest T with sum_j min(d, ceil(W_j / T)) <= g
+            gg = np.arange(1, int(min(d, g)) + 1)
+            cand = np.unique((w[:, None] / gg[None, :]).ravel())
+            need = np.minimum(np.ceil(w[None, :] / cand[:, None] - 1e-9), min(d, g))
+            need = np.maximum(need, 1.0)
+            finish = (w[None, :] / need).max(axis=1)
+            ok = need.sum(axis=1) <= g
+            out[sel, p] = float(finish[ok].min())
+    return out
+
+
+def single_job_rho(
+    num_gpus: Any,
+    *,
+    iter_total: float,
+    iter_left: float,
+    iter_time_serial: float,
+    job_demand_max: int,
+    cluster_gpus: int,
+    contention: float = 1.0,
+    elapsed: float = 0.0,
+    slowdown: Any = 1.0,
+) -> np.ndarray:
+    """Finish-time fairness ``rho(G)`` of a single-job app (Themis §4.3.1, Eq. 1).
+
+    ``T_sh = elapsed + iter_left * iter_time_serial * S(G) / min(|G|, job_demand_max)``,
+    ``T_id = N_avg * iter_total * iter_time_serial / min(R_C, job_demand_max)`` and
+    ``rho = T_sh / T_id``; the allocation is assumed to last until the job completes.
+
+    Parameters
+    ----------
+    num_gpus : int or array_like of int
+        ``|G|_1``: GPUs in the allocation (vectorised; broadcast with ``slowdown``).
+        ``0`` GPUs with iterations left gives ``rho = inf``.
+    iter_total, iter_left : float
+        Total iterations of the job, and those still to run (``0 <= iter_left <= iter_total``).
+    iter_time_serial : float
+        Seconds per iteration on one GPU.
+    job_demand_max : int
+        Most GPUs the job can use (linear speed-up up to this many).
+    cluster_gpus : int
+        ``R_C``, GPUs in the whole cluster.
+    contention : float
+        ``N_avg``: average number of apps in the cluster over the app's lifetime (>= 1).
+    elapsed : float
+        ``T_current - T_start``, seconds since the app arrived (queuing included).
+    slowdown : float or array_like
+        Placement slowdown ``S(G) >= 1`` (see :func:`placement_slowdown`).
+
+    Returns
+    -------
+    ndarray
+        ``rho`` for each allocation (0-d for scalar input).
+
+    Examples
+    --------
+    A 1,000-iteration job of 1 s per iteration, able to use 4 GPUs, on a 16-GPU cluster shared
+    by 4 apps: ``T_id = 4 * 1000 / 4 = 1000 s``.
+
+    >>> single_job_rho([0, 1, 2, 4, 8], iter_total=1000, iter_left=1000, iter_time_serial=1.0,
+    ...                job_demand_max=4, cluster_gpus=16, contention=4).tolist()
+    [inf, 1.0, 0.5, 0.25, 0.25]
+    """
+    G, S = _gpus_and_slowdown(num_gpus, slowdown)
+    total = as_positive_float(iter_total, "iter_total")
+    left = as_positive_float(iter_left, "iter_left", allow_zero=True)
+    if left > total:
+        raise InputError(f"iter_left ({iter_left!r}) exceeds iter_total ({iter_total!r})",
+                         argument="iter_left")
+    t_iter = as_positive_float(iter_time_serial, "iter_time_serial")
+    d = as_positive_int(job_demand_max, "job_demand_max")
+    rc = as_positive_int(cluster_gpus, "cluster_gpus")
+    n_avg = _contention(contention)
+    el = as_positive_float(elapsed, "elapsed", allow_zero=True)
+    t_id = n_avg * total * t_iter / min(rc, d)
+    work = np.array([[left * t_iter]])
+    t_sh = el + _phase_time(G, S, work, float(d), "balanced")
+    return t_sh / t_id
+
+
+def _halving_jobs(first: int, phases: int) -> np.ndarray:
+    return np.maximum(np.ceil(first / 2.0 ** np.arange(phases)), 1).astype(int)
+
+
+def successive_halving_rho(
+    num_gpus: Any,
+    *,
+    iter_time_serial: Any,
+    phase_iters: Any,
+    budget: float,
+    job_demand_max: int,
+    cluster_gpus: int,
+    contention: float = 1.0,
+    elapsed: float = 0.0,
+    slowdown: Any = 1.0,
+    phase: int = 0,
+    iter_left: Any = None,
+    phase_jobs: Any = None,
+    schedule: str = "balanced",
+) -> np.ndarray:
+    """Finish-time fairness of a successive-halving app (Themis §4.3.2, Eq. 2).
+
+    Phase ``p`` runs ``phase_jobs[p]`` jobs for ``phase_iters[p]`` iterations each; the app's
+    shared finish time is ``T_sh = elapsed + sum_p T_sh(p)`` where ``T_sh(p)`` is the finish
+    time of the phase's slowest job. The current phase uses its jobs' own iteration times;
+    future phases, whose survivors are not known yet, use the *median* iteration time of the
+    current jobs (§4.3.3). ``T_id = N_avg * budget / min(R_C, app_demand_max)`` with
+    ``app_demand_max = job_demand_max * max_p phase_jobs[p]``.
+
+    Parameters
+    ----------
+    num_gpus : int or array_like of int
+        GPUs in the allocation (vectorised, broadcast with ``slowdown``).
+    iter_time_serial : array_like, shape (J,)
+        Seconds per iteration on one GPU of each job alive in the current phase.
+    phase_iters : array_like, shape (P,)
+        Iterations each job runs in each phase of the plan.
+    budget : float
+        ``B``: the app's total budget in GPU-seconds.
+    job_demand_max : int
+        Most GPUs one job can use.
+    cluster_gpus : int
+        ``R_C``.
+    contention : float
+        ``N_avg`` (>= 1).
+    elapsed : float
+        Seconds since the app arrived.
+    slowdown : float or array_like
+        ``S(G) >= 1``.
+    phase : int
+        Index of the current phase (0-based).
+    iter_left : array_like, shape (J,), optional
+        Iterations each current job still has in this phase (default: the whole phase).
+    phase_jobs : array_like of int, shape (P,), optional
+        Jobs per phase; default halves from the first phase's count (``J`` at phase 0):
+        ``ceil(J_0 / 2^p)``. ``phase_jobs[phase]`` must equal ``J``.
+    schedule : {"balanced", "static"}
+        How the app scheduler runs a phase on ``G`` GPUs (module docstring).
+
+    Returns
+    -------
+    ndarray
+        ``rho`` for each allocation.
+
+    Examples
+    --------
+    The §4.3.3 example: 16 GPUs, 4 apps, jobs of 80/100/100/120 s per iteration, 8, 16 and 36
+    iterations per phase, budget 10,000 GPU-s, ``job_demand_max`` 8 (Table 3):
+
+    >>> successive_halving_rho([1, 2, 4, 8, 16], iter_time_serial=[80, 100, 100, 120],
+    ...     phase_iters=[8, 16, 36], budget=10_000, job_demand_max=8, cluster_gpus=16,
+    ...     contention=4).round(4).tolist()
+    [4.0, 2.0, 1.0, 0.5, 0.34]
+    """
+    G, S = _gpus_and_slowdown(num_gpus, slowdown)
+    schedule = as_option(schedule, "schedule", SCHEDULES)
+    times = as_array(iter_time_serial, "iter_time_serial", ndim=1, positive=True)
+    iters = as_array(phase_iters, "phase_iters", ndim=1, positive=True)
+    P = iters.size
+    p0 = as_positive_int(phase, "phase", allow_zero=True)
+    if p0 >= P:
+        raise InputError(f"phase {phase} does not exist (phase_iters has {P} phases)",
+                         argument="phase")
+    J = times.size
+    if phase_jobs is None:
+        if p0 != 0:
+            raise InputError("phase_jobs is needed after the first phase (the first phase's job "
+                             "count cannot be inferred)", argument="phase_jobs")
+        jobs = _halving_jobs(J, P)
+    else:
+        jobs = as_array(phase_jobs, "phase_jobs", ndim=1, shape=(P,), positive=True,
+                        integer=True).astype(int)
+        if jobs[p0] != J:
+            raise InputError(f"phase_jobs[{p0}] = {jobs[p0]} but iter_time_serial lists {J} jobs",
+                             argument="phase_jobs", index=(p0,))
+    if iter_left is None:
+        left = np.full(J, iters[p0])
+    else:
+        left = as_array(iter_left, "iter_left", ndim=1, shape=(J,))
+        if np.any(left > iters[p0]):
+            j = int(np.flatnonzero(left > iters[p0])[0])
+            raise InputError(f"iter_left[{j}] = {left[j]:g} exceeds the phase's "
+                             f"{iters[p0]:g} iterations", argument="iter_left", index=(j,))
+    B = as_positive_float(budget, "budget")
+    d = as_positive_int(job_demand_max, "job_demand_max")
+    rc = as_positive_int(cluster_gpus, "cluster_gpus")
+    n_avg = _contention(contention)
+    el = as_positive_float(elapsed, "elapsed", allow_zero=True)
+    median = float(np.median(times))
+    width = int(max(J, jobs[p0:].max()))
+    work = np.zeros((P - p0, width))
+    work[0, :J] = left * times
+    future = np.arange(width)[None, :] < jobs[p0 + 1:, None]
+    work[1:] = np.where(future, (iters[p0 + 1:] * median)[:, None], 0.0)
+    t_cluster = B / min(rc, d * int(jobs.max()))
+    t_sh = el + _phase_time(G, S, work, float(d), schedule)
+    return t_sh / (n_avg * t_cluster)
+
+
+def curve_stopping_rho(
+    num_gpus: Any,
+    *,
+    iter_time_serial: Any,
+    iter_left: Any,
+    iter_total: Any,
+    job_demand_max: int,
+    cluster_gpus: int,
+    contention: float = 1.0,
+    elapsed: float = 0.0,
+    slowdown: Any = 1.0,
+    schedule: str = "balanced",
+) -> np.ndarray:
+    """Finish-time fairness of an app with performance-curve stopping (Themis §4.3.2).
+
+    Each running job ``j`` is forecast to stop after ``iter_total[j]`` iterations (the app passes
+    the most pessimistic forecast: the convergence curve giving the latest stop), so
+    ``T_sh = elapsed + `` the finish time of the job that finishes last when the running jobs
+    share ``G`` GPUs, and ``T_id = N_avg * sum_j iter_total[j] * t_j / min(R_C, J * d)``.
+
+    Parameters
+    ----------
+    num_gpus : int or array_like of int
+        GPUs in the allocation.
+    iter_time_serial, iter_left, iter_total : array_like, shape (J,)
+        Per running job: seconds per iteration on one GPU, forecast iterations left, forecast
+        total iterations (``iter_left <= iter_total``).
+    job_demand_max, cluster_gpus, contention, elapsed, slowdown, schedule
+        As for :func:`successive_halving_rho`.
+
+    Examples
+    --------
+    >>> curve_stopping_rho([1, 2], iter_time_serial=[1.0, 1.0], iter_left=[50, 100],
+    ...                    iter_total=[100, 100], job_demand_max=1, cluster_gpus=2).tolist()
+    [1.5, 1.0]
+    """
+    G, S = _gpus_and_slowdown(num_gpus, slowdown)
+    schedule = as_option(schedule, "schedule", SCHEDULES)
+    times = as_array(iter_time_serial, "iter_time_serial", ndim=1, positive=True)
+    J = times.size
+    left = as_array(iter_left, "iter_left", ndim=1, shape=(J,))
+    total = as_array(iter_total, "iter_total", ndim=1, shape=(J,), positive=True)
+    if np.any(left > total):
+        j = int(np.flatnonzero(left > total)[0])
+        raise InputError(f"iter_left[{j}] = {left[j]:g} exceeds iter_total[{j}] = {total[j]:g}",
+                         argument="iter_left", index=(j,))
+    d = as_positive_int(job_demand_max, "job_demand_max")
+    rc = as_positive_int(cluster_gpus, "cluster_gpus")
+    n_avg = _contention(contention)
+    el = as_positive_float(elapsed, "elapsed", allow_zero=True)
+    t_cluster = float(total @ times) / min(rc, d * J)
+    t_sh = el + _phase_time(G, S, (left * times)[None, :], float(d), schedule)
+    return t_sh / (n_avg * t_cluster)
+
+
+# --------------------------------------------------------------------------------------------
+# app models for the multi-round auction
+# --------------------------------------------------------------------------------------------
+class _App:
+    """Common state of an app model: arrival time, per-level slowdown, demand."""
+
+    def __init__(self, arrival: float, slowdown: Any, name: str | None) -> None:
+        self.arrival = as_positive_float(arrival, "arrival", allow_zero=True)
+        self.slowdown_levels = _slowdown_levels(slowdown)
+        self.name = name
+
+    @property
+    def demand_max(self) -> int:
+        """Most GPUs the app can use at once now."""
+        raise NotImplementedError
+
+    @property
+    def finished(self) -> bool:
+        """Whether the app has no work left."""
+        raise NotImplementedError
+
+    def rho(self, num_gpus: Any, slowdown: Any, *, now: float, cluster_gpus: int,
+            contention: float) -> np.ndarray:
+        """``rho`` if the app held ``num_gpus`` GPUs with slowdown ``slowdown`` from ``now`` on."""
+        raise NotImplementedError
+
+    def advance(self, num_gpus: int, slowdown: float, dt: float) -> None:
+        """Run for ``dt`` seconds on ``num_gpus`` GPUs with slowdown ``slowdown``."""
+        raise NotImplementedError
+
+    def time_to_finish(self, num_gpus: int, slowdown: float) -> float:
+        """Seconds until the app finishes if it keeps this allocation (``inf`` with 0 GPUs)."""
+        raise NotImplementedError
+
+    def _elapsed(self, now: float) -> float:
+        return max(float(now) - self.arrival, 0.0)
+
+
+class SingleJobApp(_App):
+    """A one-job app (Themis §4.3.1) whose progress the multi-round auction simulates.
+
+    Parameters
+    ----------
+    iter_total : float
+        Iterations of the job.
+    iter_time_serial : float
+        Seconds per iteration on one GPU.
+    job_demand_max : int
+        Most GPUs the job can use.
+    arrival : float
+        Arrival time ``T_start``.
+    iter_done : float
+        Iterations already run.
+    slowdown : array_like, shape (3,), optional
+        The app's profiled slowdown on one machine / one rack / across racks.
+    name : str, optional
+
+    Examples
+    --------
+    >>> app = SingleJobApp(iter_total=100, iter_time_serial=2.0, job_demand_max=2)
+    >>> app.rho([1, 2], 1.0, now=0.0, cluster_gpus=4, contention=2).tolist()
+    [1.0, 0.5]
+    >>> app.advance(2, 1.0, 50.0); app.iter_done
+    50.0
+    """
+
+    def __init__(self, *, iter_total: float, iter_time_serial: float, job_demand_max: int,
+                 arrival: float = 0.0, iter_done: float = 0.0, slowdown: Any = None,
+                 name: str | None = None) -> None:
+        super().__init__(arrival, slowdown, name)
+        self.iter_total = as_positive_float(iter_total, "iter_total")
+        self.iter_time_serial = as_positive_float(iter_time_serial, "iter_time_serial")
+        self.job_demand_max = as_positive_int(job_demand_max, "job_demand_max")
+        self.iter_done = as_positive_float(iter_done, "iter_done", allow_zero=True)
+        if self.iter_done > self.iter_total:
+            raise InputError("iter_done exceeds iter_total", argument="iter_done")
+
+    @property
+    def demand_max(self) -> int:
+        return 0 if self.finished else self.job_demand_max
+
+    @property
+    def finished(self) -> bool:
+        return self.iter_done >= self.iter_total * (1 - 1e-12)
+
+    def rho(self, num_gpus: Any, slowdown: Any, *, now: float, cluster_gpus: int,
+            contention: float) -> np.ndarray:
+        return single_job_rho(
+            num_gpus, iter_total=self.iter_total,
+            iter_left=max(self.iter_total - self.iter_done, 0.0),
+            iter_time_serial=self.iter_time_serial, job_demand_max=self.job_demand_max,
+            cluster_gpus=cluster_gpus, contention=contention, elapsed=self._elapsed(now),
+            slowdown=slowdown)
+
+    def _rate(self, num_gpus: int, slowdown: float) -> float:
+        return min(num_gpus, self.job_demand_max) / (self.iter_time_serial * slowdown)
+
+    def advance(self, num_gpus: int, slowdown: float, dt: float) -> None:
+        if num_gpus > 0 and dt > 0:
+            self.iter_done = min(self.iter_total,
+                                 self.iter_done + dt * self._rate(num_gpus, slowdown))
+
+    def time_to_finish(self, num_gpus: int, slowdown: float) -> float:
+        if self.finished:
+            return 0.0
+        if num_gpus <= 0:
+            return math.inf
+        return (self.iter_total - self.iter_done) / self._rate(num_gpus, slowdown)
+
+
+class SuccessiveHalvingApp(_App):
+    """A hyper-parameter search with successive halving (Themis §4.3.2).
+
+    Phase ``p`` runs ``phase_jobs[p]`` jobs for ``phase_iters[p]`` iterations each; when a
+    phase ends, the best half survive. Which jobs survive is not known in advance: the model
+    draws the survivors with its own seeded generator (``seed``), so simulations are
+    reproducible. Within a phase, all jobs progress at the rate of the ``"balanced"`` schedule
+    (each job's remaining work shrinks in proportion, so the phase ends at the time
+    :func:`successive_halving_rho` predicts).
+
+    Parameters
+    ----------
+    iter_time_serial : array_like, shape (J,)
+        Seconds per iteration on one GPU of each initial job.
+    phase_iters : array_like, shape (P,)
+        Iterations per job in each phase.
+    budget : float, optional
+        GPU-seconds budget ``B``; default: the plan's work with the median job in later phases.
+    job_demand_max : int
+    arrival : float
+    slowdown : array_like, shape (3,), optional
+    seed : int
+        Seed of the survivor draw.
+    name : str, optional
+
+    Examples
+    --------
+    >>> app = SuccessiveHalvingApp(iter_time_serial=[80, 100, 100, 120], phase_iters=[8, 16, 36],
+    ...                            budget=10_000, job_demand_max=8)
+    >>> app.rho([1, 2], 1.0, now=0.0, cluster_gpus=16, contention=4).tolist()
+    [4.0, 2.0]
+    """
+
+    def __init__(self, *, iter_time_serial: Any, phase_iters: Any, job_demand_max: int,
+                 budget: float | None = None, arrival: float = 0.0, slowdown: Any = None,
+                 seed: int = 0, name: str | None = None) -> None:
+        super().__init__(arrival, slowdown, name)
+        times = as_array(iter_time_serial, "iter_time_serial", ndim=1, positive=True)
+        self.phase_iters = as_array(phase_iters, "phase_iters", ndim=1, positive=True)
+        self.phase_jobs = _halving_jobs(times.size, self.phase_iters.size)
+        self.job_demand_max = as_positive_int(job_demand_max, "job_demand_max")
+        median = float(np.median(times))
+        plan = float(self.phase_iters[0] * times.sum()
+                     + median * (self.phase_iters[1:] * self.phase_jobs[1:]).sum())
+        self.budget = plan if budget is None else as_positive_float(budget, "budget")
+        self.times = np.array(times)
+        self.left = np.full(times.size, float(self.phase_iters[0]))
+        self.phase = 0
+        self._rng = np.random.default_rng(seed)
+
+    @property
+    def finished(self) -> bool:
+        return self.phase >= self.phase_iters.size
+
+    @property
+    def demand_max(self) -> int:
+        if self.finished:
+            return 0
+        return int(self.job_demand_max * self.times.size)
+
+    def rho(self, num_gpus: Any, slowdown: Any, *, now: float, cluster_gpus: int,
+            contention: float) -> np.ndarray:
+        if self.finished:
+            G, S = _gpus_and_slowdown(num_gpus, slowdown)
+            t_cluster = self.budget / min(cluster_gpus, self.job_demand_max *
+                                          int(self.phase_jobs.max()))
+            return np.full(G.shape, self._elapsed(now) / (contention * t_cluster))
+        return successive_halving_rho(
+            num_gpus, iter_time_serial=self.times, phase_iters=self.phase_iters,
+            budget=self.budget, job_demand_max=self.job_demand_max, cluster_gpus=cluster_gpus,
+            contention=contention, elapsed=self._elapsed(now), slowdown=slowdown,
+            phase=self.phase, iter_left=self.left, phase_jobs=self.phase_jobs)
+
+    def _phase_time(self, num_gpus: int, slowdown: float) -> float:
+        work = (self.left * self.times)[None, :]
+        return float(_phase_time(np.array(float(num_gpus)), np.array(float(slowdown)), work,
+                                 float(self.job_demand_max), "balanced"))
+
+    def advance(self, num_gpus: int, slowdown: float, dt: float) -> None:
+        remaining = float(dt)
+        while remaining > 0 and not self.finished and num_gpus > 0:
+            t_phase = self._phase_time(num_gpus, slowdown)
+            if t_phase > remaining:
+                self.left = self.left * (1.0 - remaining / t_phase)
+                return
+            remaining -= t_phase
+            self._next_phase()
+
+    def _next_phase(self) -> None:
+        self.phase += 1
+        if self.finished:
+            self.left = np.zeros(0)
+            self.times = np.zeros(0)
+            return
+        keep = int(self.phase_jobs[self.phase])
+        survivors = np.sort(self._rng.choice(self.times.size, size=min(keep, self.times.size),
+                                             replace=False))
+        self.times = self.times[survivors]
+        self.left = np.full(self.times.size, float(self.phase_iters[self.phase]))
+
+    def time_to_finish(self, num_gpus: int, slowdown: float) -> float:
+        if self.finished:
+            return 0.0
+        if num_gpus <= 0:
+            return math.inf
+        # time of the current phase (later phases need a survivor draw; the auction re-plans
+        # at each phase boundary through its lease anyway)
+        return self._phase_time(num_gpus, slowdown)
+
+
+class CurveStoppingApp(_App):
+    """A hyper-parameter search with performance-curve stopping (Themis §4.3.2).
+
+    Each job ``j`` runs until its forecast stop ``iter_total[j]`` (the app's most pessimistic
+    forecast); the running jobs share the app's GPUs with the ``"balanced"`` schedule.
+
+    Parameters
+    ----------
+    iter_time_serial, iter_total : array_like, shape (J,)
+    job_demand_max : int
+    arrival : float
+    slowdown : array_like, shape (3,), optional
+    name : str, optional
+
+    Examples
+    --------
+    >>> app = CurveStoppingApp(iter_time_serial=[1.0, 1.0], iter_total=[100, 100], job_demand_max=1)
+    >>> app.rho(2, 1.0, now=0.0, cluster_gpus=2, contention=1).tolist()
+    1.0
+    """
+
+    def __init__(self, *, iter_time_serial: Any, iter_total: Any, job_demand_max: int,
+                 arrival: float = 0.0, slowdown: Any = None, name: str | None = None) -> None:
+        super().__init__(arrival, slowdown, name)
+        self.times = np.array(as_array(iter_time_serial, "iter_time_serial", ndim=1,
+                                       positive=True))
+        J = self.times.size
+        self.iter_total = np.array(as_array(iter_total, "iter_total", ndim=1, shape=(J,),
+                                            positive=True))
+        self.left = self.iter_total.copy()
+        self.job_demand_max = as_positive_int(job_demand_max, "job_demand_max")
+
+    @property
+    def finished(self) -> bool:
+        return bool(np.all(self.left <= 1e-12 * self.iter_total))
+
+    @property
+    def demand_max(self) -> int:
+        return 0 if self.finished else int(self.job_demand_max * np.count_nonzero(self.left > 0))
+
+    def rho(self, num_gpus: Any, slowdown: Any, *, now: float, cluster_gpus: int,
+            contention: float) -> np.ndarray:
+        return curve_stopping_rho(
+            num_gpus, iter_time_serial=self.times, iter_left=self.left,
+            iter_total=self.iter_total, job_demand_max=self.job_demand_max,
+            cluster_gpus=cluster_gpus, contention=contention, elapsed=self._elapsed(now),
+            slowdown=slowdown)
+
+    def time_to_finish(self, num_gpus: int, slowdown: float) -> float:
+        if self.finished:
+            return 0.0
+        if num_gpus <= 0:
+            return math.inf
+        work = (self.left * self.times)[None, :]
+        return float(_phase_time(np.array(float(num_gpus)), np.array(float(slowdown)), work,
+                                 float(self.job_demand_max), "balanced"))
+
+    def advance(self, num_gpus: int, slowdown: float, dt: float) -> None:
+        if num_gpus <= 0 or dt <= 0 or self.finished:
+            return
+        t = self.time_to_finish(num_gpus, slowdown)
+        self.left = np.zeros_like(self.left) if dt >= t else self.left * (1.0 - dt / t)
+
+
+AppModel = SingleJobApp | SuccessiveHalvingApp | CurveStoppingApp
+
+
+def _check_apps(apps: Sequence[Any]) -> list[Any]:
+    """Validate a sequence of app models (used by the multi-round auction)."""
+    out = list(apps)
+    if not out:
+        raise InputError("apps is empty", argument="apps")
+    for i, app in enumerate(out):
+        if not isinstance(app, _App):
+            raise InputError(f"apps[{i}] is a {type(app).__name__}, not an app model "
+                             "(SingleJobApp, SuccessiveHalvingApp, CurveStoppingApp)",
+                             argument="apps", index=(i,))
+    return out
