@@ -69,8 +69,11 @@ _LAZY: dict[str, str] = {
     "PlanJob": "schedule",
     "plan_schedule": "schedule",
     # elastic fair queuing (Ares)
+    "EFQResult": "queuing",
     "ElasticFairQueue": "queuing",
+    "QueuedJob": "queuing",
     "efq_finish_times": "queuing",
+    "efq_schedule": "queuing",
 }
 
 __all__ = [
