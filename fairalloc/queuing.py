@@ -147,12 +147,11 @@ def _interp_pow2(table: np.ndarray, x: np.ndarray) -> np.ndarray:
     expo = np.frexp(x)[1] - 1  # floor(log2 x), exact for floats
     frac = x / np.ldexp(1.0, expo) - 1.0
     hi = np.minimum(expo + 1, width - 1)
-    two_d = x.ndim == 2
-    lo_v = np.take_along_axis(table, expo if two_d else expo[:, None], axis=1)
-    hi_v = np.take_along_axis(table, hi if two_d else hi[:, None], axis=1)
-    if not two_d:
-        lo_v, hi_v = lo_v[:, 0], hi_v[:, 0]
-    return lo_v + (hi_v - lo_v) * frac
+    rows = np.arange(table.shape[0])
+    if x.ndim == 2:
+        rows = rows[:, None]
+    lo_v = table[rows, expo]
+    return lo_v + (table[rows, hi] - lo_v) * frac
 
 
 def _caps_and_speeds(
@@ -1233,12 +1232,9 @@ class ElasticFairQueue:
     def allocation(self) -> dict[Hashable, int]:
         """GPUs each job in the queue holds now (0 for waiting jobs), in priority order for the
         EFQ pool, then the fair-share pool in arrival order."""
-        eng = self._eng
-        out: dict[Hashable, int] = {}
-        ids = self._id_of
-        g = eng.g
-        for r in eng.order.tolist():
-            out[ids[r]] = int(g[r])
+        order = self._eng.order
+        out: dict[Hashable, int] = dict(zip(map(self._id_of.__getitem__, order.tolist()),
+                                            self._eng.g[order].tolist(), strict=True))
         if self._pool_jobs:
             shares = self._pool_shares()
             out.update(zip(self._pool_jobs, shares.tolist(), strict=True))
