@@ -216,6 +216,86 @@ def _proportional_response(form: _EdgeForm, *, iters: int, prices: np.ndarray | 
     return np.bincount(res, weights=bids, minlength=s.size) / s
 
 
+def _demand_polish(form: _EdgeForm, z: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """Each buyer's demand at prices ``p``: its cheapest edges only, spending exactly ``B_i``.
+
+    Keeps the solver's split among a buyer's cheapest edges (ties), scales it so the buyer
+    spends its budget at ``p``, then repairs feasibility. At an exact equilibrium this is the
+    identity; near one it removes the interior-point solver's residual mass on non-optimal
+    edges, which is what budget clearing and envy-freeness are sensitive to.
+    """
+    q = (form.C.T @ p) / form.weight
+    best = form.beta(p)
+    cheap = q <= best[form.owner] * (1 + 1e-7)
+    zc = np.where(cheap, np.maximum(z, 0.0), 0.0)
+    spend = np.bincount(form.owner, weights=q * form.weight * zc, minlength=form.n)
+    lonely = spend <= 0  # numerically no mass on a cheapest edge: buy the first one
+    if lonely.any():
+        first = np.minimum.reduceat(np.where(cheap, np.arange(form.num_edges), form.num_edges),
+                                    form.starts)
+        zc[first[lonely]] = 1.0
+        spend = np.bincount(form.owner, weights=q * form.weight * zc, minlength=form.n)
+    return form.repair(zc * (form.budget / spend)[form.owner])
+
+
+def _newton_dual_polish(form: _EdgeForm, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Projected Newton on the dual of a market with one edge per buyer (static Leontief).
+
+    The dual ``D(p) = s@p + sum_i B_i (log B_i - 1 - log c_i(p))`` with ``c = C^T p`` is smooth
+    and strictly convex on the goods that are demanded; its KKT conditions are exactly market
+    clearing (``g = s - C u >= 0``, ``p >= 0``, ``p g = 0``) with ``u_i = B_i / c_i``. A few
+    Newton steps from the interior-point prices reach machine precision. Returns ``(z, p)``.
+    """
+    C, B, s = form.C, form.budget, form.supply
+    p = np.maximum(p, 0.0).copy()
+    scale = float(p.max()) if p.max() > 0 else 1.0
+    p[p < 1e-12 * scale] = 0.0
+    dual = form.dual_value(p)
+    for _ in range(50):
+        c = C.T @ p
+        u = B / c
+        g = s - C @ u
+        fixed = (p <= 0) & (g >= 0)
+        if np.max(np.abs(np.where(fixed, 0.0, g * np.maximum(p, 1.0))), initial=0.0) < 1e-14:
+            break
+        free = ~fixed
+        W = sp.diags(B / c**2)
+        H = (C @ W @ C.T).toarray()[np.ix_(free, free)]
+        step = np.zeros_like(p)
+        # least squares: degenerate markets (several goods always used together) make H
+        # singular; the minimum-norm step still decreases D
+        step[free] = -np.linalg.lstsq(H, g[free], rcond=None)[0]
+        t = 1.0
+        slack = 1e-13 * max(1.0, abs(dual))  # D is flat to rounding near the optimum
+        while t > 1e-12:
+            trial = np.maximum(p + t * step, 0.0)
+            d_trial = form.dual_value(trial)
+            if d_trial <= dual + slack:
+                break
+            t *= 0.5
+        if t <= 1e-12:
+            break
+        p, dual = trial, min(dual, d_trial)
+    z = B / (C.T @ p)
+    return form.repair(z), p
+
+
+def _certify_general(form: _EdgeForm, z: np.ndarray, p: np.ndarray, *, gap_tol: float,
+                     feas_tol: float) -> tuple[Certificate, np.ndarray, np.ndarray]:
+    """Certificate of a (Leontief) market point; prefers the demand-polished allocation."""
+    cert, best_p = form.certificate(z, [p], gap_tol=gap_tol, feas_tol=feas_tol)
+    if form.num_edges == form.n:  # one bundle per buyer: the dual is smooth, polish it
+        z2, p2 = _newton_dual_polish(form, best_p)
+        cert2, best_p2 = form.certificate(z2, [p2], gap_tol=gap_tol, feas_tol=feas_tol)
+        if cert2.ok and cert2.gap <= max(cert.gap, 1e-12):
+            return cert2, best_p2, z2
+    z2 = _demand_polish(form, z, best_p)
+    cert2, best_p2 = form.certificate(z2, [best_p], gap_tol=gap_tol, feas_tol=feas_tol)
+    if cert2.ok or not cert.ok:
+        return cert2, best_p2, z2
+    return cert, best_p, z
+
+
 def _polish_linear(form: _EdgeForm, z: np.ndarray, p: np.ndarray
                    ) -> tuple[np.ndarray, np.ndarray] | None:
     """Exact equilibrium on the support of an approximate one (linear markets).
@@ -353,17 +433,107 @@ def _solve_fast(form: _EdgeForm, *, gap_tol: float, feas_tol: float,
     return z, cert, best_p, iterations + it, solves + 1
 
 
+def _log_prices(form: _EdgeForm, z: np.ndarray, p: np.ndarray) -> np.ndarray | None:
+    """Prices solving ``log p_r - log beta_i = log w_e`` on every tied best edge (least squares).
+
+    Unlike the forest systems of :func:`_polish_linear` this accepts supports with cycles
+    (degenerate markets), where the equations are consistent at equilibrium. Each connected
+    component is scaled so that its goods' value equals its buyers' budgets.
+    """
+    from scipy.sparse.csgraph import connected_components
+    from scipy.sparse.linalg import spsolve
+
+    n, R = form.n, form.supply.size
+    q = (form.C.T @ p) / form.weight
+    best = form.beta(p)
+    u = form.utilities(z)
+    cand = np.flatnonzero((q <= best[form.owner] * (1 + 1e-6))
+                          & (form.weight * z > 1e-9 * u[form.owner]))
+    if cand.size == 0:
+        return None
+    owner, res, k = form.owner[cand], form.C.indices[cand], cand.size
+    nodes = n + R
+    M = sp.csr_matrix((np.r_[np.ones(k), -np.ones(k)], (np.r_[np.arange(k), np.arange(k)],
+                       np.r_[n + res, owner])), shape=(k, nodes))
+    ncomp, label = connected_components(
+        sp.csr_matrix((np.ones(k), (owner, n + res)), shape=(nodes, nodes)), directed=False)
+    used = np.zeros(nodes, dtype=bool)
+    used[owner] = True
+    used[n + res] = True
+    order = np.flatnonzero(used)
+    free = used.copy()
+    free[order[np.unique(label[order], return_index=True)[1]]] = False
+    Mf = M[:, free].tocsc()
+    logv = np.zeros(nodes)
+    try:
+        logv[free] = np.atleast_1d(spsolve((Mf.T @ Mf).tocsc(), Mf.T @ np.log(form.weight[cand])))
+    except Exception:  # pragma: no cover
+        return None
+    gidx = np.flatnonzero(used[n:])
+    bud = np.bincount(label[:n][used[:n]], weights=form.budget[used[:n]], minlength=ncomp)
+    val = np.bincount(label[n + gidx], weights=np.exp(logv[n + gidx]) * form.supply[gidx],
+                      minlength=ncomp)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        shift = np.log(bud / val)
+    price = np.zeros(R)
+    price[gidx] = np.exp(logv[n + gidx] + shift[label[n + gidx]])
+    if not np.all(np.isfinite(price)):
+        return None
+    return price
+
+
+def _flow_at_prices(form: _EdgeForm, p: np.ndarray) -> np.ndarray | None:
+    """Equilibrium allocation at prices ``p`` by a transportation LP (linear markets).
+
+    Spending ``b_e >= 0`` on each buyer's best bang-per-buck edges with buyer sums ``B_i`` and
+    good sums ``p_r s_r`` (slack allowed, minimised). Handles degenerate markets whose support
+    has cycles, where :func:`_polish_linear`'s forest systems are singular.
+    """
+    from .backends import HighsBackend, LinearProgram
+
+    q = (form.C.T @ p) / form.weight
+    best = form.beta(p)
+    if np.any(best <= 0):
+        return None
+    cand = np.flatnonzero(q <= best[form.owner] * (1 + 1e-9))
+    k, n, R = cand.size, form.n, form.supply.size
+    res = form.C.indices[cand]
+    # columns: b (k), slack_plus (R), slack_minus (R); rows: buyers (= B), goods (= p s)
+    A = sp.vstack([
+        sp.hstack([sp.csr_matrix((np.ones(k), (form.owner[cand], np.arange(k))), shape=(n, k)),
+                   sp.csr_matrix((n, 2 * R))]),
+        sp.hstack([sp.csr_matrix((np.ones(k), (res, np.arange(k))), shape=(R, k)),
+                   sp.identity(R), -sp.identity(R)]),
+    ])
+    rhs = np.r_[form.budget, p * form.supply]
+    lp = LinearProgram.build(np.r_[np.zeros(k), np.ones(2 * R)], A, rhs, rhs, 0.0)
+    sol = HighsBackend().solve_lp(lp)
+    if sol.status != "optimal" or sol.x is None:
+        return None
+    z = np.zeros(form.num_edges)
+    z[cand] = np.maximum(sol.x[:k], 0.0) / p[res]
+    return form.repair(z)
+
+
 def _certify_linear(form: _EdgeForm, z: np.ndarray, p: np.ndarray, *, gap_tol: float,
                     feas_tol: float) -> tuple[Certificate, np.ndarray, np.ndarray]:
     """Certificate of a linear market point, improved by :func:`_polish_linear` when it helps."""
     cert, best_p = form.certificate(z, [p, form.implied_prices(z)], gap_tol=gap_tol,
                                     feas_tol=feas_tol)
+    # prefer an exactly balanced equilibrium (the gap is second order in allocation errors,
+    # so an interior-point point can certify while its utilities are off by ~sqrt(gap))
     polished = _polish_linear(form, z, best_p)
     if polished is not None:
         z2, p2 = polished
         cert2, best_p2 = form.certificate(z2, [p2, best_p], gap_tol=gap_tol, feas_tol=feas_tol)
-        if cert2.gap < cert.gap and cert2.primal_residual <= max(cert.primal_residual, 1e-12):
+        if cert2.ok and cert2.gap <= max(cert.gap, 1e-12):
             return cert2, best_p2, z2
+    p3 = _log_prices(form, z, best_p)
+    z3 = None if p3 is None else _flow_at_prices(form, p3)
+    if z3 is not None:
+        cert3, best_p3 = form.certificate(z3, [p3], gap_tol=gap_tol, feas_tol=feas_tol)
+        if cert3.ok:
+            return cert3, best_p3, z3
     return cert, best_p, z
 
 
@@ -692,7 +862,8 @@ class FisherMarket:
             if self.kind == "linear":
                 cert, prices, z = _certify_linear(form, z, p, gap_tol=gap_tol, feas_tol=feas_tol)
             else:
-                cert, prices = form.certificate(z, [p], gap_tol=gap_tol, feas_tol=feas_tol)
+                cert, prices, z = _certify_general(form, z, p, gap_tol=gap_tol,
+                                                   feas_tol=feas_tol)
             alloc = self._allocation(z)
         else:
             alloc, prices, cert, iters = self._solve_cvxpy(gap_tol, feas_tol, time_limit)
@@ -736,10 +907,9 @@ class FisherMarket:
         if self.composed:
             return alloc, prices, conic_cert, stats.iterations
         # plain market: the exact Eisenberg-Gale certificate applies
-        z = self._edge_levels(alloc)
-        z = self._form.repair(z)
-        cands = [prices, self._form.implied_prices(z)] if self.kind == "linear" else [prices]
-        cert, prices = self._form.certificate(z, cands, gap_tol=gap_tol, feas_tol=feas_tol)
+        z = self._form.repair(self._edge_levels(alloc))
+        certify = _certify_linear if self.kind == "linear" else _certify_general
+        cert, prices, z = certify(self._form, z, prices, gap_tol=gap_tol, feas_tol=feas_tol)
         return self._allocation(z), prices, cert, stats.iterations
 
     def _edge_levels(self, alloc: np.ndarray) -> np.ndarray:

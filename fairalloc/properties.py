@@ -1,0 +1,342 @@
+"""Property checks for allocations of divisible goods (markets over one or several rounds).
+
+Each check takes plain arrays, so it applies to *any* policy's allocation, not only to
+fairalloc's equilibria, and returns a :class:`PropertyResult` that says whether the property
+holds, by how much it fails, and for which agent. Definitions (budgets ``B``, supply ``s``,
+utility ``u_i``; with equal budgets they are the classic ones):
+
+* ``market_clearing`` -- every good with a positive price is sold out;
+* ``budget_clearing`` -- every buyer spends its whole budget at the given prices;
+* ``optimal_spending`` -- (linear) buyers buy only goods of maximum bang-per-buck
+  ``u_ij / p_j``;
+* ``envy_free`` -- ``u_i(x_i) / B_i >= u_i(x_k) / B_k`` for all ``i, k``;
+* ``sharing_incentive`` -- ``u_i(x_i) >= u_i((B_i / sum B) s)``: everyone is at least as well
+  off as with its budget share of every good; ``proportionality`` is the same check (for
+  additive utilities the two coincide);
+* ``pareto_optimal`` -- no feasible allocation makes someone better off and nobody worse off,
+  decided exactly by a linear program (HiGHS), not by sampling.
+
+Utilities are linear (``u_i(x) = sum_r u_ir x_r``) or Leontief per round
+(``u_i(x) = sum_t min_{j: a_ijt > 0} x_jt / a_ijt``); arrays of shape (n, m) are one round,
+(n, m, T) are ``T`` rounds (volatile markets).
+
+Examples
+--------
+>>> import numpy as np
+>>> u = np.array([[2.0, 1.0], [1.0, 2.0]])
+>>> envy_free(u, np.eye(2)).passed, envy_free(u, np.array([[0, 0], [1, 1.0]])).passed
+(True, False)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from ._validation import as_array, as_option
+from .errors import InputError, SolverError
+
+__all__ = [
+    "PROPERTIES",
+    "PropertyResult",
+    "budget_clearing",
+    "bundle_values",
+    "check_market",
+    "envy_free",
+    "market_clearing",
+    "optimal_spending",
+    "pareto_optimal",
+    "proportionality",
+    "sharing_incentive",
+]
+
+KINDS = ("linear", "leontief")
+
+
+@dataclass(frozen=True)
+class PropertyResult:
+    """Outcome of one property check.
+
+    Attributes
+    ----------
+    name : str
+        The property.
+    passed : bool
+        Whether it holds within tolerance.
+    violation : float
+        Size of the worst violation (0 when it holds), in the property's own units (utility,
+        money or goods), before the tolerance is applied.
+    agent : int or None
+        The buyer hurt most (or the good, for ``market_clearing``).
+    other : int or None
+        The second party where there is one (the envied buyer for ``envy_free``).
+    message : str
+        A readable explanation.
+    """
+
+    name: str
+    passed: bool
+    violation: float
+    agent: int | None = None
+    other: int | None = None
+    message: str = ""
+
+    def __bool__(self) -> bool:
+        return self.passed
+
+
+def _inputs(utility: Any, allocation: Any, budget: Any = None, supply: Any = None,
+            kind: str = "linear") -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    kind = as_option(kind, "kind", KINDS)
+    U = as_array(utility, "utility", ndim=(2, 3))
+    X = as_array(allocation, "allocation", ndim=U.ndim, shape=U.shape)
+    n = U.shape[0]
+    B = np.ones(n) if budget is None else as_array(budget, "budget", ndim=1, shape=(n,),
+                                                     positive=True)
+    if supply is None:
+        s = np.ones(U.shape[1:])
+    else:
+        s = as_array(supply, "supply", ndim=U.ndim - 1, shape=U.shape[1:])
+    if U.ndim == 2:  # one round: add the round axis
+        U, X, s = U[:, :, None], X[:, :, None], s[:, None]
+    return U, X, B, s
+
+
+def _value(U3: np.ndarray, bundles: np.ndarray, kind: str) -> np.ndarray:
+    """``V[i, k] = u_i(bundles[k])`` for bundles of shape (K, m, T)."""
+    if kind == "linear":
+        return np.einsum("imt,kmt->ik", U3, bundles)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(U3[:, None] > 0, bundles[None] / U3[:, None], np.inf)  # (n, K, m, T)
+    level = ratio.min(axis=2)
+    return np.where(np.isfinite(level), level, 0.0).sum(axis=2)
+
+
+def bundle_values(utility: Any, allocation: Any, *, kind: str = "linear") -> np.ndarray:
+    """Matrix ``V[i, k] = u_i(x_k)``: what buyer ``i`` thinks of buyer ``k``'s bundle.
+
+    Examples
+    --------
+    >>> bundle_values([[1.0, 0.0], [0.0, 1.0]], [[0.5, 0.5], [0.5, 0.5]]).tolist()
+    [[0.5, 0.5], [0.5, 0.5]]
+    """
+    U, X, _, _ = _inputs(utility, allocation, kind=kind)
+    return _value(U, X, kind)
+
+
+def market_clearing(allocation: Any, prices: Any, supply: Any = None, *,
+                    tol: float = 1e-6) -> PropertyResult:
+    """Every good with a positive price is sold out: ``p_j (s_j - sum_i x_ij) <= tol``.
+
+    The violation is the value of the unsold supply of priced goods (``p_j`` times the
+    unsold amount), so it is zero exactly when complementary slackness holds.
+    """
+    X = as_array(allocation, "allocation", ndim=(2, 3))
+    p = as_array(prices, "prices", ndim=X.ndim - 1, shape=X.shape[1:])
+    s = np.ones(X.shape[1:]) if supply is None else as_array(
+        supply, "supply", ndim=X.ndim - 1, shape=X.shape[1:])
+    unsold = np.maximum(s - X.sum(axis=0), 0.0)
+    waste = (p * unsold).reshape(-1)
+    j = int(np.argmax(waste))
+    viol = float(waste[j])
+    scale = max(1.0, float(np.sum(p * s)))
+    ok = viol <= tol * scale
+    return PropertyResult("market_clearing", ok, viol, j, None,
+                          "every priced good is sold" if ok else
+                          f"good {j} has price {p.reshape(-1)[j]:.4g} but "
+                          f"{unsold.reshape(-1)[j]:.4g} of it is unsold")
+
+
+def budget_clearing(allocation: Any, prices: Any, budget: Any = None, *,
+                    tol: float = 1e-6) -> PropertyResult:
+    """Every buyer spends its budget: ``|sum_j p_j x_ij - B_i| <= tol * B_i``."""
+    X = as_array(allocation, "allocation", ndim=(2, 3))
+    n = X.shape[0]
+    p = as_array(prices, "prices", ndim=X.ndim - 1, shape=X.shape[1:])
+    B = np.ones(n) if budget is None else as_array(budget, "budget", ndim=1, shape=(n,),
+                                                     positive=True)
+    spend = X.reshape(n, -1) @ p.reshape(-1)
+    err = np.abs(spend - B) / B
+    i = int(np.argmax(err))
+    ok = bool(err[i] <= tol)
+    return PropertyResult("budget_clearing", ok, float(err[i] * B[i]), i, None,
+                          "every buyer spends its budget" if ok else
+                          f"buyer {i} spends {spend[i]:.6g} of its budget {B[i]:.6g}")
+
+
+def optimal_spending(utility: Any, allocation: Any, prices: Any, *,
+                     tol: float = 1e-6) -> PropertyResult:
+    """(Linear) each buyer buys only goods of maximum bang-per-buck ``u_ij / p_j``.
+
+    The violation is the money a buyer spends on goods whose bang-per-buck is below its best
+    by more than a relative ``tol`` (a good with price 0 that it values has infinite
+    bang-per-buck).
+    """
+    U, X, _, _ = _inputs(utility, allocation)
+    n = U.shape[0]
+    Uf, Xf = U.reshape(n, -1), X.reshape(n, -1)
+    p = as_array(prices, "prices", ndim=(1, 2)).reshape(-1)
+    if p.size != Uf.shape[1]:
+        raise InputError(f"prices has {p.size} entries for {Uf.shape[1]} goods",
+                         argument="prices")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        bpb = np.where(p > 0, Uf / p, np.where(Uf > 0, np.inf, 0.0))
+    best = bpb.max(axis=1)
+    with np.errstate(invalid="ignore"):
+        poor = (bpb < best[:, None] * (1 - tol)) & ~np.isinf(best)[:, None]
+    waste = np.sum(np.where(poor, Xf * p, 0.0), axis=1)
+    i = int(np.argmax(waste))
+    ok = bool(waste[i] <= tol * max(1.0, float(np.sum(Xf[i] * p))))
+    return PropertyResult("optimal_spending", ok, float(waste[i]), i, None,
+                          "every buyer buys only best bang-per-buck goods" if ok else
+                          f"buyer {i} spends {waste[i]:.4g} on goods below its best "
+                          "bang-per-buck")
+
+
+def envy_free(utility: Any, allocation: Any, budget: Any = None, *, kind: str = "linear",
+              tol: float = 1e-6) -> PropertyResult:
+    """Budget-weighted envy-freeness: ``u_i(x_i) / B_i >= u_i(x_k) / B_k`` for all ``i, k``."""
+    U, X, B, _ = _inputs(utility, allocation, budget, kind=kind)
+    V = _value(U, X, kind)
+    own = np.diag(V) / B
+    envy = V / B[None, :] - own[:, None]  # (i, k): how much i prefers k's bundle per budget
+    np.fill_diagonal(envy, 0.0)
+    i, k = np.unravel_index(int(np.argmax(envy)), envy.shape)
+    viol = float(envy[i, k])
+    ok = viol <= tol * max(1.0, float(np.abs(own[i])))
+    return PropertyResult("envy_free", ok, max(viol, 0.0), int(i), int(k),
+                          "no buyer envies another" if ok else
+                          f"buyer {i} values buyer {k}'s bundle at {V[i, k]:.6g} "
+                          f"(budget {B[k]:.4g}) above its own {V[i, i]:.6g} "
+                          f"(budget {B[i]:.4g})")
+
+
+def sharing_incentive(utility: Any, allocation: Any, budget: Any = None, supply: Any = None,
+                      *, kind: str = "linear", tol: float = 1e-6) -> PropertyResult:
+    """``u_i(x_i) >= u_i((B_i / sum B) s)``: at least as good as the budget share of supply."""
+    U, X, B, s = _inputs(utility, allocation, budget, supply, kind=kind)
+    own = np.diag(_value(U, X, kind))
+    share = (B / B.sum())[:, None, None] * s[None]
+    fair = np.diag(_value(U, share, kind))
+    short = fair - own
+    i = int(np.argmax(short))
+    ok = short[i] <= tol * max(1.0, float(fair[i]))
+    return PropertyResult("sharing_incentive", bool(ok), float(max(short[i], 0.0)), i, None,
+                          "every buyer is at least as well off as with its share" if ok else
+                          f"buyer {i} gets utility {own[i]:.6g} < {fair[i]:.6g} from its "
+                          f"budget share of the supply")
+
+
+def proportionality(utility: Any, allocation: Any, budget: Any = None, supply: Any = None,
+                    *, kind: str = "linear", tol: float = 1e-6) -> PropertyResult:
+    """Proportionality ``u_i(x_i) >= (B_i / sum B) u_i(s)``; equals sharing incentive for
+    additive (linear) utilities, and is implied by it for Leontief ones."""
+    U, X, B, s = _inputs(utility, allocation, budget, supply, kind=kind)
+    own = np.diag(_value(U, X, kind))
+    whole = _value(U, s[None], kind)[:, 0]
+    fair = B / B.sum() * whole
+    short = fair - own
+    i = int(np.argmax(short))
+    ok = short[i] <= tol * max(1.0, float(fair[i]))
+    return PropertyResult("proportionality", bool(ok), float(max(short[i], 0.0)), i, None,
+                          "every buyer gets its proportional share of value" if ok else
+                          f"buyer {i} gets utility {own[i]:.6g} < its share {fair[i]:.6g}")
+
+
+def pareto_optimal(utility: Any, allocation: Any, supply: Any = None, *,
+                   kind: str = "linear", tol: float = 1e-6) -> PropertyResult:
+    """Pareto optimality decided by an LP (HiGHS).
+
+    Solves ``max sum_k t_k`` over feasible allocations ``y`` with ``u_k(y_k) >= u_k(x_k) + t_k``
+    and ``t >= 0``. The allocation is Pareto optimal iff the optimum is (within ``tol``) zero;
+    otherwise the LP's ``y`` is a Pareto improvement and ``agent`` the buyer who gains most.
+    """
+    from .backends import HighsBackend, LinearProgram
+
+    U, X, _, s = _inputs(utility, allocation, None, supply, kind=kind)
+    n, m, T = U.shape
+    own = np.diag(_value(U, X, kind))
+    R = m * T
+    if kind == "linear":
+        # variables: y (n*R, row-major), t (n)
+        Uf = U.reshape(n, R)
+        rows_u = np.repeat(np.arange(n), R)
+        util = sp.csr_matrix((Uf.ravel(), (rows_u, np.arange(n * R))), shape=(n, n * R))
+        cap = sp.csr_matrix((np.ones(n * R), (np.tile(np.arange(R), n), np.arange(n * R))),
+                            shape=(R, n * R))
+        nv = n * R
+        col_upper = np.full(nv, np.inf)
+    else:
+        # variables: levels v (n*T, row-major), t (n); v_kt = 0 where round t is unusable
+        nv = n * T
+        util = sp.csr_matrix((np.ones(nv), (np.repeat(np.arange(n), T), np.arange(nv))),
+                             shape=(n, nv))
+        k_idx, j_idx, t_idx = np.nonzero(U)
+        cap = sp.csr_matrix((U[k_idx, j_idx, t_idx], (j_idx * T + t_idx, k_idx * T + t_idx)),
+                            shape=(R, nv))
+        usable = (U > 0).any(axis=1).reshape(-1)
+        col_upper = np.where(usable, np.inf, 0.0)
+    eye = sp.identity(n, format="csr")
+    A = sp.vstack([sp.hstack([util, -eye]), sp.hstack([cap, sp.csr_matrix((R, n))])])
+    lp = LinearProgram.build(
+        c=np.r_[np.zeros(nv), -np.ones(n)],
+        A=A,
+        row_lower=np.r_[own, np.full(R, -np.inf)],
+        row_upper=np.r_[np.full(n, np.inf), s.reshape(R)],
+        col_lower=0.0,
+        col_upper=np.r_[col_upper, np.full(n, np.inf)],
+    )
+    sol = HighsBackend().solve_lp(lp)
+    if sol.status != "optimal" or sol.x is None:
+        raise SolverError(f"Pareto LP failed: {sol.raw_status}", backend="highs",
+                          status=sol.raw_status)
+    gain = np.maximum(sol.x[nv:], 0.0)
+    i = int(np.argmax(gain))
+    ok = gain[i] <= tol * max(1.0, float(own[i]))
+    return PropertyResult("pareto_optimal", bool(ok), float(gain[i]), i, None,
+                          "no Pareto improvement exists" if ok else
+                          f"buyer {i} can gain {gain[i]:.4g} utility with nobody worse off")
+
+
+PROPERTIES = ("market_clearing", "budget_clearing", "optimal_spending", "envy_free",
+              "sharing_incentive", "proportionality", "pareto_optimal")
+
+
+def check_market(result: Any, utility: Any, *, supply: Any = None, kind: str = "linear",
+                 properties: tuple[str, ...] = PROPERTIES, tol: float = 1e-6
+                 ) -> dict[str, PropertyResult]:
+    """Run property checks on a :class:`~fairalloc.markets.MarketResult`.
+
+    ``optimal_spending`` applies to linear markets only and is skipped for Leontief ones.
+
+    Examples
+    --------
+    >>> import fairalloc as fa
+    >>> u = [[2.0, 1.0], [1.0, 3.0]]
+    >>> checks = check_market(fa.fisher_market(u), u)
+    >>> all(checks.values())
+    True
+    """
+    out: dict[str, PropertyResult] = {}
+    B, X, p = result.budget, result.allocation, result.prices
+    for name in properties:
+        as_option(name, "properties", PROPERTIES)
+        if name == "market_clearing":
+            out[name] = market_clearing(X, p, supply, tol=tol)
+        elif name == "budget_clearing":
+            out[name] = budget_clearing(X, p, B, tol=tol)
+        elif name == "optimal_spending":
+            if kind == "linear":
+                out[name] = optimal_spending(utility, X, p, tol=tol)
+        elif name == "envy_free":
+            out[name] = envy_free(utility, X, B, kind=kind, tol=tol)
+        elif name == "sharing_incentive":
+            out[name] = sharing_incentive(utility, X, B, supply, kind=kind, tol=tol)
+        elif name == "proportionality":
+            out[name] = proportionality(utility, X, B, supply, kind=kind, tol=tol)
+        else:
+            out[name] = pareto_optimal(utility, X, supply, kind=kind, tol=tol)
+    return out
