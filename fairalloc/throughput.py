@@ -1,0 +1,1620 @@
+"""Heterogeneity-aware effective-throughput policies (Gavel, gavel.txt §3-4, Table 1).
+
+An allocation ``X`` (jobs x accelerator types) gives the fraction of wall-clock time each job
+spends on each type (§3.1). A job's *effective throughput* is the time-weighted throughput
+``throughput(m, X) = sum_j T[m, j] X[m, j]`` (plus, with space sharing, what it gets inside the
+job pairs that contain it, §3.1). Every allocation satisfies
+
+* ``0 <= X[m, j] <= 1`` and ``X[m, j] = 0`` where ``T[m, j] = 0`` or the job's gang does not fit;
+* ``sum_j X[m, j] <= 1``                               (a job runs on one type at a time);
+* ``sum_m X[m, j] * scale_factor[m] <= workers[j]``     (the *capacity rows*).
+
+Every policy is an LP over the columns of ``X`` (only the allowed entries, stored as a sparse
+column list; no loops per job), built with numpy/scipy.sparse and solved by HiGHS through
+:mod:`fairalloc.backends`, and certified by :func:`fairalloc.certificates.lp_certificate` from
+the returned allocation and row duals. Where a policy's optimum is not unique, a
+*work-conserving* second stage keeps the policy objective at its optimum (to ``stage_tol``) and
+maximises the total normalised throughput, so no capacity is left idle that a job could use.
+
+Prices
+------
+``prices[j]`` is the non-negative multiplier of capacity row ``j`` in the policy's first-stage
+*maximisation* LP (the minimisation policies are solved as maximisations: makespan as
+``max 1/makespan``, finish-time fairness as the Dinkelbach level, cost as throughput per unit
+cost), i.e. ``d OPT / d workers[j]``: zero on a type that is not fully used.
+
+Policies (builders and one-call functions)
+------------------------------------------
+========================  ================================  =====================================
+builder                   function                          Gavel
+========================  ================================  =====================================
+:class:`MaxMinFairness`   :func:`max_min_fairness`          §4.1 LAS, weighted, scale factors
+:class:`FinishTimeFairness` :func:`finish_time_fairness`    §4.1 min max rho (Themis)
+:class:`MinMakespan`      :func:`min_makespan`              §4.1 makespan (one LP, 1/T)
+:class:`MaxTotalThroughput` :func:`max_total_throughput`    §3.1 / §4.2
+:class:`FIFO`             :func:`fifo`                      §4.2 FIFO
+:class:`ShortestJobFirst` :func:`shortest_job_first`        §4.2 SJF
+:class:`MinCost`          :func:`min_cost`                  §4.2 min cost (and with SLOs)
+========================  ================================  =====================================
+
+Every builder accepts ``pairs`` (:class:`fairalloc.space_sharing.JobPairs`, space sharing) and
+``unconsolidated_throughput`` (placement sensitivity, §3.1). Builders expose their program as
+cvxpy objects (:attr:`ThroughputPolicy.x`, :attr:`~ThroughputPolicy.capacity_constraint`, ...)
+so that constraints and objective terms can be added and the model re-solved with
+``method="cvxpy"`` (certified by the conic KKT certificate of :func:`fairalloc._cvxpy.solve_cvxpy`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from ._validation import as_array, as_option, as_positive_float
+from .backends import Backend, LinearProgram, LPSolution, get_backend
+from .certificates import lp_certificate
+from .data import Cluster, Jobs
+from .errors import InfeasibleError, InputError, SolverError
+from .results import Certificate, Result, SolveStats, Status, require_pandas
+
+__all__ = [
+    "FIFO",
+    "Allocation",
+    "FinishTimeFairness",
+    "MaxMinFairness",
+    "MaxTotalThroughput",
+    "MinCost",
+    "MinMakespan",
+    "ShortestJobFirst",
+    "ThroughputPolicy",
+    "equal_split",
+    "fifo",
+    "finish_time_fairness",
+    "isolated_split",
+    "max_min_fairness",
+    "max_total_throughput",
+    "min_cost",
+    "min_makespan",
+    "shortest_job_first",
+]
+
+METHODS = ("auto", "highs", "fast", "cvxpy")
+_IPM_MIN_COLUMNS = 3000  # larger LPs go to HiGHS' interior point (with crossover)
+
+
+# --------------------------------------------------------------------------------------------
+# the instance in column form
+# --------------------------------------------------------------------------------------------
+class _Instance:
+    """Jobs on a cluster as a list of allocation *columns* (sparse; built without job loops).
+
+    A column is something that can be given time on one accelerator type: a single job (one
+    column per allowed (job, type), two with placement sensitivity: consolidated and
+    unconsolidated) or a job pair (space sharing). Its members are the jobs it serves.
+
+    * ``M``  (n x E): 1 where job m is a member of column e (time rows ``M x <= 1``);
+    * ``Tm`` (n x E): throughput job m gets per unit time of column e;
+    * ``W``  (k x E): workers of its type the column occupies (capacity rows ``W x <= cap``);
+    * ``Wc`` (k x E): the same restricted to consolidated columns (placement sensitivity).
+    """
+
+    def __init__(self, jobs: Jobs, cluster: Cluster, pairs: Any = None,
+                 unconsolidated_throughput: Any = None,
+                 consolidated_capacity: Any = None) -> None:
+        if not isinstance(jobs, Jobs):
+            raise InputError(f"jobs must be a fairalloc.Jobs, got {type(jobs).__name__}",
+                             argument="jobs")
+        jobs.check_cluster(cluster)
+        self.jobs, self.cluster = jobs, cluster
+        n, k = jobs.n, cluster.num_types
+        self.n, self.k = n, k
+        T = jobs.throughput
+        s = jobs.scale_factor
+        cap = cluster.capacity
+        self.cap = cap
+        self.allowed = (T > 0) & (s[:, None] <= cap[None, :])
+        self.T_allowed = np.where(self.allowed, T, 0.0)
+        ei, ej = np.nonzero(self.allowed)
+        mem_job = [ei]
+        mem_col = [np.arange(ei.size)]
+        mem_tp = [T[ei, ej]]
+        col_type = [ej]
+        col_workers = [s[ei]]
+        col_kind = [np.zeros(ei.size, dtype=np.int8)]  # 0 single, 1 unconsolidated, 2 pair
+        E = ei.size
+        self.placement = unconsolidated_throughput is not None
+        if self.placement:
+            U = as_array(unconsolidated_throughput, "unconsolidated_throughput", ndim=2,
+                         shape=(n, k))
+            ui, uj = np.nonzero(self.allowed & (U > 0))
+            mem_job.append(ui)
+            mem_col.append(E + np.arange(ui.size))
+            mem_tp.append(U[ui, uj])
+            col_type.append(uj)
+            col_workers.append(s[ui])
+            col_kind.append(np.ones(ui.size, dtype=np.int8))
+            E += ui.size
+            if consolidated_capacity is None:
+                self.cons_cap = cap.copy()
+            else:
+                self.cons_cap = as_array(consolidated_capacity, "consolidated_capacity", ndim=1,
+                                         shape=(k,))
+                over = self.cons_cap > cap
+                if over.any():
+                    j = int(np.flatnonzero(over)[0])
+                    raise InputError(
+                        f"consolidated_capacity[{j}] = {self.cons_cap[j]:g} exceeds the "
+                        f"{cap[j]:g} workers of type {cluster.types[j]!r}",
+                        argument="consolidated_capacity", index=(j,))
+        elif consolidated_capacity is not None:
+            raise InputError("consolidated_capacity needs unconsolidated_throughput",
+                             argument="consolidated_capacity")
+        self.pairs = None
+        if pairs is not None:
+            from .space_sharing import JobPairs
+
+            if not isinstance(pairs, JobPairs):
+                raise InputError(f"pairs must be a fairalloc.JobPairs, got "
+                                 f"{type(pairs).__name__}", argument="pairs")
+            pairs.check(jobs, cluster)
+            self.pairs = pairs
+            P = pairs.num_pairs
+            a, b = pairs.members[:, 0], pairs.members[:, 1]
+            pw = np.maximum(s[a], s[b])
+            ok = (pairs.throughput.sum(axis=2) > 0) & (pw[:, None] <= cap[None, :])
+            pi, pj = np.nonzero(ok)
+            cols = E + np.arange(pi.size)
+            mem_job += [a[pi], b[pi]]
+            mem_col += [cols, cols]
+            mem_tp += [pairs.throughput[pi, pj, 0], pairs.throughput[pi, pj, 1]]
+            col_type.append(pj)
+            col_workers.append(pw[pi])
+            col_kind.append(np.full(pi.size, 2, dtype=np.int8))
+            self.pair_index = pi
+            self.pair_offset = E
+            E += pi.size
+            del P
+        self.E = E
+        self.mem_job = np.concatenate(mem_job)
+        self.mem_col = np.concatenate(mem_col)
+        self.mem_tp = np.concatenate(mem_tp)
+        self.col_type = np.concatenate(col_type)
+        self.col_workers = np.concatenate(col_workers).astype(float)
+        self.col_kind = np.concatenate(col_kind)
+        self.M = sp.csr_matrix((np.ones(self.mem_job.size), (self.mem_job, self.mem_col)),
+                               shape=(n, E))
+        self.Tm = sp.csr_matrix((self.mem_tp, (self.mem_job, self.mem_col)), shape=(n, E))
+        self.W = sp.csr_matrix((self.col_workers, (self.col_type, np.arange(E))), shape=(k, E))
+        if self.placement:
+            cons = self.col_kind != 1
+            self.Wc = sp.csr_matrix((self.col_workers[cons], (self.col_type[cons],
+                                                               np.flatnonzero(cons))),
+                                    shape=(k, E))
+        # normalisers (gavel.txt §4.1): X^equal splits a job's time across types in proportion
+        # to their worker counts (row sum 1); throughput(m, X^equal) over usable types.
+        self.equal_tp = self.T_allowed @ (cap / cap.sum())
+        self.fastest_tp = self.T_allowed.max(axis=1)
+
+    # --- rows shared by every policy --------------------------------------------------------
+    def base_rows(self) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray, slice]:
+        """Time rows, capacity rows (and consolidated-capacity rows): ``A x <= ub``."""
+        blocks = [self.M, self.W]
+        ub = [np.ones(self.n), self.cap]
+        if self.placement:
+            blocks.append(self.Wc)
+            ub.append(self.cons_cap)
+        A = sp.vstack(blocks, format="csr")
+        upper = np.concatenate(ub)
+        return A, np.full(upper.size, -np.inf), upper, slice(self.n, self.n + self.k)
+
+    def throughput(self, xcol: np.ndarray) -> np.ndarray:
+        """Effective throughput of every job for column allocation ``xcol``."""
+        return self.Tm @ xcol
+
+    def to_matrix(self, xcol: np.ndarray, kinds: tuple[int, ...] = (0, 1, 2)) -> np.ndarray:
+        """Time fraction of each job on each type, ``(n, k)``, over columns of ``kinds``."""
+        sel = np.isin(self.col_kind[self.mem_col], kinds)
+        idx = self.mem_job[sel] * self.k + self.col_type[self.mem_col[sel]]
+        out = np.bincount(idx, weights=xcol[self.mem_col[sel]], minlength=self.n * self.k)
+        return out.reshape(self.n, self.k)
+
+    def repair(self, xcol: np.ndarray) -> np.ndarray:
+        """Make a solver's column allocation exactly feasible (clip, scale down overused rows)."""
+        x = np.clip(xcol, 0.0, 1.0)
+        rows = self.M @ x
+        job_ratio = np.where(rows > 1.0, 1.0 / np.maximum(rows, 1e-300), 1.0)
+        load = self.W @ x
+        type_ratio = np.where(load > self.cap, self.cap / np.maximum(load, 1e-300), 1.0)
+        f = type_ratio[self.col_type]
+        if self.placement:
+            cload = self.Wc @ x
+            cratio = np.where(cload > self.cons_cap, self.cons_cap / np.maximum(cload, 1e-300),
+                              1.0)
+            f = np.where(self.col_kind != 1, np.minimum(f, cratio[self.col_type]), f)
+        per_member = job_ratio[self.mem_job]
+        colmin = np.ones(self.E)
+        np.minimum.at(colmin, self.mem_col, per_member)
+        return x * np.minimum(f, colmin)
+
+
+# --------------------------------------------------------------------------------------------
+# stages: each is one LP over [x (E columns), theta]
+# --------------------------------------------------------------------------------------------
+@dataclass
+class _Level:
+    """``max theta`` s.t. ``C x - b theta >= h`` (rows of C per job); the max-min stage."""
+
+    C: sp.csr_matrix
+    b: np.ndarray
+    h: np.ndarray
+    name: str = "level"
+
+
+@dataclass
+class _Linear:
+    """``max g @ x``."""
+
+    g: np.ndarray
+    name: str = "linear"
+
+
+@dataclass
+class _StageResult:
+    lp: LinearProgram
+    x: np.ndarray  # full LP vector (columns + theta)
+    duals: np.ndarray
+    value: float
+    cert: Certificate
+    iterations: int
+    cap_rows: slice
+
+
+def _backend_for(backend: Any, E: int) -> Backend:
+    if isinstance(backend, Backend):
+        return get_backend(backend, need="lp")
+    if backend == "highs":
+        return get_backend("highs", need="lp", solver="ipm" if E > _IPM_MIN_COLUMNS else "choose")
+    return get_backend(backend, need="lp")
+
+
+def _solve(lp: LinearProgram, backend: Backend, what: str) -> LPSolution:
+    sol = backend.solve_lp(lp)
+    if sol.status == "infeasible":
+        raise InfeasibleError(f"the {what} program is infeasible ({backend.name}: "
+                              f"{sol.raw_status})", backend=backend.name, status=sol.raw_status)
+    if sol.status != "optimal" or sol.x is None or sol.row_duals is None:
+        raise SolverError(f"{backend.name} failed on the {what} program: {sol.raw_status}",
+                          backend=backend.name, status=sol.raw_status)
+    return sol
+
+
+class _StageSolver:
+    """Solves a sequence of stages, fixing each optimum before the next (lexicographic)."""
+
+    def __init__(self, inst: _Instance, backend: Backend, *, stage_tol: float,
+                 gap_tol: float, feas_tol: float, extra_rows: tuple | None = None) -> None:
+        self.inst = inst
+        self.backend = backend
+        self.stage_tol = stage_tol
+        self.gap_tol = gap_tol
+        self.feas_tol = feas_tol
+        A, lo, up, cap_rows = inst.base_rows()
+        if extra_rows is not None:  # policy rows every stage keeps: B x >= lower
+            B, lower = extra_rows
+            A = sp.vstack([A, B], format="csr")
+            lo = np.concatenate([lo, lower])
+            up = np.concatenate([up, np.full(lower.size, np.inf)])
+        self.A, self.lo, self.up, self.cap_rows = A, lo, up, cap_rows
+        self.fixed: list[tuple[sp.csr_matrix, np.ndarray]] = []
+        self.iterations = 0
+        self.solves = 0
+
+    def _program(self, stage: _Level | _Linear) -> LinearProgram:
+        E = self.inst.E
+        blocks = [self.A] + [B for B, _ in self.fixed]
+        lo = [self.lo] + [low for _, low in self.fixed]
+        up = [self.up] + [np.full(low.size, np.inf) for _, low in self.fixed]
+        A = sp.vstack(blocks, format="csr")
+        A = sp.hstack([A, sp.csr_matrix((A.shape[0], 1))], format="csr")
+        if isinstance(stage, _Level):
+            L = sp.hstack([stage.C, sp.csr_matrix(-stage.b[:, None])], format="csr")
+            A = sp.vstack([A, L], format="csr")
+            lo.append(stage.h)
+            up.append(np.full(stage.h.size, np.inf))
+            c = np.zeros(E + 1)
+            c[E] = -1.0
+            col_lo = np.r_[np.zeros(E), -np.inf]
+            col_up = np.r_[np.ones(E), np.inf]
+        else:
+            c = np.r_[-stage.g, 0.0]
+            col_lo = np.zeros(E + 1)
+            col_up = np.r_[np.ones(E), 0.0]
+        return LinearProgram.build(c, A, np.concatenate(lo), np.concatenate(up), col_lo, col_up)
+
+    def point(self, stage: _Level | _Linear, xcol: np.ndarray) -> np.ndarray:
+        """The LP vector of ``stage`` at column allocation ``xcol`` (theta recomputed)."""
+        if isinstance(stage, _Level):
+            act = stage.b > 0
+            lev = (stage.C @ xcol - stage.h)[act] / stage.b[act]
+            theta = float(lev.min()) if lev.size else 0.0
+            return np.r_[xcol, theta]
+        return np.r_[xcol, 0.0]
+
+    def certify(self, res: _StageResult, stage: _Level | _Linear, xcol: np.ndarray
+                ) -> Certificate:
+        """Certificate of ``stage`` (with the duals found for it) at allocation ``xcol``."""
+        return lp_certificate(res.lp, self.point(stage, xcol), res.duals, maximize=True,
+                              gap_tol=self.gap_tol, feas_tol=self.feas_tol)
+
+    def run(self, stage: _Level | _Linear, what: str) -> _StageResult:
+        lp = self._program(stage)
+        sol = _solve(lp, self.backend, what)
+        self.iterations += sol.iterations
+        self.solves += 1
+        assert sol.x is not None and sol.row_duals is not None
+        xcol = self.inst.repair(sol.x[: self.inst.E])
+        v = self.point(stage, xcol)
+        cert = lp_certificate(lp, v, sol.row_duals, maximize=True, gap_tol=self.gap_tol,
+                              feas_tol=self.feas_tol)
+        cert.check(backend=self.backend.name)
+        return _StageResult(lp, v, sol.row_duals, cert.primal_value, cert, sol.iterations,
+                            self.cap_rows)
+
+    def fix(self, stage: _Level | _Linear, value: float) -> None:
+        """Keep ``stage``'s objective within ``stage_tol`` of ``value`` in later stages."""
+        slack = self.stage_tol * max(1.0, abs(value))
+        if isinstance(stage, _Level):
+            self.fixed.append((stage.C, stage.h + stage.b * (value - slack)))
+        else:
+            self.fixed.append((sp.csr_matrix(stage.g[None, :]), np.array([value - slack])))
+
+
+def _prices(res: _StageResult) -> np.ndarray:
+    """Non-negative capacity prices ``d OPT / d workers`` of a maximisation stage."""
+    return np.maximum(-res.duals[res.cap_rows], 0.0)
+
+
+# --------------------------------------------------------------------------------------------
+# result
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True, repr=False)
+class Allocation(Result):
+    """An effective-throughput allocation (Gavel §3.1) with prices and certificate.
+
+    Attributes
+    ----------
+    x : ndarray, shape (n, k)
+        ``x[m, j]``: fraction of time job ``m`` runs on type ``j`` (alone or in a pair, in any
+        placement).
+    prices : ndarray, shape (k,)
+        Non-negative capacity prices: multipliers of the capacity rows of the policy's
+        (first-stage, maximisation) LP, ``d OPT / d workers[j]``; zero on unsaturated types.
+    effective_throughput : ndarray, shape (n,)
+        ``throughput(m, X)`` (steps/s).
+    metric : ndarray, shape (n,)
+        The per-job quantity the policy's objective is taken over: the weighted normalised
+        throughput for max-min fairness, ``rho`` for finish-time fairness, the duration
+        ``steps / throughput`` for makespan and shortest job first, the normalised throughput
+        otherwise.
+    objective : float
+        The policy objective (see each policy); ``certificate`` certifies it.
+    policy : str
+    job_ids, types : tuple
+        Row and column labels.
+    pair_x : ndarray of shape (P, k) or None
+        Time fraction of each job pair on each type (space sharing).
+    consolidated_x : ndarray of shape (n, k) or None
+        Part of ``x`` spent in consolidated placement (placement sensitivity).
+    utilization : ndarray, shape (k,)
+        Fraction of each type's workers in use.
+    stage_certificates : tuple of Certificate
+        The certificate of every stage solved (first stage first).
+    levels : int
+        Water-filling levels (1 for the other policies).
+    level_floors : ndarray of shape (n,) or None
+        Water-filling: the level ``u_m`` at which each job was frozen.
+    """
+
+    x: np.ndarray
+    prices: np.ndarray
+    effective_throughput: np.ndarray
+    metric: np.ndarray
+    policy: str
+    job_ids: tuple[Hashable, ...]
+    types: tuple[str, ...]
+    pair_x: np.ndarray | None
+    consolidated_x: np.ndarray | None
+    utilization: np.ndarray
+    stage_certificates: tuple[Certificate, ...]
+    levels: int = 1
+    level_floors: np.ndarray | None = None
+
+    def to_frame(self) -> Any:
+        """One row per job (index: job ids): ``x[type]``, effective throughput and metric."""
+        pd = require_pandas()
+        df = pd.DataFrame(self.x, index=pd.Index(list(self.job_ids), name="job"),
+                          columns=[f"x[{t}]" for t in self.types])
+        df["effective_throughput"] = self.effective_throughput
+        df["metric"] = self.metric
+        return df
+
+
+# --------------------------------------------------------------------------------------------
+# builders
+# --------------------------------------------------------------------------------------------
+class ThroughputPolicy:
+    """Base class of the effective-throughput policy builders (Gavel §3.1, §4).
+
+    Parameters
+    ----------
+    jobs : fairalloc.Jobs
+    cluster : fairalloc.Cluster
+    pairs : fairalloc.JobPairs, optional
+        Job pairs that may share a worker, with their pair throughputs (space sharing, §3.1).
+    unconsolidated_throughput : array_like, shape (n, k), optional
+        Throughput of each job when its workers are on different servers (placement
+        sensitivity, §3.1); ``jobs.throughput`` is then the consolidated throughput. Each
+        (job, type) gets a consolidated and an unconsolidated column sharing the capacity row.
+    consolidated_capacity : array_like, shape (k,), optional
+        Workers of each type that can host consolidated gangs (default: all of them).
+
+    Attributes (cvxpy, built on first use)
+    --------------------------------------
+    x : cvxpy Expression (n, k)
+        Time fractions (sums columns of pairs and placements).
+    x_columns : cvxpy Variable (E,)
+        One entry per allocation column (see :attr:`column_labels`).
+    effective_throughput : cvxpy Expression (n,)
+    capacity_constraint : cvxpy Constraint
+        ``sum_m scale_factor_m x[m, j] <= workers[j]``; its duals are the prices.
+    time_constraint : cvxpy Constraint
+        ``sum_j x[m, j] <= 1``.
+    """
+
+    name = "policy"
+    _work_conserving_default = True
+
+    def __init__(self, jobs: Jobs, cluster: Cluster, *, pairs: Any = None,
+                 unconsolidated_throughput: Any = None,
+                 consolidated_capacity: Any = None) -> None:
+        self.inst = _Instance(jobs, cluster, pairs, unconsolidated_throughput,
+                              consolidated_capacity)
+        self.jobs, self.cluster = jobs, cluster
+        self._constraints: list[Any] = []
+        self._terms: list[Any] = []
+        self._cvx: dict[str, Any] | None = None
+
+    # --- policy definition (subclasses) -----------------------------------------------------
+    def _extra_rows(self) -> tuple[sp.csr_matrix, np.ndarray] | None:
+        """Rows ``B x >= lower`` every stage keeps (e.g. SLOs)."""
+        return None
+
+    def _first_stages(self, solver: _StageSolver) -> tuple[_Level | _Linear, _StageResult,
+                                                            float]:
+        """Solve the policy's own stages; return (certified stage, its result, objective)."""
+        raise NotImplementedError
+
+    def _metric(self, tp: np.ndarray) -> np.ndarray:
+        return tp / self.inst.equal_tp
+
+    def _cvx_objective(self, cvx: dict[str, Any]) -> tuple[Any, list[Any]]:
+        """(maximised cvxpy expression, extra constraints) of the policy."""
+        raise NotImplementedError
+
+    # --- cvxpy composition ------------------------------------------------------------------
+    def _build_cvxpy(self) -> dict[str, Any]:
+        if self._cvx is not None:
+            return self._cvx
+        import cvxpy as cp
+
+        inst = self.inst
+        xc = cp.Variable(inst.E, nonneg=True, name="x_columns")
+        sel = np.isin(inst.col_kind[inst.mem_col], (0, 1, 2))
+        S = sp.csr_matrix((np.ones(int(sel.sum())),
+                           (inst.mem_job[sel] * inst.k + inst.col_type[inst.mem_col[sel]],
+                            inst.mem_col[sel])), shape=(inst.n * inst.k, inst.E))
+        x = cp.reshape(S @ xc, (inst.n, inst.k), order="C")
+        tp = inst.Tm @ xc
+        cvx: dict[str, Any] = {"xc": xc, "x": x, "tp": tp}
+        cvx["capacity"] = inst.W @ xc <= inst.cap
+        cvx["time"] = inst.M @ xc <= 1
+        base = [cvx["capacity"], cvx["time"], xc <= 1]
+        if inst.placement:
+            cvx["consolidated"] = inst.Wc @ xc <= inst.cons_cap
+            base.append(cvx["consolidated"])
+        extra = self._extra_rows()
+        if extra is not None:
+            base.append(extra[0] @ xc >= extra[1])
+        cvx["base"] = base
+        self._cvx = cvx
+        objective, cons = self._cvx_objective(cvx)
+        cvx["objective"] = objective
+        cvx["policy"] = cons
+        return cvx
+
+    @property
+    def x(self) -> Any:
+        """cvxpy expression ``(n, k)`` of time fractions."""
+        return self._build_cvxpy()["x"]
+
+    @property
+    def x_columns(self) -> Any:
+        """cvxpy variable over the allocation columns."""
+        return self._build_cvxpy()["xc"]
+
+    @property
+    def effective_throughput(self) -> Any:
+        """cvxpy expression ``(n,)``: ``throughput(m, X)``."""
+        return self._build_cvxpy()["tp"]
+
+    @property
+    def capacity_constraint(self) -> Any:
+        """cvxpy constraint ``W x <= workers`` (its duals are the prices)."""
+        return self._build_cvxpy()["capacity"]
+
+    @property
+    def time_constraint(self) -> Any:
+        """cvxpy constraint ``sum_j x[m, j] <= 1``."""
+        return self._build_cvxpy()["time"]
+
+    @property
+    def objective(self) -> Any:
+        """cvxpy expression of the (maximised) policy objective."""
+        return self._build_cvxpy()["objective"]
+
+    @property
+    def composed(self) -> bool:
+        """Whether constraints or objective terms were added (needs ``method="cvxpy"``)."""
+        return bool(self._constraints or self._terms)
+
+    def add_constraint(self, constraint: Any) -> ThroughputPolicy:
+        """Add a cvxpy constraint (on :attr:`x`, :attr:`effective_throughput`, ...)."""
+        self._build_cvxpy()
+        self._constraints.append(constraint)
+        return self
+
+    def add_objective_term(self, term: Any) -> ThroughputPolicy:
+        """Add a concave cvxpy expression to the maximised objective; returns ``self``."""
+        self._build_cvxpy()
+        if getattr(term, "is_concave", lambda: False)() is False:
+            raise InputError("term must be a concave cvxpy expression (it is maximised)",
+                             argument="term")
+        self._terms.append(term)
+        return self
+
+    def problem(self) -> Any:
+        """The cvxpy problem ``max objective + terms`` s.t. all constraints."""
+        import cvxpy as cp
+
+        cvx = self._build_cvxpy()
+        obj = cvx["objective"]
+        for term in self._terms:
+            obj = obj + term
+        return cp.Problem(cp.Maximize(obj), [*cvx["base"], *cvx["policy"], *self._constraints])
+
+    # --- solve ------------------------------------------------------------------------------
+    def solve(self, *, method: str = "auto", backend: Any = "highs",
+              work_conserving: bool | None = None, gap_tol: float = 1e-6,
+              feas_tol: float = 1e-7, stage_tol: float = 1e-9) -> Allocation:
+        """Solve the policy and certify the result.
+
+        Parameters
+        ----------
+        method : {"auto", "highs", "fast", "cvxpy"}
+            ``"highs"``: the LPs as sparse matrices through ``backend``; ``"fast"``: the
+            structured path where a policy has one (max-min fairness; else as ``"highs"``);
+            ``"cvxpy"``: the cvxpy model with added constraints/terms (Clarabel, conic KKT
+            certificate). ``"auto"``: ``"cvxpy"`` for composed models, else ``"fast"``.
+        backend : str or Backend
+            LP backend (default HiGHS; interior point with crossover for large LPs).
+        work_conserving : bool, optional
+            Add the second stage (default: on where the policy's optimum is not unique).
+        gap_tol, feas_tol : float
+            Certificate tolerances (relative gap, relative constraint violation).
+        stage_tol : float
+            Relative slack with which a stage's optimum is kept in later stages.
+
+        Raises
+        ------
+        InfeasibleError, SolverError, CertificateError
+        """
+        t0 = time.perf_counter()
+        method = as_option(method, "method", METHODS)
+        gap_tol = as_positive_float(gap_tol, "gap_tol")
+        feas_tol = as_positive_float(feas_tol, "feas_tol")
+        stage_tol = as_positive_float(stage_tol, "stage_tol")
+        wc = self._work_conserving_default if work_conserving is None else bool(work_conserving)
+        if method == "auto":
+            method = "cvxpy" if self.composed else "fast"
+        if self.composed and method != "cvxpy":
+            raise InputError(f"method={method!r} cannot solve a model with added constraints "
+                             "or terms; use method='cvxpy'", argument="method")
+        if method == "cvxpy":
+            return self._solve_cvxpy(wc, gap_tol, feas_tol, stage_tol, t0)
+        be = _backend_for(backend, self.inst.E)
+        solver = _StageSolver(self.inst, be, stage_tol=stage_tol, gap_tol=gap_tol,
+                              feas_tol=feas_tol, extra_rows=self._extra_rows())
+        self._method = method
+        stage, res, objective = self._first_stages(solver)
+        certs = [res.cert]
+        xcol = res.x[: self.inst.E]
+        if wc:
+            solver.fix(stage, res.value)
+            wres = solver.run(_Linear(self._wc_objective(), "work-conserving"),
+                              "work-conserving")
+            certs.append(wres.cert)
+            xcol = wres.x[: self.inst.E]
+        cert = solver.certify(res, stage, xcol)
+        cert.check(backend=be.name)
+        certs[0] = cert
+        stats = SolveStats(backend=be.name, method=method, seconds=time.perf_counter() - t0,
+                           iterations=solver.iterations, solves=solver.solves)
+        return self._result(xcol, self._stage_prices(res), self._objective_value(cert, xcol),
+                            cert, tuple(certs), stats)
+
+    def _stage_prices(self, res: _StageResult) -> np.ndarray:
+        return _prices(res)
+
+    def _objective_value(self, cert: Certificate, xcol: np.ndarray) -> float:
+        return cert.primal_value
+
+    def _wc_objective(self) -> np.ndarray:
+        """Work-conserving objective: total normalised throughput, per column."""
+        inst = self.inst
+        return np.asarray(inst.Tm.T @ (1.0 / inst.equal_tp)).ravel()
+
+    def _result(self, xcol: np.ndarray, prices: np.ndarray, objective: float, cert: Certificate,
+                certs: tuple[Certificate, ...], stats: SolveStats) -> Allocation:
+        inst = self.inst
+        tp = inst.throughput(xcol)
+        x = inst.to_matrix(xcol)
+        pair_x = None
+        if inst.pairs is not None:
+            sel = inst.col_kind == 2
+            flat = np.zeros((inst.pairs.num_pairs, inst.k))
+            flat[inst.pair_index, inst.col_type[sel]] = xcol[sel]
+            pair_x = flat
+        cons_x = inst.to_matrix(xcol, (0,)) if inst.placement else None
+        util = (inst.W @ xcol) / inst.cap
+        arrays = [x, prices, tp, pair_x, cons_x, util]
+        for arr in arrays:
+            if arr is not None:
+                arr.flags.writeable = False
+        metric = self._metric(tp)
+        metric.flags.writeable = False
+        return Allocation(objective=float(objective), status=Status.OPTIMAL, stats=stats,
+                          certificate=cert, x=x, prices=prices, effective_throughput=tp,
+                          metric=metric, policy=self.name, job_ids=self.jobs.ids,
+                          types=self.cluster.types, pair_x=pair_x, consolidated_x=cons_x,
+                          utilization=util, stage_certificates=certs)
+
+    def _solve_cvxpy(self, wc: bool, gap_tol: float, feas_tol: float, stage_tol: float,
+                     t0: float) -> Allocation:
+        import cvxpy as cp
+
+        from ._cvxpy import solve_cvxpy
+
+        prob = self.problem()
+        stats, cert = solve_cvxpy(prob, gap_tol=gap_tol, feas_tol=feas_tol)
+        cvx = self._build_cvxpy()
+        prices = np.maximum(np.asarray(cvx["capacity"].dual_value, dtype=float), 0.0)
+        value = float(prob.value)
+        certs = [cert]
+        iters, solves = stats.iterations, 1
+        if wc:
+            slack = stage_tol * max(1.0, abs(value))
+            obj = prob.objective.args[0]
+            g = self._wc_objective()
+            p2 = cp.Problem(cp.Maximize(g @ cvx["xc"]), [*prob.constraints, obj >= value - slack])
+            stats2, cert2 = solve_cvxpy(p2, gap_tol=gap_tol, feas_tol=feas_tol)
+            certs.append(cert2)
+            iters += stats2.iterations
+            solves += 1
+        xcol = np.clip(np.asarray(cvx["xc"].value, dtype=float), 0.0, 1.0)
+        st = SolveStats(backend="clarabel", method="cvxpy", seconds=time.perf_counter() - t0,
+                        iterations=iters, solves=solves)
+        return self._result(xcol, prices, value, cert, tuple(certs), st)
+
+    def __repr__(self) -> str:
+        extra = (f", {len(self._constraints)} constraints, {len(self._terms)} terms"
+                 if self.composed else "")
+        return (f"{type(self).__name__}(jobs={self.inst.n}, types={self.inst.k}, "
+                f"columns={self.inst.E}{extra})")
+
+
+def _level_objective(cvx: dict[str, Any], C: sp.csr_matrix, b: np.ndarray, h: np.ndarray
+                     ) -> tuple[Any, list[Any]]:
+    import cvxpy as cp
+
+    theta = cp.Variable(name="level")
+    cvx["level"] = theta
+    return theta, [C @ cvx["xc"] - b * theta >= h]
+
+
+# --------------------------------------------------------------------------------------------
+# max-min fairness (LAS), gavel.txt §4.1
+# --------------------------------------------------------------------------------------------
+class MaxMinFairness(ThroughputPolicy):
+    """Heterogeneity-aware weighted max-min fairness / LAS (gavel.txt §4.1).
+
+    ``maximise min_m (scale_factor_m / w_m) * throughput(m, X) / throughput(m, X^equal)``
+    where ``X^equal`` splits a job's time across types in proportion to their worker counts
+    (row sum 1). As an LP: ``max theta`` s.t. ``a_m . x_m >= theta`` with
+    ``a_mj = s_m T_mj / (w_m throughput(m, X^equal))``, plus the allocation constraints.
+
+    With ``water_filling=True`` the level is raised further for the jobs that are not
+    bottlenecked (gavel.txt §4.3; :mod:`fairalloc.waterfilling`), which makes the allocation
+    Pareto efficient.
+
+    Examples
+    --------
+    >>> import fairalloc as fa
+    >>> jobs = fa.Jobs([[40.0, 10.0], [12.0, 4.0], [100.0, 50.0]])
+    >>> cluster = fa.Cluster({"v100": 1, "k80": 1})
+    >>> b = MaxMinFairness(jobs, cluster)
+    >>> r = b.solve()
+    >>> (r.x * 11).round(6).tolist()
+    [[5.0, 0.0], [5.0, 1.0], [1.0, 10.0]]
+    """
+
+    name = "max_min_fairness"
+
+    def __init__(self, jobs: Jobs, cluster: Cluster, *, water_filling: bool = False,
+                 **kw: Any) -> None:
+        super().__init__(jobs, cluster, **kw)
+        self.water_filling = bool(water_filling)
+        inst = self.inst
+        self.coef = inst.jobs.scale_factor / (inst.jobs.weight * inst.equal_tp)
+
+    def level_stage(self) -> _Level:
+        inst = self.inst
+        C = sp.diags(self.coef) @ inst.Tm
+        return _Level(sp.csr_matrix(C), np.ones(inst.n), np.zeros(inst.n), "max-min level")
+
+    def _metric(self, tp: np.ndarray) -> np.ndarray:
+        return self.coef * tp
+
+    def _first_stages(self, solver: _StageSolver) -> tuple[_Level | _Linear, _StageResult,
+                                                            float]:
+        stage = self.level_stage()
+        if self._method == "fast":
+            res = _fast_level(solver, stage)
+        else:
+            res = solver.run(stage, "max-min fairness")
+        return stage, res, res.value
+
+    def _cvx_objective(self, cvx: dict[str, Any]) -> tuple[Any, list[Any]]:
+        st = self.level_stage()
+        return _level_objective(cvx, st.C, st.b, st.h)
+
+    def solve(self, **kw: Any) -> Allocation:  # noqa: D102 - documented on the base class
+        if self.water_filling:
+            if self.composed or kw.get("method") == "cvxpy":
+                raise InputError("water_filling=True cannot be combined with added constraints"
+                                 " or method='cvxpy'", argument="water_filling")
+            from .waterfilling import _water_fill_policy
+
+            return _water_fill_policy(self, **kw)
+        return super().solve(**kw)
+
+
+def max_min_fairness(jobs: Jobs, cluster: Cluster, *, water_filling: bool = False,
+                     pairs: Any = None, unconsolidated_throughput: Any = None,
+                     consolidated_capacity: Any = None, method: str = "auto",
+                     backend: Any = "highs", work_conserving: bool | None = None,
+                     gap_tol: float = 1e-6, feas_tol: float = 1e-7) -> Allocation:
+    """Heterogeneity-aware weighted max-min fairness (LAS) (gavel.txt §4.1, §4.3).
+
+    Maximises ``min_m (scale_factor_m / w_m) throughput(m, X) / throughput(m, X^equal)``
+    (``X^equal``: time split across types in proportion to worker counts, row sum 1). By
+    default a work-conserving second stage then maximises the total normalised throughput at
+    that level; ``water_filling=True`` instead raises the level of non-bottlenecked jobs until
+    every job is bottlenecked (Pareto efficient; :func:`fairalloc.waterfilling.water_filling`).
+
+    Parameters
+    ----------
+    jobs : fairalloc.Jobs
+    cluster : fairalloc.Cluster
+    water_filling : bool
+    pairs, unconsolidated_throughput, consolidated_capacity
+        Space sharing and placement sensitivity (see :class:`ThroughputPolicy`).
+    method, backend, work_conserving, gap_tol, feas_tol
+        See :meth:`ThroughputPolicy.solve`.
+
+    Returns
+    -------
+    Allocation
+        ``objective`` is the max-min level; ``metric`` each job's weighted normalised
+        throughput.
+
+    Examples
+    --------
+    The paper's example (§4.1): every job gets 12/11 of what 1/3 of each GPU would give it.
+
+    >>> import fairalloc as fa
+    >>> jobs = fa.Jobs([[40.0, 10.0], [12.0, 4.0], [100.0, 50.0]])
+    >>> a = fa.max_min_fairness(jobs, fa.Cluster({"v100": 1, "k80": 1}))
+    >>> (a.effective_throughput / (jobs.throughput @ [1/3, 1/3])).round(6).tolist()
+    [1.090909, 1.090909, 1.090909]
+    """
+    b = MaxMinFairness(jobs, cluster, water_filling=water_filling, pairs=pairs,
+                       unconsolidated_throughput=unconsolidated_throughput,
+                       consolidated_capacity=consolidated_capacity)
+    return b.solve(method=method, backend=backend, work_conserving=work_conserving,
+                   gap_tol=gap_tol, feas_tol=feas_tol)
+
+
+# --------------------------------------------------------------------------------------------
+# helpers shared by the duration-based policies
+# --------------------------------------------------------------------------------------------
+def _steps(jobs: Jobs, policy: str) -> np.ndarray:
+    if jobs.steps_remaining is None:
+        raise InputError(f"{policy} needs jobs.steps_remaining", argument="steps_remaining")
+    bad = jobs.steps_remaining <= 0
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise InputError(f"steps_remaining[{i}] is {jobs.steps_remaining[i]:g}; every job "
+                         f"must have steps left", argument="steps_remaining", index=(i,))
+    return jobs.steps_remaining
+
+
+def isolated_split(jobs: Jobs, cluster: Cluster) -> np.ndarray:
+    """The isolated allocation ``X^isolated``: each job gets ``1/n`` of every type (§4.1).
+
+    A job with gang size ``s`` and ``1/n`` of the ``c_j`` workers of type ``j`` runs
+    ``c_j / (n s)`` of the time there; rows are capped at 1 (a job cannot use more than all of
+    its time): ``X[m, j] = c_j / max(n s_m, sum_j c_j)`` on usable types. This allocation is
+    always feasible.
+
+    Examples
+    --------
+    >>> import fairalloc as fa
+    >>> isolated_split(fa.Jobs([[1.0, 1.0]] * 3), fa.Cluster({"a": 1, "b": 1})).round(4)
+    array([[0.3333, 0.3333],
+           [0.3333, 0.3333],
+           [0.3333, 0.3333]])
+    """
+    jobs.check_cluster(cluster)
+    cap = cluster.capacity
+    s = jobs.scale_factor
+    allowed = (jobs.throughput > 0) & (s[:, None] <= cap[None, :])
+    x = cap[None, :] / np.maximum(jobs.n * s, cap.sum())[:, None]
+    return np.where(allowed, x, 0.0)
+
+
+def equal_split(jobs: Jobs, cluster: Cluster) -> np.ndarray:
+    """``X^equal``: each job's time split across types in proportion to worker counts (§4.1).
+
+    Row sum 1 (the normaliser of max-min fairness, not itself a feasible allocation).
+
+    Examples
+    --------
+    >>> import fairalloc as fa
+    >>> equal_split(fa.Jobs([[40.0, 10.0]]), fa.Cluster({"v100": 1, "k80": 1}))
+    array([[0.5, 0.5]])
+    """
+    jobs.check_cluster(cluster)
+    cap = cluster.capacity
+    return np.tile(cap / cap.sum(), (jobs.n, 1))
+
+
+# --------------------------------------------------------------------------------------------
+# minimum makespan, gavel.txt §4.1
+# --------------------------------------------------------------------------------------------
+class MinMakespan(ThroughputPolicy):
+    """Minimum makespan (gavel.txt §4.1): ``min_X max_m steps_m / throughput(m, X)``.
+
+    Exact as one LP through the substitution ``theta = 1 / makespan``:
+    ``max theta`` s.t. ``throughput(m, X) / steps_m >= theta`` (no bisection). ``objective``
+    is the makespan in seconds; ``prices`` are ``d theta / d workers``.
+    """
+
+    name = "min_makespan"
+
+    def __init__(self, jobs: Jobs, cluster: Cluster, **kw: Any) -> None:
+        super().__init__(jobs, cluster, **kw)
+        self.steps = _steps(jobs, "min_makespan")
+
+    def level_stage(self) -> _Level:
+        inst = self.inst
+        C = sp.csr_matrix(sp.diags(1.0 / self.steps) @ inst.Tm)
+        return _Level(C, np.ones(inst.n), np.zeros(inst.n), "makespan")
+
+    def _metric(self, tp: np.ndarray) -> np.ndarray:
+        with np.errstate(divide="ignore"):
+            return np.where(tp > 0, self.steps / np.maximum(tp, 1e-300), np.inf)
+
+    def _first_stages(self, solver: _StageSolver) -> tuple[_Level | _Linear, _StageResult,
+                                                            float]:
+        stage = self.level_stage()
+        res = solver.run(stage, "makespan")
+        return stage, res, res.value
+
+    def _objective_value(self, cert: Certificate, xcol: np.ndarray) -> float:
+        return 1.0 / cert.primal_value
+
+    def _cvx_objective(self, cvx: dict[str, Any]) -> tuple[Any, list[Any]]:
+        st = self.level_stage()
+        return _level_objective(cvx, st.C, st.b, st.h)
+
+
+def min_makespan(jobs: Jobs, cluster: Cluster, **kw: Any) -> Allocation:
+    """Minimum makespan allocation (gavel.txt §4.1), exact as one LP.
+
+    ``objective`` is the makespan ``max_m steps_m / throughput(m, X)`` in seconds; keyword
+    arguments as for :func:`max_min_fairness` (``pairs``, ``method``, ...).
+
+    Examples
+    --------
+    Two jobs of 100 steps at 10 steps/s on one GPU: the GPU is split, both finish at 20 s.
+
+    >>> import fairalloc as fa
+    >>> a = fa.min_makespan(fa.Jobs([[10.0], [10.0]], steps_remaining=[100, 100]),
+    ...                     fa.Cluster({"gpu": 1}))
+    >>> round(a.objective, 6), a.x.ravel().round(6).tolist()
+    (20.0, [0.5, 0.5])
+    """
+    return MinMakespan(jobs, cluster, **_builder_kw(kw)).solve(**kw)
+
+
+def _builder_kw(kw: dict[str, Any]) -> dict[str, Any]:
+    """Pop the builder's keyword arguments out of a one-call function's ``kw``."""
+    keys = ("pairs", "unconsolidated_throughput", "consolidated_capacity")
+    return {key: kw.pop(key) for key in keys if key in kw}
+
+
+# --------------------------------------------------------------------------------------------
+# finish-time fairness, gavel.txt §4.1 (Themis)
+# --------------------------------------------------------------------------------------------
+class FinishTimeFairness(ThroughputPolicy):
+    """Finish-time fairness (gavel.txt §4.1, Themis): ``min_X max_m rho(m, X)``,
+
+    ``rho(m, X) = (t_m + steps_m / throughput(m, X)) / (t_m^iso + steps_m /
+    throughput(m, X^isolated))`` with ``t_m`` = ``jobs.elapsed``, ``t_m^iso`` =
+    ``jobs.isolated_elapsed`` (default: ``elapsed``) and ``X^isolated`` =
+    :func:`isolated_split` (1/n of every type).
+
+    ``rho`` is a ratio of affine functions of ``X`` (``(t tp + steps) / (D tp)``), so the
+    program is a generalised linear-fractional program. It is solved exactly by the
+    Dinkelbach-type method of Crouzeix, Ferland and Schaible: at ``R`` solve the LP
+    ``F(R) = max theta`` s.t. ``(R D_m tp_m - t_m tp_m - steps_m) / q_m >= theta``
+    (``q_m`` = the current denominator); set ``R`` to the largest ``rho`` of its solution and
+    stop when ``F(R) = 0``: the certificate of that last LP proves that no allocation has every
+    ``rho_m < R`` (``certificate`` certifies ``F(R) = 0``; ``objective`` is ``R``).
+    """
+
+    name = "finish_time_fairness"
+
+    def __init__(self, jobs: Jobs, cluster: Cluster, *, max_iterations: int = 50,
+                 **kw: Any) -> None:
+        super().__init__(jobs, cluster, **kw)
+        self.steps = _steps(jobs, "finish_time_fairness")
+        self.max_iterations = max_iterations
+        iso = isolated_split(jobs, cluster)
+        self.iso_tp = np.einsum("ij,ij->i", self.inst.T_allowed, iso)
+        t_iso = jobs.elapsed if jobs.isolated_elapsed is None else jobs.isolated_elapsed
+        self.D = t_iso + self.steps / self.iso_tp  # isolated finish time (denominator / tp)
+        self.t = jobs.elapsed
+
+    def rho(self, tp: np.ndarray) -> np.ndarray:
+        """``rho(m, X)`` for effective throughputs ``tp``."""
+        with np.errstate(divide="ignore"):
+            dur = np.where(tp > 0, self.steps / np.maximum(tp, 1e-300), np.inf)
+        return (self.t + dur) / self.D
+
+    def _metric(self, tp: np.ndarray) -> np.ndarray:
+        return self.rho(tp)
+
+    def dinkelbach_stage(self, R: float, tp_prev: np.ndarray) -> _Level:
+        """Level stage of ``F(R)``: rows ``((R D - t) tp - steps) / q >= theta``."""
+        inst = self.inst
+        q = self.D * tp_prev
+        coef = (R * self.D - self.t) / q
+        C = sp.csr_matrix(sp.diags(coef) @ inst.Tm)
+        return _Level(C, np.ones(inst.n), self.steps / q, "finish-time fairness")
+
+    def _first_stages(self, solver: _StageSolver) -> tuple[_Level | _Linear, _StageResult,
+                                                            float]:
+        inst = self.inst
+        iso = isolated_split(self.jobs, self.cluster)
+        tp = np.einsum("ij,ij->i", inst.T_allowed, iso)
+        R = float(self.rho(tp).max())
+        for _ in range(self.max_iterations):
+            stage = self.dinkelbach_stage(R, tp)
+            res = solver.run(stage, "finish-time fairness")
+            xcol = res.x[: inst.E]
+            tp_new = inst.throughput(xcol)
+            R_new = float(self.rho(tp_new).max())
+            # F(R) <= 0 always (the previous allocation is feasible with theta <= 0)
+            if res.value <= self.gap_stop(R) or R_new >= R:
+                return stage, res, R
+            R, tp = R_new, tp_new
+        raise SolverError("finish-time fairness: Dinkelbach iterations did not converge",
+                          backend=solver.backend.name, status="iteration_limit")
+
+    def gap_stop(self, R: float) -> float:
+        return 1e-9 * max(1.0, R)
+
+    def _objective_value(self, cert: Certificate, xcol: np.ndarray) -> float:
+        return float(self.rho(self.inst.throughput(xcol)).max())
+
+    def _cvx_objective(self, cvx: dict[str, Any]) -> tuple[Any, list[Any]]:
+        import cvxpy as cp
+
+        R = cp.Variable(name="rho_max")
+        cvx["level"] = R
+        tp = cvx["tp"]
+        con = [self.t + cp.multiply(self.steps, cp.inv_pos(tp)) <= cp.multiply(self.D, R)]
+        return -R, con
+
+    def _solve_cvxpy(self, wc: bool, gap_tol: float, feas_tol: float, stage_tol: float,
+                     t0: float) -> Allocation:
+        res = super()._solve_cvxpy(wc, gap_tol, feas_tol, stage_tol, t0)
+        return _replace(res, objective=float(self.rho(res.effective_throughput).max()))
+
+
+def _replace(res: Allocation, **changes: Any) -> Allocation:
+    import dataclasses
+
+    return dataclasses.replace(res, **changes)
+
+
+def finish_time_fairness(jobs: Jobs, cluster: Cluster, **kw: Any) -> Allocation:
+    """Finish-time fairness (gavel.txt §4.1; Themis): minimise ``max_m rho(m, X)``.
+
+    Needs ``jobs.steps_remaining``; uses ``jobs.elapsed`` and ``jobs.isolated_elapsed``
+    (default: ``elapsed``). Solved exactly by a Dinkelbach sequence of LPs (see
+    :class:`FinishTimeFairness`), then a work-conserving stage keeps every ``rho <= R*``.
+    ``objective`` is ``max_m rho``; ``metric`` each job's ``rho``.
+
+    Examples
+    --------
+    >>> import fairalloc as fa
+    >>> jobs = fa.Jobs([[10.0], [10.0]], steps_remaining=[100, 300])
+    >>> a = fa.finish_time_fairness(jobs, fa.Cluster({"gpu": 1}))
+    >>> round(a.objective, 6)
+    1.0
+    """
+    return FinishTimeFairness(jobs, cluster, **_builder_kw(kw)).solve(**kw)
+
+
+# --------------------------------------------------------------------------------------------
+# linear objectives: total throughput, FIFO, shortest job first
+# --------------------------------------------------------------------------------------------
+class MaxTotalThroughput(ThroughputPolicy):
+    """Maximum total effective throughput (gavel.txt §3.1): ``max sum_m throughput(m, X)``.
+
+    ``normalized=True`` sums ``throughput(m, X) / throughput(m, X^equal)`` instead (comparable
+    across models). All coefficients are positive, so the optimum is work-conserving.
+    """
+
+    name = "max_total_throughput"
+    _work_conserving_default = False
+
+    def __init__(self, jobs: Jobs, cluster: Cluster, *, normalized: bool = False,
+                 **kw: Any) -> None:
+        super().__init__(jobs, cluster, **kw)
+        self.normalized = bool(normalized)
+
+    def weights(self) -> np.ndarray:
+        return 1.0 / self.inst.equal_tp if self.normalized else np.ones(self.inst.n)
+
+    def stage(self) -> _Linear:
+        return _Linear(np.asarray(self.inst.Tm.T @ self.weights()).ravel(), "total throughput")
+
+    def _first_stages(self, solver: _StageSolver) -> tuple[_Level | _Linear, _StageResult,
+                                                            float]:
+        st = self.stage()
+        res = solver.run(st, self.name)
+        return st, res, res.value
+
+    def _cvx_objective(self, cvx: dict[str, Any]) -> tuple[Any, list[Any]]:
+        return self.weights() @ cvx["tp"], []
+
+
+def max_total_throughput(jobs: Jobs, cluster: Cluster, *, normalized: bool = False,
+                         **kw: Any) -> Allocation:
+    """Maximise total effective throughput (gavel.txt §3.1, §4.2).
+
+    Examples
+    --------
+    >>> import fairalloc as fa
+    >>> a = fa.max_total_throughput(fa.Jobs([[40.0, 10.0], [12.0, 4.0]]),
+    ...                             fa.Cluster({"v100": 1, "k80": 1}))
+    >>> a.x.tolist(), a.objective
+    ([[1.0, 0.0], [0.0, 1.0]], 44.0)
+    """
+    return MaxTotalThroughput(jobs, cluster, normalized=normalized, **_builder_kw(kw)).solve(**kw)
+
+
+def _rank(order: Any, n: int, name: str) -> np.ndarray:
+    arr = as_array(order, name, ndim=1, shape=(n,), nonneg=False)
+    return np.argsort(np.argsort(arr, kind="stable"), kind="stable")
+
+
+class FIFO(ThroughputPolicy):
+    """First in, first out (gavel.txt §4.2):
+    ``max sum_m (M - r_m) throughput(m, X) / throughput(m, X^fastest)``.
+
+    ``r_m`` is the job's 0-based arrival rank (``order``; default: most ``elapsed`` first, ties
+    by index), ``M`` the number of jobs (so every weight is positive: the paper's 1-based
+    ``M - m`` gives the last job weight 0) and ``throughput(m, X^fastest)`` the job's
+    throughput on its fastest usable type.
+    """
+
+    name = "fifo"
+    _work_conserving_default = False
+
+    def __init__(self, jobs: Jobs, cluster: Cluster, *, order: Any = None, **kw: Any) -> None:
+        super().__init__(jobs, cluster, **kw)
+        n = jobs.n
+        self.rank = (_rank(-jobs.elapsed, n, "elapsed") if order is None
+                     else _rank(order, n, "order"))
+
+    def weights(self) -> np.ndarray:
+        return (self.inst.n - self.rank) / self.inst.fastest_tp
+
+    def stage(self) -> _Linear:
+        return _Linear(np.asarray(self.inst.Tm.T @ self.weights()).ravel(), "fifo")
+
+    def _metric(self, tp: np.ndarray) -> np.ndarray:
+        return tp / self.inst.fastest_tp
+
+    _first_stages = MaxTotalThroughput._first_stages
+    _cvx_objective = MaxTotalThroughput._cvx_objective
+
+
+def fifo(jobs: Jobs, cluster: Cluster, *, order: Any = None, **kw: Any) -> Allocation:
+    """FIFO allocation (gavel.txt §4.2); ``order`` ranks jobs by arrival (smaller first).
+
+    Examples
+    --------
+    The first job gets the fast GPU:
+
+    >>> import fairalloc as fa
+    >>> a = fa.fifo(fa.Jobs([[40.0, 10.0], [40.0, 10.0]]), fa.Cluster({"v100": 1, "k80": 1}),
+    ...             order=[0, 1])
+    >>> a.x.tolist()
+    [[1.0, 0.0], [0.0, 1.0]]
+    """
+    return FIFO(jobs, cluster, order=order, **_builder_kw(kw)).solve(**kw)
+
+
+class ShortestJobFirst(ThroughputPolicy):
+    """Shortest job first (gavel.txt §4.2): ``min_X min_m steps_m / throughput(m, X)``.
+
+    The paper's objective is attained by giving the job with the smallest possible duration
+    ``steps_m / max_j T[m, j]`` its fastest usable type for all of its time; the first stage
+    is the LP maximising that job's throughput (its value is the bound every allocation obeys).
+    Then the remaining capacity goes to the other jobs in shortest-first order (the FIFO
+    objective with rank by isolated duration) and a work-conserving stage follows.
+    ``objective`` is the shortest duration in seconds.
+    """
+
+    name = "shortest_job_first"
+
+    def __init__(self, jobs: Jobs, cluster: Cluster, **kw: Any) -> None:
+        super().__init__(jobs, cluster, **kw)
+        self.steps = _steps(jobs, "shortest_job_first")
+        self.duration = self.steps / self.inst.fastest_tp
+        self.rank = _rank(self.duration, jobs.n, "steps_remaining")
+        self.first = int(np.flatnonzero(self.rank == 0)[0])
+
+    def _metric(self, tp: np.ndarray) -> np.ndarray:
+        with np.errstate(divide="ignore"):
+            return np.where(tp > 0, self.steps / np.maximum(tp, 1e-300), np.inf)
+
+    def _first_stages(self, solver: _StageSolver) -> tuple[_Level | _Linear, _StageResult,
+                                                            float]:
+        inst = self.inst
+        g = np.asarray(inst.Tm[self.first].todense()).ravel() / self.steps[self.first]
+        st = _Linear(g, "shortest job")
+        res = solver.run(st, self.name)
+        self._first_cert = res
+        solver.fix(st, res.value)
+        w = (inst.n - self.rank) / inst.fastest_tp
+        st2 = _Linear(np.asarray(inst.Tm.T @ w).ravel(), "shortest-first order")
+        res2 = solver.run(st2, self.name)
+        solver.fix(st2, res2.value)
+        self._second = res2
+        return st, _StageResult(res.lp, np.r_[res2.x[: inst.E], 0.0], res.duals, res.value,
+                                res.cert, res.iterations, res.cap_rows), res.value
+
+    def solve(self, **kw: Any) -> Allocation:  # noqa: D102
+        res = super().solve(**kw)
+        if self.composed or kw.get("method") == "cvxpy":
+            return res
+        certs = (res.stage_certificates[0], self._second.cert, *res.stage_certificates[1:])
+        return _replace(res, objective=1.0 / res.certificate.primal_value,
+                        stage_certificates=certs)
+
+    def _cvx_objective(self, cvx: dict[str, Any]) -> tuple[Any, list[Any]]:
+        return cvx["tp"][self.first] / self.steps[self.first], []
+
+
+def shortest_job_first(jobs: Jobs, cluster: Cluster, **kw: Any) -> Allocation:
+    """Shortest job first (gavel.txt §4.2); see :class:`ShortestJobFirst`.
+
+    Examples
+    --------
+    >>> import fairalloc as fa
+    >>> jobs = fa.Jobs([[10.0, 5.0], [10.0, 5.0]], steps_remaining=[500, 100])
+    >>> a = fa.shortest_job_first(jobs, fa.Cluster({"v100": 1, "k80": 1}))
+    >>> a.x.tolist(), round(a.objective, 6)
+    ([[0.0, 1.0], [1.0, 0.0]], 10.0)
+    """
+    return ShortestJobFirst(jobs, cluster, **_builder_kw(kw)).solve(**kw)
+
+
+# --------------------------------------------------------------------------------------------
+# minimum cost (and subject to SLOs), gavel.txt §4.2: linear-fractional, Charnes-Cooper
+# --------------------------------------------------------------------------------------------
+class MinCost(ThroughputPolicy):
+    """Minimum cost, optionally subject to SLOs (gavel.txt §4.2).
+
+    ``maximise sum_m throughput(m, X) / sum_{m, j} cost_j scale_factor_m X[m, j]`` (throughput
+    per unit cost; the cost of a pair column is counted once), subject to the allocation
+    constraints and ``throughput(m, X) >= steps_m / slo_m`` for jobs with an SLO.
+
+    Linear-fractional, solved exactly by the Charnes-Cooper transformation ``y = z X``,
+    ``z = 1 / cost(X)``: ``max sum_m throughput(m, y)`` s.t. ``cost(y) = 1``, ``M y <= z``,
+    ``W y <= workers z``, ``throughput(m, y) >= (steps_m / slo_m) z``, ``y, z >= 0``; then
+    ``X = y / z``. The ratio optimum is kept while a second stage maximises total normalised
+    throughput (without it, any scaled-down optimum would do). ``prices[j] = p_j z*`` is
+    ``d ratio / d workers[j]`` (``p``: the capacity duals of the transformed LP).
+    """
+
+    name = "min_cost"
+
+    def __init__(self, jobs: Jobs, cluster: Cluster, cost: Any, *, slo: Any = None,
+                 **kw: Any) -> None:
+        super().__init__(jobs, cluster, **kw)
+        inst = self.inst
+        if isinstance(cost, Mapping):
+            missing = [t for t in cluster.types if t not in cost]
+            if missing:
+                raise InputError(f"cost has no entry for type {missing[0]!r}", argument="cost")
+            cost = [cost[t] for t in cluster.types]
+        self.cost = as_array(cost, "cost", ndim=1, shape=(inst.k,), positive=True)
+        self.col_cost = self.cost[inst.col_type] * inst.col_workers
+        self.slo_rate = np.zeros(inst.n)
+        if slo is not None:
+            steps = _steps(jobs, "min_cost with slo")
+            slo_arr = np.array(slo, dtype=float, copy=True)
+            if slo_arr.shape != (inst.n,):
+                raise InputError(f"slo must have shape ({inst.n},), got {slo_arr.shape}",
+                                 argument="slo")
+            bad = np.isnan(slo_arr) | (slo_arr <= 0)
+            if bad.any():
+                i = int(np.flatnonzero(bad)[0])
+                raise InputError(f"slo[{i}] is {slo_arr[i]}; SLOs must be positive seconds "
+                                 "(inf: none)", argument="slo", index=(i,))
+            self.slo_rate = np.where(np.isinf(slo_arr), 0.0, steps / slo_arr)
+            short = self.slo_rate > inst.fastest_tp * (1 + 1e-12)
+            if short.any():
+                i = int(np.flatnonzero(short)[0])
+                raise InfeasibleError(
+                    f"slo[{i}] is infeasible: job {jobs.ids[i]!r} needs {self.slo_rate[i]:g} "
+                    f"steps/s but runs at most {inst.fastest_tp[i]:g} steps/s",
+                    status="infeasible")
+        self.has_slo = bool((self.slo_rate > 0).any())
+
+    def _extra_rows(self) -> tuple[sp.csr_matrix, np.ndarray] | None:
+        if not self.has_slo:
+            return None
+        rows = np.flatnonzero(self.slo_rate > 0)
+        return sp.csr_matrix(self.inst.Tm[rows]), self.slo_rate[rows]
+
+    def ratio(self, xcol: np.ndarray) -> float:
+        """Throughput per unit cost of column allocation ``xcol``."""
+        cost = float(self.col_cost @ xcol)
+        return float(self.inst.throughput(xcol).sum()) / cost if cost > 0 else 0.0
+
+    def _cc_program(self) -> tuple[LinearProgram, slice]:
+        inst = self.inst
+        A, lo, up, cap_rows = inst.base_rows()
+        rhs = up  # rows A y - rhs z <= 0
+        A = sp.hstack([A, sp.csr_matrix(-rhs[:, None])], format="csr")
+        blocks = [A, sp.csr_matrix(np.r_[self.col_cost, 0.0][None, :])]
+        lows = [np.full(A.shape[0], -np.inf), np.array([1.0])]
+        ups = [np.zeros(A.shape[0]), np.array([1.0])]
+        if self.has_slo:
+            B, rate = self._extra_rows()  # type: ignore[misc]
+            blocks.append(sp.hstack([B, sp.csr_matrix(-rate[:, None])], format="csr"))
+            lows.append(np.zeros(rate.size))
+            ups.append(np.full(rate.size, np.inf))
+        c = -np.r_[np.asarray(inst.Tm.sum(axis=0)).ravel(), 0.0]
+        lp = LinearProgram.build(c, sp.vstack(blocks, format="csr"), np.concatenate(lows),
+                                 np.concatenate(ups), 0.0, np.inf)
+        return lp, cap_rows
+
+    def _first_stages(self, solver: _StageSolver) -> tuple[_Level | _Linear, _StageResult,
+                                                            float]:
+        inst = self.inst
+        lp, cap_rows = self._cc_program()
+        sol = _solve(lp, solver.backend, "minimum-cost (Charnes-Cooper)")
+        solver.iterations += sol.iterations
+        solver.solves += 1
+        assert sol.x is not None and sol.row_duals is not None
+        z = float(sol.x[-1])
+        if z <= 0:
+            raise SolverError("minimum cost: Charnes-Cooper scale z = 0", backend="highs",
+                              status="degenerate")
+        xcol = inst.repair(sol.x[: inst.E] / z)
+        self._cc = (lp, sol.row_duals, z, cap_rows)
+        r = self.ratio(xcol)
+        st = _Linear(np.asarray(inst.Tm.sum(axis=0)).ravel() - r * self.col_cost, "cost ratio")
+        cert = self._certify(xcol, solver)
+        cert.check(backend=solver.backend.name)
+        res = _StageResult(lp, np.r_[xcol, 0.0], sol.row_duals, 0.0, cert, sol.iterations,
+                           cap_rows)
+        return st, res, r
+
+    def _certify(self, xcol: np.ndarray, solver: _StageSolver) -> Certificate:
+        lp, duals, _, _ = self._cc
+        z = 1.0 / float(self.col_cost @ xcol)
+        return lp_certificate(lp, np.r_[xcol * z, z], duals, maximize=True,
+                              gap_tol=solver.gap_tol, feas_tol=solver.feas_tol)
+
+    def solve(self, **kw: Any) -> Allocation:  # noqa: D102
+        if self.composed or kw.get("method") == "cvxpy":
+            raise InputError("min_cost is linear-fractional; it cannot be composed in cvxpy "
+                             "(use method='highs')", argument="method")
+        t0 = time.perf_counter()
+        kw.setdefault("method", "highs")
+        wc = kw.pop("work_conserving", None)
+        gap_tol = as_positive_float(kw.pop("gap_tol", 1e-6), "gap_tol")
+        feas_tol = as_positive_float(kw.pop("feas_tol", 1e-7), "feas_tol")
+        stage_tol = as_positive_float(kw.pop("stage_tol", 1e-9), "stage_tol")
+        as_option(kw.pop("method"), "method", METHODS)
+        be = _backend_for(kw.pop("backend", "highs"), self.inst.E)
+        if kw:
+            raise InputError(f"unexpected argument {next(iter(kw))!r}", argument=next(iter(kw)))
+        solver = _StageSolver(self.inst, be, stage_tol=stage_tol, gap_tol=gap_tol,
+                              feas_tol=feas_tol, extra_rows=self._extra_rows())
+        st, res, r = self._first_stages(solver)
+        certs = [res.cert]
+        xcol = res.x[: self.inst.E]
+        if wc is None or wc:
+            # keep the ratio: tp(x) - r cost(x) >= -slack (linear in x)
+            solver.fixed.append((sp.csr_matrix(st.g[None, :]),
+                                 np.array([-stage_tol * max(1.0, r)])))
+            wres = solver.run(_Linear(self._wc_objective()), "work-conserving")
+            certs.append(wres.cert)
+            xcol = wres.x[: self.inst.E]
+        cert = self._certify(xcol, solver).check(backend=be.name)
+        certs[0] = cert
+        _, duals, z, cap_rows = self._cc
+        prices = np.maximum(-duals[cap_rows], 0.0) * z
+        stats = SolveStats(backend=be.name, method="highs", seconds=time.perf_counter() - t0,
+                           iterations=solver.iterations, solves=solver.solves)
+        return self._result(xcol, prices, self.ratio(xcol), cert, tuple(certs), stats)
+
+
+def min_cost(jobs: Jobs, cluster: Cluster, cost: Any, *, slo: Any = None,
+             **kw: Any) -> Allocation:
+    """Minimum cost (throughput per unit cost), optionally subject to SLOs (gavel.txt §4.2).
+
+    Parameters
+    ----------
+    cost : array_like (k,) or mapping type -> cost
+        Cost per worker per unit time of each type (positive).
+    slo : array_like (n,), optional
+        Seconds within which each job must finish (``inf``: no SLO); needs
+        ``jobs.steps_remaining``. Infeasible SLOs raise :class:`fairalloc.InfeasibleError`.
+
+    Returns
+    -------
+    Allocation
+        ``objective``: total throughput per unit cost.
+
+    Examples
+    --------
+    The K80 gives more steps per dollar:
+
+    >>> import fairalloc as fa
+    >>> a = fa.min_cost(fa.Jobs([[40.0, 10.0]]), fa.Cluster({"v100": 1, "k80": 1}),
+    ...                 cost={"v100": 3.0, "k80": 0.5})
+    >>> a.x.round(6).tolist(), round(a.objective, 6)
+    ([[0.0, 1.0]], 20.0)
+    """
+    return MinCost(jobs, cluster, cost, slo=slo, **_builder_kw(kw)).solve(**kw)
+
+
+# --------------------------------------------------------------------------------------------
+# structured exact solver for level (max-min) stages: aggregation + column generation
+# --------------------------------------------------------------------------------------------
+_FAST_MIN_JOBS = 64  # below this the full LP is as fast
+
+
+def _fast_level(solver: _StageSolver, stage: _Level, *, max_rounds: int = 30) -> _StageResult:
+    """Exact solve of a level stage ``max theta: C x - b theta >= h`` exploiting its structure.
+
+    Only the ``k`` capacity rows and ``theta`` couple the jobs. A job served by a single
+    column ``e`` (type ``j``) needs exactly ``x_e = (h_m + b_m theta) / a_e`` at the optimum
+    (more is never needed), so its capacity use is affine in ``theta`` and folds into the
+    capacity rows; only jobs whose best column is ambiguous keep their own variables and rows.
+    The restricted master LP (``k`` rows plus two per ambiguous job) is solved by HiGHS; the
+    duals of every job follow in closed form (``lambda_m = (s_m p_j + mu_m) / a_e``), every
+    column of the full LP is priced, columns with positive reduced cost are added, and the loop
+    ends when the full LP's independent certificate (:func:`lp_certificate` on the complete
+    program with the assembled duals) passes. Falls back to the full LP if it cannot.
+    """
+    inst = solver.inst
+    n, k, E = inst.n, inst.k, inst.E
+    if (inst.pairs is not None or inst.placement or solver.fixed or solver.A.shape[0] != n + k
+            or n < _FAST_MIN_JOBS):
+        return solver.run(stage, stage.name)
+    owner = inst.mem_job  # single-member columns: one entry per column, sorted by owner
+    typ = inst.col_type
+    s_e = inst.col_workers
+    a = np.asarray(stage.C[owner, np.arange(E)]).ravel()
+    b, h = stage.b, stage.h
+    starts = np.searchsorted(owner, np.arange(n))
+    need = (b > 0) | (h > 0)
+    # --- initial prices from a sample of the jobs (capacity scaled to the sample) ---------
+    p, theta = _sample_prices(solver, stage, a)
+    # --- each job's cheapest column (ties: the one needing least time) --------------------
+    score = s_e * p[typ] / np.maximum(a, 1e-300)
+    key = score - 1e-15 * a
+    best = np.minimum.reduceat(key, starts)
+    choice = _first_candidate(key <= best[owner], owner, starts, n)
+    near = score <= np.minimum.reduceat(score, starts)[owner] * 1.001
+    explicit = need & (np.bincount(owner, weights=near.astype(float), minlength=n) > 1)
+    iterations, solves = 0, 0
+    for _ in range(max_rounds):
+        agg = need & ~explicit
+        out = _solve_master(inst, stage, a, agg, choice, explicit, solver)
+        if out is None:
+            break
+        xcol, theta, lam, mu, p, it = out
+        iterations += it
+        solves += 1
+        red = lam[owner] * a - mu[owner] - s_e * p[typ]
+        viol = red > 1e-9 * (1.0 + lam[owner] * a)
+        if not viol.any():
+            lp = solver._program(stage)
+            v = solver.point(stage, inst.repair(xcol))
+            duals = np.concatenate([-mu, -p, lam])
+            cert = lp_certificate(lp, v, duals, maximize=True, gap_tol=solver.gap_tol,
+                                  feas_tol=solver.feas_tol)
+            if cert.ok:
+                solver.iterations += iterations
+                solver.solves += solves
+                return _StageResult(lp, v, duals, cert.primal_value, cert, iterations,
+                                    solver.cap_rows)
+            break
+        explicit[owner[viol]] = True
+        # theta stopped at an aggregated job's full time: the jobs whose full time comes
+        # soon after also get their own columns (avoids one round per saturating job)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            sat_level = np.where(b > 0, (a[choice] - h) / b, np.inf)
+        explicit |= need & (sat_level <= theta + 0.05 * max(abs(theta), 1e-12))
+    solver.iterations += iterations
+    solver.solves += solves
+    return solver.run(stage, stage.name)
+
+
+def _first_candidate(cand: np.ndarray, owner: np.ndarray, starts: np.ndarray, n: int
+                     ) -> np.ndarray:
+    """Index of each job's first candidate column (its own first column if it has none)."""
+    idx = np.where(cand, np.arange(cand.size), cand.size)
+    first = np.minimum.reduceat(idx, starts)
+    return np.where(first < cand.size, first, starts)
+
+
+def _sample_prices(solver: _StageSolver, stage: _Level, a: np.ndarray
+                   ) -> tuple[np.ndarray, float]:
+    """Capacity prices and level of the stage restricted to a sample of jobs (scaled)."""
+    inst = solver.inst
+    n, k = inst.n, inst.k
+    m = min(n, 256)
+    rng = np.random.default_rng(0)
+    jobs = np.sort(rng.choice(n, size=m, replace=False))
+    keep = np.isin(inst.mem_job, jobs)
+    cols = np.flatnonzero(keep)
+    remap = np.full(n, -1)
+    remap[jobs] = np.arange(m)
+    own = remap[inst.mem_job[cols]]
+    Es = cols.size
+    frac = m / n
+    A = sp.vstack([
+        sp.csr_matrix((np.ones(Es), (own, np.arange(Es))), shape=(m, Es + 1)),
+        sp.csr_matrix((inst.col_workers[cols], (inst.col_type[cols], np.arange(Es))),
+                      shape=(k, Es + 1)),
+        sp.csr_matrix((np.r_[a[cols], -stage.b[jobs]],
+                       (np.r_[own, np.arange(m)], np.r_[np.arange(Es), np.full(m, Es)])),
+                      shape=(m, Es + 1)),
+    ], format="csr")
+    lo = np.r_[np.full(m + k, -np.inf), stage.h[jobs]]
+    up = np.r_[np.ones(m), inst.cap * frac, np.full(m, np.inf)]
+    c = np.zeros(Es + 1)
+    c[-1] = -1.0
+    lp = LinearProgram.build(c, A, lo, up, np.r_[np.zeros(Es), -np.inf],
+                             np.r_[np.ones(Es), np.inf])
+    sol = get_backend("highs").solve_lp(lp)
+    if sol.status != "optimal" or sol.row_duals is None or sol.x is None:
+        return np.ones(k) / inst.cap, 0.0
+    p = np.maximum(-sol.row_duals[m: m + k], 0.0) * frac
+    if not (p > 0).any():
+        p = np.full(k, 1e-12)
+    return p, float(sol.x[-1])
+
+
+def _solve_master(inst: _Instance, stage: _Level, a: np.ndarray, agg: np.ndarray,
+                  col_of: np.ndarray, explicit: np.ndarray, solver: _StageSolver
+                  ) -> tuple | None:
+    """Solve the restricted master; return (xcol, theta, lambda, mu, prices, iterations)."""
+    n, k, E = inst.n, inst.k, inst.E
+    b, h = stage.b, stage.h
+    s = inst.jobs.scale_factor
+    cap = inst.cap
+    # aggregated jobs: x = (h + b theta) / a on column col_of
+    ag = np.flatnonzero(agg)
+    ce = col_of[ag]
+    ja = inst.col_type[ce]
+    coef_theta = np.bincount(ja, weights=s[ag] * b[ag] / a[ce], minlength=k)
+    const = np.bincount(ja, weights=s[ag] * h[ag] / a[ce], minlength=k)
+    # theta bounds from aggregated jobs: 0 <= (h + b theta) / a <= 1
+    pos = b[ag] > 0
+    ub_list = (a[ce] - h[ag])[pos] / b[ag][pos]
+    lb_list = -h[ag][pos] / b[ag][pos]
+    th_hi = float(ub_list.min()) if ub_list.size else np.inf
+    th_lo = float(lb_list.max()) if lb_list.size else -np.inf
+    fixed_bad = (~pos) & (h[ag] > a[ce] * (1 + 1e-12))
+    if fixed_bad.any() or th_lo > th_hi:
+        return None
+    # explicit jobs
+    ex = np.flatnonzero(explicit)
+    cols = np.flatnonzero(explicit[inst.mem_job])
+    nx = cols.size
+    remap = np.full(n, -1)
+    remap[ex] = np.arange(ex.size)
+    own = remap[inst.mem_job[cols]]
+    r = ex.size
+    A = sp.vstack([
+        sp.csr_matrix((np.r_[inst.col_workers[cols], coef_theta],
+                       (np.r_[inst.col_type[cols], np.arange(k)],
+                        np.r_[np.arange(nx), np.full(k, nx)])), shape=(k, nx + 1)),
+        sp.csr_matrix((np.ones(nx), (own, np.arange(nx))), shape=(r, nx + 1)),
+        sp.csr_matrix((np.r_[a[cols], -b[ex]], (np.r_[own, np.arange(r)],
+                                                 np.r_[np.arange(nx), np.full(r, nx)])),
+                      shape=(r, nx + 1)),
+    ], format="csr")
+    lo = np.r_[np.full(k + r, -np.inf), h[ex]]
+    up = np.r_[cap - const, np.ones(r), np.full(r, np.inf)]
+    c = np.zeros(nx + 1)
+    c[-1] = -1.0
+    # no column upper bounds (implied by the time rows): the duals stay on the rows
+    lp = LinearProgram.build(c, A, lo, up, np.r_[np.zeros(nx), th_lo],
+                             np.r_[np.full(nx, np.inf), th_hi])
+    sol = get_backend("highs").solve_lp(lp)
+    if sol.status != "optimal" or sol.x is None or sol.row_duals is None:
+        return None
+    theta = float(sol.x[-1])
+    p = np.maximum(-sol.row_duals[:k], 0.0)
+    mu = np.zeros(n)
+    lam = np.zeros(n)
+    mu[ex] = np.maximum(-sol.row_duals[k: k + r], 0.0)
+    lam[ex] = np.maximum(sol.row_duals[k + r:], 0.0)
+    lam[ag] = s[ag] * p[ja] / a[ce]
+    # a bound of theta set by an aggregated job: its time row (or sign) is tight
+    deficit = 1.0 - float(b @ lam)
+    if abs(deficit) > 1e-12 and ag.size:
+        if deficit > 0 and np.isfinite(th_hi):
+            i = int(np.argmin(np.where(pos, (a[ce] - h[ag]) / np.where(pos, b[ag], 1), np.inf)))
+            m0 = ag[i]
+            mu[m0] = deficit * a[ce[i]] / b[m0]
+            lam[m0] += deficit / b[m0]
+        elif deficit < 0 and np.isfinite(th_lo):
+            i = int(np.argmax(np.where(pos, -h[ag] / np.where(pos, b[ag], 1), -np.inf)))
+            m0 = ag[i]
+            lam[m0] = max(lam[m0] + deficit / b[m0], 0.0)
+    xcol = np.zeros(E)
+    xcol[cols] = sol.x[:nx]
+    xcol[ce] = (h[ag] + b[ag] * theta) / a[ce]
+    return xcol, theta, lam, mu, p, sol.iterations

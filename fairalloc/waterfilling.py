@@ -1,0 +1,304 @@
+"""Hierarchical max-min fairness by water-filling (Gavel, gavel.txt §4.3).
+
+Entities (teams) share the cluster by weighted fairness; inside an entity jobs share by
+fairness (job weights) or FIFO. Each job's level is its scale-adjusted normalised throughput
+``u_m(X) = scale_factor_m * throughput(m, X) / throughput(m, X^equal)`` (gavel.txt §4.1).
+
+Water-filling raises every unfrozen job with a positive weight at its weight's rate until
+some jobs cannot rise any further (they are *bottlenecked*); those are frozen, weights are
+redistributed inside their entities (fairness: among the entity's unfrozen jobs in proportion
+to job weight; FIFO: the whole entity weight to its first unfrozen job), and the procedure
+repeats until every job is frozen. Iteration ``r`` (floors ``f`` from the previous one):
+
+1. **level LP**: ``max theta`` s.t. ``u_m(X) >= f_m + w_m theta`` (jobs with ``w_m > 0``),
+   ``u_m(X) >= f_m`` (all others), and the allocation constraints;
+2. the floors become ``f_m + w_m theta*``;
+3. **bottleneck LPs** (exact, no big-M MILP): with candidates ``C`` = the jobs with
+   ``w_m > 0``, solve ``max sum_{m in C} u_m(X)`` s.t. ``u(X) >= f``. A candidate with
+   ``u_m > f_m`` in the solution can rise (it is not bottlenecked) and leaves ``C``; if none
+   can, the optimum shows that ``sum_{m in C} u_m`` cannot exceed ``sum_{m in C} f_m``, so
+   every job left in ``C`` is bottlenecked. Otherwise repeat with the smaller ``C``.
+
+Gavel's code finds bottlenecks with a big-M MILP whose integrality tolerance absorbs its slack
+(wrong on 10 K80-only jobs plus one V100 job on 4 V100 + 1 K80) and whose absolute slack makes
+it infeasible for levels below 0.1; see formulations/water_filling.md.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Hashable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from ._validation import as_option, as_positive_float
+from .data import Cluster, Jobs
+from .errors import InputError, SolverError
+from .results import Certificate, SolveStats
+from .throughput import (
+    Allocation,
+    MaxMinFairness,
+    ThroughputPolicy,
+    _backend_for,
+    _fast_level,
+    _Level,
+    _Linear,
+    _prices,
+    _rank,
+    _StageSolver,
+)
+
+__all__ = ["WaterFilling", "water_filling"]
+
+ENTITY_POLICIES = ("fairness", "fifo")
+
+
+class WaterFilling(ThroughputPolicy):
+    """Hierarchical water-filling builder (gavel.txt §4.3).
+
+    Parameters
+    ----------
+    jobs : fairalloc.Jobs
+        ``jobs.weight`` are the job weights inside fairness entities.
+    cluster : fairalloc.Cluster
+    entities : sequence of hashable, shape (n,), optional
+        The entity of each job. Default: a single entity (single-level weighted max-min
+        fairness with water-filling, as ``max_min_fairness(..., water_filling=True)``).
+    entity_weights : mapping entity -> weight, optional
+        Default 1 for every entity.
+    entity_policies : mapping entity -> {"fairness", "fifo"}, optional
+        Default ``"fairness"``.
+    order : array_like (n,), optional
+        Arrival order for FIFO entities (smaller first); default: most ``elapsed`` first.
+    pairs, unconsolidated_throughput, consolidated_capacity
+        As for :class:`fairalloc.throughput.ThroughputPolicy`.
+
+    Examples
+    --------
+    Gavel §4.3: four identical jobs with weights 3, 1, 1, 1 on four identical GPUs end on a
+    full GPU each.
+
+    >>> import fairalloc as fa
+    >>> jobs = fa.Jobs([[1.0]] * 4, weight=[3, 1, 1, 1])
+    >>> r = WaterFilling(jobs, fa.Cluster({"gpu": 4})).solve()
+    >>> r.x.ravel().round(6).tolist(), r.levels
+    ([1.0, 1.0, 1.0, 1.0], 2)
+    """
+
+    name = "water_filling"
+    _work_conserving_default = False
+
+    def __init__(self, jobs: Jobs, cluster: Cluster, *, entities: Sequence[Hashable] | None = None,
+                 entity_weights: Mapping[Hashable, float] | None = None,
+                 entity_policies: Mapping[Hashable, str] | None = None, order: Any = None,
+                 single_level: bool = False, **kw: Any) -> None:
+        super().__init__(jobs, cluster, **kw)
+        n = jobs.n
+        if entities is None:
+            labels: list[Hashable] = [0] * n
+        else:
+            labels = list(entities)
+            if len(labels) != n:
+                raise InputError(f"entities has {len(labels)} entries for {n} jobs",
+                                 argument="entities")
+        names = list(dict.fromkeys(labels))
+        self.entity_names = tuple(names)
+        index = {e: i for i, e in enumerate(names)}
+        self.entity = np.array([index[e] for e in labels], dtype=int)
+        ew = {} if entity_weights is None else dict(entity_weights)
+        for e in ew:
+            if e not in index:
+                raise InputError(f"entity_weights names unknown entity {e!r}",
+                                 argument="entity_weights")
+        self.entity_weight = np.array([as_positive_float(ew.get(e, 1.0),
+                                                         f"entity_weights[{e!r}]")
+                                       for e in names])
+        ep = {} if entity_policies is None else dict(entity_policies)
+        for e in ep:
+            if e not in index:
+                raise InputError(f"entity_policies names unknown entity {e!r}",
+                                 argument="entity_policies")
+        self.entity_fifo = np.array([as_option(ep.get(e, "fairness"),
+                                               f"entity_policies[{e!r}]", ENTITY_POLICIES)
+                                     == "fifo" for e in names])
+        self.rank = (_rank(-jobs.elapsed, n, "elapsed") if order is None
+                     else _rank(order, n, "order"))
+        self.single_level = bool(single_level)
+        inst = self.inst
+        self.unorm = jobs.scale_factor / inst.equal_tp  # u_m = unorm_m * throughput_m
+
+    def job_weights(self, frozen: np.ndarray) -> np.ndarray:
+        """Weights of the unfrozen jobs under the entities' policies (0 for frozen jobs)."""
+        jw = self.jobs.weight
+        live = ~frozen
+        if self.single_level:
+            return np.where(live, jw, 0.0)
+        E = self.entity_names.__len__()
+        out = np.zeros(self.jobs.n)
+        # fairness entities: w_s * w_m / sum of live job weights in the entity
+        tot = np.bincount(self.entity, weights=np.where(live, jw, 0.0), minlength=E)
+        fair = live & ~self.entity_fifo[self.entity]
+        out[fair] = (self.entity_weight[self.entity[fair]] * jw[fair]
+                     / tot[self.entity[fair]])
+        # FIFO entities: the first live job (smallest rank) gets the entity's weight
+        fifo = live & self.entity_fifo[self.entity]
+        if fifo.any():
+            idx = np.flatnonzero(fifo)
+            key = self.entity[idx] * (self.jobs.n + 1) + self.rank[idx]
+            idx = idx[np.argsort(key, kind="stable")]
+            first = np.r_[True, self.entity[idx][1:] != self.entity[idx][:-1]]
+            heads = idx[first]
+            out[heads] = self.entity_weight[self.entity[heads]]
+        return out
+
+    def _metric(self, tp: np.ndarray) -> np.ndarray:
+        return self.unorm * tp
+
+    def solve(self, *, method: str = "auto", backend: Any = "highs",  # noqa: D417
+              gap_tol: float = 1e-6, feas_tol: float = 1e-7, stage_tol: float = 1e-9,
+              bottleneck_tol: float = 1e-7, max_levels: int | None = None,
+              work_conserving: bool | None = None) -> Allocation:
+        """Run water-filling and certify every LP it solves.
+
+        Parameters
+        ----------
+        method : {"auto", "highs", "fast"}
+            ``"fast"`` uses the structured level solver where it applies.
+        bottleneck_tol : float
+            A job counts as able to rise when its level can exceed its floor by more than
+            ``bottleneck_tol * max(1, floor)``.
+        max_levels : int, optional
+            Safety cap on the number of levels (default ``n``).
+
+        Returns
+        -------
+        Allocation
+            ``objective``: the first level (the max-min level); ``metric``: each job's
+            normalised level ``u_m``; ``levels``: number of water-filling levels;
+            ``stage_certificates``: one per LP.
+        """
+        t0 = time.perf_counter()
+        method = as_option(method, "method", ("auto", "highs", "fast"))
+        if self.composed:
+            raise InputError("water-filling cannot be composed with cvxpy constraints",
+                             argument="method")
+        if work_conserving is False:
+            raise InputError("water-filling is always work-conserving (every job ends "
+                             "bottlenecked)", argument="work_conserving")
+        gap_tol = as_positive_float(gap_tol, "gap_tol")
+        feas_tol = as_positive_float(feas_tol, "feas_tol")
+        stage_tol = as_positive_float(stage_tol, "stage_tol")
+        btol = as_positive_float(bottleneck_tol, "bottleneck_tol")
+        inst = self.inst
+        n = inst.n
+        cap_levels = n if max_levels is None else int(max_levels)
+        be = _backend_for(backend, inst.E)
+        solver = _StageSolver(inst, be, stage_tol=stage_tol, gap_tol=gap_tol,
+                              feas_tol=feas_tol)
+        U = sp.csr_matrix(sp.diags(self.unorm) @ inst.Tm)  # rows u_m(x)
+        floors = np.zeros(n)
+        frozen = np.zeros(n, dtype=bool)
+        certs: list[Certificate] = []
+        first: tuple[_Level, Any] | None = None
+        xcol = np.zeros(inst.E)
+        levels = 0
+        use_fast = method in ("auto", "fast")
+        while not frozen.all():
+            if levels >= cap_levels:
+                raise SolverError(f"water-filling did not finish within {cap_levels} levels",
+                                  backend=be.name, status="iteration_limit")
+            levels += 1
+            w = self.job_weights(frozen)
+            stage = _Level(U, w, floors.copy(), f"water-filling level {levels}")
+            solver.fixed = []
+            res = _fast_level(solver, stage) if use_fast else solver.run(stage, stage.name)
+            certs.append(res.cert)
+            if first is None:
+                first = (stage, res)
+            theta = res.value
+            slack = stage_tol * max(1.0, abs(theta))
+            floors = floors + w * (theta - slack)
+            xcol = res.x[: inst.E]
+            # bottleneck detection among the jobs that were rising
+            cand = w > 0
+            solver.fixed = [(U, floors)]
+            while cand.any():
+                g = np.asarray(U[cand].sum(axis=0)).ravel()
+                r2 = solver.run(_Linear(g, "bottleneck"), "bottleneck")
+                certs.append(r2.cert)
+                x2 = r2.x[: inst.E]
+                rise = (U @ x2) - floors > btol * np.maximum(1.0, floors)
+                xcol = x2
+                can = cand & rise
+                if not can.any():
+                    frozen |= cand  # nobody in cand can rise: all bottlenecked
+                    break
+                cand &= ~can
+        assert first is not None
+        stage1, res1 = first
+        cert = solver.certify(res1, stage1, xcol).check(backend=be.name)
+        certs[0] = cert
+        stats = SolveStats(backend=be.name, method="fast" if use_fast else "highs",
+                           seconds=time.perf_counter() - t0, iterations=solver.iterations,
+                           solves=solver.solves)
+        out = self._result(xcol, _prices(res1), cert.primal_value, cert, tuple(certs), stats)
+        floors.flags.writeable = False
+        return dataclasses.replace(out, levels=levels, level_floors=floors)
+
+
+def water_filling(jobs: Jobs, cluster: Cluster, *, entities: Sequence[Hashable] | None = None,
+                  entity_weights: Mapping[Hashable, float] | None = None,
+                  entity_policies: Mapping[Hashable, str] | None = None, order: Any = None,
+                  pairs: Any = None, unconsolidated_throughput: Any = None,
+                  consolidated_capacity: Any = None, **kw: Any) -> Allocation:
+    """Hierarchical max-min fairness by water-filling (gavel.txt §4.3).
+
+    See :class:`WaterFilling` for the parameters and :mod:`fairalloc.waterfilling` for the
+    algorithm. The result is Pareto efficient: no job's level can rise without another's
+    falling.
+
+    Examples
+    --------
+    Two entities of weight 2 and 1; the second runs FIFO. On one GPU, entity 0's job gets
+    2/3 and the FIFO entity's first job 1/3:
+
+    >>> import fairalloc as fa
+    >>> jobs = fa.Jobs([[1.0], [1.0], [1.0]])
+    >>> a = fa.water_filling(jobs, fa.Cluster({"gpu": 1}), entities=["a", "b", "b"],
+    ...                      entity_weights={"a": 2, "b": 1}, entity_policies={"b": "fifo"},
+    ...                      order=[0, 1, 2])
+    >>> a.x.ravel().round(6).tolist()
+    [0.666667, 0.333333, 0.0]
+    """
+    b = WaterFilling(jobs, cluster, entities=entities, entity_weights=entity_weights,
+                     entity_policies=entity_policies, order=order, pairs=pairs,
+                     unconsolidated_throughput=unconsolidated_throughput,
+                     consolidated_capacity=consolidated_capacity)
+    return b.solve(**kw)
+
+
+def _water_fill_policy(policy: MaxMinFairness, **kw: Any) -> Allocation:
+    """``max_min_fairness(..., water_filling=True)``: single-level water-filling."""
+    inst = policy.inst
+    b = WaterFilling(policy.jobs, policy.cluster, single_level=True, pairs=inst.pairs,
+                     unconsolidated_throughput=None if not inst.placement else
+                     _unconsolidated(inst),
+                     consolidated_capacity=inst.cons_cap if inst.placement else None)
+    kw.pop("work_conserving", None)
+    res = b.solve(**kw)
+    metric = policy.coef * res.effective_throughput
+    metric.flags.writeable = False
+    return dataclasses.replace(res, policy="max_min_fairness (water-filling)", metric=metric)
+
+
+def _unconsolidated(inst: Any) -> np.ndarray:
+    U = np.zeros((inst.n, inst.k))
+    sel = inst.col_kind == 1
+    cols = np.flatnonzero(sel)
+    pos = np.isin(inst.mem_col, cols)
+    U[inst.mem_job[pos], inst.col_type[inst.mem_col[pos]]] = inst.mem_tp[pos]
+    return U
+
