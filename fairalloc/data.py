@@ -186,7 +186,7 @@ class Jobs:
         try:
             return self._index[job_id]
         except KeyError:
-            raise InputError(f"no job with id {job_id!r}", argument="job_id") from None
+            raise InputError(f"job_id: no job with id {job_id!r}", argument="job_id") from None
 
     def check_cluster(self, cluster: Cluster) -> None:
         """Raise :class:`InputError` unless these jobs can be scheduled on ``cluster``.

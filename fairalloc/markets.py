@@ -620,7 +620,7 @@ class FisherMarket:
 
     >>> import numpy as np
     >>> m = FisherMarket([[2.0, 1.0], [1.0, 2.0]])
-    >>> m.add_constraint(m.x[0, 1] <= 0.1)
+    >>> m = m.add_constraint(m.x[0, 1] <= 0.1)
     >>> r = m.solve()
     >>> bool(r.allocation[0, 1] <= 0.1 + 1e-7), r.certificate.kind
     (True, 'conic')

@@ -1,0 +1,106 @@
+"""Solver backends: one contract, parity on small LPs/MILPs, explicit solver names, certificates."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fairalloc as fa
+from fairalloc.backends import BACKENDS, LinearProgram, get_backend
+from fairalloc.certificates import lp_certificate, milp_certificate
+
+
+def _backend_params(capability: str) -> list:
+    params = []
+    for name, cls in BACKENDS.items():
+        if capability not in cls.capabilities:
+            continue
+        reason = cls.unavailable_reason()
+        params.append(pytest.param(name, marks=pytest.mark.skipif(
+            reason is not None, reason=reason or "")))
+    return params
+
+
+def _small_lp() -> LinearProgram:
+    # max x0 + 2 x1 + 3 x2  s.t.  x0 + x1 + x2 <= 2,  x1 + x2 >= 0.5,  x2 <= 1 (range row)
+    A = np.array([[1.0, 1.0, 1.0], [0.0, 1.0, 1.0], [0.0, 0.0, 1.0]])
+    return LinearProgram.build(-np.array([1.0, 2.0, 3.0]), A,
+                               row_lower=[-np.inf, 0.5, 0.2], row_upper=[2.0, np.inf, 1.0],
+                               col_lower=0.0, col_upper=[1.0, 1.5, 5.0])
+
+
+@pytest.mark.parametrize("name", _backend_params("lp"))
+def test_lp_parity_and_certificate(name: str) -> None:
+    lp = _small_lp()
+    sol = get_backend(name).solve_lp(lp)
+    assert sol.status == "optimal"
+    # optimum: x2 = 1, x1 = 1 (x0 = 0): objective 5
+    assert sol.objective == pytest.approx(-5.0, abs=1e-6)
+    np.testing.assert_allclose(sol.x, [0.0, 1.0, 1.0], atol=1e-6)
+    cert = lp_certificate(lp, sol.x, sol.row_duals, maximize=True)
+    assert cert.ok and cert.primal_value == pytest.approx(5.0, abs=1e-6)
+    # duals: d OPT / d (row-0 upper bound) = -2 in the minimisation's sign
+    assert sol.row_duals[0] == pytest.approx(-2.0, abs=1e-6)
+
+
+@pytest.mark.parametrize("name", _backend_params("milp"))
+def test_milp_parity(name: str) -> None:
+    # knapsack: max 5a + 4b + 3c, 2a + 3b + c <= 5, binary
+    lp = LinearProgram.build(-np.array([5.0, 4.0, 3.0]), np.array([[2.0, 3.0, 1.0]]),
+                             row_upper=[5.0], col_lower=0.0, col_upper=1.0, integrality=True)
+    sol = get_backend(name).solve_lp(lp)
+    assert sol.status == "optimal"
+    np.testing.assert_allclose(sol.x, [1.0, 1.0, 0.0], atol=1e-6)  # 9 beats 8 (a + c)
+    cert = milp_certificate(lp, sol.x, sol.mip_dual_bound, maximize=True)
+    assert cert.ok and cert.primal_value == pytest.approx(9.0)
+
+
+@pytest.mark.parametrize("name", _backend_params("lp"))
+def test_infeasible_lp_is_reported(name: str) -> None:
+    lp = LinearProgram.build(np.ones(1), np.ones((1, 1)), row_lower=[2.0], row_upper=[np.inf],
+                             col_lower=0.0, col_upper=1.0)
+    assert get_backend(name).solve_lp(lp).status == "infeasible"
+
+
+def test_lp_certificate_detects_wrong_duals_and_infeasible_points() -> None:
+    lp = _small_lp()
+    sol = get_backend("highs").solve_lp(lp)
+    bad = lp_certificate(lp, sol.x, sol.row_duals * 0.5, maximize=True)
+    assert bad.gap > 0.5 and not bad.ok
+    with pytest.raises(fa.CertificateError):
+        bad.check()
+    infeasible = lp_certificate(lp, sol.x + 1.0, sol.row_duals, maximize=True)
+    assert infeasible.primal_residual > 0.1 and not infeasible.ok
+
+
+def test_get_backend_errors() -> None:
+    with pytest.raises(fa.InputError, match="backend must be one of"):
+        get_backend("cplex")
+    with pytest.raises(fa.InputError, match="cannot solve"):
+        get_backend("clarabel", need="milp")
+
+
+def test_missing_optional_backend_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    cls = BACKENDS["gurobi"]
+    monkeypatch.setattr(cls, "module", "surely_not_installed_gurobipy")
+    assert "pip install 'fairalloc[gurobi]'" in (cls.unavailable_reason() or "")
+    with pytest.raises(fa.BackendUnavailableError):
+        get_backend("gurobi")
+    assert "gurobi" not in fa.available_backends()
+
+
+def test_cvxpy_never_picks_its_own_solver(monkeypatch: pytest.MonkeyPatch) -> None:
+    """cvxpy prefers Gurobi when installed; fairalloc must always name Clarabel explicitly."""
+    import cvxpy as cp
+
+    real_solve = cp.Problem.solve
+
+    def guarded(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        assert kwargs.get("solver") is not None, "cvxpy was called without an explicit solver"
+        return real_solve(self, *args, **kwargs)
+
+    monkeypatch.setattr(cp.Problem, "solve", guarded)
+    m = fa.FisherMarket([[1.0, 2.0], [2.0, 1.0]])
+    m.add_constraint(m.x[0, 0] <= 0.5)
+    r = m.solve()
+    assert r.stats.backend == "clarabel"

@@ -1,0 +1,74 @@
+"""Validated, immutable inputs and the error hierarchy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fairalloc as fa
+
+
+def test_error_hierarchy() -> None:
+    assert issubclass(fa.InputError, ValueError) and issubclass(fa.InputError, fa.FairallocError)
+    assert issubclass(fa.InfeasibleError, fa.SolverError)
+    assert issubclass(fa.CertificateError, fa.SolverError)
+    assert issubclass(fa.SolverError, fa.FairallocError)
+
+
+def test_cluster() -> None:
+    c = fa.Cluster({"v100": 2, "k80": 3})
+    assert c.types == ("v100", "k80") and c.total_workers == 5.0
+    with pytest.raises(ValueError):
+        c.capacity[0] = 7
+    for bad, match in (({}, "empty"), ({"a": 0}, r"workers\[0\] is 0"),
+                       ({"a": 1.5}, "integer"), ([1, 2], "mapping")):
+        with pytest.raises(fa.InputError, match=match):
+            fa.Cluster(bad)  # type: ignore[arg-type]
+
+
+def test_jobs_defaults_and_labels() -> None:
+    tp = np.array([[40.0, 10.0], [12.0, 4.0]])
+    jobs = fa.Jobs(tp, ids=["a", "b"])
+    assert jobs.n == 2 and jobs.index("b") == 1
+    np.testing.assert_array_equal(jobs.scale_factor, [1, 1])
+    np.testing.assert_array_equal(jobs.weight, [1, 1])
+    tp[0, 0] = 99.0  # the caller's array is copied, not shared
+    assert jobs.throughput[0, 0] == 40.0
+    with pytest.raises(ValueError):
+        jobs.throughput[0, 0] = 1.0
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"throughput": [[1.0, np.inf]]}, r"throughput\[0, 1\] is inf"),
+        ({"throughput": [[1.0, 0.0], [0.0, 0.0]]}, r"throughput\[1\] is all zero"),
+        ({"throughput": [[1.0]], "scale_factor": [0]}, r"scale_factor\[0\] is 0"),
+        ({"throughput": [[1.0]], "scale_factor": [1.5]}, "integer"),
+        ({"throughput": [[1.0]], "weight": [-2.0]}, r"weight\[0\] is -2"),
+        ({"throughput": [[1.0], [1.0]], "ids": ["a", "a"]}, r"ids\[1\] = 'a' repeats"),
+        ({"throughput": [[1.0]], "ids": ["a", "b"]}, "ids has 2 entries"),
+        ({"throughput": [[1.0]], "steps_remaining": [1.0, 2.0]}, "steps_remaining has shape"),
+        ({"throughput": np.zeros((0, 2))}, "throughput is empty"),
+    ],
+)
+def test_jobs_bad_input(kwargs: dict, match: str) -> None:
+    with pytest.raises(fa.InputError, match=match):
+        fa.Jobs(**kwargs)
+
+
+def test_jobs_must_fit_cluster() -> None:
+    cluster = fa.Cluster({"v100": 4, "k80": 2})
+    fa.Jobs([[1.0, 1.0]], scale_factor=[4]).check_cluster(cluster)
+    with pytest.raises(fa.InputError, match="2 accelerator types"):
+        fa.Jobs([[1.0]]).check_cluster(cluster)
+    with pytest.raises(fa.InputError, match=r"scale_factor\[0\] = 4 exceeds"):
+        fa.Jobs([[0.0, 1.0]], scale_factor=[4]).check_cluster(cluster)
+    with pytest.raises(fa.InputError, match="job_id"):
+        fa.Jobs([[1.0, 1.0]]).index("missing")
+
+
+def test_lazy_public_names() -> None:
+    assert "fisher_market" in dir(fa)
+    with pytest.raises(AttributeError):
+        fa.not_a_name  # noqa: B018
