@@ -188,6 +188,40 @@ def _caps_and_speeds(
     return cap, speed
 
 
+def _one_cap_and_speed(
+    requested: int, curve: np.ndarray | None, num_gpus: int, alpha: float, width: int
+) -> tuple[int, np.ndarray, float]:
+    """:func:`_caps_and_speeds` for one job in plain floats (the online queue's hot path).
+
+    Loops over the curve's levels (at most 31), never over jobs. Returns ``(cap, speed row,
+    T(r))``. ``tests/test_queuing.py::test_online_queue_matches_batch_simulation`` checks it
+    against the vectorised version.
+    """
+    if curve is None:
+        return num_gpus, np.exp2(np.arange(width)), float(requested)
+    t = curve.tolist()
+    levels = len(t)
+
+    def at(x: float) -> float:
+        k = int(math.frexp(x)[1]) - 1
+        if k >= levels - 1:
+            return t[levels - 1]
+        frac = x / (1 << k) - 1.0
+        return t[k] + (t[k + 1] - t[k]) * frac
+
+    r = float(requested)
+    t_req = at(r)
+    per_req = t_req / r
+    top = float(1 << (levels - 1))
+    g = r
+    while 2.0 * g <= top and at(2.0 * g) / (2.0 * g) >= alpha * per_req * (1.0 - _EFF_RTOL):
+        g *= 2.0
+    scale = r / t_req
+    row = [v * scale for v in t[:width]]
+    row.extend([row[-1]] * (width - len(row)))
+    return int(min(g, num_gpus)), np.array(row), t_req
+
+
 def _cluster_power(
     num_gpus: Any, gpu_power: Any, name: str = "num_gpus"
 ) -> tuple[int, np.ndarray | None, tuple[str, ...], np.ndarray, np.ndarray]:
@@ -398,6 +432,16 @@ class _Engine:
         self.set_rows(idx, work, cap, speed)
         self.rows = need
         return idx
+
+    def set_row(self, i: int, work: float, cap: int, speed: np.ndarray) -> None:
+        """Reuse row ``i`` for a new job (scalar writes)."""
+        self.work[i] = work
+        self.rem[i] = work
+        self.cap[i] = cap
+        self.speed[i] = speed
+        self.g[i] = 0
+        self.st[i] = -1
+        self.preempt[i] = 0
 
     def set_rows(self, idx: np.ndarray, work: np.ndarray, cap: np.ndarray,
                  speed: np.ndarray) -> None:
@@ -1091,7 +1135,7 @@ class ElasticFairQueue:
         self._gps.tv = start_f
         self._now = start_f
         self._record = bool(record)
-        self._id_of: list[Hashable] = []
+        self._id_of = np.empty(64, dtype=object)  # row -> job id
         self._row: dict[Hashable, int] = {}
         self._arrival: dict[Hashable, float] = {}
         self._in_gps: set[int] = set()
@@ -1181,28 +1225,27 @@ class ElasticFairQueue:
             where = "unknown-GPU-time pool" if unknown else "elastic fair queue"
             raise InputError(f"requested = {req} exceeds the {limit} GPUs of the {where}",
                              argument="requested")
-        reqs = np.array([float(req)])
         if curve is not None and req > 2 ** (curve.shape[1] - 1):
             raise InputError(f"requested = {req} is beyond the scaling curve, which is profiled "
                              f"up to {2 ** (curve.shape[1] - 1)} GPUs", argument="requested")
+        cap, speed, t_req = _one_cap_and_speed(req, None if curve is None else curve[0], limit,
+                                               self._alpha, self._width)
         if steps is not None:
             if curve is None:
                 raise InputError("steps needs scaling (absolute throughput per GPU count) to "
                                  "convert steps to GPU-time", argument="scaling")
-            n_steps = as_positive_float(steps, "steps")
-            work = n_steps * req / float(_interp_pow2(curve, reqs)[0])
+            work = as_positive_float(steps, "steps") * req / t_req
         elif gpu_time is not None:
             work = as_positive_float(gpu_time, "gpu_time")
         t = self._clock(at)
-        cap, speed = _caps_and_speeds(reqs, curve, limit, self._alpha)
         self._arrival[job_id] = t
         if unknown:
             self._move(t)
-            self._pool_jobs[job_id] = int(cap[0])
+            self._pool_jobs[job_id] = cap
             self._log_pool(t)
             return None
         self._move(t)
-        row = self._take_row(np.array([work]), cap, speed)
+        row = self._take_row(work, cap, speed)
         f, departed = self._gps.arrive(t, work, row)
         self._gps_departed(departed)
         self._in_gps.add(row)
@@ -1233,7 +1276,7 @@ class ElasticFairQueue:
         """GPUs each job in the queue holds now (0 for waiting jobs), in priority order for the
         EFQ pool, then the fair-share pool in arrival order."""
         order = self._eng.order
-        out: dict[Hashable, int] = dict(zip(map(self._id_of.__getitem__, order.tolist()),
+        out: dict[Hashable, int] = dict(zip(self._id_of[order].tolist(),
                                             self._eng.g[order].tolist(), strict=True))
         if self._pool_jobs:
             shares = self._pool_shares()
@@ -1366,22 +1409,22 @@ class ElasticFairQueue:
         if row not in self._in_gps and not self._record:
             self._free_rows.append(row)
 
-    def _take_row(self, work: np.ndarray, cap: np.ndarray, speed: np.ndarray) -> int:
+    def _take_row(self, work: float, cap: int, speed: np.ndarray) -> int:
         eng = self._eng
         if self._free_rows and not self._record:
             row = self._free_rows.pop()
-            eng.set_rows(np.array([row]), work, cap, speed)
+            eng.set_row(row, work, cap, speed)
         else:
-            row = int(eng.add(work, cap, speed)[0])
+            row = int(eng.add(np.array([work]), np.array([cap]), speed[None, :])[0])
         self._row_busy.add(row)
         return row
 
     def _bind(self, row: int, job_id: Hashable) -> None:
-        if row < len(self._id_of):
-            self._id_of[row] = job_id
-        else:
-            self._id_of.extend([None] * (row + 1 - len(self._id_of)))
-            self._id_of[row] = job_id
+        if row >= self._id_of.size:
+            grown = np.empty(max(2 * self._id_of.size, row + 1), dtype=object)
+            grown[: self._id_of.size] = self._id_of
+            self._id_of = grown
+        self._id_of[row] = job_id
 
     def _pool_shares(self) -> np.ndarray:
         caps = np.fromiter(self._pool_jobs.values(), dtype=np.int64, count=len(self._pool_jobs))
@@ -1391,8 +1434,7 @@ class ElasticFairQueue:
         if not self._record:
             return
         t, j, g = self._eng.pop_log()
-        self._hist.extend(zip(t.tolist(), (self._id_of[r] for r in j.tolist()), g.tolist(),
-                              strict=True))
+        self._hist.extend(zip(t.tolist(), self._id_of[j].tolist(), g.tolist(), strict=True))
 
     def _log_pool(self, t: float) -> None:
         if not self._record:

@@ -376,6 +376,33 @@ def test_online_queue_matches_batch_simulation(kw):
     assert len(q) == 0
 
 
+@SETTINGS
+@given(general_instance())
+def test_single_job_curve_path_matches_vectorised(kw):
+    from fairalloc.queuing import _caps_and_speeds, _one_cap_and_speed
+
+    m, alpha = kw["num_gpus"], kw["alpha"]
+    req = kw["requested"].astype(float)
+    caps, speeds = _caps_and_speeds(req, kw["scaling"], m, alpha)
+    for j in range(req.size):
+        cap, speed, t_req = _one_cap_and_speed(int(req[j]), kw["scaling"][j], m, alpha,
+                                               speeds.shape[1])
+        assert cap == caps[j]
+        np.testing.assert_allclose(speed, speeds[j], rtol=1e-12)
+        np.testing.assert_allclose(t_req * speeds[j][0], req[j] * kw["scaling"][j][0],
+                                   rtol=1e-12)
+
+
+def test_tuple_job_ids():
+    q = fa.ElasticFairQueue(4, record=True)
+    q.submit(("train", 1), gpu_time=1.0)
+    q.submit(("train", 2), gpu_time=2.0, scaling=[1.0, 1.9, 3.5])
+    assert q.allocation() == {("train", 1): 4, ("train", 2): 0}
+    # job 2 then takes 4 GPUs (e(4) = 0.875 >= 0.75) at rate T(4)/T(1) = 3.5
+    assert q.advance(1.0) == [(("train", 1), 0.25), (("train", 2), pytest.approx(0.25 + 2 / 3.5))]
+    assert q.history()[1] == [("train", 1), ("train", 1), ("train", 2), ("train", 2)]
+
+
 def test_finish_cancel_and_manual_completion():
     q = fa.ElasticFairQueue(2, auto_finish=False)
     q.submit("x", gpu_time=2.0)
