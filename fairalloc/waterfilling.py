@@ -186,8 +186,8 @@ class WaterFilling(ThroughputPolicy):
             raise InputError("water-filling cannot be composed with cvxpy constraints",
                              argument="method")
         if work_conserving is False:
-            raise InputError("water-filling is always work-conserving (every job ends "
-                             "bottlenecked)", argument="work_conserving")
+            raise InputError("work_conserving=False: water-filling always ends with every "
+                             "job bottlenecked (work-conserving)", argument="work_conserving")
         gap_tol = as_positive_float(gap_tol, "gap_tol")
         feas_tol = as_positive_float(feas_tol, "feas_tol")
         stage_tol = as_positive_float(stage_tol, "stage_tol")

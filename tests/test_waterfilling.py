@@ -1,0 +1,156 @@
+"""Hierarchical water-filling (gavel.txt §4.3) and its Pareto efficiency (§4.4)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.optimize import linprog
+
+import fairalloc as fa
+from fairalloc.waterfilling import WaterFilling
+
+
+def test_paper_example_hierarchical_builder():
+    jobs = fa.Jobs([[1.0]] * 4, weight=[3, 1, 1, 1])
+    r = WaterFilling(jobs, fa.Cluster({"gpu": 4}), single_level=True).solve()
+    np.testing.assert_allclose(r.x.ravel(), 1.0, atol=1e-7)
+    np.testing.assert_allclose(r.level_floors, 1.0, atol=1e-7)
+    assert r.levels == 2
+    assert len(r.stage_certificates) >= 3 and all(c.ok for c in r.stage_certificates)
+
+
+@pytest.mark.parametrize("gpus, expected", [(2, [0.5, 0.5, 1.0, 0.0]),
+                                            (3, [0.75, 0.75, 1.0, 0.5])])
+def test_fairness_and_fifo_entities(gpus, expected):
+    """Entity A (fairness: a1, a2) and entity B (FIFO: b1 then b2), equal entity weights."""
+    jobs = fa.Jobs([[1.0]] * 4)
+    r = fa.water_filling(jobs, fa.Cluster({"gpu": gpus}), entities=["A", "A", "B", "B"],
+                         entity_policies={"B": "fifo"}, order=[0, 1, 2, 3])
+    np.testing.assert_allclose(r.x.ravel(), expected, atol=1e-7)
+
+
+def test_entity_weights_split_capacity():
+    jobs = fa.Jobs([[1.0]] * 6)
+    r = fa.water_filling(jobs, fa.Cluster({"gpu": 3}), entities=[0, 0, 0, 1, 1, 2],
+                         entity_weights={0: 1.0, 1: 1.0, 2: 1.0})
+    # each entity gets 1 GPU: entity 0 splits it in three, entity 1 in two
+    np.testing.assert_allclose(r.x.ravel(), [1 / 3] * 3 + [0.5, 0.5, 1.0], atol=1e-7)
+
+
+def test_anchor_case_and_low_levels():
+    T = np.array([[0.0, 1.0]] * 10 + [[1.0, 0.1]])
+    r = fa.water_filling(fa.Jobs(T), fa.Cluster({"v100": 4, "k80": 1}))
+    assert r.metric[10] == pytest.approx(1 / 0.82, rel=1e-7)  # Gavel's code: 0.633
+    # levels far below 0.1 (Gavel's absolute slack freezes everything there)
+    jobs = fa.Jobs(np.ones((200, 1)))
+    r = fa.water_filling(jobs, fa.Cluster({"gpu": 1}))
+    np.testing.assert_allclose(r.x.ravel(), 1 / 200, rtol=1e-6)
+
+
+@pytest.mark.parametrize("method", ["highs", "fast"])
+def test_water_filling_first_level_is_max_min(method):
+    rng = np.random.default_rng(7)
+    n = 80
+    T = rng.uniform(1, 10, (n, 3)) * [3, 2, 1]
+    jobs = fa.Jobs(T, scale_factor=rng.choice([1, 2, 4], n), weight=rng.uniform(0.5, 2, n))
+    cl = fa.Cluster({"v100": 20, "p100": 20, "k80": 20})
+    mm = fa.max_min_fairness(jobs, cl, work_conserving=False)
+    wf = fa.max_min_fairness(jobs, cl, water_filling=True, method=method)
+    assert wf.objective == pytest.approx(mm.objective, rel=1e-7)
+    assert wf.metric.min() >= mm.objective * (1 - 1e-7)
+    assert _pareto_gain(jobs, cl, wf) <= 1e-6 * n
+
+
+def _pareto_gain(jobs, cluster, r):
+    """max sum_m u_m(X') - sum_m u_m(X) over X' with u(X') >= u(X) (0 iff Pareto efficient)."""
+    n, k = jobs.throughput.shape
+    cap = cluster.capacity
+    s = jobs.scale_factor
+    allowed = (jobs.throughput > 0) & (s[:, None] <= cap[None, :])
+    ei, ej = np.nonzero(allowed)
+    E = ei.size
+    e_eq = np.where(allowed, jobs.throughput, 0) @ (cap / cap.sum())
+    u_coef = s[ei] * jobs.throughput[ei, ej] / e_eq[ei]
+    U = sp.csr_matrix((u_coef, (ei, np.arange(E))), shape=(n, E))
+    u_now = U @ r.x[ei, ej]
+    A = sp.vstack([sp.csr_matrix((np.ones(E), (ei, np.arange(E))), shape=(n, E)),
+                   sp.csr_matrix((s[ei], (ej, np.arange(E))), shape=(k, E)), -U])
+    b = np.r_[np.ones(n), cap, -u_now * (1 - 1e-9)]
+    res = linprog(-np.asarray(U.sum(axis=0)).ravel(), A_ub=A, b_ub=b, bounds=(0, 1),
+                  method="highs")
+    assert res.status == 0
+    return -res.fun - u_now.sum()
+
+
+@st.composite
+def hierarchies(draw):
+    n = draw(st.integers(2, 8))
+    k = draw(st.integers(1, 3))
+    T = np.array(draw(st.lists(st.lists(st.sampled_from([0.0, 1.0, 2.0, 5.0, 9.0]),
+                                        min_size=k, max_size=k), min_size=n, max_size=n)))
+    T[:, -1] = np.maximum(T[:, -1], 1.0)
+    caps = draw(st.lists(st.integers(1, 3), min_size=k, max_size=k))
+    ents = draw(st.lists(st.integers(0, 2), min_size=n, max_size=n))
+    pol = {e: draw(st.sampled_from(["fairness", "fifo"])) for e in set(ents)}
+    ew = {e: draw(st.sampled_from([0.5, 1.0, 3.0])) for e in set(ents)}
+    w = np.array(draw(st.lists(st.sampled_from([1.0, 2.0]), min_size=n, max_size=n)))
+    jobs = fa.Jobs(T, weight=w)
+    return jobs, fa.Cluster({f"t{j}": caps[j] for j in range(k)}), ents, pol, ew
+
+
+@settings(max_examples=25, deadline=None, derandomize=True)
+@given(h=hierarchies())
+def test_water_filling_is_pareto_efficient(h):
+    """§4.4: no job's level can rise without another's falling (checked by an LP)."""
+    jobs, cl, ents, pol, ew = h
+    r = fa.water_filling(jobs, cl, entities=ents, entity_policies=pol, entity_weights=ew)
+    assert _pareto_gain(jobs, cl, r) <= 1e-6 * max(1.0, r.metric.sum())
+    assert (jobs.scale_factor @ r.x <= cl.capacity + 1e-7).all()
+    assert (r.x.sum(axis=1) <= 1 + 1e-7).all()
+    np.testing.assert_allclose(r.metric, r.level_floors, rtol=1e-6, atol=1e-7)
+
+
+@settings(max_examples=10, deadline=None, derandomize=True)
+@given(h=hierarchies())
+def test_fast_and_full_water_filling_agree(h):
+    jobs, cl, ents, pol, ew = h
+    from fairalloc import throughput as th
+
+    a = fa.water_filling(jobs, cl, entities=ents, entity_policies=pol, entity_weights=ew,
+                         method="highs")
+    old = th._FAST_MIN_JOBS
+    th._FAST_MIN_JOBS = 1
+    try:
+        b = fa.water_filling(jobs, cl, entities=ents, entity_policies=pol, entity_weights=ew,
+                             method="fast")
+    finally:
+        th._FAST_MIN_JOBS = old
+    np.testing.assert_allclose(a.level_floors, b.level_floors, rtol=1e-6, atol=1e-8)
+
+
+def test_bad_inputs():
+    jobs = fa.Jobs([[1.0]] * 3)
+    cl = fa.Cluster({"gpu": 1})
+    with pytest.raises(fa.InputError, match="entities"):
+        fa.water_filling(jobs, cl, entities=[0, 1])
+    with pytest.raises(fa.InputError, match="entity_weights"):
+        fa.water_filling(jobs, cl, entities=[0, 0, 1], entity_weights={2: 1.0})
+    with pytest.raises(fa.InputError, match="entity_weights"):
+        fa.water_filling(jobs, cl, entities=[0, 0, 1], entity_weights={1: -1.0})
+    with pytest.raises(fa.InputError, match="entity_policies"):
+        fa.water_filling(jobs, cl, entities=[0, 0, 1], entity_policies={1: "lottery"})
+    with pytest.raises(fa.InputError, match="entity_policies"):
+        fa.water_filling(jobs, cl, entities=[0, 0, 1], entity_policies={5: "fifo"})
+    with pytest.raises(fa.InputError, match="work_conserving"):
+        fa.water_filling(jobs, cl, work_conserving=False)
+    with pytest.raises(fa.InputError, match="method"):
+        fa.water_filling(jobs, cl, method="cvxpy")
+    with pytest.raises(fa.InputError, match="order"):
+        fa.water_filling(jobs, cl, order=[0])
+    b = fa.MaxMinFairness(jobs, cl, water_filling=True)
+    b.add_constraint(b.x[0, 0] <= 0.1)
+    with pytest.raises(fa.InputError, match="water_filling"):
+        b.solve()
