@@ -246,7 +246,9 @@ def _newton_dual_polish(form: _EdgeForm, p: np.ndarray) -> tuple[np.ndarray, np.
     clearing (``g = s - C u >= 0``, ``p >= 0``, ``p g = 0``) with ``u_i = B_i / c_i``. A few
     Newton steps from the interior-point prices reach machine precision. Returns ``(z, p)``.
     """
-    C, B, s = form.C, form.budget, form.supply
+    B, s = form.budget, form.supply
+    # one bundle per buyer: C is (goods x buyers); dense is faster while it is small
+    C: Any = form.C.toarray() if form.C.shape[0] * form.C.shape[1] <= 4_000_000 else form.C
     p = np.maximum(p, 0.0).copy()
     scale = float(p.max()) if p.max() > 0 else 1.0
     p[p < 1e-12 * scale] = 0.0
@@ -256,11 +258,11 @@ def _newton_dual_polish(form: _EdgeForm, p: np.ndarray) -> tuple[np.ndarray, np.
         u = B / c
         g = s - C @ u
         fixed = (p <= 0) & (g >= 0)
-        if np.max(np.abs(np.where(fixed, 0.0, g * np.maximum(p, 1.0))), initial=0.0) < 1e-14:
-            break
+        if np.max(np.abs(np.where(fixed, 0.0, g)) / (1.0 + s), initial=0.0) < 1e-13:
+            break  # KKT: market clearing on every good not fixed at price 0
         free = ~fixed
-        W = sp.diags(B / c**2)
-        H = (C @ W @ C.T).toarray()[np.ix_(free, free)]
+        Cf = C[free] if isinstance(C, np.ndarray) else C[free].toarray()
+        H = np.dot(Cf * (B / c**2), Cf.T)  # (np.dot: matmul hit a slow BLAS path here)
         step = np.zeros_like(p)
         # least squares: degenerate markets (several goods always used together) make H
         # singular; the minimum-norm step still decreases D
@@ -273,7 +275,7 @@ def _newton_dual_polish(form: _EdgeForm, p: np.ndarray) -> tuple[np.ndarray, np.
             if d_trial <= dual + slack:
                 break
             t *= 0.5
-        if t <= 1e-12:
+        if t <= 1e-12 or np.array_equal(trial, p):
             break
         p, dual = trial, min(dual, d_trial)
     z = B / (C.T @ p)
@@ -284,14 +286,15 @@ def _certify_general(form: _EdgeForm, z: np.ndarray, p: np.ndarray, *, gap_tol: 
                      feas_tol: float) -> tuple[Certificate, np.ndarray, np.ndarray]:
     """Certificate of a (Leontief) market point; prefers the demand-polished allocation."""
     cert, best_p = form.certificate(z, [p], gap_tol=gap_tol, feas_tol=feas_tol)
+    noise = max(cert.gap, 1e-10 * max(1.0, abs(cert.primal_value)))
     if form.num_edges == form.n:  # one bundle per buyer: the dual is smooth, polish it
         z2, p2 = _newton_dual_polish(form, best_p)
         cert2, best_p2 = form.certificate(z2, [p2], gap_tol=gap_tol, feas_tol=feas_tol)
-        if cert2.ok and cert2.gap <= max(cert.gap, 1e-12):
+        if cert2.ok and cert2.gap <= noise:
             return cert2, best_p2, z2
     z2 = _demand_polish(form, z, best_p)
     cert2, best_p2 = form.certificate(z2, [best_p], gap_tol=gap_tol, feas_tol=feas_tol)
-    if cert2.ok or not cert.ok:
+    if (cert2.ok and cert2.gap <= noise) or not cert.ok:
         return cert2, best_p2, z2
     return cert, best_p, z
 
@@ -522,17 +525,19 @@ def _certify_linear(form: _EdgeForm, z: np.ndarray, p: np.ndarray, *, gap_tol: f
                                     feas_tol=feas_tol)
     # prefer an exactly balanced equilibrium (the gap is second order in allocation errors,
     # so an interior-point point can certify while its utilities are off by ~sqrt(gap))
+    # a polished point may not be worse than the original beyond rounding
+    noise = max(cert.gap, 1e-10 * max(1.0, abs(cert.primal_value)))
     polished = _polish_linear(form, z, best_p)
     if polished is not None:
         z2, p2 = polished
         cert2, best_p2 = form.certificate(z2, [p2, best_p], gap_tol=gap_tol, feas_tol=feas_tol)
-        if cert2.ok and cert2.gap <= max(cert.gap, 1e-12):
+        if cert2.ok and cert2.gap <= noise:
             return cert2, best_p2, z2
     p3 = _log_prices(form, z, best_p)
     z3 = None if p3 is None else _flow_at_prices(form, p3)
-    if z3 is not None:
+    if p3 is not None and z3 is not None:
         cert3, best_p3 = form.certificate(z3, [p3], gap_tol=gap_tol, feas_tol=feas_tol)
-        if cert3.ok:
+        if cert3.ok and cert3.gap <= noise:
             return cert3, best_p3, z3
     return cert, best_p, z
 
@@ -664,9 +669,8 @@ class FisherMarket:
                               shape=(m * T, owner.size))
         else:
             A3 = self.utility.reshape(n, m, T)
-            valued = (A3 > 0).any(axis=1)  # (n, T): buyer has demand in round t
-            blocked = ((A3 > 0) & (self.supply.reshape(1, m, T) <= 0)).any(axis=1)
-            usable = valued & ~blocked
+            valued = np.asarray((A3 > 0).any(axis=1))  # (n, T): buyer has demand in round t
+            usable = self._usable_rounds()
             owner, rnd = np.nonzero(usable)
             sub = A3[owner, :, rnd]  # (E, m)
             e_idx, j = np.nonzero(sub)
@@ -703,10 +707,12 @@ class FisherMarket:
         return flat.reshape((n, m, T) if self.volatile else (n, m))
 
     def _usable_rounds(self) -> np.ndarray:
+        """(Leontief) ``[i, t]``: buyer ``i`` has demand in round ``t`` and every resource it
+        needs there has positive supply."""
         n, m, T = self.n, self.m, self.T
         A3 = self.utility.reshape(n, m, T)
         blocked = ((A3 > 0) & (self.supply.reshape(1, m, T) <= 0)).any(axis=1)
-        return (A3 > 0).any(axis=1) & ~blocked
+        return np.asarray((A3 > 0).any(axis=1) & ~blocked)
 
     def dual_value(self, prices: Any) -> float:
         """The Eisenberg-Gale dual function ``D(p)``: an upper bound on the optimum for any p >= 0.
@@ -720,7 +726,14 @@ class FisherMarket:
         return self._form.dual_value(p.reshape(-1))
 
     def column(self, good: int, rnd: int = 0) -> int:
-        """Column of :attr:`x` holding good ``good`` in round ``rnd``."""
+        """Column of :attr:`x` holding good ``good`` in round ``rnd``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> FisherMarket(np.ones((2, 3, 4))).column(1, 2)   # goods x rounds, row-major
+        6
+        """
         return good * self.T + rnd
 
     # --- cvxpy composition ----------------------------------------------------------------
@@ -731,6 +744,7 @@ class FisherMarket:
 
         n, m, T = self.n, self.m, self.T
         s = self.supply.reshape(m * T)
+        x: Any
         if self.kind == "linear":
             U = self.utility.reshape(n, m * T)
             x = cp.Variable((n, m * T), nonneg=True, name="x")
@@ -769,12 +783,30 @@ class FisherMarket:
         return bool(self._constraints or self._terms)
 
     def add_constraint(self, constraint: Any) -> FisherMarket:
-        """Add a cvxpy constraint on :attr:`x` / :attr:`utility_expr`; returns ``self``."""
+        """Add a cvxpy constraint on :attr:`x` / :attr:`utility_expr`; returns ``self``.
+
+        Examples
+        --------
+        >>> m = FisherMarket([[1.0, 1.0], [1.0, 1.0]])
+        >>> r = m.add_constraint(m.utility_expr[0] >= 1.5).solve()
+        >>> round(float(r.utility[0]), 4)
+        1.5
+        """
         self._constraints.append(constraint)
         return self
 
     def add_objective_term(self, term: Any) -> FisherMarket:
-        """Add a concave cvxpy expression to the maximised objective; returns ``self``."""
+        """Add a concave cvxpy expression to the maximised objective; returns ``self``.
+
+        Examples
+        --------
+        A penalty on buyer 1's use of good 0 moves that good to buyer 0:
+
+        >>> m = FisherMarket([[1.0, 1.0], [1.0, 1.0]])
+        >>> r = m.add_objective_term(-10 * m.x[1, 0]).solve()
+        >>> round(float(r.allocation[0, 0]), 3)
+        1.0
+        """
         if getattr(term, "is_concave", lambda: False)() is False:
             raise InputError("term must be a concave cvxpy expression (it is maximised)",
                              argument="term")
@@ -782,7 +814,13 @@ class FisherMarket:
         return self
 
     def problem(self) -> Any:
-        """The cvxpy problem ``max sum_i B_i log U_i + terms`` s.t. supply and added constraints."""
+        """The cvxpy problem ``max sum_i B_i log U_i + terms`` s.t. supply and added constraints.
+
+        Examples
+        --------
+        >>> FisherMarket([[1.0, 2.0]]).problem().is_dcp()
+        True
+        """
         import cvxpy as cp
 
         cvx = self._build_cvxpy()
@@ -824,6 +862,12 @@ class FisherMarket:
         ------
         CertificateError
             If the certified gap or residual misses its tolerance.
+
+        Examples
+        --------
+        >>> r = FisherMarket([[3.0, 1.0], [1.0, 3.0]], budget=[1.0, 3.0]).solve(method="conic")
+        >>> r.prices.round(6).tolist(), r.stats.method
+        ([1.0, 3.0], 'conic')
         """
         t0 = time.perf_counter()
         method = as_option(method, "method", METHODS)

@@ -133,6 +133,11 @@ def market_clearing(allocation: Any, prices: Any, supply: Any = None, *,
 
     The violation is the value of the unsold supply of priced goods (``p_j`` times the
     unsold amount), so it is zero exactly when complementary slackness holds.
+
+    Examples
+    --------
+    >>> market_clearing([[0.5, 1.0]], [2.0, 1.0]).passed   # good 0 priced but half unsold
+    False
     """
     X = as_array(allocation, "allocation", ndim=(2, 3))
     p = as_array(prices, "prices", ndim=X.ndim - 1, shape=X.shape[1:])
@@ -152,7 +157,13 @@ def market_clearing(allocation: Any, prices: Any, supply: Any = None, *,
 
 def budget_clearing(allocation: Any, prices: Any, budget: Any = None, *,
                     tol: float = 1e-6) -> PropertyResult:
-    """Every buyer spends its budget: ``|sum_j p_j x_ij - B_i| <= tol * B_i``."""
+    """Every buyer spends its budget: ``|sum_j p_j x_ij - B_i| <= tol * B_i``.
+
+    Examples
+    --------
+    >>> budget_clearing([[1.0, 0.0], [0.0, 1.0]], [1.0, 1.0]).passed
+    True
+"""
     X = as_array(allocation, "allocation", ndim=(2, 3))
     n = X.shape[0]
     p = as_array(prices, "prices", ndim=X.ndim - 1, shape=X.shape[1:])
@@ -174,6 +185,11 @@ def optimal_spending(utility: Any, allocation: Any, prices: Any, *,
     The violation is the money a buyer spends on goods whose bang-per-buck is below its best
     by more than a relative ``tol`` (a good with price 0 that it values has infinite
     bang-per-buck).
+
+    Examples
+    --------
+    >>> optimal_spending([[2.0, 1.0]], [[0.5, 0.5]], [1.0, 1.0]).violation   # half on good 1
+    0.5
     """
     U, X, _, _ = _inputs(utility, allocation)
     n = U.shape[0]
@@ -216,7 +232,13 @@ def envy_free(utility: Any, allocation: Any, budget: Any = None, *, kind: str = 
 
 def sharing_incentive(utility: Any, allocation: Any, budget: Any = None, supply: Any = None,
                       *, kind: str = "linear", tol: float = 1e-6) -> PropertyResult:
-    """``u_i(x_i) >= u_i((B_i / sum B) s)``: at least as good as the budget share of supply."""
+    """``u_i(x_i) >= u_i((B_i / sum B) s)``: at least as good as the budget share of supply.
+
+    Examples
+    --------
+    >>> sharing_incentive([[1.0], [1.0]], [[1.0], [0.0]]).message
+    'buyer 1 gets utility 0 < 0.5 from its budget share of the supply'
+"""
     U, X, B, s = _inputs(utility, allocation, budget, supply, kind=kind)
     own = np.diag(_value(U, X, kind))
     share = (B / B.sum())[:, None, None] * s[None]
@@ -233,7 +255,13 @@ def sharing_incentive(utility: Any, allocation: Any, budget: Any = None, supply:
 def proportionality(utility: Any, allocation: Any, budget: Any = None, supply: Any = None,
                     *, kind: str = "linear", tol: float = 1e-6) -> PropertyResult:
     """Proportionality ``u_i(x_i) >= (B_i / sum B) u_i(s)``; equals sharing incentive for
-    additive (linear) utilities, and is implied by it for Leontief ones."""
+    additive (linear) utilities, and is implied by it for Leontief ones.
+
+    Examples
+    --------
+    >>> proportionality([[1.0, 3.0], [1.0, 1.0]], [[0.0, 1.0], [1.0, 0.0]]).passed
+    True
+    """
     U, X, B, s = _inputs(utility, allocation, budget, supply, kind=kind)
     own = np.diag(_value(U, X, kind))
     whole = _value(U, s[None], kind)[:, 0]
@@ -253,6 +281,13 @@ def pareto_optimal(utility: Any, allocation: Any, supply: Any = None, *,
     Solves ``max sum_k t_k`` over feasible allocations ``y`` with ``u_k(y_k) >= u_k(x_k) + t_k``
     and ``t >= 0``. The allocation is Pareto optimal iff the optimum is (within ``tol``) zero;
     otherwise the LP's ``y`` is a Pareto improvement and ``agent`` the buyer who gains most.
+
+    Examples
+    --------
+    Leaving half of the only good unsold is not Pareto optimal:
+
+    >>> pareto_optimal([[1.0]], [[0.5]]).violation
+    0.5
     """
     from .backends import HighsBackend, LinearProgram
 

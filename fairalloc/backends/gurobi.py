@@ -7,7 +7,7 @@ variables / constraints); larger models raise :class:`fairalloc.SolverError` wit
 from __future__ import annotations
 
 import time
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -49,7 +49,7 @@ class GurobiBackend(Backend):
                 model.Params.MIPGap = float(mip_gap)
             if threads is not None:
                 model.Params.Threads = int(threads)
-            vtype = GRB.CONTINUOUS
+            vtype: Any = GRB.CONTINUOUS
             if lp.is_mip:
                 assert lp.integrality is not None
                 vtype = np.where(lp.integrality, GRB.INTEGER, GRB.CONTINUOUS)
