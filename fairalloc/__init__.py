@@ -83,7 +83,13 @@ _LAZY: dict[str, str] = {
     "oracle_forecast": "forecast",
     "restatement_posterior": "forecast",
     "PlanJob": "schedule",
+    "PlanResult": "schedule",
+    "RelaxedPlan": "schedule",
+    "ReplanDecision": "schedule",
+    "ReplanPolicy": "schedule",
     "plan_schedule": "schedule",
+    "relax_plan": "schedule",
+    "makespan_regularizer": "regularizers",
     # elastic fair queuing (Ares)
     "EFQResult": "queuing",
     "ElasticFairQueue": "queuing",

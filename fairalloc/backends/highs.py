@@ -42,7 +42,10 @@ class HighsBackend(Backend):
         time_limit: float | None = None,
         mip_gap: float | None = None,
         threads: int | None = None,
+        start: np.ndarray | None = None,
     ) -> LPSolution:
+        """Solve ``lp``; ``start`` (MILPs only) is a point HiGHS takes as its first incumbent
+        when it is feasible (a MIP start)."""
         import highspy
 
         t0 = time.perf_counter()
@@ -81,6 +84,9 @@ class HighsBackend(Backend):
                 for flag in lp.integrality
             ]
         h.passModel(model)
+        if start is not None and lp.is_mip:
+            value = np.asarray(start, dtype=np.float64).ravel()
+            h.setSolution(n, np.arange(n, dtype=np.int32), value)
         h.run()
         ms = h.getModelStatus()
         raw = h.modelStatusToString(ms)

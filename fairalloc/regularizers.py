@@ -1,0 +1,130 @@
+"""Composable objective terms for cvxpy-built policies.
+
+:func:`makespan_regularizer` is Shockwave's long-term efficiency estimator (shockwave.txt
+§6.2, App. G.2, Eq. 10-11) as a standalone concave cvxpy expression: add it to any program
+whose allocation determines how much work each job gets done -- the volatile Fisher market
+(:meth:`fairalloc.FisherMarket.add_objective_term`), an effective-throughput program, or the
+continuous relaxation of a plan -- and the program trades fairness against the makespan
+lower bound exactly as the Shockwave plan does (``formulations/makespan_regularizer.md``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ._validation import as_array, as_option, as_positive_float
+from .errors import InputError
+
+__all__ = ["makespan_regularizer"]
+
+KINDS = ("paper", "max_remaining")
+
+
+def makespan_regularizer(
+    work: Any,
+    remaining: Any,
+    num_gpus: float,
+    *,
+    workers: Any = None,
+    lam: float = 1e-3,
+    z0: float | None = None,
+    kind: str = "paper",
+) -> Any:
+    """``-(lam/Z0) * H``: Shockwave's makespan regulariser as a concave cvxpy term.
+
+    With ``R_j = max(remaining_j - work_j, 0)`` the remaining run time after the allocation,
+
+        H = max( sum_j w_j R_j / M , max_j R_j )        (Eq. 10, gang sizes w_j)
+
+    is a lower bound on the time to finish every job; the term penalises it, normalised by
+    ``Z0 = sum_j remaining_j`` (Eq. 11). ``H`` is convex in ``work`` (a maximum of sums of
+    ``pos`` of affine functions), so the term is concave whenever ``work`` is concave (e.g.
+    affine) in the program's variables, and it can be maximised alongside a Nash welfare.
+
+    Parameters
+    ----------
+    work : cvxpy.Expression, shape (n,)
+        Seconds of isolated run time each job gets done under the allocation (affine or
+        concave in the variables). For a volatile market whose utilities are epoch progress,
+        ``work = cp.multiply(seconds_per_unit_utility, market.utility_expr)``.
+    remaining : array_like, shape (n,)
+        Each job's remaining isolated run time before the allocation (seconds, >= 0).
+    num_gpus : float
+        ``M`` (positive).
+    workers : array_like of int, shape (n,), optional
+        Gang sizes ``w_j`` (default 1; each at most ``M``).
+    lam : float, default 1e-3
+        ``lambda`` (non-negative): the weight of the term.
+    z0 : float, optional
+        ``Z0``; default ``sum_j remaining_j`` (:func:`fairalloc.makespan_normalizer`).
+    kind : {"paper", "max_remaining"}
+        ``"max_remaining"`` is upstream Shockwave's regulariser: ``lam * max_j R_j`` in raw
+        seconds, without the ``sum_j w_j R_j / M`` term and without ``Z0``.
+
+    Returns
+    -------
+    cvxpy.Expression
+        A concave scalar expression (``-(lam/Z0) * H``).
+
+    Raises
+    ------
+    InputError
+        ``work`` is not a cvxpy expression of shape ``(n,)`` or is not concave, bad
+        ``remaining``/``workers``, a gang larger than ``M``, or ``Z0 = 0``.
+
+    Examples
+    --------
+    Two single-GPU jobs with 100 s and 300 s left; the allocation gets 50 s of work done on
+    each, so ``R = (50, 250)`` and ``H = max(300/1, 250) = 300``:
+
+    >>> import cvxpy as cp
+    >>> work = cp.Constant([50.0, 50.0])
+    >>> term = makespan_regularizer(work, [100.0, 300.0], 1, lam=1.0)
+    >>> round(float(term.value), 6)   # -(1/400) * 300
+    -0.75
+    """
+    import cvxpy as cp
+
+    kind = as_option(kind, "kind", KINDS)
+    P = as_array(remaining, "remaining", ndim=1)
+    n = P.shape[0]
+    M = as_positive_float(num_gpus, "num_gpus")
+    lam_v = as_positive_float(lam, "lam", allow_zero=True)
+    if workers is None:
+        w = np.ones(n)
+    else:
+        w = as_array(workers, "workers", ndim=1, shape=(n,), positive=True, integer=True)
+        big = np.flatnonzero(w > M)
+        if big.size:
+            i = int(big[0])
+            raise InputError(f"workers[{i}] = {w[i]:g} exceeds num_gpus = {M:g}",
+                             argument="workers", index=(i,))
+    if not isinstance(work, cp.Expression):
+        raise InputError("work must be a cvxpy expression (wrap numbers in cp.Constant)",
+                         argument="work")
+    if tuple(work.shape) != (n,):
+        raise InputError(f"work has shape {tuple(work.shape)}; remaining has {n} jobs",
+                         argument="work")
+    if not work.is_concave():
+        raise InputError("work must be affine or concave in the variables (the term would "
+                         "not be concave)", argument="work")
+    if kind == "paper":
+        if z0 is None:
+            z = float(P.sum())
+            if z <= 0:
+                raise InputError("every remaining time is zero: Z0 = 0 leaves the "
+                                 "regulariser undefined; pass z0", argument="remaining")
+        else:
+            z = as_positive_float(z0, "z0")
+        coef, scale = lam_v, z
+    else:
+        scale = max(float(P.sum()), 1.0)
+        coef = lam_v * scale
+    # work in units of `scale` seconds keeps the conic data well scaled (P ~ 1e5 s)
+    rem = cp.pos(P / scale - work / scale)
+    h = cp.max(rem)
+    if kind == "paper":
+        h = cp.maximum(rem @ (w / M), h)
+    return -coef * h
