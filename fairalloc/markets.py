@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from ._compose import Composable
 from ._validation import as_array, as_option, as_positive_float
 from .errors import InputError, SolverError
 from .results import Certificate, Result, SolveStats, Status, require_pandas
@@ -595,7 +596,7 @@ class MarketResult(Result):
 # --------------------------------------------------------------------------------------------
 # the builder
 # --------------------------------------------------------------------------------------------
-class FisherMarket:
+class FisherMarket(Composable):
     """Composable builder of an Eisenberg-Gale market (static or volatile, linear or Leontief).
 
     Parameters
@@ -651,8 +652,7 @@ class FisherMarket:
             raise InputError("supply is all zero: there is nothing to allocate",
                              argument="supply")
         self._form = self._edge_form()
-        self._constraints: list[Any] = []
-        self._terms: list[Any] = []
+        self._init_composition()
         self._cvx: dict[str, Any] | None = None
 
     # --- edge form ------------------------------------------------------------------------
@@ -777,11 +777,6 @@ class FisherMarket:
     def supply_constraint(self) -> Any:
         return self._build_cvxpy()["supply"]
 
-    @property
-    def composed(self) -> bool:
-        """Whether constraints or objective terms were added (only ``method="cvxpy"`` applies)."""
-        return bool(self._constraints or self._terms)
-
     def add_constraint(self, constraint: Any) -> FisherMarket:
         """Add a cvxpy constraint on :attr:`x` / :attr:`utility_expr`; returns ``self``.
 
@@ -792,8 +787,7 @@ class FisherMarket:
         >>> round(float(r.utility[0]), 4)
         1.5
         """
-        self._constraints.append(constraint)
-        return self
+        return super().add_constraint(constraint)
 
     def add_objective_term(self, term: Any) -> FisherMarket:
         """Add a concave cvxpy expression to the maximised objective; returns ``self``.
@@ -807,11 +801,7 @@ class FisherMarket:
         >>> round(float(r.allocation[0, 0]), 3)
         1.0
         """
-        if getattr(term, "is_concave", lambda: False)() is False:
-            raise InputError("term must be a concave cvxpy expression (it is maximised)",
-                             argument="term")
-        self._terms.append(term)
-        return self
+        return super().add_objective_term(term)
 
     def problem(self) -> Any:
         """The cvxpy problem ``max sum_i B_i log U_i + terms`` s.t. supply and added constraints.

@@ -165,6 +165,8 @@ def test_added_objective_term_shifts_allocation() -> None:
     assert r.allocation[0].sum() > r.allocation[1].sum() + 0.1
     with pytest.raises(fa.InputError, match="concave"):
         m.add_objective_term(cp.square(m.x[0, 0]))
+    with pytest.raises(fa.InputError, match="DCP"):
+        m.add_constraint(cp.square(m.x[0, 0]) == 0.5)
 
 
 def test_volatile_leontief_builder_composes() -> None:
