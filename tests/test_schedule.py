@@ -595,6 +595,49 @@ def test_relaxation_with_binding_gang_caps_is_a_capped_market():
     assert relax.prices.max() <= 1e-6 and (relax.allocation >= 1 - 1e-6).all()
 
 
+def vfm_utility_of(alloc, w, d, E, D=120.0):
+    """UTIL_j of a fractional allocation x (n, T) for one-regime jobs with F_j = 0."""
+    return alloc.sum(axis=1) * D / (d * E)
+
+
+@settings(max_examples=10, deadline=None, derandomize=True)
+@given(st.integers(0, 10_000), st.lists(st.floats(0.0, 1.0), min_size=12, max_size=12))
+def test_relaxation_minimises_the_product_of_ftf(seed, raw):
+    """App. E (a): equal weights, so the relaxation minimises prod_j U_j(ref) / U_j(x) over
+    every feasible allocation; here against random feasible fractional allocations."""
+    N, M, T = 4, 2, 3
+    jobs, w, d, E, _ = vfm_instance(seed % 50, N, M, T)
+    relax = fa.relax_plan(jobs, M, rounds=T, k=0.0, lam=0.0)
+    x = np.array(raw).reshape(N, T)
+    load = w @ x
+    x = x * np.minimum(1.0, M / np.maximum(load, 1e-12))[None, :]  # feasible: scale rounds
+    ref = np.full(N, 0.5)  # any reference allocation gives the same ordering
+    log_ftf_relax = np.log(ref / vfm_utility_of(relax.allocation, w, d, E)).sum()
+    with np.errstate(divide="ignore"):
+        log_ftf_x = np.log(ref / vfm_utility_of(x, w, d, E)).sum()
+    assert log_ftf_relax <= log_ftf_x + 1e-6
+
+
+def test_relaxation_sharing_incentive():
+    """App. E (b): equal budgets. N >= M: every job's FTF against the equal split is <= 1;
+    with binding gang caps the average FTF is <= 1 (proofs/volatile_fisher_market.md, P4)."""
+    D = 120.0
+    for seed in range(3):
+        N, M, T = 4, 2, 3
+        jobs, w, d, E, _ = vfm_instance(seed, N, M, T)
+        relax = fa.relax_plan(jobs, M, rounds=T, k=0.0, lam=0.0)
+        equal = T * (M / N) / w * D / (d * E)  # M/N GPUs every round = x = M/(N w)
+        rho = equal / relax.utility
+        assert (rho <= 1 + 1e-4).all()
+    N, M, T = 3, 3, 2  # M/N = 1 GPU each; gangs of 1 or 2 so caps bind for unit jobs
+    jobs, w, d, E, _ = vfm_instance(5, N, M, T, w=[1, 1, 2])
+    relax = fa.relax_plan(jobs, M, rounds=T, k=0.0, lam=0.0)
+    equal = T * (M / N) / w * D / (d * E)
+    rho = equal / relax.utility
+    assert rho.mean() <= 1 + 1e-6
+    assert np.prod(rho) <= 1 + 1e-6
+
+
 def test_relaxation_bounds_the_integer_plan():
     rng = np.random.default_rng(4)
     jobs = random_jobs(rng, 5, 2)
