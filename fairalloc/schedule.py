@@ -584,7 +584,7 @@ def _greedy_fill(inst: _Instance, gp: np.ndarray, n: np.ndarray, nxt: np.ndarray
             take = cand[np.cumsum(ext[fit]) <= left]
             n[take] = nxt[take]
             left = C - int(w @ n)
-            order = np.setdiff1d(order, take, assume_unique=True)
+            order = order[~np.isin(order, take)]  # keep the ratio order
             if order.size == 0:
                 break
     # single rounds while capacity remains (bounded by the capacity left)
@@ -794,6 +794,18 @@ def _cover_cut(inst: _Instance, n: np.ndarray, *, max_size: int = 256
     return mask, best_set[1] * T
 
 
+def _max_bound(lp: LinearProgram, sol: Any, sigma: float) -> float:
+    """Upper bound on the maximised (unscaled) objective from a solve of the scaled minimum.
+
+    A MILP's best bound comes from HiGHS; a program left with no integer column (nothing to
+    decide) is an LP solved to optimality, whose objective is its own bound.
+    """
+    if lp.is_mip:
+        b = float(sol.mip_dual_bound)
+        return -b / sigma if math.isfinite(b) else math.inf
+    return -float(sol.objective) / sigma if sol.status == "optimal" else math.inf
+
+
 def _count_milp(inst: _Instance, gp: np.ndarray, lo: np.ndarray, hi: np.ndarray, *,
                 time_limit: float | None, mip_gap: float, threads: int | None,
                 extra_cuts: Sequence[tuple[np.ndarray, int]] = ()
@@ -899,8 +911,7 @@ def _count_milp(inst: _Instance, gp: np.ndarray, lo: np.ndarray, hi: np.ndarray,
     y = np.round(sol.x[:ny]).astype(np.int64) if ny else np.zeros(0, dtype=np.int64)
     n = lo.copy()
     np.add.at(n, jobs_of, y)
-    bound = -float(sol.mip_dual_bound) / sigma if math.isfinite(sol.mip_dual_bound) else math.inf
-    return n, bound, sol.iterations
+    return n, _max_bound(lp, sol, sigma), sol.iterations
 
 
 # --------------------------------------------------------------------------------------------
@@ -1163,7 +1174,7 @@ def _schedule_milp(inst: _Instance, wc: str, *, time_limit: float | None, mip_ga
         return None, math.inf, sol, lp
     x = np.zeros((N, T), dtype=bool)
     x[act] = sol.x[:nx].reshape(na, T) > 0.5
-    bound = -float(sol.mip_dual_bound) / sigma if math.isfinite(sol.mip_dual_bound) else math.inf
+    bound = _max_bound(lp, sol, sigma)
     # the certificate works on the unscaled program
     lp_unscaled = dataclasses.replace(lp, c=lp.c / sigma, offset=lp.offset / sigma)
     return x, bound, sol, lp_unscaled
@@ -1522,7 +1533,7 @@ def _result(inst: _Instance, cand: _Candidate, bound: float, wc: str, gap: float
             raise SolverError(
                 f"the MILP's objective {lp_cert.primal_value:.12g} differs from the schedule's "
                 f"recomputed objective {value:.12g}", backend="highs")
-    abs_gap = max(bound - value, 0.0)
+    abs_gap = max(bound - value, 0.0) + 0.0  # (+0.0 turns -0.0 into 0.0)
     ok_gap = abs_gap <= gap * max(abs(value), _ABS_TOL) + _ABS_TOL
     status = Status.OPTIMAL if ok_gap else Status.TIME_LIMIT
     scale = max(1.0, abs(value))

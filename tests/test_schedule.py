@@ -220,6 +220,14 @@ def test_finished_job_is_never_scheduled():
     assert plan.makespan_bound == 0.0
 
 
+@pytest.mark.parametrize("method", ["fast", "milp", "auto"])
+def test_all_jobs_finished(method):
+    jobs = [fa.PlanJob(workers=1, total_epochs=5, done_epochs=5, ftf=1.0, regimes=[])] * 3
+    plan = fa.plan_schedule(jobs, 2, rounds=3, method=method, lam=1.0, restart_penalty=0.1)
+    assert not plan.schedule.any() and plan.objective == 0.0 and plan.gap == 0.0
+    assert plan.makespan_bound == 0.0 and plan.status == "optimal"
+
+
 def test_tables_match_reference():
     rng = np.random.default_rng(5)
     jobs = random_jobs(rng, 6, 3)
