@@ -106,7 +106,7 @@ class HighsBackend(Backend):
             status = "error"
         if status in ("optimal", "time_limit"):
             sol = h.getSolution()
-            x = np.asarray(sol.col_value, dtype=float)
+            x: np.ndarray | None = np.asarray(sol.col_value, dtype=float)
             row_duals = col_duals = None
             if not lp.is_mip and sol.dual_valid:
                 row_duals = np.asarray(sol.row_dual, dtype=float)
