@@ -1,0 +1,158 @@
+"""Metrics of a simulation (Shockwave §8.2, Gavel §7.1, Themis §2, Ares §5).
+
+* **makespan** -- last finish minus first arrival;
+* **JCT** -- ``finish - arrival`` per job; average and 99th percentile;
+* **finish-time fairness** ``rho_j = JCT_j / (T_iso_j * c_j)`` (Themis Eq. 1, as evaluated by
+  Shockwave): ``T_iso`` is the job's run time alone on the cluster with its gang (its whole
+  batch-size schedule, on its fastest type) and ``c_j`` the contention it faced:
+  ``contention="static"`` uses one factor for every job, ``max(1, N / M)`` with ``N`` the jobs
+  in the workload and ``M`` the GPUs (the Shockwave artifact's evaluation);
+  ``contention="dynamic"`` uses ``N_avg(j) = max(1, mean over [arrival_j, finish_j] of
+  active jobs / M)`` (Shockwave App. G.2's contention factor, measured after the fact);
+* **worst rho**, **unfair fraction** -- the largest ``rho`` and the share of jobs with
+  ``rho > unfair_threshold`` (the paper counts ``rho > 1``; the artifact ``rho > 1.05``);
+* **utilization** -- GPU-seconds held by jobs over ``M * makespan``;
+* **preemptions** -- rounds in which a running, unfinished job was stopped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from .._validation import as_option, as_positive_float
+from ..errors import InputError
+from ..results import require_pandas
+from .simulator import SimulationResult
+
+__all__ = ["compare", "contention", "finish_time_fairness", "job_metrics", "summarize",
+           "utilization"]
+
+CONTENTION = ("static", "dynamic")
+
+
+def _check(result: Any) -> SimulationResult:
+    if not isinstance(result, SimulationResult):
+        raise InputError(f"result must be a SimulationResult, got {type(result).__name__}",
+                         argument="result")
+    return result
+
+
+def contention(result: SimulationResult, kind: str = "static") -> np.ndarray:
+    """Contention factor ``c_j`` of every job (see the module docstring), shape (n,).
+
+    Examples
+    --------
+    >>> import fairalloc as fa
+    >>> from fairalloc.sim import Workload, simulate
+    >>> w = Workload.from_arrays([0.0, 0.0], [[1.0], [1.0]], [360.0, 360.0])
+    >>> r = simulate(w, fa.Cluster({"gpu": 1}), "fifo")
+    >>> contention(r).tolist(), contention(r, "dynamic").tolist()
+    ([2.0, 2.0], [2.0, 1.5])
+    """
+    r = _check(result)
+    kind = as_option(kind, "kind", CONTENTION)
+    M = r.cluster.total_workers
+    n = r.workload.n
+    if kind == "static":
+        return np.full(n, max(1.0, n / M))
+    a, f = r.workload.arrival, r.finish
+    start = r.round_time
+    end = np.minimum(start + r.round_duration, np.r_[start[1:], np.inf])
+    overlap = np.clip(np.minimum(f[:, None], end[None, :])
+                      - np.maximum(a[:, None], start[None, :]), 0.0, None)
+    life = np.maximum(f - a, 1e-12)
+    return np.maximum(1.0, (overlap @ r.round_active) / life / M)
+
+
+def finish_time_fairness(result: SimulationResult, contention_kind: str = "static"
+                         ) -> np.ndarray:
+    """``rho_j = JCT_j / (T_iso_j * c_j)`` of every job, shape (n,)."""
+    r = _check(result)
+    return r.jct / (r.workload.isolated_seconds * contention(r, contention_kind))
+
+
+def utilization(result: SimulationResult) -> float:
+    """GPU-seconds held by jobs over ``M * makespan`` (in ``[0, 1]``)."""
+    r = _check(result)
+    span = r.makespan
+    if span <= 0:
+        return 0.0
+    return float(r.gpu_seconds.sum() / (r.cluster.total_workers * span))
+
+
+def job_metrics(result: SimulationResult, *, contention_kind: str = "static") -> Any:
+    """Per-job metrics as a :class:`pandas.DataFrame` (index: job ids).
+
+    Columns: ``model``, ``mode``, ``scale_factor``, ``arrival``, ``start``, ``finish``,
+    ``jct``, ``queueing`` (first start minus arrival), ``isolated`` (``T_iso``),
+    ``contention``, ``rho``, ``attained``, ``gpu_seconds``, ``preemptions``, ``restarts``.
+    """
+    pd = require_pandas()
+    r = _check(result)
+    w = r.workload
+    c = contention(r, contention_kind)
+    return pd.DataFrame({
+        "model": list(w.model), "mode": list(w.mode),
+        "scale_factor": w.scale_factor.astype(int), "arrival": w.arrival, "start": r.start,
+        "finish": r.finish, "jct": r.jct, "queueing": r.start - w.arrival,
+        "isolated": w.isolated_seconds, "contention": c,
+        "rho": r.jct / (w.isolated_seconds * c), "attained": r.attained,
+        "gpu_seconds": r.gpu_seconds, "preemptions": r.preemptions, "restarts": r.restarts,
+    }, index=pd.Index(list(w.ids), name="job"))
+
+
+def summarize(result: SimulationResult, *, contention_kind: str = "static",
+              unfair_threshold: float = 1.0) -> dict[str, float]:
+    """Headline metrics of one simulation.
+
+    Returns
+    -------
+    dict
+        ``makespan``, ``avg_jct``, ``p99_jct``, ``avg_rho``, ``worst_rho``,
+        ``unfair_fraction``, ``utilization``, ``preemptions``, ``restarts``, ``rounds``,
+        ``policy_seconds``.
+
+    Examples
+    --------
+    >>> import fairalloc as fa
+    >>> from fairalloc.sim import Workload, simulate
+    >>> w = Workload.from_arrays([0.0, 0.0], [[1.0], [1.0]], [360.0, 720.0])
+    >>> s = summarize(simulate(w, fa.Cluster({"gpu": 2}), "fifo"))
+    >>> s["makespan"], s["avg_jct"], s["worst_rho"], s["utilization"]
+    (720.0, 540.0, 1.0, 0.75)
+    """
+    r = _check(result)
+    thr = as_positive_float(unfair_threshold, "unfair_threshold")
+    rho = finish_time_fairness(r, contention_kind)
+    jct = r.jct
+    return {
+        "makespan": r.makespan,
+        "avg_jct": float(jct.mean()),
+        "p99_jct": float(np.percentile(jct, 99)),
+        "avg_rho": float(rho.mean()),
+        "worst_rho": float(rho.max()),
+        "unfair_fraction": float((rho > thr).mean()),
+        "utilization": utilization(r),
+        "preemptions": int(r.preemptions.sum()),
+        "restarts": int(r.restarts.sum()),
+        "rounds": int(r.round_time.shape[0]),
+        "policy_seconds": float(r.policy_seconds),
+    }
+
+
+def compare(results: Sequence[SimulationResult] | Mapping[str, SimulationResult], **kw: Any
+            ) -> Any:
+    """One row per simulation (index: the policy name, or the mapping's keys) of
+    :func:`summarize`'s metrics, as a :class:`pandas.DataFrame`."""
+    pd = require_pandas()
+    if isinstance(results, Mapping):
+        items = list(results.items())
+    else:
+        items = [(_check(r).policy, r) for r in results]
+    if not items:
+        raise InputError("results is empty", argument="results")
+    rows = {name: summarize(r, **kw) for name, r in items}
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("policy")
