@@ -509,6 +509,14 @@ class ShockwavePolicy(BasePolicy):
         ``K`` of an Accordion job's regime model (grown when a job shows more regimes).
     contention : {"jobs", "gpus"}
         Demand counted by the contention factor: active jobs (paper) or their GPUs.
+    execution : {"counts", "columns"}
+        How a plan is executed between re-plans. The plan's objective depends only on how
+        many rounds each job gets in the window, not on which, so ``"counts"`` (default)
+        runs, each round, the jobs that still have planned rounds left in decreasing order
+        of their FTF estimate (most at risk first) and decrements their counts;
+        ``"columns"`` runs the plan's next column as packed by the planner (least slack
+        first), which -- re-planned at every arrival -- keeps pushing a pending job's few
+        planned rounds to the end of the sliding window.
     **plan_kw
         Passed to :func:`fairalloc.plan_schedule` (``method``, ``time_limit``, ``mip_gap``,
         ``work_conservation``, ...).
@@ -518,21 +526,27 @@ class ShockwavePolicy(BasePolicy):
 
     def __init__(self, *, k: float = 5.0, lam: float = 1e-3, window: int = 20,
                  forecast: str = "restatement", replan: str = "reactive",
-                 accordion_regimes: int = 6, contention: str = "jobs", **plan_kw: Any) -> None:
+                 accordion_regimes: int = 6, contention: str = "jobs",
+                 execution: str = "counts", **plan_kw: Any) -> None:
         from ..schedule import ReplanPolicy
 
         forecast = as_option(forecast, "forecast", ("restatement", "bayesian", "greedy",
                                                     "oracle"))
         contention = as_option(contention, "contention", ("jobs", "gpus"))
         window = as_positive_int(window, "window")
+        execution = as_option(execution, "execution", ("counts", "columns"))
         super().__init__(k=k, lam=lam, window=window, forecast=forecast, replan=replan,
-                         accordion_regimes=accordion_regimes, contention=contention, **plan_kw)
+                         accordion_regimes=accordion_regimes, contention=contention,
+                         execution=execution, **plan_kw)
+        self.execution = execution
         self.k, self.lam, self.window = float(k), float(lam), window
         self.forecast, self.contention = forecast, contention
         self.accordion_regimes = as_positive_int(accordion_regimes, "accordion_regimes")
         self.replan_policy = ReplanPolicy(replan)
         self.plan_kw = plan_kw
         self._plan: dict[Hashable, np.ndarray] = {}
+        self._left: dict[Hashable, int] = {}
+        self._ftf: dict[Hashable, float] = {}
         self._planned = 0
         self._elapsed = 0
         self.plans = 0
@@ -542,6 +556,7 @@ class ShockwavePolicy(BasePolicy):
               seed: int) -> None:
         super().reset(workload, cluster, round_duration=round_duration, seed=seed)
         self._plan, self._planned, self._elapsed, self.plans = {}, 0, 0, 0
+        self._left, self._ftf = {}, {}
         self.plan_seconds = 0.0
 
     def _model(self, v: JobView, i: int) -> Any:
@@ -600,8 +615,10 @@ class ShockwavePolicy(BasePolicy):
                                 demand=demand)
         ftf = ftf_estimate(v.attained, v.waiting, remaining, nav)
         jobs = []
+        self._ftf = {}
         for i, fc in enumerate(fcs):
             ftf_i = float(ftf[i]) if np.isfinite(ftf[i]) and ftf[i] > 0 else 1.0
+            self._ftf[v.ids[i]] = ftf_i
             regimes = fc.regimes
             left = float(v.total_epochs[i]) - fc.done_epochs
             if not regimes or left <= 0:
@@ -614,6 +631,7 @@ class ShockwavePolicy(BasePolicy):
                              lam=self.lam, **self.plan_kw)
         sched = np.asarray(plan.schedule, dtype=bool)
         self._plan = dict(zip(v.ids, sched, strict=True))
+        self._left = dict(zip(v.ids, sched.sum(axis=1).tolist(), strict=True))
         self._planned, self._elapsed = sched.shape[1], 0
         self.plans += 1
         self.plan_seconds += time.perf_counter() - t0
@@ -628,12 +646,27 @@ class ShockwavePolicy(BasePolicy):
             self._replan(state)
         col = self._elapsed
         self._elapsed += 1
-        run = np.array([bool(self._plan[i][col]) for i in v.ids])
         cluster = state.cluster.cluster
-        # planned jobs first (longest remaining first within), then fill idle GPUs
         rem = np.min(v.remaining_seconds, axis=1)
-        priority = np.where(run, 0.0, 1.0) * (rem.max(initial=0.0) + 1.0) * 2.0 - rem
-        return pack_by_priority(v, cluster, priority)
+        fill = rem.max(initial=0.0) + 1.0
+        if self.execution == "columns":
+            run = np.array([bool(self._plan[i][col]) for i in v.ids])
+            # the column's jobs (longest remaining first), then idle GPUs to the others
+            priority = np.where(run, -rem, 2.0 * fill - rem)
+        else:
+            left = np.array([self._left[i] for i in v.ids])
+            run = left > 0
+            ftf = np.array([self._ftf[i] for i in v.ids])
+            # planned jobs most at risk first; idle GPUs to the longest remaining (App. H)
+            order = np.lexsort((-rem, -ftf))
+            rank = np.empty(v.n)
+            rank[order] = np.arange(v.n)
+            priority = np.where(run, rank, v.n + fill - rem)
+        sched = pack_by_priority(v, cluster, priority)
+        ran = np.asarray(sched.gpus).sum(axis=1) > 0
+        for i in np.flatnonzero(ran & run).tolist():
+            self._left[v.ids[i]] -= 1
+        return sched
 
 
 # --------------------------------------------------------------------------------------------

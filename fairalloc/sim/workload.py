@@ -266,8 +266,9 @@ class ThroughputTable:
 
     def batch_sizes(self, model: str, scale_factor: int) -> list[int]:
         """Batch sizes the table has for ``model`` with a gang of ``scale_factor`` (sorted)."""
-        return sorted(b for (m, b, s) in self._rates
-                      if m == model and s == int(scale_factor) and b is not None)
+        return sorted(b for (m, b, s), r in self._rates.items()
+                      if m == model and s == int(scale_factor) and b is not None
+                      and (r > 0).any())
 
     def restrict(self, types: Sequence[str]) -> ThroughputTable:
         """The same table with only (and in the order of) ``types``."""
@@ -730,7 +731,9 @@ def _job_from_config(table: ThroughputTable, *, model: str, batch: int | None, s
         return spec, float(batch or 1)
     it_per_epoch = math.ceil(info.dataset_size / batch)
     epochs_total = steps / it_per_epoch
-    sizes = [b for b in table.batch_sizes(model, sf) if b >= batch] or [batch]
+    # batch sizes the job can switch to: runnable wherever its initial configuration is
+    sizes = [b for b in table.batch_sizes(model, sf) if b >= batch
+             and bool((table.rate(model, b, sf)[base > 0] > 0).all())] or [batch]
     cap = max(sizes)
     per_epoch = batch_size_schedule(mode, model, batch, int(math.ceil(epochs_total)), cap)
     # only batch sizes the table has (a doubling to a size it lacks stays at the last one)
