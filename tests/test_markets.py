@@ -10,8 +10,7 @@ from hypothesis import strategies as st
 import fairalloc as fa
 from fairalloc import markets as mk
 from fairalloc.properties import check_market
-
-from .market_strategies import budgets, supplies, utilities
+from fairalloc.testing.strategies import budgets, supplies, utilities
 
 
 # --- hand-checked equilibria ------------------------------------------------------------------

@@ -1,0 +1,134 @@
+"""pytest integration of :mod:`fairalloc.testing` (registered as the ``fairalloc`` plugin).
+
+Installing fairalloc registers this module through the ``pytest11`` entry point, so every
+pytest run gets:
+
+* the marker ``fairalloc_property`` on each test made by
+  :func:`parametrize_with_property_checks` (select or skip them with
+  ``-m fairalloc_property`` / ``-m "not fairalloc_property"``);
+* ``--fairalloc-profile {deterministic,nondeterministic}`` (sets
+  ``FAIRALLOC_HYPOTHESIS_PROFILE``) and ``--fairalloc-max-examples N`` (sets
+  ``FAIRALLOC_MAX_EXAMPLES``, overriding ``max_examples`` of every property check);
+* a header line naming the profile in force.
+
+The plugin imports neither hypothesis nor numpy until a property check runs, so it costs
+nothing in projects that do not use it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from typing import Any
+
+__all__ = ["parametrize_with_property_checks"]
+
+PROFILE_ENV = "FAIRALLOC_HYPOTHESIS_PROFILE"
+MAX_EXAMPLES_ENV = "FAIRALLOC_MAX_EXAMPLES"
+MARKER = "fairalloc_property"
+_PROFILES = ("deterministic", "nondeterministic")
+
+
+def parametrize_with_property_checks(
+    policy: Callable[..., Any] | Sequence[Callable[..., Any]],
+    properties: str | Sequence[str] = ("sharing_incentive", "envy_free", "pareto_optimal"),
+    max_examples: int = 100,
+    seed: int | None = 0,
+    *,
+    domain: Any = "market",
+    tol: float = 1e-6,
+) -> Any:
+    """A pytest ``parametrize`` mark with one test per property (and per policy).
+
+    The parameter is ``check``: calling ``check()`` runs :func:`fairalloc.testing.check_policy`
+    for that one property and raises :class:`fairalloc.testing.PropertyCheckError` (an
+    ``AssertionError``) whose message is the report with the shrunk counterexample.
+
+    Parameters
+    ----------
+    policy : callable or sequence of callables
+        The policy (or policies) under test.
+    properties, max_examples, seed, domain, tol
+        As in :func:`fairalloc.testing.check_policy`.
+
+    Examples
+    --------
+    In a test file::
+
+        from fairalloc.testing import parametrize_with_property_checks
+
+        @parametrize_with_property_checks(my_policy, ["envy_free", "sharing_incentive"])
+        def test_my_policy(check):
+            check()
+
+    gives the tests ``test_my_policy[envy_free]`` and ``test_my_policy[sharing_incentive]``.
+    """
+    import pytest
+
+    from .checks import PropertyCheck, _policy_name, property_names
+
+    policies = list(policy) if isinstance(policy, Sequence) else [policy]
+    if not policies:
+        from ..errors import InputError
+
+        raise InputError("policy is an empty sequence", argument="policy")
+    names = property_names(properties, domain)
+    params = []
+    for pol in policies:
+        for name in names:
+            check = PropertyCheck(pol, name, max_examples, seed, domain, tol)
+            label = name if len(policies) == 1 else f"{_policy_name(pol)}-{name}"
+            params.append(pytest.param(check, id=label, marks=getattr(pytest.mark, MARKER)))
+    return pytest.mark.parametrize("check", params)
+
+
+# --------------------------------------------------------------------------------------------
+# hooks
+# --------------------------------------------------------------------------------------------
+_saved: dict[str, str | None] = {}
+
+
+def pytest_addoption(parser: Any) -> None:
+    group = parser.getgroup("fairalloc", "fairalloc property checks")
+    group.addoption("--fairalloc-profile", choices=_PROFILES, default=None,
+                    help=f"hypothesis profile of fairalloc property checks (sets {PROFILE_ENV}; "
+                         "default deterministic)")
+    group.addoption("--fairalloc-max-examples", type=int, default=None, metavar="N",
+                    help=f"examples per fairalloc property check, overriding max_examples "
+                         f"(sets {MAX_EXAMPLES_ENV})")
+
+
+def _set_env(name: str, value: str) -> None:
+    _saved.setdefault(name, os.environ.get(name))
+    os.environ[name] = value
+
+
+def pytest_configure(config: Any) -> None:
+    config.addinivalue_line(
+        "markers", f"{MARKER}: a fairalloc.testing property check of an allocation policy")
+    profile = config.getoption("fairalloc_profile", default=None)
+    if profile:
+        _set_env(PROFILE_ENV, profile)
+    count = config.getoption("fairalloc_max_examples", default=None)
+    if count is not None:
+        if count < 1:
+            import pytest
+
+            raise pytest.UsageError("--fairalloc-max-examples must be a positive integer")
+        _set_env(MAX_EXAMPLES_ENV, str(count))
+
+
+def pytest_unconfigure(config: Any) -> None:
+    for name, value in _saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+    _saved.clear()
+
+
+def pytest_report_header(config: Any) -> str:
+    profile = os.environ.get(PROFILE_ENV, "").strip() or "deterministic"
+    extra = os.environ.get(MAX_EXAMPLES_ENV, "").strip()
+    tail = f", max_examples {extra}" if extra else ""
+    return f"fairalloc.testing: hypothesis profile {profile!r}{tail} ({PROFILE_ENV})"
