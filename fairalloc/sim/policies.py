@@ -319,9 +319,10 @@ class TiresiasLAS(BasePolicy):
     A job's *attained service* is its GPU-time (gang size x time run, "2D"). Jobs sit in
     priority queues by attained service: queue ``q`` holds the jobs with
     ``thresholds[q-1] <= attained < thresholds[q]``; queues are served in order, FIFO (by
-    arrival) within a queue. A job that has waited longer than ``promote_knob`` times the time
-    it has run since it last started is promoted to the first queue (Tiresias's starvation
-    knob). Heterogeneity-agnostic by default: types in the cluster's order.
+    arrival) within a queue. A job that has run before and has now waited at least
+    ``promote_knob`` times the time it has run is promoted to the first queue (Tiresias's
+    starvation knob; new jobs start in the first queue anyway). Heterogeneity-agnostic by
+    default: types in the cluster's order.
 
     Parameters
     ----------
@@ -513,7 +514,8 @@ class ShockwavePolicy(BasePolicy):
         How a plan is executed between re-plans. The plan's objective depends only on how
         many rounds each job gets in the window, not on which, so ``"counts"`` (default)
         runs, each round, the jobs that still have planned rounds left in decreasing order
-        of their FTF estimate (most at risk first) and decrements their counts;
+        of their FTF estimate (most at risk first; shortest remaining time among equals)
+        and decrements their counts;
         ``"columns"`` runs the plan's next column as packed by the planner (least slack
         first), which -- re-planned at every arrival -- keeps pushing a pending job's few
         planned rounds to the end of the sliding window.
@@ -657,8 +659,9 @@ class ShockwavePolicy(BasePolicy):
             left = np.array([self._left[i] for i in v.ids])
             run = left > 0
             ftf = np.array([self._ftf[i] for i in v.ids])
-            # planned jobs most at risk first; idle GPUs to the longest remaining (App. H)
-            order = np.lexsort((-rem, -ftf))
+            # planned jobs most at risk first (shortest remaining among equals: finishing a
+            # job early never costs a planned round); idle GPUs to the longest remaining
+            order = np.lexsort((rem, -ftf))
             rank = np.empty(v.n)
             rank[order] = np.arange(v.n)
             priority = np.where(run, rank, v.n + fill - rem)

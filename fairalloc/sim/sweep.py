@@ -174,6 +174,7 @@ def sweep_tasks(
               *sorted((k, _freeze(v)) for k, v in extra.items()))
     else:
         extra.setdefault("types", list(cluster))
+        extra.setdefault("max_scale_factor", min(cluster.values()))
         wl = (("kind", "poisson"), ("num_jobs", as_positive_int(num_jobs, "num_jobs")),
               *sorted((k, _freeze(v)) for k, v in extra.items()))
     grid = dict(params or {})

@@ -399,7 +399,7 @@ class Workload:
     Attributes
     ----------
     types : tuple of str
-        Accelerator types.
+        Accelerator types (a simulated cluster must have the same types, in this order).
     ids : tuple
         Job labels.
     arrival, scale_factor, weight, scaling : ndarray, shape (n,)
@@ -547,7 +547,8 @@ class Workload:
                     ids: Sequence[Hashable] | None = None) -> Workload:
         """Static jobs from throughputs: job ``i`` runs ``steps[i]`` steps at
         ``throughput[i, j]`` steps/s on type ``j`` (one regime holding a single epoch of
-        ``steps[i]`` iterations).
+        ``steps[i]`` iterations). Types default to ``("gpu",)`` for one column, else
+        ``("gpu0", "gpu1", ...)``.
 
         Examples
         --------
@@ -568,7 +569,9 @@ class Workload:
             scale_factor, "scale_factor", ndim=1, shape=(n,), positive=True, integer=True)
         w = np.ones(n) if weight is None else as_array(weight, "weight", ndim=1, shape=(n,),
                                                        positive=True)
-        types = tuple(types) if types is not None else tuple(f"type{j}" for j in range(k))
+        if types is None:
+            types = ("gpu",) if k == 1 else tuple(f"gpu{j}" for j in range(k))
+        types = tuple(types)
         if len(types) != k:
             raise InputError(f"types has {len(types)} names for {k} throughput columns",
                              argument="types")
@@ -908,7 +911,7 @@ def poisson_workload(
     Examples
     --------
     >>> w = poisson_workload(5, rate=4.0, seed=1)
-    >>> w.n, w.arrival[0], bool((np.diff(w.arrival) >= 0).all())
+    >>> w.n, float(w.arrival[0]), bool((np.diff(w.arrival) >= 0).all())
     (5, 0.0, True)
     >>> bool((poisson_workload(5, rate=4.0, seed=1).arrival == w.arrival).all())
     True
