@@ -405,6 +405,11 @@ def single_job_rho(
     return t_sh / t_id
 
 
+def _upper_median(times: np.ndarray) -> float:
+    """The median job's iteration time; the larger middle value for an even count."""
+    return float(np.sort(times)[times.size // 2])
+
+
 def _halving_jobs(first: int, phases: int) -> np.ndarray:
     return np.maximum(np.ceil(first / 2.0 ** np.arange(phases)), 1).astype(int)
 
@@ -431,7 +436,9 @@ def successive_halving_rho(
     shared finish time is ``T_sh = elapsed + sum_p T_sh(p)`` where ``T_sh(p)`` is the finish
     time of the phase's slowest job. The current phase uses its jobs' own iteration times;
     future phases, whose survivors are not known yet, use the *median* iteration time of the
-    current jobs (§4.3.3). ``T_id = N_avg * budget / min(R_C, app_demand_max)`` with
+    current jobs (§4.3.3); with an even number of jobs the upper median (the pessimistic one,
+    as in the paper's revised bid, where the survivors 120 s and 100 s give 120 s).
+    ``T_id = N_avg * budget / min(R_C, app_demand_max)`` with
     ``app_demand_max = job_demand_max * max_p phase_jobs[p]``.
 
     Parameters
@@ -513,7 +520,7 @@ def successive_halving_rho(
     rc = as_positive_int(cluster_gpus, "cluster_gpus")
     n_avg = _contention(contention)
     el = as_positive_float(elapsed, "elapsed", allow_zero=True)
-    median = float(np.median(times))
+    median = _upper_median(times)
     width = int(max(J, jobs[p0:].max()))
     work = np.zeros((P - p0, width))
     work[0, :J] = left * times
@@ -730,7 +737,7 @@ class SuccessiveHalvingApp(_App):
         self.phase_iters = as_array(phase_iters, "phase_iters", ndim=1, positive=True)
         self.phase_jobs = _halving_jobs(times.size, self.phase_iters.size)
         self.job_demand_max = as_positive_int(job_demand_max, "job_demand_max")
-        median = float(np.median(times))
+        median = _upper_median(times)
         plan = float(self.phase_iters[0] * times.sum()
                      + median * (self.phase_iters[1:] * self.phase_jobs[1:]).sum())
         self.budget = plan if budget is None else as_positive_float(budget, "budget")
@@ -790,13 +797,20 @@ class SuccessiveHalvingApp(_App):
         self.left = np.full(self.times.size, float(self.phase_iters[self.phase]))
 
     def time_to_finish(self, num_gpus: int, slowdown: float) -> float:
+        """Estimated seconds to finish: this phase, then later phases with the median job."""
         if self.finished:
             return 0.0
         if num_gpus <= 0:
             return math.inf
-        # time of the current phase (later phases need a survivor draw; the auction re-plans
-        # at each phase boundary through its lease anyway)
-        return self._phase_time(num_gpus, slowdown)
+        p0 = self.phase
+        median = _upper_median(self.times)
+        width = int(max(self.times.size, self.phase_jobs[p0:].max()))
+        work = np.zeros((self.phase_iters.size - p0, width))
+        work[0, :self.times.size] = self.left * self.times
+        future = np.arange(width)[None, :] < self.phase_jobs[p0 + 1:, None]
+        work[1:] = np.where(future, (self.phase_iters[p0 + 1:] * median)[:, None], 0.0)
+        return float(_phase_time(np.array(float(num_gpus)), np.array(float(slowdown)), work,
+                                 float(self.job_demand_max), "balanced"))
 
 
 class CurveStoppingApp(_App):
