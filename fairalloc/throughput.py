@@ -310,6 +310,7 @@ class _StageSolver:
             up = np.concatenate([up, np.full(lower.size, np.inf)])
         self.A, self.lo, self.up, self.cap_rows = A, lo, up, cap_rows
         self.fixed: list[tuple[sp.csr_matrix, np.ndarray]] = []
+        self.warm: tuple[np.ndarray, np.ndarray] | None = None  # fast paths' last solution
         self.iterations = 0
         self.solves = 0
 
@@ -644,8 +645,9 @@ class ThroughputPolicy:
         xcol = res.x[: self.inst.E]
         if wc:
             solver.fix(stage, res.value)
-            wres = solver.run(_Linear(self._wc_objective(), "work-conserving"),
-                              "work-conserving")
+            wstage = _Linear(self._wc_objective(), "work-conserving")
+            wres = (_fast_floor(solver, wstage) if method == "fast"
+                    else solver.run(wstage, "work-conserving"))
             certs.append(wres.cert)
             xcol = wres.x[: self.inst.E]
         cert = solver.certify(res, stage, xcol)
@@ -1434,15 +1436,19 @@ _FAST_MIN_JOBS = 64  # below this the full LP is as fast
 def _fast_level(solver: _StageSolver, stage: _Level, *, max_rounds: int = 30) -> _StageResult:
     """Exact solve of a level stage ``max theta: C x - b theta >= h`` exploiting its structure.
 
-    Only the ``k`` capacity rows and ``theta`` couple the jobs. A job served by a single
-    column ``e`` (type ``j``) needs exactly ``x_e = (h_m + b_m theta) / a_e`` at the optimum
-    (more is never needed), so its capacity use is affine in ``theta`` and folds into the
-    capacity rows; only jobs whose best column is ambiguous keep their own variables and rows.
-    The restricted master LP (``k`` rows plus two per ambiguous job) is solved by HiGHS; the
-    duals of every job follow in closed form (``lambda_m = (s_m p_j + mu_m) / a_e``), every
-    column of the full LP is priced, columns with positive reduced cost are added, and the loop
-    ends when the full LP's independent certificate (:func:`lp_certificate` on the complete
-    program with the assembled duals) passes. Falls back to the full LP if it cannot.
+    Only the ``k`` capacity rows and ``theta`` couple the jobs. At given capacity prices each
+    job's cheapest way to reach its level ``L_m = h_m + b_m theta`` is a vertex of its own
+    small polytope ``{a_m . x_m = L_m, sum x_m <= 1, x_m >= 0}``: one column at
+    ``x_e = L_m / a_e``, or two columns splitting its whole time. Either way its capacity use
+    is *affine in theta*, so a job whose vertex is clear folds into the ``k`` capacity rows;
+    only jobs near a tie keep their own variables and rows. The restricted master LP is solved
+    by HiGHS, every job's duals follow in closed form (one column:
+    ``lambda = s p_j / a_e``; a split: ``lambda = s (p_j' - p_j) / (a_e' - a_e)``,
+    ``mu = lambda a_e - s p_j``), every column of the full LP is priced, jobs with positive
+    reduced costs get their own variables, and the loop ends when the full LP's independent
+    certificate (:func:`lp_certificate` on the complete program with the assembled duals)
+    passes. Initial prices come from the LP on a random sample of the jobs with proportionally
+    scaled capacity. Falls back to the full LP if it cannot finish.
     """
     inst = solver.inst
     n, k, E = inst.n, inst.k, inst.E
@@ -1454,29 +1460,30 @@ def _fast_level(solver: _StageSolver, stage: _Level, *, max_rounds: int = 30) ->
     s_e = inst.col_workers
     a = np.asarray(stage.C[owner, np.arange(E)]).ravel()
     b, h = stage.b, stage.h
-    starts = np.searchsorted(owner, np.arange(n))
     need = (b > 0) | (h > 0)
-    # --- initial prices from a sample of the jobs (capacity scaled to the sample) ---------
+    col = np.full((n, k), -1)
+    col[owner, typ] = np.arange(E)
+    A = np.zeros((n, k))
+    A[owner, typ] = a
+    s = inst.jobs.scale_factor
     p, theta = _sample_prices(solver, stage, a)
-    # --- each job's cheapest column (ties: the one needing least time) --------------------
-    score = s_e * p[typ] / np.maximum(a, 1e-300)
-    key = score - 1e-15 * a
-    best = np.minimum.reduceat(key, starts)
-    choice = _first_candidate(key <= best[owner], owner, starts, n)
-    near = score <= np.minimum.reduceat(score, starts)[owner] * 1.001
-    explicit = need & (np.bincount(owner, weights=near.astype(float), minlength=n) > 1)
-    iterations, solves = 0, 0
+    vert = _choose_vertices(A, col, s, p, h + b * theta, band=0.01)
+    explicit = need & vert.ambiguous
+    iterations = solves = 0
+    refined = False
     for _ in range(max_rounds):
         agg = need & ~explicit
-        out = _solve_master(inst, stage, a, agg, choice, explicit, solver)
+        out = _solve_master(inst, stage, a, agg, vert, explicit)
         if out is None:
             break
-        xcol, theta, lam, mu, p, it = out
+        xcol, theta, lam, mu, p, it, bound_jobs = out
         iterations += it
         solves += 1
         red = lam[owner] * a - mu[owner] - s_e * p[typ]
-        viol = red > 1e-9 * (1.0 + lam[owner] * a)
-        if not viol.any():
+        # explicit jobs have all their columns in the master: a positive reduced cost there
+        # is solver tolerance, judged by the certificate below
+        viol = (red > 1e-9 * (1.0 + lam[owner] * a)) & ~explicit[owner]
+        if not viol.any() and not bound_jobs.any():
             lp = solver._program(stage)
             v = solver.point(stage, inst.repair(xcol))
             duals = np.concatenate([-mu, -p, lam])
@@ -1485,26 +1492,78 @@ def _fast_level(solver: _StageSolver, stage: _Level, *, max_rounds: int = 30) ->
             if cert.ok:
                 solver.iterations += iterations
                 solver.solves += solves
+                solver.warm = (v[:E], explicit.copy())
                 return _StageResult(lp, v, duals, cert.primal_value, cert, iterations,
                                     solver.cap_rows)
             break
+        if not refined:
+            # the master's prices are close to optimal: choose the vertices again around
+            # them with a tight band (later rounds only add jobs)
+            refined = True
+            vert = _choose_vertices(A, col, s, p, h + b * theta, band=0.002)
+            explicit = need & (vert.ambiguous | (mu > 0) & explicit)
         explicit[owner[viol]] = True
-        # theta stopped at an aggregated job's full time: the jobs whose full time comes
-        # soon after also get their own columns (avoids one round per saturating job)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            sat_level = np.where(b > 0, (a[choice] - h) / b, np.inf)
-        explicit |= need & (sat_level <= theta + 0.05 * max(abs(theta), 1e-12))
+        explicit |= bound_jobs
     solver.iterations += iterations
     solver.solves += solves
     return solver.run(stage, stage.name)
 
 
-def _first_candidate(cand: np.ndarray, owner: np.ndarray, starts: np.ndarray, n: int
-                     ) -> np.ndarray:
-    """Index of each job's first candidate column (its own first column if it has none)."""
-    idx = np.where(cand, np.arange(cand.size), cand.size)
-    first = np.minimum.reduceat(idx, starts)
-    return np.where(first < cand.size, first, starts)
+@dataclass
+class _Vertices:
+    """Each job's chosen vertex: columns ``e1, e2`` (``e2 = -1``: one column) and flags."""
+
+    e1: np.ndarray
+    e2: np.ndarray
+    lo: np.ndarray  # level range in which the vertex is valid
+    hi: np.ndarray
+    ambiguous: np.ndarray
+
+
+def _choose_vertices(A: np.ndarray, col: np.ndarray, s: np.ndarray, p: np.ndarray,
+                     L: np.ndarray, *, band: float) -> _Vertices:
+    """Cheapest vertex of every job's polytope at prices ``p`` and level ``L`` (vectorised).
+
+    ``ambiguous`` marks jobs with a second vertex within ``band`` of the cheapest cost, a level
+    within ``band`` of the vertex's validity range, or no valid vertex at all.
+    """
+    n, k = A.shape
+    c = s[:, None] * p[None, :]  # cost of one unit of time on each type
+    ok = col >= 0
+    cands_cost, cands = [], []
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for j in range(k):  # one column at x = L / a (valid while L <= a)
+            valid = ok[:, j] & (A[:, j] >= L) & (A[:, j] > 0)
+            cands_cost.append(np.where(valid, c[:, j] * L / A[:, j], np.inf))
+            cands.append((j, -1))
+        for j in range(k):  # two columns sharing the whole time (a_j < L < a_j')
+            for jp in range(k):
+                if jp == j:
+                    continue
+                valid = ok[:, j] & ok[:, jp] & (A[:, j] < L) & (L < A[:, jp])
+                d = A[:, jp] - A[:, j]
+                cost = (c[:, j] * (A[:, jp] - L) + c[:, jp] * (L - A[:, j])) / d
+                cands_cost.append(np.where(valid, cost, np.inf))
+                cands.append((j, jp))
+    C = np.stack(cands_cost, axis=1)
+    # ties: prefer the vertex with the most slack in its validity range
+    best = np.argmin(C, axis=1)
+    low = C[np.arange(n), best]
+    near = (C <= low[:, None] * (1 + band) + 1e-300).sum(axis=1) > 1
+    pj = np.array([q[0] for q in cands])[best]
+    pjp = np.array([q[1] for q in cands])[best]
+    rows = np.arange(n)
+    e1 = col[rows, pj]
+    two = pjp >= 0
+    e2 = np.where(two, col[rows, np.maximum(pjp, 0)], -1)
+    a1 = A[rows, pj]
+    a2 = np.where(two, A[rows, np.maximum(pjp, 0)], np.inf)
+    lo = np.where(two, a1, 0.0)
+    hi = np.where(two, a2, a1)
+    edge = (L >= hi * (1 - band)) | (two & (L <= lo * (1 + band)))
+    none = ~np.isfinite(low)
+    e1 = np.where(none, -1, e1)
+    return _Vertices(e1, e2, lo, hi, near | edge | none)
 
 
 def _sample_prices(solver: _StageSolver, stage: _Level, a: np.ndarray
@@ -1512,7 +1571,7 @@ def _sample_prices(solver: _StageSolver, stage: _Level, a: np.ndarray
     """Capacity prices and level of the stage restricted to a sample of jobs (scaled)."""
     inst = solver.inst
     n, k = inst.n, inst.k
-    m = min(n, 256)
+    m = min(n, max(256, n // 16))
     rng = np.random.default_rng(0)
     jobs = np.sort(rng.choice(n, size=m, replace=False))
     keep = np.isin(inst.mem_job, jobs)
@@ -1546,29 +1605,48 @@ def _sample_prices(solver: _StageSolver, stage: _Level, a: np.ndarray
 
 
 def _solve_master(inst: _Instance, stage: _Level, a: np.ndarray, agg: np.ndarray,
-                  col_of: np.ndarray, explicit: np.ndarray, solver: _StageSolver
-                  ) -> tuple | None:
-    """Solve the restricted master; return (xcol, theta, lambda, mu, prices, iterations)."""
+                  vert: _Vertices, explicit: np.ndarray) -> tuple | None:
+    """Solve the restricted master.
+
+    Returns ``(xcol, theta, lambda, mu, prices, iterations, bound_jobs)``; ``bound_jobs``
+    marks aggregated jobs whose vertex range stopped theta (they need their own variables).
+    """
     n, k, E = inst.n, inst.k, inst.E
     b, h = stage.b, stage.h
     s = inst.jobs.scale_factor
-    cap = inst.cap
-    # aggregated jobs: x = (h + b theta) / a on column col_of
+    typ = inst.col_type
     ag = np.flatnonzero(agg)
-    ce = col_of[ag]
-    ja = inst.col_type[ce]
-    coef_theta = np.bincount(ja, weights=s[ag] * b[ag] / a[ce], minlength=k)
-    const = np.bincount(ja, weights=s[ag] * h[ag] / a[ce], minlength=k)
-    # theta bounds from aggregated jobs: 0 <= (h + b theta) / a <= 1
-    pos = b[ag] > 0
-    ub_list = (a[ce] - h[ag])[pos] / b[ag][pos]
-    lb_list = -h[ag][pos] / b[ag][pos]
-    th_hi = float(ub_list.min()) if ub_list.size else np.inf
-    th_lo = float(lb_list.max()) if lb_list.size else -np.inf
-    fixed_bad = (~pos) & (h[ag] > a[ce] * (1 + 1e-12))
-    if fixed_bad.any() or th_lo > th_hi:
+    e1, e2 = vert.e1[ag], vert.e2[ag]
+    if (e1 < 0).any():
         return None
-    # explicit jobs
+    two = e2 >= 0
+    a1 = a[e1]
+    a2 = np.where(two, a[np.maximum(e2, 0)], 1.0)
+    d = np.where(two, a2 - a1, 1.0)
+    # x_e1 = al1 + be1 theta, x_e2 = al2 + be2 theta (affine in theta)
+    al1 = np.where(two, (a2 - h[ag]) / d, h[ag] / a1)
+    be1 = np.where(two, -b[ag] / d, b[ag] / a1)
+    al2 = np.where(two, (h[ag] - a1) / d, 0.0)
+    be2 = np.where(two, b[ag] / d, 0.0)
+    t1 = typ[e1]
+    t2 = np.where(two, typ[np.maximum(e2, 0)], 0)
+    const = (np.bincount(t1, weights=s[ag] * al1, minlength=k)
+             + np.bincount(t2, weights=s[ag] * al2 * two, minlength=k))
+    coef_theta = (np.bincount(t1, weights=s[ag] * be1, minlength=k)
+                  + np.bincount(t2, weights=s[ag] * be2 * two, minlength=k))
+    # validity range of each aggregated vertex: lo <= h + b theta <= hi
+    pos = b[ag] > 0
+    lo_v, hi_v = vert.lo[ag], vert.hi[ag]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        th_up = np.where(pos, (hi_v - h[ag]) / np.where(pos, b[ag], 1.0), np.inf)
+        th_dn = np.where(pos, (lo_v - h[ag]) / np.where(pos, b[ag], 1.0), -np.inf)
+    fixed_bad = ~pos & ((h[ag] > hi_v * (1 + 1e-12)) | (h[ag] < lo_v * (1 - 1e-12)))
+    if fixed_bad.any():
+        return None
+    th_hi = float(th_up.min(initial=np.inf))
+    th_lo = float(th_dn.max(initial=-np.inf))
+    if th_lo > th_hi:
+        return None
     ex = np.flatnonzero(explicit)
     cols = np.flatnonzero(explicit[inst.mem_job])
     nx = cols.size
@@ -1576,45 +1654,297 @@ def _solve_master(inst: _Instance, stage: _Level, a: np.ndarray, agg: np.ndarray
     remap[ex] = np.arange(ex.size)
     own = remap[inst.mem_job[cols]]
     r = ex.size
-    A = sp.vstack([
+    M = sp.vstack([
         sp.csr_matrix((np.r_[inst.col_workers[cols], coef_theta],
-                       (np.r_[inst.col_type[cols], np.arange(k)],
-                        np.r_[np.arange(nx), np.full(k, nx)])), shape=(k, nx + 1)),
+                       (np.r_[typ[cols], np.arange(k)], np.r_[np.arange(nx), np.full(k, nx)])),
+                      shape=(k, nx + 1)),
         sp.csr_matrix((np.ones(nx), (own, np.arange(nx))), shape=(r, nx + 1)),
         sp.csr_matrix((np.r_[a[cols], -b[ex]], (np.r_[own, np.arange(r)],
                                                  np.r_[np.arange(nx), np.full(r, nx)])),
                       shape=(r, nx + 1)),
     ], format="csr")
     lo = np.r_[np.full(k + r, -np.inf), h[ex]]
-    up = np.r_[cap - const, np.ones(r), np.full(r, np.inf)]
+    up = np.r_[inst.cap - const, np.ones(r), np.full(r, np.inf)]
+    # the objective is scaled by n so that the duals (which sum to 1 over the jobs) are of
+    # order one against the solver's absolute dual tolerance
+    scale = float(n)
     c = np.zeros(nx + 1)
-    c[-1] = -1.0
+    c[-1] = -scale
     # no column upper bounds (implied by the time rows): the duals stay on the rows
-    lp = LinearProgram.build(c, A, lo, up, np.r_[np.zeros(nx), th_lo],
+    lp = LinearProgram.build(c, M, lo, up, np.r_[np.zeros(nx), th_lo],
                              np.r_[np.full(nx, np.inf), th_hi])
-    sol = get_backend("highs").solve_lp(lp)
+    sol = get_backend("highs", solver="ipm" if r > 400 else "choose").solve_lp(lp)
     if sol.status != "optimal" or sol.x is None or sol.row_duals is None:
         return None
     theta = float(sol.x[-1])
-    p = np.maximum(-sol.row_duals[:k], 0.0)
+    y = sol.row_duals / scale
+    p = np.maximum(-y[:k], 0.0)
     mu = np.zeros(n)
     lam = np.zeros(n)
-    mu[ex] = np.maximum(-sol.row_duals[k: k + r], 0.0)
-    lam[ex] = np.maximum(sol.row_duals[k + r:], 0.0)
-    lam[ag] = s[ag] * p[ja] / a[ce]
-    # a bound of theta set by an aggregated job: its time row (or sign) is tight
-    deficit = 1.0 - float(b @ lam)
-    if abs(deficit) > 1e-12 and ag.size:
-        if deficit > 0 and np.isfinite(th_hi):
-            i = int(np.argmin(np.where(pos, (a[ce] - h[ag]) / np.where(pos, b[ag], 1), np.inf)))
-            m0 = ag[i]
-            mu[m0] = deficit * a[ce[i]] / b[m0]
-            lam[m0] += deficit / b[m0]
-        elif deficit < 0 and np.isfinite(th_lo):
-            i = int(np.argmax(np.where(pos, -h[ag] / np.where(pos, b[ag], 1), -np.inf)))
-            m0 = ag[i]
-            lam[m0] = max(lam[m0] + deficit / b[m0], 0.0)
+    mu[ex] = np.maximum(-y[k: k + r], 0.0)
+    lam[ex] = np.maximum(y[k + r:], 0.0)
+    c1 = s[ag] * p[t1]
+    c2 = s[ag] * p[t2]
+    lam[ag] = np.where(two, (c2 - c1) / d, c1 / a1)
+    mu[ag] = np.where(two, lam[ag] * a1 - c1, 0.0)
+    bound_jobs = np.zeros(n, dtype=bool)
+    tol = 1e-9 * max(1.0, abs(theta))
+    bound_jobs[ag] = pos & ((th_up <= theta + tol) | (th_dn >= theta - tol))
+    if (lam[ag] < -1e-12).any() or (mu[ag] < -1e-12).any():
+        bad = (lam[ag] < -1e-12) | (mu[ag] < -1e-12)
+        bound_jobs[ag[bad]] = True
+    lam = np.maximum(lam, 0.0)
+    mu = np.maximum(mu, 0.0)
     xcol = np.zeros(E)
     xcol[cols] = sol.x[:nx]
-    xcol[ce] = (h[ag] + b[ag] * theta) / a[ce]
-    return xcol, theta, lam, mu, p, sol.iterations
+    xcol[e1] = al1 + be1 * theta
+    xcol[np.maximum(e2, 0)[two]] = (al2 + be2 * theta)[two]
+    return xcol, theta, lam, mu, p, sol.iterations, bound_jobs
+
+
+def _fast_floor(solver: _StageSolver, stage: _Linear, *, max_rounds: int = 30) -> _StageResult:
+    """Exact solve of a *floor* stage ``max g @ x`` s.t. ``C x >= f`` (one fixed level block).
+
+    Used for the work-conserving stage and the water-filling bottleneck LPs, where the
+    objective of each job is a multiple ``omega_m`` of its level row (``g_e = omega_m a_e``;
+    true whenever both are per-job multiples of its throughput). At prices ``p`` each job's
+    best response is a vertex of ``{a . x >= L, sum x <= 1, x >= 0}`` (its floor on one column,
+    all its time on one column, or its time split between two columns at the floor), whose
+    capacity use is a constant: jobs with a clear vertex become constants and only the others
+    stay in the restricted master. Duals of every job follow in closed form; the loop adds the
+    jobs with positive reduced costs until the certificate of the full LP passes (else the
+    full LP is solved).
+    """
+    inst = solver.inst
+    n, k, E = inst.n, inst.k, inst.E
+    if (inst.pairs is not None or inst.placement or len(solver.fixed) != 1
+            or solver.A.shape[0] != n + k or n < _FAST_MIN_JOBS):
+        return solver.run(stage, stage.name)
+    C, f = solver.fixed[0]
+    owner = inst.mem_job
+    typ = inst.col_type
+    s_e = inst.col_workers
+    a = np.asarray(C[owner, np.arange(E)]).ravel()
+    if C.shape[0] != n or (a <= 0).any():
+        return solver.run(stage, stage.name)
+    omega_e = stage.g / a
+    starts = np.searchsorted(owner, np.arange(n))
+    omega = omega_e[starts]
+    if not np.allclose(omega_e, omega[owner], rtol=1e-12, atol=0.0) or (omega < 0).any():
+        return solver.run(stage, stage.name)
+    col = np.full((n, k), -1)
+    col[owner, typ] = np.arange(E)
+    A = np.zeros((n, k))
+    A[owner, typ] = a
+    s = inst.jobs.scale_factor
+    p = _floor_sample_prices(solver, stage, a, f, omega)
+    warm = getattr(solver, "warm", None)
+    if warm is not None:
+        # start from the previous stage's allocation (feasible here): each job keeps its
+        # vertex, jobs that are not at a vertex or near a better one are explicit
+        vert, explicit = _vertices_from_x(inst, A, col, a, f, warm[0])
+        explicit |= warm[1] | _floor_vertices(A, col, s, p, f, omega, band=0.01).ambiguous
+    else:
+        vert = _floor_vertices(A, col, s, p, f, omega, band=0.01)
+        explicit = vert.ambiguous.copy()
+    iterations = solves = 0
+    refined = False
+    for _ in range(max_rounds):
+        out = _solve_floor_master(inst, a, f, omega, vert, explicit)
+        if out is None:
+            if explicit.all():
+                break
+            vert = _floor_vertices(A, col, s, p, f, omega, band=0.05)
+            explicit |= vert.ambiguous
+            continue
+        xcol, lam, mu, p, it = out
+        iterations += it
+        solves += 1
+        red = omega[owner] * a + lam[owner] * a - mu[owner] - s_e * p[typ]
+        scale = 1.0 + omega[owner] * a + lam[owner] * a
+        viol = (red > 1e-9 * scale) & ~explicit[owner]
+        if not viol.any():
+            lp = solver._program(stage)
+            v = solver.point(stage, inst.repair(xcol))
+            duals = np.concatenate([-mu, -p, lam])
+            cert = lp_certificate(lp, v, duals, maximize=True, gap_tol=solver.gap_tol,
+                                  feas_tol=solver.feas_tol)
+            if cert.ok:
+                solver.iterations += iterations
+                solver.solves += solves
+                return _StageResult(lp, v, duals, cert.primal_value, cert, iterations,
+                                    solver.cap_rows)
+            break
+        if not refined:
+            refined = True
+            vert = _floor_vertices(A, col, s, p, f, omega, band=0.002)
+            explicit = vert.ambiguous | explicit & (lam + mu > 0)
+        explicit[owner[viol]] = True
+    solver.iterations += iterations
+    solver.solves += solves
+    return solver.run(stage, stage.name)
+
+
+def _floor_vertices(A: np.ndarray, col: np.ndarray, s: np.ndarray, p: np.ndarray,
+                    L: np.ndarray, omega: np.ndarray, *, band: float) -> _Vertices:
+    """Best vertex of each job's floor polytope for ``max omega a.x - s p.x`` (vectorised).
+
+    Kinds: ``e2 == -1``: floor on ``e1``; ``e2 == -2``: all time on ``e1``; ``e2 >= 0``:
+    time split between ``e1`` and ``e2`` at the floor; ``e1 == -1``: nothing (floor <= 0).
+    """
+    n, k = A.shape
+    c = s[:, None] * p[None, :]
+    ok = (col >= 0) & (A > 0)
+    vals, kinds = [], []
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pos = L > 0
+        vals.append(np.where(~pos, 0.0, -np.inf))
+        kinds.append((-1, -3))
+        for j in range(k):
+            fits = ok[:, j] & (A[:, j] >= L)
+            vals.append(np.where(fits & pos, omega * L - c[:, j] * L / A[:, j], -np.inf))
+            kinds.append((j, -1))
+            vals.append(np.where(fits, omega * A[:, j] - c[:, j], -np.inf))
+            kinds.append((j, -2))
+        for j in range(k):
+            for jp in range(k):
+                if jp == j:
+                    continue
+                valid = ok[:, j] & ok[:, jp] & (A[:, j] < L) & (L < A[:, jp])
+                d = A[:, jp] - A[:, j]
+                cost = (c[:, j] * (A[:, jp] - L) + c[:, jp] * (L - A[:, j])) / d
+                vals.append(np.where(valid, omega * L - cost, -np.inf))
+                kinds.append((j, jp))
+    V = np.stack(vals, axis=1)
+    best = np.argmax(V, axis=1)
+    top = V[np.arange(n), best]
+    gap = band * np.maximum(np.abs(top), 1e-12)
+    near = (V >= (top - gap)[:, None]).sum(axis=1) > 1
+    kj = np.array([q[0] for q in kinds])[best]
+    kk = np.array([q[1] for q in kinds])[best]
+    rows = np.arange(n)
+    e1 = np.where(kj >= 0, col[rows, np.maximum(kj, 0)], -1)
+    e2 = np.where(kk >= 0, col[rows, np.maximum(kk, 0)], np.where(kk == -3, -1, kk))
+    none = ~np.isfinite(top)
+    return _Vertices(e1, e2, np.zeros(n), np.zeros(n), near | none)
+
+
+def _floor_sample_prices(solver: _StageSolver, stage: _Linear, a: np.ndarray, f: np.ndarray,
+                         omega: np.ndarray) -> np.ndarray:
+    """Capacity prices of the floor stage restricted to a sample of jobs (capacity scaled)."""
+    inst = solver.inst
+    n, k = inst.n, inst.k
+    m = min(n, max(256, n // 16))
+    rng = np.random.default_rng(1)
+    jobs = np.sort(rng.choice(n, size=m, replace=False))
+    cols = np.flatnonzero(np.isin(inst.mem_job, jobs))
+    remap = np.full(n, -1)
+    remap[jobs] = np.arange(m)
+    own = remap[inst.mem_job[cols]]
+    Es = cols.size
+    frac = m / n
+    M = sp.vstack([
+        sp.csr_matrix((np.ones(Es), (own, np.arange(Es))), shape=(m, Es)),
+        sp.csr_matrix((inst.col_workers[cols], (inst.col_type[cols], np.arange(Es))),
+                      shape=(k, Es)),
+        sp.csr_matrix((a[cols], (own, np.arange(Es))), shape=(m, Es)),
+    ], format="csr")
+    lo = np.r_[np.full(m + k, -np.inf), f[jobs]]
+    up = np.r_[np.ones(m), inst.cap * frac, np.full(m, np.inf)]
+    lp = LinearProgram.build(-omega[inst.mem_job[cols]] * a[cols], M, lo, up, 0.0, np.inf)
+    sol = get_backend("highs").solve_lp(lp)
+    if sol.status != "optimal" or sol.row_duals is None:
+        return np.zeros(k)
+    return np.maximum(-sol.row_duals[m: m + k], 0.0)
+
+
+def _solve_floor_master(inst: _Instance, a: np.ndarray, f: np.ndarray, omega: np.ndarray,
+                        vert: _Vertices, explicit: np.ndarray) -> tuple | None:
+    """Restricted master of a floor stage: ``(xcol, lambda, mu, prices, iterations)``."""
+    n, k, E = inst.n, inst.k, inst.E
+    s = inst.jobs.scale_factor
+    typ = inst.col_type
+    ag = np.flatnonzero(~explicit)
+    e1, e2 = vert.e1[ag], vert.e2[ag]
+    L = f[ag]
+    xcol = np.zeros(E)
+    has1 = e1 >= 0
+    split = e2 >= 0
+    full = e2 == -2
+    floor1 = has1 & (e2 == -1)
+    e1s = np.maximum(e1, 0)
+    e2s = np.maximum(e2, 0)
+    a1 = a[e1s]
+    a2 = np.where(split, a[e2s], 1.0)
+    d = np.where(split, a2 - a1, 1.0)
+    x1 = np.where(floor1, L / np.where(has1, a1, 1.0),
+                  np.where(full, 1.0, np.where(split, (a2 - L) / d, 0.0)))
+    x2 = np.where(split, (L - a1) / d, 0.0)
+    xcol[e1s[has1]] = x1[has1]
+    xcol[e2s[split]] = x2[split]
+    load = inst.W @ xcol
+    ex = np.flatnonzero(explicit)
+    cols = np.flatnonzero(explicit[inst.mem_job])
+    nx = cols.size
+    remap = np.full(n, -1)
+    remap[ex] = np.arange(ex.size)
+    own = remap[inst.mem_job[cols]]
+    r = ex.size
+    M = sp.vstack([
+        sp.csr_matrix((inst.col_workers[cols], (typ[cols], np.arange(nx))), shape=(k, nx)),
+        sp.csr_matrix((np.ones(nx), (own, np.arange(nx))), shape=(r, nx)),
+        sp.csr_matrix((a[cols], (own, np.arange(nx))), shape=(r, nx)),
+    ], format="csr")
+    lo = np.r_[np.full(k + r, -np.inf), f[ex]]
+    up = np.r_[inst.cap - load, np.ones(r), np.full(r, np.inf)]
+    if (up[:k] < -1e-9 * (1 + inst.cap)).any():
+        return None
+    up[:k] = np.maximum(up[:k], 0.0)
+    lp = LinearProgram.build(-omega[inst.mem_job[cols]] * a[cols], M, lo, up, 0.0, np.inf)
+    sol = get_backend("highs", solver="ipm" if r > 400 else "choose").solve_lp(lp)
+    if sol.status != "optimal" or sol.x is None or sol.row_duals is None:
+        return None
+    p = np.maximum(-sol.row_duals[:k], 0.0)
+    lam = np.zeros(n)
+    mu = np.zeros(n)
+    mu[ex] = np.maximum(-sol.row_duals[k: k + r], 0.0)
+    lam[ex] = np.maximum(sol.row_duals[k + r:], 0.0)
+    om = omega[ag]
+    c1 = s[ag] * p[typ[e1s]]
+    c2 = s[ag] * p[typ[e2s]]
+    lam[ag] = np.where(floor1, c1 / np.where(has1, a1, 1.0) - om,
+                       np.where(split, (c2 - c1) / d - om, 0.0))
+    mu[ag] = np.where(full, om * a1 - c1,
+                      np.where(split, (om + lam[ag]) * a1 - c1, 0.0))
+    lam = np.maximum(lam, 0.0)
+    mu = np.maximum(mu, 0.0)
+    xcol[cols] = sol.x
+    return xcol, lam, mu, p, sol.iterations
+
+
+def _vertices_from_x(inst: _Instance, A: np.ndarray, col: np.ndarray, a: np.ndarray,
+                     L: np.ndarray, xcol: np.ndarray) -> tuple[_Vertices, np.ndarray]:
+    """Read each job's vertex (floor / full / split) off an allocation; others: explicit."""
+    n, k = A.shape
+    X = np.zeros((n, k))
+    X[inst.mem_job, inst.col_type] = xcol
+    used = X > 1e-12
+    cnt = used.sum(axis=1)
+    order = np.argsort(~used, axis=1, kind="stable")  # used types first
+    rows = np.arange(n)
+    j1, j2 = order[:, 0], order[:, min(1, k - 1)]
+    lev = (X * A).sum(axis=1)
+    tot = X.sum(axis=1)
+    at_floor = np.abs(lev - L) <= 1e-7 * np.maximum(1.0, np.abs(L))
+    e1 = np.where(cnt >= 1, col[rows, j1], -1)
+    full = (cnt == 1) & (np.abs(tot - 1.0) <= 1e-12) & ~at_floor
+    floor1 = (cnt == 1) & at_floor
+    split = (cnt == 2) & at_floor & (np.abs(tot - 1.0) <= 1e-9)
+    e2 = np.where(split, col[rows, j2], np.where(full, -2, -1))
+    # order a split's columns: slower first
+    swap = split & (A[rows, j1] > A[rows, j2])
+    e1, e2 = np.where(swap, e2, e1), np.where(swap, e1, e2)
+    nothing = (cnt == 0) & (L <= 0)
+    explicit = ~(full | floor1 | split | nothing)
+    z = np.zeros(n)
+    return _Vertices(e1, e2, z, z, explicit), explicit

@@ -220,7 +220,7 @@ class WaterFilling(ThroughputPolicy):
                 first = (stage, res)
             theta = res.value
             slack = stage_tol * max(1.0, abs(theta))
-            floors = floors + w * (theta - slack)
+            floors = floors + w * max(theta - slack, 0.0)
             xcol = res.x[: inst.E]
             # bottleneck detection among the jobs that were rising
             cand = w > 0

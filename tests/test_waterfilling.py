@@ -128,7 +128,7 @@ def test_fast_and_full_water_filling_agree(h):
                              method="fast")
     finally:
         th._FAST_MIN_JOBS = old
-    np.testing.assert_allclose(a.level_floors, b.level_floors, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(a.level_floors, b.level_floors, rtol=1e-6, atol=1e-7)
 
 
 def test_bad_inputs():
