@@ -1,0 +1,2048 @@
+"""Partial-allocation auctions and Themis's multi-round finish-time fair policy (Themis §3.3).
+
+The partial allocation (PA) mechanism of Cole, Gkatzelis and Goel (themis.md ref. [5]; Themis
+§3.3.1, Pseudocode 1 lines 5-12) allocates goods among agents who report valuations ``v_i``:
+
+1. compute the proportionally fair (PF) allocation ``x* = argmax prod_i v_i(x_i)``;
+2. for each agent ``i`` compute the PF allocation of the market *without* ``i``,
+   ``x*_{-i} = argmax prod_{j != i} v_j(x_j)``, and the fraction
+   ``c_i = prod_{j != i} v_j(x*) / prod_{j != i} v_j(x*_{-i})`` (in ``(0, 1]``);
+3. give agent ``i`` the fraction ``c_i`` of its PF bundle, ``c_i * x*_i``; the rest of the
+   goods, ``L = supply - sum_i c_i x*_i``, is the *leftover* (the hidden payments).
+
+With valuations homogeneous of degree one (linear ones, or Themis's ``1/rho``, Appendix proof
+of Theorem 3.2) PA is truthful, the PF allocation is Pareto efficient and envy-free, and every
+agent gets at least ``1/e`` of its PF valuation (``proofs/partial_allocation_truthfulness.md``,
+``proofs/partial_allocation_one_over_e.md``).
+
+Two forms:
+
+* :func:`partial_allocation` -- divisible goods with linear valuations; the PF allocation is the
+  Eisenberg-Gale equilibrium with equal budgets (:func:`fairalloc.fisher_market`). The ``n``
+  leave-one-out markets are solved exactly, warm-started from the full equilibrium prices on a
+  reduced market, each certified by its own duality gap (``D(p)`` of DESIGN.md), in parallel
+  over ``workers`` processes.
+* :func:`gpu_auction` (GPUs bid for by placement class, :class:`BidTable`) and
+  :func:`bundle_auction` (explicit GPU subsets, as in Themis Table 2) -- indivisible GPUs; PF
+  and every leave-one-out are exact set-packing MILPs (HiGHS) maximising ``sum_i log v_i``.
+
+:class:`MultiRoundAuction` is Themis's round-by-round policy (§3.3.2, Pseudocode 1 lines
+13-23): leases, filtering of the apps farthest from finish-time fairness, a PA auction among
+them, leftover GPUs to the apps that did not bid, valuations refreshed every round.
+
+See ``formulations/partial_allocation.md`` for the exact programs.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from ._validation import as_array, as_positive_float, as_positive_int
+from .errors import CertificateError, InputError, SolverError
+from .results import Certificate, Result, SolveStats, Status, require_pandas
+from .valuations import LEVELS, Topology, _check_apps, _slowdown_levels
+
+__all__ = [
+    "AuctionRound",
+    "BidTable",
+    "BundleAuctionResult",
+    "GPUAuctionResult",
+    "MultiRoundAuction",
+    "PartialAllocationResult",
+    "bid_table",
+    "bundle_auction",
+    "gpu_auction",
+    "partial_allocation",
+]
+
+_METHODS = ("warm", "cold")
+_CONIC_TOL = 1e-10
+_CONIC_KKT = "qdldl"
+_EXACT = 1e-9  # absolute gap the warm leave-one-out solves aim for (c_i to ~1e-9 relative)
+
+
+# ============================================================================================
+# parallel map (fork: the workers inherit the problem data without pickling it)
+# ============================================================================================
+_WORKER: tuple[Callable[..., Any], Any] | None = None
+
+
+def _init_worker(func: Callable[..., Any], ctx: Any) -> None:
+    global _WORKER
+    _WORKER = (func, ctx)
+
+
+def _run_chunk(indices: np.ndarray) -> list[Any]:
+    assert _WORKER is not None
+    func, ctx = _WORKER
+    return [func(ctx, int(i)) for i in indices]
+
+
+def _parallel_map(func: Callable[[Any, int], Any], ctx: Any, indices: np.ndarray,
+                  workers: int) -> list[Any]:
+    """``[func(ctx, i) for i in indices]``, over ``workers`` processes when that is > 1."""
+    if workers <= 1 or indices.size < 2:
+        return [func(ctx, int(i)) for i in indices]
+    import multiprocessing as mp
+
+    method = "fork" if "fork" in mp.get_all_start_methods() else None
+    chunks = [c for c in np.array_split(indices, min(indices.size, 4 * workers)) if c.size]
+    with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context(method),
+                             initializer=_init_worker, initargs=(func, ctx)) as ex:
+        out: list[Any] = []
+        for part in ex.map(_run_chunk, chunks):
+            out.extend(part)
+    return out
+
+
+def _workers(workers: Any) -> int:
+    if workers is None:
+        return max(1, min(2, os.cpu_count() or 1))
+    return as_positive_int(workers, "workers")
+
+
+# ============================================================================================
+# Eisenberg-Gale pieces for linear markets (dense (n, m) form)
+# ============================================================================================
+def _eg_dual(U: np.ndarray, B: np.ndarray, s: np.ndarray, p: np.ndarray) -> float:
+    """``D(p) = s@p + sum_k B_k (log B_k - 1 - log min_{j: U_kj > 0} p_j / U_kj)`` (>= OPT)."""
+    p = np.maximum(p, 0.0)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        beta = np.where(U > 0, p[None, :] / np.where(U > 0, U, 1.0), np.inf).min(axis=1)
+    if np.any(beta <= 0) or not np.all(np.isfinite(beta)):
+        return float("inf")
+    return float(s @ p + B @ (np.log(B) - 1.0 - np.log(beta)))
+
+
+def _eg_primal(U: np.ndarray, B: np.ndarray, x: np.ndarray) -> float:
+    """``P(x) = sum_k B_k log sum_j U_kj x_kj`` (<= OPT for feasible ``x``)."""
+    with np.errstate(divide="ignore"):
+        return float(B @ np.log(np.einsum("kj,kj->k", U, x)))
+
+
+def _repair(x: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """Clip at 0 and scale down the buyers of every over-used good: exactly feasible."""
+    x = np.maximum(x, 0.0)
+    load = x.sum(axis=0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        factor = np.where(load > s, s / load, 1.0)
+    return x * factor[None, :]
+
+
+def _bang_per_buck(U: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """``U_kj / p_j``; a valued good with zero price has infinite bang-per-buck."""
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        ratio = np.where(U > 0, U / p[None, :], 0.0)
+    return np.where((U > 0) & (p[None, :] <= 0), np.inf, ratio)
+
+
+@dataclass(frozen=True)
+class _EGPoint:
+    """A certified point of a linear Eisenberg-Gale program: ``dual >= OPT >= primal``."""
+
+    allocation: np.ndarray
+    prices: np.ndarray
+    primal: float
+    dual: float
+    solves: int = 0
+
+    @property
+    def gap(self) -> float:
+        return max(self.dual - self.primal, 0.0)
+
+
+def _conic(owner: np.ndarray, good: np.ndarray, weight: np.ndarray, B: np.ndarray,
+           s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Edge-form EG program, solved by Clarabel; returns (edge levels, good prices).
+
+    Variables ``[z (E), t (n)]``: ``min -B@t`` s.t. ``sum_{e on j} z_e <= s_j``, ``z >= 0``,
+    ``(t_k, 1, sum_{e of k} w_e z_e)`` in the exponential cone (``t_k <= log u_k``).
+    """
+    import clarabel
+
+    from .backends.clarabel import clarabel_settings
+
+    E, n, m = owner.size, B.size, s.size
+    rows = np.arange(n)
+    C = sp.csc_matrix((np.ones(E), (good, np.arange(E))), shape=(m, E))
+    exp_t = sp.csc_matrix((-np.ones(n), (3 * rows, E + rows)), shape=(3 * n, E + n))
+    exp_u = sp.csc_matrix((-weight, (3 * owner + 2, np.arange(E))), shape=(3 * n, E + n))
+    A = sp.vstack([
+        sp.hstack([C, sp.csc_matrix((m, n))]),
+        sp.hstack([-sp.identity(E, format="csc"), sp.csc_matrix((E, n))]),
+        exp_t + exp_u,
+    ], format="csc")
+    b = np.concatenate([s, np.zeros(E), np.tile([0.0, 1.0, 0.0], n)])
+    c = np.concatenate([np.zeros(E), -B])
+    cones = [clarabel.NonnegativeConeT(m + E)] + [clarabel.ExponentialConeT()] * n
+    P = sp.csc_matrix((E + n, E + n))
+    settings = clarabel_settings(tol=_CONIC_TOL)
+    settings.direct_solve_method = _CONIC_KKT
+    sol = clarabel.DefaultSolver(P, c, A, b, cones, settings).solve()
+    status = str(sol.status)
+    if status not in ("Solved", "AlmostSolved", "InsufficientProgress", "MaxIterations"):
+        raise SolverError(f"clarabel failed on a reduced Eisenberg-Gale program: {status}",
+                          backend="clarabel", status=status)
+    return np.asarray(sol.x)[:E], np.maximum(np.asarray(sol.z)[:m], 0.0)
+
+
+def _reduced_solve(U: np.ndarray, B: np.ndarray, s: np.ndarray, cand: np.ndarray,
+                   p_hint: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Solve the market restricted to the ``cand`` edges, aggregating single-edge buyers.
+
+    All buyers whose only candidate is good ``j`` spend their budgets on ``j``; together they
+    are one buyer of budget ``W_j`` wanting only ``j`` (their equilibrium split of ``j`` is in
+    proportion to budgets). Utilities are rescaled so that each reduced buyer's utility is
+    about 1 at the hinted prices: the conic solver's relative tolerance then acts absolutely.
+    """
+    n, m = U.shape
+    deg = cand.sum(axis=1)
+    single = np.flatnonzero(deg == 1)
+    multi = np.flatnonzero(deg > 1)
+    js = np.argmax(cand[single], axis=1)
+    W = np.bincount(js, weights=B[single], minlength=m)
+    agg = np.flatnonzero(W > 0)
+    mk, mj = np.nonzero(cand[multi])
+    owner = np.concatenate([np.arange(agg.size), agg.size + mk])
+    good = np.concatenate([agg, mj])
+    budget = np.concatenate([W[agg], B[multi]])
+    ph = np.where(p_hint > 0, p_hint, 1.0)
+    best = np.where(cand[multi], U[multi] / ph[None, :], 0.0).max(axis=1)
+    weight = np.concatenate([ph[agg] / W[agg], U[multi[mk], mj] / (B[multi] * best)[mk]])
+    z, p = _conic(owner, good, weight, budget, s)
+    z = np.maximum(z, 0.0)
+    x = np.zeros((n, m))
+    X = np.zeros(m)
+    X[agg] = z[:agg.size]
+    x[single, js] = B[single] / W[js] * X[js]
+    x[multi[mk], mj] = z[agg.size:]
+    return x, p
+
+
+def _support_polish(U: np.ndarray, B: np.ndarray, s: np.ndarray, x: np.ndarray, p: np.ndarray,
+                    tight: float = 1e-7) -> tuple[np.ndarray, np.ndarray] | None:
+    """Exact equilibrium on the support of ``(x, p)``, or ``None`` if it is not one.
+
+    The support is the set of edges that carry spending and are within ``tight`` (relative) of
+    their buyer's best bang-per-buck at ``p``. On it, ``log p_j - log beta_k = log U_kj``
+    (a sparse linear system; one free constant per connected component, fixed by
+    ``sum_j p_j s_j = sum_k B_k``), and spending is a flow with buyer sums ``B_k`` and good
+    sums ``p_j s_j`` (unique on a forest; an LP otherwise).
+    """
+    from scipy.sparse.csgraph import connected_components
+    from scipy.sparse.linalg import spsolve
+
+    n, m = U.shape
+    ratio = _bang_per_buck(U, p)
+    best = ratio.max(axis=1)
+    spend = x * p[None, :]
+    on = (U > 0) & (spend > 1e-10 * B[:, None]) & (ratio >= best[:, None] * (1 - tight))
+    k_idx, j_idx = np.nonzero(on)
+    if k_idx.size == 0 or not np.all(np.bincount(k_idx, minlength=n) > 0):
+        return None
+    E, nodes = k_idx.size, n + m
+    adj = sp.csr_matrix((np.ones(E), (k_idx, n + j_idx)), shape=(nodes, nodes))
+    ncomp, label = connected_components(adj, directed=False)
+    touched = np.zeros(nodes, dtype=bool)
+    touched[:n] = True
+    touched[n + j_idx] = True
+    order = np.flatnonzero(touched)
+    _, first = np.unique(label[order], return_index=True)
+    free = touched.copy()
+    free[order[first]] = False
+    ar = np.arange(E)
+    M = sp.csr_matrix((np.r_[np.ones(E), -np.ones(E)], (np.r_[ar, ar], np.r_[n + j_idx, k_idx])),
+                      shape=(E, nodes))
+    rhs = np.log(U[k_idx, j_idx])
+    Mf = M[:, free].tocsc()
+    forest = E == int(free.sum())
+    try:
+        if forest:
+            v = np.atleast_1d(spsolve(Mf, rhs))
+        else:
+            v = np.atleast_1d(spsolve((Mf.T @ Mf).tocsc(), Mf.T @ rhs))
+    except Exception:  # a singular system: not an equilibrium support
+        return None
+    pot = np.zeros(nodes)
+    pot[free] = v
+    if not np.all(np.isfinite(pot)) or np.abs(M @ pot - rhs).max() > 1e-9 * (
+            1.0 + np.abs(rhs).max()):
+        return None
+    goods = np.flatnonzero(touched[n:])
+    bud = np.bincount(label[:n], weights=B, minlength=ncomp)
+    val = np.bincount(label[n + goods], weights=s[goods] * np.exp(pot[n + goods]),
+                      minlength=ncomp)
+    comps = np.unique(label[:n])
+    if np.any(val[comps] <= 0):
+        return None
+    shift = np.zeros(ncomp)
+    shift[comps] = np.log(bud[comps]) - np.log(val[comps])
+    price = np.zeros(m)
+    price[goods] = np.exp(pot[n + goods] + shift[label[n + goods]])
+    if not np.all(np.isfinite(price)) or np.any(price[goods] <= 0):
+        return None
+    r = np.r_[B, s * price]
+    N = sp.csr_matrix((np.ones(2 * E), (np.r_[k_idx, n + j_idx], np.r_[ar, ar])),
+                      shape=(nodes, E))
+    if forest:
+        try:
+            b = np.atleast_1d(spsolve(N[free].tocsc(), r[free]))
+        except Exception:
+            return None
+    else:
+        from .backends import LinearProgram, get_backend
+
+        lp = LinearProgram.build(np.zeros(E), N[touched], r[touched], r[touched], 0.0, None)
+        sol = get_backend("highs").solve_lp(lp)
+        if sol.status != "optimal" or sol.x is None:
+            return None
+        b = sol.x
+    if not np.all(np.isfinite(b)) or np.any(b < -1e-10 * B[k_idx]):
+        return None
+    xn = np.zeros((n, m))
+    xn[k_idx, j_idx] = np.maximum(b, 0.0) / price[j_idx]
+    return xn, price
+
+
+def _solve_warm(U: np.ndarray, B: np.ndarray, s: np.ndarray, p_warm: np.ndarray, *,
+                tol: float, accept: float, eta: float = 2e-3, max_rounds: int = 6,
+                start: tuple[np.ndarray, np.ndarray] | None = None) -> _EGPoint:
+    """Certified solve of the linear market ``(U, B, s)`` warm-started from prices ``p_warm``.
+
+    Candidate edges (within ``1 - eta`` of each buyer's best bang-per-buck at the current
+    prices) define a reduced market that is solved exactly (:func:`_reduced_solve`), mapped
+    back, polished on its support (:func:`_support_polish`) and certified on the *whole*
+    market; edges that beat their buyer's candidates at the new prices join the candidates.
+    ``U`` has no all-zero row and every valued good has positive supply. ``tol`` is the target
+    absolute gap; once no edge is missing from the candidates, a gap up to ``accept`` ends the
+    search too. Returns the best certified point found (the whole market is solved exactly
+    when the reduced ones did not reach ``accept``).
+    """
+    best: _EGPoint | None = None
+    solves = 0
+
+    def consider(x: np.ndarray, p: np.ndarray) -> _EGPoint:
+        nonlocal best
+        polished = _support_polish(U, B, s, x, p)
+        for xc, pc in ([polished] if polished is not None else []) + [(x, p)]:
+            xr = _repair(xc, s)
+            pt = _EGPoint(xr, pc, _eg_primal(U, B, xr), _eg_dual(U, B, s, pc), solves)
+            if best is None or pt.gap < best.gap:
+                best = pt
+        assert best is not None
+        return best
+
+    if start is not None and consider(*start).gap <= tol:
+        assert best is not None
+        return best
+    p = np.maximum(np.asarray(p_warm, dtype=float), 0.0)
+    cand = np.zeros(U.shape, dtype=bool)
+    for _ in range(max_rounds):
+        ratio = _bang_per_buck(U, p)
+        cand |= (U > 0) & (ratio >= ratio.max(axis=1)[:, None] * (1.0 - eta))
+        x, p_red = _reduced_solve(U, B, s, cand, p)
+        solves += 1
+        pt = consider(x, p_red)
+        if pt.gap <= tol:
+            return pt
+        p = pt.prices
+        ratio = _bang_per_buck(U, p)
+        cand_best = np.where(cand, ratio, 0.0).max(axis=1)
+        if not (~cand & (ratio > cand_best[:, None] * (1.0 + 1e-12))).any():
+            if pt.gap <= accept:
+                return pt
+            eta = min(4.0 * eta, 0.5)  # the candidates hold the support: widen the margin
+    assert best is not None
+    if best.gap <= accept:
+        return best
+    x, p_full = _reduced_solve(U, B, s, U > 0, p)  # the whole market
+    solves += 1
+    return consider(x, p_full)
+
+
+# ============================================================================================
+# divisible partial allocation
+# ============================================================================================
+@dataclass(frozen=True, repr=False)
+class PartialAllocationResult(Result):
+    """Outcome of the partial allocation mechanism on divisible goods.
+
+    Attributes
+    ----------
+    allocation : ndarray, shape (n, m)
+        What each agent receives: ``fraction[:, None] * pf_allocation``.
+    fraction : ndarray, shape (n,)
+        ``c_i`` in ``(0, 1]``: the share of its PF bundle agent ``i`` keeps.
+    pf_allocation : ndarray, shape (n, m)
+        The proportionally fair allocation (Eisenberg-Gale with equal budgets).
+    leftover : ndarray, shape (m,)
+        ``supply - allocation.sum(0)``: the hidden payments (and any unsold supply).
+    prices : ndarray, shape (m,)
+        Equilibrium prices of the PF market (non-negative supply multipliers).
+    pf_utility, utility : ndarray, shape (n,)
+        ``u_i(x*_i)`` and the realised ``c_i u_i(x*_i)``.
+    loo_objective : ndarray, shape (n,)
+        ``sum_{j != i} log u_j`` at the certified optimum of the market without ``i``
+        (the primal value of a feasible allocation; the optimum is at most ``loo_gap`` higher).
+    loo_gap : ndarray, shape (n,)
+        Certified absolute duality gap of each leave-one-out solve.
+    fraction_error : ndarray, shape (n,)
+        Certified relative uncertainty of each ``c_i``: the fraction computed from the exact
+        leave-one-out optimum lies in ``[fraction / (1 + fraction_error), fraction]``.
+    objective : float
+        ``sum_i log u_i(x*)`` (the PF objective).
+    """
+
+    allocation: np.ndarray
+    fraction: np.ndarray
+    pf_allocation: np.ndarray
+    leftover: np.ndarray
+    prices: np.ndarray
+    pf_utility: np.ndarray
+    utility: np.ndarray
+    loo_objective: np.ndarray
+    loo_gap: np.ndarray
+    fraction_error: np.ndarray
+
+    def to_frame(self) -> Any:
+        """One row per agent: fraction, PF and realised utility, certified error, allocation."""
+        pd = require_pandas()
+        df = pd.DataFrame({"fraction": self.fraction, "pf_utility": self.pf_utility,
+                           "utility": self.utility, "fraction_error": self.fraction_error})
+        df.index.name = "agent"
+        alloc = pd.DataFrame(self.allocation,
+                             columns=[f"x[{j}]" for j in range(self.allocation.shape[1])])
+        return pd.concat([df, alloc], axis=1)
+
+
+def _loo_warm(ctx: tuple[Any, ...], i: int) -> tuple[float, float, int]:
+    """Leave-one-out market without buyer ``i``, warm-started from the PF prices."""
+    U, s, p_pf, gap_tol = ctx
+    Ui = np.delete(U, i, axis=0)
+    if Ui.shape[0] == 0:
+        return 0.0, 0.0, 0
+    valued = (Ui > 0).any(axis=0) & (s > 0)
+    Ui = Ui[:, valued]
+    B = np.ones(Ui.shape[0])
+    pt = _solve_warm(Ui, B, s[valued], p_pf[valued], tol=_EXACT,
+                     accept=gap_tol * max(1.0, float(Ui.shape[0])))
+    if pt.gap > gap_tol * max(1.0, abs(pt.primal)):
+        cold = _loo_cold(ctx, i)
+        if cold[1] < pt.gap:
+            return cold[0], cold[1], pt.solves + 1
+    return pt.primal, pt.gap, pt.solves
+
+
+def _loo_cold(ctx: tuple[Any, ...], i: int) -> tuple[float, float, int]:
+    """Leave-one-out market without buyer ``i``, solved from scratch by ``fisher_market``."""
+    from .markets import fisher_market
+
+    U, s, _, gap_tol = ctx
+    Ui = np.delete(U, i, axis=0)
+    if Ui.shape[0] == 0:
+        return 0.0, 0.0, 0
+    valued = (Ui > 0).any(axis=0) & (s > 0)
+    try:
+        r = fisher_market(Ui[:, valued], supply=s[valued], kind="linear", gap_tol=gap_tol)
+    except CertificateError as exc:  # report the certified gap it reached; the caller checks
+        cert = exc.certificate
+        assert isinstance(cert, Certificate)
+        return float(cert.primal_value), float(cert.gap), 1
+    return float(r.objective), float(r.gap), int(r.stats.solves)
+
+
+def partial_allocation(
+    utility: Any,
+    supply: Any = None,
+    *,
+    method: str = "warm",
+    workers: int | None = 1,
+    gap_tol: float = 1e-9,
+) -> PartialAllocationResult:
+    """Partial allocation mechanism for divisible goods and linear valuations (Themis §3.3.1).
+
+    Cole-Gkatzelis-Goel's mechanism (Pseudocode 1, ``AUCTION``): the proportionally fair
+    allocation ``x*`` (Eisenberg-Gale with equal budgets), the fraction
+    ``c_i = prod_{j != i} u_j(x*) / prod_{j != i} u_j(x*_{-i})`` with ``x*_{-i}`` the PF
+    allocation of the market without ``i``, allocation ``c_i x*_i`` and leftover
+    ``supply - sum_i c_i x*_i``.
+
+    Parameters
+    ----------
+    utility : array_like, shape (n, m)
+        ``utility[i, j] >= 0``: agent ``i``'s value per unit of good ``j``
+        (``u_i(x_i) = sum_j utility[i, j] x_ij``). Every agent must value some good.
+    supply : array_like, shape (m,), optional
+        Non-negative supply of each good; default ones.
+    method : {"warm", "cold"}
+        ``"warm"`` (default): each leave-one-out market is solved on a reduced market
+        warm-started from the PF prices and certified by its own duality gap.
+        ``"cold"``: ``n`` independent :func:`fairalloc.fisher_market` solves (the reference).
+    workers : int or None
+        Processes for the ``n`` leave-one-out solves (``None``: up to two, the machine's
+        cores). Results do not depend on it.
+    gap_tol : float
+        Relative tolerance (``gap / max(1, |objective|)``) of every certified solve.
+
+    Returns
+    -------
+    PartialAllocationResult
+
+    Raises
+    ------
+    InputError
+        Bad shapes, NaN/inf or negative entries, an agent who values nothing (or only goods
+        with zero supply), all-zero supply.
+    CertificateError
+        If the PF solve or a leave-one-out solve cannot be certified to ``gap_tol``.
+
+    Examples
+    --------
+    Two agents, two goods; agent 0 likes good 0 twice as much, agent 1 likes both equally:
+
+    >>> r = partial_allocation([[2.0, 1.0], [1.0, 1.0]])
+    >>> r.pf_allocation.round(4).tolist()
+    [[1.0, 0.0], [0.0, 1.0]]
+
+    Without agent 0, agent 1 would get both goods (utility 2 instead of 1): ``c_0 = 1/2``.
+    Without agent 1, agent 0 would get utility 3 instead of 2: ``c_1 = 2/3``.
+
+    >>> r.fraction.round(4).tolist(), r.leftover.round(4).tolist()
+    ([0.5, 0.6667], [0.5, 0.3333])
+    """
+    t0 = time.perf_counter()
+    U = as_array(utility, "utility", ndim=2)
+    n, m = U.shape
+    s = np.ones(m) if supply is None else as_array(supply, "supply", ndim=1, shape=(m,))
+    if not (s > 0).any():
+        raise InputError("supply is all zero: there is nothing to allocate", argument="supply")
+    if method not in _METHODS:
+        raise InputError(f"method must be one of {_METHODS}; got {method!r}", argument="method")
+    nw = _workers(workers)
+    gap_tol = as_positive_float(gap_tol, "gap_tol")
+    zero_row = ~(U > 0).any(axis=1)
+    if zero_row.any():
+        i = int(np.flatnonzero(zero_row)[0])
+        raise InputError(f"utility[{i}] is all zero: agent {i} values nothing",
+                         argument="utility", index=(i,))
+    blocked = ~((U > 0) & (s > 0)[None, :]).any(axis=1)
+    if blocked.any():
+        i = int(np.flatnonzero(blocked)[0])
+        raise InputError(f"agent {i} values only goods with zero supply (utility[{i}] vs "
+                         "supply); its PF utility would be 0", argument="supply", index=(i,))
+    from .markets import fisher_market
+
+    # ---- the proportionally fair allocation (Eisenberg-Gale, equal budgets) ---------------
+    B = np.ones(n)
+    valued = (U > 0).any(axis=0) & (s > 0)
+    Uv, sv = np.array(U[:, valued]), np.array(s[valued])
+    pf = fisher_market(Uv, budget=B, supply=sv, kind="linear", gap_tol=max(gap_tol, 1e-6))
+    x0, p0 = np.array(pf.allocation), np.array(pf.prices)
+    point = _EGPoint(_repair(x0, sv), p0, _eg_primal(Uv, B, _repair(x0, sv)),
+                     _eg_dual(Uv, B, sv, p0))
+    # polish to an exact equilibrium (the fractions' numerators use the PF utilities)
+    better = _solve_warm(Uv, B, sv, p0, tol=_EXACT, accept=point.gap, start=(x0, p0),
+                         max_rounds=2)
+    if better.gap < point.gap:
+        point = better
+    pf_cert = Certificate(kind="eisenberg_gale", primal_value=point.primal,
+                          dual_bound=point.dual, gap=point.gap,
+                          primal_residual=_feas_residual(point.allocation, sv),
+                          gap_tol=gap_tol, feas_tol=1e-9)
+    pf_cert.check(backend="clarabel")
+    x_pf = np.zeros((n, m))
+    x_pf[:, valued] = point.allocation
+    prices = np.zeros(m)
+    prices[valued] = point.prices
+    pf_util = np.einsum("ij,ij->i", U, x_pf)
+
+    # ---- leave-one-out markets --------------------------------------------------------------
+    ctx = (U, s, prices, gap_tol)
+    func = _loo_warm if method == "warm" else _loo_cold
+    loo = _parallel_map(func, ctx, np.arange(n), nw)
+    loo_obj = np.array([r[0] for r in loo])
+    loo_gap = np.array([r[1] for r in loo])
+    solves = 1 + int(sum(r[2] for r in loo))
+    bad = loo_gap > gap_tol * np.maximum(1.0, np.abs(loo_obj))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        cert = Certificate(kind="eisenberg_gale", primal_value=float(loo_obj[i]),
+                           dual_bound=float(loo_obj[i] + loo_gap[i]), gap=float(loo_gap[i]),
+                           primal_residual=0.0, gap_tol=gap_tol)
+        raise CertificateError(f"the market without agent {i} could not be certified: gap "
+                               f"{loo_gap[i]:.3g}", certificate=cert, backend="clarabel")
+    # ---- fractions ---------------------------------------------------------------------------
+    log_u = np.log(pf_util)
+    numer = log_u.sum() - log_u  # sum_{j != i} log u_j(x*)
+    fraction = np.exp(numer - np.maximum(loo_obj, numer))
+    fraction_error = np.expm1(loo_gap)
+    allocation = fraction[:, None] * x_pf
+    leftover = np.maximum(s - allocation.sum(axis=0), 0.0)
+    utility_real = fraction * pf_util
+    stats = SolveStats(backend="clarabel", method=method, seconds=time.perf_counter() - t0,
+                       solves=solves)
+    arrays = (allocation, fraction, x_pf, leftover, prices, pf_util, utility_real, loo_obj,
+              loo_gap, fraction_error)
+    for arr in arrays:
+        arr.flags.writeable = False
+    return PartialAllocationResult(
+        objective=point.primal, status=Status.OPTIMAL, stats=stats, certificate=pf_cert,
+        allocation=allocation, fraction=fraction, pf_allocation=x_pf, leftover=leftover,
+        prices=prices, pf_utility=pf_util, utility=utility_real, loo_objective=loo_obj,
+        loo_gap=loo_gap, fraction_error=fraction_error)
+
+
+def _feas_residual(x: np.ndarray, s: np.ndarray) -> float:
+    over = (x.sum(axis=0) - s) / (1.0 + s)
+    return float(max(np.max(over, initial=0.0), np.max(-x, initial=0.0)))
+
+
+# ============================================================================================
+# indivisible goods: the lexicographic Nash-welfare MILP and its leave-one-out solves
+# ============================================================================================
+@dataclass(frozen=True)
+class _Form:
+    """A set-packing MILP skeleton: option columns ``[0, K)`` then auxiliary columns.
+
+    Option ``o`` belongs to agent ``agent[o]`` and is worth ``logv[o]`` (``log`` of its
+    valuation); ``log_empty[i]`` is the agent's log valuation of getting nothing (``-inf`` for
+    zero). ``A``, row bounds, column bounds and integrality hold every constraint except the
+    objective and the optional count row; each agent's options are in a ``<= 1`` row.
+    """
+
+    agent: np.ndarray
+    logv: np.ndarray
+    log_empty: np.ndarray
+    A: sp.csr_matrix
+    row_lower: np.ndarray
+    row_upper: np.ndarray
+    col_upper: np.ndarray
+    integrality: np.ndarray
+    num_agents: int
+    option: np.ndarray  # (K,) the bid each choice column meets (several columns: placements)
+    rounder: Callable[[np.ndarray, np.ndarray], np.ndarray | None] | None = None
+    # exact relaxation: (column weights, active columns, agents that must win) ->
+    # (upper bound, a point of the form meeting it or None)
+    relaxation: Callable[[np.ndarray, np.ndarray, np.ndarray],
+                         tuple[float, np.ndarray | None] | None] | None = None
+
+    @property
+    def num_options(self) -> int:
+        return int(self.agent.size)
+
+
+@dataclass(frozen=True)
+class _NashSolve:
+    choice: np.ndarray  # (n,) chosen option per agent, -1 for none
+    x: np.ndarray  # all columns
+    count: int  # zero-empty agents made positive
+    sumlog: float  # sum over positive agents of log valuation (incumbent)
+    bound: float  # upper bound on sumlog (given the count)
+    optimal: bool
+    solves: int
+
+
+def _milp(form: _Form, c: np.ndarray, active_opt: np.ndarray,
+          count_row: tuple[np.ndarray, float] | None, time_limit: float | None,
+          backend: str) -> tuple[Any, Any]:
+    """Solve ``max c@x`` over the form (options of inactive agents fixed at 0), certified.
+
+    The LP relaxation is solved first and its bound certified independently (the Lagrangian
+    dual of :func:`fairalloc.certificates.lp_certificate` at its row duals). Set packing over
+    placement classes is nearly integral: if the relaxation's vertex is integral, or fixing the
+    agents it decides and solving the rest exactly reaches the bound, that point is optimal
+    with a certified gap of (about) zero. Otherwise the whole MILP is solved.
+    """
+    from .backends import LinearProgram, get_backend
+    from .certificates import lp_certificate, milp_certificate
+    from .errors import InfeasibleError
+
+    K = form.num_options
+    col_upper = form.col_upper.copy()
+    col_upper[:K] = np.where(active_opt, col_upper[:K], 0.0)
+    A, rl, ru = form.A, form.row_lower, form.row_upper
+    if count_row is not None:
+        coef, lower = count_row
+        row = sp.csr_matrix(np.r_[coef, np.zeros(A.shape[1] - K)][None, :])
+        A = sp.vstack([A, row], format="csr")
+        rl = np.r_[rl, lower - 1e-9]
+        ru = np.r_[ru, np.inf]
+    lp = LinearProgram.build(-c, A, rl, ru, 0.0, col_upper, integrality=form.integrality)
+    if A.shape[1] == 0:  # nothing to choose (no useful bid): the empty assignment
+        return np.zeros(0), milp_certificate(lp, np.zeros(0), 0.0, maximize=True, gap_tol=1e-6)
+    solver = get_backend(backend, need="milp")
+    if form.relaxation is not None:
+        must = np.zeros(form.num_agents, dtype=bool)
+        if count_row is not None:
+            zero = count_row[0][:K] > 0
+            if count_row[1] >= np.unique(form.agent[zero]).size - 1e-9:
+                must[form.agent[zero]] = True  # every such agent must win a bid
+        res = form.relaxation(c[:K], active_opt, must)
+        if res is not None and res[1] is not None:
+            cert = milp_certificate(lp, res[1], -res[0], maximize=True, gap_tol=1e-6,
+                                    feas_tol=1e-6)
+            if cert.primal_residual <= 1e-9 and cert.gap <= 1e-9 * (1.0 + abs(res[0])):
+                return res[1], cert
+    relax = LinearProgram.build(lp.c, lp.A, lp.row_lower, lp.row_upper, lp.col_lower,
+                                lp.col_upper)
+    rs = solver.solve_lp(relax, time_limit=time_limit)
+    if rs.status == "infeasible":
+        raise InfeasibleError("the set-packing program has no feasible point", backend=backend,
+                              status=rs.raw_status)
+    if rs.status == "optimal" and rs.x is not None and rs.row_duals is not None:
+        bound = lp_certificate(relax, rs.x, rs.row_duals).dual_bound  # minimisation form
+        x = np.array(rs.x)
+        cand: np.ndarray | None = None
+        tries: list[Callable[[], np.ndarray | None]] = []
+        if np.abs(x - np.round(x)).max(initial=0.0) <= 1e-9:
+            tries.append(lambda: np.round(x))
+        if form.rounder is not None:
+            tries.append(lambda: form.rounder(x, col_upper))  # type: ignore[misc]
+        tries.append(lambda: _fix_and_solve(lp, x, form.agent, form.option, K, solver,
+                                            time_limit))
+        for attempt in tries:
+            cand = attempt()
+            if cand is None:
+                continue
+            cert = milp_certificate(lp, cand, bound, maximize=True, gap_tol=1e-6,
+                                    feas_tol=1e-6)
+            if cert.primal_residual <= 1e-9 and cert.gap <= 1e-9 * (1.0 + abs(bound)):
+                return cand, cert
+    sol = solver.solve_lp(lp, time_limit=time_limit, mip_gap=1e-9)
+    if sol.status == "infeasible":
+        raise InfeasibleError("the set-packing program has no feasible point", backend=backend,
+                              status=sol.raw_status)
+    if sol.status not in ("optimal", "time_limit") or sol.x is None:
+        raise SolverError(f"{backend} failed on the set-packing program: {sol.raw_status}",
+                          backend=backend, status=sol.raw_status)
+    x = np.array(sol.x)
+    cert = milp_certificate(lp, x, sol.mip_dual_bound, maximize=True, gap_tol=1e-6,
+                            feas_tol=1e-6)
+    if cert.primal_residual > 1e-6:
+        raise CertificateError(f"{backend} returned an infeasible set packing (residual "
+                               f"{cert.primal_residual:.3g})", certificate=cert, backend=backend)
+    return x, cert
+
+
+def _fix_and_solve(lp: Any, x: np.ndarray, agent: np.ndarray, option: np.ndarray, K: int,
+                   solver: Any, time_limit: float | None) -> np.ndarray | None:
+    """Fix the bid of every agent the LP relaxation decides; find placements for all exactly.
+
+    An agent is decided when its LP mass sits on one bid (possibly split over placements of
+    it) or on nothing. Its other bids are fixed at 0; where to place the decided bids, and
+    what the undecided agents win, is left to an exact MILP.
+    """
+    from .backends import LinearProgram
+
+    y = x[:K]
+    n = int(agent.max()) + 1 if K else 0
+    total = np.bincount(agent, weights=y, minlength=n)
+    _, opt_id = np.unique(option, return_inverse=True)
+    mass = np.bincount(opt_id, weights=y)
+    top = np.zeros(n)
+    np.maximum.at(top, agent, mass[opt_id])
+    decided = (top >= 1 - 1e-9) | (total <= 1e-9)
+    keep = mass[opt_id] >= 1 - 1e-9  # the decided bid's columns stay free
+    lower, upper = lp.col_lower.copy(), lp.col_upper.copy()
+    shut = decided[agent] & ~keep
+    upper[:K] = np.where(shut, 0.0, upper[:K])
+    sub = LinearProgram.build(lp.c, lp.A, lp.row_lower, lp.row_upper, lower, upper,
+                              integrality=lp.integrality)
+    sol = solver.solve_lp(sub, time_limit=time_limit, mip_gap=1e-9)
+    if sol.status != "optimal" or sol.x is None:
+        return None
+    return np.round(np.array(sol.x))
+
+
+def _nash(form: _Form, active: np.ndarray, time_limit: float | None, backend: str
+          ) -> _NashSolve:
+    """Lexicographic Nash welfare over the active agents: most agents with positive value
+    first (agents valuing the empty bundle at 0 count), then ``max sum_i log v_i``."""
+    from .errors import InfeasibleError
+
+    K = form.num_options
+    ncol = form.A.shape[1]
+    act_opt = active[form.agent]
+    finite_empty = np.isfinite(form.log_empty)
+    zero_opt = act_opt & ~finite_empty[form.agent]
+    base = np.where(finite_empty, form.log_empty, 0.0)
+    weight = np.where(act_opt, form.logv - base[form.agent], 0.0)
+    c = np.r_[weight, np.zeros(ncol - K)]
+    solves = 0
+    optimal = True
+    if zero_opt.any():
+        # first try to make every agent who values nothing at 0 positive (the usual case)
+        target = np.unique(form.agent[zero_opt]).size
+        try:
+            solves += 1
+            x, cert = _milp(form, c, act_opt, (zero_opt.astype(float), float(target)),
+                            time_limit, backend)
+        except InfeasibleError:
+            x1, cert1 = _milp(form, np.r_[zero_opt.astype(float), np.zeros(ncol - K)],
+                              act_opt, None, time_limit, backend)
+            count = int(round(float(x1[:K][zero_opt].sum())))  # the incumbent's count
+            optimal = cert1.ok
+            solves += 2
+            x, cert = _milp(form, c, act_opt, (zero_opt.astype(float), float(count)),
+                            time_limit, backend)
+    else:
+        solves += 1
+        x, cert = _milp(form, c, act_opt, None, time_limit, backend)
+    y = x[:K] > 0.5
+    choice = np.full(form.num_agents, -1)
+    choice[form.agent[y]] = np.flatnonzero(y)
+    const = float(base[active & finite_empty].sum())
+    sumlog = float(weight[y].sum()) + const
+    bound = (cert.dual_bound + const) if math.isfinite(cert.dual_bound) else math.inf
+    got = int(np.count_nonzero(y & zero_opt))
+    return _NashSolve(choice, x, got, sumlog, max(bound, sumlog), optimal and cert.ok, solves)
+
+
+def _loo_nash(ctx: tuple[_Form, float | None, str], i: int) -> tuple[int, float, float, bool,
+                                                                       int]:
+    form, time_limit, backend = ctx
+    active = np.ones(form.num_agents, dtype=bool)
+    active[i] = False
+    if not active.any():
+        return 0, 0.0, 0.0, True, 0
+    r = _nash(form, active, time_limit, backend)
+    return r.count, r.sumlog, r.bound, r.optimal, r.solves
+
+
+@dataclass(frozen=True)
+class _PAOutcome:
+    pf: _NashSolve
+    value: np.ndarray
+    fraction: np.ndarray
+    fraction_error: np.ndarray
+    loo_sumlog: np.ndarray
+    loo_bound: np.ndarray
+    optimal: bool
+    solves: int
+
+
+def _partial_allocation_milp(form: _Form, *, time_limit: float | None, backend: str,
+                             workers: int) -> _PAOutcome:
+    """PF and ``n`` leave-one-out MILPs, and the fractions ``c_i`` (lexicographic form)."""
+    n = form.num_agents
+    pf = _nash(form, np.ones(n, dtype=bool), time_limit, backend)
+    logv = np.r_[form.logv, 0.0]  # (a sentinel for agents without a winning option)
+    value_log = np.where(pf.choice >= 0, logv[np.maximum(pf.choice, 0)], form.log_empty)
+    positive = np.isfinite(value_log)
+    zero_empty = ~np.isfinite(form.log_empty)
+    loo = _parallel_map(_loo_nash, (form, time_limit, backend), np.arange(n), workers)
+    cnt = np.array([r[0] for r in loo])
+    lo = np.array([r[1] for r in loo])
+    hi = np.array([r[2] for r in loo])
+    ok = np.array([r[3] for r in loo])
+    solves = pf.solves + int(sum(r[4] for r in loo))
+    # numerator: the others' valuations at the PF allocation
+    num_cnt = pf.count - (positive & zero_empty).astype(int)
+    num_log = pf.sumlog - np.where(positive, value_log, 0.0)
+    more = cnt > num_cnt  # removing i lets another agent get a positive value: c_i = 0
+    with np.errstate(over="ignore"):
+        frac = np.where(more, 0.0, np.exp(np.minimum(num_log - np.maximum(lo, num_log), 0.0)))
+        err = np.where(more, 0.0, np.expm1(np.maximum(hi - np.maximum(lo, num_log), 0.0)))
+    return _PAOutcome(pf, np.exp(value_log), frac, err, lo, hi,
+                      bool(pf.optimal and ok.all()), solves)
+
+
+# ============================================================================================
+# bid tables over placement classes
+# ============================================================================================
+@dataclass(frozen=True, init=False)
+class BidTable:
+    """An app's bids for GPUs of one offer, by placement class (Themis §3.2, Table 2).
+
+    Bid ``b`` asks for ``gpus[b]`` of the offered GPUs placed so that, together with the GPUs
+    the app already holds, they lie on one machine (``level 0``), one rack (``1``) or anywhere
+    (``2``); the app's finish-time fairness would then be ``rho[b]`` (valuation ``1/rho``).
+    ``rho_empty`` is ``rho_old``: its fairness if it wins nothing (``inf`` when it holds no
+    GPU and has work left, i.e. valuation 0).
+
+    Parameters
+    ----------
+    gpus : array_like of int, shape (b,)
+        GPUs asked for (>= 1).
+    level : array_like of int, shape (b,)
+        Placement level of each bid (0, 1 or 2).
+    rho : array_like, shape (b,)
+        Finish-time fairness of each bid (positive, finite).
+    rho_empty : float
+        Finish-time fairness with no new GPUs (positive, or ``inf``).
+    home_machine, home_rack : int
+        Machine / rack the app's held GPUs are on (``-1``: none held, or spread over several).
+        A level-0 bid must then be met on ``home_machine``, a level-1 bid in ``home_rack``.
+
+    Examples
+    --------
+    Table 2 of the paper, as placement classes: one GPU for rho 1/2, two on one machine for
+    rho 1/4.
+
+    >>> t = BidTable([1, 2], [0, 0], [0.5, 0.25], rho_empty=1.0)
+    >>> t.value.tolist(), t.value_empty
+    ([2.0, 4.0], 1.0)
+    """
+
+    gpus: np.ndarray
+    level: np.ndarray
+    rho: np.ndarray
+    rho_empty: float
+    home_machine: int
+    home_rack: int
+
+    def __init__(self, gpus: Any, level: Any, rho: Any, *, rho_empty: float = math.inf,
+                 home_machine: int = -1, home_rack: int = -1) -> None:
+        g = as_array(gpus, "gpus", ndim=1, positive=True, integer=True, allow_empty=True)
+        b = g.size
+        lev = as_array(level, "level", ndim=1, shape=(b,), integer=True, allow_empty=True)
+        if np.any(lev > 2):
+            j = int(np.flatnonzero(lev > 2)[0])
+            raise InputError(f"level[{j}] is {lev[j]:g}; levels are 0 (machine), 1 (rack), "
+                             "2 (anywhere)", argument="level", index=(j,))
+        r = as_array(rho, "rho", ndim=1, shape=(b,), positive=True, allow_empty=True)
+        try:
+            re = float(rho_empty)
+        except (TypeError, ValueError):
+            raise InputError(f"rho_empty must be a number, got {rho_empty!r}",
+                             argument="rho_empty") from None
+        if not re > 0 or math.isnan(re):
+            raise InputError(f"rho_empty must be positive (or inf), got {rho_empty!r}",
+                             argument="rho_empty")
+        for name, v in (("home_machine", home_machine), ("home_rack", home_rack)):
+            if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < -1:
+                raise InputError(f"{name} must be an integer >= -1, got {v!r}", argument=name)
+        gi = g.astype(np.int64)
+        li = lev.astype(np.int64)
+        for arr in (gi, li):
+            arr.flags.writeable = False
+        object.__setattr__(self, "gpus", gi)
+        object.__setattr__(self, "level", li)
+        object.__setattr__(self, "rho", r)
+        object.__setattr__(self, "rho_empty", re)
+        object.__setattr__(self, "home_machine", int(home_machine))
+        object.__setattr__(self, "home_rack", int(home_rack))
+
+    @property
+    def value(self) -> np.ndarray:
+        """Valuation ``1 / rho`` of each bid."""
+        return 1.0 / self.rho
+
+    @property
+    def value_empty(self) -> float:
+        """Valuation of winning nothing (0 when ``rho_empty`` is infinite)."""
+        return 0.0 if math.isinf(self.rho_empty) else 1.0 / self.rho_empty
+
+    def __len__(self) -> int:
+        return int(self.gpus.size)
+
+    def to_frame(self) -> Any:
+        """The table as a DataFrame: gpus, placement, rho, value."""
+        pd = require_pandas()
+        return pd.DataFrame({"gpus": self.gpus, "placement": [LEVELS[k] for k in self.level],
+                             "rho": self.rho, "value": self.value})
+
+    def __repr__(self) -> str:
+        return (f"BidTable({len(self)} bids, rho_empty={self.rho_empty:.4g}, "
+                f"home_machine={self.home_machine}, home_rack={self.home_rack})")
+
+
+def bid_table(
+    rho: Callable[[np.ndarray, np.ndarray], Any],
+    topology: Topology,
+    offer: Any,
+    *,
+    held: Any = None,
+    max_gpus: int | None = None,
+    slowdown: Any = None,
+) -> BidTable:
+    """Enumerate an app's bids for an offer by placement class (Themis §3.2, §4.3.3).
+
+    Instead of all ``2^g`` subsets of the offered GPUs, the app bids once per *class*: ``k``
+    GPUs that, with the GPUs it holds, lie on one machine, one rack or anywhere. Its
+    valuation depends only on the class (``rho(held + k, S(level))``, with the placement
+    slowdown ``S`` of the level), so the class table is exact. Classes that cannot be met by
+    the offer, and classes dominated by another (fewer GPUs, looser placement, at least the
+    same value) or not better than winning nothing, are left out.
+
+    Parameters
+    ----------
+    rho : callable
+        ``rho(num_gpus, slowdown)`` -> finish-time fairness, vectorised over arrays of total
+        GPU counts and slowdowns (e.g. ``functools.partial`` of
+        :func:`fairalloc.single_job_rho`, or an app model's ``rho``).
+    topology : Topology
+    offer : array_like
+        The offered GPUs (boolean mask (g,) or list of GPU ids).
+    held : array_like, optional
+        GPUs the app already holds (disjoint from ``offer``).
+    max_gpus : int, optional
+        Most new GPUs worth bidding for (e.g. the app's remaining demand); default: the offer.
+    slowdown : array_like, shape (3,), optional
+        The app's slowdown on one machine / one rack / across racks; default ``(1, 1.1, 1.3)``.
+
+    Returns
+    -------
+    BidTable
+
+    Examples
+    --------
+    >>> from functools import partial
+    >>> from fairalloc.valuations import Topology, single_job_rho
+    >>> t = Topology.uniform(2, 4)                       # two 4-GPU machines, one rack
+    >>> f = partial(single_job_rho, iter_total=100, iter_left=100, iter_time_serial=4.0,
+    ...             job_demand_max=4, cluster_gpus=8, contention=2)
+    >>> bids = bid_table(lambda g, s: f(g, slowdown=s), t, list(range(8)))
+    >>> list(zip(bids.gpus.tolist(), bids.level.tolist(), bids.rho.round(3).tolist()))
+    [(1, 0, 2.0), (2, 0, 1.0), (2, 1, 1.1), (3, 0, 0.667), (3, 1, 0.733), (4, 0, 0.5), (4, 1, 0.55)]
+    """
+    if not isinstance(topology, Topology):
+        raise InputError(f"topology must be a Topology, got {type(topology).__name__}",
+                         argument="topology")
+    if not callable(rho):
+        raise InputError("rho must be a callable rho(num_gpus, slowdown)", argument="rho")
+    S = _slowdown_levels(slowdown)
+    off = topology.mask(offer, "offer")
+    if off.ndim != 1:
+        raise InputError("offer must be one GPU set", argument="offer")
+    hold = np.zeros_like(off) if held is None else topology.mask(held, "held")
+    if hold.ndim != 1:
+        raise InputError("held must be one GPU set", argument="held")
+    if np.any(off & hold):
+        j = int(np.flatnonzero(off & hold)[0])
+        raise InputError(f"GPU {j} is both offered and held", argument="held", index=(j,))
+    n_off = int(off.sum())
+    kmax = n_off if max_gpus is None else min(n_off, as_positive_int(max_gpus, "max_gpus",
+                                                                       allow_zero=True))
+    H = topology.num_machines
+    free_m = np.bincount(topology.machine[off], minlength=H)
+    free_r = np.bincount(topology.rack, weights=free_m, minlength=topology.num_racks)
+    n_held = int(hold.sum())
+    held_machines = np.unique(topology.machine[hold])
+    held_racks = np.unique(topology.gpu_rack[hold])
+    home_m = int(held_machines[0]) if held_machines.size == 1 else -1
+    home_r = int(held_racks[0]) if held_racks.size == 1 else -1
+    held_level = topology.level(hold) if n_held else 0
+    # largest k each level can take: level 0 on the home machine (any machine if none held)
+    cap0 = (free_m[home_m] if home_m >= 0 else free_m.max(initial=0)) if held_machines.size <= 1 \
+        else 0
+    cap1 = (free_r[home_r] if home_r >= 0 else free_r.max(initial=0)) if held_racks.size <= 1 \
+        else 0
+    caps = np.array([cap0, cap1, n_off])
+    rho_empty = float(np.asarray(rho(np.array([n_held]), np.array([S[held_level]]))).ravel()[0])
+    if kmax == 0:
+        return BidTable([], [], [], rho_empty=rho_empty, home_machine=home_m, home_rack=home_r)
+    k = np.arange(1, kmax + 1)
+    K, L = np.meshgrid(k, np.arange(3), indexing="ij")  # (kmax, 3)
+    feasible = (K <= caps[None, :]) & (L >= held_level)
+    if n_held == 0:
+        feasible[0, 1:] = False  # one GPU is always on one machine
+    if topology.num_racks == 1:
+        feasible[:, 2] = False  # "anywhere" is "one rack"
+    if topology.num_machines == topology.num_racks:
+        feasible[:, 1] &= ~feasible[:, 0]  # one machine per rack: rack-level = machine-level
+    r = np.asarray(rho(n_held + K.ravel(), S[L.ravel()]), dtype=float).reshape(K.shape)
+    with np.errstate(divide="ignore"):
+        v = np.where(feasible, 1.0 / r, -np.inf)
+    # dominance: (k', l') with k' <= k, l' >= l and value >= v(k, l) (strictly smaller k or l)
+    looser = np.maximum.accumulate(v[:, ::-1], axis=1)[:, ::-1]  # max over l' >= l, same k
+    prev = np.vstack([np.full((1, 3), -np.inf), np.maximum.accumulate(looser, axis=0)[:-1]])
+    same_k = np.c_[looser[:, 1:], np.full(kmax, -np.inf)]  # l' > l, same k
+    dominated = np.maximum(prev, same_k) >= v * (1 - 1e-12)
+    empty_v = 0.0 if math.isinf(rho_empty) else 1.0 / rho_empty
+    keep = feasible & ~dominated & (v > empty_v * (1 + 1e-12)) & np.isfinite(r)
+    kk, ll = np.nonzero(keep)
+    return BidTable(k[kk], ll, r[kk, ll], rho_empty=rho_empty, home_machine=home_m,
+                    home_rack=home_r)
+
+
+# ============================================================================================
+# indivisible GPU auctions
+# ============================================================================================
+@dataclass(frozen=True, repr=False)
+class GPUAuctionResult(Result):
+    """Outcome of a partial-allocation auction of indivisible GPUs.
+
+    Attributes
+    ----------
+    pf_bundles : ndarray of bool, shape (n, g)
+        The PF assignment: ``pf_bundles[i, j]`` if GPU ``j`` goes to agent ``i``.
+    choice : ndarray of int, shape (n,)
+        Index of the winning bid of each agent (``-1``: none).
+    pf_value : ndarray, shape (n,)
+        Each agent's valuation ``1/rho`` of its PF bundle (of the empty bundle if none).
+    fraction : ndarray, shape (n,)
+        ``c_i`` in ``[0, 1]`` (``0`` only when removing ``i`` lets another agent win a positive
+        valuation, see ``formulations/partial_allocation.md``).
+    allocation : ndarray, shape (n, g)
+        ``fraction[:, None] * pf_bundles``: the fractional PA allocation.
+    leftover : ndarray, shape (g,)
+        ``offer - allocation.sum(0)``: unallocated GPU fractions (hidden payments).
+    loo_objective, loo_bound : ndarray, shape (n,)
+        ``sum_{j != i} log v_j`` of the best leave-one-out incumbent and the solver's bound.
+    fraction_error : ndarray, shape (n,)
+        Certified relative uncertainty of each fraction (``exp(bound - incumbent) - 1``).
+    objective : float
+        ``sum_i log v_i`` over the agents with positive valuation (PF).
+    """
+
+    pf_bundles: np.ndarray
+    choice: np.ndarray
+    pf_value: np.ndarray
+    fraction: np.ndarray
+    allocation: np.ndarray
+    leftover: np.ndarray
+    loo_objective: np.ndarray
+    loo_bound: np.ndarray
+    fraction_error: np.ndarray
+
+    def to_frame(self) -> Any:
+        """One row per agent: GPUs won, PF valuation, fraction and its certified error."""
+        pd = require_pandas()
+        df = pd.DataFrame({"gpus": self.pf_bundles.sum(axis=1), "choice": self.choice,
+                           "pf_value": self.pf_value, "fraction": self.fraction,
+                           "fraction_error": self.fraction_error})
+        df.index.name = "agent"
+        return df
+
+
+BundleAuctionResult = GPUAuctionResult
+
+
+def _result(form: _Form, out: _PAOutcome, bundles: np.ndarray, offer: np.ndarray,
+            t0: float, backend: str, method: str) -> GPUAuctionResult:
+    alloc = out.fraction[:, None] * bundles
+    leftover = np.maximum(offer.astype(float) - alloc.sum(axis=0), 0.0)
+    stats = SolveStats(backend=backend, method=method, seconds=time.perf_counter() - t0,
+                       solves=out.solves)
+    pf = out.pf
+    cert = Certificate(kind="milp", primal_value=pf.sumlog, dual_bound=pf.bound,
+                       gap=max(pf.bound - pf.sumlog, 0.0), primal_residual=0.0, gap_tol=1e-6,
+                       feas_tol=1e-6)
+    arrays = (bundles, pf.choice, out.value, out.fraction, alloc, leftover, out.loo_sumlog,
+              out.loo_bound, out.fraction_error)
+    for arr in arrays:
+        arr.flags.writeable = False
+    return GPUAuctionResult(
+        objective=pf.sumlog, status=Status.OPTIMAL if out.optimal else Status.TIME_LIMIT,
+        stats=stats, certificate=cert, pf_bundles=bundles, choice=pf.choice,
+        pf_value=out.value, fraction=out.fraction, allocation=alloc, leftover=leftover,
+        loo_objective=out.loo_sumlog, loo_bound=out.loo_bound,
+        fraction_error=out.fraction_error)
+
+
+def bundle_auction(
+    bundles: Sequence[Any],
+    values: Sequence[Any],
+    *,
+    num_goods: int | None = None,
+    empty_value: Any = None,
+    time_limit: float | None = None,
+    workers: int | None = 1,
+    backend: str = "highs",
+) -> GPUAuctionResult:
+    """Partial-allocation auction over explicit bundles (Themis §3.3.1 with Table 2 bids).
+
+    Agent ``i`` bids ``values[i][b]`` (its valuation ``1/rho``) for the bundle
+    ``bundles[i][b]``, a set of goods; it wins at most one bundle, and no good is sold twice.
+    The PF allocation maximises ``sum_i log v_i`` (agents that would value a bundle-less
+    outcome at 0 are first made positive for as many as possible); it and every
+    leave-one-out market are exact set-packing MILPs.
+
+    Parameters
+    ----------
+    bundles : sequence of sequences
+        ``bundles[i]``: the bundles agent ``i`` bids for, each a list of good ids
+        (or a boolean array of shape (num_goods,)).
+    values : sequence of array_like
+        ``values[i][b] > 0``: the valuation of ``bundles[i][b]``.
+    num_goods : int, optional
+        Number of goods (default: the largest id + 1).
+    empty_value : array_like, shape (n,), optional
+        Valuation of winning nothing (``1/rho_old``; default 0).
+    time_limit : float, optional
+        Seconds per MILP; the result is then ``Status.TIME_LIMIT`` with certified bounds.
+    workers : int or None
+        Processes for the leave-one-out MILPs.
+    backend : str
+        MILP backend (``"highs"``).
+
+    Returns
+    -------
+    GPUAuctionResult
+
+    Examples
+    --------
+    Two agents want the same two GPUs; agent 1 also accepts GPU 2:
+
+    >>> r = bundle_auction([[[0, 1]], [[0, 1], [2]]], [[4.0], [4.0, 1.0]])
+    >>> r.pf_bundles.astype(int).tolist(), r.fraction.round(4).tolist()
+    ([[1, 1, 0], [0, 0, 1]], [0.25, 1.0])
+    """
+    t0 = time.perf_counter()
+    n = len(bundles)
+    if n == 0:
+        raise InputError("bundles is empty: an auction needs at least one agent",
+                         argument="bundles")
+    if len(values) != n:
+        raise InputError(f"values has {len(values)} rows but bundles has {n} agents",
+                         argument="values")
+    vals = [as_array(values[i], f"values[{i}]", ndim=1, positive=True, allow_empty=True)
+            for i in range(n)]
+    sets: list[np.ndarray] = []
+    agent: list[int] = []
+    for i in range(n):
+        if len(bundles[i]) != vals[i].size:
+            raise InputError(f"agent {i} has {len(bundles[i])} bundles but {vals[i].size} "
+                             "values", argument="values", index=(i,))
+        for b, bundle in enumerate(bundles[i]):
+            arr = np.asarray(bundle)
+            if arr.dtype == bool:
+                ids = np.flatnonzero(arr)
+            else:
+                ids = as_array(arr, f"bundles[{i}][{b}]", ndim=1, integer=True,
+                               allow_empty=True).astype(np.int64)
+            if ids.size == 0:
+                raise InputError(f"bundles[{i}][{b}] is empty (the empty bundle is "
+                                 "empty_value)", argument="bundles", index=(i, b))
+            if np.unique(ids).size != ids.size:
+                raise InputError(f"bundles[{i}][{b}] lists a good twice", argument="bundles",
+                                 index=(i, b))
+            sets.append(ids)
+            agent.append(i)
+    g_max = max((int(s.max()) for s in sets), default=-1) + 1
+    g = g_max if num_goods is None else as_positive_int(num_goods, "num_goods")
+    if g < g_max:
+        raise InputError(f"a bundle names good {g_max - 1} but num_goods is {g}",
+                         argument="num_goods")
+    empty = np.zeros(n) if empty_value is None else as_array(empty_value, "empty_value",
+                                                             ndim=1, shape=(n,))
+    workers_n = _workers(workers)
+    tl = None if time_limit is None else as_positive_float(time_limit, "time_limit")
+    ag = np.array(agent, dtype=np.int64)
+    logv = np.log(np.concatenate(vals)) if vals else np.zeros(0)
+    with np.errstate(divide="ignore"):
+        log_empty = np.log(empty)
+    useful = logv > log_empty[ag] + 1e-12  # never worse than nothing
+    keep = np.flatnonzero(useful)
+    K = keep.size
+    rows_g = np.concatenate([sets[o] for o in keep]) if K else np.zeros(0, dtype=np.int64)
+    cols_g = np.repeat(np.arange(K), [sets[o].size for o in keep]) if K else rows_g
+    A = sp.vstack([
+        sp.csr_matrix((np.ones(K), (ag[keep], np.arange(K))), shape=(n, K)),
+        sp.csr_matrix((np.ones(rows_g.size), (rows_g, cols_g)), shape=(g, K)),
+    ], format="csr")
+    form = _Form(agent=ag[keep], logv=logv[keep], log_empty=log_empty, A=A,
+                 row_lower=np.full(n + g, -np.inf), row_upper=np.ones(n + g),
+                 col_upper=np.ones(K), integrality=np.ones(K, dtype=bool), num_agents=n,
+                 option=np.arange(K))
+    out = _partial_allocation_milp(form, time_limit=tl, backend=backend, workers=workers_n)
+    pf_bundles = np.zeros((n, g), dtype=bool)
+    won = np.flatnonzero(out.pf.choice >= 0)
+    for i in won:  # one row per winner: at most n small index sets
+        pf_bundles[i, sets[keep[out.pf.choice[i]]]] = True
+    choice = np.where(out.pf.choice >= 0, np.r_[keep, -1][np.maximum(out.pf.choice, 0)], -1)
+    # report choice as the index within the agent's own bids
+    first = np.searchsorted(np.array(agent), np.arange(n))
+    choice = np.where(choice >= 0, choice - first, -1)
+    pf = _NashSolve(choice, out.pf.x, out.pf.count, out.pf.sumlog, out.pf.bound, out.pf.optimal,
+                    out.pf.solves)
+    out = _PAOutcome(pf, out.value, out.fraction, out.fraction_error, out.loo_sumlog,
+                     out.loo_bound, out.optimal, out.solves)
+    return _result(form, out, pf_bundles, np.ones(g, dtype=bool), t0, backend, "set_packing")
+
+
+def gpu_auction(
+    bids: Sequence[BidTable],
+    topology: Topology,
+    offer: Any,
+    *,
+    time_limit: float | None = None,
+    workers: int | None = 1,
+    backend: str = "highs",
+) -> GPUAuctionResult:
+    """Partial-allocation auction of offered GPUs bid for by placement class (Themis §3.3.1).
+
+    Exact MILP over the classes of :func:`bid_table`: agent ``i`` picks at most one bid
+    ``(k, level)``; ``z[i, h]`` of its GPUs come from machine ``h``; a level-0 bid takes all of
+    them from one machine (its home machine if it holds GPUs), a level-1 bid from one rack.
+    Machine capacities are the offered GPUs per machine. The objective is lexicographic Nash
+    welfare over ``1/rho`` (``formulations/partial_allocation.md``); the same program without
+    agent ``i`` gives ``c_i``.
+
+    Parameters
+    ----------
+    bids : sequence of BidTable
+        One table per agent.
+    topology : Topology
+    offer : array_like
+        The GPUs being auctioned (mask or list of ids).
+    time_limit : float, optional
+        Seconds per MILP.
+    workers : int or None
+        Processes for the leave-one-out MILPs.
+    backend : str
+        MILP backend.
+
+    Returns
+    -------
+    GPUAuctionResult
+
+    Examples
+    --------
+    Two 2-GPU machines. Agent 0 is placement sensitive (2 GPUs on one machine: rho 0.5,
+    across machines: rho 1), agent 1 is not:
+
+    >>> from fairalloc.valuations import Topology
+    >>> t = Topology.uniform(2, 2, machines_per_rack=1)
+    >>> a = BidTable([1, 2, 2], [0, 0, 2], [1.0, 0.5, 1.0])
+    >>> b = BidTable([1, 2], [0, 2], [1.0, 0.5])
+    >>> r = gpu_auction([a, b], t, [0, 1, 2, 3])
+    >>> r.pf_bundles.sum(axis=1).tolist(), r.pf_value.tolist()
+    ([2, 2], [2.0, 2.0])
+    """
+    t0 = time.perf_counter()
+    if not isinstance(topology, Topology):
+        raise InputError(f"topology must be a Topology, got {type(topology).__name__}",
+                         argument="topology")
+    tables = list(bids)
+    n = len(tables)
+    if n == 0:
+        raise InputError("bids is empty: an auction needs at least one agent", argument="bids")
+    for i, tb in enumerate(tables):
+        if not isinstance(tb, BidTable):
+            raise InputError(f"bids[{i}] is a {type(tb).__name__}, not a BidTable",
+                             argument="bids", index=(i,))
+        for name, v, top in (("home_machine", tb.home_machine, topology.num_machines),
+                             ("home_rack", tb.home_rack, topology.num_racks)):
+            if v >= top:
+                raise InputError(f"bids[{i}].{name} = {v} does not exist in the topology",
+                                 argument="bids", index=(i,))
+    off = topology.mask(offer, "offer")
+    if off.ndim != 1:
+        raise InputError("offer must be one GPU set", argument="offer")
+    workers_n = _workers(workers)
+    tl = None if time_limit is None else as_positive_float(time_limit, "time_limit")
+    form, decode, col_option = _placement_form(tables, topology, off)
+    out = _partial_allocation_milp(form, time_limit=tl, backend=backend, workers=workers_n)
+    bundles = decode(out.pf.x)
+    option_of = np.r_[_option_index(tables), -1][np.r_[col_option, -1]]  # column -> bid
+    choice = np.where(out.pf.choice >= 0, option_of[np.maximum(out.pf.choice, 0)], -1)
+    pf = _NashSolve(choice, out.pf.x, out.pf.count, out.pf.sumlog, out.pf.bound, out.pf.optimal,
+                    out.pf.solves)
+    out = _PAOutcome(pf, out.value, out.fraction, out.fraction_error, out.loo_sumlog,
+                     out.loo_bound, out.optimal, out.solves)
+    return _result(form, out, bundles, off, t0, backend, "placement_classes")
+
+
+def _useful_options(tables: Sequence[BidTable]) -> tuple[np.ndarray, np.ndarray]:
+    """(agent, bid index) of every bid strictly better than winning nothing."""
+    agent = np.concatenate([np.full(len(t), i) for i, t in enumerate(tables)]).astype(np.int64)
+    bid = np.concatenate([np.arange(len(t)) for t in tables]).astype(np.int64)
+    val = np.concatenate([t.value for t in tables]) if agent.size else np.zeros(0)
+    empty = np.array([t.value_empty for t in tables])
+    useful = val > empty[agent] * (1 + 1e-12)
+    return agent[useful], bid[useful]
+
+
+def _option_index(tables: Sequence[BidTable]) -> np.ndarray:
+    return _useful_options(tables)[1]
+
+
+def _patterns(sizes: np.ndarray, capacity: int, limit: int = 4000) -> np.ndarray | None:
+    """Maximal multisets of ``sizes`` fitting in ``capacity``: rows = patterns, columns = counts.
+
+    ``None`` when there would be more than ``limit`` of them.
+    """
+    sizes = np.sort(np.unique(sizes))[::-1].astype(int)
+    smallest = int(sizes.min())
+    out: list[list[int]] = []
+    counts = [0] * sizes.size
+
+    def rec(idx: int, left: int) -> bool:
+        if len(out) > limit:
+            return False
+        if idx == sizes.size:
+            if left < smallest:  # maximal: nothing else fits
+                out.append(list(counts))
+            return True
+        for c in range(left // int(sizes[idx]), -1, -1):
+            counts[idx] = c
+            if not rec(idx + 1, left - c * int(sizes[idx])):
+                return False
+        counts[idx] = 0
+        return True
+
+    if not rec(0, int(capacity)):
+        return None
+    pats = np.array(out, dtype=float).reshape(-1, sizes.size)
+    order = np.argsort(sizes)  # columns in increasing size order
+    return pats[:, order]
+
+
+def _placement_form(tables: Sequence[BidTable], topology: Topology, offer: np.ndarray
+                    ) -> tuple[_Form, Callable[[np.ndarray], np.ndarray], np.ndarray]:
+    """The placement-class MILP of :func:`gpu_auction`, a decoder, and column -> option.
+
+    Machines with offered GPUs are grouped into *types* (same rack, same number of offered
+    GPUs); a machine that is some bidder's home is a type of its own. Choice columns:
+
+    * level 0 (one machine): ``a[o, tau]`` -- bid ``o`` is met on a machine of type ``tau``;
+      a type of ``c`` machines packs its level-0 bids by bin-packing *patterns* (maximal
+      multisets of bid sizes fitting one machine): ``x[tau, p]`` machines use pattern ``p``,
+      ``sum_p x[tau, p] <= c`` and, for every size ``k``, the level-0 bids of size ``k`` on
+      ``tau`` are at most the pattern slots of size ``k``. A single machine needs no patterns:
+      its level-0 bids fit its offered GPUs (a knapsack row);
+    * level 1 (one rack): ``a[o, r]`` -- bid ``o`` is met in rack ``r``; per rack, level-0
+      and level-1 GPUs fit the rack's offered GPUs (level-1 GPUs are interchangeable within
+      the rack);
+    * level 2 (anywhere): ``y[o]``; all bids together fit the offer.
+
+    Each bidder wins at most one column. Identical machines are never told apart, so the
+    program has no symmetric copies of a solution.
+    """
+    n = len(tables)
+    H, R = topology.num_machines, topology.num_racks
+    free = np.bincount(topology.machine[offer], minlength=H)
+    rack_free = np.bincount(topology.rack, weights=free, minlength=R)
+    agent, bid = _useful_options(tables)
+    K = agent.size
+    k_opt = np.array([tables[a].gpus[b] for a, b in zip(agent, bid)], dtype=np.int64) if K \
+        else np.zeros(0, dtype=np.int64)
+    l_opt = np.array([tables[a].level[b] for a, b in zip(agent, bid)], dtype=np.int64) if K \
+        else np.zeros(0, dtype=np.int64)
+    v_opt = np.array([tables[a].value[b] for a, b in zip(agent, bid)]) if K else np.zeros(0)
+    home_m = np.array([t.home_machine for t in tables], dtype=np.int64)
+    home_r = np.array([t.home_rack for t in tables], dtype=np.int64)
+    # ---- machine types ---------------------------------------------------------------------
+    machines = np.flatnonzero(free > 0)
+    homes = np.unique(home_m[(home_m >= 0) & (np.bincount(agent[l_opt == 0], minlength=n) > 0)])
+    single = np.isin(machines, homes)
+    roaming = k_opt[(l_opt == 0) & (home_m[agent] < 0)]  # level-0 sizes of bidders without home
+    for _ in range(2):
+        key = np.where(single, -1 - machines, topology.rack[machines] * (topology.num_gpus + 1)
+                       + free[machines])
+        _, type_of = np.unique(key, return_inverse=True)  # type of each machine with free GPUs
+        # a type whose patterns would explode is split into single machines (knapsacks)
+        explode = np.zeros(machines.size, dtype=bool)
+        for t in np.unique(type_of[~single]):
+            cap = int(free[machines[type_of == t][0]])
+            sizes = roaming[roaming <= cap]
+            if sizes.size and _patterns(sizes, cap) is None:
+                explode |= type_of == t
+        if not explode.any():
+            break
+        single |= explode
+    T = int(type_of.max()) + 1 if machines.size else 0
+    t_count = np.bincount(type_of, minlength=T)
+    first_machine = machines[np.unique(type_of, return_index=True)[1]] if T else machines
+    t_cap = free[first_machine]
+    t_rack = topology.rack[first_machine]
+    # ---- choice columns --------------------------------------------------------------------
+    o0 = np.flatnonzero(l_opt == 0)
+    ok0 = (k_opt[o0][:, None] <= t_cap[None, :]) & (
+        (home_m[agent[o0]][:, None] < 0)
+        | (first_machine[None, :] == home_m[agent[o0]][:, None]) & (t_count[None, :] == 1))
+    c0_o, c0_t = np.nonzero(ok0)
+    c0_o = o0[c0_o]
+    o1 = np.flatnonzero(l_opt == 1)
+    ok1 = (k_opt[o1][:, None] <= rack_free[None, :]) & (
+        (home_r[agent[o1]][:, None] < 0) | (np.arange(R)[None, :] == home_r[agent[o1]][:, None]))
+    c1_o, c1_r = np.nonzero(ok1)
+    c1_o = o1[c1_o]
+    c2_o = np.flatnonzero(l_opt == 2)
+    col_option = np.concatenate([c0_o, c1_o, c2_o]).astype(np.int64)
+    n0, n1, n2 = c0_o.size, c1_o.size, c2_o.size
+    nc = n0 + n1 + n2
+    col_k = k_opt[col_option].astype(float)
+    col_agent = agent[col_option]
+    # ---- patterns per multi-machine type ------------------------------------------------------
+    pat_type: list[int] = []
+    pat_rows: list[np.ndarray] = []  # counts per size of each pattern
+    pat_sizes: list[np.ndarray] = []
+    for t in range(T):
+        sizes = np.unique(k_opt[c0_o[c0_t == t]])
+        if t_count[t] == 1 or sizes.size == 0:
+            continue
+        pats = _patterns(sizes, int(t_cap[t]))
+        assert pats is not None  # exploding types were split above
+        pat_type.append(t)
+        pat_rows.append(pats)
+        pat_sizes.append(sizes)
+    npat = int(sum(p.shape[0] for p in pat_rows))
+    ncol = nc + npat
+    rows_r: list[np.ndarray] = []
+    rows_c: list[np.ndarray] = []
+    rows_v: list[np.ndarray] = []
+    lower: list[np.ndarray] = []
+    upper: list[np.ndarray] = []
+    nrow = 0
+
+    def add(r: np.ndarray, c: np.ndarray, v: Any) -> None:
+        rows_r.append(np.asarray(r, dtype=np.int64))
+        rows_c.append(np.asarray(c, dtype=np.int64))
+        rows_v.append(np.broadcast_to(np.asarray(v, dtype=float), np.shape(r)).copy())
+
+    def rows(count: int, lo: Any, hi: Any) -> int:
+        nonlocal nrow
+        start = nrow
+        lower.append(np.broadcast_to(np.asarray(lo, dtype=float), (count,)).copy())
+        upper.append(np.broadcast_to(np.asarray(hi, dtype=float), (count,)).copy())
+        nrow += count
+        return start
+
+    # (1) one column per bidder
+    r0 = rows(n, -np.inf, 1.0)
+    add(r0 + col_agent, np.arange(nc), 1.0)
+    # (2) everything fits the offer
+    r0 = rows(1, -np.inf, float(free.sum()))
+    add(np.full(nc, r0), np.arange(nc), col_k)
+    # (3) per rack: level-0 and level-1 GPUs fit the rack
+    r0 = rows(R, -np.inf, rack_free)
+    add(r0 + t_rack[c0_t], np.arange(n0), col_k[:n0])
+    add(r0 + c1_r, n0 + np.arange(n1), col_k[n0:n0 + n1])
+    # (4) single machines (and split types): knapsack on the machine's offered GPUs
+    knap = np.flatnonzero(t_count == 1)
+    if knap.size:
+        r0 = rows(knap.size, -np.inf, t_cap[knap])
+        pos = np.full(T, -1)
+        pos[knap] = np.arange(knap.size)
+        sel = np.flatnonzero(pos[c0_t] >= 0)
+        add(r0 + pos[c0_t[sel]], sel, col_k[sel])
+    # (5) patterns: sum_p x <= count; bids of size k <= slots of size k
+    col = nc
+    for t, pats, sizes in zip(pat_type, pat_rows, pat_sizes):
+        P = pats.shape[0]
+        r0 = rows(1, -np.inf, float(t_count[t]))
+        add(np.full(P, r0), col + np.arange(P), 1.0)
+        r0 = rows(sizes.size, -np.inf, 0.0)
+        sel = np.flatnonzero(c0_t == t)
+        add(r0 + np.searchsorted(sizes, col_k[sel]), sel, 1.0)
+        pi, si = np.nonzero(pats)
+        add(r0 + si, col + pi, -pats[pi, si])
+        col += P
+    A = sp.csr_matrix((np.concatenate(rows_v), (np.concatenate(rows_r), np.concatenate(rows_c))),
+                      shape=(nrow, ncol))
+    pat_upper = np.concatenate([np.full(p.shape[0], float(t_count[t]))
+                                for t, p in zip(pat_type, pat_rows)]) if npat else np.zeros(0)
+    log_empty = np.array([math.log(t.value_empty) if t.value_empty > 0 else -math.inf
+                          for t in tables])
+    pat_index = {t: {tuple(row.astype(int)): q for q, row in enumerate(pats)}
+                 for t, pats in zip(pat_type, pat_rows)}
+    pat_offset = dict(zip(pat_type, nc + np.cumsum([0] + [p.shape[0] for p in pat_rows])[:-1]))
+    sizes_of = dict(zip(pat_type, pat_sizes))
+    col_of0 = {(int(o), int(t)): q for q, (o, t) in enumerate(zip(c0_o, c0_t))}
+    col_of1 = {(int(o), int(r)): n0 + q for q, (o, r) in enumerate(zip(c1_o, c1_r))}
+    col_of2 = {int(o): n0 + n1 + q for q, o in enumerate(c2_o)}
+    m_free = free.astype(np.int64)
+
+    def rounder(x: np.ndarray, col_upper: np.ndarray) -> np.ndarray | None:
+        """Each agent's bid of largest LP mass, placed by :func:`place`."""
+        mass = np.bincount(col_option, weights=x[:nc] * (col_upper[:nc] > 0), minlength=K)
+        best = np.full(n, -1)
+        order = np.lexsort((mass, agent))  # by agent, then mass: each agent's last is its top
+        last = np.r_[agent[order][1:] != agent[order][:-1], True] if K else np.zeros(0, bool)
+        best[agent[order][last]] = order[last]
+        total = np.bincount(agent, weights=mass, minlength=n)
+        chosen = np.flatnonzero((best >= 0) & (total >= 0.5 - 1e-9))
+        return place(chosen, best[chosen])
+
+    def relaxation(w_col: np.ndarray, act_col: np.ndarray, must: np.ndarray
+                   ) -> tuple[float, np.ndarray | None] | None:
+        """Exact optimum without machine and rack constraints, and its placement if any.
+
+        Dropping them leaves a multiple-choice knapsack: each agent wins at most one bid
+        (exactly one if ``must``), and all bids fit the offered GPUs. A dynamic program over
+        the number of GPUs used solves it exactly; its value bounds the MILP from above.
+        """
+        w_opt = np.full(K, -np.inf)
+        w_opt[col_option] = w_col
+        act_o = np.zeros(K, dtype=bool)
+        act_o[col_option[act_col]] = True
+        C = int(free.sum())
+        V = np.zeros(C + 1)
+        steps: list[tuple[int, np.ndarray, np.ndarray]] = []
+        for i in np.flatnonzero((np.bincount(agent[act_o], minlength=n) > 0) | must):
+            opts = np.flatnonzero(act_o & (agent == i))
+            if opts.size == 0:
+                return None  # an agent that must win has nothing to win
+            cand = np.full((opts.size + 1, C + 1), -np.inf)
+            if not must[i]:
+                cand[0] = V
+            for r, o in enumerate(opts, start=1):  # each bid of this agent
+                k = int(k_opt[o])
+                if k <= C:
+                    cand[r, k:] = V[:C + 1 - k] + w_opt[o]
+            arg = cand.argmax(axis=0)
+            V = cand[arg, np.arange(C + 1)]
+            steps.append((int(i), opts, arg))
+        if not np.isfinite(V[C]):
+            return None
+        c = C
+        win_a: list[int] = []
+        win_o: list[int] = []
+        for i, opts, arg in reversed(steps):
+            a = int(arg[c])
+            if a > 0:
+                win_a.append(i)
+                win_o.append(int(opts[a - 1]))
+                c -= int(k_opt[opts[a - 1]])
+        return float(V[C]), place(np.array(win_a, dtype=np.int64), np.array(win_o,
+                                                                            dtype=np.int64))
+
+    def place(chosen: np.ndarray, opt: np.ndarray) -> np.ndarray | None:
+        """Columns of the form for bids ``opt`` of agents ``chosen``; ``None`` if they do not fit.
+
+        Two greedy orders are tried: rack-level bids first (to the home rack, else the rack
+        with most room), then machine-level bids largest first into the fullest machine that
+        fits them and whose rack still has room; or machine-level bids first. Level-2 bids
+        need only total room. Pattern counts are read off the machines' contents.
+        """
+        if float(k_opt[opt].sum()) > float(free.sum()) + 1e-9:
+            return None
+        for racks_first in (True, False):
+            xr = _place_greedy(chosen, opt, racks_first)
+            if xr is not None:
+                return xr
+        return None
+
+    def _place_greedy(chosen: np.ndarray, opt: np.ndarray, racks_first: bool
+                      ) -> np.ndarray | None:
+        cap = m_free.copy()
+        rack_cap = rack_free.copy()
+        xr = np.zeros(ncol)
+        contents: dict[int, list[int]] = {}
+        lv = l_opt[opt]
+        lv0 = np.flatnonzero(lv == 0)[np.argsort(-k_opt[opt[lv == 0]], kind="stable")]
+        lv1 = np.flatnonzero(lv == 1)[np.argsort(-k_opt[opt[lv == 1]], kind="stable")]
+
+        def racks() -> bool:
+            for idx in lv1:
+                o, i = int(opt[idx]), int(chosen[idx])
+                k = int(k_opt[o])
+                cands = np.array([home_r[i]]) if home_r[i] >= 0 else np.arange(R)
+                fits = cands[rack_cap[cands] >= k]
+                if fits.size == 0:
+                    return False
+                r = int(fits[np.argmax(rack_cap[fits])])
+                rack_cap[r] -= k
+                q = col_of1.get((o, r))
+                if q is None:
+                    return False
+                xr[q] = 1.0
+            return True
+
+        def machines_() -> bool:
+            for idx in lv0:
+                o, i = int(opt[idx]), int(chosen[idx])
+                k = int(k_opt[o])
+                cands = np.array([home_m[i]]) if home_m[i] >= 0 else machines
+                fits = cands[(cap[cands] >= k) & (rack_cap[topology.rack[cands]] >= k)]
+                if fits.size == 0:
+                    return False
+                h = int(fits[np.lexsort((rack_cap[topology.rack[fits]], cap[fits]))[0]])
+                cap[h] -= k
+                rack_cap[topology.rack[h]] -= k
+                contents.setdefault(h, []).append(k)
+                q = col_of0.get((o, int(type_of[np.searchsorted(machines, h)])))
+                if q is None:
+                    return False
+                xr[q] = 1.0
+            return True
+
+        steps = (racks, machines_) if racks_first else (machines_, racks)
+        if not all(step() for step in steps):
+            return None
+        for o in opt[lv == 2]:
+            xr[col_of2[int(o)]] = 1.0
+        for h, ks in contents.items():  # pattern of every machine of a multi-machine type
+            t = int(type_of[np.searchsorted(machines, h)])
+            if t not in pat_index:
+                continue
+            sizes = sizes_of[t]
+            cnt = np.zeros(sizes.size, dtype=int)
+            for k in ks:
+                cnt[int(np.searchsorted(sizes, k))] += 1
+            left = int(t_cap[t]) - int(np.dot(cnt, sizes))
+            for si in range(sizes.size - 1, -1, -1):  # extend to a maximal pattern
+                add_n = left // int(sizes[si])
+                cnt[si] += add_n
+                left -= add_n * int(sizes[si])
+            q = pat_index[t].get(tuple(cnt))
+            if q is None:
+                return None
+            xr[pat_offset[t] + q] += 1.0
+        return xr
+
+    form = _Form(agent=col_agent, logv=np.log(v_opt[col_option]) if nc else np.zeros(0),
+                 log_empty=log_empty, A=A, row_lower=np.concatenate(lower),
+                 row_upper=np.concatenate(upper), col_upper=np.r_[np.ones(nc), pat_upper],
+                 integrality=np.ones(ncol, dtype=bool), num_agents=n, option=col_option,
+                 rounder=rounder, relaxation=relaxation)
+
+    def decode(x: np.ndarray) -> np.ndarray:
+        """Concrete GPUs for a solution: level 0 by pattern slots, then level 1, then 2."""
+        won = np.flatnonzero(x[:nc] > 0.5)
+        bundles = np.zeros((n, topology.num_gpus), dtype=bool)
+        avail = offer.copy()
+
+        def take(i: int, k: int, among: np.ndarray) -> None:
+            """Give agent i k available GPUs of ``among``, densest machines first."""
+            cand = among[avail[among]]
+            mach = topology.machine[cand]
+            dens = np.bincount(mach, minlength=H)[mach]
+            pick = cand[np.lexsort((cand, -dens))][:k]
+            bundles[i, pick] = True
+            avail[pick] = False
+
+        gpus_of = [np.flatnonzero(offer & (topology.machine == h)) for h in range(H)]
+        lv0 = won[won < n0]
+        col = nc
+        pat_x = {}
+        for t, pats in zip(pat_type, pat_rows):
+            pat_x[t] = (pats, np.rint(x[col:col + pats.shape[0]]).astype(int))
+            col += pats.shape[0]
+        for t in np.unique(c0_t[lv0]) if lv0.size else []:  # one pass per machine type
+            items = lv0[c0_t[lv0] == t]
+            members = machines[type_of == t]
+            if t in pat_x:
+                pats, cnt = pat_x[t]
+                sizes = np.unique(k_opt[c0_o[c0_t == t]])
+                bins = np.repeat(np.arange(pats.shape[0]), cnt)  # one pattern per machine
+                slots = [(members[b], int(sizes[s])) for b, p in enumerate(bins)
+                         for s in range(sizes.size) for _ in range(int(pats[p, s]))]
+                for c in items[np.argsort(-col_k[items], kind="stable")]:
+                    k = int(col_k[c])
+                    j = next(idx for idx, (_, sz) in enumerate(slots) if sz == k)
+                    h, _ = slots.pop(j)
+                    take(int(col_agent[c]), k, gpus_of[h])
+            else:
+                for c in items:
+                    take(int(col_agent[c]), int(col_k[c]), gpus_of[int(members[0])])
+        for c in won[(won >= n0) & (won < n0 + n1)]:
+            r = int(c1_r[c - n0])
+            take(int(col_agent[c]), int(col_k[c]), np.flatnonzero(offer & (topology.gpu_rack
+                                                                            == r)))
+        for c in won[won >= n0 + n1]:
+            take(int(col_agent[c]), int(col_k[c]), np.flatnonzero(offer))
+        return bundles
+
+    return form, decode, col_option
+
+
+# ============================================================================================
+# multi-round auctions (Themis §3.3.2, Pseudocode 1 lines 13-23)
+# ============================================================================================
+@dataclass(frozen=True)
+class AuctionRound:
+    """What one round of :class:`MultiRoundAuction` did.
+
+    Attributes
+    ----------
+    time : float
+        When the round ran.
+    offered : ndarray of int
+        The GPUs auctioned (freed by expired leases or finished apps).
+    participants : ndarray of int
+        Apps that bid: the ``ceil((1 - f) * active)`` apps farthest from fairness.
+    rho_before : ndarray, shape (num_apps,)
+        Every app's current ``rho`` when the round began (``nan`` for inactive apps).
+    fraction : ndarray, shape (len(participants),)
+        ``c_i`` of each participant.
+    won : ndarray of int, shape (len(participants),)
+        GPUs each participant kept from its PF bundle (``c_i * |bundle|``, rounded).
+    leftover_to : ndarray of int
+        App that received each leftover GPU (``-1``: left idle, nobody could use it).
+    leftover_gpus : ndarray of int
+        The leftover GPUs, in the order of ``leftover_to``.
+    auction : GPUAuctionResult or None
+        The partial-allocation auction of the round (``None`` if nothing was auctioned).
+    seconds : float
+        Wall-clock seconds of the round.
+    """
+
+    time: float
+    offered: np.ndarray
+    participants: np.ndarray
+    rho_before: np.ndarray
+    fraction: np.ndarray
+    won: np.ndarray
+    leftover_to: np.ndarray
+    leftover_gpus: np.ndarray
+    auction: GPUAuctionResult | None
+    seconds: float
+
+
+@dataclass
+class MultiRoundAuction:
+    """Themis's round-by-round finish-time fair policy (§3.3.2, Pseudocode 1).
+
+    Each round (a *resource available event*: leases expiring, apps finishing or arriving):
+
+    1. GPUs whose lease expired or whose app finished are offered;
+    2. every active app reports its current ``rho`` (with the GPUs it ran on until now);
+    3. the ``max(1, ceil((1 - f) * N_active))`` apps with the largest ``rho`` that can still
+       use GPUs are filtered in (ties broken by a seeded random order). The paper's
+       pseudocode says "top 1 - f fraction" and its text "filter the 1 - f fraction ... with
+       the greatest rho"; both are read as *the apps that bid are that fraction*, which is
+       what §6.4 describes (``f = 1``: a single app bids);
+    4. the participants bid by placement class (:func:`bid_table`, valuations refreshed) and a
+       partial-allocation auction (:func:`gpu_auction`) runs; participant ``i`` keeps
+       ``c_i * |bundle_i|`` GPUs of its PF bundle, rounded to a whole number by a seeded
+       random draw (``floor`` plus one with probability equal to the fractional part), taking
+       the GPUs on the machines where the bundle is densest;
+    5. the leftover GPUs (hidden payments and GPUs no participant won) go at random (seeded)
+       to apps that did not bid and can use more GPUs, one GPU per unit of unmet demand; only
+       if none can, to participants with unmet demand;
+    6. every GPU given out in the round is leased until ``now + lease``.
+
+    Parameters
+    ----------
+    topology : Topology
+    apps : sequence of app models
+        :class:`~fairalloc.valuations.SingleJobApp`, :class:`SuccessiveHalvingApp` or
+        :class:`CurveStoppingApp`; the auction advances them as they run.
+    fairness_knob : float
+        ``f`` in ``[0, 1)``; default 0.8 (the paper's choice, §6.4).
+    lease : float
+        Lease duration in seconds; default 600 (10 minutes, §6.4).
+    seed : int
+        Seed of every random choice (ties, rounding, leftovers): runs are reproducible.
+    time_limit : float, optional
+        Seconds per MILP of the auction.
+    workers : int or None
+        Processes for the leave-one-out MILPs.
+
+    Examples
+    --------
+    >>> from fairalloc.valuations import SingleJobApp, Topology
+    >>> apps = [SingleJobApp(iter_total=1000, iter_time_serial=1.0, job_demand_max=2)
+    ...         for _ in range(3)]
+    >>> auction = MultiRoundAuction(Topology.uniform(2, 2), apps, fairness_knob=0.5)
+    >>> r = auction.step()
+    >>> r.participants.size, int((auction.owner >= 0).sum())
+    (2, 4)
+    """
+
+    topology: Topology
+    apps: Sequence[Any]
+    fairness_knob: float = 0.8
+    lease: float = 600.0
+    seed: int = 0
+    time_limit: float | None = None
+    workers: int | None = 1
+    now: float = 0.0
+    owner: np.ndarray = field(init=False)
+    lease_end: np.ndarray = field(init=False)
+    history: list[AuctionRound] = field(init=False, default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.topology, Topology):
+            raise InputError(f"topology must be a Topology, got {type(self.topology).__name__}",
+                             argument="topology")
+        self.apps = _check_apps(self.apps)
+        try:
+            f = float(self.fairness_knob)
+        except (TypeError, ValueError):
+            raise InputError(f"fairness_knob must be a number, got {self.fairness_knob!r}",
+                             argument="fairness_knob") from None
+        if not 0.0 <= f < 1.0:
+            raise InputError(f"fairness_knob must be in [0, 1), got {self.fairness_knob!r}",
+                             argument="fairness_knob")
+        self.fairness_knob = f
+        self.lease = as_positive_float(self.lease, "lease")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int | np.integer):
+            raise InputError(f"seed must be an integer, got {self.seed!r}", argument="seed")
+        if self.time_limit is not None:
+            self.time_limit = as_positive_float(self.time_limit, "time_limit")
+        self.workers = _workers(self.workers)
+        self.now = as_positive_float(self.now, "now", allow_zero=True)
+        g = self.topology.num_gpus
+        self.owner = np.full(g, -1, dtype=np.int64)
+        self.lease_end = np.zeros(g)
+        self._rng = np.random.default_rng(self.seed)
+        n = len(self.apps)
+        self._active_time = np.zeros(n)  # integral of N_active over each app's lifetime
+        self._lifetime = np.zeros(n)
+        self.history = []
+
+    # ---- state --------------------------------------------------------------------------
+    def active(self) -> np.ndarray:
+        """Apps that have arrived and not finished, shape (num_apps,) bool."""
+        return np.array([a.arrival <= self.now and not a.finished for a in self.apps])
+
+    def held(self) -> np.ndarray:
+        """GPUs each app holds now, shape (num_apps,)."""
+        return np.bincount(self.owner[self.owner >= 0], minlength=len(self.apps))
+
+    def contention(self) -> np.ndarray:
+        """``N_avg`` of each app: time-averaged number of active apps since it arrived."""
+        act = self.active()
+        cur = float(act.sum())
+        with np.errstate(divide="ignore", invalid="ignore"):
+            avg = np.where(self._lifetime > 0, self._active_time / self._lifetime, cur)
+        return np.maximum(avg, 1.0)
+
+    def _slowdowns(self) -> np.ndarray:
+        """Current placement slowdown of every app's held GPUs."""
+        n = len(self.apps)
+        masks = np.zeros((n, self.topology.num_gpus), dtype=bool)
+        has = self.owner >= 0
+        masks[self.owner[has], np.flatnonzero(has)] = True
+        levels = self.topology.level(masks)
+        return np.array([a.slowdown_levels[lv] for a, lv in zip(self.apps, levels)])
+
+    def current_rho(self) -> np.ndarray:
+        """Every active app's ``rho`` with the GPUs it holds now (``nan`` if inactive)."""
+        act = self.active()
+        held = self.held()
+        S = self._slowdowns()
+        N = self.contention()
+        g = self.topology.num_gpus
+        out = np.full(len(self.apps), np.nan)
+        for i in np.flatnonzero(act):  # one app-model call per app (its own state)
+            out[i] = float(np.asarray(self.apps[i].rho(np.array([held[i]]), np.array([S[i]]),
+                                                       now=self.now, cluster_gpus=g,
+                                                       contention=N[i])).ravel()[0])
+        return out
+
+    # ---- one round ----------------------------------------------------------------------
+    def step(self) -> AuctionRound:
+        """Run one auction round at :attr:`now` (Pseudocode 1, lines 15-21)."""
+        t0 = time.perf_counter()
+        topo = self.topology
+        g = topo.num_gpus
+        act = self.active()
+        # rho_current: each app's fairness with the allocation it ran with until now
+        rho_now = self.current_rho()
+        # release expired leases and GPUs of finished apps
+        done = np.array([a.finished for a in self.apps])
+        release = (self.owner >= 0) & ((self.lease_end <= self.now + 1e-9) |
+                                       done[np.maximum(self.owner, 0)])
+        self.owner[release] = -1
+        offer = self.owner < 0
+        held = self.held()
+        demand = np.array([a.demand_max for a in self.apps])
+        spare = np.where(act, np.maximum(demand - held, 0), 0)
+        n_active = int(act.sum())
+        n_part = max(1, math.ceil((1.0 - self.fairness_knob) * n_active)) if n_active else 0
+        eligible = np.flatnonzero(spare > 0)
+        tie = self._rng.permutation(len(self.apps))
+        order = eligible[np.lexsort((tie[eligible], -np.nan_to_num(rho_now[eligible],
+                                                                    nan=-np.inf,
+                                                                    posinf=np.inf)))]
+        participants = np.sort(order[:n_part])
+        offered = np.flatnonzero(offer)
+        fractions = np.zeros(participants.size)
+        won = np.zeros(participants.size, dtype=np.int64)
+        result = None
+        given = np.zeros(g, dtype=bool)
+        if participants.size and offered.size:
+            N = self.contention()
+            S = self._slowdowns()
+            tables = []
+            for i in participants:  # one bid table per bidding app (its own valuation)
+                app = self.apps[i]
+                hold = self.owner == i
+
+                def rho_i(k: np.ndarray, s: np.ndarray, app: Any = app, Ni: float = N[i]
+                          ) -> np.ndarray:
+                    return app.rho(k, s, now=self.now, cluster_gpus=g, contention=Ni)
+
+                tables.append(bid_table(rho_i, topo, offer, held=hold, max_gpus=int(spare[i]),
+                                        slowdown=app.slowdown_levels))
+            del S
+            result = gpu_auction(tables, topo, offer, time_limit=self.time_limit,
+                                 workers=self.workers)
+            fractions = np.array(result.fraction)
+            sizes = result.pf_bundles.sum(axis=1)
+            exact = fractions * sizes
+            won = np.floor(exact + 1e-9).astype(np.int64)
+            won += (self._rng.random(participants.size) < (exact - won)).astype(np.int64)
+            won = np.minimum(won, sizes)
+            for r_idx, app_idx in enumerate(participants):  # keep GPUs where bundle is densest
+                if won[r_idx] == 0:
+                    continue
+                gpus = np.flatnonzero(result.pf_bundles[r_idx])
+                mach = topo.machine[gpus]
+                dens = np.bincount(mach, minlength=topo.num_machines)[mach]
+                keep = gpus[np.lexsort((mach, -dens))][:won[r_idx]]
+                self.owner[keep] = app_idx
+                given[keep] = True
+        # leftover GPUs: at random to the apps that did not bid (then to bidders) with demand
+        left = np.flatnonzero((self.owner < 0) & offer)
+        held = self.held()
+        spare = np.where(act, np.maximum(demand - held, 0), 0)
+        bidders = np.zeros(len(self.apps), dtype=bool)
+        bidders[participants] = True
+        to = np.full(left.size, -1, dtype=np.int64)
+        perm_gpus = self._rng.permutation(left)
+        filled = 0
+        for group in (~bidders, bidders):
+            slots = np.repeat(np.flatnonzero(group & (spare > 0)), spare[group & (spare > 0)])
+            if filled >= perm_gpus.size or slots.size == 0:
+                continue
+            slots = self._rng.permutation(slots)[:perm_gpus.size - filled]
+            to[filled:filled + slots.size] = slots
+            filled += slots.size
+        assigned = to >= 0
+        self.owner[perm_gpus[assigned]] = to[assigned]
+        given[perm_gpus[assigned]] = True
+        self.lease_end[given] = self.now + self.lease
+        rnd = AuctionRound(time=self.now, offered=offered, participants=participants,
+                           rho_before=rho_now, fraction=fractions, won=won, leftover_to=to,
+                           leftover_gpus=perm_gpus, auction=result,
+                           seconds=time.perf_counter() - t0)
+        self.history.append(rnd)
+        return rnd
+
+    # ---- time ---------------------------------------------------------------------------
+    def advance(self, dt: float) -> None:
+        """Let ``dt`` seconds pass: every app runs on the GPUs it holds."""
+        dt = as_positive_float(dt, "dt", allow_zero=True)
+        act = self.active()
+        held = self.held()
+        S = self._slowdowns()
+        for i in np.flatnonzero(act):  # each app model advances its own state
+            self.apps[i].advance(int(held[i]), float(S[i]), dt)
+        self._active_time[act] += dt * act.sum()
+        self._lifetime[act] += dt
+        self.now += dt
+
+    def next_event(self) -> float:
+        """Time of the next resource-available event (lease expiry, app finish or arrival)."""
+        held = self.held()
+        S = self._slowdowns()
+        times = [math.inf]
+        busy = self.owner >= 0
+        if busy.any():
+            times.append(float(self.lease_end[busy].min()))
+        act = self.active()
+        for i in np.flatnonzero(act & (held > 0)):
+            times.append(self.now + self.apps[i].time_to_finish(int(held[i]), float(S[i])))
+        arrivals = [a.arrival for a in self.apps if a.arrival > self.now]
+        times.extend(arrivals)
+        return max(min(times), self.now)
+
+    def run(self, until: float, *, max_rounds: int = 10_000) -> list[AuctionRound]:
+        """Alternate rounds and progress until time ``until`` or every app finished."""
+        until = as_positive_float(until, "until", allow_zero=True)
+        rounds: list[AuctionRound] = []
+        for _ in range(as_positive_int(max_rounds, "max_rounds")):
+            if self.now >= until or all(a.finished for a in self.apps):
+                break
+            rounds.append(self.step())
+            nxt = min(self.next_event(), until)
+            if nxt <= self.now:  # nothing will happen: jump to the next arrival or stop
+                nxt = min([a.arrival for a in self.apps if a.arrival > self.now] + [until])
+            self.advance(nxt - self.now)
+        return rounds
