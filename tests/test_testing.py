@@ -25,7 +25,7 @@ from fairalloc.testing import (
     property_names,
 )
 from fairalloc.testing import strategies as fst
-from fairalloc.testing.checks import MAX_EXAMPLES_ENV, PROFILE_ENV
+from fairalloc.testing.checks import MAX_EXAMPLES_ENV, PROFILE_ENV, _Search
 from fairalloc.throughput import isolated_split
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -298,6 +298,22 @@ def test_fisher_market_is_manipulable_by_a_buyer_misreporting() -> None:
     gain = truth @ lied[cx.agent] - truth @ honest[cx.agent]
     assert gain == pytest.approx(cx.violation, rel=1e-6)
     assert "by misreporting its row" in cx.message and "misreport of buyer" in str(cx)
+
+
+def test_fisher_market_manipulation_hand_example() -> None:
+    # proofs/property_checks.md §5: buyer 0 shades good 1 to 5 % and gets 1.475 instead of 1
+    inst = fst.MarketInstance(np.array([[1.0, 1.0], [1.0, 0.0]]), np.ones(2), np.ones(2))
+    dom = MarketDomain()
+    random_row = np.array([3.0, 0.0])
+    lies = dom.lies(inst, 0, random_row, 0.05)
+    assert [lie.tolist() for lie in lies] == [[3.0, 0.0], [0.05, 1.0], [1.0, 0.05]]
+    cx = _Search(fa.fisher_market, dom, 1e-6).evaluate("strategy_proof",
+                                                       (inst, 0, random_row, 0.05))
+    assert cx is not None and cx.agent == 0
+    assert cx.violation == pytest.approx(0.475, rel=1e-6)
+    np.testing.assert_array_equal(cx.misreport, [1.0, 0.05])
+    np.testing.assert_allclose(cx.misreport_allocation[0], [0.475, 1.0], rtol=1e-6)
+    np.testing.assert_allclose(cx.allocation, [[0.0, 1.0], [1.0, 0.0]], atol=1e-7)
 
 
 def test_max_min_fairness_keeps_sharing_incentive_and_pareto_optimality() -> None:

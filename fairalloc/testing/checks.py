@@ -46,9 +46,11 @@ type) and each agent's true utility ``u_i`` (cluster: effective throughput
 ``budget_clearing`` (market domains)
     Every buyer spends its budget at the policy's prices (needs prices).
 ``envy_free``
-    ``u_i(x_i) / B_i >= u_i(x_k) / B_k`` for all ``i, k``. In the cluster domain ``u_i(x_k)`` is
-    the throughput job ``i`` would get from job ``k``'s worker-time (``x_kj`` times ``k``'s gang
-    size, usable only where ``i`` can run and fits, at most all of its time).
+    ``u_i(x_i) / B_i >= u_i(x_k) / B_k`` for all ``i, k``. In the cluster domain valuations are
+    capped (a job runs at most all of its time), so the bundle is scaled instead:
+    ``u_i(x_i) >= u_i((w_i / w_k) x_k)``, where ``u_i`` of a bundle is the throughput job ``i``
+    gets from that worker-time (``x_kj`` times ``k``'s gang size, usable only where ``i`` can
+    run and fits, at most all of its time). For linear utilities the two forms agree.
 ``sharing_incentive``
     At least as well off as with the budget share ``B_i / sum B`` of every good (cluster: with
     the weight share of every type's workers, the isolated allocation of Gavel §4.1 and Themis

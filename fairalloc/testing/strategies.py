@@ -277,6 +277,10 @@ def _fmt(arr: np.ndarray) -> str:
                            floatmode="maxprec")
 
 
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
 def _code(arr: np.ndarray) -> str:
     return f"np.array({np.asarray(arr).tolist()!r})"
 
@@ -324,8 +328,8 @@ class MarketInstance:
         rounds = "" if self.utility.ndim == 2 else f" over {self.utility.shape[2]} rounds"
         pad = " " * 12
         return "\n".join([
-            f"market ({self.kind} utilities{rounds}; {self.n} buyers, "
-            f"{self.utility.shape[1]} goods)",
+            f"market ({self.kind} utilities{rounds}; {_plural(self.n, 'buyer')}, "
+            f"{_plural(self.utility.shape[1], 'good')})",
             "  utility = " + _fmt(self.utility).replace("\n", "\n" + pad),
             "  budget  = " + _fmt(self.budget),
             "  supply  = " + _fmt(self.supply).replace("\n", "\n" + pad),
@@ -592,7 +596,8 @@ class ClusterInstance:
         cols = self._columns()
         width = max(len("throughput"), *(len(name) for name, _ in cols))
         pad = " " * (width + 5)
-        lines = [f"cluster {self.cluster!r}; {self.n} jobs on types {list(self.cluster.types)}",
+        lines = [f"cluster {self.cluster!r}; {_plural(self.n, 'job')} on types "
+                 f"{list(self.cluster.types)}",
                  f"  {'throughput':<{width}} = "
                  + _fmt(self.jobs.throughput).replace("\n", "\n" + pad)]
         lines += [f"  {name:<{width}} = {_fmt(v)}" for name, v in cols]
