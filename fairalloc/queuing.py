@@ -486,8 +486,8 @@ class _Engine:
             return
         srt = np.argsort(f, kind="stable")
         idx, f, caps = idx[srt], f[srt], caps[srt]
-        pos = k.searchsorted(f, side="right")
-        self._set_order(np.insert(o, pos, idx), np.insert(k, pos, f), np.insert(c, pos, caps))
+        where = k.searchsorted(f, side="right")
+        self._set_order(np.insert(o, where, idx), np.insert(k, where, f), np.insert(c, where, caps))
 
     def remove_head(self, pos: np.ndarray) -> np.ndarray:
         """Deactivate the running jobs at positions ``pos`` of the order; return their rows."""
@@ -547,7 +547,9 @@ class _Engine:
             rate = lo + (self.speed[ic, expo + 1] - lo) * frac
             if hetero:
                 sc = start[changed]
-                psum = self.pcum[sc + gc] - self.pcum[sc]
+                pcum = self.pcum
+                assert pcum is not None  # hetero
+                psum = pcum[sc + gc] - pcum[sc]
                 rate *= psum / gc
             self.rate[ic] = rate
             self.g[ic] = gc

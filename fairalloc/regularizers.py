@@ -124,7 +124,7 @@ def makespan_regularizer(
         coef = lam_v * scale
     # work in units of `scale` seconds keeps the conic data well scaled (P ~ 1e5 s)
     rem = cp.pos(P / scale - work / scale)
-    h = cp.max(rem)
+    h: Any = cp.max(rem)
     if kind == "paper":
         h = cp.maximum(rem @ (w / M), h)
     return -coef * h

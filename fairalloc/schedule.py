@@ -721,10 +721,8 @@ def _solve(lp: LinearProgram, time_limit: float | None, mip_gap: float,
     backend = get_backend("highs", need="milp")
     if time_limit is not None and time_limit <= 0:
         time_limit = 1e-3
-    if start is not None:
-        return backend.solve_lp(lp, time_limit=time_limit, mip_gap=mip_gap, threads=threads,
-                                start=start)
-    return backend.solve_lp(lp, time_limit=time_limit, mip_gap=mip_gap, threads=threads)
+    return backend.solve_lp(lp, time_limit=time_limit, mip_gap=mip_gap, threads=threads,
+                            start=start)
 
 
 def _packing_cuts(inst: _Instance) -> tuple[list[np.ndarray], list[int], list[np.ndarray]]:
@@ -1705,7 +1703,7 @@ def relax_plan(
     cons = [x <= (inst.cap > 0)[:, None].astype(float), capacity,
             cp.sum(mix, axis=1) == 1, cp.sum(cp.multiply(pts, mix), axis=1) == n]
     objective = cp.sum(cp.multiply(inst.weight, cp.log(util)))
-    h_expr = None
+    h_expr: Any = None
     if inst.coef > 0:
         owner = inst.traj_owner
         q = owner.size

@@ -164,8 +164,13 @@ class Backend:
         time_limit: float | None = None,
         mip_gap: float | None = None,
         threads: int | None = None,
+        start: np.ndarray | None = None,
     ) -> LPSolution:
-        """Solve ``lp``; never raises on infeasibility (reports it in ``status``)."""
+        """Solve ``lp``; never raises on infeasibility (reports it in ``status``).
+
+        ``start`` is an optional MIP start (a point the solver may take as its first
+        incumbent); backends that cannot use one ignore it.
+        """
         raise NotImplementedError
 
     def __repr__(self) -> str:

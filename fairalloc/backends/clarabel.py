@@ -47,6 +47,7 @@ class ClarabelBackend(Backend):
         time_limit: float | None = None,
         mip_gap: float | None = None,
         threads: int | None = None,
+        start: np.ndarray | None = None,
     ) -> LPSolution:
         import clarabel
 

@@ -32,6 +32,7 @@ class GurobiBackend(Backend):
         time_limit: float | None = None,
         mip_gap: float | None = None,
         threads: int | None = None,
+        start: np.ndarray | None = None,
     ) -> LPSolution:
         import gurobipy as gp
         from gurobipy import GRB
@@ -60,6 +61,8 @@ class GurobiBackend(Backend):
                 ub=np.where(np.isfinite(lp.col_upper), lp.col_upper, inf),
                 vtype=vtype,
             )
+            if start is not None and lp.is_mip:
+                x.setAttr("Start", np.asarray(start, dtype=float).ravel())
             model.setObjective(lp.c @ x + lp.offset, GRB.MINIMIZE)
             eq = np.isfinite(lp.row_lower) & (lp.row_lower == lp.row_upper)
             up = np.isfinite(lp.row_upper) & ~eq
@@ -90,7 +93,8 @@ class GurobiBackend(Backend):
         else:
             status = "error"
         xv = row_duals = col_duals = None
-        obj = bound = float("nan")
+        obj: float = float("nan")
+        bound: float = float("nan")
         if status in ("optimal", "time_limit"):
             xv = np.asarray(x.X, dtype=float)
             obj = float(model.ObjVal)

@@ -37,6 +37,7 @@ class PyomoBackend(Backend):
         time_limit: float | None = None,
         mip_gap: float | None = None,
         threads: int | None = None,
+        start: np.ndarray | None = None,
     ) -> LPSolution:
         import pyomo.environ as pyo
         from pyomo.opt import TerminationCondition as TC
