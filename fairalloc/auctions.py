@@ -195,6 +195,79 @@ def _conic(owner: np.ndarray, good: np.ndarray, weight: np.ndarray, B: np.ndarra
     return np.asarray(sol.x)[:E], np.maximum(np.asarray(sol.z)[:m], 0.0)
 
 
+def _ipm(owner: np.ndarray, good: np.ndarray, w: np.ndarray, B: np.ndarray, s: np.ndarray,
+         p0: np.ndarray, *, mu_tol: float = 1e-13, res_tol: float = 1e-9,
+         max_iter: int = 60) -> tuple[np.ndarray, np.ndarray] | None:
+    """Primal-dual interior point for the price form of an edge-form EG program.
+
+    ``min s@p - sum_b B_b log beta_b`` s.t. ``p_j - w_e beta_b >= 0`` for every edge
+    ``e = (b, j)``: ``beta_b`` is buyer ``b``'s price of a unit of utility and the multiplier
+    ``x_e`` of edge ``e`` is the amount of good ``j`` it buys. Eliminating slacks, multipliers
+    and ``beta`` (one diagonal entry per buyer) leaves an ``m x m`` Schur complement per
+    Newton step (Mehrotra predictor-corrector). Returns ``(x, p)`` or ``None``; the caller
+    polishes and certifies the point, so an inaccurate one is never trusted.
+    """
+    from scipy.linalg import cho_factor, cho_solve
+
+    E, N, m = owner.size, B.size, s.size
+    p = np.maximum(np.asarray(p0, dtype=float), 1e-12)
+    beta = np.full(N, np.inf)
+    np.minimum.at(beta, owner, p[good] / w)
+    beta *= 0.9
+    sig = p[good] - w * beta[owner]
+    deg = np.bincount(owner, minlength=N)
+    x = (B[owner] / deg[owner]) / p[good]
+    scale = max(1.0, float(s @ p))
+    last: tuple[np.ndarray, np.ndarray] | None = None
+
+    def max_step(v: np.ndarray, dv: np.ndarray) -> float:
+        """Largest step in (0, 1] keeping ``v + a dv >= 0``."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return float(min(1.0, np.min(np.where(dv < 0, -v / dv, np.inf))))
+
+    for _ in range(max_iter):
+        r_p = s - np.bincount(good, x, m)
+        r_b = -B / beta + np.bincount(owner, w * x, N)
+        r_s = p[good] - w * beta[owner] - sig
+        mu = float(sig @ x) / E
+        res = max(np.abs(r_p).max() / (1 + s.max()), np.abs(r_b * beta).max() / (1 + B.max()),
+                  np.abs(r_s).max() / (1 + p.max()))
+        if not np.isfinite(res):
+            return last
+        if mu * E <= mu_tol * scale and res <= res_tol:
+            return x, p
+        if res <= 1e-6:
+            last = (x, p)
+        d = x / sig
+        h = B / beta ** 2 + np.bincount(owner, d * w * w, N)
+        M = np.bincount(good * N + owner, d * w, m * N).reshape(m, N)
+        S = np.diag(np.bincount(good, d, m)) - (M / h) @ M.T
+        try:
+            cf = cho_factor(S, check_finite=False)
+        except np.linalg.LinAlgError:
+            return last
+
+        def direction(r_c: np.ndarray, r_s: np.ndarray = r_s, r_p: np.ndarray = r_p,
+                      r_b: np.ndarray = r_b, d: np.ndarray = d, h: np.ndarray = h,
+                      M: np.ndarray = M, cf: Any = cf, x: np.ndarray = x,
+                      sig: np.ndarray = sig) -> tuple[np.ndarray, ...]:
+            g = -r_s - r_c / x
+            rhs_p = np.bincount(good, d * g, m) - r_p
+            rhs_b = -r_b - np.bincount(owner, w * d * g, N)
+            dp = cho_solve(cf, rhs_p + M @ (rhs_b / h), check_finite=False)
+            db = (rhs_b + M.T @ dp) / h
+            dx = d * (g - dp[good] + w * db[owner])
+            return dp, db, dx, (-r_c - sig * dx) / x
+
+        dp, db, dx, ds = direction(sig * x)  # predictor (affine scaling)
+        a = max_step(np.concatenate((sig, beta, x)), np.concatenate((ds, db, dx)))
+        mu_aff = float((sig + a * ds) @ (x + a * dx)) / E
+        dp, db, dx, ds = direction(sig * x + ds * dx - (mu_aff / mu) ** 3 * mu)  # corrector
+        a = 0.99 * max_step(np.concatenate((sig, beta, x)), np.concatenate((ds, db, dx)))
+        p, beta, sig, x = p + a * dp, beta + a * db, sig + a * ds, x + a * dx
+    return last
+
+
 def _reduced_solve(U: np.ndarray, B: np.ndarray, s: np.ndarray, cand: np.ndarray,
                    p_hint: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Solve the market restricted to the ``cand`` edges, aggregating single-edge buyers.
@@ -218,7 +291,8 @@ def _reduced_solve(U: np.ndarray, B: np.ndarray, s: np.ndarray, cand: np.ndarray
     ph = np.where(p_hint > 0, p_hint, 1.0)
     best = np.where(cand[multi], U[multi] / ph[None, :], 0.0).max(axis=1)
     weight = np.concatenate([ph[agg] / W[agg], U[multi[mk], mj] / (B[multi] * best)[mk]])
-    z, p = _conic(owner, good, weight, budget, s)
+    out = _ipm(owner, good, weight, budget, s, ph)
+    z, p = out if out is not None else _conic(owner, good, weight, budget, s)
     z = np.maximum(z, 0.0)
     x = np.zeros((n, m))
     X = np.zeros(m)
