@@ -69,6 +69,17 @@ _LAZY: dict[str, str] = {
     "min_makespan": "throughput",
     "shortest_job_first": "throughput",
     "water_filling": "waterfilling",
+    # round-based mechanism, placement, throughput estimation (Gavel §3.3, §5, §6)
+    "Completion": "estimation",
+    "FingerprintMatch": "estimation",
+    "Placement": "mechanism",
+    "RoundAssignment": "mechanism",
+    "RoundScheduler": "mechanism",
+    "ServerLayout": "mechanism",
+    "ThroughputEstimator": "estimation",
+    "complete_matrix": "estimation",
+    "place": "mechanism",
+    "schedule_round": "mechanism",
     # partial allocation (Themis)
     "AuctionRound": "auctions",
     "BidTable": "auctions",
