@@ -31,6 +31,16 @@ low-rank matrix exactly (up to ``reg``), while the nuclear norm shrinks every si
 the smallest rank whose 3-fold hold-out error on the observed entries is within 0.1 % of the
 data's scale of the best rank's.
 
+Fold-in
+-------
+New jobs are completed against the reference fingerprints ``F`` (completed once where some
+reference pairs were not profiled): the column factor is the rank-``q`` SVD of ``F``, and each
+new job's partial row is a ridge least-squares fit on its measured entries (Quasar's approach,
+and what ALS converges to on the stacked matrix when the reference rows are complete, up to the
+new row's own pull on the factor). It is exact for exactly low-rank data whose measured columns
+determine the row, costs one batched ``q x q`` solve for any number of new jobs, and has no
+iteration to converge.
+
 Matching
 --------
 The completed fingerprint is compared with every reference fingerprint by cosine distance

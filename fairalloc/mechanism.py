@@ -121,19 +121,50 @@ def _as_cluster(cluster: Any, k: int | None) -> tuple[tuple[str, ...], np.ndarra
     return types, cap
 
 
-def _target_array(target: Any) -> tuple[Any, tuple[Hashable, ...] | None]:
-    """Accept an array or a policy result with ``x`` (e.g. :class:`fairalloc.Allocation`)."""
+def _target_array(target: Any, combinations: Any) -> tuple[Any, tuple[Hashable, ...] | None, Any]:
+    """Accept an array or a policy result with ``x`` (e.g. :class:`fairalloc.Allocation`).
+
+    A space-sharing result (``pair_x`` set) becomes one row per job alone (``x`` minus the
+    time of the pairs that contain the job) plus one row per pair; ``combinations`` must then
+    give the pairs (a :class:`fairalloc.JobPairs`, or a sequence of index pairs).
+    """
+    ids = None
     if hasattr(target, "x") and not isinstance(target, np.ndarray):
-        if getattr(target, "pair_x", None) is not None:
+        ids_attr = getattr(target, "job_ids", None)
+        ids = tuple(ids_attr) if ids_attr is not None else None
+        pair_x = getattr(target, "pair_x", None)
+        x = np.asarray(as_array(target.x, "target.x", ndim=2))
+        if pair_x is None:
+            return x, ids, combinations
+        pair_x = np.asarray(as_array(pair_x, "target.pair_x", ndim=2, shape=(None, x.shape[1]),
+                                     allow_empty=True))
+        if combinations is None:
             raise InputError(
-                "target is a space-sharing allocation: pass its rows explicitly (one row per "
-                "job alone plus one per pair, each the time fraction of that combination) "
-                "together with combinations=",
-                argument="target",
+                "target is a space-sharing allocation: pass its pairs as combinations= "
+                "(a JobPairs or a sequence of (a, b) job indices)", argument="combinations",
             )
-        ids = getattr(target, "job_ids", None)
-        return target.x, (tuple(ids) if ids is not None else None)
-    return target, None
+        pairs = getattr(combinations, "members", combinations)
+        pairs = np.asarray(as_array(pairs, "combinations", ndim=2, shape=(pair_x.shape[0], 2),
+                                    integer=True, allow_empty=True)).astype(np.int64)
+        n = x.shape[0]
+        if pairs.size and pairs.max() >= n:
+            p = int(np.argwhere(pairs >= n)[0, 0])
+            raise InputError(f"combinations[{p}] names a job outside 0..{n - 1}",
+                             argument="combinations", index=(p,))
+        alone = x.copy()
+        np.subtract.at(alone, pairs[:, 0], pair_x)
+        np.subtract.at(alone, pairs[:, 1], pair_x)
+        alone = np.where(alone > -_FEAS_TOL, np.maximum(alone, 0.0), alone)
+        rows = np.vstack([alone, pair_x])
+        combos = [(i,) for i in range(n)] + [(int(a), int(b)) for a, b in pairs.tolist()]
+        return rows, ids, combos
+    members = getattr(combinations, "members", None)
+    if members is not None:  # a JobPairs with a plain target: jobs alone first, then pairs
+        pairs = np.asarray(members, dtype=np.int64)
+        n = int(np.shape(target)[0]) - pairs.shape[0]
+        combos = [(i,) for i in range(max(n, 0))] + [(int(a), int(b)) for a, b in pairs.tolist()]
+        return target, ids, combos
+    return target, ids, combinations
 
 
 def _combinations(combinations: Any, n_jobs: int | None) -> tuple[tuple[int, ...], ...]:
@@ -192,7 +223,7 @@ def _build_rows(
     runnable: Any,
     ids: Sequence[Hashable] | None,
 ) -> _Rows:
-    raw, target_ids = _target_array(target)
+    raw, target_ids, combinations = _target_array(target, combinations)
     X = as_array(raw, "target", ndim=2)
     n_rows, k = X.shape
     types, cap = _as_cluster(cluster, k)
@@ -630,10 +661,13 @@ def schedule_round(
         ``received``.
     scale_factor : array_like of int, shape (jobs,), optional
         Workers each job needs at once (when ``jobs`` is not given); default 1.
-    combinations : sequence of tuple of int, optional
+    combinations : sequence of tuple of int, or fairalloc.JobPairs, optional
         Space sharing: row ``r`` of ``target`` is the combination ``combinations[r]`` of job
         indices (``(i,)`` for job ``i`` alone). A combination occupies the largest gang of its
-        jobs; no job runs in two rows of the same round.
+        jobs; no job runs in two rows of the same round. With a :class:`fairalloc.JobPairs`
+        (or, for a space-sharing allocation, a sequence of ``(a, b)`` pairs), the rows are the
+        jobs alone followed by the pairs; a space-sharing :class:`fairalloc.Allocation` is
+        split into these rows (``x`` minus pair time, then ``pair_x``).
     runnable : array_like of bool, shape (rows, k), optional
         Where each row may run; default: everywhere (with ``jobs``: where every member's
         throughput is positive). Rows never run where their gang exceeds the type's workers.

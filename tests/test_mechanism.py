@@ -156,6 +156,12 @@ def test_paper_three_job_allocation_exact_after_eleven_rounds():
     assert first[2].assignment() == {"v100": ["c"], "k80": ["b"]}
     run_rounds(sched, 8)
     assert np.allclose(sched.received, [[5, 0], [5, 1], [1, 10]])
+    # the same allocation straight from the policy
+    policy = fa.max_min_fairness(jobs, fa.Cluster({"v100": 1, "k80": 1}))
+    from_policy = RoundScheduler(policy, fa.Cluster({"v100": 1, "k80": 1}), jobs)
+    from_policy.run(110)
+    assert from_policy.row_labels == ("a", "b", "c")
+    assert from_policy.error <= 2.0 / 110
 
 
 def test_schedule_round_accepts_history_arguments():
@@ -261,6 +267,30 @@ def test_labels_frames_and_repr():
     assert list(df.index) == ["x", "y"] and df.loc["y", "workers"] == 2
     assert "scheduled=2" in repr(a)
     assert a.idle.tolist() == [0.0, 0.0]
+
+
+def test_space_sharing_allocation_from_the_policy_is_realised():
+    jobs = fa.Jobs([[40.0, 10.0], [12.0, 4.0], [100.0, 50.0]])
+    cluster = fa.Cluster({"v100": 1, "k80": 1})
+    pairs = fa.JobPairs([[0, 1], [1, 2]],
+                        [[[30.0, 10.0], [8.0, 3.0]], [[10.0, 80.0], [3.0, 40.0]]])
+    alloc = fa.max_min_space_sharing(jobs, cluster, pairs)
+    sched = RoundScheduler(alloc, cluster, jobs, combinations=pairs, eligible="behind")
+    assert sched.row_labels == ((0,), (1,), (2,), (0, 1), (1, 2))
+    alone = alloc.x.copy()
+    for p, (a, b) in enumerate(pairs.members.tolist()):
+        alone[a] -= alloc.pair_x[p]
+        alone[b] -= alloc.pair_x[p]
+    assert np.allclose(sched.target, np.vstack([np.maximum(alone, 0), alloc.pair_x]))
+    sched.run(300)
+    assert sched.error <= 6.0 / 300
+    # every job's time on each type, alone or in a pair, approaches the policy's x
+    f = sched.received_fraction
+    per_job = f[:3] + np.array([f[3], f[3] + f[4], f[4]])
+    assert np.allclose(per_job, alloc.x, atol=0.02)
+    # the same rows from a plain array and the JobPairs
+    plain = schedule_round(np.array(sched.target), cluster, jobs, combinations=pairs)
+    assert plain.row_labels == sched.row_labels
 
 
 def test_allocation_like_target_is_accepted():
@@ -647,7 +677,13 @@ def test_bad_jobs_arguments():
 
     with pytest.raises(fa.InputError) as exc:
         schedule_round(SpaceSharing(), cl)
-    assert exc.value.argument == "target"
+    assert exc.value.argument == "combinations"
+    with pytest.raises(fa.InputError) as exc:
+        schedule_round(SpaceSharing(), cl, combinations=[(0, 2)])
+    assert exc.value.argument == "combinations"
+    with pytest.raises(fa.InputError) as exc:
+        schedule_round(SpaceSharing(), cl, combinations=[(0, 1), (0, 1)])
+    assert exc.value.argument == "combinations"
 
 
 def test_bad_layout_and_scheduler_arguments():
