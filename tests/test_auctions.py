@@ -281,6 +281,52 @@ def test_bundle_auction_matches_brute_force(inst):
     assert np.allclose(r.leftover + r.allocation.sum(0), 1.0)
 
 
+def assignments(bundles, g):
+    """Every feasible assignment: a tuple of chosen bundle indices (-1 = none)."""
+    for combo in itertools.product(*[[-1, *range(len(b))] for b in bundles]):
+        used = np.zeros(g, dtype=int)
+        for i, c in enumerate(combo):
+            if c >= 0:
+                used[list(bundles[i][c])] += 1
+        if not (used > 1).any():
+            yield combo
+
+
+@settings(max_examples=30)
+@given(bundle_instances())
+def test_bundle_pf_is_pareto_efficient(inst):
+    # no feasible assignment makes an agent better off and nobody worse off (Theorem 3.2, PE)
+    bundles, values, g, empty = inst
+    r = bundle_auction(bundles, values, num_goods=g, empty_value=empty)
+    for combo in assignments(bundles, g):
+        vals = np.array([values[i][c] if c >= 0 else empty[i] for i, c in enumerate(combo)])
+        assert not (np.all(vals >= r.pf_value - 1e-12) and np.any(vals > r.pf_value + 1e-9))
+
+
+@settings(max_examples=30)
+@given(bundle_instances(), st.data())
+def test_bundle_misreporting_never_helps(inst, data):
+    # agent i's true value of its share, c_i * v_i(bundle), is largest when it bids truthfully
+    bundles, values, g, empty = inst
+    n = len(bundles)
+    i = data.draw(st.integers(0, n - 1))
+
+    def true_value(report):
+        vals = [list(v) for v in values]
+        vals[i] = list(report)
+        r = bundle_auction(bundles, vals, num_goods=g, empty_value=empty)
+        won = values[i][r.choice[i]] if r.choice[i] >= 0 else empty[i]
+        return r.fraction[i] * won
+
+    truthful = true_value(values[i])
+    b = len(values[i])
+    perm = data.draw(st.permutations(list(range(b))))
+    other = data.draw(st.lists(st.sampled_from([0.5, 1.0, 2.0, 4.0, 8.0]), min_size=b,
+                               max_size=b))
+    for report in (np.array(values[i])[perm], other, 3.0 * np.array(values[i])):
+        assert true_value(report) <= truthful * (1 + 1e-9) + 1e-12
+
+
 def test_table2_single_app_gets_both_gpus():
     # Table 2: [0,0] -> rho_old, [0,1] = [1,0] -> 1/2, [1,1] -> 1/4 (valuations 1/rho)
     r = bundle_auction([[[0], [1], [0, 1]]], [[2.0, 2.0, 4.0]], empty_value=[1.0])
