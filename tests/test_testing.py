@@ -287,8 +287,10 @@ def test_the_project_equilibria_pass_every_property() -> None:
 
 def test_fisher_market_is_manipulable_by_a_buyer_misreporting() -> None:
     # the Eisenberg-Gale equilibrium is not strategy-proof (Themis uses partial allocation
-    # for that); the probe finds a lie that pays and shows it
-    report = check_policy(fa.fisher_market, ["strategy_proof"], max_examples=100, shrink=False)
+    # for that); the probe finds a lie that pays (seed 2: after 8 examples; the search is
+    # deterministic, whatever else the session imports) and shrinks it to the hand example of
+    # proofs/property_checks.md §5
+    report = check_policy(fa.fisher_market, ["strategy_proof"], max_examples=60, seed=2)
     cx = report.counterexample
     assert cx is not None and cx.misreport is not None and cx.violation > 1e-6
     inst = cx.instance
@@ -298,22 +300,44 @@ def test_fisher_market_is_manipulable_by_a_buyer_misreporting() -> None:
     gain = truth @ lied[cx.agent] - truth @ honest[cx.agent]
     assert gain == pytest.approx(cx.violation, rel=1e-6)
     assert "by misreporting its row" in cx.message and "misreport of buyer" in str(cx)
+    np.testing.assert_array_equal(inst.utility, [[1.0, 1.0], [1.0, 0.0]])
+    np.testing.assert_array_equal(cx.misreport, [1.0, 0.05])
+    assert cx.violation == pytest.approx(0.475, rel=1e-6)
 
 
 def test_fisher_market_manipulation_hand_example() -> None:
     # proofs/property_checks.md §5: buyer 0 shades good 1 to 5 % and gets 1.475 instead of 1
     inst = fst.MarketInstance(np.array([[1.0, 1.0], [1.0, 0.0]]), np.ones(2), np.ones(2))
     dom = MarketDomain()
-    random_row = np.array([3.0, 0.0])
-    lies = dom.lies(inst, 0, random_row, 0.05)
-    assert [lie.tolist() for lie in lies] == [[3.0, 0.0], [0.05, 1.0], [1.0, 0.05]]
+    scale = np.array([3.0, 0.5])  # the whole row scaled entry by entry: [3, 0.5]
+    lies = dom.lies(inst, 0, scale, 0.05)
+    assert [lie.tolist() for lie in lies] == [[3.0, 0.5], [0.05, 1.0], [1.0, 0.05]]
+    assert len(dom.lies(inst, 0, np.ones(2), 0.0)) == 2  # the truth itself is not a lie
     cx = _Search(fa.fisher_market, dom, 1e-6).evaluate("strategy_proof",
-                                                       (inst, 0, random_row, 0.05))
+                                                       (inst, 0, scale, 0.05))
     assert cx is not None and cx.agent == 0
     assert cx.violation == pytest.approx(0.475, rel=1e-6)
     np.testing.assert_array_equal(cx.misreport, [1.0, 0.05])
     np.testing.assert_allclose(cx.misreport_allocation[0], [0.475, 1.0], rtol=1e-6)
     np.testing.assert_allclose(cx.allocation, [[0.0, 1.0], [1.0, 0.0]], atol=1e-7)
+
+
+def test_partial_allocation_survives_misreport_probes_but_pays_in_sharing_incentive() -> None:
+    # Themis §3.3.1: partial allocation is truthful for linear valuations; the price is the
+    # hidden payment, so an agent can fall below its 1/n share (two agents, one good: 1/4 each)
+    from fairalloc.auctions import partial_allocation
+
+    def themis(utility, budget, supply):  # type: ignore[no-untyped-def]
+        return partial_allocation(utility, supply)
+
+    report = check_policy(themis, ["strategy_proof", "sharing_incentive"], max_examples=12,
+                          domain=MarketDomain(equal_budgets=True))
+    assert report["strategy_proof"].passed and report["strategy_proof"].examples == 12
+    cx = report["sharing_incentive"].counterexample
+    assert cx is not None
+    np.testing.assert_array_equal(cx.instance.utility, [[1.0], [1.0]])
+    np.testing.assert_allclose(cx.allocation, [[0.25], [0.25]], rtol=1e-6)
+    assert cx.violation == pytest.approx(0.25, rel=1e-6)
 
 
 def test_max_min_fairness_keeps_sharing_incentive_and_pareto_optimality() -> None:
@@ -413,8 +437,9 @@ def test_market_clearing_of_a_policy_without_prices() -> None:
     with pytest.raises(fa.InputError, match="needs prices") as info:
         check_policy(budget_share, ["market_clearing"], max_examples=3)
     assert info.value.argument == "properties"
-    report = check_policy(budget_share, "all", max_examples=10)
+    report = check_policy(budget_share, "all", max_examples=4)
     assert report["market_clearing"].status == "skipped" and "no prices" in str(report)
+    assert report["budget_clearing"].status == "skipped" and report["feasible"].passed
 
 
 @pytest.mark.parametrize(("policy", "match", "parsed"), [
@@ -489,12 +514,36 @@ def test_cluster_feasibility_catches_every_kind_of_violation() -> None:
 # arguments, profiles, reproducibility
 # ============================================================================================
 def test_same_seed_same_counterexample_and_the_seed_is_recorded() -> None:
-    a = check_policy(dictator, ["pareto_optimal"], max_examples=15, seed=3)
-    b = check_policy(dictator, ["pareto_optimal"], max_examples=15, seed=3)
+    a = check_policy(dictator, ["envy_free"], max_examples=15, seed=3)
+    b = check_policy(dictator, ["envy_free"], max_examples=15, seed=3)
     assert a.seed == b.seed == 3
     assert a.counterexample is not None and b.counterexample is not None
     np.testing.assert_array_equal(a.counterexample.instance.utility,
                                   b.counterexample.instance.utility)
+
+
+def test_same_seed_same_instances_whatever_else_is_imported(tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch
+                                                            ) -> None:
+    # hypothesis mixes literals of the local modules loaded so far into its draws; the
+    # deterministic profile must not depend on which modules a session happens to import
+    def run() -> list[bytes]:
+        seen: list[bytes] = []
+
+        def spy(u, b, s):  # type: ignore[no-untyped-def]
+            seen.append(fst.MarketInstance(u, b, s).key())
+            return budget_share(u, b, s)
+
+        check_policy(spy, ["envy_free"], max_examples=60, seed=5)
+        return seen
+
+    before = run()
+    literals = ", ".join(repr(float(v)) for v in np.linspace(0.1, 10.0, 400).round(6))
+    (tmp_path / "lots_of_literals.py").write_text(f"VALUES = [{literals}]\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import lots_of_literals  # noqa: F401
+
+    assert run() == before
 
 
 def test_nondeterministic_profile_draws_and_records_a_seed(monkeypatch: pytest.MonkeyPatch
@@ -572,14 +621,14 @@ def test_plugin_is_registered(request: pytest.FixtureRequest) -> None:
 
 
 def test_parametrize_makes_one_test_per_property_and_policy() -> None:
-    mark = parametrize_with_property_checks(budget_share, ["envy-free", "pareto"],
-                                            max_examples=20).mark
+    mark = parametrize_with_property_checks(dictator, ["feasibility", "envy-free"],
+                                            max_examples=10).mark
     assert mark.args[0] == "check"
-    assert [p.id for p in mark.args[1]] == ["envy_free", "pareto_optimal"]
+    assert [p.id for p in mark.args[1]] == ["feasible", "envy_free"]
     assert all(m.name == "fairalloc_property" for p in mark.args[1] for m in p.marks)
     check = mark.args[1][0].values[0]
     assert check().passed
-    with pytest.raises(PropertyCheckError, match="pareto_optimal fails"):
+    with pytest.raises(PropertyCheckError, match="envy_free fails"):
         mark.args[1][1].values[0]()
     two = parametrize_with_property_checks([budget_share, dictator], "envy_free").mark
     assert [p.id for p in two.args[1]] == [f"{__name__}.budget_share-envy_free",
@@ -656,6 +705,13 @@ def test_cli_usage_errors_exit_2(argv: list[str], match: str,
                                  capsys: pytest.CaptureFixture) -> None:
     assert main(argv) == 2
     assert match in capsys.readouterr().err
+
+
+def test_cli_domains_match_check_policy() -> None:
+    from fairalloc.testing import DOMAINS
+    from fairalloc.testing.cli import _DOMAINS
+
+    assert _DOMAINS == DOMAINS
 
 
 def test_cli_as_a_module_and_without_hypothesis(tmp_path: Path) -> None:
