@@ -67,39 +67,52 @@ __all__ = [
 _METHODS = ("warm", "cold")
 _CONIC_TOL = 1e-10
 _CONIC_KKT = "qdldl"
-_EXACT = 1e-9  # absolute gap the warm leave-one-out solves aim for (c_i to ~1e-9 relative)
+_EXACT = 1e-9  # absolute gap of the polished PF market
+_REG = 0.0  # relative diagonal regularisation of the interior-point Schur complements
+_BATCH = 32  # leave-one-out markets per batched interior-point solve
+_LOO_TARGET = 1e-8  # absolute gap each leave-one-out solve aims for (c_i to ~1e-8 relative)
 
 
 # ============================================================================================
 # parallel map (fork: the workers inherit the problem data without pickling it)
 # ============================================================================================
-_WORKER: tuple[Callable[..., Any], Any] | None = None
+_WORKER: tuple[Callable[..., Any], Any, bool] | None = None
 
 
-def _init_worker(func: Callable[..., Any], ctx: Any) -> None:
+def _init_worker(func: Callable[..., Any], ctx: Any, chunked: bool) -> None:
     global _WORKER
-    _WORKER = (func, ctx)
+    _WORKER = (func, ctx, chunked)
 
 
 def _run_chunk(indices: np.ndarray) -> list[Any]:
     assert _WORKER is not None
-    func, ctx = _WORKER
-    return [func(ctx, int(i)) for i in indices]
+    func, ctx, chunked = _WORKER
+    return list(func(ctx, indices)) if chunked else [func(ctx, int(i)) for i in indices]
 
 
-def _parallel_map(func: Callable[[Any, int], Any], ctx: Any, indices: np.ndarray,
-                  workers: int) -> list[Any]:
-    """``[func(ctx, i) for i in indices]``, over ``workers`` processes when that is > 1."""
-    if workers <= 1 or indices.size < 2:
-        return [func(ctx, int(i)) for i in indices]
+def _parallel_map(func: Callable[[Any, Any], Any], ctx: Any, indices: np.ndarray,
+                  workers: int, *, chunk: int | None = None) -> list[Any]:
+    """``[func(ctx, i) for i in indices]`` over ``workers`` processes when that is > 1.
+
+    With ``chunk``, ``func(ctx, index_array)`` handles a chunk of up to ``chunk`` indices at
+    once and returns one result per index.
+    """
+    size = chunk if chunk is not None else max(1, -(-indices.size // (4 * max(workers, 1))))
+    pieces = [c for c in np.array_split(indices, max(1, -(-indices.size // size))) if c.size]
+    if workers <= 1 or len(pieces) < 2:
+        _init_worker(func, ctx, chunk is not None)
+        out: list[Any] = []
+        for piece in pieces:
+            out.extend(_run_chunk(piece))
+        return out
     import multiprocessing as mp
 
     method = "fork" if "fork" in mp.get_all_start_methods() else None
-    chunks = [c for c in np.array_split(indices, min(indices.size, 4 * workers)) if c.size]
     with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context(method),
-                             initializer=_init_worker, initargs=(func, ctx)) as ex:
-        out: list[Any] = []
-        for part in ex.map(_run_chunk, chunks):
+                             initializer=_init_worker, initargs=(func, ctx, chunk is not None)
+                             ) as ex:
+        out = []
+        for part in ex.map(_run_chunk, pieces):
             out.extend(part)
     return out
 
@@ -196,20 +209,37 @@ def _conic(owner: np.ndarray, good: np.ndarray, weight: np.ndarray, B: np.ndarra
 
 
 def _ipm(owner: np.ndarray, good: np.ndarray, w: np.ndarray, B: np.ndarray, s: np.ndarray,
-         p0: np.ndarray, *, mu_tol: float = 1e-13, res_tol: float = 1e-9,
-         max_iter: int = 60) -> tuple[np.ndarray, np.ndarray] | None:
-    """Primal-dual interior point for the price form of an edge-form EG program.
+         p0: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """One edge-form EG program by :func:`_ipm_batch`; ``None`` if it did not converge."""
+    x, p, ok = _ipm_batch(owner, good, w, B, s, p0, np.zeros(owner.size, dtype=np.int64), 1)
+    return (x, p) if ok[0] else None
 
-    ``min s@p - sum_b B_b log beta_b`` s.t. ``p_j - w_e beta_b >= 0`` for every edge
-    ``e = (b, j)``: ``beta_b`` is buyer ``b``'s price of a unit of utility and the multiplier
-    ``x_e`` of edge ``e`` is the amount of good ``j`` it buys. Eliminating slacks, multipliers
-    and ``beta`` (one diagonal entry per buyer) leaves an ``m x m`` Schur complement per
-    Newton step (Mehrotra predictor-corrector). Returns ``(x, p)`` or ``None``; the caller
-    polishes and certifies the point, so an inaccurate one is never trusted.
+
+def _ipm_batch(owner: np.ndarray, good: np.ndarray, w: np.ndarray, B: np.ndarray,
+               s: np.ndarray, p0: np.ndarray, eblock: np.ndarray, T: int, *,
+               mu_tol: float = 1e-13, res_tol: float = 1e-9, max_iter: int = 60
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Primal-dual interior point for ``T`` independent edge-form EG programs at once.
+
+    Each program is ``min s@p - sum_b B_b log beta_b`` s.t. ``p_j - w_e beta_b >= 0`` for every
+    edge ``e = (b, j)``: ``beta_b`` is buyer ``b``'s price of one unit of utility and the
+    multiplier ``x_e`` of edge ``e`` is the amount of good ``j`` it buys (so ``sum_e x_e = s_j``
+    is market clearing). Eliminating slacks, multipliers and ``beta`` (one diagonal entry per
+    buyer) leaves an ``m x m`` Schur complement per program and Newton step (Mehrotra
+    predictor-corrector). Programs are stacked: goods ``t*m .. t*m+m-1`` belong to program
+    ``t``, ``eblock[e]`` is the program of edge ``e``, edges and buyers are sorted by program,
+    and every good has an edge. Step lengths, centring and convergence are per program.
+    Returns ``(x, p, converged)``; the caller certifies every point, so an inaccurate one is
+    never trusted.
     """
-    from scipy.linalg import cho_factor, cho_solve
-
-    E, N, m = owner.size, B.size, s.size
+    N, G = B.size, s.size
+    m = G // T
+    bblock = np.zeros(N, dtype=np.int64)
+    bblock[owner] = eblock
+    gblock = np.repeat(np.arange(T), m)
+    e_cnt = np.bincount(eblock, minlength=T)
+    estart = np.r_[0, np.cumsum(e_cnt)[:-1]]
+    bstart = np.r_[0, np.cumsum(np.bincount(bblock, minlength=T))[:-1]]
     p = np.maximum(np.asarray(p0, dtype=float), 1e-12)
     beta = np.full(N, np.inf)
     np.minimum.at(beta, owner, p[good] / w)
@@ -217,55 +247,103 @@ def _ipm(owner: np.ndarray, good: np.ndarray, w: np.ndarray, B: np.ndarray, s: n
     sig = p[good] - w * beta[owner]
     deg = np.bincount(owner, minlength=N)
     x = (B[owner] / deg[owner]) / p[good]
-    scale = max(1.0, float(s @ p))
-    last: tuple[np.ndarray, np.ndarray] | None = None
+    scale = np.maximum(1.0, np.bincount(gblock, s * p, T))
+    s_top = 1.0 + np.maximum.reduceat(s, np.arange(0, G, m))
+    b_top = 1.0 + np.maximum.reduceat(B, bstart)
+    out_x, out_p = x.copy(), p.copy()
+    done = np.zeros(T, dtype=bool)
+    good_enough = np.zeros(T, dtype=bool)  # residual <= 1e-6: kept if nothing better comes
+    # pairs of edges of the same buyer (the buyer blocks of M H^-1 M^T), accumulated by
+    # bincount: tiny matrix products go multithreaded in OpenBLAS and crawl on a busy machine
+    order = np.argsort(owner, kind="stable")
+    deg_o = deg[owner[order]]
+    pe = np.repeat(order, deg_o)
+    first = np.repeat(np.searchsorted(owner[order], owner[order]), deg_o)
+    offset = np.arange(pe.size) - np.repeat(np.cumsum(deg_o) - deg_o, deg_o)
+    pf = order[first + offset]
+    jl = good % m
+    pair_cell = eblock[pe] * (m * m) + jl[pe] * m + jl[pf]
+    diag_cell = (gblock * (m * m) + (np.arange(G) % m) * (m + 1))
+    eye = np.eye(m)
 
-    def max_step(v: np.ndarray, dv: np.ndarray) -> float:
-        """Largest step in (0, 1] keeping ``v + a dv >= 0``."""
+    def block_min(v: np.ndarray, starts: np.ndarray) -> np.ndarray:
+        return np.minimum.reduceat(v, starts) if v.size else np.ones(T)
+
+    def steps(ds: np.ndarray, db: np.ndarray, dx: np.ndarray) -> np.ndarray:
+        """Per program: largest step in (0, 1] keeping sigma, beta and x non-negative."""
         with np.errstate(divide="ignore", invalid="ignore"):
-            return float(min(1.0, np.min(np.where(dv < 0, -v / dv, np.inf))))
+            re = np.minimum(np.where(ds < 0, -sig / ds, np.inf), np.where(dx < 0, -x / dx, np.inf))
+            rb = np.where(db < 0, -beta / db, np.inf)
+        return np.minimum(1.0, np.minimum(block_min(re, estart), block_min(rb, bstart)))
 
     for _ in range(max_iter):
-        r_p = s - np.bincount(good, x, m)
+        r_p = s - np.bincount(good, x, G)
         r_b = -B / beta + np.bincount(owner, w * x, N)
         r_s = p[good] - w * beta[owner] - sig
-        mu = float(sig @ x) / E
-        res = max(np.abs(r_p).max() / (1 + s.max()), np.abs(r_b * beta).max() / (1 + B.max()),
-                  np.abs(r_s).max() / (1 + p.max()))
-        if not np.isfinite(res):
-            return last
-        if mu * E <= mu_tol * scale and res <= res_tol:
-            return x, p
-        if res <= 1e-6:
-            last = (x, p)
+        mu = np.bincount(eblock, sig * x, T) / e_cnt
+        p_top = 1.0 + np.maximum.reduceat(p, np.arange(0, G, m))
+        res = np.maximum.reduce([
+            np.maximum.reduceat(np.abs(r_p), np.arange(0, G, m)) / s_top,
+            np.maximum.reduceat(np.abs(r_b * beta), bstart) / b_top,
+            np.maximum.reduceat(np.abs(r_s), estart) / p_top[eblock[estart]]])
+        finite = np.isfinite(res) & np.isfinite(mu)
+        conv = ~done & finite & (mu * e_cnt <= mu_tol * scale) & (res <= res_tol)
+        keep = ~done & finite & (conv | (res <= 1e-6))
+        if keep.any():
+            ke, kg = keep[eblock], keep[gblock]
+            out_x[ke], out_p[kg] = x[ke], p[kg]
+            good_enough |= keep
+        done |= conv | ~finite
+        if done.all():
+            break
         d = x / sig
         h = B / beta ** 2 + np.bincount(owner, d * w * w, N)
-        M = np.bincount(good * N + owner, d * w, m * N).reshape(m, N)
-        S = np.diag(np.bincount(good, d, m)) - (M / h) @ M.T
+        dw = d * w
+        S = -np.bincount(pair_cell, dw[pe] * dw[pf] / h[owner[pe]], T * m * m)
+        S[diag_cell] += np.bincount(good, d, G)
+        S = S.reshape(T, m, m)
+        S[done] = eye  # finished programs: keep the algebra well defined, steps are 0
+        # static regularisation: near the optimum d = x / sigma spans 40 orders of magnitude
+        S += _REG * np.abs(S).max(axis=(1, 2))[:, None, None] * eye
         try:
-            cf = cho_factor(S, check_finite=False)
+            np.linalg.cholesky(S)  # positive definite? (numerically, near the optimum, not)
         except np.linalg.LinAlgError:
-            return last
+            for t in np.flatnonzero(~done):  # stop the programs whose system broke down
+                try:
+                    np.linalg.cholesky(S[t])
+                except np.linalg.LinAlgError:
+                    done[t] = True
+                    S[t] = eye
+            if done.all():
+                break
 
         def direction(r_c: np.ndarray, r_s: np.ndarray = r_s, r_p: np.ndarray = r_p,
                       r_b: np.ndarray = r_b, d: np.ndarray = d, h: np.ndarray = h,
-                      M: np.ndarray = M, cf: Any = cf, x: np.ndarray = x,
+                      dw: np.ndarray = dw, S: np.ndarray = S, x: np.ndarray = x,
                       sig: np.ndarray = sig) -> tuple[np.ndarray, ...]:
-            g = -r_s - r_c / x
-            rhs_p = np.bincount(good, d * g, m) - r_p
-            rhs_b = -r_b - np.bincount(owner, w * d * g, N)
-            dp = cho_solve(cf, rhs_p + M @ (rhs_b / h), check_finite=False)
-            db = (rhs_b + M.T @ dp) / h
-            dx = d * (g - dp[good] + w * db[owner])
-            return dp, db, dx, (-r_c - sig * dx) / x
+            with np.errstate(all="ignore"):  # a broken-down program goes non-finite: stopped
+                g = -r_s - r_c / x
+                rhs_b = -r_b - np.bincount(owner, w * d * g, N)
+                rhs = (np.bincount(good, d * g, G) - r_p
+                       + np.bincount(good, dw * (rhs_b / h)[owner], G))
+                dp = np.linalg.solve(S, rhs.reshape(T, m, 1)).ravel()
+                db = (rhs_b + np.bincount(owner, dw * dp[good], N)) / h
+                dx = d * (g - dp[good] + w * db[owner])
+                return dp, db, dx, (-r_c - sig * dx) / x
 
         dp, db, dx, ds = direction(sig * x)  # predictor (affine scaling)
-        a = max_step(np.concatenate((sig, beta, x)), np.concatenate((ds, db, dx)))
-        mu_aff = float((sig + a * ds) @ (x + a * dx)) / E
-        dp, db, dx, ds = direction(sig * x + ds * dx - (mu_aff / mu) ** 3 * mu)  # corrector
-        a = 0.99 * max_step(np.concatenate((sig, beta, x)), np.concatenate((ds, db, dx)))
-        p, beta, sig, x = p + a * dp, beta + a * db, sig + a * ds, x + a * dx
-    return last
+        a = np.where(done, 0.0, steps(ds, db, dx))
+        ae = a[eblock]
+        mu_aff = np.bincount(eblock, (sig + ae * ds) * (x + ae * dx), T) / e_cnt
+        with np.errstate(divide="ignore", invalid="ignore"):
+            centre = np.where(mu > 0, (mu_aff / mu) ** 3 * mu, 0.0)
+        dp, db, dx, ds = direction(sig * x + ds * dx - centre[eblock])  # corrector
+        a = np.where(done, 0.0, 0.99 * steps(ds, db, dx))
+        p = p + a[gblock] * dp
+        beta = beta + a[bblock] * db
+        sig = sig + a[eblock] * ds
+        x = x + a[eblock] * dx
+    return out_x, out_p, good_enough
 
 
 def _reduced_solve(U: np.ndarray, B: np.ndarray, s: np.ndarray, cand: np.ndarray,
@@ -388,7 +466,7 @@ def _support_polish(U: np.ndarray, B: np.ndarray, s: np.ndarray, x: np.ndarray, 
 
 
 def _solve_warm(U: np.ndarray, B: np.ndarray, s: np.ndarray, p_warm: np.ndarray, *,
-                tol: float, accept: float, eta: float = 2e-3, max_rounds: int = 6,
+                tol: float, accept: float, eta: float = 1e-2, max_rounds: int = 6,
                 start: tuple[np.ndarray, np.ndarray] | None = None) -> _EGPoint:
     """Certified solve of the linear market ``(U, B, s)`` warm-started from prices ``p_warm``.
 
@@ -405,14 +483,20 @@ def _solve_warm(U: np.ndarray, B: np.ndarray, s: np.ndarray, p_warm: np.ndarray,
     solves = 0
 
     def consider(x: np.ndarray, p: np.ndarray) -> _EGPoint:
+        """Certify ``(x, p)``; polish it on its support unless it already meets ``tol``."""
         nonlocal best
-        polished = _support_polish(U, B, s, x, p)
-        for xc, pc in ([polished] if polished is not None else []) + [(x, p)]:
-            xr = _repair(xc, s)
-            pt = _EGPoint(xr, pc, _eg_primal(U, B, xr), _eg_dual(U, B, s, pc), solves)
-            if best is None or pt.gap < best.gap:
-                best = pt
-        assert best is not None
+        xr = _repair(x, s)
+        pt = _EGPoint(xr, p, _eg_primal(U, B, xr), _eg_dual(U, B, s, p), solves)
+        if best is None or pt.gap < best.gap:
+            best = pt
+        if pt.gap > tol:
+            polished = _support_polish(U, B, s, x, p)
+            if polished is not None:
+                xr = _repair(polished[0], s)
+                pt = _EGPoint(xr, polished[1], _eg_primal(U, B, xr),
+                              _eg_dual(U, B, s, polished[1]), solves)
+                if pt.gap < best.gap:
+                    best = pt
         return best
 
     if start is not None and consider(*start).gap <= tol:
@@ -507,13 +591,250 @@ def _loo_warm(ctx: tuple[Any, ...], i: int) -> tuple[float, float, int]:
     valued = (Ui > 0).any(axis=0) & (s > 0)
     Ui = Ui[:, valued]
     B = np.ones(Ui.shape[0])
-    pt = _solve_warm(Ui, B, s[valued], p_pf[valued], tol=_EXACT,
-                     accept=gap_tol * max(1.0, float(Ui.shape[0])))
+    accept = gap_tol * max(1.0, float(Ui.shape[0]))
+    pt = _solve_warm(Ui, B, s[valued], p_pf[valued], tol=min(_LOO_TARGET, accept), accept=accept,
+                     eta=_margin(*Ui.shape))
     if pt.gap > gap_tol * max(1.0, abs(pt.primal)):
         cold = _loo_cold(ctx, i)
         if cold[1] < pt.gap:
             return cold[0], cold[1], pt.solves + 1
     return pt.primal, pt.gap, pt.solves
+
+
+@dataclass(frozen=True)
+class _Reduced:
+    """The PF market's reduced form at the PF prices (shared by every leave-one-out market).
+
+    Buyers with one candidate good (within ``1 - eta`` of their best bang-per-buck) are pooled
+    per good (``W[j]`` budget); buyers with several candidates (``multi``) keep their edges.
+    """
+
+    U: np.ndarray  # (n, m) utilities of the valued goods
+    s: np.ndarray  # (m,) supply
+    p: np.ndarray  # (m,) PF prices
+    single_good: np.ndarray  # (n,) the candidate good of a single-candidate buyer, else -1
+    W: np.ndarray  # (m,) pooled budget per good
+    multi: np.ndarray  # (M,) multi-candidate buyers
+    mk: np.ndarray  # (Em,) edge -> position in multi
+    mj: np.ndarray  # (Em,) edge -> good
+    mw: np.ndarray  # (Em,) scaled edge weight u_kj / best_k
+    eta: float
+
+    @classmethod
+    def build(cls, U: np.ndarray, s: np.ndarray, p: np.ndarray, eta: float) -> _Reduced:
+        n, m = U.shape
+        ratio = _bang_per_buck(U, p)
+        best = ratio.max(axis=1)
+        cand = (U > 0) & (ratio >= best[:, None] * (1.0 - eta))
+        deg = cand.sum(axis=1)
+        single_good = np.where(deg == 1, np.argmax(cand, axis=1), -1)
+        W = np.bincount(single_good[deg == 1], minlength=m).astype(float)
+        multi = np.flatnonzero(deg > 1)
+        mk, mj = np.nonzero(cand[multi])
+        return cls(U, s, p, single_good, W, multi, mk, mj, U[multi[mk], mj] / best[multi[mk]],
+                   eta)
+
+
+def _margin(n: int, m: int) -> float:
+    """Candidate margin ``eta``: removing one of ``n`` unit budgets moves prices by ~ m / n."""
+    return float(min(0.02, max(2e-3, 0.1 * m / max(n, 1))))
+
+
+def _loo_batch(red: _Reduced, idx: np.ndarray, target: float
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Leave-one-out markets of ``idx`` as one block-diagonal interior-point solve.
+
+    Market ``t`` (without buyer ``i = idx[t]``) is the shared reduced market with ``i``'s
+    budget taken out of its pool (the pool's buyer disappears if it was alone) or with ``i``'s
+    explicit edges removed. Each solution is mapped back and certified on the *whole* market
+    without ``i``: ``P`` from the utilities of all other buyers (a pooled buyer gets its budget
+    share of the pool's amount), ``D(p)`` from all ``n x m`` bang-per-buck ratios. Returns
+    ``(primal, gap, solved)``; markets not solved here to ``target`` (``solved`` false) go
+    through the per-market path.
+    """
+    U, s, p0, W0 = red.U, red.s, red.p, red.W
+    n, m = U.shape
+    T = idx.size
+    M = red.multi.size
+    sg = red.single_good[idx]
+    # budgets of the pools (buyers 0..m-1 of a block) and of the explicit buyers (m..m+M-1)
+    Wb = np.tile(W0, (T, 1))
+    rows = np.flatnonzero(sg >= 0)
+    Wb[rows, sg[rows]] -= 1.0
+    gone = np.full(T, -1)
+    pos = np.searchsorted(red.multi, idx)
+    is_multi = (pos < M) & (red.multi[np.minimum(pos, max(M - 1, 0))] == idx) if M else \
+        np.zeros(T, dtype=bool)
+    gone[is_multi] = pos[is_multi]
+    # edges of every block: pools (one per good with budget), then explicit edges
+    Em = red.mk.size
+    pool_on = Wb > 0  # (T, m)
+    multi_on = np.ones((T, Em), dtype=bool)
+    if is_multi.any():
+        multi_on[is_multi] = red.mk[None, :] != gone[is_multi][:, None]
+    # every good needs an edge in its block, else the per-market path handles the market
+    has_edge = pool_on.copy()
+    tb, te = np.nonzero(multi_on)
+    has_edge[tb, red.mj[te]] = True
+    regular = has_edge.all(axis=1)
+    primal = np.full(T, np.nan)
+    gap = np.full(T, np.inf)
+    solved = np.zeros(T, dtype=bool)
+    blocks = np.flatnonzero(regular)
+    if blocks.size == 0:
+        return primal, gap, solved
+    Tb = blocks.size
+    pool_on, multi_on, Wb = pool_on[blocks], multi_on[blocks], Wb[blocks]
+    # buyers per block: m pools (kept if on) + M explicit (kept unless removed)
+    nb = m + M
+    keep_b = np.concatenate([pool_on, np.ones((Tb, M), dtype=bool)], axis=1)
+    if is_multi[blocks].any():
+        rb = np.flatnonzero(is_multi[blocks])
+        keep_b[rb, m + gone[blocks][rb]] = False
+    new_id = np.cumsum(keep_b.ravel()) - 1  # renumber the kept buyers
+    budget = np.concatenate([Wb, np.ones((Tb, M))], axis=1).ravel()[keep_b.ravel()]
+    pt_, pj = np.nonzero(pool_on)
+    et, ee = np.nonzero(multi_on)
+    e_block = np.concatenate([pt_, et])
+    e_owner = new_id[np.concatenate([pt_ * nb + pj, et * nb + m + red.mk[ee]])]
+    e_good = np.concatenate([pj, red.mj[ee]])
+    e_w = np.concatenate([p0[pj] / Wb[pt_, pj], red.mw[ee]])
+    order = np.lexsort((e_owner, e_block))
+    e_block, e_owner, e_good, e_w = e_block[order], e_owner[order], e_good[order], e_w[order]
+    g_idx = e_block * m + e_good
+    x, p, ok = _ipm_batch(e_owner, g_idx, e_w, budget, np.tile(s, Tb), np.tile(p0, Tb),
+                          e_block, Tb)
+    # exact polish of every block's support forest (one sparse solve for all blocks)
+    xq, pq, good_ok = _polish_forest_edges(e_owner, g_idx, e_w, budget, np.tile(s, Tb), x, p)
+    polished_ok = good_ok.reshape(Tb, m).all(axis=1)
+    is_pool = np.r_[np.ones(pt_.size, dtype=bool), np.zeros(et.size, dtype=bool)][order]
+    slot = np.where(is_pool, e_good, m + np.concatenate([pj, red.mk[ee]])[order])
+    single = red.single_good >= 0
+    s_t = np.tile(s, Tb)
+    for xc, pc, valid in ((x, p, ok), (xq, pq, polished_ok)):
+        # map back and certify each block on the whole market without its buyer
+        load = np.bincount(g_idx, xc, Tb * m)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            factor = np.where(load > s_t, s_t / load, 1.0)
+        xr = xc * factor[g_idx]
+        amount = np.zeros((Tb, nb * m))  # amount of good j bought by block buyer b
+        np.add.at(amount, (e_block, slot * m + e_good), xr)
+        amount = amount.reshape(Tb, nb, m)
+        P = pc.reshape(Tb, m)
+        for r, t in enumerate(blocks):
+            if not valid[r] or solved[t]:
+                continue
+            i = int(idx[t])
+            others = np.ones(n, dtype=bool)
+            others[i] = False
+            u = np.zeros(n)
+            js = red.single_good[single & others]
+            u[single & others] = U[single & others, js] * amount[r, js, js] / Wb[r, js]
+            mm = np.flatnonzero(red.multi != i)
+            u[red.multi[mm]] = np.einsum("kj,kj->k", U[red.multi[mm]], amount[r, m + mm])
+            with np.errstate(divide="ignore"):
+                prim = float(np.log(u[others]).sum())
+            dual = _eg_dual(U[others], np.ones(n - 1), s, P[r])
+            if np.isfinite(prim) and dual - prim <= target:
+                primal[t], gap[t], solved[t] = prim, max(dual - prim, 0.0), True
+    return primal, gap, solved
+
+
+def _polish_forest_edges(owner: np.ndarray, good: np.ndarray, w: np.ndarray, B: np.ndarray,
+                         s: np.ndarray, x: np.ndarray, p: np.ndarray, tight: float = 1e-7
+                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Exact equilibrium on the support forest of an edge-form point (many markets at once).
+
+    The support is every edge that carries spending at its buyer's best bang-per-buck
+    ``w_e / p_j`` (within ``tight``). On each connected component that is a tree,
+    ``log p_j - log beta_b = log w_e`` fixes prices up to one constant, set by
+    ``sum_j p_j s_j = sum_b B_b``, and spending is the unique flow with buyer sums ``B_b`` and
+    good sums ``p_j s_j``. Returns ``(x_new, p_new, good_ok)``: ``good_ok[j]`` is false where
+    the component of good ``j`` is not a tree, has a negative flow, or is not touched; the
+    caller keeps its previous point there. Disjoint markets stacked in one edge list are
+    polished together.
+    """
+    from scipy.sparse.csgraph import connected_components
+    from scipy.sparse.linalg import splu
+
+    N, G = B.size, s.size
+    ok_good = np.zeros(G, dtype=bool)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(p[good] > 0, w / p[good], np.inf)
+    best = np.full(N, -np.inf)
+    np.maximum.at(best, owner, ratio)
+    on = (x * p[good] > 1e-10 * B[owner]) & (ratio >= best[owner] * (1 - tight))
+    eo, eg, ew = owner[on], good[on], w[on]
+    E, nodes = eo.size, N + G
+    x_new, p_new = np.zeros_like(x), p.copy()
+    if E == 0:
+        return x_new, p_new, ok_good
+    adj = sp.csr_matrix((np.ones(E), (eo, N + eg)), shape=(nodes, nodes))
+    ncomp, label = connected_components(adj, directed=False)
+    touched = np.zeros(nodes, dtype=bool)
+    touched[eo] = True
+    touched[N + eg] = True
+    touched[:N] |= np.bincount(owner, minlength=N) > 0  # every buyer must be in the support
+    n_nodes = np.bincount(label[touched], minlength=ncomp)
+    n_edges = np.bincount(label[eo], minlength=ncomp)
+    lonely = touched[:N] & (np.bincount(eo, minlength=N) == 0)  # buyer without support edge
+    tree = (n_edges == n_nodes - 1) & (np.bincount(label[:N][lonely], minlength=ncomp) == 0)
+    keep_e = tree[label[eo]]
+    eo, eg, ew = eo[keep_e], eg[keep_e], ew[keep_e]
+    use = touched & tree[label]
+    if not use.any():
+        return x_new, p_new, ok_good
+    order = np.flatnonzero(use)
+    _, first = np.unique(label[order], return_index=True)
+    free = use.copy()
+    free[order[first]] = False
+    E = eo.size
+    ar = np.arange(E)
+    M = sp.csc_matrix((np.r_[np.ones(E), -np.ones(E)], (np.r_[ar, ar], np.r_[N + eg, eo])),
+                      shape=(E, nodes))
+    try:
+        pot = np.zeros(nodes)
+        pot[free] = splu(M[:, free].tocsc()).solve(np.log(ew))
+        Ninc = sp.csc_matrix((np.ones(2 * E), (np.r_[eo, N + eg], np.r_[ar, ar])),
+                             shape=(nodes, E))
+        flow_lu = splu(Ninc[free].tocsc())
+    except RuntimeError:  # singular: leave everything to the caller
+        return x_new, p_new, ok_good
+    gs = np.flatnonzero(use[N:])
+    bud = np.bincount(label[:N][use[:N]], weights=B[use[:N]], minlength=ncomp)
+    val = np.bincount(label[N + gs], weights=s[gs] * np.exp(pot[N + gs]), minlength=ncomp)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        shift = np.log(bud) - np.log(val)
+    p_new[gs] = np.exp(pot[N + gs] + shift[label[N + gs]])
+    r = np.r_[B, s * p_new]
+    b = np.zeros(nodes)
+    flows = flow_lu.solve(r[free])
+    bad = ~np.isfinite(flows) | (flows < -1e-10 * B[eo])
+    bad_comp = np.zeros(ncomp, dtype=bool)
+    bad_comp[label[eo[bad]]] = True
+    bad_comp |= ~np.isfinite(shift)
+    del b
+    sel = np.flatnonzero(on)[keep_e]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        x_new[sel] = np.maximum(flows, 0.0) / p_new[eg]
+    ok_good[gs] = ~bad_comp[label[N + gs]]
+    return x_new, p_new, ok_good
+
+
+def _loo_chunk(ctx: tuple[Any, ...], idx: np.ndarray) -> list[tuple[float, float, int]]:
+    """A chunk of leave-one-out markets: batched first, the rest one by one."""
+    U, s, p_pf, gap_tol, red = ctx
+    out: list[tuple[float, float, int]] = [(0.0, 0.0, 0)] * idx.size
+    done = np.zeros(idx.size, dtype=bool)
+    if red is not None and U.shape[0] > 1:
+        accept = gap_tol * max(1.0, float(U.shape[0] - 1))
+        primal, gap, solved = _loo_batch(red, idx, min(_LOO_TARGET, accept))
+        for r in np.flatnonzero(solved):
+            out[r] = (float(primal[r]), float(gap[r]), 0)
+        done = solved
+    for r in np.flatnonzero(~done):
+        out[r] = _loo_warm(ctx[:4], int(idx[r]))
+    return out
 
 
 def _loo_cold(ctx: tuple[Any, ...], i: int) -> tuple[float, float, int]:
@@ -640,9 +961,12 @@ def partial_allocation(
     pf_util = np.einsum("ij,ij->i", U, x_pf)
 
     # ---- leave-one-out markets --------------------------------------------------------------
-    ctx = (U, s, prices, gap_tol)
-    func = _loo_warm if method == "warm" else _loo_cold
-    loo = _parallel_map(func, ctx, np.arange(n), nw)
+    if method == "warm":
+        red = _Reduced.build(Uv, sv, point.prices, _margin(*Uv.shape))
+        loo = _parallel_map(_loo_chunk, (U, s, prices, gap_tol, red), np.arange(n), nw,
+                            chunk=_BATCH)
+    else:
+        loo = _parallel_map(_loo_cold, (U, s, prices, gap_tol), np.arange(n), nw)
     loo_obj = np.array([r[0] for r in loo])
     loo_gap = np.array([r[1] for r in loo])
     solves = 1 + int(sum(r[2] for r in loo))
