@@ -1466,6 +1466,11 @@ def _fast_level(solver: _StageSolver, stage: _Level, *, max_rounds: int = 30) ->
     A = np.zeros((n, k))
     A[owner, typ] = a
     s = inst.jobs.scale_factor
+    amax = A.max(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sat = np.where(b > 0, (amax - h) / np.where(b > 0, b, 1.0), np.inf)
+    m0 = int(np.argmin(sat))
+    sat_theta = float(sat[m0])
     p, theta = _sample_prices(solver, stage, a)
     vert = _choose_vertices(A, col, s, p, h + b * theta, band=0.01)
     explicit = need & vert.ambiguous
@@ -1479,6 +1484,18 @@ def _fast_level(solver: _StageSolver, stage: _Level, *, max_rounds: int = 30) ->
         xcol, theta, lam, mu, p, it, bound_jobs = out
         iterations += it
         solves += 1
+        if theta >= sat_theta - 1e-12 * max(1.0, abs(sat_theta)):
+            # theta reached the level at which job m0 runs its best column all the time:
+            # no allocation does better, and the dual lambda_m0 = 1 / b_m0,
+            # mu_m0 = lambda_m0 max_e a_e (all other multipliers 0) proves it
+            lam0 = np.zeros(n)
+            mu0 = np.zeros(n)
+            lam0[m0] = 1.0 / b[m0]
+            mu0[m0] = lam0[m0] * amax[m0]
+            done = _certified(solver, stage, inst.repair(xcol), np.concatenate(
+                [-mu0, np.zeros(k), lam0]), iterations, solves, explicit)
+            if done is not None:
+                return done
         red = lam[owner] * a - mu[owner] - s_e * p[typ]
         # explicit jobs have all their columns in the master: a positive reduced cost there
         # is solver tolerance, judged by the certificate below
@@ -1497,8 +1514,8 @@ def _fast_level(solver: _StageSolver, stage: _Level, *, max_rounds: int = 30) ->
                                     solver.cap_rows)
             break
         if not refined:
-            # the master's prices are close to optimal: choose the vertices again around
-            # them with a tight band (later rounds only add jobs)
+            # keep every job where the master put it (a feasible point of the next master, so
+            # the level never drops): jobs at a vertex are folded, the others stay explicit
             refined = True
             vert = _choose_vertices(A, col, s, p, h + b * theta, band=0.002)
             explicit = need & (vert.ambiguous | (mu > 0) & explicit)
@@ -1507,6 +1524,21 @@ def _fast_level(solver: _StageSolver, stage: _Level, *, max_rounds: int = 30) ->
     solver.iterations += iterations
     solver.solves += solves
     return solver.run(stage, stage.name)
+
+
+def _certified(solver: _StageSolver, stage: _Level, xcol: np.ndarray, duals: np.ndarray,
+               iterations: int, solves: int, explicit: np.ndarray) -> _StageResult | None:
+    """The stage result if the full LP's certificate at ``xcol`` and ``duals`` passes."""
+    lp = solver._program(stage)
+    v = solver.point(stage, xcol)
+    cert = lp_certificate(lp, v, duals, maximize=True, gap_tol=solver.gap_tol,
+                          feas_tol=solver.feas_tol)
+    if not cert.ok:
+        return None
+    solver.iterations += iterations
+    solver.solves += solves
+    solver.warm = (v[: solver.inst.E], explicit.copy())
+    return _StageResult(lp, v, duals, cert.primal_value, cert, iterations, solver.cap_rows)
 
 
 @dataclass
@@ -1777,8 +1809,8 @@ def _fast_floor(solver: _StageSolver, stage: _Linear, *, max_rounds: int = 30) -
             break
         if not refined:
             refined = True
-            vert = _floor_vertices(A, col, s, p, f, omega, band=0.002)
-            explicit = vert.ambiguous | explicit & (lam + mu > 0)
+            vert, off = _vertices_from_x(inst, A, col, a, f, xcol)
+            explicit = off
         explicit[owner[viol]] = True
     solver.iterations += iterations
     solver.solves += solves

@@ -35,6 +35,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._validation import as_option, as_positive_float
+from .backends import LinearProgram
+from .certificates import lp_certificate
 from .data import Cluster, Jobs
 from .errors import InputError, SolverError
 from .results import Certificate, SolveStats
@@ -43,6 +45,7 @@ from .throughput import (
     MaxMinFairness,
     ThroughputPolicy,
     _backend_for,
+    _fast_floor,
     _fast_level,
     _Level,
     _Linear,
@@ -129,6 +132,9 @@ class WaterFilling(ThroughputPolicy):
         self.single_level = bool(single_level)
         inst = self.inst
         self.unorm = jobs.scale_factor / inst.equal_tp  # u_m = unorm_m * throughput_m
+        self._max_level = self.unorm * inst.T_allowed.max(axis=1)  # without pairs
+        if inst.pairs is not None or inst.placement:
+            self._max_level = np.full(n, np.inf)  # a pair or placement column may do better
 
     def job_weights(self, frozen: np.ndarray) -> np.ndarray:
         """Weights of the unfrozen jobs under the entities' policies (0 for frozen jobs)."""
@@ -156,6 +162,67 @@ class WaterFilling(ThroughputPolicy):
 
     def _metric(self, tp: np.ndarray) -> np.ndarray:
         return self.unorm * tp
+
+    def _can_rise(self, xcol: np.ndarray, thr: np.ndarray) -> np.ndarray:
+        """Jobs that can raise their level by more than ``thr`` alone (a constructive proof).
+
+        Job ``m`` with spare time ``1 - sum_j x_mj`` and a single-job column on a type with
+        spare workers can run that column longer without touching any other job.
+        """
+        inst = self.inst
+        single = inst.col_kind != 2
+        owner = np.full(inst.E, -1)
+        owner[inst.mem_col[single[inst.mem_col]]] = inst.mem_job[single[inst.mem_col]]
+        spare_time = 1.0 - inst.M @ xcol
+        spare = inst.cap - inst.W @ xcol
+        room_e = spare[inst.col_type] / inst.col_workers
+        if inst.placement:
+            cspare = inst.cons_cap - inst.Wc @ xcol
+            room_e = np.where(inst.col_kind == 0,
+                              np.minimum(room_e, cspare[inst.col_type] / inst.col_workers),
+                              room_e)
+        cols = np.flatnonzero(single)
+        own = owner[cols]
+        step = np.minimum(room_e[cols], spare_time[own])
+        gain = step * self.unorm[own] * np.asarray(inst.Tm[own, cols]).ravel()
+        best = np.zeros(inst.n)
+        np.maximum.at(best, own, gain)
+        return best > 2.0 * thr
+
+    def _bottleneck_lp(self, floors: np.ndarray, D: np.ndarray, solver: _StageSolver,
+                       U: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray, Certificate]:
+        """``max sum_{m in D} sigma_m`` s.t. ``u_m(x) - sigma_m >= floor_m`` (m in D),
+        ``u(x) >= floor`` (others), ``0 <= sigma_m <= 1e-3 max(1, floor_m)``.
+
+        The caps spread the rises over as many jobs as possible; any ``sigma_m > 0`` proves
+        that job ``m`` is not bottlenecked.
+        """
+        inst = self.inst
+        E = inst.E
+        d = np.flatnonzero(D)
+        A0, lo0, up0, _ = inst.base_rows()
+        nd = d.size
+        S = sp.csr_matrix((-np.ones(nd), (d, np.arange(nd))), shape=(inst.n, nd))
+        A = sp.vstack([sp.hstack([A0, sp.csr_matrix((A0.shape[0], nd))]),
+                       sp.hstack([U, S])], format="csr")
+        lo = np.r_[lo0, floors]
+        up = np.r_[up0, np.full(inst.n, np.inf)]
+        c = np.r_[np.zeros(E), -np.ones(nd)]
+        caps = 1e-3 * np.maximum(1.0, floors[d])
+        lp = LinearProgram.build(c, A, lo, up, 0.0, np.r_[np.ones(E), caps])
+        from .throughput import _solve
+
+        sol = _solve(lp, solver.backend, "bottleneck")
+        solver.iterations += sol.iterations
+        assert sol.x is not None and sol.row_duals is not None
+        x = np.r_[inst.repair(sol.x[:E]), 0.0 * sol.x[E:]]
+        rise = np.clip(U @ x[:E] - floors, 0.0, None)[d]
+        x[E:] = np.minimum(rise, caps)
+        cert = lp_certificate(lp, x, sol.row_duals, maximize=True, gap_tol=solver.gap_tol,
+                              feas_tol=solver.feas_tol).check(backend=solver.backend.name)
+        sigma = np.zeros(inst.n)
+        sigma[d] = x[E:]
+        return sigma, x[:E], cert
 
     def solve(self, *, method: str = "auto", backend: Any = "highs",  # noqa: D417
               gap_tol: float = 1e-6, feas_tol: float = 1e-7, stage_tol: float = 1e-9,
@@ -205,6 +272,7 @@ class WaterFilling(ThroughputPolicy):
         first: tuple[_Level, Any] | None = None
         xcol = np.zeros(inst.E)
         levels = 0
+        iters_extra = [0]
         use_fast = method in ("auto", "fast")
         while not frozen.all():
             if levels >= cap_levels:
@@ -222,28 +290,56 @@ class WaterFilling(ThroughputPolicy):
             slack = stage_tol * max(1.0, abs(theta))
             floors = floors + w * max(theta - slack, 0.0)
             xcol = res.x[: inst.E]
-            # bottleneck detection among the jobs that were rising
             cand = w > 0
-            solver.fixed = [(U, floors)]
-            while cand.any():
-                g = np.asarray(U[cand].sum(axis=0)).ravel()
-                r2 = solver.run(_Linear(g, "bottleneck"), "bottleneck")
+            # (a) certified bottlenecks: for any allocation keeping every level at its new
+            # floor, sum_m lambda_m (u_m - floor_m) <= D - theta_floor (weak duality with the
+            # level LP's duals, D = its certified dual bound), so a job with lambda_m > 0
+            # can rise by at most (D - theta_floor) / lambda_m
+            lam = np.maximum(res.duals[-n:], 0.0)
+            room = res.cert.dual_bound - (theta - slack)
+            thr = btol * np.maximum(1.0, floors)
+            with np.errstate(divide="ignore"):
+                bott = cand & (lam > 0) & (room / np.where(lam > 0, lam, 1.0) <= thr)
+            # (a') saturated jobs: a level never exceeds the job's best column run all the time
+            bott |= cand & (floors >= self._max_level - thr)
+            # (b) constructive risers: spare time and a column on a type with spare workers
+            rise = cand & ~bott & self._can_rise(xcol, thr)
+            undecided = cand & ~bott & ~rise
+            if not bott.any() and not undecided.any():
+                undecided = cand.copy()  # cannot happen at an optimum; decide by LP
+            if use_fast and undecided.any():
+                # one structured LP raising the undecided jobs as a group: who rises is proven
+                # able to (the LP's solution is the construction)
+                solver.fixed = [(U, floors)]
+                g = np.asarray(U.T @ undecided.astype(float)).ravel()
+                r2 = _fast_floor(solver, _Linear(g, "bottleneck"))
                 certs.append(r2.cert)
                 x2 = r2.x[: inst.E]
-                rise = (U @ x2) - floors > btol * np.maximum(1.0, floors)
-                xcol = x2
-                can = cand & rise
-                if not can.any():
-                    frozen |= cand  # nobody in cand can rise: all bottlenecked
+                up = undecided & ((U @ x2) - floors > thr)
+                if up.any():
+                    xcol = x2
+                    undecided &= ~up
+            # (c) the rest by bottleneck LPs (exact, no big-M): maximise the capped rises of
+            # the undecided jobs with every level at its floor; a job that rises is not
+            # bottlenecked; if none can, the LP's optimum proves all are
+            while undecided.any():
+                sigma, x2, cert2 = self._bottleneck_lp(floors, undecided, solver, U)
+                certs.append(cert2)
+                iters_extra[0] += 1
+                up = undecided & (sigma > thr)
+                if not up.any():
+                    bott |= undecided
                     break
-                cand &= ~can
+                xcol = x2
+                undecided &= ~up
+            frozen |= bott
         assert first is not None
         stage1, res1 = first
         cert = solver.certify(res1, stage1, xcol).check(backend=be.name)
         certs[0] = cert
         stats = SolveStats(backend=be.name, method="fast" if use_fast else "highs",
                            seconds=time.perf_counter() - t0, iterations=solver.iterations,
-                           solves=solver.solves)
+                           solves=solver.solves + iters_extra[0])
         out = self._result(xcol, _prices(res1), cert.primal_value, cert, tuple(certs), stats)
         floors.flags.writeable = False
         return dataclasses.replace(out, levels=levels, level_floors=floors)
