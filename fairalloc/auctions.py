@@ -1798,8 +1798,9 @@ def _placement_form(tables: Sequence[BidTable], topology: Topology, offer: np.nd
       a type of ``c`` machines packs its level-0 bids by bin-packing *patterns* (maximal
       multisets of bid sizes fitting one machine): ``x[tau, p]`` machines use pattern ``p``,
       ``sum_p x[tau, p] <= c`` and, for every size ``k``, the level-0 bids of size ``k`` on
-      ``tau`` are at most the pattern slots of size ``k``. A single machine needs no patterns:
-      its level-0 bids fit its offered GPUs (a knapsack row);
+      ``tau`` are at most the pattern slots of size ``k``. Patterns are used for single
+      machines too: their LP relaxation is the convex hull of the machine's packings, far
+      tighter than a knapsack row (used only if a machine's patterns would explode);
     * level 1 (one rack): ``a[o, r]`` -- bid ``o`` is met in rack ``r``; per rack, level-0
       and level-1 GPUs fit the rack's offered GPUs (level-1 GPUs are interchangeable within
       the rack);
@@ -1863,16 +1864,20 @@ def _placement_form(tables: Sequence[BidTable], topology: Topology, offer: np.nd
     nc = n0 + n1 + n2
     col_k = k_opt[col_option].astype(float)
     col_agent = agent[col_option]
-    # ---- patterns per multi-machine type ------------------------------------------------------
+    # ---- patterns per machine type (their LP is the convex hull of one machine's packings;
+    # a single machine whose patterns would explode gets a knapsack row instead) ------------
     pat_type: list[int] = []
     pat_rows: list[np.ndarray] = []  # counts per size of each pattern
     pat_sizes: list[np.ndarray] = []
+    knap_types: list[int] = []
     for t in range(T):
         sizes = np.unique(k_opt[c0_o[c0_t == t]])
-        if t_count[t] == 1 or sizes.size == 0:
+        if sizes.size == 0:
             continue
         pats = _patterns(sizes, int(t_cap[t]))
-        assert pats is not None  # exploding types were split above
+        if pats is None:  # only single machines (exploding multi-machine types were split)
+            knap_types.append(t)
+            continue
         pat_type.append(t)
         pat_rows.append(pats)
         pat_sizes.append(sizes)
@@ -1908,8 +1913,8 @@ def _placement_form(tables: Sequence[BidTable], topology: Topology, offer: np.nd
     r0 = rows(R, -np.inf, rack_free)
     add(r0 + t_rack[c0_t], np.arange(n0), col_k[:n0])
     add(r0 + c1_r, n0 + np.arange(n1), col_k[n0:n0 + n1])
-    # (4) single machines (and split types): knapsack on the machine's offered GPUs
-    knap = np.flatnonzero(t_count == 1)
+    # (4) single machines without patterns: knapsack on the machine's offered GPUs
+    knap = np.array(knap_types, dtype=np.int64)
     if knap.size:
         r0 = rows(knap.size, -np.inf, t_cap[knap])
         pos = np.full(T, -1)
