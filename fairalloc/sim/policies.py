@@ -513,12 +513,17 @@ class ShockwavePolicy(BasePolicy):
     execution : {"counts", "columns"}
         How a plan is executed between re-plans. The plan's objective depends only on how
         many rounds each job gets in the window, not on which, so ``"counts"`` (default)
-        runs, each round, the jobs that still have planned rounds left in decreasing order
-        of their FTF estimate (most at risk first; shortest remaining time among equals)
-        and decrements their counts;
+        runs, each round, first the jobs whose planned rounds fill the rest of the window
+        (they must run now to get their count), then the jobs the plan finishes within the
+        window (shortest remaining first), then the other jobs with planned rounds left
+        (with ``keep_running``, those that ran in the previous round first) in decreasing
+        order of their FTF estimate, and decrements their counts;
         ``"columns"`` runs the plan's next column as packed by the planner (least slack
         first), which -- re-planned at every arrival -- keeps pushing a pending job's few
         planned rounds to the end of the sliding window.
+    keep_running : bool, default True
+        With ``"counts"``: after the must-run jobs and the jobs finishing in the window,
+        planned jobs that ran in the previous round go first (no restart).
     **plan_kw
         Passed to :func:`fairalloc.plan_schedule` (``method``, ``time_limit``, ``mip_gap``,
         ``work_conservation``, ...).
@@ -529,7 +534,8 @@ class ShockwavePolicy(BasePolicy):
     def __init__(self, *, k: float = 5.0, lam: float = 1e-3, window: int = 20,
                  forecast: str = "restatement", replan: str = "reactive",
                  accordion_regimes: int = 6, contention: str = "jobs",
-                 execution: str = "counts", **plan_kw: Any) -> None:
+                 execution: str = "counts", keep_running: bool = True,
+                 **plan_kw: Any) -> None:
         from ..schedule import ReplanPolicy
 
         forecast = as_option(forecast, "forecast", ("restatement", "bayesian", "greedy",
@@ -539,8 +545,9 @@ class ShockwavePolicy(BasePolicy):
         execution = as_option(execution, "execution", ("counts", "columns"))
         super().__init__(k=k, lam=lam, window=window, forecast=forecast, replan=replan,
                          accordion_regimes=accordion_regimes, contention=contention,
-                         execution=execution, **plan_kw)
+                         execution=execution, keep_running=keep_running, **plan_kw)
         self.execution = execution
+        self.keep_running = bool(keep_running)
         self.k, self.lam, self.window = float(k), float(lam), window
         self.forecast, self.contention = forecast, contention
         self.accordion_regimes = as_positive_int(accordion_regimes, "accordion_regimes")
@@ -661,7 +668,13 @@ class ShockwavePolicy(BasePolicy):
             ftf = np.array([self._ftf[i] for i in v.ids])
             # planned jobs most at risk first (shortest remaining among equals: finishing a
             # job early never costs a planned round); idle GPUs to the longest remaining
-            order = np.lexsort((rem, -ftf))
+            keep = v.running if self.keep_running else np.zeros(v.n, dtype=bool)
+            # a job whose planned rounds fill the rest of the window must run now; jobs the
+            # plan finishes within the window go next (shortest first): finishing them early
+            # costs no other job a planned round
+            must = run & (left >= self._planned - col)
+            finisher = run & (rem <= left * state.cluster.round_duration)
+            order = np.lexsort((rem, -ftf, ~keep, ~finisher, ~must))
             rank = np.empty(v.n)
             rank[order] = np.arange(v.n)
             priority = np.where(run, rank, v.n + fill - rem)
