@@ -280,7 +280,6 @@ class _Domain:
 
     label = "domain"
     agent_word = "agent"
-    good_word = "good"
     properties: tuple[str, ...] = ()
     attrs: tuple[str, ...] = ("allocation",)
 
@@ -475,7 +474,6 @@ class ClusterDomain(_Domain):
 
     label = "cluster"
     agent_word = "job"
-    good_word = "type"
     properties = ("feasible", "market_clearing", "envy_free", "sharing_incentive",
                   "proportionality", "pareto_optimal", "strategy_proof")
     attrs = ("x", "allocation")
