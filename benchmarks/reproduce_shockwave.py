@@ -12,7 +12,9 @@ Policy names (the artifact's legends): ``shockwave`` (this library's planner wit
 FTF exponent 12 and makespan coefficient 1e-3 on the largest remaining time in seconds, with
 the artifact's 15 s solver time limit -- so that row depends on the machine's speed),
 ``themis`` (the artifact's Themis is Gavel's finish-time-fairness program, ANCHORS.md:
-``themis_ftf``), ``gavel`` (max-min fairness), ``allox``, ``ossp`` (the artifact's OSSP is
+``themis_ftf``; ``themis-auction`` is the paper's Themis: leases, filter and
+partial-allocation auction, with no upstream number), ``gavel`` (max-min fairness),
+``allox``, ``ossp`` (the artifact's OSSP is
 Gavel's makespan policy: ``min_makespan``). ``--all`` adds MST, Gandiva-fair, Ares EFQ, Tiresias
 LAS and FIFO.
 
@@ -45,6 +47,10 @@ REFERENCE = {
 }
 
 
+#: rows compared with another row's upstream numbers
+REFERENCE_ROW = {"shockwave-upstream-config": "shockwave"}
+
+
 def policies(all_: bool) -> list[tuple[str, object]]:
     out: list[tuple[str, object]] = [
         ("shockwave", ShockwavePolicy(k=5.0, lam=1e-3)),
@@ -52,6 +58,7 @@ def policies(all_: bool) -> list[tuple[str, object]]:
                                                       makespan="max_remaining",
                                                       time_limit=15.0)),
         ("themis", make_policy("themis_ftf")),
+        ("themis-auction", make_policy("themis")),
         ("gavel", make_policy("max_min_fairness")),
         ("allox", make_policy("allox")),
         ("ossp", make_policy("min_makespan")),
@@ -89,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{'ours / upstream':>16s} {'ours / upstream':>16s}")
     print("-" * len(head))
     for name, row in table.iterrows():
-        ref = REFERENCE.get(str(name).split("-")[0])
+        ref = REFERENCE.get(REFERENCE_ROW.get(str(name), str(name)))
 
         def cell(v: float, r: float | None, fmt: str, width: int) -> str:
             rs = "n/a" if r is None else format(r, fmt)

@@ -239,3 +239,27 @@ def test_packing_ignores_types_a_job_cannot_use() -> None:
     r = simulate(w, fa.Cluster({"a": 1, "b": 1}), "fifo", round_duration=100.0)
     assert r.sched_type.tolist() == [1, 0]
     assert list(itertools.chain(r.finish.tolist())) == [100.0, 100.0]
+
+
+def test_themis_leases_and_auctions_hand_computed() -> None:
+    # one GPU, two 1200-s jobs, leases of 600 s, rounds of 300 s; one bidder per auction
+    # (f = 0.8 of 2 jobs): t=0 A (tie, earlier arrival), t=600 B (rho 0.75 vs A's 0.5),
+    # t=1200 A (tie again), t=1800 B
+    w = _one_gpu([1200.0, 1200.0])
+    pol = make_policy("themis", lease=600.0, gpus_per_server=1)
+    r = simulate(w, fa.Cluster({"gpu": 1}), pol, round_duration=300.0)
+    assert r.sched_job.tolist() == [0, 0, 1, 1, 0, 0, 1, 1]
+    assert r.finish.tolist() == [1800.0, 2400.0] and pol.auctions == 4
+
+
+def test_themis_runs_gangs_whole_and_needs_a_homogeneous_cluster() -> None:
+    w = poisson_workload(8, rate=30.0, seed=5, max_scale_factor=4)
+    pol = make_policy("themis")
+    r = simulate(w, fa.Cluster({"v100": 8}), pol, round_duration=300.0)
+    assert np.isfinite(r.finish).all() and pol.auctions >= 1
+    assert (r.sched_gpus == w.scale_factor[r.sched_job]).all()  # whole gangs only
+    het = poisson_workload(3, seed=1, types=["v100", "k80"], max_scale_factor=1)
+    with pytest.raises(fa.InputError, match="homogeneous"):
+        simulate(het, fa.Cluster({"v100": 1, "k80": 1}), "themis")
+    with pytest.raises(fa.InputError, match="fairness_knob"):
+        make_policy("themis", fairness_knob=1.0)

@@ -22,8 +22,8 @@ from typing import Any
 from ..cli import register
 from ..errors import InputError
 
-DEFAULT_POLICIES = ("max_min_fairness", "themis_ftf", "allox", "ossp", "gandiva_fair", "las",
-                    "fifo", "efq", "shockwave")
+DEFAULT_POLICIES = ("max_min_fairness", "themis", "themis_ftf", "allox", "ossp",
+                    "gandiva_fair", "las", "fifo", "efq", "shockwave")
 
 
 def _value(text: str) -> Any:
