@@ -347,11 +347,13 @@ def _forest_equilibrium(form: _EdgeForm, cand: np.ndarray, share: np.ndarray
     graph = sp.csr_matrix((1.0 / share[cand], (form.owner[cand], n + form.C.indices[cand])),
                           shape=(nodes, nodes))
     forest = minimum_spanning_tree(graph).tocoo()
-    lookup = sp.csr_matrix((cand + 1.0, (form.owner[cand], n + form.C.indices[cand])),
-                           shape=(nodes, nodes))
-    lookup = (lookup + lookup.T).tocsr()  # the forest may list an edge as (good, buyer)
+    # map the forest's (node, node) pairs back to edges; it may list an edge as (good, buyer)
+    keys = form.owner[cand] * nodes + n + form.C.indices[cand]
+    order = np.argsort(keys)
+    lo, hi = np.minimum(forest.row, forest.col), np.maximum(forest.row, forest.col)
+    found = order[np.searchsorted(keys[order], lo * nodes + hi)]
     on = np.zeros(form.num_edges, dtype=bool)
-    on[np.asarray(lookup[forest.row, forest.col]).ravel().astype(np.int64) - 1] = True
+    on[cand[found]] = True
     owner, res, w = form.owner[on], form.C.indices[on], form.weight[on]
     k = owner.size  # buyers are nodes 0..n-1, goods n..n+R-1
     # incidence: +1 on the good (log p), -1 on the buyer (log beta)

@@ -282,3 +282,12 @@ def test_result_table_and_repr() -> None:
     assert "MarketResult(" in repr(r) and "gap=" in repr(r)
     vol = fa.volatile_fisher_market(np.ones((2, 1, 2))).to_frame()
     assert "x[0,1]" in vol.columns
+
+
+@pytest.mark.parametrize("u", [[[2.54747941, 2.55444442], [3.0, 4.0]], [[1.0]], [[2.0], [1.0]]])
+def test_small_supports_polish_without_error(u: list) -> None:
+    # regression: a one-edge support forest made the edge lookup return a sparse matrix
+    fast = fa.fisher_market(u, method="fast")
+    ref = fa.fisher_market(u, method="cvxpy")
+    assert fast.objective == pytest.approx(ref.objective, abs=1e-7)
+    assert all(check_market(fast, u).values())
