@@ -829,8 +829,8 @@ def _loo_chunk(ctx: tuple[Any, ...], idx: np.ndarray) -> list[tuple[float, float
     if red is not None and U.shape[0] > 1:
         accept = gap_tol * max(1.0, float(U.shape[0] - 1))
         primal, gap, solved = _loo_batch(red, idx, min(_LOO_TARGET, accept))
-        for r in np.flatnonzero(solved):
-            out[r] = (float(primal[r]), float(gap[r]), 0)
+        for r in np.flatnonzero(solved):  # one (batched) reduced solve each
+            out[r] = (float(primal[r]), float(gap[r]), 1)
         done = solved
     for r in np.flatnonzero(~done):
         out[r] = _loo_warm(ctx[:4], int(idx[r]))
