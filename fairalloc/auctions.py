@@ -11,17 +11,17 @@ The partial allocation (PA) mechanism of Cole, Gkatzelis and Goel (themis.md ref
    goods, ``L = supply - sum_i c_i x*_i``, is the *leftover* (the hidden payments).
 
 With valuations homogeneous of degree one (linear ones, or Themis's ``1/rho``, Appendix proof
-of Theorem 3.2) PA is truthful, the PF allocation is Pareto efficient and envy-free, and every
-agent gets at least ``1/e`` of its PF valuation (``proofs/partial_allocation_truthfulness.md``,
-``proofs/partial_allocation_one_over_e.md``).
+of Theorem 3.2) PA is truthful and the PF allocation is Pareto efficient; with divisible goods
+the PF allocation is also envy-free and every agent keeps at least ``1/e`` of its PF valuation
+(``proofs/partial_allocation_truthfulness.md``, ``proofs/partial_allocation_one_over_e.md``).
 
 Two forms:
 
 * :func:`partial_allocation` -- divisible goods with linear valuations; the PF allocation is the
   Eisenberg-Gale equilibrium with equal budgets (:func:`fairalloc.fisher_market`). The ``n``
-  leave-one-out markets are solved exactly, warm-started from the full equilibrium prices on a
-  reduced market, each certified by its own duality gap (``D(p)`` of DESIGN.md), in parallel
-  over ``workers`` processes.
+  leave-one-out markets are reduced markets warm-started from the PF prices, solved in batches
+  by one block-diagonal interior-point run, polished to exact equilibria on their support and
+  each certified by its own duality gap (``D(p)`` of DESIGN.md), over ``workers`` processes.
 * :func:`gpu_auction` (GPUs bid for by placement class, :class:`BidTable`) and
   :func:`bundle_auction` (explicit GPU subsets, as in Themis Table 2) -- indivisible GPUs; PF
   and every leave-one-out are exact set-packing MILPs (HiGHS) maximising ``sum_i log v_i``.
@@ -68,7 +68,6 @@ _METHODS = ("warm", "cold")
 _CONIC_TOL = 1e-10
 _CONIC_KKT = "qdldl"
 _EXACT = 1e-9  # absolute gap of the polished PF market
-_REG = 0.0  # relative diagonal regularisation of the interior-point Schur complements
 _BATCH = 32  # leave-one-out markets per batched interior-point solve
 _LOO_TARGET = 1e-8  # absolute gap each leave-one-out solve aims for (c_i to ~1e-8 relative)
 
@@ -303,8 +302,6 @@ def _ipm_batch(owner: np.ndarray, good: np.ndarray, w: np.ndarray, B: np.ndarray
         S[diag_cell] += np.bincount(good, d, G)
         S = S.reshape(T, m, m)
         S[done] = eye  # finished programs: keep the algebra well defined, steps are 0
-        # static regularisation: near the optimum d = x / sigma spans 40 orders of magnitude
-        S += _REG * np.abs(S).max(axis=(1, 2))[:, None, None] * eye
         try:
             np.linalg.cholesky(S)  # positive definite? (numerically, near the optimum, not)
         except np.linalg.LinAlgError:
@@ -807,13 +804,11 @@ def _polish_forest_edges(owner: np.ndarray, good: np.ndarray, w: np.ndarray, B: 
         shift = np.log(bud) - np.log(val)
     p_new[gs] = np.exp(pot[N + gs] + shift[label[N + gs]])
     r = np.r_[B, s * p_new]
-    b = np.zeros(nodes)
     flows = flow_lu.solve(r[free])
     bad = ~np.isfinite(flows) | (flows < -1e-10 * B[eo])
     bad_comp = np.zeros(ncomp, dtype=bool)
     bad_comp[label[eo[bad]]] = True
     bad_comp |= ~np.isfinite(shift)
-    del b
     sel = np.flatnonzero(on)[keep_e]
     with np.errstate(divide="ignore", invalid="ignore"):
         x_new[sel] = np.maximum(flows, 0.0) / p_new[eg]
@@ -2351,7 +2346,6 @@ class MultiRoundAuction:
         given = np.zeros(g, dtype=bool)
         if participants.size and offered.size:
             N = self.contention()
-            S = self._slowdowns()
             tables = []
             for i in participants:  # one bid table per bidding app (its own valuation)
                 app = self.apps[i]
@@ -2363,7 +2357,6 @@ class MultiRoundAuction:
 
                 tables.append(bid_table(rho_i, topo, offer, held=hold, max_gpus=int(spare[i]),
                                         slowdown=app.slowdown_levels))
-            del S
             result = gpu_auction(tables, topo, offer, time_limit=self.time_limit,
                                  workers=self.workers)
             fractions = np.array(result.fraction)
