@@ -1027,7 +1027,9 @@ class FinishTimeFairness(ThroughputPolicy):
         R = float(self.rho(tp).max())
         for _ in range(self.max_iterations):
             stage = self.dinkelbach_stage(R, tp)
-            res = solver.run(stage, "finish-time fairness")
+            solver.warm = None
+            res = (_fast_level(solver, stage) if self._method == "fast"
+                   else solver.run(stage, "finish-time fairness"))
             xcol = res.x[: inst.E]
             tp_new = inst.throughput(xcol)
             R_new = float(self.rho(tp_new).max())
@@ -1431,6 +1433,8 @@ def min_cost(jobs: Jobs, cluster: Cluster, cost: Any, *, slo: Any = None,
 # structured exact solver for level (max-min) stages: aggregation + column generation
 # --------------------------------------------------------------------------------------------
 _FAST_MIN_JOBS = 64  # below this the full LP is as fast
+_SAMPLE_JOBS = 512  # jobs in the sampled LP that gives initial prices
+_BAND0 = 0.01  # relative price error assumed for the sampled prices
 
 
 def _fast_level(solver: _StageSolver, stage: _Level, *, max_rounds: int = 30) -> _StageResult:
@@ -1472,15 +1476,23 @@ def _fast_level(solver: _StageSolver, stage: _Level, *, max_rounds: int = 30) ->
     m0 = int(np.argmin(sat))
     sat_theta = float(sat[m0])
     p, theta = _sample_prices(solver, stage, a)
-    vert = _choose_vertices(A, col, s, p, h + b * theta, band=0.01)
+    vert = _choose_vertices(A, col, s, p, h + b * theta, band=_BAND0)
     explicit = need & vert.ambiguous
     iterations = solves = 0
     refined = False
+    band = _BAND0
     for _ in range(max_rounds):
         agg = need & ~explicit
         out = _solve_master(inst, stage, a, agg, vert, explicit)
         if out is None:
-            break
+            # the folded vertices do not fit together (the sampled prices or level were off):
+            # widen the band of jobs that keep their own variables and try again
+            band *= 3.0
+            if band > 0.5:
+                break
+            vert = _choose_vertices(A, col, s, p, h + b * theta, band=band)
+            explicit |= need & vert.ambiguous
+            continue
         xcol, theta, lam, mu, p, it, bound_jobs = out
         iterations += it
         solves += 1
@@ -1513,14 +1525,21 @@ def _fast_level(solver: _StageSolver, stage: _Level, *, max_rounds: int = 30) ->
                 return _StageResult(lp, v, duals, cert.primal_value, cert, iterations,
                                     solver.cap_rows)
             break
+        grown = explicit.copy()
+        grown[owner[viol]] = True
+        grown |= bound_jobs
         if not refined:
-            # keep every job where the master put it (a feasible point of the next master, so
-            # the level never drops): jobs at a vertex are folded, the others stay explicit
+            # the master's prices are usually close to optimal: choose the vertices again
+            # around them with a tight band, unless that keeps more jobs explicit than just
+            # adding the violators (degenerate prices); later rounds only add jobs
             refined = True
-            vert = _choose_vertices(A, col, s, p, h + b * theta, band=0.002)
-            explicit = need & (vert.ambiguous | (mu > 0) & explicit)
-        explicit[owner[viol]] = True
-        explicit |= bound_jobs
+            new = _choose_vertices(A, col, s, p, h + b * theta, band=0.002)
+            fresh = need & (new.ambiguous | (mu > 0) & explicit)
+            fresh[owner[viol]] = True
+            fresh |= bound_jobs
+            if fresh.sum() < grown.sum():
+                vert, grown = new, fresh
+        explicit = grown
     solver.iterations += iterations
     solver.solves += solves
     return solver.run(stage, stage.name)
@@ -1603,7 +1622,7 @@ def _sample_prices(solver: _StageSolver, stage: _Level, a: np.ndarray
     """Capacity prices and level of the stage restricted to a sample of jobs (scaled)."""
     inst = solver.inst
     n, k = inst.n, inst.k
-    m = min(n, max(256, n // 16))
+    m = min(n, max(64, n // 4), _SAMPLE_JOBS if n > 4096 else _SAMPLE_JOBS // 2)
     rng = np.random.default_rng(0)
     jobs = np.sort(rng.choice(n, size=m, replace=False))
     keep = np.isin(inst.mem_job, jobs)
