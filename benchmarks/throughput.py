@@ -157,7 +157,8 @@ def main() -> None:
     args = ap.parse_args()
     sizes = (512, 2048) if args.quick else (2048, 8192)
     rows = []
-    fa.max_min_fairness(*instance(64))  # warm up imports
+    fa.max_min_fairness(*instance(64))  # warm up imports (both sides)
+    reference_max_min(*instance(64))
     for n in sizes:
         jobs, cl = instance(n)
         t_ref, ref = timed(lambda j=jobs, c=cl: reference_max_min(j, c))

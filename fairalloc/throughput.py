@@ -1694,10 +1694,8 @@ def _solve_master(inst: _Instance, stage: _Level, a: np.ndarray, agg: np.ndarray
     fixed_bad = ~pos & ((h[ag] > hi_v * (1 + 1e-12)) | (h[ag] < lo_v * (1 - 1e-12)))
     if fixed_bad.any():
         return None
-    th_hi = float(th_up.min(initial=np.inf))
-    th_lo = float(th_dn.max(initial=-np.inf))
-    if th_lo > th_hi:
-        return None
+    # the ranges are not imposed on theta (a wrong guess would make the master infeasible):
+    # jobs whose vertex is invalid at the master's theta get their own variables next round
     ex = np.flatnonzero(explicit)
     cols = np.flatnonzero(explicit[inst.mem_job])
     nx = cols.size
@@ -1722,8 +1720,8 @@ def _solve_master(inst: _Instance, stage: _Level, a: np.ndarray, agg: np.ndarray
     c = np.zeros(nx + 1)
     c[-1] = -scale
     # no column upper bounds (implied by the time rows): the duals stay on the rows
-    lp = LinearProgram.build(c, M, lo, up, np.r_[np.zeros(nx), th_lo],
-                             np.r_[np.full(nx, np.inf), th_hi])
+    lp = LinearProgram.build(c, M, lo, up, np.r_[np.zeros(nx), -np.inf],
+                             np.r_[np.full(nx, np.inf), np.inf])
     sol = get_backend("highs", solver="ipm" if r > 400 else "choose").solve_lp(lp)
     if sol.status != "optimal" or sol.x is None or sol.row_duals is None:
         return None
@@ -1740,7 +1738,7 @@ def _solve_master(inst: _Instance, stage: _Level, a: np.ndarray, agg: np.ndarray
     mu[ag] = np.where(two, lam[ag] * a1 - c1, 0.0)
     bound_jobs = np.zeros(n, dtype=bool)
     tol = 1e-9 * max(1.0, abs(theta))
-    bound_jobs[ag] = pos & ((th_up <= theta + tol) | (th_dn >= theta - tol))
+    bound_jobs[ag] = pos & ((th_up < theta - tol) | (th_dn > theta + tol))
     if (lam[ag] < -1e-12).any() or (mu[ag] < -1e-12).any():
         bad = (lam[ag] < -1e-12) | (mu[ag] < -1e-12)
         bound_jobs[ag[bad]] = True
