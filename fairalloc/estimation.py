@@ -28,8 +28,8 @@ observed: they pin the column factors, ALS converges in a few iterations and rec
 low-rank matrix exactly (up to ``reg``), while the nuclear norm shrinks every singular value.
 ``method="soft_impute"`` (Mazumder, Hastie and Tibshirani 2010: iterate
 ``Z <- SVT_lambda(P_obs(M) + P_missing(Z))``) is the convex alternative. ``rank="auto"`` picks
-the smallest rank whose 3-fold hold-out error on the observed entries is within 0.1 % of the
-data's scale of the best rank's.
+the smallest rank whose 3-fold hold-out error on the observed entries is within 1 % of the best
+rank's (or 0.1 % of the data's scale, whichever is looser).
 
 Fold-in
 -------
@@ -141,7 +141,9 @@ def _ridge_rows(R: np.ndarray, W: np.ndarray, F: np.ndarray, reg: float) -> np.n
     """For each row i: argmin_u sum_{j obs} (R_ij - u . F_j)^2 + reg * n_i |u|^2 (batched)."""
     rank = F.shape[1]
     Wf = W.astype(float)
-    A = np.einsum("ij,jk,jl->ikl", Wf, F, F, optimize=True)
+    # A_i = sum_j W_ij F_j F_j^T for every row at once: one GEMM with the stacked outer products
+    outer = (F[:, :, None] * F[:, None, :]).reshape(F.shape[0], rank * rank)
+    A = (Wf @ outer).reshape(W.shape[0], rank, rank)
     n_i = Wf.sum(axis=1)
     A += (reg * np.maximum(n_i, 1.0))[:, None, None] * np.eye(rank)[None, :, :]
     b = (np.where(W, R, 0.0)) @ F
@@ -231,10 +233,16 @@ def _choose_rank(M: np.ndarray, W: np.ndarray, max_rank: int, method: str, reg: 
             sq[rk - 1] += float(np.sum((est.ravel()[held] - M.ravel()[held]) ** 2))
         count += held.size
     rmse = np.sqrt(sq / max(count, 1))
-    # parsimony: the smallest rank within 0.1 % of the data's scale of the best hold-out error
     scale = float(np.sqrt(np.mean(M[W] ** 2))) if W.any() else 1.0
-    best = int(np.flatnonzero(rmse <= rmse.min() + 1e-3 * scale)[0]) + 1
-    return best, rmse
+    return _parsimonious(rmse, scale), rmse
+
+
+def _parsimonious(rmse: np.ndarray, scale: float) -> int:
+    """Smallest rank whose hold-out error is within 1 % of the best one, or within 0.1 % of
+    the data's scale of it (whichever is looser)."""
+    best = float(np.min(rmse))
+    slack = max(0.01 * best, 1e-3 * scale)
+    return int(np.flatnonzero(rmse <= best + slack)[0]) + 1
 
 
 def _basis(F: np.ndarray, rank: int) -> np.ndarray:
@@ -250,7 +258,7 @@ def _fold_in(B: np.ndarray, X: np.ndarray, W: np.ndarray, reg: float) -> np.ndar
     ``a_i = argmin sum_{j obs} (X_ij - B_j a)^2 + reg * n_i |a|^2`` (batched solves)."""
     q = B.shape[1]
     Wf = W.astype(float)
-    A = np.einsum("ij,jk,jl->ikl", Wf, B, B, optimize=True)
+    A = (Wf @ (B[:, :, None] * B[:, None, :]).reshape(B.shape[0], q * q)).reshape(-1, q, q)
     A += (reg * np.maximum(Wf.sum(axis=1), 1.0))[:, None, None] * np.eye(q)[None, :, :]
     b = np.where(W, X, 0.0) @ B
     a = np.linalg.solve(A + 1e-14 * np.eye(q)[None, :, :], b[:, :, None])[:, :, 0]
@@ -284,8 +292,7 @@ def _choose_rank_rows(F: np.ndarray, W: np.ndarray, max_rank: int, method: str, 
                 count += int(held.sum())
     rmse = np.sqrt(sq / max(count, 1))
     scale = float(np.sqrt(np.mean(F[W] ** 2))) if W.any() else 1.0
-    best = int(np.flatnonzero(rmse <= rmse.min() + 1e-3 * scale)[0]) + 1
-    return best, rmse
+    return _parsimonious(rmse, scale), rmse
 
 
 def complete_matrix(

@@ -408,8 +408,8 @@ def _greedy(
     row_sf: np.ndarray,
     rows: np.ndarray,
     types: np.ndarray,
-    capacity: np.ndarray,
-    n_jobs: int,
+    rem: np.ndarray,
+    used: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Algorithm 1 over candidate pairs already sorted by decreasing priority.
 
@@ -419,11 +419,12 @@ def _greedy(
     none of its jobs appears in an earlier candidate; clean pairs are taken up to the first one
     whose type overflows (cumulative gang sizes), and a non-clean pair is skipped when an earlier
     clean pair (which is taken) shares a job with it. Only the pair that ends the run is decided
-    on its own.
+    on its own. ``rem`` (remaining workers per type) and ``used`` (jobs already running, with a
+    last slot for the padding of ``members``) are updated in place, so the walk can continue
+    over a later batch of candidates.
     """
-    k = capacity.shape[0]
-    rem = capacity.astype(float).copy()
-    used = np.zeros(n_jobs + 1, dtype=bool)  # slot n_jobs is the padding of ``members``
+    k = rem.shape[0]
+    n_jobs = used.shape[0] - 1
     out_r: list[np.ndarray] = []
     out_t: list[np.ndarray] = []
     r, t = rows, types
@@ -484,25 +485,65 @@ def _greedy(
     return np.concatenate(out_r), np.concatenate(out_t)
 
 
-def _order(
-    rows: _Rows, t: np.ndarray, e: np.ndarray, eligible: str, fraction: str
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Priorities and the candidate (row, type) pairs in Algorithm 1's order."""
+def _sorted(primary: np.ndarray, *ties: np.ndarray) -> np.ndarray:
+    """Stable order by ``primary`` then ``ties`` (earlier first), like ``np.lexsort((*reversed
+    (ties), primary))``, but only the runs of equal ``primary`` are sorted by the tie keys."""
+    order = np.argsort(primary, kind="stable")
+    if order.size < 2 or not ties:
+        return order
+    p = primary[order]
+    same = p[1:] == p[:-1]
+    if not same.any():
+        return order
+    start = np.concatenate([[True], ~same])
+    gid = np.cumsum(start) - 1
+    size = np.bincount(gid)
+    tied = size[gid] > 1
+    sub = order[tied]
+    keys = tuple(t[sub] for t in reversed(ties)) + (gid[tied],)
+    order[tied] = sub[np.lexsort(keys)]
+    return order
+
+
+def _candidates(rows: _Rows, t: np.ndarray, e: np.ndarray, eligible: str, fraction: str
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Priorities, deficits and the two candidate batches: (row, type) pairs with a positive
+    target, and (``eligible="all"``) runnable pairs with a zero target, each as flat indices
+    in ascending (row, type) order. Every positive-target pair has priority > 0, so the whole
+    first batch precedes the second in Algorithm 1's order."""
     X = rows.target
     pr = _priority(X, t, e, fraction)
     deficit = X * e[:, None] - t
-    mask = np.array(rows.runnable)
-    if eligible != "all":
-        mask &= X > 0
+    positive = rows.runnable & (X > 0)
     if eligible == "behind":
-        mask &= deficit >= -_BEHIND_TOL * np.maximum(1.0, e)[:, None]
-    cand = np.flatnonzero(mask.ravel())
-    R, k = X.shape
+        positive &= deficit >= -_BEHIND_TOL * np.maximum(1.0, e)[:, None]
+    first = np.flatnonzero(positive.ravel())
+    if eligible == "all":
+        second = np.flatnonzero((rows.runnable & (X <= 0)).ravel())
+    else:
+        second = np.zeros(0, dtype=np.int64)
+    return pr, deficit, first, second
+
+
+def _in_order(rows: _Rows, pr: np.ndarray, deficit: np.ndarray, cand: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """Sort flat candidates by priority, then deficit, target, gang (descending), then row and
+    type (ascending: the candidates' own order, kept by the stable sorts)."""
+    k = rows.k
     cr, ct = np.divmod(cand, k)
-    keys = (ct, cr, -rows.row_sf[cr], -X.ravel()[cand], -deficit.ravel()[cand],
-            -pr.ravel()[cand])
-    order = np.lexsort(keys)
-    return pr, cr[order], ct[order]
+    order = _sorted(-pr.ravel()[cand], -deficit.ravel()[cand], -rows.target.ravel()[cand],
+                    -rows.row_sf[cr])
+    return cr[order], ct[order]
+
+
+def _order(
+    rows: _Rows, t: np.ndarray, e: np.ndarray, eligible: str, fraction: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Priorities and every candidate (row, type) pair in Algorithm 1's order."""
+    pr, deficit, first, second = _candidates(rows, t, e, eligible, fraction)
+    r1, t1 = _in_order(rows, pr, deficit, first)
+    r2, t2 = _in_order(rows, pr, deficit, second)
+    return pr, np.concatenate([r1, r2]), np.concatenate([t1, t2])
 
 
 # --------------------------------------------------------------------------------------------
@@ -615,8 +656,20 @@ class RoundAssignment:
 def _assignment(
     rows: _Rows, t: np.ndarray, e: np.ndarray, eligible: str, fraction: str
 ) -> RoundAssignment:
-    pr, cr, ct = _order(rows, t, e, eligible, fraction)
-    sel_r, sel_t = _greedy(rows.members, rows.row_sf, cr, ct, rows.capacity, rows.n_jobs)
+    pr, deficit, first, second = _candidates(rows, t, e, eligible, fraction)
+    rem = rows.capacity.astype(float).copy()
+    used = np.zeros(rows.n_jobs + 1, dtype=bool)  # last slot: padding of ``members``
+    cr, ct = _in_order(rows, pr, deficit, first)
+    sel_r, sel_t = _greedy(rows.members, rows.row_sf, cr, ct, rem, used)
+    if second.size:
+        # zero-target pairs only matter when workers are left that such a pair can fill
+        fits = rows.row_sf[second // rows.k] <= rem[second % rows.k]
+        fits &= ~used[rows.members[second // rows.k]].any(axis=1)
+        second = second[fits]
+        if second.size:
+            cr, ct = _in_order(rows, pr, deficit, second)
+            r2, t2 = _greedy(rows.members, rows.row_sf, cr, ct, rem, used)
+            sel_r, sel_t = np.concatenate([sel_r, r2]), np.concatenate([sel_t, t2])
     type_index = np.full(rows.n_rows, -1, dtype=np.int64)
     type_index[sel_r] = sel_t
     workers = np.bincount(sel_t, weights=rows.row_sf[sel_r], minlength=rows.k)
