@@ -45,10 +45,8 @@ from .throughput import (
     MaxMinFairness,
     ThroughputPolicy,
     _backend_for,
-    _fast_floor,
     _fast_level,
     _Level,
-    _Linear,
     _prices,
     _rank,
     _StageSolver,
@@ -307,18 +305,6 @@ class WaterFilling(ThroughputPolicy):
             undecided = cand & ~bott & ~rise
             if not bott.any() and not undecided.any():
                 undecided = cand.copy()  # cannot happen at an optimum; decide by LP
-            if use_fast and undecided.any():
-                # one structured LP raising the undecided jobs as a group: who rises is proven
-                # able to (the LP's solution is the construction)
-                solver.fixed = [(U, floors)]
-                g = np.asarray(U.T @ undecided.astype(float)).ravel()
-                r2 = _fast_floor(solver, _Linear(g, "bottleneck"))
-                certs.append(r2.cert)
-                x2 = r2.x[: inst.E]
-                up = undecided & ((U @ x2) - floors > thr)
-                if up.any():
-                    xcol = x2
-                    undecided &= ~up
             # (c) the rest by bottleneck LPs (exact, no big-M): maximise the capped rises of
             # the undecided jobs with every level at its floor; a job that rises is not
             # bottlenecked; if none can, the LP's optimum proves all are
