@@ -49,11 +49,12 @@ from __future__ import annotations
 import time
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 import scipy.sparse as sp
 
+from ._compose import Composable
 from ._validation import as_array, as_option, as_positive_float
 from .backends import Backend, LinearProgram, LPSolution, get_backend
 from .certificates import lp_certificate
@@ -447,7 +448,7 @@ class Allocation(Result):
 # --------------------------------------------------------------------------------------------
 # builders
 # --------------------------------------------------------------------------------------------
-class ThroughputPolicy:
+class ThroughputPolicy(Composable):
     """Base class of the effective-throughput policy builders (Gavel §3.1, §4).
 
     Parameters
@@ -485,8 +486,7 @@ class ThroughputPolicy:
         self.inst = _Instance(jobs, cluster, pairs, unconsolidated_throughput,
                               consolidated_capacity)
         self.jobs, self.cluster = jobs, cluster
-        self._constraints: list[Any] = []
-        self._terms: list[Any] = []
+        self._init_composition()
         self._cvx: dict[str, Any] | None = None
 
     # --- policy definition (subclasses) -----------------------------------------------------
@@ -567,25 +567,15 @@ class ThroughputPolicy:
         """cvxpy expression of the (maximised) policy objective."""
         return self._build_cvxpy()["objective"]
 
-    @property
-    def composed(self) -> bool:
-        """Whether constraints or objective terms were added (needs ``method="cvxpy"``)."""
-        return bool(self._constraints or self._terms)
-
-    def add_constraint(self, constraint: Any) -> ThroughputPolicy:
+    def add_constraint(self, constraint: Any) -> Self:
         """Add a cvxpy constraint (on :attr:`x`, :attr:`effective_throughput`, ...)."""
-        self._build_cvxpy()
-        self._constraints.append(constraint)
-        return self
+        self._build_cvxpy()  # builders that cannot compose (min cost) raise here
+        return super().add_constraint(constraint)
 
-    def add_objective_term(self, term: Any) -> ThroughputPolicy:
+    def add_objective_term(self, term: Any) -> Self:
         """Add a concave cvxpy expression to the maximised objective; returns ``self``."""
         self._build_cvxpy()
-        if getattr(term, "is_concave", lambda: False)() is False:
-            raise InputError("term must be a concave cvxpy expression (it is maximised)",
-                             argument="term")
-        self._terms.append(term)
-        return self
+        return super().add_objective_term(term)
 
     def problem(self) -> Any:
         """The cvxpy problem ``max objective + terms`` s.t. all constraints."""
@@ -1384,6 +1374,7 @@ class MinCost(ThroughputPolicy):
         certs = [res.cert]
         xcol = res.x[: self.inst.E]
         if wc is None or wc:
+            assert isinstance(st, _Linear)  # min cost's first stage is linear (Charnes-Cooper)
             # keep the ratio: tp(x) - r cost(x) >= -slack (linear in x)
             solver.fixed.append((sp.csr_matrix(st.g[None, :]),
                                  np.array([-stage_tol * max(1.0, r)])))
