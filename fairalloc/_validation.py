@@ -84,29 +84,17 @@ def as_array(
                 )
     if arr.size == 0 and not allow_empty:
         raise InputError(f"{name} is empty (shape {arr.shape})", argument=name)
-    bad = ~np.isfinite(arr)
-    if bad.any():
-        idx = _first(bad)
-        raise InputError(
-            f"{name}{fmt_index(idx)} is {arr[idx]}; every entry must be finite",
-            argument=name,
-            index=idx,
-        )
+    checks = [(~np.isfinite(arr), "finite")]
     if positive:
-        bad = arr <= 0
-        if bad.any():
-            idx = _first(bad)
-            raise InputError(
-                f"{name}{fmt_index(idx)} is {arr[idx]:g}; every entry must be positive",
-                argument=name,
-                index=idx,
-            )
+        checks.append((arr <= 0, "positive"))
     elif nonneg:
-        bad = arr < 0
+        checks.append((arr < 0, "non-negative"))
+    for bad, need in checks:
         if bad.any():
             idx = _first(bad)
+            shown = f"{arr[idx]:g}" if np.isfinite(arr[idx]) else str(arr[idx])
             raise InputError(
-                f"{name}{fmt_index(idx)} is {arr[idx]:g}; every entry must be non-negative",
+                f"{name}{fmt_index(idx)} is {shown}; every entry must be {need}",
                 argument=name,
                 index=idx,
             )
