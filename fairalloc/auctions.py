@@ -2180,7 +2180,7 @@ class AuctionRound:
     seconds: float
 
 
-@dataclass
+@dataclass(eq=False)
 class MultiRoundAuction:
     """Themis's round-by-round finish-time fair policy (§3.3.2, Pseudocode 1).
 
