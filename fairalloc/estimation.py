@@ -158,7 +158,7 @@ def _als(R: np.ndarray, W: np.ndarray, rank: int, reg: float, max_iter: int, tol
         U = _ridge_rows(R, W, V, reg)
         V = _ridge_rows(R.T, W.T, U, reg)
         cur = U @ V.T
-        change = np.linalg.norm(cur - prev) / max(np.linalg.norm(prev), 1e-12)
+        change = float(np.linalg.norm(cur - prev)) / max(float(np.linalg.norm(prev)), 1e-12)
         prev = cur
         if change < tol:
             return cur, it, True
@@ -175,7 +175,7 @@ def _soft_impute(R: np.ndarray, W: np.ndarray, rank: int, reg: float, max_iter: 
         u, s, vt = np.linalg.svd(filled, full_matrices=False)
         s = np.maximum(s - lam, 0.0)[:rank]
         new = (u[:, :rank] * s) @ vt[:rank]
-        change = np.linalg.norm(new - Z) / max(np.linalg.norm(Z), 1e-12)
+        change = float(np.linalg.norm(new - Z)) / max(float(np.linalg.norm(Z)), 1e-12)
         Z = new
         if change < tol:
             return Z, it, True
@@ -225,9 +225,9 @@ def _choose_rank(M: np.ndarray, W: np.ndarray, max_rank: int, method: str, reg: 
         held = perm[fold == f]
         if held.size == 0:
             continue
-        Wt = W.ravel().copy()
-        Wt[held] = False
-        Wt = Wt.reshape(W.shape)
+        keep = W.ravel().copy()
+        keep[held] = False
+        Wt = keep.reshape(W.shape)
         for rk in range(1, max_rank + 1):
             est, _, _ = _fit(M, Wt, rk, method, reg, min(max_iter, 100), max(tol, 1e-6))
             sq[rk - 1] += float(np.sum((est.ravel()[held] - M.ravel()[held]) ** 2))
@@ -547,6 +547,7 @@ class ThroughputEstimator:
             raise InputError(f"reference job {i} has no profiled pair", argument="reference",
                              index=(i,))
         max_rank = max(1, min(10, r - 1))
+        self.validation_rmse: np.ndarray | None = None
         if isinstance(rank, str):
             if rank != "auto":
                 raise InputError(f"rank must be a positive integer or 'auto', got {rank!r}",
@@ -557,7 +558,6 @@ class ThroughputEstimator:
             rank = as_positive_int(rank, "rank")
             if rank > r:
                 raise InputError(f"rank {rank} exceeds the {r} reference jobs", argument="rank")
-            self.validation_rmse = None
         self.rank: int = int(rank)
         if W.all():
             full = F

@@ -1128,8 +1128,8 @@ def place(
         for j in np.unique(st).tolist():
             rows_j = singles[st == j]
             gj = np.flatnonzero(gpu_free & (layout.gpu_type == j))
-            srv = layout.gpu_server[gj]
-            gj = gj[np.lexsort((gj, srv, free_count[srv]))]
+            gsrv = layout.gpu_server[gj]
+            gj = gj[np.lexsort((gj, gsrv, free_count[gsrv]))]
             gpu_row[gj[:rows_j.size]] = rows_j
             gpu_free[gj[:rows_j.size]] = False
 
