@@ -13,7 +13,8 @@ import numpy as np
 
 from .errors import InputError
 
-__all__ = ["as_array", "as_option", "as_positive_int", "as_positive_float", "fmt_index"]
+__all__ = ["as_array", "as_gang_sizes", "as_option", "as_positive_int", "as_positive_float",
+           "fmt_index"]
 
 
 def fmt_index(idx: Sequence[int] | np.ndarray) -> str:
@@ -141,3 +142,22 @@ def as_option(value: Any, name: str, choices: Sequence[str]) -> str:
             f"{name} must be one of {', '.join(map(repr, choices))}; got {value!r}", argument=name
         )
     return value
+
+
+def as_gang_sizes(workers: Any, n: int, num_gpus: float) -> np.ndarray:
+    """Validate per-job gang sizes (default 1): positive integers that fit in ``num_gpus``.
+
+    Examples
+    --------
+    >>> as_gang_sizes(None, 2, 4).tolist(), as_gang_sizes([1, 4], 2, 4).tolist()
+    ([1.0, 1.0], [1.0, 4.0])
+    """
+    if workers is None:
+        return np.ones(n)
+    w = as_array(workers, "workers", ndim=1, shape=(n,), positive=True, integer=True)
+    big = np.flatnonzero(w > num_gpus)
+    if big.size:
+        i = int(big[0])
+        raise InputError(f"workers[{i}] = {w[i]:g} exceeds num_gpus = {num_gpus:g}",
+                         argument="workers", index=(i,))
+    return w

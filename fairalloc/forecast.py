@@ -35,7 +35,14 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-from ._validation import as_array, as_option, as_positive_float, as_positive_int, fmt_index
+from ._validation import (
+    as_array,
+    as_gang_sizes,
+    as_option,
+    as_positive_float,
+    as_positive_int,
+    fmt_index,
+)
 from .errors import InputError
 from .results import require_pandas
 
@@ -1140,15 +1147,7 @@ def makespan_lower_bound(remaining: Any, num_gpus: float, workers: Any = None) -
     R = as_array(remaining, "remaining", ndim=(1, 2, 3))
     n = R.shape[-1]
     m = as_positive_float(num_gpus, "num_gpus")
-    if workers is None:
-        w = np.ones(n)
-    else:
-        w = as_array(workers, "workers", ndim=1, shape=(n,), positive=True, integer=True)
-        big = np.flatnonzero(w > m)
-        if big.size:
-            i = int(big[0])
-            raise InputError(f"workers[{i}] = {w[i]:g} exceeds num_gpus = {m:g}",
-                             argument="workers", index=(i,))
+    w = as_gang_sizes(workers, n, m)
     h = np.maximum(R @ w / m, R.max(axis=-1))
     return float(h) if h.ndim == 0 else h
 

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
-from ._validation import as_array, as_option, as_positive_float
+from ._validation import as_array, as_gang_sizes, as_option, as_positive_float
 from .errors import InputError
 
 __all__ = ["makespan_regularizer"]
@@ -92,15 +90,7 @@ def makespan_regularizer(
     n = P.shape[0]
     M = as_positive_float(num_gpus, "num_gpus")
     lam_v = as_positive_float(lam, "lam", allow_zero=True)
-    if workers is None:
-        w = np.ones(n)
-    else:
-        w = as_array(workers, "workers", ndim=1, shape=(n,), positive=True, integer=True)
-        big = np.flatnonzero(w > M)
-        if big.size:
-            i = int(big[0])
-            raise InputError(f"workers[{i}] = {w[i]:g} exceeds num_gpus = {M:g}",
-                             argument="workers", index=(i,))
+    w = as_gang_sizes(workers, n, M)
     if not isinstance(work, cp.Expression):
         raise InputError("work must be a cvxpy expression (wrap numbers in cp.Constant)",
                          argument="work")
