@@ -36,6 +36,7 @@ def as_array(
     positive: bool = False,
     allow_empty: bool = False,
     integer: bool = False,
+    allow_nan: bool = False,
 ) -> np.ndarray:
     """Validate ``value`` as a finite float array and return a read-only copy.
 
@@ -55,6 +56,9 @@ def as_array(
         Whether a zero-size array is acceptable.
     integer : bool
         Require integral values (returned as float64 all the same).
+    allow_nan : bool
+        Accept NaN as "missing" (e.g. an unprofiled entry); NaN entries skip the other checks,
+        infinities are still rejected.
 
     Raises
     ------
@@ -85,11 +89,13 @@ def as_array(
                 )
     if arr.size == 0 and not allow_empty:
         raise InputError(f"{name} is empty (shape {arr.shape})", argument=name)
-    checks = [(~np.isfinite(arr), "finite")]
+    present = ~np.isnan(arr) if allow_nan else np.ones(arr.shape, dtype=bool)
+    need_finite = "finite (nan: missing)" if allow_nan else "finite"
+    checks = [(present & ~np.isfinite(arr), need_finite)]
     if positive:
-        checks.append((arr <= 0, "positive"))
+        checks.append((present & (arr <= 0), "positive"))
     elif nonneg:
-        checks.append((arr < 0, "non-negative"))
+        checks.append((present & (arr < 0), "non-negative"))
     for bad, need in checks:
         if bad.any():
             idx = _first(bad)
@@ -100,7 +106,7 @@ def as_array(
                 index=idx,
             )
     if integer:
-        bad = arr != np.round(arr)
+        bad = present & (arr != np.round(arr))
         if bad.any():
             idx = _first(bad)
             raise InputError(

@@ -191,22 +191,23 @@ def _fit(M: np.ndarray, W: np.ndarray, rank: int, method: str, reg: float, max_i
 
 
 def _validate_matrix(values: Any, mask: Any, name: str) -> tuple[np.ndarray, np.ndarray]:
-    try:
-        raw = np.array(values, dtype=np.float64, copy=True)
-    except (TypeError, ValueError) as exc:
-        raise InputError(f"{name} must be a numeric array ({exc})", argument=name) from None
-    if raw.ndim != 2 or raw.size == 0:
-        raise InputError(f"{name} must be a non-empty 2-D array, got shape {raw.shape}",
-                         argument=name)
     if mask is None:
+        raw = as_array(values, name, ndim=2, nonneg=False, allow_nan=True)
         W = ~np.isnan(raw)
-    else:
+    else:  # entries outside the mask may hold anything, even inf
+        try:
+            raw = np.array(values, dtype=np.float64, copy=True)
+        except (TypeError, ValueError) as exc:
+            raise InputError(f"{name} must be a numeric array ({exc})", argument=name) from None
+        if raw.ndim != 2 or raw.size == 0:
+            raise InputError(f"{name} must be a non-empty 2-D array, got shape {raw.shape}",
+                             argument=name)
         W = np.asarray(as_array(mask, "mask", ndim=2, shape=raw.shape)) != 0
-    bad = W & ~np.isfinite(raw)
-    if bad.any():
-        idx = tuple(int(i) for i in np.argwhere(bad)[0])
-        raise InputError(f"{name}{fmt_index(idx)} is {raw[idx]}; observed entries must be finite",
-                         argument=name, index=idx)
+        bad = W & ~np.isfinite(raw)
+        if bad.any():
+            idx = tuple(int(i) for i in np.argwhere(bad)[0])
+            raise InputError(f"{name}{fmt_index(idx)} is {raw[idx]}; observed entries must be "
+                             "finite", argument=name, index=idx)
     if not W.any():
         raise InputError(f"{name} has no observed entry", argument=name)
     return np.where(W, raw, 0.0), W
@@ -502,11 +503,8 @@ class ThroughputEstimator:
         reg: float = 1e-2,
         clip: bool = True,
     ) -> None:
-        try:
-            raw = np.array(reference, dtype=np.float64, copy=True)
-        except (TypeError, ValueError) as exc:
-            raise InputError(f"reference must be a numeric array ({exc})",
-                             argument="reference") from None
+        # nan: a pair that was never profiled
+        raw = np.array(as_array(reference, "reference", ndim=(2, 3), allow_nan=True))
         if raw.ndim == 2:
             raw = raw[:, :, None]
         if raw.ndim != 3 or raw.shape[0] != raw.shape[1] or raw.shape[0] < 2:
@@ -514,13 +512,6 @@ class ThroughputEstimator:
                 f"reference must have shape (r, r, k) or (r, r) with r >= 2, got {raw.shape}",
                 argument="reference",
             )
-        observed = ~np.isnan(raw)
-        bad = observed & (~np.isfinite(raw) | (raw < 0))
-        if bad.any():
-            idx = tuple(int(i) for i in np.argwhere(bad)[0])
-            raise InputError(f"reference{fmt_index(idx)} is {raw[idx]}; entries must be finite "
-                             "and non-negative (nan: not profiled)", argument="reference",
-                             index=idx)
         r, _, k = raw.shape
         if labels is None:
             labels = tuple(range(r))
@@ -605,11 +596,8 @@ class ThroughputEstimator:
         FingerprintMatch
         """
         r, k = self.num_references, self.num_types
-        try:
-            raw = np.array(measured, dtype=np.float64, copy=True)
-        except (TypeError, ValueError) as exc:
-            raise InputError(f"measured must be a numeric array ({exc})",
-                             argument="measured") from None
+        # nan: a pair that was not measured
+        raw = np.array(as_array(measured, "measured", ndim=(1, 2, 3), allow_nan=True))
         if raw.ndim == 1 and k == 1:
             raw = raw[:, None]
         if raw.ndim == 2:
@@ -620,12 +608,6 @@ class ThroughputEstimator:
                 f"{np.shape(measured)}", argument="measured",
             )
         obs = ~np.isnan(raw)
-        bad = obs & (~np.isfinite(raw) | (raw < 0))
-        if bad.any():
-            idx = tuple(int(i) for i in np.argwhere(bad)[0])
-            raise InputError(f"measured{fmt_index(idx)} is {raw[idx]}; measurements must be "
-                             "finite and non-negative (nan: not measured)", argument="measured",
-                             index=idx)
         none = ~obs.reshape(obs.shape[0], -1).any(axis=1)
         if none.any():
             i = int(np.flatnonzero(none)[0])
