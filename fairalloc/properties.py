@@ -48,6 +48,7 @@ __all__ = [
     "envy_free",
     "market_clearing",
     "optimal_spending",
+    "pareto_gain",
     "pareto_optimal",
     "proportionality",
     "sharing_incentive",
@@ -274,6 +275,43 @@ def proportionality(utility: Any, allocation: Any, budget: Any = None, supply: A
                           f"buyer {i} gets utility {own[i]:.6g} < its share {fair[i]:.6g}")
 
 
+def pareto_gain(util: sp.spmatrix, own: np.ndarray, feasible: sp.spmatrix,
+                feasible_upper: np.ndarray, col_upper: np.ndarray) -> np.ndarray:
+    """Largest Pareto improvement over utilities ``own``, by one LP (HiGHS).
+
+    Over allocations ``y`` with ``0 <= y <= col_upper`` and ``feasible @ y <= feasible_upper``,
+    solves ``max sum_k t_k`` s.t. ``util @ y >= own + t``, ``t >= 0`` and returns ``t``: all
+    zeros iff no feasible allocation makes someone better off with nobody worse off. Shared by
+    :func:`pareto_optimal` and :mod:`fairalloc.testing`'s cluster domain.
+
+    Examples
+    --------
+    >>> import scipy.sparse as sp
+    >>> pareto_gain(sp.csr_matrix([[1.0]]), np.array([0.5]), sp.csr_matrix([[1.0]]),
+    ...             np.array([1.0]), np.array([np.inf])).tolist()
+    [0.5]
+    """
+    from .backends import HighsBackend, LinearProgram
+
+    n, nv = util.shape
+    rows = feasible.shape[0]
+    A = sp.vstack([sp.hstack([util, -sp.identity(n, format="csr")]),
+                   sp.hstack([feasible, sp.csr_matrix((rows, n))])])
+    lp = LinearProgram.build(
+        c=np.r_[np.zeros(nv), -np.ones(n)],
+        A=A,
+        row_lower=np.r_[own, np.full(rows, -np.inf)],
+        row_upper=np.r_[np.full(n, np.inf), feasible_upper],
+        col_lower=0.0,
+        col_upper=np.r_[col_upper, np.full(n, np.inf)],
+    )
+    sol = HighsBackend().solve_lp(lp)
+    if sol.status != "optimal" or sol.x is None:
+        raise SolverError(f"Pareto LP failed: {sol.raw_status}", backend="highs",
+                          status=sol.raw_status)
+    return np.maximum(sol.x[nv:], 0.0)
+
+
 def pareto_optimal(utility: Any, allocation: Any, supply: Any = None, *,
                    kind: str = "linear", tol: float = 1e-6) -> PropertyResult:
     """Pareto optimality decided by an LP (HiGHS).
@@ -289,8 +327,6 @@ def pareto_optimal(utility: Any, allocation: Any, supply: Any = None, *,
     >>> pareto_optimal([[1.0]], [[0.5]]).violation
     0.5
     """
-    from .backends import HighsBackend, LinearProgram
-
     U, X, _, s = _inputs(utility, allocation, None, supply, kind=kind)
     n, m, T = U.shape
     own = np.diag(_value(U, X, kind))
@@ -314,21 +350,7 @@ def pareto_optimal(utility: Any, allocation: Any, supply: Any = None, *,
                             shape=(R, nv))
         usable = (U > 0).any(axis=1).reshape(-1)
         col_upper = np.where(usable, np.inf, 0.0)
-    eye = sp.identity(n, format="csr")
-    A = sp.vstack([sp.hstack([util, -eye]), sp.hstack([cap, sp.csr_matrix((R, n))])])
-    lp = LinearProgram.build(
-        c=np.r_[np.zeros(nv), -np.ones(n)],
-        A=A,
-        row_lower=np.r_[own, np.full(R, -np.inf)],
-        row_upper=np.r_[np.full(n, np.inf), s.reshape(R)],
-        col_lower=0.0,
-        col_upper=np.r_[col_upper, np.full(n, np.inf)],
-    )
-    sol = HighsBackend().solve_lp(lp)
-    if sol.status != "optimal" or sol.x is None:
-        raise SolverError(f"Pareto LP failed: {sol.raw_status}", backend="highs",
-                          status=sol.raw_status)
-    gain = np.maximum(sol.x[nv:], 0.0)
+    gain = pareto_gain(util, own, cap, s.reshape(R), col_upper)
     i = int(np.argmax(gain))
     ok = gain[i] <= tol * max(1.0, float(own[i]))
     return PropertyResult("pareto_optimal", bool(ok), float(gain[i]), i, None,
