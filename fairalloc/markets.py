@@ -338,7 +338,7 @@ def _polish_linear(form: _EdgeForm, z: np.ndarray, p: np.ndarray
 def _forest_equilibrium(form: _EdgeForm, cand: np.ndarray, share: np.ndarray
                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """Prices and spending of the equilibrium supported on a max-flow forest of ``cand``."""
-    from scipy.sparse.csgraph import connected_components, minimum_spanning_tree
+    from scipy.sparse.csgraph import minimum_spanning_tree
     from scipy.sparse.linalg import spsolve
 
     n, R = form.n, form.supply.size
@@ -354,44 +354,11 @@ def _forest_equilibrium(form: _EdgeForm, cand: np.ndarray, share: np.ndarray
     found = order[np.searchsorted(keys[order], lo * nodes + hi)]
     on = np.zeros(form.num_edges, dtype=bool)
     on[cand[found]] = True
-    owner, res, w = form.owner[on], form.C.indices[on], form.weight[on]
-    k = owner.size  # buyers are nodes 0..n-1, goods n..n+R-1
-    # incidence: +1 on the good (log p), -1 on the buyer (log beta)
-    M = sp.csr_matrix((np.r_[np.ones(k), -np.ones(k)], (np.r_[np.arange(k), np.arange(k)],
-                       np.r_[n + res, owner])), shape=(k, nodes))
-    adj = sp.csr_matrix((np.ones(k), (owner, n + res)), shape=(nodes, nodes))
-    ncomp, label = connected_components(adj, directed=False)
-    used = np.zeros(nodes, dtype=bool)
-    used[owner] = True
-    used[n + res] = True
-    # fix one node per component at 0: on a forest both systems below are square
-    order = np.flatnonzero(used)
-    first = order[np.unique(label[order], return_index=True)[1]]
-    free = used.copy()
-    free[first] = False
-    Mf = M[:, free].tocsc()
-    if Mf.shape[0] != Mf.shape[1]:
+    out = _support_prices(form, np.flatnonzero(on), forest=True)
+    if out is None:
         return None
-    try:
-        logv = np.zeros(nodes)
-        logv[free] = np.atleast_1d(spsolve(Mf, np.log(w)))
-    except Exception:  # pragma: no cover - singular: keep the unpolished point
-        return None
-    # per-component scale of the prices so that sum_r p_r s_r = sum_i B_i
-    goods = np.zeros(nodes, dtype=bool)
-    goods[n:] = used[n:]
-    supply_full = np.r_[np.zeros(n), form.supply]
-    budget_full = np.r_[form.budget, np.zeros(R)]
-    bud = np.bincount(label[used], weights=budget_full[used], minlength=ncomp)
-    val = np.bincount(label[goods], weights=np.exp(logv[goods]) * supply_full[goods],
-                      minlength=ncomp)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        shift = np.log(bud / val)
-    if not np.all(np.isfinite(shift[label[used]])):
-        return None
-    price = np.zeros(R)
-    gidx = np.flatnonzero(used[n:])
-    price[gidx] = np.exp(logv[n + gidx] + shift[label[n + gidx]])
+    price, Mf, free = out
+    owner = form.owner[on]
     # spending flow on the forest: buyer sums B_i, good sums p_r s_r (one redundant row per
     # component, dropped with the fixed node)
     rhs_flow = np.r_[form.budget, price * form.supply]
@@ -439,26 +406,24 @@ def _solve_fast(form: _EdgeForm, *, gap_tol: float, feas_tol: float,
     return z, cert, best_p, iterations + it, solves + 1
 
 
-def _log_prices(form: _EdgeForm, z: np.ndarray, p: np.ndarray) -> np.ndarray | None:
-    """Prices solving ``log p_r - log beta_i = log w_e`` on every tied best edge (least squares).
+def _support_prices(form: _EdgeForm, edges: np.ndarray, *, forest: bool
+                    ) -> tuple[np.ndarray, sp.csc_matrix, np.ndarray] | None:
+    """Prices with ``log p_r - log beta_i = log w_e`` on ``edges`` (linear markets).
 
-    Unlike the forest systems of :func:`_polish_linear` this accepts supports with cycles
-    (degenerate markets), where the equations are consistent at equilibrium. Each connected
-    component is scaled so that its goods' value equals its buyers' budgets.
+    Buyers are nodes ``0..n-1`` and goods ``n..n+R-1``; one node per connected component of
+    ``edges`` is fixed at 0 and each component is then scaled so that its goods' value
+    ``sum_r p_r s_r`` equals its buyers' budgets. On a ``forest`` the system is square and
+    solved exactly; otherwise (supports with cycles, consistent at equilibrium) by least
+    squares. Returns ``(prices, M_free, free)`` -- the incidence matrix on the free nodes is
+    reused for the spending flow -- or ``None`` when the system is singular.
     """
     from scipy.sparse.csgraph import connected_components
     from scipy.sparse.linalg import spsolve
 
     n, R = form.n, form.supply.size
-    q = (form.C.T @ p) / form.weight
-    best = form.beta(p)
-    u = form.utilities(z)
-    cand = np.flatnonzero((q <= best[form.owner] * (1 + 1e-6))
-                          & (form.weight * z > 1e-9 * u[form.owner]))
-    if cand.size == 0:
-        return None
-    owner, res, k = form.owner[cand], form.C.indices[cand], cand.size
+    owner, res, k = form.owner[edges], form.C.indices[edges], edges.size
     nodes = n + R
+    # incidence: +1 on the good (log p), -1 on the buyer (log beta)
     M = sp.csr_matrix((np.r_[np.ones(k), -np.ones(k)], (np.r_[np.arange(k), np.arange(k)],
                        np.r_[n + res, owner])), shape=(k, nodes))
     ncomp, label = connected_components(
@@ -470,10 +435,16 @@ def _log_prices(form: _EdgeForm, z: np.ndarray, p: np.ndarray) -> np.ndarray | N
     free = used.copy()
     free[order[np.unique(label[order], return_index=True)[1]]] = False
     Mf = M[:, free].tocsc()
+    rhs = np.log(form.weight[edges])
     logv = np.zeros(nodes)
     try:
-        logv[free] = np.atleast_1d(spsolve((Mf.T @ Mf).tocsc(), Mf.T @ np.log(form.weight[cand])))
-    except Exception:  # pragma: no cover
+        if forest:
+            if Mf.shape[0] != Mf.shape[1]:
+                return None
+            logv[free] = np.atleast_1d(spsolve(Mf, rhs))
+        else:
+            logv[free] = np.atleast_1d(spsolve((Mf.T @ Mf).tocsc(), Mf.T @ rhs))
+    except Exception:  # pragma: no cover - singular: keep the unpolished point
         return None
     gidx = np.flatnonzero(used[n:])
     bud = np.bincount(label[:n][used[:n]], weights=form.budget[used[:n]], minlength=ncomp)
@@ -485,7 +456,24 @@ def _log_prices(form: _EdgeForm, z: np.ndarray, p: np.ndarray) -> np.ndarray | N
     price[gidx] = np.exp(logv[n + gidx] + shift[label[n + gidx]])
     if not np.all(np.isfinite(price)):
         return None
-    return price
+    return price, Mf, free
+
+
+def _log_prices(form: _EdgeForm, z: np.ndarray, p: np.ndarray) -> np.ndarray | None:
+    """Prices on every tied best edge that carries utility (least squares; cycles allowed).
+
+    Unlike the forest systems of :func:`_polish_linear` this accepts supports with cycles
+    (degenerate markets), where the equations are consistent at equilibrium.
+    """
+    q = (form.C.T @ p) / form.weight
+    best = form.beta(p)
+    u = form.utilities(z)
+    cand = np.flatnonzero((q <= best[form.owner] * (1 + 1e-6))
+                          & (form.weight * z > 1e-9 * u[form.owner]))
+    if cand.size == 0:
+        return None
+    out = _support_prices(form, cand, forest=False)
+    return None if out is None else out[0]
 
 
 def _flow_at_prices(form: _EdgeForm, p: np.ndarray) -> np.ndarray | None:
