@@ -905,15 +905,7 @@ class FisherMarket(Composable):
                             budget=self.budget, spending=spending)
 
     def _utilities(self, alloc: np.ndarray) -> np.ndarray:
-        n = self.n
-        if self.kind == "linear":
-            return np.einsum("ij,ij->i", self.utility.reshape(n, -1), alloc.reshape(n, -1))
-        A3 = self.utility.reshape(n, self.m, self.T)
-        X3 = alloc.reshape(n, self.m, self.T)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ratio = np.where(A3 > 0, X3 / A3, np.inf)
-        level = ratio.min(axis=1)
-        return np.where(np.isfinite(level), level, 0.0).sum(axis=1)
+        return self._form.utilities(self._edge_levels(alloc))
 
     def _solve_cvxpy(self, gap_tol: float, feas_tol: float, time_limit: float | None
                      ) -> tuple[np.ndarray, np.ndarray, Certificate, int]:
