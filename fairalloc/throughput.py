@@ -1424,8 +1424,7 @@ def min_cost(jobs: Jobs, cluster: Cluster, cost: Any, *, slo: Any = None,
 # structured exact solver for level (max-min) stages: aggregation + column generation
 # --------------------------------------------------------------------------------------------
 _FAST_MIN_JOBS = 64  # below this the full LP is as fast
-_SAMPLE_JOBS = 512  # jobs in the sampled LP that gives initial prices
-_BAND0 = 0.01  # relative price error assumed for the sampled prices
+_BAND0 = 0.001  # relative price error assumed for the Newton prices
 
 
 def _fast_level(solver: _StageSolver, stage: _Level, *, max_rounds: int = 30) -> _StageResult:
@@ -1442,8 +1441,12 @@ def _fast_level(solver: _StageSolver, stage: _Level, *, max_rounds: int = 30) ->
     ``mu = lambda a_e - s p_j``), every column of the full LP is priced, jobs with positive
     reduced costs get their own variables, and the loop ends when the full LP's independent
     certificate (:func:`lp_certificate` on the complete program with the assembled duals)
-    passes. Initial prices come from the LP on a random sample of the jobs with proportionally
-    scaled capacity. Falls back to the full LP if it cannot finish.
+    passes. Initial prices and level come from :func:`_newton_prices` (the ``k`` equations
+    *demand = capacity* solved by Newton in ``k`` unknowns, a few milliseconds for thousands
+    of jobs); jobs within ``_BAND0`` of a tie at those prices keep their own variables, so a
+    single small master LP usually finishes. Falls back to the full LP when Newton finds no
+    estimate (for instance many identical jobs: demand jumps instead of a fine staircase) or
+    the loop cannot finish.
     """
     inst = solver.inst
     n, k, E = inst.n, inst.k, inst.E
@@ -1466,12 +1469,15 @@ def _fast_level(solver: _StageSolver, stage: _Level, *, max_rounds: int = 30) ->
         sat = np.where(b > 0, (amax - h) / np.where(b > 0, b, 1.0), np.inf)
     m0 = int(np.argmin(sat))
     sat_theta = float(sat[m0])
-    p, theta = _sample_prices(solver, stage, a)
-    vert = _choose_vertices(A, col, s, p, h + b * theta, band=_BAND0)
+    est = _newton_prices(A, s, b, h, inst.cap)
+    if est is None:
+        return solver.run(stage, stage.name)
+    p, theta = est
+    band = _BAND0
+    vert = _choose_vertices(A, col, s, p, h + b * theta, band=band)
     explicit = need & vert.ambiguous
     iterations = solves = 0
     refined = False
-    band = _BAND0
     for _ in range(max_rounds):
         agg = need & ~explicit
         out = _solve_master(inst, stage, a, agg, vert, explicit)
@@ -1524,7 +1530,7 @@ def _fast_level(solver: _StageSolver, stage: _Level, *, max_rounds: int = 30) ->
             # around them with a tight band, unless that keeps more jobs explicit than just
             # adding the violators (degenerate prices); later rounds only add jobs
             refined = True
-            new = _choose_vertices(A, col, s, p, h + b * theta, band=0.002)
+            new = _choose_vertices(A, col, s, p, h + b * theta, band=2 * _BAND0)
             fresh = need & (new.ambiguous | (mu > 0) & explicit)
             fresh[owner[viol]] = True
             fresh |= bound_jobs
@@ -1608,42 +1614,215 @@ def _choose_vertices(A: np.ndarray, col: np.ndarray, s: np.ndarray, p: np.ndarra
     return _Vertices(e1, e2, lo, hi, near | edge | none)
 
 
-def _sample_prices(solver: _StageSolver, stage: _Level, a: np.ndarray
-                   ) -> tuple[np.ndarray, float]:
-    """Capacity prices and level of the stage restricted to a sample of jobs (scaled)."""
-    inst = solver.inst
-    n, k = inst.n, inst.k
-    m = min(n, max(64, n // 4), _SAMPLE_JOBS if n > 4096 else _SAMPLE_JOBS // 2)
-    rng = np.random.default_rng(0)
-    jobs = np.sort(rng.choice(n, size=m, replace=False))
-    keep = np.isin(inst.mem_job, jobs)
-    cols = np.flatnonzero(keep)
-    remap = np.full(n, -1)
-    remap[jobs] = np.arange(m)
-    own = remap[inst.mem_job[cols]]
-    Es = cols.size
-    frac = m / n
-    A = sp.vstack([
-        sp.csr_matrix((np.ones(Es), (own, np.arange(Es))), shape=(m, Es + 1)),
-        sp.csr_matrix((inst.col_workers[cols], (inst.col_type[cols], np.arange(Es))),
-                      shape=(k, Es + 1)),
-        sp.csr_matrix((np.r_[a[cols], -stage.b[jobs]],
-                       (np.r_[own, np.arange(m)], np.r_[np.arange(Es), np.full(m, Es)])),
-                      shape=(m, Es + 1)),
-    ], format="csr")
-    lo = np.r_[np.full(m + k, -np.inf), stage.h[jobs]]
-    up = np.r_[np.ones(m), inst.cap * frac, np.full(m, np.inf)]
-    c = np.zeros(Es + 1)
-    c[-1] = -1.0
-    lp = LinearProgram.build(c, A, lo, up, np.r_[np.zeros(Es), -np.inf],
-                             np.r_[np.ones(Es), np.inf])
-    sol = get_backend("highs").solve_lp(lp)
-    if sol.status != "optimal" or sol.row_duals is None or sol.x is None:
-        return np.ones(k) / inst.cap, 0.0
-    p = np.maximum(-sol.row_duals[m: m + k], 0.0) * frac
-    if not (p > 0).any():
-        p = np.full(k, 1e-12)
-    return p, float(sol.x[-1])
+class _Demand:
+    """Capacity each job uses at its cheapest vertex, vectorised over jobs (``k`` small).
+
+    A job needing throughput ``L`` from its polytope ``{a . x >= L, sum x <= 1, x >= 0}``
+    pays (per unit of its scale factor) the lower convex envelope of the points ``(0, 0)``
+    (idle) and ``(a_j, r_j)`` at ``L``. Its candidate vertices mix two points, ``lo`` (a type,
+    or idle) and ``hi``: ``w = (L - a_lo) / (a_hi - a_lo)`` of the time on ``hi``, valid while
+    ``0 <= w <= 1``, at cost ``r_lo + w (r_hi - r_lo)``. A candidate's ``(lo, hi)`` pair is
+    the same for every job, so pricing them is a handful of ``(jobs, candidates)`` array
+    operations with no gather.
+    """
+
+    def __init__(self, A: np.ndarray, s: np.ndarray, b: np.ndarray, h: np.ndarray) -> None:
+        n, k = A.shape
+        lo = [k] * k + [j for j in range(k) for _ in range(j + 1, k)]
+        hi = list(range(k)) + [jp for j in range(k) for jp in range(j + 1, k)]
+        self.lo, self.hi = np.array(lo), np.array(hi)
+        Aext = np.c_[A, np.zeros(n)]
+        self.alo = Aext[:, self.lo]
+        span = Aext[:, self.hi] - self.alo
+        ok = (Aext[:, self.hi] > 0) & ((self.lo == k) | (self.alo > 0)) & (span != 0)
+        with np.errstate(divide="ignore"):
+            self.inv = np.where(ok, 1.0 / span, np.nan)  # nan: never a vertex of this job
+        self.s, self.b, self.h, self.k = s, b, h, k
+
+    def __call__(self, r: np.ndarray, theta: float) -> tuple[np.ndarray, np.ndarray] | None:
+        """Capacity used per type and its derivative in ``theta`` (``None``: a level unmet)."""
+        k = self.k
+        L = self.h + self.b * theta
+        W = (L[:, None] - self.alo) * self.inv
+        rext = np.r_[r, 0.0]
+        rlo = rext[self.lo]
+        cost = np.where((W >= 0.0) & (W <= 1.0), rlo + W * (rext[self.hi] - rlo), np.inf)
+        best = cost.argmin(axis=1)
+        rows = np.arange(best.size)
+        if not np.isfinite(cost[rows, best]).all():
+            return None
+        w = W[rows, best]
+        g = self.s * self.b * self.inv[rows, best]
+        lo, hi = self.lo[best], self.hi[best]
+        use = np.bincount(hi, self.s * w, k + 1) + np.bincount(lo, self.s * (1.0 - w), k + 1)
+        d = np.bincount(hi, g, k + 1) - np.bincount(lo, g, k + 1)
+        return use[:k], d[:k]
+
+
+def _newton(dem: _Demand, cap: np.ndarray, ref: int, theta: float, lr: np.ndarray,
+            J: np.ndarray | None, sat: float, *, tol: float, max_evals: int
+            ) -> tuple[float, np.ndarray, np.ndarray | None, float] | None:
+    """Damped Newton on the capacity equations ``demand(prices, theta) = cap``.
+
+    Unknowns: ``theta`` and the log prices ``lr`` of the priced types other than ``ref``
+    (price 1). ``d demand / d theta`` is exact; the price columns of the Jacobian ``J``
+    (``k x (k + 1)``: column 0 for theta, ``1 + j`` for type ``j``) are forward differences
+    when ``J`` is ``None``, then kept up to date by Broyden updates. Steps are damped (at most
+    ``e`` in any price; backtracking on the largest relative capacity error).
+
+    Two boundary cases of the optimality conditions are followed as well:
+
+    * a type with slack whose price Newton wants to cut by more than ``e**2`` relative to the
+      others is priced 0 and its equation becomes ``demand <= cap`` (complementary slackness);
+      if it was ``ref``, the most expensive remaining type becomes ``ref``;
+    * ``theta`` never exceeds ``sat`` (where the first job reaches its full speed). Once it
+      sits there the unknown ``theta`` is replaced by a common utilisation ``u``
+      (``demand = u cap``): a solution with ``u <= 1`` proves ``sat`` optimal; one with
+      ``u > 1`` means the level lies just below ``sat`` and ``u - 1`` counts as error.
+
+    Returns ``(theta, lr, J, error)``; ``error`` is the largest relative capacity violation
+    (or gap on a priced type); 0 when ``sat`` is proved optimal.
+    """
+    k = cap.size
+    types = np.arange(k)
+
+    def at(th: float, lp: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        with np.errstate(over="ignore"):
+            return dem(np.exp(lp), th)
+
+    def merit(use: np.ndarray, zero: np.ndarray, u: float) -> float:
+        rel = use / cap - u
+        return float(np.max(np.where(zero, np.maximum(rel, 0.0), np.abs(rel))))
+
+    first = at(theta, lr)
+    if first is None:
+        return None
+    out = first
+    evals, delta, fresh = 1, 0.05, False
+    zero = np.isneginf(lr)
+    at_sat = False
+    u = 1.0
+    err = merit(out[0], zero, u)
+    while evals < max_evals:
+        use, d = out
+        if theta >= sat * (1.0 - 1e-12) and (use <= cap * (1.0 + tol)).all():
+            return theta, lr, J, 0.0
+        if err <= tol and not at_sat:
+            break
+        act = ~zero
+        fr = act & (types != ref)
+        cols = np.r_[0, 1 + types[fr]]
+        if J is None:
+            J = np.zeros((k, k + 1))
+            for j in types[fr]:
+                lp = lr.copy()
+                lp[j] += delta
+                o = at(theta, lp)
+                evals += 1
+                if o is None:
+                    return None
+                J[:, 1 + j] = (o[0] - use) / delta
+            fresh = True
+        J[:, 0] = -cap if at_sat else d
+        Js = J[np.ix_(act, cols)] / cap[act, None]
+        step = np.linalg.lstsq(Js, u - use[act] / cap[act], rcond=None)[0]
+        if not at_sat and theta >= sat * (1.0 - 1e-12) and step[0] > 0:
+            at_sat, u = True, float(np.max(use[act] / cap[act]))  # theta stays at sat
+            J[:, 0] = -cap
+            err = merit(use, zero, u)
+            continue
+        full = np.zeros(k)
+        full[fr] = step[1:]
+        cut = act & (use < cap * 0.99) & (full - full[act].max() < -2.0)
+        if cut.any() and cut.sum() < act.sum():
+            lp2 = lr.copy()
+            lp2[cut] = -np.inf
+            z2 = np.isneginf(lp2)
+            ref2 = int(np.argmax(np.where(z2, -np.inf, lr + full))) if z2[ref] else ref
+            lp2 = lp2 - lp2[ref2]
+            o = at(theta, lp2)
+            evals += 1
+            if o is not None and merit(o[0], z2, u) < err:  # keep the cut only if it helps
+                lr, zero, ref, out = lp2, z2, ref2, o
+                err, J = merit(o[0], zero, u), None
+                continue
+        big = float(np.abs(step[1:]).max(initial=0.0))
+        if big > 1.0:
+            step /= big
+        moved = False
+        for t in (1.0, 0.5, 0.25, 0.125):
+            u2, th2 = (u + t * step[0], theta) if at_sat else (u, min(theta + t * step[0], sat))
+            lp2 = lr.copy()
+            lp2[fr] += t * step[1:]
+            o = at(th2, lp2)
+            evals += 1
+            if o is not None and th2 >= sat * (1.0 - 1e-12) and (o[0] <= cap * (1 + tol)).all():
+                return th2, lp2, J, 0.0
+            e2 = merit(o[0], zero, u2) if o is not None else np.inf
+            if e2 < err:
+                moved = True
+                break
+        if not moved:
+            if fresh:
+                break  # no progress even with a fresh Jacobian: the staircase's resolution
+            J = None
+            continue
+        assert o is not None  # moved: the accepted point has a demand
+        dz = np.r_[(u2 - u) if at_sat else (th2 - theta), lp2[fr] - lr[fr]]
+        if dz[1:] @ dz[1:] > 0:  # Broyden update of the price columns
+            resid = o[0] - use - J[:, cols] @ dz
+            J[:, cols[1:]] += np.outer(resid, dz[1:]) / (dz[1:] @ dz[1:])
+        fresh = False
+        delta = min(0.05, max(4.0 * float(np.abs(dz[1:]).max(initial=0.0)), 0.01))
+        theta, u, lr, out, err = th2, u2, lp2, o, e2
+    if at_sat:  # demand at sat exceeds capacity by the factor u: the level lies just below
+        err = max(err, u - 1.0)
+    return theta, lr, J, err
+
+
+_NEWTON_SAMPLE = 1024  # jobs in the first (sampled) Newton phase
+
+
+def _newton_prices(A: np.ndarray, s: np.ndarray, b: np.ndarray, h: np.ndarray,
+                   cap: np.ndarray) -> tuple[np.ndarray, float] | None:
+    """Approximate capacity prices and level of a level stage (``None``: no estimate).
+
+    Solves the ``k`` equations *demand = capacity* for ``theta`` and the ``k - 1`` free price
+    ratios, where demand is every job's capacity use at its cheapest vertex (:class:`_Demand`)
+    at level ``h + b theta`` (:func:`_newton`). These are the stage's optimality conditions;
+    with ``n`` jobs demand is a fine staircase in the prices, so Newton converges to the prices
+    up to about the staircase's steps. It runs first on a sample of jobs (with the capacity
+    scaled alike), then on all of them starting from the sample's solution and Jacobian. The
+    estimate only decides which jobs get their own variables in the master LP; the exact
+    solution and its certificate come from there.
+    """
+    need = (b > 0) | (h > 0)
+    idx = np.flatnonzero(need)
+    if idx.size == 0 or not (b[idx] > 0).any():
+        return None
+    A, s, b, h = A[idx], s[idx], b[idx], h[idx]
+    pos = b > 0
+    sat = float(np.min((A[pos].max(axis=1) - h[pos]) / b[pos]))
+    ref = int(np.argmax(np.median(A, axis=0)))
+    both = (A > 0) & (A[:, [ref]] > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r0 = np.nanmedian(np.where(both, A / A[:, [ref]], np.nan), axis=0)
+    if not (np.isfinite(sat) and sat > 0 and np.isfinite(r0).all() and (r0 > 0).all()):
+        return None
+    theta, lr, J = 0.5 * sat, np.log(r0), None
+    m = idx.size
+    if m > 2 * _NEWTON_SAMPLE:
+        sub = np.random.default_rng(0).choice(m, size=_NEWTON_SAMPLE, replace=False)
+        frac = _NEWTON_SAMPLE / m
+        out = _newton(_Demand(A[sub], s[sub], b[sub], h[sub]), cap * frac, ref, theta, lr, None,
+                      sat, tol=1e-2, max_evals=40)
+        if out is not None and out[3] <= 0.05:
+            theta, lr, J, _ = out
+            J = None if J is None else J / frac
+    out = _newton(_Demand(A, s, b, h), cap, ref, theta, lr, J, sat, tol=1e-3, max_evals=30)
+    if out is None or out[3] > 0.05:
+        return None
+    return np.exp(out[1]), float(out[0])
 
 
 def _solve_master(inst: _Instance, stage: _Level, a: np.ndarray, agg: np.ndarray,

@@ -253,6 +253,81 @@ def test_fast_path_matches_full_lp(inst):
     assert fast.objective == pytest.approx(full.objective, rel=1e-7, abs=1e-9)
 
 
+def _large(n, seed=0, k=3):
+    """Gavel-like instance: log-normal speeds, slower types at per-job ratios, gangs of 1-8."""
+    rng = np.random.default_rng(seed)
+    ratio = np.c_[np.ones(n), rng.uniform(0.1, 0.9, (n, k - 1))]
+    T = rng.lognormal(0.0, 0.8, n)[:, None] * 10.0 * ratio
+    s = rng.choice([1, 2, 4, 8], n, p=[0.7, 0.1, 0.15, 0.05])
+    return T, s
+
+
+def test_newton_prices_match_the_lp_prices():
+    """The Newton estimate (sampled phase, then all jobs) is close to the exact LP optimum."""
+    from fairalloc import throughput as th
+
+    n = 2500  # > 2 x the sample: both phases run
+    T, s = _large(n)
+    cl = fa.Cluster({"a": n // 4, "b": n // 4, "c": n // 4})
+    jobs = fa.Jobs(T, scale_factor=s)
+    exact = fa.max_min_fairness(jobs, cl, method="highs", work_conserving=False)
+    A = T * MaxMinFairness(jobs, cl).coef[:, None]
+    r, theta = th._newton_prices(A, s.astype(float), np.ones(n), np.zeros(n), cl.capacity)
+    assert theta == pytest.approx(exact.objective, rel=2e-3)
+    np.testing.assert_allclose(r / r[0], exact.prices / exact.prices[0], rtol=5e-3)
+
+
+def _clusters_and_jobs():
+    n = 600
+    T, s = _large(n, seed=3)
+    rng = np.random.default_rng(4)
+    g = n // 4
+    cl = fa.Cluster({"a": g, "b": g, "c": g})
+    zeros = T.copy()
+    zeros[rng.random(T.shape) < 0.2] = 0.0
+    zeros[:, 0] = np.maximum(zeros[:, 0], 1.0)
+    four = np.c_[T, T[:, 2] * rng.uniform(0.5, 1.5, n)]
+    return {
+        "saturated": (fa.Jobs(T, scale_factor=s), cl),
+        "weights (one job bottleneck)": (fa.Jobs(T, scale_factor=s,
+                                                  weight=rng.choice([0.5, 1, 2, 4], n)), cl),
+        "one type unpriced": (fa.Jobs(T, scale_factor=s),
+                              fa.Cluster({"a": g, "b": g, "c": 100 * n})),
+        "fastest type unpriced": (fa.Jobs(T, scale_factor=s),
+                                  fa.Cluster({"a": 100 * n, "b": g, "c": g})),
+        "missing throughputs": (fa.Jobs(zeros, scale_factor=s), cl),
+        "four types": (fa.Jobs(four, scale_factor=s),
+                       fa.Cluster({"a": g, "b": g, "c": g, "d": g // 2})),
+        "one type": (fa.Jobs(T[:, :1], scale_factor=s), fa.Cluster({"a": g})),
+        "scarce": (fa.Jobs(T, scale_factor=s), fa.Cluster({"a": 8, "b": 8, "c": 8})),
+        "identical jobs": (fa.Jobs(np.repeat(T[:1], n, axis=0)), cl),
+    }
+
+
+@pytest.mark.parametrize("case", sorted(_clusters_and_jobs()))
+def test_fast_level_matches_full_lp_at_scale(case, monkeypatch):
+    """The structured level solver equals the full LP, through Newton's estimate where one
+    exists (identical jobs give demand one big jump: the full LP answers)."""
+    from fairalloc import throughput as th
+
+    jobs, cl = _clusters_and_jobs()[case]
+    estimates = []
+    newton = th._newton_prices
+    monkeypatch.setattr(th, "_newton_prices",
+                        lambda *a: estimates.append(newton(*a)) or estimates[-1])
+    fast = fa.max_min_fairness(jobs, cl, work_conserving=False)
+    full = fa.max_min_fairness(jobs, cl, method="highs", work_conserving=False)
+    assert fast.certificate.ok and fast.certificate.relative_gap <= 1e-9
+    assert fast.objective == pytest.approx(full.objective, rel=1e-9)
+    _feasible(fast, jobs, cl)
+    assert len(estimates) == 1
+    if case == "identical jobs":
+        assert estimates[0] is None
+    else:
+        assert estimates[0] is not None
+        assert fast.stats.solves <= 3  # one small master LP, rarely two or three
+
+
 @settings(max_examples=15, deadline=None, derandomize=True)
 @given(inst=instances())
 def test_sharing_incentive_objective(inst):
