@@ -636,7 +636,7 @@ class ThroughputPolicy(Composable):
         if wc:
             solver.fix(stage, res.value)
             wstage = _Linear(self._wc_objective(), "work-conserving")
-            wres = (_fast_floor(solver, wstage) if method == "fast"
+            wres = (_fast_floor(solver, wstage, prior=res) if method == "fast"
                     else solver.run(wstage, "work-conserving"))
             certs.append(wres.cert)
             xcol = wres.x[: self.inst.E]
@@ -1921,7 +1921,8 @@ def _solve_master(inst: _Instance, stage: _Level, a: np.ndarray, agg: np.ndarray
     return xcol, theta, lam, mu, p, sol.iterations, bound_jobs
 
 
-def _fast_floor(solver: _StageSolver, stage: _Linear, *, max_rounds: int = 30) -> _StageResult:
+def _fast_floor(solver: _StageSolver, stage: _Linear, *, prior: _StageResult | None = None,
+                max_rounds: int = 30) -> _StageResult:
     """Exact solve of a *floor* stage ``max g @ x`` s.t. ``C x >= f`` (one fixed level block).
 
     Used for the work-conserving stage and the water-filling bottleneck LPs, where the
@@ -1933,6 +1934,11 @@ def _fast_floor(solver: _StageSolver, stage: _Linear, *, max_rounds: int = 30) -
     stay in the restricted master. Duals of every job follow in closed form; the loop adds the
     jobs with positive reduced costs until the certificate of the full LP passes (else the
     full LP is solved).
+
+    ``prior``: the result of the level stage whose optimum the floors fix. When its allocation
+    is already optimal here (the level's optimum is unique up to ``stage_tol``, the common
+    case: every job sits at its floor), :func:`_floor_from_level` certifies that with scaled
+    level duals and no LP at all.
     """
     inst = solver.inst
     n, k, E = inst.n, inst.k, inst.E
@@ -1951,6 +1957,10 @@ def _fast_floor(solver: _StageSolver, stage: _Linear, *, max_rounds: int = 30) -
     omega = omega_e[starts]
     if not np.allclose(omega_e, omega[owner], rtol=1e-12, atol=0.0) or (omega < 0).any():
         return solver.run(stage, stage.name)
+    if prior is not None:
+        done = _floor_from_level(solver, stage, prior, a, omega)
+        if done is not None:
+            return done
     col = np.full((n, k), -1)
     col[owner, typ] = np.arange(E)
     A = np.zeros((n, k))
@@ -2002,6 +2012,50 @@ def _fast_floor(solver: _StageSolver, stage: _Linear, *, max_rounds: int = 30) -
     solver.iterations += iterations
     solver.solves += solves
     return solver.run(stage, stage.name)
+
+
+def _floor_from_level(solver: _StageSolver, stage: _Linear, prior: _StageResult,
+                      a: np.ndarray, omega: np.ndarray) -> _StageResult | None:
+    """Certify the level stage's allocation as the floor stage's optimum, if it is one.
+
+    With level duals ``(lambda, mu, p)`` (reduced costs ``lambda_m a_e - mu_m - s p_e <= 0``,
+    zero on used columns), the scaled duals ``p' = t p``, ``mu' = t mu``,
+    ``lambda' = max(t lambda - omega, 0)`` are feasible for the floor stage
+    ``max sum_m omega_m a_m . x_m`` s.t. ``a_m . x_m >= f_m`` as soon as every column's reduced
+    cost ``omega a_e + lambda' a_e - mu' - s p'_e`` is ``<= 0``: for a job with
+    ``t lambda_m >= omega_m`` it is ``t`` times the level one; otherwise it needs
+    ``t >= omega a_e / (mu + s p_e)``. The smallest such ``t`` is taken, and
+    :func:`lp_certificate` on the full floor LP at the level's allocation decides (its gap is
+    the complementary slackness left: ``stage_tol`` on the floors, plus whatever a job above
+    its floor could still gain). ``None`` when it does not pass.
+    """
+    inst = solver.inst
+    n, k = inst.n, inst.k
+    d = prior.duals
+    if d.size != 2 * n + k or not isinstance(prior.lp, LinearProgram):
+        return None
+    mu = np.maximum(-d[:n], 0.0)
+    p = np.maximum(-d[n: n + k], 0.0)
+    lam = np.maximum(d[n + k:], 0.0)
+    owner = inst.mem_job
+    unit = mu[owner] + inst.col_workers * p[inst.col_type]  # level cost of a column's time
+    want = omega[owner] * a
+    with np.errstate(divide="ignore", invalid="ignore"):
+        per_col = np.where(want > 0, want / unit, 0.0)
+        by_lam = np.where(lam > 0, omega / lam, np.inf)
+    by_cols = np.zeros(n)
+    np.maximum.at(by_cols, owner, per_col)
+    t = float(np.max(np.minimum(by_lam, by_cols), initial=0.0))
+    if not np.isfinite(t) or t <= 0.0:
+        return None
+    duals = np.concatenate([-t * mu, -t * p, np.maximum(t * lam - omega, 0.0)])
+    lp = solver._program(stage)
+    v = solver.point(stage, prior.x[: inst.E])
+    cert = lp_certificate(lp, v, duals, maximize=True, gap_tol=solver.gap_tol,
+                          feas_tol=solver.feas_tol)
+    if not cert.ok:
+        return None
+    return _StageResult(lp, v, duals, cert.primal_value, cert, 0, solver.cap_rows)
 
 
 def _floor_vertices(A: np.ndarray, col: np.ndarray, s: np.ndarray, p: np.ndarray,

@@ -328,6 +328,37 @@ def test_fast_level_matches_full_lp_at_scale(case, monkeypatch):
         assert fast.stats.solves <= 3  # one small master LP, rarely two or three
 
 
+@pytest.mark.parametrize("case", ["saturated", "one type unpriced", "missing throughputs"])
+def test_work_conserving_stage_from_level_duals(case):
+    """Where the level's allocation is already optimal for the work-conserving stage, scaled
+    level duals certify it with no LP (one solve in all); the value equals the full LP's."""
+    jobs, cl = _clusters_and_jobs()[case]
+    fast = fa.max_min_fairness(jobs, cl)
+    full = fa.max_min_fairness(jobs, cl, method="highs")
+    wc_fast, wc_full = fast.stage_certificates[1], full.stage_certificates[1]
+    assert wc_fast.ok
+    assert wc_fast.primal_value == pytest.approx(wc_full.primal_value, rel=1e-6)
+    # the full LP's second stage may give up stage_tol (1e-9) of the level
+    assert fast.objective == pytest.approx(full.objective, rel=3e-9)
+    if case == "saturated":
+        assert fast.stats.solves == 1
+
+
+def test_work_conserving_stage_when_level_duals_do_not_certify():
+    """Finish-time fairness has one bottleneck job: the second stage moves the others, the
+    level duals do not certify, and the structured floor solver still equals the full LP."""
+    T, s = _large(600, seed=5)
+    rng = np.random.default_rng(6)
+    jobs = fa.Jobs(T, scale_factor=s, steps_remaining=rng.uniform(1e3, 1e5, 600),
+                   elapsed=rng.uniform(0, 3600, 600))
+    cl = fa.Cluster({"a": 150, "b": 150, "c": 150})
+    fast = fa.finish_time_fairness(jobs, cl)
+    full = fa.finish_time_fairness(jobs, cl, method="highs")
+    assert fast.stats.solves > 1
+    assert fast.stage_certificates[1].primal_value == pytest.approx(
+        full.stage_certificates[1].primal_value, rel=1e-6)
+
+
 @settings(max_examples=15, deadline=None, derandomize=True)
 @given(inst=instances())
 def test_sharing_incentive_objective(inst):
