@@ -311,7 +311,6 @@ class _StageSolver:
             up = np.concatenate([up, np.full(lower.size, np.inf)])
         self.A, self.lo, self.up, self.cap_rows = A, lo, up, cap_rows
         self.fixed: list[tuple[sp.csr_matrix, np.ndarray]] = []
-        self.warm: tuple[np.ndarray, np.ndarray] | None = None  # fast paths' last solution
         self.iterations = 0
         self.solves = 0
 
@@ -1017,7 +1016,6 @@ class FinishTimeFairness(ThroughputPolicy):
         R = float(self.rho(tp).max())
         for _ in range(self.max_iterations):
             stage = self.dinkelbach_stage(R, tp)
-            solver.warm = None
             res = (_fast_level(solver, stage) if self._method == "fast"
                    else solver.run(stage, "finish-time fairness"))
             xcol = res.x[: inst.E]
@@ -1482,7 +1480,7 @@ def _fast_level(solver: _StageSolver, stage: _Level, *, max_rounds: int = 30) ->
         agg = need & ~explicit
         out = _solve_master(inst, stage, a, agg, vert, explicit)
         if out is None:
-            # the folded vertices do not fit together (the sampled prices or level were off):
+            # the folded vertices do not fit together (the Newton prices or level were off):
             # widen the band of jobs that keep their own variables and try again
             band *= 3.0
             if band > 0.5:
@@ -1502,7 +1500,7 @@ def _fast_level(solver: _StageSolver, stage: _Level, *, max_rounds: int = 30) ->
             lam0[m0] = 1.0 / b[m0]
             mu0[m0] = lam0[m0] * amax[m0]
             done = _certified(solver, stage, inst.repair(xcol), np.concatenate(
-                [-mu0, np.zeros(k), lam0]), iterations, solves, explicit)
+                [-mu0, np.zeros(k), lam0]), iterations, solves)
             if done is not None:
                 return done
         red = lam[owner] * a - mu[owner] - s_e * p[typ]
@@ -1510,17 +1508,10 @@ def _fast_level(solver: _StageSolver, stage: _Level, *, max_rounds: int = 30) ->
         # is solver tolerance, judged by the certificate below
         viol = (red > 1e-9 * (1.0 + lam[owner] * a)) & ~explicit[owner]
         if not viol.any() and not bound_jobs.any():
-            lp = solver._program(stage)
-            v = solver.point(stage, inst.repair(xcol))
-            duals = np.concatenate([-mu, -p, lam])
-            cert = lp_certificate(lp, v, duals, maximize=True, gap_tol=solver.gap_tol,
-                                  feas_tol=solver.feas_tol)
-            if cert.ok:
-                solver.iterations += iterations
-                solver.solves += solves
-                solver.warm = (v[:E], explicit.copy())
-                return _StageResult(lp, v, duals, cert.primal_value, cert, iterations,
-                                    solver.cap_rows)
+            done = _certified(solver, stage, inst.repair(xcol),
+                              np.concatenate([-mu, -p, lam]), iterations, solves)
+            if done is not None:
+                return done
             break
         grown = explicit.copy()
         grown[owner[viol]] = True
@@ -1542,9 +1533,10 @@ def _fast_level(solver: _StageSolver, stage: _Level, *, max_rounds: int = 30) ->
     return solver.run(stage, stage.name)
 
 
-def _certified(solver: _StageSolver, stage: _Level, xcol: np.ndarray, duals: np.ndarray,
-               iterations: int, solves: int, explicit: np.ndarray) -> _StageResult | None:
-    """The stage result if the full LP's certificate at ``xcol`` and ``duals`` passes."""
+def _certified(solver: _StageSolver, stage: _Level | _Linear, xcol: np.ndarray,
+               duals: np.ndarray, iterations: int, solves: int) -> _StageResult | None:
+    """The stage result if the full LP's certificate at ``xcol`` and ``duals`` passes
+    (counting the structured solver's LPs into ``solver``), else ``None``."""
     lp = solver._program(stage)
     v = solver.point(stage, xcol)
     cert = lp_certificate(lp, v, duals, maximize=True, gap_tol=solver.gap_tol,
@@ -1553,7 +1545,6 @@ def _certified(solver: _StageSolver, stage: _Level, xcol: np.ndarray, duals: np.
         return None
     solver.iterations += iterations
     solver.solves += solves
-    solver.warm = (v[: solver.inst.E], explicit.copy())
     return _StageResult(lp, v, duals, cert.primal_value, cert, iterations, solver.cap_rows)
 
 
@@ -1643,6 +1634,8 @@ class _Demand:
         """Capacity used per type and its derivative in ``theta`` (``None``: a level unmet)."""
         k = self.k
         L = self.h + self.b * theta
+        idle = L < 0.0  # a job whose level is below 0 needs nothing
+        L = np.where(idle, 0.0, L)
         W = (L[:, None] - self.alo) * self.inv
         rext = np.r_[r, 0.0]
         rlo = rext[self.lo]
@@ -1652,7 +1645,7 @@ class _Demand:
         if not np.isfinite(cost[rows, best]).all():
             return None
         w = W[rows, best]
-        g = self.s * self.b * self.inv[rows, best]
+        g = np.where(idle, 0.0, self.s * self.b * self.inv[rows, best])
         lo, hi = self.lo[best], self.hi[best]
         use = np.bincount(hi, self.s * w, k + 1) + np.bincount(lo, self.s * (1.0 - w), k + 1)
         d = np.bincount(hi, g, k + 1) - np.bincount(lo, g, k + 1)
@@ -1665,7 +1658,9 @@ def _newton(dem: _Demand, cap: np.ndarray, ref: int, theta: float, lr: np.ndarra
     """Damped Newton on the capacity equations ``demand(prices, theta) = cap``.
 
     Unknowns: ``theta`` and the log prices ``lr`` of the priced types other than ``ref``
-    (price 1). ``d demand / d theta`` is exact; the price columns of the Jacobian ``J``
+    (price 1). With ``ref = -1`` every price is free and ``theta`` stays put (floor stages,
+    whose demand does not depend on it and whose prices have a scale of their own: ``dem``
+    returns a zero derivative). ``d demand / d theta`` is exact; the price columns of ``J``
     (``k x (k + 1)``: column 0 for theta, ``1 + j`` for type ``j``) are forward differences
     when ``J`` is ``None``, then kept up to date by Broyden updates. Steps are damped (at most
     ``e`` in any price; backtracking on the largest relative capacity error).
@@ -1694,6 +1689,7 @@ def _newton(dem: _Demand, cap: np.ndarray, ref: int, theta: float, lr: np.ndarra
         rel = use / cap - u
         return float(np.max(np.where(zero, np.maximum(rel, 0.0), np.abs(rel))))
 
+    top = sat - 1e-12 * max(1.0, abs(sat))  # theta at sat, up to rounding
     first = at(theta, lr)
     if first is None:
         return None
@@ -1705,7 +1701,7 @@ def _newton(dem: _Demand, cap: np.ndarray, ref: int, theta: float, lr: np.ndarra
     err = merit(out[0], zero, u)
     while evals < max_evals:
         use, d = out
-        if theta >= sat * (1.0 - 1e-12) and (use <= cap * (1.0 + tol)).all():
+        if theta >= top and (use <= cap * (1.0 + tol)).all():
             return theta, lr, J, 0.0
         if err <= tol and not at_sat:
             break
@@ -1726,20 +1722,23 @@ def _newton(dem: _Demand, cap: np.ndarray, ref: int, theta: float, lr: np.ndarra
         J[:, 0] = -cap if at_sat else d
         Js = J[np.ix_(act, cols)] / cap[act, None]
         step = np.linalg.lstsq(Js, u - use[act] / cap[act], rcond=None)[0]
-        if not at_sat and theta >= sat * (1.0 - 1e-12) and step[0] > 0:
+        if not at_sat and theta >= top and step[0] > 0:
             at_sat, u = True, float(np.max(use[act] / cap[act]))  # theta stays at sat
             J[:, 0] = -cap
             err = merit(use, zero, u)
             continue
         full = np.zeros(k)
         full[fr] = step[1:]
-        cut = act & (use < cap * 0.99) & (full - full[act].max() < -2.0)
-        if cut.any() and cut.sum() < act.sum():
+        drop = full - full[act].max() if ref >= 0 else full  # floor stages: absolute prices
+        cut = act & (use < cap * 0.99) & (drop < -2.0)
+        if cut.any() and (ref < 0 or cut.sum() < act.sum()):
             lp2 = lr.copy()
             lp2[cut] = -np.inf
             z2 = np.isneginf(lp2)
-            ref2 = int(np.argmax(np.where(z2, -np.inf, lr + full))) if z2[ref] else ref
-            lp2 = lp2 - lp2[ref2]
+            ref2 = ref
+            if ref >= 0 and z2[ref]:
+                ref2 = int(np.argmax(np.where(z2, -np.inf, lr + full)))
+                lp2 = lp2 - lp2[ref2]
             o = at(theta, lp2)
             evals += 1
             if o is not None and merit(o[0], z2, u) < err:  # keep the cut only if it helps
@@ -1756,7 +1755,7 @@ def _newton(dem: _Demand, cap: np.ndarray, ref: int, theta: float, lr: np.ndarra
             lp2[fr] += t * step[1:]
             o = at(th2, lp2)
             evals += 1
-            if o is not None and th2 >= sat * (1.0 - 1e-12) and (o[0] <= cap * (1 + tol)).all():
+            if o is not None and th2 >= top and (o[0] <= cap * (1 + tol)).all():
                 return th2, lp2, J, 0.0
             e2 = merit(o[0], zero, u2) if o is not None else np.inf
             if e2 < err:
@@ -1803,13 +1802,14 @@ def _newton_prices(A: np.ndarray, s: np.ndarray, b: np.ndarray, h: np.ndarray,
     A, s, b, h = A[idx], s[idx], b[idx], h[idx]
     pos = b > 0
     sat = float(np.min((A[pos].max(axis=1) - h[pos]) / b[pos]))
+    low = float(np.max(-h[pos] / b[pos]))  # below this level some job needs nothing
     ref = int(np.argmax(np.median(A, axis=0)))
     both = (A > 0) & (A[:, [ref]] > 0)
     with np.errstate(divide="ignore", invalid="ignore"):
         r0 = np.nanmedian(np.where(both, A / A[:, [ref]], np.nan), axis=0)
-    if not (np.isfinite(sat) and sat > 0 and np.isfinite(r0).all() and (r0 > 0).all()):
+    if not (np.isfinite(sat) and sat > low and np.isfinite(r0).all() and (r0 > 0).all()):
         return None
-    theta, lr, J = 0.5 * sat, np.log(r0), None
+    theta, lr, J = 0.5 * (low + sat), np.log(r0), None
     m = idx.size
     if m > 2 * _NEWTON_SAMPLE:
         sub = np.random.default_rng(0).choice(m, size=_NEWTON_SAMPLE, replace=False)
@@ -1922,18 +1922,20 @@ def _solve_master(inst: _Instance, stage: _Level, a: np.ndarray, agg: np.ndarray
 
 
 def _fast_floor(solver: _StageSolver, stage: _Linear, *, prior: _StageResult | None = None,
-                max_rounds: int = 30) -> _StageResult:
+                max_rounds: int = 4) -> _StageResult:
     """Exact solve of a *floor* stage ``max g @ x`` s.t. ``C x >= f`` (one fixed level block).
 
-    Used for the work-conserving stage and the water-filling bottleneck LPs, where the
-    objective of each job is a multiple ``omega_m`` of its level row (``g_e = omega_m a_e``;
-    true whenever both are per-job multiples of its throughput). At prices ``p`` each job's
-    best response is a vertex of ``{a . x >= L, sum x <= 1, x >= 0}`` (its floor on one column,
-    all its time on one column, or its time split between two columns at the floor), whose
-    capacity use is a constant: jobs with a clear vertex become constants and only the others
-    stay in the restricted master. Duals of every job follow in closed form; the loop adds the
-    jobs with positive reduced costs until the certificate of the full LP passes (else the
-    full LP is solved).
+    Used for the work-conserving stage, where the objective of each job is a multiple
+    ``omega_m`` of its level row (``g_e = omega_m a_e``; true whenever both are per-job
+    multiples of its throughput). At prices ``p`` each job's best response is a vertex of
+    ``{a . x >= f, sum x <= 1, x >= 0}`` (its floor on one column, all its time on one
+    column, or its time split between two columns at the floor) whose capacity use is a
+    constant. Prices come from :func:`_floor_newton_prices` (best-response demand =
+    capacity); jobs whose best vertex is clear at them are constants, the others keep their
+    variables in a restricted master LP; :func:`_floor_duals` then finds the full LP's duals
+    complementary to the master's allocation (an LP in the ``k`` prices), and the certificate
+    of the full LP decides. If it fails, the band of jobs with their own variables widens;
+    after ``max_rounds`` the full LP is solved.
 
     ``prior``: the result of the level stage whose optimum the floors fix. When its allocation
     is already optimal here (the level's optimum is unique up to ``stage_tol``, the common
@@ -1947,8 +1949,6 @@ def _fast_floor(solver: _StageSolver, stage: _Linear, *, prior: _StageResult | N
         return solver.run(stage, stage.name)
     C, f = solver.fixed[0]
     owner = inst.mem_job
-    typ = inst.col_type
-    s_e = inst.col_workers
     a = np.asarray(C[owner, np.arange(E)]).ravel()
     if C.shape[0] != n or (a <= 0).any():
         return solver.run(stage, stage.name)
@@ -1962,56 +1962,189 @@ def _fast_floor(solver: _StageSolver, stage: _Linear, *, prior: _StageResult | N
         if done is not None:
             return done
     col = np.full((n, k), -1)
-    col[owner, typ] = np.arange(E)
+    col[owner, inst.col_type] = np.arange(E)
     A = np.zeros((n, k))
-    A[owner, typ] = a
+    A[owner, inst.col_type] = a
     s = inst.jobs.scale_factor
-    p = _floor_sample_prices(solver, stage, a, f, omega)
-    warm = getattr(solver, "warm", None)
-    if warm is not None:
-        # start from the previous stage's allocation (feasible here): each job keeps its
-        # vertex, jobs that are not at a vertex or near a better one are explicit
-        vert, explicit = _vertices_from_x(inst, A, col, a, f, warm[0])
-        explicit |= warm[1] | _floor_vertices(A, col, s, p, f, omega, band=0.01).ambiguous
-    else:
-        vert = _floor_vertices(A, col, s, p, f, omega, band=0.01)
-        explicit = vert.ambiguous.copy()
+    p = _floor_newton_prices(A, s, f, omega, inst.cap)
+    if p is None:
+        return solver.run(stage, stage.name)
+    band = _BAND0
+    explicit = np.zeros(n, dtype=bool)
     iterations = solves = 0
-    refined = False
     for _ in range(max_rounds):
+        vert = _floor_vertices(A, col, s, p, f, omega, band=band)
+        explicit |= vert.ambiguous
         out = _solve_floor_master(inst, a, f, omega, vert, explicit)
+        band *= 4.0
         if out is None:
-            if explicit.all():
-                break
-            vert = _floor_vertices(A, col, s, p, f, omega, band=0.05)
-            explicit |= vert.ambiguous
             continue
-        xcol, lam, mu, p, it = out
+        xcol, it = out
         iterations += it
         solves += 1
-        red = omega[owner] * a + lam[owner] * a - mu[owner] - s_e * p[typ]
-        scale = 1.0 + omega[owner] * a + lam[owner] * a
-        viol = (red > 1e-9 * scale) & ~explicit[owner]
-        if not viol.any():
-            lp = solver._program(stage)
-            v = solver.point(stage, inst.repair(xcol))
-            duals = np.concatenate([-mu, -p, lam])
-            cert = lp_certificate(lp, v, duals, maximize=True, gap_tol=solver.gap_tol,
-                                  feas_tol=solver.feas_tol)
-            if cert.ok:
-                solver.iterations += iterations
-                solver.solves += solves
-                return _StageResult(lp, v, duals, cert.primal_value, cert, iterations,
-                                    solver.cap_rows)
-            break
-        if not refined:
-            refined = True
-            vert, off = _vertices_from_x(inst, A, col, a, f, xcol)
-            explicit = off
-        explicit[owner[viol]] = True
+        xcol = inst.repair(xcol)
+        duals = _floor_duals(inst, A, col, a, f, omega, xcol)
+        done = None if duals is None else _certified(solver, stage, xcol, duals, iterations,
+                                                     solves)
+        if done is not None:
+            return done
     solver.iterations += iterations
     solver.solves += solves
     return solver.run(stage, stage.name)
+
+
+class _FloorDemand(_Demand):
+    """Capacity each job uses at its best response in a floor stage, vectorised over jobs.
+
+    A job with floor ``f`` and value ``omega`` per unit of level chooses, at prices ``p``, the
+    vertex of ``{a . x >= f, sum x <= 1, x >= 0}`` maximising ``omega a.x - s p.x``: a mix at
+    the floor (the candidates of :class:`_Demand` at ``L = f``: part time on one type, or two
+    types sharing all the time) or all its time on one type (valid when ``a_j >= f``).
+    """
+
+    def __init__(self, A: np.ndarray, s: np.ndarray, f: np.ndarray, omega: np.ndarray) -> None:
+        super().__init__(A, s, np.zeros(f.size), f)
+        W = (f[:, None] - self.alo) * self.inv
+        self.W = np.where((W >= 0.0) & (W <= 1.0), W, np.nan)  # nan: not a floor vertex
+        self.A, self.omega = A, omega
+        self.full_ok = (A > 0) & (A >= f[:, None])
+
+    def __call__(self, r: np.ndarray, theta: float) -> tuple[np.ndarray, np.ndarray]:
+        """Capacity used per type at prices ``r`` (``theta`` is ignored; zero derivative)."""
+        k, s = self.k, self.s
+        rext = np.r_[r, 0.0]
+        rlo = rext[self.lo]
+        at_floor = (self.omega * self.h)[:, None] - s[:, None] * (rlo + self.W * (rext[self.hi]
+                                                                               - rlo))
+        full = np.where(self.full_ok, self.omega[:, None] * self.A - s[:, None] * r, -np.inf)
+        V = np.c_[np.where(np.isnan(at_floor), -np.inf, at_floor), full]
+        best = V.argmax(axis=1)
+        K = self.lo.size
+        fl = best < K
+        b = np.where(fl, best, 0)
+        w = self.W[np.arange(best.size), b]
+        use = (np.bincount(self.hi[b[fl]], s[fl] * w[fl], k + 1)
+               + np.bincount(self.lo[b[fl]], s[fl] * (1.0 - w[fl]), k + 1))[:k]
+        use = use + np.bincount(best[~fl] - K, s[~fl], k)
+        return use, np.zeros(k)
+
+
+def _floor_newton_prices(A: np.ndarray, s: np.ndarray, f: np.ndarray, omega: np.ndarray,
+                         cap: np.ndarray) -> np.ndarray | None:
+    """Approximate capacity prices of a floor stage: best-response demand = capacity.
+
+    :func:`_newton` with every price free (``ref = -1``), from prices at which the median
+    job is indifferent between its floor and all its time on each type
+    (``p_j = median(omega a_j / s)``). ``None``: no estimate.
+    """
+    if not (np.isfinite(f).all() and (omega > 0).any()):
+        return None
+    with np.errstate(invalid="ignore"):
+        p0 = np.nanmedian(np.where(A > 0, (omega / s)[:, None] * A, np.nan), axis=0)
+    if not (np.isfinite(p0).all() and (p0 > 0).all()):
+        return None
+    dem = _FloorDemand(A, s, f, omega)
+    if (dem(np.zeros(cap.size), 0.0)[0] <= cap).all():
+        return np.zeros(cap.size)  # capacity binds nowhere
+    out = _newton(dem, cap, -1, 0.0, np.log(p0), None, np.inf, tol=1e-3, max_evals=40)
+    if out is None or out[3] > 0.05:
+        return None
+    return np.exp(out[1])
+
+
+def _floor_duals(inst: _Instance, A: np.ndarray, col: np.ndarray, a: np.ndarray,
+                 f: np.ndarray, omega: np.ndarray, xcol: np.ndarray) -> np.ndarray | None:
+    """Duals of the full floor LP complementary to ``xcol`` (``None``: there are none).
+
+    The floor LP ``max sum_m omega_m a_m . x_m`` s.t. ``a_m . x_m >= f_m`` (``lambda_m``),
+    ``sum x_m <= 1`` (``mu_m``), capacity (``p``) has reduced costs
+    ``(omega + lambda) a_e - mu - s p_e``. For a job at a vertex of its polytope
+    (:func:`_vertices_from_x`), complementary slackness fixes ``lambda`` and ``mu`` as affine
+    functions of ``p`` (floor on ``e``: ``lambda = s p_e / a_e - omega``, ``mu = 0``; all time
+    on ``e``: ``lambda = 0``, ``mu = omega a_e - s p_e``; a split ``e1, e2``:
+    ``omega + lambda = s (p_e2 - p_e1) / (a_e2 - a_e1)``, ``mu = (omega + lambda) a_e1 -
+    s p_e1``); what remains is ``lambda, mu >= 0`` and every other column's reduced cost
+    ``<= 0``: linear inequalities in the ``k`` prices. Jobs elsewhere (the few a basic
+    solution couples) keep ``lambda_m, mu_m`` as variables, with reduced cost 0 on the columns
+    they use. Types with slack are priced 0. The LP (``k`` + a few columns, about
+    ``n (k + 1)`` rows) minimises the dual objective; HiGHS solves it.
+    """
+    n, k = A.shape
+    s = inst.jobs.scale_factor.astype(float)
+    vert, general = _vertices_from_x(inst, A, col, a, f, xcol)
+    X = np.zeros((n, k))
+    X[inst.mem_job, inst.col_type] = xcol
+    tot = X.sum(axis=1)
+    e1, e2 = vert.e1, vert.e2
+    # one column at the floor *and* all the time: lambda and mu share one equation
+    general = general | ((e1 >= 0) & (e2 == -1) & (tot >= 1.0 - 1e-9))
+    typ_of = np.full(inst.E + 1, 0)
+    typ_of[:-1] = inst.col_type
+    t1 = typ_of[np.where(e1 >= 0, e1, inst.E)]
+    t2 = typ_of[np.where(e2 >= 0, e2, inst.E)]
+    a1 = np.where(e1 >= 0, a[np.maximum(e1, 0)], 1.0)
+    a2 = np.where(e2 >= 0, a[np.maximum(e2, 0)], 1.0)
+    floor1 = ~general & (e1 >= 0) & (e2 == -1)
+    full = ~general & (e1 >= 0) & (e2 == -2)
+    split = ~general & (e2 >= 0)
+    onehot = np.eye(k)
+    # lambda = alpha . p + alpha0, mu = beta . p + beta0 (zero for general jobs and no-ops)
+    alpha = np.zeros((n, k))
+    alpha0 = np.zeros(n)
+    beta = np.zeros((n, k))
+    beta0 = np.zeros(n)
+    alpha[floor1] = (s / a1)[floor1, None] * onehot[t1[floor1]]
+    alpha0[floor1 | split] = -omega[floor1 | split]
+    beta[full] = -s[full, None] * onehot[t1[full]]
+    beta0[full] = (omega * a1)[full]
+    d = np.where(split, a2 - a1, 1.0)
+    alpha[split] = (s / d)[split, None] * (onehot[t2[split]] - onehot[t1[split]])
+    beta[split] = a1[split, None] * alpha[split] - s[split, None] * onehot[t1[split]]
+    # rows G p <= g: lambda >= 0, mu >= 0, reduced cost <= 0 on every unused column
+    Gs, gs = [-alpha[floor1 | split], -beta[full | split]], [alpha0[floor1 | split],
+                                                              beta0[full | split]]
+    rec = ~general
+    used = np.zeros(inst.E, dtype=bool)
+    used[xcol > 1e-12] = True
+    ce = np.flatnonzero(rec[inst.mem_job] & ~used)
+    m = inst.mem_job[ce]
+    ae = a[ce]
+    Gs.append(ae[:, None] * alpha[m] - beta[m] - s[m, None] * onehot[inst.col_type[ce]])
+    gs.append(beta0[m] - (omega[m] + alpha0[m]) * ae)
+    G = np.concatenate(Gs)
+    g = np.concatenate(gs)
+    # general jobs: variables (lambda_m, mu_m); reduced cost = 0 on used columns, <= 0 others
+    gen = np.flatnonzero(general)
+    q = gen.size
+    cg = np.flatnonzero(general[inst.mem_job])
+    mg = np.searchsorted(gen, inst.mem_job[cg])
+    ncol = k + 2 * q
+    P = sp.csr_matrix(G)
+    Q = sp.hstack([sp.csr_matrix(-s[inst.mem_job[cg], None] * onehot[inst.col_type[cg]]),
+                   sp.csr_matrix((a[cg], (np.arange(cg.size), mg)), shape=(cg.size, q)),
+                   sp.csr_matrix((-np.ones(cg.size), (np.arange(cg.size), mg)),
+                                 shape=(cg.size, q))], format="csr")
+    M = sp.vstack([sp.hstack([P, sp.csr_matrix((P.shape[0], 2 * q))]), Q], format="csr")
+    up = np.r_[g, -omega[inst.mem_job[cg]] * a[cg]]
+    lo = np.r_[np.full(g.size, -np.inf), np.where(used[cg], up[g.size:], -np.inf)]
+    slack_t = inst.W @ xcol < inst.cap * (1.0 - 1e-9)
+    lev = (X * A).sum(axis=1)
+    floor_slack = lev[gen] > f[gen] + 1e-9 * np.maximum(1.0, np.abs(f[gen]))
+    time_slack = tot[gen] < 1.0 - 1e-9
+    hi = np.r_[np.where(slack_t, 0.0, np.inf), np.where(floor_slack, 0.0, np.inf),
+               np.where(time_slack, 0.0, np.inf)]
+    # dual objective: p . cap + sum mu - sum lambda f
+    c = np.r_[inst.cap + (beta - f[:, None] * alpha).sum(axis=0), -f[gen], np.ones(q)]
+    lp = LinearProgram.build(c, M, lo, up, np.zeros(ncol), hi)
+    sol = get_backend("highs").solve_lp(lp)
+    if sol.status != "optimal" or sol.x is None:
+        return None
+    pr = np.maximum(sol.x[:k], 0.0)
+    lam = np.maximum(alpha @ pr + alpha0, 0.0)
+    mu = np.maximum(beta @ pr + beta0, 0.0)
+    lam[gen] = np.maximum(sol.x[k: k + q], 0.0)
+    mu[gen] = np.maximum(sol.x[k + q:], 0.0)
+    return np.concatenate([-mu, -pr, lam])
 
 
 def _floor_from_level(solver: _StageSolver, stage: _Linear, prior: _StageResult,
@@ -2049,13 +2182,7 @@ def _floor_from_level(solver: _StageSolver, stage: _Linear, prior: _StageResult,
     if not np.isfinite(t) or t <= 0.0:
         return None
     duals = np.concatenate([-t * mu, -t * p, np.maximum(t * lam - omega, 0.0)])
-    lp = solver._program(stage)
-    v = solver.point(stage, prior.x[: inst.E])
-    cert = lp_certificate(lp, v, duals, maximize=True, gap_tol=solver.gap_tol,
-                          feas_tol=solver.feas_tol)
-    if not cert.ok:
-        return None
-    return _StageResult(lp, v, duals, cert.primal_value, cert, 0, solver.cap_rows)
+    return _certified(solver, stage, prior.x[: inst.E], duals, 0, 0)
 
 
 def _floor_vertices(A: np.ndarray, col: np.ndarray, s: np.ndarray, p: np.ndarray,
@@ -2091,7 +2218,9 @@ def _floor_vertices(A: np.ndarray, col: np.ndarray, s: np.ndarray, p: np.ndarray
     V = np.stack(vals, axis=1)
     best = np.argmax(V, axis=1)
     top = V[np.arange(n), best]
-    gap = band * np.maximum(np.abs(top), 1e-12)
+    # a price error of ``band`` moves a value by about band * (its price term), which is
+    # of the order of omega * a even when the job's net value is close to 0
+    gap = band * np.maximum(np.abs(top), omega * A.max(axis=1) + c.max(axis=1) + 1e-12)
     near = (V >= (top - gap)[:, None]).sum(axis=1) > 1
     kj = np.array([q[0] for q in kinds])[best]
     kk = np.array([q[1] for q in kinds])[best]
@@ -2102,40 +2231,10 @@ def _floor_vertices(A: np.ndarray, col: np.ndarray, s: np.ndarray, p: np.ndarray
     return _Vertices(e1, e2, np.zeros(n), np.zeros(n), near | none)
 
 
-def _floor_sample_prices(solver: _StageSolver, stage: _Linear, a: np.ndarray, f: np.ndarray,
-                         omega: np.ndarray) -> np.ndarray:
-    """Capacity prices of the floor stage restricted to a sample of jobs (capacity scaled)."""
-    inst = solver.inst
-    n, k = inst.n, inst.k
-    m = min(n, max(256, n // 16))
-    rng = np.random.default_rng(1)
-    jobs = np.sort(rng.choice(n, size=m, replace=False))
-    cols = np.flatnonzero(np.isin(inst.mem_job, jobs))
-    remap = np.full(n, -1)
-    remap[jobs] = np.arange(m)
-    own = remap[inst.mem_job[cols]]
-    Es = cols.size
-    frac = m / n
-    M = sp.vstack([
-        sp.csr_matrix((np.ones(Es), (own, np.arange(Es))), shape=(m, Es)),
-        sp.csr_matrix((inst.col_workers[cols], (inst.col_type[cols], np.arange(Es))),
-                      shape=(k, Es)),
-        sp.csr_matrix((a[cols], (own, np.arange(Es))), shape=(m, Es)),
-    ], format="csr")
-    lo = np.r_[np.full(m + k, -np.inf), f[jobs]]
-    up = np.r_[np.ones(m), inst.cap * frac, np.full(m, np.inf)]
-    lp = LinearProgram.build(-omega[inst.mem_job[cols]] * a[cols], M, lo, up, 0.0, np.inf)
-    sol = get_backend("highs").solve_lp(lp)
-    if sol.status != "optimal" or sol.row_duals is None:
-        return np.zeros(k)
-    return np.maximum(-sol.row_duals[m: m + k], 0.0)
-
-
 def _solve_floor_master(inst: _Instance, a: np.ndarray, f: np.ndarray, omega: np.ndarray,
                         vert: _Vertices, explicit: np.ndarray) -> tuple | None:
-    """Restricted master of a floor stage: ``(xcol, lambda, mu, prices, iterations)``."""
+    """Restricted master of a floor stage: ``(xcol, iterations)`` (``None``: no fit)."""
     n, k, E = inst.n, inst.k, inst.E
-    s = inst.jobs.scale_factor
     typ = inst.col_type
     ag = np.flatnonzero(~explicit)
     e1, e2 = vert.e1[ag], vert.e2[ag]
@@ -2177,22 +2276,8 @@ def _solve_floor_master(inst: _Instance, a: np.ndarray, f: np.ndarray, omega: np
     sol = get_backend("highs", solver="ipm" if r > 400 else "choose").solve_lp(lp)
     if sol.status != "optimal" or sol.x is None or sol.row_duals is None:
         return None
-    p = np.maximum(-sol.row_duals[:k], 0.0)
-    lam = np.zeros(n)
-    mu = np.zeros(n)
-    mu[ex] = np.maximum(-sol.row_duals[k: k + r], 0.0)
-    lam[ex] = np.maximum(sol.row_duals[k + r:], 0.0)
-    om = omega[ag]
-    c1 = s[ag] * p[typ[e1s]]
-    c2 = s[ag] * p[typ[e2s]]
-    lam[ag] = np.where(floor1, c1 / np.where(has1, a1, 1.0) - om,
-                       np.where(split, (c2 - c1) / d - om, 0.0))
-    mu[ag] = np.where(full, om * a1 - c1,
-                      np.where(split, (om + lam[ag]) * a1 - c1, 0.0))
-    lam = np.maximum(lam, 0.0)
-    mu = np.maximum(mu, 0.0)
     xcol[cols] = sol.x
-    return xcol, lam, mu, p, sol.iterations
+    return xcol, sol.iterations
 
 
 def _vertices_from_x(inst: _Instance, A: np.ndarray, col: np.ndarray, a: np.ndarray,
