@@ -1470,8 +1470,7 @@ def _fast_level(solver: _StageSolver, stage: _Level, *, max_rounds: int = 30) ->
     est = _newton_prices(A, s, b, h, inst.cap)
     if est is None:
         return solver.run(stage, stage.name)
-    p, theta = est
-    band = _BAND0
+    p, theta, band = est
     vert = _choose_vertices(A, col, s, p, h + b * theta, band=band)
     explicit = need & vert.ambiguous
     iterations = solves = 0
@@ -1694,8 +1693,9 @@ def _newton(dem: _Demand, cap: np.ndarray, ref: int, theta: float, lr: np.ndarra
     if first is None:
         return None
     out = first
-    evals, delta, fresh = 1, 0.05, False
+    evals, delta, fresh, restores, cut_tries = 1, 0.05, False, 0, 0
     zero = np.isneginf(lr)
+    saved = np.zeros(k)  # log prices (relative to ref) of types priced 0, to restore
     at_sat = False
     u = 1.0
     err = merit(out[0], zero, u)
@@ -1705,19 +1705,38 @@ def _newton(dem: _Demand, cap: np.ndarray, ref: int, theta: float, lr: np.ndarra
             return theta, lr, J, 0.0
         if err <= tol and not at_sat:
             break
+        back = zero & (use > cap * (1.0 + tol))
+        if back.any() and restores < 3:  # a type priced 0 is overloaded again: price it
+            restores += 1
+            lr = lr.copy()
+            lr[back] = saved[back] + (lr[ref] if ref >= 0 else 0.0)
+            zero = np.isneginf(lr)
+            o = at(theta, lr)
+            evals += 1
+            if o is None:
+                return None
+            out, err, J = o, merit(o[0], zero, u), None
+            continue
         act = ~zero
         fr = act & (types != ref)
         cols = np.r_[0, 1 + types[fr]]
         if J is None:
             J = np.zeros((k, k + 1))
             for j in types[fr]:
-                lp = lr.copy()
-                lp[j] += delta
-                o = at(theta, lp)
-                evals += 1
-                if o is None:
-                    return None
-                J[:, 1 + j] = (o[0] - use) / delta
+                # difference towards balance (an underused type gets cheaper); on a plateau
+                # of the staircase, widen the step until demand moves
+                h = -delta if use[j] < cap[j] else delta
+                for _ in range(4):
+                    lp = lr.copy()
+                    lp[j] += h
+                    o = at(theta, lp)
+                    evals += 1
+                    if o is None:
+                        return None
+                    J[:, 1 + j] = (o[0] - use) / h
+                    if np.abs(o[0] - use).max() > 1e-12 * cap.max():
+                        break
+                    h *= 4.0
             fresh = True
         J[:, 0] = -cap if at_sat else d
         Js = J[np.ix_(act, cols)] / cap[act, None]
@@ -1730,8 +1749,12 @@ def _newton(dem: _Demand, cap: np.ndarray, ref: int, theta: float, lr: np.ndarra
         full = np.zeros(k)
         full[fr] = step[1:]
         drop = full - full[act].max() if ref >= 0 else full  # floor stages: absolute prices
-        cut = act & (use < cap * 0.99) & (drop < -2.0)
-        if cut.any() and (ref < 0 or cut.sum() < act.sum()):
+        # candidates for price 0: slack types Newton wants much cheaper, or far below capacity
+        cut = act & (use < cap * 0.99) & ((drop < -2.0) | (use < cap * 0.5))
+        rest = act & ~cut
+        near = bool(np.all(np.abs(use[rest] / cap[rest] - u) < 0.1))  # the others balance
+        if cut.any() and near and (ref < 0 or rest.any()) and cut_tries < 4:
+            cut_tries += 1
             lp2 = lr.copy()
             lp2[cut] = -np.inf
             z2 = np.isneginf(lp2)
@@ -1741,7 +1764,11 @@ def _newton(dem: _Demand, cap: np.ndarray, ref: int, theta: float, lr: np.ndarra
                 lp2 = lp2 - lp2[ref2]
             o = at(theta, lp2)
             evals += 1
-            if o is not None and merit(o[0], z2, u) < err:  # keep the cut only if it helps
+            # price 0 is right for a type still within capacity at price 0; keep the cut if
+            # it also helps
+            if (o is not None and (o[0][cut] <= cap[cut] * (1.0 + tol)).all()
+                    and merit(o[0], z2, u) < err):
+                saved[cut] = lr[cut] - (lr[ref2] if ref2 >= 0 else 0.0)
                 lr, zero, ref, out = lp2, z2, ref2, o
                 err, J = merit(o[0], zero, u), None
                 continue
@@ -1780,11 +1807,18 @@ def _newton(dem: _Demand, cap: np.ndarray, ref: int, theta: float, lr: np.ndarra
 
 
 _NEWTON_SAMPLE = 1024  # jobs in the first (sampled) Newton phase
+_NEWTON_MAX_ERROR = 0.25  # larger capacity errors: no estimate (the full LP answers)
+
+
+def _band(err: float) -> float:
+    """Band of near-ties given Newton's capacity error: coarse staircases (few, large jobs
+    per type) leave errors of several percent, and the jobs on their steps must stay free."""
+    return float(np.clip(err / 4.0, _BAND0, 0.05))
 
 
 def _newton_prices(A: np.ndarray, s: np.ndarray, b: np.ndarray, h: np.ndarray,
-                   cap: np.ndarray) -> tuple[np.ndarray, float] | None:
-    """Approximate capacity prices and level of a level stage (``None``: no estimate).
+                   cap: np.ndarray) -> tuple[np.ndarray, float, float] | None:
+    """Approximate prices, level and band of near-ties of a level stage (``None``: none).
 
     Solves the ``k`` equations *demand = capacity* for ``theta`` and the ``k - 1`` free price
     ratios, where demand is every job's capacity use at its cheapest vertex (:class:`_Demand`)
@@ -1820,9 +1854,9 @@ def _newton_prices(A: np.ndarray, s: np.ndarray, b: np.ndarray, h: np.ndarray,
             theta, lr, J, _ = out
             J = None if J is None else J / frac
     out = _newton(_Demand(A, s, b, h), cap, ref, theta, lr, J, sat, tol=1e-3, max_evals=30)
-    if out is None or out[3] > 0.05:
+    if out is None or out[3] > _NEWTON_MAX_ERROR:
         return None
-    return np.exp(out[1]), float(out[0])
+    return np.exp(out[1]), float(out[0]), _band(out[3])
 
 
 def _solve_master(inst: _Instance, stage: _Level, a: np.ndarray, agg: np.ndarray,
@@ -1966,10 +2000,10 @@ def _fast_floor(solver: _StageSolver, stage: _Linear, *, prior: _StageResult | N
     A = np.zeros((n, k))
     A[owner, inst.col_type] = a
     s = inst.jobs.scale_factor
-    p = _floor_newton_prices(A, s, f, omega, inst.cap)
-    if p is None:
+    est = _floor_newton_prices(A, s, f, omega, inst.cap)
+    if est is None:
         return solver.run(stage, stage.name)
-    band = _BAND0
+    p, band = est
     explicit = np.zeros(n, dtype=bool)
     iterations = solves = 0
     for _ in range(max_rounds):
@@ -2030,8 +2064,9 @@ class _FloorDemand(_Demand):
 
 
 def _floor_newton_prices(A: np.ndarray, s: np.ndarray, f: np.ndarray, omega: np.ndarray,
-                         cap: np.ndarray) -> np.ndarray | None:
-    """Approximate capacity prices of a floor stage: best-response demand = capacity.
+                         cap: np.ndarray) -> tuple[np.ndarray, float] | None:
+    """Approximate capacity prices (and band of near-ties) of a floor stage: best-response
+    demand = capacity.
 
     :func:`_newton` with every price free (``ref = -1``), from prices at which the median
     job is indifferent between its floor and all its time on each type
@@ -2045,11 +2080,11 @@ def _floor_newton_prices(A: np.ndarray, s: np.ndarray, f: np.ndarray, omega: np.
         return None
     dem = _FloorDemand(A, s, f, omega)
     if (dem(np.zeros(cap.size), 0.0)[0] <= cap).all():
-        return np.zeros(cap.size)  # capacity binds nowhere
+        return np.zeros(cap.size), _BAND0  # capacity binds nowhere
     out = _newton(dem, cap, -1, 0.0, np.log(p0), None, np.inf, tol=1e-3, max_evals=40)
-    if out is None or out[3] > 0.05:
+    if out is None or out[3] > _NEWTON_MAX_ERROR:
         return None
-    return np.exp(out[1])
+    return np.exp(out[1]), _band(out[3])
 
 
 def _floor_duals(inst: _Instance, A: np.ndarray, col: np.ndarray, a: np.ndarray,

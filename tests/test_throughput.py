@@ -272,7 +272,7 @@ def test_newton_prices_match_the_lp_prices():
     jobs = fa.Jobs(T, scale_factor=s)
     exact = fa.max_min_fairness(jobs, cl, method="highs", work_conserving=False)
     A = T * MaxMinFairness(jobs, cl).coef[:, None]
-    r, theta = th._newton_prices(A, s.astype(float), np.ones(n), np.zeros(n), cl.capacity)
+    r, theta, band = th._newton_prices(A, s.astype(float), np.ones(n), np.zeros(n), cl.capacity)
     assert theta == pytest.approx(exact.objective, rel=2e-3)
     np.testing.assert_allclose(r / r[0], exact.prices / exact.prices[0], rtol=5e-3)
 
@@ -367,6 +367,41 @@ def test_work_conserving_stage_when_level_duals_do_not_certify():
     assert fast.stats.solves > 1
     assert fast.stage_certificates[1].primal_value == pytest.approx(
         full.stage_certificates[1].primal_value, rel=1e-6)
+
+
+@st.composite
+def mid_instances(draw):
+    """64-200 jobs (the structured solvers' range), 1-4 types, missing entries, weights."""
+    n = draw(st.integers(64, 200))
+    k = draw(st.integers(1, 4))
+    seed = draw(st.integers(0, 2**31 - 1))
+    rng = np.random.default_rng(seed)
+    T = rng.lognormal(0.0, 0.8, n)[:, None] * np.c_[np.ones(n), rng.uniform(0.1, 1.2, (n, k - 1))]
+    if draw(st.booleans()):
+        T[rng.random((n, k)) < 0.2] = 0.0
+        T[:, 0] = np.maximum(T[:, 0], 0.5)
+    caps = np.array(draw(st.lists(st.integers(2, n), min_size=k, max_size=k)))
+    s = np.minimum(rng.choice([1, 1, 1, 2, 4], n), caps.min())
+    w = rng.choice([0.5, 1.0, 2.0], n) if draw(st.booleans()) else np.ones(n)
+    jobs = fa.Jobs(T, scale_factor=s, weight=w, steps_remaining=rng.uniform(1e3, 1e5, n),
+                   elapsed=rng.uniform(0.0, 3600.0, n))
+    return jobs, fa.Cluster({f"t{j}": int(caps[j]) for j in range(k)})
+
+
+@pytest.mark.parametrize("policy", ["max_min", "ftf"])
+@settings(max_examples=12, deadline=None, derandomize=True)
+@given(inst=mid_instances())
+def test_structured_solvers_match_full_lp(policy, inst):
+    """Both stages of the structured solvers (Newton prices, masters, closed-form and k-price
+    duals) agree with HiGHS on the whole LP, and every certificate holds."""
+    jobs, cl = inst
+    solve = fa.max_min_fairness if policy == "max_min" else fa.finish_time_fairness
+    fast, full = solve(jobs, cl), solve(jobs, cl, method="highs")
+    assert all(c.ok for c in fast.stage_certificates)
+    assert fast.objective == pytest.approx(full.objective, rel=1e-6, abs=1e-8)
+    assert fast.stage_certificates[1].primal_value == pytest.approx(
+        full.stage_certificates[1].primal_value, rel=1e-6, abs=1e-8)
+    _feasible(fast, jobs, cl)
 
 
 @settings(max_examples=15, deadline=None, derandomize=True)
