@@ -1751,8 +1751,11 @@ def _newton(dem: _Demand, cap: np.ndarray, ref: int, theta: float, lr: np.ndarra
         drop = full - full[act].max() if ref >= 0 else full  # floor stages: absolute prices
         # candidates for price 0: slack types Newton wants much cheaper, or far below capacity
         cut = act & (use < cap * 0.99) & ((drop < -2.0) | (use < cap * 0.5))
+        if ref < 0 and cut.any():  # floor stages: the most underused type first
+            cut = types == np.argmin(np.where(cut, use / cap, np.inf))
         rest = act & ~cut
-        near = bool(np.all(np.abs(use[rest] / cap[rest] - u) < 0.1))  # the others balance
+        # level stages: only once the other types balance (a low theta leaves all slack)
+        near = ref < 0 or bool(np.all(np.abs(use[rest] / cap[rest] - u) < 0.1))
         if cut.any() and near and (ref < 0 or rest.any()) and cut_tries < 4:
             cut_tries += 1
             lp2 = lr.copy()
@@ -2010,18 +2013,22 @@ def _fast_floor(solver: _StageSolver, stage: _Linear, *, prior: _StageResult | N
         vert = _floor_vertices(A, col, s, p, f, omega, band=band)
         explicit |= vert.ambiguous
         out = _solve_floor_master(inst, a, f, omega, vert, explicit)
-        band *= 4.0
         if out is None:
+            band *= 4.0
             continue
         xcol, it = out
         iterations += it
         solves += 1
         xcol = inst.repair(xcol)
-        duals = _floor_duals(inst, A, col, a, f, omega, xcol)
+        duals, blocking = _floor_duals(inst, A, col, a, f, omega, xcol, explicit)
         done = None if duals is None else _certified(solver, stage, xcol, duals, iterations,
                                                      solves)
         if done is not None:
             return done
+        if (blocking & ~explicit).any():
+            explicit |= blocking  # exactly the constants in the way get their variables
+        else:
+            band *= 4.0
     solver.iterations += iterations
     solver.solves += solves
     return solver.run(stage, stage.name)
@@ -2068,14 +2075,20 @@ def _floor_newton_prices(A: np.ndarray, s: np.ndarray, f: np.ndarray, omega: np.
     """Approximate capacity prices (and band of near-ties) of a floor stage: best-response
     demand = capacity.
 
-    :func:`_newton` with every price free (``ref = -1``), from prices at which the median
-    job is indifferent between its floor and all its time on each type
-    (``p_j = median(omega a_j / s)``). ``None``: no estimate.
+    :func:`_newton` with every price free (``ref = -1``), from prices at which each type
+    alone would be just filled by the jobs valuing it most: ``p_j`` is the value per worker
+    ``omega a_j / s`` above which the jobs' workers add up to ``cap_j``. ``None``: no
+    estimate.
     """
     if not (np.isfinite(f).all() and (omega > 0).any()):
         return None
-    with np.errstate(invalid="ignore"):
-        p0 = np.nanmedian(np.where(A > 0, (omega / s)[:, None] * A, np.nan), axis=0)
+    v = np.where(A > 0, (omega / s)[:, None] * A, 0.0)
+    order = np.argsort(-v, axis=0)
+    filled = np.cumsum(s[order], axis=0) >= cap[None, :]
+    first = np.where(filled.any(axis=0), filled.argmax(axis=0), v.shape[0] - 1)
+    p0 = v[order[first, np.arange(cap.size)], np.arange(cap.size)]
+    low = v[v > 0].min() if (v > 0).any() else 0.0
+    p0 = np.maximum(p0, 0.5 * low)
     if not (np.isfinite(p0).all() and (p0 > 0).all()):
         return None
     dem = _FloorDemand(A, s, f, omega)
@@ -2088,8 +2101,9 @@ def _floor_newton_prices(A: np.ndarray, s: np.ndarray, f: np.ndarray, omega: np.
 
 
 def _floor_duals(inst: _Instance, A: np.ndarray, col: np.ndarray, a: np.ndarray,
-                 f: np.ndarray, omega: np.ndarray, xcol: np.ndarray) -> np.ndarray | None:
-    """Duals of the full floor LP complementary to ``xcol`` (``None``: there are none).
+                 f: np.ndarray, omega: np.ndarray, xcol: np.ndarray, free: np.ndarray
+                 ) -> tuple[np.ndarray | None, np.ndarray]:
+    """Duals of the full floor LP complementary to ``xcol``, or the jobs in the way.
 
     The floor LP ``max sum_m omega_m a_m . x_m`` s.t. ``a_m . x_m >= f_m`` (``lambda_m``),
     ``sum x_m <= 1`` (``mu_m``), capacity (``p``) has reduced costs
@@ -2101,8 +2115,16 @@ def _floor_duals(inst: _Instance, A: np.ndarray, col: np.ndarray, a: np.ndarray,
     s p_e1``); what remains is ``lambda, mu >= 0`` and every other column's reduced cost
     ``<= 0``: linear inequalities in the ``k`` prices. Jobs elsewhere (the few a basic
     solution couples) keep ``lambda_m, mu_m`` as variables, with reduced cost 0 on the columns
-    they use. Types with slack are priced 0. The LP (``k`` + a few columns, about
-    ``n (k + 1)`` rows) minimises the dual objective; HiGHS solves it.
+    they use. Types with slack are priced 0. The rows of each job that was a constant in
+    the master (not ``free``) get an elastic slack ``sigma_m >= 0`` and HiGHS minimises
+    ``sum sigma`` (``k`` + a few + ``n`` columns, about ``n (k + 1)`` rows; the master's own
+    duals are feasible, so it always solves): at 0 the duals are complementary to ``xcol``,
+    so their objective is ``xcol``'s value and ``xcol`` is optimal; otherwise the constants
+    with ``sigma_m > 0`` conflict with every complementary price vector and must get their
+    own variables.
+
+    Returns ``(duals, blocking)``: ``duals`` (``None`` if there are none) in the LP's row
+    order ``[-mu, -p, lambda]`` and the mask of blocking jobs.
     """
     n, k = A.shape
     s = inst.jobs.scale_factor.astype(float)
@@ -2138,6 +2160,7 @@ def _floor_duals(inst: _Instance, A: np.ndarray, col: np.ndarray, a: np.ndarray,
     # rows G p <= g: lambda >= 0, mu >= 0, reduced cost <= 0 on every unused column
     Gs, gs = [-alpha[floor1 | split], -beta[full | split]], [alpha0[floor1 | split],
                                                               beta0[full | split]]
+    owners = [np.flatnonzero(floor1 | split), np.flatnonzero(full | split)]
     rec = ~general
     used = np.zeros(inst.E, dtype=bool)
     used[xcol > 1e-12] = True
@@ -2146,20 +2169,24 @@ def _floor_duals(inst: _Instance, A: np.ndarray, col: np.ndarray, a: np.ndarray,
     ae = a[ce]
     Gs.append(ae[:, None] * alpha[m] - beta[m] - s[m, None] * onehot[inst.col_type[ce]])
     gs.append(beta0[m] - (omega[m] + alpha0[m]) * ae)
+    owners.append(m)
     G = np.concatenate(Gs)
     g = np.concatenate(gs)
+    row_job = np.concatenate(owners)
     # general jobs: variables (lambda_m, mu_m); reduced cost = 0 on used columns, <= 0 others
     gen = np.flatnonzero(general)
     q = gen.size
     cg = np.flatnonzero(general[inst.mem_job])
     mg = np.searchsorted(gen, inst.mem_job[cg])
-    ncol = k + 2 * q
-    P = sp.csr_matrix(G)
+    ncol = k + 2 * q + n
+    P = sp.hstack([sp.csr_matrix(G), sp.csr_matrix((g.size, 2 * q)),
+                   sp.csr_matrix((-np.ones(g.size), (np.arange(g.size), row_job)),
+                                 shape=(g.size, n))], format="csr")
     Q = sp.hstack([sp.csr_matrix(-s[inst.mem_job[cg], None] * onehot[inst.col_type[cg]]),
                    sp.csr_matrix((a[cg], (np.arange(cg.size), mg)), shape=(cg.size, q)),
                    sp.csr_matrix((-np.ones(cg.size), (np.arange(cg.size), mg)),
                                  shape=(cg.size, q))], format="csr")
-    M = sp.vstack([sp.hstack([P, sp.csr_matrix((P.shape[0], 2 * q))]), Q], format="csr")
+    M = sp.vstack([P, sp.hstack([Q, sp.csr_matrix((Q.shape[0], n))])], format="csr")
     up = np.r_[g, -omega[inst.mem_job[cg]] * a[cg]]
     lo = np.r_[np.full(g.size, -np.inf), np.where(used[cg], up[g.size:], -np.inf)]
     slack_t = inst.W @ xcol < inst.cap * (1.0 - 1e-9)
@@ -2167,19 +2194,22 @@ def _floor_duals(inst: _Instance, A: np.ndarray, col: np.ndarray, a: np.ndarray,
     floor_slack = lev[gen] > f[gen] + 1e-9 * np.maximum(1.0, np.abs(f[gen]))
     time_slack = tot[gen] < 1.0 - 1e-9
     hi = np.r_[np.where(slack_t, 0.0, np.inf), np.where(floor_slack, 0.0, np.inf),
-               np.where(time_slack, 0.0, np.inf)]
-    # dual objective: p . cap + sum mu - sum lambda f
-    c = np.r_[inst.cap + (beta - f[:, None] * alpha).sum(axis=0), -f[gen], np.ones(q)]
+               np.where(time_slack, 0.0, np.inf), np.where(general | free, 0.0, np.inf)]
+    c = np.r_[np.zeros(k + 2 * q), np.ones(n)]
     lp = LinearProgram.build(c, M, lo, up, np.zeros(ncol), hi)
     sol = get_backend("highs").solve_lp(lp)
     if sol.status != "optimal" or sol.x is None:
-        return None
+        return None, np.zeros(n, dtype=bool)
+    sigma = sol.x[k + 2 * q:]
+    blocking = sigma > 1e-9 * (1.0 + omega * A.max(axis=1))
+    if blocking.any():
+        return None, blocking
     pr = np.maximum(sol.x[:k], 0.0)
     lam = np.maximum(alpha @ pr + alpha0, 0.0)
     mu = np.maximum(beta @ pr + beta0, 0.0)
     lam[gen] = np.maximum(sol.x[k: k + q], 0.0)
-    mu[gen] = np.maximum(sol.x[k + q:], 0.0)
-    return np.concatenate([-mu, -pr, lam])
+    mu[gen] = np.maximum(sol.x[k + q: k + 2 * q], 0.0)
+    return np.concatenate([-mu, -pr, lam]), blocking
 
 
 def _floor_from_level(solver: _StageSolver, stage: _Linear, prior: _StageResult,
