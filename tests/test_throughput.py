@@ -353,6 +353,29 @@ def test_work_conserving_stage_structured(case, monkeypatch):
         assert fast.stats.solves == 1
 
 
+def test_floor_duals_find_the_jobs_to_free(monkeypatch):
+    """With a tenth of the band of near-ties freed up front, the elastic dual LP names the
+    constants in the way; the next round reaches the full LP's optimum without solving it."""
+    from fairalloc import throughput as th
+
+    jobs, cl = _clusters_and_jobs()["weights (one job bottleneck)"]
+    full = fa.max_min_fairness(jobs, cl, method="highs")
+    whole, rounds = [], []
+    run, floor_vertices, duals = th._StageSolver.run, th._floor_vertices, th._floor_duals
+    monkeypatch.setattr(th._StageSolver, "run",
+                        lambda self, stage, what: whole.append(what) or run(self, stage, what))
+    monkeypatch.setattr(th, "_floor_vertices",
+                        lambda *a, band: floor_vertices(*a, band=0.1 * band))
+    monkeypatch.setattr(th, "_floor_duals",
+                        lambda *a: rounds.append(duals(*a)) or rounds[-1])
+    fast = fa.max_min_fairness(jobs, cl)
+    assert whole == []
+    assert any(d is None and blocking.any() for d, blocking in rounds[:-1])
+    assert rounds[-1][0] is not None and not rounds[-1][1].any()
+    assert fast.stage_certificates[1].primal_value == pytest.approx(
+        full.stage_certificates[1].primal_value, rel=1e-6)
+
+
 def test_work_conserving_stage_when_level_duals_do_not_certify():
     """Finish-time fairness has one bottleneck job: the second stage moves the others, the
     level duals do not certify, and the Newton-priced floor solver still equals the full
