@@ -197,7 +197,8 @@ def _conic(owner: np.ndarray, good: np.ndarray, weight: np.ndarray, B: np.ndarra
     c = np.concatenate([np.zeros(E), -B])
     cones = [clarabel.NonnegativeConeT(m + E)] + [clarabel.ExponentialConeT()] * n
     P = sp.csc_matrix((E + n, E + n))
-    settings = clarabel_settings(tol=_CONIC_TOL)
+    # clarabel_settings() is annotated ``object``; what it returns is a DefaultSettings
+    settings: clarabel.DefaultSettings = clarabel_settings(tol=_CONIC_TOL)
     settings.direct_solve_method = _CONIC_KKT
     sol = clarabel.DefaultSolver(P, c, A, b, cones, settings).solve()
     status = str(sol.status)
@@ -703,7 +704,7 @@ def _loo_batch(red: _Reduced, idx: np.ndarray, target: float
                           e_block, Tb)
     # exact polish of every block's support forest (one sparse solve for all blocks)
     xq, pq, good_ok = _polish_forest_edges(e_owner, g_idx, e_w, budget, np.tile(s, Tb), x, p)
-    polished_ok = good_ok.reshape(Tb, m).all(axis=1)
+    polished_ok = np.all(good_ok.reshape(Tb, m), axis=1)
     is_pool = np.r_[np.ones(pt_.size, dtype=bool), np.zeros(et.size, dtype=bool)][order]
     slot = np.where(is_pool, e_good, m + np.concatenate([pj, red.mk[ee]])[order])
     single = red.single_good >= 0
@@ -1641,7 +1642,7 @@ def bundle_auction(
     out = _partial_allocation_milp(form, time_limit=tl, backend=backend, workers=workers_n)
     pf_bundles = np.zeros((n, g), dtype=bool)
     won = np.flatnonzero(out.pf.choice >= 0)
-    for i in won:  # one row per winner: at most n small index sets
+    for i in won.tolist():  # one row per winner: at most n small index sets
         pf_bundles[i, sets[keep[out.pf.choice[i]]]] = True
     choice = np.where(out.pf.choice >= 0, np.r_[keep, -1][np.maximum(out.pf.choice, 0)], -1)
     # report choice as the index within the agent's own bids
@@ -2307,7 +2308,7 @@ class MultiRoundAuction:
         N = self.contention()
         g = self.topology.num_gpus
         out = np.full(len(self.apps), np.nan)
-        for i in np.flatnonzero(act):  # one app-model call per app (its own state)
+        for i in np.flatnonzero(act).tolist():  # one app-model call per app (its own state)
             out[i] = float(np.asarray(self.apps[i].rho(np.array([held[i]]), np.array([S[i]]),
                                                        now=self.now, cluster_gpus=g,
                                                        contention=N[i])).ravel()[0])
@@ -2408,7 +2409,7 @@ class MultiRoundAuction:
         act = self.active()
         held = self.held()
         S = self._slowdowns()
-        for i in np.flatnonzero(act):  # each app model advances its own state
+        for i in np.flatnonzero(act).tolist():  # each app model advances its own state
             self.apps[i].advance(int(held[i]), float(S[i]), dt)
         self._active_time[act] += dt * act.sum()
         self._lifetime[act] += dt
@@ -2423,7 +2424,7 @@ class MultiRoundAuction:
         if busy.any():
             times.append(float(self.lease_end[busy].min()))
         act = self.active()
-        for i in np.flatnonzero(act & (held > 0)):
+        for i in np.flatnonzero(act & (held > 0)).tolist():
             times.append(self.now + self.apps[i].time_to_finish(int(held[i]), float(S[i])))
         arrivals = [a.arrival for a in self.apps if a.arrival > self.now]
         times.extend(arrivals)

@@ -210,7 +210,7 @@ class BasePolicy:
 # --------------------------------------------------------------------------------------------
 # Gavel programs
 # --------------------------------------------------------------------------------------------
-def _gavel_objectives() -> dict[str, Callable[..., Any]]:
+def _gavel_objectives() -> dict[str, Callable[..., Any] | None]:
     from .. import throughput as tp
 
     def water_filling(jobs: Any, cluster: Cluster, **kw: Any) -> Any:
@@ -594,6 +594,7 @@ class ShockwavePolicy(BasePolicy):
         w = self.workload
         for i in range(v.n):  # one forecast per job: the library's per-job API
             if self.forecast == "oracle":
+                assert w is not None  # reset() stored the workload before the first round
                 row = int(v.index[i])
                 r = int(w.num_regimes[row])
                 reps = np.ceil(w.regime_epochs[row, :r] - 1e-9).astype(np.int64)
@@ -744,6 +745,7 @@ class EFQPolicy(BasePolicy):
                  [(t, 1, jid) for jid, t in state.arrived]
         row_of = {jid: i for i, jid in enumerate(v.ids)}
         lv = np.arange(self._levels + 1)
+        assert self.workload is not None  # reset() set it (and _levels, read just above)
         for t, kind, jid in sorted(events, key=lambda e: (e[0], e[1])):
             if kind == 0:
                 if jid in q:
@@ -849,6 +851,7 @@ class ThemisPolicy(BasePolicy):
         owner = self._owner
         gone = (owner >= 0) & ~np.isin(owner, v.index)
         owner[gone | ((owner >= 0) & (self._lease_end <= t + 1e-9))] = -1
+        assert self.workload is not None  # reset() set it (and _owner, read just above)
         row = np.full(int(self.workload.n), -1, dtype=np.int64)
         row[v.index] = np.arange(v.n)
         held = np.bincount(row[owner[owner >= 0]], minlength=v.n)

@@ -776,8 +776,10 @@ def simulate(workload: Workload, cluster: Cluster, policy: Policy | str, *,
     from .policies import make_policy
 
     if isinstance(policy, str):
-        policy = make_policy(policy, **policy_params)
+        chosen: Policy = make_policy(policy, **policy_params)
     elif policy_params:
         raise InputError("policy_params are only used with a policy name", argument="policy")
-    return Simulator(workload, cluster, policy, round_duration=round_duration,
+    else:
+        chosen = policy
+    return Simulator(workload, cluster, chosen, round_duration=round_duration,
                      restart_overhead=restart_overhead, seed=seed).run(progress)

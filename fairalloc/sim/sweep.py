@@ -182,7 +182,7 @@ def sweep_tasks(
     if unknown:
         raise InputError(f"params names policy {unknown[0]!r}, which is not swept",
                          argument="params")
-    tasks = []
+    tasks: list[SweepTask] = []
     for policy in policies:
         g = grid.get(policy, {})
         keys = sorted(g)

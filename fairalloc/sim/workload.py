@@ -735,8 +735,13 @@ def _job_from_config(table: ThroughputTable, *, model: str, batch: int | None, s
     it_per_epoch = math.ceil(info.dataset_size / batch)
     epochs_total = steps / it_per_epoch
     # batch sizes the job can switch to: runnable wherever its initial configuration is
-    sizes = [b for b in table.batch_sizes(model, sf) if b >= batch
-             and bool((table.rate(model, b, sf)[base > 0] > 0).all())] or [batch]
+    sizes = []
+    for b in table.batch_sizes(model, sf):
+        rate_b = table.rate(model, b, sf)
+        assert rate_b is not None  # batch_sizes lists only sizes the table has
+        if b >= batch and bool((rate_b[base > 0] > 0).all()):
+            sizes.append(b)
+    sizes = sizes or [batch]
     cap = max(sizes)
     per_epoch = batch_size_schedule(mode, model, batch, int(math.ceil(epochs_total)), cap)
     # only batch sizes the table has (a doubling to a size it lacks stays at the last one)
@@ -970,6 +975,7 @@ def poisson_workload(
         batches = [b for mm, b in options if mm == m]
         b = batches[int((pick[i] * len(models_i) % 1.0) * len(batches))]
         r = table.rate(m, b, int(sf[i]))
+        assert r is not None  # configs holds only (m, b) the table has at this gang size
         steps = float(hours[i] * 3600.0 * r[ref])
         spec, cap = _job_from_config(table, model=m, batch=b, sf=int(sf[i]),
                                      mode=MODES[int(mode_idx[i])], steps=steps,

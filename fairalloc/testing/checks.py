@@ -79,6 +79,7 @@ e.g. for a thorough nightly run.
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import functools
 import os
@@ -150,7 +151,7 @@ _ALIASES = {
 DEFAULT_PROPERTIES = ("sharing_incentive", "envy_free", "pareto_optimal")
 _NEEDS_PRICES = ("market_clearing", "budget_clearing")
 
-_COMMON = {
+_COMMON: dict[str, Any] = {
     "deadline": None,
     "database": None,
     "verbosity": Verbosity.quiet,
@@ -524,7 +525,7 @@ class ClusterDomain(_Domain):
         allowed = self._allowed(inst)
         # worst offence of each kind, in time-fraction units (workers for capacity rows)
         bad = np.where(allowed, np.maximum(-x, x - 1.0), np.abs(x))
-        i, j = np.unravel_index(int(np.argmax(bad)), shape)
+        i, j = (int(v) for v in np.unravel_index(int(np.argmax(bad)), shape))
         if bad[i, j] > tol:
             why = ("a time fraction must lie in [0, 1]" if allowed[i, j] else
                    "the job cannot run there" if jobs.throughput[i, j] <= 0 else
@@ -619,7 +620,7 @@ class ClusterDomain(_Domain):
             own = np.diag(V)
             envy = V - own[:, None]
             np.fill_diagonal(envy, 0.0)
-            i, k = np.unravel_index(int(np.argmax(envy)), envy.shape)
+            i, k = (int(v) for v in np.unravel_index(int(np.argmax(envy)), envy.shape))
             ok = envy[i, k] <= tol * max(1.0, float(abs(own[i])))
             ratio = "" if w[i] == w[k] else f" scaled by its weight ratio {w[i] / w[k]:.4g}"
             return _result(name, ok, float(envy[i, k]), int(i), int(k),
@@ -1222,7 +1223,7 @@ class PropertyCheck:
     domain: Any = "market"
     tol: float = 1e-6
 
-    @property
+    @builtins.property  # to mypy, the field ``property`` above shadows the builtin
     def id(self) -> str:
         """Test id: the property name."""
         return self.property
