@@ -176,17 +176,17 @@ def random_instance(seed: int) -> tuple[fa.Jobs, fa.Cluster]:
 
 
 def random_study(count: int) -> None:
-    from fairalloc import throughput as th
+    from fairalloc._lp_stages import _StageSolver
 
     handed = [0]
-    run = th._StageSolver.run
+    run = _StageSolver.run
     counting = [False]
 
     def counted(self, stage, what):  # a stage the structured path hands to the full LP
         handed[0] += counting[0]
         return run(self, stage, what)
 
-    th._StageSolver.run = counted
+    _StageSolver.run = counted
     rows = []
     for name, solve in (("max-min fairness", fa.max_min_fairness),
                         ("finish-time fairness", fa.finish_time_fairness)):
@@ -206,7 +206,7 @@ def random_study(count: int) -> None:
                 worst = max(worst, abs(ca.primal_value - cb.primal_value)
                             / max(1.0, abs(cb.primal_value)))
         rows.append((name, t_full, t_fast, handed[0], worst))
-    th._StageSolver.run = run
+    _StageSolver.run = run
     print(f"{count} random instances (both stages)   full LP s  structured s  speed-up  "
           f"stages handed to the full LP  max rel. objective diff")
     for name, tr, tf, h, d in rows:

@@ -121,7 +121,8 @@ def max_min_space_sharing(jobs: Jobs, cluster: Cluster, pairs: JobPairs, *,
     >>> round(r.objective, 6), r.pair_x.round(6).tolist()
     (0.8, [[1.0]])
     """
-    from .throughput import MaxMinFairness, _StageSolver
+    from ._lp_stages import _StageSolver
+    from .throughput import MaxMinFairness
 
     t0 = time.perf_counter()
     gap_tol = as_positive_float(gap_tol, "gap_tol")

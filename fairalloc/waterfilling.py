@@ -34,23 +34,15 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from ._lp_stages import _backend_for, _Level, _prices, _solve, _StageSolver
+from ._structured import _fast_level
 from ._validation import as_option, as_positive_float
 from .backends import LinearProgram
 from .certificates import lp_certificate
 from .data import Cluster, Jobs
 from .errors import InputError, SolverError
 from .results import Certificate, SolveStats
-from .throughput import (
-    Allocation,
-    MaxMinFairness,
-    ThroughputPolicy,
-    _backend_for,
-    _fast_level,
-    _Level,
-    _prices,
-    _rank,
-    _StageSolver,
-)
+from .throughput import Allocation, MaxMinFairness, ThroughputPolicy, _rank
 
 __all__ = ["WaterFilling", "water_filling"]
 
@@ -208,8 +200,6 @@ class WaterFilling(ThroughputPolicy):
         c = np.r_[np.zeros(E), -np.ones(nd)]
         caps = 1e-3 * np.maximum(1.0, floors[d])
         lp = LinearProgram.build(c, A, lo, up, 0.0, np.r_[np.ones(E), caps])
-        from .throughput import _solve
-
         sol = _solve(lp, solver.backend, "bottleneck")
         solver.iterations += sol.iterations
         assert sol.x is not None and sol.row_duals is not None

@@ -241,14 +241,14 @@ def test_capacity_never_exceeded_and_prices(name, inst):
 def test_fast_path_matches_full_lp(inst):
     jobs, cluster = inst
     a = MaxMinFairness(jobs, cluster)
-    from fairalloc import throughput as th
+    from fairalloc import _structured as structured
 
-    old = th._FAST_MIN_JOBS
-    th._FAST_MIN_JOBS = 1
+    old = structured._FAST_MIN_JOBS
+    structured._FAST_MIN_JOBS = 1
     try:
         fast = a.solve(method="fast", work_conserving=False)
     finally:
-        th._FAST_MIN_JOBS = old
+        structured._FAST_MIN_JOBS = old
     full = a.solve(method="highs", work_conserving=False)
     assert fast.objective == pytest.approx(full.objective, rel=1e-7, abs=1e-9)
 
@@ -264,7 +264,7 @@ def _large(n, seed=0, k=3):
 
 def test_newton_prices_match_the_lp_prices():
     """The Newton estimate (sampled phase, then all jobs) is close to the exact LP optimum."""
-    from fairalloc import throughput as th
+    from fairalloc import _structured as structured
 
     n = 2500  # > 2 x the sample: both phases run
     T, s = _large(n)
@@ -272,7 +272,8 @@ def test_newton_prices_match_the_lp_prices():
     jobs = fa.Jobs(T, scale_factor=s)
     exact = fa.max_min_fairness(jobs, cl, method="highs", work_conserving=False)
     A = T * MaxMinFairness(jobs, cl).coef[:, None]
-    r, theta, band = th._newton_prices(A, s.astype(float), np.ones(n), np.zeros(n), cl.capacity)
+    r, theta, band = structured._newton_prices(A, s.astype(float), np.ones(n), np.zeros(n),
+                                               cl.capacity)
     assert theta == pytest.approx(exact.objective, rel=2e-3)
     np.testing.assert_allclose(r / r[0], exact.prices / exact.prices[0], rtol=5e-3)
 
@@ -308,12 +309,12 @@ def _clusters_and_jobs():
 def test_fast_level_matches_full_lp_at_scale(case, monkeypatch):
     """The structured level solver equals the full LP, through Newton's estimate where one
     exists (identical jobs give demand one big jump: the full LP answers)."""
-    from fairalloc import throughput as th
+    from fairalloc import _structured as structured
 
     jobs, cl = _clusters_and_jobs()[case]
     estimates = []
-    newton = th._newton_prices
-    monkeypatch.setattr(th, "_newton_prices",
+    newton = structured._newton_prices
+    monkeypatch.setattr(structured, "_newton_prices",
                         lambda *a: estimates.append(newton(*a)) or estimates[-1])
     fast = fa.max_min_fairness(jobs, cl, work_conserving=False)
     full = fa.max_min_fairness(jobs, cl, method="highs", work_conserving=False)
@@ -333,13 +334,13 @@ def test_work_conserving_stage_structured(case, monkeypatch):
     """The work-conserving stage's structured solver (level duals scaled, or Newton prices, a
     small master and the k-price dual LP) equals the full LP's second stage, without solving
     the full LP; where the level allocation is already optimal no LP is solved at all."""
-    from fairalloc import throughput as th
+    from fairalloc import _structured as structured
 
     jobs, cl = _clusters_and_jobs()[case]
     full = fa.max_min_fairness(jobs, cl, method="highs")
     whole = []
-    run = th._StageSolver.run
-    monkeypatch.setattr(th._StageSolver, "run",
+    run = structured._StageSolver.run
+    monkeypatch.setattr(structured._StageSolver, "run",
                         lambda self, stage, what: whole.append(what) or run(self, stage, what))
     fast = fa.max_min_fairness(jobs, cl)
     assert whole == []
@@ -356,17 +357,18 @@ def test_work_conserving_stage_structured(case, monkeypatch):
 def test_floor_duals_find_the_jobs_to_free(monkeypatch):
     """With a tenth of the band of near-ties freed up front, the elastic dual LP names the
     constants in the way; the next round reaches the full LP's optimum without solving it."""
-    from fairalloc import throughput as th
+    from fairalloc import _structured as structured
 
     jobs, cl = _clusters_and_jobs()["weights (one job bottleneck)"]
     full = fa.max_min_fairness(jobs, cl, method="highs")
     whole, rounds = [], []
-    run, floor_vertices, duals = th._StageSolver.run, th._floor_vertices, th._floor_duals
-    monkeypatch.setattr(th._StageSolver, "run",
+    run = structured._StageSolver.run
+    floor_vertices, duals = structured._floor_vertices, structured._floor_duals
+    monkeypatch.setattr(structured._StageSolver, "run",
                         lambda self, stage, what: whole.append(what) or run(self, stage, what))
-    monkeypatch.setattr(th, "_floor_vertices",
+    monkeypatch.setattr(structured, "_floor_vertices",
                         lambda *a, band: floor_vertices(*a, band=0.1 * band))
-    monkeypatch.setattr(th, "_floor_duals",
+    monkeypatch.setattr(structured, "_floor_duals",
                         lambda *a: rounds.append(duals(*a)) or rounds[-1])
     fast = fa.max_min_fairness(jobs, cl)
     assert whole == []

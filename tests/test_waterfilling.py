@@ -117,17 +117,17 @@ def test_water_filling_is_pareto_efficient(h):
 @given(h=hierarchies())
 def test_fast_and_full_water_filling_agree(h):
     jobs, cl, ents, pol, ew = h
-    from fairalloc import throughput as th
+    from fairalloc import _structured as structured
 
     a = fa.water_filling(jobs, cl, entities=ents, entity_policies=pol, entity_weights=ew,
                          method="highs")
-    old = th._FAST_MIN_JOBS
-    th._FAST_MIN_JOBS = 1
+    old = structured._FAST_MIN_JOBS
+    structured._FAST_MIN_JOBS = 1
     try:
         b = fa.water_filling(jobs, cl, entities=ents, entity_policies=pol, entity_weights=ew,
                              method="fast")
     finally:
-        th._FAST_MIN_JOBS = old
+        structured._FAST_MIN_JOBS = old
     np.testing.assert_allclose(a.level_floors, b.level_floors, rtol=1e-6, atol=1e-7)
 
 
