@@ -227,6 +227,8 @@ class WaterFilling(ThroughputPolicy):
             ``bottleneck_tol * max(1, floor)``.
         max_levels : int, optional
             Safety cap on the number of levels (default ``n``).
+        stage_tol : float
+            Not used: each level's floors are its certified optimum, exactly.
 
         Returns
         -------
@@ -275,8 +277,10 @@ class WaterFilling(ThroughputPolicy):
             if first is None:
                 first = (stage, res)
             theta = res.value
-            slack = stage_tol * max(1.0, abs(theta))
-            floors = floors + w * max(theta - slack, 0.0)
+            # the new floors are the certified level itself (the allocation found reaches it
+            # exactly): a slack of stage_tol per job would let any one job rise by the others'
+            # slack, which for a few hundred jobs exceeds bottleneck_tol and hides bottlenecks
+            floors = floors + w * max(theta, 0.0)
             xcol = res.x[: inst.E]
             cand = w > 0
             # (a) certified bottlenecks: for any allocation keeping every level at its new
@@ -284,7 +288,7 @@ class WaterFilling(ThroughputPolicy):
             # level LP's duals, D = its certified dual bound), so a job with lambda_m > 0
             # can rise by at most (D - theta_floor) / lambda_m
             lam = np.maximum(res.duals[-n:], 0.0)
-            room = res.cert.dual_bound - (theta - slack)
+            room = res.cert.dual_bound - theta
             thr = btol * np.maximum(1.0, floors)
             with np.errstate(divide="ignore"):
                 bott = cand & (lam > 0) & (room / np.where(lam > 0, lam, 1.0) <= thr)
