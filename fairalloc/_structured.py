@@ -44,8 +44,9 @@ def _fast_level(solver: _StageSolver, stage: _Level, *, max_rounds: int = 30) ->
     certificate (:func:`lp_certificate` on the complete program with the assembled duals)
     passes. Initial prices and level come from :func:`_newton_prices` (the ``k`` equations
     *demand = capacity* solved by Newton in ``k`` unknowns, a few milliseconds for thousands
-    of jobs); jobs within ``_BAND0`` of a tie at those prices keep their own variables, so a
-    single small master LP usually finishes. Falls back to the full LP when Newton finds no
+    of jobs); jobs near a tie at those prices (within 0.1 %, more where Newton's capacity
+    error is larger: :func:`_band`) keep their own variables, so a single small master LP
+    usually finishes. Falls back to the full LP when Newton finds no
     estimate (for instance many identical jobs: demand jumps instead of a fine staircase) or
     the loop cannot finish.
     """
@@ -263,15 +264,19 @@ def _newton(dem: _Demand, cap: np.ndarray, ref: int, theta: float, lr: np.ndarra
     (price 1). With ``ref = -1`` every price is free and ``theta`` stays put (floor stages,
     whose demand does not depend on it and whose prices have a scale of their own: ``dem``
     returns a zero derivative). ``d demand / d theta`` is exact; the price columns of ``J``
-    (``k x (k + 1)``: column 0 for theta, ``1 + j`` for type ``j``) are forward differences
-    when ``J`` is ``None``, then kept up to date by Broyden updates. Steps are damped (at most
-    ``e`` in any price; backtracking on the largest relative capacity error).
+    (``k x (k + 1)``: column 0 for theta, ``1 + j`` for type ``j``) are one-sided differences
+    (towards balance, widened on plateaus of the demand staircase) when ``J`` is ``None``,
+    then kept up to date by Broyden updates. Steps are damped (at most ``e`` in any price;
+    backtracking on the largest relative capacity error).
 
     Two boundary cases of the optimality conditions are followed as well:
 
-    * a type with slack whose price Newton wants to cut by more than ``e**2`` relative to the
-      others is priced 0 and its equation becomes ``demand <= cap`` (complementary slackness);
-      if it was ``ref``, the most expensive remaining type becomes ``ref``;
+    * a type with slack (that Newton wants much cheaper, or used below half its capacity)
+      is priced 0 (``lr = -inf``) when it stays within capacity at price 0 and the error
+      falls; its equation becomes ``demand <= cap`` (complementary slackness). In a level
+      stage this waits until the other types balance (a low ``theta`` leaves every type
+      slack), and if ``ref`` is priced 0 the most expensive remaining type becomes ``ref``.
+      A type priced 0 that is overloaded later gets its price back;
     * ``theta`` never exceeds ``sat`` (where the first job reaches its full speed). Once it
       sits there the unknown ``theta`` is replaced by a common utilisation ``u``
       (``demand = u cap``): a solution with ``u <= 1`` proves ``sat`` optimal; one with
