@@ -75,7 +75,8 @@ def _fast_level(solver: _StageSolver, stage: _Level, *, max_rounds: int = 30) ->
     if est is None:
         return solver.run(stage, stage.name)
     p, theta, band = est
-    vert = _choose_vertices(A, col, s, p, h + b * theta, band=band)
+    dem = _Demand(A, s, b, h)
+    vert = dem.vertices(col, p, theta, band=band)
     explicit = need & vert.ambiguous
     iterations = solves = 0
     refined = False
@@ -88,7 +89,7 @@ def _fast_level(solver: _StageSolver, stage: _Level, *, max_rounds: int = 30) ->
             band *= 3.0
             if band > 0.5:
                 break
-            vert = _choose_vertices(A, col, s, p, h + b * theta, band=band)
+            vert = dem.vertices(col, p, theta, band=band)
             explicit |= need & vert.ambiguous
             continue
         xcol, theta, lam, mu, p, it, bound_jobs = out
@@ -124,7 +125,7 @@ def _fast_level(solver: _StageSolver, stage: _Level, *, max_rounds: int = 30) ->
             # around them with a tight band, unless that keeps more jobs explicit than just
             # adding the violators (degenerate prices); later rounds only add jobs
             refined = True
-            new = _choose_vertices(A, col, s, p, h + b * theta, band=2 * _BAND0)
+            new = dem.vertices(col, p, theta, band=2 * _BAND0)
             fresh = need & (new.ambiguous | (mu > 0) & explicit)
             fresh[owner[viol]] = True
             fresh |= bound_jobs
@@ -162,52 +163,6 @@ class _Vertices:
     ambiguous: np.ndarray
 
 
-def _choose_vertices(A: np.ndarray, col: np.ndarray, s: np.ndarray, p: np.ndarray,
-                     L: np.ndarray, *, band: float) -> _Vertices:
-    """Cheapest vertex of every job's polytope at prices ``p`` and level ``L`` (vectorised).
-
-    ``ambiguous`` marks jobs with a second vertex within ``band`` of the cheapest cost, a level
-    within ``band`` of the vertex's validity range, or no valid vertex at all.
-    """
-    n, k = A.shape
-    c = s[:, None] * p[None, :]  # cost of one unit of time on each type
-    ok = col >= 0
-    cands_cost, cands = [], []
-    with np.errstate(divide="ignore", invalid="ignore"):
-        for j in range(k):  # one column at x = L / a (valid while L <= a)
-            valid = ok[:, j] & (A[:, j] >= L) & (A[:, j] > 0)
-            cands_cost.append(np.where(valid, c[:, j] * L / A[:, j], np.inf))
-            cands.append((j, -1))
-        for j in range(k):  # two columns sharing the whole time (a_j < L < a_j')
-            for jp in range(k):
-                if jp == j:
-                    continue
-                valid = ok[:, j] & ok[:, jp] & (A[:, j] < L) & (L < A[:, jp])
-                d = A[:, jp] - A[:, j]
-                cost = (c[:, j] * (A[:, jp] - L) + c[:, jp] * (L - A[:, j])) / d
-                cands_cost.append(np.where(valid, cost, np.inf))
-                cands.append((j, jp))
-    C = np.stack(cands_cost, axis=1)
-    # ties: prefer the vertex with the most slack in its validity range
-    best = np.argmin(C, axis=1)
-    low = C[np.arange(n), best]
-    near = (C <= low[:, None] * (1 + band) + 1e-300).sum(axis=1) > 1
-    pj = np.array([q[0] for q in cands])[best]
-    pjp = np.array([q[1] for q in cands])[best]
-    rows = np.arange(n)
-    e1 = col[rows, pj]
-    two = pjp >= 0
-    e2 = np.where(two, col[rows, np.maximum(pjp, 0)], -1)
-    a1 = A[rows, pj]
-    a2 = np.where(two, A[rows, np.maximum(pjp, 0)], np.inf)
-    lo = np.where(two, a1, 0.0)
-    hi = np.where(two, a2, a1)
-    edge = (L >= hi * (1 - band)) | (two & (L <= lo * (1 + band)))
-    none = ~np.isfinite(low)
-    e1 = np.where(none, -1, e1)
-    return _Vertices(e1, e2, lo, hi, near | edge | none)
-
-
 class _Demand:
     """Capacity each job uses at its cheapest vertex, vectorised over jobs (``k`` small).
 
@@ -226,23 +181,53 @@ class _Demand:
         hi = list(range(k)) + [jp for j in range(k) for jp in range(j + 1, k)]
         self.lo, self.hi = np.array(lo), np.array(hi)
         Aext = np.c_[A, np.zeros(n)]
-        self.alo = Aext[:, self.lo]
-        span = Aext[:, self.hi] - self.alo
-        ok = (Aext[:, self.hi] > 0) & ((self.lo == k) | (self.alo > 0)) & (span != 0)
+        self.alo, self.ahi = Aext[:, self.lo], Aext[:, self.hi]
+        span = self.ahi - self.alo
+        ok = (self.ahi > 0) & ((self.lo == k) | (self.alo > 0)) & (span != 0)
         with np.errstate(divide="ignore"):
             self.inv = np.where(ok, 1.0 / span, np.nan)  # nan: never a vertex of this job
         self.s, self.b, self.h, self.k = s, b, h, k
 
-    def __call__(self, r: np.ndarray, theta: float) -> tuple[np.ndarray, np.ndarray] | None:
-        """Capacity used per type and its derivative in ``theta`` (``None``: a level unmet)."""
-        k = self.k
+    def _priced(self, r: np.ndarray, theta: float
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(L, idle, W, cost)``: levels (a level below 0 needs nothing: ``idle``), each
+        candidate's weight on ``hi`` and its cost per unit scale factor (``inf``: invalid)."""
         L = self.h + self.b * theta
-        idle = L < 0.0  # a job whose level is below 0 needs nothing
+        idle = L < 0.0
         L = np.where(idle, 0.0, L)
         W = (L[:, None] - self.alo) * self.inv
         rext = np.r_[r, 0.0]
         rlo = rext[self.lo]
         cost = np.where((W >= 0.0) & (W <= 1.0), rlo + W * (rext[self.hi] - rlo), np.inf)
+        return L, idle, W, cost
+
+    def vertices(self, col: np.ndarray, r: np.ndarray, theta: float, *, band: float
+                 ) -> _Vertices:
+        """Every job's cheapest vertex as master columns (``col``: column of each (job, type),
+        ``-1`` if none). ``ambiguous`` marks jobs with a second vertex within ``band`` of the
+        cheapest cost, a level within ``band`` of the vertex's validity range, or no valid
+        vertex at all."""
+        L, _, _, cost = self._priced(r, theta)
+        rows = np.arange(cost.shape[0])
+        best = cost.argmin(axis=1)
+        low = cost[rows, best]
+        near = (cost <= low[:, None] * (1 + band) + 1e-300).sum(axis=1) > 1
+        lo_t, hi_t = self.lo[best], self.hi[best]
+        two = lo_t < self.k
+        colx = np.c_[col, np.full(rows.size, -1)]
+        e1 = np.where(two, colx[rows, lo_t], colx[rows, hi_t])
+        e2 = np.where(two, colx[rows, hi_t], -1)
+        a_lo, a_hi = self.alo[rows, best], self.ahi[rows, best]
+        lo = np.where(two, np.minimum(a_lo, a_hi), 0.0)  # level range of the vertex
+        hi = np.maximum(a_lo, a_hi)
+        edge = (L >= hi * (1 - band)) | (two & (L <= lo * (1 + band)))
+        none = ~np.isfinite(low)
+        return _Vertices(np.where(none, -1, e1), e2, lo, hi, near | edge | none)
+
+    def __call__(self, r: np.ndarray, theta: float) -> tuple[np.ndarray, np.ndarray] | None:
+        """Capacity used per type and its derivative in ``theta`` (``None``: a level unmet)."""
+        k = self.k
+        _, idle, W, cost = self._priced(r, theta)
         best = cost.argmin(axis=1)
         rows = np.arange(best.size)
         if not np.isfinite(cost[rows, best]).all():
@@ -470,6 +455,17 @@ def _newton_prices(A: np.ndarray, s: np.ndarray, b: np.ndarray, h: np.ndarray,
     return np.exp(out[1]), float(out[0]), _band(out[3])
 
 
+def _explicit_columns(inst: _Instance, explicit: np.ndarray
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The jobs that keep their own variables in a restricted master, their columns, and
+    each column's row among those jobs."""
+    ex = np.flatnonzero(explicit)
+    cols = np.flatnonzero(explicit[inst.mem_job])
+    remap = np.full(inst.n, -1)
+    remap[ex] = np.arange(ex.size)
+    return ex, cols, remap[inst.mem_job[cols]]
+
+
 def _solve_master(inst: _Instance, stage: _Level, a: np.ndarray, agg: np.ndarray,
                   vert: _Vertices, explicit: np.ndarray) -> tuple | None:
     """Solve the restricted master.
@@ -511,13 +507,8 @@ def _solve_master(inst: _Instance, stage: _Level, a: np.ndarray, agg: np.ndarray
         return None
     # the ranges are not imposed on theta (a wrong guess would make the master infeasible):
     # jobs whose vertex is invalid at the master's theta get their own variables next round
-    ex = np.flatnonzero(explicit)
-    cols = np.flatnonzero(explicit[inst.mem_job])
-    nx = cols.size
-    remap = np.full(n, -1)
-    remap[ex] = np.arange(ex.size)
-    own = remap[inst.mem_job[cols]]
-    r = ex.size
+    ex, cols, own = _explicit_columns(inst, explicit)
+    nx, r = cols.size, ex.size
     M = sp.vstack([
         sp.csr_matrix((np.r_[inst.col_workers[cols], coef_theta],
                        (np.r_[typ[cols], np.arange(k)], np.r_[np.arange(nx), np.full(k, nx)])),
@@ -610,15 +601,15 @@ def _fast_floor(solver: _StageSolver, stage: _Linear, *, prior: _StageResult | N
     col[owner, inst.col_type] = np.arange(E)
     A = np.zeros((n, k))
     A[owner, inst.col_type] = a
-    s = inst.jobs.scale_factor
-    est = _floor_newton_prices(A, s, f, omega, inst.cap)
+    dem = _FloorDemand(A, inst.jobs.scale_factor, f, omega)
+    est = _floor_newton_prices(dem, inst.cap)
     if est is None:
         return solver.run(stage, stage.name)
     p, band = est
     explicit = np.zeros(n, dtype=bool)
     iterations = solves = 0
     for _ in range(max_rounds):
-        vert = _floor_vertices(A, col, s, p, f, omega, band=band)
+        vert = dem.vertices(col, p, band=band)
         explicit |= vert.ambiguous
         out = _solve_floor_master(inst, a, f, omega, vert, explicit)
         if out is None:
@@ -648,38 +639,77 @@ class _FloorDemand(_Demand):
     A job with floor ``f`` and value ``omega`` per unit of level chooses, at prices ``p``, the
     vertex of ``{a . x >= f, sum x <= 1, x >= 0}`` maximising ``omega a.x - s p.x``: a mix at
     the floor (the candidates of :class:`_Demand` at ``L = f``: part time on one type, or two
-    types sharing all the time) or all its time on one type (valid when ``a_j >= f``).
+    types sharing all the time), all its time on one type (valid when ``a_j >= f``), or
+    nothing at all (valid when ``f <= 0``).
     """
 
     def __init__(self, A: np.ndarray, s: np.ndarray, f: np.ndarray, omega: np.ndarray) -> None:
         super().__init__(A, s, np.zeros(f.size), f)
         W = (f[:, None] - self.alo) * self.inv
-        self.W = np.where((W >= 0.0) & (W <= 1.0), W, np.nan)  # nan: not a floor vertex
+        ok = (W >= 0.0) & (W <= 1.0) & (f > 0)[:, None]
+        self.W = np.where(ok, W, np.nan)  # nan: not a floor vertex
         self.A, self.omega = A, omega
         self.full_ok = (A > 0) & (A >= f[:, None])
+        self.rest = f <= 0
 
-    def __call__(self, r: np.ndarray, theta: float) -> tuple[np.ndarray, np.ndarray]:
-        """Capacity used per type at prices ``r`` (``theta`` is ignored; zero derivative)."""
-        k, s = self.k, self.s
+    def _values(self, r: np.ndarray) -> np.ndarray:
+        """Each candidate's value ``omega a.x - s p.x`` (``-inf``: invalid); columns: the
+        floor mixes, all the time on each type, nothing."""
+        s = self.s
         rext = np.r_[r, 0.0]
         rlo = rext[self.lo]
         at_floor = (self.omega * self.h)[:, None] - s[:, None] * (rlo + self.W * (rext[self.hi]
                                                                                - rlo))
         full = np.where(self.full_ok, self.omega[:, None] * self.A - s[:, None] * r, -np.inf)
-        V = np.c_[np.where(np.isnan(at_floor), -np.inf, at_floor), full]
+        return np.c_[np.where(np.isnan(at_floor), -np.inf, at_floor), full,
+                     np.where(self.rest, 0.0, -np.inf)]
+
+    def vertices(self, col: np.ndarray, r: np.ndarray, theta: float = 0.0, *, band: float
+                 ) -> _Vertices:
+        """Every job's best vertex as master columns. Kinds: ``e2 == -1``: floor on ``e1``;
+        ``e2 == -2``: all the time on ``e1``; ``e2 >= 0``: time split between ``e1`` and
+        ``e2`` at the floor; ``e1 == -1``: nothing. ``ambiguous``: a second vertex within
+        ``band`` of the best value (relative to the size of the job's values), or none."""
+        k, K = self.k, self.lo.size
+        V = self._values(r)
+        rows = np.arange(V.shape[0])
         best = V.argmax(axis=1)
-        K = self.lo.size
+        top = V[rows, best]
+        # a price error of ``band`` moves a value by about band * (its price term), which is
+        # of the order of omega * a even when the job's net value is close to 0
+        scale = self.omega * self.A.max(axis=1) + self.s * r.max(initial=0.0)
+        gap = band * np.maximum(np.abs(top), scale + 1e-12)
+        near = (V >= (top - gap)[:, None]).sum(axis=1) > 1
         fl = best < K
+        b = np.where(fl, best, 0)
+        lo_t, hi_t = self.lo[b], self.hi[b]
+        two = fl & (lo_t < k)
+        colx = np.c_[col, np.full(rows.size, -1)]
+        full_t = np.clip(best - K, 0, k)
+        e1 = np.where(fl, np.where(two, colx[rows, lo_t], colx[rows, hi_t]), colx[rows, full_t])
+        e2 = np.where(two, colx[rows, hi_t], np.where(fl, -1, -2))
+        nothing = best == K + k
+        e1 = np.where(nothing, -1, e1)
+        e2 = np.where(nothing, -1, e2)
+        return _Vertices(e1, e2, np.zeros(rows.size), np.zeros(rows.size),
+                         near | ~np.isfinite(top))
+
+    def __call__(self, r: np.ndarray, theta: float) -> tuple[np.ndarray, np.ndarray]:
+        """Capacity used per type at prices ``r`` (``theta`` is ignored; zero derivative)."""
+        k, s, K = self.k, self.s, self.lo.size
+        best = self._values(r).argmax(axis=1)
+        fl = best < K
+        full = ~fl & (best < K + k)
         b = np.where(fl, best, 0)
         w = self.W[np.arange(best.size), b]
         use = (np.bincount(self.hi[b[fl]], s[fl] * w[fl], k + 1)
                + np.bincount(self.lo[b[fl]], s[fl] * (1.0 - w[fl]), k + 1))[:k]
-        use = use + np.bincount(best[~fl] - K, s[~fl], k)
+        use = use + np.bincount(best[full] - K, s[full], k)
         return use, np.zeros(k)
 
 
-def _floor_newton_prices(A: np.ndarray, s: np.ndarray, f: np.ndarray, omega: np.ndarray,
-                         cap: np.ndarray) -> tuple[np.ndarray, float] | None:
+def _floor_newton_prices(dem: _FloorDemand, cap: np.ndarray
+                         ) -> tuple[np.ndarray, float] | None:
     """Approximate capacity prices (and band of near-ties) of a floor stage: best-response
     demand = capacity.
 
@@ -688,6 +718,7 @@ def _floor_newton_prices(A: np.ndarray, s: np.ndarray, f: np.ndarray, omega: np.
     ``omega a_j / s`` above which the jobs' workers add up to ``cap_j``. ``None``: no
     estimate.
     """
+    A, s, f, omega = dem.A, dem.s, dem.h, dem.omega
     if not (np.isfinite(f).all() and (omega > 0).any()):
         return None
     v = np.where(A > 0, (omega / s)[:, None] * A, 0.0)
@@ -699,7 +730,6 @@ def _floor_newton_prices(A: np.ndarray, s: np.ndarray, f: np.ndarray, omega: np.
     p0 = np.maximum(p0, 0.5 * low)
     if not (np.isfinite(p0).all() and (p0 > 0).all()):
         return None
-    dem = _FloorDemand(A, s, f, omega)
     if (dem(np.zeros(cap.size), 0.0)[0] <= cap).all():
         return np.zeros(cap.size), _BAND0  # capacity binds nowhere
     out = _newton(dem, cap, -1, 0.0, np.log(p0), None, np.inf, tol=1e-3, max_evals=40)
@@ -858,56 +888,10 @@ def _floor_from_level(solver: _StageSolver, stage: _Linear, prior: _StageResult,
     return _certified(solver, stage, prior.x[: inst.E], duals, 0, 0)
 
 
-def _floor_vertices(A: np.ndarray, col: np.ndarray, s: np.ndarray, p: np.ndarray,
-                    L: np.ndarray, omega: np.ndarray, *, band: float) -> _Vertices:
-    """Best vertex of each job's floor polytope for ``max omega a.x - s p.x`` (vectorised).
-
-    Kinds: ``e2 == -1``: floor on ``e1``; ``e2 == -2``: all time on ``e1``; ``e2 >= 0``:
-    time split between ``e1`` and ``e2`` at the floor; ``e1 == -1``: nothing (floor <= 0).
-    """
-    n, k = A.shape
-    c = s[:, None] * p[None, :]
-    ok = (col >= 0) & (A > 0)
-    vals, kinds = [], []
-    with np.errstate(divide="ignore", invalid="ignore"):
-        pos = L > 0
-        vals.append(np.where(~pos, 0.0, -np.inf))
-        kinds.append((-1, -3))
-        for j in range(k):
-            fits = ok[:, j] & (A[:, j] >= L)
-            vals.append(np.where(fits & pos, omega * L - c[:, j] * L / A[:, j], -np.inf))
-            kinds.append((j, -1))
-            vals.append(np.where(fits, omega * A[:, j] - c[:, j], -np.inf))
-            kinds.append((j, -2))
-        for j in range(k):
-            for jp in range(k):
-                if jp == j:
-                    continue
-                valid = ok[:, j] & ok[:, jp] & (A[:, j] < L) & (L < A[:, jp])
-                d = A[:, jp] - A[:, j]
-                cost = (c[:, j] * (A[:, jp] - L) + c[:, jp] * (L - A[:, j])) / d
-                vals.append(np.where(valid, omega * L - cost, -np.inf))
-                kinds.append((j, jp))
-    V = np.stack(vals, axis=1)
-    best = np.argmax(V, axis=1)
-    top = V[np.arange(n), best]
-    # a price error of ``band`` moves a value by about band * (its price term), which is
-    # of the order of omega * a even when the job's net value is close to 0
-    gap = band * np.maximum(np.abs(top), omega * A.max(axis=1) + c.max(axis=1) + 1e-12)
-    near = (V >= (top - gap)[:, None]).sum(axis=1) > 1
-    kj = np.array([q[0] for q in kinds])[best]
-    kk = np.array([q[1] for q in kinds])[best]
-    rows = np.arange(n)
-    e1 = np.where(kj >= 0, col[rows, np.maximum(kj, 0)], -1)
-    e2 = np.where(kk >= 0, col[rows, np.maximum(kk, 0)], np.where(kk == -3, -1, kk))
-    none = ~np.isfinite(top)
-    return _Vertices(e1, e2, np.zeros(n), np.zeros(n), near | none)
-
-
 def _solve_floor_master(inst: _Instance, a: np.ndarray, f: np.ndarray, omega: np.ndarray,
                         vert: _Vertices, explicit: np.ndarray) -> tuple | None:
     """Restricted master of a floor stage: ``(xcol, iterations)`` (``None``: no fit)."""
-    n, k, E = inst.n, inst.k, inst.E
+    k, E = inst.k, inst.E
     typ = inst.col_type
     ag = np.flatnonzero(~explicit)
     e1, e2 = vert.e1[ag], vert.e2[ag]
@@ -928,13 +912,8 @@ def _solve_floor_master(inst: _Instance, a: np.ndarray, f: np.ndarray, omega: np
     xcol[e1s[has1]] = x1[has1]
     xcol[e2s[split]] = x2[split]
     load = inst.W @ xcol
-    ex = np.flatnonzero(explicit)
-    cols = np.flatnonzero(explicit[inst.mem_job])
-    nx = cols.size
-    remap = np.full(n, -1)
-    remap[ex] = np.arange(ex.size)
-    own = remap[inst.mem_job[cols]]
-    r = ex.size
+    ex, cols, own = _explicit_columns(inst, explicit)
+    nx, r = cols.size, ex.size
     M = sp.vstack([
         sp.csr_matrix((inst.col_workers[cols], (typ[cols], np.arange(nx))), shape=(k, nx)),
         sp.csr_matrix((np.ones(nx), (own, np.arange(nx))), shape=(r, nx)),

@@ -363,10 +363,10 @@ def test_floor_duals_find_the_jobs_to_free(monkeypatch):
     full = fa.max_min_fairness(jobs, cl, method="highs")
     whole, rounds = [], []
     run = structured._StageSolver.run
-    floor_vertices, duals = structured._floor_vertices, structured._floor_duals
+    floor_vertices, duals = structured._FloorDemand.vertices, structured._floor_duals
     monkeypatch.setattr(structured._StageSolver, "run",
                         lambda self, stage, what: whole.append(what) or run(self, stage, what))
-    monkeypatch.setattr(structured, "_floor_vertices",
+    monkeypatch.setattr(structured._FloorDemand, "vertices",
                         lambda *a, band: floor_vertices(*a, band=0.1 * band))
     monkeypatch.setattr(structured, "_floor_duals",
                         lambda *a: rounds.append(duals(*a)) or rounds[-1])
