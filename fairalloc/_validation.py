@@ -13,8 +13,8 @@ import numpy as np
 
 from .errors import InputError
 
-__all__ = ["as_array", "as_gang_sizes", "as_option", "as_positive_int", "as_positive_float",
-           "fmt_index"]
+__all__ = ["as_array", "as_bool", "as_finite_float", "as_gang_sizes", "as_option",
+           "as_positive_int", "as_positive_float", "as_time_limit", "as_tolerance", "fmt_index"]
 
 
 def fmt_index(idx: Sequence[int] | np.ndarray) -> str:
@@ -118,12 +118,81 @@ def as_array(
     return arr
 
 
+def _as_real(value: Any, name: str) -> float:
+    """A real scalar (Python or numpy number, or a 0-d array); bools and strings are refused."""
+    if isinstance(value, bool | np.bool_ | str | bytes):
+        raise InputError(f"{name} must be a number, got {value!r}", argument=name)
+    if isinstance(value, np.ndarray) and value.ndim != 0:
+        raise InputError(f"{name} must be a scalar, got an array of shape {value.shape}",
+                         argument=name)
+    try:
+        return float(value)
+    except (TypeError, ValueError, OverflowError):
+        raise InputError(f"{name} must be a number, got {value!r}", argument=name) from None
+
+
+def as_finite_float(value: Any, name: str, *, lo: float | None = None, hi: float | None = None,
+                    lo_open: bool = False) -> float:
+    """Validate a finite real scalar in ``[lo, hi]`` (``(lo, hi]`` with ``lo_open``).
+
+    Examples
+    --------
+    >>> as_finite_float(0.5, "alpha", lo=0.0, hi=1.0, lo_open=True)
+    0.5
+    """
+    out = _as_real(value, name)
+    bad = not np.isfinite(out)
+    if lo is not None:
+        bad = bad or out < lo or (lo_open and out == lo)
+    if hi is not None:
+        bad = bad or out > hi
+    if bad:
+        rng = ""
+        if lo is not None or hi is not None:
+            left = "(" if lo_open else "["
+            rng = f" in {left}{'-inf' if lo is None else f'{lo:g}'}, " \
+                  f"{'inf' if hi is None else f'{hi:g}'}]"
+        raise InputError(f"{name} must be a finite number{rng}, got {value!r}", argument=name)
+    return out
+
+
+def as_tolerance(value: Any, name: str) -> float:
+    """Validate a relative tolerance: finite, positive and at most
+    :data:`fairalloc.tolerances.MAX_TOL`.
+
+    Examples
+    --------
+    >>> as_tolerance(1e-6, "gap_tol")
+    1e-06
+    """
+    from .tolerances import MAX_TOL
+
+    return as_finite_float(value, name, lo=0.0, hi=MAX_TOL, lo_open=True)
+
+
+def as_time_limit(value: Any, name: str = "time_limit") -> float | None:
+    """Validate an optional time limit in seconds: ``None`` or a finite positive number.
+
+    Examples
+    --------
+    >>> as_time_limit(None), as_time_limit(2)
+    (None, 2.0)
+    """
+    if value is None:
+        return None
+    return as_finite_float(value, name, lo=0.0, lo_open=True)
+
+
+def as_bool(value: Any, name: str) -> bool:
+    """Validate a flag: a Python or numpy bool (not 0/1, not a string)."""
+    if not isinstance(value, bool | np.bool_):
+        raise InputError(f"{name} must be True or False, got {value!r}", argument=name)
+    return bool(value)
+
+
 def as_positive_float(value: Any, name: str, *, allow_zero: bool = False) -> float:
     """Validate a finite positive (or non-negative) scalar."""
-    try:
-        out = float(value)
-    except (TypeError, ValueError):
-        raise InputError(f"{name} must be a number, got {value!r}", argument=name) from None
+    out = _as_real(value, name)
     if not np.isfinite(out) or out < 0 or (out == 0 and not allow_zero):
         need = "non-negative" if allow_zero else "positive"
         raise InputError(f"{name} must be a finite {need} number, got {value!r}", argument=name)

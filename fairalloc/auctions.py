@@ -179,9 +179,7 @@ def _conic(owner: np.ndarray, good: np.ndarray, weight: np.ndarray, B: np.ndarra
     Variables ``[z (E), t (n)]``: ``min -B@t`` s.t. ``sum_{e on j} z_e <= s_j``, ``z >= 0``,
     ``(t_k, 1, sum_{e of k} w_e z_e)`` in the exponential cone (``t_k <= log u_k``).
     """
-    import clarabel
-
-    from .backends.clarabel import clarabel_settings
+    from .backends import ConicProgram, get_backend
 
     E, n, m = owner.size, B.size, s.size
     rows = np.arange(n)
@@ -195,17 +193,14 @@ def _conic(owner: np.ndarray, good: np.ndarray, weight: np.ndarray, B: np.ndarra
     ], format="csc")
     b = np.concatenate([s, np.zeros(E), np.tile([0.0, 1.0, 0.0], n)])
     c = np.concatenate([np.zeros(E), -B])
-    cones = [clarabel.NonnegativeConeT(m + E)] + [clarabel.ExponentialConeT()] * n
-    P = sp.csc_matrix((E + n, E + n))
-    # clarabel_settings() is annotated ``object``; what it returns is a DefaultSettings
-    settings: clarabel.DefaultSettings = clarabel_settings(tol=_CONIC_TOL)
-    settings.direct_solve_method = _CONIC_KKT
-    sol = clarabel.DefaultSolver(P, c, A, b, cones, settings).solve()
-    status = str(sol.status)
-    if status not in ("Solved", "AlmostSolved", "InsufficientProgress", "MaxIterations"):
-        raise SolverError(f"clarabel failed on a reduced Eisenberg-Gale program: {status}",
-                          backend="clarabel", status=status)
-    return np.asarray(sol.x)[:E], np.maximum(np.asarray(sol.z)[:m], 0.0)
+    sol = get_backend("clarabel", need="exp_cone").solve_conic(
+        ConicProgram(c=c, A=A, b=b, nonneg=m + E, exp=n), tol=_CONIC_TOL,
+        settings={"direct_solve_method": _CONIC_KKT})
+    if not sol.usable:
+        raise SolverError(f"{sol.backend} failed on a reduced Eisenberg-Gale program: "
+                          f"{sol.raw_status}", backend=sol.backend, status=sol.raw_status)
+    assert sol.x is not None and sol.z is not None
+    return sol.x[:E], np.maximum(sol.z[:m], 0.0)
 
 
 def _ipm(owner: np.ndarray, good: np.ndarray, w: np.ndarray, B: np.ndarray, s: np.ndarray,

@@ -17,21 +17,46 @@ import numpy as np
 
 from .backends.base import LinearProgram
 from .results import Certificate
+from .tolerances import FEAS_TOL, GAP_TOL, MILP_GAP_TOL
 
 __all__ = ["lp_certificate", "milp_certificate", "lp_primal_residual"]
 
 
 def lp_primal_residual(lp: LinearProgram, x: np.ndarray) -> float:
-    """Largest violation of a row or column bound, relative to ``1 + |bound|``."""
+    """Largest violation of a row or column bound, relative to that constraint's own scale.
+
+    A row ``rl <= a @ x <= ru`` is judged against ``max(|bound|, sum_j |a_j x_j|)`` (the size of
+    the numbers the row adds up) and a column bound against ``max(|bound|, max_j |x_j|)``, so the
+    residual is unchanged when the program is expressed in other units (rows, bounds or the
+    whole point rescaled). ``0`` means exactly feasible.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from fairalloc.backends import LinearProgram
+    >>> lp = LinearProgram.build(np.zeros(1), np.array([[1e-9]]), row_upper=[1e-9])
+    >>> round(lp_primal_residual(lp, np.array([1.5])), 4)
+    0.3333
+    """
+    x = np.asarray(x, dtype=float)
     ax = lp.A @ x
+    row_mag = abs(lp.A) @ np.abs(x)
+    x_mag = np.full(x.shape, float(np.max(np.abs(x), initial=0.0)))
     res = 0.0
-    for val, lo, hi in ((ax, lp.row_lower, lp.row_upper), (x, lp.col_lower, lp.col_upper)):
+    for val, lo, hi, mag in ((ax, lp.row_lower, lp.row_upper, row_mag),
+                             (x, lp.col_lower, lp.col_upper, x_mag)):
         if val.size == 0:
             continue
-        with np.errstate(invalid="ignore"):
-            lo_v = np.where(np.isfinite(lo), (lo - val) / (1.0 + np.abs(lo)), 0.0)
-            hi_v = np.where(np.isfinite(hi), (val - hi) / (1.0 + np.abs(hi)), 0.0)
-        res = max(res, float(np.max(lo_v, initial=0.0)), float(np.max(hi_v, initial=0.0)))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            for bound, excess in ((lo, lo - val), (hi, val - hi)):
+                fin = np.isfinite(bound) & (excess > 0)
+                if not fin.any():
+                    continue
+                scale = np.maximum(np.abs(bound[fin]), mag[fin])
+                rel = np.where(scale > 0, excess[fin] / np.where(scale > 0, scale, 1.0), np.inf)
+                res = max(res, float(np.max(rel)))
+    if not np.all(np.isfinite(x)):
+        return float("inf")
     return res
 
 
@@ -58,8 +83,9 @@ def lp_certificate(
     row_duals: np.ndarray,
     *,
     maximize: bool = False,
-    gap_tol: float = 1e-6,
-    feas_tol: float = 1e-7,
+    gap_tol: float = GAP_TOL,
+    feas_tol: float = FEAS_TOL,
+    scale: float | None = None,
 ) -> Certificate:
     """Independent LP certificate from a primal point and row duals.
 
@@ -69,7 +95,8 @@ def lp_certificate(
     bound on the optimum. ``y`` is first projected onto those sign constraints, so the bound is
     valid whatever the solver returned. If ``maximize`` is true the program is read as
     ``max -c@x`` (so pass the negated objective) and values are reported in the maximisation's
-    sign.
+    sign. ``scale`` is the objective's data scale (see :class:`fairalloc.Certificate`); by
+    default the gap is judged relative to ``max(|primal|, |bound|)``.
 
     Examples
     --------
@@ -90,7 +117,8 @@ def lp_certificate(
     )
     d = lp.c - lp.A.T @ y
     cols, dual_res = _bound_term(d, lp.col_lower, lp.col_upper)
-    dual_res /= 1.0 + float(np.max(np.abs(lp.c), initial=0.0))
+    c_mag = float(np.max(np.abs(lp.c), initial=0.0))
+    dual_res = dual_res / c_mag if c_mag > 0 else (0.0 if dual_res == 0 else float("inf"))
     bound = rows + cols + lp.offset
     primal = float(lp.c @ x) + lp.offset
     gap = max(primal - bound, 0.0)
@@ -104,6 +132,7 @@ def lp_certificate(
         dual_residual=dual_res,
         gap_tol=gap_tol,
         feas_tol=feas_tol,
+        scale=scale,
     )
 
 
@@ -113,13 +142,15 @@ def milp_certificate(
     best_bound: float,
     *,
     maximize: bool = False,
-    gap_tol: float = 1e-4,
-    feas_tol: float = 1e-7,
+    gap_tol: float = MILP_GAP_TOL,
+    feas_tol: float = FEAS_TOL,
+    scale: float | None = None,
 ) -> Certificate:
     """Certificate of a MILP incumbent: primal/integrality residual, gap to the solver's bound.
 
     The objective is recomputed from ``x``; only the bound comes from the solver (no convex dual
-    exists for a mixed-integer program).
+    exists for a mixed-integer program). A missing (non-finite) bound gives an infinite gap, so
+    the certificate is not ``ok``.
     """
     x = np.asarray(x, dtype=float)
     res = lp_primal_residual(lp, x)
@@ -137,4 +168,5 @@ def milp_certificate(
         primal_residual=res,
         gap_tol=gap_tol,
         feas_tol=feas_tol,
+        scale=scale,
     )

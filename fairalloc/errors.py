@@ -19,6 +19,7 @@ __all__ = [
     "BackendUnavailableError",
     "CertificateError",
     "FairallocError",
+    "FairallocWarning",
     "InfeasibleError",
     "InputError",
     "SolverError",
@@ -85,3 +86,7 @@ class CertificateError(SolverError):
 
 class BackendUnavailableError(FairallocError, ImportError):
     """An optional solver backend (gurobi, pyomo) is not installed."""
+
+
+class FairallocWarning(UserWarning):
+    """A warning fairalloc issues on purpose (e.g. a backend ignores a requested option)."""

@@ -154,16 +154,15 @@ def _starts(owner: np.ndarray, n: int) -> np.ndarray:
 # --------------------------------------------------------------------------------------------
 # solvers on the edge form
 # --------------------------------------------------------------------------------------------
-def _solve_conic(form: _EdgeForm, *, time_limit: float | None = None, tol: float = 1e-9
-                 ) -> tuple[np.ndarray, np.ndarray, int]:
-    """Exact solve of the edge-form EG program with Clarabel; returns (z, prices, iterations).
+def _solve_conic(form: _EdgeForm, *, time_limit: float | None = None, tol: float = 1e-9,
+                 backend: str = "clarabel") -> tuple[np.ndarray, np.ndarray, int]:
+    """Exact solve of the edge-form EG program by a conic backend; returns
+    (z, prices, iterations).
 
     Variables ``[z (E), t (n)]``; ``min -B@t`` s.t. ``C z <= s``, ``z >= 0`` and
     ``(t_i, 1, U_i(z))`` in the exponential cone (``t_i <= log U_i``).
     """
-    import clarabel
-
-    from .backends.clarabel import clarabel_settings
+    from .backends import ConicProgram, get_backend
 
     E, n, R = form.num_edges, form.n, form.supply.size
     rows = np.arange(n)
@@ -176,17 +175,13 @@ def _solve_conic(form: _EdgeForm, *, time_limit: float | None = None, tol: float
     ], format="csc")
     b = np.concatenate([form.supply, np.zeros(E), np.tile([0.0, 1.0, 0.0], n)])
     c = np.concatenate([np.zeros(E), -form.budget])
-    cones = [clarabel.NonnegativeConeT(R + E)] + [clarabel.ExponentialConeT()] * n
-    P = sp.csc_matrix((E + n, E + n))
-    settings = clarabel_settings(tol=tol, time_limit=time_limit)
-    sol = clarabel.DefaultSolver(P, c, A, b, cones, settings).solve()
-    status = str(sol.status)
-    if status not in ("Solved", "AlmostSolved", "InsufficientProgress", "MaxIterations"):
-        raise SolverError(f"clarabel failed on the Eisenberg-Gale program: {status}",
-                          backend="clarabel", status=status)
-    x = np.asarray(sol.x)
-    zdual = np.asarray(sol.z)
-    return x[:E], zdual[:R], int(sol.iterations)
+    sol = get_backend(backend, need="exp_cone").solve_conic(
+        ConicProgram(c=c, A=A, b=b, nonneg=R + E, exp=n), tol=tol, time_limit=time_limit)
+    if not sol.usable:
+        raise SolverError(f"{sol.backend} failed on the Eisenberg-Gale program: "
+                          f"{sol.raw_status}", backend=sol.backend, status=sol.raw_status)
+    assert sol.x is not None and sol.z is not None
+    return sol.x[:E], sol.z[:R], sol.iterations
 
 
 def _proportional_response(form: _EdgeForm, *, iters: int, prices: np.ndarray | None

@@ -20,20 +20,78 @@ from typing import Any
 import numpy as np
 
 from .errors import CertificateError
+from .tolerances import FEAS_TOL, GAP_TOL
 
-__all__ = ["Certificate", "Result", "SolveStats", "Status"]
+__all__ = ["Certificate", "FrozenArrays", "Result", "SolveStats", "Status", "readonly"]
+
+
+def readonly(value: Any) -> Any:
+    """Return ``value`` with every numpy array in it made read-only (the caller's stay writable).
+
+    Arrays become read-only *views* (the array the caller passed in keeps its own flags); the
+    arrays inside tuples, lists and dicts are converted recursively (containers of the same
+    type are returned, the original only when nothing changed). Anything else is returned
+    unchanged.
+
+    Examples
+    --------
+    >>> a = np.arange(3.0)
+    >>> b = readonly(a)
+    >>> b.flags.writeable, a.flags.writeable
+    (False, True)
+    """
+    if isinstance(value, np.ndarray):
+        if not value.flags.writeable:
+            return value
+        view = value.view()
+        view.flags.writeable = False
+        return view
+    if isinstance(value, tuple | list | dict):
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        frozen = {k: readonly(v) for k, v in items}
+        if all(frozen[k] is v for k, v in (value.items() if isinstance(value, dict)
+                                              else enumerate(value))):
+            return value
+        if isinstance(value, dict):
+            return frozen
+        seq = [frozen[i] for i in range(len(value))]
+        return seq if isinstance(value, list) else type(value)(*seq) if hasattr(
+            value, "_fields") else tuple(seq)
+    return value
+
+
+class FrozenArrays:
+    """Mixin for frozen dataclasses: every array field is made read-only after construction.
+
+    Subclasses that define ``__post_init__`` must call ``super().__post_init__()``.
+    """
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):  # type: ignore[arg-type]
+            value = getattr(self, f.name)
+            frozen = readonly(value)
+            if frozen is not value:
+                object.__setattr__(self, f.name, frozen)
 
 
 class Status(enum.StrEnum):
     """Status of a returned result.
 
-    ``OPTIMAL``: the certificate proves optimality to the requested tolerance.
-    ``TIME_LIMIT``: (mixed-integer programs only) the time limit was reached with a feasible,
-    certified-feasible incumbent; ``certificate.gap`` says how far from optimal it may be.
+    ``OPTIMAL``: the certificate proves optimality to the requested tolerance
+    (``certificate.ok`` is true; a result cannot be built with ``OPTIMAL`` otherwise).
+    ``TIME_LIMIT``: the time limit was reached with a certified-feasible incumbent whose gap is
+    not proven within tolerance; ``certificate.gap`` says how far from optimal it may be and
+    ``certificate.ok`` is false.
+    ``SUBOPTIMAL``: a certified-feasible point whose gap target was missed for another reason
+    (e.g. a MIP gap limit); ``certificate.ok`` is false.
+    ``REPLAYED``: not an optimisation: the result is a simulation whose every event was replayed
+    and checked by an independent verifier (see :class:`fairalloc.queuing.ReplayCheck`).
     """
 
     OPTIMAL = "optimal"
     TIME_LIMIT = "time_limit"
+    SUBOPTIMAL = "suboptimal"
+    REPLAYED = "replayed"
 
 
 @dataclass(frozen=True)
@@ -52,6 +110,8 @@ class SolveStats:
         Solver iterations (summed over all solves of the call).
     solves : int
         Number of backend solves the call made.
+    raw_status : str
+        The last backend solve's own status string (``""`` when no solver ran).
     """
 
     backend: str
@@ -59,6 +119,7 @@ class SolveStats:
     seconds: float
     iterations: int = 0
     solves: int = 1
+    raw_status: str = ""
 
 
 @dataclass(frozen=True)
@@ -66,7 +127,7 @@ class Certificate:
     """An optimality certificate computed independently of the solver.
 
     ``primal_residual`` is the largest violation of any constraint by the returned allocation,
-    relative to the constraint's scale (``0`` means exactly feasible). ``gap`` is the absolute
+    relative to the constraint's own scale (``0`` means exactly feasible). ``gap`` is the absolute
     duality gap ``dual_bound - primal_value`` for a maximisation (``primal_value - dual_bound``
     for a minimisation), where the dual bound is evaluated from the returned prices alone by a
     closed-form dual function: weak duality makes it a valid bound on the optimum, so a small gap
@@ -88,7 +149,18 @@ class Certificate:
     dual_residual : float
         Largest violation of dual feasibility (0 where the dual function is closed-form).
     gap_tol, feas_tol : float
-        Tolerances the certificate was checked against.
+        Tolerances the certificate was checked against (see :mod:`fairalloc.tolerances`).
+    scale : float or None
+        The magnitude the gap is judged against, in the objective's own units and computed from
+        the problem's data (e.g. the total budget for an Eisenberg-Gale program, whose gap is a
+        sum of budget-weighted terms). ``None`` means the standard relative gap
+        ``gap / max(|primal_value|, |dual_bound|)``. Either way the verdict does not change when
+        the data are rescaled (budgets, supply, utilities, weights, throughputs).
+
+    Notes
+    -----
+    :attr:`ok` is a proof, never true by construction: it needs finite tolerances, a finite gap
+    and residuals, and ``relative_gap <= gap_tol``.
     """
 
     kind: str
@@ -97,22 +169,44 @@ class Certificate:
     gap: float
     primal_residual: float
     dual_residual: float = 0.0
-    gap_tol: float = 1e-6
-    feas_tol: float = 1e-7
+    gap_tol: float = GAP_TOL
+    feas_tol: float = FEAS_TOL
+    scale: float | None = None
 
     @property
     def relative_gap(self) -> float:
-        """``gap / max(1, |primal_value|)``."""
-        return self.gap / max(1.0, abs(self.primal_value))
+        """``gap / scale``, with ``scale = max(|primal_value|, |dual_bound|)`` when not given.
+
+        ``0`` when the gap is exactly zero, ``inf`` when it is positive on a zero scale.
+        """
+        gap = self.gap
+        if not math.isfinite(gap):
+            return math.inf
+        if gap <= 0.0:
+            return 0.0
+        if self.scale is not None:
+            scale = float(self.scale)
+        else:
+            vals = [abs(v) for v in (self.primal_value, self.dual_bound) if math.isfinite(v)]
+            scale = max(vals, default=0.0)
+        if not (math.isfinite(scale) and scale > 0.0):
+            return math.inf
+        return gap / scale
 
     @property
     def ok(self) -> bool:
-        """Whether the gap and both residuals are within tolerance."""
+        """Whether the gap and both residuals are proven within (finite) tolerances."""
+        tols_valid = all(
+            math.isfinite(t) and t >= 0.0 for t in (self.gap_tol, self.feas_tol)
+        )
         return (
-            math.isfinite(self.gap)
+            tols_valid
+            and math.isfinite(self.gap)
+            and math.isfinite(self.primal_residual)
+            and math.isfinite(self.dual_residual)
             and self.relative_gap <= self.gap_tol
             and self.primal_residual <= self.feas_tol
-            and self.dual_residual <= max(self.feas_tol, 1e-6)
+            and self.dual_residual <= max(self.feas_tol, FEAS_TOL * 10)
         )
 
     def check(self, *, backend: str | None = None) -> Certificate:
@@ -146,17 +240,28 @@ def _summarise(value: Any) -> str:
 
 
 @dataclass(frozen=True, repr=False)
-class Result:
+class Result(FrozenArrays):
     """Base class of every result: objective, status, statistics and certificate.
 
-    Subclasses add their arrays (allocation, prices, ...). The repr summarises large arrays by
-    shape so that results print readably in a notebook.
+    Subclasses add their arrays (allocation, prices, ...); every array field is read-only. The
+    repr summarises large arrays by shape so that results print readably in a notebook.
+
+    Raises
+    ------
+    CertificateError
+        On construction with ``status=Status.OPTIMAL`` and a certificate that is not ``ok``:
+        an unproven result can never be reported as optimal.
     """
 
     objective: float
     status: Status
     stats: SolveStats
     certificate: Certificate
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.status == Status.OPTIMAL and not self.certificate.ok:
+            self.certificate.check(backend=self.stats.backend)
 
     @property
     def gap(self) -> float:

@@ -18,7 +18,15 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import InputError
-from .base import Backend, LinearProgram, LPSolution
+from .base import (
+    USABLE,
+    Backend,
+    ConicProgram,
+    ConicSolution,
+    LinearProgram,
+    LPSolution,
+    SolveStatus,
+)
 from .clarabel import ClarabelBackend
 from .gurobi import GurobiBackend
 from .highs import HighsBackend
@@ -26,13 +34,17 @@ from .pyomo import PyomoBackend
 
 __all__ = [
     "BACKENDS",
+    "USABLE",
     "Backend",
     "ClarabelBackend",
+    "ConicProgram",
+    "ConicSolution",
     "GurobiBackend",
     "HighsBackend",
     "LPSolution",
     "LinearProgram",
     "PyomoBackend",
+    "SolveStatus",
     "available_backends",
     "get_backend",
 ]

@@ -6,6 +6,14 @@ a :class:`LinearProgram` (LP or MILP in scipy's ``milp``-like matrix form) into 
 solver explicitly (``cvxpy_solver``): fairalloc never lets cvxpy pick a solver, because cvxpy
 silently prefers Gurobi when gurobipy is installed.
 
+Every backend maps its own status strings onto one canonical :class:`SolveStatus` (a table per
+backend, ``STATUS_MAP``), and one rule decides what may be used: a solve whose status is in
+:data:`USABLE` returned a point, and the caller's *independent certificate* decides whether it is
+accepted -- an "inaccurate" or time-limited point that certifies is as good as any other, one
+that does not is an error. Backends print nothing unless ``verbose=True``; an option a backend
+cannot honour triggers a :class:`fairalloc.errors.FairallocWarning`; any exception the solver
+package raises becomes a :class:`fairalloc.SolverError` with the cause chained.
+
 Dual sign convention (minimisation, ``row_lower <= A x <= row_upper``,
 ``col_lower <= x <= col_upper``): ``c - A.T @ row_duals - col_duals = 0`` at an optimum, with
 ``row_duals[i] >= 0`` when the lower bound of row ``i`` is active and ``<= 0`` when its upper
@@ -15,16 +23,49 @@ active bound.
 
 from __future__ import annotations
 
+import enum
 import importlib
+import warnings
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
 
-from ..errors import BackendUnavailableError, InputError
+from .._validation import as_bool, as_positive_int, as_time_limit
+from ..errors import (
+    BackendUnavailableError,
+    FairallocError,
+    FairallocWarning,
+    InputError,
+    SolverError,
+)
 
-__all__ = ["Backend", "LPSolution", "LinearProgram"]
+__all__ = ["USABLE", "Backend", "ConicProgram", "ConicSolution", "LPSolution", "LinearProgram",
+           "SolveStatus"]
+
+
+class SolveStatus(enum.StrEnum):
+    """Canonical status of one backend solve (each backend maps its own onto these).
+
+    ``OPTIMAL``: the solver reports convergence to its tolerances. ``INACCURATE``: it stopped
+    close to, but not within, them (Clarabel's ``AlmostSolved``, HiGHS's unknown status with a
+    feasible point). ``TIME_LIMIT``: a time or iteration limit stopped it with a point in hand.
+    ``INFEASIBLE`` / ``UNBOUNDED``: proven. ``ERROR``: anything else; no point.
+    """
+
+    OPTIMAL = "optimal"
+    INACCURATE = "inaccurate"
+    TIME_LIMIT = "time_limit"
+    INFEASIBLE = "infeasible"
+    UNBOUNDED = "unbounded"
+    ERROR = "error"
+
+
+#: Statuses whose point is handed to the caller's certificate (the one acceptance rule).
+USABLE: frozenset[SolveStatus] = frozenset(
+    {SolveStatus.OPTIMAL, SolveStatus.INACCURATE, SolveStatus.TIME_LIMIT}
+)
 
 
 @dataclass(frozen=True, eq=False)
@@ -99,12 +140,12 @@ class LinearProgram:
 class LPSolution:
     """What a backend returns for a :class:`LinearProgram` (see module doc for dual signs).
 
-    ``status`` is one of ``"optimal"``, ``"time_limit"`` (MILP incumbent found),
-    ``"infeasible"``, ``"unbounded"``, ``"error"``; ``raw_status`` is the backend's own string.
-    ``mip_dual_bound`` is the solver's best bound for a MILP (``nan`` for an LP).
+    ``status`` is a :class:`SolveStatus` (a ``str``: ``sol.status == "optimal"`` works);
+    ``raw_status`` is the backend's own string. ``x`` is present exactly when the status is in
+    :data:`USABLE`. ``mip_dual_bound`` is the solver's best bound for a MILP (``nan`` for an LP).
     """
 
-    status: str
+    status: SolveStatus
     x: np.ndarray | None
     objective: float
     row_duals: np.ndarray | None = None
@@ -116,20 +157,94 @@ class LPSolution:
     backend: str = ""
     extra: dict[str, object] = field(default_factory=dict)
 
+    @property
+    def usable(self) -> bool:
+        """Whether a point came back for the caller's certificate to judge."""
+        return self.status in USABLE and self.x is not None
+
+
+@dataclass(frozen=True, eq=False)
+class ConicProgram:
+    """``minimise c @ x`` s.t. ``A @ x + s = b`` with ``s`` in the product cone ``K``.
+
+    ``K`` is, in this order: the zero cone of dimension ``zero``, the non-negative orthant of
+    dimension ``nonneg``, then ``exp`` exponential cones ``{(r, s, t): s e^(r/s) <= t, s > 0}``
+    (three rows each) -- Clarabel's (and cvxpy's) standard form.
+    """
+
+    c: np.ndarray
+    A: sp.csc_matrix
+    b: np.ndarray
+    zero: int = 0
+    nonneg: int = 0
+    exp: int = 0
+
+    def __post_init__(self) -> None:
+        rows = self.zero + self.nonneg + 3 * self.exp
+        if self.A.shape != (rows, self.c.size) or self.b.size != rows:
+            raise InputError(
+                f"conic program: A is {self.A.shape}, b has {self.b.size} rows, c has "
+                f"{self.c.size} entries, the cones need {rows} rows", argument="A")
+
+
+@dataclass(frozen=True, eq=False)
+class ConicSolution:
+    """What a backend returns for a :class:`ConicProgram`: primal ``x``, slack ``s`` and dual
+    ``z`` (``z`` in the dual cone, ``A.T @ z + c = 0`` at an optimum); ``None`` unless
+    :attr:`usable`. ``extra["raw"]`` holds the solver's own solution object."""
+
+    status: SolveStatus
+    x: np.ndarray | None
+    s: np.ndarray | None
+    z: np.ndarray | None
+    objective: float
+    iterations: int = 0
+    seconds: float = 0.0
+    raw_status: str = ""
+    backend: str = ""
+    extra: dict[str, object] = field(default_factory=dict)
+
+    @property
+    def usable(self) -> bool:
+        """Whether a point came back for the caller's certificate to judge."""
+        return self.status in USABLE and self.x is not None
+
+
+def _wrap_foreign(name: str, call: Any) -> Any:
+    """Run ``call()``; a non-fairalloc exception becomes SolverError with the cause chained."""
+    try:
+        return call()
+    except FairallocError:
+        raise
+    except Exception as exc:  # solver packages raise their own types (and linear algebra's)
+        raise SolverError(f"backend {name!r} raised {type(exc).__name__}: {exc}",
+                          backend=name, status="exception") from exc
+
 
 class Backend:
     """Base class: capabilities as class attributes, lazy import, explicit solver names.
 
     Subclasses set :attr:`name`, :attr:`module` (the import that must succeed),
-    :attr:`capabilities` (subset of ``{"lp", "milp", "duals", "exp_cone", "cvxpy"}``) and
-    :attr:`cvxpy_solver`, and implement :meth:`solve_lp`.
+    :attr:`capabilities` (subset of ``{"lp", "milp", "duals", "exp_cone", "cvxpy"}``),
+    :attr:`options` (the solve options they honour), :attr:`STATUS_MAP` (their raw statuses to
+    :class:`SolveStatus`) and :attr:`cvxpy_solver`, and implement :meth:`_solve_lp` (and
+    :meth:`_solve_conic` with the ``exp_cone`` capability). The public :meth:`solve_lp` /
+    :meth:`solve_conic` validate the options, warn about ignored ones and turn foreign
+    exceptions into :class:`fairalloc.SolverError`.
     """
 
     name: ClassVar[str] = ""
     module: ClassVar[str] = ""
     extra: ClassVar[str] = ""  # pip extra that installs it, e.g. "gurobi"
     capabilities: ClassVar[frozenset[str]] = frozenset()
+    options: ClassVar[frozenset[str]] = frozenset({"time_limit", "verbose"})
+    STATUS_MAP: ClassVar[dict[str, SolveStatus]] = {}
     cvxpy_solver: ClassVar[str | None] = None
+
+    @classmethod
+    def canonical_status(cls, raw: str) -> SolveStatus:
+        """The canonical status of the backend's raw status string (``ERROR`` if unknown)."""
+        return cls.STATUS_MAP.get(raw, SolveStatus.ERROR)
 
     @classmethod
     def available(cls) -> bool:
@@ -157,6 +272,13 @@ class Backend:
         """Whether this backend declares ``capability``."""
         return capability in self.capabilities
 
+    def _check_options(self, given: dict[str, Any]) -> None:
+        ignored = sorted(k for k, v in given.items() if v not in (None, False)
+                         and k not in self.options)
+        if ignored:
+            warnings.warn(f"backend {self.name!r} ignores the option(s) {', '.join(ignored)}",
+                          FairallocWarning, stacklevel=3)
+
     def solve_lp(
         self,
         lp: LinearProgram,
@@ -165,12 +287,79 @@ class Backend:
         mip_gap: float | None = None,
         threads: int | None = None,
         start: np.ndarray | None = None,
+        verbose: bool = False,
     ) -> LPSolution:
         """Solve ``lp``; never raises on infeasibility (reports it in ``status``).
 
         ``start`` is an optional MIP start (a point the solver may take as its first
-        incumbent); backends that cannot use one ignore it.
+        incumbent). Options the backend cannot honour are ignored with a
+        :class:`~fairalloc.errors.FairallocWarning`; nothing is printed unless ``verbose``.
+
+        Raises
+        ------
+        InputError
+            For an invalid option; :class:`fairalloc.SolverError` if the solver package raises.
         """
+        if not self.supports("milp" if lp.is_mip else "lp"):
+            raise InputError(f"backend {self.name!r} cannot solve "
+                             f"{'mixed-integer' if lp.is_mip else 'linear'} programs",
+                             argument="backend")
+        time_limit = as_time_limit(time_limit)
+        if mip_gap is not None:
+            from .._validation import as_finite_float
+
+            mip_gap = as_finite_float(mip_gap, "mip_gap", lo=0.0)
+        if threads is not None:
+            threads = as_positive_int(threads, "threads")
+        verbose = as_bool(verbose, "verbose")
+        self._check_options({"time_limit": time_limit, "mip_gap": mip_gap if lp.is_mip else None,
+                             "threads": threads, "start": start is not None and lp.is_mip,
+                             "verbose": verbose})
+        return _wrap_foreign(self.name, lambda: self._solve_lp(
+            lp, time_limit=time_limit, mip_gap=mip_gap, threads=threads, start=start,
+            verbose=verbose))
+
+    def _solve_lp(
+        self,
+        lp: LinearProgram,
+        *,
+        time_limit: float | None,
+        mip_gap: float | None,
+        threads: int | None,
+        start: np.ndarray | None,
+        verbose: bool,
+    ) -> LPSolution:
+        raise NotImplementedError
+
+    def solve_conic(
+        self,
+        prog: ConicProgram,
+        *,
+        tol: float = 1e-9,
+        time_limit: float | None = None,
+        verbose: bool = False,
+        settings: dict[str, Any] | None = None,
+    ) -> ConicSolution:
+        """Solve a conic program (needs the ``exp_cone`` capability); never raises on
+        infeasibility (reports it in ``status``). ``settings`` are backend-specific solver
+        settings by name (e.g. Clarabel's ``direct_solve_method``).
+
+        Raises
+        ------
+        InputError
+            If the backend has no conic solver or an option is invalid;
+            :class:`fairalloc.SolverError` if the solver package raises.
+        """
+        if not self.supports("exp_cone"):
+            raise InputError(f"backend {self.name!r} has no exponential-cone solver (use "
+                             f"backend='clarabel')", argument="backend")
+        time_limit = as_time_limit(time_limit)
+        verbose = as_bool(verbose, "verbose")
+        return _wrap_foreign(self.name, lambda: self._solve_conic(
+            prog, tol=tol, time_limit=time_limit, verbose=verbose, settings=settings or {}))
+
+    def _solve_conic(self, prog: ConicProgram, *, tol: float, time_limit: float | None,
+                     verbose: bool, settings: dict[str, Any]) -> ConicSolution:
         raise NotImplementedError
 
     def __repr__(self) -> str:

@@ -7,22 +7,23 @@ directly on a :class:`LinearProgram`.
 from __future__ import annotations
 
 import time
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
 
-from .base import Backend, LinearProgram, LPSolution
+from .base import Backend, ConicProgram, ConicSolution, LinearProgram, LPSolution, SolveStatus
 
-__all__ = ["ClarabelBackend", "clarabel_settings"]
+__all__ = ["ClarabelBackend"]
 
 
-def clarabel_settings(*, tol: float = 1e-9, time_limit: float | None = None) -> object:
-    """Quiet Clarabel settings with the given feasibility / gap tolerances."""
+def _settings(*, tol: float = 1e-9, time_limit: float | None = None,
+              verbose: bool = False) -> object:
+    """Clarabel settings (quiet unless ``verbose``) with the given feasibility / gap tolerances."""
     import clarabel
 
     s = clarabel.DefaultSettings()
-    s.verbose = False
+    s.verbose = bool(verbose)
     s.tol_gap_abs = tol
     s.tol_gap_rel = tol
     s.tol_feas = tol
@@ -38,21 +39,78 @@ class ClarabelBackend(Backend):
     name: ClassVar[str] = "clarabel"
     module: ClassVar[str] = "clarabel"
     capabilities: ClassVar[frozenset[str]] = frozenset({"lp", "duals", "exp_cone", "cvxpy"})
+    options: ClassVar[frozenset[str]] = frozenset({"time_limit", "verbose"})
     cvxpy_solver: ClassVar[str | None] = "CLARABEL"
+    #: Clarabel's ``str(SolverStatus)`` -> canonical. ``AlmostSolved`` and the limits hand their
+    #: point to the caller's certificate (the one acceptance rule); ``InsufficientProgress``
+    #: too (Clarabel stops there near the optimum when it cannot gain more digits).
+    STATUS_MAP: ClassVar[dict[str, SolveStatus]] = {
+        "Solved": SolveStatus.OPTIMAL,
+        "AlmostSolved": SolveStatus.INACCURATE,
+        "InsufficientProgress": SolveStatus.INACCURATE,
+        "MaxIterations": SolveStatus.TIME_LIMIT,
+        "MaxTime": SolveStatus.TIME_LIMIT,
+        "PrimalInfeasible": SolveStatus.INFEASIBLE,
+        "AlmostPrimalInfeasible": SolveStatus.INFEASIBLE,
+        "DualInfeasible": SolveStatus.UNBOUNDED,
+        "AlmostDualInfeasible": SolveStatus.UNBOUNDED,
+        "NumericalError": SolveStatus.ERROR,
+        "Unsolved": SolveStatus.ERROR,
+    }
 
-    def solve_lp(
+    def _solve_conic(self, prog: ConicProgram, *, tol: float, time_limit: float | None,
+                     verbose: bool, settings: dict[str, Any]) -> ConicSolution:
+        import clarabel
+
+        t0 = time.perf_counter()
+        cones = []
+        if prog.zero:
+            cones.append(clarabel.ZeroConeT(prog.zero))
+        if prog.nonneg:
+            cones.append(clarabel.NonnegativeConeT(prog.nonneg))
+        cones.extend([clarabel.ExponentialConeT()] * prog.exp)
+        n = prog.c.size
+        P = sp.csc_matrix((n, n))
+        opts = _settings(tol=tol, time_limit=time_limit, verbose=verbose)
+        for key, value in settings.items():
+            if not hasattr(opts, key):
+                from ..errors import InputError
+
+                raise InputError(f"clarabel has no setting {key!r}", argument="settings")
+            setattr(opts, key, value)
+        sol = clarabel.DefaultSolver(P, np.asarray(prog.c, dtype=float), sp.csc_matrix(prog.A),
+                                     np.asarray(prog.b, dtype=float), cones, opts).solve()
+        raw = str(sol.status)
+        status = self.canonical_status(raw)
+        x = np.asarray(sol.x, dtype=float)
+        have = status in (SolveStatus.OPTIMAL, SolveStatus.INACCURATE, SolveStatus.TIME_LIMIT) \
+            and x.size == n and bool(np.all(np.isfinite(x)))
+        if not have and status in (SolveStatus.OPTIMAL, SolveStatus.INACCURATE,
+                                   SolveStatus.TIME_LIMIT):
+            status = SolveStatus.ERROR
+        return ConicSolution(
+            status=status,
+            x=x if have else None,
+            s=np.asarray(sol.s, dtype=float) if have else None,
+            z=np.asarray(sol.z, dtype=float) if have else None,
+            objective=float(prog.c @ x) if have else float("nan"),
+            iterations=int(sol.iterations),
+            seconds=time.perf_counter() - t0,
+            raw_status=raw,
+            backend=self.name,
+            extra={"raw": sol},
+        )
+
+    def _solve_lp(
         self,
         lp: LinearProgram,
         *,
-        time_limit: float | None = None,
-        mip_gap: float | None = None,
-        threads: int | None = None,
-        start: np.ndarray | None = None,
+        time_limit: float | None,
+        mip_gap: float | None,
+        threads: int | None,
+        start: np.ndarray | None,
+        verbose: bool,
     ) -> LPSolution:
-        import clarabel
-
-        if lp.is_mip:
-            raise NotImplementedError("clarabel does not solve mixed-integer programs")
         t0 = time.perf_counter()
         m, n = lp.shape
         eye = sp.identity(n, format="csr")
@@ -77,27 +135,15 @@ class ClarabelBackend(Backend):
         A = sp.vstack(blocks, format="csc")
         b = np.concatenate(rhs)
         n_eq = int(eq.sum())
-        cones = []
-        if n_eq:
-            cones.append(clarabel.ZeroConeT(n_eq))
-        if A.shape[0] - n_eq:
-            cones.append(clarabel.NonnegativeConeT(A.shape[0] - n_eq))
-        P = sp.csc_matrix((n, n))
-        solver = clarabel.DefaultSolver(
-            P, lp.c, A, b, cones, clarabel_settings(time_limit=time_limit)
-        )
-        sol = solver.solve()
-        raw = str(sol.status)
-        ok = raw in ("Solved", "AlmostSolved")
-        if not ok:
-            status = (
-                "infeasible" if "PrimalInfeasible" in raw else
-                "unbounded" if "DualInfeasible" in raw else "error"
-            )
-            return LPSolution(status, None, float("nan"), iterations=int(sol.iterations),
-                              seconds=time.perf_counter() - t0, raw_status=raw, backend=self.name)
-        x = np.asarray(sol.x)
-        z = np.asarray(sol.z)
+        conic = self._solve_conic(
+            ConicProgram(c=lp.c, A=A, b=b, zero=n_eq, nonneg=A.shape[0] - n_eq),
+            tol=1e-9, time_limit=time_limit, verbose=verbose, settings={})
+        if not conic.usable:
+            return LPSolution(conic.status, None, float("nan"), iterations=conic.iterations,
+                              seconds=time.perf_counter() - t0, raw_status=conic.raw_status,
+                              backend=self.name)
+        assert conic.x is not None and conic.z is not None
+        x, z = conic.x, conic.z
         row_duals = np.zeros(m)
         pos = n_eq
         row_duals[eq] = -z[:n_eq]
@@ -109,13 +155,13 @@ class ClarabelBackend(Backend):
         row_duals[lo] += z_lo
         col_duals = lp.c - lp.A.T @ row_duals
         return LPSolution(
-            status="optimal",
+            status=conic.status,
             x=x,
             objective=float(lp.c @ x) + lp.offset,
             row_duals=row_duals,
             col_duals=col_duals,
-            iterations=int(sol.iterations),
+            iterations=conic.iterations,
             seconds=time.perf_counter() - t0,
-            raw_status=raw,
+            raw_status=conic.raw_status,
             backend=self.name,
         )

@@ -25,14 +25,15 @@ class GurobiBackend(Backend):
     capabilities: ClassVar[frozenset[str]] = frozenset({"lp", "milp", "duals", "cvxpy"})
     cvxpy_solver: ClassVar[str | None] = "GUROBI"
 
-    def solve_lp(
+    def _solve_lp(
         self,
         lp: LinearProgram,
         *,
-        time_limit: float | None = None,
-        mip_gap: float | None = None,
-        threads: int | None = None,
-        start: np.ndarray | None = None,
+        time_limit: float | None,
+        mip_gap: float | None,
+        threads: int | None,
+        start: np.ndarray | None,
+        verbose: bool,
     ) -> LPSolution:
         import gurobipy as gp
         from gurobipy import GRB

@@ -2,17 +2,50 @@
 
 from __future__ import annotations
 
+import os
+import sys
+import threading
 import time
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
 
-from .base import Backend, LinearProgram, LPSolution
+from .base import Backend, LinearProgram, LPSolution, SolveStatus
 
-__all__ = ["HighsBackend"]
+__all__ = ["HighsBackend", "new_highs"]
 
 _INF = 1e30  # anything at or beyond this is infinite to HiGHS (kHighsInf)
+_BANNER_LOCK = threading.Lock()
+_BANNER_DONE = False
+
+
+def new_highs(*, verbose: bool = False) -> Any:
+    """A ``highspy.Highs`` instance that prints nothing unless ``verbose``.
+
+    HiGHS prints its copyright banner on standard output when the first instance of a process is
+    constructed, before any option can be set; that one construction runs with file descriptor 1
+    pointed at ``/dev/null``.
+    """
+    import highspy
+
+    global _BANNER_DONE
+    if _BANNER_DONE or verbose:
+        h = highspy.Highs()
+    else:
+        with _BANNER_LOCK:
+            sys.stdout.flush()
+            saved = os.dup(1)
+            try:
+                with open(os.devnull, "w") as null:
+                    os.dup2(null.fileno(), 1)
+                    h = highspy.Highs()
+            finally:
+                os.dup2(saved, 1)
+                os.close(saved)
+            _BANNER_DONE = True
+    h.setOptionValue("output_flag", bool(verbose))
+    return h
 
 
 def _clip_inf(v: np.ndarray) -> np.ndarray:
@@ -29,28 +62,47 @@ class HighsBackend(Backend):
     name: ClassVar[str] = "highs"
     module: ClassVar[str] = "highspy"
     capabilities: ClassVar[frozenset[str]] = frozenset({"lp", "milp", "duals", "cvxpy"})
+    options: ClassVar[frozenset[str]] = frozenset(
+        {"time_limit", "mip_gap", "threads", "start", "verbose"})
     cvxpy_solver: ClassVar[str | None] = "HIGHS"
+    #: HiGHS model statuses (``modelStatusToString``) -> canonical; an interrupted or limited run
+    #: is TIME_LIMIT (usable only when a feasible point exists, checked at the call).
+    STATUS_MAP: ClassVar[dict[str, SolveStatus]] = {
+        "Optimal": SolveStatus.OPTIMAL,
+        "Infeasible": SolveStatus.INFEASIBLE,
+        "Primal infeasible or unbounded": SolveStatus.INFEASIBLE,
+        "Unbounded": SolveStatus.UNBOUNDED,
+        "Time limit reached": SolveStatus.TIME_LIMIT,
+        "Iteration limit reached": SolveStatus.TIME_LIMIT,
+        "Interrupted by user": SolveStatus.TIME_LIMIT,
+        "Interrupted by HiGHS": SolveStatus.TIME_LIMIT,
+        "Empty": SolveStatus.OPTIMAL,
+        "Solution limit reached": SolveStatus.TIME_LIMIT,
+        "Unknown": SolveStatus.INACCURATE,
+    }
 
     def __init__(self, solver: str = "choose") -> None:
         super().__init__()
-        self.solver = solver
+        from .._validation import as_option
 
-    def solve_lp(
+        self.solver = as_option(solver, "solver", ("choose", "simplex", "ipm", "pdlp"))
+
+    def _solve_lp(
         self,
         lp: LinearProgram,
         *,
-        time_limit: float | None = None,
-        mip_gap: float | None = None,
-        threads: int | None = None,
-        start: np.ndarray | None = None,
+        time_limit: float | None,
+        mip_gap: float | None,
+        threads: int | None,
+        start: np.ndarray | None,
+        verbose: bool,
     ) -> LPSolution:
         """Solve ``lp``; ``start`` (MILPs only) is a point HiGHS takes as its first incumbent
         when it is feasible (a MIP start)."""
         import highspy
 
         t0 = time.perf_counter()
-        h = highspy.Highs()
-        h.setOptionValue("output_flag", False)
+        h = new_highs(verbose=verbose)
         if threads is not None:
             h.setOptionValue("threads", int(threads))
         if time_limit is not None:
@@ -92,19 +144,11 @@ class HighsBackend(Backend):
         raw = h.modelStatusToString(ms)
         info = h.getInfo()
         iters = int(max(info.simplex_iteration_count, 0) + max(info.ipm_iteration_count, 0))
-        S = highspy.HighsModelStatus
         has_sol = info.primal_solution_status == 2  # kSolutionStatusFeasible
-        if ms == S.kOptimal:
-            status = "optimal"
-        elif ms in (S.kTimeLimit, S.kIterationLimit, S.kInterrupt) and lp.is_mip and has_sol:
-            status = "time_limit"
-        elif ms == S.kInfeasible:
-            status = "infeasible"
-        elif ms in (S.kUnbounded, S.kUnboundedOrInfeasible):
-            status = "unbounded" if ms == S.kUnbounded else "infeasible"
-        else:
-            status = "error"
-        if status in ("optimal", "time_limit"):
+        status = self.canonical_status(raw)
+        if status in (SolveStatus.TIME_LIMIT, SolveStatus.INACCURATE) and not has_sol:
+            status = SolveStatus.ERROR
+        if status in (SolveStatus.OPTIMAL, SolveStatus.TIME_LIMIT, SolveStatus.INACCURATE):
             sol = h.getSolution()
             x: np.ndarray | None = np.asarray(sol.col_value, dtype=float)
             row_duals = col_duals = None

@@ -30,14 +30,15 @@ class PyomoBackend(Backend):
         super().__init__()
         self.solver = solver
 
-    def solve_lp(
+    def _solve_lp(
         self,
         lp: LinearProgram,
         *,
-        time_limit: float | None = None,
-        mip_gap: float | None = None,
-        threads: int | None = None,
-        start: np.ndarray | None = None,
+        time_limit: float | None,
+        mip_gap: float | None,
+        threads: int | None,
+        start: np.ndarray | None,
+        verbose: bool,
     ) -> LPSolution:
         import pyomo.environ as pyo
         from pyomo.opt import TerminationCondition as TC

@@ -1,0 +1,36 @@
+"""The library's accuracy contracts: one family of default tolerances, each documented.
+
+Every certificate in fairalloc is judged against these unless the caller passes its own
+``gap_tol`` / ``feas_tol``. All of them are **relative**: a gap is divided by the objective's data
+scale (:attr:`fairalloc.Certificate.scale`) and a constraint violation by the constraint's own
+magnitude, so the verdict does not change when budgets, supply, utilities, weights or
+throughputs are expressed in other units.
+
+========================= ========= ========================================================
+name                      value     contract
+========================= ========= ========================================================
+``GAP_TOL``               1e-6      relative duality gap of a convex program (LP, conic)
+``FEAS_TOL``              1e-7      relative primal residual of any returned allocation
+``MILP_GAP_TOL``          1e-4      relative gap of a mixed-integer incumbent to its bound
+``MAX_TOL``               1e-1      the largest tolerance a caller may request
+========================= ========= ========================================================
+
+Examples
+--------
+>>> from fairalloc import tolerances
+>>> tolerances.GAP_TOL
+1e-06
+"""
+
+from __future__ import annotations
+
+__all__ = ["FEAS_TOL", "GAP_TOL", "MAX_TOL", "MILP_GAP_TOL"]
+
+#: Relative duality gap a convex solve must prove (gap / objective data scale).
+GAP_TOL: float = 1e-6
+#: Relative primal residual any returned allocation must meet (violation / constraint scale).
+FEAS_TOL: float = 1e-7
+#: Relative gap a mixed-integer incumbent must prove against the solver's best bound.
+MILP_GAP_TOL: float = 1e-4
+#: Largest gap or feasibility tolerance a caller may request (a looser one is an InputError).
+MAX_TOL: float = 1e-1
