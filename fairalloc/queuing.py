@@ -29,12 +29,14 @@ job's total work does not change with its GPU count).
 * **Unknown GPU-time** (§3.5): jobs submitted without a GPU-time estimate go to a dedicated pool
   of GPUs shared by instantaneous (max-min) fair sharing, without prioritising or delaying them.
 
-There is no optimisation program here, so the "certificate" of a schedule is an independent
-re-check of the schedule itself (:func:`efq_schedule` raises :class:`~fairalloc.CertificateError`
-when it fails): capacity is never exceeded, no job exceeds its α-capped maximum, no GPU idles
-while an active job is below its maximum (work conservation), the work each job received
-integrates to its GPU-time exactly when it finishes, and the GPS finish times are the fixed point
-of the fair-sharing equations. This module never imports cvxpy.
+There is no optimisation program here, so a schedule carries no optimality certificate: it
+carries a :class:`ReplayCheck`, an independent replay of the schedule itself, and its status is
+:attr:`~fairalloc.Status.REPLAYED` (:func:`efq_schedule` raises
+:class:`~fairalloc.CertificateError` when the replay check fails): capacity is never exceeded,
+no job exceeds its α-capped maximum, no GPU idles while an active job is below its maximum
+(work conservation), the work each job received integrates to its GPU-time exactly when it
+finishes, and the GPS finish times are the fixed point of the fair-sharing equations.
+This module never imports cvxpy.
 """
 
 from __future__ import annotations
@@ -48,11 +50,20 @@ from typing import Any
 
 import numpy as np
 
-from ._validation import as_array, as_positive_float, as_positive_int, fmt_index
-from .errors import InputError
-from .results import Certificate, Result, SolveStats, Status, require_pandas
+from ._validation import (
+    as_array,
+    as_bool,
+    as_finite_float,
+    as_positive_float,
+    as_positive_int,
+    fmt_index,
+)
+from .errors import CertificateError, InputError, SolverError
+from .results import FrozenArrays, SolveStats, Status, readonly, require_pandas
+from .tolerances import FEAS_TOL
 
-__all__ = ["EFQResult", "ElasticFairQueue", "QueuedJob", "efq_finish_times", "efq_schedule"]
+__all__ = ["EFQResult", "ElasticFairQueue", "QueuedJob", "ReplayCheck", "efq_finish_times",
+           "efq_schedule"]
 
 #: relative tolerance of the efficiency test ``e(g) >= alpha`` (round-off in profiled curves)
 _EFF_RTOL = 1e-12
@@ -607,6 +618,104 @@ class _Engine:
 # --------------------------------------------------------------------------------------------
 
 
+#: residuals grouped into ReplayCheck.capacity_violation
+_CAPACITY_CHECKS = ("capacity", "power")
+#: residuals grouped into ReplayCheck.finish_residual (finish times and virtual times)
+_FINISH_CHECKS = ("finished", "causal", "gps_service", "virtual_finish", "work", "release",
+                  "window")
+
+
+@dataclass(frozen=True, repr=False)
+class ReplayCheck:
+    """The independent replay check of a simulated schedule (not an optimality certificate).
+
+    A schedule is not the solution of an optimisation program, so it has no duality gap: the
+    check replays every event of the allocation log with code independent of the engine and
+    measures how far the schedule is from the rules of elastic fair queuing. Every residual is
+    relative to the data's own scale (GPUs, GPU-time, the horizon), so rescaling the arrival
+    times and GPU-times by any factor gives the same verdict.
+
+    Attributes
+    ----------
+    kind : str
+        ``"efq_schedule"``.
+    events : int
+        Allocation-log entries replayed.
+    capacity_violation : float
+        Largest excess of GPUs (or GPU power) in use over the cluster, relative to ``M``.
+    finish_residual : float
+        Largest relative residual of the finish times and virtual times: work done at a job's
+        finish minus its GPU-time, GPS finish times against the fair-sharing fixed point,
+        ``F_j - V(a_j) - L_j``, GPUs held outside ``[a_j, f_j]``, unfinished jobs.
+    residuals : dict of str to float
+        Every individual check (the two above are maxima over some of them; the others are
+        ``integral``, ``max_gpus``, ``gpu_power``, ``work_conserving``).
+    tol : float
+        Tolerance each residual is checked against (default :data:`fairalloc.tolerances.FEAS_TOL`).
+
+    Notes
+    -----
+    :attr:`ok` is computed from the residuals, never set: it needs a finite tolerance and every
+    residual finite and ``<= tol``.
+    """
+
+    kind: str
+    events: int
+    capacity_violation: float
+    finish_residual: float
+    residuals: Mapping[str, float]
+    tol: float = FEAS_TOL
+
+    @property
+    def max_residual(self) -> float:
+        """The largest residual of any check (``inf`` if one is not finite)."""
+        vals = [float(v) for v in self.residuals.values()]
+        vals += [float(self.capacity_violation), float(self.finish_residual)]
+        if not all(math.isfinite(v) for v in vals):
+            return math.inf
+        return max(vals, default=0.0)
+
+    @property
+    def primal_residual(self) -> float:
+        """Alias of :attr:`max_residual` (the name optimisation certificates use)."""
+        return self.max_residual
+
+    @property
+    def ok(self) -> bool:
+        """Whether every residual is finite and within the (finite, positive) tolerance."""
+        tol = float(self.tol)
+        return math.isfinite(tol) and tol > 0.0 and self.max_residual <= tol
+
+    def check(self) -> ReplayCheck:
+        """Return ``self`` if :attr:`ok`, else raise :class:`fairalloc.CertificateError`."""
+        if not self.ok:
+            worst = max(self.residuals.items(), key=lambda kv: (not math.isfinite(kv[1]), kv[1]),
+                        default=("none", 0.0))
+            raise CertificateError(
+                f"replay check failed ({self.kind}): largest residual {self.max_residual:.3g} "
+                f"(tol {self.tol:g}), worst check {worst[0]!r} = {worst[1]:.3g}",
+                certificate=self, backend="efq")
+        return self
+
+    def __repr__(self) -> str:
+        return (f"ReplayCheck({self.kind}, events={self.events}, "
+                f"capacity_violation={self.capacity_violation:.2e}, "
+                f"finish_residual={self.finish_residual:.2e}, ok={self.ok})")
+
+
+def _replay_check(res: Mapping[str, float], events: int, tol: float = FEAS_TOL) -> ReplayCheck:
+    def worst(names: tuple[str, ...]) -> float:
+        vals = [float(res[k]) for k in names if k in res]
+        if not all(math.isfinite(v) for v in vals):
+            return math.inf
+        return max(vals, default=0.0)
+
+    return ReplayCheck(kind="efq_schedule", events=int(events),
+                       capacity_violation=worst(_CAPACITY_CHECKS),
+                       finish_residual=worst(_FINISH_CHECKS),
+                       residuals=dict(res), tol=tol)
+
+
 def _throughput_at(scaling: np.ndarray, x: np.ndarray) -> np.ndarray:
     """Interpolated throughput at GPU counts ``x`` (searchsorted formulation, for the check)."""
     levels = scaling.shape[1]
@@ -646,16 +755,21 @@ def _verify_schedule(
     gpu_time: np.ndarray, requested: np.ndarray, scaling: np.ndarray | None,
     virtual_finish: np.ndarray, gps_finish: np.ndarray, efq_finish: np.ndarray,
     log_t: np.ndarray, log_j: np.ndarray, log_g: np.ndarray, log_p: np.ndarray,
-) -> tuple[Certificate, float, dict[str, float]]:
+) -> tuple[ReplayCheck, float, dict[str, float]]:
     """Re-check a finished EFQ schedule from its allocation log alone.
 
-    Returns the certificate, the longest busy period (all GPUs allocated) and the residual of
+    Returns the replay check, the longest busy period (all GPUs allocated) and the residual of
     each check. Nothing computed by the engine except the log and the finish times is used.
     """
     n = arrival.size
     m = float(num_gpus)
     res: dict[str, float] = {}
-    tscale = 1.0 + float(np.max(np.abs(np.concatenate([efq_finish, gps_finish]))))
+    # the horizon, in the data's own time unit (no absolute floor: unit invariant)
+    horizon = np.abs(np.concatenate([efq_finish, gps_finish, arrival]))
+    horizon = horizon[np.isfinite(horizon)]
+    tscale = float(np.max(horizon)) if horizon.size else 0.0
+    if not tscale > 0.0:
+        tscale = float(np.max(gpu_time, initial=0.0)) / m or 1.0
     finite = np.isfinite(efq_finish) & np.isfinite(gps_finish)
     res["finished"] = 0.0 if finite.all() else 1.0
     late = np.maximum(arrival - np.minimum(efq_finish, gps_finish), 0.0) / tscale
@@ -677,7 +791,7 @@ def _verify_schedule(
     v_fin = v_at[np.searchsorted(uniq, gps_finish)]
     vscale = np.maximum(gpu_time, m * tscale * 1e-9)
     res["gps_service"] = float(np.max(np.abs(v_fin - v_arr - gpu_time) / vscale, initial=0.0))
-    fscale = np.maximum(np.abs(virtual_finish), 1.0)
+    fscale = np.maximum(np.abs(virtual_finish), gpu_time)
     res["virtual_finish"] = float(np.max(np.abs(virtual_finish - v_arr - gpu_time) / fscale,
                                          initial=0.0))
 
@@ -764,11 +878,7 @@ def _verify_schedule(
         bounds = np.concatenate(([-1], brk, [busy.size]))
         totals = cum[bounds[1:]] - cum[bounds[:-1] + 1]
         busy_max = float(np.max(totals))
-    residual = max(res.values())
-    mean_jct = float(np.mean(efq_finish - arrival)) if n else 0.0
-    cert = Certificate(kind="efq_schedule", primal_value=mean_jct, dual_bound=float("nan"),
-                       gap=0.0, primal_residual=residual, gap_tol=1e-6, feas_tol=1e-7)
-    return cert, busy_max, res
+    return _replay_check(res, log_t.size), busy_max, res
 
 
 # --------------------------------------------------------------------------------------------
@@ -777,15 +887,25 @@ def _verify_schedule(
 
 
 @dataclass(frozen=True, repr=False)
-class EFQResult(Result):
+class EFQResult(FrozenArrays):
     """A whole arrival sequence run to completion under EFQ, with its GPS reference.
 
-    ``objective`` is the mean job completion time under EFQ; ``certificate`` is the independent
-    check of the schedule (capacity, α-capped maxima, work conservation, work done equals each
-    job's GPU-time at its finish, GPS fixed point); ``status`` is ``"optimal"`` when it passed.
+    This is a simulation, not an optimisation: there is no optimality certificate. ``check`` is
+    the independent replay of the schedule (:class:`ReplayCheck`: capacity, α-capped maxima,
+    work conservation, work done equals each job's GPU-time at its finish, GPS fixed point) and
+    ``status`` is :attr:`fairalloc.Status.REPLAYED` (a result is only returned when
+    ``check.ok``). Every array is read-only.
 
     Attributes
     ----------
+    objective : float
+        Mean job completion time under EFQ.
+    status : Status
+        Always ``Status.REPLAYED``.
+    stats : SolveStats
+        ``backend="efq"`` (no solver ran), ``iterations`` = events simulated.
+    check : ReplayCheck
+        The independent replay check (``check.ok`` is true on every returned result).
     efq_finish, gps_finish : ndarray, shape (n,)
         Finish times under EFQ and under the GPS reference.
     arrival, gpu_time : ndarray, shape (n,)
@@ -807,6 +927,10 @@ class EFQResult(Result):
         total relative power ``log_power`` (equal to the GPU count on a homogeneous cluster).
     """
 
+    objective: float
+    status: Status
+    stats: SolveStats
+    check: ReplayCheck
     efq_finish: np.ndarray
     gps_finish: np.ndarray
     arrival: np.ndarray
@@ -823,10 +947,30 @@ class EFQResult(Result):
     log_gpus: np.ndarray
     log_power: np.ndarray
 
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not isinstance(self.check, ReplayCheck):
+            raise InputError("check must be a ReplayCheck", argument="check")
+        if self.status != Status.REPLAYED:
+            raise InputError(f"an EFQ schedule is a replayed simulation: status must be "
+                             f"{Status.REPLAYED!r}, got {self.status!r}", argument="status")
+        self.check.check()
+
+    @property
+    def certificate(self) -> ReplayCheck:
+        """Alias of :attr:`check` (a :class:`ReplayCheck`, not an optimality certificate)."""
+        return self.check
+
+    def __repr__(self) -> str:
+        return (f"EFQResult(jobs={self.arrival.size}, num_gpus={self.num_gpus}, "
+                f"alpha={self.alpha:g}, objective={self.objective:.6g}, "
+                f"status={self.status.value!r}, busy_period={self.busy_period:.6g}, "
+                f"check={self.check!r}, seconds={self.stats.seconds:.3g})")
+
     @property
     def delay(self) -> np.ndarray:
         """``f_j - f~_j``: EFQ finish minus GPS finish (negative: the job finished earlier)."""
-        return self.efq_finish - self.gps_finish
+        return readonly(self.efq_finish - self.gps_finish)
 
     @property
     def delay_bound(self) -> float:
@@ -837,10 +981,11 @@ class EFQResult(Result):
     @property
     def jct(self) -> np.ndarray:
         """Job completion times under EFQ, ``efq_finish - arrival``."""
-        return self.efq_finish - self.arrival
+        return readonly(self.efq_finish - self.arrival)
 
     def allocation_at(self, t: float) -> np.ndarray:
         """GPUs each job holds at time ``t`` (right-continuous), shape (n,)."""
+        t = as_finite_float(t, "t")
         out = np.zeros(self.arrival.size, dtype=np.int64)
         srt = np.lexsort((np.arange(self.log_time.size), self.log_time, self.log_job))
         hit = srt[self.log_time[srt] <= t]
@@ -848,7 +993,7 @@ class EFQResult(Result):
             jobs = self.log_job[hit]
             last = hit[np.concatenate((jobs[1:] != jobs[:-1], [True]))]
             out[self.log_job[last]] = self.log_gpus[last]
-        return out
+        return readonly(out)
 
     def to_frame(self) -> Any:
         """One row per job: arrival, GPU-time, F, priority, maxima, finish times, delay."""
@@ -896,15 +1041,17 @@ def efq_schedule(
     Returns
     -------
     EFQResult
-        Finish times under EFQ and GPS, virtual finish times, the allocation log and its
-        certificate.
+        Finish times under EFQ and GPS, virtual finish times, the allocation log, and the
+        independent replay check (``status == Status.REPLAYED``: a simulation, not an
+        optimisation).
 
     Raises
     ------
     InputError
         For invalid inputs, naming the argument and index.
     CertificateError
-        If the independent check of the schedule fails (never expected).
+        If the independent replay check of the schedule fails (never expected; e.g. times so
+        large that they overflow).
 
     Examples
     --------
@@ -969,14 +1116,18 @@ def efq_schedule(
             i = j
         eng.reallocate(finished)
         events += 1
+        if events > 2 * n + 2:  # every event admits a batch or finishes a job: never reached
+            raise SolverError(f"efq_schedule: the event loop did not terminate after {events} "
+                              f"events for {n} jobs (non-finite times?)", backend="efq")
 
     log_t, log_j, log_g, log_p = eng.log()
-    cert, busy, _ = _verify_schedule(
-        num_gpus=m, power=power, alpha=alpha_f, arrival=arr, gpu_time=work, requested=req,
-        scaling=curves, virtual_finish=vfin, gps_finish=gps_fin, efq_finish=efq_fin,
-        log_t=log_t, log_j=log_j, log_g=log_g, log_p=log_p,
-    )
-    cert.check(backend="efq")
+    with np.errstate(all="ignore"):  # overflowing times show up as non-finite residuals
+        replay, busy, _ = _verify_schedule(
+            num_gpus=m, power=power, alpha=alpha_f, arrival=arr, gpu_time=work,
+            requested=req, scaling=curves, virtual_finish=vfin, gps_finish=gps_fin,
+            efq_finish=efq_fin, log_t=log_t, log_j=log_j, log_g=log_g, log_p=log_p,
+        )
+    replay.check()
     rank = np.empty(n, dtype=np.int64)
     rank[np.lexsort((np.arange(n), by_arrival.argsort(kind="stable"), vfin))] = np.arange(n)
     out = {}
@@ -990,8 +1141,9 @@ def efq_schedule(
         out[name] = val
     stats = SolveStats(backend="efq", method="event-driven", seconds=time.perf_counter() - t_start,
                        iterations=events, solves=0)
-    return EFQResult(objective=cert.primal_value, status=Status.OPTIMAL, stats=stats,
-                     certificate=cert, busy_period=busy, alpha=alpha_f, num_gpus=m, **out)
+    mean_jct = float(np.mean(efq_fin - arr)) if n else 0.0
+    return EFQResult(objective=mean_jct, status=Status.REPLAYED, stats=stats, check=replay,
+                     busy_period=busy, alpha=alpha_f, num_gpus=m, **out)
 
 
 def efq_finish_times(
@@ -1026,6 +1178,14 @@ def efq_finish_times(
 # --------------------------------------------------------------------------------------------
 # online queue
 # --------------------------------------------------------------------------------------------
+
+
+def _check_job_id(job_id: Any) -> None:
+    try:
+        hash(job_id)
+    except TypeError:
+        raise InputError(f"job_id must be hashable, got {type(job_id).__name__}",
+                         argument="job_id") from None
 
 
 @dataclass(frozen=True)
@@ -1126,17 +1286,17 @@ class ElasticFairQueue:
             self._power_main = main / main.mean()
         else:
             self._power_main = None
-        start_f = float(start)
-        if not math.isfinite(start_f):
-            raise InputError(f"start must be finite, got {start!r}", argument="start")
+        start_f = as_finite_float(start, "start")
+        auto_finish = as_bool(auto_finish, "auto_finish")
+        record = as_bool(record, "record")
         self._width = max(int(self._m - 1).bit_length(), 0) + 2
         self._eng = _Engine(self._m, self._power_main, self._width, record=record,
-                            auto_finish=bool(auto_finish))
+                            auto_finish=auto_finish)
         self._eng.now = start_f
         self._gps = _GPSReference(self._m)
         self._gps.tv = start_f
         self._now = start_f
-        self._record = bool(record)
+        self._record = record
         self._id_of = np.empty(64, dtype=object)  # row -> job id
         self._row: dict[Hashable, int] = {}
         self._arrival: dict[Hashable, float] = {}
@@ -1206,11 +1366,7 @@ class ElasticFairQueue:
             The virtual finish time ``F_j``; ``None`` for a job without GPU-time (it joins the
             fair-share pool).
         """
-        try:
-            hash(job_id)
-        except TypeError:
-            raise InputError(f"job_id must be hashable, got {type(job_id).__name__}",
-                             argument="job_id") from None
+        _check_job_id(job_id)
         if job_id in self:
             raise InputError(f"job_id {job_id!r} is already in the queue", argument="job_id")
         if gpu_time is not None and steps is not None:
@@ -1270,7 +1426,7 @@ class ElasticFairQueue:
     def advance(self, to: float) -> list[tuple[Hashable, float]]:
         """Move the clock to ``to``; return the jobs that finished on the way (``auto_finish``),
         as ``(job_id, finish time)`` in order."""
-        t = self._clock(to)
+        t = self._clock(to, "to")
         return self._move(t)
 
     # queries ---------------------------------------------------------------------------
@@ -1312,13 +1468,15 @@ class ElasticFairQueue:
 
     def job(self, job_id: Hashable) -> QueuedJob:
         """State of one job in the queue."""
+        _check_job_id(job_id)
         if job_id in self._pool_jobs:
             shares = dict(zip(self._pool_jobs, self._pool_shares().tolist(), strict=True))
             return QueuedJob(job_id, self._arrival[job_id], "fair_share", shares[job_id],
                              self._pool_jobs[job_id], None, None, None)
         row = self._row.get(job_id)
         if row is None:
-            raise InputError(f"no job {job_id!r} in the queue", argument="job_id")
+            raise InputError(f"no job with job_id = {job_id!r} in the queue",
+                             argument="job_id")
         eng = self._eng
         return QueuedJob(job_id, self._arrival[job_id], "efq", int(eng.g[row]),
                          int(eng.cap[row]), float(eng.work[row]), float(eng.vfin[row]),
@@ -1334,18 +1492,15 @@ class ElasticFairQueue:
                                                           dtype=np.int64)
 
     # internals -------------------------------------------------------------------------
-    def _clock(self, at: float | None) -> float:
+    def _clock(self, at: float | None, name: str = "at") -> float:
         if at is None:
+            if name == "to":
+                raise InputError("to must be a finite number, got None", argument="to")
             return self._now
-        try:
-            t = float(at)
-        except (TypeError, ValueError):
-            raise InputError(f"at must be a number, got {at!r}", argument="at") from None
-        if not math.isfinite(t):
-            raise InputError(f"at must be finite, got {at!r}", argument="at")
+        t = as_finite_float(at, name)
         if t < self._now:
-            raise InputError(f"at = {t:g} is earlier than the queue's clock {self._now:g}",
-                             argument="at")
+            raise InputError(f"{name} = {t:g} is earlier than the queue's clock {self._now:g}",
+                             argument=name)
         return t
 
     def _move(self, t: float) -> list[tuple[Hashable, float]]:
@@ -1371,22 +1526,25 @@ class ElasticFairQueue:
         return done
 
     def _leave(self, job_id: Hashable, at: float | None, *, cancel: bool) -> None:
+        _check_job_id(job_id)
         t = self._clock(at)
         if job_id in self._pool_jobs:
             self._move(t)
             if job_id not in self._pool_jobs:  # pragma: no cover - pool jobs never auto-finish
-                raise InputError(f"no job {job_id!r} in the queue", argument="job_id")
+                raise InputError(f"no job with job_id = {job_id!r} in the queue",
+                                 argument="job_id")
             del self._pool_jobs[job_id]
             del self._arrival[job_id]
             self._log_pool(t)
             return
         if job_id not in self._row:
-            raise InputError(f"no job {job_id!r} in the queue", argument="job_id")
+            raise InputError(f"no job with job_id = {job_id!r} in the queue",
+                             argument="job_id")
         self._move(t)
         row = self._row.get(job_id)
         if row is None:
-            raise InputError(f"job {job_id!r} already finished before t = {t:g} (auto_finish)",
-                             argument="job_id")
+            raise InputError(f"job_id {job_id!r} already finished before at = {t:g} "
+                             "(auto_finish)", argument="job_id")
         eng = self._eng
         was_running = eng.g[row] > 0
         eng.remove_one(row)
