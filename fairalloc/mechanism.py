@@ -54,10 +54,11 @@ from typing import Any
 
 import numpy as np
 
-from ._validation import as_array, as_option, as_positive_float, fmt_index
+from ._validation import as_array, as_bool, as_option, as_positive_float, fmt_index
 from .data import Cluster, Jobs
 from .errors import InputError
-from .results import require_pandas
+from .queuing import _only_fairalloc_errors
+from .results import FrozenArrays, readonly, require_pandas
 
 __all__ = [
     "Placement",
@@ -552,7 +553,7 @@ def _order(
 
 
 @dataclass(frozen=True, repr=False)
-class RoundAssignment:
+class RoundAssignment(FrozenArrays):
     """Which job (or combination) runs on which accelerator type in the next round (§5).
 
     Attributes
@@ -605,24 +606,24 @@ class RoundAssignment:
     @property
     def scheduled(self) -> np.ndarray:
         """Boolean mask of the rows that run this round."""
-        return self.type_index >= 0
+        return readonly(self.type_index >= 0)
 
     @property
     def idle(self) -> np.ndarray:
         """Workers of each type left idle this round."""
-        return self.capacity - self.workers
+        return readonly(self.capacity - self.workers)
 
     @property
     def job_type(self) -> np.ndarray:
         """Accelerator type each *job* runs on this round (``-1``: it does not run)."""
         n = len(self.job_ids)
         if self.combinations is None:
-            return self.type_index.copy()
+            return self.type_index
         out = np.full(n + 1, -1, dtype=np.int64)
         mem = _members(self)
         rows = np.flatnonzero(self.scheduled)
         out[mem[rows].ravel()] = np.repeat(self.type_index[rows], mem.shape[1])
-        return out[:n]
+        return readonly(out[:n])
 
     def assignment(self) -> dict[str, list[Hashable]]:
         """Accelerator type name -> labels of the rows that run on it, in selection order."""
@@ -681,6 +682,7 @@ def _assignment(
     )
 
 
+@_only_fairalloc_errors
 def schedule_round(
     target: Any,
     cluster: Any,
@@ -810,6 +812,7 @@ class ServerLayout:
     gpu_type: np.ndarray
     gpu_server: np.ndarray
 
+    @_only_fairalloc_errors
     def __init__(self, servers: Mapping[str, Sequence[int]]) -> None:
         if not isinstance(servers, Mapping) or not servers:
             raise InputError("servers must be a non-empty mapping of accelerator type to the "
@@ -833,6 +836,7 @@ class ServerLayout:
             object.__setattr__(self, name, val)
 
     @classmethod
+    @_only_fairalloc_errors
     def uniform(cls, cluster: Cluster, gpus_per_server: int | Mapping[str, int]) -> ServerLayout:
         """Servers of ``gpus_per_server`` GPUs (per type, or one count for all types); a type
         whose GPU count is not a multiple gets a last, smaller server."""
@@ -840,6 +844,9 @@ class ServerLayout:
             raise InputError("cluster must be a fairalloc.Cluster", argument="cluster")
         per: dict[str, list[int]] = {}
         for name, cap in zip(cluster.types, cluster.capacity.astype(int).tolist()):
+            if isinstance(gpus_per_server, Mapping) and name not in gpus_per_server:
+                raise InputError(f"gpus_per_server has no entry for type {name!r}",
+                                 argument="gpus_per_server")
             g = gpus_per_server[name] if isinstance(gpus_per_server, Mapping) else gpus_per_server
             if isinstance(g, bool) or not isinstance(g, int | np.integer) or g <= 0:
                 raise InputError(f"gpus_per_server for {name!r} must be a positive integer, "
@@ -865,7 +872,7 @@ class ServerLayout:
 
 
 @dataclass(frozen=True, repr=False, eq=False)
-class Placement:
+class Placement(FrozenArrays):
     """GPUs of every job of a round (§5 placement, §6 lease renewals).
 
     Attributes
@@ -930,6 +937,11 @@ class Placement:
 
     def row_gpus(self, row: int) -> np.ndarray:
         """GPU ids of row ``row`` (empty when it does not run)."""
+        if isinstance(row, bool) or not isinstance(row, int | np.integer) or not (
+                -self.row_type.shape[0] <= row < self.row_type.shape[0]):
+            raise InputError(f"row must be a row index in 0..{self.row_type.shape[0] - 1}, "
+                             f"got {row!r}", argument="row")
+        row = int(row) % self.row_type.shape[0]
         return self.gpu_ids[self.row_ptr[row]:self.row_ptr[row + 1]]
 
     def gpus(self, label: Hashable) -> tuple[int, ...]:
@@ -991,6 +1003,7 @@ def _csr(gpu_row: np.ndarray, n_rows: int) -> tuple[np.ndarray, np.ndarray]:
     return row_ptr, gpu_ids
 
 
+@_only_fairalloc_errors
 def place(
     assignment: RoundAssignment,
     layout: ServerLayout,
@@ -1037,6 +1050,7 @@ def place(
     """
     if not isinstance(assignment, RoundAssignment):
         raise InputError("assignment must be a RoundAssignment", argument="assignment")
+    lease_renewal = as_bool(lease_renewal, "lease_renewal")
     if not isinstance(layout, ServerLayout):
         raise InputError("layout must be a ServerLayout", argument="layout")
     default_names = tuple(str(j) for j in range(len(assignment.types)))
@@ -1225,6 +1239,7 @@ class RoundScheduler:
     (True, 0.5)
     """
 
+    @_only_fairalloc_errors
     def __init__(
         self,
         target: Any,
@@ -1248,7 +1263,7 @@ class RoundScheduler:
             raise InputError("servers must be a ServerLayout", argument="servers")
         self._cluster = cluster
         self._layout = servers
-        self._lease_renewal = bool(lease_renewal)
+        self._lease_renewal = as_bool(lease_renewal, "lease_renewal")
         self._rows = _build_rows(target, cluster, jobs, scale_factor=scale_factor,
                                  combinations=combinations, runnable=runnable, ids=ids)
         if servers is not None and not np.array_equal(servers.capacity, self._rows.capacity):
@@ -1312,10 +1327,12 @@ class RoundScheduler:
         return self._restarts
 
     # -- rounds ------------------------------------------------------------------------------
+    @_only_fairalloc_errors
     def next_round(self) -> RoundAssignment:
         """The assignment the next round would get, without running it."""
         return _assignment(self._rows, self._t, self._e, self._eligible, self._fraction)
 
+    @_only_fairalloc_errors
     def step(self) -> RoundAssignment:
         """Decide, place (with ``servers``) and run one round; return its assignment."""
         a = self.next_round()
@@ -1331,6 +1348,7 @@ class RoundScheduler:
         self._rounds += 1
         return a
 
+    @_only_fairalloc_errors
     def run(self, rounds: int) -> np.ndarray:
         """Run ``rounds`` rounds; return :attr:`error` after each of them."""
         if isinstance(rounds, bool) or not isinstance(rounds, int | np.integer) or rounds < 0:
@@ -1342,6 +1360,7 @@ class RoundScheduler:
             out[i] = self.error
         return out
 
+    @_only_fairalloc_errors
     def update(
         self,
         target: Any,
