@@ -57,9 +57,17 @@ from typing import Any
 
 import numpy as np
 
-from ._validation import as_array, as_option, as_positive_float, as_positive_int, fmt_index
+from ._validation import (
+    as_array,
+    as_bool,
+    as_option,
+    as_positive_float,
+    as_positive_int,
+    fmt_index,
+)
 from .errors import InputError
-from .results import require_pandas
+from .queuing import _only_fairalloc_errors
+from .results import FrozenArrays, readonly, require_pandas
 
 __all__ = [
     "Completion",
@@ -78,7 +86,7 @@ _METRICS = ("cosine", "euclidean")
 
 
 @dataclass(frozen=True, repr=False)
-class Completion:
+class Completion(FrozenArrays):
     """A completed matrix and how it was obtained.
 
     Attributes
@@ -147,7 +155,10 @@ def _ridge_rows(R: np.ndarray, W: np.ndarray, F: np.ndarray, reg: float) -> np.n
     n_i = Wf.sum(axis=1)
     A += (reg * np.maximum(n_i, 1.0))[:, None, None] * np.eye(rank)[None, :, :]
     b = (np.where(W, R, 0.0)) @ F
-    return np.linalg.solve(A, b[:, :, None])[:, :, 0]
+    try:
+        return np.linalg.solve(A, b[:, :, None])[:, :, 0]
+    except np.linalg.LinAlgError:  # reg = 0 and a row/column observed too rarely: least squares
+        return (np.linalg.pinv(A) @ b[:, :, None])[:, :, 0]
 
 
 def _als(R: np.ndarray, W: np.ndarray, rank: int, reg: float, max_iter: int, tol: float
@@ -184,10 +195,17 @@ def _soft_impute(R: np.ndarray, W: np.ndarray, rank: int, reg: float, max_iter: 
 
 def _fit(M: np.ndarray, W: np.ndarray, rank: int, method: str, reg: float, max_iter: int,
          tol: float) -> tuple[np.ndarray, int, bool]:
-    R = np.where(W, M, 0.0)
+    # unit scale: divide by the power of two nearest the largest observed magnitude (exact), so
+    # that ``reg`` and the stopping rule are relative to the data and rescaling the matrix
+    # rescales the completion
+    top = float(np.max(np.abs(M[W]), initial=0.0))
+    expo = int(np.round(np.log2(top))) if top > 0.0 else 0
+    R = np.ldexp(np.where(W, M, 0.0), -expo)
     if method == "als":
-        return _als(R, W, rank, reg, max_iter, tol)
-    return _soft_impute(R, W, rank, reg, max_iter, tol)
+        est, it, conv = _als(R, W, rank, reg, max_iter, tol)
+    else:
+        est, it, conv = _soft_impute(R, W, rank, reg, max_iter, tol)
+    return np.ldexp(est, expo), it, conv
 
 
 def _validate_matrix(values: Any, mask: Any, name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -296,6 +314,7 @@ def _choose_rank_rows(F: np.ndarray, W: np.ndarray, max_rank: int, method: str, 
     return _parsimonious(rmse, scale), rmse
 
 
+@_only_fairalloc_errors
 def complete_matrix(
     values: Any,
     mask: Any = None,
@@ -323,8 +342,10 @@ def complete_matrix(
         Alternating ridge least squares (default) or soft-impute (iterative singular value
         thresholding, capped at ``rank``).
     reg : float
-        ALS: ridge weight per observed entry of a row/column. Soft-impute: threshold as a
-        fraction of the largest singular value of the zero-filled matrix.
+        ALS: ridge weight per observed entry of a row/column, for the matrix divided by the
+        power of two nearest its largest observed magnitude (so the completion does not depend
+        on the data's unit). Soft-impute: threshold as a fraction of the largest singular value
+        of the zero-filled matrix.
     max_iter : int
         Iteration limit.
     tol : float
@@ -384,7 +405,7 @@ def complete_matrix(
 
 
 @dataclass(frozen=True, repr=False)
-class FingerprintMatch:
+class FingerprintMatch(FrozenArrays):
     """New jobs matched to reference jobs by their completed fingerprints (Gavel §3.3, §6).
 
     Attributes
@@ -491,6 +512,7 @@ class ThroughputEstimator:
     (('resnet',), [0.9, 0.5, 0.3])
     """
 
+    @_only_fairalloc_errors
     def __init__(
         self,
         reference: Any,
@@ -515,12 +537,18 @@ class ThroughputEstimator:
         r, _, k = raw.shape
         if labels is None:
             labels = tuple(range(r))
+        if isinstance(labels, str | bytes) or not hasattr(labels, "__iter__"):
+            raise InputError(f"labels must be a sequence of {r} labels, got {labels!r}",
+                             argument="labels")
         labels = tuple(labels)
         if len(labels) != r:
             raise InputError(f"labels has {len(labels)} entries for {r} reference jobs",
                              argument="labels")
         if types is None:
             types = tuple(str(j) for j in range(k))
+        if isinstance(types, str | bytes) or not hasattr(types, "__iter__"):
+            raise InputError(f"types must be a sequence of {k} type names, got {types!r}",
+                             argument="types")
         types = tuple(str(t) for t in types)
         if len(types) != k:
             raise InputError(f"types has {len(types)} entries for {k} accelerator types",
@@ -528,7 +556,7 @@ class ThroughputEstimator:
         self._method = as_option(method, "method", _METHODS)
         self._metric = as_option(metric, "metric", _METRICS)
         self._reg = as_positive_float(reg, "reg", allow_zero=True)
-        self._clip = bool(clip)
+        self._clip = as_bool(clip, "clip")
         self.labels: tuple[Hashable, ...] = labels
         self.types: tuple[str, ...] = types
         F = self._flat(raw)
@@ -582,6 +610,7 @@ class ThroughputEstimator:
         return int(self.reference.shape[2])
 
     # -- matching -----------------------------------------------------------------------------
+    @_only_fairalloc_errors
     def match(self, measured: Any) -> FingerprintMatch:
         """Complete the fingerprints of new jobs and match each to its closest reference job.
 
@@ -630,6 +659,7 @@ class ThroughputEstimator:
         return FingerprintMatch(best, tuple(self.labels[i] for i in best.tolist()), dist, fp,
                                 own, partner, fit, self.rank)
 
+    @_only_fairalloc_errors
     def pair_throughputs(self, references: Any, isolated: Any, pairs: Any) -> np.ndarray:
         """Estimated pair throughputs (steps/s) of jobs matched to reference jobs.
 
@@ -678,7 +708,7 @@ class ThroughputEstimator:
         out = np.empty((pr_i.shape[0], k, 2))
         out[:, :, 0] = iso[a] * self.reference[ra, rb, :]
         out[:, :, 1] = iso[b] * self.reference[rb, ra, :]
-        return out
+        return readonly(out)
 
     def __repr__(self) -> str:
         return (f"ThroughputEstimator(references={self.num_references}, types={self.types}, "
