@@ -195,17 +195,10 @@ def _soft_impute(R: np.ndarray, W: np.ndarray, rank: int, reg: float, max_iter: 
 
 def _fit(M: np.ndarray, W: np.ndarray, rank: int, method: str, reg: float, max_iter: int,
          tol: float) -> tuple[np.ndarray, int, bool]:
-    # unit scale: divide by the power of two nearest the largest observed magnitude (exact), so
-    # that ``reg`` and the stopping rule are relative to the data and rescaling the matrix
-    # rescales the completion
-    top = float(np.max(np.abs(M[W]), initial=0.0))
-    expo = int(np.round(np.log2(top))) if top > 0.0 else 0
-    R = np.ldexp(np.where(W, M, 0.0), -expo)
+    R = np.where(W, M, 0.0)
     if method == "als":
-        est, it, conv = _als(R, W, rank, reg, max_iter, tol)
-    else:
-        est, it, conv = _soft_impute(R, W, rank, reg, max_iter, tol)
-    return np.ldexp(est, expo), it, conv
+        return _als(R, W, rank, reg, max_iter, tol)
+    return _soft_impute(R, W, rank, reg, max_iter, tol)
 
 
 def _validate_matrix(values: Any, mask: Any, name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -342,9 +335,9 @@ def complete_matrix(
         Alternating ridge least squares (default) or soft-impute (iterative singular value
         thresholding, capped at ``rank``).
     reg : float
-        ALS: ridge weight per observed entry of a row/column, for the matrix divided by the
-        power of two nearest its largest observed magnitude (so the completion does not depend
-        on the data's unit). Soft-impute: threshold as a fraction of the largest singular value
+        ALS: ridge weight per observed entry of a row/column, for the matrix divided by its
+        largest observed magnitude (so the completion does not depend on the data's unit).
+        Soft-impute: threshold as a fraction of the largest singular value
         of the zero-filled matrix.
     max_iter : int
         Iteration limit.
@@ -382,18 +375,25 @@ def complete_matrix(
     if isinstance(seed, bool) or not isinstance(seed, int | np.integer):
         raise InputError(f"seed must be an integer, got {seed!r}", argument="seed")
     val = None
-    if isinstance(rank, str):
-        if rank != "auto":
-            raise InputError(f"rank must be a positive integer or 'auto', got {rank!r}",
-                             argument="rank")
-        rank, val = _choose_rank(M, W, max_rank, method, reg, max_iter, tol, int(seed))
-    else:
+    if not isinstance(rank, str):
         rank = as_positive_int(rank, "rank")
         if rank > limit:
             raise InputError(f"rank {rank} exceeds min(m, c) = {limit}", argument="rank")
-    est, it, conv = _fit(M, W, int(rank), method, reg, max_iter, tol)
+    elif rank != "auto":
+        raise InputError(f"rank must be a positive integer or 'auto', got {rank!r}",
+                         argument="rank")
+    # unit scale: fit the matrix divided by its largest observed magnitude, so that ``reg`` and
+    # the stopping rule are relative to the data and rescaling the matrix rescales the answer
+    top = float(np.max(np.abs(M[W])))
+    unit = top if top > 0.0 else 1.0
+    Mn = M / unit
+    if isinstance(rank, str):
+        rank, val = _choose_rank(Mn, W, max_rank, method, reg, max_iter, tol, int(seed))
+        val = val * unit
+    est, it, conv = _fit(Mn, W, int(rank), method, reg, max_iter, tol)
+    train = float(np.sqrt(np.mean((est[W] - Mn[W]) ** 2))) * unit
+    est = est * unit
     out = np.where(W, M, est)
-    train = float(np.sqrt(np.mean((est[W] - M[W]) ** 2)))
     for arr in (out, est, W):
         arr.flags.writeable = False
     return Completion(out, est, W, int(rank), method, it, conv, train, val)
