@@ -10,6 +10,16 @@ solver's raw primal ``x`` and dual ``z`` we compute, without trusting the solver
 * the dual residual: ``||A^T z + c||`` and the distance of ``z`` to the dual cone ``K*``,
 * the duality gap ``c@x + b@z``.
 
+Every quantity is judged relative to the data scale, so the verdict does not change when the
+program's data are expressed in other units: the primal residual relative to
+``max(|b|, |A x|)``, the dual residual relative to ``max(|c|, |A^T z|)``, and the gap relative to
+the magnitude of the terms it is computed from, ``max(sum_j |c_j x_j|, sum_i |b_i z_i|)``
+(a caller whose objective has a natural scale, e.g. the total budget of an Eisenberg-Gale
+program, passes it as ``scale``). The standard relative gap ``gap / max(|primal|, |dual|)``
+would call an optimum near 0 (an objective with cancelling terms) unproven, and
+``gap / max(1, |objective|)`` would accept anything when the objective is small in the
+caller's units.
+
 This is the KKT certificate used for programs with user-added pieces; builders whose dual has
 a closed form (Eisenberg-Gale, LPs) use their exact certificates instead.
 """
@@ -21,9 +31,11 @@ from typing import Any
 
 import numpy as np
 
+from ._validation import as_bool, as_time_limit, as_tolerance
 from .backends import get_backend
-from .errors import InfeasibleError, InputError, SolverError
+from .errors import FairallocError, InfeasibleError, InputError, SolverError
 from .results import Certificate, SolveStats
+from .tolerances import FEAS_TOL, GAP_TOL
 
 __all__ = ["conic_certificate", "solve_cvxpy"]
 
@@ -80,21 +92,43 @@ def _cone_violation(vec: np.ndarray, dims: Any, *, dual: bool) -> float:
     return worst
 
 
+def _ratio(num: float, den: float) -> float:
+    """``num / den`` with ``0 / 0 = 0`` and ``x / 0 = inf`` (a violation of nothing)."""
+    if num <= 0.0:
+        return 0.0 if num == 0.0 or np.isfinite(num) else float("inf")
+    if not np.isfinite(num):
+        return float("inf")
+    return num / den if den > 0.0 and np.isfinite(den) else float("inf")
+
+
 def conic_certificate(
     data: dict[str, Any], x: np.ndarray, z: np.ndarray, *, maximize: bool,
-    offset: float = 0.0, gap_tol: float = 1e-6, feas_tol: float = 1e-7
+    offset: float = 0.0, gap_tol: float = GAP_TOL, feas_tol: float = FEAS_TOL,
+    scale: float | None = None,
 ) -> Certificate:
-    """KKT certificate of a conic program ``min c@x, A x + s = b, s in K`` from ``x`` and ``z``."""
-    A, b, c = data["A"], np.asarray(data["b"]), np.asarray(data["c"])
+    """KKT certificate of a conic program ``min c@x, A x + s = b, s in K`` from ``x`` and ``z``.
+
+    Residuals and gap are relative to the data scale (see the module docstring); ``scale``
+    overrides the gap's scale (in the objective's units).
+    """
+    A, b, c = data["A"], np.asarray(data["b"], dtype=float), np.asarray(data["c"], dtype=float)
     dims = data["dims"]
-    slack = b - A @ x
-    primal_res = _cone_violation(slack, dims, dual=False) / (1.0 + float(np.max(np.abs(b))))
+    Ax = A @ x
+    slack = b - Ax
+    primal_res = _ratio(_cone_violation(slack, dims, dual=False),
+                        max(float(np.max(np.abs(b), initial=0.0)),
+                            float(np.max(np.abs(Ax), initial=0.0))))
+    ATz = A.T @ z
     dual_res = max(
-        float(np.max(np.abs(A.T @ z + c), initial=0.0)),
-        _cone_violation(z, dims, dual=True),
-    ) / (1.0 + float(np.max(np.abs(c), initial=0.0)))
+        _ratio(float(np.max(np.abs(ATz + c), initial=0.0)),
+               max(float(np.max(np.abs(c), initial=0.0)),
+                   float(np.max(np.abs(ATz), initial=0.0)))),
+        _ratio(_cone_violation(z, dims, dual=True), float(np.max(np.abs(z), initial=0.0))),
+    )
     primal = float(c @ x) + offset
     dual = -float(b @ z) + offset
+    if scale is None:
+        scale = max(float(np.sum(np.abs(c * x))), float(np.sum(np.abs(b * z))), abs(offset))
     sign = -1.0 if maximize else 1.0
     return Certificate(
         kind="conic",
@@ -105,28 +139,37 @@ def conic_certificate(
         dual_residual=dual_res,
         gap_tol=gap_tol,
         feas_tol=feas_tol,
+        scale=scale,
     )
 
 
 def solve_cvxpy(
     problem: Any,
     *,
-    backend: str = "clarabel",
-    gap_tol: float = 1e-6,
-    feas_tol: float = 1e-7,
+    backend: Any = "clarabel",
+    gap_tol: float = GAP_TOL,
+    feas_tol: float = FEAS_TOL,
     time_limit: float | None = None,
     method: str = "cvxpy",
+    scale: float | None = None,
+    verbose: bool = False,
 ) -> tuple[SolveStats, Certificate]:
     """Solve a cvxpy problem with an explicitly named backend and certify it.
 
     Only Clarabel returns the raw conic vectors the certificate needs, so composed programs
-    are certified through ``backend="clarabel"``.
+    are certified through ``backend="clarabel"``. The solver's status is mapped by the
+    backend's status map and accepted by the one rule of :mod:`fairalloc.backends`
+    (:data:`~fairalloc.backends.USABLE`): a usable point goes to the certificate, which decides.
+    ``scale`` is passed to :func:`conic_certificate`.
 
     Raises
     ------
     InfeasibleError, SolverError, CertificateError
+        Any exception cvxpy or the solver raises becomes :class:`SolverError` (cause chained).
     """
     import cvxpy as cp
+
+    from .backends import USABLE, SolveStatus
 
     inst = get_backend(backend, need="cvxpy")
     if inst.name != "clarabel":
@@ -134,23 +177,43 @@ def solve_cvxpy(
             f"composed programs are certified through backend='clarabel' (got {inst.name!r})",
             argument="backend",
         )
+    time_limit = as_time_limit(time_limit)
+    gap_tol = as_tolerance(gap_tol, "gap_tol")
+    feas_tol = as_tolerance(feas_tol, "feas_tol")
+    verbose = as_bool(verbose, "verbose")
     t0 = time.perf_counter()
-    opts: dict[str, Any] = {"tol_gap_abs": 1e-9, "tol_gap_rel": 1e-9, "tol_feas": 1e-9}
+    opts: dict[str, Any] = {"tol_gap_abs": 1e-9, "tol_gap_rel": 1e-9, "tol_feas": 1e-9,
+                            "verbose": verbose}
     if time_limit is not None:
         opts["time_limit"] = float(time_limit)
-    data, chain, inverse = problem.get_problem_data(cp.CLARABEL, solver_opts=opts)
-    raw = chain.solve_via_data(problem, data, False, False, opts)
-    status = str(raw.status)
-    if "Infeasible" in status and "Dual" not in status:
+    try:
+        data, chain, inverse = problem.get_problem_data(cp.CLARABEL, solver_opts=opts)
+        raw = chain.solve_via_data(problem, data, False, verbose, opts)
+    except FairallocError:
+        raise
+    except Exception as exc:  # cvxpy.error.SolverError, DCPError, numerical errors ...
+        raise SolverError(f"cvxpy/clarabel raised {type(exc).__name__}: {exc}",
+                          backend=inst.name, status="exception") from exc
+    status = str(getattr(raw, "status", ""))
+    canonical = inst.canonical_status(status)
+    if canonical == SolveStatus.INFEASIBLE:
         raise InfeasibleError(f"the program is infeasible (clarabel: {status})",
-                              backend="clarabel", status=status)
-    if status not in ("Solved", "AlmostSolved", "InsufficientProgress", "MaxIterations"):
-        raise SolverError(f"clarabel failed: {status}", backend="clarabel", status=status)
-    problem.unpack_results(raw, chain, inverse)
-    x = np.asarray(raw.x, dtype=float)
-    z = np.asarray(raw.z, dtype=float)
-    maximize = isinstance(problem.objective, cp.Maximize)
-    cert = conic_certificate(data, x, z, maximize=maximize, gap_tol=gap_tol, feas_tol=feas_tol)
-    stats = SolveStats(backend="clarabel", method=method, seconds=time.perf_counter() - t0,
-                       iterations=int(raw.iterations))
+                              backend=inst.name, status=status)
+    x = np.asarray(getattr(raw, "x", []), dtype=float)
+    z = np.asarray(getattr(raw, "z", []), dtype=float)
+    if (canonical not in USABLE or not np.all(np.isfinite(x)) or not np.all(np.isfinite(z))
+            or x.size != data["A"].shape[1] or z.size != data["A"].shape[0]):
+        raise SolverError(f"clarabel failed: {status}", backend=inst.name, status=status)
+    try:
+        problem.unpack_results(raw, chain, inverse)
+        maximize = isinstance(problem.objective, cp.Maximize)
+        cert = conic_certificate(data, x, z, maximize=maximize, gap_tol=gap_tol,
+                                 feas_tol=feas_tol, scale=scale)
+    except FairallocError:
+        raise
+    except Exception as exc:
+        raise SolverError(f"could not read the solution back: {type(exc).__name__}: {exc}",
+                          backend=inst.name, status=status) from exc
+    stats = SolveStats(backend=inst.name, method=method, seconds=time.perf_counter() - t0,
+                       iterations=int(getattr(raw, "iterations", 0)), raw_status=status)
     return stats, cert

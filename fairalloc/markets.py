@@ -43,9 +43,16 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._compose import Composable
-from ._validation import as_array, as_option, as_positive_float
-from .errors import InputError, SolverError
+from ._validation import (
+    as_array,
+    as_option,
+    as_positive_int,
+    as_time_limit,
+    as_tolerance,
+)
+from .errors import FairallocError, InputError, SolverError
 from .results import Certificate, Result, SolveStats, Status, require_pandas
+from .tolerances import FEAS_TOL, GAP_TOL
 
 __all__ = ["FisherMarket", "MarketResult", "fisher_market", "volatile_fisher_market"]
 
@@ -115,8 +122,14 @@ class _EdgeForm:
         return z * np.minimum(factor, 1.0)
 
     def residual(self, z: np.ndarray) -> float:
-        over = (self.C @ z - self.supply) / (1.0 + self.supply)
-        return float(max(np.max(over, initial=0.0), np.max(-z, initial=0.0)))
+        """Largest supply violation relative to the good's supply (and negativity of ``z``
+        relative to its largest entry): unit invariant."""
+        s = self.supply
+        with np.errstate(divide="ignore", invalid="ignore"):
+            over = np.where(s > 0, (self.C @ z - s) / np.where(s > 0, s, 1.0), self.C @ z)
+        zmax = float(np.max(np.abs(z), initial=0.0))
+        neg = float(np.max(-z, initial=0.0)) / zmax if zmax > 0 else 0.0
+        return float(max(np.max(over, initial=0.0), neg))
 
     def implied_prices(self, z: np.ndarray) -> np.ndarray:
         """Prices at which each buyer's spending, split by utility share, clears (linear)."""
@@ -143,6 +156,9 @@ class _EdgeForm:
             primal_residual=self.residual(z),
             gap_tol=gap_tol,
             feas_tol=feas_tol,
+            # the gap is a sum of budget-weighted terms B_i (log ...): judge it against the
+            # total budget, not the objective (which shifts by B_i log a when utilities scale)
+            scale=float(self.budget.sum()),
         )
         return cert, best_p
 
@@ -151,19 +167,60 @@ def _starts(owner: np.ndarray, n: int) -> np.ndarray:
     return np.searchsorted(owner, np.arange(n))
 
 
+class _Log:
+    """What one public solve ran: the backends used (in order), the last conic solve's raw
+    status, and the backends themselves (``conic`` for exponential-cone programs, ``lp`` for the
+    LP polishes)."""
+
+    def __init__(self, conic: Any = None, lp: Any = None) -> None:
+        from .backends import get_backend
+
+        self.conic = get_backend("clarabel" if conic is None else conic, need="exp_cone")
+        self.lp = lp
+        self.used: list[str] = []
+        self.raw_status = ""
+
+    def ran(self, name: str, raw_status: str | None = None) -> None:
+        if name not in self.used:
+            self.used.append(name)
+        if raw_status is not None:
+            self.raw_status = str(raw_status)
+
+    def lp_backend(self) -> Any:
+        from .backends import get_backend
+
+        if self.lp is None:
+            self.lp = get_backend("highs", need="lp")
+        return self.lp
+
+    @property
+    def backend(self) -> str:
+        return "+".join(self.used) if self.used else "none"
+
+
+def _pow2(x: np.ndarray) -> np.ndarray:
+    """The power of two nearest below ``x`` (``x / _pow2(x)`` in [1, 2)); 1 where ``x <= 0``.
+
+    Dividing by it is exact, so normalising data by these factors loses no precision."""
+    x = np.asarray(x, dtype=float)
+    _, e = np.frexp(np.where(x > 0, x, 1.0))
+    return np.ldexp(1.0, e - 1)
+
+
 # --------------------------------------------------------------------------------------------
 # solvers on the edge form
 # --------------------------------------------------------------------------------------------
 def _solve_conic(form: _EdgeForm, *, time_limit: float | None = None, tol: float = 1e-9,
-                 backend: str = "clarabel") -> tuple[np.ndarray, np.ndarray, int]:
+                 log: _Log | None = None) -> tuple[np.ndarray, np.ndarray, int]:
     """Exact solve of the edge-form EG program by a conic backend; returns
     (z, prices, iterations).
 
     Variables ``[z (E), t (n)]``; ``min -B@t`` s.t. ``C z <= s``, ``z >= 0`` and
     ``(t_i, 1, U_i(z))`` in the exponential cone (``t_i <= log U_i``).
     """
-    from .backends import ConicProgram, get_backend
+    from .backends import ConicProgram
 
+    log = _Log() if log is None else log
     E, n, R = form.num_edges, form.n, form.supply.size
     rows = np.arange(n)
     exp_t = sp.csr_matrix((-np.ones(n), (3 * rows, E + rows)), shape=(3 * n, E + n))
@@ -175,12 +232,15 @@ def _solve_conic(form: _EdgeForm, *, time_limit: float | None = None, tol: float
     ], format="csc")
     b = np.concatenate([form.supply, np.zeros(E), np.tile([0.0, 1.0, 0.0], n)])
     c = np.concatenate([np.zeros(E), -form.budget])
-    sol = get_backend(backend, need="exp_cone").solve_conic(
+    sol = log.conic.solve_conic(
         ConicProgram(c=c, A=A, b=b, nonneg=R + E, exp=n), tol=tol, time_limit=time_limit)
+    log.ran(sol.backend or log.conic.name, sol.raw_status)
     if not sol.usable:
         raise SolverError(f"{sol.backend} failed on the Eisenberg-Gale program: "
                           f"{sol.raw_status}", backend=sol.backend, status=sol.raw_status)
-    assert sol.x is not None and sol.z is not None
+    if sol.x is None or sol.z is None:  # pragma: no cover - usable implies a point
+        raise SolverError(f"{sol.backend} returned no point", backend=sol.backend,
+                          status=sol.raw_status)
     return sol.x[:E], sol.z[:R], sol.iterations
 
 
@@ -262,7 +322,12 @@ def _newton_dual_polish(form: _EdgeForm, p: np.ndarray) -> tuple[np.ndarray, np.
         step = np.zeros_like(p)
         # least squares: degenerate markets (several goods always used together) make H
         # singular; the minimum-norm step still decreases D
-        step[free] = -np.linalg.lstsq(H, g[free], rcond=None)[0]
+        try:
+            step[free] = -np.linalg.lstsq(H, g[free], rcond=None)[0]
+        except np.linalg.LinAlgError:  # SVD did not converge: keep the prices reached so far
+            break
+        if not np.all(np.isfinite(step)):
+            break
         t = 1.0
         slack = 1e-13 * max(1.0, abs(dual))  # D is flat to rounding near the optimum
         while t > 1e-12:
@@ -279,15 +344,21 @@ def _newton_dual_polish(form: _EdgeForm, p: np.ndarray) -> tuple[np.ndarray, np.
 
 
 def _certify_general(form: _EdgeForm, z: np.ndarray, p: np.ndarray, *, gap_tol: float,
-                     feas_tol: float) -> tuple[Certificate, np.ndarray, np.ndarray]:
+                     feas_tol: float, log: _Log | None = None
+                     ) -> tuple[Certificate, np.ndarray, np.ndarray]:
     """Certificate of a (Leontief) market point; prefers the demand-polished allocation."""
     cert, best_p = form.certificate(z, [p], gap_tol=gap_tol, feas_tol=feas_tol)
     noise = max(cert.gap, 1e-10 * max(1.0, abs(cert.primal_value)))
     if form.num_edges == form.n:  # one bundle per buyer: the dual is smooth, polish it
-        z2, p2 = _newton_dual_polish(form, best_p)
-        cert2, best_p2 = form.certificate(z2, [p2], gap_tol=gap_tol, feas_tol=feas_tol)
-        if cert2.ok and cert2.gap <= noise:
-            return cert2, best_p2, z2
+        try:
+            with np.errstate(all="ignore"):
+                z2, p2 = _newton_dual_polish(form, best_p)
+        except (np.linalg.LinAlgError, FloatingPointError, ValueError, ZeroDivisionError):
+            pass  # the polish is an improvement only: keep the interior-point point
+        else:
+            cert2, best_p2 = form.certificate(z2, [p2], gap_tol=gap_tol, feas_tol=feas_tol)
+            if cert2.ok and cert2.gap <= noise:
+                return cert2, best_p2, z2
     z2 = _demand_polish(form, z, best_p)
     cert2, best_p2 = form.certificate(z2, [best_p], gap_tol=gap_tol, feas_tol=feas_tol)
     if (cert2.ok and cert2.gap <= noise) or not cert.ok:
@@ -295,7 +366,7 @@ def _certify_general(form: _EdgeForm, z: np.ndarray, p: np.ndarray, *, gap_tol: 
     return cert, best_p, z
 
 
-def _polish_linear(form: _EdgeForm, z: np.ndarray, p: np.ndarray
+def _polish_linear(form: _EdgeForm, z: np.ndarray, p: np.ndarray, tie: float = 1e-6
                    ) -> tuple[np.ndarray, np.ndarray] | None:
     """Exact equilibrium on the support of an approximate one (linear markets).
 
@@ -311,7 +382,7 @@ def _polish_linear(form: _EdgeForm, z: np.ndarray, p: np.ndarray
     best = form.beta(p)
     share = form.weight * z / u[form.owner]
     # candidate support: edges at the buyer's best bang-per-buck that carry utility ...
-    cand = np.flatnonzero((q <= best[form.owner] * (1 + 1e-6)) & (share > 1e-7))
+    cand = np.flatnonzero((q <= best[form.owner] * (1 + tie)) & (share > 1e-7))
     if cand.size == 0:
         return None
     for _ in range(6):
@@ -367,7 +438,8 @@ def _forest_equilibrium(form: _EdgeForm, cand: np.ndarray, share: np.ndarray
 
 
 def _solve_fast(form: _EdgeForm, *, gap_tol: float, feas_tol: float,
-                warm_prices: np.ndarray | None, time_limit: float | None
+                warm_prices: np.ndarray | None, time_limit: float | None,
+                log: _Log | None = None
                 ) -> tuple[np.ndarray, Certificate, np.ndarray, int, int]:
     """Column generation on the edge form, warm-started by proportional response."""
     p0 = _proportional_response(form, iters=60 if warm_prices is None else 10,
@@ -379,12 +451,13 @@ def _solve_fast(form: _EdgeForm, *, gap_tol: float, feas_tol: float,
     for _ in range(25):
         sub = form.subset(keep)
         # the restricted program is small: solve it tightly so the support polish succeeds
-        z_sub, p, it = _solve_conic(sub, time_limit=time_limit, tol=1e-11)
+        z_sub, p, it = _solve_conic(sub, time_limit=time_limit, tol=1e-11, log=log)
         iterations += it
         solves += 1
         z = np.zeros(form.num_edges)
         z[keep] = sub.repair(z_sub)
-        cert, best_p, z = _certify_linear(form, z, p, gap_tol=gap_tol, feas_tol=feas_tol)
+        cert, best_p, z = _certify_linear(form, z, p, gap_tol=gap_tol, feas_tol=feas_tol,
+                                          log=log)
         if cert.ok:
             return z, cert, best_p, iterations, solves
         # re-add every edge cheaper (per unit utility) than what its buyer pays on the support
@@ -395,9 +468,9 @@ def _solve_fast(form: _EdgeForm, *, gap_tol: float, feas_tol: float,
             break
         keep = keep | violated
     # the support could not be certified (numerically hard instance): solve everything
-    z, p, it = _solve_conic(form, time_limit=time_limit)
+    z, p, it = _solve_conic(form, time_limit=time_limit, log=log)
     cert, best_p, z = _certify_linear(form, form.repair(z), p, gap_tol=gap_tol,
-                                      feas_tol=feas_tol)
+                                      feas_tol=feas_tol, log=log)
     return z, cert, best_p, iterations + it, solves + 1
 
 
@@ -454,7 +527,8 @@ def _support_prices(form: _EdgeForm, edges: np.ndarray, *, forest: bool
     return price, Mf, free
 
 
-def _log_prices(form: _EdgeForm, z: np.ndarray, p: np.ndarray) -> np.ndarray | None:
+def _log_prices(form: _EdgeForm, z: np.ndarray, p: np.ndarray, tie: float = 1e-6
+                ) -> np.ndarray | None:
     """Prices on every tied best edge that carries utility (least squares; cycles allowed).
 
     Unlike the forest systems of :func:`_polish_linear` this accepts supports with cycles
@@ -463,7 +537,7 @@ def _log_prices(form: _EdgeForm, z: np.ndarray, p: np.ndarray) -> np.ndarray | N
     q = (form.C.T @ p) / form.weight
     best = form.beta(p)
     u = form.utilities(z)
-    cand = np.flatnonzero((q <= best[form.owner] * (1 + 1e-6))
+    cand = np.flatnonzero((q <= best[form.owner] * (1 + tie))
                           & (form.weight * z > 1e-9 * u[form.owner]))
     if cand.size == 0:
         return None
@@ -471,14 +545,18 @@ def _log_prices(form: _EdgeForm, z: np.ndarray, p: np.ndarray) -> np.ndarray | N
     return None if out is None else out[0]
 
 
-def _flow_at_prices(form: _EdgeForm, p: np.ndarray) -> np.ndarray | None:
+def _flow_at_prices(form: _EdgeForm, p: np.ndarray, log: _Log | None = None
+                    ) -> np.ndarray | None:
     """Equilibrium allocation at prices ``p`` by a transportation LP (linear markets).
 
     Spending ``b_e >= 0`` on each buyer's best bang-per-buck edges with buyer sums ``B_i`` and
     good sums ``p_r s_r`` (slack allowed, minimised). Handles degenerate markets whose support
     has cycles, where :func:`_polish_linear`'s forest systems are singular.
     """
-    from .backends import HighsBackend, LinearProgram
+    from .backends import LinearProgram
+    from .errors import FairallocError
+
+    log = _Log() if log is None else log
 
     q = (form.C.T @ p) / form.weight
     best = form.beta(p)
@@ -496,7 +574,12 @@ def _flow_at_prices(form: _EdgeForm, p: np.ndarray) -> np.ndarray | None:
     ])
     rhs = np.r_[form.budget, p * form.supply]
     lp = LinearProgram.build(np.r_[np.zeros(k), np.ones(2 * R)], A, rhs, rhs, 0.0)
-    sol = HighsBackend().solve_lp(lp)
+    backend = log.lp_backend()
+    try:
+        sol = backend.solve_lp(lp)
+    except FairallocError:  # the polish is optional: keep the unpolished point
+        return None
+    log.ran(sol.backend or backend.name)
     if sol.status != "optimal" or sol.x is None:
         return None
     z = np.zeros(form.num_edges)
@@ -505,7 +588,8 @@ def _flow_at_prices(form: _EdgeForm, p: np.ndarray) -> np.ndarray | None:
 
 
 def _certify_linear(form: _EdgeForm, z: np.ndarray, p: np.ndarray, *, gap_tol: float,
-                    feas_tol: float) -> tuple[Certificate, np.ndarray, np.ndarray]:
+                    feas_tol: float, log: _Log | None = None
+                    ) -> tuple[Certificate, np.ndarray, np.ndarray]:
     """Certificate of a linear market point, improved by :func:`_polish_linear` when it helps."""
     cert, best_p = form.certificate(z, [p, form.implied_prices(z)], gap_tol=gap_tol,
                                     feas_tol=feas_tol)
@@ -513,18 +597,22 @@ def _certify_linear(form: _EdgeForm, z: np.ndarray, p: np.ndarray, *, gap_tol: f
     # so an interior-point point can certify while its utilities are off by ~sqrt(gap))
     # a polished point may not be worse than the original beyond rounding
     noise = max(cert.gap, 1e-10 * max(1.0, abs(cert.primal_value)))
-    polished = _polish_linear(form, z, best_p)
-    if polished is not None:
-        z2, p2 = polished
-        cert2, best_p2 = form.certificate(z2, [p2, best_p], gap_tol=gap_tol, feas_tol=feas_tol)
-        if cert2.ok and cert2.gap <= noise:
-            return cert2, best_p2, z2
-    p3 = _log_prices(form, z, best_p)
-    z3 = None if p3 is None else _flow_at_prices(form, p3)
-    if p3 is not None and z3 is not None:
-        cert3, best_p3 = form.certificate(z3, [p3], gap_tol=gap_tol, feas_tol=feas_tol)
-        if cert3.ok and cert3.gap <= noise:
-            return cert3, best_p3, z3
+    # ties (edges at the buyer's best bang-per-buck) are read off the solver's prices, whose
+    # relative accuracy is ~sqrt of the solver's tolerance: try a tight, then a loose reading
+    for tie in (1e-6, 1e-4):
+        polished = _polish_linear(form, z, best_p, tie)
+        if polished is not None:
+            z2, p2 = polished
+            cert2, best_p2 = form.certificate(z2, [p2, best_p], gap_tol=gap_tol,
+                                              feas_tol=feas_tol)
+            if cert2.ok and cert2.gap <= noise:
+                return cert2, best_p2, z2
+        p3 = _log_prices(form, z, best_p, tie)
+        z3 = None if p3 is None else _flow_at_prices(form, p3, log)
+        if p3 is not None and z3 is not None:
+            cert3, best_p3 = form.certificate(z3, [p3], gap_tol=gap_tol, feas_tol=feas_tol)
+            if cert3.ok and cert3.gap <= noise:
+                return cert3, best_p3, z3
     return cert, best_p, z
 
 
@@ -607,14 +695,23 @@ class FisherMarket(Composable):
 
     Examples
     --------
-    Add a cap on buyer 0's share of good 1 and re-solve:
+    Require buyer 0 to take some of good 1 and re-solve (the constraint binds, so the composed
+    program is solved by cvxpy and certified by the conic KKT certificate):
 
     >>> import numpy as np
     >>> m = FisherMarket([[2.0, 1.0], [1.0, 2.0]])
-    >>> m = m.add_constraint(m.x[0, 1] <= 0.1)
+    >>> m = m.add_constraint(m.x[0, 1] >= 0.25)
     >>> r = m.solve()
-    >>> bool(r.allocation[0, 1] <= 0.1 + 1e-7), r.certificate.kind
+    >>> bool(r.allocation[0, 1] >= 0.25 - 1e-7), r.certificate.kind
     (True, 'conic')
+
+    A cap that the plain equilibrium already meets does not move it; the exact equilibrium is
+    returned with the Eisenberg-Gale certificate:
+
+    >>> m = FisherMarket([[2.0, 1.0], [1.0, 2.0]])
+    >>> r = m.add_constraint(m.x[0, 1] <= 0.1).solve()
+    >>> bool(r.allocation[0, 1] <= 0.1), r.certificate.kind
+    (True, 'eisenberg_gale')
     """
 
     def __init__(self, utility: Any, budget: Any = None, supply: Any = None, *,
@@ -636,24 +733,69 @@ class FisherMarket(Composable):
         if not (self.supply > 0).any():
             raise InputError("supply is all zero: there is nothing to allocate",
                              argument="supply")
+        self._normalise()
         self._form = self._edge_form()
         self._init_composition()
         self._cvx: dict[str, Any] | None = None
 
+    # --- unit normalisation ---------------------------------------------------------------
+    def _normalise(self) -> None:
+        """Power-of-two factors that bring the market to unit scale (exact: no rounding).
+
+        Budgets are divided by ``fb`` (their sum becomes ~1), each good's supply by ``fs_r``
+        (~1), and each buyer's utility row, measured per normalised unit of goods, by
+        ``ufac_i`` (largest entry ~1). The equilibrium maps back exactly:
+        ``x = fs * x'``, ``U_i = ufac_i * U'_i``, ``p_r = fb * p'_r / fs_r`` and
+        ``sum B log U = fb * (sum B' log U' + sum B' log ufac)``.
+        """
+        n, m, T = self.n, self.m, self.T
+        s = self.supply.reshape(m * T)
+        self._fb = float(_pow2(np.sum(self.budget)))
+        self._fs = _pow2(s)
+        if self.kind == "linear":
+            per_unit = self.utility.reshape(n, m * T) * self._fs  # utility per normalised unit
+            self._ufac = _pow2(np.max(np.where(s > 0, per_unit, 0.0), axis=1))
+            self._u_norm = per_unit / self._ufac[:, None]
+        else:
+            demand = self.utility.reshape(n, m * T) / self._fs  # normalised goods per utility
+            g = _pow2(np.max(demand, axis=1))
+            self._ufac = 1.0 / g
+            self._u_norm = demand / g[:, None]
+        if not (np.all(np.isfinite(self._u_norm)) and np.isfinite(self._fb)):
+            raise InputError("utility and supply are too far apart in scale to be represented "
+                             "(utility x supply overflows a float)", argument="utility")
+        self._b_norm = self.budget / self._fb
+        self._s_norm = s / self._fs
+        self._shift = float(self._b_norm @ np.log(self._ufac))
+
+    def _user_certificate(self, cert: Certificate) -> Certificate:
+        """A certificate of the normalised program, in the caller's units (exactly: the
+        factors are powers of two, so ``relative_gap`` and the residuals are unchanged)."""
+        fb, shift = self._fb, self._shift
+        return Certificate(
+            kind=cert.kind, primal_value=fb * (cert.primal_value + shift),
+            dual_bound=fb * (cert.dual_bound + shift), gap=fb * cert.gap,
+            primal_residual=cert.primal_residual, dual_residual=cert.dual_residual,
+            gap_tol=cert.gap_tol, feas_tol=cert.feas_tol,
+            scale=None if cert.scale is None else fb * cert.scale)
+
+    def _user_prices(self, p_norm: np.ndarray) -> np.ndarray:
+        return np.asarray(p_norm, dtype=float) * self._fb / self._fs
+
     # --- edge form ------------------------------------------------------------------------
     def _edge_form(self) -> _EdgeForm:
         n, m, T = self.n, self.m, self.T
-        U = self.utility.reshape(n, m * T)  # column j*T + t
+        U = self._u_norm  # column j*T + t, normalised
         s = self.supply.reshape(m * T)
         if self.kind == "linear":
-            valued = U > 0
+            valued = self.utility.reshape(n, m * T) > 0
             usable = valued & (s > 0)[None, :]
             owner, res = np.nonzero(usable)
             weight = U[owner, res]
             C = sp.csc_matrix((np.ones(owner.size), (res, np.arange(owner.size))),
                               shape=(m * T, owner.size))
         else:
-            A3 = self.utility.reshape(n, m, T)
+            A3 = U.reshape(n, m, T)
             valued = np.asarray((A3 > 0).any(axis=1))  # (n, T): buyer has demand in round t
             usable = self._usable_rounds()
             owner, rnd = np.nonzero(usable)
@@ -674,20 +816,21 @@ class FisherMarket(Composable):
                 f"buyer {i} values only goods with zero supply (utility[{i}] vs supply); "
                 "its utility would be 0 and log 0 = -inf",
                 argument="supply", index=(i,))
-        return _EdgeForm(owner, weight.astype(float), C, self.budget, s.astype(float),
-                         _starts(owner, n))
+        return _EdgeForm(owner, weight.astype(float), C, self._b_norm,
+                         self._s_norm.astype(float), _starts(owner, n))
 
     def _allocation(self, z: np.ndarray) -> np.ndarray:
+        """The allocation in the caller's units from normalised edge levels ``z``."""
         n, m, T = self.n, self.m, self.T
         form = self._form
         if self.kind == "linear":
             res = form.C.indices
             flat = np.zeros((n, m * T))
-            flat[form.owner, res] = z
+            flat[form.owner, res] = z * self._fs[res]
         else:
             level = np.zeros((n, T))
             rnd = np.nonzero(self._usable_rounds())[1]
-            level[form.owner, rnd] = z
+            level[form.owner, rnd] = z * self._ufac[form.owner]
             flat = (self.utility.reshape(n, m, T) * level[:, None, :]).reshape(n, m * T)
         return flat.reshape((n, m, T) if self.volatile else (n, m))
 
@@ -708,10 +851,16 @@ class FisherMarket(Composable):
         0.0
         """
         p = as_array(prices, "prices", ndim=self.supply.ndim, shape=self.supply.shape)
-        return self._form.dual_value(p.reshape(-1))
+        p_norm = p.reshape(-1) * self._fs / self._fb
+        return self._fb * (self._form.dual_value(p_norm) + self._shift)
 
     def column(self, good: int, rnd: int = 0) -> int:
         """Column of :attr:`x` holding good ``good`` in round ``rnd``.
+
+        Raises
+        ------
+        InputError
+            If ``good`` is not an integer in ``[0, m)`` or ``rnd`` not one in ``[0, T)``.
 
         Examples
         --------
@@ -719,35 +868,48 @@ class FisherMarket(Composable):
         >>> FisherMarket(np.ones((2, 3, 4))).column(1, 2)   # goods x rounds, row-major
         6
         """
-        return good * self.T + rnd
+        g = as_positive_int(good, "good", allow_zero=True)
+        t = as_positive_int(rnd, "rnd", allow_zero=True)
+        if g >= self.m:
+            raise InputError(f"good must be in [0, {self.m}), got {good!r}", argument="good")
+        if t >= self.T:
+            raise InputError(f"rnd must be in [0, {self.T}), got {rnd!r}", argument="rnd")
+        return g * self.T + t
 
     # --- cvxpy composition ----------------------------------------------------------------
     def _build_cvxpy(self) -> dict[str, Any]:
+        """The program's cvxpy pieces. The variables live in normalised units (see
+        :meth:`_normalise`); :attr:`x` and :attr:`utility_expr` are expressions in the caller's
+        units, so added constraints and terms are written in the caller's units."""
         if self._cvx is not None:
             return self._cvx
         import cvxpy as cp
 
         n, m, T = self.n, self.m, self.T
-        s = self.supply.reshape(m * T)
+        fs, ufac = self._fs, self._ufac
+        unit_goods = bool(np.all(fs == 1.0))
+        unit_util = bool(np.all(ufac == 1.0))
         x: Any
         if self.kind == "linear":
-            U = self.utility.reshape(n, m * T)
-            x = cp.Variable((n, m * T), nonneg=True, name="x")
-            util = cp.sum(cp.multiply(U, x), axis=1)
+            var = cp.Variable((n, m * T), nonneg=True, name="x")
+            util_n = cp.sum(cp.multiply(self._u_norm, var), axis=1)
+            alloc_n = var
+            x = var if unit_goods else cp.multiply(np.broadcast_to(fs, (n, m * T)), var)
             extra = []
-            alloc = x
         else:
-            A = self.utility.reshape(n, m * T)
-            level = cp.Variable((n, T), nonneg=True, name="level")
+            var = cp.Variable((n, T), nonneg=True, name="level")
             select = sp.csr_matrix((np.ones(m * T), (np.tile(np.arange(T), m),
                                                      np.arange(m * T))), shape=(T, m * T))
-            alloc = cp.multiply(A, level @ select)
-            util = cp.sum(level, axis=1)
+            spread = var @ select
+            alloc_n = cp.multiply(self._u_norm, spread)
+            x = alloc_n if unit_goods else cp.multiply(self._u_norm * fs, spread)
+            util_n = cp.sum(var, axis=1)
             unusable = ~self._usable_rounds()
-            extra = [cp.multiply(unusable.astype(float), level) == 0] if unusable.any() else []
-            x = alloc
-        supply_con = cp.sum(alloc, axis=0) <= s
-        self._cvx = {"x": x, "util": util, "supply": supply_con, "extra": extra}
+            extra = [cp.multiply(unusable.astype(float), var) == 0] if unusable.any() else []
+        util = util_n if unit_util else cp.multiply(ufac, util_n)
+        supply_con = cp.sum(alloc_n, axis=0) <= self._s_norm
+        self._cvx = {"x": x, "util": util, "util_n": util_n, "var": var, "supply": supply_con,
+                     "extra": extra}
         return self._cvx
 
     @property
@@ -791,6 +953,11 @@ class FisherMarket(Composable):
     def problem(self) -> Any:
         """The cvxpy problem ``max sum_i B_i log U_i + terms`` s.t. supply and added constraints.
 
+        It is stated in normalised units (see :meth:`_normalise`): the objective is
+        ``sum_i B'_i log U'_i + terms / fb``, i.e. the caller's objective divided by the budget
+        factor ``fb`` and shifted by a constant, so it has the same optimal allocation; the
+        supply constraint's dual values are the normalised prices ``p'_r = p_r fs_r / fb``.
+
         Examples
         --------
         >>> FisherMarket([[1.0, 2.0]]).problem().is_dcp()
@@ -799,9 +966,9 @@ class FisherMarket(Composable):
         import cvxpy as cp
 
         cvx = self._build_cvxpy()
-        objective = cp.sum(cp.multiply(self.budget, cp.log(cvx["util"])))
+        objective = cp.sum(cp.multiply(self._b_norm, cp.log(cvx["util_n"])))
         for term in self._terms:
-            objective = objective + term
+            objective = objective + (term if self._fb == 1.0 else term / self._fb)
         return cp.Problem(cp.Maximize(objective),
                           [cvx["supply"], *cvx["extra"], *self._constraints])
 
@@ -810,24 +977,36 @@ class FisherMarket(Composable):
         self,
         *,
         method: str = "auto",
-        backend: str = "clarabel",
-        gap_tol: float = 1e-6,
-        feas_tol: float = 1e-7,
+        backend: Any = "clarabel",
+        gap_tol: float = GAP_TOL,
+        feas_tol: float = FEAS_TOL,
         time_limit: float | None = None,
         warm_start: Any = None,
     ) -> MarketResult:
         """Solve the market and certify the result.
 
+        The market is first normalised to unit scale by powers of two (budgets to sum ~1, each
+        good's supply to ~1, each buyer's utility row to largest entry ~1), solved and
+        certified there, and mapped back exactly: rescaling budgets by ``a``, supply of good
+        ``j`` by ``c_j`` and buyer ``i``'s utilities by ``d_i`` gives the allocation
+        ``x_ij c_j``, the prices ``p_j a / c_j`` and the utilities ``U_i d_i`` (Leontief
+        demands rescale as ``c_j / d_i``), and the same certificate verdict.
+
         Parameters
         ----------
         method : {"auto", "fast", "conic", "cvxpy"}
             See the module docstring. Composed models need ``"cvxpy"`` (``"auto"`` picks it).
-        backend : str
-            Conic backend; ``"clarabel"`` (the only one with exponential cones and duals).
+        backend : str or Backend
+            Backend for the exponential-cone programs (it needs the ``"exp_cone"`` capability:
+            ``"clarabel"``). The LP polish of linear markets runs on HiGHS. ``stats.backend``
+            names the backends that actually ran (e.g. ``"clarabel+highs"``) and
+            ``stats.raw_status`` the last conic solve's own status.
         gap_tol : float
-            Tolerance on the certified relative gap ``gap / max(1, |objective|)``.
+            Tolerance on the certified relative gap ``gap / sum(budget)`` (the Eisenberg-Gale
+            gap is a sum of budget-weighted terms) or, for a composed model certified by the
+            conic KKT certificate, ``gap`` over the magnitude of the program's terms.
         feas_tol : float
-            Tolerance on the relative supply violation.
+            Tolerance on the supply violation relative to each good's supply.
         time_limit : float, optional
             Seconds per conic solve.
         warm_start : array_like, optional
@@ -837,6 +1016,18 @@ class FisherMarket(Composable):
         ------
         CertificateError
             If the certified gap or residual misses its tolerance.
+        SolverError
+            If a solver fails (any foreign exception is chained as the cause).
+
+        Notes
+        -----
+        A composed model without objective terms whose added constraints (on :attr:`x` /
+        :attr:`utility_expr` only) all hold, within ``feas_tol`` relative to their sides, at the
+        plain market's equilibrium is solved exactly: that equilibrium is optimal for the
+        composed program too (it is optimal on a larger feasible set), and it is returned with
+        the exact Eisenberg-Gale certificate (``certificate.kind == "eisenberg_gale"``).
+        Otherwise the composed program is solved by cvxpy and certified by the conic KKT
+        certificate (``"conic"``).
 
         Examples
         --------
@@ -846,95 +1037,156 @@ class FisherMarket(Composable):
         """
         t0 = time.perf_counter()
         method = as_option(method, "method", METHODS)
-        gap_tol = as_positive_float(gap_tol, "gap_tol")
-        feas_tol = as_positive_float(feas_tol, "feas_tol")
-        if backend != "clarabel":
-            from .backends import get_backend
-
-            get_backend(backend, need="exp_cone")
+        gap_tol = as_tolerance(gap_tol, "gap_tol")
+        feas_tol = as_tolerance(feas_tol, "feas_tol")
+        time_limit = as_time_limit(time_limit)
+        log = _Log(backend)
         warm = None
         if warm_start is not None:
             warm = as_array(warm_start, "warm_start", ndim=self.supply.ndim,
-                            shape=self.supply.shape).reshape(-1)
+                            shape=self.supply.shape).reshape(-1) * self._fs / self._fb
         if method == "auto":
-            if self.composed:
-                method = "cvxpy"
-            elif self.kind == "linear" and self._form.num_edges > _FAST_MIN_EDGES:
-                method = "fast"
-            else:
-                method = "conic"
+            method = "cvxpy" if self.composed else self._plain_method()
         if self.composed and method != "cvxpy":
             raise InputError(f"method={method!r} cannot solve a model with added constraints or "
                              "terms; use method='cvxpy'", argument="method")
         if method == "fast" and self.kind != "linear":
             raise InputError("method='fast' is for linear markets; use 'conic' or 'cvxpy'",
                              argument="method")
-        form = self._form
-        solves = 1
-        if method == "fast":
-            z, cert, prices, iters, solves = _solve_fast(
-                form, gap_tol=gap_tol, feas_tol=feas_tol, warm_prices=warm, time_limit=time_limit)
-            alloc = self._allocation(z)
-        elif method == "conic":
-            z, p, iters = _solve_conic(form, time_limit=time_limit)
-            z = form.repair(z)
-            if self.kind == "linear":
-                cert, prices, z = _certify_linear(form, z, p, gap_tol=gap_tol, feas_tol=feas_tol)
+        try:
+            if method == "cvxpy":
+                alloc, prices_n, cert_n, iters, solves = self._solve_cvxpy(
+                    gap_tol, feas_tol, time_limit, log)
             else:
-                cert, prices, z = _certify_general(form, z, p, gap_tol=gap_tol,
-                                                   feas_tol=feas_tol)
-            alloc = self._allocation(z)
-        else:
-            alloc, prices, cert, iters = self._solve_cvxpy(gap_tol, feas_tol, time_limit)
-        cert.check(backend="clarabel")
-        prices = prices.reshape(self.supply.shape)
+                alloc, prices_n, cert_n, iters, solves = self._solve_plain(
+                    method, gap_tol, feas_tol, time_limit, warm, log)
+        except FairallocError:
+            raise
+        except Exception as exc:  # numerical trouble in a polish or a foreign package
+            raise SolverError(f"market solve failed: {type(exc).__name__}: {exc}",
+                              backend=log.backend, status="exception") from exc
+        cert = self._user_certificate(cert_n)
+        cert.check(backend=log.backend)
+        prices = self._user_prices(prices_n).reshape(self.supply.shape)
         flat = alloc.reshape(self.n, -1)
         utility = self._utilities(alloc)
         spending = flat @ prices.reshape(-1)
-        stats = SolveStats(backend="clarabel", method=method, seconds=time.perf_counter() - t0,
-                           iterations=iters, solves=solves)
-        for arr in (alloc, prices, utility, spending):
-            arr.flags.writeable = False
+        stats = SolveStats(backend=log.backend, method=method,
+                           seconds=time.perf_counter() - t0, iterations=iters, solves=solves,
+                           raw_status=log.raw_status)
         return MarketResult(objective=cert.primal_value, status=Status.OPTIMAL, stats=stats,
                             certificate=cert, allocation=alloc, prices=prices, utility=utility,
                             budget=self.budget, spending=spending)
 
-    def _utilities(self, alloc: np.ndarray) -> np.ndarray:
-        return self._form.utilities(self._edge_levels(alloc))
+    def _plain_method(self) -> str:
+        if self.kind == "linear" and self._form.num_edges > _FAST_MIN_EDGES:
+            return "fast"
+        return "conic"
 
-    def _solve_cvxpy(self, gap_tol: float, feas_tol: float, time_limit: float | None
-                     ) -> tuple[np.ndarray, np.ndarray, Certificate, int]:
+    def _solve_plain(self, method: str, gap_tol: float, feas_tol: float,
+                     time_limit: float | None, warm: np.ndarray | None, log: _Log
+                     ) -> tuple[np.ndarray, np.ndarray, Certificate, int, int]:
+        """The exact paths on the normalised edge form; allocation in the caller's units,
+        prices and certificate normalised."""
+        form = self._form
+        if method == "fast":
+            z, cert, prices, iters, solves = _solve_fast(
+                form, gap_tol=gap_tol, feas_tol=feas_tol, warm_prices=warm,
+                time_limit=time_limit, log=log)
+        else:
+            z, p, iters = _solve_conic(form, time_limit=time_limit, log=log)
+            solves = 1
+            z = form.repair(z)
+            certify = _certify_linear if self.kind == "linear" else _certify_general
+            cert, prices, z = certify(form, z, p, gap_tol=gap_tol, feas_tol=feas_tol, log=log)
+        return self._allocation(z), prices, cert, iters, solves
+
+    def _utilities(self, alloc: np.ndarray) -> np.ndarray:
+        return self._form.utilities(self._edge_levels(alloc)) * self._ufac
+
+    def _constraints_hold(self, alloc: np.ndarray, feas_tol: float) -> bool:
+        """Whether every added constraint holds at ``alloc`` (caller's units), within
+        ``feas_tol`` relative to the magnitude of its sides; ``False`` when it cannot be
+        decided (a constraint involving variables other than the market's)."""
+        cvx = self._build_cvxpy()
+        var = cvx["var"]
+        if any(v is not var for c in self._constraints for v in c.variables()):
+            return False
+        z = self._edge_levels(alloc)
+        if self.kind == "linear":
+            value = np.zeros((self.n, self.m * self.T))
+            value[self._form.owner, self._form.C.indices] = z
+        else:
+            value = np.zeros((self.n, self.T))
+            value[self._form.owner, np.nonzero(self._usable_rounds())[1]] = z
+        try:
+            var.value = np.maximum(value, 0.0)
+            for c in self._constraints:
+                viol = np.abs(np.asarray(c.violation(), dtype=float))
+                mag = np.zeros_like(viol)
+                for arg in c.args:
+                    val = arg.value
+                    if val is None:
+                        return False
+                    mag = np.maximum(mag, np.abs(np.asarray(val, dtype=float)))
+                tiny = np.finfo(float).tiny
+                if not np.all(viol <= feas_tol * np.maximum(mag, tiny)):
+                    return False
+        except Exception:  # cannot evaluate: let the conic path decide
+            return False
+        return True
+
+    def _solve_cvxpy(self, gap_tol: float, feas_tol: float, time_limit: float | None,
+                     log: _Log) -> tuple[np.ndarray, np.ndarray, Certificate, int, int]:
         from ._cvxpy import solve_cvxpy
 
+        iters = solves = 0
+        if self.composed and not self._terms:
+            # added constraints that the plain equilibrium satisfies do not move it: solve
+            # exactly and certify with the Eisenberg-Gale dual (a bound for the composed
+            # program too, whose feasible set is smaller)
+            alloc, prices, cert, iters, solves = self._solve_plain(
+                self._plain_method(), gap_tol, feas_tol, time_limit, None, log)
+            if cert.ok and self._constraints_hold(alloc, feas_tol):
+                return alloc, prices, cert, iters, solves
         problem = self.problem()
-        stats, conic_cert = solve_cvxpy(problem, gap_tol=gap_tol, feas_tol=feas_tol,
-                                        time_limit=time_limit)
+        stats, conic_cert = solve_cvxpy(problem, backend=log.conic, gap_tol=gap_tol,
+                                        feas_tol=feas_tol, time_limit=time_limit)
+        log.ran(stats.backend, stats.raw_status)
+        iters += stats.iterations
+        solves += 1
         cvx = self._build_cvxpy()
         n, m, T = self.n, self.m, self.T
         dual = cvx["supply"].dual_value
+        if dual is None or cvx["x"].value is None:
+            raise SolverError("the cvxpy solve returned no allocation or prices",
+                              backend=stats.backend, status=stats.raw_status)
         prices = np.maximum(np.asarray(dual, dtype=float).reshape(m * T), 0.0)
         alloc = np.maximum(np.asarray(cvx["x"].value, dtype=float), 0.0)
         alloc = alloc.reshape((n, m, T) if self.volatile else (n, m))
         if self.composed:
-            return alloc, prices, conic_cert, stats.iterations
+            return alloc, prices, conic_cert, iters, solves
         # plain market: the exact Eisenberg-Gale certificate applies
         z = self._form.repair(self._edge_levels(alloc))
         certify = _certify_linear if self.kind == "linear" else _certify_general
-        cert, prices, z = certify(self._form, z, prices, gap_tol=gap_tol, feas_tol=feas_tol)
-        return self._allocation(z), prices, cert, stats.iterations
+        cert, prices, z = certify(self._form, z, prices, gap_tol=gap_tol, feas_tol=feas_tol,
+                                  log=log)
+        return self._allocation(z), prices, cert, iters, solves
 
     def _edge_levels(self, alloc: np.ndarray) -> np.ndarray:
+        """Normalised edge levels of an allocation in the caller's units."""
         n = self.n
         form = self._form
         flat = alloc.reshape(n, -1)
         if self.kind == "linear":
-            return flat[form.owner, form.C.indices]
+            res = form.C.indices
+            return flat[form.owner, res] / self._fs[res]
         A3 = self.utility.reshape(n, self.m, self.T)
         X3 = alloc.reshape(n, self.m, self.T)
         with np.errstate(divide="ignore", invalid="ignore"):
             level = np.where(A3 > 0, X3 / A3, np.inf).min(axis=1)
         rnd = np.nonzero(self._usable_rounds())[1]
-        return level[form.owner, rnd]
+        return level[form.owner, rnd] / self._ufac[form.owner]
 
     def __repr__(self) -> str:
         shape = f"{self.n}x{self.m}" + (f"x{self.T}" if self.volatile else "")
@@ -949,8 +1201,9 @@ def fisher_market(
     *,
     kind: str = "linear",
     method: str = "auto",
-    gap_tol: float = 1e-6,
-    feas_tol: float = 1e-7,
+    backend: Any = "clarabel",
+    gap_tol: float = GAP_TOL,
+    feas_tol: float = FEAS_TOL,
     time_limit: float | None = None,
     warm_start: Any = None,
 ) -> MarketResult:
@@ -968,8 +1221,11 @@ def fisher_market(
     kind : {"linear", "leontief"}
     method : {"auto", "fast", "conic", "cvxpy"}
         Solution method (see :mod:`fairalloc.markets`); all are exact and certified.
+    backend : str or Backend
+        Exponential-cone backend (``"clarabel"``); see :meth:`FisherMarket.solve`.
     gap_tol, feas_tol : float
-        Tolerances of the certificate (relative duality gap, relative supply violation).
+        Tolerances of the certificate: duality gap relative to the total budget, supply
+        violation relative to each good's supply (both unit invariant).
     time_limit : float, optional
         Seconds per conic solve.
     warm_start : array_like, shape (m,), optional
@@ -998,8 +1254,8 @@ def fisher_market(
     """
     U = as_array(utility, "utility", ndim=2)
     return FisherMarket(U, budget, supply, kind=kind).solve(
-        method=method, gap_tol=gap_tol, feas_tol=feas_tol, time_limit=time_limit,
-        warm_start=warm_start)
+        method=method, backend=backend, gap_tol=gap_tol, feas_tol=feas_tol,
+        time_limit=time_limit, warm_start=warm_start)
 
 
 def volatile_fisher_market(
@@ -1009,8 +1265,9 @@ def volatile_fisher_market(
     *,
     kind: str = "linear",
     method: str = "auto",
-    gap_tol: float = 1e-6,
-    feas_tol: float = 1e-7,
+    backend: Any = "clarabel",
+    gap_tol: float = GAP_TOL,
+    feas_tol: float = FEAS_TOL,
     time_limit: float | None = None,
     warm_start: Any = None,
 ) -> MarketResult:
@@ -1028,7 +1285,7 @@ def volatile_fisher_market(
         Positive budgets for the whole window; default ones.
     supply : array_like, shape (m, T), optional
         Supply of each resource in each round; default ones.
-    kind, method, gap_tol, feas_tol, time_limit, warm_start
+    kind, method, backend, gap_tol, feas_tol, time_limit, warm_start
         As for :func:`fisher_market` (``warm_start`` has shape (m, T)).
 
     Returns
@@ -1049,5 +1306,5 @@ def volatile_fisher_market(
     """
     U = as_array(utility, "utility", ndim=3)
     return FisherMarket(U, budget, supply, kind=kind).solve(
-        method=method, gap_tol=gap_tol, feas_tol=feas_tol, time_limit=time_limit,
-        warm_start=warm_start)
+        method=method, backend=backend, gap_tol=gap_tol, feas_tol=feas_tol,
+        time_limit=time_limit, warm_start=warm_start)
