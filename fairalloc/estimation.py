@@ -372,8 +372,7 @@ def complete_matrix(
         max_rank = max(1, min(10, m - 1, c - 1))
     else:
         max_rank = min(as_positive_int(max_rank, "max_rank"), limit)
-    if isinstance(seed, bool) or not isinstance(seed, int | np.integer):
-        raise InputError(f"seed must be an integer, got {seed!r}", argument="seed")
+    seed = as_positive_int(seed, "seed", allow_zero=True)
     val = None
     if not isinstance(rank, str):
         rank = as_positive_int(rank, "rank")

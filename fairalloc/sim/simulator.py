@@ -460,8 +460,7 @@ class Simulator:
         if self.restart_overhead >= self.round_duration:
             raise InputError("restart_overhead must be shorter than a round",
                              argument="restart_overhead")
-        if isinstance(seed, bool) or not isinstance(seed, int | np.integer):
-            raise InputError(f"seed must be an integer, got {seed!r}", argument="seed")
+        seed = as_positive_int(seed, "seed", allow_zero=True)
         self.seed = int(seed)
         self.max_idle_rounds = as_positive_int(max_idle_rounds, "max_idle_rounds")
         self.record = bool(record)

@@ -47,7 +47,6 @@ throughput table.
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 import re
@@ -58,7 +57,15 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import as_array, as_option, as_positive_float, as_positive_int, fmt_index
+from .._validation import (
+    as_array,
+    as_bool,
+    as_finite_float,
+    as_option,
+    as_positive_float,
+    as_positive_int,
+    fmt_index,
+)
 from ..data import Cluster
 from ..errors import InputError
 from ..results import require_pandas
@@ -156,6 +163,69 @@ def job_type_name(model: str, batch_size: int | None) -> str:
     return model if batch_size is None else f"{model} (batch size {int(batch_size)})"
 
 
+
+# --------------------------------------------------------------------------------------------
+# file-reading helpers: every field checked, errors name the file and the line / JSON path
+# --------------------------------------------------------------------------------------------
+def _as_path(path: Any, name: str) -> Path:
+    if not isinstance(path, str | Path) or (isinstance(path, str) and not path):
+        raise InputError(f"{name} must be a file path (str or Path), got {path!r}",
+                         argument=name)
+    return Path(path)
+
+
+def _read_text(p: Path, what: str) -> str:
+    """The whole file as UTF-8 text; InputError naming the file (and line) otherwise."""
+    try:
+        raw = p.read_bytes()
+    except OSError as exc:
+        raise InputError(f"path: cannot read {what} from {str(p)!r}: {exc}",
+                         argument="path") from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[:exc.start].count(b"\n") + 1
+        raise InputError(f"path: {str(p)!r} line {line}: not UTF-8 text ({exc.reason} at byte "
+                         f"{exc.start})", argument="path") from None
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return f"a list of {len(value)}"
+    return f"{type(value).__name__} {value!r}"[:80]
+
+
+def _json_rate(value: Any, p: Path, at: str) -> float:
+    """A throughput from a JSON file: a finite non-negative number (not a bool or string)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InputError(f"path: {str(p)!r} at {at}: a throughput must be a number, got "
+                         f"{_kind(value)}", argument="path")
+    out = float(value)
+    if not math.isfinite(out) or out < 0:
+        raise InputError(f"path: {str(p)!r} at {at}: a throughput must be finite and "
+                         f"non-negative, got {value!r}", argument="path")
+    return out
+
+
+def _as_names(value: Any, name: str) -> list[str]:
+    """A non-empty sequence of distinct strings (type or model names)."""
+    if isinstance(value, str | bytes) or not isinstance(value, Sequence | tuple | list):
+        raise InputError(f"{name} must be a sequence of names, got {value!r}", argument=name)
+    out = list(value)
+    if not out:
+        raise InputError(f"{name} is empty", argument=name)
+    for i, v in enumerate(out):
+        if not isinstance(v, str):
+            raise InputError(f"{name}[{i}] must be a string, got {v!r}", argument=name,
+                             index=(i,))
+    if len(set(out)) != len(out):
+        dup = next(v for i, v in enumerate(out) if v in out[:i])
+        raise InputError(f"{name} repeats {dup!r}", argument=name)
+    return out
+
+
 # --------------------------------------------------------------------------------------------
 # throughput tables
 # --------------------------------------------------------------------------------------------
@@ -178,12 +248,21 @@ class ThroughputTable:
 
     def __init__(self, types: Sequence[str],
                  rates: Mapping[tuple[str, int | None, int], Any]) -> None:
-        self.types = tuple(str(t) for t in types)
-        if not self.types:
-            raise InputError("types is empty", argument="types")
+        self.types = tuple(_as_names(types, "types"))
         k = len(self.types)
+        if not isinstance(rates, Mapping):
+            raise InputError(f"rates must be a mapping of (model, batch_size, scale_factor) to "
+                             f"throughputs, got {type(rates).__name__}", argument="rates")
         self._rates: dict[tuple[str, int | None, int], np.ndarray] = {}
         for key, value in rates.items():
+            ok = isinstance(key, tuple) and len(key) == 3 and isinstance(key[0], str)
+            ok = ok and (key[1] is None or (isinstance(key[1], int | np.integer)
+                                            and not isinstance(key[1], bool) and key[1] > 0))
+            ok = ok and isinstance(key[2], int | np.integer) and not isinstance(key[2], bool)
+            if not ok or key[2] < 1:
+                raise InputError(f"rates key {key!r} must be (model: str, batch_size: positive "
+                                 "int or None, scale_factor: positive int)", argument="rates")
+            key = (key[0], None if key[1] is None else int(key[1]), int(key[2]))
             self._rates[key] = as_array(value, f"rates[{key!r}]", ndim=1, shape=(k,))
 
     # -- constructors ----------------------------------------------------------------------
@@ -227,28 +306,73 @@ class ThroughputTable:
         types : sequence of str, optional
             Types to keep (default: every type whose name has no ``_unconsolidated`` suffix).
         """
-        p = Path(path)
+        p = _as_path(path, "path")
+        text = _read_text(p, "throughputs")
         try:
-            data = json.loads(p.read_text())
-        except (OSError, ValueError) as exc:
-            raise InputError(f"path: cannot read throughputs from {str(p)!r}: {exc}",
+            data = json.loads(text)
+        except (ValueError, RecursionError) as exc:
+            where = (f" (line {exc.lineno}, column {exc.colno})"
+                     if isinstance(exc, json.JSONDecodeError) else "")
+            raise InputError(f"path: {str(p)!r} is not valid JSON{where}: {exc}",
                              argument="path") from None
-        if not isinstance(data, dict):
-            raise InputError("path: a throughput file maps GPU types to job tables",
+        if not isinstance(data, dict) or not data:
+            raise InputError(f"path: {str(p)!r} at $: a throughput file maps GPU types to job "
+                             f"tables (a non-empty JSON object), got {_kind(data)}",
                              argument="path")
-        keep = [t for t in data if "_unconsolidated" not in t] if types is None else list(types)
+        if types is None:
+            keep = [t for t in data if "_unconsolidated" not in t]
+            if not keep:
+                raise InputError(f"path: {str(p)!r} has no GPU type without an "
+                                 "'_unconsolidated' suffix; pass types=", argument="path")
+        else:
+            keep = _as_names(types, "types")
         missing = [t for t in keep if t not in data]
         if missing:
             raise InputError(f"types: {missing[0]!r} is not in {str(p)!r}", argument="types")
         rows: dict[tuple[str, int | None, int], np.ndarray] = {}
         for j, t in enumerate(keep):
-            for key, entry in data[t].items():
+            table = data[t]
+            here = f"$[{json.dumps(t)}]"
+            if not isinstance(table, dict):
+                raise InputError(f"path: {str(p)!r} at {here}: expected a JSON object of job "
+                                 f"entries, got {_kind(table)}", argument="path")
+            for key, entry in table.items():
+                at = f"{here}[{json.dumps(key)}]"
                 m = _TABLE_KEY.match(key)
-                if m is None or not isinstance(entry, dict) or "null" not in entry:
-                    continue
-                model, batch = split_job_type(m.group("name"))
-                row = rows.setdefault((model, batch, int(m.group("sf"))), np.zeros(len(keep)))
-                row[j] = float(entry["null"])
+                if m is None:
+                    raise InputError(f"path: {str(p)!r} at {at}: a job key must look like "
+                                     "\"('<model> (batch size <B>)', <scale factor>)\"",
+                                     argument="path")
+                if not isinstance(entry, dict) or "null" not in entry:
+                    raise InputError(f"path: {str(p)!r} at {at}: expected an object with the "
+                                     f"isolated throughput under \"null\", got {_kind(entry)}",
+                                     argument="path")
+                for other, value in entry.items():
+                    sub = f"{at}[{json.dumps(other)}]"
+                    if other == "null":
+                        _json_rate(value, p, sub)
+                        continue
+                    if _TABLE_KEY.match(other) is None:
+                        raise InputError(f"path: {str(p)!r} at {sub}: a pair key must look like "
+                                         "\"('<model> (batch size <B>)', <scale factor>)\"",
+                                         argument="path")
+                    if not isinstance(value, list) or len(value) != 2:
+                        raise InputError(f"path: {str(p)!r} at {sub}: a pair entry must be a "
+                                         f"list of 2 throughputs, got {_kind(value)}",
+                                         argument="path")
+                    for q, v in enumerate(value):
+                        _json_rate(v, p, f"{sub}[{q}]")
+                sf = int(m.group("sf"))
+                if sf < 1:
+                    raise InputError(f"path: {str(p)!r} at {at}: the scale factor must be at "
+                                     "least 1", argument="path")
+                try:
+                    model, batch = split_job_type(m.group("name"))
+                except (ValueError, OverflowError):  # pragma: no cover - the pattern is digits
+                    raise InputError(f"path: {str(p)!r} at {at}: bad batch size",
+                                     argument="path") from None
+                row = rows.setdefault((model, batch, sf), np.zeros(len(keep)))
+                row[j] = _json_rate(entry["null"], p, f"{at}[\"null\"]")
         return cls(keep, rows)
 
     # -- queries ---------------------------------------------------------------------------
@@ -800,7 +924,7 @@ def read_trace(path: str | Path, *, throughputs: ThroughputTable | str | Path | 
     InputError
         Unreadable file, a malformed line (naming it), or configurations the table lacks.
     """
-    p = Path(path)
+    p = _as_path(path, "path")
     if throughputs is None:
         sibling = p.parent / "tacc_throughputs.json"
         table = (ThroughputTable.from_json(sibling) if sibling.exists()
@@ -808,52 +932,86 @@ def read_trace(path: str | Path, *, throughputs: ThroughputTable | str | Path | 
     elif isinstance(throughputs, ThroughputTable):
         table = throughputs
     else:
-        table = ThroughputTable.from_json(throughputs)
+        table = ThroughputTable.from_json(_as_path(throughputs, "throughputs"))
     if types is not None:
-        table = table.restrict(types)
+        table = table.restrict(_as_names(types, "types"))
+    if reference_type is not None and not isinstance(reference_type, str):
+        raise InputError(f"reference_type must be a type name, got {reference_type!r}",
+                         argument="reference_type")
     ref_name = reference_type or ("v100" if "v100" in table.types else table.types[0])
     if ref_name not in table.types:
         raise InputError(f"reference_type {ref_name!r} is not one of {table.types}",
                          argument="reference_type")
     ref = table.types.index(ref_name)
-    try:
-        with p.open(newline="") as fh:
-            lines = [row for row in csv.reader(fh, delimiter="\t") if row and any(row)]
-    except OSError as exc:
-        raise InputError(f"path: cannot read trace {str(p)!r}: {exc}", argument="path") from None
-    if limit is not None:
-        lines = lines[:as_positive_int(limit, "limit")]
+    eff = as_finite_float(scaling, "scaling", lo=0.0, hi=1.0, lo_open=True)
+    cap_jobs = None if limit is None else as_positive_int(limit, "limit")
+    text = _read_text(p, "trace")
+    lines: list[tuple[int, list[str]]] = []
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        lines.append((lineno, line.split("\t")))
+        if cap_jobs is not None and len(lines) >= cap_jobs:
+            break
     if not lines:
         raise InputError(f"path: trace {str(p)!r} has no jobs", argument="path")
     specs, caps = [], []
-    for i, row in enumerate(lines):
-        where = f"{p.name} line {i + 1}"
+    for i, (lineno, row) in enumerate(lines):
+        where = f"{p.name} line {lineno}"
         if len(row) < 12:
             raise InputError(f"{where}: expected 12 tab-separated fields, got {len(row)}",
                              argument="path", index=(i,))
-        try:
-            steps = float(row[5])
-            sf = int(row[6])
-            mode = row[7].strip().lower()
-            weight = float(row[8])
-            duration = float(row[10])
-            arrival = float(row[11])
-        except ValueError as exc:
-            raise InputError(f"{where}: {exc}", argument="path", index=(i,)) from None
+
+        def field(col: int, name: str, *, integer: bool = False, zero: bool = False,
+                  where: str = where, row: list[str] = row, i: int = i) -> float:
+            text = row[col].strip()
+            try:
+                value = float(text)
+            except ValueError:
+                raise InputError(f"{where}: field {col + 1} ({name}) is {row[col]!r}, not a "
+                                 "number", argument="path", index=(i,)) from None
+            need = "non-negative" if zero else "positive"
+            if not math.isfinite(value) or value < 0 or (value == 0 and not zero):
+                raise InputError(f"{where}: field {col + 1} ({name}) is {row[col]!r}; it must "
+                                 f"be a finite {need} number", argument="path", index=(i,))
+            if integer and value != math.floor(value):
+                raise InputError(f"{where}: field {col + 1} ({name}) is {row[col]!r}; it must "
+                                 "be an integer", argument="path", index=(i,))
+            return value
+
+        steps = field(5, "total steps")
+        sf = int(field(6, "scale factor", integer=True))
+        weight = field(8, "priority weight")
+        duration = field(10, "duration")
+        arrival = field(11, "arrival time", zero=True)
+        mode = row[7].strip().lower()
         if mode not in MODES:
-            raise InputError(f"{where}: mode {row[7]!r} is not one of {MODES}",
+            raise InputError(f"{where}: field 8 (mode) is {row[7]!r}, not one of {MODES}",
                              argument="path", index=(i,))
-        if not (steps > 0 and duration > 0 and sf >= 1 and weight > 0):
-            raise InputError(f"{where}: steps, duration, scale factor and weight must be "
-                             "positive", argument="path", index=(i,))
-        model, batch = split_job_type(row[0])
-        spec, cap = _job_from_config(table, model=model, batch=batch, sf=sf, mode=mode,
-                                     steps=steps, arrival=arrival, weight=weight,
-                                     reference=ref, duration=duration, job_id=i,
-                                     scaling=scaling, where=where)
+        try:
+            model, batch = split_job_type(row[0])
+        except (ValueError, OverflowError):  # pragma: no cover - the pattern only takes digits
+            raise InputError(f"{where}: field 1 (job type) {row[0]!r} has a bad batch size",
+                             argument="path", index=(i,)) from None
+        if not model:
+            raise InputError(f"{where}: field 1 (job type) is empty", argument="path",
+                             index=(i,))
+        with np.errstate(all="ignore"):
+            spec, cap = _job_from_config(table, model=model, batch=batch, sf=sf, mode=mode,
+                                         steps=steps, arrival=arrival, weight=weight,
+                                         reference=ref, duration=duration, job_id=i,
+                                         scaling=eff, where=where)
         specs.append(spec)
         caps.append(cap)
-    return Workload.from_jobs(specs, table.types, max_batch=caps)
+    try:
+        return Workload.from_jobs(specs, table.types, max_batch=caps)
+    except InputError as exc:  # name the line, not jobs[i]
+        if exc.index is None or not 0 <= exc.index[0] < len(lines):
+            raise
+        lineno = lines[exc.index[0]][0]
+        raise InputError(f"{p.name} line {lineno}: {exc} (the durations, steps and the "
+                         "throughput table give unusable epoch times)", argument="path",
+                         index=exc.index) from None
 
 
 #: Default duration mix of :func:`poisson_workload`: (low hours, high hours, probability) of the
@@ -923,13 +1081,26 @@ def poisson_workload(
     """
     n = as_positive_int(num_jobs, "num_jobs")
     lam = as_positive_float(rate, "rate")
-    if isinstance(seed, bool) or not isinstance(seed, int | np.integer):
-        raise InputError(f"seed must be an integer, got {seed!r}", argument="seed")
+    seed = as_positive_int(seed, "seed", allow_zero=True)
+    types = _as_names(types, "types")
+    if throughputs is not None and not isinstance(throughputs, ThroughputTable):
+        raise InputError(f"throughputs must be a ThroughputTable, got "
+                         f"{type(throughputs).__name__}", argument="throughputs")
     table = (throughputs or ThroughputTable.builtin(types)).restrict(types)
-    ref = table.types.index(reference_type) if reference_type else 0
-    if reference_type and reference_type not in table.types:
+    if reference_type is not None and (not isinstance(reference_type, str)
+                                       or reference_type not in table.types):
         raise InputError(f"reference_type {reference_type!r} not in {table.types}",
                          argument="reference_type")
+    ref = table.types.index(reference_type) if reference_type else 0
+    if models is not None:
+        models = _as_names(models, "models")
+        known = sorted({m for (m, b, _s) in table.keys() if b is not None and m in MODELS})
+        unknown = [m for m in models if m not in known]
+        if unknown:
+            raise InputError(f"models: {unknown[0]!r} is not a model the throughput table has "
+                             f"with a batch size (known: {', '.join(known)})",
+                             argument="models")
+    batch_start = as_bool(batch_start, "batch_start")
     mp = as_array(mode_probs, "mode_probs", ndim=1, shape=(3,))
     if mp.sum() <= 0:
         raise InputError("mode_probs sums to 0", argument="mode_probs")
@@ -938,7 +1109,13 @@ def poisson_workload(
         i = int(np.flatnonzero(dc[:, 1] < dc[:, 0])[0])
         raise InputError(f"duration_classes[{i}]: high < low", argument="duration_classes",
                          index=(i,))
+    if dc[:, 2].sum() <= 0:  # pragma: no cover - positive entries
+        raise InputError("duration_classes probabilities sum to 0", argument="duration_classes")
     sfp = as_array(scale_factors, "scale_factors", ndim=2, shape=(None, 2), positive=True)
+    if (sfp[:, 0] != np.round(sfp[:, 0])).any():
+        i = int(np.flatnonzero(sfp[:, 0] != np.round(sfp[:, 0]))[0])
+        raise InputError(f"scale_factors[{i}, 0] = {sfp[i, 0]:g} is not an integer gang size",
+                         argument="scale_factors", index=(i, 0))
     sizes = sfp[:, 0].astype(np.int64)
     if max_scale_factor is not None:
         keep = sizes <= as_positive_int(max_scale_factor, "max_scale_factor")
@@ -946,7 +1123,7 @@ def poisson_workload(
             raise InputError("max_scale_factor excludes every gang size",
                              argument="max_scale_factor")
         sfp, sizes = sfp[keep], sizes[keep]
-    eff = as_positive_float(scaling, "scaling")
+    eff = as_finite_float(scaling, "scaling", lo=0.0, hi=1.0, lo_open=True)
     # configurations available per gang size
     configs: dict[int, list[tuple[str, int]]] = {}
     for (m, b, s) in table.keys():
@@ -957,8 +1134,11 @@ def poisson_workload(
             configs.setdefault(int(s), []).append((m, b))
     missing = [int(s) for s in sizes if int(s) not in configs]
     if missing:
-        raise InputError(f"the throughput table has no job with scale factor {missing[0]} "
-                         f"runnable on {table.types[ref]!r}", argument="scale_factors")
+        which = "models" if models is not None else "scale_factors"
+        raise InputError(f"{which}: the throughput table has no job"
+                         f"{' of these models' if models is not None else ''} with scale "
+                         f"factor {missing[0]} runnable on {table.types[ref]!r}",
+                         argument=which)
     rng = np.random.default_rng(int(seed))
     gaps = rng.exponential(3600.0 / lam, size=n)
     arrival = np.zeros(n) if batch_start else np.concatenate([[0.0], np.cumsum(gaps[1:])])
