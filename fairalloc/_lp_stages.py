@@ -10,6 +10,7 @@ the next, and certifies each with :func:`fairalloc.certificates.lp_certificate`.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -193,6 +194,28 @@ class _Level:
     h: np.ndarray
     name: str = "level"
 
+    def units(self) -> tuple[float, float]:
+        """``(sigma, rho)``: powers of two with ``theta = sigma theta'`` and level rows
+        divided by ``rho`` giving a unit-scale program (:func:`_pow2`): ``rho`` from the
+        rows' typical largest coefficient, ``sigma`` from the jobs' typical saturation level
+        ``max_e C_me / b_m``."""
+        rowmax = _row_absmax(self.C)
+        pos = (self.b > 0) & (rowmax > 0)
+        nz = rowmax[rowmax > 0]
+        rho = _pow2(float(np.median(nz))) if nz.size else 1.0
+        sigma = _pow2(float(np.median(rowmax[pos] / self.b[pos]))) if pos.any() else 1.0
+        return sigma, rho
+
+    def data_scale(self) -> float:
+        """The level's own data scale in ``theta`` units: ``max_m |h_m| / max_m b_m`` (the
+        rise of the fastest-rising row that matches the largest offset; 0 when every offset
+        is 0). The gap of a stage whose optimum is legitimately about 0 (a Dinkelbach stage at
+        its root, a late water-filling level) is judged against it."""
+        bmax = float(np.max(self.b, initial=0.0))
+        if not bmax > 0:
+            return 0.0
+        return float(np.max(np.abs(self.h), initial=0.0)) / bmax
+
 
 @dataclass
 class _Linear:
@@ -213,6 +236,79 @@ class _StageResult:
     cap_rows: slice
 
 
+_UNIT_BAND = 4  # data within 2**+-4 of unit scale is left as given
+
+
+def _pow2(v: float) -> float:
+    """The power of two nearest ``v`` (> 0, finite), or 1 when ``v`` is already within
+    ``2**+-_UNIT_BAND`` of 1 (or not a positive finite number). Scaling by it is exact."""
+    if not (np.isfinite(v) and v > 0):
+        return 1.0
+    m, e = np.frexp(v)
+    e = int(e) - (1 if m < np.sqrt(0.5) else 0)
+    return 1.0 if abs(e) <= _UNIT_BAND else float(np.ldexp(1.0, e))
+
+
+def _row_absmax(A: sp.spmatrix) -> np.ndarray:
+    """Largest absolute entry of each row of a sparse matrix (0 for empty rows)."""
+    A = sp.csr_matrix(A)
+    if A.nnz == 0:
+        return np.zeros(A.shape[0])
+    return np.asarray(abs(A).max(axis=1).todense()).ravel()
+
+
+def _row_units(A: sp.spmatrix) -> np.ndarray:
+    """Per-row powers of two (:func:`_pow2` of each row's largest coefficient)."""
+    rm = _row_absmax(A)
+    out = np.ones(rm.size)
+    far = (rm > 0) & ((rm > 2.0 ** _UNIT_BAND) | (rm < 2.0 ** -_UNIT_BAND))
+    if far.any():
+        m, e = np.frexp(rm[far])
+        e = e - (m < np.sqrt(0.5))
+        out[far] = np.ldexp(1.0, e)
+    return out
+
+
+def _scaled_solve(lp: LinearProgram, backend: Backend, what: str, *,
+                  col_unit: np.ndarray | None = None, obj_unit: float | None = None
+                  ) -> LPSolution:
+    """Solve ``lp`` through a unit-scale copy and map the answer back (exactly).
+
+    Columns are ``x = col_unit * x'``; every row is divided by the power of two nearest its
+    largest coefficient (after the column scaling); the objective is divided by ``obj_unit``
+    (default: the power of two nearest its largest coefficient). All factors are powers of
+    two, so the copy is the same program and its solution maps back without rounding:
+    ``x = D_c x'``, row duals ``y = obj_unit D_r y'``. The certificate is then computed on
+    the caller's ``lp`` by the caller. Data already within ``2**+-4`` of unit scale are left
+    as given.
+    """
+    A = lp.A
+    c = lp.c
+    cl, cu = lp.col_lower, lp.col_upper
+    if col_unit is not None and (col_unit != 1.0).any():
+        A = sp.csr_matrix(A @ sp.diags(col_unit))
+        c = c * col_unit
+        cl, cu = cl / col_unit, cu / col_unit
+    r = _row_units(A)
+    rows_scaled = bool((r != 1.0).any())
+    if rows_scaled:
+        A = sp.csr_matrix(sp.diags(1.0 / r) @ A)
+    if obj_unit is None:
+        obj_unit = _pow2(float(np.max(np.abs(c), initial=0.0)))
+    if not rows_scaled and obj_unit == 1.0 and (col_unit is None or (col_unit == 1.0).all()):
+        return _solve(lp, backend, what)
+    slp = LinearProgram(c=c / obj_unit, A=A, row_lower=lp.row_lower / r,
+                        row_upper=lp.row_upper / r, col_lower=cl, col_upper=cu,
+                        integrality=lp.integrality, offset=lp.offset / obj_unit)
+    sol = _solve(slp, backend, what)
+    x = sol.x if col_unit is None else sol.x * col_unit  # type: ignore[operator]
+    y = sol.row_duals * (obj_unit / r)  # type: ignore[operator]
+    return dataclasses.replace(sol, x=x, row_duals=y, objective=sol.objective * obj_unit,
+                               col_duals=None if sol.col_duals is None else
+                               sol.col_duals * obj_unit / (1.0 if col_unit is None else
+                                                           col_unit))
+
+
 def _backend_for(backend: Any, E: int) -> Backend:
     if isinstance(backend, Backend):
         return get_backend(backend, need="lp")
@@ -226,7 +322,8 @@ def _solve(lp: LinearProgram, backend: Backend, what: str) -> LPSolution:
     if sol.status == "infeasible":
         raise InfeasibleError(f"the {what} program is infeasible ({backend.name}: "
                               f"{sol.raw_status})", backend=backend.name, status=sol.raw_status)
-    if sol.status != "optimal" or sol.x is None or sol.row_duals is None:
+    # one acceptance rule: a usable point (with duals) goes to the caller's certificate
+    if not sol.usable or sol.x is None or sol.row_duals is None:
         raise SolverError(f"{backend.name} failed on the {what} program: {sol.raw_status}",
                           backend=backend.name, status=sol.raw_status)
     return sol
@@ -236,9 +333,13 @@ class _StageSolver:
     """Solves a sequence of stages, fixing each optimum before the next (lexicographic)."""
 
     def __init__(self, inst: _Instance, backend: Backend, *, stage_tol: float,
-                 gap_tol: float, feas_tol: float, extra_rows: tuple | None = None) -> None:
+                 gap_tol: float, feas_tol: float, extra_rows: tuple | None = None,
+                 backend_spec: Any = None) -> None:
         self.inst = inst
         self.backend = backend
+        #: what the caller passed as ``backend=`` (``"highs"``: fairalloc may pick HiGHS'
+        #: simplex or interior point per sub-problem; an instance or other name: used as is)
+        self.backend_spec = backend_spec
         self.stage_tol = stage_tol
         self.gap_tol = gap_tol
         self.feas_tol = feas_tol
@@ -252,6 +353,22 @@ class _StageSolver:
         self.fixed: list[tuple[sp.csr_matrix, np.ndarray]] = []
         self.iterations = 0
         self.solves = 0
+        self.raw_status = ""
+        self.backends: list[str] = []
+
+    def used(self, sol: LPSolution, name: str | None = None) -> None:
+        """Record a solve: iterations, count, raw status and the backend that ran."""
+        self.iterations += sol.iterations
+        self.solves += 1
+        self.raw_status = sol.raw_status
+        name = name or sol.backend or self.backend.name
+        if name not in self.backends:
+            self.backends.append(name)
+
+    @property
+    def backend_names(self) -> str:
+        """The backends that really ran, joined by ``+`` (``"none"`` if none did)."""
+        return "+".join(self.backends) if self.backends else "none"
 
     def _program(self, stage: _Level | _Linear) -> LinearProgram:
         E = self.inst.E
@@ -284,33 +401,60 @@ class _StageSolver:
             return np.r_[xcol, theta]
         return np.r_[xcol, 0.0]
 
+    def certificate(self, lp: LinearProgram, stage: _Level | _Linear, v: np.ndarray,
+                    duals: np.ndarray) -> Certificate:
+        """The stage LP's certificate at LP vector ``v``; a level stage's gap is judged against
+        ``max(|theta|, |bound|, its data scale)`` (:meth:`_Level.data_scale`), so a level that
+        is legitimately about 0 (a Dinkelbach root) is certified relative to its data."""
+        cert = lp_certificate(lp, v, duals, maximize=True, gap_tol=self.gap_tol,
+                              feas_tol=self.feas_tol)
+        if isinstance(stage, _Level):
+            ds = stage.data_scale()
+            vals = [abs(t) for t in (cert.primal_value, cert.dual_bound) if np.isfinite(t)]
+            if ds > max(vals, default=0.0):
+                cert = dataclasses.replace(cert, scale=ds)
+        return cert
+
     def certify(self, res: _StageResult, stage: _Level | _Linear, xcol: np.ndarray
                 ) -> Certificate:
         """Certificate of ``stage`` (with the duals found for it) at allocation ``xcol``."""
-        return lp_certificate(res.lp, self.point(stage, xcol), res.duals, maximize=True,
-                              gap_tol=self.gap_tol, feas_tol=self.feas_tol)
+        return self.certificate(res.lp, stage, self.point(stage, xcol), res.duals)
 
     def run(self, stage: _Level | _Linear, what: str) -> _StageResult:
         lp = self._program(stage)
-        sol = _solve(lp, self.backend, what)
-        self.iterations += sol.iterations
-        self.solves += 1
+        E = self.inst.E
+        if isinstance(stage, _Level):
+            sigma, _ = stage.units()
+            col_unit = np.ones(E + 1)
+            col_unit[E] = sigma
+            sol = _scaled_solve(lp, self.backend, what, col_unit=col_unit, obj_unit=sigma)
+        else:
+            sol = _scaled_solve(lp, self.backend, what)
+        self.used(sol)
         assert sol.x is not None and sol.row_duals is not None
-        xcol = self.inst.repair(sol.x[: self.inst.E])
+        xcol = self.inst.repair(sol.x[:E])
         v = self.point(stage, xcol)
-        cert = lp_certificate(lp, v, sol.row_duals, maximize=True, gap_tol=self.gap_tol,
-                              feas_tol=self.feas_tol)
+        cert = self.certificate(lp, stage, v, sol.row_duals)
         cert.check(backend=self.backend.name)
         return _StageResult(lp, v, sol.row_duals, cert.primal_value, cert, sol.iterations,
                             self.cap_rows)
 
     def fix(self, stage: _Level | _Linear, value: float) -> None:
-        """Keep ``stage``'s objective within ``stage_tol`` of ``value`` in later stages."""
-        slack = self.stage_tol * max(1.0, abs(value))
+        """Keep ``stage``'s objective within ``stage_tol`` of ``value`` in later stages.
+
+        The slack is relative to the stage's own scale (``|value|``, or a level's data scale),
+        and the kept rows are stored at unit scale (divided by a power of two), so the
+        later stages do not depend on the caller's units."""
         if isinstance(stage, _Level):
-            self.fixed.append((stage.C, stage.h + stage.b * (value - slack)))
+            slack = self.stage_tol * max(abs(value), stage.data_scale())
+            _, rho = stage.units()
+            C = stage.C if rho == 1.0 else sp.csr_matrix(stage.C / rho)
+            self.fixed.append((C, (stage.h + stage.b * (value - slack)) / rho))
         else:
-            self.fixed.append((sp.csr_matrix(stage.g[None, :]), np.array([value - slack])))
+            slack = self.stage_tol * abs(value)
+            gam = _pow2(float(np.max(np.abs(stage.g), initial=0.0)))
+            self.fixed.append((sp.csr_matrix(stage.g[None, :] / gam),
+                               np.array([(value - slack) / gam])))
 
 
 def _prices(res: _StageResult) -> np.ndarray:

@@ -18,7 +18,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._lp_stages import _Instance, _Level, _Linear, _StageResult, _StageSolver
-from .backends import LinearProgram, get_backend
+from .backends import LinearProgram, LPSolution, get_backend
+from .errors import SolverError
 from .certificates import lp_certificate
 
 # --------------------------------------------------------------------------------------------
@@ -29,6 +30,24 @@ _BAND0 = 0.001  # relative price error assumed for the Newton prices
 
 
 def _fast_level(solver: _StageSolver, stage: _Level, *, max_rounds: int = 30) -> _StageResult:
+    """Exact solve of a level stage (see :func:`_fast_level_unit`), at unit scale.
+
+    The stage is first divided by the powers of two of :meth:`_Level.units` (``theta =
+    sigma theta'``, level rows divided by ``rho``), so that the structured solver's own
+    thresholds see the same numbers whatever the caller's units; its duals are mapped back
+    (level rows ``lambda = sigma lambda' / rho``, the others ``sigma y'``) and the full LP's
+    certificate is computed in the caller's units.
+    """
+    sigma, rho = stage.units()
+    if sigma == 1.0 and rho == 1.0:
+        return _fast_level_unit(solver, stage, stage, 1.0, 1.0, max_rounds)
+    unit = _Level(sp.csr_matrix(stage.C / rho), stage.b * (sigma / rho), stage.h / rho,
+                  stage.name)
+    return _fast_level_unit(solver, stage, unit, sigma, rho, max_rounds)
+
+
+def _fast_level_unit(solver: _StageSolver, orig: _Level, stage: _Level, sigma: float,
+                     rho: float, max_rounds: int) -> _StageResult:
     """Exact solve of a level stage ``max theta: C x - b theta >= h`` exploiting its structure.
 
     Only the ``k`` capacity rows and ``theta`` couple the jobs. At given capacity prices each
@@ -52,9 +71,17 @@ def _fast_level(solver: _StageSolver, stage: _Level, *, max_rounds: int = 30) ->
     """
     inst = solver.inst
     n, k, E = inst.n, inst.k, inst.E
+
+    def back(duals: np.ndarray) -> np.ndarray:
+        if sigma == 1.0 and rho == 1.0:
+            return duals
+        out = duals * sigma
+        out[n + k:] = duals[n + k:] * (sigma / rho)
+        return out
+
     if (inst.pairs is not None or inst.placement or solver.fixed or solver.A.shape[0] != n + k
             or n < _FAST_MIN_JOBS):
-        return solver.run(stage, stage.name)
+        return solver.run(orig, orig.name)
     owner = inst.mem_job  # single-member columns: one entry per column, sorted by owner
     typ = inst.col_type
     s_e = inst.col_workers
@@ -73,7 +100,7 @@ def _fast_level(solver: _StageSolver, stage: _Level, *, max_rounds: int = 30) ->
     sat_theta = float(sat[m0])
     est = _newton_prices(A, s, b, h, inst.cap)
     if est is None:
-        return solver.run(stage, stage.name)
+        return solver.run(orig, orig.name)
     p, theta, band = est
     dem = _Demand(A, s, b, h)
     vert = dem.vertices(col, p, theta, band=band)
@@ -82,7 +109,7 @@ def _fast_level(solver: _StageSolver, stage: _Level, *, max_rounds: int = 30) ->
     refined = False
     for _ in range(max_rounds):
         agg = need & ~explicit
-        out = _solve_master(inst, stage, a, agg, vert, explicit)
+        out = _solve_master(solver, stage, a, agg, vert, explicit)
         if out is None:
             # the folded vertices do not fit together (the Newton prices or level were off):
             # widen the band of jobs that keep their own variables and try again
@@ -103,8 +130,8 @@ def _fast_level(solver: _StageSolver, stage: _Level, *, max_rounds: int = 30) ->
             mu0 = np.zeros(n)
             lam0[m0] = 1.0 / b[m0]
             mu0[m0] = lam0[m0] * amax[m0]
-            done = _certified(solver, stage, inst.repair(xcol), np.concatenate(
-                [-mu0, np.zeros(k), lam0]), iterations, solves)
+            done = _certified(solver, orig, inst.repair(xcol), back(np.concatenate(
+                [-mu0, np.zeros(k), lam0])), iterations, solves)
             if done is not None:
                 return done
         red = lam[owner] * a - mu[owner] - s_e * p[typ]
@@ -112,8 +139,8 @@ def _fast_level(solver: _StageSolver, stage: _Level, *, max_rounds: int = 30) ->
         # is solver tolerance, judged by the certificate below
         viol = (red > 1e-9 * (1.0 + lam[owner] * a)) & ~explicit[owner]
         if not viol.any() and not bound_jobs.any():
-            done = _certified(solver, stage, inst.repair(xcol),
-                              np.concatenate([-mu, -p, lam]), iterations, solves)
+            done = _certified(solver, orig, inst.repair(xcol),
+                              back(np.concatenate([-mu, -p, lam])), iterations, solves)
             if done is not None:
                 return done
             break
@@ -134,7 +161,27 @@ def _fast_level(solver: _StageSolver, stage: _Level, *, max_rounds: int = 30) ->
         explicit = grown
     solver.iterations += iterations
     solver.solves += solves
-    return solver.run(stage, stage.name)
+    return solver.run(orig, orig.name)
+
+
+def _sub_solve(solver: _StageSolver, lp: LinearProgram, *, ipm: bool) -> LPSolution | None:
+    """Solve a restricted master / dual LP with the stage solver's backend (HiGHS: simplex,
+    or interior point for large masters, when the caller left the choice to fairalloc).
+    ``None`` unless an optimal point with duals came back (the caller then falls back to the
+    full LP, whose certificate decides). The solve is counted (backend, raw status)."""
+    be = solver.backend
+    if solver.backend_spec == "highs":
+        be = get_backend("highs", need="lp", solver="ipm" if ipm else "choose")
+    try:
+        sol = be.solve_lp(lp)
+    except SolverError:
+        return None
+    solver.raw_status = sol.raw_status
+    if be.name not in solver.backends:
+        solver.backends.append(be.name)
+    if sol.status != "optimal" or sol.x is None or sol.row_duals is None:
+        return None
+    return sol
 
 
 def _certified(solver: _StageSolver, stage: _Level | _Linear, xcol: np.ndarray,
@@ -143,8 +190,7 @@ def _certified(solver: _StageSolver, stage: _Level | _Linear, xcol: np.ndarray,
     (counting the structured solver's LPs into ``solver``), else ``None``."""
     lp = solver._program(stage)
     v = solver.point(stage, xcol)
-    cert = lp_certificate(lp, v, duals, maximize=True, gap_tol=solver.gap_tol,
-                          feas_tol=solver.feas_tol)
+    cert = solver.certificate(lp, stage, v, duals)
     if not cert.ok:
         return None
     solver.iterations += iterations
@@ -466,13 +512,14 @@ def _explicit_columns(inst: _Instance, explicit: np.ndarray
     return ex, cols, remap[inst.mem_job[cols]]
 
 
-def _solve_master(inst: _Instance, stage: _Level, a: np.ndarray, agg: np.ndarray,
+def _solve_master(solver: _StageSolver, stage: _Level, a: np.ndarray, agg: np.ndarray,
                   vert: _Vertices, explicit: np.ndarray) -> tuple | None:
     """Solve the restricted master.
 
     Returns ``(xcol, theta, lambda, mu, prices, iterations, bound_jobs)``; ``bound_jobs``
     marks aggregated jobs whose vertex range stopped theta (they need their own variables).
     """
+    inst = solver.inst
     n, k, E = inst.n, inst.k, inst.E
     b, h = stage.b, stage.h
     s = inst.jobs.scale_factor
@@ -528,8 +575,8 @@ def _solve_master(inst: _Instance, stage: _Level, a: np.ndarray, agg: np.ndarray
     # no column upper bounds (implied by the time rows): the duals stay on the rows
     lp = LinearProgram.build(c, M, lo, up, np.r_[np.zeros(nx), -np.inf],
                              np.r_[np.full(nx, np.inf), np.inf])
-    sol = get_backend("highs", solver="ipm" if r > 400 else "choose").solve_lp(lp)
-    if sol.status != "optimal" or sol.x is None or sol.row_duals is None:
+    sol = _sub_solve(solver, lp, ipm=r > 400)
+    if sol is None:
         return None
     theta = float(sol.x[-1])
     y = sol.row_duals / scale
@@ -611,7 +658,7 @@ def _fast_floor(solver: _StageSolver, stage: _Linear, *, prior: _StageResult | N
     for _ in range(max_rounds):
         vert = dem.vertices(col, p, band=band)
         explicit |= vert.ambiguous
-        out = _solve_floor_master(inst, a, f, omega, vert, explicit)
+        out = _solve_floor_master(inst, a, f, omega, vert, explicit, solver)
         if out is None:
             band *= 4.0
             continue
@@ -619,7 +666,7 @@ def _fast_floor(solver: _StageSolver, stage: _Linear, *, prior: _StageResult | N
         iterations += it
         solves += 1
         xcol = inst.repair(xcol)
-        duals, blocking = _floor_duals(inst, A, col, a, f, omega, xcol, explicit)
+        duals, blocking = _floor_duals(inst, A, col, a, f, omega, xcol, explicit, solver)
         done = None if duals is None else _certified(solver, stage, xcol, duals, iterations,
                                                      solves)
         if done is not None:
@@ -739,8 +786,8 @@ def _floor_newton_prices(dem: _FloorDemand, cap: np.ndarray
 
 
 def _floor_duals(inst: _Instance, A: np.ndarray, col: np.ndarray, a: np.ndarray,
-                 f: np.ndarray, omega: np.ndarray, xcol: np.ndarray, free: np.ndarray
-                 ) -> tuple[np.ndarray | None, np.ndarray]:
+                 f: np.ndarray, omega: np.ndarray, xcol: np.ndarray, free: np.ndarray,
+                 solver: _StageSolver) -> tuple[np.ndarray | None, np.ndarray]:
     """Duals of the full floor LP complementary to ``xcol``, or the jobs in the way.
 
     The floor LP ``max sum_m omega_m a_m . x_m`` s.t. ``a_m . x_m >= f_m`` (``lambda_m``),
@@ -835,8 +882,8 @@ def _floor_duals(inst: _Instance, A: np.ndarray, col: np.ndarray, a: np.ndarray,
                np.where(time_slack, 0.0, np.inf), np.where(general | free, 0.0, np.inf)]
     c = np.r_[np.zeros(k + 2 * q), np.ones(n)]
     lp = LinearProgram.build(c, M, lo, up, np.zeros(ncol), hi)
-    sol = get_backend("highs").solve_lp(lp)
-    if sol.status != "optimal" or sol.x is None:
+    sol = _sub_solve(solver, lp, ipm=False)
+    if sol is None:
         return None, np.zeros(n, dtype=bool)
     sigma = sol.x[k + 2 * q:]
     blocking = sigma > 1e-9 * (1.0 + omega * A.max(axis=1))
@@ -889,7 +936,7 @@ def _floor_from_level(solver: _StageSolver, stage: _Linear, prior: _StageResult,
 
 
 def _solve_floor_master(inst: _Instance, a: np.ndarray, f: np.ndarray, omega: np.ndarray,
-                        vert: _Vertices, explicit: np.ndarray) -> tuple | None:
+                        vert: _Vertices, explicit: np.ndarray, solver: _StageSolver) -> tuple | None:
     """Restricted master of a floor stage: ``(xcol, iterations)`` (``None``: no fit)."""
     k, E = inst.k, inst.E
     typ = inst.col_type
@@ -925,8 +972,8 @@ def _solve_floor_master(inst: _Instance, a: np.ndarray, f: np.ndarray, omega: np
         return None
     up[:k] = np.maximum(up[:k], 0.0)
     lp = LinearProgram.build(-omega[inst.mem_job[cols]] * a[cols], M, lo, up, 0.0, np.inf)
-    sol = get_backend("highs", solver="ipm" if r > 400 else "choose").solve_lp(lp)
-    if sol.status != "optimal" or sol.x is None or sol.row_duals is None:
+    sol = _sub_solve(solver, lp, ipm=r > 400)
+    if sol is None:
         return None
     xcol[cols] = sol.x
     return xcol, sol.iterations

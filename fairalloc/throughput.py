@@ -61,17 +61,25 @@ from ._lp_stages import (
     _Level,
     _Linear,
     _prices,
-    _solve,
+    _pow2,
+    _scaled_solve,
     _StageResult,
     _StageSolver,
 )
 from ._structured import _fast_floor, _fast_level
-from ._validation import as_array, as_option, as_positive_float
+from ._validation import (
+    as_array,
+    as_bool,
+    as_option,
+    as_positive_int,
+    as_tolerance,
+)
 from .backends import LinearProgram
 from .certificates import lp_certificate
 from .data import Cluster, Jobs
 from .errors import InfeasibleError, InputError, SolverError
 from .results import Certificate, Result, SolveStats, Status, require_pandas
+from .tolerances import FEAS_TOL, GAP_TOL
 
 __all__ = [
     "FIFO",
@@ -305,9 +313,9 @@ class ThroughputPolicy(Composable):
         return cp.Problem(cp.Maximize(obj), [*cvx["base"], *cvx["policy"], *self._constraints])
 
     # --- solve ------------------------------------------------------------------------------
-    def solve(self, *, method: str = "auto", backend: Any = "highs",
-              work_conserving: bool | None = None, gap_tol: float = 1e-6,
-              feas_tol: float = 1e-7, stage_tol: float = 1e-9) -> Allocation:
+    def solve(self, *, method: str = "auto", backend: Any = None,
+              work_conserving: bool | None = None, gap_tol: float = GAP_TOL,
+              feas_tol: float = FEAS_TOL, stage_tol: float = 1e-9) -> Allocation:
         """Solve the policy and certify the result.
 
         Parameters
@@ -317,35 +325,45 @@ class ThroughputPolicy(Composable):
             structured path where a policy has one (max-min fairness; else as ``"highs"``);
             ``"cvxpy"``: the cvxpy model with added constraints/terms (Clarabel, conic KKT
             certificate). ``"auto"``: ``"cvxpy"`` for composed models, else ``"fast"``.
-        backend : str or Backend
-            LP backend (default HiGHS; interior point with crossover for large LPs).
+        backend : str or Backend, optional
+            LP backend (default HiGHS; interior point with crossover for large LPs); with
+            ``method="cvxpy"`` the conic backend (default and only certified one: Clarabel).
+            The structured fast paths solve their small LPs with the same backend.
         work_conserving : bool, optional
             Add the second stage (default: on where the policy's optimum is not unique).
         gap_tol, feas_tol : float
-            Certificate tolerances (relative gap, relative constraint violation).
+            Certificate tolerances (relative gap, relative constraint violation), in
+            ``(0, 0.1]`` (:mod:`fairalloc.tolerances`).
         stage_tol : float
             Relative slack with which a stage's optimum is kept in later stages.
 
+        Every program is solved at unit scale (exact powers of two), so multiplying weights,
+        throughputs or durations by a constant gives the same allocation and verdict.
+
         Raises
         ------
-        InfeasibleError, SolverError, CertificateError
+        InputError, InfeasibleError, SolverError, CertificateError
         """
         t0 = time.perf_counter()
         method = as_option(method, "method", METHODS)
-        gap_tol = as_positive_float(gap_tol, "gap_tol")
-        feas_tol = as_positive_float(feas_tol, "feas_tol")
-        stage_tol = as_positive_float(stage_tol, "stage_tol")
-        wc = self._work_conserving_default if work_conserving is None else bool(work_conserving)
+        gap_tol = as_tolerance(gap_tol, "gap_tol")
+        feas_tol = as_tolerance(feas_tol, "feas_tol")
+        stage_tol = as_tolerance(stage_tol, "stage_tol")
+        wc = (self._work_conserving_default if work_conserving is None
+              else as_bool(work_conserving, "work_conserving"))
         if method == "auto":
             method = "cvxpy" if self.composed else "fast"
         if self.composed and method != "cvxpy":
             raise InputError(f"method={method!r} cannot solve a model with added constraints "
                              "or terms; use method='cvxpy'", argument="method")
         if method == "cvxpy":
-            return self._solve_cvxpy(wc, gap_tol, feas_tol, stage_tol, t0)
-        be = _backend_for(backend, self.inst.E)
+            return self._solve_cvxpy(wc, gap_tol, feas_tol, stage_tol, t0,
+                                     "clarabel" if backend is None else backend)
+        spec = "highs" if backend is None else backend
+        be = _backend_for(spec, self.inst.E)
         solver = _StageSolver(self.inst, be, stage_tol=stage_tol, gap_tol=gap_tol,
-                              feas_tol=feas_tol, extra_rows=self._extra_rows())
+                              feas_tol=feas_tol, extra_rows=self._extra_rows(),
+                              backend_spec=spec)
         self._method = method
         stage, res, objective = self._first_stages(solver)
         certs = [res.cert]
@@ -360,8 +378,9 @@ class ThroughputPolicy(Composable):
         cert = solver.certify(res, stage, xcol)
         cert.check(backend=be.name)
         certs[0] = cert
-        stats = SolveStats(backend=be.name, method=method, seconds=time.perf_counter() - t0,
-                           iterations=solver.iterations, solves=solver.solves)
+        stats = SolveStats(backend=solver.backend_names, method=method,
+                           seconds=time.perf_counter() - t0, iterations=solver.iterations,
+                           solves=solver.solves, raw_status=solver.raw_status)
         return self._result(xcol, self._stage_prices(res), self._objective_value(cert, xcol),
                             cert, tuple(certs), stats)
 
@@ -401,32 +420,38 @@ class ThroughputPolicy(Composable):
                           types=self.cluster.types, pair_x=pair_x, consolidated_x=cons_x,
                           utilization=util, stage_certificates=certs)
 
+    def _cvx_objective_value(self, value: float, xcol: np.ndarray) -> float:
+        """The policy objective, in its own units, from the cvxpy optimum (default: as is)."""
+        return value
+
     def _solve_cvxpy(self, wc: bool, gap_tol: float, feas_tol: float, stage_tol: float,
-                     t0: float) -> Allocation:
+                     t0: float, backend: Any = "clarabel") -> Allocation:
         import cvxpy as cp
 
         from ._cvxpy import solve_cvxpy
 
         prob = self.problem()
-        stats, cert = solve_cvxpy(prob, gap_tol=gap_tol, feas_tol=feas_tol)
+        stats, cert = solve_cvxpy(prob, backend=backend, gap_tol=gap_tol, feas_tol=feas_tol)
         cvx = self._build_cvxpy()
         prices = np.maximum(np.asarray(cvx["capacity"].dual_value, dtype=float), 0.0)
         value = float(prob.value)
         certs = [cert]
         iters, solves = stats.iterations, 1
         if wc:
-            slack = stage_tol * max(1.0, abs(value))
+            slack = stage_tol * max(abs(value), float(cert.scale or 0.0))
             obj = prob.objective.args[0]
             g = self._wc_objective()
             p2 = cp.Problem(cp.Maximize(g @ cvx["xc"]), [*prob.constraints, obj >= value - slack])
-            stats2, cert2 = solve_cvxpy(p2, gap_tol=gap_tol, feas_tol=feas_tol)
+            stats2, cert2 = solve_cvxpy(p2, backend=backend, gap_tol=gap_tol,
+                                        feas_tol=feas_tol)
             certs.append(cert2)
             iters += stats2.iterations
             solves += 1
         xcol = np.clip(np.asarray(cvx["xc"].value, dtype=float), 0.0, 1.0)
-        st = SolveStats(backend="clarabel", method="cvxpy", seconds=time.perf_counter() - t0,
-                        iterations=iters, solves=solves)
-        return self._result(xcol, prices, value, cert, tuple(certs), st)
+        st = SolveStats(backend=stats.backend, method="cvxpy", seconds=time.perf_counter() - t0,
+                        iterations=iters, solves=solves, raw_status=stats.raw_status)
+        return self._result(xcol, prices, self._cvx_objective_value(value, xcol), cert,
+                            tuple(certs), st)
 
     def __repr__(self) -> str:
         extra = (f", {len(self._constraints)} constraints, {len(self._terms)} terms"
@@ -475,7 +500,7 @@ class MaxMinFairness(ThroughputPolicy):
     def __init__(self, jobs: Jobs, cluster: Cluster, *, water_filling: bool = False,
                  **kw: Any) -> None:
         super().__init__(jobs, cluster, **kw)
-        self.water_filling = bool(water_filling)
+        self.water_filling = as_bool(water_filling, "water_filling")
         inst = self.inst
         self.coef = inst.jobs.scale_factor / (inst.jobs.weight * inst.equal_tp)
 
@@ -514,8 +539,8 @@ class MaxMinFairness(ThroughputPolicy):
 def max_min_fairness(jobs: Jobs, cluster: Cluster, *, water_filling: bool = False,
                      pairs: Any = None, unconsolidated_throughput: Any = None,
                      consolidated_capacity: Any = None, method: str = "auto",
-                     backend: Any = "highs", work_conserving: bool | None = None,
-                     gap_tol: float = 1e-6, feas_tol: float = 1e-7) -> Allocation:
+                     backend: Any = None, work_conserving: bool | None = None,
+                     gap_tol: float = GAP_TOL, feas_tol: float = FEAS_TOL) -> Allocation:
     """Heterogeneity-aware weighted max-min fairness (LAS) (gavel.txt §4.1, §4.3).
 
     Maximises ``min_m (scale_factor_m / w_m) throughput(m, X) / throughput(m, X^equal)``
@@ -643,8 +668,21 @@ class MinMakespan(ThroughputPolicy):
         res = solver.run(stage, "makespan")
         return stage, res, res.value
 
+    def _makespan(self, xcol: np.ndarray) -> float:
+        """``max_m steps_m / throughput(m, X)`` of the allocation (never ``1 / theta``, which
+        underflows: theta is solved at unit scale and the makespan computed from ``X``)."""
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            span = float(np.max(self._metric(self.inst.throughput(xcol))))
+        if not np.isfinite(span):
+            raise InputError("the makespan exceeds the floating-point range (steps_remaining "
+                             "/ throughput overflows)", argument="steps_remaining")
+        return span
+
     def _objective_value(self, cert: Certificate, xcol: np.ndarray) -> float:
-        return 1.0 / cert.primal_value
+        return self._makespan(xcol)
+
+    def _cvx_objective_value(self, value: float, xcol: np.ndarray) -> float:
+        return self._makespan(xcol)
 
     def _cvx_objective(self, cvx: dict[str, Any]) -> tuple[Any, list[Any]]:
         st = self.level_stage()
@@ -702,7 +740,7 @@ class FinishTimeFairness(ThroughputPolicy):
                  **kw: Any) -> None:
         super().__init__(jobs, cluster, **kw)
         self.steps = _steps(jobs, "finish_time_fairness")
-        self.max_iterations = max_iterations
+        self.max_iterations = as_positive_int(max_iterations, "max_iterations")
         iso = isolated_split(jobs, cluster)
         self.iso_tp = np.einsum("ij,ij->i", self.inst.T_allowed, iso)
         t_iso = jobs.elapsed if jobs.isolated_elapsed is None else jobs.isolated_elapsed
@@ -739,7 +777,8 @@ class FinishTimeFairness(ThroughputPolicy):
             xcol = res.x[: inst.E]
             tp_new = inst.throughput(xcol)
             R_new = float(self.rho(tp_new).max())
-            # F(R) <= 0 always (the previous allocation is feasible with theta <= 0)
+            # F(R) <= 0 always (the previous allocation is feasible with theta <= 0); F is
+            # in units of rho (its rows are (R - rho_m) tp_m / tp_prev_m)
             if res.value <= self.gap_stop(R) or R_new >= R:
                 return stage, res, R
             R, tp = R_new, tp_new
@@ -747,7 +786,7 @@ class FinishTimeFairness(ThroughputPolicy):
                           backend=solver.backend.name, status="iteration_limit")
 
     def gap_stop(self, R: float) -> float:
-        return 1e-9 * max(1.0, R)
+        return 1e-9 * abs(R)
 
     def _objective_value(self, cert: Certificate, xcol: np.ndarray) -> float:
         return float(self.rho(self.inst.throughput(xcol)).max())
@@ -761,10 +800,8 @@ class FinishTimeFairness(ThroughputPolicy):
         con = [self.t + cp.multiply(self.steps, cp.inv_pos(tp)) <= cp.multiply(self.D, R)]
         return -R, con
 
-    def _solve_cvxpy(self, wc: bool, gap_tol: float, feas_tol: float, stage_tol: float,
-                     t0: float) -> Allocation:
-        res = super()._solve_cvxpy(wc, gap_tol, feas_tol, stage_tol, t0)
-        return _replace(res, objective=float(self.rho(res.effective_throughput).max()))
+    def _cvx_objective_value(self, value: float, xcol: np.ndarray) -> float:
+        return float(self.rho(self.inst.throughput(xcol)).max())
 
 
 def _replace(res: Allocation, **changes: Any) -> Allocation:
@@ -808,7 +845,7 @@ class MaxTotalThroughput(ThroughputPolicy):
     def __init__(self, jobs: Jobs, cluster: Cluster, *, normalized: bool = False,
                  **kw: Any) -> None:
         super().__init__(jobs, cluster, **kw)
-        self.normalized = bool(normalized)
+        self.normalized = as_bool(normalized, "normalized")
 
     def weights(self) -> np.ndarray:
         return 1.0 / self.inst.equal_tp if self.normalized else np.ones(self.inst.n)
@@ -934,13 +971,29 @@ class ShortestJobFirst(ThroughputPolicy):
         return st, _StageResult(res.lp, np.r_[res2.x[: inst.E], 0.0], res.duals, res.value,
                                 res.cert, res.iterations, res.cap_rows), res.value
 
+    def _shortest(self, xcol: np.ndarray) -> float:
+        """The shortest job's duration ``steps / throughput`` under the allocation."""
+        m = self.first
+        with np.errstate(over="ignore", divide="ignore"):
+            dur = float(self.steps[m] / float(self.inst.throughput(xcol)[m]))
+        if not np.isfinite(dur):
+            raise InputError("the shortest duration exceeds the floating-point range "
+                             "(steps_remaining / throughput overflows)",
+                             argument="steps_remaining")
+        return dur
+
+    def _objective_value(self, cert: Certificate, xcol: np.ndarray) -> float:
+        return self._shortest(xcol)
+
+    def _cvx_objective_value(self, value: float, xcol: np.ndarray) -> float:
+        return self._shortest(xcol)
+
     def solve(self, **kw: Any) -> Allocation:  # noqa: D102
         res = super().solve(**kw)
         if self.composed or kw.get("method") == "cvxpy":
             return res
         certs = (res.stage_certificates[0], self._second.cert, *res.stage_certificates[1:])
-        return _replace(res, objective=1.0 / res.certificate.primal_value,
-                        stage_certificates=certs)
+        return _replace(res, stage_certificates=certs)
 
     def _cvx_objective(self, cvx: dict[str, Any]) -> tuple[Any, list[Any]]:
         return cvx["tp"][self.first] / self.steps[self.first], []
@@ -994,7 +1047,11 @@ class MinCost(ThroughputPolicy):
         self.slo_rate = np.zeros(inst.n)
         if slo is not None:
             steps = _steps(jobs, "min_cost with slo")
-            slo_arr = np.array(slo, dtype=float, copy=True)
+            try:
+                slo_arr = np.array(slo, dtype=float, copy=True)
+            except (TypeError, ValueError, OverflowError) as exc:
+                raise InputError(f"slo must be a numeric array of seconds ({exc})",
+                                 argument="slo") from None
             if slo_arr.shape != (inst.n,):
                 raise InputError(f"slo must have shape ({inst.n},), got {slo_arr.shape}",
                                  argument="slo")
@@ -1003,7 +1060,12 @@ class MinCost(ThroughputPolicy):
                 i = int(np.flatnonzero(bad)[0])
                 raise InputError(f"slo[{i}] is {slo_arr[i]}; SLOs must be positive seconds "
                                  "(inf: none)", argument="slo", index=(i,))
-            self.slo_rate = np.where(np.isinf(slo_arr), 0.0, steps / slo_arr)
+            with np.errstate(over="ignore"):
+                self.slo_rate = np.where(np.isinf(slo_arr), 0.0, steps / slo_arr)
+            if not np.isfinite(self.slo_rate).all():
+                i = int(np.flatnonzero(~np.isfinite(self.slo_rate))[0])
+                raise InputError(f"slo[{i}] = {slo_arr[i]:g} s is too short to represent the "
+                                 f"rate steps / slo", argument="slo", index=(i,))
             short = self.slo_rate > inst.fastest_tp * (1 + 1e-12)
             if short.any():
                 i = int(np.flatnonzero(short)[0])
@@ -1046,14 +1108,16 @@ class MinCost(ThroughputPolicy):
                                                             float]:
         inst = self.inst
         lp, cap_rows = self._cc_program()
-        sol = _solve(lp, solver.backend, "minimum-cost (Charnes-Cooper)")
-        solver.iterations += sol.iterations
-        solver.solves += 1
+        # unit scale: y = x z and z = 1 / cost(x) are of the order of 1 / cost
+        kappa = _pow2(float(np.median(self.col_cost)))
+        sol = _scaled_solve(lp, solver.backend, "minimum-cost (Charnes-Cooper)",
+                            col_unit=np.full(inst.E + 1, 1.0 / kappa))
+        solver.used(sol)
         assert sol.x is not None and sol.row_duals is not None
         z = float(sol.x[-1])
-        if z <= 0:
-            raise SolverError("minimum cost: Charnes-Cooper scale z = 0", backend="highs",
-                              status="degenerate")
+        if not z > 0:
+            raise SolverError("minimum cost: Charnes-Cooper scale z = 0",
+                              backend=solver.backend.name, status="degenerate")
         xcol = inst.repair(sol.x[: inst.E] / z)
         self._cc = (lp, sol.row_duals, z, cap_rows)
         r = self.ratio(xcol)
@@ -1077,23 +1141,30 @@ class MinCost(ThroughputPolicy):
         t0 = time.perf_counter()
         kw.setdefault("method", "highs")
         wc = kw.pop("work_conserving", None)
-        gap_tol = as_positive_float(kw.pop("gap_tol", 1e-6), "gap_tol")
-        feas_tol = as_positive_float(kw.pop("feas_tol", 1e-7), "feas_tol")
-        stage_tol = as_positive_float(kw.pop("stage_tol", 1e-9), "stage_tol")
+        wc = True if wc is None else as_bool(wc, "work_conserving")
+        gap_tol = as_tolerance(kw.pop("gap_tol", GAP_TOL), "gap_tol")
+        feas_tol = as_tolerance(kw.pop("feas_tol", FEAS_TOL), "feas_tol")
+        stage_tol = as_tolerance(kw.pop("stage_tol", 1e-9), "stage_tol")
         as_option(kw.pop("method"), "method", METHODS)
-        be = _backend_for(kw.pop("backend", "highs"), self.inst.E)
+        spec = kw.pop("backend", None)
+        spec = "highs" if spec is None else spec
+        be = _backend_for(spec, self.inst.E)
         if kw:
             raise InputError(f"unexpected argument {next(iter(kw))!r}", argument=next(iter(kw)))
         solver = _StageSolver(self.inst, be, stage_tol=stage_tol, gap_tol=gap_tol,
-                              feas_tol=feas_tol, extra_rows=self._extra_rows())
+                              feas_tol=feas_tol, extra_rows=self._extra_rows(),
+                              backend_spec=spec)
         st, res, r = self._first_stages(solver)
         certs = [res.cert]
         xcol = res.x[: self.inst.E]
-        if wc is None or wc:
+        if wc:
             assert isinstance(st, _Linear)  # min cost's first stage is linear (Charnes-Cooper)
-            # keep the ratio: tp(x) - r cost(x) >= -slack (linear in x)
-            solver.fixed.append((sp.csr_matrix(st.g[None, :]),
-                                 np.array([-stage_tol * max(1.0, r)])))
+            # keep the ratio: tp(x) - r cost(x) >= -slack (linear in x); the slack is
+            # relative to the optimum's throughput (units of steps/s), the row at unit scale
+            tp_opt = float(self.inst.throughput(xcol).sum())
+            gam = _pow2(float(np.max(np.abs(st.g), initial=0.0)))
+            solver.fixed.append((sp.csr_matrix(st.g[None, :] / gam),
+                                 np.array([-stage_tol * tp_opt / gam])))
             wres = solver.run(_Linear(self._wc_objective()), "work-conserving")
             certs.append(wres.cert)
             xcol = wres.x[: self.inst.E]
@@ -1101,8 +1172,9 @@ class MinCost(ThroughputPolicy):
         certs[0] = cert
         _, duals, z, cap_rows = self._cc
         prices = np.maximum(-duals[cap_rows], 0.0) * z
-        stats = SolveStats(backend=be.name, method="highs", seconds=time.perf_counter() - t0,
-                           iterations=solver.iterations, solves=solver.solves)
+        stats = SolveStats(backend=solver.backend_names, method="highs",
+                           seconds=time.perf_counter() - t0, iterations=solver.iterations,
+                           solves=solver.solves, raw_status=solver.raw_status)
         return self._result(xcol, prices, self.ratio(xcol), cert, tuple(certs), stats)
 
 

@@ -34,14 +34,21 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from ._lp_stages import _backend_for, _Level, _prices, _solve, _StageSolver
+from ._lp_stages import _backend_for, _Level, _prices, _scaled_solve, _StageSolver
 from ._structured import _fast_level
-from ._validation import as_option, as_positive_float
+from ._validation import (
+    as_bool,
+    as_option,
+    as_positive_float,
+    as_positive_int,
+    as_tolerance,
+)
 from .backends import LinearProgram
 from .certificates import lp_certificate
 from .data import Cluster, Jobs
 from .errors import InputError, SolverError
 from .results import Certificate, SolveStats
+from .tolerances import FEAS_TOL, GAP_TOL
 from .throughput import Allocation, MaxMinFairness, ThroughputPolicy, _rank
 
 __all__ = ["WaterFilling", "water_filling"]
@@ -119,7 +126,7 @@ class WaterFilling(ThroughputPolicy):
                                      == "fifo" for e in names])
         self.rank = (_rank(-jobs.elapsed, n, "elapsed") if order is None
                      else _rank(order, n, "order"))
-        self.single_level = bool(single_level)
+        self.single_level = as_bool(single_level, "single_level")
         inst = self.inst
         self.unorm = jobs.scale_factor / inst.equal_tp  # u_m = unorm_m * throughput_m
         self._max_level = self.unorm * inst.T_allowed.max(axis=1)  # without pairs
@@ -200,20 +207,24 @@ class WaterFilling(ThroughputPolicy):
         c = np.r_[np.zeros(E), -np.ones(nd)]
         caps = 1e-3 * np.maximum(1.0, floors[d])
         lp = LinearProgram.build(c, A, lo, up, 0.0, np.r_[np.ones(E), caps])
-        sol = _solve(lp, solver.backend, "bottleneck")
-        solver.iterations += sol.iterations
+        sol = _scaled_solve(lp, solver.backend, "bottleneck")
+        solver.used(sol)
+        solver.solves -= 1  # counted by the caller (one per bottleneck LP)
         assert sol.x is not None and sol.row_duals is not None
         x = np.r_[inst.repair(sol.x[:E]), 0.0 * sol.x[E:]]
         rise = np.clip(U @ x[:E] - floors, 0.0, None)[d]
         x[E:] = np.minimum(rise, caps)
+        # the objective (sum of capped rises) is legitimately 0 when every candidate is
+        # bottlenecked: its gap is judged against the caps' scale
         cert = lp_certificate(lp, x, sol.row_duals, maximize=True, gap_tol=solver.gap_tol,
-                              feas_tol=solver.feas_tol).check(backend=solver.backend.name)
+                              feas_tol=solver.feas_tol, scale=float(caps.max(initial=0.0))
+                              ).check(backend=solver.backend.name)
         sigma = np.zeros(inst.n)
         sigma[d] = x[E:]
         return sigma, x[:E], cert
 
-    def solve(self, *, method: str = "auto", backend: Any = "highs",  # noqa: D417
-              gap_tol: float = 1e-6, feas_tol: float = 1e-7, stage_tol: float = 1e-9,
+    def solve(self, *, method: str = "auto", backend: Any = None,  # noqa: D417
+              gap_tol: float = GAP_TOL, feas_tol: float = FEAS_TOL, stage_tol: float = 1e-9,
               bottleneck_tol: float = 1e-7, max_levels: int | None = None,
               work_conserving: bool | None = None) -> Allocation:
         """Run water-filling and certify every LP it solves.
@@ -242,19 +253,20 @@ class WaterFilling(ThroughputPolicy):
         if self.composed:
             raise InputError("water-filling cannot be composed with cvxpy constraints",
                              argument="method")
-        if work_conserving is False:
+        if work_conserving is not None and not as_bool(work_conserving, "work_conserving"):
             raise InputError("work_conserving=False: water-filling always ends with every "
                              "job bottlenecked (work-conserving)", argument="work_conserving")
-        gap_tol = as_positive_float(gap_tol, "gap_tol")
-        feas_tol = as_positive_float(feas_tol, "feas_tol")
-        stage_tol = as_positive_float(stage_tol, "stage_tol")
-        btol = as_positive_float(bottleneck_tol, "bottleneck_tol")
+        gap_tol = as_tolerance(gap_tol, "gap_tol")
+        feas_tol = as_tolerance(feas_tol, "feas_tol")
+        stage_tol = as_tolerance(stage_tol, "stage_tol")
+        btol = as_tolerance(bottleneck_tol, "bottleneck_tol")
         inst = self.inst
         n = inst.n
-        cap_levels = n if max_levels is None else int(max_levels)
-        be = _backend_for(backend, inst.E)
+        cap_levels = n if max_levels is None else as_positive_int(max_levels, "max_levels")
+        spec = "highs" if backend is None else backend
+        be = _backend_for(spec, inst.E)
         solver = _StageSolver(inst, be, stage_tol=stage_tol, gap_tol=gap_tol,
-                              feas_tol=feas_tol)
+                              feas_tol=feas_tol, backend_spec=spec)
         U = sp.csr_matrix(sp.diags(self.unorm) @ inst.Tm)  # rows u_m(x)
         floors = np.zeros(n)
         frozen = np.zeros(n, dtype=bool)
@@ -317,9 +329,9 @@ class WaterFilling(ThroughputPolicy):
         stage1, res1 = first
         cert = solver.certify(res1, stage1, xcol).check(backend=be.name)
         certs[0] = cert
-        stats = SolveStats(backend=be.name, method="fast" if use_fast else "highs",
+        stats = SolveStats(backend=solver.backend_names, method="fast" if use_fast else "highs",
                            seconds=time.perf_counter() - t0, iterations=solver.iterations,
-                           solves=solver.solves + iters_extra[0])
+                           solves=solver.solves + iters_extra[0], raw_status=solver.raw_status)
         out = self._result(xcol, _prices(res1), cert.primal_value, cert, tuple(certs), stats)
         floors.flags.writeable = False
         return dataclasses.replace(out, levels=levels, level_floors=floors)
