@@ -59,11 +59,21 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from ._validation import as_array, as_option, as_positive_float, as_positive_int
-from .backends import LinearProgram, get_backend
+from ._validation import (
+    as_array,
+    as_bool,
+    as_finite_float,
+    as_option,
+    as_positive_float,
+    as_positive_int,
+    as_time_limit,
+    as_tolerance,
+)
+from .backends import Backend, LinearProgram, get_backend
 from .certificates import milp_certificate
-from .errors import InputError, SolverError
+from .errors import CertificateError, FairallocError, InputError, SolverError
 from .results import Certificate, Result, SolveStats, Status, require_pandas
+from .tolerances import FEAS_TOL, GAP_TOL
 
 __all__ = [
     "PlanJob",
@@ -82,8 +92,13 @@ MAKESPAN = ("paper", "max_remaining")
 REGIME_MODELS = ("forecast", "flat")
 # a regime list may fall short of the remaining epochs by this relative amount (round-off)
 _EPOCH_RTOL = 1e-9
-# absolute slack used when comparing objective values (objective units)
-_ABS_TOL = 1e-12
+# relative slack (of the objective's data scale) used when comparing objective values
+_REL_SLACK = 1e-12
+# the largest cluster and window the planner accepts (tables are jobs x (rounds + 1))
+_MAX_GPUS = 2**31 - 1
+_MAX_ROUNDS = 10_000
+# |k log rho| beyond which rho^k is computed relative to the largest weight (log space)
+_LOG_WEIGHT_LIMIT = 600.0
 
 
 # --------------------------------------------------------------------------------------------
@@ -102,7 +117,15 @@ def _regime_array(value: Any, name: str, remaining: float) -> np.ndarray:
         i = int(bad[0])
         raise InputError(f"{name}[{i}] has epoch_seconds = {arr[i, 0]:g}; it must be positive",
                          argument=name, index=(i, 0))
+    with np.errstate(over="ignore", invalid="ignore"):
+        span = float(np.sum(arr[:, 0] * arr[:, 1]))
+    if not math.isfinite(span):
+        raise InputError(f"{name}: the regimes' run time (sum of epoch_seconds * epochs) "
+                         "overflows a float; express the durations in larger units",
+                         argument=name)
     total = float(arr[:, 1].sum())
+    if not math.isfinite(total):
+        raise InputError(f"{name}: the regimes' epochs overflow a float", argument=name)
     if total < remaining * (1.0 - _EPOCH_RTOL) - 1e-12:
         raise InputError(
             f"{name} covers {total:g} epochs but the job has {remaining:g} epochs left "
@@ -162,6 +185,9 @@ class PlanJob:
 
     def __post_init__(self) -> None:
         w = as_positive_int(self.workers, "workers")
+        if w > _MAX_GPUS:
+            raise InputError(f"workers = {w} exceeds the largest supported gang "
+                             f"({_MAX_GPUS} GPUs)", argument="workers")
         total = as_positive_float(self.total_epochs, "total_epochs")
         done = as_positive_float(self.done_epochs, "done_epochs", allow_zero=True)
         if done > total * (1.0 + _EPOCH_RTOL):
@@ -169,8 +195,7 @@ class PlanJob:
                              argument="done_epochs")
         done = min(done, total)
         ftf = as_positive_float(self.ftf, "ftf")
-        if not isinstance(self.running, bool | np.bool_):
-            raise InputError(f"running must be a bool, got {self.running!r}", argument="running")
+        as_bool(self.running, "running")
         left = total - done
         reg = _regime_array(self.regimes, "regimes", left)
         scen: tuple[np.ndarray, ...] = ()
@@ -300,10 +325,56 @@ class _Instance:
     traj_sec: np.ndarray  # (Q, K) padded seconds per epoch
     traj_ep: np.ndarray  # (Q, K) padded epochs
     traj_finish: np.ndarray  # (Q,) seconds to finish along each trajectory
+    log_shift: float = 0.0  # weights are exp(k log rho - log_shift) / (N M) (see _weights)
+    data_scale: float = 0.0  # the objective's data scale (see _data_scale)
+    tau: float = 1.0  # time unit of the solver programs: a power of two near D (seconds)
 
     @property
     def capacity(self) -> int:
         return self.M * self.T
+
+    def gap_scale(self, value: float, bound: float) -> float:
+        """The magnitude a gap is judged against: ``max(|value|, |bound|, data scale)``."""
+        vals = [abs(v) for v in (value, bound) if math.isfinite(v)]
+        return max(max(vals, default=0.0), self.data_scale)
+
+    def certified(self, value: float, bound: float, gap: float) -> bool:
+        """Whether ``bound - value`` is within ``gap`` of :meth:`gap_scale` (unit free)."""
+        if not (math.isfinite(value) and math.isfinite(bound)):
+            return False
+        return bound - value <= gap * self.gap_scale(value, bound)
+
+
+def _pow2(x: float) -> float:
+    """The power of two nearest ``x`` (in log scale); 1 for zero or non-finite ``x``."""
+    if not (math.isfinite(x) and x > 0):
+        return 1.0
+    return math.ldexp(1.0, round(math.log2(x)))
+
+
+def _weights(rho: np.ndarray, k: float, N: int, M: int, coef: float, eta: float
+             ) -> tuple[np.ndarray, float]:
+    """FTF weights ``rho^k / (N M)`` computed in log space, and the log-scale shift applied.
+
+    ``rho^k`` overflows (or underflows) for large ``k``. When ``max_j |k log rho_j|`` exceeds
+    :data:`_LOG_WEIGHT_LIMIT` the weights are ``exp(k log rho_j - s) / (N M)`` with
+    ``s = max_j k log rho_j`` (raised where needed so that ``coef e^-s`` and ``eta e^-s`` stay
+    finite), and the caller divides the makespan coefficient and the restart penalty by
+    ``e^s`` too: the whole objective is multiplied by ``e^-s > 0``, which leaves its argmax
+    (the plan) unchanged. Otherwise ``s = 0`` and the weights are exactly ``rho^k / (N M)``.
+    """
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        logw = k * np.log(rho) if k else np.zeros_like(rho)
+    if not np.isfinite(logw).all():
+        raise InputError(f"k = {k:g} makes k * log(ftf) overflow a float; use a smaller k",
+                         argument="k")
+    if float(np.abs(logw).max()) <= _LOG_WEIGHT_LIMIT:
+        return rho ** k / (N * M), 0.0
+    shift = float(logw.max())
+    for extra in (coef, eta):
+        if extra > 0:
+            shift = max(shift, math.log(extra) - _LOG_WEIGHT_LIMIT)
+    return np.exp(logw - shift) / (N * M), shift
 
 
 def _pad_regimes(arrays: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -344,12 +415,21 @@ def _build_instance(jobs: Any, num_gpus: Any, *, rounds: Any, round_duration: An
         raise InputError(f"jobs[{i}] is a {type(jobs[i]).__name__}, not a fairalloc.PlanJob",
                          argument="jobs", index=(i,))
     M = as_positive_int(num_gpus, "num_gpus")
+    if M > _MAX_GPUS:
+        raise InputError(f"num_gpus = {M} exceeds the largest supported cluster "
+                         f"({_MAX_GPUS} GPUs)", argument="num_gpus")
     T = as_positive_int(rounds, "rounds")
+    if T > _MAX_ROUNDS:
+        raise InputError(f"rounds = {T} exceeds the largest supported window "
+                         f"({_MAX_ROUNDS} rounds)", argument="rounds")
     D = as_positive_float(round_duration, "round_duration")
+    if not math.isfinite(D * (T + 1)):
+        raise InputError(f"round_duration = {D:g} times {T} rounds overflows a float; express "
+                         "durations in larger units", argument="round_duration")
     kexp = as_positive_float(k, "k", allow_zero=True)
     lam_v = as_positive_float(lam, "lam", allow_zero=True)
     eta = as_positive_float(restart_penalty, "restart_penalty", allow_zero=True)
-    floor = as_positive_float(util_floor, "util_floor")
+    floor = as_finite_float(util_floor, "util_floor", lo=0.0, hi=1.0, lo_open=True)
     if floor >= 1.0:
         raise InputError(f"util_floor must be below 1, got {floor:g}", argument="util_floor")
     N = len(jobs)
@@ -401,9 +481,6 @@ def _build_instance(jobs: Any, num_gpus: Any, *, rounds: Any, round_duration: An
     np.maximum.at(finish, owner, rounds_q)
     cap = np.minimum(finish, T)
 
-    weight = rho ** kexp / (N * M)
-    gval = weight[:, None] * np.log(np.maximum(util, floor))
-
     # the mean trajectory's regime boundaries (seconds), for reporting regime indices
     msec, mep = _pad_regimes(mean_arrays)
     if regime_model == "flat":
@@ -416,14 +493,49 @@ def _build_instance(jobs: Any, num_gpus: Any, *, rounds: Any, round_duration: An
             z0_v = float(rem[:, 0].sum())
         else:
             z0_v = as_positive_float(z0, "z0")
-        coef = lam_v / z0_v if z0_v > 0 else 0.0
+        with np.errstate(over="ignore"):
+            coef = lam_v / z0_v if z0_v > 0 else 0.0
+        if not math.isfinite(coef):
+            raise InputError(f"lam / z0 = {lam_v:g} / {z0_v:g} overflows a float",
+                             argument="z0")
     else:  # upstream: the largest remaining run time, in raw seconds
         z0_v = 1.0
         coef = lam_v
-    return _Instance(N=N, T=T, M=M, D=D, w=w, weight=weight, util=util, rem=rem, gval=gval,
+    weight, shift = _weights(rho, kexp, N, M, coef, eta)
+    if shift:  # the whole objective is scaled by exp(-shift) (see _weights)
+        coef = math.exp(math.log(coef) - shift) if coef > 0 else 0.0
+        eta = math.exp(math.log(eta) - shift) if eta > 0 else 0.0
+    gval = weight[:, None] * np.log(np.maximum(util, floor))
+    inst = _Instance(N=N, T=T, M=M, D=D, w=w, weight=weight, util=util, rem=rem, gval=gval,
                      finish=finish, cap=cap, running=running, coef=coef, makespan=makespan,
                      eta=eta, z0=z0_v, reg_seconds=reg_seconds, k=kexp, lam=lam_v, E=E, F=F,
-                     traj_owner=owner, traj_sec=sec, traj_ep=ep, traj_finish=finish_s)
+                     traj_owner=owner, traj_sec=sec, traj_ep=ep, traj_finish=finish_s,
+                     log_shift=shift, tau=_pow2(D))
+    scale = _data_scale(inst)
+    if not math.isfinite(scale):
+        raise InputError(f"lam = {lam_v:g} (or restart_penalty = {eta:g}) makes the objective "
+                         "overflow a float; use a smaller value (or a larger z0)",
+                         argument="lam")
+    return dataclasses.replace(inst, data_scale=scale)
+
+
+def _data_scale(inst: _Instance) -> float:
+    """The objective's data scale: how much the window can move it.
+
+    ``sum_j (g_j(c_j) - g_j(0)) + (lam/Z0) H(0) + eta * (jobs that can run)`` with
+    ``g_j(n) = rho_j^k log UTIL_j(n) / (N M)``: the sum of the FTF weights times each job's log
+    range over the window, the makespan term before the window and one restart per job. It is
+    unit free (UTIL is a ratio; ``H/Z0`` and ``H`` under ``lam`` in raw seconds scale together
+    for ``makespan="paper"``) and homogeneous in the weights, so the certificate's verdict does
+    not change when durations are expressed in other units or ``rho`` is rescaled with
+    ``lam = 0``.
+    """
+    r = np.arange(inst.N)
+    with np.errstate(over="ignore", invalid="ignore"):
+        welfare = float((inst.gval[r, inst.cap] - inst.gval[:, 0]).sum())
+        h0 = float(_makespan(inst, inst.rem[:, 0])) if inst.coef > 0 else 0.0
+        active = int((inst.cap > 0).sum())
+        return welfare + inst.coef * h0 + inst.eta * active
 
 
 # --------------------------------------------------------------------------------------------
@@ -677,7 +789,7 @@ def _objective_scale(delta: np.ndarray) -> float:
     mag = np.abs(delta[np.abs(delta) > 0])
     if mag.size == 0:
         return 1.0
-    return 1.0 / float(np.quantile(mag, 0.9))
+    return _pow2(1.0 / float(np.quantile(mag, 0.9)))  # a power of two: exact scaling
 
 
 def _concave_break(delta: np.ndarray, owner: np.ndarray, s: np.ndarray,
@@ -716,13 +828,28 @@ def _rem_cuts(rem: np.ndarray, rows_of: np.ndarray, lo: np.ndarray, hi: np.ndarr
     return jj, slope, rem[rr, s] - slope * s
 
 
-def _solve(lp: LinearProgram, time_limit: float | None, mip_gap: float,
-           threads: int | None, start: np.ndarray | None = None) -> Any:
-    backend = get_backend("highs", need="milp")
-    if time_limit is not None and time_limit <= 0:
-        time_limit = 1e-3
-    return backend.solve_lp(lp, time_limit=time_limit, mip_gap=mip_gap, threads=threads,
-                            start=start)
+class _Solver:
+    """The backend that runs every MILP of one call, and what it reported."""
+
+    def __init__(self, backend: Backend, threads: int | None) -> None:
+        self.backend = backend
+        self.threads = threads
+        self.solves = 0
+        self.raw_status = ""
+
+    @property
+    def name(self) -> str:
+        return self.backend.name
+
+    def solve(self, lp: LinearProgram, time_limit: float | None, mip_gap: float,
+              start: np.ndarray | None = None) -> Any:
+        if time_limit is not None and time_limit <= 0:
+            time_limit = 1e-3
+        sol = self.backend.solve_lp(lp, time_limit=time_limit, mip_gap=mip_gap,
+                                    threads=self.threads, start=start)
+        self.solves += 1
+        self.raw_status = str(sol.raw_status or sol.status)
+        return sol
 
 
 def _packing_cuts(inst: _Instance) -> tuple[list[np.ndarray], list[int], list[np.ndarray]]:
@@ -805,7 +932,7 @@ def _max_bound(lp: LinearProgram, sol: Any, sigma: float) -> float:
 
 
 def _count_milp(inst: _Instance, gp: np.ndarray, lo: np.ndarray, hi: np.ndarray, *,
-                time_limit: float | None, mip_gap: float, threads: int | None,
+                time_limit: float | None, mip_gap: float, solver: _Solver,
                 extra_cuts: Sequence[tuple[np.ndarray, int]] = ()
                 ) -> tuple[np.ndarray | None, float, int]:
     """Exact count-level MILP on the count ranges ``[lo_j, hi_j]``.
@@ -822,7 +949,8 @@ def _count_milp(inst: _Instance, gp: np.ndarray, lo: np.ndarray, hi: np.ndarray,
     jobs_of = free[owner]
     delta = gp[jobs_of, s] - gp[jobs_of, s - 1]
     ny = owner.size
-    fixed_rem = inst.rem[np.arange(N), lo]
+    rem_t = inst.rem / inst.tau  # remaining times in the time unit tau (a power of two)
+    fixed_rem = rem_t[np.arange(N), lo]
     coef = inst.coef
     use_h = coef > 0
     sets, rhs, cliques = _packing_cuts(inst)
@@ -877,9 +1005,9 @@ def _count_milp(inst: _Instance, gp: np.ndarray, lo: np.ndarray, hi: np.ndarray,
              np.tile([1.0, -1.0], k), k, 0.0, np.inf)
     integ[:ny] = True  # counts are integers (no x here); chains only where values bend up
     if use_h:
-        c[col_h] = coef * sigma
+        c[col_h] = coef * inst.tau * sigma
         col_hi[ny:col_m] = np.inf
-        jj, slope, icpt = _rem_cuts(inst.rem, free, flo, fhi)
+        jj, slope, icpt = _rem_cuts(rem_t, free, flo, fhi)
         # r_j - slope * (lo_j + sum_s y_js) >= icpt, expanded over the job's steps
         ncut = jj.size
         per = (fhi - flo)[jj]
@@ -903,7 +1031,7 @@ def _count_milp(inst: _Instance, gp: np.ndarray, lo: np.ndarray, hi: np.ndarray,
     A, rl, ru = rows.matrix(ncols)
     offset = -float(gp[np.arange(N), lo].sum()) * sigma
     lp = LinearProgram.build(c, A, rl, ru, col_lo, col_hi, integrality=integ, offset=offset)
-    sol = _solve(lp, time_limit, mip_gap, threads)
+    sol = solver.solve(lp, time_limit, mip_gap)
     if sol.x is None:
         return None, math.inf, 0
     y = np.round(sol.x[:ny]).astype(np.int64) if ny else np.zeros(0, dtype=np.int64)
@@ -1024,7 +1152,7 @@ def _greedy_upstream(inst: _Instance, x: np.ndarray) -> np.ndarray:
 # the full MILP
 # --------------------------------------------------------------------------------------------
 def _schedule_milp(inst: _Instance, wc: str, *, time_limit: float | None, mip_gap: float,
-                   threads: int | None, start_x: np.ndarray | None = None
+                   solver: _Solver, start_x: np.ndarray | None = None
                    ) -> tuple[np.ndarray | None, float, Any, LinearProgram]:
     """The whole plan as one MILP (binary x, unary increments, epigraphs, App. H rows).
 
@@ -1079,7 +1207,7 @@ def _schedule_milp(inst: _Instance, wc: str, *, time_limit: float | None, mip_ga
     if use_h:
         hi[col_r:col_r + nr] = np.inf
         hi[col_h] = np.inf
-        c[col_h] = inst.coef * sigma
+        c[col_h] = inst.coef * inst.tau * sigma
     if use_s:
         c[col_s:col_s + ns] = inst.eta * sigma
 
@@ -1104,7 +1232,7 @@ def _schedule_milp(inst: _Instance, wc: str, *, time_limit: float | None, mip_ga
     rows.add(np.concatenate([np.arange(T), xt]), np.concatenate([col_load + np.arange(T), xcol]),
              np.concatenate([np.ones(T), -w[xj].astype(float)]), T, 0.0, 0.0)
     if use_h:
-        jj, slope, icpt = _rem_cuts(inst.rem, act, zeros, cap)
+        jj, slope, icpt = _rem_cuts(inst.rem / inst.tau, act, zeros, cap)
         ncut = jj.size
         rows.add(np.repeat(np.arange(ncut), 2),
                  np.stack([col_r + jj, col_n + jj], 1).ravel(),
@@ -1159,15 +1287,16 @@ def _schedule_milp(inst: _Instance, wc: str, *, time_limit: float | None, mip_ga
         start[col_y:col_y + ny] = cnt[owner] >= s
         start[col_load:col_load + T] = w @ xs
         if use_h:
-            start[col_r:col_r + nr] = inst.rem[act, cnt]
-            start[col_h] = float(_makespan(inst, inst.rem[np.arange(N), start_x.sum(axis=1)]))
+            start[col_r:col_r + nr] = inst.rem[act, cnt] / inst.tau
+            start[col_h] = float(_makespan(inst, inst.rem[np.arange(N), start_x.sum(axis=1)])
+                                 ) / inst.tau
         if nf:
             before = np.cumsum(xs, axis=1) - xs
             start[col_f:col_f + nf] = before[fj, ft] >= fin[fj]
         if use_s:
             prev = np.concatenate([inst.running[act][:, None], xs[:, :-1]], axis=1)
             start[col_s:col_s + ns] = (xs & ~prev).ravel()
-    sol = _solve(lp, time_limit, mip_gap, threads, start=start)
+    sol = solver.solve(lp, time_limit, mip_gap, start=start)
     if sol.x is None:
         return None, math.inf, sol, lp
     x = np.zeros((N, T), dtype=bool)
@@ -1212,6 +1341,16 @@ class PlanResult(Result):
         ``"fast"`` or ``"milp"`` (the path whose schedule was returned).
     objective : float
         ``welfare - (lam/Z0) * makespan_bound - restart_penalty * restarts``.
+    log_scale : float
+        ``0`` unless ``rho^k`` would overflow or underflow a float (``|k log rho| > 600``):
+        then ``objective``, ``welfare``, ``bound`` and the certificate are the true values
+        multiplied by ``exp(-log_scale)`` (the weights are computed in log space relative to
+        the largest; the makespan and restart terms are scaled alike, so the plan is the
+        argmax of the true objective).
+
+    A plan whose gap target was not proven has ``status="time_limit"`` and
+    ``certificate.ok == False``; ``certificate.relative_gap`` is the gap over
+    ``certificate.scale`` (``max(|objective|, |bound|, data scale)``).
     """
 
     schedule: np.ndarray
@@ -1225,6 +1364,7 @@ class PlanResult(Result):
     restarts: int
     bound: float
     method: str
+    log_scale: float = 0.0
 
     @property
     def relative_gap(self) -> float:
@@ -1292,7 +1432,7 @@ def _realise(inst: _Instance, n: np.ndarray, gp: np.ndarray, kappa: np.ndarray, 
 
 
 def _fast(inst: _Instance, wc: str, *, mip_gap: float, deadline: float | None,
-          threads: int | None) -> _Candidate:
+          solver: _Solver) -> _Candidate:
     """Lagrangian counts, reduced-cost fixing, core count MILP, packing (module docstring)."""
     gp = _restart_lower(inst)
     gpm = _masked(inst, gp)
@@ -1317,19 +1457,19 @@ def _fast(inst: _Instance, wc: str, *, mip_gap: float, deadline: float | None,
     x, value = _realise(inst, n_inc, gp, best_lag.kappa, wc)
     bound = best_lag.value
     solves = 0
-    if bound - value > mip_gap * max(abs(value), _ABS_TOL) + _ABS_TOL:
+    if not inst.certified(value, bound, mip_gap):
         # reduced-cost fixing against the realised schedule: a count whose Lagrangian slack
         # exceeds bound - value cannot be part of a better schedule
         phi = best_lag.phi
         slack = phi.max(axis=1, keepdims=True) - phi
-        ok = slack <= (bound - value) * (1 + 1e-9) + _ABS_TOL
+        ok = slack <= (bound - value) * (1 + 1e-9) + _REL_SLACK * inst.gap_scale(value, bound)
         lo = np.minimum(np.argmax(ok, axis=1), n_inc)
         hi = np.maximum(inst.T - np.argmax(ok[:, ::-1], axis=1), n_inc)
         cuts: list[tuple[np.ndarray, int]] = []
         for _ in range(20):  # cover cuts for gang packings that fail
             left = None if deadline is None else deadline - time.perf_counter()
             n_core, core_bound, _ = _count_milp(inst, gp, lo, hi, time_limit=left,
-                                                mip_gap=mip_gap * 0.5, threads=threads,
+                                                mip_gap=mip_gap * 0.5, solver=solver,
                                                 extra_cuts=cuts)
             solves += 1
             if n_core is None:
@@ -1338,7 +1478,7 @@ def _fast(inst: _Instance, wc: str, *, mip_gap: float, deadline: float | None,
             x2, value2 = _realise(inst, n_core, gp, best_lag.kappa, wc)
             if value2 > value:
                 x, value = x2, value2
-            if bound - value <= mip_gap * max(abs(value), _ABS_TOL) + _ABS_TOL:
+            if inst.certified(value, bound, mip_gap):
                 break
             cut = _cover_cut(inst, n_core)
             if cut is None or (deadline is not None and time.perf_counter() >= deadline):
@@ -1349,12 +1489,12 @@ def _fast(inst: _Instance, wc: str, *, mip_gap: float, deadline: float | None,
 
 
 def _milp(inst: _Instance, wc: str, *, mip_gap: float, deadline: float | None,
-          threads: int | None, start_x: np.ndarray | None = None) -> _Candidate | None:
+          solver: _Solver, start_x: np.ndarray | None = None) -> _Candidate | None:
     left = None if deadline is None else deadline - time.perf_counter()
     if wc == "greedy":
         start_x = None  # the greedy post-pass schedule need not be optimal for "none"
     x, bound, sol, lp = _schedule_milp(inst, "none" if wc == "greedy" else wc,
-                                       time_limit=left, mip_gap=mip_gap, threads=threads,
+                                       time_limit=left, mip_gap=mip_gap, solver=solver,
                                        start_x=start_x)
     if x is None:
         return None
@@ -1387,6 +1527,7 @@ def plan_schedule(
     util_floor: float = 1e-6,
     warm_start: bool = False,
     threads: int | None = None,
+    backend: str | Backend = "highs",
 ) -> PlanResult:
     """Plan the next ``rounds`` rounds with Shockwave's program (Eq. 11, App. G.1-G.3, H).
 
@@ -1412,11 +1553,16 @@ def plan_schedule(
     method : {"auto", "fast", "milp"}
         See :mod:`fairalloc.schedule`.
     mip_gap : float, default 1e-3
-        Relative gap ``gap / |objective|`` to certify (upstream's Gurobi ``MIPGap``).
+        Relative gap to certify (upstream's Gurobi ``MIPGap``): ``bound - objective`` at most
+        ``mip_gap * max(|objective|, |bound|, data scale)``, where the data scale is the sum of
+        the FTF weights times each job's log range over the window plus the makespan term
+        before it (``formulations/shockwave_plan.md``), so that an objective near zero is still
+        judged against the size of what the window can change. In ``(0, 0.1]``.
     time_limit : float, optional
         Seconds for the whole call; the best certified schedule found is returned with
-        ``status="time_limit"`` if the gap target was not certified in time (also when the
-        fast path alone cannot certify it, with ``method="fast"``).
+        ``status="time_limit"`` and ``certificate.ok == False`` if the gap target was not
+        certified in time (also when the fast path alone cannot certify it, with
+        ``method="fast"``: its fixed work budget ran out).
     work_conservation : {"exact", "greedy", "none"}
         ``"exact"`` (App. H): the constraint is part of the program. ``"greedy"``: upstream's
         post-pass filling idle GPUs with the jobs of largest remaining run time after solving
@@ -1445,7 +1591,12 @@ def plan_schedule(
         ``method="milp"`` only: run the fast path first and give its schedule to HiGHS as a
         MIP start (``"auto"`` always does so when it falls back to the MILP).
     threads : int, optional
-        HiGHS threads.
+        Solver threads.
+    backend : str or Backend, default "highs"
+        The MILP backend (:func:`fairalloc.backends.get_backend`; it must support ``"milp"``)
+        that solves the fast path's core count MILP and the full MILP. ``stats.backend`` names
+        it when it ran (``"none"`` when the fast path needed no solve) and
+        ``stats.raw_status`` is its last status.
 
     Returns
     -------
@@ -1454,9 +1605,10 @@ def plan_schedule(
     Raises
     ------
     InputError
-        Bad jobs or parameters (e.g. a gang larger than the cluster).
+        Bad jobs or parameters (e.g. a gang larger than the cluster), or a backend without
+        MILP support.
     SolverError
-        ``method="milp"`` found no schedule within the time limit.
+        ``method="milp"`` found no schedule within the time limit, or the backend failed.
     CertificateError
         The returned schedule violates a constraint or the gap exceeds its tolerance.
 
@@ -1481,75 +1633,83 @@ def plan_schedule(
     expectation = as_option(expectation, "expectation", EXPECTATIONS)
     makespan = as_option(makespan, "makespan", MAKESPAN)
     regime_model = as_option(regime_model, "regime_model", REGIME_MODELS)
-    gap = as_positive_float(mip_gap, "mip_gap")
-    limit = None if time_limit is None else as_positive_float(time_limit, "time_limit")
+    gap = as_tolerance(mip_gap, "mip_gap")
+    limit = as_time_limit(time_limit)
     if threads is not None:
         threads = as_positive_int(threads, "threads")
+    warm_start = as_bool(warm_start, "warm_start")
+    solver = _Solver(get_backend(backend, need="milp"), threads)
     inst = _build_instance(jobs, num_gpus, rounds=rounds, round_duration=round_duration, k=k,
                            lam=lam, z0=z0, util_floor=util_floor, expectation=expectation,
                            makespan=makespan, regime_model=regime_model,
                            restart_penalty=restart_penalty)
+    try:
+        return _plan(inst, method, wc, gap, limit, warm_start, solver, t0)
+    except FairallocError:
+        raise
+    except Exception as exc:  # numerical trouble must not escape as a foreign exception
+        raise SolverError(f"plan_schedule failed: {type(exc).__name__}: {exc}",
+                          backend=solver.name, status="exception") from exc
+
+
+def _plan(inst: _Instance, method: str, wc: str, gap: float, limit: float | None,
+          warm_start: bool, solver: _Solver, t0: float) -> PlanResult:
     deadline = None if limit is None else t0 + limit
-
-    def certified(cand: _Candidate) -> bool:
-        return cand.bound - cand.value <= gap * max(abs(cand.value), _ABS_TOL) + _ABS_TOL
-
-    if not isinstance(warm_start, bool | np.bool_):
-        raise InputError(f"warm_start must be a bool, got {warm_start!r}", argument="warm_start")
     cands: list[_Candidate] = []
     if method in ("auto", "fast") or (method == "milp" and warm_start):
-        cands.append(_fast(inst, wc, mip_gap=gap, deadline=deadline, threads=threads))
-    if method == "milp" or (method == "auto" and not certified(cands[0]) and
+        cands.append(_fast(inst, wc, mip_gap=gap, deadline=deadline, solver=solver))
+    if method == "milp" or (method == "auto" and not inst.certified(cands[0].value,
+                                                                    cands[0].bound, gap) and
                             (deadline is None or time.perf_counter() < deadline)):
         start_x = cands[0].x if cands else None
-        cand = _milp(inst, wc, mip_gap=gap, deadline=deadline, threads=threads,
+        cand = _milp(inst, wc, mip_gap=gap, deadline=deadline, solver=solver,
                      start_x=start_x)
         if cand is None and method == "milp" and not cands:
-            raise SolverError("HiGHS found no schedule within the time limit; raise "
-                              "time_limit or use method='fast'", backend="highs",
-                              status="time_limit")
+            raise SolverError(f"backend {solver.name!r} found no schedule within the time "
+                              "limit; raise time_limit or use method='fast'",
+                              backend=solver.name, status=solver.raw_status or "time_limit")
         if cand is not None:
             cands.append(cand)
     best = max(cands, key=lambda c: c.value)
     bound = min(c.bound for c in cands)
     bound = max(bound, best.value)
-    return _result(inst, best, bound, wc, gap, t0, sum(c.iterations for c in cands),
-                   sum(c.solves for c in cands))
+    return _result(inst, best, bound, wc, gap, t0, sum(c.iterations for c in cands), solver)
 
 
 def _result(inst: _Instance, cand: _Candidate, bound: float, wc: str, gap: float, t0: float,
-            iterations: int, solves: int) -> PlanResult:
+            iterations: int, solver: _Solver) -> PlanResult:
     x = cand.x
     ev = _evaluate(inst, x)
     value = ev["objective"]
+    scale = inst.gap_scale(value, bound)
     # feasibility is checked exactly on the returned integer schedule
     residual = _schedule_residual(inst, x, wc)
     if cand.lp is not None and cand.lp_x is not None and wc != "greedy":
         # the MILP's own objective must agree with the independent recomputation
         lp_cert = milp_certificate(cand.lp, cand.lp_x, -cand.lp_bound, maximize=True)
-        if abs(lp_cert.primal_value - value) > 1e-6 * max(abs(value), 1e-9) + 1e-12:
+        if not abs(lp_cert.primal_value - value) <= 1e-6 * scale:
             raise SolverError(
                 f"the MILP's objective {lp_cert.primal_value:.12g} differs from the schedule's "
-                f"recomputed objective {value:.12g}", backend="highs")
+                f"recomputed objective {value:.12g}", backend=solver.name)
     abs_gap = max(bound - value, 0.0) + 0.0  # (+0.0 turns -0.0 into 0.0)
-    ok_gap = abs_gap <= gap * max(abs(value), _ABS_TOL) + _ABS_TOL
-    status = Status.OPTIMAL if ok_gap else Status.TIME_LIMIT
-    scale = max(1.0, abs(value))
-    gap_tol = (gap * max(abs(value), _ABS_TOL) + 2 * _ABS_TOL) / scale if ok_gap else math.inf
     cert = Certificate(kind="milp", primal_value=value, dual_bound=bound, gap=abs_gap,
-                       primal_residual=residual, gap_tol=gap_tol, feas_tol=1e-9)
-    cert.check(backend="highs")
-    counts = ev["counts"]
-    regime = _regime_index(inst, x)
-    for arr in (x, counts, ev["util"], ev["remaining"], regime):
-        arr.flags.writeable = False
-    stats = SolveStats(backend="highs" if solves else "numpy", method=cand.method,
-                       seconds=time.perf_counter() - t0, iterations=iterations, solves=solves)
+                       primal_residual=residual, gap_tol=gap, feas_tol=FEAS_TOL, scale=scale)
+    backend = solver.name if solver.solves else "none"
+    if residual > FEAS_TOL or not math.isfinite(residual):
+        raise CertificateError(f"the plan violates a constraint (relative residual "
+                               f"{residual:.3g})", certificate=cert, backend=backend)
+    # a gap target that was not proven (time limit, or the fast path's work budget): never
+    # OPTIMAL, and the certificate says so (ok is False)
+    status = Status.OPTIMAL if cert.ok else Status.TIME_LIMIT
+    stats = SolveStats(backend=backend, method=cand.method, seconds=time.perf_counter() - t0,
+                       iterations=iterations, solves=solver.solves,
+                       raw_status=solver.raw_status)
     return PlanResult(objective=value, status=status, stats=stats, certificate=cert,
-                      schedule=x, rounds_given=counts, utility=ev["util"],
-                      remaining=ev["remaining"], regime=regime, welfare=ev["welfare"],
-                      makespan_bound=ev["makespan"], z0=inst.z0, restarts=ev["restarts"],
-                      bound=bound, method=cand.method)
+                      schedule=x, rounds_given=ev["counts"], utility=ev["util"],
+                      remaining=ev["remaining"], regime=_regime_index(inst, x),
+                      welfare=ev["welfare"], makespan_bound=ev["makespan"], z0=inst.z0,
+                      restarts=ev["restarts"], bound=bound, method=cand.method,
+                      log_scale=inst.log_shift)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1638,9 +1798,10 @@ def relax_plan(
     makespan: str = "paper",
     regime_model: str = "forecast",
     z0: float | None = None,
-    gap_tol: float = 1e-6,
-    feas_tol: float = 1e-7,
+    gap_tol: float = GAP_TOL,
+    feas_tol: float = FEAS_TOL,
     time_limit: float | None = None,
+    backend: str | Backend = "clarabel",
 ) -> RelaxedPlan:
     """Continuous relaxation of :func:`plan_schedule` (``0 <= x[j, t] <= 1``), via Clarabel.
 
@@ -1662,9 +1823,28 @@ def relax_plan(
     jobs, num_gpus, rounds, round_duration, k, lam, expectation, makespan, regime_model, z0
         As for :func:`plan_schedule`.
     gap_tol, feas_tol : float
-        Tolerances of the conic certificate.
+        Tolerances of the conic certificate (:mod:`fairalloc.tolerances`). The gap is judged
+        against ``max(|objective|, |bound|, data scale)`` as in :func:`plan_schedule`.
     time_limit : float, optional
         Seconds for the conic solve.
+    backend : str or Backend, default "clarabel"
+        The conic backend; composed programs are certified through Clarabel only
+        (:func:`fairalloc._cvxpy.solve_cvxpy`), any other backend is an InputError.
+
+    The program is solved in normalised units: the objective is multiplied by a power of two
+    near the inverse of the sum of its coefficients and remaining times are expressed in a
+    power of two near the longest one, so the solve does not depend on the units of the data.
+    ``status`` is ``"optimal"`` only when the certificate is ok; a feasible solve whose gap
+    was not proven is ``"time_limit"`` (its time limit ran out) or ``"suboptimal"``.
+
+    Raises
+    ------
+    InputError
+        Bad jobs or parameters, or a backend other than Clarabel.
+    SolverError
+        The conic solver failed (its own exceptions are chained as the cause).
+    CertificateError
+        The returned allocation violates a constraint beyond ``feas_tol``.
 
     Returns
     -------
@@ -1680,20 +1860,41 @@ def relax_plan(
     >>> r.rounds_given.round(3).tolist(), r.utility.round(4).tolist()
     ([1.0, 1.0], [0.12, 0.12])
     """
-    import cvxpy as cp
-
-    from ._cvxpy import solve_cvxpy
-
     t0 = time.perf_counter()
     expectation = as_option(expectation, "expectation", EXPECTATIONS)
     makespan = as_option(makespan, "makespan", MAKESPAN)
     regime_model = as_option(regime_model, "regime_model", REGIME_MODELS)
-    gap_tol = as_positive_float(gap_tol, "gap_tol")
-    feas_tol = as_positive_float(feas_tol, "feas_tol")
+    gap_tol = as_tolerance(gap_tol, "gap_tol")
+    feas_tol = as_tolerance(feas_tol, "feas_tol")
+    limit = as_time_limit(time_limit)
+    solver = get_backend(backend, need="cvxpy")
+    if solver.name != "clarabel":
+        raise InputError(f"relax_plan is certified through backend='clarabel' (got "
+                         f"{solver.name!r})", argument="backend")
     inst = _build_instance(jobs, num_gpus, rounds=rounds, round_duration=round_duration, k=k,
                            lam=lam, z0=z0, util_floor=1e-6, expectation=expectation,
                            makespan=makespan, regime_model=regime_model, restart_penalty=0.0)
+    try:
+        return _relax(inst, gap_tol, feas_tol, limit, solver.name, t0)
+    except FairallocError:
+        raise
+    except Exception as exc:  # cvxpy's and the solver's own exceptions
+        raise SolverError(f"relax_plan: the conic solve failed ({type(exc).__name__}: {exc})",
+                          backend=solver.name, status="exception") from exc
+
+
+def _relax(inst: _Instance, gap_tol: float, feas_tol: float, limit: float | None,
+           backend: str, t0: float) -> RelaxedPlan:
+    import cvxpy as cp
+
+    from ._cvxpy import solve_cvxpy
+
     N, T, M, D = inst.N, inst.T, inst.M, inst.D
+    # remaining times in units of a power of two near the longest one (constants <= ~1)
+    tau = _pow2(max(D, float(inst.traj_finish.max(initial=0.0))))
+    # objective coefficients of order one: divide by a power of two (exact) near their sum
+    mag = float(inst.weight.sum()) + inst.coef * tau
+    sigma = _pow2(1.0 / mag) if mag > 0 else 1.0
     pts, vals = _breakpoints(inst)
     x = cp.Variable((N, T), nonneg=True, name="x")
     n = cp.sum(x, axis=1)
@@ -1702,7 +1903,7 @@ def relax_plan(
     capacity = cp.sum(cp.multiply(inst.w[:, None].astype(float), x), axis=0) <= M
     cons = [x <= (inst.cap > 0)[:, None].astype(float), capacity,
             cp.sum(mix, axis=1) == 1, cp.sum(cp.multiply(pts, mix), axis=1) == n]
-    objective = cp.sum(cp.multiply(inst.weight, cp.log(util)))
+    objective = cp.sum(cp.multiply(inst.weight * sigma, cp.log(util)))
     h_expr: Any = None
     if inst.coef > 0:
         owner = inst.traj_owner
@@ -1710,26 +1911,37 @@ def relax_plan(
         pick = sp.csr_matrix((np.ones(q), (np.arange(q), owner)), shape=(q, N))
         counts = np.bincount(owner, minlength=N)
         avg = sp.csr_matrix((1.0 / counts[owner], (owner, np.arange(q))), shape=(N, q))
-        rem = avg @ cp.pos(inst.traj_finish - D * (pick @ n))
+        rem = avg @ cp.pos(inst.traj_finish / tau - (D / tau) * (pick @ n))
         h_expr = cp.max(rem)
         if inst.makespan == "paper":
             h_expr = cp.maximum(rem @ (inst.w / M), h_expr)
-        objective = objective - inst.coef * h_expr
+        objective = objective - (inst.coef * tau * sigma) * h_expr
     problem = cp.Problem(cp.Maximize(objective), cons)
-    stats, cert = solve_cvxpy(problem, gap_tol=gap_tol, feas_tol=feas_tol,
-                              time_limit=time_limit)
+    stats, raw = solve_cvxpy(problem, gap_tol=gap_tol, feas_tol=feas_tol, time_limit=limit)
+    value, bound = raw.primal_value / sigma, raw.dual_bound / sigma
+    cert = Certificate(kind="conic", primal_value=value, dual_bound=bound, gap=raw.gap / sigma,
+                       primal_residual=raw.primal_residual, dual_residual=raw.dual_residual,
+                       gap_tol=gap_tol, feas_tol=feas_tol, scale=inst.gap_scale(value, bound))
+    if cert.ok:
+        status = Status.OPTIMAL
+    elif (cert.primal_residual <= feas_tol and math.isfinite(cert.gap)
+          and cert.dual_residual <= max(feas_tol, FEAS_TOL * 10)):
+        elapsed = time.perf_counter() - t0
+        status = Status.TIME_LIMIT if limit is not None and elapsed >= limit else \
+            Status.SUBOPTIMAL
+    else:
+        cert.check(backend=backend)
+        status = Status.SUBOPTIMAL  # pragma: no cover - check raised
     alloc = np.clip(np.asarray(x.value, dtype=float), 0.0, 1.0)
-    prices = np.maximum(np.asarray(capacity.dual_value, dtype=float).reshape(T), 0.0)
+    prices = np.maximum(np.asarray(capacity.dual_value, dtype=float).reshape(T), 0.0) / sigma
     given = alloc.sum(axis=1)
     u = np.asarray(util.value, dtype=float).reshape(N)
-    h = float(h_expr.value) if h_expr is not None else float(
+    h = float(h_expr.value) * tau if h_expr is not None else float(
         _makespan(inst, np.maximum(inst.rem[:, 0] - D * given, 0.0)))
-    for arr in (alloc, prices, given, u):
-        arr.flags.writeable = False
-    stats = dataclasses.replace(stats, seconds=time.perf_counter() - t0)
-    return RelaxedPlan(objective=cert.primal_value, status=Status.OPTIMAL, stats=stats,
-                       certificate=cert, allocation=alloc, prices=prices, rounds_given=given,
-                       utility=u, makespan_bound=h)
+    stats = dataclasses.replace(stats, seconds=time.perf_counter() - t0, backend=backend)
+    return RelaxedPlan(objective=value, status=status, stats=stats, certificate=cert,
+                       allocation=alloc, prices=prices, rounds_given=given, utility=u,
+                       makespan_bound=h)
 
 
 # --------------------------------------------------------------------------------------------
