@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from ._validation import as_array, as_option
+from ._validation import as_array, as_option, as_tolerance
 from .errors import InputError, SolverError
 
 __all__ = [
@@ -55,6 +55,13 @@ __all__ = [
 ]
 
 KINDS = ("linear", "leontief")
+
+
+def _pow2(x: np.ndarray) -> np.ndarray:
+    """Power of two at or below ``x`` (exact scaling factors); 1 where ``x <= 0``."""
+    x = np.asarray(x, dtype=float)
+    _, e = np.frexp(np.where(x > 0, x, 1.0))
+    return np.ldexp(1.0, e - 1)
 
 
 @dataclass(frozen=True)
@@ -140,6 +147,7 @@ def market_clearing(allocation: Any, prices: Any, supply: Any = None, *,
     >>> market_clearing([[0.5, 1.0]], [2.0, 1.0]).passed   # good 0 priced but half unsold
     False
     """
+    tol = as_tolerance(tol, "tol")
     X = as_array(allocation, "allocation", ndim=(2, 3))
     p = as_array(prices, "prices", ndim=X.ndim - 1, shape=X.shape[1:])
     s = np.ones(X.shape[1:]) if supply is None else as_array(
@@ -148,7 +156,7 @@ def market_clearing(allocation: Any, prices: Any, supply: Any = None, *,
     waste = (p * unsold).reshape(-1)
     j = int(np.argmax(waste))
     viol = float(waste[j])
-    scale = max(1.0, float(np.sum(p * s)))
+    scale = float(np.sum(p * s))  # the market's total value: unit invariant
     ok = viol <= tol * scale
     return PropertyResult("market_clearing", ok, viol, j, None,
                           "every priced good is sold" if ok else
@@ -165,6 +173,7 @@ def budget_clearing(allocation: Any, prices: Any, budget: Any = None, *,
     >>> budget_clearing([[1.0, 0.0], [0.0, 1.0]], [1.0, 1.0]).passed
     True
 """
+    tol = as_tolerance(tol, "tol")
     X = as_array(allocation, "allocation", ndim=(2, 3))
     n = X.shape[0]
     p = as_array(prices, "prices", ndim=X.ndim - 1, shape=X.shape[1:])
@@ -192,6 +201,7 @@ def optimal_spending(utility: Any, allocation: Any, prices: Any, *,
     >>> optimal_spending([[2.0, 1.0]], [[0.5, 0.5]], [1.0, 1.0]).violation   # half on good 1
     0.5
     """
+    tol = as_tolerance(tol, "tol")
     U, X, _, _ = _inputs(utility, allocation)
     n = U.shape[0]
     Uf, Xf = U.reshape(n, -1), X.reshape(n, -1)
@@ -206,7 +216,7 @@ def optimal_spending(utility: Any, allocation: Any, prices: Any, *,
         poor = (bpb < best[:, None] * (1 - tol)) & ~np.isinf(best)[:, None]
     waste = np.sum(np.where(poor, Xf * p, 0.0), axis=1)
     i = int(np.argmax(waste))
-    ok = bool(waste[i] <= tol * max(1.0, float(np.sum(Xf[i] * p))))
+    ok = bool(waste[i] <= tol * float(np.sum(Xf[i] * p)))  # relative to its spending
     return PropertyResult("optimal_spending", ok, float(waste[i]), i, None,
                           "every buyer buys only best bang-per-buck goods" if ok else
                           f"buyer {i} spends {waste[i]:.4g} on goods below its best "
@@ -216,6 +226,7 @@ def optimal_spending(utility: Any, allocation: Any, prices: Any, *,
 def envy_free(utility: Any, allocation: Any, budget: Any = None, *, kind: str = "linear",
               tol: float = 1e-6) -> PropertyResult:
     """Budget-weighted envy-freeness: ``u_i(x_i) / B_i >= u_i(x_k) / B_k`` for all ``i, k``."""
+    tol = as_tolerance(tol, "tol")
     U, X, B, _ = _inputs(utility, allocation, budget, kind=kind)
     V = _value(U, X, kind)
     own = np.diag(V) / B
@@ -223,7 +234,7 @@ def envy_free(utility: Any, allocation: Any, budget: Any = None, *, kind: str = 
     np.fill_diagonal(envy, 0.0)
     i, k = np.unravel_index(int(np.argmax(envy)), envy.shape)
     viol = float(envy[i, k])
-    ok = viol <= tol * max(1.0, float(np.abs(own[i])))
+    ok = viol <= tol * max(float(np.abs(own[i])), float(np.abs(V[i, k] / B[k])))
     return PropertyResult("envy_free", ok, max(viol, 0.0), int(i), int(k),
                           "no buyer envies another" if ok else
                           f"buyer {i} values buyer {k}'s bundle at {V[i, k]:.6g} "
@@ -240,13 +251,14 @@ def sharing_incentive(utility: Any, allocation: Any, budget: Any = None, supply:
     >>> sharing_incentive([[1.0], [1.0]], [[1.0], [0.0]]).message
     'buyer 1 gets utility 0 < 0.5 from its budget share of the supply'
 """
+    tol = as_tolerance(tol, "tol")
     U, X, B, s = _inputs(utility, allocation, budget, supply, kind=kind)
     own = np.diag(_value(U, X, kind))
     share = (B / B.sum())[:, None, None] * s[None]
     fair = np.diag(_value(U, share, kind))
     short = fair - own
     i = int(np.argmax(short))
-    ok = short[i] <= tol * max(1.0, float(fair[i]))
+    ok = short[i] <= tol * float(fair[i])
     return PropertyResult("sharing_incentive", bool(ok), float(max(short[i], 0.0)), i, None,
                           "every buyer is at least as well off as with its share" if ok else
                           f"buyer {i} gets utility {own[i]:.6g} < {fair[i]:.6g} from its "
@@ -263,13 +275,14 @@ def proportionality(utility: Any, allocation: Any, budget: Any = None, supply: A
     >>> proportionality([[1.0, 3.0], [1.0, 1.0]], [[0.0, 1.0], [1.0, 0.0]]).passed
     True
     """
+    tol = as_tolerance(tol, "tol")
     U, X, B, s = _inputs(utility, allocation, budget, supply, kind=kind)
     own = np.diag(_value(U, X, kind))
     whole = _value(U, s[None], kind)[:, 0]
     fair = B / B.sum() * whole
     short = fair - own
     i = int(np.argmax(short))
-    ok = short[i] <= tol * max(1.0, float(fair[i]))
+    ok = short[i] <= tol * float(fair[i])
     return PropertyResult("proportionality", bool(ok), float(max(short[i], 0.0)), i, None,
                           "every buyer gets its proportional share of value" if ok else
                           f"buyer {i} gets utility {own[i]:.6g} < its share {fair[i]:.6g}")
@@ -327,10 +340,25 @@ def pareto_optimal(utility: Any, allocation: Any, supply: Any = None, *,
     >>> pareto_optimal([[1.0]], [[0.5]]).violation
     0.5
     """
+    tol = as_tolerance(tol, "tol")
     U, X, _, s = _inputs(utility, allocation, None, supply, kind=kind)
     n, m, T = U.shape
     own = np.diag(_value(U, X, kind))
     R = m * T
+    # the LP is solved at unit scale (HiGHS's tolerances are absolute): supply per good and
+    # each buyer's utility row scaled by powers of two, so the verdict is unit invariant
+    fs = _pow2(s.reshape(m, T))
+    if kind == "linear":
+        per_unit = U * fs[None]
+        ufac = _pow2(per_unit.reshape(n, R).max(axis=1))
+        U = per_unit / ufac[:, None, None]
+    else:
+        demand = U / fs[None]
+        g = _pow2(demand.reshape(n, R).max(axis=1))
+        ufac = 1.0 / g
+        U = demand / g[:, None, None]
+    s = s / fs
+    own = own / ufac
     if kind == "linear":
         # variables: y (n*R, row-major), t (n)
         Uf = U.reshape(n, R)
@@ -352,7 +380,9 @@ def pareto_optimal(utility: Any, allocation: Any, supply: Any = None, *,
         col_upper = np.where(usable, np.inf, 0.0)
     gain = pareto_gain(util, own, cap, s.reshape(R), col_upper)
     i = int(np.argmax(gain))
+    # at unit scale a buyer's utility of the whole supply is O(1): judge the gain against it
     ok = gain[i] <= tol * max(1.0, float(own[i]))
+    gain = gain * ufac
     return PropertyResult("pareto_optimal", bool(ok), float(gain[i]), i, None,
                           "no Pareto improvement exists" if ok else
                           f"buyer {i} can gain {gain[i]:.4g} utility with nobody worse off")
@@ -377,8 +407,17 @@ def check_market(result: Any, utility: Any, *, supply: Any = None, kind: str = "
     >>> all(checks.values())
     True
     """
+    kind = as_option(kind, "kind", KINDS)
+    tol = as_tolerance(tol, "tol")
+    if isinstance(properties, str) or not isinstance(properties, tuple | list):
+        raise InputError(f"properties must be a tuple of names from {PROPERTIES}, got "
+                         f"{properties!r}", argument="properties")
     out: dict[str, PropertyResult] = {}
-    B, X, p = result.budget, result.allocation, result.prices
+    try:
+        B, X, p = result.budget, result.allocation, result.prices
+    except AttributeError:
+        raise InputError("result must be a MarketResult (budget, allocation, prices)",
+                         argument="result") from None
     for name in properties:
         as_option(name, "properties", PROPERTIES)
         if name == "market_clearing":
