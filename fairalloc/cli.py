@@ -113,8 +113,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         return _COMMANDS[args.command][2](args)
-    except FairallocError as exc:
-        print(f"fairalloc {args.command}: {type(exc).__name__}: {exc}", file=sys.stderr)
+    except (FairallocError, OSError) as exc:  # user errors: one line, exit status 2
+        message = " ".join(str(exc).split())
+        print(f"fairalloc {args.command}: {type(exc).__name__}: {message}", file=sys.stderr)
         return 2
 
 

@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from .._validation import as_positive_float
 from ..cli import register
 from ..errors import InputError
 
@@ -179,6 +180,7 @@ def _run_simulate(args: argparse.Namespace) -> int:
         return 0
     spec = _cluster(args)
     cluster = Cluster(spec)
+    _check_round_args(args)
     if args.trace:
         w = read_trace(args.trace, throughputs=args.throughputs, types=list(spec),
                        limit=args.limit)
@@ -194,6 +196,8 @@ def _run_simulate(args: argparse.Namespace) -> int:
     if unknown:
         raise InputError(f"--param names policy {unknown[0]!r}, which is not simulated",
                          argument="param")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)  # an unusable --out fails before simulating
     print(f"fairalloc simulate: {source} on {cluster}, rounds of {args.round_duration:g} s")
     results = {}
     bar = _Progress(not args.no_progress)
@@ -210,8 +214,6 @@ def _run_simulate(args: argparse.Namespace) -> int:
     print()
     _print_table(table[["makespan", "avg_jct", "p99_jct", "worst_rho", "unfair_fraction",
                         "utilization", "preemptions", "policy_seconds"]])
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     table.to_csv(out / "summary.csv")
     import pandas as pd
 
@@ -259,15 +261,27 @@ def _configure_sweep(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-progress", action="store_true")
 
 
+def _check_round_args(args: argparse.Namespace) -> None:
+    """Validate the round options before anything is printed or simulated."""
+    d = as_positive_float(args.round_duration, "--round-duration")
+    o = as_positive_float(args.restart_overhead, "--restart-overhead", allow_zero=True)
+    if o >= d:
+        raise InputError("--restart-overhead must be shorter than --round-duration",
+                         argument="--restart-overhead")
+
+
 def _run_sweep(args: argparse.Namespace) -> int:
     from .sweep import run_sweep, sweep_tasks
 
     spec = _cluster(args)
+    _check_round_args(args)
     tasks = sweep_tasks(args.policies, seeds=args.seeds,
                         loads=args.load if args.load else [None],
                         params=_parse_params(args.param, grid=True), num_jobs=args.jobs,
                         gpus=spec, trace=args.trace, round_duration=args.round_duration,
                         restart_overhead=args.restart_overhead)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)  # an unusable --out fails before simulating
     where = f"Ray at {args.ray}" if args.ray else f"{args.workers or 'all'} local processes"
     print(f"fairalloc sweep: {len(tasks)} simulations on {where}")
     bar = _Progress(not args.no_progress)
@@ -284,8 +298,6 @@ def _run_sweep(args: argparse.Namespace) -> int:
     agg.index.name = "/".join(keys)
     print()
     _print_table(agg)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     df.to_csv(out / "sweep.csv")
     print(f"\nwrote {out / 'sweep.csv'} (one row per simulation; table: mean over seeds)")
     return 0

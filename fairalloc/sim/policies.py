@@ -42,6 +42,7 @@ preference list with room; a job that does not fit is skipped (backfilling).
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Callable, Hashable
 from typing import Any
@@ -50,7 +51,7 @@ import numpy as np
 
 from .._validation import as_option, as_positive_float, as_positive_int
 from ..data import Cluster
-from ..errors import InputError
+from ..errors import FairallocError, InputError
 from .simulator import JobView, RoundState, Schedule, TimeShares
 from .workload import Workload
 
@@ -928,7 +929,25 @@ def make_policy(name: str, **params: Any) -> Any:
     if name not in _REGISTRY:
         raise InputError(f"unknown policy {name!r}; available: {', '.join(sorted(_REGISTRY))}",
                          argument="policy")
-    policy = _REGISTRY[name][0](**params)
+    factory = _REGISTRY[name][0]
+    target = factory.__init__ if isinstance(factory, type) else factory
+    try:
+        sig = inspect.signature(target)
+    except (TypeError, ValueError):  # pragma: no cover - builtins without a signature
+        sig = None
+    if sig is not None and not any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
+        names = [p.name for p in sig.parameters.values()
+                 if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name != "self"]
+        unknown = [k for k in params if k not in names]
+        if unknown:
+            raise InputError(f"policy {name!r} has no parameter {unknown[0]!r}; its parameters: "
+                             f"{', '.join(names) or 'none'}", argument=unknown[0])
+    try:
+        policy = factory(**params)
+    except FairallocError:
+        raise
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"policy {name!r}: {exc}", argument="params") from exc
     policy.name = name
     return policy
 

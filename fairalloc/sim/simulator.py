@@ -27,6 +27,7 @@ is deterministic for a given policy, workload and seed.
 
 from __future__ import annotations
 
+import math
 import time as _time
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
@@ -34,10 +35,11 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from .._validation import as_array, as_positive_float, as_positive_int
+from .._validation import as_array, as_bool, as_option, as_positive_float, as_positive_int
 from ..data import Cluster
-from ..errors import FairallocError, InputError
-from ..results import require_pandas
+from ..errors import FairallocError, InputError, SolverError
+from ..queuing import _only_fairalloc_errors
+from ..results import FrozenArrays, readonly, require_pandas
 from .workload import Workload
 
 __all__ = [
@@ -57,6 +59,9 @@ __all__ = [
 _FINISH_RTOL = 1e-9
 #: a regime whose remaining epochs fall below this is finished (float round-off)
 _EPOCH_TOL = 1e-9
+#: the default round limit (derived from the workload) may not exceed this many rounds; a
+#: workload that could need more must pass ``max_rounds`` explicitly
+MAX_ROUNDS = 10_000_000_000
 
 
 class SimulationError(FairallocError, RuntimeError):
@@ -291,7 +296,7 @@ class Policy(Protocol):
 # result
 # --------------------------------------------------------------------------------------------
 @dataclass(frozen=True, eq=False, repr=False)
-class SimulationResult:
+class SimulationResult(FrozenArrays):
     """Outcome of one simulation. Metrics: :mod:`fairalloc.sim.metrics` (``summary()``).
 
     Attributes
@@ -349,7 +354,7 @@ class SimulationResult:
     @property
     def jct(self) -> np.ndarray:
         """Job completion times ``finish - arrival``."""
-        return self.finish - self.workload.arrival
+        return readonly(self.finish - self.workload.arrival)
 
     @property
     def makespan(self) -> float:
@@ -426,6 +431,11 @@ class Simulator:
     max_idle_rounds : int, default 10000
         Stop with :class:`SimulationError` after this many consecutive rounds in which jobs
         waited but the policy scheduled none.
+    max_rounds : int, optional
+        Stop with :class:`SimulationError` after this many rounds. Default: a bound derived
+        from the workload (:meth:`round_limit`), so a simulation never runs forever; a workload
+        whose bound exceeds :data:`MAX_ROUNDS` is refused with :class:`~fairalloc.InputError`
+        unless ``max_rounds`` is given.
     record : bool, default True
         Keep the per-round schedule (for Gantt charts).
     mechanism_fraction : {"elapsed", "type_share"}
@@ -442,10 +452,11 @@ class Simulator:
     ([720.0, 1080.0], 1080.0)
     """
 
+    @_only_fairalloc_errors
     def __init__(self, workload: Workload, cluster: Cluster, policy: Policy, *,
                  round_duration: float = 360.0, restart_overhead: float = 0.0, seed: int = 0,
                  max_idle_rounds: int = 10_000, record: bool = True,
-                 mechanism_fraction: str = "elapsed") -> None:
+                 mechanism_fraction: str = "elapsed", max_rounds: int | None = None) -> None:
         if not isinstance(workload, Workload):
             raise InputError(f"workload must be a fairalloc.sim.Workload, got "
                              f"{type(workload).__name__}", argument="workload")
@@ -463,11 +474,47 @@ class Simulator:
         seed = as_positive_int(seed, "seed", allow_zero=True)
         self.seed = int(seed)
         self.max_idle_rounds = as_positive_int(max_idle_rounds, "max_idle_rounds")
-        self.record = bool(record)
-        if mechanism_fraction not in ("elapsed", "type_share"):
-            raise InputError("mechanism_fraction must be 'elapsed' or 'type_share'",
-                             argument="mechanism_fraction")
-        self.mechanism_fraction = mechanism_fraction
+        self.record = as_bool(record, "record")
+        self.mechanism_fraction = as_option(mechanism_fraction, "mechanism_fraction",
+                                            ("elapsed", "type_share"))
+        self.max_rounds = None if max_rounds is None else as_positive_int(max_rounds,
+                                                                          "max_rounds")
+        self.round_limit()  # refuse a workload that could not finish in reasonable time now
+
+    def round_limit(self) -> int:
+        """Rounds after which :meth:`run` stops with :class:`SimulationError` (never hangs).
+
+        ``max_rounds`` when given; otherwise derived from the workload: every round in which
+        a job runs gives it at least ``round_duration - restart_overhead`` seconds on one GPU of
+        its slowest usable type, where it needs at most ``W_i = scale_factor_i * sum_r epochs_r
+        * max_type seconds_r`` seconds, so at most ``B = sum_i ceil(W_i / (D - overhead)) + n``
+        rounds run a job; the limit is ``2 B + max_idle_rounds``.
+
+        Raises
+        ------
+        InputError
+            If the derived limit exceeds :data:`MAX_ROUNDS` (a job whose epoch times are
+            astronomically long for the round duration): pass ``max_rounds`` to allow it.
+        """
+        if self.max_rounds is not None:
+            return self.max_rounds
+        w = self.workload
+        R = w.regime_epochs.shape[1]
+        real = np.arange(R)[None, :] < w.num_regimes[:, None]
+        with np.errstate(all="ignore"):
+            sec = np.where(np.isfinite(w.regime_seconds), w.regime_seconds, -np.inf).max(axis=2)
+            need = np.where(real, w.regime_epochs * sec, 0.0).sum(axis=1) * w.scale_factor
+            per_round = self.round_duration - self.restart_overhead
+            rounds = np.ceil(need / per_round).sum() + w.n
+        limit = 2.0 * float(rounds) + self.max_idle_rounds
+        if not (math.isfinite(limit) and limit <= MAX_ROUNDS):
+            i = int(np.argmax(need))
+            raise InputError(
+                f"workload: job {w.ids[i]!r} alone may need {need[i]:.3g} s of training "
+                f"(rounds of {self.round_duration:g} s: up to {limit:.3g} rounds, more than "
+                f"MAX_ROUNDS = {MAX_ROUNDS:,}); check its durations or throughputs, use a "
+                "longer round_duration, or pass max_rounds", argument="workload")
+        return int(limit)
 
     # -- the run ---------------------------------------------------------------------------
     def run(self, progress: Any = None) -> SimulationResult:
@@ -476,15 +523,29 @@ class Simulator:
         Parameters
         ----------
         progress : callable, optional
-            Called as ``progress(finished_jobs, total_jobs)`` after every round.
+            Called as ``progress(finished_jobs, total_jobs)`` after every round. An exception
+            it raises propagates unchanged (a way to stop a simulation early).
+
+        Raises
+        ------
+        SimulationError
+            When the jobs are not finished after :meth:`round_limit` rounds, or the policy
+            schedules nothing for ``max_idle_rounds`` consecutive rounds.
+        SolverError
+            When the policy fails with a foreign exception (chained as the cause).
+        InputError
+            When the policy returns a malformed decision.
         """
+        if progress is not None and not callable(progress):
+            raise InputError(f"progress must be callable, got {progress!r}", argument="progress")
         t_wall = _time.perf_counter()
         w, cl = self.workload, self.cluster
         n, k, R = w.n, w.num_types, w.regime_epochs.shape[1]
         D = self.round_duration
         cap = cl.capacity.astype(np.int64)
         M = int(cap.sum())
-        self.policy.reset(w, cl, round_duration=D, seed=self.seed)
+        limit = self.round_limit()
+        self._call_policy("reset", w, cl, round_duration=D, seed=self.seed)
 
         reg_idx = np.arange(R)[None, :]
         real = reg_idx < w.num_regimes[:, None]
@@ -555,7 +616,7 @@ class Simulator:
                 arrived=tuple((w.ids[i], float(w.arrival[i])) for i in new_idx.tolist()))
             pending_finished = []
             t0 = _time.perf_counter()
-            decision = self.policy.allocate(state)
+            decision = self._call_policy("allocate", state)
             if isinstance(decision, TimeShares):
                 mech, mech_ids, gpus = self._realise(decision, view, mech, mech_ids)
             elif isinstance(decision, Schedule):
@@ -650,6 +711,11 @@ class Simulator:
                 raise SimulationError(
                     f"policy {self.policy.name!r} scheduled no job for {idle_streak} "
                     f"consecutive rounds while {active.size} jobs waited")
+            if rounds >= limit and not done.all():
+                raise SimulationError(
+                    f"policy {self.policy.name!r}: {int((~done).sum())} of {n} jobs unfinished "
+                    f"after {rounds} rounds (the round limit; see Simulator.round_limit, or "
+                    "pass max_rounds)")
             if progress is not None:
                 progress(int(done.sum()), n)
             t += D
@@ -672,6 +738,16 @@ class Simulator:
             params=params)
 
     # -- helpers ---------------------------------------------------------------------------
+    def _call_policy(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        """Call the policy; a foreign exception becomes SolverError (cause chained)."""
+        try:
+            return getattr(self.policy, method)(*args, **kwargs)
+        except FairallocError:
+            raise
+        except Exception as exc:
+            raise SolverError(f"policy {self.policy.name!r} failed in {method}(): "
+                              f"{type(exc).__name__}: {exc}", backend="none") from exc
+
     def _view(self, active: np.ndarray, t: float, regime: np.ndarray, in_regime: np.ndarray,
               epochs_done: np.ndarray, attained: np.ndarray, gpu_sec: np.ndarray,
               received: np.ndarray, last_gpus: np.ndarray, last_run_end: np.ndarray,
@@ -759,7 +835,8 @@ class Simulator:
 
 def simulate(workload: Workload, cluster: Cluster, policy: Policy | str, *,
              round_duration: float = 360.0, restart_overhead: float = 0.0, seed: int = 0,
-             progress: Any = None, **policy_params: Any) -> SimulationResult:
+             progress: Any = None, max_rounds: int | None = None,
+             **policy_params: Any) -> SimulationResult:
     """Run one simulation: ``policy`` is a :class:`Policy` or a registered name
     (:func:`fairalloc.sim.policies.make_policy`, with ``policy_params``).
 
@@ -781,4 +858,5 @@ def simulate(workload: Workload, cluster: Cluster, policy: Policy | str, *,
     else:
         chosen = policy
     return Simulator(workload, cluster, chosen, round_duration=round_duration,
-                     restart_overhead=restart_overhead, seed=seed).run(progress)
+                     restart_overhead=restart_overhead, seed=seed,
+                     max_rounds=max_rounds).run(progress)
