@@ -1894,7 +1894,7 @@ def _relax(inst: _Instance, gap_tol: float, feas_tol: float, limit: float | None
     tau = _pow2(max(D, float(inst.traj_finish.max(initial=0.0))))
     # objective coefficients of order one: divide by a power of two (exact) near their sum
     mag = float(inst.weight.sum()) + inst.coef * tau
-    sigma = _pow2(1.0 / mag) if mag > 0 else 1.0
+    sigma = _pow2(0.5 / mag) if mag > 0 else 1.0
     pts, vals = _breakpoints(inst)
     x = cp.Variable((N, T), nonneg=True, name="x")
     n = cp.sum(x, axis=1)
