@@ -24,7 +24,7 @@ import numpy as np
 
 from .._validation import as_option, as_positive_float
 from ..errors import InputError
-from ..results import require_pandas
+from ..results import readonly, require_pandas
 from .simulator import SimulationResult
 
 __all__ = ["compare", "contention", "finish_time_fairness", "job_metrics", "summarize",
@@ -57,21 +57,21 @@ def contention(result: SimulationResult, kind: str = "static") -> np.ndarray:
     M = r.cluster.total_workers
     n = r.workload.n
     if kind == "static":
-        return np.full(n, max(1.0, n / M))
+        return readonly(np.full(n, max(1.0, n / M)))
     a, f = r.workload.arrival, r.finish
     start = r.round_time
     end = np.minimum(start + r.round_duration, np.r_[start[1:], np.inf])
     overlap = np.clip(np.minimum(f[:, None], end[None, :])
                       - np.maximum(a[:, None], start[None, :]), 0.0, None)
     life = np.maximum(f - a, 1e-12)
-    return np.maximum(1.0, (overlap @ r.round_active) / life / M)
+    return readonly(np.maximum(1.0, (overlap @ r.round_active) / life / M))
 
 
 def finish_time_fairness(result: SimulationResult, contention_kind: str = "static"
                          ) -> np.ndarray:
     """``rho_j = JCT_j / (T_iso_j * c_j)`` of every job, shape (n,)."""
     r = _check(result)
-    return r.jct / (r.workload.isolated_seconds * contention(r, contention_kind))
+    return readonly(r.jct / (r.workload.isolated_seconds * contention(r, contention_kind)))
 
 
 def utilization(result: SimulationResult) -> float:
@@ -150,6 +150,9 @@ def compare(results: Sequence[SimulationResult] | Mapping[str, SimulationResult]
     pd = require_pandas()
     if isinstance(results, Mapping):
         items = list(results.items())
+    elif isinstance(results, SimulationResult) or not isinstance(results, Sequence):
+        raise InputError("results must be a sequence or mapping of SimulationResult, got "
+                         f"{type(results).__name__}", argument="results")
     else:
         items = [(_check(r).policy, r) for r in results]
     if not items:

@@ -29,9 +29,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .._validation import as_positive_float, as_positive_int
+from .._validation import as_option, as_positive_float, as_positive_int
 from ..errors import InputError
 from ..results import require_pandas
+from .metrics import CONTENTION
 
 __all__ = ["SweepTask", "run_sweep", "run_task", "sweep", "sweep_tasks"]
 
@@ -158,12 +159,43 @@ def sweep_tasks(
         if p not in known:
             raise InputError(f"unknown policy {p!r}; available: {', '.join(known)}",
                              argument="policies")
-    seeds = [int(s) for s in seeds]
+    if isinstance(seeds, str) or not isinstance(seeds, Sequence | range):
+        raise InputError(f"seeds must be a sequence of integers, got {seeds!r}",
+                         argument="seeds")
+    seeds = [as_positive_int(s, "seeds", allow_zero=True) for s in seeds]
     if not seeds:
         raise InputError("seeds is empty", argument="seeds")
-    loads = list(loads) or [None]
-    cluster = ({"v100": as_positive_int(gpus, "gpus")} if isinstance(gpus, int | float)
-               else {str(t): as_positive_int(c, f"gpus[{t!r}]") for t, c in gpus.items()})
+    if isinstance(loads, str) or not isinstance(loads, Sequence):
+        raise InputError(f"loads must be a sequence of arrival rates, got {loads!r}",
+                         argument="loads")
+    loads = [None if load is None else as_positive_float(load, "loads") for load in loads]
+    loads = loads or [None]
+    if isinstance(gpus, Mapping):
+        if not gpus:
+            raise InputError("gpus is an empty mapping", argument="gpus")
+        cluster = {str(t): as_positive_int(c, f"gpus[{t!r}]") for t, c in gpus.items()}
+    else:
+        cluster = {"v100": as_positive_int(gpus, "gpus")}
+    if trace is not None and not isinstance(trace, str | os.PathLike):
+        raise InputError(f"trace must be a file path, got {trace!r}", argument="trace")
+    if workload is not None and not isinstance(workload, Mapping):
+        raise InputError(f"workload must be a mapping of generator / reader arguments, got "
+                         f"{type(workload).__name__}", argument="workload")
+    if params is not None and not isinstance(params, Mapping):
+        raise InputError("params must be a mapping {policy: {parameter: [values]}}",
+                         argument="params")
+    for pol, g in (params or {}).items():
+        if not isinstance(g, Mapping):
+            raise InputError(f"params[{pol!r}] must be a mapping {{parameter: [values]}}",
+                             argument="params")
+        for key, vals in g.items():
+            if isinstance(vals, str | bytes) or not hasattr(vals, "__iter__"):
+                raise InputError(f"params[{pol!r}][{key!r}] must be a list of values, got "
+                                 f"{vals!r}", argument="params")
+    duration = as_positive_float(round_duration, "round_duration")
+    overhead = as_positive_float(restart_overhead, "restart_overhead", allow_zero=True)
+    contention_kind = as_option(contention_kind, "contention_kind", CONTENTION)
+    unfair_threshold = as_positive_float(unfair_threshold, "unfair_threshold")
     extra = dict(workload or {})
     if trace is not None:
         if any(load is not None for load in loads):
@@ -192,10 +224,8 @@ def sweep_tasks(
                 for seed in seeds:
                     tasks.append(SweepTask(
                         policy=policy, params=tuple(zip(keys, combo, strict=True)), seed=seed,
-                        load=None if load is None else as_positive_float(load, "loads"),
-                        workload=wl, cluster=tuple(cluster.items()),
-                        round_duration=as_positive_float(round_duration, "round_duration"),
-                        restart_overhead=float(restart_overhead),
+                        load=load, workload=wl, cluster=tuple(cluster.items()),
+                        round_duration=duration, restart_overhead=overhead,
                         contention_kind=contention_kind, unfair_threshold=unfair_threshold,
                         index=len(tasks)))
     return tasks
