@@ -49,7 +49,14 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import as_option, as_positive_float, as_positive_int
+from .._validation import (
+    as_bool,
+    as_finite_float,
+    as_option,
+    as_positive_float,
+    as_positive_int,
+    as_time_limit,
+)
 from ..data import Cluster
 from ..errors import FairallocError, InputError
 from .simulator import JobView, RoundState, Schedule, TimeShares
@@ -548,6 +555,9 @@ class ShockwavePolicy(BasePolicy):
         contention = as_option(contention, "contention", ("jobs", "gpus"))
         window = as_positive_int(window, "window")
         execution = as_option(execution, "execution", ("counts", "columns"))
+        k = as_positive_float(k, "k", allow_zero=True)
+        lam = as_positive_float(lam, "lam", allow_zero=True)
+        keep_running = as_bool(keep_running, "keep_running")
         super().__init__(k=k, lam=lam, window=window, forecast=forecast, replan=replan,
                          accordion_regimes=accordion_regimes, contention=contention,
                          execution=execution, keep_running=keep_running, **plan_kw)
@@ -715,6 +725,7 @@ class EFQPolicy(BasePolicy):
     name = "efq"
 
     def __init__(self, *, alpha: float = 0.75) -> None:
+        alpha = as_finite_float(alpha, "alpha", lo=0.0, hi=1.0, lo_open=True)
         super().__init__(alpha=alpha)
         self.alpha = alpha
         self._q: Any = None
@@ -815,12 +826,13 @@ class ThemisPolicy(BasePolicy):
 
     def __init__(self, *, fairness_knob: float = 0.8, lease: float = 600.0,
                  gpus_per_server: int = 4, time_limit: float | None = None) -> None:
-        f = float(fairness_knob)
+        f = as_finite_float(fairness_knob, "fairness_knob", lo=0.0, hi=1.0)
         if not 0.0 <= f < 1.0:
             raise InputError(f"fairness_knob must be in [0, 1), got {fairness_knob!r}",
                              argument="fairness_knob")
         lease = as_positive_float(lease, "lease")
         gps = as_positive_int(gpus_per_server, "gpus_per_server")
+        time_limit = as_time_limit(time_limit)
         super().__init__(fairness_knob=f, lease=lease, gpus_per_server=gps,
                          time_limit=time_limit)
         self.fairness_knob, self.lease, self.gpus_per_server = f, lease, gps
