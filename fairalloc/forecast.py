@@ -37,6 +37,7 @@ from scipy import special
 
 from ._validation import (
     as_array,
+    as_bool,
     as_gang_sizes,
     as_option,
     as_positive_float,
@@ -44,7 +45,7 @@ from ._validation import (
     fmt_index,
 )
 from .errors import InputError
-from .results import require_pandas
+from .results import readonly, require_pandas
 
 __all__ = [
     "RegimeForecast",
@@ -60,6 +61,10 @@ __all__ = [
 ]
 
 METHODS = ("restatement", "bayesian", "greedy")
+_FORECAST_METHODS = (*METHODS, "oracle")
+# the most regimes a model may have, and the most sampled entries (num_samples * K) per call
+_MAX_REGIMES = 100_000
+_MAX_SAMPLE_ENTRIES = 100_000_000
 _KINDS = ("static", "accordion", "gns", "custom")
 # relative slack when comparing sums of observed epochs with the declared total
 _SUM_RTOL = 1e-9
@@ -68,6 +73,23 @@ _SUM_RTOL = 1e-9
 def _readonly(arr: np.ndarray) -> np.ndarray:
     arr.flags.writeable = False
     return arr
+
+
+def _num_regimes(value: Any, name: str = "num_regimes") -> int:
+    k = as_positive_int(value, name)
+    if k > _MAX_REGIMES:
+        raise InputError(f"{name} = {k} exceeds the largest supported model "
+                         f"({_MAX_REGIMES} regimes)", argument=name)
+    return k
+
+
+def _finite_result(out: Any, name: str, what: str) -> Any:
+    """``out`` as a read-only array (or float), or InputError if it overflowed a float."""
+    arr = np.asarray(out)
+    if not np.isfinite(arr).all():
+        raise InputError(f"{what} overflows a float for these {name} (express them in other "
+                         "units)", argument=name)
+    return float(arr) if arr.ndim == 0 else readonly(arr)
 
 
 def _rng(rng: np.random.Generator | int) -> np.random.Generator:
@@ -136,7 +158,7 @@ def restatement_posterior(
     array([10., 30., 30., 30.])
     """
     n_total = as_positive_float(total_epochs, "total_epochs")
-    k_max = as_positive_int(num_regimes, "num_regimes")
+    k_max = _num_regimes(num_regimes)
     m = as_array(observed_epochs, "observed_epochs", ndim=1, allow_empty=True)
     k = m.shape[0]
     if k > k_max:
@@ -193,7 +215,7 @@ def bayesian_posterior(
     array([35., 55., 25., 25.])
     """
     n_total = as_positive_float(total_epochs, "total_epochs")
-    k_max = as_positive_int(num_regimes, "num_regimes")
+    k_max = _num_regimes(num_regimes)
     c = as_array(epochs_per_regime, "epochs_per_regime", ndim=1, allow_empty=True)
     if c.shape[0] > k_max:
         raise InputError(
@@ -242,6 +264,9 @@ class RegimeModel:
     def __init__(self, configurations: Any, *, kind: str = "custom") -> None:
         kind = as_option(kind, "kind", _KINDS)
         cfg = as_array(configurations, "configurations", ndim=1, positive=True)
+        if cfg.shape[0] > _MAX_REGIMES:
+            raise InputError(f"configurations has {cfg.shape[0]} regimes, more than "
+                             f"{_MAX_REGIMES}", argument="configurations")
         same = np.flatnonzero(cfg[1:] == cfg[:-1])
         if same.size:
             i = int(same[0]) + 1
@@ -272,7 +297,7 @@ class RegimeModel:
         if small == large:
             raise InputError("accordion needs two different configurations; small == large",
                              argument="large")
-        k = as_positive_int(num_regimes, "num_regimes")
+        k = _num_regimes(num_regimes)
         return cls(np.where(np.arange(k) % 2 == 0, small, large), kind="accordion")
 
     @classmethod
@@ -304,10 +329,22 @@ class RegimeModel:
                     f"max_batch_size = {cap:g} is below the initial batch size {initial:g}",
                     argument="max_batch_size",
                 )
-            k = int(np.floor(np.log(cap / initial) / np.log(factor) + 1e-9)) + 1
+            steps = float(np.floor(np.log(cap / initial) / np.log(factor) + 1e-9))
+            if not steps < _MAX_REGIMES:
+                raise InputError(f"max_batch_size = {cap:g} allows more than {_MAX_REGIMES} "
+                                 f"doublings of {initial:g} by factor {factor:g}",
+                                 argument="max_batch_size")
+            k = int(steps) + 1
+            arg = "max_batch_size"
         else:
-            k = as_positive_int(num_regimes, "num_regimes")
-        return cls(initial * factor ** np.arange(k), kind="gns")
+            k = _num_regimes(num_regimes)
+            arg = "num_regimes"
+        with np.errstate(over="ignore"):
+            cfg = initial * factor ** np.arange(k)
+        if not np.isfinite(cfg).all():
+            raise InputError(f"initial * factor ** (num_regimes - 1) overflows a float "
+                             f"({initial:g} * {factor:g} ** {k - 1})", argument=arg)
+        return cls(cfg, kind="gns")
 
     @property
     def num_regimes(self) -> int:
@@ -391,12 +428,43 @@ class RegimeForecast:
     censor: bool = True
 
     def __post_init__(self) -> None:
-        for f in ("configurations", "epochs", "observed_epochs", "remaining_epochs",
-                  "epoch_seconds", "posterior"):
-            value = getattr(self, f)
-            if value is not None:
-                arr = np.array(value, dtype=np.float64, copy=True)
-                object.__setattr__(self, f, _readonly(arr))
+        # a forecast built by hand (or by replace()) is validated field by field; the
+        # functions of this module build theirs through _build_forecast (already valid)
+        method = as_option(self.method, "method", _FORECAST_METHODS)
+        cfg = as_array(self.configurations, "configurations", ndim=1, positive=True)
+        k = cfg.shape[0]
+        if k > _MAX_REGIMES:
+            raise InputError(f"configurations has {k} regimes, more than {_MAX_REGIMES}",
+                             argument="configurations")
+        fields: dict[str, Any] = {"method": method, "configurations": cfg}
+        for name, positive in (("epochs", False), ("observed_epochs", False),
+                               ("remaining_epochs", False), ("epoch_seconds", True)):
+            fields[name] = as_array(getattr(self, name), name, ndim=1, shape=(k,),
+                                    positive=positive)
+        fields["posterior"] = None if self.posterior is None else as_array(
+            self.posterior, "posterior", ndim=1, shape=(k,))
+        current = as_positive_int(self.current, "current", allow_zero=True)
+        if current >= k:
+            raise InputError(f"current = {current} is not a regime index (K = {k})",
+                             argument="current")
+        fields["current"] = current
+        total = as_positive_float(self.total_epochs, "total_epochs")
+        fields["total_epochs"] = total
+        fields["attained_seconds"] = as_positive_float(self.attained_seconds,
+                                                       "attained_seconds", allow_zero=True)
+        fields["censor"] = as_bool(self.censor, "censor")
+        done = float(fields["observed_epochs"].sum())
+        if not done <= total * (1.0 + _SUM_RTOL):
+            raise InputError(f"observed_epochs sum to {done:g}, more than total_epochs = "
+                             f"{total:g}", argument="observed_epochs")
+        left = float(fields["remaining_epochs"].sum())
+        with np.errstate(over="ignore", invalid="ignore"):
+            span = float(fields["remaining_epochs"] @ fields["epoch_seconds"])
+        if not (np.isfinite(left) and np.isfinite(span)):
+            raise InputError("remaining_epochs * epoch_seconds overflows a float",
+                             argument="epoch_seconds")
+        for name, value in fields.items():
+            object.__setattr__(self, name, value)
 
     # ---- summaries ---------------------------------------------------------------------
     @property
@@ -447,7 +515,8 @@ class RegimeForecast:
         ep = self.remaining_epochs[keep]
         xp = np.concatenate([[0.0], np.cumsum(ep * self.epoch_seconds[keep])])
         fp = np.concatenate([[0.0], np.cumsum(ep)])
-        return np.interp(s, xp, fp)
+        out = np.interp(s, xp, fp)
+        return readonly(out) if isinstance(out, np.ndarray) else out
 
     # ---- sampling (App. F) -------------------------------------------------------------
     def sample_epochs(self, num_samples: int, rng: np.random.Generator | int = 0) -> np.ndarray:
@@ -484,26 +553,33 @@ class RegimeForecast:
         num = as_positive_int(num_samples, "num_samples")
         gen = _rng(rng)
         k = self.num_regimes
+        if num * k > _MAX_SAMPLE_ENTRIES:
+            raise InputError(f"num_samples = {num} trajectories of {k} regimes exceed "
+                             f"{_MAX_SAMPLE_ENTRIES} entries", argument="num_samples")
         c = self.current
         left = self.total_epochs - self.done_epochs
-        out = np.zeros((num, k))
-        if self.method == "restatement" and self.posterior is not None and left > 0:
-            e = float(self.observed_epochs[c])
-            rest = float(self.total_epochs - self.observed_epochs[:c].sum())
-            share = _sample_ongoing_share(
-                gen, num, float(self.posterior[c]), k - c, e / rest, self.censor
-            )
-            out[:, c] = share * rest - e
-            if k - c > 1:
-                future = gen.dirichlet(np.full(k - c - 1, float(self.posterior[c])), size=num)
-                out[:, c + 1:] = (1.0 - share)[:, None] * rest * future
-            np.maximum(out, 0.0, out=out)
-        elif self.method == "bayesian" and self.posterior is not None and left > 0:
-            pred = self.total_epochs * gen.dirichlet(self.posterior, size=num)
-            out = _bayesian_remaining(pred, self.observed_epochs, c, self.total_epochs)
-        else:
-            out[:] = self.remaining_epochs
-        return out
+        try:
+            out = np.zeros((num, k))
+            if self.method == "restatement" and self.posterior is not None and left > 0:
+                e = float(self.observed_epochs[c])
+                rest = float(self.total_epochs - self.observed_epochs[:c].sum())
+                share = _sample_ongoing_share(
+                    gen, num, float(self.posterior[c]), k - c, e / rest, self.censor
+                )
+                out[:, c] = share * rest - e
+                if k - c > 1:
+                    future = gen.dirichlet(np.full(k - c - 1, float(self.posterior[c])), size=num)
+                    out[:, c + 1:] = (1.0 - share)[:, None] * rest * future
+                np.maximum(out, 0.0, out=out)
+            elif self.method == "bayesian" and self.posterior is not None and left > 0:
+                pred = self.total_epochs * gen.dirichlet(self.posterior, size=num)
+                out = _bayesian_remaining(pred, self.observed_epochs, c, self.total_epochs)
+            else:
+                out[:] = self.remaining_epochs
+        except (ValueError, ZeroDivisionError, FloatingPointError) as exc:
+            raise InputError(f"this forecast's posterior cannot be sampled ({exc})",
+                             argument="posterior") from exc
+        return _readonly(out)
 
     def sample_regimes(
         self, num_samples: int, rng: np.random.Generator | int = 0
@@ -549,6 +625,17 @@ class RegimeForecast:
     def replace(self, **changes: Any) -> RegimeForecast:
         """A copy with some fields changed (the forecast itself is immutable)."""
         return dataclasses.replace(self, **changes)
+
+
+def _build_forecast(**fields: Any) -> RegimeForecast:
+    """A :class:`RegimeForecast` from fields this module computed (valid by construction):
+    the arrays are copied read-only, nothing is re-validated (hot path of the forecasts)."""
+    out = object.__new__(RegimeForecast)
+    for name, value in fields.items():
+        if isinstance(value, np.ndarray):
+            value = _readonly(np.array(value, dtype=np.float64, copy=True))
+        object.__setattr__(out, name, value)
+    return out
 
 
 # ---- restatement mean and sampling helpers ---------------------------------------------------
@@ -816,6 +903,7 @@ def forecast_regimes(
         raise InputError(f"model must be a fairalloc.RegimeModel, got {type(model).__name__}",
                          argument="model")
     method = as_option(method, "method", METHODS)
+    censor = as_bool(censor, "censor")
     n_total = as_positive_float(total_epochs, "total_epochs")
     bs = as_array(batch_sizes, "batch_sizes", ndim=1, positive=True, allow_empty=True)
     sec = as_array(epoch_seconds, "epoch_seconds", ndim=1, positive=True, allow_empty=True)
@@ -871,7 +959,7 @@ def forecast_regimes(
             seconds = np.array(seconds, copy=True)
             seconds[c] = sec[-1]
 
-    return RegimeForecast(
+    return _build_forecast(
         method=method,
         configurations=model.configurations,
         epochs=epochs,
@@ -882,7 +970,7 @@ def forecast_regimes(
         total_epochs=n_total,
         attained_seconds=float(sec.sum()),
         posterior=posterior,
-        censor=bool(censor),
+        censor=censor,
     )
 
 
@@ -937,7 +1025,7 @@ def oracle_forecast(
                         (csum[ends] - csum[np.minimum(starts + observed.astype(int), n)])
                         / np.maximum(remaining, 1.0),
                         mean_all)
-    return RegimeForecast(
+    return _build_forecast(
         method="oracle",
         configurations=bs[starts],
         epochs=lengths,
@@ -1057,9 +1145,10 @@ def contention_factor(
             current = 0.0
         else:
             current = float(as_array(demand, "demand", ndim=0))
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         avg = np.where(elapsed > 0, integral / np.where(elapsed > 0, elapsed, 1.0), current)
-    return np.maximum(avg / m, lo)
+        out = np.maximum(avg / m, lo)
+    return _finite_result(out, "demand", "the average demand")
 
 
 def ftf_estimate(attained: Any, waiting: Any, remaining: Any, contention: Any) -> np.ndarray:
@@ -1109,7 +1198,9 @@ def ftf_estimate(attained: Any, waiting: Any, remaining: Any, contention: Any) -
         i = int(bad[0])
         raise InputError(f"remaining[{i}] = 0 and attained[{i}] = 0: job {i} has no predicted "
                          "run time", argument="remaining", index=(i,))
-    return (L + W + R * N) / (P * N)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
+        out = (L + W + R * N) / (P * N)
+    return _finite_result(out, "contention", "the FTF estimate")
 
 
 def makespan_lower_bound(remaining: Any, num_gpus: float, workers: Any = None) -> Any:
@@ -1148,8 +1239,9 @@ def makespan_lower_bound(remaining: Any, num_gpus: float, workers: Any = None) -
     n = R.shape[-1]
     m = as_positive_float(num_gpus, "num_gpus")
     w = as_gang_sizes(workers, n, m)
-    h = np.maximum(R @ w / m, R.max(axis=-1))
-    return float(h) if h.ndim == 0 else h
+    with np.errstate(over="ignore", invalid="ignore"):
+        h = np.maximum(R @ w / m, R.max(axis=-1))
+    return _finite_result(h, "remaining", "the makespan bound")
 
 
 def makespan_normalizer(remaining: Any) -> Any:
@@ -1170,9 +1262,11 @@ def makespan_normalizer(remaining: Any) -> Any:
     200.0
     """
     R = as_array(remaining, "remaining", ndim=(1, 2, 3))
-    z = R.sum(axis=-1)
+    with np.errstate(over="ignore", invalid="ignore"):
+        z = R.sum(axis=-1)
+    z = _finite_result(z, "remaining", "Z0")
     zero = np.argwhere(np.atleast_1d(z) <= 0)
     if zero.size:
         raise InputError("remaining sums to 0: Z0 must be positive (no job has run time left)",
                          argument="remaining", index=tuple(int(i) for i in zero[0]))
-    return float(z) if z.ndim == 0 else z
+    return z
