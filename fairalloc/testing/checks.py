@@ -98,7 +98,7 @@ from hypothesis.errors import Flaky
 from hypothesis.extra.numpy import arrays
 
 from .. import properties as props
-from .._validation import as_option
+from .._validation import as_bool, as_option
 from ..errors import InputError
 from . import strategies as fst
 
@@ -1190,14 +1190,18 @@ def check_policy(policy: Callable[..., Any],
                          argument="seed")
     if seed is None or profile == "nondeterministic":
         seed = random.SystemRandom().randrange(2 ** 32)
-    try:
-        tol_f = float(tol)
-    except (TypeError, ValueError):
+    if isinstance(tol, bool | str | bytes):
         tol_f = -1.0
+    else:
+        try:
+            tol_f = float(tol)
+        except (TypeError, ValueError, OverflowError):
+            tol_f = -1.0
     if not (0.0 <= tol_f < 1.0):
         raise InputError(f"tol must be a number in [0, 1), got {tol!r}", argument="tol")
+    shrink = as_bool(shrink, "shrink")
     search = _Search(policy, dom, tol_f)
-    results = tuple(_run_property(search, name, n_examples, int(seed), bool(shrink))
+    results = tuple(_run_property(search, name, n_examples, int(seed), shrink)
                     for name in names)
     asked = [r.name for r in results if r.status == "skipped"]
     if asked and not (isinstance(properties, str) and properties.strip().lower() == "all"):
