@@ -10,6 +10,7 @@ lower bound exactly as the Shockwave plan does (``formulations/makespan_regulari
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ._validation import as_array, as_gang_sizes, as_option, as_positive_float
@@ -59,7 +60,8 @@ def makespan_regularizer(
         ``Z0``; default ``sum_j remaining_j`` (:func:`fairalloc.makespan_normalizer`).
     kind : {"paper", "max_remaining"}
         ``"max_remaining"`` is upstream Shockwave's regulariser: ``lam * max_j R_j`` in raw
-        seconds, without the ``sum_j w_j R_j / M`` term and without ``Z0``.
+        seconds, without the ``sum_j w_j R_j / M`` term and without ``Z0`` (the expression is
+        built in units of a power of two near ``sum_j remaining_j``, which is exact).
 
     Returns
     -------
@@ -70,7 +72,8 @@ def makespan_regularizer(
     ------
     InputError
         ``work`` is not a cvxpy expression of shape ``(n,)`` or is not concave, bad
-        ``remaining``/``workers``, a gang larger than ``M``, or ``Z0 = 0``.
+        ``remaining``/``workers``/``lam``/``num_gpus``/``z0``/``kind`` (named), a gang larger
+        than ``M``, ``Z0 = 0``, or a ``lam`` so large that the term overflows a float.
 
     Examples
     --------
@@ -88,6 +91,9 @@ def makespan_regularizer(
     kind = as_option(kind, "kind", KINDS)
     P = as_array(remaining, "remaining", ndim=1)
     n = P.shape[0]
+    if not math.isfinite(float(P.sum())):
+        raise InputError("remaining sums to more than a float can hold (use larger units)",
+                         argument="remaining")
     M = as_positive_float(num_gpus, "num_gpus")
     lam_v = as_positive_float(lam, "lam", allow_zero=True)
     w = as_gang_sizes(workers, n, M)
@@ -110,8 +116,13 @@ def makespan_regularizer(
             z = as_positive_float(z0, "z0")
         coef, scale = lam_v, z
     else:
-        scale = max(float(P.sum()), 1.0)
+        # a power of two near sum_j remaining_j: exact, and free of the units of the times
+        total = float(P.sum())
+        scale = math.ldexp(1.0, round(math.log2(total))) if 0 < total < math.inf else 1.0
         coef = lam_v * scale
+    if not math.isfinite(coef * max(float(P.max(initial=0.0)) / scale, 1.0)):
+        raise InputError(f"lam = {lam_v:g} with these remaining times (and z0) makes the term "
+                         "overflow a float", argument="z0" if z0 is not None else "lam")
     # work in units of `scale` seconds keeps the conic data well scaled (P ~ 1e5 s)
     rem = cp.pos(P / scale - work / scale)
     h: Any = cp.max(rem)
