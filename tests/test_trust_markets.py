@@ -1,0 +1,359 @@
+"""Trust (issue #12) for Eisenberg-Gale markets: unit-invariant certificates and solves, typed
+errors only, validated options, honest solver statistics, read-only results.
+
+Every test here failed (wrong answer certified, foreign exception, solver failure, silently
+ignored argument) on the code before the fix.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import fairalloc as fa
+from fairalloc import markets as mk
+from fairalloc.properties import check_market
+from fairalloc.results import Status
+
+pytestmark = pytest.mark.filterwarnings("ignore::fairalloc.FairallocWarning")
+
+KINDS = [("linear", False), ("linear", True), ("leontief", False), ("leontief", True)]
+METHODS = {"linear": ("fast", "conic", "cvxpy"), "leontief": ("conic", "cvxpy")}
+
+
+def random_market(seed: int, kind: str, volatile: bool
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A small market with generic (tie-free) data, so its equilibrium allocation is unique."""
+    rng = np.random.default_rng(seed)
+    n, m = int(rng.integers(1, 5)), int(rng.integers(1, 4))
+    shape: tuple[int, ...] = (n, m, int(rng.integers(1, 4))) if volatile else (n, m)
+    u = rng.random(shape)
+    u[u < 0.3] = 0.0
+    u[(slice(None), 0, 0) if volatile else (slice(None), 0)] += 0.1
+    return u, rng.uniform(0.2, 3.0, n), rng.uniform(0.3, 2.0, shape[1:])
+
+
+def solve(u: np.ndarray, b: np.ndarray, s: np.ndarray, kind: str, **kw: object
+          ) -> fa.MarketResult:
+    f = fa.volatile_fisher_market if u.ndim == 3 else fa.fisher_market
+    return f(u, b, s, kind=kind, **kw)
+
+
+# --- certified wrong answers at small / large budgets -------------------------------------------
+@pytest.mark.parametrize("budget", [1e-12, 1e-9, 1e9, 1e12])
+@pytest.mark.parametrize(("kind", "method"), [("linear", "fast"), ("linear", "conic"),
+                                              ("linear", "cvxpy"), ("leontief", "conic"),
+                                              ("leontief", "cvxpy")])
+def test_one_buyer_gets_everything_it_values_at_any_budget(budget: float, kind: str,
+                                                           method: str) -> None:
+    # one buyer: the equilibrium gives it the whole supply of every good it values (linear),
+    # or the largest bundle that fits (Leontief); prices are budget / supply value
+    u = np.array([[0.3, 0.9, 0.5]])
+    s = np.array([2.0, 1.0, 4.0])
+    r = fa.fisher_market(u, [budget], s, kind=kind, method=method)
+    assert r.certificate.ok and r.status == Status.OPTIMAL
+    if kind == "linear":
+        np.testing.assert_allclose(r.allocation, [s], rtol=1e-7)
+        np.testing.assert_allclose(r.utility, [u[0] @ s], rtol=1e-7)
+        # every price is proportional to the buyer's value of the good; they sum to B
+        np.testing.assert_allclose(r.prices, budget * u[0] / (u[0] @ s), rtol=1e-6)
+    else:
+        level = np.min(s / u[0])  # good 2's supply binds: 4 / 0.5 = 8 > 1 / 0.9
+        np.testing.assert_allclose(r.utility, [level], rtol=1e-7)
+        np.testing.assert_allclose(r.allocation, [u[0] * level], rtol=1e-7)
+    np.testing.assert_allclose(r.spending, [budget], rtol=1e-6)
+
+
+@pytest.mark.parametrize("budget", [1e-12, 1e-9])
+@pytest.mark.parametrize("method", ["fast", "conic", "cvxpy"])
+def test_tiny_budget_buyer_gets_the_good_only_it_values(budget: float, method: str) -> None:
+    # good 0 is valued by buyer 0 alone: at equilibrium it takes all of it, at price B_0
+    r = fa.fisher_market([[1.0, 1.0], [0.0, 1.0]], [budget, 1.0], method=method)
+    np.testing.assert_allclose(r.allocation, [[1.0, 0.0], [0.0, 1.0]], atol=1e-9)
+    np.testing.assert_allclose(r.prices, [budget, 1.0], rtol=1e-6)
+    assert r.certificate.ok
+
+
+def test_huge_budget_single_buyer() -> None:
+    r = fa.fisher_market([[1.0]], [1e12])
+    assert r.allocation.tolist() == [[1.0]] and r.prices.tolist() == [1e12]
+    assert r.certificate.scale == 1e12 and r.certificate.ok
+
+
+def test_eg_certificate_is_relative_to_the_total_budget() -> None:
+    # a sloppy dual bound (+ 1e-6 * total budget) fails the certificate at every budget scale
+    for a in (1e-12, 1.0, 1e12):
+        m = fa.FisherMarket([[1.0, 2.0], [2.0, 1.0]], budget=[a, 2 * a])
+        r = m.solve()
+        assert r.certificate.scale == pytest.approx(3 * a)
+        assert r.certificate.relative_gap <= 1e-9
+
+
+# --- rescaling invariance (hypothesis) ----------------------------------------------------------
+@pytest.mark.parametrize(("kind", "volatile"), KINDS)
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), what=st.sampled_from(["budget", "supply", "utility"]),
+       k=st.integers(-12, 12), method_index=st.integers(0, 2))
+def test_rescaling_gives_the_same_equilibrium_and_verdict(kind: str, volatile: bool, seed: int,
+                                                          what: str, k: int,
+                                                          method_index: int) -> None:
+    u, b, s = random_market(seed, kind, volatile)
+    methods = METHODS[kind]
+    method = methods[method_index % len(methods)]
+    a = 10.0 ** k
+    base = solve(u, b, s, kind, method=method)
+    uu, bb, ss = (u, b * a, s) if what == "budget" else (u, b, s * a) if what == "supply" \
+        else (u * a, b, s)
+    r = solve(uu, bb, ss, kind, method=method)
+    assert r.certificate.ok == base.certificate.ok is True
+    assert r.status == base.status
+    # the maths: x -> x * c (supply c), p -> p * a / c (budget a), U -> U * c (supply),
+    # U -> U * d (linear utility d), U -> U / d (Leontief demand d)
+    x_scale = a if what == "supply" else 1.0
+    p_scale = a if what == "budget" else 1.0 / a if what == "supply" else 1.0
+    u_scale = {"budget": 1.0, "supply": a, "utility": a if kind == "linear" else 1.0 / a}[what]
+    # the gap is second order in the allocation error: volatile Leontief (no exact polish)
+    # is accurate to ~sqrt(gap)
+    rtol = 1e-4 if (kind == "leontief" and volatile) else 1e-6
+    np.testing.assert_allclose(r.utility, base.utility * u_scale, rtol=rtol)
+    np.testing.assert_allclose(r.prices, base.prices * p_scale, rtol=rtol,
+                               atol=rtol * float(np.max(base.prices)) * p_scale)
+    np.testing.assert_allclose(r.allocation, base.allocation * x_scale, rtol=rtol,
+                               atol=rtol * float(np.max(s)) * x_scale)
+    np.testing.assert_allclose(r.spending, bb, rtol=max(rtol, 1e-6))
+
+
+@pytest.mark.parametrize(("kind", "volatile"), KINDS)
+def test_power_of_two_rescaling_is_exact(kind: str, volatile: bool) -> None:
+    u, b, s = random_market(7, kind, volatile)
+    base = solve(u, b, s, kind, method="conic")
+    r = solve(u * 2.0**-30, b * 2.0**40, s * 2.0**20, kind, method="conic")
+    x = base.allocation * 2.0**20
+    np.testing.assert_array_equal(r.allocation, x)
+    np.testing.assert_array_equal(r.prices, base.prices * 2.0**20)
+    assert r.certificate.relative_gap == base.certificate.relative_gap
+
+
+@pytest.mark.parametrize("factor", [1e6, 3600.0 * 1e6])
+def test_supply_in_gpu_seconds(factor: float) -> None:
+    rng = np.random.default_rng(11)
+    for _ in range(5):
+        u, b = rng.random((6, 3)) + 0.05, rng.uniform(0.5, 2.0, 6)
+        s = rng.integers(1, 8, 3).astype(float)
+        base = fa.fisher_market(u, b, s)
+        r = fa.fisher_market(u, b, s * factor)
+        np.testing.assert_allclose(r.allocation, base.allocation * factor, rtol=1e-6,
+                                   atol=1e-6 * factor)
+
+
+# --- permutation (hypothesis) -------------------------------------------------------------------
+@pytest.mark.parametrize(("kind", "volatile"), KINDS)
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 10_000), perm_seed=st.integers(0, 1000))
+def test_permuting_buyers_and_goods_permutes_the_equilibrium(kind: str, volatile: bool,
+                                                             seed: int, perm_seed: int) -> None:
+    u, b, s = random_market(seed, kind, volatile)
+    rng = np.random.default_rng(perm_seed)
+    pi, pj = rng.permutation(u.shape[0]), rng.permutation(u.shape[1])
+    base = solve(u, b, s, kind)
+    r = solve(u[pi][:, pj], b[pi], s[pj], kind)
+    rtol = 1e-4 if (kind == "leontief" and volatile) else 1e-6
+    np.testing.assert_allclose(r.utility, base.utility[pi], rtol=rtol)
+    np.testing.assert_allclose(r.prices, base.prices[pj], rtol=rtol,
+                               atol=rtol * float(np.max(base.prices)))
+
+
+# --- only fairalloc errors; inputs unchanged; read-only results (hypothesis) --------------------
+odd_floats = st.sampled_from([0.0, -1.0, np.nan, np.inf, -np.inf, 1e-300, 1e300, 1.0, 2.0])
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_odd_input_gives_a_result_or_a_fairalloc_error(data: st.DataObject) -> None:
+    kind = data.draw(st.sampled_from(["linear", "leontief"]))
+    volatile = data.draw(st.booleans())
+    n, m, T = data.draw(st.integers(1, 3)), data.draw(st.integers(1, 3)), data.draw(
+        st.integers(1, 2))
+    shape = (n, m, T) if volatile else (n, m)
+    cells = data.draw(st.lists(odd_floats, min_size=int(np.prod(shape)),
+                               max_size=int(np.prod(shape))))
+    u = np.array(cells, dtype=float).reshape(shape)
+    b = np.array(data.draw(st.lists(odd_floats, min_size=n, max_size=n)))
+    size = int(np.prod(shape[1:]))
+    s = np.array(data.draw(st.lists(odd_floats, min_size=size, max_size=size))).reshape(
+        shape[1:])
+    method = data.draw(st.sampled_from(["auto", "fast", "conic", "cvxpy"]))
+    copies = [x.copy() for x in (u, b, s)]
+    try:
+        r = solve(u, b, s, kind, method=method)
+    except fa.FairallocError:
+        pass
+    else:
+        assert r.certificate.ok
+        for arr in (r.allocation, r.prices, r.utility, r.budget, r.spending):
+            assert not arr.flags.writeable
+        assert np.all(r.allocation.reshape(n, -1).sum(axis=0)
+                      <= s.reshape(-1) * (1 + 1e-7) + 1e-300)
+    for orig, now in zip(copies, (u, b, s), strict=True):
+        np.testing.assert_array_equal(orig, now)
+
+
+@pytest.mark.parametrize(("kwargs", "argument"), [
+    ({"time_limit": float("nan")}, "time_limit"),
+    ({"time_limit": [1.0]}, "time_limit"),
+    ({"time_limit": -1.0}, "time_limit"),
+    ({"time_limit": "10"}, "time_limit"),
+    ({"time_limit": True}, "time_limit"),
+    ({"gap_tol": 0.0}, "gap_tol"),
+    ({"gap_tol": float("inf")}, "gap_tol"),
+    ({"gap_tol": float("nan")}, "gap_tol"),
+    ({"gap_tol": 5.0}, "gap_tol"),
+    ({"gap_tol": [1e-6]}, "gap_tol"),
+    ({"feas_tol": -1e-7}, "feas_tol"),
+    ({"feas_tol": "1e-7"}, "feas_tol"),
+    ({"method": "simplex"}, "method"),
+    ({"method": None}, "method"),
+    ({"kind": "cobb-douglas"}, "kind"),
+    ({"kind": 1}, "kind"),
+    ({"warm_start": [1.0]}, "warm_start"),
+    ({"warm_start": [np.nan, 1.0]}, "warm_start"),
+    ({"backend": "highs"}, "backend"),
+    ({"backend": 3}, "backend"),
+    ({"backend": "nope"}, "backend"),
+])
+def test_every_option_is_validated(kwargs: dict, argument: str) -> None:
+    with pytest.raises(fa.InputError) as info:
+        fa.fisher_market([[1.0, 2.0], [2.0, 1.0]], **kwargs)
+    assert info.value.argument == argument
+
+
+@pytest.mark.parametrize(("args", "argument"), [
+    ((3, 0), "good"), ((-1, 0), "good"), ((1.5, 0), "good"), (("0", 0), "good"),
+    ((None, 0), "good"), ((True, 0), "good"), ((0, 4), "rnd"), ((0, -1), "rnd"),
+    ((0, 0.0), "rnd"), ((0, [1]), "rnd"),
+])
+def test_column_validates_its_arguments(args: tuple, argument: str) -> None:
+    m = fa.FisherMarket(np.ones((2, 3, 4)))
+    with pytest.raises(fa.InputError) as info:
+        m.column(*args)
+    assert info.value.argument == argument
+    assert m.column(2, 3) == 11 and m.column(np.int64(1), np.int32(2)) == 6
+
+
+# --- foreign exceptions -------------------------------------------------------------------------
+def test_cvxpy_solver_error_becomes_solver_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    import cvxpy as cp
+    from cvxpy.reductions.solvers.solving_chain import SolvingChain
+
+    def boom(*a: object, **k: object) -> None:
+        raise cp.error.SolverError("Solver 'CLARABEL' failed.")
+
+    monkeypatch.setattr(SolvingChain, "solve_via_data", boom)
+    for build in (lambda: fa.FisherMarket([[1.0, 2.0], [2.0, 1.0]]),
+                  lambda: fa.FisherMarket([[1.0, 2.0], [2.0, 1.0]], kind="leontief")):
+        m = build()
+        with pytest.raises(fa.SolverError) as info:
+            m.solve(method="cvxpy")
+        assert isinstance(info.value.__cause__, cp.error.SolverError)
+        m.add_constraint(m.x[0, 0] >= 0.9)  # composed: goes to cvxpy
+        with pytest.raises(fa.SolverError) as info:
+            m.solve()
+        assert isinstance(info.value.__cause__, cp.error.SolverError)
+
+
+def test_newton_polish_linalg_error_falls_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    def boom(*a: object, **k: object) -> None:
+        raise np.linalg.LinAlgError("SVD did not converge in Linear Least Squares")
+
+    monkeypatch.setattr(np.linalg, "lstsq", boom)
+    r = fa.fisher_market([[2.0, 1.0], [1.0, 2.0]], kind="leontief", method="conic")
+    np.testing.assert_allclose(r.utility, [1 / 3, 1 / 3], rtol=1e-6)
+    assert r.certificate.ok
+
+
+def test_any_foreign_exception_in_a_polish_is_chained(monkeypatch: pytest.MonkeyPatch) -> None:
+    def boom(*a: object, **k: object) -> None:
+        raise ZeroDivisionError("division by zero")
+
+    monkeypatch.setattr(mk, "_polish_linear", boom)
+    with pytest.raises(fa.SolverError) as info:
+        fa.fisher_market([[2.0, 1.0], [1.0, 2.0]], method="conic")
+    assert isinstance(info.value.__cause__, ZeroDivisionError)
+
+
+# --- composed models ----------------------------------------------------------------------------
+def test_readme_composed_snippet_with_a_slack_constraint_is_an_equilibrium() -> None:
+    rng = np.random.default_rng(4)
+    checked = 0
+    for _ in range(20):
+        throughput = rng.random((5, 3)) + 0.05
+        weights = rng.uniform(0.5, 2.0, 5)
+        plain = fa.fisher_market(throughput, weights)
+        if plain.allocation[0, 1] > 0.4:
+            continue  # the constraint would bind
+        m = fa.FisherMarket(throughput, weights)
+        m.add_constraint(m.x[0, 1] <= 0.5)
+        r = m.solve()
+        assert r.certificate.ok and r.allocation[0, 1] <= 0.5
+        checks = check_market(r, throughput)
+        assert all(checks.values()), {k: v.violation for k, v in checks.items() if not v}
+        np.testing.assert_allclose(r.prices, plain.prices, rtol=1e-7)
+        checked += 1
+    assert checked >= 3
+
+
+@pytest.mark.parametrize("a", [1e-9, 1.0, 1e9])
+def test_composed_model_with_binding_constraint_at_any_scale(a: float) -> None:
+    # buyer 0 must take 1/4 of good 1; in the caller's units the constraint is x >= a / 4
+    m = fa.FisherMarket([[2.0, 1.0], [1.0, 2.0]], budget=[a, a], supply=[a, a])
+    m.add_constraint(m.x[0, 1] >= 0.25 * a)
+    r = m.solve()
+    assert r.certificate.kind == "conic" and r.certificate.ok
+    ref = fa.FisherMarket([[2.0, 1.0], [1.0, 2.0]])
+    ref.add_constraint(ref.x[0, 1] >= 0.25)
+    r1 = ref.solve()
+    np.testing.assert_allclose(r.allocation, r1.allocation * a, rtol=1e-6, atol=1e-7 * a)
+    # interior-point duals are accurate to ~sqrt(gap): p = (2 / 2.25, 2 / 1.5)
+    np.testing.assert_allclose(r.prices, [2 / 2.25, 2 / 1.5], rtol=1e-4)
+    np.testing.assert_allclose(r1.prices, [2 / 2.25, 2 / 1.5], rtol=1e-4)
+
+
+def test_composed_objective_near_zero_is_certified() -> None:
+    # utilities ~1 make sum B log U ~ 0; the conic certificate must not divide by it
+    a = np.ones((2, 1, 3))
+    m = fa.FisherMarket(a, kind="leontief")
+    m.add_constraint(m.x[:, m.column(0, 2)] == 0)
+    r = m.solve()
+    assert r.certificate.ok and abs(r.objective) < 1e-6
+
+
+# --- backend honoured, stats truthful -----------------------------------------------------------
+def test_backend_is_honoured_and_reported(monkeypatch: pytest.MonkeyPatch) -> None:
+    from fairalloc.backends import ClarabelBackend
+
+    calls: list[str] = []
+
+    class Counting(ClarabelBackend):
+        def _solve_conic(self, prog, **kw):  # type: ignore[no-untyped-def]
+            calls.append("conic")
+            return super()._solve_conic(prog, **kw)
+
+    r = fa.fisher_market([[2.0, 1.0], [1.0, 2.0]], method="conic", backend=Counting())
+    assert calls == ["conic"]
+    assert r.stats.backend.split("+")[0] == "clarabel"
+    assert r.stats.raw_status in ("Solved", "AlmostSolved")
+    r = fa.fisher_market([[2.0, 1.0], [1.0, 2.0]], kind="leontief", method="cvxpy")
+    assert r.stats.backend == "clarabel" and r.stats.raw_status == "Solved"
+
+
+def test_no_solver_output_by_default(capfd: pytest.CaptureFixture[str]) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for method in ("fast", "conic", "cvxpy"):
+            fa.fisher_market(np.random.default_rng(0).random((30, 4)), method=method)
+    out, err = capfd.readouterr()
+    assert out == "" and err == ""
