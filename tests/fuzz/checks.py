@@ -1,0 +1,378 @@
+"""Independent checks: numpy / scipy recomputations that do not trust fairalloc's certificate.
+
+Each check raises :class:`~tests.fuzz.core.Wrong` when a result that claims success is not
+what the maths says, and :class:`~tests.fuzz.core.Skip` when the result makes no claim (not
+certified, time-limited) or the reference computation itself cannot decide.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .core import Skip, Wrong
+
+# Tolerances of the independent checks. Certificates promise a relative gap <= 1e-6 (GAP_TOL)
+# and relative residuals <= 1e-7 (FEAS_TOL); the checks allow 100x slack on objectives and
+# 1e-3 on per-agent properties (which a 1e-6 objective gap only bounds to about its square root).
+FEAS = 1e-6
+GAP = 1e-4
+LP_REL = 1e-5
+PROP = 1e-3
+
+
+def _arr(v: Any) -> np.ndarray:
+    return np.asarray(v, dtype=float)
+
+
+def _finite(name: str, a: Any) -> np.ndarray:
+    a = _arr(a)
+    if not np.all(np.isfinite(a)):
+        raise Wrong(f"{name} has non-finite entries")
+    return a
+
+
+# --------------------------------------------------------------------------------------------
+# certificate sanity (every Result)
+# --------------------------------------------------------------------------------------------
+def claims_success(result: Any) -> bool:
+    """Whether ``result`` claims a certified optimum; checks the claim is internally honest."""
+    from fairalloc.results import Status
+
+    cert = getattr(result, "certificate", None)
+    status = getattr(result, "status", None)
+    optimal = status is not None and status == Status.OPTIMAL
+    if cert is None:
+        return optimal
+    ok = bool(cert.ok)
+    if optimal and not ok:
+        raise Wrong(f"status OPTIMAL with certificate.ok False ({cert!r})")
+    if ok:
+        for name in ("gap_tol", "feas_tol"):
+            t = float(getattr(cert, name))
+            if not (math.isfinite(t) and 0 < t <= 0.1):
+                raise Wrong(f"certificate ok with {name}={t!r}")
+        rg = float(cert.relative_gap)
+        if not (math.isfinite(rg) and rg <= cert.gap_tol):
+            raise Wrong(f"certificate ok with relative_gap={rg!r} > gap_tol={cert.gap_tol!r}")
+        if not float(cert.primal_residual) <= cert.feas_tol:
+            raise Wrong(f"certificate ok with primal_residual={cert.primal_residual!r}")
+    return ok or optimal
+
+
+def check_replay_status(result: Any) -> None:
+    """A simulation replay is not an optimisation: it must not say OPTIMAL."""
+    from fairalloc.results import Status
+
+    if getattr(result, "status", None) == Status.OPTIMAL:
+        raise Wrong("a simulation replay reports Status.OPTIMAL (issue #12: REPLAYED)")
+
+
+# --------------------------------------------------------------------------------------------
+# markets
+# --------------------------------------------------------------------------------------------
+def _bundle_values(U: np.ndarray, X: np.ndarray, kind: str) -> np.ndarray:
+    """V[i, k] = buyer i's value of bundle k. U, X: (n, m, T)."""
+    if kind == "linear":
+        return np.einsum("imt,kmt->ik", U, X)
+    n = U.shape[0]
+    V = np.zeros((n, X.shape[0]))
+    for i in range(n):
+        need = U[i] > 0  # (m, T)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(need[None], X / np.where(need, U[i], 1.0)[None], np.inf)
+        per_round = ratio.min(axis=1)  # (k, T)
+        per_round = np.where(need.any(axis=0)[None], per_round, 0.0)
+        V[i] = per_round.sum(axis=1)
+    return V
+
+
+def check_market(utility: Any, budget: Any, supply: Any, kind: str, result: Any,
+                 extra_ok: bool = True) -> None:
+    """Feasibility, then (if certified) optimality of an Eisenberg–Gale market by
+    recomputation: duality gap at the returned prices and at prices implied by the
+    allocation alone, sharing incentive and envy-freeness (budget-weighted)."""
+    U = _arr(utility)
+    if U.ndim == 2:
+        U = U[:, :, None]
+    n, m, T = U.shape
+    B = np.ones(n) if budget is None else _arr(budget).reshape(n)
+    S = np.ones((m, T)) if supply is None else _arr(supply).reshape(m, T)
+    X = _finite("allocation", result.allocation).reshape(n, m, T)
+    if np.any(X < -FEAS * np.maximum(S, 0)[None] - 1e-300):
+        raise Wrong(f"negative allocation {X.min():.3g}")
+    used = X.sum(axis=0)
+    if np.any(used > S * (1 + FEAS) + 1e-300):
+        j = np.unravel_index(np.argmax(used / np.maximum(S, 1e-300)), used.shape)
+        raise Wrong(f"supply exceeded on good {j}: {used[j]!r} > {S[j]!r}")
+    if not claims_success(result):
+        raise Skip()
+    if not extra_ok:  # a composed model whose added constraints may bind: feasibility only
+        return
+    X = np.maximum(X, 0.0)
+    V = _bundle_values(U, X, kind)
+    u = np.diag(V)
+    whole = _bundle_values(U, S[None], kind)[:, 0]  # value of the whole supply
+    live = whole > 0
+    if not np.any(live):
+        raise Skip()
+    sumB = B[live].sum()
+    share = B / B[live].sum()
+    if np.any(live & (u <= 0)):
+        i = int(np.flatnonzero(live & (u <= 0))[0])
+        raise Wrong(f"buyer {i} gets nothing although the supply is worth {whole[i]:.3g} to it")
+    # duality gaps (relative to the budgets, Eisenberg–Gale scale)
+    gaps = []
+    P = getattr(result, "prices", None)
+    if P is not None:
+        p = _arr(P).reshape(m, T)
+        if np.all(np.isfinite(p)) and np.all(p >= 0):
+            with np.errstate(divide="ignore", invalid="ignore"):
+                if kind == "linear":
+                    ratio = np.where(U > 0, p[None] / np.where(U > 0, U, 1.0), np.inf)
+                    beta = ratio.reshape(n, -1).min(axis=1)
+                else:
+                    per_round = np.einsum("imt,mt->it", U, p)
+                    beta = np.where(U.sum(axis=1) > 0, per_round, np.inf).min(axis=1)
+                term = B[live] * np.log(B[live] / (u[live] * beta[live]))
+            g = (float((p * S).sum()) - sumB + float(term.sum())) / sumB
+            if np.isfinite(g):
+                gaps.append(g)
+    if kind == "linear":  # prices implied by the allocation alone
+        with np.errstate(divide="ignore", invalid="ignore"):
+            phat = np.max(np.where(live[:, None, None], B[:, None, None] * U
+                                   / np.where(u > 0, u, 1.0)[:, None, None], 0.0), axis=0)
+        gaps.append((float((phat * S).sum()) - sumB) / sumB)
+    if gaps and min(gaps) > GAP:
+        raise Wrong(f"Eisenberg-Gale gap {min(gaps):.3g} (relative to the budgets) at the "
+                    f"returned allocation; certificate says ok")
+    # sharing incentive: u_i >= value of (B_i / sum B) * supply
+    si = share * whole
+    viol = np.where(live, share * np.maximum(0.0, 1 - u / np.where(si > 0, si, 1.0)), 0.0)
+    if viol.max() > PROP:
+        i = int(np.argmax(viol))
+        raise Wrong(f"sharing incentive: buyer {i} gets {u[i]:.6g} < {si[i]:.6g} "
+                    f"(budget share {share[i]:.3g})")
+    # envy-freeness: u_i / B_i >= V[i, k] / B_k
+    with np.errstate(divide="ignore", invalid="ignore"):
+        envy = (V / B[None, :]) / (u / B)[:, None] - 1.0
+    envy = np.where(live[:, None] & live[None, :] & np.isfinite(envy), envy, 0.0)
+    np.fill_diagonal(envy, 0.0)
+    weighted = share[:, None] * envy
+    if weighted.max() > PROP:
+        i, k = np.unravel_index(int(np.argmax(weighted)), weighted.shape)
+        raise Wrong(f"envy: buyer {i} prefers buyer {k}'s bundle by {envy[i, k]:.3g} "
+                    f"(relative, budget share {share[i]:.3g})")
+
+
+# --------------------------------------------------------------------------------------------
+# throughput policies (Gavel)
+# --------------------------------------------------------------------------------------------
+class Gavel:
+    """The allocation polytope of Gavel §3.1 built from the raw arrays, for linprog."""
+
+    def __init__(self, T: Any, s: Any, w: Any, c: Any, steps: Any = None, elapsed: Any = None,
+                 iso_elapsed: Any = None) -> None:
+        self.T = _arr(T)
+        n, k = self.T.shape
+        self.n, self.k = n, k
+        self.s = np.ones(n) if s is None else _arr(s).reshape(n)
+        self.w = np.ones(n) if w is None else _arr(w).reshape(n)
+        self.c = _arr(c).reshape(k)
+        self.steps = None if steps is None else _arr(steps).reshape(n)
+        self.elapsed = np.zeros(n) if elapsed is None else _arr(elapsed).reshape(n)
+        self.iso = self.elapsed if iso_elapsed is None else _arr(iso_elapsed).reshape(n)
+        self.allowed = (self.T > 0) & (self.s[:, None] <= self.c[None, :])
+        self.Ta = np.where(self.allowed, self.T, 0.0)
+        self.e = self.Ta @ (self.c / self.c.sum())
+        self.cols = np.argwhere(self.allowed)  # (E, 2): job, type
+
+    def check_x(self, x: Any) -> np.ndarray:
+        x = _finite("x", x)
+        if x.shape != (self.n, self.k):
+            raise Wrong(f"x has shape {x.shape}, expected {(self.n, self.k)}")
+        if x.min(initial=0) < -1e-7 or x.max(initial=0) > 1 + 1e-7:
+            raise Wrong(f"time fraction outside [0, 1]: {x.min():.3g}..{x.max():.3g}")
+        if np.any(x.sum(axis=1) > 1 + FEAS):
+            raise Wrong(f"a job gets more than all its time: {x.sum(axis=1).max()!r}")
+        load = self.s @ x
+        if np.any(load > self.c * (1 + FEAS) + 1e-9):
+            j = int(np.argmax(load - self.c))
+            raise Wrong(f"capacity of type {j} exceeded: {load[j]!r} > {self.c[j]!r}")
+        bad = (~self.allowed) & (self.s[:, None] > self.c[None, :]) & (x > 1e-7)
+        if np.any(bad):
+            raise Wrong(f"a job runs on a type with fewer workers than its gang: "
+                        f"{np.argwhere(bad)[0].tolist()}")
+        return np.clip(x, 0.0, 1.0)
+
+    def tp(self, x: np.ndarray) -> np.ndarray:
+        return (self.Ta * x).sum(axis=1)
+
+    # --- the LP: max c0 * theta + sum_e g_e x_e s.t. level rows, time rows, capacity rows ---
+    def solve(self, level: np.ndarray | None, gain: np.ndarray | None,
+              extra_rows: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[float, np.ndarray]:
+        """``level`` (n, k): maximise theta with ``level_m . x_m >= theta``; or ``gain`` (n, k):
+        maximise ``sum gain * x``. Returns (optimum, x)."""
+        from scipy.optimize import linprog
+        from scipy.sparse import coo_matrix, vstack
+
+        E = len(self.cols)
+        if E == 0:
+            raise Skip()
+        jm, jt = self.cols[:, 0], self.cols[:, 1]
+        nv = E + (1 if level is not None else 0)
+        rows = []
+        ub = []
+        ar = np.arange(E)
+        rows.append(coo_matrix((np.ones(E), (jm, ar)), shape=(self.n, nv)))
+        ub.append(np.ones(self.n))
+        rows.append(coo_matrix((self.s[jm], (jt, ar)), shape=(self.k, nv)))
+        ub.append(self.c)
+        obj = np.zeros(nv)
+        if level is not None:
+            a = level[jm, jt]
+            scale = np.zeros(self.n)
+            np.maximum.at(scale, jm, a)
+            scale = np.where(scale > 0, scale, 1.0)
+            data = np.concatenate([-a / scale[jm], np.ones(self.n) / scale])
+            r = np.concatenate([jm, np.arange(self.n)])
+            cidx = np.concatenate([ar, np.full(self.n, E)])
+            rows.append(coo_matrix((data, (r, cidx)), shape=(self.n, nv)))
+            ub.append(np.zeros(self.n))
+            obj[E] = -1.0
+        else:
+            g = gain[jm, jt]
+            obj[:E] = -g / max(np.abs(g).max(), 1e-300)
+        if extra_rows is not None:
+            A2, b2 = extra_rows
+            rows.append(coo_matrix(A2[:, jm, jt] if A2.ndim == 3 else A2))
+            ub.append(b2)
+        A = vstack(rows).tocsr()
+        b = np.concatenate(ub)
+        cap_scale = np.concatenate([np.ones(self.n), np.maximum(self.c, 1e-300)] +
+                                   [np.ones(len(x)) for x in ub[2:]])
+        A = (A.T.multiply(1.0 / cap_scale)).T.tocsr()
+        b = b / cap_scale
+        bounds = [(0.0, 1.0)] * E + ([(None, None)] if level is not None else [])
+        res = linprog(obj, A_ub=A, b_ub=b, bounds=bounds, method="highs")
+        if res.status != 0:
+            raise Skip()
+        x = np.zeros((self.n, self.k))
+        x[jm, jt] = res.x[:E]
+        if level is not None:
+            return float(res.x[E]), x
+        return float(gain[jm, jt] @ res.x[:E]), x
+
+
+def _close(a: float, b: float, rtol: float = LP_REL) -> bool:
+    return abs(a - b) <= rtol * max(abs(a), abs(b)) + 1e-300
+
+
+def check_allocation(g: Gavel, result: Any, policy: str, *, slo: Any = None,
+                     cost: Any = None) -> None:
+    """Feasibility of ``result.x`` always; optimality by linprog where the program is an LP."""
+    x = g.check_x(result.x)
+    if not claims_success(result):
+        raise Skip()
+    if np.any(g.e <= 0):
+        raise Wrong(f"job {int(np.argmin(g.e))} can run on no type, yet a certified result")
+    tp = g.tp(x)
+    eff = getattr(result, "effective_throughput", None)
+    if eff is not None and not np.allclose(_arr(eff), tp, rtol=1e-6, atol=0):
+        raise Wrong("effective_throughput differs from sum_j T_mj x_mj")
+    obj = float(result.objective)
+    if policy in ("max_min_fairness", "water_filling"):
+        a = g.s[:, None] * g.Ta / (g.w * g.e)[:, None]
+        theta_x = float(((a * x).sum(axis=1)).min())
+        best, _ = g.solve(a, None)
+        if theta_x < best - LP_REL * abs(best):
+            raise Wrong(f"{policy}: min_m level {theta_x!r} below the LP optimum {best!r}")
+        if policy == "max_min_fairness" and not _close(obj, theta_x, 1e-6):
+            raise Wrong(f"objective {obj!r} != min level of x {theta_x!r}")
+    elif policy == "max_total_throughput":
+        gain = g.Ta
+        val, _ = g.solve(None, gain)
+        mine = float((gain * x).sum())
+        if mine < val - LP_REL * abs(val):
+            raise Wrong(f"total throughput {mine!r} below the LP optimum {val!r}")
+    elif policy == "max_total_throughput_normalized":
+        gain = g.Ta / g.e[:, None]
+        val, _ = g.solve(None, gain)
+        mine = float((gain * x).sum())
+        if mine < val - LP_REL * abs(val):
+            raise Wrong(f"normalised total throughput {mine!r} below the LP optimum {val!r}")
+    elif policy == "min_makespan":
+        if g.steps is None:
+            raise Skip()
+        a = g.Ta / g.steps[:, None]
+        theta_x = float(((a * x).sum(axis=1)).min())
+        best, _ = g.solve(a, None)
+        if theta_x < best - LP_REL * abs(best):
+            raise Wrong(f"min_makespan: makespan {1 / theta_x if theta_x > 0 else math.inf!r} "
+                        f"above the LP optimum {1 / best!r}")
+        if not _close(obj, 1.0 / theta_x, 1e-5):
+            raise Wrong(f"min_makespan objective {obj!r} is not the makespan of x "
+                        f"{1.0 / theta_x!r}")
+    elif policy == "finish_time_fairness":
+        if g.steps is None:
+            raise Skip()
+        iso = np.where(g.allowed, g.c[None, :] / np.maximum(g.n * g.s, g.c.sum())[:, None], 0.0)
+        tp_iso = g.tp(iso)
+        D = g.iso + g.steps / tp_iso
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rho = (g.elapsed * tp + g.steps) / (D * tp)
+        R = float(np.max(rho))
+        if not _close(obj, R, 1e-5):
+            raise Wrong(f"finish_time_fairness objective {obj!r} != max rho of x {R!r}")
+        # is there an allocation with every rho <= R (1 - 1e-4)?  (R D - t) tp(x) >= steps
+        Rb = R * (1 - 1e-4)
+        coef = (Rb * D - g.elapsed)
+        if np.any(coef <= 0):
+            return
+        a = g.Ta * (coef / g.steps)[:, None]
+        best, _ = g.solve(a, None)
+        if best >= 1 + 1e-6:
+            raise Wrong(f"finish_time_fairness: an allocation has every rho <= {Rb!r} "
+                        f"< objective {R!r}")
+    elif policy == "min_cost" and slo is not None and g.steps is not None:
+        need = g.steps / _arr(slo).reshape(g.n)
+        if np.any(tp < need * (1 - 1e-6)):
+            raise Wrong("min_cost: an SLO is not met")
+
+
+# --------------------------------------------------------------------------------------------
+# elastic fair queuing (Ares §3): a tiny event simulation, linear scaling, one pool
+# --------------------------------------------------------------------------------------------
+def gps_finish(arrival: np.ndarray, work: np.ndarray, M: float) -> np.ndarray:
+    """Finish times under GPS with M GPUs shared equally by active jobs, each capped at one
+    GPU... (Ares's reference: dV/dt = M / N_t, a job's virtual finish V(a) + L)."""
+    n = len(arrival)
+    order = np.argsort(arrival, kind="stable")
+    t, V = 0.0, 0.0
+    vfin = np.full(n, np.nan)
+    fin = np.full(n, np.nan)
+    active: list[int] = []
+    pending = list(order)
+    while pending or active:
+        next_arr = arrival[pending[0]] if pending else math.inf
+        if active:
+            rate = M / len(active)
+            j = min(active, key=lambda i: vfin[i])
+            t_done = t + (vfin[j] - V) / rate
+        else:
+            t_done = math.inf
+        if next_arr <= t_done:
+            if active:
+                V += (next_arr - t) * M / len(active)
+            t = next_arr
+            i = pending.pop(0)
+            vfin[i] = V + work[i]
+            active.append(i)
+        else:
+            V = vfin[j]
+            t = t_done
+            fin[j] = t
+            active.remove(j)
+    return fin

@@ -1,0 +1,297 @@
+"""The fuzz harness: outcome classes, one guarded call, and the drivers (hypothesis-based).
+
+A *target* (``tests/fuzz/targets.py``) is a hypothesis strategy that draws one case (a dict of
+arguments), a call that runs a public fairalloc entry point on it, and an independent check of
+the returned result. :func:`run_case` runs one case and classifies it:
+
+``ok``           the call returned and the independent check accepted the result
+``typed_error``  the call raised a :class:`fairalloc.FairallocError` (InputError, SolverError, ...)
+``crash``        the call raised any other exception
+``wrong``        the call returned a result that claims success (certificate ok / status
+                 optimal, or a plain function's value) but the independent check rejects it
+``mutated``      an input array, list or object changed during the call
+``writable``     an ndarray reachable from the result is writable
+``hang``         the call ran past the per-call budget
+
+Only ``ok`` and ``typed_error`` are acceptable.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import signal
+import threading
+import time
+import warnings
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+OUTCOMES = ("ok", "typed_error", "crash", "wrong", "mutated", "writable", "hang")
+FAILURES = ("crash", "wrong", "mutated", "writable", "hang")
+
+
+class Wrong(AssertionError):
+    """Raised by an independent check that rejects a result."""
+
+
+class Skip(Exception):  # noqa: N818 - a control signal, not an error
+    """Raised by a check when the result makes no claim to check (e.g. a time-limited solve)."""
+
+
+class _Hang(BaseException):
+    """Raised by the timer inside a call; a BaseException so library ``except Exception`` blocks
+    cannot swallow it."""
+
+
+# --------------------------------------------------------------------------------------------
+# targets and cases
+# --------------------------------------------------------------------------------------------
+@dataclass
+class Target:
+    """One fuzz target: an entry point (``name``), its strategy, call and independent check."""
+
+    name: str                      # the entry point, e.g. "fisher_market", "FisherMarket.solve"
+    family: str                    # e.g. "markets", "throughput", "queuing"
+    strategy: Any                  # hypothesis strategy drawing a case (dict)
+    call: Callable[[dict, Ctx], Any]
+    check: Callable[[dict, Any], None] | None = None
+    render: Callable[[dict], str] | None = None   # one-line reproducer
+    slow: bool = False             # fewer examples in the quick profile
+
+    def reproducer(self, case: dict) -> str:
+        if self.render is not None:
+            try:
+                return self.render(case)
+            except Exception as exc:  # pragma: no cover - a rendering bug must not hide a finding
+                return f"<render failed: {exc!r}> {short_repr(case)}"
+        return f"{self.name}({', '.join(f'{k}={short_repr(v)}' for k, v in case.items())})"
+
+
+@dataclass
+class Ctx:
+    """Per-call context: objects whose state must not change (``watch``)."""
+
+    watched: list[tuple[str, Any, Any]] = field(default_factory=list)
+
+    def watch(self, label: str, obj: Any) -> Any:
+        self.watched.append((label, obj, fingerprint(obj)))
+        return obj
+
+
+@dataclass
+class Outcome:
+    target: str
+    outcome: str
+    detail: str
+    reproducer: str
+    seconds: float
+
+
+# --------------------------------------------------------------------------------------------
+# reprs, fingerprints and the writable walk
+# --------------------------------------------------------------------------------------------
+def short_repr(v: Any, limit: int = 400) -> str:
+    """A Python expression for ``v`` (arrays as ``np.array([...])`` with exact floats)."""
+    if isinstance(v, np.ndarray):
+        body = repr(v.tolist())
+        s = f"np.array({body})" if v.dtype.kind == "f" or v.dtype == object else \
+            f"np.array({body}, dtype={str(v.dtype)!r})"
+    elif isinstance(v, float):
+        s = _float_repr(v)
+    elif isinstance(v, (list, tuple)):
+        inner = ", ".join(short_repr(x, limit) for x in v)
+        s = f"[{inner}]" if isinstance(v, list) else f"({inner}{',' if len(v) == 1 else ''})"
+    elif isinstance(v, dict):
+        s = "{" + ", ".join(f"{short_repr(k)}: {short_repr(x, limit)}" for k, x in v.items()) + "}"
+    else:
+        s = repr(v)
+    s = s.replace("nan", "np.nan").replace("inf", "np.inf").replace("np.np.", "np.")
+    return s if len(s) <= limit else s[: limit - 3] + "..."
+
+
+def _float_repr(v: float) -> str:
+    if math.isnan(v):
+        return "np.nan"
+    if math.isinf(v):
+        return "np.inf" if v > 0 else "-np.inf"
+    return repr(v)
+
+
+def fingerprint(obj: Any, depth: int = 0, seen: set[int] | None = None) -> Any:
+    """A comparable snapshot of ``obj``'s data (arrays by bytes, so NaN == NaN)."""
+    if seen is None:
+        seen = set()
+    if depth > 6:
+        return "..."
+    if isinstance(obj, np.ndarray):
+        if obj.dtype == object:
+            return ("nd-object", obj.shape, tuple(fingerprint(x, depth + 1, seen)
+                                                  for x in obj.ravel().tolist()))
+        return ("nd", obj.dtype.str, obj.shape, np.ascontiguousarray(obj).tobytes())
+    if isinstance(obj, float):
+        return ("f", np.float64(obj).tobytes())
+    if isinstance(obj, (int, str, bytes, bool, type(None), complex, np.generic)):
+        return obj if not isinstance(obj, np.generic) else ("g", obj.tobytes())
+    if id(obj) in seen:
+        return "<cycle>"
+    seen = seen | {id(obj)}
+    if isinstance(obj, (list, tuple)):
+        return (type(obj).__name__, tuple(fingerprint(x, depth + 1, seen) for x in obj))
+    if isinstance(obj, dict):
+        return ("dict", tuple((repr(k), fingerprint(v, depth + 1, seen)) for k, v in obj.items()))
+    if isinstance(obj, (set, frozenset)):
+        return ("set", tuple(sorted(repr(x) for x in obj)))
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return (type(obj).__name__, tuple((f.name, fingerprint(getattr(obj, f.name, None),
+                                                               depth + 1, seen))
+                                          for f in dataclasses.fields(obj)))
+    d = getattr(obj, "__dict__", None)
+    if isinstance(d, dict) and type(obj).__module__.startswith("fairalloc"):
+        return (type(obj).__name__, tuple((k, fingerprint(v, depth + 1, seen))
+                                          for k, v in sorted(d.items())
+                                          if not k.startswith("_cache")))
+    return ("obj", type(obj).__name__)
+
+
+def writable_arrays(obj: Any, path: str = "result", depth: int = 0,
+                    seen: set[int] | None = None) -> list[str]:
+    """Paths of writable ndarrays reachable from ``obj`` through dataclass fields, tuples,
+    lists and dicts."""
+    if seen is None:
+        seen = set()
+    if depth > 5 or id(obj) in seen:
+        return []
+    seen.add(id(obj))
+    if isinstance(obj, np.ndarray):
+        return [f"{path} {obj.dtype}{list(obj.shape)}"] if obj.flags.writeable else []
+    out: list[str] = []
+    if isinstance(obj, (list, tuple)):
+        for i, x in enumerate(obj[:50]):
+            out += writable_arrays(x, f"{path}[{i}]", depth + 1, seen)
+    elif isinstance(obj, dict):
+        for k, x in list(obj.items())[:50]:
+            out += writable_arrays(x, f"{path}[{k!r}]", depth + 1, seen)
+    elif dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        for f in dataclasses.fields(obj):
+            out += writable_arrays(getattr(obj, f.name, None), f"{path}.{f.name}", depth + 1,
+                                   seen)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# one guarded call
+# --------------------------------------------------------------------------------------------
+class _Timer:
+    """A per-call time budget: SIGALRM in the main thread, else a watchdog that only records."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.main = threading.current_thread() is threading.main_thread() and \
+            hasattr(signal, "setitimer")
+        self.old: Any = None
+
+    def __enter__(self) -> _Timer:
+        if self.main and self.seconds > 0:
+            def handler(signum: int, frame: Any) -> None:
+                raise _Hang()
+            self.old = signal.signal(signal.SIGALRM, handler)
+            signal.setitimer(signal.ITIMER_REAL, self.seconds)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.main and self.seconds > 0:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, self.old)
+
+
+def run_case(target: Target, case: dict, *, timeout: float = 20.0) -> Outcome:
+    """Run one case of ``target`` and classify it (see the module docstring)."""
+    import fairalloc as fa
+
+    ctx = Ctx()
+    snapshot = fingerprint(case)
+    t0 = time.perf_counter()
+    result: Any = None
+    outcome, detail = "ok", ""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with _Timer(timeout):
+                result = target.call(case, ctx)
+    except _Hang:
+        outcome, detail = "hang", f"exceeded {timeout:g} s"
+    except fa.FairallocError as exc:
+        outcome, detail = "typed_error", f"{type(exc).__name__}: {_first_line(exc)}"
+    except Exception as exc:
+        outcome, detail = "crash", f"{type(exc).__module__}.{type(exc).__name__}: " \
+                                   f"{_first_line(exc)}"
+    seconds = time.perf_counter() - t0
+    if outcome == "ok" and target.check is not None:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                with _Timer(timeout):
+                    target.check(case, result)
+        except Skip:
+            pass
+        except Wrong as exc:
+            outcome, detail = "wrong", _first_line(exc)
+        except _Hang:
+            outcome, detail = "hang", f"independent check exceeded {timeout:g} s"
+        except Exception as exc:  # the result did not even have the promised shape/fields
+            outcome, detail = "wrong", f"check raised {type(exc).__name__}: {_first_line(exc)}"
+    if outcome in ("ok", "typed_error", "wrong"):
+        changed = [] if fingerprint(case) == snapshot else ["arguments"]
+        changed += [label for label, obj, fp in ctx.watched if fingerprint(obj) != fp]
+        if changed:
+            detail = f"changed: {', '.join(changed)}" + (f" ({detail})" if detail else "")
+            outcome = "mutated" if outcome != "wrong" else outcome
+    if outcome in ("ok", "wrong") and result is not None:
+        paths = writable_arrays(result)
+        if paths and outcome == "ok":
+            outcome, detail = "writable", ", ".join(paths[:4])
+    return Outcome(target.name, outcome, detail, target.reproducer(case), seconds)
+
+
+def _first_line(exc: BaseException) -> str:
+    s = str(exc).strip().splitlines()
+    return (s[0] if s else "")[:300]
+
+
+# --------------------------------------------------------------------------------------------
+# drivers
+# --------------------------------------------------------------------------------------------
+def drive(target: Target, examples: int, *, seed: int = 0, timeout: float = 20.0,
+          on_outcome: Callable[[Outcome], None] | None = None) -> list[Outcome]:
+    """Draw ``examples`` cases of ``target`` with hypothesis (fixed seed, no shrinking, no
+    database) and run each; returns the outcomes."""
+    from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis import seed as hseed
+
+    outcomes: list[Outcome] = []
+
+    @hseed(seed)
+    @settings(max_examples=max(1, examples), deadline=None, database=None,
+              phases=[Phase.generate], suppress_health_check=list(HealthCheck),
+              derandomize=False)
+    @given(target.strategy)
+    def body(case: dict) -> None:
+        o = run_case(target, case, timeout=timeout)
+        outcomes.append(o)
+        if on_outcome is not None:
+            on_outcome(o)
+
+    body()
+    return outcomes
+
+
+def tally(outcomes: list[Outcome]) -> dict[str, Counter]:
+    table: dict[str, Counter] = {}
+    for o in outcomes:
+        table.setdefault(o.target, Counter())[o.outcome] += 1
+    return table

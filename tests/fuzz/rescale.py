@@ -1,0 +1,290 @@
+"""Unit-rescaling checks (issue #12, point 2): multiply one kind of data by 10^k and compare the
+answer, mapped back as the maths says, with the answer at the original scale.
+
+``RESCALE_FAMILIES`` maps a family name to how to build a generic instance, how to call the
+entry point with the data scaled by ``alpha``, and how to map the result back:
+
+* markets (linear and Leontief): budgets x a -> same allocation and utilities, prices x a;
+  supply x a -> allocation and utilities x a; utilities x a -> same allocation, utilities x a.
+* throughput policies: weights x a (max-min: same x, objective / a); throughputs x a (same x;
+  max-min objective unchanged, total throughput x a, makespan / a); steps x a (min makespan:
+  same x, makespan x a).
+* partial allocation: utilities x a (same allocation and fractions); supply x a (allocation x a).
+* plan_schedule: durations (regime epoch seconds and the round duration) x a: same objective.
+
+A *violation* is a different mapped answer (relative tolerance :data:`RTOL`) or a different
+certificate verdict; a *failure* is an exception at a scale where the base instance solved.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .core import _Hang, _Timer
+
+FACTORS = tuple(10.0 ** k for k in (-12, -9, -6, -3, 3, 6, 9, 12))
+RTOL = 1e-5
+
+
+@dataclass
+class Family:
+    name: str
+    make: Callable[[np.random.Generator], dict]
+    call: Callable[[dict, float], Any]
+    mapped: Callable[[Any, float, dict], dict]   # result, alpha, case -> comparable arrays
+    render: Callable[[dict, float], str]
+
+
+def _fa() -> Any:
+    import fairalloc as fa
+    return fa
+
+
+def _verdict(r: Any) -> bool:
+    return bool(r.certificate.ok)
+
+
+def _rel_diff(a: Any, b: Any) -> float:
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    if a.shape != b.shape:
+        return math.inf
+    scale = max(float(np.max(np.abs(a), initial=0.0)), float(np.max(np.abs(b), initial=0.0)))
+    if scale == 0:
+        return 0.0
+    return float(np.max(np.abs(a - b), initial=0.0)) / scale
+
+
+# --- markets --------------------------------------------------------------------------------
+def _market_make(kind: str) -> Callable[[np.random.Generator], dict]:
+    def make(rng: np.random.Generator) -> dict:
+        n, m = int(rng.integers(2, 6)), int(rng.integers(2, 5))
+        U = rng.uniform(0.1, 10.0, (n, m)) * np.where(rng.random((n, m)) < 0.8, 1.0, 0.0)
+        for i in np.flatnonzero(U.max(axis=1) == 0):
+            U[i, rng.integers(m)] = 1.0
+        return {"utility": U, "budget": rng.uniform(0.5, 2.0, n),
+                "supply": rng.uniform(0.5, 4.0, m), "kind": kind}
+    return make
+
+
+def _market_family(kind: str, what: str) -> Family:
+    def call(case: dict, a: float) -> Any:
+        kw = dict(case)
+        kw[what] = np.asarray(case[what]) * a
+        return _fa().fisher_market(**kw)
+
+    def mapped(r: Any, a: float, case: dict) -> dict:
+        from .checks import _bundle_values
+        U = np.asarray(case["utility"], float) * (a if what == "utility" else 1.0)
+        X = np.asarray(r.allocation, float)
+        u = np.diag(_bundle_values(U[:, :, None], X[:, :, None], kind))
+        back_x = X / a if what == "supply" else X
+        if what == "supply" or (what == "utility" and kind == "linear"):
+            back_u = u / a      # linear utility is sum_j u_ij x_ij
+        elif what == "utility":
+            back_u = u * a      # Leontief: u_i = min_j x_ij / a_ij
+        else:
+            back_u = u
+        out = {"utility": back_u}
+        if kind == "linear":
+            out["allocation"] = back_x
+        return out
+
+    def render(case: dict, a: float) -> str:
+        from .core import short_repr
+        kw = {k: (np.asarray(v) * a if k == what else v) for k, v in case.items()}
+        return "fa.fisher_market(" + ", ".join(f"{k}={short_repr(v)}" for k, v in kw.items()) \
+            + ")"
+
+    return Family(f"market {kind}: {what} x a", _market_make(kind), call, mapped, render)
+
+
+# --- throughput policies --------------------------------------------------------------------
+def _gavel_make(rng: np.random.Generator) -> dict:
+    n, k = int(rng.integers(2, 6)), int(rng.integers(2, 4))
+    return {"throughput": rng.uniform(0.5, 10.0, (n, k)), "weight": rng.uniform(0.5, 3.0, n),
+            "steps_remaining": rng.uniform(100.0, 1e4, n),
+            "workers": {f"t{j}": int(c) for j, c in enumerate(rng.integers(1, 5, k))}}
+
+
+def _gavel_family(policy: str, what: str) -> Family:
+    obj_power = {("max_min_fairness", "weight"): -1, ("max_min_fairness", "throughput"): 0,
+                 ("max_total_throughput", "throughput"): 1, ("min_makespan", "throughput"): -1,
+                 ("min_makespan", "steps_remaining"): 1}[(policy, what)]
+
+    def call(case: dict, a: float) -> Any:
+        fa = _fa()
+        kw = {k: v for k, v in case.items() if k != "workers"}
+        kw[what] = np.asarray(case[what]) * a
+        return getattr(fa, policy)(fa.Jobs(**kw), fa.Cluster(case["workers"]))
+
+    def mapped(r: Any, a: float, case: dict) -> dict:
+        return {"x": np.asarray(r.x, float),
+                "objective": np.array([float(r.objective) / a ** obj_power])}
+
+    def render(case: dict, a: float) -> str:
+        from .core import short_repr
+        kw = {k: (np.asarray(v) * a if k == what else v) for k, v in case.items()
+              if k != "workers"}
+        return f"fa.{policy}(fa.Jobs(" + ", ".join(f"{k}={short_repr(v)}" for k, v in kw.items()) \
+            + f"), fa.Cluster({case['workers']!r}))"
+
+    return Family(f"{policy}: {what} x a", _gavel_make, call, mapped, render)
+
+
+# --- partial allocation ---------------------------------------------------------------------
+def _partial_family(what: str) -> Family:
+    def make(rng: np.random.Generator) -> dict:
+        c = _market_make("linear")(rng)
+        return {"utility": c["utility"], "supply": c["supply"]}
+
+    def call(case: dict, a: float) -> Any:
+        kw = dict(case)
+        kw[what] = np.asarray(case[what]) * a
+        return _fa().partial_allocation(**kw)
+
+    def mapped(r: Any, a: float, case: dict) -> dict:
+        x = np.asarray(r.allocation, float)
+        return {"allocation": x / a if what == "supply" else x,
+                "fraction": np.asarray(r.fraction, float)}
+
+    def render(case: dict, a: float) -> str:
+        from .core import short_repr
+        kw = {k: (np.asarray(v) * a if k == what else v) for k, v in case.items()}
+        return "fa.partial_allocation(" + ", ".join(f"{k}={short_repr(v)}"
+                                                    for k, v in kw.items()) + ")"
+
+    return Family(f"partial_allocation: {what} x a", make, call, mapped, render)
+
+
+# --- plan_schedule --------------------------------------------------------------------------
+def _plan_make(rng: np.random.Generator) -> dict:
+    jobs = []
+    for _ in range(int(rng.integers(2, 5))):
+        total = float(rng.integers(20, 200))
+        done = float(rng.integers(0, int(total) - 10))
+        left = total - done
+        first = float(rng.integers(1, int(left)))
+        jobs.append({"workers": int(rng.choice([1, 1, 2])), "total_epochs": total,
+                     "done_epochs": done, "ftf": float(rng.uniform(0.5, 3.0)),
+                     "regimes": [(float(rng.uniform(10, 100)), first),
+                                 (float(rng.uniform(10, 100)), left - first)]})
+    return {"jobs": jobs, "num_gpus": int(rng.choice([2, 4])), "rounds": 4,
+            "round_duration": 120.0}
+
+
+def _plan_scaled(case: dict, a: float) -> tuple[list, dict]:
+    jobs = [dict(j, regimes=[(s * a, e) for s, e in j["regimes"]]) for j in case["jobs"]]
+    kw = {"rounds": case["rounds"], "round_duration": case["round_duration"] * a}
+    return jobs, kw
+
+
+def _plan_call(case: dict, a: float) -> Any:
+    fa = _fa()
+    jobs, kw = _plan_scaled(case, a)
+    return fa.plan_schedule([fa.PlanJob(**j) for j in jobs], case["num_gpus"], **kw)
+
+
+def _plan_mapped(r: Any, a: float, case: dict) -> dict:
+    return {"objective": np.array([float(r.objective)])}
+
+
+def _plan_render(case: dict, a: float) -> str:
+    jobs, kw = _plan_scaled(case, a)
+    js = ", ".join("fa.PlanJob(" + ", ".join(f"{k}={v!r}" for k, v in j.items()) + ")"
+                   for j in jobs)
+    return f"fa.plan_schedule([{js}], {case['num_gpus']!r}, " + \
+        ", ".join(f"{k}={v!r}" for k, v in kw.items()) + ")"
+
+
+RESCALE_FAMILIES: dict[str, Family] = {}
+for _f in ([_market_family(k, w) for k in ("linear", "leontief")
+            for w in ("budget", "supply", "utility")]
+           + [_gavel_family("max_min_fairness", "weight"),
+              _gavel_family("max_min_fairness", "throughput"),
+              _gavel_family("max_total_throughput", "throughput"),
+              _gavel_family("min_makespan", "throughput"),
+              _gavel_family("min_makespan", "steps_remaining"),
+              _partial_family("utility"), _partial_family("supply"),
+              Family("plan_schedule: durations x a", _plan_make, _plan_call, _plan_mapped,
+                     _plan_render)]):
+    RESCALE_FAMILIES[_f.name] = _f
+
+
+def _first(exc: BaseException) -> str:
+    lines = str(exc).splitlines()
+    return lines[0][:200] if lines else ""
+
+
+@dataclass
+class RescaleFinding:
+    family: str
+    factor: float
+    kind: str       # "violation" or "failure"
+    detail: str
+    reproducer: str
+
+
+def run_rescale(family: Family, instances: int, *, seed: int = 0,
+                factors: tuple[float, ...] = FACTORS, timeout: float = 20.0,
+                ) -> tuple[dict[float, dict[str, int]], list[RescaleFinding]]:
+    """Rescaling checks of one family over ``instances`` generic instances."""
+    import warnings
+
+    import fairalloc as fa
+
+    table: dict[float, dict[str, int]] = {1.0: {"checks": 0, "violations": 0, "failures": 0}}
+    for f in factors:
+        table[f] = {"checks": 0, "violations": 0, "failures": 0}
+    findings: list[RescaleFinding] = []
+    rng = np.random.default_rng([seed, zlib.crc32(family.name.encode())])
+
+    def guarded(case: dict, a: float) -> Any:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with _Timer(timeout):
+                return family.call(case, a)
+
+    for _ in range(instances):
+        case = family.make(rng)
+        table[1.0]["checks"] += 1
+        try:
+            base = guarded(case, 1.0)
+            base_map = family.mapped(base, 1.0, case)
+            base_ok = _verdict(base)
+        except (fa.FairallocError, Exception, _Hang) as exc:
+            table[1.0]["failures"] += 1
+            findings.append(RescaleFinding(family.name, 1.0, "failure",
+                                           f"{type(exc).__name__}: {str(exc)[:200]}",
+                                           family.render(case, 1.0)))
+            continue
+        for a in factors:
+            table[a]["checks"] += 1
+            try:
+                r = guarded(case, a)
+                got = family.mapped(r, a, case)
+                ok = _verdict(r)
+            except (Exception, _Hang) as exc:
+                table[a]["failures"] += 1
+                findings.append(RescaleFinding(family.name, a, "failure",
+                                               f"{type(exc).__name__}: "
+                                               f"{_first(exc)}",
+                                               family.render(case, a)))
+                continue
+            bad = []
+            if ok != base_ok:
+                bad.append(f"verdict {ok} vs {base_ok} at scale 1")
+            for key, v in base_map.items():
+                d = _rel_diff(got[key], v)
+                if not d <= RTOL:
+                    bad.append(f"{key} differs by {d:.3g} (relative)")
+            if bad:
+                table[a]["violations"] += 1
+                findings.append(RescaleFinding(family.name, a, "violation", "; ".join(bad),
+                                               family.render(case, a)))
+    return table, findings

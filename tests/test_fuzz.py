@@ -1,0 +1,198 @@
+"""Quick fuzz profile (issue #12, point 5): every public entry point, a few hypothesis examples
+each (fixed seed, so CI is reproducible), and a quick unit-rescaling check.
+
+Each call must end in ``ok`` (result accepted by an independent check in ``tests/fuzz``) or
+``typed_error`` (a fairalloc error); never a crash, a wrong certified answer, a mutated input,
+a writable result array or a hang. The long profile is ``python benchmarks/fuzz.py``.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.fuzz.core import FAILURES, drive
+from tests.fuzz.rescale import FACTORS, RESCALE_FAMILIES, run_rescale
+from tests.fuzz.targets import TARGETS
+
+QUICK_EXAMPLES = 25
+QUICK_EXAMPLES_SLOW = 8
+PER_CALL_TIMEOUT = 20.0
+SEED = 20261124
+
+
+def _report(bad: list) -> str:
+    lines = [f"{len(bad)} failing call(s):"]
+    for o in bad[:5]:
+        lines.append(f"  [{o.outcome}] {o.detail}\n      {o.reproducer}")
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize("name", sorted(TARGETS))
+def test_fuzz_target(name: str) -> None:
+    target = TARGETS[name]
+    n = QUICK_EXAMPLES_SLOW if target.slow else QUICK_EXAMPLES
+    outcomes = drive(target, n, seed=SEED, timeout=PER_CALL_TIMEOUT)
+    assert outcomes, "hypothesis drew no example"
+    bad = [o for o in outcomes if o.outcome in FAILURES]
+    assert not bad, _report(bad)
+
+
+@pytest.mark.parametrize("family", sorted(RESCALE_FAMILIES))
+def test_rescaling_quick(family: str) -> None:
+    table, findings = run_rescale(RESCALE_FAMILIES[family], 1, seed=SEED,
+                                  factors=(FACTORS[0], FACTORS[3], FACTORS[-1]),
+                                  timeout=PER_CALL_TIMEOUT)
+    assert not findings, "\n".join(f"[{f.kind} x{f.factor:g}] {f.detail}\n    {f.reproducer}"
+                                   for f in findings[:5])
+
+
+def test_registry_covers_the_public_api() -> None:
+    """Every public name of fairalloc is exercised by some target (by name or by a call that
+    constructs it): a new entry point must get a fuzz target."""
+    import inspect
+
+    import fairalloc as fa
+    import tests.fuzz.targets as T
+
+    source = inspect.getsource(T)
+    exempt = {  # result containers and errors: reached through the entry points that return
+        # them (the writable walk covers their arrays)
+        "Allocation", "AuctionRound", "BidTable", "Certificate", "Completion", "EFQResult",
+        "FingerprintMatch", "GPUAuctionResult", "MarketResult", "PartialAllocationResult",
+        "PlanResult", "QueuedJob", "RegimeForecast", "RelaxedPlan", "ReplanDecision", "Result",
+        "RoundAssignment", "SolveStats", "Placement", "ThroughputPolicy",
+        "BackendUnavailableError", "CertificateError", "FairallocError", "FairallocWarning",
+        "InfeasibleError", "InputError", "SolverError", "CurveStoppingApp",
+    }
+    missing = [n for n in fa.__all__ if n not in exempt and n not in source]
+    assert not missing, f"public names without a fuzz target: {missing}"
+
+
+# --- the harness itself: each failure class is detected ----------------------------------------
+def _fake(call, check=None):
+    from hypothesis import strategies as st
+
+    from tests.fuzz.core import Target
+    return Target("fake", "harness", st.fixed_dictionaries({"a": st.just([1.0, 2.0])}), call,
+                  check)
+
+
+def test_harness_classifies_every_outcome() -> None:
+    import time
+
+    import numpy as np
+
+    import fairalloc as fa
+    from tests.fuzz.core import Wrong, run_case
+
+    def outcome(call, check=None, timeout=20.0):
+        return run_case(_fake(call, check), {"a": [1.0, 2.0]}, timeout=timeout).outcome
+
+    assert outcome(lambda c, ctx: 1) == "ok"
+    assert outcome(lambda c, ctx: (_ for _ in ()).throw(fa.InputError("x"))) == "typed_error"
+    assert outcome(lambda c, ctx: 1 / 0) == "crash"
+
+    def mutate(c, ctx):
+        c["a"][0] = 5.0
+    assert outcome(mutate) == "mutated"
+
+    def mutate_watched(c, ctx):
+        arr = ctx.watch("arr", np.ones(2))
+        arr[0] = 3.0
+    assert outcome(mutate_watched) == "mutated"
+    assert outcome(lambda c, ctx: {"x": (np.ones(2),)}) == "writable"
+    ro = np.ones(2)
+    ro.flags.writeable = False
+    assert outcome(lambda c, ctx: {"x": (ro,)}) == "ok"
+
+    def reject(c, r):
+        raise Wrong("no")
+    assert outcome(lambda c, ctx: 1, reject) == "wrong"
+    assert outcome(lambda c, ctx: time.sleep(5), timeout=0.2) == "hang"
+
+
+# --- the independent checks accept right answers and reject wrong ones ----------------------------
+def _claiming(result, **changes):
+    """A stand-in for ``result`` with some fields replaced, still claiming a certified optimum."""
+    import types
+
+    fields = {k: getattr(result, k) for k in ("allocation", "prices", "certificate", "status",
+                                              "x", "objective", "effective_throughput")
+              if hasattr(result, k)}
+    fields.update(changes)
+    return types.SimpleNamespace(**fields)
+
+
+@pytest.mark.parametrize("kind", ["linear", "leontief"])
+def test_market_check_rejects_a_perturbed_equilibrium(kind: str) -> None:
+    import numpy as np
+
+    import fairalloc as fa
+    from tests.fuzz.checks import check_market
+    from tests.fuzz.core import Wrong
+
+    U = np.array([[1.0, 2.0, 0.5], [2.0, 1.0, 1.0], [0.3, 0.4, 3.0]])
+    B, S = np.array([1.0, 2.0, 1.5]), np.array([1.0, 2.0, 0.5])
+    r = fa.fisher_market(U, B, S, kind=kind)
+    assert r.certificate.ok
+    check_market(U, B, S, kind, r)                      # the true equilibrium passes
+    X = np.array(r.allocation)
+    shifted = X.copy()
+    shifted[0] *= 0.8                                   # buyer 0 loses 20 %, others gain
+    shifted[1:] += X[0] * 0.2 / 2
+    with pytest.raises(Wrong):
+        check_market(U, B, S, kind, _claiming(r, allocation=shifted))
+    with pytest.raises(Wrong):                          # infeasible
+        check_market(U, B, S, kind, _claiming(r, allocation=X * 1.01))
+
+
+def test_one_buyer_tiny_budget_partial_share_is_wrong() -> None:
+    """issue #12: a one-buyer market certified while the buyer gets 20-80 % of its goods."""
+    import numpy as np
+
+    import fairalloc as fa
+    from tests.fuzz.checks import check_market
+    from tests.fuzz.core import Wrong
+
+    U, B, S = np.array([[1.0, 2.0]]), np.array([1e-12]), np.array([1.0, 1.0])
+    r = fa.fisher_market(np.array([[1.0, 2.0]]), [1.0], S)
+    with pytest.raises(Wrong):
+        check_market(U, B, S, "linear", _claiming(r, allocation=np.array([[0.5, 0.3]]),
+                                                  prices=np.array(r.prices) * 1e-12))
+
+
+@pytest.mark.parametrize("policy", ["max_min_fairness", "max_total_throughput",
+                                    "min_makespan"])
+def test_lp_check_against_linprog(policy: str) -> None:
+    import numpy as np
+
+    import fairalloc as fa
+    from tests.fuzz.checks import Gavel, check_allocation
+    from tests.fuzz.core import Wrong
+
+    T = np.array([[40.0, 10.0], [12.0, 4.0], [100.0, 50.0]])
+    steps = np.array([1e4, 2e3, 5e4])
+    jobs, cl = fa.Jobs(T, steps_remaining=steps), fa.Cluster({"v100": 1, "k80": 1})
+    r = getattr(fa, policy)(jobs, cl)
+    g = Gavel(T, None, None, [1, 1], steps)
+    check_allocation(g, r, policy)
+    if policy == "max_min_fairness":   # Gavel §4.1: every job gets 12/11 of its 1/3 share
+        np.testing.assert_allclose(r.x, [[5 / 11, 0], [5 / 11, 1 / 11], [1 / 11, 10 / 11]],
+                                   atol=1e-6)
+    worse = np.array(r.x) * 0.9
+    with pytest.raises(Wrong):
+        check_allocation(g, _claiming(r, x=worse, effective_throughput=None,
+                                      objective=float(r.objective) *
+                                      (0.9 if policy != "min_makespan" else 1 / 0.9)), policy)
+
+
+def test_efq_reference_design_example() -> None:
+    """DESIGN.md: L = 1, 2, 3 on one GPU, all at 0: GPS 3, 5, 6; EFQ 1, 3, 6."""
+    import numpy as np
+
+    from tests.fuzz.checks import gps_finish
+    from tests.fuzz.targets import _efq_single, _virtual_finish
+
+    a, L = np.zeros(3), np.array([1.0, 2.0, 3.0])
+    np.testing.assert_allclose(gps_finish(a, L, 1.0), [3, 5, 6])
+    np.testing.assert_allclose(_efq_single(a, L, _virtual_finish(a, L)), [1, 3, 6])
