@@ -355,6 +355,34 @@ class _StageSolver:
         self.solves = 0
         self.raw_status = ""
         self.backends: list[str] = []
+        #: an allocation meeting every kept row (the last fixed stage's optimum), towards
+        #: which a later stage's point is moved if the solver left a kept row violated
+        self.anchor: np.ndarray | None = None
+
+    def toward_anchor(self, xcol: np.ndarray) -> np.ndarray:
+        """Move ``xcol`` the least distance towards :attr:`anchor` that meets every kept row.
+
+        Solvers meet rows to an absolute tolerance; a kept row that is a difference of
+        nearly equal terms (a ratio kept at its optimum) can then be violated by more than
+        ``feas_tol`` relative to its magnitude. The anchor meets every kept row and every
+        base row, so the convex combination does too."""
+        if self.anchor is None or not self.fixed:
+            return xcol
+        t = 0.0
+        for B, low in self.fixed:
+            bx = B @ xcol
+            mag = np.maximum(np.abs(low), abs(B) @ np.abs(xcol))
+            short = (low - bx) > 0.1 * self.feas_tol * mag  # what a certificate would see
+            if short.any():
+                ba = B @ self.anchor
+                gain = ba[short] - bx[short]
+                need = np.where(gain > 0, (low[short] - bx[short]) / np.where(gain > 0, gain,
+                                                                              1.0), 1.0)
+                t = max(t, float(need.max()))
+        if t <= 0.0:
+            return xcol
+        t = min(1.0, t * (1.0 + 1e-12))
+        return (1.0 - t) * xcol + t * self.anchor
 
     def used(self, sol: LPSolution, name: str | None = None) -> None:
         """Record a solve: iterations, count, raw status and the backend that ran."""
@@ -432,19 +460,23 @@ class _StageSolver:
             sol = _scaled_solve(lp, self.backend, what)
         self.used(sol)
         assert sol.x is not None and sol.row_duals is not None
-        xcol = self.inst.repair(sol.x[:E])
+        xcol = self.toward_anchor(self.inst.repair(sol.x[:E]))
         v = self.point(stage, xcol)
         cert = self.certificate(lp, stage, v, sol.row_duals)
         cert.check(backend=self.backend.name)
         return _StageResult(lp, v, sol.row_duals, cert.primal_value, cert, sol.iterations,
                             self.cap_rows)
 
-    def fix(self, stage: _Level | _Linear, value: float) -> None:
+    def fix(self, stage: _Level | _Linear, value: float, at: np.ndarray | None = None
+            ) -> None:
         """Keep ``stage``'s objective within ``stage_tol`` of ``value`` in later stages.
 
         The slack is relative to the stage's own scale (``|value|``, or a level's data scale),
         and the kept rows are stored at unit scale (divided by a power of two), so the
-        later stages do not depend on the caller's units."""
+        later stages do not depend on the caller's units. ``at``: the stage's optimal
+        allocation (the :attr:`anchor` of later stages)."""
+        if at is not None:
+            self.anchor = np.asarray(at, dtype=float)
         if isinstance(stage, _Level):
             slack = self.stage_tol * max(abs(value), stage.data_scale())
             _, rho = stage.units()

@@ -54,6 +54,10 @@ class Cluster:
             raise InputError("workers is empty: a cluster needs at least one type",
                              argument="workers")
         types = tuple(str(t) for t in workers)
+        if len(set(types)) != len(types):
+            dup = next(t for t in types if types.count(t) > 1)
+            raise InputError(f"workers names type {dup!r} twice (type names are compared as "
+                             "strings)", argument="workers")
         cap = as_array(list(workers.values()), "workers", ndim=1, positive=True, integer=True)
         object.__setattr__(self, "types", types)
         object.__setattr__(self, "capacity", cap)
@@ -148,11 +152,23 @@ class Jobs:
         if ids is None:
             labels: tuple[Hashable, ...] = tuple(range(n))
         else:
-            labels = tuple(ids)
+            if isinstance(ids, str | bytes):
+                raise InputError("ids must be a sequence of labels, got a string",
+                                 argument="ids")
+            try:
+                labels = tuple(ids)
+            except TypeError:
+                raise InputError(f"ids must be a sequence of labels, got "
+                                 f"{type(ids).__name__}", argument="ids") from None
             if len(labels) != n:
                 raise InputError(f"ids has {len(labels)} entries for {n} jobs", argument="ids")
             seen: dict[Hashable, int] = {}
             for i, label in enumerate(labels):
+                try:
+                    hash(label)
+                except TypeError:
+                    raise InputError(f"ids[{i}] = {label!r} is not hashable", argument="ids",
+                                     index=(i,)) from None
                 if label in seen:
                     raise InputError(
                         f"ids[{i}] = {label!r} repeats ids[{seen[label]}]; ids must be unique",

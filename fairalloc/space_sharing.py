@@ -26,11 +26,12 @@ from typing import Any
 
 import numpy as np
 
-from ._validation import as_array, as_positive_float
+from ._validation import as_array, as_positive_int, as_tolerance
 from .backends import LinearProgram, get_backend
 from .data import Cluster, Jobs
 from .errors import InputError, SolverError
 from .results import Certificate, SolveStats
+from .tolerances import FEAS_TOL, GAP_TOL
 
 __all__ = ["JobPairs", "max_min_space_sharing"]
 
@@ -93,15 +94,29 @@ class JobPairs:
 
 
 def max_min_space_sharing(jobs: Jobs, cluster: Cluster, pairs: JobPairs, *,
-                          gap_tol: float = 1e-6, feas_tol: float = 1e-7,
-                          max_rounds: int = 50, batch: int | None = None) -> Any:
+                          gap_tol: float = GAP_TOL, feas_tol: float = FEAS_TOL,
+                          max_rounds: int = 50, batch: int | None = None,
+                          backend: Any = None) -> Any:
     """Max-min fairness with space sharing by column generation (gavel.txt §3.1, §4.1).
 
     Starts from the program without pairs; each round prices every (pair, type) column at
     once from the duals (``lambda_a a_aj + lambda_b a_bj - mu_a - mu_b - s_p p_j``), adds the
     ``batch`` most positive ones and re-solves, until no column has a positive reduced cost.
     The certificate is the LP dual bound of the *full* program (all pairs), evaluated from
-    the duals without building it: ``gap = bound - level``.
+    the duals without building it: ``gap = bound - level``. Each restricted LP is solved at
+    unit scale (see :class:`fairalloc.throughput.ThroughputPolicy`), so weights and
+    throughputs in any units give the same allocation and verdict.
+
+    Parameters
+    ----------
+    gap_tol, feas_tol : float
+        Certificate tolerances in ``(0, 0.1]``.
+    max_rounds : int
+        Column-generation rounds before :class:`fairalloc.SolverError`.
+    batch : int, optional
+        Columns added per round (default ``max(4 n, 1000)``).
+    backend : str or Backend, optional
+        LP backend (default HiGHS: simplex, interior point above 500 jobs).
 
     Returns
     -------
@@ -125,8 +140,11 @@ def max_min_space_sharing(jobs: Jobs, cluster: Cluster, pairs: JobPairs, *,
     from .throughput import MaxMinFairness
 
     t0 = time.perf_counter()
-    gap_tol = as_positive_float(gap_tol, "gap_tol")
-    feas_tol = as_positive_float(feas_tol, "feas_tol")
+    gap_tol = as_tolerance(gap_tol, "gap_tol")
+    feas_tol = as_tolerance(feas_tol, "feas_tol")
+    max_rounds = as_positive_int(max_rounds, "max_rounds")
+    if batch is not None:
+        batch = as_positive_int(batch, "batch")
     if not isinstance(pairs, JobPairs):
         raise InputError(f"pairs must be a fairalloc.JobPairs, got {type(pairs).__name__}",
                          argument="pairs")
@@ -144,7 +162,10 @@ def max_min_space_sharing(jobs: Jobs, cluster: Cluster, pairs: JobPairs, *,
     cb = coef[b_][:, None] * pairs.throughput[:, :, 1]
     active = np.zeros(ok.shape, dtype=bool)
     batch = max(4 * n, 1000) if batch is None else int(batch)
-    be = get_backend("highs", solver="ipm" if n > 500 else "choose")
+    if backend is None or backend == "highs":
+        be = get_backend("highs", need="lp", solver="ipm" if n > 500 else "choose")
+    else:
+        be = get_backend(backend, need="lp")
     iterations = solves = 0
     for _ in range(max_rounds):
         rows = active.any(axis=1)
@@ -157,13 +178,15 @@ def max_min_space_sharing(jobs: Jobs, cluster: Cluster, pairs: JobPairs, *,
         res = solver.run(stage, "space-sharing max-min")
         iterations += res.iterations
         solves += 1
+        raw = solver.raw_status
         pinst = policy.inst
         duals = res.duals
         mu = np.maximum(-duals[:n], 0.0)
         p = np.maximum(-duals[n: n + k], 0.0)
         lam = np.maximum(duals[n + k: 2 * n + k], 0.0)
-        red = (lam[a_][:, None] * ca + lam[b_][:, None] * cb - (mu[a_] + mu[b_])[:, None]
-               - sp_w[:, None] * p[None, :])
+        gain = lam[a_][:, None] * ca + lam[b_][:, None] * cb
+        cost = (mu[a_] + mu[b_])[:, None] + sp_w[:, None] * p[None, :]
+        red = gain - cost
         red = np.where(ok, red, -np.inf)
         # full-program dual bound (weak duality with every pair column present)
         theta = float(res.x[-1])
@@ -173,14 +196,16 @@ def max_min_space_sharing(jobs: Jobs, cluster: Cluster, pairs: JobPairs, *,
                            primal_residual=res.cert.primal_residual,
                            dual_residual=res.cert.dual_residual, gap_tol=gap_tol,
                            feas_tol=feas_tol)
-        viol = red > 1e-9 * (1.0 + np.abs(red))
+        # a positive reduced cost relative to its own terms (unit free: weights and
+        # throughputs in any units give the same columns)
+        viol = red > 1e-9 * (gain + cost)
         viol &= ~active
         if cert.ok or not viol.any():
             cert.check(backend=be.name)
             xcol = res.x[: pinst.E]
             stats = SolveStats(backend=be.name, method="column generation",
                                seconds=time.perf_counter() - t0, iterations=iterations,
-                               solves=solves)
+                               solves=solves, raw_status=raw)
             out = policy._result(xcol, np.maximum(-duals[n: n + k], 0.0), theta, cert,
                                  (cert,), stats)
             full = np.zeros((pairs.num_pairs, k))

@@ -78,7 +78,7 @@ from .backends import LinearProgram
 from .certificates import lp_certificate
 from .data import Cluster, Jobs
 from .errors import InfeasibleError, InputError, SolverError
-from .results import Certificate, Result, SolveStats, Status, require_pandas
+from .results import Certificate, Result, SolveStats, Status, readonly, require_pandas
 from .tolerances import FEAS_TOL, GAP_TOL
 
 __all__ = [
@@ -369,7 +369,7 @@ class ThroughputPolicy(Composable):
         certs = [res.cert]
         xcol = res.x[: self.inst.E]
         if wc:
-            solver.fix(stage, res.value)
+            solver.fix(stage, res.value, at=xcol)
             wstage = _Linear(self._wc_objective(), "work-conserving")
             wres = (_fast_floor(solver, wstage, prior=res) if method == "fast"
                     else solver.run(wstage, "work-conserving"))
@@ -612,12 +612,19 @@ def isolated_split(jobs: Jobs, cluster: Cluster) -> np.ndarray:
            [0.3333, 0.3333],
            [0.3333, 0.3333]])
     """
+    _check_jobs(jobs)
     jobs.check_cluster(cluster)
     cap = cluster.capacity
     s = jobs.scale_factor
     allowed = (jobs.throughput > 0) & (s[:, None] <= cap[None, :])
     x = cap[None, :] / np.maximum(jobs.n * s, cap.sum())[:, None]
-    return np.where(allowed, x, 0.0)
+    return readonly(np.where(allowed, x, 0.0))
+
+
+def _check_jobs(jobs: Any) -> None:
+    if not isinstance(jobs, Jobs):
+        raise InputError(f"jobs must be a fairalloc.Jobs, got {type(jobs).__name__}",
+                         argument="jobs")
 
 
 def equal_split(jobs: Jobs, cluster: Cluster) -> np.ndarray:
@@ -631,9 +638,10 @@ def equal_split(jobs: Jobs, cluster: Cluster) -> np.ndarray:
     >>> equal_split(fa.Jobs([[40.0, 10.0]]), fa.Cluster({"v100": 1, "k80": 1}))
     array([[0.5, 0.5]])
     """
+    _check_jobs(jobs)
     jobs.check_cluster(cluster)
     cap = cluster.capacity
-    return np.tile(cap / cap.sum(), (jobs.n, 1))
+    return readonly(np.tile(cap / cap.sum(), (jobs.n, 1)))
 
 
 # --------------------------------------------------------------------------------------------
@@ -659,7 +667,7 @@ class MinMakespan(ThroughputPolicy):
         return _Level(C, np.ones(inst.n), np.zeros(inst.n), "makespan")
 
     def _metric(self, tp: np.ndarray) -> np.ndarray:
-        with np.errstate(divide="ignore"):
+        with np.errstate(divide="ignore", over="ignore"):
             return np.where(tp > 0, self.steps / np.maximum(tp, 1e-300), np.inf)
 
     def _first_stages(self, solver: _StageSolver) -> tuple[_Level | _Linear, _StageResult,
@@ -952,7 +960,7 @@ class ShortestJobFirst(ThroughputPolicy):
         self.first = int(np.flatnonzero(self.rank == 0)[0])
 
     def _metric(self, tp: np.ndarray) -> np.ndarray:
-        with np.errstate(divide="ignore"):
+        with np.errstate(divide="ignore", over="ignore"):
             return np.where(tp > 0, self.steps / np.maximum(tp, 1e-300), np.inf)
 
     def _first_stages(self, solver: _StageSolver) -> tuple[_Level | _Linear, _StageResult,
@@ -962,11 +970,11 @@ class ShortestJobFirst(ThroughputPolicy):
         st = _Linear(g, "shortest job")
         res = solver.run(st, self.name)
         self._first_cert = res
-        solver.fix(st, res.value)
+        solver.fix(st, res.value, at=res.x[: inst.E])
         w = (inst.n - self.rank) / inst.fastest_tp
         st2 = _Linear(np.asarray(inst.Tm.T @ w).ravel(), "shortest-first order")
         res2 = solver.run(st2, self.name)
-        solver.fix(st2, res2.value)
+        solver.fix(st2, res2.value, at=res2.x[: inst.E])
         self._second = res2
         return st, _StageResult(res.lp, np.r_[res2.x[: inst.E], 0.0], res.duals, res.value,
                                 res.cert, res.iterations, res.cap_rows), res.value
@@ -1165,6 +1173,7 @@ class MinCost(ThroughputPolicy):
             gam = _pow2(float(np.max(np.abs(st.g), initial=0.0)))
             solver.fixed.append((sp.csr_matrix(st.g[None, :] / gam),
                                  np.array([-stage_tol * tp_opt / gam])))
+            solver.anchor = xcol
             wres = solver.run(_Linear(self._wc_objective()), "work-conserving")
             certs.append(wres.cert)
             xcol = wres.x[: self.inst.E]

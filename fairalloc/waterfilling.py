@@ -100,7 +100,15 @@ class WaterFilling(ThroughputPolicy):
         if entities is None:
             labels: list[Hashable] = [0] * n
         else:
-            labels = list(entities)
+            if isinstance(entities, str | bytes):
+                raise InputError("entities must be a sequence of labels, got a string",
+                                 argument="entities")
+            try:
+                labels = list(entities)
+                names = list(dict.fromkeys(labels))
+            except TypeError as exc:
+                raise InputError(f"entities must be a sequence of hashable labels ({exc})",
+                                 argument="entities") from None
             if len(labels) != n:
                 raise InputError(f"entities has {len(labels)} entries for {n} jobs",
                                  argument="entities")
@@ -108,6 +116,11 @@ class WaterFilling(ThroughputPolicy):
         self.entity_names = tuple(names)
         index = {e: i for i, e in enumerate(names)}
         self.entity = np.array([index[e] for e in labels], dtype=int)
+        for arg, val in (("entity_weights", entity_weights),
+                         ("entity_policies", entity_policies)):
+            if val is not None and not isinstance(val, Mapping):
+                raise InputError(f"{arg} must be a mapping entity -> value, got "
+                                 f"{type(val).__name__}", argument=arg)
         ew = {} if entity_weights is None else dict(entity_weights)
         for e in ew:
             if e not in index:
