@@ -35,8 +35,10 @@ See ``formulations/partial_allocation.md`` for the exact programs.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
+import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -46,9 +48,19 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from ._validation import as_array, as_positive_float, as_positive_int
-from .errors import CertificateError, InputError, SolverError
-from .results import Certificate, Result, SolveStats, Status, require_pandas
+from ._validation import (
+    as_array,
+    as_finite_float,
+    as_option,
+    as_positive_float,
+    as_positive_int,
+    as_time_limit,
+    as_tolerance,
+)
+from .errors import CertificateError, FairallocError, InputError, SolverError
+from .results import Certificate, FrozenArrays, Result, SolveStats, Status, readonly, \
+    require_pandas
+from .tolerances import FEAS_TOL, GAP_TOL, MILP_GAP_TOL
 from .valuations import LEVELS, Topology, _check_apps, _slowdown_levels
 
 __all__ = [
@@ -70,12 +82,41 @@ _CONIC_KKT = "qdldl"
 _EXACT = 1e-9  # absolute gap of the polished PF market
 _BATCH = 32  # leave-one-out markets per batched interior-point solve
 _LOO_TARGET = 1e-8  # absolute gap each leave-one-out solve aims for (c_i to ~1e-8 relative)
+_AIM_REL = 1e-9  # gap per unit budget the leave-one-out search aims for before accepting
+_MAX_GOODS = 1 << 24  # largest number of goods (GPUs) an indivisible auction accepts
+_LOG2 = math.log(2.0)
 
 
 # ============================================================================================
 # parallel map (fork: the workers inherit the problem data without pickling it)
 # ============================================================================================
 _WORKER: tuple[Callable[..., Any], Any, bool] | None = None
+_LOG = threading.local()  # (backend, raw status) of every backend solve, in order
+
+
+def _used() -> list[tuple[str, str]]:
+    """This thread's log of backend solves (see :func:`_record`)."""
+    log = getattr(_LOG, "solves", None)
+    if log is None:
+        log = _LOG.solves = []
+    return log
+
+
+def _record(backend: str, raw_status: str) -> None:
+    """Note that ``backend`` ran a solve that ended in ``raw_status`` (for ``SolveStats``)."""
+    _used().append((str(backend), str(raw_status)))
+
+
+def _solve_stats(mark: int, *, method: str, t0: float, solves: int) -> SolveStats:
+    """SolveStats naming the backends that really ran since ``_used()[mark]`` (``"numpy"`` if
+    only fairalloc's own numpy code did), with the last backend solve's raw status."""
+    log = _used()
+    ran = log[mark:]
+    del log[mark:]
+    names = list(dict.fromkeys(name for name, _ in ran))
+    return SolveStats(backend="+".join(names) if names else "numpy", method=method,
+                      seconds=time.perf_counter() - t0, solves=solves,
+                      raw_status=ran[-1][1] if ran else "")
 
 
 def _init_worker(func: Callable[..., Any], ctx: Any, chunked: bool) -> None:
@@ -83,10 +124,14 @@ def _init_worker(func: Callable[..., Any], ctx: Any, chunked: bool) -> None:
     _WORKER = (func, ctx, chunked)
 
 
-def _run_chunk(indices: np.ndarray) -> list[Any]:
-    assert _WORKER is not None
+def _run_chunk(indices: np.ndarray) -> tuple[list[Any], list[tuple[str, str]]]:
+    if _WORKER is None:  # pragma: no cover - set by _init_worker in every process
+        raise SolverError("worker process started without its problem")
     func, ctx, chunked = _WORKER
-    return list(func(ctx, indices)) if chunked else [func(ctx, int(i)) for i in indices]
+    log = _used()
+    mark = len(log)
+    out = list(func(ctx, indices)) if chunked else [func(ctx, int(i)) for i in indices]
+    return out, log[mark:]
 
 
 def _parallel_map(func: Callable[[Any, Any], Any], ctx: Any, indices: np.ndarray,
@@ -94,25 +139,34 @@ def _parallel_map(func: Callable[[Any, Any], Any], ctx: Any, indices: np.ndarray
     """``[func(ctx, i) for i in indices]`` over ``workers`` processes when that is > 1.
 
     With ``chunk``, ``func(ctx, index_array)`` handles a chunk of up to ``chunk`` indices at
-    once and returns one result per index.
+    once and returns one result per index. Never more processes than chunks or cores; the
+    backend solves of the workers are added to this thread's log.
     """
     size = chunk if chunk is not None else max(1, -(-indices.size // (4 * max(workers, 1))))
     pieces = [c for c in np.array_split(indices, max(1, -(-indices.size // size))) if c.size]
+    workers = min(workers, len(pieces), max(os.cpu_count() or 1, 1))
     if workers <= 1 or len(pieces) < 2:
         _init_worker(func, ctx, chunk is not None)
         out: list[Any] = []
         for piece in pieces:
-            out.extend(_run_chunk(piece))
+            out.extend(_run_chunk(piece)[0])
         return out
     import multiprocessing as mp
 
     method = "fork" if "fork" in mp.get_all_start_methods() else None
-    with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context(method),
-                             initializer=_init_worker, initargs=(func, ctx, chunk is not None)
-                             ) as ex:
-        out = []
-        for part in ex.map(_run_chunk, pieces):
-            out.extend(part)
+    try:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context(method),
+                                 initializer=_init_worker,
+                                 initargs=(func, ctx, chunk is not None)) as ex:
+            out = []
+            for part, log in ex.map(_run_chunk, pieces):
+                out.extend(part)
+                _used().extend(log)
+    except FairallocError:
+        raise
+    except Exception as exc:  # a broken pool (a worker killed, fork refused): not the caller's
+        raise SolverError(f"a worker process failed: {type(exc).__name__}: {exc}",
+                          status="exception") from exc
     return out
 
 
@@ -173,7 +227,7 @@ class _EGPoint:
 
 
 def _conic(owner: np.ndarray, good: np.ndarray, weight: np.ndarray, B: np.ndarray,
-           s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+           s: np.ndarray, backend: Any = "clarabel") -> tuple[np.ndarray, np.ndarray]:
     """Edge-form EG program, solved by Clarabel; returns (edge levels, good prices).
 
     Variables ``[z (E), t (n)]``: ``min -B@t`` s.t. ``sum_{e on j} z_e <= s_j``, ``z >= 0``,
@@ -193,21 +247,28 @@ def _conic(owner: np.ndarray, good: np.ndarray, weight: np.ndarray, B: np.ndarra
     ], format="csc")
     b = np.concatenate([s, np.zeros(E), np.tile([0.0, 1.0, 0.0], n)])
     c = np.concatenate([np.zeros(E), -B])
-    sol = get_backend("clarabel", need="exp_cone").solve_conic(
-        ConicProgram(c=c, A=A, b=b, nonneg=m + E, exp=n), tol=_CONIC_TOL,
-        settings={"direct_solve_method": _CONIC_KKT})
-    if not sol.usable:
-        raise SolverError(f"{sol.backend} failed on a reduced Eisenberg-Gale program: "
-                          f"{sol.raw_status}", backend=sol.backend, status=sol.raw_status)
-    assert sol.x is not None and sol.z is not None
+    solver = get_backend(backend, need="exp_cone")
+    settings = {"direct_solve_method": _CONIC_KKT} if solver.name == "clarabel" else None
+    sol = solver.solve_conic(ConicProgram(c=c, A=A, b=b, nonneg=m + E, exp=n), tol=_CONIC_TOL,
+                             settings=settings)
+    _record(solver.name, sol.raw_status)
+    if not sol.usable or sol.x is None or sol.z is None:
+        raise SolverError(f"{solver.name} failed on a reduced Eisenberg-Gale program: "
+                          f"{sol.raw_status}", backend=solver.name, status=sol.raw_status)
     return sol.x[:E], np.maximum(sol.z[:m], 0.0)
 
 
 def _ipm(owner: np.ndarray, good: np.ndarray, w: np.ndarray, B: np.ndarray, s: np.ndarray,
          p0: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-    """One edge-form EG program by :func:`_ipm_batch`; ``None`` if it did not converge."""
-    x, p, ok = _ipm_batch(owner, good, w, B, s, p0, np.zeros(owner.size, dtype=np.int64), 1)
-    return (x, p) if ok[0] else None
+    """One edge-form EG program by :func:`_ipm_batch`; ``None`` if it did not converge (or its
+    linear algebra broke down: the caller then takes the exact conic path)."""
+    try:
+        x, p, ok = _ipm_batch(owner, good, w, B, s, p0, np.zeros(owner.size, dtype=np.int64), 1)
+    except (np.linalg.LinAlgError, ValueError, FloatingPointError):
+        return None
+    if not (ok[0] and np.all(np.isfinite(x)) and np.all(np.isfinite(p))):
+        return None
+    return x, p
 
 
 def _ipm_batch(owner: np.ndarray, good: np.ndarray, w: np.ndarray, B: np.ndarray,
@@ -310,6 +371,23 @@ def _ipm_batch(owner: np.ndarray, good: np.ndarray, w: np.ndarray, B: np.ndarray
             if done.all():
                 break
 
+        broken = np.zeros(T, dtype=bool)
+
+        def solve_schur(S: np.ndarray, rhs: np.ndarray, broken: np.ndarray = broken
+                        ) -> np.ndarray:
+            """All Schur systems at once; on a breakdown, one by one, stopping the singular
+            programs (their best point so far is kept)."""
+            try:
+                return np.linalg.solve(S, rhs)
+            except np.linalg.LinAlgError:
+                out = np.zeros_like(rhs)
+                for t in range(T):  # only after a breakdown (numerically singular system)
+                    try:
+                        out[t] = np.linalg.solve(S[t], rhs[t])
+                    except np.linalg.LinAlgError:
+                        broken[t] = True
+                return out
+
         def direction(r_c: np.ndarray, r_s: np.ndarray = r_s, r_p: np.ndarray = r_p,
                       r_b: np.ndarray = r_b, d: np.ndarray = d, h: np.ndarray = h,
                       dw: np.ndarray = dw, S: np.ndarray = S, x: np.ndarray = x,
@@ -319,18 +397,23 @@ def _ipm_batch(owner: np.ndarray, good: np.ndarray, w: np.ndarray, B: np.ndarray
                 rhs_b = -r_b - np.bincount(owner, w * d * g, N)
                 rhs = (np.bincount(good, d * g, G) - r_p
                        + np.bincount(good, dw * (rhs_b / h)[owner], G))
-                dp = np.linalg.solve(S, rhs.reshape(T, m, 1)).ravel()
+                dp = solve_schur(S, rhs.reshape(T, m, 1)).ravel()
                 db = (rhs_b + np.bincount(owner, dw * dp[good], N)) / h
                 dx = d * (g - dp[good] + w * db[owner])
                 return dp, db, dx, (-r_c - sig * dx) / x
 
         dp, db, dx, ds = direction(sig * x)  # predictor (affine scaling)
+        if broken.any():
+            done |= broken
+            if done.all():
+                break
         a = np.where(done, 0.0, steps(ds, db, dx))
         ae = a[eblock]
         mu_aff = np.bincount(eblock, (sig + ae * ds) * (x + ae * dx), T) / e_cnt
         with np.errstate(divide="ignore", invalid="ignore"):
             centre = np.where(mu > 0, (mu_aff / mu) ** 3 * mu, 0.0)
         dp, db, dx, ds = direction(sig * x + ds * dx - centre[eblock])  # corrector
+        done |= broken
         a = np.where(done, 0.0, 0.99 * steps(ds, db, dx))
         p = p + a[gblock] * dp
         beta = beta + a[bblock] * db
@@ -340,7 +423,8 @@ def _ipm_batch(owner: np.ndarray, good: np.ndarray, w: np.ndarray, B: np.ndarray
 
 
 def _reduced_solve(U: np.ndarray, B: np.ndarray, s: np.ndarray, cand: np.ndarray,
-                   p_hint: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                   p_hint: np.ndarray, solvers: tuple[Any, Any] = ("clarabel", "highs")
+                   ) -> tuple[np.ndarray, np.ndarray]:
     """Solve the market restricted to the ``cand`` edges, aggregating single-edge buyers.
 
     All buyers whose only candidate is good ``j`` spend their budgets on ``j``; together they
@@ -363,7 +447,7 @@ def _reduced_solve(U: np.ndarray, B: np.ndarray, s: np.ndarray, cand: np.ndarray
     best = np.where(cand[multi], U[multi] / ph[None, :], 0.0).max(axis=1)
     weight = np.concatenate([ph[agg] / W[agg], U[multi[mk], mj] / (B[multi] * best)[mk]])
     out = _ipm(owner, good, weight, budget, s, ph)
-    z, p = out if out is not None else _conic(owner, good, weight, budget, s)
+    z, p = out if out is not None else _conic(owner, good, weight, budget, s, solvers[0])
     z = np.maximum(z, 0.0)
     x = np.zeros((n, m))
     X = np.zeros(m)
@@ -374,7 +458,8 @@ def _reduced_solve(U: np.ndarray, B: np.ndarray, s: np.ndarray, cand: np.ndarray
 
 
 def _support_polish(U: np.ndarray, B: np.ndarray, s: np.ndarray, x: np.ndarray, p: np.ndarray,
-                    tight: float = 1e-7) -> tuple[np.ndarray, np.ndarray] | None:
+                    tight: float = 1e-7, lp_backend: Any = "highs"
+                    ) -> tuple[np.ndarray, np.ndarray] | None:
     """Exact equilibrium on the support of ``(x, p)``, or ``None`` if it is not one.
 
     The support is the set of edges that carry spending and are within ``tight`` (relative) of
@@ -447,8 +532,10 @@ def _support_polish(U: np.ndarray, B: np.ndarray, s: np.ndarray, x: np.ndarray, 
         from .backends import LinearProgram, get_backend
 
         lp = LinearProgram.build(np.zeros(E), N[touched], r[touched], r[touched], 0.0, None)
-        sol = get_backend("highs").solve_lp(lp)
-        if sol.status != "optimal" or sol.x is None:
+        solver = get_backend(lp_backend, need="lp")
+        sol = solver.solve_lp(lp)
+        _record(solver.name, sol.raw_status)
+        if not sol.usable or sol.x is None:  # the certificate below judges a usable point
             return None
         b = sol.x
     if not np.all(np.isfinite(b)) or np.any(b < -1e-10 * B[k_idx]):
@@ -460,7 +547,8 @@ def _support_polish(U: np.ndarray, B: np.ndarray, s: np.ndarray, x: np.ndarray, 
 
 def _solve_warm(U: np.ndarray, B: np.ndarray, s: np.ndarray, p_warm: np.ndarray, *,
                 tol: float, accept: float, eta: float = 1e-2, max_rounds: int = 6,
-                start: tuple[np.ndarray, np.ndarray] | None = None) -> _EGPoint:
+                start: tuple[np.ndarray, np.ndarray] | None = None,
+                solvers: tuple[Any, Any] = ("clarabel", "highs")) -> _EGPoint:
     """Certified solve of the linear market ``(U, B, s)`` warm-started from prices ``p_warm``.
 
     Candidate edges (within ``1 - eta`` of each buyer's best bang-per-buck at the current
@@ -483,7 +571,7 @@ def _solve_warm(U: np.ndarray, B: np.ndarray, s: np.ndarray, p_warm: np.ndarray,
         if best is None or pt.gap < best.gap:
             best = pt
         if pt.gap > tol:
-            polished = _support_polish(U, B, s, x, p)
+            polished = _support_polish(U, B, s, x, p, lp_backend=solvers[1])
             if polished is not None:
                 xr = _repair(polished[0], s)
                 pt = _EGPoint(xr, polished[1], _eg_primal(U, B, xr),
@@ -500,7 +588,7 @@ def _solve_warm(U: np.ndarray, B: np.ndarray, s: np.ndarray, p_warm: np.ndarray,
     for _ in range(max_rounds):
         ratio = _bang_per_buck(U, p)
         cand |= (U > 0) & (ratio >= ratio.max(axis=1)[:, None] * (1.0 - eta))
-        x, p_red = _reduced_solve(U, B, s, cand, p)
+        x, p_red = _reduced_solve(U, B, s, cand, p, solvers)
         solves += 1
         pt = consider(x, p_red)
         if pt.gap <= tol:
@@ -515,7 +603,7 @@ def _solve_warm(U: np.ndarray, B: np.ndarray, s: np.ndarray, p_warm: np.ndarray,
     assert best is not None
     if best.gap <= accept:
         return best
-    x, p_full = _reduced_solve(U, B, s, U > 0, p)  # the whole market
+    x, p_full = _reduced_solve(U, B, s, U > 0, p, solvers)  # the whole market
     solves += 1
     return consider(x, p_full)
 
@@ -575,19 +663,25 @@ class PartialAllocationResult(Result):
         return pd.concat([df, alloc], axis=1)
 
 
+def _aim(gap_tol: float, budget: float) -> float:
+    """Absolute gap a leave-one-out search aims for before it accepts a point: ``gap_tol`` per
+    unit budget, but never looser than ``_AIM_REL`` per unit (fractions stay accurate)."""
+    return min(gap_tol, _AIM_REL) * max(1.0, budget)
+
+
 def _loo_warm(ctx: tuple[Any, ...], i: int) -> tuple[float, float, int]:
     """Leave-one-out market without buyer ``i``, warm-started from the PF prices."""
-    U, s, p_pf, gap_tol = ctx
+    U, s, p_pf, gap_tol, solvers = ctx
     Ui = np.delete(U, i, axis=0)
     if Ui.shape[0] == 0:
         return 0.0, 0.0, 0
     valued = (Ui > 0).any(axis=0) & (s > 0)
     Ui = Ui[:, valued]
     B = np.ones(Ui.shape[0])
-    accept = gap_tol * max(1.0, float(Ui.shape[0]))
+    accept = _aim(gap_tol, float(Ui.shape[0]))
     pt = _solve_warm(Ui, B, s[valued], p_pf[valued], tol=min(_LOO_TARGET, accept), accept=accept,
-                     eta=_margin(*Ui.shape))
-    if pt.gap > gap_tol * max(1.0, abs(pt.primal)):
+                     eta=_margin(*Ui.shape), solvers=solvers)
+    if pt.gap > gap_tol * max(1.0, float(Ui.shape[0])):  # would fail its certificate
         cold = _loo_cold(ctx, i)
         if cold[1] < pt.gap:
             return cold[0], cold[1], pt.solves + 1
@@ -791,7 +885,7 @@ def _polish_forest_edges(owner: np.ndarray, good: np.ndarray, w: np.ndarray, B: 
         Ninc = sp.csc_matrix((np.ones(2 * E), (np.r_[eo, N + eg], np.r_[ar, ar])),
                              shape=(nodes, E))
         flow_lu = splu(Ninc[free].tocsc())
-    except RuntimeError:  # singular: leave everything to the caller
+    except (RuntimeError, ValueError, np.linalg.LinAlgError):  # singular: left to the caller
         return x_new, p_new, ok_good
     gs = np.flatnonzero(use[N:])
     bud = np.bincount(label[:N][use[:N]], weights=B[use[:N]], minlength=ncomp)
@@ -814,35 +908,60 @@ def _polish_forest_edges(owner: np.ndarray, good: np.ndarray, w: np.ndarray, B: 
 
 def _loo_chunk(ctx: tuple[Any, ...], idx: np.ndarray) -> list[tuple[float, float, int]]:
     """A chunk of leave-one-out markets: batched first, the rest one by one."""
-    U, s, p_pf, gap_tol, red = ctx
+    U, s, p_pf, gap_tol, solvers, red = ctx
     out: list[tuple[float, float, int]] = [(0.0, 0.0, 0)] * idx.size
     done = np.zeros(idx.size, dtype=bool)
     if red is not None and U.shape[0] > 1:
-        accept = gap_tol * max(1.0, float(U.shape[0] - 1))
-        primal, gap, solved = _loo_batch(red, idx, min(_LOO_TARGET, accept))
+        accept = _aim(gap_tol, float(U.shape[0] - 1))
+        try:
+            primal, gap, solved = _loo_batch(red, idx, min(_LOO_TARGET, accept))
+        except (np.linalg.LinAlgError, ValueError, FloatingPointError, RuntimeError):
+            solved = np.zeros(idx.size, dtype=bool)  # every market goes the per-market way
         for r in np.flatnonzero(solved):  # one (batched) reduced solve each
             out[r] = (float(primal[r]), float(gap[r]), 1)
         done = solved
     for r in np.flatnonzero(~done):
-        out[r] = _loo_warm(ctx[:4], int(idx[r]))
+        out[r] = _loo_warm(ctx[:5], int(idx[r]))
     return out
+
+
+def _fisher(U: np.ndarray, s: np.ndarray, *, gap_tol: float, backend: Any) -> Any:
+    """:func:`fairalloc.fisher_market` (equal budgets) through the library's solver layer.
+
+    Passes ``backend`` on when one was chosen; records the backend that ran; a foreign
+    exception (never expected) becomes SolverError.
+    """
+    from .markets import fisher_market
+
+    kwargs: dict[str, Any] = {"kind": "linear", "gap_tol": gap_tol}
+    if backend is not None:
+        kwargs["backend"] = backend
+    try:
+        r = fisher_market(U, supply=s, **kwargs)
+    except FairallocError:
+        raise
+    except Exception as exc:
+        raise SolverError(f"fisher_market raised {type(exc).__name__}: {exc}",
+                          status="exception") from exc
+    if r.stats.backend not in ("", "none", "numpy"):
+        _record(r.stats.backend, r.stats.raw_status)
+    return r
 
 
 def _loo_cold(ctx: tuple[Any, ...], i: int) -> tuple[float, float, int]:
     """Leave-one-out market without buyer ``i``, solved from scratch by ``fisher_market``."""
-    from .markets import fisher_market
-
-    U, s, _, gap_tol = ctx
+    U, s, _, gap_tol, solvers = ctx[:5]
     Ui = np.delete(U, i, axis=0)
     if Ui.shape[0] == 0:
         return 0.0, 0.0, 0
     valued = (Ui > 0).any(axis=0) & (s > 0)
     try:
-        r = fisher_market(Ui[:, valued], supply=s[valued], kind="linear", gap_tol=gap_tol)
-    except CertificateError as exc:  # report the certified gap it reached; the caller checks
-        cert = exc.certificate
-        assert isinstance(cert, Certificate)
-        return float(cert.primal_value), float(cert.gap), 1
+        r = _fisher(Ui[:, valued], s[valued], gap_tol=gap_tol, backend=solvers[2])
+    except (CertificateError, SolverError) as exc:  # report what it reached; the caller checks
+        cert = getattr(exc, "certificate", None)
+        if isinstance(cert, Certificate) and math.isfinite(cert.primal_value):
+            return float(cert.primal_value), float(cert.gap), 1
+        return -math.inf, math.inf, 1
     return float(r.objective), float(r.gap), int(r.stats.solves)
 
 
@@ -852,7 +971,8 @@ def partial_allocation(
     *,
     method: str = "warm",
     workers: int | None = 1,
-    gap_tol: float = 1e-9,
+    gap_tol: float = GAP_TOL,
+    backend: Any = None,
 ) -> PartialAllocationResult:
     """Partial allocation mechanism for divisible goods and linear valuations (Themis §3.3.1).
 
@@ -877,7 +997,18 @@ def partial_allocation(
         Processes for the ``n`` leave-one-out solves (``None``: up to two, the machine's
         cores). Results do not depend on it.
     gap_tol : float
-        Relative tolerance (``gap / max(1, |objective|)``) of every certified solve.
+        Relative duality gap every certified market must prove (default
+        :data:`fairalloc.tolerances.GAP_TOL`). An Eisenberg-Gale gap is judged against the
+        market's total budget (``n`` for the PF market, ``n - 1`` without one agent): its
+        objective ``sum log u`` shifts by a constant when utilities are rescaled, its gap does
+        not. The leave-one-out searches aim for ``min(gap_tol, 1e-9)`` per unit budget, so the
+        fractions' certified errors (``fraction_error``) are usually far smaller.
+    backend : str or Backend, optional
+        Solver for the exact conic path (exponential cones; ``"clarabel"``) and the support
+        LPs. ``None`` (default): Clarabel for conic programs, HiGHS for LPs. A named backend
+        is used for every solve and must handle exponential cones (else ``InputError``).
+        Most markets need no backend at all (``stats.backend`` is then ``"numpy"``: the
+        interior-point and polishing steps are fairalloc's own).
 
     Returns
     -------
@@ -887,9 +1018,18 @@ def partial_allocation(
     ------
     InputError
         Bad shapes, NaN/inf or negative entries, an agent who values nothing (or only goods
-        with zero supply), all-zero supply.
+        with zero supply), all-zero supply, a bad option (naming the argument).
     CertificateError
         If the PF solve or a leave-one-out solve cannot be certified to ``gap_tol``.
+    SolverError
+        If a solver fails (the cause chained).
+
+    Notes
+    -----
+    The problem is normalised before it is solved: every good's supply and every agent's
+    utilities are scaled by powers of two (exact in floating point) to unit magnitude, and
+    the results are mapped back. Rescaling utilities or supply therefore leaves fractions
+    unchanged and scales allocations, prices and utilities as the mathematics says.
 
     Examples
     --------
@@ -906,15 +1046,16 @@ def partial_allocation(
     ([0.5, 0.6667], [0.5, 0.3333])
     """
     t0 = time.perf_counter()
+    mark = len(_used())
     U = as_array(utility, "utility", ndim=2)
     n, m = U.shape
     s = np.ones(m) if supply is None else as_array(supply, "supply", ndim=1, shape=(m,))
     if not (s > 0).any():
         raise InputError("supply is all zero: there is nothing to allocate", argument="supply")
-    if method not in _METHODS:
-        raise InputError(f"method must be one of {_METHODS}; got {method!r}", argument="method")
+    method = as_option(method, "method", _METHODS)
     nw = _workers(workers)
-    gap_tol = as_positive_float(gap_tol, "gap_tol")
+    gap_tol = as_tolerance(gap_tol, "gap_tol")
+    solvers = _pa_solvers(backend)
     zero_row = ~(U > 0).any(axis=1)
     if zero_row.any():
         i = int(np.flatnonzero(zero_row)[0])
@@ -925,74 +1066,137 @@ def partial_allocation(
         i = int(np.flatnonzero(blocked)[0])
         raise InputError(f"agent {i} values only goods with zero supply (utility[{i}] vs "
                          "supply); its PF utility would be 0", argument="supply", index=(i,))
-    from .markets import fisher_market
+    valued = (U > 0).any(axis=0) & (s > 0)
+    Un, sn, e_good, e_agent = _normalise(U, s, valued)
 
     # ---- the proportionally fair allocation (Eisenberg-Gale, equal budgets) ---------------
     B = np.ones(n)
-    valued = (U > 0).any(axis=0) & (s > 0)
-    Uv, sv = np.array(U[:, valued]), np.array(s[valued])
-    pf = fisher_market(Uv, budget=B, supply=sv, kind="linear", gap_tol=max(gap_tol, 1e-6))
-    x0, p0 = np.array(pf.allocation), np.array(pf.prices)
-    point = _EGPoint(_repair(x0, sv), p0, _eg_primal(Uv, B, _repair(x0, sv)),
-                     _eg_dual(Uv, B, sv, p0))
-    # polish to an exact equilibrium (the fractions' numerators use the PF utilities)
-    better = _solve_warm(Uv, B, sv, p0, tol=_EXACT, accept=point.gap, start=(x0, p0),
-                         max_rounds=2)
-    if better.gap < point.gap:
-        point = better
-    pf_cert = Certificate(kind="eisenberg_gale", primal_value=point.primal,
-                          dual_bound=point.dual, gap=point.gap,
+    Uv, sv = np.array(Un[:, valued]), np.array(sn[valued])
+    point = _pf_point(Uv, sv, gap_tol, solvers)
+    shift = float(e_agent.sum()) * _LOG2  # sum_i log u_i(original) - sum_i log u_i(normalised)
+    pf_cert = Certificate(kind="eisenberg_gale", primal_value=point.primal + shift,
+                          dual_bound=point.dual + shift, gap=point.gap,
                           primal_residual=_feas_residual(point.allocation, sv),
-                          gap_tol=gap_tol, feas_tol=1e-9)
-    pf_cert.check(backend="clarabel")
-    x_pf = np.zeros((n, m))
-    x_pf[:, valued] = point.allocation
-    prices = np.zeros(m)
-    prices[valued] = point.prices
-    pf_util = np.einsum("ij,ij->i", U, x_pf)
+                          gap_tol=gap_tol, feas_tol=FEAS_TOL, scale=float(n))
+    if not pf_cert.ok:
+        stats = _solve_stats(mark, method=method, t0=t0, solves=1)
+        pf_cert.check(backend=stats.backend)
+    xn = np.zeros((n, m))
+    xn[:, valued] = point.allocation
+    pn = np.zeros(m)
+    pn[valued] = point.prices
+    util_n = np.einsum("ij,ij->i", Un, xn)
 
-    # ---- leave-one-out markets --------------------------------------------------------------
+    # ---- leave-one-out markets (normalised units) -------------------------------------------
     if method == "warm":
         red = _Reduced.build(Uv, sv, point.prices, _margin(*Uv.shape))
-        loo = _parallel_map(_loo_chunk, (U, s, prices, gap_tol, red), np.arange(n), nw,
+        loo = _parallel_map(_loo_chunk, (Un, sn, pn, gap_tol, solvers, red), np.arange(n), nw,
                             chunk=_BATCH)
     else:
-        loo = _parallel_map(_loo_cold, (U, s, prices, gap_tol), np.arange(n), nw)
-    loo_obj = np.array([r[0] for r in loo])
-    loo_gap = np.array([r[1] for r in loo])
+        loo = _parallel_map(_loo_cold, (Un, sn, pn, gap_tol, solvers), np.arange(n), nw)
+    loo_obj = np.array([r[0] for r in loo], dtype=float)
+    loo_gap = np.array([r[1] for r in loo], dtype=float)
     solves = 1 + int(sum(r[2] for r in loo))
-    bad = loo_gap > gap_tol * np.maximum(1.0, np.abs(loo_obj))
+    loo_scale = float(max(1, n - 1))
+    bad = ~(loo_gap <= gap_tol * loo_scale)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
+        stats = _solve_stats(mark, method=method, t0=t0, solves=solves)
         cert = Certificate(kind="eisenberg_gale", primal_value=float(loo_obj[i]),
                            dual_bound=float(loo_obj[i] + loo_gap[i]), gap=float(loo_gap[i]),
-                           primal_residual=0.0, gap_tol=gap_tol)
+                           primal_residual=0.0, gap_tol=gap_tol, scale=loo_scale)
         raise CertificateError(f"the market without agent {i} could not be certified: gap "
-                               f"{loo_gap[i]:.3g}", certificate=cert, backend="clarabel")
-    # ---- fractions ---------------------------------------------------------------------------
-    log_u = np.log(pf_util)
+                               f"{loo_gap[i]:.3g} (tolerance {gap_tol:g} x {loo_scale:g} unit "
+                               "budgets)", certificate=cert, backend=stats.backend)
+    # ---- fractions (scale-free), then back to the caller's units ---------------------------
+    log_u = np.log(util_n)
     numer = log_u.sum() - log_u  # sum_{j != i} log u_j(x*)
     fraction = np.exp(numer - np.maximum(loo_obj, numer))
     fraction_error = np.expm1(loo_gap)
+    x_pf = np.ldexp(xn, e_good[None, :])
+    prices = np.ldexp(pn, -e_good)
+    pf_util = np.ldexp(util_n, e_agent)
     allocation = fraction[:, None] * x_pf
     leftover = np.maximum(s - allocation.sum(axis=0), 0.0)
     utility_real = fraction * pf_util
-    stats = SolveStats(backend="clarabel", method=method, seconds=time.perf_counter() - t0,
-                       solves=solves)
-    arrays = (allocation, fraction, x_pf, leftover, prices, pf_util, utility_real, loo_obj,
-              loo_gap, fraction_error)
-    for arr in arrays:
-        arr.flags.writeable = False
+    loo_obj = loo_obj + (float(e_agent.sum()) - e_agent) * _LOG2
+    stats = _solve_stats(mark, method=method, t0=t0, solves=solves)
     return PartialAllocationResult(
-        objective=point.primal, status=Status.OPTIMAL, stats=stats, certificate=pf_cert,
+        objective=point.primal + shift, status=Status.OPTIMAL, stats=stats, certificate=pf_cert,
         allocation=allocation, fraction=fraction, pf_allocation=x_pf, leftover=leftover,
         prices=prices, pf_utility=pf_util, utility=utility_real, loo_objective=loo_obj,
         loo_gap=loo_gap, fraction_error=fraction_error)
 
 
+def _pa_solvers(backend: Any) -> tuple[Any, Any, Any]:
+    """(conic backend, LP backend, backend passed to ``fisher_market``) of ``backend=``."""
+    from .backends import get_backend
+
+    if backend is None:
+        return "clarabel", "highs", None
+    inst = get_backend(backend, need="exp_cone")
+    get_backend(inst, need="lp")
+    return inst, inst, inst
+
+
+def _normalise(U: np.ndarray, s: np.ndarray, valued: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Unit-scale copy of a linear market by powers of two (exact): ``(U', s', e_good, e_agent)``.
+
+    ``s'_j = s_j 2^-e_good[j]`` lies in [0.5, 1); ``U'_ij = U_ij 2^(e_good[j] - e_agent[i])``
+    has its row maximum over valued goods in [0.5, 1). An allocation maps back as
+    ``x_ij = x'_ij 2^e_good[j]``, prices as ``p_j = p'_j 2^-e_good[j]``, utilities as
+    ``u_i = u'_i 2^e_agent[i]``; equal budgets make the PF allocation, the prices and every
+    fraction invariant under the per-agent factors.
+    """
+    e_good = np.where(s > 0, np.frexp(s)[1], 0).astype(np.int64)
+    sn = np.ldexp(s, -e_good)
+    with np.errstate(over="ignore", under="ignore"):
+        Uc = np.ldexp(U, e_good[None, :])
+        top = np.where(valued[None, :], Uc, 0.0).max(axis=1)
+        e_agent = np.frexp(top)[1].astype(np.int64)
+        Un = np.ldexp(Uc, -e_agent[:, None])
+    lost = (U > 0) & valued[None, :] & ~((Un > 0) & np.isfinite(Un))
+    if lost.any() or not np.all(np.isfinite(top)):
+        idx = tuple(int(k) for k in np.argwhere(lost | ~np.isfinite(Un))[0])
+        raise InputError(
+            f"utility{list(idx)} and supply span more than double precision can hold (after "
+            "scaling each good to unit supply and each agent to unit utility, an entry "
+            "over- or underflows)", argument="utility", index=idx)
+    return Un, sn, e_good, e_agent
+
+
+def _pf_point(Uv: np.ndarray, sv: np.ndarray, gap_tol: float, solvers: tuple[Any, Any, Any]
+              ) -> _EGPoint:
+    """The PF market's certified point: ``fisher_market``, polished to an exact equilibrium
+    on its support; fairalloc's own warm search from uniform prices if that solve fails."""
+    n = Uv.shape[0]
+    B = np.ones(n)
+    try:
+        pf = _fisher(Uv, sv, gap_tol=max(gap_tol, GAP_TOL), backend=solvers[2])
+        x0, p0 = np.array(pf.allocation, dtype=float), np.array(pf.prices, dtype=float)
+    except (CertificateError, SolverError):
+        x0 = p0 = None
+    if x0 is None or p0 is None or x0.shape != Uv.shape or not (
+            np.all(np.isfinite(x0)) and np.all(np.isfinite(p0))):
+        p_start = np.full(Uv.shape[1], n / max(float(sv.sum()), 1e-300))
+        return _solve_warm(Uv, B, sv, p_start, tol=_EXACT, accept=_aim(gap_tol, n),
+                           solvers=solvers[:2])
+    xr = _repair(x0, sv)
+    point = _EGPoint(xr, p0, _eg_primal(Uv, B, xr), _eg_dual(Uv, B, sv, p0))
+    # polish to an exact equilibrium (the fractions' numerators use the PF utilities)
+    better = _solve_warm(Uv, B, sv, p0, tol=_EXACT, accept=point.gap, start=(x0, p0),
+                         max_rounds=2, solvers=solvers[:2])
+    return better if better.gap < point.gap else point
+
+
 def _feas_residual(x: np.ndarray, s: np.ndarray) -> float:
-    over = (x.sum(axis=0) - s) / (1.0 + s)
-    return float(max(np.max(over, initial=0.0), np.max(-x, initial=0.0)))
+    """Largest supply violation relative to the good's own scale (and largest negative entry)."""
+    load = x.sum(axis=0)
+    mag = np.maximum(np.maximum(s, np.abs(x).sum(axis=0)), np.finfo(float).tiny)
+    over = (load - s) / mag
+    neg = -x / mag[None, :]
+    return float(max(np.max(over, initial=0.0), np.max(neg, initial=0.0)))
 
 
 # ============================================================================================
@@ -1035,23 +1239,33 @@ class _NashSolve:
     x: np.ndarray  # all columns
     count: int  # zero-empty agents made positive
     sumlog: float  # sum over positive agents of log valuation (incumbent)
-    bound: float  # upper bound on sumlog (given the count)
+    bound: float  # upper bound on sumlog (given the count; inf when the count is not proven)
     optimal: bool
     solves: int
+    scale: float = 1.0  # data scale of the sum-log objective: the number of agents in it
+
+
+def _exact(gap: float, scale: float) -> bool:
+    """Whether a gap is zero up to rounding (a relaxation's point reaches its bound)."""
+    return gap <= 1e-9 * scale
 
 
 def _milp(form: _Form, c: np.ndarray, active_opt: np.ndarray,
           count_row: tuple[np.ndarray, float] | None, time_limit: float | None,
-          backend: str) -> tuple[Any, Any]:
+          solver: Any, scale: float) -> tuple[Any, Any]:
     """Solve ``max c@x`` over the form (options of inactive agents fixed at 0), certified.
 
-    The LP relaxation is solved first and its bound certified independently (the Lagrangian
-    dual of :func:`fairalloc.certificates.lp_certificate` at its row duals). Set packing over
-    placement classes is nearly integral: if the relaxation's vertex is integral, or fixing the
-    agents it decides and solving the rest exactly reaches the bound, that point is optimal
-    with a certified gap of (about) zero. Otherwise the whole MILP is solved.
+    Set packing over placement classes is nearly integral, so cheap exact routes come first:
+    the form's own relaxation (a multiple-choice knapsack solved by dynamic programming), then
+    the LP relaxation (its bound certified independently: the Lagrangian dual of
+    :func:`fairalloc.certificates.lp_certificate` at its row duals) with an integral vertex,
+    a rounding, or the agents it decides fixed and the rest solved exactly. A point that
+    reaches a valid bound is optimal. Otherwise the whole MILP is solved. Every bound met on
+    the way is kept: the certificate compares the best feasible point found with the best
+    bound (``scale``: the objective's data scale, the number of agents in it), so a
+    time-limited solve returns its incumbent with an honest, possibly not-ok, certificate.
     """
-    from .backends import LinearProgram, get_backend
+    from .backends import LinearProgram
     from .certificates import lp_certificate, milp_certificate
     from .errors import InfeasibleError
 
@@ -1063,12 +1277,22 @@ def _milp(form: _Form, c: np.ndarray, active_opt: np.ndarray,
         coef, lower = count_row
         row = sp.csr_matrix(np.r_[coef, np.zeros(A.shape[1] - K)][None, :])
         A = sp.vstack([A, row], format="csr")
-        rl = np.r_[rl, lower - 1e-9]
+        rl = np.r_[rl, float(lower)]  # an integer count: exact, no slack in the bound
         ru = np.r_[ru, np.inf]
     lp = LinearProgram.build(-c, A, rl, ru, 0.0, col_upper, integrality=form.integrality)
+
+    def certify(x: np.ndarray, lower_bound: float) -> Any:
+        return milp_certificate(lp, x, lower_bound, maximize=True, gap_tol=MILP_GAP_TOL,
+                                feas_tol=FEAS_TOL, scale=scale)
+
     if A.shape[1] == 0:  # nothing to choose (no useful bid): the empty assignment
-        return np.zeros(0), milp_certificate(lp, np.zeros(0), 0.0, maximize=True, gap_tol=1e-6)
-    solver = get_backend(backend, need="milp")
+        return np.zeros(0), certify(np.zeros(0), 0.0)
+    lower_bound = -math.inf  # best proven lower bound of min(-c@x) (= -upper bound of max)
+    incumbents: list[np.ndarray] = []
+
+    def feasible(x: np.ndarray | None) -> bool:
+        return x is not None and certify(x, -math.inf).primal_residual <= FEAS_TOL
+
     if form.relaxation is not None:
         must = np.zeros(form.num_agents, dtype=bool)
         if count_row is not None:
@@ -1076,21 +1300,26 @@ def _milp(form: _Form, c: np.ndarray, active_opt: np.ndarray,
             if count_row[1] >= np.unique(form.agent[zero]).size - 1e-9:
                 must[form.agent[zero]] = True  # every such agent must win a bid
         res = form.relaxation(c[:K], active_opt, must)
-        if res is not None and res[1] is not None:
-            cert = milp_certificate(lp, res[1], -res[0], maximize=True, gap_tol=1e-6,
-                                    feas_tol=1e-6)
-            if cert.primal_residual <= 1e-9 and cert.gap <= 1e-9 * (1.0 + abs(res[0])):
-                return res[1], cert
+        if res is not None and math.isfinite(res[0]):
+            lower_bound = max(lower_bound, -res[0])
+            if feasible(res[1]):
+                assert res[1] is not None
+                cert = certify(res[1], lower_bound)
+                if _exact(cert.gap, scale):
+                    return res[1], cert
+                incumbents.append(res[1])
     relax = LinearProgram.build(lp.c, lp.A, lp.row_lower, lp.row_upper, lp.col_lower,
                                 lp.col_upper)
     rs = solver.solve_lp(relax, time_limit=time_limit)
+    _record(solver.name, rs.raw_status)
     if rs.status == "infeasible":
-        raise InfeasibleError("the set-packing program has no feasible point", backend=backend,
-                              status=rs.raw_status)
+        raise InfeasibleError("the set-packing program has no feasible point",
+                              backend=solver.name, status=rs.raw_status)
     if rs.status == "optimal" and rs.x is not None and rs.row_duals is not None:
-        bound = lp_certificate(relax, rs.x, rs.row_duals).dual_bound  # minimisation form
+        lp_bound = lp_certificate(relax, rs.x, rs.row_duals).dual_bound  # minimisation form
+        if math.isfinite(lp_bound):
+            lower_bound = max(lower_bound, lp_bound)
         x = np.array(rs.x)
-        cand: np.ndarray | None = None
         tries: list[Callable[[], np.ndarray | None]] = []
         if np.abs(x - np.round(x)).max(initial=0.0) <= 1e-9:
             tries.append(lambda: np.round(x))
@@ -1100,26 +1329,35 @@ def _milp(form: _Form, c: np.ndarray, active_opt: np.ndarray,
                                             time_limit))
         for attempt in tries:
             cand = attempt()
-            if cand is None:
+            if not feasible(cand):
                 continue
-            cert = milp_certificate(lp, cand, bound, maximize=True, gap_tol=1e-6,
-                                    feas_tol=1e-6)
-            if cert.primal_residual <= 1e-9 and cert.gap <= 1e-9 * (1.0 + abs(bound)):
+            assert cand is not None
+            cert = certify(cand, lower_bound)
+            if _exact(cert.gap, scale):
                 return cand, cert
+            incumbents.append(cand)
     sol = solver.solve_lp(lp, time_limit=time_limit, mip_gap=1e-9)
+    _record(solver.name, sol.raw_status)
     if sol.status == "infeasible":
-        raise InfeasibleError("the set-packing program has no feasible point", backend=backend,
-                              status=sol.raw_status)
-    if sol.status not in ("optimal", "time_limit") or sol.x is None:
-        raise SolverError(f"{backend} failed on the set-packing program: {sol.raw_status}",
-                          backend=backend, status=sol.raw_status)
-    x = np.array(sol.x)
-    cert = milp_certificate(lp, x, sol.mip_dual_bound, maximize=True, gap_tol=1e-6,
-                            feas_tol=1e-6)
-    if cert.primal_residual > 1e-6:
-        raise CertificateError(f"{backend} returned an infeasible set packing (residual "
-                               f"{cert.primal_residual:.3g})", certificate=cert, backend=backend)
-    return x, cert
+        raise InfeasibleError("the set-packing program has no feasible point",
+                              backend=solver.name, status=sol.raw_status)
+    if sol.usable and sol.x is not None:
+        if math.isfinite(sol.mip_dual_bound):
+            lower_bound = max(lower_bound, float(sol.mip_dual_bound))
+        xm = np.round(np.array(sol.x))  # every column is integral
+        if feasible(xm):
+            incumbents.append(xm)
+    if sol.status == "optimal" and sol.x is not None and not math.isfinite(sol.mip_dual_bound):
+        lower_bound = max(lower_bound, float(lp.c @ np.round(np.array(sol.x))))
+    if not incumbents:
+        zero = np.zeros(A.shape[1])
+        if not feasible(zero):
+            raise SolverError(f"{solver.name} found no feasible set packing "
+                              f"({sol.raw_status}{', time limit' if time_limit else ''})",
+                              backend=solver.name, status=sol.raw_status)
+        incumbents.append(zero)
+    best = min(incumbents, key=lambda v: float(lp.c @ v))
+    return best, certify(best, lower_bound)
 
 
 def _fix_and_solve(lp: Any, x: np.ndarray, agent: np.ndarray, option: np.ndarray, K: int,
@@ -1147,15 +1385,20 @@ def _fix_and_solve(lp: Any, x: np.ndarray, agent: np.ndarray, option: np.ndarray
     sub = LinearProgram.build(lp.c, lp.A, lp.row_lower, lp.row_upper, lower, upper,
                               integrality=lp.integrality)
     sol = solver.solve_lp(sub, time_limit=time_limit, mip_gap=1e-9)
-    if sol.status != "optimal" or sol.x is None:
+    _record(solver.name, sol.raw_status)
+    if not sol.usable or sol.x is None:
         return None
     return np.round(np.array(sol.x))
 
 
-def _nash(form: _Form, active: np.ndarray, time_limit: float | None, backend: str
+def _nash(form: _Form, active: np.ndarray, time_limit: float | None, solver: Any
           ) -> _NashSolve:
     """Lexicographic Nash welfare over the active agents: most agents with positive value
-    first (agents valuing the empty bundle at 0 count), then ``max sum_i log v_i``."""
+    first (agents valuing the empty bundle at 0 count), then ``max sum_i log v_i``.
+
+    ``bound`` is a proven upper bound on ``sum log v`` at the proven-best count; when the
+    count itself is not proven (a time-limited count MILP), no bound is: ``inf``.
+    """
     from .errors import InfeasibleError
 
     K = form.num_options
@@ -1166,45 +1409,48 @@ def _nash(form: _Form, active: np.ndarray, time_limit: float | None, backend: st
     base = np.where(finite_empty, form.log_empty, 0.0)
     weight = np.where(act_opt, form.logv - base[form.agent], 0.0)
     c = np.r_[weight, np.zeros(ncol - K)]
+    scale = float(max(1, int(active.sum())))
     solves = 0
-    optimal = True
+    count_proven = True
     if zero_opt.any():
         # first try to make every agent who values nothing at 0 positive (the usual case)
         target = np.unique(form.agent[zero_opt]).size
         try:
             solves += 1
             x, cert = _milp(form, c, act_opt, (zero_opt.astype(float), float(target)),
-                            time_limit, backend)
+                            time_limit, solver, scale)
         except InfeasibleError:
             x1, cert1 = _milp(form, np.r_[zero_opt.astype(float), np.zeros(ncol - K)],
-                              act_opt, None, time_limit, backend)
+                              act_opt, None, time_limit, solver, float(max(1, target)))
             count = int(round(float(x1[:K][zero_opt].sum())))  # the incumbent's count
-            optimal = cert1.ok
+            count_proven = bool(cert1.ok)
             solves += 2
             x, cert = _milp(form, c, act_opt, (zero_opt.astype(float), float(count)),
-                            time_limit, backend)
+                            time_limit, solver, scale)
     else:
         solves += 1
-        x, cert = _milp(form, c, act_opt, None, time_limit, backend)
+        x, cert = _milp(form, c, act_opt, None, time_limit, solver, scale)
     y = x[:K] > 0.5
     choice = np.full(form.num_agents, -1)
     choice[form.agent[y]] = np.flatnonzero(y)
     const = float(base[active & finite_empty].sum())
     sumlog = float(weight[y].sum()) + const
-    bound = (cert.dual_bound + const) if math.isfinite(cert.dual_bound) else math.inf
+    bound = (cert.dual_bound + const) if (count_proven and math.isfinite(cert.dual_bound)) \
+        else math.inf
     got = int(np.count_nonzero(y & zero_opt))
-    return _NashSolve(choice, x, got, sumlog, max(bound, sumlog), optimal and cert.ok, solves)
+    return _NashSolve(choice, x, got, sumlog, max(bound, sumlog),
+                      bool(count_proven and cert.ok), solves, scale)
 
 
-def _loo_nash(ctx: tuple[_Form, float | None, str], i: int) -> tuple[int, float, float, bool,
-                                                                       int]:
-    form, time_limit, backend = ctx
+def _loo_nash(ctx: tuple[_Form, float | None, Any], i: int) -> tuple[int, float, float, bool,
+                                                                       int, float]:
+    form, time_limit, solver = ctx
     active = np.ones(form.num_agents, dtype=bool)
     active[i] = False
     if not active.any():
-        return 0, 0.0, 0.0, True, 0
-    r = _nash(form, active, time_limit, backend)
-    return r.count, r.sumlog, r.bound, r.optimal, r.solves
+        return 0, 0.0, 0.0, True, 0, 1.0
+    r = _nash(form, active, time_limit, solver)
+    return r.count, r.sumlog, r.bound, r.optimal, r.solves, r.scale
 
 
 @dataclass(frozen=True)
@@ -1217,32 +1463,70 @@ class _PAOutcome:
     loo_bound: np.ndarray
     optimal: bool
     solves: int
+    certificate: Certificate  # the PF certificate, or the weakest one that is not ok
 
 
-def _partial_allocation_milp(form: _Form, *, time_limit: float | None, backend: str,
-                             workers: int) -> _PAOutcome:
-    """PF and ``n`` leave-one-out MILPs, and the fractions ``c_i`` (lexicographic form)."""
+def _nash_certificate(primal: float, bound: float, scale: float) -> Certificate:
+    """Certificate of a lexicographic Nash-welfare MILP (``sum log v``; gap over ``scale``)."""
+    gap = max(bound - primal, 0.0) if math.isfinite(bound) else math.inf
+    return Certificate(kind="milp", primal_value=float(primal), dual_bound=float(bound),
+                       gap=gap, primal_residual=0.0, gap_tol=MILP_GAP_TOL, feas_tol=FEAS_TOL,
+                       scale=float(scale))
+
+
+def _log_unit(values: np.ndarray) -> tuple[int, float]:
+    """Power-of-two unit of a set of valuations: ``(e, e log 2)`` with ``max v / 2^e`` in
+    [0.5, 1). Dividing every valuation by ``2^e`` is exact and shifts ``sum log v`` over the
+    positive agents by a constant per agent: the lexicographic optimum does not move."""
+    pos = values[values > 0]
+    if pos.size == 0:
+        return 0, 0.0
+    e = int(np.frexp(pos.max())[1])
+    return e, e * _LOG2
+
+
+def _partial_allocation_milp(form: _Form, *, time_limit: float | None, solver: Any,
+                             workers: int, log_unit: float = 0.0) -> _PAOutcome:
+    """PF and ``n`` leave-one-out MILPs, and the fractions ``c_i`` (lexicographic form).
+
+    ``form`` holds valuations divided by ``exp(log_unit)`` (see :func:`_log_unit`); fractions
+    are computed in those units and objectives and bounds are reported in the caller's.
+    """
     n = form.num_agents
-    pf = _nash(form, np.ones(n, dtype=bool), time_limit, backend)
+    pf = _nash(form, np.ones(n, dtype=bool), time_limit, solver)
     logv = np.r_[form.logv, 0.0]  # (a sentinel for agents without a winning option)
     value_log = np.where(pf.choice >= 0, logv[np.maximum(pf.choice, 0)], form.log_empty)
     positive = np.isfinite(value_log)
     zero_empty = ~np.isfinite(form.log_empty)
-    loo = _parallel_map(_loo_nash, (form, time_limit, backend), np.arange(n), workers)
+    loo = _parallel_map(_loo_nash, (form, time_limit, solver), np.arange(n), workers)
     cnt = np.array([r[0] for r in loo])
-    lo = np.array([r[1] for r in loo])
-    hi = np.array([r[2] for r in loo])
-    ok = np.array([r[3] for r in loo])
+    lo = np.array([r[1] for r in loo], dtype=float)
+    hi = np.array([r[2] for r in loo], dtype=float)
+    ok = np.array([r[3] for r in loo], dtype=bool)
+    loo_scale = np.array([r[5] for r in loo], dtype=float)
     solves = pf.solves + int(sum(r[4] for r in loo))
     # numerator: the others' valuations at the PF allocation
     num_cnt = pf.count - (positive & zero_empty).astype(int)
     num_log = pf.sumlog - np.where(positive, value_log, 0.0)
     more = cnt > num_cnt  # removing i lets another agent get a positive value: c_i = 0
-    with np.errstate(over="ignore"):
+    with np.errstate(over="ignore", invalid="ignore"):
         frac = np.where(more, 0.0, np.exp(np.minimum(num_log - np.maximum(lo, num_log), 0.0)))
         err = np.where(more, 0.0, np.expm1(np.maximum(hi - np.maximum(lo, num_log), 0.0)))
-    return _PAOutcome(pf, np.exp(value_log), frac, err, lo, hi,
-                      bool(pf.optimal and ok.all()), solves)
+    # back to the caller's units: each positive agent's log valuation shifts by log_unit
+    finite_empty = np.isfinite(form.log_empty)
+    pf_shift = float(np.count_nonzero(positive)) * log_unit
+    loo_shift = ((np.count_nonzero(finite_empty) - finite_empty) + cnt) * log_unit
+    pf = dataclasses.replace(pf, sumlog=pf.sumlog + pf_shift, bound=pf.bound + pf_shift)
+    lo, hi = lo + loo_shift, hi + loo_shift
+    cert = _nash_certificate(pf.sumlog, pf.bound, pf.scale)
+    certs = [cert] + [_nash_certificate(lo[i], hi[i], loo_scale[i]) for i in range(n)]
+    flags = [pf.optimal] + ok.tolist()
+    optimal = all(f and c.ok for f, c in zip(flags, certs))
+    if not optimal:  # report the first certificate that does not prove its solve
+        cert = next(c for f, c in zip(flags, certs) if not (f and c.ok))
+        if cert.ok:  # proven gap but an unproven count: no valid bound
+            cert = _nash_certificate(cert.primal_value, math.inf, cert.scale or 1.0)
+    return _PAOutcome(pf, np.exp(value_log), frac, err, lo, hi, optimal, solves, cert)
 
 
 # ============================================================================================
@@ -1299,14 +1583,7 @@ class BidTable:
             raise InputError(f"level[{j}] is {lev[j]:g}; levels are 0 (machine), 1 (rack), "
                              "2 (anywhere)", argument="level", index=(j,))
         r = as_array(rho, "rho", ndim=1, shape=(b,), positive=True, allow_empty=True)
-        try:
-            re = float(rho_empty)
-        except (TypeError, ValueError):
-            raise InputError(f"rho_empty must be a number, got {rho_empty!r}",
-                             argument="rho_empty") from None
-        if not re > 0 or math.isnan(re):
-            raise InputError(f"rho_empty must be positive (or inf), got {rho_empty!r}",
-                             argument="rho_empty")
+        re = _rho_empty(rho_empty)
         for name, v in (("home_machine", home_machine), ("home_rack", home_rack)):
             if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < -1:
                 raise InputError(f"{name} must be an integer >= -1, got {v!r}", argument=name)
@@ -1323,8 +1600,8 @@ class BidTable:
 
     @property
     def value(self) -> np.ndarray:
-        """Valuation ``1 / rho`` of each bid."""
-        return 1.0 / self.rho
+        """Valuation ``1 / rho`` of each bid (read-only)."""
+        return readonly(1.0 / self.rho)
 
     @property
     def value_empty(self) -> float:
@@ -1343,6 +1620,45 @@ class BidTable:
     def __repr__(self) -> str:
         return (f"BidTable({len(self)} bids, rho_empty={self.rho_empty:.4g}, "
                 f"home_machine={self.home_machine}, home_rack={self.home_rack})")
+
+
+def _rho_empty(value: Any) -> float:
+    """``rho_empty``: a positive number or ``inf`` (no GPU and work left)."""
+    if isinstance(value, bool | np.bool_ | str | bytes) or (
+            isinstance(value, np.ndarray) and value.ndim != 0):
+        raise InputError(f"rho_empty must be a number, got {value!r}", argument="rho_empty")
+    try:
+        re = float(value)
+    except (TypeError, ValueError, OverflowError):
+        raise InputError(f"rho_empty must be a number, got {value!r}",
+                         argument="rho_empty") from None
+    if not re > 0 or math.isnan(re):
+        raise InputError(f"rho_empty must be positive (or inf), got {value!r}",
+                         argument="rho_empty")
+    return re
+
+
+def _call_rho(rho: Callable[..., Any], k: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """The caller's ``rho(k, s)`` as a float array of ``k``'s shape: positive (``inf``
+    allowed), never NaN. Whatever goes wrong is an InputError naming ``rho``."""
+    try:
+        out = rho(k, s)
+        r = np.array(out, dtype=float).reshape(k.shape) if np.size(out) == k.size else None
+    except FairallocError:
+        raise
+    except Exception as exc:
+        raise InputError(f"rho(num_gpus, slowdown) raised {type(exc).__name__}: {exc}",
+                         argument="rho") from exc
+    if r is None:
+        raise InputError(f"rho(num_gpus, slowdown) must return one value per allocation "
+                         f"({k.size}), got {np.size(out)}", argument="rho")
+    bad = np.isnan(r) | (r <= 0)
+    if bad.any():
+        j = int(np.flatnonzero(bad.ravel())[0])
+        raise InputError(f"rho(num_gpus={int(k.ravel()[j])}, slowdown={s.ravel()[j]:g}) is "
+                         f"{r.ravel()[j]!r}; finish-time fairness must be positive (or inf)",
+                         argument="rho")
+    return r
 
 
 def bid_table(
@@ -1427,7 +1743,7 @@ def bid_table(
     cap1 = (free_r[home_r] if home_r >= 0 else free_r.max(initial=0)) if held_racks.size <= 1 \
         else 0
     caps = np.array([cap0, cap1, n_off])
-    rho_empty = float(np.asarray(rho(np.array([n_held]), np.array([S[held_level]]))).ravel()[0])
+    rho_empty = float(_call_rho(rho, np.array([n_held]), np.array([S[held_level]]))[0])
     if kmax == 0:
         return BidTable([], [], [], rho_empty=rho_empty, home_machine=home_m, home_rack=home_r)
     k = np.arange(1, kmax + 1)
@@ -1439,7 +1755,7 @@ def bid_table(
         feasible[:, 2] = False  # "anywhere" is "one rack"
     if topology.num_machines == topology.num_racks:
         feasible[:, 1] &= ~feasible[:, 0]  # one machine per rack: rack-level = machine-level
-    r = np.asarray(rho(n_held + K.ravel(), S[L.ravel()]), dtype=float).reshape(K.shape)
+    r = _call_rho(rho, n_held + K.ravel(), S[L.ravel()]).reshape(K.shape)
     with np.errstate(divide="ignore"):
         v = np.where(feasible, 1.0 / r, -np.inf)
     # dominance: (k', l') with k' <= k, l' >= l and value >= v(k, l) (strictly smaller k or l)
@@ -1507,26 +1823,40 @@ class GPUAuctionResult(Result):
 BundleAuctionResult = GPUAuctionResult
 
 
-def _result(form: _Form, out: _PAOutcome, bundles: np.ndarray, offer: np.ndarray,
-            t0: float, backend: str, method: str) -> GPUAuctionResult:
+def _result(out: _PAOutcome, bundles: np.ndarray, offer: np.ndarray, value: np.ndarray,
+            t0: float, mark: int, method: str, time_limit: float | None) -> GPUAuctionResult:
     alloc = out.fraction[:, None] * bundles
     leftover = np.maximum(offer.astype(float) - alloc.sum(axis=0), 0.0)
-    stats = SolveStats(backend=backend, method=method, seconds=time.perf_counter() - t0,
-                       solves=out.solves)
+    stats = _solve_stats(mark, method=method, t0=t0, solves=out.solves)
     pf = out.pf
-    cert = Certificate(kind="milp", primal_value=pf.sumlog, dual_bound=pf.bound,
-                       gap=max(pf.bound - pf.sumlog, 0.0), primal_residual=0.0, gap_tol=1e-6,
-                       feas_tol=1e-6)
-    arrays = (bundles, pf.choice, out.value, out.fraction, alloc, leftover, out.loo_sumlog,
-              out.loo_bound, out.fraction_error)
-    for arr in arrays:
-        arr.flags.writeable = False
+    if out.optimal:
+        status = Status.OPTIMAL
+    else:
+        status = Status.TIME_LIMIT if time_limit is not None else Status.SUBOPTIMAL
     return GPUAuctionResult(
-        objective=pf.sumlog, status=Status.OPTIMAL if out.optimal else Status.TIME_LIMIT,
-        stats=stats, certificate=cert, pf_bundles=bundles, choice=pf.choice,
-        pf_value=out.value, fraction=out.fraction, allocation=alloc, leftover=leftover,
-        loo_objective=out.loo_sumlog, loo_bound=out.loo_bound,
-        fraction_error=out.fraction_error)
+        objective=pf.sumlog, status=status, stats=stats, certificate=out.certificate,
+        pf_bundles=bundles, choice=pf.choice, pf_value=value, fraction=out.fraction,
+        allocation=alloc, leftover=leftover, loo_objective=out.loo_sumlog,
+        loo_bound=out.loo_bound, fraction_error=out.fraction_error)
+
+
+def _as_list(value: Any, name: str) -> list[Any]:
+    """A sequence argument as a list (strings, scalars and non-iterables are refused)."""
+    if isinstance(value, str | bytes | dict) or (isinstance(value, np.ndarray) and
+                                                  value.ndim == 0):
+        raise InputError(f"{name} must be a sequence, got {type(value).__name__}",
+                         argument=name)
+    try:
+        return list(value)
+    except TypeError:
+        raise InputError(f"{name} must be a sequence, got {type(value).__name__}",
+                         argument=name) from None
+
+
+def _milp_solver(backend: Any) -> Any:
+    from .backends import get_backend
+
+    return get_backend(backend, need="milp")
 
 
 def bundle_auction(
@@ -1537,7 +1867,7 @@ def bundle_auction(
     empty_value: Any = None,
     time_limit: float | None = None,
     workers: int | None = 1,
-    backend: str = "highs",
+    backend: Any = "highs",
 ) -> GPUAuctionResult:
     """Partial-allocation auction over explicit bundles (Themis §3.3.1 with Table 2 bids).
 
@@ -1559,11 +1889,24 @@ def bundle_auction(
     empty_value : array_like, shape (n,), optional
         Valuation of winning nothing (``1/rho_old``; default 0).
     time_limit : float, optional
-        Seconds per MILP; the result is then ``Status.TIME_LIMIT`` with certified bounds.
+        Seconds per MILP. If a MILP stops at the limit before its optimum is proven, the
+        result has ``Status.TIME_LIMIT`` and a certificate that is not ok (its gap bounds how
+        far the incumbent may be from optimal; ``fraction_error`` bounds the fractions).
     workers : int or None
         Processes for the leave-one-out MILPs.
-    backend : str
-        MILP backend (``"highs"``).
+    backend : str or Backend
+        MILP backend (default ``"highs"``; ``InputError`` if it cannot solve MILPs). Many
+        auctions need none: ``stats.backend`` is ``"numpy"`` when the exact relaxations
+        certified every solve.
+
+    Notes
+    -----
+    Certificates (kind ``"milp"``) judge the gap of ``sum log v`` against its data scale, the
+    number of agents in the sum, with :data:`fairalloc.tolerances.MILP_GAP_TOL`. The result's
+    certificate is the PF solve's when every solve is proven (``Status.OPTIMAL``); otherwise
+    it is the first unproven one (PF, then leave-one-out markets in agent order). Valuations
+    are divided by one power of two before solving (exact), so rescaling every valuation
+    leaves bundles and fractions unchanged.
 
     Returns
     -------
@@ -1578,6 +1921,9 @@ def bundle_auction(
     ([[1, 1, 0], [0, 0, 1]], [0.25, 1.0])
     """
     t0 = time.perf_counter()
+    mark = len(_used())
+    bundles = _as_list(bundles, "bundles")
+    values = _as_list(values, "values")
     n = len(bundles)
     if n == 0:
         raise InputError("bundles is empty: an auction needs at least one agent",
@@ -1589,17 +1935,36 @@ def bundle_auction(
             for i in range(n)]
     sets: list[np.ndarray] = []
     agent: list[int] = []
+    g_cap = _MAX_GOODS if num_goods is None else as_positive_int(num_goods, "num_goods")
+    if g_cap > _MAX_GOODS:
+        raise InputError(f"num_goods must be at most {_MAX_GOODS}, got {num_goods!r}",
+                         argument="num_goods")
     for i in range(n):
-        if len(bundles[i]) != vals[i].size:
-            raise InputError(f"agent {i} has {len(bundles[i])} bundles but {vals[i].size} "
+        own = _as_list(bundles[i], f"bundles[{i}]")
+        if len(own) != vals[i].size:
+            raise InputError(f"agent {i} has {len(own)} bundles but {vals[i].size} "
                              "values", argument="values", index=(i,))
-        for b, bundle in enumerate(bundles[i]):
-            arr = np.asarray(bundle)
-            if arr.dtype == bool:
-                ids = np.flatnonzero(arr)
+        for b, bundle in enumerate(own):
+            try:
+                arr = np.asarray(bundle)
+            except (TypeError, ValueError):
+                arr = None  # as_array below names the problem
+            if arr is not None and arr.dtype == bool:
+                if arr.ndim != 1:
+                    raise InputError(f"bundles[{i}][{b}] as a mask must be 1-d",
+                                     argument="bundles", index=(i, b))
+                ids = np.flatnonzero(arr).astype(float)
             else:
-                ids = as_array(arr, f"bundles[{i}][{b}]", ndim=1, integer=True,
-                               allow_empty=True).astype(np.int64)
+                ids = as_array(bundle, f"bundles[{i}][{b}]", ndim=1, integer=True,
+                               allow_empty=True)
+            if ids.size and ids.max() >= g_cap:
+                raise InputError(
+                    f"bundles[{i}][{b}] names good {ids.max():g}, but "
+                    + (f"num_goods is {g_cap}" if num_goods is not None
+                       else f"at most {_MAX_GOODS} goods are supported"),
+                    argument="num_goods" if num_goods is not None else "bundles",
+                    index=(i, b))
+            ids = ids.astype(np.int64)
             if ids.size == 0:
                 raise InputError(f"bundles[{i}][{b}] is empty (the empty bundle is "
                                  "empty_value)", argument="bundles", index=(i, b))
@@ -1609,19 +1974,22 @@ def bundle_auction(
             sets.append(ids)
             agent.append(i)
     g_max = max((int(s.max()) for s in sets), default=-1) + 1
-    g = g_max if num_goods is None else as_positive_int(num_goods, "num_goods")
+    g = g_max if num_goods is None else g_cap
     if g < g_max:
         raise InputError(f"a bundle names good {g_max - 1} but num_goods is {g}",
                          argument="num_goods")
     empty = np.zeros(n) if empty_value is None else as_array(empty_value, "empty_value",
                                                              ndim=1, shape=(n,))
     workers_n = _workers(workers)
-    tl = None if time_limit is None else as_positive_float(time_limit, "time_limit")
+    tl = as_time_limit(time_limit)
+    solver = _milp_solver(backend)
     ag = np.array(agent, dtype=np.int64)
-    logv = np.log(np.concatenate(vals)) if vals else np.zeros(0)
+    flat = np.concatenate(vals) if vals else np.zeros(0)
+    e, log_unit = _log_unit(np.r_[flat, empty])
+    logv = np.log(flat) - log_unit  # valuations in units of 2^e (no underflow)
     with np.errstate(divide="ignore"):
-        log_empty = np.log(empty)
-    useful = logv > log_empty[ag] + 1e-12  # never worse than nothing
+        log_empty = np.log(empty) - log_unit
+    useful = flat > empty[ag]  # never worse than nothing
     keep = np.flatnonzero(useful)
     K = keep.size
     rows_g = np.concatenate([sets[o] for o in keep]) if K else np.zeros(0, dtype=np.int64)
@@ -1634,20 +2002,20 @@ def bundle_auction(
                  row_lower=np.full(n + g, -np.inf), row_upper=np.ones(n + g),
                  col_upper=np.ones(K), integrality=np.ones(K, dtype=bool), num_agents=n,
                  option=np.arange(K))
-    out = _partial_allocation_milp(form, time_limit=tl, backend=backend, workers=workers_n)
+    out = _partial_allocation_milp(form, time_limit=tl, solver=solver, workers=workers_n,
+                                   log_unit=log_unit)
     pf_bundles = np.zeros((n, g), dtype=bool)
     won = np.flatnonzero(out.pf.choice >= 0)
     for i in won.tolist():  # one row per winner: at most n small index sets
         pf_bundles[i, sets[keep[out.pf.choice[i]]]] = True
-    choice = np.where(out.pf.choice >= 0, np.r_[keep, -1][np.maximum(out.pf.choice, 0)], -1)
+    flat_choice = np.where(out.pf.choice >= 0, np.r_[keep, -1][np.maximum(out.pf.choice, 0)],
+                           -1)
+    value = np.where(flat_choice >= 0, np.r_[flat, 0.0][flat_choice], empty)
     # report choice as the index within the agent's own bids
-    first = np.searchsorted(np.array(agent), np.arange(n))
-    choice = np.where(choice >= 0, choice - first, -1)
-    pf = _NashSolve(choice, out.pf.x, out.pf.count, out.pf.sumlog, out.pf.bound, out.pf.optimal,
-                    out.pf.solves)
-    out = _PAOutcome(pf, out.value, out.fraction, out.fraction_error, out.loo_sumlog,
-                     out.loo_bound, out.optimal, out.solves)
-    return _result(form, out, pf_bundles, np.ones(g, dtype=bool), t0, backend, "set_packing")
+    first = np.searchsorted(ag, np.arange(n))
+    choice = np.where(flat_choice >= 0, flat_choice - first, -1)
+    out = dataclasses.replace(out, pf=dataclasses.replace(out.pf, choice=choice))
+    return _result(out, pf_bundles, np.ones(g, dtype=bool), value, t0, mark, "set_packing", tl)
 
 
 def gpu_auction(
@@ -1700,10 +2068,11 @@ def gpu_auction(
     ([2, 2], [2.0, 2.0])
     """
     t0 = time.perf_counter()
+    mark = len(_used())
     if not isinstance(topology, Topology):
         raise InputError(f"topology must be a Topology, got {type(topology).__name__}",
                          argument="topology")
-    tables = list(bids)
+    tables = _as_list(bids, "bids")
     n = len(tables)
     if n == 0:
         raise InputError("bids is empty: an auction needs at least one agent", argument="bids")
@@ -1720,17 +2089,20 @@ def gpu_auction(
     if off.ndim != 1:
         raise InputError("offer must be one GPU set", argument="offer")
     workers_n = _workers(workers)
-    tl = None if time_limit is None else as_positive_float(time_limit, "time_limit")
-    form, decode, col_option = _placement_form(tables, topology, off)
-    out = _partial_allocation_milp(form, time_limit=tl, backend=backend, workers=workers_n)
+    tl = as_time_limit(time_limit)
+    solver = _milp_solver(backend)
+    e, log_unit = _log_unit(np.concatenate([t.value for t in tables]
+                                           + [np.array([t.value_empty for t in tables])]))
+    form, decode, col_option = _placement_form(tables, topology, off, e)
+    out = _partial_allocation_milp(form, time_limit=tl, solver=solver, workers=workers_n,
+                                   log_unit=log_unit)
     bundles = decode(out.pf.x)
     option_of = np.r_[_option_index(tables), -1][np.r_[col_option, -1]]  # column -> bid
     choice = np.where(out.pf.choice >= 0, option_of[np.maximum(out.pf.choice, 0)], -1)
-    pf = _NashSolve(choice, out.pf.x, out.pf.count, out.pf.sumlog, out.pf.bound, out.pf.optimal,
-                    out.pf.solves)
-    out = _PAOutcome(pf, out.value, out.fraction, out.fraction_error, out.loo_sumlog,
-                     out.loo_bound, out.optimal, out.solves)
-    return _result(form, out, bundles, off, t0, backend, "placement_classes")
+    value = np.array([tables[i].value[c] if c >= 0 else tables[i].value_empty
+                      for i, c in enumerate(choice.tolist())], dtype=float)
+    out = dataclasses.replace(out, pf=dataclasses.replace(out.pf, choice=choice))
+    return _result(out, bundles, off, value, t0, mark, "placement_classes", tl)
 
 
 def _useful_options(tables: Sequence[BidTable]) -> tuple[np.ndarray, np.ndarray]:
@@ -1778,8 +2150,8 @@ def _patterns(sizes: np.ndarray, capacity: int, limit: int = 4000) -> np.ndarray
     return pats[:, order]
 
 
-def _placement_form(tables: Sequence[BidTable], topology: Topology, offer: np.ndarray
-                    ) -> tuple[_Form, Callable[[np.ndarray], np.ndarray], np.ndarray]:
+def _placement_form(tables: Sequence[BidTable], topology: Topology, offer: np.ndarray,
+                    e: int = 0) -> tuple[_Form, Callable[[np.ndarray], np.ndarray], np.ndarray]:
     """The placement-class MILP of :func:`gpu_auction`, a decoder, and column -> option.
 
     Machines with offered GPUs are grouped into *types* (same rack, same number of offered
@@ -1928,8 +2300,8 @@ def _placement_form(tables: Sequence[BidTable], topology: Topology, offer: np.nd
                       shape=(nrow, ncol))
     pat_upper = np.concatenate([np.full(p.shape[0], float(t_count[t]))
                                 for t, p in zip(pat_type, pat_rows)]) if npat else np.zeros(0)
-    log_empty = np.array([math.log(t.value_empty) if t.value_empty > 0 else -math.inf
-                          for t in tables])
+    log_empty = np.array([math.log(t.value_empty) - e * _LOG2 if t.value_empty > 0
+                          else -math.inf for t in tables])  # valuations in units of 2^e
     pat_index = {t: {tuple(row.astype(int)): q for q, row in enumerate(pats)}
                  for t, pats in zip(pat_type, pat_rows)}
     pat_offset = dict(zip(pat_type, nc + np.cumsum([0] + [p.shape[0] for p in pat_rows])[:-1]))
@@ -2077,7 +2449,8 @@ def _placement_form(tables: Sequence[BidTable], topology: Topology, offer: np.nd
             xr[pat_offset[t] + q] += 1.0
         return xr
 
-    form = _Form(agent=col_agent, logv=np.log(v_opt[col_option]) if nc else np.zeros(0),
+    form = _Form(agent=col_agent, logv=np.log(v_opt[col_option]) - e * _LOG2 if nc
+                 else np.zeros(0),
                  log_empty=log_empty, A=A, row_lower=np.concatenate(lower),
                  row_upper=np.concatenate(upper), col_upper=np.r_[np.ones(nc), pat_upper],
                  integrality=np.ones(ncol, dtype=bool), num_agents=n, option=col_option,
@@ -2137,8 +2510,8 @@ def _placement_form(tables: Sequence[BidTable], topology: Topology, offer: np.nd
 # multi-round auctions (Themis §3.3.2, Pseudocode 1 lines 13-23)
 # ============================================================================================
 @dataclass(frozen=True)
-class AuctionRound:
-    """What one round of :class:`MultiRoundAuction` did.
+class AuctionRound(FrozenArrays):
+    """What one round of :class:`MultiRoundAuction` did (every array read-only).
 
     Attributes
     ----------
@@ -2215,6 +2588,8 @@ class MultiRoundAuction:
         Seconds per MILP of the auction.
     workers : int or None
         Processes for the leave-one-out MILPs.
+    backend : str or Backend
+        MILP backend of the auctions (default ``"highs"``).
 
     Examples
     --------
@@ -2235,6 +2610,7 @@ class MultiRoundAuction:
     time_limit: float | None = None
     workers: int | None = 1
     now: float = 0.0
+    backend: Any = "highs"
     owner: np.ndarray = field(init=False)
     lease_end: np.ndarray = field(init=False)
     history: list[AuctionRound] = field(init=False, default_factory=list)
@@ -2244,22 +2620,20 @@ class MultiRoundAuction:
             raise InputError(f"topology must be a Topology, got {type(self.topology).__name__}",
                              argument="topology")
         self.apps = _check_apps(self.apps)
-        try:
-            f = float(self.fairness_knob)
-        except (TypeError, ValueError):
-            raise InputError(f"fairness_knob must be a number, got {self.fairness_knob!r}",
-                             argument="fairness_knob") from None
-        if not 0.0 <= f < 1.0:
+        if len({id(a) for a in self.apps}) != len(self.apps):
+            raise InputError("apps lists the same app object twice (each app model holds "
+                             "its own progress)", argument="apps")
+        f = as_finite_float(self.fairness_knob, "fairness_knob", lo=0.0, hi=1.0)
+        if f >= 1.0:
             raise InputError(f"fairness_knob must be in [0, 1), got {self.fairness_knob!r}",
                              argument="fairness_knob")
         self.fairness_knob = f
         self.lease = as_positive_float(self.lease, "lease")
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int | np.integer):
-            raise InputError(f"seed must be an integer, got {self.seed!r}", argument="seed")
-        if self.time_limit is not None:
-            self.time_limit = as_positive_float(self.time_limit, "time_limit")
+        self.seed = as_positive_int(self.seed, "seed", allow_zero=True)
+        self.time_limit = as_time_limit(self.time_limit)
         self.workers = _workers(self.workers)
         self.now = as_positive_float(self.now, "now", allow_zero=True)
+        self._solver = _milp_solver(self.backend)
         g = self.topology.num_gpus
         self.owner = np.full(g, -1, dtype=np.int64)
         self.lease_end = np.zeros(g)
@@ -2354,7 +2728,7 @@ class MultiRoundAuction:
                 tables.append(bid_table(rho_i, topo, offer, held=hold, max_gpus=int(spare[i]),
                                         slowdown=app.slowdown_levels))
             result = gpu_auction(tables, topo, offer, time_limit=self.time_limit,
-                                 workers=self.workers)
+                                 workers=self.workers, backend=self._solver)
             fractions = np.array(result.fraction)
             sizes = result.pf_bundles.sum(axis=1)
             exact = fractions * sizes
@@ -2427,7 +2801,11 @@ class MultiRoundAuction:
 
     def run(self, until: float, *, max_rounds: int = 10_000) -> list[AuctionRound]:
         """Alternate rounds and progress until time ``until`` or every app finished."""
-        until = as_positive_float(until, "until", allow_zero=True)
+        if not (isinstance(until, float | int | np.floating | np.integer)
+                and not isinstance(until, bool) and until == until and until >= 0):
+            raise InputError(f"until must be a non-negative number (inf: until every app "
+                             f"finished or max_rounds), got {until!r}", argument="until")
+        until = float(until)
         rounds: list[AuctionRound] = []
         for _ in range(as_positive_int(max_rounds, "max_rounds")):
             if self.now >= until or all(a.finished for a in self.apps):
@@ -2436,5 +2814,7 @@ class MultiRoundAuction:
             nxt = min(self.next_event(), until)
             if nxt <= self.now:  # nothing will happen: jump to the next arrival or stop
                 nxt = min([a.arrival for a in self.apps if a.arrival > self.now] + [until])
+            if not math.isfinite(nxt):  # nothing will ever happen again
+                break
             self.advance(nxt - self.now)
         return rounds

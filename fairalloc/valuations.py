@@ -48,6 +48,7 @@ import numpy as np
 
 from ._validation import as_array, as_option, as_positive_float, as_positive_int
 from .errors import InputError
+from .results import readonly
 
 __all__ = [
     "DEFAULT_SLOWDOWN",
@@ -67,6 +68,8 @@ LEVELS = ("machine", "rack", "cluster")
 #: Themis §4.3.1 footnote 3: crude slowdown estimates for the three placement levels.
 DEFAULT_SLOWDOWN = (1.0, 1.1, 1.3)
 SCHEDULES = ("balanced", "static")
+#: Largest cluster a Topology describes (GPUs); larger ones are an InputError, not a MemoryError.
+MAX_GPUS = 1 << 24
 
 
 def _slowdown_levels(slowdown: Any, name: str = "slowdown") -> np.ndarray:
@@ -122,7 +125,16 @@ class Topology:
     gpu_rack: np.ndarray
 
     def __init__(self, machine: Any, rack: Any = None) -> None:
-        mach = as_array(machine, "machine", ndim=1, integer=True).astype(np.int64)
+        mach_f = as_array(machine, "machine", ndim=1, integer=True)
+        if mach_f.size > MAX_GPUS:
+            raise InputError(f"machine lists {mach_f.size} GPUs; at most {MAX_GPUS} are "
+                             "supported", argument="machine")
+        if mach_f.max() >= mach_f.size:  # ids are 0..H-1 with every machine holding a GPU
+            j = int(np.argmax(mach_f))
+            raise InputError(f"machine[{j}] = {mach_f[j]:g}, but {mach_f.size} GPUs can be on "
+                             f"at most {mach_f.size} machines (ids 0..{mach_f.size - 1})",
+                             argument="machine", index=(j,))
+        mach = mach_f.astype(np.int64)
         num_machines = int(mach.max()) + 1
         counts = np.bincount(mach, minlength=num_machines)
         if np.any(counts == 0):
@@ -132,8 +144,13 @@ class Topology:
         if rack is None:
             rk = np.zeros(num_machines, dtype=np.int64)
         else:
-            rk = as_array(rack, "rack", ndim=1, shape=(num_machines,),
-                          integer=True).astype(np.int64)
+            rk_f = as_array(rack, "rack", ndim=1, shape=(num_machines,), integer=True)
+            if rk_f.max() >= num_machines:
+                j = int(np.argmax(rk_f))
+                raise InputError(f"rack[{j}] = {rk_f[j]:g}, but {num_machines} machines can be "
+                                 f"in at most {num_machines} racks", argument="rack",
+                                 index=(j,))
+            rk = rk_f.astype(np.int64)
             rcount = np.bincount(rk, minlength=int(rk.max()) + 1)
             if np.any(rcount == 0):
                 r = int(np.flatnonzero(rcount == 0)[0])
@@ -157,6 +174,9 @@ class Topology:
         """
         h = as_positive_int(num_machines, "num_machines")
         k = as_positive_int(gpus_per_machine, "gpus_per_machine")
+        if h * k > MAX_GPUS:
+            raise InputError(f"{h} machines x {k} GPUs exceeds the {MAX_GPUS} GPUs a Topology "
+                             "supports", argument="num_machines")
         per = h if machines_per_rack is None else as_positive_int(machines_per_rack,
                                                                   "machines_per_rack")
         return cls(np.repeat(np.arange(h), k), np.arange(h) // per)
@@ -178,18 +198,22 @@ class Topology:
 
     @property
     def gpus_per_machine(self) -> np.ndarray:
-        """GPUs on each machine, shape (H,)."""
-        return np.bincount(self.machine, minlength=self.num_machines)
+        """GPUs on each machine, shape (H,) (read-only)."""
+        return readonly(np.bincount(self.machine, minlength=self.num_machines))
 
     def mask(self, gpus: Any, name: str = "gpus") -> np.ndarray:
-        """A GPU set as a boolean mask (g,) or (s, g): accepts masks or 1-d lists of GPU ids."""
-        arr = np.asarray(gpus)
+        """A GPU set as a read-only boolean mask (g,) or (s, g): accepts masks or 1-d lists of
+        GPU ids."""
+        try:
+            arr = np.asarray(gpus)
+        except (TypeError, ValueError):
+            arr = None  # as_array below names the problem
         g = self.num_gpus
-        if arr.dtype == bool:
+        if arr is not None and arr.dtype == bool:
             if arr.ndim not in (1, 2) or arr.shape[-1] != g:
                 raise InputError(f"{name} as a mask must have shape ({g},) or (s, {g}); got "
                                  f"{arr.shape}", argument=name)
-            return arr.copy()
+            return readonly(arr.copy())
         ids = as_array(arr, name, ndim=1, integer=True, allow_empty=True).astype(np.int64)
         if ids.size and ids.max() >= g:
             j = int(np.flatnonzero(ids >= g)[0])
@@ -199,7 +223,7 @@ class Topology:
         out[ids] = True
         if np.unique(ids).size != ids.size:
             raise InputError(f"{name} lists a GPU twice", argument=name)
-        return out
+        return readonly(out)
 
     def level(self, gpus: Any) -> Any:
         """Placement level of GPU set(s): 0 one machine, 1 one rack, 2 across racks.
@@ -215,13 +239,13 @@ class Topology:
         on_rack = np.zeros((m2.shape[0], R), dtype=bool)
         on_rack[rows, self.gpu_rack[cols]] = True
         lev = np.where(on_mach.sum(1) <= 1, 0, np.where(on_rack.sum(1) <= 1, 1, 2))
-        return int(lev[0]) if m.ndim == 1 else lev
+        return int(lev[0]) if m.ndim == 1 else readonly(lev)
 
     def slowdown(self, gpus: Any, slowdown: Any = None) -> Any:
         """Placement slowdown ``S(G)`` of GPU set(s) (see :func:`placement_slowdown`)."""
         s = _slowdown_levels(slowdown)
         lev = self.level(gpus)
-        return float(s[lev]) if np.ndim(lev) == 0 else s[lev]
+        return float(s[lev]) if np.ndim(lev) == 0 else readonly(s[lev])
 
     def __repr__(self) -> str:
         return (f"Topology({self.num_gpus} GPUs, {self.num_machines} machines, "
@@ -399,10 +423,30 @@ def single_job_rho(
     rc = as_positive_int(cluster_gpus, "cluster_gpus")
     n_avg = _contention(contention)
     el = as_positive_float(elapsed, "elapsed", allow_zero=True)
-    t_id = n_avg * total * t_iter / min(rc, d)
-    work = np.array([[left * t_iter]])
-    t_sh = el + _phase_time(G, S, work, float(d), "balanced")
-    return t_sh / t_id
+    with np.errstate(over="ignore", under="ignore"):
+        t_id = n_avg * total * t_iter / min(rc, d)
+        work = np.array([[left * t_iter]])
+        t_sh = el + _phase_time(G, S, work, float(d), "balanced")
+    return _rho(t_sh, t_id, "iter_time_serial")
+
+
+def _rho(t_sh: Any, t_id: float, name: str) -> Any:
+    """``rho = T_sh / T_id`` (read-only), refusing data whose times overflow double precision.
+
+    ``T_sh = inf`` (no GPU, work left) gives ``rho = inf``; ``T_id`` must be finite and
+    positive, and no ``rho`` may be NaN.
+    """
+    if not (math.isfinite(t_id) and t_id > 0):
+        raise InputError(f"the ideal finish time T_id = {t_id:g} s is not a finite positive "
+                         f"number (the product of {name}, the iterations and the contention "
+                         "over- or underflows)", argument=name)
+    with np.errstate(over="ignore", invalid="ignore"):
+        r = np.asarray(t_sh, dtype=float) / t_id
+    if np.isnan(r).any() or not np.all(np.isfinite(np.asarray(t_sh))
+                                       | np.isinf(np.asarray(t_sh))):
+        raise InputError(f"rho is undefined for these inputs (T_sh / T_id = nan); {name} or "
+                         "elapsed over- or underflows", argument=name)
+    return readonly(r) if r.ndim else r[()]
 
 
 def _upper_median(times: np.ndarray) -> float:
@@ -526,9 +570,11 @@ def successive_halving_rho(
     work[0, :J] = left * times
     future = np.arange(width)[None, :] < jobs[p0 + 1:, None]
     work[1:] = np.where(future, (iters[p0 + 1:] * median)[:, None], 0.0)
-    t_cluster = B / min(rc, d * int(jobs.max()))
-    t_sh = el + _phase_time(G, S, work, float(d), schedule)
-    return t_sh / (n_avg * t_cluster)
+    with np.errstate(over="ignore", under="ignore"):
+        t_cluster = B / min(rc, d * int(jobs.max()))
+        t_sh = el + _phase_time(G, S, work, float(d), schedule)
+        t_id = n_avg * t_cluster
+    return _rho(t_sh, t_id, "budget")
 
 
 def curve_stopping_rho(
@@ -581,9 +627,11 @@ def curve_stopping_rho(
     rc = as_positive_int(cluster_gpus, "cluster_gpus")
     n_avg = _contention(contention)
     el = as_positive_float(elapsed, "elapsed", allow_zero=True)
-    t_cluster = float(total @ times) / min(rc, d * J)
-    t_sh = el + _phase_time(G, S, (left * times)[None, :], float(d), schedule)
-    return t_sh / (n_avg * t_cluster)
+    with np.errstate(over="ignore", under="ignore"):
+        t_cluster = float(total @ times) / min(rc, d * J)
+        t_sh = el + _phase_time(G, S, (left * times)[None, :], float(d), schedule)
+        t_id = n_avg * t_cluster
+    return _rho(t_sh, t_id, "iter_time_serial")
 
 
 # --------------------------------------------------------------------------------------------
@@ -594,8 +642,19 @@ class _App:
 
     def __init__(self, arrival: float, slowdown: Any, name: str | None) -> None:
         self.arrival = as_positive_float(arrival, "arrival", allow_zero=True)
-        self.slowdown_levels = _slowdown_levels(slowdown)
+        self.slowdown_levels = readonly(_slowdown_levels(slowdown))
+        if name is not None and not isinstance(name, str):
+            raise InputError(f"name must be a string or None, got {name!r}", argument="name")
         self.name = name
+
+    @staticmethod
+    def _run_args(num_gpus: Any, slowdown: Any, dt: Any = 0.0) -> tuple[int, float, float]:
+        """Validate ``(num_gpus, slowdown, dt)`` of :meth:`advance` / :meth:`time_to_finish`."""
+        g = as_positive_int(num_gpus, "num_gpus", allow_zero=True)
+        s = as_positive_float(slowdown, "slowdown")
+        if s < 1.0:
+            raise InputError(f"slowdown must be >= 1, got {slowdown!r}", argument="slowdown")
+        return g, s, as_positive_float(dt, "dt", allow_zero=True)
 
     @property
     def demand_max(self) -> int:
@@ -621,7 +680,7 @@ class _App:
         raise NotImplementedError
 
     def _elapsed(self, now: float) -> float:
-        return max(float(now) - self.arrival, 0.0)
+        return max(as_positive_float(now, "now", allow_zero=True) - self.arrival, 0.0)
 
 
 class SingleJobApp(_App):
@@ -684,11 +743,13 @@ class SingleJobApp(_App):
         return min(num_gpus, self.job_demand_max) / (self.iter_time_serial * slowdown)
 
     def advance(self, num_gpus: int, slowdown: float, dt: float) -> None:
+        num_gpus, slowdown, dt = self._run_args(num_gpus, slowdown, dt)
         if num_gpus > 0 and dt > 0:
             self.iter_done = min(self.iter_total,
                                  self.iter_done + dt * self._rate(num_gpus, slowdown))
 
     def time_to_finish(self, num_gpus: int, slowdown: float) -> float:
+        num_gpus, slowdown, _ = self._run_args(num_gpus, slowdown)
         if self.finished:
             return 0.0
         if num_gpus <= 0:
@@ -733,6 +794,7 @@ class SuccessiveHalvingApp(_App):
                  budget: float | None = None, arrival: float = 0.0, slowdown: Any = None,
                  seed: int = 0, name: str | None = None) -> None:
         super().__init__(arrival, slowdown, name)
+        seed = as_positive_int(seed, "seed", allow_zero=True)
         times = as_array(iter_time_serial, "iter_time_serial", ndim=1, positive=True)
         self.phase_iters = as_array(phase_iters, "phase_iters", ndim=1, positive=True)
         self.phase_jobs = _halving_jobs(times.size, self.phase_iters.size)
@@ -760,9 +822,12 @@ class SuccessiveHalvingApp(_App):
             contention: float) -> np.ndarray:
         if self.finished:
             G, S = _gpus_and_slowdown(num_gpus, slowdown)
-            t_cluster = self.budget / min(cluster_gpus, self.job_demand_max *
-                                          int(self.phase_jobs.max()))
-            return np.full(G.shape, self._elapsed(now) / (contention * t_cluster))
+            rc = as_positive_int(cluster_gpus, "cluster_gpus")
+            n_avg = _contention(contention)
+            with np.errstate(over="ignore", under="ignore"):
+                t_cluster = self.budget / min(rc, self.job_demand_max *
+                                              int(self.phase_jobs.max()))
+            return _rho(np.full(G.shape, self._elapsed(now)), n_avg * t_cluster, "budget")
         return successive_halving_rho(
             num_gpus, iter_time_serial=self.times, phase_iters=self.phase_iters,
             budget=self.budget, job_demand_max=self.job_demand_max, cluster_gpus=cluster_gpus,
@@ -775,6 +840,7 @@ class SuccessiveHalvingApp(_App):
                                  float(self.job_demand_max), "balanced"))
 
     def advance(self, num_gpus: int, slowdown: float, dt: float) -> None:
+        num_gpus, slowdown, dt = self._run_args(num_gpus, slowdown, dt)
         remaining = float(dt)
         while remaining > 0 and not self.finished and num_gpus > 0:
             t_phase = self._phase_time(num_gpus, slowdown)
@@ -798,6 +864,7 @@ class SuccessiveHalvingApp(_App):
 
     def time_to_finish(self, num_gpus: int, slowdown: float) -> float:
         """Estimated seconds to finish: this phase, then later phases with the median job."""
+        num_gpus, slowdown, _ = self._run_args(num_gpus, slowdown)
         if self.finished:
             return 0.0
         if num_gpus <= 0:
@@ -862,6 +929,7 @@ class CurveStoppingApp(_App):
             slowdown=slowdown)
 
     def time_to_finish(self, num_gpus: int, slowdown: float) -> float:
+        num_gpus, slowdown, _ = self._run_args(num_gpus, slowdown)
         if self.finished:
             return 0.0
         if num_gpus <= 0:
@@ -871,6 +939,7 @@ class CurveStoppingApp(_App):
                                  float(self.job_demand_max), "balanced"))
 
     def advance(self, num_gpus: int, slowdown: float, dt: float) -> None:
+        num_gpus, slowdown, dt = self._run_args(num_gpus, slowdown, dt)
         if num_gpus <= 0 or dt <= 0 or self.finished:
             return
         t = self.time_to_finish(num_gpus, slowdown)
