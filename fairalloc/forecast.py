@@ -579,6 +579,9 @@ class RegimeForecast:
         except (ValueError, ZeroDivisionError, FloatingPointError) as exc:
             raise InputError(f"this forecast's posterior cannot be sampled ({exc})",
                              argument="posterior") from exc
+        if not np.isfinite(out).all():
+            raise InputError("this forecast's posterior cannot be sampled (a Dirichlet "
+                             "parameter of an unfinished regime is zero)", argument="posterior")
         return _readonly(out)
 
     def sample_regimes(
@@ -1130,11 +1133,12 @@ def contention_factor(
             raise InputError(f"arrival[{i}] = {a[i]:g} is before the history starts "
                              f"(times[0] = {t[0]:g})", argument="arrival", index=(i,))
         xp = np.concatenate([t, [t_now]])
-        cp = np.concatenate([[0.0], np.cumsum(d * np.diff(xp))])  # integral up to xp[e]
-        seg = np.searchsorted(t, a, side="right") - 1  # the segment each arrival falls in
-        # whole segments after the arrival, plus the part of its own (no cancellation for
-        # jobs that arrived in the last segment)
-        integral = (cp[-1] - cp[seg + 1]) + d[seg] * (xp[seg + 1] - a)
+        with np.errstate(over="ignore", invalid="ignore"):  # overflow: InputError below
+            cp = np.concatenate([[0.0], np.cumsum(d * np.diff(xp))])  # integral up to xp[e]
+            seg = np.searchsorted(t, a, side="right") - 1  # the segment of each arrival
+            # whole segments after the arrival, plus the part of its own (no cancellation
+            # for jobs that arrived in the last segment)
+            integral = (cp[-1] - cp[seg + 1]) + d[seg] * (xp[seg + 1] - a)
         current = float(d[np.searchsorted(t, t_now, side="right") - 1])
     else:
         integral = as_array(demand_seconds, "demand_seconds", ndim=1, shape=a.shape)

@@ -13,6 +13,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+
 from ._validation import as_array, as_gang_sizes, as_option, as_positive_float
 from .errors import InputError
 
@@ -91,7 +93,9 @@ def makespan_regularizer(
     kind = as_option(kind, "kind", KINDS)
     P = as_array(remaining, "remaining", ndim=1)
     n = P.shape[0]
-    if not math.isfinite(float(P.sum())):
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = float(P.sum())
+    if not math.isfinite(total):
         raise InputError("remaining sums to more than a float can hold (use larger units)",
                          argument="remaining")
     M = as_positive_float(num_gpus, "num_gpus")
@@ -108,7 +112,7 @@ def makespan_regularizer(
                          "not be concave)", argument="work")
     if kind == "paper":
         if z0 is None:
-            z = float(P.sum())
+            z = total
             if z <= 0:
                 raise InputError("every remaining time is zero: Z0 = 0 leaves the "
                                  "regulariser undefined; pass z0", argument="remaining")
@@ -117,7 +121,6 @@ def makespan_regularizer(
         coef, scale = lam_v, z
     else:
         # a power of two near sum_j remaining_j: exact, and free of the units of the times
-        total = float(P.sum())
         scale = math.ldexp(1.0, round(math.log2(total))) if 0 < total < math.inf else 1.0
         coef = lam_v * scale
     if not math.isfinite(coef * max(float(P.max(initial=0.0)) / scale, 1.0)):
