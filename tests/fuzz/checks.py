@@ -214,7 +214,10 @@ class Gavel:
     def solve(self, level: np.ndarray | None, gain: np.ndarray | None,
               extra_rows: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[float, np.ndarray]:
         """``level`` (n, k): maximise theta with ``level_m . x_m >= theta``; or ``gain`` (n, k):
-        maximise ``sum gain * x``. Returns (optimum, x)."""
+        maximise ``sum gain * x``. Returns (value, x) where value is *recomputed* from the
+        solver's x (min level or total gain): the value of an allocation that is feasible to
+        the solver's tolerance, so a lower bound on the optimum even if HiGHS mis-solves a badly
+        scaled LP (it drops coefficients below 1e-9)."""
         from scipy.optimize import linprog
         from scipy.sparse import coo_matrix, vstack
 
@@ -236,7 +239,8 @@ class Gavel:
             scale = np.zeros(self.n)
             np.maximum.at(scale, jm, a)
             scale = np.where(scale > 0, scale, 1.0)
-            data = np.concatenate([-a / scale[jm], np.ones(self.n) / scale])
+            theta0 = float(scale.min())  # theta = theta0 * theta'; coefficients in (0, 1]
+            data = np.concatenate([-a / scale[jm], theta0 / scale])
             r = np.concatenate([jm, np.arange(self.n)])
             cidx = np.concatenate([ar, np.full(self.n, E)])
             rows.append(coo_matrix((data, (r, cidx)), shape=(self.n, nv)))
@@ -260,10 +264,10 @@ class Gavel:
         if res.status != 0:
             raise Skip()
         x = np.zeros((self.n, self.k))
-        x[jm, jt] = res.x[:E]
+        x[jm, jt] = np.clip(res.x[:E], 0.0, 1.0)
         if level is not None:
-            return float(res.x[E]), x
-        return float(gain[jm, jt] @ res.x[:E]), x
+            return float((level * x).sum(axis=1).min()), x
+        return float((gain * x).sum()), x
 
 
 def _close(a: float, b: float, rtol: float = LP_REL) -> bool:

@@ -506,6 +506,8 @@ def gavel_builder_cases(draw: Any) -> dict:
     case["kw"].pop("normalized", None)
     case["policy"] = policy
     case["constraint"] = pick(draw, ["none", "nonbinding", "binding"])
+    if case["constraint"] != "none" and not chance(draw, 0.15):
+        case["kw"]["method"], case["kw"]["backend"] = "cvxpy", "clarabel"
     return case
 
 
@@ -654,8 +656,8 @@ def completion_cases(draw: Any) -> dict:
     mask = rng.random((n, k)) < 0.7
     holes = np.where(mask, V, np.nan)
     return {"values": corrupt(rng, holes, corruption(draw, 0.15)),
-            "rank": pick(draw, ["auto", 1, 2, 0, 99, "x"]),
-            "method": pick(draw, ["als", "als", "soft_impute", "nope"]),
+            "rank": pick(draw, ["auto"] * 3 + [1] * 3 + [2, 0, 99, "x"]),
+            "method": pick(draw, ["als"] * 5 + ["soft_impute"] * 3 + ["nope"]),
             "max_iter": scalar(draw, st.sampled_from([50, 200]), 0.1),
             "reg": scalar(draw, st.sampled_from([1e-2, 1e-9]), 0.1)}
 
@@ -814,11 +816,12 @@ def gpu_auction_cases(draw: Any) -> dict:
     per = pick(draw, [1, 2, 4])
     n = draw(st.integers(1, 3))
     apps = [{"iter_total": pick(draw, [100.0, 1e6, 1.0]),
-             "iter_time_serial": pick(draw, [4.0, 1e-6, 1e6, math.nan, -1.0, 1.0]),
-             "job_demand_max": pick(draw, [1, 2, 4, 0]),
-             "contention": pick(draw, [1.0, 2.0, math.inf, 0.5])} for _ in range(n)]
+             "iter_time_serial": pick(draw, [4.0] * 6 + [1e-6, 1e6, math.nan, -1.0, 1.0]),
+             "job_demand_max": pick(draw, [1, 2, 4] * 4 + [0]),
+             "contention": pick(draw, [1.0, 2.0, 4.0] * 4 + [math.inf, 0.5])}
+            for _ in range(n)]
     return {"machines": machines, "per": per, "apps": apps,
-            "offer": pick(draw, ["all", "half", "none", "bad"]),
+            "offer": pick(draw, ["all"] * 4 + ["half"] * 3 + ["none", "bad"]),
             "time_limit": scalar(draw, TIME_LIMITS, 0.1)}
 
 
@@ -921,12 +924,15 @@ for _n in ("single_job_rho", "curve_stopping_rho", "successive_halving_rho"):
 
 @st.composite
 def topology_cases(draw: Any) -> dict:
-    return {"machine": pick(draw, [[0, 0, 1, 1], [0, 1], [0, 0, 1, 1, 2, 2, 3, 3],
-                                             [], [-1, 0], [0.5, 1], "ab", None]),
-            "rack": pick(draw, [None, [0, 0, 1, 1], [0, 0], [0]]),
-            "gpus": pick(draw, [[0, 1], [0, 3], [2], [], [9], [-1], [0, 0], "x"]),
-            "slowdown": pick(draw, [None, [1.0, 1.2, 1.7], [1.0], [math.nan] * 3,
-                                              [-1.0, 1.0, 1.0]])}
+    machine = pick(draw, [[0, 0, 1, 1]] * 4 + [[0, 1], [0, 0, 1, 1, 2, 2, 3, 3]] * 2
+                   + [[], [-1, 0], [0.5, 1], "ab", None])
+    size = len(machine) if isinstance(machine, list) else 4
+    return {"machine": machine,
+            "rack": pick(draw, [None] * 4 + [[0] * size, [0, 0], [0]]),
+            "gpus": pick(draw, [[0, 1], [0, 1], [0, size - 1], [size - 1], [0, 2], [], [9],
+                                [-1], [0, 0], "x"]),
+            "slowdown": pick(draw, [None] * 4 + [[1.0, 1.2, 1.7]] * 2
+                             + [[1.0], [math.nan] * 3, [-1.0, 1.0, 1.0]])}
 
 
 def _call_topology(case: dict, ctx: Ctx) -> Any:
@@ -992,12 +998,11 @@ def forecast_cases(draw: Any) -> dict:
     n = draw(st.integers(0, 4))
     return {"model": pick(draw, ["accordion", "gns", "static"]),
             "total_epochs": scalar(draw, st.sampled_from([12.0, 100.0, 1e6, 2.0]), 0.1),
-            "batch_sizes": draw(st.lists(st.sampled_from([32.0, 64.0, 0.0, -1.0]), min_size=n,
-                                         max_size=n)),
-            "epoch_seconds": draw(st.lists(st.sampled_from([60.0, 1e-6, 1e9, math.inf]),
-                                           min_size=n, max_size=n + pick(draw,
-                                               [0, 0, 1]))),
-            "method": pick(draw, ["restatement", "bayesian", "x"])}
+            "batch_sizes": [32.0 * 2 ** min(i, 2) for i in range(n)] if not chance(draw, 0.1)
+            else draw(st.lists(st.sampled_from([32.0, 0.0, -1.0]), min_size=n, max_size=n)),
+            "epoch_seconds": draw(st.lists(st.sampled_from([60.0] * 6 + [1e-6, 1e9, math.inf]),
+                                           min_size=n, max_size=n + pick(draw, [0] * 8 + [1]))),
+            "method": pick(draw, ["restatement"] * 3 + ["bayesian"] * 3 + ["greedy", "x"])}
 
 
 def _call_forecast(case: dict, ctx: Ctx) -> Any:
@@ -1392,8 +1397,9 @@ def queue_cases(draw: Any) -> dict:
         elif op == "advance":
             ops.append(("advance", None, {"to": scalar(draw, st.just(t * sc), 0.15)}))
         else:
-            ops.append((op, pick(draw, [0, 1, "nope", None]), {}))
-    return {"num_gpus": pick(draw, [1, 2, 4, 0, {"a": 2}, -3]),
+            known = [o[1] for o in ops if o[0] == "submit"]
+            ops.append((op, pick(draw, known * 4 + [0, "nope"]) if known else 0, {}))
+    return {"num_gpus": pick(draw, [2, 4, 4, 4, 1, 0, {"a": 2}, -3]),
             "alpha": scalar(draw, st.just(0.75), 0.1),
             "start": scalar(draw, st.just(0.0), 0.15), "ops": ops}
 
@@ -1449,21 +1455,21 @@ def trace_cases(draw: Any) -> dict:
     lines = []
     for _ in range(draw(st.integers(0, 3))):
         f = ["LM (batch size 10)", "python3 main.py", "lm", "--steps", "1",
-             str(pick(draw, [1000, 5000, 0, -5])),
-             str(pick(draw, [1, 2, 3])),
-             pick(draw, ["static", "accordion", "gns", "nope"]),
-             str(pick(draw, [1.0, 2.0, 0.0])), "-1.000000",
-             pick(draw, ["3600.0", "60.0", "inf", "nan", "-1", "abc", "1e300"]),
-             pick(draw, ["0.0", "10.0", "-5", "nan"])]
+             str(pick(draw, [1000, 5000] * 6 + [0, -5])),
+             str(pick(draw, [1, 1, 1, 1, 2, 3])),
+             pick(draw, ["static", "accordion", "gns"] * 4 + ["nope"]),
+             str(pick(draw, [1.0, 2.0] * 6 + [0.0])), "-1.000000",
+             pick(draw, ["3600.0", "60.0"] * 8 + ["inf", "nan", "-1", "abc", "1e300", "1e-300"]),
+             pick(draw, ["0.0", "10.0"] * 6 + ["-5", "nan"])]
         if chance(draw, 0.1):
             f = f[: draw(st.integers(0, 11))]
         lines.append("\t".join(f))
     raw = ("\n".join(lines) + "\n").encode()
     if chance(draw, 0.1):
         raw = raw + b"\xff\xfe\x00bad"
-    table = pick(draw, [None, None, "valid", "bad_json", "non_numeric", "binary",
-                                  "wrong_shape"])
-    return {"trace": raw, "table": table, "limit": pick(draw, [None, 1, 0, -1])}
+    table = pick(draw, [None] * 5 + ["valid"] * 5 + ["bad_json", "non_numeric", "binary",
+                                                     "wrong_shape"])
+    return {"trace": raw, "table": table, "limit": pick(draw, [None] * 6 + [1, 0, -1])}
 
 
 _TABLES = {
