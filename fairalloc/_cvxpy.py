@@ -27,6 +27,7 @@ a closed form (Eisenberg-Gale, LPs) use their exact certificates instead.
 from __future__ import annotations
 
 import time
+import warnings
 from typing import Any
 
 import numpy as np
@@ -205,7 +206,9 @@ def solve_cvxpy(
             or x.size != data["A"].shape[1] or z.size != data["A"].shape[0]):
         raise SolverError(f"clarabel failed: {status}", backend=inst.name, status=status)
     try:
-        problem.unpack_results(raw, chain, inverse)
+        with warnings.catch_warnings():  # "may be inaccurate": the certificate decides
+            warnings.simplefilter("ignore", UserWarning)
+            problem.unpack_results(raw, chain, inverse)
         maximize = isinstance(problem.objective, cp.Maximize)
         cert = conic_certificate(data, x, z, maximize=maximize, gap_tol=gap_tol,
                                  feas_tol=feas_tol, scale=scale)

@@ -244,6 +244,31 @@ def _solve_conic(form: _EdgeForm, *, time_limit: float | None = None, tol: float
     return sol.x[:E], sol.z[:R], sol.iterations
 
 
+def _resolve_price_scaled(form: _EdgeForm, p: np.ndarray, *, time_limit: float | None,
+                          log: _Log, tol: float = 1e-10
+                          ) -> tuple[np.ndarray, np.ndarray, int]:
+    """Re-solve with every good measured in units worth about 1 at the prices ``p``.
+
+    The conic solver resolves prices to an absolute tolerance, so the price of a good whose
+    utility is tiny next to a buyer's others is only known to a few digits, and the dual
+    bound (a minimum of price / utility ratios) fails. Measuring each resource in units of
+    its approximate value (``h_r = 2^round(log2 p_r)``), each edge in units of its largest
+    resource use and each buyer's utility in units of its largest edge (all powers of two,
+    so exact) makes the re-solve well scaled; ``(z, p, iterations)`` are returned in the
+    units of ``form``.
+    """
+    h = np.where(p > 0, _pow2(p), 1.0)
+    C2 = sp.diags(h) @ form.C
+    k = _pow2(np.asarray(abs(C2).max(axis=0).todense()).ravel())
+    C3 = (C2 @ sp.diags(1.0 / k)).tocsc()
+    w3 = form.weight / k
+    g = _pow2(np.maximum.reduceat(w3, form.starts))
+    w4 = w3 / g[form.owner]
+    scaled = _EdgeForm(form.owner, w4, C3, form.budget, form.supply * h, form.starts)
+    z3, p3, it = _solve_conic(scaled, time_limit=time_limit, tol=tol, log=log)
+    return z3 / k, p3 * h, it
+
+
 def _proportional_response(form: _EdgeForm, *, iters: int, prices: np.ndarray | None
                            ) -> np.ndarray:
     """Proportional-response dynamics (linear markets); returns approximate prices.
@@ -313,13 +338,16 @@ def _newton_dual_polish(form: _EdgeForm, p: np.ndarray) -> tuple[np.ndarray, np.
         c = C.T @ p
         u = B / c
         g = s - C @ u
-        fixed = (p <= 0) & (g >= 0)
+        # epsilon-active set (Bertsekas' projected Newton): an oversupplied good (g > 0)
+        # whose price is already negligible is fixed at price 0
+        fixed = (p <= 1e-8 * scale) & (g >= 0)
         if np.max(np.abs(np.where(fixed, 0.0, g)) / (1.0 + s), initial=0.0) < 1e-13:
+            p = np.where(fixed, 0.0, p)
             break  # KKT: market clearing on every good not fixed at price 0
         free = ~fixed
         Cf = C[free] if isinstance(C, np.ndarray) else C[free].toarray()
         H = np.dot(Cf * (B / c**2), Cf.T)  # (np.dot: matmul hit a slow BLAS path here)
-        step = np.zeros_like(p)
+        step = np.where(fixed, -p, 0.0)  # fixed goods go to price 0
         # least squares: degenerate markets (several goods always used together) make H
         # singular; the minimum-norm step still decreases D
         try:
@@ -366,7 +394,7 @@ def _certify_general(form: _EdgeForm, z: np.ndarray, p: np.ndarray, *, gap_tol: 
     return cert, best_p, z
 
 
-def _polish_linear(form: _EdgeForm, z: np.ndarray, p: np.ndarray, tie: float = 1e-6
+def _polish_linear(form: _EdgeForm, z: np.ndarray, p: np.ndarray, tie: float | None = 1e-6
                    ) -> tuple[np.ndarray, np.ndarray] | None:
     """Exact equilibrium on the support of an approximate one (linear markets).
 
@@ -376,13 +404,23 @@ def _polish_linear(form: _EdgeForm, z: np.ndarray, p: np.ndarray, tie: float = 1
     Spending ``b_e`` is then a flow with buyer sums ``B_i`` and good sums ``p_r s_r``. Both
     are sparse linear systems. Returns ``(z, p)`` or ``None`` when the support is not an
     equilibrium support (negative flow); the caller keeps whichever certifies better.
+
+    The candidate support is read off the prices (edges within a relative ``tie`` of the
+    buyer's best bang-per-buck that carry utility) or, with ``tie=None``, off the allocation
+    alone (edges that carry a fraction of their good's supply): the latter survives goods
+    whose utility is tiny next to a buyer's others, whose prices an interior-point solver
+    only resolves to its absolute tolerance.
     """
     u = form.utilities(z)
-    q = (form.C.T @ p) / form.weight
-    best = form.beta(p)
-    share = form.weight * z / u[form.owner]
-    # candidate support: edges at the buyer's best bang-per-buck that carry utility ...
-    cand = np.flatnonzero((q <= best[form.owner] * (1 + tie)) & (share > 1e-7))
+    if tie is None:
+        share = z / form.supply[form.C.indices]
+        cand = np.flatnonzero(share > 1e-7)
+    else:
+        q = (form.C.T @ p) / form.weight
+        best = form.beta(p)
+        share = form.weight * z / u[form.owner]
+        # candidate support: edges at the buyer's best bang-per-buck that carry utility ...
+        cand = np.flatnonzero((q <= best[form.owner] * (1 + tie)) & (share > 1e-7))
     if cand.size == 0:
         return None
     for _ in range(6):
@@ -613,6 +651,13 @@ def _certify_linear(form: _EdgeForm, z: np.ndarray, p: np.ndarray, *, gap_tol: f
             cert3, best_p3 = form.certificate(z3, [p3], gap_tol=gap_tol, feas_tol=feas_tol)
             if cert3.ok and cert3.gap <= noise:
                 return cert3, best_p3, z3
+    # badly scaled utilities: read the support off the allocation instead of the prices
+    polished = _polish_linear(form, z, best_p, None)
+    if polished is not None:
+        z2, p2 = polished
+        cert2, best_p2 = form.certificate(z2, [p2, best_p], gap_tol=gap_tol, feas_tol=feas_tol)
+        if cert2.ok and (cert2.gap <= noise or not cert.ok):
+            return cert2, best_p2, z2
     return cert, best_p, z
 
 
@@ -1099,7 +1144,37 @@ class FisherMarket(Composable):
             z = form.repair(z)
             certify = _certify_linear if self.kind == "linear" else _certify_general
             cert, prices, z = certify(form, z, p, gap_tol=gap_tol, feas_tol=feas_tol, log=log)
+        if not cert.ok:
+            z, prices, cert, it, more = self._refine(z, prices, cert, gap_tol, feas_tol,
+                                                     time_limit, log)
+            iters += it
+            solves += more
         return self._allocation(z), prices, cert, iters, solves
+
+    def _refine(self, z: np.ndarray, p: np.ndarray, cert: Certificate, gap_tol: float,
+                feas_tol: float, time_limit: float | None, log: _Log
+                ) -> tuple[np.ndarray, np.ndarray, Certificate, int, int]:
+        """Second chance for a point whose certificate failed: re-solve in units in which
+        every good is worth about 1 (see :func:`_resolve_price_scaled`) and keep the better
+        certificate. Returns ``(z, prices, certificate, iterations, solves)``."""
+        form = self._form
+        certify = _certify_linear if self.kind == "linear" else _certify_general
+        iters = solves = 0
+        for _ in range(3):  # each re-solve's prices give the next one better units
+            try:
+                z2, p2, it = _resolve_price_scaled(form, p, time_limit=time_limit, log=log)
+            except SolverError:
+                break
+            iters += it
+            solves += 1
+            cert2, p2, z2 = certify(form, form.repair(z2), p2, gap_tol=gap_tol,
+                                    feas_tol=feas_tol, log=log)
+            if not (cert2.ok or cert2.relative_gap < cert.relative_gap):
+                break
+            z, p, cert = z2, p2, cert2
+            if cert.ok:
+                break
+        return z, p, cert, iters, solves
 
     def _utilities(self, alloc: np.ndarray) -> np.ndarray:
         return self._form.utilities(self._edge_levels(alloc)) * self._ufac
@@ -1171,6 +1246,11 @@ class FisherMarket(Composable):
         certify = _certify_linear if self.kind == "linear" else _certify_general
         cert, prices, z = certify(self._form, z, prices, gap_tol=gap_tol, feas_tol=feas_tol,
                                   log=log)
+        if not cert.ok:
+            z, prices, cert, it, more = self._refine(z, prices, cert, gap_tol, feas_tol,
+                                                     time_limit, log)
+            iters += it
+            solves += more
         return self._allocation(z), prices, cert, iters, solves
 
     def _edge_levels(self, alloc: np.ndarray) -> np.ndarray:
