@@ -11,8 +11,9 @@ ok, typed_error, crash, wrong, mutated, writable, hang. Then runs the unit-resca
 Prints the counts per entry point x outcome class with a totals row, the rescaling table
 (family x factor: checks, violations, failures), the distinct findings (grouped by entry point,
 class and message) and the first failing examples of each class with a one-line reproducer.
-Exit status 1 if any crash / wrong / mutated / writable / hang / rescaling violation or
-failure. Uses rich when it is installed, plain text otherwise.
+Also permutes jobs / buyers / goods (``PERM_FAMILIES``) and checks the answer is permuted
+alike. Exit status 1 if any crash / wrong / mutated / writable / hang / rescaling or
+permutation violation or failure. Uses rich when it is installed, plain text otherwise.
 """
 
 from __future__ import annotations
@@ -29,7 +30,13 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from tests.fuzz.core import FAILURES, OUTCOMES, Outcome, drive  # noqa: E402
-from tests.fuzz.rescale import FACTORS, RESCALE_FAMILIES, run_rescale  # noqa: E402
+from tests.fuzz.rescale import (  # noqa: E402
+    FACTORS,
+    PERM_FAMILIES,
+    RESCALE_FAMILIES,
+    run_permutation,
+    run_rescale,
+)
 from tests.fuzz.targets import TARGETS  # noqa: E402
 
 SLOW_WEIGHT = 0.25
@@ -160,6 +167,22 @@ def main(argv: list[str] | None = None) -> int:
                "instance; a failure there is not a rescaling failure but is listed)", header,
                rows, use_rich)
 
+        # --- permutation of jobs / buyers / goods -------------------------------------------------
+        pfams = [f for n, f in PERM_FAMILIES.items() if not wanted or any(
+            w.lower() in n.lower() for w in wanted)]
+        rows = []
+        for fam in pfams:
+            counts_p, fnd = run_permutation(fam, args.rescale_instances, seed=args.seed,
+                                            timeout=args.per_call_timeout)
+            findings += fnd
+            rescale_bad += counts_p["violations"] + counts_p["failures"]
+            rows.append([fam.name, str(counts_p["checks"]), str(counts_p["violations"]),
+                         str(counts_p["failures"])])
+        if rows:
+            _table("permutation: the answer is permuted alike", ["family", "checks",
+                                                                 "violations", "failures"],
+                   rows, use_rich)
+
     # --- findings ------------------------------------------------------------------------------
     failing = [o for o in all_outcomes if o.outcome in FAILURES]
     groups: dict[tuple[str, str, str], list[Outcome]] = defaultdict(list)
@@ -177,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
             for o in shown:
                 print(f"  {o.target}: {o.detail[:220]}\n    {o.reproducer[:600]}")
     if findings:
-        print("\nrescaling findings (first per family x kind):")
+        print("\nrescaling / permutation findings (first per family x kind):")
         seen = set()
         for f in findings:
             if (f.family, f.kind) in seen:

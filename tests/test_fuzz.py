@@ -11,7 +11,13 @@ from __future__ import annotations
 import pytest
 
 from tests.fuzz.core import FAILURES, drive
-from tests.fuzz.rescale import FACTORS, RESCALE_FAMILIES, run_rescale
+from tests.fuzz.rescale import (
+    FACTORS,
+    PERM_FAMILIES,
+    RESCALE_FAMILIES,
+    run_permutation,
+    run_rescale,
+)
 from tests.fuzz.targets import TARGETS
 
 QUICK_EXAMPLES = 25
@@ -43,6 +49,14 @@ def test_rescaling_quick(family: str) -> None:
                                   factors=(FACTORS[0], FACTORS[3], FACTORS[-1]),
                                   timeout=PER_CALL_TIMEOUT)
     assert not findings, "\n".join(f"[{f.kind} x{f.factor:g}] {f.detail}\n    {f.reproducer}"
+                                   for f in findings[:5])
+
+
+@pytest.mark.parametrize("family", sorted(PERM_FAMILIES))
+def test_permutation_quick(family: str) -> None:
+    counts, findings = run_permutation(PERM_FAMILIES[family], 2, seed=SEED,
+                                       timeout=PER_CALL_TIMEOUT)
+    assert not findings, "\n".join(f"[{f.kind}] {f.detail}\n    {f.reproducer}"
                                    for f in findings[:5])
 
 

@@ -10,7 +10,11 @@ entry point with the data scaled by ``alpha``, and how to map the result back:
   max-min objective unchanged, total throughput x a, makespan / a); steps x a (min makespan:
   same x, makespan x a).
 * partial allocation: utilities x a (same allocation and fractions); supply x a (allocation x a).
+* finish-time fairness: steps and elapsed times x a (same x and objective: rho is unit-free).
+* efq_schedule: arrival times and GPU-times x a (finish times x a).
 * plan_schedule: durations (regime epoch seconds and the round duration) x a: same objective.
+
+``PERM_FAMILIES``: permuting buyers / goods / jobs permutes the answer alike.
 
 A *violation* is a different mapped answer (relative tolerance :data:`RTOL`) or a different
 certificate verdict; a *failure* is an exception at a scale where the base instance solved.
@@ -61,20 +65,41 @@ def _rel_diff(a: Any, b: Any) -> float:
 
 
 # --- markets --------------------------------------------------------------------------------
+# instance styles: generic (unique allocation) half of the time, else real-data awkwardness
+# (tied or identical rows, a dominant good, small integers, entries spread over 1e-6..1e6);
+# allocations are compared only on generic instances, unique quantities always
+STYLES = ("uniform", "uniform", "uniform", "tied", "tied_cols", "dominant", "integer", "spread")
+
+
+def _matrix(rng: np.random.Generator, n: int, m: int, style: str) -> np.ndarray:
+    from .strategies import positive_matrix
+    if style == "spread":
+        a = 10.0 ** rng.uniform(-6, 6, (n, m))
+        return a
+    return positive_matrix(rng, n, m, style, density=0.8)
+
+
+def _generic(case: dict) -> bool:
+    return case.get("_style", "uniform") == "uniform"
+
+
+def _args(case: dict) -> dict:
+    return {k: v for k, v in case.items() if not k.startswith("_")}
+
+
 def _market_make(kind: str) -> Callable[[np.random.Generator], dict]:
     def make(rng: np.random.Generator) -> dict:
         n, m = int(rng.integers(2, 6)), int(rng.integers(2, 5))
-        U = rng.uniform(0.1, 10.0, (n, m)) * np.where(rng.random((n, m)) < 0.8, 1.0, 0.0)
-        for i in np.flatnonzero(U.max(axis=1) == 0):
-            U[i, rng.integers(m)] = 1.0
+        style = str(rng.choice(STYLES))
+        U = _matrix(rng, n, m, style)
         return {"utility": U, "budget": rng.uniform(0.5, 2.0, n),
-                "supply": rng.uniform(0.5, 4.0, m), "kind": kind}
+                "supply": rng.uniform(0.5, 4.0, m), "kind": kind, "_style": style}
     return make
 
 
 def _market_family(kind: str, what: str) -> Family:
     def call(case: dict, a: float) -> Any:
-        kw = dict(case)
+        kw = _args(case)
         kw[what] = np.asarray(case[what]) * a
         return _fa().fisher_market(**kw)
 
@@ -91,13 +116,13 @@ def _market_family(kind: str, what: str) -> Family:
         else:
             back_u = u
         out = {"utility": back_u}
-        if kind == "linear":
+        if kind == "linear" and _generic(case):
             out["allocation"] = back_x
         return out
 
     def render(case: dict, a: float) -> str:
         from .core import short_repr
-        kw = {k: (np.asarray(v) * a if k == what else v) for k, v in case.items()}
+        kw = {k: (np.asarray(v) * a if k == what else v) for k, v in _args(case).items()}
         return "fa.fisher_market(" + ", ".join(f"{k}={short_repr(v)}" for k, v in kw.items()) \
             + ")"
 
@@ -107,7 +132,9 @@ def _market_family(kind: str, what: str) -> Family:
 # --- throughput policies --------------------------------------------------------------------
 def _gavel_make(rng: np.random.Generator) -> dict:
     n, k = int(rng.integers(2, 6)), int(rng.integers(2, 4))
-    return {"throughput": rng.uniform(0.5, 10.0, (n, k)), "weight": rng.uniform(0.5, 3.0, n),
+    style = str(rng.choice(STYLES))
+    return {"throughput": _matrix(rng, n, k, style), "_style": style,
+            "weight": rng.uniform(0.5, 3.0, n),
             "steps_remaining": rng.uniform(100.0, 1e4, n),
             "workers": {f"t{j}": int(c) for j, c in enumerate(rng.integers(1, 5, k))}}
 
@@ -119,17 +146,19 @@ def _gavel_family(policy: str, what: str) -> Family:
 
     def call(case: dict, a: float) -> Any:
         fa = _fa()
-        kw = {k: v for k, v in case.items() if k != "workers"}
+        kw = {k: v for k, v in _args(case).items() if k != "workers"}
         kw[what] = np.asarray(case[what]) * a
         return getattr(fa, policy)(fa.Jobs(**kw), fa.Cluster(case["workers"]))
 
     def mapped(r: Any, a: float, case: dict) -> dict:
-        return {"x": np.asarray(r.x, float),
-                "objective": np.array([float(r.objective) / a ** obj_power])}
+        out = {"objective": np.array([float(r.objective) / a ** obj_power])}
+        if _generic(case):
+            out["x"] = np.asarray(r.x, float)
+        return out
 
     def render(case: dict, a: float) -> str:
         from .core import short_repr
-        kw = {k: (np.asarray(v) * a if k == what else v) for k, v in case.items()
+        kw = {k: (np.asarray(v) * a if k == what else v) for k, v in _args(case).items()
               if k != "workers"}
         return f"fa.{policy}(fa.Jobs(" + ", ".join(f"{k}={short_repr(v)}" for k, v in kw.items()) \
             + f"), fa.Cluster({case['workers']!r}))"
@@ -141,21 +170,23 @@ def _gavel_family(policy: str, what: str) -> Family:
 def _partial_family(what: str) -> Family:
     def make(rng: np.random.Generator) -> dict:
         c = _market_make("linear")(rng)
-        return {"utility": c["utility"], "supply": c["supply"]}
+        return {"utility": c["utility"], "supply": c["supply"], "_style": c["_style"]}
 
     def call(case: dict, a: float) -> Any:
-        kw = dict(case)
+        kw = _args(case)
         kw[what] = np.asarray(case[what]) * a
         return _fa().partial_allocation(**kw)
 
     def mapped(r: Any, a: float, case: dict) -> dict:
         x = np.asarray(r.allocation, float)
-        return {"allocation": x / a if what == "supply" else x,
-                "fraction": np.asarray(r.fraction, float)}
+        out = {"fraction": np.asarray(r.fraction, float)}
+        if _generic(case):
+            out["allocation"] = x / a if what == "supply" else x
+        return out
 
     def render(case: dict, a: float) -> str:
         from .core import short_repr
-        kw = {k: (np.asarray(v) * a if k == what else v) for k, v in case.items()}
+        kw = {k: (np.asarray(v) * a if k == what else v) for k, v in _args(case).items()}
         return "fa.partial_allocation(" + ", ".join(f"{k}={short_repr(v)}"
                                                     for k, v in kw.items()) + ")"
 
@@ -202,6 +233,59 @@ def _plan_render(case: dict, a: float) -> str:
         ", ".join(f"{k}={v!r}" for k, v in kw.items()) + ")"
 
 
+# --- finish-time fairness: steps and elapsed times x a (rho is unit-free) --------------------
+def _ftf_family() -> Family:
+    def make(rng: np.random.Generator) -> dict:
+        c = _gavel_make(rng)
+        c["elapsed"] = rng.uniform(0.0, 1e3, len(c["weight"]))
+        return c
+
+    def call(case: dict, a: float) -> Any:
+        fa = _fa()
+        kw = {k: v for k, v in _args(case).items() if k != "workers"}
+        kw["steps_remaining"] = np.asarray(case["steps_remaining"]) * a
+        kw["elapsed"] = np.asarray(case["elapsed"]) * a
+        return fa.finish_time_fairness(fa.Jobs(**kw), fa.Cluster(case["workers"]))
+
+    def mapped(r: Any, a: float, case: dict) -> dict:
+        out = {"objective": np.array([float(r.objective)])}
+        if _generic(case):
+            out["x"] = np.asarray(r.x, float)
+        return out
+
+    def render(case: dict, a: float) -> str:
+        from .core import short_repr
+        kw = {k: (np.asarray(v) * a if k in ("steps_remaining", "elapsed") else v)
+              for k, v in _args(case).items() if k != "workers"}
+        return "fa.finish_time_fairness(fa.Jobs(" + ", ".join(
+            f"{k}={short_repr(v)}" for k, v in kw.items()) + f"), fa.Cluster({case['workers']!r}))"
+
+    return Family("finish_time_fairness: steps, elapsed x a", make, call, mapped, render)
+
+
+# --- elastic fair queuing: arrival times and GPU-times x a -> finish times x a ----------------
+def _efq_family() -> Family:
+    def make(rng: np.random.Generator) -> dict:
+        n = int(rng.integers(2, 7))
+        return {"arrival": np.sort(rng.uniform(0, 10, n)), "gpu_time": rng.uniform(0.5, 5, n),
+                "num_gpus": int(rng.choice([1, 2, 4]))}
+
+    def call(case: dict, a: float) -> Any:
+        return _fa().efq_schedule(np.asarray(case["arrival"]) * a,
+                                  np.asarray(case["gpu_time"]) * a, case["num_gpus"])
+
+    def mapped(r: Any, a: float, case: dict) -> dict:
+        return {"efq_finish": np.asarray(r.efq_finish, float) / a,
+                "gps_finish": np.asarray(r.gps_finish, float) / a}
+
+    def render(case: dict, a: float) -> str:
+        from .core import short_repr
+        return (f"fa.efq_schedule({short_repr(np.asarray(case['arrival']) * a)}, "
+                f"{short_repr(np.asarray(case['gpu_time']) * a)}, {case['num_gpus']!r})")
+
+    return Family("efq_schedule: times x a", make, call, mapped, render)
+
+
 RESCALE_FAMILIES: dict[str, Family] = {}
 for _f in ([_market_family(k, w) for k in ("linear", "leontief")
             for w in ("budget", "supply", "utility")]
@@ -210,6 +294,7 @@ for _f in ([_market_family(k, w) for k in ("linear", "leontief")
               _gavel_family("max_total_throughput", "throughput"),
               _gavel_family("min_makespan", "throughput"),
               _gavel_family("min_makespan", "steps_remaining"),
+              _ftf_family(), _efq_family(),
               _partial_family("utility"), _partial_family("supply"),
               Family("plan_schedule: durations x a", _plan_make, _plan_call, _plan_mapped,
                      _plan_render)]):
@@ -288,3 +373,151 @@ def run_rescale(family: Family, instances: int, *, seed: int = 0,
                 findings.append(RescaleFinding(family.name, a, "violation", "; ".join(bad),
                                                family.render(case, a)))
     return table, findings
+
+
+# --------------------------------------------------------------------------------------------
+# permutation of jobs / buyers / goods: the answer is permuted alike
+# --------------------------------------------------------------------------------------------
+@dataclass
+class PermFamily:
+    name: str
+    make: Callable[[np.random.Generator], dict]
+    call: Callable[[dict], Any]
+    permute: Callable[[dict, np.random.Generator], tuple[dict, Any]]   # case -> (case', perm)
+    compare: Callable[[Any, Any, Any, dict], dict]  # base, permuted, perm, case -> {k: (a, b)}
+
+
+def _perm_market(kind: str) -> PermFamily:
+    def call(case: dict) -> Any:
+        return _fa().fisher_market(**_args(case))
+
+    def permute(case: dict, rng: np.random.Generator) -> tuple[dict, Any]:
+        n, m = np.shape(case["utility"])
+        pi, sg = rng.permutation(n), rng.permutation(m)
+        return ({"utility": np.asarray(case["utility"])[pi][:, sg],
+                 "budget": np.asarray(case["budget"])[pi],
+                 "supply": np.asarray(case["supply"])[sg], "kind": kind,
+                 "_style": case["_style"]}, (pi, sg))
+
+    def compare(base: Any, r: Any, perm: Any, case: dict) -> dict:
+        pi, sg = perm
+        out = {"utility": (np.asarray(base.utility)[pi], np.asarray(r.utility))}
+        if kind == "linear":
+            out["prices"] = (np.asarray(base.prices)[sg], np.asarray(r.prices))
+        if kind == "linear" and _generic(case):
+            out["allocation"] = (np.asarray(base.allocation)[pi][:, sg],
+                                 np.asarray(r.allocation))
+        return out
+
+    return PermFamily(f"market {kind}: buyers and goods", _market_make(kind), call, permute,
+                      compare)
+
+
+def _perm_gavel(policy: str) -> PermFamily:
+    def call(case: dict) -> Any:
+        fa = _fa()
+        kw = {k: v for k, v in _args(case).items() if k != "workers"}
+        return getattr(fa, policy)(fa.Jobs(**kw), fa.Cluster(case["workers"]))
+
+    def permute(case: dict, rng: np.random.Generator) -> tuple[dict, Any]:
+        n = len(case["weight"])
+        pi = rng.permutation(n)
+        c = {k: (np.asarray(v)[pi] if k not in ("workers", "_style") else v)
+             for k, v in case.items()}
+        return c, pi
+
+    def compare(base: Any, r: Any, pi: Any, case: dict) -> dict:
+        out = {"objective": (np.array([base.objective]), np.array([r.objective]))}
+        if _generic(case):
+            out["x"] = (np.asarray(base.x)[pi], np.asarray(r.x))
+        return out
+
+    return PermFamily(f"{policy}: jobs", _gavel_make, call, permute, compare)
+
+
+def _perm_partial() -> PermFamily:
+    def make(rng: np.random.Generator) -> dict:
+        c = _market_make("linear")(rng)
+        return {"utility": c["utility"], "supply": c["supply"], "_style": c["_style"]}
+
+    def call(case: dict) -> Any:
+        return _fa().partial_allocation(**_args(case))
+
+    def permute(case: dict, rng: np.random.Generator) -> tuple[dict, Any]:
+        n, m = np.shape(case["utility"])
+        pi, sg = rng.permutation(n), rng.permutation(m)
+        return ({"utility": np.asarray(case["utility"])[pi][:, sg],
+                 "supply": np.asarray(case["supply"])[sg], "_style": case["_style"]}, (pi, sg))
+
+    def compare(base: Any, r: Any, perm: Any, case: dict) -> dict:
+        pi, sg = perm
+        out = {"fraction": (np.asarray(base.fraction)[pi], np.asarray(r.fraction))}
+        if _generic(case):
+            out["allocation"] = (np.asarray(base.allocation)[pi][:, sg],
+                                 np.asarray(r.allocation))
+        return out
+
+    return PermFamily("partial_allocation: agents and goods", make, call, permute, compare)
+
+
+def _perm_plan() -> PermFamily:
+    def call(case: dict) -> Any:
+        return _plan_call(case, 1.0)
+
+    def permute(case: dict, rng: np.random.Generator) -> tuple[dict, Any]:
+        pi = rng.permutation(len(case["jobs"]))
+        return dict(case, jobs=[case["jobs"][i] for i in pi]), pi
+
+    def compare(base: Any, r: Any, pi: Any, case: dict) -> dict:
+        return {"objective": (np.array([base.objective]), np.array([r.objective]))}
+
+    return PermFamily("plan_schedule: jobs", _plan_make, call, permute, compare)
+
+
+PERM_FAMILIES: dict[str, PermFamily] = {
+    f.name: f for f in [_perm_market("linear"), _perm_market("leontief"),
+                        _perm_gavel("max_min_fairness"), _perm_gavel("max_total_throughput"),
+                        _perm_gavel("min_makespan"), _perm_partial(), _perm_plan()]}
+
+
+def run_permutation(family: PermFamily, instances: int, *, seed: int = 0,
+                    timeout: float = 20.0) -> tuple[dict[str, int], list[RescaleFinding]]:
+    """Permutation checks of one family: checks, violations, failures."""
+    import warnings
+
+    from .core import short_repr
+
+    counts = {"checks": 0, "violations": 0, "failures": 0}
+    findings: list[RescaleFinding] = []
+    rng = np.random.default_rng([seed, zlib.crc32(family.name.encode())])
+
+    def guarded(case: dict) -> Any:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with _Timer(timeout):
+                return family.call(case)
+
+    for _ in range(instances):
+        case = family.make(rng)
+        pcase, perm = family.permute(case, rng)
+        counts["checks"] += 1
+        try:
+            base = guarded(case)
+            r = guarded(pcase)
+            pairs = family.compare(base, r, perm, case)
+        except (Exception, _Hang) as exc:
+            counts["failures"] += 1
+            findings.append(RescaleFinding(family.name, 1.0, "failure",
+                                           f"{type(exc).__name__}: {_first(exc)}",
+                                           short_repr(pcase, 600)))
+            continue
+        bad = [f"{k} differs by {d:.3g}" for k, (a, b) in pairs.items()
+               if not (d := _rel_diff(a, b)) <= RTOL]
+        if bool(base.certificate.ok) != bool(r.certificate.ok):
+            bad.append("certificate verdict differs")
+        if bad:
+            counts["violations"] += 1
+            findings.append(RescaleFinding(family.name, 1.0, "violation", "; ".join(bad),
+                                           f"base {short_repr(case, 300)} permuted by "
+                                           f"{short_repr(perm, 100)}"))
+    return counts, findings
