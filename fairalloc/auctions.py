@@ -61,7 +61,7 @@ from .errors import CertificateError, FairallocError, InputError, SolverError
 from .results import Certificate, FrozenArrays, Result, SolveStats, Status, readonly, \
     require_pandas
 from .tolerances import FEAS_TOL, GAP_TOL, MILP_GAP_TOL
-from .valuations import LEVELS, Topology, _check_apps, _slowdown_levels
+from .valuations import LEVELS, Topology, _array, _check_apps, _slowdown_levels
 
 __all__ = [
     "AuctionRound",
@@ -1047,9 +1047,9 @@ def partial_allocation(
     """
     t0 = time.perf_counter()
     mark = len(_used())
-    U = as_array(utility, "utility", ndim=2)
+    U = _array(utility, "utility", ndim=2)
     n, m = U.shape
-    s = np.ones(m) if supply is None else as_array(supply, "supply", ndim=1, shape=(m,))
+    s = np.ones(m) if supply is None else _array(supply, "supply", ndim=1, shape=(m,))
     if not (s > 0).any():
         raise InputError("supply is all zero: there is nothing to allocate", argument="supply")
     method = as_option(method, "method", _METHODS)
@@ -1252,7 +1252,7 @@ def _exact(gap: float, scale: float) -> bool:
 
 def _milp(form: _Form, c: np.ndarray, active_opt: np.ndarray,
           count_row: tuple[np.ndarray, float] | None, time_limit: float | None,
-          solver: Any, scale: float) -> tuple[Any, Any]:
+          solver: Any, scale: float, incumbent: np.ndarray | None = None) -> tuple[Any, Any]:
     """Solve ``max c@x`` over the form (options of inactive agents fixed at 0), certified.
 
     Set packing over placement classes is nearly integral, so cheap exact routes come first:
@@ -1264,6 +1264,7 @@ def _milp(form: _Form, c: np.ndarray, active_opt: np.ndarray,
     the way is kept: the certificate compares the best feasible point found with the best
     bound (``scale``: the objective's data scale, the number of agents in it), so a
     time-limited solve returns its incumbent with an honest, possibly not-ok, certificate.
+    ``incumbent`` is a known feasible point (kept if nothing better is found).
     """
     from .backends import LinearProgram
     from .certificates import lp_certificate, milp_certificate
@@ -1289,6 +1290,8 @@ def _milp(form: _Form, c: np.ndarray, active_opt: np.ndarray,
         return np.zeros(0), certify(np.zeros(0), 0.0)
     lower_bound = -math.inf  # best proven lower bound of min(-c@x) (= -upper bound of max)
     incumbents: list[np.ndarray] = []
+    if incumbent is not None and certify(incumbent, -math.inf).primal_residual <= FEAS_TOL:
+        incumbents.append(np.asarray(incumbent, dtype=float))
 
     def feasible(x: np.ndarray | None) -> bool:
         return x is not None and certify(x, -math.inf).primal_residual <= FEAS_TOL
@@ -1419,14 +1422,18 @@ def _nash(form: _Form, active: np.ndarray, time_limit: float | None, solver: Any
             solves += 1
             x, cert = _milp(form, c, act_opt, (zero_opt.astype(float), float(target)),
                             time_limit, solver, scale)
-        except InfeasibleError:
+        except SolverError as exc:  # InfeasibleError included
+            if not isinstance(exc, InfeasibleError) and time_limit is None:
+                raise
+            # the target is infeasible, or the time limit left no incumbent: maximise the
+            # count first (nothing is always feasible there), then sum log v at that count
             x1, cert1 = _milp(form, np.r_[zero_opt.astype(float), np.zeros(ncol - K)],
                               act_opt, None, time_limit, solver, float(max(1, target)))
             count = int(round(float(x1[:K][zero_opt].sum())))  # the incumbent's count
             count_proven = bool(cert1.ok)
             solves += 2
             x, cert = _milp(form, c, act_opt, (zero_opt.astype(float), float(count)),
-                            time_limit, solver, scale)
+                            time_limit, solver, scale, incumbent=x1)
     else:
         solves += 1
         x, cert = _milp(form, c, act_opt, None, time_limit, solver, scale)
@@ -1575,14 +1582,14 @@ class BidTable:
 
     def __init__(self, gpus: Any, level: Any, rho: Any, *, rho_empty: float = math.inf,
                  home_machine: int = -1, home_rack: int = -1) -> None:
-        g = as_array(gpus, "gpus", ndim=1, positive=True, integer=True, allow_empty=True)
+        g = _array(gpus, "gpus", ndim=1, positive=True, integer=True, allow_empty=True)
         b = g.size
-        lev = as_array(level, "level", ndim=1, shape=(b,), integer=True, allow_empty=True)
+        lev = _array(level, "level", ndim=1, shape=(b,), integer=True, allow_empty=True)
         if np.any(lev > 2):
             j = int(np.flatnonzero(lev > 2)[0])
             raise InputError(f"level[{j}] is {lev[j]:g}; levels are 0 (machine), 1 (rack), "
                              "2 (anywhere)", argument="level", index=(j,))
-        r = as_array(rho, "rho", ndim=1, shape=(b,), positive=True, allow_empty=True)
+        r = _array(rho, "rho", ndim=1, shape=(b,), positive=True, allow_empty=True)
         re = _rho_empty(rho_empty)
         for name, v in (("home_machine", home_machine), ("home_rack", home_rack)):
             if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < -1:
@@ -1931,7 +1938,7 @@ def bundle_auction(
     if len(values) != n:
         raise InputError(f"values has {len(values)} rows but bundles has {n} agents",
                          argument="values")
-    vals = [as_array(values[i], f"values[{i}]", ndim=1, positive=True, allow_empty=True)
+    vals = [_array(values[i], f"values[{i}]", ndim=1, positive=True, allow_empty=True)
             for i in range(n)]
     sets: list[np.ndarray] = []
     agent: list[int] = []
@@ -1955,7 +1962,7 @@ def bundle_auction(
                                      argument="bundles", index=(i, b))
                 ids = np.flatnonzero(arr).astype(float)
             else:
-                ids = as_array(bundle, f"bundles[{i}][{b}]", ndim=1, integer=True,
+                ids = _array(bundle, f"bundles[{i}][{b}]", ndim=1, integer=True,
                                allow_empty=True)
             if ids.size and ids.max() >= g_cap:
                 raise InputError(
@@ -1978,7 +1985,7 @@ def bundle_auction(
     if g < g_max:
         raise InputError(f"a bundle names good {g_max - 1} but num_goods is {g}",
                          argument="num_goods")
-    empty = np.zeros(n) if empty_value is None else as_array(empty_value, "empty_value",
+    empty = np.zeros(n) if empty_value is None else _array(empty_value, "empty_value",
                                                              ndim=1, shape=(n,))
     workers_n = _workers(workers)
     tl = as_time_limit(time_limit)
