@@ -27,10 +27,16 @@ Three exact methods solve it (``method=``):
   certificate shows to be violated until the certified gap meets ``gap_tol``;
 * ``"conic"``: the whole edge-form program, handed to Clarabel as sparse conic data;
 * ``"cvxpy"``: the program as a cvxpy model (the composable builder :class:`FisherMarket`;
-  constraints and objective terms can be added), solved by Clarabel.
+  constraints and objective terms can be added), solved by Clarabel (named explicitly).
 
 ``"auto"`` picks ``"cvxpy"`` for composed models, ``"fast"`` for linear markets with more than
 2,000 edges, and ``"conic"`` otherwise.
+
+Units: every market is first normalised by exact powers of two (budgets to sum ~1, each good's
+supply to ~1, each buyer's utility row to largest entry ~1), solved and certified there, and
+mapped back (``x = f_s x'``, ``p = f_b p' / f_s``); the certificate's gap is judged against the
+total budget (``Certificate.scale``), so results and verdicts do not depend on the units of
+budgets, supply or utilities (see ``formulations/eisenberg_gale.md``).
 """
 
 from __future__ import annotations

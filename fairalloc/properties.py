@@ -16,6 +16,10 @@ utility ``u_i``; with equal budgets they are the classic ones):
 * ``pareto_optimal`` -- no feasible allocation makes someone better off and nobody worse off,
   decided exactly by a linear program (HiGHS), not by sampling.
 
+Every tolerance is relative (to the market's value, a buyer's spending, budget-weighted
+utility or fair share), so a verdict does not depend on the units of budgets, supply or
+utilities; the Pareto LP is solved at unit scale (power-of-two factors).
+
 Utilities are linear (``u_i(x) = sum_r u_ir x_r``) or Leontief per round
 (``u_i(x) = sum_t min_{j: a_ijt > 0} x_jt / a_ijt``); arrays of shape (n, m) are one round,
 (n, m, T) are ``T`` rounds (volatile markets).
