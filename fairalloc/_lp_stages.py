@@ -199,11 +199,15 @@ class _Level:
         divided by ``rho`` giving a unit-scale program (:func:`_pow2`): ``rho`` from the
         rows' typical largest coefficient, ``sigma`` from the jobs' typical saturation level
         ``max_e C_me / b_m``."""
+        cached = self.__dict__.get("_units")
+        if cached is not None:
+            return cached
         rowmax = _row_absmax(self.C)
         pos = (self.b > 0) & (rowmax > 0)
         nz = rowmax[rowmax > 0]
         rho = _pow2(float(np.median(nz))) if nz.size else 1.0
         sigma = _pow2(float(np.median(rowmax[pos] / self.b[pos]))) if pos.any() else 1.0
+        self.__dict__["_units"] = (sigma, rho)
         return sigma, rho
 
     def data_scale(self) -> float:
@@ -252,9 +256,13 @@ def _pow2(v: float) -> float:
 def _row_absmax(A: sp.spmatrix) -> np.ndarray:
     """Largest absolute entry of each row of a sparse matrix (0 for empty rows)."""
     A = sp.csr_matrix(A)
+    out = np.zeros(A.shape[0])
     if A.nnz == 0:
-        return np.zeros(A.shape[0])
-    return np.asarray(abs(A).max(axis=1).todense()).ravel()
+        return out
+    ptr = A.indptr
+    full = ptr[1:] > ptr[:-1]
+    out[full] = np.maximum.reduceat(np.abs(A.data), ptr[:-1][full])
+    return out
 
 
 def _row_units(A: sp.spmatrix) -> np.ndarray:

@@ -160,6 +160,18 @@ class Allocation(Result):
     levels: int = 1
     level_floors: np.ndarray | None = None
 
+    def __post_init__(self) -> None:
+        # job ids and type names are hashable labels, never arrays: skip them when the
+        # array fields are made read-only (walking thousands of labels costs more than a solve)
+        ids, types = self.job_ids, self.types
+        object.__setattr__(self, "job_ids", ())
+        object.__setattr__(self, "types", ())
+        try:
+            super().__post_init__()
+        finally:
+            object.__setattr__(self, "job_ids", ids)
+            object.__setattr__(self, "types", types)
+
     def to_frame(self) -> Any:
         """One row per job (index: job ids): ``x[type]``, effective throughput and metric."""
         pd = require_pandas()
