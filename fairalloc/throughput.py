@@ -314,14 +314,25 @@ class ThroughputPolicy(Composable):
         self._build_cvxpy()
         return super().add_objective_term(term)
 
+    def _cvx_unit(self) -> float:
+        """Power of two of the policy objective's scale (the cvxpy objective is divided by it,
+        so that the conic solver's tolerances see a unit-scale objective)."""
+        return 1.0
+
     def problem(self) -> Any:
-        """The cvxpy problem ``max objective + terms`` s.t. all constraints."""
+        """The cvxpy problem ``max (objective + terms) / unit`` s.t. all constraints.
+
+        ``unit`` is a power of two of the policy objective's data scale (1 for data near unit
+        scale): the same maximiser, at a scale the conic solver's tolerances are made for."""
         import cvxpy as cp
 
         cvx = self._build_cvxpy()
         obj = cvx["objective"]
         for term in self._terms:
             obj = obj + term
+        unit = self._cvx_unit()
+        if unit != 1.0:
+            obj = obj * (1.0 / unit)
         return cp.Problem(cp.Maximize(obj), [*cvx["base"], *cvx["policy"], *self._constraints])
 
     # --- solve ------------------------------------------------------------------------------
@@ -443,17 +454,22 @@ class ThroughputPolicy(Composable):
         from ._cvxpy import solve_cvxpy
 
         prob = self.problem()
+        unit = self._cvx_unit()
         stats, cert = solve_cvxpy(prob, backend=backend, gap_tol=gap_tol, feas_tol=feas_tol)
         cvx = self._build_cvxpy()
-        prices = np.maximum(np.asarray(cvx["capacity"].dual_value, dtype=float), 0.0)
-        value = float(prob.value)
+        prices = unit * np.maximum(np.asarray(cvx["capacity"].dual_value, dtype=float), 0.0)
+        scaled = float(prob.value)
+        value = scaled * unit
+        cert = _rescale_cert(cert, unit)
         certs = [cert]
         iters, solves = stats.iterations, 1
         if wc:
-            slack = stage_tol * max(abs(value), float(cert.scale or 0.0))
+            slack = stage_tol * max(abs(scaled), float(cert.scale or 0.0) / unit)
+            value_kept = scaled
             obj = prob.objective.args[0]
             g = self._wc_objective()
-            p2 = cp.Problem(cp.Maximize(g @ cvx["xc"]), [*prob.constraints, obj >= value - slack])
+            p2 = cp.Problem(cp.Maximize(g @ cvx["xc"]),
+                            [*prob.constraints, obj >= value_kept - slack])
             stats2, cert2 = solve_cvxpy(p2, backend=backend, gap_tol=gap_tol,
                                         feas_tol=feas_tol)
             certs.append(cert2)
@@ -472,13 +488,29 @@ class ThroughputPolicy(Composable):
                 f"columns={self.inst.E}{extra})")
 
 
-def _level_objective(cvx: dict[str, Any], C: sp.csr_matrix, b: np.ndarray, h: np.ndarray
-                     ) -> tuple[Any, list[Any]]:
+def _rescale_cert(cert: Certificate, unit: float) -> Certificate:
+    """``cert`` of a program whose objective was divided by ``unit`` (a power of two), in the
+    caller's units (exact; the relative gap and residuals are unchanged)."""
+    if unit == 1.0:
+        return cert
+    import dataclasses
+
+    return dataclasses.replace(
+        cert, primal_value=cert.primal_value * unit, dual_bound=cert.dual_bound * unit,
+        gap=cert.gap * unit, scale=None if cert.scale is None else cert.scale * unit)
+
+
+def _level_objective(cvx: dict[str, Any], stage: _Level) -> tuple[Any, list[Any]]:
+    """``max theta`` s.t. the level rows; ``theta = sigma theta'`` with a unit-scale variable
+    ``theta'`` and the rows divided by ``rho`` (:meth:`_Level.units`)."""
     import cvxpy as cp
 
-    theta = cp.Variable(name="level")
+    sigma, rho = stage.units()
+    var = cp.Variable(name="level")
+    theta = var if sigma == 1.0 else sigma * var
     cvx["level"] = theta
-    return theta, [C @ cvx["xc"] - b * theta >= h]
+    C = stage.C if rho == 1.0 else sp.csr_matrix(stage.C / rho)
+    return theta, [C @ cvx["xc"] - (stage.b * (sigma / rho)) * var >= stage.h / rho]
 
 
 # --------------------------------------------------------------------------------------------
@@ -534,8 +566,10 @@ class MaxMinFairness(ThroughputPolicy):
         return stage, res, res.value
 
     def _cvx_objective(self, cvx: dict[str, Any]) -> tuple[Any, list[Any]]:
-        st = self.level_stage()
-        return _level_objective(cvx, st.C, st.b, st.h)
+        return _level_objective(cvx, self.level_stage())
+
+    def _cvx_unit(self) -> float:
+        return self.level_stage().units()[0]
 
     def solve(self, **kw: Any) -> Allocation:  # noqa: D102 - documented on the base class
         if self.water_filling:
@@ -705,8 +739,10 @@ class MinMakespan(ThroughputPolicy):
         return self._makespan(xcol)
 
     def _cvx_objective(self, cvx: dict[str, Any]) -> tuple[Any, list[Any]]:
-        st = self.level_stage()
-        return _level_objective(cvx, st.C, st.b, st.h)
+        return _level_objective(cvx, self.level_stage())
+
+    def _cvx_unit(self) -> float:
+        return self.level_stage().units()[0]
 
 
 def min_makespan(jobs: Jobs, cluster: Cluster, **kw: Any) -> Allocation:
@@ -816,8 +852,12 @@ class FinishTimeFairness(ThroughputPolicy):
 
         R = cp.Variable(name="rho_max")
         cvx["level"] = R
-        tp = cvx["tp"]
-        con = [self.t + cp.multiply(self.steps, cp.inv_pos(tp)) <= cp.multiply(self.D, R)]
+        # t + steps / tp <= D R, divided by D and with tp at unit scale (tau: a power of
+        # two): every coefficient is a ratio of times or of throughputs
+        tau = _pow2(float(np.median(self.inst.equal_tp)))
+        tp_unit = cvx["tp"] * (1.0 / tau) if tau != 1.0 else cvx["tp"]
+        con = [self.t / self.D + cp.multiply(self.steps / (self.D * tau), cp.inv_pos(tp_unit))
+               <= R]
         return -R, con
 
     def _cvx_objective_value(self, value: float, xcol: np.ndarray) -> float:
@@ -879,6 +919,9 @@ class MaxTotalThroughput(ThroughputPolicy):
         res = solver.run(st, self.name)
         return st, res, res.value
 
+    def _cvx_unit(self) -> float:
+        return _pow2(float(np.max(np.abs(self.stage().g), initial=0.0)))
+
     def _cvx_objective(self, cvx: dict[str, Any]) -> tuple[Any, list[Any]]:
         return self.weights() @ cvx["tp"], []
 
@@ -933,6 +976,7 @@ class FIFO(ThroughputPolicy):
 
     _first_stages = MaxTotalThroughput._first_stages
     _cvx_objective = MaxTotalThroughput._cvx_objective
+    _cvx_unit = MaxTotalThroughput._cvx_unit
 
 
 def fifo(jobs: Jobs, cluster: Cluster, *, order: Any = None, **kw: Any) -> Allocation:
@@ -1017,6 +1061,10 @@ class ShortestJobFirst(ThroughputPolicy):
 
     def _cvx_objective(self, cvx: dict[str, Any]) -> tuple[Any, list[Any]]:
         return cvx["tp"][self.first] / self.steps[self.first], []
+
+    def _cvx_unit(self) -> float:
+        g = np.asarray(self.inst.Tm[self.first].todense()).ravel() / self.steps[self.first]
+        return _pow2(float(np.max(g, initial=0.0)))
 
 
 def shortest_job_first(jobs: Jobs, cluster: Cluster, **kw: Any) -> Allocation:

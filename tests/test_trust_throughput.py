@@ -460,3 +460,23 @@ def test_backend_by_name_is_honoured():
     with pytest.raises(fa.InputError) as e:  # cvxpy models are certified through Clarabel
         fa.max_min_fairness(fa.Jobs(PAPER_T), TWO, method="cvxpy", backend="highs")
     assert e.value.argument == "backend"
+
+
+@pytest.mark.parametrize("f", [1e-9, 1e9])
+@pytest.mark.parametrize("name", ["max_min", "makespan", "ftf", "sjf", "total"])
+def test_cvxpy_method_invariant_to_units(f, name):
+    # the conic path divides its objective by a power of two of its scale and solves the
+    # level at unit scale; before, weights/throughputs x1e9 failed or were certified wrong
+    fn = {"max_min": fa.max_min_fairness, "makespan": fa.min_makespan,
+          "ftf": fa.finish_time_fairness, "sjf": fa.shortest_job_first,
+          "total": fa.max_total_throughput}[name]
+    steps = np.array([1e3, 2e3, 3e3])
+    a = fn(fa.Jobs(PAPER_T, steps_remaining=steps), TWO, method="cvxpy")
+    b = fn(fa.Jobs(np.array(PAPER_T) * f, weight=[f] * 3, steps_remaining=steps * f), TWO,
+           method="cvxpy")
+    assert a.certificate.ok and b.certificate.ok and b.stats.backend == "clarabel"
+    assert np.allclose(a.x, b.x, atol=1e-5)
+    expect = {"max_min": 1 / f, "total": f}.get(name, 1.0)
+    assert b.objective == pytest.approx(a.objective * expect, rel=1e-5)
+    ref = fn(fa.Jobs(PAPER_T, steps_remaining=steps), TWO)  # the LP path agrees
+    assert a.objective == pytest.approx(ref.objective, rel=1e-5)
