@@ -207,7 +207,7 @@ def solve_cvxpy(
         raise SolverError(f"clarabel failed: {status}", backend=inst.name, status=status)
     try:
         with warnings.catch_warnings():  # "may be inaccurate": the certificate decides
-            warnings.simplefilter("ignore", UserWarning)
+            warnings.simplefilter("ignore")
             problem.unpack_results(raw, chain, inverse)
         maximize = isinstance(problem.objective, cp.Maximize)
         cert = conic_certificate(data, x, z, maximize=maximize, gap_tol=gap_tol,

@@ -140,7 +140,8 @@ class _EdgeForm:
     def implied_prices(self, z: np.ndarray) -> np.ndarray:
         """Prices at which each buyer's spending, split by utility share, clears (linear)."""
         u = self.utilities(z)
-        spend = self.budget[self.owner] * self.weight * z / u[self.owner]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            spend = self.budget[self.owner] * self.weight * z / u[self.owner]
         used = self.C @ spend  # linear edges use one resource with coefficient 1
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.where(self.supply > 0, used / self.supply, 0.0)
@@ -185,12 +186,15 @@ class _Log:
         self.lp = lp
         self.used: list[str] = []
         self.raw_status = ""
+        self.hit_limit = False  # a solve stopped at its time or iteration limit
 
     def ran(self, name: str, raw_status: str | None = None) -> None:
         if name not in self.used:
             self.used.append(name)
         if raw_status is not None:
             self.raw_status = str(raw_status)
+            if self.raw_status in ("MaxTime", "MaxIterations"):
+                self.hit_limit = True
 
     def lp_backend(self) -> Any:
         from .backends import get_backend
@@ -424,7 +428,8 @@ def _polish_linear(form: _EdgeForm, z: np.ndarray, p: np.ndarray, tie: float | N
     else:
         q = (form.C.T @ p) / form.weight
         best = form.beta(p)
-        share = form.weight * z / u[form.owner]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            share = form.weight * z / u[form.owner]
         # candidate support: edges at the buyer's best bang-per-buck that carry utility ...
         cand = np.flatnonzero((q <= best[form.owner] * (1 + tie)) & (share > 1e-7))
     if cand.size == 0:
@@ -1063,10 +1068,19 @@ class FisherMarket(Composable):
         warm_start : array_like, optional
             Prices (shape of ``supply``) to start the fast path from (e.g. a related market's).
 
+        Returns
+        -------
+        MarketResult
+            ``status`` is ``OPTIMAL`` (``certificate.ok``), or ``TIME_LIMIT`` when a solve
+            stopped at ``time_limit`` with an exactly feasible allocation whose proven gap
+            misses ``gap_tol`` (``certificate.ok`` is then false and ``certificate.gap`` says
+            how far from optimal it may be).
+
         Raises
         ------
         CertificateError
-            If the certified gap or residual misses its tolerance.
+            If the certified gap or residual misses its tolerance (other than at a time
+            limit, see Returns).
         SolverError
             If a solver fails (any foreign exception is chained as the cause).
 
@@ -1117,7 +1131,13 @@ class FisherMarket(Composable):
             raise SolverError(f"market solve failed: {type(exc).__name__}: {exc}",
                               backend=log.backend, status="exception") from exc
         cert = self._user_certificate(cert_n)
-        cert.check(backend=log.backend)
+        status = Status.OPTIMAL
+        if not cert.ok:
+            if (log.hit_limit and np.isfinite(cert.gap) and np.isfinite(cert.primal_value)
+                    and cert.primal_residual <= feas_tol):
+                status = Status.TIME_LIMIT  # a feasible incumbent with its proven gap
+            else:
+                cert.check(backend=log.backend)
         prices = self._user_prices(prices_n).reshape(self.supply.shape)
         flat = alloc.reshape(self.n, -1)
         utility = self._utilities(alloc)
@@ -1125,7 +1145,7 @@ class FisherMarket(Composable):
         stats = SolveStats(backend=log.backend, method=method,
                            seconds=time.perf_counter() - t0, iterations=iters, solves=solves,
                            raw_status=log.raw_status)
-        return MarketResult(objective=cert.primal_value, status=Status.OPTIMAL, stats=stats,
+        return MarketResult(objective=cert.primal_value, status=status, stats=stats,
                             certificate=cert, allocation=alloc, prices=prices, utility=utility,
                             budget=self.budget, spending=spending)
 
@@ -1166,6 +1186,8 @@ class FisherMarket(Composable):
         form = self._form
         certify = _certify_linear if self.kind == "linear" else _certify_general
         iters = solves = 0
+        if log.hit_limit:  # out of time: report the incumbent as it is
+            return z, p, cert, iters, solves
         for _ in range(3):  # each re-solve's prices give the next one better units
             try:
                 z2, p2, it = _resolve_price_scaled(form, p, time_limit=time_limit, log=log)

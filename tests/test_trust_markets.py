@@ -386,3 +386,20 @@ def test_no_solver_output_by_default(capfd: pytest.CaptureFixture[str]) -> None:
             fa.fisher_market(np.random.default_rng(0).random((30, 4)), method=method)
     out, err = capfd.readouterr()
     assert out == "" and err == ""
+
+
+def test_iteration_limit_gives_time_limit_status_never_optimal() -> None:
+    from fairalloc.backends import ClarabelBackend
+
+    class Limited(ClarabelBackend):
+        def _solve_conic(self, prog, *, settings, **kw):  # type: ignore[no-untyped-def]
+            return super()._solve_conic(prog, settings={**settings, "max_iter": 2}, **kw)
+
+    u = np.random.default_rng(0).random((60, 8))
+    r = fa.fisher_market(u, method="conic", backend=Limited())
+    assert r.stats.raw_status == "MaxIterations"
+    assert r.status == Status.TIME_LIMIT and not r.certificate.ok
+    assert 0 < r.certificate.relative_gap < np.inf
+    assert np.all(r.allocation.sum(axis=0) <= 1.0 + 1e-12)
+    # the same market without the limit is optimal
+    assert fa.fisher_market(u, method="conic").status == Status.OPTIMAL
