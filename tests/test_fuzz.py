@@ -37,7 +37,7 @@ def _report(bad: list) -> str:
 def test_fuzz_target(name: str) -> None:
     target = TARGETS[name]
     n = QUICK_EXAMPLES_SLOW if target.slow else QUICK_EXAMPLES
-    outcomes = drive(target, n, seed=SEED, timeout=PER_CALL_TIMEOUT)
+    outcomes = drive(target, n, seed=SEED, timeout=PER_CALL_TIMEOUT, stop_on_failure=True)
     assert outcomes, "hypothesis drew no example"
     bad = [o for o in outcomes if o.outcome in FAILURES]
     assert not bad, _report(bad)

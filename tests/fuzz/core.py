@@ -62,6 +62,8 @@ class Target:
     check: Callable[[dict, Any], None] | None = None
     render: Callable[[dict], str] | None = None   # one-line reproducer
     slow: bool = False             # fewer examples in the quick profile
+    always_feasible: bool = False  # the program always has a feasible point (x = 0): an
+    #                                InfeasibleError is a wrong answer, not a typed error
 
     def reproducer(self, case: dict) -> str:
         if self.render is not None:
@@ -225,6 +227,11 @@ def run_case(target: Target, case: dict, *, timeout: float = 20.0) -> Outcome:
                 result = target.call(case, ctx)
     except _Hang:
         outcome, detail = "hang", f"exceeded {timeout:g} s"
+    except fa.InfeasibleError as exc:
+        outcome, detail = "typed_error", f"{type(exc).__name__}: {_first_line(exc)}"
+        if target.always_feasible:
+            outcome, detail = "wrong", f"InfeasibleError on a program that is always " \
+                                       f"feasible: {_first_line(exc)}"
     except fa.FairallocError as exc:
         outcome, detail = "typed_error", f"{type(exc).__name__}: {_first_line(exc)}"
     except Exception as exc:
@@ -267,9 +274,11 @@ def _first_line(exc: BaseException) -> str:
 # drivers
 # --------------------------------------------------------------------------------------------
 def drive(target: Target, examples: int, *, seed: int = 0, timeout: float = 20.0,
-          on_outcome: Callable[[Outcome], None] | None = None) -> list[Outcome]:
+          on_outcome: Callable[[Outcome], None] | None = None,
+          stop_on_failure: bool = False) -> list[Outcome]:
     """Draw ``examples`` cases of ``target`` with hypothesis (fixed seed, no shrinking, no
-    database) and run each; returns the outcomes."""
+    database) and run each; returns the outcomes. ``stop_on_failure``: run no more calls
+    after the first failing one (the quick profile only needs one)."""
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import seed as hseed
 
@@ -281,6 +290,8 @@ def drive(target: Target, examples: int, *, seed: int = 0, timeout: float = 20.0
               derandomize=False)
     @given(target.strategy)
     def body(case: dict) -> None:
+        if stop_on_failure and any(o.outcome in FAILURES for o in outcomes):
+            return
         o = run_case(target, case, timeout=timeout)
         outcomes.append(o)
         if on_outcome is not None:

@@ -37,9 +37,18 @@ from .strategies import (
 TARGETS: dict[str, Target] = {}
 
 
+# entry points whose program always has a feasible point (nothing allocated): an
+# InfeasibleError from them is a wrong answer
+ALWAYS_FEASIBLE = {"fisher_market", "volatile_fisher_market", "FisherMarket.solve",
+                   "max_min_fairness", "max_total_throughput", "min_makespan",
+                   "finish_time_fairness", "fifo", "shortest_job_first", "water_filling",
+                   "ThroughputPolicy.solve", "partial_allocation", "plan_schedule", "relax_plan"}
+
+
 def register(name: str, family: str, strategy: Any, call: Any, check: Any = None,
              render: Any = None, slow: bool = False) -> Target:
-    t = Target(name, family, strategy, call, check, render, slow)
+    t = Target(name, family, strategy, call, check, render, slow,
+               always_feasible=name in ALWAYS_FEASIBLE)
     TARGETS[name] = t
     return t
 
@@ -786,11 +795,13 @@ def bundle_cases(draw: Any) -> dict:
         b = draw(st.integers(1, 3))
         bundles.append([sorted(draw(st.sets(st.integers(0, g - 1), min_size=1, max_size=g)))
                         for _ in range(b)])
-        values.append(draw(st.lists(st.sampled_from([0.5, 1.0, 2.0, 1e-9, 1e9, -1.0,
-                                                     math.nan]), min_size=b, max_size=b)))
+        values.append([pick(draw, [0.5, 1.0, 2.0, 3.0, 4.0] * 3 + [1e-9, 1e9])
+                       for _ in range(b)])
+    if chance(draw, 0.1):
+        values[0][0] = pick(draw, [-1.0, 0.0, math.nan, math.inf])
     if chance(draw, 0.1):
         bundles[0][0] = [g + 3]  # out-of-range good
-    empty = draw(st.lists(st.sampled_from([0.0, 0.0, 0.25, 1.0]), min_size=n, max_size=n))
+    empty = [pick(draw, [0.0, 0.0, 0.25, 1.0]) for _ in range(n)]
     return {"bundles": bundles, "values": values, "num_goods": g,
             "empty_value": np.array(empty), "time_limit": scalar(draw, TIME_LIMITS, 0.15)}
 
@@ -799,11 +810,43 @@ def _call_bundle(case: dict, ctx: Ctx) -> Any:
     return _fa().bundle_auction(**case)
 
 
+def _brute_force_nash(bundles: list, values: list, g: int, empty: Any) -> tuple[int, float]:
+    """Lexicographic Nash welfare by enumeration (as tests/test_auctions.py): (#agents with
+    zero empty value made positive, sum of logs)."""
+    import itertools
+    best: tuple[int, float] | None = None
+    for combo in itertools.product(*[[-1, *range(len(b))] for b in bundles]):
+        used = np.zeros(g, dtype=int)
+        for i, c in enumerate(combo):
+            if c >= 0:
+                used[list(bundles[i][c])] += 1
+        if (used > 1).any():
+            continue
+        vals = [values[i][c] if c >= 0 else empty[i] for i, c in enumerate(combo)]
+        key = (sum(1 for i, v in enumerate(vals) if empty[i] == 0 and v > 0),
+               sum(math.log(v) for v in vals if v > 0))
+        if best is None or key[0] > best[0] or (key[0] == best[0] and key[1] > best[1] + 1e-12):
+            best = key
+    return best if best is not None else (0, 0.0)
+
+
 def _check_bundle(case: dict, r: Any) -> None:
-    C.claims_success(r)
-    alloc = np.asarray(r.allocation)
-    if alloc.ndim == 2 and np.any(alloc.sum(axis=0) > 1 + 1e-9):
-        raise Wrong("a good is given more than once")
+    pf = np.asarray(r.pf_bundles)
+    if pf.ndim == 2 and np.any(pf.sum(axis=0) > 1):
+        raise Wrong("a good is in two PF bundles")
+    f = C._finite("fraction", r.fraction)
+    if np.any(f < 0) or np.any(f > 1 + 1e-12):
+        raise Wrong(f"fraction outside [0, 1]: {f.tolist()}")
+    alloc = np.asarray(r.allocation, float)
+    if not np.allclose(alloc, f[:, None] * pf):
+        raise Wrong("allocation != fraction[:, None] * pf_bundles")
+    if not C.claims_success(r) or "bundles" not in case:
+        raise Skip()
+    best = _brute_force_nash(case["bundles"], case["values"], case["num_goods"],
+                             np.asarray(case["empty_value"], float))
+    if not abs(float(r.objective) - best[1]) <= 1e-9 * max(1.0, abs(best[1])):
+        raise Wrong(f"bundle_auction objective {float(r.objective)!r} != brute-force Nash "
+                    f"welfare {best[1]!r}")
 
 
 register("bundle_auction", "auctions", bundle_cases(), _call_bundle, _check_bundle,
@@ -816,10 +859,15 @@ def gpu_auction_cases(draw: Any) -> dict:
     per = pick(draw, [1, 2, 4])
     n = draw(st.integers(1, 3))
     apps = [{"iter_total": pick(draw, [100.0, 1e6, 1.0]),
-             "iter_time_serial": pick(draw, [4.0] * 6 + [1e-6, 1e6, math.nan, -1.0, 1.0]),
-             "job_demand_max": pick(draw, [1, 2, 4] * 4 + [0]),
-             "contention": pick(draw, [1.0, 2.0, 4.0] * 4 + [math.inf, 0.5])}
+             "iter_time_serial": pick(draw, [4.0, 4.0, 1.0, 1e-6, 1e6]),
+             "job_demand_max": pick(draw, [1, 2, 4]),
+             "contention": pick(draw, [1.0, 2.0, 4.0])}
             for _ in range(n)]
+    if chance(draw, 0.2):
+        key = pick(draw, ["iter_time_serial", "job_demand_max", "contention"])
+        apps[0][key] = pick(draw, {"iter_time_serial": [math.nan, -1.0, 0.0],
+                                   "job_demand_max": [0, -1, 2.5],
+                                   "contention": [math.inf, 0.5, math.nan]}[key])
     return {"machines": machines, "per": per, "apps": apps,
             "offer": pick(draw, ["all"] * 4 + ["half"] * 3 + ["none", "bad"]),
             "time_limit": scalar(draw, TIME_LIMITS, 0.1)}
@@ -842,7 +890,7 @@ def _call_gpu_auction(case: dict, ctx: Ctx) -> Any:
 
 
 def _check_gpu_auction(case: dict, r: Any) -> None:
-    C.claims_success(r)
+    _check_bundle(case, r)  # structure: disjoint PF bundles, fractions, allocation
 
 
 register("gpu_auction", "auctions", gpu_auction_cases(), _call_gpu_auction, _check_gpu_auction,
@@ -1500,12 +1548,14 @@ def _check_trace(case: dict, w: Any) -> None:
         a = np.asarray(getattr(w, name), float)
         if not np.all(np.isfinite(a)) or np.any(a < 0):
             raise Wrong(f"workload.{name} has non-finite or negative entries: {a.tolist()}")
-    for name in ("regime_epochs", "regime_seconds"):
-        a = getattr(w, name, None)
-        if a is not None:
-            a = np.asarray(a, dtype=float)
-            if a.dtype.kind == "f" and not np.all(np.isfinite(a[~np.isnan(a)])):
-                raise Wrong(f"workload.{name} has infinite entries")
+    sec = np.asarray(w.regime_seconds, float)  # (n, R, k); inf: cannot run there / padding
+    if np.any(np.isnan(sec)) or np.any(sec <= 0):
+        raise Wrong("workload.regime_seconds has NaN or non-positive entries")
+    if sec.size and not np.all(np.isfinite(sec[:, 0, :]).any(axis=1)):
+        raise Wrong("a job of the workload can run on no type (first regime all inf)")
+    ep = np.asarray(w.regime_epochs, float)
+    if np.any(np.isnan(ep)) or np.any(ep < 0):
+        raise Wrong("workload.regime_epochs has NaN or negative entries")
 
 
 register("sim.read_trace", "sim", trace_cases(), _call_trace, _check_trace,
@@ -1546,6 +1596,41 @@ register("sim.simulate", "sim", simulate_cases(), _call_simulate, _check_simulat
                    f"max_scale_factor=1, duration_classes=((0.05, 0.2, 1.0),)); simulate(w, "
                    f"fa.Cluster({c['workers']!r}), {c['policy']!r}, "
                    f"round_duration={c['round_duration']!r})", slow=True)
+
+
+@st.composite
+def trace_simulate_cases(draw: Any) -> dict:
+    lines = []
+    for j in range(draw(st.integers(1, 3))):
+        lines.append("\t".join([
+            "LM (batch size 10)", "python3 main.py", "lm", "--steps", "1",
+            str(pick(draw, [1000, 5000])), "1", pick(draw, ["static", "accordion", "gns"]),
+            "1.0", "-1.000000",
+            pick(draw, ["3600.0", "600.0", "60.0"] * 4 + ["1e-300", "1e300", "1e9", "1e7"]),
+            str(10.0 * j)]))
+    return {"trace": ("\n".join(lines) + "\n").encode(),
+            "policy": pick(draw, ["fifo", "max_min_fairness", "las", "efq", "themis",
+                                  "shockwave"]),
+            "round_duration": pick(draw, [360.0, 360.0, 60.0, 1e-3, 1e6])}
+
+
+def _call_trace_simulate(case: dict, ctx: Ctx) -> Any:
+    from fairalloc.sim import read_trace, simulate
+    with tempfile.TemporaryDirectory() as d:
+        p = os.path.join(d, "trace_fuzz.tsv")
+        with open(p, "wb") as fh:
+            fh.write(case["trace"])
+        w = read_trace(p)
+    ctx.watch("workload", w)
+    cluster = _fa().Cluster({t: 1 for t in w.types})
+    return simulate(w, cluster, case["policy"], round_duration=case["round_duration"])
+
+
+register("sim.simulate(read_trace)", "sim", trace_simulate_cases(), _call_trace_simulate,
+         _check_simulate,
+         lambda c: f"w = read_trace(<file {c['trace']!r}>); simulate(w, fa.Cluster(one of each "
+                   f"of w.types), {c['policy']!r}, round_duration={c['round_duration']!r})",
+         slow=True)
 
 
 # ============================================================================================
