@@ -328,6 +328,10 @@ def check_allocation(g: Gavel, result: Any, policy: str, *, slo: Any = None,
         with np.errstate(divide="ignore", invalid="ignore"):
             rho = (g.elapsed * tp + g.steps) / (D * tp)
         R = float(np.max(rho))
+        if not np.isfinite(R):
+            raise Wrong(f"finish_time_fairness: a job gets no throughput (max rho {R!r}, "
+                        f"objective {obj!r}) although the isolated split gives every job a "
+                        f"finite rho")
         if not _close(obj, R, 1e-5):
             raise Wrong(f"finish_time_fairness objective {obj!r} != max rho of x {R!r}")
         # is there an allocation with every rho <= R (1 - 1e-4)?  (R D - t) tp(x) >= steps

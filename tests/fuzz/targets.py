@@ -72,9 +72,9 @@ GAP_TOLS = st.sampled_from([1e-6, 1e-6, 1e-4, 1e-9, 1e-3])
 @st.composite
 def market_cases(draw: Any, kind: str | None = None, volatile: bool = False) -> dict:
     rng = rng_from(draw)
-    n = draw(st.integers(1, 6))
-    m = draw(st.integers(1, 4))
-    T = draw(st.integers(1, 3)) if volatile else 1
+    n = pick(draw, range(1, 6 + 1))
+    m = pick(draw, range(1, 4 + 1))
+    T = pick(draw, range(1, 3 + 1)) if volatile else 1
     kind = kind or pick(draw, ["linear", "linear", "leontief"])
     style = pick(draw, STYLES)
     U = positive_matrix(rng, n, m * T, style, pick_scale(draw)).reshape(n, m, T)
@@ -124,7 +124,7 @@ def builder_cases(draw: Any) -> dict:
     case = draw(market_cases(volatile=draw(st.booleans())))
     solve = {"method": case.pop("method"), "gap_tol": case.pop("gap_tol"),
              "time_limit": case.pop("time_limit"),
-             "backend": pick(draw, ["clarabel", "clarabel", "highs", "nope", None])}
+             "backend": pick(draw, ["clarabel"] * 6 + ["highs", "nope", None])}
     case["solve"] = solve
     case["constraint"] = pick(draw, ["none", "none", "nonbinding", "binding"])
     return case
@@ -169,7 +169,7 @@ register("FisherMarket.solve", "markets", builder_cases(), _call_builder_solve,
 @st.composite
 def column_cases(draw: Any) -> dict:
     rng = rng_from(draw)
-    n, m, T = draw(st.integers(1, 3)), draw(st.integers(1, 4)), draw(st.integers(1, 3))
+    n, m, T = pick(draw, range(1, 3 + 1)), pick(draw, range(1, 4 + 1)), pick(draw, range(1, 3 + 1))
     U = positive_matrix(rng, n, m * T, "uniform").reshape(n, m, T)
     good = scalar(draw, st.integers(-2, m + 1), 0.2)
     rnd = scalar(draw, st.integers(-2, T + 1), 0.2)
@@ -229,7 +229,7 @@ register("FisherMarket.dual_value", "markets", dual_value_cases(), _call_dual_va
 @st.composite
 def property_cases(draw: Any, fn: str) -> dict:
     rng = rng_from(draw)
-    n, m = draw(st.integers(1, 5)), draw(st.integers(1, 4))
+    n, m = pick(draw, range(1, 5 + 1)), pick(draw, range(1, 4 + 1))
     scale = pick_scale(draw)
     U = positive_matrix(rng, n, m, pick(draw, STYLES), scale)
     B = maybe(draw, rng.uniform(0.5, 2, n) * pick_scale(draw), 0.6)
@@ -405,7 +405,7 @@ register("testing.check_policy", "properties", check_policy_cases(), _call_check
 @st.composite
 def gavel_cases(draw: Any, policy: str, small: bool = False) -> dict:
     rng = rng_from(draw)
-    n = draw(st.integers(1, 4 if small else 7))
+    n = pick(draw, range(1, 4 if small else 7 + 1))
     k = pick(draw, [1, 2, 3, 3, 4] + ([] if small else [8]))
     style = pick(draw, STYLES)
     T = positive_matrix(rng, n, k, style, pick_scale(draw))
@@ -592,7 +592,7 @@ register("max_min_space_sharing", "throughput", space_sharing_cases(), _call_spa
 @st.composite
 def mechanism_cases(draw: Any) -> dict:
     rng = rng_from(draw)
-    n, k = draw(st.integers(1, 6)), draw(st.integers(1, 3))
+    n, k = pick(draw, range(1, 6 + 1)), pick(draw, range(1, 3 + 1))
     X = rng.dirichlet(np.ones(k + 1), size=n)[:, :k] * pick(draw, [1.0, 0.5, 1.0])
     cap = rng.integers(0, 4, k).tolist()
     case: dict = {"target": corrupt(rng, X, corruption(draw, 0.2)), "cluster": cap,
@@ -659,8 +659,8 @@ register("place", "mechanism", mechanism_cases(), _call_place, None,
 @st.composite
 def completion_cases(draw: Any) -> dict:
     rng = rng_from(draw)
-    n, k = draw(st.integers(1, 6)), draw(st.integers(1, 4))
-    r = draw(st.integers(1, 2))
+    n, k = pick(draw, range(1, 6 + 1)), pick(draw, range(1, 4 + 1))
+    r = pick(draw, range(1, 2 + 1))
     V = (rng.uniform(0.5, 2, (n, r)) @ rng.uniform(0.5, 2, (r, k))) * pick_scale(draw)
     mask = rng.random((n, k)) < 0.7
     holes = np.where(mask, V, np.nan)
@@ -739,7 +739,7 @@ register("get_backend", "data",
 @st.composite
 def partial_cases(draw: Any) -> dict:
     rng = rng_from(draw)
-    n, m = draw(st.integers(1, 6)), draw(st.integers(1, 4))
+    n, m = pick(draw, range(1, 6 + 1)), pick(draw, range(1, 4 + 1))
     U = positive_matrix(rng, n, m, pick(draw, STYLES), pick_scale(draw))
     S = maybe(draw, rng.uniform(0.5, 4, m) * pick(draw, [1.0, 1e6, 1e-6, 1e12]), 0.6)
     case: dict = {"utility": U, "supply": S}
@@ -747,9 +747,9 @@ def partial_cases(draw: Any) -> dict:
     how = corruption(draw, 0.15)
     if how != "none" and case[which] is not None:
         case[which] = corrupt(rng, case[which], how)
-    case["method"] = pick(draw, ["warm", "warm", "cold", "reference", "x"])
+    case["method"] = pick(draw, ["warm"] * 5 + ["cold"] * 3 + ["x"])
     case["gap_tol"] = scalar(draw, st.sampled_from([1e-9, 1e-6, 1e-4]), 0.1)
-    case["workers"] = pick(draw, [1, 1, 2, 0, None, 1.5])
+    case["workers"] = pick(draw, [1] * 6 + [2, 2, 0, None, 1.5])
     return case
 
 
@@ -788,11 +788,11 @@ register("partial_allocation", "auctions", partial_cases(), _call_partial, _chec
 
 @st.composite
 def bundle_cases(draw: Any) -> dict:
-    g = draw(st.integers(1, 4))
-    n = draw(st.integers(1, 3))
+    g = pick(draw, range(1, 4 + 1))
+    n = pick(draw, range(1, 3 + 1))
     bundles, values = [], []
     for _ in range(n):
-        b = draw(st.integers(1, 3))
+        b = pick(draw, range(1, 3 + 1))
         bundles.append([sorted(draw(st.sets(st.integers(0, g - 1), min_size=1, max_size=g)))
                         for _ in range(b)])
         values.append([pick(draw, [0.5, 1.0, 2.0, 3.0, 4.0] * 3 + [1e-9, 1e9])
@@ -855,9 +855,9 @@ register("bundle_auction", "auctions", bundle_cases(), _call_bundle, _check_bund
 
 @st.composite
 def gpu_auction_cases(draw: Any) -> dict:
-    machines = draw(st.integers(1, 3))
+    machines = pick(draw, range(1, 3 + 1))
     per = pick(draw, [1, 2, 4])
-    n = draw(st.integers(1, 3))
+    n = pick(draw, range(1, 3 + 1))
     apps = [{"iter_total": pick(draw, [100.0, 1e6, 1.0]),
              "iter_time_serial": pick(draw, [4.0, 4.0, 1.0, 1e-6, 1e6]),
              "job_demand_max": pick(draw, [1, 2, 4]),
@@ -899,7 +899,7 @@ register("gpu_auction", "auctions", gpu_auction_cases(), _call_gpu_auction, _che
 
 @st.composite
 def multi_round_cases(draw: Any) -> dict:
-    return {"n": draw(st.integers(1, 5)), "seed": draw(st.integers(0, 100)),
+    return {"n": pick(draw, range(1, 5 + 1)), "seed": pick(draw, range(0, 100 + 1)),
             "fairness_knob": scalar(draw, st.sampled_from([0.8, 0.2, 1.0]), 0.15),
             "lease": scalar(draw, st.sampled_from([300.0, 100.0, 1e-3, 1e6]), 0.15),
             "until": pick(draw, [600.0, 3000.0, math.inf, -1.0])}
@@ -1043,7 +1043,7 @@ for _n in ("restatement_posterior", "bayesian_posterior"):
 
 @st.composite
 def forecast_cases(draw: Any) -> dict:
-    n = draw(st.integers(0, 4))
+    n = pick(draw, range(0, 4 + 1))
     return {"model": pick(draw, ["accordion", "gns", "static"]),
             "total_epochs": scalar(draw, st.sampled_from([12.0, 100.0, 1e6, 2.0]), 0.1),
             "batch_sizes": [32.0 * 2 ** min(i, 2) for i in range(n)] if not chance(draw, 0.1)
@@ -1088,7 +1088,7 @@ def _call_oracle(case: dict, ctx: Ctx) -> Any:
 
 @st.composite
 def oracle_cases(draw: Any) -> dict:
-    n = draw(st.integers(0, 6))
+    n = pick(draw, range(0, 6 + 1))
     return {"batch_sizes": draw(st.lists(st.sampled_from([32.0, 64.0]), min_size=n, max_size=n)),
             "epoch_seconds": draw(st.lists(st.sampled_from([60.0, 30.0, 1e-9, math.nan]),
                                            min_size=n, max_size=n)),
@@ -1103,7 +1103,7 @@ register("oracle_forecast", "forecast", oracle_cases(), _call_oracle, _check_for
 @st.composite
 def estimator_cases(draw: Any) -> dict:
     rng = rng_from(draw)
-    n = draw(st.integers(1, 5))
+    n = pick(draw, range(1, 5 + 1))
     sc = pick_scale(draw)
 
     def vec(lo: float, hi: float) -> Any:
@@ -1155,7 +1155,7 @@ register("forecast estimators", "forecast", estimator_cases(), _call_estimators,
 @st.composite
 def regularizer_cases(draw: Any) -> dict:
     rng = rng_from(draw)
-    n = draw(st.integers(1, 4))
+    n = pick(draw, range(1, 4 + 1))
     sc = pick_scale(draw)
     rem = rng.uniform(1, 100, n) * sc
     return {"work": corrupt(rng, rem * rng.uniform(0, 1, n), corruption(draw, 0.1)),
@@ -1189,7 +1189,7 @@ register("makespan_regularizer", "forecast", regularizer_cases(), _call_regulari
 @st.composite
 def plan_cases(draw: Any, relax: bool = False) -> dict:
     rng = rng_from(draw)
-    n = draw(st.integers(1, 5))
+    n = pick(draw, range(1, 5 + 1))
     sc = pick(draw, [1.0, 1.0, 1e-6, 1e6, 1e-12, 1e12, 1e3])
     jobs = []
     for _ in range(n):
@@ -1321,7 +1321,7 @@ register("PlanJob.epochs_advanced", "schedule", planjob_cases(), _call_planjob, 
 @st.composite
 def efq_cases(draw: Any) -> dict:
     rng = rng_from(draw)
-    n = draw(st.integers(1, 6))
+    n = pick(draw, range(1, 6 + 1))
     sc = pick_scale(draw)
     if chance(draw, 0.15):
         arrival, work = np.zeros(3), np.array([1.0, 2.0, 3.0]) * sc
@@ -1434,7 +1434,7 @@ def queue_cases(draw: Any) -> dict:
     ops = []
     t = 0.0
     sc = pick_scale(draw)
-    for i in range(draw(st.integers(1, 8))):
+    for i in range(pick(draw, range(1, 8 + 1))):
         op = pick(draw, ["submit", "submit", "submit", "advance", "finish", "cancel"])
         t += pick(draw, [0.0, 1.0, 5.0])
         if op == "submit":
@@ -1501,23 +1501,27 @@ register("sim.poisson_workload", "sim", workload_cases(), _call_poisson, None,
 @st.composite
 def trace_cases(draw: Any) -> dict:
     lines = []
-    for _ in range(draw(st.integers(0, 3))):
+    for j in range(pick(draw, [1, 1, 2, 3, 0])):
         f = ["LM (batch size 10)", "python3 main.py", "lm", "--steps", "1",
-             str(pick(draw, [1000, 5000] * 6 + [0, -5])),
-             str(pick(draw, [1, 1, 1, 1, 2, 3])),
-             pick(draw, ["static", "accordion", "gns"] * 4 + ["nope"]),
-             str(pick(draw, [1.0, 2.0] * 6 + [0.0])), "-1.000000",
-             pick(draw, ["3600.0", "60.0"] * 8 + ["inf", "nan", "-1", "abc", "1e300", "1e-300"]),
-             pick(draw, ["0.0", "10.0"] * 6 + ["-5", "nan"])]
-        if chance(draw, 0.1):
-            f = f[: draw(st.integers(0, 11))]
-        lines.append("\t".join(f))
-    raw = ("\n".join(lines) + "\n").encode()
-    if chance(draw, 0.1):
+             str(pick(draw, [1000, 5000])), str(pick(draw, [1, 1, 1, 1, 2, 3])),
+             pick(draw, ["static", "accordion", "gns"]), str(pick(draw, [1.0, 2.0])),
+             "-1.000000", pick(draw, ["3600.0", "60.0", "86400.0"]), str(10.0 * j)]
+        lines.append(f)
+    if lines and chance(draw, 0.35):  # one bad field
+        field, bad = pick(draw, [(5, ["0", "-5", "abc", "1e400"]), (6, ["0", "-1", "2.5"]),
+                                 (7, ["nope", ""]), (8, ["0.0", "nan", "-1"]),
+                                 (10, ["inf", "nan", "-1", "abc", "1e300", "1e-300", "0"]),
+                                 (11, ["-5", "nan", "inf"]), (None, [""])])
+        if field is None:
+            lines[0] = lines[0][: pick(draw, range(0, 11 + 1))]
+        else:
+            lines[0][field] = pick(draw, bad)
+    raw = ("\n".join("\t".join(f) for f in lines) + "\n").encode()
+    if chance(draw, 0.05):
         raw = raw + b"\xff\xfe\x00bad"
-    table = pick(draw, [None] * 5 + ["valid"] * 5 + ["bad_json", "non_numeric", "binary",
+    table = pick(draw, [None] * 8 + ["valid"] * 8 + ["bad_json", "non_numeric", "binary",
                                                      "wrong_shape"])
-    return {"trace": raw, "table": table, "limit": pick(draw, [None] * 6 + [1, 0, -1])}
+    return {"trace": raw, "table": table, "limit": pick(draw, [None] * 12 + [1, 0, -1])}
 
 
 _TABLES = {
@@ -1565,7 +1569,7 @@ register("sim.read_trace", "sim", trace_cases(), _call_trace, _check_trace,
 
 @st.composite
 def simulate_cases(draw: Any) -> dict:
-    return {"num_jobs": draw(st.integers(1, 3)), "seed": draw(st.integers(0, 20)),
+    return {"num_jobs": pick(draw, range(1, 3 + 1)), "seed": pick(draw, range(0, 20 + 1)),
             "policy": pick(draw, ["fifo", "las", "max_min_fairness", "efq", "nope",
                                             "gavel", "themis", "shockwave"]),
             "workers": pick(draw, [{"v100": 2}, {"v100": 1}, {"v100": 0},
@@ -1601,7 +1605,7 @@ register("sim.simulate", "sim", simulate_cases(), _call_simulate, _check_simulat
 @st.composite
 def trace_simulate_cases(draw: Any) -> dict:
     lines = []
-    for j in range(draw(st.integers(1, 3))):
+    for j in range(pick(draw, range(1, 3 + 1))):
         lines.append("\t".join([
             "LM (batch size 10)", "python3 main.py", "lm", "--steps", "1",
             str(pick(draw, [1000, 5000])), "1", pick(draw, ["static", "accordion", "gns"]),
