@@ -171,8 +171,8 @@ def column_cases(draw: Any) -> dict:
     rng = rng_from(draw)
     n, m, T = pick(draw, range(1, 3 + 1)), pick(draw, range(1, 4 + 1)), pick(draw, range(1, 3 + 1))
     U = positive_matrix(rng, n, m * T, "uniform").reshape(n, m, T)
-    good = scalar(draw, st.integers(-2, m + 1), 0.2)
-    rnd = scalar(draw, st.integers(-2, T + 1), 0.2)
+    good = pick(draw, list(range(m)) * 4 + [-1, m, m + 1, 1.0, True])
+    rnd = pick(draw, list(range(T)) * 4 + [-1, T, 0.0, None])
     return {"utility": U, "good": good, "rnd": rnd}
 
 
@@ -594,13 +594,22 @@ def mechanism_cases(draw: Any) -> dict:
     rng = rng_from(draw)
     n, k = pick(draw, range(1, 6 + 1)), pick(draw, range(1, 3 + 1))
     X = rng.dirichlet(np.ones(k + 1), size=n)[:, :k] * pick(draw, [1.0, 0.5, 1.0])
-    cap = rng.integers(0, 4, k).tolist()
+    cap = rng.integers(1, 5, k)
+    if chance(draw, 0.1):
+        cap[0] = 0  # a drained type
+    sf = rng.choice([1, 1, 2], n)
+    if chance(draw, 0.85):  # a target the cluster can realise
+        X = np.where(sf[:, None] <= cap[None, :], X, 0.0)
+        load = sf @ X
+        X = X * np.minimum(1.0, cap / np.maximum(load, 1e-300))[None, :]
+    cap = cap.tolist()
     case: dict = {"target": corrupt(rng, X, corruption(draw, 0.2)), "cluster": cap,
-                  "scale_factor": maybe(draw, rng.choice([1, 2], n).tolist(), 0.3),
+                  "scale_factor": maybe(draw, sf.tolist(), 0.7) if max(sf) > 1 else
+                  maybe(draw, sf.tolist(), 0.3),
                   "received": maybe(draw, rng.uniform(0, 1, (n, k)), 0.4),
                   "elapsed": scalar(draw, st.sampled_from([1.0, 10.0, 1e-9, 1e9]), 0.15),
                   "rounds": scalar(draw, st.integers(1, 5), 0.1),
-                  "gpus_per_server": pick(draw, [1, 2, 4, 0, -1])}
+                  "gpus_per_server": pick(draw, [1, 2, 4] * 3 + [0, -1])}
     if case["received"] is None:
         case["elapsed"] = None
     return case
@@ -933,7 +942,7 @@ register("MultiRoundAuction.run", "auctions", multi_round_cases(), _call_multi_r
 # ============================================================================================
 @st.composite
 def rho_cases(draw: Any, which: str) -> dict:
-    num = pick(draw, [1, 2, [0, 1, 2, 4], [1, 3], -1, 2.5, "2", [], None])
+    num = pick(draw, [1, 2, [0, 1, 2, 4], [1, 3]] * 3 + [-1, 2.5, "2", [], None, [math.nan]])
     sc = pick_scale(draw)
     common = {"job_demand_max": scalar(draw, st.integers(1, 8), 0.1),
               "cluster_gpus": scalar(draw, st.integers(1, 16), 0.1),
@@ -946,10 +955,10 @@ def rho_cases(draw: Any, which: str) -> dict:
                                                              0.1), **common}
     if which == "curve_stopping_rho":
         return {"num_gpus": num, "iter_time_serial": [1.0 * sc, 2.0 * sc],
-                "iter_left": pick(draw, [[50, 100], [0, 0], [5], [-1, 3]]),
-                "iter_total": pick(draw, [[100, 200], [100], [4, 4]]), **common}
+                "iter_left": pick(draw, [[50, 100]] * 4 + [[0, 0]] * 2 + [[5], [-1, 3]]),
+                "iter_total": pick(draw, [[100, 200]] * 5 + [[100], [4, 4]]), **common}
     return {"num_gpus": num, "iter_time_serial": [80 * sc, 100 * sc, 100 * sc, 120 * sc],
-            "phase_iters": pick(draw, [[8, 16, 36], [0], [8, -1], [1]]),
+            "phase_iters": pick(draw, [[8, 16, 36]] * 4 + [[1], [4, 8]] * 2 + [[0], [8, -1]]),
             "budget": scalar(draw, st.sampled_from([10_000.0 * sc]), 0.15), **common}
 
 
@@ -1441,19 +1450,20 @@ def queue_cases(draw: Any) -> dict:
     t = 0.0
     sc = pick_scale(draw)
     for i in range(pick(draw, range(1, 8 + 1))):
-        op = pick(draw, ["submit", "submit", "submit", "advance", "finish", "cancel"])
+        op = pick(draw, ["submit"] * 4 + ["advance"] * 2 + ["finish", "cancel"])
         t += pick(draw, [0.0, 1.0, 5.0])
         if op == "submit":
             ops.append(("submit", i, {"gpu_time": scalar(draw, st.sampled_from([1.0 * sc,
                                                                                3.0 * sc]), 0.15),
-                                      "requested": scalar(draw, st.sampled_from([1, 2]), 0.1),
+                                      "requested": scalar(draw, st.sampled_from([1, 1, 2]),
+                                                          0.1),
                                       "at": t * sc}))
         elif op == "advance":
             ops.append(("advance", None, {"to": scalar(draw, st.just(t * sc), 0.15)}))
         else:
             known = [o[1] for o in ops if o[0] == "submit"]
             ops.append((op, pick(draw, known * 4 + [0, "nope"]) if known else 0, {}))
-    return {"num_gpus": pick(draw, [2, 4, 4, 4, 1, 0, {"a": 2}, -3]),
+    return {"num_gpus": pick(draw, [2] * 3 + [4] * 4 + [1, 0, {"a": 2}, -3]),
             "alpha": scalar(draw, st.just(0.75), 0.1),
             "start": scalar(draw, st.just(0.0), 0.15), "ops": ops}
 
