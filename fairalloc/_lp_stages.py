@@ -193,6 +193,9 @@ class _Level:
     b: np.ndarray
     h: np.ndarray
     name: str = "level"
+    #: the objective's data scale in ``theta`` units when the policy knows it (e.g. ``R``
+    #: for a Dinkelbach stage, whose ``theta`` is in units of ``rho``); default from ``h``
+    scale: float | None = None
 
     def units(self) -> tuple[float, float]:
         """``(sigma, rho)``: powers of two with ``theta = sigma theta'`` and level rows
@@ -215,6 +218,8 @@ class _Level:
         rise of the fastest-rising row that matches the largest offset; 0 when every offset
         is 0). The gap of a stage whose optimum is legitimately about 0 (a Dinkelbach stage at
         its root, a late water-filling level) is judged against it."""
+        if self.scale is not None:
+            return float(self.scale)
         bmax = float(np.max(self.b, initial=0.0))
         if not bmax > 0:
             return 0.0
@@ -486,10 +491,13 @@ class _StageSolver:
         if at is not None:
             self.anchor = np.asarray(at, dtype=float)
         if isinstance(stage, _Level):
-            slack = self.stage_tol * max(abs(value), stage.data_scale())
+            # each row keeps its own level h_m + b_m theta to stage_tol of its magnitude (a
+            # slack common to all rows would free a row whose offset h_m is much smaller)
+            low = stage.h + stage.b * value
+            low = low - self.stage_tol * (np.abs(stage.h) + stage.b * abs(value))
             _, rho = stage.units()
             C = stage.C if rho == 1.0 else sp.csr_matrix(stage.C / rho)
-            self.fixed.append((C, (stage.h + stage.b * (value - slack)) / rho))
+            self.fixed.append((C, low / rho))
         else:
             slack = self.stage_tol * abs(value)
             gam = _pow2(float(np.max(np.abs(stage.g), initial=0.0)))

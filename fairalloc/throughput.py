@@ -800,8 +800,22 @@ class FinishTimeFairness(ThroughputPolicy):
         iso = isolated_split(jobs, cluster)
         self.iso_tp = np.einsum("ij,ij->i", self.inst.T_allowed, iso)
         t_iso = jobs.elapsed if jobs.isolated_elapsed is None else jobs.isolated_elapsed
-        self.D = t_iso + self.steps / self.iso_tp  # isolated finish time (denominator / tp)
+        with np.errstate(over="ignore"):
+            self.dur_iso = self.steps / self.iso_tp
+        self.D = t_iso + self.dur_iso  # isolated finish time (denominator of rho)
         self.t = jobs.elapsed
+        self.t_iso = t_iso
+        if not (np.isfinite(self.dur_iso).all() and np.isfinite(self.D).all()):
+            raise InputError("steps_remaining / throughput overflows: the isolated finish "
+                             "times are beyond the floating-point range",
+                             argument="steps_remaining")
+
+    def excess(self, tp: np.ndarray) -> np.ndarray:
+        """``rho(m, X) - 1`` computed without cancellation: ``((t - t_iso) + (steps / tp -
+        steps / tp_iso)) / D`` (``rho`` rounds to 1 when elapsed times dwarf durations)."""
+        with np.errstate(divide="ignore", over="ignore"):
+            dur = np.where(tp > 0, self.steps / np.maximum(tp, 1e-300), np.inf)
+            return ((self.t - self.t_iso) + (dur - self.dur_iso)) / self.D
 
     def rho(self, tp: np.ndarray) -> np.ndarray:
         """``rho(m, X)`` for effective throughputs ``tp``."""
@@ -812,32 +826,53 @@ class FinishTimeFairness(ThroughputPolicy):
     def _metric(self, tp: np.ndarray) -> np.ndarray:
         return self.rho(tp)
 
-    def dinkelbach_stage(self, R: float, tp_prev: np.ndarray) -> _Level:
-        """Level stage of ``F(R)``: rows ``((R D - t) tp - steps) / q >= theta``."""
+    def dinkelbach_stage(self, R: float, tp_prev: np.ndarray, r: float | None = None
+                         ) -> _Level:
+        """Level stage of ``F(R)``: rows ``((R D - t) tp - steps) / q >= theta``.
+
+        ``R D - t`` is computed as ``(R - 1) D + (t_iso - t) + steps / tp_iso`` (``r``:
+        ``R - 1`` when known exactly), without the cancellation of ``R D - t`` when elapsed
+        times dwarf the remaining durations."""
         inst = self.inst
         q = self.D * tp_prev
-        coef = (R * self.D - self.t) / q
+        r = R - 1.0 if r is None else r
+        coef = (r * self.D + (self.t_iso - self.t) + self.dur_iso) / q
         C = sp.csr_matrix(sp.diags(coef) @ inst.Tm)
-        return _Level(C, np.ones(inst.n), self.steps / q, "finish-time fairness")
+        # theta is in units of rho (rows ~ (R - rho_m) tp_m / tp_prev_m): its gap is judged
+        # against R, the level being certified
+        return _Level(C, np.ones(inst.n), self.steps / q, "finish-time fairness", scale=abs(R))
 
     def _first_stages(self, solver: _StageSolver) -> tuple[_Level | _Linear, _StageResult,
                                                             float]:
         inst = self.inst
         iso = isolated_split(self.jobs, self.cluster)
-        tp = np.einsum("ij,ij->i", inst.T_allowed, iso)
-        R = float(self.rho(tp).max())
+        x_prev = np.zeros(inst.E)  # X^isolated in column form (single-job columns)
+        single = np.flatnonzero(inst.col_kind[inst.mem_col] == 0)
+        x_prev[inst.mem_col[single]] = iso[inst.mem_job[single],
+                                           inst.col_type[inst.mem_col[single]]]
+        tp = inst.throughput(x_prev)
+        r = float(self.excess(tp).max())  # R - 1, tracked without cancellation
+        R = 1.0 + r
         for _ in range(self.max_iterations):
-            stage = self.dinkelbach_stage(R, tp)
+            stage = self.dinkelbach_stage(R, tp, r)
             res = (_fast_level(solver, stage) if self._method == "fast"
                    else solver.run(stage, "finish-time fairness"))
             xcol = res.x[: inst.E]
             tp_new = inst.throughput(xcol)
-            R_new = float(self.rho(tp_new).max())
+            r_new = float(self.excess(tp_new).max())
+            R_new = 1.0 + r_new
             # F(R) <= 0 always (the previous allocation is feasible with theta <= 0); F is
             # in units of rho (its rows are (R - rho_m) tp_m / tp_prev_m)
-            if res.value <= self.gap_stop(R) or R_new >= R:
-                return stage, res, R
-            R, tp = R_new, tp_new
+            if r_new >= r:
+                # no progress (F(R) ~ 0 to rounding): the previous allocation attains R and
+                # the stage's duals certify it (its theta is 0 there)
+                v = solver.point(stage, x_prev)
+                cert = solver.certify(res, stage, x_prev).check(backend=solver.backend.name)
+                return stage, _StageResult(res.lp, v, res.duals, cert.primal_value, cert,
+                                           res.iterations, res.cap_rows), R
+            if res.value <= self.gap_stop(R):
+                return stage, res, R_new
+            R, r, tp, x_prev = R_new, r_new, tp_new, xcol
         raise SolverError("finish-time fairness: Dinkelbach iterations did not converge",
                           backend=solver.backend.name, status="iteration_limit")
 

@@ -480,3 +480,15 @@ def test_cvxpy_method_invariant_to_units(f, name):
     assert b.objective == pytest.approx(a.objective * expect, rel=1e-5)
     ref = fn(fa.Jobs(PAPER_T, steps_remaining=steps), TWO)  # the LP path agrees
     assert a.objective == pytest.approx(ref.objective, rel=1e-5)
+
+
+def test_finish_time_fairness_when_elapsed_times_dwarf_durations():
+    # rho rounds to 1 for every allocation that runs each job; R D - t cancelled to 0 in the
+    # Dinkelbach rows and the work-conserving stage gave a job nothing (rho = inf), certified
+    T = [[6.19459508e07, 6.41481464e08, 8.82748126e07]] * 3
+    jobs = fa.Jobs(T, scale_factor=[1, 2, 2], steps_remaining=[8.9e-08, 8.2e-08, 4.4e-09],
+                   elapsed=[5476119.9, 276987.6, 4768493.2])
+    a = fa.finish_time_fairness(jobs, fa.Cluster({"t0": 2, "t1": 1, "t2": 1}))
+    assert a.certificate.ok
+    assert np.isfinite(a.metric).all() and (a.effective_throughput > 0).all()
+    assert a.objective == pytest.approx(1.0, abs=1e-12)
