@@ -270,6 +270,61 @@ class Gavel:
         return float((gain * x).sum()), x
 
 
+def min_cost_ratio(g: Gavel, cost: np.ndarray, x: np.ndarray,
+                   need: np.ndarray | None) -> tuple[float, float]:
+    """(throughput per cost of x, the optimum by the Charnes-Cooper LP), both on data
+    normalised by the largest throughput and cost. Gavel §4.2: max sum_m tp_m(X) / sum_mj
+    cost_j s_m X_mj s.t. the allocation constraints (and tp_m >= need_m)."""
+    from scipy.optimize import linprog
+    from scipy.sparse import coo_matrix, vstack
+
+    tmax = float(g.Ta.max())
+    cmax = float(cost.max())
+    if not (tmax > 0 and cmax > 0):
+        raise Skip()
+    T = g.Ta / tmax
+    cs = (cost / cmax)[None, :] * g.s[:, None]  # cost of one unit of x_mj
+    denom = float((cs * x).sum())
+    ratio_x = float((T * x).sum()) / denom if denom > 0 else 0.0
+    jm, jt = g.cols[:, 0], g.cols[:, 1]
+    E = len(jm)
+    ar = np.arange(E)
+    zc = np.full(g.n, E)
+    rows = [coo_matrix((np.concatenate([np.ones(E), -np.ones(g.n)]),
+                        (np.concatenate([jm, np.arange(g.n)]), np.concatenate([ar, zc]))),
+                       shape=(g.n, E + 1)),
+            coo_matrix((np.concatenate([g.s[jm], -g.c]),
+                        (np.concatenate([jt, np.arange(g.k)]),
+                         np.concatenate([ar, np.full(g.k, E)]))), shape=(g.k, E + 1))]
+    ub = [np.zeros(g.n), np.zeros(g.k)]
+    if need is not None:
+        nd = need / tmax
+        rows.append(coo_matrix((np.concatenate([-T[jm, jt], nd]),
+                                (np.concatenate([jm, np.arange(g.n)]),
+                                 np.concatenate([ar, zc]))), shape=(g.n, E + 1)))
+        ub.append(np.zeros(g.n))
+    A_eq = np.zeros((1, E + 1))
+    A_eq[0, :E] = cs[jm, jt]
+    obj = np.zeros(E + 1)
+    obj[:E] = -T[jm, jt]
+    res = linprog(obj, A_ub=vstack(rows).tocsr(), b_ub=np.concatenate(ub), A_eq=A_eq,
+                  b_eq=[1.0], bounds=[(0, None)] * (E + 1), method="highs")
+    if res.status != 0:
+        raise Skip()
+    y, z = res.x[:E], res.x[E]
+    if z <= 0:
+        raise Skip()
+    xr = np.zeros((g.n, g.k))
+    xr[jm, jt] = np.clip(y / z, 0.0, 1.0)  # recompute the ratio of the LP's allocation
+    d = float((cs * xr).sum())
+    return ratio_x, (float((T * xr).sum()) / d if d > 0 else 0.0)
+
+
+def elapsed_distinct(g: Gavel) -> bool:
+    e = np.sort(g.elapsed)
+    return bool(np.all(np.diff(e) > 1e-9 * max(1.0, float(np.abs(e).max(initial=0.0)))))
+
+
 def _close(a: float, b: float, rtol: float = LP_REL) -> bool:
     return abs(a - b) <= rtol * max(abs(a), abs(b)) + 1e-300
 
@@ -344,10 +399,43 @@ def check_allocation(g: Gavel, result: Any, policy: str, *, slo: Any = None,
         if best >= 1 + 1e-6:
             raise Wrong(f"finish_time_fairness: an allocation has every rho <= {Rb!r} "
                         f"< objective {R!r}")
-    elif policy == "min_cost" and slo is not None and g.steps is not None:
-        need = g.steps / _arr(slo).reshape(g.n)
-        if np.any(tp < need * (1 - 1e-6)):
-            raise Wrong("min_cost: an SLO is not met")
+    elif policy == "shortest_job_first" and g.steps is not None:
+        # stage 1: the job with the smallest steps / best throughput runs at its best
+        best_tp = g.Ta.max(axis=1)
+        with np.errstate(divide="ignore"):
+            dur = np.where(best_tp > 0, g.steps / best_tp, np.inf)
+        order = np.argsort(dur)
+        if len(order) > 1 and dur[order[1]] <= dur[order[0]] * (1 + 1e-9):
+            return  # a tie: either may go first
+        m0 = int(order[0])
+        if tp[m0] < best_tp[m0] * (1 - 1e-6):
+            raise Wrong(f"shortest_job_first: the shortest job {m0} runs at {tp[m0]!r}, not its "
+                        f"best throughput {best_tp[m0]!r}")
+    elif policy == "fifo" and elapsed_distinct(g):
+        # max sum_m (n - r_m) tp_m / fastest_m, r_m the 0-based rank by elapsed (most first)
+        rank = np.empty(g.n)
+        rank[np.argsort(-g.elapsed, kind="stable")] = np.arange(g.n)
+        fastest = g.Ta.max(axis=1)
+        gain = ((g.n - rank) / fastest)[:, None] * g.Ta
+        val, _ = g.solve(None, gain)
+        mine = float((gain * x).sum())
+        if mine < val - LP_REL * abs(val):
+            raise Wrong(f"fifo objective {mine!r} below the LP optimum {val!r}")
+    elif policy == "min_cost" and cost is not None:
+        need = None
+        if slo is not None and g.steps is not None:
+            need = g.steps / _arr(slo).reshape(g.n)
+            if np.any(tp < need * (1 - 1e-6)):
+                raise Wrong("min_cost: an SLO is not met")
+        cost = _arr(cost).reshape(g.k)
+        ratio_x, best = min_cost_ratio(g, cost, x, need)
+        scale = float(g.Ta.max()) / float(cost.max())
+        if not _close(obj, ratio_x * scale, 1e-5):
+            raise Wrong(f"min_cost objective {obj!r} is not the throughput per cost of x "
+                        f"{ratio_x * scale!r}")
+        if ratio_x < best * (1 - LP_REL):
+            raise Wrong(f"min_cost: throughput per cost {ratio_x!r} below the "
+                        f"Charnes-Cooper LP optimum {best!r}")
 
 
 # --------------------------------------------------------------------------------------------

@@ -492,7 +492,8 @@ def _gavel_target(policy: str, fn: str | None = None) -> None:
             pol = "water_filling"
         if policy == "water_filling" and "entities" in case["kw"]:
             pol = "feasibility"
-        C.check_allocation(_gavel(case), r, pol, slo=case["kw"].get("slo"))
+        C.check_allocation(_gavel(case), r, pol, slo=case["kw"].get("slo"),
+                           cost=case.get("cost"))
 
     def render(c: dict) -> str:
         cost = f", {short_repr(c['cost'])}" if policy == "min_cost" else ""
