@@ -360,6 +360,8 @@ def _newton_dual_polish(form: _EdgeForm, p: np.ndarray) -> tuple[np.ndarray, np.
         step = np.where(fixed, -p, 0.0)  # fixed goods go to price 0
         # least squares: degenerate markets (several goods always used together) make H
         # singular; the minimum-norm step still decreases D
+        if not (np.all(np.isfinite(H)) and np.all(np.isfinite(g))):
+            break  # LAPACK would print an error on NaN input
         try:
             step[free] = -np.linalg.lstsq(H, g[free], rcond=None)[0]
         except np.linalg.LinAlgError:  # SVD did not converge: keep the prices reached so far
@@ -493,9 +495,13 @@ def _solve_fast(form: _EdgeForm, *, gap_tol: float, feas_tol: float,
     """Column generation on the edge form, warm-started by proportional response."""
     p0 = _proportional_response(form, iters=60 if warm_prices is None else 10,
                                 prices=warm_prices)
-    q = np.maximum(p0[form.C.indices], 1e-300) / form.weight
-    beta = np.minimum.reduceat(q, form.starts)
-    keep = q <= beta[form.owner] * 1.05
+    with np.errstate(all="ignore"):
+        q = np.maximum(p0[form.C.indices], 1e-300) / form.weight
+        beta = np.minimum.reduceat(q, form.starts)
+        keep = q <= beta[form.owner] * 1.05
+    # every buyer keeps an edge (rough prices can be NaN/inf on extreme data)
+    lost = np.bincount(form.owner, weights=keep.astype(float), minlength=form.n) == 0
+    keep |= lost[form.owner]
     iterations = solves = 0
     for _ in range(25):
         sub = form.subset(keep)
@@ -806,21 +812,31 @@ class FisherMarket(Composable):
         """
         n, m, T = self.n, self.m, self.T
         s = self.supply.reshape(m * T)
-        self._fb = float(_pow2(np.sum(self.budget)))
-        self._fs = _pow2(s)
-        if self.kind == "linear":
-            per_unit = self.utility.reshape(n, m * T) * self._fs  # utility per normalised unit
-            self._ufac = _pow2(np.max(np.where(s > 0, per_unit, 0.0), axis=1))
-            self._u_norm = per_unit / self._ufac[:, None]
-        else:
-            demand = self.utility.reshape(n, m * T) / self._fs  # normalised goods per utility
-            g = _pow2(np.max(demand, axis=1))
-            self._ufac = 1.0 / g
-            self._u_norm = demand / g[:, None]
-        if not (np.all(np.isfinite(self._u_norm)) and np.isfinite(self._fb)):
+        with np.errstate(all="ignore"):  # extreme data are checked explicitly below
+            total = float(np.sum(self.budget / np.max(self.budget))) * float(np.max(self.budget))
+            self._fb = float(_pow2(total))
+            self._fs = _pow2(s)
+            if self.kind == "linear":
+                per_unit = self.utility.reshape(n, m * T) * self._fs  # per normalised unit
+                self._ufac = _pow2(np.max(np.where(s > 0, per_unit, 0.0), axis=1))
+                self._u_norm = per_unit / self._ufac[:, None]
+            else:
+                demand = self.utility.reshape(n, m * T) / self._fs  # goods per utility
+                g = _pow2(np.max(demand, axis=1))
+                self._ufac = 1.0 / g
+                self._u_norm = demand / g[:, None]
+            self._b_norm = self.budget / self._fb
+        if not np.isfinite(self._fb):
+            raise InputError("the budgets sum to more than the largest float", argument="budget")
+        if not np.all(self._b_norm > 0):
+            i = int(np.flatnonzero(~(self._b_norm > 0))[0])
+            raise InputError(f"budget[{i}] = {self.budget[i]:g} is too small next to the "
+                             "total budget to be represented (ratio below 1e-308)",
+                             argument="budget", index=(i,))
+        if not (np.all(np.isfinite(self._u_norm)) and np.all(np.isfinite(self._ufac))
+                and np.all(self._ufac > 0)):
             raise InputError("utility and supply are too far apart in scale to be represented "
                              "(utility x supply overflows a float)", argument="utility")
-        self._b_norm = self.budget / self._fb
         self._s_norm = s / self._fs
         self._shift = float(self._b_norm @ np.log(self._ufac))
 
@@ -844,7 +860,7 @@ class FisherMarket(Composable):
         U = self._u_norm  # column j*T + t, normalised
         s = self.supply.reshape(m * T)
         if self.kind == "linear":
-            valued = self.utility.reshape(n, m * T) > 0
+            valued = U > 0  # (an entry below 1e-308 of its row's largest counts as 0)
             usable = valued & (s > 0)[None, :]
             owner, res = np.nonzero(usable)
             weight = U[owner, res]
@@ -1138,10 +1154,16 @@ class FisherMarket(Composable):
                 status = Status.TIME_LIMIT  # a feasible incumbent with its proven gap
             else:
                 cert.check(backend=log.backend)
-        prices = self._user_prices(prices_n).reshape(self.supply.shape)
-        flat = alloc.reshape(self.n, -1)
-        utility = self._utilities(alloc)
-        spending = flat @ prices.reshape(-1)
+        with np.errstate(all="ignore"):
+            prices = self._user_prices(prices_n).reshape(self.supply.shape)
+            flat = alloc.reshape(self.n, -1)
+            utility = self._utilities(alloc)
+            spending = flat @ prices.reshape(-1)
+        if not (np.all(np.isfinite(prices)) and np.all(np.isfinite(utility))
+                and np.all(np.isfinite(alloc))):
+            raise InputError("the equilibrium is not representable in these units (a price, "
+                             "utility or allocation exceeds the float range); rescale budget, "
+                             "supply or utility", argument="budget")
         stats = SolveStats(backend=log.backend, method=method,
                            seconds=time.perf_counter() - t0, iterations=iters, solves=solves,
                            raw_status=log.raw_status)

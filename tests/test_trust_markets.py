@@ -403,3 +403,44 @@ def test_iteration_limit_gives_time_limit_status_never_optimal() -> None:
     assert np.all(r.allocation.sum(axis=0) <= 1.0 + 1e-12)
     # the same market without the limit is optimal
     assert fa.fisher_market(u, method="conic").status == Status.OPTIMAL
+
+
+# --- property checks are unit invariant ----------------------------------------------------------
+@pytest.mark.parametrize("a", [1e-9, 1.0, 1e9])
+def test_property_verdicts_do_not_depend_on_units(a: float) -> None:
+    from fairalloc import properties as pr
+
+    u = np.array([[2.0, 1.0], [1.0, 2.0]]) * a
+    good = np.eye(2)
+    assert pr.envy_free(u, good).passed
+    same = np.ones((2, 2)) * a
+    assert pr.envy_free(same, np.full((2, 2), 0.5)).passed
+    assert not pr.envy_free(same, np.array([[0.4995, 0.5], [0.5005, 0.5]])).passed  # 0.1 %
+    assert pr.sharing_incentive(u, good).passed
+    assert not pr.sharing_incentive(u, np.array([[0.5, 0.4], [0.5, 0.6]])).passed
+    assert not pr.pareto_optimal(u, np.array([[0.999, 0.0], [0.0, 1.0]])).passed
+    assert pr.pareto_optimal(u, good).passed
+    p = np.array([1.0, 1.0]) * a
+    assert pr.market_clearing(np.array([[0.999, 0.0], [0.0, 1.0]]), p).passed is False
+    assert not pr.budget_clearing(good, p, np.array([1.0, 1.001]) * a).passed
+    assert not pr.optimal_spending(u, np.array([[0.999, 0.001], [0.0, 1.0]]), p).passed
+    r = fa.fisher_market(u, budget=[a, a], supply=[1.0, 1.0])
+    assert all(check_market(r, u).values())
+
+
+@pytest.mark.parametrize("tol", [0.0, -1.0, float("nan"), float("inf"), "1e-6", [1e-6]])
+def test_property_tolerance_is_validated(tol: object) -> None:
+    from fairalloc import properties as pr
+
+    with pytest.raises(fa.InputError) as info:
+        pr.envy_free([[1.0]], [[1.0]], tol=tol)
+    assert info.value.argument == "tol"
+    r = fa.fisher_market([[1.0]])
+    with pytest.raises(fa.InputError):
+        check_market(r, [[1.0]], tol=tol)
+    with pytest.raises(fa.InputError) as info:
+        check_market(r, [[1.0]], kind="cobb")
+    assert info.value.argument == "kind"
+    with pytest.raises(fa.InputError) as info:
+        check_market(object(), [[1.0]])
+    assert info.value.argument == "result"
