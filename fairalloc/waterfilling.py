@@ -302,6 +302,13 @@ class WaterFilling(ThroughputPolicy):
             if first is None:
                 first = (stage, res)
             theta = res.value
+            # a rise below the certified accuracy is 0: floors raised by rounding noise
+            # (1e-20 x a weight) would be floors no solver meets relative to their size
+            c0 = res.cert
+            acc = c0.gap_tol * (c0.scale if c0.scale is not None
+                                else max(abs(c0.primal_value), abs(c0.dual_bound)))
+            if levels > 1 and theta <= acc:
+                theta = 0.0
             # the new floors are the certified level itself (the allocation found reaches it
             # exactly): a slack of stage_tol per job would let any one job rise by the others'
             # slack, which for a few hundred jobs exceeds bottleneck_tol and hides bottlenecks

@@ -492,3 +492,16 @@ def test_finish_time_fairness_when_elapsed_times_dwarf_durations():
     assert a.certificate.ok
     assert np.isfinite(a.metric).all() and (a.effective_throughput > 0).all()
     assert a.objective == pytest.approx(1.0, abs=1e-12)
+
+
+def test_water_filling_many_levels_large_weights():
+    # a FIFO entity walks through its jobs level by level; rises of 1e-20 (rounding noise
+    # times a weight of 3e6) became floors of ~1e-14 that the solver met only absolutely
+    rng = np.random.default_rng(11)
+    n = 40
+    T = rng.uniform(1, 10, (n, 2)) * 1e9
+    jobs = fa.Jobs(T, weight=rng.uniform(0.5, 2, n) * 1e7)
+    r = fa.water_filling(jobs, fa.Cluster({"a": 3, "b": 5}), entities=[i % 2 for i in range(n)],
+                         entity_weights={0: 1e6, 1: 3e6}, entity_policies={1: "fifo"})
+    assert all(c.ok for c in r.stage_certificates)
+    assert (r.utilization <= 1 + 1e-9).all() and r.utilization.max() > 0.999
