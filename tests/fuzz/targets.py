@@ -1241,17 +1241,78 @@ def _call_plan(case: dict, ctx: Ctx) -> Any:
     return _fa().plan_schedule(_plan_jobs(case), case["num_gpus"], **kw)
 
 
+def _advance(regimes: list, left: float, seconds: float) -> float:
+    """Epochs a job advances in ``seconds`` of work through its regimes (capped at ``left``)."""
+    done = 0.0
+    for sec, ep in regimes:
+        if seconds <= 0:
+            break
+        take = min(float(ep), seconds / float(sec))
+        done += take
+        seconds -= take * float(sec)
+    return min(done, left)
+
+
+def _remaining_time(regimes: list, advanced: float) -> float:
+    """Isolated run time of the epochs left after advancing ``advanced`` epochs."""
+    t = 0.0
+    for sec, ep in regimes:
+        skip = min(float(ep), advanced)
+        advanced -= skip
+        t += (float(ep) - skip) * float(sec)
+    return t
+
+
 def _check_plan(case: dict, r: Any) -> None:
     S = np.asarray(r.schedule)
-    n = len(case["jobs"])
+    jobs = case["jobs"]
+    n = len(jobs)
     R = int(case["rounds"])
     if S.shape != (n, R):
         raise Wrong(f"schedule shape {S.shape}, expected {(n, R)}")
-    w = np.array([j["workers"] for j in case["jobs"]], float)
+    w = np.array([j["workers"] for j in jobs], float)
+    M = float(case["num_gpus"])
     load = w @ S.astype(float)
-    if np.any(load > float(case["num_gpus"]) + 1e-9):
+    if np.any(load > M + 1e-9):
         raise Wrong(f"a round uses {load.max()!r} GPUs of {case['num_gpus']!r}")
-    C.claims_success(r)
+    given = S.sum(axis=1)
+    if not np.array_equal(np.asarray(r.rounds_given), given):
+        raise Wrong(f"rounds_given {np.asarray(r.rounds_given).tolist()} != schedule row sums "
+                    f"{given.tolist()}")
+    if not C.claims_success(r):
+        raise Skip()
+    # DESIGN.md "Regime forecast and plan": UTIL, R_j, H, Z0, welfare, objective
+    D = float(case["round_duration"])
+    E = np.array([j["total_epochs"] for j in jobs], float)
+    F = np.array([j["done_epochs"] for j in jobs], float)
+    adv = np.array([_advance(j["regimes"], E[i] - F[i], given[i] * D)
+                    for i, j in enumerate(jobs)])
+    util = (F + adv) / E
+    rem = np.array([_remaining_time(j["regimes"], adv[i]) for i, j in enumerate(jobs)])
+    z0 = sum(_remaining_time(j["regimes"], 0.0) for j in jobs)
+    H = max(float((w * rem).sum()) / M, float(rem.max()))
+    checks = {"utility": (np.asarray(r.utility, float), util),
+              "remaining": (np.asarray(r.remaining, float), rem),
+              "makespan_bound": (np.array([r.makespan_bound]), np.array([H])),
+              "z0": (np.array([r.z0]), np.array([z0]))}
+    for name, (got, want) in checks.items():
+        if not np.allclose(got, want, rtol=1e-6, atol=1e-12 * max(1.0, float(np.abs(want).max()))):
+            raise Wrong(f"plan {name} {got.tolist()} != {want.tolist()} (DESIGN.md semantics)")
+    rho = np.array([j["ftf"] for j in jobs], float)
+    k, lam = float(case["k"]), float(case["lam"])
+    shift = float(getattr(r, "log_scale", 0.0))  # documented: values x exp(-log_scale)
+    with np.errstate(over="ignore", divide="ignore"):
+        weights = np.exp(k * np.log(rho) - shift)
+        welfare = float((weights * np.log(np.maximum(util, 1e-300))).sum()) / (n * M)
+    if np.all(np.isfinite(weights)) and np.all(util >= 1e-6) and np.isfinite(welfare):
+        if not np.isclose(r.welfare, welfare, rtol=1e-6, atol=1e-12):
+            raise Wrong(f"plan welfare {r.welfare!r} != (1/(N M)) sum rho^k log UTIL "
+                        f"(x exp(-log_scale)) = {welfare!r}")
+        obj = welfare - lam * H / z0 * math.exp(-shift)
+        if not np.isclose(r.objective, obj, rtol=1e-6, atol=1e-12):
+            raise Wrong(f"plan objective {r.objective!r} != welfare - lam H / Z0 = {obj!r}")
+    if r.bound < r.objective - 1e-9 * max(1.0, abs(r.objective)):
+        raise Wrong(f"plan bound {r.bound!r} below its objective {r.objective!r}")
 
 
 def _render_plan(c: dict, fn: str = "plan_schedule") -> str:
