@@ -51,6 +51,7 @@ reference ``b`` is ``reference[ref, b]``, and ``b``'s next to the new job is ``r
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -60,6 +61,7 @@ import numpy as np
 from ._validation import (
     as_array,
     as_bool,
+    as_finite_float,
     as_option,
     as_positive_float,
     as_positive_int,
@@ -68,6 +70,10 @@ from ._validation import (
 from .errors import InputError
 from .queuing import _only_fairalloc_errors
 from .results import FrozenArrays, readonly, require_pandas
+
+#: largest ridge weight / threshold accepted (the data are fitted at unit scale: beyond this the
+#: model is identically zero and the normal equations overflow)
+_MAX_REG = 1e6
 
 __all__ = [
     "Completion",
@@ -252,9 +258,12 @@ def _choose_rank(M: np.ndarray, W: np.ndarray, max_rank: int, method: str, reg: 
 def _parsimonious(rmse: np.ndarray, scale: float) -> int:
     """Smallest rank whose hold-out error is within 1 % of the best one, or within 0.1 % of
     the data's scale of it (whichever is looser)."""
-    best = float(np.min(rmse))
-    slack = max(0.01 * best, 1e-3 * scale)
-    return int(np.flatnonzero(rmse <= best + slack)[0]) + 1
+    finite = np.isfinite(rmse)
+    if not finite.any():  # no candidate could be validated (e.g. every fit degenerate)
+        return 1
+    best = float(np.min(rmse[finite]))
+    slack = max(0.01 * best, 1e-3 * scale) if math.isfinite(scale) else 0.01 * best
+    return int(np.flatnonzero(finite & (rmse <= best + slack))[0]) + 1
 
 
 def _basis(F: np.ndarray, rank: int) -> np.ndarray:
@@ -363,7 +372,7 @@ def complete_matrix(
     """
     M, W = _validate_matrix(values, mask, "values")
     method = as_option(method, "method", _METHODS)
-    reg = as_positive_float(reg, "reg", allow_zero=True)
+    reg = as_finite_float(reg, "reg", lo=0.0, hi=_MAX_REG)
     max_iter = as_positive_int(max_iter, "max_iter")
     tol = as_positive_float(tol, "tol")
     m, c = M.shape
@@ -554,7 +563,7 @@ class ThroughputEstimator:
                              argument="types")
         self._method = as_option(method, "method", _METHODS)
         self._metric = as_option(metric, "metric", _METRICS)
-        self._reg = as_positive_float(reg, "reg", allow_zero=True)
+        self._reg = as_finite_float(reg, "reg", lo=0.0, hi=_MAX_REG)
         self._clip = as_bool(clip, "clip")
         self.labels: tuple[Hashable, ...] = labels
         self.types: tuple[str, ...] = types
