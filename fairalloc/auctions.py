@@ -49,7 +49,6 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._validation import (
-    as_array,
     as_finite_float,
     as_option,
     as_positive_float,
@@ -58,8 +57,15 @@ from ._validation import (
     as_tolerance,
 )
 from .errors import CertificateError, FairallocError, InputError, SolverError
-from .results import Certificate, FrozenArrays, Result, SolveStats, Status, readonly, \
-    require_pandas
+from .results import (
+    Certificate,
+    FrozenArrays,
+    Result,
+    SolveStats,
+    Status,
+    readonly,
+    require_pandas,
+)
 from .tolerances import FEAS_TOL, GAP_TOL, MILP_GAP_TOL
 from .valuations import LEVELS, Topology, _array, _check_apps, _slowdown_levels
 
@@ -1070,7 +1076,6 @@ def partial_allocation(
     Un, sn, e_good, e_agent = _normalise(U, s, valued)
 
     # ---- the proportionally fair allocation (Eisenberg-Gale, equal budgets) ---------------
-    B = np.ones(n)
     Uv, sv = np.array(Un[:, valued]), np.array(sn[valued])
     point = _pf_point(Uv, sv, gap_tol, solvers)
     shift = float(e_agent.sum()) * _LOG2  # sum_i log u_i(original) - sum_i log u_i(normalised)
@@ -1102,8 +1107,10 @@ def partial_allocation(
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         stats = _solve_stats(mark, method=method, t0=t0, solves=solves)
+        dual = float(loo_obj[i] + loo_gap[i]) if (np.isfinite(loo_obj[i])
+                                                  and np.isfinite(loo_gap[i])) else math.inf
         cert = Certificate(kind="eisenberg_gale", primal_value=float(loo_obj[i]),
-                           dual_bound=float(loo_obj[i] + loo_gap[i]), gap=float(loo_gap[i]),
+                           dual_bound=dual, gap=float(loo_gap[i]),
                            primal_residual=0.0, gap_tol=gap_tol, scale=loo_scale)
         raise CertificateError(f"the market without agent {i} could not be certified: gap "
                                f"{loo_gap[i]:.3g} (tolerance {gap_tol:g} x {loo_scale:g} unit "
@@ -1172,11 +1179,13 @@ def _pf_point(Uv: np.ndarray, sv: np.ndarray, gap_tol: float, solvers: tuple[Any
     on its support; fairalloc's own warm search from uniform prices if that solve fails."""
     n = Uv.shape[0]
     B = np.ones(n)
+    x0: np.ndarray | None = None
+    p0: np.ndarray | None = None
     try:
         pf = _fisher(Uv, sv, gap_tol=max(gap_tol, GAP_TOL), backend=solvers[2])
         x0, p0 = np.array(pf.allocation, dtype=float), np.array(pf.prices, dtype=float)
     except (CertificateError, SolverError):
-        x0 = p0 = None
+        pass
     if x0 is None or p0 is None or x0.shape != Uv.shape or not (
             np.all(np.isfinite(x0)) and np.all(np.isfinite(p0))):
         p_start = np.full(Uv.shape[1], n / max(float(sv.sum()), 1e-300))

@@ -636,3 +636,19 @@ def test_finished_successive_halving_app_validates_its_rho_arguments():
     with pytest.raises(fa.InputError) as err:
         app.rho(1, 1.0, now=2.0, cluster_gpus=0, contention=1.0)
     assert err.value.argument == "cluster_gpus"
+
+
+def test_pf_solve_failure_falls_back_to_fairallocs_own_search(monkeypatch):
+    U = [[2.0, 1.0, 0.5], [1.0, 1.0, 1.0], [0.2, 3.0, 1.0]]
+    ref = partial_allocation(U)
+
+    def broken(*args, **kwargs):
+        raise fa.SolverError("the conic solver gave up")
+
+    monkeypatch.setattr(auctions, "_fisher", broken)
+    r = partial_allocation(U)  # warm: PF by the warm search, leave-one-out markets batched
+    assert r.certificate.ok
+    np.testing.assert_allclose(r.fraction, ref.fraction, rtol=1e-6)
+    np.testing.assert_allclose(r.pf_allocation, ref.pf_allocation, atol=1e-6)
+    with pytest.raises(fa.CertificateError):  # cold: every leave-one-out market fails honestly
+        partial_allocation(U, method="cold")
