@@ -1814,6 +1814,11 @@ class GPUAuctionResult(Result):
         Certified relative uncertainty of each fraction (``exp(bound - incumbent) - 1``).
     objective : float
         ``sum_i log v_i`` over the agents with positive valuation (PF).
+    certificate : Certificate
+        Kind ``"milp"``, gap judged against the number of agents in the sum (its data
+        scale) with :data:`fairalloc.tolerances.MILP_GAP_TOL`: the PF solve's when every solve
+        is proven (``Status.OPTIMAL``), else the first unproven one (never ok; status
+        ``TIME_LIMIT`` with a time limit, ``SUBOPTIMAL`` otherwise).
     """
 
     pf_bundles: np.ndarray
@@ -2041,7 +2046,7 @@ def gpu_auction(
     *,
     time_limit: float | None = None,
     workers: int | None = 1,
-    backend: str = "highs",
+    backend: Any = "highs",
 ) -> GPUAuctionResult:
     """Partial-allocation auction of offered GPUs bid for by placement class (Themis §3.3.1).
 
@@ -2060,11 +2065,14 @@ def gpu_auction(
     offer : array_like
         The GPUs being auctioned (mask or list of ids).
     time_limit : float, optional
-        Seconds per MILP.
+        Seconds per MILP; an unproven solve makes the result ``Status.TIME_LIMIT`` with a
+        certificate that is not ok (see :func:`bundle_auction`).
     workers : int or None
         Processes for the leave-one-out MILPs.
-    backend : str
-        MILP backend.
+    backend : str or Backend
+        MILP backend (default ``"highs"``; ``InputError`` if it cannot solve MILPs);
+        ``stats.backend`` is ``"numpy"`` when the exact knapsack relaxation certified every
+        solve and no backend ran.
 
     Returns
     -------
@@ -2662,11 +2670,12 @@ class MultiRoundAuction:
     # ---- state --------------------------------------------------------------------------
     def active(self) -> np.ndarray:
         """Apps that have arrived and not finished, shape (num_apps,) bool."""
-        return np.array([a.arrival <= self.now and not a.finished for a in self.apps])
+        return readonly(np.array([a.arrival <= self.now and not a.finished for a in self.apps],
+                                 dtype=bool))
 
     def held(self) -> np.ndarray:
         """GPUs each app holds now, shape (num_apps,)."""
-        return np.bincount(self.owner[self.owner >= 0], minlength=len(self.apps))
+        return readonly(np.bincount(self.owner[self.owner >= 0], minlength=len(self.apps)))
 
     def contention(self) -> np.ndarray:
         """``N_avg`` of each app: time-averaged number of active apps since it arrived."""
@@ -2674,7 +2683,7 @@ class MultiRoundAuction:
         cur = float(act.sum())
         with np.errstate(divide="ignore", invalid="ignore"):
             avg = np.where(self._lifetime > 0, self._active_time / self._lifetime, cur)
-        return np.maximum(avg, 1.0)
+        return readonly(np.maximum(avg, 1.0))
 
     def _slowdowns(self) -> np.ndarray:
         """Current placement slowdown of every app's held GPUs."""
@@ -2697,7 +2706,7 @@ class MultiRoundAuction:
             out[i] = float(np.asarray(self.apps[i].rho(np.array([held[i]]), np.array([S[i]]),
                                                        now=self.now, cluster_gpus=g,
                                                        contention=N[i])).ravel()[0])
-        return out
+        return readonly(out)
 
     # ---- one round ----------------------------------------------------------------------
     def step(self) -> AuctionRound:
