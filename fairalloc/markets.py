@@ -32,7 +32,7 @@ Three exact methods solve it (``method=``):
 ``"auto"`` picks ``"cvxpy"`` for composed models, ``"fast"`` for linear markets with more than
 2,000 edges, and ``"conic"`` otherwise.
 
-Units: every market is first normalised by exact powers of two (budgets to sum ~1, each good's
+Units: every market is first normalised by exact powers of two (budgets to mean ~1, each good's
 supply to ~1, each buyer's utility row to largest entry ~1), solved and certified there, and
 mapped back (``x = f_s x'``, ``p = f_b p' / f_s``); the certificate's gap is judged against the
 total budget (``Certificate.scale``), so results and verdicts do not depend on the units of
@@ -209,12 +209,12 @@ class _Log:
 
 
 def _pow2(x: np.ndarray) -> np.ndarray:
-    """The power of two nearest below ``x`` (``x / _pow2(x)`` in [1, 2)); 1 where ``x <= 0``.
+    """The power of two just above ``x`` (``x / _pow2(x)`` in [1/2, 1)); 1 where ``x <= 0``.
 
     Dividing by it is exact, so normalising data by these factors loses no precision."""
     x = np.asarray(x, dtype=float)
     _, e = np.frexp(np.where(x > 0, x, 1.0))
-    return np.ldexp(1.0, e - 1)
+    return np.ldexp(1.0, e)
 
 
 # --------------------------------------------------------------------------------------------
@@ -804,7 +804,7 @@ class FisherMarket(Composable):
     def _normalise(self) -> None:
         """Power-of-two factors that bring the market to unit scale (exact: no rounding).
 
-        Budgets are divided by ``fb`` (their sum becomes ~1), each good's supply by ``fs_r``
+        Budgets are divided by ``fb`` (their mean becomes ~1), each good's supply by ``fs_r``
         (~1), and each buyer's utility row, measured per normalised unit of goods, by
         ``ufac_i`` (largest entry ~1). The equilibrium maps back exactly:
         ``x = fs * x'``, ``U_i = ufac_i * U'_i``, ``p_r = fb * p'_r / fs_r`` and
@@ -813,8 +813,10 @@ class FisherMarket(Composable):
         n, m, T = self.n, self.m, self.T
         s = self.supply.reshape(m * T)
         with np.errstate(all="ignore"):  # extreme data are checked explicitly below
-            total = float(np.sum(self.budget / np.max(self.budget))) * float(np.max(self.budget))
-            self._fb = float(_pow2(total))
+            # mean budget ~1 (with a budget sum of 1 and many buyers the interior-point solver
+            # needs more iterations)
+            mean = float(np.mean(self.budget / np.max(self.budget))) * float(np.max(self.budget))
+            self._fb = float(_pow2(mean))
             self._fs = _pow2(s)
             if self.kind == "linear":
                 per_unit = self.utility.reshape(n, m * T) * self._fs  # per normalised unit
@@ -827,7 +829,7 @@ class FisherMarket(Composable):
                 self._u_norm = demand / g[:, None]
             self._b_norm = self.budget / self._fb
         if not np.isfinite(self._fb):
-            raise InputError("the budgets sum to more than the largest float", argument="budget")
+            raise InputError("the budgets exceed the float range", argument="budget")
         if not np.all(self._b_norm > 0):
             i = int(np.flatnonzero(~(self._b_norm > 0))[0])
             raise InputError(f"budget[{i}] = {self.budget[i]:g} is too small next to the "
@@ -855,9 +857,11 @@ class FisherMarket(Composable):
         return np.asarray(p_norm, dtype=float) * self._fb / self._fs
 
     # --- edge form ------------------------------------------------------------------------
-    def _edge_form(self) -> _EdgeForm:
+    def _edge_form(self, user_units: bool = False) -> _EdgeForm:
+        """The edge form, normalised (what is solved) or in the caller's units."""
         n, m, T = self.n, self.m, self.T
-        U = self._u_norm  # column j*T + t, normalised
+        # column j*T + t
+        U = self.utility.reshape(n, m * T) if user_units else self._u_norm
         s = self.supply.reshape(m * T)
         if self.kind == "linear":
             valued = U > 0  # (an entry below 1e-308 of its row's largest counts as 0)
@@ -888,6 +892,9 @@ class FisherMarket(Composable):
                 f"buyer {i} values only goods with zero supply (utility[{i}] vs supply); "
                 "its utility would be 0 and log 0 = -inf",
                 argument="supply", index=(i,))
+        if user_units:
+            return _EdgeForm(owner, weight.astype(float), C, self.budget, s.astype(float),
+                             _starts(owner, n))
         return _EdgeForm(owner, weight.astype(float), C, self._b_norm,
                          self._s_norm.astype(float), _starts(owner, n))
 
@@ -923,8 +930,8 @@ class FisherMarket(Composable):
         0.0
         """
         p = as_array(prices, "prices", ndim=self.supply.ndim, shape=self.supply.shape)
-        p_norm = p.reshape(-1) * self._fs / self._fb
-        return self._fb * (self._form.dual_value(p_norm) + self._shift)
+        with np.errstate(all="ignore"):
+            return self._edge_form(user_units=True).dual_value(p.reshape(-1))
 
     def column(self, good: int, rnd: int = 0) -> int:
         """Column of :attr:`x` holding good ``good`` in round ``rnd``.
@@ -1057,7 +1064,7 @@ class FisherMarket(Composable):
     ) -> MarketResult:
         """Solve the market and certify the result.
 
-        The market is first normalised to unit scale by powers of two (budgets to sum ~1, each
+        The market is first normalised to unit scale by powers of two (budgets to mean ~1, each
         good's supply to ~1, each buyer's utility row to largest entry ~1), solved and
         certified there, and mapped back exactly: rescaling budgets by ``a``, supply of good
         ``j`` by ``c_j`` and buyer ``i``'s utilities by ``d_i`` gives the allocation
@@ -1068,6 +1075,7 @@ class FisherMarket(Composable):
         ----------
         method : {"auto", "fast", "conic", "cvxpy"}
             See the module docstring. Composed models need ``"cvxpy"`` (``"auto"`` picks it).
+            A plain market on which cvxpy fails is solved on the exact ``"conic"`` path.
         backend : str or Backend
             Backend for the exponential-cone programs (it needs the ``"exp_cone"`` capability:
             ``"clarabel"``). The LP polish of linear markets runs on HiGHS. ``stats.backend``
@@ -1275,8 +1283,16 @@ class FisherMarket(Composable):
             if cert.ok and self._constraints_hold(alloc, feas_tol):
                 return alloc, prices, cert, iters, solves
         problem = self.problem()
-        stats, conic_cert = solve_cvxpy(problem, backend=log.conic, gap_tol=gap_tol,
-                                        feas_tol=feas_tol, time_limit=time_limit)
+        try:
+            stats, conic_cert = solve_cvxpy(problem, backend=log.conic, gap_tol=gap_tol,
+                                            feas_tol=feas_tol, time_limit=time_limit)
+        except SolverError:
+            if self.composed:
+                raise
+            # a plain market has an exact path: use it rather than fail
+            alloc, prices, cert, it, more = self._solve_plain(
+                "conic", gap_tol, feas_tol, time_limit, None, log)
+            return alloc, prices, cert, iters + it, solves + more
         log.ran(stats.backend, stats.raw_status)
         iters += stats.iterations
         solves += 1
