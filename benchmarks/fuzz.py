@@ -193,6 +193,16 @@ def main(argv: list[str] | None = None) -> int:
         for (tname, cls, _), os_ in sorted(groups.items(), key=lambda kv: (kv[0][1], kv[0][0])):
             o = min(os_, key=lambda x: len(x.reproducer))
             print(f"- [{cls}] {tname} x{len(os_)}: {o.detail[:220]}\n    {o.reproducer[:600]}")
+    typed = defaultdict(list)
+    for o in all_outcomes:
+        if o.outcome == "typed_error" and not o.detail.startswith("InputError"):
+            typed[(o.target, o.detail.split(":")[0], _normalise(o.detail))].append(o)
+    if typed:
+        print(f"\ntyped errors other than InputError ({len(typed)} groups; acceptable outcomes, "
+              f"but on valid input they are solver failures worth a look):")
+        for (tname, etype, _), os_ in sorted(typed.items()):
+            o = min(os_, key=lambda x: len(x.reproducer))
+            print(f"- {tname} {etype} x{len(os_)}: {o.detail[:200]}\n    {o.reproducer[:500]}")
     for cls in FAILURES:
         shown = [o for o in failing if o.outcome == cls][: args.show]
         if shown:

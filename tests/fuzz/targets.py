@@ -282,8 +282,8 @@ def _prop_check(fn: str) -> Any:
             if got.shape == V.shape and not np.allclose(got, V, rtol=1e-9, atol=0):
                 raise Wrong("bundle_values differs from the recomputed values")
             return
-        if not isinstance(r.passed, (bool, np.bool_)) or not np.isfinite(r.violation) \
-                or r.violation < 0:
+        if not isinstance(r.passed, (bool, np.bool_)) or np.isnan(r.violation) \
+                or r.violation < 0 or (r.passed and not np.isfinite(r.violation)):
             raise Wrong(f"malformed PropertyResult {r!r}")
         kind = case.get("kind", "linear")
         if fn in ("envy_free", "sharing_incentive", "proportionality") and kind == "linear":
@@ -1176,7 +1176,11 @@ def regularizer_cases(draw: Any) -> dict:
 
 def _call_regularizer(case: dict, ctx: Ctx) -> Any:
     import cvxpy as cp
-    term = _fa().makespan_regularizer(cp.Constant(case["work"]), case["remaining"],
+    try:  # a cvxpy expression where cvxpy accepts the data (else the raw value)
+        work = cp.Constant(case["work"])
+    except Exception:
+        work = case["work"]
+    term = _fa().makespan_regularizer(work, case["remaining"],
                                       case["num_gpus"], lam=case["lam"], kind=case["kind"])
     return float(term.value)
 
