@@ -1264,10 +1264,14 @@ class MinCost(ThroughputPolicy):
             assert isinstance(st, _Linear)  # min cost's first stage is linear (Charnes-Cooper)
             # keep the ratio: tp(x) - r cost(x) >= -slack (linear in x); the slack is
             # relative to the optimum's throughput (units of steps/s), the row at unit scale
+            # (the row is a difference of nearly equal terms at the optimum: its slack is at
+            # least the solvers' own feasibility tolerance, and at most a tenth of gap_tol so
+            # the ratio stays certified)
             tp_opt = float(self.inst.throughput(xcol).sum())
             gam = _pow2(float(np.max(np.abs(st.g), initial=0.0)))
+            keep = min(0.1 * gap_tol, max(stage_tol, FEAS_TOL))
             solver.fixed.append((sp.csr_matrix(st.g[None, :] / gam),
-                                 np.array([-stage_tol * tp_opt / gam])))
+                                 np.array([-keep * tp_opt / gam])))
             solver.anchor = xcol
             wres = solver.run(_Linear(self._wc_objective()), "work-conserving")
             certs.append(wres.cert)
