@@ -119,25 +119,38 @@ def main(argv: list[str] | None = None) -> int:
     # --- per entry point x outcome -----------------------------------------------------------
     counts: dict[str, Counter] = defaultdict(Counter)
     nonin: Counter = Counter()
+    printed: Counter = Counter()
     for o in all_outcomes:
         counts[o.target][o.outcome] += 1
+        printed[o.target] += bool(o.printed)
         if o.outcome == "typed_error" and not o.detail.startswith("InputError"):
             nonin[o.target] += 1
-    header = ["entry point", "calls", *OUTCOMES, "typed≠Input", "s"]
+    header = ["entry point", "calls", *OUTCOMES, "typed≠Input", "printed", "s"]
     rows = []
     total: Counter = Counter()
     for t in targets:
         c = counts[t.name]
         total.update(c)
         rows.append([t.name, str(sum(c.values())), *(str(c[k]) for k in OUTCOMES),
-                     str(nonin[t.name]), f"{seconds[t.name]:.1f}"])
+                     str(nonin[t.name]), str(printed[t.name]), f"{seconds[t.name]:.1f}"])
     rows.append(["TOTAL", str(sum(total.values())), *(str(total[k]) for k in OUTCOMES),
-                 str(sum(nonin.values())), f"{sum(seconds.values()):.1f}"])
+                 str(sum(nonin.values())), str(sum(printed.values())),
+                 f"{sum(seconds.values()):.1f}"])
     _table(f"fuzz: {sum(total.values())} calls over {len(targets)} targets "
            f"(seed {args.seed}, per-call budget {args.per_call_timeout:g} s)", header, rows,
            use_rich)
     print("typed≠Input: typed errors other than InputError (SolverError, CertificateError, "
-          "InfeasibleError, ...) -- acceptable, but on valid input they are solver failures.")
+          "InfeasibleError, ...) -- acceptable, but on valid input they are solver failures.\n"
+          "printed: calls that wrote to stdout/stderr (issue #12: solvers silent unless "
+          "verbose=True; informational, not in the exit status).")
+    noisy = [o for o in all_outcomes if o.printed]
+    if noisy:
+        seen_t: set[str] = set()
+        print("first output per entry point:")
+        for o in noisy:
+            if o.target not in seen_t:
+                seen_t.add(o.target)
+                print(f"- {o.target}: {o.printed[:160]!r}\n    {o.reproducer[:400]}")
 
     # --- rescaling -----------------------------------------------------------------------------
     rescale_bad = 0

@@ -114,6 +114,9 @@ def test_harness_classifies_every_outcome() -> None:
         arr = ctx.watch("arr", np.ones(2))
         arr[0] = 3.0
     assert outcome(mutate_watched) == "mutated"
+    def freeze_watched(c, ctx):
+        ctx.watch("arr", np.ones(2)).flags.writeable = False
+    assert outcome(freeze_watched) == "mutated"  # freezing the caller's array changes it
     assert outcome(lambda c, ctx: {"x": (np.ones(2),)}) == "writable"
     ro = np.ones(2)
     ro.flags.writeable = False
@@ -123,6 +126,10 @@ def test_harness_classifies_every_outcome() -> None:
         raise Wrong("no")
     assert outcome(lambda c, ctx: 1, reject) == "wrong"
     assert outcome(lambda c, ctx: time.sleep(5), timeout=0.2) == "hang"
+
+    import os
+    printed = run_case(_fake(lambda c, ctx: os.write(1, b"banner\n")), {"a": [1.0, 2.0]})
+    assert printed.outcome == "ok" and printed.printed == "banner"
 
 
 # --- the independent checks accept right answers and reject wrong ones ----------------------------

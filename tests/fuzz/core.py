@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import signal
 import threading
 import time
@@ -92,6 +93,7 @@ class Outcome:
     detail: str
     reproducer: str
     seconds: float
+    printed: str = ""   # what the call wrote on stdout/stderr (solvers must be silent)
 
 
 # --------------------------------------------------------------------------------------------
@@ -134,7 +136,9 @@ def fingerprint(obj: Any, depth: int = 0, seen: set[int] | None = None) -> Any:
         if obj.dtype == object:
             return ("nd-object", obj.shape, tuple(fingerprint(x, depth + 1, seen)
                                                   for x in obj.ravel().tolist()))
-        return ("nd", obj.dtype.str, obj.shape, np.ascontiguousarray(obj).tobytes())
+        # the flag too: freezing the caller's own array (instead of a view) changes it
+        return ("nd", obj.dtype.str, obj.shape, np.ascontiguousarray(obj).tobytes(),
+                bool(obj.flags.writeable))
     if isinstance(obj, float):
         return ("f", np.float64(obj).tobytes())
     if isinstance(obj, (int, str, bytes, bool, type(None), complex, np.generic)):
@@ -188,6 +192,42 @@ def writable_arrays(obj: Any, path: str = "result", depth: int = 0,
 # --------------------------------------------------------------------------------------------
 # one guarded call
 # --------------------------------------------------------------------------------------------
+class _Silence:
+    """Capture what a call writes to file descriptors 1 and 2 (C solvers print there)."""
+
+    def __enter__(self) -> _Silence:
+        import sys
+        import tempfile
+
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:  # pragma: no cover
+                pass
+        self.tmp = tempfile.TemporaryFile()
+        self.saved = [os.dup(1), os.dup(2)]
+        os.dup2(self.tmp.fileno(), 1)
+        os.dup2(self.tmp.fileno(), 2)
+        self.text = ""
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        import sys
+
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:  # pragma: no cover
+                pass
+        os.dup2(self.saved[0], 1)
+        os.dup2(self.saved[1], 2)
+        for fd in self.saved:
+            os.close(fd)
+        self.tmp.seek(0)
+        self.text = self.tmp.read(2000).decode("utf-8", "replace")
+        self.tmp.close()
+
+
 class _Timer:
     """A per-call time budget: SIGALRM in the main thread, else a watchdog that only records."""
 
@@ -220,10 +260,11 @@ def run_case(target: Target, case: dict, *, timeout: float = 20.0) -> Outcome:
     t0 = time.perf_counter()
     result: Any = None
     outcome, detail = "ok", ""
+    silence = _Silence()
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            with _Timer(timeout):
+            with silence, _Timer(timeout):
                 result = target.call(case, ctx)
     except _Hang:
         outcome, detail = "hang", f"exceeded {timeout:g} s"
@@ -262,7 +303,8 @@ def run_case(target: Target, case: dict, *, timeout: float = 20.0) -> Outcome:
         paths = writable_arrays(result)
         if paths and outcome == "ok":
             outcome, detail = "writable", ", ".join(paths[:4])
-    return Outcome(target.name, outcome, detail, target.reproducer(case), seconds)
+    return Outcome(target.name, outcome, detail, target.reproducer(case), seconds,
+                   silence.text.strip())
 
 
 def _first_line(exc: BaseException) -> str:
