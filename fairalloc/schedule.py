@@ -280,7 +280,8 @@ def _trajectory_tables(sec: np.ndarray, ep: np.ndarray, left: np.ndarray,
     if k:
         idx = (cs[:, None, 1:] <= query[:, :, None]).sum(axis=-1)  # segment of each query
         seg = np.minimum(idx, k - 1)
-        inside = ce[rows, seg] + (query - cs[rows, seg]) / sec[rows, seg]
+        with np.errstate(over="ignore"):  # inf: past the regime's end (capped below)
+            inside = ce[rows, seg] + (query - cs[rows, seg]) / sec[rows, seg]
         adv = np.where(idx >= k, ce[:, k:k + 1], inside)
     else:
         adv = np.zeros_like(query)
@@ -350,6 +351,17 @@ def _pow2(x: float) -> float:
     if not (math.isfinite(x) and x > 0):
         return 1.0
     return math.ldexp(1.0, round(math.log2(x)))
+
+
+def _time_unit(D: float, rem: np.ndarray) -> float:
+    """The solver programs' time unit: a power of two near ``D`` (remaining times in rounds),
+    raised where needed so that no remaining time exceeds ``1e15`` units (solvers treat
+    larger numbers as infinite) and lowered to the longest remaining time when every job
+    finishes within a round (a round then changes ``R`` by at most that much)."""
+    longest = float(rem.max(initial=0.0))
+    if not longest > 0:
+        return _pow2(D)
+    return _pow2(min(max(D, longest * 1e-15), longest))
 
 
 def _weights(rho: np.ndarray, k: float, N: int, M: int, coef: float, eta: float
@@ -466,7 +478,9 @@ def _build_instance(jobs: Any, num_gpus: Any, *, rounds: Any, round_duration: An
     adv, finish_s = _trajectory_tables(sec, ep, tleft, query)
     util_q = (F[owner, None] + adv) / E[owner, None]
     rem_q = np.maximum(finish_s[:, None] - query, 0.0)
-    rounds_q = np.ceil(finish_s / D - 1e-9).astype(np.int64)
+    with np.errstate(over="ignore"):  # a tiny D: the job needs "infinitely" many rounds
+        need = np.minimum(finish_s / D, 2.0**53)
+    rounds_q = np.ceil(need - 1e-9).astype(np.int64)
     done_q = np.arange(T + 1)[None, :] >= rounds_q[:, None]
     util_q = np.where(done_q, 1.0, np.minimum(util_q, 1.0))
     rem_q = np.where(done_q, 0.0, rem_q)
@@ -510,7 +524,7 @@ def _build_instance(jobs: Any, num_gpus: Any, *, rounds: Any, round_duration: An
                      finish=finish, cap=cap, running=running, coef=coef, makespan=makespan,
                      eta=eta, z0=z0_v, reg_seconds=reg_seconds, k=kexp, lam=lam_v, E=E, F=F,
                      traj_owner=owner, traj_sec=sec, traj_ep=ep, traj_finish=finish_s,
-                     log_shift=shift, tau=_pow2(D))
+                     log_shift=shift, tau=_time_unit(D, rem))
     scale = _data_scale(inst)
     if not math.isfinite(scale):
         raise InputError(f"lam = {lam_v:g} (or restart_penalty = {eta:g}) makes the objective "
@@ -784,12 +798,18 @@ def _steps(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.n
     return owner, s, off
 
 
-def _objective_scale(delta: np.ndarray) -> float:
-    """Scale so that typical objective coefficients are O(1) for HiGHS's tolerances."""
+def _objective_scale(delta: np.ndarray, inst: _Instance) -> float:
+    """Scale so that typical objective coefficients are O(1) for the MILP solver's tolerances.
+
+    A power of two near ``1 / (90th percentile of |delta|)`` (exact scaling), lowered where
+    needed so that the makespan and restart coefficients stay below ``1e12``.
+    """
     mag = np.abs(delta[np.abs(delta) > 0])
-    if mag.size == 0:
-        return 1.0
-    return _pow2(1.0 / float(np.quantile(mag, 0.9)))  # a power of two: exact scaling
+    sigma = 1.0 if mag.size == 0 else _pow2(1.0 / float(np.quantile(mag, 0.9)))
+    big = max(inst.coef * inst.tau, inst.eta)
+    if big * sigma > 1e12:
+        sigma = _pow2(1e12 / big)
+    return sigma
 
 
 def _concave_break(delta: np.ndarray, owner: np.ndarray, s: np.ndarray,
@@ -850,6 +870,12 @@ class _Solver:
         self.solves += 1
         self.raw_status = str(sol.raw_status or sol.status)
         return sol
+
+
+def _has_point(sol: Any, lp: LinearProgram) -> bool:
+    """Whether the solve returned a usable point of the right size (a backend may report a
+    status with a point attached but hand back none, e.g. HiGHS's ``Empty`` model status)."""
+    return bool(sol.usable) and sol.x is not None and sol.x.shape == (lp.shape[1],)
 
 
 def _packing_cuts(inst: _Instance) -> tuple[list[np.ndarray], list[int], list[np.ndarray]]:
@@ -962,7 +988,7 @@ def _count_milp(inst: _Instance, gp: np.ndarray, lo: np.ndarray, hi: np.ndarray,
     col_h = ny + nr
     col_m = col_h + (1 if use_h else 0)
     ncols = col_m + len(cliques)
-    sigma = _objective_scale(delta)
+    sigma = _objective_scale(delta, inst)
     c = np.zeros(ncols)
     c[:ny] = -delta * sigma
     col_lo = np.zeros(ncols)
@@ -1032,7 +1058,7 @@ def _count_milp(inst: _Instance, gp: np.ndarray, lo: np.ndarray, hi: np.ndarray,
     offset = -float(gp[np.arange(N), lo].sum()) * sigma
     lp = LinearProgram.build(c, A, rl, ru, col_lo, col_hi, integrality=integ, offset=offset)
     sol = solver.solve(lp, time_limit, mip_gap)
-    if sol.x is None:
+    if not _has_point(sol, lp):
         return None, math.inf, 0
     y = np.round(sol.x[:ny]).astype(np.int64) if ny else np.zeros(0, dtype=np.int64)
     n = lo.copy()
@@ -1192,7 +1218,7 @@ def _schedule_milp(inst: _Instance, wc: str, *, time_limit: float | None, mip_ga
     ncols = col_s + ns
 
     delta = gval[owner, s] - gval[owner, s - 1]
-    sigma = _objective_scale(delta)
+    sigma = _objective_scale(delta, inst)
     c = np.zeros(ncols)
     c[col_y:col_y + ny] = -delta * sigma
     lo = np.zeros(ncols)
@@ -1297,7 +1323,7 @@ def _schedule_milp(inst: _Instance, wc: str, *, time_limit: float | None, mip_ga
             prev = np.concatenate([inst.running[act][:, None], xs[:, :-1]], axis=1)
             start[col_s:col_s + ns] = (xs & ~prev).ravel()
     sol = solver.solve(lp, time_limit, mip_gap, start=start)
-    if sol.x is None:
+    if not _has_point(sol, lp):
         return None, math.inf, sol, lp
     x = np.zeros((N, T), dtype=bool)
     x[act] = sol.x[:nx].reshape(na, T) > 0.5
@@ -1665,8 +1691,10 @@ def _plan(inst: _Instance, method: str, wc: str, gap: float, limit: float | None
         cand = _milp(inst, wc, mip_gap=gap, deadline=deadline, solver=solver,
                      start_x=start_x)
         if cand is None and method == "milp" and not cands:
-            raise SolverError(f"backend {solver.name!r} found no schedule within the time "
-                              "limit; raise time_limit or use method='fast'",
+            why = "within the time limit; raise time_limit or use method='fast'" if (
+                deadline is not None and time.perf_counter() >= deadline) else \
+                f"(its status: {solver.raw_status!r}); try method='fast'"
+            raise SolverError(f"backend {solver.name!r} returned no schedule {why}",
                               backend=solver.name, status=solver.raw_status or "time_limit")
         if cand is not None:
             cands.append(cand)
@@ -1764,7 +1792,8 @@ def _breakpoints(inst: _Instance) -> tuple[np.ndarray, np.ndarray]:
     owner = inst.traj_owner
     q, k = inst.traj_sec.shape
     cs = np.cumsum(inst.traj_sec * inst.traj_ep, axis=1) if k else np.zeros((q, 0))
-    own_pts = np.clip(np.concatenate([cs, inst.traj_finish[:, None]], axis=1) / D, 0.0, T)
+    with np.errstate(over="ignore"):  # beyond the window either way
+        own_pts = np.clip(np.concatenate([cs, inst.traj_finish[:, None]], axis=1) / D, 0.0, T)
     per = np.bincount(owner, minlength=inst.N) * own_pts.shape[1]
     width = int(per.max(initial=0)) + 2
     pts = np.full((inst.N, width), float(T))
