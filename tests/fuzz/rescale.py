@@ -97,17 +97,31 @@ def _market_make(kind: str) -> Callable[[np.random.Generator], dict]:
     return make
 
 
-def _market_family(kind: str, what: str) -> Family:
+def _volatile_make(kind: str) -> Callable[[np.random.Generator], dict]:
+    def make(rng: np.random.Generator) -> dict:
+        n, m, T = int(rng.integers(2, 5)), int(rng.integers(1, 4)), int(rng.integers(2, 4))
+        style = str(rng.choice(STYLES))
+        U = _matrix(rng, n, m * T, style).reshape(n, m, T)
+        return {"utility": U, "budget": rng.uniform(0.5, 2.0, n),
+                "supply": rng.uniform(0.5, 4.0, (m, T)), "kind": kind, "_style": style}
+    return make
+
+
+def _market_family(kind: str, what: str, volatile: bool = False) -> Family:
+    fn = "volatile_fisher_market" if volatile else "fisher_market"
+
     def call(case: dict, a: float) -> Any:
         kw = _args(case)
         kw[what] = np.asarray(case[what]) * a
-        return _fa().fisher_market(**kw)
+        return getattr(_fa(), fn)(**kw)
 
     def mapped(r: Any, a: float, case: dict) -> dict:
         from .checks import _bundle_values
         U = np.asarray(case["utility"], float) * (a if what == "utility" else 1.0)
         X = np.asarray(r.allocation, float)
-        u = np.diag(_bundle_values(U[:, :, None], X[:, :, None], kind))
+        if U.ndim == 2:
+            U, X = U[:, :, None], X[:, :, None]
+        u = np.diag(_bundle_values(U, X, kind))
         back_x = X / a if what == "supply" else X
         if what == "supply" or (what == "utility" and kind == "linear"):
             back_u = u / a      # linear utility is sum_j u_ij x_ij
@@ -123,10 +137,11 @@ def _market_family(kind: str, what: str) -> Family:
     def render(case: dict, a: float) -> str:
         from .core import short_repr
         kw = {k: (np.asarray(v) * a if k == what else v) for k, v in _args(case).items()}
-        return "fa.fisher_market(" + ", ".join(f"{k}={short_repr(v)}" for k, v in kw.items()) \
-            + ")"
+        return f"fa.{fn}(" + ", ".join(f"{k}={short_repr(v)}" for k, v in kw.items()) + ")"
 
-    return Family(f"market {kind}: {what} x a", _market_make(kind), call, mapped, render)
+    make = _volatile_make(kind) if volatile else _market_make(kind)
+    label = "volatile market" if volatile else "market"
+    return Family(f"{label} {kind}: {what} x a", make, call, mapped, render)
 
 
 # --- throughput policies --------------------------------------------------------------------
@@ -142,7 +157,8 @@ def _gavel_make(rng: np.random.Generator) -> dict:
 def _gavel_family(policy: str, what: str) -> Family:
     obj_power = {("max_min_fairness", "weight"): -1, ("max_min_fairness", "throughput"): 0,
                  ("max_total_throughput", "throughput"): 1, ("min_makespan", "throughput"): -1,
-                 ("min_makespan", "steps_remaining"): 1}[(policy, what)]
+                 ("min_makespan", "steps_remaining"): 1,
+                 ("water_filling", "weight"): None}[(policy, what)]
 
     def call(case: dict, a: float) -> Any:
         fa = _fa()
@@ -151,8 +167,9 @@ def _gavel_family(policy: str, what: str) -> Family:
         return getattr(fa, policy)(fa.Jobs(**kw), fa.Cluster(case["workers"]))
 
     def mapped(r: Any, a: float, case: dict) -> dict:
-        out = {"objective": np.array([float(r.objective) / a ** obj_power])}
-        if _generic(case):
+        out = {} if obj_power is None else \
+            {"objective": np.array([float(r.objective) / a ** obj_power])}
+        if _generic(case) or obj_power is None:
             out["x"] = np.asarray(r.x, float)
         return out
 
@@ -289,7 +306,10 @@ def _efq_family() -> Family:
 RESCALE_FAMILIES: dict[str, Family] = {}
 for _f in ([_market_family(k, w) for k in ("linear", "leontief")
             for w in ("budget", "supply", "utility")]
+           + [_market_family(k, w, volatile=True) for k in ("linear", "leontief")
+              for w in ("budget", "supply")]
            + [_gavel_family("max_min_fairness", "weight"),
+              _gavel_family("water_filling", "weight"),
               _gavel_family("max_min_fairness", "throughput"),
               _gavel_family("max_total_throughput", "throughput"),
               _gavel_family("min_makespan", "throughput"),
