@@ -176,9 +176,10 @@ def main(argv: list[str] | None = None) -> int:
             rescale_bad += tv + tf
             print(f"  rescale {fam.name:36s} {time.perf_counter() - t0:6.1f} s"
                   f"{'  FAIL ' + str(tv + tf) if tv + tf else ''}", file=sys.stderr, flush=True)
-        _table("rescaling: checks/violations/failures per family x factor (factor 1: the base "
-               "instance; a failure there is not a rescaling failure but is listed)", header,
-               rows, use_rich)
+        if rows:
+            _table("rescaling: checks/violations/failures per family x factor (factor 1: the "
+                   "base instance; a failure there is not a rescaling failure but is listed)",
+                   header, rows, use_rich)
 
         # --- permutation of jobs / buyers / goods -------------------------------------------------
         pfams = [f for n, f in PERM_FAMILIES.items() if not wanted or any(

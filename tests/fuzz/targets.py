@@ -1340,6 +1340,12 @@ def _check_relax(case: dict, r: Any) -> None:
     w = np.array([j["workers"] for j in case["jobs"]], float)
     if x.ndim == 2 and np.any(w @ x > float(case["num_gpus"]) * (1 + 1e-6)):
         raise Wrong("relaxed plan exceeds the GPUs in a round")
+    if not np.allclose(np.asarray(r.rounds_given, float), x.sum(axis=1), rtol=1e-9,
+                       atol=1e-12):
+        raise Wrong("relaxed plan rounds_given != allocation row sums")
+    p = np.asarray(r.prices, float)
+    if np.any(~np.isfinite(p)) or np.any(p < 0):
+        raise Wrong(f"relaxed plan prices must be finite and non-negative: {p.tolist()}")
     C.claims_success(r)
 
 
