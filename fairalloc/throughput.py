@@ -77,7 +77,7 @@ from ._validation import (
 from .backends import LinearProgram
 from .certificates import lp_certificate
 from .data import Cluster, Jobs
-from .errors import InfeasibleError, InputError, SolverError
+from .errors import CertificateError, InfeasibleError, InputError, SolverError
 from .results import Certificate, Result, SolveStats, Status, readonly, require_pandas
 from .tolerances import FEAS_TOL, GAP_TOL
 
@@ -764,10 +764,19 @@ def min_makespan(jobs: Jobs, cluster: Cluster, **kw: Any) -> Allocation:
     return MinMakespan(jobs, cluster, **_builder_kw(kw)).solve(**kw)
 
 
-def _builder_kw(kw: dict[str, Any]) -> dict[str, Any]:
-    """Pop the builder's keyword arguments out of a one-call function's ``kw``."""
-    keys = ("pairs", "unconsolidated_throughput", "consolidated_capacity")
-    return {key: kw.pop(key) for key in keys if key in kw}
+_SOLVE_KEYS = ("method", "backend", "work_conserving", "gap_tol", "feas_tol", "stage_tol")
+
+
+def _builder_kw(kw: dict[str, Any], extra: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Pop the builder's keyword arguments out of a one-call function's ``kw``; an argument
+    that neither the builder nor :meth:`ThroughputPolicy.solve` takes is an InputError."""
+    keys = ("pairs", "unconsolidated_throughput", "consolidated_capacity", *extra)
+    out = {key: kw.pop(key) for key in keys if key in kw}
+    unknown = [key for key in kw if key not in _SOLVE_KEYS]
+    if unknown:
+        raise InputError(f"unexpected argument {unknown[0]!r} (solve options: "
+                         f"{', '.join(_SOLVE_KEYS)})", argument=str(unknown[0]))
+    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -921,7 +930,7 @@ def finish_time_fairness(jobs: Jobs, cluster: Cluster, **kw: Any) -> Allocation:
     >>> round(a.objective, 6)
     1.0
     """
-    return FinishTimeFairness(jobs, cluster, **_builder_kw(kw)).solve(**kw)
+    return FinishTimeFairness(jobs, cluster, **_builder_kw(kw, ("max_iterations",))).solve(**kw)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1263,17 +1272,26 @@ class MinCost(ThroughputPolicy):
         if wc:
             assert isinstance(st, _Linear)  # min cost's first stage is linear (Charnes-Cooper)
             # keep the ratio: tp(x) - r cost(x) >= -slack (linear in x); the slack is
-            # relative to the optimum's throughput (units of steps/s), the row at unit scale
-            # (the row is a difference of nearly equal terms at the optimum: its slack is at
-            # least the solvers' own feasibility tolerance, and at most a tenth of gap_tol so
-            # the ratio stays certified)
+            # relative to the optimum's throughput (units of steps/s), the row at unit scale.
+            # The row is a difference of nearly equal terms at the optimum, so a solver may
+            # violate it by its own (absolute) tolerance by more than the certificate allows:
+            # then the stage is solved once more with a slack at that tolerance (at most a
+            # tenth of gap_tol, so the ratio stays certified)
             tp_opt = float(self.inst.throughput(xcol).sum())
             gam = _pow2(float(np.max(np.abs(st.g), initial=0.0)))
-            keep = min(0.1 * gap_tol, max(stage_tol, FEAS_TOL))
-            solver.fixed.append((sp.csr_matrix(st.g[None, :] / gam),
-                                 np.array([-keep * tp_opt / gam])))
+            row = sp.csr_matrix(st.g[None, :] / gam)
             solver.anchor = xcol
-            wres = solver.run(_Linear(self._wc_objective()), "work-conserving")
+            wstage = _Linear(self._wc_objective())
+            wres = None
+            for keep in (stage_tol, min(0.1 * gap_tol, max(stage_tol, FEAS_TOL))):
+                solver.fixed = [(row, np.array([-keep * tp_opt / gam]))]
+                try:
+                    wres = solver.run(wstage, "work-conserving")
+                    break
+                except CertificateError:
+                    if keep >= 0.1 * gap_tol or keep >= FEAS_TOL:
+                        raise
+            assert wres is not None
             certs.append(wres.cert)
             xcol = wres.x[: self.inst.E]
         cert = self._certify(xcol, solver).check(backend=be.name)

@@ -381,6 +381,12 @@ def water_filling(jobs: Jobs, cluster: Cluster, *, entities: Sequence[Hashable] 
     >>> a.x.ravel().round(6).tolist()
     [0.666667, 0.333333, 0.0]
     """
+    allowed = ("method", "backend", "gap_tol", "feas_tol", "stage_tol", "bottleneck_tol",
+               "max_levels", "work_conserving")
+    unknown = [key for key in kw if key not in allowed]
+    if unknown:
+        raise InputError(f"unexpected argument {unknown[0]!r} (solve options: "
+                         f"{', '.join(allowed)})", argument=str(unknown[0]))
     b = WaterFilling(jobs, cluster, entities=entities, entity_weights=entity_weights,
                      entity_policies=entity_policies, order=order, pairs=pairs,
                      unconsolidated_throughput=unconsolidated_throughput,

@@ -377,6 +377,9 @@ def test_builder_options_validated():
         (lambda: fa.Jobs(PAPER_T, ids=7), "ids"),
         (lambda: fa.Cluster({1: 1, "1": 2}), "workers"),
         (lambda: isolated_split(PAPER_T, TWO), "jobs"),
+        (lambda: fa.min_makespan(jobs, TWO, gap=1e-3), "gap"),
+        (lambda: fa.water_filling(jobs, TWO, tol=1e-3), "tol"),
+        (lambda: fa.finish_time_fairness(jobs, TWO, max_iterations="5"), "max_iterations"),
         (lambda: equal_split("jobs", TWO), "jobs"),
     ]
     for fn, arg in cases:
