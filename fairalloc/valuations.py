@@ -82,6 +82,19 @@ def _array(value: Any, name: str, **kwargs: Any) -> np.ndarray:
                          argument=name) from None
 
 
+#: Largest GPU count (demand or cluster size) the valuations accept: exact in float64.
+MAX_COUNT = 1 << 53
+
+
+def _count(value: Any, name: str) -> int:
+    """A positive GPU count (``job_demand_max``, ``cluster_gpus``) of at most ``2**53``."""
+    out = as_positive_int(value, name)
+    if out > MAX_COUNT:
+        raise InputError(f"{name} must be at most 2**53 (exact in double precision), got "
+                         f"{value!r:.40}", argument=name)
+    return out
+
+
 def _slowdown_levels(slowdown: Any, name: str = "slowdown") -> np.ndarray:
     """Validate per-level slowdowns: three values >= 1, non-decreasing (spreading never helps)."""
     if slowdown is None:
@@ -429,8 +442,8 @@ def single_job_rho(
         raise InputError(f"iter_left ({iter_left!r}) exceeds iter_total ({iter_total!r})",
                          argument="iter_left")
     t_iter = as_positive_float(iter_time_serial, "iter_time_serial")
-    d = as_positive_int(job_demand_max, "job_demand_max")
-    rc = as_positive_int(cluster_gpus, "cluster_gpus")
+    d = _count(job_demand_max, "job_demand_max")
+    rc = _count(cluster_gpus, "cluster_gpus")
     n_avg = _contention(contention)
     el = as_positive_float(elapsed, "elapsed", allow_zero=True)
     with np.errstate(over="ignore", under="ignore"):
@@ -571,8 +584,8 @@ def successive_halving_rho(
             raise InputError(f"iter_left[{j}] = {left[j]:g} exceeds the phase's "
                              f"{iters[p0]:g} iterations", argument="iter_left", index=(j,))
     B = as_positive_float(budget, "budget")
-    d = as_positive_int(job_demand_max, "job_demand_max")
-    rc = as_positive_int(cluster_gpus, "cluster_gpus")
+    d = _count(job_demand_max, "job_demand_max")
+    rc = _count(cluster_gpus, "cluster_gpus")
     n_avg = _contention(contention)
     el = as_positive_float(elapsed, "elapsed", allow_zero=True)
     median = _upper_median(times)
@@ -634,8 +647,8 @@ def curve_stopping_rho(
         j = int(np.flatnonzero(left > total)[0])
         raise InputError(f"iter_left[{j}] = {left[j]:g} exceeds iter_total[{j}] = {total[j]:g}",
                          argument="iter_left", index=(j,))
-    d = as_positive_int(job_demand_max, "job_demand_max")
-    rc = as_positive_int(cluster_gpus, "cluster_gpus")
+    d = _count(job_demand_max, "job_demand_max")
+    rc = _count(cluster_gpus, "cluster_gpus")
     n_avg = _contention(contention)
     el = as_positive_float(elapsed, "elapsed", allow_zero=True)
     with np.errstate(over="ignore", under="ignore"):
@@ -728,7 +741,7 @@ class SingleJobApp(_App):
         super().__init__(arrival, slowdown, name)
         self.iter_total = as_positive_float(iter_total, "iter_total")
         self.iter_time_serial = as_positive_float(iter_time_serial, "iter_time_serial")
-        self.job_demand_max = as_positive_int(job_demand_max, "job_demand_max")
+        self.job_demand_max = _count(job_demand_max, "job_demand_max")
         self.iter_done = as_positive_float(iter_done, "iter_done", allow_zero=True)
         if self.iter_done > self.iter_total:
             raise InputError("iter_done exceeds iter_total", argument="iter_done")
@@ -809,7 +822,7 @@ class SuccessiveHalvingApp(_App):
         times = _array(iter_time_serial, "iter_time_serial", ndim=1, positive=True)
         self.phase_iters = _array(phase_iters, "phase_iters", ndim=1, positive=True)
         self.phase_jobs = _halving_jobs(times.size, self.phase_iters.size)
-        self.job_demand_max = as_positive_int(job_demand_max, "job_demand_max")
+        self.job_demand_max = _count(job_demand_max, "job_demand_max")
         median = _upper_median(times)
         plan = float(self.phase_iters[0] * times.sum()
                      + median * (self.phase_iters[1:] * self.phase_jobs[1:]).sum())
@@ -833,7 +846,7 @@ class SuccessiveHalvingApp(_App):
             contention: float) -> np.ndarray:
         if self.finished:
             G, S = _gpus_and_slowdown(num_gpus, slowdown)
-            rc = as_positive_int(cluster_gpus, "cluster_gpus")
+            rc = _count(cluster_gpus, "cluster_gpus")
             n_avg = _contention(contention)
             with np.errstate(over="ignore", under="ignore"):
                 t_cluster = self.budget / min(rc, self.job_demand_max *
@@ -921,7 +934,7 @@ class CurveStoppingApp(_App):
         self.iter_total = np.array(_array(iter_total, "iter_total", ndim=1, shape=(J,),
                                             positive=True))
         self.left = self.iter_total.copy()
-        self.job_demand_max = as_positive_int(job_demand_max, "job_demand_max")
+        self.job_demand_max = _count(job_demand_max, "job_demand_max")
 
     @property
     def finished(self) -> bool:

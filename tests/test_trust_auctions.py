@@ -605,6 +605,13 @@ def test_rho_is_invariant_to_the_unit_of_time(total, t_iter, d, g, k):
 @pytest.mark.parametrize("make, arg", [
     (lambda: SingleJobApp(iter_total=1, iter_time_serial=1.0, job_demand_max=1, name=3),
      "name"),
+    (lambda: SingleJobApp(iter_total=1, iter_time_serial=1.0, job_demand_max=10 ** 400),
+     "job_demand_max"),
+    (lambda: curve_stopping_rho(1, iter_time_serial=[1.0], iter_left=[1], iter_total=[1],
+                                job_demand_max=1, cluster_gpus=10 ** 400), "cluster_gpus"),
+    (lambda: successive_halving_rho(1, iter_time_serial=[1.0], phase_iters=[1], budget=1.0,
+                                    job_demand_max=10 ** 400, cluster_gpus=1),
+     "job_demand_max"),
     (lambda: SuccessiveHalvingApp(iter_time_serial=[1.0], phase_iters=[1], job_demand_max=1,
                                   seed=-1), "seed"),
     (lambda: SuccessiveHalvingApp(iter_time_serial=[1.0], phase_iters=[1], job_demand_max=1,
