@@ -120,29 +120,43 @@ def main(argv: list[str] | None = None) -> int:
     counts: dict[str, Counter] = defaultdict(Counter)
     nonin: Counter = Counter()
     printed: Counter = Counter()
+    unnamed: Counter = Counter()
     for o in all_outcomes:
         counts[o.target][o.outcome] += 1
         printed[o.target] += bool(o.printed)
+        unnamed[o.target] += o.unnamed
         if o.outcome == "typed_error" and not o.detail.startswith("InputError"):
             nonin[o.target] += 1
-    header = ["entry point", "calls", *OUTCOMES, "typed≠Input", "printed", "s"]
+    header = ["entry point", "calls", *OUTCOMES, "typed≠Input", "unnamed", "printed", "s"]
     rows = []
     total: Counter = Counter()
     for t in targets:
         c = counts[t.name]
         total.update(c)
         rows.append([t.name, str(sum(c.values())), *(str(c[k]) for k in OUTCOMES),
-                     str(nonin[t.name]), str(printed[t.name]), f"{seconds[t.name]:.1f}"])
+                     str(nonin[t.name]), str(unnamed[t.name]), str(printed[t.name]),
+                     f"{seconds[t.name]:.1f}"])
     rows.append(["TOTAL", str(sum(total.values())), *(str(total[k]) for k in OUTCOMES),
-                 str(sum(nonin.values())), str(sum(printed.values())),
+                 str(sum(nonin.values())), str(sum(unnamed.values())),
+                 str(sum(printed.values())),
                  f"{sum(seconds.values()):.1f}"])
     _table(f"fuzz: {sum(total.values())} calls over {len(targets)} targets "
            f"(seed {args.seed}, per-call budget {args.per_call_timeout:g} s)", header, rows,
            use_rich)
     print("typed≠Input: typed errors other than InputError (SolverError, CertificateError, "
           "InfeasibleError, ...) -- acceptable, but on valid input they are solver failures.\n"
+          "unnamed: InputErrors whose .argument is None (issue #12: name the argument).\n"
           "printed: calls that wrote to stdout/stderr (issue #12: solvers silent unless "
           "verbose=True; informational, not in the exit status).")
+    groups_u: dict[tuple[str, str], list[Outcome]] = defaultdict(list)
+    for o in all_outcomes:
+        if o.unnamed:
+            groups_u[(o.target, _normalise(o.detail))].append(o)
+    if groups_u:
+        print("InputErrors without .argument (first per entry point and message):")
+        for (tname, _), os_ in sorted(groups_u.items()):
+            o = min(os_, key=lambda x: len(x.reproducer))
+            print(f"- {tname} x{len(os_)}: {o.detail[:160]}\n    {o.reproducer[:300]}")
     noisy = [o for o in all_outcomes if o.printed]
     if noisy:
         seen_t: set[str] = set()

@@ -100,6 +100,11 @@ def check_market(utility: Any, budget: Any, supply: Any, kind: str, result: Any,
     n, m, T = U.shape
     B = np.ones(n) if budget is None else _arr(budget).reshape(n)
     S = np.ones((m, T)) if supply is None else _arr(supply).reshape(m, T)
+    for name, arr in (("utility", U), ("budget", B), ("supply", S)):
+        if not np.all(np.isfinite(arr)) or np.any(arr < 0):
+            raise Wrong(f"a result was returned for a {name} with NaN/inf/negative entries")
+    if np.any(B <= 0):
+        raise Wrong("a result was returned for a non-positive budget")
     X = _finite("allocation", result.allocation).reshape(n, m, T)
     if np.any(X < -FEAS * np.maximum(S, 0)[None] - 1e-300):
         raise Wrong(f"negative allocation {X.min():.3g}")
@@ -184,6 +189,11 @@ class Gavel:
         self.steps = None if steps is None else _arr(steps).reshape(n)
         self.elapsed = np.zeros(n) if elapsed is None else _arr(elapsed).reshape(n)
         self.iso = self.elapsed if iso_elapsed is None else _arr(iso_elapsed).reshape(n)
+        for name, arr in (("throughput", self.T), ("scale_factor", self.s),
+                          ("weight", self.w), ("workers", self.c)):
+            if not np.all(np.isfinite(arr)) or np.any(arr < 0):
+                raise Wrong(f"a result was returned for a {name} with NaN/inf/negative "
+                            f"entries")
         self.allowed = (self.T > 0) & (self.s[:, None] <= self.c[None, :])
         self.Ta = np.where(self.allowed, self.T, 0.0)
         self.e = self.Ta @ (self.c / self.c.sum())

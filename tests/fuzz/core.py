@@ -94,6 +94,7 @@ class Outcome:
     reproducer: str
     seconds: float
     printed: str = ""   # what the call wrote on stdout/stderr (solvers must be silent)
+    unnamed: bool = False  # an InputError that does not name its argument (``.argument``)
 
 
 # --------------------------------------------------------------------------------------------
@@ -260,6 +261,7 @@ def run_case(target: Target, case: dict, *, timeout: float = 20.0) -> Outcome:
     t0 = time.perf_counter()
     result: Any = None
     outcome, detail = "ok", ""
+    unnamed = False
     silence = _Silence()
     try:
         with warnings.catch_warnings():
@@ -275,6 +277,7 @@ def run_case(target: Target, case: dict, *, timeout: float = 20.0) -> Outcome:
                                        f"feasible: {_first_line(exc)}"
     except fa.FairallocError as exc:
         outcome, detail = "typed_error", f"{type(exc).__name__}: {_first_line(exc)}"
+        unnamed = isinstance(exc, fa.InputError) and not getattr(exc, "argument", None)
     except Exception as exc:
         outcome, detail = "crash", f"{type(exc).__module__}.{type(exc).__name__}: " \
                                    f"{_first_line(exc)}"
@@ -304,7 +307,7 @@ def run_case(target: Target, case: dict, *, timeout: float = 20.0) -> Outcome:
         if paths and outcome == "ok":
             outcome, detail = "writable", ", ".join(paths[:4])
     return Outcome(target.name, outcome, detail, target.reproducer(case), seconds,
-                   silence.text.strip())
+                   silence.text.strip(), unnamed and outcome == "typed_error")
 
 
 def _first_line(exc: BaseException) -> str:

@@ -167,9 +167,11 @@ def _gavel_family(policy: str, what: str) -> Family:
         return getattr(fa, policy)(fa.Jobs(**kw), fa.Cluster(case["workers"]))
 
     def mapped(r: Any, a: float, case: dict) -> dict:
-        out = {} if obj_power is None else \
-            {"objective": np.array([float(r.objective) / a ** obj_power])}
-        if _generic(case) or obj_power is None:
+        if obj_power is None:  # water-filling: its (weight-free) level vector is unique
+            out = {"metric": np.asarray(r.metric, float)}
+        else:
+            out = {"objective": np.array([float(r.objective) / a ** obj_power])}
+        if _generic(case):
             out["x"] = np.asarray(r.x, float)
         return out
 
