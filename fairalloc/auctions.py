@@ -2826,10 +2826,15 @@ class MultiRoundAuction:
 
     def run(self, until: float, *, max_rounds: int = 10_000) -> list[AuctionRound]:
         """Alternate rounds and progress until time ``until`` or every app finished."""
-        if not (isinstance(until, float | int | np.floating | np.integer)
-                and not isinstance(until, bool) and until == until and until >= 0):
+        try:
+            ok = (isinstance(until, float | int | np.floating | np.integer)
+                  and not isinstance(until, bool) and not math.isnan(float(until))
+                  and float(until) >= 0)
+        except OverflowError:  # an int beyond double precision: as good as inf
+            ok, until = until > 0, math.inf
+        if not ok:
             raise InputError(f"until must be a non-negative number (inf: until every app "
-                             f"finished or max_rounds), got {until!r}", argument="until")
+                             f"finished or max_rounds), got {until!r:.40}", argument="until")
         until = float(until)
         rounds: list[AuctionRound] = []
         for _ in range(as_positive_int(max_rounds, "max_rounds")):

@@ -675,6 +675,9 @@ class _App:
     def _run_args(num_gpus: Any, slowdown: Any, dt: Any = 0.0) -> tuple[int, float, float]:
         """Validate ``(num_gpus, slowdown, dt)`` of :meth:`advance` / :meth:`time_to_finish`."""
         g = as_positive_int(num_gpus, "num_gpus", allow_zero=True)
+        if g > MAX_COUNT:
+            raise InputError(f"num_gpus must be at most 2**53, got {num_gpus!r:.40}",
+                             argument="num_gpus")
         s = as_positive_float(slowdown, "slowdown")
         if s < 1.0:
             raise InputError(f"slowdown must be >= 1, got {slowdown!r}", argument="slowdown")
