@@ -42,6 +42,7 @@ budgets, supply or utilities (see ``formulations/eisenberg_gale.md``).
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -399,11 +400,86 @@ def _certify_general(form: _EdgeForm, z: np.ndarray, p: np.ndarray, *, gap_tol: 
             cert2, best_p2 = form.certificate(z2, [p2], gap_tol=gap_tol, feas_tol=feas_tol)
             if cert2.ok and cert2.gap <= noise:
                 return cert2, best_p2, z2
+    else:  # several bundles per buyer (volatile Leontief): Newton on the support's KKT system
+        try:
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                polished = _support_newton_polish(form, z, best_p)
+        except (np.linalg.LinAlgError, FloatingPointError, ValueError, ZeroDivisionError,
+                RuntimeError):
+            polished = None
+        if polished is not None:
+            z2, p2 = polished
+            cert2, best_p2 = form.certificate(z2, [p2, best_p], gap_tol=gap_tol,
+                                              feas_tol=feas_tol)
+            if cert2.ok and cert2.gap <= noise:
+                return cert2, best_p2, z2
     z2 = _demand_polish(form, z, best_p)
     cert2, best_p2 = form.certificate(z2, [best_p], gap_tol=gap_tol, feas_tol=feas_tol)
     if (cert2.ok and cert2.gap <= noise) or not cert.ok:
         return cert2, best_p2, z2
     return cert, best_p, z
+
+
+def _support_newton_polish(form: _EdgeForm, z: np.ndarray, p: np.ndarray
+                           ) -> tuple[np.ndarray, np.ndarray] | None:
+    """Exact equilibrium on the support of an approximate one (several bundles per buyer).
+
+    On the support ``S`` (edges carrying utility) and the priced goods ``R``, the KKT system
+    is square: ``(C^T p)_e / w_e = B_i / U_i`` for ``e in S`` (every used bundle is one of the
+    buyer's cheapest per unit of utility) and ``(C z)_r = s_r`` for ``r in R`` (priced goods
+    are sold out). Newton's method on it from the interior-point point converges
+    quadratically; the result is returned only if it is an equilibrium on the whole market
+    (``z, p >= 0``, no unused bundle cheaper, no unpriced good over-used) -- the caller's
+    certificate has the last word. ``None`` when the support is degenerate (singular system).
+    """
+    from scipy.sparse.linalg import spsolve
+
+    n, B, s, w = form.n, form.budget, form.supply, form.weight
+    u = form.utilities(z)
+    pmax = float(np.max(p, initial=0.0))
+    if pmax <= 0 or np.any(u <= 0):
+        return None
+    # complementary pairs: an interior point has (share, reduced cost) and (price, slack) both
+    # small-times-small; the larger of each pair says which side of the support it is on
+    share = w * z / u[form.owner]
+    reduced = (form.C.T @ p) / w / form.beta(p)[form.owner] - 1.0
+    S = np.flatnonzero(share > reduced)
+    slack = np.where(s > 0, (s - form.C @ z) / np.where(s > 0, s, 1.0), np.inf)
+    R = np.flatnonzero(p / pmax > slack)
+    if S.size == 0 or R.size == 0:
+        return None
+    CS = form.C[:, S].tocsr()[R].tocsc()  # |R| x |S|
+    own, wS = form.owner[S], w[S]
+    member = sp.csr_matrix((np.ones(S.size), (np.arange(S.size), own)), shape=(S.size, n))
+    zs, pr = z[S].astype(float), p[R].astype(float)
+    k = R.size
+    J11 = (sp.diags(1.0 / wS) @ CS.T).tocsc()
+    for _ in range(30):
+        U = np.bincount(own, weights=wS * zs, minlength=n)
+        if np.any(U[own] <= 0):
+            return None
+        beta = B / U
+        F1 = (CS.T @ pr) / wS - beta[own]
+        F2 = CS @ zs - s[R]
+        if max(np.max(np.abs(F1) / beta[own]), np.max(np.abs(F2) / s[R])) < 1e-14:
+            break
+        J12 = member @ sp.diags(B / U**2) @ member.T @ sp.diags(wS)
+        J = sp.bmat([[J11, J12], [None, CS]], format="csc")
+        delta = spsolve(J, -np.r_[F1, F2])
+        if not np.all(np.isfinite(delta)):
+            return None
+        pr = pr + delta[:k]
+        zs = zs + delta[k:]
+    else:
+        return None
+    if np.any(pr < 0) or np.any(zs < 0):
+        return None
+    p_new = np.zeros_like(p)
+    p_new[R] = pr
+    z_new = np.zeros_like(z)
+    z_new[S] = zs
+    return form.repair(z_new), p_new
 
 
 def _polish_linear(form: _EdgeForm, z: np.ndarray, p: np.ndarray, tie: float | None = 1e-6
