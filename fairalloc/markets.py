@@ -209,7 +209,7 @@ class _Log:
         return "+".join(self.used) if self.used else "none"
 
 
-def _pow2(x: np.ndarray) -> np.ndarray:
+def _pow2(x: Any) -> np.ndarray:
     """The power of two just above ``x`` (``x / _pow2(x)`` in [1/2, 1)); 1 where ``x <= 0``.
 
     Dividing by it is exact, so normalising data by these factors loses no precision."""
@@ -1045,6 +1045,8 @@ class FisherMarket(Composable):
         unit_goods = bool(np.all(fs == 1.0))
         unit_util = bool(np.all(ufac == 1.0))
         x: Any
+        var: Any
+        alloc_n: Any
         if self.kind == "linear":
             var = cp.Variable((n, m * T), nonneg=True, name="x")
             util_n = cp.sum(cp.multiply(self._u_norm, var), axis=1)

@@ -61,7 +61,7 @@ __all__ = [
 KINDS = ("linear", "leontief")
 
 
-def _pow2(x: np.ndarray) -> np.ndarray:
+def _pow2(x: Any) -> np.ndarray:
     """Power of two at or below ``x`` (exact scaling factors); 1 where ``x <= 0``."""
     x = np.asarray(x, dtype=float)
     _, e = np.frexp(np.where(x > 0, x, 1.0))

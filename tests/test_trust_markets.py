@@ -272,7 +272,8 @@ def test_column_validates_its_arguments(args: tuple, argument: str) -> None:
 
 
 # --- foreign exceptions -------------------------------------------------------------------------
-def test_cvxpy_solver_error_becomes_solver_error_or_exact_fallback(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cvxpy_solver_error_becomes_solver_error_or_exact_fallback(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     import cvxpy as cp
     from cvxpy.reductions.solvers.solving_chain import SolvingChain
 
