@@ -1196,7 +1196,13 @@ def _pf_point(Uv: np.ndarray, sv: np.ndarray, gap_tol: float, solvers: tuple[Any
     # polish to an exact equilibrium (the fractions' numerators use the PF utilities)
     better = _solve_warm(Uv, B, sv, p0, tol=_EXACT, accept=point.gap, start=(x0, p0),
                          max_rounds=2, solvers=solvers[:2])
-    return better if better.gap < point.gap else point
+    point = better if better.gap < point.gap else point
+    if point.gap > gap_tol * n:  # a hard market: the full warm search (whole market last)
+        more = _solve_warm(Uv, B, sv, point.prices, tol=min(_EXACT, gap_tol * n),
+                           accept=gap_tol * n, start=(point.allocation, point.prices),
+                           solvers=solvers[:2])
+        point = more if more.gap < point.gap else point
+    return point
 
 
 def _feas_residual(x: np.ndarray, s: np.ndarray) -> float:

@@ -659,3 +659,21 @@ def test_pf_solve_failure_falls_back_to_fairallocs_own_search(monkeypatch):
     np.testing.assert_allclose(r.pf_allocation, ref.pf_allocation, atol=1e-6)
     with pytest.raises(fa.CertificateError):  # cold: every leave-one-out market fails honestly
         partial_allocation(U, method="cold")
+
+
+HARD = [  # utilities over 16 orders of magnitude: the quick PF polish stopped at ~2e-9 per agent
+    ([[1e-08, 1.0, 1e8, 0.0, 1.0], [1e-08, 0.0, 1e8, 1e8, 0.0], [1e-08, 1.0, 1.0, 1e8, 1e-08],
+      [0.0, 1e-08, 1.0, 1e8, 1e-08]], [2.0, 2.0, 1e-06, 1.0, 2.0]),
+    ([[1e8, 1e8, 1e-08, 1.0, 0.0], [1.0, 1e8, 0.0, 1.0, 1e8], [0.0, 1.0, 1e8, 1.0, 0.0],
+      [1e8, 1e8, 1.0, 1.0, 1.0], [1e8, 1e8, 1e8, 1.0, 0.0], [1e8, 1e8, 1e8, 1.0, 1.0]],
+     [2.0, 1e-06, 1e-06, 1e-06, 1e6]),
+]
+
+
+@pytest.mark.parametrize("U, s", HARD)
+def test_badly_scaled_markets_reach_a_tight_tolerance(U, s):
+    r = partial_allocation(U, supply=s, gap_tol=1e-9)
+    assert r.certificate.ok and r.certificate.relative_gap <= 1e-9
+    assert np.all(r.loo_gap <= 1e-9 * (len(U) - 1))
+    cold = partial_allocation(U, supply=s, method="cold", gap_tol=1e-9)
+    np.testing.assert_allclose(r.fraction, cold.fraction, rtol=1e-6)
