@@ -30,6 +30,7 @@ from fairalloc.auctions import (
     partial_allocation,
 )
 from fairalloc.backends import get_backend
+from fairalloc.testing.strategies import auction_instances
 from fairalloc.tolerances import GAP_TOL, MILP_GAP_TOL
 from fairalloc.valuations import (
     CurveStoppingApp,
@@ -677,3 +678,23 @@ def test_badly_scaled_markets_reach_a_tight_tolerance(U, s):
     assert np.all(r.loo_gap <= 1e-9 * (len(U) - 1))
     cold = partial_allocation(U, supply=s, method="cold", gap_tol=1e-9)
     np.testing.assert_allclose(r.fraction, cold.fraction, rtol=1e-6)
+
+
+@FAST
+@given(auction_instances(n=(1, 3), bids=(1, 3), machines=(1, 3), gpus_per_machine=(1, 3),
+                         racks=(1, 2)), SCALES)
+def test_gpu_auction_rescaled_rho_same_answer_and_verdict(inst, k):
+    a = 10.0 ** k  # rho x a: every valuation 1/rho divided by a
+    tables = list(inst.bids)
+    scaled = [BidTable(t.gpus, t.level, t.rho * a, rho_empty=t.rho_empty * a,
+                       home_machine=t.home_machine, home_rack=t.home_rack) for t in tables]
+    base = gpu_auction(tables, inst.topology, inst.offer)
+    r = gpu_auction(scaled, inst.topology, inst.offer)
+    assert (r.status, r.certificate.ok) == (base.status, base.certificate.ok)
+    n_pos = int(np.count_nonzero(base.pf_value > 0))
+    assert r.objective == pytest.approx(base.objective - n_pos * math.log(a), abs=1e-7)
+    np.testing.assert_allclose(np.sort(r.pf_value * a), np.sort(base.pf_value), rtol=1e-9)
+    for f in dataclasses.fields(r):
+        v = getattr(r, f.name)
+        if isinstance(v, np.ndarray):
+            assert not v.flags.writeable, f.name
