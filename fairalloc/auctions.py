@@ -36,6 +36,7 @@ See ``formulations/partial_allocation.md`` for the exact programs.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import os
 import threading
@@ -123,6 +124,20 @@ def _solve_stats(mark: int, *, method: str, t0: float, solves: int) -> SolveStat
     return SolveStats(backend="+".join(names) if names else "numpy", method=method,
                       seconds=time.perf_counter() - t0, solves=solves,
                       raw_status=ran[-1][1] if ran else "")
+
+
+def _clean_log(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Drop the backend-solve entries a public entry point logged, even when it raises."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        mark = len(_used())
+        try:
+            return func(*args, **kwargs)
+        finally:
+            del _used()[mark:]
+
+    return wrapper
 
 
 def _init_worker(func: Callable[..., Any], ctx: Any, chunked: bool) -> None:
@@ -971,6 +986,7 @@ def _loo_cold(ctx: tuple[Any, ...], i: int) -> tuple[float, float, int]:
     return float(r.objective), float(r.gap), int(r.stats.solves)
 
 
+@_clean_log
 def partial_allocation(
     utility: Any,
     supply: Any = None,
@@ -1886,6 +1902,7 @@ def _milp_solver(backend: Any) -> Any:
     return get_backend(backend, need="milp")
 
 
+@_clean_log
 def bundle_auction(
     bundles: Sequence[Any],
     values: Sequence[Any],
@@ -2045,6 +2062,7 @@ def bundle_auction(
     return _result(out, pf_bundles, np.ones(g, dtype=bool), value, t0, mark, "set_packing", tl)
 
 
+@_clean_log
 def gpu_auction(
     bids: Sequence[BidTable],
     topology: Topology,
