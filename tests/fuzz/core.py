@@ -65,6 +65,7 @@ class Target:
     slow: bool = False             # fewer examples in the quick profile
     always_feasible: bool = False  # the program always has a feasible point (x = 0): an
     #                                InfeasibleError is a wrong answer, not a typed error
+    unused: tuple[str, ...] = ()   # case keys this target does not pass to fairalloc
 
     def reproducer(self, case: dict) -> str:
         if self.render is not None:
@@ -302,12 +303,31 @@ def run_case(target: Target, case: dict, *, timeout: float = 20.0) -> Outcome:
         if changed:
             detail = f"changed: {', '.join(changed)}" + (f" ({detail})" if detail else "")
             outcome = "mutated" if outcome != "wrong" else outcome
+    if outcome == "ok":
+        accepted = accepted_invalid({k: v for k, v in case.items() if k not in target.unused})
+        if accepted:
+            outcome, detail = "wrong", f"accepted invalid scalar argument(s): {accepted}"
     if outcome in ("ok", "wrong") and result is not None:
         paths = writable_arrays(result)
         if paths and outcome == "ok":
             outcome, detail = "writable", ", ".join(paths[:4])
     return Outcome(target.name, outcome, detail, target.reproducer(case), seconds,
                    silence.text.strip(), unnamed and outcome == "typed_error")
+
+
+def accepted_invalid(case: dict) -> str:
+    """Arguments of ``case`` (top level, or in its ``kw`` / ``solve`` option dicts) that hold one
+    of the values invalid for every scalar (NaN, a string, a list, a complex number)."""
+    from .strategies import CERTAINLY_BAD
+
+    found = []
+    scopes = [("", case)] + [(f"{k}.", case[k]) for k in ("kw", "solve")
+                             if isinstance(case.get(k), dict)]
+    for prefix, scope in scopes:
+        for k, v in scope.items():
+            if any(v is bad for bad in CERTAINLY_BAD):
+                found.append(f"{prefix}{k}={short_repr(v)}")
+    return ", ".join(found)
 
 
 def _first_line(exc: BaseException) -> str:

@@ -16,9 +16,14 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-BAD_SCALARS: tuple[Any, ...] = (math.nan, math.inf, -math.inf, -1.0, 0.0, -0.0, None, "1", [1.0],
-                                (), True, 1e308, 5e-324, np.float64("nan"), np.array([1.0]),
-                                10**400, complex(1, 1))
+# values that are invalid for every scalar argument (a result returned for one of them means
+# the argument was not validated); kept as objects so that run_case can recognise them by
+# identity among a case's arguments
+_NAN, _NP_NAN, _STR, _LIST, _COMPLEX = math.nan, np.float64("nan"), "1", [1.0], complex(1, 1)
+CERTAINLY_BAD: tuple[Any, ...] = (_NAN, _NP_NAN, _STR, _LIST, _COMPLEX)
+BAD_SCALARS: tuple[Any, ...] = (_NAN, math.inf, -math.inf, -1.0, 0.0, -0.0, None, _STR, _LIST,
+                                (), True, 1e308, 5e-324, _NP_NAN, np.array([1.0]),
+                                10**400, _COMPLEX)
 # every "bad value" probability is multiplied by this: with several arguments per call, about
 # half of the calls should still be valid so that the independent checks get to run
 BAD_RATE = 0.6
