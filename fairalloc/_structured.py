@@ -20,7 +20,6 @@ import scipy.sparse as sp
 from ._lp_stages import _Instance, _Level, _Linear, _StageResult, _StageSolver
 from .backends import LinearProgram, LPSolution, get_backend
 from .errors import SolverError
-from .certificates import lp_certificate
 
 # --------------------------------------------------------------------------------------------
 # structured exact solver for level (max-min) stages: aggregation + column generation
@@ -578,6 +577,7 @@ def _solve_master(solver: _StageSolver, stage: _Level, a: np.ndarray, agg: np.nd
     sol = _sub_solve(solver, lp, ipm=r > 400)
     if sol is None:
         return None
+    assert sol.x is not None and sol.row_duals is not None  # checked by _sub_solve
     theta = float(sol.x[-1])
     y = sol.row_duals / scale
     p = np.maximum(-y[:k], 0.0)
@@ -885,6 +885,7 @@ def _floor_duals(inst: _Instance, A: np.ndarray, col: np.ndarray, a: np.ndarray,
     sol = _sub_solve(solver, lp, ipm=False)
     if sol is None:
         return None, np.zeros(n, dtype=bool)
+    assert sol.x is not None  # checked by _sub_solve
     sigma = sol.x[k + 2 * q:]
     blocking = sigma > 1e-9 * (1.0 + omega * A.max(axis=1))
     if blocking.any():
@@ -936,7 +937,8 @@ def _floor_from_level(solver: _StageSolver, stage: _Linear, prior: _StageResult,
 
 
 def _solve_floor_master(inst: _Instance, a: np.ndarray, f: np.ndarray, omega: np.ndarray,
-                        vert: _Vertices, explicit: np.ndarray, solver: _StageSolver) -> tuple | None:
+                        vert: _Vertices, explicit: np.ndarray, solver: _StageSolver
+                        ) -> tuple | None:
     """Restricted master of a floor stage: ``(xcol, iterations)`` (``None``: no fit)."""
     k, E = inst.k, inst.E
     typ = inst.col_type
@@ -975,6 +977,7 @@ def _solve_floor_master(inst: _Instance, a: np.ndarray, f: np.ndarray, omega: np
     sol = _sub_solve(solver, lp, ipm=r > 400)
     if sol is None:
         return None
+    assert sol.x is not None  # checked by _sub_solve
     xcol[cols] = sol.x
     return xcol, sol.iterations
 

@@ -48,8 +48,8 @@ from .certificates import lp_certificate
 from .data import Cluster, Jobs
 from .errors import InputError, SolverError
 from .results import Certificate, SolveStats
-from .tolerances import FEAS_TOL, GAP_TOL
 from .throughput import Allocation, MaxMinFairness, ThroughputPolicy, _rank
+from .tolerances import FEAS_TOL, GAP_TOL
 
 __all__ = ["WaterFilling", "water_filling"]
 
