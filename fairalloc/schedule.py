@@ -257,7 +257,9 @@ class PlanJob:
         sec, ep = self._regimes[None, :, 0], self._regimes[None, :, 1]
         adv = _trajectory_tables(sec, ep, np.array([self.remaining_epochs]),
                                  np.atleast_1d(s)[None, :])[0][0]
-        return adv.reshape(s.shape)
+        out = adv.reshape(s.shape)
+        out.flags.writeable = False
+        return out
 
 
 # --------------------------------------------------------------------------------------------

@@ -412,6 +412,12 @@ def test_forecast_arrays_are_read_only():
         assert isinstance(arr, np.ndarray) and not arr.flags.writeable, i
 
 
+def test_planjob_helpers_return_read_only_arrays():
+    j = job(1.0, regimes=[(60.0, 30), (30.0, 60)])
+    assert not j.epochs_advanced([0.0, 120.0]).flags.writeable
+    assert not j._regimes.flags.writeable
+
+
 def test_forecast_inputs_are_not_mutated():
     bs = np.array([32.0] * 5 + [64.0] * 2)
     sec = np.array([5.0] * 5 + [3.0] * 2)
