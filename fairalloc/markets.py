@@ -210,12 +210,15 @@ class _Log:
 
 
 def _pow2(x: Any) -> np.ndarray:
-    """The power of two just above ``x`` (``x / _pow2(x)`` in [1/2, 1)); 1 where ``x <= 0``.
+    """Power-of-two scale factor of ``x``: 1 where ``x`` is already at unit scale
+    (``1/4 <= x < 4``) or ``x <= 0``, else the power of two just above ``x``
+    (``x / _pow2(x)`` in [1/2, 1)).
 
-    Dividing by it is exact, so normalising data by these factors loses no precision."""
+    Dividing by it is exact, so normalising data by these factors loses no precision; data
+    already at unit scale are solved exactly as given."""
     x = np.asarray(x, dtype=float)
     _, e = np.frexp(np.where(x > 0, x, 1.0))
-    return np.ldexp(1.0, e)
+    return np.where((x >= 0.25) & (x < 4.0) | (x <= 0), 1.0, np.ldexp(1.0, e))
 
 
 # --------------------------------------------------------------------------------------------
