@@ -494,6 +494,12 @@ def test_regime_forecast_replace_is_validated_and_sampling_is_typed():
         (lambda: fa.makespan_lower_bound([1e308, 1e308], 1), "remaining"),
         (lambda: fa.makespan_lower_bound([1.0], float("nan")), "num_gpus"),
         (lambda: fa.makespan_normalizer([1e308, 1e308]), "remaining"),
+        (lambda: fa.ftf_estimate([1.0], [0.0], [1.0], "1"), "contention"),
+        (lambda: fa.ftf_estimate(["1"], [0.0], [1.0], 1.0), "attained"),
+        (lambda: fa.makespan_lower_bound([1.0], 2, workers=["1"]), "workers"),
+        (lambda: fa.restatement_posterior(10, 3, "1"), "observed_epochs"),
+        (lambda: fa.PlanJob(workers=1, total_epochs=10, done_epochs=2, ftf=1.0,
+                            regimes=[("30", "8")]), "regimes"),
     ],
 )
 def test_forecast_and_estimator_validation(call, argument):
