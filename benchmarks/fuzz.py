@@ -199,12 +199,12 @@ def main(argv: list[str] | None = None) -> int:
         pfams = [f for n, f in PERM_FAMILIES.items() if not wanted or any(
             w.lower() in n.lower() for w in wanted)]
         rows = []
-        for fam in pfams:
-            counts_p, fnd = run_permutation(fam, args.rescale_instances, seed=args.seed,
+        for pfam in pfams:
+            counts_p, fnd = run_permutation(pfam, args.rescale_instances, seed=args.seed,
                                             timeout=args.per_call_timeout)
             findings += fnd
             rescale_bad += counts_p["violations"] + counts_p["failures"]
-            rows.append([fam.name, str(counts_p["checks"]), str(counts_p["violations"]),
+            rows.append([pfam.name, str(counts_p["checks"]), str(counts_p["violations"]),
                          str(counts_p["failures"])])
         if rows:
             _table("permutation: the answer is permuted alike", ["family", "checks",
@@ -240,12 +240,12 @@ def main(argv: list[str] | None = None) -> int:
     if findings:
         print("\nrescaling / permutation findings (first per family x kind):")
         seen = set()
-        for f in findings:
-            if (f.family, f.kind) in seen:
+        for fnd_ in findings:
+            if (fnd_.family, fnd_.kind) in seen:
                 continue
-            seen.add((f.family, f.kind))
-            print(f"- [{f.kind}] {f.family} x{f.factor:g}: {f.detail[:200]}\n"
-                  f"    {f.reproducer[:600]}")
+            seen.add((fnd_.family, fnd_.kind))
+            print(f"- [{fnd_.kind}] {fnd_.family} x{fnd_.factor:g}: {fnd_.detail[:200]}\n"
+                  f"    {fnd_.reproducer[:600]}")
     elapsed = time.perf_counter() - t_start
     n_fail = len(failing)
     print(f"\n{len(all_outcomes)} calls, {n_fail} failing, {rescale_bad} rescaling "

@@ -167,7 +167,7 @@ def check_market(utility: Any, budget: Any, supply: Any, kind: str, result: Any,
     np.fill_diagonal(envy, 0.0)
     weighted = share[:, None] * envy
     if weighted.max() > PROP:
-        i, k = np.unravel_index(int(np.argmax(weighted)), weighted.shape)
+        i, k = (int(v) for v in np.unravel_index(int(np.argmax(weighted)), weighted.shape))
         raise Wrong(f"envy: buyer {i} prefers buyer {k}'s bundle by {envy[i, k]:.3g} "
                     f"(relative, budget share {share[i]:.3g})")
 
@@ -257,6 +257,7 @@ class Gavel:
             ub.append(np.zeros(self.n))
             obj[E] = -1.0
         else:
+            assert gain is not None
             g = gain[jm, jt]
             obj[:E] = -g / max(np.abs(g).max(), 1e-300)
         if extra_rows is not None:
@@ -277,6 +278,7 @@ class Gavel:
         x[jm, jt] = np.clip(res.x[:E], 0.0, 1.0)
         if level is not None:
             return float((level * x).sum(axis=1).min()), x
+        assert gain is not None
         return float((gain * x).sum()), x
 
 

@@ -1538,7 +1538,7 @@ register("efq_schedule", "queuing", efq_cases(), _call_efq_schedule, _check_efq_
 
 @st.composite
 def queue_cases(draw: Any) -> dict:
-    ops = []
+    ops: list[tuple[str, Any, dict[str, Any]]] = []
     t = 0.0
     sc = pick_scale(draw)
     for i in range(pick(draw, range(1, 8 + 1))):
