@@ -851,17 +851,33 @@ def _rem_cuts(rem: np.ndarray, rows_of: np.ndarray, lo: np.ndarray, hi: np.ndarr
 
 
 class _Solver:
-    """The backend that runs every MILP of one call, and what it reported."""
+    """The backend that runs every MILP of one call, and what it reported.
 
-    def __init__(self, backend: Backend, threads: int | None) -> None:
-        self.backend = backend
+    The default ``"highs"`` (a core dependency) is instantiated on the first solve, so a plan
+    the fast path certifies alone never imports the solver package; any other backend is
+    resolved (and its availability checked) up front.
+    """
+
+    def __init__(self, backend: str | Backend, threads: int | None) -> None:
+        self._backend: Backend | None = None
+        if isinstance(backend, str) and backend == "highs":
+            self._name = "highs"
+        else:
+            self._backend = get_backend(backend, need="milp")
+            self._name = self._backend.name
         self.threads = threads
         self.solves = 0
         self.raw_status = ""
 
     @property
     def name(self) -> str:
-        return self.backend.name
+        return self._name
+
+    @property
+    def backend(self) -> Backend:
+        if self._backend is None:
+            self._backend = get_backend(self._name, need="milp")
+        return self._backend
 
     def solve(self, lp: LinearProgram, time_limit: float | None, mip_gap: float,
               start: np.ndarray | None = None) -> Any:
@@ -1666,7 +1682,7 @@ def plan_schedule(
     if threads is not None:
         threads = as_positive_int(threads, "threads")
     warm_start = as_bool(warm_start, "warm_start")
-    solver = _Solver(get_backend(backend, need="milp"), threads)
+    solver = _Solver(backend, threads)
     inst = _build_instance(jobs, num_gpus, rounds=rounds, round_duration=round_duration, k=k,
                            lam=lam, z0=z0, util_floor=util_floor, expectation=expectation,
                            makespan=makespan, regime_model=regime_model,
