@@ -200,8 +200,8 @@ class _Level:
     def units(self) -> tuple[float, float]:
         """``(sigma, rho)``: powers of two with ``theta = sigma theta'`` and level rows
         divided by ``rho`` giving a unit-scale program (:func:`_pow2`): ``rho`` from the
-        rows' typical largest coefficient, ``sigma`` from the jobs' typical saturation level
-        ``max_e C_me / b_m``."""
+        rows' typical largest coefficient, ``sigma`` from the smallest saturation level
+        ``max_e C_me / b_m`` (an upper bound on theta)."""
         cached = self.__dict__.get("_units")
         if cached is not None:
             return cached
@@ -209,7 +209,9 @@ class _Level:
         pos = (self.b > 0) & (rowmax > 0)
         nz = rowmax[rowmax > 0]
         rho = _pow2(float(np.median(nz))) if nz.size else 1.0
-        sigma = _pow2(float(np.median(rowmax[pos] / self.b[pos]))) if pos.any() else 1.0
+        # theta never exceeds min_m max_e C_me / b_m (no job's row can do better): theta' =
+        # theta / sigma is at most about 1, and about 1 / (jobs per worker) at least
+        sigma = _pow2(float(np.min(rowmax[pos] / self.b[pos]))) if pos.any() else 1.0
         self.__dict__["_units"] = (sigma, rho)
         return sigma, rho
 

@@ -358,7 +358,8 @@ class ThroughputPolicy(Composable):
             Certificate tolerances (relative gap, relative constraint violation), in
             ``(0, 0.1]`` (:mod:`fairalloc.tolerances`).
         stage_tol : float
-            Relative slack with which a stage's optimum is kept in later stages.
+            Relative slack with which a stage's optimum is kept in later stages (at most
+            ``gap_tol / 10``, so the first stage's certificate still holds at the end).
 
         Every program is solved at unit scale (exact powers of two), so multiplying weights,
         throughputs or durations by a constant gives the same allocation and verdict.
@@ -372,6 +373,8 @@ class ThroughputPolicy(Composable):
         gap_tol = as_tolerance(gap_tol, "gap_tol")
         feas_tol = as_tolerance(feas_tol, "feas_tol")
         stage_tol = as_tolerance(stage_tol, "stage_tol")
+        # a kept stage loses at most stage_tol of its optimum: below the certificate's gap_tol
+        stage_tol = min(stage_tol, 0.1 * gap_tol)
         wc = (self._work_conserving_default if work_conserving is None
               else as_bool(work_conserving, "work_conserving"))
         if method == "auto":
@@ -1193,6 +1196,11 @@ class MinCost(ThroughputPolicy):
         rows = np.flatnonzero(self.slo_rate > 0)
         return sp.csr_matrix(self.inst.Tm[rows]), self.slo_rate[rows]
 
+    def _cvx_objective(self, cvx: dict[str, Any]) -> tuple[Any, list[Any]]:
+        raise InputError("min_cost is linear-fractional; it cannot be composed with cvxpy "
+                         "constraints or terms (use slo= or method='highs')",
+                         argument="constraint")
+
     def ratio(self, xcol: np.ndarray) -> float:
         """Throughput per unit cost of column allocation ``xcol``."""
         cost = float(self.col_cost @ xcol)
@@ -1256,7 +1264,7 @@ class MinCost(ThroughputPolicy):
         wc = True if wc is None else as_bool(wc, "work_conserving")
         gap_tol = as_tolerance(kw.pop("gap_tol", GAP_TOL), "gap_tol")
         feas_tol = as_tolerance(kw.pop("feas_tol", FEAS_TOL), "feas_tol")
-        stage_tol = as_tolerance(kw.pop("stage_tol", 1e-9), "stage_tol")
+        stage_tol = min(as_tolerance(kw.pop("stage_tol", 1e-9), "stage_tol"), 0.1 * gap_tol)
         as_option(kw.pop("method"), "method", METHODS)
         spec = kw.pop("backend", None)
         spec = "highs" if spec is None else spec
