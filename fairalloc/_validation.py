@@ -72,7 +72,7 @@ def as_array(
     """
     try:
         arr = np.array(value, dtype=np.float64, copy=True)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, OverflowError) as exc:
         raise InputError(f"{name} must be a numeric array ({exc})", argument=name) from None
     ndims = (ndim,) if isinstance(ndim, int) else tuple(ndim)
     if arr.ndim not in ndims:

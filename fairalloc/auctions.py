@@ -50,6 +50,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._validation import (
+    as_array,
     as_finite_float,
     as_option,
     as_positive_float,
@@ -68,7 +69,7 @@ from .results import (
     require_pandas,
 )
 from .tolerances import FEAS_TOL, GAP_TOL, MILP_GAP_TOL
-from .valuations import LEVELS, Topology, _array, _check_apps, _slowdown_levels
+from .valuations import LEVELS, Topology, _check_apps, _slowdown_levels
 
 __all__ = [
     "AuctionRound",
@@ -1069,9 +1070,9 @@ def partial_allocation(
     """
     t0 = time.perf_counter()
     mark = len(_used())
-    U = _array(utility, "utility", ndim=2)
+    U = as_array(utility, "utility", ndim=2)
     n, m = U.shape
-    s = np.ones(m) if supply is None else _array(supply, "supply", ndim=1, shape=(m,))
+    s = np.ones(m) if supply is None else as_array(supply, "supply", ndim=1, shape=(m,))
     if not (s > 0).any():
         raise InputError("supply is all zero: there is nothing to allocate", argument="supply")
     method = as_option(method, "method", _METHODS)
@@ -1613,14 +1614,14 @@ class BidTable:
 
     def __init__(self, gpus: Any, level: Any, rho: Any, *, rho_empty: float = math.inf,
                  home_machine: int = -1, home_rack: int = -1) -> None:
-        g = _array(gpus, "gpus", ndim=1, positive=True, integer=True, allow_empty=True)
+        g = as_array(gpus, "gpus", ndim=1, positive=True, integer=True, allow_empty=True)
         b = g.size
-        lev = _array(level, "level", ndim=1, shape=(b,), integer=True, allow_empty=True)
+        lev = as_array(level, "level", ndim=1, shape=(b,), integer=True, allow_empty=True)
         if np.any(lev > 2):
             j = int(np.flatnonzero(lev > 2)[0])
             raise InputError(f"level[{j}] is {lev[j]:g}; levels are 0 (machine), 1 (rack), "
                              "2 (anywhere)", argument="level", index=(j,))
-        r = _array(rho, "rho", ndim=1, shape=(b,), positive=True, allow_empty=True)
+        r = as_array(rho, "rho", ndim=1, shape=(b,), positive=True, allow_empty=True)
         re = _rho_empty(rho_empty)
         for name, v in (("home_machine", home_machine), ("home_rack", home_rack)):
             if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < -1:
@@ -1975,7 +1976,7 @@ def bundle_auction(
     if len(values) != n:
         raise InputError(f"values has {len(values)} rows but bundles has {n} agents",
                          argument="values")
-    vals = [_array(values[i], f"values[{i}]", ndim=1, positive=True, allow_empty=True)
+    vals = [as_array(values[i], f"values[{i}]", ndim=1, positive=True, allow_empty=True)
             for i in range(n)]
     sets: list[np.ndarray] = []
     agent: list[int] = []
@@ -1999,7 +2000,7 @@ def bundle_auction(
                                      argument="bundles", index=(i, b))
                 ids = np.flatnonzero(arr).astype(float)
             else:
-                ids = _array(bundle, f"bundles[{i}][{b}]", ndim=1, integer=True,
+                ids = as_array(bundle, f"bundles[{i}][{b}]", ndim=1, integer=True,
                                allow_empty=True)
             if ids.size and ids.max() >= g_cap:
                 raise InputError(
@@ -2022,7 +2023,7 @@ def bundle_auction(
     if g < g_max:
         raise InputError(f"a bundle names good {g_max - 1} but num_goods is {g}",
                          argument="num_goods")
-    empty = np.zeros(n) if empty_value is None else _array(empty_value, "empty_value",
+    empty = np.zeros(n) if empty_value is None else as_array(empty_value, "empty_value",
                                                              ndim=1, shape=(n,))
     workers_n = _workers(workers)
     tl = as_time_limit(time_limit)

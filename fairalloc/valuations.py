@@ -72,16 +72,6 @@ SCHEDULES = ("balanced", "static")
 MAX_GPUS = 1 << 24
 
 
-def _array(value: Any, name: str, **kwargs: Any) -> np.ndarray:
-    """:func:`fairalloc._validation.as_array`, with a Python int too large for a float (an
-    ``OverflowError`` in numpy's conversion) reported as an InputError naming ``name``."""
-    try:
-        return as_array(value, name, **kwargs)
-    except OverflowError:
-        raise InputError(f"{name} holds a number too large for double precision",
-                         argument=name) from None
-
-
 #: Largest GPU count (demand or cluster size) the valuations accept: exact in float64.
 MAX_COUNT = 1 << 53
 
@@ -99,7 +89,7 @@ def _slowdown_levels(slowdown: Any, name: str = "slowdown") -> np.ndarray:
     """Validate per-level slowdowns: three values >= 1, non-decreasing (spreading never helps)."""
     if slowdown is None:
         return np.asarray(DEFAULT_SLOWDOWN, dtype=float)
-    s = _array(slowdown, name, ndim=1, shape=(3,), positive=True)
+    s = as_array(slowdown, name, ndim=1, shape=(3,), positive=True)
     if np.any(s < 1.0):
         j = int(np.flatnonzero(s < 1.0)[0])
         raise InputError(f"{name}[{j}] is {s[j]:g}; a placement slowdown is >= 1",
@@ -148,7 +138,7 @@ class Topology:
     gpu_rack: np.ndarray
 
     def __init__(self, machine: Any, rack: Any = None) -> None:
-        mach_f = _array(machine, "machine", ndim=1, integer=True)
+        mach_f = as_array(machine, "machine", ndim=1, integer=True)
         if mach_f.size > MAX_GPUS:
             raise InputError(f"machine lists {mach_f.size} GPUs; at most {MAX_GPUS} are "
                              "supported", argument="machine")
@@ -167,7 +157,7 @@ class Topology:
         if rack is None:
             rk = np.zeros(num_machines, dtype=np.int64)
         else:
-            rk_f = _array(rack, "rack", ndim=1, shape=(num_machines,), integer=True)
+            rk_f = as_array(rack, "rack", ndim=1, shape=(num_machines,), integer=True)
             if rk_f.max() >= num_machines:
                 j = int(np.argmax(rk_f))
                 raise InputError(f"rack[{j}] = {rk_f[j]:g}, but {num_machines} machines can be "
@@ -237,7 +227,7 @@ class Topology:
                 raise InputError(f"{name} as a mask must have shape ({g},) or (s, {g}); got "
                                  f"{arr.shape}", argument=name)
             return readonly(arr.copy())
-        ids = _array(arr, name, ndim=1, integer=True, allow_empty=True).astype(np.int64)
+        ids = as_array(arr, name, ndim=1, integer=True, allow_empty=True).astype(np.int64)
         if ids.size and ids.max() >= g:
             j = int(np.flatnonzero(ids >= g)[0])
             raise InputError(f"{name}[{j}] = {ids[j]} is not a GPU (the cluster has {g})",
@@ -313,8 +303,8 @@ def placement_slowdown(gpus: Any, topology: Topology, slowdown: Any = None) -> A
 # finish-time fairness rho
 # --------------------------------------------------------------------------------------------
 def _gpus_and_slowdown(num_gpus: Any, slowdown: Any) -> tuple[np.ndarray, np.ndarray]:
-    G = _array(num_gpus, "num_gpus", ndim=(0, 1, 2), integer=True)
-    S = _array(slowdown, "slowdown", ndim=(0, 1, 2), positive=True)
+    G = as_array(num_gpus, "num_gpus", ndim=(0, 1, 2), integer=True)
+    S = as_array(slowdown, "slowdown", ndim=(0, 1, 2), positive=True)
     if np.any(S < 1.0):
         idx = tuple(int(i) for i in np.argwhere(S < 1.0)[0])
         raise InputError(f"slowdown{list(idx)} is {S[idx]:g}; a placement slowdown is >= 1",
@@ -556,8 +546,8 @@ def successive_halving_rho(
     """
     G, S = _gpus_and_slowdown(num_gpus, slowdown)
     schedule = as_option(schedule, "schedule", SCHEDULES)
-    times = _array(iter_time_serial, "iter_time_serial", ndim=1, positive=True)
-    iters = _array(phase_iters, "phase_iters", ndim=1, positive=True)
+    times = as_array(iter_time_serial, "iter_time_serial", ndim=1, positive=True)
+    iters = as_array(phase_iters, "phase_iters", ndim=1, positive=True)
     P = iters.size
     p0 = as_positive_int(phase, "phase", allow_zero=True)
     if p0 >= P:
@@ -570,7 +560,7 @@ def successive_halving_rho(
                              "count cannot be inferred)", argument="phase_jobs")
         jobs = _halving_jobs(J, P)
     else:
-        jobs = _array(phase_jobs, "phase_jobs", ndim=1, shape=(P,), positive=True,
+        jobs = as_array(phase_jobs, "phase_jobs", ndim=1, shape=(P,), positive=True,
                         integer=True).astype(int)
         if jobs[p0] != J:
             raise InputError(f"phase_jobs[{p0}] = {jobs[p0]} but iter_time_serial lists {J} jobs",
@@ -578,7 +568,7 @@ def successive_halving_rho(
     if iter_left is None:
         left = np.full(J, iters[p0])
     else:
-        left = _array(iter_left, "iter_left", ndim=1, shape=(J,))
+        left = as_array(iter_left, "iter_left", ndim=1, shape=(J,))
         if np.any(left > iters[p0]):
             j = int(np.flatnonzero(left > iters[p0])[0])
             raise InputError(f"iter_left[{j}] = {left[j]:g} exceeds the phase's "
@@ -639,10 +629,10 @@ def curve_stopping_rho(
     """
     G, S = _gpus_and_slowdown(num_gpus, slowdown)
     schedule = as_option(schedule, "schedule", SCHEDULES)
-    times = _array(iter_time_serial, "iter_time_serial", ndim=1, positive=True)
+    times = as_array(iter_time_serial, "iter_time_serial", ndim=1, positive=True)
     J = times.size
-    left = _array(iter_left, "iter_left", ndim=1, shape=(J,))
-    total = _array(iter_total, "iter_total", ndim=1, shape=(J,), positive=True)
+    left = as_array(iter_left, "iter_left", ndim=1, shape=(J,))
+    total = as_array(iter_total, "iter_total", ndim=1, shape=(J,), positive=True)
     if np.any(left > total):
         j = int(np.flatnonzero(left > total)[0])
         raise InputError(f"iter_left[{j}] = {left[j]:g} exceeds iter_total[{j}] = {total[j]:g}",
@@ -822,8 +812,8 @@ class SuccessiveHalvingApp(_App):
                  seed: int = 0, name: str | None = None) -> None:
         super().__init__(arrival, slowdown, name)
         seed = as_positive_int(seed, "seed", allow_zero=True)
-        times = _array(iter_time_serial, "iter_time_serial", ndim=1, positive=True)
-        self.phase_iters = _array(phase_iters, "phase_iters", ndim=1, positive=True)
+        times = as_array(iter_time_serial, "iter_time_serial", ndim=1, positive=True)
+        self.phase_iters = as_array(phase_iters, "phase_iters", ndim=1, positive=True)
         self.phase_jobs = _halving_jobs(times.size, self.phase_iters.size)
         self.job_demand_max = _count(job_demand_max, "job_demand_max")
         median = _upper_median(times)
@@ -931,10 +921,10 @@ class CurveStoppingApp(_App):
     def __init__(self, *, iter_time_serial: Any, iter_total: Any, job_demand_max: int,
                  arrival: float = 0.0, slowdown: Any = None, name: str | None = None) -> None:
         super().__init__(arrival, slowdown, name)
-        self.times = np.array(_array(iter_time_serial, "iter_time_serial", ndim=1,
+        self.times = np.array(as_array(iter_time_serial, "iter_time_serial", ndim=1,
                                        positive=True))
         J = self.times.size
-        self.iter_total = np.array(_array(iter_total, "iter_total", ndim=1, shape=(J,),
+        self.iter_total = np.array(as_array(iter_total, "iter_total", ndim=1, shape=(J,),
                                             positive=True))
         self.left = self.iter_total.copy()
         self.job_demand_max = _count(job_demand_max, "job_demand_max")
