@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import re
 import signal
 import threading
 import time
@@ -104,9 +105,11 @@ class Outcome:
 def short_repr(v: Any, limit: int = 400) -> str:
     """A Python expression for ``v`` (arrays as ``np.array([...])`` with exact floats)."""
     if isinstance(v, np.ndarray):
-        body = repr(v.tolist())
+        body = re.sub(r"\binf\b", "np.inf", re.sub(r"\bnan\b", "np.nan", repr(v.tolist())))
         s = f"np.array({body})" if v.dtype.kind == "f" or v.dtype == object else \
             f"np.array({body}, dtype={str(v.dtype)!r})"
+    elif isinstance(v, np.floating):
+        s = f"np.{type(v).__name__}({_float_repr(float(v))})"
     elif isinstance(v, float):
         s = _float_repr(v)
     elif isinstance(v, (list, tuple)):
@@ -116,7 +119,6 @@ def short_repr(v: Any, limit: int = 400) -> str:
         s = "{" + ", ".join(f"{short_repr(k)}: {short_repr(x, limit)}" for k, x in v.items()) + "}"
     else:
         s = repr(v)
-    s = s.replace("nan", "np.nan").replace("inf", "np.inf").replace("np.np.", "np.")
     return s if len(s) <= limit else s[: limit - 3] + "..."
 
 

@@ -53,6 +53,12 @@ def register(name: str, family: str, strategy: Any, call: Any, check: Any = None
     return t
 
 
+def _via_registry(name: str) -> Any:
+    """A one-line reproducer that replays the case through the registry's own call."""
+    return lambda c: (f"from tests.fuzz.core import Ctx; from tests.fuzz.targets import TARGETS; "
+                      f"TARGETS[{name!r}].call({short_repr(c, 6000)}, Ctx())")
+
+
 def _kw(d: dict) -> str:
     return ", ".join(f"{k}={short_repr(v)}" for k, v in d.items())
 
@@ -398,8 +404,7 @@ def _check_check_policy(case: dict, rep: Any) -> None:
 
 register("testing.check_policy", "properties", check_policy_cases(), _call_check_policy,
          _check_check_policy,
-         lambda c: f"check_policy({_kw(c)}, shrink=False)  # policy name -> see targets.py",
-         slow=True)
+         _via_registry("testing.check_policy"), slow=True)
 
 
 # ============================================================================================
@@ -715,9 +720,7 @@ def _call_estimator(case: dict, ctx: Ctx) -> Any:
 
 
 register("ThroughputEstimator.match", "mechanism", completion_cases(), _call_estimator, None,
-         lambda c: f"ThroughputEstimator from values={short_repr(c['values'])}, "
-                   f"rank={c['rank']!r}, method={c['method']!r}, reg={c['reg']!r} "
-                   f"(see targets._call_estimator)", unused=("max_iter",))
+         _via_registry("ThroughputEstimator.match"), unused=("max_iter",))
 
 
 # ============================================================================================
@@ -737,7 +740,7 @@ def _call_jobs(case: dict, ctx: Ctx) -> Any:
 
 
 register("Jobs", "data", jobs_cases(), _call_jobs, None,
-         lambda c: f"fa.Jobs(...).check_cluster(...) with {_render_jobs(c)}")
+         lambda c: "jobs, cl = " + _render_jobs(c) + "; jobs.check_cluster(cl)")
 
 
 def _call_get_backend(case: dict, ctx: Ctx) -> Any:
@@ -915,7 +918,7 @@ def _check_gpu_auction(case: dict, r: Any) -> None:
 
 
 register("gpu_auction", "auctions", gpu_auction_cases(), _call_gpu_auction, _check_gpu_auction,
-         lambda c: f"gpu_auction via bid_table/single_job_rho: {_kw(c)}")
+         _via_registry("gpu_auction"))
 
 
 @st.composite
@@ -946,7 +949,7 @@ def _call_multi_round(case: dict, ctx: Ctx) -> Any:
 
 
 register("MultiRoundAuction.run", "auctions", multi_round_cases(), _call_multi_round, None,
-         lambda c: f"MultiRoundAuction (see targets._call_multi_round) {_kw(c)}", slow=True)
+         _via_registry("MultiRoundAuction.run"), slow=True)
 
 
 # ============================================================================================
@@ -1097,8 +1100,7 @@ def _check_forecast(case: dict, out: Any) -> None:
 
 
 register("forecast_regimes", "forecast", forecast_cases(), _call_forecast, _check_forecast,
-         lambda c: f"fa.forecast_regimes(<{c['model']} model>, {c['total_epochs']!r}, "
-                   f"{c['batch_sizes']!r}, {c['epoch_seconds']!r}, method={c['method']!r})")
+         _via_registry("forecast_regimes"))
 
 
 def _call_oracle(case: dict, ctx: Ctx) -> Any:
@@ -1177,9 +1179,7 @@ def _check_estimators(case: dict, v: Any) -> None:
 
 register("forecast estimators", "forecast", estimator_cases(), _call_estimators,
          _check_estimators,
-         lambda c: f"fa.{c['fn']}(a={short_repr(c['a'])}, b={short_repr(c['b'])}, "
-                   f"c={short_repr(c['c'])}, d={c['d']!r}, workers={short_repr(c['workers'])}) "
-                   f"# see targets._call_estimators")
+         _via_registry("forecast estimators"))
 
 
 @st.composite
@@ -1580,8 +1580,7 @@ def _call_queue(case: dict, ctx: Ctx) -> Any:
 
 
 register("ElasticFairQueue", "queuing", queue_cases(), _call_queue, None,
-         lambda c: f"q = fa.ElasticFairQueue({c['num_gpus']!r}, {c['alpha']!r}, "
-                   f"start={c['start']!r}, record=True); ops={c['ops']!r}")
+         _via_registry("ElasticFairQueue"))
 
 
 # ============================================================================================
@@ -1671,8 +1670,7 @@ def _check_trace(case: dict, w: Any) -> None:
 
 
 register("sim.read_trace", "sim", trace_cases(), _call_trace, _check_trace,
-         lambda c: f"read_trace(<file {c['trace'][:200]!r}>, table={c['table']!r}, "
-                   f"limit={c['limit']!r})")
+         _via_registry("sim.read_trace"))
 
 
 @st.composite
@@ -1740,9 +1738,7 @@ def _call_trace_simulate(case: dict, ctx: Ctx) -> Any:
 
 register("sim.simulate(read_trace)", "sim", trace_simulate_cases(), _call_trace_simulate,
          _check_simulate,
-         lambda c: f"w = read_trace(<file {c['trace']!r}>); simulate(w, fa.Cluster(one of each "
-                   f"of w.types), {c['policy']!r}, round_duration={c['round_duration']!r})",
-         slow=True)
+         _via_registry("sim.simulate(read_trace)"), slow=True)
 
 
 # ============================================================================================
