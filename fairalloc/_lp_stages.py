@@ -444,6 +444,44 @@ class _StageSolver:
             return np.r_[xcol, theta]
         return np.r_[xcol, 0.0]
 
+    def top_up(self, stage: _Level, xcol: np.ndarray, theta: float) -> np.ndarray:
+        """Give jobs whose level row falls short of the solver's ``theta`` the missing time on
+        their best single-job column (where time and workers are free).
+
+        A job that needs only a tiny fraction of time (a 1e-10 share of a fast type) can be
+        left at 0 by a solver whose feasibility tolerance is absolute; the certified level is
+        then 0. The top-up is clipped to the job's spare time and each type's spare workers
+        (scaled down together), so the allocation stays feasible; the certificate decides."""
+        inst = self.inst
+        pos = stage.b > 0
+        if not (np.isfinite(theta) and pos.any()):
+            return xcol
+        need = np.where(pos, stage.h + stage.b * theta - stage.C @ xcol, 0.0)
+        scale = np.abs(stage.h) + stage.b * abs(theta)
+        short = need > 1e-9 * scale
+        if not short.any():
+            return xcol
+        single = inst.col_kind[inst.mem_col] != 2
+        own, cols = inst.mem_job[single], inst.mem_col[single]
+        coef = np.asarray(stage.C[own, cols]).ravel()
+        ok = short[own] & (coef > 0)
+        if not ok.any():
+            return xcol
+        own, cols, coef = own[ok], cols[ok], coef[ok]
+        order = np.lexsort((-coef, own))  # per job, its best column first
+        own, cols, coef = own[order], cols[order], coef[order]
+        first = np.r_[True, own[1:] != own[:-1]]
+        own, cols, coef = own[first], cols[first], coef[first]
+        add = np.minimum(need[own] / coef, np.maximum(1.0 - (inst.M @ xcol)[own], 0.0))
+        spare = np.maximum(inst.cap - inst.W @ xcol, 0.0)
+        use = np.bincount(inst.col_type[cols], weights=inst.col_workers[cols] * add,
+                          minlength=inst.k)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            frac = np.where(use > spare, spare / np.where(use > 0, use, 1.0), 1.0)
+        out = xcol.copy()
+        out[cols] += add * frac[inst.col_type[cols]]
+        return inst.repair(out)
+
     def certificate(self, lp: LinearProgram, stage: _Level | _Linear, v: np.ndarray,
                     duals: np.ndarray) -> Certificate:
         """The stage LP's certificate at LP vector ``v``; a level stage's gap is judged against
@@ -476,6 +514,8 @@ class _StageSolver:
         self.used(sol)
         assert sol.x is not None and sol.row_duals is not None
         xcol = self.toward_anchor(self.inst.repair(sol.x[:E]))
+        if isinstance(stage, _Level):
+            xcol = self.top_up(stage, xcol, float(sol.x[E]))
         v = self.point(stage, xcol)
         cert = self.certificate(lp, stage, v, sol.row_duals)
         cert.check(backend=self.backend.name)

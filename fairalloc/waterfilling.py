@@ -146,6 +146,10 @@ class WaterFilling(ThroughputPolicy):
         if inst.pairs is not None or inst.placement:
             self._max_level = np.full(n, np.inf)  # a pair or placement column may do better
 
+    def _cvx_objective(self, cvx: dict[str, Any]) -> tuple[Any, list[Any]]:
+        raise InputError("water-filling is a sequence of LPs; it cannot be composed with "
+                         "cvxpy constraints or terms", argument="constraint")
+
     def job_weights(self, frozen: np.ndarray) -> np.ndarray:
         """Weights of the unfrozen jobs under the entities' policies (0 for frozen jobs)."""
         jw = self.jobs.weight

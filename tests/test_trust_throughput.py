@@ -508,3 +508,18 @@ def test_water_filling_many_levels_large_weights():
                          entity_weights={0: 1e6, 1: 3e6}, entity_policies={1: "fifo"})
     assert all(c.ok for c in r.stage_certificates)
     assert (r.utilization <= 1 + 1e-9).all() and r.utilization.max() > 0.999
+
+
+def test_makespan_job_needing_a_tiny_share_is_not_starved():
+    # job 0 needs a 5e-11 share of a GPU: the solver's absolute tolerance left it at 0 and
+    # the certified level was 0 (CertificateError); the level stage tops it up
+    jobs = fa.Jobs([[9.335751978952638, 0.0, 0.0], [2.4384380365087656e-09, 0.0, 0.0]],
+                   steps_remaining=[1.2129586247579375e-09, 5.710799219877182e-09])
+    a = fa.min_makespan(jobs, fa.Cluster({"t0": 4, "t1": 4, "t2": 5}), gap_tol=1e-4)
+    assert a.certificate.ok
+    assert a.objective == pytest.approx(5.710799219877182e-09 / 2.4384380365087656e-09,
+                                        rel=1e-6)
+    for builder in (fa.MinCost(jobs, TWO.__class__({"t0": 1, "t1": 1, "t2": 1}), cost=[1, 1, 1]),
+                    fa.WaterFilling(fa.Jobs([[1.0]]), fa.Cluster({"g": 1}))):
+        with pytest.raises(fa.InputError):  # not composable: a typed error, not NotImplemented
+            builder.add_constraint(None)
