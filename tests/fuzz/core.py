@@ -309,6 +309,8 @@ def run_case(target: Target, case: dict, *, timeout: float = 20.0) -> Outcome:
         accepted = accepted_invalid({k: v for k, v in case.items() if k not in target.unused})
         if accepted:
             outcome, detail = "wrong", f"accepted invalid scalar argument(s): {accepted}"
+        elif (ran := backend_not_honoured(case, result)):
+            outcome, detail = "wrong", ran
     if outcome in ("ok", "wrong") and result is not None:
         paths = writable_arrays(result)
         if paths and outcome == "ok":
@@ -330,6 +332,22 @@ def accepted_invalid(case: dict) -> str:
             if any(v is bad for bad in CERTAINLY_BAD):
                 found.append(f"{prefix}{k}={short_repr(v)}")
     return ", ".join(found)
+
+
+def backend_not_honoured(case: dict, result: Any) -> str:
+    """issue #12: ``backend=`` is honoured and ``stats.backend`` names what ran. A message if
+    the case asked for ``highs`` or ``clarabel`` and the result says another backend ran."""
+    asked = None
+    for scope in (case, case.get("kw"), case.get("solve")):
+        if isinstance(scope, dict) and scope.get("backend") in ("highs", "clarabel"):
+            asked = scope["backend"]
+    stats = getattr(result, "stats", None)
+    if asked is None or stats is None:
+        return ""
+    ran = set(str(stats.backend).split("+")) - {"none", ""}
+    if ran - {asked}:
+        return f"backend={asked!r} asked, but stats.backend = {stats.backend!r}"
+    return ""
 
 
 def _first_line(exc: BaseException) -> str:
