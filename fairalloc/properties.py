@@ -42,6 +42,7 @@ import scipy.sparse as sp
 
 from ._validation import as_array, as_option, as_tolerance
 from .errors import InputError, SolverError
+from .results import readonly
 
 __all__ = [
     "PROPERTIES",
@@ -136,7 +137,7 @@ def bundle_values(utility: Any, allocation: Any, *, kind: str = "linear") -> np.
     [[0.5, 0.5], [0.5, 0.5]]
     """
     U, X, _, _ = _inputs(utility, allocation, kind=kind)
-    return _value(U, X, kind)
+    return readonly(_value(U, X, kind))
 
 
 def market_clearing(allocation: Any, prices: Any, supply: Any = None, *,
@@ -382,7 +383,18 @@ def pareto_optimal(utility: Any, allocation: Any, supply: Any = None, *,
                             shape=(R, nv))
         usable = (U > 0).any(axis=1).reshape(-1)
         col_upper = np.where(usable, np.inf, 0.0)
-    gain = pareto_gain(util, own, cap, s.reshape(R), col_upper)
+    try:
+        gain = pareto_gain(util, own, cap, s.reshape(R), col_upper)
+    except SolverError as exc:
+        from .backends import HighsBackend, SolveStatus
+
+        if HighsBackend.canonical_status(exc.status or "") != SolveStatus.INFEASIBLE:
+            raise
+        # no feasible allocation gives everyone as much: the allocation over-uses the supply
+        # (see market_clearing / feasibility), and nothing feasible Pareto-improves on it
+        return PropertyResult("pareto_optimal", True, 0.0, None, None,
+                              "no feasible allocation is as good for every buyer (the "
+                              "allocation itself exceeds the supply)")
     i = int(np.argmax(gain))
     # at unit scale a buyer's utility of the whole supply is O(1): judge the gain against it
     ok = gain[i] <= tol * max(1.0, float(own[i]))

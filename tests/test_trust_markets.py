@@ -459,3 +459,14 @@ def test_volatile_leontief_equilibrium_is_exact(seed: int, method: str) -> None:
     assert r.certificate.relative_gap <= 1e-12
     checks = check_market(r, u, supply=s, kind="leontief", tol=1e-8)
     assert all(checks.values()), {k: v.violation for k, v in checks.items() if not v}
+
+
+def test_property_helpers_return_read_only_arrays_and_handle_infeasible_allocations() -> None:
+    from fairalloc import properties as pr
+
+    v = pr.bundle_values([[1.0, 0.0], [0.0, 1.0]], [[0.5, 0.5], [0.5, 0.5]])
+    assert not v.flags.writeable
+    # an allocation that over-uses the supply: no feasible allocation is as good for everyone,
+    # so none Pareto-improves on it (its infeasibility is market_clearing's business)
+    res = pr.pareto_optimal([[0.0, 1e6], [2.7e6, 4.1e6]], [[1.0, 1.0], [1.0, 1.0]])
+    assert res.passed and res.violation == 0.0
