@@ -91,7 +91,14 @@ def reject_text(value: Any, name: str) -> None:
 
 
 def as_array(value: Any, name: str, **kwargs: Any) -> np.ndarray:
-    """:func:`fairalloc._validation.as_array` that also refuses text (see :func:`reject_text`)."""
+    """:func:`fairalloc._validation.as_array` that also refuses text (see :func:`reject_text`).
+
+    A list or tuple is converted once (the validated copy is made from that array)."""
+    if isinstance(value, list | tuple):
+        try:
+            value = np.asarray(value)
+        except Exception:  # ragged or odd: as_array reports it
+            pass
     reject_text(value, name)
     return _as_array(value, name, **kwargs)
 
