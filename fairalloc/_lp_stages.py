@@ -464,16 +464,23 @@ class _StageSolver:
         single = inst.col_kind[inst.mem_col] != 2
         own, cols = inst.mem_job[single], inst.mem_col[single]
         coef = np.asarray(stage.C[own, cols]).ravel()
-        ok = short[own] & (coef > 0)
+        spare = np.maximum(inst.cap - inst.W @ xcol, 0.0)
+        # columns on a type with room for the missing time (else any column of the job)
+        room = coef > 0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            fits = room & (spare[inst.col_type[cols]]
+                           >= inst.col_workers[cols] * need[own] / np.where(room, coef, 1.0))
+        ok = short[own] & room
         if not ok.any():
             return xcol
+        coef = np.where(fits, coef, coef * 1e-300)  # prefer columns that fit, best first
         own, cols, coef = own[ok], cols[ok], coef[ok]
         order = np.lexsort((-coef, own))  # per job, its best column first
         own, cols, coef = own[order], cols[order], coef[order]
         first = np.r_[True, own[1:] != own[:-1]]
-        own, cols, coef = own[first], cols[first], coef[first]
+        own, cols = own[first], cols[first]
+        coef = np.asarray(stage.C[own, cols]).ravel()
         add = np.minimum(need[own] / coef, np.maximum(1.0 - (inst.M @ xcol)[own], 0.0))
-        spare = np.maximum(inst.cap - inst.W @ xcol, 0.0)
         use = np.bincount(inst.col_type[cols], weights=inst.col_workers[cols] * add,
                           minlength=inst.k)
         with np.errstate(divide="ignore", invalid="ignore"):

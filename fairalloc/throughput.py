@@ -397,10 +397,19 @@ class ThroughputPolicy(Composable):
         if wc:
             solver.fix(stage, res.value, at=xcol)
             wstage = _Linear(self._wc_objective(), "work-conserving")
-            wres = (_fast_floor(solver, wstage, prior=res) if method == "fast"
-                    else solver.run(wstage, "work-conserving"))
-            certs.append(wres.cert)
-            xcol = wres.x[: self.inst.E]
+            try:
+                wres = (_fast_floor(solver, wstage, prior=res) if method == "fast"
+                        else solver.run(wstage, "work-conserving"))
+                certs.append(wres.cert)
+                xcol = wres.x[: self.inst.E]
+            except CertificateError as exc:
+                # the secondary stage could not be certified (e.g. a job whose level needs a
+                # 1e-9 share of a type, below the solver's absolute tolerance): keep the
+                # certified first-stage allocation; its failed certificate is reported in
+                # stage_certificates
+                if exc.certificate is None:
+                    raise
+                certs.append(exc.certificate)
         cert = solver.certify(res, stage, xcol)
         cert.check(backend=be.name)
         certs[0] = cert

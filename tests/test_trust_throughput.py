@@ -523,3 +523,19 @@ def test_makespan_job_needing_a_tiny_share_is_not_starved():
                     fa.WaterFilling(fa.Jobs([[1.0]]), fa.Cluster({"g": 1}))):
         with pytest.raises(fa.InputError):  # not composable: a typed error, not NotImplemented
             builder.add_constraint(None)
+
+
+@pytest.mark.parametrize("f", [1e-9, 1.0, 1e9])
+def test_makespan_with_throughputs_spanning_nine_decades(f):
+    # jobs 3 and 4 need a ~1e-9 share of their fast type: the solver left them at 0 (level 0,
+    # CertificateError); they are topped up, and a work-conserving stage the solver cannot
+    # resolve falls back to the certified first-stage allocation (its failed certificate is
+    # reported in stage_certificates)
+    T = np.array([[5.66e5, 5.81e6, 2.74e6], [2.58e11, 1.12e11, 9.02e5], [6.84e4, 1.39e5, 3.13e4],
+                  [9.16e13, 9.85e4, 8.80e13], [1.82e10, 8.26e13, 3.57e8]])
+    steps = np.array([4532.8, 8345.9, 7741.8, 7348.4, 8695.6])
+    cl = fa.Cluster({"t0": 1, "t1": 1, "t2": 1})
+    base = fa.min_makespan(fa.Jobs(T, steps_remaining=steps), cl)
+    a = fa.min_makespan(fa.Jobs(T * f, steps_remaining=steps), cl)
+    assert a.certificate.ok and (a.effective_throughput > 0).all()
+    assert a.objective == pytest.approx(base.objective / f, rel=1e-6)
