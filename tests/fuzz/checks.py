@@ -172,6 +172,33 @@ def check_market(utility: Any, budget: Any, supply: Any, kind: str, result: Any,
                     f"(relative, budget share {share[i]:.3g})")
 
 
+def proportional_response(U: np.ndarray, B: np.ndarray, S: np.ndarray, *, iters: int = 3000,
+                          tol: float = 1e-9) -> tuple[float, float]:
+    """Bounds on the optimal Eisenberg-Gale value ``sum_i B_i log u_i`` of a linear market,
+    by proportional response dynamics (Zhang 2011) in numpy, independent of fairalloc:
+    (lower, upper) = (value of the feasible iterate, dual value at its prices)."""
+    n, m = U.shape
+    live = S > 0
+    U, S = U[:, live], S[live]
+    bids = B[:, None] * (U > 0) / np.maximum((U > 0).sum(axis=1, keepdims=True), 1)
+    lower, upper = -np.inf, np.inf
+    for it in range(iters):
+        p = bids.sum(axis=0)
+        x = np.where(p > 0, bids / np.where(p > 0, p, 1.0) * S, 0.0)
+        u = (U * x).sum(axis=1)
+        if it % 50 == 0 or it == iters - 1:
+            q = p / S  # p_j is the spending on all of good j; q_j its unit price
+            with np.errstate(divide="ignore"):
+                lower = max(lower, float((B * np.log(u)).sum()))
+                beta = np.where(U > 0, np.where(q > 0, q, np.inf)[None, :]
+                                / np.where(U > 0, U, 1.0), np.inf).min(axis=1)
+                upper = min(upper, float((q * S).sum() - B.sum() + (B * np.log(B / beta)).sum()))
+            if upper - lower <= tol * B.sum():
+                break
+        bids = B[:, None] * U * x / u[:, None]
+    return lower, upper
+
+
 # --------------------------------------------------------------------------------------------
 # throughput policies (Gavel)
 # --------------------------------------------------------------------------------------------

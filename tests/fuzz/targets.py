@@ -804,6 +804,26 @@ def _check_partial(case: dict, r: Any) -> None:
         certificate = r.certificate
         status = r.status
     C.check_market(U, None, S, "linear", _PF)
+    # c_i = prod_{j != i} u_j(x*) / OPT_{-i}; bounds on OPT_{-i} from proportional response
+    # dynamics on each leave-one-out market (numpy, unit budgets). The reported c_i is an upper
+    # estimate and c_i / (1 + fraction_error_i) a lower one (formulations/partial_allocation.md)
+    u = (U * pf).sum(axis=1)
+    if n < 2 or np.any(u <= 0) or U.shape[0] * U.shape[1] > 64:
+        return
+    err = np.asarray(r.fraction_error, float)
+    P_minus = np.log(u).sum() - np.log(u)
+    for i in range(n):
+        keep = np.arange(n) != i
+        lo, hi = C.proportional_response(U[keep], np.ones(n - 1), S)
+        if not (np.isfinite(lo) and np.isfinite(hi)) or hi - lo > 1e-6 * (n - 1):
+            continue
+        c_low, c_high = math.exp(min(P_minus[i] - hi, 0.0)), math.exp(min(P_minus[i] - lo, 0.0))
+        if f[i] < c_low * (1 - 1e-5):
+            raise Wrong(f"fraction[{i}] = {f[i]!r} below the exact fraction, which is >= "
+                        f"{c_low!r} (leave-one-out market by proportional response)")
+        if f[i] / (1 + err[i]) > c_high * (1 + 1e-5):
+            raise Wrong(f"fraction[{i}] / (1 + fraction_error) = {f[i] / (1 + err[i])!r} above "
+                        f"the exact fraction, which is <= {c_high!r}")
 
 
 register("partial_allocation", "auctions", partial_cases(), _call_partial, _check_partial,
