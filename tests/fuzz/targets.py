@@ -944,7 +944,7 @@ register("gpu_auction", "auctions", gpu_auction_cases(), _call_gpu_auction, _che
 @st.composite
 def multi_round_cases(draw: Any) -> dict:
     return {"n": pick(draw, range(1, 5 + 1)), "seed": pick(draw, range(0, 100 + 1)),
-            "fairness_knob": scalar(draw, st.sampled_from([0.8, 0.2, 1.0]), 0.15),
+            "fairness_knob": scalar(draw, st.sampled_from([0.8, 0.2, 0.5, 0.0]), 0.15),
             "lease": scalar(draw, st.sampled_from([300.0, 100.0, 1e-3, 1e6]), 0.15),
             "until": pick(draw, [600.0, 3000.0, math.inf, -1.0])}
 
@@ -958,6 +958,10 @@ def _call_multi_round(case: dict, ctx: Ctx) -> Any:
             apps.append(fa.SuccessiveHalvingApp(iter_time_serial=rng.uniform(5, 15, 4),
                                                 phase_iters=[4, 8, 16], job_demand_max=2,
                                                 seed=i))
+        elif i % 4 == 3:
+            apps.append(fa.CurveStoppingApp(iter_time_serial=rng.uniform(0.5, 2.0, 2),
+                                            iter_total=rng.integers(50, 200, 2),
+                                            job_demand_max=int(rng.integers(1, 3))))
         else:
             apps.append(fa.SingleJobApp(iter_total=int(rng.integers(200, 2000)),
                                         iter_time_serial=float(rng.uniform(0.5, 2.0)),
