@@ -70,6 +70,15 @@ def as_array(
     >>> as_array([[1, 2], [0, 3]], "utility", ndim=2).shape
     (2, 2)
     """
+    if isinstance(value, list | tuple):
+        try:  # convert once, so that text inside a list is seen below
+            value = np.asarray(value)
+        except (TypeError, ValueError, OverflowError):
+            pass  # ragged or odd: reported by the conversion below
+    if isinstance(value, str | bytes) or (isinstance(value, np.ndarray)
+                                          and value.dtype.kind in "USa"):
+        # numpy would turn the string "1" into the number 1
+        raise InputError(f"{name} must be numeric, got text ({value!r})"[:200], argument=name)
     try:
         arr = np.array(value, dtype=np.float64, copy=True)
     except (TypeError, ValueError, OverflowError) as exc:

@@ -36,9 +36,7 @@ import numpy as np
 from scipy import special
 
 from ._validation import (
-    as_array as _as_array,
-)
-from ._validation import (
+    as_array,
     as_bool,
     as_gang_sizes,
     as_option,
@@ -70,37 +68,6 @@ _MAX_SAMPLE_ENTRIES = 100_000_000
 _KINDS = ("static", "accordion", "gns", "custom")
 # relative slack when comparing sums of observed epochs with the declared total
 _SUM_RTOL = 1e-9
-
-
-def reject_text(value: Any, name: str) -> None:
-    """InputError if ``value`` is text (a string, or an array / list of strings): numpy would
-    otherwise convert ``"1"`` to the number 1 and the call would accept it."""
-    if isinstance(value, str | bytes):
-        raise InputError(f"{name} must be numeric, got the string {value!r}", argument=name)
-    if isinstance(value, np.ndarray):
-        kind = value.dtype.kind
-    elif isinstance(value, list | tuple):
-        try:
-            kind = np.asarray(value).dtype.kind
-        except Exception:  # ragged: as_array reports it
-            return
-    else:
-        return
-    if kind in "USa":
-        raise InputError(f"{name} must be numeric, got strings", argument=name)
-
-
-def as_array(value: Any, name: str, **kwargs: Any) -> np.ndarray:
-    """:func:`fairalloc._validation.as_array` that also refuses text (see :func:`reject_text`).
-
-    A list or tuple is converted once (the validated copy is made from that array)."""
-    if isinstance(value, list | tuple):
-        try:
-            value = np.asarray(value)
-        except Exception:  # ragged or odd: as_array reports it
-            pass
-    reject_text(value, name)
-    return _as_array(value, name, **kwargs)
 
 
 def _readonly(arr: np.ndarray) -> np.ndarray:
@@ -1275,7 +1242,6 @@ def makespan_lower_bound(remaining: Any, num_gpus: float, workers: Any = None) -
     R = as_array(remaining, "remaining", ndim=(1, 2, 3))
     n = R.shape[-1]
     m = as_positive_float(num_gpus, "num_gpus")
-    reject_text(workers, "workers")
     w = as_gang_sizes(workers, n, m)
     with np.errstate(over="ignore", invalid="ignore"):
         h = np.maximum(R @ w / m, R.max(axis=-1))

@@ -15,9 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from ._validation import as_gang_sizes, as_option, as_positive_float
+from ._validation import as_array, as_gang_sizes, as_option, as_positive_float
 from .errors import InputError
-from .forecast import as_array, reject_text
 
 __all__ = ["makespan_regularizer"]
 
@@ -101,7 +100,6 @@ def makespan_regularizer(
                          argument="remaining")
     M = as_positive_float(num_gpus, "num_gpus")
     lam_v = as_positive_float(lam, "lam", allow_zero=True)
-    reject_text(workers, "workers")
     w = as_gang_sizes(workers, n, M)
     if not isinstance(work, cp.Expression):
         raise InputError("work must be a cvxpy expression (wrap numbers in cp.Constant)",

@@ -60,6 +60,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._validation import (
+    as_array,
     as_bool,
     as_finite_float,
     as_option,
@@ -71,7 +72,6 @@ from ._validation import (
 from .backends import Backend, LinearProgram, get_backend
 from .certificates import milp_certificate
 from .errors import CertificateError, FairallocError, InputError, SolverError
-from .forecast import as_array
 from .results import Certificate, Result, SolveStats, Status, require_pandas
 from .tolerances import FEAS_TOL, GAP_TOL
 

@@ -270,3 +270,25 @@ def test_no_solver_package_is_imported_outside_the_backends() -> None:
     offenders = [str(p.relative_to(root)) for p in root.rglob("*.py")
                  if "backends" not in p.parts and pattern.search(p.read_text())]
     assert offenders == []
+
+
+def test_highs_rejected_model_is_an_error_not_an_empty_optimum() -> None:
+    lp = LinearProgram.build(np.array([1.0]), np.array([[1e25]]), row_upper=[1.0])
+    sol = get_backend("highs").solve_lp(lp)
+    assert sol.status is SolveStatus.ERROR and not sol.usable
+    assert get_backend("highs").solve_lp(LinearProgram.build(np.zeros(0))).usable
+
+
+@pytest.mark.parametrize("value", ["1", ["1", "2"], np.array(["1.0"]), b"1"])
+def test_numeric_text_is_not_an_array(value: object) -> None:
+    from fairalloc._validation import as_array
+
+    with pytest.raises(fa.InputError, match="weights"):
+        as_array(value, "weights", ndim=(0, 1))
+
+
+def test_numbers_beyond_double_precision_are_input_errors() -> None:
+    from fairalloc._validation import as_array
+
+    with pytest.raises(fa.InputError, match="utility"):
+        as_array([[10**400]], "utility", ndim=2)

@@ -76,7 +76,7 @@ class HighsBackend(Backend):
         "Iteration limit reached": SolveStatus.TIME_LIMIT,
         "Interrupted by user": SolveStatus.TIME_LIMIT,
         "Interrupted by HiGHS": SolveStatus.TIME_LIMIT,
-        "Empty": SolveStatus.OPTIMAL,
+        "Empty": SolveStatus.OPTIMAL,  # a model with no columns (checked at the call)
         "Solution limit reached": SolveStatus.TIME_LIMIT,
         "Unknown": SolveStatus.INACCURATE,
     }
@@ -135,7 +135,11 @@ class HighsBackend(Backend):
                 highspy.HighsVarType.kInteger if flag else highspy.HighsVarType.kContinuous
                 for flag in lp.integrality
             ]
-        h.passModel(model)
+        if h.passModel(model) == highspy.HighsStatus.kError:
+            # HiGHS refuses the model (e.g. coefficients beyond its infinity): no point
+            return LPSolution(SolveStatus.ERROR, None, float("nan"),
+                              seconds=time.perf_counter() - t0,
+                              raw_status="model rejected by passModel", backend=self.name)
         if start is not None and lp.is_mip:
             value = np.asarray(start, dtype=np.float64).ravel()
             h.setSolution(n, np.arange(n, dtype=np.int32), value)
@@ -146,6 +150,8 @@ class HighsBackend(Backend):
         iters = int(max(info.simplex_iteration_count, 0) + max(info.ipm_iteration_count, 0))
         has_sol = info.primal_solution_status == 2  # kSolutionStatusFeasible
         status = self.canonical_status(raw)
+        if raw == "Empty" and n > 0:
+            status = SolveStatus.ERROR
         if status in (SolveStatus.TIME_LIMIT, SolveStatus.INACCURATE) and not has_sol:
             status = SolveStatus.ERROR
         if status in (SolveStatus.OPTIMAL, SolveStatus.TIME_LIMIT, SolveStatus.INACCURATE):
