@@ -679,6 +679,13 @@ def isolated_split(jobs: Jobs, cluster: Cluster) -> np.ndarray:
     return readonly(np.where(allowed, x, 0.0))
 
 
+def _check_rates(rates: np.ndarray) -> None:
+    """``throughput / steps_remaining`` must be a finite float (steps of 1e-320 overflow)."""
+    if not np.isfinite(rates).all():
+        raise InputError("throughput / steps_remaining overflows the floating-point range "
+                         "(steps_remaining too small)", argument="steps_remaining")
+
+
 def _check_jobs(jobs: Any) -> None:
     if not isinstance(jobs, Jobs):
         raise InputError(f"jobs must be a fairalloc.Jobs, got {type(jobs).__name__}",
@@ -721,7 +728,11 @@ class MinMakespan(ThroughputPolicy):
 
     def level_stage(self) -> _Level:
         inst = self.inst
-        C = sp.csr_matrix(sp.diags(1.0 / self.steps) @ inst.Tm)
+        C = sp.csr_matrix(inst.Tm, copy=True)  # rows T / steps (not T * (1 / steps))
+        rows = np.repeat(np.arange(inst.n), np.diff(C.indptr))
+        with np.errstate(over="ignore"):
+            C.data = C.data / self.steps[rows]
+        _check_rates(C.data)
         return _Level(C, np.ones(inst.n), np.zeros(inst.n), "makespan")
 
     def _metric(self, tp: np.ndarray) -> np.ndarray:
@@ -1078,7 +1089,9 @@ class ShortestJobFirst(ThroughputPolicy):
     def _first_stages(self, solver: _StageSolver) -> tuple[_Level | _Linear, _StageResult,
                                                             float]:
         inst = self.inst
-        g = np.asarray(inst.Tm[self.first].todense()).ravel() / self.steps[self.first]
+        with np.errstate(over="ignore"):
+            g = np.asarray(inst.Tm[self.first].todense()).ravel() / self.steps[self.first]
+        _check_rates(g)
         st = _Linear(g, "shortest job")
         res = solver.run(st, self.name)
         self._first_cert = res
