@@ -105,10 +105,16 @@ def main(argv: list[str] | None = None) -> int:
     t_start = time.perf_counter()
     all_outcomes: list[Outcome] = []
     seconds: dict[str, float] = {}
+    harness_errors: list[str] = []
     for t, w in zip(targets, weights):
         n = max(1, round(unit * w))
         t0 = time.perf_counter()
-        outs = drive(t, n, seed=args.seed, timeout=args.per_call_timeout)
+        try:
+            outs = drive(t, n, seed=args.seed, timeout=args.per_call_timeout)
+        except Exception as exc:  # a bug in the harness's own strategy: say so, go on
+            print(f"  {t.name}: HARNESS ERROR {type(exc).__name__}: {exc}", file=sys.stderr)
+            harness_errors.append(f"{t.name}: {type(exc).__name__}: {exc}")
+            outs = []
         seconds[t.name] = time.perf_counter() - t0
         all_outcomes += outs
         c = Counter(o.outcome for o in outs)
@@ -250,7 +256,9 @@ def main(argv: list[str] | None = None) -> int:
     n_fail = len(failing)
     print(f"\n{len(all_outcomes)} calls, {n_fail} failing, {rescale_bad} rescaling "
           f"violations/failures, {elapsed:.0f} s")
-    return 1 if n_fail or rescale_bad else 0
+    for h in harness_errors:
+        print(f"HARNESS ERROR (fix tests/fuzz): {h}")
+    return 1 if n_fail or rescale_bad or harness_errors else 0
 
 
 if __name__ == "__main__":
