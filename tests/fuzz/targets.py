@@ -328,6 +328,69 @@ for _fn in ("envy_free", "sharing_incentive", "proportionality", "budget_clearin
 
 
 @st.composite
+def pareto_gain_cases(draw: Any) -> dict:
+    rng = rng_from(draw)
+    n, m = pick(draw, range(1, 5 + 1)), pick(draw, range(1, 4 + 1))
+    U = positive_matrix(rng, n, m, pick(draw, STYLES), pick_scale(draw))
+    S = rng.uniform(0.5, 2.0, m) * pick_scale(draw)
+    X = np.outer(np.ones(n) / n, S) * pick(draw, [1.0, 1.0, 0.5, 0.0])
+    own = (U * X).sum(axis=1)
+    return {"U": U, "S": S, "own": corrupt(rng, own, corruption(draw, 0.15))}
+
+
+def _pareto_gain_lp(U: np.ndarray, S: np.ndarray) -> tuple[Any, Any, Any]:
+    import scipy.sparse as sp
+    n, m = U.shape
+    rows = np.repeat(np.arange(n), m)
+    util = sp.csr_matrix((U.ravel(), (rows, np.arange(n * m))), shape=(n, n * m))
+    feas = sp.csr_matrix((np.ones(n * m), (np.tile(np.arange(m), n), np.arange(n * m))),
+                         shape=(m, n * m))
+    return util, feas, np.full(n * m, np.inf)
+
+
+def _call_pareto_gain(case: dict, ctx: Ctx) -> Any:
+    from fairalloc.properties import pareto_gain
+    util, feas, col_upper = _pareto_gain_lp(case["U"], case["S"])
+    return pareto_gain(util, case["own"], feas, case["S"], col_upper)
+
+
+def _check_pareto_gain(case: dict, t: Any) -> None:
+    """Recompute max sum t with linprog (y, t >= 0; util y - t >= own; feas y <= S)."""
+    import scipy.sparse as sp
+    from scipy.optimize import linprog
+    t = C._finite("pareto_gain", t)
+    own = np.asarray(case["own"], float)
+    if not np.all(np.isfinite(own)) or np.any(own < 0):
+        raise Wrong("pareto_gain returned a result for NaN/inf/negative utilities")
+    if np.any(t < -1e-9 * max(1.0, float(np.abs(t).max(initial=0.0)))):
+        raise Wrong(f"negative gain {t.tolist()}")
+    util, feas, _ = _pareto_gain_lp(case["U"], case["S"])
+    n, E = util.shape
+    scale = np.maximum(own, np.asarray(util.max(axis=1).todense()).ravel()
+                       * float(np.max(case["S"])))
+    scale = np.where(scale > 0, scale, 1.0)
+    S = np.asarray(case["S"], float)
+    A = sp.vstack([sp.hstack([-sp.diags(1 / scale) @ util, sp.diags(1 / scale)]),
+                   sp.hstack([feas.multiply(1 / S[:, None]), sp.csr_matrix((len(S), n))])])
+    b = np.concatenate([-own / scale, np.ones(len(S))])
+    tmax = float(scale.max())  # objective max sum t, in units of the largest utility
+    res = linprog(np.concatenate([np.zeros(E), -np.ones(n) / tmax]), A_ub=A.tocsr(), b_ub=b,
+                  bounds=[(0, None)] * (E + n), method="highs")
+    if res.status != 0:
+        raise Skip()
+    y = res.x[:E]
+    best = float(np.maximum(util @ y - own, 0.0).sum())  # recomputed from linprog's y
+    mine = float(t.sum())
+    if mine < best - 1e-6 * max(best, float(own.sum()), 1e-300):
+        raise Wrong(f"pareto_gain total {mine!r} below the gain {best!r} of a feasible "
+                    f"allocation (linprog)")
+
+
+register("properties.pareto_gain", "properties", pareto_gain_cases(), _call_pareto_gain,
+         _check_pareto_gain, _via_registry("properties.pareto_gain"))
+
+
+@st.composite
 def check_market_cases(draw: Any) -> dict:
     case = draw(market_cases(kind="linear"))
     case["method"] = "auto"
