@@ -272,11 +272,16 @@ def _row_absmax(A: sp.spmatrix) -> np.ndarray:
     return out
 
 
+_ROW_BAND = 10  # rows whose largest coefficient is within 2**+-10 of 1 are left as given
+
+
 def _row_units(A: sp.spmatrix) -> np.ndarray:
-    """Per-row powers of two (:func:`_pow2` of each row's largest coefficient)."""
+    """Per-row powers of two nearest each row's largest coefficient, for rows outside
+    ``2**+-_ROW_BAND`` (the solver's own scaling handles the rest; no copy of a large LP is
+    made for data already near unit scale)."""
     rm = _row_absmax(A)
     out = np.ones(rm.size)
-    far = (rm > 0) & ((rm > 2.0 ** _UNIT_BAND) | (rm < 2.0 ** -_UNIT_BAND))
+    far = (rm > 0) & ((rm > 2.0 ** _ROW_BAND) | (rm < 2.0 ** -_ROW_BAND))
     if far.any():
         m, e = np.frexp(rm[far])
         e = e - (m < np.sqrt(0.5))
