@@ -11,8 +11,9 @@ solver's raw primal ``x`` and dual ``z`` we compute, without trusting the solver
 * the duality gap ``c@x + b@z``.
 
 Every quantity is judged relative to the data scale, so the verdict does not change when the
-program's data are expressed in other units: the primal residual relative to
-``max(|b|, |A x|)``, the dual residual relative to ``max(|c|, |A^T z|)``, and the gap relative to
+program's data are expressed in other units: the primal residual of each row relative to
+that row's own magnitude ``max(|b_i|, sum_j |A_ij| max|x|)`` (a cone: its largest row), the
+dual residual relative to ``max(|c|, |A^T z|)``, and the gap relative to
 the magnitude of the terms it is computed from, ``max(sum_j |c_j x_j|, sum_i |b_i z_i|)``
 (a caller whose objective has a natural scale, e.g. the total budget of an Eisenberg-Gale
 program, passes it as ``scale``). The standard relative gap ``gap / max(|primal|, |dual|)``
@@ -66,26 +67,45 @@ def _exp_dual_violation(z: np.ndarray) -> np.ndarray:
     return out
 
 
-def _cone_violation(vec: np.ndarray, dims: Any, *, dual: bool) -> float:
-    """Largest violation of ``vec`` against the cone (or dual cone) described by ``dims``."""
+def _cone_violation(vec: np.ndarray, dims: Any, *, dual: bool,
+                    row_scale: np.ndarray | None = None) -> float:
+    """Largest violation of ``vec`` against the cone (or dual cone) described by ``dims``.
+
+    With ``row_scale`` each violation is divided by the magnitude of its own rows (each row
+    for the zero and non-negative cones, the largest of its rows for a second-order or
+    exponential cone), so a constraint written in small units is judged at its own scale.
+    """
     pos = 0
     worst = 0.0
+    tiny = np.finfo(float).tiny
+
+    def rel(viol: np.ndarray, lo: int, hi: int, per_row: bool) -> float:
+        viol = np.asarray(viol, dtype=float)
+        if row_scale is None or viol.size == 0:
+            return float(np.max(viol, initial=0.0))
+        sc = row_scale[lo:hi]
+        if not per_row:
+            sc = np.max(sc.reshape(viol.size, -1), axis=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out = np.where(viol > 0, viol / np.maximum(sc, tiny), 0.0)
+        return float(np.max(out, initial=0.0))
+
     zero = int(dims.zero)
     if not dual:  # zero cone: primal slack must be 0; its dual cone is free
-        worst = max(worst, float(np.max(np.abs(vec[:zero]), initial=0.0)))
+        worst = max(worst, rel(np.abs(vec[:zero]), 0, zero, True))
     pos += zero
     nonneg = int(dims.nonneg)
-    worst = max(worst, float(np.max(-vec[pos: pos + nonneg], initial=0.0)))
+    worst = max(worst, rel(-vec[pos: pos + nonneg], pos, pos + nonneg, True))
     pos += nonneg
     for size in dims.soc:  # self-dual
         t, v = vec[pos], vec[pos + 1: pos + size]
-        worst = max(worst, float(np.linalg.norm(v) - t))
+        worst = max(worst, rel(np.array([np.linalg.norm(v) - t]), pos, pos + size, False))
         pos += size
     n_exp = int(dims.exp)
     if n_exp:
         block = vec[pos: pos + 3 * n_exp].reshape(n_exp, 3)
         viol = _exp_dual_violation(block) if dual else _exp_primal_violation(block)
-        worst = max(worst, float(viol.max(initial=0.0)))
+        worst = max(worst, rel(viol, pos, pos + 3 * n_exp, False))
         pos += 3 * n_exp
     if pos != vec.size:
         raise SolverError("conic certificate supports zero, non-negative, second-order and "
@@ -116,9 +136,12 @@ def conic_certificate(
     dims = data["dims"]
     Ax = A @ x
     slack = b - Ax
-    primal_res = _ratio(_cone_violation(slack, dims, dual=False),
-                        max(float(np.max(np.abs(b), initial=0.0)),
-                            float(np.max(np.abs(Ax), initial=0.0))))
+    # each row judged at its own magnitude, max(|b_i|, sum_j |A_ij| * max|x|): a row written in
+    # small units is judged in those units, while a row whose terms are ~0 at the solution
+    # (x_j == 0 met to 1e-10) is still judged against the size of the variables
+    xmax = float(np.max(np.abs(x), initial=0.0))
+    row_scale = np.maximum(np.abs(b), np.asarray(abs(A).sum(axis=1)).ravel() * xmax)
+    primal_res = _cone_violation(slack, dims, dual=False, row_scale=row_scale)
     ATz = A.T @ z
     dual_res = max(
         _ratio(float(np.max(np.abs(ATz + c), initial=0.0)),

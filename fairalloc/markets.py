@@ -426,6 +426,18 @@ def _certify_general(form: _EdgeForm, z: np.ndarray, p: np.ndarray, *, gap_tol: 
 
 def _support_newton_polish(form: _EdgeForm, z: np.ndarray, p: np.ndarray
                            ) -> tuple[np.ndarray, np.ndarray] | None:
+    """Exact equilibrium on the support of an approximate one (see :func:`_newton_on_support`),
+    trying the support read off complementary pairs, then a stricter one (utility share above
+    1e-6: an interior point may leave a bundle barely used whose reduced cost is still tiny)."""
+    for strict in (False, True):
+        out = _newton_on_support(form, z, p, strict=strict)
+        if out is not None:
+            return out
+    return None
+
+
+def _newton_on_support(form: _EdgeForm, z: np.ndarray, p: np.ndarray, *, strict: bool
+                       ) -> tuple[np.ndarray, np.ndarray] | None:
     """Exact equilibrium on the support of an approximate one (several bundles per buyer).
 
     On the support ``S`` (edges carrying utility) and the priced goods ``R``, the KKT system
@@ -447,7 +459,7 @@ def _support_newton_polish(form: _EdgeForm, z: np.ndarray, p: np.ndarray
     # small-times-small; the larger of each pair says which side of the support it is on
     share = w * z / u[form.owner]
     reduced = (form.C.T @ p) / w / form.beta(p)[form.owner] - 1.0
-    S = np.flatnonzero(share > reduced)
+    S = np.flatnonzero((share > 1e-6) if strict else (share > reduced))
     slack = np.where(s > 0, (s - form.C @ z) / np.where(s > 0, s, 1.0), np.inf)
     R = np.flatnonzero(p / pmax > slack)
     if S.size == 0 or R.size == 0:
@@ -469,9 +481,16 @@ def _support_newton_polish(form: _EdgeForm, z: np.ndarray, p: np.ndarray
             break
         J12 = member @ sp.diags(B / U**2) @ member.T @ sp.diags(wS)
         J = sp.bmat([[J11, J12], [None, CS]], format="csc")
-        delta = spsolve(J, -np.r_[F1, F2])
+        rhs = -np.r_[F1, F2]
+        delta = spsolve(J, rhs)
         if not np.all(np.isfinite(delta)):
-            return None
+            # singular (e.g. identical buyers): the system is consistent at an equilibrium,
+            # so the minimum-norm step still converges
+            if J.shape[0] > 3000:
+                return None
+            delta = np.linalg.lstsq(J.toarray(), rhs, rcond=None)[0]
+            if not np.all(np.isfinite(delta)):
+                return None
         pr = pr + delta[:k]
         zs = zs + delta[k:]
     else:
@@ -909,10 +928,11 @@ class FisherMarket(Composable):
             self._b_norm = self.budget / self._fb
         if not np.isfinite(self._fb):
             raise InputError("the budgets exceed the float range", argument="budget")
-        if not np.all(self._b_norm > 0):
-            i = int(np.flatnonzero(~(self._b_norm > 0))[0])
+        tiny = ~(self.budget >= 1e-300 * np.max(self.budget)) | ~(self._b_norm > 0)
+        if tiny.any():
+            i = int(np.flatnonzero(tiny)[0])
             raise InputError(f"budget[{i}] = {self.budget[i]:g} is too small next to the "
-                             "total budget to be represented (ratio below 1e-308)",
+                             "largest budget to be represented (ratio below 1e-300)",
                              argument="budget", index=(i,))
         if not (np.all(np.isfinite(self._u_norm)) and np.all(np.isfinite(self._ufac))
                 and np.all(self._ufac > 0)):

@@ -118,14 +118,24 @@ def _inputs(utility: Any, allocation: Any, budget: Any = None, supply: Any = Non
     return U, X, B, s
 
 
+def _finite(arr: np.ndarray, argument: str) -> np.ndarray:
+    """``arr`` if every entry is finite, else InputError: the data overflow a float."""
+    if not np.all(np.isfinite(arr)):
+        raise InputError(f"the values computed from {argument} overflow a float; express the "
+                         "data in other units", argument=argument)
+    return arr
+
+
 def _value(U3: np.ndarray, bundles: np.ndarray, kind: str) -> np.ndarray:
     """``V[i, k] = u_i(bundles[k])`` for bundles of shape (K, m, T)."""
-    if kind == "linear":
-        return np.einsum("imt,kmt->ik", U3, bundles)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(all="ignore"):
+        if kind == "linear":
+            return _finite(np.einsum("imt,kmt->ik", U3, bundles), "allocation")
         ratio = np.where(U3[:, None] > 0, bundles[None] / U3[:, None], np.inf)  # (n, K, m, T)
-    level = ratio.min(axis=2)
-    return np.where(np.isfinite(level), level, 0.0).sum(axis=2)
+        level = ratio.min(axis=2)  # (n, K, T)
+        # a round the buyer has no demand in (all a = 0) gives nothing
+        demand = (U3 > 0).any(axis=1)  # (n, T)
+        return _finite(np.where(demand[:, None, :], level, 0.0).sum(axis=2), "allocation")
 
 
 def bundle_values(utility: Any, allocation: Any, *, kind: str = "linear") -> np.ndarray:
@@ -157,11 +167,13 @@ def market_clearing(allocation: Any, prices: Any, supply: Any = None, *,
     p = as_array(prices, "prices", ndim=X.ndim - 1, shape=X.shape[1:])
     s = np.ones(X.shape[1:]) if supply is None else as_array(
         supply, "supply", ndim=X.ndim - 1, shape=X.shape[1:])
-    unsold = np.maximum(s - X.sum(axis=0), 0.0)
-    waste = (p * unsold).reshape(-1)
+    with np.errstate(all="ignore"):
+        unsold = np.maximum(s - X.sum(axis=0), 0.0)
+        waste = _finite((p * unsold).reshape(-1), "prices")
+        # the market's total value: unit invariant
+        scale = float(_finite(np.atleast_1d(np.sum(p * s)), "prices")[0])
     j = int(np.argmax(waste))
     viol = float(waste[j])
-    scale = float(np.sum(p * s))  # the market's total value: unit invariant
     ok = viol <= tol * scale
     return PropertyResult("market_clearing", ok, viol, j, None,
                           "every priced good is sold" if ok else
@@ -184,7 +196,8 @@ def budget_clearing(allocation: Any, prices: Any, budget: Any = None, *,
     p = as_array(prices, "prices", ndim=X.ndim - 1, shape=X.shape[1:])
     B = np.ones(n) if budget is None else as_array(budget, "budget", ndim=1, shape=(n,),
                                                      positive=True)
-    spend = X.reshape(n, -1) @ p.reshape(-1)
+    with np.errstate(all="ignore"):
+        spend = _finite(X.reshape(n, -1) @ p.reshape(-1), "prices")
     err = np.abs(spend - B) / B
     i = int(np.argmax(err))
     ok = bool(err[i] <= tol)
@@ -219,7 +232,9 @@ def optimal_spending(utility: Any, allocation: Any, prices: Any, *,
     best = bpb.max(axis=1)
     with np.errstate(invalid="ignore"):
         poor = (bpb < best[:, None] * (1 - tol)) & ~np.isinf(best)[:, None]
-    waste = np.sum(np.where(poor, Xf * p, 0.0), axis=1)
+    with np.errstate(all="ignore"):
+        waste = _finite(np.sum(np.where(poor, Xf * p, 0.0), axis=1), "prices")
+        _finite(Xf @ p, "prices")
     i = int(np.argmax(waste))
     ok = bool(waste[i] <= tol * float(np.sum(Xf[i] * p)))  # relative to its spending
     return PropertyResult("optimal_spending", ok, float(waste[i]), i, None,
@@ -234,8 +249,9 @@ def envy_free(utility: Any, allocation: Any, budget: Any = None, *, kind: str = 
     tol = as_tolerance(tol, "tol")
     U, X, B, _ = _inputs(utility, allocation, budget, kind=kind)
     V = _value(U, X, kind)
-    own = np.diag(V) / B
-    envy = V / B[None, :] - own[:, None]  # (i, k): how much i prefers k's bundle per budget
+    with np.errstate(all="ignore"):
+        own = np.diag(V) / B
+        envy = _finite(V / B[None, :] - own[:, None], "budget")  # (i, k): per-budget envy
     np.fill_diagonal(envy, 0.0)
     i, k = np.unravel_index(int(np.argmax(envy)), envy.shape)
     viol = float(envy[i, k])

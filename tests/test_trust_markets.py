@@ -470,3 +470,24 @@ def test_property_helpers_return_read_only_arrays_and_handle_infeasible_allocati
     # so none Pareto-improves on it (its infeasibility is market_clearing's business)
     res = pr.pareto_optimal([[0.0, 1e6], [2.7e6, 4.1e6]], [[1.0, 1.0], [1.0, 1.0]])
     assert res.passed and res.violation == 0.0
+
+
+@pytest.mark.parametrize("a", [1e-12, 1e-6, 1.0, 1e6])
+@pytest.mark.parametrize("kind", ["linear", "leontief"])
+def test_composed_constraint_in_small_units_is_met_or_an_error(a: float, kind: str) -> None:
+    # the added constraint is written in the caller's units; an ok result must meet it
+    # relative to its own size (the conic certificate judges each row at its own scale)
+    rng = np.random.default_rng(3)
+    u = rng.uniform(0.5, 2.0, (4, 1, 3)) * 1e9
+    s = rng.uniform(0.5, 2.0, (1, 3)) * a
+    m = fa.FisherMarket(u, rng.uniform(0.5, 2.0, 4) * 1e-12, s, kind=kind)
+    bound = 0.01 * float(s[0, 0])
+    m.add_constraint(m.x[0, 0] <= bound)
+    try:
+        r = m.solve()
+    except fa.CertificateError:
+        return
+    assert r.certificate.ok
+    # rows are judged against |coefficients| x the largest solver variable (which includes the
+    # conic program's auxiliary variables), so allow a little more than feas_tol here
+    assert r.allocation[0, 0, 0] <= bound * (1 + 1e-5)
