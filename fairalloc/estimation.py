@@ -344,8 +344,9 @@ def complete_matrix(
         Alternating ridge least squares (default) or soft-impute (iterative singular value
         thresholding, capped at ``rank``).
     reg : float
-        ALS: ridge weight per observed entry of a row/column, for the matrix divided by its
-        largest observed magnitude (so the completion does not depend on the data's unit).
+        ALS: ridge weight per observed entry of a row/column, for the matrix divided by the
+        root mean square of its observed entries (so the completion does not depend on the
+        data's unit).
         Soft-impute: threshold as a fraction of the largest singular value
         of the zero-filled matrix.
     max_iter : int
@@ -390,10 +391,12 @@ def complete_matrix(
     elif rank != "auto":
         raise InputError(f"rank must be a positive integer or 'auto', got {rank!r}",
                          argument="rank")
-    # unit scale: fit the matrix divided by its largest observed magnitude, so that ``reg`` and
-    # the stopping rule are relative to the data and rescaling the matrix rescales the answer
+    # unit scale: fit the matrix divided by the root mean square of its observed entries, so
+    # that ``reg`` and the stopping rule are relative to the data and rescaling the matrix
+    # rescales the answer (the RMS is taken after dividing by the largest magnitude: no
+    # overflow)
     top = float(np.max(np.abs(M[W])))
-    unit = top if top > 0.0 else 1.0
+    unit = top * float(np.sqrt(np.mean((M[W] / top) ** 2))) if top > 0.0 else 1.0
     Mn = M / unit
     if isinstance(rank, str):
         rank, val = _choose_rank(Mn, W, max_rank, method, reg, max_iter, tol, int(seed))

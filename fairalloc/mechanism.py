@@ -58,7 +58,7 @@ from ._validation import as_array, as_bool, as_option, as_positive_float, fmt_in
 from .data import Cluster, Jobs
 from .errors import InputError
 from .queuing import _only_fairalloc_errors
-from .results import FrozenArrays, readonly, require_pandas
+from .results import readonly, require_pandas
 
 __all__ = [
     "Placement",
@@ -552,8 +552,20 @@ def _order(
 # --------------------------------------------------------------------------------------------
 
 
+def _freeze(obj: Any, names: tuple[str, ...]) -> None:
+    """Make the named array fields of a frozen dataclass read-only views (O(fields), unlike a
+    walk over every field and tuple element: the label tuples hold one entry per job)."""
+    for name in names:
+        value = getattr(obj, name)
+        if isinstance(value, np.ndarray) and value.flags.writeable:
+            view = value.view()
+            view.flags.writeable = False
+            object.__setattr__(obj, name, view)
+
+
+
 @dataclass(frozen=True, repr=False)
-class RoundAssignment(FrozenArrays):
+class RoundAssignment:
     """Which job (or combination) runs on which accelerator type in the next round (§5).
 
     Attributes
@@ -602,6 +614,10 @@ class RoundAssignment(FrozenArrays):
     combinations: tuple[tuple[int, ...], ...] | None = None
     members: np.ndarray | None = None
     placement: Placement | None = None
+
+    def __post_init__(self) -> None:
+        _freeze(self, ("type_index", "priority", "workers", "capacity", "scale_factor",
+                       "selection", "members"))
 
     @property
     def scheduled(self) -> np.ndarray:
@@ -872,7 +888,7 @@ class ServerLayout:
 
 
 @dataclass(frozen=True, repr=False, eq=False)
-class Placement(FrozenArrays):
+class Placement:
     """GPUs of every job of a round (§5 placement, §6 lease renewals).
 
     Attributes
@@ -919,6 +935,10 @@ class Placement(FrozenArrays):
     row_labels: tuple[Hashable, ...]
     job_ids: tuple[Hashable, ...]
     layout: ServerLayout
+
+    def __post_init__(self) -> None:
+        _freeze(self, ("gpu_row", "row_ptr", "gpu_ids", "row_type", "servers_spanned",
+                       "renewed", "job_row", "job_restarted", "job_preempted"))
 
     @property
     def restarts(self) -> int:
