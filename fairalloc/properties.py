@@ -327,23 +327,77 @@ def pareto_gain(util: sp.spmatrix, own: np.ndarray, feasible: sp.spmatrix,
     """
     from .backends import HighsBackend, LinearProgram
 
+    util = _as_sparse(util, "util")
+    feasible = _as_sparse(feasible, "feasible")
     n, nv = util.shape
     rows = feasible.shape[0]
-    A = sp.vstack([sp.hstack([util, -sp.identity(n, format="csr")]),
-                   sp.hstack([feasible, sp.csr_matrix((rows, n))])])
+    if feasible.shape[1] != nv:
+        raise InputError(f"feasible has {feasible.shape[1]} columns for {nv} variables",
+                         argument="feasible")
+    own = as_array(own, "own", ndim=1, shape=(n,))
+    feasible_upper = _as_upper(feasible_upper, "feasible_upper", rows, nonneg=False)
+    col_upper = _as_upper(col_upper, "col_upper", nv, nonneg=True)
+    # unit scale (HiGHS's tolerances are absolute): each variable in units of the most it can
+    # take, each row in units of its largest term -- powers of two, so exact
+    Fabs = abs(feasible).tocsc()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = sp.csc_matrix((np.abs(feasible_upper)[Fabs.indices] / Fabs.data, Fabs.indices,
+                               Fabs.indptr), shape=Fabs.shape)
+    cap = np.full(nv, np.inf)
+    if ratio.nnz:
+        has = np.diff(ratio.indptr) > 0
+        cap[has] = np.minimum.reduceat(ratio.data, ratio.indptr[:-1][has])
+    cap = np.minimum(cap, col_upper)
+    cs = _pow2(np.where(np.isfinite(cap) & (cap > 0), cap, 1.0))
+    util_s = (util @ sp.diags(cs)).tocsr()
+    ru = _pow2(np.maximum(np.asarray(abs(util_s).max(axis=1).todense()).ravel(), own))
+    feas_s = (feasible @ sp.diags(cs)).tocsr()
+    rf = _pow2(np.asarray(abs(feas_s).max(axis=1).todense()).ravel())
+    util_s = sp.diags(1.0 / ru) @ util_s
+    feas_s = sp.diags(1.0 / rf) @ feas_s
+    A = sp.vstack([sp.hstack([util_s, -sp.identity(n, format="csr")]),
+                   sp.hstack([feas_s, sp.csr_matrix((rows, n))])])
     lp = LinearProgram.build(
-        c=np.r_[np.zeros(nv), -np.ones(n)],
+        c=np.r_[np.zeros(nv), -ru / np.max(ru)],  # max sum_k t_k (t_k = ru_k t'_k)
         A=A,
-        row_lower=np.r_[own, np.full(rows, -np.inf)],
-        row_upper=np.r_[np.full(n, np.inf), feasible_upper],
+        row_lower=np.r_[own / ru, np.full(rows, -np.inf)],
+        row_upper=np.r_[np.full(n, np.inf), feasible_upper / rf],
         col_lower=0.0,
-        col_upper=np.r_[col_upper, np.full(n, np.inf)],
+        col_upper=np.r_[col_upper / cs, np.full(n, np.inf)],
     )
     sol = HighsBackend().solve_lp(lp)
     if sol.status != "optimal" or sol.x is None:
         raise SolverError(f"Pareto LP failed: {sol.raw_status}", backend="highs",
                           status=sol.raw_status)
-    return np.maximum(sol.x[nv:], 0.0)
+    return readonly(np.maximum(sol.x[nv:], 0.0) * ru)
+
+
+def _as_sparse(value: Any, name: str) -> sp.csr_matrix:
+    """A finite 2-d sparse matrix (or array converted to one)."""
+    try:
+        mat = sp.csr_matrix(value, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"{name} must be a 2-d numeric (sparse) matrix ({exc})",
+                         argument=name) from None
+    if not np.all(np.isfinite(mat.data)):
+        raise InputError(f"{name} has a non-finite entry", argument=name)
+    return mat
+
+
+def _as_upper(value: Any, name: str, size: int, *, nonneg: bool) -> np.ndarray:
+    """Upper bounds: a float vector of ``size`` entries, no NaN or -inf (+inf: no bound)."""
+    try:
+        arr = np.array(value, dtype=float).reshape(-1)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"{name} must be a numeric vector ({exc})", argument=name) from None
+    if arr.size != size:
+        raise InputError(f"{name} has {arr.size} entries, expected {size}", argument=name)
+    bad = np.isnan(arr) | (arr == -np.inf) | ((arr < 0) if nonneg else False)
+    if np.any(bad):
+        i = int(np.flatnonzero(bad)[0])
+        raise InputError(f"{name}[{i}] is {arr[i]}; bounds must be numbers"
+                         f"{' >= 0' if nonneg else ''} (inf: none)", argument=name, index=(i,))
+    return arr
 
 
 def pareto_optimal(utility: Any, allocation: Any, supply: Any = None, *,

@@ -491,3 +491,25 @@ def test_composed_constraint_in_small_units_is_met_or_an_error(a: float, kind: s
     # rows are judged against |coefficients| x the largest solver variable (which includes the
     # conic program's auxiliary variables), so allow a little more than feas_tol here
     assert r.allocation[0, 0, 0] <= bound * (1 + 1e-5)
+
+
+@pytest.mark.parametrize("a", [1e-12, 1.0, 1e12])
+def test_pareto_gain_is_unit_invariant_validated_and_read_only(a: float) -> None:
+    import scipy.sparse as sp
+
+    from fairalloc.properties import pareto_gain
+
+    # one buyer, one good of supply a, utility 2.5e-10 per unit, owning nothing: it can gain
+    # 2.5e-10 * a (HiGHS's absolute tolerances used to call this 0 at small a)
+    t = pareto_gain(sp.csr_matrix([[2.5e-10]]), np.array([0.0]), sp.csr_matrix([[1.0]]),
+                    np.array([a]), np.array([np.inf]))
+    assert t[0] == pytest.approx(2.5e-10 * a, rel=1e-9) and not t.flags.writeable
+    for bad in ([np.nan], [-1.0], [np.inf]):
+        with pytest.raises(fa.InputError) as info:
+            pareto_gain(sp.csr_matrix([[1.0]]), np.array(bad), sp.csr_matrix([[1.0]]),
+                        np.array([1.0]), np.array([np.inf]))
+        assert info.value.argument == "own"
+    with pytest.raises(fa.InputError) as info:
+        pareto_gain(sp.csr_matrix([[1.0]]), np.array([0.0]), sp.csr_matrix([[1.0]]),
+                    np.array([np.nan]), np.array([np.inf]))
+    assert info.value.argument == "feasible_upper"
