@@ -302,17 +302,19 @@ def _scaled_solve(lp: LinearProgram, backend: Backend, what: str, *,
     the caller's ``lp`` by the caller. Data already within ``2**+-4`` of unit scale are left
     as given.
     """
-    A = lp.A
+    A = sp.csr_matrix(lp.A)
     c = lp.c
     cl, cu = lp.col_lower, lp.col_upper
+    # scaled copies share the sparsity structure (only the values are copied)
     if col_unit is not None and (col_unit != 1.0).any():
-        A = sp.csr_matrix(A @ sp.diags(col_unit))
+        A = sp.csr_matrix((A.data * col_unit[A.indices], A.indices, A.indptr), shape=A.shape)
         c = c * col_unit
         cl, cu = cl / col_unit, cu / col_unit
     r = _row_units(A)
     rows_scaled = bool((r != 1.0).any())
     if rows_scaled:
-        A = sp.csr_matrix(sp.diags(1.0 / r) @ A)
+        per_entry = np.repeat(1.0 / r, np.diff(A.indptr))
+        A = sp.csr_matrix((A.data * per_entry, A.indices, A.indptr), shape=A.shape)
     if obj_unit is None:
         obj_unit = _pow2(float(np.max(np.abs(c), initial=0.0)))
     if not rows_scaled and obj_unit == 1.0 and (col_unit is None or (col_unit == 1.0).all()):
