@@ -66,7 +66,8 @@ class Target:
     slow: bool = False             # fewer examples in the quick profile
     always_feasible: bool = False  # the program always has a feasible point (x = 0): an
     #                                InfeasibleError is a wrong answer, not a typed error
-    unused: tuple[str, ...] = ()   # case keys this target does not pass to fairalloc
+    unused: tuple[str, ...] = ()   # case keys not passed to fairalloc, or where any value
+    #                                may be valid (exempt from the invalid-scalar check)
 
     def reproducer(self, case: dict) -> str:
         if self.render is not None:

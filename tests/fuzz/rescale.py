@@ -240,6 +240,17 @@ def _plan_call(case: dict, a: float) -> Any:
     return fa.plan_schedule([fa.PlanJob(**j) for j in jobs], case["num_gpus"], **kw)
 
 
+def _relax_call(case: dict, a: float) -> Any:
+    fa = _fa()
+    jobs, kw = _plan_scaled(case, a)
+    return fa.relax_plan([fa.PlanJob(**j) for j in jobs], case["num_gpus"], **kw)
+
+
+def _relax_mapped(r: Any, a: float, case: dict) -> dict:
+    return {"objective": np.array([float(r.objective)]),
+            "rounds_given": np.asarray(r.rounds_given, float)}
+
+
 def _plan_mapped(r: Any, a: float, case: dict) -> dict:
     return {"objective": np.array([float(r.objective)])}
 
@@ -319,7 +330,10 @@ for _f in ([_market_family(k, w) for k in ("linear", "leontief")
               _ftf_family(), _efq_family(),
               _partial_family("utility"), _partial_family("supply"),
               Family("plan_schedule: durations x a", _plan_make, _plan_call, _plan_mapped,
-                     _plan_render)]):
+                     _plan_render),
+              Family("relax_plan: durations x a", _plan_make, _relax_call, _relax_mapped,
+                     lambda c, a: _plan_render(c, a).replace("fa.plan_schedule(",
+                                                             "fa.relax_plan("))]):
     RESCALE_FAMILIES[_f.name] = _f
 
 

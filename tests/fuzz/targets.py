@@ -1476,7 +1476,8 @@ def _call_replan(case: dict, ctx: Ctx) -> Any:
 
 register("ReplanPolicy.decide", "schedule", replan_cases(), _call_replan, None,
          lambda c: f"fa.ReplanPolicy({c['mode']!r}).decide("
-                   f"{_kw({k: v for k, v in c.items() if k != 'mode'})})")
+                   f"{_kw({k: v for k, v in c.items() if k != 'mode'})})",
+         unused=("arrived", "finished"))  # counts, bools or sequences of job ids
 
 
 @st.composite
