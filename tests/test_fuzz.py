@@ -45,7 +45,7 @@ def test_fuzz_target(name: str) -> None:
 
 @pytest.mark.parametrize("family", sorted(RESCALE_FAMILIES))
 def test_rescaling_quick(family: str) -> None:
-    table, findings = run_rescale(RESCALE_FAMILIES[family], 1, seed=SEED,
+    table, findings = run_rescale(RESCALE_FAMILIES[family], 2, seed=SEED,
                                   factors=(FACTORS[0], FACTORS[3], FACTORS[-1]),
                                   timeout=PER_CALL_TIMEOUT)
     assert not findings, "\n".join(f"[{f.kind} x{f.factor:g}] {f.detail}\n    {f.reproducer}"
