@@ -160,7 +160,7 @@ def max_min_space_sharing(jobs: Jobs, cluster: Cluster, pairs: JobPairs, *,
     # normalised pair coefficients (P, k) for each member
     ca = coef[a_][:, None] * pairs.throughput[:, :, 0]
     cb = coef[b_][:, None] * pairs.throughput[:, :, 1]
-    cmax = float(max(np.max(ca, initial=0.0), np.max(cb, initial=0.0)))
+    ca_max, cb_max = ca.max(axis=1), cb.max(axis=1)
     active = np.zeros(ok.shape, dtype=bool)
     batch = max(4 * n, 1000) if batch is None else int(batch)
     if backend is None or backend == "highs":
@@ -187,10 +187,6 @@ def max_min_space_sharing(jobs: Jobs, cluster: Cluster, pairs: JobPairs, *,
         lam = np.maximum(duals[n + k: 2 * n + k], 0.0)
         red = (lam[a_][:, None] * ca + lam[b_][:, None] * cb - (mu[a_] + mu[b_])[:, None]
                - sp_w[:, None] * p[None, :])
-        # the reduced costs' own scale (unit free: weights and throughputs in any units give
-        # the same columns), from maxima only (no second pairs x types array)
-        tscale = (2.0 * float(lam.max(initial=0.0)) * cmax + 2.0 * float(mu.max(initial=0.0))
-                  + float(sp_w.max(initial=0.0)) * float(p.max(initial=0.0)))
         red = np.where(ok, red, -np.inf)
         # full-program dual bound (weak duality with every pair column present)
         theta = float(res.x[-1])
@@ -200,7 +196,17 @@ def max_min_space_sharing(jobs: Jobs, cluster: Cluster, pairs: JobPairs, *,
                            primal_residual=res.cert.primal_residual,
                            dual_residual=res.cert.dual_residual, gap_tol=gap_tol,
                            feas_tol=feas_tol)
-        viol = red > 1e-9 * tscale
+        # each pair's reduced-cost scale (unit free: weights and throughputs in any units
+        # give the same columns), from its largest coefficient over types: a (P,) vector
+        # built in place (no second (P, k) array)
+        tscale = np.multiply(lam[a_], ca_max)
+        tscale += lam[b_] * cb_max
+        tscale += mu[a_]
+        tscale += mu[b_]
+        tscale += sp_w * float(p.max(initial=0.0))
+        tscale *= 1e-9
+        viol = red > tscale[:, None]
+        del tscale
         viol &= ~active
         if cert.ok or not viol.any():
             cert.check(backend=be.name)
