@@ -166,17 +166,17 @@ def as_finite_float(value: Any, name: str, *, lo: float | None = None, hi: float
 
 
 def as_tolerance(value: Any, name: str) -> float:
-    """Validate a relative tolerance: finite, positive and at most
-    :data:`fairalloc.tolerances.MAX_TOL`.
+    """Validate a relative tolerance: finite, in
+    [:data:`fairalloc.tolerances.MIN_TOL`, :data:`fairalloc.tolerances.MAX_TOL`].
 
     Examples
     --------
     >>> as_tolerance(1e-6, "gap_tol")
     1e-06
     """
-    from .tolerances import MAX_TOL
+    from .tolerances import MAX_TOL, MIN_TOL
 
-    return as_finite_float(value, name, lo=0.0, hi=MAX_TOL, lo_open=True)
+    return as_finite_float(value, name, lo=MIN_TOL, hi=MAX_TOL)
 
 
 def as_time_limit(value: Any, name: str = "time_limit") -> float | None:

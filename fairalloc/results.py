@@ -25,6 +25,9 @@ from .tolerances import FEAS_TOL, GAP_TOL
 __all__ = ["Certificate", "FrozenArrays", "Result", "SolveStats", "Status", "readonly"]
 
 
+_CONTAINERS = (np.ndarray, tuple, list, dict)
+
+
 def readonly(value: Any) -> Any:
     """Return ``value`` with every numpy array in it made read-only (the caller's stay writable).
 
@@ -47,6 +50,9 @@ def readonly(value: Any) -> Any:
         view.flags.writeable = False
         return view
     if isinstance(value, tuple | list | dict):
+        values = value.values() if isinstance(value, dict) else value
+        if not any(isinstance(v, _CONTAINERS) for v in values):
+            return value  # e.g. a tuple of job ids: nothing to freeze, no per-item work
         items = value.items() if isinstance(value, dict) else enumerate(value)
         frozen = {k: readonly(v) for k, v in items}
         if all(frozen[k] is v for k, v in (value.items() if isinstance(value, dict)

@@ -13,6 +13,7 @@ name                      value     contract
 ``FEAS_TOL``              1e-7      relative primal residual of any returned allocation
 ``MILP_GAP_TOL``          1e-4      relative gap of a mixed-integer incumbent to its bound
 ``MAX_TOL``               1e-1      the largest tolerance a caller may request
+``MIN_TOL``               1e-15     the smallest (below it double precision cannot prove it)
 ========================= ========= ========================================================
 
 Examples
@@ -24,7 +25,7 @@ Examples
 
 from __future__ import annotations
 
-__all__ = ["FEAS_TOL", "GAP_TOL", "MAX_TOL", "MILP_GAP_TOL"]
+__all__ = ["FEAS_TOL", "GAP_TOL", "MAX_TOL", "MILP_GAP_TOL", "MIN_TOL"]
 
 #: Relative duality gap a convex solve must prove (gap / objective data scale).
 GAP_TOL: float = 1e-6
@@ -34,3 +35,5 @@ FEAS_TOL: float = 1e-7
 MILP_GAP_TOL: float = 1e-4
 #: Largest gap or feasibility tolerance a caller may request (a looser one is an InputError).
 MAX_TOL: float = 1e-1
+#: Smallest tolerance a caller may request: double precision cannot prove less.
+MIN_TOL: float = 1e-15

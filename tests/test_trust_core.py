@@ -292,3 +292,20 @@ def test_numbers_beyond_double_precision_are_input_errors() -> None:
 
     with pytest.raises(fa.InputError, match="utility"):
         as_array([[10**400]], "utility", ndim=2)
+
+
+@pytest.mark.parametrize("tol", [0.0, 5e-324, 1e-16, 0.5, math.inf, math.nan, "1e-6"])
+def test_tolerances_outside_the_provable_range_are_refused(tol: object) -> None:
+    from fairalloc._validation import as_tolerance
+
+    with pytest.raises(fa.InputError, match="gap_tol"):
+        as_tolerance(tol, "gap_tol")
+    assert as_tolerance(1e-15, "gap_tol") == 1e-15
+
+
+def test_readonly_skips_containers_without_arrays() -> None:
+    ids = tuple(f"job{i}" for i in range(1000))
+    assert readonly(ids) is ids
+    nested = (ids, [np.zeros(2)])
+    out = readonly(nested)
+    assert out[0] is ids and not out[1][0].flags.writeable
