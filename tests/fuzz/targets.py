@@ -308,7 +308,8 @@ def _prop_check(fn: str) -> Any:
                 S = np.ones(U.shape[1]) if case.get("supply") is None else \
                     np.asarray(case["supply"], float)
                 si = B / B.sum() * (U @ S)
-                worst = float(np.max(1 - u / np.where(si > 0, si, 1.0), initial=0.0))
+                worst = float(np.max(np.where(si > 0, 1 - u / np.where(si > 0, si, 1.0), 0.0),
+                                     initial=0.0))
             if r.passed and worst > 0.1:
                 raise Wrong(f"{fn} passed although it is violated by {worst:.3g} (relative)")
             tol = case.get("tol", 1e-6)
