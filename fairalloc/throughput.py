@@ -47,6 +47,7 @@ so that constraints and objective terms can be added and the model re-solved wit
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any, Self
@@ -77,7 +78,7 @@ from ._validation import (
 from .backends import LinearProgram
 from .certificates import lp_certificate
 from .data import Cluster, Jobs
-from .errors import CertificateError, InfeasibleError, InputError, SolverError
+from .errors import CertificateError, FairallocWarning, InfeasibleError, InputError, SolverError
 from .results import Certificate, Result, SolveStats, Status, readonly, require_pandas
 from .tolerances import FEAS_TOL, GAP_TOL
 
@@ -409,6 +410,11 @@ class ThroughputPolicy(Composable):
                 # stage_certificates
                 if exc.certificate is None:
                     raise
+                warnings.warn(
+                    f"{self.name}: the work-conserving stage could not be certified "
+                    f"({exc}); returning the certified first-stage allocation, which may leave "
+                    "capacity idle (stage_certificates[1].ok is False)",
+                    FairallocWarning, stacklevel=2)
                 certs.append(exc.certificate)
         cert = solver.certify(res, stage, xcol)
         cert.check(backend=be.name)

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 import fairalloc as fa
 from fairalloc.backends import HighsBackend
+from fairalloc.results import Certificate
 from fairalloc.errors import FairallocError
 from fairalloc.space_sharing import JobPairs, max_min_space_sharing
 from fairalloc.throughput import equal_split, isolated_split
@@ -535,7 +536,33 @@ def test_makespan_with_throughputs_spanning_nine_decades(f):
                   [9.16e13, 9.85e4, 8.80e13], [1.82e10, 8.26e13, 3.57e8]])
     steps = np.array([4532.8, 8345.9, 7741.8, 7348.4, 8695.6])
     cl = fa.Cluster({"t0": 1, "t1": 1, "t2": 1})
-    base = fa.min_makespan(fa.Jobs(T, steps_remaining=steps), cl)
-    a = fa.min_makespan(fa.Jobs(T * f, steps_remaining=steps), cl)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        base = fa.min_makespan(fa.Jobs(T, steps_remaining=steps), cl)
+        a = fa.min_makespan(fa.Jobs(T * f, steps_remaining=steps), cl)
+    # a fallback is never silent: a warning says so and the stage certificate is not ok
+    fell_back = [c for c in a.stage_certificates[1:] if not c.ok]
+    assert bool(fell_back) == any(issubclass(w.category, fa.FairallocWarning)
+                                  and "work-conserving" in str(w.message) for w in caught)
     assert a.certificate.ok and (a.effective_throughput > 0).all()
     assert a.objective == pytest.approx(base.objective / f, rel=1e-6)
+
+
+def test_uncertified_work_conserving_stage_falls_back_with_a_warning(monkeypatch):
+    # a work-conserving stage whose certificate fails: the certified max-min allocation is
+    # returned, never silently -- a FairallocWarning and stage_certificates[1].ok is False
+    import fairalloc.throughput as tp_mod
+
+    bad = Certificate(kind="lp", primal_value=1.0, dual_bound=2.0, gap=1.0, primal_residual=0.0)
+
+    def failing(*args, **kwargs):
+        raise fa.CertificateError("forced", certificate=bad)
+
+    monkeypatch.setattr(tp_mod, "_fast_floor", failing)
+    jobs = fa.Jobs(np.array([[40.0, 10.0], [12.0, 4.0], [100.0, 50.0]]))
+    cl = fa.Cluster({"v100": 1, "k80": 1})
+    with pytest.warns(fa.FairallocWarning, match="work-conserving"):
+        a = fa.max_min_fairness(jobs, cl)
+    assert a.certificate.ok and a.status == "optimal"
+    assert not a.stage_certificates[1].ok
+    np.testing.assert_allclose(a.x * 11, [[5, 0], [5, 1], [1, 10]], atol=1e-6)
