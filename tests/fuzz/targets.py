@@ -266,8 +266,9 @@ def property_cases(draw: Any, fn: str) -> dict:
     if fn != "bundle_values":
         case["tol"] = scalar(draw, st.sampled_from([1e-6, 1e-3]), 0.15)
     which = pick(draw, [k for k in case if isinstance(case[k], np.ndarray)])
-    case[which] = corrupt(rng, case[which], corruption(draw, 0.25))
-    case["_alloc"] = how_alloc
+    how = corruption(draw, 0.25)
+    case[which] = corrupt(rng, case[which], how)
+    case["_alloc"] = how_alloc if how == "none" else "corrupted"
     return case
 
 
@@ -371,16 +372,21 @@ def _check_pareto_gain(case: dict, t: Any) -> None:
                        * float(np.max(case["S"])))
     scale = np.where(scale > 0, scale, 1.0)
     S = np.asarray(case["S"], float)
-    A = sp.vstack([sp.hstack([-sp.diags(1 / scale) @ util, sp.diags(1 / scale)]),
+    tmax = float(scale.max())  # t = tmax * tau: every coefficient O(1)
+    A = sp.vstack([sp.hstack([-sp.diags(1 / scale) @ util, sp.diags(tmax / scale)]),
                    sp.hstack([feas.multiply(1 / S[:, None]), sp.csr_matrix((len(S), n))])])
     b = np.concatenate([-own / scale, np.ones(len(S))])
-    tmax = float(scale.max())  # objective max sum t, in units of the largest utility
-    res = linprog(np.concatenate([np.zeros(E), -np.ones(n) / tmax]), A_ub=A.tocsr(), b_ub=b,
+    res = linprog(np.concatenate([np.zeros(E), -np.ones(n)]), A_ub=A.tocsr(), b_ub=b,
                   bounds=[(0, None)] * (E + n), method="highs")
     if res.status != 0:
         raise Skip()
-    y = res.x[:E]
-    best = float(np.maximum(util @ y - own, 0.0).sum())  # recomputed from linprog's y
+    y = np.maximum(res.x[:E], 0.0)
+    used = feas @ y
+    y = y * min(1.0, float(np.min(np.where(used > 0, S / np.where(used > 0, used, 1.0), 1.0))))
+    gain = util @ y - own  # a Pareto improvement only if nobody loses (to LP tolerance)
+    if np.any(gain < -1e-7 * scale):
+        raise Skip()
+    best = float(gain.sum())
     mine = float(t.sum())
     if mine < best - 1e-6 * max(best, float(own.sum()), 1e-300):
         raise Wrong(f"pareto_gain total {mine!r} below the gain {best!r} of a feasible "
