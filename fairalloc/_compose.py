@@ -31,15 +31,29 @@ class Composable:
 
     def add_constraint(self, constraint: Any) -> Self:
         """Add a cvxpy constraint on the builder's variables; returns ``self``."""
-        if not getattr(constraint, "is_dcp", lambda: False)():
+        if not _ask(constraint, "is_dcp"):
             raise InputError("constraint must be a DCP cvxpy constraint", argument="constraint")
         self._constraints.append(constraint)
         return self
 
     def add_objective_term(self, term: Any) -> Self:
-        """Add a concave cvxpy expression to the maximised objective; returns ``self``."""
-        if getattr(term, "is_concave", lambda: False)() is False:
+        """Add a concave scalar cvxpy expression to the maximised objective; returns ``self``."""
+        if not _ask(term, "is_concave"):
             raise InputError("term must be a concave cvxpy expression (it is maximised)",
                              argument="term")
+        if not _ask(term, "is_scalar"):
+            raise InputError(f"term must be a scalar cvxpy expression, got shape "
+                             f"{getattr(term, 'shape', '?')} (sum it first)", argument="term")
         self._terms.append(term)
         return self
+
+
+def _ask(obj: Any, predicate: str) -> bool:
+    """``obj.predicate()`` for a cvxpy object; False for anything else (or if it raises)."""
+    method = getattr(obj, predicate, None)
+    if not callable(method):
+        return False
+    try:
+        return bool(method())
+    except Exception:  # not a cvxpy object after all
+        return False

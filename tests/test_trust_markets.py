@@ -513,3 +513,18 @@ def test_pareto_gain_is_unit_invariant_validated_and_read_only(a: float) -> None
         pareto_gain(sp.csr_matrix([[1.0]]), np.array([0.0]), sp.csr_matrix([[1.0]]),
                     np.array([np.nan]), np.array([np.inf]))
     assert info.value.argument == "feasible_upper"
+
+
+def test_composition_arguments_are_validated() -> None:
+    import cvxpy as cp
+
+    m = fa.FisherMarket([[1.0, 2.0], [2.0, 1.0]])
+    for bad in (None, 1.0, "x >= 0", object(), m.x[0, 0] * m.x[0, 1] >= 0):
+        with pytest.raises(fa.InputError) as info:
+            m.add_constraint(bad)
+        assert info.value.argument == "constraint"
+    for bad in (None, 2.0, "x", cp.square(m.x[0, 0]), -m.x[0, :]):  # convex; not scalar
+        with pytest.raises(fa.InputError) as info:
+            m.add_objective_term(bad)
+        assert info.value.argument == "term"
+    assert not m.composed
