@@ -1255,6 +1255,13 @@ class FisherMarket(Composable):
         except Exception as exc:  # numerical trouble in a polish or a foreign package
             raise SolverError(f"market solve failed: {type(exc).__name__}: {exc}",
                               backend=log.backend, status="exception") from exc
+        if (log.hit_limit and not cert_n.ok and not np.isfinite(cert_n.gap)
+                and not self.composed):
+            # out of time before the solver had a usable point: a cheap feasible incumbent
+            # (each buyer's demand at rough prices), reported with its proven gap
+            incumbent = self._incumbent(gap_tol, feas_tol)
+            if incumbent is not None:
+                alloc, prices_n, cert_n = incumbent
         cert = self._user_certificate(cert_n)
         status = Status.OPTIMAL
         if not cert.ok:
@@ -1279,6 +1286,28 @@ class FisherMarket(Composable):
         return MarketResult(objective=cert.primal_value, status=status, stats=stats,
                             certificate=cert, allocation=alloc, prices=prices, utility=utility,
                             budget=self.budget, spending=spending)
+
+    def _incumbent(self, gap_tol: float, feas_tol: float
+                   ) -> tuple[np.ndarray, np.ndarray, Certificate] | None:
+        """A feasible allocation with positive utilities and its certificate, without a
+        solver: proportional-response prices (linear) or uniform prices (Leontief), then each
+        buyer's demand at them, made feasible."""
+        form = self._form
+        try:
+            with np.errstate(all="ignore"):
+                if self.kind == "linear":
+                    p = _proportional_response(form, iters=30, prices=None)
+                else:
+                    p = np.full(form.supply.size, float(form.budget.sum() / form.supply.sum()))
+                if not np.all(np.isfinite(p)):
+                    return None
+                z = _demand_polish(form, np.ones(form.num_edges), p)
+                cert, best_p = form.certificate(z, [p], gap_tol=gap_tol, feas_tol=feas_tol)
+        except (ArithmeticError, ValueError, IndexError):
+            return None
+        if not np.isfinite(cert.gap):
+            return None
+        return self._allocation(z), best_p, cert
 
     def _plain_method(self) -> str:
         if self.kind == "linear" and self._form.num_edges > _FAST_MIN_EDGES:

@@ -528,3 +528,20 @@ def test_composition_arguments_are_validated() -> None:
             m.add_objective_term(bad)
         assert info.value.argument == "term"
     assert not m.composed
+
+
+@pytest.mark.parametrize("kind", ["linear", "leontief"])
+def test_limit_before_any_point_gives_a_feasible_time_limit_incumbent(kind: str) -> None:
+    from fairalloc.backends import ClarabelBackend
+
+    class NoTime(ClarabelBackend):
+        def _solve_conic(self, prog, *, settings, **kw):  # type: ignore[no-untyped-def]
+            return super()._solve_conic(prog, settings={**settings, "max_iter": 0}, **kw)
+
+    u = np.random.default_rng(1).random((40, 6)) + 0.05
+    r = fa.fisher_market(u, kind=kind, method="conic", backend=NoTime())
+    assert r.stats.raw_status == "MaxIterations"
+    assert r.status in (Status.TIME_LIMIT, Status.OPTIMAL)  # Leontief's polish may finish
+    assert r.certificate.ok == (r.status == Status.OPTIMAL)
+    assert np.isfinite(r.certificate.gap) and np.all(r.utility > 0)
+    assert np.all(r.allocation.sum(axis=0) <= 1.0 + 1e-12)
