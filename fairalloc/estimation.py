@@ -299,7 +299,7 @@ def _choose_rank_rows(F: np.ndarray, W: np.ndarray, max_rank: int, method: str, 
     count = 0
     for rk in range(1, max_rank + 1):
         Fc = F if W.all() else np.array(
-            complete_matrix(F, W, rank=rk, method=method, reg=reg).matrix)
+            _complete_abs(F, W, rk, method, reg).matrix)
         for g in range(3):
             rows = group == g
             held = hidden[rows]
@@ -314,6 +314,22 @@ def _choose_rank_rows(F: np.ndarray, W: np.ndarray, max_rank: int, method: str, 
     rmse = np.sqrt(sq / max(count, 1))
     scale = float(np.sqrt(np.mean(F[W] ** 2))) if W.any() else 1.0
     return _parsimonious(rmse, scale), rmse
+
+
+def _data_unit(M: np.ndarray, W: np.ndarray) -> float:
+    """Root mean square of the observed entries (computed without overflow); 1 if all zero."""
+    top = float(np.max(np.abs(M[W]), initial=0.0))
+    return top * float(np.sqrt(np.mean((M[W] / top) ** 2))) if top > 0.0 else 1.0
+
+
+def _complete_abs(F: np.ndarray, W: np.ndarray, rank: int, method: str, reg: float
+                  ) -> Completion:
+    """:func:`complete_matrix` with ``reg`` in the data's own units (the estimator's normalised
+    throughputs): fitting ``F / s`` with ``reg / s`` is the same ALS problem as fitting ``F``
+    with ``reg``. Soft-impute's threshold is relative to the largest singular value already."""
+    if method == "als":
+        reg = min(reg / _data_unit(F, W), _MAX_REG)
+    return complete_matrix(F, W, rank=rank, method=method, reg=reg)
 
 
 @_only_fairalloc_errors
@@ -395,8 +411,7 @@ def complete_matrix(
     # that ``reg`` and the stopping rule are relative to the data and rescaling the matrix
     # rescales the answer (the RMS is taken after dividing by the largest magnitude: no
     # overflow)
-    top = float(np.max(np.abs(M[W])))
-    unit = top * float(np.sqrt(np.mean((M[W] / top) ** 2))) if top > 0.0 else 1.0
+    unit = _data_unit(M, W)
     Mn = M / unit
     if isinstance(rank, str):
         rank, val = _choose_rank(Mn, W, max_rank, method, reg, max_iter, tol, int(seed))
@@ -592,7 +607,7 @@ class ThroughputEstimator:
         if W.all():
             full = F
         else:
-            done = complete_matrix(F, W, rank=self.rank, method=self._method, reg=self._reg)
+            done = _complete_abs(F, W, self.rank, self._method, self._reg)
             full = np.where(W, F, self._clipped(np.array(done.estimate)))
         self._F = full  # (r, k*r) completed reference fingerprints
         self._B = _basis(full, self.rank)  # (k*r, rank) column factor

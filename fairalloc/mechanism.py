@@ -236,6 +236,8 @@ def _build_rows(
                          argument="scale_factor")
     if jobs is not None and ids is not None:
         raise InputError("pass the job ids through jobs or ids=, not both", argument="ids")
+    if ids is not None and (isinstance(ids, str | bytes) or not hasattr(ids, "__iter__")):
+        raise InputError(f"ids must be a sequence of job labels, got {ids!r}", argument="ids")
     if jobs is not None and jobs.num_types != k:
         raise InputError(
             f"jobs have {jobs.num_types} throughput columns but the target has {k}",

@@ -661,3 +661,20 @@ def test_cli_user_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixt
     assert "Traceback" not in err
     lines = [ln for ln in err.splitlines() if ln.strip()]
     assert len(lines) == 1 and lines[0].startswith(f"fairalloc {args[0]}: "), err
+
+
+def test_more_sequence_arguments_named() -> None:
+    with pytest.raises(InputError) as info:
+        Workload.from_arrays([0.0], [[1.0]], [1.0], ids=5)
+    assert info.value.argument == "ids"
+    with pytest.raises(InputError) as info:
+        Workload.from_arrays([0.0], [[1.0]], [1.0], types=5)
+    assert info.value.argument == "types"
+    with pytest.raises(InputError) as info:
+        schedule_round([[0.5]], [1], ids=5)
+    assert info.value.argument == "ids"
+    from fairalloc.sim.plots import save_plots
+
+    with pytest.raises(InputError) as info:
+        save_plots(3, "/tmp/never-written")  # type: ignore[arg-type]
+    assert info.value.argument == "results"

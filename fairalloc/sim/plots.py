@@ -42,8 +42,11 @@ def _results(results: Any) -> list[tuple[str, SimulationResult]]:
         return [(results.policy, results)]
     if isinstance(results, Mapping):
         items = list(results.items())
+    elif isinstance(results, str | bytes) or not hasattr(results, "__iter__"):
+        raise InputError(f"results must be a SimulationResult, or a sequence or mapping of "
+                         f"them, got {type(results).__name__}", argument="results")
     else:
-        items = [(r.policy, r) for r in results]
+        items = [(getattr(r, "policy", str(i)), r) for i, r in enumerate(results)]
     for name, r in items:
         if not isinstance(r, SimulationResult):
             raise InputError(f"results[{name!r}] is a {type(r).__name__}, not a "

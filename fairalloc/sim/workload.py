@@ -571,9 +571,7 @@ class Workload:
         InputError
             Naming the job (``jobs[i]``) and the field on bad input.
         """
-        types = tuple(str(t) for t in types)
-        if not types:
-            raise InputError("types is empty", argument="types")
+        types = tuple(_as_names(types, "types"))
         k = len(types)
         if isinstance(jobs, JobSpec) or not isinstance(jobs, Sequence):
             raise InputError("jobs must be a sequence of JobSpec", argument="jobs")
@@ -695,10 +693,13 @@ class Workload:
                                                        positive=True)
         if types is None:
             types = ("gpu",) if k == 1 else tuple(f"gpu{j}" for j in range(k))
-        types = tuple(types)
+        types = tuple(_as_names(types, "types"))
         if len(types) != k:
             raise InputError(f"types has {len(types)} names for {k} throughput columns",
                              argument="types")
+        if ids is not None and (isinstance(ids, str | bytes) or not hasattr(ids, "__len__")):
+            raise InputError(f"ids must be a sequence of job labels, got {ids!r}",
+                             argument="ids")
         if ids is not None and len(ids) != n:
             raise InputError(f"ids has {len(ids)} entries for {n} jobs", argument="ids")
         with np.errstate(divide="ignore"):
