@@ -226,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\ndistinct findings ({len(groups)} groups: entry point / class / message):")
         for (tname, cls, _), os_ in sorted(groups.items(), key=lambda kv: (kv[0][1], kv[0][0])):
             o = min(os_, key=lambda x: len(x.reproducer))
-            print(f"- [{cls}] {tname} x{len(os_)}: {o.detail[:220]}\n    {o.reproducer[:600]}")
+            print(f"- [{cls}] {tname} x{len(os_)}: {o.detail[:220]}\n    {o.reproducer[:3000]}")
     typed = defaultdict(list)
     for o in all_outcomes:
         if o.outcome == "typed_error" and not o.detail.startswith("InputError"):
