@@ -209,11 +209,11 @@ def test_leontief_equilibrium_satisfies_every_property(data: st.DataObject) -> N
 
 @given(data=st.data())
 def test_volatile_leontief_equilibrium_satisfies_every_property(data: st.DataObject) -> None:
-    # ties between rounds make this dual non-smooth and no exact polish exists yet: the
-    # interior-point allocation satisfies the properties to ~1e-4 (see the closing note)
+    # ties between rounds make this dual non-smooth; the support Newton polish makes the
+    # equilibrium exact (formulations/volatile_fisher_market.md)
     a = data.draw(utilities(n=(1, 4), m=(1, 2), rounds=2))
     r = fa.volatile_fisher_market(a, kind="leontief")
-    checks = check_market(r, a, kind="leontief", tol=5e-4)
+    checks = check_market(r, a, kind="leontief", tol=1e-6)
     assert all(checks.values()), {k: v.message for k, v in checks.items() if not v}
 
 
