@@ -134,7 +134,7 @@ def _value(U3: np.ndarray, bundles: np.ndarray, kind: str) -> np.ndarray:
         ratio = np.where(U3[:, None] > 0, bundles[None] / U3[:, None], np.inf)  # (n, K, m, T)
         level = ratio.min(axis=2)  # (n, K, T)
         # a round the buyer has no demand in (all a = 0) gives nothing
-        demand = (U3 > 0).any(axis=1)  # (n, T)
+        demand: np.ndarray = np.asarray((U3 > 0).any(axis=1))  # (n, T)
         return _finite(np.where(demand[:, None, :], level, 0.0).sum(axis=2), "allocation")
 
 

@@ -415,6 +415,7 @@ class ThroughputPolicy(Composable):
                     f"({exc}); returning the certified first-stage allocation, which may leave "
                     "capacity idle (stage_certificates[1].ok is False)",
                     FairallocWarning, stacklevel=2)
+                assert isinstance(exc.certificate, Certificate)
                 certs.append(exc.certificate)
         cert = solver.certify(res, stage, xcol)
         cert.check(backend=be.name)
@@ -1019,24 +1020,58 @@ def _rank(order: Any, n: int, name: str) -> np.ndarray:
     return np.argsort(np.argsort(arr, kind="stable"), kind="stable")
 
 
+FIFO_SEMANTICS = ("arrival", "objective")
+
+
 class FIFO(ThroughputPolicy):
-    """First in, first out (gavel.txt §4.2):
-    ``max sum_m (M - r_m) throughput(m, X) / throughput(m, X^fastest)``.
+    """First in, first out (gavel.txt §4.2), in two named semantics.
+
+    ``semantics="arrival"`` (default; what schedulers, and Gavel's own ``FIFOPolicy``, mean):
+    jobs are served strictly in arrival order. It is the *lexicographic* program over the
+    normalised throughputs ``v_m = throughput(m, X) / throughput(m, X^fastest)`` in arrival
+    order: maximise ``v`` of the first job, then of the second keeping the first at its
+    optimum, and so on. A gang job that fits is therefore never starved by later, smaller
+    jobs (4 GPUs, a first-arrived 4-GPU job and four later 1-GPU jobs: the first job runs).
+    Solved by a sequence of LPs: the longest arrival prefix whose jobs each fit on their
+    fastest type at full time is placed greedily (each such job is at its upper bound
+    ``v = 1``, which proves its stage optimal), then one LP per job that is not at its bound,
+    skipping later jobs the same LP already puts at their bound, and stopping as soon as one
+    LP proves that no later job can run at all; a final LP keeps every stage and maximises
+    ``sum_m v_m`` (work conservation). ``objective`` is that sum, and ``certificate`` that
+    last LP's certificate (every earlier stage is a constraint of it and has its own
+    certificate in ``stage_certificates``).
+
+    ``semantics="objective"`` (the paper's formula): ``max sum_m (M - r_m) throughput(m, X) /
+    throughput(m, X^fastest)``, one LP. It ignores gang size: a 4-GPU job counts as much as a
+    1-GPU job per unit of its own time, so with 4 GPUs it runs three later 1-GPU jobs and
+    gives the first a quarter of its time.
 
     ``r_m`` is the job's 0-based arrival rank (``order``; default: most ``elapsed`` first, ties
     by index), ``M`` the number of jobs (so every weight is positive: the paper's 1-based
     ``M - m`` gives the last job weight 0) and ``throughput(m, X^fastest)`` the job's
     throughput on its fastest usable type.
+
+    Examples
+    --------
+    >>> import fairalloc as fa
+    >>> jobs = fa.Jobs([[1.0]] * 5, scale_factor=[4, 1, 1, 1, 1])
+    >>> FIFO(jobs, fa.Cluster({"gpu": 4}), order=range(5)).solve().x.ravel().round(6).tolist()
+    [1.0, 0.0, 0.0, 0.0, 0.0]
+    >>> r = FIFO(jobs, fa.Cluster({"gpu": 4}), order=range(5), semantics="objective").solve()
+    >>> r.x.ravel().round(6).tolist()
+    [0.25, 1.0, 1.0, 1.0, 0.0]
     """
 
     name = "fifo"
     _work_conserving_default = False
 
-    def __init__(self, jobs: Jobs, cluster: Cluster, *, order: Any = None, **kw: Any) -> None:
+    def __init__(self, jobs: Jobs, cluster: Cluster, *, order: Any = None,
+                 semantics: str = "arrival", **kw: Any) -> None:
         super().__init__(jobs, cluster, **kw)
         n = jobs.n
         self.rank = (_rank(-jobs.elapsed, n, "elapsed") if order is None
                      else _rank(order, n, "order"))
+        self.semantics = as_option(semantics, "semantics", FIFO_SEMANTICS)
 
     def weights(self) -> np.ndarray:
         return (self.inst.n - self.rank) / self.inst.fastest_tp
@@ -1047,13 +1082,153 @@ class FIFO(ThroughputPolicy):
     def _metric(self, tp: np.ndarray) -> np.ndarray:
         return tp / self.inst.fastest_tp
 
-    _first_stages = MaxTotalThroughput._first_stages
+    def _first_stages(self, solver: _StageSolver) -> tuple[_Level | _Linear, _StageResult,
+                                                            float]:
+        if self.semantics == "objective":
+            return MaxTotalThroughput._first_stages(self, solver)  # type: ignore[arg-type]
+        return self._arrival_stages(solver)
+
+    def _greedy_prefix(self) -> tuple[np.ndarray, np.ndarray]:
+        """(jobs of the longest arrival prefix that fit on their fastest type at full time,
+        the column allocation placing them there); vectorised per type (cumulative sums)."""
+        inst = self.inst
+        order = np.argsort(self.rank, kind="stable")
+        fastest = np.argmax(inst.T_allowed, axis=1)
+        f = fastest[order]
+        s = inst.jobs.scale_factor[order]
+        onehot = np.zeros((inst.n, inst.k))
+        onehot[np.arange(inst.n), f] = s
+        use = np.cumsum(onehot, axis=0)[np.arange(inst.n), f]
+        over = use > inst.cap[f] * (1 + 1e-12)
+        stop = int(np.argmax(over)) if over.any() else inst.n
+        prefix = order[:stop]
+        xcol = np.zeros(inst.E)
+        if prefix.size:
+            # single-job columns come first, in (job, type) order (np.nonzero of allowed)
+            single = inst.col_kind[inst.mem_col] == 0
+            key = inst.mem_job[single] * inst.k + inst.col_type[inst.mem_col[single]]
+            pos = np.searchsorted(key, prefix * inst.k + fastest[prefix])
+            xcol[inst.mem_col[single][pos]] = 1.0
+        return prefix, xcol
+
+    def _arrival_stages(self, solver: _StageSolver) -> tuple[_Level | _Linear, _StageResult,
+                                                              float]:
+        inst = self.inst
+        V = sp.csr_matrix(sp.diags(1.0 / inst.fastest_tp) @ inst.Tm)  # rows v_m(x) <= 1
+        order = np.argsort(self.rank, kind="stable")
+        prefix, xcol = self._greedy_prefix()
+        # each stage is kept to a tenth of gap_tol of one job's worth (v <= 1): tighter kept
+        # rows pile up into programs the solver's absolute tolerances call infeasible
+        slack = max(solver.stage_tol, 0.1 * solver.gap_tol)
+        at_bound = 1.0 - 1e-12  # prefix jobs are exactly at their bound 1
+
+        def keep(jobs_: np.ndarray) -> None:
+            if jobs_.size:
+                solver.fixed.append((V[jobs_], np.full(jobs_.size, at_bound)))
+
+        def fix(st: _Linear, res: _StageResult) -> None:
+            solver.anchor = res.x[: inst.E]
+            solver.fixed.append((sp.csr_matrix(st.g[None, :]),
+                                 np.array([res.value - slack * max(1.0, abs(res.value))])))
+
+        keep(prefix)
+        solver.anchor = xcol
+        pos = prefix.size
+        n = inst.n
+        self._stage_certs: list[Certificate] = []
+        last: tuple[_Linear, _StageResult] | None = None
+        while pos < n:
+            m = order[pos]
+            st = _Linear(np.asarray(V[m].todense()).ravel(), f"fifo job {inst.jobs.ids[m]!r}")
+            res = _run_unit_scale(solver, st, "fifo (arrival order)")
+            self._stage_certs.append(res.cert)
+            fix(st, res)
+            last = (st, res)
+            pos += 1
+            # later jobs that this optimum already puts at their bound v = 1 are optimal too
+            v = V @ res.x[: inst.E]
+            nxt = order[pos:]
+            run = np.flatnonzero(v[nxt] < at_bound)
+            step = int(run[0]) if run.size else nxt.size
+            keep(nxt[:step])
+            pos += step
+            if pos >= n:
+                break
+            rest = order[pos:]
+            st = _Linear(np.asarray(V[rest].sum(axis=0)).ravel(), "fifo (later jobs)")
+            res = _run_unit_scale(solver, st, "fifo (later jobs)")
+            self._stage_certs.append(res.cert)
+            if res.value <= 1e-9 * rest.size:
+                # no later job can run at all: every later stage's optimum is 0
+                last = (st, res)
+                break
+        self._v = V
+        if last is not None:
+            # every job has been maximised in arrival order: the last LP's optimum is the
+            # lexicographic optimum (every earlier stage is one of its constraints)
+            return last[0], last[1], last[1].value
+        # the greedy prefix holds every job at its bound v = 1: certify it against the LP
+        # max sum_m v_m (whose optimum is n), using that LP's duals at the greedy allocation
+        final = _Linear(np.asarray(V.sum(axis=0)).ravel(), "fifo (total)")
+        solver.fixed = []
+        res = _run_unit_scale(solver, final, "fifo (total)")
+        v = solver.point(final, xcol)
+        cert = solver.certificate(res.lp, final, v, res.duals)
+        cert.check(backend=solver.backend.name)
+        return final, _StageResult(res.lp, v, res.duals, cert.primal_value, cert,
+                                   res.iterations, res.cap_rows), cert.primal_value
+
+    def _objective_value(self, cert: Certificate, xcol: np.ndarray) -> float:
+        if self.semantics == "objective":
+            return cert.primal_value
+        return float(np.sum(self._v @ xcol))  # sum of normalised throughputs
+
+    def solve(self, **kw: Any) -> Allocation:  # noqa: D102 - documented on the base class
+        if self.semantics == "arrival" and (self.composed or kw.get("method") == "cvxpy"):
+            raise InputError("semantics='arrival' is a sequence of LPs; composed models and "
+                             "method='cvxpy' need semantics='objective'", argument="semantics")
+        self._stage_certs = []
+        res = super().solve(**kw)
+        if self.semantics == "arrival" and self._stage_certs:
+            return _replace(res, stage_certificates=(*self._stage_certs,
+                                                     *res.stage_certificates))
+        return res
+
     _cvx_objective = MaxTotalThroughput._cvx_objective
     _cvx_unit = MaxTotalThroughput._cvx_unit
 
 
-def fifo(jobs: Jobs, cluster: Cluster, *, order: Any = None, **kw: Any) -> Allocation:
+def _run_unit_scale(solver: _StageSolver, st: _Linear, what: str) -> _StageResult:
+    """``solver.run(st)`` for a stage whose objective ``sum v_m`` (normalised throughputs, each
+    at most 1) is legitimately 0: its gap is judged against one job's worth (scale 1)."""
+    import dataclasses
+
+    lp = solver._program(st)
+    sol = _scaled_solve(lp, solver.backend, what)
+    solver.used(sol)
+    assert sol.x is not None and sol.row_duals is not None
+    xcol = solver.inst.repair(sol.x[: solver.inst.E])
+    # the solver's point first; moved towards the last stage's optimum only if a kept row is
+    # violated beyond the certificate's tolerance
+    for cand in (xcol, solver.toward_anchor(xcol)):
+        v = solver.point(st, cand)
+        cert = lp_certificate(lp, v, sol.row_duals, maximize=True, gap_tol=solver.gap_tol,
+                              feas_tol=solver.feas_tol)
+        cert = dataclasses.replace(cert, scale=max(1.0, abs(cert.primal_value),
+                                                   abs(cert.dual_bound)))
+        if cert.ok:
+            break
+    cert.check(backend=solver.backend.name)
+    return _StageResult(lp, v, sol.row_duals, cert.primal_value, cert, sol.iterations,
+                        solver.cap_rows)
+
+
+def fifo(jobs: Jobs, cluster: Cluster, *, order: Any = None, semantics: str = "arrival",
+         **kw: Any) -> Allocation:
     """FIFO allocation (gavel.txt §4.2); ``order`` ranks jobs by arrival (smaller first).
+
+    ``semantics="arrival"`` (default): strict arrival order, lexicographic (Gavel's FIFO);
+    ``semantics="objective"``: the paper's weighted-sum objective (see :class:`FIFO`).
 
     Examples
     --------
@@ -1062,10 +1237,10 @@ def fifo(jobs: Jobs, cluster: Cluster, *, order: Any = None, **kw: Any) -> Alloc
     >>> import fairalloc as fa
     >>> a = fa.fifo(fa.Jobs([[40.0, 10.0], [40.0, 10.0]]), fa.Cluster({"v100": 1, "k80": 1}),
     ...             order=[0, 1])
-    >>> a.x.tolist()
+    >>> a.x.round(6).tolist()
     [[1.0, 0.0], [0.0, 1.0]]
     """
-    return FIFO(jobs, cluster, order=order, **_builder_kw(kw)).solve(**kw)
+    return FIFO(jobs, cluster, order=order, semantics=semantics, **_builder_kw(kw)).solve(**kw)
 
 
 class ShortestJobFirst(ThroughputPolicy):

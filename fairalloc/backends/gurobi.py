@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .base import Backend, LinearProgram, LPSolution
+from .base import Backend, LinearProgram, LPSolution, SolveStatus
 
 __all__ = ["GurobiBackend"]
 
@@ -24,6 +24,20 @@ class GurobiBackend(Backend):
     extra: ClassVar[str] = "gurobi"
     capabilities: ClassVar[frozenset[str]] = frozenset({"lp", "milp", "duals", "cvxpy"})
     cvxpy_solver: ClassVar[str | None] = "GUROBI"
+    options: ClassVar[frozenset[str]] = frozenset({"time_limit", "mip_gap", "threads", "verbose"})
+    #: Gurobi's integer status codes (``str(model.Status)``) -> canonical.
+    STATUS_MAP: ClassVar[dict[str, SolveStatus]] = {
+        "2": SolveStatus.OPTIMAL,  # OPTIMAL
+        "3": SolveStatus.INFEASIBLE,  # INFEASIBLE
+        "4": SolveStatus.INFEASIBLE,  # INF_OR_UNBD
+        "5": SolveStatus.UNBOUNDED,  # UNBOUNDED
+        "7": SolveStatus.TIME_LIMIT,  # ITERATION_LIMIT
+        "8": SolveStatus.TIME_LIMIT,  # NODE_LIMIT
+        "9": SolveStatus.TIME_LIMIT,  # TIME_LIMIT
+        "10": SolveStatus.TIME_LIMIT,  # SOLUTION_LIMIT
+        "11": SolveStatus.TIME_LIMIT,  # INTERRUPTED
+        "13": SolveStatus.INACCURATE,  # SUBOPTIMAL
+    }
 
     def _solve_lp(
         self,
@@ -83,20 +97,13 @@ class GurobiBackend(Backend):
         st = model.Status
         raw = str(st)
         has_sol = model.SolCount > 0
-        if st == GRB.OPTIMAL:
-            status = "optimal"
-        elif st in (GRB.TIME_LIMIT, GRB.INTERRUPTED) and lp.is_mip and has_sol:
-            status = "time_limit"
-        elif st in (GRB.INFEASIBLE, GRB.INF_OR_UNBD):
-            status = "infeasible"
-        elif st == GRB.UNBOUNDED:
-            status = "unbounded"
-        else:
-            status = "error"
+        status = self.canonical_status(raw)
+        if status in (SolveStatus.TIME_LIMIT, SolveStatus.INACCURATE) and not has_sol:
+            status = SolveStatus.ERROR
         xv = row_duals = col_duals = None
         obj: float = float("nan")
         bound: float = float("nan")
-        if status in ("optimal", "time_limit"):
+        if status in (SolveStatus.OPTIMAL, SolveStatus.TIME_LIMIT, SolveStatus.INACCURATE):
             xv = np.asarray(x.X, dtype=float)
             obj = float(model.ObjVal)
             if lp.is_mip:

@@ -13,7 +13,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from .base import Backend, LinearProgram, LPSolution
+from .base import Backend, LinearProgram, LPSolution, SolveStatus
 
 __all__ = ["PyomoBackend"]
 
@@ -25,6 +25,15 @@ class PyomoBackend(Backend):
     module: ClassVar[str] = "pyomo.environ"
     extra: ClassVar[str] = "pyomo"
     capabilities: ClassVar[frozenset[str]] = frozenset({"lp", "milp", "duals"})
+    options: ClassVar[frozenset[str]] = frozenset({"time_limit", "mip_gap"})
+    #: Pyomo's ``TerminationCondition`` names -> canonical.
+    STATUS_MAP: ClassVar[dict[str, SolveStatus]] = {
+        "optimal": SolveStatus.OPTIMAL,
+        "infeasible": SolveStatus.INFEASIBLE,
+        "infeasibleOrUnbounded": SolveStatus.INFEASIBLE,
+        "unbounded": SolveStatus.UNBOUNDED,
+        "maxTimeLimit": SolveStatus.TIME_LIMIT,
+    }
 
     def __init__(self, solver: str = "appsi_highs") -> None:
         super().__init__()
@@ -41,7 +50,6 @@ class PyomoBackend(Backend):
         verbose: bool,
     ) -> LPSolution:
         import pyomo.environ as pyo
-        from pyomo.opt import TerminationCondition as TC
 
         t0 = time.perf_counter()
         m, n = lp.shape
@@ -84,17 +92,10 @@ class PyomoBackend(Backend):
         res = opt.solve(model, load_solutions=False)
         tc = res.solver.termination_condition
         raw = str(tc)
-        if tc == TC.optimal:
-            status = "optimal"
-        elif tc in (TC.infeasible, TC.infeasibleOrUnbounded):
-            status = "infeasible"
-        elif tc == TC.unbounded:
-            status = "unbounded"
-        elif tc == TC.maxTimeLimit and lp.is_mip and len(res.solution) > 0:
-            status = "time_limit"
-        else:
-            status = "error"
-        if status not in ("optimal", "time_limit"):
+        status = self.canonical_status(raw)
+        if status is SolveStatus.TIME_LIMIT and not (lp.is_mip and len(res.solution) > 0):
+            status = SolveStatus.ERROR
+        if status not in (SolveStatus.OPTIMAL, SolveStatus.TIME_LIMIT):
             return LPSolution(status, None, float("nan"), seconds=time.perf_counter() - t0,
                               raw_status=raw, backend=self.name)
         model.solutions.load_from(res)
