@@ -942,7 +942,9 @@ def make_policy(name: str, **params: Any) -> Any:
         raise InputError(f"unknown policy {name!r}; available: {', '.join(sorted(_REGISTRY))}",
                          argument="policy")
     factory = _REGISTRY[name][0]
-    target = factory.__init__ if isinstance(factory, type) else factory
+    target: Any = factory
+    if isinstance(factory, type):
+        target = factory.__dict__.get("__init__", factory)
     try:
         sig = inspect.signature(target)
     except (TypeError, ValueError):  # pragma: no cover - builtins without a signature
