@@ -142,7 +142,7 @@ def sequence(rng: np.random.Generator, n: int, lo: float, hi: float, load: float
     return dict(n=n, total=total, cpu=cpu, check=check, events=r.stats.iterations, r=r,
                 efq_jct=float(r.jct.mean()), gps_jct=float(gps_jct.mean()),
                 unfair=float(np.mean(r.delay > 1e-9)), worst=float(r.delay.max()),
-                bound=r.delay_bound, busy=r.busy_period, residual=r.certificate.primal_residual,
+                bound=r.delay_bound, busy=r.busy_period, residual=r.check.max_residual,
                 preempt=float(r.preemptions.mean()))
 
 

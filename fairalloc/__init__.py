@@ -122,6 +122,7 @@ _LAZY: dict[str, str] = {
     "EFQResult": "queuing",
     "ElasticFairQueue": "queuing",
     "QueuedJob": "queuing",
+    "ReplayCheck": "queuing",
     "efq_finish_times": "queuing",
     "efq_schedule": "queuing",
 }

@@ -15,6 +15,10 @@ Every error the library raises on purpose derives from :class:`FairallocError`:
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+from typing import Any
+
 __all__ = [
     "BackendUnavailableError",
     "CertificateError",
@@ -90,3 +94,29 @@ class BackendUnavailableError(FairallocError, ImportError):
 
 class FairallocWarning(UserWarning):
     """A warning fairalloc issues on purpose (e.g. a backend ignores a requested option)."""
+
+
+def foreign_error(exc: BaseException, what: str, *, backend: str | None = None) -> SolverError:
+    """The :class:`SolverError` that stands for a foreign exception ``exc`` raised by ``what``
+    (a solver package, linear algebra, or a bug); raise it ``from exc`` to chain the cause."""
+    return SolverError(f"{what} raised {type(exc).__name__}: {exc}", backend=backend,
+                       status="exception")
+
+
+def only_fairalloc_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Decorate a public entry point so that only fairalloc errors escape it.
+
+    A :class:`FairallocError` passes through; any other exception becomes
+    :class:`SolverError` (see :func:`foreign_error`) with the original chained as its cause.
+    """
+
+    @functools.wraps(fn)
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except FairallocError:
+            raise
+        except Exception as exc:
+            raise foreign_error(exc, fn.__qualname__, backend="none") from exc
+
+    return guarded

@@ -67,8 +67,7 @@ from ._validation import (
     as_positive_int,
     fmt_index,
 )
-from .errors import InputError
-from .queuing import _only_fairalloc_errors
+from .errors import InputError, only_fairalloc_errors
 from .results import FrozenArrays, readonly, require_pandas
 
 #: largest ridge weight / threshold accepted (the data are fitted at unit scale: beyond this the
@@ -332,7 +331,7 @@ def _complete_abs(F: np.ndarray, W: np.ndarray, rank: int, method: str, reg: flo
     return complete_matrix(F, W, rank=rank, method=method, reg=reg)
 
 
-@_only_fairalloc_errors
+@only_fairalloc_errors
 def complete_matrix(
     values: Any,
     mask: Any = None,
@@ -538,7 +537,7 @@ class ThroughputEstimator:
     (('resnet',), [0.9, 0.5, 0.3])
     """
 
-    @_only_fairalloc_errors
+    @only_fairalloc_errors
     def __init__(
         self,
         reference: Any,
@@ -636,7 +635,7 @@ class ThroughputEstimator:
         return int(self.reference.shape[2])
 
     # -- matching -----------------------------------------------------------------------------
-    @_only_fairalloc_errors
+    @only_fairalloc_errors
     def match(self, measured: Any) -> FingerprintMatch:
         """Complete the fingerprints of new jobs and match each to its closest reference job.
 
@@ -685,7 +684,7 @@ class ThroughputEstimator:
         return FingerprintMatch(best, tuple(self.labels[i] for i in best.tolist()), dist, fp,
                                 own, partner, fit, self.rank)
 
-    @_only_fairalloc_errors
+    @only_fairalloc_errors
     def pair_throughputs(self, references: Any, isolated: Any, pairs: Any) -> np.ndarray:
         """Estimated pair throughputs (steps/s) of jobs matched to reference jobs.
 

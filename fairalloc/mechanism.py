@@ -56,8 +56,7 @@ import numpy as np
 
 from ._validation import as_array, as_bool, as_option, as_positive_float, fmt_index
 from .data import Cluster, Jobs
-from .errors import InputError
-from .queuing import _only_fairalloc_errors
+from .errors import InputError, only_fairalloc_errors
 from .results import readonly, require_pandas
 
 __all__ = [
@@ -700,7 +699,7 @@ def _assignment(
     )
 
 
-@_only_fairalloc_errors
+@only_fairalloc_errors
 def schedule_round(
     target: Any,
     cluster: Any,
@@ -830,7 +829,7 @@ class ServerLayout:
     gpu_type: np.ndarray
     gpu_server: np.ndarray
 
-    @_only_fairalloc_errors
+    @only_fairalloc_errors
     def __init__(self, servers: Mapping[str, Sequence[int]]) -> None:
         if not isinstance(servers, Mapping) or not servers:
             raise InputError("servers must be a non-empty mapping of accelerator type to the "
@@ -854,7 +853,7 @@ class ServerLayout:
             object.__setattr__(self, name, val)
 
     @classmethod
-    @_only_fairalloc_errors
+    @only_fairalloc_errors
     def uniform(cls, cluster: Cluster, gpus_per_server: int | Mapping[str, int]) -> ServerLayout:
         """Servers of ``gpus_per_server`` GPUs (per type, or one count for all types); a type
         whose GPU count is not a multiple gets a last, smaller server."""
@@ -1025,7 +1024,7 @@ def _csr(gpu_row: np.ndarray, n_rows: int) -> tuple[np.ndarray, np.ndarray]:
     return row_ptr, gpu_ids
 
 
-@_only_fairalloc_errors
+@only_fairalloc_errors
 def place(
     assignment: RoundAssignment,
     layout: ServerLayout,
@@ -1261,7 +1260,7 @@ class RoundScheduler:
     (True, 0.5)
     """
 
-    @_only_fairalloc_errors
+    @only_fairalloc_errors
     def __init__(
         self,
         target: Any,
@@ -1349,12 +1348,12 @@ class RoundScheduler:
         return self._restarts
 
     # -- rounds ------------------------------------------------------------------------------
-    @_only_fairalloc_errors
+    @only_fairalloc_errors
     def next_round(self) -> RoundAssignment:
         """The assignment the next round would get, without running it."""
         return _assignment(self._rows, self._t, self._e, self._eligible, self._fraction)
 
-    @_only_fairalloc_errors
+    @only_fairalloc_errors
     def step(self) -> RoundAssignment:
         """Decide, place (with ``servers``) and run one round; return its assignment."""
         a = self.next_round()
@@ -1370,7 +1369,7 @@ class RoundScheduler:
         self._rounds += 1
         return a
 
-    @_only_fairalloc_errors
+    @only_fairalloc_errors
     def run(self, rounds: int) -> np.ndarray:
         """Run ``rounds`` rounds; return :attr:`error` after each of them."""
         if isinstance(rounds, bool) or not isinstance(rounds, int | np.integer) or rounds < 0:
@@ -1382,7 +1381,7 @@ class RoundScheduler:
             out[i] = self.error
         return out
 
-    @_only_fairalloc_errors
+    @only_fairalloc_errors
     def update(
         self,
         target: Any,

@@ -41,11 +41,10 @@ This module never imports cvxpy.
 
 from __future__ import annotations
 
-import functools
 import heapq
 import math
 import time
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,7 +58,7 @@ from ._validation import (
     as_positive_int,
     fmt_index,
 )
-from .errors import CertificateError, FairallocError, InputError, SolverError
+from .errors import CertificateError, InputError, SolverError, only_fairalloc_errors
 from .results import FrozenArrays, SolveStats, Status, readonly, require_pandas
 from .tolerances import FEAS_TOL
 
@@ -74,27 +73,6 @@ _DONE_RTOL = 1e-11
 _MONO_RTOL = 1e-9
 #: longest profiled curve accepted (2**30 GPUs)
 _MAX_LEVELS = 31
-
-
-def _only_fairalloc_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Decorate a public entry point so that only fairalloc errors escape it.
-
-    A fairalloc error passes through; any other exception (a bug, or a foreign library failing
-    on odd input) becomes :class:`~fairalloc.SolverError` with the original chained as its
-    cause. Used by the runtime modules (queuing, mechanism, estimation, simulator).
-    """
-
-    @functools.wraps(fn)
-    def guarded(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except FairallocError:
-            raise
-        except Exception as exc:
-            raise SolverError(f"{fn.__qualname__} failed: {type(exc).__name__}: {exc}",
-                              backend="none") from exc
-
-    return guarded
 
 
 # --------------------------------------------------------------------------------------------
@@ -345,7 +323,7 @@ class _GPSReference:
         self.live: dict[int, int] = {}
         self.seq = 0
 
-    @_only_fairalloc_errors
+    @only_fairalloc_errors
     def advance(self, t: float) -> list[tuple[int, float]]:
         """Move to time ``t``; return ``(key, GPS finish time)`` of the departures on the way."""
         out: list[tuple[int, float]] = []
@@ -1006,7 +984,7 @@ class EFQResult(FrozenArrays):
         """Job completion times under EFQ, ``efq_finish - arrival``."""
         return readonly(self.efq_finish - self.arrival)
 
-    @_only_fairalloc_errors
+    @only_fairalloc_errors
     def allocation_at(self, t: float) -> np.ndarray:
         """GPUs each job holds at time ``t`` (right-continuous), shape (n,)."""
         t = as_finite_float(t, "t")
@@ -1031,7 +1009,7 @@ class EFQResult(FrozenArrays):
         })
 
 
-@_only_fairalloc_errors
+@only_fairalloc_errors
 def efq_schedule(
     arrival: Any, gpu_time: Any, num_gpus: int | Mapping[str, int], *, alpha: float = 0.75,
     requested: Any = None, scaling: Any = None, gpu_power: Mapping[str, float] | None = None,
@@ -1171,7 +1149,7 @@ def efq_schedule(
                      busy_period=busy, alpha=alpha_f, num_gpus=m, **out)
 
 
-@_only_fairalloc_errors
+@only_fairalloc_errors
 def efq_finish_times(
     arrival: Any, gpu_time: Any, num_gpus: int | Mapping[str, int], *, alpha: float = 0.75,
     requested: Any = None, scaling: Any = None, gpu_power: Mapping[str, float] | None = None,
@@ -1291,7 +1269,7 @@ class ElasticFairQueue:
     {'a': 4}
     """
 
-    @_only_fairalloc_errors
+    @only_fairalloc_errors
     def __init__(
         self, num_gpus: int | Mapping[str, int], alpha: float = 0.75, *,
         gpu_power: Mapping[str, float] | None = None, unknown_pool: int = 0,
@@ -1365,7 +1343,7 @@ class ElasticFairQueue:
                 f"unknown_pool={self._pool}, jobs={len(self)}, now={self._now:g})")
 
     # events ----------------------------------------------------------------------------
-    @_only_fairalloc_errors
+    @only_fairalloc_errors
     def submit(
         self, job_id: Hashable, *, gpu_time: float | None = None, steps: float | None = None,
         requested: int = 1, scaling: Any = None, at: float | None = None,
@@ -1442,13 +1420,13 @@ class ElasticFairQueue:
         self._log_main()
         return f
 
-    @_only_fairalloc_errors
+    @only_fairalloc_errors
     def finish(self, job_id: Hashable, *, at: float | None = None) -> None:
         """The job finished (reported by the cluster). It stays in the GPS reference until its
         virtual finish time, as in fair queuing."""
         self._leave(job_id, at, cancel=False)
 
-    @_only_fairalloc_errors
+    @only_fairalloc_errors
     def cancel(self, job_id: Hashable, *, at: float | None = None) -> None:
         """The job is withdrawn: it leaves both the queue and the GPS reference."""
         self._leave(job_id, at, cancel=True)
@@ -1471,7 +1449,7 @@ class ElasticFairQueue:
             out.update(zip(self._pool_jobs, shares.tolist(), strict=True))
         return out
 
-    @_only_fairalloc_errors
+    @only_fairalloc_errors
     def placement(self) -> dict[Hashable, dict[str, int]]:
         """GPUs of each type every running job holds (the first in line takes the fastest)."""
         bounds = np.concatenate(([0], np.cumsum(self._type_counts)))
@@ -1497,7 +1475,7 @@ class ElasticFairQueue:
                     out[jid] = {t: c for t, c in zip(self._types, row, strict=True) if c}
         return out
 
-    @_only_fairalloc_errors
+    @only_fairalloc_errors
     def job(self, job_id: Hashable) -> QueuedJob:
         """State of one job in the queue."""
         _check_job_id(job_id)
@@ -1514,7 +1492,7 @@ class ElasticFairQueue:
                          int(eng.cap[row]), float(eng.work[row]), float(eng.vfin[row]),
                          max(float(eng.rem[row]), 0.0))
 
-    @_only_fairalloc_errors
+    @only_fairalloc_errors
     def history(self) -> tuple[np.ndarray, list[Hashable], np.ndarray]:
         """Allocation changes ``(times, job ids, GPUs from then on)``; needs ``record=True``."""
         if not self._record:

@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 
 import fairalloc as fa
 from fairalloc.backends import HighsBackend
-from fairalloc.results import Certificate
 from fairalloc.errors import FairallocError
+from fairalloc.results import Certificate
 from fairalloc.space_sharing import JobPairs, max_min_space_sharing
 from fairalloc.throughput import equal_split, isolated_split
 

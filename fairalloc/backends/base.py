@@ -38,7 +38,7 @@ from ..errors import (
     FairallocError,
     FairallocWarning,
     InputError,
-    SolverError,
+    foreign_error,
 )
 
 __all__ = ["USABLE", "Backend", "ConicProgram", "ConicSolution", "LPSolution", "LinearProgram",
@@ -217,8 +217,7 @@ def _wrap_foreign(name: str, call: Any) -> Any:
     except FairallocError:
         raise
     except Exception as exc:  # solver packages raise their own types (and linear algebra's)
-        raise SolverError(f"backend {name!r} raised {type(exc).__name__}: {exc}",
-                          backend=name, status="exception") from exc
+        raise foreign_error(exc, f"backend {name!r}", backend=name) from exc
 
 
 class Backend:

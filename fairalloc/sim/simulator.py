@@ -37,8 +37,7 @@ import numpy as np
 
 from .._validation import as_array, as_bool, as_option, as_positive_float, as_positive_int
 from ..data import Cluster
-from ..errors import FairallocError, InputError, SolverError
-from ..queuing import _only_fairalloc_errors
+from ..errors import FairallocError, InputError, SolverError, only_fairalloc_errors
 from ..results import FrozenArrays, readonly, require_pandas
 from .workload import Workload
 
@@ -452,7 +451,7 @@ class Simulator:
     ([720.0, 1080.0], 1080.0)
     """
 
-    @_only_fairalloc_errors
+    @only_fairalloc_errors
     def __init__(self, workload: Workload, cluster: Cluster, policy: Policy, *,
                  round_duration: float = 360.0, restart_overhead: float = 0.0, seed: int = 0,
                  max_idle_rounds: int = 10_000, record: bool = True,
