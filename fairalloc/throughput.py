@@ -417,7 +417,7 @@ class ThroughputPolicy(Composable):
                     FairallocWarning, stacklevel=2)
                 assert isinstance(exc.certificate, Certificate)
                 certs.append(exc.certificate)
-        cert = solver.certify(res, stage, xcol)
+        cert = self._certify_final(solver, res, stage, xcol)
         cert.check(backend=be.name)
         certs[0] = cert
         stats = SolveStats(backend=solver.backend_names, method=method,
@@ -428,6 +428,11 @@ class ThroughputPolicy(Composable):
 
     def _stage_prices(self, res: _StageResult) -> np.ndarray:
         return _prices(res)
+
+    def _certify_final(self, solver: _StageSolver, res: _StageResult,
+                       stage: _Level | _Linear, xcol: np.ndarray) -> Certificate:
+        """The certified stage's certificate at the final allocation."""
+        return solver.certify(res, stage, xcol)
 
     def _objective_value(self, cert: Certificate, xcol: np.ndarray) -> float:
         return cert.primal_value
@@ -1128,6 +1133,8 @@ class FIFO(ThroughputPolicy):
 
         def fix(st: _Linear, res: _StageResult) -> None:
             solver.anchor = res.x[: inst.E]
+            if res.value <= solver.gap_tol:
+                return  # 0 to the certificate's accuracy: nothing to keep
             solver.fixed.append((sp.csr_matrix(st.g[None, :]),
                                  np.array([res.value - slack * max(1.0, abs(res.value))])))
 
@@ -1158,7 +1165,7 @@ class FIFO(ThroughputPolicy):
             st = _Linear(np.asarray(V[rest].sum(axis=0)).ravel(), "fifo (later jobs)")
             res = _run_unit_scale(solver, st, "fifo (later jobs)")
             self._stage_certs.append(res.cert)
-            if res.value <= 1e-9 * rest.size:
+            if res.value <= solver.gap_tol:
                 # no later job can run at all: every later stage's optimum is 0
                 last = (st, res)
                 break
@@ -1177,6 +1184,17 @@ class FIFO(ThroughputPolicy):
         cert.check(backend=solver.backend.name)
         return final, _StageResult(res.lp, v, res.duals, cert.primal_value, cert,
                                    res.iterations, res.cap_rows), cert.primal_value
+
+    def _certify_final(self, solver: _StageSolver, res: _StageResult,
+                       stage: _Level | _Linear, xcol: np.ndarray) -> Certificate:
+        cert = solver.certify(res, stage, xcol)
+        if self.semantics == "objective":
+            return cert
+        import dataclasses
+
+        # sums of normalised throughputs (each at most 1): judged against one job's worth
+        return dataclasses.replace(cert, scale=max(1.0, abs(cert.primal_value),
+                                                   abs(cert.dual_bound)))
 
     def _objective_value(self, cert: Certificate, xcol: np.ndarray) -> float:
         if self.semantics == "objective":

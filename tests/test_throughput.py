@@ -509,3 +509,45 @@ def test_inputs_not_mutated():
     before = T.copy()
     fa.max_min_fairness(fa.Jobs(T), fa.Cluster(C2))
     np.testing.assert_array_equal(T, before)
+
+
+def test_fifo_arrival_semantics_serves_the_first_gang_job():
+    # issue #16: 4 GPUs, a first-arrived 4-GPU job and four later 1-GPU jobs: job 0 runs
+    jobs = fa.Jobs([[1.0]] * 5, scale_factor=[4, 1, 1, 1, 1])
+    gpu = fa.Cluster({"gpu": 4})
+    a = fa.fifo(jobs, gpu, order=range(5))
+    np.testing.assert_allclose(a.x.ravel(), [1, 0, 0, 0, 0], atol=1e-6)
+    assert a.certificate.ok
+    # the paper's weighted-sum objective stays available by name, and differs
+    o = fa.fifo(jobs, gpu, order=range(5), semantics="objective")
+    assert o.x[0, 0] < 0.5 and o.certificate.ok
+    with pytest.raises(fa.InputError, match="semantics"):
+        fa.fifo(jobs, gpu, semantics="paper")
+
+
+def test_fifo_arrival_is_lexicographic_against_independent_lps():
+    from scipy.optimize import linprog
+
+    rng = np.random.default_rng(3)
+    n, k = 12, 2
+    T = rng.uniform(1.0, 10.0, (n, k))
+    sf = rng.choice([1, 2, 4], n)
+    cap = np.array([4.0, 6.0])
+    a = fa.fifo(fa.Jobs(T, scale_factor=sf), fa.Cluster({"a": 4, "b": 6}), order=range(n))
+    v = (a.x * T).sum(axis=1) / T.max(axis=1)
+    # each job in arrival order: its v is the max keeping every earlier job at its v
+    A_cap = np.zeros((k, n * k))
+    A_time = np.zeros((n, n * k))
+    for m in range(n):
+        A_time[m, m * k:(m + 1) * k] = 1
+        for j in range(k):
+            A_cap[j, m * k + j] = sf[m]
+    V = np.zeros((n, n * k))
+    for m in range(n):
+        V[m, m * k:(m + 1) * k] = T[m] / T[m].max()
+    for m in range(n):
+        A = np.vstack([A_cap, A_time, -V[:m]])
+        b = np.r_[cap, np.ones(n), -(v[:m] - 1e-9)]
+        r = linprog(-V[m], A_ub=A, b_ub=b, bounds=(0, 1), method="highs")
+        assert r.status == 0
+        assert v[m] >= -r.fun - 1e-5, m
