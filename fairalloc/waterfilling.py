@@ -55,6 +55,9 @@ __all__ = ["WaterFilling", "water_filling"]
 
 ENTITY_POLICIES = ("fairness", "fifo")
 
+#: a level's job duals (weighted, summing to 1 at an optimum) at or below this are noise
+_DUAL_NOISE = 1e-9
+
 
 class WaterFilling(ThroughputPolicy):
     """Hierarchical water-filling builder (gavel.txt §4.3).
@@ -323,11 +326,20 @@ class WaterFilling(ThroughputPolicy):
             # floor, sum_m lambda_m (u_m - floor_m) <= D - theta_floor (weak duality with the
             # level LP's duals, D = its certified dual bound), so a job with lambda_m > 0
             # can rise by at most (D - theta_floor) / lambda_m
+            # The evidence is judged against scaled tolerances, never against 0: the duals are
+            # a solver's floating-point output (a job's dual of 5e-17 is noise, not proof) and
+            # the room D - theta is known only to the level's certified accuracy (a room of
+            # -2.6e-16 is rounding). A job counts as bottlenecked by (a) only when its dual is
+            # above the noise of the largest dual and (room + acc) / lambda_m <= thr; a job
+            # whose dual is within noise is decided by the exact LPs of (c).
             lam = np.maximum(res.duals[-n:], 0.0)
-            room = res.cert.dual_bound - theta
+            room = max(res.cert.dual_bound - theta, 0.0) + acc
             thr = btol * np.maximum(1.0, floors)
+            lam_w = lam * np.where(w > 0, w, 0.0)  # sum_m w_m lambda_m = 1 at a level optimum
+            noise = _DUAL_NOISE * max(float(lam_w.max(initial=0.0)), 1.0)
+            firm = cand & (lam_w > noise)
             with np.errstate(divide="ignore"):
-                bott = cand & (lam > 0) & (room / np.where(lam > 0, lam, 1.0) <= thr)
+                bott = firm & (room / np.where(firm, lam, 1.0) <= thr)
             # (a') saturated jobs: a level never exceeds the job's best column run all the time
             bott |= cand & (floors >= self._max_level - thr)
             # (b) constructive risers: spare time and a column on a type with spare workers

@@ -173,3 +173,84 @@ def test_bad_inputs():
     b.add_constraint(b.x[0, 0] <= 0.1)
     with pytest.raises(fa.InputError, match="water_filling"):
         b.solve()
+
+
+# --------------------------------------------------------------------------------------------
+# issue #16: decisions robust to dual noise on a Gavel-style hierarchical instance
+# --------------------------------------------------------------------------------------------
+def _gavel_hierarchy(seed=2, n=300):
+    """10 entities with weights 1-5 and a random fifo / fairness policy each, n jobs with
+    random throughputs, scale factors and priorities, 64 GPUs of each of 3 types."""
+    rng = np.random.default_rng(seed)
+    T = rng.uniform(0.5, 10, (n, 3)) * np.array([1, 0.6, 0.3])
+    sf = rng.choice([1, 2, 4, 8], n, p=[.5, .25, .15, .1])
+    w = rng.integers(1, 4, n).astype(float)
+    ents = rng.integers(0, 10, n)
+    ew = {e: float(rng.integers(1, 6)) for e in range(10)}
+    ep = {e: str(rng.choice(["fifo", "fairness"])) for e in range(10)}
+    jobs = fa.Jobs(T, scale_factor=sf, weight=w)
+    kw = dict(entities=list(ents), entity_weights=ew, entity_policies=ep,
+              order=rng.permutation(n))
+    return jobs, fa.Cluster({"v100": 64, "p100": 64, "k80": 64}), kw
+
+
+def _risers(r, jobs, cluster):
+    """Jobs whose level can rise alone (every other level kept), by independent LPs."""
+    import scipy.sparse as sp
+    from scipy.optimize import linprog
+
+    T, sf, cap = jobs.throughput, jobs.scale_factor, cluster.capacity
+    n, k = T.shape
+    u = sf / (T @ (cap / cap.sum()))
+    lev = u * (r.x * T).sum(axis=1)
+    nk = n * k
+    A_time = sp.kron(sp.eye(n), np.ones((1, k)))
+    A_cap = sp.csr_matrix((np.repeat(sf, k), (np.tile(np.arange(k), n), np.arange(nk))),
+                          shape=(k, nk))
+    U = sp.csr_matrix((np.repeat(u, k) * T.ravel(), (np.repeat(np.arange(n), k),
+                                                     np.arange(nk))), shape=(n, nk))
+    A = sp.vstack([A_time, A_cap, -U]).tocsr()
+    b = np.r_[np.ones(n), cap, -(lev - 1e-12 * np.maximum(lev, 1.0))]
+    out = []
+    for m in range(n):
+        rr = linprog(-U[m].toarray().ravel(), A_ub=A, b_ub=b, bounds=(0, 1), method="highs")
+        assert rr.status == 0
+        if -rr.fun > lev[m] + 1e-6 * max(lev[m], 1.0):
+            out.append(m)
+    return out
+
+
+def test_gavel_hierarchy_no_frozen_job_can_rise_alone():
+    jobs, cl, kw = _gavel_hierarchy()
+    r = fa.water_filling(jobs, cl, **kw)
+    assert r.certificate.ok
+    assert _risers(r, jobs, cl) == []
+
+
+def test_water_filling_decisions_robust_to_dual_noise(monkeypatch):
+    # a level whose rise bound is -2.6e-16 (rounding) and whose zero job duals come back as
+    # 5e-17 (noise): the old rule (a) froze every such job although each could still rise
+    import dataclasses
+
+    import fairalloc.waterfilling as wf
+
+    orig = wf._fast_level
+
+    def noisy(solver, stage):
+        res = orig(solver, stage)
+        n = solver.inst.n
+        duals = res.duals.copy()
+        jd = duals[-n:]
+        jd[jd == 0.0] = 5e-17
+        cert = dataclasses.replace(res.cert, dual_bound=res.value - 2.6e-16)
+        return dataclasses.replace(res, duals=duals, cert=cert)
+
+    jobs, _, kw = _gavel_hierarchy(n=60)
+    cl = fa.Cluster({"v100": 12, "p100": 12, "k80": 12})
+    clean = fa.water_filling(jobs, cl, **kw)
+    monkeypatch.setattr(wf, "_fast_level", noisy)
+    r = fa.water_filling(jobs, cl, **kw)
+    assert r.certificate.ok
+    # the water-filling levels are unique: the same as without the noise
+    np.testing.assert_allclose(r.metric, clean.metric, rtol=1e-5, atol=1e-7)
+    assert _risers(r, jobs, cl) == []
