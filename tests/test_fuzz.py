@@ -74,7 +74,7 @@ def test_registry_covers_the_public_api() -> None:
         "Allocation", "AuctionRound", "BidTable", "Certificate", "Completion", "EFQResult",
         "FingerprintMatch", "GPUAuctionResult", "MarketResult", "PartialAllocationResult",
         "PlanResult", "QueuedJob", "RegimeForecast", "RelaxedPlan", "ReplanDecision", "Result",
-        "RoundAssignment", "SolveStats", "Placement", "ThroughputPolicy",
+        "RoundAssignment", "SolveStats", "Placement", "ThroughputPolicy", "ReplayCheck",
         "BackendUnavailableError", "CertificateError", "FairallocError", "FairallocWarning",
         "InfeasibleError", "InputError", "SolverError",
     }
