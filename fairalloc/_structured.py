@@ -28,7 +28,8 @@ _FAST_MIN_JOBS = 64  # below this the full LP is as fast
 _BAND0 = 0.001  # relative price error assumed for the Newton prices
 
 
-def _fast_level(solver: _StageSolver, stage: _Level, *, max_rounds: int = 30) -> _StageResult:
+def _fast_level(solver: _StageSolver, stage: _Level, *, max_rounds: int = 30,
+                warm: tuple[np.ndarray, float] | None = None) -> _StageResult:
     """Exact solve of a level stage (see :func:`_fast_level_unit`), at unit scale.
 
     The stage is first divided by the powers of two of :meth:`_Level.units` (``theta =
@@ -38,15 +39,19 @@ def _fast_level(solver: _StageSolver, stage: _Level, *, max_rounds: int = 30) ->
     certificate is computed in the caller's units.
     """
     sigma, rho = stage.units()
+    # a warm start (capacity prices and level of a previous, similar stage, in the caller's
+    # units) only seeds Newton: the price ratios are unit free, the level goes to unit scale
+    wu = None if warm is None else (np.asarray(warm[0], dtype=float), float(warm[1]) / sigma)
     if sigma == 1.0 and rho == 1.0:
-        return _fast_level_unit(solver, stage, stage, 1.0, 1.0, max_rounds)
+        return _fast_level_unit(solver, stage, stage, 1.0, 1.0, max_rounds, wu)
     unit = _Level(sp.csr_matrix(stage.C / rho), stage.b * (sigma / rho), stage.h / rho,
                   stage.name)
-    return _fast_level_unit(solver, stage, unit, sigma, rho, max_rounds)
+    return _fast_level_unit(solver, stage, unit, sigma, rho, max_rounds, wu)
 
 
 def _fast_level_unit(solver: _StageSolver, orig: _Level, stage: _Level, sigma: float,
-                     rho: float, max_rounds: int) -> _StageResult:
+                     rho: float, max_rounds: int,
+                     warm: tuple[np.ndarray, float] | None = None) -> _StageResult:
     """Exact solve of a level stage ``max theta: C x - b theta >= h`` exploiting its structure.
 
     Only the ``k`` capacity rows and ``theta`` couple the jobs. At given capacity prices each
@@ -97,7 +102,10 @@ def _fast_level_unit(solver: _StageSolver, orig: _Level, stage: _Level, sigma: f
         sat = np.where(b > 0, (amax - h) / np.where(b > 0, b, 1.0), np.inf)
     m0 = int(np.argmin(sat))
     sat_theta = float(sat[m0])
-    est = _newton_prices(A, s, b, h, inst.cap)
+    info: dict[str, bool] = {}
+    est = (_newton_prices(A, s, b, h, inst.cap) if warm is None
+           else _newton_prices(A, s, b, h, inst.cap, warm=warm, info=info))
+    solver.warm_used = bool(est is not None and info.get("warm"))
     if est is None:
         return solver.run(orig, orig.name)
     p, theta, band = est
@@ -458,7 +466,9 @@ def _band(err: float) -> float:
 
 
 def _newton_prices(A: np.ndarray, s: np.ndarray, b: np.ndarray, h: np.ndarray,
-                   cap: np.ndarray) -> tuple[np.ndarray, float, float] | None:
+                   cap: np.ndarray, *, warm: tuple[np.ndarray, float] | None = None,
+                   info: dict[str, bool] | None = None
+                   ) -> tuple[np.ndarray, float, float] | None:
     """Approximate prices, level and band of near-ties of a level stage (``None``: none).
 
     Solves the ``k`` equations *demand = capacity* for ``theta`` and the ``k - 1`` free price
@@ -486,7 +496,16 @@ def _newton_prices(A: np.ndarray, s: np.ndarray, b: np.ndarray, h: np.ndarray,
         return None
     theta, lr, J = 0.5 * (low + sat), np.log(r0), None
     m = idx.size
-    if m > 2 * _NEWTON_SAMPLE:
+    warmed = False
+    if warm is not None:
+        # start from a previous round's prices and level (scheduling rounds differ by a few
+        # arrivals and departures): usable when every price is positive and the level lies
+        # inside this stage's bracket; the sampled phase is skipped
+        wp, wt = warm
+        if (wp.shape == (A.shape[1],) and np.all(np.isfinite(wp)) and np.all(wp > 0)
+                and np.isfinite(wt) and low < wt < sat):
+            theta, lr, warmed = float(wt), np.log(wp / wp[ref]), True
+    if m > 2 * _NEWTON_SAMPLE and not warmed:
         sub = np.random.default_rng(0).choice(m, size=_NEWTON_SAMPLE, replace=False)
         frac = _NEWTON_SAMPLE / m
         out = _newton(_Demand(A[sub], s[sub], b[sub], h[sub]), cap * frac, ref, theta, lr, None,
@@ -497,6 +516,8 @@ def _newton_prices(A: np.ndarray, s: np.ndarray, b: np.ndarray, h: np.ndarray,
     out = _newton(_Demand(A, s, b, h), cap, ref, theta, lr, J, sat, tol=1e-3, max_evals=30)
     if out is None or out[3] > _NEWTON_MAX_ERROR:
         return None
+    if info is not None:
+        info["warm"] = warmed
     return np.exp(out[1]), float(out[0]), _band(out[3])
 
 

@@ -420,6 +420,8 @@ class ThroughputPolicy(Composable):
         cert = self._certify_final(solver, res, stage, xcol)
         cert.check(backend=be.name)
         certs[0] = cert
+        if getattr(solver, "warm_used", False):
+            method = f"{method}+warm"  # the structured solver started from warm prices
         stats = SolveStats(backend=solver.backend_names, method=method,
                            seconds=time.perf_counter() - t0, iterations=solver.iterations,
                            solves=solver.solves, raw_status=solver.raw_status)
@@ -571,6 +573,10 @@ class MaxMinFairness(ThroughputPolicy):
         self.water_filling = as_bool(water_filling, "water_filling")
         inst = self.inst
         self.coef = inst.jobs.scale_factor / (inst.jobs.weight * inst.equal_tp)
+        #: (capacity prices, level) of a previous, similar round: seeds the structured
+        #: solver's price estimate (set by :class:`fairalloc.RoundPolicy`; never changes the
+        #: answer, which is certified as always)
+        self.warm_start: tuple[np.ndarray, float] | None = None
 
     def level_stage(self) -> _Level:
         inst = self.inst
@@ -584,7 +590,7 @@ class MaxMinFairness(ThroughputPolicy):
                                                             float]:
         stage = self.level_stage()
         if self._method == "fast":
-            res = _fast_level(solver, stage)
+            res = _fast_level(solver, stage, warm=self.warm_start)
         else:
             res = solver.run(stage, "max-min fairness")
         return stage, res, res.value
