@@ -70,6 +70,10 @@ _LAZY: dict[str, str] = {
     "min_makespan": "throughput",
     "shortest_job_first": "throughput",
     "water_filling": "waterfilling",
+    # round-by-round policy API for schedulers (issue #16)
+    "RoundPolicy": "rounds",
+    "RoundResult": "rounds",
+    "solve_round": "rounds",
     # round-based mechanism, placement, throughput estimation (Gavel §3.3, §5, §6)
     "Completion": "estimation",
     "FingerprintMatch": "estimation",
@@ -157,3 +161,4 @@ if TYPE_CHECKING:  # static type checkers see the real names
     from .data import Cluster, Jobs
     from .markets import FisherMarket, MarketResult, fisher_market, volatile_fisher_market
     from .results import Certificate, Result, SolveStats
+    from .rounds import RoundPolicy, RoundResult, solve_round

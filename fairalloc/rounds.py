@@ -1,0 +1,509 @@
+"""Round-by-round policy API for schedulers: dicts keyed by job id and worker type in and out.
+
+A cluster scheduler calls its policy once per scheduling round. :class:`RoundPolicy` wraps
+every Gavel policy of :mod:`fairalloc.throughput` (and hierarchical water-filling) for that
+use:
+
+* **ids in, ids out.** Throughputs as ``{job_id: {worker_type: rate}}`` and workers as
+  ``{worker_type: count}`` (or numpy arrays with ``job_ids=`` / ``types=``, or a pandas
+  DataFrame indexed by job id with one column per type); the allocation comes back as
+  ``{job_id: {worker_type: fraction}}`` (:attr:`RoundResult.allocation`) and as arrays.
+* **normal cluster states are accepted.** A worker type with 0 workers (drained, failed), a
+  job that can run on no present type (or whose gang fits on none), and an empty round give
+  a valid allocation with 0 for what cannot run, and the facts are reported
+  (:attr:`RoundResult.drained_types`, :attr:`RoundResult.unrunnable_jobs`). The policy is
+  solved on the *reduced* program (present types, runnable jobs) and its allocation is
+  expanded with zeros: the expansion is exactly feasible for the full cluster (a drained type
+  has no capacity and gets nothing; an unrunnable job gets nothing), and
+  :attr:`RoundResult.certificate` is the reduced program's certificate.
+* **jobs arrive and leave between rounds**: each call gives the current jobs; nothing has to
+  be registered or removed.
+* **warm start.** A round identical to the previous one (same jobs, rates, workers and
+  per-job data) reuses the previous certified result (``stats.method == "reused"``: the
+  program is the same, so is its certificate). For max-min fairness the previous round's
+  capacity prices and level seed the structured solver's price estimate
+  (``stats.method == "fast+warm"`` when used); the answer is certified as always.
+
+The reduced program is the policy over the runnable jobs on the present types: max-min
+fairness normalises by ``X^equal`` over the present types (a drained type has no share),
+finish-time fairness's isolated share is ``1/n`` of the present cluster over the ``n``
+runnable jobs. Prices of drained types are reported as 0 (there is no capacity to price).
+
+Examples
+--------
+>>> import fairalloc as fa
+>>> policy = fa.RoundPolicy("max_min_fairness")
+>>> r = policy.allocate({"a": {"v100": 40.0, "k80": 10.0}, "b": {"v100": 12.0, "k80": 4.0},
+...                      "c": {"v100": 100.0, "k80": 50.0}}, {"v100": 1, "k80": 1})
+>>> {j: {t: round(f * 11, 6) for t, f in row.items()} for j, row in r.allocation.items()}
+{'a': {'v100': 5.0, 'k80': 0.0}, 'b': {'v100': 5.0, 'k80': 1.0}, 'c': {'v100': 1.0, 'k80': 10.0}}
+>>> r = policy.allocate({"a": {"v100": 40.0, "k80": 10.0}, "b": {"k80": 4.0}},
+...                     {"v100": 1, "k80": 0})          # the K80 node is drained
+>>> r.drained_types, r.unrunnable_jobs, r.allocation["b"], r.certificate.ok
+(('k80',), ('b',), {'v100': 0.0, 'k80': 0.0}, True)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ._validation import as_array, as_bool, as_option
+from .data import Cluster, Jobs
+from .errors import InputError
+from .results import Certificate, Result, SolveStats, Status
+
+__all__ = ["POLICIES", "RoundPolicy", "RoundResult", "solve_round"]
+
+#: policy names accepted by :class:`RoundPolicy` and :func:`solve_round`
+POLICIES = ("max_min_fairness", "water_filling", "finish_time_fairness", "min_makespan",
+            "max_total_throughput", "fifo", "shortest_job_first", "min_cost")
+
+_SOLVE_OPTIONS = ("method", "backend", "gap_tol", "feas_tol", "stage_tol", "work_conserving",
+                  "bottleneck_tol", "max_levels")
+
+
+# --------------------------------------------------------------------------------------------
+# result
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True, repr=False)
+class RoundResult(Result):
+    """One round's allocation over every job and worker type given, with the facts.
+
+    Attributes
+    ----------
+    x : ndarray, shape (n, k)
+        Fraction of time each job runs on each type (rows: :attr:`job_ids`, columns:
+        :attr:`types`); 0 for unrunnable jobs and drained types.
+    prices : ndarray, shape (k,)
+        Capacity prices of the reduced program (``d OPT / d workers``); 0 on drained types.
+    effective_throughput : ndarray, shape (n,)
+    job_ids, types : tuple
+    drained_types : tuple of str
+        Types with 0 workers this round.
+    unrunnable_jobs : tuple
+        Jobs that can run on no present type (zero throughput there, or a gang larger than
+        every present type they could run on).
+    policy : str
+    reduced : fairalloc.Allocation or None
+        The certified result of the reduced program (``None`` for an empty round).
+    """
+
+    x: np.ndarray
+    prices: np.ndarray
+    effective_throughput: np.ndarray
+    job_ids: tuple[Hashable, ...]
+    types: tuple[str, ...]
+    drained_types: tuple[str, ...]
+    unrunnable_jobs: tuple[Hashable, ...]
+    policy: str
+    reduced: Any = None
+
+    def __post_init__(self) -> None:
+        # labels are never arrays: skip them when the array fields are frozen (walking
+        # thousands of labels would cost more than a round's solve)
+        saved = {f: getattr(self, f) for f in ("job_ids", "types", "unrunnable_jobs",
+                                               "reduced")}
+        for f in saved:
+            object.__setattr__(self, f, ())
+        try:
+            super().__post_init__()
+        finally:
+            for f, v in saved.items():
+                object.__setattr__(self, f, v)
+
+    @property
+    def allocation(self) -> dict[Hashable, dict[str, float]]:
+        """``{job_id: {worker_type: fraction}}`` (every job and type given, zeros included)."""
+        types = self.types
+        return {j: dict(zip(types, row)) for j, row in zip(self.job_ids, self.x.tolist())}
+
+    @property
+    def type_prices(self) -> dict[str, float]:
+        """``{worker_type: price}``."""
+        return dict(zip(self.types, self.prices.tolist()))
+
+    @property
+    def warm(self) -> bool:
+        """Whether this round reused or was seeded by the previous one."""
+        return self.stats.method == "reused" or self.stats.method.endswith("+warm")
+
+    def to_frame(self) -> Any:
+        """One row per job (index: job ids), one column per type."""
+        from .results import require_pandas
+
+        pd = require_pandas()
+        return pd.DataFrame(self.x, index=pd.Index(list(self.job_ids), name="job"),
+                            columns=list(self.types))
+
+
+# --------------------------------------------------------------------------------------------
+# inputs
+# --------------------------------------------------------------------------------------------
+def _labels(value: Any, name: str) -> tuple[Hashable, ...]:
+    if isinstance(value, str | bytes) or not isinstance(value, Sequence | np.ndarray | range):
+        raise InputError(f"{name} must be a sequence of labels", argument=name)
+    out = tuple(value.tolist() if isinstance(value, np.ndarray) else value)
+    if len(set(out)) != len(out):
+        raise InputError(f"{name} repeats a label; labels must be unique", argument=name)
+    return out
+
+
+def _matrix(throughput: Any, workers: Any, job_ids: Any, types: Any
+            ) -> tuple[np.ndarray, np.ndarray, tuple[Hashable, ...], tuple[str, ...]]:
+    """(T (n, k), workers (k,), job ids, types) from dicts, arrays or a DataFrame."""
+    # workers first: it fixes the type order
+    if isinstance(workers, Mapping):
+        wtypes = tuple(str(t) for t in workers)
+        if len(set(wtypes)) != len(wtypes):
+            raise InputError("workers names a type twice", argument="workers")
+        cap = as_array(list(workers.values()), "workers", ndim=1, integer=True,
+                       allow_empty=True)
+    else:
+        cap = as_array(workers, "workers", ndim=1, integer=True, allow_empty=True)
+        if types is None:
+            raise InputError("types= is needed when workers is an array", argument="types")
+        wtypes = tuple(str(t) for t in _labels(types, "types"))
+        if len(wtypes) != cap.size:
+            raise InputError(f"types has {len(wtypes)} entries for {cap.size} workers",
+                             argument="types")
+    if isinstance(throughput, Mapping):
+        ids = tuple(throughput)
+        rows = list(throughput.values())
+        for j, row in zip(ids, rows):
+            if not isinstance(row, Mapping):
+                raise InputError(f"throughput[{j!r}] must be a mapping worker type -> rate",
+                                 argument="throughput")
+        # a type a job names that the cluster does not list has no workers: drained
+        extra = {str(t) for row in rows for t in row} - set(wtypes)
+        all_types = wtypes + tuple(sorted(extra))
+        cap = np.r_[cap, np.zeros(len(extra))]
+        try:
+            T = np.array([[row.get(t, 0.0) for t in all_types] for row in rows], dtype=float)
+        except (TypeError, ValueError) as exc:
+            raise InputError(f"throughput rates must be numbers ({exc})",
+                             argument="throughput") from None
+        T = T.reshape(len(ids), len(all_types))
+        T = as_array(T, "throughput", ndim=2, allow_empty=True)
+        return T, cap, ids, all_types
+    if hasattr(throughput, "index") and hasattr(throughput, "columns") and hasattr(
+            throughput, "to_numpy"):  # a pandas DataFrame: index job ids, columns types
+        ids = tuple(throughput.index)
+        cols = tuple(str(c) for c in throughput.columns)
+        pos = {t: i for i, t in enumerate(cols)}
+        missing = [t for t in wtypes if t not in pos]
+        if missing:
+            raise InputError(f"throughput has no column for type {missing[0]!r}",
+                             argument="throughput")
+        T = as_array(throughput.to_numpy(dtype=float)[:, [pos[t] for t in wtypes]]
+                     if len(ids) else np.zeros((0, len(wtypes))), "throughput", ndim=2,
+                     allow_empty=True)
+        return T, cap, ids, wtypes
+    T = as_array(throughput, "throughput", ndim=2, allow_empty=True)
+    if T.shape[1] != cap.size:
+        raise InputError(f"throughput has {T.shape[1]} columns for {cap.size} worker types",
+                         argument="throughput")
+    ids = tuple(range(T.shape[0])) if job_ids is None else _labels(job_ids, "job_ids")
+    if len(ids) != T.shape[0]:
+        raise InputError(f"job_ids has {len(ids)} entries for {T.shape[0]} jobs",
+                         argument="job_ids")
+    return T, cap, ids, wtypes
+
+
+def _per_job(value: Any, name: str, ids: tuple[Hashable, ...], **kw: Any) -> np.ndarray | None:
+    """A per-job quantity given as a mapping job -> value or an array in job order."""
+    if value is None:
+        return None
+    if isinstance(value, Mapping):
+        try:
+            arr = [value[j] for j in ids]
+        except KeyError as exc:
+            raise InputError(f"{name} has no entry for job {exc.args[0]!r}",
+                             argument=name) from None
+        value = arr
+    return as_array(value, name, ndim=1, shape=(len(ids),), allow_empty=True, **kw)
+
+
+def _per_job_labels(value: Any, name: str, ids: tuple[Hashable, ...]) -> list[Hashable] | None:
+    if value is None:
+        return None
+    if isinstance(value, Mapping):
+        try:
+            return [value[j] for j in ids]
+        except KeyError as exc:
+            raise InputError(f"{name} has no entry for job {exc.args[0]!r}",
+                             argument=name) from None
+    out = list(value)
+    if len(out) != len(ids):
+        raise InputError(f"{name} has {len(out)} entries for {len(ids)} jobs", argument=name)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# the reduced solve
+# --------------------------------------------------------------------------------------------
+def _empty_certificate() -> Certificate:
+    """The certificate of a program with no variables: value 0, bound 0, nothing violated."""
+    return Certificate(kind="lp", primal_value=0.0, dual_bound=0.0, gap=0.0,
+                       primal_residual=0.0)
+
+
+def solve_round(policy: str, throughput: Any, workers: Any, *, job_ids: Any = None,
+                types: Any = None, scale_factor: Any = None, weight: Any = None,
+                steps_remaining: Any = None, elapsed: Any = None, isolated_elapsed: Any = None,
+                order: Any = None, cost: Any = None, slo: Any = None, entities: Any = None,
+                entity_weights: Mapping[Hashable, float] | None = None,
+                entity_policies: Mapping[Hashable, str] | None = None,
+                water_filling: bool = False, semantics: str = "arrival",
+                normalized: bool = False, warm_start: Any = None,
+                **options: Any) -> RoundResult:
+    """Solve one round of a Gavel policy, accepting drained types, unrunnable jobs, no jobs.
+
+    See :mod:`fairalloc.rounds`. ``policy`` is one of :data:`POLICIES`; per-job arguments
+    (``scale_factor``, ``weight``, ``steps_remaining``, ``elapsed``, ``isolated_elapsed``,
+    ``order``, ``slo``, ``entities``) are mappings job id -> value or arrays in job order;
+    ``cost`` a mapping type -> cost or an array in type order. ``options`` are the policy's
+    solve options (``method``, ``backend``, ``gap_tol``, ``feas_tol``, ...).
+
+    Examples
+    --------
+    A 4-GPU job that arrived first and four later 1-GPU jobs on 4 GPUs (FIFO, arrival order),
+    with a drained type:
+
+    >>> r = solve_round("fifo", {0: {"a": 1.0}, 1: {"a": 1.0}, 2: {"a": 1.0}},
+    ...                 {"a": 4, "b": 0}, scale_factor={0: 4, 1: 1, 2: 1},
+    ...                 order={0: 0.0, 1: 1.0, 2: 2.0})
+    >>> [round(r.allocation[j]["a"], 6) for j in (0, 1, 2)], r.drained_types
+    ([1.0, 0.0, 0.0], ('b',))
+    """
+    t0 = time.perf_counter()
+    policy = as_option(policy, "policy", POLICIES)
+    unknown = [key for key in options if key not in _SOLVE_OPTIONS]
+    if unknown:
+        raise InputError(f"unexpected argument {unknown[0]!r} (solve options: "
+                         f"{', '.join(_SOLVE_OPTIONS)})", argument=str(unknown[0]))
+    T, cap, ids, tnames = _matrix(throughput, workers, job_ids, types)
+    n, k = T.shape
+    sf = _per_job(scale_factor, "scale_factor", ids, positive=True, integer=True)
+    sf = np.ones(n) if sf is None else sf
+    present = cap > 0
+    allowed = (T > 0) & (sf[:, None] <= cap[None, :]) & present[None, :]
+    runnable = allowed.any(axis=1)
+    drained = tuple(t for t, p in zip(tnames, present) if not p)
+    unrunnable = tuple(j for j, r in zip(ids, runnable) if not r) if not runnable.all() else ()
+    rj = np.flatnonzero(runnable)
+    pt = np.flatnonzero(present)
+    x = np.zeros((n, k))
+    prices = np.zeros(k)
+    tp = np.zeros(n)
+    if rj.size == 0 or pt.size == 0:
+        stats = SolveStats(backend="none", method="empty", seconds=time.perf_counter() - t0,
+                           iterations=0, solves=0)
+        return RoundResult(objective=0.0, status=Status.OPTIMAL, stats=stats,
+                           certificate=_empty_certificate(), x=x, prices=prices,
+                           effective_throughput=tp, job_ids=ids, types=tnames,
+                           drained_types=drained, unrunnable_jobs=unrunnable, policy=policy)
+    full = rj.size == n
+    sub = (lambda a: a) if full else (lambda a: a[rj])  # noqa: E731 - tiny selector
+
+    def opt(value: Any, name: str, **kw: Any) -> np.ndarray | None:
+        arr = _per_job(value, name, ids, **kw)
+        return None if arr is None else sub(arr)
+
+    Tr = T[np.ix_(rj, pt)] if not (full and pt.size == k) else T
+    jobs = Jobs(Tr, scale_factor=sub(sf), weight=opt(weight, "weight", positive=True),
+                steps_remaining=opt(steps_remaining, "steps_remaining"),
+                elapsed=opt(elapsed, "elapsed"),
+                isolated_elapsed=opt(isolated_elapsed, "isolated_elapsed"))
+    cluster = Cluster({tnames[j]: cap[j] for j in pt})
+    res = _solve_reduced(policy, jobs, cluster, ids, rj, pt, order=order, cost=cost, slo=slo,
+                         entities=entities, entity_weights=entity_weights,
+                         entity_policies=entity_policies, water_filling=water_filling,
+                         semantics=semantics, normalized=normalized, warm_start=warm_start,
+                         options=options)
+    x[np.ix_(rj, pt)] = res.x
+    prices[pt] = res.prices
+    tp[rj] = res.effective_throughput
+    stats = dataclasses.replace(res.stats, seconds=time.perf_counter() - t0)
+    return RoundResult(objective=res.objective, status=res.status, stats=stats,
+                       certificate=res.certificate, x=x, prices=prices,
+                       effective_throughput=tp, job_ids=ids, types=tnames,
+                       drained_types=drained, unrunnable_jobs=unrunnable, policy=policy,
+                       reduced=res)
+
+
+def _solve_reduced(policy: str, jobs: Jobs, cluster: Cluster, ids: tuple[Hashable, ...],
+                   rj: np.ndarray, pt: np.ndarray, *, order: Any, cost: Any, slo: Any,
+                   entities: Any, entity_weights: Any, entity_policies: Any,
+                   water_filling: bool, semantics: str, normalized: bool, warm_start: Any,
+                   options: dict[str, Any]) -> Any:
+    from . import throughput as th
+    from .waterfilling import WaterFilling
+
+    def per_job(value: Any, name: str) -> np.ndarray | None:
+        arr = _per_job(value, name, ids, nonneg=False)
+        return None if arr is None else arr[rj]
+
+    if policy == "max_min_fairness":
+        b = th.MaxMinFairness(jobs, cluster, water_filling=as_bool(water_filling,
+                                                                   "water_filling"))
+        if warm_start is not None and not b.water_filling:
+            b.warm_start = warm_start
+        return b.solve(**options)
+    if policy == "water_filling":
+        ent = _per_job_labels(entities, "entities", ids)
+        ent = None if ent is None else [ent[i] for i in rj]
+        b = WaterFilling(jobs, cluster, entities=ent, entity_weights=entity_weights,
+                         entity_policies=entity_policies, order=per_job(order, "order"))
+        return b.solve(**options)
+    if policy == "finish_time_fairness":
+        return th.FinishTimeFairness(jobs, cluster).solve(**options)
+    if policy == "min_makespan":
+        return th.MinMakespan(jobs, cluster).solve(**options)
+    if policy == "max_total_throughput":
+        return th.MaxTotalThroughput(jobs, cluster, normalized=normalized).solve(**options)
+    if policy == "fifo":
+        return th.FIFO(jobs, cluster, order=per_job(order, "order"),
+                       semantics=semantics).solve(**options)
+    if policy == "shortest_job_first":
+        return th.ShortestJobFirst(jobs, cluster).solve(**options)
+    # min_cost
+    if cost is None:
+        raise InputError("min_cost needs cost= (type -> cost per worker)", argument="cost")
+    if isinstance(cost, Mapping):
+        cost_r = {t: cost[t] for t in cluster.types if t in cost}
+        if len(cost_r) != cluster.num_types:
+            missing = next(t for t in cluster.types if t not in cost)
+            raise InputError(f"cost has no entry for type {missing!r}", argument="cost")
+    else:
+        cost_r = as_array(cost, "cost", ndim=1, positive=True)[pt]
+    slo_r = None
+    if slo is not None:
+        slo_arr = _per_job(slo, "slo", ids, allow_nan=False)
+        slo_r = None if slo_arr is None else slo_arr[rj]
+    return th.MinCost(jobs, cluster, cost_r, slo=slo_r).solve(**options)
+
+
+# --------------------------------------------------------------------------------------------
+# the stateful per-round policy
+# --------------------------------------------------------------------------------------------
+class RoundPolicy:
+    """A policy called once per scheduling round (see :mod:`fairalloc.rounds`).
+
+    Parameters
+    ----------
+    policy : str
+        One of :data:`POLICIES`.
+    warm_start : bool
+        Reuse an identical previous round and seed max-min fairness with the previous prices
+        and level (default ``True``).
+    **settings
+        Fixed per-policy settings passed to every round: ``water_filling``, ``semantics``
+        (FIFO), ``normalized``, ``cost``, ``entity_weights``, ``entity_policies`` and the
+        solve options (``method``, ``backend``, ``gap_tol``, ``feas_tol``, ...).
+
+    Examples
+    --------
+    >>> import fairalloc as fa
+    >>> p = fa.RoundPolicy("max_min_fairness")
+    >>> r1 = p.allocate({"a": {"gpu": 1.0}, "b": {"gpu": 1.0}}, {"gpu": 1})
+    >>> r2 = p.allocate({"a": {"gpu": 1.0}, "b": {"gpu": 1.0}}, {"gpu": 1})   # same round
+    >>> r2.stats.method, r2.allocation == r1.allocation
+    ('reused', True)
+    >>> p.allocate({}, {"gpu": 1}).allocation                                # empty round
+    {}
+    """
+
+    _SETTINGS = ("water_filling", "semantics", "normalized", "cost", "entity_weights",
+                 "entity_policies", *_SOLVE_OPTIONS)
+
+    def __init__(self, policy: str = "max_min_fairness", *, warm_start: bool = True,
+                 **settings: Any) -> None:
+        self.policy = as_option(policy, "policy", POLICIES)
+        self.warm_start = as_bool(warm_start, "warm_start")
+        unknown = [key for key in settings if key not in self._SETTINGS]
+        if unknown:
+            raise InputError(f"unexpected setting {unknown[0]!r} (settings: "
+                             f"{', '.join(self._SETTINGS)})", argument=str(unknown[0]))
+        self.settings = dict(settings)
+        self.rounds = 0
+        self._last: tuple[tuple[Any, ...], RoundResult] | None = None
+
+    def reset(self) -> None:
+        """Forget the previous round (the next one is solved cold)."""
+        self._last = None
+
+    def allocate(self, throughput: Any, workers: Any, *, job_ids: Any = None,
+                 types: Any = None, scale_factor: Any = None, weight: Any = None,
+                 steps_remaining: Any = None, elapsed: Any = None,
+                 isolated_elapsed: Any = None, order: Any = None, slo: Any = None,
+                 entities: Any = None) -> RoundResult:
+        """This round's allocation (see :func:`solve_round` for the arguments)."""
+        t0 = time.perf_counter()
+        per_job = dict(scale_factor=scale_factor, weight=weight,
+                       steps_remaining=steps_remaining, elapsed=elapsed,
+                       isolated_elapsed=isolated_elapsed, order=order, slo=slo,
+                       entities=entities)
+        key = None
+        if self.warm_start:
+            key = _fingerprint(throughput, workers, job_ids, types, per_job)
+            if key is not None and self._last is not None and _same_key(key, self._last[0]):
+                prev = self._last[1]
+                self.rounds += 1
+                return dataclasses.replace(prev, stats=SolveStats(
+                    backend=prev.stats.backend, method="reused",
+                    seconds=time.perf_counter() - t0, iterations=0, solves=0,
+                    raw_status=prev.stats.raw_status))
+        warm = None
+        if (self.warm_start and self.policy == "max_min_fairness" and self._last is not None
+                and not self.settings.get("water_filling", False)):
+            prev = self._last[1]
+            if prev.reduced is not None:
+                warm = (dict(zip(prev.types, prev.prices.tolist())), prev.objective)
+        res = solve_round(self.policy, throughput, workers, job_ids=job_ids, types=types,
+                          warm_start=None, **per_job, **self.settings) if warm is None else \
+            self._warm_solve(throughput, workers, job_ids, types, per_job, warm)
+        self.rounds += 1
+        if self.warm_start:
+            self._last = (key, res)
+        return res
+
+    def _warm_solve(self, throughput: Any, workers: Any, job_ids: Any, types: Any,
+                    per_job: dict[str, Any], warm: tuple[dict[str, float], float]
+                    ) -> RoundResult:
+        # the warm prices are matched to this round's present types by name; a type without
+        # a previous price (or priced 0) disables the warm start (the solver's check)
+        T, cap, ids, tnames = _matrix(throughput, workers, job_ids, types)
+        pt = [t for t, c in zip(tnames, cap) if c > 0]
+        wp = np.array([warm[0].get(t, 0.0) for t in pt])
+        return solve_round(self.policy, T, cap, job_ids=ids, types=tnames,
+                           warm_start=(wp, warm[1]), **per_job, **self.settings)
+
+
+def _fingerprint(throughput: Any, workers: Any, job_ids: Any, types: Any,
+                 per_job: dict[str, Any]) -> tuple[Any, ...] | None:
+    """A cheap exact description of a round's inputs (``None``: not comparable)."""
+    try:
+        parts: list[Any] = []
+        for v in (throughput, workers, job_ids, types, *per_job.values()):
+            if isinstance(v, np.ndarray):
+                parts.append(("a", v.shape, v.dtype.str, v.tobytes()))
+            elif isinstance(v, Mapping):
+                parts.append(("m", tuple((k, tuple(x.items()) if isinstance(x, Mapping) else x)
+                                         for k, x in v.items())))
+            elif v is None or isinstance(v, int | float | str | tuple | list | range):
+                parts.append(("v", tuple(v) if isinstance(v, list | range) else v))
+            else:
+                return None
+        return tuple(parts)
+    except TypeError:  # pragma: no cover - unhashable odd inputs: no reuse
+        return None
+
+
+def _same_key(a: tuple[Any, ...], b: tuple[Any, ...] | None) -> bool:
+    return b is not None and a == b
