@@ -1,0 +1,183 @@
+"""Issue #16: the round-by-round policy API (fairalloc.rounds) and the scheduler how-to."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import fairalloc as fa
+from fairalloc.rounds import POLICIES, solve_round
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# three types, one drained; job "x" runs only on the drained type, job "g" has a gang larger
+# than every present type it can run on
+TP = {
+    "a": {"v100": 40.0, "p100": 20.0, "k80": 10.0},
+    "b": {"v100": 12.0, "p100": 8.0, "k80": 4.0},
+    "c": {"v100": 100.0, "k80": 50.0},
+    "x": {"p100": 5.0},
+    "g": {"v100": 30.0, "p100": 3.0},
+}
+WORKERS = {"v100": 2, "p100": 0, "k80": 2}
+PER_JOB = dict(scale_factor={"a": 1, "b": 2, "c": 1, "x": 1, "g": 4},
+               weight={"a": 1.0, "b": 2.0, "c": 1.0, "x": 1.0, "g": 1.0},
+               steps_remaining={"a": 1e4, "b": 5e3, "c": 2e4, "x": 100.0, "g": 1e3},
+               elapsed={"a": 30.0, "b": 20.0, "c": 10.0, "x": 5.0, "g": 0.0},
+               order={"a": 0, "b": 1, "c": 2, "x": 3, "g": 4})
+SETTINGS = {"min_cost": dict(cost={"v100": 3.0, "p100": 2.0, "k80": 1.0}),
+            "water_filling": dict(entity_weights={0: 1.0, 1: 2.0})}
+ENTITIES = {"a": 0, "b": 1, "c": 1, "x": 0, "g": 0}
+
+
+def _feasible(r, workers, sf):
+    cap = np.array(list(workers.values()), float)
+    s = np.array([sf[j] for j in r.job_ids], float)
+    assert (r.x >= 0).all() and (r.x.sum(axis=1) <= 1 + 1e-9).all()
+    assert (s @ r.x <= cap + 1e-9 * np.maximum(cap, 1)).all()
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_drained_type_and_unrunnable_jobs_give_a_certified_allocation(policy):
+    p = fa.RoundPolicy(policy, **SETTINGS.get(policy, {}))
+    r = p.allocate(TP, WORKERS, **PER_JOB,
+                   entities=ENTITIES if policy == "water_filling" else None)
+    assert r.status == fa.results.Status.OPTIMAL and r.certificate.ok
+    assert r.drained_types == ("p100",)
+    assert r.unrunnable_jobs == ("x", "g")
+    assert r.job_ids == tuple(TP) and r.types == ("v100", "p100", "k80")
+    alloc = r.allocation
+    assert set(alloc) == set(TP) and all(set(row) == set(WORKERS) for row in alloc.values())
+    assert all(v == 0.0 for v in alloc["x"].values()) and all(v == 0.0
+                                                              for v in alloc["g"].values())
+    assert all(alloc[j]["p100"] == 0.0 for j in TP)
+    assert r.prices[1] == 0.0 and r.type_prices["p100"] == 0.0
+    _feasible(r, WORKERS, PER_JOB["scale_factor"])
+    # the reduced program is certified and its allocation is exactly the expanded one
+    assert r.reduced is not None and r.reduced.certificate.ok
+    np.testing.assert_array_equal(r.x[:3][:, [0, 2]], r.reduced.x)
+    assert r.x.flags.writeable is False
+
+
+def test_reduced_program_equals_a_direct_solve_on_the_present_cluster():
+    r = fa.solve_round("max_min_fairness", TP, WORKERS, **PER_JOB)
+    T = np.array([[40.0, 10.0], [12.0, 4.0], [100.0, 50.0]])
+    d = fa.max_min_fairness(fa.Jobs(T, scale_factor=[1, 2, 1], weight=[1, 2, 1]),
+                            fa.Cluster({"v100": 2, "k80": 2}))
+    np.testing.assert_allclose(r.x[:3][:, [0, 2]], d.x, atol=1e-9)
+    assert r.objective == pytest.approx(d.objective)
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_empty_round_and_all_drained(policy):
+    kw = SETTINGS.get(policy, {})
+    r = fa.solve_round(policy, {}, {"v100": 2}, **kw)
+    assert r.allocation == {} and r.certificate.ok and r.stats.method == "empty"
+    assert r.x.shape == (0, 1)
+    r = fa.solve_round(policy, {"a": {"v100": 1.0}}, {"v100": 0}, **kw,
+                       **{k: {"a": v["a"]} for k, v in PER_JOB.items()})
+    assert r.allocation == {"a": {"v100": 0.0}} and r.certificate.ok
+    assert r.drained_types == ("v100",) and r.unrunnable_jobs == ("a",)
+
+
+def test_dicts_numpy_and_pandas_agree():
+    pd = pytest.importorskip("pandas")
+    r1 = fa.solve_round("max_min_fairness", TP, WORKERS, **PER_JOB)
+    T = np.array([[TP[j].get(t, 0.0) for t in WORKERS] for j in TP])
+    arr = {k: np.array([v[j] for j in TP], float) for k, v in PER_JOB.items()}
+    r2 = fa.solve_round("max_min_fairness", T, np.array([2, 0, 2]), job_ids=list(TP),
+                        types=list(WORKERS), **arr)
+    r3 = fa.solve_round("max_min_fairness", pd.DataFrame(T, index=list(TP),
+                                                          columns=list(WORKERS)),
+                        WORKERS, **PER_JOB)
+    for r in (r2, r3):
+        np.testing.assert_allclose(r.x, r1.x, atol=1e-12)
+        assert r.job_ids == r1.job_ids and r.drained_types == r1.drained_types
+    assert r1.to_frame().shape == (5, 3)
+
+
+def test_a_type_named_only_by_jobs_counts_as_drained():
+    r = fa.solve_round("max_min_fairness", {"a": {"v100": 1.0, "tpu": 9.0}}, {"v100": 1})
+    assert r.types == ("v100", "tpu") and r.drained_types == ("tpu",)
+    assert r.allocation["a"] == {"v100": 1.0, "tpu": 0.0}
+
+
+def test_fifo_round_serves_the_first_gang_job():
+    tp = {j: {"gpu": 1.0} for j in range(5)}
+    r = fa.solve_round("fifo", tp, {"gpu": 4}, scale_factor={0: 4, 1: 1, 2: 1, 3: 1, 4: 1},
+                       order={j: float(j) for j in range(5)})
+    assert r.allocation[0]["gpu"] == pytest.approx(1.0, abs=1e-6)
+    assert sum(r.allocation[j]["gpu"] for j in range(1, 5)) == pytest.approx(0.0, abs=1e-6)
+
+
+def test_rounds_with_arrivals_departures_and_node_failures():
+    rng = np.random.default_rng(0)
+    p = fa.RoundPolicy("max_min_fairness")
+    active = {f"j{i}": {"v100": float(rng.uniform(5, 50)), "k80": float(rng.uniform(1, 10))}
+              for i in range(80)}
+    workers = {"v100": 20, "k80": 20}
+    nxt = 80
+    methods = []
+    for rnd in range(12):
+        for j in list(active)[:3]:          # departures
+            del active[j]
+        for _ in range(3):                  # arrivals
+            active[f"j{nxt}"] = {"v100": float(rng.uniform(5, 50)),
+                                 "k80": float(rng.uniform(1, 10))}
+            nxt += 1
+        w = dict(workers, k80=0) if rnd in (5, 6) else workers   # K80 nodes fail, come back
+        r = p.allocate(active, w)
+        assert r.certificate.ok and set(r.allocation) == set(active)
+        assert r.drained_types == (("k80",) if rnd in (5, 6) else ())
+        _feasible(r, w, {j: 1 for j in active})
+        methods.append(r.stats.method)
+    assert any(m.endswith("+warm") for m in methods), methods
+    again = p.allocate(active, workers)
+    assert again.stats.method == "reused" and again.warm and again.certificate.ok
+    p.reset()
+    assert not p.allocate(active, workers).warm
+
+
+def test_warm_and_cold_rounds_agree():
+    rng = np.random.default_rng(1)
+    tp = {i: {"a": float(rng.uniform(1, 9)), "b": float(rng.uniform(1, 9)),
+              "c": float(rng.uniform(1, 9))} for i in range(300)}
+    cl = {"a": 60, "b": 60, "c": 60}
+    p = fa.RoundPolicy("max_min_fairness")
+    p.allocate(tp, cl)
+    del tp[0], tp[1]
+    tp[300] = {"a": 3.0, "b": 2.0, "c": 1.0}
+    warm = p.allocate(tp, cl)
+    cold = fa.solve_round("max_min_fairness", tp, cl)
+    assert warm.stats.method == "fast+warm"
+    assert warm.objective == pytest.approx(cold.objective, rel=1e-7)
+
+
+def test_bad_round_inputs_are_input_errors():
+    with pytest.raises(fa.InputError, match="policy"):
+        fa.RoundPolicy("lottery")
+    with pytest.raises(fa.InputError, match="workers"):
+        fa.solve_round("max_min_fairness", TP, {"v100": -1})
+    with pytest.raises(fa.InputError, match="scale_factor"):
+        fa.solve_round("max_min_fairness", TP, WORKERS, scale_factor={"a": 1})
+    with pytest.raises(fa.InputError, match="types"):
+        fa.solve_round("max_min_fairness", np.ones((2, 2)), np.array([1, 1]))
+    with pytest.raises(fa.InputError, match="cost"):
+        fa.solve_round("min_cost", TP, WORKERS)
+    with pytest.raises(fa.InputError, match="bogus"):
+        fa.RoundPolicy("fifo", bogus=1)
+
+
+# --------------------------------------------------------------------------------------------
+# the how-to runs as written
+# --------------------------------------------------------------------------------------------
+def test_use_inside_a_scheduler_howto_runs():
+    text = (ROOT / "docs" / "how-to" / "use-inside-a-scheduler.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    assert len(blocks) >= 3
+    ns: dict = {}
+    for block in blocks:
+        exec(compile(block, "use-inside-a-scheduler.md", "exec"), ns)  # noqa: S102
