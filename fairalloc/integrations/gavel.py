@@ -1,0 +1,274 @@
+"""Gavel-compatible policy objects: drop fairalloc into Gavel's round-based scheduler.
+
+Gavel (stanford-futuredata/gavel, ``scheduler/policies/``) calls its policy once per round as
+``policy.get_allocation(unflattened_throughputs, scale_factors, priority_weights,
+cluster_spec)`` (other policies take ``times_since_start`` / ``num_steps_remaining`` as well)
+with dicts keyed by job id and worker type, and expects ``{job_id: {worker_type:
+fraction}}`` back. The classes here have the same names, signatures and return shape as
+Gavel's ``*WithPerf`` policies and solve the round with :class:`fairalloc.RoundPolicy`
+(certified, warm-started across rounds, accepting drained worker types and jobs that cannot
+run this round). :func:`policy` maps Gavel's policy names to them.
+
+Normalisation (Gavel's code vs the paper, gavel.txt §4.1)
+--------------------------------------------------------
+* ``X^equal``: fairalloc normalises each job's throughput by ``throughput(m, X^equal)``,
+  its time split across types in proportion to worker counts (row sum 1). Gavel's code uses
+  the throughput of its "isolated" allocation (max-min fairness on unit throughputs), which
+  for equal weights and scale factors is the same up to one common factor; a common factor
+  does not change any max-min allocation.
+* Scale factors and priority weights: the paper's objective is ``min_m (s_m / w_m)
+  throughput(m, X) / throughput(m, X^equal)`` (``normalization="paper"``, the default).
+  Gavel's code applies ``s_m / w_m`` twice (once in its isolated allocation, whose time is
+  proportional to ``w_m / s_m``, and once in the objective), i.e. it ranks jobs by
+  ``(s_m / w_m)^2 ...``; ``normalization="gavel_code"`` reproduces that by passing the weight
+  ``w_m^2 / s_m`` to fairalloc. With unit weights and scale factors both agree.
+* FIFO: Gavel's job ids increase with arrival; :class:`FIFOPolicyWithPerf` serves jobs in
+  sorted job-id order with fairalloc's arrival semantics (a first-arrived gang job is never
+  starved by later, smaller jobs).
+* Empty rounds: Gavel's policies return ``None`` when there are no jobs; these return
+  ``{}``. A worker type with 0 workers in ``cluster_spec`` (or one that a job names and the
+  spec does not list) and jobs that fit on no present type get 0.
+
+Space-sharing job-pair keys (Gavel's ``*WithPacking`` policies) are not supported by this
+adapter yet: a pair key raises :class:`fairalloc.InputError` (use
+:func:`fairalloc.max_min_space_sharing` directly).
+
+Examples
+--------
+>>> from fairalloc.integrations import gavel
+>>> p = gavel.MaxMinFairnessPolicyWithPerf()
+>>> tp = {0: {"v100": 40.0, "k80": 10.0}, 1: {"v100": 12.0, "k80": 4.0},
+...       2: {"v100": 100.0, "k80": 50.0}}
+>>> alloc = p.get_allocation(tp, {0: 1, 1: 1, 2: 1}, {0: 1.0, 1: 1.0, 2: 1.0},
+...                          {"v100": 1, "k80": 1})
+>>> {j: {t: round(v * 11, 6) for t, v in row.items()} for j, row in alloc.items()}
+{0: {'v100': 5.0, 'k80': 0.0}, 1: {'v100': 5.0, 'k80': 1.0}, 2: {'v100': 1.0, 'k80': 10.0}}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping
+from typing import Any
+
+from .._validation import as_option
+from ..errors import InputError
+from ..rounds import RoundPolicy, RoundResult
+
+__all__ = [
+    "FIFOPolicyWithPerf",
+    "FinishTimeFairnessPolicyWithPerf",
+    "GavelPolicy",
+    "MaxMinFairnessPolicyWithPerf",
+    "MaxMinFairnessWaterFillingPolicyWithPerf",
+    "MinTotalDurationPolicyWithPerf",
+    "ThroughputSumWithPerf",
+    "policy",
+]
+
+NORMALIZATIONS = ("paper", "gavel_code")
+
+
+def _is_pair(job_id: Any) -> bool:
+    is_pair = getattr(job_id, "is_pair", None)
+    if callable(is_pair):
+        return bool(is_pair())
+    return isinstance(job_id, tuple) and len(job_id) == 2 and job_id[1] is not None
+
+
+class GavelPolicy:
+    """Base of the Gavel-compatible policies: a :class:`fairalloc.RoundPolicy` behind
+    Gavel's interface.
+
+    Parameters
+    ----------
+    solver : str, optional
+        Accepted for compatibility with Gavel's constructors (``solver='ECOS'``) and ignored:
+        fairalloc picks its own certified solvers (``backend=`` selects the LP backend).
+    **settings
+        Passed to :class:`fairalloc.RoundPolicy` (``backend``, ``gap_tol``, ...).
+
+    Attributes
+    ----------
+    last_result : fairalloc.RoundResult or None
+        The previous round's full result (prices, certificate, facts).
+    """
+
+    _policy = "max_min_fairness"
+    _name = "fairalloc"
+
+    def __init__(self, solver: str | None = None, **settings: Any) -> None:
+        del solver  # Gavel passes its cvxpy solver name; fairalloc chooses its own
+        self._round = RoundPolicy(self._policy, **settings)
+        self.last_result: RoundResult | None = None
+
+    @property
+    def name(self) -> str:
+        """Gavel-style policy name."""
+        return self._name
+
+    def _solve(self, unflattened_throughputs: Mapping[Hashable, Mapping[str, float]],
+               cluster_spec: Mapping[str, int], **per_job: Any
+               ) -> dict[Hashable, dict[str, float]]:
+        if not isinstance(unflattened_throughputs, Mapping):
+            raise InputError("unflattened_throughputs must be a dict job_id -> {worker_type: "
+                             "throughput}", argument="unflattened_throughputs")
+        pairs = [j for j in unflattened_throughputs if _is_pair(j)]
+        if pairs:
+            raise InputError(f"job-pair key {pairs[0]!r}: space sharing (Gavel's *WithPacking "
+                             "policies) is not supported by this adapter; use "
+                             "fairalloc.max_min_space_sharing", argument="unflattened_throughputs")
+        r = self._round.allocate(unflattened_throughputs, cluster_spec, **per_job)
+        self.last_result = r
+        return r.allocation
+
+
+def _weights(priority_weights: Any, scale_factors: Any, normalization: str) -> Any:
+    if normalization == "paper" or priority_weights is None:
+        return priority_weights
+    return {j: float(w) ** 2 / float(scale_factors[j]) for j, w in priority_weights.items()}
+
+
+class MaxMinFairnessPolicyWithPerf(GavelPolicy):
+    """Gavel's LAS / heterogeneity-aware max-min fairness (``max_min_fairness_perf``).
+
+    ``normalization``: ``"paper"`` (default) or ``"gavel_code"`` (see the module notes).
+    """
+
+    _policy = "max_min_fairness"
+    _name = "MaxMinFairness_Perf"
+
+    def __init__(self, solver: str | None = None, *, normalization: str = "paper",
+                 **settings: Any) -> None:
+        super().__init__(solver, **settings)
+        self.normalization = as_option(normalization, "normalization", NORMALIZATIONS)
+
+    def get_allocation(self, unflattened_throughputs: Any, scale_factors: Any,
+                       unflattened_priority_weights: Any, cluster_spec: Any
+                       ) -> dict[Hashable, dict[str, float]]:
+        """``{job_id: {worker_type: fraction}}`` for this round."""
+        return self._solve(unflattened_throughputs, cluster_spec, scale_factor=scale_factors,
+                           weight=_weights(unflattened_priority_weights, scale_factors,
+                                           self.normalization))
+
+
+class MaxMinFairnessWaterFillingPolicyWithPerf(GavelPolicy):
+    """Gavel's hierarchical max-min fairness with water-filling
+    (``max_min_fairness_water_filling_perf``), certified and without big-M MILPs.
+
+    ``entity_policies``: optional ``{entity: "fairness" | "fifo"}`` (default fairness).
+    """
+
+    _policy = "water_filling"
+    _name = "MaxMinFairnessWaterFilling_Perf"
+
+    def __init__(self, solver: str | None = None, *, normalization: str = "paper",
+                 entity_policies: Mapping[Hashable, str] | None = None,
+                 **settings: Any) -> None:
+        super().__init__(solver, **settings)
+        self.normalization = as_option(normalization, "normalization", NORMALIZATIONS)
+        self.entity_policies = entity_policies
+
+    def get_allocation(self, unflattened_throughputs: Any, scale_factors: Any,
+                       unflattened_priority_weights: Any, cluster_spec: Any,
+                       entity_weights: Mapping[Hashable, float] | None = None,
+                       entity_to_job_mapping: Mapping[Hashable, Any] | None = None,
+                       verbose: bool = False, return_effective_throughputs: bool = False
+                       ) -> Any:
+        """``{job_id: {worker_type: fraction}}`` (and effective throughputs if asked)."""
+        del verbose
+        entities = None
+        if entity_to_job_mapping is not None:
+            entities = {j: e for e, js in entity_to_job_mapping.items() for j in js}
+        self._round.settings.update(entity_weights=entity_weights,
+                                    entity_policies=self.entity_policies)
+        alloc = self._solve(unflattened_throughputs, cluster_spec,
+                            scale_factor=scale_factors, entities=entities,
+                            weight=_weights(unflattened_priority_weights, scale_factors,
+                                            self.normalization))
+        if return_effective_throughputs:
+            r = self.last_result
+            assert r is not None
+            return alloc, dict(zip(r.job_ids, r.effective_throughput.tolist()))
+        return alloc
+
+
+class FinishTimeFairnessPolicyWithPerf(GavelPolicy):
+    """Gavel's finish-time fairness (``finish_time_fairness_perf``; Themis' rho), exact by
+    a Dinkelbach sequence of LPs (:func:`fairalloc.finish_time_fairness`)."""
+
+    _policy = "finish_time_fairness"
+    _name = "FinishTimeFairness_Perf"
+
+    def get_allocation(self, unflattened_throughputs: Any, scale_factors: Any,
+                       unflattened_priority_weights: Any, times_since_start: Any,
+                       num_steps_remaining: Any, cluster_spec: Any
+                       ) -> dict[Hashable, dict[str, float]]:
+        """``{job_id: {worker_type: fraction}}`` for this round (priority weights are unused,
+        as in Gavel's code)."""
+        del unflattened_priority_weights
+        return self._solve(unflattened_throughputs, cluster_spec, scale_factor=scale_factors,
+                           elapsed=times_since_start, steps_remaining=num_steps_remaining)
+
+
+class MinTotalDurationPolicyWithPerf(GavelPolicy):
+    """Gavel's minimum makespan (``min_total_duration_perf``), one exact LP (no bisection)."""
+
+    _policy = "min_makespan"
+    _name = "MinTotalDuration_Perf"
+
+    def get_allocation(self, unflattened_throughputs: Any, scale_factors: Any,
+                       num_steps_remaining: Any, cluster_spec: Any
+                       ) -> dict[Hashable, dict[str, float]]:
+        """``{job_id: {worker_type: fraction}}`` for this round."""
+        return self._solve(unflattened_throughputs, cluster_spec, scale_factor=scale_factors,
+                           steps_remaining=num_steps_remaining)
+
+
+class ThroughputSumWithPerf(GavelPolicy):
+    """Gavel's maximum total throughput (``max_sum_throughput_perf``)."""
+
+    _policy = "max_total_throughput"
+    _name = "ThroughputSumWithPerf"
+
+    def get_allocation(self, unflattened_throughputs: Any, scale_factors: Any,
+                       cluster_spec: Any) -> dict[Hashable, dict[str, float]]:
+        """``{job_id: {worker_type: fraction}}`` for this round."""
+        return self._solve(unflattened_throughputs, cluster_spec, scale_factor=scale_factors)
+
+
+class FIFOPolicyWithPerf(GavelPolicy):
+    """FIFO in arrival (sorted job id) order (``fifo_perf``), fractional and certified."""
+
+    _policy = "fifo"
+    _name = "FIFO_Perf"
+
+    def get_allocation(self, throughputs: Any, scale_factors: Any, cluster_spec: Any
+                       ) -> dict[Hashable, dict[str, float]]:
+        """``{job_id: {worker_type: fraction}}`` for this round."""
+        try:
+            ranked = sorted(throughputs)
+        except TypeError:
+            ranked = list(throughputs)
+        order = {j: float(i) for i, j in enumerate(ranked)}
+        return self._solve(throughputs, cluster_spec, scale_factor=scale_factors, order=order)
+
+
+_BY_NAME: dict[str, type[GavelPolicy]] = {
+    "max_min_fairness_perf": MaxMinFairnessPolicyWithPerf,
+    "max_min_fairness_water_filling_perf": MaxMinFairnessWaterFillingPolicyWithPerf,
+    "finish_time_fairness_perf": FinishTimeFairnessPolicyWithPerf,
+    "min_total_duration_perf": MinTotalDurationPolicyWithPerf,
+    "max_sum_throughput_perf": ThroughputSumWithPerf,
+    "fifo_perf": FIFOPolicyWithPerf,
+}
+
+
+def policy(name: str, **settings: Any) -> GavelPolicy:
+    """The policy object for one of Gavel's policy names (``"max_min_fairness_perf"``, ...).
+
+    Examples
+    --------
+    >>> policy("fifo_perf").name
+    'FIFO_Perf'
+    """
+    return _BY_NAME[as_option(name, "name", tuple(_BY_NAME))](**settings)
