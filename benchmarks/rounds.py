@@ -1,0 +1,135 @@
+"""Per-round latency of the round-by-round API (issue #16): cold vs warm, import + first call.
+
+A trace of ``--rounds`` scheduling rounds at a steady number of active jobs (100 / 1,000 /
+10,000 by default): every round about 1 % of the jobs leave and as many arrive (at least one
+of each), so consecutive rounds differ by a few arrivals and departures, as in a real
+scheduler. Each round is solved
+
+* **cold**: ``fa.solve_round(policy, throughputs, workers)`` — no state between rounds;
+* **warm**: ``fa.RoundPolicy(policy).allocate(throughputs, workers)`` — the previous round
+  seeds the solve (max-min fairness: previous prices and level; an identical round is reused).
+
+Inputs are dicts ``{job_id: {worker_type: rate}}`` as a scheduler passes them (the conversion
+is part of the measured time). Every round's certificate is checked (``ok`` must hold on every
+round, cold and warm). Import + first call is measured in fresh subprocesses (median of 5).
+
+Run::
+
+    python benchmarks/rounds.py                       # 500 rounds at 100 / 1,000 / 10,000
+    python benchmarks/rounds.py --jobs 100 1000 --rounds 200 --policy max_min_fairness
+
+Targets (issue #16): warm p50 <= 2 ms at 100 jobs and <= 10 ms at 1,000 jobs for max-min
+fairness; first call (import included) < 150 ms. Numbers depend on the machine and its load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+import fairalloc as fa
+from fairalloc.rounds import POLICIES
+
+TYPES = ("v100", "p100", "k80")
+
+
+def _job(rng: np.random.Generator) -> dict[str, float]:
+    base = float(rng.lognormal(0.0, 0.8)) * 10.0
+    r = rng.uniform(0.1, 0.9, 2)
+    return {"v100": base, "p100": base * float(max(r)), "k80": base * float(min(r))}
+
+
+def trace(n: int, rounds: int, seed: int = 0):
+    """Yield (throughputs dict, scale factors dict) for each round."""
+    rng = np.random.default_rng(seed)
+    active = {i: _job(rng) for i in range(n)}
+    sf = {i: int(rng.choice([1, 1, 1, 2, 4])) for i in range(n)}
+    nxt = n
+    churn = max(1, n // 100)
+    for _ in range(rounds):
+        for j in list(active)[:churn]:
+            del active[j]
+            del sf[j]
+        for _ in range(churn):
+            active[nxt] = _job(rng)
+            sf[nxt] = int(rng.choice([1, 1, 1, 2, 4]))
+            nxt += 1
+        yield dict(active), dict(sf)
+
+
+def run(n: int, rounds: int, policy: str) -> dict[str, float]:
+    workers = {t: max(1, n // 4) for t in TYPES}
+    cold, warm = [], []
+    bad = 0
+    methods: dict[str, int] = {}
+    p = fa.RoundPolicy(policy)
+    for tp, sf in trace(n, rounds):
+        t0 = time.perf_counter()
+        rc = fa.solve_round(policy, tp, workers, scale_factor=sf)
+        t1 = time.perf_counter()
+        rw = p.allocate(tp, workers, scale_factor=sf)
+        t2 = time.perf_counter()
+        cold.append(t1 - t0)
+        warm.append(t2 - t1)
+        bad += (not rc.certificate.ok) + (not rw.certificate.ok)
+        methods[rw.stats.method] = methods.get(rw.stats.method, 0) + 1
+    c, w = np.array(cold) * 1e3, np.array(warm) * 1e3
+    return {"jobs": n, "rounds": rounds, "cold_p50": float(np.median(c)),
+            "cold_p99": float(np.percentile(c, 99)), "warm_p50": float(np.median(w)),
+            "warm_p99": float(np.percentile(w, 99)), "uncertified": bad,
+            "warm_methods": methods}
+
+
+FIRST_CALL = (
+    "import time; t = time.perf_counter(); import fairalloc as fa; "
+    "r = fa.RoundPolicy('max_min_fairness').allocate("
+    "{'a': {'v100': 40.0, 'k80': 10.0}, 'b': {'v100': 12.0, 'k80': 4.0}, "
+    "'c': {'v100': 100.0, 'k80': 50.0}}, {'v100': 1, 'k80': 1}); "
+    "assert r.certificate.ok; print(time.perf_counter() - t)"
+)
+IMPORT_ONLY = ("import time; t = time.perf_counter(); import fairalloc as fa; "
+               "fa.RoundPolicy; print(time.perf_counter() - t)")
+
+
+def first_call(repeats: int = 5) -> tuple[float, float]:
+    """Median seconds of (import + first round, import alone) in fresh interpreters."""
+    env = dict(os.environ)
+    out = []
+    for code in (FIRST_CALL, IMPORT_ONLY):
+        ts = []
+        for _ in range(repeats):
+            res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                 env=env, check=True)
+            ts.append(float(res.stdout.strip().splitlines()[-1]))
+        out.append(float(np.median(ts)))
+    return out[0], out[1]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--jobs", type=int, nargs="+", default=[100, 1000, 10000])
+    ap.add_argument("--rounds", type=int, default=500)
+    ap.add_argument("--policy", default="max_min_fairness", choices=POLICIES)
+    args = ap.parse_args(argv)
+    fc, imp = first_call()
+    print(f"import + first call: {fc * 1e3:.0f} ms (import alone {imp * 1e3:.0f} ms; "
+          "median of 5 fresh interpreters)")
+    print(f"policy {args.policy}, {os.cpu_count()} CPUs visible; times per round in ms")
+    print("| active jobs | rounds | cold p50 | cold p99 | warm p50 | warm p99 | "
+          "uncertified rounds | warm methods |")
+    print("|---|---|---|---|---|---|---|---|")
+    for n in args.jobs:
+        r = run(n, args.rounds, args.policy)
+        print(f"| {n:,} | {r['rounds']} | {r['cold_p50']:.1f} | {r['cold_p99']:.1f} | "
+              f"{r['warm_p50']:.1f} | {r['warm_p99']:.1f} | {r['uncertified']} | "
+              f"{r['warm_methods']} |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
