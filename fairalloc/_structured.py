@@ -455,6 +455,8 @@ def _newton(dem: _Demand, cap: np.ndarray, ref: int, theta: float, lr: np.ndarra
     return theta, lr, J, err
 
 
+_WARM_SKIPS_NEWTON = True  # a warm start uses the previous prices as the estimate as is
+_WARM_BAND = 0.005  # relative band of near-ties kept explicit around warm prices
 _NEWTON_SAMPLE = 1024  # jobs in the first (sampled) Newton phase
 _NEWTON_MAX_ERROR = 0.25  # larger capacity errors: no estimate (the full LP answers)
 
@@ -505,6 +507,13 @@ def _newton_prices(A: np.ndarray, s: np.ndarray, b: np.ndarray, h: np.ndarray,
         if (wp.shape == (A.shape[1],) and np.all(np.isfinite(wp)) and np.all(wp > 0)
                 and np.isfinite(wt) and low < wt < sat):
             theta, lr, warmed = float(wt), np.log(wp / wp[ref]), True
+            if _WARM_SKIPS_NEWTON:
+                # the previous round's prices are the estimate (a few arrivals and
+                # departures move them little); the master LP and the certificate decide,
+                # and a wider band follows if the folded vertices do not fit
+                if info is not None:
+                    info["warm"] = True
+                return wp / wp[ref], theta, _WARM_BAND
     if m > 2 * _NEWTON_SAMPLE and not warmed:
         sub = np.random.default_rng(0).choice(m, size=_NEWTON_SAMPLE, replace=False)
         frac = _NEWTON_SAMPLE / m
