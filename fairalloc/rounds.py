@@ -4,6 +4,10 @@ A cluster scheduler calls its policy once per scheduling round. :class:`RoundPol
 every Gavel policy of :mod:`fairalloc.throughput` (and hierarchical water-filling) for that
 use:
 
+Also the linear and Leontief Fisher markets (``"fisher_market"``, ``kind=``): buyers are jobs,
+goods are worker types (supply: the workers), budgets the ``weight``; ``x`` is then the
+amount of each type bought, ``effective_throughput`` the utility.
+
 * **ids in, ids out.** Throughputs as ``{job_id: {worker_type: rate}}`` and workers as
   ``{worker_type: count}`` (or numpy arrays with ``job_ids=`` / ``types=``, or a pandas
   DataFrame indexed by job id with one column per type); the allocation comes back as
@@ -62,7 +66,7 @@ __all__ = ["POLICIES", "RoundPolicy", "RoundResult", "solve_round"]
 
 #: policy names accepted by :class:`RoundPolicy` and :func:`solve_round`
 POLICIES = ("max_min_fairness", "water_filling", "finish_time_fairness", "min_makespan",
-            "max_total_throughput", "fifo", "shortest_job_first", "min_cost")
+            "max_total_throughput", "fifo", "shortest_job_first", "min_cost", "fisher_market")
 
 _SOLVE_OPTIONS = ("method", "backend", "gap_tol", "feas_tol", "stage_tol", "work_conserving",
                   "bottleneck_tol", "max_levels")
@@ -260,7 +264,7 @@ def solve_round(policy: str, throughput: Any, workers: Any, *, job_ids: Any = No
                 entity_weights: Mapping[Hashable, float] | None = None,
                 entity_policies: Mapping[Hashable, str] | None = None,
                 water_filling: bool = False, semantics: str = "arrival",
-                normalized: bool = False, warm_start: Any = None,
+                normalized: bool = False, kind: str = "linear", warm_start: Any = None,
                 **options: Any) -> RoundResult:
     """Solve one round of a Gavel policy, accepting drained types, unrunnable jobs, no jobs.
 
@@ -292,8 +296,13 @@ def solve_round(policy: str, throughput: Any, workers: Any, *, job_ids: Any = No
     sf = _per_job(scale_factor, "scale_factor", ids, positive=True, integer=True)
     sf = np.ones(n) if sf is None else sf
     present = cap > 0
+    market = policy == "fisher_market"
+    if market:  # buyers buy amounts of each type: no gangs
+        sf = np.ones(n)
     allowed = (T > 0) & (sf[:, None] <= cap[None, :]) & present[None, :]
     runnable = allowed.any(axis=1)
+    if market and kind == "leontief":  # a Leontief buyer needs every good it names
+        runnable &= ~((T > 0) & ~present[None, :]).any(axis=1)
     drained = tuple(t for t, p in zip(tnames, present) if not p)
     unrunnable = tuple(j for j, r in zip(ids, runnable) if not r) if not runnable.all() else ()
     rj = np.flatnonzero(runnable)
@@ -316,6 +325,18 @@ def solve_round(policy: str, throughput: Any, workers: Any, *, job_ids: Any = No
         return None if arr is None else sub(arr)
 
     Tr = T[np.ix_(rj, pt)] if not (full and pt.size == k) else T
+    if market:
+        res = _solve_market(Tr, cap[pt], opt(weight, "weight", positive=True), kind=kind,
+                            warm_start=warm_start, options=options)
+        x[np.ix_(rj, pt)] = res.allocation
+        prices[pt] = res.prices
+        tp[rj] = res.utility
+        stats = dataclasses.replace(res.stats, seconds=time.perf_counter() - t0)
+        return RoundResult(objective=res.objective, status=res.status, stats=stats,
+                           certificate=res.certificate, x=x, prices=prices,
+                           effective_throughput=tp, job_ids=ids, types=tnames,
+                           drained_types=drained, unrunnable_jobs=unrunnable, policy=policy,
+                           reduced=res)
     jobs = Jobs(Tr, scale_factor=sub(sf), weight=opt(weight, "weight", positive=True),
                 steps_remaining=opt(steps_remaining, "steps_remaining"),
                 elapsed=opt(elapsed, "elapsed"),
@@ -335,6 +356,31 @@ def solve_round(policy: str, throughput: Any, workers: Any, *, job_ids: Any = No
                        effective_throughput=tp, job_ids=ids, types=tnames,
                        drained_types=drained, unrunnable_jobs=unrunnable, policy=policy,
                        reduced=res)
+
+
+def _solve_market(U: np.ndarray, supply: np.ndarray, budget: np.ndarray | None, *,
+                  kind: str, warm_start: Any, options: dict[str, Any]) -> Any:
+    """The Fisher market over the runnable buyers and present goods (warm: prices)."""
+    from .markets import fisher_market
+
+    allowed = ("method", "backend", "gap_tol", "feas_tol")
+    bad = [key for key in options if key not in allowed]
+    if bad:
+        raise InputError(f"fisher_market takes no {bad[0]!r} (options: {', '.join(allowed)})",
+                         argument=str(bad[0]))
+    opts = dict(options)
+    if opts.get("backend") is None:
+        opts.pop("backend", None)
+    warm = None
+    if warm_start is not None:
+        wp = np.asarray(warm_start[0], dtype=float)
+        if wp.shape == supply.shape and np.all(wp > 0) and np.all(np.isfinite(wp)):
+            warm = wp
+    res = fisher_market(U, budget, supply, kind=kind, warm_start=warm, **opts)
+    if warm is not None and res.stats.method == "fast":  # the path that starts from them
+        res = dataclasses.replace(res, stats=dataclasses.replace(res.stats,
+                                                                 method="fast+warm"))
+    return res
 
 
 def _solve_reduced(policy: str, jobs: Jobs, cluster: Cluster, ids: tuple[Hashable, ...],
@@ -420,7 +466,7 @@ class RoundPolicy:
     """
 
     _SETTINGS = ("water_filling", "semantics", "normalized", "cost", "entity_weights",
-                 "entity_policies", *_SOLVE_OPTIONS)
+                 "entity_policies", "kind", *_SOLVE_OPTIONS)
 
     def __init__(self, policy: str = "max_min_fairness", *, warm_start: bool = True,
                  **settings: Any) -> None:
@@ -460,8 +506,8 @@ class RoundPolicy:
                     seconds=time.perf_counter() - t0, iterations=0, solves=0,
                     raw_status=prev.stats.raw_status))
         warm = None
-        if (self.warm_start and self.policy == "max_min_fairness" and self._last is not None
-                and not self.settings.get("water_filling", False)):
+        if (self.warm_start and self.policy in ("max_min_fairness", "fisher_market")
+                and self._last is not None and not self.settings.get("water_filling", False)):
             prev = self._last[1]
             if prev.reduced is not None:
                 warm = (dict(zip(prev.types, prev.prices.tolist())), prev.objective)

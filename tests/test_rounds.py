@@ -40,7 +40,10 @@ def _feasible(r, workers, sf):
     assert (s @ r.x <= cap + 1e-9 * np.maximum(cap, 1)).all()
 
 
-@pytest.mark.parametrize("policy", POLICIES)
+GAVEL = tuple(p for p in POLICIES if p != "fisher_market")  # the market: its own test
+
+
+@pytest.mark.parametrize("policy", GAVEL)
 def test_drained_type_and_unrunnable_jobs_give_a_certified_allocation(policy):
     p = fa.RoundPolicy(policy, **SETTINGS.get(policy, {}))
     r = p.allocate(TP, WORKERS, **PER_JOB,
@@ -181,3 +184,22 @@ def test_use_inside_a_scheduler_howto_runs():
     ns: dict = {}
     for block in blocks:
         exec(compile(block, "use-inside-a-scheduler.md", "exec"), ns)  # noqa: S102
+
+
+def test_fisher_market_rounds_with_a_drained_good():
+    rng = np.random.default_rng(0)
+    tp = {i: {"a": float(rng.uniform(1, 5)), "b": float(rng.uniform(1, 5)),
+              "c": float(rng.uniform(1, 5))} for i in range(30)}
+    tp["only_b"] = {"b": 2.0}
+    p = fa.RoundPolicy("fisher_market")
+    r = p.allocate(tp, {"a": 10, "b": 0, "c": 5}, weight={j: 1.0 for j in tp})
+    assert r.certificate.ok and r.drained_types == ("b",) and r.unrunnable_jobs == ("only_b",)
+    np.testing.assert_allclose(r.x.sum(axis=0), [10, 0, 5], rtol=1e-6)
+    d = fa.fisher_market(np.array([[tp[i]["a"], tp[i]["c"]] for i in range(30)]),
+                         None, [10, 5])
+    np.testing.assert_allclose(r.prices[[0, 2]], d.prices, rtol=1e-5)
+    # Leontief: a buyer that needs a drained good gets nothing
+    r = fa.solve_round("fisher_market", {"x": {"a": 1.0, "b": 2.0}, "y": {"a": 1.0}},
+                       {"a": 1, "b": 0}, kind="leontief")
+    assert r.unrunnable_jobs == ("x",) and r.allocation["x"] == {"a": 0.0, "b": 0.0}
+    assert r.allocation["y"]["a"] == pytest.approx(1.0, rel=1e-6)
