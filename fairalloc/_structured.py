@@ -499,7 +499,9 @@ def _newton_prices(A: np.ndarray, s: np.ndarray, b: np.ndarray, h: np.ndarray,
     theta, lr, J = 0.5 * (low + sat), np.log(r0), None
     m = idx.size
     warmed = False
-    if warm is not None:
+    # above the sampled phase's size a cold start is faster (measured: 10,000 jobs, 34 ms cold
+    # vs 52-62 ms from the previous round's prices, whose band keeps more jobs explicit)
+    if warm is not None and m <= 2 * _NEWTON_SAMPLE:
         # start from a previous round's prices and level (scheduling rounds differ by a few
         # arrivals and departures): usable when every price is positive and the level lies
         # inside this stage's bracket; the sampled phase is skipped

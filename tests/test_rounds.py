@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import fairalloc as fa
-from fairalloc.rounds import POLICIES, solve_round
+from fairalloc.rounds import POLICIES
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -29,9 +29,9 @@ Normalisation (Gavel's code vs the paper, gavel.txt §4.1)
   ``{}``. A worker type with 0 workers in ``cluster_spec`` (or one that a job names and the
   spec does not list) and jobs that fit on no present type get 0.
 
-Space-sharing job-pair keys (Gavel's ``*WithPacking`` policies) are not supported by this
-adapter yet: a pair key raises :class:`fairalloc.InputError` (use
-:func:`fairalloc.max_min_space_sharing` directly).
+Space-sharing job-pair keys: :class:`MaxMinFairnessPolicyWithPacking` takes them (single and
+pair keys in, a fraction for every key out); the other policies refuse a pair key with
+:class:`fairalloc.InputError`.
 
 Examples
 --------
@@ -58,6 +58,7 @@ __all__ = [
     "FIFOPolicyWithPerf",
     "FinishTimeFairnessPolicyWithPerf",
     "GavelPolicy",
+    "MaxMinFairnessPolicyWithPacking",
     "MaxMinFairnessPolicyWithPerf",
     "MaxMinFairnessWaterFillingPolicyWithPerf",
     "MinTotalDurationPolicyWithPerf",
@@ -115,8 +116,8 @@ class GavelPolicy:
         pairs = [j for j in unflattened_throughputs if _is_pair(j)]
         if pairs:
             raise InputError(f"job-pair key {pairs[0]!r}: space sharing (Gavel's *WithPacking "
-                             "policies) is not supported by this adapter; use "
-                             "fairalloc.max_min_space_sharing", argument="unflattened_throughputs")
+                             "policies) needs "
+                             "MaxMinFairnessPolicyWithPacking", argument="unflattened_throughputs")
         r = self._round.allocate(unflattened_throughputs, cluster_spec, **per_job)
         self.last_result = r
         return r.allocation
@@ -253,7 +254,98 @@ class FIFOPolicyWithPerf(GavelPolicy):
         return self._solve(throughputs, cluster_spec, scale_factor=scale_factors, order=order)
 
 
+def _members(key: Any) -> tuple[Any, Any]:
+    singletons = getattr(key, "singletons", None)
+    if callable(singletons):
+        a, b = singletons()
+        return a, b
+    return key[0], key[1]
+
+
+class MaxMinFairnessPolicyWithPacking(GavelPolicy):
+    """Gavel's max-min fairness with space sharing (``max_min_fairness_packing``).
+
+    ``unflattened_throughputs`` holds single-job keys (``{worker_type: rate}``) and job-pair
+    keys (``{worker_type: [rate of member 0, rate of member 1]}``), as Gavel passes them.
+    Solved by :func:`fairalloc.max_min_space_sharing` (column generation, certified) on the
+    present types and runnable jobs; a pair with a member that cannot run gets 0. Returns a
+    fraction for every key: for a single key the time the job runs *alone* on each type, for
+    a pair key the time the pair shares a worker. Normalisation as in
+    :class:`MaxMinFairnessPolicyWithPerf` (``X^equal``; Gavel's packing code normalises by the
+    sum of a job's throughputs over types instead, a per-job constant of another kind).
+    """
+
+    _policy = "max_min_fairness"
+    _name = "MaxMinFairness_Packing"
+
+    def get_allocation(self, unflattened_throughputs: Any, scale_factors: Any,
+                       unflattened_priority_weights: Any, cluster_spec: Any
+                       ) -> dict[Hashable, dict[str, float]]:
+        """``{key: {worker_type: fraction}}`` for single and pair keys."""
+        import numpy as np
+
+        from ..data import Cluster, Jobs
+        from ..space_sharing import JobPairs, max_min_space_sharing
+
+        if not isinstance(unflattened_throughputs, Mapping):
+            raise InputError("unflattened_throughputs must be a dict",
+                             argument="unflattened_throughputs")
+        singles = [j for j in unflattened_throughputs if not _is_pair(j)]
+        pairs = [j for j in unflattened_throughputs if _is_pair(j)]
+        single_tp = {j: unflattened_throughputs[j] for j in singles}
+        types = tuple(str(t) for t in cluster_spec)
+        out: dict[Hashable, dict[str, float]] = {}
+        base = self._round.allocate(single_tp, cluster_spec, scale_factor=scale_factors,
+                                    weight=unflattened_priority_weights)
+        self.last_result = base
+        if not pairs or base.reduced is None:
+            out.update(base.allocation)
+            out.update({p: dict.fromkeys(types, 0.0) for p in pairs})
+            return out
+        # the reduced program's rows and columns, as RoundPolicy chose them
+        run = [j for j in singles if j not in set(base.unrunnable_jobs)]
+        pos = {j: i for i, j in enumerate(run)}
+        present = [t for t in types if t not in set(base.drained_types)]
+        mem, ptp, keep = [], [], []
+        for p in pairs:
+            a, b = _members(p)
+            if a in pos and b in pos:
+                row = unflattened_throughputs[p]
+                mem.append((pos[a], pos[b]))
+                ptp.append([[float(row.get(t, (0.0, 0.0))[0]), float(row.get(t, (0.0, 0.0))[1])]
+                            for t in present])
+                keep.append(p)
+        T = np.array([[float(single_tp[j].get(t, 0.0)) for t in present] for j in run])
+        jobs = Jobs(T, scale_factor=[scale_factors[j] for j in run],
+                    weight=[unflattened_priority_weights[j] for j in run])
+        cluster = Cluster({t: cluster_spec[t] for t in present})
+        if not keep:
+            out.update(base.allocation)
+            out.update({p: dict.fromkeys(types, 0.0) for p in pairs})
+            return out
+        r = max_min_space_sharing(jobs, cluster, JobPairs(np.array(mem), np.array(ptp)))
+        alone = np.array(r.x, dtype=float)
+        P = np.asarray(r.pair_x)
+        m = np.array(mem)
+        np.add.at(alone, m[:, 0], -P)
+        np.add.at(alone, m[:, 1], -P)
+        alone = np.clip(alone, 0.0, None)
+        col = {t: i for i, t in enumerate(present)}
+        for j in singles:
+            i = pos.get(j)
+            out[j] = {t: (float(alone[i, col[t]]) if i is not None and t in col else 0.0)
+                      for t in types}
+        kept = {p: i for i, p in enumerate(keep)}
+        for p in pairs:
+            i = kept.get(p)
+            out[p] = {t: (float(P[i, col[t]]) if i is not None and t in col else 0.0)
+                      for t in types}
+        self.packing_result = r
+        return out
+
+
 _BY_NAME: dict[str, type[GavelPolicy]] = {
+    "max_min_fairness_packing": MaxMinFairnessPolicyWithPacking,
     "max_min_fairness_perf": MaxMinFairnessPolicyWithPerf,
     "max_min_fairness_water_filling_perf": MaxMinFairnessWaterFillingPolicyWithPerf,
     "finish_time_fairness_perf": FinishTimeFairnessPolicyWithPerf,
