@@ -1043,14 +1043,14 @@ class FIFO(ThroughputPolicy):
     order: maximise ``v`` of the first job, then of the second keeping the first at its
     optimum, and so on. A gang job that fits is therefore never starved by later, smaller
     jobs (4 GPUs, a first-arrived 4-GPU job and four later 1-GPU jobs: the first job runs).
-    Solved by a sequence of LPs: the longest arrival prefix whose jobs each fit on their
-    fastest type at full time is placed greedily (each such job is at its upper bound
-    ``v = 1``, which proves its stage optimal), then one LP per job that is not at its bound,
-    skipping later jobs the same LP already puts at their bound, and stopping as soon as one
-    LP proves that no later job can run at all; a final LP keeps every stage and maximises
-    ``sum_m v_m`` (work conservation). ``objective`` is that sum, and ``certificate`` that
-    last LP's certificate (every earlier stage is a constraint of it and has its own
-    certificate in ``stage_certificates``).
+    Solved in one pass in arrival order while each job's stage optimum is unique (a
+    fractional knapsack over its types given the earlier jobs, filled in decreasing
+    throughput; see formulations/gavel_policies.md), then, from the first tie, by one LP per
+    job (skipping later jobs the same LP puts at their bound, stopping as soon as one LP
+    proves that no later job can run). ``objective`` is ``sum_m v_m``; ``certificate`` is that
+    of the LP ``max sum_m v_m`` keeping every job's value (proving that no job left at 0 can
+    run), or after a tie the last stage LP's (every stage's certificate is in
+    ``stage_certificates``).
 
     ``semantics="objective"`` (the paper's formula): ``max sum_m (M - r_m) throughput(m, X) /
     throughput(m, X^fastest)``, one LP. It ignores gang size: a 4-GPU job counts as much as a
@@ -1099,43 +1099,77 @@ class FIFO(ThroughputPolicy):
             return MaxTotalThroughput._first_stages(self, solver)  # type: ignore[arg-type]
         return self._arrival_stages(solver)
 
-    def _greedy_prefix(self) -> tuple[np.ndarray, np.ndarray]:
-        """(jobs of the longest arrival prefix that fit on their fastest type at full time,
-        the column allocation placing them there); vectorised per type (cumulative sums)."""
+    def _greedy_forced(self) -> tuple[int, np.ndarray, np.ndarray]:
+        """The arrival-order stages that need no LP, in one pass (no LP, O(k) per job).
+
+        Given the earlier jobs' allocations *forced* (the only ones attaining their stage
+        optima), job ``m``'s stage is the fractional knapsack ``max sum_j a_j x_j`` s.t.
+        ``0 <= x_j <= spare_j / s_m``, ``sum_j x_j <= 1`` (``a_j = T_mj / T_m,fastest``),
+        solved exactly by filling its types in decreasing ``a_j``. With distinct ``a_j`` on
+        the types with spare workers its optimum is unique, so job ``m`` is forced too. Returns
+        ``(stop, xcol, v)``: ``order[:stop]`` are decided (``stop == n``: all of them; once no
+        worker is spare every later job is forced to 0), ``xcol`` their allocation, ``v``
+        their values; ``stop < n`` where a tie makes a stage's optimum not unique (the LP
+        stages take over from there)."""
         inst = self.inst
+        n, k = inst.n, inst.k
         order = np.argsort(self.rank, kind="stable")
-        fastest = np.argmax(inst.T_allowed, axis=1)
-        f = fastest[order]
-        s = inst.jobs.scale_factor[order]
-        onehot = np.zeros((inst.n, inst.k))
-        onehot[np.arange(inst.n), f] = s
-        use = np.cumsum(onehot, axis=0)[np.arange(inst.n), f]
-        over = use > inst.cap[f] * (1 + 1e-12)
-        stop = int(np.argmax(over)) if over.any() else inst.n
-        prefix = order[:stop]
+        A = (inst.T_allowed / inst.fastest_tp[:, None]).tolist()
+        sf = inst.jobs.scale_factor.tolist()
+        cap = inst.cap.tolist()
+        spare = list(cap)
+        x = np.zeros((n, k))
+        v = np.zeros(n)
+        stop = n
+        for pos, m in enumerate(order.tolist()):
+            live = [j for j in range(k) if spare[j] > 1e-12 * cap[j]]
+            if not live:
+                break  # no spare worker: every later job is forced to 0
+            a = A[m]
+            use = sorted((j for j in live if a[j] > 0), key=lambda j: -a[j])
+            if len({a[j] for j in use}) != len(use):
+                stop = pos  # tied types: the stage optimum is not unique
+                break
+            left, val = 1.0, 0.0
+            for j in use:
+                take = min(left, spare[j] / sf[m])
+                if take <= 0.0:
+                    continue
+                x[m, j] = take
+                spare[j] = max(spare[j] - take * sf[m], 0.0)
+                left -= take
+                val += a[j] * take
+                if left <= 0.0:
+                    break
+            v[m] = val
         xcol = np.zeros(inst.E)
-        if prefix.size:
-            # single-job columns come first, in (job, type) order (np.nonzero of allowed)
-            single = inst.col_kind[inst.mem_col] == 0
-            key = inst.mem_job[single] * inst.k + inst.col_type[inst.mem_col[single]]
-            pos = np.searchsorted(key, prefix * inst.k + fastest[prefix])
-            xcol[inst.mem_col[single][pos]] = 1.0
-        return prefix, xcol
+        single = np.flatnonzero(inst.col_kind[inst.mem_col] == 0)
+        own, col = inst.mem_job[single], inst.mem_col[single]
+        xcol[col] = x[own, inst.col_type[col]]
+        return stop, xcol, v
 
     def _arrival_stages(self, solver: _StageSolver) -> tuple[_Level | _Linear, _StageResult,
                                                               float]:
         inst = self.inst
         V = sp.csr_matrix(sp.diags(1.0 / inst.fastest_tp) @ inst.Tm)  # rows v_m(x) <= 1
         order = np.argsort(self.rank, kind="stable")
-        prefix, xcol = self._greedy_prefix()
+        stop, xcol, vals = self._greedy_forced()
+        prefix = order[:stop]
         # each stage is kept to a tenth of gap_tol of one job's worth (v <= 1): tighter kept
         # rows pile up into programs the solver's absolute tolerances call infeasible
         slack = max(solver.stage_tol, 0.1 * solver.gap_tol)
-        at_bound = 1.0 - 1e-12  # prefix jobs are exactly at their bound 1
+        at_bound = 1.0 - 1e-12  # jobs at their bound v = 1
 
-        def keep(jobs_: np.ndarray) -> None:
+        def keep(jobs_: np.ndarray, low: np.ndarray | None = None) -> None:
+            if low is not None:  # forced jobs at their greedy values (those above 0), no
+                # slack: a relative slack per row adds up over hundreds of rows into room that
+                # the final LP hands to jobs that cannot run (1e-9 x 437 rows: 3e-3)
+                pos_ = low > 0
+                jobs_ = jobs_[pos_]
+                low = np.minimum(low[pos_], V[jobs_] @ xcol)  # met by the greedy point
             if jobs_.size:
-                solver.fixed.append((V[jobs_], np.full(jobs_.size, at_bound)))
+                solver.fixed.append((V[jobs_], np.full(jobs_.size, at_bound) if low is None
+                                     else low))
 
         def fix(st: _Linear, res: _StageResult) -> None:
             solver.anchor = res.x[: inst.E]
@@ -1144,7 +1178,7 @@ class FIFO(ThroughputPolicy):
             solver.fixed.append((sp.csr_matrix(st.g[None, :]),
                                  np.array([res.value - slack * max(1.0, abs(res.value))])))
 
-        keep(prefix)
+        keep(prefix, vals[prefix])
         solver.anchor = xcol
         pos = prefix.size
         n = inst.n
@@ -1180,10 +1214,10 @@ class FIFO(ThroughputPolicy):
             # every job has been maximised in arrival order: the last LP's optimum is the
             # lexicographic optimum (every earlier stage is one of its constraints)
             return last[0], last[1], last[1].value
-        # the greedy prefix holds every job at its bound v = 1: certify it against the LP
-        # max sum_m v_m (whose optimum is n), using that LP's duals at the greedy allocation
+        # every stage was decided without an LP (each job forced, in arrival order): certify
+        # the allocation against the LP max sum_m v_m keeping every job's value, whose duals
+        # also prove that no job left at 0 can get anything while the others keep theirs
         final = _Linear(np.asarray(V.sum(axis=0)).ravel(), "fifo (total)")
-        solver.fixed = []
         res = _run_unit_scale(solver, final, "fifo (total)")
         v = solver.point(final, xcol)
         cert = solver.certificate(res.lp, final, v, res.duals)

@@ -525,15 +525,19 @@ def test_fifo_arrival_semantics_serves_the_first_gang_job():
         fa.fifo(jobs, gpu, semantics="paper")
 
 
-def test_fifo_arrival_is_lexicographic_against_independent_lps():
+@pytest.mark.parametrize("seed,ties", [(3, False), (4, False), (5, True), (6, True), (7, True)])
+def test_fifo_arrival_is_lexicographic_against_independent_lps(seed, ties):
+    # without ties every stage is decided by the one-pass greedy (one certification LP);
+    # with tied throughputs across types the LP stages take over
     from scipy.optimize import linprog
 
-    rng = np.random.default_rng(3)
+    rng = np.random.default_rng(seed)
     n, k = 12, 2
-    T = rng.uniform(1.0, 10.0, (n, k))
+    T = (rng.choice([1.0, 2.5, 4.0], (n, k)) if ties else rng.uniform(1.0, 10.0, (n, k)))
     sf = rng.choice([1, 2, 4], n)
     cap = np.array([4.0, 6.0])
     a = fa.fifo(fa.Jobs(T, scale_factor=sf), fa.Cluster({"a": 4, "b": 6}), order=range(n))
+    assert a.certificate.ok
     v = (a.x * T).sum(axis=1) / T.max(axis=1)
     # each job in arrival order: its v is the max keeping every earlier job at its v
     A_cap = np.zeros((k, n * k))
