@@ -50,6 +50,7 @@ Examples
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
@@ -121,9 +122,10 @@ class RoundResult(Result):
             for f, v in saved.items():
                 object.__setattr__(self, f, v)
 
-    @property
+    @functools.cached_property
     def allocation(self) -> dict[Hashable, dict[str, float]]:
-        """``{job_id: {worker_type: fraction}}`` (every job and type given, zeros included)."""
+        """``{job_id: {worker_type: fraction}}`` (every job and type given, zeros included;
+        built once, on first access)."""
         types = self.types
         return {j: dict(zip(types, row)) for j, row in zip(self.job_ids, self.x.tolist())}
 
