@@ -377,6 +377,8 @@ class _StageSolver:
         self.solves = 0
         self.raw_status = ""
         self.backends: list[str] = []
+        #: whether a structured solve started from a caller's warm start (stats: "+warm")
+        self.warm_used = False
         #: an allocation meeting every kept row (the last fixed stage's optimum), towards
         #: which a later stage's point is moved if the solver left a kept row violated
         self.anchor: np.ndarray | None = None

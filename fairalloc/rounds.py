@@ -306,7 +306,8 @@ def solve_round(policy: str, throughput: Any, workers: Any, *, job_ids: Any = No
     if market and kind == "leontief":  # a Leontief buyer needs every good it names
         runnable &= ~((T > 0) & ~present[None, :]).any(axis=1)
     drained = tuple(t for t, p in zip(tnames, present) if not p)
-    unrunnable = tuple(j for j, r in zip(ids, runnable) if not r) if not runnable.all() else ()
+    unrunnable = (tuple(ids[i] for i in np.flatnonzero(~runnable).tolist())
+                  if not runnable.all() else ())
     rj = np.flatnonzero(runnable)
     pt = np.flatnonzero(present)
     x = np.zeros((n, k))
@@ -406,9 +407,9 @@ def _solve_reduced(policy: str, jobs: Jobs, cluster: Cluster, ids: tuple[Hashabl
     if policy == "water_filling":
         ent = _per_job_labels(entities, "entities", ids)
         ent = None if ent is None else [ent[i] for i in rj]
-        b = WaterFilling(jobs, cluster, entities=ent, entity_weights=entity_weights,
-                         entity_policies=entity_policies, order=per_job(order, "order"))
-        return b.solve(**options)
+        wf = WaterFilling(jobs, cluster, entities=ent, entity_weights=entity_weights,
+                          entity_policies=entity_policies, order=per_job(order, "order"))
+        return wf.solve(**options)
     if policy == "finish_time_fairness":
         return th.FinishTimeFairness(jobs, cluster).solve(**options)
     if policy == "min_makespan":
@@ -480,7 +481,7 @@ class RoundPolicy:
                              f"{', '.join(self._SETTINGS)})", argument=str(unknown[0]))
         self.settings = dict(settings)
         self.rounds = 0
-        self._last: tuple[tuple[Any, ...], RoundResult] | None = None
+        self._last: tuple[tuple[Any, ...] | None, RoundResult] | None = None
 
     def reset(self) -> None:
         """Forget the previous round (the next one is solved cold)."""
