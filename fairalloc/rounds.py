@@ -494,14 +494,22 @@ class RoundPolicy:
                  entities: Any = None) -> RoundResult:
         """This round's allocation (see :func:`solve_round` for the arguments)."""
         t0 = time.perf_counter()
-        per_job = dict(scale_factor=scale_factor, weight=weight,
-                       steps_remaining=steps_remaining, elapsed=elapsed,
-                       isolated_elapsed=isolated_elapsed, order=order, slo=slo,
-                       entities=entities)
+        # inputs are converted to arrays in job order once; the round's fingerprint (for
+        # reuse) is taken on those arrays (bytes), never by walking nested dicts
+        T, cap, ids, tnames = _matrix(throughput, workers, job_ids, types)
+        per_job: dict[str, Any] = {}
+        for name, value in (("scale_factor", scale_factor), ("weight", weight),
+                            ("steps_remaining", steps_remaining), ("elapsed", elapsed),
+                            ("isolated_elapsed", isolated_elapsed), ("order", order),
+                            ("slo", slo)):
+            per_job[name] = _in_job_order(value, name, ids)
+        per_job["entities"] = _per_job_labels(entities, "entities", ids)
         key = None
         if self.warm_start:
-            key = _fingerprint(throughput, workers, job_ids, types, per_job)
-            if key is not None and self._last is not None and _same_key(key, self._last[0]):
+            key = (ids, tnames, T.tobytes(), cap.tobytes(),
+                   *(None if v is None else (tuple(v) if isinstance(v, list) else v.tobytes())
+                     for v in per_job.values()))
+            if self._last is not None and self._last[0] == key:
                 prev = self._last[1]
                 self.rounds += 1
                 return dataclasses.replace(prev, stats=SolveStats(
@@ -510,49 +518,40 @@ class RoundPolicy:
                     raw_status=prev.stats.raw_status))
         warm = None
         if (self.warm_start and self.policy in ("max_min_fairness", "fisher_market")
-                and self._last is not None and not self.settings.get("water_filling", False)):
+                and self._last is not None and not self.settings.get("water_filling", False)
+                and (self.policy == "fisher_market" or len(ids) <= _WARM_MAX_JOBS)):
             prev = self._last[1]
             if prev.reduced is not None:
-                warm = (dict(zip(prev.types, prev.prices.tolist())), prev.objective)
-        res = solve_round(self.policy, throughput, workers, job_ids=job_ids, types=types,
-                          warm_start=None, **per_job, **self.settings) if warm is None else \
-            self._warm_solve(throughput, workers, job_ids, types, per_job, warm)
+                # the previous prices matched to this round's present types by name; a type
+                # without a previous price (or priced 0) disables the warm start
+                last = dict(zip(prev.types, prev.prices.tolist()))
+                wp = np.array([last.get(t, 0.0) for t, c in zip(tnames, cap) if c > 0])
+                warm = (wp, prev.objective)
+        res = solve_round(self.policy, T, cap, job_ids=ids, types=tnames, warm_start=warm,
+                          **per_job, **self.settings)
+        res = dataclasses.replace(res, stats=dataclasses.replace(
+            res.stats, seconds=time.perf_counter() - t0))
         self.rounds += 1
         if self.warm_start:
             self._last = (key, res)
         return res
 
-    def _warm_solve(self, throughput: Any, workers: Any, job_ids: Any, types: Any,
-                    per_job: dict[str, Any], warm: tuple[dict[str, float], float]
-                    ) -> RoundResult:
-        # the warm prices are matched to this round's present types by name; a type without
-        # a previous price (or priced 0) disables the warm start (the solver's check)
-        T, cap, ids, tnames = _matrix(throughput, workers, job_ids, types)
-        pt = [t for t, c in zip(tnames, cap) if c > 0]
-        wp = np.array([warm[0].get(t, 0.0) for t in pt])
-        return solve_round(self.policy, T, cap, job_ids=ids, types=tnames,
-                           warm_start=(wp, warm[1]), **per_job, **self.settings)
+
+#: max-min fairness is seeded by the previous round up to this many jobs (above, a cold
+#: solve with its sampled Newton phase was faster: see formulations/gavel_policies.md)
+_WARM_MAX_JOBS = 2048
 
 
-def _fingerprint(throughput: Any, workers: Any, job_ids: Any, types: Any,
-                 per_job: dict[str, Any]) -> tuple[Any, ...] | None:
-    """A cheap exact description of a round's inputs (``None``: not comparable)."""
-    try:
-        parts: list[Any] = []
-        for v in (throughput, workers, job_ids, types, *per_job.values()):
-            if isinstance(v, np.ndarray):
-                parts.append(("a", v.shape, v.dtype.str, v.tobytes()))
-            elif isinstance(v, Mapping):
-                parts.append(("m", tuple((k, tuple(x.items()) if isinstance(x, Mapping) else x)
-                                         for k, x in v.items())))
-            elif v is None or isinstance(v, int | float | str | tuple | list | range):
-                parts.append(("v", tuple(v) if isinstance(v, list | range) else v))
-            else:
-                return None
-        return tuple(parts)
-    except TypeError:  # pragma: no cover - unhashable odd inputs: no reuse
+def _in_job_order(value: Any, name: str, ids: tuple[Hashable, ...]) -> np.ndarray | None:
+    """A per-job mapping (or sequence) as a float array in job order (validated later)."""
+    if value is None:
         return None
-
-
-def _same_key(a: tuple[Any, ...], b: tuple[Any, ...] | None) -> bool:
-    return b is not None and a == b
+    if isinstance(value, Mapping):
+        try:
+            value = [value[j] for j in ids]
+        except KeyError as exc:
+            raise InputError(f"{name} has no entry for job {exc.args[0]!r}",
+                             argument=name) from None
+    # signs and integrality are checked by solve_round, per argument
+    return as_array(value, name, ndim=1, shape=(len(ids),), nonneg=False, allow_empty=True,
+                    allow_nan=True)
