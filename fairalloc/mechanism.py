@@ -1303,13 +1303,13 @@ class RoundScheduler:
 
     @property
     def received(self) -> np.ndarray:
-        """Time each row has received on each type (a copy)."""
-        return self._t.copy()
+        """Time each row has received on each type (a read-only copy)."""
+        return readonly(self._t.copy())
 
     @property
     def elapsed(self) -> np.ndarray:
-        """Time since each row entered (a copy)."""
-        return self._e.copy()
+        """Time since each row entered (a read-only copy)."""
+        return readonly(self._e.copy())
 
     @property
     def rounds(self) -> int:
@@ -1325,7 +1325,7 @@ class RoundScheduler:
     def received_fraction(self) -> np.ndarray:
         """``received / elapsed`` per row and type (0 for rows with no elapsed time)."""
         e = self._e[:, None]
-        return np.where(e > 0, self._t / np.where(e > 0, e, 1.0), 0.0)
+        return readonly(np.where(e > 0, self._t / np.where(e > 0, e, 1.0), 0.0))
 
     @property
     def error(self) -> float:
@@ -1379,7 +1379,7 @@ class RoundScheduler:
         for i in range(int(rounds)):
             self.step()
             out[i] = self.error
-        return out
+        return readonly(out)
 
     @only_fairalloc_errors
     def update(

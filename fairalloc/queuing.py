@@ -1499,8 +1499,8 @@ class ElasticFairQueue:
             raise InputError("history() needs ElasticFairQueue(..., record=True)",
                              argument="record")
         t = np.array([h[0] for h in self._hist])
-        return t, [h[1] for h in self._hist], np.array([h[2] for h in self._hist],
-                                                          dtype=np.int64)
+        return readonly(t), [h[1] for h in self._hist], readonly(
+            np.array([h[2] for h in self._hist], dtype=np.int64))
 
     # internals -------------------------------------------------------------------------
     def _clock(self, at: float | None, name: str = "at") -> float:

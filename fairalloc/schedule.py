@@ -1439,7 +1439,8 @@ class PlanResult(Result):
 def _regime_index(inst: _Instance, x: np.ndarray) -> np.ndarray:
     before = (np.cumsum(x, axis=1) - x) * inst.D
     k = inst.reg_seconds.shape[1] - 1
-    idx = (inst.reg_seconds[:, None, 1:] <= before[:, :, None] + 1e-9).sum(axis=-1)
+    tol = _EPOCH_RTOL * np.abs(inst.reg_seconds).max(axis=1, initial=0.0)[:, None, None]
+    idx = (inst.reg_seconds[:, None, 1:] <= before[:, :, None] + tol).sum(axis=-1)
     idx = np.minimum(idx, max(k - 1, 0))
     return np.where(x, idx, -1)
 
@@ -1824,7 +1825,7 @@ def _breakpoints(inst: _Instance) -> tuple[np.ndarray, np.ndarray]:
     query = pts[owner] * D
     left = inst.E[owner] - inst.F[owner]
     adv, _ = _trajectory_tables(inst.traj_sec, inst.traj_ep, left, query)
-    done = query >= inst.traj_finish[:, None] - 1e-9
+    done = query >= inst.traj_finish[:, None] * (1.0 - _EPOCH_RTOL)  # relative: any units
     util_q = np.where(done, 1.0, np.minimum((inst.F[owner, None] + adv) / inst.E[owner, None],
                                             1.0))
     util = np.zeros((inst.N, width))

@@ -579,3 +579,21 @@ def test_plan_k_1100_regression_gives_no_foreign_error():
     jobs = [job(2.0), job(0.5), job(1.0)]
     plan = fa.plan_schedule(jobs, 2, rounds=30, k=1100, method="milp")
     assert plan.status == "optimal" and np.isfinite(plan.objective)
+
+
+@pytest.mark.parametrize("a", [1e-12, 1e-9, 1e12])
+def test_relax_plan_objective_is_the_same_in_any_time_unit(a):
+    # 'finished' and regime boundaries were judged with an absolute 1e-9 s: with durations
+    # x1e-12 every job looked finished and the optimum moved from -9.61 to -0.0005
+    def jobs(f):
+        return [fa.PlanJob(workers=1, total_epochs=51.0, done_epochs=39.0, ftf=1.51,
+                           regimes=[(0.0289 * f, 6.0), (0.0712 * f, 6.0)]),
+                fa.PlanJob(workers=2, total_epochs=101.0, done_epochs=61.0, ftf=2.74,
+                           regimes=[(0.0910 * f, 31.0), (0.0740 * f, 9.0)]),
+                fa.PlanJob(workers=2, total_epochs=178.0, done_epochs=120.0, ftf=2.68,
+                           regimes=[(0.0861 * f, 53.0), (0.0986 * f, 5.0)])]
+
+    base = fa.relax_plan(jobs(1.0), 4, rounds=4, round_duration=0.12)
+    r = fa.relax_plan(jobs(a), 4, rounds=4, round_duration=0.12 * a)
+    assert r.certificate.ok and base.certificate.ok
+    assert r.objective == pytest.approx(base.objective, rel=1e-6)
