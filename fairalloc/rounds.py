@@ -235,6 +235,27 @@ def _per_job(value: Any, name: str, ids: tuple[Hashable, ...], **kw: Any) -> np.
     return as_array(value, name, ndim=1, shape=(len(ids),), allow_empty=True, **kw)
 
 
+def _slo_array(slo: Any, ids: tuple[Hashable, ...]) -> np.ndarray | None:
+    """SLOs in job order (seconds; ``inf``: none); their values are validated by MinCost."""
+    if slo is None:
+        return None
+    if isinstance(slo, Mapping):
+        try:
+            slo = [slo[j] for j in ids]
+        except KeyError as exc:
+            raise InputError(f"slo has no entry for job {exc.args[0]!r}",
+                             argument="slo") from None
+    try:
+        raw = np.asarray(slo)
+        arr = np.array(raw, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"slo must be seconds per job ({exc})", argument="slo") from None
+    if arr.shape != (len(ids),) or raw.dtype.kind in "USO":
+        raise InputError(f"slo must be {len(ids)} numbers (seconds; inf: none)",
+                         argument="slo")
+    return arr
+
+
 def _per_job_labels(value: Any, name: str, ids: tuple[Hashable, ...]) -> list[Hashable] | None:
     if value is None:
         return None
@@ -431,10 +452,8 @@ def _solve_reduced(policy: str, jobs: Jobs, cluster: Cluster, ids: tuple[Hashabl
             raise InputError(f"cost has no entry for type {missing!r}", argument="cost")
     else:
         cost_r = as_array(cost, "cost", ndim=1, positive=True)[pt]
-    slo_r = None
-    if slo is not None:
-        slo_arr = _per_job(slo, "slo", ids, allow_nan=False)
-        slo_r = None if slo_arr is None else slo_arr[rj]
+    slo_arr = _slo_array(slo, ids)
+    slo_r = None if slo_arr is None else slo_arr[rj]
     return th.MinCost(jobs, cluster, cost_r, slo=slo_r).solve(**options)
 
 
@@ -500,9 +519,9 @@ class RoundPolicy:
         per_job: dict[str, Any] = {}
         for name, value in (("scale_factor", scale_factor), ("weight", weight),
                             ("steps_remaining", steps_remaining), ("elapsed", elapsed),
-                            ("isolated_elapsed", isolated_elapsed), ("order", order),
-                            ("slo", slo)):
+                            ("isolated_elapsed", isolated_elapsed), ("order", order)):
             per_job[name] = _in_job_order(value, name, ids)
+        per_job["slo"] = _slo_array(slo, ids)
         per_job["entities"] = _per_job_labels(entities, "entities", ids)
         key = None
         if self.warm_start:

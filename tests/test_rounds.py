@@ -203,3 +203,19 @@ def test_fisher_market_rounds_with_a_drained_good():
                        {"a": 1, "b": 0}, kind="leontief")
     assert r.unrunnable_jobs == ("x",) and r.allocation["x"] == {"a": 0.0, "b": 0.0}
     assert r.allocation["y"]["a"] == pytest.approx(1.0, rel=1e-6)
+
+
+def test_min_cost_round_with_slos():
+    tp = {"a": {"g": 1.0}, "b": {"g": 2.0}, "c": {"h": 1.0}}
+    kw = dict(cost={"g": 1.0, "h": 2.0}, steps_remaining={"a": 10.0, "b": 10.0, "c": 1.0},
+              slo={"a": float("inf"), "b": 100.0, "c": 5.0})
+    for r in (fa.RoundPolicy("min_cost", cost=kw["cost"]).allocate(
+                  tp, {"g": 2, "h": 0}, steps_remaining=kw["steps_remaining"], slo=kw["slo"]),
+              fa.solve_round("min_cost", tp, {"g": 2, "h": 0}, **kw)):
+        assert r.certificate.ok and r.unrunnable_jobs == ("c",)
+        assert r.effective_throughput[1] >= 10.0 / 100.0 * (1 - 1e-9)   # b meets its SLO
+    with pytest.raises(fa.InputError, match="slo"):
+        fa.RoundPolicy("min_cost", cost=kw["cost"]).allocate(tp, {"g": 2, "h": 0},
+                                                           slo={"a": 1.0})
+    with pytest.raises(fa.InputError, match="slo"):
+        fa.solve_round("min_cost", tp, {"g": 2, "h": 0}, cost=kw["cost"], slo=["x"] * 3)
