@@ -41,6 +41,7 @@ budgets, supply or utilities (see ``formulations/eisenberg_gale.md``).
 
 from __future__ import annotations
 
+import math
 import time
 import warnings
 from dataclasses import dataclass
@@ -111,12 +112,21 @@ class _EdgeForm:
         return np.minimum.reduceat(q, self.starts)
 
     def dual_value(self, prices: np.ndarray) -> float:
+        # D(p) = s@p + sum_i B_i (log B_i - 1 - log beta_i(p)), evaluated with p = m * p_hat
+        # (m = max p) so that prices near the float limit give +inf, never inf - inf = nan
         p = np.maximum(prices, 0.0)
-        beta = self.beta(p)
-        if np.any(beta <= 0):
+        m = float(np.max(p, initial=0.0))
+        if m <= 0.0:
+            return float("inf")
+        beta_hat = self.beta(p / m)
+        if np.any(beta_hat <= 0):
             return float("inf")
         B = self.budget
-        return float(self.supply @ p + np.sum(B * (np.log(B) - 1.0 - np.log(beta))))
+        with np.errstate(over="ignore"):
+            linear = m * float(self.supply @ (p / m))
+        if math.isinf(linear):  # the log terms are finite: the linear term dominates
+            return float("inf")
+        return linear + float(np.sum(B * (np.log(B) - 1.0 - math.log(m) - np.log(beta_hat))))
 
     def repair(self, z: np.ndarray) -> np.ndarray:
         """Make ``z`` exactly feasible: clip at 0 and scale down edges on overused resources."""

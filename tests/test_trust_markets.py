@@ -545,3 +545,15 @@ def test_limit_before_any_point_gives_a_feasible_time_limit_incumbent(kind: str)
     assert r.certificate.ok == (r.status == Status.OPTIMAL)
     assert np.isfinite(r.certificate.gap) and np.all(r.utility > 0)
     assert np.all(r.allocation.sum(axis=0) <= 1.0 + 1e-12)
+
+
+@pytest.mark.parametrize("kind", ["linear", "leontief"])
+def test_dual_value_at_prices_near_the_float_limit_is_inf_not_nan(kind):
+    U = np.array([[1.0, 2, 3, 4], [2, 1, 1, 1], [1, 1, 2, 2], [3, 1, 1, 2]])
+    m = fa.FisherMarket(U, supply=[1e12, 2e12, 3e12, 4e12], kind=kind)
+    assert m.dual_value([1e308, 2.6, 2.8, 0.5]) == np.inf
+    # the scaled evaluation agrees with the plain formula where both are finite
+    p = np.array([1.0, 2.0, 0.5, 3.0])
+    beta = (p[None, :] / U).min(axis=1) if kind == "linear" else (U * p[None, :]).sum(axis=1)
+    plain = float(np.array([1e12, 2e12, 3e12, 4e12]) @ p + np.sum(-1.0 - np.log(beta)))
+    assert m.dual_value(p) == pytest.approx(plain, rel=1e-12)
