@@ -345,8 +345,10 @@ def backend_not_honoured(case: dict, result: Any) -> str:
     stats = getattr(result, "stats", None)
     if asked is None or stats is None:
         return ""
-    ran = set(str(stats.backend).split("+")) - {"none", ""}
-    if ran - {asked}:
+    ran = set(str(stats.backend).split("+")) - {"none", "numpy", ""}
+    # the asked backend must be among those that ran; an exact auxiliary LP (a market's
+    # polish on HiGHS, documented in formulations/eisenberg_gale.md) may run beside it
+    if ran and asked not in ran:
         return f"backend={asked!r} asked, but stats.backend = {stats.backend!r}"
     return ""
 

@@ -1779,13 +1779,17 @@ def simulate_cases(draw: Any) -> dict:
             "round_duration": scalar(draw, st.sampled_from([360.0, 3600.0]), 0.15)}
 
 
+#: Rounds a fuzzed simulation may run (see _call_trace_simulate).
+SIMULATE_MAX_ROUNDS = 5_000
+
+
 def _call_simulate(case: dict, ctx: Ctx) -> Any:
     from fairalloc.sim import poisson_workload, simulate
     w = poisson_workload(case["num_jobs"], seed=case["seed"], rate=60.0, max_scale_factor=1,
                          duration_classes=((0.05, 0.2, 1.0),))
     ctx.watch("workload", w)
     return simulate(w, _fa().Cluster(case["workers"]), case["policy"],
-                    round_duration=case["round_duration"])
+                    round_duration=case["round_duration"], max_rounds=SIMULATE_MAX_ROUNDS)
 
 
 def _check_simulate(case: dict, r: Any) -> None:
@@ -1829,7 +1833,11 @@ def _call_trace_simulate(case: dict, ctx: Ctx) -> Any:
         w = read_trace(p)
     ctx.watch("workload", w)
     cluster = _fa().Cluster({t: 1 for t in w.types})
-    return simulate(w, cluster, case["policy"], round_duration=case["round_duration"])
+    # a 1e7-second job in 60-second rounds is a long simulation, not a hang: the fuzz bounds
+    # it with max_rounds (exceeding it is a SimulationError, a fairalloc error); a loop the
+    # bound does not stop is still caught by the per-call time limit
+    return simulate(w, cluster, case["policy"], round_duration=case["round_duration"],
+                    max_rounds=SIMULATE_MAX_ROUNDS)
 
 
 register("sim.simulate(read_trace)", "sim", trace_simulate_cases(), _call_trace_simulate,
@@ -1843,3 +1851,108 @@ for _t in TARGETS.values():
     FAMILIES.setdefault(_t.family, []).append(_t.name)
 
 __all__ = ["TARGETS", "FAMILIES", "register", "Skip", "Wrong"]
+
+
+# ============================================================================================
+# round-by-round API (fairalloc.rounds): drained types, unrunnable jobs, arrivals/departures
+# ============================================================================================
+ROUND_POLICIES = ("max_min_fairness", "max_total_throughput", "fifo", "finish_time_fairness",
+                  "min_makespan")
+
+
+@st.composite
+def round_cases(draw: Any) -> dict:
+    policy = pick(draw, ROUND_POLICIES)
+    case = draw(gavel_cases(policy))
+    case["policy"] = policy
+    rng = rng_from(draw)
+    workers = case["workers"]
+    if all(isinstance(v, int) for v in workers.values()) and chance(draw, 0.4):
+        workers[pick(draw, sorted(workers))] = 0  # drained: a normal state in a round
+    case["as_dict"] = draw(st.booleans())
+    case["next_keep"] = rng.random(len(np.atleast_1d(case["scale_factor"] if case[
+        "scale_factor"] is not None else np.ones(1)))) < 0.7
+    kw = case["kw"]
+    case["kw"] = {key: kw[key] for key in ("method", "backend", "gap_tol") if key in kw}
+    if policy == "max_min_fairness":
+        case["kw"]["water_filling"] = kw.get("water_filling", False)
+    return case
+
+
+def _round_args(case: dict) -> tuple[Any, dict]:
+    T = case["throughput"]
+    per_job = {key: case[key] for key in ("scale_factor", "weight", "steps_remaining",
+                                          "elapsed") if case[key] is not None}
+    if case["as_dict"] and isinstance(T, np.ndarray) and T.ndim == 2:
+        names = list(case["workers"])
+        if len(names) == T.shape[1]:
+            T = {f"j{i}": {names[j]: float(T[i, j]) for j in range(T.shape[1])}
+                 for i in range(T.shape[0])}
+            per_job = {key: {f"j{i}": v for i, v in enumerate(np.asarray(val).tolist())}
+                       if isinstance(val, np.ndarray) and val.ndim == 1 else val
+                       for key, val in per_job.items()}
+    return T, per_job
+
+
+def _call_solve_round(case: dict, ctx: Ctx) -> Any:
+    T, per_job = _round_args(case)
+    return _fa().solve_round(case["policy"], T, case["workers"], **per_job, **case["kw"])
+
+
+def _check_round(case: dict, r: Any) -> None:
+    """Drained types and unrunnable jobs get exactly 0; the reduced program (present types,
+    runnable jobs) is checked like any Gavel policy against linprog."""
+    x = C._finite("x", r.x)
+    types = list(r.types)
+    ids = list(r.job_ids)
+    drained = [types.index(t) for t in r.drained_types]
+    out = [ids.index(j) for j in r.unrunnable_jobs]
+    if np.any(x[:, drained] != 0) or np.any(x[out] != 0):
+        raise Wrong("a drained type or an unrunnable job got time")
+    if r.reduced is None:
+        if np.any(x != 0):
+            raise Wrong("an empty reduced round allocated time")
+        return
+    keep = [i for i in range(len(ids)) if i not in out]
+    cols = [j for j in range(len(types)) if j not in drained]
+    g = _gavel(case)
+    sub = C.Gavel(g.T[np.ix_(keep, cols)], g.s[keep], g.w[keep], g.c[cols],
+                  None if g.steps is None else g.steps[keep], g.elapsed[keep], g.iso[keep])
+    if not np.allclose(C._arr(r.reduced.x), x[np.ix_(keep, cols)], rtol=0, atol=0):
+        raise Wrong("the reduced result's x is not the round's x on present types/jobs")
+    C.check_allocation(sub, r.reduced, case["policy"])
+
+
+register("solve_round", "rounds", round_cases(), _call_solve_round, _check_round,
+         lambda c: f"fa.solve_round({c['policy']!r}, {short_repr(_round_args(c)[0])}, "
+                   f"{c['workers']!r}, {_kw({**_round_args(c)[1], **c['kw']})})")
+
+
+def _call_round_policy(case: dict, ctx: Ctx) -> Any:
+    """Two rounds of a RoundPolicy: the second drops some jobs (departures), re-adds none, and
+    drains nothing new; returns the second round's RoundResult (the first is checked too)."""
+    fa = _fa()
+    T, per_job = _round_args(case)
+    pol = fa.RoundPolicy(case["policy"], **case["kw"])  # settings are fixed per policy
+    first = pol.allocate(T, case["workers"], **per_job)
+    _check_round(case, first)
+    keep = np.asarray(case["next_keep"], bool)
+    if not isinstance(T, dict) or keep.size != len(T):
+        return first
+    kept = [j for j, k in zip(T, keep) if k]
+    T2 = {j: T[j] for j in kept}
+    per2 = {key: {j: v[j] for j in kept} for key, v in per_job.items() if isinstance(v, dict)}
+    second = pol.allocate(T2, case["workers"], **per2)
+    if second.reduced is not None and kept:
+        idx = [list(T).index(j) for j in kept]
+        sub = dict(case)
+        for key in ("scale_factor", "weight", "steps_remaining", "elapsed"):
+            if case[key] is not None:
+                sub[key] = np.asarray(case[key])[idx]
+        sub["throughput"] = np.asarray(case["throughput"])[idx]
+        _check_round(sub, second)
+    return second
+
+
+register("RoundPolicy.allocate", "rounds", round_cases(), _call_round_policy,
+         lambda case, r: None, _via_registry("RoundPolicy.allocate"))
