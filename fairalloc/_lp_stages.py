@@ -11,6 +11,7 @@ the next, and certifies each with :func:`fairalloc.certificates.lp_certificate`.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -356,8 +357,12 @@ class _StageSolver:
 
     def __init__(self, inst: _Instance, backend: Backend, *, stage_tol: float,
                  gap_tol: float, feas_tol: float, extra_rows: tuple | None = None,
-                 backend_spec: Any = None) -> None:
+                 backend_spec: Any = None,
+                 meet_extra_rows: Callable[[np.ndarray], np.ndarray] | None = None) -> None:
         self.inst = inst
+        #: the policy's own repair of a point that leaves its extra rows short within the
+        #: solver's absolute tolerance (min cost: SLO rows topped up, see top_up_rows)
+        self.meet_extra_rows = meet_extra_rows
         self.backend = backend
         #: what the caller passed as ``backend=`` (``"highs"``: fairalloc may pick HiGHS'
         #: simplex or interior point per sub-problem; an instance or other name: used as is)
@@ -461,42 +466,12 @@ class _StageSolver:
         left at 0 by a solver whose feasibility tolerance is absolute; the certified level is
         then 0. The top-up is clipped to the job's spare time and each type's spare workers
         (scaled down together), so the allocation stays feasible; the certificate decides."""
-        inst = self.inst
         pos = stage.b > 0
         if not (np.isfinite(theta) and pos.any()):
             return xcol
         need = np.where(pos, stage.h + stage.b * theta - stage.C @ xcol, 0.0)
         scale = np.abs(stage.h) + stage.b * abs(theta)
-        short = need > 1e-9 * scale
-        if not short.any():
-            return xcol
-        single = inst.col_kind[inst.mem_col] != 2
-        own, cols = inst.mem_job[single], inst.mem_col[single]
-        coef = np.asarray(stage.C[own, cols]).ravel()
-        spare = np.maximum(inst.cap - inst.W @ xcol, 0.0)
-        # columns on a type with room for the missing time (else any column of the job)
-        room = coef > 0
-        with np.errstate(divide="ignore", invalid="ignore"):
-            fits = room & (spare[inst.col_type[cols]]
-                           >= inst.col_workers[cols] * need[own] / np.where(room, coef, 1.0))
-        ok = short[own] & room
-        if not ok.any():
-            return xcol
-        coef = np.where(fits, coef, coef * 1e-300)  # prefer columns that fit, best first
-        own, cols, coef = own[ok], cols[ok], coef[ok]
-        order = np.lexsort((-coef, own))  # per job, its best column first
-        own, cols, coef = own[order], cols[order], coef[order]
-        first = np.r_[True, own[1:] != own[:-1]]
-        own, cols = own[first], cols[first]
-        coef = np.asarray(stage.C[own, cols]).ravel()
-        add = np.minimum(need[own] / coef, np.maximum(1.0 - (inst.M @ xcol)[own], 0.0))
-        use = np.bincount(inst.col_type[cols], weights=inst.col_workers[cols] * add,
-                          minlength=inst.k)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            frac = np.where(use > spare, spare / np.where(use > 0, use, 1.0), 1.0)
-        out = xcol.copy()
-        out[cols] += add * frac[inst.col_type[cols]]
-        return inst.repair(out)
+        return top_up_rows(self.inst, stage.C, need, scale, xcol)
 
     def certificate(self, lp: LinearProgram, stage: _Level | _Linear, v: np.ndarray,
                     duals: np.ndarray) -> Certificate:
@@ -532,6 +507,8 @@ class _StageSolver:
         xcol = self.toward_anchor(self.inst.repair(sol.x[:E]))
         if isinstance(stage, _Level):
             xcol = self.top_up(stage, xcol, float(sol.x[E]))
+        if self.meet_extra_rows is not None:
+            xcol = self.meet_extra_rows(xcol)
         v = self.point(stage, xcol)
         cert = self.certificate(lp, stage, v, sol.row_duals)
         cert.check(backend=self.backend.name)
@@ -566,3 +543,43 @@ class _StageSolver:
 def _prices(res: _StageResult) -> np.ndarray:
     """Non-negative capacity prices ``d OPT / d workers`` of a maximisation stage."""
     return np.maximum(-res.duals[res.cap_rows], 0.0)
+
+
+def top_up_rows(inst: Any, C: sp.csr_matrix, need: np.ndarray, scale: np.ndarray,
+                xcol: np.ndarray) -> np.ndarray:
+    """Give each job ``m`` whose row ``C[m] @ x >= ...`` falls short by ``need[m]`` (more than
+    ``1e-9 * scale[m]``) the missing amount on its best single-job column, clipped to the job's
+    spare time and each type's spare workers (scaled down together); the allocation stays
+    feasible and the caller's certificate decides. Used for level rows and SLO rows, which a
+    solver with an absolute feasibility tolerance can leave at 0 when they need a tiny share.
+    """
+    short = need > 1e-9 * scale
+    if not short.any():
+        return xcol
+    single = inst.col_kind[inst.mem_col] != 2
+    own, cols = inst.mem_job[single], inst.mem_col[single]
+    coef = np.asarray(C[own, cols]).ravel()
+    spare = np.maximum(inst.cap - inst.W @ xcol, 0.0)
+    # columns on a type with room for the missing time (else any column of the job)
+    room = coef > 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        fits = room & (spare[inst.col_type[cols]]
+                       >= inst.col_workers[cols] * need[own] / np.where(room, coef, 1.0))
+    ok = short[own] & room
+    if not ok.any():
+        return xcol
+    coef = np.where(fits, coef, coef * 1e-300)  # prefer columns that fit, best first
+    own, cols, coef = own[ok], cols[ok], coef[ok]
+    order = np.lexsort((-coef, own))  # per job, its best column first
+    own, cols, coef = own[order], cols[order], coef[order]
+    first = np.r_[True, own[1:] != own[:-1]]
+    own, cols = own[first], cols[first]
+    coef = np.asarray(C[own, cols]).ravel()
+    add = np.minimum(need[own] / coef, np.maximum(1.0 - (inst.M @ xcol)[own], 0.0))
+    use = np.bincount(inst.col_type[cols], weights=inst.col_workers[cols] * add,
+                      minlength=inst.k)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        frac = np.where(use > spare, spare / np.where(use > 0, use, 1.0), 1.0)
+    out = xcol.copy()
+    out[cols] += add * frac[inst.col_type[cols]]
+    return inst.repair(out)

@@ -66,6 +66,7 @@ from ._lp_stages import (
     _scaled_solve,
     _StageResult,
     _StageSolver,
+    top_up_rows,
 )
 from ._structured import _fast_floor, _fast_level
 from ._validation import (
@@ -1499,7 +1500,7 @@ class MinCost(ThroughputPolicy):
         if not z > 0:
             raise SolverError("minimum cost: Charnes-Cooper scale z = 0",
                               backend=solver.backend.name, status="degenerate")
-        xcol = inst.repair(sol.x[: inst.E] / z)
+        xcol = self._meet_slos(inst.repair(sol.x[: inst.E] / z))
         self._cc = (lp, sol.row_duals, z, cap_rows)
         r = self.ratio(xcol)
         st = _Linear(np.asarray(inst.Tm.sum(axis=0)).ravel() - r * self.col_cost, "cost ratio")
@@ -1508,6 +1509,15 @@ class MinCost(ThroughputPolicy):
         res = _StageResult(lp, np.r_[xcol, 0.0], sol.row_duals, 0.0, cert, sol.iterations,
                            cap_rows)
         return st, res, r
+
+    def _meet_slos(self, xcol: np.ndarray) -> np.ndarray:
+        """Top up jobs whose SLO row the solver left short within its absolute tolerance (a
+        rate 1e-11 of the job's throughput is 'met' by x = 0): the missing time goes on the
+        job's best column where time and workers are free; the certificate decides."""
+        if not self.has_slo:
+            return xcol
+        need = np.where(self.slo_rate > 0, self.slo_rate - self.inst.throughput(xcol), 0.0)
+        return top_up_rows(self.inst, self.inst.Tm, need, self.slo_rate, xcol)
 
     def _certify(self, xcol: np.ndarray, solver: _StageSolver) -> Certificate:
         lp, duals, _, _ = self._cc
@@ -1534,7 +1544,7 @@ class MinCost(ThroughputPolicy):
             raise InputError(f"unexpected argument {next(iter(kw))!r}", argument=next(iter(kw)))
         solver = _StageSolver(self.inst, be, stage_tol=stage_tol, gap_tol=gap_tol,
                               feas_tol=feas_tol, extra_rows=self._extra_rows(),
-                              backend_spec=spec)
+                              backend_spec=spec, meet_extra_rows=self._meet_slos)
         st, res, r = self._first_stages(solver)
         certs = [res.cert]
         xcol = res.x[: self.inst.E]

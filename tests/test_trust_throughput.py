@@ -566,3 +566,17 @@ def test_uncertified_work_conserving_stage_falls_back_with_a_warning(monkeypatch
     assert a.certificate.ok and a.status == "optimal"
     assert not a.stage_certificates[1].ok
     np.testing.assert_allclose(a.x * 11, [[5, 0], [5, 1], [1, 10]], atol=1e-6)
+
+
+@pytest.mark.parametrize("slo", [[513.0, 700.0], [5130.0, 7000.0]])
+def test_min_cost_meets_an_slo_that_needs_a_tiny_share(slo):
+    # job 0 needs 7.7 steps in 513 s at up to 1.8e9 steps/s: a 1e-11 share, which HiGHS'
+    # absolute tolerance 'met' with x = 0 (CertificateError, primal residual 1); the SLO rows
+    # are topped up on the job's best column and the result is certified
+    T = np.array([[6.48e8, 1.83e9, 7.30e8], [6.48e8, 1.83e9, 7.30e8]])
+    steps = np.array([7.685438477399785, 7.325554424321971])
+    jobs = fa.Jobs(T, scale_factor=[2, 1], weight=[652053.4, 819192.8], steps_remaining=steps)
+    r = fa.min_cost(jobs, fa.Cluster({"t0": 3, "t1": 1, "t2": 3}), [2.27, 0.61, 1.11],
+                    slo=np.array(slo))
+    assert r.certificate.ok and all(c.ok for c in r.stage_certificates)
+    assert np.all(r.effective_throughput >= steps / np.array(slo) * (1 - 1e-9))
