@@ -545,6 +545,12 @@ def _prices(res: _StageResult) -> np.ndarray:
     return np.maximum(-res.duals[res.cap_rows], 0.0)
 
 
+#: The largest fraction by which :func:`top_up_rows` scales a full type's columns down to make
+#: room for a job the solver left short (a performance-neutral accuracy knob: 100x below the
+#: default relative gap tolerance, so the shrink never decides a certificate).
+TOP_UP_SHRINK = 1e-8
+
+
 def top_up_rows(inst: Any, C: sp.csr_matrix, need: np.ndarray, scale: np.ndarray,
                 xcol: np.ndarray) -> np.ndarray:
     """Give each job ``m`` whose row ``C[m] @ x >= ...`` falls short by ``need[m]`` (more than
@@ -578,8 +584,19 @@ def top_up_rows(inst: Any, C: sp.csr_matrix, need: np.ndarray, scale: np.ndarray
     add = np.minimum(need[own] / coef, np.maximum(1.0 - (inst.M @ xcol)[own], 0.0))
     use = np.bincount(inst.col_type[cols], weights=inst.col_workers[cols] * add,
                       minlength=inst.k)
+    out = xcol.copy()
+    # a type the solver filled to its tolerance has no spare room: free it by scaling that
+    # type's columns down by at most TOP_UP_SHRINK (every other row loses at most that
+    # fraction, well inside the certificate's gap), else the top-up is clipped to the room
+    used = inst.W @ xcol
+    with np.errstate(divide="ignore", invalid="ignore"):
+        shrink = (inst.cap - use) / used
+    shrink = np.where((use > spare) & (used > 0) & (shrink >= 1.0 - TOP_UP_SHRINK)
+                      & (shrink < 1.0), shrink, 1.0)
+    if np.any(shrink < 1.0):
+        out = out * shrink[inst.col_type]
+        spare = np.maximum(inst.cap - inst.W @ out, 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         frac = np.where(use > spare, spare / np.where(use > 0, use, 1.0), 1.0)
-    out = xcol.copy()
     out[cols] += add * frac[inst.col_type[cols]]
     return inst.repair(out)

@@ -580,3 +580,18 @@ def test_min_cost_meets_an_slo_that_needs_a_tiny_share(slo):
                     slo=np.array(slo))
     assert r.certificate.ok and all(c.ok for c in r.stage_certificates)
     assert np.all(r.effective_throughput >= steps / np.array(slo) * (1 - 1e-9))
+
+
+@pytest.mark.parametrize("top", [3.3e16, 1e12])
+def test_makespan_when_the_solver_fills_the_type_before_a_tiny_job(top):
+    # a 4-GPU gang needing a 3e-10 share next to a 4-GPU gang using the whole type: the solver
+    # filled the type to its tolerance and left the tiny job at 0 (relative gap ~1); the type
+    # is scaled down by < 1e-8 to make room and the result is certified
+    T = np.array([[1e9], [2984.57], [1e9], [1e9], [top], [1e9], [3.6e11]])
+    jobs = fa.Jobs(T, scale_factor=[2, 4, 1, 1, 4, 1, 1],
+                   steps_remaining=[3.9, 9.97, 9.81, 6.89, 1.0, 2.0, 8.0])
+    r = fa.min_makespan(jobs, fa.Cluster({"t0": 4}))
+    assert r.certificate.ok and all(c.ok for c in r.stage_certificates)
+    # job 1 (a whole-type gang) sets it, the others take a ~2e-6 share beside it
+    assert r.objective == pytest.approx(9.97 / 2984.57, rel=1e-5)
+    assert (r.effective_throughput > 0).all()
