@@ -334,7 +334,10 @@ class WaterFilling(ThroughputPolicy):
             # whose dual is within noise is decided by the exact LPs of (c).
             lam = np.maximum(res.duals[-n:], 0.0)
             room = max(res.cert.dual_bound - theta, 0.0) + acc
-            thr = btol * np.maximum(1.0, floors)
+            # a rise below the level's certified accuracy (acc, in level units; w_m acc in job
+            # m's floor units) is no evidence either way: the bottleneck threshold is at least
+            # twice it, so a job whose only possible rise is rounding counts as bottlenecked
+            thr = np.maximum(btol * np.maximum(1.0, floors), 2.0 * acc * w)
             lam_w = lam * np.where(w > 0, w, 0.0)  # sum_m w_m lambda_m = 1 at a level optimum
             noise = _DUAL_NOISE * max(float(lam_w.max(initial=0.0)), 1.0)
             firm = cand & (lam_w > noise)

@@ -254,3 +254,19 @@ def test_water_filling_decisions_robust_to_dual_noise(monkeypatch):
     # the water-filling levels are unique: the same as without the noise
     np.testing.assert_allclose(r.metric, clean.metric, rtol=1e-5, atol=1e-7)
     assert _risers(r, jobs, cl) == []
+
+
+def test_water_filling_finishes_when_the_only_rises_are_below_the_level_accuracy() -> None:
+    # throughputs across 18 decades: after level 2 the bottleneck LP let one job rise by 3e-7
+    # of its floor (below the level's certified accuracy, so the next level was 0) and no job
+    # was ever frozen: SolverError "did not finish within 5 levels". Rises below twice the
+    # level accuracy are no evidence, and every level freezes a job.
+    T = np.array([[0.346, 753.57, 1.77e-4, 0.0], [0.0, 0.0, 0.239, 8.62e6],
+                  [2.76e5, 3.73e-11, 9.76e-12, 3.24e-4], [1497.7, 0.0791, 0.0, 0.0],
+                  [1.64e-4, 586.25, 6.86e-6, 1.16e-6]])
+    r = fa.max_min_fairness(fa.Jobs(T), fa.Cluster({"t0": 5, "t1": 5, "t2": 4, "t3": 2}),
+                            water_filling=True)
+    assert r.certificate.ok
+    assert r.stats.solves <= 5 * 3
+    assert np.all(r.metric >= r.metric.min() * (1 - 1e-6))
+    assert r.metric.max() > r.metric.min() * 2  # the job that can rise did rise
