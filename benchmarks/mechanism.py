@@ -138,7 +138,7 @@ def table_rounds(sizes, rounds, warm):
         X, cap, sf = instance(n, 3, n // 4, seed=n)
         sched = RoundScheduler(X, cap, scale_factor=sf)
         sched.run(warm)
-        t, e = sched.received, sched.elapsed
+        t, e = sched.received.copy(), sched.elapsed.copy()  # read-only views: own copies
         same = True
         ours, cached, ref = [], [], []
         for _ in range(rounds):

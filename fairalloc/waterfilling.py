@@ -57,6 +57,8 @@ ENTITY_POLICIES = ("fairness", "fifo")
 
 #: a level's job duals (weighted, summing to 1 at an optimum) at or below this are noise
 _DUAL_NOISE = 1e-9
+#: relative rounding margin of a level's certified room D - theta (a few hundred ulps)
+_ROUNDING = 1e-13
 
 
 class WaterFilling(ThroughputPolicy):
@@ -330,10 +332,12 @@ class WaterFilling(ThroughputPolicy):
             # a solver's floating-point output (a job's dual of 5e-17 is noise, not proof) and
             # the room D - theta is known only to the level's certified accuracy (a room of
             # -2.6e-16 is rounding). A job counts as bottlenecked by (a) only when its dual is
-            # above the noise of the largest dual and (room + acc) / lambda_m <= thr; a job
+            # above the noise of the largest dual and room / lambda_m <= thr; a job
             # whose dual is within noise is decided by the exact LPs of (c).
             lam = np.maximum(res.duals[-n:], 0.0)
-            room = max(res.cert.dual_bound - theta, 0.0) + acc
+            # the room is rigorous by weak duality (D is a valid bound); only its floating-point
+            # evaluation needs a margin: rounding of the level's scale, not the gap tolerance
+            room = max(res.cert.dual_bound - theta, 0.0) + _ROUNDING * acc / c0.gap_tol
             # a rise below the level's certified accuracy (acc, in level units; w_m acc in job
             # m's floor units) is no evidence either way: the bottleneck threshold is at least
             # twice it, so a job whose only possible rise is rounding counts as bottlenecked
