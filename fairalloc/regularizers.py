@@ -104,6 +104,9 @@ def makespan_regularizer(
     if not isinstance(work, cp.Expression):
         raise InputError("work must be a cvxpy expression (wrap numbers in cp.Constant)",
                          argument="work")
+    if work.is_constant() and work.value is not None and not np.all(
+            np.isfinite(np.asarray(work.value, dtype=float))):
+        raise InputError("work is a constant with a NaN or infinite entry", argument="work")
     if tuple(work.shape) != (n,):
         raise InputError(f"work has shape {tuple(work.shape)}; remaining has {n} jobs",
                          argument="work")

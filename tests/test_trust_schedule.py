@@ -597,3 +597,11 @@ def test_relax_plan_objective_is_the_same_in_any_time_unit(a):
     r = fa.relax_plan(jobs(a), 4, rounds=4, round_duration=0.12 * a)
     assert r.certificate.ok and base.certificate.ok
     assert r.objective == pytest.approx(base.objective, rel=1e-6)
+
+
+def test_makespan_regularizer_refuses_a_constant_work_with_nan():
+    import cvxpy as cp
+
+    with pytest.raises(fa.InputError, match="work"):
+        fa.makespan_regularizer(cp.Constant(np.array([np.nan])), np.array([1.7e7]), 2.0,
+                                lam=0.3, kind="paper")

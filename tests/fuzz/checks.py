@@ -378,8 +378,11 @@ def min_cost_ratio(g: Gavel, cost: np.ndarray, x: np.ndarray,
                          np.concatenate([ar, np.full(g.k, E)]))), shape=(g.k, E + 1))]
     ub = [np.zeros(g.n), np.zeros(g.k)]
     if need is not None:
+        # each SLO row -T y + nd z <= 0 divided by nd (where nd > 0): linprog's absolute
+        # feasibility tolerance would otherwise 'meet' a need of 1e-11 with y = 0
         nd = need / tmax
-        rows.append(coo_matrix((np.concatenate([-T[jm, jt], nd]),
+        unit = np.where(nd > 0, 1.0 / np.where(nd > 0, nd, 1.0), 1.0)
+        rows.append(coo_matrix((np.concatenate([-T[jm, jt] * unit[jm], nd * unit]),
                                 (np.concatenate([jm, np.arange(g.n)]),
                                  np.concatenate([ar, zc]))), shape=(g.n, E + 1)))
         ub.append(np.zeros(g.n))
@@ -396,6 +399,8 @@ def min_cost_ratio(g: Gavel, cost: np.ndarray, x: np.ndarray,
         raise Skip()
     xr = np.zeros((g.n, g.k))
     xr[jm, jt] = np.clip(y / z, 0.0, 1.0)  # recompute the ratio of the LP's allocation
+    if need is not None and np.any((T * xr).sum(axis=1) < need / tmax * (1 - 1e-6)):
+        raise Skip()  # the reference itself misses an SLO: no evidence either way
     d = float((cs * xr).sum())
     return ratio_x, (float((T * xr).sum()) / d if d > 0 else 0.0)
 
