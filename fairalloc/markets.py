@@ -219,6 +219,12 @@ class _Log:
         return "+".join(self.used) if self.used else "none"
 
 
+def _unit(x: Any) -> np.ndarray:
+    """``x`` where positive, else 1: the canonical unit of each positive quantity."""
+    x = np.asarray(x, dtype=float)
+    return np.where(x > 0, x, 1.0)
+
+
 def _pow2(x: Any) -> np.ndarray:
     """Power-of-two scale factor of ``x``: 1 where ``x`` is already at unit scale
     (``1/4 <= x < 4``) or ``x <= 0``, else the power of two just above ``x``
@@ -910,11 +916,16 @@ class FisherMarket(Composable):
 
     # --- unit normalisation ---------------------------------------------------------------
     def _normalise(self) -> None:
-        """Power-of-two factors that bring the market to unit scale (exact: no rounding).
+        """Factors that bring the market to unit scale.
 
-        Budgets are divided by ``fb`` (their mean becomes ~1), each good's supply by ``fs_r``
-        (~1), and each buyer's utility row, measured per normalised unit of goods, by
-        ``ufac_i`` (largest entry ~1). The equilibrium maps back exactly:
+        Budgets are divided by ``fb``, their mean (it becomes 1), so the normalised budgets
+        are the same, to the last bit or two, in whatever unit the caller used (a
+        power-of-two factor left a unit-dependent factor in [1/2, 2), and two such markets
+        could certify different points within the gap tolerance). Each good's supply is
+        divided by a power of two ``fs_r`` (~1) and each buyer's utility row, measured per
+        normalised unit of goods, by a power of two ``ufac_i`` (largest entry ~1): exact, and
+        quantities already near 1 keep factor 1 (the conic solver's iteration counts on such
+        markets are unchanged). The equilibrium maps back as:
         ``x = fs * x'``, ``U_i = ufac_i * U'_i``, ``p_r = fb * p'_r / fs_r`` and
         ``sum B log U = fb * (sum B' log U' + sum B' log ufac)``.
         """
@@ -924,7 +935,7 @@ class FisherMarket(Composable):
             # mean budget ~1 (with a budget sum of 1 and many buyers the interior-point solver
             # needs more iterations)
             mean = float(np.mean(self.budget / np.max(self.budget))) * float(np.max(self.budget))
-            self._fb = float(_pow2(mean))
+            self._fb = float(_unit(mean))
             self._fs = _pow2(s)
             if self.kind == "linear":
                 per_unit = self.utility.reshape(n, m * T) * self._fs  # per normalised unit
@@ -952,8 +963,8 @@ class FisherMarket(Composable):
         self._shift = float(self._b_norm @ np.log(self._ufac))
 
     def _user_certificate(self, cert: Certificate) -> Certificate:
-        """A certificate of the normalised program, in the caller's units (exactly: the
-        factors are powers of two, so ``relative_gap`` and the residuals are unchanged)."""
+        """A certificate of the normalised program, in the caller's units (``relative_gap``
+        and the residuals are unchanged: they are ratios of quantities in the same units)."""
         fb, shift = self._fb, self._shift
         return Certificate(
             kind=cert.kind, primal_value=fb * (cert.primal_value + shift),

@@ -557,3 +557,18 @@ def test_dual_value_at_prices_near_the_float_limit_is_inf_not_nan(kind):
     beta = (p[None, :] / U).min(axis=1) if kind == "linear" else (U * p[None, :]).sum(axis=1)
     plain = float(np.array([1e12, 2e12, 3e12, 4e12]) @ p + np.sum(-1.0 - np.log(beta)))
     assert m.dual_value(p) == pytest.approx(plain, rel=1e-12)
+
+
+@pytest.mark.parametrize("f", [1e-12, 1e-9, 1e-3, 1e3, 1e9, 1e12])
+def test_budget_units_give_the_same_equilibrium_to_the_last_digits(f):
+    # budgets are normalised by their mean (not a power of two): B and f*B are the same
+    # normalised market, so the same point is certified (a power-of-two factor left two
+    # different markets whose certified utilities differed by 2e-5 relative)
+    U = np.array([[[6382.22, 0.0], [1.8043, 1.3764]], [[19572.9, 0.0], [0.52089, 0.82571]]])
+    S = np.array([[1.0654, 3.4929], [1.9820, 3.0380]])
+    B = np.array([0.5165, 1.2065])
+    base = fa.volatile_fisher_market(U, budget=B, supply=S, kind="leontief")
+    r = fa.volatile_fisher_market(U, budget=B * f, supply=S, kind="leontief")
+    np.testing.assert_allclose(r.utility, base.utility, rtol=1e-9)
+    np.testing.assert_allclose(r.prices, base.prices * f, rtol=1e-9)
+    assert r.certificate.ok == base.certificate.ok
