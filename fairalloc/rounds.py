@@ -352,28 +352,22 @@ def solve_round(policy: str, throughput: Any, workers: Any, *, job_ids: Any = No
     if market:
         res = _solve_market(Tr, cap[pt], opt(weight, "weight", positive=True), kind=kind,
                             warm_start=warm_start, options=options)
-        x[np.ix_(rj, pt)] = res.allocation
-        prices[pt] = res.prices
-        tp[rj] = res.utility
-        stats = dataclasses.replace(res.stats, seconds=time.perf_counter() - t0)
-        return RoundResult(objective=res.objective, status=res.status, stats=stats,
-                           certificate=res.certificate, x=x, prices=prices,
-                           effective_throughput=tp, job_ids=ids, types=tnames,
-                           drained_types=drained, unrunnable_jobs=unrunnable, policy=policy,
-                           reduced=res)
-    jobs = Jobs(Tr, scale_factor=sub(sf), weight=opt(weight, "weight", positive=True),
-                steps_remaining=opt(steps_remaining, "steps_remaining"),
-                elapsed=opt(elapsed, "elapsed"),
-                isolated_elapsed=opt(isolated_elapsed, "isolated_elapsed"))
-    cluster = Cluster({tnames[j]: cap[j] for j in pt})
-    res = _solve_reduced(policy, jobs, cluster, ids, rj, pt, order=order, cost=cost, slo=slo,
-                         entities=entities, entity_weights=entity_weights,
-                         entity_policies=entity_policies, water_filling=water_filling,
-                         semantics=semantics, normalized=normalized, warm_start=warm_start,
-                         options=options)
-    x[np.ix_(rj, pt)] = res.x
+        x_red, tp_red = res.allocation, res.utility
+    else:
+        jobs = Jobs(Tr, scale_factor=sub(sf), weight=opt(weight, "weight", positive=True),
+                    steps_remaining=opt(steps_remaining, "steps_remaining"),
+                    elapsed=opt(elapsed, "elapsed"),
+                    isolated_elapsed=opt(isolated_elapsed, "isolated_elapsed"))
+        cluster = Cluster({tnames[j]: cap[j] for j in pt})
+        res = _solve_reduced(policy, jobs, cluster, ids, rj, pt, order=order, cost=cost,
+                             slo=slo, entities=entities, entity_weights=entity_weights,
+                             entity_policies=entity_policies, water_filling=water_filling,
+                             semantics=semantics, normalized=normalized,
+                             warm_start=warm_start, options=options)
+        x_red, tp_red = res.x, res.effective_throughput
+    x[np.ix_(rj, pt)] = x_red
     prices[pt] = res.prices
-    tp[rj] = res.effective_throughput
+    tp[rj] = tp_red
     stats = dataclasses.replace(res.stats, seconds=time.perf_counter() - t0)
     return RoundResult(objective=res.objective, status=res.status, stats=stats,
                        certificate=res.certificate, x=x, prices=prices,
