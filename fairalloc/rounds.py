@@ -556,15 +556,6 @@ _WARM_MAX_JOBS = 2048
 
 
 def _in_job_order(value: Any, name: str, ids: tuple[Hashable, ...]) -> np.ndarray | None:
-    """A per-job mapping (or sequence) as a float array in job order (validated later)."""
-    if value is None:
-        return None
-    if isinstance(value, Mapping):
-        try:
-            value = [value[j] for j in ids]
-        except KeyError as exc:
-            raise InputError(f"{name} has no entry for job {exc.args[0]!r}",
-                             argument=name) from None
-    # signs and integrality are checked by solve_round, per argument
-    return as_array(value, name, ndim=1, shape=(len(ids),), nonneg=False, allow_empty=True,
-                    allow_nan=True)
+    """A per-job mapping (or sequence) as a float array in job order; signs and integrality
+    are checked by :func:`solve_round`, per argument."""
+    return _per_job(value, name, ids, nonneg=False, allow_nan=True)
