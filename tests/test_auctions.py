@@ -23,6 +23,8 @@ from fairalloc.auctions import (
 from fairalloc.backends import LinearProgram, get_backend
 from fairalloc.testing.strategies import auction_instances
 from fairalloc.valuations import SingleJobApp, SuccessiveHalvingApp, Topology, single_job_rho
+from tests.fuzz.checks import brute_force_nash as brute_force
+from tests.fuzz.strategies import bundle_instances
 
 # ============================================================================================
 # helpers
@@ -235,39 +237,6 @@ def test_inputs_not_mutated():
 # ============================================================================================
 # indivisible: explicit bundles (Table 2 bids) against brute force
 # ============================================================================================
-def brute_force(bundles, values, g, empty):
-    """Lexicographic Nash welfare by enumeration: (#zero-empty agents made positive, sum log)."""
-    best = None
-    for combo in itertools.product(*[[-1, *range(len(b))] for b in bundles]):
-        used = np.zeros(g, dtype=int)
-        for i, c in enumerate(combo):
-            if c >= 0:
-                used[list(bundles[i][c])] += 1
-        if (used > 1).any():
-            continue
-        vals = [values[i][c] if c >= 0 else empty[i] for i, c in enumerate(combo)]
-        key = (sum(1 for i, v in enumerate(vals) if empty[i] == 0 and v > 0),
-               sum(math.log(v) for v in vals if v > 0))
-        if best is None or key[0] > best[0] or (key[0] == best[0] and key[1] > best[1] + 1e-12):
-            best = key
-    return best if best is not None else (0, 0.0)
-
-
-@st.composite
-def bundle_instances(draw):
-    g = draw(st.integers(1, 4))
-    n = draw(st.integers(1, 3))
-    bundles, values = [], []
-    for _ in range(n):
-        b = draw(st.integers(1, 3))
-        bundles.append([sorted(draw(st.sets(st.integers(0, g - 1), min_size=1, max_size=g)))
-                        for _ in range(b)])
-        values.append(draw(st.lists(st.sampled_from([0.5, 1.0, 2.0, 3.0, 4.0]), min_size=b,
-                                    max_size=b)))
-    empty = draw(st.lists(st.sampled_from([0.0, 0.0, 0.25, 1.0]), min_size=n, max_size=n))
-    return bundles, values, g, np.array(empty)
-
-
 @settings(max_examples=30)
 @given(bundle_instances())
 def test_bundle_auction_matches_brute_force(inst):

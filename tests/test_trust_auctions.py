@@ -42,6 +42,7 @@ from fairalloc.valuations import (
     single_job_rho,
     successive_halving_rho,
 )
+from tests.fuzz.strategies import bundle_instances
 
 FAST = settings(max_examples=30, deadline=None,
                 suppress_health_check=[HealthCheck.too_slow])
@@ -282,21 +283,6 @@ def test_nash_objective_near_zero_is_judged_against_its_data_scale():
     assert r.certificate.gap <= 1e-12  # the count row is exact: no 1e-9 slack in the bound
     assert r.certificate.scale == 3 and r.certificate.gap_tol == MILP_GAP_TOL
     assert r.choice.tolist() == [-1, 0, -1]
-
-
-@st.composite
-def bundle_instances(draw):
-    g = draw(st.integers(1, 4))
-    n = draw(st.integers(1, 3))
-    bundles, values = [], []
-    for _ in range(n):
-        b = draw(st.integers(1, 3))
-        bundles.append([sorted(draw(st.sets(st.integers(0, g - 1), min_size=1, max_size=g)))
-                        for _ in range(b)])
-        values.append(draw(st.lists(st.sampled_from([0.5, 1.0, 2.0, 3.0, 4.0]), min_size=b,
-                                    max_size=b)))
-    empty = draw(st.lists(st.sampled_from([0.0, 0.0, 0.25, 1.0]), min_size=n, max_size=n))
-    return bundles, values, g, np.array(empty)
 
 
 @FAST

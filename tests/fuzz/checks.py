@@ -7,6 +7,7 @@ certified, time-limited) or the reference computation itself cannot decide.
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any
 
@@ -572,3 +573,23 @@ def gps_finish(arrival: np.ndarray, work: np.ndarray, M: float) -> np.ndarray:
             fin[j] = t
             active.remove(j)
     return fin
+
+
+def brute_force_nash(bundles: list, values: list, g: int, empty: Any) -> tuple[int, float]:
+    """Lexicographic Nash welfare by enumeration, the reference of tests/test_auctions.py and
+    the bundle_auction fuzz target: (#agents with zero empty value made positive, sum of
+    logs)."""
+    best: tuple[int, float] | None = None
+    for combo in itertools.product(*[[-1, *range(len(b))] for b in bundles]):
+        used = np.zeros(g, dtype=int)
+        for i, c in enumerate(combo):
+            if c >= 0:
+                used[list(bundles[i][c])] += 1
+        if (used > 1).any():
+            continue
+        vals = [values[i][c] if c >= 0 else empty[i] for i, c in enumerate(combo)]
+        key = (sum(1 for i, v in enumerate(vals) if empty[i] == 0 and v > 0),
+               sum(math.log(v) for v in vals if v > 0))
+        if best is None or key[0] > best[0] or (key[0] == best[0] and key[1] > best[1] + 1e-12):
+            best = key
+    return best if best is not None else (0, 0.0)

@@ -153,3 +153,20 @@ def pick(draw: Any, seq: Any) -> Any:
 
 def pick_scale(draw: Any) -> float:
     return pick(draw, SCALES)
+
+
+@st.composite
+def bundle_instances(draw: Any) -> tuple[list, list, int, np.ndarray]:
+    """Small indivisible-bundle auctions (bundles of goods, their values, the number of goods,
+    each agent's value of getting nothing): brute force can enumerate them."""
+    g = draw(st.integers(1, 4))
+    n = draw(st.integers(1, 3))
+    bundles, values = [], []
+    for _ in range(n):
+        b = draw(st.integers(1, 3))
+        bundles.append([sorted(draw(st.sets(st.integers(0, g - 1), min_size=1, max_size=g)))
+                        for _ in range(b)])
+        values.append(draw(st.lists(st.sampled_from([0.5, 1.0, 2.0, 3.0, 4.0]), min_size=b,
+                                    max_size=b)))
+    empty = draw(st.lists(st.sampled_from([0.0, 0.0, 0.25, 1.0]), min_size=n, max_size=n))
+    return bundles, values, g, np.array(empty)

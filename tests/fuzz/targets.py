@@ -924,26 +924,6 @@ def _call_bundle(case: dict, ctx: Ctx) -> Any:
     return _fa().bundle_auction(**case)
 
 
-def _brute_force_nash(bundles: list, values: list, g: int, empty: Any) -> tuple[int, float]:
-    """Lexicographic Nash welfare by enumeration (as tests/test_auctions.py): (#agents with
-    zero empty value made positive, sum of logs)."""
-    import itertools
-    best: tuple[int, float] | None = None
-    for combo in itertools.product(*[[-1, *range(len(b))] for b in bundles]):
-        used = np.zeros(g, dtype=int)
-        for i, c in enumerate(combo):
-            if c >= 0:
-                used[list(bundles[i][c])] += 1
-        if (used > 1).any():
-            continue
-        vals = [values[i][c] if c >= 0 else empty[i] for i, c in enumerate(combo)]
-        key = (sum(1 for i, v in enumerate(vals) if empty[i] == 0 and v > 0),
-               sum(math.log(v) for v in vals if v > 0))
-        if best is None or key[0] > best[0] or (key[0] == best[0] and key[1] > best[1] + 1e-12):
-            best = key
-    return best if best is not None else (0, 0.0)
-
-
 def _check_bundle(case: dict, r: Any) -> None:
     pf = np.asarray(r.pf_bundles)
     if pf.ndim == 2 and np.any(pf.sum(axis=0) > 1):
@@ -956,7 +936,7 @@ def _check_bundle(case: dict, r: Any) -> None:
         raise Wrong("allocation != fraction[:, None] * pf_bundles")
     if not C.claims_success(r) or "bundles" not in case:
         raise Skip()
-    best = _brute_force_nash(case["bundles"], case["values"], case["num_goods"],
+    best = C.brute_force_nash(case["bundles"], case["values"], case["num_goods"],
                              np.asarray(case["empty_value"], float))
     if not abs(float(r.objective) - best[1]) <= 1e-9 * max(1.0, abs(best[1])):
         raise Wrong(f"bundle_auction objective {float(r.objective)!r} != brute-force Nash "
