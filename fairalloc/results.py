@@ -32,9 +32,9 @@ def readonly(value: Any) -> Any:
     """Return ``value`` with every numpy array in it made read-only (the caller's stay writable).
 
     Arrays become read-only *views* (the array the caller passed in keeps its own flags); the
-    arrays inside tuples, lists and dicts are converted recursively (containers of the same
-    type are returned, the original only when nothing changed). Anything else is returned
-    unchanged.
+    arrays inside tuples, lists and dicts are converted recursively (a container of the same
+    type is returned; one holding no array or container is returned as is). Anything else is
+    returned unchanged.
 
     Examples
     --------
@@ -49,20 +49,17 @@ def readonly(value: Any) -> Any:
         view = value.view()
         view.flags.writeable = False
         return view
-    if isinstance(value, tuple | list | dict):
-        values = value.values() if isinstance(value, dict) else value
-        if not any(isinstance(v, _CONTAINERS) for v in values):
-            return value  # e.g. a tuple of job ids: nothing to freeze, no per-item work
-        items = value.items() if isinstance(value, dict) else enumerate(value)
-        frozen = {k: readonly(v) for k, v in items}
-        if all(frozen[k] is v for k, v in (value.items() if isinstance(value, dict)
-                                              else enumerate(value))):
-            return value
-        if isinstance(value, dict):
-            return frozen
-        seq = [frozen[i] for i in range(len(value))]
-        return seq if isinstance(value, list) else type(value)(*seq) if hasattr(
-            value, "_fields") else tuple(seq)
+    if isinstance(value, dict):
+        if not any(isinstance(v, _CONTAINERS) for v in value.values()):
+            return value  # nothing to freeze, no per-item work
+        return {k: readonly(v) for k, v in value.items()}
+    if isinstance(value, tuple | list):
+        if not any(isinstance(v, _CONTAINERS) for v in value):
+            return value  # e.g. a tuple of job ids
+        items = [readonly(v) for v in value]
+        if isinstance(value, list):
+            return items
+        return type(value)(*items) if hasattr(value, "_fields") else tuple(items)
     return value
 
 
