@@ -115,6 +115,13 @@ class SolveStats:
         Number of backend solves the call made.
     raw_status : str
         The last backend solve's own status string (``""`` when no solver ran).
+    path : tuple of str
+        The named algorithm steps that ran, in order (e.g. ``("structured-level",
+        "exact-lp")``); each builder's docstring lists its vocabulary. Tests and users read
+        this to see which path produced the result, instead of patching internals.
+    fallbacks : tuple of str
+        Every hand-over from a faster path to a slower exact one, as ``"from->to: reason"``
+        (empty when the first path chosen finished the job).
     """
 
     backend: str
@@ -123,6 +130,8 @@ class SolveStats:
     iterations: int = 0
     solves: int = 1
     raw_status: str = ""
+    path: tuple[str, ...] = ()
+    fallbacks: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
