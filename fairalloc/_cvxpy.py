@@ -37,7 +37,7 @@ from ._validation import as_bool, as_time_limit, as_tolerance
 from .backends import get_backend
 from .errors import FairallocError, InfeasibleError, InputError, SolverError
 from .results import Certificate, SolveStats
-from .tolerances import FEAS_TOL, GAP_TOL
+from .tolerances import CONE_EPS, FEAS_TOL, GAP_TOL, SOLVER_TOL
 
 __all__ = ["conic_certificate", "solve_cvxpy"]
 
@@ -46,7 +46,7 @@ def _exp_primal_violation(r: np.ndarray) -> np.ndarray:
     """Violation of ``r2 * exp(r1 / r2) <= r3, r2 > 0`` (rows of r are cone triples)."""
     r1, r2, r3 = r[:, 0], r[:, 1], r[:, 2]
     out = np.zeros(len(r))
-    pos = r2 > 1e-12
+    pos = r2 > CONE_EPS
     with np.errstate(over="ignore"):
         out[pos] = np.maximum(r2[pos] * np.exp(r1[pos] / r2[pos]) - r3[pos], 0.0)
     # closure at r2 = 0: r1 <= 0, r3 >= 0
@@ -59,7 +59,7 @@ def _exp_dual_violation(z: np.ndarray) -> np.ndarray:
     """Violation of the dual exponential cone ``-u exp(v/u) <= e w, u < 0``."""
     u, v, w = z[:, 0], z[:, 1], z[:, 2]
     out = np.zeros(len(z))
-    neg = u < -1e-12
+    neg = u < -CONE_EPS
     with np.errstate(over="ignore"):
         out[neg] = np.maximum(-u[neg] * np.exp(v[neg] / u[neg]) - np.e * w[neg], 0.0)
     out[~neg] = np.maximum.reduce([np.maximum(u[~neg], 0), np.maximum(-v[~neg], 0),
@@ -206,7 +206,8 @@ def solve_cvxpy(
     feas_tol = as_tolerance(feas_tol, "feas_tol")
     verbose = as_bool(verbose, "verbose")
     t0 = time.perf_counter()
-    opts: dict[str, Any] = {"tol_gap_abs": 1e-9, "tol_gap_rel": 1e-9, "tol_feas": 1e-9,
+    opts: dict[str, Any] = {"tol_gap_abs": SOLVER_TOL, "tol_gap_rel": SOLVER_TOL,
+                            "tol_feas": SOLVER_TOL,
                             "verbose": verbose}
     if time_limit is not None:
         opts["time_limit"] = float(time_limit)

@@ -20,9 +20,12 @@ from typing import Any
 import numpy as np
 
 from .errors import CertificateError
-from .tolerances import FEAS_TOL, GAP_TOL
+from .tolerances import DUAL_RESIDUAL_FACTOR, FEAS_TOL, GAP_TOL
 
 __all__ = ["Certificate", "FrozenArrays", "Result", "SolveStats", "Status", "readonly"]
+
+_REPR_MAX_ITEMS = 8  # display: arrays up to this size are printed in a result's repr
+_REPR_DIGITS = 4  # display: significant digits of those arrays
 
 
 _CONTAINERS = (np.ndarray, tuple, list, dict)
@@ -218,7 +221,7 @@ class Certificate:
             and math.isfinite(self.dual_residual)
             and self.relative_gap <= self.gap_tol
             and self.primal_residual <= self.feas_tol
-            and self.dual_residual <= max(self.feas_tol, FEAS_TOL * 10)
+            and self.dual_residual <= max(self.feas_tol, FEAS_TOL * DUAL_RESIDUAL_FACTOR)
         )
 
     def check(self, *, backend: str | None = None) -> Certificate:
@@ -243,8 +246,8 @@ class Certificate:
 
 def _summarise(value: Any) -> str:
     if isinstance(value, np.ndarray):
-        if value.size <= 8:
-            return np.array2string(value, precision=4, separator=", ")
+        if value.size <= _REPR_MAX_ITEMS:
+            return np.array2string(value, precision=_REPR_DIGITS, separator=", ")
         return f"<array {value.shape} {value.dtype}>"
     if isinstance(value, float):
         return f"{value:.6g}"

@@ -2,9 +2,9 @@
 
 A backend declares its capabilities as class attributes, imports its solver lazily, and solves
 a :class:`LinearProgram` (LP or MILP in scipy's ``milp``-like matrix form) into an
-:class:`LPSolution` with primal values and duals. Backends that cvxpy can drive name the cvxpy
-solver explicitly (``cvxpy_solver``): fairalloc never lets cvxpy pick a solver, because cvxpy
-silently prefers Gurobi when gurobipy is installed.
+:class:`LPSolution` with primal values and duals. Composed cvxpy programs are solved by
+:func:`fairalloc._cvxpy.solve_cvxpy` with the solver named explicitly: fairalloc never lets cvxpy
+pick a solver, because cvxpy silently prefers Gurobi when gurobipy is installed.
 
 Every backend maps its own status strings onto one canonical :class:`SolveStatus` (a table per
 backend, ``STATUS_MAP``), and one rule decides what may be used: a solve whose status is in
@@ -226,7 +226,7 @@ class Backend:
     Subclasses set :attr:`name`, :attr:`module` (the import that must succeed),
     :attr:`capabilities` (subset of ``{"lp", "milp", "duals", "exp_cone", "cvxpy"}``),
     :attr:`options` (the solve options they honour), :attr:`STATUS_MAP` (their raw statuses to
-    :class:`SolveStatus`) and :attr:`cvxpy_solver`, and implement :meth:`_solve_lp` (and
+    :class:`SolveStatus`), and implement :meth:`_solve_lp` (and
     :meth:`_solve_conic` with the ``exp_cone`` capability). The public :meth:`solve_lp` /
     :meth:`solve_conic` validate the options, warn about ignored ones and turn foreign
     exceptions into :class:`fairalloc.SolverError`.
@@ -238,7 +238,6 @@ class Backend:
     capabilities: ClassVar[frozenset[str]] = frozenset()
     options: ClassVar[frozenset[str]] = frozenset({"time_limit", "verbose"})
     STATUS_MAP: ClassVar[dict[str, SolveStatus]] = {}
-    cvxpy_solver: ClassVar[str | None] = None
 
     @classmethod
     def canonical_status(cls, raw: str) -> SolveStatus:

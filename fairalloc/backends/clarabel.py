@@ -12,12 +12,17 @@ from typing import Any, ClassVar
 import numpy as np
 import scipy.sparse as sp
 
+from ..tolerances import SOLVER_TOL
 from .base import Backend, ConicProgram, ConicSolution, LinearProgram, LPSolution, SolveStatus
 
 __all__ = ["ClarabelBackend"]
 
+#: Clarabel's ``tol_ktratio`` (an ACCURACY setting: how far the homogeneous embedding's
+#: kappa/tau ratio may go before Clarabel reports infeasibility).
+KTRATIO_TOL = 1e-7
 
-def _settings(*, tol: float = 1e-9, time_limit: float | None = None,
+
+def _settings(*, tol: float = SOLVER_TOL, time_limit: float | None = None,
               verbose: bool = False) -> object:
     """Clarabel settings (quiet unless ``verbose``) with the given feasibility / gap tolerances."""
     import clarabel
@@ -27,7 +32,7 @@ def _settings(*, tol: float = 1e-9, time_limit: float | None = None,
     s.tol_gap_abs = tol
     s.tol_gap_rel = tol
     s.tol_feas = tol
-    s.tol_ktratio = 1e-7
+    s.tol_ktratio = KTRATIO_TOL
     if time_limit is not None:
         s.time_limit = float(time_limit)
     return s
@@ -40,7 +45,6 @@ class ClarabelBackend(Backend):
     module: ClassVar[str] = "clarabel"
     capabilities: ClassVar[frozenset[str]] = frozenset({"lp", "duals", "exp_cone", "cvxpy"})
     options: ClassVar[frozenset[str]] = frozenset({"time_limit", "verbose"})
-    cvxpy_solver: ClassVar[str | None] = "CLARABEL"
     #: Clarabel's ``str(SolverStatus)`` -> canonical. ``AlmostSolved`` and the limits hand their
     #: point to the caller's certificate (the one acceptance rule); ``InsufficientProgress``
     #: too (Clarabel stops there near the optimum when it cannot gain more digits).
@@ -137,7 +141,7 @@ class ClarabelBackend(Backend):
         n_eq = int(eq.sum())
         conic = self._solve_conic(
             ConicProgram(c=lp.c, A=A, b=b, zero=n_eq, nonneg=A.shape[0] - n_eq),
-            tol=1e-9, time_limit=time_limit, verbose=verbose, settings={})
+            tol=SOLVER_TOL, time_limit=time_limit, verbose=verbose, settings={})
         if not conic.usable:
             return LPSolution(conic.status, None, float("nan"), iterations=conic.iterations,
                               seconds=time.perf_counter() - t0, raw_status=conic.raw_status,

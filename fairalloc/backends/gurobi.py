@@ -23,7 +23,6 @@ class GurobiBackend(Backend):
     module: ClassVar[str] = "gurobipy"
     extra: ClassVar[str] = "gurobi"
     capabilities: ClassVar[frozenset[str]] = frozenset({"lp", "milp", "duals", "cvxpy"})
-    cvxpy_solver: ClassVar[str | None] = "GUROBI"
     options: ClassVar[frozenset[str]] = frozenset({"time_limit", "mip_gap", "threads", "verbose"})
     #: Gurobi's integer status codes (``str(model.Status)``) -> canonical.
     STATUS_MAP: ClassVar[dict[str, SolveStatus]] = {

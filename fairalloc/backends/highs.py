@@ -64,7 +64,6 @@ class HighsBackend(Backend):
     capabilities: ClassVar[frozenset[str]] = frozenset({"lp", "milp", "duals", "cvxpy"})
     options: ClassVar[frozenset[str]] = frozenset(
         {"time_limit", "mip_gap", "threads", "start", "verbose"})
-    cvxpy_solver: ClassVar[str | None] = "HIGHS"
     #: HiGHS model statuses (``modelStatusToString``) -> canonical; an interrupted or limited run
     #: is TIME_LIMIT (usable only when a feasible point exists, checked at the call).
     STATUS_MAP: ClassVar[dict[str, SolveStatus]] = {
