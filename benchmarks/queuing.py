@@ -23,7 +23,8 @@ import time
 import numpy as np
 
 import fairalloc as fa
-from fairalloc.queuing import _caps_and_speeds, _verify_schedule
+from fairalloc.queuing.curves import _caps_and_speeds
+from fairalloc.queuing.replay import _verify_schedule
 
 M = 2048
 ALPHA = 0.75

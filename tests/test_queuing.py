@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fairalloc as fa
-from fairalloc.queuing import _verify_schedule
+from fairalloc.queuing.replay import _verify_schedule
 
 SETTINGS = settings(max_examples=40, deadline=None, derandomize=True)
 
@@ -156,6 +156,8 @@ def test_three_jobs_one_gpu():
     assert r.objective == pytest.approx(10 / 3)
     assert r.virtual_finish.tolist() == [1.0, 2.0, 3.0]
     assert r.check.ok and r.status == "replayed"  # a replay, not an optimisation (#12)
+    assert r.stats.path == ("gps_reference", "efq_events", "replay_check")
+    assert r.stats.fallbacks == ()
 
 
 def test_figure4_reconstruction():
@@ -379,7 +381,7 @@ def test_online_queue_matches_batch_simulation(kw):
 @SETTINGS
 @given(general_instance())
 def test_single_job_curve_path_matches_vectorised(kw):
-    from fairalloc.queuing import _caps_and_speeds, _one_cap_and_speed
+    from fairalloc.queuing.curves import _caps_and_speeds, _one_cap_and_speed
 
     m, alpha = kw["num_gpus"], kw["alpha"]
     req = kw["requested"].astype(float)
@@ -465,11 +467,16 @@ def test_rows_are_recycled():
         q.submit(i, gpu_time=1.0, at=float(i))
     q.advance(500.0)
     assert len(q) == 0
-    assert q._eng.rows <= 4
+    assert q.storage_rows <= 4
+    kept = fa.ElasticFairQueue(2, record=True)  # the history needs every row: none is reused
+    for i in range(200):
+        kept.submit(i, gpu_time=1.0, at=float(i))
+    kept.advance(500.0)
+    assert kept.storage_rows == 200
 
 
 def test_water_fill_caps():
-    from fairalloc.queuing import _water_fill
+    from fairalloc.queuing.curves import _water_fill
 
     assert _water_fill(np.array([4, 1]), 3).tolist() == [2, 1]
     assert _water_fill(np.array([1, 1, 1]), 2).tolist() == [1, 1, 0]
