@@ -32,7 +32,7 @@ import time
 import numpy as np
 
 import fairalloc as fa
-from fairalloc.valuations import CurveStoppingApp, SingleJobApp, SuccessiveHalvingApp, Topology
+from fairalloc.auctions import CurveStoppingApp, SingleJobApp, SuccessiveHalvingApp, Topology
 
 
 def naive_partial_allocation(U: np.ndarray, subset: np.ndarray | None, gap_tol: float

@@ -15,14 +15,17 @@ import fairalloc as fa
 from fairalloc.auctions import (
     BidTable,
     MultiRoundAuction,
+    SingleJobApp,
+    SuccessiveHalvingApp,
+    Topology,
     bid_table,
     bundle_auction,
     gpu_auction,
     partial_allocation,
+    single_job_rho,
 )
 from fairalloc.backends import LinearProgram, get_backend
 from fairalloc.testing.strategies import auction_instances
-from fairalloc.valuations import SingleJobApp, SuccessiveHalvingApp, Topology, single_job_rho
 from tests.fuzz.checks import brute_force_nash as brute_force
 from tests.fuzz.strategies import bundle_instances
 
@@ -117,7 +120,7 @@ def test_warm_and_cold_agree_and_pool_is_deterministic():
 
 
 def test_batched_and_per_market_paths_agree(monkeypatch):
-    import fairalloc.auctions as auctions
+    import fairalloc.auctions.partial as auctions
 
     rng = np.random.default_rng(11)
     U = rng.uniform(0.0, 1.0, (40, 6))
@@ -397,7 +400,7 @@ def test_gpu_auction_milp_fallback_agrees(inst):
     # MILP path must certify the same optimal values
     import dataclasses
 
-    import fairalloc.auctions as auctions
+    import fairalloc.auctions.gpu as auctions
 
     fast = gpu_auction(list(inst.bids), inst.topology, inst.offer)
     original = auctions._placement_form

@@ -19,29 +19,28 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fairalloc as fa
-import fairalloc.auctions as auctions
+import fairalloc.auctions.nash as nash
+import fairalloc.auctions.partial as auctions
 from fairalloc.auctions import (
     AuctionRound,
     BidTable,
-    MultiRoundAuction,
-    bid_table,
-    bundle_auction,
-    gpu_auction,
-    partial_allocation,
-)
-from fairalloc.backends import get_backend
-from fairalloc.testing.strategies import auction_instances
-from fairalloc.tolerances import GAP_TOL, MILP_GAP_TOL
-from fairalloc.valuations import (
     CurveStoppingApp,
+    MultiRoundAuction,
     SingleJobApp,
     SuccessiveHalvingApp,
     Topology,
+    bid_table,
+    bundle_auction,
     curve_stopping_rho,
+    gpu_auction,
+    partial_allocation,
     placement_slowdown,
     single_job_rho,
     successive_halving_rho,
 )
+from fairalloc.backends import get_backend
+from fairalloc.testing.strategies import auction_instances
+from fairalloc.tolerances import GAP_TOL, MILP_GAP_TOL
 from tests.fuzz.strategies import bundle_instances
 
 FAST = settings(max_examples=30, deadline=None,
@@ -413,7 +412,7 @@ def test_time_limited_milps_are_never_optimal_unproven(monkeypatch):
                                    mip_dual_bound=sol.objective - 0.5)
 
     monkeypatch.setattr(highs_mod.HighsBackend, "_solve_lp", stopped)
-    monkeypatch.setattr(auctions, "_exact", lambda gap, scale: False)
+    monkeypatch.setattr(nash, "_exact", lambda gap, scale: False)
     r = bundle_auction([[[0], [1]]] * 3, [[1.0, 2.0]] * 3, time_limit=5.0)
     assert r.status == "time_limit" and not r.certificate.ok
     assert r.stats.raw_status == "Time limit reached"

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import fairalloc as fa
-from fairalloc.valuations import (
+from fairalloc.auctions import (
     DEFAULT_SLOWDOWN,
     CurveStoppingApp,
     SingleJobApp,

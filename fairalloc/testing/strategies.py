@@ -26,7 +26,7 @@ strategy                           draws
 :func:`weights`
 :func:`job_sets`                   :class:`fairalloc.Jobs` schedulable on a given cluster
 :func:`cluster_instances`          a cluster and a job set (:class:`ClusterInstance`)
-:func:`topologies`                 :class:`fairalloc.valuations.Topology` (GPUs, machines, racks)
+:func:`topologies`                 :class:`fairalloc.auctions.Topology` (GPUs, machines, racks)
 :func:`bid_tables`                 Themis bid tables (:class:`fairalloc.auctions.BidTable`)
 :func:`auction_instances`          bid tables, a topology and an offer (:class:`AuctionInstance`)
 :func:`regime_models`              :class:`fairalloc.RegimeModel` (static, accordion, GNS, custom)
@@ -638,11 +638,11 @@ def cluster_instances(*, n: Size = (1, 4), types: Size = (1, 3), workers: Size =
 # ============================================================================================
 def topologies(*, machines: Size = (1, 4), gpus_per_machine: Size = (1, 4),
                racks: Size = (1, 2)) -> st.SearchStrategy[Any]:
-    """:class:`fairalloc.valuations.Topology`: machines of varying GPU counts in racks.
+    """:class:`fairalloc.auctions.Topology`: machines of varying GPU counts in racks.
 
     Racks are consecutive blocks of machines and never empty (at most one per machine).
     """
-    from ..valuations import Topology
+    from ..auctions import Topology
 
     hlo, hhi = _size(machines, "machines")
     glo, ghi = _size(gpus_per_machine, "gpus_per_machine")
@@ -673,7 +673,7 @@ def bid_tables(*, max_gpus: int = 8, bids: Size = (0, 5), rho: Range = (0.1, 10.
     blo, bhi = _size(bids, "bids", minimum=0)
     lo, hi = _range(rho, "rho")
     if topology is not None:
-        from ..valuations import Topology
+        from ..auctions import Topology
 
         if not isinstance(topology, Topology):
             raise InputError(f"topology must be a Topology, got {type(topology).__name__}",

@@ -46,9 +46,9 @@ from typing import Any
 
 import numpy as np
 
-from ._validation import as_array, as_option, as_positive_float, as_positive_int
-from .errors import InputError
-from .results import readonly
+from .._validation import as_array, as_option, as_positive_float, as_positive_int
+from ..errors import InputError
+from ..results import readonly
 
 __all__ = [
     "DEFAULT_SLOWDOWN",

@@ -1,0 +1,362 @@
+"""Indivisible goods: the lexicographic Nash-welfare set-packing MILP (PF and every
+leave-one-out market) and the fractions ``c_i`` of the partial-allocation mechanism.
+
+:func:`_partial_allocation_milp` is shared by :func:`fairalloc.auctions.bundle_auction` and
+:func:`fairalloc.auctions.gpu_auction`; a :class:`_Form` is the program skeleton each builds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..errors import SolverError
+from ..results import Certificate
+from ..tolerances import FEAS_TOL, MILP_GAP_TOL
+from ._pool import _parallel_map, _record
+
+_LOG2 = math.log(2.0)
+
+
+# ============================================================================================
+# indivisible goods: the lexicographic Nash-welfare MILP and its leave-one-out solves
+# ============================================================================================
+@dataclass(frozen=True)
+class _Form:
+    """A set-packing MILP skeleton: option columns ``[0, K)`` then auxiliary columns.
+
+    Option ``o`` belongs to agent ``agent[o]`` and is worth ``logv[o]`` (``log`` of its
+    valuation); ``log_empty[i]`` is the agent's log valuation of getting nothing (``-inf`` for
+    zero). ``A``, row bounds, column bounds and integrality hold every constraint except the
+    objective and the optional count row; each agent's options are in a ``<= 1`` row.
+    """
+
+    agent: np.ndarray
+    logv: np.ndarray
+    log_empty: np.ndarray
+    A: sp.csr_matrix
+    row_lower: np.ndarray
+    row_upper: np.ndarray
+    col_upper: np.ndarray
+    integrality: np.ndarray
+    num_agents: int
+    option: np.ndarray  # (K,) the bid each choice column meets (several columns: placements)
+    rounder: Callable[[np.ndarray, np.ndarray], np.ndarray | None] | None = None
+    # exact relaxation: (column weights, active columns, agents that must win) ->
+    # (upper bound, a point of the form meeting it or None)
+    relaxation: Callable[[np.ndarray, np.ndarray, np.ndarray],
+                         tuple[float, np.ndarray | None] | None] | None = None
+
+    @property
+    def num_options(self) -> int:
+        return int(self.agent.size)
+
+
+@dataclass(frozen=True)
+class _NashSolve:
+    choice: np.ndarray  # (n,) chosen option per agent, -1 for none
+    x: np.ndarray  # all columns
+    count: int  # zero-empty agents made positive
+    sumlog: float  # sum over positive agents of log valuation (incumbent)
+    bound: float  # upper bound on sumlog (given the count; inf when the count is not proven)
+    optimal: bool
+    solves: int
+    scale: float = 1.0  # data scale of the sum-log objective: the number of agents in it
+
+
+def _exact(gap: float, scale: float) -> bool:
+    """Whether a gap is zero up to rounding (a relaxation's point reaches its bound)."""
+    return gap <= 1e-9 * scale
+
+
+def _milp(form: _Form, c: np.ndarray, active_opt: np.ndarray,
+          count_row: tuple[np.ndarray, float] | None, time_limit: float | None,
+          solver: Any, scale: float, incumbent: np.ndarray | None = None) -> tuple[Any, Any]:
+    """Solve ``max c@x`` over the form (options of inactive agents fixed at 0), certified.
+
+    Set packing over placement classes is nearly integral, so cheap exact routes come first:
+    the form's own relaxation (a multiple-choice knapsack solved by dynamic programming), then
+    the LP relaxation (its bound certified independently: the Lagrangian dual of
+    :func:`fairalloc.certificates.lp_certificate` at its row duals) with an integral vertex,
+    a rounding, or the agents it decides fixed and the rest solved exactly. A point that
+    reaches a valid bound is optimal. Otherwise the whole MILP is solved. Every bound met on
+    the way is kept: the certificate compares the best feasible point found with the best
+    bound (``scale``: the objective's data scale, the number of agents in it), so a
+    time-limited solve returns its incumbent with an honest, possibly not-ok, certificate.
+    ``incumbent`` is a known feasible point (kept if nothing better is found).
+    """
+    from ..backends import LinearProgram
+    from ..certificates import lp_certificate, milp_certificate
+    from ..errors import InfeasibleError
+
+    K = form.num_options
+    col_upper = form.col_upper.copy()
+    col_upper[:K] = np.where(active_opt, col_upper[:K], 0.0)
+    A, rl, ru = form.A, form.row_lower, form.row_upper
+    if count_row is not None:
+        coef, lower = count_row
+        row = sp.csr_matrix(np.r_[coef, np.zeros(A.shape[1] - K)][None, :])
+        A = sp.vstack([A, row], format="csr")
+        rl = np.r_[rl, float(lower)]  # an integer count: exact, no slack in the bound
+        ru = np.r_[ru, np.inf]
+    lp = LinearProgram.build(-c, A, rl, ru, 0.0, col_upper, integrality=form.integrality)
+
+    def certify(x: np.ndarray, lower_bound: float) -> Any:
+        return milp_certificate(lp, x, lower_bound, maximize=True, gap_tol=MILP_GAP_TOL,
+                                feas_tol=FEAS_TOL, scale=scale)
+
+    if A.shape[1] == 0:  # nothing to choose (no useful bid): the empty assignment
+        return np.zeros(0), certify(np.zeros(0), 0.0)
+    lower_bound = -math.inf  # best proven lower bound of min(-c@x) (= -upper bound of max)
+    incumbents: list[np.ndarray] = []
+    if incumbent is not None and certify(incumbent, -math.inf).primal_residual <= FEAS_TOL:
+        incumbents.append(np.asarray(incumbent, dtype=float))
+
+    def feasible(x: np.ndarray | None) -> bool:
+        return x is not None and certify(x, -math.inf).primal_residual <= FEAS_TOL
+
+    if form.relaxation is not None:
+        must = np.zeros(form.num_agents, dtype=bool)
+        if count_row is not None:
+            zero = count_row[0][:K] > 0
+            if count_row[1] >= np.unique(form.agent[zero]).size - 1e-9:
+                must[form.agent[zero]] = True  # every such agent must win a bid
+        res = form.relaxation(c[:K], active_opt, must)
+        if res is not None and math.isfinite(res[0]):
+            lower_bound = max(lower_bound, -res[0])
+            if feasible(res[1]):
+                assert res[1] is not None
+                cert = certify(res[1], lower_bound)
+                if _exact(cert.gap, scale):
+                    return res[1], cert
+                incumbents.append(res[1])
+    relax = LinearProgram.build(lp.c, lp.A, lp.row_lower, lp.row_upper, lp.col_lower,
+                                lp.col_upper)
+    rs = solver.solve_lp(relax, time_limit=time_limit)
+    _record(solver.name, rs.raw_status)
+    if rs.status == "infeasible":
+        raise InfeasibleError("the set-packing program has no feasible point",
+                              backend=solver.name, status=rs.raw_status)
+    if rs.status == "optimal" and rs.x is not None and rs.row_duals is not None:
+        lp_bound = lp_certificate(relax, rs.x, rs.row_duals).dual_bound  # minimisation form
+        if math.isfinite(lp_bound):
+            lower_bound = max(lower_bound, lp_bound)
+        x = np.array(rs.x)
+        tries: list[Callable[[], np.ndarray | None]] = []
+        if np.abs(x - np.round(x)).max(initial=0.0) <= 1e-9:
+            tries.append(lambda: np.round(x))
+        if form.rounder is not None:
+            tries.append(lambda: form.rounder(x, col_upper))  # type: ignore[misc]
+        tries.append(lambda: _fix_and_solve(lp, x, form.agent, form.option, K, solver,
+                                            time_limit))
+        for attempt in tries:
+            cand = attempt()
+            if not feasible(cand):
+                continue
+            assert cand is not None
+            cert = certify(cand, lower_bound)
+            if _exact(cert.gap, scale):
+                return cand, cert
+            incumbents.append(cand)
+    sol = solver.solve_lp(lp, time_limit=time_limit, mip_gap=1e-9)
+    _record(solver.name, sol.raw_status)
+    if sol.status == "infeasible":
+        raise InfeasibleError("the set-packing program has no feasible point",
+                              backend=solver.name, status=sol.raw_status)
+    if sol.usable and sol.x is not None:
+        if math.isfinite(sol.mip_dual_bound):
+            lower_bound = max(lower_bound, float(sol.mip_dual_bound))
+        xm = np.round(np.array(sol.x))  # every column is integral
+        if feasible(xm):
+            incumbents.append(xm)
+    if sol.status == "optimal" and sol.x is not None and not math.isfinite(sol.mip_dual_bound):
+        lower_bound = max(lower_bound, float(lp.c @ np.round(np.array(sol.x))))
+    if not incumbents:
+        zero = np.zeros(A.shape[1])
+        if not feasible(zero):
+            raise SolverError(f"{solver.name} found no feasible set packing "
+                              f"({sol.raw_status}{', time limit' if time_limit else ''})",
+                              backend=solver.name, status=sol.raw_status)
+        incumbents.append(zero)
+    best = min(incumbents, key=lambda v: float(lp.c @ v))
+    return best, certify(best, lower_bound)
+
+
+def _fix_and_solve(lp: Any, x: np.ndarray, agent: np.ndarray, option: np.ndarray, K: int,
+                   solver: Any, time_limit: float | None) -> np.ndarray | None:
+    """Fix the bid of every agent the LP relaxation decides; find placements for all exactly.
+
+    An agent is decided when its LP mass sits on one bid (possibly split over placements of
+    it) or on nothing. Its other bids are fixed at 0; where to place the decided bids, and
+    what the undecided agents win, is left to an exact MILP.
+    """
+    from ..backends import LinearProgram
+
+    y = x[:K]
+    n = int(agent.max()) + 1 if K else 0
+    total = np.bincount(agent, weights=y, minlength=n)
+    _, opt_id = np.unique(option, return_inverse=True)
+    mass = np.bincount(opt_id, weights=y)
+    top = np.zeros(n)
+    np.maximum.at(top, agent, mass[opt_id])
+    decided = (top >= 1 - 1e-9) | (total <= 1e-9)
+    keep = mass[opt_id] >= 1 - 1e-9  # the decided bid's columns stay free
+    lower, upper = lp.col_lower.copy(), lp.col_upper.copy()
+    shut = decided[agent] & ~keep
+    upper[:K] = np.where(shut, 0.0, upper[:K])
+    sub = LinearProgram.build(lp.c, lp.A, lp.row_lower, lp.row_upper, lower, upper,
+                              integrality=lp.integrality)
+    sol = solver.solve_lp(sub, time_limit=time_limit, mip_gap=1e-9)
+    _record(solver.name, sol.raw_status)
+    if not sol.usable or sol.x is None:
+        return None
+    return np.round(np.array(sol.x))
+
+
+def _nash(form: _Form, active: np.ndarray, time_limit: float | None, solver: Any
+          ) -> _NashSolve:
+    """Lexicographic Nash welfare over the active agents: most agents with positive value
+    first (agents valuing the empty bundle at 0 count), then ``max sum_i log v_i``.
+
+    ``bound`` is a proven upper bound on ``sum log v`` at the proven-best count; when the
+    count itself is not proven (a time-limited count MILP), no bound is: ``inf``.
+    """
+    from ..errors import InfeasibleError
+
+    K = form.num_options
+    ncol = form.A.shape[1]
+    act_opt = active[form.agent]
+    finite_empty = np.isfinite(form.log_empty)
+    zero_opt = act_opt & ~finite_empty[form.agent]
+    base = np.where(finite_empty, form.log_empty, 0.0)
+    weight = np.where(act_opt, form.logv - base[form.agent], 0.0)
+    c = np.r_[weight, np.zeros(ncol - K)]
+    scale = float(max(1, int(active.sum())))
+    solves = 0
+    count_proven = True
+    if zero_opt.any():
+        # first try to make every agent who values nothing at 0 positive (the usual case)
+        target = np.unique(form.agent[zero_opt]).size
+        try:
+            solves += 1
+            x, cert = _milp(form, c, act_opt, (zero_opt.astype(float), float(target)),
+                            time_limit, solver, scale)
+        except SolverError as exc:  # InfeasibleError included
+            if not isinstance(exc, InfeasibleError) and time_limit is None:
+                raise
+            # the target is infeasible, or the time limit left no incumbent: maximise the
+            # count first (nothing is always feasible there), then sum log v at that count
+            x1, cert1 = _milp(form, np.r_[zero_opt.astype(float), np.zeros(ncol - K)],
+                              act_opt, None, time_limit, solver, float(max(1, target)))
+            count = int(round(float(x1[:K][zero_opt].sum())))  # the incumbent's count
+            count_proven = bool(cert1.ok)
+            solves += 2
+            x, cert = _milp(form, c, act_opt, (zero_opt.astype(float), float(count)),
+                            time_limit, solver, scale, incumbent=x1)
+    else:
+        solves += 1
+        x, cert = _milp(form, c, act_opt, None, time_limit, solver, scale)
+    y = x[:K] > 0.5
+    choice = np.full(form.num_agents, -1)
+    choice[form.agent[y]] = np.flatnonzero(y)
+    const = float(base[active & finite_empty].sum())
+    sumlog = float(weight[y].sum()) + const
+    bound = (cert.dual_bound + const) if (count_proven and math.isfinite(cert.dual_bound)) \
+        else math.inf
+    got = int(np.count_nonzero(y & zero_opt))
+    return _NashSolve(choice, x, got, sumlog, max(bound, sumlog),
+                      bool(count_proven and cert.ok), solves, scale)
+
+
+def _loo_nash(ctx: tuple[_Form, float | None, Any], i: int) -> tuple[int, float, float, bool,
+                                                                       int, float]:
+    form, time_limit, solver = ctx
+    active = np.ones(form.num_agents, dtype=bool)
+    active[i] = False
+    if not active.any():
+        return 0, 0.0, 0.0, True, 0, 1.0
+    r = _nash(form, active, time_limit, solver)
+    return r.count, r.sumlog, r.bound, r.optimal, r.solves, r.scale
+
+
+@dataclass(frozen=True)
+class _PAOutcome:
+    pf: _NashSolve
+    value: np.ndarray
+    fraction: np.ndarray
+    fraction_error: np.ndarray
+    loo_sumlog: np.ndarray
+    loo_bound: np.ndarray
+    optimal: bool
+    solves: int
+    certificate: Certificate  # the PF certificate, or the weakest one that is not ok
+
+
+def _nash_certificate(primal: float, bound: float, scale: float) -> Certificate:
+    """Certificate of a lexicographic Nash-welfare MILP (``sum log v``; gap over ``scale``)."""
+    gap = max(bound - primal, 0.0) if math.isfinite(bound) else math.inf
+    return Certificate(kind="milp", primal_value=float(primal), dual_bound=float(bound),
+                       gap=gap, primal_residual=0.0, gap_tol=MILP_GAP_TOL, feas_tol=FEAS_TOL,
+                       scale=float(scale))
+
+
+def _log_unit(values: np.ndarray) -> tuple[int, float]:
+    """Power-of-two unit of a set of valuations: ``(e, e log 2)`` with ``max v / 2^e`` in
+    [0.5, 1). Dividing every valuation by ``2^e`` is exact and shifts ``sum log v`` over the
+    positive agents by a constant per agent: the lexicographic optimum does not move."""
+    pos = values[values > 0]
+    if pos.size == 0:
+        return 0, 0.0
+    e = int(np.frexp(pos.max())[1])
+    return e, e * _LOG2
+
+
+def _partial_allocation_milp(form: _Form, *, time_limit: float | None, solver: Any,
+                             workers: int, log_unit: float = 0.0) -> _PAOutcome:
+    """PF and ``n`` leave-one-out MILPs, and the fractions ``c_i`` (lexicographic form).
+
+    ``form`` holds valuations divided by ``exp(log_unit)`` (see :func:`_log_unit`); fractions
+    are computed in those units and objectives and bounds are reported in the caller's.
+    """
+    n = form.num_agents
+    pf = _nash(form, np.ones(n, dtype=bool), time_limit, solver)
+    logv = np.r_[form.logv, 0.0]  # (a sentinel for agents without a winning option)
+    value_log = np.where(pf.choice >= 0, logv[np.maximum(pf.choice, 0)], form.log_empty)
+    positive = np.isfinite(value_log)
+    zero_empty = ~np.isfinite(form.log_empty)
+    loo = _parallel_map(_loo_nash, (form, time_limit, solver), np.arange(n), workers)
+    cnt = np.array([r[0] for r in loo])
+    lo = np.array([r[1] for r in loo], dtype=float)
+    hi = np.array([r[2] for r in loo], dtype=float)
+    ok = np.array([r[3] for r in loo], dtype=bool)
+    loo_scale = np.array([r[5] for r in loo], dtype=float)
+    solves = pf.solves + int(sum(r[4] for r in loo))
+    # numerator: the others' valuations at the PF allocation
+    num_cnt = pf.count - (positive & zero_empty).astype(int)
+    num_log = pf.sumlog - np.where(positive, value_log, 0.0)
+    more = cnt > num_cnt  # removing i lets another agent get a positive value: c_i = 0
+    with np.errstate(over="ignore", invalid="ignore"):
+        frac = np.where(more, 0.0, np.exp(np.minimum(num_log - np.maximum(lo, num_log), 0.0)))
+        err = np.where(more, 0.0, np.expm1(np.maximum(hi - np.maximum(lo, num_log), 0.0)))
+    # back to the caller's units: each positive agent's log valuation shifts by log_unit
+    finite_empty = np.isfinite(form.log_empty)
+    pf_shift = float(np.count_nonzero(positive)) * log_unit
+    loo_shift = ((np.count_nonzero(finite_empty) - finite_empty) + cnt) * log_unit
+    pf = dataclasses.replace(pf, sumlog=pf.sumlog + pf_shift, bound=pf.bound + pf_shift)
+    lo, hi = lo + loo_shift, hi + loo_shift
+    cert = _nash_certificate(pf.sumlog, pf.bound, pf.scale)
+    certs = [cert] + [_nash_certificate(lo[i], hi[i], loo_scale[i]) for i in range(n)]
+    flags = [pf.optimal] + ok.tolist()
+    optimal = all(f and c.ok for f, c in zip(flags, certs))
+    if not optimal:  # report the first certificate that does not prove its solve
+        cert = next(c for f, c in zip(flags, certs) if not (f and c.ok))
+        if cert.ok:  # proven gap but an unproven count: no valid bound
+            cert = _nash_certificate(cert.primal_value, math.inf, cert.scale or 1.0)
+    return _PAOutcome(pf, np.exp(value_log), frac, err, lo, hi, optimal, solves, cert)
+
