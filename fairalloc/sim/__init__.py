@@ -2,12 +2,16 @@
 
 * :mod:`~fairalloc.sim.workload` -- jobs with static / Accordion / GNS batch-size schedules,
   the Poisson generator of the papers and the Shockwave trace reader;
-* :mod:`~fairalloc.sim.simulator` -- the round-based, event-accurate simulator and the policy
-  protocol (:class:`Policy`, :class:`RoundState`, :class:`TimeShares`, :class:`Schedule`);
+* :mod:`~fairalloc.sim.state` -- the policy protocol: what a policy sees and returns
+  (:class:`Policy`, :class:`RoundState`, :class:`JobView`, :class:`TimeShares`,
+  :class:`Schedule`);
+* :mod:`~fairalloc.sim.simulator` -- the round-based, event-accurate simulator (it takes a
+  policy object); :mod:`~fairalloc.sim.runner` -- :func:`simulate`, a policy object or a
+  registered name in one call;
 * :mod:`~fairalloc.sim.policies` -- adapters to the library's policies (Gavel, Shockwave, Ares)
   and the papers' baselines (FIFO, Tiresias LAS, AlloX, Gandiva-fair);
-* :mod:`~fairalloc.sim.metrics` -- makespan, JCT, finish-time fairness, utilisation,
-  preemptions as pandas DataFrames;
+* :mod:`~fairalloc.sim.metrics` -- :class:`SimulationResult` and its metrics: makespan, JCT,
+  finish-time fairness, utilisation, preemptions as pandas DataFrames;
 * :mod:`~fairalloc.sim.plots` -- Gantt charts, utilisation, rho CDFs, comparison bars
   (matplotlib);
 * :mod:`~fairalloc.sim.sweep` -- parameter sweeps on local processes or Ray.
@@ -24,7 +28,15 @@ Examples
 
 from __future__ import annotations
 
-from .metrics import compare, contention, finish_time_fairness, job_metrics, summarize, utilization
+from .metrics import (
+    SimulationResult,
+    compare,
+    contention,
+    finish_time_fairness,
+    job_metrics,
+    summarize,
+    utilization,
+)
 from .policies import (
     AlloXPolicy,
     BasePolicy,
@@ -41,18 +53,9 @@ from .policies import (
     pack_by_priority,
     register_policy,
 )
-from .simulator import (
-    ClusterState,
-    JobView,
-    Policy,
-    RoundState,
-    Schedule,
-    SimulationError,
-    SimulationResult,
-    Simulator,
-    TimeShares,
-    simulate,
-)
+from .runner import simulate
+from .simulator import SimulationError, Simulator
+from .state import ClusterState, JobView, Policy, RoundState, Schedule, TimeShares
 from .workload import (
     MODELS,
     JobSpec,

@@ -1,4 +1,7 @@
-"""Metrics of a simulation (Shockwave §8.2, Gavel §7.1, Themis §2, Ares §5).
+"""The outcome of a simulation and its metrics (Shockwave §8.2, Gavel §7.1, Themis §2, Ares §5).
+
+:class:`SimulationResult` holds what the simulator recorded (per job and per round); the
+functions below compute the metrics from it:
 
 * **makespan** -- last finish minus first arrival;
 * **JCT** -- ``finish - arrival`` per job; average and 99th percentile;
@@ -18,19 +21,132 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from .._validation import as_option, as_positive_float
+from ..data import Cluster
 from ..errors import InputError
-from ..results import readonly, require_pandas
-from .simulator import SimulationResult
+from ..results import FrozenArrays, readonly, require_pandas
+from .workload import Workload
 
-__all__ = ["compare", "contention", "finish_time_fairness", "job_metrics", "summarize",
-           "utilization"]
+__all__ = ["SimulationResult", "compare", "contention", "finish_time_fairness", "job_metrics",
+           "summarize", "utilization"]
 
 CONTENTION = ("static", "dynamic")
+#: floor of a job's life (seconds) in the dynamic contention factor (a job that finished at its
+#: arrival would divide by zero)
+MIN_LIFE_SECONDS = 1e-12
+#: percentile of the job completion times reported as ``p99_jct``
+TAIL_PERCENTILE = 99
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class SimulationResult(FrozenArrays):
+    """Outcome of one simulation. Metrics: the functions of this module (``summary()``).
+
+    Attributes
+    ----------
+    policy : str
+    workload : Workload
+    cluster : Cluster
+    round_duration, restart_overhead : float
+    start, finish : ndarray, shape (n,)
+        First time each job ran and when it finished (seconds).
+    attained, gpu_seconds : ndarray, shape (n,)
+        Seconds scheduled and GPU-seconds held.
+    preemptions : ndarray of int, shape (n,)
+        Rounds in which an unfinished job that ran in the previous round did not run.
+    restarts : ndarray of int, shape (n,)
+        Times the job (re)started after not running or on different GPUs (first start
+        excluded).
+    round_time, round_busy, round_active, round_demand : ndarray, shape (rounds,)
+        Start of each round, GPU-seconds used in it, active jobs and GPUs they request.
+    sched_job, sched_round, sched_type, sched_gpus : ndarray of int
+        One entry per (round, scheduled job): workload row, round, type (slowest held), GPUs.
+    sched_start, sched_end : ndarray
+        When that job's run in the round started and ended.
+    policy_seconds : float
+        Wall-clock seconds spent inside the policy.
+    wall_seconds : float
+        Wall-clock seconds of the whole simulation.
+    """
+
+    policy: str
+    workload: Workload
+    cluster: Cluster
+    round_duration: float
+    restart_overhead: float
+    start: np.ndarray
+    finish: np.ndarray
+    attained: np.ndarray
+    gpu_seconds: np.ndarray
+    preemptions: np.ndarray
+    restarts: np.ndarray
+    round_time: np.ndarray
+    round_busy: np.ndarray
+    round_active: np.ndarray
+    round_demand: np.ndarray
+    sched_job: np.ndarray
+    sched_round: np.ndarray
+    sched_type: np.ndarray
+    sched_gpus: np.ndarray
+    sched_start: np.ndarray
+    sched_end: np.ndarray
+    policy_seconds: float
+    wall_seconds: float
+    params: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def jct(self) -> np.ndarray:
+        """Job completion times ``finish - arrival``."""
+        return readonly(self.finish - self.workload.arrival)
+
+    @property
+    def makespan(self) -> float:
+        """Last finish minus first arrival."""
+        return float(self.finish.max() - self.workload.arrival.min())
+
+    def summary(self, *, contention_kind: str = "static", unfair_threshold: float = 1.0
+                ) -> dict[str, float]:
+        """Headline metrics (:func:`fairalloc.sim.metrics.summarize`)."""
+        return summarize(self, contention_kind=contention_kind,
+                         unfair_threshold=unfair_threshold)
+
+    def jobs_frame(self, *, contention_kind: str = "static") -> Any:
+        """Per-job metrics (:func:`fairalloc.sim.metrics.job_metrics`)."""
+        return job_metrics(self, contention_kind=contention_kind)
+
+    def to_frame(self) -> Any:
+        """Per-job metrics as a DataFrame (same as :meth:`jobs_frame`)."""
+        return self.jobs_frame()
+
+    def schedule_frame(self) -> Any:
+        """One row per (round, scheduled job): job id, round, type, GPUs, start, end."""
+        pd = require_pandas()
+        ids = np.array(self.workload.ids, dtype=object)
+        return pd.DataFrame({
+            "job": ids[self.sched_job] if self.sched_job.size else [],
+            "round": self.sched_round, "type": np.array(self.cluster.types,
+                                                        dtype=object)[self.sched_type]
+            if self.sched_type.size else [],
+            "gpus": self.sched_gpus, "start": self.sched_start, "end": self.sched_end})
+
+    def rounds_frame(self) -> Any:
+        """One row per round: start, utilisation, active jobs, GPUs requested."""
+        pd = require_pandas()
+        cap = self.cluster.total_workers * self.round_duration
+        return pd.DataFrame({"time": self.round_time, "utilization": self.round_busy / cap,
+                             "active_jobs": self.round_active,
+                             "gpus_requested": self.round_demand})
+
+    def __repr__(self) -> str:
+        return (f"SimulationResult(policy={self.policy!r}, jobs={self.workload.n}, "
+                f"rounds={self.round_time.shape[0]}, makespan={self.makespan:.6g})")
+
+
 
 
 def _check(result: Any) -> SimulationResult:
@@ -63,7 +179,7 @@ def contention(result: SimulationResult, kind: str = "static") -> np.ndarray:
     end = np.minimum(start + r.round_duration, np.r_[start[1:], np.inf])
     overlap = np.clip(np.minimum(f[:, None], end[None, :])
                       - np.maximum(a[:, None], start[None, :]), 0.0, None)
-    life = np.maximum(f - a, 1e-12)
+    life = np.maximum(f - a, MIN_LIFE_SECONDS)
     return readonly(np.maximum(1.0, (overlap @ r.round_active) / life / M))
 
 
@@ -131,7 +247,7 @@ def summarize(result: SimulationResult, *, contention_kind: str = "static",
     return {
         "makespan": r.makespan,
         "avg_jct": float(jct.mean()),
-        "p99_jct": float(np.percentile(jct, 99)),
+        "p99_jct": float(np.percentile(jct, TAIL_PERCENTILE)),
         "avg_rho": float(rho.mean()),
         "worst_rho": float(rho.max()),
         "unfair_fraction": float((rho > thr).mean()),
@@ -143,10 +259,11 @@ def summarize(result: SimulationResult, *, contention_kind: str = "static",
     }
 
 
-def compare(results: Sequence[SimulationResult] | Mapping[str, SimulationResult], **kw: Any
-            ) -> Any:
+def compare(results: Sequence[SimulationResult] | Mapping[str, SimulationResult], *,
+            contention_kind: str = "static", unfair_threshold: float = 1.0) -> Any:
     """One row per simulation (index: the policy name, or the mapping's keys) of
-    :func:`summarize`'s metrics, as a :class:`pandas.DataFrame`."""
+    :func:`summarize`'s metrics (with ``contention_kind`` and ``unfair_threshold``), as a
+    :class:`pandas.DataFrame`."""
     pd = require_pandas()
     if isinstance(results, Mapping):
         items = list(results.items())
@@ -157,5 +274,6 @@ def compare(results: Sequence[SimulationResult] | Mapping[str, SimulationResult]
         items = [(_check(r).policy, r) for r in results]
     if not items:
         raise InputError("results is empty", argument="results")
-    rows = {name: summarize(r, **kw) for name, r in items}
+    rows = {name: summarize(r, contention_kind=contention_kind,
+                               unfair_threshold=unfair_threshold) for name, r in items}
     return pd.DataFrame.from_dict(rows, orient="index").rename_axis("policy")

@@ -30,29 +30,18 @@ from __future__ import annotations
 import math
 import time as _time
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import numpy as np
 
 from .._validation import as_array, as_bool, as_option, as_positive_float, as_positive_int
 from ..data import Cluster
 from ..errors import FairallocError, InputError, SolverError, only_fairalloc_errors
-from ..results import FrozenArrays, readonly, require_pandas
+from .metrics import SimulationResult
+from .state import ClusterState, JobView, Policy, RoundState, Schedule, TimeShares
 from .workload import Workload
 
-__all__ = [
-    "ClusterState",
-    "JobView",
-    "Policy",
-    "RoundState",
-    "Schedule",
-    "SimulationError",
-    "SimulationResult",
-    "Simulator",
-    "TimeShares",
-    "simulate",
-]
+__all__ = ["MAX_ROUNDS", "SimulationError", "Simulator"]
 
 #: relative tolerance for "the job's last epoch ends within the round"
 _FINISH_RTOL = 1e-9
@@ -61,343 +50,21 @@ _EPOCH_TOL = 1e-9
 #: the default round limit (derived from the workload) may not exceed this many rounds; a
 #: workload that could need more must pass ``max_rounds`` explicitly
 MAX_ROUNDS = 10_000_000_000
+#: default seconds per round (Gavel's 6 minutes)
+DEFAULT_ROUND_DURATION = 360.0
+#: default number of consecutive rounds in which jobs wait but the policy schedules none
+#: before the simulation stops with :class:`SimulationError`
+DEFAULT_MAX_IDLE_ROUNDS = 10_000
+#: a job arriving within this many seconds of a round's start is admitted to that round
+ARRIVAL_SLACK = 1e-9
+#: absolute slack (seconds) of "the job's last epoch ends within the round"
+FINISH_ATOL = 1e-9
+#: floor of the GPU ratio under the logarithm of the elastic speed-up (no log(0) warning)
+MIN_GPU_RATIO = 1e-300
 
 
 class SimulationError(FairallocError, RuntimeError):
     """The simulation cannot go on (a policy keeps scheduling nothing, or exceeded limits)."""
-
-
-# --------------------------------------------------------------------------------------------
-# what a policy sees and returns
-# --------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class ClusterState:
-    """The cluster during a round.
-
-    Attributes
-    ----------
-    cluster : fairalloc.Cluster
-    time : float
-        Start of the round (seconds).
-    round_index : int
-        Rounds simulated before this one.
-    round_duration : float
-    num_gpus : int
-        Total GPUs.
-    """
-
-    cluster: Cluster
-    time: float
-    round_index: int
-    round_duration: float
-    num_gpus: int
-
-
-@dataclass(frozen=True, eq=False, repr=False)
-class JobView:
-    """What a scheduler can see of the active jobs (arrived, not finished), one row each.
-
-    Future regimes are hidden: ``epoch_seconds`` and ``throughput`` are those of the regime a
-    job is in now; a job that changed regime since the previous round has ``regime_changed``.
-
-    Attributes
-    ----------
-    index : ndarray of int
-        Row of each job in the workload (stable across rounds; use it to keep state).
-    ids : tuple
-        Job labels.
-    types : tuple of str
-    arrival, scale_factor, weight : ndarray, shape (n,)
-    model, mode : tuple of str
-    batch_size : ndarray, shape (n,)
-        Batch size of the current regime.
-    initial_batch, max_batch : ndarray, shape (n,)
-        First batch size, and the largest one the job could use (its scaling rule's limit).
-    epoch_seconds : ndarray, shape (n, k)
-        Seconds per epoch with its gang on each type in the current regime (``inf``: cannot
-        run there).
-    iterations_per_epoch : ndarray, shape (n,)
-    total_epochs, epochs_done : ndarray, shape (n,)
-    attained : ndarray, shape (n,)
-        Seconds the job has been scheduled (including restart overhead).
-    gpu_seconds : ndarray, shape (n,)
-        GPU-seconds it has held.
-    received : ndarray, shape (n, k)
-        Seconds it has run on each type.
-    elapsed : ndarray, shape (n,)
-        ``now - arrival``.
-    idle_for : ndarray, shape (n,)
-        Seconds since it last ran (since arrival if it never ran).
-    running : ndarray of bool
-        Ran in the previous round.
-    last_gpus : ndarray of int, shape (n, k)
-        GPUs it held in the previous round.
-    regime : ndarray of int
-        Index of the current regime (``regime + 1`` regimes seen).
-    regime_changed, arrived_now : ndarray of bool
-        Changed regime / arrived since the previous round.
-    contention_seconds : ndarray, shape (n,)
-        Integral of the number of active jobs over the job's life so far (for the contention
-        factor ``N_avg`` of Shockwave App. G.2: :func:`fairalloc.contention_factor`).
-    history_batch, history_epochs : ndarray, shape (n, R)
-        Batch size and epochs done of each regime seen so far (padded with 0).
-    history_seconds : ndarray, shape (n, R)
-        Seconds per epoch of each regime seen so far on the job's fastest type.
-    """
-
-    index: np.ndarray
-    ids: tuple[Hashable, ...]
-    types: tuple[str, ...]
-    arrival: np.ndarray
-    scale_factor: np.ndarray
-    weight: np.ndarray
-    model: tuple[str, ...]
-    mode: tuple[str, ...]
-    batch_size: np.ndarray
-    initial_batch: np.ndarray
-    max_batch: np.ndarray
-    epoch_seconds: np.ndarray
-    iterations_per_epoch: np.ndarray
-    total_epochs: np.ndarray
-    epochs_done: np.ndarray
-    attained: np.ndarray
-    gpu_seconds: np.ndarray
-    received: np.ndarray
-    elapsed: np.ndarray
-    idle_for: np.ndarray
-    running: np.ndarray
-    last_gpus: np.ndarray
-    regime: np.ndarray
-    regime_changed: np.ndarray
-    arrived_now: np.ndarray
-    contention_seconds: np.ndarray
-    history_batch: np.ndarray
-    history_epochs: np.ndarray
-    history_seconds: np.ndarray
-
-    @property
-    def n(self) -> int:
-        """Number of active jobs."""
-        return int(self.index.shape[0])
-
-    @property
-    def runnable(self) -> np.ndarray:
-        """``(n, k)`` bool: finite epoch time on the type."""
-        return np.isfinite(self.epoch_seconds)
-
-    @property
-    def throughput(self) -> np.ndarray:
-        """Steps/s of the gang on each type in the current regime (0 where it cannot run)."""
-        with np.errstate(divide="ignore"):
-            return np.where(self.runnable, self.iterations_per_epoch[:, None]
-                            / np.where(self.runnable, self.epoch_seconds, 1.0), 0.0)
-
-    @property
-    def epochs_remaining(self) -> np.ndarray:
-        return np.maximum(self.total_epochs - self.epochs_done, 0.0)
-
-    @property
-    def steps_remaining(self) -> np.ndarray:
-        """Remaining epochs in steps of the current regime (what a reactive scheduler sees)."""
-        return self.epochs_remaining * self.iterations_per_epoch
-
-    @property
-    def remaining_seconds(self) -> np.ndarray:
-        """``(n, k)``: remaining run time on each type if the current regime lasted to the end."""
-        with np.errstate(invalid="ignore"):
-            return np.where(self.runnable, self.epochs_remaining[:, None] * self.epoch_seconds,
-                            np.inf)
-
-    @property
-    def waiting(self) -> np.ndarray:
-        """Seconds spent queued (not scheduled) since arrival."""
-        return np.maximum(self.elapsed - self.attained, 0.0)
-
-    def observed_epochs(self, i: int) -> tuple[np.ndarray, np.ndarray]:
-        """Batch size and seconds of every *finished* epoch of job row ``i`` (for
-        :func:`fairalloc.forecast_regimes`): whole epochs only, in order."""
-        ep = np.floor(self.history_epochs[i] + 1e-9).astype(np.int64)
-        keep = ep > 0
-        return (np.repeat(self.history_batch[i][keep], ep[keep]),
-                np.repeat(self.history_seconds[i][keep], ep[keep]))
-
-    def to_jobs(self) -> Any:
-        """The active jobs as :class:`fairalloc.Jobs` (steps/s, steps remaining, elapsed)."""
-        from ..data import Jobs
-
-        steps = np.maximum(self.steps_remaining, 1e-9 * self.iterations_per_epoch)
-        return Jobs(self.throughput, scale_factor=self.scale_factor, weight=self.weight,
-                    ids=self.ids, steps_remaining=steps, elapsed=self.elapsed)
-
-    def __repr__(self) -> str:
-        return f"JobView(n={self.n}, types={self.types})"
-
-
-@dataclass(frozen=True)
-class RoundState:
-    """Everything a policy gets before a round.
-
-    Attributes
-    ----------
-    cluster : ClusterState
-    jobs : JobView
-        Active jobs.
-    finished : tuple of (hashable, float)
-        Jobs that finished since the previous round, with their finish times (in order).
-    arrived : tuple of (hashable, float)
-        Jobs that arrived since the previous round, with their arrival times (in order).
-    """
-
-    cluster: ClusterState
-    jobs: JobView
-    finished: tuple[tuple[Hashable, float], ...] = ()
-    arrived: tuple[tuple[Hashable, float], ...] = ()
-
-
-@dataclass(frozen=True)
-class TimeShares:
-    """A fractional allocation ``x`` (active jobs x types, Gavel §3.1) for the round-based
-    mechanism; rows in the order of :attr:`RoundState.jobs`."""
-
-    x: Any
-
-
-@dataclass(frozen=True)
-class Schedule:
-    """GPUs of each type each active job holds this round, shape (n, k) (rows in the order
-    of :attr:`RoundState.jobs`; a row of zeros: the job does not run)."""
-
-    gpus: Any
-
-    @classmethod
-    def from_types(cls, type_index: Any, scale_factor: Any, num_types: int) -> Schedule:
-        """Each job runs its gang on ``type_index[i]`` (``-1``: not at all)."""
-        ti = np.asarray(type_index, dtype=np.int64)
-        g = np.zeros((ti.shape[0], num_types), dtype=np.int64)
-        on = np.flatnonzero(ti >= 0)
-        g[on, ti[on]] = np.asarray(scale_factor, dtype=np.int64)[on]
-        return cls(g)
-
-
-@runtime_checkable
-class Policy(Protocol):
-    """What the simulator calls. ``reset`` once per simulation, ``allocate`` once per round."""
-
-    name: str
-
-    def reset(self, workload: Workload, cluster: Cluster, *, round_duration: float,
-              seed: int) -> None: ...  # pragma: no cover - protocol
-
-    def allocate(self, state: RoundState) -> TimeShares | Schedule: ...  # pragma: no cover
-
-
-# --------------------------------------------------------------------------------------------
-# result
-# --------------------------------------------------------------------------------------------
-@dataclass(frozen=True, eq=False, repr=False)
-class SimulationResult(FrozenArrays):
-    """Outcome of one simulation. Metrics: :mod:`fairalloc.sim.metrics` (``summary()``).
-
-    Attributes
-    ----------
-    policy : str
-    workload : Workload
-    cluster : Cluster
-    round_duration, restart_overhead : float
-    start, finish : ndarray, shape (n,)
-        First time each job ran and when it finished (seconds).
-    attained, gpu_seconds : ndarray, shape (n,)
-        Seconds scheduled and GPU-seconds held.
-    preemptions : ndarray of int, shape (n,)
-        Rounds in which an unfinished job that ran in the previous round did not run.
-    restarts : ndarray of int, shape (n,)
-        Times the job (re)started after not running or on different GPUs (first start
-        excluded).
-    round_time, round_busy, round_active, round_demand : ndarray, shape (rounds,)
-        Start of each round, GPU-seconds used in it, active jobs and GPUs they request.
-    sched_job, sched_round, sched_type, sched_gpus : ndarray of int
-        One entry per (round, scheduled job): workload row, round, type (slowest held), GPUs.
-    sched_start, sched_end : ndarray
-        When that job's run in the round started and ended.
-    policy_seconds : float
-        Wall-clock seconds spent inside the policy.
-    wall_seconds : float
-        Wall-clock seconds of the whole simulation.
-    """
-
-    policy: str
-    workload: Workload
-    cluster: Cluster
-    round_duration: float
-    restart_overhead: float
-    start: np.ndarray
-    finish: np.ndarray
-    attained: np.ndarray
-    gpu_seconds: np.ndarray
-    preemptions: np.ndarray
-    restarts: np.ndarray
-    round_time: np.ndarray
-    round_busy: np.ndarray
-    round_active: np.ndarray
-    round_demand: np.ndarray
-    sched_job: np.ndarray
-    sched_round: np.ndarray
-    sched_type: np.ndarray
-    sched_gpus: np.ndarray
-    sched_start: np.ndarray
-    sched_end: np.ndarray
-    policy_seconds: float
-    wall_seconds: float
-    params: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def jct(self) -> np.ndarray:
-        """Job completion times ``finish - arrival``."""
-        return readonly(self.finish - self.workload.arrival)
-
-    @property
-    def makespan(self) -> float:
-        """Last finish minus first arrival."""
-        return float(self.finish.max() - self.workload.arrival.min())
-
-    def summary(self, **kw: Any) -> dict[str, float]:
-        """Headline metrics (:func:`fairalloc.sim.metrics.summarize`)."""
-        from .metrics import summarize
-
-        return summarize(self, **kw)
-
-    def jobs_frame(self, **kw: Any) -> Any:
-        """Per-job metrics (:func:`fairalloc.sim.metrics.job_metrics`)."""
-        from .metrics import job_metrics
-
-        return job_metrics(self, **kw)
-
-    def to_frame(self) -> Any:
-        """Per-job metrics as a DataFrame (same as :meth:`jobs_frame`)."""
-        return self.jobs_frame()
-
-    def schedule_frame(self) -> Any:
-        """One row per (round, scheduled job): job id, round, type, GPUs, start, end."""
-        pd = require_pandas()
-        ids = np.array(self.workload.ids, dtype=object)
-        return pd.DataFrame({
-            "job": ids[self.sched_job] if self.sched_job.size else [],
-            "round": self.sched_round, "type": np.array(self.cluster.types,
-                                                        dtype=object)[self.sched_type]
-            if self.sched_type.size else [],
-            "gpus": self.sched_gpus, "start": self.sched_start, "end": self.sched_end})
-
-    def rounds_frame(self) -> Any:
-        """One row per round: start, utilisation, active jobs, GPUs requested."""
-        pd = require_pandas()
-        cap = self.cluster.total_workers * self.round_duration
-        return pd.DataFrame({"time": self.round_time, "utilization": self.round_busy / cap,
-                             "active_jobs": self.round_active,
-                             "gpus_requested": self.round_demand})
-
-    def __repr__(self) -> str:
-        return (f"SimulationResult(policy={self.policy!r}, jobs={self.workload.n}, "
-                f"rounds={self.round_time.shape[0]}, makespan={self.makespan:.6g})")
 
 
 # --------------------------------------------------------------------------------------------
@@ -407,7 +74,7 @@ def _speedup(g: np.ndarray, w: np.ndarray, eff: np.ndarray) -> np.ndarray:
     """Elastic speed-up of ``g`` GPUs over the gang ``w``: ``(g/w) * eff**log2(g/w)``."""
     ratio = g / w
     with np.errstate(divide="ignore"):
-        return np.where(ratio == 1.0, 1.0, ratio * eff ** np.log2(np.maximum(ratio, 1e-300)))
+        return np.where(ratio == 1.0, 1.0, ratio * eff ** np.log2(np.maximum(ratio, MIN_GPU_RATIO)))
 
 
 class Simulator:
@@ -453,8 +120,9 @@ class Simulator:
 
     @only_fairalloc_errors
     def __init__(self, workload: Workload, cluster: Cluster, policy: Policy, *,
-                 round_duration: float = 360.0, restart_overhead: float = 0.0, seed: int = 0,
-                 max_idle_rounds: int = 10_000, record: bool = True,
+                 round_duration: float = DEFAULT_ROUND_DURATION, restart_overhead: float = 0.0,
+                 seed: int = 0, max_idle_rounds: int = DEFAULT_MAX_IDLE_ROUNDS,
+                 record: bool = True,
                  mechanism_fraction: str = "elapsed", max_rounds: int | None = None) -> None:
         if not isinstance(workload, Workload):
             raise InputError(f"workload must be a fairalloc.sim.Workload, got "
@@ -592,7 +260,7 @@ class Simulator:
         while not done.all():
             # admit arrivals
             new = []
-            while next_arrival < n and w.arrival[order[next_arrival]] <= t + 1e-9:
+            while next_arrival < n and w.arrival[order[next_arrival]] <= t + ARRIVAL_SLACK:
                 new.append(order[next_arrival])
                 next_arrival += 1
             new_idx = np.array(new, dtype=np.int64)
@@ -653,7 +321,7 @@ class Simulator:
                     need = np.where(rem > 0, rem * sec_eff, 0.0)
                 cum = np.cumsum(need, axis=1)
                 avail = D - overhead
-                fin = cum[:, -1] <= avail * (1.0 + _FINISH_RTOL) + 1e-9
+                fin = cum[:, -1] <= avail * (1.0 + _FINISH_RTOL) + FINISH_ATOL
                 ri = np.minimum((cum <= avail[:, None]).sum(axis=1), R - 1)
                 prev_cum = np.where(ri > 0, np.take_along_axis(
                     cum, np.maximum(ri - 1, 0)[:, None], axis=1)[:, 0], 0.0)
@@ -830,32 +498,3 @@ class Simulator:
             mech.update(x, scale_factor=view.scale_factor, runnable=runnable, ids=view.ids)
         a = mech.step()
         return mech, view.ids, Schedule.from_types(a.type_index, view.scale_factor, k).gpus
-
-
-def simulate(workload: Workload, cluster: Cluster, policy: Policy | str, *,
-             round_duration: float = 360.0, restart_overhead: float = 0.0, seed: int = 0,
-             progress: Any = None, max_rounds: int | None = None,
-             **policy_params: Any) -> SimulationResult:
-    """Run one simulation: ``policy`` is a :class:`Policy` or a registered name
-    (:func:`fairalloc.sim.policies.make_policy`, with ``policy_params``).
-
-    Examples
-    --------
-    >>> import fairalloc as fa
-    >>> from fairalloc.sim import poisson_workload, simulate
-    >>> w = poisson_workload(6, rate=6.0, seed=0)
-    >>> r = simulate(w, fa.Cluster({"v100": 4}), "max_min_fairness", round_duration=360.0)
-    >>> bool((r.finish >= w.arrival).all()), r.policy
-    (True, 'max_min_fairness')
-    """
-    from .policies import make_policy
-
-    if isinstance(policy, str):
-        chosen: Policy = make_policy(policy, **policy_params)
-    elif policy_params:
-        raise InputError("policy_params are only used with a policy name", argument="policy")
-    else:
-        chosen = policy
-    return Simulator(workload, cluster, chosen, round_duration=round_duration,
-                     restart_overhead=restart_overhead, seed=seed,
-                     max_rounds=max_rounds).run(progress)

@@ -1,0 +1,88 @@
+"""The registry of simulator policies by name: :func:`register_policy`,
+:func:`available_policies` and :func:`make_policy` (used by :func:`fairalloc.sim.simulate`,
+the ``fairalloc simulate`` command and sweeps).
+
+The Gavel programs are registered from :data:`~fairalloc.sim.policies.gavel.GAVEL_POLICIES`
+(name, objective, description); the other policies below.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from ...errors import FairallocError, InputError
+from .baselines import AlloXPolicy, FIFOPolicy, GandivaFairPolicy, TiresiasLAS
+from .efq import EFQPolicy
+from .gavel import GAVEL_POLICIES, GavelPolicy
+from .shockwave import ShockwavePolicy
+from .themis import ThemisPolicy
+
+__all__ = ["available_policies", "make_policy", "register_policy"]
+
+_REGISTRY: dict[str, tuple[Callable[..., Any], str]] = {}
+
+
+def register_policy(name: str, factory: Callable[..., Any], description: str = "") -> None:
+    """Register a policy factory under ``name`` (``factory(**params)`` returns a policy)."""
+    if not isinstance(name, str) or not name:
+        raise InputError("name must be a non-empty string", argument="name")
+    if not callable(factory):
+        raise InputError("factory must be callable", argument="factory")
+    _REGISTRY[name] = (factory, description)
+
+
+def available_policies() -> dict[str, str]:
+    """Registered policy names and what they are."""
+    return {k: d for k, (_, d) in sorted(_REGISTRY.items())}
+
+
+def make_policy(name: str, **params: Any) -> Any:
+    """Build a registered policy by name.
+
+    Examples
+    --------
+    >>> make_policy("ossp").name, make_policy("las", promote_knob=None).params["promote_knob"]
+    ('ossp', None)
+    """
+    if name not in _REGISTRY:
+        raise InputError(f"unknown policy {name!r}; available: {', '.join(sorted(_REGISTRY))}",
+                         argument="policy")
+    factory = _REGISTRY[name][0]
+    target: Any = factory
+    if isinstance(factory, type):
+        target = factory.__dict__.get("__init__", factory)
+    try:
+        sig = inspect.signature(target)
+    except (TypeError, ValueError):  # pragma: no cover - builtins without a signature
+        sig = None
+    if sig is not None and not any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
+        names = [p.name for p in sig.parameters.values()
+                 if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name != "self"]
+        unknown = [k for k in params if k not in names]
+        if unknown:
+            raise InputError(f"policy {name!r} has no parameter {unknown[0]!r}; its parameters: "
+                             f"{', '.join(names) or 'none'}", argument=unknown[0])
+    try:
+        policy = factory(**params)
+    except FairallocError:
+        raise
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"policy {name!r}: {exc}", argument="params") from exc
+    policy.name = name
+    return policy
+
+
+for _name, (_objective, _description) in GAVEL_POLICIES.items():
+    register_policy(_name, functools.partial(GavelPolicy, _objective), _description)
+register_policy("fifo", FIFOPolicy, "first come first served with backfilling")
+register_policy("las", TiresiasLAS, "Tiresias discretised 2D least attained service")
+register_policy("tiresias", TiresiasLAS, "alias of las")
+register_policy("allox", AlloXPolicy, "AlloX min-cost matching (min average JCT)")
+register_policy("gandiva_fair", GandivaFairPolicy, "Gandiva-fair stride scheduling")
+register_policy("shockwave", ShockwavePolicy, "Shockwave forecast + windowed plan")
+register_policy("efq", EFQPolicy, "Ares elastic fair queuing")
+register_policy("themis", ThemisPolicy, "Themis leases, filter and partial-allocation auction")
+register_policy("ares", EFQPolicy, "alias of efq")

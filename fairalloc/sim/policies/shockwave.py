@@ -1,0 +1,259 @@
+"""Shockwave (shockwave.txt §4-6, App. G-H) as a simulator policy.
+
+Regime forecasts from each job's observed epochs (:func:`fairalloc.forecast_regimes`), FTF
+estimates (Eq. 9, :func:`fairalloc.ftf_estimate` with :func:`fairalloc.contention_factor`), a
+windowed plan (:func:`fairalloc.plan_schedule`) re-planned by :class:`fairalloc.ReplanPolicy`.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Hashable
+from typing import Any
+
+import numpy as np
+
+from ..._validation import as_bool, as_option, as_positive_float, as_positive_int
+from ...data import Cluster
+from ..state import JobView, RoundState, Schedule
+from ..workload import Workload
+from .base import BasePolicy, pack_by_priority
+
+__all__ = ["ShockwavePolicy"]
+
+#: default exponent k of the FTF weights (Shockwave's default)
+SHOCKWAVE_K = 5.0
+#: default makespan regulariser coefficient lambda (Shockwave's default)
+SHOCKWAVE_LAM = 1e-3
+#: default rounds per plan (Shockwave's window)
+SHOCKWAVE_WINDOW = 20
+#: default number of regimes K of an Accordion job's regime model
+ACCORDION_REGIMES = 6
+#: round-off margin when counting whole epochs of a job's true schedule (oracle forecasts)
+EPOCH_ROUNDOFF = 1e-9
+#: floor of a job's remaining seconds and epochs in the plan (the planner needs positive ones)
+MIN_REMAINING = 1e-6
+#: plan_schedule options a ShockwavePolicy forwards when given (None: plan_schedule's default)
+PLAN_OPTIONS = ("method", "mip_gap", "time_limit", "work_conservation", "restart_penalty",
+                "expectation", "makespan", "regime_model", "z0", "util_floor", "warm_start",
+                "threads", "backend")
+
+class ShockwavePolicy(BasePolicy):
+    """Shockwave (shockwave.txt §4-6, App. G-H) as a simulator policy.
+
+    Before a round it decides with :class:`fairalloc.ReplanPolicy` whether to re-plan (no
+    plan, window used up, arrivals, completions, regime changes). Re-planning forecasts each
+    active job's remaining regimes from its *observed* finished epochs
+    (:func:`fairalloc.forecast_regimes` with the job's :class:`fairalloc.RegimeModel`: static,
+    Accordion between its initial and largest batch sizes, or GNS doubling up to its largest),
+    estimates its finish-time fairness (Eq. 9; contention factor ``N_avg`` over its life) and
+    solves the window plan (:func:`fairalloc.plan_schedule`, Eq. 11). Each round runs the
+    plan's column; idle GPUs left by gangs that do not fit a type go to the unscheduled jobs
+    with the largest remaining time.
+
+    Parameters
+    ----------
+    k : float, default 5.0
+        Exponent of the FTF weights.
+    lam : float, default 1e-3
+        Makespan regulariser coefficient.
+    window : int, default 20
+        Rounds per plan.
+    forecast : {"restatement", "bayesian", "greedy", "oracle"}
+        ``"oracle"`` reads each job's true future schedule (comparison only; ANCHORS.md).
+    replan : {"reactive", "lazy"}
+    accordion_regimes : int, default 6
+        ``K`` of an Accordion job's regime model (grown when a job shows more regimes).
+    contention : {"jobs", "gpus"}
+        Demand counted by the contention factor: active jobs (paper) or their GPUs.
+    execution : {"counts", "columns"}
+        How a plan is executed between re-plans. The plan's objective depends only on how
+        many rounds each job gets in the window, not on which, so ``"counts"`` (default)
+        runs, each round, first the jobs whose planned rounds fill the rest of the window
+        (they must run now to get their count), then the jobs the plan finishes within the
+        window (shortest remaining first), then the other jobs with planned rounds left
+        (with ``keep_running``, those that ran in the previous round first) in decreasing
+        order of their FTF estimate, and decrements their counts;
+        ``"columns"`` runs the plan's next column as packed by the planner (least slack
+        first), which -- re-planned at every arrival -- keeps pushing a pending job's few
+        planned rounds to the end of the sliding window.
+    keep_running : bool, default True
+        With ``"counts"``: after the must-run jobs and the jobs finishing in the window,
+        planned jobs that ran in the previous round go first (no restart).
+    method, mip_gap, time_limit, work_conservation, restart_penalty, expectation, makespan, \
+regime_model, z0, util_floor, warm_start, threads, backend : optional
+        Passed to :func:`fairalloc.plan_schedule` when given (:data:`PLAN_OPTIONS`);
+        ``None``: its default.
+    """
+
+    name = "shockwave"
+
+    def __init__(self, *, k: float = SHOCKWAVE_K, lam: float = SHOCKWAVE_LAM,
+                 window: int = SHOCKWAVE_WINDOW, forecast: str = "restatement",
+                 replan: str = "reactive", accordion_regimes: int = ACCORDION_REGIMES,
+                 contention: str = "jobs", execution: str = "counts",
+                 keep_running: bool = True, method: str | None = None,
+                 mip_gap: float | None = None, time_limit: float | None = None,
+                 work_conservation: str | None = None, restart_penalty: float | None = None,
+                 expectation: str | None = None, makespan: str | None = None,
+                 regime_model: str | None = None, z0: float | None = None,
+                 util_floor: float | None = None, warm_start: bool | None = None,
+                 threads: int | None = None, backend: Any = None) -> None:
+        from ...schedule import ReplanPolicy
+
+        given = {"method": method, "mip_gap": mip_gap, "time_limit": time_limit,
+                 "work_conservation": work_conservation, "restart_penalty": restart_penalty,
+                 "expectation": expectation, "makespan": makespan,
+                 "regime_model": regime_model, "z0": z0, "util_floor": util_floor,
+                 "warm_start": warm_start, "threads": threads, "backend": backend}
+        plan_options = {name: given[name] for name in PLAN_OPTIONS if given[name] is not None}
+
+        forecast = as_option(forecast, "forecast", ("restatement", "bayesian", "greedy",
+                                                    "oracle"))
+        contention = as_option(contention, "contention", ("jobs", "gpus"))
+        window = as_positive_int(window, "window")
+        execution = as_option(execution, "execution", ("counts", "columns"))
+        k = as_positive_float(k, "k", allow_zero=True)
+        lam = as_positive_float(lam, "lam", allow_zero=True)
+        keep_running = as_bool(keep_running, "keep_running")
+        super().__init__({"k": k, "lam": lam, "window": window, "forecast": forecast,
+                          "replan": replan, "accordion_regimes": accordion_regimes,
+                          "contention": contention, "execution": execution,
+                          "keep_running": keep_running, **plan_options})
+        self.execution = execution
+        self.keep_running = bool(keep_running)
+        self.k, self.lam, self.window = float(k), float(lam), window
+        self.forecast, self.contention = forecast, contention
+        self.accordion_regimes = as_positive_int(accordion_regimes, "accordion_regimes")
+        self.replan_policy = ReplanPolicy(replan)
+        self.plan_options = plan_options
+        self._plan: dict[Hashable, np.ndarray] = {}
+        self._left: dict[Hashable, int] = {}
+        self._ftf: dict[Hashable, float] = {}
+        self._planned = 0
+        self._elapsed = 0
+        self.plans = 0
+        self.plan_seconds = 0.0
+
+    def reset(self, workload: Workload, cluster: Cluster, *, round_duration: float,
+              seed: int) -> None:
+        super().reset(workload, cluster, round_duration=round_duration, seed=seed)
+        self._plan, self._planned, self._elapsed, self.plans = {}, 0, 0, 0
+        self._left, self._ftf = {}, {}
+        self.plan_seconds = 0.0
+
+    def _model(self, v: JobView, i: int) -> Any:
+        from ...forecast import RegimeModel
+
+        b0, cap = float(v.initial_batch[i]), float(v.max_batch[i])
+        mode = v.mode[i]
+        if mode == "static" or cap <= b0:
+            if v.regime[i] == 0:
+                return RegimeModel.static(b0)
+        if mode == "gns" and cap > b0:
+            return RegimeModel.gns(b0, max_batch_size=cap)
+        seen = int(v.regime[i]) + 1
+        large = cap if cap > b0 else 2.0 * b0
+        return RegimeModel.accordion(b0, large, num_regimes=max(self.accordion_regimes,
+                                                                 seen + 1))
+
+    def _forecasts(self, v: JobView) -> list[Any]:
+        from ...forecast import forecast_regimes, oracle_forecast
+
+        out = []
+        w = self.workload
+        for i in range(v.n):  # one forecast per job: the library's per-job API
+            if self.forecast == "oracle":
+                assert w is not None  # reset() stored the workload before the first round
+                row = int(v.index[i])
+                r = int(w.num_regimes[row])
+                reps = np.ceil(w.regime_epochs[row, :r] - EPOCH_ROUNDOFF).astype(np.int64)
+                bs = np.repeat(w.regime_batch[row, :r], reps)
+                sec = np.repeat(w.regime_seconds[row, :r].min(axis=1), reps)
+                done = min(int(math.floor(v.epochs_done[i] + EPOCH_ROUNDOFF)), bs.size)
+                out.append(oracle_forecast(bs, sec, done))
+                continue
+            bs, sec = v.observed_epochs(i)
+            profiled = {float(v.batch_size[i]): float(np.min(v.epoch_seconds[i]))}
+            out.append(forecast_regimes(self._model(v, i), float(v.total_epochs[i]), bs, sec,
+                                        current_batch_size=float(v.batch_size[i]),
+                                        profiled=profiled, method=self.forecast))
+        return out
+
+    def _replan(self, state: RoundState) -> None:
+        from ...forecast import contention_factor, ftf_estimate
+        from ...schedule import PlanJob, plan_schedule
+
+        t0 = time.perf_counter()
+        v = state.jobs
+        M = state.cluster.num_gpus
+        fcs = self._forecasts(v)
+        remaining = np.array([max(fc.remaining_seconds, MIN_REMAINING) for fc in fcs])
+        demand = float(v.n if self.contention == "jobs" else v.scale_factor.sum())
+        nav = contention_factor(v.arrival, state.cluster.time, M,
+                                demand_seconds=v.contention_seconds
+                                * (1.0 if self.contention == "jobs"
+                                   else v.scale_factor.sum() / max(v.n, 1)),
+                                demand=demand)
+        ftf = ftf_estimate(v.attained, v.waiting, remaining, nav)
+        jobs = []
+        self._ftf = {}
+        for i, fc in enumerate(fcs):
+            ftf_i = float(ftf[i]) if np.isfinite(ftf[i]) and ftf[i] > 0 else 1.0
+            self._ftf[v.ids[i]] = ftf_i
+            regimes = fc.regimes
+            left = float(v.total_epochs[i]) - fc.done_epochs
+            if not regimes or left <= 0:
+                regimes = [(float(np.min(v.epoch_seconds[i])), max(left, MIN_REMAINING))]
+            jobs.append(PlanJob(workers=int(v.scale_factor[i]), total_epochs=fc.total_epochs,
+                                done_epochs=fc.done_epochs, ftf=ftf_i, regimes=regimes,
+                                running=bool(v.running[i])))
+        plan = plan_schedule(jobs, M, rounds=self.window,
+                             round_duration=state.cluster.round_duration, k=self.k,
+                             lam=self.lam, **self.plan_options)
+        sched = np.asarray(plan.schedule, dtype=bool)
+        self._plan = dict(zip(v.ids, sched, strict=True))
+        self._left = dict(zip(v.ids, sched.sum(axis=1).tolist(), strict=True))
+        self._planned, self._elapsed = sched.shape[1], 0
+        self.plans += 1
+        self.plan_seconds += time.perf_counter() - t0
+
+    def allocate(self, state: RoundState) -> Schedule:
+        v = state.jobs
+        decision = self.replan_policy.decide(
+            rounds_elapsed=self._elapsed, planned_rounds=self._planned,
+            arrived=len(state.arrived), finished=len(state.finished),
+            regime_changed=int(v.regime_changed.sum()))
+        if decision or any(i not in self._plan for i in v.ids):
+            self._replan(state)
+        col = self._elapsed
+        self._elapsed += 1
+        cluster = state.cluster.cluster
+        rem = np.min(v.remaining_seconds, axis=1)
+        fill = rem.max(initial=0.0) + 1.0
+        if self.execution == "columns":
+            run = np.array([bool(self._plan[i][col]) for i in v.ids])
+            # the column's jobs (longest remaining first), then idle GPUs to the others
+            priority = np.where(run, -rem, 2.0 * fill - rem)
+        else:
+            left = np.array([self._left[i] for i in v.ids])
+            run = left > 0
+            ftf = np.array([self._ftf[i] for i in v.ids])
+            # planned jobs most at risk first (shortest remaining among equals: finishing a
+            # job early never costs a planned round); idle GPUs to the longest remaining
+            keep = v.running if self.keep_running else np.zeros(v.n, dtype=bool)
+            # a job whose planned rounds fill the rest of the window must run now; jobs the
+            # plan finishes within the window go next (shortest first): finishing them early
+            # costs no other job a planned round
+            must = run & (left >= self._planned - col)
+            finisher = run & (rem <= left * state.cluster.round_duration)
+            order = np.lexsort((rem, -ftf, ~keep, ~finisher, ~must))
+            rank = np.empty(v.n)
+            rank[order] = np.arange(v.n)
+            priority = np.where(run, rank, v.n + fill - rem)
+        sched = pack_by_priority(v, cluster, priority)
+        ran = np.asarray(sched.gpus).sum(axis=1) > 0
+        for i in np.flatnonzero(ran & run).tolist():
+            self._left[v.ids[i]] -= 1
+        return sched
