@@ -15,7 +15,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fairalloc as fa
-from fairalloc import markets as mk
 from fairalloc.properties import check_market
 from fairalloc.results import Status
 
@@ -290,6 +289,8 @@ def test_cvxpy_solver_error_becomes_solver_error_or_exact_fallback(
         # a plain market falls back to the exact conic path
         r = m.solve(method="cvxpy")
         assert r.certificate.ok and r.certificate.kind == "eisenberg_gale"
+        assert r.stats.fallbacks == ("cvxpy->conic: the cvxpy solve failed",)
+        assert r.stats.path[:2] == ("cvxpy", "conic")
         m.add_constraint(m.x[0, 0] >= 0.9)  # composed: goes to cvxpy
         with pytest.raises(fa.SolverError) as info:
             m.solve()
@@ -300,17 +301,23 @@ def test_newton_polish_linalg_error_falls_back(monkeypatch: pytest.MonkeyPatch) 
     def boom(*a: object, **k: object) -> None:
         raise np.linalg.LinAlgError("SVD did not converge in Linear Least Squares")
 
+    ok = fa.fisher_market([[2.0, 1.0], [1.0, 2.0]], kind="leontief", method="conic")
+    assert ok.stats.path == ("conic", "newton-polish")
     monkeypatch.setattr(np.linalg, "lstsq", boom)
     r = fa.fisher_market([[2.0, 1.0], [1.0, 2.0]], kind="leontief", method="conic")
     np.testing.assert_allclose(r.utility, [1 / 3, 1 / 3], rtol=1e-6)
     assert r.certificate.ok
+    assert "newton-polish" not in r.stats.path  # the polish failed; the point still certifies
 
 
 def test_any_foreign_exception_in_a_polish_is_chained(monkeypatch: pytest.MonkeyPatch) -> None:
     def boom(*a: object, **k: object) -> None:
         raise ZeroDivisionError("division by zero")
 
-    monkeypatch.setattr(mk, "_polish_linear", boom)
+    # the linear support polish builds its forest with scipy's minimum_spanning_tree
+    import scipy.sparse.csgraph as csgraph
+
+    monkeypatch.setattr(csgraph, "minimum_spanning_tree", boom)
     with pytest.raises(fa.SolverError) as info:
         fa.fisher_market([[2.0, 1.0], [1.0, 2.0]], method="conic")
     assert isinstance(info.value.__cause__, ZeroDivisionError)
