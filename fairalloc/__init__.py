@@ -75,14 +75,14 @@ _LAZY: dict[str, str] = {
     "RoundResult": "rounds",
     "solve_round": "rounds",
     # round-based mechanism, placement, throughput estimation (Gavel §3.3, §5, §6)
-    "Completion": "estimation",
-    "FingerprintMatch": "estimation",
+    "Completion": "mechanism",
+    "FingerprintMatch": "mechanism",
     "Placement": "mechanism",
     "RoundAssignment": "mechanism",
     "RoundScheduler": "mechanism",
     "ServerLayout": "mechanism",
-    "ThroughputEstimator": "estimation",
-    "complete_matrix": "estimation",
+    "ThroughputEstimator": "mechanism",
+    "complete_matrix": "mechanism",
     "place": "mechanism",
     "schedule_round": "mechanism",
     # partial allocation (Themis)

@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import fairalloc as fa
-from fairalloc.estimation import (
+from fairalloc.mechanism import (
     Completion,
     FingerprintMatch,
     ThroughputEstimator,

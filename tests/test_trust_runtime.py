@@ -25,15 +25,16 @@ from hypothesis import strategies as st
 import fairalloc as fa
 from fairalloc.cli import main as cli_main
 from fairalloc.errors import CertificateError, FairallocError, InputError, SolverError
-from fairalloc.estimation import ThroughputEstimator, complete_matrix
-from fairalloc.mechanism import RoundScheduler, ServerLayout, place, schedule_round
-from fairalloc.queuing import (
-    EFQResult,
-    ElasticFairQueue,
-    ReplayCheck,
-    _verify_schedule,
-    efq_schedule,
+from fairalloc.mechanism import (
+    RoundScheduler,
+    ServerLayout,
+    ThroughputEstimator,
+    complete_matrix,
+    place,
+    schedule_round,
 )
+from fairalloc.queuing import EFQResult, ElasticFairQueue, ReplayCheck, efq_schedule
+from fairalloc.queuing.replay import _verify_schedule
 from fairalloc.results import Status
 from fairalloc.sim import ThroughputTable, Workload, poisson_workload, read_trace, simulate
 from fairalloc.sim.metrics import contention, finish_time_fairness

@@ -58,7 +58,7 @@ from typing import Any
 
 import numpy as np
 
-from ._validation import (
+from .._validation import (
     as_array,
     as_bool,
     as_finite_float,
@@ -67,12 +67,37 @@ from ._validation import (
     as_positive_int,
     fmt_index,
 )
-from .errors import InputError, only_fairalloc_errors
-from .results import FrozenArrays, readonly, require_pandas
+from ..errors import InputError, only_fairalloc_errors
+from ..results import FrozenArrays, readonly, require_pandas
 
-#: largest ridge weight / threshold accepted (the data are fitted at unit scale: beyond this the
-#: model is identically zero and the normal equations overflow)
+#: limit of the input: largest ridge weight / threshold accepted (the data are fitted at unit
+#: scale: beyond this the model is identically zero and the normal equations overflow)
 _MAX_REG = 1e6
+#: the default ridge weight / threshold ``reg`` (a documented argument)
+DEFAULT_REG = 1e-2
+#: the default upper end of the ranks ``rank="auto"`` tries (a documented argument's default)
+DEFAULT_MAX_RANK = 10
+#: PERFORMANCE: hard-impute sweeps of the spectral start of ALS
+_SPECTRAL_SWEEPS = 10
+#: ACCURACY: floor of singular values and norms that are divided by or square-rooted (a zero
+#: matrix gives a zero model instead of 0/0)
+_TINY = 1e-12
+#: value of the factor columns added when the data have fewer singular values than the rank
+#: (a small non-zero start, so ALS can grow them)
+_PAD_START = 1e-6
+#: PERFORMANCE: iteration cap of each hold-out fit of ``rank="auto"``
+_VALIDATION_MAX_ITER = 100
+#: PERFORMANCE: loosest stopping tolerance used for the hold-out fits of ``rank="auto"``
+_VALIDATION_TOL = 1e-6
+#: heuristic (parsimony): a smaller rank is chosen when its hold-out error is within this
+#: fraction of the best one ...
+_RANK_SLACK_REL = 0.01
+#: ... or within this fraction of the data's root mean square
+_RANK_SLACK_SCALE = 1e-3
+#: ACCURACY: diagonal jitter of the fold-in normal equations (keeps them non-singular)
+_FOLD_IN_JITTER = 1e-14
+#: display: arrays up to this size are printed in a repr
+_REPR_MAX_ITEMS = 8
 
 __all__ = [
     "Completion",
@@ -81,8 +106,8 @@ __all__ = [
     "complete_matrix",
 ]
 
-_METHODS = ("als", "soft_impute")
-_METRICS = ("cosine", "euclidean")
+_COMPLETION_METHODS = ("als", "soft_impute")
+_MATCH_METRICS = ("cosine", "euclidean")
 
 
 # --------------------------------------------------------------------------------------------
@@ -130,7 +155,7 @@ class Completion(FrozenArrays):
                 f"converged={self.converged}, train_rmse={self.train_rmse:.3g})")
 
 
-def _init_factors(R: np.ndarray, W: np.ndarray, rank: int, sweeps: int = 10
+def _init_factors(R: np.ndarray, W: np.ndarray, rank: int, sweeps: int = _SPECTRAL_SWEEPS
                   ) -> tuple[np.ndarray, np.ndarray]:
     """Spectral start: a few hard-impute sweeps (rank-``rank`` SVD, refill the missing
     entries), then the factors of the last truncated SVD."""
@@ -140,13 +165,13 @@ def _init_factors(R: np.ndarray, W: np.ndarray, rank: int, sweeps: int = 10
         Z = np.where(W, R, (u[:, :rank] * s[:rank]) @ vt[:rank])
     u, s, vt = np.linalg.svd(Z, full_matrices=False)
     s = s[:rank]
-    root = np.sqrt(np.maximum(s, 1e-12))
+    root = np.sqrt(np.maximum(s, _TINY))
     U = u[:, :rank] * root
     V = vt[:rank].T * root
     if U.shape[1] < rank:  # fewer singular values than the rank asked for
         pad = rank - U.shape[1]
-        U = np.hstack([U, np.full((U.shape[0], pad), 1e-6)])
-        V = np.hstack([V, np.full((V.shape[0], pad), 1e-6)])
+        U = np.hstack([U, np.full((U.shape[0], pad), _PAD_START)])
+        V = np.hstack([V, np.full((V.shape[0], pad), _PAD_START)])
     return U, V
 
 
@@ -174,7 +199,7 @@ def _als(R: np.ndarray, W: np.ndarray, rank: int, reg: float, max_iter: int, tol
         U = _ridge_rows(R, W, V, reg)
         V = _ridge_rows(R.T, W.T, U, reg)
         cur = U @ V.T
-        change = float(np.linalg.norm(cur - prev)) / max(float(np.linalg.norm(prev)), 1e-12)
+        change = float(np.linalg.norm(cur - prev)) / max(float(np.linalg.norm(prev)), _TINY)
         prev = cur
         if change < tol:
             return cur, it, True
@@ -191,7 +216,7 @@ def _soft_impute(R: np.ndarray, W: np.ndarray, rank: int, reg: float, max_iter: 
         u, s, vt = np.linalg.svd(filled, full_matrices=False)
         s = np.maximum(s - lam, 0.0)[:rank]
         new = (u[:, :rank] * s) @ vt[:rank]
-        change = float(np.linalg.norm(new - Z)) / max(float(np.linalg.norm(Z)), 1e-12)
+        change = float(np.linalg.norm(new - Z)) / max(float(np.linalg.norm(Z)), _TINY)
         Z = new
         if change < tol:
             return Z, it, True
@@ -246,7 +271,8 @@ def _choose_rank(M: np.ndarray, W: np.ndarray, max_rank: int, method: str, reg: 
         keep[held] = False
         Wt = keep.reshape(W.shape)
         for rk in range(1, max_rank + 1):
-            est, _, _ = _fit(M, Wt, rk, method, reg, min(max_iter, 100), max(tol, 1e-6))
+            est, _, _ = _fit(M, Wt, rk, method, reg, min(max_iter, _VALIDATION_MAX_ITER),
+                              max(tol, _VALIDATION_TOL))
             sq[rk - 1] += float(np.sum((est.ravel()[held] - M.ravel()[held]) ** 2))
         count += held.size
     rmse = np.sqrt(sq / max(count, 1))
@@ -261,7 +287,8 @@ def _parsimonious(rmse: np.ndarray, scale: float) -> int:
     if not finite.any():  # no candidate could be validated (e.g. every fit degenerate)
         return 1
     best = float(np.min(rmse[finite]))
-    slack = max(0.01 * best, 1e-3 * scale) if math.isfinite(scale) else 0.01 * best
+    slack = (max(_RANK_SLACK_REL * best, _RANK_SLACK_SCALE * scale) if math.isfinite(scale)
+             else _RANK_SLACK_REL * best)
     return int(np.flatnonzero(finite & (rmse <= best + slack))[0]) + 1
 
 
@@ -281,7 +308,7 @@ def _fold_in(B: np.ndarray, X: np.ndarray, W: np.ndarray, reg: float) -> np.ndar
     A = (Wf @ (B[:, :, None] * B[:, None, :]).reshape(B.shape[0], q * q)).reshape(-1, q, q)
     A += (reg * np.maximum(Wf.sum(axis=1), 1.0))[:, None, None] * np.eye(q)[None, :, :]
     b = np.where(W, X, 0.0) @ B
-    a = np.linalg.solve(A + 1e-14 * np.eye(q)[None, :, :], b[:, :, None])[:, :, 0]
+    a = np.linalg.solve(A + _FOLD_IN_JITTER * np.eye(q)[None, :, :], b[:, :, None])[:, :, 0]
     return a @ B.T
 
 
@@ -338,7 +365,7 @@ def complete_matrix(
     *,
     rank: int | str = "auto",
     method: str = "als",
-    reg: float = 1e-2,
+    reg: float = DEFAULT_REG,
     max_iter: int = 500,
     tol: float = 1e-6,
     max_rank: int | None = None,
@@ -387,14 +414,14 @@ def complete_matrix(
     [[1.0, 0.5, 2.0], [2.0, 1.0, 4.0], [3.0, 1.5, 6.0], [4.0, 2.0, 8.0]]
     """
     M, W = _validate_matrix(values, mask, "values")
-    method = as_option(method, "method", _METHODS)
+    method = as_option(method, "method", _COMPLETION_METHODS)
     reg = as_finite_float(reg, "reg", lo=0.0, hi=_MAX_REG)
     max_iter = as_positive_int(max_iter, "max_iter")
     tol = as_positive_float(tol, "tol")
     m, c = M.shape
     limit = max(1, min(m, c))
     if max_rank is None:
-        max_rank = max(1, min(10, m - 1, c - 1))
+        max_rank = max(1, min(DEFAULT_MAX_RANK, m - 1, c - 1))
     else:
         max_rank = min(as_positive_int(max_rank, "max_rank"), limit)
     seed = as_positive_int(seed, "seed", allow_zero=True)
@@ -475,8 +502,8 @@ class FingerprintMatch(FrozenArrays):
         })
 
     def __repr__(self) -> str:
-        return (f"FingerprintMatch(jobs={self.reference.shape[0]}, "
-                f"reference={self.reference.tolist() if self.reference.size <= 8 else '...'}, "
+        shown = self.reference.tolist() if self.reference.size <= _REPR_MAX_ITEMS else "..."
+        return (f"FingerprintMatch(jobs={self.reference.shape[0]}, reference={shown}, "
                 f"rank={self.rank})")
 
 
@@ -547,7 +574,7 @@ class ThroughputEstimator:
         rank: int | str = "auto",
         method: str = "als",
         metric: str = "cosine",
-        reg: float = 1e-2,
+        reg: float = DEFAULT_REG,
         clip: bool = True,
     ) -> None:
         # nan: a pair that was never profiled
@@ -578,8 +605,8 @@ class ThroughputEstimator:
         if len(types) != k:
             raise InputError(f"types has {len(types)} entries for {k} accelerator types",
                              argument="types")
-        self._method = as_option(method, "method", _METHODS)
-        self._metric = as_option(metric, "metric", _METRICS)
+        self._method = as_option(method, "method", _COMPLETION_METHODS)
+        self._metric = as_option(metric, "metric", _MATCH_METRICS)
         self._reg = as_finite_float(reg, "reg", lo=0.0, hi=_MAX_REG)
         self._clip = as_bool(clip, "clip")
         self.labels: tuple[Hashable, ...] = labels
@@ -590,7 +617,7 @@ class ThroughputEstimator:
             i = int(np.flatnonzero(~W.any(axis=1))[0])
             raise InputError(f"reference job {i} has no profiled pair", argument="reference",
                              index=(i,))
-        max_rank = max(1, min(10, r - 1))
+        max_rank = max(1, min(DEFAULT_MAX_RANK, r - 1))
         self.validation_rmse: np.ndarray | None = None
         if isinstance(rank, str):
             if rank != "auto":
