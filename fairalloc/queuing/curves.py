@@ -26,6 +26,8 @@ _EFF_RTOL = 1e-12
 _MONO_RTOL = 1e-9
 #: limit of the input: longest profiled curve accepted (2**30 GPUs)
 _MAX_LEVELS = 31
+#: the default scaling-control threshold alpha (a documented argument: Ares §3.3)
+DEFAULT_ALPHA = 0.75
 
 
 def _validate_alpha(alpha: Any) -> float:

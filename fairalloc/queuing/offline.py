@@ -19,6 +19,7 @@ from .._validation import as_array, as_finite_float
 from ..errors import InputError, SolverError, only_fairalloc_errors
 from ..results import FrozenArrays, SolveStats, Status, readonly, require_pandas
 from .curves import (
+    DEFAULT_ALPHA,
     _caps_and_speeds,
     _cluster_power,
     _validate_alpha,
@@ -28,8 +29,6 @@ from .curves import (
 from .engine import _Engine, _GPSReference
 from .replay import ReplayCheck, _verify_schedule
 
-#: the default scaling-control threshold alpha (a documented argument: Ares §3.3)
-DEFAULT_ALPHA = 0.75
 #: named steps of :func:`efq_schedule`, in order (``EFQResult.stats.path``)
 EFQ_PATH = ("gps_reference", "efq_events", "replay_check")
 

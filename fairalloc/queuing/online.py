@@ -18,6 +18,7 @@ from .._validation import as_bool, as_finite_float, as_positive_float, as_positi
 from ..errors import InputError, only_fairalloc_errors
 from ..results import readonly
 from .curves import (
+    DEFAULT_ALPHA,
     _cluster_power,
     _one_cap_and_speed,
     _validate_alpha,
@@ -25,7 +26,6 @@ from .curves import (
     _water_fill,
 )
 from .engine import INITIAL_ROWS, _Engine, _GPSReference
-from .offline import DEFAULT_ALPHA
 
 
 def _check_job_id(job_id: Any) -> None:
