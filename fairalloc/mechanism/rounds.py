@@ -49,9 +49,9 @@ from ..data import Cluster, Jobs
 from ..errors import InputError, only_fairalloc_errors
 from .assignment import RoundAssignment
 
-#: ACCURACY: relative tolerance of the target feasibility checks (solver output is feasible to
-#: ~1e-9)
-_FEAS_TOL = 1e-6
+#: ACCURACY: relative tolerance of the target feasibility checks (looser than FEAS_TOL on
+#: purpose: a target may come from any solver, rounded or hand-written)
+_TARGET_FEAS_TOL = 1e-6
 #: ACCURACY: a pair is "behind" its target when ``t <= X e + _BEHIND_TOL * max(1, e)``
 _BEHIND_TOL = 1e-9
 #: ACCURACY: received time may exceed elapsed time by this relative (and absolute) round-off
@@ -146,7 +146,7 @@ def _target_array(target: Any, combinations: Any) -> tuple[Any, tuple[Hashable, 
         alone = x.copy()
         np.subtract.at(alone, pairs[:, 0], pair_x)
         np.subtract.at(alone, pairs[:, 1], pair_x)
-        alone = np.where(alone > -_FEAS_TOL, np.maximum(alone, 0.0), alone)
+        alone = np.where(alone > -_TARGET_FEAS_TOL, np.maximum(alone, 0.0), alone)
         rows = np.vstack([alone, pair_x])
         combos = [(i,) for i in range(n)] + [(int(a), int(b)) for a, b in pairs.tolist()]
         return rows, ids, combos
@@ -296,7 +296,7 @@ def _build_rows(
     run = run & (row_sf[:, None] <= cap[None, :])
 
     # the target must be a feasible allocation (§3.1 constraints)
-    over = X > 1.0 + _FEAS_TOL
+    over = X > 1.0 + _TARGET_FEAS_TOL
     if over.any():
         idx = tuple(int(i) for i in np.argwhere(over)[0])
         raise InputError(f"target{fmt_index(idx)} = {X[idx]:g} exceeds 1", argument="target",
@@ -314,7 +314,7 @@ def _build_rows(
         )
     job_time = np.bincount(members.ravel(), weights=np.repeat(X.sum(axis=1), members.shape[1]),
                            minlength=n_jobs + 1)[:n_jobs]
-    over = job_time > 1.0 + _FEAS_TOL
+    over = job_time > 1.0 + _TARGET_FEAS_TOL
     if over.any():
         i = int(np.flatnonzero(over)[0])
         raise InputError(
@@ -322,7 +322,7 @@ def _build_rows(
             f"> 1 over all types and combinations", argument="target", index=(i,),
         )
     load = (X * row_sf[:, None]).sum(axis=0)
-    over = load > cap * (1.0 + _FEAS_TOL) + _FEAS_TOL
+    over = load > cap * (1.0 + _TARGET_FEAS_TOL) + _TARGET_FEAS_TOL
     if over.any():
         j = int(np.flatnonzero(over)[0])
         raise InputError(
