@@ -3,6 +3,11 @@
 ``fairalloc demo`` solves a built-in example -- six training jobs buying time on three GPU types
 in a Fisher market -- and prints the allocation, the prices, the certificate and the fairness
 checks. It needs no data files and no network.
+
+The other subcommands live with their packages: every module of :data:`COMMAND_MODULES`
+exports ``COMMANDS``, a tuple of ``(name, help, configure(parser), run(args) -> exit code)``,
+which :func:`main` reads (the command modules import nothing from this module, so the
+registration is acyclic). :func:`register` adds a subcommand from elsewhere.
 """
 
 from __future__ import annotations
@@ -13,7 +18,14 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-__all__ = ["main", "register"]
+from ._tables import format_table
+
+__all__ = ["COMMAND_MODULES", "main", "register"]
+
+#: modules whose ``COMMANDS`` table adds subcommands (skipped when not installed)
+COMMAND_MODULES = ("fairalloc.testing.cli", "fairalloc.sim.cli")
+#: milliseconds per second (the demo prints the solve time in ms)
+MS_PER_SECOND = 1e3
 
 # subcommand name -> (help, configure(parser), run(args) -> exit code); other modules register
 _COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None],
@@ -22,7 +34,8 @@ _COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None],
 
 def register(name: str, help: str, configure: Callable[[argparse.ArgumentParser], None],
              run: Callable[[argparse.Namespace], int]) -> None:
-    """Register a subcommand (used by :mod:`fairalloc.testing` and the simulator)."""
+    """Register a subcommand (the modules of :data:`COMMAND_MODULES` export a ``COMMANDS``
+    table instead)."""
     _COMMANDS[name] = (help, configure, run)
 
 
@@ -42,17 +55,6 @@ DEMO_BUDGET = np.array([1.0, 1.0, 1.0, 1.0, 1.0, 2.0])
 DEMO_SUPPLY = np.array([2.0, 2.0, 4.0])  # GPUs per type
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
-    line = "  ".join(h.rjust(w) if i else h.ljust(w) for i, (h, w) in enumerate(zip(header,
-                                                                                     widths)))
-    out = [line, "-" * len(line)]
-    for r in rows:
-        out.append("  ".join(c.rjust(w) if i else c.ljust(w)
-                             for i, (c, w) in enumerate(zip(r, widths))))
-    return "\n".join(out)
-
-
 def _demo(args: argparse.Namespace) -> int:
     from .markets import fisher_market
     from .properties import check_market
@@ -63,15 +65,15 @@ def _demo(args: argparse.Namespace) -> int:
     header = ["job", "budget", *(f"{t} GPUs" for t in DEMO_TYPES), "steps/s", "spent"]
     rows = [[DEMO_JOBS[i], f"{DEMO_BUDGET[i]:g}", *(f"{x:.3f}" for x in r.allocation[i]),
              f"{r.utility[i]:.3f}", f"{r.spending[i]:.3f}"] for i in range(len(DEMO_JOBS))]
-    print(_table(header, rows))
+    print(format_table(header, rows))
     print()
-    print(_table(["type", "supply", "price", "sold"],
+    print(format_table(["type", "supply", "price", "sold"],
                  [[t, f"{DEMO_SUPPLY[j]:g}", f"{r.prices[j]:.4f}",
                    f"{r.allocation[:, j].sum():.3f}"] for j, t in enumerate(DEMO_TYPES)]))
     c = r.certificate
     print(f"\ncertificate: duality gap {c.gap:.2e} (relative {c.relative_gap:.1e}), "
           f"primal residual {c.primal_residual:.1e}; method {r.stats.method}, "
-          f"{r.stats.seconds * 1e3:.0f} ms")
+          f"{r.stats.seconds * MS_PER_SECOND:.0f} ms")
     checks = check_market(r, DEMO_THROUGHPUT, supply=DEMO_SUPPLY)
     print("checks: " + ", ".join(f"{k} {'ok' if v else 'FAILED'}" for k, v in checks.items()))
     return 0 if all(checks.values()) and c.ok else 1
@@ -87,15 +89,18 @@ register("demo", "solve a built-in example market and print allocation, prices, 
 
 
 def _load_plugins() -> None:
-    """Import the modules that register further subcommands, where they exist."""
+    """Add the subcommands of :data:`COMMAND_MODULES`, where those modules exist."""
     import importlib
 
-    for module in ("fairalloc.testing.cli", "fairalloc.sim.cli"):
+    for module in COMMAND_MODULES:
         try:
-            importlib.import_module(module)
+            commands = importlib.import_module(module).COMMANDS
         except ModuleNotFoundError as exc:
             if exc.name is None or not module.startswith(exc.name):
                 raise
+            continue
+        for name, help_text, configure, run in commands:
+            register(name, help_text, configure, run)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

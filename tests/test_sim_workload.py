@@ -1,4 +1,4 @@
-"""fairalloc.sim.workload: batch-size schedules, workloads, the generator and the trace reader."""
+"""fairalloc.sim models, workload, generator, trace: schedules, workloads, generator, traces."""
 
 from __future__ import annotations
 

@@ -709,9 +709,9 @@ def test_cli_usage_errors_exit_2(argv: list[str], match: str,
 
 def test_cli_domains_match_check_policy() -> None:
     from fairalloc.testing import DOMAINS
-    from fairalloc.testing.cli import _DOMAINS
+    from fairalloc.testing.cli import DOMAIN_CHOICES
 
-    assert _DOMAINS == DOMAINS
+    assert DOMAIN_CHOICES == DOMAINS
 
 
 def test_cli_as_a_module_and_without_hypothesis(tmp_path: Path) -> None:

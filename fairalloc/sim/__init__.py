@@ -1,7 +1,9 @@
 """Trace-driven round-based cluster simulator and policy comparison (``fairalloc.sim``).
 
-* :mod:`~fairalloc.sim.workload` -- jobs with static / Accordion / GNS batch-size schedules,
-  the Poisson generator of the papers and the Shockwave trace reader;
+* :mod:`~fairalloc.sim.models` -- model families, throughput tables and static / Accordion /
+  GNS batch-size schedules; :mod:`~fairalloc.sim.workload` -- jobs and workloads;
+  :mod:`~fairalloc.sim.generator` -- the Poisson generator of the papers;
+  :mod:`~fairalloc.sim.trace` -- the Shockwave trace reader;
 * :mod:`~fairalloc.sim.state` -- the policy protocol: what a policy sees and returns
   (:class:`Policy`, :class:`RoundState`, :class:`JobView`, :class:`TimeShares`,
   :class:`Schedule`);
@@ -28,6 +30,7 @@ Examples
 
 from __future__ import annotations
 
+from .generator import poisson_workload
 from .metrics import (
     SimulationResult,
     compare,
@@ -37,6 +40,7 @@ from .metrics import (
     summarize,
     utilization,
 )
+from .models import MODELS, ThroughputTable, batch_size_schedule
 from .policies import (
     AlloXPolicy,
     BasePolicy,
@@ -56,15 +60,8 @@ from .policies import (
 from .runner import simulate
 from .simulator import SimulationError, Simulator
 from .state import ClusterState, JobView, Policy, RoundState, Schedule, TimeShares
-from .workload import (
-    MODELS,
-    JobSpec,
-    ThroughputTable,
-    Workload,
-    batch_size_schedule,
-    poisson_workload,
-    read_trace,
-)
+from .trace import read_trace
+from .workload import JobSpec, Workload
 
 __all__ = [
     "MODELS",

@@ -1,4 +1,5 @@
-"""``fairalloc simulate`` and ``fairalloc sweep`` (registered with :mod:`fairalloc.cli`).
+"""``fairalloc simulate`` and ``fairalloc sweep`` (read by :mod:`fairalloc.cli` from
+:data:`COMMANDS`).
 
 ``fairalloc simulate --trace FILE --gpus 32 --policy shockwave --policy themis_ftf ...``
 simulates each policy on the trace (or, without ``--trace``, on a built-in generated
@@ -19,12 +20,33 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from .._tables import format_table
 from .._validation import as_positive_float
-from ..cli import register
 from ..errors import InputError
 
+__all__ = ["COMMANDS", "DEFAULT_POLICIES"]
+
+#: policies ``fairalloc simulate`` compares without ``--policy``
 DEFAULT_POLICIES = ("max_min_fairness", "themis", "themis_ftf", "allox", "ossp",
                     "gandiva_fair", "las", "fifo", "efq", "shockwave")
+#: ``simulate`` defaults: GPUs of a homogeneous cluster
+SIMULATE_GPUS = 32
+#: ``simulate`` defaults: seconds per round (Shockwave's; Gavel uses 360)
+SIMULATE_ROUND_DURATION = 120.0
+#: ``simulate`` defaults: jobs of the generated workload
+SIMULATE_JOBS = 40
+#: ``simulate`` defaults: arrivals per hour of the generated workload
+SIMULATE_RATE = 12.0
+#: ``sweep`` defaults: jobs per generated workload
+SWEEP_JOBS = 24
+#: ``sweep`` defaults: GPUs of a homogeneous cluster
+SWEEP_GPUS = 8
+#: ``sweep`` defaults: seconds per round (Gavel's)
+SWEEP_ROUND_DURATION = 360.0
+#: the plain progress report prints every this many percent
+PROGRESS_STEP_PERCENT = 10
+#: a whole, in percent
+PERCENT = 100
 
 
 def _value(text: str) -> Any:
@@ -107,9 +129,9 @@ class _Progress:
         last = [-1]  # pragma: no cover
 
         def plain(done: int, tot: int) -> None:  # pragma: no cover
-            pct = int(100 * done / max(tot, 1))
-            if pct // 10 != last[0]:
-                last[0] = pct // 10
+            pct = int(PERCENT * done / max(tot, 1))
+            if pct // PROGRESS_STEP_PERCENT != last[0]:
+                last[0] = pct // PROGRESS_STEP_PERCENT
                 print(f"{label}: {pct}%", file=sys.stderr)
         return plain  # pragma: no cover
 
@@ -119,8 +141,6 @@ class _Progress:
 
 
 def _print_table(frame: Any) -> None:
-    from ..cli import _table
-
     cols = list(frame.columns)
     rows = []
     for name, r in frame.iterrows():
@@ -129,7 +149,7 @@ def _print_table(frame: Any) -> None:
             v = r[c]
             cells.append(f"{v:.4g}" if isinstance(v, float) else str(v))
         rows.append(cells)
-    print(_table([frame.index.name or "", *cols], rows))
+    print(format_table([frame.index.name or "", *cols], rows))
 
 
 # --------------------------------------------------------------------------------------------
@@ -141,21 +161,23 @@ def _configure_simulate(p: argparse.ArgumentParser) -> None:
     p.add_argument("--throughputs", help="throughput JSON (default: tacc_throughputs.json "
                    "next to the trace, else the built-in table)")
     p.add_argument("--limit", type=int, help="read only the first N jobs of the trace")
-    p.add_argument("--gpus", type=int, default=32, help="GPUs of a homogeneous cluster "
-                   "(default 32)")
+    p.add_argument("--gpus", type=int, default=SIMULATE_GPUS,
+                   help=f"GPUs of a homogeneous cluster (default {SIMULATE_GPUS})")
     p.add_argument("--gpu-type", default="v100", help="their type (default v100)")
     p.add_argument("--cluster", help="heterogeneous cluster, e.g. v100=16,p100=16,k80=16")
     p.add_argument("--policy", action="append", dest="policies", metavar="NAME",
                    help="policy to simulate (repeat); default: " + ", ".join(DEFAULT_POLICIES))
     p.add_argument("--param", action="append", default=[], metavar="POLICY.NAME=VALUE",
                    help="policy hyper-parameter, e.g. shockwave.k=12")
-    p.add_argument("--round-duration", type=float, default=120.0,
-                   help="seconds per round (default 120, Shockwave; Gavel uses 360)")
+    p.add_argument("--round-duration", type=float, default=SIMULATE_ROUND_DURATION,
+                   help=f"seconds per round (default {SIMULATE_ROUND_DURATION:g}, Shockwave; "
+                   "Gavel uses 360)")
     p.add_argument("--restart-overhead", type=float, default=0.0,
                    help="seconds a job loses when it (re)starts (default 0)")
-    p.add_argument("--jobs", type=int, default=40, help="generated workload: jobs (40)")
-    p.add_argument("--rate", type=float, default=12.0,
-                   help="generated workload: arrivals per hour (12)")
+    p.add_argument("--jobs", type=int, default=SIMULATE_JOBS,
+                   help=f"generated workload: jobs ({SIMULATE_JOBS})")
+    p.add_argument("--rate", type=float, default=SIMULATE_RATE,
+                   help=f"generated workload: arrivals per hour ({SIMULATE_RATE:g})")
     p.add_argument("--seed", type=int, default=0, help="workload and policy seed")
     p.add_argument("--contention", choices=("static", "dynamic"), default="static",
                    help="contention factor of rho (default static N/M)")
@@ -169,10 +191,11 @@ def _configure_simulate(p: argparse.ArgumentParser) -> None:
 
 def _run_simulate(args: argparse.Namespace) -> int:
     from ..data import Cluster
+    from .generator import poisson_workload
     from .metrics import compare, job_metrics
     from .policies import available_policies, make_policy
     from .simulator import Simulator
-    from .workload import poisson_workload, read_trace
+    from .trace import read_trace
 
     if args.list_policies:
         for name, desc in available_policies().items():
@@ -246,12 +269,14 @@ def _configure_sweep(p: argparse.ArgumentParser) -> None:
     p.add_argument("--param", action="append", default=[],
                    metavar="POLICY.NAME=V1,V2", help="hyper-parameter grid, e.g. "
                    "shockwave.k=1,5,12")
-    p.add_argument("--jobs", type=int, default=24, help="jobs per generated workload (24)")
+    p.add_argument("--jobs", type=int, default=SWEEP_JOBS,
+                   help=f"jobs per generated workload ({SWEEP_JOBS})")
     p.add_argument("--trace", help="trace file instead of generated workloads")
-    p.add_argument("--gpus", type=int, default=8, help="GPUs (homogeneous, default 8)")
+    p.add_argument("--gpus", type=int, default=SWEEP_GPUS,
+                   help=f"GPUs (homogeneous, default {SWEEP_GPUS})")
     p.add_argument("--gpu-type", default="v100")
     p.add_argument("--cluster", help="heterogeneous cluster, e.g. v100=4,k80=4")
-    p.add_argument("--round-duration", type=float, default=360.0)
+    p.add_argument("--round-duration", type=float, default=SWEEP_ROUND_DURATION)
     p.add_argument("--restart-overhead", type=float, default=0.0)
     p.add_argument("--workers", type=int, default=None,
                    help="local processes (default: CPU count)")
@@ -303,17 +328,10 @@ def _run_sweep(args: argparse.Namespace) -> int:
     return 0
 
 
-_COMMANDS = (
+#: the subcommands of this module: (name, help, configure(parser), run(args) -> exit code)
+COMMANDS = (
     ("simulate", "simulate scheduling policies on a trace or a generated workload",
      _configure_simulate, _run_simulate),
     ("sweep", "parameter sweep of policies x seeds x loads x hyper-parameters",
      _configure_sweep, _run_sweep),
 )
-for _cmd in _COMMANDS:
-    register(*_cmd)
-# `python -m fairalloc.cli` runs the command module as __main__: register there as well
-_main = sys.modules.get("__main__")
-if (_main is not None and getattr(getattr(_main, "__spec__", None), "name", None)
-        == "fairalloc.cli" and hasattr(_main, "register")):
-    for _cmd in _COMMANDS:
-        _main.register(*_cmd)

@@ -32,6 +32,7 @@ from typing import Any
 from .._validation import as_option, as_positive_float, as_positive_int
 from ..errors import InputError
 from ..results import require_pandas
+from .generator import ARRIVAL_RATE, poisson_workload
 from .metrics import CONTENTION
 
 __all__ = ["SweepTask", "run_sweep", "run_task", "sweep", "sweep_tasks"]
@@ -78,7 +79,7 @@ class SweepTask:
 
 
 def _workload(task: SweepTask) -> Any:
-    from .workload import poisson_workload, read_trace
+    from .trace import read_trace
 
     spec = dict(task.workload)
     kind = spec.pop("kind", "poisson")
@@ -87,7 +88,7 @@ def _workload(task: SweepTask) -> Any:
     if kind != "poisson":
         raise InputError(f"workload kind {kind!r} is not 'poisson' or 'trace'",
                          argument="workload")
-    rate = task.load if task.load is not None else spec.pop("rate", 6.0)
+    rate = task.load if task.load is not None else spec.pop("rate", ARRIVAL_RATE)
     spec.pop("rate", None)
     return poisson_workload(spec.pop("num_jobs"), rate=rate, seed=task.seed, **spec)
 
@@ -317,10 +318,19 @@ def _run_ray(tasks: list[SweepTask], address: str,
 
 def sweep(policies: Sequence[str], *, workers: int | None = None,
           ray_address: str | None = None, progress: Callable[[int, int], None] | None = None,
-          **task_kw: Any) -> Any:
-    """:func:`sweep_tasks` then :func:`run_sweep` (keyword arguments of both)."""
-    return run_sweep(sweep_tasks(policies, **task_kw), workers=workers,
-                     ray_address=ray_address, progress=progress)
+          seeds: Sequence[int] = (0,), loads: Sequence[float | None] = (None,),
+          params: Mapping[str, Mapping[str, Sequence[Any]]] | None = None,
+          num_jobs: int = 24, gpus: int | Mapping[str, int] = 8, trace: str | None = None,
+          workload: Mapping[str, Any] | None = None, round_duration: float = 360.0,
+          restart_overhead: float = 0.0, contention_kind: str = "static",
+          unfair_threshold: float = 1.0) -> Any:
+    """:func:`sweep_tasks` then :func:`run_sweep` (the keyword arguments of both, with the
+    same defaults)."""
+    tasks = sweep_tasks(policies, seeds=seeds, loads=loads, params=params, num_jobs=num_jobs,
+                        gpus=gpus, trace=trace, workload=workload,
+                        round_duration=round_duration, restart_overhead=restart_overhead,
+                        contention_kind=contention_kind, unfair_threshold=unfair_threshold)
+    return run_sweep(tasks, workers=workers, ray_address=ray_address, progress=progress)
 
 
 def task_dict(task: SweepTask) -> dict[str, Any]:

@@ -16,12 +16,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .. import cli as _cli
 from ..errors import InputError
 
-__all__ = ["load_policy"]
+__all__ = ["COMMANDS", "DOMAIN_CHOICES", "load_policy"]
 
-_DOMAINS = ("market", "leontief", "volatile", "volatile-leontief", "cluster")
+#: the ``--domain`` choices (the names of :data:`fairalloc.testing.DOMAINS`, listed here so the
+#: command loads without hypothesis)
+DOMAIN_CHOICES = ("market", "leontief", "volatile", "volatile-leontief", "cluster")
+#: default ``--max-examples``: instances per property
+CHECK_MAX_EXAMPLES = 100
+#: default ``--tol``: relative tolerance of the property checks
+CHECK_TOL = 1e-6
 
 
 def load_policy(spec: str) -> Any:
@@ -79,13 +84,14 @@ def _configure(p: argparse.ArgumentParser) -> None:
                         "pareto-optimal, proportionality, feasible, market-clearing, "
                         "budget-clearing, strategy-proof, or all); default: "
                         "sharing-incentive, envy-free, pareto-optimal")
-    p.add_argument("--domain", default="market", choices=_DOMAINS,
+    p.add_argument("--domain", default="market", choices=DOMAIN_CHOICES,
                    help="what the policy is given: policy(utility, budget, supply) for the "
                         "market domains, policy(jobs, cluster) for cluster (default: market)")
-    p.add_argument("--max-examples", type=int, default=100, metavar="N",
-                   help="instances per property (default 100)")
+    p.add_argument("--max-examples", type=int, default=CHECK_MAX_EXAMPLES, metavar="N",
+                   help=f"instances per property (default {CHECK_MAX_EXAMPLES})")
     p.add_argument("--seed", type=int, default=0, help="search seed (default 0)")
-    p.add_argument("--tol", type=float, default=1e-6, help="relative tolerance (default 1e-6)")
+    p.add_argument("--tol", type=float, default=CHECK_TOL,
+                   help=f"relative tolerance (default {CHECK_TOL:g})")
     p.add_argument("--no-shrink", action="store_true",
                    help="report the first failing instance without shrinking it")
 
@@ -108,10 +114,8 @@ def _run(args: argparse.Namespace) -> int:
     return 0 if report.passed else 1
 
 
-_HELP = "property-check an allocation policy on generated instances (fairalloc.testing)"
-_cli.register("check", _HELP, _configure, _run)
-# `python -m fairalloc.cli` runs the command module as __main__: register there as well
-_main = sys.modules.get("__main__")
-if (_main is not None and _main is not _cli and getattr(getattr(_main, "__spec__", None),
-                                                        "name", None) == "fairalloc.cli"):
-    _main.register("check", _HELP, _configure, _run)
+#: the subcommand of this module: (name, help, configure(parser), run(args) -> exit code)
+COMMANDS = (
+    ("check", "property-check an allocation policy on generated instances (fairalloc.testing)",
+     _configure, _run),
+)
