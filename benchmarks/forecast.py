@@ -39,7 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fairalloc.forecast import RegimeModel, forecast_regimes, oracle_forecast
+from fairalloc.schedule import RegimeModel, forecast_regimes, oracle_forecast
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "shockwave"
 # samples per epoch used by the upstream simulator for each model's dataset

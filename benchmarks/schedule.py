@@ -27,7 +27,7 @@ import time
 import numpy as np
 
 import fairalloc as fa
-from fairalloc.schedule import _build_instance, _evaluate
+from fairalloc.schedule.instance import _build_plan_instance, _evaluate
 
 
 def workload(n: int, seed: int = 0, fresh: float = 0.1) -> list[fa.PlanJob]:
@@ -115,9 +115,10 @@ def main() -> None:
         up = fa.plan_schedule(jobs, gpus, rounds=rounds, method="fast", regime_model="flat",
                               makespan="max_remaining", work_conservation="greedy")
         dt = time.perf_counter() - t
-        paper = _build_instance(jobs, gpus, rounds=rounds, round_duration=120.0, k=5.0,
-                                lam=1e-3, z0=None, util_floor=1e-6, expectation="mean",
-                                makespan="paper", regime_model="forecast", restart_penalty=0.0)
+        paper = _build_plan_instance(jobs, gpus, rounds=rounds, round_duration=120.0, k=5.0,
+                                     lam=1e-3, z0=None, util_floor=1e-6, expectation="mean",
+                                     makespan="paper", regime_model="forecast",
+                                     restart_penalty=0.0)
         rows.append(("upstream options, fast", {
             "seconds": dt, "objective": _evaluate(paper, up.schedule)["objective"],
             "bound": rows[0][1]["bound"], "status": "judged by Eq. 11", "path": "fast",
@@ -137,9 +138,9 @@ def main() -> None:
           "lam = 0;\nboth plans judged by sum_j rho_j^k log E[UTIL_j] over 256 held-out "
           "posterior samples")
     plan_jobs, eval_jobs = gns_workload(60, samples=16)
-    inst = _build_instance(eval_jobs, 16, rounds=20, round_duration=120.0, k=5.0, lam=0.0,
-                           z0=None, util_floor=1e-6, expectation="scenarios",
-                           makespan="paper", regime_model="forecast", restart_penalty=0.0)
+    inst = _build_plan_instance(eval_jobs, 16, rounds=20, round_duration=120.0, k=5.0,
+                                lam=0.0, z0=None, util_floor=1e-6, expectation="scenarios",
+                                makespan="paper", regime_model="forecast", restart_penalty=0.0)
     print(f"{'plan on':<34}{'seconds':>9}{'held-out objective':>22}")
     for label, exp in (("posterior-mean trajectory", "mean"), ("16 sampled trajectories",
                                                               "scenarios")):

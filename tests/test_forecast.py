@@ -1,4 +1,4 @@
-"""Tests of regime forecasts and Shockwave's estimators (fairalloc.forecast).
+"""Tests of regime forecasts and Shockwave's estimators (fairalloc.schedule).
 
 Hand-worked numbers for the restatement rule (Shockwave §5, DESIGN.md), the censored mean,
 the baselines of Figure 5 and the estimators of App. G.2; hypothesis properties for the
@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import fairalloc as fa
 from fairalloc import InputError
-from fairalloc.forecast import (
+from fairalloc.schedule import (
     RegimeForecast,
     RegimeModel,
     bayesian_posterior,
@@ -768,7 +768,7 @@ def test_public_names():
     for name in ("RegimeForecast", "RegimeModel", "bayesian_posterior", "contention_factor",
                  "forecast_regimes", "ftf_estimate", "makespan_lower_bound",
                  "makespan_normalizer", "oracle_forecast", "restatement_posterior"):
-        assert getattr(fa, name) is getattr(sys.modules["fairalloc.forecast"], name)
+        assert getattr(fa, name) is getattr(sys.modules["fairalloc.schedule"], name)
     assert isinstance(forecast_regimes(RegimeModel.static(8), 2, [8], [1.0]), RegimeForecast)
 
 

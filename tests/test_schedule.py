@@ -15,7 +15,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fairalloc as fa
-from fairalloc.schedule import _build_instance
 
 SETTINGS = settings(max_examples=25, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow])
@@ -229,17 +228,28 @@ def test_all_jobs_finished(method):
 
 
 def test_tables_match_reference():
+    """The per-count tables UTIL_j(n), R_j(n) and the rounds each job needs, read through
+    public results: a job alone in a window of n rounds gets min(n, its useful rounds) (its
+    utility only grows and work conservation runs it), so the plan reports UTIL_j(n) and
+    R_j(n), its z0 is R_j(0), and a window longer than the job gets exactly the rounds it
+    needs."""
     rng = np.random.default_rng(5)
     jobs = random_jobs(rng, 6, 3)
-    inst = _build_instance(jobs, 4, rounds=7, round_duration=90.0, k=2.0, lam=1e-3, z0=None,
-                           util_floor=1e-6, expectation="mean", makespan="paper",
-                           regime_model="forecast", restart_penalty=0.0)
-    util, rem, fin = ref_tables(jobs, 7, 90.0)
-    np.testing.assert_allclose(inst.util, util, rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(inst.rem, rem, rtol=1e-12, atol=1e-9)
-    np.testing.assert_array_equal(inst.finish, fin)
+    T, D = 7, 90.0
+    util, rem, fin = ref_tables(jobs, T, D)
+    opts = {"round_duration": D, "k": 2.0, "lam": 1e-3, "method": "fast"}
+    for j, job in enumerate(jobs):
+        for n in range(1, T + 1):
+            plan = fa.plan_schedule([job], 4, rounds=n, **opts)
+            assert plan.rounds_given[0] == min(n, fin[j])
+            assert plan.utility[0] == pytest.approx(util[j, n], rel=1e-12, abs=1e-12)
+            assert plan.remaining[0] == pytest.approx(rem[j, n], rel=1e-12, abs=1e-9)
+            assert plan.z0 == pytest.approx(rem[j, 0], rel=1e-12)
+        whole = fa.plan_schedule([job], 4, rounds=int(fin[j]) + 1, **opts)
+        assert whole.rounds_given[0] == fin[j]
     # Z0 is the forecast engine's normaliser of the remaining run times
-    assert inst.z0 == pytest.approx(fa.makespan_normalizer(rem[:, 0]))
+    plan = fa.plan_schedule(jobs, 4, rounds=T, **opts)
+    assert plan.z0 == pytest.approx(fa.makespan_normalizer(rem[:, 0]))
 
 
 # --------------------------------------------------------------------------------------------

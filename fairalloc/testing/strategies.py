@@ -744,7 +744,7 @@ def regime_models(*, max_regimes: int = 4, batch_sizes: Sequence[float] = (16, 3
 
     Custom orders draw configurations from ``batch_sizes`` with consecutive ones different.
     """
-    from ..forecast import RegimeModel
+    from ..schedule import RegimeModel
 
     kmax = _count(max_regimes, "max_regimes")
     pool = sorted({float(b) for b in batch_sizes})
@@ -833,7 +833,8 @@ def regime_forecasts(*, methods: Sequence[str] = ("restatement", "bayesian", "gr
                      **history_kw: Any) -> st.SearchStrategy[Any]:
     """:class:`fairalloc.RegimeForecast` built by :func:`fairalloc.forecast_regimes` from a
     :func:`job_histories` draw, with a method from ``methods``."""
-    from ..forecast import METHODS, forecast_regimes
+    from ..schedule import FORECAST_METHODS as METHODS
+    from ..schedule import forecast_regimes
 
     chosen = tuple(as_option(m, "methods", METHODS) for m in methods)
     if not chosen:

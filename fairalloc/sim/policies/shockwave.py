@@ -144,7 +144,7 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
         self.plan_seconds = 0.0
 
     def _model(self, v: JobView, i: int) -> Any:
-        from ...forecast import RegimeModel
+        from ...schedule import RegimeModel
 
         b0, cap = float(v.initial_batch[i]), float(v.max_batch[i])
         mode = v.mode[i]
@@ -159,7 +159,7 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
                                                                  seen + 1))
 
     def _forecasts(self, v: JobView) -> list[Any]:
-        from ...forecast import forecast_regimes, oracle_forecast
+        from ...schedule import forecast_regimes, oracle_forecast
 
         out = []
         w = self.workload
@@ -182,8 +182,7 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
         return out
 
     def _replan(self, state: RoundState) -> None:
-        from ...forecast import contention_factor, ftf_estimate
-        from ...schedule import PlanJob, plan_schedule
+        from ...schedule import PlanJob, contention_factor, ftf_estimate, plan_schedule
 
         t0 = time.perf_counter()
         v = state.jobs

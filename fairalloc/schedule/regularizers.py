@@ -15,12 +15,11 @@ from typing import Any
 
 import numpy as np
 
-from ._validation import as_array, as_gang_sizes, as_option, as_positive_float
-from .errors import InputError
+from .._validation import as_array, as_gang_sizes, as_option, as_positive_float
+from ..errors import InputError
+from .instance import MAKESPAN_KINDS
 
 __all__ = ["makespan_regularizer"]
-
-KINDS = ("paper", "max_remaining")
 
 
 def makespan_regularizer(
@@ -90,7 +89,7 @@ def makespan_regularizer(
     """
     import cvxpy as cp
 
-    kind = as_option(kind, "kind", KINDS)
+    kind = as_option(kind, "kind", MAKESPAN_KINDS)
     P = as_array(remaining, "remaining", ndim=1)
     n = P.shape[0]
     with np.errstate(over="ignore", invalid="ignore"):

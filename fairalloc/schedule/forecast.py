@@ -1,14 +1,14 @@
-"""Regime forecasts and Shockwave's long-term fairness and makespan estimators.
-
-Shockwave (shockwave.txt §5, §6.2, App. F, App. G.2) plans a window of rounds from a forecast of
-how each elastic training job will change its configuration (batch size) in the future:
+"""Regime forecasts (Shockwave §5, App. F): :class:`RegimeForecast`, :func:`forecast_regimes`
+and :func:`oracle_forecast`.
 
 * A **regime** is a tuple (configuration, fraction of epochs) (§5). Batch-size scaling rules
   fix the *order* of configurations -- Accordion alternates two batch sizes, GNS only doubles --
-  so the only random quantities are the regimes' lengths. :class:`RegimeModel` holds that order.
+  so the only random quantities are the regimes' lengths
+  (:class:`~fairalloc.schedule.regime_model.RegimeModel` holds that order).
 * The lengths get the Dirichlet prior ``Dir(N/K, ..., N/K)`` and the **restatement** posterior
-  (:func:`restatement_posterior`): after regimes ``1..k`` finish with ``m_1..m_k`` epochs the
-  posterior is ``Dir(m_1, ..., m_k, S_k, ..., S_k)``, ``S_k = (N - sum m)/(K - k)``.
+  (:func:`~fairalloc.schedule.posteriors.restatement_posterior`): after regimes ``1..k`` finish
+  with ``m_1..m_k`` epochs the posterior is ``Dir(m_1, ..., m_k, S_k, ..., S_k)``,
+  ``S_k = (N - sum m)/(K - k)``.
 * :func:`forecast_regimes` turns what has been observed of one job -- the configuration and the
   measured seconds of every finished epoch, nothing else -- into a :class:`RegimeForecast`: the
   posterior-mean trajectory of the remaining regimes as ``(epoch_seconds, epochs)`` pairs (the
@@ -16,13 +16,10 @@ how each elastic training job will change its configuration (batch size) in the 
   trajectories sampled from the posterior for the planner's scenario mode (App. F).
   ``method="bayesian"`` and ``method="greedy"`` are the two baselines of Figure 5;
   :func:`oracle_forecast` reads a job's whole future and exists only for comparison.
-* The estimators of App. G.2 are vectorised over jobs: :func:`contention_factor`
-  (``N_avg``), :func:`ftf_estimate` (Eq. 9), :func:`makespan_lower_bound` (Eq. 10, with gang
-  sizes) and :func:`makespan_normalizer` (``Z0`` of Eq. 11).
 
 The exact rules, the extrapolation of epoch durations to unseen configurations and the
-deviations from the upstream code are in ``formulations/regime_forecast.md`` and
-``formulations/shockwave_estimators.md``. This module needs only numpy and scipy.special.
+deviations from the upstream code are in ``formulations/regime_forecast.md``. The forecasts
+need only numpy and scipy.special.
 """
 
 from __future__ import annotations
@@ -33,63 +30,36 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import special
 
-from ._validation import (
+from .._validation import (
     as_array,
     as_bool,
-    as_gang_sizes,
     as_option,
     as_positive_float,
     as_positive_int,
     fmt_index,
 )
-from .errors import InputError
-from .results import readonly, require_pandas
+from ..errors import InputError
+from ..results import readonly, require_pandas
+from .posteriors import (
+    MAX_REGIMES,
+    SUM_RTOL,
+    _bayesian_remaining,
+    _censored_share_mean,
+    _readonly,
+    _restatement_alpha,
+    _sample_ongoing_share,
+)
+from .regime_model import RegimeModel
 
-__all__ = [
-    "RegimeForecast",
-    "RegimeModel",
-    "bayesian_posterior",
-    "contention_factor",
-    "forecast_regimes",
-    "ftf_estimate",
-    "makespan_lower_bound",
-    "makespan_normalizer",
-    "oracle_forecast",
-    "restatement_posterior",
-]
+__all__ = ["FORECAST_METHODS", "RegimeForecast", "forecast_regimes", "oracle_forecast"]
 
-METHODS = ("restatement", "bayesian", "greedy")
-_FORECAST_METHODS = (*METHODS, "oracle")
-# the most regimes a model may have, and the most sampled entries (num_samples * K) per call
-_MAX_REGIMES = 100_000
-_MAX_SAMPLE_ENTRIES = 100_000_000
-_KINDS = ("static", "accordion", "gns", "custom")
-# relative slack when comparing sums of observed epochs with the declared total
-_SUM_RTOL = 1e-9
-
-
-def _readonly(arr: np.ndarray) -> np.ndarray:
-    arr.flags.writeable = False
-    return arr
-
-
-def _num_regimes(value: Any, name: str = "num_regimes") -> int:
-    k = as_positive_int(value, name)
-    if k > _MAX_REGIMES:
-        raise InputError(f"{name} = {k} exceeds the largest supported model "
-                         f"({_MAX_REGIMES} regimes)", argument=name)
-    return k
-
-
-def _finite_result(out: Any, name: str, what: str) -> Any:
-    """``out`` as a read-only array (or float), or InputError if it overflowed a float."""
-    arr = np.asarray(out)
-    if not np.isfinite(arr).all():
-        raise InputError(f"{what} overflows a float for these {name} (express them in other "
-                         "units)", argument=name)
-    return float(arr) if arr.ndim == 0 else readonly(arr)
+FORECAST_METHODS = ("restatement", "bayesian", "greedy")
+ALL_FORECAST_METHODS = (*FORECAST_METHODS, "oracle")
+# input limit: the most sampled entries (num_samples * K) per call
+MAX_SAMPLE_ENTRIES = 100_000_000
+# marks a field RegimeForecast.replace leaves as it is (None is a valid posterior)
+_UNCHANGED: Any = object()
 
 
 def _rng(rng: np.random.Generator | int) -> np.random.Generator:
@@ -102,263 +72,7 @@ def _rng(rng: np.random.Generator | int) -> np.random.Generator:
     return np.random.default_rng(int(rng))
 
 
-# --------------------------------------------------------------------------------------------
-# Dirichlet posteriors (§5)
-# --------------------------------------------------------------------------------------------
-def _check_total(observed: np.ndarray, total: float, name: str) -> float:
-    s = float(observed.sum())
-    if s > total * (1.0 + _SUM_RTOL):
-        raise InputError(
-            f"{name} sum to {s:g} epochs, more than total_epochs = {total:g}", argument=name
-        )
-    return min(s, total)
 
-
-def restatement_posterior(
-    total_epochs: float, num_regimes: int, observed_epochs: Sequence[float] | np.ndarray
-) -> np.ndarray:
-    """Dirichlet parameters of the restatement posterior over regime lengths (Shockwave §5).
-
-    With ``K = num_regimes`` possible regimes and ``N = total_epochs`` epochs the prior is
-    ``Dir(N/K, ..., N/K)``. After regimes ``1..k`` have finished with ``m_1..m_k`` epochs
-    (``observed_epochs``), the posterior is ``Dir(m_1, ..., m_k, S_k, ..., S_k)`` with
-    ``S_k = (N - sum m)/(K - k)``: the ongoing and future regimes evenly split what is left.
-    Whenever ``k < K`` the parameters sum to ``N``, so the posterior mean number of epochs of
-    regime ``i`` is the parameter itself.
-
-    Parameters
-    ----------
-    total_epochs : float
-        ``N``, the job's total number of epochs (positive).
-    num_regimes : int
-        ``K``, the most regimes the job's scaling rule can produce (positive).
-    observed_epochs : sequence of float, length k <= K
-        Epochs of each *finished* regime, in order (non-negative; ``0`` for a regime that was
-        skipped). Empty before the first regime change: the posterior is then the prior.
-
-    Returns
-    -------
-    ndarray, shape (K,)
-        Read-only Dirichlet parameters (non-negative). Zeros appear only for finished regimes
-        with no epochs and, when ``sum m = N``, for regimes left with nothing (a point mass).
-        With ``k = K`` every regime has finished and the parameters are ``m`` itself.
-
-    Raises
-    ------
-    InputError
-        If ``total_epochs`` or ``num_regimes`` is not positive, ``observed_epochs`` has more
-        than ``K`` entries, a negative or non-finite entry, sums to more than ``N``, or (with
-        ``k = K``) sums to zero.
-
-    Examples
-    --------
-    >>> restatement_posterior(100, 4, [])
-    array([25., 25., 25., 25.])
-    >>> restatement_posterior(100, 4, [10, 30])
-    array([10., 30., 30., 30.])
-    """
-    n_total = as_positive_float(total_epochs, "total_epochs")
-    k_max = _num_regimes(num_regimes)
-    m = as_array(observed_epochs, "observed_epochs", ndim=1, allow_empty=True)
-    k = m.shape[0]
-    if k > k_max:
-        raise InputError(
-            f"observed_epochs has {k} finished regimes but num_regimes = {k_max}",
-            argument="observed_epochs",
-        )
-    s = _check_total(m, n_total, "observed_epochs")
-    if k == k_max and s <= 0:
-        raise InputError(
-            "observed_epochs are all zero: every regime finished without an epoch",
-            argument="observed_epochs",
-        )
-    return _readonly(_restatement_alpha(n_total, k_max, m))
-
-
-def _restatement_alpha(n_total: float, k_max: int, m: np.ndarray) -> np.ndarray:
-    """The restatement rule on validated inputs (``sum m <= N``, ``len(m) <= K``)."""
-    k = m.shape[0]
-    if k == k_max:
-        return np.array(m, dtype=np.float64, copy=True)
-    rest = max(n_total - float(m.sum()), 0.0) / (k_max - k)
-    return np.concatenate([m, np.full(k_max - k, rest)])
-
-
-def bayesian_posterior(
-    total_epochs: float, num_regimes: int, epochs_per_regime: Sequence[float] | np.ndarray
-) -> np.ndarray:
-    """Dirichlet parameters of the *standard* Bayesian update (baseline of Shockwave Figure 5).
-
-    The standard conjugate update treats every observed epoch as an independent categorical
-    draw of its regime: from the prior ``Dir(N/K, ..., N/K)``, ``c_i`` epochs seen in regime
-    ``i`` (finished or ongoing) give ``Dir(N/K + c_1, ..., N/K + c_K)``. Shockwave §5 explains
-    why this is wrong for regimes -- epochs of regime ``k`` can only appear after regime
-    ``k-1`` ends -- and compares it with :func:`restatement_posterior` in Figure 5.
-
-    Parameters
-    ----------
-    total_epochs : float
-        ``N`` (positive).
-    num_regimes : int
-        ``K`` (positive).
-    epochs_per_regime : sequence of float, length <= K
-        Epochs observed so far in regimes ``1, 2, ...``; missing trailing regimes count 0.
-
-    Returns
-    -------
-    ndarray, shape (K,)
-        Read-only Dirichlet parameters (all positive).
-
-    Examples
-    --------
-    >>> bayesian_posterior(100, 4, [10, 30])
-    array([35., 55., 25., 25.])
-    """
-    n_total = as_positive_float(total_epochs, "total_epochs")
-    k_max = _num_regimes(num_regimes)
-    c = as_array(epochs_per_regime, "epochs_per_regime", ndim=1, allow_empty=True)
-    if c.shape[0] > k_max:
-        raise InputError(
-            f"epochs_per_regime has {c.shape[0]} regimes but num_regimes = {k_max}",
-            argument="epochs_per_regime",
-        )
-    _check_total(c, n_total, "epochs_per_regime")
-    alpha = np.full(k_max, n_total / k_max)
-    alpha[: c.shape[0]] += c
-    return _readonly(alpha)
-
-
-# --------------------------------------------------------------------------------------------
-# regime models (§5 "Leveraging domain knowledge")
-# --------------------------------------------------------------------------------------------
-@dataclass(frozen=True, init=False, eq=False)
-class RegimeModel:
-    """The order of configurations a job's regimes can take (Shockwave §5).
-
-    Batch-size scaling rules have deterministic configuration transitions; only how long each
-    regime lasts is random. A model lists the configurations (batch sizes) of regimes
-    ``1..K`` in the only order the rule allows; an observed job may skip regimes (a GNS job
-    that doubles twice at one epoch boundary, or stops early), never reorder them.
-
-    Parameters
-    ----------
-    configurations : array_like, shape (K,)
-        Positive configuration (global batch size) of each possible regime, in order;
-        consecutive entries must differ (a regime ends when the configuration changes).
-    kind : {"static", "accordion", "gns", "custom"}
-        Label only; the constructors below set it.
-
-    Examples
-    --------
-    >>> RegimeModel.accordion(32, 64, num_regimes=4).configurations
-    array([32., 64., 32., 64.])
-    >>> RegimeModel.gns(32, max_batch_size=256).configurations
-    array([ 32.,  64., 128., 256.])
-    >>> RegimeModel.static(128).num_regimes
-    1
-    """
-
-    kind: str
-    configurations: np.ndarray
-
-    def __init__(self, configurations: Any, *, kind: str = "custom") -> None:
-        kind = as_option(kind, "kind", _KINDS)
-        cfg = as_array(configurations, "configurations", ndim=1, positive=True)
-        if cfg.shape[0] > _MAX_REGIMES:
-            raise InputError(f"configurations has {cfg.shape[0]} regimes, more than "
-                             f"{_MAX_REGIMES}", argument="configurations")
-        same = np.flatnonzero(cfg[1:] == cfg[:-1])
-        if same.size:
-            i = int(same[0]) + 1
-            raise InputError(
-                f"configurations{fmt_index([i])} = {cfg[i]:g} repeats the previous regime's "
-                "configuration; consecutive regimes must differ",
-                argument="configurations",
-                index=(i,),
-            )
-        object.__setattr__(self, "kind", kind)
-        object.__setattr__(self, "configurations", cfg)
-
-    @classmethod
-    def static(cls, batch_size: float) -> RegimeModel:
-        """A job that never changes configuration: one regime."""
-        return cls([as_positive_float(batch_size, "batch_size")], kind="static")
-
-    @classmethod
-    def accordion(cls, small: float, large: float, *, num_regimes: int) -> RegimeModel:
-        """Accordion: alternates ``small, large, small, ...`` for at most ``num_regimes``.
-
-        Accordion starts in a critical regime with the small batch, scales up when gradients
-        change slowly and back down when they change fast (§5 (a)). Pass ``small`` and
-        ``large`` swapped for a job that starts with its large batch.
-        """
-        small = as_positive_float(small, "small")
-        large = as_positive_float(large, "large")
-        if small == large:
-            raise InputError("accordion needs two different configurations; small == large",
-                             argument="large")
-        k = _num_regimes(num_regimes)
-        return cls(np.where(np.arange(k) % 2 == 0, small, large), kind="accordion")
-
-    @classmethod
-    def gns(
-        cls,
-        initial: float,
-        *,
-        max_batch_size: float | None = None,
-        num_regimes: int | None = None,
-        factor: float = 2.0,
-    ) -> RegimeModel:
-        """GNS: the batch size only grows, multiplied by ``factor`` (doubling) each time.
-
-        Give exactly one of ``max_batch_size`` (the pre-specified limit, §5 (b); regimes
-        ``initial * factor**i <= max_batch_size``) and ``num_regimes``.
-        """
-        initial = as_positive_float(initial, "initial")
-        factor = as_positive_float(factor, "factor")
-        if factor <= 1.0:
-            raise InputError(f"factor must exceed 1 (GNS only scales up), got {factor:g}",
-                             argument="factor")
-        if (max_batch_size is None) == (num_regimes is None):
-            raise InputError("give exactly one of max_batch_size and num_regimes",
-                             argument="max_batch_size")
-        if max_batch_size is not None:
-            cap = as_positive_float(max_batch_size, "max_batch_size")
-            if cap < initial:
-                raise InputError(
-                    f"max_batch_size = {cap:g} is below the initial batch size {initial:g}",
-                    argument="max_batch_size",
-                )
-            steps = float(np.floor(np.log(cap / initial) / np.log(factor) + 1e-9))
-            if not steps < _MAX_REGIMES:
-                raise InputError(f"max_batch_size = {cap:g} allows more than {_MAX_REGIMES} "
-                                 f"doublings of {initial:g} by factor {factor:g}",
-                                 argument="max_batch_size")
-            k = int(steps) + 1
-            arg = "max_batch_size"
-        else:
-            k = _num_regimes(num_regimes)
-            arg = "num_regimes"
-        with np.errstate(over="ignore"):
-            cfg = initial * factor ** np.arange(k)
-        if not np.isfinite(cfg).all():
-            raise InputError(f"initial * factor ** (num_regimes - 1) overflows a float "
-                             f"({initial:g} * {factor:g} ** {k - 1})", argument=arg)
-        return cls(cfg, kind="gns")
-
-    @property
-    def num_regimes(self) -> int:
-        """``K``, the most regimes a job following this model can have."""
-        return int(self.configurations.shape[0])
-
-    def __repr__(self) -> str:
-        cfg = ", ".join(f"{c:g}" for c in self.configurations)
-        return f"RegimeModel(kind={self.kind!r}, configurations=[{cfg}])"
-
-
-# --------------------------------------------------------------------------------------------
-# the forecast
-# --------------------------------------------------------------------------------------------
 @dataclass(frozen=True, repr=False, eq=False)
 class RegimeForecast:
     """A job's predicted regime trajectory and run time (Shockwave §5, App. G).
@@ -430,11 +144,11 @@ class RegimeForecast:
     def __post_init__(self) -> None:
         # a forecast built by hand (or by replace()) is validated field by field; the
         # functions of this module build theirs through _build_forecast (already valid)
-        method = as_option(self.method, "method", _FORECAST_METHODS)
+        method = as_option(self.method, "method", ALL_FORECAST_METHODS)
         cfg = as_array(self.configurations, "configurations", ndim=1, positive=True)
         k = cfg.shape[0]
-        if k > _MAX_REGIMES:
-            raise InputError(f"configurations has {k} regimes, more than {_MAX_REGIMES}",
+        if k > MAX_REGIMES:
+            raise InputError(f"configurations has {k} regimes, more than {MAX_REGIMES}",
                              argument="configurations")
         fields: dict[str, Any] = {"method": method, "configurations": cfg}
         for name, positive in (("epochs", False), ("observed_epochs", False),
@@ -454,7 +168,7 @@ class RegimeForecast:
                                                        "attained_seconds", allow_zero=True)
         fields["censor"] = as_bool(self.censor, "censor")
         done = float(fields["observed_epochs"].sum())
-        if not done <= total * (1.0 + _SUM_RTOL):
+        if not done <= total * (1.0 + SUM_RTOL):
             raise InputError(f"observed_epochs sum to {done:g}, more than total_epochs = "
                              f"{total:g}", argument="observed_epochs")
         left = float(fields["remaining_epochs"].sum())
@@ -553,9 +267,9 @@ class RegimeForecast:
         num = as_positive_int(num_samples, "num_samples")
         gen = _rng(rng)
         k = self.num_regimes
-        if num * k > _MAX_SAMPLE_ENTRIES:
+        if num * k > MAX_SAMPLE_ENTRIES:
             raise InputError(f"num_samples = {num} trajectories of {k} regimes exceed "
-                             f"{_MAX_SAMPLE_ENTRIES} entries", argument="num_samples")
+                             f"{MAX_SAMPLE_ENTRIES} entries", argument="num_samples")
         c = self.current
         left = self.total_epochs - self.done_epochs
         try:
@@ -625,9 +339,30 @@ class RegimeForecast:
             f"total_seconds={self.total_seconds:.6g})"
         )
 
-    def replace(self, **changes: Any) -> RegimeForecast:
-        """A copy with some fields changed (the forecast itself is immutable)."""
-        return dataclasses.replace(self, **changes)
+    def replace(
+        self,
+        *,
+        method: Any = _UNCHANGED,
+        configurations: Any = _UNCHANGED,
+        epochs: Any = _UNCHANGED,
+        observed_epochs: Any = _UNCHANGED,
+        remaining_epochs: Any = _UNCHANGED,
+        epoch_seconds: Any = _UNCHANGED,
+        current: Any = _UNCHANGED,
+        total_epochs: Any = _UNCHANGED,
+        attained_seconds: Any = _UNCHANGED,
+        posterior: Any = _UNCHANGED,
+        censor: Any = _UNCHANGED,
+    ) -> RegimeForecast:
+        """A copy with the given fields changed, validated like the constructor (the forecast
+        itself is immutable); a field not given keeps its value."""
+        given = {"method": method, "configurations": configurations, "epochs": epochs,
+                 "observed_epochs": observed_epochs, "remaining_epochs": remaining_epochs,
+                 "epoch_seconds": epoch_seconds, "current": current,
+                 "total_epochs": total_epochs, "attained_seconds": attained_seconds,
+                 "posterior": posterior, "censor": censor}
+        return dataclasses.replace(self, **{k: v for k, v in given.items()
+                                            if v is not _UNCHANGED})
 
 
 def _build_forecast(**fields: Any) -> RegimeForecast:
@@ -640,60 +375,6 @@ def _build_forecast(**fields: Any) -> RegimeForecast:
         object.__setattr__(out, name, value)
     return out
 
-
-# ---- restatement mean and sampling helpers ---------------------------------------------------
-def _censored_share_mean(a: float, b: float, tau: float) -> float:
-    """``E[g | g >= tau]`` for ``g ~ Beta(a, b)`` (upper-truncated Beta mean)."""
-    if tau <= 0.0:
-        return a / (a + b)
-    if tau >= 1.0:
-        return 1.0
-    with np.errstate(all="ignore"):
-        tail = special.betaincc(a, b, tau)
-        upper = special.betaincc(a + 1.0, b, tau)
-        value = a / (a + b) * upper / tail
-    if not np.isfinite(value) or tail <= 1e-300:
-        # all the remaining mass sits at the truncation point
-        return tau
-    return float(min(max(value, tau), 1.0))
-
-
-def _sample_ongoing_share(
-    gen: np.random.Generator, num: int, s: float, unfinished: int, tau: float, censor: bool
-) -> np.ndarray:
-    """Draws of the ongoing regime's share ``g`` of the epochs not in finished regimes."""
-    if unfinished == 1:
-        return np.ones(num)
-    a, b = s, (unfinished - 1) * s
-    if censor and tau > 0.0:
-        tail = float(special.betaincc(a, b, min(tau, 1.0)))
-        if tail <= 1e-300:
-            return np.full(num, min(tau, 1.0))
-        g = special.betainccinv(a, b, gen.uniform(0.0, 1.0, size=num) * tail)
-    else:
-        g = gen.beta(a, b, size=num)
-    return np.clip(g, min(tau, 1.0), 1.0)
-
-
-def _bayesian_remaining(
-    pred: np.ndarray, observed: np.ndarray, current: int, total: float
-) -> np.ndarray:
-    """Remaining epochs of the standard-Bayesian baseline from predicted regime lengths.
-
-    Regimes before ``current`` are done; the ongoing one keeps ``max(pred - observed, 0)``;
-    future regimes keep their prediction; the result is rescaled to the epochs actually left
-    (``N - F`` is known), as the upstream predictor rescales its estimate.
-    """
-    pred = np.atleast_2d(pred)
-    out = np.array(pred, dtype=np.float64, copy=True)
-    out[:, :current] = 0.0
-    out[:, current] = np.maximum(out[:, current] - observed[current], 0.0)
-    left = max(total - float(observed.sum()), 0.0)
-    tot = out.sum(axis=1)
-    pos = tot > 0
-    out[pos] *= (left / tot[pos])[:, None]
-    out[~pos, current] = left
-    return out
 
 
 # ---- epoch durations ------------------------------------------------------------------------
@@ -905,7 +586,7 @@ def forecast_regimes(
     if not isinstance(model, RegimeModel):
         raise InputError(f"model must be a fairalloc.RegimeModel, got {type(model).__name__}",
                          argument="model")
-    method = as_option(method, "method", METHODS)
+    method = as_option(method, "method", FORECAST_METHODS)
     censor = as_bool(censor, "censor")
     n_total = as_positive_float(total_epochs, "total_epochs")
     bs = as_array(batch_sizes, "batch_sizes", ndim=1, positive=True, allow_empty=True)
@@ -916,7 +597,7 @@ def forecast_regimes(
             argument="epoch_seconds",
         )
     f = bs.shape[0]
-    if f > n_total * (1.0 + _SUM_RTOL):
+    if f > n_total * (1.0 + SUM_RTOL):
         raise InputError(f"batch_sizes lists {f} finished epochs, more than total_epochs = "
                          f"{n_total:g}", argument="batch_sizes")
     observed, observed_seconds, c = _match_regimes(model, bs, sec, current_batch_size)
@@ -1043,234 +724,3 @@ def oracle_forecast(
     )
 
 
-# --------------------------------------------------------------------------------------------
-# estimators (§6.2, App. G.2)
-# --------------------------------------------------------------------------------------------
-def contention_factor(
-    arrival: Any,
-    now: float,
-    num_gpus: float,
-    *,
-    times: Any = None,
-    demand: Any = None,
-    demand_seconds: Any = None,
-    floor: float = 1.0,
-) -> np.ndarray:
-    """Each job's contention factor ``N_avg(j)`` over the time it was queued or running.
-
-    Shockwave App. G.2: the contention factor is the number of jobs requesting GPUs divided
-    by the number of GPUs ``M``, and job ``j``'s ``N_avg(j)`` averages it over
-    ``[arrival_j, now]``:
-
-        N_avg(j) = max(floor, (1/(now - a_j)) * integral_{a_j}^{now} demand(t) dt / M).
-
-    Give the demand either as an **event history** (``times`` and ``demand``: a step function
-    equal to ``demand[e]`` on ``[times[e], times[e+1])`` and to ``demand[-1]`` until ``now``)
-    or as **running sums** (``demand_seconds[j]`` = the integral since job ``j`` arrived,
-    accumulated by the scheduler, with ``demand`` the current scalar demand). A job that
-    arrives at ``now`` gets the current demand. ``demand`` counts jobs requesting GPUs (the
-    paper); pass GPUs requested to weigh gangs instead. ``floor=1`` (default) keeps a job's
-    predicted shared run time from undercutting its isolated one when the cluster is not
-    contended (as the upstream evaluation's ``max(1, N/M)``); ``floor=0`` is the literal ratio.
-
-    Parameters
-    ----------
-    arrival : array_like, shape (n,)
-        Arrival time of each job (``<= now``).
-    now : float
-        Current time.
-    num_gpus : float
-        ``M`` (positive).
-    times, demand : array_like, shape (E,), optional
-        Event history: non-decreasing segment start times (``times[0] <= min(arrival)``,
-        ``times[-1] <= now``) and the demand on each segment (non-negative).
-    demand_seconds : array_like, shape (n,), optional
-        Running sums of demand x seconds since each job's arrival (then ``demand`` is a
-        non-negative scalar, the current demand).
-    floor : float, default 1.0
-        Lower bound applied to the average (non-negative).
-
-    Returns
-    -------
-    ndarray, shape (n,)
-
-    Examples
-    --------
-    Four GPUs; 2 jobs requesting GPUs during [0, 10), then 8 until now = 20:
-
-    >>> contention_factor([0.0, 10.0, 20.0], 20.0, 4, times=[0, 10], demand=[2, 8], floor=0)
-    array([1.25, 2.  , 2.  ])
-    >>> contention_factor([0.0, 10.0], 20.0, 4, demand_seconds=[100.0, 80.0], demand=8)
-    array([1.25, 2.  ])
-    """
-    a = as_array(arrival, "arrival", ndim=1, nonneg=False)
-    t_now = float(as_array(now, "now", ndim=0, nonneg=False))
-    m = as_positive_float(num_gpus, "num_gpus")
-    lo = as_positive_float(floor, "floor", allow_zero=True)
-    late = np.flatnonzero(a > t_now)
-    if late.size:
-        i = int(late[0])
-        raise InputError(f"arrival[{i}] = {a[i]:g} is after now = {t_now:g}",
-                         argument="arrival", index=(i,))
-    elapsed = t_now - a
-    if (times is None) == (demand_seconds is None):
-        raise InputError("give either an event history (times, demand) or running sums "
-                         "(demand_seconds, demand)", argument="times")
-    if times is not None:
-        t = as_array(times, "times", ndim=1, nonneg=False)
-        d = as_array(demand, "demand", ndim=1, shape=t.shape)
-        back = np.flatnonzero(np.diff(t) < 0)
-        if back.size:
-            i = int(back[0]) + 1
-            raise InputError(f"times[{i}] = {t[i]:g} is before times[{i - 1}]; times must be "
-                             "non-decreasing", argument="times", index=(i,))
-        if t[-1] > t_now:
-            raise InputError(f"times[{t.size - 1}] = {t[-1]:g} is after now = {t_now:g}",
-                             argument="times", index=(t.size - 1,))
-        early = np.flatnonzero(a < t[0])
-        if early.size:
-            i = int(early[0])
-            raise InputError(f"arrival[{i}] = {a[i]:g} is before the history starts "
-                             f"(times[0] = {t[0]:g})", argument="arrival", index=(i,))
-        xp = np.concatenate([t, [t_now]])
-        with np.errstate(over="ignore", invalid="ignore"):  # overflow: InputError below
-            cp = np.concatenate([[0.0], np.cumsum(d * np.diff(xp))])  # integral up to xp[e]
-            seg = np.searchsorted(t, a, side="right") - 1  # the segment of each arrival
-            # whole segments after the arrival, plus the part of its own (no cancellation
-            # for jobs that arrived in the last segment)
-            integral = (cp[-1] - cp[seg + 1]) + d[seg] * (xp[seg + 1] - a)
-        current = float(d[np.searchsorted(t, t_now, side="right") - 1])
-    else:
-        integral = as_array(demand_seconds, "demand_seconds", ndim=1, shape=a.shape)
-        if demand is None:
-            if (elapsed <= 0).any():
-                raise InputError("a job arrived at now: pass the current demand (scalar) "
-                                 "to use for it", argument="demand")
-            current = 0.0
-        else:
-            current = float(as_array(demand, "demand", ndim=0))
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        avg = np.where(elapsed > 0, integral / np.where(elapsed > 0, elapsed, 1.0), current)
-        out = np.maximum(avg / m, lo)
-    return _finite_result(out, "demand", "the average demand")
-
-
-def ftf_estimate(attained: Any, waiting: Any, remaining: Any, contention: Any) -> np.ndarray:
-    """Finish-time-fairness estimate ``rho_hat`` of each job (Shockwave Eq. 9, App. G.2).
-
-        rho_hat_j = (L_j + W_j + R_hat_j * N_avg(j)) / (P_hat_j * N_avg(j)),
-        P_hat_j = L_j + R_hat_j
-
-    The numerator predicts the job completion time under contention: attained service time
-    ``L_j``, waiting time ``W_j``, and the predicted remaining isolated run time ``R_hat_j``
-    (:attr:`RegimeForecast.remaining_seconds`) stretched by the contention factor. The
-    denominator is the predicted total isolated run time ``P_hat_j`` (``R_hat = P_hat - L``)
-    stretched the same way: the job's run time in its ``1/N_avg`` share. ``rho_hat > 1``
-    predicts a violation of finish-time fairness.
-
-    Parameters
-    ----------
-    attained : array_like, shape (n,)
-        ``L_j``: seconds the job has run (non-negative).
-    waiting : array_like, shape (n,)
-        ``W_j``: seconds it has waited in the queue since arrival (non-negative).
-    remaining : array_like, shape (n,)
-        ``R_hat_j``: predicted remaining isolated run time (non-negative).
-    contention : float or array_like, shape (n,)
-        ``N_avg(j)`` (positive), e.g. from :func:`contention_factor`.
-
-    Returns
-    -------
-    ndarray, shape (n,)
-
-    Examples
-    --------
-    >>> ftf_estimate([100.0, 0.0], [300.0, 50.0], [100.0, 200.0], [2.0, 1.0])
-    array([1.5 , 1.25])
-    """
-    L = as_array(attained, "attained", ndim=1)
-    n = L.shape[0]
-    W = as_array(waiting, "waiting", ndim=1, shape=(n,))
-    R = as_array(remaining, "remaining", ndim=1, shape=(n,))
-    N = as_array(contention, "contention", ndim=(0, 1), positive=True)
-    if N.ndim == 1 and N.shape[0] != n:
-        raise InputError(f"contention has {N.shape[0]} entries for {n} jobs",
-                         argument="contention")
-    P = L + R
-    bad = np.flatnonzero(P <= 0)
-    if bad.size:
-        i = int(bad[0])
-        raise InputError(f"remaining[{i}] = 0 and attained[{i}] = 0: job {i} has no predicted "
-                         "run time", argument="remaining", index=(i,))
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
-        out = (L + W + R * N) / (P * N)
-    return _finite_result(out, "contention", "the FTF estimate")
-
-
-def makespan_lower_bound(remaining: Any, num_gpus: float, workers: Any = None) -> Any:
-    """Makespan lower bound ``H`` (Shockwave Eq. 10, App. G.2, with gang sizes).
-
-        H = max( sum_j w_j R_j / M , max_j R_j )
-
-    ``R_j`` is job ``j``'s remaining run time (in isolation, on its gang of ``w_j`` GPUs):
-    no schedule finishes before the longest job, nor before the cluster's ``M`` GPUs have
-    delivered the ``sum_j w_j R_j`` GPU-seconds still owed (the paper writes
-    ``sum_j R_j / M`` for single-GPU jobs). Vectorised over leading axes: pass
-    ``remaining`` of shape ``(..., n)`` (e.g. one row per scenario or per candidate
-    schedule) to get ``H`` of shape ``(...)``.
-
-    Parameters
-    ----------
-    remaining : array_like, shape (..., n)
-        Remaining run times (non-negative seconds).
-    num_gpus : float
-        ``M`` (positive).
-    workers : array_like of int, shape (n,), optional
-        Gang sizes ``w_j`` (default 1); each must fit in ``M``.
-
-    Returns
-    -------
-    float or ndarray
-
-    Examples
-    --------
-    >>> makespan_lower_bound([100.0, 50.0, 50.0], 2, workers=[1, 2, 2])
-    150.0
-    >>> makespan_lower_bound([[100.0, 50.0], [10.0, 10.0]], 4)
-    array([100.,  10.])
-    """
-    R = as_array(remaining, "remaining", ndim=(1, 2, 3))
-    n = R.shape[-1]
-    m = as_positive_float(num_gpus, "num_gpus")
-    w = as_gang_sizes(workers, n, m)
-    with np.errstate(over="ignore", invalid="ignore"):
-        h = np.maximum(R @ w / m, R.max(axis=-1))
-    return _finite_result(h, "remaining", "the makespan bound")
-
-
-def makespan_normalizer(remaining: Any) -> Any:
-    """``Z0`` of Shockwave Eq. 11: the sum of the jobs' remaining run times before the window.
-
-    It makes the regulariser ``(lambda/Z0) * H`` insensitive to the scale of ``H``
-    (``remaining`` as in :func:`makespan_lower_bound`, predicted before planning). Vectorised
-    over leading axes like :func:`makespan_lower_bound`.
-
-    Raises
-    ------
-    InputError
-        If every remaining time is zero (``Z0 = 0`` leaves the regulariser undefined).
-
-    Examples
-    --------
-    >>> makespan_normalizer([100.0, 50.0, 50.0])
-    200.0
-    """
-    R = as_array(remaining, "remaining", ndim=(1, 2, 3))
-    with np.errstate(over="ignore", invalid="ignore"):
-        z = R.sum(axis=-1)
-    z = _finite_result(z, "remaining", "Z0")
-    zero = np.argwhere(np.atleast_1d(z) <= 0)
-    if zero.size:
-        raise InputError("remaining sums to 0: Z0 must be positive (no job has run time left)",
-                         argument="remaining", index=tuple(int(i) for i in zero[0]))
-    return z

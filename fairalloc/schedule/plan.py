@@ -1,0 +1,500 @@
+"""Shockwave's planner: :func:`plan_schedule` and :class:`PlanResult` (the paths of the
+:mod:`fairalloc.schedule` docstring: the fast path, the full MILP, ``"auto"``'s hand-over).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .._validation import (
+    as_bool,
+    as_option,
+    as_positive_int,
+    as_time_limit,
+    as_tolerance,
+)
+from ..backends import Backend, LinearProgram
+from ..certificates import milp_certificate
+from ..errors import CertificateError, FairallocError, InputError, SolverError
+from ..results import Certificate, Result, SolveStats, Status, require_pandas
+from ..tolerances import FEAS_TOL
+from .count_milp import _count_milp, _cover_cut
+from .instance import (
+    EPOCH_RTOL,
+    EXPECTATIONS,
+    MAKESPAN_KINDS,
+    REGIME_MODELS,
+    WORK_CONSERVATION,
+    PlanJob,
+    _build_plan_instance,
+    _count_value,
+    _evaluate,
+    _PlanInstance,
+    _schedule_residual,
+)
+from .lagrangian import (
+    _bisect_price,
+    _greedy_fill,
+    _kappa_candidates,
+    _LagrangianDual,
+    _masked,
+    _restart_lower,
+)
+from .milp import _MilpRunner, _schedule_milp
+from .packing import _greedy_upstream, _realise
+
+__all__ = ["PLAN_METHODS", "PlanResult", "plan_schedule"]
+
+PLAN_METHODS = ("auto", "fast", "milp")
+# ACCURACY: relative slack (of the objective's data scale) used when comparing objective values
+REL_SLACK = 1e-12
+# ACCURACY: reduced-cost fixing keeps a count whose Lagrangian slack is within this relative
+# margin of bound - value (round-off must not fix away an optimal count)
+FIXING_RTOL = 1e-9
+# PERFORMANCE: the core count MILP is solved to this fraction of the requested mip_gap (the
+# packing may lose a little of its objective)
+CORE_GAP_FRACTION = 0.5
+# PERFORMANCE: most core count MILP solves (each adds a cover cut for a gang packing that fails)
+MAX_CORE_SOLVES = 20
+# ACCURACY: the MILP's own objective must agree with the schedule's recomputed objective to
+# this relative amount of the certificate's scale
+OBJECTIVE_AGREEMENT_RTOL = 1e-6
+# ACCURACY: the smallest magnitude a relative gap is divided by
+MAGNITUDE_FLOOR = 1e-300
+# path steps (stats.path) that are one backend solve each
+SOLVE_STEPS = ("core-count-milp", "milp")
+
+
+@dataclass(frozen=True, repr=False)
+class PlanResult(Result):
+    """A Shockwave plan over a window of rounds, with its certificate.
+
+    Attributes
+    ----------
+    schedule : ndarray of bool, shape (n, rounds)
+        ``schedule[j, t]``: job ``j`` runs on its gang in round ``t``.
+    rounds_given : ndarray of int, shape (n,)
+        Rounds each job gets in the window.
+    utility : ndarray, shape (n,)
+        ``UTIL_j`` after the window (expected over scenarios in scenario mode).
+    remaining : ndarray, shape (n,)
+        ``R_j``: remaining isolated run time after the window (seconds).
+    regime : ndarray of int, shape (n, rounds)
+        Index into the job's ``regimes`` of the regime it is in when round ``t`` starts, for
+        scheduled rounds (``-1`` elsewhere): the regime decomposition ``Y_j[k, t]`` of App. G.
+    welfare : float
+        ``(1/(N*M)) * sum_j rho_j^k log UTIL_j``.
+    makespan_bound : float
+        ``H`` after the window (seconds).
+    z0 : float
+        The normaliser ``Z0``.
+    restarts : int
+        Rounds in which a job starts that did not run in the round before.
+    bound : float
+        Certified upper bound on the optimal objective.
+    method : str
+        ``"fast"`` or ``"milp"`` (the path whose schedule was returned).
+    objective : float
+        ``welfare - (lam/Z0) * makespan_bound - restart_penalty * restarts``.
+    log_scale : float
+        ``0`` unless ``rho^k`` would overflow or underflow a float (``|k log rho| > 600``):
+        then ``objective``, ``welfare``, ``bound`` and the certificate are the true values
+        multiplied by ``exp(-log_scale)`` (the weights are computed in log space relative to
+        the largest; the makespan and restart terms are scaled alike, so the plan is the
+        argmax of the true objective).
+
+    A plan whose gap target was not proven has ``status="time_limit"`` and
+    ``certificate.ok == False``; ``certificate.relative_gap`` is the gap over
+    ``certificate.scale`` (``max(|objective|, |bound|, data scale)``).
+    """
+
+    schedule: np.ndarray
+    rounds_given: np.ndarray
+    utility: np.ndarray
+    remaining: np.ndarray
+    regime: np.ndarray
+    welfare: float
+    makespan_bound: float
+    z0: float
+    restarts: int
+    bound: float
+    method: str
+    log_scale: float = 0.0
+
+    @property
+    def relative_gap(self) -> float:
+        """``gap / |objective|`` -- the MIP solvers' relative gap (0 when both are 0)."""
+        if self.gap <= 0:
+            return 0.0
+        return self.gap / max(abs(self.objective), MAGNITUDE_FLOOR)
+
+    def jobs_in_round(self, t: int) -> np.ndarray:
+        """Indices of the jobs scheduled in round ``t``."""
+        t = as_positive_int(t, "t", allow_zero=True)
+        if t >= self.schedule.shape[1]:
+            raise InputError(f"t = {t} is outside the {self.schedule.shape[1]}-round window",
+                             argument="t")
+        return np.flatnonzero(self.schedule[:, t])
+
+    def to_frame(self) -> Any:
+        """One row per job: rounds, utility, remaining time, then one column per round."""
+        pd = require_pandas()
+        base = pd.DataFrame({"rounds": self.rounds_given, "utility": self.utility,
+                             "remaining": self.remaining})
+        base.index.name = "job"
+        sched = pd.DataFrame(self.schedule, columns=[f"t{t}" for t in
+                                                     range(self.schedule.shape[1])])
+        return pd.concat([base, sched], axis=1)
+
+
+def _regime_index(inst: _PlanInstance, x: np.ndarray) -> np.ndarray:
+    before = (np.cumsum(x, axis=1) - x) * inst.D
+    k = inst.reg_seconds.shape[1] - 1
+    tol = EPOCH_RTOL * np.abs(inst.reg_seconds).max(axis=1, initial=0.0)[:, None, None]
+    idx = (inst.reg_seconds[:, None, 1:] <= before[:, :, None] + tol).sum(axis=-1)
+    idx = np.minimum(idx, max(k - 1, 0))
+    return np.where(x, idx, -1)
+
+
+@dataclass
+class _PlanCandidate:
+    """One path's schedule, its value and bound, and the steps it ran."""
+
+    x: np.ndarray
+    value: float
+    bound: float
+    method: str
+    iterations: int = 0
+    path: tuple[str, ...] = ()
+    raw_status: str = ""  # the last backend solve's status ("" when none ran)
+    lp: LinearProgram | None = None
+    lp_x: np.ndarray | None = None
+    lp_bound: float = math.nan
+
+
+
+def _fast(inst: _PlanInstance, wc: str, *, mip_gap: float, deadline: float | None,
+          solver: _MilpRunner) -> _PlanCandidate:
+    """Lagrangian counts, reduced-cost fixing, core count MILP, packing (package docstring).
+
+    Path steps: ``"lagrangian"``, then one ``"core-count-milp"`` per core solve (each later
+    one with a cover cut added) when the packed counts are not certified.
+    """
+    gp = _restart_lower(inst)
+    gpm = _masked(inst, gp)
+    best_lag: _LagrangianDual | None = None
+    n_inc: np.ndarray | None = None
+    z_inc = -math.inf
+    seen: list[np.ndarray] = []
+    path = ["lagrangian"]
+    raw = ""
+    # makespan multipliers: first the a-priori split, then splits aimed at the incumbent's H
+    for pass_ in range(2 if inst.coef > 0 else 1):
+        for kappa in _kappa_candidates(inst, n_inc if pass_ else None):
+            if any(np.array_equal(kappa, old) for old in seen):
+                continue
+            seen.append(kappa)
+            lag, n_hi, n_lo = _bisect_price(inst, gpm, kappa)
+            if best_lag is None or lag.value < best_lag.value:
+                best_lag = lag
+            n = _greedy_fill(inst, gp, n_hi, n_lo, kappa)
+            z = _count_value(inst, n, gp)
+            if z > z_inc:
+                z_inc, n_inc = z, n
+    assert best_lag is not None and n_inc is not None
+    x, value = _realise(inst, n_inc, gp, best_lag.kappa, wc)
+    bound = best_lag.value
+    if not inst.certified(value, bound, mip_gap):
+        # reduced-cost fixing against the realised schedule: a count whose Lagrangian slack
+        # exceeds bound - value cannot be part of a better schedule
+        phi = best_lag.phi
+        slack = phi.max(axis=1, keepdims=True) - phi
+        ok = slack <= (bound - value) * (1 + FIXING_RTOL) + REL_SLACK * inst.gap_scale(value,
+                                                                                     bound)
+        lo = np.minimum(np.argmax(ok, axis=1), n_inc)
+        hi = np.maximum(inst.T - np.argmax(ok[:, ::-1], axis=1), n_inc)
+        cuts: list[tuple[np.ndarray, int]] = []
+        for _ in range(MAX_CORE_SOLVES):  # cover cuts for gang packings that fail
+            left = None if deadline is None else deadline - time.perf_counter()
+            n_core, core_bound, _, raw = _count_milp(inst, gp, lo, hi, time_limit=left,
+                                                     mip_gap=mip_gap * CORE_GAP_FRACTION,
+                                                     solver=solver, extra_cuts=cuts)
+            path.append("core-count-milp")
+            if n_core is None:
+                break
+            bound = min(bound, max(value, core_bound))
+            x2, value2 = _realise(inst, n_core, gp, best_lag.kappa, wc)
+            if value2 > value:
+                x, value = x2, value2
+            if inst.certified(value, bound, mip_gap):
+                break
+            cut = _cover_cut(inst, n_core)
+            if cut is None or (deadline is not None and time.perf_counter() >= deadline):
+                break
+            cuts.append(cut)
+    return _PlanCandidate(x=x, value=value, bound=max(bound, value), method="fast",
+                          iterations=len(seen), path=tuple(path), raw_status=raw)
+
+
+def _milp(inst: _PlanInstance, wc: str, *, mip_gap: float, deadline: float | None,
+          solver: _MilpRunner, start_x: np.ndarray | None = None
+          ) -> tuple[_PlanCandidate | None, str]:
+    """The full MILP (path step ``"milp"``, one solve): its candidate (None when the backend
+    returned no schedule) and the backend's status."""
+    left = None if deadline is None else deadline - time.perf_counter()
+    if wc == "greedy":
+        start_x = None  # the greedy post-pass schedule need not be optimal for "none"
+    x, bound, sol, lp = _schedule_milp(inst, "none" if wc == "greedy" else wc,
+                                       time_limit=left, mip_gap=mip_gap, solver=solver,
+                                       start_x=start_x)
+    raw = str(sol.raw_status or sol.status)
+    if x is None:
+        return None, raw
+    lp_x = sol.x
+    if wc == "greedy":
+        x = _greedy_upstream(inst, x)
+    value = _evaluate(inst, x)["objective"]
+    return _PlanCandidate(x=x, value=value, bound=max(bound, value), method="milp",
+                          iterations=sol.iterations, path=("milp",), raw_status=raw, lp=lp,
+                          lp_x=lp_x, lp_bound=bound), raw
+
+
+def plan_schedule(
+    jobs: Sequence[PlanJob],
+    num_gpus: int,
+    *,
+    rounds: int = 20,
+    round_duration: float = 120.0,
+    k: float = 5.0,
+    lam: float = 1e-3,
+    method: str = "auto",
+    mip_gap: float = 1e-3,
+    time_limit: float | None = None,
+    work_conservation: str = "exact",
+    restart_penalty: float = 0.0,
+    expectation: str = "mean",
+    makespan: str = "paper",
+    regime_model: str = "forecast",
+    z0: float | None = None,
+    util_floor: float = 1e-6,
+    warm_start: bool = False,
+    threads: int | None = None,
+    backend: str | Backend = "highs",
+) -> PlanResult:
+    """Plan the next ``rounds`` rounds with Shockwave's program (Eq. 11, App. G.1-G.3, H).
+
+    Maximises ``(1/(N*M)) * sum_j rho_j^k log UTIL_j - (lam/Z0) * H`` (minus
+    ``restart_penalty`` per restart) over binary schedules with ``sum_j w_j x[j, t] <= M``
+    in every round and work conservation; see :mod:`fairalloc.schedule` for the semantics.
+
+    Parameters
+    ----------
+    jobs : sequence of PlanJob
+        The active jobs.
+    num_gpus : int
+        ``M``, GPUs in the cluster.
+    rounds : int, default 20
+        ``T``, rounds in the window (§6.1).
+    round_duration : float, default 120.0
+        ``D``, seconds per round.
+    k : float, default 5.0
+        Exponent of the FTF weights ``rho_j^k`` (the paper's ``k``; upstream calls it
+        ``lambda``).
+    lam : float, default 1e-3
+        Makespan regulariser coefficient (the paper's ``lambda``; upstream calls it ``k``).
+    method : {"auto", "fast", "milp"}
+        See :mod:`fairalloc.schedule`.
+    mip_gap : float, default 1e-3
+        Relative gap to certify (upstream's Gurobi ``MIPGap``): ``bound - objective`` at most
+        ``mip_gap * max(|objective|, |bound|, data scale)``, where the data scale is the sum of
+        the FTF weights times each job's log range over the window plus the makespan term
+        before it (``formulations/shockwave_plan.md``), so that an objective near zero is still
+        judged against the size of what the window can change. In ``(0, 0.1]``.
+    time_limit : float, optional
+        Seconds for the whole call; the best certified schedule found is returned with
+        ``status="time_limit"`` and ``certificate.ok == False`` if the gap target was not
+        certified in time (also when the fast path alone cannot certify it, with
+        ``method="fast"``: its fixed work budget ran out).
+    work_conservation : {"exact", "greedy", "none"}
+        ``"exact"`` (App. H): the constraint is part of the program. ``"greedy"``: upstream's
+        post-pass filling idle GPUs with the jobs of largest remaining run time after solving
+        without it. ``"none"``: no such constraint.
+    restart_penalty : float, default 0.0
+        Objective units charged per restart (a job running in a round but not in the one
+        before, or not before the window unless ``PlanJob.running``).
+    expectation : {"mean", "scenarios"}
+        ``"mean"``: the posterior-mean trajectory (``PlanJob.regimes``; §5). ``"scenarios"``:
+        ``log E[UTIL_j]`` over ``PlanJob.scenarios`` (App. F), and ``H`` of the expected
+        remaining times; jobs without scenarios use their regimes.
+    makespan : {"paper", "max_remaining"}
+        ``"paper"``: Eq. 10 with gang sizes, normalised by ``Z0``. ``"max_remaining"``:
+        upstream's regulariser, the largest remaining run time in raw seconds (no ``Z0``).
+    regime_model : {"forecast", "flat"}
+        ``"flat"`` reproduces upstream's lack of regime decomposition: every job advances at
+        one mean epoch duration (its forecast total is kept).
+    z0 : float, optional
+        ``Z0``; default ``sum_j P_j`` (:func:`fairalloc.makespan_normalizer` of the remaining
+        run times before the window).
+    util_floor : float, default 1e-6
+        ``log UTIL`` is evaluated at ``max(UTIL, util_floor)`` so that a job with no finished
+        epoch that gets no round costs a finite amount (the value upstream's piecewise log
+        takes at zero progress).
+    warm_start : bool, default False
+        ``method="milp"`` only: run the fast path first and give its schedule to HiGHS as a
+        MIP start (``"auto"`` always does so when it falls back to the MILP).
+    threads : int, optional
+        Solver threads.
+    backend : str or Backend, default "highs"
+        The MILP backend (:func:`fairalloc.backends.get_backend`; it must support ``"milp"``)
+        that solves the fast path's core count MILP and the full MILP. ``stats.backend`` names
+        it when it ran (``"none"`` when the fast path needed no solve) and
+        ``stats.raw_status`` is its last status.
+
+    Returns
+    -------
+    PlanResult
+        ``stats.path`` names the steps that ran, in order: ``"lagrangian"`` (the fast path's
+        Lagrangian counts and bound; no solver), ``"core-count-milp"`` (one backend solve of
+        the fast path's count-level core MILP; repeated once per cover cut added for a gang
+        packing that failed) and ``"milp"`` (one backend solve of the full MILP);
+        ``stats.solves`` counts the last two. ``stats.fallbacks`` records ``"auto"``'s
+        hand-over when the fast path could not certify ``mip_gap``, e.g.
+        ``("lagrangian->milp: the fast path proved a relative gap of 0.02, above mip_gap =
+        0.001",)`` (``method="milp"`` with ``warm_start`` runs the fast path first by request:
+        no fallback).
+
+    Raises
+    ------
+    InputError
+        Bad jobs or parameters (e.g. a gang larger than the cluster), or a backend without
+        MILP support.
+    SolverError
+        ``method="milp"`` found no schedule within the time limit, or the backend failed.
+    CertificateError
+        The returned schedule violates a constraint or the gap exceeds its tolerance.
+
+    Examples
+    --------
+    Three single-GPU jobs, two GPUs, four rounds; the job furthest behind (FTF 2) gets every
+    round, the other two share the second GPU:
+
+    >>> jobs = [PlanJob(workers=1, total_epochs=100, done_epochs=10, ftf=2.0,
+    ...                 regimes=[(60.0, 90)]),
+    ...         PlanJob(workers=1, total_epochs=100, done_epochs=50, ftf=1.0,
+    ...                 regimes=[(60.0, 50)]),
+    ...         PlanJob(workers=1, total_epochs=100, done_epochs=50, ftf=1.0,
+    ...                 regimes=[(60.0, 50)])]
+    >>> plan = plan_schedule(jobs, 2, rounds=4)
+    >>> plan.schedule.sum(axis=1).tolist(), plan.status.value
+    ([4, 2, 2], 'optimal')
+    """
+    t0 = time.perf_counter()
+    method = as_option(method, "method", PLAN_METHODS)
+    wc = as_option(work_conservation, "work_conservation", WORK_CONSERVATION)
+    expectation = as_option(expectation, "expectation", EXPECTATIONS)
+    makespan = as_option(makespan, "makespan", MAKESPAN_KINDS)
+    regime_model = as_option(regime_model, "regime_model", REGIME_MODELS)
+    gap = as_tolerance(mip_gap, "mip_gap")
+    limit = as_time_limit(time_limit)
+    if threads is not None:
+        threads = as_positive_int(threads, "threads")
+    warm_start = as_bool(warm_start, "warm_start")
+    solver = _MilpRunner.of(backend, threads)
+    inst = _build_plan_instance(jobs, num_gpus, rounds=rounds, round_duration=round_duration, k=k,
+                           lam=lam, z0=z0, util_floor=util_floor, expectation=expectation,
+                           makespan=makespan, regime_model=regime_model,
+                           restart_penalty=restart_penalty)
+    try:
+        return _plan(inst, method, wc, gap, limit, warm_start, solver, t0)
+    except FairallocError:
+        raise
+    except Exception as exc:  # numerical trouble must not escape as a foreign exception
+        raise SolverError(f"plan_schedule failed: {type(exc).__name__}: {exc}",
+                          backend=solver.name, status="exception") from exc
+
+
+def _plan(inst: _PlanInstance, method: str, wc: str, gap: float, limit: float | None,
+          warm_start: bool, solver: _MilpRunner, t0: float) -> PlanResult:
+    deadline = None if limit is None else t0 + limit
+    cands: list[_PlanCandidate] = []
+    path: list[str] = []
+    fallbacks: list[str] = []
+    raw = ""
+    if method in ("auto", "fast") or (method == "milp" and warm_start):
+        fast = _fast(inst, wc, mip_gap=gap, deadline=deadline, solver=solver)
+        cands.append(fast)
+        path.extend(fast.path)
+        raw = fast.raw_status or raw
+    certified = bool(cands) and inst.certified(cands[0].value, cands[0].bound, gap)
+    if method == "milp" or (method == "auto" and not certified and
+                            (deadline is None or time.perf_counter() < deadline)):
+        if method == "auto":
+            c0 = cands[0]
+            scale = inst.gap_scale(c0.value, c0.bound)
+            proved = (c0.bound - c0.value) / scale if scale > 0 else math.inf
+            fallbacks.append(f"{path[-1]}->milp: the fast path proved a relative gap of "
+                             f"{proved:.3g}, above mip_gap = {gap:g}")
+        start_x = cands[0].x if cands else None
+        cand, raw = _milp(inst, wc, mip_gap=gap, deadline=deadline, solver=solver,
+                          start_x=start_x)
+        path.append("milp")
+        if cand is None and method == "milp" and not cands:
+            why = "within the time limit; raise time_limit or use method='fast'" if (
+                deadline is not None and time.perf_counter() >= deadline) else \
+                f"(its status: {raw!r}); try method='fast'"
+            raise SolverError(f"backend {solver.name!r} returned no schedule {why}",
+                              backend=solver.name, status=raw or "time_limit")
+        if cand is not None:
+            cands.append(cand)
+    best = max(cands, key=lambda c: c.value)
+    bound = min(c.bound for c in cands)
+    bound = max(bound, best.value)
+    stats = SolveStats(backend="", method=best.method, seconds=0.0,
+                       iterations=sum(c.iterations for c in cands),
+                       solves=sum(step in SOLVE_STEPS for step in path), raw_status=raw,
+                       path=tuple(path), fallbacks=tuple(fallbacks))
+    return _result(inst, best, bound, wc, gap, t0, stats, solver)
+
+
+def _result(inst: _PlanInstance, cand: _PlanCandidate, bound: float, wc: str, gap: float,
+            t0: float, stats: SolveStats, solver: _MilpRunner) -> PlanResult:
+    """Certify ``cand`` independently of the solver and wrap it (``stats`` without backend
+    and seconds, which are filled in here)."""
+    x = cand.x
+    ev = _evaluate(inst, x)
+    value = ev["objective"]
+    scale = inst.gap_scale(value, bound)
+    # feasibility is checked exactly on the returned integer schedule
+    residual = _schedule_residual(inst, x, wc)
+    if cand.lp is not None and cand.lp_x is not None and wc != "greedy":
+        # the MILP's own objective must agree with the independent recomputation
+        lp_cert = milp_certificate(cand.lp, cand.lp_x, -cand.lp_bound, maximize=True)
+        if not abs(lp_cert.primal_value - value) <= OBJECTIVE_AGREEMENT_RTOL * scale:
+            raise SolverError(
+                f"the MILP's objective {lp_cert.primal_value:.12g} differs from the schedule's "
+                f"recomputed objective {value:.12g}", backend=solver.name)
+    abs_gap = max(bound - value, 0.0) + 0.0  # (+0.0 turns -0.0 into 0.0)
+    cert = Certificate(kind="milp", primal_value=value, dual_bound=bound, gap=abs_gap,
+                       primal_residual=residual, gap_tol=gap, feas_tol=FEAS_TOL, scale=scale)
+    backend = solver.name if stats.solves else "none"
+    if residual > FEAS_TOL or not math.isfinite(residual):
+        raise CertificateError(f"the plan violates a constraint (relative residual "
+                               f"{residual:.3g})", certificate=cert, backend=backend)
+    # a gap target that was not proven (time limit, or the fast path's work budget): never
+    # OPTIMAL, and the certificate says so (ok is False)
+    status = Status.OPTIMAL if cert.ok else Status.TIME_LIMIT
+    stats = SolveStats(backend=backend, method=stats.method, seconds=time.perf_counter() - t0,
+                       iterations=stats.iterations, solves=stats.solves,
+                       raw_status=stats.raw_status, path=stats.path, fallbacks=stats.fallbacks)
+    return PlanResult(objective=value, status=status, stats=stats, certificate=cert,
+                      schedule=x, rounds_given=ev["counts"], utility=ev["util"],
+                      remaining=ev["remaining"], regime=_regime_index(inst, x),
+                      welfare=ev["welfare"], makespan_bound=ev["makespan"], z0=inst.z0,
+                      restarts=ev["restarts"], bound=bound, method=cand.method,
+                      log_scale=inst.log_shift)
