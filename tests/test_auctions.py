@@ -396,27 +396,19 @@ def test_gpu_auction_matches_enumeration(inst):
 @given(auction_instances(n=(2, 4), bids=(1, 4), machines=(2, 4), gpus_per_machine=(1, 4),
                          racks=(1, 2)))
 def test_gpu_auction_milp_fallback_agrees(inst):
-    # without the knapsack relaxation and the greedy rounding, the LP / fix-and-solve / full
-    # MILP path must certify the same optimal values
-    import dataclasses
-
-    import fairalloc.auctions.gpu as auctions
-
+    # without the knapsack relaxation and the greedy rounding (method="lp": the LP /
+    # fix-and-solve / full MILP path), and with the full MILP alone (method="milp"), the
+    # slower exact paths must certify the same optimal values
     fast = gpu_auction(list(inst.bids), inst.topology, inst.offer)
-    original = auctions._placement_form
-
-    def plain(*args):
-        form, decode, col_option = original(*args)
-        return dataclasses.replace(form, rounder=None, relaxation=None), decode, col_option
-
-    auctions._placement_form = plain
-    try:
-        slow = gpu_auction(list(inst.bids), inst.topology, inst.offer)
-    finally:
-        auctions._placement_form = original
-    assert slow.objective == pytest.approx(fast.objective, abs=1e-9)
-    assert slow.loo_objective.tolist() == pytest.approx(fast.loo_objective.tolist(), abs=1e-9)
-    assert slow.status == "optimal"
+    for method in ("lp", "milp"):
+        slow = gpu_auction(list(inst.bids), inst.topology, inst.offer, method=method)
+        assert not {"knapsack-relaxation", "greedy-rounding"} & set(slow.stats.path)
+        if method == "milp":
+            assert set(slow.stats.path) <= {"milp", "count-milp"}
+        assert slow.objective == pytest.approx(fast.objective, abs=1e-9)
+        assert slow.loo_objective.tolist() == pytest.approx(fast.loo_objective.tolist(),
+                                                            abs=1e-9)
+        assert slow.status == "optimal"
 
 
 def test_gpu_auction_doc_example_placement_sensitive():

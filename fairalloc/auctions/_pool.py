@@ -1,8 +1,9 @@
-"""The process pool of the auctions' leave-one-out solves, and the thread-local log of backend
-solves behind their ``SolveStats`` (which backends really ran, with their raw statuses).
+"""The process pool of the auctions' leave-one-out solves, and the thread-local log behind
+their ``SolveStats``: which backends really ran (with their raw statuses), which named steps
+ran (``stats.path``) and every hand-over to a slower path (``stats.fallbacks``).
 
-Workers are forked so they inherit the problem data without pickling it; each worker's
-backend-solve log travels back with its results.
+Workers are forked so they inherit the problem data without pickling it; each worker's log
+travels back with its results, so a pooled run reports the same stats as a serial one.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 import numpy as np
 
@@ -21,43 +22,74 @@ from .._validation import as_positive_int
 from ..errors import FairallocError, SolverError
 from ..results import SolveStats
 
-# ============================================================================================
-# parallel map (fork: the workers inherit the problem data without pickling it)
-# ============================================================================================
+#: PERFORMANCE knob: leave-one-out solves are cut into this many chunks per worker process
+#: (small chunks balance the load; each chunk costs one inter-process round trip).
+CHUNKS_PER_WORKER = 4
+#: PERFORMANCE knob: processes used when ``workers=None`` (at most the machine's cores).
+DEFAULT_WORKERS = 2
+
+# kinds of log events
+_SOLVE = "solve"  # (kind, backend, raw status): one backend solve
+_STEP = "step"  # (kind, step name, ""): a named algorithm step ran (stats.path)
+_FALLBACK = "fallback"  # (kind, "from->to: reason", ""): a hand-over (stats.fallbacks)
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
 _WORKER: tuple[Callable[..., Any], Any, bool] | None = None
-_LOG = threading.local()  # (backend, raw status) of every backend solve, in order
+_LOG = threading.local()  # this thread's events (_SOLVE, _STEP, _FALLBACK), in order
 
 
-def _used() -> list[tuple[str, str]]:
-    """This thread's log of backend solves (see :func:`_record`)."""
-    log = getattr(_LOG, "solves", None)
+def _used() -> list[tuple[str, str, str]]:
+    """This thread's event log (see :func:`_record`, :func:`_step`, :func:`_fallback`)."""
+    log = getattr(_LOG, "events", None)
     if log is None:
-        log = _LOG.solves = []
+        log = _LOG.events = []
     return log
 
 
 def _record(backend: str, raw_status: str) -> None:
     """Note that ``backend`` ran a solve that ended in ``raw_status`` (for ``SolveStats``)."""
-    _used().append((str(backend), str(raw_status)))
+    _used().append((_SOLVE, str(backend), str(raw_status)))
+
+
+def _step(name: str) -> None:
+    """Note that the named algorithm step ``name`` ran (``stats.path``)."""
+    _used().append((_STEP, name, ""))
+
+
+def _fallback(source: str, target: str, reason: str) -> None:
+    """Note a hand-over from step ``source`` to the slower ``target`` (``stats.fallbacks``)."""
+    _used().append((_FALLBACK, f"{source}->{target}: {reason}", ""))
 
 
 def _solve_stats(mark: int, *, method: str, t0: float, solves: int) -> SolveStats:
-    """SolveStats naming the backends that really ran since ``_used()[mark]`` (``"numpy"`` if
-    only fairalloc's own numpy code did), with the last backend solve's raw status."""
+    """SolveStats of the events since ``_used()[mark]`` (which are dropped from the log).
+
+    ``backend`` names the backends that really ran (``"numpy"`` if only fairalloc's own numpy
+    code did) with the last backend solve's raw status; ``path`` and ``fallbacks`` list each
+    distinct step and hand-over once, in the order they first happened (a call with many
+    leave-one-out solves would otherwise repeat them per solve).
+    """
     log = _used()
     ran = log[mark:]
     del log[mark:]
-    names = list(dict.fromkeys(name for name, _ in ran))
+    solved = [(name, raw) for kind, name, raw in ran if kind == _SOLVE]
+    names = list(dict.fromkeys(name for name, _ in solved))
+    path = tuple(dict.fromkeys(name for kind, name, _ in ran if kind == _STEP))
+    fallbacks = tuple(dict.fromkeys(text for kind, text, _ in ran if kind == _FALLBACK))
     return SolveStats(backend="+".join(names) if names else "numpy", method=method,
                       seconds=time.perf_counter() - t0, solves=solves,
-                      raw_status=ran[-1][1] if ran else "")
+                      raw_status=solved[-1][1] if solved else "", path=path,
+                      fallbacks=fallbacks)
 
 
-def _clean_log(func: Callable[..., Any]) -> Callable[..., Any]:
-    """Drop the backend-solve entries a public entry point logged, even when it raises."""
+def _clean_log(func: Callable[_P, _R]) -> Callable[_P, _R]:
+    """Drop the events a public entry point logged, even when it raises (the signature of
+    ``func`` is kept, for type checkers too)."""
 
     @functools.wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
         mark = len(_used())
         try:
             return func(*args, **kwargs)
@@ -72,7 +104,7 @@ def _init_worker(func: Callable[..., Any], ctx: Any, chunked: bool) -> None:
     _WORKER = (func, ctx, chunked)
 
 
-def _run_chunk(indices: np.ndarray) -> tuple[list[Any], list[tuple[str, str]]]:
+def _run_chunk(indices: np.ndarray) -> tuple[list[Any], list[tuple[str, str, str]]]:
     if _WORKER is None:  # pragma: no cover - set by _init_worker in every process
         raise SolverError("worker process started without its problem")
     func, ctx, chunked = _WORKER
@@ -88,9 +120,10 @@ def _parallel_map(func: Callable[[Any, Any], Any], ctx: Any, indices: np.ndarray
 
     With ``chunk``, ``func(ctx, index_array)`` handles a chunk of up to ``chunk`` indices at
     once and returns one result per index. Never more processes than chunks or cores; the
-    backend solves of the workers are added to this thread's log.
+    events the workers logged are added to this thread's log.
     """
-    size = chunk if chunk is not None else max(1, -(-indices.size // (4 * max(workers, 1))))
+    size = chunk if chunk is not None else max(
+        1, -(-indices.size // (CHUNKS_PER_WORKER * max(workers, 1))))
     pieces = [c for c in np.array_split(indices, max(1, -(-indices.size // size))) if c.size]
     workers = min(workers, len(pieces), max(os.cpu_count() or 1, 1))
     if workers <= 1 or len(pieces) < 2:
@@ -119,6 +152,7 @@ def _parallel_map(func: Callable[[Any, Any], Any], ctx: Any, indices: np.ndarray
 
 
 def _workers(workers: Any) -> int:
+    """The ``workers`` argument as a process count (``None``: up to DEFAULT_WORKERS)."""
     if workers is None:
-        return max(1, min(2, os.cpu_count() or 1))
+        return max(1, min(DEFAULT_WORKERS, os.cpu_count() or 1))
     return as_positive_int(workers, "workers")

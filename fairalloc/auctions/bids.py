@@ -16,6 +16,10 @@ from .valuations import LEVELS, Topology, _slowdown_levels
 
 __all__ = ["BidTable", "bid_table"]
 
+#: ACCURACY contract: a bid counts as better than another bid (or than winning nothing) only
+#: when its valuation is higher by more than this relative margin (rounding of ``1/rho``).
+VALUE_REL_TOL = 1e-12
+
 
 # ============================================================================================
 # bid tables over placement classes
@@ -250,9 +254,9 @@ def bid_table(
     looser = np.maximum.accumulate(v[:, ::-1], axis=1)[:, ::-1]  # max over l' >= l, same k
     prev = np.vstack([np.full((1, 3), -np.inf), np.maximum.accumulate(looser, axis=0)[:-1]])
     same_k = np.c_[looser[:, 1:], np.full(kmax, -np.inf)]  # l' > l, same k
-    dominated = np.maximum(prev, same_k) >= v * (1 - 1e-12)
+    dominated = np.maximum(prev, same_k) >= v * (1 - VALUE_REL_TOL)
     empty_v = 0.0 if math.isinf(rho_empty) else 1.0 / rho_empty
-    keep = feasible & ~dominated & (v > empty_v * (1 + 1e-12)) & np.isfinite(r)
+    keep = feasible & ~dominated & (v > empty_v * (1 + VALUE_REL_TOL)) & np.isfinite(r)
     kk, ll = np.nonzero(keep)
     return BidTable(k[kk], ll, r[kk, ll], rho_empty=rho_empty, home_machine=home_m,
                     home_rack=home_r)

@@ -1,5 +1,15 @@
 """Partial-allocation auctions of indivisible GPUs: :func:`bundle_auction` (explicit bundles,
-Themis Table 2) and :func:`gpu_auction` (bids by placement class), and their result type."""
+Themis Table 2) and :func:`gpu_auction` (bids by placement class), and their result type.
+
+Both solve the PF market and every leave-one-out market as lexicographic Nash-welfare
+set-packing MILPs (:mod:`fairalloc.auctions.nash`). ``stats.path`` lists the exact routes
+that ran, once each, in the order they first ran: ``"knapsack-relaxation"`` (gpu_auction
+only), ``"lp-relaxation"``, ``"integral-vertex"``, ``"greedy-rounding"`` (gpu_auction
+only), ``"fix-and-solve"``, ``"milp"``, ``"count-milp"``; ``stats.fallbacks`` every distinct
+hand-over to a slower route, e.g. ``"lp-relaxation->milp: no exact rounding"`` or
+``"milp->incumbent: time_limit"`` (a MILP stopped at its time limit before its proof).
+``stats.solves`` counts the set-packing programs solved (each by one or more routes).
+"""
 
 from __future__ import annotations
 
@@ -12,18 +22,27 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from .._validation import as_array, as_positive_int, as_time_limit
+from .._validation import as_array, as_option, as_positive_int, as_time_limit
 from ..errors import InputError
 from ..results import Result, Status, require_pandas
 from ._pool import _clean_log, _solve_stats, _used, _workers
 from .bids import BidTable
-from .nash import _Form, _log_unit, _PAOutcome, _partial_allocation_milp
-from .placement import _option_index, _placement_form
+from .nash import (
+    METHODS,
+    SetPackingColumns,
+    _Form,
+    _log_unit,
+    _PAOutcome,
+    _partial_allocation_milp,
+)
+from .placement import PlacementProgram
 from .valuations import Topology
 
 __all__ = ["BundleAuctionResult", "GPUAuctionResult", "bundle_auction", "gpu_auction"]
 
-_MAX_GOODS = 1 << 24  # largest number of goods (GPUs) an indivisible auction accepts
+#: Largest number of goods (GPUs) an indivisible auction accepts (a larger one is an
+#: InputError, not a MemoryError).
+MAX_GOODS = 1 << 24
 
 
 # ============================================================================================
@@ -130,6 +149,7 @@ def bundle_auction(
     time_limit: float | None = None,
     workers: int | None = 1,
     backend: Any = "highs",
+    method: str = "auto",
 ) -> GPUAuctionResult:
     """Partial-allocation auction over explicit bundles (Themis §3.3.1 with Table 2 bids).
 
@@ -160,6 +180,11 @@ def bundle_auction(
         MILP backend (default ``"highs"``; ``InputError`` if it cannot solve MILPs). Many
         auctions need none: ``stats.backend`` is ``"numpy"`` when the exact relaxations
         certified every solve.
+    method : {"auto", "lp", "milp"}
+        Exact routes of every set-packing solve: ``"auto"`` all of them (cheapest first),
+        ``"lp"`` no combinatorial route (the LP relaxation's routes, then the MILP),
+        ``"milp"`` the whole MILP only. Every choice gives the optimum; ``stats.path``
+        names the routes that ran (module docstring of :mod:`fairalloc.auctions.gpu`).
 
     Notes
     -----
@@ -197,9 +222,9 @@ def bundle_auction(
             for i in range(n)]
     sets: list[np.ndarray] = []
     agent: list[int] = []
-    g_cap = _MAX_GOODS if num_goods is None else as_positive_int(num_goods, "num_goods")
-    if g_cap > _MAX_GOODS:
-        raise InputError(f"num_goods must be at most {_MAX_GOODS}, got {num_goods!r}",
+    g_cap = MAX_GOODS if num_goods is None else as_positive_int(num_goods, "num_goods")
+    if g_cap > MAX_GOODS:
+        raise InputError(f"num_goods must be at most {MAX_GOODS}, got {num_goods!r}",
                          argument="num_goods")
     for i in range(n):
         own = _as_list(bundles[i], f"bundles[{i}]")
@@ -223,7 +248,7 @@ def bundle_auction(
                 raise InputError(
                     f"bundles[{i}][{b}] names good {ids.max():g}, but "
                     + (f"num_goods is {g_cap}" if num_goods is not None
-                       else f"at most {_MAX_GOODS} goods are supported"),
+                       else f"at most {MAX_GOODS} goods are supported"),
                     argument="num_goods" if num_goods is not None else "bundles",
                     index=(i, b))
             ids = ids.astype(np.int64)
@@ -245,6 +270,7 @@ def bundle_auction(
     workers_n = _workers(workers)
     tl = as_time_limit(time_limit)
     solver = _milp_solver(backend)
+    routes = as_option(method, "method", METHODS)
     ag = np.array(agent, dtype=np.int64)
     flat = np.concatenate(vals) if vals else np.zeros(0)
     e, log_unit = _log_unit(np.r_[flat, empty])
@@ -263,9 +289,9 @@ def bundle_auction(
     form = _Form(agent=ag[keep], logv=logv[keep], log_empty=log_empty, A=A,
                  row_lower=np.full(n + g, -np.inf), row_upper=np.ones(n + g),
                  col_upper=np.ones(K), integrality=np.ones(K, dtype=bool), num_agents=n,
-                 option=np.arange(K))
+                 option=np.arange(K), columns=SetPackingColumns(K))
     out = _partial_allocation_milp(form, time_limit=tl, solver=solver, workers=workers_n,
-                                   log_unit=log_unit)
+                                   log_unit=log_unit, method=routes)
     pf_bundles = np.zeros((n, g), dtype=bool)
     won = np.flatnonzero(out.pf.choice >= 0)
     for i in won.tolist():  # one row per winner: at most n small index sets
@@ -289,6 +315,7 @@ def gpu_auction(
     time_limit: float | None = None,
     workers: int | None = 1,
     backend: Any = "highs",
+    method: str = "auto",
 ) -> GPUAuctionResult:
     """Partial-allocation auction of offered GPUs bid for by placement class (Themis §3.3.1).
 
@@ -315,6 +342,10 @@ def gpu_auction(
         MILP backend (default ``"highs"``; ``InputError`` if it cannot solve MILPs);
         ``stats.backend`` is ``"numpy"`` when the exact knapsack relaxation certified every
         solve and no backend ran.
+    method : {"auto", "lp", "milp"}
+        Exact routes of every set-packing solve (see :func:`bundle_auction`): ``"lp"`` skips
+        the knapsack relaxation and the greedy rounding, ``"milp"`` every route but the
+        whole MILP.
 
     Returns
     -------
@@ -357,13 +388,14 @@ def gpu_auction(
     workers_n = _workers(workers)
     tl = as_time_limit(time_limit)
     solver = _milp_solver(backend)
+    routes = as_option(method, "method", METHODS)
     e, log_unit = _log_unit(np.concatenate([t.value for t in tables]
                                            + [np.array([t.value_empty for t in tables])]))
-    form, decode, col_option = _placement_form(tables, topology, off, e)
-    out = _partial_allocation_milp(form, time_limit=tl, solver=solver, workers=workers_n,
-                                   log_unit=log_unit)
-    bundles = decode(out.pf.x)
-    option_of = np.r_[_option_index(tables), -1][np.r_[col_option, -1]]  # column -> bid
+    program = PlacementProgram(tables, topology, off, e)
+    out = _partial_allocation_milp(program.form, time_limit=tl, solver=solver,
+                                   workers=workers_n, log_unit=log_unit, method=routes)
+    bundles = program.decode(out.pf.x)
+    option_of = np.r_[program.bid_of_column, -1]  # choice column -> bid (-1: none)
     choice = np.where(out.pf.choice >= 0, option_of[np.maximum(out.pf.choice, 0)], -1)
     value = np.array([tables[i].value[c] if c >= 0 else tables[i].value_empty
                       for i, c in enumerate(choice.tolist())], dtype=float)

@@ -2,16 +2,44 @@
 leave-one-out market) and the fractions ``c_i`` of the partial-allocation mechanism.
 
 :func:`_partial_allocation_milp` is shared by :func:`fairalloc.auctions.bundle_auction` and
-:func:`fairalloc.auctions.gpu_auction`; a :class:`_Form` is the program skeleton each builds.
+:func:`fairalloc.auctions.gpu_auction`; a :class:`_Form` is the program each builds, its
+columns laid out by :class:`SetPackingColumns`.
+
+Every set-packing solve (:func:`_milp`) tries exact routes from the cheapest and logs each
+step it ran (``stats.path``) and each hand-over to a slower one (``stats.fallbacks``):
+
+``"knapsack-relaxation"``
+    the form's own exact combinatorial relaxation (:func:`gpu_auction`: a multiple-choice
+    knapsack solved by dynamic programming) and the greedy placement of its optimum;
+``"lp-relaxation"``
+    the LP relaxation (its bound certified independently), then, on its point,
+``"integral-vertex"``, ``"greedy-rounding"``, ``"fix-and-solve"``
+    an integral LP vertex taken as is, the form's greedy rounding (each agent's bid of
+    largest LP mass, placed greedily), and the agents the LP decides fixed with the rest
+    solved as a MILP;
+``"milp"``
+    the whole MILP;
+``"count-milp"``
+    maximising how many agents valuing nothing at 0 get a positive value, when making all
+    of them positive is infeasible (or its solve stopped at the time limit without a point).
+
+Fallbacks read ``"knapsack-relaxation->lp-relaxation: bound not met"``,
+``"lp-relaxation->milp: no exact rounding"`` (or ``": LP stopped (time_limit)"``),
+``"milp->incumbent: time_limit"`` (the MILP stopped before proving its optimum: the best
+incumbent is returned with its honest certificate) and
+``"count-target->count-milp: infeasible"`` (or ``": time limit"``).
+
+``method`` (of :func:`bundle_auction` / :func:`gpu_auction`) selects the routes: ``"auto"``
+all of them, ``"lp"`` no combinatorial route (no knapsack relaxation, no greedy rounding),
+``"milp"`` the whole MILP only.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import scipy.sparse as sp
@@ -19,22 +47,88 @@ import scipy.sparse as sp
 from ..errors import SolverError
 from ..results import Certificate
 from ..tolerances import FEAS_TOL, MILP_GAP_TOL
-from ._pool import _parallel_map, _record
+from ._pool import _fallback, _parallel_map, _record, _step
 
 _LOG2 = math.log(2.0)
+#: ACCURACY contract: an LP value within this of an integer counts as that integer (an
+#: integral vertex, a bid the LP decides, an integer count).
+INTEGRAL_TOL = 1e-9
+#: ACCURACY contract: a candidate whose certified gap is at most this per agent in the sum is
+#: optimal up to rounding (it reaches its bound; no further route is tried).
+EXACT_GAP_REL = 1e-9
+#: ACCURACY contract: relative MIP gap asked of the backend's MILP solves (far tighter than
+#: MILP_GAP_TOL, so the independent certificate has room to pass).
+MILP_SOLVER_GAP = 1e-9
+#: The routes a set-packing solve may take (``method`` of the indivisible auctions).
+METHODS = ("auto", "lp", "milp")
+
+# names of the steps in stats.path (the module docstring explains each)
+RELAXATION = "knapsack-relaxation"
+LP_RELAXATION = "lp-relaxation"
+INTEGRAL_VERTEX = "integral-vertex"
+GREEDY_ROUNDING = "greedy-rounding"
+FIX_AND_SOLVE = "fix-and-solve"
+WHOLE_MILP = "milp"
+COUNT_MILP = "count-milp"
 
 
 # ============================================================================================
-# indivisible goods: the lexicographic Nash-welfare MILP and its leave-one-out solves
+# the program: columns, rows and the optional combinatorial routes
 # ============================================================================================
 @dataclass(frozen=True)
-class _Form:
-    """A set-packing MILP skeleton: option columns ``[0, K)`` then auxiliary columns.
+class SetPackingColumns:
+    """Column layout of a set-packing MILP: the ``num_choices`` choice columns (one per bid,
+    or per placement of a bid) first, then ``num_aux`` auxiliary columns (placement
+    patterns). Every vector over the columns is sliced through these names."""
 
-    Option ``o`` belongs to agent ``agent[o]`` and is worth ``logv[o]`` (``log`` of its
-    valuation); ``log_empty[i]`` is the agent's log valuation of getting nothing (``-inf`` for
-    zero). ``A``, row bounds, column bounds and integrality hold every constraint except the
-    objective and the optional count row; each agent's options are in a ``<= 1`` row.
+    num_choices: int
+    num_aux: int = 0
+
+    @property
+    def total(self) -> int:
+        """Number of columns."""
+        return self.num_choices + self.num_aux
+
+    @property
+    def choice(self) -> slice:
+        """The choice columns."""
+        return slice(0, self.num_choices)
+
+    @property
+    def aux(self) -> slice:
+        """The auxiliary columns."""
+        return slice(self.num_choices, self.total)
+
+    def full(self, choice_values: np.ndarray) -> np.ndarray:
+        """A vector over all columns: ``choice_values`` on the choice columns, 0 elsewhere."""
+        out = np.zeros(self.total)
+        out[self.choice] = choice_values
+        return out
+
+
+class CombinatorialRoutes(Protocol):
+    """Exact shortcuts a form may offer besides its LP relaxation (``method="auto"``)."""
+
+    def relaxation(self, w_col: np.ndarray, act_col: np.ndarray, must: np.ndarray
+                   ) -> tuple[float, np.ndarray | None] | None:
+        """``(upper bound, a point of the form meeting it or None)`` of ``max w_col @ y`` over
+        the active choice columns (agents in ``must`` win a bid), or ``None`` if infeasible."""
+        ...
+
+    def rounder(self, x: np.ndarray, col_upper: np.ndarray) -> np.ndarray | None:
+        """A feasible integral point near the LP point ``x`` (``None`` if none is found)."""
+        ...
+
+
+@dataclass(frozen=True)
+class _Form:
+    """A set-packing MILP: choice columns then auxiliary ones (``columns``).
+
+    Choice column ``o`` belongs to agent ``agent[o]`` and is worth ``logv[o]`` (``log`` of
+    its valuation); ``log_empty[i]`` is the agent's log valuation of getting nothing
+    (``-inf`` for zero). ``A``, row bounds, column bounds and integrality hold every
+    constraint except the objective and the optional count row; each agent's choice columns
+    are in a ``<= 1`` row. ``routes`` are the form's exact combinatorial shortcuts, if any.
     """
 
     agent: np.ndarray
@@ -47,15 +141,12 @@ class _Form:
     integrality: np.ndarray
     num_agents: int
     option: np.ndarray  # (K,) the bid each choice column meets (several columns: placements)
-    rounder: Callable[[np.ndarray, np.ndarray], np.ndarray | None] | None = None
-    # exact relaxation: (column weights, active columns, agents that must win) ->
-    # (upper bound, a point of the form meeting it or None)
-    relaxation: Callable[[np.ndarray, np.ndarray, np.ndarray],
-                         tuple[float, np.ndarray | None] | None] | None = None
+    columns: SetPackingColumns
+    routes: CombinatorialRoutes | None = None
 
     @property
     def num_options(self) -> int:
-        return int(self.agent.size)
+        return self.columns.num_choices
 
 
 @dataclass(frozen=True)
@@ -72,36 +163,39 @@ class _NashSolve:
 
 def _exact(gap: float, scale: float) -> bool:
     """Whether a gap is zero up to rounding (a relaxation's point reaches its bound)."""
-    return gap <= 1e-9 * scale
+    return gap <= EXACT_GAP_REL * scale
 
 
 def _milp(form: _Form, c: np.ndarray, active_opt: np.ndarray,
           count_row: tuple[np.ndarray, float] | None, time_limit: float | None,
-          solver: Any, scale: float, incumbent: np.ndarray | None = None) -> tuple[Any, Any]:
+          solver: Any, scale: float, incumbent: np.ndarray | None = None,
+          method: str = "auto") -> tuple[Any, Any]:
     """Solve ``max c@x`` over the form (options of inactive agents fixed at 0), certified.
 
-    Set packing over placement classes is nearly integral, so cheap exact routes come first:
-    the form's own relaxation (a multiple-choice knapsack solved by dynamic programming), then
-    the LP relaxation (its bound certified independently: the Lagrangian dual of
-    :func:`fairalloc.certificates.lp_certificate` at its row duals) with an integral vertex,
-    a rounding, or the agents it decides fixed and the rest solved exactly. A point that
-    reaches a valid bound is optimal. Otherwise the whole MILP is solved. Every bound met on
-    the way is kept: the certificate compares the best feasible point found with the best
-    bound (``scale``: the objective's data scale, the number of agents in it), so a
-    time-limited solve returns its incumbent with an honest, possibly not-ok, certificate.
-    ``incumbent`` is a known feasible point (kept if nothing better is found).
+    Set packing over placement classes is nearly integral, so cheap exact routes come first
+    (``method="auto"``): the form's own relaxation (a multiple-choice knapsack solved by
+    dynamic programming), then the LP relaxation (its bound certified independently: the
+    Lagrangian dual of :func:`fairalloc.certificates.lp_certificate` at its row duals) with an
+    integral vertex, a rounding, or the agents it decides fixed and the rest solved exactly.
+    A point that reaches a valid bound is optimal. Otherwise the whole MILP is solved. Every
+    bound met on the way is kept: the certificate compares the best feasible point found
+    with the best bound (``scale``: the objective's data scale, the number of agents in it),
+    so a time-limited solve returns its incumbent with an honest, possibly not-ok,
+    certificate. ``incumbent`` is a known feasible point (kept if nothing better is found).
+    ``method="lp"`` skips the combinatorial routes, ``"milp"`` every route but the MILP.
+    Steps and hand-overs are logged (module docstring).
     """
     from ..backends import LinearProgram
     from ..certificates import lp_certificate, milp_certificate
     from ..errors import InfeasibleError
 
-    K = form.num_options
+    cols = form.columns
     col_upper = form.col_upper.copy()
-    col_upper[:K] = np.where(active_opt, col_upper[:K], 0.0)
+    col_upper[cols.choice] = np.where(active_opt, col_upper[cols.choice], 0.0)
     A, rl, ru = form.A, form.row_lower, form.row_upper
     if count_row is not None:
         coef, lower = count_row
-        row = sp.csr_matrix(np.r_[coef, np.zeros(A.shape[1] - K)][None, :])
+        row = sp.csr_matrix(cols.full(coef[cols.choice])[None, :])
         A = sp.vstack([A, row], format="csr")
         rl = np.r_[rl, float(lower)]  # an integer count: exact, no slack in the bound
         ru = np.r_[ru, np.inf]
@@ -121,13 +215,15 @@ def _milp(form: _Form, c: np.ndarray, active_opt: np.ndarray,
     def feasible(x: np.ndarray | None) -> bool:
         return x is not None and certify(x, -math.inf).primal_residual <= FEAS_TOL
 
-    if form.relaxation is not None:
+    routes = form.routes if method == "auto" else None
+    if routes is not None:
+        _step(RELAXATION)
         must = np.zeros(form.num_agents, dtype=bool)
         if count_row is not None:
-            zero = count_row[0][:K] > 0
-            if count_row[1] >= np.unique(form.agent[zero]).size - 1e-9:
+            zero = count_row[0][cols.choice] > 0
+            if count_row[1] >= np.unique(form.agent[zero]).size - INTEGRAL_TOL:
                 must[form.agent[zero]] = True  # every such agent must win a bid
-        res = form.relaxation(c[:K], active_opt, must)
+        res = routes.relaxation(c[cols.choice], active_opt, must)
         if res is not None and math.isfinite(res[0]):
             lower_bound = max(lower_bound, -res[0])
             if feasible(res[1]):
@@ -136,39 +232,52 @@ def _milp(form: _Form, c: np.ndarray, active_opt: np.ndarray,
                 if _exact(cert.gap, scale):
                     return res[1], cert
                 incumbents.append(res[1])
-    relax = LinearProgram.build(lp.c, lp.A, lp.row_lower, lp.row_upper, lp.col_lower,
-                                lp.col_upper)
-    rs = solver.solve_lp(relax, time_limit=time_limit)
-    _record(solver.name, rs.raw_status)
-    if rs.status == "infeasible":
-        raise InfeasibleError("the set-packing program has no feasible point",
-                              backend=solver.name, status=rs.raw_status)
-    if rs.status == "optimal" and rs.x is not None and rs.row_duals is not None:
-        lp_bound = lp_certificate(relax, rs.x, rs.row_duals).dual_bound  # minimisation form
-        if math.isfinite(lp_bound):
-            lower_bound = max(lower_bound, lp_bound)
-        x = np.array(rs.x)
-        tries: list[Callable[[], np.ndarray | None]] = []
-        if np.abs(x - np.round(x)).max(initial=0.0) <= 1e-9:
-            tries.append(lambda: np.round(x))
-        if form.rounder is not None:
-            tries.append(lambda: form.rounder(x, col_upper))  # type: ignore[misc]
-        tries.append(lambda: _fix_and_solve(lp, x, form.agent, form.option, K, solver,
-                                            time_limit))
-        for attempt in tries:
-            cand = attempt()
-            if not feasible(cand):
-                continue
-            assert cand is not None
-            cert = certify(cand, lower_bound)
-            if _exact(cert.gap, scale):
-                return cand, cert
-            incumbents.append(cand)
-    sol = solver.solve_lp(lp, time_limit=time_limit, mip_gap=1e-9)
+        next_step = LP_RELAXATION if method != "milp" else WHOLE_MILP
+        _fallback(RELAXATION, next_step, "no bound" if res is None or not math.isfinite(res[0])
+                  else "bound not met")
+    if method != "milp":
+        _step(LP_RELAXATION)
+        relax = LinearProgram.build(lp.c, lp.A, lp.row_lower, lp.row_upper, lp.col_lower,
+                                    lp.col_upper)
+        rs = solver.solve_lp(relax, time_limit=time_limit)
+        _record(solver.name, rs.raw_status)
+        if rs.status == "infeasible":
+            raise InfeasibleError("the set-packing program has no feasible point",
+                                  backend=solver.name, status=rs.raw_status)
+        reason = f"LP stopped ({rs.status})"
+        if rs.status == "optimal" and rs.x is not None and rs.row_duals is not None:
+            lp_bound = lp_certificate(relax, rs.x, rs.row_duals).dual_bound  # min form
+            if math.isfinite(lp_bound):
+                lower_bound = max(lower_bound, lp_bound)
+            x = np.array(rs.x)
+            tries: list[tuple[str, Any]] = []
+            if np.abs(x - np.round(x)).max(initial=0.0) <= INTEGRAL_TOL:
+                tries.append((INTEGRAL_VERTEX, lambda: np.round(x)))
+            if routes is not None:
+                tries.append((GREEDY_ROUNDING, lambda: routes.rounder(x, col_upper)))
+            tries.append((FIX_AND_SOLVE, lambda: _fix_and_solve(
+                lp, x, form.agent, form.option, cols, solver, time_limit)))
+            for name, attempt in tries:
+                _step(name)
+                cand = attempt()
+                if not feasible(cand):
+                    continue
+                assert cand is not None
+                cert = certify(cand, lower_bound)
+                if _exact(cert.gap, scale):
+                    return cand, cert
+                incumbents.append(cand)
+            reason = "no exact rounding"
+        _fallback(LP_RELAXATION, WHOLE_MILP, reason)
+    _step(WHOLE_MILP)
+    sol = solver.solve_lp(lp, time_limit=time_limit, mip_gap=MILP_SOLVER_GAP)
     _record(solver.name, sol.raw_status)
+    sol_status = str(sol.status)
     if sol.status == "infeasible":
         raise InfeasibleError("the set-packing program has no feasible point",
                               backend=solver.name, status=sol.raw_status)
+    if sol.status != "optimal":
+        _fallback(WHOLE_MILP, "incumbent", sol_status)
     if sol.usable and sol.x is not None:
         if math.isfinite(sol.mip_dual_bound):
             lower_bound = max(lower_bound, float(sol.mip_dual_bound))
@@ -188,8 +297,9 @@ def _milp(form: _Form, c: np.ndarray, active_opt: np.ndarray,
     return best, certify(best, lower_bound)
 
 
-def _fix_and_solve(lp: Any, x: np.ndarray, agent: np.ndarray, option: np.ndarray, K: int,
-                   solver: Any, time_limit: float | None) -> np.ndarray | None:
+def _fix_and_solve(lp: Any, x: np.ndarray, agent: np.ndarray, option: np.ndarray,
+                   cols: SetPackingColumns, solver: Any, time_limit: float | None
+                   ) -> np.ndarray | None:
     """Fix the bid of every agent the LP relaxation decides; find placements for all exactly.
 
     An agent is decided when its LP mass sits on one bid (possibly split over placements of
@@ -198,29 +308,29 @@ def _fix_and_solve(lp: Any, x: np.ndarray, agent: np.ndarray, option: np.ndarray
     """
     from ..backends import LinearProgram
 
-    y = x[:K]
-    n = int(agent.max()) + 1 if K else 0
+    y = x[cols.choice]
+    n = int(agent.max()) + 1 if cols.num_choices else 0
     total = np.bincount(agent, weights=y, minlength=n)
     _, opt_id = np.unique(option, return_inverse=True)
     mass = np.bincount(opt_id, weights=y)
     top = np.zeros(n)
     np.maximum.at(top, agent, mass[opt_id])
-    decided = (top >= 1 - 1e-9) | (total <= 1e-9)
-    keep = mass[opt_id] >= 1 - 1e-9  # the decided bid's columns stay free
+    decided = (top >= 1 - INTEGRAL_TOL) | (total <= INTEGRAL_TOL)
+    keep = mass[opt_id] >= 1 - INTEGRAL_TOL  # the decided bid's columns stay free
     lower, upper = lp.col_lower.copy(), lp.col_upper.copy()
     shut = decided[agent] & ~keep
-    upper[:K] = np.where(shut, 0.0, upper[:K])
+    upper[cols.choice] = np.where(shut, 0.0, upper[cols.choice])
     sub = LinearProgram.build(lp.c, lp.A, lp.row_lower, lp.row_upper, lower, upper,
                               integrality=lp.integrality)
-    sol = solver.solve_lp(sub, time_limit=time_limit, mip_gap=1e-9)
+    sol = solver.solve_lp(sub, time_limit=time_limit, mip_gap=MILP_SOLVER_GAP)
     _record(solver.name, sol.raw_status)
     if not sol.usable or sol.x is None:
         return None
     return np.round(np.array(sol.x))
 
 
-def _nash(form: _Form, active: np.ndarray, time_limit: float | None, solver: Any
-          ) -> _NashSolve:
+def _nash(form: _Form, active: np.ndarray, time_limit: float | None, solver: Any,
+          method: str = "auto") -> _NashSolve:
     """Lexicographic Nash welfare over the active agents: most agents with positive value
     first (agents valuing the empty bundle at 0 count), then ``max sum_i log v_i``.
 
@@ -229,59 +339,62 @@ def _nash(form: _Form, active: np.ndarray, time_limit: float | None, solver: Any
     """
     from ..errors import InfeasibleError
 
-    K = form.num_options
-    ncol = form.A.shape[1]
+    cols = form.columns
     act_opt = active[form.agent]
     finite_empty = np.isfinite(form.log_empty)
     zero_opt = act_opt & ~finite_empty[form.agent]
     base = np.where(finite_empty, form.log_empty, 0.0)
     weight = np.where(act_opt, form.logv - base[form.agent], 0.0)
-    c = np.r_[weight, np.zeros(ncol - K)]
+    c = cols.full(weight)
     scale = float(max(1, int(active.sum())))
     solves = 0
     count_proven = True
     if zero_opt.any():
         # first try to make every agent who values nothing at 0 positive (the usual case)
         target = np.unique(form.agent[zero_opt]).size
+        count = cols.full(zero_opt.astype(float))
         try:
             solves += 1
-            x, cert = _milp(form, c, act_opt, (zero_opt.astype(float), float(target)),
-                            time_limit, solver, scale)
+            x, cert = _milp(form, c, act_opt, (count, float(target)), time_limit, solver,
+                            scale, method=method)
         except SolverError as exc:  # InfeasibleError included
             if not isinstance(exc, InfeasibleError) and time_limit is None:
                 raise
             # the target is infeasible, or the time limit left no incumbent: maximise the
             # count first (nothing is always feasible there), then sum log v at that count
-            x1, cert1 = _milp(form, np.r_[zero_opt.astype(float), np.zeros(ncol - K)],
-                              act_opt, None, time_limit, solver, float(max(1, target)))
-            count = int(round(float(x1[:K][zero_opt].sum())))  # the incumbent's count
+            _fallback("count-target", COUNT_MILP, "infeasible"
+                      if isinstance(exc, InfeasibleError) else "time limit")
+            _step(COUNT_MILP)
+            x1, cert1 = _milp(form, count, act_opt, None, time_limit, solver,
+                              float(max(1, target)), method=method)
+            got = int(round(float(x1[cols.choice][zero_opt].sum())))  # the incumbent's count
             count_proven = bool(cert1.ok)
             solves += 2
-            x, cert = _milp(form, c, act_opt, (zero_opt.astype(float), float(count)),
-                            time_limit, solver, scale, incumbent=x1)
+            x, cert = _milp(form, c, act_opt, (count, float(got)), time_limit, solver, scale,
+                            incumbent=x1, method=method)
     else:
         solves += 1
-        x, cert = _milp(form, c, act_opt, None, time_limit, solver, scale)
-    y = x[:K] > 0.5
+        x, cert = _milp(form, c, act_opt, None, time_limit, solver, scale, method=method)
+    y = x[cols.choice] > 0.5
     choice = np.full(form.num_agents, -1)
     choice[form.agent[y]] = np.flatnonzero(y)
     const = float(base[active & finite_empty].sum())
     sumlog = float(weight[y].sum()) + const
     bound = (cert.dual_bound + const) if (count_proven and math.isfinite(cert.dual_bound)) \
         else math.inf
-    got = int(np.count_nonzero(y & zero_opt))
-    return _NashSolve(choice, x, got, sumlog, max(bound, sumlog),
+    won = int(np.count_nonzero(y & zero_opt))
+    return _NashSolve(choice, x, won, sumlog, max(bound, sumlog),
                       bool(count_proven and cert.ok), solves, scale)
 
 
-def _loo_nash(ctx: tuple[_Form, float | None, Any], i: int) -> tuple[int, float, float, bool,
-                                                                       int, float]:
-    form, time_limit, solver = ctx
+def _loo_nash(ctx: tuple[_Form, float | None, Any, str], i: int
+              ) -> tuple[int, float, float, bool, int, float]:
+    form, time_limit, solver, method = ctx
     active = np.ones(form.num_agents, dtype=bool)
     active[i] = False
     if not active.any():
         return 0, 0.0, 0.0, True, 0, 1.0
-    r = _nash(form, active, time_limit, solver)
+    r = _nash(form, active, time_limit, solver, method)
     return r.count, r.sumlog, r.bound, r.optimal, r.solves, r.scale
 
 
@@ -318,19 +431,22 @@ def _log_unit(values: np.ndarray) -> tuple[int, float]:
 
 
 def _partial_allocation_milp(form: _Form, *, time_limit: float | None, solver: Any,
-                             workers: int, log_unit: float = 0.0) -> _PAOutcome:
+                             workers: int, log_unit: float = 0.0, method: str = "auto"
+                             ) -> _PAOutcome:
     """PF and ``n`` leave-one-out MILPs, and the fractions ``c_i`` (lexicographic form).
 
     ``form`` holds valuations divided by ``exp(log_unit)`` (see :func:`_log_unit`); fractions
     are computed in those units and objectives and bounds are reported in the caller's.
+    ``method`` selects the routes of every solve (:data:`METHODS`, module docstring).
     """
     n = form.num_agents
-    pf = _nash(form, np.ones(n, dtype=bool), time_limit, solver)
+    pf = _nash(form, np.ones(n, dtype=bool), time_limit, solver, method)
     logv = np.r_[form.logv, 0.0]  # (a sentinel for agents without a winning option)
     value_log = np.where(pf.choice >= 0, logv[np.maximum(pf.choice, 0)], form.log_empty)
     positive = np.isfinite(value_log)
     zero_empty = ~np.isfinite(form.log_empty)
-    loo = _parallel_map(_loo_nash, (form, time_limit, solver), np.arange(n), workers)
+    loo = _parallel_map(_loo_nash, (form, time_limit, solver, method), np.arange(n),
+                        workers)
     cnt = np.array([r[0] for r in loo])
     lo = np.array([r[1] for r in loo], dtype=float)
     hi = np.array([r[2] for r in loo], dtype=float)

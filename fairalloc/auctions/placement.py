@@ -1,19 +1,27 @@
-"""The placement-class MILP of :func:`fairalloc.auctions.gpu_auction`: machine types,
-bin-packing patterns, its exact knapsack relaxation, greedy placement and the decoder to
-concrete GPUs."""
+"""The placement-class MILP of :func:`fairalloc.auctions.gpu_auction` (:class:`PlacementProgram`):
+machine types, bin-packing patterns, the program's named column layout
+(:class:`PlacementColumns`), its exact knapsack relaxation, the greedy placement and rounding
+of a choice of bids, and the decoder from a solution to concrete GPUs."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
-from .bids import BidTable
-from .nash import _LOG2, _Form
+from .bids import VALUE_REL_TOL, BidTable
+from .nash import _LOG2, INTEGRAL_TOL, SetPackingColumns, _Form
 from .valuations import Topology
+
+#: PERFORMANCE knob: a machine type with more maximal bin-packing patterns than this gets
+#: knapsack rows instead (its machines are split into types of their own).
+MAX_PATTERNS = 4000
+#: Placement levels of a bid (BidTable.level): one machine, one rack, anywhere.
+LEVEL_MACHINE, LEVEL_RACK, LEVEL_ANYWHERE = 0, 1, 2
 
 
 def _useful_options(tables: Sequence[BidTable]) -> tuple[np.ndarray, np.ndarray]:
@@ -22,15 +30,12 @@ def _useful_options(tables: Sequence[BidTable]) -> tuple[np.ndarray, np.ndarray]
     bid = np.concatenate([np.arange(len(t)) for t in tables]).astype(np.int64)
     val = np.concatenate([t.value for t in tables]) if agent.size else np.zeros(0)
     empty = np.array([t.value_empty for t in tables])
-    useful = val > empty[agent] * (1 + 1e-12)
+    useful = val > empty[agent] * (1 + VALUE_REL_TOL)
     return agent[useful], bid[useful]
 
 
-def _option_index(tables: Sequence[BidTable]) -> np.ndarray:
-    return _useful_options(tables)[1]
-
-
-def _patterns(sizes: np.ndarray, capacity: int, limit: int = 4000) -> np.ndarray | None:
+def _patterns(sizes: np.ndarray, capacity: int, limit: int = MAX_PATTERNS
+              ) -> np.ndarray | None:
     """Maximal multisets of ``sizes`` fitting in ``capacity``: rows = patterns, columns = counts.
 
     ``None`` when there would be more than ``limit`` of them.
@@ -61,12 +66,86 @@ def _patterns(sizes: np.ndarray, capacity: int, limit: int = 4000) -> np.ndarray
     return pats[:, order]
 
 
-def _placement_form(tables: Sequence[BidTable], topology: Topology, offer: np.ndarray,
-                    e: int = 0) -> tuple[_Form, Callable[[np.ndarray], np.ndarray], np.ndarray]:
-    """The placement-class MILP of :func:`gpu_auction`, a decoder, and column -> option.
+@dataclass(frozen=True)
+class PlacementColumns:
+    """Column layout of the placement-class MILP, in this order: level-0 choice columns
+    ``a[o, tau]`` (bid ``o`` on a machine of type ``tau``), level-1 choice columns ``a[o, r]``
+    (bid ``o`` in rack ``r``), level-2 choice columns ``y[o]``, then the pattern columns
+    ``x[tau, p]`` of each patterned machine type (``pattern_counts``, in type order)."""
+
+    num_machine: int
+    num_rack: int
+    num_anywhere: int
+    pattern_counts: tuple[int, ...]
+
+    @property
+    def num_choices(self) -> int:
+        """Number of choice columns (all three levels)."""
+        return self.num_machine + self.num_rack + self.num_anywhere
+
+    @property
+    def machine(self) -> slice:
+        """The level-0 (one machine) choice columns."""
+        return slice(0, self.num_machine)
+
+    @property
+    def rack(self) -> slice:
+        """The level-1 (one rack) choice columns."""
+        return slice(self.num_machine, self.num_machine + self.num_rack)
+
+    @property
+    def anywhere(self) -> slice:
+        """The level-2 (anywhere) choice columns."""
+        return slice(self.num_machine + self.num_rack, self.num_choices)
+
+    def patterns(self, q: int) -> slice:
+        """The pattern columns of the ``q``-th patterned machine type."""
+        start = self.num_choices + sum(self.pattern_counts[:q])
+        return slice(start, start + self.pattern_counts[q])
+
+    @property
+    def packing(self) -> SetPackingColumns:
+        """The same layout as the Nash-welfare MILP sees it: choices, then auxiliary columns."""
+        return SetPackingColumns(self.num_choices, sum(self.pattern_counts))
+
+
+class _SparseRows:
+    """Rows of a sparse constraint matrix, appended block by block with their bounds."""
+
+    def __init__(self) -> None:
+        self.r: list[np.ndarray] = []
+        self.c: list[np.ndarray] = []
+        self.v: list[np.ndarray] = []
+        self.lower: list[np.ndarray] = []
+        self.upper: list[np.ndarray] = []
+        self.count = 0
+
+    def block(self, count: int, lo: Any, hi: Any) -> int:
+        """Open ``count`` rows with bounds ``[lo, hi]``; returns the first row's index."""
+        start = self.count
+        self.lower.append(np.broadcast_to(np.asarray(lo, dtype=float), (count,)).copy())
+        self.upper.append(np.broadcast_to(np.asarray(hi, dtype=float), (count,)).copy())
+        self.count += count
+        return start
+
+    def add(self, r: np.ndarray, c: np.ndarray, v: Any) -> None:
+        """Entries ``A[r, c] = v`` (``v`` broadcast to ``r``'s shape)."""
+        self.r.append(np.asarray(r, dtype=np.int64))
+        self.c.append(np.asarray(c, dtype=np.int64))
+        self.v.append(np.broadcast_to(np.asarray(v, dtype=float), np.shape(r)).copy())
+
+    def matrix(self, ncol: int) -> sp.csr_matrix:
+        return sp.csr_matrix((np.concatenate(self.v), (np.concatenate(self.r),
+                                                       np.concatenate(self.c))),
+                             shape=(self.count, ncol))
+
+
+class PlacementProgram:
+    """The placement-class MILP of :func:`gpu_auction` and its exact combinatorial routes.
 
     Machines with offered GPUs are grouped into *types* (same rack, same number of offered
-    GPUs); a machine that is some bidder's home is a type of its own. Choice columns:
+    GPUs); a machine that is some bidder's home is a type of its own. Choice columns
+    (:class:`PlacementColumns`):
 
     * level 0 (one machine): ``a[o, tau]`` -- bid ``o`` is met on a machine of type ``tau``;
       a type of ``c`` machines packs its level-0 bids by bin-packing *patterns* (maximal
@@ -81,171 +160,217 @@ def _placement_form(tables: Sequence[BidTable], topology: Topology, offer: np.nd
     * level 2 (anywhere): ``y[o]``; all bids together fit the offer.
 
     Each bidder wins at most one column. Identical machines are never told apart, so the
-    program has no symmetric copies of a solution.
+    program has no symmetric copies of a solution. ``e`` is the power of two valuations are
+    divided by (``log v`` in units of ``2^e``).
+
+    Attributes set once here and never changed: :attr:`form` (the program, with this object
+    as its :class:`~fairalloc.auctions.nash.CombinatorialRoutes`), :attr:`columns` and
+    :attr:`bid_of_column` (the index of the bid, in its agent's table, each choice column
+    meets). Methods: :meth:`relaxation` (exact knapsack bound), :meth:`rounder` (LP point to
+    a placement), :meth:`place` (greedy placement of chosen bids), :meth:`decode` (solution to
+    concrete GPUs).
     """
-    n = len(tables)
-    H, R = topology.num_machines, topology.num_racks
-    free = np.bincount(topology.machine[offer], minlength=H)
-    rack_free = np.bincount(topology.rack, weights=free, minlength=R)
-    agent, bid = _useful_options(tables)
-    K = agent.size
-    k_opt = np.array([tables[a].gpus[b] for a, b in zip(agent, bid)], dtype=np.int64) if K \
-        else np.zeros(0, dtype=np.int64)
-    l_opt = np.array([tables[a].level[b] for a, b in zip(agent, bid)], dtype=np.int64) if K \
-        else np.zeros(0, dtype=np.int64)
-    v_opt = np.array([tables[a].value[b] for a, b in zip(agent, bid)]) if K else np.zeros(0)
-    home_m = np.array([t.home_machine for t in tables], dtype=np.int64)
-    home_r = np.array([t.home_rack for t in tables], dtype=np.int64)
-    # ---- machine types ---------------------------------------------------------------------
-    machines = np.flatnonzero(free > 0)
-    homes = np.unique(home_m[(home_m >= 0) & (np.bincount(agent[l_opt == 0], minlength=n) > 0)])
-    single = np.isin(machines, homes)
-    roaming = k_opt[(l_opt == 0) & (home_m[agent] < 0)]  # level-0 sizes of bidders without home
-    for _ in range(2):
-        key = np.where(single, -1 - machines, topology.rack[machines] * (topology.num_gpus + 1)
-                       + free[machines])
-        _, type_of = np.unique(key, return_inverse=True)  # type of each machine with free GPUs
-        # a type whose patterns would explode is split into single machines (knapsacks)
-        explode = np.zeros(machines.size, dtype=bool)
-        for t in np.unique(type_of[~single]):
-            cap = int(free[machines[type_of == t][0]])
-            sizes = roaming[roaming <= cap]
-            if sizes.size and _patterns(sizes, cap) is None:
-                explode |= type_of == t
-        if not explode.any():
-            break
-        single |= explode
-    T = int(type_of.max()) + 1 if machines.size else 0
-    t_count = np.bincount(type_of, minlength=T)
-    first_machine = machines[np.unique(type_of, return_index=True)[1]] if T else machines
-    t_cap = free[first_machine]
-    t_rack = topology.rack[first_machine]
-    # ---- choice columns --------------------------------------------------------------------
-    o0 = np.flatnonzero(l_opt == 0)
-    ok0 = (k_opt[o0][:, None] <= t_cap[None, :]) & (
-        (home_m[agent[o0]][:, None] < 0)
-        | (first_machine[None, :] == home_m[agent[o0]][:, None]) & (t_count[None, :] == 1))
-    c0_o, c0_t = np.nonzero(ok0)
-    c0_o = o0[c0_o]
-    o1 = np.flatnonzero(l_opt == 1)
-    ok1 = (k_opt[o1][:, None] <= rack_free[None, :]) & (
-        (home_r[agent[o1]][:, None] < 0) | (np.arange(R)[None, :] == home_r[agent[o1]][:, None]))
-    c1_o, c1_r = np.nonzero(ok1)
-    c1_o = o1[c1_o]
-    c2_o = np.flatnonzero(l_opt == 2)
-    col_option = np.concatenate([c0_o, c1_o, c2_o]).astype(np.int64)
-    n0, n1, n2 = c0_o.size, c1_o.size, c2_o.size
-    nc = n0 + n1 + n2
-    col_k = k_opt[col_option].astype(float)
-    col_agent = agent[col_option]
-    # ---- patterns per machine type (their LP is the convex hull of one machine's packings;
-    # a single machine whose patterns would explode gets a knapsack row instead) ------------
-    pat_type: list[int] = []
-    pat_rows: list[np.ndarray] = []  # counts per size of each pattern
-    pat_sizes: list[np.ndarray] = []
-    knap_types: list[int] = []
-    for t in range(T):
-        sizes = np.unique(k_opt[c0_o[c0_t == t]])
-        if sizes.size == 0:
-            continue
-        pats = _patterns(sizes, int(t_cap[t]))
-        if pats is None:  # only single machines (exploding multi-machine types were split)
-            knap_types.append(t)
-            continue
-        pat_type.append(t)
-        pat_rows.append(pats)
-        pat_sizes.append(sizes)
-    npat = int(sum(p.shape[0] for p in pat_rows))
-    ncol = nc + npat
-    rows_r: list[np.ndarray] = []
-    rows_c: list[np.ndarray] = []
-    rows_v: list[np.ndarray] = []
-    lower: list[np.ndarray] = []
-    upper: list[np.ndarray] = []
-    nrow = 0
 
-    def add(r: np.ndarray, c: np.ndarray, v: Any) -> None:
-        rows_r.append(np.asarray(r, dtype=np.int64))
-        rows_c.append(np.asarray(c, dtype=np.int64))
-        rows_v.append(np.broadcast_to(np.asarray(v, dtype=float), np.shape(r)).copy())
+    def __init__(self, tables: Sequence[BidTable], topology: Topology, offer: np.ndarray,
+                 e: int = 0) -> None:
+        n = len(tables)
+        self.num_agents = n
+        self.topology = topology
+        self.offer = offer
+        H, R = topology.num_machines, topology.num_racks
+        free = np.bincount(topology.machine[offer], minlength=H)
+        self.free = free
+        self.rack_free = np.bincount(topology.rack, weights=free, minlength=R)
+        agent, bid = _useful_options(tables)
+        self.agent = agent
+        K = agent.size
+        self.k_opt = np.array([tables[a].gpus[b] for a, b in zip(agent, bid)],
+                              dtype=np.int64) if K else np.zeros(0, dtype=np.int64)
+        self.l_opt = np.array([tables[a].level[b] for a, b in zip(agent, bid)],
+                              dtype=np.int64) if K else np.zeros(0, dtype=np.int64)
+        v_opt = np.array([tables[a].value[b] for a, b in zip(agent, bid)]) if K \
+            else np.zeros(0)
+        self.home_m = np.array([t.home_machine for t in tables], dtype=np.int64)
+        self.home_r = np.array([t.home_rack for t in tables], dtype=np.int64)
+        self._machine_types()
+        self._choice_columns()
+        self._pattern_types()
+        cols = self.columns
+        nc = cols.num_choices
+        A, row_lower, row_upper = self._rows()
+        pat_upper = np.concatenate([np.full(p.shape[0], float(self.t_count[t]))
+                                    for t, p in zip(self.pat_type, self.pat_rows)]) \
+            if cols.packing.num_aux else np.zeros(0)
+        log_empty = np.array([math.log(t.value_empty) - e * _LOG2 if t.value_empty > 0
+                              else -math.inf for t in tables])  # valuations in units of 2^e
+        self.pat_index = {t: {tuple(row.astype(int)): q for q, row in enumerate(pats)}
+                          for t, pats in zip(self.pat_type, self.pat_rows)}
+        self.pat_slice = {t: cols.patterns(q) for q, t in enumerate(self.pat_type)}
+        self.sizes_of = dict(zip(self.pat_type, self.pat_sizes))
+        self.col_of0 = {(int(o), int(t)): q for q, (o, t) in enumerate(zip(self.c0_o,
+                                                                            self.c0_t))}
+        self.col_of1 = {(int(o), int(r)): cols.rack.start + q
+                        for q, (o, r) in enumerate(zip(self.c1_o, self.c1_r))}
+        self.col_of2 = {int(o): cols.anywhere.start + q for q, o in enumerate(self.c2_o)}
+        self.bid_of_column = bid[self.col_option]
+        ncol = cols.packing.total
+        self.form = _Form(
+            agent=self.col_agent,
+            logv=np.log(v_opt[self.col_option]) - e * _LOG2 if nc else np.zeros(0),
+            log_empty=log_empty, A=A, row_lower=row_lower, row_upper=row_upper,
+            col_upper=np.r_[np.ones(nc), pat_upper], integrality=np.ones(ncol, dtype=bool),
+            num_agents=n, option=self.col_option, columns=cols.packing, routes=self)
 
-    def rows(count: int, lo: Any, hi: Any) -> int:
-        nonlocal nrow
-        start = nrow
-        lower.append(np.broadcast_to(np.asarray(lo, dtype=float), (count,)).copy())
-        upper.append(np.broadcast_to(np.asarray(hi, dtype=float), (count,)).copy())
-        nrow += count
-        return start
+    # ---- construction (called once, from __init__) -----------------------------------------
+    def _machine_types(self) -> None:
+        """Group the machines with offered GPUs into types (``type_of``, ``t_*`` arrays)."""
+        topology, free, agent, n = self.topology, self.free, self.agent, self.num_agents
+        k_opt, l_opt, home_m = self.k_opt, self.l_opt, self.home_m
+        machines = np.flatnonzero(free > 0)
+        homes = np.unique(home_m[(home_m >= 0) & (np.bincount(
+            agent[l_opt == LEVEL_MACHINE], minlength=n) > 0)])
+        single = np.isin(machines, homes)
+        # level-0 sizes of bidders without a home machine
+        roaming = k_opt[(l_opt == LEVEL_MACHINE) & (home_m[agent] < 0)]
+        for _ in range(2):
+            key = np.where(single, -1 - machines,
+                           topology.rack[machines] * (topology.num_gpus + 1) + free[machines])
+            _, type_of = np.unique(key, return_inverse=True)  # type of each machine
+            # a type whose patterns would explode is split into single machines (knapsacks)
+            explode = np.zeros(machines.size, dtype=bool)
+            for t in np.unique(type_of[~single]):
+                cap = int(free[machines[type_of == t][0]])
+                sizes = roaming[roaming <= cap]
+                if sizes.size and _patterns(sizes, cap) is None:
+                    explode |= type_of == t
+            if not explode.any():
+                break
+            single |= explode
+        self.machines = machines
+        self.type_of = type_of
+        self.num_types = T = int(type_of.max()) + 1 if machines.size else 0
+        self.t_count = np.bincount(type_of, minlength=T)
+        self.first_machine = machines[np.unique(type_of, return_index=True)[1]] if T \
+            else machines
+        self.t_cap = free[self.first_machine]
+        self.t_rack = topology.rack[self.first_machine]
 
-    # (1) one column per bidder
-    r0 = rows(n, -np.inf, 1.0)
-    add(r0 + col_agent, np.arange(nc), 1.0)
-    # (2) everything fits the offer
-    r0 = rows(1, -np.inf, float(free.sum()))
-    add(np.full(nc, r0), np.arange(nc), col_k)
-    # (3) per rack: level-0 and level-1 GPUs fit the rack
-    r0 = rows(R, -np.inf, rack_free)
-    add(r0 + t_rack[c0_t], np.arange(n0), col_k[:n0])
-    add(r0 + c1_r, n0 + np.arange(n1), col_k[n0:n0 + n1])
-    # (4) single machines without patterns: knapsack on the machine's offered GPUs
-    knap = np.array(knap_types, dtype=np.int64)
-    if knap.size:
-        r0 = rows(knap.size, -np.inf, t_cap[knap])
-        pos = np.full(T, -1)
-        pos[knap] = np.arange(knap.size)
-        sel = np.flatnonzero(pos[c0_t] >= 0)
-        add(r0 + pos[c0_t[sel]], sel, col_k[sel])
-    # (5) patterns: sum_p x <= count; bids of size k <= slots of size k
-    col = nc
-    for t, pats, sizes in zip(pat_type, pat_rows, pat_sizes):
-        P = pats.shape[0]
-        r0 = rows(1, -np.inf, float(t_count[t]))
-        add(np.full(P, r0), col + np.arange(P), 1.0)
-        r0 = rows(sizes.size, -np.inf, 0.0)
-        sel = np.flatnonzero(c0_t == t)
-        add(r0 + np.searchsorted(sizes, col_k[sel]), sel, 1.0)
-        pi, si = np.nonzero(pats)
-        add(r0 + si, col + pi, -pats[pi, si])
-        col += P
-    A = sp.csr_matrix((np.concatenate(rows_v), (np.concatenate(rows_r), np.concatenate(rows_c))),
-                      shape=(nrow, ncol))
-    pat_upper = np.concatenate([np.full(p.shape[0], float(t_count[t]))
-                                for t, p in zip(pat_type, pat_rows)]) if npat else np.zeros(0)
-    log_empty = np.array([math.log(t.value_empty) - e * _LOG2 if t.value_empty > 0
-                          else -math.inf for t in tables])  # valuations in units of 2^e
-    pat_index = {t: {tuple(row.astype(int)): q for q, row in enumerate(pats)}
-                 for t, pats in zip(pat_type, pat_rows)}
-    pat_offset = dict(zip(pat_type, nc + np.cumsum([0] + [p.shape[0] for p in pat_rows])[:-1]))
-    sizes_of = dict(zip(pat_type, pat_sizes))
-    col_of0 = {(int(o), int(t)): q for q, (o, t) in enumerate(zip(c0_o, c0_t))}
-    col_of1 = {(int(o), int(r)): n0 + q for q, (o, r) in enumerate(zip(c1_o, c1_r))}
-    col_of2 = {int(o): n0 + n1 + q for q, o in enumerate(c2_o)}
-    m_free = free.astype(np.int64)
+    def _choice_columns(self) -> None:
+        """The choice columns of every level (``c0_*``, ``c1_*``, ``c2_o``, ``col_*``)."""
+        agent, k_opt, l_opt = self.agent, self.k_opt, self.l_opt
+        home_m, home_r = self.home_m, self.home_r
+        o0 = np.flatnonzero(l_opt == LEVEL_MACHINE)
+        ok0 = (k_opt[o0][:, None] <= self.t_cap[None, :]) & (
+            (home_m[agent[o0]][:, None] < 0)
+            | (self.first_machine[None, :] == home_m[agent[o0]][:, None])
+            & (self.t_count[None, :] == 1))
+        c0_o, self.c0_t = np.nonzero(ok0)
+        self.c0_o = o0[c0_o]
+        o1 = np.flatnonzero(l_opt == LEVEL_RACK)
+        R = self.topology.num_racks
+        ok1 = (k_opt[o1][:, None] <= self.rack_free[None, :]) & (
+            (home_r[agent[o1]][:, None] < 0)
+            | (np.arange(R)[None, :] == home_r[agent[o1]][:, None]))
+        c1_o, self.c1_r = np.nonzero(ok1)
+        self.c1_o = o1[c1_o]
+        self.c2_o = np.flatnonzero(l_opt == LEVEL_ANYWHERE)
+        self.col_option = np.concatenate([self.c0_o, self.c1_o, self.c2_o]).astype(np.int64)
+        self.col_k = k_opt[self.col_option].astype(float)
+        self.col_agent = agent[self.col_option]
 
-    def rounder(x: np.ndarray, col_upper: np.ndarray) -> np.ndarray | None:
-        """Each agent's bid of largest LP mass, placed by :func:`place`."""
-        mass = np.bincount(col_option, weights=x[:nc] * (col_upper[:nc] > 0), minlength=K)
+    def _pattern_types(self) -> None:
+        """Patterns per machine type (their LP is the convex hull of one machine's packings);
+        a single machine whose patterns would explode gets a knapsack row instead."""
+        self.pat_type: list[int] = []
+        self.pat_rows: list[np.ndarray] = []  # counts per size of each pattern
+        self.pat_sizes: list[np.ndarray] = []
+        knap_types: list[int] = []
+        for t in range(self.num_types):
+            sizes = np.unique(self.k_opt[self.c0_o[self.c0_t == t]])
+            if sizes.size == 0:
+                continue
+            pats = _patterns(sizes, int(self.t_cap[t]))
+            if pats is None:  # only single machines (exploding multi-machine types were split)
+                knap_types.append(t)
+                continue
+            self.pat_type.append(t)
+            self.pat_rows.append(pats)
+            self.pat_sizes.append(sizes)
+        self.knap_types = np.array(knap_types, dtype=np.int64)
+        self.columns = PlacementColumns(
+            num_machine=self.c0_o.size, num_rack=self.c1_o.size, num_anywhere=self.c2_o.size,
+            pattern_counts=tuple(int(p.shape[0]) for p in self.pat_rows))
+
+    def _rows(self) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray]:
+        """The constraint matrix and its row bounds."""
+        cols, n = self.columns, self.num_agents
+        nc = cols.num_choices
+        col_k, c0_t = self.col_k, self.c0_t
+        rows = _SparseRows()
+        # (1) one column per bidder
+        r0 = rows.block(n, -np.inf, 1.0)
+        rows.add(r0 + self.col_agent, np.arange(nc), 1.0)
+        # (2) everything fits the offer
+        r0 = rows.block(1, -np.inf, float(self.free.sum()))
+        rows.add(np.full(nc, r0), np.arange(nc), col_k)
+        # (3) per rack: level-0 and level-1 GPUs fit the rack
+        r0 = rows.block(self.topology.num_racks, -np.inf, self.rack_free)
+        machine_cols = np.arange(nc)[cols.machine]
+        rack_cols = np.arange(nc)[cols.rack]
+        rows.add(r0 + self.t_rack[c0_t], machine_cols, col_k[cols.machine])
+        rows.add(r0 + self.c1_r, rack_cols, col_k[cols.rack])
+        # (4) single machines without patterns: knapsack on the machine's offered GPUs
+        knap = self.knap_types
+        if knap.size:
+            r0 = rows.block(knap.size, -np.inf, self.t_cap[knap])
+            pos = np.full(self.num_types, -1)
+            pos[knap] = np.arange(knap.size)
+            sel = np.flatnonzero(pos[c0_t] >= 0)
+            rows.add(r0 + pos[c0_t[sel]], sel, col_k[sel])
+        # (5) patterns: sum_p x <= count; bids of size k <= slots of size k
+        for q, (t, pats, sizes) in enumerate(zip(self.pat_type, self.pat_rows,
+                                                 self.pat_sizes)):
+            pcols = np.arange(cols.patterns(q).start, cols.patterns(q).stop)
+            r0 = rows.block(1, -np.inf, float(self.t_count[t]))
+            rows.add(np.full(pcols.size, r0), pcols, 1.0)
+            r0 = rows.block(sizes.size, -np.inf, 0.0)
+            sel = np.flatnonzero(c0_t == t)
+            rows.add(r0 + np.searchsorted(sizes, col_k[sel]), sel, 1.0)
+            pi, si = np.nonzero(pats)
+            rows.add(r0 + si, pcols[pi], -pats[pi, si])
+        return (rows.matrix(cols.packing.total), np.concatenate(rows.lower),
+                np.concatenate(rows.upper))
+
+    # ---- the exact combinatorial routes (CombinatorialRoutes) -----------------------------
+    def rounder(self, x: np.ndarray, col_upper: np.ndarray) -> np.ndarray | None:
+        """Each agent's bid of largest LP mass in ``x`` (open columns only), placed by
+        :meth:`place`; ``None`` if they do not fit."""
+        n, agent, K = self.num_agents, self.agent, self.agent.size
+        ch = self.columns.packing.choice
+        mass = np.bincount(self.col_option, weights=x[ch] * (col_upper[ch] > 0), minlength=K)
         best = np.full(n, -1)
         order = np.lexsort((mass, agent))  # by agent, then mass: each agent's last is its top
         last = np.r_[agent[order][1:] != agent[order][:-1], True] if K else np.zeros(0, bool)
         best[agent[order][last]] = order[last]
         total = np.bincount(agent, weights=mass, minlength=n)
-        chosen = np.flatnonzero((best >= 0) & (total >= 0.5 - 1e-9))
-        return place(chosen, best[chosen])
+        chosen = np.flatnonzero((best >= 0) & (total >= 0.5 - INTEGRAL_TOL))
+        return self.place(chosen, best[chosen])
 
-    def relaxation(w_col: np.ndarray, act_col: np.ndarray, must: np.ndarray
+    def relaxation(self, w_col: np.ndarray, act_col: np.ndarray, must: np.ndarray
                    ) -> tuple[float, np.ndarray | None] | None:
         """Exact optimum without machine and rack constraints, and its placement if any.
 
         Dropping them leaves a multiple-choice knapsack: each agent wins at most one bid
         (exactly one if ``must``), and all bids fit the offered GPUs. A dynamic program over
         the number of GPUs used solves it exactly; its value bounds the MILP from above.
+        ``w_col`` and ``act_col`` are the weights and the open flags of the choice columns.
         """
+        n, agent, k_opt, K = self.num_agents, self.agent, self.k_opt, self.agent.size
         w_opt = np.full(K, -np.inf)
-        w_opt[col_option] = w_col
+        w_opt[self.col_option] = w_col
         act_o = np.zeros(K, dtype=bool)
-        act_o[col_option[act_col]] = True
-        C = int(free.sum())
+        act_o[self.col_option[act_col]] = True
+        C = int(self.free.sum())
         V = np.zeros(C + 1)
         steps: list[tuple[int, np.ndarray, np.ndarray]] = []
         for i in np.flatnonzero((np.bincount(agent[act_o], minlength=n) > 0) | must):
@@ -273,10 +398,10 @@ def _placement_form(tables: Sequence[BidTable], topology: Topology, offer: np.nd
                 win_a.append(i)
                 win_o.append(int(opts[a - 1]))
                 c -= int(k_opt[opts[a - 1]])
-        return float(V[C]), place(np.array(win_a, dtype=np.int64), np.array(win_o,
-                                                                            dtype=np.int64))
+        return float(V[C]), self.place(np.array(win_a, dtype=np.int64),
+                                       np.array(win_o, dtype=np.int64))
 
-    def place(chosen: np.ndarray, opt: np.ndarray) -> np.ndarray | None:
+    def place(self, chosen: np.ndarray, opt: np.ndarray) -> np.ndarray | None:
         """Columns of the form for bids ``opt`` of agents ``chosen``; ``None`` if they do not fit.
 
         Two greedy orders are tried: rack-level bids first (to the home rack, else the rack
@@ -284,23 +409,30 @@ def _placement_form(tables: Sequence[BidTable], topology: Topology, offer: np.nd
         fits them and whose rack still has room; or machine-level bids first. Level-2 bids
         need only total room. Pattern counts are read off the machines' contents.
         """
-        if float(k_opt[opt].sum()) > float(free.sum()) + 1e-9:
+        if float(self.k_opt[opt].sum()) > float(self.free.sum()) + INTEGRAL_TOL:
             return None
         for racks_first in (True, False):
-            xr = _place_greedy(chosen, opt, racks_first)
+            xr = self._place_greedy(chosen, opt, racks_first)
             if xr is not None:
                 return xr
         return None
 
-    def _place_greedy(chosen: np.ndarray, opt: np.ndarray, racks_first: bool
+    def _place_greedy(self, chosen: np.ndarray, opt: np.ndarray, racks_first: bool
                       ) -> np.ndarray | None:
-        cap = m_free.copy()
-        rack_cap = rack_free.copy()
-        xr = np.zeros(ncol)
+        """One greedy order of :meth:`place` (racks first or machines first)."""
+        topology, k_opt = self.topology, self.k_opt
+        home_m, home_r = self.home_m, self.home_r
+        machines, type_of = self.machines, self.type_of
+        R = topology.num_racks
+        cap = self.free.astype(np.int64)
+        rack_cap = self.rack_free.copy()
+        xr = np.zeros(self.columns.packing.total)
         contents: dict[int, list[int]] = {}
-        lv = l_opt[opt]
-        lv0 = np.flatnonzero(lv == 0)[np.argsort(-k_opt[opt[lv == 0]], kind="stable")]
-        lv1 = np.flatnonzero(lv == 1)[np.argsort(-k_opt[opt[lv == 1]], kind="stable")]
+        lv = self.l_opt[opt]
+        lv0 = np.flatnonzero(lv == LEVEL_MACHINE)[
+            np.argsort(-k_opt[opt[lv == LEVEL_MACHINE]], kind="stable")]
+        lv1 = np.flatnonzero(lv == LEVEL_RACK)[
+            np.argsort(-k_opt[opt[lv == LEVEL_RACK]], kind="stable")]
 
         def racks() -> bool:
             for idx in lv1:
@@ -312,7 +444,7 @@ def _placement_form(tables: Sequence[BidTable], topology: Topology, offer: np.nd
                     return False
                 r = int(fits[np.argmax(rack_cap[fits])])
                 rack_cap[r] -= k
-                q = col_of1.get((o, r))
+                q = self.col_of1.get((o, r))
                 if q is None:
                     return False
                 xr[q] = 1.0
@@ -330,7 +462,7 @@ def _placement_form(tables: Sequence[BidTable], topology: Topology, offer: np.nd
                 cap[h] -= k
                 rack_cap[topology.rack[h]] -= k
                 contents.setdefault(h, []).append(k)
-                q = col_of0.get((o, int(type_of[np.searchsorted(machines, h)])))
+                q = self.col_of0.get((o, int(type_of[np.searchsorted(machines, h)])))
                 if q is None:
                     return False
                 xr[q] = 1.0
@@ -339,37 +471,35 @@ def _placement_form(tables: Sequence[BidTable], topology: Topology, offer: np.nd
         steps = (racks, machines_) if racks_first else (machines_, racks)
         if not all(step() for step in steps):
             return None
-        for o in opt[lv == 2]:
-            xr[col_of2[int(o)]] = 1.0
+        for o in opt[lv == LEVEL_ANYWHERE]:
+            xr[self.col_of2[int(o)]] = 1.0
         for h, ks in contents.items():  # pattern of every machine of a multi-machine type
             t = int(type_of[np.searchsorted(machines, h)])
-            if t not in pat_index:
+            if t not in self.pat_index:
                 continue
-            sizes = sizes_of[t]
+            sizes = self.sizes_of[t]
             cnt = np.zeros(sizes.size, dtype=int)
             for k in ks:
                 cnt[int(np.searchsorted(sizes, k))] += 1
-            left = int(t_cap[t]) - int(np.dot(cnt, sizes))
+            left = int(self.t_cap[t]) - int(np.dot(cnt, sizes))
             for si in range(sizes.size - 1, -1, -1):  # extend to a maximal pattern
                 add_n = left // int(sizes[si])
                 cnt[si] += add_n
                 left -= add_n * int(sizes[si])
-            q = pat_index[t].get(tuple(cnt))
+            q = self.pat_index[t].get(tuple(cnt))
             if q is None:
                 return None
-            xr[pat_offset[t] + q] += 1.0
+            xr[self.pat_slice[t].start + q] += 1.0
         return xr
 
-    form = _Form(agent=col_agent, logv=np.log(v_opt[col_option]) - e * _LOG2 if nc
-                 else np.zeros(0),
-                 log_empty=log_empty, A=A, row_lower=np.concatenate(lower),
-                 row_upper=np.concatenate(upper), col_upper=np.r_[np.ones(nc), pat_upper],
-                 integrality=np.ones(ncol, dtype=bool), num_agents=n, option=col_option,
-                 rounder=rounder, relaxation=relaxation)
-
-    def decode(x: np.ndarray) -> np.ndarray:
-        """Concrete GPUs for a solution: level 0 by pattern slots, then level 1, then 2."""
-        won = np.flatnonzero(x[:nc] > 0.5)
+    # ---- from a solution to GPUs -----------------------------------------------------------
+    def decode(self, x: np.ndarray) -> np.ndarray:
+        """Concrete GPUs for a solution ``x`` of :attr:`form`, shape (agents, GPUs) bool:
+        level 0 by pattern slots, then level 1, then level 2."""
+        topology, offer, cols = self.topology, self.offer, self.columns
+        n, H = self.num_agents, topology.num_machines
+        col_k, col_agent, c0_t = self.col_k, self.col_agent, self.c0_t
+        won = np.flatnonzero(x[cols.packing.choice] > 0.5)
         bundles = np.zeros((n, topology.num_gpus), dtype=bool)
         avail = offer.copy()
 
@@ -383,18 +513,15 @@ def _placement_form(tables: Sequence[BidTable], topology: Topology, offer: np.nd
             avail[pick] = False
 
         gpus_of = [np.flatnonzero(offer & (topology.machine == h)) for h in range(H)]
-        lv0 = won[won < n0]
-        col = nc
-        pat_x = {}
-        for t, pats in zip(pat_type, pat_rows):
-            pat_x[t] = (pats, np.rint(x[col:col + pats.shape[0]]).astype(int))
-            col += pats.shape[0]
+        lv0 = won[won < cols.machine.stop]
+        pat_x = {t: (pats, np.rint(x[self.pat_slice[t]]).astype(int))
+                 for t, pats in zip(self.pat_type, self.pat_rows)}
         for t in np.unique(c0_t[lv0]) if lv0.size else []:  # one pass per machine type
             items = lv0[c0_t[lv0] == t]
-            members = machines[type_of == t]
+            members = self.machines[self.type_of == t]
             if t in pat_x:
                 pats, cnt = pat_x[t]
-                sizes = np.unique(k_opt[c0_o[c0_t == t]])
+                sizes = np.unique(self.k_opt[self.c0_o[c0_t == t]])
                 bins = np.repeat(np.arange(pats.shape[0]), cnt)  # one pattern per machine
                 slots = [(members[b], int(sizes[s])) for b, p in enumerate(bins)
                          for s in range(sizes.size) for _ in range(int(pats[p, s]))]
@@ -406,13 +533,10 @@ def _placement_form(tables: Sequence[BidTable], topology: Topology, offer: np.nd
             else:
                 for c in items:
                     take(int(col_agent[c]), int(col_k[c]), gpus_of[int(members[0])])
-        for c in won[(won >= n0) & (won < n0 + n1)]:
-            r = int(c1_r[c - n0])
-            take(int(col_agent[c]), int(col_k[c]), np.flatnonzero(offer & (topology.gpu_rack
-                                                                            == r)))
-        for c in won[won >= n0 + n1]:
+        for c in won[(won >= cols.rack.start) & (won < cols.rack.stop)]:
+            r = int(self.c1_r[c - cols.rack.start])
+            take(int(col_agent[c]), int(col_k[c]),
+                 np.flatnonzero(offer & (topology.gpu_rack == r)))
+        for c in won[won >= cols.anywhere.start]:
             take(int(col_agent[c]), int(col_k[c]), np.flatnonzero(offer))
         return bundles
-
-    return form, decode, col_option
-
