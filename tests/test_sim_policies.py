@@ -124,7 +124,7 @@ def test_gandiva_fair_stride_scheduling_by_tickets() -> None:
         sim.run(progress=stop)
     # rounds: A, B, B, B; service is charged when the next round is decided, so after the
     # 4th round the passes are A: 1 x 1/1 and B: 2 x 1/3 (its 3rd round not yet charged)
-    assert pol._pass.tolist() == pytest.approx([1.0, 2.0 / 3.0])
+    assert pol.passes.tolist() == pytest.approx([1.0, 2.0 / 3.0])
 
 
 def test_efq_reproduces_the_ares_example() -> None:

@@ -25,7 +25,8 @@ from fairalloc.testing import (
     property_names,
 )
 from fairalloc.testing import strategies as fst
-from fairalloc.testing.checks import MAX_EXAMPLES_ENV, PROFILE_ENV, _Search
+from fairalloc.testing.checks import PropertySearch
+from fairalloc.testing.profiles import MAX_EXAMPLES_ENV, PROFILE_ENV
 from fairalloc.throughput import isolated_split
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -313,8 +314,8 @@ def test_fisher_market_manipulation_hand_example() -> None:
     lies = dom.lies(inst, 0, scale, 0.05)
     assert [lie.tolist() for lie in lies] == [[3.0, 0.5], [0.05, 1.0], [1.0, 0.05]]
     assert len(dom.lies(inst, 0, np.ones(2), 0.0)) == 2  # the truth itself is not a lie
-    cx = _Search(fa.fisher_market, dom, 1e-6).evaluate("strategy_proof",
-                                                       (inst, 0, scale, 0.05))
+    cx = PropertySearch(fa.fisher_market, dom, 1e-6).evaluate("strategy_proof",
+                                                              (inst, 0, scale, 0.05))
     assert cx is not None and cx.agent == 0
     assert cx.violation == pytest.approx(0.475, rel=1e-6)
     np.testing.assert_array_equal(cx.misreport, [1.0, 0.05])

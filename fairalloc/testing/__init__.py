@@ -48,17 +48,17 @@ __all__ = [
 ]
 
 _LAZY = {
-    "DOMAINS": "checks",
-    "PROPERTIES": "checks",
-    "ClusterDomain": "checks",
-    "Counterexample": "checks",
-    "MarketDomain": "checks",
-    "PolicyReport": "checks",
+    "DOMAINS": "domains",
+    "PROPERTIES": "domains",
+    "ClusterDomain": "domains",
+    "Counterexample": "report",
+    "MarketDomain": "domains",
+    "PolicyReport": "report",
     "PropertyCheck": "checks",
-    "PropertyCheckError": "checks",
-    "PropertyReport": "checks",
+    "PropertyCheckError": "report",
+    "PropertyReport": "report",
     "check_policy": "checks",
-    "property_names": "checks",
+    "property_names": "domains",
     "parametrize_with_property_checks": "pytest_plugin",
 }
 
@@ -92,17 +92,7 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:
     from . import strategies
-    from .checks import (
-        DOMAINS,
-        PROPERTIES,
-        ClusterDomain,
-        Counterexample,
-        MarketDomain,
-        PolicyReport,
-        PropertyCheck,
-        PropertyCheckError,
-        PropertyReport,
-        check_policy,
-        property_names,
-    )
+    from .checks import PropertyCheck, check_policy
+    from .domains import DOMAINS, PROPERTIES, ClusterDomain, MarketDomain, property_names
     from .pytest_plugin import parametrize_with_property_checks
+    from .report import Counterexample, PolicyReport, PropertyCheckError, PropertyReport

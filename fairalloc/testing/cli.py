@@ -98,7 +98,8 @@ def _configure(p: argparse.ArgumentParser) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     try:
-        from .checks import DEFAULT_PROPERTIES, check_policy
+        from .checks import check_policy
+        from .domains import DEFAULT_PROPERTIES
     except ModuleNotFoundError as exc:
         if exc.name and exc.name.split(".")[0] == "hypothesis":
             print('fairalloc check: needs hypothesis; pip install "fairalloc[testing]"',

@@ -65,7 +65,8 @@ def parametrize_with_property_checks(
     """
     import pytest
 
-    from .checks import PropertyCheck, _policy_name, property_names
+    from .checks import PropertyCheck, policy_name
+    from .domains import property_names
 
     policies = list(policy) if isinstance(policy, Sequence) else [policy]
     if not policies:
@@ -77,7 +78,7 @@ def parametrize_with_property_checks(
     for pol in policies:
         for name in names:
             check = PropertyCheck(pol, name, max_examples, seed, domain, tol)
-            label = name if len(policies) == 1 else f"{_policy_name(pol)}-{name}"
+            label = name if len(policies) == 1 else f"{policy_name(pol)}-{name}"
             params.append(pytest.param(check, id=label, marks=getattr(pytest.mark, MARKER)))
     return pytest.mark.parametrize("check", params)
 

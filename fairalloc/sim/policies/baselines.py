@@ -209,6 +209,14 @@ class GandivaFairPolicy(BasePolicy):
         self._pass = np.zeros(0)
         self._gpus_seen = np.zeros(0)
 
+    @property
+    def passes(self) -> np.ndarray:
+        """Stride-scheduling pass of every workload row so far (``nan``: not seen yet), a
+        read-only copy; service is charged when the next round is decided."""
+        out = self._pass.copy()
+        out.flags.writeable = False
+        return out
+
     def reset(self, workload: Workload, cluster: Cluster, *, round_duration: float,
               seed: int) -> None:
         super().reset(workload, cluster, round_duration=round_duration, seed=seed)

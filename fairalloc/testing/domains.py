@@ -1,0 +1,640 @@
+"""Domains of the property checks: what a policy is given, how it answers, and what each
+property means there (:class:`MarketDomain`, :class:`ClusterDomain`).
+
+Domains (what the policy is given and returns)
+----------------------------------------------
+``"market"`` (default; DESIGN.md's contract), ``"leontief"``, ``"volatile"``,
+``"volatile-leontief"``
+    ``policy(utility, budget, supply) -> allocation`` with ``utility`` (n, m) (or (n, m, T) for
+    markets over time; Leontief demands for the Leontief domains), ``budget`` (n,) and
+    ``supply`` (m,) (or (m, T)); the allocation has the shape of ``utility``.
+``"cluster"``
+    ``policy(jobs, cluster) -> allocation`` with :class:`fairalloc.Jobs` and
+    :class:`fairalloc.Cluster` (Gavel): the allocation is the time fraction ``x`` (n, k) of each
+    job on each accelerator type. Every Gavel policy (``fa.max_min_fairness``, ...) is such a
+    policy as it is.
+
+A :class:`MarketDomain` or :class:`ClusterDomain` object instead of a name sets sizes and value
+ranges (e.g. ``MarketDomain(equal_budgets=True, n=(2, 6))``).
+
+Properties
+----------
+With budgets ``B`` (cluster domain: job weights ``w``), supply ``s`` (cluster: workers ``c`` per
+type) and each agent's true utility ``u_i`` (cluster: effective throughput
+``sum_j T[i, j] x[i, j]``):
+
+``feasible``
+    Non-negative, finite, the right shape, nothing beyond supply (cluster: ``x <= 1``, zero where
+    a job cannot run or its gang does not fit, ``sum_j x[i, j] <= 1``,
+    ``sum_i scale_factor_i x[i, j] <= c_j``). Every other property first requires it: an
+    allocation that is not feasible fails them all.
+``market_clearing``
+    Every good (type) with a positive price is sold out (needs prices).
+``budget_clearing`` (market domains)
+    Every buyer spends its budget at the policy's prices (needs prices).
+``envy_free``
+    ``u_i(x_i) / B_i >= u_i(x_k) / B_k`` for all ``i, k``. In the cluster domain valuations are
+    capped (a job runs at most all of its time), so the bundle is scaled instead:
+    ``u_i(x_i) >= u_i((w_i / w_k) x_k)``, where ``u_i`` of a bundle is the throughput job ``i``
+    gets from that worker-time (``x_kj`` times ``k``'s gang size, usable only where ``i`` can
+    run and fits, at most all of its time). For linear utilities the two forms agree.
+``sharing_incentive``
+    At least as well off as with the budget share ``B_i / sum B`` of every good (cluster: with
+    the weight share of every type's workers, the isolated allocation of Gavel §4.1 and Themis
+    §2 -- with equal weights, :func:`fairalloc.throughput.isolated_split`).
+``proportionality``
+    ``u_i(x_i) >= B_i / sum B * u_i(everything)`` (cluster: the job alone on the whole cluster
+    runs on its fastest usable type).
+``pareto_optimal``
+    No feasible allocation makes someone better off and nobody worse off -- decided exactly by a
+    linear program (HiGHS), not by sampling.
+``strategy_proof``
+    Probes by misreporting: one agent reports a different utility row (its true row scaled
+    entry by entry, and the truth with one good hidden, shaded, halved, doubled or
+    exaggerated); the check fails when the agent's *true* utility from the policy's answer to
+    the lie beats telling the truth. Probes can find manipulations, never prove their absence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from .. import properties as props
+from .._validation import as_option
+from ..errors import InputError
+from . import strategies as fst
+
+__all__ = ["DEFAULT_PROPERTIES", "DOMAINS", "NEEDS_PRICES", "PROPERTIES", "ClusterDomain",
+           "Domain", "MarketDomain", "Outcome", "parse_outcome", "property_names",
+           "property_result", "resolve_domain"]
+
+
+#: Every property a domain may support, with a one-line meaning (used by the CLI's table).
+PROPERTIES: dict[str, str] = {
+    "feasible": "non-negative, within supply / capacity",
+    "market_clearing": "every priced good is sold out",
+    "budget_clearing": "every buyer spends its budget",
+    "envy_free": "nobody prefers another's bundle (per unit budget)",
+    "sharing_incentive": "everyone at least as well off as with its share",
+    "proportionality": "everyone gets its share of its value of everything",
+    "pareto_optimal": "no Pareto improvement (exact LP)",
+    "strategy_proof": "no gain from misreporting a row (probes)",
+}
+_ALIASES = {
+    "feasibility": "feasible",
+    "envy_freeness": "envy_free",
+    "envy_freedom": "envy_free",
+    "pareto": "pareto_optimal",
+    "pareto_efficient": "pareto_optimal",
+    "pareto_efficiency": "pareto_optimal",
+    "pareto_optimality": "pareto_optimal",
+    "strategyproof": "strategy_proof",
+    "strategy_proofness": "strategy_proof",
+    "truthful": "strategy_proof",
+    "proportional": "proportionality",
+}
+DEFAULT_PROPERTIES = ("sharing_incentive", "envy_free", "pareto_optimal")
+
+# default instance sizes and value ranges of the domains (hypothesis generator ranges, as in
+# :mod:`fairalloc.testing.strategies`; each is a documented argument of its domain)
+#: market domain: buyers and goods per instance
+MARKET_BUYERS = (1, 4)
+MARKET_GOODS = (1, 3)
+#: market domain: utility, budget and supply value ranges
+MARKET_VALUES = (0.1, 10.0)
+MARKET_BUDGETS = (0.1, 10.0)
+MARKET_SUPPLIES = (0.2, 5.0)
+#: market domain: fraction of positive utilities
+MARKET_DENSITY = 0.6
+#: cluster domain: jobs, accelerator types and workers per type per instance
+CLUSTER_JOBS = (1, 4)
+CLUSTER_TYPES = (1, 3)
+CLUSTER_WORKERS = (1, 4)
+#: cluster domain: throughput (steps/s) and steps-remaining ranges
+CLUSTER_THROUGHPUTS = (0.5, 100.0)
+CLUSTER_STEPS = (100.0, 10000.0)
+#: cluster domain: fraction of types a job can run on
+CLUSTER_DENSITY = 0.7
+NEEDS_PRICES = ("market_clearing", "budget_clearing")
+
+
+# ============================================================================================
+# outcomes: what a policy returned
+# ============================================================================================
+@dataclass(frozen=True, eq=False)
+class Outcome:
+    allocation: np.ndarray | None = None
+    prices: np.ndarray | None = None
+    error: BaseException | None = None
+    problem: str = ""
+
+
+def parse_outcome(raw: Any, attrs: Sequence[str]) -> Outcome:
+    """Allocation (and prices) from whatever the policy returned (see the module docs)."""
+    prices: Any = None
+    if isinstance(raw, tuple) and len(raw) == 2:
+        alloc, prices = raw
+    elif isinstance(raw, Mapping):
+        if "allocation" not in raw:
+            return Outcome(problem="the policy returned a mapping without an 'allocation' key")
+        alloc, prices = raw["allocation"], raw.get("prices")
+    else:
+        alloc = raw
+        for name in attrs:
+            if hasattr(raw, name) and not isinstance(raw, np.ndarray):
+                alloc = getattr(raw, name)
+                prices = getattr(raw, "prices", None)
+                break
+    try:
+        x = np.array(alloc, dtype=np.float64, copy=True)
+    except (TypeError, ValueError) as exc:
+        return Outcome(problem=f"the policy returned {type(raw).__name__}, not an allocation "
+                                f"array ({exc})")
+    p = None
+    if prices is not None:
+        try:
+            p = np.array(prices, dtype=np.float64, copy=True)
+        except (TypeError, ValueError) as exc:
+            return Outcome(x, problem=f"the policy's prices are not numeric ({exc})")
+    return Outcome(x, p)
+
+
+def _good(index: Sequence[Any]) -> str:
+    """``good 2`` or, in a market over time, ``good 2 in round 1``."""
+    j = [int(v) for v in index]
+    return f"good {j[0]}" + (f" in round {j[1]}" if len(j) > 1 else "")
+
+
+def property_result(name: str, ok: bool, violation: float, agent: int | None = None,
+            other: int | None = None, message: str = "") -> props.PropertyResult:
+    return props.PropertyResult(name, bool(ok), float(max(violation, 0.0)), agent, other,
+                                message)
+
+
+# ============================================================================================
+# domains
+# ============================================================================================
+class Domain:
+    """What a family of policies is given, how it answers, and what its properties mean."""
+
+    label = "domain"
+    agent_word = "agent"
+    properties: tuple[str, ...] = ()
+    attrs: tuple[str, ...] = ("allocation",)
+
+    def instances(self) -> st.SearchStrategy[Any]:
+        raise NotImplementedError
+
+    def feasible(self, inst: Any, x: np.ndarray, tol: float) -> props.PropertyResult:
+        raise NotImplementedError
+
+    def check(self, name: str, inst: Any, out: Outcome, tol: float) -> props.PropertyResult:
+        raise NotImplementedError
+
+    def own_value(self, inst: Any, agent: int, x: np.ndarray) -> float:
+        raise NotImplementedError
+
+    def true_row(self, inst: Any, agent: int) -> np.ndarray:
+        raise NotImplementedError
+
+    def valid_row(self, inst: Any, agent: int, row: np.ndarray) -> bool:
+        raise NotImplementedError
+
+    def call(self, policy: Callable[..., Any], inst: Any) -> Outcome:
+        try:
+            raw = policy(*inst.args())
+        except Exception as exc:  # the policy's failure is a finding, not a crash
+            return Outcome(error=exc)
+        return parse_outcome(raw, self.attrs)
+
+    def probes(self) -> st.SearchStrategy[tuple[Any, int, np.ndarray, float]]:
+        """(instance, lying agent, per-entry scaling of its row, distortion factor)."""
+        inner = self.instances()
+
+        @st.composite
+        def draw_probe(draw: st.DrawFn) -> tuple[Any, int, np.ndarray, float]:
+            inst = draw(inner)
+            agent = draw(st.integers(0, inst.n - 1))
+            shape = self.true_row(inst, agent).shape
+            scale = draw(arrays(np.float64, shape, elements=st.floats(*_SCALING)))
+            factor = draw(st.sampled_from(_DISTORTIONS))
+            return inst, agent, scale, factor
+
+        return draw_probe()
+
+    def lies(self, inst: Any, agent: int, scale: np.ndarray, factor: float
+             ) -> list[np.ndarray]:
+        """The misreports a probe tries: the true row scaled entry by entry (``scale``; it
+        shrinks to ones, i.e. to the truth, which is skipped), and for every good the truth with
+        that good's entry replaced by ``factor`` times the row's largest entry (``0`` hides the
+        good, ``0.05`` shades it, ``10`` exaggerates it; a good valued at zero can be claimed)."""
+        truth = self.true_row(inst, agent)
+        out = []
+        scaled = truth * scale
+        if not np.array_equal(scaled, truth) and self.valid_row(inst, agent, scaled):
+            out.append(scaled)
+        flat = truth.reshape(-1)
+        top = float(flat.max())
+        for g in range(flat.size):
+            lie = flat.copy()
+            lie[g] = factor * top
+            if lie[g] != flat[g] and self.valid_row(inst, agent, lie.reshape(truth.shape)):
+                out.append(lie.reshape(truth.shape))
+        return out
+
+
+# misreports tried by strategy-proofness probes: one-good distortions (the first is where
+# shrinking ends) and the range of the per-entry scaling of the whole row
+_DISTORTIONS = (0.05, 2.0, 0.0, 10.0, 0.5)
+_SCALING = (0.05, 3.0)
+
+
+class MarketDomain(Domain):
+    """Fisher markets: ``policy(utility, budget, supply) -> allocation`` (DESIGN.md).
+
+    Parameters
+    ----------
+    kind : {"linear", "leontief"}
+        Linear utilities or Leontief demands.
+    rounds : int or (int, int), optional
+        Markets over ``T`` rounds (utility (n, m, T), supply (m, T)).
+    n, m, values, density, integers, equal_budgets, budget_values, supply_values
+        As in :func:`fairalloc.testing.strategies.market_instances`.
+    """
+
+    agent_word = "buyer"
+    properties = ("feasible", "market_clearing", "budget_clearing", "envy_free",
+                  "sharing_incentive", "proportionality", "pareto_optimal", "strategy_proof")
+
+    def __init__(self, kind: str = "linear", *, rounds: Any = None, n: Any = MARKET_BUYERS,
+                 m: Any = MARKET_GOODS, values: Any = MARKET_VALUES,
+                 density: float = MARKET_DENSITY, integers: bool = False,
+                 equal_budgets: bool = False, budget_values: Any = MARKET_BUDGETS,
+                 supply_values: Any = MARKET_SUPPLIES) -> None:
+        self.kind = as_option(kind, "kind", ("linear", "leontief"))
+        self.rounds = rounds
+        self._kw = {"kind": self.kind, "rounds": rounds, "n": n, "m": m, "values": values,
+                    "density": density, "integers": integers, "equal_budgets": equal_budgets,
+                    "budget_values": budget_values, "supply_values": supply_values}
+        self._strategy = fst.market_instances(**self._kw)  # validates the arguments
+        base = "market" if self.kind == "linear" else "leontief"
+        self.label = base if rounds is None else (
+            "volatile" if self.kind == "linear" else "volatile-leontief")
+
+    def __repr__(self) -> str:
+        kw = ", ".join(f"{k}={v!r}" for k, v in self._kw.items() if k != "kind")
+        return f"MarketDomain({self.kind!r}, {kw})"
+
+    def instances(self) -> st.SearchStrategy[fst.MarketInstance]:
+        return self._strategy
+
+    def true_row(self, inst: fst.MarketInstance, agent: int) -> np.ndarray:
+        return np.array(inst.utility[agent], copy=True)
+
+    def valid_row(self, inst: fst.MarketInstance, agent: int, row: np.ndarray) -> bool:
+        return bool(np.all(row >= 0) and np.any(row > 0))
+
+    def feasible(self, inst: fst.MarketInstance, x: np.ndarray, tol: float
+                 ) -> props.PropertyResult:
+        U, s = inst.utility, inst.supply
+        if x.shape != U.shape:
+            return property_result("feasible", False, np.inf, message=(
+                f"the allocation has shape {x.shape}; expected {U.shape} (buyers x goods"
+                f"{'' if U.ndim == 2 else ' x rounds'})"))
+        if not np.all(np.isfinite(x)):
+            idx = tuple(int(i) for i in np.argwhere(~np.isfinite(x))[0])
+            return property_result("feasible", False, np.inf, idx[0], message=(
+                f"allocation[{', '.join(map(str, idx))}] is {x[idx]}"))
+        neg = -x
+        i_neg = np.unravel_index(int(np.argmax(neg)), x.shape)
+        scale = max(1.0, float(s.max()))
+        if neg[i_neg] > tol * scale:
+            return property_result("feasible", False, float(neg[i_neg]), int(i_neg[0]), message=(
+                f"buyer {int(i_neg[0])} gets a negative amount {x[i_neg]:.6g} of "
+                f"{_good(i_neg[1:])}"))
+        over = x.sum(axis=0) - s
+        j = np.unravel_index(int(np.argmax(over)), s.shape)
+        if over[j] > tol * max(1.0, float(s[j])):
+            return property_result("feasible", False, float(over[j]), message=(
+                f"{_good(j)} is allocated {x.sum(axis=0)[j]:.6g} but its supply is "
+                f"{s[j]:.6g} (over by {over[j]:.4g})"))
+        return property_result("feasible", True, 0.0, message="the allocation is feasible")
+
+    def _clipped(self, inst: fst.MarketInstance, x: np.ndarray) -> np.ndarray:
+        """``x`` moved into the feasible set (changes it by at most the feasibility tol)."""
+        x = np.maximum(x, 0.0)
+        total = x.sum(axis=0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            scale = np.where(total > inst.supply, inst.supply / total, 1.0)
+        return x * scale[None]
+
+    def check(self, name: str, inst: fst.MarketInstance, out: Outcome, tol: float
+              ) -> props.PropertyResult:
+        U, B, s, x = inst.utility, inst.budget, inst.supply, out.allocation
+        assert x is not None
+        kind = self.kind
+        if name in NEEDS_PRICES:
+            p = out.prices
+            assert p is not None
+            if p.shape != s.shape:
+                return property_result(name, False, np.inf, message=(
+                    f"the policy's prices have shape {p.shape}; expected {s.shape}"))
+            if not np.all(np.isfinite(p)) or np.any(p < 0):
+                return property_result(name, False, np.inf, message=(
+                    f"the policy's prices {p.tolist()} are not finite and non-negative"))
+            if name == "market_clearing":
+                return props.market_clearing(x, p, s, tol=tol)
+            return props.budget_clearing(x, p, B, tol=tol)
+        if name == "envy_free":
+            return props.envy_free(U, x, B, kind=kind, tol=tol)
+        if name == "sharing_incentive":
+            return props.sharing_incentive(U, x, B, s, kind=kind, tol=tol)
+        if name == "proportionality":
+            return props.proportionality(U, x, B, s, kind=kind, tol=tol)
+        if name == "pareto_optimal":
+            return props.pareto_optimal(U, self._clipped(inst, x), s, kind=kind, tol=tol)
+        raise AssertionError(name)  # pragma: no cover - names are validated up front
+
+    def own_value(self, inst: fst.MarketInstance, agent: int, x: np.ndarray) -> float:
+        u = inst.utility[agent:agent + 1]
+        return float(props.bundle_values(u, x[agent:agent + 1], kind=self.kind)[0, 0])
+
+
+class ClusterDomain(Domain):
+    """Jobs on a heterogeneous cluster: ``policy(jobs, cluster) -> x`` (Gavel §3-4).
+
+    Parameters
+    ----------
+    n, types, workers, names
+        Jobs, accelerator types, workers per type, type names
+        (:func:`fairalloc.testing.strategies.cluster_instances`).
+    max_scale_factor, weighted, values, density, integers, steps, elapsed
+        As in :func:`fairalloc.testing.strategies.job_sets`.
+    """
+
+    label = "cluster"
+    agent_word = "job"
+    properties = ("feasible", "market_clearing", "envy_free", "sharing_incentive",
+                  "proportionality", "pareto_optimal", "strategy_proof")
+    attrs = ("x", "allocation")
+
+    def __init__(self, *, n: Any = CLUSTER_JOBS, types: Any = CLUSTER_TYPES,
+                 workers: Any = CLUSTER_WORKERS, names: Sequence[str] = fst.ACCELERATOR_TYPES,
+                 max_scale_factor: int = 1, weighted: bool = False,
+                 values: Any = CLUSTER_THROUGHPUTS, density: float = CLUSTER_DENSITY,
+                 integers: bool = False, steps: Any = CLUSTER_STEPS,
+                 elapsed: Any = None) -> None:
+        self._kw = {"n": n, "types": types, "workers": workers, "max_scale_factor":
+                    max_scale_factor, "weighted": weighted, "values": values,
+                    "density": density, "integers": integers, "steps": steps,
+                    "elapsed": elapsed}
+        self._strategy = fst.cluster_instances(names=names, **self._kw)
+
+    def __repr__(self) -> str:
+        return "ClusterDomain(" + ", ".join(f"{k}={v!r}" for k, v in self._kw.items()) + ")"
+
+    def instances(self) -> st.SearchStrategy[fst.ClusterInstance]:
+        return self._strategy
+
+    @staticmethod
+    def _fits(inst: fst.ClusterInstance) -> np.ndarray:
+        j, c = inst.jobs, inst.cluster
+        return j.scale_factor[:, None] <= c.capacity[None, :]
+
+    @staticmethod
+    def _allowed(inst: fst.ClusterInstance) -> np.ndarray:
+        return (inst.jobs.throughput > 0) & ClusterDomain._fits(inst)
+
+    def true_row(self, inst: fst.ClusterInstance, agent: int) -> np.ndarray:
+        return np.array(inst.jobs.throughput[agent], copy=True)
+
+    def valid_row(self, inst: fst.ClusterInstance, agent: int, row: np.ndarray) -> bool:
+        return bool(np.all(row >= 0) and np.any((row > 0) & self._fits(inst)[agent]))
+
+    def feasible(self, inst: fst.ClusterInstance, x: np.ndarray, tol: float
+                 ) -> props.PropertyResult:
+        jobs, cap = inst.jobs, inst.cluster.capacity
+        shape = jobs.throughput.shape
+        if x.shape != shape:
+            return property_result("feasible", False, np.inf, message=(
+                f"the allocation has shape {x.shape}; expected {shape} (jobs x types)"))
+        if not np.all(np.isfinite(x)):
+            i, j = (int(v) for v in np.argwhere(~np.isfinite(x))[0])
+            return property_result("feasible", False, np.inf, i,
+                                   message=f"x[{i}, {j}] is {x[i, j]}")
+        types = inst.cluster.types
+        allowed = self._allowed(inst)
+        # worst offence of each kind, in time-fraction units (workers for capacity rows)
+        bad = np.where(allowed, np.maximum(-x, x - 1.0), np.abs(x))
+        i, j = (int(v) for v in np.unravel_index(int(np.argmax(bad)), shape))
+        if bad[i, j] > tol:
+            why = ("a time fraction must lie in [0, 1]" if allowed[i, j] else
+                   "the job cannot run there" if jobs.throughput[i, j] <= 0 else
+                   f"its gang of {jobs.scale_factor[i]:g} does not fit in "
+                   f"{cap[j]:g} workers")
+            return property_result("feasible", False, float(bad[i, j]), int(i), message=(
+                f"job {i} gets x = {x[i, j]:.6g} on {types[j]}: {why}"))
+        busy = x.sum(axis=1) - 1.0
+        i = int(np.argmax(busy))
+        if busy[i] > tol:
+            return property_result("feasible", False, float(busy[i]), i, message=(
+                f"job {i} runs {x[i].sum():.6g} of its time (more than all of it)"))
+        used = jobs.scale_factor @ np.maximum(x, 0.0)
+        over = used - cap
+        j = int(np.argmax(over))
+        if over[j] > tol * max(1.0, float(cap[j])):
+            return property_result("feasible", False, float(over[j]), message=(
+                f"type {types[j]} has {cap[j]:g} workers but the jobs use {used[j]:.6g}"))
+        return property_result("feasible", True, 0.0, message="the allocation is feasible")
+
+    def _clipped(self, inst: fst.ClusterInstance, x: np.ndarray) -> np.ndarray:
+        x = np.where(self._allowed(inst), np.clip(x, 0.0, 1.0), 0.0)
+        busy = x.sum(axis=1)
+        x = x / np.maximum(busy, 1.0)[:, None]
+        used = inst.jobs.scale_factor @ x
+        cap = inst.cluster.capacity
+        with np.errstate(divide="ignore", invalid="ignore"):
+            scale = np.where(used > cap, cap / used, 1.0)
+        return x * scale[None, :]
+
+    def throughput(self, inst: fst.ClusterInstance, x: np.ndarray) -> np.ndarray:
+        """Effective throughput ``sum_j T[i, j] x[i, j]`` of every job (Gavel §3.1)."""
+        return np.einsum("ij,ij->i", np.where(self._allowed(inst), inst.jobs.throughput, 0.0),
+                         x)
+
+    def share(self, inst: fst.ClusterInstance) -> np.ndarray:
+        """The weight-share allocation: job ``i`` gets ``w_i / sum w`` of every type's
+        workers, running ``c_j f_i / max(s_i, f_i sum_j c_j)`` of its time on type ``j`` where
+        it can run (Gavel §4.1's ``X^isolated``; rows capped at all of its time)."""
+        jobs, cap = inst.jobs, inst.cluster.capacity
+        f = jobs.weight / jobs.weight.sum()
+        x = cap[None, :] * f[:, None] / np.maximum(jobs.scale_factor, f * cap.sum())[:, None]
+        return np.where(self._allowed(inst), x, 0.0)
+
+    def bundle_values(self, inst: fst.ClusterInstance, x: np.ndarray) -> np.ndarray:
+        """``V[i, k]``: throughput job ``i`` gets from job ``k``'s worker-time, scaled by the
+        weight ratio ``w_i / w_k`` (so ``V[i, i]`` is ``i``'s own throughput).
+
+        Job ``k`` holds ``x[k, j] * s_k`` worker-time of type ``j``; job ``i`` (gang ``s_i``)
+        can turn ``w_i / w_k`` times it into time fractions on the types it can run on, at
+        most 1 in total: a fractional knapsack filled from its fastest type down. Scaling the
+        bundle (rather than dividing values by weights) keeps the comparison right for jobs
+        whose time is capped.
+        """
+        jobs = inst.jobs
+        T = np.where(self._allowed(inst), jobs.throughput, 0.0)
+        order = np.argsort(-T, axis=1, kind="stable")  # (n, k): i's types, fastest first
+        rate = np.take_along_axis(T, order, axis=1)  # (n, k)
+        work = np.maximum(x, 0.0) * jobs.scale_factor[:, None]  # (n, k) worker-time of k
+        avail = work[:, order].transpose(1, 0, 2)  # avail[i, k, j] = work[k, order[i, j]]
+        w = jobs.weight
+        avail = avail * (w[:, None] / w[None, :] / jobs.scale_factor[:, None])[:, :, None]
+        avail = np.where(rate[:, None, :] > 0, avail, 0.0)
+        filled = np.minimum(np.cumsum(avail, axis=2), 1.0)
+        time_ = np.diff(filled, axis=2, prepend=0.0)
+        return np.einsum("ikj,ij->ik", time_, rate)
+
+    def check(self, name: str, inst: fst.ClusterInstance, out: Outcome, tol: float
+              ) -> props.PropertyResult:
+        jobs, cap, types = inst.jobs, inst.cluster.capacity, inst.cluster.types
+        x = out.allocation
+        assert x is not None
+        w = jobs.weight
+        tp = self.throughput(inst, x)
+        if name == "market_clearing":
+            p = out.prices
+            assert p is not None
+            if p.shape != cap.shape or not np.all(np.isfinite(p)) or np.any(p < 0):
+                return property_result(name, False, np.inf, message=(
+                    f"the policy's prices {p.tolist()} are not {cap.size} finite, "
+                    "non-negative numbers"))
+            r = props.market_clearing(x * jobs.scale_factor[:, None], p, cap, tol=tol)
+            if r.passed or r.agent is None:
+                return r
+            j = r.agent
+            used = float(jobs.scale_factor @ x[:, j])
+            return property_result(name, False, r.violation, None, None, (
+                f"type {types[j]} has price {p[j]:.4g} but only {used:.6g} of its {cap[j]:g} "
+                "workers are used"))
+        if name == "envy_free":
+            V = self.bundle_values(inst, x)
+            own = np.diag(V)
+            envy = V - own[:, None]
+            np.fill_diagonal(envy, 0.0)
+            i, k = (int(v) for v in np.unravel_index(int(np.argmax(envy)), envy.shape))
+            ok = envy[i, k] <= tol * max(1.0, float(abs(own[i])))
+            ratio = "" if w[i] == w[k] else f" scaled by its weight ratio {w[i] / w[k]:.4g}"
+            return property_result(name, ok, float(envy[i, k]), int(i), int(k),
+                           "no job prefers another's allocation" if ok else
+                           f"job {i} would get throughput {V[i, k]:.6g} from job {k}'s "
+                           f"allocation{ratio} but gets {own[i]:.6g} from its own "
+                           f"(envy {envy[i, k]:.4g})")
+        if name in ("sharing_incentive", "proportionality"):
+            if name == "sharing_incentive":
+                fair = self.throughput(inst, self.share(inst))
+                what = "its weight share of every type"
+            else:
+                best = np.where(self._allowed(inst), jobs.throughput, 0.0).max(axis=1)
+                fair = w / w.sum() * best
+                what = "its weight share of running alone on its fastest type"
+            short = fair - tp
+            i = int(np.argmax(short))
+            ok = short[i] <= tol * max(1.0, float(fair[i]))
+            return property_result(name, ok, float(short[i]), i, None,
+                           f"every job is at least as well off as with {what}" if ok else
+                           f"job {i} gets throughput {tp[i]:.6g} < {fair[i]:.6g} from {what} "
+                           f"(short by {short[i]:.4g})")
+        if name == "pareto_optimal":
+            return self._pareto(inst, self._clipped(inst, x), tol)
+        raise AssertionError(name)  # pragma: no cover
+
+    def _pareto(self, inst: fst.ClusterInstance, x: np.ndarray, tol: float
+                ) -> props.PropertyResult:
+        """``max sum t`` over feasible ``y`` with ``T_i . y_i >= T_i . x_i + t_i``, ``t >= 0``."""
+        jobs, cap = inst.jobs, inst.cluster.capacity
+        n, k = jobs.throughput.shape
+        own = self.throughput(inst, x)
+        rows, cols = np.nonzero(self._allowed(inst))
+        E = rows.size
+        e = np.arange(E)
+        time_rows = sp.csr_matrix((np.ones(E), (rows, e)), shape=(n, E))
+        cap_rows = sp.csr_matrix((jobs.scale_factor[rows], (cols, e)), shape=(k, E))
+        util_rows = sp.csr_matrix((jobs.throughput[rows, cols], (rows, e)), shape=(n, E))
+        gain = props.pareto_gain(util_rows, own, sp.vstack([time_rows, cap_rows]).tocsr(),
+                                 np.r_[np.ones(n), cap], np.ones(E))
+        i = int(np.argmax(gain))
+        ok = gain[i] <= tol * max(1.0, float(own[i]))
+        return property_result("pareto_optimal", ok, float(gain[i]), i, None,
+                       "no Pareto improvement exists" if ok else
+                       f"job {i} can gain {gain[i]:.4g} throughput (from {own[i]:.6g}) with "
+                       "no job worse off")
+
+    def own_value(self, inst: fst.ClusterInstance, agent: int, x: np.ndarray) -> float:
+        return float(self.throughput(inst, x)[agent])
+
+
+_DOMAIN_FACTORIES: dict[str, Callable[[], Domain]] = {
+    "market": lambda: MarketDomain("linear"),
+    "leontief": lambda: MarketDomain("leontief"),
+    "volatile": lambda: MarketDomain("linear", rounds=(2, 3), n=(1, 3), m=(1, 2)),
+    "volatile-leontief": lambda: MarketDomain("leontief", rounds=(2, 3), n=(1, 3), m=(1, 2)),
+    "cluster": lambda: ClusterDomain(),
+}
+#: Domain names accepted by :func:`check_policy` (``domain=``) and ``fairalloc check``.
+DOMAINS = tuple(_DOMAIN_FACTORIES)
+
+
+def resolve_domain(domain: Any) -> Domain:
+    if isinstance(domain, Domain):
+        return domain
+    if isinstance(domain, str):
+        key = domain.strip().lower().replace("_", "-")
+        if key in _DOMAIN_FACTORIES:
+            return _DOMAIN_FACTORIES[key]()
+    raise InputError(f"domain must be one of {', '.join(map(repr, DOMAINS))} or a "
+                     f"MarketDomain / ClusterDomain; got {domain!r}", argument="domain")
+
+
+def property_names(properties: Any, domain: Any = "market") -> tuple[str, ...]:
+    """Canonical property names: accepts ``"envy-free"``, ``"Envy free"``, aliases such as
+    ``"pareto"``, one name or a sequence, and ``"all"`` (every property of the domain).
+
+    Examples
+    --------
+    >>> property_names(["envy-free", "Sharing incentive", "pareto"])
+    ('envy_free', 'sharing_incentive', 'pareto_optimal')
+    >>> property_names("all", "cluster")[:3]
+    ('feasible', 'market_clearing', 'envy_free')
+    """
+    dom = resolve_domain(domain)
+    names = [properties] if isinstance(properties, str) else properties
+    if not isinstance(names, Iterable):
+        raise InputError(f"properties must be a name or a sequence of names, got "
+                         f"{properties!r}", argument="properties")
+    out: list[str] = []
+    for i, raw in enumerate(names):
+        if not isinstance(raw, str):
+            raise InputError(f"properties[{i}] = {raw!r} is not a property name",
+                             argument="properties", index=(i,))
+        key = raw.strip().lower().replace("-", "_").replace(" ", "_")
+        if key == "all":
+            out.extend(p for p in dom.properties if p not in out)
+            continue
+        key = _ALIASES.get(key, key)
+        if key not in dom.properties:
+            raise InputError(
+                f"properties[{i}] = {raw!r} is not a property of the {dom.label} domain; "
+                f"choose from {', '.join(dom.properties)} (or 'all')",
+                argument="properties", index=(i,))
+        if key not in out:
+            out.append(key)
+    if not out:
+        raise InputError("properties is empty", argument="properties")
+    return tuple(out)
