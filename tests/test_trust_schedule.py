@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fairalloc as fa
-from fairalloc.backends import HighsBackend
+from fairalloc.backends import HighsBackend, LPSolution, SolveStatus
 from fairalloc.results import Status
 
 FAST = settings(max_examples=30, deadline=None, derandomize=True,
@@ -135,22 +135,65 @@ def test_huge_k_with_tiny_ftf_and_makespan():
 # --------------------------------------------------------------------------------------------
 # the solver layer
 # --------------------------------------------------------------------------------------------
-class CountingHighs(HighsBackend):
-    calls = 0
+class FailingHighs(HighsBackend):
+    """HiGHS whose every solve fails: a fault injected at the backend's solve boundary."""
 
     def _solve_lp(self, lp, **kw):
-        type(self).calls += 1
-        return super()._solve_lp(lp, **kw)
+        return LPSolution(status=SolveStatus.ERROR, x=None, objective=math.nan,
+                          raw_status="injected failure", backend=self.name)
+
+
+SOLVE_STEPS = ("core-count-milp", "milp")
 
 
 def test_backend_is_honoured_by_every_solve():
-    CountingHighs.calls = 0
-    be = CountingHighs()
-    plan = fa.plan_schedule(gang_instance(), 3, rounds=4, lam=100.0, mip_gap=1e-9, backend=be)
-    assert CountingHighs.calls == plan.stats.solves >= 2  # core count MILP(s) + full MILP
+    plan = fa.plan_schedule(gang_instance(), 3, rounds=4, lam=100.0, mip_gap=1e-9,
+                            backend=HighsBackend())
+    path = plan.stats.path
+    # core count MILP(s) + full MILP, each one backend solve
+    assert path[0] == "lagrangian" and "core-count-milp" in path and path[-1] == "milp"
+    assert plan.stats.solves == sum(step in SOLVE_STEPS for step in path) >= 2
     assert plan.stats.backend == "highs" and plan.stats.raw_status != ""
-    fast = fa.plan_schedule([job(1.0)], 1, rounds=2, method="fast", backend=be)
+    # every solve goes through the backend given: with one whose solves all fail, none succeeds
+    bad = fa.plan_schedule(gang_instance(), 3, rounds=4, lam=100.0, mip_gap=1e-9,
+                           backend=FailingHighs())
+    assert bad.stats.path == ("lagrangian", "core-count-milp", "milp")
+    assert bad.stats.solves == 2 and bad.stats.raw_status == "injected failure"
+    assert bad.stats.method == "fast" and bad.status == Status.TIME_LIMIT
+    with pytest.raises(fa.SolverError, match="injected failure"):
+        fa.plan_schedule(gang_instance(), 3, rounds=4, lam=100.0, method="milp",
+                         backend=FailingHighs())
+    fast = fa.plan_schedule([job(1.0)], 1, rounds=2, method="fast", backend=FailingHighs())
     assert fast.stats.backend == "none" and fast.stats.solves == 0
+    assert fast.stats.path == ("lagrangian",) and fast.status == Status.OPTIMAL
+
+
+def test_plan_path_and_fallbacks():
+    """stats.path and stats.fallbacks say which path produced the plan."""
+    # the fast path certifies unit gangs alone: no solve, no fallback
+    unit = fa.plan_schedule([job(1.0), job(2.0), job(0.5)], 2, rounds=3)
+    assert unit.stats.path == ("lagrangian",) and unit.stats.fallbacks == ()
+    assert unit.method == unit.stats.method == "fast"
+    # a gang packing the fast path cannot certify: "auto" hands over to the MILP, once
+    auto = fa.plan_schedule(gang_instance(), 3, rounds=4, lam=100.0, mip_gap=1e-9)
+    fast_steps = auto.stats.path[:-1]
+    assert fast_steps[0] == "lagrangian" and set(fast_steps[1:]) == {"core-count-milp"}
+    assert auto.stats.path[-1] == "milp"
+    (fallback,) = auto.stats.fallbacks
+    assert fallback.startswith(f"{fast_steps[-1]}->milp: the fast path proved a relative gap")
+    # "milp" solves once (the fast path runs first only for a warm start, not as a fallback)
+    cold = fa.plan_schedule(gang_instance(), 3, rounds=4, lam=100.0, method="milp")
+    assert cold.stats.path == ("milp",) and cold.stats.solves == 1
+    warm = fa.plan_schedule(gang_instance(), 3, rounds=4, lam=100.0, method="milp",
+                            warm_start=True)
+    assert warm.stats.path[0] == "lagrangian" and warm.stats.path[-1] == "milp"
+    assert warm.stats.fallbacks == () and cold.stats.fallbacks == ()
+    # "fast" never hands over, even when it cannot certify
+    fast = fa.plan_schedule(gang_instance(), 3, rounds=4, lam=100.0, method="fast",
+                            mip_gap=1e-9)
+    assert fast.stats.path == fast_steps and fast.stats.fallbacks == ()
+    relaxed = fa.relax_plan([job(1.0), job(2.0)], 1, rounds=2)
+    assert relaxed.stats.path == ("conic-relaxation",)
 
 
 @pytest.mark.parametrize("backend", ["clarabel", "nope", 3, None])
@@ -413,9 +456,14 @@ def test_forecast_arrays_are_read_only():
 
 
 def test_planjob_helpers_return_read_only_arrays():
-    j = job(1.0, regimes=[(60.0, 30), (30.0, 60)])
+    regimes = np.array([[60.0, 30.0], [30.0, 60.0]])
+    j = job(1.0, regimes=regimes)
     assert not j.epochs_advanced([0.0, 120.0]).flags.writeable
-    assert not j._regimes.flags.writeable
+    # the job keeps its own immutable regimes: the caller's array is neither frozen nor aliased
+    assert j.regimes == ((60.0, 30.0), (30.0, 60.0)) and isinstance(j.regimes, tuple)
+    seconds = j.remaining_seconds
+    regimes[:, 0] *= 2.0
+    assert j.remaining_seconds == seconds and j.regimes == ((60.0, 30.0), (30.0, 60.0))
 
 
 def test_forecast_inputs_are_not_mutated():
