@@ -120,18 +120,27 @@ def test_warm_and_cold_agree_and_pool_is_deterministic():
 
 
 def test_batched_and_per_market_paths_agree(monkeypatch):
-    import fairalloc.auctions.partial as auctions
+    import scipy.sparse.linalg as sla
 
     rng = np.random.default_rng(11)
-    U = rng.uniform(0.0, 1.0, (40, 6))
+    U = rng.uniform(0.0, 1.0, (80, 5))
     batched = partial_allocation(U)
+    assert "loo-batched-ipm" in batched.stats.path  # most markets certified in the batch
 
-    def nothing_solved(red, idx, target):
-        return (np.full(idx.size, np.nan), np.full(idx.size, np.inf),
-                np.zeros(idx.size, dtype=bool))
+    def not_positive_definite(*args, **kwargs):
+        raise np.linalg.LinAlgError("Matrix is not positive definite")
 
-    monkeypatch.setattr(auctions, "_loo_batch", nothing_solved)
+    def singular(*args, **kwargs):
+        raise RuntimeError("Factor is exactly singular")
+
+    # break the batch's linear algebra (Cholesky of the Schur complements, LU of the forest
+    # polish): every leave-one-out market goes the per-market way
+    monkeypatch.setattr(np.linalg, "cholesky", not_positive_definite)
+    monkeypatch.setattr(sla, "splu", singular)
     per_market = partial_allocation(U)
+    assert "loo-batched-ipm" not in per_market.stats.path
+    assert "loo-warm" in per_market.stats.path
+    assert per_market.stats.fallbacks[0].startswith("loo-batched-ipm->loo-warm: 80 of 80")
     assert np.abs(batched.fraction / per_market.fraction - 1).max() <= 1e-7
     assert per_market.fraction_error.max() <= 1e-6
 
@@ -589,6 +598,11 @@ def test_round_invariants_and_leftover_goes_to_non_bidders():
     got_left = rnd.leftover_to[rnd.leftover_to >= 0]
     if (~bidders & (held < demand)).any():
         assert not bidders[got_left].any()
+    # the round says what it did: an auction, then leftovers to whom
+    assert rnd.path[0] == "auction"
+    assert ("leftovers-to-non-bidders" in rnd.path) == (~bidders[got_left]).any()
+    assert ("leftovers-to-bidders" in rnd.path) == bidders[got_left].any()
+    assert bool(rnd.fallbacks) == ("leftovers-to-bidders" in rnd.path)
     # participants keep at most their PF bundle; fractions are the auction's
     assert np.allclose(rnd.fraction, rnd.auction.fraction)
     assert np.all(rnd.won <= rnd.auction.pf_bundles.sum(1))

@@ -33,15 +33,19 @@ One job per module:
   Pseudocode 1 lines 13-23): leases, filtering of the apps farthest from finish-time
   fairness, a PA auction among them, leftover GPUs to the apps that did not bid, valuations
   refreshed every round.
-* ``valuations.py`` -- finish-time fairness ``rho`` (Themis §3.2), placement slowdown, the
-  cluster :class:`Topology` and the app models.
-* ``_pool.py`` -- the process pool of the leave-one-out solves and the backend-solve log.
+* ``valuations.py`` -- finish-time fairness ``rho`` (Themis §3.2), placement slowdown and the
+  cluster :class:`Topology`; ``apps.py`` -- the app models whose progress the multi-round
+  auction simulates (:class:`SingleJobApp`, :class:`SuccessiveHalvingApp`,
+  :class:`CurveStoppingApp`).
+* ``_pool.py`` -- the process pool of the leave-one-out solves and the log behind ``stats``
+  (backends that ran, ``stats.path``, ``stats.fallbacks``).
 
 See ``formulations/partial_allocation.md`` for the exact programs.
 """
 
 from __future__ import annotations
 
+from .apps import CurveStoppingApp, SingleJobApp, SuccessiveHalvingApp
 from .bids import BidTable, bid_table
 from .gpu import BundleAuctionResult, GPUAuctionResult, bundle_auction, gpu_auction
 from .multiround import AuctionRound, MultiRoundAuction
@@ -49,9 +53,6 @@ from .partial import PartialAllocationResult, partial_allocation
 from .valuations import (
     DEFAULT_SLOWDOWN,
     LEVELS,
-    CurveStoppingApp,
-    SingleJobApp,
-    SuccessiveHalvingApp,
     Topology,
     curve_stopping_rho,
     placement_slowdown,

@@ -14,11 +14,24 @@ from .._validation import as_finite_float, as_positive_float, as_positive_int, a
 from ..errors import InputError
 from ..results import FrozenArrays, readonly
 from ._pool import _workers
+from .apps import _check_apps
 from .bids import bid_table
 from .gpu import GPUAuctionResult, _milp_solver, gpu_auction
-from .valuations import Topology, _check_apps
+from .valuations import Topology
 
 __all__ = ["AuctionRound", "MultiRoundAuction"]
+
+#: ACCURACY contract: a lease ending within this many seconds of ``now`` has expired (the
+#: clock is a sum of floating-point steps).
+LEASE_TIME_TOL = 1e-9
+#: ACCURACY contract: a participant's ``c_i * |bundle_i|`` within this of an integer counts
+#: as that integer before the random rounding.
+ROUNDING_TOL = 1e-9
+
+# names of the steps in AuctionRound.path
+AUCTION = "auction"
+TO_NON_BIDDERS = "leftovers-to-non-bidders"
+TO_BIDDERS = "leftovers-to-bidders"
 
 
 # ============================================================================================
@@ -47,9 +60,17 @@ class AuctionRound(FrozenArrays):
     leftover_gpus : ndarray of int
         The leftover GPUs, in the order of ``leftover_to``.
     auction : GPUAuctionResult or None
-        The partial-allocation auction of the round (``None`` if nothing was auctioned).
+        The partial-allocation auction of the round (``None`` if nothing was auctioned); its
+        ``stats.path`` says which exact routes solved it.
     seconds : float
         Wall-clock seconds of the round.
+    path : tuple of str
+        The steps of the round that ran, in order: ``"auction"`` (participants bid for the
+        offered GPUs), ``"leftovers-to-non-bidders"`` and ``"leftovers-to-bidders"`` (some
+        leftover GPUs went to apps that did not bid / to participants).
+    fallbacks : tuple of str
+        ``"leftovers-to-non-bidders->leftovers-to-bidders: ..."`` when leftover GPUs went to
+        participants because the apps that did not bid could not use them all.
     """
 
     time: float
@@ -62,6 +83,8 @@ class AuctionRound(FrozenArrays):
     leftover_gpus: np.ndarray
     auction: GPUAuctionResult | None
     seconds: float
+    path: tuple[str, ...] = ()
+    fallbacks: tuple[str, ...] = ()
 
 
 @dataclass(eq=False)
@@ -210,7 +233,7 @@ class MultiRoundAuction:
         rho_now = self.current_rho()
         # release expired leases and GPUs of finished apps
         done = np.array([a.finished for a in self.apps])
-        release = (self.owner >= 0) & ((self.lease_end <= self.now + 1e-9) |
+        release = (self.owner >= 0) & ((self.lease_end <= self.now + LEASE_TIME_TOL) |
                                        done[np.maximum(self.owner, 0)])
         self.owner[release] = -1
         offer = self.owner < 0
@@ -230,6 +253,7 @@ class MultiRoundAuction:
         won = np.zeros(participants.size, dtype=np.int64)
         result = None
         given = np.zeros(g, dtype=bool)
+        path: list[str] = []
         if participants.size and offered.size:
             N = self.contention()
             tables = []
@@ -243,12 +267,13 @@ class MultiRoundAuction:
 
                 tables.append(bid_table(rho_i, topo, offer, held=hold, max_gpus=int(spare[i]),
                                         slowdown=app.slowdown_levels))
+            path.append(AUCTION)
             result = gpu_auction(tables, topo, offer, time_limit=self.time_limit,
                                  workers=self.workers, backend=self._solver)
             fractions = np.array(result.fraction)
             sizes = result.pf_bundles.sum(axis=1)
             exact = fractions * sizes
-            won = np.floor(exact + 1e-9).astype(np.int64)
+            won = np.floor(exact + ROUNDING_TOL).astype(np.int64)
             won += (self._rng.random(participants.size) < (exact - won)).astype(np.int64)
             won = np.minimum(won, sizes)
             for r_idx, app_idx in enumerate(participants):  # keep GPUs where bundle is densest
@@ -269,13 +294,16 @@ class MultiRoundAuction:
         to = np.full(left.size, -1, dtype=np.int64)
         perm_gpus = self._rng.permutation(left)
         filled = 0
-        for group in (~bidders, bidders):
+        for group, step in ((~bidders, TO_NON_BIDDERS), (bidders, TO_BIDDERS)):
             slots = np.repeat(np.flatnonzero(group & (spare > 0)), spare[group & (spare > 0)])
             if filled >= perm_gpus.size or slots.size == 0:
                 continue
             slots = self._rng.permutation(slots)[:perm_gpus.size - filled]
             to[filled:filled + slots.size] = slots
             filled += slots.size
+            path.append(step)
+        fallbacks = (f"{TO_NON_BIDDERS}->{TO_BIDDERS}: the apps that did not bid cannot use "
+                     "every leftover GPU",) if TO_BIDDERS in path else ()
         assigned = to >= 0
         self.owner[perm_gpus[assigned]] = to[assigned]
         given[perm_gpus[assigned]] = True
@@ -283,7 +311,8 @@ class MultiRoundAuction:
         rnd = AuctionRound(time=self.now, offered=offered, participants=participants,
                            rho_before=rho_now, fraction=fractions, won=won, leftover_to=to,
                            leftover_gpus=perm_gpus, auction=result,
-                           seconds=time.perf_counter() - t0)
+                           seconds=time.perf_counter() - t0, path=tuple(path),
+                           fallbacks=fallbacks)
         self.history.append(rnd)
         return rnd
 
