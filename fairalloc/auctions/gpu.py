@@ -28,7 +28,7 @@ from ..results import Result, Status, require_pandas
 from ._pool import _clean_log, _solve_stats, _used, _workers
 from .bids import BidTable
 from .nash import (
-    METHODS,
+    SET_PACKING_METHODS,
     SetPackingColumns,
     _Form,
     _log_unit,
@@ -270,7 +270,7 @@ def bundle_auction(
     workers_n = _workers(workers)
     tl = as_time_limit(time_limit)
     solver = _milp_solver(backend)
-    routes = as_option(method, "method", METHODS)
+    routes = as_option(method, "method", SET_PACKING_METHODS)
     ag = np.array(agent, dtype=np.int64)
     flat = np.concatenate(vals) if vals else np.zeros(0)
     e, log_unit = _log_unit(np.r_[flat, empty])
@@ -388,7 +388,7 @@ def gpu_auction(
     workers_n = _workers(workers)
     tl = as_time_limit(time_limit)
     solver = _milp_solver(backend)
-    routes = as_option(method, "method", METHODS)
+    routes = as_option(method, "method", SET_PACKING_METHODS)
     e, log_unit = _log_unit(np.concatenate([t.value for t in tables]
                                            + [np.array([t.value_empty for t in tables])]))
     program = PlacementProgram(tables, topology, off, e)

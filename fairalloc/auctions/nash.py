@@ -60,7 +60,7 @@ EXACT_GAP_REL = 1e-9
 #: MILP_GAP_TOL, so the independent certificate has room to pass).
 MILP_SOLVER_GAP = 1e-9
 #: The routes a set-packing solve may take (``method`` of the indivisible auctions).
-METHODS = ("auto", "lp", "milp")
+SET_PACKING_METHODS = ("auto", "lp", "milp")
 
 # names of the steps in stats.path (the module docstring explains each)
 RELAXATION = "knapsack-relaxation"
@@ -437,7 +437,7 @@ def _partial_allocation_milp(form: _Form, *, time_limit: float | None, solver: A
 
     ``form`` holds valuations divided by ``exp(log_unit)`` (see :func:`_log_unit`); fractions
     are computed in those units and objectives and bounds are reported in the caller's.
-    ``method`` selects the routes of every solve (:data:`METHODS`, module docstring).
+    ``method`` selects the routes of every solve (:data:`SET_PACKING_METHODS`, module docstring).
     """
     n = form.num_agents
     pf = _nash(form, np.ones(n, dtype=bool), time_limit, solver, method)
