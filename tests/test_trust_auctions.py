@@ -19,7 +19,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fairalloc as fa
-import fairalloc.auctions.partial as auctions
 from fairalloc.auctions import (
     AuctionRound,
     BidTable,
@@ -94,12 +93,18 @@ def test_singular_systems_fall_back_to_the_exact_conic_path(monkeypatch):
     def singular(*args, **kwargs):
         raise np.linalg.LinAlgError("Singular matrix")
 
-    monkeypatch.setattr(auctions.np.linalg, "solve", singular)
+    monkeypatch.setattr(np.linalg, "solve", singular)
     U = [[2.0, 1.0, 0.5], [1.0, 1.0, 1.0], [0.2, 3.0, 1.0]]
     r = partial_allocation(U)
     monkeypatch.undo()
     ref = partial_allocation(U)
     assert r.certificate.ok and "clarabel" in r.stats.backend.split("+")
+    # no batch, and every reduced market handed from the interior-point method to Clarabel
+    assert "loo-batched-ipm" not in r.stats.path and "loo-batched-ipm" in ref.stats.path
+    assert r.stats.fallbacks == (
+        "loo-batched-ipm->loo-warm: 3 of 3 leave-one-out markets not certified in a batch",
+        "ipm->conic: 4 reduced leave-one-out markets (the interior-point method did not "
+        "converge)")
     np.testing.assert_allclose(r.fraction, ref.fraction, rtol=1e-6)
 
 
@@ -636,12 +641,18 @@ def test_pf_solve_failure_falls_back_to_fairallocs_own_search(monkeypatch):
     U = [[2.0, 1.0, 0.5], [1.0, 1.0, 1.0], [0.2, 3.0, 1.0]]
     ref = partial_allocation(U)
 
+    import fairalloc.markets
+
     def broken(*args, **kwargs):
         raise fa.SolverError("the conic solver gave up")
 
-    monkeypatch.setattr(auctions, "_fisher", broken)
+    assert ref.stats.path[0] == "pf-market" and "pf-warm-search" not in ref.stats.path
+    # the public fisher_market (the PF solve and every cold leave-one-out solve) fails
+    monkeypatch.setattr(fairalloc.markets, "fisher_market", broken)
     r = partial_allocation(U)  # warm: PF by the warm search, leave-one-out markets batched
     assert r.certificate.ok
+    assert r.stats.path[:2] == ("pf-market", "pf-warm-search")
+    assert r.stats.fallbacks[0].startswith("pf-market->pf-warm-search: fisher_market failed")
     np.testing.assert_allclose(r.fraction, ref.fraction, rtol=1e-6)
     np.testing.assert_allclose(r.pf_allocation, ref.pf_allocation, atol=1e-6)
     with pytest.raises(fa.CertificateError):  # cold: every leave-one-out market fails honestly

@@ -1,472 +1,57 @@
 """Divisible partial allocation (Themis §3.3.1; Cole, Gkatzelis and Goel): the PF market, the
-``n`` leave-one-out markets and the fractions ``c_i``, with the dense ``(n, m)``
-Eisenberg-Gale pieces they are solved with (dual, primal recovery, repair, conic solve,
-batched interior-point method, support and forest polish, feasibility residual).
+``n`` leave-one-out markets and the fractions ``c_i``.
 
-One cohesive algorithm (the whole partial-allocation stack), kept in one file on purpose; see
-``formulations/partial_allocation.md`` for the programs.
+Every market is solved and certified by the Eisenberg-Gale engine of :mod:`fairalloc.markets`
+(:func:`fairalloc.fisher_market` for the PF market; the warm-started searches, the batched
+interior-point method and the batched leave-one-out markets of
+:mod:`fairalloc.markets.warm` / :mod:`fairalloc.markets.ipm`); this module is the mechanism
+around them. See ``formulations/partial_allocation.md`` for the programs.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from .._validation import as_array, as_option, as_tolerance
 from ..errors import CertificateError, FairallocError, InputError, SolverError
+from ..markets.engine import SolveLog
+from ..markets.warm import (
+    EGPoint,
+    ReducedMarket,
+    eg_dual,
+    eg_primal,
+    feas_residual,
+    loo_batch,
+    repair_dense,
+    solve_warm,
+)
 from ..results import Certificate, Result, Status, require_pandas
 from ..tolerances import FEAS_TOL, GAP_TOL
 from ._pool import _clean_log, _parallel_map, _record, _solve_stats, _used, _workers
 
 __all__ = ["PartialAllocationResult", "partial_allocation"]
 
-_METHODS = ("warm", "cold")
-_CONIC_TOL = 1e-10
-_CONIC_KKT = "qdldl"
-_EXACT = 1e-9  # absolute gap of the polished PF market
-_BATCH = 32  # leave-one-out markets per batched interior-point solve
-_LOO_TARGET = 1e-8  # absolute gap each leave-one-out solve aims for (c_i to ~1e-8 relative)
-_AIM_REL = 1e-9  # gap per unit budget the leave-one-out search aims for before accepting
+PA_METHODS = ("warm", "cold")  # leave-one-out solution paths (``method=``)
+PF_EXACT_GAP = 1e-9  # ACCURACY: absolute gap the PF market's polish aims for
+LOO_BATCH = 32  # PERFORMANCE: leave-one-out markets per batched interior-point solve
+LOO_TARGET = 1e-8  # ACCURACY: absolute gap each leave-one-out solve aims for (c_i to ~1e-8)
+AIM_REL = 1e-9  # ACCURACY: gap per unit budget a leave-one-out search aims for before accepting
+PF_POLISH_ROUNDS = 2  # PERFORMANCE: candidate rounds of the PF market's support polish
+TINY_SUPPLY = 1e-300  # floor of the total supply in the uniform starting price
+MARGIN_MIN, MARGIN_MAX = 2e-3, 0.02  # PERFORMANCE: range of the candidate margin ``eta``
+MARGIN_PER_GOOD = 0.1  # PERFORMANCE: candidate margin per good per agent (~ price move m / n)
 _LOG2 = math.log(2.0)
 
 
 # ============================================================================================
 # Eisenberg-Gale pieces for linear markets (dense (n, m) form)
 # ============================================================================================
-def _eg_dual(U: np.ndarray, B: np.ndarray, s: np.ndarray, p: np.ndarray) -> float:
-    """``D(p) = s@p + sum_k B_k (log B_k - 1 - log min_{j: U_kj > 0} p_j / U_kj)`` (>= OPT)."""
-    p = np.maximum(p, 0.0)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        beta = np.where(U > 0, p[None, :] / np.where(U > 0, U, 1.0), np.inf).min(axis=1)
-    if np.any(beta <= 0) or not np.all(np.isfinite(beta)):
-        return float("inf")
-    return float(s @ p + B @ (np.log(B) - 1.0 - np.log(beta)))
-
-
-def _eg_primal(U: np.ndarray, B: np.ndarray, x: np.ndarray) -> float:
-    """``P(x) = sum_k B_k log sum_j U_kj x_kj`` (<= OPT for feasible ``x``)."""
-    with np.errstate(divide="ignore"):
-        return float(B @ np.log(np.einsum("kj,kj->k", U, x)))
-
-
-def _repair(x: np.ndarray, s: np.ndarray) -> np.ndarray:
-    """Clip at 0 and scale down the buyers of every over-used good: exactly feasible."""
-    x = np.maximum(x, 0.0)
-    load = x.sum(axis=0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        factor = np.where(load > s, s / load, 1.0)
-    return x * factor[None, :]
-
-
-def _bang_per_buck(U: np.ndarray, p: np.ndarray) -> np.ndarray:
-    """``U_kj / p_j``; a valued good with zero price has infinite bang-per-buck."""
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        ratio = np.where(U > 0, U / p[None, :], 0.0)
-    return np.where((U > 0) & (p[None, :] <= 0), np.inf, ratio)
-
-
-@dataclass(frozen=True)
-class _EGPoint:
-    """A certified point of a linear Eisenberg-Gale program: ``dual >= OPT >= primal``."""
-
-    allocation: np.ndarray
-    prices: np.ndarray
-    primal: float
-    dual: float
-    solves: int = 0
-
-    @property
-    def gap(self) -> float:
-        return max(self.dual - self.primal, 0.0)
-
-
-def _conic(owner: np.ndarray, good: np.ndarray, weight: np.ndarray, B: np.ndarray,
-           s: np.ndarray, backend: Any = "clarabel") -> tuple[np.ndarray, np.ndarray]:
-    """Edge-form EG program, solved by Clarabel; returns (edge levels, good prices).
-
-    Variables ``[z (E), t (n)]``: ``min -B@t`` s.t. ``sum_{e on j} z_e <= s_j``, ``z >= 0``,
-    ``(t_k, 1, sum_{e of k} w_e z_e)`` in the exponential cone (``t_k <= log u_k``).
-    """
-    from ..backends import ConicProgram, get_backend
-
-    E, n, m = owner.size, B.size, s.size
-    rows = np.arange(n)
-    C = sp.csc_matrix((np.ones(E), (good, np.arange(E))), shape=(m, E))
-    exp_t = sp.csc_matrix((-np.ones(n), (3 * rows, E + rows)), shape=(3 * n, E + n))
-    exp_u = sp.csc_matrix((-weight, (3 * owner + 2, np.arange(E))), shape=(3 * n, E + n))
-    A = sp.vstack([
-        sp.hstack([C, sp.csc_matrix((m, n))]),
-        sp.hstack([-sp.identity(E, format="csc"), sp.csc_matrix((E, n))]),
-        exp_t + exp_u,
-    ], format="csc")
-    b = np.concatenate([s, np.zeros(E), np.tile([0.0, 1.0, 0.0], n)])
-    c = np.concatenate([np.zeros(E), -B])
-    solver = get_backend(backend, need="exp_cone")
-    settings = {"direct_solve_method": _CONIC_KKT} if solver.name == "clarabel" else None
-    sol = solver.solve_conic(ConicProgram(c=c, A=A, b=b, nonneg=m + E, exp=n), tol=_CONIC_TOL,
-                             settings=settings)
-    _record(solver.name, sol.raw_status)
-    if not sol.usable or sol.x is None or sol.z is None:
-        raise SolverError(f"{solver.name} failed on a reduced Eisenberg-Gale program: "
-                          f"{sol.raw_status}", backend=solver.name, status=sol.raw_status)
-    return sol.x[:E], np.maximum(sol.z[:m], 0.0)
-
-
-def _ipm(owner: np.ndarray, good: np.ndarray, w: np.ndarray, B: np.ndarray, s: np.ndarray,
-         p0: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-    """One edge-form EG program by :func:`_ipm_batch`; ``None`` if it did not converge (or its
-    linear algebra broke down: the caller then takes the exact conic path)."""
-    try:
-        x, p, ok = _ipm_batch(owner, good, w, B, s, p0, np.zeros(owner.size, dtype=np.int64), 1)
-    except (np.linalg.LinAlgError, ValueError, FloatingPointError):
-        return None
-    if not (ok[0] and np.all(np.isfinite(x)) and np.all(np.isfinite(p))):
-        return None
-    return x, p
-
-
-def _ipm_batch(owner: np.ndarray, good: np.ndarray, w: np.ndarray, B: np.ndarray,
-               s: np.ndarray, p0: np.ndarray, eblock: np.ndarray, T: int, *,
-               mu_tol: float = 1e-13, res_tol: float = 1e-9, max_iter: int = 60
-               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Primal-dual interior point for ``T`` independent edge-form EG programs at once.
-
-    Each program is ``min s@p - sum_b B_b log beta_b`` s.t. ``p_j - w_e beta_b >= 0`` for every
-    edge ``e = (b, j)``: ``beta_b`` is buyer ``b``'s price of one unit of utility and the
-    multiplier ``x_e`` of edge ``e`` is the amount of good ``j`` it buys (so ``sum_e x_e = s_j``
-    is market clearing). Eliminating slacks, multipliers and ``beta`` (one diagonal entry per
-    buyer) leaves an ``m x m`` Schur complement per program and Newton step (Mehrotra
-    predictor-corrector). Programs are stacked: goods ``t*m .. t*m+m-1`` belong to program
-    ``t``, ``eblock[e]`` is the program of edge ``e``, edges and buyers are sorted by program,
-    and every good has an edge. Step lengths, centring and convergence are per program.
-    Returns ``(x, p, converged)``; the caller certifies every point, so an inaccurate one is
-    never trusted.
-    """
-    N, G = B.size, s.size
-    m = G // T
-    bblock = np.zeros(N, dtype=np.int64)
-    bblock[owner] = eblock
-    gblock = np.repeat(np.arange(T), m)
-    e_cnt = np.bincount(eblock, minlength=T)
-    estart = np.r_[0, np.cumsum(e_cnt)[:-1]]
-    bstart = np.r_[0, np.cumsum(np.bincount(bblock, minlength=T))[:-1]]
-    p = np.maximum(np.asarray(p0, dtype=float), 1e-12)
-    beta = np.full(N, np.inf)
-    np.minimum.at(beta, owner, p[good] / w)
-    beta *= 0.9
-    sig = p[good] - w * beta[owner]
-    deg = np.bincount(owner, minlength=N)
-    x = (B[owner] / deg[owner]) / p[good]
-    scale = np.maximum(1.0, np.bincount(gblock, s * p, T))
-    s_top = 1.0 + np.maximum.reduceat(s, np.arange(0, G, m))
-    b_top = 1.0 + np.maximum.reduceat(B, bstart)
-    out_x, out_p = x.copy(), p.copy()
-    done = np.zeros(T, dtype=bool)
-    good_enough = np.zeros(T, dtype=bool)  # residual <= 1e-6: kept if nothing better comes
-    # pairs of edges of the same buyer (the buyer blocks of M H^-1 M^T), accumulated by
-    # bincount: tiny matrix products go multithreaded in OpenBLAS and crawl on a busy machine
-    order = np.argsort(owner, kind="stable")
-    deg_o = deg[owner[order]]
-    pe = np.repeat(order, deg_o)
-    first = np.repeat(np.searchsorted(owner[order], owner[order]), deg_o)
-    offset = np.arange(pe.size) - np.repeat(np.cumsum(deg_o) - deg_o, deg_o)
-    pf = order[first + offset]
-    jl = good % m
-    pair_cell = eblock[pe] * (m * m) + jl[pe] * m + jl[pf]
-    diag_cell = (gblock * (m * m) + (np.arange(G) % m) * (m + 1))
-    eye = np.eye(m)
-
-    def block_min(v: np.ndarray, starts: np.ndarray) -> np.ndarray:
-        return np.minimum.reduceat(v, starts) if v.size else np.ones(T)
-
-    def steps(ds: np.ndarray, db: np.ndarray, dx: np.ndarray) -> np.ndarray:
-        """Per program: largest step in (0, 1] keeping sigma, beta and x non-negative."""
-        with np.errstate(divide="ignore", invalid="ignore"):
-            re = np.minimum(np.where(ds < 0, -sig / ds, np.inf), np.where(dx < 0, -x / dx, np.inf))
-            rb = np.where(db < 0, -beta / db, np.inf)
-        return np.minimum(1.0, np.minimum(block_min(re, estart), block_min(rb, bstart)))
-
-    for _ in range(max_iter):
-        r_p = s - np.bincount(good, x, G)
-        r_b = -B / beta + np.bincount(owner, w * x, N)
-        r_s = p[good] - w * beta[owner] - sig
-        mu = np.bincount(eblock, sig * x, T) / e_cnt
-        p_top = 1.0 + np.maximum.reduceat(p, np.arange(0, G, m))
-        res = np.maximum.reduce([
-            np.maximum.reduceat(np.abs(r_p), np.arange(0, G, m)) / s_top,
-            np.maximum.reduceat(np.abs(r_b * beta), bstart) / b_top,
-            np.maximum.reduceat(np.abs(r_s), estart) / p_top[eblock[estart]]])
-        finite = np.isfinite(res) & np.isfinite(mu)
-        conv = ~done & finite & (mu * e_cnt <= mu_tol * scale) & (res <= res_tol)
-        keep = ~done & finite & (conv | (res <= 1e-6))
-        if keep.any():
-            ke, kg = keep[eblock], keep[gblock]
-            out_x[ke], out_p[kg] = x[ke], p[kg]
-            good_enough |= keep
-        done |= conv | ~finite
-        if done.all():
-            break
-        d = x / sig
-        h = B / beta ** 2 + np.bincount(owner, d * w * w, N)
-        dw = d * w
-        S = -np.bincount(pair_cell, dw[pe] * dw[pf] / h[owner[pe]], T * m * m)
-        S[diag_cell] += np.bincount(good, d, G)
-        S = S.reshape(T, m, m)
-        S[done] = eye  # finished programs: keep the algebra well defined, steps are 0
-        try:
-            np.linalg.cholesky(S)  # positive definite? (numerically, near the optimum, not)
-        except np.linalg.LinAlgError:
-            for t in np.flatnonzero(~done):  # stop the programs whose system broke down
-                try:
-                    np.linalg.cholesky(S[t])
-                except np.linalg.LinAlgError:
-                    done[t] = True
-                    S[t] = eye
-            if done.all():
-                break
-
-        broken = np.zeros(T, dtype=bool)
-
-        def solve_schur(S: np.ndarray, rhs: np.ndarray, broken: np.ndarray = broken
-                        ) -> np.ndarray:
-            """All Schur systems at once; on a breakdown, one by one, stopping the singular
-            programs (their best point so far is kept)."""
-            try:
-                return np.linalg.solve(S, rhs)
-            except np.linalg.LinAlgError:
-                out = np.zeros_like(rhs)
-                for t in range(T):  # only after a breakdown (numerically singular system)
-                    try:
-                        out[t] = np.linalg.solve(S[t], rhs[t])
-                    except np.linalg.LinAlgError:
-                        broken[t] = True
-                return out
-
-        def direction(r_c: np.ndarray, r_s: np.ndarray = r_s, r_p: np.ndarray = r_p,
-                      r_b: np.ndarray = r_b, d: np.ndarray = d, h: np.ndarray = h,
-                      dw: np.ndarray = dw, S: np.ndarray = S, x: np.ndarray = x,
-                      sig: np.ndarray = sig) -> tuple[np.ndarray, ...]:
-            with np.errstate(all="ignore"):  # a broken-down program goes non-finite: stopped
-                g = -r_s - r_c / x
-                rhs_b = -r_b - np.bincount(owner, w * d * g, N)
-                rhs = (np.bincount(good, d * g, G) - r_p
-                       + np.bincount(good, dw * (rhs_b / h)[owner], G))
-                dp = solve_schur(S, rhs.reshape(T, m, 1)).ravel()
-                db = (rhs_b + np.bincount(owner, dw * dp[good], N)) / h
-                dx = d * (g - dp[good] + w * db[owner])
-                return dp, db, dx, (-r_c - sig * dx) / x
-
-        dp, db, dx, ds = direction(sig * x)  # predictor (affine scaling)
-        if broken.any():
-            done |= broken
-            if done.all():
-                break
-        a = np.where(done, 0.0, steps(ds, db, dx))
-        ae = a[eblock]
-        mu_aff = np.bincount(eblock, (sig + ae * ds) * (x + ae * dx), T) / e_cnt
-        with np.errstate(divide="ignore", invalid="ignore"):
-            centre = np.where(mu > 0, (mu_aff / mu) ** 3 * mu, 0.0)
-        dp, db, dx, ds = direction(sig * x + ds * dx - centre[eblock])  # corrector
-        done |= broken
-        a = np.where(done, 0.0, 0.99 * steps(ds, db, dx))
-        p = p + a[gblock] * dp
-        beta = beta + a[bblock] * db
-        sig = sig + a[eblock] * ds
-        x = x + a[eblock] * dx
-    return out_x, out_p, good_enough
-
-
-def _reduced_solve(U: np.ndarray, B: np.ndarray, s: np.ndarray, cand: np.ndarray,
-                   p_hint: np.ndarray, solvers: tuple[Any, Any] = ("clarabel", "highs")
-                   ) -> tuple[np.ndarray, np.ndarray]:
-    """Solve the market restricted to the ``cand`` edges, aggregating single-edge buyers.
-
-    All buyers whose only candidate is good ``j`` spend their budgets on ``j``; together they
-    are one buyer of budget ``W_j`` wanting only ``j`` (their equilibrium split of ``j`` is in
-    proportion to budgets). Utilities are rescaled so that each reduced buyer's utility is
-    about 1 at the hinted prices: the conic solver's relative tolerance then acts absolutely.
-    """
-    n, m = U.shape
-    deg = cand.sum(axis=1)
-    single = np.flatnonzero(deg == 1)
-    multi = np.flatnonzero(deg > 1)
-    js = np.argmax(cand[single], axis=1)
-    W = np.bincount(js, weights=B[single], minlength=m)
-    agg = np.flatnonzero(W > 0)
-    mk, mj = np.nonzero(cand[multi])
-    owner = np.concatenate([np.arange(agg.size), agg.size + mk])
-    good = np.concatenate([agg, mj])
-    budget = np.concatenate([W[agg], B[multi]])
-    ph = np.where(p_hint > 0, p_hint, 1.0)
-    best = np.where(cand[multi], U[multi] / ph[None, :], 0.0).max(axis=1)
-    weight = np.concatenate([ph[agg] / W[agg], U[multi[mk], mj] / (B[multi] * best)[mk]])
-    out = _ipm(owner, good, weight, budget, s, ph)
-    z, p = out if out is not None else _conic(owner, good, weight, budget, s, solvers[0])
-    z = np.maximum(z, 0.0)
-    x = np.zeros((n, m))
-    X = np.zeros(m)
-    X[agg] = z[:agg.size]
-    x[single, js] = B[single] / W[js] * X[js]
-    x[multi[mk], mj] = z[agg.size:]
-    return x, p
-
-
-def _support_polish(U: np.ndarray, B: np.ndarray, s: np.ndarray, x: np.ndarray, p: np.ndarray,
-                    tight: float = 1e-7, lp_backend: Any = "highs"
-                    ) -> tuple[np.ndarray, np.ndarray] | None:
-    """Exact equilibrium on the support of ``(x, p)``, or ``None`` if it is not one.
-
-    The support is the set of edges that carry spending and are within ``tight`` (relative) of
-    their buyer's best bang-per-buck at ``p``. On it, ``log p_j - log beta_k = log U_kj``
-    (a sparse linear system; one free constant per connected component, fixed by
-    ``sum_j p_j s_j = sum_k B_k``), and spending is a flow with buyer sums ``B_k`` and good
-    sums ``p_j s_j`` (unique on a forest; an LP otherwise).
-    """
-    from scipy.sparse.csgraph import connected_components
-    from scipy.sparse.linalg import spsolve
-
-    n, m = U.shape
-    ratio = _bang_per_buck(U, p)
-    best = ratio.max(axis=1)
-    spend = x * p[None, :]
-    on = (U > 0) & (spend > 1e-10 * B[:, None]) & (ratio >= best[:, None] * (1 - tight))
-    k_idx, j_idx = np.nonzero(on)
-    if k_idx.size == 0 or not np.all(np.bincount(k_idx, minlength=n) > 0):
-        return None
-    E, nodes = k_idx.size, n + m
-    adj = sp.csr_matrix((np.ones(E), (k_idx, n + j_idx)), shape=(nodes, nodes))
-    ncomp, label = connected_components(adj, directed=False)
-    touched = np.zeros(nodes, dtype=bool)
-    touched[:n] = True
-    touched[n + j_idx] = True
-    order = np.flatnonzero(touched)
-    _, first = np.unique(label[order], return_index=True)
-    free = touched.copy()
-    free[order[first]] = False
-    ar = np.arange(E)
-    M = sp.csr_matrix((np.r_[np.ones(E), -np.ones(E)], (np.r_[ar, ar], np.r_[n + j_idx, k_idx])),
-                      shape=(E, nodes))
-    rhs = np.log(U[k_idx, j_idx])
-    Mf = M[:, free].tocsc()
-    forest = E == int(free.sum())
-    try:
-        if forest:
-            v = np.atleast_1d(spsolve(Mf, rhs))
-        else:
-            v = np.atleast_1d(spsolve((Mf.T @ Mf).tocsc(), Mf.T @ rhs))
-    except Exception:  # a singular system: not an equilibrium support
-        return None
-    pot = np.zeros(nodes)
-    pot[free] = v
-    if not np.all(np.isfinite(pot)) or np.abs(M @ pot - rhs).max() > 1e-9 * (
-            1.0 + np.abs(rhs).max()):
-        return None
-    goods = np.flatnonzero(touched[n:])
-    bud = np.bincount(label[:n], weights=B, minlength=ncomp)
-    val = np.bincount(label[n + goods], weights=s[goods] * np.exp(pot[n + goods]),
-                      minlength=ncomp)
-    comps = np.unique(label[:n])
-    if np.any(val[comps] <= 0):
-        return None
-    shift = np.zeros(ncomp)
-    shift[comps] = np.log(bud[comps]) - np.log(val[comps])
-    price = np.zeros(m)
-    price[goods] = np.exp(pot[n + goods] + shift[label[n + goods]])
-    if not np.all(np.isfinite(price)) or np.any(price[goods] <= 0):
-        return None
-    r = np.r_[B, s * price]
-    N = sp.csr_matrix((np.ones(2 * E), (np.r_[k_idx, n + j_idx], np.r_[ar, ar])),
-                      shape=(nodes, E))
-    if forest:
-        try:
-            b = np.atleast_1d(spsolve(N[free].tocsc(), r[free]))
-        except Exception:
-            return None
-    else:
-        from ..backends import LinearProgram, get_backend
-
-        lp = LinearProgram.build(np.zeros(E), N[touched], r[touched], r[touched], 0.0, None)
-        solver = get_backend(lp_backend, need="lp")
-        sol = solver.solve_lp(lp)
-        _record(solver.name, sol.raw_status)
-        if not sol.usable or sol.x is None:  # the certificate below judges a usable point
-            return None
-        b = sol.x
-    if not np.all(np.isfinite(b)) or np.any(b < -1e-10 * B[k_idx]):
-        return None
-    xn = np.zeros((n, m))
-    xn[k_idx, j_idx] = np.maximum(b, 0.0) / price[j_idx]
-    return xn, price
-
-
-def _solve_warm(U: np.ndarray, B: np.ndarray, s: np.ndarray, p_warm: np.ndarray, *,
-                tol: float, accept: float, eta: float = 1e-2, max_rounds: int = 6,
-                start: tuple[np.ndarray, np.ndarray] | None = None,
-                solvers: tuple[Any, Any] = ("clarabel", "highs")) -> _EGPoint:
-    """Certified solve of the linear market ``(U, B, s)`` warm-started from prices ``p_warm``.
-
-    Candidate edges (within ``1 - eta`` of each buyer's best bang-per-buck at the current
-    prices) define a reduced market that is solved exactly (:func:`_reduced_solve`), mapped
-    back, polished on its support (:func:`_support_polish`) and certified on the *whole*
-    market; edges that beat their buyer's candidates at the new prices join the candidates.
-    ``U`` has no all-zero row and every valued good has positive supply. ``tol`` is the target
-    absolute gap; once no edge is missing from the candidates, a gap up to ``accept`` ends the
-    search too. Returns the best certified point found (the whole market is solved exactly
-    when the reduced ones did not reach ``accept``).
-    """
-    best: _EGPoint | None = None
-    solves = 0
-
-    def consider(x: np.ndarray, p: np.ndarray) -> _EGPoint:
-        """Certify ``(x, p)``; polish it on its support unless it already meets ``tol``."""
-        nonlocal best
-        xr = _repair(x, s)
-        pt = _EGPoint(xr, p, _eg_primal(U, B, xr), _eg_dual(U, B, s, p), solves)
-        if best is None or pt.gap < best.gap:
-            best = pt
-        if pt.gap > tol:
-            polished = _support_polish(U, B, s, x, p, lp_backend=solvers[1])
-            if polished is not None:
-                xr = _repair(polished[0], s)
-                pt = _EGPoint(xr, polished[1], _eg_primal(U, B, xr),
-                              _eg_dual(U, B, s, polished[1]), solves)
-                if pt.gap < best.gap:
-                    best = pt
-        return best
-
-    if start is not None and consider(*start).gap <= tol:
-        assert best is not None
-        return best
-    p = np.maximum(np.asarray(p_warm, dtype=float), 0.0)
-    cand = np.zeros(U.shape, dtype=bool)
-    for _ in range(max_rounds):
-        ratio = _bang_per_buck(U, p)
-        cand |= (U > 0) & (ratio >= ratio.max(axis=1)[:, None] * (1.0 - eta))
-        x, p_red = _reduced_solve(U, B, s, cand, p, solvers)
-        solves += 1
-        pt = consider(x, p_red)
-        if pt.gap <= tol:
-            return pt
-        p = pt.prices
-        ratio = _bang_per_buck(U, p)
-        cand_best = np.where(cand, ratio, 0.0).max(axis=1)
-        if not (~cand & (ratio > cand_best[:, None] * (1.0 + 1e-12))).any():
-            if pt.gap <= accept:
-                return pt
-            eta = min(4.0 * eta, 0.5)  # the candidates hold the support: widen the margin
-    assert best is not None
-    if best.gap <= accept:
-        return best
-    x, p_full = _reduced_solve(U, B, s, U > 0, p, solvers)  # the whole market
-    solves += 1
-    return consider(x, p_full)
-
-
 # ============================================================================================
 # divisible partial allocation
 # ============================================================================================
@@ -524,260 +109,58 @@ class PartialAllocationResult(Result):
 
 def _aim(gap_tol: float, budget: float) -> float:
     """Absolute gap a leave-one-out search aims for before it accepts a point: ``gap_tol`` per
-    unit budget, but never looser than ``_AIM_REL`` per unit (fractions stay accurate)."""
-    return min(gap_tol, _AIM_REL) * max(1.0, budget)
+    unit budget, but never looser than ``AIM_REL`` per unit (fractions stay accurate)."""
+    return min(gap_tol, AIM_REL) * max(1.0, budget)
 
 
-def _loo_warm(ctx: tuple[Any, ...], i: int) -> tuple[float, float, int]:
+# A leave-one-out outcome: (primal, gap, solves, route, interior-point -> conic hand-overs);
+# route is "batched", "warm", "warm+cold" or "cold" (see partial_allocation's stats.path).
+_LooOutcome = tuple[float, float, int, str, int]
+
+
+def _solve_log(solvers: tuple[Any, Any, Any]) -> SolveLog:
+    """The engine's log for one search, reporting every backend solve to ``_record``."""
+    return SolveLog(solvers[0], solvers[1], on_solve=_record)
+
+
+def _loo_warm(ctx: tuple[Any, ...], i: int) -> _LooOutcome:
     """Leave-one-out market without buyer ``i``, warm-started from the PF prices."""
     U, s, p_pf, gap_tol, solvers = ctx
     Ui = np.delete(U, i, axis=0)
     if Ui.shape[0] == 0:
-        return 0.0, 0.0, 0
+        return 0.0, 0.0, 0, "warm", 0
     valued = (Ui > 0).any(axis=0) & (s > 0)
     Ui = Ui[:, valued]
     B = np.ones(Ui.shape[0])
     accept = _aim(gap_tol, float(Ui.shape[0]))
-    pt = _solve_warm(Ui, B, s[valued], p_pf[valued], tol=min(_LOO_TARGET, accept), accept=accept,
-                     eta=_margin(*Ui.shape), solvers=solvers)
+    log = _solve_log(solvers)
+    pt = solve_warm(Ui, B, s[valued], p_pf[valued], tol=min(LOO_TARGET, accept), accept=accept,
+                    eta=_margin(*Ui.shape), log=log)
     if pt.gap > gap_tol * max(1.0, float(Ui.shape[0])):  # would fail its certificate
         cold = _loo_cold(ctx, i)
         if cold[1] < pt.gap:
-            return cold[0], cold[1], pt.solves + 1
-    return pt.primal, pt.gap, pt.solves
-
-
-@dataclass(frozen=True)
-class _Reduced:
-    """The PF market's reduced form at the PF prices (shared by every leave-one-out market).
-
-    Buyers with one candidate good (within ``1 - eta`` of their best bang-per-buck) are pooled
-    per good (``W[j]`` budget); buyers with several candidates (``multi``) keep their edges.
-    """
-
-    U: np.ndarray  # (n, m) utilities of the valued goods
-    s: np.ndarray  # (m,) supply
-    p: np.ndarray  # (m,) PF prices
-    single_good: np.ndarray  # (n,) the candidate good of a single-candidate buyer, else -1
-    W: np.ndarray  # (m,) pooled budget per good
-    multi: np.ndarray  # (M,) multi-candidate buyers
-    mk: np.ndarray  # (Em,) edge -> position in multi
-    mj: np.ndarray  # (Em,) edge -> good
-    mw: np.ndarray  # (Em,) scaled edge weight u_kj / best_k
-    eta: float
-
-    @classmethod
-    def build(cls, U: np.ndarray, s: np.ndarray, p: np.ndarray, eta: float) -> _Reduced:
-        n, m = U.shape
-        ratio = _bang_per_buck(U, p)
-        best = ratio.max(axis=1)
-        cand = (U > 0) & (ratio >= best[:, None] * (1.0 - eta))
-        deg = cand.sum(axis=1)
-        single_good = np.where(deg == 1, np.argmax(cand, axis=1), -1)
-        W = np.bincount(single_good[deg == 1], minlength=m).astype(float)
-        multi = np.flatnonzero(deg > 1)
-        mk, mj = np.nonzero(cand[multi])
-        return cls(U, s, p, single_good, W, multi, mk, mj, U[multi[mk], mj] / best[multi[mk]],
-                   eta)
+            return cold[0], cold[1], pt.solves + 1, "warm+cold", len(log.fallbacks)
+    return pt.primal, pt.gap, pt.solves, "warm", len(log.fallbacks)
 
 
 def _margin(n: int, m: int) -> float:
     """Candidate margin ``eta``: removing one of ``n`` unit budgets moves prices by ~ m / n."""
-    return float(min(0.02, max(2e-3, 0.1 * m / max(n, 1))))
+    return float(min(MARGIN_MAX, max(MARGIN_MIN, MARGIN_PER_GOOD * m / max(n, 1))))
 
 
-def _loo_batch(red: _Reduced, idx: np.ndarray, target: float
-               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Leave-one-out markets of ``idx`` as one block-diagonal interior-point solve.
-
-    Market ``t`` (without buyer ``i = idx[t]``) is the shared reduced market with ``i``'s
-    budget taken out of its pool (the pool's buyer disappears if it was alone) or with ``i``'s
-    explicit edges removed. Each solution is mapped back and certified on the *whole* market
-    without ``i``: ``P`` from the utilities of all other buyers (a pooled buyer gets its budget
-    share of the pool's amount), ``D(p)`` from all ``n x m`` bang-per-buck ratios. Returns
-    ``(primal, gap, solved)``; markets not solved here to ``target`` (``solved`` false) go
-    through the per-market path.
-    """
-    U, s, p0, W0 = red.U, red.s, red.p, red.W
-    n, m = U.shape
-    T = idx.size
-    M = red.multi.size
-    sg = red.single_good[idx]
-    # budgets of the pools (buyers 0..m-1 of a block) and of the explicit buyers (m..m+M-1)
-    Wb = np.tile(W0, (T, 1))
-    rows = np.flatnonzero(sg >= 0)
-    Wb[rows, sg[rows]] -= 1.0
-    gone = np.full(T, -1)
-    pos = np.searchsorted(red.multi, idx)
-    is_multi = (pos < M) & (red.multi[np.minimum(pos, max(M - 1, 0))] == idx) if M else \
-        np.zeros(T, dtype=bool)
-    gone[is_multi] = pos[is_multi]
-    # edges of every block: pools (one per good with budget), then explicit edges
-    Em = red.mk.size
-    pool_on = Wb > 0  # (T, m)
-    multi_on = np.ones((T, Em), dtype=bool)
-    if is_multi.any():
-        multi_on[is_multi] = red.mk[None, :] != gone[is_multi][:, None]
-    # every good needs an edge in its block, else the per-market path handles the market
-    has_edge = pool_on.copy()
-    tb, te = np.nonzero(multi_on)
-    has_edge[tb, red.mj[te]] = True
-    regular = has_edge.all(axis=1)
-    primal = np.full(T, np.nan)
-    gap = np.full(T, np.inf)
-    solved = np.zeros(T, dtype=bool)
-    blocks = np.flatnonzero(regular)
-    if blocks.size == 0:
-        return primal, gap, solved
-    Tb = blocks.size
-    pool_on, multi_on, Wb = pool_on[blocks], multi_on[blocks], Wb[blocks]
-    # buyers per block: m pools (kept if on) + M explicit (kept unless removed)
-    nb = m + M
-    keep_b = np.concatenate([pool_on, np.ones((Tb, M), dtype=bool)], axis=1)
-    if is_multi[blocks].any():
-        rb = np.flatnonzero(is_multi[blocks])
-        keep_b[rb, m + gone[blocks][rb]] = False
-    new_id = np.cumsum(keep_b.ravel()) - 1  # renumber the kept buyers
-    budget = np.concatenate([Wb, np.ones((Tb, M))], axis=1).ravel()[keep_b.ravel()]
-    pt_, pj = np.nonzero(pool_on)
-    et, ee = np.nonzero(multi_on)
-    e_block = np.concatenate([pt_, et])
-    e_owner = new_id[np.concatenate([pt_ * nb + pj, et * nb + m + red.mk[ee]])]
-    e_good = np.concatenate([pj, red.mj[ee]])
-    e_w = np.concatenate([p0[pj] / Wb[pt_, pj], red.mw[ee]])
-    order = np.lexsort((e_owner, e_block))
-    e_block, e_owner, e_good, e_w = e_block[order], e_owner[order], e_good[order], e_w[order]
-    g_idx = e_block * m + e_good
-    x, p, ok = _ipm_batch(e_owner, g_idx, e_w, budget, np.tile(s, Tb), np.tile(p0, Tb),
-                          e_block, Tb)
-    # exact polish of every block's support forest (one sparse solve for all blocks)
-    xq, pq, good_ok = _polish_forest_edges(e_owner, g_idx, e_w, budget, np.tile(s, Tb), x, p)
-    polished_ok = np.all(good_ok.reshape(Tb, m), axis=1)
-    is_pool = np.r_[np.ones(pt_.size, dtype=bool), np.zeros(et.size, dtype=bool)][order]
-    slot = np.where(is_pool, e_good, m + np.concatenate([pj, red.mk[ee]])[order])
-    single = red.single_good >= 0
-    s_t = np.tile(s, Tb)
-    for xc, pc, valid in ((x, p, ok), (xq, pq, polished_ok)):
-        # map back and certify each block on the whole market without its buyer
-        load = np.bincount(g_idx, xc, Tb * m)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            factor = np.where(load > s_t, s_t / load, 1.0)
-        xr = xc * factor[g_idx]
-        amount = np.zeros((Tb, nb * m))  # amount of good j bought by block buyer b
-        np.add.at(amount, (e_block, slot * m + e_good), xr)
-        amount = amount.reshape(Tb, nb, m)
-        P = pc.reshape(Tb, m)
-        for r, t in enumerate(blocks):
-            if not valid[r] or solved[t]:
-                continue
-            i = int(idx[t])
-            others = np.ones(n, dtype=bool)
-            others[i] = False
-            u = np.zeros(n)
-            js = red.single_good[single & others]
-            u[single & others] = U[single & others, js] * amount[r, js, js] / Wb[r, js]
-            mm = np.flatnonzero(red.multi != i)
-            u[red.multi[mm]] = np.einsum("kj,kj->k", U[red.multi[mm]], amount[r, m + mm])
-            with np.errstate(divide="ignore"):
-                prim = float(np.log(u[others]).sum())
-            dual = _eg_dual(U[others], np.ones(n - 1), s, P[r])
-            if np.isfinite(prim) and dual - prim <= target:
-                primal[t], gap[t], solved[t] = prim, max(dual - prim, 0.0), True
-    return primal, gap, solved
-
-
-def _polish_forest_edges(owner: np.ndarray, good: np.ndarray, w: np.ndarray, B: np.ndarray,
-                         s: np.ndarray, x: np.ndarray, p: np.ndarray, tight: float = 1e-7
-                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Exact equilibrium on the support forest of an edge-form point (many markets at once).
-
-    The support is every edge that carries spending at its buyer's best bang-per-buck
-    ``w_e / p_j`` (within ``tight``). On each connected component that is a tree,
-    ``log p_j - log beta_b = log w_e`` fixes prices up to one constant, set by
-    ``sum_j p_j s_j = sum_b B_b``, and spending is the unique flow with buyer sums ``B_b`` and
-    good sums ``p_j s_j``. Returns ``(x_new, p_new, good_ok)``: ``good_ok[j]`` is false where
-    the component of good ``j`` is not a tree, has a negative flow, or is not touched; the
-    caller keeps its previous point there. Disjoint markets stacked in one edge list are
-    polished together.
-    """
-    from scipy.sparse.csgraph import connected_components
-    from scipy.sparse.linalg import splu
-
-    N, G = B.size, s.size
-    ok_good = np.zeros(G, dtype=bool)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(p[good] > 0, w / p[good], np.inf)
-    best = np.full(N, -np.inf)
-    np.maximum.at(best, owner, ratio)
-    on = (x * p[good] > 1e-10 * B[owner]) & (ratio >= best[owner] * (1 - tight))
-    eo, eg, ew = owner[on], good[on], w[on]
-    E, nodes = eo.size, N + G
-    x_new, p_new = np.zeros_like(x), p.copy()
-    if E == 0:
-        return x_new, p_new, ok_good
-    adj = sp.csr_matrix((np.ones(E), (eo, N + eg)), shape=(nodes, nodes))
-    ncomp, label = connected_components(adj, directed=False)
-    touched = np.zeros(nodes, dtype=bool)
-    touched[eo] = True
-    touched[N + eg] = True
-    touched[:N] |= np.bincount(owner, minlength=N) > 0  # every buyer must be in the support
-    n_nodes = np.bincount(label[touched], minlength=ncomp)
-    n_edges = np.bincount(label[eo], minlength=ncomp)
-    lonely = touched[:N] & (np.bincount(eo, minlength=N) == 0)  # buyer without support edge
-    tree = (n_edges == n_nodes - 1) & (np.bincount(label[:N][lonely], minlength=ncomp) == 0)
-    keep_e = tree[label[eo]]
-    eo, eg, ew = eo[keep_e], eg[keep_e], ew[keep_e]
-    use = touched & tree[label]
-    if not use.any():
-        return x_new, p_new, ok_good
-    order = np.flatnonzero(use)
-    _, first = np.unique(label[order], return_index=True)
-    free = use.copy()
-    free[order[first]] = False
-    E = eo.size
-    ar = np.arange(E)
-    M = sp.csc_matrix((np.r_[np.ones(E), -np.ones(E)], (np.r_[ar, ar], np.r_[N + eg, eo])),
-                      shape=(E, nodes))
-    try:
-        pot = np.zeros(nodes)
-        pot[free] = splu(M[:, free].tocsc()).solve(np.log(ew))
-        Ninc = sp.csc_matrix((np.ones(2 * E), (np.r_[eo, N + eg], np.r_[ar, ar])),
-                             shape=(nodes, E))
-        flow_lu = splu(Ninc[free].tocsc())
-    except (RuntimeError, ValueError, np.linalg.LinAlgError):  # singular: left to the caller
-        return x_new, p_new, ok_good
-    gs = np.flatnonzero(use[N:])
-    bud = np.bincount(label[:N][use[:N]], weights=B[use[:N]], minlength=ncomp)
-    val = np.bincount(label[N + gs], weights=s[gs] * np.exp(pot[N + gs]), minlength=ncomp)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        shift = np.log(bud) - np.log(val)
-    p_new[gs] = np.exp(pot[N + gs] + shift[label[N + gs]])
-    r = np.r_[B, s * p_new]
-    flows = flow_lu.solve(r[free])
-    bad = ~np.isfinite(flows) | (flows < -1e-10 * B[eo])
-    bad_comp = np.zeros(ncomp, dtype=bool)
-    bad_comp[label[eo[bad]]] = True
-    bad_comp |= ~np.isfinite(shift)
-    sel = np.flatnonzero(on)[keep_e]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        x_new[sel] = np.maximum(flows, 0.0) / p_new[eg]
-    ok_good[gs] = ~bad_comp[label[N + gs]]
-    return x_new, p_new, ok_good
-
-
-def _loo_chunk(ctx: tuple[Any, ...], idx: np.ndarray) -> list[tuple[float, float, int]]:
+def _loo_chunk(ctx: tuple[Any, ...], idx: np.ndarray) -> list[_LooOutcome]:
     """A chunk of leave-one-out markets: batched first, the rest one by one."""
     U, s, p_pf, gap_tol, solvers, red = ctx
-    out: list[tuple[float, float, int]] = [(0.0, 0.0, 0)] * idx.size
+    out: list[_LooOutcome] = [(0.0, 0.0, 0, "batched", 0)] * idx.size
     done = np.zeros(idx.size, dtype=bool)
     if red is not None and U.shape[0] > 1:
         accept = _aim(gap_tol, float(U.shape[0] - 1))
         try:
-            primal, gap, solved = _loo_batch(red, idx, min(_LOO_TARGET, accept))
+            primal, gap, solved = loo_batch(red, idx, min(LOO_TARGET, accept))
         except (np.linalg.LinAlgError, ValueError, FloatingPointError, RuntimeError):
             solved = np.zeros(idx.size, dtype=bool)  # every market goes the per-market way
         for r in np.flatnonzero(solved):  # one (batched) reduced solve each
-            out[r] = (float(primal[r]), float(gap[r]), 1)
+            out[r] = (float(primal[r]), float(gap[r]), 1, "batched", 0)
         done = solved
     for r in np.flatnonzero(~done):
         out[r] = _loo_warm(ctx[:5], int(idx[r]))
@@ -807,21 +190,21 @@ def _fisher(U: np.ndarray, s: np.ndarray, *, gap_tol: float, backend: Any) -> An
     return r
 
 
-def _loo_cold(ctx: tuple[Any, ...], i: int) -> tuple[float, float, int]:
+def _loo_cold(ctx: tuple[Any, ...], i: int) -> _LooOutcome:
     """Leave-one-out market without buyer ``i``, solved from scratch by ``fisher_market``."""
     U, s, _, gap_tol, solvers = ctx[:5]
     Ui = np.delete(U, i, axis=0)
     if Ui.shape[0] == 0:
-        return 0.0, 0.0, 0
+        return 0.0, 0.0, 0, "cold", 0
     valued = (Ui > 0).any(axis=0) & (s > 0)
     try:
         r = _fisher(Ui[:, valued], s[valued], gap_tol=gap_tol, backend=solvers[2])
     except (CertificateError, SolverError) as exc:  # report what it reached; the caller checks
         cert = getattr(exc, "certificate", None)
         if isinstance(cert, Certificate) and math.isfinite(cert.primal_value):
-            return float(cert.primal_value), float(cert.gap), 1
-        return -math.inf, math.inf, 1
-    return float(r.objective), float(r.gap), int(r.stats.solves)
+            return float(cert.primal_value), float(cert.gap), 1, "cold", 0
+        return -math.inf, math.inf, 1, "cold", 0
+    return float(r.objective), float(r.gap), int(r.stats.solves), "cold", 0
 
 
 @_clean_log
@@ -912,7 +295,7 @@ def partial_allocation(
     s = np.ones(m) if supply is None else as_array(supply, "supply", ndim=1, shape=(m,))
     if not (s > 0).any():
         raise InputError("supply is all zero: there is nothing to allocate", argument="supply")
-    method = as_option(method, "method", _METHODS)
+    method = as_option(method, "method", PA_METHODS)
     nw = _workers(workers)
     gap_tol = as_tolerance(gap_tol, "gap_tol")
     solvers = _pa_solvers(backend)
@@ -931,15 +314,17 @@ def partial_allocation(
 
     # ---- the proportionally fair allocation (Eisenberg-Gale, equal budgets) ---------------
     Uv, sv = np.array(Un[:, valued]), np.array(sn[valued])
-    point = _pf_point(Uv, sv, gap_tol, solvers)
+    log = _solve_log(solvers)
+    point = _pf_point(Uv, sv, gap_tol, solvers, log)
     shift = float(e_agent.sum()) * _LOG2  # sum_i log u_i(original) - sum_i log u_i(normalised)
     pf_cert = Certificate(kind="eisenberg_gale", primal_value=point.primal + shift,
                           dual_bound=point.dual + shift, gap=point.gap,
-                          primal_residual=_feas_residual(point.allocation, sv),
+                          primal_residual=feas_residual(point.allocation, sv),
                           gap_tol=gap_tol, feas_tol=FEAS_TOL, scale=float(n))
     if not pf_cert.ok:
         stats = _solve_stats(mark, method=method, t0=t0, solves=1)
         pf_cert.check(backend=stats.backend)
+    log.step("loo-batched-ipm" if method == "warm" else "loo-cold")
     xn = np.zeros((n, m))
     xn[:, valued] = point.allocation
     pn = np.zeros(m)
@@ -948,14 +333,15 @@ def partial_allocation(
 
     # ---- leave-one-out markets (normalised units) -------------------------------------------
     if method == "warm":
-        red = _Reduced.build(Uv, sv, point.prices, _margin(*Uv.shape))
+        red = ReducedMarket.build(Uv, sv, point.prices, _margin(*Uv.shape))
         loo = _parallel_map(_loo_chunk, (Un, sn, pn, gap_tol, solvers, red), np.arange(n), nw,
-                            chunk=_BATCH)
+                            chunk=LOO_BATCH)
     else:
         loo = _parallel_map(_loo_cold, (Un, sn, pn, gap_tol, solvers), np.arange(n), nw)
     loo_obj = np.array([r[0] for r in loo], dtype=float)
     loo_gap = np.array([r[1] for r in loo], dtype=float)
     solves = 1 + int(sum(r[2] for r in loo))
+    _loo_paths(method, [(r[3], r[4]) for r in loo], log)
     loo_scale = float(max(1, n - 1))
     bad = ~(loo_gap <= gap_tol * loo_scale)
     if bad.any():
@@ -981,7 +367,8 @@ def partial_allocation(
     leftover = np.maximum(s - allocation.sum(axis=0), 0.0)
     utility_real = fraction * pf_util
     loo_obj = loo_obj + (float(e_agent.sum()) - e_agent) * _LOG2
-    stats = _solve_stats(mark, method=method, t0=t0, solves=solves)
+    stats = dataclasses.replace(_solve_stats(mark, method=method, t0=t0, solves=solves),
+                                path=tuple(log.path), fallbacks=tuple(log.fallbacks))
     return PartialAllocationResult(
         objective=point.primal + shift, status=Status.OPTIMAL, stats=stats, certificate=pf_cert,
         allocation=allocation, fraction=fraction, pf_allocation=x_pf, leftover=leftover,
@@ -1027,43 +414,64 @@ def _normalise(U: np.ndarray, s: np.ndarray, valued: np.ndarray
     return Un, sn, e_good, e_agent
 
 
-def _pf_point(Uv: np.ndarray, sv: np.ndarray, gap_tol: float, solvers: tuple[Any, Any, Any]
-              ) -> _EGPoint:
+def _pf_point(Uv: np.ndarray, sv: np.ndarray, gap_tol: float, solvers: tuple[Any, Any, Any],
+              log: SolveLog) -> EGPoint:
     """The PF market's certified point: ``fisher_market``, polished to an exact equilibrium
     on its support; fairalloc's own warm search from uniform prices if that solve fails."""
     n = Uv.shape[0]
     B = np.ones(n)
     x0: np.ndarray | None = None
     p0: np.ndarray | None = None
+    reason = "fisher_market returned a non-finite point"
+    log.step("pf-market")
     try:
         pf = _fisher(Uv, sv, gap_tol=max(gap_tol, GAP_TOL), backend=solvers[2])
         x0, p0 = np.array(pf.allocation, dtype=float), np.array(pf.prices, dtype=float)
-    except (CertificateError, SolverError):
-        pass
+    except (CertificateError, SolverError) as exc:
+        reason = f"fisher_market failed ({type(exc).__name__}: {exc})"
     if x0 is None or p0 is None or x0.shape != Uv.shape or not (
             np.all(np.isfinite(x0)) and np.all(np.isfinite(p0))):
-        p_start = np.full(Uv.shape[1], n / max(float(sv.sum()), 1e-300))
-        return _solve_warm(Uv, B, sv, p_start, tol=_EXACT, accept=_aim(gap_tol, n),
-                           solvers=solvers[:2])
-    xr = _repair(x0, sv)
-    point = _EGPoint(xr, p0, _eg_primal(Uv, B, xr), _eg_dual(Uv, B, sv, p0))
+        log.fallback("pf-market", "pf-warm-search", reason)
+        log.step("pf-warm-search")
+        p_start = np.full(Uv.shape[1], n / max(float(sv.sum()), TINY_SUPPLY))
+        return solve_warm(Uv, B, sv, p_start, tol=PF_EXACT_GAP, accept=_aim(gap_tol, n), log=log)
+    xr = repair_dense(x0, sv)
+    point = EGPoint(xr, p0, eg_primal(Uv, B, xr), eg_dual(Uv, B, sv, p0))
     # polish to an exact equilibrium (the fractions' numerators use the PF utilities)
-    better = _solve_warm(Uv, B, sv, p0, tol=_EXACT, accept=point.gap, start=(x0, p0),
-                         max_rounds=2, solvers=solvers[:2])
-    point = better if better.gap < point.gap else point
+    better = solve_warm(Uv, B, sv, p0, tol=PF_EXACT_GAP, accept=point.gap, start=(x0, p0),
+                        max_rounds=PF_POLISH_ROUNDS, log=log)
+    if better.gap < point.gap:
+        log.step("pf-support-polish")
+        point = better
     if point.gap > gap_tol * n:  # a hard market: the full warm search (whole market last)
-        more = _solve_warm(Uv, B, sv, point.prices, tol=min(_EXACT, gap_tol * n),
-                           accept=gap_tol * n, start=(point.allocation, point.prices),
-                           solvers=solvers[:2])
+        log.fallback("pf-market", "pf-warm-search",
+                     f"gap {point.gap:.3g} above {gap_tol:g} x {n} unit budgets")
+        log.step("pf-warm-search")
+        more = solve_warm(Uv, B, sv, point.prices, tol=min(PF_EXACT_GAP, gap_tol * n),
+                          accept=gap_tol * n, start=(point.allocation, point.prices), log=log)
         point = more if more.gap < point.gap else point
     return point
 
 
-def _feas_residual(x: np.ndarray, s: np.ndarray) -> float:
-    """Largest supply violation relative to the good's own scale (and largest negative entry)."""
-    load = x.sum(axis=0)
-    mag = np.maximum(np.maximum(s, np.abs(x).sum(axis=0)), np.finfo(float).tiny)
-    over = (load - s) / mag
-    neg = -x / mag[None, :]
-    return float(max(np.max(over, initial=0.0), np.max(neg, initial=0.0)))
-
+def _loo_paths(method: str, routes: list[tuple[str, int]], log: SolveLog) -> None:
+    """``stats.path`` / ``.fallbacks`` entries of the leave-one-out solves (``routes``: each
+    market's route and its interior-point -> conic hand-overs)."""
+    n = len(routes)
+    count = {name: sum(1 for r, _ in routes if r == name)
+             for name in ("batched", "warm", "warm+cold", "cold")}
+    warm = count["warm"] + count["warm+cold"]
+    if method == "warm":
+        if count["batched"] == 0:
+            log.path.remove("loo-batched-ipm")
+        if warm:
+            log.fallback("loo-batched-ipm", "loo-warm",
+                         f"{warm} of {n} leave-one-out markets not certified in a batch")
+            log.step("loo-warm")
+        if count["warm+cold"]:
+            log.fallback("loo-warm", "loo-cold",
+                         f"{count['warm+cold']} leave-one-out markets missed the tolerance")
+            log.step("loo-cold")
+    conic = sum(k for _, k in routes)
+    if conic:
+        log.fallback("ipm", "conic", f"{conic} reduced leave-one-out markets (the "
+                     "interior-point method did not converge)")

@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -218,11 +219,13 @@ class SolveLog:
     status, the backends themselves (``conic`` for exponential-cone programs, ``lp`` for the
     LP polishes), and the named steps and fallbacks (``SolveStats.path`` / ``.fallbacks``)."""
 
-    def __init__(self, conic: Any = None, lp: Any = None) -> None:
+    def __init__(self, conic: Any = None, lp: Any = None,
+                 on_solve: Callable[[str, str], None] | None = None) -> None:
         from ..backends import get_backend
 
         self.conic = get_backend("clarabel" if conic is None else conic, need="exp_cone")
-        self.lp = lp
+        self.lp = lp  # an LP backend (or its name; None: HiGHS), resolved on first use
+        self.on_solve = on_solve  # called with (backend, raw status) after every solve
         self.used: list[str] = []
         self.raw_status = ""
         self.hit_limit = False  # a solve stopped at its time or iteration limit
@@ -238,6 +241,8 @@ class SolveLog:
         self.fallbacks.append(f"{src}->{dst}: {reason}")
 
     def ran(self, name: str, raw_status: str | None = None) -> None:
+        if self.on_solve is not None:
+            self.on_solve(name, "" if raw_status is None else str(raw_status))
         if name not in self.used:
             self.used.append(name)
         if raw_status is not None:
@@ -248,8 +253,8 @@ class SolveLog:
     def lp_backend(self) -> Any:
         from ..backends import get_backend
 
-        if self.lp is None:
-            self.lp = get_backend("highs", need="lp")
+        if self.lp is None or isinstance(self.lp, str):
+            self.lp = get_backend("highs" if self.lp is None else self.lp, need="lp")
         return self.lp
 
     @property
@@ -279,7 +284,8 @@ def pow2_scale(x: Any) -> np.ndarray:
 # solvers on the edge form
 # --------------------------------------------------------------------------------------------
 def solve_conic(form: EdgeForm, *, time_limit: float | None = None, tol: float = CONIC_TOL,
-                 log: SolveLog | None = None) -> tuple[np.ndarray, np.ndarray, int]:
+                log: SolveLog | None = None, settings: dict[str, Any] | None = None
+                ) -> tuple[np.ndarray, np.ndarray, int]:
     """Exact solve of the edge-form EG program by a conic backend; returns
     (z, prices, iterations).
 
@@ -300,8 +306,8 @@ def solve_conic(form: EdgeForm, *, time_limit: float | None = None, tol: float =
     ], format="csc")
     b = np.concatenate([form.supply, np.zeros(E), np.tile([0.0, 1.0, 0.0], n)])
     c = np.concatenate([np.zeros(E), -form.budget])
-    sol = log.conic.solve_conic(
-        ConicProgram(c=c, A=A, b=b, nonneg=R + E, exp=n), tol=tol, time_limit=time_limit)
+    sol = log.conic.solve_conic(ConicProgram(c=c, A=A, b=b, nonneg=R + E, exp=n), tol=tol,
+                                time_limit=time_limit, settings=settings)
     log.ran(sol.backend or log.conic.name, sol.raw_status)
     if not sol.usable:
         raise SolverError(f"{sol.backend} failed on the Eisenberg-Gale program: "
