@@ -130,12 +130,15 @@ def plot_rho_cdf(results: Any, ax: Any = None, *, contention_kind: str = "static
 
 
 def plot_comparison(results: Any, metrics: Sequence[str] = DEFAULT_METRICS, *,
-                    fig: Any = None, **summary_kw: Any) -> Any:
+                    fig: Any = None, contention_kind: str = "static",
+                    unfair_threshold: float = 1.0) -> Any:
     """One bar chart per metric, one bar per policy (relative values annotated against the
-    first policy, as in Shockwave Figure 7). Accepts results or a :func:`compare` frame."""
+    first policy, as in Shockwave Figure 7). Accepts results or a :func:`compare` frame
+    (``contention_kind`` and ``unfair_threshold`` as for :func:`compare`)."""
     plt = _plt()
     frame = results if hasattr(results, "columns") else compare(
-        dict(_results(results)), **summary_kw)
+        dict(_results(results)), contention_kind=contention_kind,
+        unfair_threshold=unfair_threshold)
     missing = [m for m in metrics if m not in frame.columns]
     if missing:
         raise InputError(f"metrics: {missing[0]!r} is not one of {list(frame.columns)}",
@@ -159,9 +162,10 @@ def plot_comparison(results: Any, metrics: Sequence[str] = DEFAULT_METRICS, *,
 
 
 def save_plots(results: Any, outdir: str | Path, *, prefix: str = "",
-               contention_kind: str = "static", **summary_kw: Any) -> list[Path]:
+               contention_kind: str = "static", unfair_threshold: float = 1.0) -> list[Path]:
     """Write ``gantt_<policy>.png``, ``utilization.png``, ``rho_cdf.png`` and
-    ``comparison.png`` into ``outdir``; return the paths written."""
+    ``comparison.png`` into ``outdir``; return the paths written (``contention_kind`` and
+    ``unfair_threshold`` as for :func:`compare`)."""
     plt = _plt()
     items = _results(results)
     out = Path(outdir)
@@ -185,6 +189,6 @@ def save_plots(results: Any, outdir: str | Path, *, prefix: str = "",
     fig, ax = plt.subplots(figsize=(6, 4))
     plot_rho_cdf(dict(items), ax, contention_kind=contention_kind)
     save(fig, "rho_cdf")
-    save(plot_comparison(dict(items), contention_kind=contention_kind, **summary_kw),
-         "comparison")
+    save(plot_comparison(dict(items), contention_kind=contention_kind,
+                         unfair_threshold=unfair_threshold), "comparison")
     return paths

@@ -375,15 +375,27 @@ def market_instances(*, kind: str = "linear", n: Size = (1, 5), m: Size = (1, 4)
     return draw_market()
 
 
-def leontief_markets(**kw: Any) -> st.SearchStrategy[MarketInstance]:
-    """:func:`market_instances` with ``kind="leontief"``: utility rows are demand vectors."""
-    return market_instances(kind="leontief", **kw)
+def leontief_markets(*, n: Size = (1, 5), m: Size = (1, 4), rounds: Size | None = None,
+                     values: Range = (0.1, 10.0), density: float = 0.6, integers: bool = False,
+                     budget_values: Range = (0.1, 10.0), equal_budgets: bool = False,
+                     supply_values: Range = (0.2, 5.0)) -> st.SearchStrategy[MarketInstance]:
+    """:func:`market_instances` with ``kind="leontief"``: utility rows are demand vectors
+    (the other arguments as there)."""
+    return market_instances(kind="leontief", n=n, m=m, rounds=rounds, values=values,
+                            density=density, integers=integers, budget_values=budget_values,
+                            equal_budgets=equal_budgets, supply_values=supply_values)
 
 
 def volatile_markets(*, rounds: Size = (2, 3), n: Size = (1, 4), m: Size = (1, 3),
-                     **kw: Any) -> st.SearchStrategy[MarketInstance]:
-    """Markets over time (Shockwave App. D): utility (n, m, T), supply (m, T)."""
-    return market_instances(rounds=rounds, n=n, m=m, **kw)
+                     kind: str = "linear", values: Range = (0.1, 10.0), density: float = 0.6,
+                     integers: bool = False, budget_values: Range = (0.1, 10.0),
+                     equal_budgets: bool = False, supply_values: Range = (0.2, 5.0)
+                     ) -> st.SearchStrategy[MarketInstance]:
+    """Markets over time (Shockwave App. D): utility (n, m, T), supply (m, T) (the other
+    arguments as for :func:`market_instances`)."""
+    return market_instances(kind=kind, rounds=rounds, n=n, m=m, values=values,
+                            density=density, integers=integers, budget_values=budget_values,
+                            equal_budgets=equal_budgets, supply_values=supply_values)
 
 
 # ============================================================================================
@@ -612,9 +624,13 @@ class ClusterInstance:
 
 
 def cluster_instances(*, n: Size = (1, 4), types: Size = (1, 3), workers: Size = (1, 4),
-                      names: Sequence[str] = ACCELERATOR_TYPES, **job_kw: Any
+                      names: Sequence[str] = ACCELERATOR_TYPES, values: Range = (0.5, 100.0),
+                      density: float = 0.7, integers: bool = False, max_scale_factor: int = 1,
+                      weighted: bool = False, weight_values: Range = (0.25, 4.0),
+                      steps: Range | None = (100.0, 10000.0), elapsed: Range | None = None
                       ) -> st.SearchStrategy[ClusterInstance]:
-    """A cluster (:func:`clusters`) and jobs that fit it (:func:`job_sets`, ``**job_kw``).
+    """A cluster (:func:`clusters`) and jobs that fit it (:func:`job_sets`, with ``values``
+    to ``elapsed`` as there).
 
     Examples
     --------
@@ -628,7 +644,10 @@ def cluster_instances(*, n: Size = (1, 4), types: Size = (1, 3), workers: Size =
     @st.composite
     def draw_instance(draw: st.DrawFn) -> ClusterInstance:
         c = draw(cl)
-        return ClusterInstance(draw(job_sets(c, n=n, **job_kw)), c)
+        return ClusterInstance(draw(job_sets(
+            c, n=n, values=values, density=density, integers=integers,
+            max_scale_factor=max_scale_factor, weighted=weighted, weight_values=weight_values,
+            steps=steps, elapsed=elapsed)), c)
 
     return draw_instance()
 
@@ -714,10 +733,12 @@ class AuctionInstance:
 
 
 def auction_instances(*, n: Size = (1, 3), bids: Size = (1, 4), rho: Range = (0.1, 10.0),
-                      **topology_kw: Any) -> st.SearchStrategy[AuctionInstance]:
-    """A topology, a non-empty offer of its GPUs and ``n`` apps' bid tables for it."""
+                      machines: Size = (1, 4), gpus_per_machine: Size = (1, 4),
+                      racks: Size = (1, 2)) -> st.SearchStrategy[AuctionInstance]:
+    """A topology (:func:`topologies`, with ``machines``, ``gpus_per_machine`` and ``racks``),
+    a non-empty offer of its GPUs and ``n`` apps' bid tables for it."""
     nlo, nhi = _size(n, "n")
-    topo = topologies(**topology_kw)
+    topo = topologies(machines=machines, gpus_per_machine=gpus_per_machine, racks=racks)
 
     @st.composite
     def draw_auction(draw: st.DrawFn) -> AuctionInstance:
@@ -830,16 +851,19 @@ def job_histories(*, max_regimes: int = 4, max_epochs_per_regime: int = 10,
 
 
 def regime_forecasts(*, methods: Sequence[str] = ("restatement", "bayesian", "greedy"),
-                     **history_kw: Any) -> st.SearchStrategy[Any]:
+                     max_regimes: int = 4, max_epochs_per_regime: int = 10,
+                     extra_epochs: Size = (1, 40), seconds: Range = (1.0, 120.0)
+                     ) -> st.SearchStrategy[Any]:
     """:class:`fairalloc.RegimeForecast` built by :func:`fairalloc.forecast_regimes` from a
-    :func:`job_histories` draw, with a method from ``methods``."""
+    :func:`job_histories` draw (its arguments as there), with a method from ``methods``."""
     from ..schedule import FORECAST_METHODS as METHODS
     from ..schedule import forecast_regimes
 
     chosen = tuple(as_option(m, "methods", METHODS) for m in methods)
     if not chosen:
         raise InputError("methods is empty", argument="methods")
-    hist = job_histories(**history_kw)
+    hist = job_histories(max_regimes=max_regimes, max_epochs_per_regime=max_epochs_per_regime,
+                         extra_epochs=extra_epochs, seconds=seconds)
 
     @st.composite
     def draw_forecast(draw: st.DrawFn) -> Any:
@@ -914,19 +938,23 @@ class PlanInstance:
     num_gpus: int
 
 
-def plan_instances(*, n: Size = (1, 5), num_gpus: Size = (1, 8), **job_kw: Any
+def plan_instances(*, n: Size = (1, 5), num_gpus: Size = (1, 8), max_workers: int = 4,
+                   epochs: Size = (1, 60), regimes: Size = (1, 3),
+                   seconds: Range = (5.0, 300.0), ftf: Range = (0.25, 4.0)
                    ) -> st.SearchStrategy[PlanInstance]:
-    """``n`` :func:`plan_jobs` whose gangs all fit in ``num_gpus`` GPUs."""
+    """``n`` :func:`plan_jobs` (their arguments as there) whose gangs all fit in ``num_gpus``
+    GPUs."""
     nlo, nhi = _size(n, "n")
     glo, ghi = _size(num_gpus, "num_gpus")
-    wmax = job_kw.pop("max_workers", 4)
+    wmax = max_workers
     _count(wmax, "max_workers")
 
     @st.composite
     def draw_plan(draw: st.DrawFn) -> PlanInstance:
         m = draw(st.integers(glo, ghi))
         k = draw(st.integers(nlo, nhi))
-        job = plan_jobs(max_workers=min(int(wmax), m), **job_kw)
+        job = plan_jobs(max_workers=min(int(wmax), m), epochs=epochs, regimes=regimes,
+                        seconds=seconds, ftf=ftf)
         return PlanInstance(tuple(draw(job) for _ in range(k)), m)
 
     return draw_plan()
