@@ -72,15 +72,15 @@ def _uncached(self: Any, inst: Any) -> Any:
 def run(policy: Callable[..., Any], domain: str, examples: int, shared: bool
         ) -> tuple[Any, int, float]:
     counted = _Counted(policy)
-    original = checks._Search.outcome
+    original = checks.PropertySearch.outcome
     if not shared:
-        checks._Search.outcome = _uncached  # type: ignore[method-assign]
+        checks.PropertySearch.outcome = _uncached  # type: ignore[method-assign]
     try:
         t0 = time.perf_counter()
         report = check_policy(counted, "all", max_examples=examples, domain=domain)
         seconds = time.perf_counter() - t0
     finally:
-        checks._Search.outcome = original  # type: ignore[method-assign]
+        checks.PropertySearch.outcome = original  # type: ignore[method-assign]
     return report, counted.calls, seconds
 
 
