@@ -319,7 +319,7 @@ def solve_conic(form: EdgeForm, *, time_limit: float | None = None, tol: float =
 
 
 def resolve_price_scaled(form: EdgeForm, p: np.ndarray, *, time_limit: float | None,
-                          log: SolveLog, tol: float = RESCALED_TOL
+                         log: SolveLog, tol: float = RESCALED_TOL
                           ) -> tuple[np.ndarray, np.ndarray, int]:
     """Re-solve with every good measured in units worth about 1 at the prices ``p``.
 
@@ -449,7 +449,7 @@ def _newton_dual_polish(form: EdgeForm, p: np.ndarray) -> tuple[np.ndarray, np.n
 
 
 def certify_general(form: EdgeForm, z: np.ndarray, p: np.ndarray, *, gap_tol: float,
-                     feas_tol: float, log: SolveLog | None = None
+                    feas_tol: float, log: SolveLog | None = None
                      ) -> tuple[Certificate, np.ndarray, np.ndarray]:
     """Certificate of a (Leontief) market point; prefers the demand-polished allocation."""
     cert, best_p = form.certificate(z, [p], gap_tol=gap_tol, feas_tol=feas_tol)
@@ -651,8 +651,8 @@ def _forest_equilibrium(form: EdgeForm, cand: np.ndarray, share: np.ndarray
 
 
 def solve_fast(form: EdgeForm, *, gap_tol: float, feas_tol: float,
-                warm_prices: np.ndarray | None, time_limit: float | None,
-                log: SolveLog | None = None
+               warm_prices: np.ndarray | None, time_limit: float | None,
+               log: SolveLog | None = None
                 ) -> tuple[np.ndarray, Certificate, np.ndarray, int, int]:
     """Column generation on the edge form, warm-started by proportional response."""
     if log is not None:
@@ -812,7 +812,7 @@ def _flow_at_prices(form: EdgeForm, p: np.ndarray, log: SolveLog | None = None
 
 
 def certify_linear(form: EdgeForm, z: np.ndarray, p: np.ndarray, *, gap_tol: float,
-                    feas_tol: float, log: SolveLog | None = None
+                   feas_tol: float, log: SolveLog | None = None
                     ) -> tuple[Certificate, np.ndarray, np.ndarray]:
     """Certificate of a linear market point, improved by :func:`_polish_linear` when it helps."""
     cert, best_p = form.certificate(z, [p, form.implied_prices(z)], gap_tol=gap_tol,

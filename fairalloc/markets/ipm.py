@@ -30,7 +30,7 @@ FOREST_NEG_FLOW = 1e-10  # ACCURACY: most negative flow (per unit budget) still 
 
 
 def ipm_solve(owner: np.ndarray, good: np.ndarray, w: np.ndarray, B: np.ndarray, s: np.ndarray,
-         p0: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+              p0: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     """One edge-form EG program by :func:`ipm_batch`; ``None`` if it did not converge (or its
     linear algebra broke down: the caller then takes the exact conic path)."""
     try:
@@ -43,9 +43,9 @@ def ipm_solve(owner: np.ndarray, good: np.ndarray, w: np.ndarray, B: np.ndarray,
 
 
 def ipm_batch(owner: np.ndarray, good: np.ndarray, w: np.ndarray, B: np.ndarray,
-               s: np.ndarray, p0: np.ndarray, eblock: np.ndarray, T: int, *,
-               mu_tol: float = IPM_MU_TOL, res_tol: float = IPM_RES_TOL,
-               max_iter: int = IPM_MAX_ITER
+              s: np.ndarray, p0: np.ndarray, eblock: np.ndarray, T: int, *,
+              mu_tol: float = IPM_MU_TOL, res_tol: float = IPM_RES_TOL,
+              max_iter: int = IPM_MAX_ITER
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Primal-dual interior point for ``T`` independent edge-form EG programs at once.
 
@@ -195,7 +195,7 @@ def ipm_batch(owner: np.ndarray, good: np.ndarray, w: np.ndarray, B: np.ndarray,
 
 
 def polish_forest_edges(owner: np.ndarray, good: np.ndarray, w: np.ndarray, B: np.ndarray,
-                         s: np.ndarray, x: np.ndarray, p: np.ndarray, tight: float = FOREST_TIGHT
+                        s: np.ndarray, x: np.ndarray, p: np.ndarray, tight: float = FOREST_TIGHT
                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Exact equilibrium on the support forest of an edge-form point (many markets at once).
 
