@@ -1,5 +1,7 @@
 """Fisher markets: the public builder :class:`FisherMarket`, :class:`MarketResult` and the
-one-call functions :func:`fisher_market` and :func:`volatile_fisher_market`.
+one-call functions :func:`fisher_market` and :func:`volatile_fisher_market`. One cohesive
+builder (normalisation, edge form, solve paths, cvxpy composition; most of its length is the
+public docstrings), hence its length; the numerics live in :mod:`fairalloc.markets.engine`.
 
 Shockwave (shockwave.txt §4.1, App. C-D) defines the *volatile Fisher market*: resources bought
 in round ``t`` are consumed in round ``t``, buyer ``i`` has budget ``B_i`` for the whole window,
