@@ -42,7 +42,8 @@ import time
 import numpy as np
 
 import fairalloc as fa
-from fairalloc.space_sharing import JobPairs, max_min_space_sharing
+from fairalloc.data import JobPairs
+from fairalloc.throughput import max_min_space_sharing
 
 
 def instance(n: int, seed: int = 0) -> tuple[fa.Jobs, fa.Cluster]:
@@ -176,28 +177,16 @@ def random_instance(seed: int) -> tuple[fa.Jobs, fa.Cluster]:
 
 
 def random_study(count: int) -> None:
-    from fairalloc._lp_stages import _StageSolver
-
-    handed = [0]
-    run = _StageSolver.run
-    counting = [False]
-
-    def counted(self, stage, what):  # a stage the structured path hands to the full LP
-        handed[0] += counting[0]
-        return run(self, stage, what)
-
-    _StageSolver.run = counted
     rows = []
     for name, solve in (("max-min fairness", fa.max_min_fairness),
                         ("finish-time fairness", fa.finish_time_fairness)):
         t_fast = t_full = 0.0
         worst = 0.0
-        handed[0] = 0
+        handed = 0  # stages the structured path handed to the full LP (stats.fallbacks)
         for seed in range(count):
             jobs, cl = random_instance(seed)
-            counting[0] = True
             t, a = timed(lambda f=solve, j=jobs, c=cl: f(j, c))
-            counting[0] = False
+            handed += sum("->exact-lp" in f for f in a.stats.fallbacks)
             t_fast += t
             t, b = timed(lambda f=solve, j=jobs, c=cl: f(j, c, method="highs"))
             t_full += t
@@ -205,8 +194,7 @@ def random_study(count: int) -> None:
                               b.stage_certificates[-1:] + (b.certificate,)):
                 worst = max(worst, abs(ca.primal_value - cb.primal_value)
                             / max(1.0, abs(cb.primal_value)))
-        rows.append((name, t_full, t_fast, handed[0], worst))
-    _StageSolver.run = run
+        rows.append((name, t_full, t_fast, handed, worst))
     print(f"{count} random instances (both stages)   full LP s  structured s  speed-up  "
           f"stages handed to the full LP  max rel. objective diff")
     for name, tr, tf, h, d in rows:

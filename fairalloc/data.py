@@ -1,4 +1,4 @@
-"""Validated, immutable inputs: accelerator clusters and job sets.
+"""Validated, immutable inputs: accelerator clusters, job sets and job pairs (space sharing).
 
 Both types copy what they are given into read-only arrays, so neither the caller's arrays nor
 the library's copies can be changed after validation.
@@ -15,7 +15,7 @@ import numpy as np
 from ._validation import as_array, fmt_index
 from .errors import InputError
 
-__all__ = ["Cluster", "Jobs"]
+__all__ = ["Cluster", "JobPairs", "Jobs"]
 
 
 @dataclass(frozen=True, init=False)
@@ -232,3 +232,60 @@ class Jobs:
 
     def __repr__(self) -> str:
         return f"Jobs(n={self.n}, types={self.num_types})"
+
+
+@dataclass(frozen=True, init=False, eq=False)
+class JobPairs:
+    """Pairs of jobs that may share a worker, with their colocated throughputs (§3.1).
+
+    Parameters
+    ----------
+    members : array_like of int, shape (P, 2)
+        Row indices ``(a, b)`` of the two jobs of each pair (``a != b``).
+    throughput : array_like, shape (P, k, 2)
+        ``throughput[p, j, i]``: steps/s of member ``i`` of pair ``p`` when the pair shares a
+        worker of type ``j`` (0: the pair cannot run there).
+
+    Examples
+    --------
+    The paper's example: jobs 0 and 1 colocated on a V100 run at 20 and 7.5 steps/s.
+
+    >>> pairs = JobPairs([[0, 1]], [[[20.0, 7.5], [10.0, 5.0], [0.0, 0.0]]])
+    >>> pairs.num_pairs
+    1
+    """
+
+    members: np.ndarray
+    throughput: np.ndarray
+
+    def __init__(self, members: Any, throughput: Any) -> None:
+        mem = as_array(members, "members", ndim=2, integer=True)
+        if mem.shape[1] != 2:
+            raise InputError(f"members must have shape (P, 2), got {mem.shape}",
+                             argument="members")
+        same = mem[:, 0] == mem[:, 1]
+        if same.any():
+            p = int(np.flatnonzero(same)[0])
+            raise InputError(f"members[{p}] pairs job {int(mem[p, 0])} with itself",
+                             argument="members", index=(p,))
+        tp = as_array(throughput, "throughput", ndim=3, shape=(mem.shape[0], None, 2))
+        m = mem.astype(np.int64)
+        m.flags.writeable = False
+        object.__setattr__(self, "members", m)
+        object.__setattr__(self, "throughput", tp)
+
+    @property
+    def num_pairs(self) -> int:
+        """Number of pairs ``P``."""
+        return int(self.members.shape[0])
+
+    def check(self, jobs: Jobs, cluster: Cluster) -> None:
+        """Raise :class:`InputError` unless the pairs fit ``jobs`` and ``cluster``."""
+        if self.throughput.shape[1] != cluster.num_types:
+            raise InputError(f"pair throughput has {self.throughput.shape[1]} types but the "
+                             f"cluster has {cluster.num_types}", argument="pairs")
+        bad = self.members >= jobs.n
+        if bad.any():
+            p = int(np.argwhere(bad)[0, 0])
+            raise InputError(f"pairs.members[{p}] names job {int(self.members[p].max())} but "
+                             f"there are {jobs.n} jobs", argument="pairs", index=(p,))

@@ -407,22 +407,20 @@ def _solve_reduced(policy: str, jobs: Jobs, cluster: Cluster, ids: tuple[Hashabl
                    water_filling: bool, semantics: str, normalized: bool, warm_start: Any,
                    options: dict[str, Any]) -> Any:
     from . import throughput as th
-    from .waterfilling import WaterFilling
 
     def per_job(value: Any, name: str) -> np.ndarray | None:
         arr = _per_job(value, name, ids, nonneg=False)
         return None if arr is None else arr[rj]
 
     if policy == "max_min_fairness":
-        b = th.MaxMinFairness(jobs, cluster, water_filling=as_bool(water_filling,
-                                                                   "water_filling"))
-        if warm_start is not None and not b.water_filling:
-            b.warm_start = warm_start
+        wf_on = as_bool(water_filling, "water_filling")
+        b = th.MaxMinFairness(jobs, cluster, water_filling=wf_on,
+                              warm_start=None if wf_on else warm_start)
         return b.solve(**options)
     if policy == "water_filling":
         ent = _per_job_labels(entities, "entities", ids)
         ent = None if ent is None else [ent[i] for i in rj]
-        wf = WaterFilling(jobs, cluster, entities=ent, entity_weights=entity_weights,
+        wf = th.WaterFilling(jobs, cluster, entities=ent, entity_weights=entity_weights,
                           entity_policies=entity_policies, order=per_job(order, "order"))
         return wf.solve(**options)
     if policy == "finish_time_fairness":

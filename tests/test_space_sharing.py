@@ -8,7 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fairalloc as fa
-from fairalloc.space_sharing import JobPairs, max_min_space_sharing
+from fairalloc.data import JobPairs
+from fairalloc.throughput import max_min_space_sharing
 
 
 def _all_pairs(T, rng, frac=(0.4, 0.9)):

@@ -236,20 +236,53 @@ def test_capacity_never_exceeded_and_prices(name, inst):
     _feasible(POLICIES[name](jobs, cluster), jobs, cluster)
 
 
+@st.composite
+def mid_instances(draw):
+    """64-200 jobs (the structured solvers' range), 1-4 types, missing entries, weights."""
+    n = draw(st.integers(64, 200))
+    k = draw(st.integers(1, 4))
+    seed = draw(st.integers(0, 2**31 - 1))
+    rng = np.random.default_rng(seed)
+    T = rng.lognormal(0.0, 0.8, n)[:, None] * np.c_[np.ones(n), rng.uniform(0.1, 1.2, (n, k - 1))]
+    if draw(st.booleans()):
+        T[rng.random((n, k)) < 0.2] = 0.0
+        T[:, 0] = np.maximum(T[:, 0], 0.5)
+    caps = np.array(draw(st.lists(st.integers(2, n), min_size=k, max_size=k)))
+    s = np.minimum(rng.choice([1, 1, 1, 2, 4], n), caps.min())
+    w = rng.choice([0.5, 1.0, 2.0], n) if draw(st.booleans()) else np.ones(n)
+    jobs = fa.Jobs(T, scale_factor=s, weight=w, steps_remaining=rng.uniform(1e3, 1e5, n),
+                   elapsed=rng.uniform(0.0, 3600.0, n))
+    return jobs, fa.Cluster({f"t{j}": int(caps[j]) for j in range(k)})
+
+
 @settings(max_examples=15, deadline=None, derandomize=True)
 @given(inst=instances())
-def test_fast_path_matches_full_lp(inst):
+def test_fast_path_below_its_range_is_the_full_lp(inst):
+    """Below the structured solver's range (64 jobs) method="fast" solves the whole LP."""
     jobs, cluster = inst
     a = MaxMinFairness(jobs, cluster)
-    from fairalloc import _structured as structured
-
-    old = structured._FAST_MIN_JOBS
-    structured._FAST_MIN_JOBS = 1
-    try:
-        fast = a.solve(method="fast", work_conserving=False)
-    finally:
-        structured._FAST_MIN_JOBS = old
+    fast = a.solve(method="fast", work_conserving=False)
     full = a.solve(method="highs", work_conserving=False)
+    assert fast.stats.path == full.stats.path == ("exact-lp",)
+    assert fast.stats.fallbacks == ()
+    assert fast.objective == pytest.approx(full.objective, rel=1e-7, abs=1e-9)
+
+
+@settings(max_examples=15, deadline=None, derandomize=True)
+@given(inst=mid_instances())
+def test_fast_path_matches_full_lp(inst):
+    """The structured level solver (64+ jobs) equals the full LP; where it hands the stage
+    over, stats.fallbacks says why."""
+    jobs, cluster = inst
+    a = MaxMinFairness(jobs, cluster)
+    fast = a.solve(method="fast", work_conserving=False)
+    full = a.solve(method="highs", work_conserving=False)
+    assert full.stats.path == ("exact-lp",)
+    if fast.stats.fallbacks:
+        assert fast.stats.path == ("exact-lp",)
+        assert all(f.startswith("structured-level->exact-lp: ") for f in fast.stats.fallbacks)
+    else:
+        assert fast.stats.path == ("structured-level",)
     assert fast.objective == pytest.approx(full.objective, rel=1e-7, abs=1e-9)
 
 
@@ -263,19 +296,20 @@ def _large(n, seed=0, k=3):
 
 
 def test_newton_prices_match_the_lp_prices():
-    """The Newton estimate (sampled phase, then all jobs) is close to the exact LP optimum."""
-    from fairalloc import _structured as structured
-
+    """The Newton estimate (sampled phase, then all jobs) is close enough to the exact LP
+    optimum that one small master LP (rarely two or three) around it is certified: no hand-over
+    to the full LP, and the certified prices equal the full LP's."""
     n = 2500  # > 2 x the sample: both phases run
     T, s = _large(n)
     cl = fa.Cluster({"a": n // 4, "b": n // 4, "c": n // 4})
     jobs = fa.Jobs(T, scale_factor=s)
     exact = fa.max_min_fairness(jobs, cl, method="highs", work_conserving=False)
-    A = T * MaxMinFairness(jobs, cl).coef[:, None]
-    r, theta, band = structured._newton_prices(A, s.astype(float), np.ones(n), np.zeros(n),
-                                               cl.capacity)
-    assert theta == pytest.approx(exact.objective, rel=2e-3)
-    np.testing.assert_allclose(r / r[0], exact.prices / exact.prices[0], rtol=5e-3)
+    fast = fa.max_min_fairness(jobs, cl, work_conserving=False)
+    assert fast.stats.path == ("structured-level",) and fast.stats.fallbacks == ()
+    assert fast.stats.solves <= 3
+    assert fast.objective == pytest.approx(exact.objective, rel=1e-9)
+    np.testing.assert_allclose(fast.prices / fast.prices[0], exact.prices / exact.prices[0],
+                               rtol=5e-3)
 
 
 def _clusters_and_jobs():
@@ -306,44 +340,35 @@ def _clusters_and_jobs():
 
 
 @pytest.mark.parametrize("case", sorted(_clusters_and_jobs()))
-def test_fast_level_matches_full_lp_at_scale(case, monkeypatch):
+def test_fast_level_matches_full_lp_at_scale(case):
     """The structured level solver equals the full LP, through Newton's estimate where one
     exists (identical jobs give demand one big jump: the full LP answers)."""
-    from fairalloc import _structured as structured
-
     jobs, cl = _clusters_and_jobs()[case]
-    estimates = []
-    newton = structured._newton_prices
-    monkeypatch.setattr(structured, "_newton_prices",
-                        lambda *a: estimates.append(newton(*a)) or estimates[-1])
     fast = fa.max_min_fairness(jobs, cl, work_conserving=False)
     full = fa.max_min_fairness(jobs, cl, method="highs", work_conserving=False)
     assert fast.certificate.ok and fast.certificate.relative_gap <= 1e-9
     assert fast.objective == pytest.approx(full.objective, rel=1e-9)
     _feasible(fast, jobs, cl)
-    assert len(estimates) == 1
     if case == "identical jobs":
-        assert estimates[0] is None
+        assert fast.stats.path == ("exact-lp",)
+        assert fast.stats.fallbacks == ("structured-level->exact-lp: no price estimate "
+                                        "(Newton found no balance of demand and capacity)",)
     else:
-        assert estimates[0] is not None
+        assert fast.stats.path == ("structured-level",) and fast.stats.fallbacks == ()
         assert fast.stats.solves <= 3  # one small master LP, rarely two or three
 
 
 @pytest.mark.parametrize("case", sorted(set(_clusters_and_jobs()) - {"identical jobs"}))
-def test_work_conserving_stage_structured(case, monkeypatch):
+def test_work_conserving_stage_structured(case):
     """The work-conserving stage's structured solver (level duals scaled, or Newton prices, a
     small master and the k-price dual LP) equals the full LP's second stage, without solving
     the full LP; where the level allocation is already optimal no LP is solved at all."""
-    from fairalloc import _structured as structured
-
     jobs, cl = _clusters_and_jobs()[case]
     full = fa.max_min_fairness(jobs, cl, method="highs")
-    whole = []
-    run = structured._StageSolver.run
-    monkeypatch.setattr(structured._StageSolver, "run",
-                        lambda self, stage, what: whole.append(what) or run(self, stage, what))
     fast = fa.max_min_fairness(jobs, cl)
-    assert whole == []
+    assert "exact-lp" not in fast.stats.path and fast.stats.fallbacks == ()
+    assert fast.stats.path[0] == "structured-level"
+    assert fast.stats.path[-1] in ("floor-from-level", "structured-floor")
     wc_fast, wc_full = fast.stage_certificates[1], full.stage_certificates[1]
     assert wc_fast.ok and wc_fast.relative_gap <= 1e-6
     assert wc_fast.primal_value == pytest.approx(wc_full.primal_value, rel=1e-6)
@@ -352,28 +377,21 @@ def test_work_conserving_stage_structured(case, monkeypatch):
     _feasible(fast, jobs, cl)
     if case == "saturated":
         assert fast.stats.solves == 1
+        assert fast.stats.path == ("structured-level", "floor-from-level")
 
 
-def test_floor_duals_find_the_jobs_to_free(monkeypatch):
-    """With a tenth of the band of near-ties freed up front, the elastic dual LP names the
-    constants in the way; the next round reaches the full LP's optimum without solving it."""
-    from fairalloc import _structured as structured
-
-    jobs, cl = _clusters_and_jobs()["weights (one job bottleneck)"]
+@pytest.mark.parametrize("case", ["one type unpriced", "four types"])
+def test_floor_duals_find_the_jobs_to_free(case):
+    """Where the band of near-ties misses jobs that a complementary price vector needs free,
+    the elastic dual LP names those constants in the way (``floor-freed:<jobs>`` in the path);
+    the next round reaches the full LP's optimum without solving it."""
+    jobs, cl = _clusters_and_jobs()[case]
     full = fa.max_min_fairness(jobs, cl, method="highs")
-    whole, rounds = [], []
-    run = structured._StageSolver.run
-    floor_vertices, duals = structured._FloorDemand.vertices, structured._floor_duals
-    monkeypatch.setattr(structured._StageSolver, "run",
-                        lambda self, stage, what: whole.append(what) or run(self, stage, what))
-    monkeypatch.setattr(structured._FloorDemand, "vertices",
-                        lambda *a, band: floor_vertices(*a, band=0.1 * band))
-    monkeypatch.setattr(structured, "_floor_duals",
-                        lambda *a: rounds.append(duals(*a)) or rounds[-1])
     fast = fa.max_min_fairness(jobs, cl)
-    assert whole == []
-    assert any(d is None and blocking.any() for d, blocking in rounds[:-1])
-    assert rounds[-1][0] is not None and not rounds[-1][1].any()
+    assert "exact-lp" not in fast.stats.path and fast.stats.fallbacks == ()
+    freed = [step for step in fast.stats.path if step.startswith("floor-freed:")]
+    assert freed and all(int(step.split(":")[1]) > 0 for step in freed)
+    assert fast.stats.path[-1] == "structured-floor"
     assert fast.stage_certificates[1].primal_value == pytest.approx(
         full.stage_certificates[1].primal_value, rel=1e-6)
 
@@ -390,27 +408,11 @@ def test_work_conserving_stage_when_level_duals_do_not_certify():
     fast = fa.finish_time_fairness(jobs, cl)
     full = fa.finish_time_fairness(jobs, cl, method="highs")
     assert fast.stats.solves > 1
+    # Dinkelbach levels by the structured solver, then the Newton-priced floor solver
+    assert fast.stats.path[-1] == "structured-floor" and "exact-lp" not in fast.stats.path
+    assert fast.stats.path.count("dinkelbach") >= 1
     assert fast.stage_certificates[1].primal_value == pytest.approx(
         full.stage_certificates[1].primal_value, rel=1e-6)
-
-
-@st.composite
-def mid_instances(draw):
-    """64-200 jobs (the structured solvers' range), 1-4 types, missing entries, weights."""
-    n = draw(st.integers(64, 200))
-    k = draw(st.integers(1, 4))
-    seed = draw(st.integers(0, 2**31 - 1))
-    rng = np.random.default_rng(seed)
-    T = rng.lognormal(0.0, 0.8, n)[:, None] * np.c_[np.ones(n), rng.uniform(0.1, 1.2, (n, k - 1))]
-    if draw(st.booleans()):
-        T[rng.random((n, k)) < 0.2] = 0.0
-        T[:, 0] = np.maximum(T[:, 0], 0.5)
-    caps = np.array(draw(st.lists(st.integers(2, n), min_size=k, max_size=k)))
-    s = np.minimum(rng.choice([1, 1, 1, 2, 4], n), caps.min())
-    w = rng.choice([0.5, 1.0, 2.0], n) if draw(st.booleans()) else np.ones(n)
-    jobs = fa.Jobs(T, scale_factor=s, weight=w, steps_remaining=rng.uniform(1e3, 1e5, n),
-                   elapsed=rng.uniform(0.0, 3600.0, n))
-    return jobs, fa.Cluster({f"t{j}": int(caps[j]) for j in range(k)})
 
 
 @pytest.mark.parametrize("policy", ["max_min", "ftf"])

@@ -284,8 +284,8 @@ class MaxMinFairnessPolicyWithPacking(GavelPolicy):
         """``{key: {worker_type: fraction}}`` for single and pair keys."""
         import numpy as np
 
-        from ..data import Cluster, Jobs
-        from ..space_sharing import JobPairs, max_min_space_sharing
+        from ..data import Cluster, JobPairs, Jobs
+        from ..throughput import max_min_space_sharing
 
         if not isinstance(unflattened_throughputs, Mapping):
             raise InputError("unflattened_throughputs must be a dict",

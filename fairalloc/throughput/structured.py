@@ -1,5 +1,11 @@
 """Structured exact solvers for the level and floor stages of the throughput policies.
 
+One cohesive algorithm (over 800 lines on purpose): the level solver (:func:`fast_level`) and
+the floor solver (:func:`fast_floor`, the work-conserving stage) share the demand model
+(:class:`_Demand`, :class:`_FloorDemand`), the Newton price estimate (:func:`_newton`), the
+restricted-master machinery and the full-LP certificate; splitting them would split one
+method across files.
+
 Only the ``k`` capacity rows (and the level ``theta``) couple the jobs of a stage LP, so at
 given capacity prices every job's best response is a vertex of its own small polytope. These
 solvers estimate the prices by Newton's method on *demand = capacity*, fold every job whose
@@ -8,6 +14,14 @@ the duals of the whole LP (in closed form, or by an LP in the ``k`` prices) and 
 result only when :func:`fairalloc.certificates.lp_certificate` on the **full** LP passes;
 otherwise they hand the stage to the full LP. The method, with the paper sections, is in
 ``formulations/max_min_fairness.md``.
+
+Path steps recorded in the stage solver (``SolveStats.path``): ``structured-level`` (a level
+stage certified by the structured solver), ``floor-from-level`` (the work-conserving stage
+certified at the level's allocation with scaled level duals, no LP), ``structured-floor``
+(the floor stage certified from its restricted master), ``floor-freed:<jobs>`` (a floor round
+gave ``<jobs>`` blocking jobs their own variables), ``exact-lp`` (the whole LP). A hand-over
+to the whole LP is recorded in ``SolveStats.fallbacks`` as ``"structured-level->exact-lp:
+<reason>"`` or ``"structured-floor->exact-lp: <reason>"``.
 """
 
 from __future__ import annotations
@@ -17,22 +31,44 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from ._lp_stages import _Instance, _Level, _Linear, _StageResult, _StageSolver
-from .backends import LinearProgram, LPSolution, get_backend
-from .errors import SolverError
+from ..backends import LinearProgram, LPSolution, get_backend
+from ..errors import SolverError
+from .instance import ColumnInstance
+from .rows import RowLayout
+from .stages import LevelStage, LinearStage, StageResult, StageSolver
 
 # --------------------------------------------------------------------------------------------
 # structured exact solver for level (max-min) stages: aggregation + column generation
 # --------------------------------------------------------------------------------------------
-_FAST_MIN_JOBS = 64  # below this the full LP is as fast
-_BAND0 = 0.001  # relative price error assumed for the Newton prices
+__all__ = ["FLOOR_FREED", "FLOOR_FROM_LEVEL", "STRUCTURED_FLOOR", "STRUCTURED_LEVEL",
+           "fast_floor", "fast_level"]
+
+STRUCTURED_LEVEL = "structured-level"  # path step: level stage certified by this solver
+STRUCTURED_FLOOR = "structured-floor"  # path step: floor stage certified from its master
+FLOOR_FROM_LEVEL = "floor-from-level"  # path step: floor stage certified with level duals
+FLOOR_FREED = "floor-freed"  # path step prefix: blocking jobs given their own variables
+
+_FAST_MIN_JOBS = 64  # PERFORMANCE knob: below this many jobs the full LP is as fast
+_BAND0 = 0.001  # PERFORMANCE knob: relative price error assumed for the Newton prices
+_LEVEL_MAX_ROUNDS = 30  # PERFORMANCE knob: master rounds of a level stage before the full LP
+_FLOOR_MAX_ROUNDS = 4  # PERFORMANCE knob: master rounds of a floor stage before the full LP
+_LEVEL_BAND_GROWTH = 3.0  # PERFORMANCE knob: band widening when folded vertices do not fit
+_FLOOR_BAND_GROWTH = 4.0  # PERFORMANCE knob: the same for floor stages
+_MAX_BAND = 0.5  # PERFORMANCE knob: widest band of near-ties before the full LP takes over
+#: ACCURACY: relative rounding margin at which theta counts as at its saturation bound
+_SAT_ROUNDING = 1e-12
+#: ACCURACY: a reduced cost above this (relative to the column's level term) is a violation
+_REDUCED_COST_TOL = 1e-9
+#: ACCURACY: relative tolerance for a work-conserving objective to be a per-job multiple of
+#: the level rows (the floor solver's structure)
+_OMEGA_RTOL = 1e-12
 
 
-def _fast_level(solver: _StageSolver, stage: _Level, *, max_rounds: int = 30,
-                warm: tuple[np.ndarray, float] | None = None) -> _StageResult:
+def fast_level(solver: StageSolver, stage: LevelStage, *, max_rounds: int = _LEVEL_MAX_ROUNDS,
+                warm: tuple[np.ndarray, float] | None = None) -> StageResult:
     """Exact solve of a level stage (see :func:`_fast_level_unit`), at unit scale.
 
-    The stage is first divided by the powers of two of :meth:`_Level.units` (``theta =
+    The stage is first divided by the powers of two of :meth:`LevelStage.units` (``theta =
     sigma theta'``, level rows divided by ``rho``), so that the structured solver's own
     thresholds see the same numbers whatever the caller's units; its duals are mapped back
     (level rows ``lambda = sigma lambda' / rho``, the others ``sigma y'``) and the full LP's
@@ -44,14 +80,14 @@ def _fast_level(solver: _StageSolver, stage: _Level, *, max_rounds: int = 30,
     wu = None if warm is None else (np.asarray(warm[0], dtype=float), float(warm[1]) / sigma)
     if sigma == 1.0 and rho == 1.0:
         return _fast_level_unit(solver, stage, stage, 1.0, 1.0, max_rounds, wu)
-    unit = _Level(sp.csr_matrix(stage.C / rho), stage.b * (sigma / rho), stage.h / rho,
+    unit = LevelStage(sp.csr_matrix(stage.C / rho), stage.b * (sigma / rho), stage.h / rho,
                   stage.name)
     return _fast_level_unit(solver, stage, unit, sigma, rho, max_rounds, wu)
 
 
-def _fast_level_unit(solver: _StageSolver, orig: _Level, stage: _Level, sigma: float,
+def _fast_level_unit(solver: StageSolver, orig: LevelStage, stage: LevelStage, sigma: float,
                      rho: float, max_rounds: int,
-                     warm: tuple[np.ndarray, float] | None = None) -> _StageResult:
+                     warm: tuple[np.ndarray, float] | None = None) -> StageResult:
     """Exact solve of a level stage ``max theta: C x - b theta >= h`` exploiting its structure.
 
     Only the ``k`` capacity rows and ``theta`` couple the jobs. At given capacity prices each
@@ -75,17 +111,15 @@ def _fast_level_unit(solver: _StageSolver, orig: _Level, stage: _Level, sigma: f
     """
     inst = solver.inst
     n, k, E = inst.n, inst.k, inst.E
-
-    def back(duals: np.ndarray) -> np.ndarray:
-        if sigma == 1.0 and rho == 1.0:
-            return duals
-        out = duals * sigma
-        out[n + k:] = duals[n + k:] * (sigma / rho)
-        return out
-
-    if (inst.pairs is not None or inst.placement or solver.fixed or solver.A.shape[0] != n + k
-            or n < _FAST_MIN_JOBS):
+    if not _structured_applies(solver, kept=0):
         return solver.run(orig, orig.name)
+    layout = solver.layout(orig)  # time, capacity, kept (empty), level
+
+    def duals_of(mu_: np.ndarray, p_: np.ndarray, lam_: np.ndarray) -> np.ndarray:
+        """The full LP's duals in its row layout, in the caller's units (level rows
+        ``lambda = sigma lambda' / rho``, the others ``sigma y'``)."""
+        return layout.assemble({"time": -mu_ * sigma, "capacity": -p_ * sigma,
+                                "level": lam_ * (sigma / rho)})
     owner = inst.mem_job  # single-member columns: one entry per column, sorted by owner
     typ = inst.col_type
     s_e = inst.col_workers
@@ -107,6 +141,8 @@ def _fast_level_unit(solver: _StageSolver, orig: _Level, stage: _Level, sigma: f
            else _newton_prices(A, s, b, h, inst.cap, warm=warm, info=info))
     solver.warm_used = bool(est is not None and info.get("warm"))
     if est is None:
+        solver.fall_back(STRUCTURED_LEVEL, "no price estimate (Newton found no balance of "
+                         "demand and capacity)")
         return solver.run(orig, orig.name)
     p, theta, band = est
     dem = _Demand(A, s, b, h)
@@ -120,8 +156,9 @@ def _fast_level_unit(solver: _StageSolver, orig: _Level, stage: _Level, sigma: f
         if out is None:
             # the folded vertices do not fit together (the Newton prices or level were off):
             # widen the band of jobs that keep their own variables and try again
-            band *= 3.0
-            if band > 0.5:
+            band *= _LEVEL_BAND_GROWTH
+            if band > _MAX_BAND:
+                reason = "the folded vertices do not fit at any band of near-ties"
                 break
             vert = dem.vertices(col, p, theta, band=band)
             explicit |= need & vert.ambiguous
@@ -129,7 +166,7 @@ def _fast_level_unit(solver: _StageSolver, orig: _Level, stage: _Level, sigma: f
         xcol, theta, lam, mu, p, it, bound_jobs = out
         iterations += it
         solves += 1
-        if theta >= sat_theta - 1e-12 * max(1.0, abs(sat_theta)):
+        if theta >= sat_theta - _SAT_ROUNDING * max(1.0, abs(sat_theta)):
             # theta reached the level at which job m0 runs its best column all the time:
             # no allocation does better, and the dual lambda_m0 = 1 / b_m0,
             # mu_m0 = lambda_m0 max_e a_e (all other multipliers 0) proves it
@@ -137,19 +174,20 @@ def _fast_level_unit(solver: _StageSolver, orig: _Level, stage: _Level, sigma: f
             mu0 = np.zeros(n)
             lam0[m0] = 1.0 / b[m0]
             mu0[m0] = lam0[m0] * amax[m0]
-            done = _certified(solver, orig, inst.repair(xcol), back(np.concatenate(
-                [-mu0, np.zeros(k), lam0])), iterations, solves)
+            done = _certified(solver, orig, inst.repair(xcol), duals_of(mu0, np.zeros(k), lam0),
+                              iterations, solves, STRUCTURED_LEVEL)
             if done is not None:
                 return done
         red = lam[owner] * a - mu[owner] - s_e * p[typ]
         # explicit jobs have all their columns in the master: a positive reduced cost there
         # is solver tolerance, judged by the certificate below
-        viol = (red > 1e-9 * (1.0 + lam[owner] * a)) & ~explicit[owner]
+        viol = (red > _REDUCED_COST_TOL * (1.0 + lam[owner] * a)) & ~explicit[owner]
         if not viol.any() and not bound_jobs.any():
-            done = _certified(solver, orig, inst.repair(xcol),
-                              back(np.concatenate([-mu, -p, lam])), iterations, solves)
+            done = _certified(solver, orig, inst.repair(xcol), duals_of(mu, p, lam),
+                              iterations, solves, STRUCTURED_LEVEL)
             if done is not None:
                 return done
+            reason = "the assembled duals did not certify the whole LP"
             break
         grown = explicit.copy()
         grown[owner[viol]] = True
@@ -166,12 +204,15 @@ def _fast_level_unit(solver: _StageSolver, orig: _Level, stage: _Level, sigma: f
             if fresh.sum() < grown.sum():
                 vert, grown = new, fresh
         explicit = grown
+    else:
+        reason = f"not certified within {max_rounds} master rounds"
     solver.iterations += iterations
     solver.solves += solves
+    solver.fall_back(STRUCTURED_LEVEL, reason)
     return solver.run(orig, orig.name)
 
 
-def _sub_solve(solver: _StageSolver, lp: LinearProgram, *, ipm: bool) -> LPSolution | None:
+def _sub_solve(solver: StageSolver, lp: LinearProgram, *, ipm: bool) -> LPSolution | None:
     """Solve a restricted master / dual LP with the stage solver's backend (HiGHS: simplex,
     or interior point for large masters, when the caller left the choice to fairalloc).
     ``None`` unless an optimal point with duals came back (the caller then falls back to the
@@ -191,18 +232,31 @@ def _sub_solve(solver: _StageSolver, lp: LinearProgram, *, ipm: bool) -> LPSolut
     return sol
 
 
-def _certified(solver: _StageSolver, stage: _Level | _Linear, xcol: np.ndarray,
-               duals: np.ndarray, iterations: int, solves: int) -> _StageResult | None:
-    """The stage result if the full LP's certificate at ``xcol`` and ``duals`` passes
-    (counting the structured solver's LPs into ``solver``), else ``None``."""
-    lp = solver._program(stage)
+def _structured_applies(solver: StageSolver, *, kept: int) -> bool:
+    """Whether a stage of ``solver`` has the structure the structured solvers exploit: single
+    job columns only (no pairs, no placement), only time and capacity rows besides ``kept``
+    kept stages, and enough jobs for the structure to pay (else the whole LP is as fast)."""
+    inst = solver.inst
+    return (inst.pairs is None and not inst.placement and len(solver.fixed) == kept
+            and solver.base_layout.blocks() == (("time", inst.n), ("capacity", inst.k))
+            and inst.n >= _FAST_MIN_JOBS)
+
+
+def _certified(solver: StageSolver, stage: LevelStage | LinearStage, xcol: np.ndarray,
+               duals: np.ndarray, iterations: int, solves: int, step: str
+               ) -> StageResult | None:
+    """The stage result if the full LP's certificate at ``xcol`` and ``duals`` (in the
+    stage program's row layout) passes -- counting the structured solver's LPs into
+    ``solver`` and recording ``step`` in its path -- else ``None``."""
+    lp = solver.program(stage)
     v = solver.point(stage, xcol)
     cert = solver.certificate(lp, stage, v, duals)
     if not cert.ok:
         return None
     solver.iterations += iterations
     solver.solves += solves
-    return _StageResult(lp, v, duals, cert.primal_value, cert, iterations, solver.cap_rows)
+    solver.step(step)
+    return StageResult(lp, v, duals, cert.primal_value, cert, iterations, solver.layout(stage))
 
 
 @dataclass
@@ -532,7 +586,7 @@ def _newton_prices(A: np.ndarray, s: np.ndarray, b: np.ndarray, h: np.ndarray,
     return np.exp(out[1]), float(out[0]), _band(out[3])
 
 
-def _explicit_columns(inst: _Instance, explicit: np.ndarray
+def _explicit_columns(inst: ColumnInstance, explicit: np.ndarray
                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The jobs that keep their own variables in a restricted master, their columns, and
     each column's row among those jobs."""
@@ -543,7 +597,7 @@ def _explicit_columns(inst: _Instance, explicit: np.ndarray
     return ex, cols, remap[inst.mem_job[cols]]
 
 
-def _solve_master(solver: _StageSolver, stage: _Level, a: np.ndarray, agg: np.ndarray,
+def _solve_master(solver: StageSolver, stage: LevelStage, a: np.ndarray, agg: np.ndarray,
                   vert: _Vertices, explicit: np.ndarray) -> tuple | None:
     """Solve the restricted master.
 
@@ -612,11 +666,12 @@ def _solve_master(solver: _StageSolver, stage: _Level, a: np.ndarray, agg: np.nd
     assert sol.x is not None and sol.row_duals is not None  # checked by _sub_solve
     theta = float(sol.x[-1])
     y = sol.row_duals / scale
-    p = np.maximum(-y[:k], 0.0)
+    rows = RowLayout((("capacity", k), ("time", r), ("level", r)))  # the master's rows
+    p = np.maximum(-rows.take(y, "capacity"), 0.0)
     mu = np.zeros(n)
     lam = np.zeros(n)
-    mu[ex] = np.maximum(-y[k: k + r], 0.0)
-    lam[ex] = np.maximum(y[k + r:], 0.0)
+    mu[ex] = np.maximum(-rows.take(y, "time"), 0.0)
+    lam[ex] = np.maximum(rows.take(y, "level"), 0.0)
     c1 = s[ag] * p[t1]
     c2 = s[ag] * p[t2]
     lam[ag] = np.where(two, (c2 - c1) / d, c1 / a1)
@@ -636,8 +691,8 @@ def _solve_master(solver: _StageSolver, stage: _Level, a: np.ndarray, agg: np.nd
     return xcol, theta, lam, mu, p, sol.iterations, bound_jobs
 
 
-def _fast_floor(solver: _StageSolver, stage: _Linear, *, prior: _StageResult | None = None,
-                max_rounds: int = 4) -> _StageResult:
+def fast_floor(solver: StageSolver, stage: LinearStage, *, prior: StageResult | None = None,
+                max_rounds: int = _FLOOR_MAX_ROUNDS) -> StageResult:
     """Exact solve of a *floor* stage ``max g @ x`` s.t. ``C x >= f`` (one fixed level block).
 
     Used for the work-conserving stage, where the objective of each job is a multiple
@@ -659,8 +714,7 @@ def _fast_floor(solver: _StageSolver, stage: _Linear, *, prior: _StageResult | N
     """
     inst = solver.inst
     n, k, E = inst.n, inst.k, inst.E
-    if (inst.pairs is not None or inst.placement or len(solver.fixed) != 1
-            or solver.A.shape[0] != n + k or n < _FAST_MIN_JOBS):
+    if not _structured_applies(solver, kept=1):
         return solver.run(stage, stage.name)
     C, f = solver.fixed[0]
     owner = inst.mem_job
@@ -670,8 +724,10 @@ def _fast_floor(solver: _StageSolver, stage: _Linear, *, prior: _StageResult | N
     omega_e = stage.g / a
     starts = np.searchsorted(owner, np.arange(n))
     omega = omega_e[starts]
-    if not np.allclose(omega_e, omega[owner], rtol=1e-12, atol=0.0) or (omega < 0).any():
+    if (not np.allclose(omega_e, omega[owner], rtol=_OMEGA_RTOL, atol=0.0)
+            or (omega < 0).any()):
         return solver.run(stage, stage.name)
+    layout = solver.layout(stage)  # time, capacity, kept (the level rows)
     if prior is not None:
         done = _floor_from_level(solver, stage, prior, a, omega)
         if done is not None:
@@ -683,6 +739,8 @@ def _fast_floor(solver: _StageSolver, stage: _Linear, *, prior: _StageResult | N
     dem = _FloorDemand(A, inst.jobs.scale_factor, f, omega)
     est = _floor_newton_prices(dem, inst.cap)
     if est is None:
+        solver.fall_back(STRUCTURED_FLOOR, "no price estimate (Newton found no balance of "
+                         "demand and capacity)")
         return solver.run(stage, stage.name)
     p, band = est
     explicit = np.zeros(n, dtype=bool)
@@ -692,23 +750,27 @@ def _fast_floor(solver: _StageSolver, stage: _Linear, *, prior: _StageResult | N
         explicit |= vert.ambiguous
         out = _solve_floor_master(inst, a, f, omega, vert, explicit, solver)
         if out is None:
-            band *= 4.0
+            band *= _FLOOR_BAND_GROWTH
             continue
         xcol, it = out
         iterations += it
         solves += 1
         xcol = inst.repair(xcol)
-        duals, blocking = _floor_duals(inst, A, col, a, f, omega, xcol, explicit, solver)
-        done = None if duals is None else _certified(solver, stage, xcol, duals, iterations,
-                                                     solves)
+        parts, blocking = _floor_duals(inst, A, col, a, f, omega, xcol, explicit, solver)
+        done = (None if parts is None else
+                _certified(solver, stage, xcol, layout.assemble(parts), iterations, solves,
+                           STRUCTURED_FLOOR))
         if done is not None:
             return done
         if (blocking & ~explicit).any():
-            explicit |= blocking  # exactly the constants in the way get their variables
+            # exactly the constants in the way get their variables
+            solver.step(f"{FLOOR_FREED}:{int((blocking & ~explicit).sum())}")
+            explicit |= blocking
         else:
-            band *= 4.0
+            band *= _FLOOR_BAND_GROWTH
     solver.iterations += iterations
     solver.solves += solves
+    solver.fall_back(STRUCTURED_FLOOR, f"not certified within {max_rounds} master rounds")
     return solver.run(stage, stage.name)
 
 
@@ -817,9 +879,9 @@ def _floor_newton_prices(dem: _FloorDemand, cap: np.ndarray
     return np.exp(out[1]), _band(out[3])
 
 
-def _floor_duals(inst: _Instance, A: np.ndarray, col: np.ndarray, a: np.ndarray,
+def _floor_duals(inst: ColumnInstance, A: np.ndarray, col: np.ndarray, a: np.ndarray,
                  f: np.ndarray, omega: np.ndarray, xcol: np.ndarray, free: np.ndarray,
-                 solver: _StageSolver) -> tuple[np.ndarray | None, np.ndarray]:
+                 solver: StageSolver) -> tuple[dict[str, np.ndarray] | None, np.ndarray]:
     """Duals of the full floor LP complementary to ``xcol``, or the jobs in the way.
 
     The floor LP ``max sum_m omega_m a_m . x_m`` s.t. ``a_m . x_m >= f_m`` (``lambda_m``),
@@ -840,8 +902,9 @@ def _floor_duals(inst: _Instance, A: np.ndarray, col: np.ndarray, a: np.ndarray,
     with ``sigma_m > 0`` conflict with every complementary price vector and must get their
     own variables.
 
-    Returns ``(duals, blocking)``: ``duals`` (``None`` if there are none) in the LP's row
-    order ``[-mu, -p, lambda]`` and the mask of blocking jobs.
+    Returns ``(duals, blocking)``: ``duals`` (``None`` if there are none) by row block of the
+    floor LP (``time``: ``-mu``, ``capacity``: ``-p``, ``kept``: ``lambda``) and the mask of
+    blocking jobs.
     """
     n, k = A.shape
     s = inst.jobs.scale_factor.astype(float)
@@ -927,11 +990,11 @@ def _floor_duals(inst: _Instance, A: np.ndarray, col: np.ndarray, a: np.ndarray,
     mu = np.maximum(beta @ pr + beta0, 0.0)
     lam[gen] = np.maximum(sol.x[k: k + q], 0.0)
     mu[gen] = np.maximum(sol.x[k + q: k + 2 * q], 0.0)
-    return np.concatenate([-mu, -pr, lam]), blocking
+    return {"time": -mu, "capacity": -pr, "kept": lam}, blocking
 
 
-def _floor_from_level(solver: _StageSolver, stage: _Linear, prior: _StageResult,
-                      a: np.ndarray, omega: np.ndarray) -> _StageResult | None:
+def _floor_from_level(solver: StageSolver, stage: LinearStage, prior: StageResult,
+                      a: np.ndarray, omega: np.ndarray) -> StageResult | None:
     """Certify the level stage's allocation as the floor stage's optimum, if it is one.
 
     With level duals ``(lambda, mu, p)`` (reduced costs ``lambda_m a_e - mu_m - s p_e <= 0``,
@@ -947,12 +1010,12 @@ def _floor_from_level(solver: _StageSolver, stage: _Linear, prior: _StageResult,
     """
     inst = solver.inst
     n, k = inst.n, inst.k
-    d = prior.duals
-    if d.size != 2 * n + k or not isinstance(prior.lp, LinearProgram):
+    if (prior.rows.blocks() != (("time", n), ("capacity", k), ("kept", 0), ("level", n))
+            or not isinstance(prior.lp, LinearProgram)):
         return None
-    mu = np.maximum(-d[:n], 0.0)
-    p = np.maximum(-d[n: n + k], 0.0)
-    lam = np.maximum(d[n + k:], 0.0)
+    mu = np.maximum(-prior.block("time"), 0.0)
+    p = np.maximum(-prior.block("capacity"), 0.0)
+    lam = np.maximum(prior.block("level"), 0.0)
     owner = inst.mem_job
     unit = mu[owner] + inst.col_workers * p[inst.col_type]  # level cost of a column's time
     want = omega[owner] * a
@@ -964,12 +1027,13 @@ def _floor_from_level(solver: _StageSolver, stage: _Linear, prior: _StageResult,
     t = float(np.max(np.minimum(by_lam, by_cols), initial=0.0))
     if not np.isfinite(t) or t <= 0.0:
         return None
-    duals = np.concatenate([-t * mu, -t * p, np.maximum(t * lam - omega, 0.0)])
-    return _certified(solver, stage, prior.x[: inst.E], duals, 0, 0)
+    duals = solver.layout(stage).assemble({"time": -t * mu, "capacity": -t * p,
+                                           "kept": np.maximum(t * lam - omega, 0.0)})
+    return _certified(solver, stage, prior.x[: inst.E], duals, 0, 0, FLOOR_FROM_LEVEL)
 
 
-def _solve_floor_master(inst: _Instance, a: np.ndarray, f: np.ndarray, omega: np.ndarray,
-                        vert: _Vertices, explicit: np.ndarray, solver: _StageSolver
+def _solve_floor_master(inst: ColumnInstance, a: np.ndarray, f: np.ndarray, omega: np.ndarray,
+                        vert: _Vertices, explicit: np.ndarray, solver: StageSolver
                         ) -> tuple | None:
     """Restricted master of a floor stage: ``(xcol, iterations)`` (``None``: no fit)."""
     k, E = inst.k, inst.E
@@ -1014,7 +1078,7 @@ def _solve_floor_master(inst: _Instance, a: np.ndarray, f: np.ndarray, omega: np
     return xcol, sol.iterations
 
 
-def _vertices_from_x(inst: _Instance, A: np.ndarray, col: np.ndarray, a: np.ndarray,
+def _vertices_from_x(inst: ColumnInstance, A: np.ndarray, col: np.ndarray, a: np.ndarray,
                      L: np.ndarray, xcol: np.ndarray) -> tuple[_Vertices, np.ndarray]:
     """Read each job's vertex (floor / full / split) off an allocation; others: explicit."""
     n, k = A.shape

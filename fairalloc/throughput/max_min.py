@@ -1,4 +1,10 @@
-"""Hierarchical max-min fairness by water-filling (Gavel, gavel.txt §4.3).
+"""Max-min fairness (Gavel, gavel.txt §4.1) and hierarchical water-filling (§4.3).
+
+:class:`MaxMinFairness` is the heterogeneity-aware weighted max-min (LAS) policy; with
+``water_filling=True`` it is solved by the single-level water-filling below, which is why both
+live in one module (the other policies never import water-filling).
+
+Hierarchical max-min fairness by water-filling (§4.3):
 
 Entities (teams) share the cluster by weighted fairness; inside an entity jobs share by
 fairness (job weights) or FIFO. Each job's level is its scale-adjusted normalised throughput
@@ -33,34 +39,209 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
+from numpy.typing import ArrayLike
 
-from ._lp_stages import _backend_for, _Level, _prices, _scaled_solve, _StageSolver
-from ._structured import _fast_level
-from ._validation import (
+from .._validation import (
     as_bool,
     as_option,
     as_positive_float,
     as_positive_int,
     as_tolerance,
 )
-from .backends import LinearProgram
-from .certificates import lp_certificate
-from .data import Cluster, Jobs
-from .errors import InputError, SolverError
-from .results import Certificate, SolveStats
-from .throughput import Allocation, MaxMinFairness, ThroughputPolicy, _rank
-from .tolerances import FEAS_TOL, GAP_TOL
+from ..backends import Backend, LinearProgram
+from ..certificates import lp_certificate
+from ..data import Cluster, JobPairs, Jobs
+from ..errors import InputError, SolverError
+from ..results import Certificate, SolveStats
+from ..tolerances import FEAS_TOL, GAP_TOL
+from .policy import (
+    STAGE_TOL,
+    Allocation,
+    PolicyStages,
+    ThroughputPolicy,
+    _level_objective,
+    _rank,
+)
+from .stages import LevelStage, StageSolver, backend_for, capacity_prices, scaled_solve
+from .structured import fast_level
 
-__all__ = ["WaterFilling", "water_filling"]
+__all__ = ["MaxMinFairness", "WaterFilling", "max_min_fairness", "water_filling"]
 
 ENTITY_POLICIES = ("fairness", "fifo")
 
-#: a level's job duals (weighted, summing to 1 at an optimum) at or below this are noise
+#: ACCURACY: a level's job duals (weighted, summing to 1 at an optimum) at or below this
+#: fraction of the largest are noise
 _DUAL_NOISE = 1e-9
-#: relative rounding margin of a level's certified room D - theta (a few hundred ulps)
+#: ACCURACY: relative rounding margin of a level's certified room D - theta (a few hundred ulps)
 _ROUNDING = 1e-13
+#: default ``bottleneck_tol`` of :meth:`WaterFilling.solve` (ACCURACY: a job rising by more
+#: than this relative to max(1, floor) is not bottlenecked)
+BOTTLENECK_TOL = 1e-7
+#: PERFORMANCE knob: cap of each job's rise in a bottleneck LP, relative to max(1, floor)
+#: (spreads the rises over as many jobs as possible)
+_RISE_CAP = 1e-3
+WATER_FILLING_LEVEL = "water-filling-level"  # path step: one water-filling level
+BOTTLENECK_LP = "bottleneck-lp"  # path step: one bottleneck LP
 
 
+# --------------------------------------------------------------------------------------------
+# max-min fairness (LAS), gavel.txt §4.1
+# --------------------------------------------------------------------------------------------
+class MaxMinFairness(ThroughputPolicy):
+    """Heterogeneity-aware weighted max-min fairness / LAS (gavel.txt §4.1).
+
+    ``maximise min_m (scale_factor_m / w_m) * throughput(m, X) / throughput(m, X^equal)``
+    where ``X^equal`` splits a job's time across types in proportion to their worker counts
+    (row sum 1). As an LP: ``max theta`` s.t. ``a_m . x_m >= theta`` with
+    ``a_mj = s_m T_mj / (w_m throughput(m, X^equal))``, plus the allocation constraints.
+
+    With ``water_filling=True`` the level is raised further for the jobs that are not
+    bottlenecked (gavel.txt §4.3; :class:`WaterFilling`), which makes the allocation
+    Pareto efficient.
+
+    Examples
+    --------
+    >>> import fairalloc as fa
+    >>> jobs = fa.Jobs([[40.0, 10.0], [12.0, 4.0], [100.0, 50.0]])
+    >>> cluster = fa.Cluster({"v100": 1, "k80": 1})
+    >>> b = MaxMinFairness(jobs, cluster)
+    >>> r = b.solve()
+    >>> (r.x * 11).round(6).tolist()
+    [[5.0, 0.0], [5.0, 1.0], [1.0, 10.0]]
+    """
+
+    name = "max_min_fairness"
+
+    def __init__(self, jobs: Jobs, cluster: Cluster, *, water_filling: bool = False,
+                 warm_start: tuple[np.ndarray, float] | None = None,
+                 pairs: JobPairs | None = None, unconsolidated_throughput: ArrayLike | None = None,
+                 consolidated_capacity: ArrayLike | None = None) -> None:
+        super().__init__(jobs, cluster, pairs=pairs,
+                         unconsolidated_throughput=unconsolidated_throughput,
+                         consolidated_capacity=consolidated_capacity)
+        self.water_filling = as_bool(water_filling, "water_filling")
+        inst = self.inst
+        self.coef = inst.jobs.scale_factor / (inst.jobs.weight * inst.equal_tp)
+        #: (capacity prices, level) of a previous, similar round: seeds the structured
+        #: solver's price estimate (passed by :class:`fairalloc.RoundPolicy`; never changes
+        #: the answer, which is certified as always; ignored with water-filling)
+        self.warm_start = warm_start
+
+    def level_stage(self) -> LevelStage:
+        inst = self.inst
+        C = sp.diags(self.coef) @ inst.Tm
+        return LevelStage(sp.csr_matrix(C), np.ones(inst.n), np.zeros(inst.n), "max-min level")
+
+    def _metric(self, tp: np.ndarray) -> np.ndarray:
+        return self.coef * tp
+
+    def _first_stages(self, solver: StageSolver, method: str) -> PolicyStages:
+        stage = self.level_stage()
+        if method == "fast":
+            res = fast_level(solver, stage, warm=self.warm_start)
+        else:
+            res = solver.run(stage, "max-min fairness")
+        return PolicyStages(stage, res, res.value)
+
+    def _cvx_objective(self, cvx: dict[str, Any]) -> tuple[Any, list[Any]]:
+        return _level_objective(cvx, self.level_stage())
+
+    def _cvx_unit(self) -> float:
+        return self.level_stage().units()[0]
+
+    def solve(self, *, method: str = "auto", backend: str | Backend | None = None,
+              work_conserving: bool | None = None, gap_tol: float = GAP_TOL,
+              feas_tol: float = FEAS_TOL, stage_tol: float = STAGE_TOL) -> Allocation:
+        """Solve the policy and certify the result (see :meth:`ThroughputPolicy.solve`).
+
+        With ``water_filling=True`` the single-level water-filling of :class:`WaterFilling`
+        runs instead (``method`` in ``{"auto", "highs", "fast"}``; ``work_conserving`` is
+        implied: water-filling always ends with every job bottlenecked).
+        """
+        if not self.water_filling:
+            return super().solve(method=method, backend=backend,
+                                 work_conserving=work_conserving, gap_tol=gap_tol,
+                                 feas_tol=feas_tol, stage_tol=stage_tol)
+        if self.composed or method == "cvxpy":
+            raise InputError("water_filling=True cannot be combined with added constraints"
+                             " or method='cvxpy'", argument="water_filling")
+        inst = self.inst
+        wf = WaterFilling(self.jobs, self.cluster, single_level=True, pairs=inst.pairs,
+                          unconsolidated_throughput=(_unconsolidated(inst) if inst.placement
+                                                     else None),
+                          consolidated_capacity=inst.cons_cap if inst.placement else None)
+        res = wf.solve(method=method, backend=backend, gap_tol=gap_tol, feas_tol=feas_tol,
+                       stage_tol=stage_tol)
+        metric = self.coef * res.effective_throughput
+        metric.flags.writeable = False
+        return dataclasses.replace(res, policy="max_min_fairness (water-filling)",
+                                   metric=metric)
+
+
+def max_min_fairness(jobs: Jobs, cluster: Cluster, *, water_filling: bool = False,
+                     pairs: JobPairs | None = None,
+                     unconsolidated_throughput: ArrayLike | None = None,
+                     consolidated_capacity: ArrayLike | None = None, method: str = "auto",
+                     backend: str | Backend | None = None, work_conserving: bool | None = None,
+                     gap_tol: float = GAP_TOL, feas_tol: float = FEAS_TOL,
+                     stage_tol: float = STAGE_TOL) -> Allocation:
+    """Heterogeneity-aware weighted max-min fairness (LAS) (gavel.txt §4.1, §4.3).
+
+    Maximises ``min_m (scale_factor_m / w_m) throughput(m, X) / throughput(m, X^equal)``
+    (``X^equal``: time split across types in proportion to worker counts, row sum 1). By
+    default a work-conserving second stage then maximises the total normalised throughput at
+    that level; ``water_filling=True`` instead raises the level of non-bottlenecked jobs until
+    every job is bottlenecked (Pareto efficient; :func:`water_filling`).
+
+    Parameters
+    ----------
+    jobs : fairalloc.Jobs
+    cluster : fairalloc.Cluster
+    water_filling : bool
+        Single-level water-filling instead of the work-conserving stage (Gavel §4.3).
+    pairs : fairalloc.JobPairs, optional
+        Job pairs that may share a worker (space sharing, §3.1).
+    unconsolidated_throughput : array_like (n, k), optional
+        Throughput with the gang spread over servers (placement sensitivity, §3.1).
+    consolidated_capacity : array_like (k,), optional
+        Workers of each type that can host consolidated gangs (default: all).
+    method : {"auto", "highs", "fast", "cvxpy"}
+        See :meth:`ThroughputPolicy.solve`.
+    backend : str or Backend, optional
+        LP backend (default HiGHS).
+    work_conserving : bool, optional
+        Add the work-conserving second stage (default: on).
+    gap_tol, feas_tol : float
+        Certificate tolerances (relative gap, relative constraint violation).
+    stage_tol : float
+        Relative slack with which the level is kept in the second stage.
+
+    Returns
+    -------
+    Allocation
+        ``objective`` is the max-min level; ``metric`` each job's weighted normalised
+        throughput.
+
+    Examples
+    --------
+    The paper's example (§4.1): every job gets 12/11 of what 1/3 of each GPU would give it.
+
+    >>> import fairalloc as fa
+    >>> jobs = fa.Jobs([[40.0, 10.0], [12.0, 4.0], [100.0, 50.0]])
+    >>> a = fa.max_min_fairness(jobs, fa.Cluster({"v100": 1, "k80": 1}))
+    >>> (a.effective_throughput / (jobs.throughput @ [1/3, 1/3])).round(6).tolist()
+    [1.090909, 1.090909, 1.090909]
+    """
+    b = MaxMinFairness(jobs, cluster, water_filling=water_filling, pairs=pairs,
+                       unconsolidated_throughput=unconsolidated_throughput,
+                       consolidated_capacity=consolidated_capacity)
+    return b.solve(method=method, backend=backend, work_conserving=work_conserving,
+                   gap_tol=gap_tol, feas_tol=feas_tol, stage_tol=stage_tol)
+
+
+# --------------------------------------------------------------------------------------------
+# hierarchical water-filling, gavel.txt §4.3
+# --------------------------------------------------------------------------------------------
 class WaterFilling(ThroughputPolicy):
     """Hierarchical water-filling builder (gavel.txt §4.3).
 
@@ -98,9 +279,13 @@ class WaterFilling(ThroughputPolicy):
 
     def __init__(self, jobs: Jobs, cluster: Cluster, *, entities: Sequence[Hashable] | None = None,
                  entity_weights: Mapping[Hashable, float] | None = None,
-                 entity_policies: Mapping[Hashable, str] | None = None, order: Any = None,
-                 single_level: bool = False, **kw: Any) -> None:
-        super().__init__(jobs, cluster, **kw)
+                 entity_policies: Mapping[Hashable, str] | None = None,
+                 order: ArrayLike | None = None, single_level: bool = False,
+                 pairs: JobPairs | None = None, unconsolidated_throughput: ArrayLike | None = None,
+                 consolidated_capacity: ArrayLike | None = None) -> None:
+        super().__init__(jobs, cluster, pairs=pairs,
+                         unconsolidated_throughput=unconsolidated_throughput,
+                         consolidated_capacity=consolidated_capacity)
         n = jobs.n
         if entities is None:
             labels: list[Hashable] = [0] * n
@@ -208,10 +393,10 @@ class WaterFilling(ThroughputPolicy):
         np.maximum.at(best, own, gain)
         return best > 2.0 * thr
 
-    def _bottleneck_lp(self, floors: np.ndarray, D: np.ndarray, solver: _StageSolver,
+    def _bottleneck_lp(self, floors: np.ndarray, D: np.ndarray, solver: StageSolver,
                        U: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray, Certificate]:
         """``max sum_{m in D} sigma_m`` s.t. ``u_m(x) - sigma_m >= floor_m`` (m in D),
-        ``u(x) >= floor`` (others), ``0 <= sigma_m <= 1e-3 max(1, floor_m)``.
+        ``u(x) >= floor`` (others), ``0 <= sigma_m <= _RISE_CAP max(1, floor_m)``.
 
         The caps spread the rises over as many jobs as possible; any ``sigma_m > 0`` proves
         that job ``m`` is not bottlenecked.
@@ -227,9 +412,10 @@ class WaterFilling(ThroughputPolicy):
         lo = np.r_[lo0, floors]
         up = np.r_[up0, np.full(inst.n, np.inf)]
         c = np.r_[np.zeros(E), -np.ones(nd)]
-        caps = 1e-3 * np.maximum(1.0, floors[d])
+        caps = _RISE_CAP * np.maximum(1.0, floors[d])
         lp = LinearProgram.build(c, A, lo, up, 0.0, np.r_[np.ones(E), caps])
-        sol = _scaled_solve(lp, solver.backend, "bottleneck")
+        solver.step(BOTTLENECK_LP)
+        sol = scaled_solve(lp, solver.backend, "bottleneck")
         solver.used(sol)
         solver.solves -= 1  # counted by the caller (one per bottleneck LP)
         assert sol.x is not None and sol.row_duals is not None
@@ -245,9 +431,10 @@ class WaterFilling(ThroughputPolicy):
         sigma[d] = x[E:]
         return sigma, x[:E], cert
 
-    def solve(self, *, method: str = "auto", backend: Any = None,  # noqa: D417
-              gap_tol: float = GAP_TOL, feas_tol: float = FEAS_TOL, stage_tol: float = 1e-9,
-              bottleneck_tol: float = 1e-7, max_levels: int | None = None,
+    def solve(self, *, method: str = "auto",
+              backend: str | Backend | None = None, gap_tol: float = GAP_TOL,
+              feas_tol: float = FEAS_TOL, stage_tol: float = STAGE_TOL,
+              bottleneck_tol: float = BOTTLENECK_TOL, max_levels: int | None = None,
               work_conserving: bool | None = None) -> Allocation:
         """Run water-filling and certify every LP it solves.
 
@@ -255,6 +442,10 @@ class WaterFilling(ThroughputPolicy):
         ----------
         method : {"auto", "highs", "fast"}
             ``"fast"`` uses the structured level solver where it applies.
+        backend : str or Backend, optional
+            LP backend (default HiGHS).
+        gap_tol, feas_tol : float
+            Certificate tolerances of every LP (relative gap, relative violation).
         bottleneck_tol : float
             A job counts as able to rise when its level can exceed its floor by more than
             ``bottleneck_tol * max(1, floor)``.
@@ -262,6 +453,13 @@ class WaterFilling(ThroughputPolicy):
             Safety cap on the number of levels (default ``n``).
         stage_tol : float
             Not used: each level's floors are its certified optimum, exactly.
+        work_conserving : bool, optional
+            ``None`` or ``True`` (water-filling is always work-conserving); ``False`` raises.
+
+        Path steps (``stats.path``): ``water-filling-level`` before each level LP, then the
+        level's own step (``structured-level`` or ``exact-lp``), and ``bottleneck-lp`` for
+        each bottleneck LP; ``stats.fallbacks`` lists levels the structured solver handed to
+        the whole LP.
 
         Returns
         -------
@@ -286,14 +484,14 @@ class WaterFilling(ThroughputPolicy):
         n = inst.n
         cap_levels = n if max_levels is None else as_positive_int(max_levels, "max_levels")
         spec = "highs" if backend is None else backend
-        be = _backend_for(spec, inst.E)
-        solver = _StageSolver(inst, be, stage_tol=stage_tol, gap_tol=gap_tol,
+        be = backend_for(spec, inst.E)
+        solver = StageSolver(inst, be, stage_tol=stage_tol, gap_tol=gap_tol,
                               feas_tol=feas_tol, backend_spec=spec)
         U = sp.csr_matrix(sp.diags(self.unorm) @ inst.Tm)  # rows u_m(x)
         floors = np.zeros(n)
         frozen = np.zeros(n, dtype=bool)
         certs: list[Certificate] = []
-        first: tuple[_Level, Any] | None = None
+        first: tuple[LevelStage, Any] | None = None
         xcol = np.zeros(inst.E)
         levels = 0
         iters_extra = [0]
@@ -304,9 +502,10 @@ class WaterFilling(ThroughputPolicy):
                                   backend=be.name, status="iteration_limit")
             levels += 1
             w = self.job_weights(frozen)
-            stage = _Level(U, w, floors.copy(), f"water-filling level {levels}")
+            stage = LevelStage(U, w, floors.copy(), f"water-filling level {levels}")
             solver.fixed = []
-            res = _fast_level(solver, stage) if use_fast else solver.run(stage, stage.name)
+            solver.step(WATER_FILLING_LEVEL)
+            res = fast_level(solver, stage) if use_fast else solver.run(stage, stage.name)
             certs.append(res.cert)
             if first is None:
                 first = (stage, res)
@@ -334,7 +533,7 @@ class WaterFilling(ThroughputPolicy):
             # -2.6e-16 is rounding). A job counts as bottlenecked by (a) only when its dual is
             # above the noise of the largest dual and room / lambda_m <= thr; a job
             # whose dual is within noise is decided by the exact LPs of (c).
-            lam = np.maximum(res.duals[-n:], 0.0)
+            lam = np.maximum(res.block("level"), 0.0)
             # the room is rigorous by weak duality (D is a valid bound); only its floating-point
             # evaluation needs a margin: rounding of the level's scale, not the gap tolerance
             room = max(res.cert.dual_bound - theta, 0.0) + _ROUNDING * acc / c0.gap_tol
@@ -374,22 +573,42 @@ class WaterFilling(ThroughputPolicy):
         certs[0] = cert
         stats = SolveStats(backend=solver.backend_names, method="fast" if use_fast else "highs",
                            seconds=time.perf_counter() - t0, iterations=solver.iterations,
-                           solves=solver.solves + iters_extra[0], raw_status=solver.raw_status)
-        out = self._result(xcol, _prices(res1), cert.primal_value, cert, tuple(certs), stats)
+                           solves=solver.solves + iters_extra[0], raw_status=solver.raw_status,
+                           path=tuple(solver.path), fallbacks=tuple(solver.fallbacks))
+        out = self._result(xcol, capacity_prices(res1), cert.primal_value, cert, tuple(certs),
+                           stats)
         floors.flags.writeable = False
         return dataclasses.replace(out, levels=levels, level_floors=floors)
 
 
 def water_filling(jobs: Jobs, cluster: Cluster, *, entities: Sequence[Hashable] | None = None,
                   entity_weights: Mapping[Hashable, float] | None = None,
-                  entity_policies: Mapping[Hashable, str] | None = None, order: Any = None,
-                  pairs: Any = None, unconsolidated_throughput: Any = None,
-                  consolidated_capacity: Any = None, **kw: Any) -> Allocation:
+                  entity_policies: Mapping[Hashable, str] | None = None,
+                  order: ArrayLike | None = None, pairs: JobPairs | None = None,
+                  unconsolidated_throughput: ArrayLike | None = None,
+                  consolidated_capacity: ArrayLike | None = None, method: str = "auto",
+                  backend: str | Backend | None = None, gap_tol: float = GAP_TOL,
+                  feas_tol: float = FEAS_TOL, stage_tol: float = STAGE_TOL,
+                  bottleneck_tol: float = BOTTLENECK_TOL, max_levels: int | None = None,
+                  work_conserving: bool | None = None) -> Allocation:
     """Hierarchical max-min fairness by water-filling (gavel.txt §4.3).
 
-    See :class:`WaterFilling` for the parameters and :mod:`fairalloc.waterfilling` for the
-    algorithm. The result is Pareto efficient: no job's level can rise without another's
-    falling.
+    The result is Pareto efficient: no job's level can rise without another's falling.
+
+    Parameters
+    ----------
+    jobs : fairalloc.Jobs
+    cluster : fairalloc.Cluster
+    entities, entity_weights, entity_policies, order
+        The hierarchy (see :class:`WaterFilling`).
+    pairs, unconsolidated_throughput, consolidated_capacity
+        Space sharing and placement sensitivity (see :class:`ThroughputPolicy`).
+    method, backend, gap_tol, feas_tol, stage_tol, bottleneck_tol, max_levels, work_conserving
+        See :meth:`WaterFilling.solve`.
+
+    Returns
+    -------
+    Allocation
 
     Examples
     --------
@@ -404,34 +623,17 @@ def water_filling(jobs: Jobs, cluster: Cluster, *, entities: Sequence[Hashable] 
     >>> a.x.ravel().round(6).tolist()
     [0.666667, 0.333333, 0.0]
     """
-    allowed = ("method", "backend", "gap_tol", "feas_tol", "stage_tol", "bottleneck_tol",
-               "max_levels", "work_conserving")
-    unknown = [key for key in kw if key not in allowed]
-    if unknown:
-        raise InputError(f"unexpected argument {unknown[0]!r} (solve options: "
-                         f"{', '.join(allowed)})", argument=str(unknown[0]))
     b = WaterFilling(jobs, cluster, entities=entities, entity_weights=entity_weights,
                      entity_policies=entity_policies, order=order, pairs=pairs,
                      unconsolidated_throughput=unconsolidated_throughput,
                      consolidated_capacity=consolidated_capacity)
-    return b.solve(**kw)
-
-
-def _water_fill_policy(policy: MaxMinFairness, **kw: Any) -> Allocation:
-    """``max_min_fairness(..., water_filling=True)``: single-level water-filling."""
-    inst = policy.inst
-    b = WaterFilling(policy.jobs, policy.cluster, single_level=True, pairs=inst.pairs,
-                     unconsolidated_throughput=None if not inst.placement else
-                     _unconsolidated(inst),
-                     consolidated_capacity=inst.cons_cap if inst.placement else None)
-    kw.pop("work_conserving", None)
-    res = b.solve(**kw)
-    metric = policy.coef * res.effective_throughput
-    metric.flags.writeable = False
-    return dataclasses.replace(res, policy="max_min_fairness (water-filling)", metric=metric)
+    return b.solve(method=method, backend=backend, gap_tol=gap_tol, feas_tol=feas_tol,
+                   stage_tol=stage_tol, bottleneck_tol=bottleneck_tol, max_levels=max_levels,
+                   work_conserving=work_conserving)
 
 
 def _unconsolidated(inst: Any) -> np.ndarray:
+    """The unconsolidated throughput table ``(n, k)`` of an instance with placement."""
     U = np.zeros((inst.n, inst.k))
     sel = inst.col_kind == 1
     cols = np.flatnonzero(sel)

@@ -13,90 +13,51 @@ sparse columns (two non-zeros per pair and type in the job rows, one in the capa
 never as a dense (jobs x pairs x types) tensor, so thousands of jobs and millions of pairs fit
 in memory; :func:`fairalloc.max_min_fairness` and every other policy accept ``pairs=``.
 
-For large pair sets, :func:`max_min_space_sharing` solves max-min fairness by column
+The input type :class:`fairalloc.JobPairs` lives in :mod:`fairalloc.data`. For large pair
+sets, :func:`max_min_space_sharing` solves max-min fairness by column
 generation: pairs enter the LP only when their reduced cost (computed for all pairs at once
 from the duals) shows they can raise the level; the certificate bounds the full program.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
-from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
-from ._validation import as_array, as_positive_int, as_tolerance
-from .backends import LinearProgram, get_backend
-from .data import Cluster, Jobs
-from .errors import InputError, SolverError
-from .results import Certificate, SolveStats
-from .tolerances import FEAS_TOL, GAP_TOL
+from .._validation import as_positive_int, as_tolerance
+from ..backends import Backend, LinearProgram, get_backend
+from ..certificates import lp_certificate
+from ..data import Cluster, JobPairs, Jobs
+from ..errors import InputError, SolverError
+from ..results import Certificate, SolveStats
+from ..tolerances import FEAS_TOL, GAP_TOL
+from .max_min import MaxMinFairness
+from .policy import STAGE_TOL, Allocation
+from .stages import StageSolver
 
-__all__ = ["JobPairs", "max_min_space_sharing"]
+__all__ = ["max_min_space_sharing"]
 
-
-@dataclass(frozen=True, init=False, eq=False)
-class JobPairs:
-    """Pairs of jobs that may share a worker, with their colocated throughputs (§3.1).
-
-    Parameters
-    ----------
-    members : array_like of int, shape (P, 2)
-        Row indices ``(a, b)`` of the two jobs of each pair (``a != b``).
-    throughput : array_like, shape (P, k, 2)
-        ``throughput[p, j, i]``: steps/s of member ``i`` of pair ``p`` when the pair shares a
-        worker of type ``j`` (0: the pair cannot run there).
-
-    Examples
-    --------
-    The paper's example: jobs 0 and 1 colocated on a V100 run at 20 and 7.5 steps/s.
-
-    >>> pairs = JobPairs([[0, 1]], [[[20.0, 7.5], [10.0, 5.0], [0.0, 0.0]]])
-    >>> pairs.num_pairs
-    1
-    """
-
-    members: np.ndarray
-    throughput: np.ndarray
-
-    def __init__(self, members: Any, throughput: Any) -> None:
-        mem = as_array(members, "members", ndim=2, integer=True)
-        if mem.shape[1] != 2:
-            raise InputError(f"members must have shape (P, 2), got {mem.shape}",
-                             argument="members")
-        same = mem[:, 0] == mem[:, 1]
-        if same.any():
-            p = int(np.flatnonzero(same)[0])
-            raise InputError(f"members[{p}] pairs job {int(mem[p, 0])} with itself",
-                             argument="members", index=(p,))
-        tp = as_array(throughput, "throughput", ndim=3, shape=(mem.shape[0], None, 2))
-        m = mem.astype(np.int64)
-        m.flags.writeable = False
-        object.__setattr__(self, "members", m)
-        object.__setattr__(self, "throughput", tp)
-
-    @property
-    def num_pairs(self) -> int:
-        """Number of pairs ``P``."""
-        return int(self.members.shape[0])
-
-    def check(self, jobs: Jobs, cluster: Cluster) -> None:
-        """Raise :class:`InputError` unless the pairs fit ``jobs`` and ``cluster``."""
-        if self.throughput.shape[1] != cluster.num_types:
-            raise InputError(f"pair throughput has {self.throughput.shape[1]} types but the "
-                             f"cluster has {cluster.num_types}", argument="pairs")
-        bad = self.members >= jobs.n
-        if bad.any():
-            p = int(np.argwhere(bad)[0, 0])
-            raise InputError(f"pairs.members[{p}] names job {int(self.members[p].max())} but "
-                             f"there are {jobs.n} jobs", argument="pairs", index=(p,))
+COLUMN_GENERATION = "column-generation"  # path step: one restricted LP of column generation
+#: default ``max_rounds`` (PERFORMANCE knob: column-generation rounds before SolverError)
+CG_MAX_ROUNDS = 50
+#: PERFORMANCE knob: default columns added per round are max(_BATCH_PER_JOB n, _BATCH_MIN)
+_BATCH_PER_JOB = 4
+_BATCH_MIN = 1000
+#: PERFORMANCE knob: above this many jobs HiGHS' interior point solves the restricted LPs
+_IPM_MIN_JOBS = 500
+#: ACCURACY: a pair column's reduced cost above this fraction of its scale is a violation
+_REDUCED_COST_TOL = 1e-9
+#: the restricted LPs are certified here by the full-program bound, not by their own gap:
+#: their stage certificate is computed with this (non-binding) gap tolerance
+_NO_GAP_CHECK = 1.0
 
 
 def max_min_space_sharing(jobs: Jobs, cluster: Cluster, pairs: JobPairs, *,
                           gap_tol: float = GAP_TOL, feas_tol: float = FEAS_TOL,
-                          max_rounds: int = 50, batch: int | None = None,
-                          backend: Any = None) -> Any:
+                          max_rounds: int = CG_MAX_ROUNDS, batch: int | None = None,
+                          backend: str | Backend | None = None) -> Allocation:
     """Max-min fairness with space sharing by column generation (gavel.txt §3.1, §4.1).
 
     Starts from the program without pairs; each round prices every (pair, type) column at
@@ -123,6 +84,7 @@ def max_min_space_sharing(jobs: Jobs, cluster: Cluster, pairs: JobPairs, *,
     fairalloc.Allocation
         As :func:`fairalloc.max_min_fairness` with ``pair_x`` and the certified gap. No
         work-conserving stage (pass the active pairs to ``max_min_fairness`` for one).
+        ``stats.path`` lists ``column-generation`` and ``exact-lp`` for every restricted LP.
 
     Examples
     --------
@@ -136,9 +98,6 @@ def max_min_space_sharing(jobs: Jobs, cluster: Cluster, pairs: JobPairs, *,
     >>> round(r.objective, 6), r.pair_x.round(6).tolist()
     (0.8, [[1.0]])
     """
-    from ._lp_stages import _StageSolver
-    from .throughput import MaxMinFairness
-
     t0 = time.perf_counter()
     gap_tol = as_tolerance(gap_tol, "gap_tol")
     feas_tol = as_tolerance(feas_tol, "feas_tol")
@@ -162,29 +121,33 @@ def max_min_space_sharing(jobs: Jobs, cluster: Cluster, pairs: JobPairs, *,
     cb = coef[b_][:, None] * pairs.throughput[:, :, 1]
     ca_max, cb_max = ca.max(axis=1), cb.max(axis=1)
     active = np.zeros(ok.shape, dtype=bool)
-    batch = max(4 * n, 1000) if batch is None else int(batch)
+    batch = max(_BATCH_PER_JOB * n, _BATCH_MIN) if batch is None else int(batch)
     if backend is None or backend == "highs":
-        be = get_backend("highs", need="lp", solver="ipm" if n > 500 else "choose")
+        be = get_backend("highs", need="lp", solver="ipm" if n > _IPM_MIN_JOBS else "choose")
     else:
         be = get_backend(backend, need="lp")
     iterations = solves = 0
+    path: list[str] = []
     for _ in range(max_rounds):
         rows = active.any(axis=1)
         sub = (JobPairs(pairs.members[rows],
                         np.where(active[:, :, None], pairs.throughput, 0.0)[rows])
                if rows.any() else None)
         policy = MaxMinFairness(jobs, cluster, pairs=sub)
-        solver = _StageSolver(policy.inst, be, stage_tol=1e-9, gap_tol=1.0, feas_tol=feas_tol)
+        solver = StageSolver(policy.inst, be, stage_tol=STAGE_TOL, gap_tol=_NO_GAP_CHECK,
+                             feas_tol=feas_tol)
         stage = policy.level_stage()
+        path.append(COLUMN_GENERATION)
         res = solver.run(stage, "space-sharing max-min")
+        path.extend(solver.path)
         iterations += res.iterations
         solves += 1
         raw = solver.raw_status
         pinst = policy.inst
         duals = res.duals
-        mu = np.maximum(-duals[:n], 0.0)
-        p = np.maximum(-duals[n: n + k], 0.0)
-        lam = np.maximum(duals[n + k: 2 * n + k], 0.0)
+        mu = np.maximum(-res.block("time"), 0.0)
+        p = np.maximum(-res.block("capacity"), 0.0)
+        lam = np.maximum(res.block("level"), 0.0)
         red = (lam[a_][:, None] * ca + lam[b_][:, None] * cb - (mu[a_] + mu[b_])[:, None]
                - sp_w[:, None] * p[None, :])
         red = np.where(ok, red, -np.inf)
@@ -204,7 +167,7 @@ def max_min_space_sharing(jobs: Jobs, cluster: Cluster, pairs: JobPairs, *,
         tscale += mu[a_]
         tscale += mu[b_]
         tscale += sp_w * float(p.max(initial=0.0))
-        tscale *= 1e-9
+        tscale *= _REDUCED_COST_TOL
         viol = red > tscale[:, None]
         del tscale
         viol &= ~active
@@ -213,15 +176,12 @@ def max_min_space_sharing(jobs: Jobs, cluster: Cluster, pairs: JobPairs, *,
             xcol = res.x[: pinst.E]
             stats = SolveStats(backend=be.name, method="column generation",
                                seconds=time.perf_counter() - t0, iterations=iterations,
-                               solves=solves, raw_status=raw)
-            out = policy._result(xcol, np.maximum(-duals[n: n + k], 0.0), theta, cert,
-                                 (cert,), stats)
+                               solves=solves, raw_status=raw, path=tuple(path))
+            out = policy._result(xcol, p, theta, cert, (cert,), stats)
             full = np.zeros((pairs.num_pairs, k))
             if out.pair_x is not None:
                 full[np.flatnonzero(active.any(axis=1))] = out.pair_x
             full.flags.writeable = False
-            import dataclasses
-
             return dataclasses.replace(out, pair_x=full)
         flat = np.flatnonzero(viol.ravel())
         if flat.size > batch:
@@ -240,10 +200,8 @@ def _dual_bound(lp: LinearProgram, duals: np.ndarray, pair_red: np.ndarray,
     columns of max(0, reduced gain) * upper bound``; pair columns (upper bound 1) not in the
     restricted program add ``max(0, gain)``.
     """
-    from .certificates import lp_certificate
-
-    base = lp_certificate(lp, np.zeros(lp.c.size), duals, maximize=True, gap_tol=1.0,
-                          feas_tol=1.0)
+    base = lp_certificate(lp, np.zeros(lp.c.size), duals, maximize=True,
+                          gap_tol=_NO_GAP_CHECK, feas_tol=_NO_GAP_CHECK)
     extra = float(np.sum(np.maximum(pair_red[ok], 0.0)))
     return base.dual_bound + extra
 

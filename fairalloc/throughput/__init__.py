@@ -1,0 +1,97 @@
+"""Heterogeneity-aware effective-throughput policies (Gavel, gavel.txt §3-4, Table 1).
+
+Modules (each has one job; lower ones never import higher ones)::
+
+    rows.py          RowLayout: named row blocks of a stage LP (prices read by block name)
+    instance.py      ColumnInstance: the allocation columns as sparse tables
+    stages.py        LevelStage / LinearStage and the lexicographic StageSolver
+    structured.py    structured exact level and floor solvers (Newton prices + small masters)
+    policy.py        Allocation, the ThroughputPolicy base class, isolated/equal splits
+    max_min.py       MaxMinFairness and hierarchical WaterFilling (§4.1, §4.3)
+    duration.py      MinMakespan, FinishTimeFairness (§4.1)
+    efficiency.py    MaxTotalThroughput, MinCost (§3.1, §4.2)
+    ordering.py      FIFO, ShortestJobFirst (§4.2)
+    space_sharing.py max_min_space_sharing: column generation over job pairs (§3.1)
+    registry.py      GAVEL_POLICIES: the one table of policies (name -> builder, function)
+
+An allocation ``X`` (jobs x accelerator types) gives the fraction of wall-clock time each job
+spends on each type (§3.1). A job's *effective throughput* is the time-weighted throughput
+``throughput(m, X) = sum_j T[m, j] X[m, j]`` (plus, with space sharing, what it gets inside the
+job pairs that contain it, §3.1). Every allocation satisfies
+
+* ``0 <= X[m, j] <= 1`` and ``X[m, j] = 0`` where ``T[m, j] = 0`` or the job's gang does not fit;
+* ``sum_j X[m, j] <= 1``                               (a job runs on one type at a time);
+* ``sum_m X[m, j] * scale_factor[m] <= workers[j]``     (the *capacity rows*).
+
+Every policy is an LP over the columns of ``X`` (only the allowed entries, stored as a sparse
+column list; no loops per job), built with numpy/scipy.sparse and solved by HiGHS through
+:mod:`fairalloc.backends`, and certified by :func:`fairalloc.certificates.lp_certificate` from
+the returned allocation and row duals. Where a policy's optimum is not unique, a
+*work-conserving* second stage keeps the policy objective at its optimum (to ``stage_tol``) and
+maximises the total normalised throughput, so no capacity is left idle that a job could use.
+
+Prices
+------
+``prices[j]`` is the non-negative multiplier of capacity row ``j`` in the policy's first-stage
+*maximisation* LP (the minimisation policies are solved as maximisations: makespan as
+``max 1/makespan``, finish-time fairness as the Dinkelbach level, cost as throughput per unit
+cost), i.e. ``d OPT / d workers[j]``: zero on a type that is not fully used.
+
+Policies (builders and one-call functions)
+------------------------------------------
+========================  ================================  =====================================
+builder                   function                          Gavel
+========================  ================================  =====================================
+:class:`MaxMinFairness`   :func:`max_min_fairness`          §4.1 LAS, weighted, scale factors
+:class:`WaterFilling`     :func:`water_filling`             §4.3 hierarchical water-filling
+:class:`FinishTimeFairness` :func:`finish_time_fairness`    §4.1 min max rho (Themis)
+:class:`MinMakespan`      :func:`min_makespan`              §4.1 makespan (one LP, 1/T)
+:class:`MaxTotalThroughput` :func:`max_total_throughput`    §3.1 / §4.2
+:class:`FIFO`             :func:`fifo`                      §4.2 FIFO
+:class:`ShortestJobFirst` :func:`shortest_job_first`        §4.2 SJF
+:class:`MinCost`          :func:`min_cost`                  §4.2 min cost (and with SLOs)
+========================  ================================  =====================================
+
+Every builder accepts ``pairs`` (:class:`fairalloc.JobPairs`, space sharing) and
+``unconsolidated_throughput`` (placement sensitivity, §3.1). Builders expose their program as
+cvxpy objects (:attr:`ThroughputPolicy.x`, :attr:`~ThroughputPolicy.capacity_constraint`, ...)
+so that constraints and objective terms can be added and the model re-solved with
+``method="cvxpy"`` (certified by the conic KKT certificate of :func:`fairalloc._cvxpy.solve_cvxpy`).
+"""
+
+from __future__ import annotations
+
+from .duration import FinishTimeFairness, MinMakespan, finish_time_fairness, min_makespan
+from .efficiency import MaxTotalThroughput, MinCost, max_total_throughput, min_cost
+from .max_min import MaxMinFairness, WaterFilling, max_min_fairness, water_filling
+from .ordering import FIFO, ShortestJobFirst, fifo, shortest_job_first
+from .policy import Allocation, ThroughputPolicy, equal_split, isolated_split
+from .registry import GAVEL_POLICIES, GavelPolicySpec, gavel_policy
+from .space_sharing import max_min_space_sharing
+
+__all__ = [
+    "FIFO",
+    "GAVEL_POLICIES",
+    "Allocation",
+    "FinishTimeFairness",
+    "GavelPolicySpec",
+    "MaxMinFairness",
+    "MaxTotalThroughput",
+    "MinCost",
+    "MinMakespan",
+    "ShortestJobFirst",
+    "ThroughputPolicy",
+    "WaterFilling",
+    "equal_split",
+    "fifo",
+    "finish_time_fairness",
+    "gavel_policy",
+    "isolated_split",
+    "max_min_fairness",
+    "max_min_space_sharing",
+    "max_total_throughput",
+    "min_cost",
+    "min_makespan",
+    "shortest_job_first",
+    "water_filling",
+]

@@ -1,0 +1,327 @@
+"""Duration-based policies: minimum makespan and finish-time fairness (Gavel, gavel.txt §4.1).
+
+Both are level programs over ``steps / throughput``: makespan as one LP through
+``theta = 1 / makespan``, finish-time fairness (Themis) as a Dinkelbach sequence of level
+LPs (each solved by the structured level solver with ``method="fast"``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+from numpy.typing import ArrayLike
+
+from .._validation import as_positive_int
+from ..backends import Backend
+from ..data import Cluster, JobPairs, Jobs
+from ..errors import InputError, SolverError
+from ..results import Certificate
+from ..tolerances import FEAS_TOL, GAP_TOL
+from .policy import (
+    STAGE_TOL,
+    TINY,
+    Allocation,
+    PolicyStages,
+    ThroughputPolicy,
+    _check_rates,
+    _level_objective,
+    _steps,
+    isolated_split,
+)
+from .stages import LevelStage, StageResult, StageSolver, pow2
+from .structured import fast_level
+
+__all__ = ["FinishTimeFairness", "MinMakespan", "finish_time_fairness", "min_makespan"]
+
+#: default ``max_iterations`` of finish-time fairness (PERFORMANCE knob: Dinkelbach steps
+#: before SolverError; the sequence converges superlinearly, in a handful)
+DINKELBACH_MAX_ITERATIONS = 50
+#: ACCURACY: the Dinkelbach sequence stops when F(R) <= DINKELBACH_STOP * |R|
+DINKELBACH_STOP = 1e-9
+DINKELBACH = "dinkelbach"  # path step: one Dinkelbach iteration (its level stage follows)
+
+
+# --------------------------------------------------------------------------------------------
+# minimum makespan, gavel.txt §4.1
+# --------------------------------------------------------------------------------------------
+class MinMakespan(ThroughputPolicy):
+    """Minimum makespan (gavel.txt §4.1): ``min_X max_m steps_m / throughput(m, X)``.
+
+    Exact as one LP through the substitution ``theta = 1 / makespan``:
+    ``max theta`` s.t. ``throughput(m, X) / steps_m >= theta`` (no bisection). ``objective``
+    is the makespan in seconds; ``prices`` are ``d theta / d workers``.
+    """
+
+    name = "min_makespan"
+
+    def __init__(self, jobs: Jobs, cluster: Cluster, *, pairs: JobPairs | None = None,
+                 unconsolidated_throughput: ArrayLike | None = None,
+                 consolidated_capacity: ArrayLike | None = None) -> None:
+        super().__init__(jobs, cluster, pairs=pairs,
+                         unconsolidated_throughput=unconsolidated_throughput,
+                         consolidated_capacity=consolidated_capacity)
+        self.steps = _steps(jobs, "min_makespan")
+
+    def level_stage(self) -> LevelStage:
+        inst = self.inst
+        C = sp.csr_matrix(inst.Tm, copy=True)  # rows T / steps (not T * (1 / steps))
+        rows = np.repeat(np.arange(inst.n), np.diff(C.indptr))
+        with np.errstate(over="ignore"):
+            C.data = C.data / self.steps[rows]
+        _check_rates(C.data)
+        return LevelStage(C, np.ones(inst.n), np.zeros(inst.n), "makespan")
+
+    def _metric(self, tp: np.ndarray) -> np.ndarray:
+        with np.errstate(divide="ignore", over="ignore"):
+            return np.where(tp > 0, self.steps / np.maximum(tp, TINY), np.inf)
+
+    def _first_stages(self, solver: StageSolver, method: str) -> PolicyStages:
+        stage = self.level_stage()
+        res = solver.run(stage, "makespan")
+        return PolicyStages(stage, res, res.value)
+
+    def _makespan(self, xcol: np.ndarray) -> float:
+        """``max_m steps_m / throughput(m, X)`` of the allocation (never ``1 / theta``, which
+        underflows: theta is solved at unit scale and the makespan computed from ``X``)."""
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            span = float(np.max(self._metric(self.inst.throughput(xcol))))
+        if not np.isfinite(span):
+            raise InputError("the makespan exceeds the floating-point range (steps_remaining "
+                             "/ throughput overflows)", argument="steps_remaining")
+        return span
+
+    def _objective_value(self, cert: Certificate, xcol: np.ndarray,
+                         stages: PolicyStages) -> float:
+        return self._makespan(xcol)
+
+    def _cvx_objective_value(self, value: float, xcol: np.ndarray) -> float:
+        return self._makespan(xcol)
+
+    def _cvx_objective(self, cvx: dict[str, Any]) -> tuple[Any, list[Any]]:
+        return _level_objective(cvx, self.level_stage())
+
+    def _cvx_unit(self) -> float:
+        return self.level_stage().units()[0]
+
+
+def min_makespan(
+        jobs: Jobs, cluster: Cluster, *,
+        pairs: JobPairs | None = None, unconsolidated_throughput: ArrayLike | None = None,
+        consolidated_capacity: ArrayLike | None = None, method: str = "auto",
+        backend: str | Backend | None = None, work_conserving: bool | None = None,
+        gap_tol: float = GAP_TOL, feas_tol: float = FEAS_TOL,
+        stage_tol: float = STAGE_TOL) -> Allocation:
+    """Minimum makespan allocation (gavel.txt §4.1), exact as one LP.
+
+    Parameters
+    ----------
+    jobs : fairalloc.Jobs
+    cluster : fairalloc.Cluster
+    pairs, unconsolidated_throughput, consolidated_capacity
+        Space sharing and placement sensitivity (see :class:`ThroughputPolicy`).
+    method, backend, work_conserving, gap_tol, feas_tol, stage_tol
+        See :meth:`ThroughputPolicy.solve`.
+
+    Returns
+    -------
+    Allocation
+        ``objective`` is the makespan ``max_m steps_m / throughput(m, X)`` in seconds.
+
+    Examples
+    --------
+    Two jobs of 100 steps at 10 steps/s on one GPU: the GPU is split, both finish at 20 s.
+
+    >>> import fairalloc as fa
+    >>> a = fa.min_makespan(fa.Jobs([[10.0], [10.0]], steps_remaining=[100, 100]),
+    ...                     fa.Cluster({"gpu": 1}))
+    >>> round(a.objective, 6), a.x.ravel().round(6).tolist()
+    (20.0, [0.5, 0.5])
+    """
+    return MinMakespan(
+        jobs, cluster,
+        pairs=pairs, unconsolidated_throughput=unconsolidated_throughput,
+        consolidated_capacity=consolidated_capacity).solve(
+        method=method, backend=backend, work_conserving=work_conserving, gap_tol=gap_tol,
+        feas_tol=feas_tol, stage_tol=stage_tol)
+
+
+# --------------------------------------------------------------------------------------------
+# finish-time fairness, gavel.txt §4.1 (Themis)
+# --------------------------------------------------------------------------------------------
+class FinishTimeFairness(ThroughputPolicy):
+    """Finish-time fairness (gavel.txt §4.1, Themis): ``min_X max_m rho(m, X)``,
+
+    ``rho(m, X) = (t_m + steps_m / throughput(m, X)) / (t_m^iso + steps_m /
+    throughput(m, X^isolated))`` with ``t_m`` = ``jobs.elapsed``, ``t_m^iso`` =
+    ``jobs.isolated_elapsed`` (default: ``elapsed``) and ``X^isolated`` =
+    :func:`isolated_split` (1/n of every type).
+
+    ``rho`` is a ratio of affine functions of ``X`` (``(t tp + steps) / (D tp)``), so the
+    program is a generalised linear-fractional program. It is solved exactly by the
+    Dinkelbach-type method of Crouzeix, Ferland and Schaible: at ``R`` solve the LP
+    ``F(R) = max theta`` s.t. ``(R D_m tp_m - t_m tp_m - steps_m) / q_m >= theta``
+    (``q_m`` = the current denominator); set ``R`` to the largest ``rho`` of its solution and
+    stop when ``F(R) = 0``: the certificate of that last LP proves that no allocation has every
+    ``rho_m < R`` (``certificate`` certifies ``F(R) = 0``; ``objective`` is ``R``).
+    """
+
+    name = "finish_time_fairness"
+
+    def __init__(self, jobs: Jobs, cluster: Cluster, *,
+                 max_iterations: int = DINKELBACH_MAX_ITERATIONS, pairs: JobPairs | None = None,
+                 unconsolidated_throughput: ArrayLike | None = None,
+                 consolidated_capacity: ArrayLike | None = None) -> None:
+        super().__init__(jobs, cluster, pairs=pairs,
+                         unconsolidated_throughput=unconsolidated_throughput,
+                         consolidated_capacity=consolidated_capacity)
+        self.steps = _steps(jobs, "finish_time_fairness")
+        self.max_iterations = as_positive_int(max_iterations, "max_iterations")
+        iso = isolated_split(jobs, cluster)
+        self.iso_tp = np.einsum("ij,ij->i", self.inst.T_allowed, iso)
+        t_iso = jobs.elapsed if jobs.isolated_elapsed is None else jobs.isolated_elapsed
+        with np.errstate(over="ignore"):
+            self.dur_iso = self.steps / self.iso_tp
+        self.D = t_iso + self.dur_iso  # isolated finish time (denominator of rho)
+        self.t = jobs.elapsed
+        self.t_iso = t_iso
+        if not (np.isfinite(self.dur_iso).all() and np.isfinite(self.D).all()):
+            raise InputError("steps_remaining / throughput overflows: the isolated finish "
+                             "times are beyond the floating-point range",
+                             argument="steps_remaining")
+
+    def excess(self, tp: np.ndarray) -> np.ndarray:
+        """``rho(m, X) - 1`` computed without cancellation: ``((t - t_iso) + (steps / tp -
+        steps / tp_iso)) / D`` (``rho`` rounds to 1 when elapsed times dwarf durations)."""
+        with np.errstate(divide="ignore", over="ignore"):
+            dur = np.where(tp > 0, self.steps / np.maximum(tp, TINY), np.inf)
+            return ((self.t - self.t_iso) + (dur - self.dur_iso)) / self.D
+
+    def rho(self, tp: np.ndarray) -> np.ndarray:
+        """``rho(m, X)`` for effective throughputs ``tp``."""
+        with np.errstate(divide="ignore"):
+            dur = np.where(tp > 0, self.steps / np.maximum(tp, TINY), np.inf)
+        return (self.t + dur) / self.D
+
+    def _metric(self, tp: np.ndarray) -> np.ndarray:
+        return self.rho(tp)
+
+    def dinkelbach_stage(self, R: float, tp_prev: np.ndarray, r: float | None = None
+                         ) -> LevelStage:
+        """Level stage of ``F(R)``: rows ``((R D - t) tp - steps) / q >= theta``.
+
+        ``R D - t`` is computed as ``(R - 1) D + (t_iso - t) + steps / tp_iso`` (``r``:
+        ``R - 1`` when known exactly), without the cancellation of ``R D - t`` when elapsed
+        times dwarf the remaining durations."""
+        inst = self.inst
+        q = self.D * tp_prev
+        r = R - 1.0 if r is None else r
+        coef = (r * self.D + (self.t_iso - self.t) + self.dur_iso) / q
+        C = sp.csr_matrix(sp.diags(coef) @ inst.Tm)
+        # theta is in units of rho (rows ~ (R - rho_m) tp_m / tp_prev_m): its gap is judged
+        # against R, the level being certified
+        return LevelStage(C, np.ones(inst.n), self.steps / q, "finish-time fairness", scale=abs(R))
+
+    def _first_stages(self, solver: StageSolver, method: str) -> PolicyStages:
+        inst = self.inst
+        iso = isolated_split(self.jobs, self.cluster)
+        x_prev = np.zeros(inst.E)  # X^isolated in column form (single-job columns)
+        single = np.flatnonzero(inst.col_kind[inst.mem_col] == 0)
+        x_prev[inst.mem_col[single]] = iso[inst.mem_job[single],
+                                           inst.col_type[inst.mem_col[single]]]
+        tp = inst.throughput(x_prev)
+        r = float(self.excess(tp).max())  # R - 1, tracked without cancellation
+        R = 1.0 + r
+        for _ in range(self.max_iterations):
+            stage = self.dinkelbach_stage(R, tp, r)
+            solver.step(DINKELBACH)
+            res = (fast_level(solver, stage) if method == "fast"
+                   else solver.run(stage, "finish-time fairness"))
+            xcol = res.x[: inst.E]
+            tp_new = inst.throughput(xcol)
+            r_new = float(self.excess(tp_new).max())
+            R_new = 1.0 + r_new
+            # F(R) <= 0 always (the previous allocation is feasible with theta <= 0); F is
+            # in units of rho (its rows are (R - rho_m) tp_m / tp_prev_m)
+            if r_new >= r:
+                # no progress (F(R) ~ 0 to rounding): the previous allocation attains R and
+                # the stage's duals certify it (its theta is 0 there)
+                v = solver.point(stage, x_prev)
+                cert = solver.certify(res, stage, x_prev).check(backend=solver.backend.name)
+                return PolicyStages(stage, StageResult(res.lp, v, res.duals, cert.primal_value,
+                                                       cert, res.iterations, res.rows), R)
+            if res.value <= self.gap_stop(R):
+                return PolicyStages(stage, res, R_new)
+            R, r, tp, x_prev = R_new, r_new, tp_new, xcol
+        raise SolverError("finish-time fairness: Dinkelbach iterations did not converge",
+                          backend=solver.backend.name, status="iteration_limit")
+
+    def gap_stop(self, R: float) -> float:
+        """The value of ``F(R)`` at or below which the Dinkelbach sequence stops."""
+        return DINKELBACH_STOP * abs(R)
+
+    def _objective_value(self, cert: Certificate, xcol: np.ndarray,
+                         stages: PolicyStages) -> float:
+        return float(self.rho(self.inst.throughput(xcol)).max())
+
+    def _cvx_objective(self, cvx: dict[str, Any]) -> tuple[Any, list[Any]]:
+        import cvxpy as cp
+
+        R = cp.Variable(name="rho_max")
+        cvx["level"] = R
+        # t + steps / tp <= D R, divided by D and with tp at unit scale (tau: a power of
+        # two): every coefficient is a ratio of times or of throughputs
+        tau = pow2(float(np.median(self.inst.equal_tp)))
+        tp_unit = cvx["tp"] * (1.0 / tau) if tau != 1.0 else cvx["tp"]
+        con = [self.t / self.D + cp.multiply(self.steps / (self.D * tau), cp.inv_pos(tp_unit))
+               <= R]
+        return -R, con
+
+    def _cvx_objective_value(self, value: float, xcol: np.ndarray) -> float:
+        return float(self.rho(self.inst.throughput(xcol)).max())
+
+
+def finish_time_fairness(
+        jobs: Jobs, cluster: Cluster, *, max_iterations: int = DINKELBACH_MAX_ITERATIONS,
+        pairs: JobPairs | None = None, unconsolidated_throughput: ArrayLike | None = None,
+        consolidated_capacity: ArrayLike | None = None, method: str = "auto",
+        backend: str | Backend | None = None, work_conserving: bool | None = None,
+        gap_tol: float = GAP_TOL, feas_tol: float = FEAS_TOL,
+        stage_tol: float = STAGE_TOL) -> Allocation:
+    """Finish-time fairness (gavel.txt §4.1; Themis): minimise ``max_m rho(m, X)``.
+
+    Needs ``jobs.steps_remaining``; uses ``jobs.elapsed`` and ``jobs.isolated_elapsed``
+    (default: ``elapsed``). Solved exactly by a Dinkelbach sequence of LPs (see
+    :class:`FinishTimeFairness`), then a work-conserving stage keeps every ``rho <= R*``.
+
+    Parameters
+    ----------
+    jobs : fairalloc.Jobs
+    cluster : fairalloc.Cluster
+    max_iterations : int
+        Dinkelbach iterations before :class:`fairalloc.SolverError`.
+    pairs, unconsolidated_throughput, consolidated_capacity
+        Space sharing and placement sensitivity (see :class:`ThroughputPolicy`).
+    method, backend, work_conserving, gap_tol, feas_tol, stage_tol
+        See :meth:`ThroughputPolicy.solve`.
+
+    Returns
+    -------
+    Allocation
+        ``objective`` is ``max_m rho``; ``metric`` each job's ``rho``.
+
+    Examples
+    --------
+    >>> import fairalloc as fa
+    >>> jobs = fa.Jobs([[10.0], [10.0]], steps_remaining=[100, 300])
+    >>> a = fa.finish_time_fairness(jobs, fa.Cluster({"gpu": 1}))
+    >>> round(a.objective, 6)
+    1.0
+    """
+    return FinishTimeFairness(
+        jobs, cluster, max_iterations=max_iterations,
+        pairs=pairs, unconsolidated_throughput=unconsolidated_throughput,
+        consolidated_capacity=consolidated_capacity).solve(
+        method=method, backend=backend, work_conserving=work_conserving, gap_tol=gap_tol,
+        feas_tol=feas_tol, stage_tol=stage_tol)

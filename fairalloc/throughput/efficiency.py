@@ -1,0 +1,402 @@
+"""Efficiency objectives: maximum total throughput and minimum cost (Gavel, gavel.txt §3.1, §4.2).
+
+Both are linear (total throughput) or linear-fractional (throughput per unit cost, solved
+exactly by the Charnes-Cooper transformation) programs over the allocation columns.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+from numpy.typing import ArrayLike
+
+from .._validation import as_array, as_bool, as_option, as_tolerance
+from ..backends import Backend, LinearProgram
+from ..certificates import lp_certificate
+from ..data import Cluster, JobPairs, Jobs
+from ..errors import CertificateError, InfeasibleError, InputError, SolverError
+from ..results import Certificate, SolveStats
+from ..tolerances import FEAS_TOL, GAP_TOL
+from .policy import (
+    STAGE_SHARE_OF_GAP,
+    STAGE_TOL,
+    THROUGHPUT_METHODS,
+    Allocation,
+    PolicyStages,
+    ThroughputPolicy,
+    _steps,
+)
+from .rows import RowLayout
+from .stages import (
+    LinearStage,
+    StageResult,
+    StageSolver,
+    backend_for,
+    pow2,
+    scaled_solve,
+    top_up_rows,
+)
+
+__all__ = ["MaxTotalThroughput", "MinCost", "max_total_throughput", "min_cost"]
+
+CHARNES_COOPER = "charnes-cooper"  # path step: the Charnes-Cooper LP of min cost
+#: ACCURACY: relative rounding margin above a job's fastest rate at which an SLO is infeasible
+_SLO_ROUNDING = 1e-12
+
+
+# --------------------------------------------------------------------------------------------
+# maximum total throughput, gavel.txt §3.1
+# --------------------------------------------------------------------------------------------
+class MaxTotalThroughput(ThroughputPolicy):
+    """Maximum total effective throughput (gavel.txt §3.1): ``max sum_m throughput(m, X)``.
+
+    ``normalized=True`` sums ``throughput(m, X) / throughput(m, X^equal)`` instead (comparable
+    across models). All coefficients are positive, so the optimum is work-conserving.
+    """
+
+    name = "max_total_throughput"
+    _work_conserving_default = False
+
+    def __init__(self, jobs: Jobs, cluster: Cluster, *, normalized: bool = False,
+                 pairs: JobPairs | None = None,
+                 unconsolidated_throughput: ArrayLike | None = None,
+                 consolidated_capacity: ArrayLike | None = None) -> None:
+        super().__init__(jobs, cluster, pairs=pairs,
+                         unconsolidated_throughput=unconsolidated_throughput,
+                         consolidated_capacity=consolidated_capacity)
+        self.normalized = as_bool(normalized, "normalized")
+
+    def weights(self) -> np.ndarray:
+        """Per-job weight of the objective (1, or ``1 / throughput(m, X^equal)``)."""
+        return 1.0 / self.inst.equal_tp if self.normalized else np.ones(self.inst.n)
+
+    def stage(self) -> LinearStage:
+        """The policy's LP objective as a linear stage."""
+        return LinearStage(np.asarray(self.inst.Tm.T @ self.weights()).ravel(), "total throughput")
+
+    def _first_stages(self, solver: StageSolver, method: str) -> PolicyStages:
+        st = self.stage()
+        res = solver.run(st, self.name)
+        return PolicyStages(st, res, res.value)
+
+    def _cvx_unit(self) -> float:
+        return pow2(float(np.max(np.abs(self.stage().g), initial=0.0)))
+
+    def _cvx_objective(self, cvx: dict[str, Any]) -> tuple[Any, list[Any]]:
+        return self.weights() @ cvx["tp"], []
+
+
+def max_total_throughput(
+        jobs: Jobs, cluster: Cluster, *, normalized: bool = False,
+        pairs: JobPairs | None = None, unconsolidated_throughput: ArrayLike | None = None,
+        consolidated_capacity: ArrayLike | None = None, method: str = "auto",
+        backend: str | Backend | None = None, work_conserving: bool | None = None,
+        gap_tol: float = GAP_TOL, feas_tol: float = FEAS_TOL,
+        stage_tol: float = STAGE_TOL) -> Allocation:
+    """Maximise total effective throughput (gavel.txt §3.1, §4.2).
+
+    Parameters
+    ----------
+    jobs : fairalloc.Jobs
+    cluster : fairalloc.Cluster
+    normalized : bool
+        Sum ``throughput(m, X) / throughput(m, X^equal)`` instead of raw throughputs.
+    pairs, unconsolidated_throughput, consolidated_capacity
+        Space sharing and placement sensitivity (see :class:`ThroughputPolicy`).
+    method, backend, work_conserving, gap_tol, feas_tol, stage_tol
+        See :meth:`ThroughputPolicy.solve`.
+
+    Returns
+    -------
+    Allocation
+        ``objective``: the (normalised) total throughput.
+
+    Examples
+    --------
+    >>> import fairalloc as fa
+    >>> a = fa.max_total_throughput(fa.Jobs([[40.0, 10.0], [12.0, 4.0]]),
+    ...                             fa.Cluster({"v100": 1, "k80": 1}))
+    >>> a.x.tolist(), a.objective
+    ([[1.0, 0.0], [0.0, 1.0]], 44.0)
+    """
+    return MaxTotalThroughput(
+        jobs, cluster, normalized=normalized,
+        pairs=pairs, unconsolidated_throughput=unconsolidated_throughput,
+        consolidated_capacity=consolidated_capacity).solve(
+        method=method, backend=backend, work_conserving=work_conserving, gap_tol=gap_tol,
+        feas_tol=feas_tol, stage_tol=stage_tol)
+
+
+# --------------------------------------------------------------------------------------------
+# minimum cost (and subject to SLOs), gavel.txt §4.2: linear-fractional, Charnes-Cooper
+# --------------------------------------------------------------------------------------------
+class MinCost(ThroughputPolicy):
+    """Minimum cost, optionally subject to SLOs (gavel.txt §4.2).
+
+    ``maximise sum_m throughput(m, X) / sum_{m, j} cost_j scale_factor_m X[m, j]`` (throughput
+    per unit cost; the cost of a pair column is counted once), subject to the allocation
+    constraints and ``throughput(m, X) >= steps_m / slo_m`` for jobs with an SLO.
+
+    Linear-fractional, solved exactly by the Charnes-Cooper transformation ``y = z X``,
+    ``z = 1 / cost(X)``: ``max sum_m throughput(m, y)`` s.t. ``cost(y) = 1``, ``M y <= z``,
+    ``W y <= workers z``, ``throughput(m, y) >= (steps_m / slo_m) z``, ``y, z >= 0``; then
+    ``X = y / z``. The ratio optimum is kept while a second stage maximises total normalised
+    throughput (without it, any scaled-down optimum would do). ``prices[j] = p_j z*`` is
+    ``d ratio / d workers[j]`` (``p``: the capacity duals of the transformed LP).
+
+    Path steps (``stats.path``): ``charnes-cooper`` (the transformed LP), then ``exact-lp``
+    for the work-conserving stage; a work-conserving stage re-solved with a looser kept-ratio
+    slack is listed in ``stats.fallbacks``.
+    """
+
+    name = "min_cost"
+
+    def __init__(self, jobs: Jobs, cluster: Cluster, cost: ArrayLike | Mapping[str, float], *,
+                 slo: ArrayLike | None = None, pairs: JobPairs | None = None,
+                 unconsolidated_throughput: ArrayLike | None = None,
+                 consolidated_capacity: ArrayLike | None = None) -> None:
+        super().__init__(jobs, cluster, pairs=pairs,
+                         unconsolidated_throughput=unconsolidated_throughput,
+                         consolidated_capacity=consolidated_capacity)
+        inst = self.inst
+        if isinstance(cost, Mapping):
+            missing = [t for t in cluster.types if t not in cost]
+            if missing:
+                raise InputError(f"cost has no entry for type {missing[0]!r}", argument="cost")
+            cost = [cost[t] for t in cluster.types]
+        self.cost = as_array(cost, "cost", ndim=1, shape=(inst.k,), positive=True)
+        self.col_cost = self.cost[inst.col_type] * inst.col_workers
+        self.slo_rate = np.zeros(inst.n)
+        if slo is not None:
+            steps = _steps(jobs, "min_cost with slo")
+            try:
+                slo_arr = np.array(slo, dtype=float, copy=True)
+            except (TypeError, ValueError, OverflowError) as exc:
+                raise InputError(f"slo must be a numeric array of seconds ({exc})",
+                                 argument="slo") from None
+            if slo_arr.shape != (inst.n,):
+                raise InputError(f"slo must have shape ({inst.n},), got {slo_arr.shape}",
+                                 argument="slo")
+            bad = np.isnan(slo_arr) | (slo_arr <= 0)
+            if bad.any():
+                i = int(np.flatnonzero(bad)[0])
+                raise InputError(f"slo[{i}] is {slo_arr[i]}; SLOs must be positive seconds "
+                                 "(inf: none)", argument="slo", index=(i,))
+            with np.errstate(over="ignore"):
+                self.slo_rate = np.where(np.isinf(slo_arr), 0.0, steps / slo_arr)
+            if not np.isfinite(self.slo_rate).all():
+                i = int(np.flatnonzero(~np.isfinite(self.slo_rate))[0])
+                raise InputError(f"slo[{i}] = {slo_arr[i]:g} s is too short to represent the "
+                                 f"rate steps / slo", argument="slo", index=(i,))
+            short = self.slo_rate > inst.fastest_tp * (1 + _SLO_ROUNDING)
+            if short.any():
+                i = int(np.flatnonzero(short)[0])
+                raise InfeasibleError(
+                    f"slo[{i}] is infeasible: job {jobs.ids[i]!r} needs {self.slo_rate[i]:g} "
+                    f"steps/s but runs at most {inst.fastest_tp[i]:g} steps/s",
+                    status="infeasible")
+        self.has_slo = bool((self.slo_rate > 0).any())
+
+    def _extra_rows(self) -> tuple[sp.csr_matrix, np.ndarray] | None:
+        if not self.has_slo:
+            return None
+        rows = np.flatnonzero(self.slo_rate > 0)
+        return sp.csr_matrix(self.inst.Tm[rows]), self.slo_rate[rows]
+
+    def _cvx_objective(self, cvx: dict[str, Any]) -> tuple[Any, list[Any]]:
+        raise InputError("min_cost is linear-fractional; it cannot be composed with cvxpy "
+                         "constraints or terms (use slo= or method='highs')",
+                         argument="constraint")
+
+    def ratio(self, xcol: np.ndarray) -> float:
+        """Throughput per unit cost of column allocation ``xcol``."""
+        cost = float(self.col_cost @ xcol)
+        return float(self.inst.throughput(xcol).sum()) / cost if cost > 0 else 0.0
+
+    def _cc_program(self) -> tuple[LinearProgram, RowLayout]:
+        inst = self.inst
+        A, lo, up, layout = inst.base_rows()
+        rhs = up  # rows A y - rhs z <= 0
+        A = sp.hstack([A, sp.csr_matrix(-rhs[:, None])], format="csr")
+        blocks = [A, sp.csr_matrix(np.r_[self.col_cost, 0.0][None, :])]
+        lows = [np.full(A.shape[0], -np.inf), np.array([1.0])]
+        ups = [np.zeros(A.shape[0]), np.array([1.0])]
+        layout = layout.extended("cost", 1)
+        if self.has_slo:
+            B, rate = self._extra_rows()  # type: ignore[misc]
+            blocks.append(sp.hstack([B, sp.csr_matrix(-rate[:, None])], format="csr"))
+            lows.append(np.zeros(rate.size))
+            ups.append(np.full(rate.size, np.inf))
+            layout = layout.extended("policy", rate.size)
+        c = -np.r_[np.asarray(inst.Tm.sum(axis=0)).ravel(), 0.0]
+        lp = LinearProgram.build(c, sp.vstack(blocks, format="csr"), np.concatenate(lows),
+                                 np.concatenate(ups), 0.0, np.inf)
+        return lp, layout
+
+    def _first_stages(self, solver: StageSolver, method: str) -> PolicyStages:
+        inst = self.inst
+        lp, layout = self._cc_program()
+        # unit scale: y = x z and z = 1 / cost(x) are of the order of 1 / cost
+        kappa = pow2(float(np.median(self.col_cost)))
+        solver.step(CHARNES_COOPER)
+        sol = scaled_solve(lp, solver.backend, "minimum-cost (Charnes-Cooper)",
+                           col_unit=np.full(inst.E + 1, 1.0 / kappa))
+        solver.used(sol)
+        assert sol.x is not None and sol.row_duals is not None
+        z = float(sol.x[-1])
+        if not z > 0:
+            raise SolverError("minimum cost: Charnes-Cooper scale z = 0",
+                              backend=solver.backend.name, status="degenerate")
+        cc = _CharnesCooper(lp, sol.row_duals, z, layout)
+        xcol = self._meet_slos(inst.repair(sol.x[: inst.E] / z))
+        r = self.ratio(xcol)
+        st = LinearStage(np.asarray(inst.Tm.sum(axis=0)).ravel() - r * self.col_cost,
+                         "cost ratio")
+        cert = self._certify(xcol, solver, cc)
+        cert.check(backend=solver.backend.name)
+        res = StageResult(lp, np.r_[xcol, 0.0], sol.row_duals, 0.0, cert, sol.iterations,
+                          layout)
+        return PolicyStages(st, res, r, context=cc)
+
+    def _meet_slos(self, xcol: np.ndarray) -> np.ndarray:
+        """Top up jobs whose SLO row the solver left short within its absolute tolerance (a
+        rate 1e-11 of the job's throughput is 'met' by x = 0): the missing time goes on the
+        job's best column where time and workers are free; the certificate decides."""
+        if not self.has_slo:
+            return xcol
+        need = np.where(self.slo_rate > 0, self.slo_rate - self.inst.throughput(xcol), 0.0)
+        return top_up_rows(self.inst, self.inst.Tm, need, self.slo_rate, xcol)
+
+    def _certify(self, xcol: np.ndarray, solver: StageSolver, cc: _CharnesCooper
+                 ) -> Certificate:
+        z = 1.0 / float(self.col_cost @ xcol)
+        return lp_certificate(cc.lp, np.r_[xcol * z, z], cc.duals, maximize=True,
+                              gap_tol=solver.gap_tol, feas_tol=solver.feas_tol)
+
+    def solve(self, *, method: str = "auto", backend: str | Backend | None = None,
+              work_conserving: bool | None = None, gap_tol: float = GAP_TOL,
+              feas_tol: float = FEAS_TOL, stage_tol: float = STAGE_TOL) -> Allocation:
+        """Solve the Charnes-Cooper LP (and the work-conserving stage) and certify the ratio.
+
+        Parameters as for :meth:`ThroughputPolicy.solve`, except that ``method`` may not be
+        ``"cvxpy"`` (the program is linear-fractional; ``"auto"`` and ``"fast"`` mean
+        ``"highs"``) and ``work_conserving`` defaults to on.
+        """
+        if self.composed or method == "cvxpy":
+            raise InputError("min_cost is linear-fractional; it cannot be composed in cvxpy "
+                             "(use method='highs')", argument="method")
+        t0 = time.perf_counter()
+        wc = True if work_conserving is None else as_bool(work_conserving, "work_conserving")
+        gap_tol = as_tolerance(gap_tol, "gap_tol")
+        feas_tol = as_tolerance(feas_tol, "feas_tol")
+        stage_tol = min(as_tolerance(stage_tol, "stage_tol"), STAGE_SHARE_OF_GAP * gap_tol)
+        as_option(method, "method", THROUGHPUT_METHODS)
+        spec = "highs" if backend is None else backend
+        be = backend_for(spec, self.inst.E)
+        solver = StageSolver(self.inst, be, stage_tol=stage_tol, gap_tol=gap_tol,
+                             feas_tol=feas_tol, extra_rows=self._extra_rows(),
+                             backend_spec=spec, meet_extra_rows=self._meet_slos)
+        stages = self._first_stages(solver, "highs")
+        st, res, cc = stages.stage, stages.result, stages.context
+        certs = [res.cert]
+        xcol = res.x[: self.inst.E]
+        if wc:
+            assert isinstance(st, LinearStage)  # min cost's first stage is linear (C-C)
+            # keep the ratio: tp(x) - r cost(x) >= -slack (linear in x); the slack is
+            # relative to the optimum's throughput (units of steps/s), the row at unit scale.
+            # The row is a difference of nearly equal terms at the optimum, so a solver may
+            # violate it by its own (absolute) tolerance by more than the certificate allows:
+            # then the stage is solved once more with a slack at that tolerance (at most a
+            # tenth of gap_tol, so the ratio stays certified)
+            tp_opt = float(self.inst.throughput(xcol).sum())
+            gam = pow2(float(np.max(np.abs(st.g), initial=0.0)))
+            row = sp.csr_matrix(st.g[None, :] / gam)
+            solver.anchor = xcol
+            wstage = LinearStage(self._wc_objective())
+            wres = None
+            share = STAGE_SHARE_OF_GAP * gap_tol
+            for keep in (stage_tol, min(share, max(stage_tol, FEAS_TOL))):
+                solver.fixed = [(row, np.array([-keep * tp_opt / gam]))]
+                try:
+                    wres = solver.run(wstage, "work-conserving")
+                    break
+                except CertificateError:
+                    if keep >= share or keep >= FEAS_TOL:
+                        raise
+                    solver.fall_back("work-conserving", "the kept ratio row was violated "
+                                     "beyond the certificate at stage_tol",
+                                     target="work-conserving (ratio slack at the solver's "
+                                     "tolerance)")
+            assert wres is not None
+            certs.append(wres.cert)
+            xcol = wres.x[: self.inst.E]
+        cert = self._certify(xcol, solver, cc).check(backend=be.name)
+        certs[0] = cert
+        prices = np.maximum(-cc.rows.take(cc.duals, "capacity"), 0.0) * cc.z
+        stats = SolveStats(backend=solver.backend_names, method="highs",
+                           seconds=time.perf_counter() - t0, iterations=solver.iterations,
+                           solves=solver.solves, raw_status=solver.raw_status,
+                           path=tuple(solver.path), fallbacks=tuple(solver.fallbacks))
+        return self._result(xcol, prices, self.ratio(xcol), cert, tuple(certs), stats)
+
+
+@dataclass(frozen=True)
+class _CharnesCooper:
+    """The Charnes-Cooper LP of one min-cost solve and its solution (passed, never stored)."""
+
+    lp: LinearProgram
+    duals: np.ndarray
+    z: float
+    rows: RowLayout
+
+
+def min_cost(
+        jobs: Jobs, cluster: Cluster, cost: ArrayLike | Mapping[str, float], *,
+        slo: ArrayLike | None = None,
+        pairs: JobPairs | None = None, unconsolidated_throughput: ArrayLike | None = None,
+        consolidated_capacity: ArrayLike | None = None, method: str = "auto",
+        backend: str | Backend | None = None, work_conserving: bool | None = None,
+        gap_tol: float = GAP_TOL, feas_tol: float = FEAS_TOL,
+        stage_tol: float = STAGE_TOL) -> Allocation:
+    """Minimum cost (throughput per unit cost), optionally subject to SLOs (gavel.txt §4.2).
+
+    Parameters
+    ----------
+    jobs : fairalloc.Jobs
+    cluster : fairalloc.Cluster
+    cost : array_like (k,) or mapping type -> cost
+        Cost per worker per unit time of each type (positive).
+    slo : array_like (n,), optional
+        Seconds within which each job must finish (``inf``: no SLO); needs
+        ``jobs.steps_remaining``. Infeasible SLOs raise :class:`fairalloc.InfeasibleError`.
+    pairs, unconsolidated_throughput, consolidated_capacity
+        Space sharing and placement sensitivity (see :class:`ThroughputPolicy`).
+    method, backend, work_conserving, gap_tol, feas_tol, stage_tol
+        See :meth:`MinCost.solve`.
+
+    Returns
+    -------
+    Allocation
+        ``objective``: total throughput per unit cost.
+
+    Examples
+    --------
+    The K80 gives more steps per dollar:
+
+    >>> import fairalloc as fa
+    >>> a = fa.min_cost(fa.Jobs([[40.0, 10.0]]), fa.Cluster({"v100": 1, "k80": 1}),
+    ...                 cost={"v100": 3.0, "k80": 0.5})
+    >>> a.x.round(6).tolist(), round(a.objective, 6)
+    ([[0.0, 1.0]], 20.0)
+    """
+    return MinCost(
+        jobs, cluster, cost, slo=slo,
+        pairs=pairs, unconsolidated_throughput=unconsolidated_throughput,
+        consolidated_capacity=consolidated_capacity).solve(
+        method=method, backend=backend, work_conserving=work_conserving, gap_tol=gap_tol,
+        feas_tol=feas_tol, stage_tol=stage_tol)

@@ -1,0 +1,616 @@
+"""The effective-throughput allocation, its builder base class and shared helpers.
+
+An allocation ``X`` (jobs x accelerator types) gives the fraction of wall-clock time each job
+spends on each type (Gavel, gavel.txt §3.1). :class:`ThroughputPolicy` builds a policy's
+stage LPs on the column form of the instance (:mod:`fairalloc.throughput.instance`), solves
+them with :class:`~fairalloc.throughput.stages.StageSolver` (or the structured solvers of
+:mod:`fairalloc.throughput.structured`), adds the work-conserving stage, certifies the result
+and returns an :class:`Allocation`; it also exposes the program as cvxpy objects for
+composition. The policies themselves are in :mod:`~fairalloc.throughput.max_min`,
+:mod:`~fairalloc.throughput.duration`, :mod:`~fairalloc.throughput.efficiency` and
+:mod:`~fairalloc.throughput.ordering`.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Hashable
+from dataclasses import dataclass
+from typing import Any, Self
+
+import numpy as np
+import scipy.sparse as sp
+from numpy.typing import ArrayLike
+
+from .._compose import Composable
+from .._validation import (
+    as_array,
+    as_bool,
+    as_option,
+    as_tolerance,
+)
+from ..data import Cluster, JobPairs, Jobs
+from ..errors import CertificateError, FairallocWarning, InputError
+from ..results import Certificate, Result, SolveStats, Status, readonly, require_pandas
+from ..tolerances import FEAS_TOL, GAP_TOL
+from .instance import ColumnInstance
+from .stages import (
+    LevelStage,
+    LinearStage,
+    StageResult,
+    StageSolver,
+    backend_for,
+    capacity_prices,
+)
+from .structured import fast_floor
+
+__all__ = [
+    "STAGE_TOL",
+    "THROUGHPUT_METHODS",
+    "Allocation",
+    "PolicyStages",
+    "ThroughputPolicy",
+    "equal_split",
+    "isolated_split",
+]
+
+#: the ``method=`` values of :meth:`ThroughputPolicy.solve`
+THROUGHPUT_METHODS = ("auto", "highs", "fast", "cvxpy")
+CVXPY_STEP = "cvxpy"  # path step: one conic solve of the cvxpy model
+#: default ``stage_tol``: relative slack with which a stage's optimum is kept in later stages
+#: (ACCURACY; at most gap_tol / 10 is used)
+STAGE_TOL = 1e-9
+#: ACCURACY: fraction of gap_tol a kept stage may lose (so the first stage stays certified)
+STAGE_SHARE_OF_GAP = 0.1
+#: smallest positive divisor where a ratio of a throughput that may be 0 is taken (the
+#: result is discarded by the surrounding ``where``); not a tolerance
+TINY = 1e-300
+
+
+# --------------------------------------------------------------------------------------------
+# result
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True, repr=False)
+class Allocation(Result):
+    """An effective-throughput allocation (Gavel §3.1) with prices and certificate.
+
+    Attributes
+    ----------
+    x : ndarray, shape (n, k)
+        ``x[m, j]``: fraction of time job ``m`` runs on type ``j`` (alone or in a pair, in any
+        placement).
+    prices : ndarray, shape (k,)
+        Non-negative capacity prices: multipliers of the capacity rows of the policy's
+        (first-stage, maximisation) LP, ``d OPT / d workers[j]``; zero on unsaturated types.
+    effective_throughput : ndarray, shape (n,)
+        ``throughput(m, X)`` (steps/s).
+    metric : ndarray, shape (n,)
+        The per-job quantity the policy's objective is taken over: the weighted normalised
+        throughput for max-min fairness, ``rho`` for finish-time fairness, the duration
+        ``steps / throughput`` for makespan and shortest job first, the normalised throughput
+        otherwise.
+    objective : float
+        The policy objective (see each policy); ``certificate`` certifies it.
+    policy : str
+    job_ids, types : tuple
+        Row and column labels.
+    pair_x : ndarray of shape (P, k) or None
+        Time fraction of each job pair on each type (space sharing).
+    consolidated_x : ndarray of shape (n, k) or None
+        Part of ``x`` spent in consolidated placement (placement sensitivity).
+    utilization : ndarray, shape (k,)
+        Fraction of each type's workers in use.
+    stage_certificates : tuple of Certificate
+        The certificate of every stage solved (first stage first).
+    levels : int
+        Water-filling levels (1 for the other policies).
+    level_floors : ndarray of shape (n,) or None
+        Water-filling: the level ``u_m`` at which each job was frozen.
+    """
+
+    x: np.ndarray
+    prices: np.ndarray
+    effective_throughput: np.ndarray
+    metric: np.ndarray
+    policy: str
+    job_ids: tuple[Hashable, ...]
+    types: tuple[str, ...]
+    pair_x: np.ndarray | None
+    consolidated_x: np.ndarray | None
+    utilization: np.ndarray
+    stage_certificates: tuple[Certificate, ...]
+    levels: int = 1
+    level_floors: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        # job ids and type names are hashable labels, never arrays: skip them when the
+        # array fields are made read-only (walking thousands of labels costs more than a solve)
+        ids, types = self.job_ids, self.types
+        object.__setattr__(self, "job_ids", ())
+        object.__setattr__(self, "types", ())
+        try:
+            super().__post_init__()
+        finally:
+            object.__setattr__(self, "job_ids", ids)
+            object.__setattr__(self, "types", types)
+
+    def to_frame(self) -> Any:
+        """One row per job (index: job ids): ``x[type]``, effective throughput and metric."""
+        pd = require_pandas()
+        df = pd.DataFrame(self.x, index=pd.Index(list(self.job_ids), name="job"),
+                          columns=[f"x[{t}]" for t in self.types])
+        df["effective_throughput"] = self.effective_throughput
+        df["metric"] = self.metric
+        return df
+
+
+@dataclass(frozen=True)
+class PolicyStages:
+    """What a policy's own stages return to :meth:`ThroughputPolicy.solve` (no builder state).
+
+    Attributes
+    ----------
+    stage : LevelStage or LinearStage
+        The stage whose optimum the work-conserving stage keeps and whose certificate is the
+        result's ``certificate``.
+    result : StageResult
+        Its solution (allocation, duals, certificate).
+    objective : float
+        The policy objective at ``result``.
+    before : tuple of Certificate
+        Certificates of stages solved before ``stage`` (FIFO's per-job stages), listed first in
+        ``stage_certificates``.
+    after_first : tuple of Certificate
+        Certificates of the policy's later stages (shortest job first's ordering stage),
+        listed right after ``stage``'s.
+    context : object
+        Policy data the final objective needs (FIFO: the normalised-throughput rows).
+    """
+
+    stage: LevelStage | LinearStage
+    result: StageResult
+    objective: float
+    before: tuple[Certificate, ...] = ()
+    after_first: tuple[Certificate, ...] = ()
+    context: Any = None
+
+
+# --------------------------------------------------------------------------------------------
+# builders
+# --------------------------------------------------------------------------------------------
+class ThroughputPolicy(Composable):
+    """Base class of the effective-throughput policy builders (Gavel §3.1, §4).
+
+    Parameters
+    ----------
+    jobs : fairalloc.Jobs
+    cluster : fairalloc.Cluster
+    pairs : fairalloc.JobPairs, optional
+        Job pairs that may share a worker, with their pair throughputs (space sharing, §3.1).
+    unconsolidated_throughput : array_like, shape (n, k), optional
+        Throughput of each job when its workers are on different servers (placement
+        sensitivity, §3.1); ``jobs.throughput`` is then the consolidated throughput. Each
+        (job, type) gets a consolidated and an unconsolidated column sharing the capacity row.
+    consolidated_capacity : array_like, shape (k,), optional
+        Workers of each type that can host consolidated gangs (default: all of them).
+
+    Attributes (cvxpy, built on first use)
+    --------------------------------------
+    x : cvxpy Expression (n, k)
+        Time fractions (sums columns of pairs and placements).
+    x_columns : cvxpy Variable (E,)
+        One entry per allocation column (see :attr:`column_labels`).
+    effective_throughput : cvxpy Expression (n,)
+    capacity_constraint : cvxpy Constraint
+        ``sum_m scale_factor_m x[m, j] <= workers[j]``; its duals are the prices.
+    time_constraint : cvxpy Constraint
+        ``sum_j x[m, j] <= 1``.
+    """
+
+    name = "policy"
+    _work_conserving_default = True
+
+    def __init__(self, jobs: Jobs, cluster: Cluster, *, pairs: JobPairs | None = None,
+                 unconsolidated_throughput: ArrayLike | None = None,
+                 consolidated_capacity: ArrayLike | None = None) -> None:
+        self.inst = ColumnInstance(jobs, cluster, pairs, unconsolidated_throughput,
+                                   consolidated_capacity)
+        self.jobs, self.cluster = jobs, cluster
+        self._init_composition()
+        self._cvx: dict[str, Any] | None = None
+
+    # --- policy definition (subclasses) -----------------------------------------------------
+    def _extra_rows(self) -> tuple[sp.csr_matrix, np.ndarray] | None:
+        """Rows ``B x >= lower`` every stage keeps (e.g. SLOs)."""
+        return None
+
+    def _first_stages(self, solver: StageSolver, method: str) -> PolicyStages:
+        """Solve the policy's own stages (``method``: ``"fast"`` or ``"highs"``)."""
+        raise NotImplementedError
+
+    def _check_method(self, method: str) -> None:
+        """Raise :class:`InputError` if the policy cannot be solved by ``method`` (as the
+        caller passed it) in its current state (composed or not)."""
+
+    def _metric(self, tp: np.ndarray) -> np.ndarray:
+        return tp / self.inst.equal_tp
+
+    def _cvx_objective(self, cvx: dict[str, Any]) -> tuple[Any, list[Any]]:
+        """(maximised cvxpy expression, extra constraints) of the policy."""
+        raise NotImplementedError
+
+    # --- cvxpy composition ------------------------------------------------------------------
+    def _build_cvxpy(self) -> dict[str, Any]:
+        if self._cvx is not None:
+            return self._cvx
+        import cvxpy as cp
+
+        inst = self.inst
+        xc = cp.Variable(inst.E, nonneg=True, name="x_columns")
+        sel = np.isin(inst.col_kind[inst.mem_col], (0, 1, 2))
+        S = sp.csr_matrix((np.ones(int(sel.sum())),
+                           (inst.mem_job[sel] * inst.k + inst.col_type[inst.mem_col[sel]],
+                            inst.mem_col[sel])), shape=(inst.n * inst.k, inst.E))
+        x = cp.reshape(S @ xc, (inst.n, inst.k), order="C")
+        tp = inst.Tm @ xc
+        cvx: dict[str, Any] = {"xc": xc, "x": x, "tp": tp}
+        cvx["capacity"] = inst.W @ xc <= inst.cap
+        cvx["time"] = inst.M @ xc <= 1
+        base = [cvx["capacity"], cvx["time"], xc <= 1]
+        if inst.placement:
+            cvx["consolidated"] = inst.Wc @ xc <= inst.cons_cap
+            base.append(cvx["consolidated"])
+        extra = self._extra_rows()
+        if extra is not None:
+            base.append(extra[0] @ xc >= extra[1])
+        cvx["base"] = base
+        self._cvx = cvx
+        objective, cons = self._cvx_objective(cvx)
+        cvx["objective"] = objective
+        cvx["policy"] = cons
+        return cvx
+
+    @property
+    def x(self) -> Any:
+        """cvxpy expression ``(n, k)`` of time fractions."""
+        return self._build_cvxpy()["x"]
+
+    @property
+    def x_columns(self) -> Any:
+        """cvxpy variable over the allocation columns."""
+        return self._build_cvxpy()["xc"]
+
+    @property
+    def effective_throughput(self) -> Any:
+        """cvxpy expression ``(n,)``: ``throughput(m, X)``."""
+        return self._build_cvxpy()["tp"]
+
+    @property
+    def capacity_constraint(self) -> Any:
+        """cvxpy constraint ``W x <= workers`` (its duals are the prices)."""
+        return self._build_cvxpy()["capacity"]
+
+    @property
+    def time_constraint(self) -> Any:
+        """cvxpy constraint ``sum_j x[m, j] <= 1``."""
+        return self._build_cvxpy()["time"]
+
+    @property
+    def objective(self) -> Any:
+        """cvxpy expression of the (maximised) policy objective."""
+        return self._build_cvxpy()["objective"]
+
+    def add_constraint(self, constraint: Any) -> Self:
+        """Add a cvxpy constraint (on :attr:`x`, :attr:`effective_throughput`, ...)."""
+        self._build_cvxpy()  # builders that cannot compose (min cost) raise here
+        return super().add_constraint(constraint)
+
+    def add_objective_term(self, term: Any) -> Self:
+        """Add a concave cvxpy expression to the maximised objective; returns ``self``."""
+        self._build_cvxpy()
+        return super().add_objective_term(term)
+
+    def _cvx_unit(self) -> float:
+        """Power of two of the policy objective's scale (the cvxpy objective is divided by it,
+        so that the conic solver's tolerances see a unit-scale objective)."""
+        return 1.0
+
+    def problem(self) -> Any:
+        """The cvxpy problem ``max (objective + terms) / unit`` s.t. all constraints.
+
+        ``unit`` is a power of two of the policy objective's data scale (1 for data near unit
+        scale): the same maximiser, at a scale the conic solver's tolerances are made for."""
+        import cvxpy as cp
+
+        cvx = self._build_cvxpy()
+        obj = cvx["objective"]
+        for term in self._terms:
+            obj = obj + term
+        unit = self._cvx_unit()
+        if unit != 1.0:
+            obj = obj * (1.0 / unit)
+        return cp.Problem(cp.Maximize(obj), [*cvx["base"], *cvx["policy"], *self._constraints])
+
+    # --- solve ------------------------------------------------------------------------------
+    def solve(self, *, method: str = "auto", backend: Any = None,
+              work_conserving: bool | None = None, gap_tol: float = GAP_TOL,
+              feas_tol: float = FEAS_TOL, stage_tol: float = STAGE_TOL) -> Allocation:
+        """Solve the policy and certify the result.
+
+        Parameters
+        ----------
+        method : {"auto", "highs", "fast", "cvxpy"}
+            ``"highs"``: the LPs as sparse matrices through ``backend``; ``"fast"``: the
+            structured path where a policy has one (max-min fairness; else as ``"highs"``);
+            ``"cvxpy"``: the cvxpy model with added constraints/terms (Clarabel, conic KKT
+            certificate). ``"auto"``: ``"cvxpy"`` for composed models, else ``"fast"``.
+        backend : str or Backend, optional
+            LP backend (default HiGHS; interior point with crossover for large LPs); with
+            ``method="cvxpy"`` the conic backend (default and only certified one: Clarabel).
+            The structured fast paths solve their small LPs with the same backend.
+        work_conserving : bool, optional
+            Add the second stage (default: on where the policy's optimum is not unique).
+        gap_tol, feas_tol : float
+            Certificate tolerances (relative gap, relative constraint violation), in
+            ``(0, 0.1]`` (:mod:`fairalloc.tolerances`).
+        stage_tol : float
+            Relative slack with which a stage's optimum is kept in later stages (at most
+            ``gap_tol / 10``, so the first stage's certificate still holds at the end).
+
+        Every program is solved at unit scale (exact powers of two), so multiplying weights,
+        throughputs or durations by a constant gives the same allocation and verdict.
+
+        Raises
+        ------
+        InputError, InfeasibleError, SolverError, CertificateError
+        """
+        t0 = time.perf_counter()
+        self._check_method(method)
+        method = as_option(method, "method", THROUGHPUT_METHODS)
+        gap_tol = as_tolerance(gap_tol, "gap_tol")
+        feas_tol = as_tolerance(feas_tol, "feas_tol")
+        stage_tol = as_tolerance(stage_tol, "stage_tol")
+        # a kept stage loses at most stage_tol of its optimum: below the certificate's gap_tol
+        stage_tol = min(stage_tol, STAGE_SHARE_OF_GAP * gap_tol)
+        wc = (self._work_conserving_default if work_conserving is None
+              else as_bool(work_conserving, "work_conserving"))
+        if method == "auto":
+            method = "cvxpy" if self.composed else "fast"
+        if self.composed and method != "cvxpy":
+            raise InputError(f"method={method!r} cannot solve a model with added constraints "
+                             "or terms; use method='cvxpy'", argument="method")
+        if method == "cvxpy":
+            return self._solve_cvxpy(wc, gap_tol, feas_tol, stage_tol, t0,
+                                     "clarabel" if backend is None else backend)
+        spec = "highs" if backend is None else backend
+        be = backend_for(spec, self.inst.E)
+        solver = StageSolver(self.inst, be, stage_tol=stage_tol, gap_tol=gap_tol,
+                             feas_tol=feas_tol, extra_rows=self._extra_rows(),
+                             backend_spec=spec)
+        stages = self._first_stages(solver, method)
+        stage, res = stages.stage, stages.result
+        certs = [res.cert]
+        xcol = res.x[: self.inst.E]
+        if wc:
+            solver.fix(stage, res.value, at=xcol)
+            wstage = LinearStage(self._wc_objective(), "work-conserving")
+            try:
+                wres = (fast_floor(solver, wstage, prior=res) if method == "fast"
+                        else solver.run(wstage, "work-conserving"))
+                certs.append(wres.cert)
+                xcol = wres.x[: self.inst.E]
+            except CertificateError as exc:
+                # the secondary stage could not be certified (e.g. a job whose level needs a
+                # 1e-9 share of a type, below the solver's absolute tolerance): keep the
+                # certified first-stage allocation; its failed certificate is reported in
+                # stage_certificates
+                if exc.certificate is None:
+                    raise
+                warnings.warn(
+                    f"{self.name}: the work-conserving stage could not be certified "
+                    f"({exc}); returning the certified first-stage allocation, which may leave "
+                    "capacity idle (stage_certificates[1].ok is False)",
+                    FairallocWarning, stacklevel=2)
+                assert isinstance(exc.certificate, Certificate)
+                certs.append(exc.certificate)
+                solver.fall_back("work-conserving", "its certificate failed",
+                                 target="first-stage allocation")
+        cert = self._certify_final(solver, res, stage, xcol)
+        cert.check(backend=be.name)
+        certs[0] = cert
+        if solver.warm_used:
+            method = f"{method}+warm"  # the structured solver started from warm prices
+        stats = SolveStats(backend=solver.backend_names, method=method,
+                           seconds=time.perf_counter() - t0, iterations=solver.iterations,
+                           solves=solver.solves, raw_status=solver.raw_status,
+                           path=tuple(solver.path), fallbacks=tuple(solver.fallbacks))
+        return self._result(xcol, self._stage_prices(res),
+                            self._objective_value(cert, xcol, stages), cert,
+                            (*stages.before, certs[0], *stages.after_first, *certs[1:]), stats)
+
+    def _stage_prices(self, res: StageResult) -> np.ndarray:
+        return capacity_prices(res)
+
+    def _certify_final(self, solver: StageSolver, res: StageResult,
+                       stage: LevelStage | LinearStage, xcol: np.ndarray) -> Certificate:
+        """The certified stage's certificate at the final allocation."""
+        return solver.certify(res, stage, xcol)
+
+    def _objective_value(self, cert: Certificate, xcol: np.ndarray,
+                         stages: PolicyStages) -> float:
+        return cert.primal_value
+
+    def _wc_objective(self) -> np.ndarray:
+        """Work-conserving objective: total normalised throughput, per column."""
+        inst = self.inst
+        return np.asarray(inst.Tm.T @ (1.0 / inst.equal_tp)).ravel()
+
+    def _result(self, xcol: np.ndarray, prices: np.ndarray, objective: float, cert: Certificate,
+                certs: tuple[Certificate, ...], stats: SolveStats) -> Allocation:
+        inst = self.inst
+        tp = inst.throughput(xcol)
+        x = inst.to_matrix(xcol)
+        pair_x = None
+        if inst.pairs is not None:
+            sel = inst.col_kind == 2
+            flat = np.zeros((inst.pairs.num_pairs, inst.k))
+            flat[inst.pair_index, inst.col_type[sel]] = xcol[sel]
+            pair_x = flat
+        cons_x = inst.to_matrix(xcol, (0,)) if inst.placement else None
+        util = (inst.W @ xcol) / inst.cap
+        arrays = [x, prices, tp, pair_x, cons_x, util]
+        for arr in arrays:
+            if arr is not None:
+                arr.flags.writeable = False
+        metric = self._metric(tp)
+        metric.flags.writeable = False
+        return Allocation(objective=float(objective), status=Status.OPTIMAL, stats=stats,
+                          certificate=cert, x=x, prices=prices, effective_throughput=tp,
+                          metric=metric, policy=self.name, job_ids=self.jobs.ids,
+                          types=self.cluster.types, pair_x=pair_x, consolidated_x=cons_x,
+                          utilization=util, stage_certificates=certs)
+
+    def _cvx_objective_value(self, value: float, xcol: np.ndarray) -> float:
+        """The policy objective, in its own units, from the cvxpy optimum (default: as is)."""
+        return value
+
+    def _solve_cvxpy(self, wc: bool, gap_tol: float, feas_tol: float, stage_tol: float,
+                     t0: float, backend: Any = "clarabel") -> Allocation:
+        import cvxpy as cp
+
+        from .._cvxpy import solve_cvxpy
+
+        prob = self.problem()
+        unit = self._cvx_unit()
+        stats, cert = solve_cvxpy(prob, backend=backend, gap_tol=gap_tol, feas_tol=feas_tol)
+        cvx = self._build_cvxpy()
+        prices = unit * np.maximum(np.asarray(cvx["capacity"].dual_value, dtype=float), 0.0)
+        scaled = float(prob.value)
+        value = scaled * unit
+        cert = _rescale_cert(cert, unit)
+        certs = [cert]
+        iters, solves = stats.iterations, 1
+        if wc:
+            slack = stage_tol * max(abs(scaled), float(cert.scale or 0.0) / unit)
+            value_kept = scaled
+            obj = prob.objective.args[0]
+            g = self._wc_objective()
+            p2 = cp.Problem(cp.Maximize(g @ cvx["xc"]),
+                            [*prob.constraints, obj >= value_kept - slack])
+            stats2, cert2 = solve_cvxpy(p2, backend=backend, gap_tol=gap_tol,
+                                        feas_tol=feas_tol)
+            certs.append(cert2)
+            iters += stats2.iterations
+            solves += 1
+        xcol = np.clip(np.asarray(cvx["xc"].value, dtype=float), 0.0, 1.0)
+        st = SolveStats(backend=stats.backend, method="cvxpy", seconds=time.perf_counter() - t0,
+                        iterations=iters, solves=solves, raw_status=stats.raw_status,
+                        path=(CVXPY_STEP,) * solves)
+        return self._result(xcol, prices, self._cvx_objective_value(value, xcol), cert,
+                            tuple(certs), st)
+
+    def __repr__(self) -> str:
+        extra = (f", {len(self._constraints)} constraints, {len(self._terms)} terms"
+                 if self.composed else "")
+        return (f"{type(self).__name__}(jobs={self.inst.n}, types={self.inst.k}, "
+                f"columns={self.inst.E}{extra})")
+
+
+def _rescale_cert(cert: Certificate, unit: float) -> Certificate:
+    """``cert`` of a program whose objective was divided by ``unit`` (a power of two), in the
+    caller's units (exact; the relative gap and residuals are unchanged)."""
+    if unit == 1.0:
+        return cert
+    import dataclasses
+
+    return dataclasses.replace(
+        cert, primal_value=cert.primal_value * unit, dual_bound=cert.dual_bound * unit,
+        gap=cert.gap * unit, scale=None if cert.scale is None else cert.scale * unit)
+
+
+def _level_objective(cvx: dict[str, Any], stage: LevelStage) -> tuple[Any, list[Any]]:
+    """``max theta`` s.t. the level rows; ``theta = sigma theta'`` with a unit-scale variable
+    ``theta'`` and the rows divided by ``rho`` (:meth:`LevelStage.units`)."""
+    import cvxpy as cp
+
+    sigma, rho = stage.units()
+    var = cp.Variable(name="level")
+    theta = var if sigma == 1.0 else sigma * var
+    cvx["level"] = theta
+    C = stage.C if rho == 1.0 else sp.csr_matrix(stage.C / rho)
+    return theta, [C @ cvx["xc"] - (stage.b * (sigma / rho)) * var >= stage.h / rho]
+
+
+# --------------------------------------------------------------------------------------------
+# helpers shared by the policies
+# --------------------------------------------------------------------------------------------
+def _steps(jobs: Jobs, policy: str) -> np.ndarray:
+    if jobs.steps_remaining is None:
+        raise InputError(f"{policy} needs jobs.steps_remaining", argument="steps_remaining")
+    bad = jobs.steps_remaining <= 0
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise InputError(f"steps_remaining[{i}] is {jobs.steps_remaining[i]:g}; every job "
+                         f"must have steps left", argument="steps_remaining", index=(i,))
+    return jobs.steps_remaining
+
+
+def isolated_split(jobs: Jobs, cluster: Cluster) -> np.ndarray:
+    """The isolated allocation ``X^isolated``: each job gets ``1/n`` of every type (§4.1).
+
+    A job with gang size ``s`` and ``1/n`` of the ``c_j`` workers of type ``j`` runs
+    ``c_j / (n s)`` of the time there; rows are capped at 1 (a job cannot use more than all of
+    its time): ``X[m, j] = c_j / max(n s_m, sum_j c_j)`` on usable types. This allocation is
+    always feasible.
+
+    Examples
+    --------
+    >>> import fairalloc as fa
+    >>> isolated_split(fa.Jobs([[1.0, 1.0]] * 3), fa.Cluster({"a": 1, "b": 1})).round(4)
+    array([[0.3333, 0.3333],
+           [0.3333, 0.3333],
+           [0.3333, 0.3333]])
+    """
+    _check_jobs(jobs)
+    jobs.check_cluster(cluster)
+    cap = cluster.capacity
+    s = jobs.scale_factor
+    allowed = (jobs.throughput > 0) & (s[:, None] <= cap[None, :])
+    x = cap[None, :] / np.maximum(jobs.n * s, cap.sum())[:, None]
+    return readonly(np.where(allowed, x, 0.0))
+
+
+def _check_rates(rates: np.ndarray) -> None:
+    """``throughput / steps_remaining`` must be a finite float (steps of 1e-320 overflow)."""
+    if not np.isfinite(rates).all():
+        raise InputError("throughput / steps_remaining overflows the floating-point range "
+                         "(steps_remaining too small)", argument="steps_remaining")
+
+
+def _check_jobs(jobs: Any) -> None:
+    if not isinstance(jobs, Jobs):
+        raise InputError(f"jobs must be a fairalloc.Jobs, got {type(jobs).__name__}",
+                         argument="jobs")
+
+
+def equal_split(jobs: Jobs, cluster: Cluster) -> np.ndarray:
+    """``X^equal``: each job's time split across types in proportion to worker counts (§4.1).
+
+    Row sum 1 (the normaliser of max-min fairness, not itself a feasible allocation).
+
+    Examples
+    --------
+    >>> import fairalloc as fa
+    >>> equal_split(fa.Jobs([[40.0, 10.0]]), fa.Cluster({"v100": 1, "k80": 1}))
+    array([[0.5, 0.5]])
+    """
+    _check_jobs(jobs)
+    jobs.check_cluster(cluster)
+    cap = cluster.capacity
+    return readonly(np.tile(cap / cap.sum(), (jobs.n, 1)))
+
+
+def _rank(order: Any, n: int, name: str) -> np.ndarray:
+    arr = as_array(order, name, ndim=1, shape=(n,), nonneg=False)
+    return np.argsort(np.argsort(arr, kind="stable"), kind="stable")
