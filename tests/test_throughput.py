@@ -557,3 +557,26 @@ def test_fifo_arrival_is_lexicographic_against_independent_lps(seed, ties):
         r = linprog(-V[m], A_ub=A, b_ub=b, bounds=(0, 1), method="highs")
         assert r.status == 0
         assert v[m] >= -r.fun - 1e-5, m
+
+
+def test_policy_registry_is_the_one_table():
+    """Every Gavel policy is listed once: its builder, its one-call function (exported from
+    fairalloc) and a description; the function's result names the policy."""
+    from fairalloc.throughput import GAVEL_POLICIES, ThroughputPolicy, gavel_policy
+
+    assert list(GAVEL_POLICIES) == ["max_min_fairness", "water_filling", "finish_time_fairness",
+                                    "min_makespan", "max_total_throughput", "fifo",
+                                    "shortest_job_first", "min_cost"]
+    jobs = fa.Jobs([[40.0, 10.0], [12.0, 4.0]], steps_remaining=[100.0, 200.0])
+    cl = fa.Cluster({"v100": 1, "k80": 1})
+    for name, spec in GAVEL_POLICIES.items():
+        assert spec.name == name and spec.description
+        assert issubclass(spec.builder, ThroughputPolicy)
+        assert getattr(fa, name) is spec.function
+        assert getattr(fa, spec.builder.__name__) is spec.builder
+        kw = {"cost": [3.0, 1.0]} if "cost" in spec.needs else {}
+        r = spec.function(jobs, cl, **kw)
+        assert r.certificate.ok and r.policy.startswith(name)
+    with pytest.raises(fa.InputError, match="unknown Gavel policy") as e:
+        gavel_policy("lottery")
+    assert e.value.argument == "policy"

@@ -62,6 +62,35 @@ _REDUCED_COST_TOL = 1e-9
 #: ACCURACY: relative tolerance for a work-conserving objective to be a per-job multiple of
 #: the level rows (the floor solver's structure)
 _OMEGA_RTOL = 1e-12
+#: ACCURACY: a column with more time than this is "used" (reads a vertex off an allocation)
+_USED = 1e-12
+#: ACCURACY: relative rounding of a row activity (time, capacity, floor, theta range) below
+#: which the row counts as tight
+_ACTIVITY_ROUNDING = 1e-9
+#: ACCURACY: relative distance of a job's level from its floor at which it sits on the floor
+_AT_FLOOR = 1e-7
+#: smallest positive term added where a cost of 0 must still compare as "within the band"
+#: (not a tolerance)
+_TINY = 1e-300
+# Newton on demand = capacity (:func:`_newton`, :func:`_newton_prices`): PERFORMANCE knobs
+# (they decide how good the price estimate is, never the answer, which is certified)
+_NEWTON_STEP0 = 0.05  # first (and largest) finite-difference step in the log prices
+_NEWTON_STEP_MIN = 0.01  # smallest finite-difference step after a move
+_PLATEAU_MOVE = 1e-12  # demand change (relative to capacity) that counts as "moved"
+_PLATEAU_WIDEN = 4.0  # factor widening a finite-difference step on a demand plateau
+_CUT_UNDERUSE = 0.99  # a type used below this fraction of capacity may be priced 0
+_CUT_LOG_DROP = -2.0  # ... when Newton wants its log price this much below the others
+_CUT_BALANCE = 0.1  # level stages cut only once the other types are within this of balance
+_CUT_TRIES = 4  # attempts to price a slack type 0
+_BACKTRACK = (1.0, 0.5, 0.25, 0.125)  # damped Newton step lengths tried in turn
+_BAND_PER_ERROR = 4.0  # band of near-ties = Newton's capacity error / this ...
+_BAND_MAX = 0.05  # ... at most this
+_SAMPLE_TOL = 1e-2  # capacity error at which the sampled phase stops
+_SAMPLE_MAX_ERROR = 0.05  # the sampled phase's solution seeds the full phase below this
+_NEWTON_TOL = 1e-3  # capacity error at which the full phase stops
+_NEWTON_EVALS = 40  # demand evaluations of the sampled phase and of a floor stage
+_LEVEL_NEWTON_EVALS = 30  # demand evaluations of the full phase of a level stage
+_IPM_MIN_EXPLICIT = 400  # masters with more explicit jobs go to HiGHS' interior point
 
 
 def fast_level(solver: StageSolver, stage: LevelStage, *, max_rounds: int = _LEVEL_MAX_ROUNDS,
@@ -318,7 +347,7 @@ class _Demand:
         rows = np.arange(cost.shape[0])
         best = cost.argmin(axis=1)
         low = cost[rows, best]
-        near = (cost <= low[:, None] * (1 + band) + 1e-300).sum(axis=1) > 1
+        near = (cost <= low[:, None] * (1 + band) + _TINY).sum(axis=1) > 1
         lo_t, hi_t = self.lo[best], self.hi[best]
         two = lo_t < self.k
         colx = np.c_[col, np.full(rows.size, -1)]
@@ -388,12 +417,12 @@ def _newton(dem: _Demand, cap: np.ndarray, ref: int, theta: float, lr: np.ndarra
         rel = use / cap - u
         return float(np.max(np.where(zero, np.maximum(rel, 0.0), np.abs(rel))))
 
-    top = sat - 1e-12 * max(1.0, abs(sat))  # theta at sat, up to rounding
+    top = sat - _SAT_ROUNDING * max(1.0, abs(sat))  # theta at sat, up to rounding
     first = at(theta, lr)
     if first is None:
         return None
     out = first
-    evals, delta, fresh, restores, cut_tries = 1, 0.05, False, 0, 0
+    evals, delta, fresh, restores, cut_tries = 1, _NEWTON_STEP0, False, 0, 0
     zero = np.isneginf(lr)
     saved = np.zeros(k)  # log prices (relative to ref) of types priced 0, to restore
     at_sat = False
@@ -434,9 +463,9 @@ def _newton(dem: _Demand, cap: np.ndarray, ref: int, theta: float, lr: np.ndarra
                     if o is None:
                         return None
                     J[:, 1 + j] = (o[0] - use) / h
-                    if np.abs(o[0] - use).max() > 1e-12 * cap.max():
+                    if np.abs(o[0] - use).max() > _PLATEAU_MOVE * cap.max():
                         break
-                    h *= 4.0
+                    h *= _PLATEAU_WIDEN
             fresh = True
         J[:, 0] = -cap if at_sat else d
         Js = J[np.ix_(act, cols)] / cap[act, None]
@@ -450,13 +479,13 @@ def _newton(dem: _Demand, cap: np.ndarray, ref: int, theta: float, lr: np.ndarra
         full[fr] = step[1:]
         drop = full - full[act].max() if ref >= 0 else full  # floor stages: absolute prices
         # candidates for price 0: slack types Newton wants much cheaper, or far below capacity
-        cut = act & (use < cap * 0.99) & ((drop < -2.0) | (use < cap * 0.5))
+        cut = act & (use < cap * _CUT_UNDERUSE) & ((drop < _CUT_LOG_DROP) | (use < cap * 0.5))
         if ref < 0 and cut.any():  # floor stages: the most underused type first
             cut = types == np.argmin(np.where(cut, use / cap, np.inf))
         rest = act & ~cut
         # level stages: only once the other types balance (a low theta leaves all slack)
-        near = ref < 0 or bool(np.all(np.abs(use[rest] / cap[rest] - u) < 0.1))
-        if cut.any() and near and (ref < 0 or rest.any()) and cut_tries < 4:
+        near = ref < 0 or bool(np.all(np.abs(use[rest] / cap[rest] - u) < _CUT_BALANCE))
+        if cut.any() and near and (ref < 0 or rest.any()) and cut_tries < _CUT_TRIES:
             cut_tries += 1
             lp2 = lr.copy()
             lp2[cut] = -np.inf
@@ -479,7 +508,7 @@ def _newton(dem: _Demand, cap: np.ndarray, ref: int, theta: float, lr: np.ndarra
         if big > 1.0:
             step /= big
         moved = False
-        for t in (1.0, 0.5, 0.25, 0.125):
+        for t in _BACKTRACK:
             u2, th2 = (u + t * step[0], theta) if at_sat else (u, min(theta + t * step[0], sat))
             lp2 = lr.copy()
             lp2[fr] += t * step[1:]
@@ -502,7 +531,8 @@ def _newton(dem: _Demand, cap: np.ndarray, ref: int, theta: float, lr: np.ndarra
             resid = o[0] - use - J[:, cols] @ dz
             J[:, cols[1:]] += np.outer(resid, dz[1:]) / (dz[1:] @ dz[1:])
         fresh = False
-        delta = min(0.05, max(4.0 * float(np.abs(dz[1:]).max(initial=0.0)), 0.01))
+        delta = min(_NEWTON_STEP0, max(_PLATEAU_WIDEN * float(np.abs(dz[1:]).max(initial=0.0)),
+                                     _NEWTON_STEP_MIN))
         theta, u, lr, out, err = th2, u2, lp2, o, e2
     if at_sat:  # demand at sat exceeds capacity by the factor u: the level lies just below
         err = max(err, u - 1.0)
@@ -518,7 +548,7 @@ _NEWTON_MAX_ERROR = 0.25  # larger capacity errors: no estimate (the full LP ans
 def _band(err: float) -> float:
     """Band of near-ties given Newton's capacity error: coarse staircases (few, large jobs
     per type) leave errors of several percent, and the jobs on their steps must stay free."""
-    return float(np.clip(err / 4.0, _BAND0, 0.05))
+    return float(np.clip(err / _BAND_PER_ERROR, _BAND0, _BAND_MAX))
 
 
 def _newton_prices(A: np.ndarray, s: np.ndarray, b: np.ndarray, h: np.ndarray,
@@ -574,11 +604,12 @@ def _newton_prices(A: np.ndarray, s: np.ndarray, b: np.ndarray, h: np.ndarray,
         sub = np.random.default_rng(0).choice(m, size=_NEWTON_SAMPLE, replace=False)
         frac = _NEWTON_SAMPLE / m
         out = _newton(_Demand(A[sub], s[sub], b[sub], h[sub]), cap * frac, ref, theta, lr, None,
-                      sat, tol=1e-2, max_evals=40)
-        if out is not None and out[3] <= 0.05:
+                      sat, tol=_SAMPLE_TOL, max_evals=_NEWTON_EVALS)
+        if out is not None and out[3] <= _SAMPLE_MAX_ERROR:
             theta, lr, J, _ = out
             J = None if J is None else J / frac
-    out = _newton(_Demand(A, s, b, h), cap, ref, theta, lr, J, sat, tol=1e-3, max_evals=30)
+    out = _newton(_Demand(A, s, b, h), cap, ref, theta, lr, J, sat, tol=_NEWTON_TOL,
+                  max_evals=_LEVEL_NEWTON_EVALS)
     if out is None or out[3] > _NEWTON_MAX_ERROR:
         return None
     if info is not None:
@@ -634,7 +665,7 @@ def _solve_master(solver: StageSolver, stage: LevelStage, a: np.ndarray, agg: np
     with np.errstate(divide="ignore", invalid="ignore"):
         th_up = np.where(pos, (hi_v - h[ag]) / np.where(pos, b[ag], 1.0), np.inf)
         th_dn = np.where(pos, (lo_v - h[ag]) / np.where(pos, b[ag], 1.0), -np.inf)
-    fixed_bad = ~pos & ((h[ag] > hi_v * (1 + 1e-12)) | (h[ag] < lo_v * (1 - 1e-12)))
+    fixed_bad = ~pos & ((h[ag] > hi_v * (1 + _SAT_ROUNDING)) | (h[ag] < lo_v * (1 - _SAT_ROUNDING)))
     if fixed_bad.any():
         return None
     # the ranges are not imposed on theta (a wrong guess would make the master infeasible):
@@ -660,7 +691,7 @@ def _solve_master(solver: StageSolver, stage: LevelStage, a: np.ndarray, agg: np
     # no column upper bounds (implied by the time rows): the duals stay on the rows
     lp = LinearProgram.build(c, M, lo, up, np.r_[np.zeros(nx), -np.inf],
                              np.r_[np.full(nx, np.inf), np.inf])
-    sol = _sub_solve(solver, lp, ipm=r > 400)
+    sol = _sub_solve(solver, lp, ipm=r > _IPM_MIN_EXPLICIT)
     if sol is None:
         return None
     assert sol.x is not None and sol.row_duals is not None  # checked by _sub_solve
@@ -677,10 +708,10 @@ def _solve_master(solver: StageSolver, stage: LevelStage, a: np.ndarray, agg: np
     lam[ag] = np.where(two, (c2 - c1) / d, c1 / a1)
     mu[ag] = np.where(two, lam[ag] * a1 - c1, 0.0)
     bound_jobs = np.zeros(n, dtype=bool)
-    tol = 1e-9 * max(1.0, abs(theta))
+    tol = _ACTIVITY_ROUNDING * max(1.0, abs(theta))
     bound_jobs[ag] = pos & ((th_up < theta - tol) | (th_dn > theta + tol))
-    if (lam[ag] < -1e-12).any() or (mu[ag] < -1e-12).any():
-        bad = (lam[ag] < -1e-12) | (mu[ag] < -1e-12)
+    if (lam[ag] < -_SAT_ROUNDING).any() or (mu[ag] < -_SAT_ROUNDING).any():
+        bad = (lam[ag] < -_SAT_ROUNDING) | (mu[ag] < -_SAT_ROUNDING)
         bound_jobs[ag[bad]] = True
     lam = np.maximum(lam, 0.0)
     mu = np.maximum(mu, 0.0)
@@ -819,7 +850,7 @@ class _FloorDemand(_Demand):
         # a price error of ``band`` moves a value by about band * (its price term), which is
         # of the order of omega * a even when the job's net value is close to 0
         scale = self.omega * self.A.max(axis=1) + self.s * r.max(initial=0.0)
-        gap = band * np.maximum(np.abs(top), scale + 1e-12)
+        gap = band * np.maximum(np.abs(top), scale + _SAT_ROUNDING)
         near = (V >= (top - gap)[:, None]).sum(axis=1) > 1
         fl = best < K
         b = np.where(fl, best, 0)
@@ -873,7 +904,8 @@ def _floor_newton_prices(dem: _FloorDemand, cap: np.ndarray
         return None
     if (dem(np.zeros(cap.size), 0.0)[0] <= cap).all():
         return np.zeros(cap.size), _BAND0  # capacity binds nowhere
-    out = _newton(dem, cap, -1, 0.0, np.log(p0), None, np.inf, tol=1e-3, max_evals=40)
+    out = _newton(dem, cap, -1, 0.0, np.log(p0), None, np.inf, tol=_NEWTON_TOL,
+                  max_evals=_NEWTON_EVALS)
     if out is None or out[3] > _NEWTON_MAX_ERROR:
         return None
     return np.exp(out[1]), _band(out[3])
@@ -914,7 +946,7 @@ def _floor_duals(inst: ColumnInstance, A: np.ndarray, col: np.ndarray, a: np.nda
     tot = X.sum(axis=1)
     e1, e2 = vert.e1, vert.e2
     # one column at the floor *and* all the time: lambda and mu share one equation
-    general = general | ((e1 >= 0) & (e2 == -1) & (tot >= 1.0 - 1e-9))
+    general = general | ((e1 >= 0) & (e2 == -1) & (tot >= 1.0 - _ACTIVITY_ROUNDING))
     typ_of = np.full(inst.E + 1, 0)
     typ_of[:-1] = inst.col_type
     t1 = typ_of[np.where(e1 >= 0, e1, inst.E)]
@@ -943,7 +975,7 @@ def _floor_duals(inst: ColumnInstance, A: np.ndarray, col: np.ndarray, a: np.nda
     owners = [np.flatnonzero(floor1 | split), np.flatnonzero(full | split)]
     rec = ~general
     used = np.zeros(inst.E, dtype=bool)
-    used[xcol > 1e-12] = True
+    used[xcol > _USED] = True
     ce = np.flatnonzero(rec[inst.mem_job] & ~used)
     m = inst.mem_job[ce]
     ae = a[ce]
@@ -969,10 +1001,10 @@ def _floor_duals(inst: ColumnInstance, A: np.ndarray, col: np.ndarray, a: np.nda
     M = sp.vstack([P, sp.hstack([Q, sp.csr_matrix((Q.shape[0], n))])], format="csr")
     up = np.r_[g, -omega[inst.mem_job[cg]] * a[cg]]
     lo = np.r_[np.full(g.size, -np.inf), np.where(used[cg], up[g.size:], -np.inf)]
-    slack_t = inst.W @ xcol < inst.cap * (1.0 - 1e-9)
+    slack_t = inst.W @ xcol < inst.cap * (1.0 - _ACTIVITY_ROUNDING)
     lev = (X * A).sum(axis=1)
-    floor_slack = lev[gen] > f[gen] + 1e-9 * np.maximum(1.0, np.abs(f[gen]))
-    time_slack = tot[gen] < 1.0 - 1e-9
+    floor_slack = lev[gen] > f[gen] + _ACTIVITY_ROUNDING * np.maximum(1.0, np.abs(f[gen]))
+    time_slack = tot[gen] < 1.0 - _ACTIVITY_ROUNDING
     hi = np.r_[np.where(slack_t, 0.0, np.inf), np.where(floor_slack, 0.0, np.inf),
                np.where(time_slack, 0.0, np.inf), np.where(general | free, 0.0, np.inf)]
     c = np.r_[np.zeros(k + 2 * q), np.ones(n)]
@@ -982,7 +1014,7 @@ def _floor_duals(inst: ColumnInstance, A: np.ndarray, col: np.ndarray, a: np.nda
         return None, np.zeros(n, dtype=bool)
     assert sol.x is not None  # checked by _sub_solve
     sigma = sol.x[k + 2 * q:]
-    blocking = sigma > 1e-9 * (1.0 + omega * A.max(axis=1))
+    blocking = sigma > _REDUCED_COST_TOL * (1.0 + omega * A.max(axis=1))
     if blocking.any():
         return None, blocking
     pr = np.maximum(sol.x[:k], 0.0)
@@ -1066,11 +1098,11 @@ def _solve_floor_master(inst: ColumnInstance, a: np.ndarray, f: np.ndarray, omeg
     ], format="csr")
     lo = np.r_[np.full(k + r, -np.inf), f[ex]]
     up = np.r_[inst.cap - load, np.ones(r), np.full(r, np.inf)]
-    if (up[:k] < -1e-9 * (1 + inst.cap)).any():
+    if (up[:k] < -_ACTIVITY_ROUNDING * (1 + inst.cap)).any():
         return None
     up[:k] = np.maximum(up[:k], 0.0)
     lp = LinearProgram.build(-omega[inst.mem_job[cols]] * a[cols], M, lo, up, 0.0, np.inf)
-    sol = _sub_solve(solver, lp, ipm=r > 400)
+    sol = _sub_solve(solver, lp, ipm=r > _IPM_MIN_EXPLICIT)
     if sol is None:
         return None
     assert sol.x is not None  # checked by _sub_solve
@@ -1084,18 +1116,18 @@ def _vertices_from_x(inst: ColumnInstance, A: np.ndarray, col: np.ndarray, a: np
     n, k = A.shape
     X = np.zeros((n, k))
     X[inst.mem_job, inst.col_type] = xcol
-    used = X > 1e-12
+    used = X > _USED
     cnt = used.sum(axis=1)
     order = np.argsort(~used, axis=1, kind="stable")  # used types first
     rows = np.arange(n)
     j1, j2 = order[:, 0], order[:, min(1, k - 1)]
     lev = (X * A).sum(axis=1)
     tot = X.sum(axis=1)
-    at_floor = np.abs(lev - L) <= 1e-7 * np.maximum(1.0, np.abs(L))
+    at_floor = np.abs(lev - L) <= _AT_FLOOR * np.maximum(1.0, np.abs(L))
     e1 = np.where(cnt >= 1, col[rows, j1], -1)
-    full = (cnt == 1) & (np.abs(tot - 1.0) <= 1e-12) & ~at_floor
+    full = (cnt == 1) & (np.abs(tot - 1.0) <= _SAT_ROUNDING) & ~at_floor
     floor1 = (cnt == 1) & at_floor
-    split = (cnt == 2) & at_floor & (np.abs(tot - 1.0) <= 1e-9)
+    split = (cnt == 2) & at_floor & (np.abs(tot - 1.0) <= _ACTIVITY_ROUNDING)
     e2 = np.where(split, col[rows, j2], np.where(full, -2, -1))
     # order a split's columns: slower first
     swap = split & (A[rows, j1] > A[rows, j2])
