@@ -378,7 +378,8 @@ def _build_forecast(**fields: Any) -> RegimeForecast:
 
 
 # ---- epoch durations ------------------------------------------------------------------------
-def _fit_epoch_seconds(known_cfg: np.ndarray, known_sec: np.ndarray, cfg: np.ndarray) -> np.ndarray:
+def _fit_epoch_seconds(known_cfg: np.ndarray, known_sec: np.ndarray, cfg: np.ndarray
+                       ) -> np.ndarray:
     """Extrapolate seconds per epoch to configurations never measured.
 
     Iteration time ``alpha + beta*b`` (fixed overhead plus per-sample work) gives epoch time

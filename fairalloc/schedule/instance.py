@@ -274,8 +274,6 @@ class _PlanInstance:
     eta: float  # restart penalty
     z0: float
     reg_seconds: np.ndarray  # (N, K+1) cumulative regime seconds of the mean trajectory
-    k: float
-    lam: float
     E: np.ndarray  # (N,) total epochs
     F: np.ndarray  # (N,) done epochs
     traj_owner: np.ndarray  # (Q,) job of each trajectory (one per job, or its scenarios)
@@ -368,9 +366,11 @@ def _flatten(sec: np.ndarray, ep: np.ndarray, left: np.ndarray) -> tuple[np.ndar
     return mean[:, None], left[:, None].copy()
 
 
-def _build_plan_instance(jobs: Any, num_gpus: Any, *, rounds: Any, round_duration: Any, k: Any,
-                    lam: Any, z0: Any, util_floor: Any, expectation: str, makespan: str,
-                    regime_model: str, restart_penalty: Any) -> _PlanInstance:
+def _build_plan_instance(jobs: Any, num_gpus: Any, *, rounds: Any, round_duration: Any,
+                         k: Any, lam: Any, z0: Any, util_floor: Any, expectation: str,
+                         makespan: str, regime_model: str, restart_penalty: Any
+                         ) -> _PlanInstance:
+    """Validate the plan's inputs and build its per-count tables (every solver path's data)."""
     if isinstance(jobs, PlanJob):
         jobs = [jobs]
     if not isinstance(jobs, Sequence) or isinstance(jobs, str):
@@ -476,11 +476,11 @@ def _build_plan_instance(jobs: Any, num_gpus: Any, *, rounds: Any, round_duratio
         coef = math.exp(math.log(coef) - shift) if coef > 0 else 0.0
         eta = math.exp(math.log(eta) - shift) if eta > 0 else 0.0
     gval = weight[:, None] * np.log(np.maximum(util, floor))
-    inst = _PlanInstance(N=N, T=T, M=M, D=D, w=w, weight=weight, util=util, rem=rem, gval=gval,
-                     finish=finish, cap=cap, running=running, coef=coef, makespan=makespan,
-                     eta=eta, z0=z0_v, reg_seconds=reg_seconds, k=kexp, lam=lam_v, E=E, F=F,
-                     traj_owner=owner, traj_sec=sec, traj_ep=ep, traj_finish=finish_s,
-                     log_shift=shift, tau=_time_unit(D, rem))
+    inst = _PlanInstance(N=N, T=T, M=M, D=D, w=w, weight=weight, util=util, rem=rem,
+                         gval=gval, finish=finish, cap=cap, running=running, coef=coef,
+                         makespan=makespan, eta=eta, z0=z0_v, reg_seconds=reg_seconds, E=E,
+                         F=F, traj_owner=owner, traj_sec=sec, traj_ep=ep,
+                         traj_finish=finish_s, log_shift=shift, tau=_time_unit(D, rem))
     scale = _data_scale(inst)
     if not math.isfinite(scale):
         raise InputError(f"lam = {lam_v:g} (or restart_penalty = {eta:g}) makes the objective "

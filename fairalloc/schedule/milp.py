@@ -130,7 +130,10 @@ def _objective_scale(delta: np.ndarray, inst: _PlanInstance) -> float:
     needed so that the makespan and restart coefficients stay below ``1e12``.
     """
     mag = np.abs(delta[np.abs(delta) > 0])
-    sigma = 1.0 if mag.size == 0 else _pow2(1.0 / float(np.quantile(mag, OBJECTIVE_SCALE_QUANTILE)))
+    if mag.size == 0:
+        sigma = 1.0
+    else:
+        sigma = _pow2(1.0 / float(np.quantile(mag, OBJECTIVE_SCALE_QUANTILE)))
     big = max(inst.coef * inst.tau, inst.eta)
     if big * sigma > MAX_SCALED_COEFFICIENT:
         sigma = _pow2(MAX_SCALED_COEFFICIENT / big)
@@ -249,7 +252,7 @@ def _schedule_milp(inst: _PlanInstance, wc: str, *, time_limit: float | None,
     gval = inst.gval[act]
     nx = na * T
     zeros = np.zeros(na, dtype=np.int64)
-    owner, s, yoff = _steps(zeros, cap)
+    owner, s, _ = _steps(zeros, cap)
     ny = owner.size
     use_h = inst.coef > 0
     nr = na if use_h else 0

@@ -406,10 +406,10 @@ def plan_schedule(
         threads = as_positive_int(threads, "threads")
     warm_start = as_bool(warm_start, "warm_start")
     solver = _MilpRunner.of(backend, threads)
-    inst = _build_plan_instance(jobs, num_gpus, rounds=rounds, round_duration=round_duration, k=k,
-                           lam=lam, z0=z0, util_floor=util_floor, expectation=expectation,
-                           makespan=makespan, regime_model=regime_model,
-                           restart_penalty=restart_penalty)
+    inst = _build_plan_instance(jobs, num_gpus, rounds=rounds, round_duration=round_duration,
+                                k=k, lam=lam, z0=z0, util_floor=util_floor,
+                                expectation=expectation, makespan=makespan,
+                                regime_model=regime_model, restart_penalty=restart_penalty)
     try:
         return _plan(inst, method, wc, gap, limit, warm_start, solver, t0)
     except FairallocError:
