@@ -1,0 +1,282 @@
+"""Clusters and job sets (Gavel §3): clusters, throughputs, gangs, weights, job sets."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from ...errors import InputError
+from ._common import (
+    ACCELERATOR_TYPES,
+    PERMILLE,
+    Range,
+    Size,
+    as_count,
+    density_permille,
+    fmt_array,
+    plural,
+    size_bounds,
+    value_draws,
+    value_range,
+)
+
+
+# ============================================================================================
+# clusters and job sets (Gavel §3)
+# ============================================================================================
+def clusters(*, types: Size = (1, 3), workers: Size = (1, 8),
+             names: Sequence[str] = ACCELERATOR_TYPES) -> st.SearchStrategy[Any]:
+    """:class:`fairalloc.Cluster` with ``types`` accelerator types of ``workers`` each.
+
+    Type names come from ``names`` in order (``type<k>`` beyond its end); worker counts
+    shrink towards 1.
+    """
+    from ...data import Cluster
+
+    tlo, thi = size_bounds(types, "types")
+    wlo, whi = size_bounds(workers, "workers")
+    pool = tuple(str(x) for x in names)
+    if len(set(pool)) != len(pool):
+        raise InputError("names repeats a type name", argument="names")
+
+    @st.composite
+    def draw_cluster(draw: st.DrawFn) -> Cluster:
+        k = draw(st.integers(tlo, thi))
+        caps = draw(arrays(np.int64, k, elements=st.integers(wlo, whi)))
+        labels = [pool[i] if i < len(pool) else f"type{i}" for i in range(k)]
+        return Cluster({t: int(c) for t, c in zip(labels, caps)})
+
+    return draw_cluster()
+
+
+def throughputs(n: int, k: int, *, values: Range = (0.5, 100.0), density: float = 0.7,
+                integers: bool = False, runnable: np.ndarray | None = None
+                ) -> st.SearchStrategy[np.ndarray]:
+    """Throughput matrices (n, k) in steps/s; zero means "cannot run on that type".
+
+    Every job can run somewhere: its favourite type gets a positive throughput. With
+    ``runnable`` (boolean (n, k)) the favourite is drawn among the ``True`` entries of its
+    row (e.g. the types its gang fits on); every row of ``runnable`` needs one.
+    """
+    nn = as_count(n, "n")
+    kk = as_count(k, "k")
+    lo, hi = value_range(values, "values")
+    zero = density_permille(density)
+    vals = value_draws(lo, hi, bool(integers))
+    if runnable is not None:
+        fit = np.asarray(runnable, dtype=bool)
+        if fit.shape != (nn, kk):
+            raise InputError(f"runnable has shape {fit.shape}, expected {(nn, kk)}",
+                             argument="runnable")
+        if not fit.any(axis=1).all():
+            i = int(np.flatnonzero(~fit.any(axis=1))[0])
+            raise InputError(f"runnable[{i}] is all False", argument="runnable", index=(i,))
+    else:
+        fit = np.ones((nn, kk), dtype=bool)
+
+    @st.composite
+    def draw_throughput(draw: st.DrawFn) -> np.ndarray:
+        values_ = draw(arrays(np.float64, (nn, kk), elements=vals))
+        roll = draw(arrays(np.int64, (nn, kk), elements=st.integers(0, PERMILLE - 1)))
+        tp = np.where(roll >= zero, values_, 0.0)
+        # favourite: the r-th runnable type of the row (r drawn, taken modulo the count)
+        count = fit.sum(axis=1)
+        r = draw(arrays(np.int64, nn, elements=st.integers(0, kk - 1))) % count
+        fav = np.argmax(np.cumsum(fit, axis=1) > r[:, None], axis=1)
+        fav_val = draw(arrays(np.float64, nn, elements=vals))
+        rows = np.arange(nn)
+        tp[rows, fav] = np.where(tp[rows, fav] > 0, tp[rows, fav], fav_val)
+        return tp
+
+    return draw_throughput()
+
+
+def scale_factors(n: int, *, max_scale_factor: int = 1, powers_of_two: bool = False
+                  ) -> st.SearchStrategy[np.ndarray]:
+    """Gang sizes (workers a job uses at once), integers in ``[1, max_scale_factor]``.
+
+    ``powers_of_two`` draws 1, 2, 4, ... as distributed training jobs usually use.
+    """
+    nn = as_count(n, "n")
+    top = as_count(max_scale_factor, "max_scale_factor")
+    if powers_of_two:
+        exps = int(math.floor(math.log2(top)))
+        elem = st.integers(0, exps).map(lambda e: float(2 ** e))
+    else:
+        elem = st.integers(1, top).map(float)
+    return arrays(np.float64, nn, elements=elem)
+
+
+def weights(n: int, *, values: Range = (0.25, 4.0)) -> st.SearchStrategy[np.ndarray]:
+    """Positive priority weights; they shrink towards 1 (unweighted)."""
+    nn = as_count(n, "n")
+    lo, hi = value_range(values, "values")
+    return arrays(np.float64, nn, elements=st.floats(lo, hi))
+
+
+def job_sets(cluster: Any, *, n: Size = (1, 5), values: Range = (0.5, 100.0),
+             density: float = 0.7, integers: bool = False, max_scale_factor: int = 1,
+             weighted: bool = False, weight_values: Range = (0.25, 4.0),
+             steps: Range | None = (100.0, 10000.0), elapsed: Range | None = None
+             ) -> st.SearchStrategy[Any]:
+    """:class:`fairalloc.Jobs` that can all be scheduled on ``cluster``.
+
+    Gang sizes are drawn up to ``min(max_scale_factor, largest capacity)`` and every job gets
+    a positive throughput on a type its gang fits on (``Jobs.check_cluster`` passes).
+
+    Parameters
+    ----------
+    cluster : fairalloc.Cluster
+    n : int or (int, int)
+        Number of jobs.
+    values, density, integers
+        Throughput range, fraction of non-zero throughputs, integer throughputs
+        (:func:`throughputs`).
+    max_scale_factor : int
+        Largest gang size.
+    weighted : bool
+        Draw priority weights (else all 1).
+    steps : (float, float) or None
+        Range of ``steps_remaining`` (needed by finish-time, makespan and SJF policies);
+        ``None`` leaves it unset.
+    elapsed : (float, float) or None
+        Range of ``elapsed`` seconds (FIFO order, finish-time fairness); default all zero.
+    """
+    from ...data import Cluster, Jobs
+
+    if not isinstance(cluster, Cluster):
+        raise InputError(f"cluster must be a fairalloc.Cluster, got {type(cluster).__name__}",
+                         argument="cluster")
+    nlo, nhi = size_bounds(n, "n")
+    top = min(as_count(max_scale_factor, "max_scale_factor"), int(cluster.capacity.max()))
+    k = cluster.num_types
+    cap = cluster.capacity
+    value_range(values, "values")
+    density_permille(density)
+    if weighted:
+        value_range(weight_values, "weight_values")
+    if steps is not None:
+        value_range(steps, "steps")
+    if elapsed is not None:
+        value_range(elapsed, "elapsed", allow_zero=True)
+
+    @st.composite
+    def draw_jobs(draw: st.DrawFn) -> Jobs:
+        nn = draw(st.integers(nlo, nhi))
+        sf = draw(scale_factors(nn, max_scale_factor=top))
+        fits = sf[:, None] <= cap[None, :]
+        tp = draw(throughputs(nn, k, values=values, density=density, integers=integers,
+                              runnable=fits))
+        w = draw(weights(nn, values=weight_values)) if weighted else None
+        rem = (draw(arrays(np.float64, nn, elements=st.floats(*steps)))
+               if steps is not None else None)
+        el = (draw(arrays(np.float64, nn, elements=st.floats(*elapsed)))
+              if elapsed is not None else None)
+        return Jobs(tp, scale_factor=sf, weight=w, steps_remaining=rem, elapsed=el)
+
+    return draw_jobs()
+
+
+@dataclass(frozen=True, eq=False)
+class ClusterInstance:
+    """Jobs on a cluster: what a Gavel-style policy ``policy(jobs, cluster)`` is given."""
+
+    jobs: Any
+    cluster: Any
+
+    @property
+    def n(self) -> int:
+        """Number of jobs."""
+        return int(self.jobs.n)
+
+    def args(self) -> tuple[Any, Any]:
+        """``(jobs, cluster)`` (both immutable)."""
+        return self.jobs, self.cluster
+
+    def key(self) -> bytes:
+        """Bytes that identify the instance (for caching policy outputs)."""
+        j = self.jobs
+        parts = [repr(j.throughput.shape).encode(), j.throughput.tobytes(),
+                 j.scale_factor.tobytes(), j.weight.tobytes(), j.elapsed.tobytes(),
+                 b"" if j.steps_remaining is None else j.steps_remaining.tobytes(),
+                 b"" if j.isolated_elapsed is None else j.isolated_elapsed.tobytes(),
+                 repr(self.cluster.types).encode(), self.cluster.capacity.tobytes()]
+        return b"|".join(parts)
+
+    def with_row(self, agent: int, row: np.ndarray) -> ClusterInstance:
+        """The same jobs with job ``agent``'s throughput row replaced (a misreport)."""
+        from ...data import Jobs
+
+        j = self.jobs
+        tp = np.array(j.throughput, copy=True)
+        tp[agent] = row
+        return ClusterInstance(Jobs(tp, scale_factor=j.scale_factor, weight=j.weight,
+                                    ids=j.ids, steps_remaining=j.steps_remaining,
+                                    elapsed=j.elapsed, isolated_elapsed=j.isolated_elapsed),
+                               self.cluster)
+
+    def _columns(self) -> list[tuple[str, np.ndarray]]:
+        j = self.jobs
+        cols = [("scale_factor", j.scale_factor), ("weight", j.weight)]
+        if j.steps_remaining is not None:
+            cols.append(("steps_remaining", j.steps_remaining))
+        if np.any(j.elapsed != 0):
+            cols.append(("elapsed", j.elapsed))
+        if j.isolated_elapsed is not None:
+            cols.append(("isolated_elapsed", j.isolated_elapsed))
+        return cols
+
+    def describe(self) -> str:
+        """The cluster and the jobs, one array per line."""
+        cols = self._columns()
+        width = max(len("throughput"), *(len(name) for name, _ in cols))
+        pad = " " * (width + 5)
+        lines = [f"cluster {self.cluster!r}; {plural(self.n, 'job')} on types "
+                 f"{list(self.cluster.types)}",
+                 f"  {'throughput':<{width}} = "
+                 + fmt_array(self.jobs.throughput).replace("\n", "\n" + pad)]
+        lines += [f"  {name:<{width}} = {fmt_array(v)}" for name, v in cols]
+        return "\n".join(lines)
+
+    def as_code(self, name: str = "policy") -> str:
+        """A Python call that reproduces the policy's input."""
+        kw = ", ".join(f"{k}={v.tolist()!r}" for k, v in self._columns())
+        workers = {t: int(c) for t, c in zip(self.cluster.types, self.cluster.capacity)}
+        return (f"{name}(fa.Jobs({self.jobs.throughput.tolist()!r}, {kw}), "
+                f"fa.Cluster({workers!r}))")
+
+
+def cluster_instances(*, n: Size = (1, 4), types: Size = (1, 3), workers: Size = (1, 4),
+                      names: Sequence[str] = ACCELERATOR_TYPES, values: Range = (0.5, 100.0),
+                      density: float = 0.7, integers: bool = False, max_scale_factor: int = 1,
+                      weighted: bool = False, weight_values: Range = (0.25, 4.0),
+                      steps: Range | None = (100.0, 10000.0), elapsed: Range | None = None
+                      ) -> st.SearchStrategy[ClusterInstance]:
+    """A cluster (:func:`clusters`) and jobs that fit it (:func:`job_sets`, with ``values``
+    to ``elapsed`` as there).
+
+    Examples
+    --------
+    >>> from fairalloc.testing.strategies import minimal
+    >>> inst = minimal(cluster_instances(), lambda x: x.n == 2)
+    >>> inst.jobs.throughput.shape, inst.cluster.types
+    ((2, 1), ('v100',))
+    """
+    cl = clusters(types=types, workers=workers, names=names)
+    size_bounds(n, "n")
+
+    @st.composite
+    def draw_instance(draw: st.DrawFn) -> ClusterInstance:
+        c = draw(cl)
+        return ClusterInstance(draw(job_sets(
+            c, n=n, values=values, density=density, integers=integers,
+            max_scale_factor=max_scale_factor, weighted=weighted, weight_values=weight_values,
+            steps=steps, elapsed=elapsed)), c)
+
+    return draw_instance()
