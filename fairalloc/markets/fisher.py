@@ -363,11 +363,20 @@ class FisherMarket(Composable):
 
     # --- cvxpy composition ----------------------------------------------------------------
     def _build_cvxpy(self) -> dict[str, Any]:
+        """The model's cvxpy pieces, built once (added constraints refer to its variables)."""
+        if self._cvx is None:
+            self._cvx = self._cvxpy_pieces()
+        return self._cvx
+
+    def _pieces(self) -> dict[str, Any]:
+        """The model's cvxpy pieces for a solve: the built ones, else fresh ones that are not
+        kept (``solve`` writes no state on the builder)."""
+        return self._cvx if self._cvx is not None else self._cvxpy_pieces()
+
+    def _cvxpy_pieces(self) -> dict[str, Any]:
         """The program's cvxpy pieces. The variables live in normalised units (see
         :meth:`_normalise`); :attr:`x` and :attr:`utility_expr` are expressions in the caller's
         units, so added constraints and terms are written in the caller's units."""
-        if self._cvx is not None:
-            return self._cvx
         import cvxpy as cp
 
         n, m, T = self.n, self.m, self.T
@@ -395,9 +404,8 @@ class FisherMarket(Composable):
             extra = [cp.multiply(unusable.astype(float), var) == 0] if unusable.any() else []
         util = util_n if unit_util else cp.multiply(ufac, util_n)
         supply_con = cp.sum(alloc_n, axis=0) <= self._s_norm
-        self._cvx = {"x": x, "util": util, "util_n": util_n, "var": var, "supply": supply_con,
-                     "extra": extra}
-        return self._cvx
+        return {"x": x, "util": util, "util_n": util_n, "var": var, "supply": supply_con,
+                "extra": extra}
 
     @property
     def x(self) -> Any:
@@ -450,9 +458,11 @@ class FisherMarket(Composable):
         >>> FisherMarket([[1.0, 2.0]]).problem().is_dcp()
         True
         """
+        return self._problem(self._build_cvxpy())
+
+    def _problem(self, cvx: dict[str, Any]) -> Any:
         import cvxpy as cp
 
-        cvx = self._build_cvxpy()
         objective = cp.sum(cp.multiply(self._b_norm, cp.log(cvx["util_n"])))
         for term in self._terms:
             objective = objective + (term if self._fb == 1.0 else term / self._fb)
@@ -686,7 +696,7 @@ class FisherMarket(Composable):
         """Whether every added constraint holds at ``alloc`` (caller's units), within
         ``feas_tol`` relative to the magnitude of its sides; ``False`` when it cannot be
         decided (a constraint involving variables other than the market's)."""
-        cvx = self._build_cvxpy()
+        cvx = self._pieces()
         var = cvx["var"]
         if any(v is not var for c in self._constraints for v in c.variables()):
             return False
@@ -732,7 +742,8 @@ class FisherMarket(Composable):
             log.fallback(plain, "cvxpy", "an added constraint binds at the plain equilibrium"
                          if cert.ok else "the plain equilibrium was not certified")
         log.step("cvxpy")
-        problem = self.problem()
+        cvx = self._pieces()
+        problem = self._problem(cvx)
         try:
             stats, conic_cert = solve_cvxpy(problem, backend=log.conic, gap_tol=gap_tol,
                                             feas_tol=feas_tol, time_limit=time_limit)
@@ -747,7 +758,6 @@ class FisherMarket(Composable):
         log.ran(stats.backend, stats.raw_status)
         iters += stats.iterations
         solves += 1
-        cvx = self._build_cvxpy()
         n, m, T = self.n, self.m, self.T
         dual = cvx["supply"].dual_value
         if dual is None or cvx["x"].value is None:
