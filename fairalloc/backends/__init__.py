@@ -15,8 +15,6 @@ Optional backends are never picked implicitly; :func:`get_backend` raises
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..errors import InputError
 from .base import (
     USABLE,
@@ -65,7 +63,8 @@ def available_backends() -> list[str]:
     return [name for name, cls in BACKENDS.items() if cls.available()]
 
 
-def get_backend(backend: str | Backend, *, need: str | None = None, **options: Any) -> Backend:
+def get_backend(backend: str | Backend, *, need: str | None = None,
+                solver: str | None = None) -> Backend:
     """Return a backend instance by name (or pass an instance through).
 
     Parameters
@@ -75,8 +74,11 @@ def get_backend(backend: str | Backend, *, need: str | None = None, **options: A
     need : str, optional
         A capability the caller requires (``"lp"``, ``"milp"``, ``"exp_cone"``, ``"duals"``,
         ``"cvxpy"``); :class:`fairalloc.InputError` if the backend lacks it.
-    **options
-        Passed to the backend's constructor (e.g. ``solver="ipm"`` for HiGHS).
+    solver : str, optional
+        The algorithm or sub-solver of a backend that has several, passed to its constructor:
+        HiGHS's ``"choose"`` (default), ``"simplex"``, ``"ipm"`` or ``"pdlp"``; Pyomo's solver
+        name (default ``"appsi_highs"``). :class:`fairalloc.InputError` for a backend
+        instance or a backend without sub-solvers.
 
     Examples
     --------
@@ -84,6 +86,9 @@ def get_backend(backend: str | Backend, *, need: str | None = None, **options: A
     'highs'
     """
     if isinstance(backend, Backend):
+        if solver is not None:
+            raise InputError("solver= applies to a backend named by string, not an instance",
+                             argument="solver")
         inst = backend
     else:
         cls = BACKENDS.get(backend) if isinstance(backend, str) else None
@@ -91,7 +96,13 @@ def get_backend(backend: str | Backend, *, need: str | None = None, **options: A
             raise InputError(
                 f"backend must be one of {sorted(BACKENDS)}; got {backend!r}", argument="backend"
             )
-        inst = cls(**options)
+        if solver is None:
+            inst = cls()
+        elif cls in (HighsBackend, PyomoBackend):
+            inst = cls(solver=solver)
+        else:
+            raise InputError(f"backend {backend!r} has no sub-solvers; got solver={solver!r}",
+                             argument="solver")
     if need is not None and not inst.supports(need):
         raise InputError(
             f"backend {inst.name!r} cannot solve this program (needs {need!r}; it supports "
