@@ -5,8 +5,13 @@ on the active jobs and returns fractional :class:`~fairalloc.sim.TimeShares`, wh
 simulator realises with Gavel's round-based mechanism; the program is re-solved when jobs
 arrive, finish or change regime (or every round with ``recompute="round"``).
 
-:data:`GAVEL_POLICIES` is the one table of the Gavel programs the simulator registers by name
-(:mod:`fairalloc.sim.policies.registry` reads it): registry name, objective, description.
+The programs come from the one table of Gavel policies,
+:data:`fairalloc.throughput.registry.GAVEL_POLICIES`: every policy there whose inputs the
+simulator can provide (:data:`SIMULATOR_PROVIDES`) is an objective here and is registered by
+its name (:func:`gavel_policies`), so adding a Gavel policy needs no edit in ``fairalloc.sim``.
+This module only adds what is the simulator's own: the short names of the papers'
+evaluations (:data:`GAVEL_ALIASES`), the 1/n split ``"isolated"``, and the fixed options some
+objectives run with (:data:`OBJECTIVE_OPTIONS`).
 """
 
 from __future__ import annotations
@@ -18,29 +23,38 @@ import numpy as np
 
 from ..._validation import as_option
 from ...data import Cluster, Jobs
+from ...throughput import isolated_split
+from ...throughput.registry import GAVEL_POLICIES as THROUGHPUT_POLICIES
 from ..state import RoundState, TimeShares
 from ..workload import Workload
 from .base import BasePolicy
 
-__all__ = ["GAVEL_OBJECTIVES", "GAVEL_POLICIES", "GavelPolicy"]
+__all__ = ["GAVEL_ALIASES", "GAVEL_OBJECTIVES", "OBJECTIVE_OPTIONS", "SIMULATOR_PROVIDES",
+           "GavelPolicy", "gavel_policies"]
+
+#: the job data a simulated round gives a Gavel program beyond throughputs
+#: (:meth:`fairalloc.sim.JobView.to_jobs`); a registry policy that needs more (e.g. ``cost``)
+#: is not offered by the simulator
+SIMULATOR_PROVIDES = frozenset({"steps_remaining"})
 
 #: the Gavel programs a :class:`GavelPolicy` can run (``"isolated"``: the 1/n split, no program)
-GAVEL_OBJECTIVES = ("max_min_fairness", "water_filling", "finish_time_fairness",
-                    "min_makespan", "max_total_throughput", "fifo", "shortest_job_first",
-                    "isolated")
+GAVEL_OBJECTIVES = (*(name for name, spec in THROUGHPUT_POLICIES.items()
+                      if set(spec.needs) <= SIMULATOR_PROVIDES), "isolated")
 
-#: registry name -> (objective, description) of every Gavel program the simulator registers
-GAVEL_POLICIES: dict[str, tuple[str, str]] = {
-    "max_min_fairness": ("max_min_fairness", "Gavel heterogeneity-aware max-min fairness (LAS)"),
+#: objective -> (registry policy whose function solves it, the options it always runs with):
+#: the simulator's water-filling is Gavel's single-level max-min water-filling, and its
+#: maximum total throughput is normalised (the papers' "MST")
+OBJECTIVE_OPTIONS: dict[str, tuple[str, dict[str, Any]]] = {
+    "water_filling": ("max_min_fairness", {"water_filling": True}),
+    "max_total_throughput": ("max_total_throughput", {"normalized": True}),
+}
+
+#: the simulator's own names: name -> (objective, description)
+GAVEL_ALIASES: dict[str, tuple[str, str]] = {
     "gavel": ("max_min_fairness", "alias of max_min_fairness"),
-    "water_filling": ("water_filling", "Gavel max-min fairness with water filling"),
-    "finish_time_fairness": ("finish_time_fairness", "Gavel finish-time fairness program"),
     "themis_ftf": ("finish_time_fairness",
                    "the Shockwave artifact's 'Themis' baseline: Gavel's FTF program"),
-    "min_makespan": ("min_makespan", "Gavel minimum makespan (one LP)"),
     "ossp": ("min_makespan", "OSSP baseline: minimum makespan"),
-    "max_total_throughput": ("max_total_throughput",
-                             "maximum total normalised throughput (MST)"),
     "mst": ("max_total_throughput", "alias of max_total_throughput"),
     "gavel_fifo": ("fifo", "Gavel's FIFO program"),
     "sjf": ("shortest_job_first", "Gavel's shortest-job-first program"),
@@ -48,25 +62,21 @@ GAVEL_POLICIES: dict[str, tuple[str, str]] = {
 }
 
 
+def gavel_policies() -> dict[str, tuple[str, str]]:
+    """Simulator name -> (objective, description) of every Gavel program: each objective under
+    its registry name (description from the registry), then :data:`GAVEL_ALIASES`."""
+    out = {name: (name, f"Gavel {THROUGHPUT_POLICIES[name].description}")
+           for name in GAVEL_OBJECTIVES if name in THROUGHPUT_POLICIES}
+    out.update(GAVEL_ALIASES)
+    return out
+
+
 def _solve(objective: str, jobs: Jobs, cluster: Cluster, options: dict[str, Any]) -> Any:
     """Time shares ``x`` of the Gavel program ``objective`` (``options``: solver options)."""
-    from ... import throughput as tp
-
     if objective == "isolated":
-        return tp.isolated_split(jobs, cluster)
-    if objective == "max_min_fairness":
-        return tp.max_min_fairness(jobs, cluster, **options).x
-    if objective == "water_filling":
-        return tp.max_min_fairness(jobs, cluster, water_filling=True, **options).x
-    if objective == "finish_time_fairness":
-        return tp.finish_time_fairness(jobs, cluster, **options).x
-    if objective == "min_makespan":
-        return tp.min_makespan(jobs, cluster, **options).x
-    if objective == "max_total_throughput":
-        return tp.max_total_throughput(jobs, cluster, normalized=True, **options).x
-    if objective == "fifo":
-        return tp.fifo(jobs, cluster, order=-jobs.elapsed, **options).x
-    return tp.shortest_job_first(jobs, cluster, **options).x
+        return isolated_split(jobs, cluster)
+    name, fixed = OBJECTIVE_OPTIONS.get(objective, (objective, {}))
+    return THROUGHPUT_POLICIES[name].function(jobs, cluster, **fixed, **options).x
 
 
 class GavelPolicy(BasePolicy):

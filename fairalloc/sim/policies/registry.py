@@ -2,8 +2,8 @@
 :func:`available_policies` and :func:`make_policy` (used by :func:`fairalloc.sim.simulate`,
 the ``fairalloc simulate`` command and sweeps).
 
-The Gavel programs are registered from :data:`~fairalloc.sim.policies.gavel.GAVEL_POLICIES`
-(name, objective, description); the other policies below.
+The Gavel programs are registered from :func:`~fairalloc.sim.policies.gavel.gavel_policies`
+(which reads :data:`fairalloc.throughput.registry.GAVEL_POLICIES`); the other policies below.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 from ...errors import FairallocError, InputError
 from .baselines import AlloXPolicy, FIFOPolicy, GandivaFairPolicy, TiresiasLAS
 from .efq import EFQPolicy
-from .gavel import GAVEL_POLICIES, GavelPolicy
+from .gavel import GavelPolicy, gavel_policies
 from .shockwave import ShockwavePolicy
 from .themis import ThemisPolicy
 
@@ -75,7 +75,8 @@ def make_policy(name: str, **params: Any) -> Any:
     return policy
 
 
-for _name, (_objective, _description) in GAVEL_POLICIES.items():
+# the Gavel programs first: a baseline of the same name ("fifo") replaces Gavel's below
+for _name, (_objective, _description) in gavel_policies().items():
     register_policy(_name, functools.partial(GavelPolicy, _objective), _description)
 register_policy("fifo", FIFOPolicy, "first come first served with backfilling")
 register_policy("las", TiresiasLAS, "Tiresias discretised 2D least attained service")
