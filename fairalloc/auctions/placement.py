@@ -192,9 +192,17 @@ class PlacementProgram:
             else np.zeros(0)
         self.home_m = np.array([t.home_machine for t in tables], dtype=np.int64)
         self.home_r = np.array([t.home_rack for t in tables], dtype=np.int64)
-        self._machine_types()
-        self._choice_columns()
-        self._pattern_types()
+        (self.machines, self.type_of, self.t_count, self.first_machine, self.t_cap,
+         self.t_rack) = self._machine_types()
+        self.num_types = int(self.t_count.size)
+        self.c0_o, self.c0_t, self.c1_o, self.c1_r, self.c2_o = self._choice_columns()
+        self.col_option = np.concatenate([self.c0_o, self.c1_o, self.c2_o]).astype(np.int64)
+        self.col_k = self.k_opt[self.col_option].astype(float)
+        self.col_agent = agent[self.col_option]
+        self.pat_type, self.pat_rows, self.pat_sizes, self.knap_types = self._pattern_types()
+        self.columns = PlacementColumns(
+            num_machine=self.c0_o.size, num_rack=self.c1_o.size, num_anywhere=self.c2_o.size,
+            pattern_counts=tuple(int(p.shape[0]) for p in self.pat_rows))
         cols = self.columns
         nc = cols.num_choices
         A, row_lower, row_upper = self._rows()
@@ -221,9 +229,11 @@ class PlacementProgram:
             col_upper=np.r_[np.ones(nc), pat_upper], integrality=np.ones(ncol, dtype=bool),
             num_agents=n, option=self.col_option, columns=cols.packing, routes=self)
 
-    # ---- construction (called once, from __init__) -----------------------------------------
-    def _machine_types(self) -> None:
-        """Group the machines with offered GPUs into types (``type_of``, ``t_*`` arrays)."""
+    # ---- construction (called once, from __init__; each returns what it built) ------------
+    def _machine_types(self) -> tuple[np.ndarray, ...]:
+        """Group the machines with offered GPUs into types: ``(machines, type_of, t_count,
+        first_machine, t_cap, t_rack)`` -- the machines with offered GPUs, the type of each,
+        and per type its number of machines, first machine, offered GPUs per machine, rack."""
         topology, free, agent, n = self.topology, self.free, self.agent, self.num_agents
         k_opt, l_opt, home_m = self.k_opt, self.l_opt, self.home_m
         machines = np.flatnonzero(free > 0)
@@ -246,17 +256,17 @@ class PlacementProgram:
             if not explode.any():
                 break
             single |= explode
-        self.machines = machines
-        self.type_of = type_of
-        self.num_types = T = int(type_of.max()) + 1 if machines.size else 0
-        self.t_count = np.bincount(type_of, minlength=T)
-        self.first_machine = machines[np.unique(type_of, return_index=True)[1]] if T \
+        num_types = int(type_of.max()) + 1 if machines.size else 0
+        t_count = np.bincount(type_of, minlength=num_types)
+        first_machine = machines[np.unique(type_of, return_index=True)[1]] if num_types \
             else machines
-        self.t_cap = free[self.first_machine]
-        self.t_rack = topology.rack[self.first_machine]
+        return (machines, type_of, t_count, first_machine, free[first_machine],
+                topology.rack[first_machine])
 
-    def _choice_columns(self) -> None:
-        """The choice columns of every level (``c0_*``, ``c1_*``, ``c2_o``, ``col_*``)."""
+    def _choice_columns(self) -> tuple[np.ndarray, ...]:
+        """The choice columns of every level: ``(c0_o, c0_t, c1_o, c1_r, c2_o)`` -- the bid
+        and machine type of each level-0 column, the bid and rack of each level-1 column,
+        the bid of each level-2 column."""
         agent, k_opt, l_opt = self.agent, self.k_opt, self.l_opt
         home_m, home_r = self.home_m, self.home_r
         o0 = np.flatnonzero(l_opt == LEVEL_MACHINE)
@@ -264,26 +274,24 @@ class PlacementProgram:
             (home_m[agent[o0]][:, None] < 0)
             | (self.first_machine[None, :] == home_m[agent[o0]][:, None])
             & (self.t_count[None, :] == 1))
-        c0_o, self.c0_t = np.nonzero(ok0)
-        self.c0_o = o0[c0_o]
+        c0_o, c0_t = np.nonzero(ok0)
         o1 = np.flatnonzero(l_opt == LEVEL_RACK)
         R = self.topology.num_racks
         ok1 = (k_opt[o1][:, None] <= self.rack_free[None, :]) & (
             (home_r[agent[o1]][:, None] < 0)
             | (np.arange(R)[None, :] == home_r[agent[o1]][:, None]))
-        c1_o, self.c1_r = np.nonzero(ok1)
-        self.c1_o = o1[c1_o]
-        self.c2_o = np.flatnonzero(l_opt == LEVEL_ANYWHERE)
-        self.col_option = np.concatenate([self.c0_o, self.c1_o, self.c2_o]).astype(np.int64)
-        self.col_k = k_opt[self.col_option].astype(float)
-        self.col_agent = agent[self.col_option]
+        c1_o, c1_r = np.nonzero(ok1)
+        return o0[c0_o], c0_t, o1[c1_o], c1_r, np.flatnonzero(l_opt == LEVEL_ANYWHERE)
 
-    def _pattern_types(self) -> None:
+    def _pattern_types(self) -> tuple[list[int], list[np.ndarray], list[np.ndarray],
+                                      np.ndarray]:
         """Patterns per machine type (their LP is the convex hull of one machine's packings);
-        a single machine whose patterns would explode gets a knapsack row instead."""
-        self.pat_type: list[int] = []
-        self.pat_rows: list[np.ndarray] = []  # counts per size of each pattern
-        self.pat_sizes: list[np.ndarray] = []
+        a single machine whose patterns would explode gets a knapsack row instead. Returns
+        ``(pat_type, pat_rows, pat_sizes, knap_types)``: the patterned types, the counts per
+        size of each of their patterns, their sizes, and the types with a knapsack row."""
+        pat_type: list[int] = []
+        pat_rows: list[np.ndarray] = []  # counts per size of each pattern
+        pat_sizes: list[np.ndarray] = []
         knap_types: list[int] = []
         for t in range(self.num_types):
             sizes = np.unique(self.k_opt[self.c0_o[self.c0_t == t]])
@@ -293,13 +301,10 @@ class PlacementProgram:
             if pats is None:  # only single machines (exploding multi-machine types were split)
                 knap_types.append(t)
                 continue
-            self.pat_type.append(t)
-            self.pat_rows.append(pats)
-            self.pat_sizes.append(sizes)
-        self.knap_types = np.array(knap_types, dtype=np.int64)
-        self.columns = PlacementColumns(
-            num_machine=self.c0_o.size, num_rack=self.c1_o.size, num_anywhere=self.c2_o.size,
-            pattern_counts=tuple(int(p.shape[0]) for p in self.pat_rows))
+            pat_type.append(t)
+            pat_rows.append(pats)
+            pat_sizes.append(sizes)
+        return pat_type, pat_rows, pat_sizes, np.array(knap_types, dtype=np.int64)
 
     def _rows(self) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray]:
         """The constraint matrix and its row bounds."""
