@@ -26,7 +26,7 @@ from fairalloc.testing import (
 )
 from fairalloc.testing import strategies as fst
 from fairalloc.testing.checks import PropertySearch
-from fairalloc.testing.profiles import MAX_EXAMPLES_ENV, PROFILE_ENV
+from fairalloc.testing.defaults import MAX_EXAMPLES_ENV, PROFILE_ENV
 from fairalloc.throughput import isolated_split
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -23,7 +23,8 @@ from ..data import Cluster
 if TYPE_CHECKING:
     from .workload import Workload
 
-__all__ = ["ClusterState", "JobView", "Policy", "RoundState", "Schedule", "TimeShares"]
+__all__ = ["EPOCH_ROUNDOFF", "ClusterState", "JobView", "Policy", "RoundState", "Schedule",
+           "TimeShares"]
 
 #: whole epochs are counted with this round-off margin (an epoch 1e-9 short of its end counts)
 EPOCH_ROUNDOFF = 1e-9

@@ -45,7 +45,7 @@ __all__ = ["JobSpec", "Workload", "job_from_config"]
 #: floor of an iterations-per-second rate under a division (no division-by-zero warning)
 MIN_RATE = 1e-300
 #: a last regime shorter than this many epochs (a fractional last epoch's round-off) is dropped
-EPOCH_ROUNDOFF = 1e-12
+LAST_REGIME_MIN_EPOCHS = 1e-12
 
 # jobs and workloads
 # --------------------------------------------------------------------------------------------
@@ -449,7 +449,7 @@ def job_from_config(table: ThroughputTable, *, model: str, batch: int | None, sf
     values, lengths = run_lengths(per_epoch)
     lengths = lengths.astype(float)
     lengths[-1] -= math.ceil(epochs_total) - epochs_total  # fractional last epoch
-    if lengths[-1] <= EPOCH_ROUNDOFF and lengths.size > 1:
+    if lengths[-1] <= LAST_REGIME_MIN_EPOCHS and lengths.size > 1:
         values, lengths = values[:-1], lengths[:-1]
     regimes = []
     iters = []

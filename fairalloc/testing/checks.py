@@ -39,8 +39,8 @@ from hypothesis.errors import Flaky
 from .. import properties as props
 from .._validation import as_bool
 from ..errors import InputError
+from .defaults import DEFAULT_MAX_EXAMPLES, DEFAULT_PROPERTIES, DEFAULT_TOL
 from .domains import (
-    DEFAULT_PROPERTIES,
     NEEDS_PRICES,
     Domain,
     Outcome,
@@ -220,8 +220,9 @@ def _run_property(search: PropertySearch, name: str, max_examples: int, seed: in
 
 def check_policy(policy: Callable[..., Any],
                  properties: str | Sequence[str] = DEFAULT_PROPERTIES,
-                 max_examples: int = 100, seed: int | None = 0, *, domain: Any = "market",
-                 tol: float = 1e-6, shrink: bool = True) -> PolicyReport:
+                 max_examples: int = DEFAULT_MAX_EXAMPLES, seed: int | None = 0, *,
+                 domain: Any = "market", tol: float = DEFAULT_TOL, shrink: bool = True
+                 ) -> PolicyReport:
     """Check an allocation policy's properties on hypothesis-generated instances.
 
     Parameters
@@ -324,10 +325,10 @@ class PropertyCheck:
 
     policy: Callable[..., Any]
     property: str
-    max_examples: int = 100
+    max_examples: int = DEFAULT_MAX_EXAMPLES
     seed: int | None = 0
     domain: Any = "market"
-    tol: float = 1e-6
+    tol: float = DEFAULT_TOL
 
     @builtins.property  # to mypy, the field ``property`` above shadows the builtin
     def id(self) -> str:

@@ -17,16 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from .defaults import DEFAULT_MAX_EXAMPLES, DEFAULT_PROPERTIES, DEFAULT_TOL, DOMAIN_NAMES
 
 __all__ = ["COMMANDS", "DOMAIN_CHOICES", "load_policy"]
 
-#: the ``--domain`` choices (the names of :data:`fairalloc.testing.DOMAINS`, listed here so the
-#: command loads without hypothesis)
-DOMAIN_CHOICES = ("market", "leontief", "volatile", "volatile-leontief", "cluster")
-#: default ``--max-examples``: instances per property
-CHECK_MAX_EXAMPLES = 100
-#: default ``--tol``: relative tolerance of the property checks
-CHECK_TOL = 1e-6
+#: the ``--domain`` choices (the names of :data:`fairalloc.testing.DOMAINS`, read without
+#: loading hypothesis)
+DOMAIN_CHOICES = DOMAIN_NAMES
 
 
 def load_policy(spec: str) -> Any:
@@ -87,11 +84,11 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--domain", default="market", choices=DOMAIN_CHOICES,
                    help="what the policy is given: policy(utility, budget, supply) for the "
                         "market domains, policy(jobs, cluster) for cluster (default: market)")
-    p.add_argument("--max-examples", type=int, default=CHECK_MAX_EXAMPLES, metavar="N",
-                   help=f"instances per property (default {CHECK_MAX_EXAMPLES})")
+    p.add_argument("--max-examples", type=int, default=DEFAULT_MAX_EXAMPLES, metavar="N",
+                   help=f"instances per property (default {DEFAULT_MAX_EXAMPLES})")
     p.add_argument("--seed", type=int, default=0, help="search seed (default 0)")
-    p.add_argument("--tol", type=float, default=CHECK_TOL,
-                   help=f"relative tolerance (default {CHECK_TOL:g})")
+    p.add_argument("--tol", type=float, default=DEFAULT_TOL,
+                   help=f"relative tolerance (default {DEFAULT_TOL:g})")
     p.add_argument("--no-shrink", action="store_true",
                    help="report the first failing instance without shrinking it")
 
@@ -99,7 +96,6 @@ def _configure(p: argparse.ArgumentParser) -> None:
 def _run(args: argparse.Namespace) -> int:
     try:
         from .checks import check_policy
-        from .domains import DEFAULT_PROPERTIES
     except ModuleNotFoundError as exc:
         if exc.name and exc.name.split(".")[0] == "hypothesis":
             print('fairalloc check: needs hypothesis; pip install "fairalloc[testing]"',

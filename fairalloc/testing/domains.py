@@ -71,7 +71,7 @@ from .._validation import as_option
 from ..errors import InputError
 from . import strategies as fst
 
-__all__ = ["DEFAULT_PROPERTIES", "DOMAINS", "NEEDS_PRICES", "PROPERTIES", "ClusterDomain",
+__all__ = ["DOMAINS", "NEEDS_PRICES", "PROPERTIES", "ClusterDomain",
            "Domain", "MarketDomain", "Outcome", "parse_outcome", "property_names",
            "property_result", "resolve_domain"]
 
@@ -100,7 +100,6 @@ _ALIASES = {
     "truthful": "strategy_proof",
     "proportional": "proportionality",
 }
-DEFAULT_PROPERTIES = ("sharing_incentive", "envy_free", "pareto_optimal")
 
 # default instance sizes and value ranges of the domains (hypothesis generator ranges, as in
 # :mod:`fairalloc.testing.strategies`; each is a documented argument of its domain)

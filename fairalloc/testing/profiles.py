@@ -19,13 +19,10 @@ from hypothesis import HealthCheck, Verbosity, settings
 
 from .._validation import as_option
 from ..errors import InputError
+from .defaults import MAX_EXAMPLES_ENV, PROFILE_ENV, PROFILES
 
-__all__ = ["MAX_EXAMPLES_ENV", "PROFILES", "PROFILE_ENV", "active_profile",
-           "max_examples_override", "without_local_constants"]
+__all__ = ["active_profile", "max_examples_override", "without_local_constants"]
 
-PROFILE_ENV = "FAIRALLOC_HYPOTHESIS_PROFILE"
-MAX_EXAMPLES_ENV = "FAIRALLOC_MAX_EXAMPLES"
-PROFILES = ("deterministic", "nondeterministic")
 
 _COMMON: dict[str, Any] = {
     "deadline": None,

@@ -21,22 +21,28 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .defaults import (
+    DEFAULT_MAX_EXAMPLES,
+    DEFAULT_PROPERTIES,
+    DEFAULT_TOL,
+    MAX_EXAMPLES_ENV,
+    PROFILE_ENV,
+    PROFILES,
+)
+
 __all__ = ["parametrize_with_property_checks"]
 
-PROFILE_ENV = "FAIRALLOC_HYPOTHESIS_PROFILE"
-MAX_EXAMPLES_ENV = "FAIRALLOC_MAX_EXAMPLES"
 MARKER = "fairalloc_property"
-_PROFILES = ("deterministic", "nondeterministic")
 
 
 def parametrize_with_property_checks(
     policy: Callable[..., Any] | Sequence[Callable[..., Any]],
-    properties: str | Sequence[str] = ("sharing_incentive", "envy_free", "pareto_optimal"),
-    max_examples: int = 100,
+    properties: str | Sequence[str] = DEFAULT_PROPERTIES,
+    max_examples: int = DEFAULT_MAX_EXAMPLES,
     seed: int | None = 0,
     *,
     domain: Any = "market",
-    tol: float = 1e-6,
+    tol: float = DEFAULT_TOL,
 ) -> Any:
     """A pytest ``parametrize`` mark with one test per property (and per policy).
 
@@ -91,7 +97,7 @@ _saved: dict[str, str | None] = {}
 
 def pytest_addoption(parser: Any) -> None:
     group = parser.getgroup("fairalloc", "fairalloc property checks")
-    group.addoption("--fairalloc-profile", choices=_PROFILES, default=None,
+    group.addoption("--fairalloc-profile", choices=PROFILES, default=None,
                     help=f"hypothesis profile of fairalloc property checks (sets {PROFILE_ENV}; "
                          "default deterministic)")
     group.addoption("--fairalloc-max-examples", type=int, default=None, metavar="N",

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..._validation import as_bool, as_option, as_positive_float, as_positive_int
 from ...data import Cluster
-from ..state import JobView, RoundState, Schedule
+from ..state import EPOCH_ROUNDOFF, JobView, RoundState, Schedule
 from ..workload import Workload
 from .base import BasePolicy, pack_by_priority
 
@@ -30,8 +30,6 @@ SHOCKWAVE_LAM = 1e-3
 SHOCKWAVE_WINDOW = 20
 #: default number of regimes K of an Accordion job's regime model
 ACCORDION_REGIMES = 6
-#: round-off margin when counting whole epochs of a job's true schedule (oracle forecasts)
-EPOCH_ROUNDOFF = 1e-9
 #: floor of a job's remaining seconds and epochs in the plan (the planner needs positive ones)
 MIN_REMAINING = 1e-6
 #: plan_schedule options a ShockwavePolicy forwards when given (None: plan_schedule's default)
