@@ -56,7 +56,7 @@ __all__ = ["FORECAST_METHODS", "RegimeForecast", "forecast_regimes", "oracle_for
 
 FORECAST_METHODS = ("restatement", "bayesian", "greedy")
 ALL_FORECAST_METHODS = (*FORECAST_METHODS, "oracle")
-# input limit: the most sampled entries (num_samples * K) per call
+# PERFORMANCE (input limit): the most sampled entries (num_samples * K) per call
 MAX_SAMPLE_ENTRIES = 100_000_000
 # marks a field RegimeForecast.replace leaves as it is (None is a valid posterior)
 _UNCHANGED: Any = object()

@@ -38,8 +38,9 @@ REGIME_MODELS = ("forecast", "flat")
 EPOCH_RTOL = 1e-9
 # ACCURACY: absolute slack (epochs) on top of EPOCH_RTOL when a regime list is checked
 EPOCH_ATOL = 1e-12
-# input limit: the largest cluster and window the planner accepts (tables are jobs x (rounds+1))
+# ACCURACY (input limit): the largest cluster / gang the planner accepts (int32 GPU counts)
 MAX_GPUS = 2**31 - 1
+# PERFORMANCE (input limit): the longest window (the tables are jobs x (rounds + 1))
 MAX_ROUNDS = 10_000
 # ACCURACY: |k log rho| beyond which rho^k is computed relative to the largest weight (log space)
 LOG_WEIGHT_LIMIT = 600.0
@@ -51,7 +52,7 @@ MAX_NEEDED_ROUNDS = 2.0**53
 # ACCURACY: the solver programs' time unit is at least this fraction of the longest remaining
 # time, so no remaining time exceeds 1e15 units (solvers treat larger numbers as infinite)
 MIN_TIME_UNIT_FRACTION = 1e-15
-# default util_floor of plan_schedule (also the floor relax_plan's instance is built with)
+# documented argument: plan_schedule's default util_floor, also the floor of relax_plan's tables
 UTIL_FLOOR = 1e-6
 
 

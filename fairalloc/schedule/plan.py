@@ -30,6 +30,7 @@ from .instance import (
     EXPECTATIONS,
     MAKESPAN_KINDS,
     REGIME_MODELS,
+    UTIL_FLOOR,
     WORK_CONSERVATION,
     PlanJob,
     _build_plan_instance,
@@ -67,7 +68,7 @@ MAX_CORE_SOLVES = 20
 OBJECTIVE_AGREEMENT_RTOL = 1e-6
 # ACCURACY: the smallest magnitude a relative gap is divided by
 MAGNITUDE_FLOOR = 1e-300
-# path steps (stats.path) that are one backend solve each
+# the stats.path steps that are one backend solve each (not a number: vocabulary)
 SOLVE_STEPS = ("core-count-milp", "milp")
 
 
@@ -282,7 +283,7 @@ def plan_schedule(
     makespan: str = "paper",
     regime_model: str = "forecast",
     z0: float | None = None,
-    util_floor: float = 1e-6,
+    util_floor: float = UTIL_FLOOR,
     warm_start: bool = False,
     threads: int | None = None,
     backend: str | Backend = "highs",

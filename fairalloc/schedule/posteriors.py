@@ -16,7 +16,7 @@ from ..errors import InputError
 
 __all__ = ["bayesian_posterior", "restatement_posterior"]
 
-# input limit: the most regimes a model may have
+# PERFORMANCE (input limit): the most regimes a model may have
 MAX_REGIMES = 100_000
 # ACCURACY: relative slack when comparing sums of observed epochs with the declared total
 SUM_RTOL = 1e-9
