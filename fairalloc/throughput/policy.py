@@ -361,6 +361,15 @@ class ThroughputPolicy(Composable):
         Every program is solved at unit scale (exact powers of two), so multiplying weights,
         throughputs or durations by a constant gives the same allocation and verdict.
 
+        ``stats.path`` names the steps that ran, in order: ``exact-lp`` (a stage solved as the
+        whole LP), ``structured-level`` / ``structured-floor`` / ``floor-from-level`` /
+        ``floor-freed:<jobs>`` (the structured solvers, :mod:`fairalloc.throughput.structured`),
+        ``dinkelbach`` (one finish-time-fairness iteration), ``fifo-greedy:<jobs>`` (FIFO's
+        greedy pass), ``charnes-cooper`` (min cost), ``cvxpy`` (one conic solve).
+        ``stats.fallbacks`` lists every hand-over as ``"from->to: reason"`` (a structured stage
+        handed to ``exact-lp``; an uncertified work-conserving stage replaced by the
+        ``first-stage allocation``).
+
         Raises
         ------
         InputError, InfeasibleError, SolverError, CertificateError
