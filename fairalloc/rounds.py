@@ -288,14 +288,19 @@ def solve_round(policy: str, throughput: Any, workers: Any, *, job_ids: Any = No
                 entity_policies: Mapping[Hashable, str] | None = None,
                 water_filling: bool = False, semantics: str = "arrival",
                 normalized: bool = False, kind: str = "linear", warm_start: Any = None,
-                **options: Any) -> RoundResult:
+                method: str | None = None, backend: Any = None, gap_tol: float | None = None,
+                feas_tol: float | None = None, stage_tol: float | None = None,
+                work_conserving: bool | None = None, bottleneck_tol: float | None = None,
+                max_levels: int | None = None) -> RoundResult:
     """Solve one round of a Gavel policy, accepting drained types, unrunnable jobs, no jobs.
 
     See :mod:`fairalloc.rounds`. ``policy`` is one of :data:`POLICIES`; per-job arguments
     (``scale_factor``, ``weight``, ``steps_remaining``, ``elapsed``, ``isolated_elapsed``,
     ``order``, ``slo``, ``entities``) are mappings job id -> value or arrays in job order;
-    ``cost`` a mapping type -> cost or an array in type order. ``options`` are the policy's
-    solve options (``method``, ``backend``, ``gap_tol``, ``feas_tol``, ...).
+    ``cost`` a mapping type -> cost or an array in type order. ``method``, ``backend``,
+    ``gap_tol``, ``feas_tol``, ``stage_tol``, ``work_conserving``, ``bottleneck_tol`` and
+    ``max_levels`` are the policy's solve options (see its ``solve``; ``None``: the policy's
+    default; an option the policy does not take is an error).
 
     Examples
     --------
@@ -310,10 +315,10 @@ def solve_round(policy: str, throughput: Any, workers: Any, *, job_ids: Any = No
     """
     t0 = time.perf_counter()
     policy = as_option(policy, "policy", POLICIES)
-    unknown = [key for key in options if key not in _SOLVE_OPTIONS]
-    if unknown:
-        raise InputError(f"unexpected argument {unknown[0]!r} (solve options: "
-                         f"{', '.join(_SOLVE_OPTIONS)})", argument=str(unknown[0]))
+    given = (method, backend, gap_tol, feas_tol, stage_tol, work_conserving, bottleneck_tol,
+             max_levels)
+    options = {key: value for key, value in zip(_SOLVE_OPTIONS, given, strict=True)
+               if value is not None}
     T, cap, ids, tnames = _matrix(throughput, workers, job_ids, types)
     n, k = T.shape
     sf = _per_job(scale_factor, "scale_factor", ids, positive=True, integer=True)
@@ -462,10 +467,11 @@ class RoundPolicy:
     warm_start : bool
         Reuse an identical previous round and seed max-min fairness with the previous prices
         and level (default ``True``).
-    **settings
-        Fixed per-policy settings passed to every round: ``water_filling``, ``semantics``
-        (FIFO), ``normalized``, ``cost``, ``entity_weights``, ``entity_policies`` and the
-        solve options (``method``, ``backend``, ``gap_tol``, ``feas_tol``, ...).
+    water_filling, semantics, normalized, cost, entity_weights, entity_policies, kind
+        Fixed per-policy settings passed to every round (see :func:`solve_round`; ``None``:
+        the default).
+    method, backend, gap_tol, feas_tol, stage_tol, work_conserving, bottleneck_tol, max_levels
+        Solve options passed to every round (``None``: the policy's default).
 
     Examples
     --------
@@ -483,14 +489,22 @@ class RoundPolicy:
                  "entity_policies", "kind", *_SOLVE_OPTIONS)
 
     def __init__(self, policy: str = "max_min_fairness", *, warm_start: bool = True,
-                 **settings: Any) -> None:
+                 water_filling: bool | None = None, semantics: str | None = None,
+                 normalized: bool | None = None, cost: Any = None,
+                 entity_weights: Mapping[Hashable, float] | None = None,
+                 entity_policies: Mapping[Hashable, str] | None = None,
+                 kind: str | None = None, method: str | None = None, backend: Any = None,
+                 gap_tol: float | None = None, feas_tol: float | None = None,
+                 stage_tol: float | None = None, work_conserving: bool | None = None,
+                 bottleneck_tol: float | None = None, max_levels: int | None = None) -> None:
         self.policy = as_option(policy, "policy", POLICIES)
         self.warm_start = as_bool(warm_start, "warm_start")
-        unknown = [key for key in settings if key not in self._SETTINGS]
-        if unknown:
-            raise InputError(f"unexpected setting {unknown[0]!r} (settings: "
-                             f"{', '.join(self._SETTINGS)})", argument=str(unknown[0]))
-        self.settings = dict(settings)
+        given = (water_filling, semantics, normalized, cost, entity_weights, entity_policies,
+                 kind, method, backend, gap_tol, feas_tol, stage_tol, work_conserving,
+                 bottleneck_tol, max_levels)
+        #: the settings passed to every round (those given, not ``None``)
+        self.settings = {key: value for key, value in zip(self._SETTINGS, given, strict=True)
+                         if value is not None}
         self.rounds = 0
         self._last: tuple[tuple[Any, ...] | None, RoundResult] | None = None
 

@@ -170,8 +170,11 @@ def test_bad_round_inputs_are_input_errors():
         fa.solve_round("max_min_fairness", np.ones((2, 2)), np.array([1, 1]))
     with pytest.raises(fa.InputError, match="cost"):
         fa.solve_round("min_cost", TP, WORKERS)
-    with pytest.raises(fa.InputError, match="bogus"):
+    # an unknown setting or option is a TypeError naming it (explicit signatures)
+    with pytest.raises(TypeError, match="bogus"):
         fa.RoundPolicy("fifo", bogus=1)
+    with pytest.raises(TypeError, match="bogus"):
+        fa.solve_round("max_min_fairness", TP, WORKERS, bogus=1)
 
 
 # --------------------------------------------------------------------------------------------
