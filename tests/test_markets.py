@@ -314,3 +314,15 @@ def test_small_supports_polish_without_error(u: list) -> None:
     ref = fa.fisher_market(u, method="cvxpy")
     assert fast.objective == pytest.approx(ref.objective, abs=1e-7)
     assert all(check_market(fast, u).values())
+
+
+def test_degenerate_volatile_leontief_market_gets_exact_prices() -> None:
+    # every good sold out, but good (0, round 0) has equilibrium price 0: the support Newton
+    # polish must not keep the interior-point prices (buyer 2 overspent by 5e-5)
+    a = np.array([[[0.5, 1.0], [1.0, 0.0]], [[1.0, 0.0], [1.0, 1.0]], [[1.0, 1.0], [1.0, 1.0]]])
+    r = fa.volatile_fisher_market(a, kind="leontief")
+    assert r.stats.path == ("conic", "support-newton-polish")
+    np.testing.assert_allclose(r.prices, [[0.0, 1.0], [1.0, 1.0]], atol=1e-12)
+    np.testing.assert_allclose(r.spending, r.budget, rtol=1e-12)
+    checks = check_market(r, a, kind="leontief", tol=1e-9)
+    assert all(checks.values()), {k: v.message for k, v in checks.items() if not v}

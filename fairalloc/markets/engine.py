@@ -6,16 +6,8 @@ allocation mechanism (:mod:`fairalloc.auctions.partial`); the interior-point met
 small markets at once lives in :mod:`fairalloc.markets.ipm`, the warm-started searches and
 batched leave-one-out markets in :mod:`fairalloc.markets.warm`.
 
-Markets: linear and Leontief, static and over time (volatile).
-
-Shockwave (shockwave.txt §4.1, App. C-D) defines the *volatile Fisher market*: resources bought
-in round ``t`` are consumed in round ``t``, buyer ``i`` has budget ``B_i`` for the whole window,
-and its utility is ``U_i = sum_t u_it(x_it)`` with per-round linear or Leontief ``u_it``. The
-equilibrium is the optimum of the Eisenberg-Gale program
-
-    maximise  sum_i B_i log U_i   s.t.  sum_i x_ijt <= s_jt,  x >= 0,
-
-and the prices are the multipliers of the supply constraints. The static market is ``T = 1``.
+Markets: linear and Leontief, static and over time (volatile); the program and the solution
+paths (``method=``) are described in :mod:`fairalloc.markets.fisher`.
 
 All four markets share one *edge form*, which this module solves and certifies:
 buyer ``i`` owns edges ``e`` (a good for linear utilities, a per-round bundle for Leontief);
@@ -28,24 +20,10 @@ Its dual function has a closed form, used as the certificate (independent of any
 
 and ``D(p) >= OPT >= P(z) = sum_i B_i log U_i(z)`` for every ``p >= 0`` and feasible ``z``.
 
-Three exact methods solve it (``method=``):
-
-* ``"fast"`` (linear only): proportional-response dynamics to rough prices, then an exact conic
-  solve restricted to each buyer's near-best edges, re-adding every edge the full-market
-  certificate shows to be violated until the certified gap meets ``gap_tol``;
-* ``"conic"``: the whole edge-form program, handed to Clarabel as sparse conic data;
-* ``"cvxpy"``: the program as a cvxpy model (the composable builder :class:`FisherMarket`;
-  constraints and objective terms can be added), solved by Clarabel (named explicitly).
-
-``"auto"`` picks ``"cvxpy"`` for composed models, ``"fast"`` for linear markets with more than
-2,000 edges, and ``"conic"`` otherwise.
-
-Units: every market is first normalised by exact powers of two (budgets to mean ~1, each good's
-supply to ~1, each buyer's utility row to largest entry ~1), solved and certified there, and
-mapped back (``x = f_s x'``, ``p = f_b p' / f_s``); the certificate's gap is judged against the
-total budget (``Certificate.scale``), so results and verdicts do not depend on the units of
-budgets, supply or utilities (see ``formulations/eisenberg_gale.md``).
+Every market is solved in normalised units (see :class:`fairalloc.markets.FisherMarket`); the
+certificate's gap is judged against the total budget (``Certificate.scale``).
 """
+
 from __future__ import annotations
 
 import math
@@ -83,6 +61,7 @@ NEWTON_ZERO_PRICE = 1e-12  # prices below this fraction of the largest start at 
 NEWTON_FIX_PRICE = 1e-8  # an oversupplied good priced below this fraction is fixed at 0
 NEWTON_MIN_STEP = 1e-12  # smallest line-search step of the dual Newton polish
 STRICT_SHARE = 1e-6  # utility share above which a bundle is on the strict support
+PRICED_GOOD = 1e-4  # price (relative to the largest) above which a good is read as priced
 DENSE_LSTSQ_MAX_ROWS = 3000  # PERFORMANCE: largest singular system solved by dense lstsq
 TIE_TIGHT = 1e-6  # relative bang-per-buck gap read as a tie (solver prices ~sqrt(tol))
 TIE_LOOSE = 1e-4  # the looser second reading of ties
@@ -208,6 +187,18 @@ class EdgeForm:
 def _note(log: SolveLog | None, step: str) -> None:
     if log is not None:
         log.step(step)
+
+
+def _polished(form: EdgeForm, z: np.ndarray, candidates: list[np.ndarray], noise: float,
+              gap_tol: float, feas_tol: float, log: SolveLog | None, step: str
+              ) -> tuple[Certificate, np.ndarray, np.ndarray] | None:
+    """``(certificate, prices, z)`` of a polished point if it certifies and is no worse than
+    ``noise`` (the original's gap, or rounding); the polish ``step`` is then logged."""
+    cert, prices = form.certificate(z, candidates, gap_tol=gap_tol, feas_tol=feas_tol)
+    if cert.ok and cert.gap <= noise:
+        _note(log, step)
+        return cert, prices, z
+    return None
 
 
 def edge_starts(owner: np.ndarray, n: int) -> np.ndarray:
@@ -461,10 +452,9 @@ def certify_general(form: EdgeForm, z: np.ndarray, p: np.ndarray, *, gap_tol: fl
         except (np.linalg.LinAlgError, FloatingPointError, ValueError, ZeroDivisionError):
             pass  # the polish is an improvement only: keep the interior-point point
         else:
-            cert2, best_p2 = form.certificate(z2, [p2], gap_tol=gap_tol, feas_tol=feas_tol)
-            if cert2.ok and cert2.gap <= noise:
-                _note(log, "newton-polish")
-                return cert2, best_p2, z2
+            kept = _polished(form, z2, [p2], noise, gap_tol, feas_tol, log, "newton-polish")
+            if kept is not None:
+                return kept
     else:  # several bundles per buyer (volatile Leontief): Newton on the support's KKT system
         try:
             with np.errstate(all="ignore"), warnings.catch_warnings():
@@ -474,12 +464,15 @@ def certify_general(form: EdgeForm, z: np.ndarray, p: np.ndarray, *, gap_tol: fl
                 RuntimeError):
             polished = None
         if polished is not None:
-            z2, p2 = polished
-            cert2, best_p2 = form.certificate(z2, [p2, best_p], gap_tol=gap_tol,
-                                              feas_tol=feas_tol)
-            if cert2.ok and cert2.gap <= noise:
-                _note(log, "support-newton-polish")
-                return cert2, best_p2, z2
+            kept = _polished(form, polished[0], [polished[1], best_p], noise, gap_tol, feas_tol,
+                             log, "support-newton-polish")
+            if kept is not None:
+                if form.dual_value(polished[1]) > kept[0].dual_bound:
+                    # an exact allocation certified by the interior-point prices only (a
+                    # degenerate market: a sold-out good priced 0): exact prices on the goods
+                    # whose price is not negligible
+                    kept = _exact_prices(form, z, best_p, kept, gap_tol, feas_tol)
+                return kept
     z2 = demand_polish(form, z, best_p)
     cert2, best_p2 = form.certificate(z2, [best_p], gap_tol=gap_tol, feas_tol=feas_tol)
     if (cert2.ok and cert2.gap <= noise) or not cert.ok:
@@ -500,8 +493,26 @@ def _support_newton_polish(form: EdgeForm, z: np.ndarray, p: np.ndarray
     return None
 
 
-def _newton_on_support(form: EdgeForm, z: np.ndarray, p: np.ndarray, *, strict: bool
-                       ) -> tuple[np.ndarray, np.ndarray] | None:
+def _exact_prices(form: EdgeForm, z: np.ndarray, p: np.ndarray,
+                  kept: tuple[Certificate, np.ndarray, np.ndarray], gap_tol: float,
+                  feas_tol: float) -> tuple[Certificate, np.ndarray, np.ndarray]:
+    """``kept``, or the equilibrium on the support whose priced goods are those with a
+    non-negligible price if that certifies with its own prices at least as well."""
+    try:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out = _newton_on_support(form, z, p, strict=False, priced_only=True)
+    except (np.linalg.LinAlgError, FloatingPointError, ValueError, ZeroDivisionError,
+            RuntimeError):
+        out = None
+    if out is None:
+        return kept
+    cert, prices = form.certificate(out[0], [out[1]], gap_tol=gap_tol, feas_tol=feas_tol)
+    return (cert, prices, out[0]) if cert.ok and cert.gap <= kept[0].gap else kept
+
+
+def _newton_on_support(form: EdgeForm, z: np.ndarray, p: np.ndarray, *, strict: bool,
+                       priced_only: bool = False) -> tuple[np.ndarray, np.ndarray] | None:
     """Exact equilibrium on the support of an approximate one (several bundles per buyer).
 
     On the support ``S`` (edges carrying utility) and the priced goods ``R``, the KKT system
@@ -525,7 +536,9 @@ def _newton_on_support(form: EdgeForm, z: np.ndarray, p: np.ndarray, *, strict: 
     reduced = (form.C.T @ p) / w / form.beta(p)[form.owner] - 1.0
     S = np.flatnonzero((share > STRICT_SHARE) if strict else (share > reduced))
     slack = np.where(s > 0, (s - form.C @ z) / np.where(s > 0, s, 1.0), np.inf)
-    R = np.flatnonzero(p / pmax > slack)
+    # priced goods: price above slack, or (``priced_only``) a price that is not negligible --
+    # a sold-out good whose equilibrium price is 0 (degenerate) has a small interior price
+    R = np.flatnonzero((p / pmax > PRICED_GOOD) if priced_only else (p / pmax > slack))
     if S.size == 0 or R.size == 0:
         return None
     CS = form.C[:, S].tocsr()[R].tocsc()  # |R| x |S|
@@ -826,19 +839,16 @@ def certify_linear(form: EdgeForm, z: np.ndarray, p: np.ndarray, *, gap_tol: flo
     for tie in (TIE_TIGHT, TIE_LOOSE):
         polished = _polish_linear(form, z, best_p, tie)
         if polished is not None:
-            z2, p2 = polished
-            cert2, best_p2 = form.certificate(z2, [p2, best_p], gap_tol=gap_tol,
-                                              feas_tol=feas_tol)
-            if cert2.ok and cert2.gap <= noise:
-                _note(log, "forest-polish")
-                return cert2, best_p2, z2
+            kept = _polished(form, polished[0], [polished[1], best_p], noise, gap_tol, feas_tol,
+                             log, "forest-polish")
+            if kept is not None:
+                return kept
         p3 = _log_prices(form, z, best_p, tie)
         z3 = None if p3 is None else _flow_at_prices(form, p3, log)
         if p3 is not None and z3 is not None:
-            cert3, best_p3 = form.certificate(z3, [p3], gap_tol=gap_tol, feas_tol=feas_tol)
-            if cert3.ok and cert3.gap <= noise:
-                _note(log, "flow-polish")
-                return cert3, best_p3, z3
+            kept = _polished(form, z3, [p3], noise, gap_tol, feas_tol, log, "flow-polish")
+            if kept is not None:
+                return kept
     # badly scaled utilities: read the support off the allocation instead of the prices
     polished = _polish_linear(form, z, best_p, None)
     if polished is not None:
