@@ -580,3 +580,25 @@ def test_policy_registry_is_the_one_table():
     with pytest.raises(fa.InputError, match="unknown Gavel policy") as e:
         gavel_policy("lottery")
     assert e.value.argument == "policy"
+
+
+@pytest.mark.parametrize("method", ["highs", "fast", "cvxpy"])
+def test_solve_writes_no_builder_state(method):
+    """A builder's attributes are the same before and after solve() (every policy), so one
+    builder can be solved again, with other options, and give the same answer."""
+    jobs = fa.Jobs([[40.0, 10.0], [12.0, 4.0], [100.0, 50.0]], steps_remaining=[10, 20, 30])
+    cl = fa.Cluster({"v100": 1, "k80": 1})
+    builders = [fa.MaxMinFairness(jobs, cl), fa.FinishTimeFairness(jobs, cl),
+                fa.MinMakespan(jobs, cl), fa.MaxTotalThroughput(jobs, cl),
+                fa.FIFO(jobs, cl, semantics="objective" if method == "cvxpy" else "arrival"),
+                fa.ShortestJobFirst(jobs, cl)]
+    if method != "cvxpy":
+        builders += [fa.MinCost(jobs, cl, cost=[3.0, 1.0]), fa.WaterFilling(jobs, cl)]
+    for b in builders:
+        before = dict(vars(b))
+        first = b.solve(method=method)
+        assert dict(vars(b)).keys() == before.keys(), type(b).__name__
+        assert all(vars(b)[key] is value for key, value in before.items()), type(b).__name__
+        again = b.solve(method=method)
+        np.testing.assert_allclose(again.x, first.x, atol=1e-6)
+        assert again.stats.path == first.stats.path

@@ -242,8 +242,14 @@ class ThroughputPolicy(Composable):
 
     # --- cvxpy composition ------------------------------------------------------------------
     def _build_cvxpy(self) -> dict[str, Any]:
-        if self._cvx is not None:
-            return self._cvx
+        """The builder's cvxpy model, built on first use and kept: composition
+        (:meth:`add_constraint`, the properties) refers to its variables."""
+        if self._cvx is None:
+            self._cvx = self._new_cvxpy_model()
+        return self._cvx
+
+    def _new_cvxpy_model(self) -> dict[str, Any]:
+        """A fresh cvxpy model of the policy (variables, constraints, objective)."""
         import cvxpy as cp
 
         inst = self.inst
@@ -265,7 +271,6 @@ class ThroughputPolicy(Composable):
         if extra is not None:
             base.append(extra[0] @ xc >= extra[1])
         cvx["base"] = base
-        self._cvx = cvx
         objective, cons = self._cvx_objective(cvx)
         cvx["objective"] = objective
         cvx["policy"] = cons
@@ -321,9 +326,11 @@ class ThroughputPolicy(Composable):
 
         ``unit`` is a power of two of the policy objective's data scale (1 for data near unit
         scale): the same maximiser, at a scale the conic solver's tolerances are made for."""
+        return self._problem(self._build_cvxpy())
+
+    def _problem(self, cvx: dict[str, Any]) -> Any:
         import cvxpy as cp
 
-        cvx = self._build_cvxpy()
         obj = cvx["objective"]
         for term in self._terms:
             obj = obj + term
@@ -490,10 +497,11 @@ class ThroughputPolicy(Composable):
 
         from .._cvxpy import solve_cvxpy
 
-        prob = self.problem()
+        # the composed model if there is one, else a fresh one (solve keeps no state)
+        cvx = self._cvx if self._cvx is not None else self._new_cvxpy_model()
+        prob = self._problem(cvx)
         unit = self._cvx_unit()
         stats, cert = solve_cvxpy(prob, backend=backend, gap_tol=gap_tol, feas_tol=feas_tol)
-        cvx = self._build_cvxpy()
         prices = unit * np.maximum(np.asarray(cvx["capacity"].dual_value, dtype=float), 0.0)
         scaled = float(prob.value)
         value = scaled * unit
