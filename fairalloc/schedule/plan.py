@@ -456,17 +456,16 @@ def _plan(inst: _PlanInstance, method: str, wc: str, gap: float, limit: float | 
     best = max(cands, key=lambda c: c.value)
     bound = min(c.bound for c in cands)
     bound = max(bound, best.value)
-    stats = SolveStats(backend="", method=best.method, seconds=0.0,
-                       iterations=sum(c.iterations for c in cands),
-                       solves=sum(step in SOLVE_STEPS for step in path), raw_status=raw,
-                       path=tuple(path), fallbacks=tuple(fallbacks))
-    return _result(inst, best, bound, wc, gap, t0, stats, solver)
+    return _result(inst, best, bound, wc, gap, t0, solver,
+                   iterations=sum(c.iterations for c in cands), path=tuple(path),
+                   fallbacks=tuple(fallbacks), raw_status=raw)
 
 
 def _result(inst: _PlanInstance, cand: _PlanCandidate, bound: float, wc: str, gap: float,
-            t0: float, stats: SolveStats, solver: _MilpRunner) -> PlanResult:
-    """Certify ``cand`` independently of the solver and wrap it (``stats`` without backend
-    and seconds, which are filled in here)."""
+            t0: float, solver: _MilpRunner, *, iterations: int, path: tuple[str, ...],
+            fallbacks: tuple[str, ...], raw_status: str) -> PlanResult:
+    """Certify ``cand`` independently of the solver and wrap it with the call's statistics
+    (``path``: every step that ran, in order; ``raw_status``: the last solve's status)."""
     x = cand.x
     ev = _evaluate(inst, x)
     value = ev["objective"]
@@ -483,16 +482,17 @@ def _result(inst: _PlanInstance, cand: _PlanCandidate, bound: float, wc: str, ga
     abs_gap = max(bound - value, 0.0) + 0.0  # (+0.0 turns -0.0 into 0.0)
     cert = Certificate(kind="milp", primal_value=value, dual_bound=bound, gap=abs_gap,
                        primal_residual=residual, gap_tol=gap, feas_tol=FEAS_TOL, scale=scale)
-    backend = solver.name if stats.solves else "none"
+    solves = sum(step in SOLVE_STEPS for step in path)
+    backend = solver.name if solves else "none"
     if residual > FEAS_TOL or not math.isfinite(residual):
         raise CertificateError(f"the plan violates a constraint (relative residual "
                                f"{residual:.3g})", certificate=cert, backend=backend)
     # a gap target that was not proven (time limit, or the fast path's work budget): never
     # OPTIMAL, and the certificate says so (ok is False)
     status = Status.OPTIMAL if cert.ok else Status.TIME_LIMIT
-    stats = SolveStats(backend=backend, method=stats.method, seconds=time.perf_counter() - t0,
-                       iterations=stats.iterations, solves=stats.solves,
-                       raw_status=stats.raw_status, path=stats.path, fallbacks=stats.fallbacks)
+    stats = SolveStats(backend=backend, method=cand.method, seconds=time.perf_counter() - t0,
+                       iterations=iterations, solves=solves, raw_status=raw_status, path=path,
+                       fallbacks=fallbacks)
     return PlanResult(objective=value, status=status, stats=stats, certificate=cert,
                       schedule=x, rounds_given=ev["counts"], utility=ev["util"],
                       remaining=ev["remaining"], regime=_regime_index(inst, x),
