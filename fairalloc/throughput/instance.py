@@ -18,7 +18,7 @@ from ..data import Cluster, JobPairs, Jobs
 from ..errors import InputError
 from .rows import RowLayout
 
-__all__ = ["ColumnInstance"]
+__all__ = ["TINY", "ColumnInstance"]
 
 #: smallest positive divisor used where a ratio is taken of a row that may be 0 (the result
 #: is then discarded by the surrounding ``where``); not a tolerance

@@ -34,7 +34,7 @@ from ..data import Cluster, JobPairs, Jobs
 from ..errors import CertificateError, FairallocWarning, InputError
 from ..results import Certificate, Result, SolveStats, Status, readonly, require_pandas
 from ..tolerances import FEAS_TOL, GAP_TOL
-from .instance import ColumnInstance
+from .instance import TINY, ColumnInstance
 from .stages import (
     LevelStage,
     LinearStage,
@@ -48,6 +48,7 @@ from .structured import fast_floor
 __all__ = [
     "STAGE_TOL",
     "THROUGHPUT_METHODS",
+    "TINY",
     "Allocation",
     "PolicyStages",
     "ThroughputPolicy",
@@ -63,9 +64,6 @@ CVXPY_STEP = "cvxpy"  # path step: one conic solve of the cvxpy model
 STAGE_TOL = 1e-9
 #: ACCURACY: fraction of gap_tol a kept stage may lose (so the first stage stays certified)
 STAGE_SHARE_OF_GAP = 0.1
-#: smallest positive divisor where a ratio of a throughput that may be 0 is taken (the
-#: result is discarded by the surrounding ``where``); not a tolerance
-TINY = 1e-300
 
 
 # --------------------------------------------------------------------------------------------

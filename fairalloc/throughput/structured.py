@@ -33,7 +33,7 @@ import scipy.sparse as sp
 
 from ..backends import LinearProgram, LPSolution, get_backend
 from ..errors import SolverError
-from .instance import ColumnInstance
+from .instance import TINY, ColumnInstance
 from .rows import RowLayout
 from .stages import LevelStage, LinearStage, StageResult, StageSolver
 
@@ -69,9 +69,6 @@ _USED = 1e-12
 _ACTIVITY_ROUNDING = 1e-9
 #: ACCURACY: relative distance of a job's level from its floor at which it sits on the floor
 _AT_FLOOR = 1e-7
-#: smallest positive term added where a cost of 0 must still compare as "within the band"
-#: (not a tolerance)
-_TINY = 1e-300
 # Newton on demand = capacity (:func:`_newton`, :func:`_newton_prices`): PERFORMANCE knobs
 # (they decide how good the price estimate is, never the answer, which is certified)
 _NEWTON_STEP0 = 0.05  # first (and largest) finite-difference step in the log prices
@@ -347,7 +344,7 @@ class _Demand:
         rows = np.arange(cost.shape[0])
         best = cost.argmin(axis=1)
         low = cost[rows, best]
-        near = (cost <= low[:, None] * (1 + band) + _TINY).sum(axis=1) > 1
+        near = (cost <= low[:, None] * (1 + band) + TINY).sum(axis=1) > 1
         lo_t, hi_t = self.lo[best], self.hi[best]
         two = lo_t < self.k
         colx = np.c_[col, np.full(rows.size, -1)]
