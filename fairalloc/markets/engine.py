@@ -646,7 +646,7 @@ def _forest_equilibrium(form: EdgeForm, cand: np.ndarray, share: np.ndarray
     found = order[np.searchsorted(keys[order], lo * nodes + hi)]
     on = np.zeros(form.num_edges, dtype=bool)
     on[cand[found]] = True
-    out = _support_prices(form, np.flatnonzero(on), forest=True)
+    out = support_prices(form, np.flatnonzero(on), forest=True)
     if out is None:
         return None
     price, Mf, free = out
@@ -711,16 +711,18 @@ def solve_fast(form: EdgeForm, *, gap_tol: float, feas_tol: float,
     return z, cert, best_p, iterations + it, solves + 1
 
 
-def _support_prices(form: EdgeForm, edges: np.ndarray, *, forest: bool
-                    ) -> tuple[np.ndarray, sp.csc_matrix, np.ndarray] | None:
+def support_prices(form: EdgeForm, edges: np.ndarray, *, forest: bool | None
+                   ) -> tuple[np.ndarray, sp.csc_matrix, np.ndarray] | None:
     """Prices with ``log p_r - log beta_i = log w_e`` on ``edges`` (linear markets).
 
     Buyers are nodes ``0..n-1`` and goods ``n..n+R-1``; one node per connected component of
     ``edges`` is fixed at 0 and each component is then scaled so that its goods' value
     ``sum_r p_r s_r`` equals its buyers' budgets. On a ``forest`` the system is square and
     solved exactly; otherwise (supports with cycles, consistent at equilibrium) by least
-    squares. Returns ``(prices, M_free, free)`` -- the incidence matrix on the free nodes is
-    reused for the spending flow -- or ``None`` when the system is singular.
+    squares; ``forest=None`` solves a square system exactly and any other by least squares
+    (partial allocation's dense support polish). Returns ``(prices, M_free, free)`` -- the
+    incidence matrix on the free nodes is reused for the spending flow -- or ``None`` when the
+    system is singular.
     """
     from scipy.sparse.csgraph import connected_components
     from scipy.sparse.linalg import spsolve
@@ -743,8 +745,9 @@ def _support_prices(form: EdgeForm, edges: np.ndarray, *, forest: bool
     rhs = np.log(form.weight[edges])
     logv = np.zeros(nodes)
     try:
-        if forest:
-            if Mf.shape[0] != Mf.shape[1]:
+        square = Mf.shape[0] == Mf.shape[1]
+        if forest or (forest is None and square):
+            if not square:
                 return None
             logv[free] = np.atleast_1d(spsolve(Mf, rhs))
         else:
@@ -778,7 +781,7 @@ def _log_prices(form: EdgeForm, z: np.ndarray, p: np.ndarray, tie: float = TIE_T
                           & (form.weight * z > SUPPORT_UTILITY_SHARE * u[form.owner]))
     if cand.size == 0:
         return None
-    out = _support_prices(form, cand, forest=False)
+    out = support_prices(form, cand, forest=False)
     return None if out is None else out[0]
 
 

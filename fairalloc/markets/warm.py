@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from .engine import EdgeForm, SolveLog, edge_starts, solve_conic
+from .engine import EdgeForm, SolveLog, edge_starts, solve_conic, support_prices
 from .ipm import ipm_batch, ipm_solve, polish_forest_edges
 
 __all__ = ["EGPoint", "ReducedMarket", "bang_per_buck", "eg_dual", "eg_primal",
@@ -145,7 +145,6 @@ def support_polish(U: np.ndarray, B: np.ndarray, s: np.ndarray, x: np.ndarray, p
     ``sum_j p_j s_j = sum_k B_k``), and spending is a flow with buyer sums ``B_k`` and good
     sums ``p_j s_j`` (unique on a forest; an LP otherwise).
     """
-    from scipy.sparse.csgraph import connected_components
     from scipy.sparse.linalg import spsolve
 
     n, m = U.shape
@@ -157,46 +156,28 @@ def support_polish(U: np.ndarray, B: np.ndarray, s: np.ndarray, x: np.ndarray, p
     if k_idx.size == 0 or not np.all(np.bincount(k_idx, minlength=n) > 0):
         return None
     E, nodes = k_idx.size, n + m
-    adj = sp.csr_matrix((np.ones(E), (k_idx, n + j_idx)), shape=(nodes, nodes))
-    ncomp, label = connected_components(adj, directed=False)
+    # the support as an edge form: the engine solves its log-price system
+    C = sp.csc_matrix((np.ones(E), (j_idx, np.arange(E))), shape=(m, E))
+    support = EdgeForm(k_idx, U[k_idx, j_idx], C, B, s, edge_starts(k_idx, n))
+    try:
+        out = support_prices(support, np.arange(E), forest=None)
+    except (np.linalg.LinAlgError, ValueError, RuntimeError):  # singular: not a support
+        return None
+    if out is None or np.any(out[0][j_idx] <= 0):
+        return None
+    price, _, free = out
+    forest = E == int(free.sum())
+    if not forest:  # least squares: an equilibrium support only if the system is consistent
+        rhs = np.log(U[k_idx, j_idx])
+        gap = rhs - np.log(price[j_idx])  # log beta_k on every support edge of buyer k
+        starts = edge_starts(k_idx, n)
+        spread = np.maximum.reduceat(gap, starts) - np.minimum.reduceat(gap, starts)
+        if spread.max() > 2.0 * SUPPORT_POTENTIAL_TOL * (1.0 + np.abs(rhs).max()):
+            return None
     touched = np.zeros(nodes, dtype=bool)
     touched[:n] = True
     touched[n + j_idx] = True
-    order = np.flatnonzero(touched)
-    _, first = np.unique(label[order], return_index=True)
-    free = touched.copy()
-    free[order[first]] = False
     ar = np.arange(E)
-    M = sp.csr_matrix((np.r_[np.ones(E), -np.ones(E)], (np.r_[ar, ar], np.r_[n + j_idx, k_idx])),
-                      shape=(E, nodes))
-    rhs = np.log(U[k_idx, j_idx])
-    Mf = M[:, free].tocsc()
-    forest = E == int(free.sum())
-    try:
-        if forest:
-            v = np.atleast_1d(spsolve(Mf, rhs))
-        else:
-            v = np.atleast_1d(spsolve((Mf.T @ Mf).tocsc(), Mf.T @ rhs))
-    except Exception:  # a singular system: not an equilibrium support
-        return None
-    pot = np.zeros(nodes)
-    pot[free] = v
-    if not np.all(np.isfinite(pot)) or np.abs(M @ pot - rhs).max() > SUPPORT_POTENTIAL_TOL * (
-            1.0 + np.abs(rhs).max()):
-        return None
-    goods = np.flatnonzero(touched[n:])
-    bud = np.bincount(label[:n], weights=B, minlength=ncomp)
-    val = np.bincount(label[n + goods], weights=s[goods] * np.exp(pot[n + goods]),
-                      minlength=ncomp)
-    comps = np.unique(label[:n])
-    if np.any(val[comps] <= 0):
-        return None
-    shift = np.zeros(ncomp)
-    shift[comps] = np.log(bud[comps]) - np.log(val[comps])
-    price = np.zeros(m)
-    price[goods] = np.exp(pot[n + goods] + shift[label[n + goods]])
-    if not np.all(np.isfinite(price)) or np.any(price[goods] <= 0):
-        return None
     r = np.r_[B, s * price]
     N = sp.csr_matrix((np.ones(2 * E), (np.r_[k_idx, n + j_idx], np.r_[ar, ar])),
                       shape=(nodes, E))
