@@ -89,7 +89,7 @@ def test_allox_matching_is_shortest_processing_time_first() -> None:
 
 def test_las_prefers_least_attained_service_and_promotes_starving_jobs() -> None:
     # thresholds at 100 GPU-s: after its first round a job drops to queue 1
-    pol = make_policy("las", thresholds=[100.0], promote_knob=None)
+    pol = make_policy("las", dict(thresholds=[100.0], promote_knob=None))
     w = _one_gpu([300.0, 300.0], arrival=[0.0, 0.0])
     r = simulate(w, fa.Cluster({"gpu": 1}), pol, round_duration=100.0)
     # round 0: A (queue 0, first); round 1: B (queue 0); then both queue 1: FIFO -> A, A, B, B
@@ -100,7 +100,7 @@ def test_las_prefers_least_attained_service_and_promotes_starving_jobs() -> None
     w2 = _one_gpu([1000.0, 300.0])
     plain = simulate(w2, fa.Cluster({"gpu": 1}), pol, round_duration=100.0)
     assert plain.sched_job.tolist() == [0, 1] + [0] * 9 + [1, 1]
-    pol2 = make_policy("las", thresholds=[100.0], promote_knob=2.0)
+    pol2 = make_policy("las", dict(thresholds=[100.0], promote_knob=2.0))
     r2 = simulate(w2, fa.Cluster({"gpu": 1}), pol2, round_duration=100.0)
     assert r2.sched_job.tolist()[:10] == [0, 1, 0, 0, 1, 0, 0, 0, 0, 1]
     assert r2.finish[1] == 1000.0
@@ -109,7 +109,7 @@ def test_las_prefers_least_attained_service_and_promotes_starving_jobs() -> None
 def test_gandiva_fair_stride_scheduling_by_tickets() -> None:
     # weights 1 and 3 as tickets on one GPU: in the first 4 rounds A runs once, B three times
     w = _one_gpu([1e6, 1e6], weight=[1.0, 3.0])
-    pol = make_policy("gandiva_fair", tickets="weight")
+    pol = make_policy("gandiva_fair", dict(tickets="weight"))
     sim_rounds = []
 
     def stop(done, total):
@@ -140,7 +140,8 @@ def test_efq_gives_elastic_jobs_more_gpus() -> None:
     r = simulate(w, fa.Cluster({"gpu": 4}), "efq", round_duration=1000.0)
     assert r.sched_gpus.tolist() == [4]  # efficiency 0.81 >= alpha at 4 GPUs
     assert r.finish[0] == pytest.approx(800.0 / (4 * 0.81))
-    r2 = simulate(w, fa.Cluster({"gpu": 4}), "efq", round_duration=1000.0, alpha=0.85)
+    r2 = simulate(w, fa.Cluster({"gpu": 4}), "efq", round_duration=1000.0,
+                  policy_params={"alpha": 0.85})
     assert r2.sched_gpus.tolist() == [2]  # 0.81 < 0.85: stops at 2 GPUs
 
 
@@ -204,18 +205,18 @@ def test_registry_and_bad_parameters() -> None:
     with pytest.raises(fa.InputError, match="unknown policy"):
         make_policy("nope")
     with pytest.raises(fa.InputError, match="prefer"):
-        make_policy("fifo", prefer="random")
+        make_policy("fifo", dict(prefer="random"))
     with pytest.raises(fa.InputError, match="alpha"):
-        make_policy("allox", alpha=2.0)
+        make_policy("allox", dict(alpha=2.0))
     with pytest.raises(fa.InputError, match="tickets"):
-        make_policy("gandiva_fair", tickets="gold")
+        make_policy("gandiva_fair", dict(tickets="gold"))
     with pytest.raises(fa.InputError, match="objective"):
         from fairalloc.sim import GavelPolicy
         GavelPolicy("fastest")
     with pytest.raises(fa.InputError, match="execution"):
         ShockwavePolicy(execution="random")
     with pytest.raises(fa.InputError, match="thresholds"):
-        make_policy("las", thresholds=[-1.0])
+        make_policy("las", dict(thresholds=[-1.0]))
 
 
 @settings(max_examples=6)
@@ -246,7 +247,7 @@ def test_themis_leases_and_auctions_hand_computed() -> None:
     # (f = 0.8 of 2 jobs): t=0 A (tie, earlier arrival), t=600 B (rho 0.75 vs A's 0.5),
     # t=1200 A (tie again), t=1800 B
     w = _one_gpu([1200.0, 1200.0])
-    pol = make_policy("themis", lease=600.0, gpus_per_server=1)
+    pol = make_policy("themis", dict(lease=600.0, gpus_per_server=1))
     r = simulate(w, fa.Cluster({"gpu": 1}), pol, round_duration=300.0)
     assert r.sched_job.tolist() == [0, 0, 1, 1, 0, 0, 1, 1]
     assert r.finish.tolist() == [1800.0, 2400.0] and pol.auctions == 4
@@ -262,4 +263,4 @@ def test_themis_runs_gangs_whole_and_needs_a_homogeneous_cluster() -> None:
     with pytest.raises(fa.InputError, match="homogeneous"):
         simulate(het, fa.Cluster({"v100": 1, "k80": 1}), "themis")
     with pytest.raises(fa.InputError, match="fairness_knob"):
-        make_policy("themis", fairness_knob=1.0)
+        make_policy("themis", dict(fairness_knob=1.0))

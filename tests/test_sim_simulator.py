@@ -164,7 +164,7 @@ def test_simulator_argument_validation() -> None:
     with pytest.raises(fa.InputError, match="unknown policy"):
         simulate(w, cl, "nope")
     with pytest.raises(fa.InputError, match="policy_params"):
-        simulate(w, cl, make_policy("fifo"), prefer="order")
+        simulate(w, cl, make_policy("fifo"), policy_params={"prefer": "order"})
 
 
 def test_idle_gaps_are_skipped_to_the_next_arrival() -> None:

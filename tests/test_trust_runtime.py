@@ -598,9 +598,9 @@ def test_simulator_options_named(kw: dict, argument: str) -> None:
 
 def test_make_policy_and_sweep_arguments_named() -> None:
     with pytest.raises(InputError, match="no parameter 'x'"):
-        fa.sim.make_policy("fifo", x=1)
+        fa.sim.make_policy("fifo", dict(x=1))
     with pytest.raises(InputError) as info:
-        fa.sim.make_policy("efq", alpha=float("nan"))
+        fa.sim.make_policy("efq", dict(alpha=float("nan")))
     assert info.value.argument == "alpha"
     for kw, argument in ((dict(seeds=[-1]), "seeds"), (dict(seeds="0"), "seeds"),
                          (dict(loads=[float("nan")]), "loads"), (dict(gpus="8"), "gpus"),

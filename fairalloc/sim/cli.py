@@ -226,7 +226,7 @@ def _run_simulate(args: argparse.Namespace) -> int:
     bar = _Progress(not args.no_progress)
     try:
         for name in names:
-            policy = make_policy(name, **params.get(name, {}))
+            policy = make_policy(name, params.get(name, {}))
             sim = Simulator(w, cluster, policy, round_duration=args.round_duration,
                             restart_overhead=args.restart_overhead, seed=args.seed)
             results[name] = sim.run(bar.task(name, w.n))

@@ -6,6 +6,7 @@ registry, turns a policy name into a policy (:func:`fairalloc.sim.policies.make_
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from ..data import Cluster
@@ -22,14 +23,14 @@ def simulate(workload: Workload, cluster: Cluster, policy: Policy | str, *,
              round_duration: float = DEFAULT_ROUND_DURATION, restart_overhead: float = 0.0,
              seed: int = 0,
              progress: Any = None, max_rounds: int | None = None,
-             **policy_params: Any) -> SimulationResult:
+             policy_params: Mapping[str, Any] | None = None) -> SimulationResult:
     """Run one simulation: ``policy`` is a :class:`Policy` or a registered name
     (:func:`fairalloc.sim.policies.make_policy`, with ``policy_params``).
 
-    ``policy_params`` are the keyword parameters of the named policy's factory (each
-    registered policy has its own; :func:`~fairalloc.sim.policies.make_policy` checks them
-    against the factory's signature and raises :class:`~fairalloc.InputError` for an unknown
-    one); given with a policy object they are an :class:`~fairalloc.InputError`.
+    ``policy_params`` maps the named policy's factory parameters to values (each registered
+    policy has its own; :func:`~fairalloc.sim.policies.make_policy` checks them against the
+    factory's signature and raises :class:`~fairalloc.InputError` for an unknown one); given
+    with a policy object they are an :class:`~fairalloc.InputError`.
 
     Examples
     --------
@@ -41,7 +42,7 @@ def simulate(workload: Workload, cluster: Cluster, policy: Policy | str, *,
     (True, 'max_min_fairness')
     """
     if isinstance(policy, str):
-        chosen: Policy = make_policy(policy, **policy_params)
+        chosen: Policy = make_policy(policy, policy_params)
     elif policy_params:
         raise InputError("policy_params are only used with a policy name", argument="policy")
     else:

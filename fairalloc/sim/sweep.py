@@ -102,7 +102,7 @@ def run_task(task: SweepTask) -> dict[str, Any]:
 
     w = _workload(task)
     cluster = Cluster(dict(task.cluster))
-    policy = make_policy(task.policy, **dict(task.params))
+    policy = make_policy(task.policy, dict(task.params))
     r = Simulator(w, cluster, policy, round_duration=task.round_duration,
                   restart_overhead=task.restart_overhead, seed=task.seed).run()
     row: dict[str, Any] = {"index": task.index, "policy": task.policy, "seed": task.seed,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ...errors import FairallocError, InputError
@@ -39,14 +39,28 @@ def available_policies() -> dict[str, str]:
     return {k: d for k, (_, d) in sorted(_REGISTRY.items())}
 
 
-def make_policy(name: str, **params: Any) -> Any:
+def make_policy(name: str, params: Mapping[str, Any] | None = None) -> Any:
     """Build a registered policy by name.
+
+    Parameters
+    ----------
+    name : str
+        A registered name (:func:`available_policies`).
+    params : mapping, optional
+        Keyword parameters of that policy's factory (each policy has its own, so they travel
+        as one mapping; to have a type checker check them, construct the policy class
+        directly). An unknown parameter is an :class:`~fairalloc.InputError` naming it.
 
     Examples
     --------
-    >>> make_policy("ossp").name, make_policy("las", promote_knob=None).params["promote_knob"]
+    >>> make_policy("ossp").name, make_policy("las", dict(promote_knob=None)).params["promote_knob"]
     ('ossp', None)
     """
+    if params is None:
+        params = {}
+    elif not isinstance(params, Mapping) or not all(isinstance(k, str) for k in params):
+        raise InputError(f"params must be a mapping of parameter names to values; got "
+                         f"{type(params).__name__}", argument="params")
     if name not in _REGISTRY:
         raise InputError(f"unknown policy {name!r}; available: {', '.join(sorted(_REGISTRY))}",
                          argument="policy")
