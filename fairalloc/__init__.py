@@ -156,9 +156,98 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
 
 
-if TYPE_CHECKING:  # static type checkers see the real names
-    from .backends import available_backends, get_backend
-    from .data import Cluster, Jobs
-    from .markets import FisherMarket, MarketResult, fisher_market, volatile_fisher_market
-    from .results import Certificate, Result, SolveStats
-    from .rounds import RoundPolicy, RoundResult, solve_round
+if TYPE_CHECKING:  # static type checkers see every lazily exported name
+    from .auctions import (
+        AuctionRound as AuctionRound,
+        BidTable as BidTable,
+        CurveStoppingApp as CurveStoppingApp,
+        GPUAuctionResult as GPUAuctionResult,
+        MultiRoundAuction as MultiRoundAuction,
+        PartialAllocationResult as PartialAllocationResult,
+        SingleJobApp as SingleJobApp,
+        SuccessiveHalvingApp as SuccessiveHalvingApp,
+        Topology as Topology,
+        bid_table as bid_table,
+        bundle_auction as bundle_auction,
+        curve_stopping_rho as curve_stopping_rho,
+        gpu_auction as gpu_auction,
+        partial_allocation as partial_allocation,
+        placement_slowdown as placement_slowdown,
+        single_job_rho as single_job_rho,
+        successive_halving_rho as successive_halving_rho,
+    )
+    from .backends import available_backends as available_backends, get_backend as get_backend
+    from .data import Cluster as Cluster, JobPairs as JobPairs, Jobs as Jobs
+    from .markets import (
+        FisherMarket as FisherMarket,
+        MarketResult as MarketResult,
+        fisher_market as fisher_market,
+        volatile_fisher_market as volatile_fisher_market,
+    )
+    from .mechanism import (
+        Completion as Completion,
+        FingerprintMatch as FingerprintMatch,
+        Placement as Placement,
+        RoundAssignment as RoundAssignment,
+        RoundScheduler as RoundScheduler,
+        ServerLayout as ServerLayout,
+        ThroughputEstimator as ThroughputEstimator,
+        complete_matrix as complete_matrix,
+        place as place,
+        schedule_round as schedule_round,
+    )
+    from .queuing import (
+        EFQResult as EFQResult,
+        ElasticFairQueue as ElasticFairQueue,
+        QueuedJob as QueuedJob,
+        ReplayCheck as ReplayCheck,
+        efq_finish_times as efq_finish_times,
+        efq_schedule as efq_schedule,
+    )
+    from .results import Certificate as Certificate, Result as Result, SolveStats as SolveStats
+    from .rounds import (
+        RoundPolicy as RoundPolicy,
+        RoundResult as RoundResult,
+        solve_round as solve_round,
+    )
+    from .schedule import (
+        PlanJob as PlanJob,
+        PlanResult as PlanResult,
+        RegimeForecast as RegimeForecast,
+        RegimeModel as RegimeModel,
+        RelaxedPlan as RelaxedPlan,
+        ReplanDecision as ReplanDecision,
+        ReplanPolicy as ReplanPolicy,
+        bayesian_posterior as bayesian_posterior,
+        contention_factor as contention_factor,
+        forecast_regimes as forecast_regimes,
+        ftf_estimate as ftf_estimate,
+        makespan_lower_bound as makespan_lower_bound,
+        makespan_normalizer as makespan_normalizer,
+        makespan_regularizer as makespan_regularizer,
+        oracle_forecast as oracle_forecast,
+        plan_schedule as plan_schedule,
+        relax_plan as relax_plan,
+        restatement_posterior as restatement_posterior,
+    )
+    from .throughput import (
+        FIFO as FIFO,
+        Allocation as Allocation,
+        FinishTimeFairness as FinishTimeFairness,
+        MaxMinFairness as MaxMinFairness,
+        MaxTotalThroughput as MaxTotalThroughput,
+        MinCost as MinCost,
+        MinMakespan as MinMakespan,
+        ShortestJobFirst as ShortestJobFirst,
+        ThroughputPolicy as ThroughputPolicy,
+        WaterFilling as WaterFilling,
+        fifo as fifo,
+        finish_time_fairness as finish_time_fairness,
+        max_min_fairness as max_min_fairness,
+        max_min_space_sharing as max_min_space_sharing,
+        max_total_throughput as max_total_throughput,
+        min_cost as min_cost,
+        min_makespan as min_makespan,
+        shortest_job_first as shortest_job_first,
+        water_filling as water_filling,
+    )

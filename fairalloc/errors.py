@@ -17,7 +17,10 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import ParamSpec, TypeVar
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 __all__ = [
     "BackendUnavailableError",
@@ -103,7 +106,7 @@ def foreign_error(exc: BaseException, what: str, *, backend: str | None = None) 
                        status="exception")
 
 
-def only_fairalloc_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
+def only_fairalloc_errors(fn: Callable[_P, _R]) -> Callable[_P, _R]:
     """Decorate a public entry point so that only fairalloc errors escape it.
 
     A :class:`FairallocError` passes through; any other exception becomes
@@ -111,7 +114,7 @@ def only_fairalloc_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
     """
 
     @functools.wraps(fn)
-    def guarded(*args: Any, **kwargs: Any) -> Any:
+    def guarded(*args: _P.args, **kwargs: _P.kwargs) -> _R:
         try:
             return fn(*args, **kwargs)
         except FairallocError:

@@ -70,6 +70,7 @@ def on_config(config, **kwargs):
     config["nav"] = [
         {"Home": "index.md"},
         {"Tutorial": "tutorial.md"},
+        {"Architecture": "architecture.md"},
         {"How-to guides": howto},
         {"Formulations": pages("formulations")},
         {"Proofs": pages("proofs")},
