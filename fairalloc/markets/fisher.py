@@ -1,7 +1,8 @@
-"""Fisher markets: the public builder :class:`FisherMarket`, :class:`MarketResult` and the
-one-call functions :func:`fisher_market` and :func:`volatile_fisher_market`. One cohesive
-builder (normalisation, edge form, solve paths, cvxpy composition; most of its length is the
-public docstrings), hence its length; the numerics live in :mod:`fairalloc.markets.engine`.
+"""Fisher markets: the composable builder :class:`FisherMarket` (normalisation, edge form,
+solve paths, cvxpy composition); the numerics live in :mod:`fairalloc.markets.engine`, the
+result type in :mod:`fairalloc.markets.result`, the one-call functions
+:func:`~fairalloc.markets.functions.fisher_market` and
+:func:`~fairalloc.markets.functions.volatile_fisher_market` in :mod:`fairalloc.markets.functions`.
 
 Shockwave (shockwave.txt §4.1, App. C-D) defines the *volatile Fisher market*: resources bought
 in round ``t`` are consumed in round ``t``, buyer ``i`` has budget ``B_i`` for the whole window,
@@ -36,7 +37,6 @@ budgets, supply or utilities (see ``formulations/eisenberg_gale.md``).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -51,7 +51,7 @@ from .._validation import (
     as_tolerance,
 )
 from ..errors import FairallocError, InputError, SolverError
-from ..results import Certificate, Result, SolveStats, Status, require_pandas
+from ..results import Certificate, SolveStats, Status
 from ..tolerances import FEAS_TOL, GAP_TOL
 from .engine import (
     EdgeForm,
@@ -67,8 +67,9 @@ from .engine import (
     solve_fast,
     unit_scale,
 )
+from .result import MarketResult
 
-__all__ = ["FisherMarket", "MarketResult", "fisher_market", "volatile_fisher_market"]
+__all__ = ["FisherMarket"]
 
 MARKET_KINDS = ("linear", "leontief")  # utility forms (``kind=``)
 MARKET_METHODS = ("auto", "fast", "conic", "cvxpy")  # solution paths (``method=``)
@@ -76,56 +77,6 @@ FAST_MIN_EDGES = 2000  # PERFORMANCE: "auto" takes the fast path above this many
 MIN_BUDGET_RATIO = 1e-300  # smallest representable budget relative to the largest
 INCUMBENT_PR_ITERS = 30  # PERFORMANCE: proportional-response rounds of the time-limit incumbent
 PRICE_SCALED_RESOLVES = 3  # PERFORMANCE: at most this many price-scaled re-solves
-
-
-# --------------------------------------------------------------------------------------------
-# result
-# --------------------------------------------------------------------------------------------
-@dataclass(frozen=True, repr=False)
-class MarketResult(Result):
-    """Equilibrium of an Eisenberg-Gale market.
-
-    Attributes
-    ----------
-    allocation : ndarray, shape (n, m) or (n, m, T)
-        ``allocation[i, j(, t)]``: amount of good ``j`` (in round ``t``) bought by buyer ``i``.
-    prices : ndarray, shape (m,) or (m, T)
-        Equilibrium prices: non-negative multipliers of the supply constraints
-        (``d OPT / d supply``); zero exactly on goods that are not sold out.
-    utility : ndarray, shape (n,)
-        Each buyer's utility ``U_i`` (summed over rounds in a volatile market).
-    budget : ndarray, shape (n,)
-        The budgets the market was solved with.
-    spending : ndarray, shape (n,)
-        ``sum_j prices_j * allocation_ij``: what each buyer pays (equals its budget at
-        equilibrium, up to the certified gap).
-    objective : float
-        ``sum_i B_i log U_i``.
-    """
-
-    allocation: np.ndarray
-    prices: np.ndarray
-    utility: np.ndarray
-    budget: np.ndarray
-    spending: np.ndarray
-
-    def to_frame(self) -> Any:
-        """One row per buyer: budget, utility, spending and the allocation of each good.
-
-        For a volatile market the allocation columns are ``(good, round)`` pairs.
-        """
-        pd = require_pandas()
-        base = pd.DataFrame({"budget": self.budget, "utility": self.utility,
-                             "spending": self.spending})
-        base.index.name = "buyer"
-        n = self.allocation.shape[0]
-        if self.allocation.ndim == 2:
-            cols = [f"x[{j}]" for j in range(self.allocation.shape[1])]
-        else:
-            m, T = self.allocation.shape[1:]
-            cols = [f"x[{j},{t}]" for j in range(m) for t in range(T)]
-        alloc = pd.DataFrame(self.allocation.reshape(n, -1), columns=cols)
-        return pd.concat([base, alloc], axis=1)
 
 
 # --------------------------------------------------------------------------------------------
@@ -799,119 +750,3 @@ class FisherMarket(Composable):
         shape = f"{self.n}x{self.m}" + (f"x{self.T}" if self.volatile else "")
         extra = f", {len(self._constraints)} constraints, {len(self._terms)} terms"
         return f"FisherMarket({self.kind}, {shape}{extra if self.composed else ''})"
-
-
-def fisher_market(
-    utility: Any,
-    budget: Any = None,
-    supply: Any = None,
-    *,
-    kind: str = "linear",
-    method: str = "auto",
-    backend: Any = "clarabel",
-    gap_tol: float = GAP_TOL,
-    feas_tol: float = FEAS_TOL,
-    time_limit: float | None = None,
-    warm_start: Any = None,
-) -> MarketResult:
-    """Equilibrium of a static Fisher market (Eisenberg-Gale program; shockwave.txt App. C-D).
-
-    Parameters
-    ----------
-    utility : array_like, shape (n, m)
-        ``kind="linear"``: ``u_i(x_i) = sum_j utility[i, j] x_ij``.
-        ``kind="leontief"``: ``u_i(x_i) = min_{j: a_ij > 0} x_ij / utility[i, j]``.
-    budget : array_like, shape (n,), optional
-        Positive budgets; default ones.
-    supply : array_like, shape (m,), optional
-        Non-negative supply per good; default ones.
-    kind : {"linear", "leontief"}
-    method : {"auto", "fast", "conic", "cvxpy"}
-        Solution method (see :mod:`fairalloc.markets`); all are exact and certified.
-    backend : str or Backend
-        Exponential-cone backend (``"clarabel"``); see :meth:`FisherMarket.solve`.
-    gap_tol, feas_tol : float
-        Tolerances of the certificate: duality gap relative to the total budget, supply
-        violation relative to each good's supply (both unit invariant).
-    time_limit : float, optional
-        Seconds per conic solve.
-    warm_start : array_like, shape (m,), optional
-        Prices to start the fast path from.
-
-    Returns
-    -------
-    MarketResult
-        ``allocation (n, m)``, ``prices (m,)``, ``utility (n,)``, ``spending (n,)`` and a
-        certificate (``r.gap`` is the certified duality gap).
-
-    Raises
-    ------
-    InputError
-        Bad shapes, NaN/inf, negative entries, a buyer who values nothing, all-zero supply.
-    CertificateError
-        If the certificate misses its tolerance.
-
-    Examples
-    --------
-    Two buyers who each prefer a different good split the market; both prices are 1:
-
-    >>> r = fisher_market([[2.0, 1.0], [1.0, 2.0]])
-    >>> r.allocation.round(6).tolist(), r.prices.round(6).tolist()
-    ([[1.0, 0.0], [0.0, 1.0]], [1.0, 1.0])
-    """
-    U = as_array(utility, "utility", ndim=2)
-    return FisherMarket(U, budget, supply, kind=kind).solve(
-        method=method, backend=backend, gap_tol=gap_tol, feas_tol=feas_tol,
-        time_limit=time_limit, warm_start=warm_start)
-
-
-def volatile_fisher_market(
-    utility: Any,
-    budget: Any = None,
-    supply: Any = None,
-    *,
-    kind: str = "linear",
-    method: str = "auto",
-    backend: Any = "clarabel",
-    gap_tol: float = GAP_TOL,
-    feas_tol: float = FEAS_TOL,
-    time_limit: float | None = None,
-    warm_start: Any = None,
-) -> MarketResult:
-    """Equilibrium of a volatile Fisher market over ``T`` rounds (shockwave.txt §4.1, App. C).
-
-    Resources bought in round ``t`` are consumed in round ``t``; each buyer has one budget for
-    the whole window and utility ``U_i = sum_t u_it(x_it)`` (linear or Leontief per round).
-    Prices are per (resource, round).
-
-    Parameters
-    ----------
-    utility : array_like, shape (n, m, T)
-        Per-round utilities (linear) or demand vectors (Leontief).
-    budget : array_like, shape (n,), optional
-        Positive budgets for the whole window; default ones.
-    supply : array_like, shape (m, T), optional
-        Supply of each resource in each round; default ones.
-    kind, method, backend, gap_tol, feas_tol, time_limit, warm_start
-        As for :func:`fisher_market` (``warm_start`` has shape (m, T)).
-
-    Returns
-    -------
-    MarketResult
-        ``allocation (n, m, T)``, ``prices (m, T)``, ``utility (n,)`` summed over rounds.
-
-    Examples
-    --------
-    Buyer 0 only values round 0, buyer 1 values both rounds: each round's good goes to the
-    buyer who can use it, and buyer 1 gets round 1:
-
-    >>> import numpy as np
-    >>> u = np.array([[[1.0, 0.0]], [[1.0, 1.0]]])   # (2 buyers, 1 resource, 2 rounds)
-    >>> r = volatile_fisher_market(u)
-    >>> r.allocation[:, 0, :].round(4).tolist()
-    [[1.0, 0.0], [0.0, 1.0]]
-    """
-    U = as_array(utility, "utility", ndim=3)
-    return FisherMarket(U, budget, supply, kind=kind).solve(
-        method=method, backend=backend, gap_tol=gap_tol, feas_tol=feas_tol,
-        time_limit=time_limit, warm_start=warm_start)
