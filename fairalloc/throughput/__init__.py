@@ -5,7 +5,7 @@ Modules (each has one job; lower ones never import higher ones)::
     rows.py          RowLayout: named row blocks of a stage LP (prices read by block name)
     instance.py      ColumnInstance: the allocation columns as sparse tables
     stages.py        LevelStage / LinearStage and the lexicographic StageSolver
-    structured.py    structured exact level and floor solvers (Newton prices + small masters)
+    structured/      structured exact level and floor solvers (Newton prices + small masters)
     policy.py        Allocation, the ThroughputPolicy base class, isolated/equal splits
     max_min.py       MaxMinFairness and hierarchical WaterFilling (§4.1, §4.3)
     duration.py      MinMakespan, FinishTimeFairness (§4.1)
@@ -61,13 +61,40 @@ so that constraints and objective terms can be added and the model re-solved wit
 
 from __future__ import annotations
 
-from .duration import FinishTimeFairness, MinMakespan, finish_time_fairness, min_makespan
-from .efficiency import MaxTotalThroughput, MinCost, max_total_throughput, min_cost
-from .max_min import MaxMinFairness, WaterFilling, max_min_fairness, water_filling
-from .ordering import FIFO, ShortestJobFirst, fifo, shortest_job_first
-from .policy import Allocation, ThroughputPolicy, equal_split, isolated_split
-from .registry import GAVEL_POLICIES, GavelPolicySpec, gavel_policy
-from .space_sharing import max_min_space_sharing
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_exports
+
+# public name -> module that defines it (loaded on first access: a scheduler calling one policy
+# imports only that policy's modules)
+_EXPORTS: dict[str, str] = {
+    "FinishTimeFairness": "duration",
+    "MinMakespan": "duration",
+    "finish_time_fairness": "duration",
+    "min_makespan": "duration",
+    "MaxTotalThroughput": "efficiency",
+    "MinCost": "efficiency",
+    "max_total_throughput": "efficiency",
+    "min_cost": "efficiency",
+    "MaxMinFairness": "max_min",
+    "WaterFilling": "max_min",
+    "max_min_fairness": "max_min",
+    "water_filling": "max_min",
+    "FIFO": "ordering",
+    "ShortestJobFirst": "ordering",
+    "fifo": "ordering",
+    "shortest_job_first": "ordering",
+    "Allocation": "policy",
+    "ThroughputPolicy": "policy",
+    "equal_split": "policy",
+    "isolated_split": "policy",
+    "GAVEL_POLICIES": "registry",
+    "GavelPolicySpec": "registry",
+    "gavel_policy": "registry",
+    "max_min_space_sharing": "space_sharing",
+}
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 __all__ = [
     "FIFO",
@@ -95,3 +122,43 @@ __all__ = [
     "shortest_job_first",
     "water_filling",
 ]
+
+if TYPE_CHECKING:  # static type checkers see every lazily exported name
+    from .duration import (
+        FinishTimeFairness as FinishTimeFairness,
+        MinMakespan as MinMakespan,
+        finish_time_fairness as finish_time_fairness,
+        min_makespan as min_makespan,
+    )
+    from .efficiency import (
+        MaxTotalThroughput as MaxTotalThroughput,
+        MinCost as MinCost,
+        max_total_throughput as max_total_throughput,
+        min_cost as min_cost,
+    )
+    from .max_min import (
+        MaxMinFairness as MaxMinFairness,
+        WaterFilling as WaterFilling,
+        max_min_fairness as max_min_fairness,
+        water_filling as water_filling,
+    )
+    from .ordering import (
+        FIFO as FIFO,
+        ShortestJobFirst as ShortestJobFirst,
+        fifo as fifo,
+        shortest_job_first as shortest_job_first,
+    )
+    from .policy import (
+        Allocation as Allocation,
+        ThroughputPolicy as ThroughputPolicy,
+        equal_split as equal_split,
+        isolated_split as isolated_split,
+    )
+    from .registry import (
+        GAVEL_POLICIES as GAVEL_POLICIES,
+        GavelPolicySpec as GavelPolicySpec,
+        gavel_policy as gavel_policy,
+    )
+    from .space_sharing import (
+        max_min_space_sharing as max_min_space_sharing,
+    )

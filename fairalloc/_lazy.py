@@ -1,0 +1,43 @@
+"""Lazy re-exports for packages (PEP 562): a name's module is imported on first access.
+
+``import fairalloc`` stays cheap, and a scheduler that calls one policy pays only for that
+policy's modules. Each package that uses this lists its names in a ``TYPE_CHECKING`` block too,
+so static type checkers see them; ``tests/test_architecture.py`` checks the two agree.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from typing import Any
+
+__all__ = ["lazy_exports"]
+
+
+def lazy_exports(package: str, names: Mapping[str, str], namespace: dict[str, Any]
+                 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """Return ``(__getattr__, __dir__)`` for ``package`` exporting ``names`` lazily.
+
+    ``names`` maps each exported name to the submodule (relative to ``package``) that defines
+    it; the first access imports that submodule and caches the value in ``namespace`` (the
+    package's ``globals()``), so later accesses are plain attribute lookups.
+
+    Examples
+    --------
+    >>> getattr_, dir_ = lazy_exports("fairalloc", {"Cluster": "data"}, {})
+    >>> getattr_("Cluster").__name__, dir_()
+    ('Cluster', ['Cluster'])
+    """
+
+    def __getattr__(name: str) -> Any:
+        module = names.get(name)
+        if module is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(f"{package}.{module}"), name)
+        namespace[name] = value
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted(set(namespace) | set(names))
+
+    return __getattr__, __dir__

@@ -1,0 +1,31 @@
+"""Structured exact solvers for the level and floor stages of the throughput policies.
+
+Files: ``level.py`` (:func:`fast_level`), ``floor.py`` (:func:`fast_floor`, the work-conserving
+stage) and ``common.py`` (what both share: the demand model, the Newton price estimate, the
+restricted-master sub-solve and the full-LP certificate).
+
+Only the ``k`` capacity rows (and the level ``theta``) couple the jobs of a stage LP, so at
+given capacity prices every job's best response is a vertex of its own small polytope. These
+solvers estimate the prices by Newton's method on *demand = capacity*, fold every job whose
+vertex is clear into the capacity rows, solve a small restricted master LP with HiGHS, assemble
+the duals of the whole LP (in closed form, or by an LP in the ``k`` prices) and accept the
+result only when :func:`fairalloc.certificates.lp_certificate` on the **full** LP passes;
+otherwise they hand the stage to the full LP. The method, with the paper sections, is in
+``formulations/max_min_fairness.md``.
+
+Path steps recorded in the stage solver (``SolveStats.path``): ``structured-level`` (a level
+stage certified by the structured solver), ``floor-from-level`` (the work-conserving stage
+certified at the level's allocation with scaled level duals, no LP), ``structured-floor``
+(the floor stage certified from its restricted master), ``floor-freed:<jobs>`` (a floor round
+gave ``<jobs>`` blocking jobs their own variables), ``exact-lp`` (the whole LP). A hand-over
+to the whole LP is recorded in ``SolveStats.fallbacks`` as ``"structured-level->exact-lp:
+<reason>"`` or ``"structured-floor->exact-lp: <reason>"``.
+"""
+
+from __future__ import annotations
+
+from .floor import FLOOR_FREED, FLOOR_FROM_LEVEL, STRUCTURED_FLOOR, fast_floor
+from .level import STRUCTURED_LEVEL, fast_level
+
+__all__ = ["FLOOR_FREED", "FLOOR_FROM_LEVEL", "STRUCTURED_FLOOR", "STRUCTURED_LEVEL",
+           "fast_floor", "fast_level"]

@@ -1,0 +1,464 @@
+"""The structured exact solver of floor (work-conserving) stages: :func:`fast_floor`.
+
+Certifies the stage at the level stage's allocation when it can (``floor-from-level``), else
+prices the floor rows by Newton's method on the floor demand (:class:`_FloorDemand`), frees the
+blocking jobs (``floor-freed:<jobs>``) and solves a restricted master until the full LP's
+certificate passes (``structured-floor``); hand-over ``structured-floor->exact-lp: <reason>``
+(:mod:`fairalloc.throughput.structured`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from ...backends import LinearProgram
+from ..instance import ColumnInstance
+from ..stages import LinearStage, StageResult, StageSolver
+from .common import (
+    ACTIVITY_ROUNDING,
+    BAND0,
+    IPM_MIN_EXPLICIT,
+    NEWTON_EVALS,
+    NEWTON_MAX_ERROR,
+    NEWTON_TOL,
+    REDUCED_COST_TOL,
+    SAT_ROUNDING,
+    Demand,
+    Vertices,
+    band,
+    certified,
+    explicit_columns,
+    newton,
+    structured_applies,
+    sub_solve,
+)
+
+STRUCTURED_FLOOR = "structured-floor"  # path step: floor stage certified from its master
+FLOOR_FROM_LEVEL = "floor-from-level"  # path step: floor stage certified with level duals
+FLOOR_FREED = "floor-freed"  # path step prefix: blocking jobs given their own variables
+_FLOOR_MAX_ROUNDS = 4  # PERFORMANCE knob: master rounds of a floor stage before the full LP
+_FLOOR_BAND_GROWTH = 4.0  # PERFORMANCE knob: the same for floor stages
+#: ACCURACY: relative tolerance for a work-conserving objective to be a per-job multiple of
+#: the level rows (the floor solver's structure)
+_OMEGA_RTOL = 1e-12
+#: ACCURACY: a column with more time than this is "used" (reads a vertex off an allocation)
+_USED = 1e-12
+#: ACCURACY: relative distance of a job's level from its floor at which it sits on the floor
+_AT_FLOOR = 1e-7
+
+
+def fast_floor(solver: StageSolver, stage: LinearStage, *, prior: StageResult | None = None,
+                max_rounds: int = _FLOOR_MAX_ROUNDS) -> StageResult:
+    """Exact solve of a *floor* stage ``max g @ x`` s.t. ``C x >= f`` (one fixed level block).
+
+    Used for the work-conserving stage, where the objective of each job is a multiple
+    ``omega_m`` of its level row (``g_e = omega_m a_e``; true whenever both are per-job
+    multiples of its throughput). At prices ``p`` each job's best response is a vertex of
+    ``{a . x >= f, sum x <= 1, x >= 0}`` (its floor on one column, all its time on one
+    column, or its time split between two columns at the floor) whose capacity use is a
+    constant. Prices come from :func:`_floor_newton_prices` (best-response demand =
+    capacity); jobs whose best vertex is clear at them are constants, the others keep their
+    variables in a restricted master LP; :func:`_floor_duals` then finds the full LP's duals
+    complementary to the master's allocation (an LP in the ``k`` prices), and the certificate
+    of the full LP decides. If it fails, the band of jobs with their own variables widens;
+    after ``max_rounds`` the full LP is solved.
+
+    ``prior``: the result of the level stage whose optimum the floors fix. When its allocation
+    is already optimal here (the level's optimum is unique up to ``stage_tol``, the common
+    case: every job sits at its floor), :func:`_floor_from_level` certifies that with scaled
+    level duals and no LP at all.
+    """
+    inst = solver.inst
+    n, k, E = inst.n, inst.k, inst.E
+    if not structured_applies(solver, kept=1):
+        return solver.run(stage, stage.name)
+    C, f = solver.fixed[0]
+    owner = inst.mem_job
+    a = np.asarray(C[owner, np.arange(E)]).ravel()
+    if C.shape[0] != n or (a <= 0).any():
+        return solver.run(stage, stage.name)
+    omega_e = stage.g / a
+    starts = np.searchsorted(owner, np.arange(n))
+    omega = omega_e[starts]
+    if (not np.allclose(omega_e, omega[owner], rtol=_OMEGA_RTOL, atol=0.0)
+            or (omega < 0).any()):
+        return solver.run(stage, stage.name)
+    layout = solver.layout(stage)  # time, capacity, kept (the level rows)
+    if prior is not None:
+        done = _floor_from_level(solver, stage, prior, a, omega)
+        if done is not None:
+            return done
+    col = np.full((n, k), -1)
+    col[owner, inst.col_type] = np.arange(E)
+    A = np.zeros((n, k))
+    A[owner, inst.col_type] = a
+    dem = _FloorDemand(A, inst.jobs.scale_factor, f, omega)
+    est = _floor_newton_prices(dem, inst.cap)
+    if est is None:
+        solver.fall_back(STRUCTURED_FLOOR, "no price estimate (Newton found no balance of "
+                         "demand and capacity)")
+        return solver.run(stage, stage.name)
+    p, band = est
+    explicit = np.zeros(n, dtype=bool)
+    iterations = solves = 0
+    for _ in range(max_rounds):
+        vert = dem.vertices(col, p, band=band)
+        explicit |= vert.ambiguous
+        out = _solve_floor_master(inst, a, f, omega, vert, explicit, solver)
+        if out is None:
+            band *= _FLOOR_BAND_GROWTH
+            continue
+        xcol, it = out
+        iterations += it
+        solves += 1
+        xcol = inst.repair(xcol)
+        parts, blocking = _floor_duals(inst, A, col, a, f, omega, xcol, explicit, solver)
+        done = (None if parts is None else
+                certified(solver, stage, xcol, layout.assemble(parts), iterations, solves,
+                           STRUCTURED_FLOOR))
+        if done is not None:
+            return done
+        if (blocking & ~explicit).any():
+            # exactly the constants in the way get their variables
+            solver.step(f"{FLOOR_FREED}:{int((blocking & ~explicit).sum())}")
+            explicit |= blocking
+        else:
+            band *= _FLOOR_BAND_GROWTH
+    solver.iterations += iterations
+    solver.solves += solves
+    solver.fall_back(STRUCTURED_FLOOR, f"not certified within {max_rounds} master rounds")
+    return solver.run(stage, stage.name)
+
+
+class _FloorDemand(Demand):
+    """Capacity each job uses at its best response in a floor stage, vectorised over jobs.
+
+    A job with floor ``f`` and value ``omega`` per unit of level chooses, at prices ``p``, the
+    vertex of ``{a . x >= f, sum x <= 1, x >= 0}`` maximising ``omega a.x - s p.x``: a mix at
+    the floor (the candidates of :class:`Demand` at ``L = f``: part time on one type, or two
+    types sharing all the time), all its time on one type (valid when ``a_j >= f``), or
+    nothing at all (valid when ``f <= 0``).
+    """
+
+    def __init__(self, A: np.ndarray, s: np.ndarray, f: np.ndarray, omega: np.ndarray) -> None:
+        super().__init__(A, s, np.zeros(f.size), f)
+        W = (f[:, None] - self.alo) * self.inv
+        ok = (W >= 0.0) & (W <= 1.0) & (f > 0)[:, None]
+        self.W = np.where(ok, W, np.nan)  # nan: not a floor vertex
+        self.A, self.omega = A, omega
+        self.full_ok = (A > 0) & (A >= f[:, None])
+        self.rest = f <= 0
+
+    def _values(self, r: np.ndarray) -> np.ndarray:
+        """Each candidate's value ``omega a.x - s p.x`` (``-inf``: invalid); columns: the
+        floor mixes, all the time on each type, nothing."""
+        s = self.s
+        rext = np.r_[r, 0.0]
+        rlo = rext[self.lo]
+        at_floor = (self.omega * self.h)[:, None] - s[:, None] * (rlo + self.W * (rext[self.hi]
+                                                                               - rlo))
+        full = np.where(self.full_ok, self.omega[:, None] * self.A - s[:, None] * r, -np.inf)
+        return np.c_[np.where(np.isnan(at_floor), -np.inf, at_floor), full,
+                     np.where(self.rest, 0.0, -np.inf)]
+
+    def vertices(self, col: np.ndarray, r: np.ndarray, theta: float = 0.0, *, band: float
+                 ) -> Vertices:
+        """Every job's best vertex as master columns. Kinds: ``e2 == -1``: floor on ``e1``;
+        ``e2 == -2``: all the time on ``e1``; ``e2 >= 0``: time split between ``e1`` and
+        ``e2`` at the floor; ``e1 == -1``: nothing. ``ambiguous``: a second vertex within
+        ``band`` of the best value (relative to the size of the job's values), or none."""
+        k, K = self.k, self.lo.size
+        V = self._values(r)
+        rows = np.arange(V.shape[0])
+        best = V.argmax(axis=1)
+        top = V[rows, best]
+        # a price error of ``band`` moves a value by about band * (its price term), which is
+        # of the order of omega * a even when the job's net value is close to 0
+        scale = self.omega * self.A.max(axis=1) + self.s * r.max(initial=0.0)
+        gap = band * np.maximum(np.abs(top), scale + SAT_ROUNDING)
+        near = (V >= (top - gap)[:, None]).sum(axis=1) > 1
+        fl = best < K
+        b = np.where(fl, best, 0)
+        lo_t, hi_t = self.lo[b], self.hi[b]
+        two = fl & (lo_t < k)
+        colx = np.c_[col, np.full(rows.size, -1)]
+        full_t = np.clip(best - K, 0, k)
+        e1 = np.where(fl, np.where(two, colx[rows, lo_t], colx[rows, hi_t]), colx[rows, full_t])
+        e2 = np.where(two, colx[rows, hi_t], np.where(fl, -1, -2))
+        nothing = best == K + k
+        e1 = np.where(nothing, -1, e1)
+        e2 = np.where(nothing, -1, e2)
+        return Vertices(e1, e2, np.zeros(rows.size), np.zeros(rows.size),
+                         near | ~np.isfinite(top))
+
+    def __call__(self, r: np.ndarray, theta: float) -> tuple[np.ndarray, np.ndarray]:
+        """Capacity used per type at prices ``r`` (``theta`` is ignored; zero derivative)."""
+        k, s, K = self.k, self.s, self.lo.size
+        best = self._values(r).argmax(axis=1)
+        fl = best < K
+        full = ~fl & (best < K + k)
+        b = np.where(fl, best, 0)
+        w = self.W[np.arange(best.size), b]
+        use = (np.bincount(self.hi[b[fl]], s[fl] * w[fl], k + 1)
+               + np.bincount(self.lo[b[fl]], s[fl] * (1.0 - w[fl]), k + 1))[:k]
+        use = use + np.bincount(best[full] - K, s[full], k)
+        return use, np.zeros(k)
+
+
+def _floor_newton_prices(dem: _FloorDemand, cap: np.ndarray
+                         ) -> tuple[np.ndarray, float] | None:
+    """Approximate capacity prices (and band of near-ties) of a floor stage: best-response
+    demand = capacity.
+
+    :func:`newton` with every price free (``ref = -1``), from prices at which each type
+    alone would be just filled by the jobs valuing it most: ``p_j`` is the value per worker
+    ``omega a_j / s`` above which the jobs' workers add up to ``cap_j``. ``None``: no
+    estimate.
+    """
+    A, s, f, omega = dem.A, dem.s, dem.h, dem.omega
+    if not (np.isfinite(f).all() and (omega > 0).any()):
+        return None
+    v = np.where(A > 0, (omega / s)[:, None] * A, 0.0)
+    order = np.argsort(-v, axis=0)
+    filled = np.cumsum(s[order], axis=0) >= cap[None, :]
+    first = np.where(filled.any(axis=0), filled.argmax(axis=0), v.shape[0] - 1)
+    p0 = v[order[first, np.arange(cap.size)], np.arange(cap.size)]
+    low = v[v > 0].min() if (v > 0).any() else 0.0
+    p0 = np.maximum(p0, 0.5 * low)
+    if not (np.isfinite(p0).all() and (p0 > 0).all()):
+        return None
+    if (dem(np.zeros(cap.size), 0.0)[0] <= cap).all():
+        return np.zeros(cap.size), BAND0  # capacity binds nowhere
+    out = newton(dem, cap, -1, 0.0, np.log(p0), None, np.inf, tol=NEWTON_TOL,
+                  max_evals=NEWTON_EVALS)
+    if out is None or out[3] > NEWTON_MAX_ERROR:
+        return None
+    return np.exp(out[1]), band(out[3])
+
+
+def _floor_duals(inst: ColumnInstance, A: np.ndarray, col: np.ndarray, a: np.ndarray,
+                 f: np.ndarray, omega: np.ndarray, xcol: np.ndarray, free: np.ndarray,
+                 solver: StageSolver) -> tuple[dict[str, np.ndarray] | None, np.ndarray]:
+    """Duals of the full floor LP complementary to ``xcol``, or the jobs in the way.
+
+    The floor LP ``max sum_m omega_m a_m . x_m`` s.t. ``a_m . x_m >= f_m`` (``lambda_m``),
+    ``sum x_m <= 1`` (``mu_m``), capacity (``p``) has reduced costs
+    ``(omega + lambda) a_e - mu - s p_e``. For a job at a vertex of its polytope
+    (:func:`_vertices_from_x`), complementary slackness fixes ``lambda`` and ``mu`` as affine
+    functions of ``p`` (floor on ``e``: ``lambda = s p_e / a_e - omega``, ``mu = 0``; all time
+    on ``e``: ``lambda = 0``, ``mu = omega a_e - s p_e``; a split ``e1, e2``:
+    ``omega + lambda = s (p_e2 - p_e1) / (a_e2 - a_e1)``, ``mu = (omega + lambda) a_e1 -
+    s p_e1``); what remains is ``lambda, mu >= 0`` and every other column's reduced cost
+    ``<= 0``: linear inequalities in the ``k`` prices. Jobs elsewhere (the few a basic
+    solution couples) keep ``lambda_m, mu_m`` as variables, with reduced cost 0 on the columns
+    they use. Types with slack are priced 0. The rows of each job that was a constant in
+    the master (not ``free``) get an elastic slack ``sigma_m >= 0`` and HiGHS minimises
+    ``sum sigma`` (``k`` + a few + ``n`` columns, about ``n (k + 1)`` rows; the master's own
+    duals are feasible, so it always solves): at 0 the duals are complementary to ``xcol``,
+    so their objective is ``xcol``'s value and ``xcol`` is optimal; otherwise the constants
+    with ``sigma_m > 0`` conflict with every complementary price vector and must get their
+    own variables.
+
+    Returns ``(duals, blocking)``: ``duals`` (``None`` if there are none) by row block of the
+    floor LP (``time``: ``-mu``, ``capacity``: ``-p``, ``kept``: ``lambda``) and the mask of
+    blocking jobs.
+    """
+    n, k = A.shape
+    s = inst.jobs.scale_factor.astype(float)
+    vert, general = _vertices_from_x(inst, A, col, a, f, xcol)
+    X = np.zeros((n, k))
+    X[inst.mem_job, inst.col_type] = xcol
+    tot = X.sum(axis=1)
+    e1, e2 = vert.e1, vert.e2
+    # one column at the floor *and* all the time: lambda and mu share one equation
+    general = general | ((e1 >= 0) & (e2 == -1) & (tot >= 1.0 - ACTIVITY_ROUNDING))
+    typ_of = np.full(inst.E + 1, 0)
+    typ_of[:-1] = inst.col_type
+    t1 = typ_of[np.where(e1 >= 0, e1, inst.E)]
+    t2 = typ_of[np.where(e2 >= 0, e2, inst.E)]
+    a1 = np.where(e1 >= 0, a[np.maximum(e1, 0)], 1.0)
+    a2 = np.where(e2 >= 0, a[np.maximum(e2, 0)], 1.0)
+    floor1 = ~general & (e1 >= 0) & (e2 == -1)
+    full = ~general & (e1 >= 0) & (e2 == -2)
+    split = ~general & (e2 >= 0)
+    onehot = np.eye(k)
+    # lambda = alpha . p + alpha0, mu = beta . p + beta0 (zero for general jobs and no-ops)
+    alpha = np.zeros((n, k))
+    alpha0 = np.zeros(n)
+    beta = np.zeros((n, k))
+    beta0 = np.zeros(n)
+    alpha[floor1] = (s / a1)[floor1, None] * onehot[t1[floor1]]
+    alpha0[floor1 | split] = -omega[floor1 | split]
+    beta[full] = -s[full, None] * onehot[t1[full]]
+    beta0[full] = (omega * a1)[full]
+    d = np.where(split, a2 - a1, 1.0)
+    alpha[split] = (s / d)[split, None] * (onehot[t2[split]] - onehot[t1[split]])
+    beta[split] = a1[split, None] * alpha[split] - s[split, None] * onehot[t1[split]]
+    # rows G p <= g: lambda >= 0, mu >= 0, reduced cost <= 0 on every unused column
+    Gs, gs = [-alpha[floor1 | split], -beta[full | split]], [alpha0[floor1 | split],
+                                                              beta0[full | split]]
+    owners = [np.flatnonzero(floor1 | split), np.flatnonzero(full | split)]
+    rec = ~general
+    used = np.zeros(inst.E, dtype=bool)
+    used[xcol > _USED] = True
+    ce = np.flatnonzero(rec[inst.mem_job] & ~used)
+    m = inst.mem_job[ce]
+    ae = a[ce]
+    Gs.append(ae[:, None] * alpha[m] - beta[m] - s[m, None] * onehot[inst.col_type[ce]])
+    gs.append(beta0[m] - (omega[m] + alpha0[m]) * ae)
+    owners.append(m)
+    G = np.concatenate(Gs)
+    g = np.concatenate(gs)
+    row_job = np.concatenate(owners)
+    # general jobs: variables (lambda_m, mu_m); reduced cost = 0 on used columns, <= 0 others
+    gen = np.flatnonzero(general)
+    q = gen.size
+    cg = np.flatnonzero(general[inst.mem_job])
+    mg = np.searchsorted(gen, inst.mem_job[cg])
+    ncol = k + 2 * q + n
+    P = sp.hstack([sp.csr_matrix(G), sp.csr_matrix((g.size, 2 * q)),
+                   sp.csr_matrix((-np.ones(g.size), (np.arange(g.size), row_job)),
+                                 shape=(g.size, n))], format="csr")
+    Q = sp.hstack([sp.csr_matrix(-s[inst.mem_job[cg], None] * onehot[inst.col_type[cg]]),
+                   sp.csr_matrix((a[cg], (np.arange(cg.size), mg)), shape=(cg.size, q)),
+                   sp.csr_matrix((-np.ones(cg.size), (np.arange(cg.size), mg)),
+                                 shape=(cg.size, q))], format="csr")
+    M = sp.vstack([P, sp.hstack([Q, sp.csr_matrix((Q.shape[0], n))])], format="csr")
+    up = np.r_[g, -omega[inst.mem_job[cg]] * a[cg]]
+    lo = np.r_[np.full(g.size, -np.inf), np.where(used[cg], up[g.size:], -np.inf)]
+    slack_t = inst.W @ xcol < inst.cap * (1.0 - ACTIVITY_ROUNDING)
+    lev = (X * A).sum(axis=1)
+    floor_slack = lev[gen] > f[gen] + ACTIVITY_ROUNDING * np.maximum(1.0, np.abs(f[gen]))
+    time_slack = tot[gen] < 1.0 - ACTIVITY_ROUNDING
+    hi = np.r_[np.where(slack_t, 0.0, np.inf), np.where(floor_slack, 0.0, np.inf),
+               np.where(time_slack, 0.0, np.inf), np.where(general | free, 0.0, np.inf)]
+    c = np.r_[np.zeros(k + 2 * q), np.ones(n)]
+    lp = LinearProgram.build(c, M, lo, up, np.zeros(ncol), hi)
+    sol = sub_solve(solver, lp, ipm=False)
+    if sol is None:
+        return None, np.zeros(n, dtype=bool)
+    assert sol.x is not None  # checked by sub_solve
+    sigma = sol.x[k + 2 * q:]
+    blocking = sigma > REDUCED_COST_TOL * (1.0 + omega * A.max(axis=1))
+    if blocking.any():
+        return None, blocking
+    pr = np.maximum(sol.x[:k], 0.0)
+    lam = np.maximum(alpha @ pr + alpha0, 0.0)
+    mu = np.maximum(beta @ pr + beta0, 0.0)
+    lam[gen] = np.maximum(sol.x[k: k + q], 0.0)
+    mu[gen] = np.maximum(sol.x[k + q: k + 2 * q], 0.0)
+    return {"time": -mu, "capacity": -pr, "kept": lam}, blocking
+
+
+def _floor_from_level(solver: StageSolver, stage: LinearStage, prior: StageResult,
+                      a: np.ndarray, omega: np.ndarray) -> StageResult | None:
+    """Certify the level stage's allocation as the floor stage's optimum, if it is one.
+
+    With level duals ``(lambda, mu, p)`` (reduced costs ``lambda_m a_e - mu_m - s p_e <= 0``,
+    zero on used columns), the scaled duals ``p' = t p``, ``mu' = t mu``,
+    ``lambda' = max(t lambda - omega, 0)`` are feasible for the floor stage
+    ``max sum_m omega_m a_m . x_m`` s.t. ``a_m . x_m >= f_m`` as soon as every column's reduced
+    cost ``omega a_e + lambda' a_e - mu' - s p'_e`` is ``<= 0``: for a job with
+    ``t lambda_m >= omega_m`` it is ``t`` times the level one; otherwise it needs
+    ``t >= omega a_e / (mu + s p_e)``. The smallest such ``t`` is taken, and
+    :func:`lp_certificate` on the full floor LP at the level's allocation decides (its gap is
+    the complementary slackness left: ``stage_tol`` on the floors, plus whatever a job above
+    its floor could still gain). ``None`` when it does not pass.
+    """
+    inst = solver.inst
+    n, k = inst.n, inst.k
+    if (prior.rows.blocks() != (("time", n), ("capacity", k), ("kept", 0), ("level", n))
+            or not isinstance(prior.lp, LinearProgram)):
+        return None
+    mu = np.maximum(-prior.block("time"), 0.0)
+    p = np.maximum(-prior.block("capacity"), 0.0)
+    lam = np.maximum(prior.block("level"), 0.0)
+    owner = inst.mem_job
+    unit = mu[owner] + inst.col_workers * p[inst.col_type]  # level cost of a column's time
+    want = omega[owner] * a
+    with np.errstate(divide="ignore", invalid="ignore"):
+        per_col = np.where(want > 0, want / unit, 0.0)
+        by_lam = np.where(lam > 0, omega / lam, np.inf)
+    by_cols = np.zeros(n)
+    np.maximum.at(by_cols, owner, per_col)
+    t = float(np.max(np.minimum(by_lam, by_cols), initial=0.0))
+    if not np.isfinite(t) or t <= 0.0:
+        return None
+    duals = solver.layout(stage).assemble({"time": -t * mu, "capacity": -t * p,
+                                           "kept": np.maximum(t * lam - omega, 0.0)})
+    return certified(solver, stage, prior.x[: inst.E], duals, 0, 0, FLOOR_FROM_LEVEL)
+
+
+def _solve_floor_master(inst: ColumnInstance, a: np.ndarray, f: np.ndarray, omega: np.ndarray,
+                        vert: Vertices, explicit: np.ndarray, solver: StageSolver
+                        ) -> tuple | None:
+    """Restricted master of a floor stage: ``(xcol, iterations)`` (``None``: no fit)."""
+    k, E = inst.k, inst.E
+    typ = inst.col_type
+    ag = np.flatnonzero(~explicit)
+    e1, e2 = vert.e1[ag], vert.e2[ag]
+    L = f[ag]
+    xcol = np.zeros(E)
+    has1 = e1 >= 0
+    split = e2 >= 0
+    full = e2 == -2
+    floor1 = has1 & (e2 == -1)
+    e1s = np.maximum(e1, 0)
+    e2s = np.maximum(e2, 0)
+    a1 = a[e1s]
+    a2 = np.where(split, a[e2s], 1.0)
+    d = np.where(split, a2 - a1, 1.0)
+    x1 = np.where(floor1, L / np.where(has1, a1, 1.0),
+                  np.where(full, 1.0, np.where(split, (a2 - L) / d, 0.0)))
+    x2 = np.where(split, (L - a1) / d, 0.0)
+    xcol[e1s[has1]] = x1[has1]
+    xcol[e2s[split]] = x2[split]
+    load = inst.W @ xcol
+    ex, cols, own = explicit_columns(inst, explicit)
+    nx, r = cols.size, ex.size
+    M = sp.vstack([
+        sp.csr_matrix((inst.col_workers[cols], (typ[cols], np.arange(nx))), shape=(k, nx)),
+        sp.csr_matrix((np.ones(nx), (own, np.arange(nx))), shape=(r, nx)),
+        sp.csr_matrix((a[cols], (own, np.arange(nx))), shape=(r, nx)),
+    ], format="csr")
+    lo = np.r_[np.full(k + r, -np.inf), f[ex]]
+    up = np.r_[inst.cap - load, np.ones(r), np.full(r, np.inf)]
+    if (up[:k] < -ACTIVITY_ROUNDING * (1 + inst.cap)).any():
+        return None
+    up[:k] = np.maximum(up[:k], 0.0)
+    lp = LinearProgram.build(-omega[inst.mem_job[cols]] * a[cols], M, lo, up, 0.0, np.inf)
+    sol = sub_solve(solver, lp, ipm=r > IPM_MIN_EXPLICIT)
+    if sol is None:
+        return None
+    assert sol.x is not None  # checked by sub_solve
+    xcol[cols] = sol.x
+    return xcol, sol.iterations
+
+
+def _vertices_from_x(inst: ColumnInstance, A: np.ndarray, col: np.ndarray, a: np.ndarray,
+                     L: np.ndarray, xcol: np.ndarray) -> tuple[Vertices, np.ndarray]:
+    """Read each job's vertex (floor / full / split) off an allocation; others: explicit."""
+    n, k = A.shape
+    X = np.zeros((n, k))
+    X[inst.mem_job, inst.col_type] = xcol
+    used = X > _USED
+    cnt = used.sum(axis=1)
+    order = np.argsort(~used, axis=1, kind="stable")  # used types first
+    rows = np.arange(n)
+    j1, j2 = order[:, 0], order[:, min(1, k - 1)]
+    lev = (X * A).sum(axis=1)
+    tot = X.sum(axis=1)
+    at_floor = np.abs(lev - L) <= _AT_FLOOR * np.maximum(1.0, np.abs(L))
+    e1 = np.where(cnt >= 1, col[rows, j1], -1)
+    full = (cnt == 1) & (np.abs(tot - 1.0) <= SAT_ROUNDING) & ~at_floor
+    floor1 = (cnt == 1) & at_floor
+    split = (cnt == 2) & at_floor & (np.abs(tot - 1.0) <= ACTIVITY_ROUNDING)
+    e2 = np.where(split, col[rows, j2], np.where(full, -2, -1))
+    # order a split's columns: slower first
+    swap = split & (A[rows, j1] > A[rows, j2])
+    e1, e2 = np.where(swap, e2, e1), np.where(swap, e1, e2)
+    nothing = (cnt == 0) & (L <= 0)
+    explicit = ~(full | floor1 | split | nothing)
+    z = np.zeros(n)
+    return Vertices(e1, e2, z, z, explicit), explicit

@@ -1,0 +1,277 @@
+"""The structured exact solver of level (max-min) stages: :func:`fast_level`.
+
+Newton prices, aggregation of the jobs whose best vertex is clear, a small restricted master LP
+(:func:`_solve_master`) and column generation until the full LP's certificate passes; path
+step ``structured-level``, hand-over ``structured-level->exact-lp: <reason>``
+(:mod:`fairalloc.throughput.structured`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from ...backends import LinearProgram
+from ..rows import RowLayout
+from ..stages import LevelStage, StageResult, StageSolver
+from .common import (
+    ACTIVITY_ROUNDING,
+    BAND0,
+    IPM_MIN_EXPLICIT,
+    REDUCED_COST_TOL,
+    SAT_ROUNDING,
+    Demand,
+    Vertices,
+    certified,
+    explicit_columns,
+    newton_prices,
+    structured_applies,
+    sub_solve,
+)
+
+STRUCTURED_LEVEL = "structured-level"  # path step: level stage certified by this solver
+_LEVEL_MAX_ROUNDS = 30  # PERFORMANCE knob: master rounds of a level stage before the full LP
+_LEVEL_BAND_GROWTH = 3.0  # PERFORMANCE knob: band widening when folded vertices do not fit
+_MAX_BAND = 0.5  # PERFORMANCE knob: widest band of near-ties before the full LP takes over
+
+
+def fast_level(solver: StageSolver, stage: LevelStage, *, max_rounds: int = _LEVEL_MAX_ROUNDS,
+                warm: tuple[np.ndarray, float] | None = None) -> StageResult:
+    """Exact solve of a level stage (see :func:`_fast_level_unit`), at unit scale.
+
+    The stage is first divided by the powers of two of :meth:`LevelStage.units` (``theta =
+    sigma theta'``, level rows divided by ``rho``), so that the structured solver's own
+    thresholds see the same numbers whatever the caller's units; its duals are mapped back
+    (level rows ``lambda = sigma lambda' / rho``, the others ``sigma y'``) and the full LP's
+    certificate is computed in the caller's units.
+    """
+    sigma, rho = stage.units()
+    # a warm start (capacity prices and level of a previous, similar stage, in the caller's
+    # units) only seeds Newton: the price ratios are unit free, the level goes to unit scale
+    wu = None if warm is None else (np.asarray(warm[0], dtype=float), float(warm[1]) / sigma)
+    if sigma == 1.0 and rho == 1.0:
+        return _fast_level_unit(solver, stage, stage, 1.0, 1.0, max_rounds, wu)
+    unit = LevelStage(sp.csr_matrix(stage.C / rho), stage.b * (sigma / rho), stage.h / rho,
+                  stage.name)
+    return _fast_level_unit(solver, stage, unit, sigma, rho, max_rounds, wu)
+
+
+def _fast_level_unit(solver: StageSolver, orig: LevelStage, stage: LevelStage, sigma: float,
+                     rho: float, max_rounds: int,
+                     warm: tuple[np.ndarray, float] | None = None) -> StageResult:
+    """Exact solve of a level stage ``max theta: C x - b theta >= h`` exploiting its structure.
+
+    Only the ``k`` capacity rows and ``theta`` couple the jobs. At given capacity prices each
+    job's cheapest way to reach its level ``L_m = h_m + b_m theta`` is a vertex of its own
+    small polytope ``{a_m . x_m = L_m, sum x_m <= 1, x_m >= 0}``: one column at
+    ``x_e = L_m / a_e``, or two columns splitting its whole time. Either way its capacity use
+    is *affine in theta*, so a job whose vertex is clear folds into the ``k`` capacity rows;
+    only jobs near a tie keep their own variables and rows. The restricted master LP is solved
+    by HiGHS, every job's duals follow in closed form (one column:
+    ``lambda = s p_j / a_e``; a split: ``lambda = s (p_j' - p_j) / (a_e' - a_e)``,
+    ``mu = lambda a_e - s p_j``), every column of the full LP is priced, jobs with positive
+    reduced costs get their own variables, and the loop ends when the full LP's independent
+    certificate (:func:`lp_certificate` on the complete program with the assembled duals)
+    passes. Initial prices and level come from :func:`newton_prices` (the ``k`` equations
+    *demand = capacity* solved by Newton in ``k`` unknowns, a few milliseconds for thousands
+    of jobs); jobs near a tie at those prices (within 0.1 %, more where Newton's capacity
+    error is larger: :func:`band`) keep their own variables, so a single small master LP
+    usually finishes. Falls back to the full LP when Newton finds no
+    estimate (for instance many identical jobs: demand jumps instead of a fine staircase) or
+    the loop cannot finish.
+    """
+    inst = solver.inst
+    n, k, E = inst.n, inst.k, inst.E
+    if not structured_applies(solver, kept=0):
+        return solver.run(orig, orig.name)
+    layout = solver.layout(orig)  # time, capacity, kept (empty), level
+
+    def duals_of(mu_: np.ndarray, p_: np.ndarray, lam_: np.ndarray) -> np.ndarray:
+        """The full LP's duals in its row layout, in the caller's units (level rows
+        ``lambda = sigma lambda' / rho``, the others ``sigma y'``)."""
+        return layout.assemble({"time": -mu_ * sigma, "capacity": -p_ * sigma,
+                                "level": lam_ * (sigma / rho)})
+    owner = inst.mem_job  # single-member columns: one entry per column, sorted by owner
+    typ = inst.col_type
+    s_e = inst.col_workers
+    a = np.asarray(stage.C[owner, np.arange(E)]).ravel()
+    b, h = stage.b, stage.h
+    need = (b > 0) | (h > 0)
+    col = np.full((n, k), -1)
+    col[owner, typ] = np.arange(E)
+    A = np.zeros((n, k))
+    A[owner, typ] = a
+    s = inst.jobs.scale_factor
+    amax = A.max(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sat = np.where(b > 0, (amax - h) / np.where(b > 0, b, 1.0), np.inf)
+    m0 = int(np.argmin(sat))
+    sat_theta = float(sat[m0])
+    info: dict[str, bool] = {}
+    est = (newton_prices(A, s, b, h, inst.cap) if warm is None
+           else newton_prices(A, s, b, h, inst.cap, warm=warm, info=info))
+    solver.warm_used = bool(est is not None and info.get("warm"))
+    if est is None:
+        solver.fall_back(STRUCTURED_LEVEL, "no price estimate (Newton found no balance of "
+                         "demand and capacity)")
+        return solver.run(orig, orig.name)
+    p, theta, band = est
+    dem = Demand(A, s, b, h)
+    vert = dem.vertices(col, p, theta, band=band)
+    explicit = need & vert.ambiguous
+    iterations = solves = 0
+    refined = False
+    for _ in range(max_rounds):
+        agg = need & ~explicit
+        out = _solve_master(solver, stage, a, agg, vert, explicit)
+        if out is None:
+            # the folded vertices do not fit together (the Newton prices or level were off):
+            # widen the band of jobs that keep their own variables and try again
+            band *= _LEVEL_BAND_GROWTH
+            if band > _MAX_BAND:
+                reason = "the folded vertices do not fit at any band of near-ties"
+                break
+            vert = dem.vertices(col, p, theta, band=band)
+            explicit |= need & vert.ambiguous
+            continue
+        xcol, theta, lam, mu, p, it, bound_jobs = out
+        iterations += it
+        solves += 1
+        if theta >= sat_theta - SAT_ROUNDING * max(1.0, abs(sat_theta)):
+            # theta reached the level at which job m0 runs its best column all the time:
+            # no allocation does better, and the dual lambda_m0 = 1 / b_m0,
+            # mu_m0 = lambda_m0 max_e a_e (all other multipliers 0) proves it
+            lam0 = np.zeros(n)
+            mu0 = np.zeros(n)
+            lam0[m0] = 1.0 / b[m0]
+            mu0[m0] = lam0[m0] * amax[m0]
+            done = certified(solver, orig, inst.repair(xcol), duals_of(mu0, np.zeros(k), lam0),
+                              iterations, solves, STRUCTURED_LEVEL)
+            if done is not None:
+                return done
+        red = lam[owner] * a - mu[owner] - s_e * p[typ]
+        # explicit jobs have all their columns in the master: a positive reduced cost there
+        # is solver tolerance, judged by the certificate below
+        viol = (red > REDUCED_COST_TOL * (1.0 + lam[owner] * a)) & ~explicit[owner]
+        if not viol.any() and not bound_jobs.any():
+            done = certified(solver, orig, inst.repair(xcol), duals_of(mu, p, lam),
+                              iterations, solves, STRUCTURED_LEVEL)
+            if done is not None:
+                return done
+            reason = "the assembled duals did not certify the whole LP"
+            break
+        grown = explicit.copy()
+        grown[owner[viol]] = True
+        grown |= bound_jobs
+        if not refined:
+            # the master's prices are usually close to optimal: choose the vertices again
+            # around them with a tight band, unless that keeps more jobs explicit than just
+            # adding the violators (degenerate prices); later rounds only add jobs
+            refined = True
+            new = dem.vertices(col, p, theta, band=2 * BAND0)
+            fresh = need & (new.ambiguous | (mu > 0) & explicit)
+            fresh[owner[viol]] = True
+            fresh |= bound_jobs
+            if fresh.sum() < grown.sum():
+                vert, grown = new, fresh
+        explicit = grown
+    else:
+        reason = f"not certified within {max_rounds} master rounds"
+    solver.iterations += iterations
+    solver.solves += solves
+    solver.fall_back(STRUCTURED_LEVEL, reason)
+    return solver.run(orig, orig.name)
+
+
+def _solve_master(solver: StageSolver, stage: LevelStage, a: np.ndarray, agg: np.ndarray,
+                  vert: Vertices, explicit: np.ndarray) -> tuple | None:
+    """Solve the restricted master.
+
+    Returns ``(xcol, theta, lambda, mu, prices, iterations, bound_jobs)``; ``bound_jobs``
+    marks aggregated jobs whose vertex range stopped theta (they need their own variables).
+    """
+    inst = solver.inst
+    n, k, E = inst.n, inst.k, inst.E
+    b, h = stage.b, stage.h
+    s = inst.jobs.scale_factor
+    typ = inst.col_type
+    ag = np.flatnonzero(agg)
+    e1, e2 = vert.e1[ag], vert.e2[ag]
+    if (e1 < 0).any():
+        return None
+    two = e2 >= 0
+    a1 = a[e1]
+    a2 = np.where(two, a[np.maximum(e2, 0)], 1.0)
+    d = np.where(two, a2 - a1, 1.0)
+    # x_e1 = al1 + be1 theta, x_e2 = al2 + be2 theta (affine in theta)
+    al1 = np.where(two, (a2 - h[ag]) / d, h[ag] / a1)
+    be1 = np.where(two, -b[ag] / d, b[ag] / a1)
+    al2 = np.where(two, (h[ag] - a1) / d, 0.0)
+    be2 = np.where(two, b[ag] / d, 0.0)
+    t1 = typ[e1]
+    t2 = np.where(two, typ[np.maximum(e2, 0)], 0)
+    const = (np.bincount(t1, weights=s[ag] * al1, minlength=k)
+             + np.bincount(t2, weights=s[ag] * al2 * two, minlength=k))
+    coef_theta = (np.bincount(t1, weights=s[ag] * be1, minlength=k)
+                  + np.bincount(t2, weights=s[ag] * be2 * two, minlength=k))
+    # validity range of each aggregated vertex: lo <= h + b theta <= hi
+    pos = b[ag] > 0
+    lo_v, hi_v = vert.lo[ag], vert.hi[ag]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        th_up = np.where(pos, (hi_v - h[ag]) / np.where(pos, b[ag], 1.0), np.inf)
+        th_dn = np.where(pos, (lo_v - h[ag]) / np.where(pos, b[ag], 1.0), -np.inf)
+    fixed_bad = ~pos & ((h[ag] > hi_v * (1 + SAT_ROUNDING)) | (h[ag] < lo_v * (1 - SAT_ROUNDING)))
+    if fixed_bad.any():
+        return None
+    # the ranges are not imposed on theta (a wrong guess would make the master infeasible):
+    # jobs whose vertex is invalid at the master's theta get their own variables next round
+    ex, cols, own = explicit_columns(inst, explicit)
+    nx, r = cols.size, ex.size
+    M = sp.vstack([
+        sp.csr_matrix((np.r_[inst.col_workers[cols], coef_theta],
+                       (np.r_[typ[cols], np.arange(k)], np.r_[np.arange(nx), np.full(k, nx)])),
+                      shape=(k, nx + 1)),
+        sp.csr_matrix((np.ones(nx), (own, np.arange(nx))), shape=(r, nx + 1)),
+        sp.csr_matrix((np.r_[a[cols], -b[ex]], (np.r_[own, np.arange(r)],
+                                                 np.r_[np.arange(nx), np.full(r, nx)])),
+                      shape=(r, nx + 1)),
+    ], format="csr")
+    lo = np.r_[np.full(k + r, -np.inf), h[ex]]
+    up = np.r_[inst.cap - const, np.ones(r), np.full(r, np.inf)]
+    # the objective is scaled by n so that the duals (which sum to 1 over the jobs) are of
+    # order one against the solver's absolute dual tolerance
+    scale = float(n)
+    c = np.zeros(nx + 1)
+    c[-1] = -scale
+    # no column upper bounds (implied by the time rows): the duals stay on the rows
+    lp = LinearProgram.build(c, M, lo, up, np.r_[np.zeros(nx), -np.inf],
+                             np.r_[np.full(nx, np.inf), np.inf])
+    sol = sub_solve(solver, lp, ipm=r > IPM_MIN_EXPLICIT)
+    if sol is None:
+        return None
+    assert sol.x is not None and sol.row_duals is not None  # checked by sub_solve
+    theta = float(sol.x[-1])
+    y = sol.row_duals / scale
+    rows = RowLayout((("capacity", k), ("time", r), ("level", r)))  # the master's rows
+    p = np.maximum(-rows.take(y, "capacity"), 0.0)
+    mu = np.zeros(n)
+    lam = np.zeros(n)
+    mu[ex] = np.maximum(-rows.take(y, "time"), 0.0)
+    lam[ex] = np.maximum(rows.take(y, "level"), 0.0)
+    c1 = s[ag] * p[t1]
+    c2 = s[ag] * p[t2]
+    lam[ag] = np.where(two, (c2 - c1) / d, c1 / a1)
+    mu[ag] = np.where(two, lam[ag] * a1 - c1, 0.0)
+    bound_jobs = np.zeros(n, dtype=bool)
+    tol = ACTIVITY_ROUNDING * max(1.0, abs(theta))
+    bound_jobs[ag] = pos & ((th_up < theta - tol) | (th_dn > theta + tol))
+    if (lam[ag] < -SAT_ROUNDING).any() or (mu[ag] < -SAT_ROUNDING).any():
+        bad = (lam[ag] < -SAT_ROUNDING) | (mu[ag] < -SAT_ROUNDING)
+        bound_jobs[ag[bad]] = True
+    lam = np.maximum(lam, 0.0)
+    mu = np.maximum(mu, 0.0)
+    xcol = np.zeros(E)
+    xcol[cols] = sol.x[:nx]
+    xcol[e1] = al1 + be1 * theta
+    xcol[np.maximum(e2, 0)[two]] = (al2 + be2 * theta)[two]
+    return xcol, theta, lam, mu, p, sol.iterations, bound_jobs
