@@ -13,8 +13,9 @@ import numpy as np
 
 from .errors import InputError
 
-__all__ = ["as_array", "as_bool", "as_finite_float", "as_gang_sizes", "as_option",
-           "as_positive_int", "as_positive_float", "as_time_limit", "as_tolerance", "fmt_index"]
+__all__ = ["as_array", "as_bool", "as_finite_float", "as_gang_sizes", "as_labels",
+           "as_option", "as_positive_int", "as_positive_float", "as_time_limit", "as_tolerance",
+           "fmt_index"]
 
 
 def fmt_index(idx: Sequence[int] | np.ndarray) -> str:
@@ -245,3 +246,34 @@ def as_gang_sizes(workers: Any, n: int, num_gpus: float) -> np.ndarray:
         raise InputError(f"workers[{i}] = {w[i]:g} exceeds num_gpus = {num_gpus:g}",
                          argument="workers", index=(i,))
     return w
+
+
+def as_labels(value: Any, name: str, n: int, what: str) -> tuple[Any, ...]:
+    """Validate ``n`` unique, hashable labels (ids or names); ``None`` gives ``(0, ..., n-1)``.
+
+    ``what`` names what is labelled in the messages ("buyers", "goods").
+
+    Examples
+    --------
+    >>> as_labels(None, "ids", 2, "buyers"), as_labels(["a", "b"], "ids", 2, "buyers")
+    ((0, 1), ('a', 'b'))
+    """
+    if value is None:
+        return tuple(range(n))
+    if isinstance(value, str | bytes) or not hasattr(value, "__iter__"):
+        raise InputError(f"{name} must be a sequence of labels, got {type(value).__name__}",
+                         argument=name)
+    labels = tuple(value.tolist() if isinstance(value, np.ndarray) else value)
+    if len(labels) != n:
+        raise InputError(f"{name} has {len(labels)} entries for {n} {what}", argument=name)
+    seen: dict[Any, int] = {}
+    for i, label in enumerate(labels):
+        try:
+            first = seen.setdefault(label, i)
+        except TypeError:
+            raise InputError(f"{name}[{i}] = {label!r} is not hashable", argument=name,
+                             index=(i,)) from None
+        if first != i:
+            raise InputError(f"{name}[{i}] = {label!r} repeats {name}[{first}]; {name} must "
+                             f"be unique", argument=name, index=(i,))
+    return labels
