@@ -19,13 +19,12 @@ from typing import Any
 
 import numpy as np
 
+from ._display import Table, View, summary_line, to_html, verdict_of
+from ._display import fmt as fmt_value
 from .errors import CertificateError
 from .tolerances import DUAL_RESIDUAL_FACTOR, FEAS_TOL, GAP_TOL
 
 __all__ = ["Certificate", "FrozenArrays", "Result", "SolveStats", "Status", "readonly"]
-
-_REPR_MAX_ITEMS = 8  # display: arrays up to this size are printed in a result's repr
-_REPR_DIGITS = 4  # display: significant digits of those arrays
 
 
 _CONTAINERS = (np.ndarray, tuple, list, dict)
@@ -244,22 +243,18 @@ class Certificate:
         )
 
 
-def _summarise(value: Any) -> str:
-    if isinstance(value, np.ndarray):
-        if value.size <= _REPR_MAX_ITEMS:
-            return np.array2string(value, precision=_REPR_DIGITS, separator=", ")
-        return f"<array {value.shape} {value.dtype}>"
-    if isinstance(value, float):
-        return f"{value:.6g}"
-    return repr(value)
-
-
 @dataclass(frozen=True, repr=False)
 class Result(FrozenArrays):
     """Base class of every result: objective, status, statistics and certificate.
 
-    Subclasses add their arrays (allocation, prices, ...); every array field is read-only. The
-    repr summarises large arrays by shape so that results print readably in a notebook.
+    Subclasses add their arrays (allocation, prices, ...); every array field is read-only.
+    Every result names what it allocates ``allocation`` (rows: jobs, buyers or agents; columns:
+    types, goods, GPUs or rounds), whatever its family also calls it.
+
+    Display: ``repr(result)`` is one summary line (sizes, objective, status, certificate
+    verdict, seconds), never the arrays; in a notebook ``_repr_html_`` shows a compact table of
+    the allocation labelled with the job ids and type names (the first rows, then "… N more
+    rows"), the prices, and the certificate verdict with its gap, residual and status.
 
     Raises
     ------
@@ -283,16 +278,26 @@ class Result(FrozenArrays):
         """The certified absolute duality gap (shortcut for ``certificate.gap``)."""
         return self.certificate.gap
 
+    def _facts(self) -> list[tuple[str, str]]:
+        """The facts of the summary line; subclasses put their sizes first."""
+        return [("objective", fmt_value(self.objective)),
+                ("gap", f"{self.certificate.gap:.2e}")]
+
+    def _tables(self) -> list[Table]:
+        """The tables of the HTML view (the allocation, prices, ...); none by default."""
+        return []
+
+    def _view(self, tables: bool = True) -> View:
+        return View(type(self).__name__, self._facts(),
+                    verdict_of(self.certificate, self.status),
+                    self._tables() if tables else ())
+
     def __repr__(self) -> str:
-        parts = []
-        for f in dataclasses.fields(self):
-            if f.name in ("stats", "certificate"):
-                continue
-            parts.append(f"{f.name}={_summarise(getattr(self, f.name))}")
-        parts.append(f"gap={self.certificate.gap:.2e}")
-        parts.append(f"backend={self.stats.backend!r}")
-        parts.append(f"seconds={self.stats.seconds:.3g}")
-        return f"{type(self).__name__}({', '.join(parts)})"
+        return summary_line(self._view(tables=False), self.stats.seconds)
+
+    def _repr_html_(self) -> str:
+        """The notebook view: allocation with ids and type names, prices, verdict."""
+        return to_html(self._view(), self.stats.seconds)
 
     def to_frame(self) -> Any:
         """Return the result as a :class:`pandas.DataFrame` (requires pandas)."""

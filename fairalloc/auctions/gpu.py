@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from .._display import Table, labelled
 from .._validation import as_array, as_option, as_positive_int, as_time_limit
 from ..errors import InputError
 from ..results import Result, Status, require_pandas
@@ -64,7 +65,8 @@ class GPUAuctionResult(Result):
         ``c_i`` in ``[0, 1]`` (``0`` only when removing ``i`` lets another agent win a positive
         valuation, see ``formulations/partial_allocation.md``).
     allocation : ndarray, shape (n, g)
-        ``fraction[:, None] * pf_bundles``: the fractional PA allocation.
+        ``fraction[:, None] * pf_bundles``: the fractional PA allocation (rows: agents in the
+        order of the bids; columns: GPUs).
     leftover : ndarray, shape (g,)
         ``offer - allocation.sum(0)``: unallocated GPU fractions (hidden payments).
     loo_objective, loo_bound : ndarray, shape (n,)
@@ -89,6 +91,16 @@ class GPUAuctionResult(Result):
     loo_objective: np.ndarray
     loo_bound: np.ndarray
     fraction_error: np.ndarray
+
+    def _facts(self) -> list[tuple[str, str]]:
+        n, g = self.allocation.shape
+        return [("agents", str(n)), ("gpus", str(g)), *super()._facts()]
+
+    def _tables(self) -> list[Table]:
+        n, g = self.allocation.shape
+        return [labelled("allocation (fraction of each GPU)", "agent", range(n), range(g),
+                         self.allocation, extra=[("fraction", self.fraction),
+                                                 ("pf_value", self.pf_value)])]
 
     def to_frame(self) -> Any:
         """One row per agent: GPUs won, PF valuation, fraction and its certified error."""

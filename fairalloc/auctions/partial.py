@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from .._display import Table, labelled, price_table
 from .._validation import as_array, as_option, as_tolerance
 from ..errors import CertificateError, FairallocError, InputError, SolverError
 from ..markets.engine import SolveLog
@@ -95,6 +96,17 @@ class PartialAllocationResult(Result):
     loo_objective: np.ndarray
     loo_gap: np.ndarray
     fraction_error: np.ndarray
+
+    def _facts(self) -> list[tuple[str, str]]:
+        n, m = self.allocation.shape
+        return [("agents", str(n)), ("goods", str(m)), *super()._facts()]
+
+    def _tables(self) -> list[Table]:
+        n, m = self.allocation.shape
+        return [labelled("allocation (amount of each good)", "agent", range(n), range(m),
+                         self.allocation, extra=[("fraction", self.fraction),
+                                                 ("utility", self.utility)]),
+                price_table(self.prices, range(m), "prices of the PF market")]
 
     def to_frame(self) -> Any:
         """One row per agent: fraction, PF and realised utility, certified error, allocation."""

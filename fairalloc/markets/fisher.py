@@ -45,6 +45,7 @@ import scipy.sparse as sp
 from .._compose import Composable
 from .._validation import (
     as_array,
+    as_labels,
     as_option,
     as_positive_int,
     as_time_limit,
@@ -96,6 +97,11 @@ class FisherMarket(Composable):
     supply : array_like, shape (m,) or (m, T), optional
         Non-negative supply of each good (in each round); default ones.
     kind : {"linear", "leontief"}
+    ids : sequence of hashable, optional
+        The buyers' ids (unique, one per row of ``utility``); default ``0..n-1``.
+    goods : sequence of hashable, optional
+        The goods' names (unique, e.g. GPU types); default ``0..m-1``. Results carry both and
+        label their tables with them.
 
     Attributes
     ----------
@@ -128,13 +134,15 @@ class FisherMarket(Composable):
     """
 
     def __init__(self, utility: Any, budget: Any = None, supply: Any = None, *,
-                 kind: str = "linear") -> None:
+                 kind: str = "linear", ids: Any = None, goods: Any = None) -> None:
         self.kind = as_option(kind, "kind", MARKET_KINDS)
         U = as_array(utility, "utility", ndim=(2, 3))
         self.volatile = U.ndim == 3
         n, m = U.shape[:2]
         T = U.shape[2] if self.volatile else 1
         self.n, self.m, self.T = n, m, T
+        self.ids = as_labels(ids, "ids", n, "buyers")
+        self.goods = as_labels(goods, "goods", m, "goods")
         self.utility = U
         self.budget = (np.ones(n) if budget is None
                        else as_array(budget, "budget", ndim=1, shape=(n,), positive=True))
@@ -556,7 +564,8 @@ class FisherMarket(Composable):
                            fallbacks=tuple(log.fallbacks))
         return MarketResult(objective=cert.primal_value, status=status, stats=stats,
                             certificate=cert, allocation=alloc, prices=prices, utility=utility,
-                            budget=self.budget, spending=spending)
+                            budget=self.budget, spending=spending, ids=self.ids,
+                            goods=self.goods)
 
     def _incumbent(self, gap_tol: float, feas_tol: float
                    ) -> tuple[np.ndarray, np.ndarray, Certificate] | None:

@@ -25,6 +25,8 @@ def fisher_market(
     feas_tol: float = FEAS_TOL,
     time_limit: float | None = None,
     warm_start: Any = None,
+    ids: Any = None,
+    goods: Any = None,
 ) -> MarketResult:
     """Equilibrium of a static Fisher market (Eisenberg-Gale program; shockwave.txt App. C-D).
 
@@ -49,6 +51,11 @@ def fisher_market(
         Seconds per conic solve.
     warm_start : array_like, shape (m,), optional
         Prices to start the fast path from.
+    ids : sequence of hashable, optional
+        Buyer (job) ids, unique, one per row; default ``0..n-1``.
+    goods : sequence of hashable, optional
+        Names of the goods (e.g. GPU types), unique; default ``0..m-1``. The result carries
+        ``ids`` and ``goods`` and labels ``to_frame()`` and its notebook view with them.
 
     Returns
     -------
@@ -72,7 +79,7 @@ def fisher_market(
     ([[1.0, 0.0], [0.0, 1.0]], [1.0, 1.0])
     """
     U = as_array(utility, "utility", ndim=2)
-    return FisherMarket(U, budget, supply, kind=kind).solve(
+    return FisherMarket(U, budget, supply, kind=kind, ids=ids, goods=goods).solve(
         method=method, backend=backend, gap_tol=gap_tol, feas_tol=feas_tol,
         time_limit=time_limit, warm_start=warm_start)
 
@@ -89,6 +96,8 @@ def volatile_fisher_market(
     feas_tol: float = FEAS_TOL,
     time_limit: float | None = None,
     warm_start: Any = None,
+    ids: Any = None,
+    goods: Any = None,
 ) -> MarketResult:
     """Equilibrium of a volatile Fisher market over ``T`` rounds (shockwave.txt §4.1, App. C).
 
@@ -106,6 +115,9 @@ def volatile_fisher_market(
         Supply of each resource in each round; default ones.
     kind, method, backend, gap_tol, feas_tol, time_limit, warm_start
         As for :func:`fisher_market` (``warm_start`` has shape (m, T)).
+    ids, goods : sequence of hashable, optional
+        Buyer ids and the names of the ``m`` resources, as for
+        [`fisher_market`][fairalloc.fisher_market].
 
     Returns
     -------
@@ -124,6 +136,6 @@ def volatile_fisher_market(
     [[1.0, 0.0], [0.0, 1.0]]
     """
     U = as_array(utility, "utility", ndim=3)
-    return FisherMarket(U, budget, supply, kind=kind).solve(
+    return FisherMarket(U, budget, supply, kind=kind, ids=ids, goods=goods).solve(
         method=method, backend=backend, gap_tol=gap_tol, feas_tol=feas_tol,
         time_limit=time_limit, warm_start=warm_start)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from .._display import Table, labelled, price_table
 from ..results import Result, require_pandas
 
 __all__ = ["MarketResult"]
@@ -32,6 +34,13 @@ class MarketResult(Result):
         equilibrium, up to the certified gap).
     objective : float
         ``sum_i B_i log U_i``.
+    ids : tuple
+        The buyers' ids (rows of ``allocation``): the market's ``ids=``, default ``0..n-1``.
+    goods : tuple
+        The goods' names (columns of ``allocation`` and ``prices``): the market's ``goods=``,
+        default ``0..m-1``.
+
+    ``to_frame()`` and the notebook view label rows by ``ids`` and columns by ``goods``.
     """
 
     allocation: np.ndarray
@@ -39,21 +48,49 @@ class MarketResult(Result):
     utility: np.ndarray
     budget: np.ndarray
     spending: np.ndarray
+    ids: tuple[Hashable, ...] = ()
+    goods: tuple[Hashable, ...] = ()
+
+    def __post_init__(self) -> None:
+        # ids and names are labels, never arrays: skip them when the arrays are made read-only
+        n, m = self.allocation.shape[:2]
+        ids = self.ids or tuple(range(n))
+        goods = self.goods or tuple(range(m))
+        object.__setattr__(self, "ids", ())
+        object.__setattr__(self, "goods", ())
+        try:
+            super().__post_init__()
+        finally:
+            object.__setattr__(self, "ids", ids)
+            object.__setattr__(self, "goods", goods)
+
+    def _facts(self) -> list[tuple[str, str]]:
+        shape = self.allocation.shape
+        sizes = [("buyers", str(shape[0])), ("goods", str(shape[1]))]
+        if len(shape) == 3:
+            sizes.append(("rounds", str(shape[2])))
+        return [*sizes, *super()._facts()]
+
+    def _tables(self) -> list[Table]:
+        return [labelled("allocation (amount of each good)", "buyer", self.ids, self.goods,
+                         self.allocation, extra=[("budget", self.budget),
+                                                 ("utility", self.utility)]),
+                price_table(self.prices, self.goods)]
 
     def to_frame(self) -> Any:
-        """One row per buyer: budget, utility, spending and the allocation of each good.
+        """One row per buyer (index: ``ids``): budget, utility, spending, then ``x[good]``.
 
-        For a volatile market the allocation columns are ``(good, round)`` pairs.
+        For a volatile market the allocation columns are ``x[good,round]``.
         """
         pd = require_pandas()
         base = pd.DataFrame({"budget": self.budget, "utility": self.utility,
-                             "spending": self.spending})
-        base.index.name = "buyer"
+                             "spending": self.spending},
+                            index=pd.Index(list(self.ids), name="buyer"))
         n = self.allocation.shape[0]
         if self.allocation.ndim == 2:
-            cols = [f"x[{j}]" for j in range(self.allocation.shape[1])]
+            cols = [f"x[{g}]" for g in self.goods]
         else:
-            m, T = self.allocation.shape[1:]
-            cols = [f"x[{j},{t}]" for j in range(m) for t in range(T)]
-        alloc = pd.DataFrame(self.allocation.reshape(n, -1), columns=cols)
+            T = self.allocation.shape[2]
+            cols = [f"x[{g},{t}]" for g in self.goods for t in range(T)]
+        alloc = pd.DataFrame(self.allocation.reshape(n, -1), columns=cols, index=base.index)
         return pd.concat([base, alloc], axis=1)

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from .._display import View, fmt, labelled, summary_line, to_html, verdict_of
 from .._validation import as_array, as_finite_float
 from ..errors import InputError, SolverError, only_fairalloc_errors
 from ..results import FrozenArrays, SolveStats, Status, readonly, require_pandas
@@ -72,6 +73,9 @@ class EFQResult(FrozenArrays):
         The longest interval during which every GPU was allocated (the paper's 𝓛, §3.4).
     alpha : float
     num_gpus : int
+    allocation : scipy.sparse.csr_array, shape (n, len(allocation_times))
+        GPUs each job holds from each allocation change on (a property computed from the log;
+        the name every result uses for what it allocates).
     log_time, log_job, log_gpus, log_power : ndarray
         Allocation changes: from ``log_time`` on, job ``log_job`` holds ``log_gpus`` GPUs of
         total relative power ``log_power`` (equal to the GPU count on a homogeneous cluster).
@@ -111,11 +115,61 @@ class EFQResult(FrozenArrays):
         """Alias of :attr:`check` (a :class:`ReplayCheck`, not an optimality certificate)."""
         return self.check
 
+    @property
+    def allocation_times(self) -> np.ndarray:
+        """The distinct times at which some job's allocation changes, increasing (the column
+        times of [`allocation`][fairalloc.EFQResult.allocation])."""
+        return readonly(np.unique(self.log_time))
+
+    @property
+    def allocation(self) -> Any:
+        """GPUs each job holds over time: a ``scipy.sparse.csr_array`` of shape
+        ``(n, len(allocation_times))``, entry ``[j, k]`` the GPUs job ``j`` holds from
+        ``allocation_times[k]`` until the next change (``.toarray()`` for a dense array).
+
+        The name every result uses for what it allocates; sparse because a job holds GPUs
+        only between its arrival and its finish. ``allocation_at(t)`` gives one instant.
+        """
+        import scipy.sparse as sp  # only here: the queue itself never needs scipy
+
+        times = self.allocation_times
+        n = self.arrival.size
+        order = np.lexsort((np.arange(self.log_time.size), self.log_time, self.log_job))
+        job, t, g = self.log_job[order], self.log_time[order], self.log_gpus[order]
+        last = np.ones(job.size, dtype=bool)  # the last entry of a (job, time) pair holds
+        last[:-1] = (job[1:] != job[:-1]) | (t[1:] != t[:-1])
+        job, t, g = job[last], t[last], g[last]
+        start = np.searchsorted(times, t)
+        end = np.full_like(start, times.size)
+        same = job[1:] == job[:-1]
+        end[:-1][same] = start[1:][same]
+        held = g > 0
+        job, g, start, end = job[held], g[held], start[held], end[held]
+        span = end - start
+        offset = np.arange(span.sum()) - np.repeat(np.cumsum(span) - span, span)
+        cols = np.repeat(start, span) + offset
+        return sp.csr_array((np.repeat(g, span), (np.repeat(job, span), cols)),
+                            shape=(n, times.size))
+
+    def _view(self, tables: bool = True) -> View:
+        facts = [("jobs", str(self.arrival.size)), ("num_gpus", str(self.num_gpus)),
+                 ("alpha", fmt(self.alpha)), ("mean_jct", fmt(self.objective)),
+                 ("busy_period", fmt(self.busy_period))]
+        table = labelled("jobs (times in the arrivals' unit)", "job", range(self.arrival.size),
+                         (), None, extra=[
+                             ("arrival", self.arrival), ("gpu_time", self.gpu_time),
+                             ("max_gpus", self.max_gpus), ("efq_finish", self.efq_finish),
+                             ("gps_finish", self.gps_finish), ("delay", self.delay),
+                             ("preemptions", self.preemptions)])
+        return View("EFQResult", facts, verdict_of(self.check, self.status),
+                    [table] if tables else ())
+
     def __repr__(self) -> str:
-        return (f"EFQResult(jobs={self.arrival.size}, num_gpus={self.num_gpus}, "
-                f"alpha={self.alpha:g}, objective={self.objective:.6g}, "
-                f"status={self.status.value!r}, busy_period={self.busy_period:.6g}, "
-                f"check={self.check!r}, seconds={self.stats.seconds:.3g})")
+        return summary_line(self._view(tables=False), self.stats.seconds)
+
+    def _repr_html_(self) -> str:
+        """The notebook view: the replay verdict and one row per job (first rows)."""
+        return to_html(self._view(), self.stats.seconds)
 
     @property
     def delay(self) -> np.ndarray:
@@ -149,7 +203,7 @@ class EFQResult(FrozenArrays):
     def to_frame(self) -> Any:
         """One row per job: arrival, GPU-time, F, priority, maxima, finish times, delay."""
         pd = require_pandas()
-        return pd.DataFrame({
+        return pd.DataFrame(index=pd.RangeIndex(self.arrival.size, name="job"), data={
             "arrival": self.arrival, "gpu_time": self.gpu_time,
             "virtual_finish": self.virtual_finish, "priority": self.priority,
             "max_gpus": self.max_gpus, "efq_finish": self.efq_finish,

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from .._display import Table, labelled
 from .._validation import (
     as_bool,
     as_option,
@@ -78,8 +79,12 @@ class PlanResult(Result):
 
     Attributes
     ----------
+    allocation : ndarray of bool, shape (n, rounds)
+        ``allocation[j, t]``: job ``j`` runs on its gang in round ``t`` (rows: the jobs in the
+        order given; columns: rounds). The name every result uses (a read-only property, the
+        same array as ``schedule``).
     schedule : ndarray of bool, shape (n, rounds)
-        ``schedule[j, t]``: job ``j`` runs on its gang in round ``t``.
+        Alias of ``allocation`` (the plan's own name; the stored field).
     rounds_given : ndarray of int, shape (n,)
         Rounds each job gets in the window.
     utility : ndarray, shape (n,)
@@ -134,6 +139,23 @@ class PlanResult(Result):
         if self.gap <= 0:
             return 0.0
         return self.gap / max(abs(self.objective), MAGNITUDE_FLOOR)
+
+    @property
+    def allocation(self) -> np.ndarray:
+        """``allocation[j, t]``: job ``j`` runs in round ``t`` (the same read-only array as
+        ``schedule``)."""
+        return self.schedule
+
+    def _facts(self) -> list[tuple[str, str]]:
+        n, rounds = self.schedule.shape
+        return [("jobs", str(n)), ("rounds", str(rounds)), ("method", self.method),
+                *super()._facts()]
+
+    def _tables(self) -> list[Table]:
+        n, rounds = self.schedule.shape
+        return [labelled("allocation (rounds each job runs)", "job", range(n),
+                         [f"t{t}" for t in range(rounds)], self.schedule,
+                         extra=[("rounds", self.rounds_given), ("utility", self.utility)])]
 
     def jobs_in_round(self, t: int) -> np.ndarray:
         """Indices of the jobs scheduled in round ``t``."""

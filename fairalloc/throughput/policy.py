@@ -24,6 +24,7 @@ import scipy.sparse as sp
 from numpy.typing import ArrayLike
 
 from .._compose import Composable
+from .._display import Table, labelled, price_table
 from .._validation import (
     as_array,
     as_bool,
@@ -75,9 +76,13 @@ class Allocation(Result):
 
     Attributes
     ----------
+    allocation : ndarray, shape (n, k)
+        ``allocation[m, j]``: fraction of time job ``m`` runs on type ``j`` (alone or in a
+        pair, in any placement); rows are [`job_ids`][fairalloc.Allocation.job_ids], columns
+        [`types`][fairalloc.Allocation.types]. The name every result uses (a read-only
+        property, the same array as ``x``).
     x : ndarray, shape (n, k)
-        ``x[m, j]``: fraction of time job ``m`` runs on type ``j`` (alone or in a pair, in any
-        placement).
+        Alias of ``allocation`` (Gavel's name ``X``; the stored field).
     prices : ndarray, shape (k,)
         Non-negative capacity prices: multipliers of the capacity rows of the policy's
         (first-stage, maximisation) LP, ``d OPT / d workers[j]``; zero on unsaturated types.
@@ -132,6 +137,23 @@ class Allocation(Result):
         finally:
             object.__setattr__(self, "job_ids", ids)
             object.__setattr__(self, "types", types)
+
+    @property
+    def allocation(self) -> np.ndarray:
+        """``allocation[m, j]``: fraction of time job ``job_ids[m]`` runs on ``types[j]`` (the
+        same read-only array as ``x``)."""
+        return self.x
+
+    def _facts(self) -> list[tuple[str, str]]:
+        n, k = self.x.shape
+        return [("jobs", str(n)), ("types", str(k)), ("policy", self.policy),
+                *super()._facts()]
+
+    def _tables(self) -> list[Table]:
+        return [labelled("allocation (fraction of time on each type)", "job", self.job_ids,
+                         self.types, self.x,
+                         extra=[("effective_throughput", self.effective_throughput)]),
+                price_table(self.prices, self.types)]
 
     def to_frame(self) -> Any:
         """One row per job (index: job ids): ``x[type]``, effective throughput and metric."""
