@@ -6,7 +6,14 @@ use:
 
 Also the linear and Leontief Fisher markets (``"fisher_market"``, ``kind=``): buyers are jobs,
 goods are worker types (supply: the workers), budgets the ``weight``; ``x`` is then the
-amount of each type bought, ``effective_throughput`` the utility.
+amount of each type bought, ``effective_throughput`` the utility. And the Themis auction
+round (``"themis"``: finish-time fairness from ``steps_remaining`` / ``elapsed`` /
+``isolated_elapsed``, ``fairness_knob=``; ``x`` the fraction of the round each job runs its
+gang on a type, ``prices`` the hidden payments) and the Shockwave re-plan (``"shockwave"``:
+``plan_jobs=`` job id -> [`PlanJob`][fairalloc.PlanJob], ``plan_options=`` for
+[`plan_schedule`][fairalloc.plan_schedule]; [`RoundPolicy`][fairalloc.RoundPolicy] keeps the
+plan and re-plans every ``replan_every`` rounds): see
+[`fairalloc._rounds_extra`][fairalloc._rounds_extra].
 
 * **ids in, ids out.** Throughputs as ``{job_id: {worker_type: rate}}`` and workers as
   ``{worker_type: count}`` (or numpy arrays with ``job_ids=`` / ``types=``, or a pandas
@@ -58,7 +65,7 @@ from typing import Any
 
 import numpy as np
 
-from ._validation import as_array, as_bool, as_option
+from ._validation import as_array, as_bool, as_option, as_positive_int
 from .data import Cluster, Jobs
 from .errors import InputError
 from .results import Certificate, Result, SolveStats, Status
@@ -67,7 +74,11 @@ __all__ = ["POLICIES", "RoundPolicy", "RoundResult", "solve_round"]
 
 #: policy names accepted by :class:`RoundPolicy` and :func:`solve_round`
 POLICIES = ("max_min_fairness", "water_filling", "finish_time_fairness", "min_makespan",
-            "max_total_throughput", "fifo", "shortest_job_first", "min_cost", "fisher_market")
+            "max_total_throughput", "fifo", "shortest_job_first", "min_cost", "fisher_market",
+            "themis", "shockwave")
+
+#: Themis's default fairness knob ``f`` (the paper's default, Themis §6.4)
+THEMIS_FAIRNESS_KNOB = 0.8
 
 _SOLVE_OPTIONS = ("method", "backend", "gap_tol", "feas_tol", "stage_tol", "work_conserving",
                   "bottleneck_tol", "max_levels")
@@ -137,7 +148,8 @@ class RoundResult(Result):
     @property
     def warm(self) -> bool:
         """Whether this round reused or was seeded by the previous one."""
-        return self.stats.method == "reused" or self.stats.method.endswith("+warm")
+        return self.stats.method in ("reused", "plan-reused") or self.stats.method.endswith(
+            "+warm")
 
     def to_frame(self) -> Any:
         """One row per job (index: job ids), one column per type."""
@@ -271,6 +283,21 @@ def _per_job_labels(value: Any, name: str, ids: tuple[Hashable, ...]) -> list[Ha
     return out
 
 
+def _plan_jobs(value: Any, ids: tuple[Hashable, ...]) -> list[Any]:
+    """Shockwave's [`PlanJob`][fairalloc.PlanJob] of every job, in job order."""
+    if value is None and ids:
+        raise InputError("shockwave needs plan_jobs= (job id -> fairalloc.PlanJob)",
+                         argument="plan_jobs")
+    out = _per_job_labels(value, "plan_jobs", ids) or []
+    from .schedule import PlanJob
+
+    for j, pj in zip(ids, out):
+        if not isinstance(pj, PlanJob):
+            raise InputError(f"plan_jobs[{j!r}] must be a fairalloc.PlanJob",
+                             argument="plan_jobs")
+    return out
+
+
 # --------------------------------------------------------------------------------------------
 # the reduced solve
 # --------------------------------------------------------------------------------------------
@@ -287,7 +314,9 @@ def solve_round(policy: str, throughput: Any, workers: Any, *, job_ids: Any = No
                 entity_weights: Mapping[Hashable, float] | None = None,
                 entity_policies: Mapping[Hashable, str] | None = None,
                 water_filling: bool = False, semantics: str = "arrival",
-                normalized: bool = False, kind: str = "linear", warm_start: Any = None,
+                normalized: bool = False, kind: str = "linear",
+                fairness_knob: float = THEMIS_FAIRNESS_KNOB, plan_jobs: Any = None,
+                plan_options: Mapping[str, Any] | None = None, warm_start: Any = None,
                 method: str | None = None, backend: Any = None, gap_tol: float | None = None,
                 feas_tol: float | None = None, stage_tol: float | None = None,
                 work_conserving: bool | None = None, bottleneck_tol: float | None = None,
@@ -322,6 +351,9 @@ def solve_round(policy: str, throughput: Any, workers: Any, *, job_ids: Any = No
     T, cap, ids, tnames = _matrix(throughput, workers, job_ids, types)
     n, k = T.shape
     sf = _per_job(scale_factor, "scale_factor", ids, positive=True, integer=True)
+    plans = _plan_jobs(plan_jobs, ids) if policy == "shockwave" else None
+    if plans is not None and sf is None:  # a plan job's gang is its PlanJob.workers
+        sf = np.array([float(pj.workers) for pj in plans])
     sf = np.ones(n) if sf is None else sf
     present = cap > 0
     market = policy == "fisher_market"
@@ -354,7 +386,21 @@ def solve_round(policy: str, throughput: Any, workers: Any, *, job_ids: Any = No
         return None if arr is None else sub(arr)
 
     Tr = T[np.ix_(rj, pt)] if not (full and pt.size == k) else T
-    if market:
+    if policy == "themis":
+        from ._rounds_extra import solve_themis
+
+        res = solve_themis(Tr, sub(sf), cap[pt], opt(steps_remaining, "steps_remaining"),
+                           opt(elapsed, "elapsed"), opt(isolated_elapsed, "isolated_elapsed"),
+                           fairness_knob=fairness_knob, options=options)
+        x_red, tp_red = res.x, res.effective_throughput
+    elif policy == "shockwave":
+        from ._rounds_extra import solve_shockwave
+
+        assert plans is not None  # _plan_jobs raised when plan_jobs was missing
+        res = solve_shockwave(Tr, sub(sf), cap[pt], [plans[i] for i in rj.tolist()],
+                              plan_options=plan_options, options=options, previous=warm_start)
+        x_red, tp_red = res.x, res.effective_throughput
+    elif market:
         res = _solve_market(Tr, cap[pt], opt(weight, "weight", positive=True), kind=kind,
                             warm_start=warm_start, options=options)
         x_red, tp_red = res.allocation, res.utility
@@ -467,7 +513,13 @@ class RoundPolicy:
     warm_start : bool
         Reuse an identical previous round and seed max-min fairness with the previous prices
         and level (default ``True``).
-    water_filling, semantics, normalized, cost, entity_weights, entity_policies, kind
+    replan_every : int
+        Shockwave: run the kept plan's next column for ``replan_every - 1`` rounds between
+        re-plans (default 1: re-plan every round). A change of the runnable jobs or of the
+        workers, or the end of the window, re-plans earlier; a round that runs the kept plan
+        has ``stats.method == "plan-reused"`` and ``stats.path == ("reuse-plan",)``.
+    water_filling, semantics, normalized, cost, entity_weights, entity_policies, kind, \
+fairness_knob, plan_options
         Fixed per-policy settings passed to every round (see :func:`solve_round`; ``None``:
         the default).
     method, backend, gap_tol, feas_tol, stage_tol, work_conserving, bottleneck_tol, max_levels
@@ -486,37 +538,44 @@ class RoundPolicy:
     """
 
     _SETTINGS = ("water_filling", "semantics", "normalized", "cost", "entity_weights",
-                 "entity_policies", "kind", *_SOLVE_OPTIONS)
+                 "entity_policies", "kind", "fairness_knob", "plan_options", *_SOLVE_OPTIONS)
 
     def __init__(self, policy: str = "max_min_fairness", *, warm_start: bool = True,
                  water_filling: bool | None = None, semantics: str | None = None,
                  normalized: bool | None = None, cost: Any = None,
                  entity_weights: Mapping[Hashable, float] | None = None,
                  entity_policies: Mapping[Hashable, str] | None = None,
-                 kind: str | None = None, method: str | None = None, backend: Any = None,
+                 kind: str | None = None, fairness_knob: float | None = None,
+                 plan_options: Mapping[str, Any] | None = None, replan_every: int = 1,
+                 method: str | None = None, backend: Any = None,
                  gap_tol: float | None = None, feas_tol: float | None = None,
                  stage_tol: float | None = None, work_conserving: bool | None = None,
                  bottleneck_tol: float | None = None, max_levels: int | None = None) -> None:
         self.policy = as_option(policy, "policy", POLICIES)
         self.warm_start = as_bool(warm_start, "warm_start")
+        #: Shockwave: rounds between re-plans (the plan's columns are run in between)
+        self.replan_every = as_positive_int(replan_every, "replan_every")
         given = (water_filling, semantics, normalized, cost, entity_weights, entity_policies,
-                 kind, method, backend, gap_tol, feas_tol, stage_tol, work_conserving,
-                 bottleneck_tol, max_levels)
+                 kind, fairness_knob, plan_options, method, backend, gap_tol, feas_tol,
+                 stage_tol, work_conserving, bottleneck_tol, max_levels)
         #: the settings passed to every round (those given, not ``None``)
         self.settings = {key: value for key, value in zip(self._SETTINGS, given, strict=True)
                          if value is not None}
         self.rounds = 0
         self._last: tuple[tuple[Any, ...] | None, RoundResult] | None = None
+        # Shockwave: (runnable job ids, workers, plan, column of the last round run)
+        self._plan: tuple[tuple[Hashable, ...], bytes, Any, int] | None = None
 
     def reset(self) -> None:
-        """Forget the previous round (the next one is solved cold)."""
+        """Forget the previous round (the next one is solved cold) and any kept plan."""
         self._last = None
+        self._plan = None
 
     def allocate(self, throughput: Any, workers: Any, *, job_ids: Any = None,
                  types: Any = None, scale_factor: Any = None, weight: Any = None,
                  steps_remaining: Any = None, elapsed: Any = None,
                  isolated_elapsed: Any = None, order: Any = None, slo: Any = None,
-                 entities: Any = None) -> RoundResult:
+                 entities: Any = None, plan_jobs: Any = None) -> RoundResult:
         """This round's allocation (see :func:`solve_round` for the arguments)."""
         t0 = time.perf_counter()
         # inputs are converted to arrays in job order once; the round's fingerprint (for
@@ -529,6 +588,8 @@ class RoundPolicy:
             per_job[name] = _in_job_order(value, name, ids)
         per_job["slo"] = _slo_array(slo, ids)
         per_job["entities"] = _per_job_labels(entities, "entities", ids)
+        if self.policy == "shockwave":
+            return self._shockwave(T, cap, ids, tnames, per_job, plan_jobs, t0)
         key = None
         if self.warm_start:
             key = (ids, tnames, T.tobytes(), cap.tobytes(),
@@ -561,6 +622,42 @@ class RoundPolicy:
             self._last = (key, res)
         return res
 
+
+    def _shockwave(self, T: np.ndarray, cap: np.ndarray, ids: tuple[Hashable, ...],
+                   tnames: tuple[str, ...], per_job: dict[str, Any], plan_jobs: Any,
+                   t0: float) -> RoundResult:
+        """Run the kept plan's next column, or re-plan (every ``replan_every`` rounds, when the
+        window is used up, or when the runnable jobs or the workers changed)."""
+        window = int((self.settings.get("plan_options") or {}).get("rounds", _PLAN_WINDOW))
+        previous = None
+        if self._plan is not None:
+            kept_ids, kept_cap, plan, column = self._plan
+            nxt = column + 1
+            sf = per_job["scale_factor"]
+            if sf is None:
+                sf = np.array([float(pj.workers) for pj in _plan_jobs(plan_jobs, ids)])
+            present = cap > 0
+            runnable = ((T > 0) & (sf[:, None] <= cap[None, :]) & present[None, :]).any(axis=1)
+            now = tuple(j for j, r in zip(ids, runnable.tolist()) if r)
+            if (now == kept_ids and cap.tobytes() == kept_cap and nxt < window
+                    and nxt % self.replan_every != 0):
+                previous = (plan, nxt)
+        res = solve_round("shockwave", T, cap, job_ids=ids, types=tnames,
+                          warm_start=previous, plan_jobs=plan_jobs, **per_job,
+                          **self.settings)
+        red = res.reduced
+        if red is not None:
+            kept = tuple(j for j in ids if j not in set(res.unrunnable_jobs))
+            self._plan = (kept, cap.tobytes(), red.detail, red.column)
+        else:
+            self._plan = None
+        self.rounds += 1
+        return dataclasses.replace(res, stats=dataclasses.replace(
+            res.stats, seconds=time.perf_counter() - t0))
+
+
+#: plan_schedule's default window (rounds per plan)
+_PLAN_WINDOW = 20
 
 #: max-min fairness is seeded by the previous round up to this many jobs (above, a cold
 #: solve with its sampled Newton phase was faster: see formulations/gavel_policies.md)

@@ -29,7 +29,10 @@ PER_JOB = dict(scale_factor={"a": 1, "b": 2, "c": 1, "x": 1, "g": 4},
                elapsed={"a": 30.0, "b": 20.0, "c": 10.0, "x": 5.0, "g": 0.0},
                order={"a": 0, "b": 1, "c": 2, "x": 3, "g": 4})
 SETTINGS = {"min_cost": dict(cost={"v100": 3.0, "p100": 2.0, "k80": 1.0}),
-            "water_filling": dict(entity_weights={0: 1.0, 1: 2.0})}
+            "water_filling": dict(entity_weights={0: 1.0, 1: 2.0}),
+            "shockwave": dict(plan_jobs={"a": fa.PlanJob(workers=1, total_epochs=10,
+                                                         done_epochs=0, ftf=1.0,
+                                                         regimes=[(60.0, 10)])})}
 ENTITIES = {"a": 0, "b": 1, "c": 1, "x": 0, "g": 0}
 
 
@@ -40,7 +43,7 @@ def _feasible(r, workers, sf):
     assert (s @ r.x <= cap + 1e-9 * np.maximum(cap, 1)).all()
 
 
-GAVEL = tuple(p for p in POLICIES if p != "fisher_market")  # the market: its own test
+GAVEL = tuple(p for p in POLICIES if p not in ("fisher_market", "themis", "shockwave"))
 
 
 @pytest.mark.parametrize("policy", GAVEL)
@@ -222,3 +225,106 @@ def test_min_cost_round_with_slos():
                                                            slo={"a": 1.0})
     with pytest.raises(fa.InputError, match="slo"):
         fa.solve_round("min_cost", tp, {"g": 2, "h": 0}, cost=kw["cost"], slo=["x"] * 3)
+
+
+# --------------------------------------------------------------------------------------------
+# the Themis auction round and the Shockwave re-plan
+# --------------------------------------------------------------------------------------------
+THEMIS_TP = {"p": {"a": 3.0, "b": 1.0}, "q": {"a": 2.0, "b": 1.0}, "r": {"a": 10.0, "b": 1.0},
+             "z": {"c": 1.0}}
+
+
+def test_themis_round_by_hand():
+    # elapsed 0: rho_ij = iso_i / T_ij, iso_i = (T_ia + T_ib) / 3 (1/3 of each type), so the
+    # jobs' rho on their fastest type are p 4/9, q 1/2, r 11/30; f = 0.5 -> ceil(1.5) = 2
+    # bidders, p and q. Valuations 1/rho: p (3, 1)/(4/3), q (2, 1)/1: the PF auction gives p
+    # type a and q type b (product 9/4 * 1 > 3/4 * 2, the swap); without p, q would take a
+    # (value 2 instead of 1): c_p = 1/2; without q, p keeps a: c_q = 1. Leftover: half of
+    # type a, to r (the non-bidder).
+    p = fa.RoundPolicy("themis", fairness_knob=0.5)
+    r = p.allocate(THEMIS_TP, {"a": 1, "b": 1, "c": 0},
+                   steps_remaining={"p": 100.0, "q": 100.0, "r": 100.0, "z": 5.0})
+    assert r.certificate.ok and r.status == fa.results.Status.OPTIMAL
+    assert r.drained_types == ("c",) and r.unrunnable_jobs == ("z",)
+    got = {j: {t: round(v, 9) for t, v in row.items()} for j, row in r.allocation.items()}
+    assert got == {"p": {"a": 0.5, "b": 0.0, "c": 0.0}, "q": {"a": 0.0, "b": 1.0, "c": 0.0},
+                   "r": {"a": 0.5, "b": 0.0, "c": 0.0}, "z": {"a": 0.0, "b": 0.0, "c": 0.0}}
+    assert r.type_prices == pytest.approx({"a": 0.5, "b": 0.0, "c": 0.0})  # hidden payments
+    assert r.reduced.bidders == (0, 1) and r.reduced.fraction.tolist() == pytest.approx([.5, 1])
+    assert r.stats.path[:2] == ("auction", "leftovers-to-non-bidders")
+    # every job bids (f = 0): nobody is left to take the payment but the bidders themselves
+    r0 = fa.solve_round("themis", THEMIS_TP, {"a": 1, "b": 1, "c": 0}, fairness_knob=0.0,
+                        steps_remaining={"p": 100.0, "q": 100.0, "r": 100.0, "z": 5.0})
+    assert r0.certificate.ok and "leftovers-to-bidders" in r0.stats.path
+    _feasible(r0, {"a": 1, "b": 1, "c": 0}, dict.fromkeys(THEMIS_TP, 1))
+
+
+def test_themis_round_gangs_and_errors():
+    tp = {i: {"gpu": float(i + 1)} for i in range(5)}
+    sf = {0: 4, 1: 2, 2: 2, 3: 1, 4: 8}  # job 4's gang fits nowhere
+    r = fa.solve_round("themis", tp, {"gpu": 4}, scale_factor=sf, fairness_knob=0.0,
+                       steps_remaining=dict.fromkeys(tp, 50.0),
+                       elapsed={0: 100.0, 1: 0.0, 2: 10.0, 3: 5.0, 4: 0.0})
+    assert r.certificate.ok and r.unrunnable_jobs == (4,)
+    _feasible(r, {"gpu": 4}, sf)
+    assert fa.solve_round("themis", {}, {"gpu": 4}).stats.method == "empty"
+    with pytest.raises(fa.InputError, match="steps_remaining"):
+        fa.solve_round("themis", tp, {"gpu": 4})
+    with pytest.raises(fa.InputError, match="fairness_knob"):
+        fa.solve_round("themis", tp, {"gpu": 4}, steps_remaining=dict.fromkeys(tp, 1.0),
+                       fairness_knob=1.0)
+
+
+def _plan_jobs():
+    from fairalloc import PlanJob
+
+    return {"a": PlanJob(workers=1, total_epochs=100, done_epochs=10, ftf=2.0,
+                         regimes=[(60.0, 90)]),
+            "b": PlanJob(workers=1, total_epochs=100, done_epochs=50, ftf=1.0,
+                         regimes=[(60.0, 50)]),
+            "c": PlanJob(workers=1, total_epochs=100, done_epochs=50, ftf=1.0,
+                         regimes=[(60.0, 50)])}
+
+
+def test_shockwave_replan_and_plan_reuse():
+    # plan_schedule's own example: over 4 rounds on 2 GPUs, the job furthest behind (FTF 2)
+    # gets every round and the other two 2 rounds each
+    pj = _plan_jobs()
+    tp = {j: {"gpu": 1.0} for j in pj}
+    p = fa.RoundPolicy("shockwave", plan_options={"rounds": 4}, replan_every=4)
+    runs = {j: 0.0 for j in pj}
+    methods = []
+    for _ in range(4):
+        r = p.allocate(tp, {"gpu": 2, "k80": 0}, plan_jobs=pj)
+        assert r.certificate.ok and r.drained_types == ("k80",)
+        _feasible(r, {"gpu": 2, "k80": 0}, dict.fromkeys(pj, 1))
+        methods.append((r.stats.method, r.stats.path, r.warm))
+        for j in pj:
+            runs[j] += r.allocation[j]["gpu"]
+    assert runs == {"a": 4.0, "b": 2.0, "c": 2.0}
+    assert methods[0][0] == "plan" and not methods[0][2]
+    assert methods[1:] == [("plan-reused", ("reuse-plan",), True)] * 3
+    # the window is used up: re-plan; a departure re-plans too
+    assert p.allocate(tp, {"gpu": 2}, plan_jobs=pj).stats.method == "plan"
+    assert p.allocate(tp, {"gpu": 2}, plan_jobs=pj).stats.method == "plan-reused"
+    del tp["c"]
+    r = p.allocate(tp, {"gpu": 2}, plan_jobs=pj)
+    assert r.stats.method == "plan" and r.allocation == {"a": {"gpu": 1.0}, "b": {"gpu": 1.0}}
+    # replan_every=1 (default): every round is a fresh plan
+    q = fa.RoundPolicy("shockwave", plan_options={"rounds": 4})
+    assert {q.allocate(tp, {"gpu": 2}, plan_jobs=pj).stats.method for _ in range(3)} == {"plan"}
+
+
+def test_shockwave_round_states_and_errors():
+    pj = _plan_jobs()
+    tp = {"a": {"gpu": 1.0}, "b": {"gpu": 1.0}, "c": {"k80": 1.0}}  # c runs on no present type
+    r = fa.solve_round("shockwave", tp, {"gpu": 1, "k80": 0}, plan_jobs=pj,
+                       plan_options={"rounds": 3})
+    assert r.certificate.ok and r.unrunnable_jobs == ("c",) and r.drained_types == ("k80",)
+    assert r.allocation["a"] == {"gpu": 1.0, "k80": 0.0} and r.prices.tolist() == [0.0, 0.0]
+    assert fa.solve_round("shockwave", {}, {"gpu": 1}, plan_jobs={}).stats.method == "empty"
+    with pytest.raises(fa.InputError, match="plan_jobs"):
+        fa.solve_round("shockwave", tp, {"gpu": 1})
+    with pytest.raises(fa.InputError, match="one worker type"):
+        fa.solve_round("shockwave", {"a": {"gpu": 1.0, "k80": 1.0}}, {"gpu": 1, "k80": 1},
+                       plan_jobs=pj)
