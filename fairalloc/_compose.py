@@ -2,7 +2,7 @@
 
 A builder keeps its own variables and structure; this mixin only holds what the user added and
 validates it, so every builder composes the same way (and the solve paths can ask
-:attr:`Composable.composed` to decide whether a structure-exploiting fast path still applies).
+`Composable.composed` to decide whether a structure-exploiting fast path still applies).
 """
 
 from __future__ import annotations

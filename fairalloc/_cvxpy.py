@@ -1,7 +1,7 @@
 """Solving composed cvxpy programs with an explicitly named solver, and certifying them.
 
 cvxpy is fairalloc's composition layer: builders expose cvxpy variables and constraints, a user
-adds constraints or objective terms, and :func:`solve_cvxpy` solves the result. It never lets
+adds constraints or objective terms, and `solve_cvxpy` solves the result. It never lets
 cvxpy choose a solver, and it certifies the solution from the conic standard form itself:
 cvxpy compiles the problem to ``min c@x  s.t.  A x + s = b, s in K`` (Clarabel's form); from the
 solver's raw primal ``x`` and dual ``z`` we compute, without trusting the solver's status,
@@ -182,14 +182,15 @@ def solve_cvxpy(
 
     Only Clarabel returns the raw conic vectors the certificate needs, so composed programs
     are certified through ``backend="clarabel"``. The solver's status is mapped by the
-    backend's status map and accepted by the one rule of :mod:`fairalloc.backends`
-    (:data:`~fairalloc.backends.USABLE`): a usable point goes to the certificate, which decides.
-    ``scale`` is passed to :func:`conic_certificate`.
+    backend's status map and accepted by the one rule of [`fairalloc.backends`][fairalloc.backends]
+    (`USABLE`): a usable point goes to the certificate, which decides.
+    ``scale`` is passed to `conic_certificate`.
 
     Raises
     ------
     InfeasibleError, SolverError, CertificateError
-        Any exception cvxpy or the solver raises becomes :class:`SolverError` (cause chained).
+        Any exception cvxpy or the solver raises becomes [`SolverError`][fairalloc.SolverError]
+        (cause chained).
     """
     import cvxpy as cp
 

@@ -1,6 +1,6 @@
-"""Plain-text tables for the command line (:func:`format_table`).
+"""Plain-text tables for the command line (`format_table`).
 
-Used by the ``fairalloc`` commands (:mod:`fairalloc.cli`, :mod:`fairalloc.sim.cli`); imports
+Used by the ``fairalloc`` commands (`fairalloc.cli`, `fairalloc.sim.cli`); imports
 nothing from the package.
 """
 

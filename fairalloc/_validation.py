@@ -168,7 +168,7 @@ def as_finite_float(value: Any, name: str, *, lo: float | None = None, hi: float
 
 def as_tolerance(value: Any, name: str) -> float:
     """Validate a relative tolerance: finite, in
-    [:data:`fairalloc.tolerances.MIN_TOL`, :data:`fairalloc.tolerances.MAX_TOL`].
+    [`fairalloc.tolerances.MIN_TOL`, `fairalloc.tolerances.MAX_TOL`].
 
     Examples
     --------

@@ -4,10 +4,10 @@
 in a Fisher market -- and prints the allocation, the prices, the certificate and the fairness
 checks. It needs no data files and no network.
 
-The other subcommands live with their packages: every module of :data:`COMMAND_MODULES`
+The other subcommands live with their packages: every module of `COMMAND_MODULES`
 exports ``COMMANDS``, a tuple of ``(name, help, configure(parser), run(args) -> exit code)``,
-which :func:`main` reads (the command modules import nothing from this module, so the
-registration is acyclic). :func:`register` adds a subcommand from elsewhere.
+which `main` reads (the command modules import nothing from this module, so the
+registration is acyclic). `register` adds a subcommand from elsewhere.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ _COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None],
 
 def register(name: str, help: str, configure: Callable[[argparse.ArgumentParser], None],
              run: Callable[[argparse.Namespace], int]) -> None:
-    """Register a subcommand (the modules of :data:`COMMAND_MODULES` export a ``COMMANDS``
+    """Register a subcommand (the modules of `COMMAND_MODULES` export a ``COMMANDS``
     table instead)."""
     _COMMANDS[name] = (help, configure, run)
 
@@ -89,7 +89,7 @@ register("demo", "solve a built-in example market and print allocation, prices, 
 
 
 def _load_plugins() -> None:
-    """Add the subcommands of :data:`COMMAND_MODULES`, where those modules exist."""
+    """Add the subcommands of `COMMAND_MODULES`, where those modules exist."""
     import importlib
 
     for module in COMMAND_MODULES:

@@ -1,16 +1,18 @@
 """The one exception hierarchy of fairalloc.
 
-Every error the library raises on purpose derives from :class:`FairallocError`:
+Every error the library raises on purpose derives from [`FairallocError`][fairalloc.FairallocError]:
 
-* :class:`InputError` (also a :class:`ValueError`) -- an argument is invalid. The message names
-  the argument and, for arrays, the offending index, e.g. ``utility[3, 1] is nan``.
-* :class:`SolverError` (also a :class:`RuntimeError`) -- a backend failed; carries the backend
-  name and its raw status.
-* :class:`InfeasibleError` -- the program has no feasible point (a :class:`SolverError`).
-* :class:`CertificateError` -- a solve finished but its independently computed certificate
-  misses the tolerance (a :class:`SolverError`): the result is never returned as a success.
-* :class:`BackendUnavailableError` -- an optional backend is not installed (an
-  :class:`ImportError`, so ``pytest.importorskip``-style handling works).
+* [`InputError`][fairalloc.InputError] (also a `ValueError`) -- an argument is invalid. The message
+  names the argument and, for arrays, the offending index, e.g. ``utility[3, 1] is nan``.
+* [`SolverError`][fairalloc.SolverError] (also a `RuntimeError`) -- a backend failed; carries the
+  backend name and its raw status.
+* [`InfeasibleError`][fairalloc.InfeasibleError] -- the program has no feasible point (a
+  [`SolverError`][fairalloc.SolverError]).
+* [`CertificateError`][fairalloc.CertificateError] -- a solve finished but its independently
+  computed certificate misses the tolerance (a [`SolverError`][fairalloc.SolverError]): the result
+  is never returned as a success.
+* [`BackendUnavailableError`][fairalloc.BackendUnavailableError] -- an optional backend is not
+  installed (an `ImportError`, so ``pytest.importorskip``-style handling works).
 """
 
 from __future__ import annotations
@@ -83,7 +85,7 @@ class CertificateError(SolverError):
     Attributes
     ----------
     certificate : object
-        The failing :class:`fairalloc.Certificate`, for inspection.
+        The failing [`fairalloc.Certificate`][fairalloc.Certificate], for inspection.
     """
 
     def __init__(self, message: str, *, certificate: object = None, backend: str | None = None):
@@ -100,8 +102,9 @@ class FairallocWarning(UserWarning):
 
 
 def foreign_error(exc: BaseException, what: str, *, backend: str | None = None) -> SolverError:
-    """The :class:`SolverError` that stands for a foreign exception ``exc`` raised by ``what``
-    (a solver package, linear algebra, or a bug); raise it ``from exc`` to chain the cause."""
+    """The [`SolverError`][fairalloc.SolverError] that stands for a foreign exception ``exc`` raised
+    by ``what`` (a solver package, linear algebra, or a bug); raise it ``from exc`` to chain the
+    cause."""
     return SolverError(f"{what} raised {type(exc).__name__}: {exc}", backend=backend,
                        status="exception")
 
@@ -109,8 +112,9 @@ def foreign_error(exc: BaseException, what: str, *, backend: str | None = None) 
 def only_fairalloc_errors(fn: Callable[_P, _R]) -> Callable[_P, _R]:
     """Decorate a public entry point so that only fairalloc errors escape it.
 
-    A :class:`FairallocError` passes through; any other exception becomes
-    :class:`SolverError` (see :func:`foreign_error`) with the original chained as its cause.
+    A [`FairallocError`][fairalloc.FairallocError] passes through; any other exception becomes
+    [`SolverError`][fairalloc.SolverError] (see [`foreign_error`][fairalloc.errors.foreign_error])
+    with the original chained as its cause.
     """
 
     @functools.wraps(fn)

@@ -1,7 +1,7 @@
 """Property checks for allocations of divisible goods (markets over one or several rounds).
 
 Each check takes plain arrays, so it applies to *any* policy's allocation, not only to
-fairalloc's equilibria, and returns a :class:`PropertyResult` that says whether the property
+fairalloc's equilibria, and returns a `PropertyResult` that says whether the property
 holds, by how much it fails, and for which agent. Definitions (budgets ``B``, supply ``s``,
 utility ``u_i``; with equal budgets they are the classic ones):
 
@@ -316,7 +316,7 @@ def pareto_gain(util: sp.spmatrix, own: np.ndarray, feasible: sp.spmatrix,
     Over allocations ``y`` with ``0 <= y <= col_upper`` and ``feasible @ y <= feasible_upper``,
     solves ``max sum_k t_k`` s.t. ``util @ y >= own + t``, ``t >= 0`` and returns ``t``: all
     zeros iff no feasible allocation makes someone better off with nobody worse off. Shared by
-    :func:`pareto_optimal` and :mod:`fairalloc.testing`'s cluster domain.
+    `pareto_optimal` and `fairalloc.testing`'s cluster domain.
 
     Examples
     --------
@@ -481,7 +481,7 @@ PROPERTIES = ("market_clearing", "budget_clearing", "optimal_spending", "envy_fr
 def check_market(result: Any, utility: Any, *, supply: Any = None, kind: str = "linear",
                  properties: tuple[str, ...] = PROPERTIES, tol: float = 1e-6
                  ) -> dict[str, PropertyResult]:
-    """Run property checks on a :class:`~fairalloc.markets.MarketResult`.
+    """Run property checks on a [`MarketResult`][fairalloc.MarketResult].
 
     ``optimal_spending`` applies to linear markets only and is skipped for Leontief ones.
 

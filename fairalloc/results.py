@@ -90,7 +90,8 @@ class Status(enum.StrEnum):
     ``SUBOPTIMAL``: a certified-feasible point whose gap target was missed for another reason
     (e.g. a MIP gap limit); ``certificate.ok`` is false.
     ``REPLAYED``: not an optimisation: the result is a simulation whose every event was replayed
-    and checked by an independent verifier (see :class:`fairalloc.queuing.ReplayCheck`).
+    and checked by an independent verifier (see
+    [`fairalloc.queuing.ReplayCheck`][fairalloc.ReplayCheck]).
     """
 
     OPTIMAL = "optimal"
@@ -163,7 +164,8 @@ class Certificate:
     dual_residual : float
         Largest violation of dual feasibility (0 where the dual function is closed-form).
     gap_tol, feas_tol : float
-        Tolerances the certificate was checked against (see :mod:`fairalloc.tolerances`).
+        Tolerances the certificate was checked against (see
+        [`fairalloc.tolerances`][fairalloc.tolerances]).
     scale : float or None
         The magnitude the gap is judged against, in the objective's own units and computed from
         the problem's data (e.g. the total budget for an Eisenberg-Gale program, whose gap is a
@@ -173,8 +175,8 @@ class Certificate:
 
     Notes
     -----
-    :attr:`ok` is a proof, never true by construction: it needs finite tolerances, a finite gap
-    and residuals, and ``relative_gap <= gap_tol``.
+    [`ok`][fairalloc.results.Certificate.ok] is a proof, never true by construction: it needs finite
+    tolerances, a finite gap and residuals, and ``relative_gap <= gap_tol``.
     """
 
     kind: str
@@ -224,7 +226,8 @@ class Certificate:
         )
 
     def check(self, *, backend: str | None = None) -> Certificate:
-        """Return ``self`` if :attr:`ok`, else raise :class:`fairalloc.CertificateError`."""
+        """Return ``self`` if [`ok`][fairalloc.results.Certificate.ok], else raise
+        [`fairalloc.CertificateError`][fairalloc.CertificateError]."""
         if not self.ok:
             raise CertificateError(
                 f"certificate failed ({self.kind}): relative gap {self.relative_gap:.3g} "
@@ -300,7 +303,7 @@ class Result(FrozenArrays):
         return to_html(self._view(), self.stats.seconds)
 
     def to_frame(self) -> Any:
-        """Return the result as a :class:`pandas.DataFrame` (requires pandas)."""
+        """Return the result as a `pandas.DataFrame` (requires pandas)."""
         raise NotImplementedError(f"{type(self).__name__} has no tabular form")
 
 

@@ -1,8 +1,8 @@
 """Round-by-round policy API for schedulers: dicts keyed by job id and worker type in and out.
 
-A cluster scheduler calls its policy once per scheduling round. :class:`RoundPolicy` wraps
-every Gavel policy of :mod:`fairalloc.throughput` (and hierarchical water-filling) for that
-use:
+A cluster scheduler calls its policy once per scheduling round.
+[`RoundPolicy`][fairalloc.RoundPolicy] wraps every Gavel policy of
+[`fairalloc.throughput`][fairalloc.throughput] (and hierarchical water-filling) for that use:
 
 Also the linear and Leontief Fisher markets (``"fisher_market"``, ``kind=``): buyers are jobs,
 goods are worker types (supply: the workers), budgets the ``weight``; ``x`` is then the
@@ -18,15 +18,16 @@ plan and re-plans every ``replan_every`` rounds): see
 * **ids in, ids out.** Throughputs as ``{job_id: {worker_type: rate}}`` and workers as
   ``{worker_type: count}`` (or numpy arrays with ``job_ids=`` / ``types=``, or a pandas
   DataFrame indexed by job id with one column per type); the allocation comes back as
-  ``{job_id: {worker_type: fraction}}`` (:attr:`RoundResult.allocation`) and as arrays.
+  ``{job_id: {worker_type: fraction}}``
+  ([`RoundResult.allocation`][fairalloc.rounds.RoundResult.allocation]) and as arrays.
 * **normal cluster states are accepted.** A worker type with 0 workers (drained, failed), a
   job that can run on no present type (or whose gang fits on none), and an empty round give
   a valid allocation with 0 for what cannot run, and the facts are reported
-  (:attr:`RoundResult.drained_types`, :attr:`RoundResult.unrunnable_jobs`). The policy is
+  (`RoundResult.drained_types`, `RoundResult.unrunnable_jobs`). The policy is
   solved on the *reduced* program (present types, runnable jobs) and its allocation is
   expanded with zeros: the expansion is exactly feasible for the full cluster (a drained type
   has no capacity and gets nothing; an unrunnable job gets nothing), and
-  :attr:`RoundResult.certificate` is the reduced program's certificate.
+  `RoundResult.certificate` is the reduced program's certificate.
 * **jobs arrive and leave between rounds**: each call gives the current jobs; nothing has to
   be registered or removed.
 * **warm start.** A round identical to the previous one (same jobs, rates, workers and
@@ -72,7 +73,8 @@ from .results import Certificate, Result, SolveStats, Status
 
 __all__ = ["POLICIES", "RoundPolicy", "RoundResult", "solve_round"]
 
-#: policy names accepted by :class:`RoundPolicy` and :func:`solve_round`
+#: policy names accepted by [`RoundPolicy`][fairalloc.RoundPolicy] and
+#: [`solve_round`][fairalloc.solve_round]
 POLICIES = ("max_min_fairness", "water_filling", "finish_time_fairness", "min_makespan",
             "max_total_throughput", "fifo", "shortest_job_first", "min_cost", "fisher_market",
             "themis", "shockwave")
@@ -94,8 +96,8 @@ class RoundResult(Result):
     Attributes
     ----------
     x : ndarray, shape (n, k)
-        Fraction of time each job runs on each type (rows: :attr:`job_ids`, columns:
-        :attr:`types`); 0 for unrunnable jobs and drained types.
+        Fraction of time each job runs on each type (rows: `job_ids`, columns:
+        `types`); 0 for unrunnable jobs and drained types.
     prices : ndarray, shape (k,)
         Capacity prices of the reduced program (``d OPT / d workers``); 0 on drained types.
     effective_throughput : ndarray, shape (n,)
@@ -323,13 +325,13 @@ def solve_round(policy: str, throughput: Any, workers: Any, *, job_ids: Any = No
                 max_levels: int | None = None) -> RoundResult:
     """Solve one round of a Gavel policy, accepting drained types, unrunnable jobs, no jobs.
 
-    See :mod:`fairalloc.rounds`. ``policy`` is one of :data:`POLICIES`; per-job arguments
-    (``scale_factor``, ``weight``, ``steps_remaining``, ``elapsed``, ``isolated_elapsed``,
-    ``order``, ``slo``, ``entities``) are mappings job id -> value or arrays in job order;
-    ``cost`` a mapping type -> cost or an array in type order. ``method``, ``backend``,
-    ``gap_tol``, ``feas_tol``, ``stage_tol``, ``work_conserving``, ``bottleneck_tol`` and
-    ``max_levels`` are the policy's solve options (see its ``solve``; ``None``: the policy's
-    default; an option the policy does not take is an error).
+    See [`fairalloc.rounds`][fairalloc.rounds]. ``policy`` is one of
+    [`POLICIES`][fairalloc.rounds.POLICIES]; per-job arguments (``scale_factor``, ``weight``,
+    ``steps_remaining``, ``elapsed``, ``isolated_elapsed``, ``order``, ``slo``, ``entities``) are
+    mappings job id -> value or arrays in job order; ``cost`` a mapping type -> cost or an array in
+    type order. ``method``, ``backend``, ``gap_tol``, ``feas_tol``, ``stage_tol``,
+    ``work_conserving``, ``bottleneck_tol`` and ``max_levels`` are the policy's solve options (see
+    its ``solve``; ``None``: the policy's default; an option the policy does not take is an error).
 
     Examples
     --------
@@ -504,12 +506,12 @@ def _solve_reduced(policy: str, jobs: Jobs, cluster: Cluster, ids: tuple[Hashabl
 # the stateful per-round policy
 # --------------------------------------------------------------------------------------------
 class RoundPolicy:
-    """A policy called once per scheduling round (see :mod:`fairalloc.rounds`).
+    """A policy called once per scheduling round (see [`fairalloc.rounds`][fairalloc.rounds]).
 
     Parameters
     ----------
     policy : str
-        One of :data:`POLICIES`.
+        One of [`POLICIES`][fairalloc.rounds.POLICIES].
     warm_start : bool
         Reuse an identical previous round and seed max-min fairness with the previous prices
         and level (default ``True``).
@@ -520,8 +522,8 @@ class RoundPolicy:
         has ``stats.method == "plan-reused"`` and ``stats.path == ("reuse-plan",)``.
     water_filling, semantics, normalized, cost, entity_weights, entity_policies, kind, \
 fairness_knob, plan_options
-        Fixed per-policy settings passed to every round (see :func:`solve_round`; ``None``:
-        the default).
+        Fixed per-policy settings passed to every round (see [`solve_round`][fairalloc.solve_round];
+        ``None``: the default).
     method, backend, gap_tol, feas_tol, stage_tol, work_conserving, bottleneck_tol, max_levels
         Solve options passed to every round (``None``: the policy's default).
 
@@ -576,7 +578,8 @@ fairness_knob, plan_options
                  steps_remaining: Any = None, elapsed: Any = None,
                  isolated_elapsed: Any = None, order: Any = None, slo: Any = None,
                  entities: Any = None, plan_jobs: Any = None) -> RoundResult:
-        """This round's allocation (see :func:`solve_round` for the arguments)."""
+        """This round's allocation (see [`solve_round`][fairalloc.solve_round] for the
+        arguments)."""
         t0 = time.perf_counter()
         # inputs are converted to arrays in job order once; the round's fingerprint (for
         # reuse) is taken on those arrays (bytes), never by walking nested dicts
@@ -666,5 +669,5 @@ _WARM_MAX_JOBS = 2048
 
 def _in_job_order(value: Any, name: str, ids: tuple[Hashable, ...]) -> np.ndarray | None:
     """A per-job mapping (or sequence) as a float array in job order; signs and integrality
-    are checked by :func:`solve_round`, per argument."""
+    are checked by [`solve_round`][fairalloc.solve_round], per argument."""
     return _per_job(value, name, ids, nonneg=False, allow_nan=True)

@@ -2,7 +2,7 @@
 
 Every certificate in fairalloc is judged against these unless the caller passes its own
 ``gap_tol`` / ``feas_tol``. All of them are **relative**: a gap is divided by the objective's data
-scale (:attr:`fairalloc.Certificate.scale`) and a constraint violation by the constraint's own
+scale (`fairalloc.Certificate.scale`) and a constraint violation by the constraint's own
 magnitude, so the verdict does not change when budgets, supply, utilities, weights or
 throughputs are expressed in other units.
 

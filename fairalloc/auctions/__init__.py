@@ -17,26 +17,28 @@ the PF allocation is also envy-free and every agent keeps at least ``1/e`` of it
 
 One job per module:
 
-* ``partial.py`` -- :func:`partial_allocation`: divisible goods with linear valuations; the PF
-  allocation is the Eisenberg-Gale equilibrium with equal budgets
-  (:func:`fairalloc.fisher_market`). The ``n`` leave-one-out markets are reduced markets
-  warm-started from the PF prices, solved in batches by one block-diagonal interior-point
-  run, polished to exact equilibria on their support and each certified by its own duality
-  gap (``D(p)`` of DESIGN.md), over ``workers`` processes.
-* ``gpu.py`` -- :func:`gpu_auction` (GPUs bid for by placement class, :class:`BidTable`) and
-  :func:`bundle_auction` (explicit GPU subsets, as in Themis Table 2): indivisible GPUs; PF
-  and every leave-one-out are exact set-packing MILPs maximising ``sum_i log v_i``
-  (``nash.py``: the lexicographic Nash-welfare MILP; ``placement.py``: the placement-class
-  program of :func:`gpu_auction`).
-* ``bids.py`` -- :class:`BidTable` and :func:`bid_table` (bids by placement class).
-* ``multiround.py`` -- :class:`MultiRoundAuction`, Themis's round-by-round policy (§3.3.2,
-  Pseudocode 1 lines 13-23): leases, filtering of the apps farthest from finish-time
+* ``partial.py`` -- [`partial_allocation`][fairalloc.partial_allocation]: divisible goods with
+  linear valuations; the PF allocation is the Eisenberg-Gale equilibrium with equal budgets
+  ([`fairalloc.fisher_market`][fairalloc.fisher_market]). The ``n`` leave-one-out markets are
+  reduced markets warm-started from the PF prices, solved in batches by one block-diagonal
+  interior-point run, polished to exact equilibria on their support and each certified by its own
+  duality gap (``D(p)`` of DESIGN.md), over ``workers`` processes.
+* ``gpu.py`` -- [`gpu_auction`][fairalloc.gpu_auction] (GPUs bid for by placement class,
+  [`BidTable`][fairalloc.BidTable]) and [`bundle_auction`][fairalloc.bundle_auction] (explicit GPU
+  subsets, as in Themis Table 2): indivisible GPUs; PF and every leave-one-out are exact set-packing
+  MILPs maximising ``sum_i log v_i`` (``nash.py``: the lexicographic Nash-welfare MILP;
+  ``placement.py``: the placement-class program of [`gpu_auction`][fairalloc.gpu_auction]).
+* ``bids.py`` -- [`BidTable`][fairalloc.BidTable] and [`bid_table`][fairalloc.bid_table] (bids by
+  placement class).
+* ``multiround.py`` -- [`MultiRoundAuction`][fairalloc.MultiRoundAuction], Themis's round-by-round
+  policy (§3.3.2, Pseudocode 1 lines 13-23): leases, filtering of the apps farthest from finish-time
   fairness, a PA auction among them, leftover GPUs to the apps that did not bid, valuations
   refreshed every round.
 * ``valuations.py`` -- finish-time fairness ``rho`` (Themis §3.2), placement slowdown and the
-  cluster :class:`Topology`; ``apps.py`` -- the app models whose progress the multi-round
-  auction simulates (:class:`SingleJobApp`, :class:`SuccessiveHalvingApp`,
-  :class:`CurveStoppingApp`).
+  cluster [`Topology`][fairalloc.Topology]; ``apps.py`` -- the app models whose progress the
+  multi-round auction simulates ([`SingleJobApp`][fairalloc.SingleJobApp],
+  [`SuccessiveHalvingApp`][fairalloc.SuccessiveHalvingApp],
+  [`CurveStoppingApp`][fairalloc.CurveStoppingApp]).
 * ``_pool.py`` -- the process pool of the leave-one-out solves and the log behind ``stats``
   (backends that ran, ``stats.path``, ``stats.fallbacks``).
 

@@ -41,7 +41,7 @@ _LOG = threading.local()  # this thread's events (_SOLVE, _STEP, _FALLBACK), in 
 
 
 def _used() -> list[tuple[str, str, str]]:
-    """This thread's event log (see :func:`_record`, :func:`_step`, :func:`_fallback`)."""
+    """This thread's event log (see `_record`, `_step`, `_fallback`)."""
     log = getattr(_LOG, "events", None)
     if log is None:
         log = _LOG.events = []

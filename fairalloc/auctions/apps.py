@@ -1,7 +1,9 @@
-"""App models for the multi-round auction (Themis §4.3): :class:`SingleJobApp`,
-:class:`SuccessiveHalvingApp` and :class:`CurveStoppingApp` hold an app's progress for
-:class:`fairalloc.MultiRoundAuction`; they report ``rho`` (:mod:`fairalloc.auctions.valuations`)
-for any allocation at any time and advance their iterations when they run."""
+"""App models for the multi-round auction (Themis §4.3): [`SingleJobApp`][fairalloc.SingleJobApp],
+[`SuccessiveHalvingApp`][fairalloc.SuccessiveHalvingApp] and
+[`CurveStoppingApp`][fairalloc.CurveStoppingApp] hold an app's progress for
+[`fairalloc.MultiRoundAuction`][fairalloc.MultiRoundAuction]; they report ``rho``
+(`fairalloc.auctions.valuations`) for any allocation at any time and advance their iterations when
+they run."""
 
 from __future__ import annotations
 
@@ -48,7 +50,7 @@ class _App:
 
     @staticmethod
     def _run_args(num_gpus: Any, slowdown: Any, dt: Any = 0.0) -> tuple[int, float, float]:
-        """Validate ``(num_gpus, slowdown, dt)`` of :meth:`advance` / :meth:`time_to_finish`."""
+        """Validate ``(num_gpus, slowdown, dt)`` of `advance` / `time_to_finish`."""
         g = as_positive_int(num_gpus, "num_gpus", allow_zero=True)
         if g > MAX_COUNT:
             raise InputError(f"num_gpus must be at most 2**53, got {num_gpus!r:.40}",
@@ -167,7 +169,7 @@ class SuccessiveHalvingApp(_App):
     draws the survivors with its own seeded generator (``seed``), so simulations are
     reproducible. Within a phase, all jobs progress at the rate of the ``"balanced"`` schedule
     (each job's remaining work shrinks in proportion, so the phase ends at the time
-    :func:`successive_halving_rho` predicts).
+    [`successive_halving_rho`][fairalloc.successive_halving_rho] predicts).
 
     Parameters
     ----------

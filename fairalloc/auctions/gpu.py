@@ -1,8 +1,9 @@
-"""Partial-allocation auctions of indivisible GPUs: :func:`bundle_auction` (explicit bundles,
-Themis Table 2) and :func:`gpu_auction` (bids by placement class), and their result type.
+"""Partial-allocation auctions of indivisible GPUs: [`bundle_auction`][fairalloc.bundle_auction]
+(explicit bundles, Themis Table 2) and [`gpu_auction`][fairalloc.gpu_auction] (bids by placement
+class), and their result type.
 
 Both solve the PF market and every leave-one-out market as lexicographic Nash-welfare
-set-packing MILPs (:mod:`fairalloc.auctions.nash`). ``stats.path`` lists the exact routes
+set-packing MILPs (`fairalloc.auctions.nash`). ``stats.path`` lists the exact routes
 that ran, once each, in the order they first ran: ``"knapsack-relaxation"`` (gpu_auction
 only), ``"lp-relaxation"``, ``"integral-vertex"``, ``"greedy-rounding"`` (gpu_auction
 only), ``"fix-and-solve"``, ``"milp"``, ``"count-milp"``; ``stats.fallbacks`` every distinct
@@ -77,7 +78,7 @@ class GPUAuctionResult(Result):
         ``sum_i log v_i`` over the agents with positive valuation (PF).
     certificate : Certificate
         Kind ``"milp"``, gap judged against the number of agents in the sum (its data
-        scale) with :data:`fairalloc.tolerances.MILP_GAP_TOL`: the PF solve's when every solve
+        scale) with `fairalloc.tolerances.MILP_GAP_TOL`: the PF solve's when every solve
         is proven (``Status.OPTIMAL``), else the first unproven one (never ok; status
         ``TIME_LIMIT`` with a time limit, ``SUBOPTIMAL`` otherwise).
     """
@@ -196,12 +197,12 @@ def bundle_auction(
         Exact routes of every set-packing solve: ``"auto"`` all of them (cheapest first),
         ``"lp"`` no combinatorial route (the LP relaxation's routes, then the MILP),
         ``"milp"`` the whole MILP only. Every choice gives the optimum; ``stats.path``
-        names the routes that ran (module docstring of :mod:`fairalloc.auctions.gpu`).
+        names the routes that ran (module docstring of `fairalloc.auctions.gpu`).
 
     Notes
     -----
     Certificates (kind ``"milp"``) judge the gap of ``sum log v`` against its data scale, the
-    number of agents in the sum, with :data:`fairalloc.tolerances.MILP_GAP_TOL`. The result's
+    number of agents in the sum, with `fairalloc.tolerances.MILP_GAP_TOL`. The result's
     certificate is the PF solve's when every solve is proven (``Status.OPTIMAL``); otherwise
     it is the first unproven one (PF, then leave-one-out markets in agent order). Valuations
     are divided by one power of two before solving (exact), so rescaling every valuation
@@ -331,8 +332,8 @@ def gpu_auction(
 ) -> GPUAuctionResult:
     """Partial-allocation auction of offered GPUs bid for by placement class (Themis §3.3.1).
 
-    Exact MILP over the classes of :func:`bid_table`: agent ``i`` picks at most one bid
-    ``(k, level)``; ``z[i, h]`` of its GPUs come from machine ``h``; a level-0 bid takes all of
+    Exact MILP over the classes of [`bid_table`][fairalloc.bid_table]: agent ``i`` picks at most one
+    bid ``(k, level)``; ``z[i, h]`` of its GPUs come from machine ``h``; a level-0 bid takes all of
     them from one machine (its home machine if it holds GPUs), a level-1 bid from one rack.
     Machine capacities are the offered GPUs per machine. The objective is lexicographic Nash
     welfare over ``1/rho`` (``formulations/partial_allocation.md``); the same program without
@@ -347,7 +348,7 @@ def gpu_auction(
         The GPUs being auctioned (mask or list of ids).
     time_limit : float, optional
         Seconds per MILP; an unproven solve makes the result ``Status.TIME_LIMIT`` with a
-        certificate that is not ok (see :func:`bundle_auction`).
+        certificate that is not ok (see [`bundle_auction`][fairalloc.bundle_auction]).
     workers : int or None
         Processes for the leave-one-out MILPs.
     backend : str or Backend
@@ -355,9 +356,9 @@ def gpu_auction(
         ``stats.backend`` is ``"numpy"`` when the exact knapsack relaxation certified every
         solve and no backend ran.
     method : {"auto", "lp", "milp"}
-        Exact routes of every set-packing solve (see :func:`bundle_auction`): ``"lp"`` skips
-        the knapsack relaxation and the greedy rounding, ``"milp"`` every route but the
-        whole MILP.
+        Exact routes of every set-packing solve (see [`bundle_auction`][fairalloc.bundle_auction]):
+        ``"lp"`` skips the knapsack relaxation and the greedy rounding, ``"milp"`` every route but
+        the whole MILP.
 
     Returns
     -------

@@ -39,7 +39,8 @@ TO_BIDDERS = "leftovers-to-bidders"
 # ============================================================================================
 @dataclass(frozen=True)
 class AuctionRound(FrozenArrays):
-    """What one round of :class:`MultiRoundAuction` did (every array read-only).
+    """What one round of [`MultiRoundAuction`][fairalloc.MultiRoundAuction] did (every array
+    read-only).
 
     Attributes
     ----------
@@ -100,9 +101,10 @@ class MultiRoundAuction:
        pseudocode says "top 1 - f fraction" and its text "filter the 1 - f fraction ... with
        the greatest rho"; both are read as *the apps that bid are that fraction*, which is
        what §6.4 describes (``f = 1``: a single app bids);
-    4. the participants bid by placement class (:func:`bid_table`, valuations refreshed) and a
-       partial-allocation auction (:func:`gpu_auction`) runs; participant ``i`` keeps
-       ``c_i * |bundle_i|`` GPUs of its PF bundle, rounded to a whole number by a seeded
+    4. the participants bid by placement class ([`bid_table`][fairalloc.bid_table], valuations
+      refreshed) and a
+       partial-allocation auction ([`gpu_auction`][fairalloc.gpu_auction]) runs; participant ``i``
+       keeps ``c_i * |bundle_i|`` GPUs of its PF bundle, rounded to a whole number by a seeded
        random draw (``floor`` plus one with probability equal to the fractional part), taking
        the GPUs on the machines where the bundle is densest;
     5. the leftover GPUs (hidden payments and GPUs no participant won) go at random (seeded)
@@ -114,8 +116,9 @@ class MultiRoundAuction:
     ----------
     topology : Topology
     apps : sequence of app models
-        :class:`~fairalloc.auctions.SingleJobApp`, :class:`SuccessiveHalvingApp` or
-        :class:`CurveStoppingApp`; the auction advances them as they run.
+        [`SingleJobApp`][fairalloc.SingleJobApp],
+        [`SuccessiveHalvingApp`][fairalloc.SuccessiveHalvingApp] or
+        [`CurveStoppingApp`][fairalloc.CurveStoppingApp]; the auction advances them as they run.
     fairness_knob : float
         ``f`` in ``[0, 1)``; default 0.8 (the paper's choice, §6.4).
     lease : float
@@ -224,7 +227,7 @@ class MultiRoundAuction:
 
     # ---- one round ----------------------------------------------------------------------
     def step(self) -> AuctionRound:
-        """Run one auction round at :attr:`now` (Pseudocode 1, lines 15-21)."""
+        """Run one auction round at `now` (Pseudocode 1, lines 15-21)."""
         t0 = time.perf_counter()
         topo = self.topology
         g = topo.num_gpus

@@ -1,16 +1,17 @@
 """Indivisible goods: the lexicographic Nash-welfare set-packing MILP (PF and every
 leave-one-out market) and the fractions ``c_i`` of the partial-allocation mechanism.
 
-:func:`_partial_allocation_milp` is shared by :func:`fairalloc.auctions.bundle_auction` and
-:func:`fairalloc.auctions.gpu_auction`; a :class:`_Form` is the program each builds, its
-columns laid out by :class:`SetPackingColumns`.
+`_partial_allocation_milp` is shared by
+[`fairalloc.auctions.bundle_auction`][fairalloc.bundle_auction] and
+[`fairalloc.auctions.gpu_auction`][fairalloc.gpu_auction]; a `_Form` is the program each builds, its
+columns laid out by `SetPackingColumns`.
 
-Every set-packing solve (:func:`_milp`) tries exact routes from the cheapest and logs each
+Every set-packing solve (`_milp`) tries exact routes from the cheapest and logs each
 step it ran (``stats.path``) and each hand-over to a slower one (``stats.fallbacks``):
 
 ``"knapsack-relaxation"``
-    the form's own exact combinatorial relaxation (:func:`gpu_auction`: a multiple-choice
-    knapsack solved by dynamic programming) and the greedy placement of its optimum;
+    the form's own exact combinatorial relaxation ([`gpu_auction`][fairalloc.gpu_auction]: a
+    multiple-choice knapsack solved by dynamic programming) and the greedy placement of its optimum;
 ``"lp-relaxation"``
     the LP relaxation (its bound certified independently), then, on its point,
 ``"integral-vertex"``, ``"greedy-rounding"``, ``"fix-and-solve"``
@@ -29,9 +30,9 @@ Fallbacks read ``"knapsack-relaxation->lp-relaxation: bound not met"``,
 incumbent is returned with its honest certificate) and
 ``"count-target->count-milp: infeasible"`` (or ``": time limit"``).
 
-``method`` (of :func:`bundle_auction` / :func:`gpu_auction`) selects the routes: ``"auto"``
-all of them, ``"lp"`` no combinatorial route (no knapsack relaxation, no greedy rounding),
-``"milp"`` the whole MILP only.
+``method`` (of [`bundle_auction`][fairalloc.bundle_auction] /
+[`gpu_auction`][fairalloc.gpu_auction]) selects the routes: ``"auto"`` all of them, ``"lp"`` no
+combinatorial route (no knapsack relaxation, no greedy rounding), ``"milp"`` the whole MILP only.
 """
 
 from __future__ import annotations
@@ -175,7 +176,7 @@ def _milp(form: _Form, c: np.ndarray, active_opt: np.ndarray,
     Set packing over placement classes is nearly integral, so cheap exact routes come first
     (``method="auto"``): the form's own relaxation (a multiple-choice knapsack solved by
     dynamic programming), then the LP relaxation (its bound certified independently: the
-    Lagrangian dual of :func:`fairalloc.certificates.lp_certificate` at its row duals) with an
+    Lagrangian dual of `fairalloc.certificates.lp_certificate` at its row duals) with an
     integral vertex, a rounding, or the agents it decides fixed and the rest solved exactly.
     A point that reaches a valid bound is optimal. Otherwise the whole MILP is solved. Every
     bound met on the way is kept: the certificate compares the best feasible point found
@@ -435,9 +436,9 @@ def _partial_allocation_milp(form: _Form, *, time_limit: float | None, solver: A
                              ) -> _PAOutcome:
     """PF and ``n`` leave-one-out MILPs, and the fractions ``c_i`` (lexicographic form).
 
-    ``form`` holds valuations divided by ``exp(log_unit)`` (see :func:`_log_unit`); fractions
+    ``form`` holds valuations divided by ``exp(log_unit)`` (see `_log_unit`); fractions
     are computed in those units and objectives and bounds are reported in the caller's.
-    ``method`` selects the routes of every solve (:data:`SET_PACKING_METHODS`, module docstring).
+    ``method`` selects the routes of every solve (`SET_PACKING_METHODS`, module docstring).
     """
     n = form.num_agents
     pf = _nash(form, np.ones(n, dtype=bool), time_limit, solver, method)

@@ -1,11 +1,11 @@
 """Divisible partial allocation (Themis §3.3.1; Cole, Gkatzelis and Goel): the PF market, the
 ``n`` leave-one-out markets and the fractions ``c_i``.
 
-Every market is solved and certified by the Eisenberg-Gale engine of :mod:`fairalloc.markets`
-(:func:`fairalloc.fisher_market` for the PF market; the warm-started searches, the batched
-interior-point method and the batched leave-one-out markets of
-:mod:`fairalloc.markets.warm` / :mod:`fairalloc.markets.ipm`); this module is the mechanism
-around them. See ``formulations/partial_allocation.md`` for the programs.
+Every market is solved and certified by the Eisenberg-Gale engine of
+[`fairalloc.markets`][fairalloc.markets] ([`fairalloc.fisher_market`][fairalloc.fisher_market] for
+the PF market; the warm-started searches, the batched interior-point method and the batched
+leave-one-out markets of `fairalloc.markets.warm` / `fairalloc.markets.ipm`); this module is the
+mechanism around them. See ``formulations/partial_allocation.md`` for the programs.
 """
 
 from __future__ import annotations
@@ -180,7 +180,8 @@ def _loo_chunk(ctx: tuple[Any, ...], idx: np.ndarray) -> list[_LooOutcome]:
 
 
 def _fisher(U: np.ndarray, s: np.ndarray, *, gap_tol: float, backend: Any) -> Any:
-    """:func:`fairalloc.fisher_market` (equal budgets) through the library's solver layer.
+    """[`fairalloc.fisher_market`][fairalloc.fisher_market] (equal budgets) through the library's
+    solver layer.
 
     Passes ``backend`` on when one was chosen; records the backend that ran; a foreign
     exception (never expected) becomes SolverError.
@@ -247,13 +248,14 @@ def partial_allocation(
     method : {"warm", "cold"}
         ``"warm"`` (default): each leave-one-out market is solved on a reduced market
         warm-started from the PF prices and certified by its own duality gap.
-        ``"cold"``: ``n`` independent :func:`fairalloc.fisher_market` solves (the reference).
+        ``"cold"``: ``n`` independent [`fairalloc.fisher_market`][fairalloc.fisher_market] solves
+        (the reference).
     workers : int or None
         Processes for the ``n`` leave-one-out solves (``None``: up to two, the machine's
         cores). Results do not depend on it.
     gap_tol : float
         Relative duality gap every certified market must prove (default
-        :data:`fairalloc.tolerances.GAP_TOL`). An Eisenberg-Gale gap is judged against the
+        `fairalloc.tolerances.GAP_TOL`). An Eisenberg-Gale gap is judged against the
         market's total budget (``n`` for the PF market, ``n - 1`` without one agent): its
         objective ``sum log u`` shifts by a constant when utilities are rescaled, its gap does
         not. The leave-one-out searches aim for ``min(gap_tol, 1e-9)`` per unit budget, so the

@@ -1,6 +1,6 @@
-"""The placement-class MILP of :func:`fairalloc.auctions.gpu_auction` (:class:`PlacementProgram`):
-machine types, bin-packing patterns, the program's named column layout
-(:class:`PlacementColumns`), its exact knapsack relaxation, the greedy placement and rounding
+"""The placement-class MILP of [`fairalloc.auctions.gpu_auction`][fairalloc.gpu_auction]
+(`PlacementProgram`): machine types, bin-packing patterns, the program's named column layout
+(`PlacementColumns`), its exact knapsack relaxation, the greedy placement and rounding
 of a choice of bids, and the decoder from a solution to concrete GPUs."""
 
 from __future__ import annotations
@@ -141,11 +141,12 @@ class _SparseRows:
 
 
 class PlacementProgram:
-    """The placement-class MILP of :func:`gpu_auction` and its exact combinatorial routes.
+    """The placement-class MILP of [`gpu_auction`][fairalloc.gpu_auction] and its exact
+    combinatorial routes.
 
     Machines with offered GPUs are grouped into *types* (same rack, same number of offered
     GPUs); a machine that is some bidder's home is a type of its own. Choice columns
-    (:class:`PlacementColumns`):
+    (`PlacementColumns`):
 
     * level 0 (one machine): ``a[o, tau]`` -- bid ``o`` is met on a machine of type ``tau``;
       a type of ``c`` machines packs its level-0 bids by bin-packing *patterns* (maximal
@@ -163,11 +164,11 @@ class PlacementProgram:
     program has no symmetric copies of a solution. ``e`` is the power of two valuations are
     divided by (``log v`` in units of ``2^e``).
 
-    Attributes set once here and never changed: :attr:`form` (the program, with this object
-    as its :class:`~fairalloc.auctions.nash.CombinatorialRoutes`), :attr:`columns` and
-    :attr:`bid_of_column` (the index of the bid, in its agent's table, each choice column
-    meets). Methods: :meth:`relaxation` (exact knapsack bound), :meth:`rounder` (LP point to
-    a placement), :meth:`place` (greedy placement of chosen bids), :meth:`decode` (solution to
+    Attributes set once here and never changed: `form` (the program, with this object
+    as its `CombinatorialRoutes`), `columns` and
+    `bid_of_column` (the index of the bid, in its agent's table, each choice column
+    meets). Methods: `relaxation` (exact knapsack bound), `rounder` (LP point to
+    a placement), `place` (greedy placement of chosen bids), `decode` (solution to
     concrete GPUs).
     """
 
@@ -349,7 +350,7 @@ class PlacementProgram:
     # ---- the exact combinatorial routes (CombinatorialRoutes) -----------------------------
     def rounder(self, x: np.ndarray, col_upper: np.ndarray) -> np.ndarray | None:
         """Each agent's bid of largest LP mass in ``x`` (open columns only), placed by
-        :meth:`place`; ``None`` if they do not fit."""
+        `place`; ``None`` if they do not fit."""
         n, agent, K = self.num_agents, self.agent, self.agent.size
         ch = self.columns.packing.choice
         mass = np.bincount(self.col_option, weights=x[ch] * (col_upper[ch] > 0), minlength=K)
@@ -424,7 +425,7 @@ class PlacementProgram:
 
     def _place_greedy(self, chosen: np.ndarray, opt: np.ndarray, racks_first: bool
                       ) -> np.ndarray | None:
-        """One greedy order of :meth:`place` (racks first or machines first)."""
+        """One greedy order of `place` (racks first or machines first)."""
         topology, k_opt = self.topology, self.k_opt
         home_m, home_r = self.home_m, self.home_r
         machines, type_of = self.machines, self.type_of
@@ -499,7 +500,7 @@ class PlacementProgram:
 
     # ---- from a solution to GPUs -----------------------------------------------------------
     def decode(self, x: np.ndarray) -> np.ndarray:
-        """Concrete GPUs for a solution ``x`` of :attr:`form`, shape (agents, GPUs) bool:
+        """Concrete GPUs for a solution ``x`` of `form`, shape (agents, GPUs) bool:
         level 0 by pattern slots, then level 1, then level 2."""
         topology, offer, cols = self.topology, self.offer, self.columns
         n, H = self.num_agents, topology.num_machines

@@ -1,4 +1,4 @@
-"""Solver backends behind one small contract (see :mod:`fairalloc.backends.base`).
+"""Solver backends behind one small contract (see `fairalloc.backends.base`).
 
 ======== ============================ ============================== ==========
 name     package                      capabilities                   default for
@@ -9,8 +9,9 @@ gurobi   gurobipy (extra ``gurobi``)  lp, milp, duals, cvxpy         never
 pyomo    pyomo (extra ``pyomo``)      lp, milp, duals                never
 ======== ============================ ============================== ==========
 
-Optional backends are never picked implicitly; :func:`get_backend` raises
-:class:`fairalloc.BackendUnavailableError` with the pip command when one is missing.
+Optional backends are never picked implicitly; [`get_backend`][fairalloc.get_backend] raises
+[`fairalloc.BackendUnavailableError`][fairalloc.BackendUnavailableError] with the pip command when
+one is missing.
 """
 
 from __future__ import annotations
@@ -73,12 +74,12 @@ def get_backend(backend: str | Backend, *, need: str | None = None,
         ``"highs"``, ``"clarabel"``, ``"gurobi"`` or ``"pyomo"``.
     need : str, optional
         A capability the caller requires (``"lp"``, ``"milp"``, ``"exp_cone"``, ``"duals"``,
-        ``"cvxpy"``); :class:`fairalloc.InputError` if the backend lacks it.
+        ``"cvxpy"``); [`fairalloc.InputError`][fairalloc.InputError] if the backend lacks it.
     solver : str, optional
         The algorithm or sub-solver of a backend that has several, passed to its constructor:
         HiGHS's ``"choose"`` (default), ``"simplex"``, ``"ipm"`` or ``"pdlp"``; Pyomo's solver
-        name (default ``"appsi_highs"``). :class:`fairalloc.InputError` for a backend
-        instance or a backend without sub-solvers.
+        name (default ``"appsi_highs"``). [`fairalloc.InputError`][fairalloc.InputError] for a
+        backend instance or a backend without sub-solvers.
 
     Examples
     --------

@@ -1,18 +1,20 @@
 """The small contract every solver backend implements.
 
 A backend declares its capabilities as class attributes, imports its solver lazily, and solves
-a :class:`LinearProgram` (LP or MILP in scipy's ``milp``-like matrix form) into an
-:class:`LPSolution` with primal values and duals. Composed cvxpy programs are solved by
-:func:`fairalloc._cvxpy.solve_cvxpy` with the solver named explicitly: fairalloc never lets cvxpy
-pick a solver, because cvxpy silently prefers Gurobi when gurobipy is installed.
+a [`LinearProgram`][fairalloc.backends.LinearProgram] (LP or MILP in scipy's ``milp``-like matrix
+form) into an [`LPSolution`][fairalloc.backends.LPSolution] with primal values and duals. Composed
+cvxpy programs are solved by `fairalloc._cvxpy.solve_cvxpy` with the solver named explicitly:
+fairalloc never lets cvxpy pick a solver, because cvxpy silently prefers Gurobi when gurobipy is
+installed.
 
-Every backend maps its own status strings onto one canonical :class:`SolveStatus` (a table per
-backend, ``STATUS_MAP``), and one rule decides what may be used: a solve whose status is in
-:data:`USABLE` returned a point, and the caller's *independent certificate* decides whether it is
-accepted -- an "inaccurate" or time-limited point that certifies is as good as any other, one
-that does not is an error. Backends print nothing unless ``verbose=True``; an option a backend
-cannot honour triggers a :class:`fairalloc.errors.FairallocWarning`; any exception the solver
-package raises becomes a :class:`fairalloc.SolverError` with the cause chained.
+Every backend maps its own status strings onto one canonical
+[`SolveStatus`][fairalloc.backends.SolveStatus] (a table per backend, ``STATUS_MAP``), and one rule
+decides what may be used: a solve whose status is in `USABLE` returned a point, and the caller's
+*independent certificate* decides whether it is accepted -- an "inaccurate" or time-limited point
+that certifies is as good as any other, one that does not is an error. Backends print nothing unless
+``verbose=True``; an option a backend cannot honour triggers a
+[`fairalloc.errors.FairallocWarning`][fairalloc.FairallocWarning]; any exception the solver package
+raises becomes a [`fairalloc.SolverError`][fairalloc.SolverError] with the cause chained.
 
 Dual sign convention (minimisation, ``row_lower <= A x <= row_upper``,
 ``col_lower <= x <= col_upper``): ``c - A.T @ row_duals - col_duals = 0`` at an optimum, with
@@ -138,11 +140,13 @@ class LinearProgram:
 
 @dataclass(frozen=True, eq=False)
 class LPSolution:
-    """What a backend returns for a :class:`LinearProgram` (see module doc for dual signs).
+    """What a backend returns for a [`LinearProgram`][fairalloc.backends.LinearProgram] (see module
+    doc for dual signs).
 
-    ``status`` is a :class:`SolveStatus` (a ``str``: ``sol.status == "optimal"`` works);
-    ``raw_status`` is the backend's own string. ``x`` is present exactly when the status is in
-    :data:`USABLE`. ``mip_dual_bound`` is the solver's best bound for a MILP (``nan`` for an LP).
+    ``status`` is a [`SolveStatus`][fairalloc.backends.SolveStatus] (a ``str``: ``sol.status ==
+    "optimal"`` works); ``raw_status`` is the backend's own string. ``x`` is present exactly when
+    the status is in `USABLE`. ``mip_dual_bound`` is the solver's best bound for a MILP (``nan`` for
+    an LP).
     """
 
     status: SolveStatus
@@ -189,9 +193,10 @@ class ConicProgram:
 
 @dataclass(frozen=True, eq=False)
 class ConicSolution:
-    """What a backend returns for a :class:`ConicProgram`: primal ``x``, slack ``s`` and dual
-    ``z`` (``z`` in the dual cone, ``A.T @ z + c = 0`` at an optimum); ``None`` unless
-    :attr:`usable`. ``extra["raw"]`` holds the solver's own solution object."""
+    """What a backend returns for a [`ConicProgram`][fairalloc.backends.ConicProgram]: primal ``x``,
+    slack ``s`` and dual ``z`` (``z`` in the dual cone, ``A.T @ z + c = 0`` at an optimum); ``None``
+    unless [`usable`][fairalloc.backends.ConicSolution.usable]. ``extra["raw"]`` holds the solver's
+    own solution object."""
 
     status: SolveStatus
     x: np.ndarray | None
@@ -223,13 +228,14 @@ def _wrap_foreign(name: str, call: Any) -> Any:
 class Backend:
     """Base class: capabilities as class attributes, lazy import, explicit solver names.
 
-    Subclasses set :attr:`name`, :attr:`module` (the import that must succeed),
-    :attr:`capabilities` (subset of ``{"lp", "milp", "duals", "exp_cone", "cvxpy"}``),
-    :attr:`options` (the solve options they honour), :attr:`STATUS_MAP` (their raw statuses to
-    :class:`SolveStatus`), and implement :meth:`_solve_lp` (and
-    :meth:`_solve_conic` with the ``exp_cone`` capability). The public :meth:`solve_lp` /
-    :meth:`solve_conic` validate the options, warn about ignored ones and turn foreign
-    exceptions into :class:`fairalloc.SolverError`.
+    Subclasses set `name`, `module` (the import that must succeed),
+    `capabilities` (subset of ``{"lp", "milp", "duals", "exp_cone", "cvxpy"}``),
+    `options` (the solve options they honour), `STATUS_MAP` (their raw statuses to
+    [`SolveStatus`][fairalloc.backends.SolveStatus]), and implement `_solve_lp` (and
+    `_solve_conic` with the ``exp_cone`` capability). The public
+    [`solve_lp`][fairalloc.backends.Backend.solve_lp] /
+    [`solve_conic`][fairalloc.backends.Backend.solve_conic] validate the options, warn about ignored
+    ones and turn foreign exceptions into [`fairalloc.SolverError`][fairalloc.SolverError].
     """
 
     name: ClassVar[str] = ""
@@ -291,12 +297,13 @@ class Backend:
 
         ``start`` is an optional MIP start (a point the solver may take as its first
         incumbent). Options the backend cannot honour are ignored with a
-        :class:`~fairalloc.errors.FairallocWarning`; nothing is printed unless ``verbose``.
+        [`FairallocWarning`][fairalloc.FairallocWarning]; nothing is printed unless ``verbose``.
 
         Raises
         ------
         InputError
-            For an invalid option; :class:`fairalloc.SolverError` if the solver package raises.
+            For an invalid option; [`fairalloc.SolverError`][fairalloc.SolverError] if the solver
+            package raises.
         """
         if not self.supports("milp" if lp.is_mip else "lp"):
             raise InputError(f"backend {self.name!r} cannot solve "
@@ -346,7 +353,7 @@ class Backend:
         ------
         InputError
             If the backend has no conic solver or an option is invalid;
-            :class:`fairalloc.SolverError` if the solver package raises.
+            [`fairalloc.SolverError`][fairalloc.SolverError] if the solver package raises.
         """
         if not self.supports("exp_cone"):
             raise InputError(f"backend {self.name!r} has no exponential-cone solver (use "

@@ -1,7 +1,8 @@
 """Optional Gurobi backend (``pip install 'fairalloc[gurobi]'``): LP and MILP with duals.
 
 Never chosen implicitly. Note that pip's gurobipy carries a size-limited licence (about 2,000
-variables / constraints); larger models raise :class:`fairalloc.SolverError` with Gurobi's message.
+variables / constraints); larger models raise [`fairalloc.SolverError`][fairalloc.SolverError] with
+Gurobi's message.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Adapters that put fairalloc's certified policies behind other schedulers' interfaces.
 
-* :mod:`fairalloc.integrations.gavel` -- Gavel's ``get_allocation(...)`` policy objects
-  (stanford-futuredata/gavel), dicts keyed by job id and worker type in and out.
+* [`fairalloc.integrations.gavel`][fairalloc.integrations.gavel] -- Gavel's ``get_allocation(...)``
+  policy objects (stanford-futuredata/gavel), dicts keyed by job id and worker type in and out.
 """
 
 from __future__ import annotations

@@ -5,9 +5,10 @@ Gavel (stanford-futuredata/gavel, ``scheduler/policies/``) calls its policy once
 cluster_spec)`` (other policies take ``times_since_start`` / ``num_steps_remaining`` as well)
 with dicts keyed by job id and worker type, and expects ``{job_id: {worker_type:
 fraction}}`` back. The classes here have the same names, signatures and return shape as
-Gavel's ``*WithPerf`` policies and solve the round with :class:`fairalloc.RoundPolicy`
-(certified, warm-started across rounds, accepting drained worker types and jobs that cannot
-run this round). :func:`policy` maps Gavel's policy names to them.
+Gavel's ``*WithPerf`` policies and solve the round with
+[`fairalloc.RoundPolicy`][fairalloc.RoundPolicy] (certified, warm-started across rounds, accepting
+drained worker types and jobs that cannot run this round).
+[`policy`][fairalloc.integrations.gavel.policy] maps Gavel's policy names to them.
 
 Normalisation (Gavel's code vs the paper, gavel.txt §4.1)
 --------------------------------------------------------
@@ -22,16 +23,18 @@ Normalisation (Gavel's code vs the paper, gavel.txt §4.1)
   proportional to ``w_m / s_m``, and once in the objective), i.e. it ranks jobs by
   ``(s_m / w_m)^2 ...``; ``normalization="gavel_code"`` reproduces that by passing the weight
   ``w_m^2 / s_m`` to fairalloc. With unit weights and scale factors both agree.
-* FIFO: Gavel's job ids increase with arrival; :class:`FIFOPolicyWithPerf` serves jobs in
-  sorted job-id order with fairalloc's arrival semantics (a first-arrived gang job is never
-  starved by later, smaller jobs).
+* FIFO: Gavel's job ids increase with arrival;
+  [`FIFOPolicyWithPerf`][fairalloc.integrations.gavel.FIFOPolicyWithPerf] serves jobs in sorted
+  job-id order with fairalloc's arrival semantics (a first-arrived gang job is never starved by
+  later, smaller jobs).
 * Empty rounds: Gavel's policies return ``None`` when there are no jobs; these return
   ``{}``. A worker type with 0 workers in ``cluster_spec`` (or one that a job names and the
   spec does not list) and jobs that fit on no present type get 0.
 
-Space-sharing job-pair keys: :class:`MaxMinFairnessPolicyWithPacking` takes them (single and
-pair keys in, a fraction for every key out); the other policies refuse a pair key with
-:class:`fairalloc.InputError`.
+Space-sharing job-pair keys:
+[`MaxMinFairnessPolicyWithPacking`][fairalloc.integrations.gavel.MaxMinFairnessPolicyWithPacking]
+takes them (single and pair keys in, a fraction for every key out); the other policies refuse a pair
+key with [`fairalloc.InputError`][fairalloc.InputError].
 
 Examples
 --------
@@ -77,8 +80,8 @@ def _is_pair(job_id: Any) -> bool:
 
 
 class GavelPolicy:
-    """Base of the Gavel-compatible policies: a :class:`fairalloc.RoundPolicy` behind
-    Gavel's interface.
+    """Base of the Gavel-compatible policies: a [`fairalloc.RoundPolicy`][fairalloc.RoundPolicy]
+    behind Gavel's interface.
 
     Parameters
     ----------
@@ -86,7 +89,7 @@ class GavelPolicy:
         Accepted for compatibility with Gavel's constructors (``solver='ECOS'``) and ignored:
         fairalloc picks its own certified solvers (``backend=`` selects the LP backend).
     **settings
-        Passed to :class:`fairalloc.RoundPolicy` (``backend``, ``gap_tol``, ...).
+        Passed to [`fairalloc.RoundPolicy`][fairalloc.RoundPolicy] (``backend``, ``gap_tol``, ...).
 
     Attributes
     ----------
@@ -195,7 +198,8 @@ class MaxMinFairnessWaterFillingPolicyWithPerf(GavelPolicy):
 
 class FinishTimeFairnessPolicyWithPerf(GavelPolicy):
     """Gavel's finish-time fairness (``finish_time_fairness_perf``; Themis' rho), exact by
-    a Dinkelbach sequence of LPs (:func:`fairalloc.finish_time_fairness`)."""
+    a Dinkelbach sequence of LPs
+    ([`fairalloc.finish_time_fairness`][fairalloc.finish_time_fairness])."""
 
     _policy = "finish_time_fairness"
     _name = "FinishTimeFairness_Perf"
@@ -267,12 +271,13 @@ class MaxMinFairnessPolicyWithPacking(GavelPolicy):
 
     ``unflattened_throughputs`` holds single-job keys (``{worker_type: rate}``) and job-pair
     keys (``{worker_type: [rate of member 0, rate of member 1]}``), as Gavel passes them.
-    Solved by :func:`fairalloc.max_min_space_sharing` (column generation, certified) on the
-    present types and runnable jobs; a pair with a member that cannot run gets 0. Returns a
-    fraction for every key: for a single key the time the job runs *alone* on each type, for
-    a pair key the time the pair shares a worker. Normalisation as in
-    :class:`MaxMinFairnessPolicyWithPerf` (``X^equal``; Gavel's packing code normalises by the
-    sum of a job's throughputs over types instead, a per-job constant of another kind).
+    Solved by [`fairalloc.max_min_space_sharing`][fairalloc.max_min_space_sharing] (column
+    generation, certified) on the present types and runnable jobs; a pair with a member that cannot
+    run gets 0. Returns a fraction for every key: for a single key the time the job runs *alone* on
+    each type, for a pair key the time the pair shares a worker. Normalisation as in
+    [`MaxMinFairnessPolicyWithPerf`][fairalloc.integrations.gavel.MaxMinFairnessPolicyWithPerf]
+    (``X^equal``; Gavel's packing code normalises by the sum of a job's throughputs over types
+    instead, a per-job constant of another kind).
     """
 
     _policy = "max_min_fairness"

@@ -1,13 +1,13 @@
 """The Eisenberg-Gale engine: the edge form of a market, its dual, recovery, conic solve and
 polishes. One cohesive algorithm (solve + certify + polish one market), hence its length.
 
-Used by :mod:`fairalloc.markets.fisher` (static and volatile markets) and by the partial
-allocation mechanism (:mod:`fairalloc.auctions.partial`); the interior-point method for many
-small markets at once lives in :mod:`fairalloc.markets.ipm`, the warm-started searches and
-batched leave-one-out markets in :mod:`fairalloc.markets.warm`.
+Used by `fairalloc.markets.fisher` (static and volatile markets) and by the partial
+allocation mechanism (`fairalloc.auctions.partial`); the interior-point method for many
+small markets at once lives in `fairalloc.markets.ipm`, the warm-started searches and
+batched leave-one-out markets in `fairalloc.markets.warm`.
 
 Markets: linear and Leontief, static and over time (volatile); the program and the solution
-paths (``method=``) are described in :mod:`fairalloc.markets.fisher`.
+paths (``method=``) are described in `fairalloc.markets.fisher`.
 
 All four markets share one *edge form*, which this module solves and certifies:
 buyer ``i`` owns edges ``e`` (a good for linear utilities, a per-round bundle for Leontief);
@@ -20,8 +20,9 @@ Its dual function has a closed form, used as the certificate (independent of any
 
 and ``D(p) >= OPT >= P(z) = sum_i B_i log U_i(z)`` for every ``p >= 0`` and feasible ``z``.
 
-Every market is solved in normalised units (see :class:`fairalloc.markets.FisherMarket`); the
-certificate's gap is judged against the total budget (``Certificate.scale``).
+Every market is solved in normalised units (see
+[`fairalloc.markets.FisherMarket`][fairalloc.FisherMarket]); the certificate's gap is judged against
+the total budget (``Certificate.scale``).
 """
 
 from __future__ import annotations
@@ -483,7 +484,7 @@ def certify_general(form: EdgeForm, z: np.ndarray, p: np.ndarray, *, gap_tol: fl
 
 def _support_newton_polish(form: EdgeForm, z: np.ndarray, p: np.ndarray
                            ) -> tuple[np.ndarray, np.ndarray] | None:
-    """Exact equilibrium on the support of an approximate one (see :func:`_newton_on_support`),
+    """Exact equilibrium on the support of an approximate one (see `_newton_on_support`),
     trying the support read off complementary pairs, then a stricter one (utility share above
     1e-6: an interior point may leave a bundle barely used whose reduced cost is still tiny)."""
     for strict in (False, True):
@@ -771,7 +772,7 @@ def _log_prices(form: EdgeForm, z: np.ndarray, p: np.ndarray, tie: float = TIE_T
                 ) -> np.ndarray | None:
     """Prices on every tied best edge that carries utility (least squares; cycles allowed).
 
-    Unlike the forest systems of :func:`_polish_linear` this accepts supports with cycles
+    Unlike the forest systems of `_polish_linear` this accepts supports with cycles
     (degenerate markets), where the equations are consistent at equilibrium.
     """
     q = (form.C.T @ p) / form.weight
@@ -791,7 +792,7 @@ def _flow_at_prices(form: EdgeForm, p: np.ndarray, log: SolveLog | None = None
 
     Spending ``b_e >= 0`` on each buyer's best bang-per-buck edges with buyer sums ``B_i`` and
     good sums ``p_r s_r`` (slack allowed, minimised). Handles degenerate markets whose support
-    has cycles, where :func:`_polish_linear`'s forest systems are singular.
+    has cycles, where `_polish_linear`'s forest systems are singular.
     """
     from ..backends import LinearProgram
     from ..errors import FairallocError
@@ -830,7 +831,7 @@ def _flow_at_prices(form: EdgeForm, p: np.ndarray, log: SolveLog | None = None
 def certify_linear(form: EdgeForm, z: np.ndarray, p: np.ndarray, *, gap_tol: float,
                    feas_tol: float, log: SolveLog | None = None
                     ) -> tuple[Certificate, np.ndarray, np.ndarray]:
-    """Certificate of a linear market point, improved by :func:`_polish_linear` when it helps."""
+    """Certificate of a linear market point, improved by `_polish_linear` when it helps."""
     cert, best_p = form.certificate(z, [p, form.implied_prices(z)], gap_tol=gap_tol,
                                     feas_tol=feas_tol)
     # prefer an exactly balanced equilibrium (the gap is second order in allocation errors,

@@ -1,8 +1,8 @@
-"""Fisher markets: the composable builder :class:`FisherMarket` (normalisation, edge form,
-solve paths, cvxpy composition); the numerics live in :mod:`fairalloc.markets.engine`, the
-result type in :mod:`fairalloc.markets.result`, the one-call functions
-:func:`~fairalloc.markets.functions.fisher_market` and
-:func:`~fairalloc.markets.functions.volatile_fisher_market` in :mod:`fairalloc.markets.functions`.
+"""Fisher markets: the composable builder [`FisherMarket`][fairalloc.FisherMarket] (normalisation,
+edge form, solve paths, cvxpy composition); the numerics live in `fairalloc.markets.engine`, the
+result type in `fairalloc.markets.result`, the one-call functions
+[`fisher_market`][fairalloc.fisher_market] and
+[`volatile_fisher_market`][fairalloc.volatile_fisher_market] in `fairalloc.markets.functions`.
 
 Shockwave (shockwave.txt §4.1, App. C-D) defines the *volatile Fisher market*: resources bought
 in round ``t`` are consumed in round ``t``, buyer ``i`` has budget ``B_i`` for the whole window,
@@ -13,7 +13,7 @@ equilibrium is the optimum of the Eisenberg-Gale program
 
 and the prices are the multipliers of the supply constraints. The static market is ``T = 1``.
 Every market is solved and certified on its edge form by the Eisenberg-Gale engine
-(:mod:`fairalloc.markets.engine`), which documents the dual certificate.
+(`fairalloc.markets.engine`), which documents the dual certificate.
 
 Three exact methods solve it (``method=``):
 
@@ -21,8 +21,9 @@ Three exact methods solve it (``method=``):
   solve restricted to each buyer's near-best edges, re-adding every edge the full-market
   certificate shows to be violated until the certified gap meets ``gap_tol``;
 * ``"conic"``: the whole edge-form program, handed to Clarabel as sparse conic data;
-* ``"cvxpy"``: the program as a cvxpy model (the composable builder :class:`FisherMarket`;
-  constraints and objective terms can be added), solved by Clarabel (named explicitly).
+* ``"cvxpy"``: the program as a cvxpy model (the composable builder
+  [`FisherMarket`][fairalloc.FisherMarket]; constraints and objective terms can be added), solved by
+  Clarabel (named explicitly).
 
 ``"auto"`` picks ``"cvxpy"`` for composed models, ``"fast"`` for linear markets with more than
 2,000 edges, and ``"conic"`` otherwise.
@@ -106,7 +107,8 @@ class FisherMarket(Composable):
     Attributes
     ----------
     x : cvxpy.Expression, shape (n, m) or (n, m*T)
-        The allocation (round ``t`` of good ``j`` is column ``j*T + t``; see :meth:`column`).
+        The allocation (round ``t`` of good ``j`` is column ``j*T + t``; see
+        [`column`][fairalloc.markets.FisherMarket.column]).
     utility_expr : cvxpy.Expression, shape (n,)
         Each buyer's utility ``U_i``.
     supply_constraint : cvxpy.Constraint
@@ -299,7 +301,7 @@ class FisherMarket(Composable):
             return self._edge_form(user_units=True).dual_value(p.reshape(-1))
 
     def column(self, good: int, rnd: int = 0) -> int:
-        """Column of :attr:`x` holding good ``good`` in round ``rnd``.
+        """Column of `x` holding good ``good`` in round ``rnd``.
 
         Raises
         ------
@@ -334,7 +336,7 @@ class FisherMarket(Composable):
 
     def _cvxpy_pieces(self) -> dict[str, Any]:
         """The program's cvxpy pieces. The variables live in normalised units (see
-        :meth:`_normalise`); :attr:`x` and :attr:`utility_expr` are expressions in the caller's
+        `_normalise`); `x` and `utility_expr` are expressions in the caller's
         units, so added constraints and terms are written in the caller's units."""
         import cvxpy as cp
 
@@ -379,7 +381,7 @@ class FisherMarket(Composable):
         return self._build_cvxpy()["supply"]
 
     def add_constraint(self, constraint: Any) -> FisherMarket:
-        """Add a cvxpy constraint on :attr:`x` / :attr:`utility_expr`; returns ``self``.
+        """Add a cvxpy constraint on `x` / `utility_expr`; returns ``self``.
 
         Examples
         --------
@@ -407,7 +409,7 @@ class FisherMarket(Composable):
     def problem(self) -> Any:
         """The cvxpy problem ``max sum_i B_i log U_i + terms`` s.t. supply and added constraints.
 
-        It is stated in normalised units (see :meth:`_normalise`): the objective is
+        It is stated in normalised units (see `_normalise`): the objective is
         ``sum_i B'_i log U'_i + terms / fb``, i.e. the caller's objective divided by the budget
         factor ``fb`` and shifted by a constant, so it has the same optimal allocation; the
         supply constraint's dual values are the normalised prices ``p'_r = p_r fs_r / fb``.
@@ -487,8 +489,8 @@ class FisherMarket(Composable):
 
         Notes
         -----
-        A composed model without objective terms whose added constraints (on :attr:`x` /
-        :attr:`utility_expr` only) all hold, within ``feas_tol`` relative to their sides, at the
+        A composed model without objective terms whose added constraints (on `x` /
+        `utility_expr` only) all hold, within ``feas_tol`` relative to their sides, at the
         plain market's equilibrium is solved exactly: that equilibrium is optimal for the
         composed program too (it is optimal on a larger feasible set), and it is returned with
         the exact Eisenberg-Gale certificate (``certificate.kind == "eisenberg_gale"``).
@@ -622,7 +624,7 @@ class FisherMarket(Composable):
                 feas_tol: float, time_limit: float | None, log: SolveLog
                 ) -> tuple[np.ndarray, np.ndarray, Certificate, int, int]:
         """Second chance for a point whose certificate failed: re-solve in units in which
-        every good is worth about 1 (see :func:`resolve_price_scaled`) and keep the better
+        every good is worth about 1 (see `resolve_price_scaled`) and keep the better
         certificate. Returns ``(z, prices, certificate, iterations, solves)``."""
         form = self._form
         certify = certify_linear if self.kind == "linear" else certify_general

@@ -1,5 +1,6 @@
-"""The one-call market functions: :func:`fisher_market` (static) and
-:func:`volatile_fisher_market` (over ``T`` rounds), each a :class:`FisherMarket` solved once."""
+"""The one-call market functions: [`fisher_market`][fairalloc.fisher_market] (static) and
+[`volatile_fisher_market`][fairalloc.volatile_fisher_market] (over ``T`` rounds), each a
+[`FisherMarket`][fairalloc.FisherMarket] solved once."""
 
 from __future__ import annotations
 
@@ -41,9 +42,10 @@ def fisher_market(
         Non-negative supply per good; default ones.
     kind : {"linear", "leontief"}
     method : {"auto", "fast", "conic", "cvxpy"}
-        Solution method (see :mod:`fairalloc.markets`); all are exact and certified.
+        Solution method (see [`fairalloc.markets`][fairalloc.markets]); all are exact and certified.
     backend : str or Backend
-        Exponential-cone backend (``"clarabel"``); see :meth:`FisherMarket.solve`.
+        Exponential-cone backend (``"clarabel"``); see
+        [`FisherMarket.solve`][fairalloc.markets.FisherMarket.solve].
     gap_tol, feas_tol : float
         Tolerances of the certificate: duality gap relative to the total budget, supply
         violation relative to each good's supply (both unit invariant).
@@ -114,7 +116,7 @@ def volatile_fisher_market(
     supply : array_like, shape (m, T), optional
         Supply of each resource in each round; default ones.
     kind, method, backend, gap_tol, feas_tol, time_limit, warm_start
-        As for :func:`fisher_market` (``warm_start`` has shape (m, T)).
+        As for [`fisher_market`][fairalloc.fisher_market] (``warm_start`` has shape (m, T)).
     ids, goods : sequence of hashable, optional
         Buyer ids and the names of the ``m`` resources, as for
         [`fisher_market`][fairalloc.fisher_market].

@@ -1,11 +1,11 @@
 """The batched primal-dual interior-point method for many small Eisenberg-Gale markets, and the
 exact polish of their support forests.
 
-Markets are in edge form (:mod:`fairalloc.markets.engine`) with one good per edge (linear
-utilities). :func:`ipm_batch` solves ``T`` independent markets stacked block-diagonally in one
+Markets are in edge form (`fairalloc.markets.engine`) with one good per edge (linear
+utilities). `ipm_batch` solves ``T`` independent markets stacked block-diagonally in one
 run (Mehrotra predictor-corrector on the dual, an ``m x m`` Schur complement per market), which
 is how partial allocation solves its leave-one-out markets 32 at a time;
-:func:`ipm_solve` is the one-market call. Neither trusts its own output: every point is
+`ipm_solve` is the one-market call. Neither trusts its own output: every point is
 certified by the caller's duality gap, and a market whose linear algebra breaks down is
 reported unconverged so the caller takes the exact conic path (``stats.fallbacks`` says so).
 """
@@ -31,7 +31,7 @@ FOREST_NEG_FLOW = 1e-10  # ACCURACY: most negative flow (per unit budget) still 
 
 def ipm_solve(owner: np.ndarray, good: np.ndarray, w: np.ndarray, B: np.ndarray, s: np.ndarray,
               p0: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-    """One edge-form EG program by :func:`ipm_batch`; ``None`` if it did not converge (or its
+    """One edge-form EG program by `ipm_batch`; ``None`` if it did not converge (or its
     linear algebra broke down: the caller then takes the exact conic path)."""
     try:
         x, p, ok = ipm_batch(owner, good, w, B, s, p0, np.zeros(owner.size, dtype=np.int64), 1)

@@ -1,4 +1,4 @@
-"""The result of an Eisenberg-Gale market solve (:class:`MarketResult`)."""
+"""The result of an Eisenberg-Gale market solve ([`MarketResult`][fairalloc.MarketResult])."""
 
 from __future__ import annotations
 

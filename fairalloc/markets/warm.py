@@ -1,14 +1,14 @@
 """Warm-started Eisenberg-Gale solves of linear markets on the dense ``(n, m)`` form, and the
 leave-one-out markets of one market solved in batches.
 
-The partial allocation mechanism (:mod:`fairalloc.auctions.partial`) solves its PF market and
-its ``n`` leave-one-out markets with these: :func:`solve_warm` (candidate edges near each
+The partial allocation mechanism (`fairalloc.auctions.partial`) solves its PF market and
+its ``n`` leave-one-out markets with these: `solve_warm` (candidate edges near each
 buyer's best bang-per-buck at warm prices, a reduced market solved by the interior-point
-method of :mod:`fairalloc.markets.ipm` -- or exactly by the conic engine,
-:func:`fairalloc.markets.engine.solve_conic`, when it does not converge -- polished on its
-support and certified on the whole market) and :func:`loo_batch` (32 leave-one-out markets as
+method of `fairalloc.markets.ipm` -- or exactly by the conic engine,
+`fairalloc.markets.engine.solve_conic`, when it does not converge -- polished on its
+support and certified on the whole market) and `loo_batch` (32 leave-one-out markets as
 one block-diagonal interior-point run). Every point is certified by the Eisenberg-Gale duality
-gap ``D(p) - P(x)`` (:func:`eg_dual`, :func:`eg_primal`) on the whole market.
+gap ``D(p) - P(x)`` (`eg_dual`, `eg_primal`) on the whole market.
 """
 
 from __future__ import annotations
@@ -210,8 +210,8 @@ def solve_warm(U: np.ndarray, B: np.ndarray, s: np.ndarray, p_warm: np.ndarray, 
     """Certified solve of the linear market ``(U, B, s)`` warm-started from prices ``p_warm``.
 
     Candidate edges (within ``1 - eta`` of each buyer's best bang-per-buck at the current
-    prices) define a reduced market that is solved exactly (:func:`reduced_solve`), mapped
-    back, polished on its support (:func:`support_polish`) and certified on the *whole*
+    prices) define a reduced market that is solved exactly (`reduced_solve`), mapped
+    back, polished on its support (`support_polish`) and certified on the *whole*
     market; edges that beat their buyer's candidates at the new prices join the candidates.
     ``U`` has no all-zero row and every valued good has positive supply. ``tol`` is the target
     absolute gap; once no edge is missing from the candidates, a gap up to ``accept`` ends the

@@ -2,16 +2,17 @@
 estimation (§3.3, §6).
 
 A policy's fractional allocation is realised round by round
-(:func:`~fairalloc.mechanism.schedule_round`, :class:`~fairalloc.mechanism.RoundScheduler`),
-each round is placed on servers (:func:`~fairalloc.mechanism.place`), and the throughputs the
+([`schedule_round`][fairalloc.schedule_round], [`RoundScheduler`][fairalloc.RoundScheduler]),
+each round is placed on servers ([`place`][fairalloc.place]), and the throughputs the
 policies need for a new job are estimated from a few measurements
-(:class:`~fairalloc.mechanism.ThroughputEstimator`, :func:`~fairalloc.mechanism.complete_matrix`).
+([`ThroughputEstimator`][fairalloc.ThroughputEstimator],
+[`complete_matrix`][fairalloc.complete_matrix]).
 
-One job per file: :mod:`~fairalloc.mechanism.rounds` (the round problem and Algorithm 1),
-:mod:`~fairalloc.mechanism.assignment` (the values :class:`RoundAssignment`,
-:class:`ServerLayout`, :class:`Placement`), :mod:`~fairalloc.mechanism.placement` (:func:`place`),
-:mod:`~fairalloc.mechanism.scheduler` (:class:`RoundScheduler`) and
-:mod:`~fairalloc.mechanism.estimation` (matrix completion and fingerprint matching).
+One job per file: `rounds` (the round problem and Algorithm 1),
+`assignment` (the values [`RoundAssignment`][fairalloc.RoundAssignment],
+[`ServerLayout`][fairalloc.ServerLayout], [`Placement`][fairalloc.Placement]), `placement`
+([`place`][fairalloc.place]), `scheduler` ([`RoundScheduler`][fairalloc.RoundScheduler]) and
+`estimation` (matrix completion and fingerprint matching).
 """
 
 from __future__ import annotations

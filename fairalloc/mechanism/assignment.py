@@ -1,9 +1,9 @@
-"""The values of round realisation: :class:`RoundAssignment` (what a round decides),
-:class:`ServerLayout` (the physical servers) and :class:`Placement` (which GPUs each job of a
-round holds).
+"""The values of round realisation: [`RoundAssignment`][fairalloc.RoundAssignment] (what a round
+decides), [`ServerLayout`][fairalloc.ServerLayout] (the physical servers) and
+[`Placement`][fairalloc.Placement] (which GPUs each job of a round holds).
 
-They live apart from the algorithms that produce them (:mod:`fairalloc.mechanism.rounds`,
-:mod:`fairalloc.mechanism.placement`) because an assignment carries its placement and placing
+They live apart from the algorithms that produce them (`fairalloc.mechanism.rounds`,
+`fairalloc.mechanism.placement`) because an assignment carries its placement and placing
 needs the assignment: one module of plain values keeps the import graph acyclic.
 """
 
@@ -63,7 +63,8 @@ class RoundAssignment:
     members : ndarray of int, shape (rows, s)
         Job indices of each row, padded with the number of jobs.
     placement : Placement or None
-        GPUs of each row, when the round was placed (:class:`RoundScheduler` with servers).
+        GPUs of each row, when the round was placed ([`RoundScheduler`][fairalloc.RoundScheduler]
+        with servers).
 
     Examples
     --------

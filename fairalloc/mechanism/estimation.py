@@ -17,11 +17,11 @@ Gavel's estimator), so the fingerprint matrix is ``(r, k * r)``.
 
 Matrix completion
 -----------------
-:func:`complete_matrix` fits ``M ~ U V^T`` of rank ``q`` on the observed entries (no centring:
-an exactly rank-``q`` matrix stays rank ``q``; the first factor carries the mean). The default is
-**alternating least squares** with weighted ridge regularisation (ALS-WR: a row's or column's
-penalty is ``reg`` times its number of observed entries): both half-steps are batched ``q x q``
-ridge solves (``numpy.linalg.solve`` on a stack), so an iteration costs
+[`complete_matrix`][fairalloc.complete_matrix] fits ``M ~ U V^T`` of rank ``q`` on the observed
+entries (no centring: an exactly rank-``q`` matrix stays rank ``q``; the first factor carries the
+mean). The default is **alternating least squares** with weighted ridge regularisation (ALS-WR: a
+row's or column's penalty is ``reg`` times its number of observed entries): both half-steps are
+batched ``q x q`` ridge solves (``numpy.linalg.solve`` on a stack), so an iteration costs
 ``O(|obs| q^2 + (m + c) q^3)`` with no Python loop over rows. ALS was chosen over nuclear-norm
 minimisation (an SDP; what Gavel's offline study used) because the reference rows are fully
 observed: they pin the column factors, ALS converges in a few iterations and recovers an exactly
@@ -350,9 +350,10 @@ def _data_unit(M: np.ndarray, W: np.ndarray) -> float:
 
 def _complete_abs(F: np.ndarray, W: np.ndarray, rank: int, method: str, reg: float
                   ) -> Completion:
-    """:func:`complete_matrix` with ``reg`` in the data's own units (the estimator's normalised
-    throughputs): fitting ``F / s`` with ``reg / s`` is the same ALS problem as fitting ``F``
-    with ``reg``. Soft-impute's threshold is relative to the largest singular value already."""
+    """[`complete_matrix`][fairalloc.complete_matrix] with ``reg`` in the data's own units (the
+    estimator's normalised throughputs): fitting ``F / s`` with ``reg / s`` is the same ALS problem
+    as fitting ``F`` with ``reg``. Soft-impute's threshold is relative to the largest singular value
+    already."""
     if method == "als":
         reg = min(reg / _data_unit(F, W), _MAX_REG)
     return complete_matrix(F, W, rank=rank, method=method, reg=reg)
@@ -537,7 +538,7 @@ class ThroughputEstimator:
     metric : {"cosine", "euclidean"}
         Fingerprint distance (Gavel: cosine).
     reg : float
-        Regularisation (see :func:`complete_matrix`).
+        Regularisation (see [`complete_matrix`][fairalloc.complete_matrix]).
     clip : bool
         Clip *estimated* normalised throughputs to ``[0, 1]`` (a job does not run faster next
         to another job than alone; Gavel clips too). Measured and profiled entries are kept.
@@ -718,7 +719,7 @@ class ThroughputEstimator:
         Parameters
         ----------
         references : array_like of int, shape (n,)
-            Reference job each of ``n`` jobs was matched to (e.g. :attr:`FingerprintMatch.
+            Reference job each of ``n`` jobs was matched to (e.g. `FingerprintMatch.
             reference`, or a pre-profiled job's own index).
         isolated : array_like, shape (n, k)
             Each job's throughput alone on each type (measured online, §3.3).

@@ -1,11 +1,11 @@
-"""Placement of a round onto physical GPUs (Gavel §5, §6): :func:`place`.
+"""Placement of a round onto physical GPUs (Gavel §5, §6): [`place`][fairalloc.place].
 
-:func:`place` maps a round's assignment onto physical GPUs (:class:`ServerLayout`): first every
-job that ran last round on exactly the gang of GPUs it needs now, of the right type, keeps them
-(a *lease renewal*, §6: no checkpoint/restart); the other jobs are placed in decreasing order of
-requested workers, each on as few servers as possible (best fit: the fullest server that still
-holds the whole gang; a gang larger than every server's free GPUs takes the servers with the most
-free GPUs first and best-fits its remainder).
+[`place`][fairalloc.place] maps a round's assignment onto physical GPUs
+([`ServerLayout`][fairalloc.ServerLayout]): first every job that ran last round on exactly the gang
+of GPUs it needs now, of the right type, keeps them (a *lease renewal*, §6: no checkpoint/restart);
+the other jobs are placed in decreasing order of requested workers, each on as few servers as
+possible (best fit: the fullest server that still holds the whole gang; a gang larger than every
+server's free GPUs takes the servers with the most free GPUs first and best-fits its remainder).
 """
 
 from __future__ import annotations
@@ -39,7 +39,8 @@ def place(
     Parameters
     ----------
     assignment : RoundAssignment
-        The round (from :func:`schedule_round` or :class:`RoundScheduler`).
+        The round (from [`schedule_round`][fairalloc.schedule_round] or
+        [`RoundScheduler`][fairalloc.RoundScheduler]).
     layout : ServerLayout
         Servers of each type; its types and GPU counts must match the assignment's cluster.
     previous : Placement, optional

@@ -14,11 +14,11 @@ has elapsed since it entered the system, the *received fraction* is ``f = t / e`
 *priority* of the pair ``(m, j)`` is ``X[m, j] / f[m, j]`` (§5: "the matrix of priorities is the
 element-wise division of X^opt by f"): rows that received less than their share have priority
 above 1. A row that never ran on a type where its target is positive has infinite priority; a
-zero target gives priority 0. :func:`schedule_round` sorts all ``(row, type)`` pairs by priority
-(numpy ``lexsort``; ties broken by the *deficit* ``X e - t``, then the target, then the larger
-gang, then row and type index) and walks them greedily, exactly as Algorithm 1: a pair is taken
-when its gang (``scale_factor`` workers) fits in the type's remaining workers and none of its jobs
-already runs this round; a pair that does not fit is skipped (``continue``), and a taken
+zero target gives priority 0. [`schedule_round`][fairalloc.schedule_round] sorts all ``(row, type)``
+pairs by priority (numpy ``lexsort``; ties broken by the *deficit* ``X e - t``, then the target,
+then the larger gang, then row and type index) and walks them greedily, exactly as Algorithm 1: a
+pair is taken when its gang (``scale_factor`` workers) fits in the type's remaining workers and none
+of its jobs already runs this round; a pair that does not fit is skipped (``continue``), and a taken
 combination removes every combination that shares a job with it. The walk is vectorised: it
 accepts, in one numpy step, the longest run of pairs whose outcome is already decided, and only
 revisits the pair where a type overflows (so a round costs ``O(E log E)`` for ``E`` pairs, with
@@ -114,11 +114,12 @@ def _as_cluster(cluster: Any, k: int | None) -> tuple[tuple[str, ...], np.ndarra
 
 
 def _target_array(target: Any, combinations: Any) -> tuple[Any, tuple[Hashable, ...] | None, Any]:
-    """Accept an array or a policy result with ``x`` (e.g. :class:`fairalloc.Allocation`).
+    """Accept an array or a policy result with ``x`` (e.g.
+    [`fairalloc.Allocation`][fairalloc.Allocation]).
 
     A space-sharing result (``pair_x`` set) becomes one row per job alone (``x`` minus the
     time of the pairs that contain the job) plus one row per pair; ``combinations`` must then
-    give the pairs (a :class:`fairalloc.JobPairs`, or a sequence of index pairs).
+    give the pairs (a `fairalloc.JobPairs`, or a sequence of index pairs).
     """
     ids = None
     if hasattr(target, "x") and not isinstance(target, np.ndarray):
@@ -595,10 +596,11 @@ def schedule_round(
     combinations : sequence of tuple of int, or fairalloc.JobPairs, optional
         Space sharing: row ``r`` of ``target`` is the combination ``combinations[r]`` of job
         indices (``(i,)`` for job ``i`` alone). A combination occupies the largest gang of its
-        jobs; no job runs in two rows of the same round. With a :class:`fairalloc.JobPairs`
+        jobs; no job runs in two rows of the same round. With a `fairalloc.JobPairs`
         (or, for a space-sharing allocation, a sequence of ``(a, b)`` pairs), the rows are the
-        jobs alone followed by the pairs; a space-sharing :class:`fairalloc.Allocation` is
-        split into these rows (``x`` minus pair time, then ``pair_x``).
+        jobs alone followed by the pairs; a space-sharing
+        [`fairalloc.Allocation`][fairalloc.Allocation] is split into these rows (``x`` minus pair
+        time, then ``pair_x``).
     runnable : array_like of bool, shape (rows, k), optional
         Where each row may run; default: everywhere (with ``jobs``: where every member's
         throughput is positive). Rows never run where their gang exceeds the type's workers.

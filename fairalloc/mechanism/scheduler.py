@@ -1,7 +1,8 @@
-"""The stateful round-based mechanism: :class:`RoundScheduler` runs round after round (§5).
+"""The stateful round-based mechanism: [`RoundScheduler`][fairalloc.RoundScheduler] runs round after
+round (§5).
 
 It keeps each row's received and elapsed time, decides every round with Algorithm 1
-(:mod:`fairalloc.mechanism.rounds`), optionally places it (:mod:`fairalloc.mechanism.placement`)
+(`fairalloc.mechanism.rounds`), optionally places it (`fairalloc.mechanism.placement`)
 with lease renewals, and carries the history across target updates by row label.
 """
 
@@ -28,14 +29,15 @@ class RoundScheduler:
     Parameters
     ----------
     target, cluster, jobs, scale_factor, combinations, runnable, ids, eligible, fraction
-        As in :func:`schedule_round`.
+        As in [`schedule_round`][fairalloc.schedule_round].
     servers : ServerLayout, optional
-        When given, every round is also placed (:func:`place`), with lease renewals across
-        rounds; the placement is attached to the returned assignment.
+        When given, every round is also placed ([`place`][fairalloc.place]), with lease renewals
+        across rounds; the placement is attached to the returned assignment.
     round_duration : float
-        Length of a round (the unit of :attr:`received` and :attr:`elapsed`); default 1.
+        Length of a round (the unit of [`received`][fairalloc.mechanism.RoundScheduler.received] and
+        [`elapsed`][fairalloc.mechanism.RoundScheduler.elapsed]); default 1.
     lease_renewal : bool
-        Passed to :func:`place`.
+        Passed to [`place`][fairalloc.place].
 
     Attributes
     ----------
@@ -166,7 +168,8 @@ class RoundScheduler:
 
     @only_fairalloc_errors
     def run(self, rounds: int) -> np.ndarray:
-        """Run ``rounds`` rounds; return :attr:`error` after each of them."""
+        """Run ``rounds`` rounds; return [`error`][fairalloc.mechanism.RoundScheduler.error] after
+        each of them."""
         if isinstance(rounds, bool) or not isinstance(rounds, int | np.integer) or rounds < 0:
             raise InputError(f"rounds must be a non-negative integer, got {rounds!r}",
                              argument="rounds")

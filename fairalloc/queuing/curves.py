@@ -152,7 +152,7 @@ def _caps_and_speeds(
 def _one_cap_and_speed(
     requested: int, curve: np.ndarray | None, num_gpus: int, alpha: float, width: int
 ) -> tuple[int, np.ndarray, float]:
-    """:func:`_caps_and_speeds` for one job in plain floats (the online queue's hot path).
+    """`_caps_and_speeds` for one job in plain floats (the online queue's hot path).
 
     Loops over the curve's levels (at most 31), never over jobs. Returns ``(cap, speed row,
     T(r))``. ``tests/test_queuing.py::test_online_queue_matches_batch_simulation`` checks it

@@ -1,10 +1,11 @@
 """The elastic fair queuing event engine: the exact GPS reference and the EFQ service system.
 
-:class:`_GPSReference` keeps the virtual time ``V`` of the fair-sharing reference (Ares §3.2,
-Eq. 2-3) event by event with a heap; :class:`_Engine` holds the active jobs in virtual-finish
+`_GPSReference` keeps the virtual time ``V`` of the fair-sharing reference (Ares §3.2,
+Eq. 2-3) event by event with a heap; `_Engine` holds the active jobs in virtual-finish
 order with their α-capped maxima, remaining work and allocation, and recomputes the greedy
-allocation after every event. Both are driven by :func:`fairalloc.queuing.efq_schedule` (a
-whole arrival sequence) and :class:`fairalloc.queuing.ElasticFairQueue` (online).
+allocation after every event. Both are driven by
+[`fairalloc.queuing.efq_schedule`][fairalloc.efq_schedule] (a whole arrival sequence) and
+[`fairalloc.queuing.ElasticFairQueue`][fairalloc.ElasticFairQueue] (online).
 """
 
 from __future__ import annotations

@@ -1,8 +1,10 @@
-"""Elastic fair queuing of a whole arrival sequence: :func:`efq_schedule` and its result.
+"""Elastic fair queuing of a whole arrival sequence: [`efq_schedule`][fairalloc.efq_schedule] and
+its result.
 
 Runs the GPS reference and the EFQ event engine over every arrival to completion, then checks
-the schedule with the independent replay (:mod:`fairalloc.queuing.replay`) before returning an
-:class:`EFQResult`; :func:`efq_finish_times` is the ``(efq_finish, gps_finish)`` wrapper.
+the schedule with the independent replay (`fairalloc.queuing.replay`) before returning an
+[`EFQResult`][fairalloc.EFQResult]; [`efq_finish_times`][fairalloc.efq_finish_times] is the
+``(efq_finish, gps_finish)`` wrapper.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from .curves import (
 from .engine import _Engine, _GPSReference
 from .replay import ReplayCheck, _verify_schedule
 
-#: named steps of :func:`efq_schedule`, in order (``EFQResult.stats.path``)
+#: named steps of [`efq_schedule`][fairalloc.efq_schedule], in order (``EFQResult.stats.path``)
 EFQ_PATH = ("gps_reference", "efq_events", "replay_check")
 
 
@@ -40,9 +42,9 @@ class EFQResult(FrozenArrays):
     """A whole arrival sequence run to completion under EFQ, with its GPS reference.
 
     This is a simulation, not an optimisation: there is no optimality certificate. ``check`` is
-    the independent replay of the schedule (:class:`ReplayCheck`: capacity, α-capped maxima,
-    work conservation, work done equals each job's GPU-time at its finish, GPS fixed point) and
-    ``status`` is :attr:`fairalloc.Status.REPLAYED` (a result is only returned when
+    the independent replay of the schedule ([`ReplayCheck`][fairalloc.ReplayCheck]: capacity,
+    α-capped maxima, work conservation, work done equals each job's GPU-time at its finish, GPS
+    fixed point) and ``status`` is `fairalloc.Status.REPLAYED` (a result is only returned when
     ``check.ok``). Every array is read-only.
 
     Attributes
@@ -112,7 +114,8 @@ class EFQResult(FrozenArrays):
 
     @property
     def certificate(self) -> ReplayCheck:
-        """Alias of :attr:`check` (a :class:`ReplayCheck`, not an optimality certificate)."""
+        """Alias of `check` (a [`ReplayCheck`][fairalloc.ReplayCheck], not an optimality
+        certificate)."""
         return self.check
 
     @property
@@ -360,12 +363,12 @@ def efq_finish_times(
     """Finish time of every job under elastic fair queuing and under GPS (Ares §3.2-3.4).
 
     Runs the whole arrival sequence to completion (idealised: no preemption overhead) with
-    :func:`efq_schedule`, whose independent schedule check must pass.
+    [`efq_schedule`][fairalloc.efq_schedule], whose independent schedule check must pass.
 
     Parameters
     ----------
     arrival, gpu_time, num_gpus, alpha, requested, scaling, gpu_power
-        As in :func:`efq_schedule`. Defaults: one GPU requested, linear scaling.
+        As in [`efq_schedule`][fairalloc.efq_schedule]. Defaults: one GPU requested, linear scaling.
 
     Returns
     -------

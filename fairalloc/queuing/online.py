@@ -1,7 +1,8 @@
-"""The online elastic fair queuing scheduler :class:`ElasticFairQueue` (Ares §3.2-3.5).
+"""The online elastic fair queuing scheduler [`ElasticFairQueue`][fairalloc.ElasticFairQueue] (Ares
+§3.2-3.5).
 
 Events (arrivals, completions, cancellations) drive the same GPS reference and EFQ engine as
-the offline schedule (:mod:`fairalloc.queuing.engine`), one event at a time; jobs without a
+the offline schedule (`fairalloc.queuing.engine`), one event at a time; jobs without a
 GPU-time estimate share a separate pool by max-min fair sharing (§3.5).
 """
 
@@ -38,7 +39,7 @@ def _check_job_id(job_id: Any) -> None:
 
 @dataclass(frozen=True)
 class QueuedJob:
-    """A job known to an :class:`ElasticFairQueue`.
+    """A job known to an [`ElasticFairQueue`][fairalloc.ElasticFairQueue].
 
     Attributes
     ----------
@@ -72,10 +73,12 @@ class QueuedJob:
 class ElasticFairQueue:
     """Online elastic fair queuing scheduler (Ares §3.2-3.5).
 
-    Tell it when jobs arrive (:meth:`submit`), finish (:meth:`finish`) or are cancelled
-    (:meth:`cancel`), and read the allocation (:meth:`allocation`) after each event. Every event
-    costs ``O(log n)`` for the virtual time plus a vectorised pass over at most ``M`` jobs for
-    the allocation.
+    Tell it when jobs arrive ([`submit`][fairalloc.queuing.ElasticFairQueue.submit]), finish
+    ([`finish`][fairalloc.queuing.ElasticFairQueue.finish]) or are cancelled
+    ([`cancel`][fairalloc.queuing.ElasticFairQueue.cancel]), and read the allocation
+    ([`allocation`][fairalloc.queuing.ElasticFairQueue.allocation]) after each event. Every event
+    costs ``O(log n)`` for the virtual time plus a vectorised pass over at most ``M`` jobs for the
+    allocation.
 
     Parameters
     ----------
@@ -92,9 +95,10 @@ class ElasticFairQueue:
         cluster the pool takes the slowest GPUs.
     auto_finish : bool, default True
         Track each job's remaining work from its allocations and finish it when it runs out
-        (simulation). With ``False`` a job keeps its GPUs until :meth:`finish` is called.
+        (simulation). With ``False`` a job keeps its GPUs until
+        [`finish`][fairalloc.queuing.ElasticFairQueue.finish] is called.
     record : bool, default False
-        Keep the allocation history (:meth:`history`).
+        Keep the allocation history ([`history`][fairalloc.queuing.ElasticFairQueue.history]).
     start : float, default 0.0
         Initial clock (virtual time is 0 there).
 

@@ -1,4 +1,5 @@
-"""The independent replay check of an elastic fair queuing schedule (:class:`ReplayCheck`).
+"""The independent replay check of an elastic fair queuing schedule
+([`ReplayCheck`][fairalloc.ReplayCheck]).
 
 A schedule is a simulation, not the solution of an optimisation program: instead of an
 optimality certificate it carries this check, which replays the allocation log with code
@@ -60,12 +61,12 @@ class ReplayCheck:
         Every individual check (the two above are maxima over some of them; the others are
         ``integral``, ``max_gpus``, ``gpu_power``, ``work_conserving``).
     tol : float
-        Tolerance each residual is checked against (default :data:`fairalloc.tolerances.FEAS_TOL`).
+        Tolerance each residual is checked against (default `fairalloc.tolerances.FEAS_TOL`).
 
     Notes
     -----
-    :attr:`ok` is computed from the residuals, never set: it needs a finite tolerance and every
-    residual finite and ``<= tol``.
+    [`ok`][fairalloc.queuing.ReplayCheck.ok] is computed from the residuals, never set: it needs a
+    finite tolerance and every residual finite and ``<= tol``.
     """
 
     kind: str
@@ -86,7 +87,8 @@ class ReplayCheck:
 
     @property
     def primal_residual(self) -> float:
-        """Alias of :attr:`max_residual` (the name optimisation certificates use)."""
+        """Alias of [`max_residual`][fairalloc.queuing.ReplayCheck.max_residual] (the name
+        optimisation certificates use)."""
         return self.max_residual
 
     @property
@@ -96,7 +98,8 @@ class ReplayCheck:
         return math.isfinite(tol) and tol > 0.0 and self.max_residual <= tol
 
     def check(self) -> ReplayCheck:
-        """Return ``self`` if :attr:`ok`, else raise :class:`fairalloc.CertificateError`."""
+        """Return ``self`` if [`ok`][fairalloc.queuing.ReplayCheck.ok], else raise
+        [`fairalloc.CertificateError`][fairalloc.CertificateError]."""
         if not self.ok:
             worst = max(self.residuals.items(), key=lambda kv: (not math.isfinite(kv[1]), kv[1]),
                         default=("none", 0.0))

@@ -1,6 +1,6 @@
 """The fast path's exact core: a count-level MILP on the reduced-cost core, with the
 valid inequalities per-round capacity implies for gangs (module docstring of
-:mod:`fairalloc.schedule`, method ``"fast"``).
+[`fairalloc.schedule`][fairalloc.schedule], method ``"fast"``).
 """
 
 from __future__ import annotations
@@ -104,11 +104,11 @@ def _count_milp(inst: _PlanInstance, gp: np.ndarray, lo: np.ndarray, hi: np.ndar
                 ) -> tuple[np.ndarray | None, float, int, str]:
     """Exact count-level MILP on the count ranges ``[lo_j, hi_j]``.
 
-    Aggregate capacity ``sum_j w_j n_j <= M*T`` plus the gang cuts of :func:`_packing_cuts`
+    Aggregate capacity ``sum_j w_j n_j <= M*T`` plus the gang cuts of `_packing_cuts`
     (a relaxation of per-round capacity), the exact count values ``gp`` by unary increments
     and the makespan epigraph. Column blocks: ``step`` (unary increments of the free jobs),
     ``remaining`` and ``makespan`` (epigraphs, with a makespan term), ``clique`` (one linking
-    count per clique group of :func:`_packing_cuts`). Returns (counts or None, upper bound on
+    count per clique group of `_packing_cuts`). Returns (counts or None, upper bound on
     the restricted optimum, nodes, the backend's status).
     """
     N, T = inst.N, inst.T

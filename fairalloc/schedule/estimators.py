@@ -1,7 +1,9 @@
 """Shockwave's long-term fairness and makespan estimators (§6.2, App. G.2), vectorised over
-jobs: :func:`contention_factor` (``N_avg``), :func:`ftf_estimate` (Eq. 9),
-:func:`makespan_lower_bound` (Eq. 10, with gang sizes) and :func:`makespan_normalizer` (``Z0``
-of Eq. 11). ``formulations/shockwave_estimators.md`` has the exact rules.
+jobs: [`contention_factor`][fairalloc.contention_factor] (``N_avg``),
+[`ftf_estimate`][fairalloc.ftf_estimate] (Eq. 9),
+[`makespan_lower_bound`][fairalloc.makespan_lower_bound] (Eq. 10, with gang sizes) and
+`makespan_normalizer` (``Z0`` of Eq. 11). ``formulations/shockwave_estimators.md`` has the exact
+rules.
 """
 
 from __future__ import annotations
@@ -144,7 +146,7 @@ def ftf_estimate(attained: Any, waiting: Any, remaining: Any, contention: Any) -
 
     The numerator predicts the job completion time under contention: attained service time
     ``L_j``, waiting time ``W_j``, and the predicted remaining isolated run time ``R_hat_j``
-    (:attr:`RegimeForecast.remaining_seconds`) stretched by the contention factor. The
+    (`RegimeForecast.remaining_seconds`) stretched by the contention factor. The
     denominator is the predicted total isolated run time ``P_hat_j`` (``R_hat = P_hat - L``)
     stretched the same way: the job's run time in its ``1/N_avg`` share. ``rho_hat > 1``
     predicts a violation of finish-time fairness.
@@ -158,7 +160,7 @@ def ftf_estimate(attained: Any, waiting: Any, remaining: Any, contention: Any) -
     remaining : array_like, shape (n,)
         ``R_hat_j``: predicted remaining isolated run time (non-negative).
     contention : float or array_like, shape (n,)
-        ``N_avg(j)`` (positive), e.g. from :func:`contention_factor`.
+        ``N_avg(j)`` (positive), e.g. from [`contention_factor`][fairalloc.contention_factor].
 
     Returns
     -------
@@ -233,8 +235,9 @@ def makespan_normalizer(remaining: Any) -> Any:
     """``Z0`` of Shockwave Eq. 11: the sum of the jobs' remaining run times before the window.
 
     It makes the regulariser ``(lambda/Z0) * H`` insensitive to the scale of ``H``
-    (``remaining`` as in :func:`makespan_lower_bound`, predicted before planning). Vectorised
-    over leading axes like :func:`makespan_lower_bound`.
+    (``remaining`` as in [`makespan_lower_bound`][fairalloc.makespan_lower_bound], predicted before
+    planning). Vectorised over leading axes like
+    [`makespan_lower_bound`][fairalloc.makespan_lower_bound].
 
     Raises
     ------

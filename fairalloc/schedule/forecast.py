@@ -1,21 +1,22 @@
-"""Regime forecasts (Shockwave §5, App. F): :class:`RegimeForecast`, :func:`forecast_regimes`
-and :func:`oracle_forecast`.
+"""Regime forecasts (Shockwave §5, App. F): `RegimeForecast`,
+[`forecast_regimes`][fairalloc.forecast_regimes] and [`oracle_forecast`][fairalloc.oracle_forecast].
 
 * A **regime** is a tuple (configuration, fraction of epochs) (§5). Batch-size scaling rules
   fix the *order* of configurations -- Accordion alternates two batch sizes, GNS only doubles --
   so the only random quantities are the regimes' lengths
-  (:class:`~fairalloc.schedule.regime_model.RegimeModel` holds that order).
+  ([`RegimeModel`][fairalloc.RegimeModel] holds that order).
 * The lengths get the Dirichlet prior ``Dir(N/K, ..., N/K)`` and the **restatement** posterior
-  (:func:`~fairalloc.schedule.posteriors.restatement_posterior`): after regimes ``1..k`` finish
+  ([`restatement_posterior`][fairalloc.restatement_posterior]): after regimes ``1..k`` finish
   with ``m_1..m_k`` epochs the posterior is ``Dir(m_1, ..., m_k, S_k, ..., S_k)``,
   ``S_k = (N - sum m)/(K - k)``.
-* :func:`forecast_regimes` turns what has been observed of one job -- the configuration and the
-  measured seconds of every finished epoch, nothing else -- into a :class:`RegimeForecast`: the
-  posterior-mean trajectory of the remaining regimes as ``(epoch_seconds, epochs)`` pairs (the
-  format :class:`fairalloc.PlanJob` takes), the predicted total and remaining run time, and
-  trajectories sampled from the posterior for the planner's scenario mode (App. F).
-  ``method="bayesian"`` and ``method="greedy"`` are the two baselines of Figure 5;
-  :func:`oracle_forecast` reads a job's whole future and exists only for comparison.
+* [`forecast_regimes`][fairalloc.forecast_regimes] turns what has been observed of one job -- the
+  configuration and the measured seconds of every finished epoch, nothing else -- into a
+  `RegimeForecast`: the posterior-mean trajectory of the remaining regimes as ``(epoch_seconds,
+  epochs)`` pairs (the format [`fairalloc.PlanJob`][fairalloc.PlanJob] takes), the predicted total
+  and remaining run time, and trajectories sampled from the posterior for the planner's scenario
+  mode (App. F). ``method="bayesian"`` and ``method="greedy"`` are the two baselines of Figure 5;
+  [`oracle_forecast`][fairalloc.oracle_forecast] reads a job's whole future and exists only for
+  comparison.
 
 The exact rules, the extrapolation of epoch durations to unseen configurations and the
 deviations from the upstream code are in ``formulations/regime_forecast.md``. The forecasts
@@ -77,10 +78,11 @@ def _rng(rng: np.random.Generator | int) -> np.random.Generator:
 class RegimeForecast:
     """A job's predicted regime trajectory and run time (Shockwave §5, App. G).
 
-    Arrays have one entry per regime ``1..K`` of the job's :class:`RegimeModel` (for
-    :func:`oracle_forecast`: per regime of the true trajectory). Regimes before ``current``
-    have finished; ``current`` is running (possibly with no epoch done yet); later ones are
-    in the future. Build it with :func:`forecast_regimes` or :func:`oracle_forecast`.
+    Arrays have one entry per regime ``1..K`` of the job's [`RegimeModel`][fairalloc.RegimeModel]
+    (for [`oracle_forecast`][fairalloc.oracle_forecast]: per regime of the true trajectory). Regimes
+    before ``current`` have finished; ``current`` is running (possibly with no epoch done yet);
+    later ones are in the future. Build it with [`forecast_regimes`][fairalloc.forecast_regimes] or
+    [`oracle_forecast`][fairalloc.oracle_forecast].
 
     Attributes
     ----------
@@ -111,7 +113,7 @@ class RegimeForecast:
         Dirichlet parameters (``None`` for greedy and oracle forecasts).
     censor : bool
         Whether the ongoing regime's posterior was conditioned on the epochs it has already
-        run (restatement only; see :func:`forecast_regimes`).
+        run (restatement only; see [`forecast_regimes`][fairalloc.forecast_regimes]).
 
     Examples
     --------
@@ -196,7 +198,7 @@ class RegimeForecast:
         """Remaining regimes in order as ``(epoch_seconds, epochs)`` pairs.
 
         Starts with what is left of the ongoing regime and skips regimes forecast to have no
-        epochs: exactly the ``regimes=`` argument of :class:`fairalloc.PlanJob`.
+        epochs: exactly the ``regimes=`` argument of [`fairalloc.PlanJob`][fairalloc.PlanJob].
         """
         keep = np.flatnonzero(self.remaining_epochs > 0)
         return [(float(self.epoch_seconds[i]), float(self.remaining_epochs[i])) for i in keep]
@@ -301,7 +303,7 @@ class RegimeForecast:
     def sample_regimes(
         self, num_samples: int, rng: np.random.Generator | int = 0
     ) -> list[list[tuple[float, float]]]:
-        """:meth:`sample_epochs` in the ``(epoch_seconds, epochs)`` format of ``PlanJob``."""
+        """`sample_epochs` in the ``(epoch_seconds, epochs)`` format of ``PlanJob``."""
         draws = self.sample_epochs(num_samples, rng)
         sec = self.epoch_seconds
         return [[(float(sec[i]), float(row[i])) for i in np.flatnonzero(row > 0)]
@@ -366,7 +368,7 @@ class RegimeForecast:
 
 
 def _build_forecast(**fields: Any) -> RegimeForecast:
-    """A :class:`RegimeForecast` from fields this module computed (valid by construction):
+    """A `RegimeForecast` from fields this module computed (valid by construction):
     the arrays are copied read-only, nothing is re-validated (hot path of the forecasts)."""
     out = object.__new__(RegimeForecast)
     for name, value in fields.items():
@@ -525,15 +527,15 @@ def forecast_regimes(
     regimes of ``model``; a run that ended is a finished regime, the last run is ongoing.
 
     ``method="restatement"`` (Shockwave): the posterior mean of
-    :func:`restatement_posterior` over the finished regimes. With ``censor=True`` (default)
-    the ongoing regime's share of the unfinished epochs, ``Beta(S_k, (K-k-1) S_k)`` by the
-    Dirichlet's neutrality, is conditioned on the ``e`` epochs it has already run, so its
-    forecast is ``E[g | g >= e/(N - sum m)]`` and never shorter than what was observed; with
-    ``e = 0`` this is exactly the rule's mean ``S_k``. ``censor=False`` keeps the rule's mean
+    [`restatement_posterior`][fairalloc.restatement_posterior] over the finished regimes. With
+    ``censor=True`` (default) the ongoing regime's share of the unfinished epochs, ``Beta(S_k,
+    (K-k-1) S_k)`` by the Dirichlet's neutrality, is conditioned on the ``e`` epochs it has already
+    run, so its forecast is ``E[g | g >= e/(N - sum m)]`` and never shorter than what was observed;
+    with ``e = 0`` this is exactly the rule's mean ``S_k``. ``censor=False`` keeps the rule's mean
     and only lifts the ongoing regime to ``e`` when ``S_k < e`` (future regimes split the
     rest evenly).
 
-    ``method="bayesian"`` (Figure 5 baseline): mean of :func:`bayesian_posterior`, the
+    ``method="bayesian"`` (Figure 5 baseline): mean of `bayesian_posterior`, the
     ongoing regime keeping what exceeds its observed epochs, rescaled to the epochs left.
     ``method="greedy"`` (Figure 5 baseline, the reactive schedulers' view): the job keeps
     its latest measured epoch duration until it ends.

@@ -1,8 +1,9 @@
-"""The plan's input: :class:`PlanJob` and the per-count tables every solver path reads.
+"""The plan's input: [`PlanJob`][fairalloc.PlanJob] and the per-count tables every solver path
+reads.
 
 A job's utility depends only on how many rounds it gets, so the whole plan is described by
 ``(jobs, rounds + 1)`` tables of ``UTIL_j(n)``, ``R_j(n)`` and the weighted ``log UTIL_j(n)``
-(:class:`_PlanInstance`, built and validated by :func:`_build_plan_instance`). This module also
+(`_PlanInstance`, built and validated by `_build_plan_instance`). This module also
 holds the solver-independent evaluation of a schedule against those tables (objective of
 Eq. 11, restarts, capacity / useful-round / work-conservation residual), which certifies every
 returned plan.
@@ -105,17 +106,18 @@ class PlanJob:
         ``F_j``, epochs finished so far (``0 <= F_j <= E_j``).
     ftf : float
         Finish-time-fairness estimate ``rho_j`` (Eq. 9; positive), e.g. from
-        :func:`fairalloc.ftf_estimate`. The plan weighs the job by ``rho_j ** k``.
+        [`fairalloc.ftf_estimate`][fairalloc.ftf_estimate]. The plan weighs the job by ``rho_j **
+        k``.
     regimes : sequence of (float, float)
         The remaining regimes in order, each ``(seconds per epoch, epochs)``, starting with
-        what is left of the ongoing one (:attr:`fairalloc.RegimeForecast.regimes`). They must
+        what is left of the ongoing one (`fairalloc.RegimeForecast.regimes`). They must
         cover the ``E_j - F_j`` epochs left; progress stops at ``E_j``.
     running : bool, default False
         Whether the job runs in the round just before the window (running on in round 0 is
         not a restart).
     scenarios : sequence of regime lists, optional
         Trajectories sampled from the forecast posterior (App. F;
-        :meth:`fairalloc.RegimeForecast.sample_regimes`), used by
+        `fairalloc.RegimeForecast.sample_regimes`), used by
         ``plan_schedule(..., expectation="scenarios")``.
 
     Examples
@@ -178,10 +180,10 @@ class PlanJob:
     @classmethod
     def from_forecast(cls, forecast: Any, *, workers: int, ftf: float, running: bool = False,
                       samples: int = 0, rng: Any = 0) -> PlanJob:
-        """Build a job from a :class:`fairalloc.RegimeForecast` (posterior-mean regimes).
+        """Build a job from a `fairalloc.RegimeForecast` (posterior-mean regimes).
 
         ``samples > 0`` also draws that many trajectories from the posterior as
-        :attr:`scenarios` (App. F).
+        `scenarios` (App. F).
         """
         from .forecast import RegimeForecast
 
@@ -201,7 +203,7 @@ class PlanJob:
 
     @property
     def remaining_seconds(self) -> float:
-        """``P_j``: isolated run time to finish along :attr:`regimes` (seconds)."""
+        """``P_j``: isolated run time to finish along `regimes` (seconds)."""
         sec, ep = self._regimes[None, :, 0], self._regimes[None, :, 1]
         return float(_trajectory_tables(sec, ep, np.array([self.remaining_epochs]),
                                         np.zeros((1, 1)))[1][0])
@@ -295,7 +297,7 @@ class _PlanInstance:
         return max(max(vals, default=0.0), self.data_scale)
 
     def certified(self, value: float, bound: float, gap: float) -> bool:
-        """Whether ``bound - value`` is within ``gap`` of :meth:`gap_scale` (unit free)."""
+        """Whether ``bound - value`` is within ``gap`` of `gap_scale` (unit free)."""
         if not (math.isfinite(value) and math.isfinite(bound)):
             return False
         return bound - value <= gap * self.gap_scale(value, bound)
@@ -324,7 +326,7 @@ def _weights(rho: np.ndarray, k: float, N: int, M: int, coef: float, eta: float
     """FTF weights ``rho^k / (N M)`` computed in log space, and the log-scale shift applied.
 
     ``rho^k`` overflows (or underflows) for large ``k``. When ``max_j |k log rho_j|`` exceeds
-    :data:`LOG_WEIGHT_LIMIT` the weights are ``exp(k log rho_j - s) / (N M)`` with
+    `LOG_WEIGHT_LIMIT` the weights are ``exp(k log rho_j - s) / (N M)`` with
     ``s = max_j k log rho_j`` (raised where needed so that ``coef e^-s`` and ``eta e^-s`` stay
     finite), and the caller divides the makespan coefficient and the restart penalty by
     ``e^s`` too: the whole objective is multiplied by ``e^-s > 0``, which leaves its argmax

@@ -1,11 +1,11 @@
 """The fast path's Lagrangian relaxation over round counts (module docstring of
-:mod:`fairalloc.schedule`, method ``"fast"``).
+[`fairalloc.schedule`][fairalloc.schedule], method ``"fast"``).
 
 Utility depends only on how many rounds a job gets, so relaxing the aggregate capacity
 ``sum_j w_j n_j <= M*T`` with a price ``pi`` and the makespan epigraph with multipliers
 ``kappa`` leaves one independent choice per job on its ``(T+1)``-entry table of per-count
 values. Bisection over ``pi`` gives the dual bound and the counts at the critical price;
-:func:`_greedy_fill` uses the capacity those counts leave.
+`_greedy_fill` uses the capacity those counts leave.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """MILP building blocks (named column layout, row accumulator, the backend runner, unary
 steps, secant cuts) and the whole plan as one MILP (``method="milp"``).
 
-Every program names its variable blocks in a :class:`_ColumnLayout` (name and slice of each
+Every program names its variable blocks in a `_ColumnLayout` (name and slice of each
 block, in order), so no column offset is computed by hand and adding a block cannot shift
 another's columns silently.
 """
@@ -179,11 +179,11 @@ def _rem_cuts(rem: np.ndarray, rows_of: np.ndarray, lo: np.ndarray, hi: np.ndarr
 @dataclass(frozen=True)
 class _MilpRunner:
     """The backend that runs every MILP of one call (immutable: each solve's statistics are
-    returned with its solution, see :func:`_raw_status`).
+    returned with its solution, see `_raw_status`).
 
     The default ``"highs"`` (a core dependency) is instantiated at each solve, so a plan the
     fast path certifies alone never imports the solver package; any other backend is resolved
-    (and its availability checked) up front by :meth:`of`.
+    (and its availability checked) up front by `of`.
     """
 
     name: str

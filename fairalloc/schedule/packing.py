@@ -1,8 +1,8 @@
 """Packing round counts into a schedule, and making it work conserving (App. H).
 
-The fast path decides how many rounds each job gets; :func:`_realise` places them round by
-round (:func:`_pack`, two job orders with gangs) and then applies the work-conservation rule
-(:func:`_work_conserve`, exact; :func:`_greedy_upstream`, upstream's post-pass), keeping the
+The fast path decides how many rounds each job gets; `_realise` places them round by
+round (`_pack`, two job orders with gangs) and then applies the work-conservation rule
+(`_work_conserve`, exact; `_greedy_upstream`, upstream's post-pass), keeping the
 better schedule by the recomputed objective.
 """
 

@@ -1,5 +1,6 @@
-"""Shockwave's planner: :func:`plan_schedule` and :class:`PlanResult` (the paths of the
-:mod:`fairalloc.schedule` docstring: the fast path, the full MILP, ``"auto"``'s hand-over).
+"""Shockwave's planner: [`plan_schedule`][fairalloc.plan_schedule] and
+[`PlanResult`][fairalloc.PlanResult] (the paths of the [`fairalloc.schedule`][fairalloc.schedule]
+docstring: the fast path, the full MILP, ``"auto"``'s hand-over).
 """
 
 from __future__ import annotations
@@ -314,7 +315,8 @@ def plan_schedule(
 
     Maximises ``(1/(N*M)) * sum_j rho_j^k log UTIL_j - (lam/Z0) * H`` (minus
     ``restart_penalty`` per restart) over binary schedules with ``sum_j w_j x[j, t] <= M``
-    in every round and work conservation; see :mod:`fairalloc.schedule` for the semantics.
+    in every round and work conservation; see [`fairalloc.schedule`][fairalloc.schedule] for the
+    semantics.
 
     Parameters
     ----------
@@ -332,7 +334,7 @@ def plan_schedule(
     lam : float, default 1e-3
         Makespan regulariser coefficient (the paper's ``lambda``; upstream calls it ``k``).
     method : {"auto", "fast", "milp"}
-        See :mod:`fairalloc.schedule`.
+        See [`fairalloc.schedule`][fairalloc.schedule].
     mip_gap : float, default 1e-3
         Relative gap to certify (upstream's Gurobi ``MIPGap``): ``bound - objective`` at most
         ``mip_gap * max(|objective|, |bound|, data scale)``, where the data scale is the sum of
@@ -362,7 +364,7 @@ def plan_schedule(
         ``"flat"`` reproduces upstream's lack of regime decomposition: every job advances at
         one mean epoch duration (its forecast total is kept).
     z0 : float, optional
-        ``Z0``; default ``sum_j P_j`` (:func:`fairalloc.makespan_normalizer` of the remaining
+        ``Z0``; default ``sum_j P_j`` (`fairalloc.makespan_normalizer` of the remaining
         run times before the window).
     util_floor : float, default 1e-6
         ``log UTIL`` is evaluated at ``max(UTIL, util_floor)`` so that a job with no finished
@@ -374,9 +376,9 @@ def plan_schedule(
     threads : int, optional
         Solver threads.
     backend : str or Backend, default "highs"
-        The MILP backend (:func:`fairalloc.backends.get_backend`; it must support ``"milp"``)
-        that solves the fast path's core count MILP and the full MILP. ``stats.backend`` names
-        it when it ran (``"none"`` when the fast path needed no solve) and
+        The MILP backend ([`fairalloc.backends.get_backend`][fairalloc.get_backend]; it must support
+        ``"milp"``) that solves the fast path's core count MILP and the full MILP. ``stats.backend``
+        names it when it ran (``"none"`` when the fast path needed no solve) and
         ``stats.raw_status`` is its last status.
 
     Returns

@@ -126,7 +126,8 @@ def bayesian_posterior(
     draw of its regime: from the prior ``Dir(N/K, ..., N/K)``, ``c_i`` epochs seen in regime
     ``i`` (finished or ongoing) give ``Dir(N/K + c_1, ..., N/K + c_K)``. Shockwave §5 explains
     why this is wrong for regimes -- epochs of regime ``k`` can only appear after regime
-    ``k-1`` ends -- and compares it with :func:`restatement_posterior` in Figure 5.
+    ``k-1`` ends -- and compares it with [`restatement_posterior`][fairalloc.restatement_posterior]
+    in Figure 5.
 
     Parameters
     ----------

@@ -1,11 +1,12 @@
 """Composable objective terms for cvxpy-built policies.
 
-:func:`makespan_regularizer` is Shockwave's long-term efficiency estimator (shockwave.txt
+`makespan_regularizer` is Shockwave's long-term efficiency estimator (shockwave.txt
 §6.2, App. G.2, Eq. 10-11) as a standalone concave cvxpy expression: add it to any program
 whose allocation determines how much work each job gets done -- the volatile Fisher market
-(:meth:`fairalloc.FisherMarket.add_objective_term`), an effective-throughput program, or the
-continuous relaxation of a plan -- and the program trades fairness against the makespan
-lower bound exactly as the Shockwave plan does (``formulations/makespan_regularizer.md``).
+([`fairalloc.FisherMarket.add_objective_term`][fairalloc.markets.FisherMarket.add_objective_term]),
+an effective-throughput program, or the continuous relaxation of a plan -- and the program trades
+fairness against the makespan lower bound exactly as the Shockwave plan does
+(``formulations/makespan_regularizer.md``).
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ def makespan_regularizer(
     lam : float, default 1e-3
         ``lambda`` (non-negative): the weight of the term.
     z0 : float, optional
-        ``Z0``; default ``sum_j remaining_j`` (:func:`fairalloc.makespan_normalizer`).
+        ``Z0``; default ``sum_j remaining_j`` (`fairalloc.makespan_normalizer`).
     kind : {"paper", "max_remaining"}
         ``"max_remaining"`` is upstream Shockwave's regulariser: ``lam * max_j R_j`` in raw
         seconds, without the ``sum_j w_j R_j / M`` term and without ``Z0`` (the expression is

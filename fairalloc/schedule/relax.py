@@ -1,5 +1,5 @@
-"""The continuous relaxation of a plan (``0 <= x[j, t] <= 1``): :func:`relax_plan` and
-:class:`RelaxedPlan`. With equal weights and ``lam = 0`` it is the volatile Fisher market over
+"""The continuous relaxation of a plan (``0 <= x[j, t] <= 1``): `relax_plan` and
+`RelaxedPlan`. With equal weights and ``lam = 0`` it is the volatile Fisher market over
 the window (App. C-D, ``formulations/shockwave_plan.md``).
 """
 
@@ -126,7 +126,8 @@ def relax_plan(
     time_limit: float | None = None,
     backend: str | Backend = "clarabel",
 ) -> RelaxedPlan:
-    """Continuous relaxation of :func:`plan_schedule` (``0 <= x[j, t] <= 1``), via Clarabel.
+    """Continuous relaxation of [`plan_schedule`][fairalloc.plan_schedule] (``0 <= x[j, t] <= 1``),
+    via Clarabel.
 
     Maximises ``(1/(N*M)) * sum_j rho_j^k log U_j - (lam/Z0) * H`` where ``U_j`` is
     ``UTIL_j`` of the real round count ``n_j = sum_t x[j, t]`` (progress through the regimes
@@ -144,15 +145,16 @@ def relax_plan(
     Parameters
     ----------
     jobs, num_gpus, rounds, round_duration, k, lam, expectation, makespan, regime_model, z0
-        As for :func:`plan_schedule`.
+        As for [`plan_schedule`][fairalloc.plan_schedule].
     gap_tol, feas_tol : float
-        Tolerances of the conic certificate (:mod:`fairalloc.tolerances`). The gap is judged
-        against ``max(|objective|, |bound|, data scale)`` as in :func:`plan_schedule`.
+        Tolerances of the conic certificate ([`fairalloc.tolerances`][fairalloc.tolerances]). The
+        gap is judged against ``max(|objective|, |bound|, data scale)`` as in
+        [`plan_schedule`][fairalloc.plan_schedule].
     time_limit : float, optional
         Seconds for the conic solve.
     backend : str or Backend, default "clarabel"
         The conic backend; composed programs are certified through Clarabel only
-        (:func:`fairalloc._cvxpy.solve_cvxpy`), any other backend is an InputError.
+        (`fairalloc._cvxpy.solve_cvxpy`), any other backend is an InputError.
 
     The program is solved in normalised units: the objective is multiplied by a power of two
     near the inverse of the sum of its coefficients and remaining times are expressed in a

@@ -1,4 +1,5 @@
-"""When to re-plan (Shockwave §6.1): :class:`ReplanPolicy` and :class:`ReplanDecision`."""
+"""When to re-plan (Shockwave §6.1): [`ReplanPolicy`][fairalloc.ReplanPolicy] and
+`ReplanDecision`."""
 
 from __future__ import annotations
 

@@ -1,22 +1,23 @@
 """Trace-driven round-based cluster simulator and policy comparison (``fairalloc.sim``).
 
-* :mod:`~fairalloc.sim.models` -- model families, throughput tables and static / Accordion /
-  GNS batch-size schedules; :mod:`~fairalloc.sim.workload` -- jobs and workloads;
-  :mod:`~fairalloc.sim.generator` -- the Poisson generator of the papers;
-  :mod:`~fairalloc.sim.trace` -- the Shockwave trace reader;
-* :mod:`~fairalloc.sim.state` -- the policy protocol: what a policy sees and returns
-  (:class:`Policy`, :class:`RoundState`, :class:`JobView`, :class:`TimeShares`,
-  :class:`Schedule`);
-* :mod:`~fairalloc.sim.simulator` -- the round-based, event-accurate simulator (it takes a
-  policy object); :mod:`~fairalloc.sim.runner` -- :func:`simulate`, a policy object or a
-  registered name in one call;
-* :mod:`~fairalloc.sim.policies` -- adapters to the library's policies (Gavel, Shockwave, Ares)
+* [`models`][fairalloc.sim.models] -- model families, throughput tables and static / Accordion /
+  GNS batch-size schedules; [`workload`][fairalloc.sim.workload] -- jobs and workloads;
+  [`generator`][fairalloc.sim.generator] -- the Poisson generator of the papers;
+  [`trace`][fairalloc.sim.trace] -- the Shockwave trace reader;
+* [`state`][fairalloc.sim.state] -- the policy protocol: what a policy sees and returns
+  ([`Policy`][fairalloc.sim.Policy], [`RoundState`][fairalloc.sim.RoundState],
+  [`JobView`][fairalloc.sim.JobView], [`TimeShares`][fairalloc.sim.TimeShares],
+  [`Schedule`][fairalloc.sim.Schedule]);
+* [`simulator`][fairalloc.sim.simulator] -- the round-based, event-accurate simulator (it takes a
+  policy object); [`runner`][fairalloc.sim.runner] -- [`simulate`][fairalloc.sim.simulate], a policy
+  object or a registered name in one call;
+* `policies` -- adapters to the library's policies (Gavel, Shockwave, Ares)
   and the papers' baselines (FIFO, Tiresias LAS, AlloX, Gandiva-fair);
-* :mod:`~fairalloc.sim.metrics` -- :class:`SimulationResult` and its metrics: makespan, JCT,
-  finish-time fairness, utilisation, preemptions as pandas DataFrames;
-* :mod:`~fairalloc.sim.plots` -- Gantt charts, utilisation, rho CDFs, comparison bars
+* [`metrics`][fairalloc.sim.metrics] -- [`SimulationResult`][fairalloc.sim.SimulationResult] and its
+  metrics: makespan, JCT, finish-time fairness, utilisation, preemptions as pandas DataFrames;
+* [`plots`][fairalloc.sim.plots] -- Gantt charts, utilisation, rho CDFs, comparison bars
   (matplotlib);
-* :mod:`~fairalloc.sim.sweep` -- parameter sweeps on local processes or Ray.
+* [`sweep`][fairalloc.sim.sweep] -- parameter sweeps on local processes or Ray.
 
 Examples
 --------

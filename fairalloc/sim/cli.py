@@ -1,5 +1,5 @@
-"""``fairalloc simulate`` and ``fairalloc sweep`` (read by :mod:`fairalloc.cli` from
-:data:`COMMANDS`).
+"""``fairalloc simulate`` and ``fairalloc sweep`` (read by `fairalloc.cli` from
+`COMMANDS`).
 
 ``fairalloc simulate --trace FILE --gpus 32 --policy shockwave --policy themis_ftf ...``
 simulates each policy on the trace (or, without ``--trace``, on a built-in generated

@@ -1,5 +1,6 @@
-"""The workload generator of the papers' evaluations: :func:`poisson_workload` (Gavel §7.1,
-Shockwave §8.1): Poisson arrivals, durations and gang sizes drawn from their mixes.
+"""The workload generator of the papers' evaluations:
+[`poisson_workload`][fairalloc.sim.poisson_workload] (Gavel §7.1, Shockwave §8.1): Poisson arrivals,
+durations and gang sizes drawn from their mixes.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from .workload import Workload, job_from_config
 
 __all__ = ["ARRIVAL_RATE", "DURATION_CLASSES", "MODE_PROBS", "SCALE_FACTORS", "poisson_workload"]
 
-#: Default duration mix of :func:`poisson_workload`: (low hours, high hours, probability) of the
+#: Default duration mix of [`poisson_workload`][fairalloc.sim.poisson_workload]: (low hours, high
+#: hours, probability) of the
 #: isolated run time, within Shockwave §8.1's "0.2 to 5 hours", skewed to short jobs.
 DURATION_CLASSES = ((0.2, 1.0, 0.6), (1.0, 2.0, 0.3), (2.0, 4.0, 0.09), (4.0, 5.0, 0.01))
 #: Gang sizes of Gavel's "continuous-multiple" trace (§7.1): 70 % one worker, 25 % two or four,
@@ -24,7 +26,7 @@ DURATION_CLASSES = ((0.2, 1.0, 0.6), (1.0, 2.0, 0.3), (2.0, 4.0, 0.09), (4.0, 5.
 SCALE_FACTORS = ((1, 0.70), (2, 0.125), (4, 0.125), (8, 0.05))
 #: Default probabilities of the static, Accordion and GNS modes (Shockwave §8.1's mix)
 MODE_PROBS = (0.2, 0.4, 0.4)
-#: Default arrival rate of :func:`poisson_workload` (jobs per hour)
+#: Default arrival rate of [`poisson_workload`][fairalloc.sim.poisson_workload] (jobs per hour)
 ARRIVAL_RATE = 6.0
 #: seconds per hour (rates are per hour, durations in hours)
 SECONDS_PER_HOUR = 3600.0
@@ -65,7 +67,7 @@ def poisson_workload(
     types : sequence of str
         Accelerator types of the cluster (default a homogeneous V100 cluster).
     throughputs : ThroughputTable, optional
-        Default :meth:`ThroughputTable.builtin`.
+        Default [`ThroughputTable.builtin`][fairalloc.sim.models.ThroughputTable.builtin].
     models : sequence of str, optional
         Model families to draw from (default: all the table has with a known batch size).
     mode_probs : (float, float, float)
@@ -76,7 +78,7 @@ def poisson_workload(
     reference_type : str, optional
         Type the durations refer to (default the first).
     scaling : float
-        :attr:`JobSpec.scaling` (per-GPU efficiency kept per doubling) for elastic policies.
+        `JobSpec.scaling` (per-GPU efficiency kept per doubling) for elastic policies.
     batch_start : bool
 
     Examples

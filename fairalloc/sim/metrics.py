@@ -1,7 +1,7 @@
 """The outcome of a simulation and its metrics (Shockwave §8.2, Gavel §7.1, Themis §2, Ares §5).
 
-:class:`SimulationResult` holds what the simulator recorded (per job and per round); the
-functions below compute the metrics from it:
+[`SimulationResult`][fairalloc.sim.SimulationResult] holds what the simulator recorded (per job and
+per round); the functions below compute the metrics from it:
 
 * **makespan** -- last finish minus first arrival;
 * **JCT** -- ``finish - arrival`` per job; average and 99th percentile;
@@ -111,16 +111,17 @@ class SimulationResult(FrozenArrays):
 
     def summary(self, *, contention_kind: str = "static", unfair_threshold: float = 1.0
                 ) -> dict[str, float]:
-        """Headline metrics (:func:`fairalloc.sim.metrics.summarize`)."""
+        """Headline metrics ([`fairalloc.sim.metrics.summarize`][fairalloc.sim.summarize])."""
         return summarize(self, contention_kind=contention_kind,
                          unfair_threshold=unfair_threshold)
 
     def jobs_frame(self, *, contention_kind: str = "static") -> Any:
-        """Per-job metrics (:func:`fairalloc.sim.metrics.job_metrics`)."""
+        """Per-job metrics ([`fairalloc.sim.metrics.job_metrics`][fairalloc.sim.job_metrics])."""
         return job_metrics(self, contention_kind=contention_kind)
 
     def to_frame(self) -> Any:
-        """Per-job metrics as a DataFrame (same as :meth:`jobs_frame`)."""
+        """Per-job metrics as a DataFrame (same as
+        [`jobs_frame`][fairalloc.sim.metrics.SimulationResult.jobs_frame])."""
         return self.jobs_frame()
 
     def schedule_frame(self) -> Any:
@@ -200,7 +201,7 @@ def utilization(result: SimulationResult) -> float:
 
 
 def job_metrics(result: SimulationResult, *, contention_kind: str = "static") -> Any:
-    """Per-job metrics as a :class:`pandas.DataFrame` (index: job ids).
+    """Per-job metrics as a `pandas.DataFrame` (index: job ids).
 
     Columns: ``model``, ``mode``, ``scale_factor``, ``arrival``, ``start``, ``finish``,
     ``jct``, ``queueing`` (first start minus arrival), ``isolated`` (``T_iso``),
@@ -262,8 +263,8 @@ def summarize(result: SimulationResult, *, contention_kind: str = "static",
 def compare(results: Sequence[SimulationResult] | Mapping[str, SimulationResult], *,
             contention_kind: str = "static", unfair_threshold: float = 1.0) -> Any:
     """One row per simulation (index: the policy name, or the mapping's keys) of
-    :func:`summarize`'s metrics (with ``contention_kind`` and ``unfair_threshold``), as a
-    :class:`pandas.DataFrame`."""
+    [`summarize`][fairalloc.sim.summarize]'s metrics (with ``contention_kind`` and
+    ``unfair_threshold``), as a `pandas.DataFrame`."""
     pd = require_pandas()
     if isinstance(results, Mapping):
         items = list(results.items())

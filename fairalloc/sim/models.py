@@ -2,12 +2,15 @@
 
 Throughputs
 -----------
-Speeds come from a :class:`ThroughputTable` -- iterations per second of ``(model, batch size,
-scale factor)`` on each accelerator type -- either read from a Gavel/Shockwave-format JSON file
-(:meth:`ThroughputTable.from_json`, e.g. ``tacc_throughputs.json``) or the built-in synthetic
-table (:meth:`ThroughputTable.builtin`). An epoch is ``ceil(dataset_size / batch_size)``
-iterations (the convention of the Shockwave artifact: the named batch size is the global batch),
-so ``seconds per epoch = iterations per epoch / iterations per second``.
+Speeds come from a [`ThroughputTable`][fairalloc.sim.ThroughputTable] -- iterations per second of
+``(model, batch size, scale factor)`` on each accelerator type -- either read from a
+Gavel/Shockwave-format JSON file
+([`ThroughputTable.from_json`][fairalloc.sim.models.ThroughputTable.from_json], e.g.
+``tacc_throughputs.json``) or the built-in synthetic table
+([`ThroughputTable.builtin`][fairalloc.sim.models.ThroughputTable.builtin]). An epoch is
+``ceil(dataset_size / batch_size)`` iterations (the convention of the Shockwave artifact: the named
+batch size is the global batch), so ``seconds per epoch = iterations per epoch / iterations per
+second``.
 
 Batch-size schedules (Shockwave §5 (a), (b); Accordion [1], GNS [31] of shockwave.txt)
 ------------------------------------------------------------------------------------
@@ -20,11 +23,11 @@ Batch-size schedules (Shockwave §5 (a), (b); Accordion [1], GNS [31] of shockwa
 * **gns** -- the gradient noise scale grows roughly linearly during training, ``B(e) =
   b0 (1 + e / e0)``, and GNS uses the largest power-of-two multiple of ``b0`` not above it,
   capped at the model's largest batch size: the batch doubles after ``e0``, ``3 e0``, ``7 e0``,
-  ... epochs (``e0`` per model, :data:`MODELS`).
+  ... epochs (``e0`` per model, [`MODELS`][fairalloc.sim.models.MODELS]).
 
 Both rules are this library's parametric models of the behaviour described in the papers (the
 Shockwave artifact hard-codes per-configuration epoch tables); the per-model constants are in
-:data:`MODELS`.
+[`MODELS`][fairalloc.sim.models.MODELS].
 """
 
 from __future__ import annotations
@@ -57,7 +60,8 @@ __all__ = [
 MODES = ("static", "accordion", "gns")
 _JOB_TYPE = re.compile(r"^\s*(?P<model>.+?)\s*\(batch size (?P<batch>\d+)\)\s*$")
 _TABLE_KEY = re.compile(r"^\(\s*'(?P<name>[^']*)'\s*,\s*(?P<sf>\d+)\s*\)$")
-#: nominal epochs of a job whose model has no dataset size (unknown to :data:`MODELS`)
+#: nominal epochs of a job whose model has no dataset size (unknown to
+#: [`MODELS`][fairalloc.sim.models.MODELS])
 NOMINAL_EPOCHS = 100.0
 
 
@@ -120,7 +124,8 @@ MODELS: dict[str, ModelInfo] = {
 #: exponent of the built-in table's gang speed-up: a gang of ``s`` workers runs ``s**0.8``
 #: times as many iterations per second as one worker
 _GANG_EXPONENT = 0.8
-#: types of the built-in table (:meth:`ThroughputTable.builtin`)
+#: types of the built-in table
+#: ([`ThroughputTable.builtin`][fairalloc.sim.models.ThroughputTable.builtin])
 BUILTIN_TYPES = ("v100", "p100", "k80")
 #: gang sizes of the built-in table
 BUILTIN_SCALE_FACTORS = (1, 2, 4, 8)
@@ -139,7 +144,7 @@ def split_job_type(job_type: str) -> tuple[str, int | None]:
 
 
 def job_type_name(model: str, batch_size: int | None) -> str:
-    """Inverse of :func:`split_job_type`."""
+    """Inverse of `split_job_type`."""
     return model if batch_size is None else f"{model} (batch size {int(batch_size)})"
 
 
@@ -336,7 +341,8 @@ def batch_size_schedule(mode: str, model: str, initial: int, num_epochs: int,
     ----------
     mode : {"static", "accordion", "gns"}
     model : str
-        Model family (its rule constants come from :data:`MODELS`; unknown models are static).
+        Model family (its rule constants come from [`MODELS`][fairalloc.sim.models.MODELS]; unknown
+        models are static).
     initial : int
         Initial batch size ``b0``.
     num_epochs : int

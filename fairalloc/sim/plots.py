@@ -1,11 +1,14 @@
 """Plots of simulations (matplotlib, optional: ``pip install 'fairalloc[plot]'``).
 
-* :func:`plot_gantt` -- the schedule: one row per job, a bar for every round it ran (coloured
-  by accelerator type), its arrival marked (Shockwave Figure 8(a));
-* :func:`plot_utilization` -- GPU utilisation per round, one line per policy;
-* :func:`plot_rho_cdf` -- CDF of finish-time fairness ``rho`` per policy (Shockwave Fig. 8(b));
-* :func:`plot_comparison` -- bars of headline metrics per policy (Shockwave Figure 7);
-* :func:`save_plots` -- all of them as PNG files.
+* [`plot_gantt`][fairalloc.sim.plots.plot_gantt] -- the schedule: one row per job, a bar for every
+  round it ran (coloured by accelerator type), its arrival marked (Shockwave Figure 8(a));
+* [`plot_utilization`][fairalloc.sim.plots.plot_utilization] -- GPU utilisation per round, one line
+  per policy;
+* [`plot_rho_cdf`][fairalloc.sim.plots.plot_rho_cdf] -- CDF of finish-time fairness ``rho`` per
+  policy (Shockwave Fig. 8(b));
+* [`plot_comparison`][fairalloc.sim.plots.plot_comparison] -- bars of headline metrics per policy
+  (Shockwave Figure 7);
+* [`save_plots`][fairalloc.sim.plots.save_plots] -- all of them as PNG files.
 
 Each function draws on ``ax`` (or a new figure) and returns the matplotlib ``Axes`` (or
 ``Figure``); nothing is shown unless you call ``plt.show()``.
@@ -25,7 +28,7 @@ from .simulator import SimulationResult
 
 __all__ = ["plot_comparison", "plot_gantt", "plot_rho_cdf", "plot_utilization", "save_plots"]
 
-#: metrics drawn by :func:`plot_comparison` by default
+#: metrics drawn by [`plot_comparison`][fairalloc.sim.plots.plot_comparison] by default
 DEFAULT_METRICS = ("makespan", "avg_jct", "worst_rho", "unfair_fraction", "utilization")
 
 
@@ -133,8 +136,9 @@ def plot_comparison(results: Any, metrics: Sequence[str] = DEFAULT_METRICS, *,
                     fig: Any = None, contention_kind: str = "static",
                     unfair_threshold: float = 1.0) -> Any:
     """One bar chart per metric, one bar per policy (relative values annotated against the
-    first policy, as in Shockwave Figure 7). Accepts results or a :func:`compare` frame
-    (``contention_kind`` and ``unfair_threshold`` as for :func:`compare`)."""
+    first policy, as in Shockwave Figure 7). Accepts results or a [`compare`][fairalloc.sim.compare]
+    frame (``contention_kind`` and ``unfair_threshold`` as for
+    [`compare`][fairalloc.sim.compare])."""
     plt = _plt()
     frame = results if hasattr(results, "columns") else compare(
         dict(_results(results)), contention_kind=contention_kind,
@@ -165,7 +169,7 @@ def save_plots(results: Any, outdir: str | Path, *, prefix: str = "",
                contention_kind: str = "static", unfair_threshold: float = 1.0) -> list[Path]:
     """Write ``gantt_<policy>.png``, ``utilization.png``, ``rho_cdf.png`` and
     ``comparison.png`` into ``outdir``; return the paths written (``contention_kind`` and
-    ``unfair_threshold`` as for :func:`compare`)."""
+    ``unfair_threshold`` as for [`compare`][fairalloc.sim.compare])."""
     plt = _plt()
     items = _results(results)
     out = Path(outdir)

@@ -3,14 +3,16 @@
 Time advances in rounds of ``round_duration`` seconds. Before every round the simulator admits
 the jobs that have arrived, shows the policy what a real scheduler could see -- the cluster and,
 for every active job, its arrival, gang, current batch size and speed on each type, progress,
-attained service and history (:class:`JobView`) -- and asks it for the round's allocation:
+attained service and history ([`JobView`][fairalloc.sim.JobView]) -- and asks it for the round's
+allocation:
 
-* :class:`TimeShares` -- a fractional allocation ``X`` (jobs x types, Gavel §3.1), realised
-  round by round by Gavel's mechanism (:class:`fairalloc.mechanism.RoundScheduler`,
-  Algorithm 1: the job furthest below its share runs; history kept per job id);
-* :class:`Schedule` -- the GPUs of each type every job holds this round (a plan's column, a
-  priority queue's choice, an EFQ allocation; a gang may be smaller or larger than requested
-  for elastic policies).
+* [`TimeShares`][fairalloc.sim.TimeShares] -- a fractional allocation ``X`` (jobs x types, Gavel
+  §3.1), realised round by round by Gavel's mechanism
+  ([`fairalloc.mechanism.RoundScheduler`][fairalloc.RoundScheduler], Algorithm 1: the job furthest
+  below its share runs; history kept per job id);
+* [`Schedule`][fairalloc.sim.Schedule] -- the GPUs of each type every job holds this round (a plan's
+  column, a priority queue's choice, an EFQ allocation; a gang may be smaller or larger than
+  requested for elastic policies).
 
 Within a round every scheduled job progresses **event-accurately**: it runs at the epoch speed
 of its current regime on the slowest type it holds, scaled by its elastic speed-up when it holds
@@ -53,7 +55,7 @@ MAX_ROUNDS = 10_000_000_000
 #: default seconds per round (Gavel's 6 minutes)
 DEFAULT_ROUND_DURATION = 360.0
 #: default number of consecutive rounds in which jobs wait but the policy schedules none
-#: before the simulation stops with :class:`SimulationError`
+#: before the simulation stops with [`SimulationError`][fairalloc.sim.SimulationError]
 DEFAULT_MAX_IDLE_ROUNDS = 10_000
 #: a job arriving within this many seconds of a round's start is admitted to that round
 ARRIVAL_SLACK = 1e-9
@@ -87,7 +89,7 @@ class Simulator:
         Same accelerator types as the workload.
     policy : Policy
         Any object with ``name``, ``reset(...)`` and ``allocate(state)``
-        (:mod:`fairalloc.sim.policies`).
+        (`fairalloc.sim.policies`).
     round_duration : float, default 360.0
         Seconds per round (Gavel uses 360, Shockwave 120).
     restart_overhead : float, default 0.0
@@ -95,17 +97,19 @@ class Simulator:
     seed : int, default 0
         Passed to the policy's ``reset`` (policies with random choices use it).
     max_idle_rounds : int, default 10000
-        Stop with :class:`SimulationError` after this many consecutive rounds in which jobs
-        waited but the policy scheduled none.
+        Stop with [`SimulationError`][fairalloc.sim.SimulationError] after this many consecutive
+        rounds in which jobs waited but the policy scheduled none.
     max_rounds : int, optional
-        Stop with :class:`SimulationError` after this many rounds. Default: a bound derived
-        from the workload (:meth:`round_limit`), so a simulation never runs forever; a workload
-        whose bound exceeds :data:`MAX_ROUNDS` is refused with :class:`~fairalloc.InputError`
-        unless ``max_rounds`` is given.
+        Stop with [`SimulationError`][fairalloc.sim.SimulationError] after this many rounds.
+        Default: a bound derived from the workload
+        ([`round_limit`][fairalloc.sim.simulator.Simulator.round_limit]), so a simulation never runs
+        forever; a workload whose bound exceeds [`MAX_ROUNDS`][fairalloc.sim.simulator.MAX_ROUNDS]
+        is refused with [`InputError`][fairalloc.InputError] unless ``max_rounds`` is given.
     record : bool, default True
         Keep the per-round schedule (for Gantt charts).
     mechanism_fraction : {"elapsed", "type_share"}
-        Received-fraction rule of the round-based mechanism for :class:`TimeShares`.
+        Received-fraction rule of the round-based mechanism for
+        [`TimeShares`][fairalloc.sim.TimeShares].
 
     Examples
     --------
@@ -149,7 +153,8 @@ class Simulator:
         self.round_limit()  # refuse a workload that could not finish in reasonable time now
 
     def round_limit(self) -> int:
-        """Rounds after which :meth:`run` stops with :class:`SimulationError` (never hangs).
+        """Rounds after which [`run`][fairalloc.sim.simulator.Simulator.run] stops with
+        [`SimulationError`][fairalloc.sim.SimulationError] (never hangs).
 
         ``max_rounds`` when given; otherwise derived from the workload: every round in which
         a job runs gives it at least ``round_duration - restart_overhead`` seconds on one GPU of
@@ -160,8 +165,9 @@ class Simulator:
         Raises
         ------
         InputError
-            If the derived limit exceeds :data:`MAX_ROUNDS` (a job whose epoch times are
-            astronomically long for the round duration): pass ``max_rounds`` to allow it.
+            If the derived limit exceeds [`MAX_ROUNDS`][fairalloc.sim.simulator.MAX_ROUNDS] (a job
+            whose epoch times are astronomically long for the round duration): pass ``max_rounds``
+            to allow it.
         """
         if self.max_rounds is not None:
             return self.max_rounds
@@ -196,7 +202,8 @@ class Simulator:
         Raises
         ------
         SimulationError
-            When the jobs are not finished after :meth:`round_limit` rounds, or the policy
+            When the jobs are not finished after
+            [`round_limit`][fairalloc.sim.simulator.Simulator.round_limit] rounds, or the policy
             schedules nothing for ``max_idle_rounds`` consecutive rounds.
         SolverError
             When the policy fails with a foreign exception (chained as the cause).

@@ -3,11 +3,12 @@
 The data types of the policy protocol, shared by the simulator, the policies and the metrics
 (this module imports none of them):
 
-* :class:`ClusterState`, :class:`JobView` and :class:`RoundState` -- what a scheduler can see
-  before a round;
-* :class:`TimeShares` (a fractional allocation, realised by Gavel's round-based mechanism) and
-  :class:`Schedule` (whole GPUs per job and type) -- what it returns;
-* :class:`Policy` -- the protocol the simulator calls.
+* [`ClusterState`][fairalloc.sim.ClusterState], [`JobView`][fairalloc.sim.JobView] and
+  [`RoundState`][fairalloc.sim.RoundState] -- what a scheduler can see before a round;
+* [`TimeShares`][fairalloc.sim.TimeShares] (a fractional allocation, realised by Gavel's round-based
+  mechanism) and [`Schedule`][fairalloc.sim.Schedule] (whole GPUs per job and type) -- what it
+  returns;
+* [`Policy`][fairalloc.sim.Policy] -- the protocol the simulator calls.
 """
 
 from __future__ import annotations
@@ -101,7 +102,8 @@ class JobView:
         Changed regime / arrived since the previous round.
     contention_seconds : ndarray, shape (n,)
         Integral of the number of active jobs over the job's life so far (for the contention
-        factor ``N_avg`` of Shockwave App. G.2: :func:`fairalloc.contention_factor`).
+        factor ``N_avg`` of Shockwave App. G.2:
+        [`fairalloc.contention_factor`][fairalloc.contention_factor]).
     history_batch, history_epochs : ndarray, shape (n, R)
         Batch size and epochs done of each regime seen so far (padded with 0).
     history_seconds : ndarray, shape (n, R)
@@ -178,14 +180,15 @@ class JobView:
 
     def observed_epochs(self, i: int) -> tuple[np.ndarray, np.ndarray]:
         """Batch size and seconds of every *finished* epoch of job row ``i`` (for
-        :func:`fairalloc.forecast_regimes`): whole epochs only, in order."""
+        [`fairalloc.forecast_regimes`][fairalloc.forecast_regimes]): whole epochs only, in order."""
         ep = np.floor(self.history_epochs[i] + EPOCH_ROUNDOFF).astype(np.int64)
         keep = ep > 0
         return (np.repeat(self.history_batch[i][keep], ep[keep]),
                 np.repeat(self.history_seconds[i][keep], ep[keep]))
 
     def to_jobs(self) -> Any:
-        """The active jobs as :class:`fairalloc.Jobs` (steps/s, steps remaining, elapsed)."""
+        """The active jobs as [`fairalloc.Jobs`][fairalloc.Jobs] (steps/s, steps remaining,
+        elapsed)."""
         from ..data import Jobs
 
         steps = np.maximum(self.steps_remaining, MIN_STEPS_EPOCHS * self.iterations_per_epoch)
@@ -220,7 +223,7 @@ class RoundState:
 @dataclass(frozen=True)
 class TimeShares:
     """A fractional allocation ``x`` (active jobs x types, Gavel §3.1) for the round-based
-    mechanism; rows in the order of :attr:`RoundState.jobs`."""
+    mechanism; rows in the order of `RoundState.jobs`."""
 
     x: Any
 
@@ -228,7 +231,7 @@ class TimeShares:
 @dataclass(frozen=True)
 class Schedule:
     """GPUs of each type each active job holds this round, shape (n, k) (rows in the order
-    of :attr:`RoundState.jobs`; a row of zeros: the job does not run)."""
+    of `RoundState.jobs`; a row of zeros: the job does not run)."""
 
     gpus: Any
 

@@ -1,8 +1,9 @@
 """Parameter sweeps: policies x seeds x loads x hyper-parameters, in parallel.
 
-A sweep is a list of :class:`SweepTask` objects, each a complete, picklable description of one
-simulation (the workload is *described*, not passed: a generated workload by its size, load and
-seed, or a trace by its path), run by :func:`run_task` wherever it lands. Tasks run
+A sweep is a list of [`SweepTask`][fairalloc.sim.sweep.SweepTask] objects, each a complete,
+picklable description of one simulation (the workload is *described*, not passed: a generated
+workload by its size, load and seed, or a trace by its path), run by
+[`run_task`][fairalloc.sim.sweep.run_task] wherever it lands. Tasks run
 
 * sequentially (``workers=1``),
 * on local processes (``workers=N``, default: the machine's cores), or
@@ -45,7 +46,7 @@ class SweepTask:
     Attributes
     ----------
     policy : str
-        Registered policy name (:func:`fairalloc.sim.make_policy`).
+        Registered policy name ([`fairalloc.sim.make_policy`][fairalloc.sim.make_policy]).
     params : tuple of (str, value)
         Policy hyper-parameters.
     seed : int
@@ -94,7 +95,8 @@ def _workload(task: SweepTask) -> Any:
 
 
 def run_task(task: SweepTask) -> dict[str, Any]:
-    """Run one task; return its row: the task's fields and :func:`~fairalloc.sim.summarize`."""
+    """Run one task; return its row: the task's fields and
+    [`summarize`][fairalloc.sim.summarize]."""
     from ..data import Cluster
     from .metrics import summarize
     from .policies import make_policy
@@ -148,7 +150,7 @@ def sweep_tasks(
     workload : mapping, optional
         Further generator / trace-reader arguments (e.g. ``mode_probs``, ``throughputs``).
     round_duration, restart_overhead, contention_kind, unfair_threshold
-        As for the simulator and :func:`~fairalloc.sim.summarize`.
+        As for the simulator and [`summarize`][fairalloc.sim.summarize].
     """
     if isinstance(policies, str) or not policies:
         raise InputError("policies must be a non-empty list of policy names",
@@ -241,7 +243,7 @@ def _freeze(v: Any) -> Any:
 def run_sweep(tasks: Sequence[SweepTask], *, workers: int | None = None,
               ray_address: str | None = None,
               progress: Callable[[int, int], None] | None = None) -> Any:
-    """Run ``tasks``; return a :class:`pandas.DataFrame`, one row per task in task order.
+    """Run ``tasks``; return a `pandas.DataFrame`, one row per task in task order.
 
     Parameters
     ----------
@@ -324,8 +326,9 @@ def sweep(policies: Sequence[str], *, workers: int | None = None,
           workload: Mapping[str, Any] | None = None, round_duration: float = 360.0,
           restart_overhead: float = 0.0, contention_kind: str = "static",
           unfair_threshold: float = 1.0) -> Any:
-    """:func:`sweep_tasks` then :func:`run_sweep` (the keyword arguments of both, with the
-    same defaults)."""
+    """[`sweep_tasks`][fairalloc.sim.sweep.sweep_tasks] then
+    [`run_sweep`][fairalloc.sim.sweep.run_sweep] (the keyword arguments of both, with the same
+    defaults)."""
     tasks = sweep_tasks(policies, seeds=seeds, loads=loads, params=params, num_jobs=num_jobs,
                         gpus=gpus, trace=trace, workload=workload,
                         round_duration=round_duration, restart_overhead=restart_overhead,

@@ -1,4 +1,4 @@
-"""The trace reader of the simulator: :func:`read_trace`.
+"""The trace reader of the simulator: [`read_trace`][fairalloc.sim.read_trace].
 
 
 Trace format (``trace_*.tsv`` of the Shockwave artifact)
@@ -7,9 +7,9 @@ Tab-separated, one job per line: job type ``"<Model> (batch size <B>)"``, comman
 directory, num-steps argument, needs-data-dir flag, **total steps** (at the initial batch size),
 **scale factor**, **mode** (static | accordion | gns), **priority weight**, SLO (``-1``: none),
 **duration** (seconds on the reference type alone) and **arrival time** (seconds).
-:func:`read_trace` takes the job's speed at its initial configuration on the reference type from
-``total steps / duration`` and the relative speeds of other types and batch sizes from the
-throughput table.
+[`read_trace`][fairalloc.sim.read_trace] takes the job's speed at its initial configuration on the
+reference type from ``total steps / duration`` and the relative speeds of other types and batch
+sizes from the throughput table.
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ def read_trace(path: str | Path, *, throughputs: ThroughputTable | str | Path | 
     types : sequence of str, optional
         Accelerator types to keep (default: the table's).
     scaling : float
-        :attr:`JobSpec.scaling` of every job (for elastic policies).
+        `JobSpec.scaling` of every job (for elastic policies).
     limit : int, optional
         Read only the first ``limit`` jobs.
 

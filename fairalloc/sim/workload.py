@@ -1,16 +1,19 @@
-"""Workloads for the simulator: jobs (:class:`JobSpec`) and their table (:class:`Workload`).
+"""Workloads for the simulator: jobs ([`JobSpec`][fairalloc.sim.JobSpec]) and their table
+([`Workload`][fairalloc.sim.Workload]).
 
-A simulated job (:class:`JobSpec`) is a training run of ``total_epochs`` epochs on a gang of
-``scale_factor`` workers. Its *batch-size schedule* splits the epochs into **regimes** (runs of
-epochs with one batch size, Shockwave §5): static jobs have one regime, Accordion jobs alternate
-between a small batch size in *critical regimes* and the model's largest batch size elsewhere,
-GNS jobs double their batch size as the gradient noise scale grows. Each regime has its own
-seconds per epoch on every accelerator type, so a job's speed changes when it changes regime;
+A simulated job ([`JobSpec`][fairalloc.sim.JobSpec]) is a training run of ``total_epochs`` epochs on
+a gang of ``scale_factor`` workers. Its *batch-size schedule* splits the epochs into **regimes**
+(runs of epochs with one batch size, Shockwave §5): static jobs have one regime, Accordion jobs
+alternate between a small batch size in *critical regimes* and the model's largest batch size
+elsewhere, GNS jobs double their batch size as the gradient noise scale grows. Each regime has its
+own seconds per epoch on every accelerator type, so a job's speed changes when it changes regime;
 the simulator reveals a regime to the policies only when the job enters it.
 
-Model families, throughput tables and batch-size schedules: :mod:`fairalloc.sim.models`; the
-Poisson generator: :mod:`fairalloc.sim.generator`; the trace reader: :mod:`fairalloc.sim.trace`.
-:func:`job_from_config` builds one job from a (model, batch size, steps) description for both.
+Model families, throughput tables and batch-size schedules:
+[`fairalloc.sim.models`][fairalloc.sim.models]; the Poisson generator:
+[`fairalloc.sim.generator`][fairalloc.sim.generator]; the trace reader:
+[`fairalloc.sim.trace`][fairalloc.sim.trace]. `job_from_config` builds one job from a (model, batch
+size, steps) description for both.
 """
 
 from __future__ import annotations
@@ -91,8 +94,11 @@ class JobSpec:
 class Workload:
     """A validated set of jobs, stored as padded arrays over (jobs, regimes, types).
 
-    Build it from :class:`JobSpec` objects (:meth:`from_jobs`), from static throughputs
-    (:meth:`from_arrays`), with :func:`poisson_workload` or with :func:`read_trace`.
+    Build it from [`JobSpec`][fairalloc.sim.JobSpec] objects
+    ([`from_jobs`][fairalloc.sim.workload.Workload.from_jobs]), from static throughputs
+    ([`from_arrays`][fairalloc.sim.workload.Workload.from_arrays]), with
+    [`poisson_workload`][fairalloc.sim.poisson_workload] or with
+    [`read_trace`][fairalloc.sim.read_trace].
 
     Attributes
     ----------
@@ -138,7 +144,8 @@ class Workload:
     @classmethod
     def from_jobs(cls, jobs: Sequence[JobSpec], types: Sequence[str],
                   max_batch: Sequence[float] | None = None) -> Workload:
-        """Validate and pack :class:`JobSpec` objects (one per job, any order of arrival).
+        """Validate and pack [`JobSpec`][fairalloc.sim.JobSpec] objects (one per job, any order of
+        arrival).
 
         Raises
         ------
@@ -339,8 +346,8 @@ class Workload:
                              argument="job_id") from None
 
     def check_cluster(self, cluster: Cluster) -> None:
-        """Raise :class:`InputError` unless every job can run on ``cluster`` (same types,
-        each gang fits on a type the job can use)."""
+        """Raise [`InputError`][fairalloc.InputError] unless every job can run on ``cluster`` (same
+        types, each gang fits on a type the job can use)."""
         if not isinstance(cluster, Cluster):
             raise InputError(f"cluster must be a fairalloc.Cluster, got "
                              f"{type(cluster).__name__}", argument="cluster")

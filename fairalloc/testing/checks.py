@@ -1,16 +1,20 @@
-"""Property checks of allocation policies: :func:`check_policy` and its report.
+"""Property checks of allocation policies: [`check_policy`][fairalloc.testing.check_policy] and its
+report.
 
-A *policy* is any callable that maps an instance to an allocation. :func:`check_policy` draws
-valid instances with the strategies of :mod:`fairalloc.testing.strategies`, calls the policy,
-checks the chosen properties of what it returns, and when a property fails lets hypothesis
-*shrink* the instance to a minimal one; the report shows that instance, the allocation, and
-which agent is hurt by how much (:class:`Counterexample`). It is fairalloc's counterpart of
+A *policy* is any callable that maps an instance to an allocation.
+[`check_policy`][fairalloc.testing.check_policy] draws valid instances with the strategies of
+[`fairalloc.testing.strategies`][fairalloc.testing.strategies], calls the policy, checks the chosen
+properties of what it returns, and when a property fails lets hypothesis *shrink* the instance to a
+minimal one; the report shows that instance, the allocation, and which agent is hurt by how much
+([`Counterexample`][fairalloc.testing.Counterexample]). It is fairalloc's counterpart of
 scikit-learn's ``check_estimator``.
 
-The search lives here (:func:`check_policy`, :class:`PropertySearch`, :class:`PropertyCheck`);
-the domains and the meaning of each property in :mod:`fairalloc.testing.domains`, the reports
-in :mod:`fairalloc.testing.report`, the hypothesis profiles in
-:mod:`fairalloc.testing.profiles`.
+The search lives here ([`check_policy`][fairalloc.testing.check_policy],
+[`PropertySearch`][fairalloc.testing.checks.PropertySearch],
+[`PropertyCheck`][fairalloc.testing.PropertyCheck]); the domains and the meaning of each property in
+[`fairalloc.testing.domains`][fairalloc.testing.domains], the reports in
+[`fairalloc.testing.report`][fairalloc.testing.report], the hypothesis profiles in
+[`fairalloc.testing.profiles`][fairalloc.testing.profiles].
 
 What a policy may return
 ------------------------
@@ -79,9 +83,9 @@ def policy_name(policy: Any) -> str:
 
 @dataclass
 class PropertySearch:
-    """The search of one policy in one domain: :meth:`evaluate` judges one property on one
+    """The search of one policy in one domain: `evaluate` judges one property on one
     generated item (an instance; for ``"strategy_proof"`` a probe ``(instance, agent,
-    scaling, distortion)``) and returns the :class:`~fairalloc.testing.Counterexample` or
+    scaling, distortion)``) and returns the [`Counterexample`][fairalloc.testing.Counterexample] or
     ``None``. The policy's answers are cached per instance."""
 
     policy: Callable[..., Any]
@@ -232,7 +236,7 @@ def check_policy(policy: Callable[..., Any],
         for the cluster domain (see the module docs for what it may return).
     properties : str or sequence of str
         Property names (``"envy_free"`` or ``"envy-free"``, aliases, or ``"all"``); see
-        :data:`PROPERTIES`.
+        [`PROPERTIES`][fairalloc.testing.PROPERTIES].
     max_examples : int
         Instances tried per property (``$FAIRALLOC_MAX_EXAMPLES`` overrides it).
     seed : int or None
@@ -242,7 +246,7 @@ def check_policy(policy: Callable[..., Any],
         ``"market"``, ``"leontief"``, ``"volatile"``, ``"volatile-leontief"`` or
         ``"cluster"``, or a domain object with custom sizes and value ranges.
     tol : float
-        Relative tolerance of every property (as in :mod:`fairalloc.properties`).
+        Relative tolerance of every property (as in `fairalloc.properties`).
     shrink : bool
         Shrink a failing instance to a minimal one (default); ``False`` reports the first.
 
@@ -321,7 +325,8 @@ def check_policy(policy: Callable[..., Any],
 @dataclass(frozen=True, eq=False)
 class PropertyCheck:
     """One property of one policy, runnable as ``check()``; raises
-    :class:`PropertyCheckError` with the readable report when the property fails."""
+    [`PropertyCheckError`][fairalloc.testing.PropertyCheckError] with the readable report when the
+    property fails."""
 
     policy: Callable[..., Any]
     property: str

@@ -1,8 +1,9 @@
 """Names and defaults of the property checks, in one place.
 
-This module imports nothing, so the pytest plugin (:mod:`fairalloc.testing.pytest_plugin`) and
-the ``fairalloc check`` command (:mod:`fairalloc.testing.cli`) read the same values as
-:func:`fairalloc.testing.check_policy` without loading hypothesis.
+This module imports nothing, so the pytest plugin
+([`fairalloc.testing.pytest_plugin`][fairalloc.testing.pytest_plugin]) and the ``fairalloc check``
+command (`fairalloc.testing.cli`) read the same values as
+[`fairalloc.testing.check_policy`][fairalloc.testing.check_policy] without loading hypothesis.
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ from __future__ import annotations
 __all__ = ["DEFAULT_MAX_EXAMPLES", "DEFAULT_PROPERTIES", "DEFAULT_TOL", "DOMAIN_NAMES",
            "MAX_EXAMPLES_ENV", "PROFILES", "PROFILE_ENV"]
 
-#: environment variable naming the hypothesis profile (see :mod:`fairalloc.testing.profiles`)
+#: environment variable naming the hypothesis profile (see
+#: [`fairalloc.testing.profiles`][fairalloc.testing.profiles])
 PROFILE_ENV = "FAIRALLOC_HYPOTHESIS_PROFILE"
 #: environment variable overriding ``max_examples`` everywhere
 MAX_EXAMPLES_ENV = "FAIRALLOC_MAX_EXAMPLES"
@@ -21,7 +23,7 @@ DEFAULT_PROPERTIES = ("sharing_incentive", "envy_free", "pareto_optimal")
 #: instances tried per property (a documented argument of check_policy)
 DEFAULT_MAX_EXAMPLES = 100
 #: relative tolerance of every property, an ACCURACY contract of the checks (as in
-#: :mod:`fairalloc.properties`; a documented argument of check_policy)
+#: `fairalloc.properties`; a documented argument of check_policy)
 DEFAULT_TOL = 1e-6
-#: the domain names of :data:`fairalloc.testing.DOMAINS`
+#: the domain names of [`fairalloc.testing.DOMAINS`][fairalloc.testing.DOMAINS]
 DOMAIN_NAMES = ("market", "leontief", "volatile", "volatile-leontief", "cluster")

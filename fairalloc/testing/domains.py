@@ -1,5 +1,6 @@
 """Domains of the property checks: what a policy is given, how it answers, and what each
-property means there (:class:`MarketDomain`, :class:`ClusterDomain`).
+property means there ([`MarketDomain`][fairalloc.testing.MarketDomain],
+[`ClusterDomain`][fairalloc.testing.ClusterDomain]).
 
 Domains (what the policy is given and returns)
 ----------------------------------------------
@@ -9,12 +10,13 @@ Domains (what the policy is given and returns)
     markets over time; Leontief demands for the Leontief domains), ``budget`` (n,) and
     ``supply`` (m,) (or (m, T)); the allocation has the shape of ``utility``.
 ``"cluster"``
-    ``policy(jobs, cluster) -> allocation`` with :class:`fairalloc.Jobs` and
-    :class:`fairalloc.Cluster` (Gavel): the allocation is the time fraction ``x`` (n, k) of each
-    job on each accelerator type. Every Gavel policy (``fa.max_min_fairness``, ...) is such a
-    policy as it is.
+    ``policy(jobs, cluster) -> allocation`` with [`fairalloc.Jobs`][fairalloc.Jobs] and
+    [`fairalloc.Cluster`][fairalloc.Cluster] (Gavel): the allocation is the time fraction ``x`` (n,
+    k) of each job on each accelerator type. Every Gavel policy (``fa.max_min_fairness``, ...) is
+    such a policy as it is.
 
-A :class:`MarketDomain` or :class:`ClusterDomain` object instead of a name sets sizes and value
+A [`MarketDomain`][fairalloc.testing.MarketDomain] or
+[`ClusterDomain`][fairalloc.testing.ClusterDomain] object instead of a name sets sizes and value
 ranges (e.g. ``MarketDomain(equal_budgets=True, n=(2, 6))``).
 
 Properties
@@ -41,7 +43,7 @@ type) and each agent's true utility ``u_i`` (cluster: effective throughput
 ``sharing_incentive``
     At least as well off as with the budget share ``B_i / sum B`` of every good (cluster: with
     the weight share of every type's workers, the isolated allocation of Gavel §4.1 and Themis
-    §2 -- with equal weights, :func:`fairalloc.throughput.isolated_split`).
+    §2 -- with equal weights, `fairalloc.throughput.isolated_split`).
 ``proportionality``
     ``u_i(x_i) >= B_i / sum B * u_i(everything)`` (cluster: the job alone on the whole cluster
     runs on its fastest usable type).
@@ -102,7 +104,8 @@ _ALIASES = {
 }
 
 # default instance sizes and value ranges of the domains (hypothesis generator ranges, as in
-# :mod:`fairalloc.testing.strategies`; each is a documented argument of its domain)
+# [`fairalloc.testing.strategies`][fairalloc.testing.strategies]; each is a documented argument of
+# its domain)
 #: market domain: buyers and goods per instance
 MARKET_BUYERS = (1, 4)
 MARKET_GOODS = (1, 3)
@@ -265,7 +268,8 @@ class MarketDomain(Domain):
     rounds : int or (int, int), optional
         Markets over ``T`` rounds (utility (n, m, T), supply (m, T)).
     n, m, values, density, integers, equal_budgets, budget_values, supply_values
-        As in :func:`fairalloc.testing.strategies.market_instances`.
+        As in
+        [`fairalloc.testing.strategies.market_instances`][fairalloc.testing.strategies.market_instances].
     """
 
     agent_word = "buyer"
@@ -373,9 +377,9 @@ class ClusterDomain(Domain):
     ----------
     n, types, workers, names
         Jobs, accelerator types, workers per type, type names
-        (:func:`fairalloc.testing.strategies.cluster_instances`).
+        ([`fairalloc.testing.strategies.cluster_instances`][fairalloc.testing.strategies.cluster_instances]).
     max_scale_factor, weighted, values, density, integers, steps, elapsed
-        As in :func:`fairalloc.testing.strategies.job_sets`.
+        As in [`fairalloc.testing.strategies.job_sets`][fairalloc.testing.strategies.job_sets].
     """
 
     label = "cluster"
@@ -586,7 +590,8 @@ _DOMAIN_FACTORIES: dict[str, Callable[[], Domain]] = {
     "volatile-leontief": lambda: MarketDomain("leontief", rounds=(2, 3), n=(1, 3), m=(1, 2)),
     "cluster": lambda: ClusterDomain(),
 }
-#: Domain names accepted by :func:`check_policy` (``domain=``) and ``fairalloc check``.
+#: Domain names accepted by [`check_policy`][fairalloc.testing.check_policy] (``domain=``) and
+#: ``fairalloc check``.
 DOMAINS = tuple(_DOMAIN_FACTORIES)
 
 

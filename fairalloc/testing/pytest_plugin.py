@@ -1,11 +1,11 @@
-"""pytest integration of :mod:`fairalloc.testing` (registered as the ``fairalloc`` plugin).
+"""pytest integration of `fairalloc.testing` (registered as the ``fairalloc`` plugin).
 
 Installing fairalloc registers this module through the ``pytest11`` entry point, so every
 pytest run gets:
 
 * the marker ``fairalloc_property`` on each test made by
-  :func:`parametrize_with_property_checks` (select or skip them with
-  ``-m fairalloc_property`` / ``-m "not fairalloc_property"``);
+  [`parametrize_with_property_checks`][fairalloc.testing.parametrize_with_property_checks] (select
+  or skip them with ``-m fairalloc_property`` / ``-m "not fairalloc_property"``);
 * ``--fairalloc-profile {deterministic,nondeterministic}`` (sets
   ``FAIRALLOC_HYPOTHESIS_PROFILE``) and ``--fairalloc-max-examples N`` (sets
   ``FAIRALLOC_MAX_EXAMPLES``, overriding ``max_examples`` of every property check);
@@ -46,8 +46,9 @@ def parametrize_with_property_checks(
 ) -> Any:
     """A pytest ``parametrize`` mark with one test per property (and per policy).
 
-    The parameter is ``check``: calling ``check()`` runs :func:`fairalloc.testing.check_policy`
-    for that one property and raises :class:`fairalloc.testing.PropertyCheckError` (an
+    The parameter is ``check``: calling ``check()`` runs
+    [`fairalloc.testing.check_policy`][fairalloc.testing.check_policy] for that one property and
+    raises [`fairalloc.testing.PropertyCheckError`][fairalloc.testing.PropertyCheckError] (an
     ``AssertionError``) whose message is the report with the shrunk counterexample.
 
     Parameters
@@ -55,7 +56,7 @@ def parametrize_with_property_checks(
     policy : callable or sequence of callables
         The policy (or policies) under test.
     properties, max_examples, seed, domain, tol
-        As in :func:`fairalloc.testing.check_policy`.
+        As in [`fairalloc.testing.check_policy`][fairalloc.testing.check_policy].
 
     Examples
     --------

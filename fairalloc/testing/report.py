@@ -1,5 +1,7 @@
-"""Reports of the property checks: :class:`Counterexample`, :class:`PropertyReport`,
-:class:`PolicyReport` and :class:`PropertyCheckError`.
+"""Reports of the property checks: [`Counterexample`][fairalloc.testing.Counterexample],
+[`PropertyReport`][fairalloc.testing.PropertyReport],
+[`PolicyReport`][fairalloc.testing.PolicyReport] and
+[`PropertyCheckError`][fairalloc.testing.PropertyCheckError].
 """
 
 from __future__ import annotations
@@ -132,7 +134,7 @@ class PropertyReport:
 
 @dataclass(frozen=True, eq=False)
 class PolicyReport:
-    """What :func:`check_policy` found.
+    """What [`check_policy`][fairalloc.testing.check_policy] found.
 
     Attributes
     ----------
@@ -218,8 +220,9 @@ class PolicyReport:
         return f"PolicyReport({self.policy}, {self.domain}, {status})"
 
     def assert_passed(self) -> None:
-        """Raise :class:`PropertyCheckError` (an ``AssertionError``) unless every property
-        passed; the message is the whole report with its counterexamples."""
+        """Raise [`PropertyCheckError`][fairalloc.testing.PropertyCheckError] (an
+        ``AssertionError``) unless every property passed; the message is the whole report with its
+        counterexamples."""
         if not self.passed:
             raise PropertyCheckError(self)
 
@@ -239,7 +242,8 @@ class PolicyReport:
 
 
 class PropertyCheckError(AssertionError):
-    """A policy failed a property check; ``report`` holds the :class:`PolicyReport`."""
+    """A policy failed a property check; ``report`` holds the
+    [`PolicyReport`][fairalloc.testing.PolicyReport]."""
 
     def __init__(self, report: PolicyReport) -> None:
         super().__init__(str(report))

@@ -25,8 +25,8 @@ job pairs that contain it, §3.1). Every allocation satisfies
 
 Every policy is an LP over the columns of ``X`` (only the allowed entries, stored as a sparse
 column list; no loops per job), built with numpy/scipy.sparse and solved by HiGHS through
-:mod:`fairalloc.backends`, and certified by :func:`fairalloc.certificates.lp_certificate` from
-the returned allocation and row duals. Where a policy's optimum is not unique, a
+[`fairalloc.backends`][fairalloc.backends], and certified by `fairalloc.certificates.lp_certificate`
+from the returned allocation and row duals. Where a policy's optimum is not unique, a
 *work-conserving* second stage keeps the policy objective at its optimum (to ``stage_tol``) and
 maximises the total normalised throughput, so no capacity is left idle that a job could use.
 
@@ -39,24 +39,32 @@ cost), i.e. ``d OPT / d workers[j]``: zero on a type that is not fully used.
 
 Policies (builders and one-call functions)
 ------------------------------------------
-========================  ================================  =====================================
-builder                   function                          Gavel
-========================  ================================  =====================================
-:class:`MaxMinFairness`   :func:`max_min_fairness`          §4.1 LAS, weighted, scale factors
-:class:`WaterFilling`     :func:`water_filling`             §4.3 hierarchical water-filling
-:class:`FinishTimeFairness` :func:`finish_time_fairness`    §4.1 min max rho (Themis)
-:class:`MinMakespan`      :func:`min_makespan`              §4.1 makespan (one LP, 1/T)
-:class:`MaxTotalThroughput` :func:`max_total_throughput`    §3.1 / §4.2
-:class:`FIFO`             :func:`fifo`                      §4.2 FIFO
-:class:`ShortestJobFirst` :func:`shortest_job_first`        §4.2 SJF
-:class:`MinCost`          :func:`min_cost`                  §4.2 min cost (and with SLOs)
-========================  ================================  =====================================
+Each builder, its one-call function and the Gavel section it implements:
 
-Every builder accepts ``pairs`` (:class:`fairalloc.JobPairs`, space sharing) and
+* [`MaxMinFairness`][fairalloc.MaxMinFairness], [`max_min_fairness`][fairalloc.max_min_fairness]:
+  §4.1 LAS, weighted, scale factors;
+* [`WaterFilling`][fairalloc.WaterFilling], [`water_filling`][fairalloc.water_filling]:
+  §4.3 hierarchical water-filling;
+* [`FinishTimeFairness`][fairalloc.FinishTimeFairness],
+  [`finish_time_fairness`][fairalloc.finish_time_fairness]:
+  §4.1 min max rho (Themis);
+* [`MinMakespan`][fairalloc.MinMakespan], [`min_makespan`][fairalloc.min_makespan]:
+  §4.1 makespan (one LP, 1/T);
+* [`MaxTotalThroughput`][fairalloc.MaxTotalThroughput],
+  [`max_total_throughput`][fairalloc.max_total_throughput]:
+  §3.1 / §4.2;
+* [`FIFO`][fairalloc.FIFO], [`fifo`][fairalloc.fifo]: §4.2 FIFO;
+* [`ShortestJobFirst`][fairalloc.ShortestJobFirst],
+  [`shortest_job_first`][fairalloc.shortest_job_first]:
+  §4.2 SJF;
+* [`MinCost`][fairalloc.MinCost], [`min_cost`][fairalloc.min_cost]: §4.2 min cost (and with SLOs).
+
+Every builder accepts ``pairs`` (`fairalloc.JobPairs`, space sharing) and
 ``unconsolidated_throughput`` (placement sensitivity, §3.1). Builders expose their program as
-cvxpy objects (:attr:`ThroughputPolicy.x`, :attr:`~ThroughputPolicy.capacity_constraint`, ...)
-so that constraints and objective terms can be added and the model re-solved with
-``method="cvxpy"`` (certified by the conic KKT certificate of :func:`fairalloc._cvxpy.solve_cvxpy`).
+cvxpy objects ([`ThroughputPolicy.x`][fairalloc.throughput.ThroughputPolicy.x],
+[`capacity_constraint`][fairalloc.throughput.ThroughputPolicy.capacity_constraint], ...) so that
+constraints and objective terms can be added and the model re-solved with ``method="cvxpy"``
+(certified by the conic KKT certificate of `fairalloc._cvxpy.solve_cvxpy`).
 """
 
 from __future__ import annotations

@@ -120,9 +120,10 @@ def min_makespan(
     jobs : fairalloc.Jobs
     cluster : fairalloc.Cluster
     pairs, unconsolidated_throughput, consolidated_capacity
-        Space sharing and placement sensitivity (see :class:`ThroughputPolicy`).
+        Space sharing and placement sensitivity (see
+        [`ThroughputPolicy`][fairalloc.ThroughputPolicy]).
     method, backend, work_conserving, gap_tol, feas_tol, stage_tol
-        See :meth:`ThroughputPolicy.solve`.
+        See [`ThroughputPolicy.solve`][fairalloc.throughput.ThroughputPolicy.solve].
 
     Returns
     -------
@@ -156,7 +157,7 @@ class FinishTimeFairness(ThroughputPolicy):
     ``rho(m, X) = (t_m + steps_m / throughput(m, X)) / (t_m^iso + steps_m /
     throughput(m, X^isolated))`` with ``t_m`` = ``jobs.elapsed``, ``t_m^iso`` =
     ``jobs.isolated_elapsed`` (default: ``elapsed``) and ``X^isolated`` =
-    :func:`isolated_split` (1/n of every type).
+    `isolated_split` (1/n of every type).
 
     ``rho`` is a ratio of affine functions of ``X`` (``(t tp + steps) / (D tp)``), so the
     program is a generalised linear-fractional program. It is solved exactly by the
@@ -293,18 +294,20 @@ def finish_time_fairness(
 
     Needs ``jobs.steps_remaining``; uses ``jobs.elapsed`` and ``jobs.isolated_elapsed``
     (default: ``elapsed``). Solved exactly by a Dinkelbach sequence of LPs (see
-    :class:`FinishTimeFairness`), then a work-conserving stage keeps every ``rho <= R*``.
+    [`FinishTimeFairness`][fairalloc.FinishTimeFairness]), then a work-conserving stage keeps every
+    ``rho <= R*``.
 
     Parameters
     ----------
     jobs : fairalloc.Jobs
     cluster : fairalloc.Cluster
     max_iterations : int
-        Dinkelbach iterations before :class:`fairalloc.SolverError`.
+        Dinkelbach iterations before [`fairalloc.SolverError`][fairalloc.SolverError].
     pairs, unconsolidated_throughput, consolidated_capacity
-        Space sharing and placement sensitivity (see :class:`ThroughputPolicy`).
+        Space sharing and placement sensitivity (see
+        [`ThroughputPolicy`][fairalloc.ThroughputPolicy]).
     method, backend, work_conserving, gap_tol, feas_tol, stage_tol
-        See :meth:`ThroughputPolicy.solve`.
+        See [`ThroughputPolicy.solve`][fairalloc.throughput.ThroughputPolicy.solve].
 
     Returns
     -------

@@ -107,9 +107,10 @@ def max_total_throughput(
     normalized : bool
         Sum ``throughput(m, X) / throughput(m, X^equal)`` instead of raw throughputs.
     pairs, unconsolidated_throughput, consolidated_capacity
-        Space sharing and placement sensitivity (see :class:`ThroughputPolicy`).
+        Space sharing and placement sensitivity (see
+        [`ThroughputPolicy`][fairalloc.ThroughputPolicy]).
     method, backend, work_conserving, gap_tol, feas_tol, stage_tol
-        See :meth:`ThroughputPolicy.solve`.
+        See [`ThroughputPolicy.solve`][fairalloc.throughput.ThroughputPolicy.solve].
 
     Returns
     -------
@@ -283,9 +284,9 @@ class MinCost(ThroughputPolicy):
               feas_tol: float = FEAS_TOL, stage_tol: float = STAGE_TOL) -> Allocation:
         """Solve the Charnes-Cooper LP (and the work-conserving stage) and certify the ratio.
 
-        Parameters as for :meth:`ThroughputPolicy.solve`, except that ``method`` may not be
-        ``"cvxpy"`` (the program is linear-fractional; ``"auto"`` and ``"fast"`` mean
-        ``"highs"``) and ``work_conserving`` defaults to on.
+        Parameters as for [`ThroughputPolicy.solve`][fairalloc.throughput.ThroughputPolicy.solve],
+        except that ``method`` may not be ``"cvxpy"`` (the program is linear-fractional; ``"auto"``
+        and ``"fast"`` mean ``"highs"``) and ``work_conserving`` defaults to on.
         """
         if self.composed or method == "cvxpy":
             raise InputError("min_cost is linear-fractional; it cannot be composed in cvxpy "
@@ -373,11 +374,13 @@ def min_cost(
         Cost per worker per unit time of each type (positive).
     slo : array_like (n,), optional
         Seconds within which each job must finish (``inf``: no SLO); needs
-        ``jobs.steps_remaining``. Infeasible SLOs raise :class:`fairalloc.InfeasibleError`.
+        ``jobs.steps_remaining``. Infeasible SLOs raise
+        [`fairalloc.InfeasibleError`][fairalloc.InfeasibleError].
     pairs, unconsolidated_throughput, consolidated_capacity
-        Space sharing and placement sensitivity (see :class:`ThroughputPolicy`).
+        Space sharing and placement sensitivity (see
+        [`ThroughputPolicy`][fairalloc.ThroughputPolicy]).
     method, backend, work_conserving, gap_tol, feas_tol, stage_tol
-        See :meth:`MinCost.solve`.
+        See [`MinCost.solve`][fairalloc.throughput.MinCost.solve].
 
     Returns
     -------

@@ -1,8 +1,8 @@
 """The column form of an effective-throughput instance (Gavel, gavel.txt §3.1).
 
-:class:`ColumnInstance` lists the allowed (job, type) columns of a throughput program (and,
+`ColumnInstance` lists the allowed (job, type) columns of a throughput program (and,
 with space sharing or placement sensitivity, the job-pair and unconsolidated columns) as sparse
-matrices built without loops per job. Every stage LP of :mod:`fairalloc.throughput.stages`
+matrices built without loops per job. Every stage LP of `fairalloc.throughput.stages`
 and every policy builds its rows from these tables.
 """
 
@@ -132,7 +132,7 @@ class ColumnInstance:
     # --- rows shared by every policy --------------------------------------------------------
     def base_rows(self) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray, RowLayout]:
         """Time rows, capacity rows (and consolidated-capacity rows): ``A x <= ub``, with
-        their :class:`~fairalloc.throughput.rows.RowLayout` (blocks ``time``, ``capacity``
+        their `RowLayout` (blocks ``time``, ``capacity``
         and, with placement sensitivity, ``consolidated``)."""
         blocks = [self.M, self.W]
         ub = [np.ones(self.n), self.cap]

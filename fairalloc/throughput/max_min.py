@@ -1,8 +1,8 @@
 """Max-min fairness (Gavel, gavel.txt §4.1) and hierarchical water-filling (§4.3).
 
-:class:`MaxMinFairness` is the heterogeneity-aware weighted max-min (LAS) policy; with
-``water_filling=True`` it is solved by the single-level water-filling below, which is why both
-live in one module (the other policies never import water-filling).
+[`MaxMinFairness`][fairalloc.MaxMinFairness] is the heterogeneity-aware weighted max-min (LAS)
+policy; with ``water_filling=True`` it is solved by the single-level water-filling below, which is
+why both live in one module (the other policies never import water-filling).
 
 Hierarchical max-min fairness by water-filling (§4.3):
 
@@ -74,7 +74,8 @@ ENTITY_POLICIES = ("fairness", "fifo")
 _DUAL_NOISE = 1e-9
 #: ACCURACY: relative rounding margin of a level's certified room D - theta (a few hundred ulps)
 _ROUNDING = 1e-13
-#: default ``bottleneck_tol`` of :meth:`WaterFilling.solve` (ACCURACY: a job rising by more
+#: default ``bottleneck_tol`` of [`WaterFilling.solve`][fairalloc.throughput.WaterFilling.solve]
+#: (ACCURACY: a job rising by more
 #: than this relative to max(1, floor) is not bottlenecked)
 BOTTLENECK_TOL = 1e-7
 #: PERFORMANCE knob: cap of each job's rise in a bottleneck LP, relative to max(1, floor)
@@ -96,8 +97,8 @@ class MaxMinFairness(ThroughputPolicy):
     ``a_mj = s_m T_mj / (w_m throughput(m, X^equal))``, plus the allocation constraints.
 
     With ``water_filling=True`` the level is raised further for the jobs that are not
-    bottlenecked (gavel.txt §4.3; :class:`WaterFilling`), which makes the allocation
-    Pareto efficient.
+    bottlenecked (gavel.txt §4.3; [`WaterFilling`][fairalloc.WaterFilling]), which makes the
+    allocation Pareto efficient.
 
     Examples
     --------
@@ -123,7 +124,8 @@ class MaxMinFairness(ThroughputPolicy):
         inst = self.inst
         self.coef = inst.jobs.scale_factor / (inst.jobs.weight * inst.equal_tp)
         #: (capacity prices, level) of a previous, similar round: seeds the structured
-        #: solver's price estimate (passed by :class:`fairalloc.RoundPolicy`; never changes
+        #: solver's price estimate (passed by [`fairalloc.RoundPolicy`][fairalloc.RoundPolicy];
+        #: never changes
         #: the answer, which is certified as always; ignored with water-filling)
         self.warm_start = warm_start
 
@@ -152,11 +154,13 @@ class MaxMinFairness(ThroughputPolicy):
     def solve(self, *, method: str = "auto", backend: str | Backend | None = None,
               work_conserving: bool | None = None, gap_tol: float = GAP_TOL,
               feas_tol: float = FEAS_TOL, stage_tol: float = STAGE_TOL) -> Allocation:
-        """Solve the policy and certify the result (see :meth:`ThroughputPolicy.solve`).
+        """Solve the policy and certify the result (see
+        [`ThroughputPolicy.solve`][fairalloc.throughput.ThroughputPolicy.solve]).
 
-        With ``water_filling=True`` the single-level water-filling of :class:`WaterFilling`
-        runs instead (``method`` in ``{"auto", "highs", "fast"}``; ``work_conserving`` is
-        implied: water-filling always ends with every job bottlenecked).
+        With ``water_filling=True`` the single-level water-filling of
+        [`WaterFilling`][fairalloc.WaterFilling] runs instead (``method`` in ``{"auto", "highs",
+        "fast"}``; ``work_conserving`` is implied: water-filling always ends with every job
+        bottlenecked).
         """
         if not self.water_filling:
             return super().solve(method=method, backend=backend,
@@ -191,7 +195,7 @@ def max_min_fairness(jobs: Jobs, cluster: Cluster, *, water_filling: bool = Fals
     (``X^equal``: time split across types in proportion to worker counts, row sum 1). By
     default a work-conserving second stage then maximises the total normalised throughput at
     that level; ``water_filling=True`` instead raises the level of non-bottlenecked jobs until
-    every job is bottlenecked (Pareto efficient; :func:`water_filling`).
+    every job is bottlenecked (Pareto efficient; [`water_filling`][fairalloc.water_filling]).
 
     Parameters
     ----------
@@ -206,7 +210,7 @@ def max_min_fairness(jobs: Jobs, cluster: Cluster, *, water_filling: bool = Fals
     consolidated_capacity : array_like (k,), optional
         Workers of each type that can host consolidated gangs (default: all).
     method : {"auto", "highs", "fast", "cvxpy"}
-        See :meth:`ThroughputPolicy.solve`.
+        See [`ThroughputPolicy.solve`][fairalloc.throughput.ThroughputPolicy.solve].
     backend : str or Backend, optional
         LP backend (default HiGHS).
     work_conserving : bool, optional
@@ -260,7 +264,7 @@ class WaterFilling(ThroughputPolicy):
     order : array_like (n,), optional
         Arrival order for FIFO entities (smaller first); default: most ``elapsed`` first.
     pairs, unconsolidated_throughput, consolidated_capacity
-        As for :class:`fairalloc.throughput.ThroughputPolicy`.
+        As for [`fairalloc.throughput.ThroughputPolicy`][fairalloc.ThroughputPolicy].
 
     Examples
     --------
@@ -600,11 +604,12 @@ def water_filling(jobs: Jobs, cluster: Cluster, *, entities: Sequence[Hashable] 
     jobs : fairalloc.Jobs
     cluster : fairalloc.Cluster
     entities, entity_weights, entity_policies, order
-        The hierarchy (see :class:`WaterFilling`).
+        The hierarchy (see [`WaterFilling`][fairalloc.WaterFilling]).
     pairs, unconsolidated_throughput, consolidated_capacity
-        Space sharing and placement sensitivity (see :class:`ThroughputPolicy`).
+        Space sharing and placement sensitivity (see
+        [`ThroughputPolicy`][fairalloc.ThroughputPolicy]).
     method, backend, gap_tol, feas_tol, stage_tol, bottleneck_tol, max_levels, work_conserving
-        See :meth:`WaterFilling.solve`.
+        See [`WaterFilling.solve`][fairalloc.throughput.WaterFilling.solve].
 
     Returns
     -------

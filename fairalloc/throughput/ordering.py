@@ -55,7 +55,7 @@ _AT_BOUND = 1e-12
 _SPARE_ROUNDING = 1e-12
 
 
-#: the ``semantics=`` values of :class:`FIFO`
+#: the ``semantics=`` values of [`FIFO`][fairalloc.FIFO]
 FIFO_SEMANTICS = ("arrival", "objective")
 
 
@@ -320,11 +320,12 @@ def fifo(
         Arrival rank of each job (smaller first; default: most ``elapsed`` first).
     semantics : {"arrival", "objective"}
         ``"arrival"`` (default): strict arrival order, lexicographic (Gavel's FIFO);
-        ``"objective"``: the paper's weighted-sum objective (see :class:`FIFO`).
+        ``"objective"``: the paper's weighted-sum objective (see [`FIFO`][fairalloc.FIFO]).
     pairs, unconsolidated_throughput, consolidated_capacity
-        Space sharing and placement sensitivity (see :class:`ThroughputPolicy`).
+        Space sharing and placement sensitivity (see
+        [`ThroughputPolicy`][fairalloc.ThroughputPolicy]).
     method, backend, work_conserving, gap_tol, feas_tol, stage_tol
-        See :meth:`ThroughputPolicy.solve`.
+        See [`ThroughputPolicy.solve`][fairalloc.throughput.ThroughputPolicy.solve].
 
     Returns
     -------
@@ -426,16 +427,17 @@ def shortest_job_first(
         backend: str | Backend | None = None, work_conserving: bool | None = None,
         gap_tol: float = GAP_TOL, feas_tol: float = FEAS_TOL,
         stage_tol: float = STAGE_TOL) -> Allocation:
-    """Shortest job first (gavel.txt §4.2); see :class:`ShortestJobFirst`.
+    """Shortest job first (gavel.txt §4.2); see [`ShortestJobFirst`][fairalloc.ShortestJobFirst].
 
     Parameters
     ----------
     jobs : fairalloc.Jobs
     cluster : fairalloc.Cluster
     pairs, unconsolidated_throughput, consolidated_capacity
-        Space sharing and placement sensitivity (see :class:`ThroughputPolicy`).
+        Space sharing and placement sensitivity (see
+        [`ThroughputPolicy`][fairalloc.ThroughputPolicy]).
     method, backend, work_conserving, gap_tol, feas_tol, stage_tol
-        See :meth:`ThroughputPolicy.solve`.
+        See [`ThroughputPolicy.solve`][fairalloc.throughput.ThroughputPolicy.solve].
 
     Returns
     -------

@@ -1,14 +1,14 @@
 """The effective-throughput allocation, its builder base class and shared helpers.
 
 An allocation ``X`` (jobs x accelerator types) gives the fraction of wall-clock time each job
-spends on each type (Gavel, gavel.txt §3.1). :class:`ThroughputPolicy` builds a policy's
-stage LPs on the column form of the instance (:mod:`fairalloc.throughput.instance`), solves
-them with :class:`~fairalloc.throughput.stages.StageSolver` (or the structured solvers of
-:mod:`fairalloc.throughput.structured`), adds the work-conserving stage, certifies the result
-and returns an :class:`Allocation`; it also exposes the program as cvxpy objects for
-composition. The policies themselves are in :mod:`~fairalloc.throughput.max_min`,
-:mod:`~fairalloc.throughput.duration`, :mod:`~fairalloc.throughput.efficiency` and
-:mod:`~fairalloc.throughput.ordering`.
+spends on each type (Gavel, gavel.txt §3.1). [`ThroughputPolicy`][fairalloc.ThroughputPolicy] builds
+a policy's stage LPs on the column form of the instance (`fairalloc.throughput.instance`), solves
+them with `StageSolver` (or the structured solvers of
+`fairalloc.throughput.structured`), adds the work-conserving stage, certifies the result
+and returns an [`Allocation`][fairalloc.Allocation]; it also exposes the program as cvxpy objects
+for composition. The policies themselves are in `max_min`,
+`duration`, `efficiency` and
+`ordering`.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ __all__ = [
     "isolated_split",
 ]
 
-#: the ``method=`` values of :meth:`ThroughputPolicy.solve`
+#: the ``method=`` values of [`ThroughputPolicy.solve`][fairalloc.throughput.ThroughputPolicy.solve]
 THROUGHPUT_METHODS = ("auto", "highs", "fast", "cvxpy")
 CVXPY_STEP = "cvxpy"  # path step: one conic solve of the cvxpy model
 #: default ``stage_tol``: relative slack with which a stage's optimum is kept in later stages
@@ -167,7 +167,8 @@ class Allocation(Result):
 
 @dataclass(frozen=True)
 class PolicyStages:
-    """What a policy's own stages return to :meth:`ThroughputPolicy.solve` (no builder state).
+    """What a policy's own stages return to
+    [`ThroughputPolicy.solve`][fairalloc.throughput.ThroughputPolicy.solve] (no builder state).
 
     Attributes
     ----------
@@ -220,7 +221,7 @@ class ThroughputPolicy(Composable):
     x : cvxpy Expression (n, k)
         Time fractions (sums columns of pairs and placements).
     x_columns : cvxpy Variable (E,)
-        One entry per allocation column (see :attr:`column_labels`).
+        One entry per allocation column (see `column_labels`).
     effective_throughput : cvxpy Expression (n,)
     capacity_constraint : cvxpy Constraint
         ``sum_m scale_factor_m x[m, j] <= workers[j]``; its duals are the prices.
@@ -250,8 +251,8 @@ class ThroughputPolicy(Composable):
         raise NotImplementedError
 
     def _check_method(self, method: str) -> None:
-        """Raise :class:`InputError` if the policy cannot be solved by ``method`` (as the
-        caller passed it) in its current state (composed or not)."""
+        """Raise [`InputError`][fairalloc.InputError] if the policy cannot be solved by ``method``
+        (as the caller passed it) in its current state (composed or not)."""
 
     def _metric(self, tp: np.ndarray) -> np.ndarray:
         return tp / self.inst.equal_tp
@@ -263,7 +264,8 @@ class ThroughputPolicy(Composable):
     # --- cvxpy composition ------------------------------------------------------------------
     def _build_cvxpy(self) -> dict[str, Any]:
         """The builder's cvxpy model, built on first use and kept: composition
-        (:meth:`add_constraint`, the properties) refers to its variables."""
+        ([`add_constraint`][fairalloc.throughput.ThroughputPolicy.add_constraint], the properties)
+        refers to its variables."""
         if self._cvx is None:
             self._cvx = self._new_cvxpy_model()
         return self._cvx
@@ -327,7 +329,9 @@ class ThroughputPolicy(Composable):
         return self._build_cvxpy()["objective"]
 
     def add_constraint(self, constraint: Any) -> Self:
-        """Add a cvxpy constraint (on :attr:`x`, :attr:`effective_throughput`, ...)."""
+        """Add a cvxpy constraint (on [`x`][fairalloc.throughput.ThroughputPolicy.x],
+        [`effective_throughput`][fairalloc.throughput.ThroughputPolicy.effective_throughput],
+        ...)."""
         self._build_cvxpy()  # builders that cannot compose (min cost) raise here
         return super().add_constraint(constraint)
 
@@ -380,7 +384,7 @@ class ThroughputPolicy(Composable):
             Add the second stage (default: on where the policy's optimum is not unique).
         gap_tol, feas_tol : float
             Certificate tolerances (relative gap, relative constraint violation), in
-            ``(0, 0.1]`` (:mod:`fairalloc.tolerances`).
+            ``(0, 0.1]`` ([`fairalloc.tolerances`][fairalloc.tolerances]).
         stage_tol : float
             Relative slack with which a stage's optimum is kept in later stages (at most
             ``gap_tol / 10``, so the first stage's certificate still holds at the end).
@@ -390,7 +394,7 @@ class ThroughputPolicy(Composable):
 
         ``stats.path`` names the steps that ran, in order: ``exact-lp`` (a stage solved as the
         whole LP), ``structured-level`` / ``structured-floor`` / ``floor-from-level`` /
-        ``floor-freed:<jobs>`` (the structured solvers, :mod:`fairalloc.throughput.structured`),
+        ``floor-freed:<jobs>`` (the structured solvers, `fairalloc.throughput.structured`),
         ``dinkelbach`` (one finish-time-fairness iteration), ``fifo-greedy:<jobs>`` (FIFO's
         greedy pass), ``charnes-cooper`` (min cost), ``cvxpy`` (one conic solve).
         ``stats.fallbacks`` lists every hand-over as ``"from->to: reason"`` (a structured stage
@@ -568,7 +572,7 @@ def _rescale_cert(cert: Certificate, unit: float) -> Certificate:
 
 def _level_objective(cvx: dict[str, Any], stage: LevelStage) -> tuple[Any, list[Any]]:
     """``max theta`` s.t. the level rows; ``theta = sigma theta'`` with a unit-scale variable
-    ``theta'`` and the rows divided by ``rho`` (:meth:`LevelStage.units`)."""
+    ``theta'`` and the rows divided by ``rho`` (`LevelStage.units`)."""
     import cvxpy as cp
 
     sigma, rho = stage.units()

@@ -1,9 +1,9 @@
 """The one table of Gavel effective-throughput policies: name -> builder, function, description.
 
-Adding a policy to :mod:`fairalloc.throughput` means adding its builder class and one-call
-function to their module and one :class:`GavelPolicySpec` row here; the simulator
-(:mod:`fairalloc.sim.policies`) and any other consumer read this table instead of keeping
-their own.
+Adding a policy to [`fairalloc.throughput`][fairalloc.throughput] means adding its builder class and
+one-call function to their module and one [`GavelPolicySpec`][fairalloc.throughput.GavelPolicySpec]
+row here; the simulator (`fairalloc.sim.policies`) and any other consumer read this table instead of
+keeping their own.
 
 API
 ---
@@ -14,7 +14,7 @@ API
     Frozen record with
 
     * ``name`` (str): the key;
-    * ``builder`` (type): the :class:`~fairalloc.throughput.policy.ThroughputPolicy` subclass;
+    * ``builder`` (type): the [`ThroughputPolicy`][fairalloc.ThroughputPolicy] subclass;
     * ``function`` (callable): the one-call function ``function(jobs, cluster, **options)``
       (its keyword arguments are spelled out in its signature);
     * ``description`` (str): one line for listings (``fairalloc`` CLI, simulator);
@@ -22,8 +22,8 @@ API
       throughputs (``"steps_remaining"``, ``"cost"``);
     * ``reference`` (str): the section of gavel.txt.
 ``gavel_policy(name)``
-    The spec of ``name``; :class:`fairalloc.InputError` (``argument="policy"``) naming the
-    known policies otherwise.
+    The spec of ``name``; [`fairalloc.InputError`][fairalloc.InputError] (``argument="policy"``)
+    naming the known policies otherwise.
 
 Examples
 --------
@@ -93,7 +93,8 @@ GAVEL_POLICIES: dict[str, GavelPolicySpec] = {
 
 
 def gavel_policy(name: str) -> GavelPolicySpec:
-    """The registry entry of policy ``name`` (:class:`fairalloc.InputError` if unknown)."""
+    """The registry entry of policy ``name`` ([`fairalloc.InputError`][fairalloc.InputError] if
+    unknown)."""
     try:
         return GAVEL_POLICIES[name]
     except (KeyError, TypeError):

@@ -1,7 +1,7 @@
 """Named row layout of a stage LP: which rows hold which constraint block.
 
-Every program of :mod:`fairalloc.throughput` stacks its constraint rows in blocks (time rows,
-capacity rows, ...). A :class:`RowLayout` records each block's name and slice as the program
+Every program of [`fairalloc.throughput`][fairalloc.throughput] stacks its constraint rows in blocks
+(time rows, capacity rows, ...). A `RowLayout` records each block's name and slice as the program
 is built, so the duals of a block are read by name (``layout.take(duals, "capacity")``) and a
 dual vector is assembled by name (``layout.assemble(...)``), never by hard-coded offsets:
 adding a block cannot silently shift the prices another module reads.
@@ -29,7 +29,7 @@ __all__ = ["RowLayout"]
 
 
 class RowLayout:
-    """Ordered, named row blocks of one LP (immutable once built: :meth:`extended` copies).
+    """Ordered, named row blocks of one LP (immutable once built: `extended` copies).
 
     Examples
     --------

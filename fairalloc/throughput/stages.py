@@ -1,15 +1,15 @@
 """The lexicographic stage LPs of the effective-throughput policies, with a named row layout.
 
-Shared by every policy of :mod:`fairalloc.throughput` (and water-filling, space sharing): a
-*stage* is one LP over ``[x, theta]`` on the columns of a
-:class:`~fairalloc.throughput.instance.ColumnInstance` (:class:`LevelStage`: ``max theta``
-s.t. ``C x - b theta >= h``; :class:`LinearStage`: ``max g @ x``); :class:`StageSolver`
+Shared by every policy of [`fairalloc.throughput`][fairalloc.throughput] (and water-filling, space
+sharing): a *stage* is one LP over ``[x, theta]`` on the columns of a
+`ColumnInstance` (`LevelStage`: ``max theta``
+s.t. ``C x - b theta >= h``; `LinearStage`: ``max g @ x``); `StageSolver`
 solves stages in sequence, fixing each optimum (to ``stage_tol``) before the next, and
-certifies each with :func:`fairalloc.certificates.lp_certificate`. Every stage program carries
-its :class:`~fairalloc.throughput.rows.RowLayout` (:attr:`StageResult.rows`), so prices and
+certifies each with `fairalloc.certificates.lp_certificate`. Every stage program carries
+its `RowLayout` (`StageResult.rows`), so prices and
 job duals are read by block name (``capacity``, ``time``, ``level``), never by offset.
-:class:`StageSolver` also records the named steps that ran and every hand-over to the exact
-LP (:attr:`StageSolver.path`, :attr:`StageSolver.fallbacks`: ``SolveStats.path`` and
+`StageSolver` also records the named steps that ran and every hand-over to the exact
+LP (`StageSolver.path`, `StageSolver.fallbacks`: ``SolveStats.path`` and
 ``SolveStats.fallbacks``).
 """
 
@@ -67,7 +67,7 @@ class LevelStage:
 
     def units(self) -> tuple[float, float]:
         """``(sigma, rho)``: powers of two with ``theta = sigma theta'`` and level rows
-        divided by ``rho`` giving a unit-scale program (:func:`pow2`): ``rho`` from the
+        divided by ``rho`` giving a unit-scale program (`pow2`): ``rho`` from the
         rows' typical largest coefficient, ``sigma`` from the smallest saturation level
         ``max_e C_me / b_m`` (an upper bound on theta)."""
         cached = self.__dict__.get("_units")
@@ -276,7 +276,7 @@ class StageSolver:
         self.fallbacks.append(f"{source}->{target}: {reason}")
 
     def toward_anchor(self, xcol: np.ndarray) -> np.ndarray:
-        """Move ``xcol`` the least distance towards :attr:`anchor` that meets every kept row.
+        """Move ``xcol`` the least distance towards `anchor` that meets every kept row.
 
         Solvers meet rows to an absolute tolerance; a kept row that is a difference of
         nearly equal terms (a ratio kept at its optimum) can then be violated by more than
@@ -315,7 +315,7 @@ class StageSolver:
         return "+".join(self.backends) if self.backends else "none"
 
     def layout(self, stage: LevelStage | LinearStage) -> RowLayout:
-        """The named row blocks of :meth:`program` for ``stage``: the base blocks, ``kept``
+        """The named row blocks of `program` for ``stage``: the base blocks, ``kept``
         (earlier stages' optima) and, for a level stage, ``level``."""
         layout = self.base_layout.extended("kept", sum(low.size for _, low in self.fixed))
         if isinstance(stage, LevelStage):
@@ -323,7 +323,7 @@ class StageSolver:
         return layout
 
     def program(self, stage: LevelStage | LinearStage) -> LinearProgram:
-        """The whole LP of ``stage`` over ``[x, theta]`` (rows in :meth:`layout` order)."""
+        """The whole LP of ``stage`` over ``[x, theta]`` (rows in `layout` order)."""
         E = self.inst.E
         blocks = [self.A] + [B for B, _ in self.fixed]
         lo = [self.lo] + [low for _, low in self.fixed]
@@ -372,7 +372,7 @@ class StageSolver:
     def certificate(self, lp: LinearProgram, stage: LevelStage | LinearStage, v: np.ndarray,
                     duals: np.ndarray) -> Certificate:
         """The stage LP's certificate at LP vector ``v``; a level stage's gap is judged against
-        ``max(|theta|, |bound|, its data scale)`` (:meth:`LevelStage.data_scale`), so a level that
+        ``max(|theta|, |bound|, its data scale)`` (`LevelStage.data_scale`), so a level that
         is legitimately about 0 (a Dinkelbach root) is certified relative to its data."""
         cert = lp_certificate(lp, v, duals, maximize=True, gap_tol=self.gap_tol,
                               feas_tol=self.feas_tol)
@@ -389,7 +389,7 @@ class StageSolver:
         return self.certificate(res.lp, stage, self.point(stage, xcol), res.duals)
 
     def run(self, stage: LevelStage | LinearStage, what: str) -> StageResult:
-        """Solve ``stage`` as the whole LP (path step :data:`EXACT_LP`) and certify it."""
+        """Solve ``stage`` as the whole LP (path step `EXACT_LP`) and certify it."""
         self.step(EXACT_LP)
         lp = self.program(stage)
         E = self.inst.E
@@ -420,7 +420,7 @@ class StageSolver:
         The slack is relative to the stage's own scale (``|value|``, or a level's data scale),
         and the kept rows are stored at unit scale (divided by a power of two), so the
         later stages do not depend on the caller's units. ``at``: the stage's optimal
-        allocation (the :attr:`anchor` of later stages)."""
+        allocation (the `anchor` of later stages)."""
         if at is not None:
             self.anchor = np.asarray(at, dtype=float)
         if isinstance(stage, LevelStage):
@@ -443,7 +443,7 @@ def capacity_prices(res: StageResult) -> np.ndarray:
     return np.maximum(-res.block("capacity"), 0.0)
 
 
-#: The largest fraction by which :func:`top_up_rows` scales a full type's columns down to make
+#: The largest fraction by which `top_up_rows` scales a full type's columns down to make
 #: room for a job the solver left short (a performance-neutral accuracy knob: 100x below the
 #: default relative gap tolerance, so the shrink never decides a certificate).
 TOP_UP_SHRINK = 1e-8

@@ -1,47 +1,54 @@
 """Scheduling policies for the simulator: adapters to the library and the papers' baselines.
 
-One module per policy family: :mod:`.base` (the base class and the greedy packing),
-:mod:`.gavel`, :mod:`.shockwave`, :mod:`.efq`, :mod:`.themis`, :mod:`.baselines` and
-:mod:`.registry` (policies by name).
+One module per policy family: `.base` (the base class and the greedy packing),
+`.gavel`, `.shockwave`, `.efq`, `.themis`, `.baselines` and
+`.registry` (policies by name).
 
 A policy is any object with a ``name``, ``reset(workload, cluster, *, round_duration, seed)``
-and ``allocate(state) -> TimeShares | Schedule`` (:class:`fairalloc.sim.state.Policy`);
-:func:`make_policy` builds the registered ones by name (:func:`available_policies`).
+and ``allocate(state) -> TimeShares | Schedule``
+([`fairalloc.sim.state.Policy`][fairalloc.sim.Policy]); [`make_policy`][fairalloc.sim.make_policy]
+builds the registered ones by name ([`available_policies`][fairalloc.sim.available_policies]).
 
 Library policies (adapters)
 ---------------------------
-* :class:`GavelPolicy` -- Gavel's effective-throughput programs (gavel.txt §4): max-min
-  fairness / LAS (``"max_min_fairness"``, alias ``"gavel"``), water-filling, finish-time
-  fairness (``"finish_time_fairness"``; what the Shockwave artifact runs as its "Themis"
+* [`GavelPolicy`][fairalloc.sim.GavelPolicy] -- Gavel's effective-throughput programs (gavel.txt
+  §4): max-min fairness / LAS (``"max_min_fairness"``, alias ``"gavel"``), water-filling,
+  finish-time fairness (``"finish_time_fairness"``; what the Shockwave artifact runs as its "Themis"
   baseline, ANCHORS.md, hence the alias ``"themis_ftf"``), minimum makespan (``"min_makespan"``,
   alias ``"ossp"``: the Shockwave artifact's OSSP baseline is Gavel's makespan policy),
   maximum total (normalised) throughput (``"max_total_throughput"``, alias ``"mst"``), Gavel's
-  FIFO and SJF, and the isolated 1/n split. They return fractional :class:`TimeShares` that the
-  simulator realises with Gavel's round-based mechanism; the program is re-solved when jobs
-  arrive, finish or change regime (or every round with ``recompute="round"``).
-* :class:`ShockwavePolicy` -- Shockwave (shockwave.txt §4-6): regime forecasts from each job's
-  observed epochs (:func:`fairalloc.forecast_regimes`), FTF estimates (Eq. 9,
-  :func:`fairalloc.ftf_estimate` with :func:`fairalloc.contention_factor`), a windowed plan
-  (:func:`fairalloc.plan_schedule`) re-planned by :class:`fairalloc.ReplanPolicy`.
-* :class:`EFQPolicy` -- Ares elastic fair queuing (ares.md §3) through
-  :class:`fairalloc.ElasticFairQueue`: jobs may get more (or fewer) GPUs than they asked for.
-* :class:`ThemisPolicy` -- Themis (themis.md §3.3): leases, the filter of the jobs furthest
-  from finish-time fairness and a partial-allocation auction of the offered GPUs
-  (:func:`fairalloc.auctions.gpu_auction`).
+  FIFO and SJF, and the isolated 1/n split. They return fractional
+  [`TimeShares`][fairalloc.sim.TimeShares] that the simulator realises with Gavel's round-based
+  mechanism; the program is re-solved when jobs arrive, finish or change regime (or every round with
+  ``recompute="round"``).
+* [`ShockwavePolicy`][fairalloc.sim.ShockwavePolicy] -- Shockwave (shockwave.txt §4-6): regime
+  forecasts from each job's observed epochs
+  ([`fairalloc.forecast_regimes`][fairalloc.forecast_regimes]), FTF estimates (Eq. 9,
+  [`fairalloc.ftf_estimate`][fairalloc.ftf_estimate] with
+  [`fairalloc.contention_factor`][fairalloc.contention_factor]), a windowed plan
+  ([`fairalloc.plan_schedule`][fairalloc.plan_schedule]) re-planned by
+  [`fairalloc.ReplanPolicy`][fairalloc.ReplanPolicy].
+* [`EFQPolicy`][fairalloc.sim.EFQPolicy] -- Ares elastic fair queuing (ares.md §3) through
+  [`fairalloc.ElasticFairQueue`][fairalloc.ElasticFairQueue]: jobs may get more (or fewer) GPUs than
+  they asked for.
+* [`ThemisPolicy`][fairalloc.sim.ThemisPolicy] -- Themis (themis.md §3.3): leases, the filter of the
+  jobs furthest from finish-time fairness and a partial-allocation auction of the offered GPUs
+  ([`fairalloc.auctions.gpu_auction`][fairalloc.gpu_auction]).
 
 Baselines of the papers' evaluations (implemented here)
 -------------------------------------------------------
-* :class:`FIFOPolicy` -- first come first served with backfilling.
-* :class:`TiresiasLAS` -- Tiresias's discretised two-dimensional least-attained-service
-  (queues by attained GPU-time, FIFO within a queue, promotion of starving jobs).
-* :class:`AlloXPolicy` -- AlloX: minimum average completion time by min-cost bipartite
-  matching of jobs to (accelerator type, position) slots, with its fairness filter.
-* :class:`GandivaFairPolicy` -- Gandiva-fair's stride scheduling with tickets (by default the
-  gang size, as in the Shockwave evaluation), work conserving.
+* [`FIFOPolicy`][fairalloc.sim.FIFOPolicy] -- first come first served with backfilling.
+* [`TiresiasLAS`][fairalloc.sim.TiresiasLAS] -- Tiresias's discretised two-dimensional
+  least-attained-service (queues by attained GPU-time, FIFO within a queue, promotion of starving
+  jobs).
+* [`AlloXPolicy`][fairalloc.sim.AlloXPolicy] -- AlloX: minimum average completion time by min-cost
+  bipartite matching of jobs to (accelerator type, position) slots, with its fairness filter.
+* [`GandivaFairPolicy`][fairalloc.sim.GandivaFairPolicy] -- Gandiva-fair's stride scheduling with
+  tickets (by default the gang size, as in the Shockwave evaluation), work conserving.
 
 Every baseline realises its priority order with one vectorised greedy packing
-(:func:`greedy_pack`): in priority order, each job takes its gang on the first type in its
-preference list with room; a job that does not fit is skipped (backfilling).
+([`greedy_pack`][fairalloc.sim.greedy_pack]): in priority order, each job takes its gang on the
+first type in its preference list with room; a job that does not fit is skipped (backfilling).
 """
 
 from __future__ import annotations

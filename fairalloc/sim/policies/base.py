@@ -1,10 +1,11 @@
 """The base class of the simulator's policies and the greedy packing every baseline uses.
 
-* :func:`greedy_pack` -- vectorised greedy packing of ``(job, type)`` candidates in priority
-  order (a job that does not fit is skipped: backfilling);
-* :func:`pack_by_priority` -- the active jobs packed by a priority, each on its preferred
-  types;
-* :class:`BasePolicy` -- ``name``, ``params`` and ``reset`` storing the run's context.
+* [`greedy_pack`][fairalloc.sim.greedy_pack] -- vectorised greedy packing of ``(job, type)``
+  candidates in priority order (a job that does not fit is skipped: backfilling);
+* [`pack_by_priority`][fairalloc.sim.pack_by_priority] -- the active jobs packed by a priority, each
+  on its preferred types;
+* [`BasePolicy`][fairalloc.sim.BasePolicy] -- ``name``, ``params`` and ``reset`` storing the run's
+  context.
 """
 
 from __future__ import annotations
@@ -133,7 +134,7 @@ class BasePolicy:
     ----------
     params : mapping, optional
         The policy's parameters, shown by ``repr`` and recorded in
-        :attr:`fairalloc.sim.SimulationResult.params`.
+        `fairalloc.sim.SimulationResult.params`.
     """
 
     name = "policy"

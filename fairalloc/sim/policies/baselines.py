@@ -1,14 +1,15 @@
 """Baselines of the papers' evaluations: FIFO, Tiresias LAS, AlloX and Gandiva-fair.
 
-* :class:`FIFOPolicy` -- first come first served with backfilling.
-* :class:`TiresiasLAS` -- Tiresias's discretised two-dimensional least-attained-service
-  (queues by attained GPU-time, FIFO within a queue, promotion of starving jobs).
-* :class:`AlloXPolicy` -- AlloX: minimum average completion time by min-cost bipartite
-  matching of jobs to (accelerator type, position) slots, with its fairness filter.
-* :class:`GandivaFairPolicy` -- Gandiva-fair's stride scheduling with tickets (by default the
-  gang size, as in the Shockwave evaluation), work conserving.
+* [`FIFOPolicy`][fairalloc.sim.FIFOPolicy] -- first come first served with backfilling.
+* [`TiresiasLAS`][fairalloc.sim.TiresiasLAS] -- Tiresias's discretised two-dimensional
+  least-attained-service (queues by attained GPU-time, FIFO within a queue, promotion of starving
+  jobs).
+* [`AlloXPolicy`][fairalloc.sim.AlloXPolicy] -- AlloX: minimum average completion time by min-cost
+  bipartite matching of jobs to (accelerator type, position) slots, with its fairness filter.
+* [`GandivaFairPolicy`][fairalloc.sim.GandivaFairPolicy] -- Gandiva-fair's stride scheduling with
+  tickets (by default the gang size, as in the Shockwave evaluation), work conserving.
 
-Each realises its priority order with the greedy packing of :mod:`.base`.
+Each realises its priority order with the greedy packing of `.base`.
 """
 
 from __future__ import annotations
@@ -119,7 +120,7 @@ class AlloXPolicy(BasePolicy):
     end of its queue, ``c_j`` slots; placing job ``i`` there costs ``p * w_i * T_ij`` (its
     remaining processing time on the type times its gang, weighted by the number of jobs it
     delays). The minimum-cost matching (Hungarian method,
-    :func:`scipy.optimize.linear_sum_assignment`) minimises the total completion time of the
+    `scipy.optimize.linear_sum_assignment`) minimises the total completion time of the
     single-worker case exactly (Bruno, Coffman and Sethi); jobs at higher positions run
     first. Each round the matching is recomputed; the round runs jobs in matching order on
     their matched type (greedy packing for gangs; AlloX itself handles single-worker jobs).

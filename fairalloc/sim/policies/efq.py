@@ -1,5 +1,6 @@
 """Ares elastic fair queuing (ares.md §3) as a simulator policy, through
-:class:`fairalloc.ElasticFairQueue`: jobs may get more (or fewer) GPUs than they asked for.
+[`fairalloc.ElasticFairQueue`][fairalloc.ElasticFairQueue]: jobs may get more (or fewer) GPUs than
+they asked for.
 """
 
 from __future__ import annotations
@@ -21,12 +22,13 @@ __all__ = ["EFQPolicy"]
 EFQ_ALPHA = 0.75
 
 class EFQPolicy(BasePolicy):
-    """Ares elastic fair queuing (ares.md §3) through :class:`fairalloc.ElasticFairQueue`.
+    """Ares elastic fair queuing (ares.md §3) through
+    [`fairalloc.ElasticFairQueue`][fairalloc.ElasticFairQueue].
 
     Each job is submitted when it arrives with its GPU-time ``L_j`` (total epochs times the
     epoch time of the regime it starts in, on its fastest type, times its gang: the visible
     estimate), its gang as the requested GPU count and the scaling curve of its
-    :attr:`~fairalloc.sim.JobSpec.scaling` (per-GPU efficiency kept per doubling); it is
+    `scaling` (per-GPU efficiency kept per doubling); it is
     finished when the simulator reports it. Every round the queue's allocation is used as
     is: jobs first in virtual-finish order may hold up to their α-capped maximum of GPUs.
     On a heterogeneous cluster the queue places jobs on the fastest GPUs first

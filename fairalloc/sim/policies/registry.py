@@ -1,9 +1,12 @@
-"""The registry of simulator policies by name: :func:`register_policy`,
-:func:`available_policies` and :func:`make_policy` (used by :func:`fairalloc.sim.simulate`,
-the ``fairalloc simulate`` command and sweeps).
+"""The registry of simulator policies by name: [`register_policy`][fairalloc.sim.register_policy],
+[`available_policies`][fairalloc.sim.available_policies] and
+[`make_policy`][fairalloc.sim.make_policy] (used by
+[`fairalloc.sim.simulate`][fairalloc.sim.simulate], the ``fairalloc simulate`` command and sweeps).
 
-The Gavel programs are registered from :func:`~fairalloc.sim.policies.gavel.gavel_policies`
-(which reads :data:`fairalloc.throughput.registry.GAVEL_POLICIES`); the other policies below.
+The Gavel programs are registered from
+[`gavel_policies`][fairalloc.sim.policies.gavel.gavel_policies] (which reads
+[`fairalloc.throughput.registry.GAVEL_POLICIES`][fairalloc.throughput.registry.GAVEL_POLICIES]); the
+other policies below.
 """
 
 from __future__ import annotations
@@ -45,11 +48,11 @@ def make_policy(name: str, params: Mapping[str, Any] | None = None) -> Any:
     Parameters
     ----------
     name : str
-        A registered name (:func:`available_policies`).
+        A registered name ([`available_policies`][fairalloc.sim.available_policies]).
     params : mapping, optional
         Keyword parameters of that policy's factory (each policy has its own, so they travel
         as one mapping; to have a type checker check them, construct the policy class
-        directly). An unknown parameter is an :class:`~fairalloc.InputError` naming it.
+        directly). An unknown parameter is an [`InputError`][fairalloc.InputError] naming it.
 
     Examples
     --------

@@ -1,8 +1,11 @@
 """Shockwave (shockwave.txt §4-6, App. G-H) as a simulator policy.
 
-Regime forecasts from each job's observed epochs (:func:`fairalloc.forecast_regimes`), FTF
-estimates (Eq. 9, :func:`fairalloc.ftf_estimate` with :func:`fairalloc.contention_factor`), a
-windowed plan (:func:`fairalloc.plan_schedule`) re-planned by :class:`fairalloc.ReplanPolicy`.
+Regime forecasts from each job's observed epochs
+([`fairalloc.forecast_regimes`][fairalloc.forecast_regimes]), FTF estimates (Eq. 9,
+[`fairalloc.ftf_estimate`][fairalloc.ftf_estimate] with
+[`fairalloc.contention_factor`][fairalloc.contention_factor]), a windowed plan
+([`fairalloc.plan_schedule`][fairalloc.plan_schedule]) re-planned by
+[`fairalloc.ReplanPolicy`][fairalloc.ReplanPolicy].
 """
 
 from __future__ import annotations
@@ -40,15 +43,16 @@ PLAN_OPTIONS = ("method", "mip_gap", "time_limit", "work_conservation", "restart
 class ShockwavePolicy(BasePolicy):
     """Shockwave (shockwave.txt §4-6, App. G-H) as a simulator policy.
 
-    Before a round it decides with :class:`fairalloc.ReplanPolicy` whether to re-plan (no
-    plan, window used up, arrivals, completions, regime changes). Re-planning forecasts each
-    active job's remaining regimes from its *observed* finished epochs
-    (:func:`fairalloc.forecast_regimes` with the job's :class:`fairalloc.RegimeModel`: static,
-    Accordion between its initial and largest batch sizes, or GNS doubling up to its largest),
-    estimates its finish-time fairness (Eq. 9; contention factor ``N_avg`` over its life) and
-    solves the window plan (:func:`fairalloc.plan_schedule`, Eq. 11). Each round runs the
-    plan's column; idle GPUs left by gangs that do not fit a type go to the unscheduled jobs
-    with the largest remaining time.
+    Before a round it decides with [`fairalloc.ReplanPolicy`][fairalloc.ReplanPolicy] whether to
+    re-plan (no plan, window used up, arrivals, completions, regime changes). Re-planning forecasts
+    each active job's remaining regimes from its *observed* finished epochs
+    ([`fairalloc.forecast_regimes`][fairalloc.forecast_regimes] with the job's
+    [`fairalloc.RegimeModel`][fairalloc.RegimeModel]: static, Accordion between its initial and
+    largest batch sizes, or GNS doubling up to its largest), estimates its finish-time fairness (Eq.
+    9; contention factor ``N_avg`` over its life) and solves the window plan
+    ([`fairalloc.plan_schedule`][fairalloc.plan_schedule], Eq. 11). Each round runs the plan's
+    column; idle GPUs left by gangs that do not fit a type go to the unscheduled jobs with the
+    largest remaining time.
 
     Parameters
     ----------
@@ -81,7 +85,7 @@ class ShockwavePolicy(BasePolicy):
         planned jobs that ran in the previous round go first (no restart).
     method, mip_gap, time_limit, work_conservation, restart_penalty, expectation, makespan, \
 regime_model, z0, util_floor, warm_start, threads, backend : optional
-        Passed to :func:`fairalloc.plan_schedule` when given (:data:`PLAN_OPTIONS`);
+        Passed to [`fairalloc.plan_schedule`][fairalloc.plan_schedule] when given (`PLAN_OPTIONS`);
         ``None``: its default.
     """
 

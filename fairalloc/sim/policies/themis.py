@@ -1,6 +1,6 @@
 """Themis (themis.md §3.3) as a simulator policy: leases, the filter of the jobs furthest
 from finish-time fairness and a partial-allocation auction of the offered GPUs
-(:func:`fairalloc.auctions.gpu_auction`).
+([`fairalloc.auctions.gpu_auction`][fairalloc.gpu_auction]).
 """
 
 from __future__ import annotations
@@ -43,10 +43,10 @@ class ThemisPolicy(BasePolicy):
     T_id`` with ``T_id`` the run time in a ``1/N`` share of the ``M`` GPUs), ranks the jobs that
     hold no GPUs; the ``max(1, ceil((1 - f) N))`` with the largest ``rho`` bid, each for its
     gang (valuation ``1/rho``, nothing without it), in a partial-allocation auction of the
-    offered GPUs (:func:`fairalloc.auctions.gpu_auction`: proportionally fair bundles and the
-    leave-one-out fractions ``c_i``). A job keeps ``c_i`` of its PF bundle, rounded to whole
-    GPUs by a seeded draw; since a gang runs only with all its workers, it runs when it keeps
-    the whole bundle and returns the GPUs otherwise. The leftover GPUs (hidden payments and
+    offered GPUs ([`fairalloc.auctions.gpu_auction`][fairalloc.gpu_auction]: proportionally fair
+    bundles and the leave-one-out fractions ``c_i``). A job keeps ``c_i`` of its PF bundle, rounded
+    to whole GPUs by a seeded draw; since a gang runs only with all its workers, it runs when it
+    keeps the whole bundle and returns the GPUs otherwise. The leftover GPUs (hidden payments and
     GPUs nobody won) go, in a seeded random order, to the jobs that did not bid (then to the
     bidders) whose gang fits.
 

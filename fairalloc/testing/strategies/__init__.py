@@ -9,37 +9,57 @@ every scaling curve is built from per-GPU efficiencies that never rise, and so o
 
 Sizes and value ranges are controlled by arguments: a size is an ``int`` (exact) or an
 inclusive ``(low, high)`` pair; a value range is a ``(low, high)`` pair of positive numbers.
-Bad arguments raise :class:`fairalloc.InputError` when the strategy is *built*, not when it
-draws.
+Bad arguments raise [`fairalloc.InputError`][fairalloc.InputError] when the strategy is *built*, not
+when it draws.
 
-=================================  ===============================================================
-strategy                           draws
-=================================  ===============================================================
-:func:`utilities`                  linear utilities / Leontief demands, (n, m) or (n, m, T)
-:func:`budgets`, :func:`supplies`  positive budgets (n,) and supplies
-:func:`market_instances`           a whole market (:class:`MarketInstance`): linear, Leontief,
-                                   static or over time (:func:`leontief_markets`,
-                                   :func:`volatile_markets`)
-:func:`clusters`                   :class:`fairalloc.Cluster` with accelerator types + capacities
-:func:`throughputs`                throughput matrices with zeros for "cannot run"
-:func:`scale_factors`,             gang sizes and priority weights
-:func:`weights`
-:func:`job_sets`                   :class:`fairalloc.Jobs` schedulable on a given cluster
-:func:`cluster_instances`          a cluster and a job set (:class:`ClusterInstance`)
-:func:`topologies`                 :class:`fairalloc.auctions.Topology` (GPUs, machines, racks)
-:func:`bid_tables`                 Themis bid tables (:class:`fairalloc.auctions.BidTable`)
-:func:`auction_instances`          bid tables, a topology and an offer (:class:`AuctionInstance`)
-:func:`regime_models`              :class:`fairalloc.RegimeModel` (static, accordion, GNS, custom)
-:func:`job_histories`              a job's observed epochs that follow its regime model
-:func:`regime_forecasts`           :class:`fairalloc.RegimeForecast` from such a history
-:func:`restatement_inputs`         arguments of :func:`fairalloc.restatement_posterior`
-:func:`plan_jobs`,                 :class:`fairalloc.PlanJob` and job sets for
-:func:`plan_instances`             :func:`fairalloc.plan_schedule`
-:func:`scaling_curves`             Ares throughput curves at 1, 2, 4, ... GPUs (diminishing)
-:func:`arrival_sequences`          arrivals, GPU-times, requests and curves for
-                                   :func:`fairalloc.efq_schedule` (:class:`ArrivalSequence`)
-:func:`minimal`                    the simplest draw of a strategy (where shrinking ends)
-=================================  ===============================================================
+The strategies and what each draws:
+
+* [`utilities`][fairalloc.testing.strategies.utilities]: linear utilities / Leontief demands, (n, m)
+  or (n, m, T);
+* [`budgets`][fairalloc.testing.strategies.budgets],
+  [`supplies`][fairalloc.testing.strategies.supplies]: positive budgets (n,) and supplies;
+* [`market_instances`][fairalloc.testing.strategies.market_instances]: a whole market
+  ([`MarketInstance`][fairalloc.testing.strategies.MarketInstance]): linear, Leontief,
+  static or over time ([`leontief_markets`][fairalloc.testing.strategies.leontief_markets],
+  [`volatile_markets`][fairalloc.testing.strategies.volatile_markets]);
+* `clusters`: [`fairalloc.Cluster`][fairalloc.Cluster] with accelerator types + capacities;
+* [`throughputs`][fairalloc.testing.strategies.throughputs]: throughput matrices with zeros for
+  "cannot run";
+* [`scale_factors`][fairalloc.testing.strategies.scale_factors],
+  [`weights`][fairalloc.testing.strategies.weights]: gang sizes and priority weights;
+* [`job_sets`][fairalloc.testing.strategies.job_sets]: [`fairalloc.Jobs`][fairalloc.Jobs]
+  schedulable on a given cluster;
+* [`cluster_instances`][fairalloc.testing.strategies.cluster_instances]: a cluster and a job set
+  ([`ClusterInstance`][fairalloc.testing.strategies.ClusterInstance]);
+* [`topologies`][fairalloc.testing.strategies.topologies]:
+  [`fairalloc.auctions.Topology`][fairalloc.Topology] (GPUs, machines,
+  racks);
+* [`bid_tables`][fairalloc.testing.strategies.bid_tables]: Themis bid tables
+  ([`fairalloc.auctions.BidTable`][fairalloc.BidTable]);
+* [`auction_instances`][fairalloc.testing.strategies.auction_instances]: bid tables, a topology and
+  an offer
+  ([`AuctionInstance`][fairalloc.testing.strategies.AuctionInstance]);
+* [`regime_models`][fairalloc.testing.strategies.regime_models]:
+  [`fairalloc.RegimeModel`][fairalloc.RegimeModel] (static, accordion,
+  GNS, custom);
+* [`job_histories`][fairalloc.testing.strategies.job_histories]: a job's observed epochs that follow
+  its regime model;
+* [`regime_forecasts`][fairalloc.testing.strategies.regime_forecasts]: `fairalloc.RegimeForecast`
+  from such a history;
+* [`restatement_inputs`][fairalloc.testing.strategies.restatement_inputs]: arguments of
+  [`fairalloc.restatement_posterior`][fairalloc.restatement_posterior];
+* [`plan_jobs`][fairalloc.testing.strategies.plan_jobs],
+  [`plan_instances`][fairalloc.testing.strategies.plan_instances]:
+  [`fairalloc.PlanJob`][fairalloc.PlanJob] and job
+  sets for [`fairalloc.plan_schedule`][fairalloc.plan_schedule];
+* [`scaling_curves`][fairalloc.testing.strategies.scaling_curves]: Ares throughput curves at 1, 2,
+  4, ... GPUs (diminishing);
+* [`arrival_sequences`][fairalloc.testing.strategies.arrival_sequences]: arrivals, GPU-times,
+  requests and curves for
+  [`fairalloc.efq_schedule`][fairalloc.efq_schedule]
+  ([`ArrivalSequence`][fairalloc.testing.strategies.ArrivalSequence]);
+* [`minimal`][fairalloc.testing.strategies.minimal]: the simplest draw of a strategy (where
+  shrinking ends).
 
 Examples
 --------

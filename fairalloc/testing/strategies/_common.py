@@ -1,5 +1,6 @@
 """Argument checks and drawing helpers shared by the strategy modules (private: the
-public strategies are re-exported by :mod:`fairalloc.testing.strategies`)."""
+public strategies are re-exported by
+[`fairalloc.testing.strategies`][fairalloc.testing.strategies])."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ __all__ = ["ACCELERATOR_TYPES", "PERMILLE", "Range", "Size", "array_code", "as_c
            "sparse_positive", "value_draws", "value_range"]
 
 
-#: Default accelerator type names, in the order :func:`clusters` uses them.
+#: Default accelerator type names, in the order `clusters` uses them.
 ACCELERATOR_TYPES = ("v100", "p100", "k80", "a100", "t4", "h100")
 
 Size = int | tuple[int, int]

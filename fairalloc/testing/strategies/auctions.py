@@ -25,7 +25,7 @@ from ._common import (
 # ============================================================================================
 def topologies(*, machines: Size = (1, 4), gpus_per_machine: Size = (1, 4),
                racks: Size = (1, 2)) -> st.SearchStrategy[Any]:
-    """:class:`fairalloc.auctions.Topology`: machines of varying GPU counts in racks.
+    """[`fairalloc.auctions.Topology`][fairalloc.Topology]: machines of varying GPU counts in racks.
 
     Racks are consecutive blocks of machines and never empty (at most one per machine).
     """
@@ -47,7 +47,7 @@ def topologies(*, machines: Size = (1, 4), gpus_per_machine: Size = (1, 4),
 
 def bid_tables(*, max_gpus: int = 8, bids: Size = (0, 5), rho: Range = (0.1, 10.0),
                topology: Any = None) -> st.SearchStrategy[Any]:
-    """Themis bid tables (:class:`fairalloc.auctions.BidTable`).
+    """Themis bid tables ([`fairalloc.auctions.BidTable`][fairalloc.BidTable]).
 
     Each bid asks for ``1..max_gpus`` GPUs at placement level 0 (one machine), 1 (one rack)
     or 2 (anywhere) with a finish-time fairness ``rho`` drawn from ``rho``; the app's
@@ -89,7 +89,8 @@ def bid_tables(*, max_gpus: int = 8, bids: Size = (0, 5), rho: Range = (0.1, 10.
 
 @dataclass(frozen=True, eq=False)
 class AuctionInstance:
-    """Inputs of :func:`fairalloc.auctions.gpu_auction`: one bid table per app."""
+    """Inputs of [`fairalloc.auctions.gpu_auction`][fairalloc.gpu_auction]: one bid table per
+    app."""
 
     bids: tuple[Any, ...]
     topology: Any
@@ -103,8 +104,9 @@ class AuctionInstance:
 def auction_instances(*, n: Size = (1, 3), bids: Size = (1, 4), rho: Range = (0.1, 10.0),
                       machines: Size = (1, 4), gpus_per_machine: Size = (1, 4),
                       racks: Size = (1, 2)) -> st.SearchStrategy[AuctionInstance]:
-    """A topology (:func:`topologies`, with ``machines``, ``gpus_per_machine`` and ``racks``),
-    a non-empty offer of its GPUs and ``n`` apps' bid tables for it."""
+    """A topology ([`topologies`][fairalloc.testing.strategies.topologies], with ``machines``,
+    ``gpus_per_machine`` and ``racks``), a non-empty offer of its GPUs and ``n`` apps' bid tables
+    for it."""
     nlo, nhi = size_bounds(n, "n")
     topo = topologies(machines=machines, gpus_per_machine=gpus_per_machine, racks=racks)
 

@@ -32,7 +32,8 @@ from ._common import (
 # ============================================================================================
 def clusters(*, types: Size = (1, 3), workers: Size = (1, 8),
              names: Sequence[str] = ACCELERATOR_TYPES) -> st.SearchStrategy[Any]:
-    """:class:`fairalloc.Cluster` with ``types`` accelerator types of ``workers`` each.
+    """[`fairalloc.Cluster`][fairalloc.Cluster] with ``types`` accelerator types of ``workers``
+    each.
 
     Type names come from ``names`` in order (``type<k>`` beyond its end); worker counts
     shrink towards 1.
@@ -125,7 +126,7 @@ def job_sets(cluster: Any, *, n: Size = (1, 5), values: Range = (0.5, 100.0),
              weighted: bool = False, weight_values: Range = (0.25, 4.0),
              steps: Range | None = (100.0, 10000.0), elapsed: Range | None = None
              ) -> st.SearchStrategy[Any]:
-    """:class:`fairalloc.Jobs` that can all be scheduled on ``cluster``.
+    """[`fairalloc.Jobs`][fairalloc.Jobs] that can all be scheduled on ``cluster``.
 
     Gang sizes are drawn up to ``min(max_scale_factor, largest capacity)`` and every job gets
     a positive throughput on a type its gang fits on (``Jobs.check_cluster`` passes).
@@ -137,7 +138,7 @@ def job_sets(cluster: Any, *, n: Size = (1, 5), values: Range = (0.5, 100.0),
         Number of jobs.
     values, density, integers
         Throughput range, fraction of non-zero throughputs, integer throughputs
-        (:func:`throughputs`).
+        ([`throughputs`][fairalloc.testing.strategies.throughputs]).
     max_scale_factor : int
         Largest gang size.
     weighted : bool
@@ -258,8 +259,8 @@ def cluster_instances(*, n: Size = (1, 4), types: Size = (1, 3), workers: Size =
                       weighted: bool = False, weight_values: Range = (0.25, 4.0),
                       steps: Range | None = (100.0, 10000.0), elapsed: Range | None = None
                       ) -> st.SearchStrategy[ClusterInstance]:
-    """A cluster (:func:`clusters`) and jobs that fit it (:func:`job_sets`, with ``values``
-    to ``elapsed`` as there).
+    """A cluster (`clusters`) and jobs that fit it
+    ([`job_sets`][fairalloc.testing.strategies.job_sets], with ``values`` to ``elapsed`` as there).
 
     Examples
     --------

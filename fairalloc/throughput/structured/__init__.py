@@ -1,6 +1,6 @@
 """Structured exact solvers for the level and floor stages of the throughput policies.
 
-Files: ``level.py`` (:func:`fast_level`), ``floor.py`` (:func:`fast_floor`, the work-conserving
+Files: ``level.py`` (`fast_level`), ``floor.py`` (`fast_floor`, the work-conserving
 stage) and ``common.py`` (what both share: the demand model, the Newton price estimate, the
 restricted-master sub-solve and the full-LP certificate).
 
@@ -9,7 +9,7 @@ given capacity prices every job's best response is a vertex of its own small pol
 solvers estimate the prices by Newton's method on *demand = capacity*, fold every job whose
 vertex is clear into the capacity rows, solve a small restricted master LP with HiGHS, assemble
 the duals of the whole LP (in closed form, or by an LP in the ``k`` prices) and accept the
-result only when :func:`fairalloc.certificates.lp_certificate` on the **full** LP passes;
+result only when `fairalloc.certificates.lp_certificate` on the **full** LP passes;
 otherwise they hand the stage to the full LP. The method, with the paper sections, is in
 ``formulations/max_min_fairness.md``.
 

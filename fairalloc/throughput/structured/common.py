@@ -1,7 +1,7 @@
 """What the structured level and floor solvers share: the per-job demand model at given
-capacity prices (:class:`Demand`), Newton's method on *demand = capacity* (:func:`newton`,
-:func:`newton_prices`), the restricted-master sub-solve and the full-LP certificate
-(:func:`certified`). The method is described in :mod:`fairalloc.throughput.structured`.
+capacity prices (`Demand`), Newton's method on *demand = capacity* (`newton`,
+`newton_prices`), the restricted-master sub-solve and the full-LP certificate
+(`certified`). The method is described in `fairalloc.throughput.structured`.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ REDUCED_COST_TOL = 1e-9
 #: ACCURACY: relative rounding of a row activity (time, capacity, floor, theta range) below
 #: which the row counts as tight
 ACTIVITY_ROUNDING = 1e-9
-# Newton on demand = capacity (:func:`newton`, :func:`newton_prices`): PERFORMANCE knobs
+# Newton on demand = capacity (`newton`, `newton_prices`): PERFORMANCE knobs
 # (they decide how good the price estimate is, never the answer, which is certified)
 _NEWTON_STEP0 = 0.05  # first (and largest) finite-difference step in the log prices
 _NEWTON_STEP_MIN = 0.01  # smallest finite-difference step after a move
@@ -362,8 +362,8 @@ def newton_prices(A: np.ndarray, s: np.ndarray, b: np.ndarray, h: np.ndarray,
     """Approximate prices, level and band of near-ties of a level stage (``None``: none).
 
     Solves the ``k`` equations *demand = capacity* for ``theta`` and the ``k - 1`` free price
-    ratios, where demand is every job's capacity use at its cheapest vertex (:class:`Demand`)
-    at level ``h + b theta`` (:func:`newton`). These are the stage's optimality conditions;
+    ratios, where demand is every job's capacity use at its cheapest vertex (`Demand`)
+    at level ``h + b theta`` (`newton`). These are the stage's optimality conditions;
     with ``n`` jobs demand is a fine staircase in the prices, so Newton converges to the prices
     up to about the staircase's steps. It runs first on a sample of jobs (with the capacity
     scaled alike), then on all of them starting from the sample's solution and Jacobian. The

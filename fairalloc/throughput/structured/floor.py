@@ -1,10 +1,10 @@
-"""The structured exact solver of floor (work-conserving) stages: :func:`fast_floor`.
+"""The structured exact solver of floor (work-conserving) stages: `fast_floor`.
 
 Certifies the stage at the level stage's allocation when it can (``floor-from-level``), else
-prices the floor rows by Newton's method on the floor demand (:class:`_FloorDemand`), frees the
+prices the floor rows by Newton's method on the floor demand (`_FloorDemand`), frees the
 blocking jobs (``floor-freed:<jobs>``) and solves a restricted master until the full LP's
 certificate passes (``structured-floor``); hand-over ``structured-floor->exact-lp: <reason>``
-(:mod:`fairalloc.throughput.structured`).
+(`fairalloc.throughput.structured`).
 """
 
 from __future__ import annotations
@@ -57,16 +57,16 @@ def fast_floor(solver: StageSolver, stage: LinearStage, *, prior: StageResult | 
     multiples of its throughput). At prices ``p`` each job's best response is a vertex of
     ``{a . x >= f, sum x <= 1, x >= 0}`` (its floor on one column, all its time on one
     column, or its time split between two columns at the floor) whose capacity use is a
-    constant. Prices come from :func:`_floor_newton_prices` (best-response demand =
+    constant. Prices come from `_floor_newton_prices` (best-response demand =
     capacity); jobs whose best vertex is clear at them are constants, the others keep their
-    variables in a restricted master LP; :func:`_floor_duals` then finds the full LP's duals
+    variables in a restricted master LP; `_floor_duals` then finds the full LP's duals
     complementary to the master's allocation (an LP in the ``k`` prices), and the certificate
     of the full LP decides. If it fails, the band of jobs with their own variables widens;
     after ``max_rounds`` the full LP is solved.
 
     ``prior``: the result of the level stage whose optimum the floors fix. When its allocation
     is already optimal here (the level's optimum is unique up to ``stage_tol``, the common
-    case: every job sits at its floor), :func:`_floor_from_level` certifies that with scaled
+    case: every job sits at its floor), `_floor_from_level` certifies that with scaled
     level duals and no LP at all.
     """
     inst = solver.inst
@@ -136,7 +136,7 @@ class _FloorDemand(Demand):
 
     A job with floor ``f`` and value ``omega`` per unit of level chooses, at prices ``p``, the
     vertex of ``{a . x >= f, sum x <= 1, x >= 0}`` maximising ``omega a.x - s p.x``: a mix at
-    the floor (the candidates of :class:`Demand` at ``L = f``: part time on one type, or two
+    the floor (the candidates of `Demand` at ``L = f``: part time on one type, or two
     types sharing all the time), all its time on one type (valid when ``a_j >= f``), or
     nothing at all (valid when ``f <= 0``).
     """
@@ -211,7 +211,7 @@ def _floor_newton_prices(dem: _FloorDemand, cap: np.ndarray
     """Approximate capacity prices (and band of near-ties) of a floor stage: best-response
     demand = capacity.
 
-    :func:`newton` with every price free (``ref = -1``), from prices at which each type
+    `newton` with every price free (``ref = -1``), from prices at which each type
     alone would be just filled by the jobs valuing it most: ``p_j`` is the value per worker
     ``omega a_j / s`` above which the jobs' workers add up to ``cap_j``. ``None``: no
     estimate.
@@ -245,7 +245,7 @@ def _floor_duals(inst: ColumnInstance, A: np.ndarray, col: np.ndarray, a: np.nda
     The floor LP ``max sum_m omega_m a_m . x_m`` s.t. ``a_m . x_m >= f_m`` (``lambda_m``),
     ``sum x_m <= 1`` (``mu_m``), capacity (``p``) has reduced costs
     ``(omega + lambda) a_e - mu - s p_e``. For a job at a vertex of its polytope
-    (:func:`_vertices_from_x`), complementary slackness fixes ``lambda`` and ``mu`` as affine
+    (`_vertices_from_x`), complementary slackness fixes ``lambda`` and ``mu`` as affine
     functions of ``p`` (floor on ``e``: ``lambda = s p_e / a_e - omega``, ``mu = 0``; all time
     on ``e``: ``lambda = 0``, ``mu = omega a_e - s p_e``; a split ``e1, e2``:
     ``omega + lambda = s (p_e2 - p_e1) / (a_e2 - a_e1)``, ``mu = (omega + lambda) a_e1 -
@@ -362,7 +362,7 @@ def _floor_from_level(solver: StageSolver, stage: LinearStage, prior: StageResul
     cost ``omega a_e + lambda' a_e - mu' - s p'_e`` is ``<= 0``: for a job with
     ``t lambda_m >= omega_m`` it is ``t`` times the level one; otherwise it needs
     ``t >= omega a_e / (mu + s p_e)``. The smallest such ``t`` is taken, and
-    :func:`lp_certificate` on the full floor LP at the level's allocation decides (its gap is
+    `lp_certificate` on the full floor LP at the level's allocation decides (its gap is
     the complementary slackness left: ``stage_tol`` on the floors, plus whatever a job above
     its floor could still gain). ``None`` when it does not pass.
     """

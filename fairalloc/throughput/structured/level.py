@@ -1,9 +1,9 @@
-"""The structured exact solver of level (max-min) stages: :func:`fast_level`.
+"""The structured exact solver of level (max-min) stages: `fast_level`.
 
 Newton prices, aggregation of the jobs whose best vertex is clear, a small restricted master LP
-(:func:`_solve_master`) and column generation until the full LP's certificate passes; path
+(`_solve_master`) and column generation until the full LP's certificate passes; path
 step ``structured-level``, hand-over ``structured-level->exact-lp: <reason>``
-(:mod:`fairalloc.throughput.structured`).
+(`fairalloc.throughput.structured`).
 """
 
 from __future__ import annotations
@@ -37,9 +37,9 @@ _MAX_BAND = 0.5  # PERFORMANCE knob: widest band of near-ties before the full LP
 
 def fast_level(solver: StageSolver, stage: LevelStage, *, max_rounds: int = _LEVEL_MAX_ROUNDS,
                 warm: tuple[np.ndarray, float] | None = None) -> StageResult:
-    """Exact solve of a level stage (see :func:`_fast_level_unit`), at unit scale.
+    """Exact solve of a level stage (see `_fast_level_unit`), at unit scale.
 
-    The stage is first divided by the powers of two of :meth:`LevelStage.units` (``theta =
+    The stage is first divided by the powers of two of `LevelStage.units` (``theta =
     sigma theta'``, level rows divided by ``rho``), so that the structured solver's own
     thresholds see the same numbers whatever the caller's units; its duals are mapped back
     (level rows ``lambda = sigma lambda' / rho``, the others ``sigma y'``) and the full LP's
@@ -71,11 +71,11 @@ def _fast_level_unit(solver: StageSolver, orig: LevelStage, stage: LevelStage, s
     ``lambda = s p_j / a_e``; a split: ``lambda = s (p_j' - p_j) / (a_e' - a_e)``,
     ``mu = lambda a_e - s p_j``), every column of the full LP is priced, jobs with positive
     reduced costs get their own variables, and the loop ends when the full LP's independent
-    certificate (:func:`lp_certificate` on the complete program with the assembled duals)
-    passes. Initial prices and level come from :func:`newton_prices` (the ``k`` equations
+    certificate (`lp_certificate` on the complete program with the assembled duals)
+    passes. Initial prices and level come from `newton_prices` (the ``k`` equations
     *demand = capacity* solved by Newton in ``k`` unknowns, a few milliseconds for thousands
     of jobs); jobs near a tie at those prices (within 0.1 %, more where Newton's capacity
-    error is larger: :func:`band`) keep their own variables, so a single small master LP
+    error is larger: `band`) keep their own variables, so a single small master LP
     usually finishes. Falls back to the full LP when Newton finds no
     estimate (for instance many identical jobs: demand jumps instead of a fine staircase) or
     the loop cannot finish.
