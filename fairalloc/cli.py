@@ -8,6 +8,10 @@ The other subcommands live with their packages: every module of `COMMAND_MODULES
 exports ``COMMANDS``, a tuple of ``(name, help, configure(parser), run(args) -> exit code)``,
 which `main` reads (the command modules import nothing from this module, so the
 registration is acyclic). `register` adds a subcommand from elsewhere.
+
+Exit codes: 0 success, 1 a check failed (``demo``'s certificate, ``check``'s properties),
+2 a user error -- reported as one line on stderr, ``fairalloc COMMAND: error: MESSAGE``, the
+message naming the option at fault, never a traceback -- and 130 an interrupt.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -26,6 +31,17 @@ __all__ = ["COMMAND_MODULES", "main", "register"]
 COMMAND_MODULES = ("fairalloc.testing.cli", "fairalloc.sim.cli")
 #: milliseconds per second (the demo prints the solve time in ms)
 MS_PER_SECOND = 1e3
+#: exit status of a user error (argparse's too)
+USAGE_ERROR = 2
+#: exit status after Ctrl-C (128 + SIGINT)
+INTERRUPTED = 130
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors: ``fairalloc simulate: error: argument --gpus: ...``."""
+
+    def error(self, message: str) -> Any:  # argparse's signature: NoReturn
+        self.exit(USAGE_ERROR, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 # subcommand name -> (help, configure(parser), run(args) -> exit code); other modules register
 _COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None],
@@ -106,7 +122,7 @@ def _load_plugins() -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``fairalloc`` command; returns the exit code."""
     _load_plugins()
-    parser = argparse.ArgumentParser(prog="fairalloc", description=__doc__.split("\n\n")[0])
+    parser = _Parser(prog="fairalloc", description=__doc__.split("\n\n")[0])
     from . import __version__
 
     parser.add_argument("--version", action="version", version=f"fairalloc {__version__}")
@@ -120,8 +136,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _COMMANDS[args.command][2](args)
     except (FairallocError, OSError) as exc:  # user errors: one line, exit status 2
         message = " ".join(str(exc).split())
-        print(f"fairalloc {args.command}: {type(exc).__name__}: {message}", file=sys.stderr)
-        return 2
+        print(f"fairalloc {args.command}: error: {message} ({type(exc).__name__})",
+              file=sys.stderr)
+        return USAGE_ERROR
+    except KeyboardInterrupt:
+        print(f"\nfairalloc {args.command}: interrupted", file=sys.stderr)
+        return INTERRUPTED
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,14 +1,22 @@
-"""``fairalloc simulate`` and ``fairalloc sweep`` (read by `fairalloc.cli` from
+"""``fairalloc simulate`` and ``fairalloc sweep`` (read by `cli` from
 `COMMANDS`).
 
-``fairalloc simulate --trace FILE --gpus 32 --policy shockwave --policy themis_ftf ...``
+``fairalloc simulate --trace FILE --gpus 32 --policy shockwave --policy themis-ftf ...``
 simulates each policy on the trace (or, without ``--trace``, on a built-in generated
-workload), shows a progress bar, prints the comparison table and writes ``summary.csv``,
+workload), reports progress on stderr, prints the comparison table and writes ``summary.csv``,
 ``jobs.csv``, ``schedule.csv`` and PNG plots into ``--out``.
 
 ``fairalloc sweep --policy fifo --policy las --seeds 0 1 2 --load 4 8 --param las.promote_knob=4,8``
-runs the grid on local processes (``--workers``) or on Ray (``--ray ADDRESS``) and writes
-``sweep.csv``.
+runs the grid on local processes (``--workers``) or on Ray (``--ray ADDRESS``), appends every
+finished simulation to ``runs.jsonl`` in ``--out`` at once (``--resume`` continues a killed
+sweep) and writes ``sweep.csv`` at the end.
+
+Both commands share one set of defaults (`DEFAULT_JOBS` jobs,
+`DEFAULT_GPUS` GPUs, rounds of
+`DEFAULT_ROUND_DURATION` s, a MILP time limit of
+`MILP_TIME_LIMIT` s). Every user error -- a bad option value, an
+unknown policy or parameter, an unusable ``--out`` -- is an `InputError`
+whose message starts with the option's name, raised before any simulation runs.
 """
 
 from __future__ import annotations
@@ -16,37 +24,65 @@ from __future__ import annotations
 import argparse
 import ast
 import sys
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from .._tables import format_table
-from .._validation import as_positive_float
+from .._validation import as_positive_float, as_positive_int
 from ..errors import InputError
+from .sweep import (
+    DEFAULT_GPUS,
+    DEFAULT_JOBS,
+    DEFAULT_RATE,
+    DEFAULT_ROUND_DURATION,
+    MILP_TIME_LIMIT,
+    build_policy,
+    canonical_policy,
+)
 
-__all__ = ["COMMANDS", "DEFAULT_POLICIES"]
+__all__ = ["COMMANDS", "DEFAULT_POLICIES", "RUNS_FILE", "SIMULATE_COLUMNS", "SWEEP_COLUMNS"]
 
 #: policies ``fairalloc simulate`` compares without ``--policy``
 DEFAULT_POLICIES = ("max_min_fairness", "themis", "themis_ftf", "allox", "ossp",
                     "gandiva_fair", "las", "fifo", "efq", "shockwave")
-#: ``simulate`` defaults: GPUs of a homogeneous cluster
-SIMULATE_GPUS = 32
-#: ``simulate`` defaults: seconds per round (Shockwave's; Gavel uses 360)
-SIMULATE_ROUND_DURATION = 120.0
-#: ``simulate`` defaults: jobs of the generated workload
-SIMULATE_JOBS = 40
-#: ``simulate`` defaults: arrivals per hour of the generated workload
-SIMULATE_RATE = 12.0
-#: ``sweep`` defaults: jobs per generated workload
-SWEEP_JOBS = 24
-#: ``sweep`` defaults: GPUs of a homogeneous cluster
-SWEEP_GPUS = 8
-#: ``sweep`` defaults: seconds per round (Gavel's)
-SWEEP_ROUND_DURATION = 360.0
-#: the plain progress report prints every this many percent
-PROGRESS_STEP_PERCENT = 10
-#: a whole, in percent
-PERCENT = 100
+#: the sweep's log in ``--out``: one JSON line per finished simulation
+RUNS_FILE = "runs.jsonl"
+#: seconds per hour (tables show times in hours)
+SECONDS_PER_HOUR = 3600.0
+#: a whole, in percent (tables show fractions in percent)
+PERCENT = 100.0
+#: without a terminal, a running simulation reports at most every this many seconds
+PROGRESS_INTERVAL = 5.0
+#: on a terminal, the progress line is redrawn at most every this many seconds
+TTY_REFRESH = 0.2
+
+_HOURS = ("h", SECONDS_PER_HOUR, "{:.2f}")
+_PERCENT = ("%", 1.0 / PERCENT, "{:.1f}")
+_RATIO = ("", 1.0, "{:.3f}")
+_COUNT = ("", 1.0, "{:.0f}")
+_SECONDS = ("s", 1.0, "{:.2f}")
+#: summary column -> (header, (unit, divisor, format)) of the ``simulate`` table
+SIMULATE_COLUMNS: dict[str, tuple[str, tuple[str, float, str]]] = {
+    "makespan": ("makespan", _HOURS), "avg_jct": ("avg JCT", _HOURS),
+    "p99_jct": ("p99 JCT", _HOURS), "worst_rho": ("worst rho", _RATIO),
+    "unfair_fraction": ("unfair jobs", _PERCENT), "utilization": ("GPU util.", _PERCENT),
+    "preemptions": ("preemptions", _COUNT), "policy_seconds": ("policy time", _SECONDS),
+}
+#: sweep column -> (header, (unit, divisor, format)) of the ``sweep`` table (means over seeds)
+SWEEP_COLUMNS = {k: SIMULATE_COLUMNS[k] for k in
+                 ("makespan", "avg_jct", "worst_rho", "unfair_fraction", "utilization")}
+#: library argument names -> the option that sets them (error messages name the option)
+OPTION_OF = {"num_jobs": "--jobs", "rate": "--rate", "limit": "--limit", "path": "--trace",
+             "trace": "--trace", "throughputs": "--throughputs", "types": "--cluster",
+             "workers": "--gpus", "capacity": "--gpus", "gpus": "--gpus",
+             "cluster": "--cluster", "policies": "--policy", "policy": "--policy",
+             "params": "--param", "seeds": "--seeds", "loads": "--load",
+             "round_duration": "--round-duration", "restart_overhead": "--restart-overhead",
+             "milp_time_limit": "--milp-time-limit", "log": "--out",
+             "ray_address": "--ray", "contention_kind": "--contention",
+             "unfair_threshold": "--unfair-threshold"}
 
 
 def _value(text: str) -> Any:
@@ -57,16 +93,35 @@ def _value(text: str) -> Any:
 
 
 def _parse_params(items: Sequence[str], grid: bool) -> dict[str, dict[str, Any]]:
-    """``policy.key=value`` (``value1,value2`` for grids) -> {policy: {key: value(s)}}."""
+    """``policy.key=value`` (``value1,value2`` for grids) -> {policy: {key: value(s)}}; policy
+    and parameter names may use hyphens."""
     out: dict[str, dict[str, Any]] = {}
     for item in items:
         if "=" not in item or "." not in item.split("=", 1)[0]:
-            raise InputError(f"--param {item!r}: expected POLICY.NAME=VALUE", argument="param")
+            raise InputError(f"--param {item!r}: expected POLICY.NAME=VALUE", argument="--param")
         key, val = item.split("=", 1)
         policy, name = key.split(".", 1)
         vals = [_value(v) for v in val.split(",")] if grid else _value(val)
-        out.setdefault(policy, {})[name] = vals
+        out.setdefault(canonical_policy(policy), {})[name.replace("-", "_")] = vals
     return out
+
+
+def _option_error(exc: InputError, params: Mapping[str, Mapping[str, Any]] | None = None,
+                  policy: str | None = None) -> InputError:
+    """``exc`` with its message prefixed by the option it concerns."""
+    message = " ".join(str(exc).split())
+    if message.startswith("--"):
+        return exc
+    arg = exc.argument or ""
+    if policy is not None and params is not None and arg in params.get(policy, {}):
+        value = params[policy][arg]
+        shown = ",".join(map(str, value)) if isinstance(value, list) else value
+        option = f"--param {policy}.{arg}={shown}"
+    elif policy is not None:
+        option = f"--policy {policy}"
+    else:
+        option = OPTION_OF.get(arg.split("[")[0], "") or "input"
+    return InputError(f"{option}: {message}", argument=option.split()[0])
 
 
 def _cluster(args: argparse.Namespace) -> dict[str, int]:
@@ -75,125 +130,182 @@ def _cluster(args: argparse.Namespace) -> dict[str, int]:
         for part in args.cluster.split(","):
             if "=" not in part:
                 raise InputError(f"--cluster {args.cluster!r}: expected TYPE=COUNT,...",
-                                 argument="cluster")
+                                 argument="--cluster")
             t, c = part.split("=", 1)
             try:
-                spec[t.strip()] = int(c)
+                spec[t.strip()] = as_positive_int(int(c), f"--cluster {t.strip()}")
             except ValueError:
                 raise InputError(f"--cluster: {c!r} is not an integer",
-                                 argument="cluster") from None
+                                 argument="--cluster") from None
         return spec
-    return {args.gpu_type: int(args.gpus)}
+    return {args.gpu_type: as_positive_int(args.gpus, "--gpus")}
+
+
+def _check_common(args: argparse.Namespace) -> None:
+    """Validate the options both commands share, naming each; before anything runs."""
+    as_positive_int(args.jobs, "--jobs")
+    d = as_positive_float(args.round_duration, "--round-duration")
+    o = as_positive_float(args.restart_overhead, "--restart-overhead", allow_zero=True)
+    if o >= d:
+        raise InputError("--restart-overhead must be shorter than --round-duration",
+                         argument="--restart-overhead")
+    as_positive_float(args.milp_time_limit, "--milp-time-limit", allow_zero=True)
+    if getattr(args, "limit", None) is not None:
+        as_positive_int(args.limit, "--limit")
+    as_positive_float(args.unfair_threshold, "--unfair-threshold")
+
+
+def _time_limit(args: argparse.Namespace) -> float | None:
+    return None if args.milp_time_limit == 0 else float(args.milp_time_limit)
+
+
+def _out_folder(text: str, keep: str | None = None) -> Path:
+    """Create ``--out`` (or check it) before anything runs; errors name ``--out``."""
+    out = Path(text)
+    if out.exists() and not out.is_dir():
+        raise InputError(f"--out {text}: exists and is not a folder", argument="--out")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / ".fairalloc-write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        raise InputError(f"--out {text}: cannot write there ({exc.strerror or exc})",
+                         argument="--out") from None
+    return out
+
+
+def _add_common(p: argparse.ArgumentParser, out: str) -> None:
+    p.add_argument("--jobs", type=int, default=DEFAULT_JOBS,
+                   help=f"jobs per generated workload (default {DEFAULT_JOBS})")
+    p.add_argument("--trace", help="trace file (Shockwave .tsv format) instead of a generated "
+                   "workload")
+    p.add_argument("--gpus", type=int, default=DEFAULT_GPUS,
+                   help=f"GPUs of a homogeneous cluster (default {DEFAULT_GPUS})")
+    p.add_argument("--gpu-type", default="v100", help="their type (default v100)")
+    p.add_argument("--cluster", help="heterogeneous cluster, e.g. v100=16,p100=16,k80=16")
+    p.add_argument("--round-duration", type=float, default=DEFAULT_ROUND_DURATION,
+                   metavar="SECONDS", help=f"seconds per round (default "
+                   f"{DEFAULT_ROUND_DURATION:g}, Gavel's; Shockwave's experiments use 120)")
+    p.add_argument("--restart-overhead", type=float, default=0.0, metavar="SECONDS",
+                   help="seconds a job loses when it (re)starts (default 0)")
+    p.add_argument("--milp-time-limit", type=float, default=MILP_TIME_LIMIT,
+                   metavar="SECONDS", help=f"seconds per MILP a policy solves (a Shockwave "
+                   f"re-plan, a Themis auction); the best solution found is used when it "
+                   f"runs out (default {MILP_TIME_LIMIT:g}; 0: no limit)")
+    p.add_argument("--contention", choices=("static", "dynamic"), default="static",
+                   help="contention factor of rho (default static N/M)")
+    p.add_argument("--unfair-threshold", type=float, default=1.0,
+                   help="a job is unfair when rho exceeds this (default 1.0)")
+    p.add_argument("--out", default=out, metavar="FOLDER",
+                   help=f"output folder, created if missing (default ./{out})")
+    p.add_argument("--no-progress", action="store_true",
+                   help="no progress lines on stderr")
+
+
+def _cell(value: Any, unit: tuple[str, float, str]) -> str:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    return "n/a" if number != number else unit[2].format(number / unit[1])
+
+
+def _print_table(frame: Any, columns: Mapping[str, tuple[str, tuple[str, float, str]]],
+                 label: str) -> None:
+    """Print ``frame``'s ``columns`` with units in the headers and one format per column."""
+    cols = [c for c in columns if c in frame.columns]
+    header = [label] + [f"{columns[c][0]} ({columns[c][1][0]})" if columns[c][1][0]
+                        else columns[c][0] for c in cols]
+    rows = [[str(name)] + [_cell(r[c], columns[c][1]) for c in cols]
+            for name, r in frame.iterrows()]
+    print(format_table(header, rows))
 
 
 class _Progress:
-    """A progress bar: rich if installed, else tqdm, else plain lines on stderr."""
+    """Progress on stderr, with no dependency: on a terminal one line redrawn in place, else
+    a line at most every `PROGRESS_INTERVAL` seconds, and always one when a
+    simulation finishes."""
 
     def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled and sys.stderr.isatty()
-        self.kind = "plain"
-        self._bar: Any = None
-        if not self.enabled:
-            return
-        try:
-            from rich.progress import Progress
+        self.enabled = enabled
+        self.tty = enabled and sys.stderr.isatty()
 
-            self._bar = Progress(transient=True)
-            self._bar.start()
-            self.kind = "rich"
-        except ImportError:  # pragma: no cover - depends on optional packages
-            try:
-                import tqdm  # noqa: F401
+    def line(self, text: str) -> None:
+        if self.enabled:
+            print(("\r\033[K" if self.tty else "") + text, file=sys.stderr, flush=True)
 
-                self.kind = "tqdm"
-            except ImportError:
-                self.kind = "plain"
+    def simulation(self, label: str) -> Callable[[int, int], None]:
+        """A ``progress(done_jobs, total_jobs)`` callback for one simulation."""
+        t0 = time.perf_counter()
+        last = [t0]
 
-    def task(self, label: str, total: int) -> Callable[[int, int], None]:
-        if not self.enabled:
-            return lambda done, tot: None
-        if self.kind == "rich":
-            tid = self._bar.add_task(label, total=total)
-            return lambda done, tot: self._bar.update(tid, completed=done)
-        if self.kind == "tqdm":  # pragma: no cover
-            from tqdm import tqdm
-
-            bar = tqdm(total=total, desc=label, leave=False)
-
-            def upd(done: int, tot: int) -> None:
-                bar.n = done
-                bar.refresh()
-                if done >= tot:
-                    bar.close()
-            return upd
-        last = [-1]  # pragma: no cover
-
-        def plain(done: int, tot: int) -> None:  # pragma: no cover
-            pct = int(PERCENT * done / max(tot, 1))
-            if pct // PROGRESS_STEP_PERCENT != last[0]:
-                last[0] = pct // PROGRESS_STEP_PERCENT
-                print(f"{label}: {pct}%", file=sys.stderr)
-        return plain  # pragma: no cover
-
-    def close(self) -> None:
-        if self.kind == "rich" and self._bar is not None:
-            self._bar.stop()
-
-
-def _print_table(frame: Any) -> None:
-    cols = list(frame.columns)
-    rows = []
-    for name, r in frame.iterrows():
-        cells = [str(name)]
-        for c in cols:
-            v = r[c]
-            cells.append(f"{v:.4g}" if isinstance(v, float) else str(v))
-        rows.append(cells)
-    print(format_table([frame.index.name or "", *cols], rows))
+        def update(done: int, total: int) -> None:
+            now = time.perf_counter()
+            if not self.enabled or done >= total:
+                return
+            if now - last[0] < (TTY_REFRESH if self.tty else PROGRESS_INTERVAL):
+                return
+            last[0] = now
+            text = f"{label}: {done}/{total} jobs finished, {now - t0:.0f} s"
+            if self.tty:
+                print(f"\r\033[K{text}", end="", file=sys.stderr, flush=True)
+            else:
+                print(text, file=sys.stderr, flush=True)
+        return update
 
 
 # --------------------------------------------------------------------------------------------
 # simulate
 # --------------------------------------------------------------------------------------------
 def _configure_simulate(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--trace", help="trace file (Shockwave .tsv format); default: a generated "
-                   "workload")
+    p.epilog = ("Writes summary.csv (one row per policy), jobs.csv (per job), schedule.csv "
+                "(every round) and PNG plots into --out; CSV times are in seconds, fractions "
+                "in [0, 1]. Progress goes to stderr.")
     p.add_argument("--throughputs", help="throughput JSON (default: tacc_throughputs.json "
                    "next to the trace, else the built-in table)")
     p.add_argument("--limit", type=int, help="read only the first N jobs of the trace")
-    p.add_argument("--gpus", type=int, default=SIMULATE_GPUS,
-                   help=f"GPUs of a homogeneous cluster (default {SIMULATE_GPUS})")
-    p.add_argument("--gpu-type", default="v100", help="their type (default v100)")
-    p.add_argument("--cluster", help="heterogeneous cluster, e.g. v100=16,p100=16,k80=16")
     p.add_argument("--policy", action="append", dest="policies", metavar="NAME",
-                   help="policy to simulate (repeat); default: " + ", ".join(DEFAULT_POLICIES))
+                   help="policy to simulate (repeat; hyphens or underscores); default: "
+                   + ", ".join(DEFAULT_POLICIES))
     p.add_argument("--param", action="append", default=[], metavar="POLICY.NAME=VALUE",
                    help="policy hyper-parameter, e.g. shockwave.k=12")
-    p.add_argument("--round-duration", type=float, default=SIMULATE_ROUND_DURATION,
-                   help=f"seconds per round (default {SIMULATE_ROUND_DURATION:g}, Shockwave; "
-                   "Gavel uses 360)")
-    p.add_argument("--restart-overhead", type=float, default=0.0,
-                   help="seconds a job loses when it (re)starts (default 0)")
-    p.add_argument("--jobs", type=int, default=SIMULATE_JOBS,
-                   help=f"generated workload: jobs ({SIMULATE_JOBS})")
-    p.add_argument("--rate", type=float, default=SIMULATE_RATE,
-                   help=f"generated workload: arrivals per hour ({SIMULATE_RATE:g})")
-    p.add_argument("--seed", type=int, default=0, help="workload and policy seed")
-    p.add_argument("--contention", choices=("static", "dynamic"), default="static",
-                   help="contention factor of rho (default static N/M)")
-    p.add_argument("--unfair-threshold", type=float, default=1.0,
-                   help="a job is unfair when rho exceeds this (default 1.0)")
-    p.add_argument("--out", default="fairalloc-sim", help="output folder (CSV, PNG)")
+    p.add_argument("--rate", type=float, default=DEFAULT_RATE,
+                   help=f"generated workload: arrivals per hour (default {DEFAULT_RATE:g})")
+    p.add_argument("--seed", type=int, default=0, help="workload and policy seed (default 0)")
+    _add_common(p, "fairalloc-sim")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--list-policies", action="store_true", help="list policies and exit")
+
+
+def _build_policies(names: Sequence[str], params: Mapping[str, Mapping[str, Any]],
+                    limit: float | None) -> dict[str, Any]:
+    """Every policy with its parameters, built before any simulation runs."""
+    from .policies import available_policies
+
+    known = available_policies()
+    for name in names:
+        if name not in known:
+            raise InputError(f"--policy {name}: unknown policy; available: "
+                             f"{', '.join(known)} (hyphens allowed)", argument="--policy")
+    unknown = [p for p in params if p not in names]
+    if unknown:
+        raise InputError(f"--param {unknown[0]}...: policy {unknown[0]!r} is not simulated "
+                         f"(add --policy {unknown[0]})", argument="--param")
+    out = {}
+    for name in names:
+        try:
+            out[name] = build_policy(name, params.get(name, {}), limit)
+        except InputError as exc:
+            raise _option_error(exc, params, name) from None
+    return out
 
 
 def _run_simulate(args: argparse.Namespace) -> int:
     from ..data import Cluster
     from .generator import poisson_workload
     from .metrics import compare, job_metrics
-    from .policies import available_policies, make_policy
+    from .policies import available_policies
     from .simulator import Simulator
     from .trace import read_trace
 
@@ -201,42 +313,51 @@ def _run_simulate(args: argparse.Namespace) -> int:
         for name, desc in available_policies().items():
             print(f"{name:22s} {desc}")
         return 0
+    _check_common(args)
+    as_positive_float(args.rate, "--rate")
+    as_positive_int(args.seed, "--seed", allow_zero=True)
     spec = _cluster(args)
-    cluster = Cluster(spec)
-    _check_round_args(args)
-    if args.trace:
-        w = read_trace(args.trace, throughputs=args.throughputs, types=list(spec),
-                       limit=args.limit)
-        source = f"trace {args.trace}"
-    else:
-        w = poisson_workload(args.jobs, rate=args.rate, seed=args.seed, types=list(spec),
-                             max_scale_factor=int(min(spec.values())))
-        source = (f"generated workload ({args.jobs} jobs, {args.rate:g}/h, "
-                  f"seed {args.seed})")
-    names = args.policies or list(DEFAULT_POLICIES)
+    names = list(dict.fromkeys(canonical_policy(n) for n in (args.policies
+                                                             or DEFAULT_POLICIES)))
     params = _parse_params(args.param, grid=False)
-    unknown = [p for p in params if p not in names]
-    if unknown:
-        raise InputError(f"--param names policy {unknown[0]!r}, which is not simulated",
-                         argument="param")
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)  # an unusable --out fails before simulating
-    print(f"fairalloc simulate: {source} on {cluster}, rounds of {args.round_duration:g} s")
-    results = {}
-    bar = _Progress(not args.no_progress)
+    policies = _build_policies(names, params, _time_limit(args))
     try:
-        for name in names:
-            policy = make_policy(name, params.get(name, {}))
-            sim = Simulator(w, cluster, policy, round_duration=args.round_duration,
-                            restart_overhead=args.restart_overhead, seed=args.seed)
-            results[name] = sim.run(bar.task(name, w.n))
-    finally:
-        bar.close()
+        cluster = Cluster(spec)
+        if args.trace:
+            w = read_trace(args.trace, throughputs=args.throughputs, types=list(spec),
+                           limit=args.limit)
+            source = f"trace {args.trace} ({w.n} jobs)"
+        else:
+            w = poisson_workload(args.jobs, rate=args.rate, seed=args.seed, types=list(spec),
+                                 max_scale_factor=int(min(spec.values())))
+            source = f"generated workload ({args.jobs} jobs, {args.rate:g}/h, seed {args.seed})"
+        sims = {name: Simulator(w, cluster, pol, round_duration=args.round_duration,
+                                restart_overhead=args.restart_overhead, seed=args.seed)
+                for name, pol in policies.items()}
+    except InputError as exc:
+        raise _option_error(exc) from None
+    for name, pol in policies.items():  # e.g. Themis refuses a heterogeneous cluster
+        try:
+            pol.reset(w, cluster, round_duration=args.round_duration, seed=args.seed)
+        except InputError as exc:
+            raise _option_error(exc, params, name) from None
+    out = _out_folder(args.out)
+    print(f"fairalloc simulate: {source} on {cluster}, rounds of {args.round_duration:g} s; "
+          f"{len(names)} {'policy' if len(names) == 1 else 'policies'}; output in "
+          f"{out.resolve()}/", flush=True)
+    bar = _Progress(not args.no_progress)
+    results = {}
+    for i, (name, sim) in enumerate(sims.items(), start=1):
+        t0 = time.perf_counter()
+        results[name] = sim.run(bar.simulation(f"[{i}/{len(sims)}] {name}"))
+        limited = int(getattr(policies[name], "time_limited", 0))
+        note = f"; {limited} MILPs stopped at the time limit" if limited else ""
+        bar.line(f"[{i}/{len(sims)}] {name}: {w.n} jobs done in "
+                 f"{time.perf_counter() - t0:.1f} s{note}")
     table = compare(results, contention_kind=args.contention,
                     unfair_threshold=args.unfair_threshold)
     print()
-    _print_table(table[["makespan", "avg_jct", "p99_jct", "worst_rho", "unfair_fraction",
-                        "utilization", "preemptions", "policy_seconds"]])
+    _print_table(table, SIMULATE_COLUMNS, "policy")
     table.to_csv(out / "summary.csv")
     import pandas as pd
 
@@ -244,16 +365,17 @@ def _run_simulate(args: argparse.Namespace) -> int:
                for n, r in results.items()}, names=["policy"]).to_csv(out / "jobs.csv")
     pd.concat({n: r.schedule_frame() for n, r in results.items()},
               names=["policy", "row"]).to_csv(out / "schedule.csv")
-    written = [out / "summary.csv", out / "jobs.csv", out / "schedule.csv"]
+    written = ["summary.csv", "jobs.csv", "schedule.csv"]
     if not args.no_plots:
         try:
             from .plots import save_plots
 
-            written += save_plots(results, out, contention_kind=args.contention,
-                                  unfair_threshold=args.unfair_threshold)
+            written += [p.name for p in save_plots(results, out,
+                                                   contention_kind=args.contention,
+                                                   unfair_threshold=args.unfair_threshold)]
         except ImportError as exc:  # pragma: no cover - matplotlib missing
-            print(f"(no plots: {exc})", file=sys.stderr)
-    print(f"\nwrote {', '.join(str(p) for p in written)}")
+            print(f"(no plots: {exc}; pip install matplotlib)", file=sys.stderr)
+    print(f"\nwrote {', '.join(written)} in {out.resolve()}/ (CSV times in seconds)")
     return 0
 
 
@@ -261,70 +383,106 @@ def _run_simulate(args: argparse.Namespace) -> int:
 # sweep
 # --------------------------------------------------------------------------------------------
 def _configure_sweep(p: argparse.ArgumentParser) -> None:
+    p.epilog = (f"Each finished simulation is appended to {RUNS_FILE} in --out at once (a "
+                f"killed sweep loses nothing finished; --resume skips the runs already "
+                f"there); sweep.csv (one row per simulation, times in seconds) is written at "
+                f"the end. A line per finished simulation goes to stderr.")
     p.add_argument("--policy", action="append", dest="policies", metavar="NAME",
-                   required=True, help="policy to sweep (repeat)")
+                   required=True, help="policy to sweep (repeat; hyphens or underscores)")
     p.add_argument("--seeds", type=int, nargs="+", default=[0], help="seeds (default 0)")
-    p.add_argument("--load", type=float, nargs="+", default=None,
-                   help="arrival rates in jobs/hour (generated workloads)")
+    p.add_argument("--load", type=float, nargs="+", default=None, metavar="RATE",
+                   help=f"arrival rates in jobs/hour of generated workloads (default "
+                   f"{DEFAULT_RATE:g})")
     p.add_argument("--param", action="append", default=[],
                    metavar="POLICY.NAME=V1,V2", help="hyper-parameter grid, e.g. "
                    "shockwave.k=1,5,12")
-    p.add_argument("--jobs", type=int, default=SWEEP_JOBS,
-                   help=f"jobs per generated workload ({SWEEP_JOBS})")
-    p.add_argument("--trace", help="trace file instead of generated workloads")
-    p.add_argument("--gpus", type=int, default=SWEEP_GPUS,
-                   help=f"GPUs (homogeneous, default {SWEEP_GPUS})")
-    p.add_argument("--gpu-type", default="v100")
-    p.add_argument("--cluster", help="heterogeneous cluster, e.g. v100=4,k80=4")
-    p.add_argument("--round-duration", type=float, default=SWEEP_ROUND_DURATION)
-    p.add_argument("--restart-overhead", type=float, default=0.0)
+    _add_common(p, "fairalloc-sweep")
     p.add_argument("--workers", type=int, default=None,
                    help="local processes (default: CPU count)")
     p.add_argument("--ray", metavar="ADDRESS", default=None,
-                   help="run on a Ray cluster ('auto', 'ray://host:port', or 'local')")
-    p.add_argument("--out", default="fairalloc-sweep", help="output folder")
-    p.add_argument("--no-progress", action="store_true")
-
-
-def _check_round_args(args: argparse.Namespace) -> None:
-    """Validate the round options before anything is printed or simulated."""
-    d = as_positive_float(args.round_duration, "--round-duration")
-    o = as_positive_float(args.restart_overhead, "--restart-overhead", allow_zero=True)
-    if o >= d:
-        raise InputError("--restart-overhead must be shorter than --round-duration",
-                         argument="--restart-overhead")
+                   help="run on a Ray cluster ('auto', 'ray://host:port', or 'local'); "
+                   "needs pip install 'fairalloc[ray]'")
+    p.add_argument("--resume", action="store_true",
+                   help=f"continue the sweep in --out: skip the simulations in {RUNS_FILE}")
 
 
 def _run_sweep(args: argparse.Namespace) -> int:
+    import importlib.util
+
     from .sweep import run_sweep, sweep_tasks
 
+    _check_common(args)
+    if args.workers is not None:
+        as_positive_int(args.workers, "--workers")
+    if args.ray is not None and importlib.util.find_spec("ray") is None:
+        raise InputError("--ray: needs Ray, which is not installed: pip install "
+                         "'fairalloc[ray]'", argument="--ray")
+    if args.trace and args.load:
+        raise InputError("--load applies to generated workloads, not to --trace",
+                         argument="--load")
+    loads = [None] if args.trace else (args.load or [DEFAULT_RATE])
     spec = _cluster(args)
-    _check_round_args(args)
-    tasks = sweep_tasks(args.policies, seeds=args.seeds,
-                        loads=args.load if args.load else [None],
-                        params=_parse_params(args.param, grid=True), num_jobs=args.jobs,
-                        gpus=spec, trace=args.trace, round_duration=args.round_duration,
-                        restart_overhead=args.restart_overhead)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)  # an unusable --out fails before simulating
-    where = f"Ray at {args.ray}" if args.ray else f"{args.workers or 'all'} local processes"
-    print(f"fairalloc sweep: {len(tasks)} simulations on {where}")
-    bar = _Progress(not args.no_progress)
+    params = _parse_params(args.param, grid=True)
+    names = list(dict.fromkeys(canonical_policy(n) for n in args.policies))
+    for name in names:
+        try:
+            build_policy(name, {}, _time_limit(args))
+        except InputError as exc:
+            raise _option_error(exc, None, name) from None
     try:
-        df = run_sweep(tasks, workers=args.workers, ray_address=args.ray,
-                       progress=bar.task("sweep", len(tasks)))
-    finally:
-        bar.close()
+        tasks = sweep_tasks(names, seeds=args.seeds, loads=loads, params=params,
+                            num_jobs=args.jobs, gpus=spec, trace=args.trace,
+                            round_duration=args.round_duration,
+                            restart_overhead=args.restart_overhead,
+                            contention_kind=args.contention,
+                            unfair_threshold=args.unfair_threshold,
+                            milp_time_limit=_time_limit(args))
+    except InputError as exc:
+        bad = next((n for n in names if exc.argument in params.get(n, {})), None)
+        raise _option_error(exc, params, bad) from None
+    out = _out_folder(args.out)
+    log = out / RUNS_FILE
+    if log.exists() and not args.resume:
+        raise InputError(f"--out {args.out}: holds a sweep ({RUNS_FILE}); add --resume to "
+                         f"continue it, or choose another --out", argument="--out")
+    where = f"Ray at {args.ray}" if args.ray else f"{args.workers or 'all'} local processes"
+    print(f"fairalloc sweep: {len(tasks)} simulations on {where}; each finished one is "
+          f"appended to {log.resolve()}", flush=True)
+    bar = _Progress(not args.no_progress)
+    t0 = time.perf_counter()
+    counts = [0, 0]  # reused, run
+
+    def report(row: dict[str, Any], reused: bool) -> None:
+        counts[0 if reused else 1] += 1
+        if reused:
+            return
+        knobs = " ".join(f"{k[len('param.'):]}={v}" for k, v in row.items()
+                         if k.startswith("param."))
+        load = "" if row.get("load") is None else f" load={row['load']:g}/h"
+        limited = int(row.get("milp_time_limited", 0))
+        note = f", {limited} MILPs at the time limit" if limited else ""
+        bar.line(f"[{sum(counts)}/{len(tasks)}] {row['policy']} {knobs}{load} "
+                 f"seed={row['seed']}: avg JCT {row['avg_jct'] / SECONDS_PER_HOUR:.2f} h, "
+                 f"worst rho {row['worst_rho']:.3f} ({time.perf_counter() - t0:.0f} s "
+                 f"elapsed{note})".replace("  ", " "))
+
+    df = run_sweep(tasks, workers=args.workers, ray_address=args.ray, log=log,
+                   resume=args.resume, on_result=report)
+    if counts[0]:
+        print(f"resumed: {counts[0]} simulations read from {RUNS_FILE}, {counts[1]} run now")
     keys = [c for c in df.columns if c in ("policy", "load") or c.startswith("param.")]
-    metrics = ["makespan", "avg_jct", "worst_rho", "unfair_fraction", "utilization"]
-    agg = df.groupby(keys, dropna=False)[metrics].mean()
-    agg.index = [" ".join(str(x) for x in (i if isinstance(i, tuple) else (i,)))
-                 for i in agg.index]
-    agg.index.name = "/".join(keys)
+    agg = df.groupby(keys, dropna=False)[list(SWEEP_COLUMNS)].mean()
+    agg.insert(0, "runs", df.groupby(keys, dropna=False).size())
+    agg.index = [" ".join("-" if x != x else f"{x:g}" if isinstance(x, float) else str(x)
+                          for x in (i if isinstance(i, tuple) else (i,))) for i in agg.index]
+    label = " / ".join("load (jobs/h)" if k == "load" else k.removeprefix("param.")
+                       for k in keys)
     print()
-    _print_table(agg)
+    _print_table(agg, {"runs": ("runs", ("", 1.0, "{:.0f}")), **SWEEP_COLUMNS},
+                 label)
     df.to_csv(out / "sweep.csv")
-    print(f"\nwrote {out / 'sweep.csv'} (one row per simulation; table: mean over seeds)")
+    print(f"\nwrote sweep.csv and {RUNS_FILE} in {out.resolve()}/ (one row per simulation, "
+          f"times in seconds; the table shows means over seeds)")
     return 0
 
 

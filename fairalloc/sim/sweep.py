@@ -10,7 +10,15 @@ workload by its size, load and seed, or a trace by its path), run by
 * on a Ray cluster (``ray_address=...``; ``pip install 'fairalloc[ray]'``),
 
 and the result rows come back in task order. A task's outcome depends only on its fields (the
-simulator and every policy are deterministic for a seed), so all three give identical tables.
+simulator and every policy are deterministic for a seed), so all three give identical tables --
+unless a MILP stops at its time limit (``milp_time_limit``, default
+`MILP_TIME_LIMIT` seconds per Shockwave re-plan or Themis auction; the row's
+``milp_time_limited`` counts such solves, whose outcome depends on the machine's speed).
+
+With ``log=PATH``, [`run_sweep`][fairalloc.sim.sweep.run_sweep] appends every finished simulation to
+``PATH`` as one JSON line the moment it finishes (a killed sweep loses no finished simulation) and,
+with ``resume=True``, reuses the rows already there instead of running those tasks again
+(`task_key` identifies a task by its fields).
 
 Examples
 --------
@@ -24,10 +32,15 @@ Examples
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
+import inspect
 import itertools
+import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from .._validation import as_option, as_positive_float, as_positive_int
@@ -36,7 +49,24 @@ from ..results import require_pandas
 from .generator import ARRIVAL_RATE, poisson_workload
 from .metrics import CONTENTION
 
-__all__ = ["SweepTask", "run_sweep", "run_task", "sweep", "sweep_tasks"]
+__all__ = ["DEFAULT_GPUS", "DEFAULT_JOBS", "DEFAULT_RATE", "DEFAULT_ROUND_DURATION",
+           "MILP_TIME_LIMIT", "SweepTask", "build_policy", "canonical_policy", "read_log",
+           "run_sweep", "run_task", "sweep", "sweep_tasks", "task_key"]
+
+# One set of defaults for sweeps and for the ``fairalloc simulate`` / ``sweep`` commands.
+#: jobs per generated workload
+DEFAULT_JOBS = 40
+#: GPUs of the default homogeneous cluster
+DEFAULT_GPUS = 16
+#: seconds per scheduling round (Gavel's; Shockwave's experiments use 120)
+DEFAULT_ROUND_DURATION = 360.0
+#: arrivals per hour of a generated workload
+DEFAULT_RATE = 12.0
+#: seconds a policy's MILP may run (a Shockwave re-plan, a Themis auction) before the best
+#: solution found is used; ``None`` lifts the limit
+MILP_TIME_LIMIT = 10.0
+#: characters of the hexadecimal digest that names a task in a sweep log
+TASK_KEY_DIGITS = 16
 
 
 @dataclass(frozen=True)
@@ -63,6 +93,8 @@ class SweepTask:
     unfair_threshold : float
     index : int
         Position in the sweep (rows are returned in this order).
+    milp_time_limit : float or None
+        Seconds per MILP of a policy that solves MILPs (its ``time_limit``; ``None``: none).
     """
 
     policy: str
@@ -71,11 +103,12 @@ class SweepTask:
     load: float | None
     workload: tuple[tuple[str, Any], ...]
     cluster: tuple[tuple[str, int], ...]
-    round_duration: float = 360.0
+    round_duration: float = DEFAULT_ROUND_DURATION
     restart_overhead: float = 0.0
     contention_kind: str = "static"
     unfair_threshold: float = 1.0
     index: int = 0
+    milp_time_limit: float | None = MILP_TIME_LIMIT
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
 
@@ -94,17 +127,58 @@ def _workload(task: SweepTask) -> Any:
     return poisson_workload(spec.pop("num_jobs"), rate=rate, seed=task.seed, **spec)
 
 
+def canonical_policy(name: str) -> str:
+    """The registered name of ``name``, accepting hyphens and spaces for underscores.
+
+    Examples
+    --------
+    >>> canonical_policy("max-min-fairness"), canonical_policy("fifo")
+    ('max_min_fairness', 'fifo')
+    """
+    from .policies import available_policies
+
+    known = available_policies()
+    if not isinstance(name, str) or name in known:
+        return name
+    alt = name.strip().lower().replace("-", "_").replace(" ", "_")
+    return alt if alt in known else name
+
+
+def build_policy(name: str, params: Mapping[str, Any] | None = None,
+                 milp_time_limit: float | None = MILP_TIME_LIMIT) -> Any:
+    """[`make_policy`][fairalloc.sim.make_policy], with ``time_limit=milp_time_limit`` for a policy
+    that takes a ``time_limit`` (its MILPs) unless ``params`` sets one.
+
+    Examples
+    --------
+    >>> build_policy("themis", milp_time_limit=2.0).time_limit
+    2.0
+    """
+    from .._validation import as_time_limit
+    from .policies import make_policy
+
+    limit = as_time_limit(milp_time_limit, "milp_time_limit")
+    given = dict(params or {})
+    policy = make_policy(name, given)
+    if "time_limit" in given:
+        return policy
+    try:
+        takes = "time_limit" in inspect.signature(type(policy)).parameters
+    except (TypeError, ValueError):  # pragma: no cover - a factory without a signature
+        takes = False
+    return make_policy(name, {**given, "time_limit": limit}) if takes else policy
+
+
 def run_task(task: SweepTask) -> dict[str, Any]:
-    """Run one task; return its row: the task's fields and
-    [`summarize`][fairalloc.sim.summarize]."""
+    """Run one task; return its row: the task's fields, [`summarize`][fairalloc.sim.summarize] and
+    ``milp_time_limited`` (the policy's MILPs stopped by the time limit)."""
     from ..data import Cluster
     from .metrics import summarize
-    from .policies import make_policy
     from .simulator import Simulator
 
     w = _workload(task)
     cluster = Cluster(dict(task.cluster))
-    policy = make_policy(task.policy, dict(task.params))
+    policy = build_policy(task.policy, dict(task.params), task.milp_time_limit)
     r = Simulator(w, cluster, policy, round_duration=task.round_duration,
                   restart_overhead=task.restart_overhead, seed=task.seed).run()
     row: dict[str, Any] = {"index": task.index, "policy": task.policy, "seed": task.seed,
@@ -112,7 +186,71 @@ def run_task(task: SweepTask) -> dict[str, Any]:
     row.update({f"param.{k}": v for k, v in task.params})
     row.update(summarize(r, contention_kind=task.contention_kind,
                          unfair_threshold=task.unfair_threshold))
+    row["milp_time_limited"] = int(getattr(policy, "time_limited", 0))
     return row
+
+
+def task_key(task: SweepTask) -> str:
+    """A short digest of everything that determines ``task``'s outcome (not its position).
+
+    Examples
+    --------
+    >>> a, b = sweep_tasks(["fifo"], seeds=[0, 1], num_jobs=4, gpus=2)
+    >>> task_key(a) != task_key(b), len(task_key(a))
+    (True, 16)
+    """
+    fields = asdict(task)
+    fields.pop("index")
+    fields.pop("extra")
+    text = json.dumps(fields, sort_keys=True, default=repr)
+    return hashlib.sha256(text.encode()).hexdigest()[:TASK_KEY_DIGITS]
+
+
+def _plain(value: Any) -> Any:
+    """A JSON-friendly version of a row value (numpy scalars, tuples)."""
+    if hasattr(value, "item") and callable(value.item):
+        return value.item()
+    if isinstance(value, tuple | list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def read_log(path: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
+    """The finished simulations of a sweep log: task key -> row (a cut-off last line, left by
+    a killed sweep, is skipped)."""
+    out: dict[str, dict[str, Any]] = {}
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return out
+    for line in text.splitlines():
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(entry, dict) and isinstance(entry.get("row"), dict):
+            out[str(entry.get("key"))] = entry["row"]
+    return out
+
+
+class _Log:
+    """Appends one JSON line per finished simulation, flushed at once."""
+
+    def __init__(self, path: Path, done: Mapping[str, dict[str, Any]]) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # rewrite the valid lines: a line cut off by a kill must not swallow the next one
+        with path.open("w", encoding="utf-8") as fh:
+            for key, row in done.items():
+                fh.write(json.dumps({"key": key, "row": row}) + "\n")
+        self._fh = path.open("a", encoding="utf-8")
+
+    def write(self, key: str, row: dict[str, Any]) -> None:
+        self._fh.write(json.dumps({"key": key, "row": {k: _plain(v) for k, v in row.items()}})
+                       + "\n")
+        self._fh.flush()
+
+    def close(self) -> None:
+        self._fh.close()
 
 
 def sweep_tasks(
@@ -121,20 +259,22 @@ def sweep_tasks(
     seeds: Sequence[int] = (0,),
     loads: Sequence[float | None] = (None,),
     params: Mapping[str, Mapping[str, Sequence[Any]]] | None = None,
-    num_jobs: int = 24,
-    gpus: int | Mapping[str, int] = 8,
+    num_jobs: int = DEFAULT_JOBS,
+    gpus: int | Mapping[str, int] = DEFAULT_GPUS,
     trace: str | None = None,
     workload: Mapping[str, Any] | None = None,
-    round_duration: float = 360.0,
+    round_duration: float = DEFAULT_ROUND_DURATION,
     restart_overhead: float = 0.0,
     contention_kind: str = "static",
     unfair_threshold: float = 1.0,
+    milp_time_limit: float | None = MILP_TIME_LIMIT,
 ) -> list[SweepTask]:
     """The cross product policies x hyper-parameter grid x loads x seeds, as tasks.
 
     Parameters
     ----------
     policies : sequence of str
+        Registered policy names (hyphens accepted: ``"max-min-fairness"``).
     seeds : sequence of int
     loads : sequence of float or None
         Arrival rates (jobs/hour) of generated workloads (``None``: the generator's default or
@@ -151,6 +291,11 @@ def sweep_tasks(
         Further generator / trace-reader arguments (e.g. ``mode_probs``, ``throughputs``).
     round_duration, restart_overhead, contention_kind, unfair_threshold
         As for the simulator and [`summarize`][fairalloc.sim.summarize].
+    milp_time_limit : float or None, default `MILP_TIME_LIMIT`
+        Seconds per MILP of the policies that solve MILPs (`build_policy`).
+
+    Every policy is built once for each of its parameter combinations here, so that an
+    unknown or invalid parameter is an [`InputError`][fairalloc.InputError] before anything runs.
     """
     if isinstance(policies, str) or not policies:
         raise InputError("policies must be a non-empty list of policy names",
@@ -158,6 +303,7 @@ def sweep_tasks(
     from .policies import available_policies
 
     known = available_policies()
+    policies = [canonical_policy(p) for p in policies]
     for p in policies:
         if p not in known:
             raise InputError(f"unknown policy {p!r}; available: {', '.join(known)}",
@@ -212,7 +358,10 @@ def sweep_tasks(
         extra.setdefault("max_scale_factor", min(cluster.values()))
         wl = (("kind", "poisson"), ("num_jobs", as_positive_int(num_jobs, "num_jobs")),
               *sorted((k, _freeze(v)) for k, v in extra.items()))
-    grid = dict(params or {})
+    from .._validation import as_time_limit
+
+    limit = as_time_limit(milp_time_limit, "milp_time_limit")
+    grid = {canonical_policy(p): g for p, g in (params or {}).items()}
     unknown = [p for p in grid if p not in policies]
     if unknown:
         raise InputError(f"params names policy {unknown[0]!r}, which is not swept",
@@ -223,6 +372,7 @@ def sweep_tasks(
         keys = sorted(g)
         combos = itertools.product(*(list(g[k]) for k in keys)) if keys else [()]
         for combo in combos:
+            build_policy(policy, dict(zip(keys, combo, strict=True)), limit)  # fail early
             for load in loads:
                 for seed in seeds:
                     tasks.append(SweepTask(
@@ -230,7 +380,7 @@ def sweep_tasks(
                         load=load, workload=wl, cluster=tuple(cluster.items()),
                         round_duration=duration, restart_overhead=overhead,
                         contention_kind=contention_kind, unfair_threshold=unfair_threshold,
-                        index=len(tasks)))
+                        index=len(tasks), milp_time_limit=limit))
     return tasks
 
 
@@ -242,7 +392,9 @@ def _freeze(v: Any) -> Any:
 
 def run_sweep(tasks: Sequence[SweepTask], *, workers: int | None = None,
               ray_address: str | None = None,
-              progress: Callable[[int, int], None] | None = None) -> Any:
+              progress: Callable[[int, int], None] | None = None,
+              log: str | os.PathLike[str] | None = None, resume: bool = False,
+              on_result: Callable[[dict[str, Any], bool], None] | None = None) -> Any:
     """Run ``tasks``; return a `pandas.DataFrame`, one row per task in task order.
 
     Parameters
@@ -255,6 +407,23 @@ def run_sweep(tasks: Sequence[SweepTask], *, workers: int | None = None,
         a local Ray instance. Needs ``pip install 'fairalloc[ray]'``.
     progress : callable, optional
         Called as ``progress(done, total)`` as tasks finish.
+    log : path, optional
+        A JSON-lines file that receives every finished simulation at once (``{"key":
+        task_key(task), "row": row}``). Without ``resume`` it must not exist yet.
+    resume : bool, default False
+        Reuse the rows of ``log`` for the tasks it holds (`task_key`); run the others.
+    on_result : callable, optional
+        Called as ``on_result(row, reused)`` for every row, as it finishes or is reused.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> log = pathlib.Path(tempfile.mkdtemp()) / "runs.jsonl"
+    >>> tasks = sweep_tasks(["fifo"], seeds=[0, 1], num_jobs=4, gpus=2)
+    >>> first = run_sweep(tasks[:1], workers=1, log=log)
+    >>> again = run_sweep(tasks, workers=1, log=log, resume=True)  # runs only seed 1
+    >>> len(log.read_text().splitlines()), again["seed"].tolist()
+    (2, [0, 1])
     """
     pd = require_pandas()
     tasks = list(tasks)
@@ -264,39 +433,83 @@ def run_sweep(tasks: Sequence[SweepTask], *, workers: int | None = None,
         if not isinstance(t, SweepTask):
             raise InputError(f"tasks[{i}] is a {type(t).__name__}, not a SweepTask",
                              argument="tasks", index=(i,))
-    total = len(tasks)
-    rows: list[dict[str, Any]] = []
-    if ray_address is not None:
-        rows = _run_ray(tasks, ray_address, progress)
-    else:
+    if not isinstance(resume, bool):
+        raise InputError(f"resume must be True or False, got {resume!r}", argument="resume")
+    nw = 1
+    if ray_address is None:
         nw = os.cpu_count() or 1 if workers is None else as_positive_int(workers, "workers")
-        if nw == 1 or total == 1:
-            for i, t in enumerate(tasks):
-                rows.append(run_task(t))
-                if progress is not None:
-                    progress(i + 1, total)
-        else:
-            import multiprocessing
-            from concurrent.futures import ProcessPoolExecutor, as_completed
+    elif importlib.util.find_spec("ray") is None:
+        raise InputError("ray_address needs Ray: pip install 'fairalloc[ray]'",
+                         argument="ray_address")
+    keys = [task_key(t) for t in tasks]
+    done_rows: dict[str, dict[str, Any]] = {}
+    writer: _Log | None = None
+    if log is not None:
+        path = Path(log)
+        if path.exists() and not resume:
+            raise InputError(f"log {str(path)!r} exists; resume=True continues that sweep",
+                             argument="log")
+        done_rows = read_log(path) if resume else {}
+        writer = _Log(path, done_rows)
+    total = len(tasks)
+    rows: dict[int, dict[str, Any]] = {}
+    for i, key in enumerate(keys):
+        if key in done_rows:
+            rows[i] = {**done_rows[key], "index": tasks[i].index}
+            if on_result is not None:
+                on_result(rows[i], True)
+    if progress is not None and rows:
+        progress(len(rows), total)
 
-            method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-            with ProcessPoolExecutor(max_workers=min(nw, total),
-                                     mp_context=multiprocessing.get_context(method)) as ex:
-                futures = [ex.submit(run_task, t) for t in tasks]
-                for done, _ in enumerate(as_completed(futures), start=1):
-                    if progress is not None:
-                        progress(done, total)
-                rows = [f.result() for f in futures]
-    rows.sort(key=lambda r: r["index"])
-    return pd.DataFrame(rows).set_index("index")
+    def finish(i: int, row: dict[str, Any]) -> None:
+        rows[i] = row
+        if writer is not None:
+            writer.write(keys[i], row)
+        if on_result is not None:
+            on_result(row, False)
+        if progress is not None:
+            progress(len(rows), total)
 
-
-def _run_ray(tasks: list[SweepTask], address: str,
-             progress: Callable[[int, int], None] | None) -> list[dict[str, Any]]:
+    todo = [i for i in range(total) if i not in rows]
     try:
-        import ray
-    except ImportError as exc:
-        raise ImportError("ray_address needs Ray: pip install 'fairalloc[ray]'") from exc
+        if not todo:
+            pass
+        elif ray_address is not None:
+            _run_ray(tasks, todo, ray_address, finish)
+        elif nw == 1 or len(todo) == 1:
+            for i in todo:
+                finish(i, run_task(tasks[i]))
+        else:
+            _run_pool(tasks, todo, nw, finish)
+    finally:
+        if writer is not None:
+            writer.close()
+    ordered = sorted(rows.values(), key=lambda r: r["index"])
+    return pd.DataFrame(ordered).set_index("index")
+
+
+def _run_pool(tasks: list[SweepTask], todo: list[int], workers: int,
+              finish: Callable[[int, dict[str, Any]], None]) -> None:
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    with ProcessPoolExecutor(max_workers=min(workers, len(todo)),
+                             mp_context=multiprocessing.get_context(method)) as ex:
+        futures = {ex.submit(run_task, tasks[i]): i for i in todo}
+        try:
+            for fut in as_completed(futures):
+                finish(futures[fut], fut.result())
+        except BaseException:
+            for fut in futures:  # a failure or an interrupt stops the queued tasks
+                fut.cancel()
+            raise
+
+
+def _run_ray(tasks: list[SweepTask], todo: list[int], address: str,
+             finish: Callable[[int, dict[str, Any]], None]) -> None:
+    import ray
+
     if not ray.is_initialized():
         if address == "local":
             ray.init(ignore_reinit_error=True, include_dashboard=False,
@@ -304,36 +517,34 @@ def _run_ray(tasks: list[SweepTask], address: str,
         else:
             ray.init(address=address, ignore_reinit_error=True, log_to_driver=False)
     remote = ray.remote(run_task)
-    pending = {remote.remote(t): i for i, t in enumerate(tasks)}
-    out: list[dict[str, Any] | None] = [None] * len(tasks)
-    done = 0
+    pending = {remote.remote(tasks[i]): i for i in todo}
     waiting = list(pending)
     while waiting:
         ready, waiting = ray.wait(waiting, num_returns=1)
         for ref in ready:
-            out[pending[ref]] = ray.get(ref)
-            done += 1
-            if progress is not None:
-                progress(done, len(tasks))
-    return [r for r in out if r is not None]
+            finish(pending[ref], ray.get(ref))
 
 
 def sweep(policies: Sequence[str], *, workers: int | None = None,
           ray_address: str | None = None, progress: Callable[[int, int], None] | None = None,
           seeds: Sequence[int] = (0,), loads: Sequence[float | None] = (None,),
           params: Mapping[str, Mapping[str, Sequence[Any]]] | None = None,
-          num_jobs: int = 24, gpus: int | Mapping[str, int] = 8, trace: str | None = None,
-          workload: Mapping[str, Any] | None = None, round_duration: float = 360.0,
-          restart_overhead: float = 0.0, contention_kind: str = "static",
-          unfair_threshold: float = 1.0) -> Any:
+          num_jobs: int = DEFAULT_JOBS, gpus: int | Mapping[str, int] = DEFAULT_GPUS,
+          trace: str | None = None, workload: Mapping[str, Any] | None = None,
+          round_duration: float = DEFAULT_ROUND_DURATION, restart_overhead: float = 0.0,
+          contention_kind: str = "static", unfair_threshold: float = 1.0,
+          milp_time_limit: float | None = MILP_TIME_LIMIT,
+          log: str | os.PathLike[str] | None = None, resume: bool = False) -> Any:
     """[`sweep_tasks`][fairalloc.sim.sweep.sweep_tasks] then
     [`run_sweep`][fairalloc.sim.sweep.run_sweep] (the keyword arguments of both, with the same
     defaults)."""
     tasks = sweep_tasks(policies, seeds=seeds, loads=loads, params=params, num_jobs=num_jobs,
                         gpus=gpus, trace=trace, workload=workload,
                         round_duration=round_duration, restart_overhead=restart_overhead,
-                        contention_kind=contention_kind, unfair_threshold=unfair_threshold)
-    return run_sweep(tasks, workers=workers, ray_address=ray_address, progress=progress)
+                        contention_kind=contention_kind, unfair_threshold=unfair_threshold,
+                        milp_time_limit=milp_time_limit)
+    return run_sweep(tasks, workers=workers, ray_address=ray_address, progress=progress,
+                     log=log, resume=resume)
 
 
 def task_dict(task: SweepTask) -> dict[str, Any]:

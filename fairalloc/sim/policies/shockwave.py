@@ -33,6 +33,10 @@ SHOCKWAVE_LAM = 1e-3
 SHOCKWAVE_WINDOW = 20
 #: default number of regimes K of an Accordion job's regime model
 ACCORDION_REGIMES = 6
+#: default seconds per re-plan ([`fairalloc.plan_schedule`][fairalloc.plan_schedule]'s
+#: ``time_limit``): a plan whose
+#: MILP is not certified by then runs with the best schedule found (``time_limited`` counts them)
+PLAN_TIME_LIMIT = 10.0
 #: floor of a job's remaining seconds and epochs in the plan (the planner needs positive ones)
 MIN_REMAINING = 1e-6
 #: plan_schedule options a ShockwavePolicy forwards when given (None: plan_schedule's default)
@@ -83,7 +87,12 @@ class ShockwavePolicy(BasePolicy):
     keep_running : bool, default True
         With ``"counts"``: after the must-run jobs and the jobs finishing in the window,
         planned jobs that ran in the previous round go first (no restart).
-    method, mip_gap, time_limit, work_conservation, restart_penalty, expectation, makespan, \
+    time_limit : float or None, default 10.0
+        Seconds per re-plan ([`fairalloc.plan_schedule`][fairalloc.plan_schedule]'s ``time_limit``);
+        a plan not certified by then runs with the best schedule found, and `time_limited` counts
+        such plans (results then depend on the machine's speed). ``None``: no limit (a
+        re-plan may then run for a long time on a hard window).
+    method, mip_gap, work_conservation, restart_penalty, expectation, makespan, \
 regime_model, z0, util_floor, warm_start, threads, backend : optional
         Passed to [`fairalloc.plan_schedule`][fairalloc.plan_schedule] when given (`PLAN_OPTIONS`);
         ``None``: its default.
@@ -96,7 +105,7 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
                  replan: str = "reactive", accordion_regimes: int = ACCORDION_REGIMES,
                  contention: str = "jobs", execution: str = "counts",
                  keep_running: bool = True, method: str | None = None,
-                 mip_gap: float | None = None, time_limit: float | None = None,
+                 mip_gap: float | None = None, time_limit: float | None = PLAN_TIME_LIMIT,
                  work_conservation: str | None = None, restart_penalty: float | None = None,
                  expectation: str | None = None, makespan: str | None = None,
                  regime_model: str | None = None, z0: float | None = None,
@@ -137,6 +146,8 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
         self._elapsed = 0
         self.plans = 0
         self.plan_seconds = 0.0
+        #: re-plans stopped by ``time_limit`` before their gap was certified
+        self.time_limited = 0
 
     def reset(self, workload: Workload, cluster: Cluster, *, round_duration: float,
               seed: int) -> None:
@@ -144,6 +155,7 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
         self._plan, self._planned, self._elapsed, self.plans = {}, 0, 0, 0
         self._left, self._ftf = {}, {}
         self.plan_seconds = 0.0
+        self.time_limited = 0
 
     def _model(self, v: JobView, i: int) -> Any:
         from ...schedule import RegimeModel
@@ -213,6 +225,7 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
         plan = plan_schedule(jobs, M, rounds=self.window,
                              round_duration=state.cluster.round_duration, k=self.k,
                              lam=self.lam, **self.plan_options)
+        self.time_limited += int(plan.status.value == "time_limit")
         sched = np.asarray(plan.schedule, dtype=bool)
         self._plan = dict(zip(v.ids, sched, strict=True))
         self._left = dict(zip(v.ids, sched.sum(axis=1).tolist(), strict=True))

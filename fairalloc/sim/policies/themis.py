@@ -31,6 +31,9 @@ THEMIS_LEASE = 600.0
 THEMIS_GPUS_PER_SERVER = 4
 #: a lease ending within this many seconds of the round's start has expired
 LEASE_SLACK = 1e-9
+#: default seconds per auction MILP ([`fairalloc.auctions.gpu_auction`][fairalloc.gpu_auction]'s
+#: ``time_limit``)
+AUCTION_TIME_LIMIT = 10.0
 #: round-off margin when flooring the GPUs a bidder keeps (c_i times its bundle)
 KEEP_ROUNDOFF = 1e-12
 
@@ -60,8 +63,10 @@ class ThemisPolicy(BasePolicy):
     lease : float, default 600.0
         Lease length in seconds (10 minutes, §6.4).
     gpus_per_server : int, default 4
-    time_limit : float, optional
-        Seconds per auction MILP (results then depend on the machine's speed).
+    time_limit : float or None, default 10.0
+        Seconds per auction MILP; an auction stopped by it uses the best allocation found
+        (`time_limited` counts them; results then depend on the machine's speed).
+        ``None``: no limit.
     """
 
     name = "themis"
@@ -69,7 +74,7 @@ class ThemisPolicy(BasePolicy):
     def __init__(self, *, fairness_knob: float = THEMIS_FAIRNESS_KNOB,
                  lease: float = THEMIS_LEASE,
                  gpus_per_server: int = THEMIS_GPUS_PER_SERVER,
-                 time_limit: float | None = None) -> None:
+                 time_limit: float | None = AUCTION_TIME_LIMIT) -> None:
         f = as_finite_float(fairness_knob, "fairness_knob", lo=0.0, hi=1.0)
         if not 0.0 <= f < 1.0:
             raise InputError(f"fairness_knob must be in [0, 1), got {fairness_knob!r}",
@@ -82,6 +87,8 @@ class ThemisPolicy(BasePolicy):
         self.fairness_knob, self.lease, self.gpus_per_server = f, lease, gps
         self.time_limit = time_limit
         self.auctions = 0
+        #: auctions whose MILP stopped at ``time_limit``
+        self.time_limited = 0
 
     def reset(self, workload: Workload, cluster: Cluster, *, round_duration: float,
               seed: int) -> None:
@@ -98,6 +105,7 @@ class ThemisPolicy(BasePolicy):
         self._lease_end = np.zeros(M)
         self._rng = np.random.default_rng(seed)
         self.auctions = 0
+        self.time_limited = 0
 
     def allocate(self, state: RoundState) -> Schedule:
         from ...auctions import BidTable, gpu_auction
@@ -127,6 +135,7 @@ class ThemisPolicy(BasePolicy):
                 res = gpu_auction(bids, self._topology, np.flatnonzero(offer),
                                   time_limit=self.time_limit, workers=1)
                 self.auctions += 1
+                self.time_limited += int(res.status.value == "time_limit")
                 for a, i in enumerate(bidders.tolist()):
                     gpus = np.flatnonzero(res.pf_bundles[a])
                     if gpus.size < w[i]:
