@@ -13,7 +13,7 @@ gang on a type, ``prices`` the hidden payments) and the Shockwave re-plan (``"sh
 ``plan_jobs=`` job id -> [`PlanJob`][fairalloc.PlanJob], ``plan_options=`` for
 [`plan_schedule`][fairalloc.plan_schedule]; [`RoundPolicy`][fairalloc.RoundPolicy] keeps the
 plan and re-plans every ``replan_every`` rounds): see
-[`fairalloc._rounds_extra`][fairalloc._rounds_extra].
+`fairalloc._rounds_extra`.
 
 * **ids in, ids out.** Throughputs as ``{job_id: {worker_type: rate}}`` and workers as
   ``{worker_type: count}`` (or numpy arrays with ``job_ids=`` / ``types=``, or a pandas

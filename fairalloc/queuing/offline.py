@@ -121,7 +121,7 @@ class EFQResult(FrozenArrays):
     @property
     def allocation_times(self) -> np.ndarray:
         """The distinct times at which some job's allocation changes, increasing (the column
-        times of [`allocation`][fairalloc.EFQResult.allocation])."""
+        times of [`allocation`][fairalloc.queuing.EFQResult.allocation])."""
         return readonly(np.unique(self.log_time))
 
     @property

@@ -78,8 +78,8 @@ class Allocation(Result):
     ----------
     allocation : ndarray, shape (n, k)
         ``allocation[m, j]``: fraction of time job ``m`` runs on type ``j`` (alone or in a
-        pair, in any placement); rows are [`job_ids`][fairalloc.Allocation.job_ids], columns
-        [`types`][fairalloc.Allocation.types]. The name every result uses (a read-only
+        pair, in any placement); rows are `job_ids`, columns
+        `types`. The name every result uses (a read-only
         property, the same array as ``x``).
     x : ndarray, shape (n, k)
         Alias of ``allocation`` (Gavel's name ``X``; the stored field).
