@@ -3,8 +3,10 @@
 ``fairalloc check package.module:policy --property envy-free --property sharing-incentive``
 imports the policy, runs [`fairalloc.testing.check_policy`][fairalloc.testing.check_policy] and
 prints a pass/fail table and the shrunk counterexamples. The exit code is 0 when every property
-passed, 1 when one failed, and 2 for a usage error (a policy that cannot be imported, an unknown
-property). The policy may also be given as ``path/to/file.py:function``.
+passed, 1 when one failed, and 2 for a usage error (a policy that cannot be imported -- no such
+module or file, or one that fails to import: a syntax error, a missing dependency --, an unknown
+property). The policy may also be given as ``path/to/file.py:function``. A line per checked
+property goes to stderr as the check runs (``--no-progress`` silences it).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import argparse
 import importlib
 import importlib.util
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -55,14 +58,25 @@ def load_policy(spec: str) -> Any:
             raise InputError(f"policy: cannot load {where}", argument="policy")
         module = importlib.util.module_from_spec(mod_spec)
         sys.modules[mod_spec.name] = module
-        mod_spec.loader.exec_module(module)
+        try:
+            mod_spec.loader.exec_module(module)
+        except Exception as exc:  # the user's file: any failure is a usage error
+            sys.modules.pop(mod_spec.name, None)
+            raise InputError(f"policy: {where} fails to import: {_failure(exc)}",
+                             argument="policy") from None
     else:
         if "" not in sys.path and str(Path.cwd()) not in sys.path:
             sys.path.insert(0, "")  # like `python -m`: modules of the working directory
         try:
             module = importlib.import_module(where)
         except ModuleNotFoundError as exc:
-            raise InputError(f"policy: cannot import module {where!r} ({exc})",
+            if exc.name is not None and where.startswith(exc.name):
+                raise InputError(f"policy: cannot import module {where!r} ({exc})",
+                                 argument="policy") from None
+            raise InputError(f"policy: module {where!r} fails to import: {_failure(exc)}",
+                             argument="policy") from None
+        except Exception as exc:  # the user's module: any failure is a usage error
+            raise InputError(f"policy: module {where!r} fails to import: {_failure(exc)}",
                              argument="policy") from None
     obj: Any = module
     for part in attr.split("."):
@@ -74,6 +88,13 @@ def load_policy(spec: str) -> Any:
     if not callable(obj):
         raise InputError(f"policy: {spec} is not callable", argument="policy")
     return obj
+
+
+def _failure(exc: BaseException) -> str:
+    """``exc`` in one line, with the file and line of a syntax error."""
+    if isinstance(exc, SyntaxError):
+        return f"SyntaxError: {exc.msg} ({Path(exc.filename or '?').name}, line {exc.lineno})"
+    return " ".join(f"{type(exc).__name__}: {exc}".split())
 
 
 def _configure(p: argparse.ArgumentParser) -> None:
@@ -93,6 +114,8 @@ def _configure(p: argparse.ArgumentParser) -> None:
                    help=f"relative tolerance (default {DEFAULT_TOL:g})")
     p.add_argument("--no-shrink", action="store_true",
                    help="report the first failing instance without shrinking it")
+    p.add_argument("--no-progress", action="store_true",
+                   help="no line per checked property on stderr")
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -104,13 +127,46 @@ def _run(args: argparse.Namespace) -> int:
                   file=sys.stderr)
             return 2
         raise
+    from .checks import policy_name
+    from .domains import property_names
+    from .report import PolicyReport, PropertyReport
+
+    if args.max_examples < 1:
+        raise InputError(f"--max-examples must be a positive integer, got {args.max_examples}",
+                         argument="--max-examples")
     policy = load_policy(args.policy)
     props = args.properties or list(DEFAULT_PROPERTIES)
-    report = check_policy(policy, props if len(props) != 1 else props[0], args.max_examples,
-                          args.seed, domain=args.domain, tol=args.tol,
-                          shrink=not args.no_shrink)
-    print(report)
-    return 0 if report.passed else 1
+    names = property_names(props, args.domain)
+    named = [p for p in props if p.strip().lower() != "all"]
+    explicit = set(property_names(named, args.domain)) if named else set()
+    results: list[PropertyReport] = []
+    report: PolicyReport | None = None
+    t0 = time.perf_counter()
+    # one property at a time (the same instances as one call: each property's search is
+    # seeded alike), so that a line per property reports progress
+    for i, name in enumerate(names, start=1):
+        try:
+            report = check_policy(policy, [name], args.max_examples, args.seed,
+                                  domain=args.domain, tol=args.tol, shrink=not args.no_shrink)
+            results.extend(report.results)
+        except InputError as exc:
+            if name in explicit or exc.argument != "properties":
+                raise
+            results.append(PropertyReport(name, "skipped", 0, 0, 0.0, None,
+                                          "the policy returns no prices; return (allocation, "
+                                          "prices) or an object with .prices to check it"))
+        if not args.no_progress:
+            r = results[-1]
+            print(f"[{i}/{len(names)}] {name}: {r.status} ({r.examples} examples, "
+                  f"{r.seconds:.1f} s; {time.perf_counter() - t0:.0f} s elapsed)",
+                  file=sys.stderr, flush=True)
+    full = PolicyReport(policy_name(policy) if report is None else report.policy,
+                        args.domain if report is None else report.domain, tuple(results),
+                        args.max_examples if report is None else report.max_examples,
+                        args.seed if report is None else report.seed,
+                        "" if report is None else report.profile)
+    print(full)
+    return 0 if full.passed else 1
 
 
 #: the subcommand of this module: (name, help, configure(parser), run(args) -> exit code)
