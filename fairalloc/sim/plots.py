@@ -30,6 +30,23 @@ __all__ = ["plot_comparison", "plot_gantt", "plot_rho_cdf", "plot_utilization", 
 
 #: metrics drawn by [`plot_comparison`][fairalloc.sim.plots.plot_comparison] by default
 DEFAULT_METRICS = ("makespan", "avg_jct", "worst_rho", "unfair_fraction", "utilization")
+#: seconds per hour: time axes are in hours
+SECONDS_PER_HOUR = 3600.0
+#: metric -> (axis label with its unit, factor from the metric's own unit); every metric of
+#: [`summarize`][fairalloc.sim.summarize]
+METRIC_AXES = {
+    "makespan": ("makespan (h)", 1 / SECONDS_PER_HOUR),
+    "avg_jct": ("average JCT (h)", 1 / SECONDS_PER_HOUR),
+    "p99_jct": ("p99 JCT (h)", 1 / SECONDS_PER_HOUR),
+    "avg_rho": ("average rho (ratio)", 1.0),
+    "worst_rho": ("worst rho (ratio)", 1.0),
+    "unfair_fraction": ("unfair jobs (%)", 100.0),
+    "utilization": ("GPU utilisation (%)", 100.0),
+    "preemptions": ("preemptions (count)", 1.0),
+    "restarts": ("restarts (count)", 1.0),
+    "rounds": ("rounds (count)", 1.0),
+    "policy_seconds": ("policy time (s)", 1.0),
+}
 
 
 def _plt() -> Any:
@@ -88,12 +105,12 @@ def plot_gantt(result: SimulationResult, ax: Any = None, *, max_jobs: int | None
     y = row[result.sched_job[keep]]
     for t in np.unique(result.sched_type[keep]):
         m = result.sched_type[keep] == t
-        ax.barh(y[m], (result.sched_end[keep] - result.sched_start[keep])[m],
-                left=result.sched_start[keep][m], height=0.8, color=colors(int(t) % 10),
-                label=result.cluster.types[int(t)], linewidth=0)
-    ax.scatter(w.arrival[order], np.arange(order.size), marker="|", color="black", s=12,
-               label="arrival")
-    ax.set_xlabel("time (s)")
+        ax.barh(y[m], (result.sched_end[keep] - result.sched_start[keep])[m] / SECONDS_PER_HOUR,
+                left=result.sched_start[keep][m] / SECONDS_PER_HOUR, height=0.8,
+                color=colors(int(t) % 10), label=result.cluster.types[int(t)], linewidth=0)
+    ax.scatter(w.arrival[order] / SECONDS_PER_HOUR, np.arange(order.size), marker="|",
+               color="black", s=12, label="arrival")
+    ax.set_xlabel("time (h)")
     ax.set_ylabel("job (by arrival)")
     ax.set_title(f"schedule: {result.policy}")
     ax.legend(loc="upper right", fontsize="small")
@@ -108,10 +125,10 @@ def plot_utilization(results: Any, ax: Any = None) -> Any:
         _, ax = plt.subplots(figsize=(8, 4))
     for name, r in items:
         util = r.round_busy / (r.cluster.total_workers * r.round_duration)
-        ax.step(r.round_time, util, where="post", label=name)
-    ax.set_xlabel("time (s)")
-    ax.set_ylabel("GPU utilisation")
-    ax.set_ylim(0, 1.05)
+        ax.step(r.round_time / SECONDS_PER_HOUR, 100.0 * util, where="post", label=name)
+    ax.set_xlabel("time (h)")
+    ax.set_ylabel("GPU utilisation (%)")
+    ax.set_ylim(0, 105)
     ax.legend(fontsize="small")
     return ax
 
@@ -124,10 +141,10 @@ def plot_rho_cdf(results: Any, ax: Any = None, *, contention_kind: str = "static
         _, ax = plt.subplots(figsize=(6, 4))
     for name, r in items:
         rho = np.sort(finish_time_fairness(r, contention_kind))
-        ax.step(rho, np.arange(1, rho.size + 1) / rho.size, where="post", label=name)
+        ax.step(rho, 100.0 * np.arange(1, rho.size + 1) / rho.size, where="post", label=name)
     ax.axvline(1.0, color="grey", linestyle="--", linewidth=1)
-    ax.set_xlabel("finish-time fairness rho")
-    ax.set_ylabel("fraction of jobs")
+    ax.set_xlabel("finish-time fairness rho (shared / isolated time, ratio)")
+    ax.set_ylabel("jobs (%, cumulative)")
     ax.legend(fontsize="small")
     return ax
 
@@ -136,9 +153,9 @@ def plot_comparison(results: Any, metrics: Sequence[str] = DEFAULT_METRICS, *,
                     fig: Any = None, contention_kind: str = "static",
                     unfair_threshold: float = 1.0) -> Any:
     """One bar chart per metric, one bar per policy (relative values annotated against the
-    first policy, as in Shockwave Figure 7). Accepts results or a [`compare`][fairalloc.sim.compare]
-    frame (``contention_kind`` and ``unfair_threshold`` as for
-    [`compare`][fairalloc.sim.compare])."""
+    first policy, as in Shockwave Figure 7), in the units of `METRIC_AXES` (hours, %).
+    Accepts results or a [`compare`][fairalloc.sim.compare] frame (``contention_kind`` and
+    ``unfair_threshold`` as for [`compare`][fairalloc.sim.compare])."""
     plt = _plt()
     frame = results if hasattr(results, "columns") else compare(
         dict(_results(results)), contention_kind=contention_kind,
@@ -152,10 +169,12 @@ def plot_comparison(results: Any, metrics: Sequence[str] = DEFAULT_METRICS, *,
     axes = fig.subplots(1, len(metrics), squeeze=False)[0]
     names = [str(i) for i in frame.index]
     for ax, m in zip(axes, metrics, strict=True):
-        vals = frame[m].to_numpy(dtype=float)
+        label, factor = METRIC_AXES.get(m, (m, 1.0))
+        vals = frame[m].to_numpy(dtype=float) * factor
         bars = ax.bar(range(len(vals)), vals, color=plt.get_cmap("tab10")(np.arange(len(vals))))
         ax.set_xticks(range(len(vals)), names, rotation=45, ha="right", fontsize="small")
-        ax.set_title(m)
+        ax.set_title(label)
+        ax.set_ylabel(label)
         base = vals[0]
         if base:
             for b, v in zip(bars, vals, strict=True):
