@@ -5,7 +5,7 @@ Both solve the *reduced* round (runnable jobs, present worker types) that
 [`ReducedRound`][fairalloc._rounds_extra.ReducedRound]
 whose allocation it expands with zeros.
 
-* **Themis** (``"themis"``; themis.md §3.3, the simulator's
+* **Themis** (``"themis"``; Themis §3.3, the simulator's
   [`ThemisPolicy`][fairalloc.sim.policies.themis.ThemisPolicy] for one round): every runnable
   job's finish-time fairness on type ``j``, ``rho_ij = (t_i + steps_i / T_ij) / D_i`` (``D_i``
   its isolated finish time, as [`FinishTimeFairness`][fairalloc.throughput.FinishTimeFairness]),
@@ -19,7 +19,7 @@ whose allocation it expands with zeros.
   fairness first, each on its best type with room, then to the bidders. ``prices`` are the
   hidden payments: worker time of each type withheld from the winners. The certificate is the
   auction's (kind ``"milp"``).
-* **Shockwave** (``"shockwave"``; shockwave.txt §4-6, the simulator's
+* **Shockwave** (``"shockwave"``; Shockwave §4-6, the simulator's
   [`ShockwavePolicy`][fairalloc.sim.policies.shockwave.ShockwavePolicy]): the window plan
   [`plan_schedule`][fairalloc.plan_schedule] of the runnable jobs' [`PlanJob`][fairalloc.PlanJob]
   on the one present worker type; the round runs the plan's current column (``x = 1``: the job

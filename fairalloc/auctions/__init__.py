@@ -1,6 +1,6 @@
 """Partial-allocation auctions and Themis's multi-round finish-time fair policy (Themis §3.3).
 
-The partial allocation (PA) mechanism of Cole, Gkatzelis and Goel (themis.md ref. [5]; Themis
+The partial allocation (PA) mechanism of Cole, Gkatzelis and Goel (Themis ref. [5]; Themis
 §3.3.1, Pseudocode 1 lines 5-12) allocates goods among agents who report valuations ``v_i``:
 
 1. compute the proportionally fair (PF) allocation ``x* = argmax prod_i v_i(x_i)``;
@@ -22,7 +22,7 @@ One job per module:
   ([`fairalloc.fisher_market`][fairalloc.fisher_market]). The ``n`` leave-one-out markets are
   reduced markets warm-started from the PF prices, solved in batches by one block-diagonal
   interior-point run, polished to exact equilibria on their support and each certified by its own
-  duality gap (``D(p)`` of DESIGN.md), over ``workers`` processes.
+  duality gap (the closed-form dual ``D(p)``), over ``workers`` processes.
 * ``gpu.py`` -- [`gpu_auction`][fairalloc.gpu_auction] (GPUs bid for by placement class,
   [`BidTable`][fairalloc.BidTable]) and [`bundle_auction`][fairalloc.bundle_auction] (explicit GPU
   subsets, as in Themis Table 2): indivisible GPUs; PF and every leave-one-out are exact set-packing

@@ -1,6 +1,6 @@
 """Finish-time fairness valuations, placement slowdown and cluster topology (Themis §3.2, §4.3).
 
-Themis (themis.md §3.2) measures an app's fairness by ``rho = T_sh / T_id``: its finish time in
+Themis (§3.2) measures an app's fairness by ``rho = T_sh / T_id``: its finish time in
 the shared cluster divided by its finish time on an exclusive ``1/N_avg`` share of the
 cluster. Sharing incentive means ``rho <= 1``. An app bids ``rho(G)`` for GPU allocations
 ``G`` it may receive; the auction values an allocation at ``1 / rho(G)``.

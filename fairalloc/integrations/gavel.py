@@ -10,7 +10,7 @@ Gavel's ``*WithPerf`` policies and solve the round with
 drained worker types and jobs that cannot run this round).
 [`policy`][fairalloc.integrations.gavel.policy] maps Gavel's policy names to them.
 
-Normalisation (Gavel's code vs the paper, gavel.txt §4.1)
+Normalisation (Gavel's code vs the paper, Gavel §4.1)
 --------------------------------------------------------
 * ``X^equal``: fairalloc normalises each job's throughput by ``throughput(m, X^equal)``,
   its time split across types in proportion to worker counts (row sum 1). Gavel's code uses

@@ -4,7 +4,7 @@ result type in `fairalloc.markets.result`, the one-call functions
 [`fisher_market`][fairalloc.fisher_market] and
 [`volatile_fisher_market`][fairalloc.volatile_fisher_market] in `fairalloc.markets.functions`.
 
-Shockwave (shockwave.txt §4.1, App. C-D) defines the *volatile Fisher market*: resources bought
+Shockwave (§4.1, App. C-D) defines the *volatile Fisher market*: resources bought
 in round ``t`` are consumed in round ``t``, buyer ``i`` has budget ``B_i`` for the whole window,
 and its utility is ``U_i = sum_t u_it(x_it)`` with per-round linear or Leontief ``u_it``. The
 equilibrium is the optimum of the Eisenberg-Gale program

@@ -29,7 +29,7 @@ def fisher_market(
     ids: Any = None,
     goods: Any = None,
 ) -> MarketResult:
-    """Equilibrium of a static Fisher market (Eisenberg-Gale program; shockwave.txt App. C-D).
+    """Equilibrium of a static Fisher market (Eisenberg-Gale program; Shockwave App. C-D).
 
     Parameters
     ----------
@@ -101,7 +101,7 @@ def volatile_fisher_market(
     ids: Any = None,
     goods: Any = None,
 ) -> MarketResult:
-    """Equilibrium of a volatile Fisher market over ``T`` rounds (shockwave.txt §4.1, App. C).
+    """Equilibrium of a volatile Fisher market over ``T`` rounds (Shockwave §4.1, App. C).
 
     Resources bought in round ``t`` are consumed in round ``t``; each buyer has one budget for
     the whole window and utility ``U_i = sum_t u_it(x_it)`` (linear or Leontief per round).

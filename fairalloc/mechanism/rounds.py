@@ -30,7 +30,7 @@ the first pair of a round is placed into an empty cluster, where any gang that f
 all fits. ``proofs/round_convergence.md`` proves this and the convergence of the received
 fractions to ``X``.
 
-Gavel's own code (ANCHORS.md) normalises the received fraction per accelerator type
+Gavel's own code normalises the received fraction per accelerator type
 (``f = t / sum_m t[m, j]``, the literal formula of §5); ``fraction="type_share"`` reproduces it,
 the default ``"elapsed"`` compares each row's own time fraction with its target, which makes
 priorities comparable across types and is what the convergence proofs use.

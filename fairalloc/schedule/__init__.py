@@ -1,4 +1,4 @@
-"""Shockwave (shockwave.txt §4.3, §5-6, App. F-H): regime forecasts, estimators, the windowed
+"""Shockwave (§4.3, §5-6, App. F-H): regime forecasts, estimators, the windowed
 schedule planner and the makespan regulariser.
 
 The planner

@@ -217,7 +217,7 @@ class RegimeForecast:
         """Epochs the job completes in ``seconds`` more of isolated run time.
 
         Progress runs through the remaining regimes in order, each at its own epoch rate, and
-        stops at ``total_epochs`` (the UTIL semantics of App. G.1 / DESIGN.md). Vectorised:
+        stops at ``total_epochs`` (the UTIL semantics of Shockwave App. G.1). Vectorised:
         ``seconds`` may be any array of non-negative numbers.
 
         Examples
@@ -668,7 +668,7 @@ def oracle_forecast(
 ) -> RegimeForecast:
     """The exact trajectory, read from the job's whole future (comparison only).
 
-    This is what the upstream Shockwave predictor effectively uses (ANCHORS.md): every future
+    This is what the upstream Shockwave predictor effectively uses: every future
     batch size and epoch duration. A scheduler cannot know them; use it to measure how far
     a real forecast is from the truth (``benchmarks/forecast.py``) or to reproduce upstream.
 

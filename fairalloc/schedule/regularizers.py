@@ -1,6 +1,6 @@
 """Composable objective terms for cvxpy-built policies.
 
-`makespan_regularizer` is Shockwave's long-term efficiency estimator (shockwave.txt
+`makespan_regularizer` is Shockwave's long-term efficiency estimator (Shockwave
 §6.2, App. G.2, Eq. 10-11) as a standalone concave cvxpy expression: add it to any program
 whose allocation determines how much work each job gets done -- the volatile Fisher market
 ([`fairalloc.FisherMarket.add_objective_term`][fairalloc.markets.FisherMarket.add_objective_term]),

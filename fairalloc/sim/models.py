@@ -12,7 +12,7 @@ Gavel/Shockwave-format JSON file
 batch size is the global batch), so ``seconds per epoch = iterations per epoch / iterations per
 second``.
 
-Batch-size schedules (Shockwave §5 (a), (b); Accordion [1], GNS [31] of shockwave.txt)
+Batch-size schedules (Shockwave §5 (a), (b); Accordion [1], GNS [31] of Shockwave)
 ------------------------------------------------------------------------------------
 * **static** -- the initial batch size throughout.
 * **accordion** -- epochs in a *critical regime* (the model's head epochs, its periodic or

@@ -4,7 +4,7 @@ property means there ([`MarketDomain`][fairalloc.testing.MarketDomain],
 
 Domains (what the policy is given and returns)
 ----------------------------------------------
-``"market"`` (default; DESIGN.md's contract), ``"leontief"``, ``"volatile"``,
+``"market"`` (default; Fisher markets), ``"leontief"``, ``"volatile"``,
 ``"volatile-leontief"``
     ``policy(utility, budget, supply) -> allocation`` with ``utility`` (n, m) (or (n, m, T) for
     markets over time; Leontief demands for the Leontief domains), ``budget`` (n,) and
@@ -259,7 +259,7 @@ _SCALING = (0.05, 3.0)
 
 
 class MarketDomain(Domain):
-    """Fisher markets: ``policy(utility, budget, supply) -> allocation`` (DESIGN.md).
+    """Fisher markets: ``policy(utility, budget, supply) -> allocation``.
 
     Parameters
     ----------

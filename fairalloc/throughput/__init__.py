@@ -1,4 +1,4 @@
-"""Heterogeneity-aware effective-throughput policies (Gavel, gavel.txt §3-4, Table 1).
+"""Heterogeneity-aware effective-throughput policies (Gavel §3-4, Table 1).
 
 Modules (each has one job; lower ones never import higher ones)::
 

@@ -1,4 +1,4 @@
-"""Duration-based policies: minimum makespan and finish-time fairness (Gavel, gavel.txt §4.1).
+"""Duration-based policies: minimum makespan and finish-time fairness (Gavel §4.1).
 
 Both are level programs over ``steps / throughput``: makespan as one LP through
 ``theta = 1 / makespan``, finish-time fairness (Themis) as a Dinkelbach sequence of level
@@ -44,10 +44,10 @@ DINKELBACH = "dinkelbach"  # path step: one Dinkelbach iteration (its level stag
 
 
 # --------------------------------------------------------------------------------------------
-# minimum makespan, gavel.txt §4.1
+# minimum makespan, Gavel §4.1
 # --------------------------------------------------------------------------------------------
 class MinMakespan(ThroughputPolicy):
-    """Minimum makespan (gavel.txt §4.1): ``min_X max_m steps_m / throughput(m, X)``.
+    """Minimum makespan (Gavel §4.1): ``min_X max_m steps_m / throughput(m, X)``.
 
     Exact as one LP through the substitution ``theta = 1 / makespan``:
     ``max theta`` s.t. ``throughput(m, X) / steps_m >= theta`` (no bisection). ``objective``
@@ -113,7 +113,7 @@ def min_makespan(
         backend: str | Backend | None = None, work_conserving: bool | None = None,
         gap_tol: float = GAP_TOL, feas_tol: float = FEAS_TOL,
         stage_tol: float = STAGE_TOL) -> Allocation:
-    """Minimum makespan allocation (gavel.txt §4.1), exact as one LP.
+    """Minimum makespan allocation (Gavel §4.1), exact as one LP.
 
     Parameters
     ----------
@@ -149,10 +149,10 @@ def min_makespan(
 
 
 # --------------------------------------------------------------------------------------------
-# finish-time fairness, gavel.txt §4.1 (Themis)
+# finish-time fairness, Gavel §4.1 (Themis)
 # --------------------------------------------------------------------------------------------
 class FinishTimeFairness(ThroughputPolicy):
-    """Finish-time fairness (gavel.txt §4.1, Themis): ``min_X max_m rho(m, X)``,
+    """Finish-time fairness (Gavel §4.1, Themis): ``min_X max_m rho(m, X)``,
 
     ``rho(m, X) = (t_m + steps_m / throughput(m, X)) / (t_m^iso + steps_m /
     throughput(m, X^isolated))`` with ``t_m`` = ``jobs.elapsed``, ``t_m^iso`` =
@@ -290,7 +290,7 @@ def finish_time_fairness(
         backend: str | Backend | None = None, work_conserving: bool | None = None,
         gap_tol: float = GAP_TOL, feas_tol: float = FEAS_TOL,
         stage_tol: float = STAGE_TOL) -> Allocation:
-    """Finish-time fairness (gavel.txt §4.1; Themis): minimise ``max_m rho(m, X)``.
+    """Finish-time fairness (Gavel §4.1; Themis): minimise ``max_m rho(m, X)``.
 
     Needs ``jobs.steps_remaining``; uses ``jobs.elapsed`` and ``jobs.isolated_elapsed``
     (default: ``elapsed``). Solved exactly by a Dinkelbach sequence of LPs (see

@@ -1,4 +1,4 @@
-"""Efficiency objectives: maximum total throughput and minimum cost (Gavel, gavel.txt §3.1, §4.2).
+"""Efficiency objectives: maximum total throughput and minimum cost (Gavel §3.1, §4.2).
 
 Both are linear (total throughput) or linear-fractional (throughput per unit cost, solved
 exactly by the Charnes-Cooper transformation) programs over the allocation columns.
@@ -50,10 +50,10 @@ _SLO_ROUNDING = 1e-12
 
 
 # --------------------------------------------------------------------------------------------
-# maximum total throughput, gavel.txt §3.1
+# maximum total throughput, Gavel §3.1
 # --------------------------------------------------------------------------------------------
 class MaxTotalThroughput(ThroughputPolicy):
-    """Maximum total effective throughput (gavel.txt §3.1): ``max sum_m throughput(m, X)``.
+    """Maximum total effective throughput (Gavel §3.1): ``max sum_m throughput(m, X)``.
 
     ``normalized=True`` sums ``throughput(m, X) / throughput(m, X^equal)`` instead (comparable
     across models). All coefficients are positive, so the optimum is work-conserving.
@@ -98,7 +98,7 @@ def max_total_throughput(
         backend: str | Backend | None = None, work_conserving: bool | None = None,
         gap_tol: float = GAP_TOL, feas_tol: float = FEAS_TOL,
         stage_tol: float = STAGE_TOL) -> Allocation:
-    """Maximise total effective throughput (gavel.txt §3.1, §4.2).
+    """Maximise total effective throughput (Gavel §3.1, §4.2).
 
     Parameters
     ----------
@@ -134,10 +134,10 @@ def max_total_throughput(
 
 
 # --------------------------------------------------------------------------------------------
-# minimum cost (and subject to SLOs), gavel.txt §4.2: linear-fractional, Charnes-Cooper
+# minimum cost (and subject to SLOs), Gavel §4.2: linear-fractional, Charnes-Cooper
 # --------------------------------------------------------------------------------------------
 class MinCost(ThroughputPolicy):
-    """Minimum cost, optionally subject to SLOs (gavel.txt §4.2).
+    """Minimum cost, optionally subject to SLOs (Gavel §4.2).
 
     ``maximise sum_m throughput(m, X) / sum_{m, j} cost_j scale_factor_m X[m, j]`` (throughput
     per unit cost; the cost of a pair column is counted once), subject to the allocation
@@ -364,7 +364,7 @@ def min_cost(
         backend: str | Backend | None = None, work_conserving: bool | None = None,
         gap_tol: float = GAP_TOL, feas_tol: float = FEAS_TOL,
         stage_tol: float = STAGE_TOL) -> Allocation:
-    """Minimum cost (throughput per unit cost), optionally subject to SLOs (gavel.txt §4.2).
+    """Minimum cost (throughput per unit cost), optionally subject to SLOs (Gavel §4.2).
 
     Parameters
     ----------

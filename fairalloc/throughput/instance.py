@@ -1,4 +1,4 @@
-"""The column form of an effective-throughput instance (Gavel, gavel.txt §3.1).
+"""The column form of an effective-throughput instance (Gavel §3.1).
 
 `ColumnInstance` lists the allowed (job, type) columns of a throughput program (and,
 with space sharing or placement sensitivity, the job-pair and unconsolidated columns) as sparse
@@ -124,7 +124,7 @@ class ColumnInstance:
             self.Wc = sp.csr_matrix((self.col_workers[cons], (self.col_type[cons],
                                                                np.flatnonzero(cons))),
                                     shape=(k, E))
-        # normalisers (gavel.txt §4.1): X^equal splits a job's time across types in proportion
+        # normalisers (Gavel §4.1): X^equal splits a job's time across types in proportion
         # to their worker counts (row sum 1); throughput(m, X^equal) over usable types.
         self.equal_tp = self.T_allowed @ (cap / cap.sum())
         self.fastest_tp = self.T_allowed.max(axis=1)

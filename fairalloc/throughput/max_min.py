@@ -1,4 +1,4 @@
-"""Max-min fairness (Gavel, gavel.txt §4.1) and hierarchical water-filling (§4.3).
+"""Max-min fairness (Gavel §4.1) and hierarchical water-filling (§4.3).
 
 [`MaxMinFairness`][fairalloc.MaxMinFairness] is the heterogeneity-aware weighted max-min (LAS)
 policy; with ``water_filling=True`` it is solved by the single-level water-filling below, which is
@@ -8,7 +8,7 @@ Hierarchical max-min fairness by water-filling (§4.3):
 
 Entities (teams) share the cluster by weighted fairness; inside an entity jobs share by
 fairness (job weights) or FIFO. Each job's level is its scale-adjusted normalised throughput
-``u_m(X) = scale_factor_m * throughput(m, X) / throughput(m, X^equal)`` (gavel.txt §4.1).
+``u_m(X) = scale_factor_m * throughput(m, X) / throughput(m, X^equal)`` (Gavel §4.1).
 
 Water-filling raises every unfrozen job with a positive weight at its weight's rate until
 some jobs cannot rise any further (they are *bottlenecked*); those are frozen, weights are
@@ -86,10 +86,10 @@ BOTTLENECK_LP = "bottleneck-lp"  # path step: one bottleneck LP
 
 
 # --------------------------------------------------------------------------------------------
-# max-min fairness (LAS), gavel.txt §4.1
+# max-min fairness (LAS), Gavel §4.1
 # --------------------------------------------------------------------------------------------
 class MaxMinFairness(ThroughputPolicy):
-    """Heterogeneity-aware weighted max-min fairness / LAS (gavel.txt §4.1).
+    """Heterogeneity-aware weighted max-min fairness / LAS (Gavel §4.1).
 
     ``maximise min_m (scale_factor_m / w_m) * throughput(m, X) / throughput(m, X^equal)``
     where ``X^equal`` splits a job's time across types in proportion to their worker counts
@@ -97,7 +97,7 @@ class MaxMinFairness(ThroughputPolicy):
     ``a_mj = s_m T_mj / (w_m throughput(m, X^equal))``, plus the allocation constraints.
 
     With ``water_filling=True`` the level is raised further for the jobs that are not
-    bottlenecked (gavel.txt §4.3; [`WaterFilling`][fairalloc.WaterFilling]), which makes the
+    bottlenecked (Gavel §4.3; [`WaterFilling`][fairalloc.WaterFilling]), which makes the
     allocation Pareto efficient.
 
     Examples
@@ -189,7 +189,7 @@ def max_min_fairness(jobs: Jobs, cluster: Cluster, *, water_filling: bool = Fals
                      backend: str | Backend | None = None, work_conserving: bool | None = None,
                      gap_tol: float = GAP_TOL, feas_tol: float = FEAS_TOL,
                      stage_tol: float = STAGE_TOL) -> Allocation:
-    """Heterogeneity-aware weighted max-min fairness (LAS) (gavel.txt §4.1, §4.3).
+    """Heterogeneity-aware weighted max-min fairness (LAS) (Gavel §4.1, §4.3).
 
     Maximises ``min_m (scale_factor_m / w_m) throughput(m, X) / throughput(m, X^equal)``
     (``X^equal``: time split across types in proportion to worker counts, row sum 1). By
@@ -244,10 +244,10 @@ def max_min_fairness(jobs: Jobs, cluster: Cluster, *, water_filling: bool = Fals
 
 
 # --------------------------------------------------------------------------------------------
-# hierarchical water-filling, gavel.txt §4.3
+# hierarchical water-filling, Gavel §4.3
 # --------------------------------------------------------------------------------------------
 class WaterFilling(ThroughputPolicy):
-    """Hierarchical water-filling builder (gavel.txt §4.3).
+    """Hierarchical water-filling builder (Gavel §4.3).
 
     Parameters
     ----------
@@ -595,7 +595,7 @@ def water_filling(jobs: Jobs, cluster: Cluster, *, entities: Sequence[Hashable] 
                   feas_tol: float = FEAS_TOL, stage_tol: float = STAGE_TOL,
                   bottleneck_tol: float = BOTTLENECK_TOL, max_levels: int | None = None,
                   work_conserving: bool | None = None) -> Allocation:
-    """Hierarchical max-min fairness by water-filling (gavel.txt §4.3).
+    """Hierarchical max-min fairness by water-filling (Gavel §4.3).
 
     The result is Pareto efficient: no job's level can rise without another's falling.
 

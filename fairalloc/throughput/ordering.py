@@ -1,4 +1,4 @@
-"""Ordering policies: FIFO and shortest job first (Gavel, gavel.txt §4.2).
+"""Ordering policies: FIFO and shortest job first (Gavel §4.2).
 
 FIFO in arrival order is a lexicographic sequence of stages (most decided in one greedy pass,
 the rest by LPs); shortest job first maximises the shortest job's throughput, then serves the
@@ -60,7 +60,7 @@ FIFO_SEMANTICS = ("arrival", "objective")
 
 
 class FIFO(ThroughputPolicy):
-    """First in, first out (gavel.txt §4.2), in two named semantics.
+    """First in, first out (Gavel §4.2), in two named semantics.
 
     ``semantics="arrival"`` (default; what schedulers, and Gavel's own ``FIFOPolicy``, mean):
     jobs are served strictly in arrival order. It is the *lexicographic* program over the
@@ -310,7 +310,7 @@ def fifo(
         backend: str | Backend | None = None, work_conserving: bool | None = None,
         gap_tol: float = GAP_TOL, feas_tol: float = FEAS_TOL,
         stage_tol: float = STAGE_TOL) -> Allocation:
-    """FIFO allocation (gavel.txt §4.2); ``order`` ranks jobs by arrival (smaller first).
+    """FIFO allocation (Gavel §4.2); ``order`` ranks jobs by arrival (smaller first).
 
     Parameters
     ----------
@@ -351,7 +351,7 @@ def fifo(
 
 
 class ShortestJobFirst(ThroughputPolicy):
-    """Shortest job first (gavel.txt §4.2): ``min_X min_m steps_m / throughput(m, X)``.
+    """Shortest job first (Gavel §4.2): ``min_X min_m steps_m / throughput(m, X)``.
 
     The paper's objective is attained by giving the job with the smallest possible duration
     ``steps_m / max_j T[m, j]`` its fastest usable type for all of its time; the first stage
@@ -427,7 +427,7 @@ def shortest_job_first(
         backend: str | Backend | None = None, work_conserving: bool | None = None,
         gap_tol: float = GAP_TOL, feas_tol: float = FEAS_TOL,
         stage_tol: float = STAGE_TOL) -> Allocation:
-    """Shortest job first (gavel.txt §4.2); see [`ShortestJobFirst`][fairalloc.ShortestJobFirst].
+    """Shortest job first (Gavel §4.2); see [`ShortestJobFirst`][fairalloc.ShortestJobFirst].
 
     Parameters
     ----------

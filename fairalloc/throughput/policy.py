@@ -1,7 +1,7 @@
 """The effective-throughput allocation, its builder base class and shared helpers.
 
 An allocation ``X`` (jobs x accelerator types) gives the fraction of wall-clock time each job
-spends on each type (Gavel, gavel.txt §3.1). [`ThroughputPolicy`][fairalloc.ThroughputPolicy] builds
+spends on each type (Gavel §3.1). [`ThroughputPolicy`][fairalloc.ThroughputPolicy] builds
 a policy's stage LPs on the column form of the instance (`fairalloc.throughput.instance`), solves
 them with `StageSolver` (or the structured solvers of
 `fairalloc.throughput.structured`), adds the work-conserving stage, certifies the result

@@ -20,7 +20,7 @@ API
     * ``description`` (str): one line for listings (``fairalloc`` CLI, simulator);
     * ``needs`` (tuple of str): the ``Jobs`` fields or arguments the policy requires beyond
       throughputs (``"steps_remaining"``, ``"cost"``);
-    * ``reference`` (str): the section of gavel.txt.
+    * ``reference`` (str): the section of the Gavel paper.
 ``gavel_policy(name)``
     The spec of ``name``; [`fairalloc.InputError`][fairalloc.InputError] (``argument="policy"``)
     naming the known policies otherwise.
@@ -67,27 +67,27 @@ GAVEL_POLICIES: dict[str, GavelPolicySpec] = {
     for spec in (
         GavelPolicySpec("max_min_fairness", MaxMinFairness, max_min_fairness,
                         "heterogeneity-aware weighted max-min fairness (LAS)",
-                        reference="gavel.txt §4.1"),
+                        reference="Gavel §4.1"),
         GavelPolicySpec("water_filling", WaterFilling, water_filling,
                         "hierarchical max-min fairness by water-filling",
-                        reference="gavel.txt §4.3"),
+                        reference="Gavel §4.3"),
         GavelPolicySpec("finish_time_fairness", FinishTimeFairness, finish_time_fairness,
                         "finish-time fairness: minimise the largest rho (Themis)",
-                        needs=("steps_remaining",), reference="gavel.txt §4.1"),
+                        needs=("steps_remaining",), reference="Gavel §4.1"),
         GavelPolicySpec("min_makespan", MinMakespan, min_makespan,
                         "minimum makespan (one LP)", needs=("steps_remaining",),
-                        reference="gavel.txt §4.1"),
+                        reference="Gavel §4.1"),
         GavelPolicySpec("max_total_throughput", MaxTotalThroughput, max_total_throughput,
                         "maximum total (optionally normalised) throughput",
-                        reference="gavel.txt §3.1, §4.2"),
+                        reference="Gavel §3.1, §4.2"),
         GavelPolicySpec("fifo", FIFO, fifo, "first in, first out (arrival order)",
-                        reference="gavel.txt §4.2"),
+                        reference="Gavel §4.2"),
         GavelPolicySpec("shortest_job_first", ShortestJobFirst, shortest_job_first,
                         "shortest job first", needs=("steps_remaining",),
-                        reference="gavel.txt §4.2"),
+                        reference="Gavel §4.2"),
         GavelPolicySpec("min_cost", MinCost, min_cost,
                         "minimum cost (throughput per unit cost), optionally with SLOs",
-                        needs=("cost",), reference="gavel.txt §4.2"),
+                        needs=("cost",), reference="Gavel §4.2"),
     )
 }
 

@@ -1,4 +1,4 @@
-"""Space sharing: job pairs that share a worker (Gavel, gavel.txt §3.1).
+"""Space sharing: job pairs that share a worker (Gavel §3.1).
 
 With space sharing the allocation has a row for every job and for every viable pair of jobs;
 a pair running on type ``j`` for a fraction of time gives each member its *pair throughput*
@@ -59,7 +59,7 @@ def max_min_space_sharing(jobs: Jobs, cluster: Cluster, pairs: JobPairs, *,
                           gap_tol: float = GAP_TOL, feas_tol: float = FEAS_TOL,
                           max_rounds: int = CG_MAX_ROUNDS, batch: int | None = None,
                           backend: str | Backend | None = None) -> Allocation:
-    """Max-min fairness with space sharing by column generation (gavel.txt §3.1, §4.1).
+    """Max-min fairness with space sharing by column generation (Gavel §3.1, §4.1).
 
     Starts from the program without pairs; each round prices every (pair, type) column at
     once from the duals (``lambda_a a_aj + lambda_b a_bj - mu_a - mu_b - s_p p_j``), adds the

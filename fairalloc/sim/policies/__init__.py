@@ -11,27 +11,27 @@ builds the registered ones by name ([`available_policies`][fairalloc.sim.availab
 
 Library policies (adapters)
 ---------------------------
-* [`GavelPolicy`][fairalloc.sim.GavelPolicy] -- Gavel's effective-throughput programs (gavel.txt
+* [`GavelPolicy`][fairalloc.sim.GavelPolicy] -- Gavel's effective-throughput programs (Gavel
   §4): max-min fairness / LAS (``"max_min_fairness"``, alias ``"gavel"``), water-filling,
   finish-time fairness (``"finish_time_fairness"``; what the Shockwave artifact runs as its "Themis"
-  baseline, ANCHORS.md, hence the alias ``"themis_ftf"``), minimum makespan (``"min_makespan"``,
+  baseline, hence the alias ``"themis_ftf"``), minimum makespan (``"min_makespan"``,
   alias ``"ossp"``: the Shockwave artifact's OSSP baseline is Gavel's makespan policy),
   maximum total (normalised) throughput (``"max_total_throughput"``, alias ``"mst"``), Gavel's
   FIFO and SJF, and the isolated 1/n split. They return fractional
   [`TimeShares`][fairalloc.sim.TimeShares] that the simulator realises with Gavel's round-based
   mechanism; the program is re-solved when jobs arrive, finish or change regime (or every round with
   ``recompute="round"``).
-* [`ShockwavePolicy`][fairalloc.sim.ShockwavePolicy] -- Shockwave (shockwave.txt §4-6): regime
+* [`ShockwavePolicy`][fairalloc.sim.ShockwavePolicy] -- Shockwave (§4-6): regime
   forecasts from each job's observed epochs
   ([`fairalloc.forecast_regimes`][fairalloc.forecast_regimes]), FTF estimates (Eq. 9,
   [`fairalloc.ftf_estimate`][fairalloc.ftf_estimate] with
   [`fairalloc.contention_factor`][fairalloc.contention_factor]), a windowed plan
   ([`fairalloc.plan_schedule`][fairalloc.plan_schedule]) re-planned by
   [`fairalloc.ReplanPolicy`][fairalloc.ReplanPolicy].
-* [`EFQPolicy`][fairalloc.sim.EFQPolicy] -- Ares elastic fair queuing (ares.md §3) through
+* [`EFQPolicy`][fairalloc.sim.EFQPolicy] -- Ares elastic fair queuing (§3) through
   [`fairalloc.ElasticFairQueue`][fairalloc.ElasticFairQueue]: jobs may get more (or fewer) GPUs than
   they asked for.
-* [`ThemisPolicy`][fairalloc.sim.ThemisPolicy] -- Themis (themis.md §3.3): leases, the filter of the
+* [`ThemisPolicy`][fairalloc.sim.ThemisPolicy] -- Themis (§3.3): leases, the filter of the
   jobs furthest from finish-time fairness and a partial-allocation auction of the offered GPUs
   ([`fairalloc.auctions.gpu_auction`][fairalloc.gpu_auction]).
 

@@ -67,7 +67,7 @@ class FIFOPolicy(BasePolicy):
 
 
 class TiresiasLAS(BasePolicy):
-    """Tiresias's discretised 2D least-attained-service (Gu et al., NSDI 19; gavel.txt §4.1).
+    """Tiresias's discretised 2D least-attained-service (Gu et al., NSDI 19; Gavel §4.1).
 
     A job's *attained service* is its GPU-time (gang size x time run, "2D"). Jobs sit in
     priority queues by attained service: queue ``q`` holds the jobs with
@@ -113,7 +113,7 @@ class TiresiasLAS(BasePolicy):
 
 
 class AlloXPolicy(BasePolicy):
-    """AlloX (Le et al., EuroSys 20; gavel.txt §7.3, shockwave.txt §8.2): minimum average
+    """AlloX (Le et al., EuroSys 20; Gavel §7.3, Shockwave §8.2): minimum average
     job completion time on heterogeneous resources by min-cost bipartite matching.
 
     Each type ``j`` with ``c_j`` workers offers, at every position ``p = 1, 2, ...`` from the
@@ -125,7 +125,7 @@ class AlloXPolicy(BasePolicy):
     first. Each round the matching is recomputed; the round runs jobs in matching order on
     their matched type (greedy packing for gangs; AlloX itself handles single-worker jobs).
 
-    Fairness filter (AlloX §4, shockwave.txt §2): only the ``ceil(alpha * n)`` jobs that have
+    Fairness filter (AlloX §4, Shockwave §2): only the ``ceil(alpha * n)`` jobs that have
     waited longest (largest ``waiting / elapsed``) take part; ``alpha = 1`` disables it.
     """
 
@@ -184,7 +184,7 @@ class AlloXPolicy(BasePolicy):
 
 
 class GandivaFairPolicy(BasePolicy):
-    """Gandiva-fair (Chaudhary et al., EuroSys 20; shockwave.txt §8.2, §8.5): proportional
+    """Gandiva-fair (Chaudhary et al., EuroSys 20; Shockwave §8.2, §8.5): proportional
     share by stride scheduling, work conserving.
 
     Job ``i`` holds ``tickets_i`` tickets (default its gang size, as in the Shockwave

@@ -1,4 +1,4 @@
-"""Ares elastic fair queuing (ares.md §3) as a simulator policy, through
+"""Ares elastic fair queuing (§3) as a simulator policy, through
 [`fairalloc.ElasticFairQueue`][fairalloc.ElasticFairQueue]: jobs may get more (or fewer) GPUs than
 they asked for.
 """
@@ -18,11 +18,11 @@ from .base import BasePolicy
 
 __all__ = ["EFQPolicy"]
 
-#: Ares's default scaling-control threshold alpha (ares.md §3.3)
+#: Ares's default scaling-control threshold alpha (Ares §3.3)
 EFQ_ALPHA = 0.75
 
 class EFQPolicy(BasePolicy):
-    """Ares elastic fair queuing (ares.md §3) through
+    """Ares elastic fair queuing (§3) through
     [`fairalloc.ElasticFairQueue`][fairalloc.ElasticFairQueue].
 
     Each job is submitted when it arrives with its GPU-time ``L_j`` (total epochs times the

@@ -1,4 +1,4 @@
-"""Gavel's effective-throughput programs as a simulator policy (gavel.txt §4-5).
+"""Gavel's effective-throughput programs as a simulator policy (Gavel §4-5).
 
 [`GavelPolicy`][fairalloc.sim.GavelPolicy] solves one of the library's Gavel programs
 ([`GAVEL_OBJECTIVES`][fairalloc.sim.policies.gavel.GAVEL_OBJECTIVES]) on the active jobs and returns
@@ -87,7 +87,7 @@ def _solve(objective: str, jobs: Jobs, cluster: Cluster, options: dict[str, Any]
 
 
 class GavelPolicy(BasePolicy):
-    """A Gavel effective-throughput program as a simulator policy (gavel.txt §4-5).
+    """A Gavel effective-throughput program as a simulator policy (Gavel §4-5).
 
     Parameters
     ----------

@@ -1,4 +1,4 @@
-"""Shockwave (shockwave.txt §4-6, App. G-H) as a simulator policy.
+"""Shockwave (§4-6, App. G-H) as a simulator policy.
 
 Regime forecasts from each job's observed epochs
 ([`fairalloc.forecast_regimes`][fairalloc.forecast_regimes]), FTF estimates (Eq. 9,
@@ -45,7 +45,7 @@ PLAN_OPTIONS = ("method", "mip_gap", "time_limit", "work_conservation", "restart
                 "threads", "backend")
 
 class ShockwavePolicy(BasePolicy):
-    """Shockwave (shockwave.txt §4-6, App. G-H) as a simulator policy.
+    """Shockwave (§4-6, App. G-H) as a simulator policy.
 
     Before a round it decides with [`fairalloc.ReplanPolicy`][fairalloc.ReplanPolicy] whether to
     re-plan (no plan, window used up, arrivals, completions, regime changes). Re-planning forecasts
@@ -67,7 +67,7 @@ class ShockwavePolicy(BasePolicy):
     window : int, default 20
         Rounds per plan.
     forecast : {"restatement", "bayesian", "greedy", "oracle"}
-        ``"oracle"`` reads each job's true future schedule (comparison only; ANCHORS.md).
+        ``"oracle"`` reads each job's true future schedule (comparison only, as upstream does).
     replan : {"reactive", "lazy"}
     accordion_regimes : int, default 6
         ``K`` of an Accordion job's regime model (grown when a job shows more regimes).

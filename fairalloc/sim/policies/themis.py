@@ -1,4 +1,4 @@
-"""Themis (themis.md §3.3) as a simulator policy: leases, the filter of the jobs furthest
+"""Themis (§3.3) as a simulator policy: leases, the filter of the jobs furthest
 from finish-time fairness and a partial-allocation auction of the offered GPUs
 ([`fairalloc.auctions.gpu_auction`][fairalloc.gpu_auction]).
 """
@@ -38,7 +38,7 @@ AUCTION_TIME_LIMIT = 10.0
 KEEP_ROUNDOFF = 1e-12
 
 class ThemisPolicy(BasePolicy):
-    """Themis's finish-time fair auction (themis.md §3.3.2, Pseudocode 1) as a simulator policy.
+    """Themis's finish-time fair auction (Themis §3.3.2, Pseudocode 1) as a simulator policy.
 
     GPUs are leased for ``lease`` seconds. At every round the GPUs of finished jobs and of
     expired leases are offered; every active job's finish-time fairness if it ran now,
