@@ -58,7 +58,17 @@ class Cluster:
             dup = next(t for t in types if types.count(t) > 1)
             raise InputError(f"workers names type {dup!r} twice (type names are compared as "
                              "strings)", argument="workers")
-        cap = as_array(list(workers.values()), "workers", ndim=1, positive=True, integer=True)
+        cap = as_array(list(workers.values()), "workers", ndim=1, integer=True)
+        if not cap.all():
+            i = int(np.flatnonzero(cap == 0)[0])
+            # every formulation divides by the capacity (X^equal, unit scaling, prices): a
+            # type without workers is a cluster *state*, handled one level up
+            raise InputError(
+                f"workers[{i}] is 0 (type {types[i]!r} has no workers): a Cluster lists the "
+                "types with capacity. For a cluster with drained or failed types use "
+                "fairalloc.solve_round / fairalloc.RoundPolicy (or the Gavel adapter), which "
+                "solve on the present types, give 0 on the others and report them",
+                argument="workers", index=(i,))
         object.__setattr__(self, "types", types)
         object.__setattr__(self, "capacity", cap)
 

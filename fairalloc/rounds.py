@@ -195,16 +195,22 @@ def _matrix(throughput: Any, workers: Any, job_ids: Any, types: Any
     if isinstance(throughput, Mapping):
         ids = tuple(throughput)
         rows = list(throughput.values())
-        for j, row in zip(ids, rows):
-            if not isinstance(row, Mapping):
-                raise InputError(f"throughput[{j!r}] must be a mapping worker type -> rate",
-                                 argument="throughput")
+        if not all(type(row) is dict for row in rows):  # (the common case, checked fast)
+            for j, row in zip(ids, rows):
+                if not isinstance(row, Mapping):
+                    raise InputError(f"throughput[{j!r}] must be a mapping worker type -> "
+                                     "rate", argument="throughput")
         # a type a job names that the cluster does not list has no workers: drained
-        extra = {str(t) for row in rows for t in row} - set(wtypes)
+        keys = set().union(*rows) if rows else set()
+        if not all(type(t) is str for t in keys):  # types are named by str (as in workers)
+            rows = [{str(t): v for t, v in row.items()} for row in rows]
+            keys = {str(t) for t in keys}
+        extra = keys - set(wtypes)
         all_types = wtypes + tuple(sorted(extra))
         cap = np.r_[cap, np.zeros(len(extra))]
-        try:
-            T = np.array([[row.get(t, 0.0) for t in all_types] for row in rows], dtype=float)
+        try:  # column by column: one pass over the rows per type
+            T = np.array([[row.get(t, 0.0) for row in rows] for t in all_types],
+                         dtype=float).T
         except (TypeError, ValueError) as exc:
             raise InputError(f"throughput rates must be numbers ({exc})",
                              argument="throughput") from None
@@ -351,6 +357,25 @@ def solve_round(policy: str, throughput: Any, workers: Any, *, job_ids: Any = No
     options = {key: value for key, value in zip(_SOLVE_OPTIONS, given, strict=True)
                if value is not None}
     T, cap, ids, tnames = _matrix(throughput, workers, job_ids, types)
+    return _solve_arrays(
+        t0, policy, T, cap, ids, tnames, options, scale_factor=scale_factor, weight=weight,
+        steps_remaining=steps_remaining, elapsed=elapsed, isolated_elapsed=isolated_elapsed,
+        order=order, cost=cost, slo=slo, entities=entities, entity_weights=entity_weights,
+        entity_policies=entity_policies, water_filling=water_filling, semantics=semantics,
+        normalized=normalized, kind=kind, fairness_knob=fairness_knob, plan_jobs=plan_jobs,
+        plan_options=plan_options, warm_start=warm_start)
+
+
+def _solve_arrays(t0: float, policy: str, T: np.ndarray, cap: np.ndarray,
+                  ids: tuple[Hashable, ...], tnames: tuple[str, ...], options: dict[str, Any],
+                  *, scale_factor: Any, weight: Any, steps_remaining: Any, elapsed: Any,
+                  isolated_elapsed: Any, order: Any, cost: Any, slo: Any, entities: Any,
+                  entity_weights: Any, entity_policies: Any, water_filling: bool,
+                  semantics: str, normalized: bool, kind: str, fairness_knob: float,
+                  plan_jobs: Any, plan_options: Any, warm_start: Any) -> RoundResult:
+    """[`solve_round`][fairalloc.solve_round] after the throughputs and workers were turned
+    into validated arrays (``_matrix``); [`RoundPolicy`][fairalloc.RoundPolicy] enters here
+    directly (every per-job argument is still checked here, as in ``solve_round``)."""
     n, k = T.shape
     sf = _per_job(scale_factor, "scale_factor", ids, positive=True, integer=True)
     plans = _plan_jobs(plan_jobs, ids) if policy == "shockwave" else None
@@ -411,7 +436,7 @@ def solve_round(policy: str, throughput: Any, workers: Any, *, job_ids: Any = No
                     steps_remaining=opt(steps_remaining, "steps_remaining"),
                     elapsed=opt(elapsed, "elapsed"),
                     isolated_elapsed=opt(isolated_elapsed, "isolated_elapsed"))
-        cluster = Cluster({tnames[j]: cap[j] for j in pt})
+        cluster = Cluster({tnames[j]: c for j, c in zip(pt.tolist(), cap[pt].tolist())})
         res = _solve_reduced(policy, jobs, cluster, ids, rj, pt, order=order, cost=cost,
                              slo=slo, entities=entities, entity_weights=entity_weights,
                              entity_policies=entity_policies, water_filling=water_filling,
@@ -563,6 +588,7 @@ fairness_knob, plan_options
         #: the settings passed to every round (those given, not ``None``)
         self.settings = {key: value for key, value in zip(self._SETTINGS, given, strict=True)
                          if value is not None}
+        self._options = {key: v for key, v in self.settings.items() if key in _SOLVE_OPTIONS}
         self.rounds = 0
         self._last: tuple[tuple[Any, ...] | None, RoundResult] | None = None
         # Shockwave: (runnable job ids, workers, plan, column of the last round run)
@@ -616,10 +642,7 @@ fairness_knob, plan_options
                 last = dict(zip(prev.types, prev.prices.tolist()))
                 wp = np.array([last.get(t, 0.0) for t, c in zip(tnames, cap) if c > 0])
                 warm = (wp, prev.objective)
-        res = solve_round(self.policy, T, cap, job_ids=ids, types=tnames, warm_start=warm,
-                          **per_job, **self.settings)
-        res = dataclasses.replace(res, stats=dataclasses.replace(
-            res.stats, seconds=time.perf_counter() - t0))
+        res = self._solve(t0, T, cap, ids, tnames, per_job, warm, None)
         self.rounds += 1
         if self.warm_start:
             self._last = (key, res)
@@ -645,9 +668,7 @@ fairness_knob, plan_options
             if (now == kept_ids and cap.tobytes() == kept_cap and nxt < window
                     and nxt % self.replan_every != 0):
                 previous = (plan, nxt)
-        res = solve_round("shockwave", T, cap, job_ids=ids, types=tnames,
-                          warm_start=previous, plan_jobs=plan_jobs, **per_job,
-                          **self.settings)
+        res = self._solve(t0, T, cap, ids, tnames, per_job, previous, plan_jobs)
         red = res.reduced
         if red is not None:
             kept = tuple(j for j in ids if j not in set(res.unrunnable_jobs))
@@ -655,8 +676,23 @@ fairness_knob, plan_options
         else:
             self._plan = None
         self.rounds += 1
-        return dataclasses.replace(res, stats=dataclasses.replace(
-            res.stats, seconds=time.perf_counter() - t0))
+        return res
+
+    def _solve(self, t0: float, T: np.ndarray, cap: np.ndarray, ids: tuple[Hashable, ...],
+               tnames: tuple[str, ...], per_job: dict[str, Any], warm: Any,
+               plan_jobs: Any) -> RoundResult:
+        """[`solve_round`][fairalloc.solve_round] on this round's validated arrays, with the
+        policy's fixed settings (``seconds`` measured from ``t0``, the call's start)."""
+        st = self.settings
+        return _solve_arrays(
+            t0, self.policy, T, cap, ids, tnames, self._options, **per_job,
+            cost=st.get("cost"), entity_weights=st.get("entity_weights"),
+            entity_policies=st.get("entity_policies"),
+            water_filling=st.get("water_filling", False),
+            semantics=st.get("semantics", "arrival"), normalized=st.get("normalized", False),
+            kind=st.get("kind", "linear"),
+            fairness_knob=st.get("fairness_knob", THEMIS_FAIRNESS_KNOB),
+            plan_jobs=plan_jobs, plan_options=st.get("plan_options"), warm_start=warm)
 
 
 #: plan_schedule's default window (rounds per plan)

@@ -26,6 +26,17 @@ def test_cluster() -> None:
             fa.Cluster(bad)  # type: ignore[arg-type]
 
 
+def test_zero_worker_type_is_refused_by_cluster_and_accepted_by_the_round_api() -> None:
+    # issue #16: a drained type is a normal cluster state. A Cluster lists the capacity the
+    # formulations divide by, so it refuses 0 and names the entry points that accept it
+    with pytest.raises(fa.InputError, match=r"workers\[1\] is 0 \(type 'k80'.*solve_round"):
+        fa.Cluster({"v100": 2, "k80": 0})
+    r = fa.solve_round("max_min_fairness", {"a": {"v100": 1.0, "k80": 1.0}},
+                       {"v100": 2, "k80": 0})
+    assert r.drained_types == ("k80",) and r.certificate.ok
+    assert r.allocation == {"a": {"v100": 1.0, "k80": 0.0}}
+
+
 def test_jobs_defaults_and_labels() -> None:
     tp = np.array([[40.0, 10.0], [12.0, 4.0]])
     jobs = fa.Jobs(tp, ids=["a", "b"])
