@@ -130,6 +130,7 @@ def on_config(config, **kwargs):
         {"Formulations": pages("formulations")},
         {"Proofs": pages("proofs")},
         {"API reference": api},
+        {"References": "references.md"},
     ]
     return config
 
