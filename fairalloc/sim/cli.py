@@ -466,8 +466,21 @@ def _run_sweep(args: argparse.Namespace) -> int:
                  f"worst rho {row['worst_rho']:.3f} ({time.perf_counter() - t0:.0f} s "
                  f"elapsed{note})".replace("  ", " "))
 
-    df = run_sweep(tasks, workers=args.workers, ray_address=args.ray, log=log,
-                   resume=args.resume, on_result=report)
+    import signal
+
+    def stop(signum: int, frame: Any) -> None:  # a kill stops the sweep like Ctrl-C
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        df = run_sweep(tasks, workers=args.workers, ray_address=args.ray, log=log,
+                       resume=args.resume, on_result=report)
+    except KeyboardInterrupt:
+        print(f"fairalloc sweep: stopped; {sum(counts)} finished simulations are in {log} "
+              f"(add --resume to continue)", file=sys.stderr)
+        raise
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     if counts[0]:
         print(f"resumed: {counts[0]} simulations read from {RUNS_FILE}, {counts[1]} run now")
     keys = [c for c in df.columns if c in ("policy", "load") or c.startswith("param.")]

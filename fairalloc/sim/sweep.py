@@ -67,6 +67,8 @@ DEFAULT_RATE = 12.0
 MILP_TIME_LIMIT = 10.0
 #: characters of the hexadecimal digest that names a task in a sweep log
 TASK_KEY_DIGITS = 16
+#: seconds between a pool worker's checks that the sweep that started it is still alive
+PARENT_POLL_SECONDS = 1.0
 
 
 @dataclass(frozen=True)
@@ -488,22 +490,42 @@ def run_sweep(tasks: Sequence[SweepTask], *, workers: int | None = None,
     return pd.DataFrame(ordered).set_index("index")
 
 
+def _exit_with_parent(parent: int) -> None:
+    """Pool initializer: end this worker when the sweep's process is gone (killed), instead
+    of waiting forever for tasks that will never come."""
+    import threading
+    import time
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL_SECONDS)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
 def _run_pool(tasks: list[SweepTask], todo: list[int], workers: int,
               finish: Callable[[int, dict[str, Any]], None]) -> None:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-    with ProcessPoolExecutor(max_workers=min(workers, len(todo)),
-                             mp_context=multiprocessing.get_context(method)) as ex:
-        futures = {ex.submit(run_task, tasks[i]): i for i in todo}
-        try:
-            for fut in as_completed(futures):
-                finish(futures[fut], fut.result())
-        except BaseException:
-            for fut in futures:  # a failure or an interrupt stops the queued tasks
-                fut.cancel()
-            raise
+    ex = ProcessPoolExecutor(max_workers=min(workers, len(todo)),
+                             mp_context=multiprocessing.get_context(method),
+                             initializer=_exit_with_parent, initargs=(os.getpid(),))
+    futures = {ex.submit(run_task, tasks[i]): i for i in todo}
+    try:
+        for fut in as_completed(futures):
+            finish(futures[fut], fut.result())
+    except BaseException:
+        # a failure or an interrupt: drop the queued tasks and stop the running ones (their
+        # finished siblings are already in the log)
+        procs = list((getattr(ex, "_processes", None) or {}).values())
+        ex.shutdown(wait=False, cancel_futures=True)
+        for proc in procs:
+            proc.terminate()
+        raise
+    ex.shutdown()
 
 
 def _run_ray(tasks: list[SweepTask], todo: list[int], address: str,
