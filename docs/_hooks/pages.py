@@ -138,8 +138,10 @@ def on_config(config, **kwargs):
 def on_files(files, config, **kwargs):
     sources = _sources()
     published = set(sources)
+    # the hand-written pages (e.g. references.md) are link targets too
+    pages = {f.src_uri for f in files if f.src_uri.endswith(".md")}
     for rel, path in sources.items():
-        text = _rewrite(path.read_text(encoding="utf-8"), rel, published)
+        text = _rewrite(path.read_text(encoding="utf-8"), rel, published | pages)
         text = _link_pages(text, rel, published)
         files.append(File.generated(config, rel, content=text))
     return files
