@@ -60,6 +60,9 @@ USER_ERRORS = {
         SIM + ["--policy", "shockwave", "--policy", "fifo", "--param", "fifo.k=3"], "--param"),
     "bad parameter value": (SIM + ["--policy", "shockwave", "--param", "shockwave.k=abc"],
                             "--param shockwave.k=abc"),
+    "bad plan option (not only at the first re-plan)": (
+        SIM + ["--policy", "fifo", "--policy", "shockwave", "--param", "shockwave.mip_gap=5"],
+        "--param shockwave.mip_gap=5"),
     "unknown sweep parameter": (SWEEP + ["--policy", "fifo", "--param", "fifo.k=1,2"],
                                 "--param fifo.k=1,2"),
     "out is a file": (SIM + ["--policy", "fifo", "--out", "{file}"], "--out"),

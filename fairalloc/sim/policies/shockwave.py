@@ -111,7 +111,7 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
                  regime_model: str | None = None, z0: float | None = None,
                  util_floor: float | None = None, warm_start: bool | None = None,
                  threads: int | None = None, backend: Any = None) -> None:
-        from ...schedule import ReplanPolicy
+        from ...schedule import PlanJob, ReplanPolicy, plan_schedule
 
         given = {"method": method, "mip_gap": mip_gap, "time_limit": time_limit,
                  "work_conservation": work_conservation, "restart_penalty": restart_penalty,
@@ -119,6 +119,10 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
                  "regime_model": regime_model, "z0": z0, "util_floor": util_floor,
                  "warm_start": warm_start, "threads": threads, "backend": backend}
         plan_options = {name: given[name] for name in PLAN_OPTIONS if given[name] is not None}
+        # a bad plan option (mip_gap=5, method="nope") fails here, not at the first re-plan:
+        # a one-job, one-round plan with these options (milliseconds)
+        plan_schedule([PlanJob(workers=1, total_epochs=1, done_epochs=0, ftf=1.0,
+                               regimes=[(1.0, 1)])], 1, rounds=1, **plan_options)
 
         forecast = as_option(forecast, "forecast", ("restatement", "bayesian", "greedy",
                                                     "oracle"))
