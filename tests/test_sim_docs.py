@@ -55,6 +55,15 @@ def test_site_builds_strict(tmp_path: Path) -> None:
     api = (site / "api" / "sim" / "index.html").read_text()
     assert "poisson_workload" in api and "Simulator" in api
     assert (site / "tutorial" / "index.html").exists()
+    # every internal href/src resolves to a file of the site and, with #anchor, to an id
+    spec = importlib.util.spec_from_file_location("linkcheck", ROOT / "docs/_tools/linkcheck.py")
+    linkcheck = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(linkcheck)  # type: ignore[union-attr]
+    checked, broken = linkcheck.check_site(site)
+    assert checked > 1000 and not broken, broken[:20]
+    # mathematics is left for KaTeX (arithmatex), never as emphasis or raw code
+    page = (site / "proofs" / "market_equilibrium" / "index.html").read_text()
+    assert '<span class="arithmatex">\\((p^*, x^*)\\)</span>' in page
 
 
 @pytest.mark.skipif(_docs_tools() is not None, reason="documentation tools not installed")

@@ -124,7 +124,8 @@ def check_dom(dom: str) -> dict[str, int]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("pages", nargs="*", default=list(PAGES))
-    ap.add_argument("--out", type=Path, default=ROOT / "site-screenshots")
+    ap.add_argument("--out", type=Path,
+                    default=Path(tempfile.gettempdir()) / "fairalloc-screenshots")
     ap.add_argument("--site", type=Path, help="an already built site (default: build one)")
     ap.add_argument("--katex", type=Path, default=Path("/usr/share/javascript/katex"))
     args = ap.parse_args(argv)
