@@ -164,7 +164,7 @@ def _cells(table: Table, max_rows: int, max_columns: int) -> list[str]:
     n, m = table.shape
     shown_c = min(m, max_columns)
     esc = html.escape
-    out = ["<table>"]
+    out = ["<table class='dataframe'>"]  # styled like a pandas table by notebook front ends
     if table.caption:
         out.append(f"<caption style='text-align:left'>{esc(table.caption)}</caption>")
     head = "".join(f"<th>{esc(fmt(c))}</th>" for c in table.columns[:shown_c])
