@@ -141,7 +141,12 @@ class HighsBackend(Backend):
                               raw_status="model rejected by passModel", backend=self.name)
         if start is not None and lp.is_mip:
             value = np.asarray(start, dtype=np.float64).ravel()
-            h.setSolution(n, np.arange(n, dtype=np.int32), value)
+            try:
+                h.setSolution(n, np.arange(n, dtype=np.int32), value)
+            except TypeError:  # highspy < 1.8 takes only a whole HighsSolution
+                start_point = highspy.HighsSolution()
+                start_point.col_value = value.tolist()
+                h.setSolution(start_point)
         h.run()
         ms = h.getModelStatus()
         raw = h.modelStatusToString(ms)

@@ -25,6 +25,21 @@ SUM_RTOL = 1e-9
 TAIL_FLOOR = 1e-300
 
 
+def _betaincc(a: float, b: float, x: Any) -> Any:
+    """Upper regularized incomplete Beta ``1 - I_x(a, b)``; SciPy < 1.12 has no ``betaincc``,
+    where the symmetry ``1 - I_x(a, b) = I_{1-x}(b, a)`` gives it without cancellation."""
+    if hasattr(special, "betaincc"):
+        return special.betaincc(a, b, x)
+    return special.betainc(b, a, 1.0 - np.asarray(x, dtype=float))
+
+
+def _betainccinv(a: float, b: float, y: Any) -> Any:
+    """Inverse of :func:`_betaincc` in ``x`` (SciPy < 1.12: by the same symmetry)."""
+    if hasattr(special, "betainccinv"):
+        return special.betainccinv(a, b, y)
+    return 1.0 - special.betaincinv(b, a, y)
+
+
 def _readonly(arr: np.ndarray) -> np.ndarray:
     arr.flags.writeable = False
     return arr
@@ -170,8 +185,8 @@ def _censored_share_mean(a: float, b: float, tau: float) -> float:
     if tau >= 1.0:
         return 1.0
     with np.errstate(all="ignore"):
-        tail = special.betaincc(a, b, tau)
-        upper = special.betaincc(a + 1.0, b, tau)
+        tail = _betaincc(a, b, tau)
+        upper = _betaincc(a + 1.0, b, tau)
         value = a / (a + b) * upper / tail
     if not np.isfinite(value) or tail <= TAIL_FLOOR:
         # all the remaining mass sits at the truncation point
@@ -187,10 +202,10 @@ def _sample_ongoing_share(
         return np.ones(num)
     a, b = s, (unfinished - 1) * s
     if censor and tau > 0.0:
-        tail = float(special.betaincc(a, b, min(tau, 1.0)))
+        tail = float(_betaincc(a, b, min(tau, 1.0)))
         if tail <= TAIL_FLOOR:
             return np.full(num, min(tau, 1.0))
-        g = special.betainccinv(a, b, gen.uniform(0.0, 1.0, size=num) * tail)
+        g = _betainccinv(a, b, gen.uniform(0.0, 1.0, size=num) * tail)
     else:
         g = gen.beta(a, b, size=num)
     return np.clip(g, min(tau, 1.0), 1.0)
