@@ -82,10 +82,10 @@ class PlanResult(Result):
     ----------
     allocation : ndarray of bool, shape (n, rounds)
         ``allocation[j, t]``: job ``j`` runs on its gang in round ``t`` (rows: the jobs in the
-        order given; columns: rounds). The name every result uses (a read-only property, the
-        same array as ``schedule``).
+        order given; columns: rounds). The name every result uses.
     schedule : ndarray of bool, shape (n, rounds)
-        Alias of ``allocation`` (the plan's own name; the stored field).
+        Alias of ``allocation`` (the plan's own name): a read-only property returning the
+        same array, kept for existing code.
     rounds_given : ndarray of int, shape (n,)
         Rounds each job gets in the window.
     utility : ndarray, shape (n,)
@@ -121,7 +121,7 @@ class PlanResult(Result):
     ``certificate.scale`` (``max(|objective|, |bound|, data scale)``).
     """
 
-    schedule: np.ndarray
+    allocation: np.ndarray
     rounds_given: np.ndarray
     utility: np.ndarray
     remaining: np.ndarray
@@ -142,10 +142,9 @@ class PlanResult(Result):
         return self.gap / max(abs(self.objective), MAGNITUDE_FLOOR)
 
     @property
-    def allocation(self) -> np.ndarray:
-        """``allocation[j, t]``: job ``j`` runs in round ``t`` (the same read-only array as
-        ``schedule``)."""
-        return self.schedule
+    def schedule(self) -> np.ndarray:
+        """Alias of ``allocation`` (the same read-only array, not a copy)."""
+        return self.allocation
 
     def _facts(self) -> list[tuple[str, str]]:
         n, rounds = self.schedule.shape
@@ -518,7 +517,7 @@ def _result(inst: _PlanInstance, cand: _PlanCandidate, bound: float, wc: str, ga
                        iterations=iterations, solves=solves, raw_status=raw_status, path=path,
                        fallbacks=fallbacks)
     return PlanResult(objective=value, status=status, stats=stats, certificate=cert,
-                      schedule=x, rounds_given=ev["counts"], utility=ev["util"],
+                      allocation=x, rounds_given=ev["counts"], utility=ev["util"],
                       remaining=ev["remaining"], regime=_regime_index(inst, x),
                       welfare=ev["welfare"], makespan_bound=ev["makespan"], z0=inst.z0,
                       restarts=ev["restarts"], bound=bound, method=cand.method,

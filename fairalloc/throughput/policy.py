@@ -78,11 +78,11 @@ class Allocation(Result):
     ----------
     allocation : ndarray, shape (n, k)
         ``allocation[m, j]``: fraction of time job ``m`` runs on type ``j`` (alone or in a
-        pair, in any placement); rows are `job_ids`, columns
-        `types`. The name every result uses (a read-only
-        property, the same array as ``x``).
+        pair, in any placement); rows are ``job_ids``, columns ``types``. The name every
+        result uses.
     x : ndarray, shape (n, k)
-        Alias of ``allocation`` (Gavel's name ``X``; the stored field).
+        Alias of ``allocation`` (Gavel's name ``X``): a read-only property returning the same
+        array, kept for existing code.
     prices : ndarray, shape (k,)
         Non-negative capacity prices: multipliers of the capacity rows of the policy's
         (first-stage, maximisation) LP, ``d OPT / d workers[j]``; zero on unsaturated types.
@@ -112,7 +112,7 @@ class Allocation(Result):
         Water-filling: the level ``u_m`` at which each job was frozen.
     """
 
-    x: np.ndarray
+    allocation: np.ndarray
     prices: np.ndarray
     effective_throughput: np.ndarray
     metric: np.ndarray
@@ -139,10 +139,9 @@ class Allocation(Result):
             object.__setattr__(self, "types", types)
 
     @property
-    def allocation(self) -> np.ndarray:
-        """``allocation[m, j]``: fraction of time job ``job_ids[m]`` runs on ``types[j]`` (the
-        same read-only array as ``x``)."""
-        return self.x
+    def x(self) -> np.ndarray:
+        """Alias of ``allocation`` (Gavel's ``X``; the same read-only array, not a copy)."""
+        return self.allocation
 
     def _facts(self) -> list[tuple[str, str]]:
         n, k = self.x.shape
@@ -506,7 +505,8 @@ class ThroughputPolicy(Composable):
         metric = self._metric(tp)
         metric.flags.writeable = False
         return Allocation(objective=float(objective), status=Status.OPTIMAL, stats=stats,
-                          certificate=cert, x=x, prices=prices, effective_throughput=tp,
+                          certificate=cert, allocation=x, prices=prices,
+                          effective_throughput=tp,
                           metric=metric, policy=self.name, job_ids=self.jobs.ids,
                           types=self.cluster.types, pair_x=pair_x, consolidated_x=cons_x,
                           utilization=util, stage_certificates=certs)
