@@ -6,7 +6,6 @@ the first cell that raises. It needs the dev extra (nbclient, nbformat, ipykerne
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
@@ -37,9 +36,9 @@ def test_notebook_is_committed_without_outputs(path: Path) -> None:
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
-def test_notebook_runs(path: Path, tmp_path: Path) -> None:
+def test_notebook_runs(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     book = nbformat.read(path, as_version=4)
-    os.environ.setdefault("MPLBACKEND", "Agg")
+    monkeypatch.setenv("MPLBACKEND", "Agg")  # the kernel inherits it: no display needed
     client = nbclient.NotebookClient(book, timeout=CELL_TIMEOUT_S, kernel_name="python3",
                                      resources={"metadata": {"path": str(tmp_path)}})
     t0 = time.perf_counter()
