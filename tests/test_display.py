@@ -98,3 +98,18 @@ def test_to_frame_uses_ids_and_names(gavel, market):
     assert g.index[0] == "job0" and "x[V100]" in g.columns
     efq = fa.efq_schedule([0.0, 1.0], [1.0, 1.0], 1).to_frame()
     assert efq.index.name == "job"
+
+
+def test_auctions_take_ids_and_names():
+    pytest.importorskip("pandas")
+    pa = fa.partial_allocation([[2.0, 1.0], [1.0, 1.0]], ids=["a", "b"], goods=["g0", "g1"])
+    df = pa.to_frame()
+    assert df.index.tolist() == ["a", "b"] and df.columns[-2:].tolist() == ["x[g0]", "x[g1]"]
+    assert "<th>g1</th>" in pa._repr_html_()
+    auction = fa.bundle_auction([[[0, 1]], [[0, 1], [2]]], [[4.0], [4.0, 1.0]], ids=["x", "y"])
+    assert auction.ids == ("x", "y") and auction.to_frame().index.tolist() == ["x", "y"]
+    for call in (lambda: fa.partial_allocation([[1.0], [1.0]], ids=["a", "a"]),
+                 lambda: fa.partial_allocation([[1.0], [1.0]], goods=["g", "h"]),
+                 lambda: fa.bundle_auction([[[0]], [[0]]], [[1.0], [1.0]], ids=["x"])):
+        with pytest.raises(fa.InputError):
+            call()

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +24,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._display import Table, labelled
-from .._validation import as_array, as_option, as_positive_int, as_time_limit
+from .._validation import as_array, as_labels, as_option, as_positive_int, as_time_limit
 from ..errors import InputError
 from ..results import Result, Status, require_pandas
 from ._pool import _clean_log, _solve_stats, _used, _workers
@@ -76,6 +76,9 @@ class GPUAuctionResult(Result):
         Certified relative uncertainty of each fraction (``exp(bound - incumbent) - 1``).
     objective : float
         ``sum_i log v_i`` over the agents with positive valuation (PF).
+    ids : tuple
+        The agents' ids (``ids=`` of the auction; default ``0..n-1``), used by ``to_frame()``
+        and the notebook view.
     certificate : Certificate
         Kind ``"milp"``, gap judged against the number of agents in the sum (its data
         scale) with `fairalloc.tolerances.MILP_GAP_TOL`: the PF solve's when every solve
@@ -92,24 +95,35 @@ class GPUAuctionResult(Result):
     loo_objective: np.ndarray
     loo_bound: np.ndarray
     fraction_error: np.ndarray
+    ids: tuple[Hashable, ...] = ()
+
+    def __post_init__(self) -> None:
+        # ids are labels, never arrays: skip them when the arrays are made read-only
+        ids = self.ids or tuple(range(self.allocation.shape[0]))
+        object.__setattr__(self, "ids", ())
+        try:
+            super().__post_init__()
+        finally:
+            object.__setattr__(self, "ids", ids)
 
     def _facts(self) -> list[tuple[str, str]]:
         n, g = self.allocation.shape
         return [("agents", str(n)), ("gpus", str(g)), *super()._facts()]
 
     def _tables(self) -> list[Table]:
-        n, g = self.allocation.shape
-        return [labelled("allocation (fraction of each GPU)", "agent", range(n), range(g),
+        g = self.allocation.shape[1]
+        return [labelled("allocation (fraction of each GPU)", "agent", self.ids, range(g),
                          self.allocation, extra=[("fraction", self.fraction),
                                                  ("pf_value", self.pf_value)])]
 
     def to_frame(self) -> Any:
-        """One row per agent: GPUs won, PF valuation, fraction and its certified error."""
+        """One row per agent (index: ``ids``): GPUs won, PF valuation, fraction and its
+        certified error."""
         pd = require_pandas()
         df = pd.DataFrame({"gpus": self.pf_bundles.sum(axis=1), "choice": self.choice,
                            "pf_value": self.pf_value, "fraction": self.fraction,
-                           "fraction_error": self.fraction_error})
-        df.index.name = "agent"
+                           "fraction_error": self.fraction_error},
+                          index=pd.Index(list(self.ids), name="agent"))
         return df
 
 
@@ -117,7 +131,8 @@ BundleAuctionResult = GPUAuctionResult
 
 
 def _result(out: _PAOutcome, bundles: np.ndarray, offer: np.ndarray, value: np.ndarray,
-            t0: float, mark: int, method: str, time_limit: float | None) -> GPUAuctionResult:
+            t0: float, mark: int, method: str, time_limit: float | None,
+            ids: tuple[Hashable, ...]) -> GPUAuctionResult:
     alloc = out.fraction[:, None] * bundles
     leftover = np.maximum(offer.astype(float) - alloc.sum(axis=0), 0.0)
     stats = _solve_stats(mark, method=method, t0=t0, solves=out.solves)
@@ -130,7 +145,7 @@ def _result(out: _PAOutcome, bundles: np.ndarray, offer: np.ndarray, value: np.n
         objective=pf.sumlog, status=status, stats=stats, certificate=out.certificate,
         pf_bundles=bundles, choice=pf.choice, pf_value=value, fraction=out.fraction,
         allocation=alloc, leftover=leftover, loo_objective=out.loo_sumlog,
-        loo_bound=out.loo_bound, fraction_error=out.fraction_error)
+        loo_bound=out.loo_bound, fraction_error=out.fraction_error, ids=ids)
 
 
 def _as_list(value: Any, name: str) -> list[Any]:
@@ -163,6 +178,7 @@ def bundle_auction(
     workers: int | None = 1,
     backend: Any = "highs",
     method: str = "auto",
+    ids: Any = None,
 ) -> GPUAuctionResult:
     """Partial-allocation auction over explicit bundles (Themis §3.3.1 with Table 2 bids).
 
@@ -198,6 +214,9 @@ def bundle_auction(
         ``"lp"`` no combinatorial route (the LP relaxation's routes, then the MILP),
         ``"milp"`` the whole MILP only. Every choice gives the optimum; ``stats.path``
         names the routes that ran (module docstring of `fairalloc.auctions.gpu`).
+    ids : sequence of hashable, optional
+        The agents' ids (unique, one per agent); default ``0..n-1``. The result carries them
+        and labels ``to_frame()`` and its notebook view with them.
 
     Notes
     -----
@@ -228,6 +247,7 @@ def bundle_auction(
     if n == 0:
         raise InputError("bundles is empty: an auction needs at least one agent",
                          argument="bundles")
+    labels = as_labels(ids, "ids", n, "agents")
     if len(values) != n:
         raise InputError(f"values has {len(values)} rows but bundles has {n} agents",
                          argument="values")
@@ -316,7 +336,8 @@ def bundle_auction(
     first = np.searchsorted(ag, np.arange(n))
     choice = np.where(flat_choice >= 0, flat_choice - first, -1)
     out = dataclasses.replace(out, pf=dataclasses.replace(out.pf, choice=choice))
-    return _result(out, pf_bundles, np.ones(g, dtype=bool), value, t0, mark, "set_packing", tl)
+    return _result(out, pf_bundles, np.ones(g, dtype=bool), value, t0, mark, "set_packing", tl,
+                   labels)
 
 
 @_clean_log
@@ -329,6 +350,7 @@ def gpu_auction(
     workers: int | None = 1,
     backend: Any = "highs",
     method: str = "auto",
+    ids: Any = None,
 ) -> GPUAuctionResult:
     """Partial-allocation auction of offered GPUs bid for by placement class (Themis §3.3.1).
 
@@ -359,6 +381,8 @@ def gpu_auction(
         Exact routes of every set-packing solve (see [`bundle_auction`][fairalloc.bundle_auction]):
         ``"lp"`` skips the knapsack relaxation and the greedy rounding, ``"milp"`` every route but
         the whole MILP.
+    ids : sequence of hashable, optional
+        The agents' ids (unique, one per ``BidTable``); default ``0..n-1``.
 
     Returns
     -------
@@ -386,6 +410,7 @@ def gpu_auction(
     n = len(tables)
     if n == 0:
         raise InputError("bids is empty: an auction needs at least one agent", argument="bids")
+    labels = as_labels(ids, "ids", n, "agents")
     for i, tb in enumerate(tables):
         if not isinstance(tb, BidTable):
             raise InputError(f"bids[{i}] is a {type(tb).__name__}, not a BidTable",
@@ -413,5 +438,5 @@ def gpu_auction(
     value = np.array([tables[i].value[c] if c >= 0 else tables[i].value_empty
                       for i, c in enumerate(choice.tolist())], dtype=float)
     out = dataclasses.replace(out, pf=dataclasses.replace(out.pf, choice=choice))
-    return _result(out, bundles, off, value, t0, mark, "placement_classes", tl)
+    return _result(out, bundles, off, value, t0, mark, "placement_classes", tl, labels)
 

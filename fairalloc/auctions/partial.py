@@ -13,13 +13,14 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from .._display import Table, labelled, price_table
-from .._validation import as_array, as_option, as_tolerance
+from .._validation import as_array, as_labels, as_option, as_tolerance
 from ..errors import CertificateError, FairallocError, InputError, SolverError
 from ..markets.engine import SolveLog
 from ..markets.warm import (
@@ -84,6 +85,9 @@ class PartialAllocationResult(Result):
         leave-one-out optimum lies in ``[fraction / (1 + fraction_error), fraction]``.
     objective : float
         ``sum_i log u_i(x*)`` (the PF objective).
+    ids, goods : tuple
+        The agents' ids and the goods' names (``partial_allocation(ids=, goods=)``; default
+        ``0..n-1`` and ``0..m-1``), used by ``to_frame()`` and the notebook view.
     """
 
     allocation: np.ndarray
@@ -96,26 +100,40 @@ class PartialAllocationResult(Result):
     loo_objective: np.ndarray
     loo_gap: np.ndarray
     fraction_error: np.ndarray
+    ids: tuple[Hashable, ...] = ()
+    goods: tuple[Hashable, ...] = ()
+
+    def __post_init__(self) -> None:
+        # ids and names are labels, never arrays: skip them when the arrays are made read-only
+        n, m = self.allocation.shape
+        ids, goods = self.ids or tuple(range(n)), self.goods or tuple(range(m))
+        object.__setattr__(self, "ids", ())
+        object.__setattr__(self, "goods", ())
+        try:
+            super().__post_init__()
+        finally:
+            object.__setattr__(self, "ids", ids)
+            object.__setattr__(self, "goods", goods)
 
     def _facts(self) -> list[tuple[str, str]]:
         n, m = self.allocation.shape
         return [("agents", str(n)), ("goods", str(m)), *super()._facts()]
 
     def _tables(self) -> list[Table]:
-        n, m = self.allocation.shape
-        return [labelled("allocation (amount of each good)", "agent", range(n), range(m),
+        return [labelled("allocation (amount of each good)", "agent", self.ids, self.goods,
                          self.allocation, extra=[("fraction", self.fraction),
                                                  ("utility", self.utility)]),
-                price_table(self.prices, range(m), "prices of the PF market")]
+                price_table(self.prices, self.goods, "prices of the PF market")]
 
     def to_frame(self) -> Any:
-        """One row per agent: fraction, PF and realised utility, certified error, allocation."""
+        """One row per agent (index: ``ids``): fraction, PF and realised utility, certified
+        error, then ``x[good]``."""
         pd = require_pandas()
         df = pd.DataFrame({"fraction": self.fraction, "pf_utility": self.pf_utility,
-                           "utility": self.utility, "fraction_error": self.fraction_error})
-        df.index.name = "agent"
-        alloc = pd.DataFrame(self.allocation,
-                             columns=[f"x[{j}]" for j in range(self.allocation.shape[1])])
+                           "utility": self.utility, "fraction_error": self.fraction_error},
+                          index=pd.Index(list(self.ids), name="agent"))
+        alloc = pd.DataFrame(self.allocation, columns=[f"x[{g}]" for g in self.goods],
+                             index=df.index)
         return pd.concat([df, alloc], axis=1)
 
 
@@ -229,6 +247,8 @@ def partial_allocation(
     workers: int | None = 1,
     gap_tol: float = GAP_TOL,
     backend: Any = None,
+    ids: Any = None,
+    goods: Any = None,
 ) -> PartialAllocationResult:
     """Partial allocation mechanism for divisible goods and linear valuations (Themis §3.3.1).
 
@@ -260,6 +280,11 @@ def partial_allocation(
         objective ``sum log u`` shifts by a constant when utilities are rescaled, its gap does
         not. The leave-one-out searches aim for ``min(gap_tol, 1e-9)`` per unit budget, so the
         fractions' certified errors (``fraction_error``) are usually far smaller.
+    ids : sequence of hashable, optional
+        The agents' ids (unique, one per row of ``utility``); default ``0..n-1``.
+    goods : sequence of hashable, optional
+        The goods' names (unique); default ``0..m-1``. The result carries ``ids`` and
+        ``goods`` and labels ``to_frame()`` and its notebook view with them.
     backend : str or Backend, optional
         Solver for the exact conic path (exponential cones; ``"clarabel"``) and the support
         LPs. ``None`` (default): Clarabel for conic programs, HiGHS for LPs. A named backend
@@ -306,6 +331,8 @@ def partial_allocation(
     mark = len(_used())
     U = as_array(utility, "utility", ndim=2)
     n, m = U.shape
+    ids = as_labels(ids, "ids", n, "agents")
+    goods = as_labels(goods, "goods", m, "goods")
     s = np.ones(m) if supply is None else as_array(supply, "supply", ndim=1, shape=(m,))
     if not (s > 0).any():
         raise InputError("supply is all zero: there is nothing to allocate", argument="supply")
@@ -387,7 +414,7 @@ def partial_allocation(
         objective=point.primal + shift, status=Status.OPTIMAL, stats=stats, certificate=pf_cert,
         allocation=allocation, fraction=fraction, pf_allocation=x_pf, leftover=leftover,
         prices=prices, pf_utility=pf_util, utility=utility_real, loo_objective=loo_obj,
-        loo_gap=loo_gap, fraction_error=fraction_error)
+        loo_gap=loo_gap, fraction_error=fraction_error, ids=ids, goods=goods)
 
 
 def _pa_solvers(backend: Any) -> tuple[Any, Any, Any]:
