@@ -113,3 +113,17 @@ def test_auctions_take_ids_and_names():
                  lambda: fa.bundle_auction([[[0]], [[0]]], [[1.0], [1.0]], ids=["x"])):
         with pytest.raises(fa.InputError):
             call()
+
+
+def test_plans_and_efq_take_ids():
+    pytest.importorskip("pandas")
+    job = fa.PlanJob(workers=1, total_epochs=10, done_epochs=0, ftf=1.0, regimes=[(60.0, 10)])
+    plan = fa.plan_schedule([job, job], 1, rounds=3, ids=["a", "b"])
+    assert plan.ids == ("a", "b") and plan.to_frame().index.tolist() == ["a", "b"]
+    assert fa.plan_schedule([job], 1, rounds=3).ids == (0,)
+    efq = fa.efq_schedule([0.0, 1.0], [1.0, 1.0], 1, ids=["p", "q"])
+    assert efq.to_frame().index.tolist() == ["p", "q"] and "<th>q</th>" in efq._repr_html_()
+    with pytest.raises(fa.InputError):
+        fa.plan_schedule([job, job], 1, rounds=3, ids=["a", "a"])
+    with pytest.raises(fa.InputError):
+        fa.efq_schedule([0.0, 1.0], [1.0, 1.0], 1, ids=["p"])

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from .._display import View, fmt, labelled, summary_line, to_html, verdict_of
-from .._validation import as_array, as_finite_float
+from .._validation import as_array, as_finite_float, as_labels
 from ..errors import InputError, SolverError, only_fairalloc_errors
 from ..results import FrozenArrays, SolveStats, Status, readonly, require_pandas
 from .curves import (
@@ -78,6 +78,9 @@ class EFQResult(FrozenArrays):
     allocation : scipy.sparse.csr_array, shape (n, len(allocation_times))
         GPUs each job holds from each allocation change on (a property computed from the log;
         the name every result uses for what it allocates).
+    ids : tuple
+        The jobs' ids (``efq_schedule(ids=)``; default ``0..n-1``): rows of ``allocation``,
+        ``to_frame()`` and the notebook view (``log_job`` holds row indices).
     log_time, log_job, log_gpus, log_power : ndarray
         Allocation changes: from ``log_time`` on, job ``log_job`` holds ``log_gpus`` GPUs of
         total relative power ``log_power`` (equal to the GPU count on a homogeneous cluster).
@@ -102,9 +105,16 @@ class EFQResult(FrozenArrays):
     log_job: np.ndarray
     log_gpus: np.ndarray
     log_power: np.ndarray
+    ids: tuple[Hashable, ...] = ()
 
     def __post_init__(self) -> None:
-        super().__post_init__()
+        # ids are labels, never arrays: skip them when the arrays are made read-only
+        ids = self.ids or tuple(range(self.arrival.size))
+        object.__setattr__(self, "ids", ())
+        try:
+            super().__post_init__()
+        finally:
+            object.__setattr__(self, "ids", ids)
         if not isinstance(self.check, ReplayCheck):
             raise InputError("check must be a ReplayCheck", argument="check")
         if self.status != Status.REPLAYED:
@@ -158,7 +168,7 @@ class EFQResult(FrozenArrays):
         facts = [("jobs", str(self.arrival.size)), ("num_gpus", str(self.num_gpus)),
                  ("alpha", fmt(self.alpha)), ("mean_jct", fmt(self.objective)),
                  ("busy_period", fmt(self.busy_period))]
-        table = labelled("jobs (times in the arrivals' unit)", "job", range(self.arrival.size),
+        table = labelled("jobs (times in the arrivals' unit)", "job", self.ids,
                          (), None, extra=[
                              ("arrival", self.arrival), ("gpu_time", self.gpu_time),
                              ("max_gpus", self.max_gpus), ("efq_finish", self.efq_finish),
@@ -206,7 +216,7 @@ class EFQResult(FrozenArrays):
     def to_frame(self) -> Any:
         """One row per job: arrival, GPU-time, F, priority, maxima, finish times, delay."""
         pd = require_pandas()
-        return pd.DataFrame(index=pd.RangeIndex(self.arrival.size, name="job"), data={
+        return pd.DataFrame(index=pd.Index(list(self.ids), name="job"), data={
             "arrival": self.arrival, "gpu_time": self.gpu_time,
             "virtual_finish": self.virtual_finish, "priority": self.priority,
             "max_gpus": self.max_gpus, "efq_finish": self.efq_finish,
@@ -219,6 +229,7 @@ class EFQResult(FrozenArrays):
 def efq_schedule(
     arrival: Any, gpu_time: Any, num_gpus: int | Mapping[str, int], *, alpha: float = DEFAULT_ALPHA,
     requested: Any = None, scaling: Any = None, gpu_power: Mapping[str, float] | None = None,
+    ids: Any = None,
 ) -> EFQResult:
     """Run an arrival sequence to completion under elastic fair queuing (Ares §3.2-3.5).
 
@@ -246,6 +257,9 @@ def efq_schedule(
         linear scaling (a job can use the whole cluster at full efficiency).
     gpu_power : mapping of str to float, optional
         Relative computing power of each GPU type (heterogeneous clusters, §3.5).
+    ids : sequence of hashable, optional
+        The jobs' ids (unique, one per arrival); default ``0..n-1``. The result carries them
+        and labels ``to_frame()`` and its notebook view with them.
 
     Returns
     -------
@@ -278,6 +292,7 @@ def efq_schedule(
     arr = as_array(arrival, "arrival", ndim=1)
     n = arr.shape[0]
     work = as_array(gpu_time, "gpu_time", ndim=1, shape=(n,), positive=True)
+    labels = as_labels(ids, "ids", n, "jobs")
     curves = _validate_scaling(scaling, n)
     req = _validate_requested(requested, n, m, curves)
     if power is not None:
@@ -352,7 +367,7 @@ def efq_schedule(
                        iterations=events, solves=0, path=EFQ_PATH)
     mean_jct = float(np.mean(efq_fin - arr)) if n else 0.0
     return EFQResult(objective=mean_jct, status=Status.REPLAYED, stats=stats, check=replay,
-                     busy_period=busy, alpha=alpha_f, num_gpus=m, **out)
+                     busy_period=busy, alpha=alpha_f, num_gpus=m, ids=labels, **out)
 
 
 @only_fairalloc_errors

@@ -5,9 +5,10 @@ docstring: the fast path, the full MILP, ``"auto"``'s hand-over).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +17,7 @@ import numpy as np
 from .._display import Table, labelled
 from .._validation import (
     as_bool,
+    as_labels,
     as_option,
     as_positive_int,
     as_time_limit,
@@ -116,6 +118,10 @@ class PlanResult(Result):
         the largest; the makespan and restart terms are scaled alike, so the plan is the
         argmax of the true objective).
 
+    ids : tuple
+        The jobs' ids (``plan_schedule(ids=)``; default ``0..n-1``), used by ``to_frame()``
+        and the notebook view.
+
     A plan whose gap target was not proven has ``status="time_limit"`` and
     ``certificate.ok == False``; ``certificate.relative_gap`` is the gap over
     ``certificate.scale`` (``max(|objective|, |bound|, data scale)``).
@@ -133,6 +139,16 @@ class PlanResult(Result):
     bound: float
     method: str
     log_scale: float = 0.0
+    ids: tuple[Hashable, ...] = ()
+
+    def __post_init__(self) -> None:
+        # ids are labels, never arrays: skip them when the arrays are made read-only
+        ids = self.ids or tuple(range(self.allocation.shape[0]))
+        object.__setattr__(self, "ids", ())
+        try:
+            super().__post_init__()
+        finally:
+            object.__setattr__(self, "ids", ids)
 
     @property
     def relative_gap(self) -> float:
@@ -152,8 +168,8 @@ class PlanResult(Result):
                 *super()._facts()]
 
     def _tables(self) -> list[Table]:
-        n, rounds = self.schedule.shape
-        return [labelled("allocation (rounds each job runs)", "job", range(n),
+        rounds = self.allocation.shape[1]
+        return [labelled("allocation (rounds each job runs)", "job", self.ids,
                          [f"t{t}" for t in range(rounds)], self.schedule,
                          extra=[("rounds", self.rounds_given), ("utility", self.utility)])]
 
@@ -166,13 +182,14 @@ class PlanResult(Result):
         return np.flatnonzero(self.schedule[:, t])
 
     def to_frame(self) -> Any:
-        """One row per job: rounds, utility, remaining time, then one column per round."""
+        """One row per job (index: ``ids``): rounds, utility, remaining time, then one column
+        per round."""
         pd = require_pandas()
         base = pd.DataFrame({"rounds": self.rounds_given, "utility": self.utility,
-                             "remaining": self.remaining})
-        base.index.name = "job"
-        sched = pd.DataFrame(self.schedule, columns=[f"t{t}" for t in
-                                                     range(self.schedule.shape[1])])
+                             "remaining": self.remaining},
+                            index=pd.Index(list(self.ids), name="job"))
+        sched = pd.DataFrame(self.allocation, index=base.index,
+                             columns=[f"t{t}" for t in range(self.allocation.shape[1])])
         return pd.concat([base, sched], axis=1)
 
 
@@ -309,6 +326,7 @@ def plan_schedule(
     warm_start: bool = False,
     threads: int | None = None,
     backend: str | Backend = "highs",
+    ids: Any = None,
 ) -> PlanResult:
     """Plan the next ``rounds`` rounds with Shockwave's program (Eq. 11, App. G.1-G.3, H).
 
@@ -379,6 +397,9 @@ def plan_schedule(
         ``"milp"``) that solves the fast path's core count MILP and the full MILP. ``stats.backend``
         names it when it ran (``"none"`` when the fast path needed no solve) and
         ``stats.raw_status`` is its last status.
+    ids : sequence of hashable, optional
+        The jobs' ids (unique, one per job); default ``0..n-1``. The plan carries them and
+        labels ``to_frame()`` and its notebook view with them.
 
     Returns
     -------
@@ -434,8 +455,10 @@ def plan_schedule(
                                 k=k, lam=lam, z0=z0, util_floor=util_floor,
                                 expectation=expectation, makespan=makespan,
                                 regime_model=regime_model, restart_penalty=restart_penalty)
+    labels = as_labels(ids, "ids", inst.N, "jobs")
     try:
-        return _plan(inst, method, wc, gap, limit, warm_start, solver, t0)
+        plan = _plan(inst, method, wc, gap, limit, warm_start, solver, t0)
+        return plan if ids is None else dataclasses.replace(plan, ids=labels)
     except FairallocError:
         raise
     except Exception as exc:  # numerical trouble must not escape as a foreign exception
