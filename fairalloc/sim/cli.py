@@ -374,7 +374,7 @@ def _run_simulate(args: argparse.Namespace) -> int:
                                                    contention_kind=args.contention,
                                                    unfair_threshold=args.unfair_threshold)]
         except ImportError as exc:  # pragma: no cover - matplotlib missing
-            print(f"(no plots: {exc}; pip install matplotlib)", file=sys.stderr)
+            print(f"(no plots: {exc})", file=sys.stderr)
     print(f"\nwrote {', '.join(written)} in {out.resolve()}/ (CSV times in seconds)")
     return 0
 
