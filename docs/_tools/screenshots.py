@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import http
 import http.server
 import re
 import shutil
@@ -36,6 +37,8 @@ WINDOW = "1280,1800"
 #: milliseconds of page time Chromium lets scripts run before it captures the page
 SCRIPT_BUDGET_MS = 8000
 TIMEOUT_S = 120
+HTTP_OK = http.HTTPStatus.OK
+HTTP_NOT_FOUND = http.HTTPStatus.NOT_FOUND
 
 
 def build(site: Path) -> float:
@@ -74,7 +77,7 @@ class Handler(http.server.SimpleHTTPRequestHandler):
             local = local / "index.html"
         if local.suffix == ".html" and local.exists():
             html = CDN.sub("/_katex/", local.read_text(encoding="utf-8")).encode()
-            self.send_response(200)
+            self.send_response(HTTP_OK)
             self.send_header("Content-Type", "text/html; charset=utf-8")
             self.send_header("Content-Length", str(len(html)))
             self.end_headers()
@@ -84,10 +87,10 @@ class Handler(http.server.SimpleHTTPRequestHandler):
 
     def _send(self, f: Path) -> None:
         if not f.is_file():
-            self.send_error(404)
+            self.send_error(HTTP_NOT_FOUND)
             return
         data = f.read_bytes()
-        self.send_response(200)
+        self.send_response(HTTP_OK)
         self.send_header("Content-Type", self.guess_type(str(f)))
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
