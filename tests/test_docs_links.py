@@ -4,6 +4,7 @@ tests/test_sim_docs.py) and the docs hook's page links and navigation titles."""
 from __future__ import annotations
 
 import importlib.util
+import re
 from pathlib import Path
 
 import pytest
@@ -76,3 +77,25 @@ def test_navigation_titles_are_plain_text(hook, tmp_path: Path) -> None:
     p = tmp_path / "x.md"
     p.write_text("# Certificates: `ok` is a *proof* (Gavel §4.1)\n")
     assert hook._title(p) == "Certificates: ok is a proof (Gavel §4.1)"
+
+
+SPHINX_ROLE = re.compile(r":(?:py:)?(?:class|func|meth|attr|mod|data|exc|obj|const):`")
+#: files a reader of the docs does not have (the papers' texts, notes outside the repository)
+PRIVATE_FILES = re.compile(r"gavel\.txt|shockwave\.txt|themis\.md|ares\.md|ANCHORS\.md|DESIGN\.md")
+
+
+def test_docstrings_use_mkdocstrings_cross_references() -> None:
+    """API pages render [`Name`][identifier] links; a Sphinx role would show as raw text."""
+    hits = [f"{p.relative_to(ROOT)}:{i}" for p in sorted((ROOT / "fairalloc").rglob("*.py"))
+            for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+            if SPHINX_ROLE.search(line)]
+    assert not hits, hits
+
+
+def test_docs_cite_papers_not_files_readers_do_not_have() -> None:
+    pages = [*(ROOT / "fairalloc").rglob("*.py"), *(ROOT / "docs").rglob("*.md"),
+             *(ROOT / "formulations").glob("*.md"), *(ROOT / "proofs").glob("*.md")]
+    hits = [f"{p.relative_to(ROOT)}:{i}" for p in sorted(pages)
+            for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+            if PRIVATE_FILES.search(line)]
+    assert not hits, hits

@@ -34,7 +34,7 @@ def _betaincc(a: float, b: float, x: Any) -> Any:
 
 
 def _betainccinv(a: float, b: float, y: Any) -> Any:
-    """Inverse of :func:`_betaincc` in ``x`` (SciPy < 1.12: by the same symmetry)."""
+    """Inverse of `_betaincc` in ``x`` (SciPy < 1.12: by the same symmetry)."""
     if hasattr(special, "betainccinv"):
         return special.betainccinv(a, b, y)
     return 1.0 - special.betaincinv(b, a, y)
