@@ -2,7 +2,7 @@
 
 Both solve the *reduced* round (runnable jobs, present worker types) that
 [`solve_round`][fairalloc.solve_round] hands them and return a
-[`ReducedRound`][fairalloc._rounds_extra.ReducedRound]
+[`ReducedRound`][fairalloc.rounds.mechanisms.ReducedRound]
 whose allocation it expands with zeros.
 
 * **Themis** (``"themis"``; Themis §3.3, the simulator's
@@ -37,11 +37,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 
-from ._validation import as_finite_float
-from .errors import InputError
-from .results import Certificate, SolveStats, Status
+from .._validation import as_finite_float
+from ..errors import InputError
+from ..results import Certificate, SolveStats, Status
 
 __all__ = ["ReducedRound", "solve_shockwave", "solve_themis"]
 
@@ -79,8 +78,8 @@ def _rho(T: np.ndarray, sf: np.ndarray, cap: np.ndarray, steps: np.ndarray | Non
     """``rho[i, j]``: job ``i``'s finish-time fairness if it ran its gang on type ``j``
     (``inf`` where it cannot); ``D_i`` as in FinishTimeFairness (isolated split, 1/n of every
     type)."""
-    from .data import Cluster, Jobs
-    from .throughput import FinishTimeFairness
+    from ..data import Cluster, Jobs
+    from ..throughput import FinishTimeFairness
 
     if steps is None:
         raise InputError("themis needs steps_remaining= (per job) to compute finish-time "
@@ -99,9 +98,7 @@ def solve_themis(T: np.ndarray, sf: np.ndarray, cap: np.ndarray, steps: np.ndarr
                  elapsed: np.ndarray | None, isolated_elapsed: np.ndarray | None, *,
                  fairness_knob: float, options: Mapping[str, Any]) -> ReducedRound:
     """One Themis auction round over the reduced round (see the module docstring)."""
-    from .auctions._pool import _solve_stats, _used
-    from .auctions.gpu import _milp_solver
-    from .auctions.nash import SetPackingColumns, _Form, _log_unit, _partial_allocation_milp
+    from ..auctions.counts import count_auction
 
     t0 = time.perf_counter()
     bad = [key for key in options if key != "backend"]
@@ -119,30 +116,14 @@ def solve_themis(T: np.ndarray, sf: np.ndarray, cap: np.ndarray, steps: np.ndarr
     bidders = np.sort(rank[:n_bid])
     # the count program: column (a, j) = bidder a runs its gang on type j
     ab, tj = np.nonzero(np.isfinite(rho[bidders]))
-    ncol = ab.size
-    value = 1.0 / rho[bidders[ab], tj]
-    _, log_unit = _log_unit(value)
-    A = sp.vstack([sp.csr_matrix((np.ones(ncol), (ab, np.arange(ncol))), shape=(n_bid, ncol)),
-                   sp.csr_matrix((sf[bidders[ab]], (tj, np.arange(ncol))), shape=(k, ncol))],
-                  format="csr")
-    form = _Form(agent=ab, logv=np.log(value) - log_unit, log_empty=np.full(n_bid, -np.inf),
-                 A=A, row_lower=np.full(n_bid + k, -np.inf),
-                 row_upper=np.r_[np.ones(n_bid), cap.astype(float)], col_upper=np.ones(ncol),
-                 integrality=np.ones(ncol, dtype=bool), num_agents=n_bid,
-                 option=np.arange(ncol), columns=SetPackingColumns(ncol))
-    mark = len(_used())
-    try:
-        out = _partial_allocation_milp(form, time_limit=None,
-                                       solver=_milp_solver(options.get("backend", "highs")),
-                                       workers=1, log_unit=log_unit)
-        stats = _solve_stats(mark, method="auction", t0=t0, solves=out.solves)
-    finally:
-        del _used()[mark:]
+    out = count_auction(ab, tj, 1.0 / rho[bidders[ab], tj], sf[bidders], cap,
+                        backend=options.get("backend", "highs"))
+    stats = out.stats
     x = np.zeros((n, k))
-    won = out.pf.choice >= 0
-    x[bidders[won], tj[out.pf.choice[won]]] = out.fraction[won]
+    won = out.choice >= 0
+    x[bidders[won], tj[out.choice[won]]] = out.fraction[won]
     payments = np.zeros(k)
-    np.add.at(payments, tj[out.pf.choice[won]], (1.0 - out.fraction[won]) * sf[bidders[won]])
+    np.add.at(payments, tj[out.choice[won]], (1.0 - out.fraction[won]) * sf[bidders[won]])
     # leftover worker time: non-bidders first, then bidders, furthest from fairness first
     left = cap.astype(float) - sf @ x
     path = ["auction"]
@@ -171,7 +152,7 @@ def solve_themis(T: np.ndarray, sf: np.ndarray, cap: np.ndarray, steps: np.ndarr
     status = Status.OPTIMAL if out.optimal else Status.SUBOPTIMAL
     tp = np.einsum("ij,ij->i", T, x)
     return ReducedRound(x=x, prices=payments, effective_throughput=tp,
-                        objective=float(out.pf.sumlog), status=status, stats=stats,
+                        objective=out.sumlog, status=status, stats=stats,
                         certificate=out.certificate, detail=out,
                         bidders=tuple(bidders.tolist()), fraction=out.fraction)
 
@@ -187,7 +168,7 @@ def solve_shockwave(T: np.ndarray, sf: np.ndarray, cap: np.ndarray, plan_jobs: S
     ``previous`` is ``(PlanResult, column)`` to run ``column`` of a kept plan instead of
     re-planning (the caller checked that the jobs and workers did not change).
     """
-    from .schedule import plan_schedule
+    from ..schedule import plan_schedule
 
     t0 = time.perf_counter()
     n, k = T.shape

@@ -13,7 +13,7 @@ gang on a type, ``prices`` the hidden payments) and the Shockwave re-plan (``"sh
 ``plan_jobs=`` job id -> [`PlanJob`][fairalloc.PlanJob], ``plan_options=`` for
 [`plan_schedule`][fairalloc.plan_schedule]; [`RoundPolicy`][fairalloc.RoundPolicy] keeps the
 plan and re-plans every ``replan_every`` rounds): see
-`fairalloc._rounds_extra`.
+`fairalloc.rounds.mechanisms`.
 
 * **ids in, ids out.** Throughputs as ``{job_id: {worker_type: rate}}`` and workers as
   ``{worker_type: count}`` (or numpy arrays with ``job_ids=`` / ``types=``, or a pandas
@@ -66,10 +66,10 @@ from typing import Any
 
 import numpy as np
 
-from ._validation import as_array, as_bool, as_option, as_positive_int
-from .data import Cluster, Jobs
-from .errors import InputError
-from .results import Certificate, Result, SolveStats, Status
+from .._validation import as_array, as_bool, as_option, as_positive_int
+from ..data import Cluster, Jobs
+from ..errors import InputError
+from ..results import Certificate, Result, SolveStats, Status
 
 __all__ = ["POLICIES", "RoundPolicy", "RoundResult", "solve_round"]
 
@@ -155,7 +155,7 @@ class RoundResult(Result):
 
     def to_frame(self) -> Any:
         """One row per job (index: job ids), one column per type."""
-        from .results import require_pandas
+        from ..results import require_pandas
 
         pd = require_pandas()
         return pd.DataFrame(self.x, index=pd.Index(list(self.job_ids), name="job"),
@@ -297,7 +297,7 @@ def _plan_jobs(value: Any, ids: tuple[Hashable, ...]) -> list[Any]:
         raise InputError("shockwave needs plan_jobs= (job id -> fairalloc.PlanJob)",
                          argument="plan_jobs")
     out = _per_job_labels(value, "plan_jobs", ids) or []
-    from .schedule import PlanJob
+    from ..schedule import PlanJob
 
     for j, pj in zip(ids, out):
         if not isinstance(pj, PlanJob):
@@ -414,14 +414,14 @@ def _solve_arrays(t0: float, policy: str, T: np.ndarray, cap: np.ndarray,
 
     Tr = T[np.ix_(rj, pt)] if not (full and pt.size == k) else T
     if policy == "themis":
-        from ._rounds_extra import solve_themis
+        from .mechanisms import solve_themis
 
         res = solve_themis(Tr, sub(sf), cap[pt], opt(steps_remaining, "steps_remaining"),
                            opt(elapsed, "elapsed"), opt(isolated_elapsed, "isolated_elapsed"),
                            fairness_knob=fairness_knob, options=options)
         x_red, tp_red = res.x, res.effective_throughput
     elif policy == "shockwave":
-        from ._rounds_extra import solve_shockwave
+        from .mechanisms import solve_shockwave
 
         assert plans is not None  # _plan_jobs raised when plan_jobs was missing
         res = solve_shockwave(Tr, sub(sf), cap[pt], [plans[i] for i in rj.tolist()],
@@ -457,7 +457,7 @@ def _solve_arrays(t0: float, policy: str, T: np.ndarray, cap: np.ndarray,
 def _solve_market(U: np.ndarray, supply: np.ndarray, budget: np.ndarray | None, *,
                   kind: str, warm_start: Any, options: dict[str, Any]) -> Any:
     """The Fisher market over the runnable buyers and present goods (warm: prices)."""
-    from .markets import fisher_market
+    from ..markets import fisher_market
 
     allowed = ("method", "backend", "gap_tol", "feas_tol")
     bad = [key for key in options if key not in allowed]
@@ -484,7 +484,7 @@ def _solve_reduced(policy: str, jobs: Jobs, cluster: Cluster, ids: tuple[Hashabl
                    entities: Any, entity_weights: Any, entity_policies: Any,
                    water_filling: bool, semantics: str, normalized: bool, warm_start: Any,
                    options: dict[str, Any]) -> Any:
-    from . import throughput as th
+    from .. import throughput as th
 
     def per_job(value: Any, name: str) -> np.ndarray | None:
         arr = _per_job(value, name, ids, nonneg=False)
