@@ -19,7 +19,7 @@ plan and re-plans every ``replan_every`` rounds): see
   ``{worker_type: count}`` (or numpy arrays with ``job_ids=`` / ``types=``, or a pandas
   DataFrame indexed by job id with one column per type); the allocation comes back as
   ``{job_id: {worker_type: fraction}}``
-  ([`RoundResult.allocation`][fairalloc.rounds.RoundResult.allocation]) and as arrays.
+  ([`RoundResult.allocation`][fairalloc.rounds.api.RoundResult.allocation]) and as arrays.
 * **normal cluster states are accepted.** A worker type with 0 workers (drained, failed), a
   job that can run on no present type (or whose gang fits on none), and an empty round give
   a valid allocation with 0 for what cannot run, and the facts are reported
@@ -331,8 +331,8 @@ def solve_round(policy: str, throughput: Any, workers: Any, *, job_ids: Any = No
                 max_levels: int | None = None) -> RoundResult:
     """Solve one round of a Gavel policy, accepting drained types, unrunnable jobs, no jobs.
 
-    See [`fairalloc.rounds`][fairalloc.rounds]. ``policy`` is one of
-    [`POLICIES`][fairalloc.rounds.POLICIES]; per-job arguments (``scale_factor``, ``weight``,
+    See [`fairalloc.rounds`][fairalloc.rounds.api]. ``policy`` is one of
+    [`POLICIES`][fairalloc.rounds.api.POLICIES]; per-job arguments (``scale_factor``, ``weight``,
     ``steps_remaining``, ``elapsed``, ``isolated_elapsed``, ``order``, ``slo``, ``entities``) are
     mappings job id -> value or arrays in job order; ``cost`` a mapping type -> cost or an array in
     type order. ``method``, ``backend``, ``gap_tol``, ``feas_tol``, ``stage_tol``,
@@ -531,12 +531,12 @@ def _solve_reduced(policy: str, jobs: Jobs, cluster: Cluster, ids: tuple[Hashabl
 # the stateful per-round policy
 # --------------------------------------------------------------------------------------------
 class RoundPolicy:
-    """A policy called once per scheduling round (see [`fairalloc.rounds`][fairalloc.rounds]).
+    """A policy called once per scheduling round (see [`fairalloc.rounds`][fairalloc.rounds.api]).
 
     Parameters
     ----------
     policy : str
-        One of [`POLICIES`][fairalloc.rounds.POLICIES].
+        One of [`POLICIES`][fairalloc.rounds.api.POLICIES].
     warm_start : bool
         Reuse an identical previous round and seed max-min fairness with the previous prices
         and level (default ``True``).
