@@ -15,7 +15,7 @@ import dataclasses
 import enum
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -24,7 +24,8 @@ from ._display import fmt as fmt_value
 from .errors import CertificateError
 from .tolerances import DUAL_RESIDUAL_FACTOR, FEAS_TOL, GAP_TOL
 
-__all__ = ["Certificate", "FrozenArrays", "Result", "SolveStats", "Status", "readonly"]
+__all__ = ["Certificate", "FrozenArrays", "Result", "SolveStats", "Status", "fill_labels",
+           "readonly"]
 
 
 _CONTAINERS = (np.ndarray, tuple, list, dict)
@@ -65,14 +66,37 @@ def readonly(value: Any) -> Any:
     return value
 
 
+def fill_labels(obj: Any, **sizes: int) -> None:
+    """Give each empty label field of a frozen dataclass its default ``(0, ..., size - 1)``.
+
+    Examples
+    --------
+    >>> from dataclasses import dataclass
+    >>> @dataclass(frozen=True)
+    ... class R:
+    ...     ids: tuple = ()
+    >>> r = R(); fill_labels(r, ids=3); r.ids
+    (0, 1, 2)
+    """
+    for name, size in sizes.items():
+        if not getattr(obj, name):
+            object.__setattr__(obj, name, tuple(range(size)))
+
+
 class FrozenArrays:
     """Mixin for frozen dataclasses: every array field is made read-only after construction.
 
-    Subclasses that define ``__post_init__`` must call ``super().__post_init__()``.
+    Subclasses that define ``__post_init__`` must call ``super().__post_init__()``. Fields named
+    in ``LABEL_FIELDS`` hold labels (job ids, good or type names), never arrays: they are left
+    as they are (see [`fill_labels`][fairalloc.results.fill_labels] for their defaults).
     """
+
+    LABEL_FIELDS: ClassVar[tuple[str, ...]] = ()
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):  # type: ignore[arg-type]
+            if f.name in self.LABEL_FIELDS:
+                continue
             value = getattr(self, f.name)
             frozen = readonly(value)
             if frozen is not value:

@@ -18,7 +18,7 @@ import dataclasses
 import time
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
@@ -26,7 +26,7 @@ import scipy.sparse as sp
 from .._display import Table, labelled
 from .._validation import as_array, as_labels, as_option, as_positive_int, as_time_limit
 from ..errors import InputError
-from ..results import Result, Status, require_pandas
+from ..results import Result, Status, fill_labels, require_pandas
 from ._pool import _clean_log, _solve_stats, _used, _workers
 from .bids import BidTable
 from .nash import (
@@ -97,14 +97,11 @@ class GPUAuctionResult(Result):
     fraction_error: np.ndarray
     ids: tuple[Hashable, ...] = ()
 
+    LABEL_FIELDS: ClassVar[tuple[str, ...]] = ("ids",)
+
     def __post_init__(self) -> None:
-        # ids are labels, never arrays: skip them when the arrays are made read-only
-        ids = self.ids or tuple(range(self.allocation.shape[0]))
-        object.__setattr__(self, "ids", ())
-        try:
-            super().__post_init__()
-        finally:
-            object.__setattr__(self, "ids", ids)
+        fill_labels(self, ids=self.allocation.shape[0])
+        super().__post_init__()
 
     def _facts(self) -> list[tuple[str, str]]:
         n, g = self.allocation.shape

@@ -15,7 +15,7 @@ import math
 import time
 from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -33,7 +33,7 @@ from ..markets.warm import (
     repair_dense,
     solve_warm,
 )
-from ..results import Certificate, Result, Status, require_pandas
+from ..results import Certificate, Result, Status, fill_labels, require_pandas
 from ..tolerances import FEAS_TOL, GAP_TOL
 from ._pool import _clean_log, _parallel_map, _record, _solve_stats, _used, _workers
 
@@ -103,17 +103,12 @@ class PartialAllocationResult(Result):
     ids: tuple[Hashable, ...] = ()
     goods: tuple[Hashable, ...] = ()
 
+    LABEL_FIELDS: ClassVar[tuple[str, ...]] = ("ids", "goods")
+
     def __post_init__(self) -> None:
-        # ids and names are labels, never arrays: skip them when the arrays are made read-only
         n, m = self.allocation.shape
-        ids, goods = self.ids or tuple(range(n)), self.goods or tuple(range(m))
-        object.__setattr__(self, "ids", ())
-        object.__setattr__(self, "goods", ())
-        try:
-            super().__post_init__()
-        finally:
-            object.__setattr__(self, "ids", ids)
-            object.__setattr__(self, "goods", goods)
+        fill_labels(self, ids=n, goods=m)
+        super().__post_init__()
 
     def _facts(self) -> list[tuple[str, str]]:
         n, m = self.allocation.shape

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from .._display import Table, labelled, price_table
-from ..results import Result, require_pandas
+from ..results import Result, fill_labels, require_pandas
 
 __all__ = ["MarketResult"]
 
@@ -51,18 +51,12 @@ class MarketResult(Result):
     ids: tuple[Hashable, ...] = ()
     goods: tuple[Hashable, ...] = ()
 
+    LABEL_FIELDS: ClassVar[tuple[str, ...]] = ("ids", "goods")
+
     def __post_init__(self) -> None:
-        # ids and names are labels, never arrays: skip them when the arrays are made read-only
         n, m = self.allocation.shape[:2]
-        ids = self.ids or tuple(range(n))
-        goods = self.goods or tuple(range(m))
-        object.__setattr__(self, "ids", ())
-        object.__setattr__(self, "goods", ())
-        try:
-            super().__post_init__()
-        finally:
-            object.__setattr__(self, "ids", ids)
-            object.__setattr__(self, "goods", goods)
+        fill_labels(self, ids=n, goods=m)
+        super().__post_init__()
 
     def _facts(self) -> list[tuple[str, str]]:
         shape = self.allocation.shape

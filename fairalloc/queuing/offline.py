@@ -13,14 +13,14 @@ import math
 import time
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from .._display import View, fmt, labelled, summary_line, to_html, verdict_of
 from .._validation import as_array, as_finite_float, as_labels
 from ..errors import InputError, SolverError, only_fairalloc_errors
-from ..results import FrozenArrays, SolveStats, Status, readonly, require_pandas
+from ..results import FrozenArrays, SolveStats, Status, fill_labels, readonly, require_pandas
 from .curves import (
     DEFAULT_ALPHA,
     _caps_and_speeds,
@@ -107,14 +107,11 @@ class EFQResult(FrozenArrays):
     log_power: np.ndarray
     ids: tuple[Hashable, ...] = ()
 
+    LABEL_FIELDS: ClassVar[tuple[str, ...]] = ("ids",)
+
     def __post_init__(self) -> None:
-        # ids are labels, never arrays: skip them when the arrays are made read-only
-        ids = self.ids or tuple(range(self.arrival.size))
-        object.__setattr__(self, "ids", ())
-        try:
-            super().__post_init__()
-        finally:
-            object.__setattr__(self, "ids", ids)
+        fill_labels(self, ids=self.arrival.size)
+        super().__post_init__()
         if not isinstance(self.check, ReplayCheck):
             raise InputError("check must be a ReplayCheck", argument="check")
         if self.status != Status.REPLAYED:

@@ -10,7 +10,7 @@ import math
 import time
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -26,7 +26,7 @@ from .._validation import (
 from ..backends import Backend, LinearProgram
 from ..certificates import milp_certificate
 from ..errors import CertificateError, FairallocError, InputError, SolverError
-from ..results import Certificate, Result, SolveStats, Status, require_pandas
+from ..results import Certificate, Result, SolveStats, Status, fill_labels, require_pandas
 from ..tolerances import FEAS_TOL
 from .count_milp import _count_milp, _cover_cut
 from .instance import (
@@ -141,14 +141,11 @@ class PlanResult(Result):
     log_scale: float = 0.0
     ids: tuple[Hashable, ...] = ()
 
+    LABEL_FIELDS: ClassVar[tuple[str, ...]] = ("ids",)
+
     def __post_init__(self) -> None:
-        # ids are labels, never arrays: skip them when the arrays are made read-only
-        ids = self.ids or tuple(range(self.allocation.shape[0]))
-        object.__setattr__(self, "ids", ())
-        try:
-            super().__post_init__()
-        finally:
-            object.__setattr__(self, "ids", ids)
+        fill_labels(self, ids=self.allocation.shape[0])
+        super().__post_init__()
 
     @property
     def relative_gap(self) -> float:
