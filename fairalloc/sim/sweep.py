@@ -474,11 +474,9 @@ def run_sweep(tasks: Sequence[SweepTask], *, workers: int | None = None,
 
     todo = [i for i in range(total) if i not in rows]
     try:
-        if not todo:
-            pass
-        elif ray_address is not None:
+        if todo and ray_address is not None:
             _run_ray(tasks, todo, ray_address, finish)
-        elif nw == 1 or len(todo) == 1:
+        elif len(todo) <= 1 or nw == 1:
             for i in todo:
                 finish(i, run_task(tasks[i]))
         else:
