@@ -149,6 +149,11 @@ class SolveStats:
     fallbacks : tuple of str
         Every hand-over from a faster path to a slower exact one, as ``"from->to: reason"``
         (empty when the first path chosen finished the job).
+    classes : int or None
+        Number of exact symmetry classes the program was solved over (items -- jobs or
+        buyers -- with identical data merged; `fairalloc._symmetry`); ``None`` when the builder
+        solved the program item by item. The result is always expanded to the items and
+        certified against the original program.
     """
 
     backend: str
@@ -159,6 +164,7 @@ class SolveStats:
     raw_status: str = ""
     path: tuple[str, ...] = ()
     fallbacks: tuple[str, ...] = ()
+    classes: int | None = None
 
 
 @dataclass(frozen=True)
