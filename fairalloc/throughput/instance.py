@@ -35,11 +35,17 @@ class ColumnInstance:
     * ``Tm`` (n x E): throughput job m gets per unit time of column e;
     * ``W``  (k x E): workers of its type the column occupies (capacity rows ``W x <= cap``);
     * ``Wc`` (k x E): the same restricted to consolidated columns (placement sensitivity).
+
+    ``multiplicity`` (optional, shape ``(n,)``): each row stands for that many identical jobs
+    (an exact symmetry class, `fairalloc.throughput.symmetry`). Capacity rows then weigh a row
+    by ``scale_factor * multiplicity`` (`cap_weight`); time rows, level rows and which types a
+    job may use (its gang ``scale_factor`` fits) are per row as for one job.
     """
 
     def __init__(self, jobs: Jobs, cluster: Cluster, pairs: Any = None,
                  unconsolidated_throughput: Any = None,
-                 consolidated_capacity: Any = None) -> None:
+                 consolidated_capacity: Any = None,
+                 multiplicity: np.ndarray | None = None) -> None:
         if not isinstance(jobs, Jobs):
             raise InputError(f"jobs must be a fairalloc.Jobs, got {type(jobs).__name__}",
                              argument="jobs")
@@ -51,14 +57,21 @@ class ColumnInstance:
         s = jobs.scale_factor
         cap = cluster.capacity
         self.cap = cap
-        self.allowed = (T > 0) & (s[:, None] <= cap[None, :])
+        #: jobs each row stands for (a symmetry class's members; ``None``: one each)
+        self.multiplicity = None if multiplicity is None else np.asarray(multiplicity,
+                                                                         dtype=float)
+        #: workers a job's row occupies per unit of its time in the capacity rows:
+        #: ``scale_factor * multiplicity`` (a class of ``c`` identical jobs uses ``c`` gangs)
+        self.cap_weight = s if self.multiplicity is None else s * self.multiplicity
+        cw = self.cap_weight
+        self.allowed = (T > 0) & (s[:, None] <= cap[None, :])  # a gang fits: s alone
         self.T_allowed = np.where(self.allowed, T, 0.0)
         ei, ej = np.nonzero(self.allowed)
         mem_job = [ei]
         mem_col = [np.arange(ei.size)]
         mem_tp = [T[ei, ej]]
         col_type = [ej]
-        col_workers = [s[ei]]
+        col_workers = [cw[ei]]
         col_kind = [np.zeros(ei.size, dtype=np.int8)]  # 0 single, 1 unconsolidated, 2 pair
         E = ei.size
         self.placement = unconsolidated_throughput is not None
@@ -70,7 +83,7 @@ class ColumnInstance:
             mem_col.append(E + np.arange(ui.size))
             mem_tp.append(U[ui, uj])
             col_type.append(uj)
-            col_workers.append(s[ui])
+            col_workers.append(cw[ui])
             col_kind.append(np.ones(ui.size, dtype=np.int8))
             E += ui.size
             if consolidated_capacity is None:
@@ -90,6 +103,9 @@ class ColumnInstance:
                              argument="consolidated_capacity")
         self.pairs = None
         if pairs is not None:
+            if multiplicity is not None:
+                raise InputError("job pairs cannot be combined with class multiplicities",
+                                 argument="pairs")
             if not isinstance(pairs, JobPairs):
                 raise InputError(f"pairs must be a fairalloc.JobPairs, got "
                                  f"{type(pairs).__name__}", argument="pairs")
@@ -115,6 +131,11 @@ class ColumnInstance:
         self.col_type = np.concatenate(col_type)
         self.col_workers = np.concatenate(col_workers).astype(float)
         self.col_kind = np.concatenate(col_kind)
+        #: members of each column's job (``None`` without multiplicities; no pair columns then)
+        self.col_mult: np.ndarray | None = None
+        if self.multiplicity is not None:
+            self.col_mult = np.empty(E)
+            self.col_mult[self.mem_col] = self.multiplicity[self.mem_job]
         self.M = sp.csr_matrix((np.ones(self.mem_job.size), (self.mem_job, self.mem_col)),
                                shape=(n, E))
         self.Tm = sp.csr_matrix((self.mem_tp, (self.mem_job, self.mem_col)), shape=(n, E))

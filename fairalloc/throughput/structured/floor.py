@@ -93,7 +93,7 @@ def fast_floor(solver: StageSolver, stage: LinearStage, *, prior: StageResult | 
     col[owner, inst.col_type] = np.arange(E)
     A = np.zeros((n, k))
     A[owner, inst.col_type] = a
-    dem = _FloorDemand(A, inst.jobs.scale_factor, f, omega)
+    dem = _FloorDemand(A, inst.cap_weight, f, omega)
     est = _floor_newton_prices(dem, inst.cap)
     if est is None:
         solver.fall_back(STRUCTURED_FLOOR, "no price estimate (Newton found no balance of "
@@ -265,7 +265,7 @@ def _floor_duals(inst: ColumnInstance, A: np.ndarray, col: np.ndarray, a: np.nda
     blocking jobs.
     """
     n, k = A.shape
-    s = inst.jobs.scale_factor.astype(float)
+    s = np.asarray(inst.cap_weight, dtype=float)
     vert, general = _vertices_from_x(inst, A, col, a, f, xcol)
     X = np.zeros((n, k))
     X[inst.mem_job, inst.col_type] = xcol

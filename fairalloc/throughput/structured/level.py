@@ -101,7 +101,7 @@ def _fast_level_unit(solver: StageSolver, orig: LevelStage, stage: LevelStage, s
     col[owner, typ] = np.arange(E)
     A = np.zeros((n, k))
     A[owner, typ] = a
-    s = inst.jobs.scale_factor
+    s = inst.cap_weight  # workers per unit of time: scale factor x class size
     amax = A.max(axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
         sat = np.where(b > 0, (amax - h) / np.where(b > 0, b, 1.0), np.inf)
@@ -193,7 +193,7 @@ def _solve_master(solver: StageSolver, stage: LevelStage, a: np.ndarray, agg: np
     inst = solver.inst
     n, k, E = inst.n, inst.k, inst.E
     b, h = stage.b, stage.h
-    s = inst.jobs.scale_factor
+    s = inst.cap_weight
     typ = inst.col_type
     ag = np.flatnonzero(agg)
     e1, e2 = vert.e1[ag], vert.e2[ag]
