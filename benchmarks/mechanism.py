@@ -1,7 +1,10 @@
 """Round-based mechanism, placement and throughput estimation (Gavel §3.3, §5, §6): timings and
 accuracy, measured side by side in one run.
 
-    /tmp/venv/bin/python benchmarks/mechanism.py [--quick]
+    python benchmarks/mechanism.py [--quick]
+
+``--quick`` takes about a minute (table 4 dominates). BLAS runs single-threaded unless
+``OPENBLAS_NUM_THREADS`` / ``OMP_NUM_THREADS`` say otherwise (see the note at the imports).
 
 Tables
 ------
@@ -25,11 +28,20 @@ import argparse
 import ast
 import json
 import math
+import os
 import sys
 import time
 from pathlib import Path
 
-import numpy as np
+# Single-threaded BLAS (unless the caller set it): table 4 makes ~230,000 LAPACK calls on
+# matrices of 60 x 80 or smaller (SVDs, batched 4 x 4 solves), where a multi-threaded BLAS only
+# adds thread hand-offs; on a busy 2-core machine they made one 60 x 80 SVD 45 ms instead of
+# 1 ms and ``--quick`` did not finish in 10 minutes (21 s for table 4 with one thread).
+# Must be set before numpy loads its BLAS.
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import numpy as np  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
