@@ -112,6 +112,8 @@ class MaxMinFairness(ThroughputPolicy):
     """
 
     name = "max_min_fairness"
+    _per_job = ("coef",)
+    _job_fields = ("weight",)
 
     def __init__(self, jobs: Jobs, cluster: Cluster, *, water_filling: bool = False,
                  warm_start: tuple[np.ndarray, float] | None = None,
