@@ -68,6 +68,35 @@ def cvxpy_reference(u: np.ndarray, b: np.ndarray | None = None, *, kind: str = "
     return primal, market.dual_value(prices) - primal, residual
 
 
+FAMILIES = ("random", "identical", "ties", "dominant", "sparse")
+TIE_TYPES = 20  # rows drawn from ~20 model types, as in real traces
+SPARSE_DENSITY = 0.1  # share of valued goods in the sparse family
+DOMINANT_BOOST = 2.0  # the dominant good's extra utility (linear) / demand (Leontief)
+
+
+def family_instance(kind: str, family: str, n: int, m: int, rng: np.random.Generator
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """``(utility, budget)`` of an instance family (#15): ``random`` (every buyer different),
+    ``identical`` (one row for all), ``ties`` (rows drawn from 20 types), ``dominant`` (good 0
+    valued -- or, Leontief, needed -- most by everyone), ``sparse`` (10 % of goods valued)."""
+    b = rng.uniform(0.5, 2.0, n)
+    if family == "random":
+        u = rng.random((n, m))
+    elif family == "identical":
+        u = np.tile(rng.random(m), (n, 1))
+    elif family == "ties":
+        u = rng.random((TIE_TYPES, m))[rng.integers(TIE_TYPES, size=n)]
+    elif family == "dominant":
+        u = rng.random((n, m))
+        u[:, 0] += DOMINANT_BOOST
+    elif family == "sparse":
+        u = rng.random((n, m)) * (rng.random((n, m)) < SPARSE_DENSITY)
+        u[np.arange(n), rng.integers(m, size=n)] += 0.5  # every buyer values a good
+    else:
+        raise ValueError(f"unknown family {family!r}")
+    return u, b
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeat", type=int, default=1)

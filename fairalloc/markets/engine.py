@@ -71,6 +71,7 @@ SUPPORT_UTILITY_SHARE = 1e-9  # utility share above which a tied edge carries ut
 FLOW_TIE = 1e-9  # relative bang-per-buck gap of the edges the transportation LP may use
 FAST_MARGIN = 1.05  # PERFORMANCE: fast path keeps edges within 5 % of the best bang-per-buck
 READD_MARGIN = 1e-9  # an edge cheaper by this (relative) than the support re-joins it
+INCUMBENT_PR_ITERS = 30  # PERFORMANCE: proportional-response rounds of the time-limit incumbent
 
 
 # --------------------------------------------------------------------------------------------
@@ -383,6 +384,29 @@ def demand_polish(form: EdgeForm, z: np.ndarray, p: np.ndarray) -> np.ndarray:
         zc[first[lonely]] = 1.0
         spend = np.bincount(form.owner, weights=q * form.weight * zc, minlength=form.n)
     return form.repair(zc * (form.budget / spend)[form.owner])
+
+
+def demand_incumbent(form: EdgeForm, *, linear: bool, gap_tol: float, feas_tol: float
+                     ) -> tuple[np.ndarray, np.ndarray, Certificate] | None:
+    """A feasible point with positive utilities and its certificate, without a solver:
+    proportional-response prices (linear) or uniform prices (Leontief), then each buyer's
+    demand at them (`demand_polish`), made feasible. ``(z, prices, certificate)`` or ``None``
+    when no finite bound comes out."""
+    try:
+        with np.errstate(all="ignore"):
+            if linear:
+                p = proportional_response(form, iters=INCUMBENT_PR_ITERS, prices=None)
+            else:
+                p = np.full(form.supply.size, float(form.budget.sum() / form.supply.sum()))
+            if not np.all(np.isfinite(p)):
+                return None
+            z = demand_polish(form, np.ones(form.num_edges), p)
+            cert, best_p = form.certificate(z, [p], gap_tol=gap_tol, feas_tol=feas_tol)
+    except (ArithmeticError, ValueError, IndexError):
+        return None
+    if not np.isfinite(cert.gap):
+        return None
+    return z, best_p, cert
 
 
 def _newton_dual_polish(form: EdgeForm, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

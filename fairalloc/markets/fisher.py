@@ -23,10 +23,18 @@ Three exact methods solve it (``method=``):
 * ``"conic"``: the whole edge-form program, handed to Clarabel as sparse conic data;
 * ``"cvxpy"``: the program as a cvxpy model (the composable builder
   [`FisherMarket`][fairalloc.FisherMarket]; constraints and objective terms can be added), solved by
-  Clarabel (named explicitly).
+  Clarabel (named explicitly);
+* ``"dual"`` (static Leontief only): a primal-dual interior-point method on the smooth dual in
+  the ``m`` prices (`fairalloc.markets.leontief`), polished by projected Newton and certified
+  on the whole market; it hands over to ``"conic"`` when it does not certify.
 
 ``"auto"`` picks ``"cvxpy"`` for composed models, ``"fast"`` for linear markets with more than
-2,000 edges, and ``"conic"`` otherwise.
+2,000 edges, ``"dual"`` for static Leontief markets with more than 2,000 buyers, and
+``"conic"`` otherwise.
+
+Before any of them, buyers with identical utility rows are merged (exact symmetry reduction,
+`fairalloc.markets.symmetry`; ``symmetry=False`` turns it off): the path the result reports
+then starts with ``"symmetry:<classes>"`` and ``stats.classes`` counts the classes.
 
 Units: every market is first normalised by exact powers of two (budgets to mean ~1, each good's
 supply to ~1, each buyer's utility row to largest entry ~1), solved and certified there, and
@@ -60,24 +68,24 @@ from .engine import (
     SolveLog,
     certify_general,
     certify_linear,
-    demand_polish,
+    demand_incumbent,
     edge_starts,
     pow2_scale,
-    proportional_response,
     resolve_price_scaled,
     solve_conic,
     solve_fast,
     unit_scale,
 )
+from .leontief import solve_dual_certified
 from .result import MarketResult
+from .symmetry import buyer_classes, solve_reduced
 
 __all__ = ["FisherMarket"]
 
 MARKET_KINDS = ("linear", "leontief")  # utility forms (``kind=``)
-MARKET_METHODS = ("auto", "fast", "conic", "cvxpy")  # solution paths (``method=``)
+MARKET_METHODS = ("auto", "fast", "conic", "cvxpy", "dual")  # solution paths (``method=``)
 FAST_MIN_EDGES = 2000  # PERFORMANCE: "auto" takes the fast path above this many edges
 MIN_BUDGET_RATIO = 1e-300  # smallest representable budget relative to the largest
-INCUMBENT_PR_ITERS = 30  # PERFORMANCE: proportional-response rounds of the time-limit incumbent
 PRICE_SCALED_RESOLVES = 3  # PERFORMANCE: at most this many price-scaled re-solves
 
 
@@ -440,6 +448,7 @@ class FisherMarket(Composable):
         feas_tol: float = FEAS_TOL,
         time_limit: float | None = None,
         warm_start: Any = None,
+        symmetry: bool = True,
     ) -> MarketResult:
         """Solve the market and certify the result.
 
@@ -452,7 +461,7 @@ class FisherMarket(Composable):
 
         Parameters
         ----------
-        method : {"auto", "fast", "conic", "cvxpy"}
+        method : {"auto", "fast", "conic", "cvxpy", "dual"}
             See the module docstring. Composed models need ``"cvxpy"`` (``"auto"`` picks it).
             A plain market on which cvxpy fails is solved on the exact ``"conic"`` path.
         backend : str or Backend
@@ -470,6 +479,14 @@ class FisherMarket(Composable):
             Seconds per conic solve.
         warm_start : array_like, optional
             Prices (shape of ``supply``) to start the fast path from (e.g. a related market's).
+        symmetry : bool
+            Exact symmetry reduction (default on): buyers whose utility rows (all rounds) are
+            identical bit for bit are merged into one buyer with the sum of their budgets, the
+            reduced market is solved, each class's bundle is split in proportion to budgets
+            and the expanded point is certified on the original market
+            (``stats.classes`` is the number of classes, ``stats.path`` starts with
+            ``"symmetry:<classes>"``; see `fairalloc.markets.symmetry`). Composed models are
+            never reduced. ``False`` solves buyer by buyer (for testing).
 
         Returns
         -------
@@ -513,6 +530,7 @@ class FisherMarket(Composable):
         if warm_start is not None:
             warm = as_array(warm_start, "warm_start", ndim=self.supply.ndim,
                             shape=self.supply.shape).reshape(-1) * self._fs / self._fb
+        requested = method
         if method == "auto":
             method = "cvxpy" if self.composed else self._plain_method()
         if self.composed and method != "cvxpy":
@@ -521,27 +539,21 @@ class FisherMarket(Composable):
         if method == "fast" and self.kind != "linear":
             raise InputError("method='fast' is for linear markets; use 'conic' or 'cvxpy'",
                              argument="method")
-        try:
-            if method == "cvxpy":
-                alloc, prices_n, cert_n, iters, solves = self._solve_cvxpy(
-                    gap_tol, feas_tol, time_limit, log)
-            else:
-                alloc, prices_n, cert_n, iters, solves = self._solve_plain(
-                    method, gap_tol, feas_tol, time_limit, warm, log)
-        except FairallocError:
-            raise
-        except Exception as exc:  # numerical trouble in a polish or a foreign package
-            raise SolverError(f"market solve failed: {type(exc).__name__}: {exc}",
-                              backend=log.backend, status="exception") from exc
-        if (log.hit_limit and not cert_n.ok and not np.isfinite(cert_n.gap)
-                and not self.composed):
-            # out of time before the solver had a usable point: a cheap feasible incumbent
-            # (each buyer's demand at rough prices), reported with its proven gap
-            incumbent = self._incumbent(gap_tol, feas_tol)
-            if incumbent is not None:
-                log.fallback(method, "incumbent", "time limit before a usable point")
-                log.step("incumbent")
-                alloc, prices_n, cert_n = incumbent
+        if method == "dual" and not (self.kind == "leontief" and not self.volatile):
+            raise InputError("method='dual' is for static Leontief markets; use 'auto'",
+                             argument="method")
+        reduced = None
+        classes = buyer_classes(self.utility) if symmetry and not self.composed else None
+        if classes is not None and classes.reduces:
+            reduced = solve_reduced(self, classes, requested, gap_tol=gap_tol,
+                                    feas_tol=feas_tol, time_limit=time_limit,
+                                    warm_start=warm_start, log=log)
+        if reduced is not None:
+            alloc, prices_n, cert_n, iters, solves, method = reduced
+        else:
+            classes = None
+            alloc, prices_n, cert_n, iters, solves = self._solve_items(
+                method, gap_tol, feas_tol, time_limit, warm, log)
         cert = self._user_certificate(cert_n)
         status = Status.OPTIMAL
         if not cert.ok:
@@ -563,37 +575,53 @@ class FisherMarket(Composable):
         stats = SolveStats(backend=log.backend, method=method,
                            seconds=time.perf_counter() - t0, iterations=iters, solves=solves,
                            raw_status=log.raw_status, path=tuple(log.path),
-                           fallbacks=tuple(log.fallbacks))
+                           fallbacks=tuple(log.fallbacks),
+                           classes=None if classes is None else classes.num_classes)
         return MarketResult(objective=cert.primal_value, status=status, stats=stats,
                             certificate=cert, allocation=alloc, prices=prices, utility=utility,
                             budget=self.budget, spending=spending, ids=self.ids,
                             goods=self.goods)
 
+    def _solve_items(self, method: str, gap_tol: float, feas_tol: float,
+                     time_limit: float | None, warm: np.ndarray | None, log: SolveLog
+                     ) -> tuple[np.ndarray, np.ndarray, Certificate, int, int]:
+        """The market solved buyer by buyer (normalised prices and certificate)."""
+        try:
+            if method == "cvxpy":
+                alloc, prices_n, cert_n, iters, solves = self._solve_cvxpy(
+                    gap_tol, feas_tol, time_limit, log)
+            else:
+                alloc, prices_n, cert_n, iters, solves = self._solve_plain(
+                    method, gap_tol, feas_tol, time_limit, warm, log)
+        except FairallocError:
+            raise
+        except Exception as exc:  # numerical trouble in a polish or a foreign package
+            raise SolverError(f"market solve failed: {type(exc).__name__}: {exc}",
+                              backend=log.backend, status="exception") from exc
+        if (log.hit_limit and not cert_n.ok and not np.isfinite(cert_n.gap)
+                and not self.composed):
+            # out of time before the solver had a usable point: a cheap feasible incumbent
+            # (each buyer's demand at rough prices), reported with its proven gap
+            incumbent = self._incumbent(gap_tol, feas_tol)
+            if incumbent is not None:
+                log.fallback(method, "incumbent", "time limit before a usable point")
+                log.step("incumbent")
+                alloc, prices_n, cert_n = incumbent
+        return alloc, prices_n, cert_n, iters, solves
+
     def _incumbent(self, gap_tol: float, feas_tol: float
                    ) -> tuple[np.ndarray, np.ndarray, Certificate] | None:
-        """A feasible allocation with positive utilities and its certificate, without a
-        solver: proportional-response prices (linear) or uniform prices (Leontief), then each
-        buyer's demand at them, made feasible."""
-        form = self._form
-        try:
-            with np.errstate(all="ignore"):
-                if self.kind == "linear":
-                    p = proportional_response(form, iters=INCUMBENT_PR_ITERS, prices=None)
-                else:
-                    p = np.full(form.supply.size, float(form.budget.sum() / form.supply.sum()))
-                if not np.all(np.isfinite(p)):
-                    return None
-                z = demand_polish(form, np.ones(form.num_edges), p)
-                cert, best_p = form.certificate(z, [p], gap_tol=gap_tol, feas_tol=feas_tol)
-        except (ArithmeticError, ValueError, IndexError):
-            return None
-        if not np.isfinite(cert.gap):
-            return None
-        return self._allocation(z), best_p, cert
+        """A feasible allocation (caller's units) with its certificate, without a solver."""
+        out = demand_incumbent(self._form, linear=self.kind == "linear", gap_tol=gap_tol,
+                               feas_tol=feas_tol)
+        return None if out is None else (self._allocation(out[0]), out[1], out[2])
 
     def _plain_method(self) -> str:
-        if self.kind == "linear" and self._form.num_edges > FAST_MIN_EDGES:
-            return "fast"
+        if self._form.num_edges > FAST_MIN_EDGES:
+            if self.kind == "linear":
+                return "fast"
+            if not self.volatile:
+                return "dual"
         return "conic"
 
     def _solve_plain(self, method: str, gap_tol: float, feas_tol: float,
@@ -603,7 +631,15 @@ class FisherMarket(Composable):
         prices and certificate normalised."""
         form = self._form
         log.step(method)
-        if method == "fast":
+        dual = None
+        if method == "dual":
+            dual = solve_dual_certified(form, gap_tol, feas_tol, log)
+            if dual is None:
+                method = "conic"
+                log.step(method)
+        if dual is not None:
+            z, cert, prices, iters, solves = dual
+        elif method == "fast":
             z, cert, prices, iters, solves = solve_fast(
                 form, gap_tol=gap_tol, feas_tol=feas_tol, warm_prices=warm,
                 time_limit=time_limit, log=log)

@@ -28,6 +28,7 @@ def fisher_market(
     warm_start: Any = None,
     ids: Any = None,
     goods: Any = None,
+    symmetry: bool = True,
 ) -> MarketResult:
     """Equilibrium of a static Fisher market (Eisenberg-Gale program; Shockwave App. C-D).
 
@@ -41,7 +42,7 @@ def fisher_market(
     supply : array_like, shape (m,), optional
         Non-negative supply per good; default ones.
     kind : {"linear", "leontief"}
-    method : {"auto", "fast", "conic", "cvxpy"}
+    method : {"auto", "fast", "conic", "cvxpy", "dual"}
         Solution method (see [`fairalloc.markets`][fairalloc.markets]); all are exact and certified.
     backend : str or Backend
         Exponential-cone backend (``"clarabel"``); see
@@ -58,6 +59,12 @@ def fisher_market(
     goods : sequence of hashable, optional
         Names of the goods (e.g. GPU types), unique; default ``0..m-1``. The result carries
         ``ids`` and ``goods`` and labels ``to_frame()`` and its notebook view with them.
+    symmetry : bool
+        Exact symmetry reduction (default on): buyers with identical utility rows are merged
+        (budgets added), solved once and split in proportion to budgets; the result is
+        certified on the original market and ``stats.classes`` counts the classes (``None``
+        when nothing merged). ``False`` solves buyer by buyer (see
+        [`FisherMarket.solve`][fairalloc.markets.FisherMarket.solve]).
 
     Returns
     -------
@@ -83,7 +90,7 @@ def fisher_market(
     U = as_array(utility, "utility", ndim=2)
     return FisherMarket(U, budget, supply, kind=kind, ids=ids, goods=goods).solve(
         method=method, backend=backend, gap_tol=gap_tol, feas_tol=feas_tol,
-        time_limit=time_limit, warm_start=warm_start)
+        time_limit=time_limit, warm_start=warm_start, symmetry=symmetry)
 
 
 def volatile_fisher_market(
@@ -100,6 +107,7 @@ def volatile_fisher_market(
     warm_start: Any = None,
     ids: Any = None,
     goods: Any = None,
+    symmetry: bool = True,
 ) -> MarketResult:
     """Equilibrium of a volatile Fisher market over ``T`` rounds (Shockwave §4.1, App. C).
 
@@ -119,6 +127,9 @@ def volatile_fisher_market(
         As for [`fisher_market`][fairalloc.fisher_market] (``warm_start`` has shape (m, T)).
     ids, goods : sequence of hashable, optional
         Buyer ids and the names of the ``m`` resources, as for
+        [`fisher_market`][fairalloc.fisher_market].
+    symmetry : bool
+        Exact symmetry reduction over buyers whose utilities agree in every round, as for
         [`fisher_market`][fairalloc.fisher_market].
 
     Returns
@@ -140,4 +151,4 @@ def volatile_fisher_market(
     U = as_array(utility, "utility", ndim=3)
     return FisherMarket(U, budget, supply, kind=kind, ids=ids, goods=goods).solve(
         method=method, backend=backend, gap_tol=gap_tol, feas_tol=feas_tol,
-        time_limit=time_limit, warm_start=warm_start)
+        time_limit=time_limit, warm_start=warm_start, symmetry=symmetry)
