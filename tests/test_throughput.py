@@ -261,6 +261,7 @@ def test_fast_path_below_its_range_is_the_full_lp(inst):
     """Below the structured solver's range (64 jobs) method="fast" solves the whole LP."""
     jobs, cluster = inst
     a = MaxMinFairness(jobs, cluster)
+    a.symmetry = False  # the solvers themselves (repeated jobs would be solved per class)
     fast = a.solve(method="fast", work_conserving=False)
     full = a.solve(method="highs", work_conserving=False)
     assert fast.stats.path == full.stats.path == ("exact-lp",)
@@ -275,6 +276,7 @@ def test_fast_path_matches_full_lp(inst):
     over, stats.fallbacks says why."""
     jobs, cluster = inst
     a = MaxMinFairness(jobs, cluster)
+    a.symmetry = False  # the solvers themselves (repeated jobs would be solved per class)
     fast = a.solve(method="fast", work_conserving=False)
     full = a.solve(method="highs", work_conserving=False)
     assert full.stats.path == ("exact-lp",)
@@ -349,10 +351,15 @@ def test_fast_level_matches_full_lp_at_scale(case):
     assert fast.certificate.ok and fast.certificate.relative_gap <= 1e-9
     assert fast.objective == pytest.approx(full.objective, rel=1e-9)
     _feasible(fast, jobs, cl)
-    if case == "identical jobs":
-        assert fast.stats.path == ("exact-lp",)
-        assert fast.stats.fallbacks == ("structured-level->exact-lp: no price estimate "
-                                        "(Newton found no balance of demand and capacity)",)
+    if case == "identical jobs":  # one symmetry class: its one-row LP is solved exactly
+        assert fast.stats.path == ("symmetry:1", "exact-lp") and fast.stats.classes == 1
+        assert fast.stats.fallbacks == ()
+        b = MaxMinFairness(jobs, cl)
+        b.symmetry = False  # job by job: identical jobs give demand one big jump
+        plain = b.solve(work_conserving=False)
+        assert plain.stats.path == ("exact-lp",)
+        assert plain.stats.fallbacks == ("structured-level->exact-lp: no price estimate "
+                                         "(Newton found no balance of demand and capacity)",)
     else:
         assert fast.stats.path == ("structured-level",) and fast.stats.fallbacks == ()
         assert fast.stats.solves <= 3  # one small master LP, rarely two or three

@@ -55,6 +55,8 @@ class MinMakespan(ThroughputPolicy):
     """
 
     name = "min_makespan"
+    _per_job = ("steps",)
+    _job_fields = ("steps_remaining",)
 
     def __init__(self, jobs: Jobs, cluster: Cluster, *, pairs: JobPairs | None = None,
                  unconsolidated_throughput: ArrayLike | None = None,
@@ -169,6 +171,8 @@ class FinishTimeFairness(ThroughputPolicy):
     """
 
     name = "finish_time_fairness"
+    _per_job = ("steps", "iso", "iso_tp", "dur_iso", "D", "t", "t_iso")
+    _job_fields = ("steps_remaining", "elapsed", "isolated_elapsed")
 
     def __init__(self, jobs: Jobs, cluster: Cluster, *,
                  max_iterations: int = DINKELBACH_MAX_ITERATIONS, pairs: JobPairs | None = None,
@@ -180,6 +184,8 @@ class FinishTimeFairness(ThroughputPolicy):
         self.steps = _steps(jobs, "finish_time_fairness")
         self.max_iterations = as_positive_int(max_iterations, "max_iterations")
         iso = isolated_split(jobs, cluster)
+        #: ``X^isolated`` (1/n of every type, n: all jobs), the first Dinkelbach point
+        self.iso = iso
         self.iso_tp = np.einsum("ij,ij->i", self.inst.T_allowed, iso)
         t_iso = jobs.elapsed if jobs.isolated_elapsed is None else jobs.isolated_elapsed
         with np.errstate(over="ignore"):
@@ -226,7 +232,7 @@ class FinishTimeFairness(ThroughputPolicy):
 
     def _first_stages(self, solver: StageSolver, method: str) -> PolicyStages:
         inst = self.inst
-        iso = isolated_split(self.jobs, self.cluster)
+        iso = self.iso
         x_prev = np.zeros(inst.E)  # X^isolated in column form (single-job columns)
         single = np.flatnonzero(inst.col_kind[inst.mem_col] == 0)
         x_prev[inst.mem_col[single]] = iso[inst.mem_job[single],

@@ -33,6 +33,7 @@ from .policy import (
 )
 from .rows import RowLayout
 from .stages import (
+    LevelStage,
     LinearStage,
     StageResult,
     StageSolver,
@@ -41,6 +42,7 @@ from .stages import (
     scaled_solve,
     top_up_rows,
 )
+from .symmetry import ClassMap
 
 __all__ = ["MaxTotalThroughput", "MinCost", "max_total_throughput", "min_cost"]
 
@@ -76,8 +78,16 @@ class MaxTotalThroughput(ThroughputPolicy):
         return 1.0 / self.inst.equal_tp if self.normalized else np.ones(self.inst.n)
 
     def stage(self) -> LinearStage:
-        """The policy's LP objective as a linear stage."""
-        return LinearStage(np.asarray(self.inst.Tm.T @ self.weights()).ravel(), "total throughput")
+        """The policy's LP objective as a linear stage (a symmetry class's row counts once
+        per member)."""
+        w = self.weights()
+        if self.inst.multiplicity is not None:
+            w = w * self.inst.multiplicity
+        return LinearStage(np.asarray(self.inst.Tm.T @ w).ravel(), "total throughput")
+
+    def _original_stage(self, stage: LevelStage | LinearStage, cmap: ClassMap
+                        ) -> LevelStage | LinearStage:
+        return self.stage()
 
     def _first_stages(self, solver: StageSolver, method: str) -> PolicyStages:
         st = self.stage()
@@ -156,6 +166,7 @@ class MinCost(ThroughputPolicy):
     """
 
     name = "min_cost"
+    _symmetric = False  # its own Charnes-Cooper solve (not reduced by symmetry)
 
     def __init__(self, jobs: Jobs, cluster: Cluster, cost: ArrayLike | Mapping[str, float], *,
                  slo: ArrayLike | None = None, pairs: JobPairs | None = None,

@@ -75,9 +75,12 @@ class ColumnInstance:
         col_kind = [np.zeros(ei.size, dtype=np.int8)]  # 0 single, 1 unconsolidated, 2 pair
         E = ei.size
         self.placement = unconsolidated_throughput is not None
+        #: the unconsolidated throughput table ``(n, k)`` (placement sensitivity) or ``None``
+        self.unconsolidated: np.ndarray | None = None
         if self.placement:
             U = as_array(unconsolidated_throughput, "unconsolidated_throughput", ndim=2,
                          shape=(n, k))
+            self.unconsolidated = U
             ui, uj = np.nonzero(self.allowed & (U > 0))
             mem_job.append(ui)
             mem_col.append(E + np.arange(ui.size))

@@ -99,6 +99,7 @@ class FIFO(ThroughputPolicy):
     """
 
     name = "fifo"
+    _symmetric = False  # arrival ranks differ per job: no two jobs are interchangeable
     _work_conserving_default = False
 
     def __init__(self, jobs: Jobs, cluster: Cluster, *, order: ArrayLike | None = None,
@@ -362,6 +363,7 @@ class ShortestJobFirst(ThroughputPolicy):
     """
 
     name = "shortest_job_first"
+    _symmetric = False  # duration ranks (ties by index) make every job distinct
 
     def __init__(self, jobs: Jobs, cluster: Cluster, *, pairs: JobPairs | None = None,
                  unconsolidated_throughput: ArrayLike | None = None,

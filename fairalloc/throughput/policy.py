@@ -13,6 +13,7 @@ for composition. The policies themselves are in `max_min`,
 
 from __future__ import annotations
 
+import copy
 import time
 import warnings
 from collections.abc import Hashable
@@ -25,6 +26,7 @@ from numpy.typing import ArrayLike
 
 from .._compose import Composable
 from .._display import Table, labelled, price_table
+from .._symmetry import Classes, exact_classes
 from .._validation import (
     as_array,
     as_bool,
@@ -45,6 +47,7 @@ from .stages import (
     capacity_prices,
 )
 from .structured import fast_floor
+from .symmetry import SYMMETRY_STEP, ClassMap, reduced_instance
 
 __all__ = [
     "STAGE_TOL",
@@ -65,6 +68,9 @@ CVXPY_STEP = "cvxpy"  # path step: one conic solve of the cvxpy model
 STAGE_TOL = 1e-9
 #: ACCURACY: fraction of gap_tol a kept stage may lose (so the first stage stays certified)
 STAGE_SHARE_OF_GAP = 0.1
+#: the caller's frame of a warning raised in a stage (stage runner -> solve -> caller); not a
+#: tolerance (ACCURACY of the reported location only)
+_WARN_LEVEL = 4
 
 
 # --------------------------------------------------------------------------------------------
@@ -226,10 +232,24 @@ class ThroughputPolicy(Composable):
         ``sum_m scale_factor_m x[m, j] <= workers[j]``; its duals are the prices.
     time_constraint : cvxpy Constraint
         ``sum_j x[m, j] <= 1``.
+    symmetry : bool
+        Solve over exact symmetry classes of jobs where the policy allows it (default
+        ``True``; see `solve`). Set to ``False`` on a builder to solve job by job (the
+        reference the reduction is tested against).
     """
 
     name = "policy"
     _work_conserving_default = True
+    #: whether the policy's program is symmetric under permutations of jobs with equal data
+    #: (False: arrival or duration ranks make every job distinct -- FIFO, shortest job first)
+    _symmetric = True
+    #: names of the builder's per-job arrays (first axis: jobs) that its program reads; the
+    #: reduced builder takes one row per class of each (they must be equal within a class)
+    _per_job: tuple[str, ...] = ()
+    #: the `Jobs` fields beyond throughput and scale factor the program reads (class key)
+    _job_fields: tuple[str, ...] = ()
+    #: the default of every builder's `symmetry` switch
+    symmetry = True
 
     def __init__(self, jobs: Jobs, cluster: Cluster, *, pairs: JobPairs | None = None,
                  unconsolidated_throughput: ArrayLike | None = None,
@@ -395,10 +415,22 @@ class ThroughputPolicy(Composable):
         whole LP), ``structured-level`` / ``structured-floor`` / ``floor-from-level`` /
         ``floor-freed:<jobs>`` (the structured solvers, `fairalloc.throughput.structured`),
         ``dinkelbach`` (one finish-time-fairness iteration), ``fifo-greedy:<jobs>`` (FIFO's
-        greedy pass), ``charnes-cooper`` (min cost), ``cvxpy`` (one conic solve).
+        greedy pass), ``charnes-cooper`` (min cost), ``cvxpy`` (one conic solve),
+        ``symmetry:<classes>`` (the steps after it ran on one row per exact symmetry class).
         ``stats.fallbacks`` lists every hand-over as ``"from->to: reason"`` (a structured stage
         handed to ``exact-lp``; an uncertified work-conserving stage replaced by the
-        ``first-stage allocation``).
+        ``first-stage allocation``; ``symmetry->exact`` when the reduced solution failed its
+        certificate against the original program and the policy was solved job by job).
+
+        Symmetry: where jobs repeat exactly (equal throughput row, scale factor and every
+        per-job value the policy reads; near-ties never merge) and the builder's `symmetry`
+        is on, ``"highs"`` and ``"fast"`` solve the program over one row per class (a class of
+        ``c`` jobs uses ``c`` gangs of capacity), give every member its class's allocation
+        and certify it against the original, unreduced program (``certificate`` and
+        ``stage_certificates`` are the original program's; ``stats.classes`` is the number of
+        classes, ``None`` when nothing was reduced). Composed models, ``method="cvxpy"``, job
+        pairs and order-based policies (FIFO, shortest job first) are never reduced; see
+        ``proofs/symmetry_reduction.md``.
 
         Raises
         ------
@@ -423,17 +455,64 @@ class ThroughputPolicy(Composable):
             return self._solve_cvxpy(wc, gap_tol, feas_tol, stage_tol, t0,
                                      "clarabel" if backend is None else backend)
         spec = "highs" if backend is None else backend
+        tols = (gap_tol, feas_tol, stage_tol)
+        fallback: str | None = None
+        if as_bool(self.symmetry, "symmetry") and self._reducible():
+            cl = self._classes()
+            if cl.reduces:
+                out = self._solve_reduced(cl, method, spec, wc, tols, t0)
+                if isinstance(out, Allocation):
+                    return out
+                fallback = out
         be = backend_for(spec, self.inst.E)
-        solver = StageSolver(self.inst, be, stage_tol=stage_tol, gap_tol=gap_tol,
-                             feas_tol=feas_tol, extra_rows=self._extra_rows(),
-                             backend_spec=spec)
+        solver = self._stage_solver(self, be, spec, tols)
+        if fallback is not None:
+            solver.fall_back(SYMMETRY_STEP, fallback, target="exact")
+        stages, xcol, certs, _ = self._run_stages(solver, method, wc)
+        res, stage = stages.result, stages.stage
+        cert = self._certify_final(solver, res, stage, xcol)
+        cert.check(backend=be.name)
+        certs[0] = cert
+        stats = self._stats(solver, method, t0, None)
+        return self._result(xcol, self._stage_prices(res),
+                            self._objective_value(cert, xcol, stages), cert,
+                            (*stages.before, certs[0], *stages.after_first, *certs[1:]), stats)
+
+    # --- the stages, shared by the plain and the reduced solve ------------------------------
+    def _stage_solver(self, policy: ThroughputPolicy, be: Any, spec: Any,
+                      tols: tuple[float, float, float]) -> StageSolver:
+        gap_tol, feas_tol, stage_tol = tols
+        return StageSolver(policy.inst, be, stage_tol=stage_tol, gap_tol=gap_tol,
+                           feas_tol=feas_tol, extra_rows=policy._extra_rows(),
+                           backend_spec=spec)
+
+    def _stats(self, solver: StageSolver, method: str, t0: float, classes: int | None
+               ) -> SolveStats:
+        if solver.warm_used:
+            method = f"{method}+warm"  # the structured solver started from warm prices
+        return SolveStats(backend=solver.backend_names, method=method,
+                          seconds=time.perf_counter() - t0, iterations=solver.iterations,
+                          solves=solver.solves, raw_status=solver.raw_status,
+                          path=tuple(solver.path), fallbacks=tuple(solver.fallbacks),
+                          classes=classes)
+
+    def _run_stages(self, solver: StageSolver, method: str, wc: bool
+                    ) -> tuple[PolicyStages, np.ndarray, list[Certificate], StageResult | None]:
+        """The policy's own stages and the work-conserving stage on ``solver``'s instance
+        (``self.inst``: the original or a reduced one). Returns the policy stages, the final
+        column allocation, the certificates (first stage, work-conserving stage) and the
+        certified work-conserving stage's result (``None`` if none)."""
         stages = self._first_stages(solver, method)
         stage, res = stages.stage, stages.result
         certs = [res.cert]
         xcol = res.x[: self.inst.E]
+        wres = None
         if wc:
             solver.fix(stage, res.value, at=xcol)
-            wstage = LinearStage(self._wc_objective(), "work-conserving")
+            g = self._wc_objective()
+            if self.inst.col_mult is not None:
+                g = g * self.inst.col_mult  # a class's column serves all of its members
+            wstage = LinearStage(g, "work-conserving")
             try:
                 wres = (fast_floor(solver, wstage, prior=res) if method == "fast"
                         else solver.run(wstage, "work-conserving"))
@@ -450,23 +529,116 @@ class ThroughputPolicy(Composable):
                     f"{self.name}: the work-conserving stage could not be certified "
                     f"({exc}); returning the certified first-stage allocation, which may leave "
                     "capacity idle (stage_certificates[1].ok is False)",
-                    FairallocWarning, stacklevel=2)
+                    FairallocWarning, stacklevel=_WARN_LEVEL)
                 assert isinstance(exc.certificate, Certificate)
                 certs.append(exc.certificate)
                 solver.fall_back("work-conserving", "its certificate failed",
                                  target="first-stage allocation")
-        cert = self._certify_final(solver, res, stage, xcol)
-        cert.check(backend=be.name)
-        certs[0] = cert
-        if solver.warm_used:
-            method = f"{method}+warm"  # the structured solver started from warm prices
-        stats = SolveStats(backend=solver.backend_names, method=method,
-                           seconds=time.perf_counter() - t0, iterations=solver.iterations,
-                           solves=solver.solves, raw_status=solver.raw_status,
-                           path=tuple(solver.path), fallbacks=tuple(solver.fallbacks))
-        return self._result(xcol, self._stage_prices(res),
-                            self._objective_value(cert, xcol, stages), cert,
-                            (*stages.before, certs[0], *stages.after_first, *certs[1:]), stats)
+                wres = None
+        return stages, xcol, certs, wres
+
+    # --- exact symmetry reduction -----------------------------------------------------------
+    def _reducible(self) -> bool:
+        """Whether the program may be solved over symmetry classes (symmetric policy, no job
+        pairs, no rows beyond the per-job and per-type blocks)."""
+        if not (self._symmetric and self.inst.pairs is None and self.inst.n > 1
+                and self._extra_rows() is None):
+            return False
+        # a per-job array the policy did not declare would not be taken per class: solve
+        # job by job rather than risk it
+        n = self.inst.n
+        return not any(isinstance(v, np.ndarray) and v.ndim >= 1 and v.shape[0] == n
+                       and name not in self._per_job for name, v in vars(self).items())
+
+    def _class_key(self) -> tuple[np.ndarray, ...]:
+        """The job data the program is built from: throughput row, scale factor,
+        unconsolidated row and the `Jobs` fields named by ``_job_fields`` (those set)."""
+        jobs = self.jobs
+        key = (jobs.throughput, jobs.scale_factor, self.inst.unconsolidated,
+               *(getattr(jobs, name) for name in self._job_fields))
+        return tuple(a for a in key if a is not None)
+
+    def _classes(self) -> Classes:
+        """Exact classes of jobs whose program data are equal bit for bit.
+
+        The key is the job data (`_class_key`); the per-job arrays derived from it
+        (``_per_job``) are then checked to be equal within every class as well (they are
+        computed element by element from the key; should one differ, they join the key)."""
+        cl = exact_classes(*self._class_key())
+        if not cl.reduces:
+            return cl
+        derived = [np.asarray(getattr(self, name)) for name in self._per_job]
+        rep, inv = cl.representative, cl.inverse
+        if all(np.array_equal(a, a[rep][inv]) for a in derived):
+            return cl
+        return exact_classes(*self._class_key(), *derived)
+
+    def _reduced(self, cl: Classes) -> ThroughputPolicy:
+        """A copy of the builder over one representative per class (per-job arrays taken at
+        the representatives; normalisers over all ``n`` jobs are kept as computed)."""
+        red = copy.copy(self)
+        red.inst = reduced_instance(self.inst, cl)
+        red.jobs = red.inst.jobs
+        red._cvx = None
+        for name in self._per_job:
+            setattr(red, name, np.asarray(getattr(self, name))[cl.representative])
+        return red
+
+    def _original_stage(self, stage: LevelStage | LinearStage, cmap: ClassMap
+                        ) -> LevelStage | LinearStage:
+        """The original program's first stage of a reduced one (level stages: every member
+        gets its class's row; a linear first stage needs the policy's own definition)."""
+        if isinstance(stage, LevelStage):
+            return cmap.expand_level(stage)
+        raise NotImplementedError  # policies with a linear first stage override this
+
+    def _solve_reduced(self, cl: Classes, method: str, spec: Any, wc: bool,
+                       tols: tuple[float, float, float], t0: float) -> Allocation | str:
+        """Solve over the classes ``cl``, expand, certify against the original program.
+
+        Returns the allocation, or the reason why the reduced solution is not certified for
+        the original program (the caller then solves job by job)."""
+        red = self._reduced(cl)
+        solver = self._stage_solver(red, backend_for(spec, red.inst.E), spec, tols)
+        solver.step(f"{SYMMETRY_STEP}:{cl.num_classes}")
+        stages, xr, _, wres = red._run_stages(solver, method, wc)
+        res, stage = stages.result, stages.stage
+        if stages.before or stages.after_first:
+            return "stages beyond the first and work-conserving ones"
+        if wc and wres is None:
+            return "the reduced work-conserving stage was not certified"
+        cmap = ClassMap(self.inst, red.inst, cl)
+        # the original program, its stages and the expanded solution and duals
+        be = backend_for(spec, self.inst.E)
+        orig = self._stage_solver(self, be, spec, tols)
+        stage_o = self._original_stage(stage, cmap)
+        xcol = cmap.expand_x(xr)
+        lp1 = orig.program(stage_o)
+        y1 = cmap.expand_duals(res.duals, res.rows, orig.layout(stage_o), [])
+        res_o = StageResult(lp1, orig.point(stage_o, cmap.expand_x(res.x[: red.inst.E])), y1,
+                            res.value, res.cert, res.iterations, orig.layout(stage_o))
+        cert = self._certify_final(orig, res_o, stage_o, xcol)
+        certs = [cert]
+        if wres is not None:  # certify the work-conserving stage for the original program
+            if len(solver.fixed) != 1:
+                return "kept rows beyond the first stage's"
+            B, low = solver.fixed[0]
+            per_class = isinstance(stage, LevelStage)
+            orig.fixed = [(cmap.expand_rows(B, per_class),
+                           low[cl.inverse] if per_class else low)]
+            wstage = LinearStage(self._wc_objective(), "work-conserving")
+            wy = cmap.expand_duals(wres.duals, wres.rows, orig.layout(wstage),
+                                   [(low.size, per_class)])
+            certs.append(orig.certificate(orig.program(wstage), wstage,
+                                          orig.point(wstage, xcol), wy))
+        bad = [c for c in certs if not c.ok]
+        if bad:
+            return (f"the expanded solution's certificate failed (relative gap "
+                    f"{bad[0].relative_gap:.3g}, residual {bad[0].primal_residual:.3g})")
+        stats = self._stats(solver, method, t0, cl.num_classes)
+        return self._result(xcol, red._stage_prices(res),
+                            self._objective_value(cert, xcol, stages), cert, tuple(certs),
+                            stats)
 
     def _stage_prices(self, res: StageResult) -> np.ndarray:
         return capacity_prices(res)

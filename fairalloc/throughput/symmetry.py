@@ -1,0 +1,140 @@
+"""Exact symmetry reduction of the effective-throughput programs (issue #15).
+
+Jobs whose data -- everything a policy's program reads per job: throughput row, scale factor,
+unconsolidated row and the policy's own per-job arrays (`ThroughputPolicy._per_job`) -- are
+equal bit for bit form a *class* (`fairalloc._symmetry.exact_classes`). A program symmetric
+under permutations of a class's members has an optimum that is equal within each class
+(``proofs/symmetry_reduction.md``), so a policy may be solved over one row per class:
+
+* a class of ``c`` jobs becomes one row with multiplicity ``c``: its capacity coefficient is
+  ``c s`` (`ColumnInstance.cap_weight`), its time row and level row are one job's;
+* objectives that sum over jobs (work-conserving stage, total throughput) weigh it by ``c``;
+* normalisers that depend on the number of jobs (``X^isolated``) stay those of all ``n`` jobs
+  (the policy computes them before reducing).
+
+The reduced solution is then *expanded* (every member gets its class's allocation) and
+certified against the original program: the duals of per-job row blocks (time, level, kept
+level rows) are the class duals divided by ``c`` on every member, those of per-type blocks
+(capacity) are unchanged. This module holds that bookkeeping; the solve itself is
+`ThroughputPolicy.solve`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from .._symmetry import Classes
+from ..data import Jobs
+from .instance import ColumnInstance
+from .rows import RowLayout
+from .stages import LevelStage
+
+__all__ = ["PER_JOB_BLOCKS", "ClassMap", "SYMMETRY_STEP", "reduced_instance"]
+
+#: path step prefix: the stages that follow were solved over ``<classes>`` symmetry classes
+SYMMETRY_STEP = "symmetry"
+#: row blocks with one row per job (their duals are divided among a class's members)
+PER_JOB_BLOCKS = ("time", "level")
+
+
+def _take(arr: np.ndarray | None, idx: np.ndarray) -> np.ndarray | None:
+    return None if arr is None else arr[idx]
+
+
+def reduced_instance(inst: ColumnInstance, cl: Classes) -> ColumnInstance:
+    """The column instance over one representative job per class, with multiplicities."""
+    if inst.pairs is not None:
+        raise ValueError("job pairs are never reduced by symmetry")  # callers check first
+    jobs = inst.jobs
+    rep = cl.representative
+    sub = Jobs(jobs.throughput[rep], scale_factor=jobs.scale_factor[rep],
+               weight=jobs.weight[rep], steps_remaining=_take(jobs.steps_remaining, rep),
+               elapsed=jobs.elapsed[rep],
+               isolated_elapsed=_take(jobs.isolated_elapsed, rep))
+    return ColumnInstance(sub, inst.cluster, None,
+                          _take(inst.unconsolidated, rep),
+                          inst.cons_cap if inst.placement else None,
+                          multiplicity=cl.counts.astype(float))
+
+
+class ClassMap:
+    """How the columns and rows of an instance map onto those of its reduced instance.
+
+    Attributes
+    ----------
+    classes : Classes
+    colmap : ndarray of int, shape (E,)
+        The reduced column of every original column (same kind and type, the job's class).
+    members : ndarray of float, shape (n,)
+        Members of each original job's class (``counts[inverse]``).
+    """
+
+    def __init__(self, inst: ColumnInstance, red: ColumnInstance, cl: Classes) -> None:
+        self.inst, self.red, self.classes = inst, red, cl
+        k, c = inst.k, cl.num_classes
+        # single-job columns only (no pairs): column e has the one member mem_job[e]
+        own_o = np.empty(inst.E, dtype=np.int64)
+        own_o[inst.mem_col] = inst.mem_job
+        own_r = np.empty(red.E, dtype=np.int64)
+        own_r[red.mem_col] = red.mem_job
+        slot = np.full(2 * c * k, -1, dtype=np.int64)  # (kind, class, type) -> reduced column
+        slot[(red.col_kind.astype(np.int64) * c + own_r) * k + red.col_type] = np.arange(red.E)
+        self.colmap = slot[(inst.col_kind.astype(np.int64) * c + cl.inverse[own_o]) * k
+                           + inst.col_type]
+        if (self.colmap < 0).any():  # cannot happen: a class's members have equal rows
+            raise ValueError("a column has no reduced counterpart")
+        self.members = cl.counts[cl.inverse].astype(float)
+        #: the original job owning each original column
+        self.owner = own_o
+
+    def expand_x(self, xcol: np.ndarray) -> np.ndarray:
+        """Original column allocation: every member gets its class's columns."""
+        return np.asarray(xcol, dtype=float)[self.colmap]
+
+    def expand_rows(self, B: sp.spmatrix, per_class: bool) -> sp.csr_matrix:
+        """Original rows of reduced rows ``B`` (over reduced columns).
+
+        ``per_class``: ``B`` has one row per class, each non-zero only on its own class's
+        columns (level rows); every member gets its class's row, with the same values. Else
+        ``B`` is a few rows over all columns (a kept linear objective summing over jobs,
+        whose coefficient on a class's column is ``c`` times one member's): each original
+        column gets its reduced column's coefficient divided by the class size."""
+        B = sp.csr_matrix(B)
+        if per_class:
+            val = np.asarray(B.sum(axis=0)).ravel()  # one non-zero per column: exact
+            return sp.csr_matrix((val[self.colmap], (self.owner, np.arange(self.inst.E))),
+                                 shape=(self.inst.n, self.inst.E))
+        mult = self.red.col_mult
+        assert mult is not None  # a reduced instance has multiplicities
+        dense = B.toarray()[:, self.colmap] / mult[self.colmap][None, :]
+        return sp.csr_matrix(dense)
+
+    def expand_level(self, stage: LevelStage) -> LevelStage:
+        """The original level stage of a reduced one (rows repeated over every member)."""
+        inv = self.classes.inverse
+        return LevelStage(self.expand_rows(stage.C, True), stage.b[inv], stage.h[inv],
+                          stage.name, scale=stage.scale)
+
+    def expand_duals(self, duals: np.ndarray, red_layout: RowLayout, layout: RowLayout,
+                     kept: list[tuple[int, bool]]) -> np.ndarray:
+        """Original row duals from the reduced program's: per-job blocks (time, level and
+        per-class kept rows) divided by the class size on every member,
+        per-type blocks (capacity) and scalar kept rows unchanged. ``kept``: ``(rows,
+        per_class)`` of every kept block of the reduced program, in order."""
+        inv = self.classes.inverse
+        parts: dict[str, np.ndarray] = {}
+        for name, _ in layout.blocks():
+            y = red_layout.take(duals, name)
+            if name in PER_JOB_BLOCKS:
+                parts[name] = y[inv] / self.members
+            elif name == "kept":
+                out, at = [], 0
+                for rows, per_class in kept:
+                    part = y[at: at + rows]
+                    out.append(part[inv] / self.members if per_class else part)
+                    at += rows
+                parts[name] = np.concatenate(out) if out else np.zeros(0)
+            else:
+                parts[name] = y
+        return layout.assemble(parts)
