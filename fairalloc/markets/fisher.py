@@ -78,7 +78,7 @@ from .engine import (
 )
 from .leontief import solve_dual_certified
 from .result import MarketResult
-from .symmetry import buyer_classes, solve_reduced
+from .symmetry import buyer_classes, solve_reduced, worth_reducing
 
 __all__ = ["FisherMarket"]
 
@@ -481,11 +481,12 @@ class FisherMarket(Composable):
             Prices (shape of ``supply``) to start the fast path from (e.g. a related market's).
         symmetry : bool
             Exact symmetry reduction (default on): buyers whose utility rows (all rounds) are
-            identical bit for bit are merged into one buyer with the sum of their budgets, the
-            reduced market is solved, each class's bundle is split in proportion to budgets
-            and the expanded point is certified on the original market
-            (``stats.classes`` is the number of classes, ``stats.path`` starts with
-            ``"symmetry:<classes>"``; see `fairalloc.markets.symmetry`). Composed models are
+            identical bit for bit are merged into one buyer with the sum of their budgets (when
+            the classes number at most 3/4 of the buyers), the reduced market is solved, each
+            class's bundle is split in proportion to budgets and the expanded point is
+            certified on the original market (``stats.classes`` is the number of classes,
+            ``stats.path`` starts with ``"symmetry:<classes>"``; see
+            `fairalloc.markets.symmetry`). Composed models are
             never reduced. ``False`` solves buyer by buyer (for testing).
 
         Returns
@@ -544,7 +545,7 @@ class FisherMarket(Composable):
                              argument="method")
         reduced = None
         classes = buyer_classes(self.utility) if symmetry and not self.composed else None
-        if classes is not None and classes.reduces:
+        if classes is not None and worth_reducing(classes):
             reduced = solve_reduced(self, classes, requested, gap_tol=gap_tol,
                                     feas_tol=feas_tol, time_limit=time_limit,
                                     warm_start=warm_start, log=log)

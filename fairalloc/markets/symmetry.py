@@ -30,7 +30,13 @@ from .engine import SolveLog
 if TYPE_CHECKING:
     from .fisher import FisherMarket
 
-__all__ = ["buyer_classes", "expand_allocation", "solve_reduced"]
+__all__ = ["REDUCE_MAX_SHARE", "buyer_classes", "expand_allocation", "solve_reduced",
+           "worth_reducing"]
+
+#: PERFORMANCE: reduce only when the classes number at most this share of the buyers (a
+#: reduction that removes few buyers costs a second market build and a second certificate
+#: for little gain; the buyer-by-buyer solve is exact as well)
+REDUCE_MAX_SHARE = 0.75
 
 
 def buyer_classes(utility: np.ndarray) -> Classes:
@@ -53,6 +59,21 @@ def buyer_classes(utility: np.ndarray) -> Classes:
     """
     u = np.asarray(utility, dtype=float)
     return exact_classes(u.reshape(u.shape[0], -1))
+
+
+def worth_reducing(classes: Classes) -> bool:
+    """Whether the market is solved over ``classes``: some class has two members and there
+    are at most `REDUCE_MAX_SHARE` times as many classes as buyers.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> worth_reducing(buyer_classes(np.array([[1.0], [1.0], [2.0], [3.0], [4.0]])))
+    False
+    >>> worth_reducing(buyer_classes(np.array([[1.0], [1.0], [1.0], [3.0]])))
+    True
+    """
+    return classes.reduces and classes.num_classes <= REDUCE_MAX_SHARE * classes.n
 
 
 def expand_allocation(classes: Classes, allocation: np.ndarray, budget: np.ndarray
