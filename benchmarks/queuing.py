@@ -13,11 +13,25 @@ GPUs, so hundreds of jobs run at once).
 
 Part 2 -- a 100,000-job arrival sequence on 2048 GPUs run to completion by ``efq_schedule``
 (event-driven, exact), including the independent schedule check, with EFQ vs GPS metrics.
+
+``--scaling`` (issue #15 item 4) -- per-event time of ``ElasticFairQueue`` (auto_finish: arrivals
+and the completions they cause, each reallocating) against ``BisectEFQ``, a plain sorted-array +
+``bisect`` implementation of the same semantics, at 256 ... 65,536 active jobs, with the ratio and
+a check that both produce the same schedule (finish times equal to 1e-9 relative, same final
+allocation). ``--before PATH`` adds a column timed on another checkout of fairalloc (run in a
+subprocess with ``PYTHONPATH=PATH``, on the same instances, in the same run).
 """
 
 from __future__ import annotations
 
 import argparse
+import bisect
+import heapq
+import json
+import math
+import os
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -147,10 +161,229 @@ def sequence(rng: np.random.Generator, n: int, lo: float, hi: float, load: float
                 preempt=float(r.preemptions.mean()))
 
 
+# ---------------------------------------------------------------------------------------------
+# --scaling: per-event time against a plain sorted-array + bisect EFQ
+# ---------------------------------------------------------------------------------------------
+
+DONE_RTOL = 1e-11  # same completion tolerance as fairalloc.queuing.engine
+SIZES = (256, 1024, 4096, 16384, 65536)
+
+
+class BisectEFQ:
+    """Plain EFQ with ``auto_finish`` semantics, homogeneous cluster (a speed reference only).
+
+    Same rules as ``ElasticFairQueue``: GPS virtual time on a heap (Ares Eq. 2-3), the priority
+    order ``(F, arrival)`` kept in a sorted Python list with ``bisect``, α-capped maxima by
+    doubling, and after every event the greedy allocation recomputed by walking the running
+    prefix; every running job's remaining work is charged at each event and the next completion
+    is the minimum over the running jobs.
+    """
+
+    def __init__(self, num_gpus: int, alpha: float) -> None:
+        self.m = num_gpus
+        self.alpha = alpha
+        self.width = max(int(num_gpus - 1).bit_length(), 0) + 2
+        self.v = self.tv = self.now = 0.0
+        self.heap: list[tuple[float, int]] = []
+        self.n_gps = 0
+        self.order: list[tuple[float, int]] = []
+        self.jobs: dict[int, list] = {}  # seq -> [job_id, F, work, rem, cap, speed, g, rate]
+        self.running: list[int] = []
+        self.seq = 0
+
+    def _cap_speed(self, r: int, curve) -> tuple[int, list[float]]:
+        if curve is None:
+            return self.m, [2.0 ** k for k in range(self.width)]
+        t = [float(x) for x in curve]
+        levels = len(t)
+
+        def at(x: float) -> float:
+            k = int(math.frexp(x)[1]) - 1
+            if k >= levels - 1:
+                return t[-1]
+            return t[k] + (t[k + 1] - t[k]) * (x / (1 << k) - 1.0)
+
+        t_req = at(r)
+        g = float(r)
+        while 2 * g <= 2 ** (levels - 1) and at(2 * g) / (2 * g) >= \
+                self.alpha * t_req / r * (1.0 - 1e-12):
+            g *= 2.0
+        row = [v * r / t_req for v in t[:self.width]]
+        row += [row[-1]] * (self.width - len(row))
+        return int(min(g, self.m)), row
+
+    def _gps_advance(self, t: float) -> None:
+        while self.heap:
+            f = self.heap[0][0]
+            t_dep = self.tv + (f - self.v) * self.n_gps / self.m
+            if t_dep > t:
+                break
+            heapq.heappop(self.heap)
+            self.v, self.tv = max(self.v, f), max(self.tv, t_dep)
+            self.n_gps -= 1
+        if self.n_gps:
+            self.v += (t - self.tv) * self.m / self.n_gps
+        self.tv = t
+
+    def _charge(self, t: float) -> None:
+        dt = t - self.now
+        for s in self.running:
+            job = self.jobs[s]
+            job[3] -= job[7] * dt
+        self.now = t
+
+    def _allocate(self) -> None:
+        free = self.m
+        old, new = self.running, []
+        for _, s in self.order:
+            if free <= 0:
+                break
+            job = self.jobs[s]
+            g = min(job[4], free)
+            if g != job[6]:
+                sp = job[5]
+                k = g.bit_length() - 1
+                job[6], job[7] = g, sp[k] + (sp[k + 1] - sp[k]) * (g / (1 << k) - 1.0)
+            free -= g
+            new.append(s)
+        keep = set(new)
+        for s in old:
+            if s not in keep and s in self.jobs:
+                self.jobs[s][6], self.jobs[s][7] = 0, 0.0
+        self.running = new
+
+    def advance(self, t: float) -> list[tuple[object, float]]:
+        done = []
+        while self.running:
+            best = min(self.running, key=lambda s: self.jobs[s][3] / self.jobs[s][7])
+            tc = self.now + self.jobs[best][3] / self.jobs[best][7]
+            if tc > t:
+                break
+            self._charge(tc)
+            fin = [s for s in self.running if self.jobs[s][3] <= DONE_RTOL * self.jobs[s][2]]
+            for s in fin or [best]:
+                job = self.jobs.pop(s)
+                del self.order[bisect.bisect_left(self.order, (job[1], s))]
+                done.append((job[0], tc))
+            self._allocate()
+        self._charge(t)
+        self._gps_advance(t)
+        return done
+
+    def submit(self, job_id: object, gpu_time: float, requested: int, scaling, at: float) -> float:
+        self.advance(at)
+        cap, speed = self._cap_speed(requested, scaling)
+        f = self.v + gpu_time
+        self.seq += 1
+        heapq.heappush(self.heap, (f, self.seq))
+        self.n_gps += 1
+        self.jobs[self.seq] = [job_id, f, gpu_time, gpu_time, cap, speed, 0, 0.0]
+        bisect.insort(self.order, (f, self.seq))
+        self._allocate()
+        return f
+
+    def allocation(self) -> dict[object, int]:
+        return {self.jobs[s][0]: self.jobs[s][6] for _, s in self.order}
+
+
+def scaling_instance(n: int, arrivals: int, lo: float, hi: float, seed: int) -> dict:
+    """``n`` long background jobs at time 0, then a Poisson stream of short jobs (load 0.5)."""
+    rng = np.random.default_rng(seed)
+    total = n + arrivals
+    curve = curves(rng, total, lo, hi).tolist()
+    req = (2 ** rng.integers(0, 4, total)).tolist()
+    work = np.concatenate((rng.uniform(50.0, 500.0, n), rng.lognormal(0.0, 1.0, arrivals)))
+    gaps = rng.exponential(np.exp(0.5) / (0.5 * M), arrivals)
+    at = np.concatenate((np.zeros(n), np.cumsum(gaps)))
+    return dict(n=n, curve=curve, req=req, work=work.tolist(), at=at.tolist())
+
+
+def run_scaling(inst: dict, who: str) -> dict:
+    """Prefill (untimed), then time the stream: ``advance`` + ``submit`` per arrival."""
+    n = inst["n"]
+    curve, req, work, at = inst["curve"], inst["req"], inst["work"], inst["at"]
+    if who == "bisect":
+        q = BisectEFQ(M, ALPHA)
+
+        def submit(j):
+            q.submit(j, work[j], req[j], curve[j], at[j])
+    else:
+        q = fa.ElasticFairQueue(M, ALPHA)
+
+        def submit(j):
+            q.submit(j, gpu_time=work[j], requested=req[j], scaling=curve[j], at=at[j])
+    for j in range(n):
+        submit(j)
+    finish: dict = {}
+    t0 = time.thread_time()  # CPU time of this thread: other processes' load does not count
+    for j in range(n, len(at)):
+        finish.update(q.advance(at[j]))
+        submit(j)
+    seconds = time.thread_time() - t0
+    alloc = q.allocation()
+    # events: the arrivals and the completions they caused (both reallocate)
+    return dict(seconds=seconds, events=len(at) - n + len(finish),
+                finish={str(k): v for k, v in finish.items()},
+                alloc={str(k): v for k, v in alloc.items()})
+
+
+def scaling_table(sizes, arrivals: int, before: str | None) -> None:
+    print(f"Per-event time, {M} GPUs, alpha={ALPHA}: n long jobs active, then {arrivals} short "
+          "arrivals (load 0.5) and the completions they cause; us per event (wall-clock, "
+          "noisy on a shared machine: compare within a row)")
+    head = f"{'workload':<14}{'active':>8}{'events':>8}{'fairalloc':>11}{'bisect ref':>11}"
+    head += f"{'before':>9}" if before else ""
+    head += f"{'ref/fairalloc':>15}" + (f"{'before/fairalloc':>18}" if before else "")
+    print(head + "  same schedule")
+    for label, lo, hi in (("scales well", 0.95, 1.0), ("scales poorly", 0.6, 0.9)):
+        for n in sizes:
+            inst = scaling_instance(n, arrivals, lo, hi, seed=n)
+            ours = run_scaling(inst, "fairalloc")
+            ref = run_scaling(inst, "bisect")
+            same = ours["finish"].keys() == ref["finish"].keys() and all(
+                math.isclose(ours["finish"][k], ref["finish"][k], rel_tol=1e-9)
+                for k in ours["finish"]) and ours["alloc"] == ref["alloc"]
+            per = 1e6 * ours["seconds"] / ours["events"]
+            per_ref = 1e6 * ref["seconds"] / ref["events"]
+            row = f"{label:<14}{n:>8,}{ours['events']:>8}{per:>11.1f}{per_ref:>11.1f}"
+            if before:
+                old = before_run(before, n, arrivals, lo, hi)
+                same = same and old["finish"].keys() == ours["finish"].keys() and all(
+                    math.isclose(old["finish"][k], ours["finish"][k], rel_tol=1e-9)
+                    for k in old["finish"])
+                per_old = 1e6 * old["seconds"] / old["events"]
+                row += f"{per_old:>9.1f}"
+            row += f"{per_ref / per:>14.2f}x"
+            if before:
+                row += f"{per_old / per:>17.2f}x"
+            print(row + f"  {'yes' if same else 'NO'}", flush=True)
+
+
+def before_run(path: str, n: int, arrivals: int, lo: float, hi: float) -> dict:
+    env = dict(os.environ, PYTHONPATH=path)
+    out = subprocess.run(
+        [sys.executable, __file__, "--one", json.dumps([n, arrivals, lo, hi])], env=env,
+        capture_output=True, text=True, check=True).stdout
+    return json.loads(out)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer events and jobs")
+    parser.add_argument("--scaling", action="store_true",
+                        help="per-event time vs the sorted-array + bisect reference")
+    parser.add_argument("--sizes", type=int, nargs="*", default=list(SIZES))
+    parser.add_argument("--arrivals", type=int, default=1000)
+    parser.add_argument("--before", help="another fairalloc checkout to time alongside")
+    parser.add_argument("--one", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.one:
+        n, arrivals, lo, hi = json.loads(args.one)
+        print(json.dumps(run_scaling(scaling_instance(n, arrivals, lo, hi, seed=n), "fairalloc")))
+        return
+    if args.scaling:
+        scaling_table(args.sizes, args.arrivals, args.before)
+        return
     rng = np.random.default_rng(2025)
     events = 400 if args.quick else 2000
     n_jobs = 20_000 if args.quick else 100_000

@@ -26,6 +26,8 @@ _EFF_RTOL = 1e-12
 _MONO_RTOL = 1e-9
 #: limit of the input: longest profiled curve accepted (2**30 GPUs)
 _MAX_LEVELS = 31
+#: the speed row of linear scaling for each table width (shared, never written to)
+_LINEAR: dict[int, list[float]] = {}
 #: the default scaling-control threshold alpha (a documented argument: Ares §3.3)
 DEFAULT_ALPHA = 0.75
 
@@ -149,18 +151,55 @@ def _caps_and_speeds(
     return cap, speed
 
 
+def _validate_one_curve(scaling: Any, name: str = "scaling") -> list[float] | None:
+    """`_validate_scaling` for one job's curve, returned as a list of floats (online hot path).
+
+    A list, tuple or 1-D float64 array of finite positive floats whose per-GPU throughput does
+    not rise is accepted after a check level by level (at most ``_MAX_LEVELS`` levels, never a
+    loop over jobs); anything else, and every curve that fails a check, goes through
+    `_validate_scaling`, which converts it or raises the usual error.
+    """
+    if scaling is None:
+        return None
+    vals = scaling
+    if type(scaling) is np.ndarray and scaling.ndim == 1 and scaling.dtype == np.float64:
+        vals = scaling.tolist()
+    if (type(vals) is list or type(vals) is tuple) and 0 < len(vals) <= _MAX_LEVELS:
+        inf = math.inf
+        up = 1.0 + _MONO_RTOL
+        prev = inf
+        half_k = 1.0  # 2 ** -k: exact, so v * half_k == v / 2 ** k
+        for v in vals:
+            if type(v) is not float or not 0.0 < v < inf:
+                break
+            per = v * half_k
+            if per > prev * up:
+                break
+            prev = per
+            half_k *= 0.5
+        else:
+            return vals if type(vals) is list else list(vals)
+    arr = _validate_scaling(scaling, 1, name)
+    assert arr is not None  # scaling is not None
+    return arr[0].tolist()  # type: ignore[no-any-return]
+
+
 def _one_cap_and_speed(
-    requested: int, curve: np.ndarray | None, num_gpus: int, alpha: float, width: int
-) -> tuple[int, np.ndarray, float]:
+    requested: int, curve: Any, num_gpus: int, alpha: float, width: int
+) -> tuple[int, list[float], float]:
     """`_caps_and_speeds` for one job in plain floats (the online queue's hot path).
 
+    ``curve`` is one validated curve (a sequence of floats) or ``None`` (linear scaling).
     Loops over the curve's levels (at most 31), never over jobs. Returns ``(cap, speed row,
     T(r))``. ``tests/test_queuing.py::test_online_queue_matches_batch_simulation`` checks it
     against the vectorised version.
     """
     if curve is None:
-        return num_gpus, np.exp2(np.arange(width)), float(requested)
-    t = curve.tolist()
+        linear = _LINEAR.get(width)
+        if linear is None:
+            linear = _LINEAR[width] = [float(1 << k) for k in range(width)]
+        return num_gpus, linear, float(requested)  # shared: callers never write to a row
+    t = curve.tolist() if isinstance(curve, np.ndarray) else curve
     levels = len(t)
 
     def at(x: float) -> float:
@@ -171,16 +210,26 @@ def _one_cap_and_speed(
         return t[k] + (t[k + 1] - t[k]) * frac
 
     r = float(requested)
-    t_req = at(r)
-    per_req = t_req / r
-    top = float(1 << (levels - 1))
-    g = r
-    while 2.0 * g <= top and at(2.0 * g) / (2.0 * g) >= alpha * per_req * (1.0 - _EFF_RTOL):
-        g *= 2.0
+    k = requested.bit_length() - 1
+    if requested == 1 << k:  # a power of two: the ladder r, 2r, ... sits on profiled points
+        t_req = t[min(k, levels - 1)]
+        bar = alpha * (t_req / r) * (1.0 - _EFF_RTOL)
+        k += 1
+        while k < levels and t[k] / (1 << k) >= bar:
+            k += 1
+        g = float(1 << (k - 1))
+    else:
+        t_req = at(r)
+        bar = alpha * (t_req / r) * (1.0 - _EFF_RTOL)
+        top = float(1 << (levels - 1))
+        g = r
+        while 2.0 * g <= top and at(2.0 * g) / (2.0 * g) >= bar:
+            g *= 2.0
     scale = r / t_req
-    row = [v * scale for v in t[:width]]
-    row.extend([row[-1]] * (width - len(row)))
-    return int(min(g, num_gpus)), np.array(row), t_req
+    row = list(map(scale.__mul__, t[:width] if levels > width else t))
+    if levels < width:
+        row.extend([row[-1]] * (width - levels))
+    return int(min(g, num_gpus)), row, t_req
 
 
 def _cluster_power(

@@ -12,18 +12,15 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-
-from ..errors import only_fairalloc_errors
 
 #: ACCURACY: a job whose remaining work is below this fraction of its GPU-time has finished
 _DONE_RTOL = 1e-11
 #: PERFORMANCE: rows of per-job storage allocated up front (the arrays double when full)
 INITIAL_ROWS = 64
-
-
 
 
 class _GPSReference:
@@ -44,10 +41,11 @@ class _GPSReference:
         self.live: dict[int, int] = {}
         self.seq = 0
 
-    @only_fairalloc_errors
     def advance(self, t: float) -> list[tuple[int, float]]:
         """Move to time ``t``; return ``(key, GPS finish time)`` of the departures on the way."""
         out: list[tuple[int, float]] = []
+        if t == self.tv:  # already there: every live job departs after tv (F > V), none is due
+            return out
         heap, live, m = self.heap, self.live, self.m
         while heap:
             f, seq, key = heap[0]
@@ -71,12 +69,16 @@ class _GPSReference:
     def arrive(self, t: float, gpu_time: float, key: int) -> tuple[float, list[tuple[int, float]]]:
         """Add a job at time ``t``; return its virtual finish time and departures before ``t``."""
         departed = self.advance(t)
+        return self.add(gpu_time, key), departed
+
+    def add(self, gpu_time: float, key: int) -> float:
+        """Add a job now (the reference already advanced to its arrival); return ``F``."""
         f = self.v + gpu_time
         self.seq += 1
         heapq.heappush(self.heap, (f, self.seq, key))
         self.live[key] = self.seq
         self.n_active += 1
-        return f, departed
+        return f
 
     def remove(self, key: int, t: float) -> list[tuple[int, float]]:
         """Withdraw a job (cancellation) at time ``t``; return departures before ``t``."""
@@ -166,7 +168,7 @@ class _Engine:
         self.rows = need
         return idx
 
-    def set_row(self, i: int, work: float, cap: int, speed: np.ndarray) -> None:
+    def set_row(self, i: int, work: float, cap: int, speed: Sequence[float]) -> None:
         """Reuse row ``i`` for a new job (scalar writes)."""
         self.work[i] = work
         self.rem[i] = work
@@ -319,6 +321,44 @@ class _Engine:
         else:
             pos = ttf > 0
             self.t_next = self.now + float(ttf[pos].min()) if pos.any() else math.inf
+
+    # the online queue's per-event interface (shared with `incremental._Incremental`) -------
+    def arrive(self, row: int, f: float, work: float, cap: int, speed: Sequence[float]) -> None:
+        """One job arrives into row ``row`` (a free row, or ``rows`` for a new one): store it,
+        activate it with virtual finish time ``f`` and reallocate."""
+        if row == self.rows:
+            self.add(np.array([work]), np.array([cap]), np.asarray(speed)[None, :])
+        else:
+            self.set_row(row, work, cap, speed)
+        self.insert(np.array([row]), np.array([f]))
+        self.reallocate()
+
+    def leave(self, row: int) -> None:
+        """One row finished early or was cancelled: deactivate it and reallocate."""
+        was_running = self.g[row] > 0
+        self.remove_one(row)
+        self.reallocate(np.array([row]) if was_running else None)
+
+    def complete_next(self) -> tuple[float, list[int]]:
+        """Run to the next completion, finish the jobs due then; return the time and rows."""
+        tc = self.t_next
+        self.progress(tc)
+        fin = self.remove_head(self.due())
+        self.reallocate(fin)
+        return tc, fin.tolist()
+
+    def remaining(self, row: int) -> float:
+        return float(self.rem[row])
+
+    def order_rows(self) -> list[int]:
+        return self.order.tolist()  # type: ignore[no-any-return]
+
+    def gpus(self, rows: Sequence[int]) -> list[int]:
+        return self.g[np.asarray(rows, dtype=np.int64)].tolist()  # type: ignore[no-any-return]
+
+    def running(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Rows holding GPUs, the first GPU each holds, and how many (priority order)."""
+        return self.run_idx, self.run_start, self.run_g
 
     def log(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         if not self.log_t:

@@ -1,9 +1,11 @@
 """The online elastic fair queuing scheduler [`ElasticFairQueue`][fairalloc.ElasticFairQueue] (Ares
 §3.2-3.5).
 
-Events (arrivals, completions, cancellations) drive the same GPS reference and EFQ engine as
-the offline schedule (`fairalloc.queuing.engine`), one event at a time; jobs without a
-GPU-time estimate share a separate pool by max-min fair sharing (§3.5).
+Events (arrivals, completions, cancellations) drive the GPS reference of
+`fairalloc.queuing.engine` and, one event at a time, the incremental EFQ service system of
+`fairalloc.queuing.incremental` (homogeneous clusters: ``O(log n + changes)`` per event) or the
+vectorised `_Engine` the offline schedule uses (heterogeneous clusters); jobs without a GPU-time
+estimate share a separate pool by max-min fair sharing (§3.5).
 """
 
 from __future__ import annotations
@@ -23,10 +25,11 @@ from .curves import (
     _cluster_power,
     _one_cap_and_speed,
     _validate_alpha,
-    _validate_scaling,
+    _validate_one_curve,
     _water_fill,
 )
-from .engine import INITIAL_ROWS, _Engine, _GPSReference
+from .engine import _Engine, _GPSReference
+from .incremental import _Incremental
 
 
 def _check_job_id(job_id: Any) -> None:
@@ -76,9 +79,10 @@ class ElasticFairQueue:
     Tell it when jobs arrive ([`submit`][fairalloc.queuing.ElasticFairQueue.submit]), finish
     ([`finish`][fairalloc.queuing.ElasticFairQueue.finish]) or are cancelled
     ([`cancel`][fairalloc.queuing.ElasticFairQueue.cancel]), and read the allocation
-    ([`allocation`][fairalloc.queuing.ElasticFairQueue.allocation]) after each event. Every event
-    costs ``O(log n)`` for the virtual time plus a vectorised pass over at most ``M`` jobs for the
-    allocation.
+    ([`allocation`][fairalloc.queuing.ElasticFairQueue.allocation]) after each event. On a
+    homogeneous cluster every event costs ``O(log n)`` for the virtual time and the priority
+    order (a sorted list with ``bisect``) plus ``O(1)`` per job whose allocation changes; on a
+    heterogeneous cluster the allocation is a vectorised pass over at most ``M`` jobs.
 
     Parameters
     ----------
@@ -143,14 +147,19 @@ class ElasticFairQueue:
         auto_finish = as_bool(auto_finish, "auto_finish")
         record = as_bool(record, "record")
         self._width = max(int(self._m - 1).bit_length(), 0) + 2
-        self._eng = _Engine(self._m, self._power_main, self._width, record=record,
-                            auto_finish=auto_finish)
+        self._eng: _Incremental | _Engine
+        if self._power_main is None:
+            self._eng = _Incremental(self._m, record=record, auto_finish=auto_finish)
+        else:
+            self._eng = _Engine(self._m, self._power_main, self._width, record=record,
+                                auto_finish=auto_finish)
         self._eng.now = start_f
         self._gps = _GPSReference(self._m)
         self._gps.tv = start_f
         self._now = start_f
+        self._moved_to = start_f  # the engine and the GPS reference have been moved to here
         self._record = record
-        self._id_of = np.empty(INITIAL_ROWS, dtype=object)  # row -> job id
+        self._id_of: list[Hashable] = []  # row -> job id
         self._row: dict[Hashable, int] = {}
         self._arrival: dict[Hashable, float] = {}
         self._in_gps: set[int] = set()
@@ -231,15 +240,22 @@ class ElasticFairQueue:
             The virtual finish time ``F_j``; ``None`` for a job without GPU-time (it joins the
             fair-share pool).
         """
-        _check_job_id(job_id)
-        if job_id in self:
+        try:
+            known = job_id in self._row or job_id in self._pool_jobs
+        except TypeError:
+            _check_job_id(job_id)
+            raise  # pragma: no cover - _check_job_id raised
+        if known:
             raise InputError(f"job_id {job_id!r} is already in the queue", argument="job_id")
         if gpu_time is not None and steps is not None:
             raise InputError("give gpu_time or steps, not both", argument="steps")
         unknown = gpu_time is None and steps is None
         limit = self._pool if unknown else self._m
-        req = as_positive_int(requested, "requested")
-        curve = _validate_scaling(scaling, 1)
+        if type(requested) is int and requested > 0:  # the hot path of as_positive_int
+            req = requested
+        else:
+            req = as_positive_int(requested, "requested")
+        curve = _validate_one_curve(scaling)
         if unknown and limit == 0:
             raise InputError(
                 f"job {job_id!r} has no gpu_time or steps and the queue has no unknown_pool "
@@ -248,19 +264,23 @@ class ElasticFairQueue:
             where = "unknown-GPU-time pool" if unknown else "elastic fair queue"
             raise InputError(f"requested = {req} exceeds the {limit} GPUs of the {where}",
                              argument="requested")
-        if curve is not None and req > 2 ** (curve.shape[1] - 1):
+        if curve is not None and req > 2 ** (len(curve) - 1):
             raise InputError(f"requested = {req} is beyond the scaling curve, which is profiled "
-                             f"up to {2 ** (curve.shape[1] - 1)} GPUs", argument="requested")
-        cap, speed, t_req = _one_cap_and_speed(req, None if curve is None else curve[0], limit,
-                                               self._alpha, self._width)
+                             f"up to {2 ** (len(curve) - 1)} GPUs", argument="requested")
+        cap, speed, t_req = _one_cap_and_speed(req, curve, limit, self._alpha, self._width)
         if steps is not None:
             if curve is None:
                 raise InputError("steps needs scaling (absolute throughput per GPU count) to "
                                  "convert steps to GPU-time", argument="scaling")
             work = as_positive_float(steps, "steps") * req / t_req
+        elif type(gpu_time) is float and 0.0 < gpu_time < math.inf:  # the hot path
+            work = gpu_time
         elif gpu_time is not None:
             work = as_positive_float(gpu_time, "gpu_time")
-        t = self._clock(at)
+        if type(at) is float and self._now <= at < math.inf:  # the hot path of _clock
+            t = at
+        else:
+            t = self._clock(at)
         self._arrival[job_id] = t
         if unknown:
             self._move(t)
@@ -268,15 +288,19 @@ class ElasticFairQueue:
             self._log_pool(t)
             return None
         self._move(t)
-        row = self._take_row(work, cap, speed)
-        f, departed = self._gps.arrive(t, work, row)
-        self._gps_departed(departed)
+        free = self._free_rows  # (never filled with record=True: the history needs every row)
+        row = free.pop() if free else self._eng.rows
+        f = self._gps.add(work, row)  # the reference is at t: _move advanced it
+        self._eng.arrive(row, f, work, cap, speed)
         self._in_gps.add(row)
+        self._row_busy.add(row)
         self._row[job_id] = row
-        self._bind(row, job_id)
-        self._eng.insert(np.array([row]), np.array([f]))
-        self._eng.reallocate()
-        self._log_main()
+        if row == len(self._id_of):
+            self._id_of.append(job_id)
+        else:
+            self._id_of[row] = job_id
+        if self._record:
+            self._log_main()
         return f
 
     @only_fairalloc_errors
@@ -290,6 +314,7 @@ class ElasticFairQueue:
         """The job is withdrawn: it leaves both the queue and the GPS reference."""
         self._leave(job_id, at, cancel=True)
 
+    @only_fairalloc_errors
     def advance(self, to: float) -> list[tuple[Hashable, float]]:
         """Move the clock to ``to``; return the jobs that finished on the way (``auto_finish``),
         as ``(job_id, finish time)`` in order."""
@@ -300,9 +325,9 @@ class ElasticFairQueue:
     def allocation(self) -> dict[Hashable, int]:
         """GPUs each job in the queue holds now (0 for waiting jobs), in priority order for the
         EFQ pool, then the fair-share pool in arrival order."""
-        order = self._eng.order
-        out: dict[Hashable, int] = dict(zip(self._id_of[order].tolist(),
-                                            self._eng.g[order].tolist(), strict=True))
+        order = self._eng.order_rows()
+        out: dict[Hashable, int] = dict(zip(map(self._id_of.__getitem__, order),
+                                            self._eng.gpus(order), strict=True))
         if self._pool_jobs:
             shares = self._pool_shares()
             out.update(zip(self._pool_jobs, shares.tolist(), strict=True))
@@ -320,10 +345,10 @@ class ElasticFairQueue:
             return np.maximum(np.minimum(hi[:, None], bounds[None, 1:])
                               - np.maximum(lo[:, None], bounds[None, :-1]), 0)
 
-        if eng.run_idx.size:
-            lo = eng.run_start
-            cnt = spread(lo, lo + eng.run_g)
-            for r, row in zip(eng.run_idx.tolist(), cnt.tolist(), strict=True):
+        run_idx, run_start, run_g = eng.running()
+        if run_idx.size:
+            cnt = spread(run_start, run_start + run_g)
+            for r, row in zip(run_idx.tolist(), cnt.tolist(), strict=True):
                 out[self._id_of[r]] = {t: c for t, c in zip(self._types, row, strict=True) if c}
         if self._pool_jobs:
             shares = self._pool_shares()
@@ -349,7 +374,7 @@ class ElasticFairQueue:
         eng = self._eng
         return QueuedJob(job_id, self._arrival[job_id], "efq", int(eng.g[row]),
                          int(eng.cap[row]), float(eng.work[row]), float(eng.vfin[row]),
-                         max(float(eng.rem[row]), 0.0))
+                         max(eng.remaining(row), 0.0))
 
     @only_fairalloc_errors
     def history(self) -> tuple[np.ndarray, list[Hashable], np.ndarray]:
@@ -380,21 +405,26 @@ class ElasticFairQueue:
         """Advance the EFQ system (with automatic completions) and the GPS reference to ``t``."""
         eng = self._eng
         done: list[tuple[Hashable, float]] = []
-        while eng.auto_finish and eng.t_next <= t:
-            tc = eng.t_next
-            eng.progress(tc)
-            fin = eng.remove_head(eng.due())
-            eng.reallocate(fin)
-            for r in fin.tolist():
-                jid = self._id_of[r]
-                del self._row[jid]
-                del self._arrival[jid]
-                done.append((jid, tc))
-                self._release(r)
-            self._now = tc
-            self._log_main()
-        eng.progress(t)
-        self._gps_departed(self._gps.advance(t))
+        if eng.auto_finish:
+            while eng.t_next <= t:
+                tc, fin = eng.complete_next()
+                for r in fin:
+                    jid = self._id_of[r]
+                    del self._row[jid]
+                    del self._arrival[jid]
+                    done.append((jid, tc))
+                    self._row_busy.discard(r)  # _release, inlined
+                    if r not in self._in_gps and not self._record:
+                        self._free_rows.append(r)
+                self._now = tc
+                if self._record:
+                    self._log_main()
+        if t != self._moved_to:  # (a second event at the same instant skips this)
+            eng.progress(t)
+            departed = self._gps.advance(t)
+            if departed:
+                self._gps_departed(departed)
+            self._moved_to = t
         self._now = t
         return done
 
@@ -418,10 +448,7 @@ class ElasticFairQueue:
         if row is None:
             raise InputError(f"job_id {job_id!r} already finished before at = {t:g} "
                              "(auto_finish)", argument="job_id")
-        eng = self._eng
-        was_running = eng.g[row] > 0
-        eng.remove_one(row)
-        eng.reallocate(np.array([row]) if was_running else None)
+        self._eng.leave(row)
         del self._row[job_id]
         del self._arrival[job_id]
         if cancel:
@@ -442,23 +469,6 @@ class ElasticFairQueue:
         if row not in self._in_gps and not self._record:
             self._free_rows.append(row)
 
-    def _take_row(self, work: float, cap: int, speed: np.ndarray) -> int:
-        eng = self._eng
-        if self._free_rows and not self._record:
-            row = self._free_rows.pop()
-            eng.set_row(row, work, cap, speed)
-        else:
-            row = int(eng.add(np.array([work]), np.array([cap]), speed[None, :])[0])
-        self._row_busy.add(row)
-        return row
-
-    def _bind(self, row: int, job_id: Hashable) -> None:
-        if row >= self._id_of.size:
-            grown = np.empty(max(2 * self._id_of.size, row + 1), dtype=object)
-            grown[: self._id_of.size] = self._id_of
-            self._id_of = grown
-        self._id_of[row] = job_id
-
     def _pool_shares(self) -> np.ndarray:
         caps = np.fromiter(self._pool_jobs.values(), dtype=np.int64, count=len(self._pool_jobs))
         return _water_fill(caps, self._pool)
@@ -467,7 +477,7 @@ class ElasticFairQueue:
         if not self._record:
             return
         t, j, g = self._eng.pop_log()
-        self._hist.extend(zip(t.tolist(), self._id_of[j].tolist(), g.tolist(), strict=True))
+        self._hist.extend(zip(t, map(self._id_of.__getitem__, j), g, strict=True))
 
     def _log_pool(self, t: float) -> None:
         if not self._record:
