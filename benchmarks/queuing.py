@@ -329,8 +329,8 @@ def run_scaling(inst: dict, who: str) -> dict:
 
 def scaling_table(sizes, arrivals: int, before: str | None) -> None:
     print(f"Per-event time, {M} GPUs, alpha={ALPHA}: n long jobs active, then {arrivals} short "
-          "arrivals (load 0.5) and the completions they cause; us per event (wall-clock, "
-          "noisy on a shared machine: compare within a row)")
+          "arrivals (load 0.5) and the completions they cause; us of thread CPU time per event "
+          "(noisy on a shared machine: compare within a row)")
     head = f"{'workload':<14}{'active':>8}{'events':>8}{'fairalloc':>11}{'bisect ref':>11}"
     head += f"{'before':>9}" if before else ""
     head += f"{'ref/fairalloc':>15}" + (f"{'before/fairalloc':>18}" if before else "")
