@@ -56,6 +56,7 @@ PR_TIE = 1e-6  # PERFORMANCE: edges within this of the best bang-per-buck get a 
 PR_OFF_SHARE = 1e-3  # PERFORMANCE: bid share of the other edges when warm-starting
 PR_ITERS_COLD = 60  # PERFORMANCE: proportional-response rounds from uniform bids
 PR_ITERS_WARM = 10  # PERFORMANCE: proportional-response rounds from warm-start prices
+PR_DENSE_SHARE = 0.5  # PERFORMANCE: dense proportional response above this share of edges
 DEMAND_TIE = 1e-7  # relative price gap within which edges count as a buyer's cheapest
 DENSE_NEWTON_MAX_ENTRIES = 4_000_000  # PERFORMANCE: dense Newton while C has at most this
 NEWTON_ZERO_PRICE = 1e-12  # prices below this fraction of the largest start at 0
@@ -70,6 +71,8 @@ SUPPORT_SHARE = 1e-7  # share of utility/supply above which an edge is on the su
 SUPPORT_UTILITY_SHARE = 1e-9  # utility share above which a tied edge carries utility
 FLOW_TIE = 1e-9  # relative bang-per-buck gap of the edges the transportation LP may use
 FAST_MARGIN = 1.05  # PERFORMANCE: fast path keeps edges within 5 % of the best bang-per-buck
+FAST_MAX_ROUNDS = 8  # PERFORMANCE: restricted solves before the fast path solves everything
+FAST_MAX_EDGE_SHARE = 0.5  # PERFORMANCE: a restricted market keeping more edges cannot win
 READD_MARGIN = 1e-9  # an edge cheaper by this (relative) than the support re-joins it
 INCUMBENT_PR_ITERS = 30  # PERFORMANCE: proportional-response rounds of the time-limit incumbent
 
@@ -355,6 +358,8 @@ def proportional_response(form: EdgeForm, *, iters: int, prices: np.ndarray | No
         beta = np.minimum.reduceat(q, form.starts)
         share = np.where(q <= beta[owner] * (1 + PR_TIE), 1.0, PR_OFF_SHARE)
         bids = B[owner] * share / np.bincount(owner, weights=share, minlength=form.n)[owner]
+    if form.num_edges >= PR_DENSE_SHARE * form.n * s.size:
+        return _proportional_response_dense(form, bids, iters)
     for _ in range(iters):
         p = np.bincount(res, weights=bids, minlength=s.size) / s
         x = bids / p[res]
@@ -362,6 +367,26 @@ def proportional_response(form: EdgeForm, *, iters: int, prices: np.ndarray | No
         u = np.bincount(owner, weights=gain, minlength=form.n)
         bids = B[owner] * gain / u[owner]
     return np.bincount(res, weights=bids, minlength=s.size) / s
+
+
+def _proportional_response_dense(form: EdgeForm, bids: np.ndarray, iters: int) -> np.ndarray:
+    """`proportional_response` on the dense ``(n, R)`` grid of a market whose buyers value
+    most goods (the same rounds; row and column sums instead of scattered bincounts)."""
+    n, R = form.n, form.supply.size
+    res = form.C.indices
+    W = np.zeros((n, R))
+    W[form.owner, res] = form.weight
+    bid = np.zeros((n, R))
+    bid[form.owner, res] = bids
+    B = form.budget[:, None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for _ in range(iters):
+            total = bid.sum(axis=0)
+            p = total / form.supply
+            bid *= W
+            bid /= np.where(total > 0, p, 1.0)  # a good no one bids on has no edge
+            bid *= B / bid.sum(axis=1, keepdims=True)
+        return bid.sum(axis=0) / form.supply
 
 
 def demand_polish(form: EdgeForm, z: np.ndarray, p: np.ndarray) -> np.ndarray:
@@ -705,7 +730,10 @@ def solve_fast(form: EdgeForm, *, gap_tol: float, feas_tol: float,
     lost = np.bincount(form.owner, weights=keep.astype(float), minlength=form.n) == 0
     keep |= lost[form.owner]
     iterations = solves = 0
-    for _ in range(25):
+    cert = None
+    for _ in range(FAST_MAX_ROUNDS):
+        if keep.sum() > FAST_MAX_EDGE_SHARE * form.num_edges:
+            break  # the restricted market is about as large as the market: it cannot win
         sub = form.subset(keep)
         # the restricted program is small: solve it tightly so the support polish succeeds
         _note(log, "restricted-conic")
@@ -725,10 +753,13 @@ def solve_fast(form: EdgeForm, *, gap_tol: float, feas_tol: float,
         if not violated.any():
             break
         keep = keep | violated
-    # the support could not be certified (numerically hard instance): solve everything
+    # the support could not be certified (numerically hard instance), or the restricted
+    # market is not much smaller than the market: solve everything
     if log is not None:
-        log.fallback("fast", "conic", f"restricted markets not certified after {solves} "
-                     f"solves (relative gap {cert.relative_gap:.3g})")
+        why = ("the restricted market keeps most edges" if cert is None else
+               f"restricted markets not certified after {solves} solves (relative gap "
+               f"{cert.relative_gap:.3g})")
+        log.fallback("fast", "conic", why)
         log.step("conic")
     z, p, it = solve_conic(form, time_limit=time_limit, log=log)
     cert, best_p, z = certify_linear(form, form.repair(z), p, gap_tol=gap_tol,
