@@ -26,7 +26,7 @@ from numpy.typing import ArrayLike
 
 from .._compose import Composable
 from .._display import Table, labelled, price_table
-from .._symmetry import Classes, exact_classes
+from .._symmetry import Classes
 from .._validation import (
     as_array,
     as_bool,
@@ -47,7 +47,13 @@ from .stages import (
     capacity_prices,
 )
 from .structured import fast_floor
-from .symmetry import SYMMETRY_STEP, ClassMap, reduced_instance
+from .symmetry import (
+    SYMMETRY_STEP,
+    ClassMap,
+    certify_original,
+    classes_of,
+    reduced_instance,
+)
 
 __all__ = [
     "STAGE_TOL",
@@ -541,14 +547,11 @@ class ThroughputPolicy(Composable):
     def _reducible(self) -> bool:
         """Whether the program may be solved over symmetry classes (symmetric policy, no job
         pairs, no rows beyond the per-job and per-type blocks)."""
-        if not (self._symmetric and self.inst.pairs is None and self.inst.n > 1
-                and self._extra_rows() is None):
-            return False
-        # a per-job array the policy did not declare would not be taken per class: solve
-        # job by job rather than risk it
-        n = self.inst.n
-        return not any(isinstance(v, np.ndarray) and v.ndim >= 1 and v.shape[0] == n
-                       and name not in self._per_job for name, v in vars(self).items())
+        n = self.inst.n  # a per-job array not declared in _per_job: solve job by job
+        return (self._symmetric and self.inst.pairs is None and n > 1
+                and self._extra_rows() is None
+                and not any(isinstance(v, np.ndarray) and v.ndim >= 1 and v.shape[0] == n
+                            and name not in self._per_job for name, v in vars(self).items()))
 
     def _class_key(self) -> tuple[np.ndarray, ...]:
         """The job data the program is built from: throughput row, scale factor,
@@ -559,27 +562,16 @@ class ThroughputPolicy(Composable):
         return tuple(a for a in key if a is not None)
 
     def _classes(self) -> Classes:
-        """Exact classes of jobs whose program data are equal bit for bit.
-
-        The key is the job data (`_class_key`); the per-job arrays derived from it
-        (``_per_job``) are then checked to be equal within every class as well (they are
-        computed element by element from the key; should one differ, they join the key)."""
-        cl = exact_classes(*self._class_key())
-        if not cl.reduces:
-            return cl
-        derived = [np.asarray(getattr(self, name)) for name in self._per_job]
-        rep, inv = cl.representative, cl.inverse
-        if all(np.array_equal(a, a[rep][inv]) for a in derived):
-            return cl
-        return exact_classes(*self._class_key(), *derived)
+        """Exact classes of jobs whose program data are equal bit for bit (`classes_of`)."""
+        return classes_of(self._class_key(),
+                          [np.asarray(getattr(self, name)) for name in self._per_job])
 
     def _reduced(self, cl: Classes) -> ThroughputPolicy:
         """A copy of the builder over one representative per class (per-job arrays taken at
         the representatives; normalisers over all ``n`` jobs are kept as computed)."""
         red = copy.copy(self)
         red.inst = reduced_instance(self.inst, cl)
-        red.jobs = red.inst.jobs
-        red._cvx = None
+        red.jobs, red._cvx = red.inst.jobs, None
         for name in self._per_job:
             setattr(red, name, np.asarray(getattr(self, name))[cl.representative])
         return red
@@ -602,41 +594,17 @@ class ThroughputPolicy(Composable):
         solver = self._stage_solver(red, backend_for(spec, red.inst.E), spec, tols)
         solver.step(f"{SYMMETRY_STEP}:{cl.num_classes}")
         stages, xr, _, wres = red._run_stages(solver, method, wc)
-        res, stage = stages.result, stages.stage
         if stages.before or stages.after_first:
             return "stages beyond the first and work-conserving ones"
         if wc and wres is None:
             return "the reduced work-conserving stage was not certified"
-        cmap = ClassMap(self.inst, red.inst, cl)
-        # the original program, its stages and the expanded solution and duals
-        be = backend_for(spec, self.inst.E)
-        orig = self._stage_solver(self, be, spec, tols)
-        stage_o = self._original_stage(stage, cmap)
-        xcol = cmap.expand_x(xr)
-        lp1 = orig.program(stage_o)
-        y1 = cmap.expand_duals(res.duals, res.rows, orig.layout(stage_o), [])
-        res_o = StageResult(lp1, orig.point(stage_o, cmap.expand_x(res.x[: red.inst.E])), y1,
-                            res.value, res.cert, res.iterations, orig.layout(stage_o))
-        cert = self._certify_final(orig, res_o, stage_o, xcol)
-        certs = [cert]
-        if wres is not None:  # certify the work-conserving stage for the original program
-            if len(solver.fixed) != 1:
-                return "kept rows beyond the first stage's"
-            B, low = solver.fixed[0]
-            per_class = isinstance(stage, LevelStage)
-            orig.fixed = [(cmap.expand_rows(B, per_class),
-                           low[cl.inverse] if per_class else low)]
-            wstage = LinearStage(self._wc_objective(), "work-conserving")
-            wy = cmap.expand_duals(wres.duals, wres.rows, orig.layout(wstage),
-                                   [(low.size, per_class)])
-            certs.append(orig.certificate(orig.program(wstage), wstage,
-                                          orig.point(wstage, xcol), wy))
-        bad = [c for c in certs if not c.ok]
-        if bad:
-            return (f"the expanded solution's certificate failed (relative gap "
-                    f"{bad[0].relative_gap:.3g}, residual {bad[0].primal_residual:.3g})")
+        out = certify_original(self, red, cl, solver, stages, xr, wres, spec, tols)
+        if isinstance(out, str):
+            return out
+        xcol, certs = out
+        cert = certs[0]
         stats = self._stats(solver, method, t0, cl.num_classes)
-        return self._result(xcol, red._stage_prices(res),
+        return self._result(xcol, red._stage_prices(stages.result),
                             self._objective_value(cert, xcol, stages), cert, tuple(certs),
                             stats)
 

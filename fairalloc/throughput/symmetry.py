@@ -21,16 +21,20 @@ level rows) are the class duals divided by ``c`` on every member, those of per-t
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import scipy.sparse as sp
 
-from .._symmetry import Classes
+from .._symmetry import Classes, exact_classes
 from ..data import Jobs
+from ..results import Certificate
 from .instance import ColumnInstance
 from .rows import RowLayout
-from .stages import LevelStage
+from .stages import LevelStage, LinearStage, StageResult, StageSolver, backend_for
 
-__all__ = ["PER_JOB_BLOCKS", "ClassMap", "SYMMETRY_STEP", "reduced_instance"]
+__all__ = ["PER_JOB_BLOCKS", "SYMMETRY_STEP", "ClassMap", "certify_original", "classes_of",
+           "reduced_instance"]
 
 #: path step prefix: the stages that follow were solved over ``<classes>`` symmetry classes
 SYMMETRY_STEP = "symmetry"
@@ -138,3 +142,52 @@ class ClassMap:
             else:
                 parts[name] = y
         return layout.assemble(parts)
+
+
+def classes_of(key: tuple[np.ndarray, ...], derived: list[np.ndarray]) -> Classes:
+    """Exact classes of the jobs' data ``key``; the per-job arrays ``derived`` from it (computed
+    element by element) are then checked to be equal within every class as well -- should one
+    differ, it joins the key."""
+    cl = exact_classes(*key)
+    if not cl.reduces:
+        return cl
+    rep, inv = cl.representative, cl.inverse
+    if all(np.array_equal(a, a[rep][inv]) for a in derived):
+        return cl
+    return exact_classes(*key, *derived)
+
+
+def certify_original(policy: Any, red: Any, cl: Classes, solver: StageSolver, stages: Any,
+                     xr: np.ndarray, wres: StageResult | None, spec: Any,
+                     tols: tuple[float, float, float]
+                     ) -> tuple[np.ndarray, list[Certificate]] | str:
+    """Expand the reduced builder ``red``'s solution and certify it on ``policy``'s original
+    program: the first stage (at the final allocation) and, if it ran, the work-conserving
+    stage with the first stage's kept rows. Returns ``(xcol, certificates)`` or, if a
+    certificate fails, the reason (the caller then solves job by job)."""
+    res, stage = stages.result, stages.stage
+    cmap = ClassMap(policy.inst, red.inst, cl)
+    orig = policy._stage_solver(policy, backend_for(spec, policy.inst.E), spec, tols)
+    stage_o = policy._original_stage(stage, cmap)
+    xcol = cmap.expand_x(xr)
+    layout = orig.layout(stage_o)
+    y1 = cmap.expand_duals(res.duals, res.rows, layout, [])
+    res_o = StageResult(orig.program(stage_o), orig.point(stage_o, cmap.expand_x(
+        res.x[: red.inst.E])), y1, res.value, res.cert, res.iterations, layout)
+    certs = [policy._certify_final(orig, res_o, stage_o, xcol)]
+    if wres is not None:
+        if len(solver.fixed) != 1:
+            return "kept rows beyond the first stage's"
+        B, low = solver.fixed[0]
+        per_class = isinstance(stage, LevelStage)
+        orig.fixed = [(cmap.expand_rows(B, per_class), low[cl.inverse] if per_class else low)]
+        wstage = LinearStage(policy._wc_objective(), "work-conserving")
+        wy = cmap.expand_duals(wres.duals, wres.rows, orig.layout(wstage),
+                               [(low.size, per_class)])
+        certs.append(orig.certificate(orig.program(wstage), wstage, orig.point(wstage, xcol),
+                                      wy))
+    bad = [c for c in certs if not c.ok]
+    if bad:
+        return (f"the expanded solution's certificate failed (relative gap "
+                f"{bad[0].relative_gap:.3g}, residual {bad[0].primal_residual:.3g})")
+    return xcol, certs
