@@ -34,7 +34,7 @@ from .._validation import (
     as_tolerance,
 )
 from ..data import Cluster, JobPairs, Jobs
-from ..errors import CertificateError, FairallocWarning, InputError
+from ..errors import CertificateError, FairallocWarning, InputError, SolverError
 from ..results import Certificate, Result, SolveStats, Status, readonly, require_pandas
 from ..tolerances import FEAS_TOL, GAP_TOL
 from .instance import TINY, ColumnInstance
@@ -425,18 +425,17 @@ class ThroughputPolicy(Composable):
         ``symmetry:<classes>`` (the steps after it ran on one row per exact symmetry class).
         ``stats.fallbacks`` lists every hand-over as ``"from->to: reason"`` (a structured stage
         handed to ``exact-lp``; an uncertified work-conserving stage replaced by the
-        ``first-stage allocation``; ``symmetry->exact`` when the reduced solution failed its
-        certificate against the original program and the policy was solved job by job).
+        ``first-stage allocation``; ``symmetry->exact``: the reduced program failed or its
+        expanded solution failed the original program's certificate; solved job by job).
 
         Symmetry: where jobs repeat exactly (equal throughput row, scale factor and every
         per-job value the policy reads; near-ties never merge) and the builder's `symmetry`
-        is on, ``"highs"`` and ``"fast"`` solve the program over one row per class (a class of
-        ``c`` jobs uses ``c`` gangs of capacity), give every member its class's allocation
-        and certify it against the original, unreduced program (``certificate`` and
-        ``stage_certificates`` are the original program's; ``stats.classes`` is the number of
-        classes, ``None`` when nothing was reduced). Composed models, ``method="cvxpy"``, job
-        pairs and order-based policies (FIFO, shortest job first) are never reduced; see
-        ``proofs/symmetry_reduction.md``.
+        is on, ``"highs"`` and ``"fast"`` solve over one row per class (``c`` members use
+        ``c`` gangs of capacity), give every member its class's allocation and certify it on
+        the original program (``certificate``, ``stage_certificates``); ``stats.classes`` is
+        the number of classes (``None``: not reduced). Composed models, ``method="cvxpy"``,
+        job pairs, FIFO and shortest job first are never reduced
+        (``proofs/symmetry_reduction.md``).
 
         Raises
         ------
@@ -466,7 +465,10 @@ class ThroughputPolicy(Composable):
         if as_bool(self.symmetry, "symmetry") and self._reducible():
             cl = self._classes()
             if cl.reduces:
-                out = self._solve_reduced(cl, method, spec, wc, tols, t0)
+                try:
+                    out = self._solve_reduced(cl, method, spec, wc, tols, t0)
+                except (CertificateError, SolverError) as exc:  # only the reduced program's
+                    out = f"the reduced program failed ({exc})"
                 if isinstance(out, Allocation):
                     return out
                 fallback = out
