@@ -322,3 +322,24 @@ def test_structured_solvers_run_on_classes_with_multiplicities(cls):
     assert red.objective == pytest.approx(plain.objective, rel=1e-6)
     assert red.stage_certificates[1].primal_value == pytest.approx(
         plain.stage_certificates[1].primal_value, rel=1e-6)
+
+
+def test_a_failing_reduced_program_falls_back_to_the_job_by_job_solve(monkeypatch):
+    """A solver failure on the reduced program only (simulated) is not the caller's error:
+    the policy is solved job by job and stats.fallbacks names the failure."""
+    from fairalloc.errors import SolverError
+    from fairalloc.throughput.policy import ThroughputPolicy
+
+    real = ThroughputPolicy._run_stages
+
+    def failing(self, solver, method, wc):
+        if self.inst.multiplicity is not None:
+            raise SolverError("simulated failure", backend="highs", status="error")
+        return real(self, solver, method, wc)
+
+    monkeypatch.setattr(ThroughputPolicy, "_run_stages", failing)
+    jobs = fa.Jobs([[2.0, 1.0]] * 3 + [[1.0, 1.0]])
+    r = _solve(MaxMinFairness, jobs, fa.Cluster({"a": 1, "b": 1}), symmetry=True)
+    assert r.stats.classes is None
+    assert r.stats.fallbacks[0].startswith("symmetry->exact: the reduced program failed")
+    assert r.certificate.ok and r.objective == pytest.approx(6 / 11, rel=1e-8)
