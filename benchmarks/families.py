@@ -44,7 +44,8 @@ Policies and references (every solver named; none chosen by cvxpy):
 Run: ``python benchmarks/families.py [--quick] [--family F ...] [--policy P ...]
 [--sizes N ...] [--timeout S] [--scaling]``. ``--scaling``: n x 4 from 4,096 to 1,048,576
 jobs (max-min, FTF; random) and 4,096 to 65,536 buyers x 20 goods (markets), with exponents
-fitted by log-log least squares over the cells that finished.
+fitted by log-log least squares over the cells that finished (``--sizes`` and ``--policy``
+narrow it).
 """
 
 from __future__ import annotations
@@ -571,7 +572,7 @@ def group_rows(policy: str, ours: dict[str, Any], refs: dict[str, dict[str, Any]
     and the largest agreement."""
     rows = [(FAIRALLOC, _fmt_time(ours), "", "", _fmt_cert(ours.get("cert")))]
     best: tuple[float, str] | None = None
-    worst_rel = 0.0
+    worst_rel: float | None = None  # None: no reference value to compare with
     t_ours = ours.get("seconds")
     for name, r in refs.items():
         ratio = rel_s = ""
@@ -582,7 +583,7 @@ def group_rows(policy: str, ours: dict[str, Any], refs: dict[str, dict[str, Any]
                 ratio = f"{r['seconds'] / t_ours:.2f}x"
             if "value" in ours:
                 rel = agreement(policy, ours["value"], r["value"], budget)
-                worst_rel = max(worst_rel, rel)
+                worst_rel = rel if worst_rel is None else max(worst_rel, rel)
                 rel_s = f"{rel:.1e}" + (" !" if flagged(rel) else "")
         elif "timeout" in r and t_ours is not None:
             ratio = f"> {r['timeout'] / t_ours:.2f}x"
@@ -640,7 +641,7 @@ def print_summary(summaries: list[tuple[Any, ...]]) -> None:
     print(f"{'policy':<16}{'family':<16}{'size':>14}{'fairalloc':>11}  "
           f"{'strongest reference':<36}{'ratio':>9}  {'max rel. diff':<14}certificate")
     for policy, family, size, s, _ in summaries:
-        rel = f"{s['rel']:.1e}" + (" !" if flagged(s["rel"]) else "")
+        rel = "-" if s["rel"] is None else f"{s['rel']:.1e}" + (" !" if flagged(s["rel"]) else "")
         print(f"{policy:<16}{family:<16}{size:>14}{s['ours']:>11}  {s['best']:<36}"
               f"{s['ratio']:>9}  {rel:<14}{s['cert']}")
 
@@ -652,16 +653,16 @@ def fitted_exponent(ns: list[float], seconds: list[float]) -> float:
     return float(np.polyfit(np.log(ns), np.log(seconds), 1)[0])
 
 
-def run_scaling(timeout: float, policies: tuple[str, ...]) -> None:
+def run_scaling(timeout: float, policies: tuple[str, ...], sizes: tuple[int, ...] | None
+                ) -> None:
+    """The scaling table: n x 4 (``sizes`` when given), exponents fitted per solver."""
     print(f"\nScaling (random family; fairalloc and the strongest references; "
           f"cells > {timeout:.0f} s stop their row)")
-    plan = [(p, SCALING_SIZES, 0, ("Gavel cvxpy+ECOS", "Gavel cvxpy+Clarabel"))
-            for p in ("max-min", "ftf") if p in policies]
-    if "max-min" in policies:
-        plan[0] = ("max-min", SCALING_SIZES, 0, ("Gavel cvxpy+ECOS", "Gavel cvxpy+Clarabel",
-                                                  "HiGHS IPM"))
-    plan += [(p, tuple(n for n, _ in SCALING_MARKET_SIZES), SCALING_MARKET_SIZES[0][1],
-              ("Clarabel direct",)) for p in MARKET_POLICIES if p in policies]
+    job_sizes = sizes or SCALING_SIZES
+    buyer_sizes = sizes or tuple(n for n, _ in SCALING_MARKET_SIZES)
+    plan = [(p, job_sizes, 0, REFERENCES[p][:3]) for p in ("max-min", "ftf") if p in policies]
+    plan += [(p, buyer_sizes, SCALING_MARKET_SIZES[0][1], REFERENCES[p])
+             for p in MARKET_POLICIES if p in policies]
     for policy, sizes, m, refs in plan:
         print(f"\n{policy} ({'buyers x ' + str(m) + ' goods' if m else 'jobs x 3 types'})")
         print(f"{'solver':<24}" + "".join(f"{n:>12,}" for n in sizes) + f"{'exponent':>10}")
@@ -691,7 +692,7 @@ def main() -> None:
     ap.add_argument("--policy", nargs="+", choices=POLICIES, help="policy families")
     ap.add_argument("--sizes", nargs="+", type=int,
                     help="jobs (throughput policies) and buyers (markets; goods: 100 at "
-                         "4,096 or fewer buyers, else 20)")
+                         "4,096 or fewer buyers, else 20; with --scaling: 20)")
     ap.add_argument("--timeout", type=float, help="seconds per cell")
     ap.add_argument("--scaling", action="store_true", help="the scaling table only")
     ap.add_argument("--cell", help=argparse.SUPPRESS)
@@ -710,7 +711,8 @@ def main() -> None:
         print("ecos not installed: the Gavel cvxpy+ECOS rows report the error "
               "(pip install 'fairalloc[bench]')")
     if args.scaling:
-        run_scaling(timeout, policies)
+        run_scaling(timeout, tuple(args.policy or ("max-min", "ftf", *MARKET_POLICIES)),
+                    tuple(args.sizes) if args.sizes else None)
         return
     families = tuple(args.family or (QUICK_FAMILIES if args.quick else FAMILIES))
     sizes = tuple(args.sizes or ((SIZES[0],) if args.quick else SIZES))

@@ -75,6 +75,7 @@ def test_timeouts_and_errors_are_reported() -> None:
     assert rows[1][1:3] == ("> 10 s", "> 5.00x")
     assert rows[2][1] == "error" and rows[2][3] == "boom"
     assert summary["best"] == "all > 10 s" and summary["ratio"] == "> 5.00x"
+    assert summary["rel"] is None  # nothing to compare with: no agreement figure
     rows, summary = families.group_rows("max-min", {"timeout": 4.0}, {"r": {"seconds": 1.0,
                                                                               "value": [1.0]}})
     assert rows[0][1] == "> 4 s" and summary["ratio"] == "< 0.25x"
