@@ -19,7 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fairalloc as fa
-from fairalloc.queuing.incremental import _HEAP_MIN, _HEAP_SLACK
+from fairalloc.queuing import incremental
+from fairalloc.queuing.incremental import _HEAP_MIN, _HEAP_SLACK, _Blocks
 from tests.test_queuing import brute_caps
 
 SETTINGS = settings(max_examples=60, deadline=None, derandomize=True)
@@ -148,12 +149,25 @@ def _same_finish(got: list, want: list) -> None:
 
 
 @SETTINGS
-@given(event_sequences())
-def test_queue_matches_brute_force_event_by_event(seq):
+@given(event_sequences(), st.sampled_from([None, 1, 2]))
+def test_queue_matches_brute_force_event_by_event(seq, block):
     """Allocation in priority order and completion times equal a from-scratch recomputation
     after every event; the incremental engine's tail reclaim, refill, tie order (F, arrival)
-    and lazy work accounting are all exercised (a wrong order fails the list comparison)."""
-    m, alpha, events = seq
+    and lazy work accounting are all exercised (a wrong order fails the list comparison).
+    ``block``: the waiting jobs' block size shrunk to 1 or 2 keys, so that a few jobs already
+    split, merge and empty blocks."""
+    if block is None:
+        run_events(*seq)
+        return
+    saved = incremental._BLOCK, incremental._BLOCK_MIN
+    incremental._BLOCK, incremental._BLOCK_MIN = block, block
+    try:
+        run_events(*seq)
+    finally:
+        incremental._BLOCK, incremental._BLOCK_MIN = saved
+
+
+def run_events(m, alpha, events):
     q = fa.ElasticFairQueue(m, alpha)
     ref = BruteQueue(m, alpha)
     t, nxt = 0.0, 0
@@ -220,4 +234,35 @@ def test_completion_heap_stays_bounded():
         q.submit(("short", i), gpu_time=0.5, at=float(i))
     q.advance(1000.0)
     # without compaction ~800 entries would pile up (the stale ones sit below the top)
-    assert len(q._eng.heap) <= max(_HEAP_MIN, _HEAP_SLACK * q._eng.p) + 1
+    assert len(q._eng.heap) <= max(_HEAP_MIN, _HEAP_SLACK * len(q._eng.run)) + 1
+
+
+@settings(max_examples=80, deadline=None, derandomize=True)
+@given(st.lists(st.tuples(st.sampled_from(["insert", "first", "pop", "remove"]),
+                          st.integers(0, 20)), max_size=120), st.integers(1, 3))
+def test_blocks_stay_sorted(ops, block):
+    """`_Blocks` against a plain sorted list, with blocks of 1-3 keys (many splits/merges)."""
+    saved = incremental._BLOCK, incremental._BLOCK_MIN
+    incremental._BLOCK, incremental._BLOCK_MIN = block, block
+    try:
+        blocks, plain, seq = _Blocks(), [], 0
+        for op, x in ops:
+            seq += 1
+            if op == "insert":
+                key = (float(x), seq, x)
+                blocks.insert(key)
+                plain.append(key)
+                plain.sort()
+            elif op == "first" and (not plain or (float(x) - 21.0, seq, x) < plain[0]):
+                key = (float(x) - 21.0, seq, x)  # below every key held
+                blocks.push_first(key)
+                plain.insert(0, key)
+            elif op == "pop" and plain:
+                assert blocks.pop_first() == plain.pop(0)
+            elif op == "remove" and plain:
+                blocks.remove(plain.pop(x % len(plain)))
+            assert blocks.keys() == plain and blocks.n == len(plain)
+            assert blocks.maxes == [blk[-1] for blk in blocks.blocks]
+            assert all(0 < len(blk) <= 2 * block for blk in blocks.blocks)
+    finally:
+        incremental._BLOCK, incremental._BLOCK_MIN = saved

@@ -201,24 +201,24 @@ def _one_cap_and_speed(
         return num_gpus, linear, float(requested)  # shared: callers never write to a row
     t = curve.tolist() if isinstance(curve, np.ndarray) else curve
     levels = len(t)
-
-    def at(x: float) -> float:
-        k = int(math.frexp(x)[1]) - 1
-        if k >= levels - 1:
-            return t[levels - 1]
-        frac = x / (1 << k) - 1.0
-        return t[k] + (t[k + 1] - t[k]) * frac
-
     r = float(requested)
     k = requested.bit_length() - 1
     if requested == 1 << k:  # a power of two: the ladder r, 2r, ... sits on profiled points
-        t_req = t[min(k, levels - 1)]
+        t_req = t[k] if k < levels else t[levels - 1]
         bar = alpha * (t_req / r) * (1.0 - _EFF_RTOL)
         k += 1
         while k < levels and t[k] / (1 << k) >= bar:
             k += 1
         g = float(1 << (k - 1))
     else:
+
+        def at(x: float) -> float:
+            k = int(math.frexp(x)[1]) - 1
+            if k >= levels - 1:
+                return t[levels - 1]
+            frac = x / (1 << k) - 1.0
+            return t[k] + (t[k + 1] - t[k]) * frac
+
         t_req = at(r)
         bar = alpha * (t_req / r) * (1.0 - _EFF_RTOL)
         top = float(1 << (levels - 1))

@@ -7,13 +7,17 @@ allocation ``g_k = min(cap_k, max(0, M - sum_{l<k} cap_l))`` -- but changes only
 changes, in plain Python scalars (no per-event numpy call, whose fixed cost of about a
 microsecond dominates at the sizes one event touches):
 
-* the order is one sorted Python list of keys ``(F, seq, row)``: ``bisect`` finds a position
-  in ``O(log n)``, the insertion or deletion is one ``memmove`` of ``n`` pointers;
-* the running jobs are the first ``p`` entries of the order, ``used`` GPUs in all. Greedy
-  allocation over a budget ``B`` fills jobs in order until ``B`` runs out, so giving a new job
-  ``x`` GPUs takes them from the idle GPUs first and then from the *tail* of the running prefix
-  backwards, and freeing ``x`` GPUs grows the tail job to its cap and admits the next waiting
-  jobs. Only jobs whose allocation changes are touched: ``O(log n + changes)`` per event;
+* the order is kept as keys ``(F, seq, row)`` in two sorted parts: the running jobs (a
+  prefix of the order, ``used`` GPUs in all) in a Python list ``run``, at most ``M`` entries,
+  and the waiting jobs in `_Blocks`, a list of sorted blocks of at most ``2 _BLOCK`` keys with
+  the largest key of each block alongside. ``bisect`` finds a position in ``O(log n)``; an
+  insertion or deletion moves at most ``M`` or ``2 _BLOCK`` pointers (one sorted array of all
+  ``n`` jobs would move ``n``: a quarter of a megabyte per event at 65,536 jobs);
+* greedy allocation over a budget ``B`` fills jobs in order until ``B`` runs out, so giving a
+  new job ``x`` GPUs takes them from the idle GPUs first and then from the *tail* of the
+  running prefix backwards (jobs cut to zero move to the front of the waiting part), and
+  freeing ``x`` GPUs grows the tail job to its cap and admits the first waiting jobs. Only
+  jobs whose allocation changes are touched: ``O(log n + changes)`` per event;
 * remaining work is lazy: a job stores its remaining work ``rem0`` at the time ``t0`` of its
   last allocation change, and ``rem(t) = rem0 - rate (t - t0)``; the next completion is the top
   of a heap of projected finish times ``t0 + rem0 / rate`` (stale entries skipped by a stamp).
@@ -40,17 +44,96 @@ from .engine import _DONE_RTOL
 _HEAP_SLACK = 4
 #: PERFORMANCE: ... and at least this many entries (small heaps are never rebuilt)
 _HEAP_MIN = 64
+#: PERFORMANCE: waiting-job blocks hold up to twice this many keys (a split halves them)
+_BLOCK = 256
+#: PERFORMANCE: a block that shrinks below this many keys merges with the next one
+_BLOCK_MIN = _BLOCK // 4
+
+
+class _Blocks:
+    """Sorted keys in blocks: ``blocks[i]`` is sorted, every key of block ``i`` is below every
+    key of block ``i + 1``, ``maxes[i]`` is the last key of block ``i``; empty blocks are
+    dropped. Keys are unique (``seq`` is)."""
+
+    __slots__ = ("blocks", "maxes", "n")
+
+    def __init__(self) -> None:
+        self.blocks: list[list[tuple[float, int, int]]] = []
+        self.maxes: list[tuple[float, int, int]] = []
+        self.n = 0
+
+    def _split(self, b: int) -> None:
+        blk = self.blocks[b]
+        if len(blk) > 2 * _BLOCK:
+            self.blocks[b: b + 1] = [blk[:_BLOCK], blk[_BLOCK:]]
+            self.maxes[b: b + 1] = [blk[_BLOCK - 1], blk[-1]]
+
+    def insert(self, key: tuple[float, int, int]) -> None:
+        self.n += 1
+        blocks, maxes = self.blocks, self.maxes
+        b = bisect_left(maxes, key)
+        if b == len(maxes):  # beyond every key: append to the last block
+            if not blocks:
+                blocks.append([key])
+                maxes.append(key)
+                return
+            b -= 1
+            blocks[b].append(key)
+            maxes[b] = key
+        else:
+            blk = blocks[b]
+            blk.insert(bisect_left(blk, key), key)
+        self._split(b)
+
+    def push_first(self, key: tuple[float, int, int]) -> None:
+        """Insert a key below every key held."""
+        self.n += 1
+        if self.blocks:
+            self.blocks[0].insert(0, key)
+            self._split(0)
+        else:
+            self.blocks.append([key])
+            self.maxes.append(key)
+
+    def pop_first(self) -> tuple[float, int, int]:
+        self.n -= 1
+        blk = self.blocks[0]
+        key = blk.pop(0)
+        if not blk:
+            del self.blocks[0]
+            del self.maxes[0]
+        return key
+
+    def remove(self, key: tuple[float, int, int]) -> None:
+        self.n -= 1
+        b = bisect_left(self.maxes, key)
+        blk = self.blocks[b]
+        i = bisect_left(blk, key)
+        del blk[i]
+        if not blk:
+            del self.blocks[b]
+            del self.maxes[b]
+            return
+        if i == len(blk):
+            self.maxes[b] = blk[-1]
+        if len(blk) < _BLOCK_MIN and b + 1 < len(self.blocks):  # no long tail of tiny blocks
+            blk += self.blocks.pop(b + 1)
+            self.maxes[b] = self.maxes.pop(b + 1)
+            self._split(b)
+
+    def keys(self) -> list[tuple[float, int, int]]:
+        return [key for blk in self.blocks for key in blk]
 
 
 class _Incremental:
     """EFQ service on ``M`` identical GPUs: the order, the allocation and the work, per event.
 
-    Rows (one per job, recycled by the caller) index plain lists. ``keys`` holds the active
-    jobs sorted by ``(F, seq)`` as ``(F, seq, row)``; the first ``p`` of them hold GPUs
-    (``used`` in all; ``used < M`` only when every active job is at its maximum).
+    Rows (one per job, recycled by the caller) index plain lists. The active jobs, as keys
+    ``(F, seq, row)`` sorted by ``(F, seq)``: ``run`` (the ones holding GPUs, ``used`` in all),
+    then ``wait``; ``used < M`` only when every active job runs at its maximum (``wait`` empty).
     """
 
-    __slots__ = ("m", "record", "auto_finish", "now", "keys", "p", "used", "rows", "work", "cap",
+    __slots__ = ("m", "record", "auto_finish", "now", "run", "wait", "used", "rows", "work", "cap",
                  "speed", "g", "rate", "rem0", "t0", "vfin", "seq", "stamp", "heap", "t_next",
                  "tick", "changed", "log_t", "log_j", "log_g")
 
@@ -59,8 +142,8 @@ class _Incremental:
         self.record = record
         self.auto_finish = auto_finish
         self.now = 0.0
-        self.keys: list[tuple[float, int, int]] = []
-        self.p = 0
+        self.run: list[tuple[float, int, int]] = []
+        self.wait = _Blocks()
         self.used = 0
         self.rows = 0
         self.work: list[float] = []
@@ -131,34 +214,36 @@ class _Incremental:
 
     def _fill(self) -> None:
         """Hand idle GPUs to the tail job (up to its cap), then to the next waiting jobs."""
-        m, used, p = self.m, self.used, self.p
-        if used < m and p:
-            r = self.keys[p - 1][2]
+        m, used, run = self.m, self.used, self.run
+        if used < m and run:
+            r = run[-1][2]
             add = self.cap[r] - self.g[r]
             if add > m - used:
                 add = m - used
             if add > 0:
                 self._set(r, self.g[r] + add)
                 used += add
-        keys, cap = self.keys, self.cap
-        n = len(keys)
-        while used < m and p < n:
-            r = keys[p][2]
+        wait, cap = self.wait, self.cap
+        while used < m and wait.n:
+            key = wait.pop_first()
+            r = key[2]
             got = cap[r] if cap[r] < m - used else m - used
             self._set(r, got)
             used += got
-            p += 1
-        self.used, self.p = used, p
+            run.append(key)
+        self.used = used
 
     def _remove(self, row: int) -> None:
         """Take ``row`` out of the order; its GPUs go to the jobs behind it."""
-        pos = bisect_left(self.keys, (self.vfin[row], self.seq[row]))
-        del self.keys[pos]
-        if pos < self.p:
+        key = (self.vfin[row], self.seq[row], row)
+        run = self.run
+        if run and key <= run[-1]:  # a running job (every waiting key is above run[-1])
+            del run[bisect_left(run, key)]
             self.used -= self.g[row]
-            self.p -= 1
             self._set(row, 0)
             self._fill()
+        else:
+            self.wait.remove(key)
 
     def _flush(self) -> None:
         """End of an event: log the net changes (losses first), forget the event's marks."""
@@ -173,7 +258,7 @@ class _Incremental:
                         self.log_g.append(g[r])
         changed.clear()
         heap, stamp = self.heap, self.stamp
-        if len(heap) > _HEAP_MIN and len(heap) > _HEAP_SLACK * self.p:
+        if len(heap) > _HEAP_MIN and len(heap) > _HEAP_SLACK * len(self.run):
             heap = self.heap = [e for e in heap if stamp[e[2]] == e[1]]
             heapify(heap)
         while heap and stamp[heap[0][2]] != heap[0][1]:
@@ -190,30 +275,30 @@ class _Incremental:
         seq = self.tick
         self.vfin[row] = f
         self.seq[row] = seq
-        keys = self.keys
-        pos = bisect_right(keys, (f, seq))  # seq is the largest yet: after every equal F
-        keys.insert(pos, (f, seq, row))
-        m, p, used = self.m, self.p, self.used
-        if pos < p:
-            p += 1
+        key = (f, seq, row)  # seq is the largest yet: after every job with the same F
+        m, used, run = self.m, self.used, self.run
+        if run and key < run[-1]:  # ahead of the last running job: it runs
+            pos = bisect_right(run, key)
+            run.insert(pos, key)
             want = self.cap[row]
             got = want if want < m - used else m - used
             used += got
             g = self.g
-            last = p - 1
-            while got < want and last > pos:  # reclaim from the lowest-priority runners
-                r = keys[last][2]
+            while got < want and len(run) - 1 > pos:  # reclaim from the lowest-priority runners
+                r = run[-1][2]
                 take = g[r] if g[r] < want - got else want - got
                 self._set(r, g[r] - take)
                 got += take
                 if g[r]:
                     break
-                p -= 1
-                last -= 1
-            self.p, self.used = p, used
+                self.wait.push_first(run.pop())
+            self.used = used
             self._set(row, got)
         elif used < m:  # every active job is at its maximum: the newcomer takes idle GPUs
+            self.wait.insert(key)
             self._fill()
+        else:
+            self.wait.insert(key)
         self._flush()
 
     def leave(self, row: int) -> None:
@@ -244,11 +329,10 @@ class _Incremental:
                 break
             heappop(heap)
             due.append(r)
-        keys, vfin, seq, g = self.keys, self.vfin, self.seq, self.g
+        run, vfin, seq, g = self.run, self.vfin, self.seq, self.g
         for r in due:  # running jobs (valid heap entries only exist while g > 0)
-            del keys[bisect_left(keys, (vfin[r], seq[r]))]
+            del run[bisect_left(run, (vfin[r], seq[r]))]
             self.used -= g[r]
-            self.p -= 1
             if self.record and r not in self.changed:
                 self.changed[r] = g[r]
             g[r] = 0  # no charge and no new stamp: it has finished, its entry is popped
@@ -263,14 +347,14 @@ class _Incremental:
         return self.rem0[row] - self.rate[row] * (self.now - self.t0[row])
 
     def order_rows(self) -> list[int]:
-        return [key[2] for key in self.keys]
+        return [key[2] for key in self.run] + [key[2] for key in self.wait.keys()]
 
     def gpus(self, rows: Sequence[int]) -> list[int]:
         return list(map(self.g.__getitem__, rows))
 
     def running(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Rows holding GPUs, the first GPU each holds, and how many (priority order)."""
-        rows = np.array([key[2] for key in self.keys[: self.p]], dtype=np.int64)
+        rows = np.array([key[2] for key in self.run], dtype=np.int64)
         g = np.array(self.gpus(rows.tolist()), dtype=np.int64)
         return rows, np.cumsum(g) - g, g
 
