@@ -397,7 +397,12 @@ def test_floor_duals_find_the_jobs_to_free(case):
     fast = fa.max_min_fairness(jobs, cl)
     assert "exact-lp" not in fast.stats.path and fast.stats.fallbacks == ()
     freed = [step for step in fast.stats.path if step.startswith("floor-freed:")]
-    assert freed and all(int(step.split(":")[1]) > 0 for step in freed)
+    if case == "one type unpriced":
+        # the near-tie test relative to the price spread (#15) already keeps the jobs that
+        # need to be free out of the first master: it certifies in one round
+        assert fast.stats.path == ("structured-level", "structured-floor")
+    else:
+        assert freed and all(int(step.split(":")[1]) > 0 for step in freed)
     assert fast.stats.path[-1] == "structured-floor"
     assert fast.stage_certificates[1].primal_value == pytest.approx(
         full.stage_certificates[1].primal_value, rel=1e-6)

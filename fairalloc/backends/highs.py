@@ -16,6 +16,11 @@ from .base import Backend, LinearProgram, LPSolution, SolveStatus
 __all__ = ["HighsBackend", "new_highs"]
 
 _INF = 1e30  # anything at or beyond this is infinite to HiGHS (kHighsInf)
+#: ACCURACY: HiGHS' interior point tolerances when it stops without crossover (defaults: 1e-8
+#: relative gap, 1e-7 feasibility), so that its point is about as accurate as a basic
+#: solution's; a few more interior-point iterations, far cheaper than crossover
+_IPM_ONLY_GAP = 1e-10
+_IPM_ONLY_FEAS = 1e-9
 _BANNER_LOCK = threading.Lock()
 _BANNER_DONE = False
 
@@ -56,7 +61,20 @@ class HighsBackend(Backend):
     """HiGHS through highspy, fed the constraint matrix directly (column-wise CSC).
 
     Options: ``solver`` (``"choose"``, ``"simplex"``, ``"ipm"``, ``"pdlp"``) for LPs;
+    ``crossover`` (``True``: default) whether HiGHS' interior point ends with crossover to a
+    basic solution (``False``: the interior point's own primal-dual pair, much faster on large
+    degenerate LPs; fairalloc's certificates decide whether it is accurate enough);
     ``time_limit`` and ``mip_gap`` for MILPs. Runs single-threaded unless ``threads`` is given.
+
+    Examples
+    --------
+    >>> from fairalloc.backends import LinearProgram
+    >>> import numpy as np
+    >>> lp = LinearProgram.build(np.array([-1.0, -1.0]), np.array([[1.0, 2.0]]), -np.inf,
+    ...                          np.array([4.0]), 0.0, np.inf)
+    >>> sol = HighsBackend(solver="ipm", crossover=False).solve_lp(lp)
+    >>> sol.status.value, round(sol.objective, 6)
+    ('optimal', -4.0)
     """
 
     name: ClassVar[str] = "highs"
@@ -80,11 +98,13 @@ class HighsBackend(Backend):
         "Unknown": SolveStatus.INACCURATE,
     }
 
-    def __init__(self, solver: str = "choose") -> None:
+    def __init__(self, solver: str = "choose", *, crossover: bool = True) -> None:
         super().__init__()
-        from .._validation import as_option
+        from .._validation import as_bool, as_option
 
         self.solver = as_option(solver, "solver", ("choose", "simplex", "ipm", "pdlp"))
+        #: whether HiGHS' interior point runs crossover (only read with ``solver="ipm"``)
+        self.crossover = as_bool(crossover, "crossover")
 
     def _solve_lp(
         self,
@@ -110,6 +130,11 @@ class HighsBackend(Backend):
             h.setOptionValue("mip_rel_gap", float(mip_gap))
         if not lp.is_mip and self.solver != "choose":
             h.setOptionValue("solver", self.solver)
+            if self.solver == "ipm" and not self.crossover:
+                h.setOptionValue("run_crossover", "off")
+                h.setOptionValue("ipm_optimality_tolerance", _IPM_ONLY_GAP)
+                h.setOptionValue("primal_feasibility_tolerance", _IPM_ONLY_FEAS)
+                h.setOptionValue("dual_feasibility_tolerance", _IPM_ONLY_FEAS)
         m, n = lp.shape
         model = highspy.HighsLp()
         model.num_col_ = n

@@ -31,7 +31,7 @@ from .policy import (
     isolated_split,
 )
 from .stages import LevelStage, StageResult, StageSolver, pow2
-from .structured import fast_level
+from .structured import STRUCTURED_LEVEL, fast_level
 
 __all__ = ["FinishTimeFairness", "MinMakespan", "finish_time_fairness", "min_makespan"]
 
@@ -41,6 +41,12 @@ DINKELBACH_MAX_ITERATIONS = 50
 #: ACCURACY: the Dinkelbach sequence stops when F(R) <= DINKELBACH_STOP * |R|
 DINKELBACH_STOP = 1e-9
 DINKELBACH = "dinkelbach"  # path step: one Dinkelbach iteration (its level stage follows)
+
+
+def _gave_up(fallbacks: list[str]) -> bool:
+    """Whether the structured level solver handed its stage to the whole LP (one of the
+    hand-overs ``fallbacks`` recorded during its call)."""
+    return any(f.startswith(f"{STRUCTURED_LEVEL}->") for f in fallbacks)
 
 
 # --------------------------------------------------------------------------------------------
@@ -240,11 +246,22 @@ class FinishTimeFairness(ThroughputPolicy):
         tp = inst.throughput(x_prev)
         r = float(self.excess(tp).max())  # R - 1, tracked without cancellation
         R = 1.0 + r
-        for _ in range(self.max_iterations):
+        structured = method == "fast"
+        for it in range(self.max_iterations):
             stage = self.dinkelbach_stage(R, tp, r)
             solver.step(DINKELBACH)
-            res = (fast_level(solver, stage) if method == "fast"
-                   else solver.run(stage, "finish-time fairness"))
+            if structured:
+                handed = len(solver.fallbacks)
+                res = fast_level(solver, stage)
+                if _gave_up(solver.fallbacks[handed:]):
+                    # the stages of one sequence share their rows' structure: once the
+                    # structured solver handed one to the whole LP, the later ones go there
+                    # directly (no second Newton search that cannot win)
+                    structured = False
+                    solver.fall_back(DINKELBACH, f"iteration {it + 1} went to the whole LP; "
+                                     "the later iterations solve it directly")
+            else:
+                res = solver.run(stage, "finish-time fairness")
             xcol = res.x[: inst.E]
             tp_new = inst.throughput(xcol)
             r_new = float(self.excess(tp_new).max())

@@ -65,6 +65,41 @@ def sub_solve(solver: StageSolver, lp: LinearProgram, *, ipm: bool) -> LPSolutio
     return sol
 
 
+#: PERFORMANCE knob: with more accelerator types than this the structured solvers hand the
+#: stage to the whole LP at once. Their demand model prices ``k (k + 1) / 2`` candidate
+#: vertices per job at every Newton step (``O(n k^2)``) and Newton's ``k``-dimensional
+#: search rarely settles: measured (2 cores, 4,096 jobs) at k = 30 Newton spent 1.4 s and
+#: found no estimate before the whole LP (2.7 s); at k = 100 the structured path took 60 s
+#: against 12 s for the whole LP
+STRUCTURED_MAX_TYPES = 16
+#: PERFORMANCE knob: a restricted master in which more than this share of the jobs keep
+#: their own variables (near a tie at the estimated prices: degenerate prices) is about as
+#: large as the whole LP and slower to finish (its duals are assembled and certified on top):
+#: the stage goes to the whole LP instead. Measured (2 cores, 16,384 jobs, one dominant
+#: type, before the near-tie test was made relative to the price spread): a master with
+#: 96 % of the jobs explicit took 12 s against 3 s for the whole LP's interior point
+MAX_EXPLICIT_SHARE = 0.3
+#: PERFORMANCE knob: ... and more than this many jobs (a master with fewer explicit jobs is
+#: small whatever their share: coarse staircases of a few dozen jobs keep many near a tie)
+MIN_DEGENERATE_JOBS = 1024
+#: path-step note of a stage handed to the whole LP before any structured work
+MANY_TYPES = "many types"
+DEGENERATE = "degenerate prices"
+
+
+def too_many_types(solver: StageSolver) -> bool:
+    """Whether the stage has more accelerator types than `STRUCTURED_MAX_TYPES`."""
+    return solver.inst.k > STRUCTURED_MAX_TYPES
+
+
+def too_many_explicit(explicit: np.ndarray, n: int) -> bool:
+    """Whether a restricted master with the ``explicit`` jobs would be about as large as the
+    whole LP (more than `MAX_EXPLICIT_SHARE` of the ``n`` jobs, and more than
+    `MIN_DEGENERATE_JOBS`)."""
+    m = int(explicit.sum())
+    return m > MAX_EXPLICIT_SHARE * n and m > MIN_DEGENERATE_JOBS
+
+
 def structured_applies(solver: StageSolver, *, kept: int) -> bool:
     """Whether a stage of ``solver`` has the structure the structured solvers exploit: single
     job columns only (no pairs, no placement), only time and capacity rows besides ``kept``
@@ -147,11 +182,11 @@ class Demand:
         ``-1`` if none). ``ambiguous`` marks jobs with a second vertex within ``band`` of the
         cheapest cost, a level within ``band`` of the vertex's validity range, or no valid
         vertex at all."""
-        L, _, _, cost = self._priced(r, theta)
+        L, _, W, cost = self._priced(r, theta)
         rows = np.arange(cost.shape[0])
         best = cost.argmin(axis=1)
         low = cost[rows, best]
-        near = (cost <= low[:, None] * (1 + band) + TINY).sum(axis=1) > 1
+        near = self._near(r, L, W, cost, best, low, band)
         lo_t, hi_t = self.lo[best], self.hi[best]
         two = lo_t < self.k
         colx = np.c_[col, np.full(rows.size, -1)]
@@ -163,6 +198,29 @@ class Demand:
         edge = (L >= hi * (1 - band)) | (two & (L <= lo * (1 + band)))
         none = ~np.isfinite(low)
         return Vertices(np.where(none, -1, e1), e2, lo, hi, near | edge | none)
+
+    def _near(self, r: np.ndarray, L: np.ndarray, W: np.ndarray, cost: np.ndarray,
+              best: np.ndarray, low: np.ndarray, band: float) -> np.ndarray:
+        """Jobs with a second candidate that relative errors of ``band`` in every price and in
+        the level could make cheapest.
+
+        A price error ``p_t (1 + e_t)`` changes the cost difference of candidates ``c`` and
+        the cheapest ``b`` by ``sum_t e_t p_t (x_ct - x_bt)``, at most ``band sum_t p_t
+        |x_ct - x_bt|`` (`price_spread`); a level error ``L (1 + e)`` by at most ``band L
+        |slope_c - slope_b|`` (``slope``: a candidate's cost per unit of level). Comparing the
+        cost gap with this sensitivity, not with the cost itself, keeps jobs whose candidates
+        differ only on a cheap type (one dominant type, the others priced far below it) out
+        of the band."""
+        rows = np.arange(cost.shape[0])
+        rext = np.r_[r, 0.0]
+        with np.errstate(invalid="ignore"):
+            spread = price_spread(rext, self.lo, self.hi, 1.0 - W, W, best)
+            slope = (rext[self.hi] - rext[self.lo]) * self.inv
+            dslope = np.abs(slope - slope[rows, best][:, None]) * L[:, None]
+            sens = band * (spread + np.nan_to_num(dslope, nan=0.0, posinf=0.0))
+            close = np.isfinite(cost) & ((cost - low[:, None]) <= sens + TINY)
+        close[rows, best] = False
+        return close.any(axis=1)
 
     def __call__(self, r: np.ndarray, theta: float) -> tuple[np.ndarray, np.ndarray] | None:
         """Capacity used per type and its derivative in ``theta`` (``None``: a level unmet)."""
@@ -178,6 +236,28 @@ class Demand:
         use = np.bincount(hi, self.s * w, k + 1) + np.bincount(lo, self.s * (1.0 - w), k + 1)
         d = np.bincount(hi, g, k + 1) - np.bincount(lo, g, k + 1)
         return use[:k], d[:k]
+
+
+def price_spread(rext: np.ndarray, s1: np.ndarray, s2: np.ndarray, x1: np.ndarray,
+                 x2: np.ndarray, best: np.ndarray) -> np.ndarray:
+    """``sum_t p_t |x_ct - x_bt|`` for every job and candidate ``c`` against the job's ``best``.
+
+    Each candidate puts time ``x1[:, c]`` on type ``s1[c]`` and ``x2[:, c]`` on ``s2[c]``
+    (type ``k``: idle, ``rext[k] = 0``; ``s1[c] != s2[c]``); ``rext`` are the prices with a
+    trailing 0. Uses ``|u - v| = u + v - 2 min(u, v)`` over the types two candidates share.
+    Invalid candidates (``nan`` weights) give ``nan``.
+    """
+    rows = np.arange(best.size)
+    b1, b2 = s1[best][:, None], s2[best][:, None]
+    y1, y2 = x1[rows, best][:, None], x2[rows, best][:, None]
+    r1, r2 = rext[s1], rext[s2]
+    share = (np.where(s1 == b1, r1 * np.minimum(x1, y1), 0.0)
+             + np.where(s1 == b2, r1 * np.minimum(x1, y2), 0.0)
+             + np.where(s2 == b1, r2 * np.minimum(x2, y1), 0.0)
+             + np.where(s2 == b2, r2 * np.minimum(x2, y2), 0.0))
+    own = r1 * x1 + r2 * x2
+    return np.maximum(own + (r1[best] * y1[:, 0] + r2[best] * y2[:, 0])[:, None] - 2.0 * share,
+                      0.0)
 
 
 def newton(dem: Demand, cap: np.ndarray, ref: int, theta: float, lr: np.ndarray,

@@ -18,20 +18,26 @@ from ..stages import LinearStage, StageResult, StageSolver
 from .common import (
     ACTIVITY_ROUNDING,
     BAND0,
+    DEGENERATE,
     IPM_MIN_EXPLICIT,
+    MANY_TYPES,
     NEWTON_EVALS,
     NEWTON_MAX_ERROR,
     NEWTON_TOL,
     REDUCED_COST_TOL,
     SAT_ROUNDING,
+    STRUCTURED_MAX_TYPES,
     Demand,
     Vertices,
     band,
     certified,
     explicit_columns,
     newton,
+    price_spread,
     structured_applies,
     sub_solve,
+    too_many_explicit,
+    too_many_types,
 )
 
 STRUCTURED_FLOOR = "structured-floor"  # path step: floor stage certified from its master
@@ -73,6 +79,9 @@ def fast_floor(solver: StageSolver, stage: LinearStage, *, prior: StageResult | 
     n, k, E = inst.n, inst.k, inst.E
     if not structured_applies(solver, kept=1):
         return solver.run(stage, stage.name)
+    if too_many_types(solver) and prior is None:
+        solver.fall_back(STRUCTURED_FLOOR, f"{MANY_TYPES} (k = {k} > {STRUCTURED_MAX_TYPES})")
+        return solver.run(stage, stage.name)
     C, f = solver.fixed[0]
     owner = inst.mem_job
     a = np.asarray(C[owner, np.arange(E)]).ravel()
@@ -89,6 +98,10 @@ def fast_floor(solver: StageSolver, stage: LinearStage, *, prior: StageResult | 
         done = _floor_from_level(solver, stage, prior, a, omega)
         if done is not None:
             return done
+        if too_many_types(solver):
+            solver.fall_back(STRUCTURED_FLOOR, f"{MANY_TYPES} (k = {k} > "
+                             f"{STRUCTURED_MAX_TYPES}; the level's allocation did not certify)")
+            return solver.run(stage, stage.name)
     col = np.full((n, k), -1)
     col[owner, inst.col_type] = np.arange(E)
     A = np.zeros((n, k))
@@ -102,9 +115,14 @@ def fast_floor(solver: StageSolver, stage: LinearStage, *, prior: StageResult | 
     p, band = est
     explicit = np.zeros(n, dtype=bool)
     iterations = solves = 0
+    reason = f"not certified within {max_rounds} master rounds"
     for _ in range(max_rounds):
         vert = dem.vertices(col, p, band=band)
         explicit |= vert.ambiguous
+        if solves == 0 and too_many_explicit(explicit, n):  # (jobs freed later: no)
+            reason = (f"{DEGENERATE} ({int(explicit.sum())} of {n} jobs near a tie or "
+                      "blocking: the master would be about the whole LP)")
+            break
         out = _solve_floor_master(inst, a, f, omega, vert, explicit, solver)
         if out is None:
             band *= _FLOOR_BAND_GROWTH
@@ -127,7 +145,7 @@ def fast_floor(solver: StageSolver, stage: LinearStage, *, prior: StageResult | 
             band *= _FLOOR_BAND_GROWTH
     solver.iterations += iterations
     solver.solves += solves
-    solver.fall_back(STRUCTURED_FLOOR, f"not certified within {max_rounds} master rounds")
+    solver.fall_back(STRUCTURED_FLOOR, reason)
     return solver.run(stage, stage.name)
 
 
@@ -173,11 +191,27 @@ class _FloorDemand(Demand):
         rows = np.arange(V.shape[0])
         best = V.argmax(axis=1)
         top = V[rows, best]
-        # a price error of ``band`` moves a value by about band * (its price term), which is
-        # of the order of omega * a even when the job's net value is close to 0
+        # relative price errors of ``band`` move the value difference of a candidate ``c``
+        # and the best ``b`` by at most ``band s sum_t p_t |x_ct - x_bt|`` (`price_spread`;
+        # omega, a and the floors are exact); ``band |best value|`` more covers prices Newton
+        # set to 0 (a type with slack). Candidates that differ on a cheap type alone (one
+        # dominant type) then stay apart
+        n = rows.size
+        rext = np.r_[r, 0.0]
+        types = np.arange(k)
+        s1 = np.r_[self.lo, types, k]
+        s2 = np.r_[self.hi, np.full(k, k), k]
+        ones, zeros = np.ones((n, k + 1)), np.zeros((n, k + 1))
+        x1 = np.c_[1.0 - self.W, ones]
+        x2 = np.c_[self.W, zeros]
+        with np.errstate(invalid="ignore"):
+            spread = price_spread(rext, s1, s2, np.nan_to_num(x1), np.nan_to_num(x2), best)
         scale = self.omega * self.A.max(axis=1) + self.s * r.max(initial=0.0)
-        gap = band * np.maximum(np.abs(top), scale + SAT_ROUNDING)
-        near = (V >= (top - gap)[:, None]).sum(axis=1) > 1
+        gap = (band * (self.s[:, None] * spread + np.abs(top)[:, None])
+               + (SAT_ROUNDING * scale)[:, None])
+        close = np.isfinite(V) & (V >= top[:, None] - gap)
+        close[rows, best] = False
+        near = close.any(axis=1)
         fl = best < K
         b = np.where(fl, best, 0)
         lo_t, hi_t = self.lo[b], self.hi[b]

@@ -17,9 +17,12 @@ from ..stages import LevelStage, StageResult, StageSolver
 from .common import (
     ACTIVITY_ROUNDING,
     BAND0,
+    DEGENERATE,
     IPM_MIN_EXPLICIT,
+    MANY_TYPES,
     REDUCED_COST_TOL,
     SAT_ROUNDING,
+    STRUCTURED_MAX_TYPES,
     Demand,
     Vertices,
     certified,
@@ -27,6 +30,8 @@ from .common import (
     newton_prices,
     structured_applies,
     sub_solve,
+    too_many_explicit,
+    too_many_types,
 )
 
 STRUCTURED_LEVEL = "structured-level"  # path step: level stage certified by this solver
@@ -84,6 +89,9 @@ def _fast_level_unit(solver: StageSolver, orig: LevelStage, stage: LevelStage, s
     n, k, E = inst.n, inst.k, inst.E
     if not structured_applies(solver, kept=0):
         return solver.run(orig, orig.name)
+    if too_many_types(solver):
+        solver.fall_back(STRUCTURED_LEVEL, f"{MANY_TYPES} (k = {k} > {STRUCTURED_MAX_TYPES})")
+        return solver.run(orig, orig.name)
     layout = solver.layout(orig)  # time, capacity, kept (empty), level
 
     def duals_of(mu_: np.ndarray, p_: np.ndarray, lam_: np.ndarray) -> np.ndarray:
@@ -122,6 +130,10 @@ def _fast_level_unit(solver: StageSolver, orig: LevelStage, stage: LevelStage, s
     iterations = solves = 0
     refined = False
     for _ in range(max_rounds):
+        if too_many_explicit(explicit, n):
+            reason = (f"{DEGENERATE} ({int(explicit.sum())} of {n} jobs near a tie: the "
+                      "master would be about the whole LP)")
+            break
         agg = need & ~explicit
         out = _solve_master(solver, stage, a, agg, vert, explicit)
         if out is None:

@@ -1,0 +1,304 @@
+"""No fast path slower than its exact fallback (#15 item 2): the early hand-overs of the
+structured level / floor solvers and of finish-time fairness's Dinkelbach sequence, the
+interior point without crossover on whole level LPs, and the near-tie test that keeps one
+dominant type on the structured path. Each rule: the path taken (``stats.path`` /
+``stats.fallbacks``) is the one expected and the answer equals the exact method's (certified).
+No timed tests: the speed is shown by ``benchmarks/``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import fairalloc as fa
+from fairalloc.backends import HighsBackend, LinearProgram, LPSolution
+from fairalloc.throughput import MaxMinFairness
+from fairalloc.throughput.stages import (
+    CROSSOVER,
+    EXACT_LP,
+    StageSolver,
+    backend_for,
+    exact_backend_for,
+)
+from fairalloc.throughput.structured import common
+from fairalloc.throughput.structured.common import (
+    MAX_EXPLICIT_SHARE,
+    MIN_DEGENERATE_JOBS,
+    STRUCTURED_MAX_TYPES,
+    Demand,
+    price_spread,
+    too_many_explicit,
+)
+
+
+def _jobs(n, k, seed=0, *, dominant=None, steps=False):
+    """Log-normal speeds, 10 % gangs of 2-8; ``dominant``: type 0 that many times faster."""
+    rng = np.random.default_rng(seed)
+    T = np.exp(rng.normal(0.0, 0.5, (n, k))) * np.linspace(1.0, 3.0, k)
+    if dominant is not None:
+        T[:, 0] *= dominant
+    s = np.where(rng.random(n) < 0.1, rng.choice([2, 4, 8], n), 1)
+    extra = {}
+    if steps:
+        extra = {"steps_remaining": rng.integers(1000, 100000, n).astype(float),
+                 "elapsed": rng.uniform(0.0, 1000.0, n)}
+    return fa.Jobs(T, scale_factor=s, **extra)
+
+
+def _cluster(workers):
+    """Types ``t0, t1, ...`` with at least 8 workers each (the largest gang)."""
+    return fa.Cluster({f"t{j}": max(int(w), 8) for j, w in enumerate(workers)})
+
+
+def _agree(fast, exact, rel=1e-7):
+    assert fast.certificate.ok and exact.certificate.ok
+    assert fast.objective == pytest.approx(exact.objective, rel=rel, abs=1e-9)
+    for c in fast.stage_certificates:
+        assert c.ok
+
+
+# --------------------------------------------------------------------------------------------
+# many types: straight to the whole LP
+# --------------------------------------------------------------------------------------------
+def test_many_types_go_to_the_whole_lp_at_once():
+    k = STRUCTURED_MAX_TYPES + 1
+    n = 96
+    jobs, cl = _jobs(n, k), _cluster(np.full(k, 3))
+    fast = fa.max_min_fairness(jobs, cl)
+    exact = fa.max_min_fairness(jobs, cl, method="highs")
+    assert fast.stats.path[0] == EXACT_LP
+    reason = f"structured-level->exact-lp: many types (k = {k} > {STRUCTURED_MAX_TYPES})"
+    assert fast.stats.fallbacks[0] == reason
+    # the work-conserving stage: certified at the level's allocation, or the whole LP at once
+    assert fast.stats.path[1] in ("floor-from-level", EXACT_LP)
+    if fast.stats.path[1] == EXACT_LP:
+        assert fast.stats.fallbacks[1].startswith("structured-floor->exact-lp: many types")
+    assert len(fast.stats.path) == 2  # no Newton search, no master LP
+    _agree(fast, exact)
+    assert fast.stage_certificates[1].primal_value == pytest.approx(
+        exact.stage_certificates[1].primal_value, rel=1e-6)
+
+
+def test_at_the_type_limit_the_structured_path_runs():
+    k = STRUCTURED_MAX_TYPES
+    jobs, cl = _jobs(400, k, seed=1), _cluster(np.full(k, 12))
+    fast = fa.max_min_fairness(jobs, cl, work_conserving=False)
+    exact = fa.max_min_fairness(jobs, cl, method="highs", work_conserving=False)
+    assert not any("many types" in f for f in fast.stats.fallbacks)
+    _agree(fast, exact)
+
+
+def test_dinkelbach_goes_to_the_whole_lp_after_the_first_hand_over():
+    """Finish-time fairness with many types: the first Dinkelbach stage is handed over, the
+    later ones are solved as whole LPs directly (one hand-over recorded for the sequence)."""
+    k = STRUCTURED_MAX_TYPES + 1
+    jobs, cl = _jobs(80, k, seed=2, steps=True), _cluster(np.full(k, 2))
+    fast = fa.finish_time_fairness(jobs, cl, work_conserving=False)
+    exact = fa.finish_time_fairness(jobs, cl, method="highs", work_conserving=False)
+    path = fast.stats.path
+    assert path.count("dinkelbach") >= 2
+    assert "structured-level" not in path
+    level_hand_overs = [f for f in fast.stats.fallbacks if f.startswith("structured-level->")]
+    assert len(level_hand_overs) == 1 and "many types" in level_hand_overs[0]
+    assert any(f.startswith("dinkelbach->exact-lp: iteration 1 went to the whole LP")
+               for f in fast.stats.fallbacks)
+    _agree(fast, exact, rel=1e-6)
+
+
+def test_dinkelbach_keeps_the_structured_path_when_it_certifies():
+    jobs, cl = _jobs(300, 3, seed=3, steps=True), _cluster([50, 50, 50])
+    fast = fa.finish_time_fairness(jobs, cl, work_conserving=False)
+    exact = fa.finish_time_fairness(jobs, cl, method="highs", work_conserving=False)
+    assert fast.stats.fallbacks == ()
+    assert fast.stats.path.count("dinkelbach") == fast.stats.path.count("structured-level")
+    _agree(fast, exact, rel=1e-6)
+
+
+# --------------------------------------------------------------------------------------------
+# degenerate prices: a master about as large as the whole LP is not built
+# --------------------------------------------------------------------------------------------
+def test_too_many_explicit_hand_checked(monkeypatch):
+    assert MAX_EXPLICIT_SHARE == 0.3 and MIN_DEGENERATE_JOBS == 1024
+    # 10,000 jobs: 3,000 explicit is 0.3 n (not more), 3,001 is
+    assert not too_many_explicit(np.arange(10000) < 3000, 10000)
+    assert too_many_explicit(np.arange(10000) < 3001, 10000)
+    # 2,000 jobs: 1,000 explicit is half of them, but a small master
+    assert not too_many_explicit(np.arange(2000) < 1000, 2000)
+    assert too_many_explicit(np.arange(2000) < 1025, 2000)
+    assert not too_many_explicit(np.zeros(10, bool), 10)
+    monkeypatch.setattr(common, "MIN_DEGENERATE_JOBS", 0)
+    assert too_many_explicit(np.r_[np.ones(4, bool), np.zeros(6, bool)], 10)
+    assert not too_many_explicit(np.r_[np.ones(3, bool), np.zeros(7, bool)], 10)
+
+
+def test_degenerate_prices_hand_the_level_to_the_whole_lp(monkeypatch):
+    """With the share and the minimum at 0 every near-tie job counts as degenerate: the level
+    stage goes to the whole LP before any master LP, with the reason recorded, and the answer
+    is the same."""
+    jobs, cl = _jobs(600, 3, seed=4), _cluster([100, 100, 100])
+    exact = fa.max_min_fairness(jobs, cl, method="highs", work_conserving=False)
+    monkeypatch.setattr(common, "MAX_EXPLICIT_SHARE", 0.0)
+    monkeypatch.setattr(common, "MIN_DEGENERATE_JOBS", 0)
+    fast = fa.max_min_fairness(jobs, cl, work_conserving=False)
+    assert fast.stats.path == (EXACT_LP,)
+    assert len(fast.stats.fallbacks) == 1
+    assert fast.stats.fallbacks[0].startswith("structured-level->exact-lp: degenerate prices (")
+    assert fast.stats.solves == 1  # the whole LP only: no master was solved
+    _agree(fast, exact)
+
+
+def test_degenerate_prices_hand_the_floor_to_the_whole_lp(monkeypatch):
+    """A floor stage whose first master would keep too many jobs explicit goes to the whole
+    LP (the level's allocation is first tried as the floor optimum, as always)."""
+    rng = np.random.default_rng(5)
+    jobs, cl = _jobs(600, 3, seed=5), _cluster([100, 100, 100])
+    w = rng.choice([0.5, 1.0, 2.0, 4.0], 600)
+    jobs = fa.Jobs(jobs.throughput, scale_factor=jobs.scale_factor, weight=w)
+    exact = fa.max_min_fairness(jobs, cl, method="highs")
+    base = fa.max_min_fairness(jobs, cl)
+    monkeypatch.setattr(common, "MAX_EXPLICIT_SHARE", 0.0)
+    monkeypatch.setattr(common, "MIN_DEGENERATE_JOBS", 0)
+    fast = fa.max_min_fairness(jobs, cl)
+    # weights: the level's allocation is not the floor optimum, a floor master is needed
+    assert base.stats.path == ("structured-level", "structured-floor")
+    assert fast.stats.path == (EXACT_LP, EXACT_LP)  # the level too (share 0)
+    assert fast.stats.fallbacks[-1].startswith("structured-floor->exact-lp: degenerate prices (")
+    _agree(fast, exact)
+    assert fast.stage_certificates[1].primal_value == pytest.approx(
+        exact.stage_certificates[1].primal_value, rel=1e-6)
+
+
+# --------------------------------------------------------------------------------------------
+# one dominant type: the near-tie test is relative to the price spread
+# --------------------------------------------------------------------------------------------
+def test_price_spread_hand_checked():
+    """Two types at prices 1 and 0.01 (and idle, price 0). Candidates of one job: type 0 for
+    0.25 of its time (slots idle / type 0), and a split 0.2 on type 0, 0.8 on type 1."""
+    rext = np.array([1.0, 0.01, 0.0])
+    s1 = np.array([2, 0])  # lo slots: idle, type 0
+    s2 = np.array([0, 1])  # hi slots: type 0, type 1
+    x1 = np.array([[0.75, 0.2]])
+    x2 = np.array([[0.25, 0.8]])
+    spread = price_spread(rext, s1, s2, x1, x2, np.array([0]))
+    # against itself 0; the split differs by 0.05 on type 0 and 0.8 on type 1
+    np.testing.assert_allclose(spread, [[0.0, 0.05 * 1.0 + 0.8 * 0.01]], atol=1e-15)
+
+
+def test_a_dominant_type_is_not_a_tie():
+    """Type 0 is 1e4 times faster: a job's candidates cost nearly the same (they differ only
+    on the cheap type 1), yet a 0.1 % price error cannot change its cheapest one."""
+    A = np.array([[1e4, 1.0]])
+    dem = Demand(A, np.ones(1), np.ones(1), np.zeros(1))
+    col = np.array([[0, 1]])
+    p = np.array([1.0, 1.0e-4 * 0.9])  # type 1 a little cheaper per throughput than type 0
+    v = dem.vertices(col, p, 0.5e4, band=1e-3)
+    assert not v.ambiguous[0]
+    L, _, _, cost = dem._priced(p, 0.5e4)
+    finite = np.sort(cost[0][np.isfinite(cost[0])])
+    assert (finite[1] - finite[0]) / finite[0] < 1e-3  # the old relative test saw a tie
+    # a price error of 100 % on type 1 can: the job is a tie at that band
+    assert dem.vertices(col, p, 0.5e4, band=1.0).ambiguous[0]
+
+
+def test_one_dominant_type_stays_on_the_structured_path():
+    n = 600
+    jobs = _jobs(n, 3, seed=6, dominant=1e4)
+    cl = _cluster([n // 2, n // 24, n // 24])
+    fast = fa.max_min_fairness(jobs, cl)
+    exact = fa.max_min_fairness(jobs, cl, method="highs")
+    assert fast.stats.path[0] == "structured-level" and fast.stats.fallbacks == ()
+    assert fast.stats.solves <= 3
+    _agree(fast, exact)
+
+
+# --------------------------------------------------------------------------------------------
+# the exact path: HiGHS' interior point without crossover, crossover only when needed
+# --------------------------------------------------------------------------------------------
+def test_exact_backend_for():
+    ipm = backend_for("highs", 10**5)
+    assert isinstance(ipm, HighsBackend) and ipm.solver == "ipm" and ipm.crossover
+    fast = exact_backend_for(ipm, "highs")
+    assert isinstance(fast, HighsBackend) and fast.solver == "ipm" and not fast.crossover
+    # a caller's own backend is used as given; so is HiGHS' own choice on small LPs
+    assert exact_backend_for(ipm, ipm) is ipm
+    small = backend_for("highs", 10)
+    assert exact_backend_for(small, "highs") is small
+
+
+def test_highs_crossover_option_bad_input():
+    with pytest.raises(fa.InputError):
+        HighsBackend(solver="ipm", crossover="no")  # type: ignore[arg-type]
+
+
+class _NoDuals(HighsBackend):
+    """HiGHS' interior point whose duals come back zeroed: a point that cannot certify."""
+
+    def solve_lp(self, lp: LinearProgram) -> LPSolution:  # type: ignore[override]
+        sol = super().solve_lp(lp)
+        assert sol.row_duals is not None
+        sol.row_duals[:] = 0.0
+        return sol
+
+
+def _level_solver(n=120, k=3):
+    jobs, cl = _jobs(n, k, seed=7), _cluster(np.full(k, n // 6))
+    pol = MaxMinFairness(jobs, cl)
+    be = HighsBackend(solver="ipm")
+    solver = StageSolver(pol.inst, be, stage_tol=1e-9, gap_tol=1e-6, feas_tol=1e-7,
+                         backend_spec="highs")
+    return pol, solver
+
+
+def test_a_point_without_crossover_that_does_not_certify_is_solved_again():
+    pol, solver = _level_solver()
+    assert not solver.exact_backend.crossover  # type: ignore[attr-defined]
+    solver.exact_backend = _NoDuals(solver="ipm", crossover=False)
+    res = solver.run(pol.level_stage(), "max-min")
+    assert solver.path == [EXACT_LP, CROSSOVER]
+    assert len(solver.fallbacks) == 1
+    assert solver.fallbacks[0].startswith(
+        "exact-lp->exact-lp+crossover: the interior point without crossover did not certify")
+    assert res.cert.ok
+    ref = fa.max_min_fairness(pol.jobs, pol.cluster, method="highs", work_conserving=False)
+    assert res.value == pytest.approx(ref.objective, rel=1e-7)
+
+
+def test_a_level_lp_without_crossover_certifies_directly():
+    pol, solver = _level_solver()
+    res = solver.run(pol.level_stage(), "max-min")
+    assert solver.path == [EXACT_LP] and solver.fallbacks == []
+    assert res.cert.ok and res.cert.relative_gap <= 1e-6
+
+
+def test_large_level_lp_default_path():
+    """Above the interior-point threshold (3,000 columns) the whole level LP runs without
+    crossover and certifies on the first try; the work-conserving stage keeps crossover."""
+    n = 1100
+    jobs, cl = _jobs(n, 3, seed=8), _cluster([n // 6] * 3)
+    a = fa.max_min_fairness(jobs, cl, method="highs")
+    assert a.stats.path == (EXACT_LP, EXACT_LP) and a.stats.fallbacks == ()
+    assert all(c.ok for c in a.stage_certificates)
+
+
+# --------------------------------------------------------------------------------------------
+# property: whichever path is taken, the answer is the exact method's
+# --------------------------------------------------------------------------------------------
+@settings(max_examples=10, deadline=None, derandomize=True)
+@given(k=st.sampled_from([2, 3, 5, STRUCTURED_MAX_TYPES + 2]),
+       dominant=st.sampled_from([None, 10.0, 1e4]),
+       seed=st.integers(0, 10**6),
+       scarce=st.booleans())
+def test_any_path_equals_the_exact_method(k, dominant, seed, scarce):
+    n = 80
+    jobs = _jobs(n, k, seed=seed, dominant=dominant)
+    per = 8 if scarce else max(8, 2 * n // k)
+    cl = _cluster(np.full(k, per))
+    fast = fa.max_min_fairness(jobs, cl)
+    exact = fa.max_min_fairness(jobs, cl, method="highs")
+    _agree(fast, exact)
+    assert fast.stage_certificates[1].primal_value == pytest.approx(
+        exact.stage_certificates[1].primal_value, rel=1e-6)
+    many = k > STRUCTURED_MAX_TYPES
+    assert any("many types" in f for f in fast.stats.fallbacks) == many
