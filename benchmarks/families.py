@@ -43,9 +43,10 @@ Policies and references (every solver named; none chosen by cvxpy):
 
 Run: ``python benchmarks/families.py [--quick] [--family F ...] [--policy P ...]
 [--sizes N ...] [--timeout S] [--scaling]``. ``--scaling``: n x 4 from 4,096 to 1,048,576
-jobs (max-min, FTF; random) and 4,096 to 65,536 buyers x 20 goods (markets), with exponents
-fitted by log-log least squares over the cells that finished (``--sizes`` and ``--policy``
-narrow it).
+jobs (max-min, FTF; random family with 0.75 n workers in all, as benchmarks/throughput.py's
+n/4 per type, in the family's proportions: a cluster growing with the jobs) and 4,096 to
+65,536 buyers x 20 goods (markets), with exponents fitted by log-log least squares over the
+cells that finished (``--sizes`` and ``--policy`` narrow it).
 """
 
 from __future__ import annotations
@@ -78,6 +79,7 @@ SIZES = (4096, 16384)
 MARKET_SIZES = ((4096, 100), (16384, 20))  # buyers x goods; other sizes: see market_goods
 SCALING_SIZES = (4096, 16384, 65536, 262144, 1048576)
 SCALING_MARKET_SIZES = ((4096, 20), (16384, 20), (65536, 20))
+SCALING_WORKERS_PER_JOB = 0.75  # scaling table: 0.75 n workers (throughput.py: n/4 per type)
 TYPES3 = ("v100", "p100", "k80")
 WORKERS3 = (128, 192, 256)  # Gavel-like cluster: tens to hundreds of workers per type
 TYPE_SPEED3 = (1.0, 0.6, 0.3)  # mean speed of p100 / k80 relative to v100
@@ -119,8 +121,13 @@ def _types(family: str) -> int:
     return int(family.rsplit("-", 1)[1]) if family.startswith("many-types") else 3
 
 
-def make_instance(family: str, n: int, seed: int = SEED) -> tuple[Any, Any]:
-    """``(fairalloc.Jobs, fairalloc.Cluster)`` of ``n`` jobs of one instance family."""
+def make_instance(family: str, n: int, seed: int = SEED, workers_per_job: float | None = None
+                  ) -> tuple[Any, Any]:
+    """``(fairalloc.Jobs, fairalloc.Cluster)`` of ``n`` jobs of one instance family.
+
+    Workers per type are the family's fixed Gavel-like counts, or with ``workers_per_job``
+    the same proportions scaled to ``workers_per_job * n`` workers in all (the scaling table:
+    a cluster that grows with the jobs)."""
     import fairalloc as fa
 
     if family not in FAMILIES:
@@ -135,6 +142,9 @@ def make_instance(family: str, n: int, seed: int = SEED) -> tuple[Any, Any]:
         names = tuple(f"t{j}" for j in range(k))
         workers = rng.integers(*MANY_WORKERS, k)
         speed = np.geomspace(1.0, 0.2, k)
+    if workers_per_job is not None:
+        workers = np.maximum(MANY_WORKERS[0],
+                             np.round(workers / workers.sum() * workers_per_job * n)).astype(int)
     sf = rng.choice(SF_VALUES, n, p=SF_P)
     weight = np.ones(n)
     steps = rng.uniform(1e3, 1e5, n)
@@ -455,8 +465,8 @@ def _cert(certs: Any) -> dict[str, Any]:
             "residual": float(max(c.primal_residual for c in certs))}
 
 
-def _solve(policy: str, solver: str, family: str, n: int, m: int, seed: int
-           ) -> tuple[list[float], dict[str, Any] | None]:
+def _solve(policy: str, solver: str, family: str, n: int, m: int, seed: int,
+           workers_per_job: float | None = None) -> tuple[list[float], dict[str, Any] | None]:
     """Solve one cell's instance; returns (objective values, fairalloc's certificate)."""
     import fairalloc as fa
 
@@ -467,7 +477,7 @@ def _solve(policy: str, solver: str, family: str, n: int, m: int, seed: int
             r = fa.fisher_market(U, B, kind=kind)
             return [float(r.objective)], _cert([r.certificate])
         return clarabel_market(U, B, kind), None
-    jobs, cluster = make_instance(family, n, seed)
+    jobs, cluster = make_instance(family, n, seed, workers_per_job)
     wc = policy.endswith("+wc")
     if policy == "water-filling":
         ents = np.arange(n) % len(ENTITY_WEIGHTS)
@@ -496,15 +506,17 @@ def run_cell(spec: dict[str, Any]) -> dict[str, Any]:
     """Run one cell in this process: warm up on a small instance, then time one solve.
 
     ``spec``: ``policy``, ``solver``, ``family``, ``n``, ``m`` (goods, markets), ``seed``,
-    ``warm`` (bool). Returns ``{"seconds", "value", "cert"}`` (``cert`` for fairalloc only).
+    ``warm`` (bool), ``workers_per_job`` (see `make_instance`). Returns ``{"seconds",
+    "value", "cert"}`` (``cert`` for fairalloc only).
     """
     policy, solver, family = spec["policy"], spec["solver"], spec["family"]
     m = int(spec.get("m", 0))
     seed = int(spec.get("seed", SEED))
+    wpj = spec.get("workers_per_job")
     if spec.get("warm", True):
-        _solve(policy, solver, family, min(WARM_N, int(spec["n"])), m, seed + 1)
+        _solve(policy, solver, family, min(WARM_N, int(spec["n"])), m, seed + 1, wpj)
     t0 = time.perf_counter()
-    value, cert = _solve(policy, solver, family, int(spec["n"]), m, seed)
+    value, cert = _solve(policy, solver, family, int(spec["n"]), m, seed, wpj)
     return {"seconds": time.perf_counter() - t0, "value": value, "cert": cert}
 
 
@@ -656,8 +668,8 @@ def fitted_exponent(ns: list[float], seconds: list[float]) -> float:
 def run_scaling(timeout: float, policies: tuple[str, ...], sizes: tuple[int, ...] | None
                 ) -> None:
     """The scaling table: n x 4 (``sizes`` when given), exponents fitted per solver."""
-    print(f"\nScaling (random family; fairalloc and the strongest references; "
-          f"cells > {timeout:.0f} s stop their row)")
+    print(f"\nScaling (random family, {SCALING_WORKERS_PER_JOB:g} n workers in all; fairalloc "
+          f"and the strongest references; a cell > {timeout:.0f} s stops its row)")
     job_sizes = sizes or SCALING_SIZES
     buyer_sizes = sizes or tuple(n for n, _ in SCALING_MARKET_SIZES)
     plan = [(p, job_sizes, 0, REFERENCES[p][:3]) for p in ("max-min", "ftf") if p in policies]
@@ -673,8 +685,8 @@ def run_scaling(timeout: float, policies: tuple[str, ...], sizes: tuple[int, ...
                     cells.append("-")
                     continue
                 r = run_cell_subprocess({"policy": policy, "solver": solver,
-                                         "family": "random", "n": n, "m": m, "seed": SEED},
-                                        timeout)
+                                         "family": "random", "n": n, "m": m, "seed": SEED,
+                                         "workers_per_job": SCALING_WORKERS_PER_JOB}, timeout)
                 cells.append(_fmt_time(r) if "error" not in r else "error")
                 if "seconds" in r:
                     ns.append(n)
