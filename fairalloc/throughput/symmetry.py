@@ -72,6 +72,19 @@ class ClassMap:
         The reduced column of every original column (same kind and type, the job's class).
     members : ndarray of float, shape (n,)
         Members of each original job's class (``counts[inverse]``).
+
+    Examples
+    --------
+    >>> import fairalloc as fa
+    >>> from fairalloc._symmetry import exact_classes
+    >>> jobs = fa.Jobs([[2.0, 1.0], [1.0, 1.0], [2.0, 1.0]])
+    >>> inst = ColumnInstance(jobs, fa.Cluster({"a": 1, "b": 1}))
+    >>> cl = exact_classes(jobs.throughput)
+    >>> red = reduced_instance(inst, cl)
+    >>> red.n, red.cap_weight.tolist()
+    (2, [2.0, 1.0])
+    >>> ClassMap(inst, red, cl).expand_x(np.array([0.1, 0.2, 0.3, 0.4])).tolist()
+    [0.1, 0.2, 0.3, 0.4, 0.1, 0.2]
     """
 
     def __init__(self, inst: ColumnInstance, red: ColumnInstance, cl: Classes) -> None:
