@@ -343,3 +343,25 @@ def test_a_failing_reduced_program_falls_back_to_the_job_by_job_solve(monkeypatc
     assert r.stats.classes is None
     assert r.stats.fallbacks[0].startswith("symmetry->exact: the reduced program failed")
     assert r.certificate.ok and r.objective == pytest.approx(6 / 11, rel=1e-8)
+
+
+@pytest.mark.parametrize("normalized", [False, True])
+def test_total_throughput_with_a_work_conserving_stage(normalized):
+    """A linear first stage kept as one summed row (coefficients c_r g_r in the reduced
+    program, g_m in the original) and certified on the original work-conserving program."""
+    rng = np.random.default_rng(3)
+    T = rng.lognormal(0.0, 0.8, (4, 3))
+    pick = rng.integers(4, size=30)
+    jobs = fa.Jobs(T[pick], scale_factor=rng.choice([1, 2], 4)[pick])
+    cl = fa.Cluster({"a": 5, "b": 4, "c": 3})
+    runs = []
+    for symmetry in (True, False):
+        b = MaxTotalThroughput(jobs, cl, normalized=normalized)
+        b.symmetry = symmetry
+        runs.append(b.solve(work_conserving=True, method="highs"))
+    red, plain = runs
+    assert red.stats.classes == 4 and plain.stats.classes is None
+    assert all(c.ok for c in red.stage_certificates) and len(red.stage_certificates) == 2
+    assert red.objective == pytest.approx(plain.objective, rel=1e-9)
+    assert red.stage_certificates[1].primal_value == pytest.approx(
+        plain.stage_certificates[1].primal_value, rel=1e-7)
