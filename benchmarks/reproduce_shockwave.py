@@ -7,20 +7,40 @@ run in the previous round, finish-time fairness ``rho = JCT / (isolated time * m
 a job unfair when ``rho > 1.05`` -- and prints the results next to the upstream reference
 numbers of that folder's README, all measured in this one run.
 
-Policy names (the artifact's legends): ``shockwave`` (this library's planner with the paper's
-``k = 5``, ``lambda = 1e-3``; ``shockwave-upstream-config``: the artifact's configuration,
-FTF exponent 12 and makespan coefficient 1e-3 on the largest remaining time in seconds, with
-the artifact's 15 s solver time limit -- so that row depends on the machine's speed),
+Policy names (the artifact's legends): ``shockwave`` (this library's planner with its
+defaults: observed-only forecasts, clipped weights, near-completion boost; see
+``docs/how-to/reproduce-shockwave.md`` for the experiment that chose them),
+``shockwave-paper`` (the paper's Eq. 11 as written with §6.1's ``k = 5``, ``lambda = 1e-3``:
+``rho^k`` weights for every job, no boost; App. G.2 gives ``lambda`` in [0.1, 10] instead),
+``shockwave-upstream-hparams`` (upstream hyper-parameters only: FTF exponent 12 and makespan
+coefficient 1e-3 on the largest remaining time in seconds, the artifact's 15 s solver time
+limit -- so that row depends on the machine's speed -- and none of upstream's behaviours),
 ``themis`` (the artifact's Themis is Gavel's finish-time-fairness program, ANCHORS.md:
 ``themis_ftf``; ``themis-auction`` is the paper's Themis: leases, filter and
 partial-allocation auction, with no upstream number), ``gavel`` (max-min fairness),
-``allox``, ``ossp`` (the artifact's OSSP is
+``allox`` (fairalloc's AlloX re-matches every job every round: not upstream's variant, which
+lets a fully allocated job keep its GPUs and uses a different cost), ``ossp`` (the artifact's
+OSSP is
 Gavel's makespan policy: ``min_makespan``). ``--all`` adds MST, Gandiva-fair, Ares EFQ, Tiresias
 LAS and FIFO.
+
+``--trace900`` runs the 900-job trace on 256 GPUs instead, paired with ``wisr_throughputs.json``
+(the table its durations were generated with; the data folder's README), and prints the
+makespan ratios the paper reports for that scale (aggregates only: upstream publishes no
+256-GPU result files), with each policy's simulation time.
+
+``--seeds N`` replaces the trace by N workloads of fairalloc's generator
+(`fairalloc.sim.poisson_workload`, the builtin throughput table, the arrival rate of the trace
+of that scale; ``--scale 120``, ``900`` or ``both``) and prints each policy's mean and
+standard deviation over the seeds (no data folder needed).
+
+``--policies a,b`` runs only the named rows.
 
 Usage::
 
     python benchmarks/reproduce_shockwave.py [--data DIR] [--all] [--out DIR]
+    python benchmarks/reproduce_shockwave.py --trace900 [--policies shockwave,gavel,...]
+    python benchmarks/reproduce_shockwave.py --seeds 5 --scale both
 """
 
 from __future__ import annotations
@@ -29,9 +49,12 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 import fairalloc as fa
-from fairalloc.sim import compare, make_policy, read_trace
+from fairalloc.sim import compare, make_policy, poisson_workload, read_trace
 from fairalloc.sim.policies import ShockwavePolicy
 from fairalloc.sim.simulator import Simulator
 
@@ -46,17 +69,42 @@ REFERENCE = {
     "ossp": (24205.0, 19807.0, 7.74, 0.742),
 }
 
-
 #: rows compared with another row's upstream numbers
-REFERENCE_ROW = {"shockwave-upstream-config": "shockwave"}
+REFERENCE_ROW = {"shockwave-upstream-hparams": "shockwave", "shockwave-paper": "shockwave"}
+
+#: the row labels of the printed tables (honest names: what each row runs)
+LABELS = {
+    "shockwave": "Shockwave (fairalloc defaults)",
+    "shockwave-paper": "Shockwave (Eq. 11, §6.1 k=5, lam=1e-3)",
+    "shockwave-upstream-hparams": "Shockwave (upstream hyper-parameters only)",
+    "themis": "Themis (artifact: Gavel FTF program)",
+    "themis-auction": "Themis (paper: leases, auction)",
+    "gavel": "Gavel max-min fairness",
+    "allox": "AlloX (re-matched every round; not upstream's variant)",
+    "ossp": "OSSP (min makespan)",
+}
+
+#: the paper's 256-GPU aggregates (no upstream result files): Shockwave's makespan is
+#: 1.26-1.37x better than the fair baselines, 5-9 % worse than OSSP, worst rho ~1.32, ~4 % unfair
+PAPER_900 = {"speedup_over_fair": (1.26, 1.37), "vs_ossp": (1.05, 1.09), "worst_rho": 1.32,
+             "unfair": 0.04}
+
+#: (jobs, GPUs, trace file, throughput table) of each scale
+SCALES = {120: (120, 32, "trace_120jobs.tsv", "tacc_throughputs.json"),
+          900: (900, 256, "trace_900jobs.tsv", "wisr_throughputs.json")}
+#: arrivals per hour of the generated workloads: those of the traces (120 jobs in 5011 s,
+#: 900 jobs in 4400 s)
+SEED_RATES = {120: 86.0, 900: 736.0}
+ROUND, RESTART, UNFAIR = 120.0, 20.0, 1.05
 
 
-def policies(all_: bool) -> list[tuple[str, object]]:
-    out: list[tuple[str, object]] = [
-        ("shockwave", ShockwavePolicy(k=5.0, lam=1e-3)),
-        ("shockwave-upstream-config", ShockwavePolicy(k=12.0, lam=1e-3,
-                                                      makespan="max_remaining",
-                                                      time_limit=15.0)),
+def policies(all_: bool, only: list[str] | None = None) -> list[tuple[str, Any]]:
+    out: list[tuple[str, Any]] = [
+        ("shockwave", ShockwavePolicy()),
+        ("shockwave-paper", ShockwavePolicy(k=5.0, lam=1e-3, weights="power", boost=0.0)),
+        ("shockwave-upstream-hparams", ShockwavePolicy(k=12.0, lam=1e-3, weights="power",
+                                                       boost=0.0, makespan="max_remaining",
+                                                       time_limit=15.0)),
         ("themis", make_policy("themis_ftf")),
         ("themis-auction", make_policy("themis")),
         ("gavel", make_policy("max_min_fairness")),
@@ -65,7 +113,122 @@ def policies(all_: bool) -> list[tuple[str, object]]:
     ]
     if all_:
         out += [(n, make_policy(n)) for n in ("mst", "gandiva_fair", "efq", "las", "fifo")]
+    if only:
+        unknown = sorted(set(only) - {n for n, _ in out})
+        if unknown:
+            raise SystemExit(f"unknown policies {unknown}; known: {[n for n, _ in out]}")
+        out = [(n, p) for n, p in out if n in only]
     return out
+
+
+def simulate_all(w: Any, gpus: int, all_: bool, only: list[str] | None,
+                 quiet: bool = False) -> tuple[dict[str, Any], dict[str, float]]:
+    cluster = fa.Cluster({"v100": gpus})
+    results, seconds = {}, {}
+    for name, pol in policies(all_, only):
+        t0 = time.perf_counter()
+        sim = Simulator(w, cluster, pol, round_duration=ROUND, restart_overhead=RESTART)
+        results[name] = sim.run()
+        seconds[name] = time.perf_counter() - t0
+        if not quiet:
+            print(f"  {name:28s} simulated in {seconds[name]:6.1f} s", file=sys.stderr)
+    return results, seconds
+
+
+def print_trace_table(table: Any, seconds: dict[str, float], with_ref: bool) -> None:
+    head = (f"{'policy':56s} {'makespan (s)':>22s} {'avg JCT (s)':>20s} {'worst rho':>16s} "
+            f"{'unfair %':>16s} {'util':>6s} {'preempt':>8s} {'sim s':>7s}")
+    print(head)
+    if with_ref:
+        print(f"{'':56s} {'ours / upstream':>22s} {'ours / upstream':>20s} "
+              f"{'ours / upstream':>16s} {'ours / upstream':>16s}")
+    print("-" * len(head))
+    for name, row in table.iterrows():
+        ref = REFERENCE.get(REFERENCE_ROW.get(str(name), str(name))) if with_ref else None
+
+        def cell(v: float, r: float | None, fmt: str, width: int) -> str:
+            if not with_ref:
+                return format(v, fmt).rjust(width)
+            rs = "n/a" if r is None else format(r, fmt)
+            return f"{format(v, fmt)} / {rs}".rjust(width)
+
+        print(f"{LABELS.get(str(name), str(name)):56s} "
+              f"{cell(row['makespan'], ref and ref[0], '.0f', 22)} "
+              f"{cell(row['avg_jct'], ref and ref[1], '.0f', 20)} "
+              f"{cell(row['worst_rho'], ref and ref[2], '.2f', 16)} "
+              f"{cell(100 * row['unfair_fraction'], ref and 100 * ref[3], '.1f', 16)} "
+              f"{row['utilization']:6.3f} {int(row['preemptions']):8d} "
+              f"{seconds.get(str(name), float('nan')):7.1f}")
+
+
+def print_900_ratios(table: Any) -> None:
+    if "shockwave" not in table.index:
+        return
+    sw = float(table.loc["shockwave", "makespan"])
+    lo, hi = PAPER_900["speedup_over_fair"]
+    print(f"\nmakespan of each policy / Shockwave's (paper: fair baselines {lo}-{hi}x; "
+          f"OSSP {1 / PAPER_900['vs_ossp'][1]:.2f}-{1 / PAPER_900['vs_ossp'][0]:.2f}x)")
+    for name in table.index:
+        if name != "shockwave":
+            print(f"  {LABELS.get(str(name), str(name)):56s} "
+                  f"{float(table.loc[name, 'makespan']) / sw:6.3f}")
+    print(f"paper: worst rho ~{PAPER_900['worst_rho']}, ~{100 * PAPER_900['unfair']:.0f} % "
+          "unfair")
+
+
+def run_trace(args: argparse.Namespace, scale: int) -> int:
+    n, gpus, trace_name, table_name = SCALES[scale]
+    trace = args.data / trace_name
+    if not trace.exists():
+        print(f"no trace at {trace}: nothing to reproduce (the data folder is optional)")
+        return 0
+    w = read_trace(trace, throughputs=args.data / table_name, types=["v100"])
+    modes = ", ".join(f"{m}: {w.mode.count(m)}" for m in ("static", "accordion", "gns"))
+    print(f"{w.n} jobs ({modes}) on {gpus} V100s, throughputs {table_name}; rounds of "
+          f"{ROUND:.0f} s, restart overhead {RESTART:.0f} s\n")
+    results, seconds = simulate_all(w, gpus, args.all, args.policies)
+    table = compare(results, unfair_threshold=UNFAIR)
+    print_trace_table(table, seconds, with_ref=scale == 120)
+    if scale == 900:
+        print_900_ratios(table)
+    if args.out is not None:
+        args.out.mkdir(parents=True, exist_ok=True)
+        table.assign(sim_seconds=[seconds[str(k)] for k in table.index]).to_csv(
+            args.out / f"summary_{scale}.csv")
+        try:
+            from fairalloc.sim.plots import save_plots
+
+            save_plots(results, args.out, unfair_threshold=UNFAIR)
+        except ImportError:
+            pass
+    return 0
+
+
+def run_seeds(args: argparse.Namespace) -> int:
+    scales = [120, 900] if args.scale == "both" else [int(args.scale)]
+    for scale in scales:
+        n, gpus, _, _ = SCALES[scale]
+        rows: dict[str, list[Any]] = {}
+        print(f"\n{n} generated jobs on {gpus} V100s, {args.seeds} seeds (poisson_workload, "
+              f"{SEED_RATES[scale]:.0f} arrivals/h, builtin throughputs): mean +- std")
+        for seed in range(args.seeds):
+            w = poisson_workload(n, rate=SEED_RATES[scale], seed=seed)
+            results, seconds = simulate_all(w, gpus, args.all, args.policies, quiet=True)
+            table = compare(results, unfair_threshold=UNFAIR)
+            for name, row in table.iterrows():
+                rows.setdefault(str(name), []).append(
+                    (row["makespan"], row["avg_jct"], row["worst_rho"],
+                     100 * row["unfair_fraction"], seconds[str(name)]))
+            print(f"  seed {seed} done", file=sys.stderr)
+        print(f"{'policy':56s} {'makespan (s)':>18s} {'avg JCT (s)':>18s} {'worst rho':>14s} "
+              f"{'unfair %':>12s} {'sim s':>7s}")
+        for name, vals in rows.items():
+            a = np.asarray(vals)
+            mean, std = a.mean(axis=0), a.std(axis=0)
+            print(f"{LABELS.get(name, name):56s} {mean[0]:9.0f} +- {std[0]:5.0f} "
+                  f"{mean[1]:9.0f} +- {std[1]:5.0f} {mean[2]:6.2f} +- {std[2]:4.2f} "
+                  f"{mean[3]:5.1f} +- {std[3]:4.1f} {mean[4]:7.1f}")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -73,51 +236,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--all", action="store_true", help="also MST, Gandiva-fair, EFQ, LAS, FIFO")
     ap.add_argument("--out", type=Path, default=None, help="write summary.csv and plots here")
+    ap.add_argument("--trace900", action="store_true",
+                    help="the 900-job trace on 256 GPUs (wisr_throughputs.json)")
+    ap.add_argument("--seeds", type=int, default=0,
+                    help="run this many generated workloads instead of a trace")
+    ap.add_argument("--scale", choices=("120", "900", "both"), default="120",
+                    help="scale of the generated workloads (--seeds)")
+    ap.add_argument("--policies", type=lambda s: s.split(","), default=None,
+                    help="comma-separated row names to run (default: all)")
     args = ap.parse_args(argv)
-    trace = args.data / "trace_120jobs.tsv"
-    if not trace.exists():
-        print(f"no trace at {trace}: nothing to reproduce (the data folder is optional)")
-        return 0
-    w = read_trace(trace, throughputs=args.data / "tacc_throughputs.json", types=["v100"])
-    cluster = fa.Cluster({"v100": 32})
-    modes = ", ".join(f"{m}: {w.mode.count(m)}" for m in ("static", "accordion", "gns"))
-    print(f"{w.n} jobs ({modes}) on {cluster}; rounds of 120 s, restart overhead 20 s\n")
-    results = {}
-    for name, pol in policies(args.all):
-        t0 = time.perf_counter()
-        sim = Simulator(w, cluster, pol, round_duration=120.0, restart_overhead=20.0)
-        results[name] = sim.run()
-        print(f"  {name:28s} simulated in {time.perf_counter() - t0:6.1f} s", file=sys.stderr)
-    table = compare(results, unfair_threshold=1.05)
-    head = (f"{'policy':28s} {'makespan (s)':>22s} {'avg JCT (s)':>20s} {'worst rho':>16s} "
-            f"{'unfair %':>16s} {'util':>6s} {'preempt':>8s}")
-    print(head)
-    print(f"{'':28s} {'ours / upstream':>22s} {'ours / upstream':>20s} "
-          f"{'ours / upstream':>16s} {'ours / upstream':>16s}")
-    print("-" * len(head))
-    for name, row in table.iterrows():
-        ref = REFERENCE.get(REFERENCE_ROW.get(str(name), str(name)))
-
-        def cell(v: float, r: float | None, fmt: str, width: int) -> str:
-            rs = "n/a" if r is None else format(r, fmt)
-            return f"{format(v, fmt)} / {rs}".rjust(width)
-
-        print(f"{name:28s} "
-              f"{cell(row['makespan'], ref and ref[0], '.0f', 22)} "
-              f"{cell(row['avg_jct'], ref and ref[1], '.0f', 20)} "
-              f"{cell(row['worst_rho'], ref and ref[2], '.2f', 16)} "
-              f"{cell(100 * row['unfair_fraction'], ref and 100 * ref[3], '.1f', 16)} "
-              f"{row['utilization']:6.3f} {int(row['preemptions']):8d}")
-    if args.out is not None:
-        args.out.mkdir(parents=True, exist_ok=True)
-        table.to_csv(args.out / "summary.csv")
-        try:
-            from fairalloc.sim.plots import save_plots
-
-            save_plots(results, args.out, unfair_threshold=1.05)
-        except ImportError:
-            pass
-    return 0
+    if args.seeds > 0:
+        return run_seeds(args)
+    return run_trace(args, 900 if args.trace900 else 120)
 
 
 if __name__ == "__main__":

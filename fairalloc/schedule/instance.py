@@ -32,7 +32,9 @@ __all__ = ["PlanJob"]
 
 WORK_CONSERVATION = ("exact", "greedy", "none")
 EXPECTATIONS = ("mean", "scenarios")
-MAKESPAN_KINDS = ("paper", "max_remaining")
+MAKESPAN_KINDS = ("paper", "max_remaining", "scale_free")
+# how the welfare sum is normalised: by N*M (the paper's Eq. 11) or N*T (upstream's code)
+WELFARE_NORMS = ("gpus", "rounds")
 REGIME_MODELS = ("forecast", "flat")
 # ACCURACY: a regime list may fall short of the remaining epochs by this relative amount
 # (round-off); also the relative tolerance of regime boundaries
@@ -272,8 +274,8 @@ class _PlanInstance:
     finish: np.ndarray  # (N,) int rounds after which more rounds are useless (c_j)
     cap: np.ndarray  # (N,) int min(T, c_j)
     running: np.ndarray  # (N,) bool
-    coef: float  # lam / Z0 (paper) or lam (max_remaining)
-    makespan: str
+    coef: float  # lam / Z0 (paper), lam / (M Z0) (scale_free) or lam (max_remaining)
+    makespan: str  # the form of H: "paper" (Eq. 10; also for scale_free) or "max_remaining"
     eta: float  # restart penalty
     z0: float
     reg_seconds: np.ndarray  # (N, K+1) cumulative regime seconds of the mean trajectory
@@ -325,6 +327,9 @@ def _weights(rho: np.ndarray, k: float, N: int, M: int, coef: float, eta: float
              ) -> tuple[np.ndarray, float]:
     """FTF weights ``rho^k / (N M)`` computed in log space, and the log-scale shift applied.
 
+    (``M`` is the welfare normaliser's second factor: GPUs, or rounds with
+    ``welfare_norm="rounds"``.)
+
     ``rho^k`` overflows (or underflows) for large ``k``. When ``max_j |k log rho_j|`` exceeds
     `LOG_WEIGHT_LIMIT` the weights are ``exp(k log rho_j - s) / (N M)`` with
     ``s = max_j k log rho_j`` (raised where needed so that ``coef e^-s`` and ``eta e^-s`` stay
@@ -371,8 +376,8 @@ def _flatten(sec: np.ndarray, ep: np.ndarray, left: np.ndarray) -> tuple[np.ndar
 
 def _build_plan_instance(jobs: Any, num_gpus: Any, *, rounds: Any, round_duration: Any,
                          k: Any, lam: Any, z0: Any, util_floor: Any, expectation: str,
-                         makespan: str, regime_model: str, restart_penalty: Any
-                         ) -> _PlanInstance:
+                         makespan: str, regime_model: str, restart_penalty: Any,
+                         welfare_norm: str = "gpus") -> _PlanInstance:
     """Validate the plan's inputs and build its per-count tables (every solver path's data)."""
     if isinstance(jobs, PlanJob):
         jobs = [jobs]
@@ -461,27 +466,30 @@ def _build_plan_instance(jobs: Any, num_gpus: Any, *, rounds: Any, round_duratio
     reg_seconds = np.zeros((N, msec.shape[1] + 1))
     reg_seconds[:, 1:] = np.cumsum(msec * mep, axis=1)
 
-    if makespan == "paper":
+    if makespan in ("paper", "scale_free"):
         if z0 is None:
             z0_v = float(rem[:, 0].sum())
         else:
             z0_v = as_positive_float(z0, "z0")
         with np.errstate(over="ignore"):
             coef = lam_v / z0_v if z0_v > 0 else 0.0
+            if makespan == "scale_free":  # lam / (M Z0): the trade-off is free of M and N
+                coef /= M
         if not math.isfinite(coef):
             raise InputError(f"lam / z0 = {lam_v:g} / {z0_v:g} overflows a float",
                              argument="z0")
     else:  # upstream: the largest remaining run time, in raw seconds
         z0_v = 1.0
         coef = lam_v
-    weight, shift = _weights(rho, kexp, N, M, coef, eta)
+    weight, shift = _weights(rho, kexp, N, M if welfare_norm == "gpus" else T, coef, eta)
     if shift:  # the whole objective is scaled by exp(-shift) (see _weights)
         coef = math.exp(math.log(coef) - shift) if coef > 0 else 0.0
         eta = math.exp(math.log(eta) - shift) if eta > 0 else 0.0
     gval = weight[:, None] * np.log(np.maximum(util, floor))
     inst = _PlanInstance(N=N, T=T, M=M, D=D, w=w, weight=weight, util=util, rem=rem,
                          gval=gval, finish=finish, cap=cap, running=running, coef=coef,
-                         makespan=makespan, eta=eta, z0=z0_v, reg_seconds=reg_seconds, E=E,
+                         makespan="max_remaining" if makespan == "max_remaining" else "paper",
+                         eta=eta, z0=z0_v, reg_seconds=reg_seconds, E=E,
                          F=F, traj_owner=owner, traj_sec=sec, traj_ep=ep,
                          traj_finish=finish_s, log_shift=shift, tau=_time_unit(D, rem))
     scale = _data_scale(inst)

@@ -35,6 +35,7 @@ from .instance import (
     MAKESPAN_KINDS,
     REGIME_MODELS,
     UTIL_FLOOR,
+    WELFARE_NORMS,
     WORK_CONSERVATION,
     PlanJob,
     _build_plan_instance,
@@ -98,7 +99,7 @@ class PlanResult(Result):
         Index into the job's ``regimes`` of the regime it is in when round ``t`` starts, for
         scheduled rounds (``-1`` elsewhere): the regime decomposition ``Y_j[k, t]`` of App. G.
     welfare : float
-        ``(1/(N*M)) * sum_j rho_j^k log UTIL_j``.
+        ``(1/(N*M)) * sum_j rho_j^k log UTIL_j`` (``N*T`` with ``welfare_norm="rounds"``).
     makespan_bound : float
         ``H`` after the window (seconds).
     z0 : float
@@ -324,6 +325,7 @@ def plan_schedule(
     threads: int | None = None,
     backend: str | Backend = "highs",
     ids: Any = None,
+    welfare_norm: str = "gpus",
 ) -> PlanResult:
     """Plan the next ``rounds`` rounds with Shockwave's program (Eq. 11, App. G.1-G.3, H).
 
@@ -371,9 +373,13 @@ def plan_schedule(
         ``"mean"``: the posterior-mean trajectory (``PlanJob.regimes``; §5). ``"scenarios"``:
         ``log E[UTIL_j]`` over ``PlanJob.scenarios`` (App. F), and ``H`` of the expected
         remaining times; jobs without scenarios use their regimes.
-    makespan : {"paper", "max_remaining"}
+    makespan : {"paper", "max_remaining", "scale_free"}
         ``"paper"``: Eq. 10 with gang sizes, normalised by ``Z0``. ``"max_remaining"``:
         upstream's regulariser, the largest remaining run time in raw seconds (no ``Z0``).
+        ``"scale_free"``: Eq. 10 normalised by ``M * Z0`` (coefficient ``lam / (M Z0)``), so
+        that the trade-off between one GPU-round of welfare and one GPU-round of makespan
+        bound does not grow with the cluster (``formulations/makespan_regularizer.md``);
+        not in the paper.
     regime_model : {"forecast", "flat"}
         ``"flat"`` reproduces upstream's lack of regime decomposition: every job advances at
         one mean epoch duration (its forecast total is kept).
@@ -397,6 +403,10 @@ def plan_schedule(
     ids : sequence of hashable, optional
         The jobs' ids (unique, one per job); default ``0..n-1``. The plan carries them and
         labels ``to_frame()`` and its notebook view with them.
+    welfare_norm : {"gpus", "rounds"}
+        The welfare sum is divided by ``N*M`` (``"gpus"``: the paper's Eq. 11) or by ``N*T``
+        (``"rounds"``: upstream's code). Only the ratio to the makespan term changes: with
+        ``makespan="paper"``, ``"rounds"`` plans exactly like ``"gpus"`` with ``lam * T / M``.
 
     Returns
     -------
@@ -451,7 +461,9 @@ def plan_schedule(
     inst = _build_plan_instance(jobs, num_gpus, rounds=rounds, round_duration=round_duration,
                                 k=k, lam=lam, z0=z0, util_floor=util_floor,
                                 expectation=expectation, makespan=makespan,
-                                regime_model=regime_model, restart_penalty=restart_penalty)
+                                regime_model=regime_model, restart_penalty=restart_penalty,
+                                welfare_norm=as_option(welfare_norm, "welfare_norm",
+                                                       WELFARE_NORMS))
     labels = as_labels(ids, "ids", inst.N, "jobs")
     try:
         plan = _plan(inst, method, wc, gap, limit, warm_start, solver, t0)

@@ -60,7 +60,8 @@ def makespan_regularizer(
         ``lambda`` (non-negative): the weight of the term.
     z0 : float, optional
         ``Z0``; default ``sum_j remaining_j`` (`fairalloc.makespan_normalizer`).
-    kind : {"paper", "max_remaining"}
+    kind : {"paper", "max_remaining", "scale_free"}
+        ``"scale_free"`` divides the paper's term by ``M`` too: ``-(lam/(M Z0)) * H``.
         ``"max_remaining"`` is upstream Shockwave's regulariser: ``lam * max_j R_j`` in raw
         seconds, without the ``sum_j w_j R_j / M`` term and without ``Z0`` (the expression is
         built in units of a power of two near ``sum_j remaining_j``, which is exact).
@@ -113,7 +114,7 @@ def makespan_regularizer(
     if not work.is_concave():
         raise InputError("work must be affine or concave in the variables (the term would "
                          "not be concave)", argument="work")
-    if kind == "paper":
+    if kind in ("paper", "scale_free"):
         if z0 is None:
             z = total
             if z <= 0:
@@ -121,7 +122,7 @@ def makespan_regularizer(
                                  "regulariser undefined; pass z0", argument="remaining")
         else:
             z = as_positive_float(z0, "z0")
-        coef, scale = lam_v, z
+        coef, scale = (lam_v if kind == "paper" else lam_v / M), z
     else:
         # a power of two near sum_j remaining_j: exact, and free of the units of the times
         scale = math.ldexp(1.0, round(math.log2(total))) if 0 < total < math.inf else 1.0
@@ -132,6 +133,6 @@ def makespan_regularizer(
     # work in units of `scale` seconds keeps the conic data well scaled (P ~ 1e5 s)
     rem = cp.pos(P / scale - work / scale)
     h: Any = cp.max(rem)
-    if kind == "paper":
+    if kind != "max_remaining":
         h = cp.maximum(rem @ (w / M), h)
     return -coef * h

@@ -127,6 +127,11 @@ class AlloXPolicy(BasePolicy):
 
     Fairness filter (AlloX §4, Shockwave §2): only the ``ceil(alpha * n)`` jobs that have
     waited longest (largest ``waiting / elapsed``) take part; ``alpha = 1`` disables it.
+
+    Not the Shockwave artifact's AlloX: this policy re-matches every job every round, while
+    upstream's variant lets a job that holds its full allocation keep its GPUs and uses a
+    different cost. The reproduction benchmark labels its row "AlloX (re-matched every round;
+    not upstream's variant)".
     """
 
     name = "allox"

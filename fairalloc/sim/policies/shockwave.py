@@ -23,7 +23,7 @@ from ..state import EPOCH_ROUNDOFF, JobView, RoundState, Schedule
 from ..workload import Workload
 from .base import BasePolicy, pack_by_priority
 
-__all__ = ["ShockwavePolicy"]
+__all__ = ["ShockwavePolicy", "plan_ftf"]
 
 #: default exponent k of the FTF weights (Shockwave's default)
 SHOCKWAVE_K = 5.0
@@ -42,7 +42,67 @@ MIN_REMAINING = 1e-6
 #: plan_schedule options a ShockwavePolicy forwards when given (None: plan_schedule's default)
 PLAN_OPTIONS = ("method", "mip_gap", "time_limit", "work_conservation", "restart_penalty",
                 "expectation", "makespan", "regime_model", "z0", "util_floor", "warm_start",
-                "threads", "backend")
+                "threads", "backend", "welfare_norm")
+#: exponent of the near-completion boost (upstream's ``priority_M``): a late job (rho > 1)
+#: forecast to finish within one round weighs rho**NEAR_COMPLETION_BOOST
+NEAR_COMPLETION_BOOST = 100.0
+# ACCURACY: the largest log of a plan FTF value (exp of it stays a finite float)
+MAX_LOG_FTF = 700.0
+#: how the FTF estimates become plan weights
+WEIGHT_MODES = ("clipped", "power")
+#: who gets the GPUs the plan leaves idle in a round
+IDLE_FILLS = ("longest", "shortest", "none")
+#: how a late job forecast to finish within one round is favoured
+NEAR_COMPLETION = ("first", "weight", "off")
+
+
+def plan_ftf(ftf: Any, remaining: Any, round_duration: float, *, k: float,
+             weights: str = "clipped", boost: float = NEAR_COMPLETION_BOOST) -> np.ndarray:
+    """The FTF values a Shockwave plan weighs the jobs by (its weight is ``value ** k``).
+
+    ``weights="power"`` is the paper's Eq. 11: every job weighs ``rho ** k``.
+    ``weights="clipped"`` is upstream's code: ``rho ** k`` only for a late job
+    (``rho > 1``), ``1`` otherwise (a job served on time keeps the weight of a fair one
+    instead of collapsing towards 0). With ``boost > 0`` (upstream's code, 100) a late job
+    forecast to finish within one round (``remaining < round_duration``) weighs
+    ``rho ** boost`` instead (returned as ``rho ** (boost / k)``, capped at ``exp(700)``;
+    no boost when ``k = 0``).
+
+    Parameters
+    ----------
+    ftf : array_like, shape (n,)
+        FTF estimates (positive).
+    remaining : array_like, shape (n,)
+        Forecast remaining isolated run time (seconds).
+    round_duration : float
+        Seconds per round.
+    k : float
+        The plan's FTF exponent.
+    weights : {"clipped", "power"}
+    boost : float, default 100.0
+        Exponent of the near-completion boost (``0``: none).
+
+    Returns
+    -------
+    ndarray, shape (n,)
+
+    Examples
+    --------
+    >>> plan_ftf([0.5, 2.0, 2.0], [1e4, 1e4, 60.0], 120.0, k=5.0).tolist()
+    [1.0, 2.0, 1048576.0]
+    >>> plan_ftf([0.5, 2.0], [1e4, 60.0], 120.0, k=5.0, weights="power", boost=0).tolist()
+    [0.5, 2.0]
+    """
+    rho = np.asarray(ftf, dtype=float)
+    rem = np.asarray(remaining, dtype=float)
+    late = rho > 1.0
+    out = np.where(late | (weights == "power"), rho, 1.0)
+    if boost > 0 and k > 0:
+        near = late & (rem < round_duration)
+        log_boosted = np.minimum(boost / k * np.log(np.where(near, rho, 1.0)), MAX_LOG_FTF)
+        out = np.where(near, np.exp(log_boosted), out)
+    return out
+
 
 class ShockwavePolicy(BasePolicy):
     """Shockwave (§4-6, App. G-H) as a simulator policy.
@@ -63,7 +123,7 @@ class ShockwavePolicy(BasePolicy):
     k : float, default 5.0
         Exponent of the FTF weights.
     lam : float, default 1e-3
-        Makespan regulariser coefficient.
+        Makespan regulariser coefficient (§6.1's value; App. G.2 gives [0.1, 10]).
     window : int, default 20
         Rounds per plan.
     forecast : {"restatement", "bayesian", "greedy", "oracle"}
@@ -92,6 +152,27 @@ class ShockwavePolicy(BasePolicy):
         a plan not certified by then runs with the best schedule found, and `time_limited` counts
         such plans (results then depend on the machine's speed). ``None``: no limit (a
         re-plan may then run for a long time on a hard window).
+    weights : {"clipped", "power"}
+        ``"clipped"`` (default; upstream's code): a job's plan weight is ``rho^k`` only when its
+        FTF estimate ``rho > 1``, else 1. ``"power"``: ``rho^k`` for every job (Eq. 11).
+        See `plan_ftf` and ``formulations/shockwave_options.md``.
+    near_completion : {"first", "weight", "off"}
+        A late job (``rho > 1``) forecast to finish within one round: ``"first"`` (default)
+        runs it first in the next round; ``"weight"`` weighs it by ``rho^boost`` in the plan
+        (upstream's code); ``"off"``: no special treatment.
+    boost : float, default 100.0
+        The exponent of ``near_completion="weight"``.
+    welfare_norm : {"gpus", "rounds"}, optional
+        Passed to [`fairalloc.plan_schedule`][fairalloc.plan_schedule]: the welfare divided by
+        ``N*M`` (paper) or ``N*T`` (upstream's code).
+    replan_interval : int, optional
+        Re-plan at least every this many rounds (upstream: 8); default the window.
+    reorder : bool, default False
+        With ``"counts"``: among the jobs with planned rounds left, those of larger plan weight
+        run first (upstream's post-solve reordering).
+    idle_fill : {"longest", "shortest", "none"}
+        Who gets GPUs the plan's jobs leave idle: the longest remaining (upstream), the
+        shortest remaining, or nobody. `filled` counts the job-rounds it ran.
     method, mip_gap, work_conservation, restart_penalty, expectation, makespan, \
 regime_model, z0, util_floor, warm_start, threads, backend : optional
         Passed to [`fairalloc.plan_schedule`][fairalloc.plan_schedule] when given (`PLAN_OPTIONS`);
@@ -110,14 +191,19 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
                  expectation: str | None = None, makespan: str | None = None,
                  regime_model: str | None = None, z0: float | None = None,
                  util_floor: float | None = None, warm_start: bool | None = None,
-                 threads: int | None = None, backend: Any = None) -> None:
+                 threads: int | None = None, backend: Any = None,
+                 weights: str = "clipped", boost: float = NEAR_COMPLETION_BOOST,
+                 welfare_norm: str | None = None, replan_interval: int | None = None,
+                 reorder: bool = False, idle_fill: str = "longest",
+                 near_completion: str = "first") -> None:
         from ...schedule import PlanJob, ReplanPolicy, plan_schedule
 
         given = {"method": method, "mip_gap": mip_gap, "time_limit": time_limit,
                  "work_conservation": work_conservation, "restart_penalty": restart_penalty,
                  "expectation": expectation, "makespan": makespan,
                  "regime_model": regime_model, "z0": z0, "util_floor": util_floor,
-                 "warm_start": warm_start, "threads": threads, "backend": backend}
+                 "warm_start": warm_start, "threads": threads, "backend": backend,
+                 "welfare_norm": welfare_norm}
         plan_options = {name: given[name] for name in PLAN_OPTIONS if given[name] is not None}
         # a bad plan option (mip_gap=5, method="nope") fails here, not at the first re-plan:
         # a one-job, one-round plan with these options (milliseconds)
@@ -132,10 +218,24 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
         k = as_positive_float(k, "k", allow_zero=True)
         lam = as_positive_float(lam, "lam", allow_zero=True)
         keep_running = as_bool(keep_running, "keep_running")
+        weights = as_option(weights, "weights", WEIGHT_MODES)
+        boost = as_positive_float(boost, "boost", allow_zero=True)
+        interval = (window if replan_interval is None
+                    else as_positive_int(replan_interval, "replan_interval"))
+        reorder = as_bool(reorder, "reorder")
+        idle_fill = as_option(idle_fill, "idle_fill", IDLE_FILLS)
+        near_completion = as_option(near_completion, "near_completion", NEAR_COMPLETION)
         super().__init__({"k": k, "lam": lam, "window": window, "forecast": forecast,
                           "replan": replan, "accordion_regimes": accordion_regimes,
                           "contention": contention, "execution": execution,
-                          "keep_running": keep_running, **plan_options})
+                          "keep_running": keep_running, "weights": weights, "boost": boost,
+                          "replan_interval": interval, "reorder": reorder,
+                          "idle_fill": idle_fill, "near_completion": near_completion,
+                          **plan_options})
+        self.weights, self.boost, self.replan_interval = weights, float(boost), interval
+        self.reorder, self.idle_fill = bool(reorder), idle_fill
+        self.near_completion = near_completion
+        self._near: dict[Hashable, bool] = {}
         self.execution = execution
         self.keep_running = bool(keep_running)
         self.k, self.lam, self.window = float(k), float(lam), window
@@ -146,20 +246,24 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
         self._plan: dict[Hashable, np.ndarray] = {}
         self._left: dict[Hashable, int] = {}
         self._ftf: dict[Hashable, float] = {}
+        self._prio: dict[Hashable, float] = {}
         self._planned = 0
         self._elapsed = 0
         self.plans = 0
         self.plan_seconds = 0.0
         #: re-plans stopped by ``time_limit`` before their gap was certified
         self.time_limited = 0
+        #: job-rounds run by the idle fill (jobs with no planned round left)
+        self.filled = 0
 
     def reset(self, workload: Workload, cluster: Cluster, *, round_duration: float,
               seed: int) -> None:
         super().reset(workload, cluster, round_duration=round_duration, seed=seed)
         self._plan, self._planned, self._elapsed, self.plans = {}, 0, 0, 0
-        self._left, self._ftf = {}, {}
+        self._left, self._ftf, self._prio, self._near = {}, {}, {}, {}
         self.plan_seconds = 0.0
         self.time_limited = 0
+        self.filled = 0
 
     def _model(self, v: JobView, i: int) -> Any:
         from ...schedule import RegimeModel
@@ -214,11 +318,17 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
                                    else v.scale_factor.sum() / max(v.n, 1)),
                                 demand=demand)
         ftf = ftf_estimate(v.attained, v.waiting, remaining, nav)
+        ftf = np.where(np.isfinite(ftf) & (ftf > 0), ftf, 1.0)
+        D = state.cluster.round_duration
+        weighed = plan_ftf(ftf, remaining, D, k=self.k, weights=self.weights,
+                           boost=self.boost if self.near_completion == "weight" else 0.0)
+        near = (ftf > 1.0) & (remaining < D) & (self.near_completion == "first")
+        self._near = dict(zip(v.ids, near.tolist(), strict=True))
+        self._ftf = dict(zip(v.ids, ftf.tolist(), strict=True))
+        self._prio = dict(zip(v.ids, np.log(weighed).tolist(), strict=True))
         jobs = []
-        self._ftf = {}
         for i, fc in enumerate(fcs):
-            ftf_i = float(ftf[i]) if np.isfinite(ftf[i]) and ftf[i] > 0 else 1.0
-            self._ftf[v.ids[i]] = ftf_i
+            ftf_i = float(weighed[i])
             regimes = fc.regimes
             left = float(v.total_epochs[i]) - fc.done_epochs
             if not regimes or left <= 0:
@@ -240,7 +350,8 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
     def allocate(self, state: RoundState) -> Schedule:
         v = state.jobs
         decision = self.replan_policy.decide(
-            rounds_elapsed=self._elapsed, planned_rounds=self._planned,
+            rounds_elapsed=self._elapsed,
+            planned_rounds=min(self._planned, self.replan_interval),
             arrived=len(state.arrived), finished=len(state.finished),
             regime_changed=int(v.regime_changed.sum()))
         if decision or any(i not in self._plan for i in v.ids):
@@ -250,6 +361,7 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
         cluster = state.cluster.cluster
         rem = np.min(v.remaining_seconds, axis=1)
         fill = rem.max(initial=0.0) + 1.0
+        near = np.array([self._near.get(i, False) for i in v.ids], dtype=bool)
         if self.execution == "columns":
             run = np.array([bool(self._plan[i][col]) for i in v.ids])
             # the column's jobs (longest remaining first), then idle GPUs to the others
@@ -258,6 +370,8 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
             left = np.array([self._left[i] for i in v.ids])
             run = left > 0
             ftf = np.array([self._ftf[i] for i in v.ids])
+            prio = (np.array([self._prio[i] for i in v.ids]) if self.reorder
+                    else np.zeros(v.n))
             # planned jobs most at risk first (shortest remaining among equals: finishing a
             # job early never costs a planned round); idle GPUs to the longest remaining
             keep = v.running if self.keep_running else np.zeros(v.n, dtype=bool)
@@ -266,12 +380,22 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
             # costs no other job a planned round
             must = run & (left >= self._planned - col)
             finisher = run & (rem <= left * state.cluster.round_duration)
-            order = np.lexsort((rem, -ftf, ~keep, ~finisher, ~must))
+            # reorder: upstream's post-solve ranking -- planned jobs of larger plan weight
+            # (late, near completion) first
+            # near_completion="first": a late job forecast to finish within a round runs first
+            order = np.lexsort((rem, -ftf, ~keep, ~finisher, -prio, ~must, ~near))
             rank = np.empty(v.n)
             rank[order] = np.arange(v.n)
-            priority = np.where(run, rank, v.n + fill - rem)
-        sched = pack_by_priority(v, cluster, priority)
+            idle = {"longest": fill - rem, "shortest": rem, "none": rem}[self.idle_fill]
+            priority = np.where(run | near, rank, v.n + idle)
+        if self.execution == "columns":
+            if self.idle_fill == "shortest":
+                priority = np.where(run, priority, 2.0 * fill + rem)
+            priority = np.where(near, -2.0 * fill, priority)
+        limit = (run | near) if self.idle_fill == "none" else None
+        sched = pack_by_priority(v, cluster, priority, limit=limit)
         ran = np.asarray(sched.gpus).sum(axis=1) > 0
         for i in np.flatnonzero(ran & run).tolist():
             self._left[v.ids[i]] -= 1
+        self.filled += int((ran & ~(run | near)).sum())
         return sched
