@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.linalg.blas import dsyrk
 
 from ..errors import SolverError
 from ..results import Certificate
@@ -462,7 +463,10 @@ def _newton_dual_polish(form: EdgeForm, p: np.ndarray) -> tuple[np.ndarray, np.n
             break  # KKT: market clearing on every good not fixed at price 0
         free = ~fixed
         Cf = C[free] if isinstance(C, np.ndarray) else C[free].toarray()
-        H = np.dot(Cf * (B / c**2), Cf.T)  # (np.dot: matmul hit a slow BLAS path here)
+        # C_f diag(B / c^2) C_f^T by BLAS syrk (upper triangle, mirrored): np.dot and matmul
+        # of the two factors hit paths ten times slower on a busy machine
+        H = dsyrk(1.0, Cf * (np.sqrt(B) / c))
+        H = H + np.triu(H, 1).T
         step = np.where(fixed, -p, 0.0)  # fixed goods go to price 0
         # least squares: degenerate markets (several goods always used together) make H
         # singular; the minimum-norm step still decreases D
