@@ -80,17 +80,22 @@ class _Blocks:
             b -= 1
             blocks[b].append(key)
             maxes[b] = key
+            if len(blocks[b]) > 2 * _BLOCK:
+                self._split(b)
         else:
             blk = blocks[b]
             blk.insert(bisect_left(blk, key), key)
-        self._split(b)
+            if len(blk) > 2 * _BLOCK:
+                self._split(b)
 
     def push_first(self, key: tuple[float, int, int]) -> None:
         """Insert a key below every key held."""
         self.n += 1
         if self.blocks:
-            self.blocks[0].insert(0, key)
-            self._split(0)
+            blk = self.blocks[0]
+            blk.insert(0, key)
+            if len(blk) > 2 * _BLOCK:
+                self._split(0)
         else:
             self.blocks.append([key])
             self.maxes.append(key)
