@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 import fairalloc as fa
 from fairalloc.queuing import incremental
 from fairalloc.queuing.incremental import _HEAP_MIN, _HEAP_SLACK, _Blocks
-from tests.test_queuing import brute_caps
+from tests.test_queuing import brute_caps, saturating_instance
 
 SETTINGS = settings(max_examples=60, deadline=None, derandomize=True)
 RTOL = 1e-9
@@ -266,3 +266,21 @@ def test_blocks_stay_sorted(ops, block):
             assert all(0 < len(blk) <= 2 * block for blk in blocks.blocks)
     finally:
         incremental._BLOCK, incremental._BLOCK_MIN = saved
+
+
+@SETTINGS
+@given(saturating_instance())
+def test_online_queue_matches_schedule_also_on_heterogeneous_clusters(kw):
+    """The online queue (incremental engine on identical GPUs, the vectorised engine on mixed
+    GPUs) finishes every job when `efq_schedule` does."""
+    r = fa.efq_schedule(**kw)
+    q = fa.ElasticFairQueue(kw["num_gpus"], kw["alpha"], gpu_power=kw.get("gpu_power"))
+    finish = {}
+    for j in np.argsort(kw["arrival"], kind="stable").tolist():
+        finish.update(q.advance(float(kw["arrival"][j])))
+        q.submit(j, gpu_time=float(kw["gpu_time"][j]), requested=int(kw["requested"][j]),
+                 scaling=kw["scaling"][j])
+    finish.update(q.advance(float(r.efq_finish.max()) + 1.0))
+    got = np.array([finish[j] for j in range(r.arrival.size)])
+    np.testing.assert_allclose(got, r.efq_finish, rtol=1e-9, atol=1e-9)
+    assert len(q) == 0
