@@ -1,7 +1,8 @@
-"""The online EFQ service system on a homogeneous cluster, updated incrementally per event.
+"""The EFQ service system on a homogeneous cluster, updated incrementally per event.
 
-`_Incremental` is what [`ElasticFairQueue`][fairalloc.ElasticFairQueue] runs on a homogeneous
-cluster (every GPU equally fast). It keeps exactly the state of the vectorised
+`_Incremental` is what [`ElasticFairQueue`][fairalloc.ElasticFairQueue] and
+[`efq_schedule`][fairalloc.efq_schedule] run on a homogeneous cluster (every GPU equally
+fast). It keeps exactly the state of the vectorised
 `fairalloc.queuing.engine._Engine` -- the active jobs in ``(F, arrival)`` order and the greedy
 allocation ``g_k = min(cap_k, max(0, M - sum_{l<k} cap_l))`` -- but changes only what an event
 changes, in plain Python scalars (no per-event numpy call, whose fixed cost of about a
@@ -24,8 +25,9 @@ microsecond dominates at the sizes one event touches):
 
 On a heterogeneous cluster a job's speed depends on *which* GPUs it holds (its position in the
 list of GPUs sorted fastest first), so an event changes the speed of every running job after
-it; the queue then uses the vectorised `_Engine` instead. ``tests/test_queuing.py`` checks both
-against the offline schedule and against a brute-force greedy on random event sequences.
+it; both then use the vectorised `_Engine` instead. ``tests/test_queuing_events.py`` checks
+the queue against a brute-force recomputation on random event sequences and the two engines
+against each other on whole schedules.
 """
 
 from __future__ import annotations
@@ -140,7 +142,7 @@ class _Incremental:
 
     __slots__ = ("m", "record", "auto_finish", "now", "run", "wait", "used", "rows", "work", "cap",
                  "speed", "g", "rate", "rem0", "t0", "vfin", "seq", "stamp", "heap", "t_next",
-                 "tick", "changed", "log_t", "log_j", "log_g")
+                 "tick", "changed", "log_t", "log_j", "log_g", "hold", "done", "preempt")
 
     def __init__(self, num_gpus: int, *, record: bool, auto_finish: bool) -> None:
         self.m = int(num_gpus)
@@ -168,13 +170,16 @@ class _Incremental:
         self.log_t: list[float] = []
         self.log_j: list[int] = []
         self.log_g: list[int] = []
+        self.hold = False  # True: events end only at end_event() (a batch at one instant)
+        self.done: set[int] = set()  # rows that finished or left in the current event
+        self.preempt: list[int] = []  # times each row lost all its GPUs (record=True only)
 
     # storage ---------------------------------------------------------------------------
     def _store(self, row: int, work: float, cap: int, speed: Sequence[float]) -> None:
         """Write a new job into row ``row`` (``row == rows``: a new row at the end)."""
         if row == self.rows:
             self.rows += 1
-            for col in (self.g, self.seq, self.stamp):
+            for col in (self.g, self.seq, self.stamp, self.preempt):
                 col.append(0)
             for col_f in (self.rate, self.rem0, self.t0, self.vfin):
                 col_f.append(0.0)
@@ -187,6 +192,7 @@ class _Incremental:
             self.speed[row] = speed
             self.g[row] = 0
             self.rate[row] = 0.0
+            self.preempt[row] = 0
         self.rem0[row] = work
         self.t0[row] = self.now
 
@@ -250,10 +256,11 @@ class _Incremental:
         else:
             self.wait.remove(key)
 
-    def _flush(self) -> None:
-        """End of an event: log the net changes (losses first), forget the event's marks."""
-        changed, g = self.changed, self.g
-        if self.record and changed:
+    def end_event(self) -> None:
+        """Log the event's net changes (losses first) and count preemptions (running jobs that
+        lost all their GPUs without finishing); forget the event's marks."""
+        changed, g, done = self.changed, self.g, self.done
+        if changed:
             now = self.now
             for lost in (True, False):
                 for r, before in changed.items():
@@ -261,7 +268,15 @@ class _Incremental:
                         self.log_t.append(now)
                         self.log_j.append(r)
                         self.log_g.append(g[r])
-        changed.clear()
+                        if lost and r not in done:
+                            self.preempt[r] += 1
+            changed.clear()
+        done.clear()
+
+    def _flush(self) -> None:
+        """End of an operation: the event ends too unless ``hold``; the next completion."""
+        if self.record and not self.hold:
+            self.end_event()
         heap, stamp = self.heap, self.stamp
         if len(heap) > _HEAP_MIN and len(heap) > _HEAP_SLACK * len(self.run):
             heap = self.heap = [e for e in heap if stamp[e[2]] == e[1]]
@@ -276,6 +291,19 @@ class _Incremental:
         ``work``, maximum ``cap``, speed row ``speed`` and virtual finish time ``f``; it goes
         after every active job with the same ``F``."""
         self._store(row, work, cap, speed)
+        self.activate(row, f)
+
+    def reserve(self, work: list[float], cap: list[int], speed: list[list[float]]) -> None:
+        """Store every job of a whole arrival sequence up front (rows ``0..n-1``)."""
+        n = len(work)
+        self.work, self.cap, self.speed = list(work), list(cap), list(speed)
+        self.g, self.seq, self.stamp, self.preempt = [0] * n, [0] * n, [0] * n, [0] * n
+        self.rate, self.t0, self.vfin = [0.0] * n, [0.0] * n, [0.0] * n
+        self.rem0 = list(work)
+        self.rows = n
+
+    def activate(self, row: int, f: float) -> None:
+        """A stored job arrives now with virtual finish time ``f``."""
         self.tick += 1
         seq = self.tick
         self.vfin[row] = f
@@ -308,6 +336,8 @@ class _Incremental:
 
     def leave(self, row: int) -> None:
         """``row`` finished early or was cancelled."""
+        if self.record:
+            self.done.add(row)
         self._remove(row)
         self._flush()
 
@@ -334,6 +364,8 @@ class _Incremental:
                 break
             heappop(heap)
             due.append(r)
+        if self.record:
+            self.done.update(due)
         run, vfin, seq, g = self.run, self.vfin, self.seq, self.g
         for r in due:  # running jobs (valid heap entries only exist while g > 0)
             del run[bisect_left(run, (vfin[r], seq[r]))]

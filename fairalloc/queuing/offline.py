@@ -30,6 +30,7 @@ from .curves import (
     _validate_scaling,
 )
 from .engine import _Engine, _GPSReference
+from .incremental import _Incremental
 from .replay import ReplayCheck, _verify_schedule
 
 #: named steps of [`efq_schedule`][fairalloc.efq_schedule], in order (``EFQResult.stats.path``)
@@ -312,10 +313,51 @@ def efq_schedule(
         gps_fin[by_arrival[key]] = t_dep
 
     # EFQ service, event by event.
+    batch_end = np.searchsorted(a_sorted, a_sorted, side="right")
+    run = _events_vectorised if power is not None else _events_incremental
+    efq_fin, events, (log_t, log_j, log_g, log_p), preempt = run(
+        m, power, work, cap, speed, vfin, a_sorted, by_arrival, batch_end)
+    with np.errstate(all="ignore"):  # overflowing times show up as non-finite residuals
+        replay, busy, _ = _verify_schedule(
+            num_gpus=m, power=power, alpha=alpha_f, arrival=arr, gpu_time=work,
+            requested=req, scaling=curves, virtual_finish=vfin, gps_finish=gps_fin,
+            efq_finish=efq_fin, log_t=log_t, log_j=log_j, log_g=log_g, log_p=log_p,
+        )
+    replay.check()
+    rank = np.empty(n, dtype=np.int64)
+    rank[np.lexsort((np.arange(n), by_arrival.argsort(kind="stable"), vfin))] = np.arange(n)
+    out = {}
+    for name, val in (("efq_finish", efq_fin), ("gps_finish", gps_fin), ("arrival", arr),
+                      ("gpu_time", work), ("virtual_finish", vfin), ("priority", rank),
+                      ("max_gpus", cap), ("preemptions", preempt),
+                      ("log_time", log_t), ("log_job", log_j), ("log_gpus", log_g),
+                      ("log_power", log_p)):
+        val = np.asarray(val)
+        val.flags.writeable = False
+        out[name] = val
+    stats = SolveStats(backend="efq", method="event-driven", seconds=time.perf_counter() - t_start,
+                       iterations=events, solves=0, path=EFQ_PATH)
+    mean_jct = float(np.mean(efq_fin - arr)) if n else 0.0
+    return EFQResult(objective=mean_jct, status=Status.REPLAYED, stats=stats, check=replay,
+                     busy_period=busy, alpha=alpha_f, num_gpus=m, ids=labels, **out)
+
+
+def _check_events(events: int, n: int) -> None:
+    if events > 2 * n + 2:  # every event admits a batch or finishes a job: never reached
+        raise SolverError(f"efq_schedule: the event loop did not terminate after {events} "
+                          f"events for {n} jobs (non-finite times?)", backend="efq")
+
+
+def _events_vectorised(
+    m: int, power: np.ndarray | None, work: np.ndarray, cap: np.ndarray, speed: np.ndarray,
+    vfin: np.ndarray, a_sorted: np.ndarray, by_arrival: np.ndarray, batch_end: np.ndarray,
+) -> tuple[np.ndarray, int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], np.ndarray]:
+    """The EFQ events of a whole sequence with the vectorised engine (`_Engine`: any cluster,
+    needed on heterogeneous ones); returns finish times, events, the log and preemptions."""
+    n = work.size
     eng = _Engine(m, power, speed.shape[1], record=True, rows=n)
     eng.add(work, cap, speed)
     efq_fin = np.full(n, np.nan)
-    batch_end = np.searchsorted(a_sorted, a_sorted, side="right")
     i = 0
     events = 0
     while i < n or eng.run_idx.size:
@@ -337,34 +379,49 @@ def efq_schedule(
             i = j
         eng.reallocate(finished)
         events += 1
-        if events > 2 * n + 2:  # every event admits a batch or finishes a job: never reached
-            raise SolverError(f"efq_schedule: the event loop did not terminate after {events} "
-                              f"events for {n} jobs (non-finite times?)", backend="efq")
+        _check_events(events, n)
 
-    log_t, log_j, log_g, log_p = eng.log()
-    with np.errstate(all="ignore"):  # overflowing times show up as non-finite residuals
-        replay, busy, _ = _verify_schedule(
-            num_gpus=m, power=power, alpha=alpha_f, arrival=arr, gpu_time=work,
-            requested=req, scaling=curves, virtual_finish=vfin, gps_finish=gps_fin,
-            efq_finish=efq_fin, log_t=log_t, log_j=log_j, log_g=log_g, log_p=log_p,
-        )
-    replay.check()
-    rank = np.empty(n, dtype=np.int64)
-    rank[np.lexsort((np.arange(n), by_arrival.argsort(kind="stable"), vfin))] = np.arange(n)
-    out = {}
-    for name, val in (("efq_finish", efq_fin), ("gps_finish", gps_fin), ("arrival", arr),
-                      ("gpu_time", work), ("virtual_finish", vfin), ("priority", rank),
-                      ("max_gpus", cap), ("preemptions", eng.preempt[:n].copy()),
-                      ("log_time", log_t), ("log_job", log_j), ("log_gpus", log_g),
-                      ("log_power", log_p)):
-        val = np.asarray(val)
-        val.flags.writeable = False
-        out[name] = val
-    stats = SolveStats(backend="efq", method="event-driven", seconds=time.perf_counter() - t_start,
-                       iterations=events, solves=0, path=EFQ_PATH)
-    mean_jct = float(np.mean(efq_fin - arr)) if n else 0.0
-    return EFQResult(objective=mean_jct, status=Status.REPLAYED, stats=stats, check=replay,
-                     busy_period=busy, alpha=alpha_f, num_gpus=m, ids=labels, **out)
+    return efq_fin, events, eng.log(), eng.preempt[:n].copy()
+
+
+def _events_incremental(
+    m: int, power: np.ndarray | None, work: np.ndarray, cap: np.ndarray, speed: np.ndarray,
+    vfin: np.ndarray, a_sorted: np.ndarray, by_arrival: np.ndarray, batch_end: np.ndarray,
+) -> tuple[np.ndarray, int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], np.ndarray]:
+    """The same on identical GPUs with the incremental engine (`_Incremental`,
+    ``O(log n + changes)`` per event): completions first, then the arrivals of the same
+    instant, logged as one event (``power`` is None)."""
+    n = work.size
+    eng = _Incremental(m, record=True, auto_finish=True)
+    eng.reserve(work.tolist(), cap.tolist(), speed.tolist())
+    eng.hold = True
+    efq_fin = np.full(n, np.nan)
+    f_of = vfin.tolist()
+    arr_t = a_sorted.tolist()
+    order = by_arrival.tolist()
+    ends = batch_end.tolist()
+    i = 0
+    events = 0
+    while i < n or eng.run:
+        t_arr = arr_t[i] if i < n else math.inf
+        if eng.t_next <= t_arr:
+            now, fin = eng.complete_next()
+            efq_fin[fin] = now
+        else:
+            now = t_arr
+            eng.progress(now)
+        if i < n and arr_t[i] <= now:
+            j = ends[i]
+            for row in order[i:j]:
+                eng.activate(row, f_of[row])
+            i = j
+        eng.end_event()
+        events += 1
+        _check_events(events, n)
+    log_g = np.array(eng.log_g, dtype=np.int64)
+    log = (np.array(eng.log_t, dtype=float), np.array(eng.log_j, dtype=np.int64), log_g,
+           log_g.astype(float))
+    return efq_fin, events, log, np.array(eng.preempt, dtype=np.int64)
 
 
 @only_fairalloc_errors

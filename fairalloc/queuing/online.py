@@ -4,8 +4,8 @@
 Events (arrivals, completions, cancellations) drive the GPS reference of
 `fairalloc.queuing.engine` and, one event at a time, the incremental EFQ service system of
 `fairalloc.queuing.incremental` (homogeneous clusters: ``O(log n + changes)`` per event) or the
-vectorised `_Engine` the offline schedule uses (heterogeneous clusters); jobs without a GPU-time
-estimate share a separate pool by max-min fair sharing (§3.5).
+vectorised `_Engine` (heterogeneous clusters), as the offline schedule does; jobs without a
+GPU-time estimate share a separate pool by max-min fair sharing (§3.5).
 """
 
 from __future__ import annotations
