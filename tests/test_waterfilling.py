@@ -20,7 +20,8 @@ def test_paper_example_hierarchical_builder():
     np.testing.assert_allclose(r.x.ravel(), 1.0, atol=1e-7)
     np.testing.assert_allclose(r.level_floors, 1.0, atol=1e-7)
     assert r.levels == 2
-    assert len(r.stage_certificates) >= 3 and all(c.ok for c in r.stage_certificates)
+    # one level LP, then one saturation probe reaching every job's maximum (no bottleneck LP)
+    assert len(r.stage_certificates) == 2 and all(c.ok for c in r.stage_certificates)
 
 
 @pytest.mark.parametrize("gpus, expected", [(2, [0.5, 0.5, 1.0, 0.0]),

@@ -51,7 +51,7 @@ from .._validation import (
 from ..backends import Backend, LinearProgram
 from ..certificates import lp_certificate
 from ..data import Cluster, JobPairs, Jobs
-from ..errors import InputError, SolverError
+from ..errors import InfeasibleError, InputError, SolverError
 from ..results import Certificate, SolveStats
 from ..tolerances import FEAS_TOL, GAP_TOL
 from .policy import (
@@ -64,6 +64,7 @@ from .policy import (
 )
 from .stages import LevelStage, StageSolver, backend_for, capacity_prices, scaled_solve
 from .structured import fast_level
+from .water_path import SaturationPath
 
 __all__ = ["MaxMinFairness", "WaterFilling", "max_min_fairness", "water_filling"]
 
@@ -81,8 +82,14 @@ BOTTLENECK_TOL = 1e-7
 #: PERFORMANCE knob: cap of each job's rise in a bottleneck LP, relative to max(1, floor)
 #: (spreads the rises over as many jobs as possible)
 _RISE_CAP = 1e-3
+#: ACCURACY: a saturation-trajectory rise below this relative to max(1, level) is rounding
+_PATH_ROUNDING = 1e-12
+#: ACCURACY: relative slacks of the kept floors tried in turn when a bottleneck LP is declared
+#: infeasible (the floors are reached only to rounding); far below ``bottleneck_tol``
+_FLOOR_SLACKS = (0.0, 1e-12, 1e-10)
 WATER_FILLING_LEVEL = "water-filling-level"  # path step: one water-filling level
 BOTTLENECK_LP = "bottleneck-lp"  # path step: one bottleneck LP
+FLOORS_RELAXED = "bottleneck-floors-relaxed"  # path step: the next slack of _FLOOR_SLACKS
 
 
 # --------------------------------------------------------------------------------------------
@@ -399,6 +406,71 @@ class WaterFilling(ThroughputPolicy):
         np.maximum.at(best, own, gain)
         return best > 2.0 * thr
 
+    @staticmethod
+    def _level_lp(solver: StageSolver, stage: LevelStage, use_fast: bool) -> Any:
+        """One level LP (path step ``water-filling-level``, then the solver's own step)."""
+        solver.fixed = []
+        solver.step(WATER_FILLING_LEVEL)
+        return fast_level(solver, stage) if use_fast else solver.run(stage, stage.name)
+
+    def _jump(self, solver: StageSolver, U: sp.csr_matrix, floors: np.ndarray,
+              frozen: np.ndarray, reached: np.ndarray, use_fast: bool, btol: float,
+              certs: list[Certificate]) -> tuple[np.ndarray | None, np.ndarray, int]:
+        """Jump from ``floors`` over every saturation event before the next capacity event.
+
+        `SaturationPath` gives the trajectory ``L(theta)`` water-filling follows while only
+        saturations happen; ``L(Theta_i)`` (``Theta_i``: the ``i``-th saturation) is
+        feasible exactly for the ``i`` up to the first capacity event (the trajectory rises
+        monotonically, and a capacity event is a set of rising jobs that cannot rise
+        further). Feasibility of ``L(Theta_i)`` is one level LP along the segment from the
+        floors, ``max t: u >= floors + t (L(Theta_i) - floors)``, always feasible at
+        ``t = 0``; ``Theta_i`` is passed when every job saturating there ends within the
+        bottleneck tolerance of its maximum. The largest passed ``i`` is found by trying the
+        last event (every job saturates: one LP), then galloping up from the events already
+        passed and bisection: ``O(log n)`` LPs for any number of saturations.
+        Returns ``(floors, xcol, LPs)`` of the furthest passed point (floors ``None`` when
+        no event beyond those the level LP ``reached`` is passed).
+        """
+        umax = self._max_level
+        path = SaturationPath(floors, ~frozen, umax, self.jobs.weight, self.entity,
+                              self.entity_weight, self.entity_fifo, self.rank,
+                              self.single_level)
+        bp, times = path.breakpoints, path.times
+        pending = ~frozen & ~reached & np.isfinite(times)
+        lo = int(np.searchsorted(bp, times[pending].min(initial=np.inf), side="left"))
+        hi = bp.size
+        best: tuple[np.ndarray, np.ndarray] | None = None
+        probes = 0
+        trial, step, galloping = hi, 1, True
+        while hi > lo:
+            target = path.at(float(bp[trial - 1]))
+            step_ = target - floors
+            # a rise that is rounding of the trajectory (1e-15) is none: as a level row's rate
+            # it would be met only to the solver's tolerance and certify a level of 0
+            step_[step_ <= _PATH_ROUNDING * np.maximum(1.0, target)] = 0.0
+            stage = LevelStage(U, step_, floors.copy(), "saturation probe")
+            res = self._level_lp(solver, stage, use_fast)
+            certs.append(res.cert)
+            probes += 1
+            t = min(max(res.value, 0.0), 1.0)
+            new = floors + t * step_
+            due = ~frozen & (times <= bp[trial - 1])
+            if np.all(new[due] >= umax[due] - btol * np.maximum(1.0, new[due])):
+                best, lo = (new, res.x[: self.inst.E]), trial
+            else:
+                hi = trial - 1
+                galloping = galloping and probes == 1  # the last event first, then gallop
+            # the last event first (every job saturates: one probe), then galloping up from
+            # the events already passed (capacity events usually come early), then bisection
+            if galloping:
+                trial = min(lo + step, hi)
+                step *= 2
+            else:
+                trial = (lo + hi + 1) // 2
+        if best is None:
+            return None, np.zeros(0), probes
+        return best[0], best[1], probes
+
     def _bottleneck_lp(self, floors: np.ndarray, D: np.ndarray, solver: StageSolver,
                        U: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray, Certificate]:
         """``max sum_{m in D} sigma_m`` s.t. ``u_m(x) - sigma_m >= floor_m`` (m in D),
@@ -415,13 +487,24 @@ class WaterFilling(ThroughputPolicy):
         S = sp.csr_matrix((-np.ones(nd), (d, np.arange(nd))), shape=(inst.n, nd))
         A = sp.vstack([sp.hstack([A0, sp.csr_matrix((A0.shape[0], nd))]),
                        sp.hstack([U, S])], format="csr")
-        lo = np.r_[lo0, floors]
         up = np.r_[up0, np.full(inst.n, np.inf)]
         c = np.r_[np.zeros(E), -np.ones(nd)]
         caps = _RISE_CAP * np.maximum(1.0, floors[d])
-        lp = LinearProgram.build(c, A, lo, up, 0.0, np.r_[np.ones(E), caps])
         solver.step(BOTTLENECK_LP)
-        sol = scaled_solve(lp, solver.backend, "bottleneck")
+        # the floors are reached by the last allocation only to rounding, and the feasible set
+        # is then a thin face that HiGHS' presolve may declare infeasible (10 types, 256
+        # jobs): retry with the kept floors lowered by a scaled slack far below every
+        # tolerance (a rise is still measured against the exact floors)
+        for k, slack in enumerate(_FLOOR_SLACKS):
+            lo = np.r_[lo0, floors - slack * np.maximum(1.0, np.abs(floors))]
+            lp = LinearProgram.build(c, A, lo, up, 0.0, np.r_[np.ones(E), caps])
+            try:
+                sol = scaled_solve(lp, solver.backend, "bottleneck")
+                break
+            except InfeasibleError:
+                if k + 1 == len(_FLOOR_SLACKS):
+                    raise
+                solver.step(FLOORS_RELAXED)
         solver.used(sol)
         solver.solves -= 1  # counted by the caller (one per bottleneck LP)
         assert sol.x is not None and sol.row_duals is not None
@@ -431,7 +514,7 @@ class WaterFilling(ThroughputPolicy):
         # the objective (sum of capped rises) is legitimately 0 when every candidate is
         # bottlenecked: its gap is judged against the caps' scale
         cert = lp_certificate(lp, x, sol.row_duals, maximize=True, gap_tol=solver.gap_tol,
-                              feas_tol=solver.feas_tol, scale=float(caps.max(initial=0.0))
+                              feas_tol=solver.feas_tol, scale=float(caps.sum())
                               ).check(backend=solver.backend.name)
         sigma = np.zeros(inst.n)
         sigma[d] = x[E:]
@@ -499,19 +582,18 @@ class WaterFilling(ThroughputPolicy):
         certs: list[Certificate] = []
         first: tuple[LevelStage, Any] | None = None
         xcol = np.zeros(inst.E)
-        levels = 0
+        levels = rounds = 0
         iters_extra = [0]
         use_fast = method in ("auto", "fast")
         while not frozen.all():
-            if levels >= cap_levels:
+            if rounds >= cap_levels:
                 raise SolverError(f"water-filling did not finish within {cap_levels} levels",
                                   backend=be.name, status="iteration_limit")
+            rounds += 1
             levels += 1
             w = self.job_weights(frozen)
             stage = LevelStage(U, w, floors.copy(), f"water-filling level {levels}")
-            solver.fixed = []
-            solver.step(WATER_FILLING_LEVEL)
-            res = fast_level(solver, stage) if use_fast else solver.run(stage, stage.name)
+            res = self._level_lp(solver, stage, use_fast)
             certs.append(res.cert)
             if first is None:
                 first = (stage, res)
@@ -526,9 +608,27 @@ class WaterFilling(ThroughputPolicy):
             # the new floors are the certified level itself (the allocation found reaches it
             # exactly): a slack of stage_tol per job would let any one job rise by the others'
             # slack, which for a few hundred jobs exceeds bottleneck_tol and hides bottlenecks
+            before = floors
             floors = floors + w * max(theta, 0.0)
             xcol = res.x[: inst.E]
             cand = w > 0
+            # a rise below the level's certified accuracy (acc, in level units; w_m acc in job
+            # m's floor units) is no evidence either way: the bottleneck threshold is at least
+            # twice it, so a job whose only possible rise is rounding counts as bottlenecked
+            thr = np.maximum(btol * np.maximum(1.0, floors), 2.0 * acc * w)
+            # (a') saturated jobs: a level never exceeds the job's best column run all the time
+            sat = cand & (floors >= self._max_level - thr)
+            if sat.any():
+                # the level ended where jobs saturate: jump over every further saturation
+                # event up to the next capacity event (a bisection of feasibility LPs on the
+                # closed-form saturation trajectory) instead of one level per saturating job
+                jump = self._jump(solver, U, before, frozen, sat, use_fast, btol, certs)
+                levels += jump[2]
+                if jump[0] is not None:
+                    floors, xcol = jump[0], jump[1]
+                    frozen |= ~frozen & (floors >= self._max_level
+                                         - btol * np.maximum(1.0, floors))
+                    continue
             # (a) certified bottlenecks: for any allocation keeping every level at its new
             # floor, sum_m lambda_m (u_m - floor_m) <= D - theta_floor (weak duality with the
             # level LP's duals, D = its certified dual bound), so a job with lambda_m > 0
@@ -543,17 +643,25 @@ class WaterFilling(ThroughputPolicy):
             # the room is rigorous by weak duality (D is a valid bound); only its floating-point
             # evaluation needs a margin: rounding of the level's scale, not the gap tolerance
             room = max(res.cert.dual_bound - theta, 0.0) + _ROUNDING * acc / c0.gap_tol
-            # a rise below the level's certified accuracy (acc, in level units; w_m acc in job
-            # m's floor units) is no evidence either way: the bottleneck threshold is at least
-            # twice it, so a job whose only possible rise is rounding counts as bottlenecked
-            thr = np.maximum(btol * np.maximum(1.0, floors), 2.0 * acc * w)
             lam_w = lam * np.where(w > 0, w, 0.0)  # sum_m w_m lambda_m = 1 at a level optimum
             noise = _DUAL_NOISE * max(float(lam_w.max(initial=0.0)), 1.0)
             firm = cand & (lam_w > noise)
             with np.errstate(divide="ignore"):
                 bott = firm & (room / np.where(firm, lam, 1.0) <= thr)
-            # (a') saturated jobs: a level never exceeds the job's best column run all the time
-            bott |= cand & (floors >= self._max_level - thr)
+            bott |= sat
+            if sat.any():
+                # a level ended by saturation: the other jobs can usually still rise; they
+                # are decided by the next level (whose LP ends at a capacity event) rather
+                # than by bottleneck LPs here
+                frozen |= bott
+                continue
+            if bott.any() and theta > 0.0:
+                # the level rose and froze jobs: the others usually rise further, and the next
+                # level decides them (it rises, or its duals freeze them) at the cost of one
+                # level LP instead of whole-LP bottleneck LPs here (one LP per level when
+                # every level freezes a single job)
+                frozen |= bott
+                continue
             # (b) constructive risers: spare time and a column on a type with spare workers
             rise = cand & ~bott & self._can_rise(xcol, thr)
             undecided = cand & ~bott & ~rise

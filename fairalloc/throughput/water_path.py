@@ -1,0 +1,149 @@
+"""The saturation trajectory of hierarchical water-filling (Gavel §4.3), in closed form.
+
+Between two capacity events water-filling only ever freezes jobs that *saturate*: a job's level
+``u_m`` never exceeds ``umax_m = s_m max_e T_me / e_m`` (its best column all the time), so a job
+whose level reaches it stops there and its entity's weight is redistributed. Without capacity
+rows this trajectory is known in closed form as a function of the level parameter ``theta``
+(`SaturationPath`): inside a fairness entity ``s`` every live job rises at ``omega_m w_s /
+Omega`` (``Omega``: the live job weight), so jobs saturate in the order of ``(umax_m - f_m) /
+omega_m``; a FIFO entity raises its first live job at ``w_s`` until it saturates, then the next;
+in the single-level case every job rises at its own weight. `WaterFilling.solve` uses it to
+jump over any number of saturation events with a bisection of feasibility LPs (the
+trajectory point ``L(theta)`` is feasible for every ``theta`` up to the first capacity event
+and for none after it), instead of one level LP per saturating job. Every array operation here
+is vectorised over jobs (sorting by entity, grouped cumulative sums).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def _group_cumsum(v: np.ndarray, first: np.ndarray, gid: np.ndarray) -> np.ndarray:
+    """Inclusive cumulative sum of finite ``v`` restarted at every ``first`` (sorted groups)."""
+    c = np.cumsum(v)
+    start = (c - v)[first]
+    return c - start[gid]
+
+
+class SaturationPath:
+    """Levels ``L(theta)`` of the saturation-only water-filling trajectory from ``floors``.
+
+    Parameters
+    ----------
+    floors : ndarray (n,)
+        Current floors (levels at ``theta = 0``).
+    live : ndarray of bool (n,)
+        Jobs not frozen yet.
+    umax : ndarray (n,)
+        Each job's largest possible level (``inf``: never saturates).
+    job_weight : ndarray (n,)
+        Job weights ``omega``.
+    entity : ndarray of int (n,), entity_weight, entity_fifo : ndarray (entities,)
+        The hierarchy; ignored when ``single_level``.
+    rank : ndarray of int (n,)
+        FIFO arrival rank.
+    single_level : bool
+        Every job rises at its own weight (no entities).
+
+    Examples
+    --------
+    Two jobs of one fairness entity (weight 1) with maxima 1 and 3 from floors 0: the first
+    saturates at ``theta = 2`` (both rise at 1/2), the second then rises at 1 and saturates at
+    ``theta = 4``.
+
+    >>> import numpy as np
+    >>> p = SaturationPath(np.zeros(2), np.ones(2, bool), np.array([1.0, 3.0]), np.ones(2),
+    ...                    np.zeros(2, int), np.ones(1), np.zeros(1, bool), np.arange(2), False)
+    >>> p.times.tolist(), p.breakpoints.tolist(), p.at(3.0).tolist()
+    ([2.0, 4.0], [2.0, 4.0], [1.0, 2.0])
+    """
+
+    def __init__(self, floors: np.ndarray, live: np.ndarray, umax: np.ndarray,
+                 job_weight: np.ndarray, entity: np.ndarray, entity_weight: np.ndarray,
+                 entity_fifo: np.ndarray, rank: np.ndarray, single_level: bool) -> None:
+        n = floors.size
+        self.floors, self.umax, self.live = floors, umax, live
+        self.single = single_level
+        gap = np.maximum(umax - floors, 0.0)
+        times = np.full(n, np.inf)
+        if single_level:
+            with np.errstate(invalid="ignore"):
+                times[live] = gap[live] / job_weight[live]
+            self.rate = np.where(live, job_weight, 0.0)
+            self.times = times
+            self.breakpoints = np.unique(times[np.isfinite(times)])
+            return
+        ws = entity_weight[entity]
+        self._ews = ws
+        fifo = entity_fifo[entity]
+        # fairness entities: sort by (entity, phi), phi = (umax - f) / omega
+        fj = np.flatnonzero(live & ~fifo)
+        phi = gap[fj] / job_weight[fj]
+        o = np.lexsort((phi, entity[fj]))
+        fj, phi = fj[o], phi[o]
+        ent = entity[fj]
+        first = np.r_[True, ent[1:] != ent[:-1]] if fj.size else np.zeros(0, bool)
+        gid = np.cumsum(first) - 1
+        om = job_weight[fj]
+        total = np.bincount(gid, weights=om) if fj.size else np.zeros(0)
+        before = total[gid] - (_group_cumsum(om, first, gid) - om)  # live weight while rising
+        fin = np.isfinite(phi)
+        prev = np.r_[0.0, phi[:-1]] if fj.size else phi
+        prev = np.where(first, 0.0, prev)
+        inc = np.where(fin, (phi - np.where(np.isfinite(prev), prev, 0.0)) * before
+                       / ws[fj], 0.0)
+        t_f = np.where(fin, _group_cumsum(inc, first, gid), np.inf)
+        times[fj] = t_f
+        self._fair = (fj, phi, t_f, first, gid, total, om)
+        # FIFO entities: sort by (entity, rank); each job rises at w_s after the previous ones
+        qj = np.flatnonzero(live & fifo)
+        qj = qj[np.lexsort((rank[qj], entity[qj]))]
+        qe = entity[qj]
+        qfirst = np.r_[True, qe[1:] != qe[:-1]] if qj.size else np.zeros(0, bool)
+        qgid = np.cumsum(qfirst) - 1
+        dur = gap[qj] / ws[qj]
+        dfin = np.isfinite(dur)
+        blocked = _group_cumsum((~dfin).astype(float), qfirst, qgid) - (~dfin)  # infs before
+        end = _group_cumsum(np.where(dfin, dur, 0.0), qfirst, qgid)
+        start = np.where(blocked > 0, np.inf, end - np.where(dfin, dur, 0.0))
+        end = np.where((blocked > 0) | ~dfin, np.inf, end)
+        times[qj] = end
+        self._fifo = (qj, start, dur)
+        self.times = times
+        self.breakpoints = np.unique(times[np.isfinite(times)])
+
+    def at(self, theta: float) -> np.ndarray:
+        """The trajectory's levels at ``theta`` (frozen jobs keep their floors)."""
+        f, umax = self.floors, self.umax
+        if self.single:
+            out = np.where(self.live, np.minimum(f + self.rate * theta, umax), f)
+            out[self.times <= theta] = umax[self.times <= theta]  # exactly, not to rounding
+        else:
+            out = f.copy()
+            fj, phi, t_f, first, gid, total, om = self._fair
+            if fj.size:
+                done = t_f <= theta
+                q = np.bincount(gid, weights=done, minlength=total.size).astype(int)
+                starts = np.flatnonzero(first)
+                last = starts + q - 1
+                has = q > 0
+                li = np.maximum(last, 0)
+                phi0 = np.where(has, phi[li], 0.0)
+                t0 = np.where(has, t_f[li], 0.0)
+                cum = np.bincount(gid, weights=np.where(done, om, 0.0), minlength=total.size)
+                left = total - cum
+                ws_g = self._ews[fj[starts]]
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    phig = np.where(left > 0, phi0 + (theta - t0) * ws_g
+                                    / np.where(left > 0, left, 1.0), phi0)
+                lev = f[fj] + om * phig[gid]
+                out[fj] = np.where(done, umax[fj], np.minimum(lev, umax[fj]))
+            qj, start, dur = self._fifo
+            if qj.size:
+                ws = self._ews[qj]
+                run = np.clip(theta - np.where(np.isfinite(start), start, np.inf), 0.0, dur)
+                run = np.where(np.isfinite(start), run, 0.0)
+                out[qj] = np.where(self.times[qj] <= theta, umax[qj],
+                                   np.minimum(f[qj] + ws * run, umax[qj]))
+        return out
