@@ -25,6 +25,10 @@ Rows
 
 Run: ``python benchmarks/throughput.py`` (add ``--quick`` for 512/2048 jobs only).
 
+``--water-filling`` instead prints water-filling's scaling (`water_filling_scaling`): 3
+entities at n = 1024 ... 8192 (``--wf-max``) and single-level with 10 types at n = 128 ... 512
+(``--wf-types-max``), time, level LPs, LPs and the fitted exponent.
+
 ``--random N`` instead runs N random instances (1000-4000 jobs, 2-4 types, missing
 throughputs on every other one, weights on two in three, gangs up to 8, capacities from n/50
 to n per type) through max-min and finish-time fairness with their work-conserving stages:
@@ -176,6 +180,52 @@ def random_instance(seed: int) -> tuple[fa.Jobs, fa.Cluster]:
     return jobs, fa.Cluster({f"t{j}": int(caps[j]) for j in range(k)})
 
 
+def types_instance(n: int, k: int = 10, seed: int = 0) -> tuple[fa.Jobs, fa.Cluster]:
+    """``k`` types: log-normal base speeds times uniform(0.1, 1) ratios, ``max(8, n/k)``
+    workers of each type, scale factors {1, 2, 4, 8} (70/10/15/5 %)."""
+    rng = np.random.default_rng(seed)
+    T = (rng.lognormal(0.0, 0.8, n) * 10.0)[:, None] * np.c_[np.ones(n),
+                                                          rng.uniform(0.1, 1.0, (n, k - 1))]
+    s = rng.choice([1, 2, 4, 8], n, p=[0.7, 0.1, 0.15, 0.05])
+    g = max(8, n // k)
+    return fa.Jobs(T, scale_factor=s), fa.Cluster({f"t{j}": g for j in range(k)})
+
+
+def water_filling_scaling(max_n: int, types_max_n: int) -> None:
+    """``--water-filling``: water-filling time, level LPs and LPs as n doubles (#15 item 3).
+
+    * 3 entities (weights 1, 2, 3, fairness inside) on the benchmark's instance, n = 1024 ...
+      ``max_n``;
+    * single-level (``max_min_fairness(water_filling=True)``) with 10 types
+      (`types_instance`), n = 128 ... ``types_max_n``: with every type full, jobs keep
+      trading time and each capacity event may freeze one job (one level LP each), so this
+      case grows with n (default up to 512 jobs).
+
+    Prints one row per size and the fitted exponent of time against n (log-log slope).
+    """
+    cases = [("3 entities", [n for n in (1024, 2048, 4096, 8192, 16384, 32768) if n <= max_n]),
+             ("10 types, single level", [n for n in (128, 256, 512, 1024, 2048, 4096, 8192)
+                                         if n <= types_max_n])]
+    print(f"{'water-filling':<24} {'jobs':>6} {'seconds':>8} {'level LPs':>9} {'LPs':>5}  "
+          "certified")
+    for name, sizes in cases:
+        times = []
+        for n in sizes:
+            if name == "3 entities":
+                jobs, cl = instance(n)
+                t, r = timed(lambda j=jobs, c=cl, m=n: fa.water_filling(
+                    j, c, entities=np.arange(m) % 3, entity_weights={0: 1.0, 1: 2.0, 2: 3.0}))
+            else:
+                jobs, cl = types_instance(n)
+                t, r = timed(lambda j=jobs, c=cl: fa.max_min_fairness(j, c, water_filling=True))
+            times.append(t)
+            print(f"{name:<24} {n:>6} {t:8.3f} {r.levels:>9} {r.stats.solves:>5}  "
+                  f"{r.certificate.ok and all(c.ok for c in r.stage_certificates)}")
+        if len(sizes) > 1:
+            slope = np.polyfit(np.log(sizes), np.log(times), 1)[0]
+            print(f"{name:<24} time ~ n^{slope:.2f}")
+
+
 def random_study(count: int) -> None:
     rows = []
     for name, solve in (("max-min fairness", fa.max_min_fairness),
@@ -206,7 +256,16 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="512 and 2048 jobs only")
     ap.add_argument("--random", type=int, default=0, metavar="N",
                     help="N random instances, structured solvers against the full LPs")
+    ap.add_argument("--water-filling", action="store_true",
+                    help="water-filling scaling only (3 entities; 10 types, single level)")
+    ap.add_argument("--wf-max", type=int, default=8192, metavar="N",
+                    help="largest n of the 3-entity water-filling rows (default 8192)")
+    ap.add_argument("--wf-types-max", type=int, default=512, metavar="N",
+                    help="largest n of the 10-type water-filling rows (default 512)")
     args = ap.parse_args()
+    if args.water_filling:
+        water_filling_scaling(args.wf_max, args.wf_types_max)
+        return
     if args.random:
         random_study(args.random)
         return

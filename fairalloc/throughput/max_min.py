@@ -25,6 +25,11 @@ repeats until every job is frozen. Iteration ``r`` (floors ``f`` from the previo
    can, the optimum shows that ``sum_{m in C} u_m`` cannot exceed ``sum_{m in C} f_m``, so
    every job left in ``C`` is bottlenecked. Otherwise repeat with the smaller ``C``.
 
+A level that ends because jobs reach their largest possible level (saturation) is followed by
+a jump over the whole saturation cascade: the trajectory between capacity events is known in
+closed form (`fairalloc.throughput.water_path`) and the furthest feasible point on it is found
+by a bisection of feasibility LPs, ``O(log n)`` LPs instead of one level per saturating job.
+
 Gavel's code finds bottlenecks with a big-M MILP whose integrality tolerance absorbs its slack
 (wrong on 10 K80-only jobs plus one V100 job on 4 V100 + 1 K80) and whose absolute slack makes
 it infeasible for levels below 0.1; see formulations/water_filling.md.
@@ -539,22 +544,25 @@ class WaterFilling(ThroughputPolicy):
             A job counts as able to rise when its level can exceed its floor by more than
             ``bottleneck_tol * max(1, floor)``.
         max_levels : int, optional
-            Safety cap on the number of levels (default ``n``).
+            Safety cap on the number of levels that freeze jobs (default ``n``).
         stage_tol : float
             Not used: each level's floors are its certified optimum, exactly.
         work_conserving : bool, optional
             ``None`` or ``True`` (water-filling is always work-conserving); ``False`` raises.
 
-        Path steps (``stats.path``): ``water-filling-level`` before each level LP, then the
-        level's own step (``structured-level`` or ``exact-lp``), and ``bottleneck-lp`` for
-        each bottleneck LP; ``stats.fallbacks`` lists levels the structured solver handed to
-        the whole LP.
+        Path steps (``stats.path``): ``water-filling-level`` before each level LP (a level,
+        or a saturation probe of the jump over a saturation cascade), then the level's own
+        step (``structured-level`` or ``exact-lp``), ``bottleneck-lp`` for each bottleneck LP
+        and ``bottleneck-floors-relaxed`` when one is solved again with slightly relaxed
+        floors; ``stats.fallbacks`` lists levels the structured solver handed to the whole
+        LP.
 
         Returns
         -------
         Allocation
             ``objective``: the first level (the max-min level); ``metric``: each job's
-            normalised level ``u_m``; ``levels``: number of water-filling levels;
+            normalised level ``u_m``; ``levels``: number of level LPs (levels and
+            saturation probes);
             ``stage_certificates``: one per LP.
         """
         t0 = time.perf_counter()
