@@ -182,6 +182,18 @@ def test_dual_method_matches_conic() -> None:
     assert dual.objective == pytest.approx(conic.objective, abs=1e-8 * b.sum())
 
 
+@given(data=st.data())
+def test_dual_method_agrees_with_conic(data: st.DataObject) -> None:
+    a = data.draw(utilities(n=(1, 8), m=(1, 4)))
+    b = data.draw(budgets(a.shape[0]))
+    dual = fa.fisher_market(a, b, kind="leontief", method="dual", symmetry=False)
+    conic = fa.fisher_market(a, b, kind="leontief", method="conic", symmetry=False)
+    assert dual.stats.fallbacks == () and dual.certificate.ok  # the dual itself certified
+    np.testing.assert_allclose(dual.utility, conic.utility, rtol=1e-6)
+    checks = check_market(dual, a, kind="leontief")
+    assert all(checks.values()), {k: v.message for k, v in checks.items() if not v}
+
+
 def test_auto_picks_the_dual_for_large_static_leontief_markets() -> None:
     rng = np.random.default_rng(4)
     a = rng.uniform(0.1, 1.0, (2500, 3))  # distinct rows: no reduction
