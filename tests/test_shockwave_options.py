@@ -152,6 +152,8 @@ def test_bad_option_values() -> None:
         ShockwavePolicy(welfare_norm="jobs")
     with pytest.raises(fa.InputError, match="near_completion"):
         ShockwavePolicy(near_completion="always")
+    with pytest.raises(fa.InputError, match="near_rounds"):
+        ShockwavePolicy(near_rounds=0)
 
 
 # -- policy-level options -----------------------------------------------------------------------
@@ -226,12 +228,13 @@ def test_near_completion_first_runs_late_jobs_about_to_finish(seed, execution) -
 
 
 def test_near_completion_flags_jobs_on_a_busy_cluster() -> None:
-    # 8 jobs on 2 GPUs: some fall behind (rho > 1) and get flagged within a round of the end
+    # 8 jobs on 2 GPUs: some fall behind (rho > 1) and get flagged near their end; a wider
+    # horizon (near_rounds) flags at least as many job-rounds at the first re-plan
     w = poisson_workload(8, rate=60.0, seed=2, max_scale_factor=2)
-    pol = _NearLog(window=4)
-    pol.log = []
-    simulate(w, fa.Cluster({"v100": 2}), pol, round_duration=900.0)
-    assert sum(int(near.sum()) for near, _, _, _ in pol.log) > 0
+    one = _NearLog(window=4, near_rounds=1)
+    one.log = []
+    simulate(w, fa.Cluster({"v100": 2}), one, round_duration=900.0)
+    assert sum(int(near.sum()) for near, _, _, _ in one.log) > 0
 
 
 def test_reorder_and_defaults_recorded() -> None:
@@ -242,3 +245,23 @@ def test_reorder_and_defaults_recorded() -> None:
     p = ShockwavePolicy().params
     assert p["weights"] == "clipped" and p["boost"] == 100.0 and p["reorder"] is False
     assert p["near_completion"] == "first" and p["idle_fill"] == "longest"
+    assert p["near_rounds"] == 3 and p["lam"] == 1.0 and p["k"] == 5.0
+
+
+def test_a_failed_milp_check_falls_back_to_the_fast_path(monkeypatch) -> None:
+    import fairalloc.schedule as sched
+
+    real = sched.plan_schedule
+    calls: list[str] = []
+
+    def flaky(*args, method="auto", **kw):  # type: ignore[no-untyped-def]
+        calls.append(method)
+        if method != "fast":
+            raise fa.SolverError("the MILP's objective differs", backend="highs")
+        return real(*args, method=method, **kw)
+
+    pol = ShockwavePolicy(window=4)
+    monkeypatch.setattr(sched, "plan_schedule", flaky)
+    r = simulate(_workload(), fa.Cluster({"v100": 4}), pol, round_duration=600.0)
+    assert np.isfinite(r.finish).all()
+    assert pol.solver_fallbacks == pol.plans > 0 and "fast" in calls
