@@ -290,7 +290,17 @@ class _Incremental:
         """A job arrives into row ``row`` (a free row, or ``rows`` for a new one) with GPU-time
         ``work``, maximum ``cap``, speed row ``speed`` and virtual finish time ``f``; it goes
         after every active job with the same ``F``."""
-        self._store(row, work, cap, speed)
+        if row == self.rows:
+            self._store(row, work, cap, speed)
+        else:  # _store, inlined for the usual case of a recycled row
+            self.work[row] = work
+            self.cap[row] = cap
+            self.speed[row] = speed
+            self.g[row] = 0
+            self.rate[row] = 0.0
+            self.preempt[row] = 0
+            self.rem0[row] = work
+            self.t0[row] = self.now
         self.activate(row, f)
 
     def reserve(self, work: list[float], cap: list[int], speed: list[list[float]]) -> None:

@@ -297,7 +297,10 @@ class ElasticFairQueue:
             self._pool_jobs[job_id] = cap
             self._log_pool(t)
             return None
-        self._move(t)
+        if t != self._moved_to or self._eng.t_next <= t:
+            self._move(t)
+        else:  # already moved to t (an advance(t) just before, the usual pattern): nothing due
+            self._now = t
         free = self._free_rows  # (never filled with record=True: the history needs every row)
         row = free.pop() if free else self._eng.rows
         f = self._gps.add(work, row)  # the reference is at t: _move advanced it
