@@ -18,6 +18,7 @@ from fairalloc.throughput import MaxMinFairness
 from fairalloc.throughput.stages import (
     CROSSOVER,
     EXACT_LP,
+    LinearStage,
     StageSolver,
     backend_for,
     exact_backend_for,
@@ -221,6 +222,8 @@ def test_exact_backend_for():
     assert isinstance(ipm, HighsBackend) and ipm.solver == "ipm" and ipm.crossover
     fast = exact_backend_for(ipm, "highs")
     assert isinstance(fast, HighsBackend) and fast.solver == "ipm" and not fast.crossover
+    lin = exact_backend_for(ipm, "highs", linear=True)
+    assert isinstance(lin, HighsBackend) and lin.solver == "simplex"
     # a caller's own backend is used as given; so is HiGHS' own choice on small LPs
     assert exact_backend_for(ipm, ipm) is ipm
     small = backend_for("highs", 10)
@@ -265,6 +268,24 @@ def test_a_point_without_crossover_that_does_not_certify_is_solved_again():
     assert res.value == pytest.approx(ref.objective, rel=1e-7)
 
 
+def test_a_linear_stage_that_does_not_certify_is_solved_again():
+    """The work-conserving stage's simplex point (duals zeroed here) does not certify: the
+    interior point with crossover solves it again."""
+    pol, solver = _level_solver()
+    level = pol.level_stage()
+    res = solver.run(level, "max-min")
+    solver.fix(level, res.value, at=res.x[: pol.inst.E])
+    solver.exact_linear_backend = _NoDuals(solver="simplex")
+    wc = solver.run(LinearStage(pol._wc_objective(), "work-conserving"), "work-conserving")
+    assert solver.path == [EXACT_LP, EXACT_LP, CROSSOVER]
+    assert solver.fallbacks == [f for f in solver.fallbacks
+                                if f.startswith("exact-lp->exact-lp+crossover: the simplex "
+                                                "did not certify")]
+    assert len(solver.fallbacks) == 1 and wc.cert.ok
+    ref = fa.max_min_fairness(pol.jobs, pol.cluster, method="highs")
+    assert wc.value == pytest.approx(ref.stage_certificates[1].primal_value, rel=1e-6)
+
+
 def test_a_level_lp_without_crossover_certifies_directly():
     pol, solver = _level_solver()
     res = solver.run(pol.level_stage(), "max-min")
@@ -274,7 +295,7 @@ def test_a_level_lp_without_crossover_certifies_directly():
 
 def test_large_level_lp_default_path():
     """Above the interior-point threshold (3,000 columns) the whole level LP runs without
-    crossover and certifies on the first try; the work-conserving stage keeps crossover."""
+    crossover and the work-conserving LP on the simplex; both certify on the first try."""
     n = 1100
     jobs, cl = _jobs(n, 3, seed=8), _cluster([n // 6] * 3)
     a = fa.max_min_fairness(jobs, cl, method="highs")

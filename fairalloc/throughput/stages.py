@@ -225,19 +225,42 @@ def backend_for(backend: Any, E: int) -> Backend:
     return get_backend(backend, need="lp")
 
 
-def exact_backend_for(backend: Backend, spec: Any) -> Backend:
-    """The backend of a whole stage LP (`StageSolver.run`): when fairalloc chose HiGHS'
-    interior point (``spec == "highs"``, a large LP), the same without crossover.
+def exact_backend_for(backend: Backend, spec: Any, *, linear: bool = False) -> Backend:
+    """The backend of a whole stage LP (`StageSolver.run`) where fairalloc chose HiGHS'
+    interior point (``spec == "highs"``, a large LP): for a level stage the interior point
+    without crossover, for a linear stage (work-conserving: the earlier optima kept) HiGHS'
+    dual simplex; otherwise ``backend`` itself.
 
-    Measured (2 cores, HiGHS 1.16): on the 16,384-job max-min level LP with one dominant type
-    the interior point takes 3.1 s and crossover another 8.5 s; simplex takes 25 s. The
-    interior point's primal-dual pair is certified like any other point (`lp_certificate`),
-    and `StageSolver.run` solves again with crossover when it is not accurate enough.
+    Measured (2 cores, HiGHS 1.16, same run per shape). Level stages: 16,384 jobs, one
+    dominant type: interior point 3.1 s + crossover 8.5 s, simplex 25 s; 4,096 x 30 types:
+    interior point 6.7 s, simplex 53 s. Work-conserving stages (the level kept): 16,384 jobs,
+    one dominant type: simplex 4.0 s, interior point with crossover 7.5 s; 4,096 x 30: simplex
+    3.1 s, interior point 6.9 s (6.3 s without crossover); 4,096 x 100: simplex 10.8 s,
+    interior point with crossover 52 s. Every point is certified (`lp_certificate`), and
+    `StageSolver.run` solves again with ``backend`` when it does not certify.
+
+    Examples
+    --------
+    >>> ipm = backend_for("highs", 10**5)
+    >>> exact_backend_for(ipm, "highs").crossover
+    False
+    >>> exact_backend_for(ipm, "highs", linear=True).solver
+    'simplex'
     """
     if (spec == "highs" and isinstance(backend, HighsBackend) and backend.solver == "ipm"
             and backend.crossover):
-        return HighsBackend(solver="ipm", crossover=False)
+        return (HighsBackend(solver="simplex") if linear
+                else HighsBackend(solver="ipm", crossover=False))
     return backend
+
+
+def _label(backend: Backend) -> str:
+    """How a hand-over names the backend that ran first (``StageSolver.fallbacks``)."""
+    if isinstance(backend, HighsBackend) and backend.solver == "simplex":
+        return "the simplex"
+    if isinstance(backend, HighsBackend) and backend.solver == "ipm" and not backend.crossover:
+        return "the interior point without crossover"
+    return backend.name
 
 
 def _solve(lp: LinearProgram, backend: Backend, what: str) -> LPSolution:
@@ -267,6 +290,9 @@ class StageSolver:
         #: the backend of whole stage LPs (`run`): HiGHS' interior point without crossover
         #: where fairalloc chose the interior point (`exact_backend_for`), else ``backend``
         self.exact_backend = exact_backend_for(backend, backend_spec)
+        #: the backend of whole linear (work-conserving) stage LPs: HiGHS' simplex where
+        #: fairalloc chose the interior point (`exact_backend_for`), else ``backend``
+        self.exact_linear_backend = exact_backend_for(backend, backend_spec, linear=True)
         #: what the caller passed as ``backend=`` (``"highs"``: fairalloc may pick HiGHS'
         #: simplex or interior point per sub-problem; an instance or other name: used as is)
         self.backend_spec = backend_spec
@@ -423,16 +449,17 @@ class StageSolver:
         """Solve ``stage`` as the whole LP (path step `EXACT_LP`) and certify it.
 
         A level stage goes to `exact_backend` (HiGHS' interior point without crossover where
-        fairalloc chose the interior point); if that point does not certify, the LP is solved
-        again with ``backend`` (crossover: path step `CROSSOVER`, recorded in `fallbacks`).
-        A linear stage goes to ``backend``.
-        """
+        fairalloc chose the interior point), a linear stage to `exact_linear_backend` (HiGHS'
+        simplex there); if that point does not certify, the LP is solved again with
+        ``backend`` (the interior point with crossover: path step `CROSSOVER`, recorded in
+        `fallbacks`)."""
         self.step(EXACT_LP)
         lp = self.program(stage)
-        # level stages only: a linear (work-conserving) stage keeps the level rows at their
-        # optimum, a degenerate face on which the interior point without crossover stalls
-        # (measured: 16,384 jobs, one dominant type: HiGHS "Unknown" after 9 s)
-        backends = [self.exact_backend if isinstance(stage, LevelStage) else self.backend]
+        # a linear (work-conserving) stage keeps the level rows at their optimum: a
+        # degenerate face on which the interior point without crossover stalls (16,384 jobs,
+        # one dominant type: HiGHS "Unknown" after 9 s) and which the simplex crosses fast
+        backends = [self.exact_backend if isinstance(stage, LevelStage)
+                    else self.exact_linear_backend]
         if backends[0] is not self.backend:
             backends.append(self.backend)
         for i, be in enumerate(backends):
@@ -443,14 +470,14 @@ class StageSolver:
             except SolverError as exc:  # no usable point without crossover: try with it
                 if i + 1 == len(backends) or isinstance(exc, InfeasibleError):
                     raise
-                self.fall_back(EXACT_LP, f"the interior point without crossover failed "
-                               f"({exc.status})", target=CROSSOVER)
+                self.fall_back(EXACT_LP, f"{_label(be)} failed ({exc.status})",
+                               target=CROSSOVER)
                 continue
             if cert.ok or i + 1 == len(backends):
                 break
-            self.fall_back(EXACT_LP, "the interior point without crossover did not certify "
-                           f"(gap {cert.gap:.2e}, residuals {cert.primal_residual:.2e} / "
-                           f"{cert.dual_residual:.2e})", target=CROSSOVER)
+            self.fall_back(EXACT_LP, f"{_label(be)} did not certify (gap {cert.gap:.2e}, "
+                           f"residuals {cert.primal_residual:.2e} / {cert.dual_residual:.2e})",
+                           target=CROSSOVER)
         cert.check(backend=self.backend.name)
         assert sol.row_duals is not None
         return StageResult(lp, v, sol.row_duals, cert.primal_value, cert, sol.iterations,
