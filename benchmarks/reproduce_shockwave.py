@@ -101,9 +101,11 @@ ROUND, RESTART, UNFAIR = 120.0, 20.0, 1.05
 def policies(all_: bool, only: list[str] | None = None) -> list[tuple[str, Any]]:
     out: list[tuple[str, Any]] = [
         ("shockwave", ShockwavePolicy()),
-        ("shockwave-paper", ShockwavePolicy(k=5.0, lam=1e-3, weights="power", boost=0.0)),
+        ("shockwave-paper", ShockwavePolicy(k=5.0, lam=1e-3, weights="power",
+                                            near_completion="off", makespan="paper")),
         ("shockwave-upstream-hparams", ShockwavePolicy(k=12.0, lam=1e-3, weights="power",
-                                                       boost=0.0, makespan="max_remaining",
+                                                       near_completion="off",
+                                                       makespan="max_remaining",
                                                        time_limit=15.0)),
         ("themis", make_policy("themis_ftf")),
         ("themis-auction", make_policy("themis")),

@@ -29,10 +29,12 @@ __all__ = ["ShockwavePolicy", "plan_ftf"]
 #: default exponent k of the FTF weights (the paper's §6.1 uses 5; 3 won on the 120-job trace
 #: with clipped weights, docs/how-to/reproduce-shockwave.md)
 SHOCKWAVE_K = 3.0
-#: default makespan regulariser coefficient lambda: App. G.2's range [0.1, 10] (§6.1 uses
-#: 1e-3, which barely moves the plan); chosen on the 120-job trace
-#: (docs/how-to/reproduce-shockwave.md)
-SHOCKWAVE_LAM = 1.0
+#: default makespan regulariser coefficient lambda on the scale-free term lam H / (M Z0): 32 is
+#: the paper's lam H / Z0 with lam = 1 at 32 GPUs (App. G.2's range [0.1, 10]; §6.1 uses 1e-3,
+#: which barely moves the plan); chosen on the 120-job trace (docs/how-to/reproduce-shockwave.md)
+SHOCKWAVE_LAM = 32.0
+#: default makespan term of the policy's plans (formulations/shockwave_options.md)
+SHOCKWAVE_MAKESPAN = "scale_free"
 #: default rounds within which a late job counts as about to finish (near_completion="first")
 NEAR_ROUNDS = 3
 #: default rounds per plan (Shockwave's window)
@@ -128,9 +130,14 @@ class ShockwavePolicy(BasePolicy):
     ----------
     k : float, default 3.0
         Exponent of the FTF weights (§6.1: 5; the benchmark's ``shockwave-paper`` row).
-    lam : float, default 1.0
-        Makespan regulariser coefficient. App. G.2 gives ``lambda`` in [0.1, 10]; §6.1's
-        ``1e-3`` is ``lam=1e-3`` (the benchmark's ``shockwave-paper`` row).
+    lam : float, default 32.0
+        Makespan regulariser coefficient, on the scale-free term ``lam H / (M Z0)`` by default
+        (``makespan="scale_free"``): 32 is the paper's ``lam H / Z0`` with ``lam = 1`` at 32
+        GPUs, and keeps the welfare/makespan trade-off at larger clusters. The paper's form is
+        ``makespan="paper"``; App. G.2 gives its ``lambda`` in [0.1, 10], §6.1 uses ``1e-3``
+        (the benchmark's ``shockwave-paper`` row).
+    makespan : {"scale_free", "paper", "max_remaining"}, default "scale_free"
+        The plan's makespan term ([`fairalloc.plan_schedule`][fairalloc.plan_schedule]).
     window : int, default 20
         Rounds per plan.
     forecast : {"restatement", "bayesian", "greedy", "oracle"}
@@ -183,7 +190,7 @@ class ShockwavePolicy(BasePolicy):
     idle_fill : {"longest", "shortest", "none"}
         Who gets GPUs the plan's jobs leave idle: the longest remaining (upstream), the
         shortest remaining, or nobody. `filled` counts the job-rounds it ran.
-    method, mip_gap, work_conservation, restart_penalty, expectation, makespan, \
+    method, mip_gap, work_conservation, restart_penalty, expectation, \
 regime_model, z0, util_floor, warm_start, threads, backend : optional
         Passed to [`fairalloc.plan_schedule`][fairalloc.plan_schedule] when given (`PLAN_OPTIONS`);
         ``None``: its default.
@@ -198,7 +205,7 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
                  keep_running: bool = True, method: str | None = None,
                  mip_gap: float | None = None, time_limit: float | None = PLAN_TIME_LIMIT,
                  work_conservation: str | None = None, restart_penalty: float | None = None,
-                 expectation: str | None = None, makespan: str | None = None,
+                 expectation: str | None = None, makespan: str | None = SHOCKWAVE_MAKESPAN,
                  regime_model: str | None = None, z0: float | None = None,
                  util_floor: float | None = None, warm_start: bool | None = None,
                  threads: int | None = None, backend: Any = None,
