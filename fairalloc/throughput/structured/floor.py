@@ -119,7 +119,7 @@ def fast_floor(solver: StageSolver, stage: LinearStage, *, prior: StageResult | 
     for _ in range(max_rounds):
         vert = dem.vertices(col, p, band=band)
         explicit |= vert.ambiguous
-        if solves == 0 and too_many_explicit(explicit, n):  # (jobs freed later: no)
+        if too_many_explicit(explicit, n):
             reason = (f"{DEGENERATE} ({int(explicit.sum())} of {n} jobs near a tie or "
                       "blocking: the master would be about the whole LP)")
             break
