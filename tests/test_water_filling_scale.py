@@ -86,7 +86,7 @@ def test_saturation_path_equals_event_simulation(seed, single):
 def test_saturation_cascade_is_jumped_with_few_lps():
     """90 jobs on 76 GPUs, three of each weight 1..30 (single level, rates = weights): a
     job of weight w saturates (a whole GPU) at theta = 1/w, so jobs of weight 30, 29, ..., 11
-    saturate one after the other (20 events, 20 levels on main); then the GPUs run out at
+    saturate one after the other (20 events; main: 21 level LPs); then the GPUs run out at
     theta = 16/165 (60 GPUs for the saturated, 3 (1 + ... + 10) theta = 16 for the rest):
     x = 16 w / 165 for w <= 10. One level LP, a few saturation probes, one capacity level."""
     w = np.repeat(np.arange(1.0, 31.0), 3)
@@ -102,7 +102,7 @@ def test_saturation_cascade_is_jumped_with_few_lps():
 
 def test_everything_saturates_in_one_probe():
     """Enough GPUs for every job: the level LP ends at the first saturation, one probe of the
-    last one shows that every job reaches its whole GPU (2 LPs instead of one per weight)."""
+    last one shows that every job reaches its whole GPU (2 LPs; main: 100, one per weight)."""
     w = np.arange(1.0, 101.0)
     r = fa.max_min_fairness(fa.Jobs(np.ones((100, 1)), weight=w), fa.Cluster({"gpu": 100}),
                             water_filling=True)
