@@ -171,8 +171,9 @@ class ShockwavePolicy(BasePolicy):
         FTF estimate ``rho > 1``, else 1. ``"power"``: ``rho^k`` for every job (Eq. 11).
         See `plan_ftf` and ``formulations/shockwave_options.md``.
     near_completion : {"first", "weight", "off"}
-        A late job (``rho > 1``) forecast to finish within one round: ``"first"`` (default)
-        runs it first in the next round; ``"weight"`` weighs it by ``rho^boost`` in the plan
+        A late job (``rho > 1``) about to finish: ``"first"`` (default) runs it first in the
+        next round when it is forecast to finish within ``near_rounds`` rounds; ``"weight"``
+        weighs it by ``rho^boost`` in the plan when it is forecast to finish within one round
         (upstream's code); ``"off"``: no special treatment.
     boost : float, default 100.0
         The exponent of ``near_completion="weight"``.
