@@ -28,6 +28,7 @@ from fairalloc.throughput.structured import common
 from fairalloc.throughput.structured.common import (
     MAX_EXPLICIT_SHARE,
     MIN_DEGENERATE_JOBS,
+    SAMPLE_GATE_TYPES,
     STRUCTURED_MAX_TYPES,
     Demand,
     price_spread,
@@ -83,12 +84,32 @@ def test_many_types_go_to_the_whole_lp_at_once():
         exact.stage_certificates[1].primal_value, rel=1e-6)
 
 
-def test_at_the_type_limit_the_structured_path_runs():
-    k = STRUCTURED_MAX_TYPES
+def test_at_the_sample_gate_the_structured_path_runs():
+    k = SAMPLE_GATE_TYPES
     jobs, cl = _jobs(400, k, seed=1), _cluster(np.full(k, 12))
     fast = fa.max_min_fairness(jobs, cl, work_conserving=False)
     exact = fa.max_min_fairness(jobs, cl, method="highs", work_conserving=False)
     assert not any("many types" in f for f in fast.stats.fallbacks)
+    _agree(fast, exact)
+
+
+@pytest.mark.parametrize("k", [3, SAMPLE_GATE_TYPES + 1])
+def test_many_types_need_a_balanced_sample(monkeypatch, k):
+    """Above SAMPLE_GATE_TYPES types a level stage whose sampled Newton phase (1,024 of more
+    than 2,048 jobs) finds no balance goes to the whole LP without the full phase; with few
+    types the full phase still runs. The sampled phase is made to fail here."""
+    n = 2100
+    jobs, cl = _jobs(n, k, seed=9), _cluster(np.full(k, 2 * n // k))
+    exact = fa.max_min_fairness(jobs, cl, method="highs", work_conserving=False)
+    monkeypatch.setattr(common, "_SAMPLE_MAX_ERROR", -1.0)
+    fast = fa.max_min_fairness(jobs, cl, work_conserving=False)
+    gate = (f"structured-level->exact-lp: many types (k = {k} > {SAMPLE_GATE_TYPES}) and the "
+            "sampled Newton phase found no balance of demand and capacity")
+    if k > SAMPLE_GATE_TYPES:
+        assert fast.stats.path == (EXACT_LP,) and fast.stats.fallbacks == (gate,)
+    else:
+        assert gate not in fast.stats.fallbacks
+        assert fast.stats.path == ("structured-level",)
     _agree(fast, exact)
 
 
@@ -97,7 +118,7 @@ def test_dinkelbach_goes_to_the_whole_lp_after_the_first_hand_over():
     the later ones are solved as whole LPs directly (one hand-over recorded for the rest of
     the sequence)."""
     k = STRUCTURED_MAX_TYPES + 1
-    jobs, cl = _jobs(80, k, seed=2, steps=True), _cluster(np.full(k, 2))
+    jobs, cl = _jobs(80, k, seed=5, steps=True), _cluster(np.full(k, 2))
     fast = fa.finish_time_fairness(jobs, cl, work_conserving=False)
     exact = fa.finish_time_fairness(jobs, cl, method="highs", work_conserving=False)
     path = fast.stats.path

@@ -20,8 +20,9 @@ certified at the level's allocation with scaled level duals, no LP), ``structure
 gave ``<jobs>`` blocking jobs their own variables), ``exact-lp`` (the whole LP). A hand-over
 to the whole LP is recorded in ``SolveStats.fallbacks`` as ``"structured-level->exact-lp:
 <reason>"`` or ``"structured-floor->exact-lp: <reason>"``. Where the structured path cannot
-win it hands over before doing the work (#15): more than ``STRUCTURED_MAX_TYPES`` types
-(``many types``), or a master that would keep most jobs explicit (``degenerate prices``); the
+win it hands over before doing the work (#15): more than ``STRUCTURED_MAX_TYPES`` types, or
+more than ``SAMPLE_GATE_TYPES`` and a sampled Newton phase that found no balance (``many
+types``), or a master that would keep most jobs explicit (``degenerate prices``); the
 decision rules and their measurements are in ``formulations/max_min_fairness.md``.
 """
 

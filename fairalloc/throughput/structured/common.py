@@ -67,11 +67,16 @@ def sub_solve(solver: StageSolver, lp: LinearProgram, *, ipm: bool) -> LPSolutio
 
 #: PERFORMANCE knob: with more accelerator types than this the structured solvers hand the
 #: stage to the whole LP at once. Their demand model prices ``k (k + 1) / 2`` candidate
-#: vertices per job at every Newton step (``O(n k^2)``) and Newton's ``k``-dimensional
-#: search rarely settles: measured (2 cores, 4,096 jobs) at k = 30 Newton spent 1.4 s and
-#: found no estimate before the whole LP (2.7 s); at k = 100 the structured path took 60 s
-#: against 12 s for the whole LP
-STRUCTURED_MAX_TYPES = 16
+#: vertices per job at every Newton step (``O(n k^2)``): measured (2 cores, 4,096 jobs) at
+#: k = 100 the structured path took 118 s against 8 s for the whole LP
+STRUCTURED_MAX_TYPES = 64
+#: PERFORMANCE knob: with more types than this (and up to `STRUCTURED_MAX_TYPES`) a level
+#: stage's Newton search goes on to all jobs only if its sampled phase (1,024 jobs) balanced
+#: demand and capacity; else the whole LP answers at once. Measured (4,096 jobs x 30 types):
+#: a max-min level whose sampled phase found no balance spent 1.4 s in Newton before the
+#: whole LP (2.5 s in all after the rule, 3.8 s before), while finish-time fairness, whose
+#: later Dinkelbach stages do balance, takes 6.6 s structured against 12.7 s on whole LPs
+SAMPLE_GATE_TYPES = 16
 #: PERFORMANCE knob: a restricted master in which more than this share of the jobs keep
 #: their own variables (near a tie at the estimated prices: degenerate prices) is about as
 #: large as the whole LP and slower to finish (its duals are assembled and certified on top):
@@ -494,6 +499,11 @@ def newton_prices(A: np.ndarray, s: np.ndarray, b: np.ndarray, h: np.ndarray,
         if out is not None and out[3] <= _SAMPLE_MAX_ERROR:
             theta, lr, J, _ = out
             J = None if J is None else J / frac
+        elif A.shape[1] > SAMPLE_GATE_TYPES:
+            # many types: the full phase (O(n k^2) per step) would not balance either
+            if info is not None:
+                info["sample_failed"] = True
+            return None
     out = newton(Demand(A, s, b, h), cap, ref, theta, lr, J, sat, tol=NEWTON_TOL,
                   max_evals=_LEVEL_NEWTON_EVALS)
     if out is None or out[3] > NEWTON_MAX_ERROR:

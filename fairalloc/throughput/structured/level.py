@@ -21,6 +21,7 @@ from .common import (
     IPM_MIN_EXPLICIT,
     MANY_TYPES,
     REDUCED_COST_TOL,
+    SAMPLE_GATE_TYPES,
     SAT_ROUNDING,
     STRUCTURED_MAX_TYPES,
     Demand,
@@ -116,9 +117,12 @@ def _fast_level_unit(solver: StageSolver, orig: LevelStage, stage: LevelStage, s
     m0 = int(np.argmin(sat))
     sat_theta = float(sat[m0])
     info: dict[str, bool] = {}
-    est = (newton_prices(A, s, b, h, inst.cap) if warm is None
-           else newton_prices(A, s, b, h, inst.cap, warm=warm, info=info))
+    est = newton_prices(A, s, b, h, inst.cap, warm=warm, info=info)
     solver.warm_used = bool(est is not None and info.get("warm"))
+    if est is None and info.get("sample_failed"):
+        solver.fall_back(STRUCTURED_LEVEL, f"{MANY_TYPES} (k = {k} > {SAMPLE_GATE_TYPES}) and "
+                         "the sampled Newton phase found no balance of demand and capacity")
+        return solver.run(orig, orig.name)
     if est is None:
         solver.fall_back(STRUCTURED_LEVEL, "no price estimate (Newton found no balance of "
                          "demand and capacity)")
