@@ -54,6 +54,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import subprocess
 import sys
 import time
@@ -63,7 +64,9 @@ from typing import Any
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
+#: the checkout whose fairalloc a cell imports: this one, or ``--before DIR``'s (set in the
+#: environment of the cell's subprocess)
+ROOT = Path(os.environ.get("FAMILIES_FAIRALLOC_ROOT", HERE.parent))
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
@@ -520,12 +523,15 @@ def run_cell(spec: dict[str, Any]) -> dict[str, Any]:
     return {"seconds": time.perf_counter() - t0, "value": value, "cert": cert}
 
 
-def run_cell_subprocess(spec: dict[str, Any], timeout: float) -> dict[str, Any]:
-    """``run_cell`` in a fresh interpreter, killed after ``timeout`` seconds."""
+def run_cell_subprocess(spec: dict[str, Any], timeout: float, root: str | None = None
+                        ) -> dict[str, Any]:
+    """``run_cell`` in a fresh interpreter, killed after ``timeout`` seconds; ``root``: the
+    checkout whose fairalloc it imports (default: this one)."""
+    env = None if root is None else {**os.environ, "FAMILIES_FAIRALLOC_ROOT": root}
     try:
         proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--cell",
                                json.dumps(spec)], capture_output=True, text=True,
-                              timeout=timeout)
+                              timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
         return {"timeout": timeout}
     for line in reversed(proc.stdout.splitlines()):
@@ -606,6 +612,7 @@ def group_rows(policy: str, ours: dict[str, Any], refs: dict[str, dict[str, Any]
                                "cert": _fmt_cert(ours.get("cert")) or ours.get("error", "")}
     if best is not None:
         summary["best"] = f"{best[1]} {best[0]:.3f} s"
+        summary["best_seconds"] = best[0]
         summary["ratio"] = (f"{best[0] / t_ours:.2f}x" if t_ours is not None
                             else f"< {best[0] / ours['timeout']:.2f}x" if "timeout" in ours
                             else "")
@@ -625,8 +632,11 @@ def _budget(policy: str, family: str, n: int, m: int) -> float | None:
 
 
 def run_table(cells: list[tuple[str, str, int, int]], refs_for: dict[str, tuple[str, ...]],
-              timeout: float) -> list[tuple[Any, ...]]:
-    """Run and print every (policy, family, n, m) group; returns the summary rows."""
+              timeout: float, before: str | None = None) -> list[tuple[Any, ...]]:
+    """Run and print every (policy, family, n, m) group; returns the summary rows.
+
+    ``before``: another checkout (an earlier commit); its fairalloc solves the same cell too,
+    printed as ``fairalloc (before)`` with the ratio before s / now s."""
     summaries = []
     head = f"{'solver':<28}{'seconds':>11}{'ratio':>11}   {'rel. diff':<11}certificate"
     for policy, family, n, m in cells:
@@ -637,6 +647,15 @@ def run_table(cells: list[tuple[str, str, int, int]], refs_for: dict[str, tuple[
         ours = run_cell_subprocess({**spec, "solver": FAIRALLOC}, timeout)
         print(f"{FAIRALLOC:<28}{_fmt_time(ours):>11}{'':>11}   {'':<11}"
               f"{_fmt_cert(ours.get('cert'))}{ours.get('error', '')}", flush=True)
+        if before is not None:
+            old = run_cell_subprocess({**spec, "solver": FAIRALLOC}, timeout, before)
+            ours["before"] = old
+            ratio = (f"{old['seconds'] / ours['seconds']:.2f}x"
+                     if "seconds" in old and "seconds" in ours
+                     else f"> {old['timeout'] / ours['seconds']:.2f}x"
+                     if "timeout" in old and "seconds" in ours else "")
+            print(f"{FAIRALLOC + ' (before)':<28}{_fmt_time(old):>11}{ratio:>11}   "
+                  f"{'':<11}{_fmt_cert(old.get('cert'))}{old.get('error', '')}", flush=True)
         refs = {}
         for name in refs_for[policy]:
             refs[name] = run_cell_subprocess({**spec, "solver": name}, timeout)
@@ -648,14 +667,26 @@ def run_table(cells: list[tuple[str, str, int, int]], refs_for: dict[str, tuple[
 
 
 def print_summary(summaries: list[tuple[Any, ...]]) -> None:
+    """The summary table; with ``--before``, the earlier checkout's time and its ratio to the
+    same strongest reference too."""
+    show_before = any("before" in ours for *_, ours in summaries)
     print("\nSummary: fairalloc against the strongest plain reference that finished "
           "(ratio > 1: fairalloc faster)")
+    extra = f"{'before':>11}{'ratio':>9}  " if show_before else ""
     print(f"{'policy':<16}{'family':<16}{'size':>14}{'fairalloc':>11}  "
-          f"{'strongest reference':<36}{'ratio':>9}  {'max rel. diff':<14}certificate")
-    for policy, family, size, s, _ in summaries:
+          f"{'strongest reference':<36}{'ratio':>9}  {extra}{'max rel. diff':<14}certificate")
+    for policy, family, size, s, ours in summaries:
         rel = "-" if s["rel"] is None else f"{s['rel']:.1e}" + (" !" if flagged(s["rel"]) else "")
+        extra = ""
+        if show_before:
+            old = ours.get("before", {})
+            best = s.get("best_seconds")
+            ratio = (f"{best / old['seconds']:.2f}x" if best is not None and "seconds" in old
+                     else f"< {best / old['timeout']:.2f}x"
+                     if best is not None and "timeout" in old else "")
+            extra = f"{_fmt_time(old):>11}{ratio:>9}  "
         print(f"{policy:<16}{family:<16}{size:>14}{s['ours']:>11}  {s['best']:<36}"
-              f"{s['ratio']:>9}  {rel:<14}{s['cert']}")
+              f"{s['ratio']:>9}  {extra}{rel:<14}{s['cert']}")
 
 
 def fitted_exponent(ns: list[float], seconds: list[float]) -> float:
@@ -707,6 +738,9 @@ def main() -> None:
                          "4,096 or fewer buyers, else 20; with --scaling: 20)")
     ap.add_argument("--timeout", type=float, help="seconds per cell")
     ap.add_argument("--scaling", action="store_true", help="the scaling table only")
+    ap.add_argument("--before", metavar="DIR",
+                    help="another checkout (e.g. a git worktree of an earlier commit): its "
+                         "fairalloc solves every cell too, printed next to this one's")
     ap.add_argument("--cell", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.cell:
@@ -737,7 +771,7 @@ def main() -> None:
                   for family in families if not market or family in MARKET_FAMILIES
                   for n in sizes]
     t0 = time.perf_counter()
-    summaries = run_table(cells, refs_for, timeout)
+    summaries = run_table(cells, refs_for, timeout, args.before)
     print_summary(summaries)
     print(f"\n{len(cells)} groups in {time.perf_counter() - t0:.0f} s; EFQ per event: "
           "benchmarks/queuing.py")
