@@ -56,7 +56,7 @@ from .._validation import (
 from ..backends import Backend, LinearProgram
 from ..certificates import lp_certificate
 from ..data import Cluster, JobPairs, Jobs
-from ..errors import InfeasibleError, InputError, SolverError
+from ..errors import CertificateError, InfeasibleError, InputError, SolverError
 from ..results import Certificate, SolveStats
 from ..tolerances import FEAS_TOL, GAP_TOL
 from .policy import (
@@ -69,7 +69,7 @@ from .policy import (
 )
 from .stages import LevelStage, StageSolver, backend_for, capacity_prices, scaled_solve
 from .structured import fast_level
-from .water_path import SaturationPath
+from .water_path import SaturationPath, amplified_violation, can_rise
 
 __all__ = ["MaxMinFairness", "WaterFilling", "max_min_fairness", "water_filling"]
 
@@ -91,10 +91,13 @@ _RISE_CAP = 1e-3
 _PATH_ROUNDING = 1e-12
 #: ACCURACY: relative slacks of the kept floors tried in turn when a bottleneck LP is declared
 #: infeasible (the floors are reached only to rounding); far below ``bottleneck_tol``
-_FLOOR_SLACKS = (0.0, 1e-12, 1e-10)
+_FLOOR_SLACKS = (0.0, 1e-12, 1e-10, 1e-8)
 WATER_FILLING_LEVEL = "water-filling-level"  # path step: one water-filling level
 BOTTLENECK_LP = "bottleneck-lp"  # path step: one bottleneck LP
 FLOORS_RELAXED = "bottleneck-floors-relaxed"  # path step: the next slack of _FLOOR_SLACKS
+PARETO_CHECK = "pareto-check"  # path step: the end check over every job (then its LP)
+#: ACCURACY: rounds water-filling resumes after a failed end check before it raises
+_END_RESUMES = 2
 
 
 # --------------------------------------------------------------------------------------------
@@ -385,32 +388,6 @@ class WaterFilling(ThroughputPolicy):
     def _metric(self, tp: np.ndarray) -> np.ndarray:
         return self.unorm * tp
 
-    def _can_rise(self, xcol: np.ndarray, thr: np.ndarray) -> np.ndarray:
-        """Jobs that can raise their level by more than ``thr`` alone (a constructive proof).
-
-        Job ``m`` with spare time ``1 - sum_j x_mj`` and a single-job column on a type with
-        spare workers can run that column longer without touching any other job.
-        """
-        inst = self.inst
-        single = inst.col_kind != 2
-        owner = np.full(inst.E, -1)
-        owner[inst.mem_col[single[inst.mem_col]]] = inst.mem_job[single[inst.mem_col]]
-        spare_time = 1.0 - inst.M @ xcol
-        spare = inst.cap - inst.W @ xcol
-        room_e = spare[inst.col_type] / inst.col_workers
-        if inst.placement:
-            cspare = inst.cons_cap - inst.Wc @ xcol
-            room_e = np.where(inst.col_kind == 0,
-                              np.minimum(room_e, cspare[inst.col_type] / inst.col_workers),
-                              room_e)
-        cols = np.flatnonzero(single)
-        own = owner[cols]
-        step = np.minimum(room_e[cols], spare_time[own])
-        gain = step * self.unorm[own] * np.asarray(inst.Tm[own, cols]).ravel()
-        best = np.zeros(inst.n)
-        np.maximum.at(best, own, gain)
-        return best > 2.0 * thr
-
     @staticmethod
     def _level_lp(solver: StageSolver, stage: LevelStage, use_fast: bool) -> Any:
         """One level LP (path step ``water-filling-level``, then the solver's own step)."""
@@ -592,8 +569,34 @@ class WaterFilling(ThroughputPolicy):
         xcol = np.zeros(inst.E)
         levels = rounds = 0
         iters_extra = [0]
+        thr_frz = btol * np.ones(n)  # each job's threshold when it was frozen
         use_fast = method in ("auto", "fast")
-        while not frozen.all():
+        resumes = 0
+        while True:
+            if frozen.all():
+                # end check: one bottleneck LP over every unsaturated job with every level at
+                # its floor proves the final floors Pareto-maximal; a job that still rises is
+                # unfrozen and water-filling resumes from the floors (never a silent wrong
+                # result)
+                thr_end = np.maximum(thr_frz, btol * np.maximum(1.0, floors))
+                unsat = floors < self._max_level - thr_end  # saturated jobs cannot rise
+                if not unsat.any():
+                    break
+                solver.step(PARETO_CHECK)
+                sigma, x2, cert2 = self._bottleneck_lp(floors, unsat, solver, U)
+                certs.append(cert2)
+                iters_extra[0] += 1
+                up = sigma > thr_end
+                if not up.any():
+                    break
+                if resumes == _END_RESUMES:
+                    raise CertificateError(
+                        f"water-filling: {int(up.sum())} frozen jobs can still rise (largest "
+                        f"rise {float(sigma.max()):.3g}) after {resumes} resumed rounds",
+                        certificate=cert2, backend=be.name)
+                resumes += 1
+                frozen &= ~up
+                xcol = x2
             if rounds >= cap_levels:
                 raise SolverError(f"water-filling did not finish within {cap_levels} levels",
                                   backend=be.name, status="iteration_limit")
@@ -613,6 +616,9 @@ class WaterFilling(ThroughputPolicy):
                                 else max(abs(c0.primal_value), abs(c0.dual_bound)))
             if levels > 1 and theta <= acc:
                 theta = 0.0
+            # a found point beyond the certified dual bound D meets the frozen floors only to
+            # the solver's tolerance, amplified by large duals: rule (a) is not used below
+            overshoot = res.cert.dual_bound < theta - acc
             # the new floors are the certified level itself (the allocation found reaches it
             # exactly): a slack of stage_tol per job would let any one job rise by the others'
             # slack, which for a few hundred jobs exceeds bottleneck_tol and hides bottlenecks
@@ -624,6 +630,7 @@ class WaterFilling(ThroughputPolicy):
             # m's floor units) is no evidence either way: the bottleneck threshold is at least
             # twice it, so a job whose only possible rise is rounding counts as bottlenecked
             thr = np.maximum(btol * np.maximum(1.0, floors), 2.0 * acc * w)
+            thr_frz = np.where(frozen, thr_frz, thr)  # kept for the jobs this level freezes
             # (a') saturated jobs: a level never exceeds the job's best column run all the time
             sat = cand & (floors >= self._max_level - thr)
             if sat.any():
@@ -648,12 +655,22 @@ class WaterFilling(ThroughputPolicy):
             # above the noise of the largest dual and room / lambda_m <= thr; a job
             # whose dual is within noise is decided by the exact LPs of (c).
             lam = np.maximum(res.block("level"), 0.0)
-            # the room is rigorous by weak duality (D is a valid bound); only its floating-point
-            # evaluation needs a margin: rounding of the level's scale, not the gap tolerance
-            room = max(res.cert.dual_bound - theta, 0.0) + _ROUNDING * acc / c0.gap_tol
+            # The bound holds for allocations meeting every floor EXACTLY; the LP's own point
+            # meets them only to the solver's tolerance, and the later LPs likewise. With large
+            # duals (1e8 on frozen rows, 10 types) the amplified violations sum_m lambda_m
+            # (floor_m - u_m(x))_+ reach 0.16 and D falls below theta: the bound then says
+            # nothing about the rises the later LPs can make, and (a) freezes jobs that can
+            # still rise 7x. The room adds the amplified violations of the found point, and (a)
+            # is trusted only when they and theta - D are within the level's accuracy;
+            # otherwise the exact LPs of (c) decide (and the end check below proves the result)
+            amp = amplified_violation(lam, U, xcol, floors)
+            trusted = not overshoot and amp <= acc
+            # the floating-point evaluation needs a margin: rounding of the level's scale
+            room = (max(res.cert.dual_bound - theta, 0.0) + amp
+                    + _ROUNDING * acc / c0.gap_tol)
             lam_w = lam * np.where(w > 0, w, 0.0)  # sum_m w_m lambda_m = 1 at a level optimum
             noise = _DUAL_NOISE * max(float(lam_w.max(initial=0.0)), 1.0)
-            firm = cand & (lam_w > noise)
+            firm = cand & (lam_w > noise) & trusted
             with np.errstate(divide="ignore"):
                 bott = firm & (room / np.where(firm, lam, 1.0) <= thr)
             bott |= sat
@@ -671,7 +688,7 @@ class WaterFilling(ThroughputPolicy):
                 frozen |= bott
                 continue
             # (b) constructive risers: spare time and a column on a type with spare workers
-            rise = cand & ~bott & self._can_rise(xcol, thr)
+            rise = cand & ~bott & can_rise(self.inst, self.unorm, xcol, thr)
             undecided = cand & ~bott & ~rise
             if not bott.any() and not undecided.any():
                 undecided = cand.copy()  # cannot happen at an optimum; decide by LP
@@ -688,6 +705,13 @@ class WaterFilling(ThroughputPolicy):
                     break
                 xcol = x2
                 undecided &= ~up
+            if theta <= 0.0 and not bott.any():
+                # the level did not rise, yet every candidate "rose" in a bottleneck LP: those
+                # rises exist only at floors relaxed by _FLOOR_SLACKS, amplified by large duals
+                # (with exact floors, a level that cannot rise has a bottlenecked candidate).
+                # The level LP proves, to its accuracy, that they cannot rise together: freeze
+                # them (the end check then proves or repairs the result) instead of cycling
+                bott = cand
             frozen |= bott
         assert first is not None
         stage1, res1 = first

@@ -16,7 +16,31 @@ is vectorised over jobs (sorting by entity, grouped cumulative sums).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+import scipy.sparse as sp
+
+
+def amplified_violation(lam: np.ndarray, U: sp.csr_matrix, x: np.ndarray,
+                        floors: np.ndarray) -> float:
+    """``sum_m lambda_m (floor_m - u_m(x))_+``: the floor violations of ``x`` weighted by the
+    level duals ``lambda``.
+
+    The weak-duality room ``D - theta`` of a level bounds the rises of allocations that meet
+    every floor exactly; an allocation meeting them only to a tolerance may exceed it by this
+    much (the violations amplified by the duals).
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> v = amplified_violation(np.array([1e8, 1.0]), sp.csr_matrix(np.eye(2)),
+    ...                         np.array([1.0 - 1e-9, 3.0]), np.array([1.0, 2.0]))
+    >>> round(v, 6)
+    0.1
+    """
+    gap = np.clip(floors - U @ x, 0.0, None)
+    return float(lam @ gap)
 
 
 def _group_cumsum(v: np.ndarray, first: np.ndarray, gid: np.ndarray) -> np.ndarray:
@@ -147,3 +171,30 @@ class SaturationPath:
                 out[qj] = np.where(self.times[qj] <= theta, umax[qj],
                                    np.minimum(f[qj] + ws * run, umax[qj]))
         return out
+
+
+def can_rise(inst: Any, unorm: np.ndarray, xcol: np.ndarray, thr: np.ndarray) -> np.ndarray:
+    """Jobs that can raise their level by more than ``thr`` alone (a constructive proof).
+
+    Job ``m`` with spare time ``1 - sum_j x_mj`` and a single-job column on a type with spare
+    workers can run that column longer without touching any other job (``inst``: the
+    policy's column instance, ``unorm``: each job's level per unit of throughput).
+    """
+    single = inst.col_kind != 2
+    owner = np.full(inst.E, -1)
+    owner[inst.mem_col[single[inst.mem_col]]] = inst.mem_job[single[inst.mem_col]]
+    spare_time = 1.0 - inst.M @ xcol
+    spare = inst.cap - inst.W @ xcol
+    room_e = spare[inst.col_type] / inst.col_workers
+    if inst.placement:
+        cspare = inst.cons_cap - inst.Wc @ xcol
+        room_e = np.where(inst.col_kind == 0,
+                          np.minimum(room_e, cspare[inst.col_type] / inst.col_workers),
+                          room_e)
+    cols = np.flatnonzero(single)
+    own = owner[cols]
+    step = np.minimum(room_e[cols], spare_time[own])
+    gain = step * unorm[own] * np.asarray(inst.Tm[own, cols]).ravel()
+    best = np.zeros(inst.n)
+    np.maximum.at(best, own, gain)
+    return best > 2.0 * thr
