@@ -15,6 +15,8 @@ defaults: observed-only forecasts, clipped weights, near-completion boost; see
 ``shockwave-upstream-hparams`` (upstream hyper-parameters only: FTF exponent 12 and makespan
 coefficient 1e-3 on the largest remaining time in seconds, the artifact's 15 s solver time
 limit -- so that row depends on the machine's speed -- and none of upstream's behaviours),
+``shockwave-max-remaining`` (the defaults with upstream's makespan term ``1e-3 max_j R_j`` in
+raw seconds instead of the scale-free one: better at 256 GPUs),
 ``themis`` (the artifact's Themis is Gavel's finish-time-fairness program, ANCHORS.md:
 ``themis_ftf``; ``themis-auction`` is the paper's Themis: leases, filter and
 partial-allocation auction, with no upstream number), ``gavel`` (max-min fairness),
@@ -77,6 +79,7 @@ LABELS = {
     "shockwave": "Shockwave (fairalloc defaults)",
     "shockwave-paper": "Shockwave (Eq. 11, §6.1 k=5, lam=1e-3)",
     "shockwave-upstream-hparams": "Shockwave (upstream hyper-parameters only)",
+    "shockwave-max-remaining": "Shockwave (defaults, upstream's 1e-3 max_j R_j term)",
     "themis": "Themis (artifact: Gavel FTF program)",
     "themis-auction": "Themis (paper: leases, auction)",
     "gavel": "Gavel max-min fairness",
@@ -107,6 +110,7 @@ def policies(all_: bool, only: list[str] | None = None) -> list[tuple[str, Any]]
                                                        near_completion="off",
                                                        makespan="max_remaining",
                                                        time_limit=15.0)),
+        ("shockwave-max-remaining", ShockwavePolicy(makespan="max_remaining", lam=1e-3)),
         ("themis", make_policy("themis_ftf")),
         ("themis-auction", make_policy("themis")),
         ("gavel", make_policy("max_min_fairness")),
