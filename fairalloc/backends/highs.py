@@ -6,14 +6,17 @@ import os
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
 
-from .base import Backend, LinearProgram, LPSolution, SolveStatus
+from .._validation import as_bool, as_option, as_positive_int, as_time_limit
+from ..errors import InputError
+from .base import Backend, LinearProgram, LPSolution, SolveStatus, _wrap_foreign
 
-__all__ = ["HighsBackend", "new_highs"]
+__all__ = ["HighsBackend", "LPBasis", "new_highs"]
 
 _INF = 1e30  # anything at or beyond this is infinite to HiGHS (kHighsInf)
 #: ACCURACY: HiGHS' interior point tolerances when it stops without crossover (defaults: 1e-8
@@ -55,6 +58,18 @@ def new_highs(*, verbose: bool = False) -> Any:
 
 def _clip_inf(v: np.ndarray) -> np.ndarray:
     return np.clip(v, -np.inf, np.inf).astype(float)
+
+
+@dataclass(frozen=True, eq=False)
+class LPBasis:
+    """A simplex basis HiGHS ended with (`HighsBackend.solve_warm`), for a warm start of an LP
+    of the same ``shape`` (rows, columns): the status of every column and row, kept as HiGHS'
+    own object (``raw``, never converted element by element). A basis says only which
+    variables are basic or at which bound, so it stays meaningful when the LP's coefficients
+    and bounds change (a Dinkelbach sequence) and when rows or columns are rescaled."""
+
+    shape: tuple[int, int]
+    raw: Any
 
 
 class HighsBackend(Backend):
@@ -100,7 +115,6 @@ class HighsBackend(Backend):
 
     def __init__(self, solver: str = "choose", *, crossover: bool = True) -> None:
         super().__init__()
-        from .._validation import as_bool, as_option
 
         self.solver = as_option(solver, "solver", ("choose", "simplex", "ipm", "pdlp"))
         #: whether HiGHS' interior point runs crossover (only read with ``solver="ipm"``)
@@ -118,9 +132,98 @@ class HighsBackend(Backend):
     ) -> LPSolution:
         """Solve ``lp``; ``start`` (MILPs only) is a point HiGHS takes as its first incumbent
         when it is feasible (a MIP start)."""
+        t0 = time.perf_counter()
+        h = self._session(lp, time_limit=time_limit, mip_gap=mip_gap, threads=threads,
+                          verbose=verbose, solver=self.solver, crossover=self.crossover)
+        if h is None:
+            return _rejected(self.name, t0)
+        if start is not None and lp.is_mip:
+            import highspy
+
+            n = lp.shape[1]
+            value = np.asarray(start, dtype=np.float64).ravel()
+            try:
+                h.setSolution(n, np.arange(n, dtype=np.int32), value)
+            except TypeError:  # highspy < 1.8 takes only a whole HighsSolution
+                start_point = highspy.HighsSolution()
+                start_point.col_value = value.tolist()
+                h.setSolution(start_point)
+        h.run()
+        return self._collect(h, lp, t0)
+
+    def solve_warm(self, lp: LinearProgram, basis: LPBasis | None = None, *,
+                   time_limit: float | None = None, threads: int | None = None,
+                   verbose: bool = False) -> LPSolution:
+        """Solve the LP ``lp`` and return the basis HiGHS ended with, for the next LP of a
+        sequence with the same rows and columns (changed coefficients and bounds).
+
+        With a ``basis`` of ``lp``'s shape the solve is HiGHS' simplex started from it (on a
+        Dinkelbach sequence of level LPs the previous optimal basis usually stays optimal:
+        0 to a few iterations instead of a cold solve). Without one (or with one of another
+        shape: ignored) the LP is solved as `solve_lp` would, except that HiGHS' interior
+        point always ends with crossover, so that a basis comes back. The solution's
+        ``extra["basis"]`` is the final `LPBasis` (absent when HiGHS has no valid
+        basis), ``extra["warm"]`` whether ``basis`` was used. The caller
+        certifies the point as for any solve.
+
+        Raises
+        ------
+        InputError
+            For a mixed-integer ``lp`` or a ``basis`` that is not an ``LPBasis``;
+            [`fairalloc.SolverError`][fairalloc.SolverError] if highspy raises.
+
+        Examples
+        --------
+        >>> from fairalloc.backends import LinearProgram
+        >>> import numpy as np
+        >>> be = HighsBackend()
+        >>> A = np.array([[1.0, 2.0], [3.0, 1.0]])
+        >>> lp = LinearProgram.build(np.array([-1.0, -1.0]), A, -np.inf, np.array([4.0, 6.0]),
+        ...                          0.0, np.inf)
+        >>> first = be.solve_warm(lp)
+        >>> lp2 = LinearProgram.build(np.array([-1.0, -1.0]), A, -np.inf,
+        ...                           np.array([4.0, 7.0]), 0.0, np.inf)
+        >>> again = be.solve_warm(lp2, first.extra["basis"])
+        >>> again.extra["warm"], round(again.objective, 6)
+        (True, -3.0)
+        """
+        if lp.is_mip:
+            raise InputError("solve_warm solves linear programs only (a basis of a MILP "
+                             "means nothing to its branch and bound)", argument="lp")
+        if basis is not None and not isinstance(basis, LPBasis):
+            raise InputError(f"basis must be an LPBasis from solve_warm, not "
+                             f"{type(basis).__name__}", argument="basis")
+        time_limit = as_time_limit(time_limit)
+        threads = None if threads is None else as_positive_int(threads, "threads")
+        verbose = as_bool(verbose, "verbose")
+        use = basis is not None and basis.shape == lp.shape
+
+        def call() -> LPSolution:
+            t0 = time.perf_counter()
+            h = self._session(lp, time_limit=time_limit, mip_gap=None, threads=threads,
+                              verbose=verbose, solver="simplex" if use else self.solver,
+                              crossover=True)
+            if h is None:
+                return _rejected(self.name, t0)
+            if use:
+                assert basis is not None
+                h.setBasis(basis.raw)
+            h.run()
+            sol = self._collect(h, lp, t0)
+            raw = h.getBasis()
+            if raw.valid and sol.usable:
+                sol.extra["basis"] = LPBasis(lp.shape, raw)
+            sol.extra["warm"] = use
+            return sol
+
+        return _wrap_foreign(self.name, call)
+
+    def _session(self, lp: LinearProgram, *, time_limit: float | None, mip_gap: float | None,
+                 threads: int | None, verbose: bool, solver: str, crossover: bool) -> Any:
+        """A HiGHS instance holding ``lp`` with the options set (``None``: HiGHS refused the
+        model, e.g. coefficients beyond its infinity)."""
         import highspy
 
-        t0 = time.perf_counter()
         h = new_highs(verbose=verbose)
         if threads is not None:
             h.setOptionValue("threads", int(threads))
@@ -128,9 +231,9 @@ class HighsBackend(Backend):
             h.setOptionValue("time_limit", float(time_limit))
         if mip_gap is not None:
             h.setOptionValue("mip_rel_gap", float(mip_gap))
-        if not lp.is_mip and self.solver != "choose":
-            h.setOptionValue("solver", self.solver)
-            if self.solver == "ipm" and not self.crossover:
+        if not lp.is_mip and solver != "choose":
+            h.setOptionValue("solver", solver)
+            if solver == "ipm" and not crossover:
                 h.setOptionValue("run_crossover", "off")
                 h.setOptionValue("ipm_optimality_tolerance", _IPM_ONLY_GAP)
                 h.setOptionValue("primal_feasibility_tolerance", _IPM_ONLY_FEAS)
@@ -160,19 +263,12 @@ class HighsBackend(Backend):
                 for flag in lp.integrality
             ]
         if h.passModel(model) == highspy.HighsStatus.kError:
-            # HiGHS refuses the model (e.g. coefficients beyond its infinity): no point
-            return LPSolution(SolveStatus.ERROR, None, float("nan"),
-                              seconds=time.perf_counter() - t0,
-                              raw_status="model rejected by passModel", backend=self.name)
-        if start is not None and lp.is_mip:
-            value = np.asarray(start, dtype=np.float64).ravel()
-            try:
-                h.setSolution(n, np.arange(n, dtype=np.int32), value)
-            except TypeError:  # highspy < 1.8 takes only a whole HighsSolution
-                start_point = highspy.HighsSolution()
-                start_point.col_value = value.tolist()
-                h.setSolution(start_point)
-        h.run()
+            return None
+        return h
+
+    def _collect(self, h: Any, lp: LinearProgram, t0: float) -> LPSolution:
+        """The `LPSolution` of the HiGHS instance ``h`` after its run on ``lp``."""
+        n = lp.shape[1]
         ms = h.getModelStatus()
         raw = h.modelStatusToString(ms)
         info = h.getInfo()
@@ -207,3 +303,9 @@ class HighsBackend(Backend):
             raw_status=raw,
             backend=self.name,
         )
+
+
+def _rejected(name: str, t0: float) -> LPSolution:
+    """The solution of a model HiGHS refused in ``passModel``: no point."""
+    return LPSolution(SolveStatus.ERROR, None, float("nan"), seconds=time.perf_counter() - t0,
+                      raw_status="model rejected by passModel", backend=name)

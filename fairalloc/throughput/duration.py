@@ -250,8 +250,20 @@ class FinishTimeFairness(ThroughputPolicy):
                                            inst.col_type[inst.mem_col[single]]]
         tp = inst.throughput(x_prev)
         r = float(self.excess(tp).max())  # R - 1, tracked without cancellation
+        # the level LPs of the sequence share their rows and columns (only the level rows'
+        # coefficients and offsets change): each whole LP starts from the previous basis
+        solver.warm_levels = True
+        try:
+            return self._dinkelbach(solver, tp, r, x_prev, method == "fast")
+        finally:
+            solver.warm_levels = False
+
+    def _dinkelbach(self, solver: StageSolver, tp: np.ndarray, r: float, x_prev: np.ndarray,
+                    structured: bool) -> PolicyStages:
+        """The Dinkelbach iterations from ``R = 1 + r`` at the allocation ``x_prev``
+        (throughputs ``tp``); ``structured``: level stages go to the structured solver."""
+        inst = self.inst
         R = 1.0 + r
-        structured = method == "fast"
         handed_over = 0  # consecutive Dinkelbach stages the structured solver handed over
         for it in range(self.max_iterations):
             stage = self.dinkelbach_stage(R, tp, r)

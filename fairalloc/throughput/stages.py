@@ -24,15 +24,16 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..backends import Backend, HighsBackend, LinearProgram, LPSolution, get_backend
+from ..backends.highs import LPBasis
 from ..certificates import lp_certificate
 from ..errors import InfeasibleError, SolverError
 from ..results import Certificate
 from .instance import ColumnInstance
 from .rows import RowLayout
 
-__all__ = ["CROSSOVER", "EXACT_LP", "LevelStage", "LinearStage", "RowLayout", "StageResult",
-           "StageSolver", "backend_for", "capacity_prices", "exact_backend_for", "pow2",
-           "scaled_solve", "top_up_rows"]
+__all__ = ["CROSSOVER", "EXACT_LP", "WARM_LP", "LevelStage", "LinearStage", "RowLayout",
+           "StageResult", "StageSolver", "backend_for", "capacity_prices", "exact_backend_for",
+           "pow2", "scaled_solve", "top_up_rows"]
 
 _IPM_MIN_COLUMNS = 3000  # PERFORMANCE knob: larger LPs go to HiGHS' interior point (crossover)
 #: the path step of a stage solved as the whole LP by the backend
@@ -40,6 +41,9 @@ EXACT_LP = "exact-lp"
 #: the path step of a whole LP solved again by HiGHS' interior point with crossover, after
 #: the point without crossover did not certify (``exact-lp->exact-lp+crossover: <reason>``)
 CROSSOVER = "exact-lp+crossover"
+#: the path step of a whole level LP solved by HiGHS' simplex started from the basis of the
+#: previous level LP of the same shape (`StageSolver.warm_levels`: a Dinkelbach sequence)
+WARM_LP = "exact-lp+warm"
 #: ACCURACY: relative margin by which a kept row is pulled towards the anchor beyond the
 #: computed step (rounding of the convex combination)
 _ANCHOR_MARGIN = 1e-12
@@ -167,8 +171,8 @@ def _row_units(A: sp.spmatrix) -> np.ndarray:
 
 
 def scaled_solve(lp: LinearProgram, backend: Backend, what: str, *,
-                  col_unit: np.ndarray | None = None, obj_unit: float | None = None
-                  ) -> LPSolution:
+                  col_unit: np.ndarray | None = None, obj_unit: float | None = None,
+                  warm: bool = False, basis: LPBasis | None = None) -> LPSolution:
     """Solve ``lp`` through a unit-scale copy and map the answer back (exactly).
 
     Columns are ``x = col_unit * x'``; every row is divided by the power of two nearest its
@@ -178,6 +182,10 @@ def scaled_solve(lp: LinearProgram, backend: Backend, what: str, *,
     ``x = D_c x'``, row duals ``y = obj_unit D_r y'``. The certificate is then computed on
     the caller's ``lp`` by the caller. Data already within ``2**+-4`` of unit scale are left
     as given.
+
+    ``warm`` (``backend`` a `HighsBackend`): solve through `HighsBackend.solve_warm`, started
+    from ``basis`` when given; the solution's ``extra["basis"]`` is the final basis (a basis
+    names basic variables only, so the scaling does not change it).
     """
     A = sp.csr_matrix(lp.A)
     c = lp.c
@@ -195,11 +203,11 @@ def scaled_solve(lp: LinearProgram, backend: Backend, what: str, *,
     if obj_unit is None:
         obj_unit = pow2(float(np.max(np.abs(c), initial=0.0)))
     if not rows_scaled and obj_unit == 1.0 and (col_unit is None or (col_unit == 1.0).all()):
-        return _solve(lp, backend, what)
+        return _solve(lp, backend, what, warm, basis)
     slp = LinearProgram(c=c / obj_unit, A=A, row_lower=lp.row_lower / r,
                         row_upper=lp.row_upper / r, col_lower=cl, col_upper=cu,
                         integrality=lp.integrality, offset=lp.offset / obj_unit)
-    sol = _solve(slp, backend, what)
+    sol = _solve(slp, backend, what, warm, basis)
     x = sol.x if col_unit is None else sol.x * col_unit  # type: ignore[operator]
     y = sol.row_duals * (obj_unit / r)  # type: ignore[operator]
     return dataclasses.replace(sol, x=x, row_duals=y, objective=sol.objective * obj_unit,
@@ -263,8 +271,13 @@ def _label(backend: Backend) -> str:
     return backend.name
 
 
-def _solve(lp: LinearProgram, backend: Backend, what: str) -> LPSolution:
-    sol = backend.solve_lp(lp)
+def _solve(lp: LinearProgram, backend: Backend, what: str, warm: bool = False,
+           basis: LPBasis | None = None) -> LPSolution:
+    if warm:
+        assert isinstance(backend, HighsBackend)
+        sol = backend.solve_warm(lp, basis)
+    else:
+        sol = backend.solve_lp(lp)
     if sol.status == "infeasible":
         raise InfeasibleError(f"the {what} program is infeasible ({backend.name}: "
                               f"{sol.raw_status})", backend=backend.name, status=sol.raw_status)
@@ -315,6 +328,13 @@ class StageSolver:
         self.backends: list[str] = []
         #: whether a structured solve started from a caller's warm start (stats: "+warm")
         self.warm_used = False
+        #: set by a caller that solves a sequence of level stages with the same rows and
+        #: columns (finish-time fairness' Dinkelbach sequence): where fairalloc chose HiGHS,
+        #: `run` then solves each level LP by HiGHS' simplex started from the previous one's
+        #: basis (path step `WARM_LP`; the first with a basis-returning solve)
+        self.warm_levels = False
+        #: the basis of the last level LP solved with `warm_levels` (``None``: none yet)
+        self.basis: LPBasis | None = None
         #: an allocation meeting every kept row (the last fixed stage's optimum), towards
         #: which a later stage's point is moved if the solver left a kept row violated
         self.anchor: np.ndarray | None = None
@@ -452,7 +472,13 @@ class StageSolver:
         fairalloc chose the interior point), a linear stage to `exact_linear_backend` (HiGHS'
         simplex there); if that point does not certify, the LP is solved again with
         ``backend`` (the interior point with crossover: path step `CROSSOVER`, recorded in
-        `fallbacks`)."""
+        `fallbacks`). With `warm_levels` a level stage goes first to `_run_warm`; a warm point
+        that does not certify (or no point) is recorded in `fallbacks` and the stage solved
+        as above."""
+        if self.warm_levels and isinstance(stage, LevelStage) and self._warm_backend():
+            warm = self._run_warm(stage, what)
+            if warm is not None:
+                return warm
         self.step(EXACT_LP)
         lp = self.program(stage)
         # a linear (work-conserving) stage keeps the level rows at their optimum: a
@@ -483,18 +509,57 @@ class StageSolver:
         return StageResult(lp, v, sol.row_duals, cert.primal_value, cert, sol.iterations,
                            self.layout(stage))
 
+    def _warm_backend(self) -> bool:
+        """Whether level LPs may be warm-started: fairalloc chose HiGHS (``backend="highs"``);
+        a backend the caller named is used as given."""
+        return self.backend_spec == "highs" and isinstance(self.backend, HighsBackend)
+
+    def _run_warm(self, stage: LevelStage, what: str) -> StageResult | None:
+        """Solve the level ``stage`` by HiGHS' simplex from the previous level LP's basis
+        (path step `WARM_LP`), or, without one of this shape, by ``backend`` ending with a
+        basis (HiGHS' interior point with crossover, path step `EXACT_LP`). ``None`` (recorded
+        in `fallbacks`) when no point came back or the point does not certify: the caller
+        then solves the stage as usual. The certificate is computed as for every stage."""
+        lp = self.program(stage)
+        basis = self.basis if self.basis is not None and self.basis.shape == lp.shape else None
+        source = WARM_LP if basis is not None else EXACT_LP
+        self.step(source)
+        try:
+            sol, v, cert = self._run_once(lp, stage, what, self.backend, warm=True,
+                                          basis=basis)
+        except InfeasibleError:
+            raise
+        except SolverError as exc:
+            self.basis = None
+            self.fall_back(source, f"the warm-startable solve failed ({exc.status})")
+            return None
+        found = sol.extra.get("basis")
+        self.basis = found if isinstance(found, LPBasis) else None
+        if not cert.ok:
+            self.fall_back(source, f"the warm-startable solve did not certify (gap "
+                           f"{cert.gap:.2e}, residuals {cert.primal_residual:.2e} / "
+                           f"{cert.dual_residual:.2e})")
+            return None
+        cert.check(backend=self.backend.name)
+        assert sol.row_duals is not None
+        return StageResult(lp, v, sol.row_duals, cert.primal_value, cert, sol.iterations,
+                           self.layout(stage))
+
     def _run_once(self, lp: LinearProgram, stage: LevelStage | LinearStage, what: str,
-                  backend: Backend) -> tuple[LPSolution, np.ndarray, Certificate]:
+                  backend: Backend, *, warm: bool = False, basis: LPBasis | None = None
+                  ) -> tuple[LPSolution, np.ndarray, Certificate]:
         """One solve of the whole LP ``lp`` of ``stage`` by ``backend``: the solution, the
-        repaired LP vector and its (unchecked) certificate."""
+        repaired LP vector and its (unchecked) certificate (``warm``, ``basis``: see
+        `scaled_solve`)."""
         E = self.inst.E
         if isinstance(stage, LevelStage):
             sigma, _ = stage.units()
             col_unit = np.ones(E + 1)
             col_unit[E] = sigma
-            sol = scaled_solve(lp, backend, what, col_unit=col_unit, obj_unit=sigma)
+            sol = scaled_solve(lp, backend, what, col_unit=col_unit, obj_unit=sigma,
+                               warm=warm, basis=basis)
         else:
-            sol = scaled_solve(lp, backend, what)
+            sol = scaled_solve(lp, backend, what, warm=warm, basis=basis)
         self.used(sol)
         assert sol.x is not None and sol.row_duals is not None
         xcol = self.toward_anchor(self.inst.repair(sol.x[:E]))
