@@ -580,10 +580,9 @@ class WaterFilling(ThroughputPolicy):
             if frozen.all() and not risky:
                 break
             if frozen.all():
-                # end check: one bottleneck LP over every unsaturated job with every level at
-                # its floor proves the final floors Pareto-maximal; a job that still rises is
-                # unfrozen and water-filling resumes from the floors (never a silent wrong
-                # result)
+                # end check: one bottleneck LP over the unsaturated jobs at the floors proves
+                # them Pareto-maximal; a job that still rises is unfrozen and water-filling
+                # resumes (never a silent wrong result)
                 thr_end = np.maximum(thr_frz, btol * np.maximum(1.0, floors))
                 unsat = floors < self._max_level - thr_end  # saturated jobs cannot rise
                 if not unsat.any():
@@ -679,9 +678,8 @@ class WaterFilling(ThroughputPolicy):
             firm = cand & (lam_w > noise) & trusted
             with np.errstate(divide="ignore"):
                 bott = firm & (room / np.where(firm, lam, 1.0) <= thr)
-            # the end check runs when (a) decided on a level whose duals could amplify the
-            # solvers' residual (feas_tol relative) beyond the level's accuracy, or when (a)
-            # was not trusted (it costs one whole-LP solve: 4x the rest at 8,192 jobs)
+            # the end check (one whole LP: 4x the rest at 8,192 jobs) runs when (a) was not
+            # trusted, or decided where the duals amplify feas_tol beyond the level's accuracy
             risky |= (not trusted or (bool(bott.any()) and feas_tol * float(
                 lam @ np.maximum(1.0, floors)) > _END_CHECK_RATIO * acc))
             bott |= sat
