@@ -5,7 +5,7 @@ from ~20 model types, scale factors and weights repeating) this times, in the sa
 run, each policy with its work-conserving stage:
 
 * ``after``: fairalloc as called by users (the symmetry reduction on, ``method="auto"``);
-* ``before``: the same builder with ``builder.symmetry = False`` (job by job, as before #15);
+* ``before``: the same builder with ``solve(symmetry=False)`` (job by job, as before #15);
 * the strongest plain reference of ``benchmarks/families.py``: Gavel's vectorised cvxpy program
   with ECOS (Gavel's default) and with Clarabel (``--no-reference`` skips them);
 
@@ -39,9 +39,7 @@ WARM_N = 64  # jobs of the warm-up instance (imports, cvxpy compilation paths)
 
 def _ours(policy: str, jobs: Any, cluster: Any, symmetry: bool) -> tuple[float, Any]:
     t = time.perf_counter()
-    b = BUILDERS[policy](jobs, cluster)
-    b.symmetry = symmetry
-    r = b.solve()
+    r = BUILDERS[policy](jobs, cluster).solve(symmetry=symmetry)
     return time.perf_counter() - t, r
 
 

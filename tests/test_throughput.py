@@ -261,9 +261,9 @@ def test_fast_path_below_its_range_is_the_full_lp(inst):
     """Below the structured solver's range (64 jobs) method="fast" solves the whole LP."""
     jobs, cluster = inst
     a = MaxMinFairness(jobs, cluster)
-    a.symmetry = False  # the solvers themselves (repeated jobs would be solved per class)
-    fast = a.solve(method="fast", work_conserving=False)
-    full = a.solve(method="highs", work_conserving=False)
+    # symmetry=False: the solvers themselves (repeated jobs would be solved per class)
+    fast = a.solve(method="fast", work_conserving=False, symmetry=False)
+    full = a.solve(method="highs", work_conserving=False, symmetry=False)
     assert fast.stats.path == full.stats.path == ("exact-lp",)
     assert fast.stats.fallbacks == ()
     assert fast.objective == pytest.approx(full.objective, rel=1e-7, abs=1e-9)
@@ -276,9 +276,9 @@ def test_fast_path_matches_full_lp(inst):
     over, stats.fallbacks says why."""
     jobs, cluster = inst
     a = MaxMinFairness(jobs, cluster)
-    a.symmetry = False  # the solvers themselves (repeated jobs would be solved per class)
-    fast = a.solve(method="fast", work_conserving=False)
-    full = a.solve(method="highs", work_conserving=False)
+    # symmetry=False: the solvers themselves (repeated jobs would be solved per class)
+    fast = a.solve(method="fast", work_conserving=False, symmetry=False)
+    full = a.solve(method="highs", work_conserving=False, symmetry=False)
     assert full.stats.path == ("exact-lp",)
     if fast.stats.fallbacks:
         assert fast.stats.path == ("exact-lp",)
@@ -354,9 +354,8 @@ def test_fast_level_matches_full_lp_at_scale(case):
     if case == "identical jobs":  # one symmetry class: its one-row LP is solved exactly
         assert fast.stats.path == ("symmetry:1", "exact-lp") and fast.stats.classes == 1
         assert fast.stats.fallbacks == ()
-        b = MaxMinFairness(jobs, cl)
-        b.symmetry = False  # job by job: identical jobs give demand one big jump
-        plain = b.solve(work_conserving=False)
+        # job by job: identical jobs give demand one big jump
+        plain = MaxMinFairness(jobs, cl).solve(work_conserving=False, symmetry=False)
         assert plain.stats.path == ("exact-lp",)
         assert plain.stats.fallbacks == ("structured-level->exact-lp: no price estimate "
                                          "(Newton found no balance of demand and capacity)",)

@@ -32,9 +32,7 @@ REDUCED = {
 
 
 def _solve(cls, jobs, cluster, *, symmetry, method="auto", **kw):
-    b = cls(jobs, cluster, **kw)
-    b.symmetry = symmetry
-    return b.solve(method=method)
+    return cls(jobs, cluster, **kw).solve(method=method, symmetry=symmetry)
 
 
 def _expected_classes(jobs, fields):
@@ -162,9 +160,7 @@ def test_every_gavel_policy_agrees_with_the_job_by_job_solve(name, inst):
     extra = {"cost": np.arange(1.0, cluster.num_types + 1)} if "cost" in spec.needs else {}
 
     def run(symmetry):
-        b = spec.builder(jobs, cluster, **extra)
-        b.symmetry = symmetry
-        return b.solve()
+        return spec.builder(jobs, cluster, **extra).solve(symmetry=symmetry)
 
     on, off = run(True), run(False)
     assert on.certificate.ok and off.stats.classes is None
@@ -269,9 +265,10 @@ def test_inputs_are_not_mutated():
 
 def test_symmetry_switch_is_validated():
     b = MaxMinFairness(fa.Jobs([[1.0]] * 2), fa.Cluster({"gpu": 1}))
-    b.symmetry = "yes"
-    with pytest.raises(InputError):
-        b.solve()
+    with pytest.raises(InputError, match="symmetry"):
+        b.solve(symmetry="yes")
+    with pytest.raises(InputError, match="symmetry"):
+        fa.max_min_fairness(fa.Jobs([[1.0]] * 2), fa.Cluster({"gpu": 1}), symmetry=None)
 
 
 def test_a_failed_original_certificate_falls_back_to_the_job_by_job_solve(monkeypatch):
@@ -356,9 +353,9 @@ def test_total_throughput_with_a_work_conserving_stage(normalized):
     cl = fa.Cluster({"a": 5, "b": 4, "c": 3})
     runs = []
     for symmetry in (True, False):
-        b = MaxTotalThroughput(jobs, cl, normalized=normalized)
-        b.symmetry = symmetry
-        runs.append(b.solve(work_conserving=True, method="highs"))
+        runs.append(fa.max_total_throughput(jobs, cl, normalized=normalized,
+                                            work_conserving=True, method="highs",
+                                            symmetry=symmetry))
     red, plain = runs
     assert red.stats.classes == 4 and plain.stats.classes is None
     assert all(c.ok for c in red.stage_certificates) and len(red.stage_certificates) == 2

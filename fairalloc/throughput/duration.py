@@ -125,7 +125,7 @@ def min_makespan(
         consolidated_capacity: ArrayLike | None = None, method: str = "auto",
         backend: str | Backend | None = None, work_conserving: bool | None = None,
         gap_tol: float = GAP_TOL, feas_tol: float = FEAS_TOL,
-        stage_tol: float = STAGE_TOL) -> Allocation:
+        stage_tol: float = STAGE_TOL, symmetry: bool = True) -> Allocation:
     """Minimum makespan allocation (Gavel §4.1), exact as one LP.
 
     Parameters
@@ -137,6 +137,9 @@ def min_makespan(
         [`ThroughputPolicy`][fairalloc.ThroughputPolicy]).
     method, backend, work_conserving, gap_tol, feas_tol, stage_tol
         See [`ThroughputPolicy.solve`][fairalloc.throughput.ThroughputPolicy.solve].
+    symmetry : bool
+        Solve over exact symmetry classes of repeated jobs (default ``True``; ``False``: job
+        by job); see [`ThroughputPolicy.solve`][fairalloc.throughput.ThroughputPolicy.solve].
 
     Returns
     -------
@@ -158,7 +161,7 @@ def min_makespan(
         pairs=pairs, unconsolidated_throughput=unconsolidated_throughput,
         consolidated_capacity=consolidated_capacity).solve(
         method=method, backend=backend, work_conserving=work_conserving, gap_tol=gap_tol,
-        feas_tol=feas_tol, stage_tol=stage_tol)
+        feas_tol=feas_tol, stage_tol=stage_tol, symmetry=symmetry)
 
 
 # --------------------------------------------------------------------------------------------
@@ -332,7 +335,7 @@ def finish_time_fairness(
         consolidated_capacity: ArrayLike | None = None, method: str = "auto",
         backend: str | Backend | None = None, work_conserving: bool | None = None,
         gap_tol: float = GAP_TOL, feas_tol: float = FEAS_TOL,
-        stage_tol: float = STAGE_TOL) -> Allocation:
+        stage_tol: float = STAGE_TOL, symmetry: bool = True) -> Allocation:
     """Finish-time fairness (Gavel §4.1; Themis): minimise ``max_m rho(m, X)``.
 
     Needs ``jobs.steps_remaining``; uses ``jobs.elapsed`` and ``jobs.isolated_elapsed``
@@ -351,6 +354,9 @@ def finish_time_fairness(
         [`ThroughputPolicy`][fairalloc.ThroughputPolicy]).
     method, backend, work_conserving, gap_tol, feas_tol, stage_tol
         See [`ThroughputPolicy.solve`][fairalloc.throughput.ThroughputPolicy.solve].
+    symmetry : bool
+        Solve over exact symmetry classes of repeated jobs (default ``True``; ``False``: job
+        by job); see [`ThroughputPolicy.solve`][fairalloc.throughput.ThroughputPolicy.solve].
 
     Returns
     -------
@@ -370,4 +376,4 @@ def finish_time_fairness(
         pairs=pairs, unconsolidated_throughput=unconsolidated_throughput,
         consolidated_capacity=consolidated_capacity).solve(
         method=method, backend=backend, work_conserving=work_conserving, gap_tol=gap_tol,
-        feas_tol=feas_tol, stage_tol=stage_tol)
+        feas_tol=feas_tol, stage_tol=stage_tol, symmetry=symmetry)

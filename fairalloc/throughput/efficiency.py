@@ -107,7 +107,7 @@ def max_total_throughput(
         consolidated_capacity: ArrayLike | None = None, method: str = "auto",
         backend: str | Backend | None = None, work_conserving: bool | None = None,
         gap_tol: float = GAP_TOL, feas_tol: float = FEAS_TOL,
-        stage_tol: float = STAGE_TOL) -> Allocation:
+        stage_tol: float = STAGE_TOL, symmetry: bool = True) -> Allocation:
     """Maximise total effective throughput (Gavel §3.1, §4.2).
 
     Parameters
@@ -121,6 +121,9 @@ def max_total_throughput(
         [`ThroughputPolicy`][fairalloc.ThroughputPolicy]).
     method, backend, work_conserving, gap_tol, feas_tol, stage_tol
         See [`ThroughputPolicy.solve`][fairalloc.throughput.ThroughputPolicy.solve].
+    symmetry : bool
+        Solve over exact symmetry classes of repeated jobs (default ``True``; ``False``: job
+        by job); see [`ThroughputPolicy.solve`][fairalloc.throughput.ThroughputPolicy.solve].
 
     Returns
     -------
@@ -140,7 +143,7 @@ def max_total_throughput(
         pairs=pairs, unconsolidated_throughput=unconsolidated_throughput,
         consolidated_capacity=consolidated_capacity).solve(
         method=method, backend=backend, work_conserving=work_conserving, gap_tol=gap_tol,
-        feas_tol=feas_tol, stage_tol=stage_tol)
+        feas_tol=feas_tol, stage_tol=stage_tol, symmetry=symmetry)
 
 
 # --------------------------------------------------------------------------------------------
@@ -292,18 +295,21 @@ class MinCost(ThroughputPolicy):
 
     def solve(self, *, method: str = "auto", backend: str | Backend | None = None,
               work_conserving: bool | None = None, gap_tol: float = GAP_TOL,
-              feas_tol: float = FEAS_TOL, stage_tol: float = STAGE_TOL) -> Allocation:
+              feas_tol: float = FEAS_TOL, stage_tol: float = STAGE_TOL,
+              symmetry: bool = True) -> Allocation:
         """Solve the Charnes-Cooper LP (and the work-conserving stage) and certify the ratio.
 
         Parameters as for [`ThroughputPolicy.solve`][fairalloc.throughput.ThroughputPolicy.solve],
         except that ``method`` may not be ``"cvxpy"`` (the program is linear-fractional; ``"auto"``
         and ``"fast"`` mean ``"highs"``) and ``work_conserving`` defaults to on.
+        Min cost is never reduced by symmetry (``symmetry`` is validated only).
         """
         if self.composed or method == "cvxpy":
             raise InputError("min_cost is linear-fractional; it cannot be composed in cvxpy "
                              "(use method='highs')", argument="method")
         t0 = time.perf_counter()
         wc = True if work_conserving is None else as_bool(work_conserving, "work_conserving")
+        as_bool(symmetry, "symmetry")
         gap_tol = as_tolerance(gap_tol, "gap_tol")
         feas_tol = as_tolerance(feas_tol, "feas_tol")
         stage_tol = min(as_tolerance(stage_tol, "stage_tol"), STAGE_SHARE_OF_GAP * gap_tol)

@@ -53,10 +53,9 @@ from .._validation import (
     as_positive_int,
     as_tolerance,
 )
-from ..backends import Backend, LinearProgram
-from ..certificates import lp_certificate
+from ..backends import Backend
 from ..data import Cluster, JobPairs, Jobs
-from ..errors import CertificateError, InfeasibleError, InputError, SolverError
+from ..errors import CertificateError, InputError, SolverError
 from ..results import Certificate, SolveStats
 from ..tolerances import FEAS_TOL, GAP_TOL
 from .policy import (
@@ -67,9 +66,14 @@ from .policy import (
     _level_objective,
     _rank,
 )
-from .stages import LevelStage, StageSolver, backend_for, capacity_prices, scaled_solve
+from .stages import LevelStage, StageSolver, backend_for, capacity_prices
 from .structured import fast_level
-from .water_path import SaturationPath, amplified_violation, can_rise
+from .water_path import (
+    SaturationPath,
+    amplified_violation,
+    bottleneck_lp,
+    can_rise,
+)
 
 __all__ = ["MaxMinFairness", "WaterFilling", "max_min_fairness", "water_filling"]
 
@@ -84,17 +88,9 @@ _ROUNDING = 1e-13
 #: (ACCURACY: a job rising by more
 #: than this relative to max(1, floor) is not bottlenecked)
 BOTTLENECK_TOL = 1e-7
-#: PERFORMANCE knob: cap of each job's rise in a bottleneck LP, relative to max(1, floor)
-#: (spreads the rises over as many jobs as possible)
-_RISE_CAP = 1e-3
 #: ACCURACY: a saturation-trajectory rise below this relative to max(1, level) is rounding
 _PATH_ROUNDING = 1e-12
-#: ACCURACY: relative slacks of the kept floors tried in turn when a bottleneck LP is declared
-#: infeasible (the floors are reached only to rounding); far below ``bottleneck_tol``
-_FLOOR_SLACKS = (0.0, 1e-12, 1e-10, 1e-8)
 WATER_FILLING_LEVEL = "water-filling-level"  # path step: one water-filling level
-BOTTLENECK_LP = "bottleneck-lp"  # path step: one bottleneck LP
-FLOORS_RELAXED = "bottleneck-floors-relaxed"  # path step: the next slack of _FLOOR_SLACKS
 PARETO_CHECK = "pareto-check"  # path step: the end check over every job (then its LP)
 #: ACCURACY: rounds water-filling resumes after a failed end check before it raises
 _END_RESUMES = 2
@@ -173,7 +169,8 @@ class MaxMinFairness(ThroughputPolicy):
 
     def solve(self, *, method: str = "auto", backend: str | Backend | None = None,
               work_conserving: bool | None = None, gap_tol: float = GAP_TOL,
-              feas_tol: float = FEAS_TOL, stage_tol: float = STAGE_TOL) -> Allocation:
+              feas_tol: float = FEAS_TOL, stage_tol: float = STAGE_TOL,
+              symmetry: bool = True) -> Allocation:
         """Solve the policy and certify the result (see
         [`ThroughputPolicy.solve`][fairalloc.throughput.ThroughputPolicy.solve]).
 
@@ -185,7 +182,7 @@ class MaxMinFairness(ThroughputPolicy):
         if not self.water_filling:
             return super().solve(method=method, backend=backend,
                                  work_conserving=work_conserving, gap_tol=gap_tol,
-                                 feas_tol=feas_tol, stage_tol=stage_tol)
+                                 feas_tol=feas_tol, stage_tol=stage_tol, symmetry=symmetry)
         if self.composed or method == "cvxpy":
             raise InputError("water_filling=True cannot be combined with added constraints"
                              " or method='cvxpy'", argument="water_filling")
@@ -208,7 +205,7 @@ def max_min_fairness(jobs: Jobs, cluster: Cluster, *, water_filling: bool = Fals
                      consolidated_capacity: ArrayLike | None = None, method: str = "auto",
                      backend: str | Backend | None = None, work_conserving: bool | None = None,
                      gap_tol: float = GAP_TOL, feas_tol: float = FEAS_TOL,
-                     stage_tol: float = STAGE_TOL) -> Allocation:
+                     stage_tol: float = STAGE_TOL, symmetry: bool = True) -> Allocation:
     """Heterogeneity-aware weighted max-min fairness (LAS) (Gavel §4.1, §4.3).
 
     Maximises ``min_m (scale_factor_m / w_m) throughput(m, X) / throughput(m, X^equal)``
@@ -239,6 +236,10 @@ def max_min_fairness(jobs: Jobs, cluster: Cluster, *, water_filling: bool = Fals
         Certificate tolerances (relative gap, relative constraint violation).
     stage_tol : float
         Relative slack with which the level is kept in the second stage.
+    symmetry : bool
+        Solve over exact symmetry classes of repeated jobs (default ``True``; ``False``: job by
+        job; water-filling never reduces); see
+        [`ThroughputPolicy.solve`][fairalloc.throughput.ThroughputPolicy.solve].
 
     Returns
     -------
@@ -260,7 +261,7 @@ def max_min_fairness(jobs: Jobs, cluster: Cluster, *, water_filling: bool = Fals
                        unconsolidated_throughput=unconsolidated_throughput,
                        consolidated_capacity=consolidated_capacity)
     return b.solve(method=method, backend=backend, work_conserving=work_conserving,
-                   gap_tol=gap_tol, feas_tol=feas_tol, stage_tol=stage_tol)
+                   gap_tol=gap_tol, feas_tol=feas_tol, stage_tol=stage_tol, symmetry=symmetry)
 
 
 # --------------------------------------------------------------------------------------------
@@ -456,60 +457,11 @@ class WaterFilling(ThroughputPolicy):
             return None, np.zeros(0), probes
         return best[0], best[1], probes
 
-    def _bottleneck_lp(self, floors: np.ndarray, D: np.ndarray, solver: StageSolver,
-                       U: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray, Certificate]:
-        """``max sum_{m in D} sigma_m`` s.t. ``u_m(x) - sigma_m >= floor_m`` (m in D),
-        ``u(x) >= floor`` (others), ``0 <= sigma_m <= _RISE_CAP max(1, floor_m)``.
-
-        The caps spread the rises over as many jobs as possible; any ``sigma_m > 0`` proves
-        that job ``m`` is not bottlenecked.
-        """
-        inst = self.inst
-        E = inst.E
-        d = np.flatnonzero(D)
-        A0, lo0, up0, _ = inst.base_rows()
-        nd = d.size
-        S = sp.csr_matrix((-np.ones(nd), (d, np.arange(nd))), shape=(inst.n, nd))
-        A = sp.vstack([sp.hstack([A0, sp.csr_matrix((A0.shape[0], nd))]),
-                       sp.hstack([U, S])], format="csr")
-        up = np.r_[up0, np.full(inst.n, np.inf)]
-        c = np.r_[np.zeros(E), -np.ones(nd)]
-        caps = _RISE_CAP * np.maximum(1.0, floors[d])
-        solver.step(BOTTLENECK_LP)
-        # the floors are reached by the last allocation only to rounding, and the feasible set
-        # is then a thin face that HiGHS' presolve may declare infeasible (10 types, 256
-        # jobs): retry with the kept floors lowered by a scaled slack far below every
-        # tolerance (a rise is still measured against the exact floors)
-        for k, slack in enumerate(_FLOOR_SLACKS):
-            lo = np.r_[lo0, floors - slack * np.maximum(1.0, np.abs(floors))]
-            lp = LinearProgram.build(c, A, lo, up, 0.0, np.r_[np.ones(E), caps])
-            try:
-                sol = scaled_solve(lp, solver.backend, "bottleneck")
-                break
-            except InfeasibleError:
-                if k + 1 == len(_FLOOR_SLACKS):
-                    raise
-                solver.step(FLOORS_RELAXED)
-        solver.used(sol)
-        solver.solves -= 1  # counted by the caller (one per bottleneck LP)
-        assert sol.x is not None and sol.row_duals is not None
-        x = np.r_[inst.repair(sol.x[:E]), 0.0 * sol.x[E:]]
-        rise = np.clip(U @ x[:E] - floors, 0.0, None)[d]
-        x[E:] = np.minimum(rise, caps)
-        # the objective (sum of capped rises) is legitimately 0 when every candidate is
-        # bottlenecked: its gap is judged against the caps' scale
-        cert = lp_certificate(lp, x, sol.row_duals, maximize=True, gap_tol=solver.gap_tol,
-                              feas_tol=solver.feas_tol, scale=float(caps.sum())
-                              ).check(backend=solver.backend.name)
-        sigma = np.zeros(inst.n)
-        sigma[d] = x[E:]
-        return sigma, x[:E], cert
-
     def solve(self, *, method: str = "auto",
               backend: str | Backend | None = None, gap_tol: float = GAP_TOL,
               feas_tol: float = FEAS_TOL, stage_tol: float = STAGE_TOL,
               bottleneck_tol: float = BOTTLENECK_TOL, max_levels: int | None = None,
-              work_conserving: bool | None = None) -> Allocation:
+              work_conserving: bool | None = None, symmetry: bool = True) -> Allocation:
         """Run water-filling and certify every LP it solves.
 
         Parameters
@@ -529,6 +481,9 @@ class WaterFilling(ThroughputPolicy):
             Not used: each level's floors are its certified optimum, exactly.
         work_conserving : bool, optional
             ``None`` or ``True`` (water-filling is always work-conserving); ``False`` raises.
+        symmetry : bool
+            Validated only: water-filling solves job by job (its levels are not reduced by
+            exact symmetry classes).
 
         Path steps (``stats.path``): ``water-filling-level`` before each level LP (a level,
         or a saturation probe of the jump over a saturation cascade), then the level's own
@@ -547,6 +502,7 @@ class WaterFilling(ThroughputPolicy):
         """
         t0 = time.perf_counter()
         method = as_option(method, "method", ("auto", "highs", "fast"))
+        as_bool(symmetry, "symmetry")
         if self.composed:
             raise InputError("water-filling cannot be composed with cvxpy constraints",
                              argument="method")
@@ -588,7 +544,7 @@ class WaterFilling(ThroughputPolicy):
                 if not unsat.any():
                     break
                 solver.step(PARETO_CHECK)
-                sigma, x2, cert2 = self._bottleneck_lp(floors, unsat, solver, U)
+                sigma, x2, cert2 = bottleneck_lp(self.inst, floors, unsat, solver, U)
                 certs.append(cert2)
                 iters_extra[0] += 1
                 up = sigma > thr_end
@@ -705,7 +661,7 @@ class WaterFilling(ThroughputPolicy):
             # the undecided jobs with every level at its floor; a job that rises is not
             # bottlenecked; if none can, the LP's optimum proves all are
             while undecided.any():
-                sigma, x2, cert2 = self._bottleneck_lp(floors, undecided, solver, U)
+                sigma, x2, cert2 = bottleneck_lp(self.inst, floors, undecided, solver, U)
                 certs.append(cert2)
                 iters_extra[0] += 1
                 up = undecided & (sigma > thr)

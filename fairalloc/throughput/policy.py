@@ -238,10 +238,6 @@ class ThroughputPolicy(Composable):
         ``sum_m scale_factor_m x[m, j] <= workers[j]``; its duals are the prices.
     time_constraint : cvxpy Constraint
         ``sum_j x[m, j] <= 1``.
-    symmetry : bool
-        Solve over exact symmetry classes of jobs where the policy allows it (default
-        ``True``; see `solve`). Set to ``False`` on a builder to solve job by job (the
-        reference the reduction is tested against).
     """
 
     name = "policy"
@@ -254,8 +250,6 @@ class ThroughputPolicy(Composable):
     _per_job: tuple[str, ...] = ()
     #: the `Jobs` fields beyond throughput and scale factor the program reads (class key)
     _job_fields: tuple[str, ...] = ()
-    #: the default of every builder's `symmetry` switch
-    symmetry = True
 
     def __init__(self, jobs: Jobs, cluster: Cluster, *, pairs: JobPairs | None = None,
                  unconsolidated_throughput: ArrayLike | None = None,
@@ -391,7 +385,8 @@ class ThroughputPolicy(Composable):
     # --- solve ------------------------------------------------------------------------------
     def solve(self, *, method: str = "auto", backend: Any = None,
               work_conserving: bool | None = None, gap_tol: float = GAP_TOL,
-              feas_tol: float = FEAS_TOL, stage_tol: float = STAGE_TOL) -> Allocation:
+              feas_tol: float = FEAS_TOL, stage_tol: float = STAGE_TOL,
+              symmetry: bool = True) -> Allocation:
         """Solve the policy and certify the result.
 
         Parameters
@@ -413,6 +408,10 @@ class ThroughputPolicy(Composable):
         stage_tol : float
             Relative slack with which a stage's optimum is kept in later stages (at most
             ``gap_tol / 10``, so the first stage's certificate still holds at the end).
+        symmetry : bool
+            Solve over exact symmetry classes of jobs where the policy allows it (default
+            ``True``, below); ``False`` solves job by job (the reference the reduction is
+            tested against).
 
         Every program is solved at unit scale (exact powers of two), so multiplying weights,
         throughputs or durations by a constant gives the same allocation and verdict.
@@ -429,10 +428,10 @@ class ThroughputPolicy(Composable):
         expanded solution failed the original program's certificate; solved job by job).
 
         Symmetry: where jobs repeat exactly (equal throughput row, scale factor and every
-        per-job value the policy reads; near-ties never merge) and the builder's `symmetry`
-        is on, ``"highs"`` and ``"fast"`` solve over one row per class (``c`` members use
-        ``c`` gangs of capacity), give every member its class's allocation and certify it on
-        the original program (``certificate``, ``stage_certificates``); ``stats.classes`` is
+        per-job value the policy reads; near-ties never merge) and ``symmetry`` is on,
+        ``"highs"`` and ``"fast"`` solve over one row per class (``c`` members use ``c`` gangs
+        of capacity), give every member its class's allocation and certify it on the original
+        program (``certificate``, ``stage_certificates``); ``stats.classes`` is
         the number of classes (``None``: not reduced). Composed models, ``method="cvxpy"``,
         job pairs, FIFO and shortest job first are never reduced
         (``proofs/symmetry_reduction.md``).
@@ -462,7 +461,7 @@ class ThroughputPolicy(Composable):
         spec = "highs" if backend is None else backend
         tols = (gap_tol, feas_tol, stage_tol)
         fallback: str | None = None
-        if as_bool(self.symmetry, "symmetry") and self._reducible():
+        if as_bool(symmetry, "symmetry") and self._reducible():
             cl = self._classes()
             if cl.reduces:
                 try:

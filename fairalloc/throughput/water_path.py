@@ -21,6 +21,22 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from ..backends import LinearProgram
+from ..certificates import lp_certificate
+from ..errors import InfeasibleError
+from ..results import Certificate
+from .instance import ColumnInstance
+from .stages import StageSolver, scaled_solve
+
+#: PERFORMANCE knob: cap of each job's rise in a bottleneck LP, relative to max(1, floor)
+#: (spreads the rises over as many jobs as possible)
+_RISE_CAP = 1e-3
+#: ACCURACY: relative slacks of the kept floors tried in turn when a bottleneck LP is declared
+#: infeasible (the floors are reached only to rounding); far below ``bottleneck_tol``
+_FLOOR_SLACKS = (0.0, 1e-12, 1e-10, 1e-8)
+BOTTLENECK_LP = "bottleneck-lp"  # path step: one bottleneck LP
+FLOORS_RELAXED = "bottleneck-floors-relaxed"  # path step: the next slack of _FLOOR_SLACKS
+
 
 def amplified_violation(lam: np.ndarray, U: sp.csr_matrix, x: np.ndarray,
                         floors: np.ndarray) -> float:
@@ -198,3 +214,52 @@ def can_rise(inst: Any, unorm: np.ndarray, xcol: np.ndarray, thr: np.ndarray) ->
     best = np.zeros(inst.n)
     np.maximum.at(best, own, gain)
     return best > 2.0 * thr
+
+
+def bottleneck_lp(inst: ColumnInstance, floors: np.ndarray, D: np.ndarray, solver: StageSolver,
+                  U: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray, Certificate]:
+    """``max sum_{m in D} sigma_m`` s.t. ``u_m(x) - sigma_m >= floor_m`` (m in D),
+    ``u(x) >= floor`` (others), ``0 <= sigma_m <= _RISE_CAP max(1, floor_m)``.
+
+    The caps spread the rises over as many jobs as possible; any ``sigma_m > 0`` proves
+    that job ``m`` is not bottlenecked.
+    """
+    E = inst.E
+    d = np.flatnonzero(D)
+    A0, lo0, up0, _ = inst.base_rows()
+    nd = d.size
+    S = sp.csr_matrix((-np.ones(nd), (d, np.arange(nd))), shape=(inst.n, nd))
+    A = sp.vstack([sp.hstack([A0, sp.csr_matrix((A0.shape[0], nd))]),
+                   sp.hstack([U, S])], format="csr")
+    up = np.r_[up0, np.full(inst.n, np.inf)]
+    c = np.r_[np.zeros(E), -np.ones(nd)]
+    caps = _RISE_CAP * np.maximum(1.0, floors[d])
+    solver.step(BOTTLENECK_LP)
+    # the floors are reached by the last allocation only to rounding, and the feasible set
+    # is then a thin face that HiGHS' presolve may declare infeasible (10 types, 256
+    # jobs): retry with the kept floors lowered by a scaled slack far below every
+    # tolerance (a rise is still measured against the exact floors)
+    for k, slack in enumerate(_FLOOR_SLACKS):
+        lo = np.r_[lo0, floors - slack * np.maximum(1.0, np.abs(floors))]
+        lp = LinearProgram.build(c, A, lo, up, 0.0, np.r_[np.ones(E), caps])
+        try:
+            sol = scaled_solve(lp, solver.backend, "bottleneck")
+            break
+        except InfeasibleError:
+            if k + 1 == len(_FLOOR_SLACKS):
+                raise
+            solver.step(FLOORS_RELAXED)
+    solver.used(sol)
+    solver.solves -= 1  # counted by the caller (one per bottleneck LP)
+    assert sol.x is not None and sol.row_duals is not None
+    x = np.r_[inst.repair(sol.x[:E]), 0.0 * sol.x[E:]]
+    rise = np.clip(U @ x[:E] - floors, 0.0, None)[d]
+    x[E:] = np.minimum(rise, caps)
+    # the objective (sum of capped rises) is legitimately 0 when every candidate is
+    # bottlenecked: its gap is judged against the caps' scale
+    cert = lp_certificate(lp, x, sol.row_duals, maximize=True, gap_tol=solver.gap_tol,
+                          feas_tol=solver.feas_tol, scale=float(caps.sum())
+                          ).check(backend=solver.backend.name)
+    sigma = np.zeros(inst.n)
+    sigma[d] = x[E:]
+    return sigma, x[:E], cert
