@@ -162,6 +162,65 @@ def test_warm_and_cold_rounds_agree():
     assert warm.objective == pytest.approx(cold.objective, rel=1e-7)
 
 
+def test_warm_equals_cold_over_a_trace_with_arrivals_and_departures():
+    # a short random trace (gangs of 1-4 workers, 3 types): every warm round is certified on
+    # its own, reaches the cold solve's level and total, and reports the warm path it took
+    rng = np.random.default_rng(7)
+
+    def job():
+        base = float(rng.lognormal(0.0, 0.8)) * 10.0
+        r = rng.uniform(0.1, 0.9, 2)
+        return {"v100": base, "p100": base * float(max(r)), "k80": base * float(min(r))}
+
+    active = {i: job() for i in range(70)}
+    sf = {i: int(rng.choice([1, 1, 2, 4])) for i in range(70)}
+    workers = {"v100": 17, "p100": 17, "k80": 17}
+    p = fa.RoundPolicy("max_min_fairness")
+    nxt, paths = 70, []
+    for _ in range(8):
+        for j in list(active)[:2]:
+            del active[j], sf[j]
+        for _ in range(2):
+            active[nxt], sf[nxt] = job(), int(rng.choice([1, 1, 2, 4]))
+            nxt += 1
+        warm = p.allocate(active, workers, scale_factor=sf)
+        cold = fa.solve_round("max_min_fairness", active, workers, scale_factor=sf)
+        assert warm.certificate.ok and cold.certificate.ok
+        assert not cold.warm and cold.stats.method == "fast"
+        assert warm.objective == pytest.approx(cold.objective, rel=1e-7)
+        # the work-conserving stage: the same total normalised throughput
+        assert float(warm.reduced.metric.sum()) == pytest.approx(
+            float(cold.reduced.metric.sum()), rel=1e-6)
+        _feasible(warm, workers, sf)
+        paths.append((warm.stats.method, warm.stats.path))
+    assert p.rounds == 8
+    # the first round is cold, every later one starts from the previous prices and level
+    assert paths[0][0] == "fast" and all(m == "fast+warm" for m, _ in paths[1:]), paths
+    assert all(path and path[0] == "structured-level" for _, path in paths), paths
+
+
+def test_stage_program_rows_built_in_one_construction_equal_the_stacked_blocks():
+    # StageSolver.program places its row blocks with one sparse construction (round latency);
+    # it must equal the chain of stacks it replaced: [A; B] | 0 column, then [C, -b]
+    import scipy.sparse as sp
+
+    from fairalloc.throughput.stages import _stack_rows
+
+    rng = np.random.default_rng(3)
+    A = sp.random(4, 5, density=0.5, random_state=1, format="csr")
+    B = sp.random(2, 5, density=0.5, random_state=2, format="csr")
+    C = sp.random(3, 5, density=0.5, random_state=3, format="csr")
+    b = np.array([1.5, 0.0, 2.0])
+    nz = np.flatnonzero(b)
+    got = _stack_rows([(A, 0), (B, 4), (C, 6), ((nz, np.full(nz.size, 5), -b[nz]), 6)], 9, 6)
+    want = sp.vstack([sp.hstack([sp.vstack([A, B]), sp.csr_matrix((6, 1))]),
+                      sp.hstack([C, sp.csr_matrix(-b[:, None])])])
+    assert got.shape == (9, 6) and np.array_equal(got.toarray(), want.toarray())
+    assert got.nnz == want.nnz          # no explicit zeros (b[1] = 0 adds no entry)
+    dense = rng.uniform(size=(2, 6))    # a dense block is accepted too
+    assert np.array_equal(_stack_rows([(dense, 1)], 3, 6).toarray()[1:], dense)
+
+
 def test_bad_round_inputs_are_input_errors():
     with pytest.raises(fa.InputError, match="policy"):
         fa.RoundPolicy("lottery")

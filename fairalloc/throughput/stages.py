@@ -141,6 +141,26 @@ def pow2(v: float) -> float:
     return 1.0 if abs(e) <= _UNIT_BAND else float(np.ldexp(1.0, e))
 
 
+def _stack_rows(blocks: list[tuple[Any, int]], nrows: int, ncols: int) -> sp.csr_matrix:
+    """The ``nrows x ncols`` CSR matrix holding each ``(block, first row)`` (entries that
+    meet are added; blocks narrower than ``ncols`` leave the last columns 0): one sparse
+    construction instead of a chain of stacks (a block is a CSR matrix or a triplet
+    ``(rows, cols, values)``; CSR blocks are read from their index arrays, not converted)."""
+    rows, cols, vals = [], [], []
+    for blk, r0 in blocks:
+        if isinstance(blk, tuple):
+            r, c, v = blk
+        else:
+            csr = blk if getattr(blk, "format", None) == "csr" else sp.csr_matrix(blk)
+            r = np.repeat(np.arange(csr.shape[0]), np.diff(csr.indptr))
+            c, v = csr.indices, csr.data
+        rows.append(np.asarray(r, dtype=np.int64) + r0)
+        cols.append(np.asarray(c, dtype=np.int64))
+        vals.append(np.asarray(v, dtype=float))
+    return sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+                         shape=(nrows, ncols))
+
+
 def _row_absmax(A: sp.spmatrix) -> np.ndarray:
     """Largest absolute entry of each row of a sparse matrix (0 for empty rows)."""
     A = sp.csr_matrix(A)
@@ -405,21 +425,32 @@ class StageSolver:
         blocks = [self.A] + [B for B, _ in self.fixed]
         lo = [self.lo] + [low for _, low in self.fixed]
         up = [self.up] + [np.full(low.size, np.inf) for _, low in self.fixed]
-        A = sp.vstack(blocks, format="csr")
-        A = sp.hstack([A, sp.csr_matrix((A.shape[0], 1))], format="csr")
+        placed, nrows = [], 0
+        for B in blocks:
+            placed.append((B, nrows))
+            nrows += B.shape[0]
         if isinstance(stage, LevelStage):
-            L = sp.hstack([stage.C, sp.csr_matrix(-stage.b[:, None])], format="csr")
-            A = sp.vstack([A, L], format="csr")
+            # the level rows [C, -b] (theta's column is the last)
+            m = stage.h.size
+            nzb = np.flatnonzero(stage.b)
+            placed.append((stage.C, nrows))
+            placed.append(((nzb, np.full(nzb.size, E), -stage.b[nzb]), nrows))
+            nrows += m
+        A = _stack_rows(placed, nrows, E + 1)
+        if isinstance(stage, LevelStage):
             lo.append(stage.h)
             up.append(np.full(stage.h.size, np.inf))
             c = np.zeros(E + 1)
             c[E] = -1.0
-            col_lo = np.r_[np.zeros(E), -np.inf]
-            col_up = np.r_[np.ones(E), np.inf]
-        else:
-            c = np.r_[-stage.g, 0.0]
             col_lo = np.zeros(E + 1)
-            col_up = np.r_[np.ones(E), 0.0]
+            col_lo[E] = -np.inf
+            col_up = np.ones(E + 1)
+            col_up[E] = np.inf
+        else:
+            c = np.append(-stage.g, 0.0)
+            col_lo = np.zeros(E + 1)
+            col_up = np.ones(E + 1)
+            col_up[E] = 0.0
         return LinearProgram.build(c, A, np.concatenate(lo), np.concatenate(up), col_lo, col_up)
 
     def point(self, stage: LevelStage | LinearStage, xcol: np.ndarray) -> np.ndarray:
@@ -428,8 +459,8 @@ class StageSolver:
             act = stage.b > 0
             lev = (stage.C @ xcol - stage.h)[act] / stage.b[act]
             theta = float(lev.min()) if lev.size else 0.0
-            return np.r_[xcol, theta]
-        return np.r_[xcol, 0.0]
+            return np.append(xcol, theta)
+        return np.append(xcol, 0.0)
 
     def top_up(self, stage: LevelStage, xcol: np.ndarray, theta: float) -> np.ndarray:
         """Give jobs whose level row falls short of the solver's ``theta`` the missing time on
