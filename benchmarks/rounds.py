@@ -29,6 +29,19 @@ fairalloc's share is what this file tracks. On a loaded machine wall-clock times
 by waiting for a core: the ``warm cpu p50`` column (this thread's CPU time per round) is the
 figure to compare between versions.
 
+Measured 2026-11-24 on that machine (``--jobs 100 1000 --rounds 200``, warm cpu p50, two
+runs each, alternating with the version before): 100 jobs 3.5-3.6 ms (before: 3.9-4.0 ms),
+1,000 jobs 6.0 ms (before: 6.3-6.4 ms); cold p50 5.6 / 8.9 ms; 0 uncertified rounds. The
+100-job target (2 ms) is not met. Where a warm 100-job round goes (cProfile over 280 rounds,
+shares of the profiled time): the level stage's restricted master LPs 26 % (1.4 masters a
+round on this trace; HiGHS's own run 8 %), the two independent certificates (level stage and
+work-conserving floor: whole-LP build and `lp_certificate`) 19 %, Newton and the vertex
+choice 12 %, the column instance 7 %, the round API 7 %, the symmetry class check 2 %. About
+64 % of the rounds finish with one master and the p50 round is such a round, so fewer masters
+would move p99 more than p50. The whole LP in HiGHS instead of the structured solver
+(``RoundPolicy(method="highs")``) measured slower at 100 jobs: 7.7 ms warm cpu p50 (4.5 ms
+without the work-conserving stage) against 4.0 ms, same run, before this change.
+
 Run::
 
     python benchmarks/rounds.py                       # 500 rounds at 100 / 1,000 / 10,000
