@@ -55,7 +55,7 @@ from .._validation import (
 )
 from ..backends import Backend
 from ..data import Cluster, JobPairs, Jobs
-from ..errors import CertificateError, InputError, SolverError
+from ..errors import CertificateError, InfeasibleError, InputError, SolverError
 from ..results import Certificate, SolveStats
 from ..tolerances import FEAS_TOL, GAP_TOL
 from .policy import (
@@ -69,8 +69,10 @@ from .policy import (
 from .stages import LevelStage, StageSolver, backend_for, capacity_prices
 from .structured import fast_level
 from .water_path import (
+    FLOORS_ANCHORED,
     SaturationPath,
     amplified_violation,
+    anchored_floors,
     bottleneck_lp,
     can_rise,
 )
@@ -435,9 +437,16 @@ class WaterFilling(ThroughputPolicy):
             # it would be met only to the solver's tolerance and certify a level of 0
             step_[step_ <= _PATH_ROUNDING * np.maximum(1.0, target)] = 0.0
             stage = LevelStage(U, step_, floors.copy(), "saturation probe")
-            res = self._level_lp(solver, stage, use_fast)
-            certs.append(res.cert)
             probes += 1
+            try:
+                res = self._level_lp(solver, stage, use_fast)
+            except InfeasibleError:
+                # feasible at t = 0 in exact arithmetic; declared infeasible (thin face of
+                # floors met only to tolerance): not passed, so the jump only goes less far
+                hi, galloping = trial - 1, False
+                trial = (lo + hi + 1) // 2
+                continue
+            certs.append(res.cert)
             t = min(max(res.value, 0.0), 1.0)
             new = floors + t * step_
             due = ~frozen & (times <= bp[trial - 1])
@@ -544,7 +553,7 @@ class WaterFilling(ThroughputPolicy):
                 if not unsat.any():
                     break
                 solver.step(PARETO_CHECK)
-                sigma, x2, cert2 = bottleneck_lp(self.inst, floors, unsat, solver, U)
+                sigma, x2, cert2 = bottleneck_lp(self.inst, floors, unsat, solver, U, thr_end)
                 certs.append(cert2)
                 iters_extra[0] += 1
                 up = sigma > thr_end
@@ -565,7 +574,17 @@ class WaterFilling(ThroughputPolicy):
             levels += 1
             w = self.job_weights(frozen)
             stage = LevelStage(U, w, floors.copy(), f"water-filling level {levels}")
-            res = self._level_lp(solver, stage, use_fast)
+            try:
+                res = self._level_lp(solver, stage, use_fast)
+            except InfeasibleError:
+                # the floors are met by the last allocation only to the solvers' tolerance and
+                # HiGHS declared that thin face infeasible (10 types, 1,024 jobs): anchor them
+                # at the levels the last allocation (repaired, exactly feasible) reaches, so
+                # the level LP is feasible at it with theta = 0, and solve it again
+                solver.step(FLOORS_ANCHORED)
+                floors = anchored_floors(floors, U, xcol)
+                stage = LevelStage(U, w, floors.copy(), f"water-filling level {levels}")
+                res = self._level_lp(solver, stage, use_fast)
             certs.append(res.cert)
             if first is None:
                 first = (stage, res)
@@ -661,7 +680,7 @@ class WaterFilling(ThroughputPolicy):
             # the undecided jobs with every level at its floor; a job that rises is not
             # bottlenecked; if none can, the LP's optimum proves all are
             while undecided.any():
-                sigma, x2, cert2 = bottleneck_lp(self.inst, floors, undecided, solver, U)
+                sigma, x2, cert2 = bottleneck_lp(self.inst, floors, undecided, solver, U, thr)
                 certs.append(cert2)
                 iters_extra[0] += 1
                 up = undecided & (sigma > thr)
