@@ -498,8 +498,9 @@ class WaterFilling(ThroughputPolicy):
         or a saturation probe of the jump over a saturation cascade), then the level's own
         step (``structured-level`` or ``exact-lp``), ``bottleneck-lp`` for each bottleneck LP
         and ``bottleneck-floors-relaxed`` when one is solved again with slightly relaxed
-        floors; ``stats.fallbacks`` lists levels the structured solver handed to the whole
-        LP.
+        floors, ``level-floors-anchored`` when a level LP declared infeasible is solved again
+        at the floors the last allocation reaches; ``stats.fallbacks`` lists levels the
+        structured solver handed to the whole LP.
 
         Returns
         -------
