@@ -25,6 +25,7 @@ from scipy.optimize import linprog
 import fairalloc as fa
 from fairalloc.backends import HighsBackend
 from fairalloc.throughput.water_path import SaturationPath
+from tests.water_reference import capped_rises, rises_alone
 
 
 # --------------------------------------------------------------------------------------------
@@ -260,28 +261,6 @@ def test_bottleneck_lp_declared_infeasible_is_retried_with_relaxed_floors():
 # --------------------------------------------------------------------------------------------
 # the end check: the final floors are proven Pareto-maximal, or water-filling resumes / raises
 # --------------------------------------------------------------------------------------------
-def _rises_from_floors(jobs, cluster, floors):
-    """Each job's largest rise above its floor with every other job at its floor (independent
-    scipy LPs, one per job), relative to ``max(1, floor)``."""
-    T, sf, cap = jobs.throughput, jobs.scale_factor, cluster.capacity
-    n, k = T.shape
-    u = sf / (T @ (cap / cap.sum()))
-    nk = n * k
-    A_time = sp.kron(sp.eye(n), np.ones((1, k)))
-    A_cap = sp.csr_matrix((np.repeat(sf, k), (np.tile(np.arange(k), n), np.arange(nk))),
-                          shape=(k, nk))
-    U = sp.csr_matrix((np.repeat(u, k) * T.ravel(), (np.repeat(np.arange(n), k),
-                                                     np.arange(nk))), shape=(n, nk))
-    A = sp.vstack([A_time, A_cap, -U]).tocsr()
-    b = np.r_[np.ones(n), cap, -(floors - 1e-12 * np.maximum(floors, 1.0))]
-    out = np.zeros(n)
-    for m in range(n):
-        rr = linprog(-U[m].toarray().ravel(), A_ub=A, b_ub=b, bounds=(0, 1), method="highs")
-        assert rr.status == 0
-        out[m] = (-rr.fun - floors[m]) / max(floors[m], 1.0)
-    return out
-
-
 def _freeze_every_candidate(monkeypatch):
     """A broken rule (a): every live job is frozen by the first level that rises (room -inf,
     every dual counted as firm)."""
@@ -302,7 +281,7 @@ def test_end_check_repairs_wrong_freezes(monkeypatch):
     r = fa.max_min_fairness(jobs, cl, water_filling=True)
     assert r.stats.path.count("pareto-check") == 3  # two failed checks, two resumed rounds
     np.testing.assert_allclose(r.level_floors, want.level_floors, rtol=1e-7)
-    assert _rises_from_floors(jobs, cl, np.asarray(r.level_floors)).max() < 1e-7
+    assert rises_alone(jobs, cl, np.asarray(r.level_floors)).max() < 1e-7
     assert r.certificate.ok and all(c.ok for c in r.stage_certificates)
 
 
@@ -315,31 +294,6 @@ def test_end_check_raises_when_resuming_does_not_repair(monkeypatch):
         fa.max_min_fairness(jobs, cl, water_filling=True)
 
 
-def _capped_rises(jobs, cluster, floors, cap=1e-3):
-    """One independent LP (scipy): the largest total of per-job rises, each capped at
-    ``cap·max(1, floor)``, with every job at its floor (less 1e-12 relative); returns each
-    job's rise relative to ``max(1, floor)``."""
-    T, sf, capacity = jobs.throughput, jobs.scale_factor, cluster.capacity
-    n, k = T.shape
-    u = sf / (T @ (capacity / capacity.sum()))
-    nk = n * k
-    A_time = sp.kron(sp.eye(n), np.ones((1, k)))
-    A_cap = sp.csr_matrix((np.repeat(sf, k), (np.tile(np.arange(k), n), np.arange(nk))),
-                          shape=(k, nk))
-    U = sp.csr_matrix((np.repeat(u, k) * T.ravel(), (np.repeat(np.arange(n), k),
-                                                     np.arange(nk))), shape=(n, nk))
-    A = sp.vstack([sp.hstack([A_time, sp.csr_matrix((n, n))]),
-                   sp.hstack([A_cap, sp.csr_matrix((k, n))]),
-                   sp.hstack([-U, sp.eye(n)])]).tocsr()
-    scale = np.maximum(1.0, floors)
-    b = np.r_[np.ones(n), capacity, -(floors - 1e-12 * scale)]
-    bounds = [(0.0, 1.0)] * nk + [(0.0, c) for c in cap * scale]
-    rr = linprog(np.r_[np.zeros(nk), -np.ones(n)], A_ub=A, b_ub=b, bounds=bounds,
-                 method="highs")
-    assert rr.status == 0
-    return rr.x[nk:] / scale
-
-
 def test_ten_types_320_jobs_no_frozen_job_can_rise():
     """320 jobs on 10 types (level duals of frozen rows about 1e8): main's dual rule froze 203
     jobs that can still rise (per-job LPs: by up to 5.3x their level; here every one of them
@@ -348,7 +302,7 @@ def test_ten_types_320_jobs_no_frozen_job_can_rise():
     jobs, cl = _types_instance(320, seed=2)
     r = fa.max_min_fairness(jobs, cl, water_filling=True)
     assert r.certificate.ok and all(c.ok for c in r.stage_certificates)
-    assert _capped_rises(jobs, cl, np.asarray(r.level_floors)).max() < 1e-6
+    assert capped_rises(jobs, cl, np.asarray(r.level_floors)).max() < 1e-6
     u = jobs.scale_factor / (jobs.throughput @ (cl.capacity / cl.capacity.sum()))
     lev = u * (r.x * jobs.throughput).sum(axis=1)
     assert np.all(lev >= r.level_floors - 1e-7 * np.maximum(1.0, r.level_floors))
@@ -402,7 +356,7 @@ def test_level_lp_declared_infeasible_is_solved_again_at_anchored_floors(monkeyp
     assert r.stats.path.count("level-floors-anchored") == 1
     # the anchored floors are lower only by the last allocation's rounding (far below 1e-6)
     np.testing.assert_allclose(r.level_floors, want.level_floors, rtol=1e-7)
-    assert _rises_from_floors(jobs, cl, np.asarray(r.level_floors)).max() < 1e-6
+    assert rises_alone(jobs, cl, np.asarray(r.level_floors)).max() < 1e-6
     assert r.certificate.ok and all(c.ok for c in r.stage_certificates)
 
 

@@ -12,6 +12,7 @@ from scipy.optimize import linprog
 import fairalloc as fa
 from fairalloc.backends import HighsBackend
 from fairalloc.throughput import WaterFilling
+from tests.water_reference import rises_alone
 
 
 def test_paper_example_hierarchical_builder():
@@ -215,28 +216,10 @@ def _gavel_hierarchy(seed=2, n=300):
 
 def _risers(r, jobs, cluster):
     """Jobs whose level can rise alone (every other level kept), by independent LPs."""
-    import scipy.sparse as sp
-    from scipy.optimize import linprog
-
-    T, sf, cap = jobs.throughput, jobs.scale_factor, cluster.capacity
-    n, k = T.shape
-    u = sf / (T @ (cap / cap.sum()))
-    lev = u * (r.x * T).sum(axis=1)
-    nk = n * k
-    A_time = sp.kron(sp.eye(n), np.ones((1, k)))
-    A_cap = sp.csr_matrix((np.repeat(sf, k), (np.tile(np.arange(k), n), np.arange(nk))),
-                          shape=(k, nk))
-    U = sp.csr_matrix((np.repeat(u, k) * T.ravel(), (np.repeat(np.arange(n), k),
-                                                     np.arange(nk))), shape=(n, nk))
-    A = sp.vstack([A_time, A_cap, -U]).tocsr()
-    b = np.r_[np.ones(n), cap, -(lev - 1e-12 * np.maximum(lev, 1.0))]
-    out = []
-    for m in range(n):
-        rr = linprog(-U[m].toarray().ravel(), A_ub=A, b_ub=b, bounds=(0, 1), method="highs")
-        assert rr.status == 0
-        if -rr.fun > lev[m] + 1e-6 * max(lev[m], 1.0):
-            out.append(m)
-    return out
+    cap = cluster.capacity
+    lev = jobs.scale_factor / (jobs.throughput @ (cap / cap.sum())) * (r.x * jobs.throughput
+                                                                        ).sum(axis=1)
+    return np.flatnonzero(rises_alone(jobs, cluster, lev) > 1e-6).tolist()
 
 
 def test_gavel_hierarchy_no_frozen_job_can_rise_alone():

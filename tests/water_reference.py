@@ -1,0 +1,59 @@
+"""Independent references for water-filling tests: per-job rise LPs in scipy (no fairalloc
+code), used to prove that no frozen job can still rise."""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.optimize import linprog
+
+#: relative slack of the kept levels (the solver reaches them only to rounding)
+LEVEL_SLACK = 1e-12
+
+
+def level_program(jobs, cluster):
+    """``(A, U)``: time and capacity rows ``A x <= [1, cap]`` over the ``n*k`` time fractions
+    and each job's normalised level ``u_m(x) = U[m] @ x`` (Gavel §4.1 normalisation)."""
+    T, sf, cap = jobs.throughput, jobs.scale_factor, cluster.capacity
+    n, k = T.shape
+    u = sf / (T @ (cap / cap.sum()))
+    nk = n * k
+    A_time = sp.kron(sp.eye(n), np.ones((1, k)))
+    A_cap = sp.csr_matrix((np.repeat(sf, k), (np.tile(np.arange(k), n), np.arange(nk))),
+                          shape=(k, nk))
+    U = sp.csr_matrix((np.repeat(u, k) * T.ravel(), (np.repeat(np.arange(n), k),
+                                                     np.arange(nk))), shape=(n, nk))
+    return sp.vstack([A_time, A_cap]).tocsr(), U
+
+
+def rises_alone(jobs, cluster, levels):
+    """Each job's largest level with every other job kept at ``levels`` (less
+    `LEVEL_SLACK` relative), minus its own level, relative to ``max(1, level)``: one LP each."""
+    A0, U = level_program(jobs, cluster)
+    n = U.shape[0]
+    A = sp.vstack([A0, -U]).tocsr()
+    b = np.r_[np.ones(n), cluster.capacity,
+              -(levels - LEVEL_SLACK * np.maximum(levels, 1.0))]
+    out = np.zeros(n)
+    for m in range(n):
+        rr = linprog(-U[m].toarray().ravel(), A_ub=A, b_ub=b, bounds=(0, 1), method="highs")
+        assert rr.status == 0
+        out[m] = (-rr.fun - levels[m]) / max(levels[m], 1.0)
+    return out
+
+
+def capped_rises(jobs, cluster, levels, cap=1e-3):
+    """One LP: the largest total of per-job rises above ``levels``, each capped at
+    ``cap * max(1, level)``, every job kept at its level; each job's rise relative to
+    ``max(1, level)``."""
+    A0, U = level_program(jobs, cluster)
+    n, nk = U.shape
+    A = sp.vstack([sp.hstack([A0, sp.csr_matrix((A0.shape[0], n))]),
+                   sp.hstack([-U, sp.eye(n)])]).tocsr()
+    scale = np.maximum(1.0, levels)
+    b = np.r_[np.ones(n), cluster.capacity, -(levels - LEVEL_SLACK * scale)]
+    bounds = [(0.0, 1.0)] * nk + [(0.0, c) for c in cap * scale]
+    rr = linprog(np.r_[np.zeros(nk), -np.ones(n)], A_ub=A, b_ub=b, bounds=bounds,
+                 method="highs")
+    assert rr.status == 0
+    return rr.x[nk:] / scale
