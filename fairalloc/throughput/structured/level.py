@@ -42,8 +42,13 @@ _MAX_BAND = 0.5  # PERFORMANCE knob: widest band of near-ties before the full LP
 
 
 def fast_level(solver: StageSolver, stage: LevelStage, *, max_rounds: int = _LEVEL_MAX_ROUNDS,
-                warm: tuple[np.ndarray, float] | None = None) -> StageResult:
+                warm: tuple[np.ndarray, float] | None = None,
+                degenerate_handover: bool = True) -> StageResult:
     """Exact solve of a level stage (see `_fast_level_unit`), at unit scale.
+
+    ``degenerate_handover=False`` keeps a master with many jobs near a tie instead of handing
+    the stage to the whole LP (water-filling: its later exact LPs need the structured
+    solver's vertex allocation, which meets the floors exactly).
 
     The stage is first divided by the powers of two of `LevelStage.units` (``theta =
     sigma theta'``, level rows divided by ``rho``), so that the structured solver's own
@@ -56,15 +61,18 @@ def fast_level(solver: StageSolver, stage: LevelStage, *, max_rounds: int = _LEV
     # units) only seeds Newton: the price ratios are unit free, the level goes to unit scale
     wu = None if warm is None else (np.asarray(warm[0], dtype=float), float(warm[1]) / sigma)
     if sigma == 1.0 and rho == 1.0:
-        return _fast_level_unit(solver, stage, stage, 1.0, 1.0, max_rounds, wu)
+        return _fast_level_unit(solver, stage, stage, 1.0, 1.0, max_rounds, wu,
+                                degenerate_handover)
     unit = LevelStage(sp.csr_matrix(stage.C / rho), stage.b * (sigma / rho), stage.h / rho,
                   stage.name)
-    return _fast_level_unit(solver, stage, unit, sigma, rho, max_rounds, wu)
+    return _fast_level_unit(solver, stage, unit, sigma, rho, max_rounds, wu,
+                            degenerate_handover)
 
 
 def _fast_level_unit(solver: StageSolver, orig: LevelStage, stage: LevelStage, sigma: float,
                      rho: float, max_rounds: int,
-                     warm: tuple[np.ndarray, float] | None = None) -> StageResult:
+                     warm: tuple[np.ndarray, float] | None = None,
+                     degenerate_handover: bool = True) -> StageResult:
     """Exact solve of a level stage ``max theta: C x - b theta >= h`` exploiting its structure.
 
     Only the ``k`` capacity rows and ``theta`` couple the jobs. At given capacity prices each
@@ -134,7 +142,7 @@ def _fast_level_unit(solver: StageSolver, orig: LevelStage, stage: LevelStage, s
     iterations = solves = 0
     refined = False
     for _ in range(max_rounds):
-        if too_many_explicit(explicit, n):
+        if degenerate_handover and too_many_explicit(explicit, n):
             reason = (f"{DEGENERATE} ({int(explicit.sum())} of {n} jobs near a tie: the "
                       "master would be about the whole LP)")
             break
