@@ -245,26 +245,26 @@ def _per_job(value: Any, name: str, ids: tuple[Hashable, ...], **kw: Any) -> np.
     """A per-job quantity given as a mapping job -> value or an array in job order."""
     if value is None:
         return None
-    if isinstance(value, Mapping):
-        try:
-            arr = [value[j] for j in ids]
-        except KeyError as exc:
-            raise InputError(f"{name} has no entry for job {exc.args[0]!r}",
-                             argument=name) from None
-        value = arr
-    return as_array(value, name, ndim=1, shape=(len(ids),), allow_empty=True, **kw)
+    return as_array(_listed_by_job(value, name, ids), name, ndim=1, shape=(len(ids),),
+                    allow_empty=True, **kw)
+
+
+def _listed_by_job(value: Any, name: str, ids: tuple[Hashable, ...]) -> Any:
+    """``value`` as given, or a mapping job -> value listed in ``ids`` order."""
+    if not isinstance(value, Mapping):
+        return value
+    try:
+        return [value[j] for j in ids]
+    except KeyError as exc:
+        raise InputError(f"{name} has no entry for job {exc.args[0]!r}",
+                         argument=name) from None
 
 
 def _slo_array(slo: Any, ids: tuple[Hashable, ...]) -> np.ndarray | None:
     """SLOs in job order (seconds; ``inf``: none); their values are validated by MinCost."""
     if slo is None:
         return None
-    if isinstance(slo, Mapping):
-        try:
-            slo = [slo[j] for j in ids]
-        except KeyError as exc:
-            raise InputError(f"slo has no entry for job {exc.args[0]!r}",
-                             argument="slo") from None
+    slo = _listed_by_job(slo, "slo", ids)
     try:
         raw = np.asarray(slo)
         arr = np.array(raw, dtype=float)
