@@ -284,6 +284,11 @@ def test_min_cost_round_with_slos():
                                                            slo={"a": 1.0})
     with pytest.raises(fa.InputError, match="slo"):
         fa.solve_round("min_cost", tp, {"g": 2, "h": 0}, cost=kw["cost"], slo=["x"] * 3)
+    with pytest.raises(fa.InputError, match="slo has no entry for job 'b'"):
+        fa.solve_round("min_cost", tp, {"g": 2, "h": 0}, cost=kw["cost"], slo={"a": 1.0})
+    with pytest.raises(fa.InputError, match="weight has no entry for job 'c'") as err:
+        fa.solve_round("max_min_fairness", tp, {"g": 2, "h": 1}, weight={"a": 1, "b": 2})
+    assert err.value.argument == "weight"
 
 
 # --------------------------------------------------------------------------------------------
