@@ -362,3 +362,24 @@ def test_total_throughput_with_a_work_conserving_stage(normalized):
     assert red.objective == pytest.approx(plain.objective, rel=1e-9)
     assert red.stage_certificates[1].primal_value == pytest.approx(
         plain.stage_certificates[1].primal_value, rel=1e-7)
+
+
+@pytest.mark.parametrize("unit", [1e-9, 1e9])
+def test_reduced_solve_is_unit_free(unit):
+    """Throughputs and steps in other units (x1e-9, x1e9): the reduced solve finds the same
+    classes, objective and (normalised) work-conserving optimum, both stages
+    certified on the original program (allocations may differ: the second stage's optimum
+    is not unique)."""
+    rng = np.random.default_rng(1)
+    rows = rng.lognormal(0.0, 0.8, (6, 3))
+    pick = rng.integers(6, size=300)
+    cl = fa.Cluster({"a": 40, "b": 30, "c": 20})
+    steps = (np.arange(300) % 3 + 1) * 1e3
+    for fn in (fa.max_min_fairness, fa.finish_time_fairness):
+        ref = fn(fa.Jobs(rows[pick], steps_remaining=steps), cl)
+        r = fn(fa.Jobs(rows[pick] * unit, steps_remaining=steps * unit), cl)
+        assert r.stats.classes == ref.stats.classes is not None
+        assert all(c.ok for c in r.stage_certificates)
+        assert r.objective == pytest.approx(ref.objective, rel=1e-8)
+        assert r.stage_certificates[1].primal_value == pytest.approx(  # normalised: unit free
+            ref.stage_certificates[1].primal_value, rel=1e-6)
