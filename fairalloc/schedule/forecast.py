@@ -15,6 +15,9 @@
   epochs)`` pairs (the format [`fairalloc.PlanJob`][fairalloc.PlanJob] takes), the predicted total
   and remaining run time, and trajectories sampled from the posterior for the planner's scenario
   mode (App. F). ``method="bayesian"`` and ``method="greedy"`` are the two baselines of Figure 5;
+  ``method="empirical"`` replaces the even split of the unfinished regimes by the lengths other
+  jobs of the family were observed to take (``prior_epochs``, e.g. from
+  ``fairalloc.schedule.posteriors.RegimePool``);
   [`oracle_forecast`][fairalloc.oracle_forecast] reads a job's whole future and exists only for
   comparison.
 
@@ -47,6 +50,7 @@ from .posteriors import (
     SUM_RTOL,
     _bayesian_remaining,
     _censored_share_mean,
+    _empirical_lengths,
     _readonly,
     _restatement_alpha,
     _sample_ongoing_share,
@@ -55,7 +59,7 @@ from .regime_model import RegimeModel
 
 __all__ = ["FORECAST_METHODS", "RegimeForecast", "forecast_regimes", "oracle_forecast"]
 
-FORECAST_METHODS = ("restatement", "bayesian", "greedy")
+FORECAST_METHODS = ("restatement", "bayesian", "greedy", "empirical")
 ALL_FORECAST_METHODS = (*FORECAST_METHODS, "oracle")
 # PERFORMANCE (input limit): the most sampled entries (num_samples * K) per call
 MAX_SAMPLE_ENTRIES = 100_000_000
@@ -87,7 +91,7 @@ class RegimeForecast:
     Attributes
     ----------
     method : str
-        ``"restatement"``, ``"bayesian"``, ``"greedy"`` or ``"oracle"``.
+        ``"restatement"``, ``"bayesian"``, ``"greedy"``, ``"empirical"`` or ``"oracle"``.
     configurations : ndarray, shape (K,)
         Configuration (batch size) of each regime.
     epochs : ndarray, shape (K,)
@@ -110,7 +114,7 @@ class RegimeForecast:
     attained_seconds : float
         Measured seconds of the finished epochs (run time so far).
     posterior : ndarray of shape (K,) or None
-        Dirichlet parameters (``None`` for greedy and oracle forecasts).
+        Dirichlet parameters (``None`` for greedy, empirical and oracle forecasts).
     censor : bool
         Whether the ongoing regime's posterior was conditioned on the epochs it has already
         run (restatement only; see [`forecast_regimes`][fairalloc.forecast_regimes]).
@@ -243,8 +247,9 @@ class RegimeForecast:
         neutrality the unfinished regimes share the ``N - sum m`` epochs left as
         ``Dir(S_k, ..., S_k)``; with ``censor=True`` the ongoing regime's share is drawn from
         its Beta marginal truncated to the epochs it has already run. The standard Bayesian
-        baseline draws the full Dirichlet and applies its mean rule to each draw; greedy and
-        oracle forecasts are deterministic (every row equals ``remaining_epochs``).
+        baseline draws the full Dirichlet and applies its mean rule to each draw; greedy,
+        empirical and oracle forecasts are deterministic (every row equals
+        ``remaining_epochs``).
 
         Parameters
         ----------
@@ -413,11 +418,14 @@ def _regime_seconds(
     observed: np.ndarray,
     observed_seconds: np.ndarray,
     profiled: Mapping[float, float] | None,
+    calibrate: bool = False,
 ) -> np.ndarray:
     """Seconds per epoch of every regime: measured mean, else profiled, else extrapolated.
 
     ``observed``/``observed_seconds``: epochs and their summed seconds in each regime; a
-    configuration's measured duration pools every regime that used it.
+    configuration's measured duration pools every regime that used it. ``calibrate``: the
+    profiled values are multiplied by the median measured/profiled ratio of the
+    configurations that are both (a profiling table off by a constant factor).
     """
     if profiled is not None and not isinstance(profiled, Mapping):
         raise InputError(
@@ -439,6 +447,10 @@ def _regime_seconds(
     in_prof = configs[:, None] == p_cfg[None, :]
     has_prof = in_prof.any(axis=1)
     prof_val = in_prof @ p_sec  # profiled keys are unique (mapping)
+    both = measured & first & has_prof
+    if calibrate and both.any():
+        ratio = float(np.median(mean[both] / prof_val[both]))
+        p_sec, prof_val = p_sec * ratio, prof_val * ratio
     extra = ~(p_cfg[:, None] == configs[measured][None, :]).any(axis=1)
     known_cfg = np.concatenate([configs[measured & first], p_cfg[extra]])
     known_sec = np.concatenate([mean[measured & first], p_sec[extra]])
@@ -518,6 +530,8 @@ def forecast_regimes(
     profiled: Mapping[float, float] | None = None,
     method: str = "restatement",
     censor: bool = True,
+    prior_epochs: Sequence[float] | np.ndarray | None = None,
+    calibrate: bool = False,
 ) -> RegimeForecast:
     """Forecast a job's remaining regimes from what has been observed (Shockwave §5).
 
@@ -540,6 +554,15 @@ def forecast_regimes(
     ``method="greedy"`` (Figure 5 baseline, the reactive schedulers' view): the job keeps
     its latest measured epoch duration until it ends.
 
+    ``method="empirical"``: finished regimes as observed; every unfinished regime with a
+    finite ``prior_epochs`` entry (the length other jobs of the family took, e.g. from
+    `fairalloc.schedule.posteriors.regime_length_prior`) is forecast at that length -- the
+    ongoing one only when its entry exceeds the epochs it has already run, else it keeps the
+    censored restatement value above --, the other unfinished regimes split evenly what is
+    left, and the trajectory is cut at ``N`` in regime order (the last regime takes any
+    shortfall). Without ``prior_epochs`` it equals the restatement forecast. A point
+    forecast: `RegimeForecast.sample_epochs` returns its mean.
+
     Parameters
     ----------
     model : RegimeModel
@@ -556,9 +579,17 @@ def forecast_regimes(
     profiled : mapping of float to float, optional
         Seconds per epoch of configurations profiled beforehand (e.g. from a throughput
         table); measured durations take precedence.
-    method : {"restatement", "bayesian", "greedy"}
+    method : {"restatement", "bayesian", "greedy", "empirical"}
     censor : bool
-        Restatement only: condition the ongoing regime on its observed epochs (see above).
+        Restatement and empirical: condition the ongoing regime on its observed epochs.
+    prior_epochs : array_like, shape (K,) or (2, K), optional
+        Empirical only: expected epochs of each regime (``nan``: unknown) and, in a second
+        row, lower bounds on them (an unknown regime's share, or the ongoing regime's
+        restatement value, is raised to its bound).
+    calibrate : bool, default False
+        Multiply the ``profiled`` durations by the median measured/profiled ratio of the
+        configurations both measured and profiled (a profiling table whose speeds are off by
+        a constant factor for this job); unmeasured configurations then use the scaled values.
 
     Returns
     -------
@@ -585,12 +616,30 @@ def forecast_regimes(
     (array([ 0.  ,  1.27, 19.36, 19.36]), 1587)
     >>> forecast_regimes(model, 100, bs, sec, censor=False).epochs
     array([20., 40., 20., 20.])
+
+    Other Accordion jobs of the family kept their large batch for 50 epochs: the ongoing
+    regime is forecast to 50, the third regime (no prior) takes what the fourth (prior 5)
+    leaves:
+
+    >>> fc = forecast_regimes(model, 100, bs, sec, method="empirical",
+    ...                       prior_epochs=[25, 50, np.nan, 5])
+    >>> fc.epochs, fc.remaining_epochs
+    (array([20., 50., 25.,  5.]), array([ 0., 10., 25.,  5.]))
+
+    A table profiles batch 32 at 40 s, 64 at 20 s, 128 at 12 s; this job measured 60 s at 32,
+    so ``calibrate=True`` scales the table by 1.5:
+
+    >>> fc = forecast_regimes(RegimeModel.gns(32, num_regimes=3), 12, [32, 32], [60.0, 60.0],
+    ...                       profiled={32: 40.0, 64: 20.0, 128: 12.0}, calibrate=True)
+    >>> fc.epoch_seconds
+    array([60., 30., 18.])
     """
     if not isinstance(model, RegimeModel):
         raise InputError(f"model must be a fairalloc.RegimeModel, got {type(model).__name__}",
                          argument="model")
     method = as_option(method, "method", FORECAST_METHODS)
     censor = as_bool(censor, "censor")
+    calibrate = as_bool(calibrate, "calibrate")
     n_total = as_positive_float(total_epochs, "total_epochs")
     bs = as_array(batch_sizes, "batch_sizes", ndim=1, positive=True, allow_empty=True)
     sec = as_array(epoch_seconds, "epoch_seconds", ndim=1, positive=True, allow_empty=True)
@@ -605,13 +654,22 @@ def forecast_regimes(
                          f"{n_total:g}", argument="batch_sizes")
     observed, observed_seconds, c = _match_regimes(model, bs, sec, current_batch_size)
     k = model.num_regimes
-    seconds = _regime_seconds(model.configurations, observed, observed_seconds, profiled)
+    seconds = _regime_seconds(model.configurations, observed, observed_seconds, profiled,
+                              calibrate)
+    prior = None
+    if prior_epochs is not None:
+        prior = as_array(prior_epochs, "prior_epochs", ndim=(1, 2), allow_nan=True)
+        if prior.shape not in ((k,), (1, k), (2, k)):
+            raise InputError(f"prior_epochs has shape {prior.shape}, not ({k},) or (2, {k})",
+                             argument="prior_epochs")
+        prior = np.vstack([prior.reshape(-1, k), np.zeros((1, k))])[:2]
+        prior[1] = np.nan_to_num(prior[1])
     done = float(f)
     left = max(n_total - done, 0.0)
     e = float(observed[c])
     posterior: np.ndarray | None = None
 
-    if method == "restatement":
+    if method in ("restatement", "empirical"):
         posterior = _restatement_alpha(n_total, k, observed[:c])
         rest = n_total - float(observed[:c].sum())
         epochs = np.array(posterior, copy=True)
@@ -626,6 +684,11 @@ def forecast_regimes(
             epochs[c] = ongoing
             epochs[c + 1:] = (rest - ongoing) / (unfinished - 1)
         epochs[c] = max(epochs[c], e)
+        if method == "empirical":
+            posterior = None
+            if prior is not None:
+                epochs[c:] = _empirical_lengths(epochs[c:], prior[0, c:], prior[1, c:], e,
+                                                rest)
         remaining = np.zeros(k)
         remaining[c:] = epochs[c:]
         remaining[c] -= e

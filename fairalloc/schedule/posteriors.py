@@ -5,7 +5,7 @@ their means and samples (``formulations/regime_forecast.md``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from typing import Any
 
 import numpy as np
@@ -14,12 +14,20 @@ from scipy import special
 from .._validation import as_array, as_positive_float, as_positive_int
 from ..errors import InputError
 
-__all__ = ["bayesian_posterior", "restatement_posterior"]
+__all__ = ["RegimePool", "bayesian_posterior", "regime_length_prior", "restatement_posterior"]
 
 # PERFORMANCE (input limit): the most regimes a model may have
 MAX_REGIMES = 100_000
 # ACCURACY: relative slack when comparing sums of observed epochs with the declared total
 SUM_RTOL = 1e-9
+# ACCURACY: the Kaplan-Meier median is where the survival curve first falls to one half
+KM_MEDIAN = 0.5
+# ACCURACY: a regime's length is compared in absolute epochs or as a fraction of the job's
+# epochs only when at least this many examples ended it (a spread needs two values)
+MIN_ENDED_FOR_SCALE = 2
+# ACCURACY: floor of a mean length when computing a coefficient of variation (epochs, or a
+# fraction of N): keeps an all-zero column from dividing by zero
+CV_FLOOR = 1e-12
 # ACCURACY: a Beta tail probability at or below this is zero (all the remaining mass sits at
 # the truncation point)
 TAIL_FLOOR = 1e-300
@@ -232,3 +240,266 @@ def _bayesian_remaining(
     return out
 
 
+
+
+# ---- empirical regime-length priors from other jobs (observed) ----------------------------
+def _empirical_lengths(base: np.ndarray, prior: np.ndarray, floor: np.ndarray, e: float,
+                       rest: float) -> np.ndarray:
+    """Lengths of the unfinished regimes (ongoing first) of ``method="empirical"``.
+
+    ``base``: the restatement forecast of those regimes; ``prior``: their prior lengths
+    (``nan`` unknown); ``floor``: lower bounds on them; ``e``: epochs the ongoing regime has
+    run; ``rest``: epochs of all unfinished regimes together.
+    """
+    seg = np.array(base, dtype=np.float64, copy=True)
+    known = np.isfinite(prior)
+    known[0] = known[0] and prior[0] > e
+    seg[known] = prior[known]
+    if not known[0]:  # the ongoing regime keeps its restatement value, raised to its bound
+        seg[0] = max(seg[0], floor[0])
+    free = ~known
+    free[0] = False
+    if free.any():
+        seg[free] = np.maximum(max(rest - float(seg[~free].sum()), 0.0) / int(free.sum()),
+                               floor[free])
+    cum = np.cumsum(seg)
+    out = np.diff(np.concatenate([[0.0], np.minimum(cum, rest)]))
+    out[-1] += max(rest - float(cum[-1]), 0.0)
+    out[0] = max(out[0], e)
+    return out
+
+
+def _km_median(lengths: np.ndarray, ended: np.ndarray) -> np.ndarray:
+    """Kaplan-Meier median of every column (one column per regime index).
+
+    ``lengths`` (m, R): epochs each example spent in the regime; ``ended`` (m, R): the regime
+    ended (the example moved on), else the length is a lower bound (censored; examples that
+    never reached the regime are masked out by the caller with ``nan``). Ties: an end counts
+    before a censored length. NaN where the survival curve never falls to one half.
+    """
+    if lengths.shape[0] == 0:
+        return np.full(lengths.shape[1], np.nan)
+    m, r = lengths.shape
+    seen = np.isfinite(lengths)
+    t = np.where(seen, lengths, np.inf)
+    # sort each column by (length, censored after ended at ties); unseen rows go last
+    order = np.lexsort((~ended, t), axis=0)
+    ts = np.take_along_axis(t, order, axis=0)
+    ev = np.take_along_axis(ended & seen, order, axis=0)
+    at_risk = seen.sum(axis=0)[None, :] - np.arange(m)[:, None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        factor = np.where(ev, 1.0 - 1.0 / np.maximum(at_risk, 1), 1.0)
+    surv = np.cumprod(factor, axis=0)
+    hit = surv <= KM_MEDIAN
+    first = np.argmax(hit, axis=0)
+    out = ts[first, np.arange(r)]
+    return np.where(hit.any(axis=0), out, np.nan)
+
+
+def regime_length_prior(
+    total_epochs: Any, regime_epochs: Any, ended: Any, target_epochs: float
+) -> np.ndarray:
+    """Expected length of each regime of a job from the observed regimes of similar jobs.
+
+    An empirical prior for [`forecast_regimes`][fairalloc.forecast_regimes]
+    (``method="empirical"``): jobs of one family (model and scaling rule) go through the same
+    regimes, and how long the jobs seen so far stayed in regime ``i`` predicts how long the
+    next one will. Per regime index the length is the Kaplan-Meier median over the examples
+    -- a regime that an example left is an observed length, one it is still in (or finished
+    the job in) a lower bound -- measured in absolute epochs or as a fraction of each example's
+    ``N``, whichever the examples that left the regime spread less over (coefficient of
+    variation; absolute epochs with fewer than two such examples). GNS doublings at fixed
+    epochs are absolute; Accordion's critical regime, a share of the job, is a fraction.
+
+    Parameters
+    ----------
+    total_epochs : array_like, shape (m,)
+        ``N`` of each example job (positive).
+    regime_epochs : array_like, shape (m, R)
+        Epochs each example spent in each regime index; ``nan`` where it never reached it.
+    ended : array_like of bool, shape (m, R)
+        Whether the example left that regime for a later one (else its length is censored).
+    target_epochs : float
+        ``N`` of the job to forecast (scales the fraction-of-``N`` medians).
+
+    Returns
+    -------
+    ndarray, shape (2, R)
+        Row 0: expected epochs of each regime index; ``nan`` where the examples do not
+        determine the median (no example reached the regime, or too few left it). Row 1: a
+        lower bound on the regime's length, the smaller of the longest length observed in
+        epochs and the longest fraction observed times ``target_epochs`` (0 where no example
+        reached the regime) -- what every example shows the regime lasts at least.
+
+    Raises
+    ------
+    InputError
+        On shapes that disagree, negative lengths or non-positive ``N``.
+
+    Examples
+    --------
+    Three GNS jobs doubled after 10 epochs; two doubled again after 20 more and one is still
+    in its second regime after 15 (censored). Absolute epochs spread less than fractions:
+
+    >>> import numpy as np
+    >>> nan = np.nan
+    >>> regime_length_prior([100, 60, 200], [[10, 20, 70], [10, 15, nan], [10, 20, 5]],
+    ...                     [[True, True, False], [True, False, False],
+    ...                      [True, True, False]], target_epochs=80)
+    array([[10., 20., nan],
+           [10., 20., 56.]])
+    """
+    n = as_array(total_epochs, "total_epochs", ndim=1, positive=True)
+    lengths = as_array(regime_epochs, "regime_epochs", ndim=2, shape=(n.shape[0], None),
+                       allow_nan=True, allow_empty=True)
+    try:
+        done = np.array(ended, dtype=bool)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"ended must be an array of bools ({exc})", argument="ended") from exc
+    if done.shape != lengths.shape:
+        raise InputError(f"ended has shape {done.shape}, regime_epochs {lengths.shape}",
+                         argument="ended")
+    target = as_positive_float(target_epochs, "target_epochs")
+    return _readonly(_length_prior(n, lengths, done, target))
+
+
+def _length_prior(n: np.ndarray, lengths: np.ndarray, ended: np.ndarray,
+                  target: float) -> np.ndarray:
+    """`regime_length_prior` on validated arrays."""
+    if lengths.size == 0:
+        return np.stack([np.full(lengths.shape[1], np.nan), np.zeros(lengths.shape[1])])
+    ended = ended & np.isfinite(lengths)
+    frac = lengths / n[:, None]
+    med_abs = _km_median(lengths, ended)
+    med_frac = _km_median(frac, ended)
+    count = ended.sum(axis=0)
+
+    def cv(x: np.ndarray) -> np.ndarray:
+        x = np.where(ended, x, np.nan)
+        with np.errstate(invalid="ignore"):
+            mean = np.nanmean(np.where(count > 0, x, 0.0), axis=0)
+            std = np.nanstd(np.where(count > 0, x, 0.0), axis=0)
+        return std / np.maximum(mean, CV_FLOOR)
+
+    use_frac = (count >= MIN_ENDED_FOR_SCALE) & (cv(frac) < cv(lengths))
+    seen = np.isfinite(lengths)
+    floor = np.minimum(np.where(seen, lengths, 0.0).max(axis=0),
+                       np.where(seen, frac, 0.0).max(axis=0) * target)
+    return np.stack([np.where(use_frac, med_frac * target, med_abs), floor])
+
+
+class RegimePool:
+    """What has been observed of many jobs' regimes, pooled per family: empirical priors.
+
+    A scheduler records, every time it forecasts, what each job has shown so far
+    (`observe`); `prior` then gives a job the expected regime lengths of its family
+    ([`regime_length_prior`][fairalloc.schedule.posteriors.regime_length_prior]) and `profile`
+    its epoch durations at configurations it has not run yet, from the ratios other jobs of
+    its speed family measured between configurations. Only observed quantities enter: a
+    job's finished regimes and its measured epoch times; a finished job keeps its last record
+    (its last regime censored). Results are cached per family until it is observed again.
+
+    Examples
+    --------
+    >>> pool = RegimePool()
+    >>> pool.observe("a", "LM/gns", 100, [10, 20, 5], configurations=[10, 20, 40],
+    ...              epoch_seconds=[60.0, 40.0, 30.0])
+    >>> pool.observe("b", "LM/gns", 50, [10, 3], configurations=[10, 20],
+    ...              epoch_seconds=[66.0, 44.0])
+    >>> pool.prior("LM/gns", 80, 4)
+    array([[10., 20., nan, nan],
+           [10., 16.,  4.,  0.]])
+    >>> pool.profile("LM/gns", 10, 63.0, [10, 20, 40, 80])
+    {10.0: 63.0, 20.0: 42.0, 40.0: 31.5}
+    """
+
+    def __init__(self) -> None:
+        self._jobs: dict[Hashable, dict[Hashable, tuple[float, np.ndarray]]] = {}
+        self._speed: dict[Hashable, dict[Hashable, dict[float, float]]] = {}
+        self._cache: dict[Hashable, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+
+    def observe(self, job: Hashable, family: Hashable, total_epochs: float,
+                regime_epochs: Any, *, configurations: Any = None, epoch_seconds: Any = None,
+                speed_family: Hashable | None = None) -> None:
+        """Record what job ``job`` has shown so far (replaces its previous record).
+
+        Parameters
+        ----------
+        job : hashable
+            The job's label.
+        family : hashable
+            Jobs whose regimes follow the same rule (e.g. ``(model, mode)``).
+        total_epochs : float
+            The job's ``N``.
+        regime_epochs : array_like, shape (r,)
+            Epochs spent in each regime seen so far, in order; every regime but the last has
+            ended, the last is ongoing (or ended the job): censored.
+        configurations, epoch_seconds : array_like, shape (r,), optional
+            Configuration and mean measured seconds per epoch of those regimes, for `profile`.
+        speed_family : hashable, optional
+            Jobs whose epoch times scale alike between configurations (e.g. ``(model, gang
+            size)``); default ``family``.
+        """
+        n = as_positive_float(total_epochs, "total_epochs")
+        lengths = as_array(regime_epochs, "regime_epochs", ndim=1, allow_empty=True)
+        self._jobs.setdefault(family, {})[job] = (n, lengths)
+        self._cache.pop(family, None)
+        if configurations is None or epoch_seconds is None:
+            return
+        cfg = as_array(configurations, "configurations", ndim=1, positive=True,
+                       shape=lengths.shape, allow_empty=True)
+        sec = as_array(epoch_seconds, "epoch_seconds", ndim=1, positive=True,
+                       shape=lengths.shape, allow_empty=True)
+        key = family if speed_family is None else speed_family
+        self._speed.setdefault(key, {})[job] = dict(zip(cfg.tolist(), sec.tolist(),
+                                                        strict=True))
+
+    def _table(self, family: Hashable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        hit = self._cache.get(family)
+        if hit is not None:
+            return hit
+        jobs = list(self._jobs.get(family, {}).values())
+        r = max((len(x[1]) for x in jobs), default=0)
+        n = np.array([x[0] for x in jobs], dtype=float)
+        lengths = np.full((len(jobs), r), np.nan)
+        ended = np.zeros((len(jobs), r), dtype=bool)
+        sizes = np.array([len(x[1]) for x in jobs], dtype=np.int64)
+        if jobs and r:
+            mask = np.arange(r)[None, :] < sizes[:, None]
+            lengths[mask] = np.concatenate([x[1] for x in jobs])
+            ended = np.arange(r)[None, :] < (sizes - 1)[:, None]
+        out = (n, lengths, ended)
+        self._cache[family] = out
+        return out
+
+    def prior(self, family: Hashable, total_epochs: float, num_regimes: int) -> np.ndarray:
+        """Shape ``(2, num_regimes)``: expected length of each regime for a job of ``family``
+        with ``total_epochs`` epochs (``nan``: not determined by what was observed) and a
+        lower bound on it (0: none), as `regime_length_prior` returns them."""
+        k = _num_regimes(num_regimes)
+        target = as_positive_float(total_epochs, "total_epochs")
+        n, lengths, ended = self._table(family)
+        out = np.stack([np.full(k, np.nan), np.zeros(k)])
+        if n.size and lengths.shape[1]:
+            med = _length_prior(n, lengths, ended, target)
+            r = min(k, med.shape[1])
+            out[:, :r] = med[:, :r]
+        return _readonly(out)
+
+    def profile(self, speed_family: Hashable, configuration: float, seconds: float,
+                configurations: Any) -> dict[float, float]:
+        """Seconds per epoch at each of ``configurations`` for a job that measured
+        ``seconds`` at ``configuration``: ``seconds`` times the median ratio other jobs of
+        ``speed_family`` measured between the two (only configurations some job measured
+        together with ``configuration`` appear)."""
+        b = as_positive_float(configuration, "configuration")
+        s = as_positive_float(seconds, "seconds")
+        cfg = as_array(configurations, "configurations", ndim=1, positive=True,
+                       allow_empty=True)
+        out = {b: s}
+        seen = [d for d in self._speed.get(speed_family, {}).values() if b in d]
+        for c in cfg.tolist():  # a short loop over the job's configurations
+            ratios = [d[c] / d[b] for d in seen if c in d]
+            if c != b and ratios:
+                out[float(c)] = s * float(np.median(ratios))
+        return out
