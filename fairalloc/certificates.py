@@ -14,7 +14,9 @@ own status is trusted.
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 
+from ._sparse import abs_matvec, rmatvec
 from .backends.base import LinearProgram
 from .results import Certificate
 from .tolerances import FEAS_TOL, GAP_TOL, MILP_GAP_TOL
@@ -39,8 +41,9 @@ def lp_primal_residual(lp: LinearProgram, x: np.ndarray) -> float:
     0.3333
     """
     x = np.asarray(x, dtype=float)
-    ax = lp.A @ x
-    row_mag = abs(lp.A) @ np.abs(x)
+    A = _csr(lp)
+    ax = A @ x
+    row_mag = abs_matvec(A, x)
     x_mag = np.full(x.shape, float(np.max(np.abs(x), initial=0.0)))
     res = 0.0
     for val, lo, hi, mag in ((ax, lp.row_lower, lp.row_upper, row_mag),
@@ -58,6 +61,11 @@ def lp_primal_residual(lp: LinearProgram, x: np.ndarray) -> float:
     if not np.all(np.isfinite(x)):
         return float("inf")
     return res
+
+
+def _csr(lp: LinearProgram) -> sp.csr_matrix:
+    """The LP's constraint matrix as CSR (it is one when built by `LinearProgram.build`)."""
+    return lp.A if isinstance(lp.A, sp.csr_matrix) else sp.csr_matrix(lp.A)
 
 
 def _bound_term(d: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[float, float]:
@@ -116,7 +124,7 @@ def lp_certificate(
         np.sum(ypos[ypos > 0] * lp.row_lower[ypos > 0])
         - np.sum(yneg[yneg > 0] * lp.row_upper[yneg > 0])
     )
-    d = lp.c - lp.A.T @ y
+    d = lp.c - rmatvec(_csr(lp), y)
     cols, dual_res = _bound_term(d, lp.col_lower, lp.col_upper)
     c_mag = float(np.max(np.abs(lp.c), initial=0.0))
     dual_res = dual_res / c_mag if c_mag > 0 else (0.0 if dual_res == 0 else float("inf"))

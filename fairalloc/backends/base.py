@@ -101,7 +101,10 @@ class LinearProgram:
         """Normalise arguments (scalars broadcast, ``None`` = unbounded) into a LinearProgram."""
         c = np.asarray(c, dtype=float).ravel()
         n = c.size
-        A = sp.csr_matrix((0, n)) if A is None else sp.csr_matrix(A, dtype=float)
+        if A is None:
+            A = sp.csr_matrix((0, n))
+        elif not (isinstance(A, sp.csr_matrix) and A.dtype == np.float64):
+            A = sp.csr_matrix(A, dtype=float)  # (a float CSR matrix is taken as it is)
         if A.shape[1] != n:
             raise InputError(f"A has {A.shape[1]} columns but c has {n} entries", argument="A")
         m = A.shape[0]
@@ -109,6 +112,8 @@ class LinearProgram:
         def vec(v: np.ndarray | float | None, size: int, default: float) -> np.ndarray:
             if v is None:
                 return np.full(size, default)
+            if isinstance(v, np.ndarray) and v.shape == (size,):  # (the common case, fast)
+                return v.astype(float)  # a copy
             return np.broadcast_to(np.asarray(v, dtype=float), (size,)).copy()
 
         integ = None

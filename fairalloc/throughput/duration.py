@@ -13,6 +13,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import ArrayLike
 
+from .._sparse import scale_rows
 from .._validation import as_positive_int
 from ..backends import Backend
 from ..data import Cluster, JobPairs, Jobs
@@ -239,7 +240,7 @@ class FinishTimeFairness(ThroughputPolicy):
         q = self.D * tp_prev
         r = R - 1.0 if r is None else r
         coef = (r * self.D + (self.t_iso - self.t) + self.dur_iso) / q
-        C = sp.csr_matrix(sp.diags(coef) @ inst.Tm)
+        C = scale_rows(inst.Tm, coef)
         # theta is in units of rho (rows ~ (R - rho_m) tp_m / tp_prev_m): its gap is judged
         # against R, the level being certified
         return LevelStage(C, np.ones(inst.n), self.steps / q, "finish-time fairness", scale=abs(R))

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from .._sparse import csr_from_triplets
 from .._validation import as_array
 from ..data import Cluster, JobPairs, Jobs
 from ..errors import InputError
@@ -139,15 +140,14 @@ class ColumnInstance:
         if self.multiplicity is not None:
             self.col_mult = np.empty(E)
             self.col_mult[self.mem_col] = self.multiplicity[self.mem_job]
-        self.M = sp.csr_matrix((np.ones(self.mem_job.size), (self.mem_job, self.mem_col)),
-                               shape=(n, E))
-        self.Tm = sp.csr_matrix((self.mem_tp, (self.mem_job, self.mem_col)), shape=(n, E))
-        self.W = sp.csr_matrix((self.col_workers, (self.col_type, np.arange(E))), shape=(k, E))
+        self.M = csr_from_triplets(self.mem_job, self.mem_col, np.ones(self.mem_job.size),
+                                   (n, E))
+        self.Tm = csr_from_triplets(self.mem_job, self.mem_col, self.mem_tp, (n, E))
+        self.W = csr_from_triplets(self.col_type, np.arange(E), self.col_workers, (k, E))
         if self.placement:
             cons = self.col_kind != 1
-            self.Wc = sp.csr_matrix((self.col_workers[cons], (self.col_type[cons],
-                                                               np.flatnonzero(cons))),
-                                    shape=(k, E))
+            self.Wc = csr_from_triplets(self.col_type[cons], np.flatnonzero(cons),
+                                        self.col_workers[cons], (k, E))
         # normalisers (Gavel §4.1): X^equal splits a job's time across types in proportion
         # to their worker counts (row sum 1); throughput(m, X^equal) over usable types.
         self.equal_tp = self.T_allowed @ (cap / cap.sum())

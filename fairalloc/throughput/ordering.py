@@ -17,6 +17,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import ArrayLike
 
+from .._sparse import scale_rows
 from .._validation import as_option
 from ..backends import Backend
 from ..certificates import lp_certificate
@@ -179,7 +180,7 @@ class FIFO(ThroughputPolicy):
 
     def _arrival_stages(self, solver: StageSolver) -> PolicyStages:
         inst = self.inst
-        V = sp.csr_matrix(sp.diags(1.0 / inst.fastest_tp) @ inst.Tm)  # rows v_m(x) <= 1
+        V = scale_rows(inst.Tm, 1.0 / inst.fastest_tp)  # rows v_m(x) <= 1
         order = np.argsort(self.rank, kind="stable")
         stop, xcol, vals = self._greedy_forced()
         prefix = order[:stop]

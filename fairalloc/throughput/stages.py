@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from .._sparse import csr_from_triplets
 from ..backends import Backend, HighsBackend, LinearProgram, LPSolution, get_backend
 from ..backends.highs import LPBasis
 from ..certificates import lp_certificate
@@ -157,8 +158,8 @@ def _stack_rows(blocks: list[tuple[Any, int]], nrows: int, ncols: int) -> sp.csr
         rows.append(np.asarray(r, dtype=np.int64) + r0)
         cols.append(np.asarray(c, dtype=np.int64))
         vals.append(np.asarray(v, dtype=float))
-    return sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
-                         shape=(nrows, ncols))
+    return csr_from_triplets(np.concatenate(rows), np.concatenate(cols), np.concatenate(vals),
+                             (nrows, ncols))
 
 
 def _row_absmax(A: sp.spmatrix) -> np.ndarray:

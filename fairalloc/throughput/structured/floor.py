@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from ..._sparse import entries_at
 from ...backends import LinearProgram
 from ..instance import ColumnInstance
 from ..stages import LinearStage, StageResult, StageSolver
@@ -84,7 +85,7 @@ def fast_floor(solver: StageSolver, stage: LinearStage, *, prior: StageResult | 
         return solver.run(stage, stage.name)
     C, f = solver.fixed[0]
     owner = inst.mem_job
-    a = np.asarray(C[owner, np.arange(E)]).ravel()
+    a = entries_at(C, owner)
     if C.shape[0] != n or (a <= 0).any():
         return solver.run(stage, stage.name)
     omega_e = stage.g / a

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from ..._sparse import csr_from_triplets, entries_at
 from ...backends import LinearProgram
 from ..rows import RowLayout
 from ..stages import LevelStage, StageResult, StageSolver
@@ -111,7 +112,7 @@ def _fast_level_unit(solver: StageSolver, orig: LevelStage, stage: LevelStage, s
     owner = inst.mem_job  # single-member columns: one entry per column, sorted by owner
     typ = inst.col_type
     s_e = inst.col_workers
-    a = np.asarray(stage.C[owner, np.arange(E)]).ravel()
+    a = entries_at(stage.C, owner)
     b, h = stage.b, stage.h
     need = (b > 0) | (h > 0)
     col = np.full((n, k), -1)
@@ -255,11 +256,11 @@ def _solve_master(solver: StageSolver, stage: LevelStage, a: np.ndarray, agg: np
     # construction per master instead of three and a stack: a round at 100 jobs spends more
     # in scipy.sparse's constructors than in HiGHS)
     jx = np.arange(nx)
-    M = sp.csr_matrix((
+    M = csr_from_triplets(
+        np.concatenate((typ[cols], np.arange(k), k + own, k + r + own, k + r + np.arange(r))),
+        np.concatenate((jx, np.full(k, nx), jx, jx, np.full(r, nx))),
         np.concatenate((inst.col_workers[cols], coef_theta, np.ones(nx), a[cols], -b[ex])),
-        (np.concatenate((typ[cols], np.arange(k), k + own, k + r + own, k + r + np.arange(r))),
-         np.concatenate((jx, np.full(k, nx), jx, jx, np.full(r, nx))))),
-        shape=(k + 2 * r, nx + 1))
+        (k + 2 * r, nx + 1))
     lo = np.concatenate((np.full(k + r, -np.inf), h[ex]))
     up = np.concatenate((inst.cap - const, np.ones(r), np.full(r, np.inf)))
     # the objective is scaled by n so that the duals (which sum to 1 over the jobs) are of
