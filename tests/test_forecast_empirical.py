@@ -241,3 +241,47 @@ def test_empirical_bookkeeping(k, n, data):
     assert (fc.remaining_epochs >= 0).all()
     assert (fc.remaining_epochs[:fc.current] == 0).all()
     assert fc.epochs[fc.current] >= fc.observed_epochs[fc.current] - 1e-12
+
+
+def test_pool_forget_drops_a_job_everywhere():
+    pool = RegimePool()
+    pool.observe("a", "x", 100, [10, 5], configurations=[1, 2], epoch_seconds=[4.0, 2.0])
+    pool.observe("b", "x", 100, [30, 5], configurations=[1, 2], epoch_seconds=[4.0, 3.0])
+    assert pool.prior("x", 100, 2)[0, 0] == 10  # KM: 10 ends with 2 at risk -> S = 1/2
+    assert pool.profile("x", 1, 8.0, [2]) == {1.0: 8.0, 2.0: 5.0}  # ratios 0.5, 0.75
+    pool.forget("a")
+    assert pool.prior("x", 100, 2)[0, 0] == 30
+    assert pool.profile("x", 1, 8.0, [2]) == {1.0: 8.0, 2.0: 6.0}
+    pool.forget("nobody")  # no record: nothing happens
+
+
+# ---- partial_epoch: the epoch in progress ------------------------------------------------------
+@pytest.mark.parametrize("method", ["restatement", "empirical", "bayesian", "greedy"])
+def test_partial_epoch_is_done_work_of_the_ongoing_regime(method):
+    # 3 epochs at batch 10 (60 s each) and half of the fourth: 6.5 epochs remain, the half
+    # epoch counts as observed in regime 0 at 60 s, and comes off regime 0's remaining epochs
+    model = RegimeModel.gns(10, num_regimes=2)
+    kw = dict(profiled={20: 30.0}, method=method)
+    whole = forecast_regimes(model, 10, [10] * 3, [60.0] * 3, **kw)
+    half = forecast_regimes(model, 10, [10] * 3, [60.0] * 3, partial_epoch=0.5, **kw)
+    assert half.done_epochs == 3.5 and half.observed_epochs[0] == 3.5
+    assert half.remaining_epochs.sum() == pytest.approx(6.5)
+    assert half.attained_seconds == pytest.approx(180 + 30)
+    if whole.remaining_epochs[0] >= 0.5:
+        np.testing.assert_allclose(half.remaining_epochs,
+                                   whole.remaining_epochs - [0.5, 0.0])
+        # the half epoch moved from remaining to attained time at the same duration
+        assert half.total_seconds == pytest.approx(whole.total_seconds)
+
+
+def test_partial_epoch_beyond_the_last_epoch_is_clipped():
+    model = RegimeModel.static(10)
+    fc = forecast_regimes(model, 3.25, [10] * 3, [60.0] * 3, partial_epoch=0.5)
+    assert fc.remaining_epochs.sum() == 0 and fc.done_epochs == pytest.approx(3.25)
+
+
+@pytest.mark.parametrize("bad", [1.0, -0.1, np.nan])
+def test_partial_epoch_bad_values(bad):
+    with pytest.raises(InputError) as err:
+        forecast_regimes(RegimeModel.static(10), 5, [10], [60.0], partial_epoch=bad)
+    assert err.value.argument == "partial_epoch"

@@ -15,11 +15,8 @@
   epochs)`` pairs (the format [`fairalloc.PlanJob`][fairalloc.PlanJob] takes), the predicted total
   and remaining run time, and trajectories sampled from the posterior for the planner's scenario
   mode (App. F). ``method="bayesian"`` and ``method="greedy"`` are the two baselines of Figure 5;
-  ``method="empirical"`` replaces the even split of the unfinished regimes by the lengths other
-  jobs of the family were observed to take (``prior_epochs``, e.g. from
-  ``fairalloc.schedule.posteriors.RegimePool``);
-  [`oracle_forecast`][fairalloc.oracle_forecast] reads a job's whole future and exists only for
-  comparison.
+  ``method="empirical"`` takes regime lengths other jobs were observed to take (``RegimePool``);
+  [`oracle_forecast`][fairalloc.oracle_forecast] reads a job's future (comparison only).
 
 The exact rules, the extrapolation of epoch durations to unseen configurations and the
 deviations from the upstream code are in ``formulations/regime_forecast.md``. The forecasts
@@ -75,7 +72,6 @@ def _rng(rng: np.random.Generator | int) -> np.random.Generator:
             f"rng must be a numpy Generator or an integer seed, got {rng!r}", argument="rng"
         )
     return np.random.default_rng(int(rng))
-
 
 
 @dataclass(frozen=True, repr=False, eq=False)
@@ -383,7 +379,6 @@ def _build_forecast(**fields: Any) -> RegimeForecast:
     return out
 
 
-
 # ---- epoch durations ------------------------------------------------------------------------
 def _fit_epoch_seconds(known_cfg: np.ndarray, known_sec: np.ndarray, cfg: np.ndarray
                        ) -> np.ndarray:
@@ -423,9 +418,8 @@ def _regime_seconds(
     """Seconds per epoch of every regime: measured mean, else profiled, else extrapolated.
 
     ``observed``/``observed_seconds``: epochs and their summed seconds in each regime; a
-    configuration's measured duration pools every regime that used it. ``calibrate``: the
-    profiled values are multiplied by the median measured/profiled ratio of the
-    configurations that are both (a profiling table off by a constant factor).
+    configuration's measured duration pools every regime that used it. ``calibrate``: profiled
+    values times the median measured/profiled ratio of configurations that are both.
     """
     if profiled is not None and not isinstance(profiled, Mapping):
         raise InputError(
@@ -532,6 +526,7 @@ def forecast_regimes(
     censor: bool = True,
     prior_epochs: Sequence[float] | np.ndarray | None = None,
     calibrate: bool = False,
+    partial_epoch: float = 0.0,
 ) -> RegimeForecast:
     """Forecast a job's remaining regimes from what has been observed (Shockwave §5).
 
@@ -590,6 +585,10 @@ def forecast_regimes(
         Multiply the ``profiled`` durations by the median measured/profiled ratio of the
         configurations both measured and profiled (a profiling table whose speeds are off by
         a constant factor for this job); unmeasured configurations then use the scaled values.
+    partial_epoch : float, default 0
+        Part of an epoch run since the last finished one (``0 <= p < 1``): counted as observed
+        in the ongoing regime (its seconds at that regime's duration) and taken off the
+        remaining epochs from the front.
 
     Returns
     -------
@@ -640,6 +639,10 @@ def forecast_regimes(
     method = as_option(method, "method", FORECAST_METHODS)
     censor = as_bool(censor, "censor")
     calibrate = as_bool(calibrate, "calibrate")
+    part = as_positive_float(partial_epoch, "partial_epoch", allow_zero=True)
+    if part >= 1.0:
+        raise InputError(f"partial_epoch = {part:g} is not below one epoch",
+                         argument="partial_epoch")
     n_total = as_positive_float(total_epochs, "total_epochs")
     bs = as_array(batch_sizes, "batch_sizes", ndim=1, positive=True, allow_empty=True)
     sec = as_array(epoch_seconds, "epoch_seconds", ndim=1, positive=True, allow_empty=True)
@@ -708,6 +711,11 @@ def forecast_regimes(
         if f:
             seconds = np.array(seconds, copy=True)
             seconds[c] = sec[-1]
+    part = min(part, left)
+    if part > 0:  # the epoch in progress: observed in the ongoing regime, off the front
+        remaining = np.diff(np.maximum(np.concatenate([[0.0], np.cumsum(remaining)]) - part, 0))
+        observed = np.array(observed, copy=True)
+        observed[c] += part
 
     return _build_forecast(
         method=method,
@@ -718,7 +726,7 @@ def forecast_regimes(
         epoch_seconds=seconds,
         current=c,
         total_epochs=n_total,
-        attained_seconds=float(sec.sum()),
+        attained_seconds=float(sec.sum()) + part * float(seconds[c]),
         posterior=posterior,
         censor=censor,
     )
@@ -788,5 +796,3 @@ def oracle_forecast(
         posterior=None,
         censor=False,
     )
-
-

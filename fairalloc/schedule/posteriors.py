@@ -417,6 +417,7 @@ class RegimePool:
         self._jobs: dict[Hashable, dict[Hashable, tuple[float, np.ndarray]]] = {}
         self._speed: dict[Hashable, dict[Hashable, dict[float, float]]] = {}
         self._cache: dict[Hashable, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._ratios: dict[Hashable, dict[tuple[float, float], float | None]] = {}
 
     def observe(self, job: Hashable, family: Hashable, total_epochs: float,
                 regime_epochs: Any, *, configurations: Any = None, epoch_seconds: Any = None,
@@ -453,6 +454,16 @@ class RegimePool:
         key = family if speed_family is None else speed_family
         self._speed.setdefault(key, {})[job] = dict(zip(cfg.tolist(), sec.tolist(),
                                                         strict=True))
+        self._ratios.pop(key, None)
+
+    def forget(self, job: Hashable) -> None:
+        """Drop everything recorded of ``job`` (e.g. to leave it out of its own prior)."""
+        for family, jobs in self._jobs.items():
+            if jobs.pop(job, None) is not None:
+                self._cache.pop(family, None)
+        for key, speed in self._speed.items():
+            if speed.pop(job, None) is not None:
+                self._ratios.pop(key, None)
 
     def _table(self, family: Hashable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         hit = self._cache.get(family)
@@ -497,9 +508,15 @@ class RegimePool:
         cfg = as_array(configurations, "configurations", ndim=1, positive=True,
                        allow_empty=True)
         out = {b: s}
-        seen = [d for d in self._speed.get(speed_family, {}).values() if b in d]
+        cache = self._ratios.setdefault(speed_family, {})
         for c in cfg.tolist():  # a short loop over the job's configurations
-            ratios = [d[c] / d[b] for d in seen if c in d]
-            if c != b and ratios:
-                out[float(c)] = s * float(np.median(ratios))
+            if c == b:
+                continue
+            if (b, c) not in cache:
+                ratios = [d[c] / d[b] for d in self._speed.get(speed_family, {}).values()
+                          if b in d and c in d]
+                cache[(b, c)] = float(np.median(ratios)) if ratios else None
+            ratio = cache[(b, c)]
+            if ratio is not None:
+                out[float(c)] = s * ratio
         return out
