@@ -23,7 +23,6 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from .._sparse import csr_from_triplets
 from ..backends import Backend, HighsBackend, LinearProgram, LPSolution, get_backend
 from ..backends.highs import LPBasis
 from ..certificates import lp_certificate
@@ -142,24 +141,36 @@ def pow2(v: float) -> float:
     return 1.0 if abs(e) <= _UNIT_BAND else float(np.ldexp(1.0, e))
 
 
-def _stack_rows(blocks: list[tuple[Any, int]], nrows: int, ncols: int) -> sp.csr_matrix:
-    """The ``nrows x ncols`` CSR matrix holding each ``(block, first row)`` (entries that
-    meet are added; blocks narrower than ``ncols`` leave the last columns 0): one sparse
-    construction instead of a chain of stacks (a block is a CSR matrix or a triplet
-    ``(rows, cols, values)``; CSR blocks are read from their index arrays, not converted)."""
-    rows, cols, vals = [], [], []
-    for blk, r0 in blocks:
-        if isinstance(blk, tuple):
-            r, c, v = blk
-        else:
-            csr = blk if getattr(blk, "format", None) == "csr" else sp.csr_matrix(blk)
-            r = np.repeat(np.arange(csr.shape[0]), np.diff(csr.indptr))
-            c, v = csr.indices, csr.data
-        rows.append(np.asarray(r, dtype=np.int64) + r0)
-        cols.append(np.asarray(c, dtype=np.int64))
-        vals.append(np.asarray(v, dtype=float))
-    return csr_from_triplets(np.concatenate(rows), np.concatenate(cols), np.concatenate(vals),
-                             (nrows, ncols))
+def _stack_rows(blocks: list[Any], ncols: int) -> sp.csr_matrix:
+    """The blocks (sparse matrices at most ``ncols`` wide) stacked in order as one CSR matrix,
+    built from their index arrays in one construction (no chain of stacks, no sort)."""
+    csr = [b if isinstance(b, sp.csr_matrix) else sp.csr_matrix(b) for b in blocks]
+    indptr = [np.zeros(1, dtype=np.int64)]
+    nnz = 0
+    for b in csr:
+        indptr.append(b.indptr[1:].astype(np.int64) + nnz)
+        nnz += int(b.indptr[-1])
+    return sp.csr_matrix((np.concatenate([b.data[: b.indptr[-1]] for b in csr]).astype(float),
+                          np.concatenate([b.indices[: b.indptr[-1]] for b in csr]),
+                          np.concatenate(indptr)),
+                         shape=(sum(b.shape[0] for b in csr), ncols))
+
+
+def _with_last_column(C: sp.csr_matrix, rows: np.ndarray, values: np.ndarray,
+                      col: int) -> sp.csr_matrix:
+    """``C`` with ``values`` added at ``(rows, col)``, ``col`` beyond every column of ``C``
+    (a level row's ``-b theta``): each entry goes at the end of its row, so sorted rows stay
+    sorted."""
+    C = C if isinstance(C, sp.csr_matrix) else sp.csr_matrix(C)
+    if not C.has_canonical_format:  # sorted rows without duplicates (a copy: C is shared)
+        C = C.copy()
+        C.sum_duplicates()
+    count = np.zeros(C.shape[0], dtype=np.int64)
+    count[rows] = 1
+    pos = C.indptr[1:][rows]
+    return sp.csr_matrix((np.insert(C.data, pos, values), np.insert(C.indices, pos, col),
+                          C.indptr + np.r_[0, np.cumsum(count)]),
+                         shape=(C.shape[0], col + 1))
 
 
 def _row_absmax(A: sp.spmatrix) -> np.ndarray:
@@ -426,18 +437,11 @@ class StageSolver:
         blocks = [self.A] + [B for B, _ in self.fixed]
         lo = [self.lo] + [low for _, low in self.fixed]
         up = [self.up] + [np.full(low.size, np.inf) for _, low in self.fixed]
-        placed, nrows = [], 0
-        for B in blocks:
-            placed.append((B, nrows))
-            nrows += B.shape[0]
         if isinstance(stage, LevelStage):
             # the level rows [C, -b] (theta's column is the last)
-            m = stage.h.size
             nzb = np.flatnonzero(stage.b)
-            placed.append((stage.C, nrows))
-            placed.append(((nzb, np.full(nzb.size, E), -stage.b[nzb]), nrows))
-            nrows += m
-        A = _stack_rows(placed, nrows, E + 1)
+            blocks.append(_with_last_column(stage.C, nzb, -stage.b[nzb], E))
+        A = _stack_rows(blocks, E + 1)
         if isinstance(stage, LevelStage):
             lo.append(stage.h)
             up.append(np.full(stage.h.size, np.inf))
