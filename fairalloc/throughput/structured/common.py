@@ -452,7 +452,8 @@ def band(err: float) -> float:
 
 def newton_prices(A: np.ndarray, s: np.ndarray, b: np.ndarray, h: np.ndarray,
                    cap: np.ndarray, *, warm: tuple[np.ndarray, float] | None = None,
-                   info: dict[str, bool] | None = None
+                   info: dict[str, bool] | None = None,
+                   rough: list[tuple[np.ndarray, float]] | None = None
                    ) -> tuple[np.ndarray, float, float] | None:
     """Approximate prices, level and band of near-ties of a level stage (``None``: none).
 
@@ -463,7 +464,8 @@ def newton_prices(A: np.ndarray, s: np.ndarray, b: np.ndarray, h: np.ndarray,
     up to about the staircase's steps. It runs first on a sample of jobs (with the capacity
     scaled alike), then on all of them starting from the sample's solution and Jacobian. The
     estimate only decides which jobs get their own variables in the master LP; the exact
-    solution and its certificate come from there.
+    solution and its certificate come from there. ``rough``: a list to which the prices and
+    level of Newton's last point are appended when it found no balance (``None`` returned).
     """
     need = (b > 0) | (h > 0)
     idx = np.flatnonzero(need)
@@ -515,6 +517,10 @@ def newton_prices(A: np.ndarray, s: np.ndarray, b: np.ndarray, h: np.ndarray,
     out = newton(Demand(A, s, b, h), cap, ref, theta, lr, J, sat, tol=NEWTON_TOL,
                   max_evals=_LEVEL_NEWTON_EVALS)
     if out is None or out[3] > NEWTON_MAX_ERROR:
+        if out is not None and rough is not None:
+            # Newton's unbalanced end point (coarse staircases: jobs of one model switch
+            # types together): a caller that aggregates tied rows may still start from it
+            rough.append((np.exp(out[1]), float(out[0])))
         return None
     if info is not None:
         info["warm"] = warmed

@@ -35,11 +35,14 @@ from .common import (
     too_many_explicit,
     too_many_types,
 )
+from .rowclass import ROUGH_MIN_SHARE, Aggregator, Groups, disaggregate, master_block
 
 STRUCTURED_LEVEL = "structured-level"  # path step: level stage certified by this solver
 _LEVEL_MAX_ROUNDS = 30  # PERFORMANCE knob: master rounds of a level stage before the full LP
 _LEVEL_BAND_GROWTH = 3.0  # PERFORMANCE knob: band widening when folded vertices do not fit
 _MAX_BAND = 0.5  # PERFORMANCE knob: widest band of near-ties before the full LP takes over
+#: PERFORMANCE knob: band of near-ties around Newton's unbalanced end point (row classes)
+_ROUGH_BAND = 0.05
 
 
 def fast_level(solver: StageSolver, stage: LevelStage, *, max_rounds: int = _LEVEL_MAX_ROUNDS,
@@ -126,12 +129,21 @@ def _fast_level_unit(solver: StageSolver, orig: LevelStage, stage: LevelStage, s
     m0 = int(np.argmin(sat))
     sat_theta = float(sat[m0])
     info: dict[str, bool] = {}
-    est = newton_prices(A, s, b, h, inst.cap, warm=warm, info=info)
+    rough: list[tuple[np.ndarray, float]] = []
+    est = newton_prices(A, s, b, h, inst.cap, warm=warm, info=info, rough=rough)
     solver.warm_used = bool(est is not None and info.get("warm"))
     if est is None and info.get("sample_failed"):
         solver.fall_back(STRUCTURED_LEVEL, f"{MANY_TYPES} (k = {k} > {SAMPLE_GATE_TYPES}) and "
                          "the sampled Newton phase found no balance of demand and capacity")
         return solver.run(orig, orig.name)
+    # jobs near a tie whose rows are proportional to others' (one model) share one variable
+    # per (row class, type) in the master instead of their own (rowclass.py)
+    agr = Aggregator(A, need, b, h)
+    if est is None and rough and agr.classed_share() >= ROUGH_MIN_SHARE:
+        # Newton found no balance because whole row classes switch types together (a coarse
+        # staircase); with those classes aggregated its last point is a usable start
+        p, theta = rough[0]
+        est = (p, theta, _ROUGH_BAND)
     if est is None:
         solver.fall_back(STRUCTURED_LEVEL, "no price estimate (Newton found no balance of "
                          "demand and capacity)")
@@ -140,15 +152,19 @@ def _fast_level_unit(solver: StageSolver, orig: LevelStage, stage: LevelStage, s
     dem = Demand(A, s, b, h)
     vert = dem.vertices(col, p, theta, band=band)
     explicit = need & vert.ambiguous
+    grouped = agr.grouped(explicit, p, theta)
     iterations = solves = 0
     refined = False
     for _ in range(max_rounds):
-        if degenerate_handover and too_many_explicit(explicit, n):
-            reason = (f"{DEGENERATE} ({int(explicit.sum())} of {n} jobs near a tie: the "
+        own_vars = explicit & ~grouped
+        if degenerate_handover and too_many_explicit(own_vars, n):
+            reason = (f"{DEGENERATE} ({int(own_vars.sum())} of {n} jobs near a tie: the "
                       "master would be about the whole LP)")
             break
         agg = need & ~explicit
-        out = _solve_master(solver, stage, a, agg, vert, explicit)
+        mg = agr.master_groups(grouped)
+        out = _solve_master(solver, stage, a, agg, vert, own_vars,
+                            None if mg is None else (*mg, col))
         if out is None:
             # the folded vertices do not fit together (the Newton prices or level were off):
             # widen the band of jobs that keep their own variables and try again
@@ -185,9 +201,11 @@ def _fast_level_unit(solver: StageSolver, orig: LevelStage, stage: LevelStage, s
                 return done
             reason = "the assembled duals did not certify the whole LP"
             break
+        agr.leave(bound_jobs & grouped)
         grown = explicit.copy()
         grown[owner[viol]] = True
         grown |= bound_jobs
+        g_grown = agr.grouped(grown, p, theta)
         if not refined:
             # the master's prices are usually close to optimal: choose the vertices again
             # around them with a tight band, unless that keeps more jobs explicit than just
@@ -197,9 +215,10 @@ def _fast_level_unit(solver: StageSolver, orig: LevelStage, stage: LevelStage, s
             fresh = need & (new.ambiguous | (mu > 0) & explicit)
             fresh[owner[viol]] = True
             fresh |= bound_jobs
-            if fresh.sum() < grown.sum():
-                vert, grown = new, fresh
-        explicit = grown
+            g_fresh = agr.grouped(fresh, p, theta)
+            if (fresh & ~g_fresh).sum() < (grown & ~g_grown).sum():
+                vert, grown, g_grown = new, fresh, g_fresh
+        explicit, grouped = grown, g_grown
     else:
         reason = f"not certified within {max_rounds} master rounds"
     solver.iterations += iterations
@@ -209,11 +228,17 @@ def _fast_level_unit(solver: StageSolver, orig: LevelStage, stage: LevelStage, s
 
 
 def _solve_master(solver: StageSolver, stage: LevelStage, a: np.ndarray, agg: np.ndarray,
-                  vert: Vertices, explicit: np.ndarray) -> tuple | None:
+                  vert: Vertices, explicit: np.ndarray,
+                  grouped: tuple[Groups, np.ndarray, np.ndarray, np.ndarray] | None = None
+                  ) -> tuple | None:
     """Solve the restricted master.
 
+    ``grouped``: ``(groups, row maxima, dense rows, column of each (job, type))`` of the jobs
+    aggregated by row class (`fairalloc.throughput.structured.rowclass`).
+
     Returns ``(xcol, theta, lambda, mu, prices, iterations, bound_jobs)``; ``bound_jobs``
-    marks aggregated jobs whose vertex range stopped theta (they need their own variables).
+    marks folded jobs whose vertex range stopped theta, and aggregated jobs whose share does
+    not fit (they need their own variables).
     """
     inst = solver.inst
     n, k, E = inst.n, inst.k, inst.E
@@ -256,29 +281,39 @@ def _solve_master(solver: StageSolver, stage: LevelStage, a: np.ndarray, agg: np
     # construction per master instead of three and a stack: a round at 100 jobs spends more
     # in scipy.sparse's constructors than in HiGHS)
     jx = np.arange(nx)
+    # aggregated row classes: group rows after the level rows, their variables after theta
+    gr: Groups | None = None
+    g_c = g_A = g_col = g_rows = g_cols = g_vals = g_lo = np.zeros(0)
+    if grouped is not None:
+        gr, g_c, g_A, g_col = grouped
+        g_rows, g_cols, g_vals, g_lo = master_block(gr, g_c, s, b, h, k + 2 * r, nx, nx + 1)
+    G = 0 if gr is None else gr.D.shape[0]
+    nu_cols = 0 if gr is None else gr.ug.size
     M = csr_from_triplets(
-        np.concatenate((typ[cols], np.arange(k), k + own, k + r + own, k + r + np.arange(r))),
-        np.concatenate((jx, np.full(k, nx), jx, jx, np.full(r, nx))),
-        np.concatenate((inst.col_workers[cols], coef_theta, np.ones(nx), a[cols], -b[ex])),
-        (k + 2 * r, nx + 1))
-    lo = np.concatenate((np.full(k + r, -np.inf), h[ex]))
-    up = np.concatenate((inst.cap - const, np.ones(r), np.full(r, np.inf)))
+        np.concatenate((typ[cols], np.arange(k), k + own, k + r + own, k + r + np.arange(r),
+                        g_rows)),
+        np.concatenate((jx, np.full(k, nx), jx, jx, np.full(r, nx), g_cols)),
+        np.concatenate((inst.col_workers[cols], coef_theta, np.ones(nx), a[cols], -b[ex],
+                        g_vals)),
+        (k + 2 * r + G, nx + 1 + nu_cols))
+    lo = np.concatenate((np.full(k + r, -np.inf), h[ex], g_lo))
+    up = np.concatenate((inst.cap - const, np.ones(r), np.full(r + G, np.inf)))
     # the objective is scaled by n so that the duals (which sum to 1 over the jobs) are of
     # order one against the solver's absolute dual tolerance
     scale = float(n)
-    c = np.zeros(nx + 1)
-    c[-1] = -scale
+    c = np.zeros(nx + 1 + nu_cols)
+    c[nx] = -scale
     # no column upper bounds (implied by the time rows): the duals stay on the rows
-    col_lo = np.zeros(nx + 1)
+    col_lo = np.zeros(nx + 1 + nu_cols)
     col_lo[nx] = -np.inf
-    lp = LinearProgram.build(c, M, lo, up, col_lo, np.full(nx + 1, np.inf))
+    lp = LinearProgram.build(c, M, lo, up, col_lo, np.full(nx + 1 + nu_cols, np.inf))
     sol = sub_solve(solver, lp, ipm=r > IPM_MIN_EXPLICIT)
     if sol is None:
         return None
     assert sol.x is not None and sol.row_duals is not None  # checked by sub_solve
-    theta = float(sol.x[-1])
+    theta = float(sol.x[nx])
     y = sol.row_duals / scale
-    rows = RowLayout((("capacity", k), ("time", r), ("level", r)))  # the master's rows
+    rows = RowLayout((("capacity", k), ("time", r), ("level", r), ("group", G)))
     p = np.maximum(-rows.take(y, "capacity"), 0.0)
     mu = np.zeros(n)
     lam = np.zeros(n)
@@ -294,9 +329,17 @@ def _solve_master(solver: StageSolver, stage: LevelStage, a: np.ndarray, agg: np
     if (lam[ag] < -SAT_ROUNDING).any() or (mu[ag] < -SAT_ROUNDING).any():
         bad = (lam[ag] < -SAT_ROUNDING) | (mu[ag] < -SAT_ROUNDING)
         bound_jobs[ag[bad]] = True
+    xcol = np.zeros(E)
+    if gr is not None:
+        nu = np.maximum(rows.take(y, "group"), 0.0)
+        gc, gv, lam_g, bound_g = disaggregate(gr, sol.x[nx + 1:], nu, theta, g_A, g_col, g_c,
+                                              s, b, h)
+        xcol[gc] = gv
+        lam[gr.jobs] = lam_g
+        mu[gr.jobs] = 0.0
+        bound_jobs[gr.jobs] = bound_g
     lam = np.maximum(lam, 0.0)
     mu = np.maximum(mu, 0.0)
-    xcol = np.zeros(E)
     xcol[cols] = sol.x[:nx]
     xcol[e1] = al1 + be1 * theta
     xcol[np.maximum(e2, 0)[two]] = (al2 + be2 * theta)[two]
