@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import fairalloc as fa
 from fairalloc.throughput.structured import rowclass
@@ -18,6 +20,7 @@ from fairalloc.throughput.structured.rowclass import (
     Aggregator,
     disaggregate,
     eligible,
+    floor_eligible,
     groups,
     master_block,
     row_classes,
@@ -148,6 +151,26 @@ def test_eligible_keeps_jobs_at_the_edge_explicit():
     assert ok.tolist() == [False, False, True, False]
 
 
+def test_floor_eligible_holds_only_jobs_valuing_less_than_the_price():
+    # class d = (1, 0.5) at prices p = (2, 1): price per unit of class throughput 2 on both
+    # types. Value per worker omega c / s: 1 (below 2: held at the floor), 1.95 (within
+    # TIE_BAND of the price: left explicit), 3 (wants more than its floor: explicit); the
+    # fourth job's floor leaves no time to spare on the slow type (l = 0.6 > 0.5)
+    A = np.array([[1.0, 0.5]] * 4)
+    f = np.array([0.2, 0.2, 0.2, 0.6])
+    omega = np.array([1.0, 1.95, 3.0, 1.0])
+    s = np.ones(4)
+    rc = row_classes(A, np.ones(4, dtype=bool))
+    assert rc is not None
+    ok = floor_eligible(rc, np.ones(4, dtype=bool), np.array([2.0, 1.0]), f, omega, s,
+                        np.zeros(4, dtype=bool))
+    assert ok.tolist() == [True, False, False, False]
+    # a scale factor of 2 halves the value per worker: the second job is held too
+    ok = floor_eligible(rc, np.ones(4, dtype=bool), np.array([2.0, 1.0]), f, omega,
+                        np.array([1.0, 2.0, 1.0, 1.0]), np.zeros(4, dtype=bool))
+    assert ok.tolist() == [True, True, False, False]
+
+
 def test_aggregator_finds_classes_only_for_large_candidate_sets(monkeypatch):
     A = np.tile([[1.0, 0.5]], (10, 1))
     agr = Aggregator(A, np.ones(10, dtype=bool), np.zeros(10), np.full(10, 0.1))
@@ -190,11 +213,16 @@ def test_ftf_on_tied_rows_needs_the_aggregation(monkeypatch):
     assert any("degenerate prices" in f or "no price estimate" in f for f in a.stats.fallbacks)
 
 
-def test_ftf_work_conserving_on_tied_rows():
+@pytest.mark.parametrize("symmetry", [True, False])
+def test_ftf_work_conserving_on_tied_rows(symmetry):
+    """The floor (work-conserving) stage holds the tied jobs at their floors by row class
+    (`floor_eligible`): structured, no hand-over, equal to the whole LPs."""
     jobs, cluster = _tied(3000)
-    a = fa.finish_time_fairness(jobs, cluster, work_conserving=True)
-    ref = fa.finish_time_fairness(jobs, cluster, work_conserving=True, method="highs")
+    a = fa.finish_time_fairness(jobs, cluster, work_conserving=True, symmetry=symmetry)
+    ref = fa.finish_time_fairness(jobs, cluster, work_conserving=True, method="highs",
+                                  symmetry=symmetry)
     assert a.certificate.ok and all(c.ok for c in a.stage_certificates)
+    assert a.stats.path[-1] == "structured-floor" and not a.stats.fallbacks
     assert a.objective == pytest.approx(ref.objective, rel=1e-7)
     tp = jobs.throughput * np.asarray(a.allocation)
     tp_ref = jobs.throughput * np.asarray(ref.allocation)
@@ -210,3 +238,30 @@ def test_max_min_on_tied_rows_without_symmetry_stays_structured():
     assert a.certificate.ok
     assert a.objective == pytest.approx(ref.objective, rel=REL)
     assert not any("degenerate" in f for f in a.stats.fallbacks)
+
+
+# --- randomised: small tied instances with the aggregation forced on ------------------------
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**31 - 1), n=st.integers(64, 200), k=st.integers(2, 4),
+       models=st.integers(1, 6), policy=st.sampled_from(["ftf", "max-min"]))
+def test_aggregation_forced_on_small_tied_instances(monkeypatch, seed, n, k, models, policy):
+    """Every master aggregates whatever it can (no candidate threshold): the answer equals the
+    whole LP's and is certified on the original program, whatever path the stages took
+    (zeros in rows, scale factors, weights, a class per model and scale)."""
+    monkeypatch.setattr(rowclass, "MIN_CANDIDATES", 0)
+    rng = np.random.default_rng(seed)
+    rows = rng.lognormal(0.0, 0.7, (models, k)) * 100.0
+    rows[rng.random((models, k)) < 0.2] = 0.0
+    rows[:, 0] = np.maximum(rows[:, 0], 1.0)
+    model = rng.integers(0, models, n)
+    sf = rng.choice([1, 1, 1, 2, 4], n)
+    jobs = fa.Jobs(rows[model], scale_factor=sf, weight=rng.choice([1.0, 2.0], n),
+                   steps_remaining=rng.choice([100.0, 500.0, 2000.0], n) * (1 + model),
+                   elapsed=rng.choice([0.0, 360.0, 720.0], n))
+    cluster = fa.Cluster({f"t{j}": int(rng.integers(max(4, n // 8), n)) for j in range(k)})
+    fn = fa.finish_time_fairness if policy == "ftf" else fa.max_min_fairness
+    a = fn(jobs, cluster, symmetry=False, work_conserving=False)
+    ref = fn(jobs, cluster, symmetry=False, work_conserving=False, method="highs")
+    assert a.certificate.ok and all(c.ok for c in a.stage_certificates)
+    assert a.objective == pytest.approx(ref.objective, rel=1e-7, abs=1e-12)

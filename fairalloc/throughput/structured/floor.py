@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ..._sparse import entries_at
+from ..._sparse import csr_from_triplets, entries_at
 from ...backends import LinearProgram
 from ..instance import ColumnInstance
 from ..stages import LinearStage, StageResult, StageSolver
@@ -40,12 +40,15 @@ from .common import (
     too_many_explicit,
     too_many_types,
 )
+from .rowclass import ROUGH_MIN_SHARE, Aggregator, Groups, disaggregate, master_block
 
 STRUCTURED_FLOOR = "structured-floor"  # path step: floor stage certified from its master
 FLOOR_FROM_LEVEL = "floor-from-level"  # path step: floor stage certified with level duals
 FLOOR_FREED = "floor-freed"  # path step prefix: blocking jobs given their own variables
 _FLOOR_MAX_ROUNDS = 4  # PERFORMANCE knob: master rounds of a floor stage before the full LP
 _FLOOR_BAND_GROWTH = 4.0  # PERFORMANCE knob: the same for floor stages
+#: PERFORMANCE knob: band of near-ties around Newton's unbalanced end point (row classes)
+_FLOOR_ROUGH_BAND = 0.05
 #: ACCURACY: relative tolerance for a work-conserving objective to be a per-job multiple of
 #: the level rows (the floor solver's structure)
 _OMEGA_RTOL = 1e-12
@@ -108,7 +111,14 @@ def fast_floor(solver: StageSolver, stage: LinearStage, *, prior: StageResult | 
     A = np.zeros((n, k))
     A[owner, inst.col_type] = a
     dem = _FloorDemand(A, inst.cap_weight, f, omega)
-    est = _floor_newton_prices(dem, inst.cap)
+    rough: list[np.ndarray] = []
+    est = _floor_newton_prices(dem, inst.cap, rough)
+    # jobs near a tie with proportional rows held at their floors share one variable per
+    # (row class, type) in the master (rowclass.py)
+    agr = Aggregator(A, f > 0, np.zeros(n), f)
+    if est is None and rough and agr.classed_share() >= ROUGH_MIN_SHARE:
+        # no balance because row classes switch types together: start from Newton's end
+        est = rough[0], _FLOOR_ROUGH_BAND
     if est is None:
         solver.fall_back(STRUCTURED_FLOOR, "no price estimate (Newton found no balance of "
                          "demand and capacity)")
@@ -117,20 +127,31 @@ def fast_floor(solver: StageSolver, stage: LinearStage, *, prior: StageResult | 
     explicit = np.zeros(n, dtype=bool)
     iterations = solves = 0
     reason = f"not certified within {max_rounds} master rounds"
-    for _ in range(max_rounds):
+    rounds = max_rounds  # a round spent on aggregated shares that did not work is given back
+    used = 0
+    while used < rounds:
+        used += 1
         vert = dem.vertices(col, p, band=band)
         explicit |= vert.ambiguous
-        if too_many_explicit(explicit, n):
-            reason = (f"{DEGENERATE} ({int(explicit.sum())} of {n} jobs near a tie or "
+        grouped = agr.floor_grouped(explicit, p, omega, inst.cap_weight)
+        own_vars = explicit & ~grouped
+        if too_many_explicit(own_vars, n):
+            reason = (f"{DEGENERATE} ({int(own_vars.sum())} of {n} jobs near a tie or "
                       "blocking: the master would be about the whole LP)")
             break
-        out = _solve_floor_master(inst, a, f, omega, vert, explicit, solver)
+        mg = agr.master_groups(grouped)
+        out = _solve_floor_master(inst, a, f, omega, vert, explicit, solver, own_vars,
+                                  None if mg is None else (*mg, col))
         if out is None:
             band *= _FLOOR_BAND_GROWTH
             continue
-        xcol, it = out
+        xcol, it, bound = out
         iterations += it
         solves += 1
+        if bound.any():  # aggregated shares that do not fit their time: own variables next
+            agr.leave(bound)
+            rounds = min(rounds + 1, 2 * max_rounds)
+            continue
         xcol = inst.repair(xcol)
         parts, blocking = _floor_duals(inst, A, col, a, f, omega, xcol, explicit, solver)
         done = (None if parts is None else
@@ -138,7 +159,12 @@ def fast_floor(solver: StageSolver, stage: LinearStage, *, prior: StageResult | 
                            STRUCTURED_FLOOR))
         if done is not None:
             return done
-        if (blocking & ~explicit).any():
+        if grouped.any():
+            # no duals complementary to the aggregated shares (a job that values more than
+            # its floor, prices that split the class): they get their own variables
+            agr.leave(grouped)
+            rounds = min(rounds + 1, 2 * max_rounds)
+        elif (blocking & ~explicit).any():
             # exactly the constants in the way get their variables
             solver.step(f"{FLOOR_FREED}:{int((blocking & ~explicit).sum())}")
             explicit |= blocking
@@ -241,7 +267,8 @@ class _FloorDemand(Demand):
         return use, np.zeros(k)
 
 
-def _floor_newton_prices(dem: _FloorDemand, cap: np.ndarray
+def _floor_newton_prices(dem: _FloorDemand, cap: np.ndarray,
+                         rough: list[np.ndarray] | None = None
                          ) -> tuple[np.ndarray, float] | None:
     """Approximate capacity prices (and band of near-ties) of a floor stage: best-response
     demand = capacity.
@@ -249,7 +276,7 @@ def _floor_newton_prices(dem: _FloorDemand, cap: np.ndarray
     `newton` with every price free (``ref = -1``), from prices at which each type
     alone would be just filled by the jobs valuing it most: ``p_j`` is the value per worker
     ``omega a_j / s`` above which the jobs' workers add up to ``cap_j``. ``None``: no
-    estimate.
+    estimate (``rough``: a list to which Newton's unbalanced end point is then appended).
     """
     A, s, f, omega = dem.A, dem.s, dem.h, dem.omega
     if not (np.isfinite(f).all() and (omega > 0).any()):
@@ -268,6 +295,8 @@ def _floor_newton_prices(dem: _FloorDemand, cap: np.ndarray
     out = newton(dem, cap, -1, 0.0, np.log(p0), None, np.inf, tol=NEWTON_TOL,
                   max_evals=NEWTON_EVALS)
     if out is None or out[3] > NEWTON_MAX_ERROR:
+        if out is not None and rough is not None:
+            rough.append(np.exp(out[1]))  # Newton's unbalanced end point (see newton_prices)
         return None
     return np.exp(out[1]), band(out[3])
 
@@ -426,10 +455,21 @@ def _floor_from_level(solver: StageSolver, stage: LinearStage, prior: StageResul
 
 
 def _solve_floor_master(inst: ColumnInstance, a: np.ndarray, f: np.ndarray, omega: np.ndarray,
-                        vert: Vertices, explicit: np.ndarray, solver: StageSolver
+                        vert: Vertices, explicit: np.ndarray, solver: StageSolver,
+                        own_vars: np.ndarray | None = None,
+                        grouped: tuple[Groups, np.ndarray, np.ndarray, np.ndarray] | None = None
                         ) -> tuple | None:
-    """Restricted master of a floor stage: ``(xcol, iterations)`` (``None``: no fit)."""
+    """Restricted master of a floor stage: ``(xcol, iterations, bound)`` (``None``: no fit).
+
+    The jobs not ``explicit`` are constants at their vertices; of the others, ``own_vars``
+    (default: all) keep their variables and ``grouped`` (``(groups, row maxima, dense rows,
+    column of each (job, type))``) are held at their floors by row class
+    (`fairalloc.throughput.structured.rowclass`); ``bound`` marks those whose share does not
+    fit their time."""
     k, E = inst.k, inst.E
+    n = inst.n
+    if own_vars is None:
+        own_vars = explicit
     typ = inst.col_type
     ag = np.flatnonzero(~explicit)
     e1, e2 = vert.e1[ag], vert.e2[ag]
@@ -450,25 +490,43 @@ def _solve_floor_master(inst: ColumnInstance, a: np.ndarray, f: np.ndarray, omeg
     xcol[e1s[has1]] = x1[has1]
     xcol[e2s[split]] = x2[split]
     load = inst.W @ xcol
-    ex, cols, own = explicit_columns(inst, explicit)
+    ex, cols, own = explicit_columns(inst, own_vars)
     nx, r = cols.size, ex.size
-    M = sp.vstack([
-        sp.csr_matrix((inst.col_workers[cols], (typ[cols], np.arange(nx))), shape=(k, nx)),
-        sp.csr_matrix((np.ones(nx), (own, np.arange(nx))), shape=(r, nx)),
-        sp.csr_matrix((a[cols], (own, np.arange(nx))), shape=(r, nx)),
-    ], format="csr")
-    lo = np.r_[np.full(k + r, -np.inf), f[ex]]
-    up = np.r_[inst.cap - load, np.ones(r), np.full(r, np.inf)]
+    jx = np.arange(nx)
+    # aggregated row classes: group rows (held at the floors: lo = up) after the level rows,
+    # their variables after the explicit columns, with no value of their own
+    gr: Groups | None = None
+    g_c = g_A = g_col = g_rows = g_cols = g_vals = g_lo = np.zeros(0)
+    if grouped is not None:
+        gr, g_c, g_A, g_col = grouped
+        g_rows, g_cols, g_vals, g_lo = master_block(gr, g_c, inst.cap_weight, np.zeros(n), f,
+                                                    k + 2 * r, None, nx)
+    G = 0 if gr is None else gr.D.shape[0]
+    nu = 0 if gr is None else gr.ug.size
+    M = csr_from_triplets(
+        np.concatenate((typ[cols], k + own, k + r + own, g_rows)),
+        np.concatenate((jx, jx, jx, g_cols)),
+        np.concatenate((inst.col_workers[cols], np.ones(nx), a[cols], g_vals)),
+        (k + 2 * r + G, nx + nu))
+    lo = np.r_[np.full(k + r, -np.inf), f[ex], g_lo]
+    up = np.r_[inst.cap - load, np.ones(r), np.full(r, np.inf), g_lo]
     if (up[:k] < -ACTIVITY_ROUNDING * (1 + inst.cap)).any():
         return None
     up[:k] = np.maximum(up[:k], 0.0)
-    lp = LinearProgram.build(-omega[inst.mem_job[cols]] * a[cols], M, lo, up, 0.0, np.inf)
+    cost = np.r_[-omega[inst.mem_job[cols]] * a[cols], np.zeros(nu)]
+    lp = LinearProgram.build(cost, M, lo, up, 0.0, np.inf)
     sol = sub_solve(solver, lp, ipm=r > IPM_MIN_EXPLICIT)
     if sol is None:
         return None
     assert sol.x is not None  # checked by sub_solve
-    xcol[cols] = sol.x
-    return xcol, sol.iterations
+    xcol[cols] = sol.x[:nx]
+    bound = np.zeros(n, dtype=bool)
+    if gr is not None:
+        gc, gv, _, bound_g = disaggregate(gr, sol.x[nx:], np.zeros(G), 0.0, g_A, g_col, g_c,
+                                          inst.cap_weight, np.zeros(n), f)
+        xcol[gc] = gv
+        bound[gr.jobs] = bound_g
+    return xcol, sol.iterations, bound
 
 
 def _vertices_from_x(inst: ColumnInstance, A: np.ndarray, col: np.ndarray, a: np.ndarray,

@@ -111,6 +111,26 @@ def eligible(rc: RowClasses, cand: np.ndarray, p: np.ndarray, theta: float, b: n
     return out
 
 
+def floor_eligible(rc: RowClasses, cand: np.ndarray, p: np.ndarray, f: np.ndarray,
+                   omega: np.ndarray, s: np.ndarray, excluded: np.ndarray) -> np.ndarray:
+    """Jobs of ``cand`` (not ``excluded``) that a floor-stage master (``max sum omega_m a_m .
+    x_m`` s.t. ``a_m . x_m >= f_m``) may hold at their floors, aggregated by row class, at
+    prices ``p``: a normalised floor as in `eligible`, and a value per worker ``omega_m c_m
+    / s_m`` at least `TIE_BAND` below the class's cheapest price per unit of throughput (a
+    job that values more throughput above its price is no job to keep at its floor)."""
+    D = rc.D
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(D > 0, np.maximum(p, 0.0)[None, :] / D, np.inf)
+    best = ratio.min(axis=1)
+    j = np.flatnonzero(cand & ~excluded & (rc.cls >= 0))
+    value = omega[j] * rc.c[j] / s[j]
+    ok = (eligible(rc, cand, p, 0.0, np.zeros(cand.size), f, excluded)[j]
+          & (value <= (1.0 - TIE_BAND) * best[rc.cls[j]]))
+    out = np.zeros(cand.size, dtype=bool)
+    out[j[ok]] = True
+    return out
+
+
 @dataclass
 class Groups:
     """The aggregated jobs of one master: ``jobs``, their group ``gid`` (``0..G-1``), the
@@ -136,20 +156,25 @@ def groups(rc: RowClasses, mask: np.ndarray) -> Groups | None:
 
 
 def master_block(g: Groups, c: np.ndarray, s: np.ndarray, b: np.ndarray, h: np.ndarray,
-                 row0: int, theta_col: int, col0: int
+                 row0: int, theta_col: int | None, col0: int
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Triplets ``(rows, cols, values)`` of the groups' variables and rows in a master
-    (capacity rows ``0..k-1``, group rows from ``row0``, ``theta`` in column ``theta_col``,
-    the ``U`` columns from ``col0``) and the group rows' lower bounds."""
+    (capacity rows ``0..k-1``, group rows from ``row0``, ``theta`` in column ``theta_col``
+    (``None``: a master without theta, a floor stage), the ``U`` columns from ``col0``) and
+    the group rows' lower bounds."""
     G = g.D.shape[0]
     j = g.jobs
     w = s[j] / c[j]
     alpha = np.bincount(g.gid, weights=w * h[j], minlength=G)
-    beta = np.bincount(g.gid, weights=w * b[j], minlength=G)
     u = col0 + np.arange(g.ug.size)
-    rows = np.concatenate((g.ut, row0 + g.ug, row0 + np.arange(G)))
-    cols = np.concatenate((u, u, np.full(G, theta_col)))
-    vals = np.concatenate((1.0 / g.D[g.ug, g.ut], np.ones(g.ug.size), -beta))
+    rows = np.concatenate((g.ut, row0 + g.ug))
+    cols = np.concatenate((u, u))
+    vals = np.concatenate((1.0 / g.D[g.ug, g.ut], np.ones(g.ug.size)))
+    if theta_col is not None:
+        beta = np.bincount(g.gid, weights=w * b[j], minlength=G)
+        rows = np.concatenate((rows, row0 + np.arange(G)))
+        cols = np.concatenate((cols, np.full(G, theta_col)))
+        vals = np.concatenate((vals, -beta))
     return rows, cols, vals, alpha
 
 
@@ -214,6 +239,17 @@ class Aggregator:
         if rc is None:
             return np.zeros(cand.size, dtype=bool)
         return eligible(rc, cand, p, theta, self.b, self.h, self.alone)
+
+    def floor_grouped(self, cand: np.ndarray, p: np.ndarray, omega: np.ndarray,
+                      s: np.ndarray) -> np.ndarray:
+        """The jobs of ``cand`` a floor-stage master at prices ``p`` holds at their floors
+        (``h``: the floors), aggregated (`floor_eligible`)."""
+        if int(cand.sum()) <= MIN_CANDIDATES:
+            return np.zeros(cand.size, dtype=bool)
+        rc = self.classes()
+        if rc is None:
+            return np.zeros(cand.size, dtype=bool)
+        return floor_eligible(rc, cand, p, self.h, omega, s, self.alone)
 
     def master_groups(self, mask: np.ndarray
                       ) -> tuple[Groups, np.ndarray, np.ndarray] | None:
