@@ -43,6 +43,10 @@ _LEVEL_BAND_GROWTH = 3.0  # PERFORMANCE knob: band widening when folded vertices
 _MAX_BAND = 0.5  # PERFORMANCE knob: widest band of near-ties before the full LP takes over
 #: PERFORMANCE knob: band of near-ties around Newton's unbalanced end point (row classes)
 _ROUGH_BAND = 0.05
+#: PERFORMANCE knob: master rounds from such a start before the whole LP (it replaces an
+#: immediate hand-over, so it may not cost much more than one whole LP; measured on tied
+#: rows: one or two rounds)
+_ROUGH_MAX_ROUNDS = 6
 
 
 def fast_level(solver: StageSolver, stage: LevelStage, *, max_rounds: int = _LEVEL_MAX_ROUNDS,
@@ -144,6 +148,7 @@ def _fast_level_unit(solver: StageSolver, orig: LevelStage, stage: LevelStage, s
         # staircase); with those classes aggregated its last point is a usable start
         p, theta = rough[0]
         est = (p, theta, _ROUGH_BAND)
+        max_rounds = min(max_rounds, _ROUGH_MAX_ROUNDS)
     if est is None:
         solver.fall_back(STRUCTURED_LEVEL, "no price estimate (Newton found no balance of "
                          "demand and capacity)")
