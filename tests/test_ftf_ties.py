@@ -250,6 +250,7 @@ def test_aggregation_forced_on_small_tied_instances(monkeypatch, seed, n, k, mod
     whole LP's and is certified on the original program, whatever path the stages took
     (zeros in rows, scale factors, weights, a class per model and scale)."""
     monkeypatch.setattr(rowclass, "MIN_CANDIDATES", 0)
+    monkeypatch.setattr(rowclass, "MIN_CANDIDATE_SHARE", 0.0)
     rng = np.random.default_rng(seed)
     rows = rng.lognormal(0.0, 0.7, (models, k)) * 100.0
     rows[rng.random((models, k)) < 0.2] = 0.0

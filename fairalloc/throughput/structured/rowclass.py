@@ -37,8 +37,13 @@ EDGE_MARGIN = 0.02
 TIME_ROUNDING = 1e-9
 #: PERFORMANCE knob: masters with at most this many jobs near a tie keep them all explicit
 #: (the master is small; finding the classes costs 1 to 6 ms per stage at 3,000 to 16,000
-#: jobs, measured); the value is `IPM_MIN_EXPLICIT`, where masters leave the simplex
-MIN_CANDIDATES = 400
+#: jobs, measured). Measured (families.py, 4,096 and 16,384 jobs): random, dominant and
+#: sparse rows leave at most 89 jobs near a tie per master (one case of 961), tied rows
+#: 190 to 3,041 of 3,041
+MIN_CANDIDATES = 128
+#: PERFORMANCE knob: ... or at most this share of the jobs (rows all different at a million
+#: jobs leave thousands near a tie, a small share, and have no classes to find)
+MIN_CANDIDATE_SHARE = 0.05
 #: PERFORMANCE knob: when Newton found no balance, the stage still goes to a master from its
 #: last point if at least this share of the jobs belongs to row classes (their switching
 #: together is then the likely reason, and their aggregation the remedy)
@@ -209,14 +214,20 @@ class Aggregator:
     """Which jobs of a level stage's masters are aggregated by row class.
 
     The classes are found only once a master would keep more than `MIN_CANDIDATES` jobs
-    explicit (below that a master is small anyway); a job whose share did not fit its time
-    leaves its class for good (`leave`)."""
+    and `MIN_CANDIDATE_SHARE` of them explicit (below that a master is small anyway); a
+    job whose share did not fit its time leaves its class for good (`leave`)."""
 
     def __init__(self, A: np.ndarray, need: np.ndarray, b: np.ndarray, h: np.ndarray) -> None:
         self.A, self.need, self.b, self.h = A, need, b, h
         self.alone = np.zeros(need.size, dtype=bool)
         self._rc: RowClasses | None = None
         self._found = False
+
+    def _worth(self, cand: np.ndarray) -> bool:
+        """Whether a master with the jobs ``cand`` near a tie is worth aggregating (more than
+        `MIN_CANDIDATES` and `MIN_CANDIDATE_SHARE` of the jobs)."""
+        m = int(cand.sum())
+        return m > MIN_CANDIDATES and m > MIN_CANDIDATE_SHARE * cand.size
 
     def classes(self) -> RowClasses | None:
         """The row classes (found on first use; ``None``: none)."""
@@ -233,7 +244,7 @@ class Aggregator:
 
     def grouped(self, cand: np.ndarray, p: np.ndarray, theta: float) -> np.ndarray:
         """The jobs of ``cand`` a master at prices ``p`` and level ``theta`` aggregates."""
-        if int(cand.sum()) <= MIN_CANDIDATES:
+        if not self._worth(cand):
             return np.zeros(cand.size, dtype=bool)
         rc = self.classes()
         if rc is None:
@@ -244,7 +255,7 @@ class Aggregator:
                       s: np.ndarray) -> np.ndarray:
         """The jobs of ``cand`` a floor-stage master at prices ``p`` holds at their floors
         (``h``: the floors), aggregated (`floor_eligible`)."""
-        if int(cand.sum()) <= MIN_CANDIDATES:
+        if not self._worth(cand):
             return np.zeros(cand.size, dtype=bool)
         rc = self.classes()
         if rc is None:
