@@ -131,7 +131,9 @@ def test_water_filling_on_tied_rows_keeps_the_structured_level():
 
     jobs, cluster = families.make_instance("ties", 4096)
     plain = fa.max_min_fairness(jobs, cluster, symmetry=False, work_conserving=False)
-    assert any("degenerate prices" in f for f in plain.stats.fallbacks)  # the rule fires
+    # max-min itself no longer hands these stages over: the row classes (one model's jobs)
+    # are aggregated in its master (#15, rowclass.py)
+    assert plain.certificate.ok and not any("degenerate" in f for f in plain.stats.fallbacks)
     ents = np.arange(4096) % len(families.ENTITY_WEIGHTS)
     w = fa.water_filling(jobs, cluster, entities=ents,
                          entity_weights=dict(enumerate(families.ENTITY_WEIGHTS)))

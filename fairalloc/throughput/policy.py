@@ -614,14 +614,10 @@ class ThroughputPolicy(Composable):
 
     def _certify_final(self, solver: StageSolver, res: StageResult,
                        stage: LevelStage | LinearStage, xcol: np.ndarray) -> Certificate:
-        """The certified stage's certificate at the final allocation (the stage's own
-        certificate when the final allocation is the very point it was computed at -- a
-        work-conserving stage that kept the first stage's allocation -- since the same program,
-        point and duals give the same numbers)."""
+        """The stage's certificate at the final allocation (its own at the same point)."""
         v = solver.point(stage, xcol)
-        if np.array_equal(v, res.x):
-            return res.cert
-        return solver.certificate(res.lp, stage, v, res.duals)
+        return (res.cert if np.array_equal(v, res.x)
+                else solver.certificate(res.lp, stage, v, res.duals))
 
     def _objective_value(self, cert: Certificate, xcol: np.ndarray,
                          stages: PolicyStages) -> float:
