@@ -1,8 +1,9 @@
 """Structured exact solvers for the level and floor stages of the throughput policies.
 
 Files: ``level.py`` (`fast_level`), ``floor.py`` (`fast_floor`, the work-conserving
-stage) and ``common.py`` (what both share: the demand model, the Newton price estimate, the
-restricted-master sub-solve and the full-LP certificate).
+stage), ``rowclass.py`` (row classes: jobs near a tie with proportional rows share one master
+variable per type, #15) and ``common.py`` (what they share: the demand model, the Newton price
+estimate, the restricted-master sub-solve and the full-LP certificate).
 
 Only the ``k`` capacity rows (and the level ``theta``) couple the jobs of a stage LP, so at
 given capacity prices every job's best response is a vertex of its own small polytope. These
