@@ -33,6 +33,7 @@ from .policy import (
 )
 from .stages import LevelStage, StageResult, StageSolver, pow2
 from .structured import STRUCTURED_LEVEL, fast_level
+from .structured.common import NewtonSeed
 
 __all__ = ["FinishTimeFairness", "MinMakespan", "finish_time_fairness", "min_makespan"]
 
@@ -41,6 +42,9 @@ __all__ = ["FinishTimeFairness", "MinMakespan", "finish_time_fairness", "min_mak
 DINKELBACH_MAX_ITERATIONS = 50
 #: ACCURACY: the Dinkelbach sequence stops when F(R) <= DINKELBACH_STOP * |R|
 DINKELBACH_STOP = 1e-9
+#: PERFORMANCE knob: each Dinkelbach stage's Newton search starts from the previous stage's
+#: end point (prices and Jacobian) instead of a sampled phase (`NewtonSeed`)
+DINKELBACH_SEED = True
 DINKELBACH = "dinkelbach"  # path step: one Dinkelbach iteration (its level stage follows)
 #: PERFORMANCE knob: consecutive Dinkelbach stages handed to the whole LP by the structured
 #: solver after which the rest of the sequence goes there directly. Not 1: the first stage
@@ -269,12 +273,14 @@ class FinishTimeFairness(ThroughputPolicy):
         inst = self.inst
         R = 1.0 + r
         handed_over = 0  # consecutive Dinkelbach stages the structured solver handed over
+        # Newton's end point in one stage starts the next (same rows, another level)
+        seed = NewtonSeed() if DINKELBACH_SEED else None
         for it in range(self.max_iterations):
             stage = self.dinkelbach_stage(R, tp, r)
             solver.step(DINKELBACH)
             if structured:
                 handed = len(solver.fallbacks)
-                res = fast_level(solver, stage)
+                res = fast_level(solver, stage, seed=seed)
                 handed_over = handed_over + 1 if _gave_up(solver.fallbacks[handed:]) else 0
                 if handed_over >= DINKELBACH_HAND_OVERS:
                     # the stages of one sequence share their rows' structure: once the

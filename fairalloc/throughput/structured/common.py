@@ -444,6 +444,33 @@ _NEWTON_SAMPLE = 1024  # jobs in the first (sampled) Newton phase
 NEWTON_MAX_ERROR = 0.25  # larger capacity errors: no estimate (the full LP answers)
 
 
+@dataclass
+class NewtonSeed:
+    """Newton's end point in one level stage, to start the next of a sequence of similar
+    stages (the Dinkelbach stages of finish-time fairness: same rows, other levels).
+
+    ``prices``: the price ratios (reference type 1), ``jacobian``: the capacity Jacobian
+    (`newton`'s ``J``), both ``None`` until a stage balanced demand and capacity."""
+
+    prices: np.ndarray | None = None
+    jacobian: np.ndarray | None = None
+
+    def usable(self, k: int, ref: int) -> bool:
+        """Whether the seed holds ``k`` positive, finite prices (``ref`` priced)."""
+        p = self.prices
+        return (p is not None and p.shape == (k,) and bool(np.all(np.isfinite(p)))
+                and bool(np.all(p > 0)))
+
+    def remember(self, out: tuple[float, np.ndarray, np.ndarray | None, float] | None,
+                 ref: int) -> None:
+        """Keep `newton`'s end point ``out`` if it balanced (else forget the seed)."""
+        if out is None or out[3] > NEWTON_MAX_ERROR or not np.all(np.isfinite(out[1])):
+            self.prices = self.jacobian = None
+            return
+        self.prices = np.exp(out[1] - out[1][ref])
+        self.jacobian = None if out[2] is None else out[2].copy()
+
+
 def band(err: float) -> float:
     """Band of near-ties given Newton's capacity error: coarse staircases (few, large jobs
     per type) leave errors of several percent, and the jobs on their steps must stay free."""
@@ -453,7 +480,8 @@ def band(err: float) -> float:
 def newton_prices(A: np.ndarray, s: np.ndarray, b: np.ndarray, h: np.ndarray,
                    cap: np.ndarray, *, warm: tuple[np.ndarray, float] | None = None,
                    info: dict[str, bool] | None = None,
-                   rough: list[tuple[np.ndarray, float]] | None = None
+                   rough: list[tuple[np.ndarray, float]] | None = None,
+                   seed: NewtonSeed | None = None
                    ) -> tuple[np.ndarray, float, float] | None:
     """Approximate prices, level and band of near-ties of a level stage (``None``: none).
 
@@ -466,6 +494,9 @@ def newton_prices(A: np.ndarray, s: np.ndarray, b: np.ndarray, h: np.ndarray,
     estimate only decides which jobs get their own variables in the master LP; the exact
     solution and its certificate come from there. ``rough``: a list to which the prices and
     level of Newton's last point are appended when it found no balance (``None`` returned).
+    ``seed`` (`NewtonSeed`): price ratios and Jacobian of a similar stage solved before (the
+    previous stage of a Dinkelbach sequence) start the full phase instead of the sampled
+    phase; the seed is then overwritten with this stage's end point.
     """
     need = (b > 0) | (h > 0)
     idx = np.flatnonzero(need)
@@ -501,7 +532,13 @@ def newton_prices(A: np.ndarray, s: np.ndarray, b: np.ndarray, h: np.ndarray,
                 if info is not None:
                     info["warm"] = True
                 return wp / wp[ref], theta, _WARM_BAND
-    if m > 2 * _NEWTON_SAMPLE and not warmed:
+    seeded = (seed is not None and not warmed and m > 2 * _NEWTON_SAMPLE
+              and seed.usable(A.shape[1], ref))
+    if seeded:
+        assert seed is not None and seed.prices is not None
+        lr, J = np.log(seed.prices / seed.prices[ref]), seed.jacobian
+        J = None if J is None else J.copy()
+    if m > 2 * _NEWTON_SAMPLE and not warmed and not seeded:
         sub = np.random.default_rng(0).choice(m, size=_NEWTON_SAMPLE, replace=False)
         frac = _NEWTON_SAMPLE / m
         out = newton(Demand(A[sub], s[sub], b[sub], h[sub]), cap * frac, ref, theta, lr, None,
@@ -516,6 +553,8 @@ def newton_prices(A: np.ndarray, s: np.ndarray, b: np.ndarray, h: np.ndarray,
             return None
     out = newton(Demand(A, s, b, h), cap, ref, theta, lr, J, sat, tol=NEWTON_TOL,
                   max_evals=_LEVEL_NEWTON_EVALS)
+    if seed is not None:
+        seed.remember(out, ref)
     if out is None or out[3] > NEWTON_MAX_ERROR:
         if out is not None and rough is not None:
             # Newton's unbalanced end point (coarse staircases: jobs of one model switch

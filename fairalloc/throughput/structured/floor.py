@@ -44,7 +44,14 @@ from .rowclass import ROUGH_MIN_SHARE, Aggregator, Groups, disaggregate, master_
 
 STRUCTURED_FLOOR = "structured-floor"  # path step: floor stage certified from its master
 FLOOR_FROM_LEVEL = "floor-from-level"  # path step: floor stage certified with level duals
-FLOOR_FREED = "floor-freed"  # path step prefix: blocking jobs given their own variables
+#: path step prefix: blocking jobs given their own variables (named by the master's own
+#: duals, or by the elastic dual LP `_floor_duals`)
+FLOOR_FREED = "floor-freed"
+#: PERFORMANCE knob: master rounds whose own duals (no dual LP) choose the constants to free
+#: before `_floor_duals` (an LP with about ``n (k + 1)`` rows) does. Measured (FTF random,
+#: 16,384 jobs): the first master's duals price out the jobs in the way and the second
+#: master's duals certify, where the two dual LPs cost about 80 % of the stage
+_FLOOR_PRICED_ROUNDS = 2
 _FLOOR_MAX_ROUNDS = 4  # PERFORMANCE knob: master rounds of a floor stage before the full LP
 _FLOOR_BAND_GROWTH = 4.0  # PERFORMANCE knob: the same for floor stages
 #: PERFORMANCE knob: band of near-ties around Newton's unbalanced end point (row classes)
@@ -69,9 +76,12 @@ def fast_floor(solver: StageSolver, stage: LinearStage, *, prior: StageResult | 
     column, or its time split between two columns at the floor) whose capacity use is a
     constant. Prices come from `_floor_newton_prices` (best-response demand =
     capacity); jobs whose best vertex is clear at them are constants, the others keep their
-    variables in a restricted master LP; `_floor_duals` then finds the full LP's duals
-    complementary to the master's allocation (an LP in the ``k`` prices), and the certificate
-    of the full LP decides. If it fails, the band of jobs with their own variables widens;
+    variables in a restricted master LP. The master's own duals, with the constants' duals
+    in closed form at its prices (`_master_duals`), are tried first; the constants they price
+    out get their own variables (``floor-freed:<jobs>``, at most `_FLOOR_PRICED_ROUNDS`
+    rounds). Otherwise `_floor_duals` finds the full LP's duals complementary to the master's
+    allocation (an LP in the ``k`` prices). Either way the certificate of the full LP
+    decides. If it fails, the band of jobs with their own variables widens;
     after ``max_rounds`` the full LP is solved.
 
     ``prior``: the result of the level stage whose optimum the floors fix. When its allocation
@@ -128,7 +138,7 @@ def fast_floor(solver: StageSolver, stage: LinearStage, *, prior: StageResult | 
     iterations = solves = 0
     reason = f"not certified within {max_rounds} master rounds"
     rounds = max_rounds  # a round spent on aggregated shares that did not work is given back
-    used = 0
+    used = priced = 0
     while used < rounds:
         used += 1
         vert = dem.vertices(col, p, band=band)
@@ -145,7 +155,7 @@ def fast_floor(solver: StageSolver, stage: LinearStage, *, prior: StageResult | 
         if out is None:
             band *= _FLOOR_BAND_GROWTH
             continue
-        xcol, it, bound = out
+        xcol, it, bound, mduals = out
         iterations += it
         solves += 1
         if bound.any():  # aggregated shares that do not fit their time: own variables next
@@ -153,6 +163,21 @@ def fast_floor(solver: StageSolver, stage: LinearStage, *, prior: StageResult | 
             rounds = min(rounds + 1, 2 * max_rounds)
             continue
         xcol = inst.repair(xcol)
+        # the master's own duals first (closed-form duals of the constants at its prices):
+        # no dual LP when they certify; constants they price out get their variables
+        parts, viol = _master_duals(inst, A, col, a, f, omega, xcol, own_vars, mduals)
+        done = (None if parts is None else
+                certified(solver, stage, xcol, layout.assemble(parts), iterations, solves,
+                           STRUCTURED_FLOOR))
+        if done is not None:
+            return done
+        viol &= ~explicit
+        if viol.any() and priced < _FLOOR_PRICED_ROUNDS:
+            priced += 1
+            solver.step(f"{FLOOR_FREED}:{int(viol.sum())}")
+            explicit |= viol
+            rounds = min(rounds + 1, 2 * max_rounds)
+            continue
         parts, blocking = _floor_duals(inst, A, col, a, f, omega, xcol, explicit, solver)
         done = (None if parts is None else
                 certified(solver, stage, xcol, layout.assemble(parts), iterations, solves,
@@ -415,6 +440,66 @@ def _floor_duals(inst: ColumnInstance, A: np.ndarray, col: np.ndarray, a: np.nda
     return {"time": -mu, "capacity": -pr, "kept": lam}, blocking
 
 
+def _master_duals(inst: ColumnInstance, A: np.ndarray, col: np.ndarray, a: np.ndarray,
+                  f: np.ndarray, omega: np.ndarray, xcol: np.ndarray, own_vars: np.ndarray,
+                  mduals: tuple | None
+                  ) -> tuple[dict[str, np.ndarray] | None, np.ndarray]:
+    """Duals of the full floor LP from a restricted master's own duals, or the jobs they
+    price out.
+
+    The jobs with their own variables in the master take its ``(mu, lambda)``; every other
+    job sits at a vertex of its polytope (`_vertices_from_x`), whose ``lambda`` and ``mu``
+    follow from the master's prices ``p`` in closed form (as in `_floor_duals`: floor on
+    ``e``: ``lambda = s p_e / a_e - omega``; all the time on ``e``: ``mu = omega a_e -
+    s p_e``; a split: ``omega + lambda = s (p_e2 - p_e1) / (a_e2 - a_e1)``, ``mu = (omega +
+    lambda) a_e1 - s p_e1``). The caller certifies the result on the full LP.
+
+    Returns ``(duals, violators)``: ``duals`` by row block as `_floor_duals` (``None``
+    without master duals, or when a job without its own variables sits at no vertex) and
+    the jobs whose closed-form ``lambda`` or ``mu`` is negative or one of whose columns has a
+    positive reduced cost at ``p`` (they need their own variables).
+    """
+    n, k = A.shape
+    viol = np.zeros(n, dtype=bool)
+    if mduals is None:
+        return None, viol
+    p, ex, mu_ex, lam_ex = mduals
+    s = np.asarray(inst.cap_weight, dtype=float)
+    vert, general = _vertices_from_x(inst, A, col, a, f, xcol)
+    e1, e2 = vert.e1, vert.e2
+    tot = np.bincount(inst.mem_job, xcol, n)
+    # one column at the floor *and* all the time: lambda and mu share one equation
+    general = (general | ((e1 >= 0) & (e2 == -1) & (tot >= 1.0 - ACTIVITY_ROUNDING))) & ~own_vars
+    if general.any():
+        return None, viol
+    e1s, e2s = np.maximum(e1, 0), np.maximum(e2, 0)
+    floor1 = (e1 >= 0) & (e2 == -1)
+    full = (e1 >= 0) & (e2 == -2)
+    split = e2 >= 0
+    a1 = a[e1s]
+    d = np.where(split, a[e2s] - a1, 1.0)
+    c1 = s * p[inst.col_type[e1s]]
+    c2 = s * p[inst.col_type[e2s]]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lam = np.where(floor1, c1 / a1 - omega, np.where(split, (c2 - c1) / d - omega, 0.0))
+        mu = np.where(full, omega * a1 - c1,
+                      np.where(split, (c2 - c1) / d * a1 - c1, 0.0))
+    lam[ex] = lam_ex
+    mu[ex] = mu_ex
+    if not (np.isfinite(lam).all() and np.isfinite(mu).all()):
+        return None, viol
+    size = 1.0 + omega * A.max(axis=1)
+    viol = (lam < -REDUCED_COST_TOL * size) | (mu < -REDUCED_COST_TOL * size)
+    lam = np.maximum(lam, 0.0)
+    mu = np.maximum(mu, 0.0)
+    owner = inst.mem_job
+    gain = (omega + lam)[owner] * a
+    red = gain - mu[owner] - inst.col_workers * p[inst.col_type]
+    viol[owner[red > REDUCED_COST_TOL * (1.0 + gain)]] = True
+    viol[ex] = False  # their columns are all in the master: the certificate judges them
+    return {"time": -mu, "capacity": -p, "kept": lam}, viol
+
+
 def _floor_from_level(solver: StageSolver, stage: LinearStage, prior: StageResult,
                       a: np.ndarray, omega: np.ndarray) -> StageResult | None:
     """Certify the level stage's allocation as the floor stage's optimum, if it is one.
@@ -459,7 +544,9 @@ def _solve_floor_master(inst: ColumnInstance, a: np.ndarray, f: np.ndarray, omeg
                         own_vars: np.ndarray | None = None,
                         grouped: tuple[Groups, np.ndarray, np.ndarray, np.ndarray] | None = None
                         ) -> tuple | None:
-    """Restricted master of a floor stage: ``(xcol, iterations, bound)`` (``None``: no fit).
+    """Restricted master of a floor stage: ``(xcol, iterations, bound, duals)`` (``None``: no
+    fit; ``duals``: ``(prices, jobs with their own variables, their mu, their lambda)``, or
+    ``None`` with aggregated row classes).
 
     The jobs not ``explicit`` are constants at their vertices; of the others, ``own_vars``
     (default: all) keep their variables and ``grouped`` (``(groups, row maxima, dense rows,
@@ -526,7 +613,13 @@ def _solve_floor_master(inst: ColumnInstance, a: np.ndarray, f: np.ndarray, omeg
                                           inst.cap_weight, np.zeros(n), f)
         xcol[gc] = gv
         bound[gr.jobs] = bound_g
-    return xcol, sol.iterations, bound
+    y = sol.row_duals
+    mduals = None
+    if y is not None and gr is None:
+        # capacity prices, and (mu, lambda) of the jobs with their own variables
+        mduals = (np.maximum(-y[:k], 0.0), ex, np.maximum(-y[k: k + r], 0.0),
+                  np.maximum(y[k + r: k + 2 * r], 0.0))
+    return xcol, sol.iterations, bound, mduals
 
 
 def _vertices_from_x(inst: ColumnInstance, A: np.ndarray, col: np.ndarray, a: np.ndarray,

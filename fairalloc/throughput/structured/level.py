@@ -26,6 +26,7 @@ from .common import (
     SAT_ROUNDING,
     STRUCTURED_MAX_TYPES,
     Demand,
+    NewtonSeed,
     Vertices,
     certified,
     explicit_columns,
@@ -51,8 +52,13 @@ _ROUGH_MAX_ROUNDS = 6
 
 def fast_level(solver: StageSolver, stage: LevelStage, *, max_rounds: int = _LEVEL_MAX_ROUNDS,
                 warm: tuple[np.ndarray, float] | None = None,
-                degenerate_handover: bool = True) -> StageResult:
+                degenerate_handover: bool = True, seed: NewtonSeed | None = None
+                ) -> StageResult:
     """Exact solve of a level stage (see `_fast_level_unit`), at unit scale.
+
+    ``seed`` (`NewtonSeed`): Newton's end point in a similar stage solved before (the
+    previous stage of a Dinkelbach sequence) starts this one's Newton search; it is updated
+    with this stage's. Only the start changes: the answer is certified as always.
 
     ``degenerate_handover=False`` keeps a master with many jobs near a tie instead of handing
     the stage to the whole LP (water-filling: its later exact LPs need the structured
@@ -70,17 +76,18 @@ def fast_level(solver: StageSolver, stage: LevelStage, *, max_rounds: int = _LEV
     wu = None if warm is None else (np.asarray(warm[0], dtype=float), float(warm[1]) / sigma)
     if sigma == 1.0 and rho == 1.0:
         return _fast_level_unit(solver, stage, stage, 1.0, 1.0, max_rounds, wu,
-                                degenerate_handover)
+                                degenerate_handover, seed)
     unit = LevelStage(sp.csr_matrix(stage.C / rho), stage.b * (sigma / rho), stage.h / rho,
                   stage.name)
     return _fast_level_unit(solver, stage, unit, sigma, rho, max_rounds, wu,
-                            degenerate_handover)
+                            degenerate_handover, seed)
 
 
 def _fast_level_unit(solver: StageSolver, orig: LevelStage, stage: LevelStage, sigma: float,
                      rho: float, max_rounds: int,
                      warm: tuple[np.ndarray, float] | None = None,
-                     degenerate_handover: bool = True) -> StageResult:
+                     degenerate_handover: bool = True, seed: NewtonSeed | None = None
+                     ) -> StageResult:
     """Exact solve of a level stage ``max theta: C x - b theta >= h`` exploiting its structure.
 
     Only the ``k`` capacity rows and ``theta`` couple the jobs. At given capacity prices each
@@ -134,7 +141,7 @@ def _fast_level_unit(solver: StageSolver, orig: LevelStage, stage: LevelStage, s
     sat_theta = float(sat[m0])
     info: dict[str, bool] = {}
     rough: list[tuple[np.ndarray, float]] = []
-    est = newton_prices(A, s, b, h, inst.cap, warm=warm, info=info, rough=rough)
+    est = newton_prices(A, s, b, h, inst.cap, warm=warm, info=info, rough=rough, seed=seed)
     solver.warm_used = bool(est is not None and info.get("warm"))
     if est is None and info.get("sample_failed"):
         solver.fall_back(STRUCTURED_LEVEL, f"{MANY_TYPES} (k = {k} > {SAMPLE_GATE_TYPES}) and "
