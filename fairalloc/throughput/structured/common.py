@@ -481,7 +481,7 @@ def newton_prices(A: np.ndarray, s: np.ndarray, b: np.ndarray, h: np.ndarray,
                    cap: np.ndarray, *, warm: tuple[np.ndarray, float] | None = None,
                    info: dict[str, bool] | None = None,
                    rough: list[tuple[np.ndarray, float]] | None = None,
-                   seed: NewtonSeed | None = None
+                   seed: NewtonSeed | None = None, demand: Demand | None = None
                    ) -> tuple[np.ndarray, float, float] | None:
     """Approximate prices, level and band of near-ties of a level stage (``None``: none).
 
@@ -496,12 +496,14 @@ def newton_prices(A: np.ndarray, s: np.ndarray, b: np.ndarray, h: np.ndarray,
     level of Newton's last point are appended when it found no balance (``None`` returned).
     ``seed`` (`NewtonSeed`): price ratios and Jacobian of a similar stage solved before (the
     previous stage of a Dinkelbach sequence) start the full phase instead of the sampled
-    phase; the seed is then overwritten with this stage's end point.
+    phase; the seed is then overwritten with this stage's end point. ``demand``: the
+    caller's `Demand` of all ``n`` jobs (reused when every job needs throughput).
     """
     need = (b > 0) | (h > 0)
     idx = np.flatnonzero(need)
     if idx.size == 0 or not (b[idx] > 0).any():
         return None
+    whole = idx.size == A.shape[0]
     A, s, b, h = A[idx], s[idx], b[idx], h[idx]
     pos = b > 0
     sat = float(np.min((A[pos].max(axis=1) - h[pos]) / b[pos]))
@@ -551,8 +553,8 @@ def newton_prices(A: np.ndarray, s: np.ndarray, b: np.ndarray, h: np.ndarray,
             if info is not None:
                 info["sample_failed"] = True
             return None
-    out = newton(Demand(A, s, b, h), cap, ref, theta, lr, J, sat, tol=NEWTON_TOL,
-                  max_evals=_LEVEL_NEWTON_EVALS)
+    dem = demand if demand is not None and whole else Demand(A, s, b, h)
+    out = newton(dem, cap, ref, theta, lr, J, sat, tol=NEWTON_TOL, max_evals=_LEVEL_NEWTON_EVALS)
     if seed is not None:
         seed.remember(out, ref)
     if out is None or out[3] > NEWTON_MAX_ERROR:

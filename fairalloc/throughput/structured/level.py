@@ -141,7 +141,9 @@ def _fast_level_unit(solver: StageSolver, orig: LevelStage, stage: LevelStage, s
     sat_theta = float(sat[m0])
     info: dict[str, bool] = {}
     rough: list[tuple[np.ndarray, float]] = []
-    est = newton_prices(A, s, b, h, inst.cap, warm=warm, info=info, rough=rough, seed=seed)
+    dem = Demand(A, s, b, h)
+    est = newton_prices(A, s, b, h, inst.cap, warm=warm, info=info, rough=rough, seed=seed,
+                        demand=dem)
     solver.warm_used = bool(est is not None and info.get("warm"))
     if est is None and info.get("sample_failed"):
         solver.fall_back(STRUCTURED_LEVEL, f"{MANY_TYPES} (k = {k} > {SAMPLE_GATE_TYPES}) and "
@@ -161,7 +163,6 @@ def _fast_level_unit(solver: StageSolver, orig: LevelStage, stage: LevelStage, s
                          "demand and capacity)")
         return solver.run(orig, orig.name)
     p, theta, band = est
-    dem = Demand(A, s, b, h)
     vert = dem.vertices(col, p, theta, band=band)
     explicit = need & vert.ambiguous
     grouped = agr.grouped(explicit, p, theta)
