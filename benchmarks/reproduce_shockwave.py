@@ -8,8 +8,11 @@ a job unfair when ``rho > 1.05`` -- and prints the results next to the upstream 
 numbers of that folder's README, all measured in this one run.
 
 Policy names (the artifact's legends): ``shockwave`` (this library's planner with its
-defaults: observed-only forecasts, clipped weights, near-completion boost; see
+defaults: observed-only forecasts, clipped weights, near-completion boost, the makespan term
+``4 max_j R_j / Z0``, hard finish-time limits first with ``rhomax = 1.5``; see
 ``docs/how-to/reproduce-shockwave.md`` for the experiment that chose them),
+``shockwave-scale-free`` (the previous defaults: the term ``32 H / (M Z0)``, no hard limits),
+``shockwave-no-hard-ftf`` (the defaults without the hard limits),
 ``shockwave-paper`` (the paper's Eq. 11 as written with §6.1's ``k = 5``, ``lambda = 1e-3``:
 ``rho^k`` weights for every job, no boost; App. G.2 gives ``lambda`` in [0.1, 10] instead),
 ``shockwave-upstream-hparams`` (upstream hyper-parameters only: FTF exponent 12 and makespan
@@ -72,7 +75,9 @@ REFERENCE = {
 }
 
 #: rows compared with another row's upstream numbers
-REFERENCE_ROW = {"shockwave-upstream-hparams": "shockwave", "shockwave-paper": "shockwave"}
+REFERENCE_ROW = {"shockwave-upstream-hparams": "shockwave", "shockwave-paper": "shockwave",
+                 "shockwave-scale-free": "shockwave", "shockwave-no-hard-ftf": "shockwave",
+                 "shockwave-max-remaining": "shockwave"}
 
 #: the row labels of the printed tables (honest names: what each row runs)
 LABELS = {
@@ -80,6 +85,8 @@ LABELS = {
     "shockwave-paper": "Shockwave (Eq. 11, §6.1 k=5, lam=1e-3)",
     "shockwave-upstream-hparams": "Shockwave (upstream hyper-parameters only)",
     "shockwave-max-remaining": "Shockwave (defaults, upstream's 1e-3 max_j R_j term)",
+    "shockwave-scale-free": "Shockwave (previous defaults: 32 H/(M Z0), no hard FTF)",
+    "shockwave-no-hard-ftf": "Shockwave (defaults without hard FTF first)",
     "themis": "Themis (artifact: Gavel FTF program)",
     "themis-auction": "Themis (paper: leases, auction)",
     "gavel": "Gavel max-min fairness",
@@ -104,12 +111,16 @@ ROUND, RESTART, UNFAIR = 120.0, 20.0, 1.05
 def policies(all_: bool, only: list[str] | None = None) -> list[tuple[str, Any]]:
     out: list[tuple[str, Any]] = [
         ("shockwave", ShockwavePolicy()),
+        ("shockwave-scale-free", ShockwavePolicy(makespan="scale_free", lam=32.0,
+                                                 hard_ftf=False)),
+        ("shockwave-no-hard-ftf", ShockwavePolicy(hard_ftf=False)),
         ("shockwave-paper", ShockwavePolicy(k=5.0, lam=1e-3, weights="power",
-                                            near_completion="off", makespan="paper")),
+                                            near_completion="off", makespan="paper",
+                                            hard_ftf=False)),
         ("shockwave-upstream-hparams", ShockwavePolicy(k=12.0, lam=1e-3, weights="power",
                                                        near_completion="off",
                                                        makespan="max_remaining",
-                                                       time_limit=15.0)),
+                                                       time_limit=15.0, hard_ftf=False)),
         ("shockwave-max-remaining", ShockwavePolicy(makespan="max_remaining", lam=1e-3)),
         ("themis", make_policy("themis_ftf")),
         ("themis-auction", make_policy("themis")),

@@ -245,8 +245,9 @@ def test_reorder_and_defaults_recorded() -> None:
     p = ShockwavePolicy().params
     assert p["weights"] == "clipped" and p["boost"] == 100.0 and p["reorder"] is False
     assert p["near_completion"] == "first" and p["idle_fill"] == "longest"
-    assert p["near_rounds"] == 3 and p["lam"] == 32.0 and p["k"] == 3.0
-    assert p["makespan"] == "scale_free"
+    assert p["near_rounds"] == 3 and p["lam"] == 4.0 and p["k"] == 3.0
+    assert p["makespan"] == "longest" and p["hard_ftf"] is True and p["rhomax"] == 1.5
+    assert p["hard_ftf_drop"] == "unreachable"
 
 
 def test_a_failed_milp_check_falls_back_to_the_fast_path(monkeypatch) -> None:

@@ -232,7 +232,8 @@ def _max_bound(lp: LinearProgram, sol: Any, sigma: float) -> float:
 
 
 def _schedule_milp(inst: _PlanInstance, wc: str, *, time_limit: float | None,
-                   mip_gap: float, solver: _MilpRunner, start_x: np.ndarray | None = None
+                   mip_gap: float, solver: _MilpRunner, start_x: np.ndarray | None = None,
+                   min_count: np.ndarray | None = None
                    ) -> tuple[np.ndarray | None, float, Any, LinearProgram]:
     """The whole plan as one MILP (binary x, unary increments, epigraphs, App. H rows).
 
@@ -241,7 +242,8 @@ def _schedule_milp(inst: _PlanInstance, wc: str, *, time_limit: float | None,
     epigraphs, with a makespan term), ``makespan`` (``H``), ``finished`` (App. H finish
     indicators, ``work_conservation="exact"``), ``restart`` (restart indicators, with a restart
     penalty). ``start_x`` (a feasible schedule) becomes HiGHS's first incumbent, with every
-    auxiliary column computed from it.
+    auxiliary column computed from it. ``min_count`` (per job) bounds each job's round count
+    from below (the hard finish-time constraints of ``plan_schedule(remaining_limit=)``).
     """
     N, T, M = inst.N, inst.T, inst.M
     act = np.flatnonzero(inst.cap > 0)
@@ -280,6 +282,8 @@ def _schedule_milp(inst: _PlanInstance, wc: str, *, time_limit: float | None,
     integ = np.zeros(ncols, dtype=bool)
     integ[xb.cols] = True
     hi[nb.cols] = cap
+    if min_count is not None:
+        lo[nb.cols] = min_count[act]
     hi[loadb.cols] = M
     bent = _concave_break(delta, owner, s, zeros)
     integ[yb.cols] = bent[owner]

@@ -19,13 +19,20 @@ from .._validation import (
     as_bool,
     as_labels,
     as_option,
+    as_positive_float,
     as_positive_int,
     as_time_limit,
     as_tolerance,
 )
 from ..backends import Backend, LinearProgram
 from ..certificates import milp_certificate
-from ..errors import CertificateError, FairallocError, InputError, SolverError
+from ..errors import (
+    CertificateError,
+    FairallocError,
+    InfeasibleError,
+    InputError,
+    SolverError,
+)
 from ..results import Certificate, Result, SolveStats, Status, fill_labels, require_pandas
 from ..tolerances import FEAS_TOL
 from .count_milp import _count_milp, _cover_cut
@@ -40,6 +47,7 @@ from .instance import (
     PlanJob,
     _build_plan_instance,
     _count_value,
+    _data_scale,
     _evaluate,
     _PlanInstance,
     _schedule_residual,
@@ -55,9 +63,11 @@ from .lagrangian import (
 from .milp import _MilpRunner, _schedule_milp
 from .packing import _greedy_upstream, _realise
 
-__all__ = ["PLAN_METHODS", "PlanResult", "plan_schedule"]
+__all__ = ["PLAN_MAKESPAN_KINDS", "PLAN_METHODS", "PlanResult", "plan_schedule"]
 
 PLAN_METHODS = ("auto", "fast", "milp")
+#: the plan's makespan terms: the instance's kinds and ``"longest"`` (``lam max_j R_j / Z0``)
+PLAN_MAKESPAN_KINDS = (*MAKESPAN_KINDS, "longest")
 # ACCURACY: relative slack (of the objective's data scale) used when comparing objective values
 REL_SLACK = 1e-12
 # ACCURACY: reduced-cost fixing keeps a count whose Lagrangian slack is within this relative
@@ -74,7 +84,7 @@ OBJECTIVE_AGREEMENT_RTOL = 1e-6
 # ACCURACY: the smallest magnitude a relative gap is divided by
 MAGNITUDE_FLOOR = 1e-300
 # the stats.path steps that are one backend solve each (not a number: vocabulary)
-SOLVE_STEPS = ("core-count-milp", "milp")
+SOLVE_STEPS = ("core-count-milp", "hard-ftf-count-milp", "milp")
 
 
 @dataclass(frozen=True, repr=False)
@@ -326,6 +336,7 @@ def plan_schedule(
     backend: str | Backend = "highs",
     ids: Any = None,
     welfare_norm: str = "gpus",
+    remaining_limit: Any = None,
 ) -> PlanResult:
     """Plan the next ``rounds`` rounds with Shockwave's program (Eq. 11, App. G.1-G.3, H).
 
@@ -373,13 +384,16 @@ def plan_schedule(
         ``"mean"``: the posterior-mean trajectory (``PlanJob.regimes``; §5). ``"scenarios"``:
         ``log E[UTIL_j]`` over ``PlanJob.scenarios`` (App. F), and ``H`` of the expected
         remaining times; jobs without scenarios use their regimes.
-    makespan : {"paper", "max_remaining", "scale_free"}
+    makespan : {"paper", "max_remaining", "scale_free", "longest"}
         ``"paper"``: Eq. 10 with gang sizes, normalised by ``Z0``. ``"max_remaining"``:
         upstream's regulariser, the largest remaining run time in raw seconds (no ``Z0``).
         ``"scale_free"``: Eq. 10 normalised by ``M * Z0`` (coefficient ``lam / (M Z0)``), so
         that the trade-off between one GPU-round of welfare and one GPU-round of makespan
         bound does not grow with the cluster (``formulations/makespan_regularizer.md``);
-        not in the paper.
+        not in the paper. ``"longest"``: ``lam * max_j R_j / Z0``, upstream's term (the
+        longest remaining time, no area part) with the paper's normalisation: the share of the
+        cluster it pulls towards the longest jobs does not depend on ``M`` or ``N``
+        (``formulations/shockwave_options.md``); not in the paper.
     regime_model : {"forecast", "flat"}
         ``"flat"`` reproduces upstream's lack of regime decomposition: every job advances at
         one mean epoch duration (its forecast total is kept).
@@ -407,6 +421,16 @@ def plan_schedule(
         The welfare sum is divided by ``N*M`` (``"gpus"``: the paper's Eq. 11) or by ``N*T``
         (``"rounds"``: upstream's code). Only the ratio to the makespan term changes: with
         ``makespan="paper"``, ``"rounds"`` plans exactly like ``"gpus"`` with ``lam * T / M``.
+    remaining_limit : array_like, shape (n,), optional
+        Hard finish-time constraints (upstream's hard-FTF-first step): job ``j``'s remaining run
+        time after the window must be at most ``remaining_limit[j]`` seconds (``inf``: no
+        limit), i.e. it gets at least the fewest rounds whose forecast ``R_j`` meets it. The plan
+        solves the count MILP with those lower bounds (then the full MILP if the counts do not
+        pack or are not certified); ``stats.path`` starts with ``"hard-ftf-count-milp"``.
+        Raises `InfeasibleError` when no schedule meets every limit (a job that cannot meet
+        its limit even running every useful round, or more GPU-rounds than the window has, or
+        the solver proves it); the caller then plans without them (``ShockwavePolicy(
+        hard_ftf=True)`` does). Not with ``method="fast"``.
 
     Returns
     -------
@@ -426,6 +450,8 @@ def plan_schedule(
     InputError
         Bad jobs or parameters (e.g. a gang larger than the cluster), or a backend without
         MILP support.
+    InfeasibleError
+        ``remaining_limit`` cannot be met.
     SolverError
         ``method="milp"`` found no schedule within the time limit, or the backend failed.
     CertificateError
@@ -450,7 +476,7 @@ def plan_schedule(
     method = as_option(method, "method", PLAN_METHODS)
     wc = as_option(work_conservation, "work_conservation", WORK_CONSERVATION)
     expectation = as_option(expectation, "expectation", EXPECTATIONS)
-    makespan = as_option(makespan, "makespan", MAKESPAN_KINDS)
+    makespan = as_option(makespan, "makespan", PLAN_MAKESPAN_KINDS)
     regime_model = as_option(regime_model, "regime_model", REGIME_MODELS)
     gap = as_tolerance(mip_gap, "mip_gap")
     limit = as_time_limit(time_limit)
@@ -460,12 +486,24 @@ def plan_schedule(
     solver = _MilpRunner.of(backend, threads)
     inst = _build_plan_instance(jobs, num_gpus, rounds=rounds, round_duration=round_duration,
                                 k=k, lam=lam, z0=z0, util_floor=util_floor,
-                                expectation=expectation, makespan=makespan,
+                                expectation=expectation,
+                                makespan="max_remaining" if makespan == "longest" else makespan,
                                 regime_model=regime_model, restart_penalty=restart_penalty,
                                 welfare_norm=as_option(welfare_norm, "welfare_norm",
                                                        WELFARE_NORMS))
+    if makespan == "longest":
+        inst = _longest_term(inst, z0)
     labels = as_labels(ids, "ids", inst.N, "jobs")
+    min_count = None
+    if remaining_limit is not None:
+        if method == "fast":
+            raise InputError("remaining_limit needs the count MILP or the full MILP: use "
+                             "method='auto' or 'milp'", argument="method")
+        min_count = _min_counts(inst, _as_limits(remaining_limit, inst.N))
     try:
+        if min_count is not None:
+            return _hard(inst, min_count, wc, gap, limit, solver, t0, labels if ids is not None
+                         else None)
         plan = _plan(inst, method, wc, gap, limit, warm_start, solver, t0)
         return plan if ids is None else dataclasses.replace(plan, ids=labels)
     except FairallocError:
@@ -473,6 +511,110 @@ def plan_schedule(
     except Exception as exc:  # numerical trouble must not escape as a foreign exception
         raise SolverError(f"plan_schedule failed: {type(exc).__name__}: {exc}",
                           backend=solver.name, status="exception") from exc
+
+
+def _as_limits(value: Any, n: int) -> np.ndarray:
+    """``remaining_limit`` as a float array of shape (n,): non-negative, ``inf`` allowed."""
+    try:
+        arr = np.array(value, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"remaining_limit is not numeric: {exc}",
+                         argument="remaining_limit") from exc
+    if arr.shape != (n,):
+        raise InputError(f"remaining_limit has shape {arr.shape}; expected ({n},)",
+                         argument="remaining_limit")
+    bad = np.flatnonzero(np.isnan(arr) | (arr < 0))
+    if bad.size:
+        i = int(bad[0])
+        raise InputError(f"remaining_limit[{i}] = {arr[i]} (must be >= 0 or inf)",
+                         argument="remaining_limit", index=(i,))
+    return arr
+
+
+def _min_counts(inst: _PlanInstance, limit: np.ndarray) -> np.ndarray:
+    """The fewest rounds each job needs for its forecast remaining time after the window to be
+    within ``limit`` (``remaining_limit``); `InfeasibleError` when no count up to its useful
+    cap does, or when the counts need more GPU-rounds than the window has."""
+    tol = EPOCH_RTOL * np.maximum(np.abs(limit), inst.rem[:, 0])
+    ok = inst.rem <= (limit + tol)[:, None]
+    ok &= np.arange(inst.T + 1)[None, :] <= inst.cap[:, None]
+    bad = np.flatnonzero(~ok.any(axis=1))
+    if bad.size:
+        j = int(bad[0])
+        raise InfeasibleError(
+            f"remaining_limit[{j}] = {limit[j]:.6g} s cannot be met: job {j} has "
+            f"{inst.rem[j, inst.cap[j]]:.6g} s left after its {int(inst.cap[j])} useful rounds "
+            f"({bad.size} job(s) cannot meet their limit)", status="infeasible")
+    n_min = np.argmax(ok, axis=1).astype(np.int64)
+    need = int(inst.w @ n_min)
+    if need > inst.capacity:
+        raise InfeasibleError(f"remaining_limit needs {need} GPU-rounds; the window has "
+                              f"{inst.capacity}", status="infeasible")
+    return n_min
+
+
+def _hard(inst: _PlanInstance, n_min: np.ndarray, wc: str, gap: float, limit: float | None,
+          solver: _MilpRunner, t0: float, labels: Any) -> PlanResult:
+    """The plan with at least ``n_min`` rounds per job: the count MILP on ``[n_min, cap]``
+    packed into rounds, then the full MILP (with the packed schedule as its start when it
+    honours ``n_min``) when the counts do not pack or the gap is not certified."""
+    deadline = None if limit is None else t0 + limit
+    gp = _restart_lower(inst)
+    kappa = _kappa_candidates(inst, None)[0]
+    path = ["hard-ftf-count-milp"]
+    n, bound, _, raw = _count_milp(inst, gp, n_min, np.maximum(inst.cap, n_min),
+                                   time_limit=limit, mip_gap=gap * CORE_GAP_FRACTION,
+                                   solver=solver)
+    best: _PlanCandidate | None = None
+    if n is None:
+        if "infeasible" in raw.lower():
+            raise InfeasibleError(f"remaining_limit cannot be met (count MILP: {raw!r})",
+                                  backend=solver.name, status=raw)
+    else:
+        x, value = _realise(inst, n, gp, kappa, wc)
+        if np.all(x.sum(axis=1) >= n_min):
+            best = _PlanCandidate(x=x, value=value, bound=max(bound, value), method="milp",
+                                  path=tuple(path), raw_status=raw)
+    if best is None or not inst.certified(best.value, best.bound, gap):
+        left_ok = deadline is None or time.perf_counter() < deadline
+        if left_ok or best is None:
+            left = None if deadline is None else max(deadline - time.perf_counter(), 0.0)
+            x0, mb, sol, lp = _schedule_milp(inst, "none" if wc == "greedy" else wc,
+                                             time_limit=left, mip_gap=gap, solver=solver,
+                                             start_x=None if best is None else best.x,
+                                             min_count=n_min)
+            path.append("milp")
+            raw = str(sol.raw_status or sol.status)
+            if x0 is None and best is None:
+                cls = InfeasibleError if "infeasible" in raw.lower() else SolverError
+                raise cls(f"no schedule meets remaining_limit (MILP status {raw!r})",
+                          backend=solver.name, status=raw)
+            if x0 is not None:
+                if wc == "greedy":
+                    x0 = _greedy_upstream(inst, x0)
+                v0 = _evaluate(inst, x0)["objective"]
+                cand = _PlanCandidate(x=x0, value=v0, bound=max(mb, v0), method="milp",
+                                      path=tuple(path), raw_status=raw,
+                                      lp=None if wc == "greedy" else lp,
+                                      lp_x=sol.x, lp_bound=mb)
+                b = min(mb, best.bound) if best is not None else mb
+                if best is None or v0 > best.value:
+                    best = cand
+                best = dataclasses.replace(best, bound=max(b, best.value))
+    assert best is not None
+    plan = _result(inst, best, best.bound, wc, gap, t0, solver, iterations=0,
+                   path=tuple(path), fallbacks=(), raw_status=raw, min_count=n_min)
+    return plan if labels is None else dataclasses.replace(plan, ids=labels)
+
+
+def _longest_term(inst: _PlanInstance, z0: float | None) -> _PlanInstance:
+    """``makespan="longest"``: the instance built with ``lam * max_j R_j`` (raw seconds) gets
+    the coefficient ``lam / Z0`` instead, ``Z0`` the sum of the remaining times before the
+    window (or ``z0``), and its data scale recomputed."""
+    z = float(inst.rem[:, 0].sum()) if z0 is None else as_positive_float(z0, "z0")
+    coef = inst.coef / z if z > 0 else 0.0
+    inst = dataclasses.replace(inst, coef=coef, z0=z if z > 0 else 1.0)
+    return dataclasses.replace(inst, data_scale=_data_scale(inst))
 
 
 def _plan(inst: _PlanInstance, method: str, wc: str, gap: float, limit: float | None,
@@ -518,7 +660,8 @@ def _plan(inst: _PlanInstance, method: str, wc: str, gap: float, limit: float | 
 
 def _result(inst: _PlanInstance, cand: _PlanCandidate, bound: float, wc: str, gap: float,
             t0: float, solver: _MilpRunner, *, iterations: int, path: tuple[str, ...],
-            fallbacks: tuple[str, ...], raw_status: str) -> PlanResult:
+            fallbacks: tuple[str, ...], raw_status: str,
+            min_count: np.ndarray | None = None) -> PlanResult:
     """Certify ``cand`` independently of the solver and wrap it with the call's statistics
     (``path``: every step that ran, in order; ``raw_status``: the last solve's status)."""
     x = cand.x
@@ -527,6 +670,8 @@ def _result(inst: _PlanInstance, cand: _PlanCandidate, bound: float, wc: str, ga
     scale = inst.gap_scale(value, bound)
     # feasibility is checked exactly on the returned integer schedule
     residual = _schedule_residual(inst, x, wc)
+    if min_count is not None:  # the hard finish-time constraints, in rounds of the window
+        residual = max(residual, float(np.max(min_count - x.sum(axis=1), initial=0)) / inst.T)
     if cand.lp is not None and cand.lp_x is not None and wc != "greedy":
         # the MILP's own objective must agree with the independent recomputation
         lp_cert = milp_certificate(cand.lp, cand.lp_x, -cand.lp_bound, maximize=True)

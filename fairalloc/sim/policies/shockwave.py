@@ -19,7 +19,7 @@ import numpy as np
 
 from ..._validation import as_bool, as_option, as_positive_float, as_positive_int
 from ...data import Cluster
-from ...errors import SolverError
+from ...errors import InfeasibleError, SolverError
 from ..state import EPOCH_ROUNDOFF, JobView, RoundState, Schedule
 from ..workload import Workload
 from .base import BasePolicy, pack_by_priority
@@ -29,12 +29,14 @@ __all__ = ["ShockwavePolicy", "plan_ftf"]
 #: default exponent k of the FTF weights (the paper's §6.1 uses 5; 3 won on the 120-job trace
 #: with clipped weights, docs/how-to/reproduce-shockwave.md)
 SHOCKWAVE_K = 3.0
-#: default makespan regulariser coefficient lambda on the scale-free term lam H / (M Z0): 32 is
-#: the paper's lam H / Z0 with lam = 1 at 32 GPUs (App. G.2's range [0.1, 10]; §6.1 uses 1e-3,
-#: which barely moves the plan); chosen on the 120-job trace (docs/how-to/reproduce-shockwave.md)
-SHOCKWAVE_LAM = 32.0
-#: default makespan term of the policy's plans (formulations/shockwave_options.md)
-SHOCKWAVE_MAKESPAN = "scale_free"
+#: default makespan regulariser coefficient lambda on the term lam max_j R_j / Z0
+#: (makespan="longest"): 4 met the targets on both traces (120 jobs / 32 GPUs and 900 jobs /
+#: 256 GPUs; 1 and 16 did about as well on makespan, 16 left 5.8 % unfair at 32 GPUs), one run
+#: each (docs/how-to/reproduce-shockwave.md)
+SHOCKWAVE_LAM = 4.0
+#: default makespan term of the policy's plans (formulations/shockwave_options.md): upstream's
+#: longest-remaining-time term with the paper's Z0 normalisation
+SHOCKWAVE_MAKESPAN = "longest"
 #: default rounds within which a late job counts as about to finish (near_completion="first")
 NEAR_ROUNDS = 3
 #: default rounds per plan (Shockwave's window)
@@ -62,6 +64,14 @@ WEIGHT_MODES = ("clipped", "power")
 IDLE_FILLS = ("longest", "shortest", "none")
 #: how a late job forecast to finish within one round is favoured
 NEAR_COMPLETION = ("first", "weight", "off")
+#: default ``rhomax`` of ``hard_ftf``: every job's forecast finish time must stay within this
+#: multiple of its fair finish time (upstream's ``rhomax``). With 1.0 almost every re-plan of the
+#: 120-job trace had a job that could not meet it; 1.5 was met by every re-plan there and on the
+#: 900-job trace (docs/how-to/reproduce-shockwave.md)
+HARD_FTF_RHOMAX = 1.5
+#: which finish-time limits ``hard_ftf`` drops: first those a job cannot meet even running every
+#: round of the window (default), or all of them when any is infeasible (upstream)
+HARD_FTF_DROPS = ("unreachable", "all")
 
 
 def plan_ftf(ftf: Any, remaining: Any, round_duration: float, *, k: float,
@@ -130,14 +140,15 @@ class ShockwavePolicy(BasePolicy):
     ----------
     k : float, default 3.0
         Exponent of the FTF weights (§6.1: 5; the benchmark's ``shockwave-paper`` row).
-    lam : float, default 32.0
-        Makespan regulariser coefficient, on the scale-free term ``lam H / (M Z0)`` by default
-        (``makespan="scale_free"``): 32 is the paper's ``lam H / Z0`` with ``lam = 1`` at 32
-        GPUs, and keeps the welfare/makespan trade-off at larger clusters. The paper's form is
-        ``makespan="paper"``; App. G.2 gives its ``lambda`` in [0.1, 10], §6.1 uses ``1e-3``
-        (the benchmark's ``shockwave-paper`` row).
-    makespan : {"scale_free", "paper", "max_remaining"}, default "scale_free"
-        The plan's makespan term ([`fairalloc.plan_schedule`][fairalloc.plan_schedule]).
+    lam : float, default 4.0
+        Makespan regulariser coefficient, on ``lam max_j R_j / Z0`` by default
+        (``makespan="longest"``: upstream's longest-remaining-time term with the paper's
+        normalisation, which pulls the same share of the cluster towards the longest jobs at
+        32 and at 256 GPUs). The paper's form is ``makespan="paper"``; App. G.2 gives its
+        ``lambda`` in [0.1, 10], §6.1 uses ``1e-3`` (the benchmark's ``shockwave-paper`` row).
+    makespan : {"longest", "scale_free", "paper", "max_remaining"}, default "longest"
+        The plan's makespan term ([`fairalloc.plan_schedule`][fairalloc.plan_schedule]);
+        ``formulations/shockwave_options.md`` compares them.
     window : int, default 20
         Rounds per plan.
     forecast : {"restatement", "bayesian", "greedy", "oracle"}
@@ -180,6 +191,18 @@ class ShockwavePolicy(BasePolicy):
     near_rounds : int, default 3
         With ``near_completion="first"``: "about to finish" means forecast to finish within
         this many rounds (upstream: one; three won on the 120-job trace).
+    hard_ftf : bool, default True
+        Upstream's hard-FTF-first step: each re-plan first asks for a plan in which every job's
+        forecast finish time stays within ``rhomax`` times its fair finish time
+        (``L + W + T D + R_after N_avg <= rhomax P N_avg``, ``plan_schedule(
+        remaining_limit=)``) and plans without those constraints when none exists.
+        `hard_ftf_plans` and `hard_ftf_dropped` count the two outcomes.
+    rhomax : float, default 1.5
+        The finish-time bound of ``hard_ftf``.
+    hard_ftf_drop : {"unreachable", "all"}
+        ``"unreachable"`` (default): the limits of jobs that cannot meet theirs even running
+        every round of the window are dropped first (the others kept); all are dropped only when
+        the rest is still infeasible. ``"all"`` (upstream): any infeasibility drops every limit.
     welfare_norm : {"gpus", "rounds"}, optional
         Passed to [`fairalloc.plan_schedule`][fairalloc.plan_schedule]: the welfare divided by
         ``N*M`` (paper) or ``N*T`` (upstream's code).
@@ -213,7 +236,9 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
                  weights: str = "clipped", boost: float = NEAR_COMPLETION_BOOST,
                  welfare_norm: str | None = None, replan_interval: int | None = None,
                  reorder: bool = False, idle_fill: str = "longest",
-                 near_completion: str = "first", near_rounds: int = NEAR_ROUNDS) -> None:
+                 near_completion: str = "first", near_rounds: int = NEAR_ROUNDS,
+                 hard_ftf: bool = True, rhomax: float = HARD_FTF_RHOMAX,
+                 hard_ftf_drop: str = "unreachable") -> None:
         from ...schedule import PlanJob, ReplanPolicy, plan_schedule
 
         given = {"method": method, "mip_gap": mip_gap, "time_limit": time_limit,
@@ -244,14 +269,18 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
         idle_fill = as_option(idle_fill, "idle_fill", IDLE_FILLS)
         near_completion = as_option(near_completion, "near_completion", NEAR_COMPLETION)
         near_rounds = as_positive_int(near_rounds, "near_rounds")
+        hard_ftf = as_bool(hard_ftf, "hard_ftf")
+        rhomax = as_positive_float(rhomax, "rhomax")
+        hard_ftf_drop = as_option(hard_ftf_drop, "hard_ftf_drop", HARD_FTF_DROPS)
         super().__init__({"k": k, "lam": lam, "window": window, "forecast": forecast,
                           "replan": replan, "accordion_regimes": accordion_regimes,
                           "contention": contention, "execution": execution,
                           "keep_running": keep_running, "weights": weights, "boost": boost,
                           "replan_interval": interval, "reorder": reorder,
                           "idle_fill": idle_fill, "near_completion": near_completion,
-                          "near_rounds": near_rounds,
-                          **plan_options})
+                          "near_rounds": near_rounds, "hard_ftf": hard_ftf,
+                          "rhomax": rhomax, "hard_ftf_drop": hard_ftf_drop, **plan_options})
+        self.hard_ftf, self.rhomax, self.hard_ftf_drop = hard_ftf, float(rhomax), hard_ftf_drop
         self.weights, self.boost, self.replan_interval = weights, float(boost), interval
         self.reorder, self.idle_fill = bool(reorder), idle_fill
         self.near_completion, self.near_rounds = near_completion, near_rounds
@@ -277,6 +306,9 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
         self.filled = 0
         #: re-plans whose MILP answer failed its check and were re-solved by the fast path
         self.solver_fallbacks = 0
+        #: hard_ftf: re-plans that met every job's finish-time bound / that dropped the bounds
+        self.hard_ftf_plans = 0
+        self.hard_ftf_dropped = 0
 
     def reset(self, workload: Workload, cluster: Cluster, *, round_duration: float,
               seed: int) -> None:
@@ -287,6 +319,7 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
         self.time_limited = 0
         self.filled = 0
         self.solver_fallbacks = 0
+        self.hard_ftf_plans = self.hard_ftf_dropped = 0
 
     def _model(self, v: JobView, i: int) -> Any:
         from ...schedule import RegimeModel
@@ -360,10 +393,31 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
             jobs.append(PlanJob(workers=int(v.scale_factor[i]), total_epochs=fc.total_epochs,
                                 done_epochs=fc.done_epochs, ftf=ftf_i, regimes=regimes,
                                 running=bool(v.running[i])))
+        plan = None
+        if self.hard_ftf:
+            # upstream's hard-FTF-first: L + W + T D + R_after N_avg <= rhomax P N_avg
+            limit = ((self.rhomax * (v.attained + remaining) * nav - v.attained - v.waiting
+                      - self.window * D) / nav)
+            limit = np.maximum(limit, 0.0)
+            if self.hard_ftf_drop == "unreachable":
+                # R_j after n rounds is R_j - n D (isolated seconds), at best R_j - T D
+                unreachable = limit < np.maximum(remaining - self.window * D, 0.0)
+                limit = np.where(unreachable, np.inf, limit)
+            try:
+                opts = {**self.plan_options, "method": "auto"}
+                plan = plan_schedule(jobs, M, rounds=self.window, round_duration=D, k=self.k,
+                                     lam=self.lam, remaining_limit=limit,
+                                     **opts)
+                self.hard_ftf_plans += 1
+            except InfeasibleError:
+                self.hard_ftf_dropped += 1
+            except SolverError:  # e.g. the time limit ran out before any schedule was found
+                self.hard_ftf_dropped += 1
         try:
-            plan = plan_schedule(jobs, M, rounds=self.window,
-                                 round_duration=state.cluster.round_duration, k=self.k,
-                                 lam=self.lam, **self.plan_options)
+            if plan is None:
+                plan = plan_schedule(jobs, M, rounds=self.window,
+                                     round_duration=state.cluster.round_duration, k=self.k,
+                                     lam=self.lam, **self.plan_options)
         except SolverError:
             # the full MILP's answer failed its independent check (e.g. its objective disagrees
             # with the recomputed one beyond the tolerance): plan with the fast path alone,
