@@ -267,3 +267,17 @@ def test_a_failed_milp_check_falls_back_to_the_fast_path(monkeypatch) -> None:
     r = simulate(_workload(), fa.Cluster({"v100": 4}), pol, round_duration=600.0)
     assert np.isfinite(r.finish).all()
     assert pol.solver_fallbacks == pol.plans > 0 and "fast" in calls
+
+
+def test_empirical_forecast_pools_what_jobs_have_shown() -> None:
+    """forecast="empirical" records every active job's observed regimes in its pool and plans
+    with them: every job finishes, the pool holds every job that ran, and a job's forecast uses
+    the pool's ratios (a family observed twice gets a ratio for a configuration it has not run)."""
+    w = _workload()
+    pol = ShockwavePolicy(window=6, forecast="empirical")
+    r = simulate(w, fa.Cluster({"v100": 4}), pol, round_duration=600.0)
+    assert np.isfinite(r.finish).all()
+    seen = {job for fam in pol._pool._jobs.values() for job in fam}
+    assert len(seen) == w.n == 6
+    with pytest.raises(fa.InputError, match="forecast"):
+        ShockwavePolicy(forecast="crystal-ball")
