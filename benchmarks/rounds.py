@@ -29,18 +29,22 @@ fairalloc's share is what this file tracks. On a loaded machine wall-clock times
 by waiting for a core: the ``warm cpu p50`` column (this thread's CPU time per round) is the
 figure to compare between versions.
 
-Measured 2026-11-24 on that machine (``--jobs 100 1000 --rounds 200``, warm cpu p50, two
-runs each, alternating with the version before): 100 jobs 3.5-3.6 ms (before: 3.9-4.0 ms),
-1,000 jobs 6.0 ms (before: 6.3-6.4 ms); cold p50 5.6 / 8.9 ms; 0 uncertified rounds. The
-100-job target (2 ms) is not met. Where a warm 100-job round goes (cProfile over 280 rounds,
-shares of the profiled time): the level stage's restricted master LPs 26 % (1.4 masters a
-round on this trace; HiGHS's own run 8 %), the two independent certificates (level stage and
-work-conserving floor: whole-LP build and `lp_certificate`) 19 %, Newton and the vertex
-choice 12 %, the column instance 7 %, the round API 7 %, the symmetry class check 2 %. About
-64 % of the rounds finish with one master and the p50 round is such a round, so fewer masters
-would move p99 more than p50. The whole LP in HiGHS instead of the structured solver
-(``RoundPolicy(method="highs")``) measured slower at 100 jobs: 7.7 ms warm cpu p50 (4.5 ms
-without the work-conserving stage) against 4.0 ms, same run, before this change.
+Measured 2026-11-24, quiet machine (``--jobs 100 1000 --rounds 200``, two runs each,
+alternating with 24020d3, the version before): warm p50 at 100 jobs **2.5 ms** (before
+3.5-3.6 ms), at 1,000 jobs 4.8-5.0 ms (before 6.1 ms); cold p50 4.6 / 7.8-8.0 ms (before
+5.6-5.7 / 9.0); ``--jobs 10000 --rounds 100``: 32 ms (before 36 ms); 0 uncertified rounds;
+import + first call 170 ms (floor 134 ms). The 100-job target (2 ms) is not met. What the
+last step changed: one fast CSR constructor (`fairalloc._sparse`) instead of scipy's COO
+route in the column instance, stage programs and masters; certificates compute ``A.T @ y``
+and ``|A| @ |x|`` without building matrices; HiGHS gets the LP's CSR arrays row-wise, small
+LPs run on one reused HiGHS instance per thread and the masters on the simplex without
+presolve; the column median skips numpy's masked arrays. What is left is spread thin: a
+restricted master's HiGHS run costs about 0.15 ms however small the LP (a 23 x 31 master,
+28 iterations), about 1.4 masters a round; the two independent certificates with their
+whole-LP builds about 0.5 ms; the rest is numpy call overhead on 100-element arrays. A
+prototype that warm-starts the *whole* LP from the previous round's basis (mapped by job id
+and type; 2 simplex iterations at the median) was no faster: HiGHS' run alone took 0.47 ms
+on the 200 x 301 LP, per stage.
 
 Run::
 
