@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 import fairalloc as fa
 from fairalloc.sim import poisson_workload, simulate
 from fairalloc.sim.policies import ShockwavePolicy
+from tests.test_shockwave_options import plans  # small random plans, one strategy
 
 SETTINGS = settings(max_examples=20, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow])
@@ -232,21 +233,7 @@ def test_longest_makespan_hand_checked() -> None:
     assert longest.z0 == pytest.approx(600.0)
 
 
-@st.composite
-def small_plans(draw):
-    n = draw(st.integers(2, 5))
-    M = draw(st.integers(1, 3))
-    jobs = []
-    for _ in range(n):
-        total = draw(st.integers(2, 20))
-        done = draw(st.integers(0, total - 1))
-        jobs.append(fa.PlanJob(workers=draw(st.integers(1, M)), total_epochs=total,
-                               done_epochs=done, ftf=draw(st.floats(0.5, 2.0)),
-                               regimes=[(draw(st.floats(30.0, 300.0)), total - done)]))
-    return jobs, M, draw(st.integers(1, 5)), draw(st.floats(0.01, 10.0))
-
-
-@given(small_plans())
+@given(plans())
 @SETTINGS
 def test_longest_is_max_remaining_with_lam_over_z0(case) -> None:
     jobs, M, T, lam = case

@@ -15,6 +15,7 @@ import scipy.sparse as sp
 from ..._sparse import csr_from_triplets, entries_at
 from ...backends import LinearProgram
 from ..instance import ColumnInstance
+from ..rows import RowLayout
 from ..stages import LinearStage, StageResult, StageSolver
 from .common import (
     ACTIVITY_ROUNDING,
@@ -166,9 +167,7 @@ def fast_floor(solver: StageSolver, stage: LinearStage, *, prior: StageResult | 
         # the master's own duals first (closed-form duals of the constants at its prices):
         # no dual LP when they certify; constants they price out get their variables
         parts, viol = _master_duals(inst, A, col, a, f, omega, xcol, own_vars, mduals)
-        done = (None if parts is None else
-                certified(solver, stage, xcol, layout.assemble(parts), iterations, solves,
-                           STRUCTURED_FLOOR))
+        done = _certified_parts(solver, stage, xcol, layout, parts, iterations, solves)
         if done is not None:
             return done
         viol &= ~explicit
@@ -179,9 +178,7 @@ def fast_floor(solver: StageSolver, stage: LinearStage, *, prior: StageResult | 
             rounds = min(rounds + 1, 2 * max_rounds)
             continue
         parts, blocking = _floor_duals(inst, A, col, a, f, omega, xcol, explicit, solver)
-        done = (None if parts is None else
-                certified(solver, stage, xcol, layout.assemble(parts), iterations, solves,
-                           STRUCTURED_FLOOR))
+        done = _certified_parts(solver, stage, xcol, layout, parts, iterations, solves)
         if done is not None:
             return done
         if grouped.any():
@@ -199,6 +196,18 @@ def fast_floor(solver: StageSolver, stage: LinearStage, *, prior: StageResult | 
     solver.solves += solves
     solver.fall_back(STRUCTURED_FLOOR, reason)
     return solver.run(stage, stage.name)
+
+
+def _certified_parts(solver: StageSolver, stage: LinearStage, xcol: np.ndarray,
+                     layout: RowLayout,
+                     parts: dict[str, np.ndarray] | None, iterations: int, solves: int
+                     ) -> StageResult | None:
+    """The floor stage certified at ``xcol`` with the dual blocks ``parts`` (``None``: no
+    duals were found, or they do not certify)."""
+    if parts is None:
+        return None
+    return certified(solver, stage, xcol, layout.assemble(parts), iterations, solves,
+                     STRUCTURED_FLOOR)
 
 
 class _FloorDemand(Demand):
