@@ -141,13 +141,21 @@ def exact_classes(*data: np.ndarray) -> Classes:
     probe = np.random.default_rng(_SCREEN_SEED).uniform(_SCREEN_LOW, _SCREEN_HIGH, d)
     with np.errstate(over="ignore", invalid="ignore"):
         screen = rows @ probe
+    first = None
     if np.isfinite(screen).all():
-        srt = np.sort(screen)
-        if not (srt[1:] == srt[:-1]).any():
+        # one sort of the scalar projections; rows sharing one are compared exactly, and a
+        # projection shared by different rows (rare) sends the call to the byte-wise sort
+        _, first, inverse, counts = np.unique(screen, return_index=True, return_inverse=True,
+                                              return_counts=True)
+        if first.size == n:
             return _identity(n)
-    keys = rows.view(np.dtype((np.void, rows.dtype.itemsize * d))).ravel()
-    _, first, inverse, counts = np.unique(keys, return_index=True, return_inverse=True,
-                                          return_counts=True)
+        inverse = inverse.ravel()
+        if not (rows == rows[first[inverse]]).all():
+            first = None
+    if first is None:
+        keys = rows.view(np.dtype((np.void, rows.dtype.itemsize * d))).ravel()
+        _, first, inverse, counts = np.unique(keys, return_index=True, return_inverse=True,
+                                              return_counts=True)
     if first.size == n:
         return _identity(n)
     order = np.argsort(first, kind="stable")  # classes in order of first appearance

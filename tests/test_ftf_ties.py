@@ -66,14 +66,20 @@ def test_row_classes_groups_proportional_rows_only():
 
 
 def test_row_classes_shared_keys_are_told_apart(monkeypatch):
-    # every row gets the same scalar key: the exact comparison still separates directions
-    monkeypatch.setattr(rowclass, "_key_weights", lambda k: np.zeros(k))
+    # every row gets the same screening projection (exact_classes, the one class finder):
+    # the byte-wise comparison still separates the directions, and rows 2, 3 (one direction
+    # that is not the first row's) form their own class
+    from fairalloc import _symmetry
+
+    monkeypatch.setattr(_symmetry, "_SCREEN_LOW", 0.0)
+    monkeypatch.setattr(_symmetry, "_SCREEN_HIGH", 0.0)
     A = np.array([[1.0, 0.5], [2.0, 1.0], [1.0, 0.25], [4.0, 1.0], [1.0, 0.8]])
     rc = row_classes(A, np.ones(5, dtype=bool))
     assert rc is not None
     assert rc.cls[0] == rc.cls[1] >= 0
-    # rows 2, 3 share a direction but not the first key holder's: left out (never merged)
-    assert rc.cls[2] == rc.cls[3] == rc.cls[4] == -1
+    assert rc.cls[2] == rc.cls[3] >= 0 and rc.cls[2] != rc.cls[0]
+    assert rc.cls[4] == -1  # a direction of its own: no class
+    np.testing.assert_allclose(rc.D[rc.cls[2]], [1.0, 0.25])
 
 
 def test_disaggregate_hand_checked():

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..._symmetry import exact_classes
+
 #: PERFORMANCE knob: smallest row class that is aggregated (a class of one is an explicit job)
 MIN_CLASS_SIZE = 2
 #: ACCURACY: row directions (rows divided by their largest entry) that agree to this many
@@ -70,29 +72,15 @@ def row_classes(A: np.ndarray, need: np.ndarray) -> RowClasses | None:
     if idx.size < MIN_CLASS_SIZE:
         return None
     Dn = A[idx] / c[idx, None]
-    Rn = np.round(Dn, CLASS_DECIMALS)
-    # one sort of a scalar key per row (np.unique over rows sorts k columns: 2 to 13 ms per
-    # stage at 3,000 to 16,000 jobs); a key shared by different rows is caught below
-    key = Rn @ _key_weights(A.shape[1])
-    _, first, inv = np.unique(key, return_index=True, return_inverse=True)
-    inv = inv.ravel()
-    same = (Rn == Rn[first[inv]]).all(axis=1)
-    inv = np.where(same, inv, -1)
-    size = np.bincount(inv[same], minlength=first.size)
-    big = size >= MIN_CLASS_SIZE
+    cl = exact_classes(np.round(Dn, CLASS_DECIMALS))  # the library's one class finder
+    big = cl.counts >= MIN_CLASS_SIZE
     if not big.any():
         return None
-    renum = np.full(size.size + 1, -1)  # the last entry: rows whose key another row shares
-    renum[:-1][big] = np.arange(int(big.sum()))
+    renum = np.full(cl.num_classes, -1)
+    renum[big] = np.arange(int(big.sum()))
     cls = np.full(n, -1)
-    cls[idx] = renum[inv]
-    return RowClasses(cls, Dn[first[big]], c)
-
-
-def _key_weights(k: int) -> np.ndarray:
-    """Fixed weights of the scalar key of a row direction (irrational ratios: different
-    rounded rows rarely share a key, and those that do are told apart exactly)."""
-    return np.sqrt(np.arange(2, k + 2, dtype=float))
+    cls[idx] = renum[cl.inverse]
+    return RowClasses(cls, Dn[cl.representative[big]], c)
 
 
 def eligible(rc: RowClasses, cand: np.ndarray, p: np.ndarray, theta: float, b: np.ndarray,
