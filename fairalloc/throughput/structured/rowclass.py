@@ -83,18 +83,23 @@ def row_classes(A: np.ndarray, need: np.ndarray) -> RowClasses | None:
     return RowClasses(cls, Dn[cl.representative[big]], c)
 
 
+def _unit_prices(rc: RowClasses, p: np.ndarray) -> np.ndarray:
+    """Each class's price per unit of its throughput on every type (``inf``: a type the class
+    cannot use), ``classes x k``."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(rc.D > 0, np.maximum(p, 0.0)[None, :] / rc.D, np.inf)
+
+
 def eligible(rc: RowClasses, cand: np.ndarray, p: np.ndarray, theta: float, b: np.ndarray,
              h: np.ndarray, excluded: np.ndarray) -> np.ndarray:
     """Jobs of ``cand`` (not ``excluded``) that a master may aggregate in their row class at
     prices ``p`` and level ``theta``: a normalised level positive and at least
     `EDGE_MARGIN` below the rate of every type tied (within `TIE_BAND`) for the class's
     cheapest."""
-    D = rc.D
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(D > 0, np.maximum(p, 0.0)[None, :] / D, np.inf)
+    ratio = _unit_prices(rc, p)
     best = ratio.min(axis=1, keepdims=True)
     tied = ratio <= best * (1.0 + TIE_BAND) + np.finfo(float).tiny
-    dmin = np.where(tied, D, np.inf).min(axis=1)
+    dmin = np.where(tied, rc.D, np.inf).min(axis=1)
     in_cls = cand & ~excluded & (rc.cls >= 0)
     j = np.flatnonzero(in_cls)
     ell = (h[j] + b[j] * theta) / rc.c[j]
@@ -111,10 +116,7 @@ def floor_eligible(rc: RowClasses, cand: np.ndarray, p: np.ndarray, f: np.ndarra
     prices ``p``: a normalised floor as in `eligible`, and a value per worker ``omega_m c_m
     / s_m`` at least `TIE_BAND` below the class's cheapest price per unit of throughput (a
     job that values more throughput above its price is no job to keep at its floor)."""
-    D = rc.D
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(D > 0, np.maximum(p, 0.0)[None, :] / D, np.inf)
-    best = ratio.min(axis=1)
+    best = _unit_prices(rc, p).min(axis=1)
     j = np.flatnonzero(cand & ~excluded & (rc.cls >= 0))
     value = omega[j] * rc.c[j] / s[j]
     ok = (eligible(rc, cand, p, 0.0, np.zeros(cand.size), f, excluded)[j]
@@ -230,11 +232,14 @@ class Aggregator:
         m = int(self.need.sum())
         return 0.0 if rc is None or m == 0 else float((rc.cls[self.need] >= 0).sum()) / m
 
+    def _classes_for(self, cand: np.ndarray) -> RowClasses | None:
+        """The row classes when a master with the jobs ``cand`` near a tie is worth
+        aggregating (`_worth`), else ``None``."""
+        return self.classes() if self._worth(cand) else None
+
     def grouped(self, cand: np.ndarray, p: np.ndarray, theta: float) -> np.ndarray:
         """The jobs of ``cand`` a master at prices ``p`` and level ``theta`` aggregates."""
-        if not self._worth(cand):
-            return np.zeros(cand.size, dtype=bool)
-        rc = self.classes()
+        rc = self._classes_for(cand)
         if rc is None:
             return np.zeros(cand.size, dtype=bool)
         return eligible(rc, cand, p, theta, self.b, self.h, self.alone)
@@ -243,9 +248,7 @@ class Aggregator:
                       s: np.ndarray) -> np.ndarray:
         """The jobs of ``cand`` a floor-stage master at prices ``p`` holds at their floors
         (``h``: the floors), aggregated (`floor_eligible`)."""
-        if not self._worth(cand):
-            return np.zeros(cand.size, dtype=bool)
-        rc = self.classes()
+        rc = self._classes_for(cand)
         if rc is None:
             return np.zeros(cand.size, dtype=bool)
         return floor_eligible(rc, cand, p, self.h, omega, s, self.alone)
