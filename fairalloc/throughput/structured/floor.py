@@ -9,6 +9,8 @@ certificate passes (``structured-floor``); hand-over ``structured-floor->exact-l
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -335,6 +337,61 @@ def _floor_newton_prices(dem: _FloorDemand, cap: np.ndarray,
     return np.exp(out[1]), band(out[3])
 
 
+@dataclass
+class _VertexDuals:
+    """Complementary slackness at the jobs' vertices (`_vertices_from_x`): ``lambda = alpha
+    . p + alpha0`` and ``mu = beta . p + beta0`` for the jobs at a vertex (``floor1``: floor
+    on one column, ``full``: all the time on one column, ``split``: two columns), zero for
+    the others; ``general``: jobs at no vertex (their ``lambda, mu`` are not fixed by ``p``)."""
+
+    general: np.ndarray
+    floor1: np.ndarray
+    full: np.ndarray
+    split: np.ndarray
+    alpha: np.ndarray
+    alpha0: np.ndarray
+    beta: np.ndarray
+    beta0: np.ndarray
+
+
+def _vertex_duals(inst: ColumnInstance, A: np.ndarray, col: np.ndarray, a: np.ndarray,
+                  f: np.ndarray, omega: np.ndarray, xcol: np.ndarray) -> _VertexDuals:
+    """The floor LP's ``(lambda, mu)`` of every job at a vertex as affine functions of the
+    prices (floor on ``e``: ``lambda = s p_e / a_e - omega``, ``mu = 0``; all time on ``e``:
+    ``lambda = 0``, ``mu = omega a_e - s p_e``; a split ``e1, e2``: ``omega + lambda =
+    s (p_e2 - p_e1) / (a_e2 - a_e1)``, ``mu = (omega + lambda) a_e1 - s p_e1``), shared by
+    the master's closed-form duals (`_master_duals`) and the dual LP (`_floor_duals`)."""
+    n, k = A.shape
+    s = np.asarray(inst.cap_weight, dtype=float)
+    vert, general = _vertices_from_x(inst, A, col, a, f, xcol)
+    tot = np.bincount(inst.mem_job, xcol, n)
+    e1, e2 = vert.e1, vert.e2
+    # one column at the floor *and* all the time: lambda and mu share one equation
+    general = general | ((e1 >= 0) & (e2 == -1) & (tot >= 1.0 - ACTIVITY_ROUNDING))
+    typ_of = np.full(inst.E + 1, 0)
+    typ_of[:-1] = inst.col_type
+    t1 = typ_of[np.where(e1 >= 0, e1, inst.E)]
+    t2 = typ_of[np.where(e2 >= 0, e2, inst.E)]
+    a1 = np.where(e1 >= 0, a[np.maximum(e1, 0)], 1.0)
+    a2 = np.where(e2 >= 0, a[np.maximum(e2, 0)], 1.0)
+    floor1 = ~general & (e1 >= 0) & (e2 == -1)
+    full = ~general & (e1 >= 0) & (e2 == -2)
+    split = ~general & (e2 >= 0)
+    onehot = np.eye(k)
+    alpha = np.zeros((n, k))
+    alpha0 = np.zeros(n)
+    beta = np.zeros((n, k))
+    beta0 = np.zeros(n)
+    alpha[floor1] = (s / a1)[floor1, None] * onehot[t1[floor1]]
+    alpha0[floor1 | split] = -omega[floor1 | split]
+    beta[full] = -s[full, None] * onehot[t1[full]]
+    beta0[full] = (omega * a1)[full]
+    d = np.where(split, a2 - a1, 1.0)
+    alpha[split] = (s / d)[split, None] * (onehot[t2[split]] - onehot[t1[split]])
+    beta[split] = a1[split, None] * alpha[split] - s[split, None] * onehot[t1[split]]
+    return _VertexDuals(general, floor1, full, split, alpha, alpha0, beta, beta0)
+
+
 def _floor_duals(inst: ColumnInstance, A: np.ndarray, col: np.ndarray, a: np.ndarray,
                  f: np.ndarray, omega: np.ndarray, xcol: np.ndarray, free: np.ndarray,
                  solver: StageSolver) -> tuple[dict[str, np.ndarray] | None, np.ndarray]:
@@ -364,35 +421,13 @@ def _floor_duals(inst: ColumnInstance, A: np.ndarray, col: np.ndarray, a: np.nda
     """
     n, k = A.shape
     s = np.asarray(inst.cap_weight, dtype=float)
-    vert, general = _vertices_from_x(inst, A, col, a, f, xcol)
+    vd = _vertex_duals(inst, A, col, a, f, omega, xcol)
+    general, floor1, full, split = vd.general, vd.floor1, vd.full, vd.split
+    alpha, alpha0, beta, beta0 = vd.alpha, vd.alpha0, vd.beta, vd.beta0
     X = np.zeros((n, k))
     X[inst.mem_job, inst.col_type] = xcol
     tot = X.sum(axis=1)
-    e1, e2 = vert.e1, vert.e2
-    # one column at the floor *and* all the time: lambda and mu share one equation
-    general = general | ((e1 >= 0) & (e2 == -1) & (tot >= 1.0 - ACTIVITY_ROUNDING))
-    typ_of = np.full(inst.E + 1, 0)
-    typ_of[:-1] = inst.col_type
-    t1 = typ_of[np.where(e1 >= 0, e1, inst.E)]
-    t2 = typ_of[np.where(e2 >= 0, e2, inst.E)]
-    a1 = np.where(e1 >= 0, a[np.maximum(e1, 0)], 1.0)
-    a2 = np.where(e2 >= 0, a[np.maximum(e2, 0)], 1.0)
-    floor1 = ~general & (e1 >= 0) & (e2 == -1)
-    full = ~general & (e1 >= 0) & (e2 == -2)
-    split = ~general & (e2 >= 0)
     onehot = np.eye(k)
-    # lambda = alpha . p + alpha0, mu = beta . p + beta0 (zero for general jobs and no-ops)
-    alpha = np.zeros((n, k))
-    alpha0 = np.zeros(n)
-    beta = np.zeros((n, k))
-    beta0 = np.zeros(n)
-    alpha[floor1] = (s / a1)[floor1, None] * onehot[t1[floor1]]
-    alpha0[floor1 | split] = -omega[floor1 | split]
-    beta[full] = -s[full, None] * onehot[t1[full]]
-    beta0[full] = (omega * a1)[full]
-    d = np.where(split, a2 - a1, 1.0)
-    alpha[split] = (s / d)[split, None] * (onehot[t2[split]] - onehot[t1[split]])
-    beta[split] = a1[split, None] * alpha[split] - s[split, None] * onehot[t1[split]]
     # rows G p <= g: lambda >= 0, mu >= 0, reduced cost <= 0 on every unused column
     Gs, gs = [-alpha[floor1 | split], -beta[full | split]], [alpha0[floor1 | split],
                                                               beta0[full | split]]
@@ -473,26 +508,11 @@ def _master_duals(inst: ColumnInstance, A: np.ndarray, col: np.ndarray, a: np.nd
     if mduals is None:
         return None, viol
     p, ex, mu_ex, lam_ex = mduals
-    s = np.asarray(inst.cap_weight, dtype=float)
-    vert, general = _vertices_from_x(inst, A, col, a, f, xcol)
-    e1, e2 = vert.e1, vert.e2
-    tot = np.bincount(inst.mem_job, xcol, n)
-    # one column at the floor *and* all the time: lambda and mu share one equation
-    general = (general | ((e1 >= 0) & (e2 == -1) & (tot >= 1.0 - ACTIVITY_ROUNDING))) & ~own_vars
-    if general.any():
+    vd = _vertex_duals(inst, A, col, a, f, omega, xcol)
+    if (vd.general & ~own_vars).any():
         return None, viol
-    e1s, e2s = np.maximum(e1, 0), np.maximum(e2, 0)
-    floor1 = (e1 >= 0) & (e2 == -1)
-    full = (e1 >= 0) & (e2 == -2)
-    split = e2 >= 0
-    a1 = a[e1s]
-    d = np.where(split, a[e2s] - a1, 1.0)
-    c1 = s * p[inst.col_type[e1s]]
-    c2 = s * p[inst.col_type[e2s]]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        lam = np.where(floor1, c1 / a1 - omega, np.where(split, (c2 - c1) / d - omega, 0.0))
-        mu = np.where(full, omega * a1 - c1,
-                      np.where(split, (c2 - c1) / d * a1 - c1, 0.0))
+    lam = vd.alpha @ p + vd.alpha0
+    mu = vd.beta @ p + vd.beta0
     lam[ex] = lam_ex
     mu[ex] = mu_ex
     if not (np.isfinite(lam).all() and np.isfinite(mu).all()):
