@@ -19,7 +19,7 @@ import numpy as np
 
 from ..._validation import as_bool, as_option, as_positive_float, as_positive_int
 from ...data import Cluster
-from ...errors import InfeasibleError, SolverError
+from ...errors import SolverError
 from ..state import EPOCH_ROUNDOFF, JobView, RoundState, Schedule
 from ..workload import Workload
 from .base import BasePolicy, pack_by_priority
@@ -433,9 +433,7 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
                                      lam=self.lam, remaining_limit=limit,
                                      **opts)
                 self.hard_ftf_plans += 1
-            except InfeasibleError:
-                self.hard_ftf_dropped += 1
-            except SolverError:  # e.g. the time limit ran out before any schedule was found
+            except SolverError:  # InfeasibleError, or no schedule within the time limit
                 self.hard_ftf_dropped += 1
         try:
             if plan is None:
