@@ -9,10 +9,59 @@ does.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["abs_matvec", "csr_from_triplets", "entries_at", "entry_rows", "rmatvec", "scale_rows"]
+__all__ = ["abs_matvec", "csr", "csr_from_triplets", "entries_at", "entry_rows", "rmatvec",
+           "scale_rows", "stack_rows"]
+
+
+def _plain_attributes() -> dict[str, object]:
+    """The attributes scipy's checked constructor gives a CSR matrix besides its arrays and
+    shape (``maxprint`` and whatever a scipy version adds), taken from one built matrix, so
+    that `csr` sets exactly what the constructor would; cached flags (``_has_*``) are left
+    out: they are computed from the arrays on first use."""
+    built = sp.csr_matrix((np.ones(1), np.zeros(1, dtype=np.int64),
+                           np.array([0, 1], dtype=np.int64)), shape=(1, 1))
+    return {k: v for k, v in vars(built).items()
+            if k not in ("data", "indices", "indptr", "_shape") and not k.startswith("_has")}
+
+
+_PLAIN = _plain_attributes()
+
+
+def csr(data: np.ndarray, indices: np.ndarray, indptr: np.ndarray,
+        shape: tuple[int, int]) -> sp.csr_matrix:
+    """The CSR matrix with these arrays, without scipy's format checks.
+
+    ``scipy.sparse.csr_matrix((data, indices, indptr))`` validates and re-types its index
+    arrays: about 40 microseconds, eleven times in a warm 100-job round (issue #16). The
+    library's own builders produce valid arrays (row pointers from cumulative counts, column
+    indices inside ``shape``), so this constructor only makes the two index arrays share one
+    integer type (scipy's kernels need that) and the data float. Callers must pass valid
+    arrays; `tests/test_sparse_helpers.py` checks every builder's output against scipy's
+    full format check.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> A = csr(np.array([1.0, 2.0]), np.array([0, 2]), np.array([0, 1, 2]), (2, 3))
+    >>> A.toarray()
+    array([[1., 0., 0.],
+           [0., 0., 2.]])
+    """
+    A = sp.csr_matrix.__new__(sp.csr_matrix)
+    A.__dict__.update(_PLAIN)
+    if indices.dtype != indptr.dtype or indptr.dtype.kind != "i":
+        indices = indices.astype(np.int64)
+        indptr = indptr.astype(np.int64)
+    A.data = data if data.dtype == np.float64 else data.astype(float)
+    A.indices = indices
+    A.indptr = indptr
+    A._shape = (int(shape[0]), int(shape[1]))
+    return A
 
 
 def csr_from_triplets(rows: np.ndarray, cols: np.ndarray, vals: np.ndarray,
@@ -47,7 +96,30 @@ def csr_from_triplets(rows: np.ndarray, cols: np.ndarray, vals: np.ndarray,
         r, c = np.divmod(key, n) if n else (key, key)
     indptr = np.zeros(m + 1, dtype=np.int64)
     np.cumsum(np.bincount(r, minlength=m), out=indptr[1:])
-    return sp.csr_matrix((v, c, indptr), shape=shape)
+    return csr(v, c, indptr, shape)
+
+
+def stack_rows(blocks: list[Any], ncols: int) -> sp.csr_matrix:
+    """The blocks (sparse matrices at most ``ncols`` wide) stacked in order as one CSR matrix,
+    built from their index arrays in one construction (no chain of stacks, no sort).
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> stack_rows([sp.csr_matrix(np.array([[1.0, 0.0]])), sp.eye(2, format="csr")], 2).toarray()
+    array([[1., 0.],
+           [1., 0.],
+           [0., 1.]])
+    """
+    mats = [b if isinstance(b, sp.csr_matrix) else sp.csr_matrix(b) for b in blocks]
+    indptr = [np.zeros(1, dtype=np.int64)]
+    nnz = 0
+    for b in mats:
+        indptr.append(b.indptr[1:].astype(np.int64) + nnz)
+        nnz += int(b.indptr[-1])
+    return csr(np.concatenate([b.data[: b.indptr[-1]] for b in mats]).astype(float),
+               np.concatenate([b.indices[: b.indptr[-1]] for b in mats]).astype(np.int64),
+               np.concatenate(indptr), (sum(b.shape[0] for b in mats), ncols))
 
 
 def entry_rows(A: sp.csr_matrix) -> np.ndarray:
@@ -98,8 +170,8 @@ def scale_rows(A: sp.csr_matrix, w: np.ndarray) -> sp.csr_matrix:
            [ 0., -3.]])
     """
     A = A if isinstance(A, sp.csr_matrix) else sp.csr_matrix(A)
-    return sp.csr_matrix((A.data * np.asarray(w, dtype=float)[entry_rows(A)], A.indices,
-                          A.indptr), shape=A.shape)
+    return csr(A.data * np.asarray(w, dtype=float)[entry_rows(A)], A.indices, A.indptr,
+               A.shape)
 
 
 def entries_at(A: sp.csr_matrix, rows: np.ndarray) -> np.ndarray:

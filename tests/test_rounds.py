@@ -205,7 +205,8 @@ def test_stage_program_rows_built_in_one_construction_equal_the_stacked_blocks()
     # of scipy stacks it replaced: [A; B] | 0 column, then [C, -b]
     import scipy.sparse as sp
 
-    from fairalloc.throughput.stages import _stack_rows, _with_last_column
+    from fairalloc._sparse import stack_rows
+    from fairalloc.throughput.stages import _with_last_column
 
     rng = np.random.default_rng(3)
     A = sp.random(4, 5, density=0.5, random_state=1, format="csr")
@@ -213,14 +214,14 @@ def test_stage_program_rows_built_in_one_construction_equal_the_stacked_blocks()
     C = sp.random(3, 5, density=0.5, random_state=3, format="csr")
     b = np.array([1.5, 0.0, 2.0])
     nz = np.flatnonzero(b)
-    got = _stack_rows([A, B, _with_last_column(C, nz, -b[nz], 5)], 6)
+    got = stack_rows([A, B, _with_last_column(C, nz, -b[nz], 5)], 6)
     want = sp.vstack([sp.hstack([sp.vstack([A, B]), sp.csr_matrix((6, 1))]),
                       sp.hstack([C, sp.csr_matrix(-b[:, None])])])
     assert got.shape == (9, 6) and np.array_equal(got.toarray(), want.toarray())
     assert got.nnz == want.nnz          # no explicit zeros (b[1] = 0 adds no entry)
     assert got.has_canonical_format     # sorted rows, no duplicates (HiGHS takes them as is)
     dense = rng.uniform(size=(2, 6))    # a dense block is accepted too
-    assert np.array_equal(_stack_rows([sp.csr_matrix((1, 6)), dense], 6).toarray()[1:], dense)
+    assert np.array_equal(stack_rows([sp.csr_matrix((1, 6)), dense], 6).toarray()[1:], dense)
     # an unsorted C (scipy's product) is copied to canonical form, the caller's left as it was
     U = sp.csr_matrix(sp.diags([2.0, 3.0, 4.0]) @ C)
     before = U.indices.copy()

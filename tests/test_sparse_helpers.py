@@ -14,11 +14,13 @@ from hypothesis import strategies as st
 
 from fairalloc._sparse import (
     abs_matvec,
+    csr,
     csr_from_triplets,
     entries_at,
     entry_rows,
     rmatvec,
     scale_rows,
+    stack_rows,
 )
 from fairalloc.backends import HighsBackend, LinearProgram
 from fairalloc.backends import highs as highs_module
@@ -45,6 +47,41 @@ def test_csr_from_triplets_equals_scipy_coo_conversion(t):
     want = sp.csr_matrix((v, (r, c)), shape=shape)
     np.testing.assert_allclose(got.toarray(), want.toarray(), rtol=1e-15, atol=1e-12)
     assert got.has_canonical_format and got.shape == shape
+    got.check_format(full_check=True)  # the unchecked constructor built a valid matrix
+
+
+@settings(max_examples=200, deadline=None)
+@given(triplets(), st.sampled_from([np.int32, np.int64]), st.sampled_from([np.int32, np.int64]))
+def test_unchecked_csr_behaves_as_scipy_checked_one(t, idx_type, ptr_type):
+    """`csr` on valid arrays of any index types gives the matrix scipy's checked constructor
+    gives: same entries, a valid format, and scipy's operations (products, transpose, stacking,
+    canonical flags, copies) work on it and agree."""
+    r, c, v, shape = t
+    ref = sp.csr_matrix((v, (r, c)), shape=shape)
+    A = csr(ref.data.copy(), ref.indices.astype(idx_type), ref.indptr.astype(ptr_type), shape)
+    assert type(A) is sp.csr_matrix and A.shape == shape and A.nnz == ref.nnz
+    A.check_format(full_check=True)
+    assert A.indices.dtype == A.indptr.dtype
+    x = np.arange(1.0, shape[1] + 1.0)
+    np.testing.assert_array_equal(A.toarray(), ref.toarray())
+    np.testing.assert_array_equal(A @ x, ref @ x)
+    np.testing.assert_array_equal((A.T @ A).toarray(), (ref.T @ ref).toarray())
+    np.testing.assert_array_equal(sp.vstack([A, ref]).toarray(), sp.vstack([ref, ref]).toarray())
+    assert A.has_canonical_format == ref.has_canonical_format
+    B = A.copy()
+    B.data[:] = 0.0
+    np.testing.assert_array_equal(A.toarray(), ref.toarray())  # a copy does not share data
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(triplets(), min_size=1, max_size=4))
+def test_stack_rows_equals_scipy_vstack(ts):
+    """Blocks of different widths (padded to the widest) stacked as scipy stacks them."""
+    ncols = max(shape[1] for *_, shape in ts)
+    blocks = [sp.csr_matrix((v, (r, c)), shape=(shape[0], ncols)) for r, c, v, shape in ts]
+    got = stack_rows(blocks, ncols)
+    got.check_format(full_check=True)
+    np.testing.assert_array_equal(got.toarray(), sp.vstack(blocks).toarray())
 
 
 @settings(max_examples=200, deadline=None)

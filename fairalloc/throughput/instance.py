@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from .._sparse import csr_from_triplets
+from .._sparse import csr_from_triplets, stack_rows
 from .._validation import as_array
 from ..data import Cluster, JobPairs, Jobs
 from ..errors import InputError
@@ -165,7 +165,7 @@ class ColumnInstance:
             blocks.append(self.Wc)
             ub.append(self.cons_cap)
             layout = layout.extended("consolidated", self.k)
-        A = sp.vstack(blocks, format="csr")
+        A = stack_rows(blocks, self.E)
         upper = np.concatenate(ub)
         return A, np.full(upper.size, -np.inf), upper, layout
 

@@ -26,6 +26,7 @@ from numpy.typing import ArrayLike
 
 from .._compose import Composable
 from .._display import Table, labelled, price_table
+from .._sparse import rmatvec
 from .._symmetry import Classes
 from .._validation import (
     as_array,
@@ -626,7 +627,7 @@ class ThroughputPolicy(Composable):
     def _wc_objective(self) -> np.ndarray:
         """Work-conserving objective: total normalised throughput, per column."""
         inst = self.inst
-        return np.asarray(inst.Tm.T @ (1.0 / inst.equal_tp)).ravel()
+        return rmatvec(inst.Tm, 1.0 / inst.equal_tp)
 
     def _result(self, xcol: np.ndarray, prices: np.ndarray, objective: float, cert: Certificate,
                 certs: tuple[Certificate, ...], stats: SolveStats) -> Allocation:

@@ -23,6 +23,8 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from .._sparse import csr as fast_csr
+from .._sparse import stack_rows
 from ..backends import Backend, HighsBackend, LinearProgram, LPSolution, get_backend
 from ..backends.highs import LPBasis
 from ..certificates import lp_certificate
@@ -141,21 +143,6 @@ def pow2(v: float) -> float:
     return 1.0 if abs(e) <= _UNIT_BAND else float(np.ldexp(1.0, e))
 
 
-def _stack_rows(blocks: list[Any], ncols: int) -> sp.csr_matrix:
-    """The blocks (sparse matrices at most ``ncols`` wide) stacked in order as one CSR matrix,
-    built from their index arrays in one construction (no chain of stacks, no sort)."""
-    csr = [b if isinstance(b, sp.csr_matrix) else sp.csr_matrix(b) for b in blocks]
-    indptr = [np.zeros(1, dtype=np.int64)]
-    nnz = 0
-    for b in csr:
-        indptr.append(b.indptr[1:].astype(np.int64) + nnz)
-        nnz += int(b.indptr[-1])
-    return sp.csr_matrix((np.concatenate([b.data[: b.indptr[-1]] for b in csr]).astype(float),
-                          np.concatenate([b.indices[: b.indptr[-1]] for b in csr]),
-                          np.concatenate(indptr)),
-                         shape=(sum(b.shape[0] for b in csr), ncols))
-
-
 def _with_last_column(C: sp.csr_matrix, rows: np.ndarray, values: np.ndarray,
                       col: int) -> sp.csr_matrix:
     """``C`` with ``values`` added at ``(rows, col)``, ``col`` beyond every column of ``C``
@@ -168,14 +155,14 @@ def _with_last_column(C: sp.csr_matrix, rows: np.ndarray, values: np.ndarray,
     count = np.zeros(C.shape[0], dtype=np.int64)
     count[rows] = 1
     pos = C.indptr[1:][rows]
-    return sp.csr_matrix((np.insert(C.data, pos, values), np.insert(C.indices, pos, col),
-                          C.indptr + np.r_[0, np.cumsum(count)]),
-                         shape=(C.shape[0], col + 1))
+    return fast_csr(np.insert(C.data, pos, values), np.insert(C.indices, pos, col),
+                    C.indptr + np.r_[0, np.cumsum(count)].astype(C.indptr.dtype),
+                    (C.shape[0], col + 1))
 
 
 def _row_absmax(A: sp.spmatrix) -> np.ndarray:
     """Largest absolute entry of each row of a sparse matrix (0 for empty rows)."""
-    A = sp.csr_matrix(A)
+    A = A if isinstance(A, sp.csr_matrix) else sp.csr_matrix(A)
     out = np.zeros(A.shape[0])
     if A.nnz == 0:
         return out
@@ -219,19 +206,19 @@ def scaled_solve(lp: LinearProgram, backend: Backend, what: str, *,
     from ``basis`` when given; the solution's ``extra["basis"]`` is the final basis (a basis
     names basic variables only, so the scaling does not change it).
     """
-    A = sp.csr_matrix(lp.A)
+    A = lp.A if isinstance(lp.A, sp.csr_matrix) else sp.csr_matrix(lp.A)
     c = lp.c
     cl, cu = lp.col_lower, lp.col_upper
     # scaled copies share the sparsity structure (only the values are copied)
     if col_unit is not None and (col_unit != 1.0).any():
-        A = sp.csr_matrix((A.data * col_unit[A.indices], A.indices, A.indptr), shape=A.shape)
+        A = fast_csr(A.data * col_unit[A.indices], A.indices, A.indptr, A.shape)
         c = c * col_unit
         cl, cu = cl / col_unit, cu / col_unit
     r = _row_units(A)
     rows_scaled = bool((r != 1.0).any())
     if rows_scaled:
         per_entry = np.repeat(1.0 / r, np.diff(A.indptr))
-        A = sp.csr_matrix((A.data * per_entry, A.indices, A.indptr), shape=A.shape)
+        A = fast_csr(A.data * per_entry, A.indices, A.indptr, A.shape)
     if obj_unit is None:
         obj_unit = pow2(float(np.max(np.abs(c), initial=0.0)))
     if not rows_scaled and obj_unit == 1.0 and (col_unit is None or (col_unit == 1.0).all()):
@@ -441,7 +428,7 @@ class StageSolver:
             # the level rows [C, -b] (theta's column is the last)
             nzb = np.flatnonzero(stage.b)
             blocks.append(_with_last_column(stage.C, nzb, -stage.b[nzb], E))
-        A = _stack_rows(blocks, E + 1)
+        A = stack_rows(blocks, E + 1)
         if isinstance(stage, LevelStage):
             lo.append(stage.h)
             up.append(np.full(stage.h.size, np.inf))
