@@ -28,12 +28,7 @@ from .._compose import Composable
 from .._display import Table, labelled, price_table
 from .._sparse import rmatvec
 from .._symmetry import Classes
-from .._validation import (
-    as_array,
-    as_bool,
-    as_option,
-    as_tolerance,
-)
+from .._validation import as_array, as_bool, as_option, as_tolerance
 from ..data import Cluster, JobPairs, Jobs
 from ..errors import CertificateError, FairallocWarning, InputError, SolverError
 from ..results import Certificate, Result, SolveStats, Status, readonly, require_pandas
