@@ -14,8 +14,14 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["abs_matvec", "csr", "csr_from_triplets", "entries_at", "entry_rows", "rmatvec",
-           "scale_rows", "stack_rows"]
+__all__ = ["abs_matvec", "csr", "csr_from_triplets", "entries_at", "entry_rows", "matvec",
+           "rmatvec", "scale_rows", "stack_rows"]
+
+try:  # scipy's compiled CSR kernels: private, but unchanged across the supported versions;
+    # every helper below falls back to public operations without them (tested)
+    from scipy.sparse import _sparsetools as _KERNELS
+except ImportError:  # pragma: no cover - a scipy without the module
+    _KERNELS = None
 
 
 def _plain_attributes() -> dict[str, object]:
@@ -127,10 +133,39 @@ def entry_rows(A: sp.csr_matrix) -> np.ndarray:
     return np.repeat(np.arange(A.shape[0]), A.indptr[1:] - A.indptr[:-1])
 
 
-def rmatvec(A: sp.csr_matrix, y: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+def _kernel_ready(A: sp.csr_matrix) -> bool:
+    """Whether scipy's compiled CSR kernels take ``A``'s arrays as they are (float data, one
+    index type for ``indices`` and ``indptr``)."""
+    return (_KERNELS is not None and isinstance(A, sp.csr_matrix)
+            and A.data.dtype == np.float64 and A.indices.dtype == A.indptr.dtype
+            and A.indptr.dtype.kind == "i")
+
+
+def matvec(A: sp.csr_matrix, x: np.ndarray) -> np.ndarray:
+    """``A @ x`` for a CSR matrix through scipy's compiled kernel, without the operator's
+    dispatch (about 9 microseconds of checks around a 4-microsecond product on a stage
+    program of a 100-job round).
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> A = sp.csr_matrix(np.array([[1.0, 2.0], [0.0, 3.0]]))
+    >>> matvec(A, np.array([1.0, -1.0]))
+    array([-1., -3.])
+    """
+    x = np.ascontiguousarray(x, dtype=float)
+    if not _kernel_ready(A):
+        return np.asarray(A @ x, dtype=float)
+    m, n = A.shape
+    out = np.zeros(m)
+    _KERNELS.csr_matvec(m, n, A.indptr, A.indices, A.data, x, out)
+    return out
+
+
+def rmatvec(A: sp.csr_matrix, y: np.ndarray) -> np.ndarray:
     """``A.T @ y`` for a CSR matrix without building the transpose (scipy constructs a CSC
-    matrix object for ``A.T``: most of the cost on small matrices); ``rows`` from
-    `entry_rows` when the caller has them.
+    matrix object for ``A.T``: most of the cost on small matrices): ``A``'s arrays read as
+    the CSC form of ``A.T`` by scipy's compiled kernel.
 
     Examples
     --------
@@ -139,12 +174,18 @@ def rmatvec(A: sp.csr_matrix, y: np.ndarray, rows: np.ndarray | None = None) -> 
     >>> rmatvec(A, np.array([1.0, -1.0]))
     array([ 1., -1.])
     """
-    r = entry_rows(A) if rows is None else rows
-    return np.bincount(A.indices, weights=A.data * y[r], minlength=A.shape[1])
+    y = np.ascontiguousarray(y, dtype=float)
+    if not _kernel_ready(A):
+        return np.asarray(A.T @ y, dtype=float)
+    m, n = A.shape
+    out = np.zeros(n)
+    _KERNELS.csc_matvec(n, m, A.indptr, A.indices, A.data, y, out)
+    return out
 
 
-def abs_matvec(A: sp.csr_matrix, x: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
-    """``|A| @ |x|`` (entrywise absolute values) for a CSR matrix without building ``|A|``.
+def abs_matvec(A: sp.csr_matrix, x: np.ndarray) -> np.ndarray:
+    """``|A| @ |x|`` (entrywise absolute values) for a CSR matrix without building ``|A|``
+    as a matrix object.
 
     Examples
     --------
@@ -153,8 +194,13 @@ def abs_matvec(A: sp.csr_matrix, x: np.ndarray, rows: np.ndarray | None = None) 
     >>> abs_matvec(A, np.array([1.0, -1.0]))
     array([3., 3.])
     """
-    r = entry_rows(A) if rows is None else rows
-    return np.bincount(r, weights=np.abs(A.data) * np.abs(x[A.indices]), minlength=A.shape[0])
+    ax = np.abs(np.asarray(x, dtype=float))
+    if not _kernel_ready(A):
+        return np.asarray(abs(A) @ ax, dtype=float)
+    m, n = A.shape
+    out = np.zeros(m)
+    _KERNELS.csr_matvec(m, n, A.indptr, A.indices, np.abs(A.data), ax, out)
+    return out
 
 
 def scale_rows(A: sp.csr_matrix, w: np.ndarray) -> sp.csr_matrix:

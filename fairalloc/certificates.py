@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ._sparse import abs_matvec, entry_rows, rmatvec
+from ._sparse import abs_matvec, matvec, rmatvec
 from .backends.base import LinearProgram
 from .results import Certificate
 from .tolerances import FEAS_TOL, GAP_TOL, MILP_GAP_TOL
@@ -40,15 +40,13 @@ def lp_primal_residual(lp: LinearProgram, x: np.ndarray) -> float:
     >>> round(lp_primal_residual(lp, np.array([1.5])), 4)
     0.3333
     """
-    return _primal_residual(lp, _csr(lp), np.asarray(x, dtype=float), None)
+    return _primal_residual(lp, _csr(lp), np.asarray(x, dtype=float))
 
 
-def _primal_residual(lp: LinearProgram, A: sp.csr_matrix, x: np.ndarray,
-                     rows: np.ndarray | None) -> float:
-    """`lp_primal_residual` with the LP's CSR matrix ``A`` (and its `entry_rows`, when the
-    caller has them)."""
-    ax = A @ x
-    row_mag = abs_matvec(A, x, rows)
+def _primal_residual(lp: LinearProgram, A: sp.csr_matrix, x: np.ndarray) -> float:
+    """`lp_primal_residual` with the LP's CSR matrix ``A``."""
+    ax = matvec(A, x)
+    row_mag = abs_matvec(A, x)
     x_mag = np.full(x.shape, float(np.max(np.abs(x), initial=0.0)))
     res = 0.0
     for val, lo, hi, mag in ((ax, lp.row_lower, lp.row_upper, row_mag),
@@ -130,8 +128,7 @@ def lp_certificate(
         - np.sum(yneg[yneg > 0] * lp.row_upper[yneg > 0])
     )
     A = _csr(lp)
-    rows_of = entry_rows(A)
-    d = lp.c - rmatvec(A, y, rows_of)
+    d = lp.c - rmatvec(A, y)
     cols, dual_res = _bound_term(d, lp.col_lower, lp.col_upper)
     c_mag = float(np.max(np.abs(lp.c), initial=0.0))
     dual_res = dual_res / c_mag if c_mag > 0 else (0.0 if dual_res == 0 else float("inf"))
@@ -144,7 +141,7 @@ def lp_certificate(
         primal_value=sign * primal,
         dual_bound=sign * bound,
         gap=gap,
-        primal_residual=_primal_residual(lp, A, x, rows_of),
+        primal_residual=_primal_residual(lp, A, x),
         dual_residual=dual_res,
         gap_tol=gap_tol,
         feas_tol=feas_tol,

@@ -12,12 +12,13 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fairalloc import _sparse as sparse_module
 from fairalloc._sparse import (
     abs_matvec,
     csr,
     csr_from_triplets,
     entries_at,
-    entry_rows,
+    matvec,
     rmatvec,
     scale_rows,
     stack_rows,
@@ -93,8 +94,19 @@ def test_matvec_helpers_equal_scipy(t, seed):
     rng = np.random.default_rng(seed)
     x, y, w = rng.normal(size=shape[1]), rng.normal(size=shape[0]), rng.normal(size=shape[0])
     np.testing.assert_allclose(rmatvec(A, y), A.T @ y, rtol=1e-12, atol=1e-9)
-    np.testing.assert_allclose(rmatvec(A, y, entry_rows(A)), A.T @ y, rtol=1e-12, atol=1e-9)
     np.testing.assert_allclose(abs_matvec(A, x), abs(A) @ np.abs(x), rtol=1e-12, atol=1e-9)
+    np.testing.assert_allclose(matvec(A, x), A @ x, rtol=1e-12, atol=1e-9)
+    # the public fallbacks (a scipy without its compiled kernels, or mixed index types)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(sparse_module, "_KERNELS", None)
+        np.testing.assert_allclose(rmatvec(A, y), A.T @ y, rtol=1e-12, atol=1e-9)
+        np.testing.assert_allclose(abs_matvec(A, x), abs(A) @ np.abs(x), rtol=1e-12, atol=1e-9)
+        np.testing.assert_allclose(matvec(A, x), A @ x, rtol=1e-12, atol=1e-9)
+    mixed = sp.csr_matrix(A)
+    mixed.indices = mixed.indices.astype(np.int32)
+    mixed.indptr = mixed.indptr.astype(np.int64)
+    np.testing.assert_allclose(rmatvec(mixed, y), A.T @ y, rtol=1e-12, atol=1e-9)
+    np.testing.assert_allclose(matvec(mixed, x), A @ x, rtol=1e-12, atol=1e-9)
     np.testing.assert_allclose(scale_rows(A, w).toarray(), (sp.diags(w) @ A).toarray(),
                                rtol=1e-15, atol=0)
     owner = rng.integers(0, shape[0], shape[1])

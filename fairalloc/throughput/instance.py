@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from .._sparse import csr_from_triplets, stack_rows
+from .._sparse import csr_from_triplets, matvec, stack_rows
 from .._validation import as_array
 from ..data import Cluster, JobPairs, Jobs
 from ..errors import InputError
@@ -171,7 +171,7 @@ class ColumnInstance:
 
     def throughput(self, xcol: np.ndarray) -> np.ndarray:
         """Effective throughput of every job for column allocation ``xcol``."""
-        return self.Tm @ xcol
+        return matvec(self.Tm, xcol)
 
     def to_matrix(self, xcol: np.ndarray, kinds: tuple[int, ...] = (0, 1, 2)) -> np.ndarray:
         """Time fraction of each job on each type, ``(n, k)``, over columns of ``kinds``."""
@@ -183,9 +183,9 @@ class ColumnInstance:
     def repair(self, xcol: np.ndarray) -> np.ndarray:
         """Make a solver's column allocation exactly feasible (clip, scale down overused rows)."""
         x = np.clip(xcol, 0.0, 1.0)
-        rows = self.M @ x
+        rows = matvec(self.M, x)
         job_ratio = np.where(rows > 1.0, 1.0 / np.maximum(rows, TINY), 1.0)
-        load = self.W @ x
+        load = matvec(self.W, x)
         type_ratio = np.where(load > self.cap, self.cap / np.maximum(load, TINY), 1.0)
         f = type_ratio[self.col_type]
         if self.placement:
