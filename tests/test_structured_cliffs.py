@@ -140,8 +140,58 @@ def test_dinkelbach_keeps_the_structured_path_when_it_certifies():
     fast = fa.finish_time_fairness(jobs, cl, work_conserving=False)
     exact = fa.finish_time_fairness(jobs, cl, method="highs", work_conserving=False)
     assert fast.stats.fallbacks == ()
-    assert fast.stats.path.count("dinkelbach") == fast.stats.path.count("structured-level")
+    # every iteration's stage is solved by the structured solver; the intermediate ones are
+    # provisional (no certificate: they only choose the next point), the last is certified
+    path = fast.stats.path
+    assert path.count("dinkelbach") == path.count("structured-level-provisional") >= 2
+    assert path[-1] == "structured-level" and path.count("structured-level") == 1
     _agree(fast, exact, rel=1e-6)
+
+
+def test_dinkelbach_provisional_stages_give_the_certified_answer(monkeypatch):
+    """Intermediate stages without their certificate change nothing but the time: the same
+    Dinkelbach points (same number of iterations) and the same certified optimum as with
+    every stage certified; a provisional stage's own certificate is never ok."""
+    from fairalloc.throughput import duration
+    from fairalloc.throughput.structured.common import unchecked_certificate
+
+    assert not unchecked_certificate(0.5).ok
+    jobs, cl = _jobs(300, 3, seed=3, steps=True), _cluster([50, 50, 50])
+    fast = fa.finish_time_fairness(jobs, cl, work_conserving=False)
+    monkeypatch.setattr(duration, "DINKELBACH_PROVISIONAL", False)
+    checked = fa.finish_time_fairness(jobs, cl, work_conserving=False)
+    assert "structured-level-provisional" not in checked.stats.path
+    assert fast.stats.path.count("dinkelbach") == checked.stats.path.count("dinkelbach")
+    assert fast.certificate.ok and checked.certificate.ok
+    assert fast.objective == pytest.approx(checked.objective, rel=1e-9)
+
+
+def test_dinkelbach_last_provisional_stage_that_does_not_certify_is_solved_again(monkeypatch):
+    """When the master's point of what would be the last stage fails the whole LP's
+    certificate, that stage is solved again with certification (recorded as a hand-over),
+    and the answer is still the certified optimum."""
+    from fairalloc.throughput import duration
+    from fairalloc.throughput.structured.common import unchecked_certificate
+
+    jobs, cl = _jobs(300, 3, seed=3, steps=True), _cluster([50, 50, 50])
+    exact = fa.finish_time_fairness(jobs, cl, method="highs", work_conserving=False)
+    real = StageSolver.certify
+    calls = []
+
+    def certify_fails_first(self, res, stage, xcol):
+        calls.append(res.provisional)
+        if len(calls) == 1:
+            return unchecked_certificate(res.value)  # as a master whose duals are off
+        return real(self, res, stage, xcol)
+
+    monkeypatch.setattr(StageSolver, "certify", certify_fails_first)
+    fast = fa.finish_time_fairness(jobs, cl, work_conserving=False)
+    assert calls[0] is True
+    assert any(f.startswith("structured-level-provisional->structured-level")
+               for f in fast.stats.fallbacks)
+    assert fast.certificate.ok
+    _agree(fast, exact, rel=1e-6)
+    assert duration.DINKELBACH_PROVISIONAL
 
 
 # --------------------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._sparse import csr as fast_csr
-from .._sparse import stack_rows
+from .._sparse import matvec, stack_rows
 from ..backends import Backend, HighsBackend, LinearProgram, LPSolution, get_backend
 from ..backends.highs import LPBasis
 from ..certificates import lp_certificate
@@ -124,6 +124,10 @@ class StageResult:
     iterations: int
     #: the stage program's named row blocks (read prices and job duals through it)
     rows: RowLayout
+    #: a structured solve returned without its certificate (`unchecked_certificate`): the
+    #: caller (a Dinkelbach sequence, whose intermediate stages only move its point) must
+    #: certify it (`StageSolver.certify`) before using it as an answer
+    provisional: bool = False
 
     def block(self, name: str) -> np.ndarray:
         """The duals of row block ``name`` (``capacity``, ``time``, ``level``, ...)."""
@@ -449,7 +453,7 @@ class StageSolver:
         """The LP vector of ``stage`` at column allocation ``xcol`` (theta recomputed)."""
         if isinstance(stage, LevelStage):
             act = stage.b > 0
-            lev = (stage.C @ xcol - stage.h)[act] / stage.b[act]
+            lev = (matvec(stage.C, xcol) - stage.h)[act] / stage.b[act]
             theta = float(lev.min()) if lev.size else 0.0
             return np.append(xcol, theta)
         return np.append(xcol, 0.0)

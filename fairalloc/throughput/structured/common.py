@@ -12,8 +12,12 @@ import numpy as np
 
 from ...backends import HighsBackend, LinearProgram, LPSolution
 from ...errors import SolverError
+from ...results import Certificate
 from ..instance import TINY, ColumnInstance
 from ..stages import LevelStage, LinearStage, StageResult, StageSolver
+
+#: path-step suffix of a stage returned without its certificate (`certified`)
+PROVISIONAL = "-provisional"
 
 _FAST_MIN_JOBS = 64  # PERFORMANCE knob: below this many jobs the full LP is as fast
 BAND0 = 0.001  # PERFORMANCE knob: relative price error assumed for the Newton prices
@@ -125,21 +129,39 @@ def structured_applies(solver: StageSolver, *, kept: int) -> bool:
             and inst.n >= _FAST_MIN_JOBS)
 
 
+def unchecked_certificate(value: float) -> Certificate:
+    """The certificate of a provisional stage: no bound was computed, so its gap and
+    residuals are infinite and it is not ``ok`` (if it ever reached a user, the check would
+    fail)."""
+    return Certificate(kind="lp", primal_value=value, dual_bound=float("inf"),
+                       gap=float("inf"), primal_residual=float("inf"))
+
+
 def certified(solver: StageSolver, stage: LevelStage | LinearStage, xcol: np.ndarray,
-               duals: np.ndarray, iterations: int, solves: int, step: str
-               ) -> StageResult | None:
+               duals: np.ndarray, iterations: int, solves: int, step: str,
+               provisional: bool = False) -> StageResult | None:
     """The stage result if the full LP's certificate at ``xcol`` and ``duals`` (in the
     stage program's row layout) passes -- counting the structured solver's LPs into
-    ``solver`` and recording ``step`` in its path -- else ``None``."""
+    ``solver`` and recording ``step`` in its path -- else ``None``.
+
+    ``provisional``: return the result without computing the certificate (step
+    ``step + PROVISIONAL``; its certificate is `unchecked_certificate`). Only for callers
+    that certify whatever they use as an answer: a Dinkelbach sequence, whose intermediate
+    stages only choose its next point."""
     lp = solver.program(stage)
     v = solver.point(stage, xcol)
-    cert = solver.certificate(lp, stage, v, duals)
-    if not cert.ok:
-        return None
+    if provisional:
+        cert = unchecked_certificate(float(v[-1]))
+        step = step + PROVISIONAL
+    else:
+        cert = solver.certificate(lp, stage, v, duals)
+        if not cert.ok:
+            return None
     solver.iterations += iterations
     solver.solves += solves
     solver.step(step)
-    return StageResult(lp, v, duals, cert.primal_value, cert, iterations, solver.layout(stage))
+    return StageResult(lp, v, duals, cert.primal_value, cert, iterations, solver.layout(stage),
+                       provisional)
 
 
 @dataclass

@@ -52,9 +52,15 @@ _ROUGH_MAX_ROUNDS = 6
 
 def fast_level(solver: StageSolver, stage: LevelStage, *, max_rounds: int = _LEVEL_MAX_ROUNDS,
                 warm: tuple[np.ndarray, float] | None = None,
-                degenerate_handover: bool = True, seed: NewtonSeed | None = None
-                ) -> StageResult:
+                degenerate_handover: bool = True, seed: NewtonSeed | None = None,
+                provisional: bool = False) -> StageResult:
     """Exact solve of a level stage (see `_fast_level_unit`), at unit scale.
+
+    ``provisional``: when the restricted master prices out (no column with a positive reduced
+    cost), return its allocation without the whole LP's certificate (`certified`); the
+    caller certifies what it uses as an answer. A Dinkelbach sequence's intermediate stages
+    only choose its next point, and the certificate was a fifth of each stage (finish-time
+    fairness, 16,384 jobs).
 
     ``seed`` (`NewtonSeed`): Newton's end point in a similar stage solved before (the
     previous stage of a Dinkelbach sequence) starts this one's Newton search; it is updated
@@ -76,18 +82,18 @@ def fast_level(solver: StageSolver, stage: LevelStage, *, max_rounds: int = _LEV
     wu = None if warm is None else (np.asarray(warm[0], dtype=float), float(warm[1]) / sigma)
     if sigma == 1.0 and rho == 1.0:
         return _fast_level_unit(solver, stage, stage, 1.0, 1.0, max_rounds, wu,
-                                degenerate_handover, seed)
+                                degenerate_handover, seed, provisional)
     unit = LevelStage(sp.csr_matrix(stage.C / rho), stage.b * (sigma / rho), stage.h / rho,
                   stage.name)
     return _fast_level_unit(solver, stage, unit, sigma, rho, max_rounds, wu,
-                            degenerate_handover, seed)
+                            degenerate_handover, seed, provisional)
 
 
 def _fast_level_unit(solver: StageSolver, orig: LevelStage, stage: LevelStage, sigma: float,
                      rho: float, max_rounds: int,
                      warm: tuple[np.ndarray, float] | None = None,
-                     degenerate_handover: bool = True, seed: NewtonSeed | None = None
-                     ) -> StageResult:
+                     degenerate_handover: bool = True, seed: NewtonSeed | None = None,
+                     provisional: bool = False) -> StageResult:
     """Exact solve of a level stage ``max theta: C x - b theta >= h`` exploiting its structure.
 
     Only the ``k`` capacity rows and ``theta`` couple the jobs. At given capacity prices each
@@ -200,7 +206,7 @@ def _fast_level_unit(solver: StageSolver, orig: LevelStage, stage: LevelStage, s
             lam0[m0] = 1.0 / b[m0]
             mu0[m0] = lam0[m0] * amax[m0]
             done = certified(solver, orig, inst.repair(xcol), duals_of(mu0, np.zeros(k), lam0),
-                              iterations, solves, STRUCTURED_LEVEL)
+                              iterations, solves, STRUCTURED_LEVEL, provisional)
             if done is not None:
                 return done
         red = lam[owner] * a - mu[owner] - s_e * p[typ]
@@ -209,7 +215,7 @@ def _fast_level_unit(solver: StageSolver, orig: LevelStage, stage: LevelStage, s
         viol = (red > REDUCED_COST_TOL * (1.0 + lam[owner] * a)) & ~explicit[owner]
         if not viol.any() and not bound_jobs.any():
             done = certified(solver, orig, inst.repair(xcol), duals_of(mu, p, lam),
-                              iterations, solves, STRUCTURED_LEVEL)
+                              iterations, solves, STRUCTURED_LEVEL, provisional)
             if done is not None:
                 return done
             reason = "the assembled duals did not certify the whole LP"
