@@ -25,7 +25,7 @@ from scipy.optimize import linprog
 import fairalloc as fa
 from fairalloc.backends import HighsBackend
 from fairalloc.throughput.water_path import SaturationPath
-from tests.water_reference import capped_rises, rises_alone
+from tests.water_reference import capped_rises, leximin_levels, rises_alone
 
 
 # --------------------------------------------------------------------------------------------
@@ -306,6 +306,51 @@ def test_ten_types_320_jobs_no_frozen_job_can_rise():
     u = jobs.scale_factor / (jobs.throughput @ (cl.capacity / cl.capacity.sum()))
     lev = u * (r.x * jobs.throughput).sum(axis=1)
     assert np.all(lev >= r.level_floors - 1e-7 * np.maximum(1.0, r.level_floors))
+
+
+def test_end_check_rise_refuted_by_the_resumed_levels_dual_bound(monkeypatch):
+    """The end check's LP meets the floors only to its tolerance, and on ill-conditioned
+    instances (10 types: a job's rise is about 2e6 times the others' slack) it "finds" rises
+    that no allocation meeting the floors exactly has. Here such a rise is injected for one
+    job at every end check: the resumed level LP's certified dual bound caps that job's rise
+    at exact floors below its threshold, so the second end check accepts it (35afbb6 resumed
+    twice and raised `CertificateError`), and the floors are those of the plain solve."""
+    import fairalloc.throughput.max_min as mm
+
+    jobs, cl = _types_instance(12, 0)
+    want = fa.max_min_fairness(jobs, cl, water_filling=True)
+    monkeypatch.setattr(mm, "_END_CHECK_RATIO", 0.0)  # the end check runs
+    real = mm.bottleneck_lp
+
+    def spurious(inst, floors, D, solver, U, thr, *warm):
+        sigma, x, cert = real(inst, floors, D, solver, U, thr, *warm)
+        if solver.path[-2] == mm.PARETO_CHECK:  # [..., pareto-check, bottleneck-lp]
+            j = int(np.flatnonzero(D)[0])
+            sigma = sigma.copy()
+            sigma[j] = 1e-3 * max(1.0, floors[j])
+        return sigma, x, cert
+
+    monkeypatch.setattr(mm, "bottleneck_lp", spurious)
+    r = fa.max_min_fairness(jobs, cl, water_filling=True)
+    assert r.stats.path.count("pareto-check") == 2  # one resumed round, then proven
+    np.testing.assert_allclose(r.level_floors, want.level_floors, rtol=1e-9)
+    assert r.certificate.ok and all(c.ok for c in r.stage_certificates)
+
+
+def test_ten_types_320_jobs_equal_an_independent_leximin():
+    """320 jobs on 10 types, seed 0: 35afbb6 raised `InfeasibleError` (a structured level's
+    master met the frozen floors to 5e-11 only, the floors drifted 3e-9 above the leximin
+    levels by level 90 and the LPs became infeasible). The levels are now warm-started
+    simplex vertices, and the floors equal an independent scipy LP sequence
+    (`leximin_levels`) to 1e-8 (measured: 7e-11); the allocation reaches them."""
+    jobs, cl = _types_instance(320, 0)
+    r = fa.max_min_fairness(jobs, cl, water_filling=True)
+    assert r.certificate.ok and all(c.ok for c in r.stage_certificates)
+    assert r.stats.path.count("exact-lp+warm") >= r.levels // 2
+    np.testing.assert_allclose(r.level_floors, leximin_levels(jobs, cl), rtol=1e-8)
+    u = jobs.scale_factor / (jobs.throughput @ (cl.capacity / cl.capacity.sum()))
+    lev = u * (r.x * jobs.throughput).sum(axis=1)
+    assert np.all(lev >= r.level_floors - 1e-9 * np.maximum(1.0, r.level_floors))
 
 
 # --------------------------------------------------------------------------------------------

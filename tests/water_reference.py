@@ -57,3 +57,44 @@ def capped_rises(jobs, cluster, levels, cap=1e-3):
                  method="highs")
     assert rr.status == 0
     return rr.x[nk:] / scale
+
+
+def leximin_levels(jobs, cluster, tol=1e-7, cap=1e-3):
+    """Single-level weighted lexicographic max-min levels by an LP sequence in scipy (no
+    fairalloc code). Each level maximises ``theta`` with ``u_m >= f_m + w_m theta`` for the
+    live jobs and ``u_m >= f_m`` for the frozen ones; then capped bottleneck LPs (maximise the
+    live jobs' rises ``sigma_m <= cap max(1, f_m)`` with every level at its floor) decide
+    them: a job rising by more than ``tol max(1, f_m)`` stays live (it leaves the candidates
+    and the LP is solved again), and when no candidate rises, every candidate is frozen.
+    HiGHS runs at feasibility tolerances of 1e-10, so the vertices meet the floors far more
+    closely than ``tol``."""
+    A0, U = level_program(jobs, cluster)
+    n, nk = U.shape
+    b0 = np.r_[np.ones(n), cluster.capacity]
+    opts = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
+    zeros = sp.csr_matrix((A0.shape[0], 1))
+    f, frozen = np.zeros(n), np.zeros(n, dtype=bool)
+    while not frozen.all():
+        w = np.where(frozen, 0.0, jobs.weight)
+        A = sp.vstack([sp.hstack([A0, zeros]), sp.hstack([-U, sp.csr_matrix(w[:, None])])])
+        rr = linprog(np.r_[np.zeros(nk), -1.0], A_ub=A.tocsr(), b_ub=np.r_[b0, -f],
+                     bounds=[(0, 1)] * nk + [(0, None)], method="highs", options=opts)
+        assert rr.status == 0, rr.message
+        f = f + w * max(-rr.fun, 0.0)
+        cand = ~frozen
+        while True:
+            d = np.flatnonzero(cand)
+            S = sp.csr_matrix((np.ones(d.size), (d, np.arange(d.size))), shape=(n, d.size))
+            A = sp.vstack([sp.hstack([A0, sp.csr_matrix((A0.shape[0], d.size))]),
+                           sp.hstack([-U, S])])
+            caps = cap * np.maximum(1.0, f[d])
+            rr = linprog(np.r_[np.zeros(nk), -np.ones(d.size)], A_ub=A.tocsr(),
+                         b_ub=np.r_[b0, -f], bounds=[(0, 1)] * nk + [(0, c) for c in caps],
+                         method="highs", options=opts)
+            assert rr.status == 0, rr.message
+            up = rr.x[nk:] > tol * np.maximum(1.0, f[d])
+            if not up.any():
+                frozen[d] = True
+                break
+            cand[d[up]] = False
+    return f

@@ -76,6 +76,7 @@ from .water_path import (
     anchored_floors,
     bottleneck_lp,
     can_rise,
+    rise_bound,
 )
 
 __all__ = ["MaxMinFairness", "WaterFilling", "max_min_fairness", "water_filling"]
@@ -396,18 +397,30 @@ class WaterFilling(ThroughputPolicy):
         return self.unorm * tp
 
     @staticmethod
-    def _level_lp(solver: StageSolver, stage: LevelStage, use_fast: bool) -> Any:
-        """One level LP (path step ``water-filling-level``, then the solver's own step)."""
+    def _level_lp(solver: StageSolver, stage: LevelStage, use_fast: list[int]) -> Any:
+        """One level LP (path step ``water-filling-level``, then the solver's own step).
+
+        ``use_fast``: ``[try the structured level solver, its hand-overs, its levels]``; it
+        is no longer tried once it handed over (at least twice) more levels than it solved."""
         solver.fixed = []
         solver.step(WATER_FILLING_LEVEL)
+        if not use_fast[0]:
+            return solver.run(stage, stage.name)
+        handed = len(solver.fallbacks)
         # no degenerate-prices hand-over: the whole LP's interior point meets the floors
         # only to its tolerance, rule (a) then distrusts the duals and the bottleneck LP on
         # the whole degenerate program is the slow step (ties, 8,192 jobs: > 60 s vs 0.7 s)
-        return (fast_level(solver, stage, degenerate_handover=False) if use_fast
-                else solver.run(stage, stage.name))
+        res = fast_level(solver, stage, degenerate_handover=False)
+        # 10 types: Newton finds no balance on most levels (each try costs time), and the
+        # masters of the levels it solves meet the frozen floors only to their tolerance
+        # (5e-11 on _types_instance(320)), which compounded over ~n levels into floors above
+        # the leximin levels: there the warm simplex's exact vertices do every level
+        use_fast[1 if len(solver.fallbacks) > handed else 2] += 1
+        use_fast[0] = int(use_fast[1] < 2 or use_fast[1] <= use_fast[2])
+        return res
 
     def _jump(self, solver: StageSolver, U: sp.csr_matrix, floors: np.ndarray,
-              frozen: np.ndarray, reached: np.ndarray, use_fast: bool, btol: float,
+              frozen: np.ndarray, reached: np.ndarray, use_fast: list[int], btol: float,
               certs: list[Certificate]) -> tuple[np.ndarray | None, np.ndarray, int]:
         """Jump from ``floors`` over every saturation event before the next capacity event.
 
@@ -535,9 +548,8 @@ class WaterFilling(ThroughputPolicy):
         be = backend_for(spec, inst.E)
         solver = StageSolver(inst, be, stage_tol=stage_tol, gap_tol=gap_tol,
                               feas_tol=feas_tol, backend_spec=spec)
-        # (scipy's product, not `scale_rows`: the 10-type 320-job instance of
-        # tests/test_water_filling_scale.py, level duals about 1e8, leaves a job 1.2e-6 below
-        # its exact floor with U's entries stored in another order; known, see issue #15)
+        # (scipy's product, not `scale_rows`: with entries in another order a 10-type job
+        # ended 1.2e-6 below its floor, level duals 1e8; known, issue #15)
         U = sp.csr_matrix(sp.diags(self.unorm) @ inst.Tm)  # rows u_m(x)
         floors = np.zeros(n)
         frozen = np.zeros(n, dtype=bool)
@@ -547,8 +559,13 @@ class WaterFilling(ThroughputPolicy):
         levels = rounds = 0
         iters_extra = [0]
         thr_frz = btol * np.ones(n)  # each job's threshold when it was frozen
-        use_fast = method in ("auto", "fast")
-        resumes = 0
+        use_fast = [int(method in ("auto", "fast")), 0, 0]
+        # each level changes only the rows of the jobs the last one froze: where fairalloc
+        # chose HiGHS, a level LP starts HiGHS' simplex from the last level's basis (few
+        # pivots, and an exact vertex: floors met to rounding, not to a tolerance)
+        solver.warm_levels = True
+        resumes, bwarm = 0, list[Any]([None])  # bwarm: the last bottleneck LP's basis
+        resumed = proven = np.zeros(n, dtype=bool)  # unfrozen by the end check; proven there
         risky = False  # a decision the end check must prove (ill-conditioned levels)
         while True:
             if frozen.all() and not risky:
@@ -562,10 +579,13 @@ class WaterFilling(ThroughputPolicy):
                 if not unsat.any():
                     break
                 solver.step(PARETO_CHECK)
-                sigma, x2, cert2 = bottleneck_lp(self.inst, floors, unsat, solver, U, thr_end)
+                sigma, x2, cert2 = bottleneck_lp(inst, floors, unsat, solver, U, thr_end, bwarm)
                 certs.append(cert2)
                 iters_extra[0] += 1
-                up = sigma > thr_end
+                # a job whose resumed level's certified dual bound caps its rise at exact
+                # floors is proven: the end-check LP's "rise" there came from floors it met
+                # only to its tolerance (10 types: a rise of 2e6 x that slack)
+                up = (sigma > thr_end) & ~proven
                 if not up.any():
                     break
                 if resumes == _END_RESUMES:
@@ -575,6 +595,7 @@ class WaterFilling(ThroughputPolicy):
                         certificate=cert2, backend=be.name)
                 resumes += 1
                 frozen &= ~up
+                resumed = up
                 xcol = x2
             if rounds >= cap_levels:
                 raise SolverError(f"water-filling did not finish within {cap_levels} levels",
@@ -586,12 +607,11 @@ class WaterFilling(ThroughputPolicy):
             try:
                 res = self._level_lp(solver, stage, use_fast)
             except InfeasibleError:
-                # the floors are met by the last allocation only to the solvers' tolerance and
-                # HiGHS declared that thin face infeasible (10 types, 1,024 jobs): anchor them
-                # at the levels the last allocation (repaired, exactly feasible) reaches, so
-                # the level LP is feasible at it with theta = 0, and solve it again
+                # HiGHS declared the thin face of floors met only to tolerance infeasible: anchor
+                # them at the last (repaired, exactly feasible) allocation's levels, solve again
                 solver.step(FLOORS_ANCHORED)
                 floors = anchored_floors(floors, U, xcol)
+                proven = np.zeros(n, dtype=bool)  # proofs held at the higher floors only
                 stage = LevelStage(U, w, floors.copy(), f"water-filling level {levels}")
                 res = self._level_lp(solver, stage, use_fast)
             certs.append(res.cert)
@@ -608,9 +628,8 @@ class WaterFilling(ThroughputPolicy):
             # a found point beyond the certified dual bound D meets the frozen floors only to
             # the solver's tolerance, amplified by large duals: rule (a) is not used below
             overshoot = res.cert.dual_bound < theta - acc
-            # the new floors are the certified level itself (the allocation found reaches it
-            # exactly): a slack of stage_tol per job would let any one job rise by the others'
-            # slack, which for a few hundred jobs exceeds bottleneck_tol and hides bottlenecks
+            # the new floors are the certified level itself (reached by the allocation): a
+            # slack per job would let one job rise by the others' slack, hiding bottlenecks
             before = floors
             floors = floors + w * max(theta, 0.0)
             xcol = res.x[: inst.E]
@@ -637,21 +656,18 @@ class WaterFilling(ThroughputPolicy):
             # floor, sum_m lambda_m (u_m - floor_m) <= D - theta_floor (weak duality with the
             # level LP's duals, D = its certified dual bound), so a job with lambda_m > 0
             # can rise by at most (D - theta_floor) / lambda_m
-            # The evidence is judged against scaled tolerances, never against 0: the duals are
-            # a solver's floating-point output (a job's dual of 5e-17 is noise, not proof) and
-            # the room D - theta is known only to the level's certified accuracy (a room of
-            # -2.6e-16 is rounding). A job counts as bottlenecked by (a) only when its dual is
-            # above the noise of the largest dual and room / lambda_m <= thr; a job
-            # whose dual is within noise is decided by the exact LPs of (c).
+            # Evidence is judged against scaled tolerances, never 0 (a dual of 5e-17 is noise,
+            # a room of -2.6e-16 rounding): (a) needs a dual above the largest dual's noise
+            # and room / lambda_m <= thr; a job whose dual is noise goes to the LPs of (c).
             lam = np.maximum(res.block("level"), 0.0)
-            # The bound holds for allocations meeting every floor EXACTLY; the LP's own point
-            # meets them only to the solver's tolerance, and the later LPs likewise. With large
-            # duals (1e8 on frozen rows, 10 types) the amplified violations sum_m lambda_m
-            # (floor_m - u_m(x))_+ reach 0.16 and D falls below theta: the bound then says
-            # nothing about the rises the later LPs can make, and (a) freezes jobs that can
-            # still rise 7x. The room adds the amplified violations of the found point, and (a)
-            # is trusted only when they and theta - D are within the level's accuracy;
-            # otherwise the exact LPs of (c) decide (and the end check below proves the result)
+            # at EXACT floors the certified dual bound caps each job's rise (rise_bound): it
+            # proves resumed jobs for the end check, and freezes on a level that did not rise
+            capped = rise_bound(lam, res.cert.dual_bound, max(theta, 0.0), floors) <= thr
+            proven = proven | (resumed & capped)
+            # The bound holds at EXACT floors; the found point and later LPs meet them only to
+            # a tolerance, which duals of 1e8 (10 types) amplify (then (a) froze jobs that can
+            # rise 7x): the room adds the found point's amplified violations, and (a) is trusted
+            # only when they and theta - D are within the level's accuracy (else (c) decides)
             amp = amplified_violation(lam, U, xcol, floors)
             trusted = not overshoot and amp <= acc
             # the floating-point evaluation needs a margin: rounding of the level's scale
@@ -674,12 +690,12 @@ class WaterFilling(ThroughputPolicy):
                 frozen |= bott
                 continue
             if bott.any() and theta > 0.0:
-                # the level rose and froze jobs: the others usually rise further, and the next
-                # level decides them (it rises, or its duals freeze them) at the cost of one
-                # level LP instead of whole-LP bottleneck LPs here (one LP per level when
-                # every level freezes a single job)
+                # the level rose and froze jobs: the next level decides the others (it rises,
+                # or its duals freeze them): one level LP instead of bottleneck LPs here
                 frozen |= bott
                 continue
+            if theta <= 0.0:  # floors unchanged: (a) at exact floors, even if not trusted
+                bott |= cand & capped  # (bottleneck LPs at relaxed floors see false risers)
             # (b) constructive risers: spare time and a column on a type with spare workers
             rise = cand & ~bott & can_rise(self.inst, self.unorm, xcol, thr)
             undecided = cand & ~bott & ~rise
@@ -689,7 +705,7 @@ class WaterFilling(ThroughputPolicy):
             # the undecided jobs with every level at its floor; a job that rises is not
             # bottlenecked; if none can, the LP's optimum proves all are
             while undecided.any():
-                sigma, x2, cert2 = bottleneck_lp(self.inst, floors, undecided, solver, U, thr)
+                sigma, x2, cert2 = bottleneck_lp(inst, floors, undecided, solver, U, thr, bwarm)
                 certs.append(cert2)
                 iters_extra[0] += 1
                 up = undecided & (sigma > thr)
@@ -710,7 +726,8 @@ class WaterFilling(ThroughputPolicy):
         stage1, res1 = first
         cert = solver.certify(res1, stage1, xcol).check(backend=be.name)
         certs[0] = cert
-        stats = SolveStats(backend=solver.backend_names, method="fast" if use_fast else "highs",
+        stats = SolveStats(backend=solver.backend_names,
+                           method="highs" if method == "highs" else "fast",
                            seconds=time.perf_counter() - t0, iterations=solver.iterations,
                            solves=solver.solves + iters_extra[0], raw_status=solver.raw_status,
                            path=tuple(solver.path), fallbacks=tuple(solver.fallbacks))
