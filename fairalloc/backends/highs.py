@@ -63,6 +63,14 @@ def new_highs(*, verbose: bool = False) -> Any:
     return h
 
 
+#: HiGHS' codes in its flat-array ``passModel``: row-wise matrix, minimisation, and the
+#: integrality of a column (``HighsVarType``)
+_ROWWISE = 2
+_MINIMIZE = 1
+_CONTINUOUS = 0
+_INTEGER = 1
+
+
 def _clip_inf(v: np.ndarray) -> np.ndarray:
     return np.clip(v, -np.inf, np.inf).astype(float)
 
@@ -257,34 +265,23 @@ class HighsBackend(Backend):
                 h.setOptionValue("primal_feasibility_tolerance", _IPM_ONLY_FEAS)
                 h.setOptionValue("dual_feasibility_tolerance", _IPM_ONLY_FEAS)
         m, n = lp.shape
-        model = highspy.HighsLp()
-        model.num_col_ = n
-        model.num_row_ = m
-        model.col_cost_ = lp.c
-        model.offset_ = lp.offset
-        model.col_lower_ = _clip_inf(lp.col_lower)
-        model.col_upper_ = _clip_inf(lp.col_upper)
-        model.row_lower_ = _clip_inf(lp.row_lower)
-        model.row_upper_ = _clip_inf(lp.row_upper)
         # row-wise: the LP's own CSR arrays (no transpose in Python); HiGHS needs them without
         # duplicates, which a CSR matrix in canonical format guarantees
         A = lp.A if isinstance(lp.A, sp.csr_matrix) else sp.csr_matrix(lp.A)
         if not A.has_canonical_format:
             A = A.copy()
             A.sum_duplicates()
-        model.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
-        model.a_matrix_.num_col_ = n
-        model.a_matrix_.num_row_ = m
-        model.a_matrix_.start_ = A.indptr.astype(np.int32)
-        model.a_matrix_.index_ = A.indices.astype(np.int32)
-        model.a_matrix_.value_ = A.data.astype(float)
-        if lp.is_mip:
-            assert lp.integrality is not None
-            model.integrality_ = [
-                highspy.HighsVarType.kInteger if flag else highspy.HighsVarType.kContinuous
-                for flag in lp.integrality
-            ]
-        if h.passModel(model) == highspy.HighsStatus.kError:
+        # the model passed as flat arrays (HiGHS' C-style overload): building a HighsLp
+        # property by property cost 33 us of a 56 us master LP of a 100-job round (5 us here)
+        integrality = (np.zeros(n, dtype=np.int32) if lp.integrality is None
+                       else np.where(lp.integrality, _INTEGER, _CONTINUOUS).astype(np.int32))
+        status = h.passModel(n, m, int(A.nnz), _ROWWISE, _MINIMIZE, float(lp.offset),
+                             np.ascontiguousarray(lp.c, dtype=float),
+                             _clip_inf(lp.col_lower), _clip_inf(lp.col_upper),
+                             _clip_inf(lp.row_lower), _clip_inf(lp.row_upper),
+                             A.indptr.astype(np.int32), A.indices.astype(np.int32),
+                             A.data.astype(float), integrality)
+        if status == highspy.HighsStatus.kError:
             return None
         return h
 
