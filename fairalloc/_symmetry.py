@@ -13,6 +13,7 @@ calls it with the arrays its program reads.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,6 +27,7 @@ __all__ = ["Classes", "exact_classes"]
 _SCREEN_SEED = 20261124
 #: PERFORMANCE: range of the projection's weights (any positive range; bounded away from 0)
 _SCREEN_LOW, _SCREEN_HIGH = 0.5, 1.5
+_PROBE_CACHE = 64  # PERFORMANCE knob: screening directions kept (one per row width)
 
 
 @dataclass(frozen=True)
@@ -85,6 +87,15 @@ def _identity(n: int) -> Classes:
     return Classes(idx, idx.copy(), np.ones(n, dtype=np.int64))
 
 
+@functools.lru_cache(maxsize=_PROBE_CACHE)
+def _probe(d: int) -> np.ndarray:
+    """The screening direction for rows of ``d`` values (fixed seed, so classes never depend
+    on a call's randomness; cached: a generator costs more than the screen of 100 rows)."""
+    probe = np.random.default_rng(_SCREEN_SEED).uniform(_SCREEN_LOW, _SCREEN_HIGH, d)
+    probe.flags.writeable = False
+    return probe
+
+
 def exact_classes(*data: np.ndarray) -> Classes:
     """Partition items into classes whose data are identical in every array of ``data``.
 
@@ -138,11 +149,14 @@ def exact_classes(*data: np.ndarray) -> Classes:
     if not np.isfinite(rows).all():
         raise InputError("exact_classes needs finite data", argument="data")
     d = rows.shape[1]
-    probe = np.random.default_rng(_SCREEN_SEED).uniform(_SCREEN_LOW, _SCREEN_HIGH, d)
+    probe = _probe(d)
     with np.errstate(over="ignore", invalid="ignore"):
         screen = rows @ probe
     first = None
     if np.isfinite(screen).all():
+        ordered = np.sort(screen)
+        if bool((ordered[1:] != ordered[:-1]).all()):
+            return _identity(n)  # every projection differs: no two rows are equal
         # one sort of the scalar projections; rows sharing one are compared exactly, and a
         # projection shared by different rows (rare) sends the call to the byte-wise sort
         _, first, inverse, counts = np.unique(screen, return_index=True, return_inverse=True,
