@@ -207,7 +207,7 @@ def _matrix(throughput: Any, workers: Any, job_ids: Any, types: Any
             keys = {str(t) for t in keys}
         extra = keys - set(wtypes)
         all_types = wtypes + tuple(sorted(extra))
-        cap = np.r_[cap, np.zeros(len(extra))]
+        cap = np.concatenate((cap, np.zeros(len(extra))))
         try:  # column by column: one pass over the rows per type
             T = np.array([[row.get(t, 0.0) for row in rows] for t in all_types],
                          dtype=float).T

@@ -160,7 +160,7 @@ def _with_last_column(C: sp.csr_matrix, rows: np.ndarray, values: np.ndarray,
     count[rows] = 1
     pos = C.indptr[1:][rows]
     return fast_csr(np.insert(C.data, pos, values), np.insert(C.indices, pos, col),
-                    C.indptr + np.r_[0, np.cumsum(count)].astype(C.indptr.dtype),
+                    C.indptr + np.concatenate(([0], np.cumsum(count))).astype(C.indptr.dtype),
                     (C.shape[0], col + 1))
 
 
@@ -660,7 +660,7 @@ def top_up_rows(inst: ColumnInstance, C: sp.csr_matrix, need: np.ndarray, scale:
     own, cols, coef = own[ok], cols[ok], coef[ok]
     order = np.lexsort((-coef, own))  # per job, its best column first
     own, cols, coef = own[order], cols[order], coef[order]
-    first = np.r_[True, own[1:] != own[:-1]]
+    first = np.concatenate(([True], own[1:] != own[:-1]))
     own, cols = own[first], cols[first]
     coef = np.asarray(C[own, cols]).ravel()
     add = np.minimum(need[own] / coef, np.maximum(1.0 - (inst.M @ xcol)[own], 0.0))

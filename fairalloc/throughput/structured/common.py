@@ -192,7 +192,7 @@ class Demand:
         lo = [k] * k + [j for j in range(k) for _ in range(j + 1, k)]
         hi = list(range(k)) + [jp for j in range(k) for jp in range(j + 1, k)]
         self.lo, self.hi = np.array(lo), np.array(hi)
-        Aext = np.c_[A, np.zeros(n)]
+        Aext = np.concatenate((A, np.zeros((n, 1))), axis=1)
         self.alo, self.ahi = Aext[:, self.lo], Aext[:, self.hi]
         span = self.ahi - self.alo
         ok = (self.ahi > 0) & ((self.lo == k) | (self.alo > 0)) & (span != 0)
@@ -208,7 +208,7 @@ class Demand:
         idle = L < 0.0
         L = np.where(idle, 0.0, L)
         W = (L[:, None] - self.alo) * self.inv
-        rext = np.r_[r, 0.0]
+        rext = np.append(r, 0.0)
         rlo = rext[self.lo]
         cost = np.where((W >= 0.0) & (W <= 1.0), rlo + W * (rext[self.hi] - rlo), np.inf)
         return L, idle, W, cost
@@ -226,7 +226,7 @@ class Demand:
         near = self._near(r, L, W, cost, best, low, band)
         lo_t, hi_t = self.lo[best], self.hi[best]
         two = lo_t < self.k
-        colx = np.c_[col, np.full(rows.size, -1)]
+        colx = np.concatenate((col, np.full((rows.size, 1), -1)), axis=1)
         e1 = np.where(two, colx[rows, lo_t], colx[rows, hi_t])
         e2 = np.where(two, colx[rows, hi_t], -1)
         a_lo, a_hi = self.alo[rows, best], self.ahi[rows, best]
@@ -249,7 +249,7 @@ class Demand:
         differ only on a cheap type (one dominant type, the others priced far below it) out
         of the band."""
         rows = np.arange(cost.shape[0])
-        rext = np.r_[r, 0.0]
+        rext = np.append(r, 0.0)
         with np.errstate(invalid="ignore"):
             spread = price_spread(rext, self.lo, self.hi, 1.0 - W, W, best)
             slope = (rext[self.hi] - rext[self.lo]) * self.inv
