@@ -15,8 +15,11 @@ otherwise they hand the stage to the full LP. The method, with the paper section
 ``formulations/max_min_fairness.md``.
 
 Path steps recorded in the stage solver (``SolveStats.path``): ``structured-level`` (a level
-stage certified by the structured solver), ``floor-from-level`` (the work-conserving stage
-certified at the level's allocation with scaled level duals, no LP), ``structured-floor``
+stage certified by the structured solver), ``structured-level-provisional`` (an intermediate
+Dinkelbach stage returned without its certificate: it only chooses the sequence's next point,
+and the last stage is certified; ``formulations/gavel_policies.md``), ``floor-from-level``
+(the work-conserving stage certified at the level's allocation with scaled level duals, no
+LP), ``structured-floor``
 (the floor stage certified from its restricted master), ``floor-freed:<jobs>`` (a floor round
 gave ``<jobs>`` blocking jobs their own variables), ``exact-lp`` (the whole LP). A hand-over
 to the whole LP is recorded in ``SolveStats.fallbacks`` as ``"structured-level->exact-lp:
