@@ -59,8 +59,46 @@ def capped_rises(jobs, cluster, levels, cap=1e-3):
     return rr.x[nk:] / scale
 
 
+_TIGHT = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
+
+
+def _tight_lp(c, A, b, bounds):
+    """``min c x`` s.t. ``A x <= b`` by HiGHS (highspy, called directly: no fairalloc code) at
+    feasibility tolerances of 1e-10. Not scipy's `linprog`: the HiGHS an old scipy bundles
+    (scipy 1.13, the declared minimum) ends the 320-job 10-type sequence with an unknown
+    status at these tolerances, and highspy's version is pinned by fairalloc's own bound."""
+    return _highspy_lp(c, A, b, bounds)
+
+
+def _highspy_lp(c, A, b, bounds):
+    """The same LP in highspy itself (a newer HiGHS than an old scipy bundles), at the same
+    tolerances; returns an object with ``x`` and ``fun`` as `linprog` does."""
+    import types
+
+    import highspy
+
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    for key, value in _TIGHT.items():
+        h.setOptionValue(key, value)
+    A = sp.csr_matrix(A)
+    n = A.shape[1]
+    lo = np.array([-highspy.kHighsInf if lb is None else lb for lb, _ in bounds], dtype=float)
+    hi = np.array([highspy.kHighsInf if ub is None else ub for _, ub in bounds], dtype=float)
+    status = h.passModel(n, A.shape[0], A.nnz, 2, 1, 0.0, np.asarray(c, dtype=float), lo, hi,
+                         np.full(A.shape[0], -highspy.kHighsInf), np.asarray(b, dtype=float),
+                         A.indptr.astype(np.int32), A.indices.astype(np.int32),
+                         A.data.astype(float), np.zeros(n, dtype=np.int32))
+    assert status != highspy.HighsStatus.kError
+    h.run()
+    model = h.modelStatusToString(h.getModelStatus())
+    assert model == "Optimal", model
+    x = np.asarray(h.getSolution().col_value)
+    return types.SimpleNamespace(x=x, fun=float(np.dot(c, x)), status=0)
+
+
 def leximin_levels(jobs, cluster, tol=1e-7, cap=1e-3):
-    """Single-level weighted lexicographic max-min levels by an LP sequence in scipy (no
+    """Single-level weighted lexicographic max-min levels by an LP sequence in highspy (no
     fairalloc code). Each level maximises ``theta`` with ``u_m >= f_m + w_m theta`` for the
     live jobs and ``u_m >= f_m`` for the frozen ones; then capped bottleneck LPs (maximise the
     live jobs' rises ``sigma_m <= cap max(1, f_m)`` with every level at its floor) decide
@@ -71,15 +109,13 @@ def leximin_levels(jobs, cluster, tol=1e-7, cap=1e-3):
     A0, U = level_program(jobs, cluster)
     n, nk = U.shape
     b0 = np.r_[np.ones(n), cluster.capacity]
-    opts = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
     zeros = sp.csr_matrix((A0.shape[0], 1))
     f, frozen = np.zeros(n), np.zeros(n, dtype=bool)
     while not frozen.all():
         w = np.where(frozen, 0.0, jobs.weight)
         A = sp.vstack([sp.hstack([A0, zeros]), sp.hstack([-U, sp.csr_matrix(w[:, None])])])
-        rr = linprog(np.r_[np.zeros(nk), -1.0], A_ub=A.tocsr(), b_ub=np.r_[b0, -f],
-                     bounds=[(0, 1)] * nk + [(0, None)], method="highs", options=opts)
-        assert rr.status == 0, rr.message
+        rr = _tight_lp(np.r_[np.zeros(nk), -1.0], A.tocsr(), np.r_[b0, -f],
+                       [(0, 1)] * nk + [(0, None)])
         f = f + w * max(-rr.fun, 0.0)
         cand = ~frozen
         while True:
@@ -88,10 +124,8 @@ def leximin_levels(jobs, cluster, tol=1e-7, cap=1e-3):
             A = sp.vstack([sp.hstack([A0, sp.csr_matrix((A0.shape[0], d.size))]),
                            sp.hstack([-U, S])])
             caps = cap * np.maximum(1.0, f[d])
-            rr = linprog(np.r_[np.zeros(nk), -np.ones(d.size)], A_ub=A.tocsr(),
-                         b_ub=np.r_[b0, -f], bounds=[(0, 1)] * nk + [(0, c) for c in caps],
-                         method="highs", options=opts)
-            assert rr.status == 0, rr.message
+            rr = _tight_lp(np.r_[np.zeros(nk), -np.ones(d.size)], A.tocsr(), np.r_[b0, -f],
+                           [(0, 1)] * nk + [(0, c) for c in caps])
             up = rr.x[nk:] > tol * np.maximum(1.0, f[d])
             if not up.any():
                 frozen[d] = True
