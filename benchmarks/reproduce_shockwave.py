@@ -20,6 +20,10 @@ coefficient 1e-3 on the largest remaining time in seconds, the artifact's 15 s s
 limit -- so that row depends on the machine's speed -- and none of upstream's behaviours),
 ``shockwave-max-remaining`` (the defaults with upstream's makespan term ``1e-3 max_j R_j`` in
 raw seconds instead of the scale-free one: better at 256 GPUs),
+``shockwave-empirical`` / ``shockwave-empirical-lam16`` (the defaults with
+``forecast="empirical"``, and with ``lam=16`` too), ``shockwave-ftf-empirical`` (the defaults
+with ``ftf_forecast="empirical"``: the fairness side reads the empirical forecast, the plan the
+restatement rule's),
 ``themis`` (the artifact's Themis is Gavel's finish-time-fairness program, ANCHORS.md:
 ``themis_ftf``; ``themis-auction`` is the paper's Themis: leases, filter and
 partial-allocation auction, with no upstream number), ``gavel`` (max-min fairness),
@@ -77,7 +81,9 @@ REFERENCE = {
 #: rows compared with another row's upstream numbers
 REFERENCE_ROW = {"shockwave-upstream-hparams": "shockwave", "shockwave-paper": "shockwave",
                  "shockwave-scale-free": "shockwave", "shockwave-no-hard-ftf": "shockwave",
-                 "shockwave-max-remaining": "shockwave"}
+                 "shockwave-max-remaining": "shockwave", "shockwave-empirical": "shockwave",
+                 "shockwave-empirical-lam16": "shockwave",
+                 "shockwave-ftf-empirical": "shockwave"}
 
 #: the row labels of the printed tables (honest names: what each row runs)
 LABELS = {
@@ -87,6 +93,9 @@ LABELS = {
     "shockwave-max-remaining": "Shockwave (defaults, upstream's 1e-3 max_j R_j term)",
     "shockwave-scale-free": "Shockwave (previous defaults: 32 H/(M Z0), no hard FTF)",
     "shockwave-no-hard-ftf": "Shockwave (defaults without hard FTF first)",
+    "shockwave-empirical": "Shockwave (defaults, forecast='empirical')",
+    "shockwave-empirical-lam16": "Shockwave (defaults, forecast='empirical', lam=16)",
+    "shockwave-ftf-empirical": "Shockwave (defaults, ftf_forecast='empirical')",
     "themis": "Themis (artifact: Gavel FTF program)",
     "themis-auction": "Themis (paper: leases, auction)",
     "gavel": "Gavel max-min fairness",
@@ -122,6 +131,9 @@ def policies(all_: bool, only: list[str] | None = None) -> list[tuple[str, Any]]
                                                        makespan="max_remaining",
                                                        time_limit=15.0, hard_ftf=False)),
         ("shockwave-max-remaining", ShockwavePolicy(makespan="max_remaining", lam=1e-3)),
+        ("shockwave-empirical", ShockwavePolicy(forecast="empirical")),
+        ("shockwave-empirical-lam16", ShockwavePolicy(forecast="empirical", lam=16.0)),
+        ("shockwave-ftf-empirical", ShockwavePolicy(ftf_forecast="empirical")),
         ("themis", make_policy("themis_ftf")),
         ("themis-auction", make_policy("themis")),
         ("gavel", make_policy("max_min_fairness")),

@@ -245,3 +245,88 @@ def test_longest_is_max_remaining_with_lam_over_z0(case) -> None:
     assert longest.z0 == pytest.approx(z0, rel=1e-12)
     assert longest.objective == pytest.approx(raw.objective, rel=1e-6, abs=1e-12)
     assert longest.certificate.ok
+
+
+# -- ftf_forecast: the fairness side reads its own forecast ---------------------------------------
+def test_hard_ftf_limits_hand_checked() -> None:
+    from fairalloc.sim.policies.shockwave import hard_ftf_limits
+
+    # L = 100, W = 500, R = 900 (P = 1,000), N_avg = 2, rhomax 1.5, T D = 240:
+    # (1.5 * 1000 * 2 - 100 - 500 - 240) / 2 = 1,080 s may be left after the window
+    lim = hard_ftf_limits([100.0], [500.0], [900.0], [2.0], rhomax=1.5, window_seconds=240.0)
+    assert lim.tolist() == [1080.0]
+    # the plan reads a forecast twice as long: the same fraction of the job, in its seconds
+    lim = hard_ftf_limits([100.0], [500.0], [900.0], [2.0], rhomax=1.5, window_seconds=240.0,
+                          plan_remaining=[1800.0])
+    assert lim.tolist() == [2160.0]
+    # waited 2,500 s: 2,160 -> (3000 - 100 - 2500 - 240) / 2 = 80 s; the job (900 s) cannot get
+    # below 900 - 240 = 660 s in the window: dropped (inf) unless drop="all" (kept, 80)
+    args = ([100.0], [2500.0], [900.0], [2.0])
+    assert hard_ftf_limits(*args, rhomax=1.5, window_seconds=240.0).tolist() == [math.inf]
+    assert hard_ftf_limits(*args, rhomax=1.5, window_seconds=240.0,
+                           drop="all").tolist() == [80.0]
+
+
+def test_ftf_forecast_feeds_the_fairness_side_only(monkeypatch) -> None:
+    import fairalloc.schedule as sched
+
+    real_est, real_plan = sched.ftf_estimate, sched.plan_schedule
+    seen: dict[str, list[np.ndarray]] = {"ftf_rem": [], "plan_rem": []}
+
+    def est(attained, waiting, remaining, nav):  # type: ignore[no-untyped-def]
+        seen["ftf_rem"].append(np.asarray(remaining, dtype=float).copy())
+        return real_est(attained, waiting, remaining, nav)
+
+    def plan(jobs, M, **kw):  # type: ignore[no-untyped-def]
+        seen["plan_rem"].append(np.array([sum(s * e for s, e in j.regimes) for j in jobs]))
+        return real_plan(jobs, M, **kw)
+
+    monkeypatch.setattr(sched, "ftf_estimate", est)
+    monkeypatch.setattr(sched, "plan_schedule", plan)
+    w = poisson_workload(12, rate=60.0, seed=2, max_scale_factor=2)
+    cluster = fa.Cluster({"v100": 4})
+    results = {}
+    for ftf_fc in (None, "restatement", "oracle"):
+        pol = ShockwavePolicy(ftf_forecast=ftf_fc, hard_ftf=False)
+        seen["ftf_rem"].clear()  # the constructor's one-job check plan
+        seen["plan_rem"].clear()
+        results[ftf_fc] = simulate(w, cluster, pol, round_duration=120.0).finish
+        # the plan reads the restatement forecast in every case
+        same = [np.allclose(f, p, rtol=1e-6)
+                for f, p in zip(seen["ftf_rem"], seen["plan_rem"], strict=True)]
+        assert pol.params["ftf_forecast"] == (ftf_fc or "restatement")
+        # the FTF estimates read the plan's forecast unless told otherwise (the oracle's
+        # remaining times differ from the restatement rule's at some re-plan)
+        assert all(same) == (ftf_fc != "oracle")
+    # naming the default changes nothing
+    np.testing.assert_array_equal(results[None], results["restatement"])
+    with pytest.raises(fa.InputError, match="ftf_forecast"):
+        ShockwavePolicy(ftf_forecast="psychic")
+
+
+def test_longest_term_in_relax_plan_and_the_regularizer() -> None:
+    import cvxpy as cp
+
+    # the hand-checked plan above, relaxed: one job, 2 GPUs, one round of 100 s: x <= 1, so the
+    # job gets the whole round; R = 200 s after it, Z0 = 300 s: welfare - 1.5 * 200 / 300
+    job = fa.PlanJob(workers=1, total_epochs=3, done_epochs=0, ftf=1.0, regimes=[(100.0, 3)])
+    r = fa.relax_plan([job], 2, rounds=1, round_duration=100.0, lam=1.5, makespan="longest")
+    welfare = math.log(1.0 / 3.0) / 2.0
+    assert r.objective == pytest.approx(welfare - 1.5 * 200.0 / 300.0, abs=1e-6)
+    assert r.makespan_bound == pytest.approx(200.0, rel=1e-6)
+    # two 1-GPU jobs of 300 s on 1 GPU: "paper" counts the area (500 s after the round),
+    # "longest" only the longer job (the round goes to one of them: 300 s left)
+    jobs = [job, job]
+    longest = fa.relax_plan(jobs, 1, rounds=1, round_duration=100.0, lam=1.0,
+                            makespan="longest")
+    paper = fa.relax_plan(jobs, 1, rounds=1, round_duration=100.0, lam=1.0, makespan="paper")
+    assert paper.makespan_bound == pytest.approx(500.0, rel=1e-6)
+    assert longest.makespan_bound < 300.0 + 1e-3
+    # the regulariser: -(lam / Z0) max_j R_j, no area part (R = (50, 250), Z0 = 400)
+    work = cp.Constant([50.0, 50.0])
+    term = fa.makespan_regularizer(work, [100.0, 300.0], 1, lam=2.0, kind="longest")
+    assert float(term.value) == pytest.approx(-2.0 * 250.0 / 400.0, rel=1e-12)
+    paper_term = fa.makespan_regularizer(work, [100.0, 300.0], 1, lam=2.0)
+    assert float(paper_term.value) == pytest.approx(-2.0 * 300.0 / 400.0, rel=1e-12)
+    with pytest.raises(fa.InputError, match="kind"):
+        fa.makespan_regularizer(work, [100.0, 300.0], 1, kind="shortest")

@@ -24,7 +24,7 @@ from ..state import EPOCH_ROUNDOFF, JobView, RoundState, Schedule
 from ..workload import Workload
 from .base import BasePolicy, pack_by_priority
 
-__all__ = ["ShockwavePolicy", "plan_ftf"]
+__all__ = ["ShockwavePolicy", "hard_ftf_limits", "plan_ftf"]
 
 #: default exponent k of the FTF weights (the paper's §6.1 uses 5; 3 won on the 120-job trace
 #: with clipped weights, docs/how-to/reproduce-shockwave.md)
@@ -72,6 +72,58 @@ HARD_FTF_RHOMAX = 1.5
 #: which finish-time limits ``hard_ftf`` drops: first those a job cannot meet even running every
 #: round of the window (default), or all of them when any is infeasible (upstream)
 HARD_FTF_DROPS = ("unreachable", "all")
+#: the forecast methods of ``forecast`` and ``ftf_forecast``
+FORECASTS = ("restatement", "bayesian", "greedy", "empirical", "oracle")
+
+
+def hard_ftf_limits(attained: Any, waiting: Any, remaining: Any, nav: Any, *, rhomax: float,
+                    window_seconds: float, plan_remaining: Any = None,
+                    drop: str = "unreachable") -> np.ndarray:
+    """Upstream's hard finish-time limits: the most forecast remaining seconds each job may
+    have after the window (``plan_schedule(remaining_limit=)``).
+
+    A job's forecast finish, ``L + W + T D + R_after N_avg``, must stay within
+    ``rhomax P N_avg`` (``P = L + R``, its fair finish time), so
+    ``R_after <= (rhomax P N_avg - L - W - T D) / N_avg`` (at least 0). ``remaining`` (``R``)
+    is the forecast the FTF estimates read; when the plan reads another one
+    (``plan_remaining``, e.g. ``ShockwavePolicy(ftf_forecast=)``), the limit is scaled by
+    ``plan_remaining / remaining`` into the plan's seconds (the same fraction of the job left).
+    ``drop="unreachable"``: a limit the job cannot meet even running the whole window
+    (``limit < plan_remaining - T D``) becomes ``inf``; ``"all"`` keeps every limit.
+
+    Parameters
+    ----------
+    attained, waiting, remaining, nav : array_like, shape (n,)
+        ``L``, ``W``, ``R`` (seconds) and the contention factor ``N_avg`` of each job.
+    rhomax : float
+    window_seconds : float
+        ``T D``.
+    plan_remaining : array_like, shape (n,), optional
+        The plan's forecast remaining seconds (default ``remaining``).
+    drop : {"unreachable", "all"}
+
+    Returns
+    -------
+    ndarray, shape (n,)
+
+    Examples
+    --------
+    >>> hard_ftf_limits([0.0, 0.0], [1000.0, 3000.0], [1000.0, 1000.0], [2.0, 2.0],
+    ...                 rhomax=1.5, window_seconds=240.0).tolist()
+    [880.0, inf]
+    >>> hard_ftf_limits([0.0], [500.0], [1000.0], [2.0], rhomax=1.5, window_seconds=240.0,
+    ...                 plan_remaining=[3000.0]).tolist()
+    [3390.0]
+    """
+    att, wait = np.asarray(attained, dtype=float), np.asarray(waiting, dtype=float)
+    rem, nav = np.asarray(remaining, dtype=float), np.asarray(nav, dtype=float)
+    plan_rem = rem if plan_remaining is None else np.asarray(plan_remaining, dtype=float)
+    limit = (rhomax * (att + rem) * nav - att - wait - window_seconds) / nav
+    limit = np.maximum(limit, 0.0) * (plan_rem / rem)
+    if drop == "unreachable":
+        # R_j after n rounds is R_j - n D (isolated seconds), at best R_j - T D
+        limit = np.where(limit < np.maximum(plan_rem - window_seconds, 0.0), np.inf, limit)
+    return limit
 
 
 def plan_ftf(ftf: Any, remaining: Any, round_duration: float, *, k: float,
@@ -157,6 +209,11 @@ class ShockwavePolicy(BasePolicy):
         observed only, not the default: it halves the early-age forecast error on the 120-job
         trace but does not improve the schedules, ``benchmarks/forecast.py``). ``"oracle"``
         reads each job's true future schedule (comparison only, as upstream does).
+    ftf_forecast : {"restatement", "bayesian", "greedy", "empirical", "oracle"}, optional
+        The forecast the fairness side reads -- FTF estimates (plan weights), near-completion
+        and the ``hard_ftf`` limits (scaled into the plan's seconds, `hard_ftf_limits`) --
+        while the plan's remaining times (welfare and makespan terms) read ``forecast``.
+        Default: ``forecast``.
     replan : {"reactive", "lazy"}
     accordion_regimes : int, default 6
         ``K`` of an Accordion job's regime model (grown when a job shows more regimes).
@@ -228,6 +285,7 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
 
     def __init__(self, *, k: float = SHOCKWAVE_K, lam: float = SHOCKWAVE_LAM,
                  window: int = SHOCKWAVE_WINDOW, forecast: str = "restatement",
+                 ftf_forecast: str | None = None,
                  replan: str = "reactive", accordion_regimes: int = ACCORDION_REGIMES,
                  contention: str = "jobs", execution: str = "counts",
                  keep_running: bool = True, method: str | None = None,
@@ -257,8 +315,9 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
         plan_schedule([PlanJob(workers=1, total_epochs=1, done_epochs=0, ftf=1.0,
                                regimes=[(1.0, 1)])], 1, rounds=1, **plan_options)
 
-        forecast = as_option(forecast, "forecast", ("restatement", "bayesian", "greedy",
-                                                    "empirical", "oracle"))
+        forecast = as_option(forecast, "forecast", FORECASTS)
+        ftf_forecast = (forecast if ftf_forecast is None
+                        else as_option(ftf_forecast, "ftf_forecast", FORECASTS))
         contention = as_option(contention, "contention", ("jobs", "gpus"))
         window = as_positive_int(window, "window")
         execution = as_option(execution, "execution", ("counts", "columns"))
@@ -277,6 +336,7 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
         rhomax = as_positive_float(rhomax, "rhomax")
         hard_ftf_drop = as_option(hard_ftf_drop, "hard_ftf_drop", HARD_FTF_DROPS)
         super().__init__({"k": k, "lam": lam, "window": window, "forecast": forecast,
+                          "ftf_forecast": ftf_forecast,
                           "replan": replan, "accordion_regimes": accordion_regimes,
                           "contention": contention, "execution": execution,
                           "keep_running": keep_running, "weights": weights, "boost": boost,
@@ -293,6 +353,7 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
         self.keep_running = bool(keep_running)
         self.k, self.lam, self.window = float(k), float(lam), window
         self.forecast, self.contention = forecast, contention
+        self.ftf_forecast = ftf_forecast
         self.accordion_regimes = as_positive_int(accordion_regimes, "accordion_regimes")
         self.replan_policy = ReplanPolicy(replan)
         self.plan_options = plan_options
@@ -343,10 +404,9 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
         return RegimeModel.accordion(b0, large, num_regimes=max(self.accordion_regimes,
                                                                  seen + 1))
 
-    def _forecasts(self, v: JobView) -> list[Any]:
-        from ...schedule import forecast_regimes, oracle_forecast
-
-        if self.forecast == "empirical":  # record what every active job has shown so far
+    def _observe(self, v: JobView) -> None:
+        """forecast="empirical": record what every active job has shown so far."""
+        if "empirical" in (self.forecast, self.ftf_forecast):
             for i in range(v.n):
                 r = int(v.regime[i]) + 1
                 self._pool.observe(int(v.index[i]), (v.model[i], v.mode[i]),
@@ -354,10 +414,14 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
                                    configurations=v.history_batch[i, :r],
                                    epoch_seconds=v.history_seconds[i, :r],
                                    speed_family=(v.model[i], int(v.scale_factor[i])))
+
+    def _forecasts(self, v: JobView, method: str) -> list[Any]:
+        from ...schedule import forecast_regimes, oracle_forecast
+
         out = []
         w = self.workload
         for i in range(v.n):  # one forecast per job: the library's per-job API
-            if self.forecast == "oracle":
+            if method == "oracle":
                 assert w is not None  # reset() stored the workload before the first round
                 row = int(v.index[i])
                 r = int(w.num_regimes[row])
@@ -370,7 +434,7 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
             bs, sec = v.observed_epochs(i)
             profiled = {float(v.batch_size[i]): float(np.min(v.epoch_seconds[i]))}
             model, prior = self._model(v, i), None
-            if self.forecast == "empirical":  # other jobs' ratios and regime lengths
+            if method == "empirical":  # other jobs' ratios and regime lengths
                 profiled = self._pool.profile((v.model[i], int(v.scale_factor[i])),
                                               float(v.batch_size[i]),
                                               float(np.min(v.epoch_seconds[i])),
@@ -379,7 +443,7 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
                                          model.num_regimes)
             out.append(forecast_regimes(model, float(v.total_epochs[i]), bs, sec,
                                         current_batch_size=float(v.batch_size[i]),
-                                        profiled=profiled, method=self.forecast,
+                                        profiled=profiled, method=method,
                                         prior_epochs=prior))
         return out
 
@@ -389,20 +453,25 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
         t0 = time.perf_counter()
         v = state.jobs
         M = state.cluster.num_gpus
-        fcs = self._forecasts(v)
+        self._observe(v)
+        fcs = self._forecasts(v, self.forecast)
         remaining = np.array([max(fc.remaining_seconds, MIN_REMAINING) for fc in fcs])
+        # the fairness side's forecast (ftf_forecast; the plan's own by default)
+        rem_f = remaining if self.ftf_forecast == self.forecast else np.array(
+            [max(fc.remaining_seconds, MIN_REMAINING)
+             for fc in self._forecasts(v, self.ftf_forecast)])
         demand = float(v.n if self.contention == "jobs" else v.scale_factor.sum())
         nav = contention_factor(v.arrival, state.cluster.time, M,
                                 demand_seconds=v.contention_seconds
                                 * (1.0 if self.contention == "jobs"
                                    else v.scale_factor.sum() / max(v.n, 1)),
                                 demand=demand)
-        ftf = ftf_estimate(v.attained, v.waiting, remaining, nav)
+        ftf = ftf_estimate(v.attained, v.waiting, rem_f, nav)
         ftf = np.where(np.isfinite(ftf) & (ftf > 0), ftf, 1.0)
         D = state.cluster.round_duration
-        weighed = plan_ftf(ftf, remaining, D, k=self.k, weights=self.weights,
+        weighed = plan_ftf(ftf, rem_f, D, k=self.k, weights=self.weights,
                            boost=self.boost if self.near_completion == "weight" else 0.0)
-        near = ((ftf > 1.0) & (remaining < self.near_rounds * D)
+        near = ((ftf > 1.0) & (rem_f < self.near_rounds * D)
                 & (self.near_completion == "first"))
         self._near = dict(zip(v.ids, near.tolist(), strict=True))
         self._ftf = dict(zip(v.ids, ftf.tolist(), strict=True))
@@ -420,13 +489,9 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
         plan = None
         if self.hard_ftf:
             # upstream's hard-FTF-first: L + W + T D + R_after N_avg <= rhomax P N_avg
-            limit = ((self.rhomax * (v.attained + remaining) * nav - v.attained - v.waiting
-                      - self.window * D) / nav)
-            limit = np.maximum(limit, 0.0)
-            if self.hard_ftf_drop == "unreachable":
-                # R_j after n rounds is R_j - n D (isolated seconds), at best R_j - T D
-                unreachable = limit < np.maximum(remaining - self.window * D, 0.0)
-                limit = np.where(unreachable, np.inf, limit)
+            limit = hard_ftf_limits(v.attained, v.waiting, rem_f, nav, rhomax=self.rhomax,
+                                    window_seconds=self.window * D, plan_remaining=remaining,
+                                    drop=self.hard_ftf_drop)
             try:
                 opts = {**self.plan_options, "method": "auto"}
                 plan = plan_schedule(jobs, M, rounds=self.window, round_duration=D, k=self.k,
