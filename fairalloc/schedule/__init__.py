@@ -83,7 +83,7 @@ from .estimators import (
 from .forecast import FORECAST_METHODS, RegimeForecast, forecast_regimes, oracle_forecast
 from .instance import PlanJob
 from .plan import PLAN_METHODS, PlanResult, plan_schedule
-from .posteriors import bayesian_posterior, restatement_posterior
+from .posteriors import RegimePool, bayesian_posterior, restatement_posterior
 from .regime_model import RegimeModel
 from .regularizers import makespan_regularizer
 from .relax import RelaxedPlan, relax_plan
@@ -96,6 +96,7 @@ __all__ = [
     "PlanResult",
     "RegimeForecast",
     "RegimeModel",
+    "RegimePool",
     "RelaxedPlan",
     "ReplanDecision",
     "ReplanPolicy",

@@ -393,7 +393,7 @@ class RegimePool:
 
     A scheduler records, every time it forecasts, what each job has shown so far
     (`observe`); `prior` then gives a job the expected regime lengths of its family
-    ([`regime_length_prior`][fairalloc.schedule.posteriors.regime_length_prior]) and `profile`
+    (``fairalloc.schedule.posteriors.regime_length_prior``) and `profile`
     its epoch durations at configurations it has not run yet, from the ratios other jobs of
     its speed family measured between configurations. Only observed quantities enter: a
     job's finished regimes and its measured epoch times; a finished job keeps its last record

@@ -22,6 +22,9 @@ from .instance import MAKESPAN_KINDS
 
 __all__ = ["makespan_regularizer"]
 
+#: the regulariser's forms: the plan's (``instance.MAKESPAN_KINDS``) and ``"longest"``
+REGULARIZER_KINDS = (*MAKESPAN_KINDS, "longest")
+
 
 def makespan_regularizer(
     work: Any,
@@ -60,8 +63,10 @@ def makespan_regularizer(
         ``lambda`` (non-negative): the weight of the term.
     z0 : float, optional
         ``Z0``; default ``sum_j remaining_j`` (`fairalloc.makespan_normalizer`).
-    kind : {"paper", "max_remaining", "scale_free"}
+    kind : {"paper", "max_remaining", "scale_free", "longest"}
         ``"scale_free"`` divides the paper's term by ``M`` too: ``-(lam/(M Z0)) * H``.
+        ``"longest"`` is ``-(lam/Z0) * max_j R_j``: upstream's term with the paper's
+        normalisation (``plan_schedule(makespan="longest")``, the Shockwave policy's default).
         ``"max_remaining"`` is upstream Shockwave's regulariser: ``lam * max_j R_j`` in raw
         seconds, without the ``sum_j w_j R_j / M`` term and without ``Z0`` (the expression is
         built in units of a power of two near ``sum_j remaining_j``, which is exact).
@@ -88,10 +93,13 @@ def makespan_regularizer(
     >>> term = makespan_regularizer(work, [100.0, 300.0], 1, lam=1.0)
     >>> round(float(term.value), 6)   # -(1/400) * 300
     -0.75
+    >>> term = makespan_regularizer(work, [100.0, 300.0], 1, lam=1.0, kind="longest")
+    >>> round(float(term.value), 6)   # -(1/400) * max(50, 250)
+    -0.625
     """
     import cvxpy as cp
 
-    kind = as_option(kind, "kind", MAKESPAN_KINDS)
+    kind = as_option(kind, "kind", REGULARIZER_KINDS)
     P = as_array(remaining, "remaining", ndim=1)
     n = P.shape[0]
     with np.errstate(over="ignore", invalid="ignore"):
@@ -114,7 +122,7 @@ def makespan_regularizer(
     if not work.is_concave():
         raise InputError("work must be affine or concave in the variables (the term would "
                          "not be concave)", argument="work")
-    if kind in ("paper", "scale_free"):
+    if kind in ("paper", "scale_free", "longest"):
         if z0 is None:
             z = total
             if z <= 0:
@@ -133,6 +141,6 @@ def makespan_regularizer(
     # work in units of `scale` seconds keeps the conic data well scaled (P ~ 1e5 s)
     rem = cp.pos(P / scale - work / scale)
     h: Any = cp.max(rem)
-    if kind != "max_remaining":
+    if kind not in ("max_remaining", "longest"):
         h = cp.maximum(rem @ (w / M), h)
     return -coef * h

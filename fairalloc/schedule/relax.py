@@ -23,7 +23,6 @@ from ..tolerances import DUAL_RESIDUAL_FACTOR, FEAS_TOL, GAP_TOL
 from .instance import (
     EPOCH_RTOL,
     EXPECTATIONS,
-    MAKESPAN_KINDS,
     REGIME_MODELS,
     UTIL_FLOOR,
     PlanJob,
@@ -33,6 +32,7 @@ from .instance import (
     _pow2,
     _trajectory_tables,
 )
+from .plan import PLAN_MAKESPAN_KINDS, _longest_term
 
 __all__ = ["RelaxedPlan", "relax_plan"]
 
@@ -188,7 +188,7 @@ def relax_plan(
     """
     t0 = time.perf_counter()
     expectation = as_option(expectation, "expectation", EXPECTATIONS)
-    makespan = as_option(makespan, "makespan", MAKESPAN_KINDS)
+    makespan = as_option(makespan, "makespan", PLAN_MAKESPAN_KINDS)
     regime_model = as_option(regime_model, "regime_model", REGIME_MODELS)
     gap_tol = as_tolerance(gap_tol, "gap_tol")
     feas_tol = as_tolerance(feas_tol, "feas_tol")
@@ -199,8 +199,11 @@ def relax_plan(
                          f"{solver.name!r})", argument="backend")
     inst = _build_plan_instance(jobs, num_gpus, rounds=rounds, round_duration=round_duration,
                                 k=k, lam=lam, z0=z0, util_floor=UTIL_FLOOR,
-                                expectation=expectation, makespan=makespan,
+                                expectation=expectation,
+                                makespan="max_remaining" if makespan == "longest" else makespan,
                                 regime_model=regime_model, restart_penalty=0.0)
+    if makespan == "longest":  # lam max_j R_j / Z0, as plan_schedule builds it
+        inst = _longest_term(inst, z0)
     try:
         return _relax(inst, gap_tol, feas_tol, limit, solver.name, t0)
     except FairallocError:
