@@ -118,7 +118,8 @@ def test_public_callables_spell_out_their_arguments() -> None:
 
 
 @pytest.mark.parametrize(("package", "table"), [("fairalloc", "_LAZY"),
-                                               ("fairalloc.throughput", "_EXPORTS")])
+                                               ("fairalloc.throughput", "_EXPORTS"),
+                                               ("fairalloc.throughput.structured", "_EXPORTS")])
 def test_every_lazy_export_is_visible_to_type_checkers(package: str, table: str) -> None:
     """The ``TYPE_CHECKING`` block imports each lazily exported name from its own module."""
     module = importlib.import_module(package)

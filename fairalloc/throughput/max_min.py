@@ -59,6 +59,7 @@ from ..data import Cluster, JobPairs, Jobs
 from ..errors import CertificateError, InfeasibleError, InputError, SolverError
 from ..results import Certificate, SolveStats
 from ..tolerances import FEAS_TOL, GAP_TOL
+from . import structured
 from .policy import (
     STAGE_TOL,
     Allocation,
@@ -68,7 +69,6 @@ from .policy import (
     _rank,
 )
 from .stages import LevelStage, StageSolver, backend_for, capacity_prices
-from .structured import fast_level
 from .water_path import (
     FLOORS_ANCHORED,
     SaturationPath,
@@ -159,10 +159,10 @@ class MaxMinFairness(ThroughputPolicy):
 
     def _first_stages(self, solver: StageSolver, method: str) -> PolicyStages:
         stage = self.level_stage()
-        if method == "fast":
-            res = fast_level(solver, stage, warm=self.warm_start)
-        else:
-            res = solver.run(stage, "max-min fairness")
+        if method == "fast" and solver.structured_worth():
+            res = structured.fast_level(solver, stage, warm=self.warm_start)
+        else:  # (below STRUCTURED_MIN_JOBS fast_level would solve the whole LP itself)
+            res = solver.run(stage, stage.name if method == "fast" else "max-min fairness")
         return PolicyStages(stage, res, res.value)
 
     def _cvx_objective(self, cvx: dict[str, Any]) -> tuple[Any, list[Any]]:
@@ -410,7 +410,7 @@ class WaterFilling(ThroughputPolicy):
         # no degenerate-prices hand-over: the whole LP's interior point meets the floors
         # only to its tolerance, rule (a) then distrusts the duals and the bottleneck LP on
         # the whole degenerate program is the slow step (ties, 8,192 jobs: > 60 s vs 0.7 s)
-        res = fast_level(solver, stage, degenerate_handover=False)
+        res = structured.fast_level(solver, stage, degenerate_handover=False)
         # 10 types: Newton finds no balance on most levels (each try costs time), and the
         # masters of the levels it solves meet the frozen floors only to their tolerance
         # (5e-11 on _types_instance(320)), which compounded over ~n levels into floors above

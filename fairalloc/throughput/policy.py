@@ -33,6 +33,7 @@ from ..data import Cluster, JobPairs, Jobs
 from ..errors import CertificateError, FairallocWarning, InputError, SolverError
 from ..results import Certificate, Result, SolveStats, Status, readonly, require_pandas
 from ..tolerances import FEAS_TOL, GAP_TOL
+from . import structured
 from .instance import TINY, ColumnInstance
 from .stages import (
     LevelStage,
@@ -42,7 +43,6 @@ from .stages import (
     backend_for,
     capacity_prices,
 )
-from .structured import fast_floor
 from .symmetry import (
     SYMMETRY_STEP,
     ClassMap,
@@ -517,7 +517,8 @@ class ThroughputPolicy(Composable):
                 g = g * self.inst.col_mult  # a class's column serves all of its members
             wstage = LinearStage(g, "work-conserving")
             try:
-                wres = (fast_floor(solver, wstage, prior=res) if method == "fast"
+                wres = (structured.fast_floor(solver, wstage, prior=res)
+                        if method == "fast" and solver.structured_worth()
                         else solver.run(wstage, "work-conserving"))
                 certs.append(wres.cert)
                 xcol = wres.x[: self.inst.E]

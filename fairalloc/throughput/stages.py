@@ -135,6 +135,9 @@ class StageResult:
 
 
 _UNIT_BAND = 4  # data within 2**+-4 of unit scale is left as given
+#: PERFORMANCE knob: below this many jobs the whole LP is as fast as the structured solvers
+#: (`fairalloc.throughput.structured`), which are then not even imported (first call, #16)
+STRUCTURED_MIN_JOBS = 64
 
 
 def _median(v: np.ndarray) -> float:
@@ -458,6 +461,11 @@ class StageSolver:
             col_up = np.ones(E + 1)
             col_up[E] = 0.0
         return LinearProgram.build(c, A, np.concatenate(lo), np.concatenate(up), col_lo, col_up)
+
+    def structured_worth(self) -> bool:
+        """Whether the instance has enough jobs (`STRUCTURED_MIN_JOBS`) for the structured
+        solvers to pay; below, they would solve the whole LP themselves."""
+        return self.inst.n >= STRUCTURED_MIN_JOBS
 
     def point(self, stage: LevelStage | LinearStage, xcol: np.ndarray) -> np.ndarray:
         """The LP vector of ``stage`` at column allocation ``xcol`` (theta recomputed)."""

@@ -32,8 +32,24 @@ decision rules and their measurements are in ``formulations/max_min_fairness.md`
 
 from __future__ import annotations
 
-from .floor import FLOOR_FREED, FLOOR_FROM_LEVEL, STRUCTURED_FLOOR, fast_floor
-from .level import STRUCTURED_LEVEL, fast_level
+from typing import TYPE_CHECKING
 
-__all__ = ["FLOOR_FREED", "FLOOR_FROM_LEVEL", "STRUCTURED_FLOOR", "STRUCTURED_LEVEL",
-           "fast_floor", "fast_level"]
+from ..._lazy import lazy_exports
+
+#: each name's module, imported on first use (PEP 562): the policies import this package at
+#: module level, and a scheduler whose rounds are below `stages.STRUCTURED_MIN_JOBS` jobs never
+#: loads the solvers (about 10 ms of a first call, #16)
+_EXPORTS = {"FLOOR_FREED": "floor", "FLOOR_FROM_LEVEL": "floor", "STRUCTURED_FLOOR": "floor",
+            "fast_floor": "floor", "STRUCTURED_LEVEL": "level", "fast_level": "level"}
+
+__all__ = sorted(_EXPORTS)
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
+
+if TYPE_CHECKING:  # static type checkers see every lazily exported name
+    from .floor import FLOOR_FREED as FLOOR_FREED
+    from .floor import FLOOR_FROM_LEVEL as FLOOR_FROM_LEVEL
+    from .floor import STRUCTURED_FLOOR as STRUCTURED_FLOOR
+    from .floor import fast_floor as fast_floor
+    from .level import STRUCTURED_LEVEL as STRUCTURED_LEVEL
+    from .level import fast_level as fast_level

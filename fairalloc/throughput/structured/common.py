@@ -19,7 +19,6 @@ from ..stages import LevelStage, LinearStage, StageResult, StageSolver
 #: path-step suffix of a stage returned without its certificate (`certified`)
 PROVISIONAL = "-provisional"
 
-_FAST_MIN_JOBS = 64  # PERFORMANCE knob: below this many jobs the full LP is as fast
 BAND0 = 0.001  # PERFORMANCE knob: relative price error assumed for the Newton prices
 #: ACCURACY: relative rounding margin at which theta counts as at its saturation bound
 SAT_ROUNDING = 1e-12
@@ -126,7 +125,7 @@ def structured_applies(solver: StageSolver, *, kept: int) -> bool:
     inst = solver.inst
     return (inst.pairs is None and not inst.placement and len(solver.fixed) == kept
             and solver.base_layout.blocks() == (("time", inst.n), ("capacity", inst.k))
-            and inst.n >= _FAST_MIN_JOBS)
+            and solver.structured_worth())
 
 
 def unchecked_certificate(value: float) -> Certificate:
