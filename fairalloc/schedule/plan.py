@@ -78,7 +78,7 @@ FIXING_RTOL = 1e-9
 CORE_GAP_FRACTION = 0.5
 # PERFORMANCE: most core count MILP solves (each adds a cover cut for a gang packing that fails)
 MAX_CORE_SOLVES = 20
-# ACCURACY: the MILP's own objective must agree with the schedule's recomputed objective to
+# ACCURACY: the MILP's own objective may exceed the schedule's recomputed objective by at most
 # this relative amount of the certificate's scale
 OBJECTIVE_AGREEMENT_RTOL = 1e-6
 # ACCURACY: the smallest magnitude a relative gap is divided by
@@ -673,9 +673,12 @@ def _result(inst: _PlanInstance, cand: _PlanCandidate, bound: float, wc: str, ga
     if min_count is not None:  # the hard finish-time constraints, in rounds of the window
         residual = max(residual, float(np.max(min_count - x.sum(axis=1), initial=0)) / inst.T)
     if cand.lp is not None and cand.lp_x is not None and wc != "greedy":
-        # the MILP's own objective must agree with the independent recomputation
+        # the MILP's own objective may not claim more than the independent recomputation: its
+        # auxiliary variables (the piecewise-linear log's) only bound the schedule's terms
+        # from below, and an incumbent within the MIP gap may leave them slack (HiGHS did, by
+        # up to 9e-4 of the objective, depending on its search path), so claiming less is fine
         lp_cert = milp_certificate(cand.lp, cand.lp_x, -cand.lp_bound, maximize=True)
-        if not abs(lp_cert.primal_value - value) <= OBJECTIVE_AGREEMENT_RTOL * scale:
+        if not lp_cert.primal_value - value <= OBJECTIVE_AGREEMENT_RTOL * scale:
             raise SolverError(
                 f"the MILP's objective {lp_cert.primal_value:.12g} differs from the schedule's "
                 f"recomputed objective {value:.12g}", backend=solver.name)
