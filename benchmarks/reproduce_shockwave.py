@@ -9,7 +9,8 @@ numbers of that folder's README, all measured in this one run.
 
 Policy names (the artifact's legends): ``shockwave`` (this library's planner with its
 defaults: observed-only forecasts, clipped weights, near-completion boost, the makespan term
-``4 max_j R_j / Z0``, hard finish-time limits first with ``rhomax = 1.5``; see
+``4 max_j R_j / Z0``, hard finish-time limits first with ``rhomax = 1.6``, the fairness
+side reading the empirical forecast (``ftf_forecast="empirical"``); see
 ``docs/how-to/reproduce-shockwave.md`` for the experiment that chose them),
 ``shockwave-scale-free`` (the previous defaults: the term ``32 H / (M Z0)``, no hard limits),
 ``shockwave-no-hard-ftf`` (the defaults without the hard limits),
@@ -21,9 +22,8 @@ limit -- so that row depends on the machine's speed -- and none of upstream's be
 ``shockwave-max-remaining`` (the defaults with upstream's makespan term ``1e-3 max_j R_j`` in
 raw seconds instead of the scale-free one: better at 256 GPUs),
 ``shockwave-empirical`` / ``shockwave-empirical-lam16`` (the defaults with
-``forecast="empirical"``, and with ``lam=16`` too), ``shockwave-ftf-empirical`` (the defaults
-with ``ftf_forecast="empirical"``: the fairness side reads the empirical forecast, the plan the
-restatement rule's),
+``forecast="empirical"``, and with ``lam=16`` too), ``shockwave-previous`` (the previous
+defaults: ``ftf_forecast=None``, i.e. the restatement rule on both sides, ``rhomax = 1.5``),
 ``themis`` (the artifact's Themis is Gavel's finish-time-fairness program, ANCHORS.md:
 ``themis_ftf``; ``themis-auction`` is the paper's Themis: leases, filter and
 partial-allocation auction, with no upstream number), ``gavel`` (max-min fairness),
@@ -83,7 +83,7 @@ REFERENCE_ROW = {"shockwave-upstream-hparams": "shockwave", "shockwave-paper": "
                  "shockwave-scale-free": "shockwave", "shockwave-no-hard-ftf": "shockwave",
                  "shockwave-max-remaining": "shockwave", "shockwave-empirical": "shockwave",
                  "shockwave-empirical-lam16": "shockwave",
-                 "shockwave-ftf-empirical": "shockwave"}
+                 "shockwave-previous": "shockwave"}
 
 #: the row labels of the printed tables (honest names: what each row runs)
 LABELS = {
@@ -95,7 +95,7 @@ LABELS = {
     "shockwave-no-hard-ftf": "Shockwave (defaults without hard FTF first)",
     "shockwave-empirical": "Shockwave (defaults, forecast='empirical')",
     "shockwave-empirical-lam16": "Shockwave (defaults, forecast='empirical', lam=16)",
-    "shockwave-ftf-empirical": "Shockwave (defaults, ftf_forecast='empirical')",
+    "shockwave-previous": "Shockwave (previous defaults: ftf_forecast=None, rhomax=1.5)",
     "themis": "Themis (artifact: Gavel FTF program)",
     "themis-auction": "Themis (paper: leases, auction)",
     "gavel": "Gavel max-min fairness",
@@ -133,7 +133,7 @@ def policies(all_: bool, only: list[str] | None = None) -> list[tuple[str, Any]]
         ("shockwave-max-remaining", ShockwavePolicy(makespan="max_remaining", lam=1e-3)),
         ("shockwave-empirical", ShockwavePolicy(forecast="empirical")),
         ("shockwave-empirical-lam16", ShockwavePolicy(forecast="empirical", lam=16.0)),
-        ("shockwave-ftf-empirical", ShockwavePolicy(ftf_forecast="empirical")),
+        ("shockwave-previous", ShockwavePolicy(ftf_forecast=None, rhomax=1.5)),
         ("themis", make_policy("themis_ftf")),
         ("themis-auction", make_policy("themis")),
         ("gavel", make_policy("max_min_fairness")),

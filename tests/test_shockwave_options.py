@@ -246,8 +246,11 @@ def test_reorder_and_defaults_recorded() -> None:
     assert p["weights"] == "clipped" and p["boost"] == 100.0 and p["reorder"] is False
     assert p["near_completion"] == "first" and p["idle_fill"] == "longest"
     assert p["near_rounds"] == 3 and p["lam"] == 4.0 and p["k"] == 3.0
-    assert p["makespan"] == "longest" and p["hard_ftf"] is True and p["rhomax"] == 1.5
+    assert p["makespan"] == "longest" and p["hard_ftf"] is True and p["rhomax"] == 1.6
     assert p["hard_ftf_drop"] == "unreachable"
+    # the fairness side reads the empirical forecast, the plan the restatement rule
+    assert p["forecast"] == "restatement" and p["ftf_forecast"] == "empirical"
+    assert ShockwavePolicy(ftf_forecast=None).params["ftf_forecast"] == "restatement"
 
 
 def test_a_failed_milp_check_falls_back_to_the_fast_path(monkeypatch) -> None:
