@@ -29,22 +29,21 @@ fairalloc's share is what this file tracks. On a loaded machine wall-clock times
 by waiting for a core: the ``warm cpu p50`` column (this thread's CPU time per round) is the
 figure to compare between versions.
 
-Measured 2026-11-24, quiet machine (``--jobs 100 1000 --rounds 200``, two runs each,
-alternating with 24020d3, the version before): warm p50 at 100 jobs **2.5 ms** (before
-3.5-3.6 ms), at 1,000 jobs 4.8-5.0 ms (before 6.1 ms); cold p50 4.6 / 7.8-8.0 ms (before
-5.6-5.7 / 9.0); ``--jobs 10000 --rounds 100``: 32 ms (before 36 ms); 0 uncertified rounds;
-import + first call 170 ms (floor 134 ms). The 100-job target (2 ms) is not met. What the
-last step changed: one fast CSR constructor (`fairalloc._sparse`) instead of scipy's COO
-route in the column instance, stage programs and masters; certificates compute ``A.T @ y``
-and ``|A| @ |x|`` without building matrices; HiGHS gets the LP's CSR arrays row-wise, small
-LPs run on one reused HiGHS instance per thread and the masters on the simplex without
-presolve; the column median skips numpy's masked arrays. What is left is spread thin: a
-restricted master's HiGHS run costs about 0.15 ms however small the LP (a 23 x 31 master,
-28 iterations), about 1.4 masters a round; the two independent certificates with their
-whole-LP builds about 0.5 ms; the rest is numpy call overhead on 100-element arrays. A
-prototype that warm-starts the *whole* LP from the previous round's basis (mapped by job id
-and type; 2 simplex iterations at the median) was no faster: HiGHS' run alone took 0.47 ms
-on the 200 x 301 LP, per stage.
+Measured 2026-11-24 at stop 22, quiet machine (``--jobs 100 1000 --rounds 200 --policy
+max_min_fairness``, two runs each, alternating with 35afbb6, the version before, run from its
+own worktree): warm p50 at 100 jobs **1.9 ms** (before 2.5 ms), at 1,000 jobs 4.0 ms (before
+4.9 ms); cold p50 3.8-3.9 / 6.9 ms (before 4.5 / 7.7 ms); 0 uncertified rounds; import + first
+call 157-162 ms (floor 128-131 ms, fairalloc's share 28-30 ms; before 158-161 ms, share
+30-33 ms). The 100-job target (2 ms) is met; the first-call target (150 ms) is not: the floor
+alone is 130 ms, and fairalloc's share (its modules, highspy's import, the first HiGHS runs,
+the first round) did not fall below 28 ms. What the step changed: CSR matrices the library
+builds skip scipy's format checks (`fairalloc._sparse.csr`); certificates and the instance's
+products use scipy's compiled CSR kernels directly; HiGHS receives models as flat arrays;
+``np.median``/``np.r_`` wrappers left the hot path; a warm round's price estimate skips the
+cold start's medians; the structured solvers are not imported for rounds below 64 jobs.
+Earlier (stop 21, vs 24020d3): 3.5-3.6 -> 2.5 ms at 100 jobs. A restricted master's HiGHS run
+still costs about 0.1 ms however small the LP (about 1.4 masters a round; a second master in
+about a third of the rounds, when the previous round's prices leave a type slack).
 
 Run::
 
