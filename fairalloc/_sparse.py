@@ -47,8 +47,9 @@ def csr(data: np.ndarray, indices: np.ndarray, indptr: np.ndarray,
     library's own builders produce valid arrays (row pointers from cumulative counts, column
     indices inside ``shape``), so this constructor only makes the two index arrays share one
     integer type (scipy's kernels need that) and the data float. Callers must pass valid
-    arrays; `tests/test_sparse_helpers.py` checks every builder's output against scipy's
-    full format check.
+    arrays; `tests/test_sparse_helpers.py` checks the output of `csr`, `csr_from_triplets`
+    and `stack_rows` against scipy's full format check (and `tests/test_rounds.py` the level
+    rows of `stages._with_last_column`).
 
     Examples
     --------

@@ -72,6 +72,7 @@ from .stages import LevelStage, StageSolver, backend_for, capacity_prices
 from .water_path import (
     FLOORS_ANCHORED,
     SaturationPath,
+    StructuredLevels,
     amplified_violation,
     anchored_floors,
     bottleneck_lp,
@@ -397,30 +398,23 @@ class WaterFilling(ThroughputPolicy):
         return self.unorm * tp
 
     @staticmethod
-    def _level_lp(solver: StageSolver, stage: LevelStage, use_fast: list[int]) -> Any:
-        """One level LP (path step ``water-filling-level``, then the solver's own step).
-
-        ``use_fast``: ``[try the structured level solver, its hand-overs, its levels]``; it
-        is no longer tried once it handed over (at least twice) more levels than it solved."""
+    def _level_lp(solver: StageSolver, stage: LevelStage, use_fast: StructuredLevels) -> Any:
+        """One level LP (path step ``water-filling-level``, then the solver's own step), by
+        the structured level solver while ``use_fast`` says it pays."""
         solver.fixed = []
         solver.step(WATER_FILLING_LEVEL)
-        if not use_fast[0]:
+        if not use_fast.on:
             return solver.run(stage, stage.name)
         handed = len(solver.fallbacks)
         # no degenerate-prices hand-over: the whole LP's interior point meets the floors
         # only to its tolerance, rule (a) then distrusts the duals and the bottleneck LP on
         # the whole degenerate program is the slow step (ties, 8,192 jobs: > 60 s vs 0.7 s)
         res = structured.fast_level(solver, stage, degenerate_handover=False)
-        # 10 types: Newton finds no balance on most levels (each try costs time), and the
-        # masters of the levels it solves meet the frozen floors only to their tolerance
-        # (5e-11 on _types_instance(320)), which compounded over ~n levels into floors above
-        # the leximin levels: there the warm simplex's exact vertices do every level
-        use_fast[1 if len(solver.fallbacks) > handed else 2] += 1
-        use_fast[0] = int(use_fast[1] < 2 or use_fast[1] <= use_fast[2])
+        use_fast.record(handed_over=len(solver.fallbacks) > handed)
         return res
 
     def _jump(self, solver: StageSolver, U: sp.csr_matrix, floors: np.ndarray,
-              frozen: np.ndarray, reached: np.ndarray, use_fast: list[int], btol: float,
+              frozen: np.ndarray, reached: np.ndarray, use_fast: StructuredLevels, btol: float,
               certs: list[Certificate]) -> tuple[np.ndarray | None, np.ndarray, int]:
         """Jump from ``floors`` over every saturation event before the next capacity event.
 
@@ -559,7 +553,7 @@ class WaterFilling(ThroughputPolicy):
         levels = rounds = 0
         iters_extra = [0]
         thr_frz = btol * np.ones(n)  # each job's threshold when it was frozen
-        use_fast = [int(method in ("auto", "fast")), 0, 0]
+        use_fast = StructuredLevels(method in ("auto", "fast"))
         # each level changes only the rows of the jobs the last one froze: where fairalloc
         # chose HiGHS, a level LP starts HiGHS' simplex from the last level's basis (few
         # pivots, and an exact vertex: floors met to rounding, not to a tolerance)

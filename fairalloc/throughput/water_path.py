@@ -32,6 +32,8 @@ from .stages import StageSolver, scaled_solve
 #: PERFORMANCE knob: cap of each job's rise in a bottleneck LP, relative to max(1, floor)
 #: (spreads the rises over as many jobs as possible)
 _RISE_CAP = 1e-3
+#: PERFORMANCE knob: hand-overs before water-filling may drop the structured level solver
+_DROP_AFTER_HAND_OVERS = 2
 #: ACCURACY: relative slacks of the kept floors tried in turn when a bottleneck LP is declared
 #: infeasible (the floors are reached only to rounding); far below ``bottleneck_tol``
 _FLOOR_SLACKS = (0.0, 1e-12, 1e-10, 1e-8)
@@ -59,6 +61,36 @@ def anchored_floors(floors: np.ndarray, U: sp.csr_matrix, xcol: np.ndarray) -> n
     [0.9999999999, 2.0]
     """
     return np.minimum(floors, U @ xcol)
+
+
+class StructuredLevels:
+    """Whether water-filling still tries the structured level solver on its levels.
+
+    On 10 types Newton finds no balance on most levels (each try costs time) and the masters
+    of the levels it solves meet the frozen floors only to their tolerance (5e-11 on
+    ``_types_instance(320)``), which compounded over about ``n`` levels into floors above the
+    leximin levels; there the warm simplex's exact vertices do every level. The solver is
+    therefore dropped once it handed over at least `_DROP_AFTER_HAND_OVERS` levels and more
+    levels than it solved.
+
+    Examples
+    --------
+    >>> fast = StructuredLevels(True)
+    >>> fast.record(handed_over=True); fast.record(handed_over=True); fast.on
+    False
+    """
+
+    def __init__(self, on: bool) -> None:
+        self.on = on
+        self.handed = self.solved = 0
+
+    def record(self, handed_over: bool) -> None:
+        """Count one level the structured solver handed to the whole LP, or solved."""
+        if handed_over:
+            self.handed += 1
+        else:
+            self.solved += 1
+        self.on = self.handed < _DROP_AFTER_HAND_OVERS or self.handed <= self.solved
 
 
 def rise_bound(lam: np.ndarray, dual_bound: float, theta: float,
