@@ -24,12 +24,13 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._sparse import csr as fast_csr
-from .._sparse import matvec, stack_rows
+from .._sparse import matvec, rmatvec, stack_rows
 from ..backends import Backend, HighsBackend, LinearProgram, LPSolution, get_backend
 from ..backends.highs import LPBasis
 from ..certificates import lp_certificate
 from ..errors import InfeasibleError, SolverError
 from ..results import Certificate
+from . import columns
 from .instance import ColumnInstance
 from .rows import RowLayout
 
@@ -374,6 +375,9 @@ class StageSolver:
         #: an allocation meeting every kept row (the last fixed stage's optimum), towards
         #: which a later stage's point is moved if the solver left a kept row violated
         self.anchor: np.ndarray | None = None
+        #: the columns of the last stage solved over restricted columns (`columns`), with
+        #: which the next one starts (``None``: none yet)
+        self.columns_used: np.ndarray | None = None
         #: the named steps that ran, in order (``SolveStats.path``)
         self.path: list[str] = []
         #: every hand-over to a slower exact path, ``"from->to: reason"``
@@ -520,17 +524,26 @@ class StageSolver:
         `fallbacks`). With `warm_levels` a level stage goes first to `_run_warm`; a warm point
         that does not certify (or no point) is recorded in `fallbacks` and the stage solved
         as above."""
-        if self.warm_levels and isinstance(stage, LevelStage) and self._warm_backend():
+        inst = self.inst
+        restricted = columns.applies(inst.k, inst.E, inst.pairs is None and not inst.placement)
+        # (many types: restricted columns beat a warm simplex on the whole LP, whose first
+        # solve needs the interior point's crossover: 4,096 x 100, 3 Dinkelbach LPs 23.6 s)
+        if (self.warm_levels and isinstance(stage, LevelStage) and self._warm_backend()
+                and not restricted):
             warm = self._run_warm(stage, what)
             if warm is not None:
                 return warm
-        self.step(EXACT_LP)
         lp = self.program(stage)
         # a linear (work-conserving) stage keeps the level rows at their optimum: a
         # degenerate face on which the interior point without crossover stalls (16,384 jobs,
         # one dominant type: HiGHS "Unknown" after 9 s) and which the simplex crosses fast
         backends = [self.exact_backend if isinstance(stage, LevelStage)
                     else self.exact_linear_backend]
+        if restricted:
+            found = self._run_restricted(lp, stage, what, backends[0])
+            if found is not None:
+                return found
+        self.step(EXACT_LP)
         if backends[0] is not self.backend:
             backends.append(self.backend)
         for i, be in enumerate(backends):
@@ -590,21 +603,84 @@ class StageSolver:
         return StageResult(lp, v, sol.row_duals, cert.primal_value, cert, sol.iterations,
                            self.layout(stage))
 
+    def _run_restricted(self, lp: LinearProgram, stage: LevelStage | LinearStage, what: str,
+                        backend: Backend) -> StageResult | None:
+        """Solve ``stage``'s whole LP ``lp`` over restricted columns, adding the columns its
+        duals price out improving, until the certificate on the whole LP holds
+        (`fairalloc.throughput.columns`; path step ``restricted-columns`` per round).
+        ``None`` (recorded in `fallbacks`) when it does not within the round and size caps:
+        the caller solves the whole LP."""
+        inst = self.inst
+        E = inst.E
+        col_job = inst.mem_job[:E]  # one job per column (`columns.applies`)
+        coef = (rmatvec(stage.C, np.ones(inst.n)) if isinstance(stage, LevelStage)
+                else stage.g)
+        active = columns.first_columns(col_job, np.abs(coef), inst.col_workers, self.anchor)
+        if self.columns_used is not None:  # the last stage's columns (a Dinkelbach sequence)
+            active |= self.columns_used
+        A = lp.A.tocsc()
+        reason = f"not certified within {columns.MAX_ROUNDS} rounds"
+        for _ in range(columns.MAX_ROUNDS):
+            if active.sum() > columns.MAX_SHARE * E:
+                reason = f"more than {columns.MAX_SHARE:.0%} of the columns needed"
+                break
+            self.step(columns.RESTRICTED_LP)
+            keep = np.append(active, True)  # theta's column always
+            try:  # (infeasible too: the whole LP decides, a restricted one proves nothing)
+                sol, v, cert = self._run_once(lp, stage, what, backend, cols=(keep, A))
+            except SolverError as exc:
+                reason = f"a restricted LP failed ({exc.status})"
+                break
+            if cert.ok:
+                cert.check(backend=self.backend.name)
+                assert sol.row_duals is not None
+                self.columns_used = active
+                return StageResult(lp, v, sol.row_duals, cert.primal_value, cert,
+                                   sol.iterations, self.layout(stage))
+            assert sol.row_duals is not None
+            aty = rmatvec(lp.A, sol.row_duals)
+            rc = lp.c - aty
+            tol = columns.RC_NOISE * float(max(np.max(np.abs(aty)), np.max(np.abs(lp.c))))
+            add = columns.priced_columns(col_job, rc[:E], active, tol)
+            if not add.any():
+                reason = (f"no improving column left, gap {cert.gap:.2e}, residuals "
+                          f"{cert.primal_residual:.2e} / {cert.dual_residual:.2e}")
+                break
+            active |= add
+        self.fall_back(columns.RESTRICTED_LP, reason)
+        return None
+
     def _run_once(self, lp: LinearProgram, stage: LevelStage | LinearStage, what: str,
-                  backend: Backend, *, warm: bool = False, basis: LPBasis | None = None
+                  backend: Backend, *, warm: bool = False, basis: LPBasis | None = None,
+                  cols: tuple[np.ndarray, sp.csc_matrix] | None = None
                   ) -> tuple[LPSolution, np.ndarray, Certificate]:
         """One solve of the whole LP ``lp`` of ``stage`` by ``backend``: the solution, the
-        repaired LP vector and its (unchecked) certificate (``warm``, ``basis``: see
-        `scaled_solve`)."""
+        repaired LP vector and its (unchecked) certificate on ``lp`` (``warm``, ``basis``: see
+        `scaled_solve`). ``cols`` (a column mask and ``lp``'s matrix as CSC): solve the LP
+        restricted to those columns, the others at 0 (the row duals are ``lp``'s)."""
         E = self.inst.E
+        col_unit = None
+        obj_unit = None
         if isinstance(stage, LevelStage):
             sigma, _ = stage.units()
             col_unit = np.ones(E + 1)
             col_unit[E] = sigma
-            sol = scaled_solve(lp, backend, what, col_unit=col_unit, obj_unit=sigma,
-                               warm=warm, basis=basis)
-        else:
-            sol = scaled_solve(lp, backend, what, warm=warm, basis=basis)
+            obj_unit = sigma
+        solve_lp = lp
+        if cols is not None:
+            keep, A = cols
+            solve_lp = LinearProgram(c=lp.c[keep], A=A[:, keep].tocsr(), row_lower=lp.row_lower,
+                                     row_upper=lp.row_upper, col_lower=lp.col_lower[keep],
+                                     col_upper=lp.col_upper[keep], integrality=None,
+                                     offset=lp.offset)
+            col_unit = None if col_unit is None else col_unit[keep]
+        sol = scaled_solve(solve_lp, backend, what, col_unit=col_unit, obj_unit=obj_unit,
+                           warm=warm, basis=basis)
+        if cols is not None:
+            assert sol.x is not None
+            x = np.zeros(E + 1)
+            x[cols[0]] = sol.x
+            sol = dataclasses.replace(sol, x=x, col_duals=None)
         self.used(sol)
         assert sol.x is not None and sol.row_duals is not None
         xcol = self.toward_anchor(self.inst.repair(sol.x[:E]))

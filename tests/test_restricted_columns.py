@@ -1,0 +1,126 @@
+"""Restricted columns (column generation) for stage LPs on many types
+(`fairalloc.throughput.columns`, issue #15): the same certified optimum as the whole LP, the
+hand-overs, and the column choices by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import fairalloc as fa
+from fairalloc.throughput import columns
+
+
+def _instance(n: int, k: int, seed: int, gangs: bool = True) -> tuple[fa.Jobs, fa.Cluster]:
+    """Log-normal speeds on ``k`` types, few workers per type (capacity binds)."""
+    rng = np.random.default_rng(seed)
+    T = rng.lognormal(0.0, 0.8, n)[:, None] * rng.lognormal(0.0, 0.5, (n, k))
+    s = rng.choice([1, 2, 4], n, p=[0.7, 0.2, 0.1]) if gangs else np.ones(n, dtype=int)
+    workers = rng.integers(4, 12, k)
+    steps = rng.uniform(1e3, 1e5, n)
+    return (fa.Jobs(T, scale_factor=s, steps_remaining=steps),
+            fa.Cluster({f"t{j}": int(w) for j, w in enumerate(workers)}))
+
+
+@pytest.fixture
+def everywhere(monkeypatch):
+    """Restricted columns on every instance (the production thresholds need 65 types and
+    50,000 columns)."""
+    monkeypatch.setattr(columns, "MIN_TYPES", 1)
+    monkeypatch.setattr(columns, "MIN_COLUMNS", 0)
+
+
+def _whole(monkeypatch, solve):
+    """``solve()`` with restricted columns off (the whole LP, as before)."""
+    with monkeypatch.context() as m:
+        m.setattr(columns, "MIN_TYPES", 10**9)
+        return solve()
+
+
+@pytest.mark.parametrize("policy", ["max_min_fairness", "finish_time_fairness"])
+@pytest.mark.parametrize("wc", [False, True])
+def test_restricted_columns_reach_the_whole_lps_optimum(everywhere, monkeypatch, policy, wc):
+    jobs, cl = _instance(80, 12, seed=3)
+    f = getattr(fa, policy)
+    r = f(jobs, cl, work_conserving=wc, method="highs")
+    ref = _whole(monkeypatch, lambda: f(jobs, cl, work_conserving=wc, method="highs"))
+    assert columns.RESTRICTED_LP in r.stats.path
+    assert columns.RESTRICTED_LP not in ref.stats.path
+    assert r.certificate.ok and all(c.ok for c in r.stage_certificates)
+    assert r.objective == pytest.approx(ref.objective, rel=1e-7)
+    # certified on the whole program: x has every column, the unused ones at 0
+    assert r.x.shape == (80, 12)
+    if wc:
+        assert r.effective_throughput.sum() == pytest.approx(
+            ref.effective_throughput.sum(), rel=1e-6)
+
+
+def test_the_first_restricted_lp_is_not_optimal_here(everywhere, monkeypatch):
+    # per job its single best column: capacity binds, so the loop must add columns (a test
+    # that passed with the first restricted LP alone would not exercise the pricing)
+    monkeypatch.setattr(columns, "FIRST_PER_JOB", 1)
+    jobs, cl = _instance(80, 12, seed=3)
+    r = fa.max_min_fairness(jobs, cl, method="highs")
+    assert r.stats.path.count(columns.RESTRICTED_LP) >= 2
+    assert r.certificate.ok
+    assert not r.stats.fallbacks or all(columns.RESTRICTED_LP not in f
+                                        for f in r.stats.fallbacks)
+
+
+def test_a_loop_that_does_not_certify_hands_over_to_the_whole_lp(everywhere, monkeypatch):
+    monkeypatch.setattr(columns, "FIRST_PER_JOB", 1)
+    monkeypatch.setattr(columns, "MAX_ROUNDS", 1)
+    jobs, cl = _instance(80, 12, seed=3)
+    r = fa.max_min_fairness(jobs, cl, method="highs")
+    ref = _whole(monkeypatch, lambda: fa.max_min_fairness(jobs, cl, method="highs"))
+    assert any(f.startswith(f"{columns.RESTRICTED_LP}->exact-lp: not certified within 1")
+               for f in r.stats.fallbacks)
+    assert r.stats.path[-1] == "exact-lp"
+    assert r.certificate.ok and r.objective == pytest.approx(ref.objective, rel=1e-7)
+
+
+def test_a_restricted_set_beyond_the_share_cap_hands_over(everywhere, monkeypatch):
+    monkeypatch.setattr(columns, "MAX_SHARE", 0.0)
+    jobs, cl = _instance(40, 6, seed=1)
+    r = fa.max_min_fairness(jobs, cl, method="highs")
+    assert any("more than 0% of the columns" in f for f in r.stats.fallbacks)
+    assert columns.RESTRICTED_LP not in r.stats.path and r.certificate.ok
+
+
+def test_pairs_and_few_types_keep_the_whole_lp():
+    assert not columns.applies(100, 10**6, False)  # job pairs / placement columns
+    assert not columns.applies(columns.MIN_TYPES - 1, 10**6, True)
+    assert not columns.applies(100, columns.MIN_COLUMNS - 1, True)
+    assert columns.applies(columns.MIN_TYPES, columns.MIN_COLUMNS, True)
+
+
+@settings(max_examples=15, deadline=None)
+@given(n=st.integers(2, 40), k=st.integers(2, 9), seed=st.integers(0, 10**6),
+       gangs=st.booleans())
+def test_restricted_and_whole_agree_on_random_instances(n, k, seed, gangs):
+    jobs, cl = _instance(n, k, seed, gangs)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(columns, "MIN_TYPES", 1)
+        m.setattr(columns, "MIN_COLUMNS", 0)
+        r = fa.max_min_fairness(jobs, cl, method="highs", work_conserving=True)
+    ref = fa.max_min_fairness(jobs, cl, method="highs", work_conserving=True)
+    assert r.certificate.ok and all(c.ok for c in r.stage_certificates)
+    assert r.objective == pytest.approx(ref.objective, rel=1e-7, abs=1e-12)
+
+
+def test_column_choices_by_hand():
+    job = np.array([0, 0, 0, 1, 1, 1])
+    coef = np.array([4.0, 3.0, 1.0, 1.0, 6.0, 2.0])
+    workers = np.array([4.0, 1.0, 1.0, 1.0, 2.0, 1.0])  # per worker: 1, 3, 1 | 1, 3, 2
+    first = columns.first_columns(job, coef, workers, None, per_job=2)
+    # job 0: 3 then a tie of 1 and 1 (the lower index); job 1: 3 then 2
+    assert first.tolist() == [True, True, False, False, True, True]
+    anchored = columns.first_columns(job, coef, workers, np.array([0, 0, 0.5, 0, 0, 0]),
+                                     per_job=1)
+    assert anchored.tolist() == [False, True, True, False, True, False]
+    rc = np.array([-1.0, -5.0, -2.0, 1e-13, -3.0, -1e-14])
+    add = columns.priced_columns(job, rc, first, 1e-12, per_job=1)
+    # job 0's outside column 2 (-2); job 1 has none below -1e-12 outside its set
+    assert add.tolist() == [False, False, True, False, False, False]
