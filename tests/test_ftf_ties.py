@@ -242,7 +242,11 @@ def test_max_min_on_tied_rows_without_symmetry_stays_structured():
     ref = fa.max_min_fairness(jobs, cluster, symmetry=False, work_conserving=False,
                               method="highs")
     assert a.certificate.ok
-    assert a.objective == pytest.approx(ref.objective, rel=REL)
+    # the whole LP's point (interior point without crossover) is proven within its own gap:
+    # the structured optimum lies in the reference's certified interval [point, dual bound]
+    tol = REL * abs(ref.objective)
+    assert ref.certificate.primal_value - tol <= a.objective <= ref.certificate.dual_bound + tol
+    assert a.objective == pytest.approx(ref.objective, rel=10 * ref.certificate.gap + REL)
     assert not any("degenerate" in f for f in a.stats.fallbacks)
 
 

@@ -400,3 +400,39 @@ def test_any_path_equals_the_exact_method(k, dominant, seed, scarce):
         exact.stage_certificates[1].primal_value, rel=1e-6)
     many = k > STRUCTURED_MAX_TYPES
     assert any("many types" in f for f in fast.stats.fallbacks) == many
+
+
+# --- theta's lower bound in whole level LPs (HiGHS' interior point splits a free column) -----
+def test_level_at_zero_hand_checked():
+    from fairalloc.throughput.stages import LevelStage, _level_at_zero
+
+    C = np.eye(3)
+    lo, up = np.full(2, -np.inf), np.array([1.0, 4.0])  # rows <= 1, <= 4: x = 0 meets them
+    # max-min: h = 0 -> the level of x = 0 is 0
+    assert _level_at_zero(LevelStage(C, np.ones(3), np.zeros(3)), lo, up) == 0.0
+    # h = (-2, -6, 1) with b = (1, 2, 0.5): x = 0 has level min(2, 3, -2) = -2
+    st = LevelStage(C, np.array([1.0, 2.0, 0.5]), np.array([-2.0, -6.0, 1.0]))
+    assert _level_at_zero(st, lo, up) == -2.0
+    # a kept floor (b = 0, h > 0) that x = 0 misses: no bound
+    st = LevelStage(C, np.array([1.0, 1.0, 0.0]), np.array([0.0, 0.0, 1.0]))
+    assert _level_at_zero(st, lo, up) == -np.inf
+    # another row x = 0 misses (a policy row x >= 0.5): no bound
+    assert _level_at_zero(LevelStage(C, np.ones(3), np.zeros(3)), np.array([-np.inf, 0.5]),
+                          up) == -np.inf
+
+
+def test_whole_max_min_lp_bounds_theta_and_keeps_its_optimum():
+    rng = np.random.default_rng(4)
+    jobs = fa.Jobs(rng.lognormal(0.0, 0.6, (30, 4)), scale_factor=rng.choice([1, 2], 30))
+    cl = fa.Cluster({f"t{j}": 6 for j in range(4)})
+    policy = MaxMinFairness(jobs, cl)
+    solver = StageSolver(policy.inst, HighsBackend(), stage_tol=1e-9, gap_tol=1e-7,
+                         feas_tol=1e-9)
+    stage = policy.level_stage()
+    lp = solver.program(stage)
+    assert lp.col_lower[-1] == 0.0
+    free = LinearProgram(c=lp.c, A=lp.A, row_lower=lp.row_lower, row_upper=lp.row_upper,
+                         col_lower=np.append(lp.col_lower[:-1], -np.inf),
+                         col_upper=lp.col_upper)
+    be = HighsBackend(solver="simplex")
+    assert be.solve_lp(lp).objective == pytest.approx(be.solve_lp(free).objective, rel=1e-12)
