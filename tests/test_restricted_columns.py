@@ -124,3 +124,18 @@ def test_column_choices_by_hand():
     add = columns.priced_columns(job, rc, first, 1e-12, per_job=1)
     # job 0's outside column 2 (-2); job 1 has none below -1e-12 outside its set
     assert add.tolist() == [False, False, True, False, False, False]
+
+
+@pytest.mark.parametrize("unit", [1e-9, 1e9])
+def test_restricted_columns_are_unit_free(everywhere, unit):
+    # throughputs and steps in other units: the same classes of columns, the same optima,
+    # certified (the pricing threshold is relative to the duals' own scale)
+    jobs, cl = _instance(80, 12, seed=3)
+    scaled = fa.Jobs(np.asarray(jobs.throughput) * unit, scale_factor=jobs.scale_factor,
+                     steps_remaining=np.asarray(jobs.steps_remaining) * unit)
+    for f in (fa.max_min_fairness, fa.finish_time_fairness):
+        r = f(scaled, cl, work_conserving=True, method="highs")
+        ref = f(jobs, cl, work_conserving=True, method="highs")
+        assert columns.RESTRICTED_LP in r.stats.path
+        assert r.certificate.ok and all(c.ok for c in r.stage_certificates)
+        assert r.objective == pytest.approx(ref.objective, rel=1e-9)
