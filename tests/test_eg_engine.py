@@ -99,7 +99,7 @@ def test_batched_ipm_agrees_with_clarabel(kind: str) -> None:
     supply = [rng.uniform(0.5, 2.0, m) for _ in range(T)]
     owner, good, w, B, eblock = _stack([_market(U, b) for U, b in dense], m)
     s = np.concatenate(supply)
-    x, p, ok = ipm_batch(owner, good, w, B, s, np.ones(T * m), eblock, T)
+    x, p, ok, _ = ipm_batch(owner, good, w, B, s, np.ones(T * m), eblock, T)
     assert ok.all()  # every market converged
     start = 0
     for t, ((U, b), st) in enumerate(zip(dense, supply)):
@@ -118,7 +118,7 @@ def test_forest_polish_makes_the_batch_exact() -> None:
     dense = _random_markets(rng, T, m)
     owner, good, w, B, eblock = _stack([_market(U, b) for U, b in dense], m)
     s = np.ones(T * m)
-    x, p, ok = ipm_batch(owner, good, w, B, s, np.ones(T * m), eblock, T)
+    x, p, ok, _ = ipm_batch(owner, good, w, B, s, np.ones(T * m), eblock, T)
     xq, pq, good_ok = polish_forest_edges(owner, good, w, B, s, x, p)
     form = _form(owner, good, w, B, s)
     for t in range(T):
@@ -199,7 +199,7 @@ def test_warm_search_certifies_against_clarabel() -> None:
 def test_paths_say_which_engine_path_ran() -> None:
     rng = np.random.default_rng(0)
     r = fa.fisher_market(rng.random((600, 30)))
-    assert r.stats.path[:3] == ("fast", "proportional-response", "restricted-conic")
+    assert r.stats.path[:3] == ("fast", "proportional-response", "restricted-ipm")
     assert r.stats.fallbacks == ()
     r = fa.fisher_market([[2.0, 1.0], [1.0, 2.0]], method="conic")
     assert r.stats.path == ("conic", "forest-polish")

@@ -39,6 +39,7 @@ from scipy.linalg.blas import dsyrk
 
 from ..errors import SolverError
 from ..results import Certificate
+from .ipm import ipm_edge_form, ipm_fits
 
 # --- accuracy contracts (what a polished point must meet) -------------------------------------
 CONIC_TOL = 1e-9  # ACCURACY: relative tolerance of a whole-market conic solve
@@ -199,11 +200,15 @@ def _polished(form: EdgeForm, z: np.ndarray, candidates: list[np.ndarray], noise
               gap_tol: float, feas_tol: float, log: SolveLog | None, step: str
               ) -> tuple[Certificate, np.ndarray, np.ndarray] | None:
     """``(certificate, prices, z)`` of a polished point if it certifies and is no worse than
-    ``noise`` (the original's gap, or rounding); the polish ``step`` is then logged."""
-    cert, prices = form.certificate(z, candidates, gap_tol=gap_tol, feas_tol=feas_tol)
-    if cert.ok and cert.gap <= noise:
-        _note(log, step)
-        return cert, prices, z
+    ``noise`` (the original's gap, or rounding); the polish ``step`` is then logged. The
+    polish's own prices (``candidates[0]``, exact on its support) are kept whenever they
+    certify: another candidate's bound may be lower by rounding only, while its prices of
+    goods worth little are accurate only to the solver's absolute tolerance."""
+    for cands in (candidates[:1], candidates):
+        cert, prices = form.certificate(z, cands, gap_tol=gap_tol, feas_tol=feas_tol)
+        if cert.ok and cert.gap <= noise:
+            _note(log, step)
+            return cert, prices, z
     return None
 
 
@@ -740,10 +745,10 @@ def solve_fast(form: EdgeForm, *, gap_tol: float, feas_tol: float,
             break  # the restricted market is about as large as the market: it cannot win
         sub = form.subset(keep)
         # the restricted program is small: solve it tightly so the support polish succeeds
-        _note(log, "restricted-conic")
-        z_sub, p, it = solve_conic(sub, time_limit=time_limit, tol=RESTRICTED_TOL, log=log)
+        z_sub, p, it, by_conic = _solve_linear(sub, p0, time_limit=time_limit,
+                                               tol=RESTRICTED_TOL, log=log, step="restricted")
         iterations += it
-        solves += 1
+        solves += by_conic
         z = np.zeros(form.num_edges)
         z[keep] = sub.repair(z_sub)
         cert, best_p, z = certify_linear(form, z, p, gap_tol=gap_tol, feas_tol=feas_tol,
@@ -759,16 +764,55 @@ def solve_fast(form: EdgeForm, *, gap_tol: float, feas_tol: float,
         keep = keep | violated
     # the support could not be certified (numerically hard instance), or the restricted
     # market is not much smaller than the market: solve everything
-    if log is not None:
-        why = ("the restricted market keeps most edges" if cert is None else
-               f"restricted markets not certified after {solves} solves (relative gap "
-               f"{cert.relative_gap:.3g})")
-        log.fallback("fast", "conic", why)
-        log.step("conic")
-    z, p, it = solve_conic(form, time_limit=time_limit, log=log)
+    if cert is not None or not _ipm_applies(form):
+        if log is not None:
+            why = ("the restricted market keeps most edges" if cert is None else
+                   f"restricted markets not certified after {solves} solves (relative gap "
+                   f"{cert.relative_gap:.3g})")
+            log.fallback("fast", "conic", why)
+            log.step("conic")
+        z, p, it = solve_conic(form, time_limit=time_limit, log=log)
+        by_conic = 1
+    else:  # few edges per buyer: the whole market by the interior point on its prices
+        z, p, it, by_conic = _solve_linear(form, p0, time_limit=time_limit, tol=CONIC_TOL,
+                                           log=log, step="whole")
     cert, best_p, z = certify_linear(form, form.repair(z), p, gap_tol=gap_tol,
                                       feas_tol=feas_tol, log=log)
-    return z, cert, best_p, iterations + it, solves + 1
+    if not cert.ok and not by_conic:  # the interior point's point did not certify
+        if log is not None:
+            log.fallback("ipm", "conic", f"relative gap {cert.relative_gap:.3g}")
+            log.step("conic")
+        z, p, it_c = solve_conic(form, time_limit=time_limit, log=log)
+        it, by_conic = it + it_c, 1
+        cert, best_p, z = certify_linear(form, form.repair(z), p, gap_tol=gap_tol,
+                                          feas_tol=feas_tol, log=log)
+    return z, cert, best_p, iterations + it, solves + by_conic
+
+
+def _ipm_applies(form: EdgeForm) -> bool:
+    """A linear edge form (one resource per edge) whose buyers have few edges: the interior
+    point on its prices (`fairalloc.markets.ipm`) is the faster exact solve."""
+    return bool(np.all(np.diff(form.C.indptr) == 1)) and ipm_fits(form.owner, form.n)
+
+
+def _solve_linear(form: EdgeForm, p0: np.ndarray, *, time_limit: float | None, tol: float,
+                  log: SolveLog | None, step: str) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """A linear edge form solved by the interior point on its prices when it applies
+    (`_ipm_applies`; path step ``"<step>-ipm"``), else (or if it does not converge) by the
+    conic backend (``"<step>-conic"``; the whole market's step is plain ``"conic"``).
+    Returns ``(z, p, iterations, conic solves)``; the caller certifies the point."""
+    conic_step = "conic" if step == "whole" else f"{step}-conic"
+    if _ipm_applies(form):
+        _note(log, "ipm" if step == "whole" else f"{step}-ipm")
+        out = ipm_edge_form(form.owner, form.C.indices, form.C.data, form.weight, form.budget,
+                            form.supply, p0)
+        if out is not None:
+            return out[0], out[1], out[2], 0
+        if log is not None:
+            log.fallback("ipm", conic_step, "the interior-point method did not converge")
+    _note(log, conic_step)
+    z, p, it = solve_conic(form, time_limit=time_limit, tol=tol, log=log)
+    return z, p, it, 1
 
 
 def support_prices(form: EdgeForm, edges: np.ndarray, *, forest: bool | None

@@ -124,7 +124,7 @@ def reduced_solve(U: np.ndarray, B: np.ndarray, s: np.ndarray, cand: np.ndarray,
         log.fallback("ipm", "conic", "the interior-point method did not converge")
         z, p = _conic(owner, good, weight, budget, s, log)
     else:
-        z, p = out
+        z, p, _ = out
     z = np.maximum(z, 0.0)
     x = np.zeros((n, m))
     X = np.zeros(m)
@@ -362,7 +362,7 @@ def loo_batch(red: ReducedMarket, idx: np.ndarray, target: float
     order = np.lexsort((e_owner, e_block))
     e_block, e_owner, e_good, e_w = e_block[order], e_owner[order], e_good[order], e_w[order]
     g_idx = e_block * m + e_good
-    x, p, ok = ipm_batch(e_owner, g_idx, e_w, budget, np.tile(s, Tb), np.tile(p0, Tb),
+    x, p, ok, _ = ipm_batch(e_owner, g_idx, e_w, budget, np.tile(s, Tb), np.tile(p0, Tb),
                           e_block, Tb)
     # exact polish of every block's support forest (one sparse solve for all blocks)
     xq, pq, good_ok = polish_forest_edges(e_owner, g_idx, e_w, budget, np.tile(s, Tb), x, p)
