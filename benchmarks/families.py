@@ -3,7 +3,8 @@
 Every cell (one policy, one instance, one solver) runs in its own subprocess under a time
 limit (``--timeout``; "> T s" when exceeded), so one slow cell cannot stall the table. Each
 cell warms its solver up on a 64-job instance of the same family first, then times one call
-(cvxpy's compilation included: Gavel pays it every round). Per group the table prints each
+(cvxpy's compilation included: Gavel pays it every round; drawing the instance and reading
+off the compared values are not timed, for any solver). Per group the table prints each
 solver's seconds, the ratio (reference seconds / fairalloc seconds: above 1 means fairalloc is
 faster), the objective agreement (relative difference of the policy objective from
 fairalloc's, flagged "!" above ``AGREE_TOL``) and fairalloc's certificate verdict (ok,
@@ -58,6 +59,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -468,41 +470,58 @@ def _cert(certs: Any) -> dict[str, Any]:
             "residual": float(max(c.primal_residual for c in certs))}
 
 
-def _solve(policy: str, solver: str, family: str, n: int, m: int, seed: int,
-           workers_per_job: float | None = None) -> tuple[list[float], dict[str, Any] | None]:
-    """Solve one cell's instance; returns (objective values, fairalloc's certificate)."""
+def _instance(policy: str, family: str, n: int, m: int, seed: int,
+              workers_per_job: float | None = None) -> tuple[Any, ...]:
+    """One cell's instance: ``(U, B)`` for markets, ``(jobs, cluster)`` otherwise."""
+    if policy in MARKET_POLICIES:
+        kind = "linear" if policy == "fisher-linear" else "leontief"
+        return make_market(family, n, m, kind, seed)
+    return make_instance(family, n, seed, workers_per_job)
+
+
+def _solve(policy: str, solver: str, inst: tuple[Any, ...]
+           ) -> Callable[[], tuple[list[float], dict[str, Any] | None]]:
+    """Solve one cell's instance (the timed part); returns a function that reads off the
+    values compared across solvers and fairalloc's certificate (not timed)."""
     import fairalloc as fa
 
     if policy in MARKET_POLICIES:
         kind = "linear" if policy == "fisher-linear" else "leontief"
-        U, B = make_market(family, n, m, kind, seed)
+        U, B = inst
         if solver == FAIRALLOC:
             r = fa.fisher_market(U, B, kind=kind)
-            return [float(r.objective)], _cert([r.certificate])
-        return clarabel_market(U, B, kind), None
-    jobs, cluster = make_instance(family, n, seed, workers_per_job)
+            return lambda: ([float(r.objective)], _cert([r.certificate]))
+        value = clarabel_market(U, B, kind)
+        return lambda: (value, None)
+    jobs, cluster = inst
     wc = policy.endswith("+wc")
     if policy == "water-filling":
+        n = jobs.throughput.shape[0]
         ents = np.arange(n) % len(ENTITY_WEIGHTS)
         if solver == FAIRALLOC:
             a = fa.water_filling(jobs, cluster, entities=ents,
                                  entity_weights=dict(enumerate(ENTITY_WEIGHTS)))
-            return np.asarray(a.level_floors).tolist(), _cert(a.stage_certificates)
-        return lp_sequence_water_filling(jobs, cluster, ents, solver.rsplit("+", 1)[1]), None
+            return lambda: (np.asarray(a.level_floors).tolist(), _cert(a.stage_certificates))
+        value = lp_sequence_water_filling(jobs, cluster, ents, solver.rsplit("+", 1)[1])
+        return lambda: (value, None)
     if solver == FAIRALLOC:
         fn = fa.max_min_fairness if policy.startswith("max-min") else fa.finish_time_fairness
         a = fn(jobs, cluster, work_conserving=wc)
-        d = _data(jobs, cluster)
-        x = np.asarray(a.allocation)
-        head = _level(d, x) if policy.startswith("max-min") else float(a.objective)
-        return [head, _total(d, x)] if wc else [head], _cert(a.stage_certificates)
-    d = _data(jobs, cluster)
+
+        def read() -> tuple[list[float], dict[str, Any] | None]:
+            d = _data(jobs, cluster)
+            x = np.asarray(a.allocation)
+            head = _level(d, x) if policy.startswith("max-min") else float(a.objective)
+            return [head, _total(d, x)] if wc else [head], _cert(a.stage_certificates)
+        return read
+    d = _data(jobs, cluster)  # the reference's own data preparation is part of its time
     if solver.startswith("HiGHS"):
-        return highs_max_min(d, "ipm" if solver.endswith("IPM") else "simplex", wc), None
-    name = solver.rsplit("+", 1)[1]
-    if policy.startswith("max-min"):
-        return cvxpy_max_min(d, name, wc), None
-    return cvxpy_ftf(d, name, wc), None
+        value = highs_max_min(d, "ipm" if solver.endswith("IPM") else "simplex", wc)
+    elif policy.startswith("max-min"):
+        value = cvxpy_max_min(d, solver.rsplit("+", 1)[1], wc)
+    else:
+        value = cvxpy_ftf(d, solver.rsplit("+", 1)[1], wc)
+    return lambda: (value, None)
 
 
 def run_cell(spec: dict[str, Any]) -> dict[str, Any]:
@@ -517,10 +536,14 @@ def run_cell(spec: dict[str, Any]) -> dict[str, Any]:
     seed = int(spec.get("seed", SEED))
     wpj = spec.get("workers_per_job")
     if spec.get("warm", True):
-        _solve(policy, solver, family, min(WARM_N, int(spec["n"])), m, seed + 1, wpj)
+        _solve(policy, solver, _instance(policy, family, min(WARM_N, int(spec["n"])), m,
+                                         seed + 1, wpj))()
+    inst = _instance(policy, family, int(spec["n"]), m, seed, wpj)  # not timed
     t0 = time.perf_counter()
-    value, cert = _solve(policy, solver, family, int(spec["n"]), m, seed, wpj)
-    return {"seconds": time.perf_counter() - t0, "value": value, "cert": cert}
+    read = _solve(policy, solver, inst)
+    seconds = time.perf_counter() - t0
+    value, cert = read()
+    return {"seconds": seconds, "value": value, "cert": cert}
 
 
 def run_cell_subprocess(spec: dict[str, Any], timeout: float, root: str | None = None
