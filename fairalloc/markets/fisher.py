@@ -164,7 +164,6 @@ class FisherMarket(Composable):
         if not (self.supply > 0).any():
             raise InputError("supply is all zero: there is nothing to allocate",
                              argument="supply")
-        self._usable: np.ndarray | None = None  # `_usable_rounds`, computed once
         self._normalise()
         self._form = self._edge_form()
         self._init_composition()
@@ -291,13 +290,11 @@ class FisherMarket(Composable):
 
     def _usable_rounds(self) -> np.ndarray:
         """(Leontief) ``[i, t]``: buyer ``i`` has demand in round ``t`` and every resource it
-        needs there has positive supply (computed once, with the edge form)."""
-        if self._usable is None:
-            n, m, T = self.n, self.m, self.T
-            A3 = self.utility.reshape(n, m, T)
-            blocked = ((A3 > 0) & (self.supply.reshape(1, m, T) <= 0)).any(axis=1)
-            self._usable = np.asarray((A3 > 0).any(axis=1) & ~blocked)
-        return self._usable
+        needs there has positive supply."""
+        n, m, T = self.n, self.m, self.T
+        A3 = self.utility.reshape(n, m, T)
+        blocked = ((A3 > 0) & (self.supply.reshape(1, m, T) <= 0)).any(axis=1)
+        return np.asarray((A3 > 0).any(axis=1) & ~blocked)
 
     def dual_value(self, prices: Any) -> float:
         """The Eisenberg-Gale dual function ``D(p)``: an upper bound on the optimum for any p >= 0.
