@@ -86,6 +86,32 @@ class LPBasis:
     shape: tuple[int, int]
     raw: Any
 
+    def with_columns(self, old: np.ndarray, new: np.ndarray) -> LPBasis:
+        """This basis of an LP over the columns ``old`` (a boolean mask over some larger
+        column set) extended to the columns ``new`` (a superset, same rows): the columns
+        added are nonbasic at their lower bound, so a feasible basic point stays feasible
+        and HiGHS' primal simplex goes on from it (column generation).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from fairalloc.backends import LinearProgram
+        >>> lp = LinearProgram.build(np.array([-1.0]), np.array([[1.0]]), -np.inf,
+        ...                          np.array([1.0]), 0.0, np.inf)
+        >>> b = HighsBackend().solve_warm(lp).extra["basis"]
+        >>> b.with_columns(np.array([True, False]), np.array([True, True])).shape
+        (1, 2)
+        """
+        import highspy
+
+        status = np.full(int(new.sum()), highspy.HighsBasisStatus.kLower, dtype=object)
+        status[np.flatnonzero(old[new])] = np.asarray(self.raw.col_status, dtype=object)
+        raw = highspy.HighsBasis()
+        raw.valid = True
+        raw.col_status = status.tolist()
+        raw.row_status = self.raw.row_status
+        return LPBasis((self.shape[0], int(new.sum())), raw)
+
 
 class HighsBackend(Backend):
     """HiGHS through highspy, fed the constraint matrix directly (row-wise, as the CSR matrix

@@ -541,10 +541,18 @@ class StageSolver:
         `fallbacks`). With `warm_levels` a level stage goes first to `_run_warm`; a warm point
         that does not certify (or no point) is recorded in `fallbacks` and the stage solved
         as above. On more than 64 types (`columns.applies`) the LP is first solved over
-        restricted columns (`_run_restricted`, path step ``restricted-columns``; no warm
+        restricted columns (`columns.solve_restricted`, path step ``restricted-columns``; no warm
         start), and as above only if that does not certify."""
         inst = self.inst
-        restricted = columns.applies(inst.k, inst.E, inst.pairs is None and not inst.placement)
+        single = inst.pairs is None and not inst.placement
+        lp: LinearProgram | None = None
+        price = None
+        if (isinstance(stage, LevelStage) and not self.fixed
+                and columns.applies(inst.k, inst.E, single, priced=True)):
+            lp = self.program(stage)
+            price = columns.sampled_prices(
+                self, lp, lambda sub: scaled_solve(sub, self.exact_backend, "the sampled LP"))
+        restricted = price is not None or columns.applies(inst.k, inst.E, single)
         # (many types: restricted columns beat a warm simplex on the whole LP, whose first
         # solve needs the interior point's crossover: 4,096 x 100, 3 Dinkelbach LPs 23.6 s)
         if (self.warm_levels and isinstance(stage, LevelStage) and self._warm_backend()
@@ -552,16 +560,22 @@ class StageSolver:
             warm = self._run_warm(stage, what)
             if warm is not None:
                 return warm
-        lp = self.program(stage)
+        lp = self.program(stage) if lp is None else lp
         # a linear (work-conserving) stage keeps the level rows at their optimum: a
         # degenerate face on which the interior point without crossover stalls (16,384 jobs,
         # one dominant type: HiGHS "Unknown" after 9 s) and which the simplex crosses fast
         backends = [self.exact_backend if isinstance(stage, LevelStage)
                     else self.exact_linear_backend]
         if restricted:
-            found = self._run_restricted(lp, stage, what, backends[0])
+            coef = (rmatvec(stage.C, np.ones(inst.n)) if isinstance(stage, LevelStage)
+                    else stage.g)
+            found = columns.solve_restricted(self, lp, stage, coef, what, backends[0], price)
             if found is not None:
-                return found
+                sol, v, cert = found
+                cert.check(backend=self.backend.name)
+                assert sol.row_duals is not None
+                return StageResult(lp, v, sol.row_duals, cert.primal_value, cert,
+                                   sol.iterations, self.layout(stage))
         self.step(EXACT_LP)
         if backends[0] is not self.backend:
             backends.append(self.backend)
@@ -621,53 +635,6 @@ class StageSolver:
         assert sol.row_duals is not None
         return StageResult(lp, v, sol.row_duals, cert.primal_value, cert, sol.iterations,
                            self.layout(stage))
-
-    def _run_restricted(self, lp: LinearProgram, stage: LevelStage | LinearStage, what: str,
-                        backend: Backend) -> StageResult | None:
-        """Solve ``stage``'s whole LP ``lp`` over restricted columns, adding the columns its
-        duals price out improving, until the certificate on the whole LP holds
-        (`fairalloc.throughput.columns`; path step ``restricted-columns`` per round).
-        ``None`` (recorded in `fallbacks`) when it does not within the round and size caps:
-        the caller solves the whole LP."""
-        inst = self.inst
-        E = inst.E
-        col_job = inst.mem_job[:E]  # one job per column (`columns.applies`)
-        coef = (rmatvec(stage.C, np.ones(inst.n)) if isinstance(stage, LevelStage)
-                else stage.g)
-        active = columns.first_columns(col_job, np.abs(coef), inst.col_workers, self.anchor)
-        if self.columns_used is not None:  # the last stage's columns (a Dinkelbach sequence)
-            active |= self.columns_used
-        A = lp.A.tocsc()
-        reason = f"not certified within {columns.MAX_ROUNDS} rounds"
-        for _ in range(columns.MAX_ROUNDS):
-            if active.sum() > columns.MAX_SHARE * E:
-                reason = f"more than {columns.MAX_SHARE:.0%} of the columns needed"
-                break
-            self.step(columns.RESTRICTED_LP)
-            keep = np.append(active, True)  # theta's column always
-            try:  # (infeasible too: the whole LP decides, a restricted one proves nothing)
-                sol, v, cert = self._run_once(lp, stage, what, backend, cols=(keep, A))
-            except SolverError as exc:
-                reason = f"a restricted LP failed ({exc.status})"
-                break
-            if cert.ok:
-                cert.check(backend=self.backend.name)
-                assert sol.row_duals is not None
-                self.columns_used = active
-                return StageResult(lp, v, sol.row_duals, cert.primal_value, cert,
-                                   sol.iterations, self.layout(stage))
-            assert sol.row_duals is not None
-            aty = rmatvec(lp.A, sol.row_duals)
-            rc = lp.c - aty
-            tol = columns.RC_NOISE * float(max(np.max(np.abs(aty)), np.max(np.abs(lp.c))))
-            add = columns.priced_columns(col_job, rc[:E], active, tol)
-            if not add.any():
-                reason = (f"no improving column left, gap {cert.gap:.2e}, residuals "
-                          f"{cert.primal_residual:.2e} / {cert.dual_residual:.2e}")
-                break
-            active |= add
-        self.fall_back(columns.RESTRICTED_LP, reason)
-        return None
 
     def _run_once(self, lp: LinearProgram, stage: LevelStage | LinearStage, what: str,
                   backend: Backend, *, warm: bool = False, basis: LPBasis | None = None,

@@ -1,0 +1,198 @@
+"""Restricted columns chosen by capacity prices from a sampled LP, with warm-started rounds
+(`fairalloc.throughput.columns.sampled_program`, `columns.solve_restricted`, issue #15):
+the same certified optimum as the whole LP, the warm rounds, the hand-overs, and the
+choices by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import fairalloc as fa
+from fairalloc.backends import LinearProgram
+from fairalloc.backends.highs import HighsBackend
+from fairalloc.errors import SolverError
+from fairalloc.throughput import columns, stages
+
+
+def _instance(n: int, k: int, seed: int, gangs: bool = True) -> tuple[fa.Jobs, fa.Cluster]:
+    """Log-normal speeds on ``k`` types, few workers per type (capacity binds)."""
+    rng = np.random.default_rng(seed)
+    T = rng.lognormal(0.0, 0.8, n)[:, None] * rng.lognormal(0.0, 0.5, (n, k))
+    s = rng.choice([1, 2, 4], n, p=[0.7, 0.2, 0.1]) if gangs else np.ones(n, dtype=int)
+    workers = rng.integers(2 * n // k + 2, 4 * n // k + 4, k)
+    steps = rng.uniform(1e3, 1e5, n)
+    return (fa.Jobs(T, scale_factor=s, steps_remaining=steps),
+            fa.Cluster({f"t{j}": int(w) for j, w in enumerate(workers)}))
+
+
+def _priced_everywhere(m: pytest.MonkeyPatch) -> None:
+    """The priced path on every instance with at least 2 x 10 jobs (production: 17-64 types,
+    50,000 columns, 512 jobs sampled), the unpriced one nowhere."""
+    m.setattr(columns, "PRICED_MIN_TYPES", 1)
+    m.setattr(columns, "MIN_TYPES", 10**9)
+    m.setattr(columns, "MIN_COLUMNS", 0)
+    m.setattr(columns, "SAMPLE_JOBS", 10)
+
+
+@pytest.fixture
+def priced(monkeypatch: pytest.MonkeyPatch) -> None:
+    _priced_everywhere(monkeypatch)
+
+
+def _whole(monkeypatch: pytest.MonkeyPatch, solve):  # type: ignore[no-untyped-def]
+    with monkeypatch.context() as m:
+        m.setattr(columns, "PRICED_MIN_TYPES", 10**9)
+        m.setattr(columns, "MIN_TYPES", 10**9)
+        return solve()
+
+
+@pytest.mark.parametrize("policy", ["max_min_fairness", "finish_time_fairness"])
+@pytest.mark.parametrize("wc", [False, True])
+def test_priced_columns_reach_the_whole_lps_optimum(priced, monkeypatch, policy, wc):
+    jobs, cl = _instance(120, 20, seed=5)
+    f = getattr(fa, policy)
+    r = f(jobs, cl, work_conserving=wc)
+    ref = _whole(monkeypatch, lambda: f(jobs, cl, work_conserving=wc))
+    assert columns.SAMPLED_PRICES in r.stats.path and columns.RESTRICTED_LP in r.stats.path
+    assert columns.RESTRICTED_LP not in ref.stats.path
+    assert r.certificate.ok and all(c.ok for c in r.stage_certificates)
+    assert r.objective == pytest.approx(ref.objective, rel=1e-7)
+    if wc:
+        assert r.effective_throughput.sum() == pytest.approx(
+            ref.effective_throughput.sum(), rel=1e-6)
+
+
+def test_later_rounds_start_from_the_last_rounds_basis(priced, monkeypatch):
+    # one first column per job: the loop must add columns, and each later round is HiGHS'
+    # simplex from the extended basis of the round before
+    monkeypatch.setattr(columns, "FIRST_PER_JOB", 1)
+    seen: list[bool] = []
+    real = HighsBackend.solve_warm
+
+    def spy(self, lp, basis=None, **kw):  # type: ignore[no-untyped-def]
+        sol = real(self, lp, basis, **kw)
+        seen.append(bool(sol.extra.get("warm")))
+        return sol
+
+    monkeypatch.setattr(HighsBackend, "solve_warm", spy)
+    jobs, cl = _instance(120, 20, seed=5)
+    r = fa.max_min_fairness(jobs, cl)
+    rounds = r.stats.path.count(columns.RESTRICTED_LP)
+    assert rounds >= 2 and r.certificate.ok
+    assert seen[:rounds] == [False] + [True] * (rounds - 1)
+
+
+def test_a_failed_sampled_lp_keeps_the_whole_lp(priced, monkeypatch):
+    real = stages.scaled_solve
+
+    def failing(lp, backend, what, **kw):  # type: ignore[no-untyped-def]
+        if what == "the sampled LP":
+            raise SolverError("sampled LP failed", backend="highs", status="Unknown")
+        return real(lp, backend, what, **kw)
+
+    monkeypatch.setattr(stages, "scaled_solve", failing)
+    jobs, cl = _instance(120, 20, seed=5)
+    r = fa.max_min_fairness(jobs, cl)
+    ref = _whole(monkeypatch, lambda: fa.max_min_fairness(jobs, cl))
+    assert columns.SAMPLED_PRICES in r.stats.path
+    assert columns.RESTRICTED_LP not in r.stats.path
+    assert r.certificate.ok and r.objective == pytest.approx(ref.objective, rel=1e-9)
+
+
+def test_too_few_jobs_to_sample_keep_the_whole_lp(priced, monkeypatch):
+    monkeypatch.setattr(columns, "SAMPLE_JOBS", 100)  # needs 200 jobs
+    jobs, cl = _instance(120, 20, seed=5)
+    r = fa.max_min_fairness(jobs, cl)
+    assert columns.SAMPLED_PRICES not in r.stats.path
+    assert columns.RESTRICTED_LP not in r.stats.path and r.certificate.ok
+
+
+def test_priced_path_applies_between_the_gate_and_the_unpriced_path():
+    assert columns.applies(columns.PRICED_MIN_TYPES, columns.MIN_COLUMNS, True, priced=True)
+    assert not columns.applies(columns.PRICED_MIN_TYPES - 1, 10**6, True, priced=True)
+    assert not columns.applies(columns.MIN_TYPES, 10**6, True, priced=True)
+    assert not columns.applies(30, columns.MIN_COLUMNS - 1, True, priced=True)
+    assert not columns.applies(30, 10**6, False, priced=True)
+
+
+def test_first_columns_by_price_by_hand():
+    job = np.array([0, 0, 0, 1, 1, 1])
+    coef = np.array([4.0, 3.0, 1.0, 1.0, 6.0, 2.0])
+    workers = np.ones(6)
+    # prices 1, 4, 0.1 per type: coef / price = 4, 0.75, 10 | 1, 1.5, 20
+    price = np.tile([1.0, 4.0, 0.1], 2)
+    first = columns.first_columns(job, coef, workers, None, per_job=1, price=price)
+    assert first.tolist() == [False, False, True, False, False, True]
+    # a zero price (free capacity) ranks first
+    price0 = np.tile([1.0, 0.0, 0.1], 2)
+    first0 = columns.first_columns(job, coef, workers, None, per_job=1, price=price0)
+    assert first0.tolist() == [False, True, False, False, True, False]
+
+
+def test_sampled_program_keeps_the_sampled_jobs_rows_and_scales_capacity():
+    n, k = 2 * columns.SAMPLE_JOBS, 2
+    rng = np.random.default_rng(0)
+    E = n * k
+    job = np.repeat(np.arange(n), k)
+    typ = np.tile(np.arange(k), n)
+    a = rng.uniform(1.0, 2.0, E)
+    import scipy.sparse as sp
+    time_rows = sp.csr_matrix((np.ones(E), (job, np.arange(E))), shape=(n, E + 1))
+    cap_rows = sp.csr_matrix((np.ones(E), (typ, np.arange(E))), shape=(k, E + 1))
+    level = sp.csr_matrix((np.r_[a, -np.ones(n)], (np.r_[job, np.arange(n)],
+                                                    np.r_[np.arange(E), np.full(n, E)])),
+                          shape=(n, E + 1))
+    A = sp.vstack([time_rows, cap_rows, level]).tocsr()
+    lp = LinearProgram.build(np.r_[np.zeros(E), -1.0], A,
+                             np.r_[np.full(n + k, -np.inf), np.zeros(n)],
+                             np.r_[np.ones(n), [300.0, 500.0], np.full(n, np.inf)], 0.0, np.inf)
+    out = columns.sampled_program(lp, job, n, k)
+    assert out is not None
+    sub, caps = out
+    S = columns.SAMPLE_JOBS
+    assert sub.shape == (2 * S + k, S * k + 1)
+    np.testing.assert_allclose(sub.row_upper[caps], [150.0, 250.0])
+    # every kept column belongs to a kept job: each time row has k entries, each level row
+    # k entries and theta
+    A_sub = sub.A.tocsr()
+    assert (np.diff(A_sub.indptr)[:S] == k).all() and (np.diff(A_sub.indptr)[S + k:] == k + 1).all()
+    assert columns.sampled_program(lp, job, n - 1, k) is None  # rows do not match
+
+
+def test_basis_with_columns_warm_starts_the_extended_lp():
+    rng = np.random.default_rng(1)
+    A = rng.uniform(0.5, 2.0, (6, 12))
+    b = np.full(6, 10.0)
+    c = -rng.uniform(1.0, 2.0, 12)
+    be = HighsBackend(solver="simplex")
+    old = np.zeros(12, dtype=bool)
+    old[:6] = True
+    first = be.solve_warm(LinearProgram.build(c[old], A[:, old], -np.inf, b, 0.0, np.inf))
+    basis = first.extra["basis"]
+    new = np.ones(12, dtype=bool)
+    ext = basis.with_columns(old, new)
+    lp = LinearProgram.build(c, A, -np.inf, b, 0.0, np.inf)
+    warm = be.solve_warm(lp, ext)
+    cold = be.solve_lp(lp)
+    assert warm.extra["warm"] and warm.objective == pytest.approx(cold.objective, rel=1e-12)
+    assert warm.objective <= first.objective + 1e-12  # more columns: no worse
+
+
+@settings(max_examples=10, deadline=None)
+@given(n=st.integers(20, 60), k=st.integers(4, 12), seed=st.integers(0, 10**6),
+       gangs=st.booleans(), unit=st.sampled_from([1e-6, 1.0, 1e6]))
+def test_priced_and_whole_agree_on_random_instances(n, k, seed, gangs, unit):
+    jobs, cl = _instance(n, k, seed, gangs)
+    jobs = fa.Jobs(np.asarray(jobs.throughput) * unit, scale_factor=jobs.scale_factor,
+                   steps_remaining=np.asarray(jobs.steps_remaining) * unit)
+    with pytest.MonkeyPatch.context() as m:
+        _priced_everywhere(m)
+        r = fa.max_min_fairness(jobs, cl, work_conserving=True)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(columns, "PRICED_MIN_TYPES", 10**9)
+        ref = fa.max_min_fairness(jobs, cl, work_conserving=True)
+    assert r.certificate.ok and all(c.ok for c in r.stage_certificates)
+    assert r.objective == pytest.approx(ref.objective, rel=1e-7, abs=1e-12)
