@@ -29,9 +29,10 @@ def _instance(n: int, k: int, seed: int, gangs: bool = True) -> tuple[fa.Jobs, f
 
 
 def _priced_everywhere(m: pytest.MonkeyPatch) -> None:
-    """The priced path on every instance with at least 2 x 10 jobs (production: 17-64 types,
+    """The priced path on every instance with at least 2 x 10 jobs (production: 17-48 types,
     50,000 columns, 512 jobs sampled), the unpriced one nowhere."""
     m.setattr(columns, "PRICED_MIN_TYPES", 1)
+    m.setattr(columns, "PRICED_MAX_TYPES", 10**9)
     m.setattr(columns, "MIN_TYPES", 10**9)
     m.setattr(columns, "MIN_COLUMNS", 0)
     m.setattr(columns, "SAMPLE_JOBS", 10)
@@ -113,7 +114,8 @@ def test_too_few_jobs_to_sample_keep_the_whole_lp(priced, monkeypatch):
 def test_priced_path_applies_between_the_gate_and_the_unpriced_path():
     assert columns.applies(columns.PRICED_MIN_TYPES, columns.MIN_COLUMNS, True, priced=True)
     assert not columns.applies(columns.PRICED_MIN_TYPES - 1, 10**6, True, priced=True)
-    assert not columns.applies(columns.MIN_TYPES, 10**6, True, priced=True)
+    assert columns.applies(columns.PRICED_MAX_TYPES, 10**6, True, priced=True)
+    assert not columns.applies(columns.PRICED_MAX_TYPES + 1, 10**6, True, priced=True)
     assert not columns.applies(30, columns.MIN_COLUMNS - 1, True, priced=True)
     assert not columns.applies(30, 10**6, False, priced=True)
 

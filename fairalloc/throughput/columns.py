@@ -39,9 +39,9 @@ if TYPE_CHECKING:  # (stages imports this module)
     from .stages import LevelStage, LinearStage, StageSolver
 
 __all__ = ["ADD_PER_JOB", "FIRST_PER_JOB", "MAX_ROUNDS", "MAX_SHARE", "MIN_COLUMNS",
-           "MIN_TYPES", "PRICED_MIN_TYPES", "RC_NOISE", "RESTRICTED_LP", "SAMPLE_JOBS",
-           "applies", "first_columns", "priced_columns", "sampled_prices", "sampled_program",
-           "solve_restricted"]
+           "MIN_TYPES", "PRICED_MAX_TYPES", "PRICED_MIN_TYPES", "RC_NOISE", "RESTRICTED_LP",
+           "SAMPLE_JOBS", "applies", "first_columns", "priced_columns", "sampled_prices",
+           "sampled_program", "solve_restricted"]
 
 #: PERFORMANCE knob: accelerator types from which a whole stage LP is first solved over
 #: restricted columns: above the 64 types where the structured solvers hand over. Measured
@@ -77,12 +77,15 @@ SAMPLED_PRICES = "sampled-prices"
 #: pay from this many types on (the structured solvers' sampled gate, 16 types, below).
 #: Measured (4,096 jobs x 30 types, max-min level LP): whole LP 3.07 s; restricted columns
 #: by objective coefficient 3.75 s (6 rounds); by sampled prices 0.50 s (512 jobs sampled,
-#: first restricted LP already within 3e-4 of the optimum, 4 rounds). Only below
-#: `MIN_TYPES`: at 100 types a sample of 512 jobs has about 5 jobs per type, its prices are
-#: poor, and the simplex's vertex duals price out the columns of one or two bottleneck jobs
-#: per round (4,096 x 100: not certified within 12 rounds, 22 s, against 6.6 s from the
-#: objective-coefficient columns and interior-point duals)
+#: first restricted LP already within 3e-4 of the optimum, 4 rounds)
 PRICED_MIN_TYPES = 17
+#: PERFORMANCE knob: ... and up to this many types. Measured (4,096 jobs, ``many-types-K``
+#: instances of ``benchmarks/families.py``, max-min level, unpriced path / priced): k = 20
+#: 4.3 / 0.8 s, 30 3.3 / 0.9 s, 40 4.8 / 1.2 s, 48 8.3 / 2.6 s, 56 7.6 / 9.5 s, 64 9.6 /
+#: 24 s (there the first priced LP reaches 0.72 of the optimum 1.05 and the simplex's
+#: vertex duals price out one or two bottleneck jobs' columns per round: not certified in
+#: 12 rounds; sampling 1,024 or 2,048 jobs did not help); at 100 types 22 s against 6.6 s
+PRICED_MAX_TYPES = 48
 #: PERFORMANCE knob: jobs in the sampled LP (its capacities scaled by the sampled share);
 #: measured 256 / 512 / 1,024: 0.82 / 0.50 / 0.64 s in all at 4,096 x 30
 SAMPLE_JOBS = 512
@@ -103,8 +106,9 @@ def applies(k: int, E: int, single_job_columns: bool, priced: bool = False) -> b
     >>> applies(30, 122_880, True, priced=True), applies(100, 409_600, True, priced=True)
     (True, False)
     """
-    if priced:  # (above, the sampled prices are too noisy: see `PRICED_MIN_TYPES`)
-        return single_job_columns and PRICED_MIN_TYPES <= k < MIN_TYPES and E >= MIN_COLUMNS
+    if priced:  # (above `PRICED_MAX_TYPES` the sampled prices choose poor first columns)
+        return (single_job_columns and PRICED_MIN_TYPES <= k <= PRICED_MAX_TYPES
+                and E >= MIN_COLUMNS)
     return single_job_columns and k >= MIN_TYPES and E >= MIN_COLUMNS
 
 
