@@ -5,6 +5,8 @@ choices by hand."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -198,3 +200,38 @@ def test_priced_and_whole_agree_on_random_instances(n, k, seed, gangs, unit):
         ref = fa.max_min_fairness(jobs, cl, work_conserving=True)
     assert r.certificate.ok and all(c.ok for c in r.stage_certificates)
     assert r.objective == pytest.approx(ref.objective, rel=1e-7, abs=1e-12)
+
+
+def test_loose_simplex_duals_get_one_interior_point_retry(priced, monkeypatch):
+    # every column in the first restricted LP (so it is optimal for the whole LP), but the
+    # warm-startable solve returns duals perturbed by 0.1 %: no column prices out, the bound
+    # is loose, and one cold solve of the same restricted LP by the interior point certifies
+    monkeypatch.setattr(columns, "FIRST_PER_JOB", 10**6)
+    monkeypatch.setattr(columns, "MAX_SHARE", 1.0)
+    real = HighsBackend.solve_warm
+
+    def loose(self, lp, basis=None, **kw):  # type: ignore[no-untyped-def]
+        sol = real(self, lp, basis, **kw)
+        return dataclasses.replace(sol, row_duals=sol.row_duals * 1.001)
+
+    monkeypatch.setattr(HighsBackend, "solve_warm", loose)
+    jobs, cl = _instance(120, 20, seed=5)
+    r = fa.max_min_fairness(jobs, cl)
+    ref = _whole(monkeypatch, lambda: fa.max_min_fairness(jobs, cl))
+    assert r.stats.path.count(columns.RESTRICTED_LP) == 2  # warm, then the cold retry
+    assert not any(columns.RESTRICTED_LP in f for f in r.stats.fallbacks)
+    assert r.certificate.ok and r.objective == pytest.approx(ref.objective, rel=1e-7)
+
+
+def test_a_retry_that_does_not_certify_hands_over(priced, monkeypatch):
+    # one first column per job (not optimal) and no column ever added: the warm round, one
+    # cold retry, then the whole LP
+    monkeypatch.setattr(columns, "FIRST_PER_JOB", 1)
+    monkeypatch.setattr(columns, "priced_columns",
+                        lambda job, rc, active, tol, per_job=None: np.zeros_like(active))
+    jobs, cl = _instance(120, 20, seed=5)
+    r = fa.max_min_fairness(jobs, cl)
+    assert r.stats.path.count(columns.RESTRICTED_LP) == 2
+    assert any(f.startswith(f"{columns.RESTRICTED_LP}->exact-lp: no improving column left")
+               for f in r.stats.fallbacks)
+    assert r.stats.path[-1] == "exact-lp" and r.certificate.ok
