@@ -17,27 +17,10 @@ from fairalloc.backends import LinearProgram
 from fairalloc.backends.highs import HighsBackend
 from fairalloc.errors import SolverError
 from fairalloc.throughput import columns, stages
+from tests.columns_helpers import priced_everywhere, priced_instance, whole_lp
 
-
-def _instance(n: int, k: int, seed: int, gangs: bool = True) -> tuple[fa.Jobs, fa.Cluster]:
-    """Log-normal speeds on ``k`` types, few workers per type (capacity binds)."""
-    rng = np.random.default_rng(seed)
-    T = rng.lognormal(0.0, 0.8, n)[:, None] * rng.lognormal(0.0, 0.5, (n, k))
-    s = rng.choice([1, 2, 4], n, p=[0.7, 0.2, 0.1]) if gangs else np.ones(n, dtype=int)
-    workers = rng.integers(2 * n // k + 2, 4 * n // k + 4, k)
-    steps = rng.uniform(1e3, 1e5, n)
-    return (fa.Jobs(T, scale_factor=s, steps_remaining=steps),
-            fa.Cluster({f"t{j}": int(w) for j, w in enumerate(workers)}))
-
-
-def _priced_everywhere(m: pytest.MonkeyPatch) -> None:
-    """The priced path on every instance with at least 2 x 10 jobs (production: 17-48 types,
-    50,000 columns, 512 jobs sampled), the unpriced one nowhere."""
-    m.setattr(columns, "PRICED_MIN_TYPES", 1)
-    m.setattr(columns, "PRICED_MAX_TYPES", 10**9)
-    m.setattr(columns, "MIN_TYPES", 10**9)
-    m.setattr(columns, "MIN_COLUMNS", 0)
-    m.setattr(columns, "SAMPLE_JOBS", 10)
+_instance = priced_instance
+_priced_everywhere = priced_everywhere
 
 
 @pytest.fixture
@@ -45,27 +28,7 @@ def priced(monkeypatch: pytest.MonkeyPatch) -> None:
     _priced_everywhere(monkeypatch)
 
 
-def _whole(monkeypatch: pytest.MonkeyPatch, solve):  # type: ignore[no-untyped-def]
-    with monkeypatch.context() as m:
-        m.setattr(columns, "PRICED_MIN_TYPES", 10**9)
-        m.setattr(columns, "MIN_TYPES", 10**9)
-        return solve()
-
-
-@pytest.mark.parametrize("policy", ["max_min_fairness", "finish_time_fairness"])
-@pytest.mark.parametrize("wc", [False, True])
-def test_priced_columns_reach_the_whole_lps_optimum(priced, monkeypatch, policy, wc):
-    jobs, cl = _instance(120, 20, seed=5)
-    f = getattr(fa, policy)
-    r = f(jobs, cl, work_conserving=wc)
-    ref = _whole(monkeypatch, lambda: f(jobs, cl, work_conserving=wc))
-    assert columns.SAMPLED_PRICES in r.stats.path and columns.RESTRICTED_LP in r.stats.path
-    assert columns.RESTRICTED_LP not in ref.stats.path
-    assert r.certificate.ok and all(c.ok for c in r.stage_certificates)
-    assert r.objective == pytest.approx(ref.objective, rel=1e-7)
-    if wc:
-        assert r.effective_throughput.sum() == pytest.approx(
-            ref.effective_throughput.sum(), rel=1e-6)
+_whole = whole_lp
 
 
 def test_later_rounds_start_from_the_last_rounds_basis(priced, monkeypatch):

@@ -11,17 +11,12 @@ from hypothesis import strategies as st
 
 import fairalloc as fa
 from fairalloc.throughput import columns
+from tests.columns_helpers import many_type_instance, priced_everywhere, priced_instance, whole_lp
 
 
 def _instance(n: int, k: int, seed: int, gangs: bool = True) -> tuple[fa.Jobs, fa.Cluster]:
-    """Log-normal speeds on ``k`` types, few workers per type (capacity binds)."""
-    rng = np.random.default_rng(seed)
-    T = rng.lognormal(0.0, 0.8, n)[:, None] * rng.lognormal(0.0, 0.5, (n, k))
-    s = rng.choice([1, 2, 4], n, p=[0.7, 0.2, 0.1]) if gangs else np.ones(n, dtype=int)
-    workers = rng.integers(4, 12, k)
-    steps = rng.uniform(1e3, 1e5, n)
-    return (fa.Jobs(T, scale_factor=s, steps_remaining=steps),
-            fa.Cluster({f"t{j}": int(w) for j, w in enumerate(workers)}))
+    """Few workers per type (capacity binds)."""
+    return many_type_instance(n, k, seed, gangs)
 
 
 @pytest.fixture
@@ -32,26 +27,34 @@ def everywhere(monkeypatch):
     monkeypatch.setattr(columns, "MIN_COLUMNS", 0)
 
 
-def _whole(monkeypatch, solve):
-    """``solve()`` with restricted columns off (the whole LP, as before)."""
-    with monkeypatch.context() as m:
-        m.setattr(columns, "MIN_TYPES", 10**9)
-        return solve()
+_whole = whole_lp
 
 
+@pytest.mark.parametrize("priced", [False, True])
 @pytest.mark.parametrize("policy", ["max_min_fairness", "finish_time_fairness"])
 @pytest.mark.parametrize("wc", [False, True])
-def test_restricted_columns_reach_the_whole_lps_optimum(everywhere, monkeypatch, policy, wc):
-    jobs, cl = _instance(80, 12, seed=3)
+def test_restricted_columns_reach_the_whole_lps_optimum(monkeypatch, priced, policy, wc):
+    # unpriced: every instance, HiGHS named; priced (17-48 types in production): first
+    # columns by sampled capacity prices, warm rounds (fairalloc chooses HiGHS)
+    if priced:
+        priced_everywhere(monkeypatch)
+        jobs, cl = priced_instance(120, 20, seed=5)
+        kw: dict[str, str] = {}
+    else:
+        monkeypatch.setattr(columns, "MIN_TYPES", 1)
+        monkeypatch.setattr(columns, "MIN_COLUMNS", 0)
+        jobs, cl = _instance(80, 12, seed=3)
+        kw = {"method": "highs"}
     f = getattr(fa, policy)
-    r = f(jobs, cl, work_conserving=wc, method="highs")
-    ref = _whole(monkeypatch, lambda: f(jobs, cl, work_conserving=wc, method="highs"))
+    r = f(jobs, cl, work_conserving=wc, **kw)
+    ref = _whole(monkeypatch, lambda: f(jobs, cl, work_conserving=wc, **kw))
     assert columns.RESTRICTED_LP in r.stats.path
+    assert (columns.SAMPLED_PRICES in r.stats.path) == priced
     assert columns.RESTRICTED_LP not in ref.stats.path
     assert r.certificate.ok and all(c.ok for c in r.stage_certificates)
     assert r.objective == pytest.approx(ref.objective, rel=1e-7)
     # certified on the whole program: x has every column, the unused ones at 0
-    assert r.x.shape == (80, 12)
+    assert r.x.shape == np.asarray(jobs.throughput).shape
     if wc:
         assert r.effective_throughput.sum() == pytest.approx(
             ref.effective_throughput.sum(), rel=1e-6)
