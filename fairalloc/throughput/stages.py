@@ -541,8 +541,10 @@ class StageSolver:
         `fallbacks`). With `warm_levels` a level stage goes first to `_run_warm`; a warm point
         that does not certify (or no point) is recorded in `fallbacks` and the stage solved
         as above. On more than 64 types (`columns.applies`) the LP is first solved over
-        restricted columns (`columns.solve_restricted`, path step ``restricted-columns``; no warm
-        start), and as above only if that does not certify."""
+        restricted columns (`columns.solve_restricted`, path step ``restricted-columns``; no
+        warm start), and as above only if that does not certify; a first level stage on 17
+        to 48 types likewise, its first columns chosen by the capacity prices of a sampled
+        LP (`columns.sampled_prices`, path step ``sampled-prices``)."""
         inst = self.inst
         single = inst.pairs is None and not inst.placement
         lp: LinearProgram | None = None
