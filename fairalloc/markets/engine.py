@@ -204,7 +204,7 @@ def _polished(form: EdgeForm, z: np.ndarray, candidates: list[np.ndarray], noise
     polish's own prices (``candidates[0]``, exact on its support) are kept whenever they
     certify: another candidate's bound may be lower by rounding only, while its prices of
     goods worth little are accurate only to the solver's absolute tolerance."""
-    for cands in (candidates[:1], candidates):
+    for cands in ((candidates[:1], candidates) if len(candidates) > 1 else (candidates,)):
         cert, prices = form.certificate(z, cands, gap_tol=gap_tol, feas_tol=feas_tol)
         if cert.ok and cert.gap <= noise:
             _note(log, step)

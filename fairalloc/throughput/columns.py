@@ -264,7 +264,7 @@ def solve_restricted(solver: StageSolver, lp: LinearProgram, stage: LevelStage |
         active |= solver.columns_used
     A = lp.A.tocsc()
     reason = f"not certified within {MAX_ROUNDS} rounds"
-    warm = price is not None and solver._warm_backend()
+    warm = price is not None and solver.warm_backend()
     basis: LPBasis | None = None
     last: np.ndarray | None = None
     for _ in range(MAX_ROUNDS):
@@ -276,7 +276,7 @@ def solve_restricted(solver: StageSolver, lp: LinearProgram, stage: LevelStage |
         if basis is not None and last is not None:
             basis = basis.with_columns(last, keep)
         try:  # (infeasible too: the whole LP decides, a restricted one proves nothing)
-            sol, v, cert = solver._run_once(lp, stage, what,
+            sol, v, cert = solver.run_once(lp, stage, what,
                                             solver.backend if warm else backend,
                                             cols=(keep, A), warm=warm, basis=basis)
         except SolverError as exc:

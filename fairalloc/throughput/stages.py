@@ -557,7 +557,7 @@ class StageSolver:
         restricted = price is not None or columns.applies(inst.k, inst.E, single)
         # (many types: restricted columns beat a warm simplex on the whole LP, whose first
         # solve needs the interior point's crossover: 4,096 x 100, 3 Dinkelbach LPs 23.6 s)
-        if (self.warm_levels and isinstance(stage, LevelStage) and self._warm_backend()
+        if (self.warm_levels and isinstance(stage, LevelStage) and self.warm_backend()
                 and not restricted):
             warm = self._run_warm(stage, what)
             if warm is not None:
@@ -585,7 +585,7 @@ class StageSolver:
             if i:
                 self.step(CROSSOVER)
             try:
-                sol, v, cert = self._run_once(lp, stage, what, be)
+                sol, v, cert = self.run_once(lp, stage, what, be)
             except SolverError as exc:  # no usable point without crossover: try with it
                 if i + 1 == len(backends) or isinstance(exc, InfeasibleError):
                     raise
@@ -602,7 +602,7 @@ class StageSolver:
         return StageResult(lp, v, sol.row_duals, cert.primal_value, cert, sol.iterations,
                            self.layout(stage))
 
-    def _warm_backend(self) -> bool:
+    def warm_backend(self) -> bool:
         """Whether level LPs may be warm-started: fairalloc chose HiGHS (``backend="highs"``);
         a backend the caller named is used as given."""
         return self.backend_spec == "highs" and isinstance(self.backend, HighsBackend)
@@ -618,7 +618,7 @@ class StageSolver:
         source = WARM_LP if basis is not None else EXACT_LP
         self.step(source)
         try:
-            sol, v, cert = self._run_once(lp, stage, what, self.backend, warm=True,
+            sol, v, cert = self.run_once(lp, stage, what, self.backend, warm=True,
                                           basis=basis)
         except InfeasibleError:
             raise
@@ -638,7 +638,7 @@ class StageSolver:
         return StageResult(lp, v, sol.row_duals, cert.primal_value, cert, sol.iterations,
                            self.layout(stage))
 
-    def _run_once(self, lp: LinearProgram, stage: LevelStage | LinearStage, what: str,
+    def run_once(self, lp: LinearProgram, stage: LevelStage | LinearStage, what: str,
                   backend: Backend, *, warm: bool = False, basis: LPBasis | None = None,
                   cols: tuple[np.ndarray, sp.csc_matrix] | None = None
                   ) -> tuple[LPSolution, np.ndarray, Certificate]:
