@@ -579,3 +579,51 @@ def test_budget_units_give_the_same_equilibrium_to_the_last_digits(f):
     np.testing.assert_allclose(r.utility, base.utility, rtol=1e-9)
     np.testing.assert_allclose(r.prices, base.prices * f, rtol=1e-9)
     assert r.certificate.ok == base.certificate.ok
+
+
+# --- volatile Leontief: bundles of one buyer at very different scales ---------------------------
+#: the fuzz input (benchmarks/fuzz.py --examples 1500 --seed 7) on which every method raised
+#: CertificateError (relative gap 0.83): buyer 1 needs 2e5 of a good per unit of utility in
+#: one round and 5e-10 in another, and the bundles were scaled per buyer, not per round
+_FAR_BUNDLES = dict(
+    utility=np.array([[[0.0, 2.5429696049425897e-10, 8.194828333854081],
+                       [0.02532212976055125, 0.0, 0.15733432233571046],
+                       [4.919791493797424e-05, 0.0005406666907661151, 2.0486976543332707e-11]],
+                      [[5.333823130457695e-11, 221379.28610491706, 3.5762330307162014e-06],
+                       [0.0, 102.2535677303006, 5.714778400930338e-10],
+                       [0.00011590532215199193, 0.0, 0.0004998652170557389]]]),
+    budget=np.array([1760287.3063351342, 1759647.4662140107]),
+    supply=np.array([[1007166763306.0312, 1102097155427.0364, 2316662334487.2515],
+                     [2637033751538.6577, 3063037440086.2344, 1582284819118.0647],
+                     [1700438668367.0159, 2812060206476.1064, 2281122129147.57]]))
+
+
+@pytest.mark.parametrize("method", ["auto", "conic", "cvxpy"])
+def test_volatile_leontief_with_bundles_1e15_apart_is_certified(method: str) -> None:
+    r = fa.volatile_fisher_market(**_FAR_BUNDLES, kind="leontief", method=method)
+    assert r.certificate.ok and r.certificate.relative_gap <= 1e-6
+    checks = check_market(r, _FAR_BUNDLES["utility"], supply=_FAR_BUNDLES["supply"],
+                          kind="leontief", tol=1e-6)
+    assert all(checks.values()), {k: v.violation for k, v in checks.items() if not v}
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), data=st.data())
+def test_volatile_leontief_bundle_scales_do_not_break_the_solve(seed: int,
+                                                                  data: st.DataObject) -> None:
+    # each (buyer, round) bundle's demands multiplied by its own 10^k, |k| <= 12: the market
+    # is certified and is an equilibrium (per-bundle normalisation, fairalloc.markets.units)
+    u, b, s = random_market(seed, "leontief", True)
+    n, _, T = u.shape
+    k = np.array(data.draw(st.lists(st.integers(-12, 12), min_size=n * T, max_size=n * T)))
+    u = u * (10.0 ** k.reshape(n, 1, T))
+    r = fa.volatile_fisher_market(u, b, s, kind="leontief")
+    assert r.certificate.ok
+    # the allocation maps back to the caller's units: feasible, envy-free, Pareto optimal;
+    # budgets clear to first order in the certified gap (1.7e-6 at a gap of 8e-10 here,
+    # before and after the per-bundle units)
+    checks = check_market(r, u, supply=s, kind="leontief", tol=1e-6)
+    del checks["budget_clearing"]
+    assert all(checks.values()), {k: v.violation for k, v in checks.items() if not v}
+    assert check_market(r, u, supply=s, kind="leontief", tol=1e-4,
+                        properties=("budget_clearing",))["budget_clearing"]

@@ -70,22 +70,20 @@ from .engine import (
     certify_linear,
     demand_incumbent,
     edge_starts,
-    pow2_scale,
     resolve_price_scaled,
     solve_conic,
     solve_fast,
-    unit_scale,
 )
 from .leontief import solve_dual_certified
 from .result import MarketResult
 from .symmetry import buyer_classes, solve_reduced, worth_reducing
+from .units import market_units
 
 __all__ = ["FisherMarket"]
 
 MARKET_KINDS = ("linear", "leontief")  # utility forms (``kind=``)
 MARKET_METHODS = ("auto", "fast", "conic", "cvxpy", "dual")  # solution paths (``method=``)
 FAST_MIN_EDGES = 2000  # PERFORMANCE: "auto" takes the fast path above this many edges
-MIN_BUDGET_RATIO = 1e-300  # smallest representable budget relative to the largest
 PRICE_SCALED_RESOLVES = 3  # PERFORMANCE: at most this many price-scaled re-solves
 
 
@@ -171,51 +169,12 @@ class FisherMarket(Composable):
 
     # --- unit normalisation ---------------------------------------------------------------
     def _normalise(self) -> None:
-        """Factors that bring the market to unit scale.
-
-        Budgets are divided by ``fb``, their mean (it becomes 1), so the normalised budgets
-        are the same, to the last bit or two, in whatever unit the caller used (a
-        power-of-two factor left a unit-dependent factor in [1/2, 2), and two such markets
-        could certify different points within the gap tolerance). Each good's supply is
-        divided by a power of two ``fs_r`` (~1) and each buyer's utility row, measured per
-        normalised unit of goods, by a power of two ``ufac_i`` (largest entry ~1): exact, and
-        quantities already near 1 keep factor 1 (the conic solver's iteration counts on such
-        markets are unchanged). The equilibrium maps back as:
-        ``x = fs * x'``, ``U_i = ufac_i * U'_i``, ``p_r = fb * p'_r / fs_r`` and
-        ``sum B log U = fb * (sum B' log U' + sum B' log ufac)``.
-        """
-        n, m, T = self.n, self.m, self.T
-        s = self.supply.reshape(m * T)
-        with np.errstate(all="ignore"):  # extreme data are checked explicitly below
-            # mean budget ~1 (with a budget sum of 1 and many buyers the interior-point solver
-            # needs more iterations)
-            mean = float(np.mean(self.budget / np.max(self.budget))) * float(np.max(self.budget))
-            self._fb = float(unit_scale(mean))
-            self._fs = pow2_scale(s)
-            if self.kind == "linear":
-                per_unit = self.utility.reshape(n, m * T) * self._fs  # per normalised unit
-                self._ufac = pow2_scale(np.max(np.where(s > 0, per_unit, 0.0), axis=1))
-                self._u_norm = per_unit / self._ufac[:, None]
-            else:
-                demand = self.utility.reshape(n, m * T) / self._fs  # goods per utility
-                g = pow2_scale(np.max(demand, axis=1))
-                self._ufac = 1.0 / g
-                self._u_norm = demand / g[:, None]
-            self._b_norm = self.budget / self._fb
-        if not np.isfinite(self._fb):
-            raise InputError("the budgets exceed the float range", argument="budget")
-        tiny = ~(self.budget >= MIN_BUDGET_RATIO * np.max(self.budget)) | ~(self._b_norm > 0)
-        if tiny.any():
-            i = int(np.flatnonzero(tiny)[0])
-            raise InputError(f"budget[{i}] = {self.budget[i]:g} is too small next to the "
-                             "largest budget to be represented (ratio below 1e-300)",
-                             argument="budget", index=(i,))
-        if not (np.all(np.isfinite(self._u_norm)) and np.all(np.isfinite(self._ufac))
-                and np.all(self._ufac > 0)):
-            raise InputError("utility and supply are too far apart in scale to be represented "
-                             "(utility x supply overflows a float)", argument="utility")
-        self._s_norm = s / self._fs
-        self._shift = float(self._b_norm @ np.log(self._ufac))
+        """Factors that bring the market to unit scale (`fairalloc.markets.units`)."""
+        u = market_units(self.utility, self.budget, self.supply, self.kind)
+        self._units = u
+        self._fb, self._fs, self._ufac = u.fb, u.fs, u.ufac
+        self._u_norm, self._b_norm, self._s_norm, self._shift = (u.u_norm, u.b_norm,
+                                                                  u.s_norm, u.shift)
 
     def _user_certificate(self, cert: Certificate) -> Certificate:
         """A certificate of the normalised program, in the caller's units (``relative_gap``
@@ -254,7 +213,8 @@ class FisherMarket(Composable):
             e_idx, j = np.nonzero(sub)
             C = sp.csc_matrix((sub[e_idx, j], (j * T + rnd[e_idx], e_idx)),
                               shape=(m * T, owner.size))
-            weight = np.ones(owner.size)
+            weight = (np.ones(owner.size) if user_units
+                      else self._units.bundle_weights()[owner, rnd])
         values = valued.any(axis=1)
         if not values.all():
             i = int(np.flatnonzero(~values)[0])
@@ -284,7 +244,8 @@ class FisherMarket(Composable):
         else:
             level = np.zeros((n, T))
             rnd = np.nonzero(self._usable_rounds())[1]
-            level[form.owner, rnd] = z * self._ufac[form.owner]
+            assert self._units.efac is not None
+            level[form.owner, rnd] = z * self._units.efac[form.owner, rnd]
             flat = (self.utility.reshape(n, m, T) * level[:, None, :]).reshape(n, m * T)
         return flat.reshape((n, m, T) if self.volatile else (n, m))
 
@@ -368,7 +329,9 @@ class FisherMarket(Composable):
             spread = var @ select
             alloc_n = cp.multiply(self._u_norm, spread)
             x = alloc_n if unit_goods else cp.multiply(self._u_norm * fs, spread)
-            util_n = cp.sum(var, axis=1)
+            weights = self._units.bundle_weights()
+            util_n = cp.sum(var if np.all(weights == 1.0) else cp.multiply(weights, var),
+                            axis=1)
             unusable = ~self._usable_rounds()
             extra = [cp.multiply(unusable.astype(float), var) == 0] if unusable.any() else []
         util = util_n if unit_util else cp.multiply(ufac, util_n)
@@ -792,7 +755,8 @@ class FisherMarket(Composable):
         with np.errstate(divide="ignore", invalid="ignore"):
             level = np.where(A3 > 0, X3 / A3, np.inf).min(axis=1)
         rnd = np.nonzero(self._usable_rounds())[1]
-        return level[form.owner, rnd] / self._ufac[form.owner]
+        assert self._units.efac is not None
+        return level[form.owner, rnd] / self._units.efac[form.owner, rnd]
 
     def __repr__(self) -> str:
         shape = f"{self.n}x{self.m}" + (f"x{self.T}" if self.volatile else "")
