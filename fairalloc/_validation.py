@@ -256,6 +256,10 @@ def as_gang_sizes(workers: Any, n: int, num_gpus: float) -> np.ndarray:
     ([1.0, 1.0], [1.0, 4.0])
     """
     if workers is None:
+        if n and num_gpus < 1:  # (5e-324 GPUs made a makespan term -inf)
+            raise InputError(f"num_gpus = {num_gpus:g} is less than one GPU: the default gang "
+                             "of one worker does not fit (pass workers, or count GPUs)",
+                             argument="num_gpus")
         return np.ones(n)
     w = as_array(workers, "workers", ndim=1, shape=(n,), positive=True, integer=True)
     big = np.flatnonzero(w > num_gpus)

@@ -152,6 +152,10 @@ def test_term_is_concave_and_composes_with_affine_work():
         ({"remaining": [np.nan, 2.0]}, "remaining"),
         ({"remaining": [0.0, 0.0]}, "remaining"),  # Z0 = 0
         ({"num_gpus": 0}, "num_gpus"),
+        # fuzz (seed 8): a denormal GPU count made the term -inf; a default gang of one
+        # worker does not fit in less than one GPU
+        ({"num_gpus": 5e-324}, "num_gpus"),
+        ({"num_gpus": 0.5}, "num_gpus"),
         ({"workers": [1, 3]}, "workers"),
         ({"workers": [1.5, 1]}, "workers"),
         ({"lam": -1.0}, "lam"),
