@@ -554,6 +554,18 @@ def test_limit_before_any_point_gives_a_feasible_time_limit_incumbent(kind: str)
     assert np.all(r.allocation.sum(axis=0) <= 1.0 + 1e-12)
 
 
+def test_composed_model_stopped_before_a_feasible_point_is_a_time_limit_solver_error() -> None:
+    # fuzz (seed 8): CertificateError (relative gap 1, residual 1) at time_limit=1e-9; the
+    # solve did not fail numerically, it was stopped: a SolverError with status time_limit
+    u = np.array([[[0.0], [1e12]], [[5.6e11], [0.0]], [[1.7e12], [0.0]], [[1.4e12], [0.0]]])
+    m = fa.FisherMarket(u)
+    m.add_constraint(m.x[0, 0] <= 0.01)
+    with pytest.raises(fa.SolverError) as err:
+        m.solve(time_limit=1e-9, backend="clarabel")
+    assert err.value.status == "time_limit" and not isinstance(err.value, fa.CertificateError)
+    assert m.solve(backend="clarabel").certificate.ok  # without the limit: solved
+
+
 @pytest.mark.parametrize("kind", ["linear", "leontief"])
 def test_dual_value_at_prices_near_the_float_limit_is_inf_not_nan(kind):
     U = np.array([[1.0, 2, 3, 4], [2, 1, 1, 1], [1, 1, 2, 2], [3, 1, 1, 2]])

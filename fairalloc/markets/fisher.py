@@ -466,7 +466,8 @@ class FisherMarket(Composable):
             If the certified gap or residual misses its tolerance (other than at a time
             limit, see Returns).
         SolverError
-            If a solver fails (any foreign exception is chained as the cause).
+            If a solver fails (any foreign exception is chained as the cause), or stops at
+            ``time_limit`` before a feasible point (``status="time_limit"``).
 
         Notes
         -----
@@ -524,6 +525,10 @@ class FisherMarket(Composable):
             if (log.hit_limit and np.isfinite(cert.gap) and np.isfinite(cert.primal_value)
                     and cert.primal_residual <= feas_tol):
                 status = Status.TIME_LIMIT  # a feasible incumbent with its proven gap
+            elif log.hit_limit:  # stopped before any feasible point (fuzz seed 8)
+                raise SolverError(f"the time limit ({time_limit} s) was reached before a "
+                                  f"feasible point (primal residual {cert.primal_residual:.3g})",
+                                  backend=log.backend, status="time_limit")
             else:
                 cert.check(backend=log.backend)
         with np.errstate(all="ignore"):
