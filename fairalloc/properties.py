@@ -41,7 +41,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._validation import as_array, as_option, as_tolerance
-from .errors import InputError, SolverError
+from .errors import InfeasibleError, InputError, SolverError
 from .results import readonly
 
 __all__ = [
@@ -318,6 +318,15 @@ def pareto_gain(util: sp.spmatrix, own: np.ndarray, feasible: sp.spmatrix,
     zeros iff no feasible allocation makes someone better off with nobody worse off. Shared by
     `pareto_optimal` and `fairalloc.testing`'s cluster domain.
 
+    Raises
+    ------
+    InputError
+        For malformed or non-finite arguments (named).
+    InfeasibleError
+        When no feasible allocation reaches the utilities ``own``.
+    SolverError
+        When HiGHS ends without an optimum otherwise.
+
     Examples
     --------
     >>> import scipy.sparse as sp
@@ -366,6 +375,11 @@ def pareto_gain(util: sp.spmatrix, own: np.ndarray, feasible: sp.spmatrix,
         col_upper=np.r_[col_upper / cs, np.full(n, np.inf)],
     )
     sol = HighsBackend().solve_lp(lp)
+    if sol.status == "infeasible":  # (fuzz seed 10: own = [1e308, 0])
+        raise InfeasibleError("no feasible allocation gives every agent its utility in own: "
+                              "own is above what the feasible set reaches (is it the "
+                              "utilities of a feasible allocation?)", backend="highs",
+                              status=sol.raw_status)
     if sol.status != "optimal" or sol.x is None:
         raise SolverError(f"Pareto LP failed: {sol.raw_status}", backend="highs",
                           status=sol.raw_status)

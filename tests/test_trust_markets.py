@@ -520,6 +520,12 @@ def test_pareto_gain_is_unit_invariant_validated_and_read_only(a: float) -> None
         pareto_gain(sp.csr_matrix([[1.0]]), np.array([0.0]), sp.csr_matrix([[1.0]]),
                     np.array([np.nan]), np.array([np.inf]))
     assert info.value.argument == "feasible_upper"
+    # utilities no feasible allocation reaches (fuzz seed 10): InfeasibleError, not a
+    # SolverError that reads like a solver failure
+    with pytest.raises(fa.InfeasibleError, match="own is above"):
+        pareto_gain(sp.csr_matrix([[2.6e-6, 0.0], [0.0, 1e-6]]), np.array([1e308, 0.0]),
+                    sp.csr_matrix(np.eye(2)), np.array([0.0019, 0.00196]),
+                    np.array([np.inf, np.inf]))
 
 
 def test_composition_arguments_are_validated() -> None:
