@@ -641,8 +641,11 @@ def space_sharing_cases(draw: Any) -> dict:
     pairs = [[i, j] for i in range(n) for j in range(i + 1, n)][:3]
     if not pairs:
         pairs = [[0, 0]]
-    tp = rng.uniform(0.1, 1.0, (len(pairs), k, 2)) * np.asarray(case["throughput"],
-                                                                  float).max(initial=1.0)
+    try:  # a corrupted throughput (strings, None) has no largest value: unit pair speeds
+        top = float(np.nanmax(np.asarray(case["throughput"], float), initial=1.0))
+    except (TypeError, ValueError):
+        top = 1.0
+    tp = rng.uniform(0.1, 1.0, (len(pairs), k, 2)) * top
     case["pairs"] = (pairs, corrupt(rng, tp, corruption(draw, 0.15)))
     return case
 
