@@ -731,6 +731,9 @@ def test_bad_layout_and_scheduler_arguments():
     with pytest.raises(fa.InputError) as exc:
         RoundScheduler([[0.5]], [1]).run(-1)
     assert exc.value.argument == "rounds"
+    with pytest.raises(fa.InputError) as exc:  # fuzz (seed 15): numpy's ValueError
+        RoundScheduler([[0.5]], [1]).run(10**400)
+    assert exc.value.argument == "rounds"
     with pytest.raises(fa.InputError) as exc:
         RoundScheduler([[0.5]], [4], servers=ServerLayout({"a": [2]}))
     assert exc.value.argument == "servers"

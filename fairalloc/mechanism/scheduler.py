@@ -173,7 +173,11 @@ class RoundScheduler:
         if isinstance(rounds, bool) or not isinstance(rounds, int | np.integer) or rounds < 0:
             raise InputError(f"rounds must be a non-negative integer, got {rounds!r}",
                              argument="rounds")
-        out = np.empty(int(rounds))
+        try:  # (fuzz seed 15: a 400-digit count raised numpy's ValueError)
+            out = np.empty(int(rounds))
+        except (ValueError, OverflowError, MemoryError):
+            raise InputError(f"rounds = {rounds} is too many to record one error per round "
+                             "in memory", argument="rounds") from None
         for i in range(int(rounds)):
             self.step()
             out[i] = self.error
