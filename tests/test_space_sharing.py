@@ -142,3 +142,22 @@ def test_bad_pairs_and_placement():
     with pytest.raises(fa.InputError, match="consolidated_capacity"):
         fa.max_min_fairness(jobs, cl, unconsolidated_throughput=[[1.0], [1.0]],
                             consolidated_capacity=[2])
+
+
+def test_job_rows_spanning_1e23_are_certified_by_the_clarabel_retry():
+    # fuzz (seed 15): job 1 runs at 1e-20 steps/s alone and at 1e2 in its pair, so its level
+    # row spans 1e23 and HiGHS dropped its tiny coefficients: its point missed the bound by
+    # 1.6 % (CertificateError). The last restricted LP is solved again by Clarabel.
+    jobs = fa.Jobs(np.array([[0.0, 608.5731125658065, 127.21688545929815],
+                             [3.764728204273962e-20, 2.9749372630608634e-21, 0.0]]))
+    cl = fa.Cluster({"t0": 2, "t1": 1, "t2": 5})
+    pairs = JobPairs([[0, 1]], np.array([[[453.0121913083443, 602.6702486906012],
+                                          [605.6680053415027, 316.0007943496397],
+                                          [142.13937732263426, 251.38716833609934]]]))
+    r = max_min_space_sharing(jobs, cl, pairs, gap_tol=1e-6)
+    assert r.certificate.ok and r.certificate.relative_gap <= 1e-6
+    assert "clarabel-master" in r.stats.path and r.stats.backend == "highs+clarabel"
+    assert r.objective == pytest.approx(3.9115859138666567, rel=1e-8)
+    # a backend the caller names is used as given: HiGHS alone cannot certify it
+    with pytest.raises(fa.CertificateError):
+        max_min_space_sharing(jobs, cl, pairs, backend=fa.get_backend("highs", need="lp"))
