@@ -117,8 +117,10 @@ class EdgeForm:
             return float(self.budget @ np.log(u))
 
     def beta(self, prices: np.ndarray) -> np.ndarray:
-        """Cheapest price of one unit of utility for each buyer: ``min_e (C^T p)_e / w_e``."""
-        q = (self.C.T @ prices) / self.weight
+        """Cheapest price of one unit of utility for each buyer: ``min_e (C^T p)_e / w_e``
+        (an edge worth a denormal 5e-324 costs ``inf`` per unit: no warning, fuzz seed 16)."""
+        with np.errstate(over="ignore"):
+            q = (self.C.T @ prices) / self.weight
         return np.minimum.reduceat(q, self.starts)
 
     def dual_value(self, prices: np.ndarray) -> float:
@@ -689,7 +691,7 @@ def _polish_linear(form: EdgeForm, z: np.ndarray, p: np.ndarray, tie: float | No
 def _forest_equilibrium(form: EdgeForm, cand: np.ndarray, share: np.ndarray
                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """Prices and spending of the equilibrium supported on a max-flow forest of ``cand``."""
-    from scipy.sparse.csgraph import minimum_spanning_tree
+    from scipy.sparse.csgraph import connected_components, minimum_spanning_tree
     from scipy.sparse.linalg import spsolve
 
     n, R = form.n, form.supply.size
@@ -708,13 +710,26 @@ def _forest_equilibrium(form: EdgeForm, cand: np.ndarray, share: np.ndarray
     out = support_prices(form, np.flatnonzero(on), forest=True)
     if out is None:
         return None
-    price, Mf, free = out
+    price, _, _ = out
     owner = form.owner[on]
     # spending flow on the forest: buyer sums B_i, good sums p_r s_r (one redundant row per
-    # component, dropped with the fixed node)
+    # component). The row dropped is the component's largest balance: every other row is then
+    # solved without cancelling against it (dropping the first buyer's, a budget 1e-296 of
+    # the other's, gave it its good's rounding: 5e-16 of the supply, 1e280 x its share)
     rhs_flow = np.r_[form.budget, price * form.supply]
+    edges = np.flatnonzero(on)
+    ends = np.r_[owner, n + form.C.indices[edges]]
+    inc = sp.csr_matrix((np.ones(2 * edges.size), (ends, np.tile(np.arange(edges.size), 2))),
+                        shape=(nodes, edges.size))
+    _, label = connected_components(inc @ inc.T, directed=False)
+    used = np.flatnonzero(np.diff(inc.indptr) > 0)
+    by_comp = used[np.lexsort((-rhs_flow[used], label[used]))]
+    first = np.r_[True, label[by_comp][1:] != label[by_comp][:-1]][: by_comp.size]
+    keep = np.zeros(nodes, dtype=bool)
+    keep[used] = True
+    keep[by_comp[first]] = False
     try:
-        flow = np.atleast_1d(spsolve(abs(Mf).T.tocsc(), rhs_flow[free]))
+        flow = np.atleast_1d(spsolve(inc[keep].tocsc(), rhs_flow[keep]))
     except Exception:  # pragma: no cover
         return None
     if not np.all(np.isfinite(flow)) or np.any(flow < -NEG_FLOW_TOL * form.budget[owner]):
