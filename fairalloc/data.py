@@ -17,6 +17,10 @@ from .errors import InputError
 
 __all__ = ["Cluster", "JobPairs", "Jobs"]
 
+#: ACCURACY: smallest representable job weight, or positive throughput, relative to the largest
+#: (as markets' budgets): every LP divides by them
+_MIN_RATIO = 1e-300
+
 
 @dataclass(frozen=True, init=False)
 class Cluster:
@@ -157,8 +161,22 @@ class Jobs:
                 argument="throughput",
                 index=(i,),
             )
+        top = float(tp.max(initial=0.0))
+        tiny = (tp > 0) & (tp < _MIN_RATIO * top)
+        if tiny.any():  # (fuzz seed 18: 1e308 beside 5e-10 overflowed a stage's objective)
+            i, j = (int(v) for v in np.argwhere(tiny)[0])
+            raise InputError(f"throughput[{i}, {j}] = {tp[i, j]:g} is too small next to the "
+                             f"largest throughput {top:g} to be represented (ratio below "
+                             f"{_MIN_RATIO:g}); use 0 where a job cannot run, or other units",
+                             argument="throughput", index=(i, j))
         sf = _optional(scale_factor, "scale_factor", n, 1.0, positive=True, integer=True)
         w = _optional(weight, "weight", n, 1.0, positive=True)
+        tiny = w < _MIN_RATIO * float(np.max(w, initial=0.0))
+        if tiny.any():  # (fuzz seed 16: a weight of 5e-324, 1 / w = inf in every LP)
+            i = int(np.flatnonzero(tiny)[0])
+            raise InputError(f"weight[{i}] = {w[i]:g} is too small next to the largest weight "
+                             f"to be represented (ratio below {_MIN_RATIO:g})",
+                             argument="weight", index=(i,))
         if ids is None:
             labels: tuple[Hashable, ...] = tuple(range(n))
         else:
