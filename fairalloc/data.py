@@ -171,6 +171,7 @@ class Jobs:
                              argument="throughput", index=(i, j))
         sf = _optional(scale_factor, "scale_factor", n, 1.0, positive=True, integer=True)
         w = _optional(weight, "weight", n, 1.0, positive=True)
+        assert w is not None  # (a default is given)
         tiny = w < _MIN_RATIO * float(np.max(w, initial=0.0))
         if tiny.any():  # (fuzz seed 16: a weight of 5e-324, 1 / w = inf in every LP)
             i = int(np.flatnonzero(tiny)[0])

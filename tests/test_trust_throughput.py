@@ -619,3 +619,22 @@ def test_makespan_when_the_solver_fills_the_type_before_a_tiny_job(top):
     # job 1 (a whole-type gang) sets it, the others take a ~2e-6 share beside it
     assert r.objective == pytest.approx(9.97 / 2984.57, rel=1e-5)
     assert (r.effective_throughput > 0).all()
+
+
+def test_a_job_needing_a_sliver_of_a_full_type_is_topped_up() -> None:
+    # fuzz (seed 22): job 4 needs 7.6e-8 of t0, which job 2 (the slowest) fills to HiGHS'
+    # tolerance; the top-up could free only 1e-8 of a type, so job 4 got nothing and the
+    # certified makespan level was 0 (CertificateError, relative gap 1) in these units and
+    # not in units x1000. A full type now gives up to a quarter of the gap tolerance.
+    T = np.array([[0.6404619893787001, 0.019480796202021568],
+                  [0.00012272725678265993, 20975.406013709504],
+                  [0.0017883081953908994, 0.00043002167896528275],
+                  [0.1825773868330646, 974.315838835906],
+                  [80436.66213163575, 0.00022328331964347853]])
+    steps = np.array([2543891.9123673714, 9047086.072659519, 2504744.413091284,
+                      8750731.265467828, 8598370.061819471])
+    cl = fa.Cluster({"t0": 1, "t1": 2})
+    r = fa.min_makespan(fa.Jobs(T, steps_remaining=steps), cl)
+    r3 = fa.min_makespan(fa.Jobs(T, steps_remaining=steps * 1e3), cl)
+    assert r.certificate.ok and r3.certificate.ok
+    assert r.objective == pytest.approx(r3.objective / 1e3, rel=1e-6)

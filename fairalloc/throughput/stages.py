@@ -510,7 +510,12 @@ class StageSolver:
             return xcol
         need = np.where(pos, stage.h + stage.b * theta - stage.C @ xcol, 0.0)
         scale = np.abs(stage.h) + stage.b * abs(theta)
-        return top_up_rows(self.inst, stage.C, need, scale, xcol)
+        # without kept rows a full type may give up to a quarter of the gap tolerance: a job
+        # needing 7.6e-8 of a type another job filled (the solver's tolerance) got nothing,
+        # and the certified makespan level was 0 (fuzz seed 22); kept rows keep TOP_UP_SHRINK
+        shrink = (TOP_UP_SHRINK if self.fixed
+                  else max(TOP_UP_SHRINK, TOP_UP_GAP_SHARE * self.gap_tol))
+        return top_up_rows(self.inst, stage.C, need, scale, xcol, shrink)
 
     def certificate(self, lp: LinearProgram, stage: LevelStage | LinearStage, v: np.ndarray,
                     duals: np.ndarray) -> Certificate:
@@ -713,14 +718,18 @@ def capacity_prices(res: StageResult) -> np.ndarray:
 #: room for a job the solver left short (a performance-neutral accuracy knob: 100x below the
 #: default relative gap tolerance, so the shrink never decides a certificate).
 TOP_UP_SHRINK = 1e-8
+#: ACCURACY: share of the gap tolerance a full type may give up to a job left short, in a
+#: level stage without kept rows (`StageSolver.top_up`)
+TOP_UP_GAP_SHARE = 0.25
 
 
 def top_up_rows(inst: ColumnInstance, C: sp.csr_matrix, need: np.ndarray, scale: np.ndarray,
-                xcol: np.ndarray) -> np.ndarray:
+                xcol: np.ndarray, max_shrink: float = TOP_UP_SHRINK) -> np.ndarray:
     """Give each job ``m`` whose row ``C[m] @ x >= ...`` falls short by ``need[m]`` (more than
     ``_TOP_UP_SHORT * scale[m]``) the missing amount on its best single-job column, clipped to
-    the job's spare time and each type's spare workers (scaled down together); the allocation stays
-    feasible and the caller's certificate decides. Used for level rows and SLO rows, which a
+    the job's spare time and each type's spare workers (scaled down together, a full type's
+    columns first by at most ``max_shrink``); the allocation stays feasible and the caller's
+    certificate decides. Used for level rows and SLO rows, which a
     solver with an absolute feasibility tolerance can leave at 0 when they need a tiny share.
     """
     short = need > _TOP_UP_SHORT * scale
@@ -755,7 +764,7 @@ def top_up_rows(inst: ColumnInstance, C: sp.csr_matrix, need: np.ndarray, scale:
     used = inst.W @ xcol
     with np.errstate(divide="ignore", invalid="ignore"):
         shrink = (inst.cap - use) / used
-    shrink = np.where((use > spare) & (used > 0) & (shrink >= 1.0 - TOP_UP_SHRINK)
+    shrink = np.where((use > spare) & (used > 0) & (shrink >= 1.0 - max_shrink)
                       & (shrink < 1.0), shrink, 1.0)
     if np.any(shrink < 1.0):
         out = out * shrink[inst.col_type]
