@@ -170,16 +170,12 @@ class FisherMarket(Composable):
     # --- unit normalisation ---------------------------------------------------------------
     def _normalise(self) -> None:
         """Factors that bring the market to unit scale (`fairalloc.markets.units`)."""
-        u = market_units(self.utility, self.budget, self.supply, self.kind)
-        self._units = u
-        self._fb, self._fs, self._ufac = u.fb, u.fs, u.ufac
-        self._u_norm, self._b_norm, self._s_norm, self._shift = (u.u_norm, u.b_norm,
-                                                                  u.s_norm, u.shift)
+        self._units = market_units(self.utility, self.budget, self.supply, self.kind)
 
     def _user_certificate(self, cert: Certificate) -> Certificate:
         """A certificate of the normalised program, in the caller's units (``relative_gap``
         and the residuals are unchanged: they are ratios of quantities in the same units)."""
-        fb, shift = self._fb, self._shift
+        fb, shift = self._units.fb, self._units.shift
         return Certificate(
             kind=cert.kind, primal_value=fb * (cert.primal_value + shift),
             dual_bound=fb * (cert.dual_bound + shift), gap=fb * cert.gap,
@@ -188,14 +184,14 @@ class FisherMarket(Composable):
             scale=None if cert.scale is None else fb * cert.scale)
 
     def _user_prices(self, p_norm: np.ndarray) -> np.ndarray:
-        return np.asarray(p_norm, dtype=float) * self._fb / self._fs
+        return np.asarray(p_norm, dtype=float) * self._units.fb / self._units.fs
 
     # --- edge form ------------------------------------------------------------------------
     def _edge_form(self, user_units: bool = False) -> EdgeForm:
         """The edge form, normalised (what is solved) or in the caller's units."""
         n, m, T = self.n, self.m, self.T
         # column j*T + t
-        U = self.utility.reshape(n, m * T) if user_units else self._u_norm
+        U = self.utility.reshape(n, m * T) if user_units else self._units.u_norm
         s = self.supply.reshape(m * T)
         if self.kind == "linear":
             valued = U > 0  # (an entry below 1e-308 of its row's largest counts as 0)
@@ -230,8 +226,8 @@ class FisherMarket(Composable):
         if user_units:
             return EdgeForm(owner, weight.astype(float), C, self.budget, s.astype(float),
                              edge_starts(owner, n))
-        return EdgeForm(owner, weight.astype(float), C, self._b_norm,
-                         self._s_norm.astype(float), edge_starts(owner, n))
+        return EdgeForm(owner, weight.astype(float), C, self._units.b_norm,
+                         self._units.s_norm.astype(float), edge_starts(owner, n))
 
     def _allocation(self, z: np.ndarray) -> np.ndarray:
         """The allocation in the caller's units from normalised edge levels ``z``."""
@@ -240,7 +236,7 @@ class FisherMarket(Composable):
         if self.kind == "linear":
             res = form.C.indices
             flat = np.zeros((n, m * T))
-            flat[form.owner, res] = z * self._fs[res]
+            flat[form.owner, res] = z * self._units.fs[res]
         else:
             level = np.zeros((n, T))
             rnd = np.nonzero(self._usable_rounds())[1]
@@ -310,7 +306,7 @@ class FisherMarket(Composable):
         import cvxpy as cp
 
         n, m, T = self.n, self.m, self.T
-        fs, ufac = self._fs, self._ufac
+        fs, ufac = self._units.fs, self._units.ufac
         unit_goods = bool(np.all(fs == 1.0))
         unit_util = bool(np.all(ufac == 1.0))
         x: Any
@@ -318,7 +314,7 @@ class FisherMarket(Composable):
         alloc_n: Any
         if self.kind == "linear":
             var = cp.Variable((n, m * T), nonneg=True, name="x")
-            util_n = cp.sum(cp.multiply(self._u_norm, var), axis=1)
+            util_n = cp.sum(cp.multiply(self._units.u_norm, var), axis=1)
             alloc_n = var
             x = var if unit_goods else cp.multiply(np.broadcast_to(fs, (n, m * T)), var)
             extra = []
@@ -327,15 +323,15 @@ class FisherMarket(Composable):
             select = sp.csr_matrix((np.ones(m * T), (np.tile(np.arange(T), m),
                                                      np.arange(m * T))), shape=(T, m * T))
             spread = var @ select
-            alloc_n = cp.multiply(self._u_norm, spread)
-            x = alloc_n if unit_goods else cp.multiply(self._u_norm * fs, spread)
+            alloc_n = cp.multiply(self._units.u_norm, spread)
+            x = alloc_n if unit_goods else cp.multiply(self._units.u_norm * fs, spread)
             weights = self._units.bundle_weights()
             util_n = cp.sum(var if np.all(weights == 1.0) else cp.multiply(weights, var),
                             axis=1)
             unusable = ~self._usable_rounds()
             extra = [cp.multiply(unusable.astype(float), var) == 0] if unusable.any() else []
         util = util_n if unit_util else cp.multiply(ufac, util_n)
-        supply_con = cp.sum(alloc_n, axis=0) <= self._s_norm
+        supply_con = cp.sum(alloc_n, axis=0) <= self._units.s_norm
         return {"x": x, "util": util, "util_n": util_n, "var": var, "supply": supply_con,
                 "extra": extra}
 
@@ -395,9 +391,9 @@ class FisherMarket(Composable):
     def _problem(self, cvx: dict[str, Any]) -> Any:
         import cvxpy as cp
 
-        objective = cp.sum(cp.multiply(self._b_norm, cp.log(cvx["util_n"])))
+        objective = cp.sum(cp.multiply(self._units.b_norm, cp.log(cvx["util_n"])))
         for term in self._terms:
-            objective = objective + (term if self._fb == 1.0 else term / self._fb)
+            objective = objective + (term if self._units.fb == 1.0 else term / self._units.fb)
         return cp.Problem(cp.Maximize(objective),
                           [cvx["supply"], *cvx["extra"], *self._constraints])
 
@@ -494,7 +490,7 @@ class FisherMarket(Composable):
         warm = None
         if warm_start is not None:
             warm = as_array(warm_start, "warm_start", ndim=self.supply.ndim,
-                            shape=self.supply.shape).reshape(-1) * self._fs / self._fb
+                            shape=self.supply.shape).reshape(-1) * self._units.fs / self._units.fb
         requested = method
         if method == "auto":
             method = "cvxpy" if self.composed else self._plain_method()
@@ -657,7 +653,7 @@ class FisherMarket(Composable):
         return z, p, cert, iters, solves
 
     def _utilities(self, alloc: np.ndarray) -> np.ndarray:
-        return self._form.utilities(self._edge_levels(alloc)) * self._ufac
+        return self._form.utilities(self._edge_levels(alloc)) * self._units.ufac
 
     def _constraints_hold(self, alloc: np.ndarray, feas_tol: float) -> bool:
         """Whether every added constraint holds at ``alloc`` (caller's units), within
@@ -754,7 +750,7 @@ class FisherMarket(Composable):
         flat = alloc.reshape(n, -1)
         if self.kind == "linear":
             res = form.C.indices
-            return flat[form.owner, res] / self._fs[res]
+            return flat[form.owner, res] / self._units.fs[res]
         A3 = self.utility.reshape(n, self.m, self.T)
         X3 = alloc.reshape(n, self.m, self.T)
         with np.errstate(divide="ignore", invalid="ignore"):

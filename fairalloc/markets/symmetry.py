@@ -151,7 +151,7 @@ def solve_reduced(market: FisherMarket, classes: Classes, method: str, *, gap_to
     form = market._form
     alloc = expand_allocation(classes, r.allocation, market.budget)
     z = form.repair(market._edge_levels(alloc))
-    p_n = r.prices.reshape(-1) * market._fs / market._fb
+    p_n = r.prices.reshape(-1) * market._units.fs / market._units.fb
     cert, prices = form.certificate(z, [p_n], gap_tol=gap_tol, feas_tol=feas_tol)
     if not cert.ok and not log.hit_limit:
         log.fallback("symmetry", "items", "the expanded point was not certified on the "
