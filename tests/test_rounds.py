@@ -87,6 +87,11 @@ def test_empty_round_and_all_drained(policy):
                        **{k: {"a": v["a"]} for k, v in PER_JOB.items()})
     assert r.allocation == {"a": {"v100": 0.0}} and r.certificate.ok
     assert r.drained_types == ("v100",) and r.unrunnable_jobs == ("a",)
+    # an empty round still validates its solve options (fuzz seed 24 accepted 1+1j)
+    for bad in ({"gap_tol": 1 + 1j}, {"feas_tol": -1.0}):
+        with pytest.raises(fa.InputError) as err:
+            fa.solve_round(policy, {}, {"v100": 2}, **{**kw, **bad})
+        assert err.value.argument == next(iter(bad))
 
 
 def test_dicts_numpy_and_pandas_agree():

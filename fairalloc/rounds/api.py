@@ -66,7 +66,14 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import as_array, as_bool, as_option, as_positive_int
+from .._validation import (
+    as_array,
+    as_bool,
+    as_option,
+    as_positive_int,
+    as_time_limit,
+    as_tolerance,
+)
 from ..data import Cluster, Jobs
 from ..errors import InputError
 from ..results import Certificate, Result, SolveStats, Status
@@ -399,6 +406,7 @@ def _solve_arrays(t0: float, policy: str, T: np.ndarray, cap: np.ndarray,
     prices = np.zeros(k)
     tp = np.zeros(n)
     if rj.size == 0 or pt.size == 0:
+        _check_options(options)  # (an empty round solves nothing: its options still count)
         stats = SolveStats(backend="none", method="empty", seconds=time.perf_counter() - t0,
                            iterations=0, solves=0)
         return RoundResult(objective=0.0, status=Status.OPTIMAL, stats=stats,
@@ -452,6 +460,16 @@ def _solve_arrays(t0: float, policy: str, T: np.ndarray, cap: np.ndarray,
                        effective_throughput=tp, job_ids=ids, types=tnames,
                        drained_types=drained, unrunnable_jobs=unrunnable, policy=policy,
                        reduced=res)
+
+
+def _check_options(options: dict[str, Any]) -> None:
+    """Validate the numeric solve options every policy shares (tolerances, time limit) where
+    no solve runs to do it (fuzz seed 24: an empty round accepted ``gap_tol=1+1j``)."""
+    for name in ("gap_tol", "feas_tol", "stage_tol", "bottleneck_tol"):
+        if name in options:
+            as_tolerance(options[name], name)
+    if "time_limit" in options:
+        as_time_limit(options["time_limit"])
 
 
 def _solve_market(U: np.ndarray, supply: np.ndarray, budget: np.ndarray | None, *,
