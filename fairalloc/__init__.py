@@ -28,7 +28,9 @@ from .errors import (
     InfeasibleError,
     InputError,
     SolverError,
+    UnboundedError,
 )
+from .solvelog import SolveStatus
 
 __version__ = "0.1.0"
 
@@ -138,7 +140,9 @@ __all__ = [
     "FairallocWarning",
     "InfeasibleError",
     "InputError",
+    "SolveStatus",
     "SolverError",
+    "UnboundedError",
     *sorted(_LAZY),
 ]
 

@@ -8,6 +8,8 @@ Every error the library raises on purpose derives from [`FairallocError`][fairal
   backend name and its raw status.
 * [`InfeasibleError`][fairalloc.InfeasibleError] -- the program has no feasible point (a
   [`SolverError`][fairalloc.SolverError]).
+* [`UnboundedError`][fairalloc.UnboundedError] -- the objective is unbounded (a
+  [`SolverError`][fairalloc.SolverError]).
 * [`CertificateError`][fairalloc.CertificateError] -- a solve finished but its independently
   computed certificate misses the tolerance (a [`SolverError`][fairalloc.SolverError]): the result
   is never returned as a success.
@@ -21,6 +23,8 @@ import functools
 from collections.abc import Callable
 from typing import ParamSpec, TypeVar
 
+from .solvelog import SolveStatus
+
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
@@ -32,6 +36,7 @@ __all__ = [
     "InfeasibleError",
     "InputError",
     "SolverError",
+    "UnboundedError",
 ]
 
 
@@ -59,24 +64,53 @@ class InputError(FairallocError, ValueError):
 
 
 class SolverError(FairallocError, RuntimeError):
-    """A solver backend failed to produce a usable solution.
+    """No certified answer could be produced: a backend failed, or every strategy of the
+    solve plan did (`fairalloc.plan`).
 
     Attributes
     ----------
     backend : str or None
         Name of the backend that failed.
-    status : str or None
-        The backend's own status string.
+    status : SolveStatus
+        Why, in the one status vocabulary ([`fairalloc.SolveStatus`][fairalloc.SolveStatus]).
+        A string that is not a status given as ``status`` is kept as ``raw_status`` and the
+        status is ``ERROR``.
+    raw_status : str
+        The backend's own status string (``""`` when none).
+    reason : str
+        The message: what failed and why.
+    verdicts : tuple of str
+        Each strategy's verdict when a whole solve plan failed (``()`` otherwise).
     """
 
-    def __init__(self, message: str, *, backend: str | None = None, status: str | None = None):
+    default_status = SolveStatus.ERROR
+
+    def __init__(self, message: str, *, backend: str | None = None,
+                 status: SolveStatus | str | None = None, raw_status: str | None = None,
+                 verdicts: tuple[str, ...] = ()):
         super().__init__(message)
         self.backend = backend
-        self.status = status
+        canonical = self.default_status if status is None else SolveStatus.of(status)
+        if status is not None and canonical is SolveStatus.ERROR and status != "error":
+            # a backend's own string: kept as raw_status, the class's status stands
+            raw_status = str(status) if raw_status is None else raw_status
+            canonical = self.default_status
+        self.status: SolveStatus = canonical
+        self.raw_status = "" if raw_status is None else str(raw_status)
+        self.reason = message
+        self.verdicts = tuple(verdicts)
 
 
 class InfeasibleError(SolverError):
     """The program has no feasible point (reported by the backend or detected on input)."""
+
+    default_status = SolveStatus.INFEASIBLE
+
+
+class UnboundedError(SolverError):
+    """The program's objective is unbounded (no optimum exists)."""
+
+    default_status = SolveStatus.UNBOUNDED
 
 
 class CertificateError(SolverError):
@@ -88,8 +122,11 @@ class CertificateError(SolverError):
         The failing [`fairalloc.Certificate`][fairalloc.Certificate], for inspection.
     """
 
-    def __init__(self, message: str, *, certificate: object = None, backend: str | None = None):
-        super().__init__(message, backend=backend, status="certificate_failed")
+    default_status = SolveStatus.CERTIFICATE_FAILED
+
+    def __init__(self, message: str, *, certificate: object = None, backend: str | None = None,
+                 verdicts: tuple[str, ...] = ()):
+        super().__init__(message, backend=backend, verdicts=verdicts)
         self.certificate = certificate
 
 
@@ -106,7 +143,7 @@ def foreign_error(exc: BaseException, what: str, *, backend: str | None = None) 
     by ``what`` (a solver package, linear algebra, or a bug); raise it ``from exc`` to chain the
     cause."""
     return SolverError(f"{what} raised {type(exc).__name__}: {exc}", backend=backend,
-                       status="exception")
+                       status=SolveStatus.ERROR, raw_status=type(exc).__name__)
 
 
 def only_fairalloc_errors(fn: Callable[_P, _R]) -> Callable[_P, _R]:

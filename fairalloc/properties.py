@@ -43,6 +43,7 @@ import scipy.sparse as sp
 from ._validation import as_array, as_option, as_tolerance
 from .errors import InfeasibleError, InputError, SolverError
 from .results import readonly
+from .solvelog import SolveStatus
 
 __all__ = [
     "PROPERTIES",
@@ -334,7 +335,7 @@ def pareto_gain(util: sp.spmatrix, own: np.ndarray, feasible: sp.spmatrix,
     ...             np.array([1.0]), np.array([np.inf])).tolist()
     [0.5]
     """
-    from .backends import HighsBackend, LinearProgram
+    from .backends import LinearProgram, get_backend
 
     util = _as_sparse(util, "util")
     feasible = _as_sparse(feasible, "feasible")
@@ -374,15 +375,15 @@ def pareto_gain(util: sp.spmatrix, own: np.ndarray, feasible: sp.spmatrix,
         col_lower=0.0,
         col_upper=np.r_[col_upper / cs, np.full(n, np.inf)],
     )
-    sol = HighsBackend().solve_lp(lp)
+    sol = get_backend("highs", need="lp").solve_lp(lp)
     if sol.status == "infeasible":  # (fuzz seed 10: own = [1e308, 0])
         raise InfeasibleError("no feasible allocation gives every agent its utility in own: "
                               "own is above what the feasible set reaches (is it the "
                               "utilities of a feasible allocation?)", backend="highs",
-                              status=sol.raw_status)
+                              raw_status=sol.raw_status)
     if sol.status != "optimal" or sol.x is None:
         raise SolverError(f"Pareto LP failed: {sol.raw_status}", backend="highs",
-                          status=sol.raw_status)
+                          status=sol.status, raw_status=sol.raw_status)
     return readonly(np.maximum(sol.x[nv:], 0.0) * ru)
 
 
@@ -470,9 +471,7 @@ def pareto_optimal(utility: Any, allocation: Any, supply: Any = None, *,
     try:
         gain = pareto_gain(util, own, cap, s.reshape(R), col_upper)
     except SolverError as exc:
-        from .backends import HighsBackend, SolveStatus
-
-        if HighsBackend.canonical_status(exc.status or "") != SolveStatus.INFEASIBLE:
+        if exc.status != SolveStatus.INFEASIBLE:
             raise
         # no feasible allocation gives everyone as much: the allocation over-uses the supply
         # (see market_clearing / feasibility), and nothing feasible Pareto-improves on it

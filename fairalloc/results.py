@@ -12,7 +12,6 @@ slackness), and positive prices mean the resource is fully allocated (market cle
 from __future__ import annotations
 
 import dataclasses
-import enum
 import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -22,6 +21,7 @@ import numpy as np
 from ._display import Table, View, summary_line, to_html, verdict_of
 from ._display import fmt as fmt_value
 from .errors import CertificateError
+from .solvelog import SolveLog, SolveStatus, count_step
 from .tolerances import DUAL_RESIDUAL_FACTOR, FEAS_TOL, GAP_TOL
 
 __all__ = ["Certificate", "FrozenArrays", "Result", "SolveStats", "Status", "fill_labels",
@@ -103,25 +103,15 @@ class FrozenArrays:
                 object.__setattr__(self, f.name, frozen)
 
 
-class Status(enum.StrEnum):
-    """Status of a returned result.
-
-    ``OPTIMAL``: the certificate proves optimality to the requested tolerance
-    (``certificate.ok`` is true; a result cannot be built with ``OPTIMAL`` otherwise).
-    ``TIME_LIMIT``: the time limit was reached with a certified-feasible incumbent whose gap is
-    not proven within tolerance; ``certificate.gap`` says how far from optimal it may be and
-    ``certificate.ok`` is false.
-    ``SUBOPTIMAL``: a certified-feasible point whose gap target was missed for another reason
-    (e.g. a MIP gap limit); ``certificate.ok`` is false.
-    ``REPLAYED``: not an optimisation: the result is a simulation whose every event was replayed
-    and checked by an independent verifier (see
-    [`fairalloc.queuing.ReplayCheck`][fairalloc.ReplayCheck]).
-    """
-
-    OPTIMAL = "optimal"
-    TIME_LIMIT = "time_limit"
-    SUBOPTIMAL = "suboptimal"
-    REPLAYED = "replayed"
+#: The status of a result: the one vocabulary of the library,
+#: [`fairalloc.SolveStatus`][fairalloc.SolveStatus] (``Status`` is the same class). A result is
+#: ``OPTIMAL`` only when its certificate passed; ``TIME_LIMIT`` / ``ITERATION_LIMIT``: a limit
+#: stopped it with a certified-feasible point whose gap is not proven (``certificate.gap`` says
+#: how far from optimal it may be); ``SUBOPTIMAL``: a certified-feasible point whose gap target
+#: was missed for another reason (a MIP gap limit); ``REPLAYED``: a simulation whose every event
+#: was replayed and checked by an independent verifier
+#: ([`fairalloc.queuing.ReplayCheck`][fairalloc.ReplayCheck]).
+Status = SolveStatus
 
 
 @dataclass(frozen=True)
@@ -144,11 +134,15 @@ class SolveStats:
         The last backend solve's own status string (``""`` when no solver ran).
     path : tuple of str
         The named algorithm steps that ran, in order (e.g. ``("structured-level",
-        "exact-lp")``); each builder's docstring lists its vocabulary. Tests and users read
-        this to see which path produced the result, instead of patching internals.
+        "exact-lp")``), compressed by the solve log (`fairalloc.solvelog`): consecutive
+        repeats once, and at most a few entries. Each builder's docstring lists its
+        vocabulary. Tests and users read this to see which path produced the result, instead
+        of patching internals.
     fallbacks : tuple of str
-        Every hand-over from a faster path to a slower exact one, as ``"from->to: reason"``
-        (empty when the first path chosen finished the job).
+        Every hand-over from one strategy of the solve plan to the next, as
+        ``"from->to: reason"`` (empty when the first strategy tried finished the job).
+    step_counts : tuple of (str, int)
+        How many times each step ran, in the order steps first ran (`count`).
     classes : int or None
         Number of exact symmetry classes the program was solved over (items -- jobs or
         buyers -- with identical data merged; `fairalloc._symmetry`); ``None`` when the builder
@@ -165,6 +159,30 @@ class SolveStats:
     path: tuple[str, ...] = ()
     fallbacks: tuple[str, ...] = ()
     classes: int | None = None
+    step_counts: tuple[tuple[str, int], ...] = ()
+
+    def count(self, step: str) -> int:
+        """How many times the named step ran (`step_counts`; without them, its entries in
+        `path`).
+
+        Examples
+        --------
+        >>> SolveStats("highs", "fast", 0.1, path=("structured-level", "exact-lp"),
+        ...            step_counts=(("structured-level", 1), ("exact-lp", 2))).count("exact-lp")
+        2
+        """
+        if not self.step_counts:
+            return self.path.count(step)
+        return count_step(self.step_counts, step)
+
+    @classmethod
+    def from_log(cls, log: SolveLog, *, method: str, seconds: float,
+                 classes: int | None = None) -> SolveStats:
+        """The statistics of a call whose solves were recorded in ``log``."""
+        return cls(backend=log.backend, method=method, seconds=seconds,
+                   iterations=log.iterations, solves=log.solves, raw_status=log.raw_status,
+                   path=log.path, fallbacks=log.fallbacks, classes=classes,
+                   step_counts=log.step_counts)
 
 
 @dataclass(frozen=True)

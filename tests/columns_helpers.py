@@ -3,14 +3,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import dataclasses
 from typing import Any
 
 import numpy as np
-import pytest
 
 import fairalloc as fa
-from fairalloc.throughput import columns
+from fairalloc.backends import HighsBackend, SolveStatus
+from fairalloc.throughput import Tuning
 
 
 def many_type_instance(n: int, k: int, seed: int, gangs: bool = True,
@@ -25,22 +25,41 @@ def many_type_instance(n: int, k: int, seed: int, gangs: bool = True,
             fa.Cluster({f"t{j}": int(w) for j, w in enumerate(count)}))
 
 
-def whole_lp(monkeypatch: pytest.MonkeyPatch, solve: Callable[[], Any]) -> Any:
-    """``solve()`` with restricted columns off, priced or not (the whole LP, as before)."""
-    with monkeypatch.context() as m:
-        m.setattr(columns, "MIN_TYPES", 10**9)
-        m.setattr(columns, "PRICED_MIN_TYPES", 10**9)
-        return solve()
+#: restricted columns off, priced or not (the whole LP, as before)
+WHOLE_LP = Tuning(columns_min_types=10**9, priced_min_types=10**9)
+#: the priced path on every instance with at least 2 x 10 jobs (production: 17-48 types,
+#: 50,000 columns, 512 jobs sampled), the unpriced one nowhere
+PRICED_EVERYWHERE = Tuning(priced_min_types=1, priced_max_types=10**9, columns_min_types=10**9,
+                           columns_min_columns=0, sample_jobs=10)
+#: the unpriced restricted columns on every instance (production: 65 types, 50,000 columns)
+RESTRICTED_EVERYWHERE = Tuning(columns_min_types=1, columns_min_columns=0)
 
 
-def priced_everywhere(m: pytest.MonkeyPatch) -> None:
-    """The priced path on every instance with at least 2 x 10 jobs (production: 17-48 types,
-    50,000 columns, 512 jobs sampled), the unpriced one nowhere."""
-    m.setattr(columns, "PRICED_MIN_TYPES", 1)
-    m.setattr(columns, "PRICED_MAX_TYPES", 10**9)
-    m.setattr(columns, "MIN_TYPES", 10**9)
-    m.setattr(columns, "MIN_COLUMNS", 0)
-    m.setattr(columns, "SAMPLE_JOBS", 10)
+def tuned(base: Tuning, **changes: Any) -> Tuning:
+    """``base`` with ``changes``."""
+    return dataclasses.replace(base, **changes)
+
+
+class SpyHighs(HighsBackend):
+    """HiGHS (a caller-named backend, so warm starts still apply: it has the ``basis``
+    capability) that records whether each solve started from a basis, and can fail the
+    ``fail``-th solve or scale the row duals of every warm-startable solve (one that keeps its
+    basis) by ``dual_scale`` (faults injected at the public backend boundary)."""
+
+    def __init__(self, *, fail: int | None = None, dual_scale: float = 1.0, **kw: Any):
+        super().__init__(**kw)
+        self.warm: list[bool] = []
+        self.fail, self.dual_scale = fail, dual_scale
+
+    def _solve_lp(self, lp: Any, **kw: Any) -> Any:
+        sol = super()._solve_lp(lp, **kw)
+        self.warm.append(kw.get("basis") is not None)
+        if self.fail is not None and len(self.warm) == self.fail:
+            return dataclasses.replace(sol, status=SolveStatus.ERROR, x=None, row_duals=None,
+                                       raw_status="injected failure")
+        if kw.get("keep_basis") and self.dual_scale != 1.0 and sol.row_duals is not None:
+            return dataclasses.replace(sol, row_duals=sol.row_duals * self.dual_scale)
+        return sol
 
 
 def priced_instance(n: int, k: int, seed: int, gangs: bool = True

@@ -76,7 +76,7 @@ def test_registry_covers_the_public_api() -> None:
         "PlanResult", "QueuedJob", "RegimeForecast", "RelaxedPlan", "ReplanDecision", "Result",
         "RoundAssignment", "SolveStats", "Placement", "ThroughputPolicy", "ReplayCheck",
         "BackendUnavailableError", "CertificateError", "FairallocError", "FairallocWarning",
-        "InfeasibleError", "InputError", "SolverError",
+        "InfeasibleError", "InputError", "SolverError", "SolveStatus", "UnboundedError",
     }
     missing = [n for n in fa.__all__ if n not in exempt and n not in source]
     assert not missing, f"public names without a fuzz target: {missing}"

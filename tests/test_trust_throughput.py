@@ -559,37 +559,55 @@ def test_makespan_with_throughputs_spanning_nine_decades(f):
     assert a.objective == pytest.approx(base.objective / f, rel=1e-6)
 
 
-class _BadSecondDualsHighs(HighsBackend):
-    """HiGHS whose second solve returns all-zero row duals (a fault injected at the public
-    backend boundary): the work-conserving stage's certificate then fails."""
+class _BadDualsHighs(HighsBackend):
+    """HiGHS whose solves from the ``first_bad``-th on return all-zero row duals (a fault
+    injected at the public backend boundary: the certificates of those points fail); only
+    the ``first_bad``-th with ``only=True``."""
 
-    def __init__(self):
+    def __init__(self, first_bad: int, only: bool = False):
         super().__init__()
         self.calls = 0
+        self.first_bad, self.only = first_bad, only
 
     def _solve_lp(self, lp, **kw):
         import dataclasses
 
         sol = super()._solve_lp(lp, **kw)
         self.calls += 1
-        if self.calls == 2 and sol.row_duals is not None:
+        bad = self.calls == self.first_bad or (not self.only and self.calls > self.first_bad)
+        if bad and sol.row_duals is not None:
             sol = dataclasses.replace(sol, row_duals=np.zeros_like(sol.row_duals))
         return sol
 
 
 def test_uncertified_work_conserving_stage_falls_back_with_a_warning():
-    # a work-conserving stage whose certificate fails: the certified max-min allocation is
-    # returned, never silently -- a FairallocWarning, stage_certificates[1].ok is False and
-    # stats.fallbacks names the hand-over
+    # a work-conserving stage that no strategy of its plan certifies (every solve after the
+    # first returns zero duals): the certified max-min allocation is returned, never silently
+    # -- a FairallocWarning, stage_certificates[1].ok is False and stats.fallbacks names the
+    # hand-over
     jobs = fa.Jobs(np.array([[40.0, 10.0], [12.0, 4.0], [100.0, 50.0]]))
     cl = fa.Cluster({"v100": 1, "k80": 1})
     with pytest.warns(fa.FairallocWarning, match="work-conserving"):
-        a = fa.max_min_fairness(jobs, cl, backend=_BadSecondDualsHighs())
+        a = fa.max_min_fairness(jobs, cl, backend=_BadDualsHighs(2))
     assert a.certificate.ok and a.status == "optimal"
     assert not a.stage_certificates[1].ok
-    assert a.stats.fallbacks == ("work-conserving->first-stage allocation: its certificate "
-                                 "failed",)
+    assert a.stats.fallbacks[-1] == ("work-conserving->first-stage allocation: its "
+                                     "certificate failed")
+    # the plan tried every strategy it has for a caller-named backend first
+    assert a.stats.path == ("exact-lp", "exact-lp+kept-margin", "exact-lp+kept-relaxed")
     np.testing.assert_allclose(a.x * 11, [[5, 0], [5, 1], [1, 10]], atol=1e-6)
+
+
+def test_one_bad_solve_is_answered_by_the_next_strategy():
+    # the work-conserving stage's first solve returns zero duals: the plan's next strategy
+    # (the kept rows given half the tolerance) answers, certified, and says so
+    jobs = fa.Jobs(np.array([[40.0, 10.0], [12.0, 4.0], [100.0, 50.0]]))
+    cl = fa.Cluster({"v100": 1, "k80": 1})
+    a = fa.max_min_fairness(jobs, cl, backend=_BadDualsHighs(2, only=True))
+    assert a.certificate.ok and all(c.ok for c in a.stage_certificates)
+    assert a.stats.path == ("exact-lp", "exact-lp+kept-margin")
+    assert len(a.stats.fallbacks) == 1
+    assert a.stats.fallbacks[0].startswith("exact-lp->exact-lp+kept-margin: did not certify")
 
 
 @pytest.mark.parametrize("slo", [[513.0, 700.0], [5130.0, 7000.0]])

@@ -24,6 +24,7 @@ from scipy.optimize import linprog
 
 import fairalloc as fa
 from fairalloc.backends import HighsBackend
+from fairalloc.throughput import Tuning
 from fairalloc.throughput.water_path import SaturationPath
 from tests.water_reference import capped_rises, leximin_levels, rises_alone
 
@@ -99,7 +100,7 @@ def test_saturation_cascade_is_jumped_with_few_lps():
     np.testing.assert_allclose(r.x.ravel(), want, rtol=1e-7, atol=1e-9)
     np.testing.assert_allclose(r.level_floors, want, rtol=1e-7, atol=1e-9)
     assert r.certificate.ok and all(c.ok for c in r.stage_certificates)
-    assert r.stats.path.count("water-filling-level") == r.levels <= 12
+    assert r.stats.count("water-filling-level") == r.levels <= 12
     assert r.stats.solves <= 13  # and the end check (one LP)
 
 
@@ -227,34 +228,41 @@ def test_ten_types_instance_that_raised_now_solves():
     assert r.objective == pytest.approx(mm.objective, rel=1e-6)
 
 
-class _InfeasibleOnceHighs(HighsBackend):
-    """HiGHS that declares the first bottleneck LP (the only LPs whose last column, a rise,
-    has a finite upper bound below 1) infeasible, as HiGHS' presolve did on the thin face of
-    floors reached only to rounding (10 types, 256 jobs)."""
+class _RefuseHighs(HighsBackend):
+    """HiGHS that declares the ``nth`` LP of one kind infeasible, as HiGHS' presolve did on
+    the thin face of floors reached only to rounding (a fault injected at the public backend
+    boundary). Kinds: ``"bottleneck"`` (the only LPs whose last column, a rise, has a finite
+    upper bound below 1) and ``"level"`` (a level or saturation-probe LP: ``theta`` last,
+    unbounded above)."""
 
-    refused = 0
+    def __init__(self, kind: str, nth: int = 1):
+        super().__init__()
+        self.kind, self.nth, self.seen, self.refused = kind, nth, 0, 0
 
     def _solve_lp(self, lp, **kw):
         sol = super()._solve_lp(lp, **kw)
-        if lp.col_upper[-1] < 1.0 and not self.refused:
-            self.refused += 1
-            return dataclasses.replace(sol, status="infeasible", x=None, row_duals=None)
+        last = lp.col_upper[-1]
+        if (last < 1.0) if self.kind == "bottleneck" else (last == np.inf):
+            self.seen += 1
+            if self.seen == self.nth:
+                self.refused += 1
+                return dataclasses.replace(sol, status="infeasible", x=None, row_duals=None)
         return sol
 
 
 def test_bottleneck_lp_declared_infeasible_is_retried_with_relaxed_floors():
-    """Two FIFO entities (weight 1 each) on 2 GPUs: their first jobs (0 and 4) rise together
-    to a whole GPU each, the others get nothing; the level at which no job rises any more is
-    decided by a bottleneck LP, refused once as infeasible and solved with relaxed floors."""
-    T = np.array([[1.0], [4.0], [1.0], [4.0], [1.0], [1.0], [4.0], [4.0]])
-    jobs = fa.Jobs(T, weight=[1.0, 1.0, 2.0, 2.0, 2.0, 1.0, 1.0, 1.0])
-    kw = dict(entities=[0, 0, 0, 0, 1, 0, 1, 0], entity_policies={0: "fifo", 1: "fifo"},
-              order=list(range(8)))
-    be = _InfeasibleOnceHighs()
-    r = fa.water_filling(jobs, fa.Cluster({"gpu": 2}), backend=be, **kw)
+    """12 jobs on 10 types (bottleneck LPs decide some levels): the first bottleneck LP is
+    declared infeasible once; its plan solves it with relaxed floors, and the floors are
+    those of the plain solve."""
+    jobs, cl = _types_instance(12, 0)
+    want = fa.max_min_fairness(jobs, cl, water_filling=True)
+    be = _RefuseHighs("bottleneck")
+    r = fa.max_min_fairness(jobs, cl, water_filling=True, backend=be)
     assert be.refused == 1
-    assert r.stats.path.count("bottleneck-floors-relaxed") == 1
-    np.testing.assert_allclose(r.x.ravel(), [1, 0, 0, 0, 1, 0, 0, 0], atol=1e-9)
+    assert r.stats.count("bottleneck-floors-relaxed") + r.stats.count(
+        "bottleneck-floors-relaxed+warm") == 1
+    assert any(f.startswith("bottleneck-lp") and ": infeasible" in f for f in r.stats.fallbacks)
+    np.testing.assert_allclose(r.level_floors, want.level_floors, rtol=1e-7)
     assert r.certificate.ok and all(c.ok for c in r.stage_certificates)
 
 
@@ -268,7 +276,7 @@ def _freeze_every_candidate(monkeypatch):
 
     monkeypatch.setattr(mm, "amplified_violation", lambda *a: -np.inf)
     monkeypatch.setattr(mm, "_DUAL_NOISE", -1.0)
-    monkeypatch.setattr(mm, "_END_CHECK_RATIO", 0.0)  # the end check runs after every (a)
+    return Tuning(end_check_ratio=0.0)  # the end check runs after every (a)
 
 
 def test_end_check_repairs_wrong_freezes(monkeypatch):
@@ -277,9 +285,9 @@ def test_end_check_repairs_wrong_freezes(monkeypatch):
     floors are Pareto-maximal (checked by independent per-job LPs)."""
     jobs, cl = _types_instance(12, 0)
     want = fa.max_min_fairness(jobs, cl, water_filling=True)
-    _freeze_every_candidate(monkeypatch)
-    r = fa.max_min_fairness(jobs, cl, water_filling=True)
-    assert r.stats.path.count("pareto-check") == 3  # two failed checks, two resumed rounds
+    tuning = _freeze_every_candidate(monkeypatch)
+    r = fa.max_min_fairness(jobs, cl, water_filling=True, tuning=tuning)
+    assert r.stats.count("pareto-check") == 3  # two failed checks, two resumed rounds
     np.testing.assert_allclose(r.level_floors, want.level_floors, rtol=1e-7)
     assert rises_alone(jobs, cl, np.asarray(r.level_floors)).max() < 1e-7
     assert r.certificate.ok and all(c.ok for c in r.stage_certificates)
@@ -289,9 +297,9 @@ def test_end_check_raises_when_resuming_does_not_repair(monkeypatch):
     """24 jobs on 10 types with the same broken rule: two resumed rounds do not repair it, and
     the wrong result is never returned silently (`CertificateError`)."""
     jobs, cl = _types_instance(24, 0)
-    _freeze_every_candidate(monkeypatch)
+    tuning = _freeze_every_candidate(monkeypatch)
     with pytest.raises(fa.CertificateError, match="can still rise"):
-        fa.max_min_fairness(jobs, cl, water_filling=True)
+        fa.max_min_fairness(jobs, cl, water_filling=True, tuning=tuning)
 
 
 def test_ten_types_320_jobs_no_frozen_job_can_rise():
@@ -319,20 +327,20 @@ def test_end_check_rise_refuted_by_the_resumed_levels_dual_bound(monkeypatch):
 
     jobs, cl = _types_instance(12, 0)
     want = fa.max_min_fairness(jobs, cl, water_filling=True)
-    monkeypatch.setattr(mm, "_END_CHECK_RATIO", 0.0)  # the end check runs
     real = mm.bottleneck_lp
 
-    def spurious(inst, floors, D, solver, U, thr, *warm):
-        sigma, x, cert = real(inst, floors, D, solver, U, thr, *warm)
-        if solver.path[-2] == mm.PARETO_CHECK:  # [..., pareto-check, bottleneck-lp]
+    def spurious(inst, floors, D, solver, U, thr, *warm, **kw):
+        mark = len(solver.log.steps)
+        sigma, x, cert = real(inst, floors, D, solver, U, thr, *warm, **kw)
+        if solver.log.steps[mark - 1] == mm.PARETO_CHECK:  # [..., pareto-check, bottleneck-*]
             j = int(np.flatnonzero(D)[0])
             sigma = sigma.copy()
             sigma[j] = 1e-3 * max(1.0, floors[j])
         return sigma, x, cert
 
     monkeypatch.setattr(mm, "bottleneck_lp", spurious)
-    r = fa.max_min_fairness(jobs, cl, water_filling=True)
-    assert r.stats.path.count("pareto-check") == 2  # one resumed round, then proven
+    r = fa.max_min_fairness(jobs, cl, water_filling=True, tuning=Tuning(end_check_ratio=0.0))
+    assert r.stats.count("pareto-check") == 2  # one resumed round, then proven
     np.testing.assert_allclose(r.level_floors, want.level_floors, rtol=1e-9)
     assert r.certificate.ok and all(c.ok for c in r.stage_certificates)
 
@@ -346,7 +354,7 @@ def test_ten_types_320_jobs_equal_an_independent_leximin():
     jobs, cl = _types_instance(320, 0)
     r = fa.max_min_fairness(jobs, cl, water_filling=True)
     assert r.certificate.ok and all(c.ok for c in r.stage_certificates)
-    assert r.stats.path.count("exact-lp+warm") >= r.levels // 2
+    assert r.stats.count("exact-lp+warm") >= r.levels // 2
     np.testing.assert_allclose(r.level_floors, leximin_levels(jobs, cl), rtol=1e-8)
     u = jobs.scale_factor / (jobs.throughput @ (cl.capacity / cl.capacity.sum()))
     lev = u * (r.x * jobs.throughput).sum(axis=1)
@@ -376,29 +384,18 @@ def test_ten_types_one_level_per_distinct_level_of_the_exact_reference(n, seed):
     assert r.certificate.ok and all(c.ok for c in r.stage_certificates)
 
 
-def test_level_lp_declared_infeasible_is_solved_again_at_anchored_floors(monkeypatch):
-    """The second level LP is declared infeasible once, as HiGHS did on the thin face of
-    floors met only to its tolerance (10 types, 1,024 jobs: `InfeasibleError` at level 94 on
-    main); it is solved again at the floors the last allocation reaches."""
-    import fairalloc.throughput.max_min as mm
-
+def test_level_lp_declared_infeasible_is_solved_again_at_anchored_floors():
+    """A level LP is declared infeasible once (the 8th LP with a ``theta`` column: the
+    earlier ones include saturation probes, which an infeasible verdict only stops), as HiGHS
+    did on the thin face of floors met only to its tolerance (10 types, 1,024 jobs:
+    `InfeasibleError` at level 94 on main); it is solved again at the floors the last
+    allocation reaches."""
     jobs, cl = _types_instance(12, 0)
     want = fa.max_min_fairness(jobs, cl, water_filling=True, method="highs")
-    real = mm.WaterFilling._level_lp
-    calls = []
-
-    def refuse_once(solver, stage, use_fast):
-        calls.append(stage.name)
-        levels = [c for c in calls if c.startswith("water-filling level")]
-        if stage.name.startswith("water-filling level") and len(levels) == 2:
-            raise fa.InfeasibleError("declared infeasible (test)")
-        return real(solver, stage, use_fast)
-
-    monkeypatch.setattr(mm.WaterFilling, "_level_lp", staticmethod(refuse_once))
-    r = fa.max_min_fairness(jobs, cl, water_filling=True, method="highs")
-    levels = [c for c in calls if c.startswith("water-filling level")]
-    assert len(levels) >= 3 and levels[1] == levels[2]  # the refused level, solved again
-    assert r.stats.path.count("level-floors-anchored") == 1
+    be = _RefuseHighs("level", nth=8)
+    r = fa.max_min_fairness(jobs, cl, water_filling=True, method="highs", backend=be)
+    assert be.refused == 1
+    assert r.stats.count("level-floors-anchored") == 1
     # the anchored floors are lower only by the last allocation's rounding (far below 1e-6)
     np.testing.assert_allclose(r.level_floors, want.level_floors, rtol=1e-7)
     assert rises_alone(jobs, cl, np.asarray(r.level_floors)).max() < 1e-6
@@ -435,26 +432,20 @@ def test_bottleneck_lp_gap_is_judged_at_the_decision_thresholds():
     assert np.all(U @ x >= floors + sigma - 1e-12)
 
 
-def test_saturation_probe_declared_infeasible_only_shortens_the_jump(monkeypatch):
-    """The cascade above with its first saturation probe declared infeasible (a probe is
-    feasible at t = 0; HiGHS may refuse a thin face): the probe counts as not passed, the jump
-    goes less far, and the result is the hand-checked one."""
-    import fairalloc.throughput.max_min as mm
-
-    real = mm.WaterFilling._level_lp
-    calls = []
-
-    def refuse_first_probe(solver, stage, use_fast):
-        calls.append(stage.name)
-        if stage.name == "saturation probe" and calls.count(stage.name) == 1:
-            raise fa.InfeasibleError("declared infeasible (test)")
-        return real(solver, stage, use_fast)
-
-    monkeypatch.setattr(mm.WaterFilling, "_level_lp", staticmethod(refuse_first_probe))
+def test_saturation_probe_declared_infeasible_only_shortens_the_jump():
+    """The cascade above with its first saturation probe (the LP after the first level)
+    declared infeasible (a probe is feasible at t = 0; HiGHS may refuse a thin face): the
+    probe counts as not passed, the jump goes less far, and the result is the hand-checked
+    one."""
     w = np.repeat(np.arange(1.0, 31.0), 3)
     jobs = fa.Jobs(np.ones((90, 1)), weight=w)
-    r = fa.max_min_fairness(jobs, fa.Cluster({"gpu": 76}), water_filling=True)
-    assert calls.count("saturation probe") >= 2
+    plain = fa.max_min_fairness(jobs, fa.Cluster({"gpu": 76}), water_filling=True,
+                                method="highs")
+    be = _RefuseHighs("level", nth=3)
+    r = fa.max_min_fairness(jobs, fa.Cluster({"gpu": 76}), water_filling=True, method="highs",
+                            backend=be)
+    assert be.refused == 1 and r.stats.count("level-floors-anchored") == 0
+    assert r.levels > plain.levels  # the refused probe only shortened a jump
     want = np.where(w >= 11, 1.0, 16.0 * w / 165.0)
     np.testing.assert_allclose(r.level_floors, want, rtol=1e-7, atol=1e-9)
     assert r.certificate.ok and all(c.ok for c in r.stage_certificates)

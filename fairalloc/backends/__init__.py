@@ -3,7 +3,7 @@
 ======== ============================ ============================== ==========
 name     package                      capabilities                   default for
 ======== ============================ ============================== ==========
-highs    highspy (core)               lp, milp, duals, cvxpy         LP / MILP
+highs    highspy (core)               lp, milp, duals, cvxpy, basis  LP / MILP
 clarabel clarabel (core)              lp, duals, exp_cone, cvxpy     conic
 gurobi   gurobipy (extra ``gurobi``)  lp, milp, duals, cvxpy         never
 pyomo    pyomo (extra ``pyomo``)      lp, milp, duals                never
@@ -23,6 +23,7 @@ from .base import (
     ConicProgram,
     ConicSolution,
     LinearProgram,
+    LPBasis,
     LPSolution,
     SolveStatus,
 )
@@ -40,6 +41,7 @@ __all__ = [
     "ConicSolution",
     "GurobiBackend",
     "HighsBackend",
+    "LPBasis",
     "LPSolution",
     "LinearProgram",
     "PyomoBackend",
@@ -65,7 +67,8 @@ def available_backends() -> list[str]:
 
 
 def get_backend(backend: str | Backend, *, need: str | None = None,
-                solver: str | None = None) -> Backend:
+                solver: str | None = None, presolve: bool | None = None,
+                crossover: bool | None = None) -> Backend:
     """Return a backend instance by name (or pass an instance through).
 
     Parameters
@@ -80,6 +83,9 @@ def get_backend(backend: str | Backend, *, need: str | None = None,
         HiGHS's ``"choose"`` (default), ``"simplex"``, ``"ipm"`` or ``"pdlp"``; Pyomo's solver
         name (default ``"appsi_highs"``). [`fairalloc.InputError`][fairalloc.InputError] for a
         backend instance or a backend without sub-solvers.
+    presolve, crossover : bool, optional
+        HiGHS only: whether it presolves linear programs, whether its interior point ends
+        with crossover (defaults ``True``).
 
     Examples
     --------
@@ -87,9 +93,9 @@ def get_backend(backend: str | Backend, *, need: str | None = None,
     'highs'
     """
     if isinstance(backend, Backend):
-        if solver is not None:
-            raise InputError("solver= applies to a backend named by string, not an instance",
-                             argument="solver")
+        if solver is not None or presolve is not None or crossover is not None:
+            raise InputError("solver=, presolve= and crossover= apply to a backend named by "
+                             "string, not an instance", argument="solver")
         inst = backend
     else:
         cls = BACKENDS.get(backend) if isinstance(backend, str) else None
@@ -97,7 +103,14 @@ def get_backend(backend: str | Backend, *, need: str | None = None,
             raise InputError(
                 f"backend must be one of {sorted(BACKENDS)}; got {backend!r}", argument="backend"
             )
-        if solver is None:
+        if presolve is not None or crossover is not None:
+            if cls is not HighsBackend:
+                raise InputError(f"presolve= and crossover= apply to backend 'highs', not "
+                                 f"{backend!r}", argument="presolve")
+            inst = HighsBackend(solver=solver or "choose",
+                                presolve=True if presolve is None else presolve,
+                                crossover=True if crossover is None else crossover)
+        elif solver is None:
             inst = cls()
         elif cls in (HighsBackend, PyomoBackend):
             inst = cls(solver=solver)

@@ -25,7 +25,6 @@ active bound.
 
 from __future__ import annotations
 
-import enum
 import importlib
 import warnings
 from dataclasses import dataclass, field
@@ -42,26 +41,10 @@ from ..errors import (
     InputError,
     foreign_error,
 )
+from ..solvelog import SolveStatus
 
-__all__ = ["USABLE", "Backend", "ConicProgram", "ConicSolution", "LPSolution", "LinearProgram",
-           "SolveStatus"]
-
-
-class SolveStatus(enum.StrEnum):
-    """Canonical status of one backend solve (each backend maps its own onto these).
-
-    ``OPTIMAL``: the solver reports convergence to its tolerances. ``INACCURATE``: it stopped
-    close to, but not within, them (Clarabel's ``AlmostSolved``, HiGHS's unknown status with a
-    feasible point). ``TIME_LIMIT``: a time or iteration limit stopped it with a point in hand.
-    ``INFEASIBLE`` / ``UNBOUNDED``: proven. ``ERROR``: anything else; no point.
-    """
-
-    OPTIMAL = "optimal"
-    INACCURATE = "inaccurate"
-    TIME_LIMIT = "time_limit"
-    INFEASIBLE = "infeasible"
-    UNBOUNDED = "unbounded"
-    ERROR = "error"
+__all__ = ["USABLE", "Backend", "ConicProgram", "ConicSolution", "LPBasis", "LPSolution",
+           "LinearProgram", "SolveStatus"]
 
 
 #: Statuses whose point is handed to the caller's certificate (the one acceptance rule).
@@ -141,6 +124,43 @@ class LinearProgram:
     def shape(self) -> tuple[int, int]:
         """(rows, columns)."""
         return self.A.shape  # type: ignore[return-value]
+
+
+@dataclass(frozen=True, eq=False)
+class LPBasis:
+    """A simplex basis a backend ended an LP with (``solve_lp(..., keep_basis=True)``), for a
+    warm start of an LP of the same ``shape`` (rows, columns) by the same backend
+    (``solve_lp(..., basis=)``). ``raw`` is the backend's own object, never converted element
+    by element; ``extend`` (the backend's) extends it to more columns. A basis says only
+    which variables are basic or at which bound, so it stays meaningful when the LP's
+    coefficients and bounds change (a Dinkelbach sequence) and when rows or columns are
+    rescaled."""
+
+    shape: tuple[int, int]
+    raw: Any
+    backend: str
+    extend: Any = None
+
+    def with_columns(self, old: np.ndarray, new: np.ndarray) -> LPBasis:
+        """This basis of an LP over the columns ``old`` (a boolean mask over some larger
+        column set) extended to the columns ``new`` (a superset, same rows): the added
+        columns are nonbasic at their lower bound, so a feasible basic point stays feasible
+        and the primal simplex goes on from it (column generation).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from fairalloc.backends import HighsBackend
+        >>> lp = LinearProgram.build(np.array([-1.0]), np.array([[1.0]]), -np.inf,
+        ...                          np.array([1.0]), 0.0, np.inf)
+        >>> b = HighsBackend().solve_lp(lp, keep_basis=True).extra["basis"]
+        >>> b.with_columns(np.array([True, False]), np.array([True, True])).shape
+        (1, 2)
+        """
+        if self.extend is None:
+            raise InputError(f"a basis of backend {self.backend!r} cannot be extended",
+                             argument="basis")
+        return self.extend(self, old, new)  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True, eq=False)
@@ -296,12 +316,18 @@ class Backend:
         mip_gap: float | None = None,
         threads: int | None = None,
         start: np.ndarray | None = None,
+        basis: LPBasis | None = None,
+        keep_basis: bool = False,
         verbose: bool = False,
     ) -> LPSolution:
         """Solve ``lp``; never raises on infeasibility (reports it in ``status``).
 
         ``start`` is an optional MIP start (a point the solver may take as its first
-        incumbent). Options the backend cannot honour are ignored with a
+        incumbent). With the ``basis`` capability, ``basis`` (an `LPBasis` this backend
+        returned for an LP of the same shape; another shape is ignored) starts the simplex
+        from it (``extra["warm"]`` says whether it was used), and ``keep_basis`` returns
+        the final basis in ``extra["basis"]`` (an interior point then ends with crossover).
+        Options the backend cannot honour are ignored with a
         [`FairallocWarning`][fairalloc.FairallocWarning]; nothing is printed unless ``verbose``.
 
         Raises
@@ -322,12 +348,26 @@ class Backend:
         if threads is not None:
             threads = as_positive_int(threads, "threads")
         verbose = as_bool(verbose, "verbose")
+        keep_basis = as_bool(keep_basis, "keep_basis")
+        if basis is not None and not isinstance(basis, LPBasis):
+            raise InputError(f"basis must be an LPBasis, not {type(basis).__name__}",
+                             argument="basis")
+        if (basis is not None or keep_basis) and lp.is_mip:
+            raise InputError("a basis warm-starts linear programs only (it means nothing to a "
+                             "MILP's branch and bound)", argument="basis")
         self._check_options({"time_limit": time_limit, "mip_gap": mip_gap if lp.is_mip else None,
                              "threads": threads, "start": start is not None and lp.is_mip,
                              "verbose": verbose})
+        if not self.supports("basis"):
+            if basis is not None or keep_basis:
+                warnings.warn(f"backend {self.name!r} has no basis capability: basis and "
+                              "keep_basis are ignored", FairallocWarning, stacklevel=2)
+            basis, keep_basis = None, False
+        elif basis is not None and (basis.backend != self.name or basis.shape != lp.shape):
+            basis = None  # another backend's or another shape's: a cold solve
         return _wrap_foreign(self.name, lambda: self._solve_lp(
             lp, time_limit=time_limit, mip_gap=mip_gap, threads=threads, start=start,
-            verbose=verbose))
+            verbose=verbose, basis=basis, keep_basis=keep_basis))
 
     def _solve_lp(
         self,
@@ -338,6 +378,8 @@ class Backend:
         threads: int | None,
         start: np.ndarray | None,
         verbose: bool,
+        basis: LPBasis | None = None,
+        keep_basis: bool = False,
     ) -> LPSolution:
         raise NotImplementedError
 

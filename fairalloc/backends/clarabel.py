@@ -114,6 +114,8 @@ class ClarabelBackend(Backend):
         threads: int | None,
         start: np.ndarray | None,
         verbose: bool,
+        basis: Any = None,
+        keep_basis: bool = False,
     ) -> LPSolution:
         t0 = time.perf_counter()
         m, n = lp.shape

@@ -48,6 +48,8 @@ class GurobiBackend(Backend):
         threads: int | None,
         start: np.ndarray | None,
         verbose: bool,
+        basis: Any = None,
+        keep_basis: bool = False,
     ) -> LPSolution:
         import gurobipy as gp
         from gurobipy import GRB

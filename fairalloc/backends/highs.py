@@ -6,17 +6,15 @@ import os
 import sys
 import threading
 import time
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
 
-from .._validation import as_bool, as_option, as_positive_int, as_time_limit
-from ..errors import InputError
-from .base import Backend, LinearProgram, LPSolution, SolveStatus, _wrap_foreign
+from .._validation import as_bool, as_option
+from .base import Backend, LinearProgram, LPBasis, LPSolution, SolveStatus
 
-__all__ = ["HighsBackend", "LPBasis", "new_highs"]
+__all__ = ["HighsBackend", "new_highs"]
 
 _INF = 1e30  # anything at or beyond this is infinite to HiGHS (kHighsInf)
 #: ACCURACY: HiGHS' interior point tolerances when it stops without crossover (defaults: 1e-8
@@ -75,44 +73,6 @@ def _clip_inf(v: np.ndarray) -> np.ndarray:
     return np.clip(v, -np.inf, np.inf).astype(float)
 
 
-@dataclass(frozen=True, eq=False)
-class LPBasis:
-    """A simplex basis HiGHS ended with (`HighsBackend.solve_warm`), for a warm start of an LP
-    of the same ``shape`` (rows, columns): the status of every column and row, kept as HiGHS'
-    own object (``raw``, never converted element by element). A basis says only which
-    variables are basic or at which bound, so it stays meaningful when the LP's coefficients
-    and bounds change (a Dinkelbach sequence) and when rows or columns are rescaled."""
-
-    shape: tuple[int, int]
-    raw: Any
-
-    def with_columns(self, old: np.ndarray, new: np.ndarray) -> LPBasis:
-        """This basis of an LP over the columns ``old`` (a boolean mask over some larger
-        column set) extended to the columns ``new`` (a superset, same rows): the columns
-        added are nonbasic at their lower bound, so a feasible basic point stays feasible
-        and HiGHS' primal simplex goes on from it (column generation).
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from fairalloc.backends import LinearProgram
-        >>> lp = LinearProgram.build(np.array([-1.0]), np.array([[1.0]]), -np.inf,
-        ...                          np.array([1.0]), 0.0, np.inf)
-        >>> b = HighsBackend().solve_warm(lp).extra["basis"]
-        >>> b.with_columns(np.array([True, False]), np.array([True, True])).shape
-        (1, 2)
-        """
-        import highspy
-
-        status = np.full(int(new.sum()), highspy.HighsBasisStatus.kLower, dtype=object)
-        status[np.flatnonzero(old[new])] = np.asarray(self.raw.col_status, dtype=object)
-        raw = highspy.HighsBasis()
-        raw.valid = True
-        raw.col_status = status.tolist()
-        raw.row_status = self.raw.row_status
-        return LPBasis((self.shape[0], int(new.sum())), raw)
-
-
 class HighsBackend(Backend):
     """HiGHS through highspy, fed the constraint matrix directly (row-wise, as the CSR matrix
     of the `LinearProgram`; HiGHS transposes it in C++).
@@ -139,7 +99,7 @@ class HighsBackend(Backend):
 
     name: ClassVar[str] = "highs"
     module: ClassVar[str] = "highspy"
-    capabilities: ClassVar[frozenset[str]] = frozenset({"lp", "milp", "duals", "cvxpy"})
+    capabilities: ClassVar[frozenset[str]] = frozenset({"lp", "milp", "duals", "cvxpy", "basis"})
     options: ClassVar[frozenset[str]] = frozenset(
         {"time_limit", "mip_gap", "threads", "start", "verbose"})
     #: HiGHS model statuses (``modelStatusToString``) -> canonical; an interrupted or limited run
@@ -177,12 +137,20 @@ class HighsBackend(Backend):
         threads: int | None,
         start: np.ndarray | None,
         verbose: bool,
+        basis: LPBasis | None = None,
+        keep_basis: bool = False,
     ) -> LPSolution:
         """Solve ``lp``; ``start`` (MILPs only) is a point HiGHS takes as its first incumbent
-        when it is feasible (a MIP start)."""
+        when it is feasible (a MIP start). With ``basis`` (checked by `solve_lp`: this
+        backend's, ``lp``'s shape) the solve is HiGHS' simplex started from it (on a
+        Dinkelbach sequence of level LPs the previous optimal basis usually stays optimal: 0
+        to a few iterations instead of a cold solve); with ``keep_basis`` the interior point
+        ends with crossover so that a basis comes back (``extra["basis"]``)."""
         t0 = time.perf_counter()
+        solver = "simplex" if basis is not None else self.solver
+        crossover = self.crossover or keep_basis
         h = self._session(lp, time_limit=time_limit, mip_gap=mip_gap, threads=threads,
-                          verbose=verbose, solver=self.solver, crossover=self.crossover,
+                          verbose=verbose, solver=solver, crossover=crossover,
                           presolve=self.presolve)
         if h is None:
             return _rejected(self.name, t0)
@@ -197,75 +165,17 @@ class HighsBackend(Backend):
                 start_point = highspy.HighsSolution()
                 start_point.col_value = value.tolist()
                 h.setSolution(start_point)
+        if basis is not None:
+            h.setBasis(basis.raw)
         h.run()
-        return self._collect(h, lp, t0)
-
-    def solve_warm(self, lp: LinearProgram, basis: LPBasis | None = None, *,
-                   time_limit: float | None = None, threads: int | None = None,
-                   verbose: bool = False) -> LPSolution:
-        """Solve the LP ``lp`` and return the basis HiGHS ended with, for the next LP of a
-        sequence with the same rows and columns (changed coefficients and bounds).
-
-        With a ``basis`` of ``lp``'s shape the solve is HiGHS' simplex started from it (on a
-        Dinkelbach sequence of level LPs the previous optimal basis usually stays optimal:
-        0 to a few iterations instead of a cold solve). Without one (or with one of another
-        shape: ignored) the LP is solved as `solve_lp` would, except that HiGHS' interior
-        point always ends with crossover, so that a basis comes back. The solution's
-        ``extra["basis"]`` is the final `LPBasis` (absent when HiGHS has no valid
-        basis), ``extra["warm"]`` whether ``basis`` was used. The caller
-        certifies the point as for any solve.
-
-        Raises
-        ------
-        InputError
-            For a mixed-integer ``lp`` or a ``basis`` that is not an ``LPBasis``;
-            [`fairalloc.SolverError`][fairalloc.SolverError] if highspy raises.
-
-        Examples
-        --------
-        >>> from fairalloc.backends import LinearProgram
-        >>> import numpy as np
-        >>> be = HighsBackend()
-        >>> A = np.array([[1.0, 2.0], [3.0, 1.0]])
-        >>> lp = LinearProgram.build(np.array([-1.0, -1.0]), A, -np.inf, np.array([4.0, 6.0]),
-        ...                          0.0, np.inf)
-        >>> first = be.solve_warm(lp)
-        >>> lp2 = LinearProgram.build(np.array([-1.0, -1.0]), A, -np.inf,
-        ...                           np.array([4.0, 7.0]), 0.0, np.inf)
-        >>> again = be.solve_warm(lp2, first.extra["basis"])
-        >>> again.extra["warm"], round(again.objective, 6)
-        (True, -3.0)
-        """
-        if lp.is_mip:
-            raise InputError("solve_warm solves linear programs only (a basis of a MILP "
-                             "means nothing to its branch and bound)", argument="lp")
-        if basis is not None and not isinstance(basis, LPBasis):
-            raise InputError(f"basis must be an LPBasis from solve_warm, not "
-                             f"{type(basis).__name__}", argument="basis")
-        time_limit = as_time_limit(time_limit)
-        threads = None if threads is None else as_positive_int(threads, "threads")
-        verbose = as_bool(verbose, "verbose")
-        use = basis is not None and basis.shape == lp.shape
-
-        def call() -> LPSolution:
-            t0 = time.perf_counter()
-            h = self._session(lp, time_limit=time_limit, mip_gap=None, threads=threads,
-                              verbose=verbose, solver="simplex" if use else self.solver,
-                              crossover=True, presolve=self.presolve)
-            if h is None:
-                return _rejected(self.name, t0)
-            if use:
-                assert basis is not None
-                h.setBasis(basis.raw)
-            h.run()
-            sol = self._collect(h, lp, t0)
+        sol = self._collect(h, lp, t0)
+        if keep_basis or basis is not None:
+            sol.extra["warm"] = basis is not None
+        if keep_basis:
             raw = h.getBasis()
             if raw.valid and sol.usable:
-                sol.extra["basis"] = LPBasis(lp.shape, raw)
-            sol.extra["warm"] = use
-            return sol
-
-        return _wrap_foreign(self.name, call)
+                sol.extra["basis"] = LPBasis(lp.shape, raw, self.name, _extend_basis)
+        return sol
 
     def _session(self, lp: LinearProgram, *, time_limit: float | None, mip_gap: float | None,
                  threads: int | None, verbose: bool, solver: str, crossover: bool,
@@ -369,3 +279,17 @@ def _rejected(name: str, t0: float) -> LPSolution:
     """The solution of a model HiGHS refused in ``passModel``: no point."""
     return LPSolution(SolveStatus.ERROR, None, float("nan"), seconds=time.perf_counter() - t0,
                       raw_status="model rejected by passModel", backend=name)
+
+
+def _extend_basis(basis: LPBasis, old: np.ndarray, new: np.ndarray) -> LPBasis:
+    """`LPBasis.with_columns` for a HiGHS basis: the added columns nonbasic at their lower
+    bound."""
+    import highspy
+
+    status = np.full(int(new.sum()), highspy.HighsBasisStatus.kLower, dtype=object)
+    status[np.flatnonzero(old[new])] = np.asarray(basis.raw.col_status, dtype=object)
+    raw = highspy.HighsBasis()
+    raw.valid = True
+    raw.col_status = status.tolist()
+    raw.row_status = basis.raw.row_status
+    return LPBasis((basis.shape[0], int(new.sum())), raw, basis.backend, basis.extend)

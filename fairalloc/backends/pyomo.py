@@ -9,7 +9,7 @@ row by row in Python, so this backend is meant for small and medium programs.
 from __future__ import annotations
 
 import time
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -48,6 +48,8 @@ class PyomoBackend(Backend):
         threads: int | None,
         start: np.ndarray | None,
         verbose: bool,
+        basis: Any = None,
+        keep_basis: bool = False,
     ) -> LPSolution:
         import pyomo.environ as pyo
 

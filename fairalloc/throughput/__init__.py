@@ -4,7 +4,10 @@ Modules (each has one job; lower ones never import higher ones)::
 
     rows.py          RowLayout: named row blocks of a stage LP (prices read by block name)
     instance.py      ColumnInstance: the allocation columns as sparse tables
+    tuning.py        Tuning: the performance knobs of the solve plans (passed to solve())
     stages.py        LevelStage / LinearStage and the lexicographic StageSolver
+    strategies.py    the solve plan of a stage LP (stage_plan), run by fairalloc.plan's driver
+    columns.py       restricted columns (column generation) for many-type stage LPs
     structured/      structured exact level and floor solvers (Newton prices + small masters)
     policy.py        Allocation, the ThroughputPolicy base class, isolated/equal splits
     max_min.py       MaxMinFairness and hierarchical WaterFilling (§4.1, §4.3)
@@ -100,6 +103,7 @@ _EXPORTS: dict[str, str] = {
     "GavelPolicySpec": "registry",
     "gavel_policy": "registry",
     "max_min_space_sharing": "space_sharing",
+    "Tuning": "tuning",
 }
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
@@ -116,6 +120,7 @@ __all__ = [
     "MinMakespan",
     "ShortestJobFirst",
     "ThroughputPolicy",
+    "Tuning",
     "WaterFilling",
     "equal_split",
     "fifo",
@@ -170,3 +175,4 @@ if TYPE_CHECKING:  # static type checkers see every lazily exported name
     from .space_sharing import (
         max_min_space_sharing as max_min_space_sharing,
     )
+    from .tuning import Tuning as Tuning

@@ -23,44 +23,27 @@ whole LP 194 s, restricted columns 107 s.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .._sparse import rmatvec
-from ..backends import LinearProgram, LPSolution
-from ..backends.highs import LPBasis
+from ..backends import LinearProgram, LPBasis
 from ..errors import SolverError
-from ..results import Certificate
+from ..plan import Decline
+from .tuning import DEFAULT_TUNING, Tuning
 
 if TYPE_CHECKING:  # (stages imports this module)
     from ..backends import Backend
-    from .stages import LevelStage, LinearStage, StageSolver
+    from .stages import LevelStage, LinearStage, StageResult, StageSolver
 
-__all__ = ["ADD_PER_JOB", "FIRST_PER_JOB", "MAX_ROUNDS", "MAX_SHARE", "MIN_COLUMNS",
-           "MIN_TYPES", "PRICED_MAX_TYPES", "PRICED_MIN_TYPES", "RC_NOISE", "RESTRICTED_LP",
-           "SAMPLE_JOBS", "applies", "first_columns", "priced_columns", "sampled_prices",
-           "sampled_program", "solve_restricted"]
+__all__ = ["RC_NOISE", "RESTRICTED_LP", "RESTRICTED_ROUND", "applies", "first_columns",
+           "priced_columns", "sampled_prices", "sampled_program", "solve_restricted"]
 
-#: PERFORMANCE knob: accelerator types from which a whole stage LP is first solved over
-#: restricted columns: above the 64 types where the structured solvers hand over. Measured
-#: (4,096 jobs, max-min + work-conserving, whole LP / restricted): 30 types 4.8 / 7.1 s,
-#: 64 types 11.2 / 9.6 s, 100 types 15.0 / 8.5 s
-MIN_TYPES = 65
-#: PERFORMANCE knob: columns from which the restricted solve pays for its extra rounds (the
-#: whole LP of 1,024 jobs x 100 types takes 1.5 s; smaller LPs are solved whole)
-MIN_COLUMNS = 50_000
-#: PERFORMANCE knob: columns per job in the first restricted LP (its best by objective
-#: coefficient per worker); 2 and 2 measured fastest of (2, 2), (4, 1), (4, 4), (3, 3)
-FIRST_PER_JOB = 2
-#: PERFORMANCE knob: improving columns added per job and round (most improving first)
-ADD_PER_JOB = 2
-#: PERFORMANCE knob: rounds before the stage is handed to the whole LP (7 at 4,096 x 100)
-MAX_ROUNDS = 12
-#: PERFORMANCE knob: a restricted LP holding more than this share of the columns costs about
-#: what the whole LP does: hand over instead
-MAX_SHARE = 0.5
+# The performance knobs (which stages, how many columns and rounds) are fields of `Tuning`:
+# ``columns_min_types``, ``columns_min_columns``, ``priced_min_types``,
+# ``priced_max_types``, ``sample_jobs``, ``columns_first_per_job``, ``columns_add_per_job``,
+# ``columns_max_rounds``, ``columns_max_share`` (measurements in its docstring).
 #: ACCURACY: a column counts as improving when its reduced cost is below this fraction of
 #: the largest ``|c|`` or ``|A^T y|`` (rounding of the dual prices; the certificate decides)
 RC_NOISE = 1e-12
@@ -68,36 +51,22 @@ RC_NOISE = 1e-12
 PRICE_FLOOR = 1e-12
 #: the path step of a stage solved over restricted columns (``stats.path``)
 RESTRICTED_LP = "restricted-columns"
+#: the path step of one restricted LP of that loop (cold; ``+warm``: from the last basis)
+RESTRICTED_ROUND = "restricted-round"
 #: the path step of the sampled LP whose capacity prices choose the first columns
 SAMPLED_PRICES = "sampled-prices"
 
-
-#: PERFORMANCE knob: with capacity prices from a sampled LP (`sampled_program`) the first
-#: restricted columns are each job's best per unit of priced capacity, and restricted columns
-#: pay from this many types on (the structured solvers' sampled gate, 16 types, below).
-#: Measured (4,096 jobs x 30 types, max-min level LP): whole LP 3.07 s; restricted columns
-#: by objective coefficient 3.75 s (6 rounds); by sampled prices 0.50 s (512 jobs sampled,
-#: first restricted LP already within 3e-4 of the optimum, 4 rounds)
-PRICED_MIN_TYPES = 17
-#: PERFORMANCE knob: ... and up to this many types. Measured (4,096 jobs, ``many-types-K``
-#: instances of ``benchmarks/families.py``, max-min level, unpriced path / priced): k = 20
-#: 4.3 / 0.8 s, 30 3.3 / 0.9 s, 40 4.8 / 1.2 s, 48 8.3 / 2.6 s, 56 7.6 / 9.5 s, 64 9.6 /
-#: 24 s (there the first priced LP reaches 0.72 of the optimum 1.05 and the simplex's
-#: vertex duals price out one or two bottleneck jobs' columns per round: not certified in
-#: 12 rounds; sampling 1,024 or 2,048 jobs did not help); at 100 types 22 s against 6.6 s
-PRICED_MAX_TYPES = 48
-#: PERFORMANCE knob: jobs in the sampled LP (its capacities scaled by the sampled share);
-#: measured 256 / 512 / 1,024: 0.82 / 0.50 / 0.64 s in all at 4,096 x 30
-SAMPLE_JOBS = 512
 #: seed of the job sample (the answer does not depend on it: the whole LP's certificate does)
 SAMPLE_SEED = 0
 
 
-def applies(k: int, E: int, single_job_columns: bool, priced: bool = False) -> bool:
+def applies(k: int, E: int, single_job_columns: bool, tuning: Tuning = DEFAULT_TUNING,
+            priced: bool = False) -> bool:
     """Whether a whole stage LP over ``E`` columns on ``k`` types is first solved over
-    restricted columns: many types (`MIN_TYPES`; `PRICED_MIN_TYPES` when capacity prices
-    from a sampled LP choose the first columns), many columns, and one job per column (no job
-    pairs or placement columns, whose pricing would need every member).
+    restricted columns: many types (``tuning.columns_min_types``; ``priced_min_types`` to
+    ``priced_max_types`` when capacity prices from a sampled LP choose the first columns),
+    many columns (``columns_min_columns``), and one job per column (no job pairs or placement
+    columns, whose pricing would need every member).
 
     Examples
     --------
@@ -106,15 +75,17 @@ def applies(k: int, E: int, single_job_columns: bool, priced: bool = False) -> b
     >>> applies(30, 122_880, True, priced=True), applies(100, 409_600, True, priced=True)
     (True, False)
     """
-    if priced:  # (above `PRICED_MAX_TYPES` the sampled prices choose poor first columns)
-        return (single_job_columns and PRICED_MIN_TYPES <= k <= PRICED_MAX_TYPES
-                and E >= MIN_COLUMNS)
-    return single_job_columns and k >= MIN_TYPES and E >= MIN_COLUMNS
+    t = tuning
+    if priced:  # (above priced_max_types the sampled prices choose poor first columns)
+        return (single_job_columns and t.priced_min_types <= k <= t.priced_max_types
+                and E >= t.columns_min_columns)
+    return single_job_columns and k >= t.columns_min_types and E >= t.columns_min_columns
 
 
-def sampled_program(lp: LinearProgram, col_job: np.ndarray, n: int, k: int
+def sampled_program(lp: LinearProgram, col_job: np.ndarray, n: int, k: int,
+                    sample: int = DEFAULT_TUNING.sample_jobs
                     ) -> tuple[LinearProgram, np.ndarray] | None:
-    """A level stage's whole LP restricted to `SAMPLE_JOBS` random jobs, capacities scaled by
+    """A level stage's whole LP restricted to ``sample`` random jobs, capacities scaled by
     the sampled share: its capacity duals estimate the whole LP's capacity prices.
 
     ``lp``'s rows must be ``n`` time rows, ``k`` capacity rows and ``n`` level rows (a first
@@ -127,7 +98,7 @@ def sampled_program(lp: LinearProgram, col_job: np.ndarray, n: int, k: int
     --------
     >>> import numpy as np, scipy.sparse as sp
     >>> from fairalloc.backends import LinearProgram
-    >>> n, k = 2 * SAMPLE_JOBS, 1
+    >>> n, k = 1024, 1
     >>> A = sp.vstack([sp.hstack([sp.identity(n), sp.csr_matrix((n, 1))]),
     ...                sp.csr_matrix(np.r_[np.ones(n), 0.0][None, :]),
     ...                sp.hstack([sp.identity(n), -np.ones((n, 1))])]).tocsr()
@@ -138,9 +109,9 @@ def sampled_program(lp: LinearProgram, col_job: np.ndarray, n: int, k: int
     >>> sub.shape, cap_rows.tolist(), float(sub.row_upper[cap_rows[0]])
     ((1025, 513), [512], 4.0)
     """
-    if n < 2 * SAMPLE_JOBS or lp.A.shape[0] != 2 * n + k:
+    if n < 2 * sample or lp.A.shape[0] != 2 * n + k:
         return None
-    jobs = np.sort(np.random.default_rng(SAMPLE_SEED).choice(n, SAMPLE_JOBS, replace=False))
+    jobs = np.sort(np.random.default_rng(SAMPLE_SEED).choice(n, sample, replace=False))
     cols = np.append(np.flatnonzero(np.isin(col_job, jobs)), lp.A.shape[1] - 1)
     rows = np.concatenate((jobs, n + np.arange(k), n + k + jobs))
     A = lp.A.tocsr()[rows][:, cols]
@@ -168,11 +139,11 @@ def _best_per_job(job: np.ndarray, key: np.ndarray, count: int) -> np.ndarray:
 
 
 def first_columns(col_job: np.ndarray, coef: np.ndarray, workers: np.ndarray,
-                  anchor: np.ndarray | None, per_job: int | None = None,
+                  anchor: np.ndarray | None, per_job: int = DEFAULT_TUNING.columns_first_per_job,
                   price: np.ndarray | None = None) -> np.ndarray:
     """The first restricted column set (a boolean mask over the ``E`` allocation columns).
 
-    Per job its ``per_job`` (default `FIRST_PER_JOB`) columns with the largest objective
+    Per job its ``per_job`` (``tuning.columns_first_per_job``) columns with the largest objective
     coefficient per worker ``coef / workers`` (a level stage: the level row's coefficient; a
     linear stage: the objective's) -- per unit of priced capacity ``coef / (workers *
     price)`` when each column's capacity ``price`` is given (`sampled_program`; a zero price
@@ -187,7 +158,7 @@ def first_columns(col_job: np.ndarray, coef: np.ndarray, workers: np.ndarray,
     [True, True, False, True, False]
     """
     keep = np.zeros(col_job.size, dtype=bool)
-    count = FIRST_PER_JOB if per_job is None else per_job
+    count = per_job
     per = workers
     if price is not None:
         floor = PRICE_FLOOR * float(np.max(price, initial=0.0))
@@ -199,9 +170,9 @@ def first_columns(col_job: np.ndarray, coef: np.ndarray, workers: np.ndarray,
 
 
 def priced_columns(col_job: np.ndarray, reduced_cost: np.ndarray, active: np.ndarray,
-                   tol: float, per_job: int | None = None) -> np.ndarray:
+                   tol: float, per_job: int = DEFAULT_TUNING.columns_add_per_job) -> np.ndarray:
     """Columns to add (a boolean mask): outside ``active``, reduced cost (of the
-    minimisation) below ``-tol``, per job the ``per_job`` (default `ADD_PER_JOB`) most
+    minimisation) below ``-tol``, per job the ``per_job`` (``tuning.columns_add_per_job``) most
     improving.
 
     Examples
@@ -212,27 +183,27 @@ def priced_columns(col_job: np.ndarray, reduced_cost: np.ndarray, active: np.nda
     """
     cand = np.flatnonzero(~active & (reduced_cost < -tol))
     add = np.zeros(active.size, dtype=bool)
-    count = ADD_PER_JOB if per_job is None else per_job
+    count = per_job
     add[cand[_best_per_job(col_job[cand], reduced_cost[cand], count)]] = True
     return add
 
 
-def sampled_prices(solver: StageSolver, lp: LinearProgram,
-                   solve: Callable[[LinearProgram], LPSolution]) -> np.ndarray | None:
+def sampled_prices(solver: StageSolver, lp: LinearProgram) -> np.ndarray | None:
     """Each column's capacity price estimated by the stage LP on a sample of jobs
-    (`sampled_program`, solved by ``solve``; path step ``sampled-prices``), or ``None`` (too
-    few jobs, or the sampled LP failed: the first columns are then chosen without prices)."""
+    (`sampled_program`, solved by the solver's exact backend; path step ``sampled-prices``),
+    or ``None`` (too few jobs, or the sampled LP failed: the first columns are then chosen
+    without prices)."""
     inst = solver.inst
-    out = sampled_program(lp, inst.mem_job[:inst.E], inst.n, inst.k)
+    out = sampled_program(lp, inst.mem_job[:inst.E], inst.n, inst.k,
+                          solver.tuning.sample_jobs)
     if out is None:
         return None
     sub, cap_rows = out
     solver.step(SAMPLED_PRICES)
     try:
-        sol = solve(sub)
+        sol = solver.solve_sub(sub, "the sampled LP")
     except SolverError:
         return None
-    solver.used(sol)
     if sol.row_duals is None:
         return None
     return np.abs(sol.row_duals[cap_rows])[inst.col_type]
@@ -240,11 +211,10 @@ def sampled_prices(solver: StageSolver, lp: LinearProgram,
 
 def solve_restricted(solver: StageSolver, lp: LinearProgram, stage: LevelStage | LinearStage,
                      coef: np.ndarray, what: str, backend: Backend,
-                     price: np.ndarray | None = None
-                     ) -> tuple[LPSolution, np.ndarray, Certificate] | None:
+                     price: np.ndarray | None = None) -> StageResult:
     """Solve ``stage``'s whole LP ``lp`` over restricted columns, adding the columns its
     duals price out improving, until the certificate on the whole LP holds
-    (`fairalloc.throughput.columns`; path step ``restricted-columns`` per round).
+    (`fairalloc.throughput.columns`; the strategy ``restricted-columns``).
     ``price``: each column's estimated capacity price (`sampled_prices`), which chooses
     the first columns; then, where fairalloc chose HiGHS, each round after the first goes
     on from the last round's basis (HiGHS' primal simplex over the added columns: near
@@ -252,46 +222,48 @@ def solve_restricted(solver: StageSolver, lp: LinearProgram, stage: LevelStage |
     (its interior-point duals price out the columns of every job near the level, where
     a simplex's vertex duals price out one bottleneck job's per round).
     ``coef``: each column's objective coefficient (a level stage: its level row's). Returns
-    the certified ``(solution, LP vector, certificate)``, or ``None`` (recorded in the
-    solver's fallbacks) when it does not certify within the round and size caps: the caller
-    solves the whole LP."""
+    the certified stage result (its ``columns`` start the next stage), or raises
+    `fairalloc.plan.Decline` when it does not certify within the round and size caps
+    (``tuning.columns_max_rounds``, ``columns_max_share``): the plan's next strategy runs."""
     inst = solver.inst
+    t = solver.tuning
     E = inst.E
     col_job = inst.mem_job[:E]  # one job per column (`applies`)
     active = first_columns(col_job, np.abs(coef), inst.col_workers, solver.anchor,
-                           price=price)
+                           per_job=t.columns_first_per_job, price=price)
     if solver.columns_used is not None:  # the last stage's columns (a Dinkelbach sequence)
         active |= solver.columns_used
     A = lp.A.tocsc()
-    reason = f"not certified within {MAX_ROUNDS} rounds"
+    reason = f"not certified within {t.columns_max_rounds} rounds"
     warm = price is not None and solver.warm_backend()
     basis: LPBasis | None = None
     last: np.ndarray | None = None
-    for _ in range(MAX_ROUNDS):
-        if active.sum() > MAX_SHARE * E:
-            reason = f"more than {MAX_SHARE:.0%} of the columns needed"
+    for _ in range(t.columns_max_rounds):
+        if active.sum() > t.columns_max_share * E:
+            reason = f"more than {t.columns_max_share:.0%} of the columns needed"
             break
-        solver.step(RESTRICTED_LP)
         keep = np.append(active, True)  # theta's column always
         if basis is not None and last is not None:
             basis = basis.with_columns(last, keep)
+        solver.step(RESTRICTED_ROUND + ("+warm" if basis is not None else ""))
         try:  # (infeasible too: the whole LP decides, a restricted one proves nothing)
             sol, v, cert = solver.run_once(lp, stage, what,
                                             solver.backend if warm else backend,
-                                            cols=(keep, A), warm=warm, basis=basis)
+                                            cols=(keep, A), keep_basis=warm, basis=basis)
         except SolverError as exc:
             reason = f"a restricted LP failed ({exc.status})"
             break
         found = sol.extra.get("basis") if warm else None
         basis, last = (found, keep) if isinstance(found, LPBasis) else (None, None)
         if cert.ok:
-            solver.columns_used = active
-            return sol, v, cert
+            res = solver.result(lp, stage, sol, v, cert)
+            res.columns = active
+            return res
         assert sol.row_duals is not None
         aty = rmatvec(lp.A, sol.row_duals)
         rc = lp.c - aty
         tol = RC_NOISE * float(max(np.max(np.abs(aty)), np.max(np.abs(lp.c))))
-        add = priced_columns(col_job, rc[:E], active, tol)
+        add = priced_columns(col_job, rc[:E], active, tol, per_job=t.columns_add_per_job)
         if not add.any():
             if warm:
                 # the simplex's duals are only as accurate as its dual feasibility tolerance:
@@ -304,5 +276,4 @@ def solve_restricted(solver: StageSolver, lp: LinearProgram, stage: LevelStage |
                       f"{cert.primal_residual:.2e} / {cert.dual_residual:.2e}")
             break
         active |= add
-    solver.fall_back(RESTRICTED_LP, reason)
-    return None
+    raise Decline(reason)

@@ -19,6 +19,7 @@ from .._validation import as_positive_int
 from ..backends import Backend
 from ..data import Cluster, JobPairs, Jobs
 from ..errors import InputError, SolverError
+from ..plan import Decline
 from ..results import Certificate
 from ..tolerances import FEAS_TOL, GAP_TOL
 from .policy import (
@@ -32,9 +33,11 @@ from .policy import (
     _steps,
     isolated_split,
 )
-from .stages import LevelStage, StageResult, StageSolver, pow2
-from .structured import STRUCTURED_LEVEL, fast_level
+from .stages import EXACT_LP, LevelStage, StageResult, StageSolver, pow2
+from .structured import STRUCTURED_LEVEL, fast_level, level_strategy
 from .structured.common import PROVISIONAL, NewtonSeed
+from .structured.common import structured_applies as _structured_applies
+from .tuning import Tuning
 
 __all__ = ["FinishTimeFairness", "MinMakespan", "finish_time_fairness", "min_makespan"]
 
@@ -43,14 +46,10 @@ __all__ = ["FinishTimeFairness", "MinMakespan", "finish_time_fairness", "min_mak
 DINKELBACH_MAX_ITERATIONS = 50
 #: ACCURACY: the Dinkelbach sequence stops when F(R) <= DINKELBACH_STOP * |R|
 DINKELBACH_STOP = 1e-9
-#: PERFORMANCE knob: each Dinkelbach stage's Newton search starts from the previous stage's
-#: end point (prices and Jacobian) instead of a sampled phase (`NewtonSeed`)
-DINKELBACH_SEED = True
 DINKELBACH = "dinkelbach"  # path step: one Dinkelbach iteration (its level stage follows)
-#: PERFORMANCE knob: the structured solver returns the intermediate Dinkelbach stages without
-#: the whole LP's certificate (they only choose the next point; the last stage, the answer,
-#: is certified). Measured: a fifth of each stage (finish-time fairness, 16,384 jobs x 3 types)
-DINKELBACH_PROVISIONAL = True
+# (whether each stage's Newton search starts from the previous one's end point, and whether
+# intermediate stages skip the whole LP's certificate: ``tuning.dinkelbach_seed``,
+# ``tuning.dinkelbach_provisional``)
 #: PERFORMANCE knob: consecutive Dinkelbach stages handed to the whole LP by the structured
 #: solver after which the rest of the sequence goes there directly. Not 1: the first stage
 #: (at the isolated split, far from the optimum) often has no Newton estimate while the later
@@ -58,10 +57,17 @@ DINKELBACH_PROVISIONAL = True
 DINKELBACH_HAND_OVERS = 2
 
 
-def _gave_up(fallbacks: list[str]) -> bool:
+def structured_level_applies(solver: StageSolver) -> bool:
+    """Whether the level stages of ``solver`` have the structure of the structured solvers
+    (no kept rows, only time and capacity rows besides the level)."""
+    return _structured_applies(solver, kept=0)
+
+
+def _gave_up(fallbacks: tuple[str, ...]) -> bool:
     """Whether the structured level solver handed its stage to the whole LP (one of the
     hand-overs ``fallbacks`` recorded during its call)."""
-    return any(f.startswith(f"{STRUCTURED_LEVEL}->") for f in fallbacks)
+    return any(f.startswith((f"{STRUCTURED_LEVEL}->", f"{STRUCTURED_LEVEL}{PROVISIONAL}->"))
+               for f in fallbacks)
 
 
 # --------------------------------------------------------------------------------------------
@@ -135,7 +141,8 @@ def min_makespan(
         consolidated_capacity: ArrayLike | None = None, method: str = "auto",
         backend: str | Backend | None = None, work_conserving: bool | None = None,
         gap_tol: float = GAP_TOL, feas_tol: float = FEAS_TOL,
-        stage_tol: float = STAGE_TOL, symmetry: bool = True) -> Allocation:
+        stage_tol: float = STAGE_TOL, symmetry: bool = True,
+        tuning: Tuning | None = None) -> Allocation:
     """Minimum makespan allocation (Gavel §4.1), exact as one LP.
 
     Parameters
@@ -150,6 +157,9 @@ def min_makespan(
     symmetry : bool
         Solve over exact symmetry classes of repeated jobs (default ``True``; ``False``: job
         by job); see [`ThroughputPolicy.solve`][fairalloc.throughput.ThroughputPolicy.solve].
+
+    tuning : fairalloc.throughput.Tuning, optional
+        Performance knobs of the solve plans (never changes an answer).
 
     Returns
     -------
@@ -171,7 +181,7 @@ def min_makespan(
         pairs=pairs, unconsolidated_throughput=unconsolidated_throughput,
         consolidated_capacity=consolidated_capacity).solve(
         method=method, backend=backend, work_conserving=work_conserving, gap_tol=gap_tol,
-        feas_tol=feas_tol, stage_tol=stage_tol, symmetry=symmetry)
+        feas_tol=feas_tol, stage_tol=stage_tol, symmetry=symmetry, tuning=tuning)
 
 
 # --------------------------------------------------------------------------------------------
@@ -267,7 +277,9 @@ class FinishTimeFairness(ThroughputPolicy):
         # coefficients and offsets change): each whole LP starts from the previous basis
         solver.warm_levels = True
         try:
-            return self._dinkelbach(solver, tp, r, x_prev, method == "fast")
+            return self._dinkelbach(solver, tp, r, x_prev,
+                                    method == "fast" and solver.structured_worth()
+                                    and structured_level_applies(solver))
         finally:
             solver.warm_levels = False
 
@@ -279,22 +291,22 @@ class FinishTimeFairness(ThroughputPolicy):
         R = 1.0 + r
         handed_over = 0  # consecutive Dinkelbach stages the structured solver handed over
         # Newton's end point in one stage starts the next (same rows, another level)
-        seed = NewtonSeed() if DINKELBACH_SEED else None
+        seed = NewtonSeed() if solver.tuning.dinkelbach_seed else None
         for it in range(self.max_iterations):
             stage = self.dinkelbach_stage(R, tp, r)
             solver.step(DINKELBACH)
             if structured:
-                handed = len(solver.fallbacks)
-                res = fast_level(solver, stage, seed=seed, provisional=DINKELBACH_PROVISIONAL)
-                handed_over = handed_over + 1 if _gave_up(solver.fallbacks[handed:]) else 0
+                mark = solver.log.mark()
+                res = self._structured_stage(solver, stage, seed)
+                handed_over = handed_over + 1 if _gave_up(solver.log.since(mark)[1]) else 0
                 if handed_over >= DINKELBACH_HAND_OVERS:
                     # the stages of one sequence share their rows' structure: once the
                     # structured solver handed them over twice in a row, the later ones go
                     # to the whole LP directly (no further Newton search that cannot win)
                     structured = False
-                    solver.fall_back(DINKELBACH, f"iterations {it + 2 - handed_over}-{it + 1}"
-                                     " went to the whole LP; the later iterations solve it "
-                                     "directly")
+                    solver.log.hand_over(
+                        DINKELBACH, EXACT_LP, f"iterations {it + 2 - handed_over}-{it + 1} "
+                        "went to the whole LP; the later iterations solve it directly")
             else:
                 res = solver.run(stage, "finish-time fairness")
             xcol = res.x[: inst.E]
@@ -323,19 +335,37 @@ class FinishTimeFairness(ThroughputPolicy):
                           backend=solver.backend.name, status="iteration_limit")
 
     @staticmethod
+    def _structured_stage(solver: StageSolver, stage: LevelStage, seed: NewtonSeed | None
+                          ) -> StageResult:
+        """One Dinkelbach stage by the structured level solver: provisional (path step
+        ``structured-level-provisional``, no certificate: it only chooses the next point)
+        with ``tuning.dinkelbach_provisional``, else its stage plan; a provisional solve that
+        declines hands the stage to the whole-LP plan."""
+        if not solver.tuning.dinkelbach_provisional:
+            return solver.run(stage, "finish-time fairness", fast=(level_strategy(seed=seed),))
+        step = STRUCTURED_LEVEL + PROVISIONAL
+        solver.step(step)
+        try:
+            return fast_level(solver, stage, seed=seed, provisional=True)
+        except Decline as exc:
+            solver.log.hand_over(step, EXACT_LP, exc.reason)
+            return solver.run(stage, "finish-time fairness")
+
+    @staticmethod
     def _certified_stage(solver: StageSolver, stage: LevelStage, res: StageResult,
                          seed: NewtonSeed | None) -> StageResult:
         """A provisional stage result certified: its own point and duals when the whole LP's
-        certificate passes there (path step `STRUCTURED_LEVEL`), else the stage solved again
-        with certification (which hands over to the whole LP when it must)."""
+        certificate passes there (path step `STRUCTURED_LEVEL`), else the stage's plan (the
+        structured level solver with its certificate, then the whole LP)."""
         cert = solver.certify(res, stage, res.x[: solver.inst.E])
         if cert.ok:
             solver.step(STRUCTURED_LEVEL)
             return dataclasses.replace(res, value=cert.primal_value, cert=cert,
                                        provisional=False)
-        solver.fall_back(STRUCTURED_LEVEL + PROVISIONAL, "the last stage's master did not "
-                         "certify; solved again with its certificate", STRUCTURED_LEVEL)
-        return fast_level(solver, stage, seed=seed)
+        solver.log.hand_over(STRUCTURED_LEVEL + PROVISIONAL, STRUCTURED_LEVEL,
+                             "the last stage's master did not certify; solved again with its "
+                             "certificate")
+        return solver.run(stage, "finish-time fairness", fast=(level_strategy(seed=seed),))
 
     def gap_stop(self, R: float) -> float:
         """The value of ``F(R)`` at or below which the Dinkelbach sequence stops."""
@@ -368,7 +398,8 @@ def finish_time_fairness(
         consolidated_capacity: ArrayLike | None = None, method: str = "auto",
         backend: str | Backend | None = None, work_conserving: bool | None = None,
         gap_tol: float = GAP_TOL, feas_tol: float = FEAS_TOL,
-        stage_tol: float = STAGE_TOL, symmetry: bool = True) -> Allocation:
+        stage_tol: float = STAGE_TOL, symmetry: bool = True,
+        tuning: Tuning | None = None) -> Allocation:
     """Finish-time fairness (Gavel §4.1; Themis): minimise ``max_m rho(m, X)``.
 
     Needs ``jobs.steps_remaining``; uses ``jobs.elapsed`` and ``jobs.isolated_elapsed``
@@ -391,6 +422,9 @@ def finish_time_fairness(
         Solve over exact symmetry classes of repeated jobs (default ``True``; ``False``: job
         by job); see [`ThroughputPolicy.solve`][fairalloc.throughput.ThroughputPolicy.solve].
 
+    tuning : fairalloc.throughput.Tuning, optional
+        Performance knobs of the solve plans (never changes an answer).
+
     Returns
     -------
     Allocation
@@ -409,4 +443,4 @@ def finish_time_fairness(
         pairs=pairs, unconsolidated_throughput=unconsolidated_throughput,
         consolidated_capacity=consolidated_capacity).solve(
         method=method, backend=backend, work_conserving=work_conserving, gap_tol=gap_tol,
-        feas_tol=feas_tol, stage_tol=stage_tol, symmetry=symmetry)
+        feas_tol=feas_tol, stage_tol=stage_tol, symmetry=symmetry, tuning=tuning)

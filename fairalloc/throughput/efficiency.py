@@ -43,6 +43,7 @@ from .stages import (
     top_up_rows,
 )
 from .symmetry import ClassMap
+from .tuning import Tuning, as_tuning
 
 __all__ = ["MaxTotalThroughput", "MinCost", "max_total_throughput", "min_cost"]
 
@@ -107,7 +108,8 @@ def max_total_throughput(
         consolidated_capacity: ArrayLike | None = None, method: str = "auto",
         backend: str | Backend | None = None, work_conserving: bool | None = None,
         gap_tol: float = GAP_TOL, feas_tol: float = FEAS_TOL,
-        stage_tol: float = STAGE_TOL, symmetry: bool = True) -> Allocation:
+        stage_tol: float = STAGE_TOL, symmetry: bool = True,
+        tuning: Tuning | None = None) -> Allocation:
     """Maximise total effective throughput (Gavel §3.1, §4.2).
 
     Parameters
@@ -124,6 +126,9 @@ def max_total_throughput(
     symmetry : bool
         Solve over exact symmetry classes of repeated jobs (default ``True``; ``False``: job
         by job); see [`ThroughputPolicy.solve`][fairalloc.throughput.ThroughputPolicy.solve].
+
+    tuning : fairalloc.throughput.Tuning, optional
+        Performance knobs of the solve plans (never changes an answer).
 
     Returns
     -------
@@ -143,7 +148,7 @@ def max_total_throughput(
         pairs=pairs, unconsolidated_throughput=unconsolidated_throughput,
         consolidated_capacity=consolidated_capacity).solve(
         method=method, backend=backend, work_conserving=work_conserving, gap_tol=gap_tol,
-        feas_tol=feas_tol, stage_tol=stage_tol, symmetry=symmetry)
+        feas_tol=feas_tol, stage_tol=stage_tol, symmetry=symmetry, tuning=tuning)
 
 
 # --------------------------------------------------------------------------------------------
@@ -296,7 +301,7 @@ class MinCost(ThroughputPolicy):
     def solve(self, *, method: str = "auto", backend: str | Backend | None = None,
               work_conserving: bool | None = None, gap_tol: float = GAP_TOL,
               feas_tol: float = FEAS_TOL, stage_tol: float = STAGE_TOL,
-              symmetry: bool = True) -> Allocation:
+              symmetry: bool = True, tuning: Tuning | None = None) -> Allocation:
         """Solve the Charnes-Cooper LP (and the work-conserving stage) and certify the ratio.
 
         Parameters as for [`ThroughputPolicy.solve`][fairalloc.throughput.ThroughputPolicy.solve],
@@ -315,10 +320,12 @@ class MinCost(ThroughputPolicy):
         stage_tol = min(as_tolerance(stage_tol, "stage_tol"), STAGE_SHARE_OF_GAP * gap_tol)
         as_option(method, "method", THROUGHPUT_METHODS)
         spec = "highs" if backend is None else backend
-        be = backend_for(spec, self.inst.E)
+        tuning = as_tuning(tuning)
+        be = backend_for(spec, self.inst.E, tuning)
         solver = StageSolver(self.inst, be, stage_tol=stage_tol, gap_tol=gap_tol,
                              feas_tol=feas_tol, extra_rows=self._extra_rows(),
-                             backend_spec=spec, meet_extra_rows=self._meet_slos)
+                             backend_spec=spec, meet_extra_rows=self._meet_slos,
+                             tuning=tuning)
         stages = self._first_stages(solver, "highs")
         st, res, cc = stages.stage, stages.result, stages.context
         certs = [res.cert]
@@ -346,20 +353,17 @@ class MinCost(ThroughputPolicy):
                 except CertificateError:
                     if keep >= share or keep >= FEAS_TOL:
                         raise
-                    solver.fall_back("work-conserving", "the kept ratio row was violated "
-                                     "beyond the certificate at stage_tol",
-                                     target="work-conserving (ratio slack at the solver's "
-                                     "tolerance)")
+                    solver.log.hand_over("work-conserving", "work-conserving (ratio slack at "
+                                         "the solver's tolerance)", "the kept ratio row was "
+                                         "violated beyond the certificate at stage_tol")
             assert wres is not None
             certs.append(wres.cert)
             xcol = wres.x[: self.inst.E]
         cert = self._certify(xcol, solver, cc).check(backend=be.name)
         certs[0] = cert
         prices = np.maximum(-cc.rows.take(cc.duals, "capacity"), 0.0) * cc.z
-        stats = SolveStats(backend=solver.backend_names, method="highs",
-                           seconds=time.perf_counter() - t0, iterations=solver.iterations,
-                           solves=solver.solves, raw_status=solver.raw_status,
-                           path=tuple(solver.path), fallbacks=tuple(solver.fallbacks))
+        stats = SolveStats.from_log(solver.log, method="highs",
+                                    seconds=time.perf_counter() - t0)
         return self._result(xcol, prices, self.ratio(xcol), cert, tuple(certs), stats)
 
 
@@ -380,7 +384,7 @@ def min_cost(
         consolidated_capacity: ArrayLike | None = None, method: str = "auto",
         backend: str | Backend | None = None, work_conserving: bool | None = None,
         gap_tol: float = GAP_TOL, feas_tol: float = FEAS_TOL,
-        stage_tol: float = STAGE_TOL) -> Allocation:
+        stage_tol: float = STAGE_TOL, tuning: Tuning | None = None) -> Allocation:
     """Minimum cost (throughput per unit cost), optionally subject to SLOs (Gavel §4.2).
 
     Parameters
@@ -398,6 +402,9 @@ def min_cost(
         [`ThroughputPolicy`][fairalloc.ThroughputPolicy]).
     method, backend, work_conserving, gap_tol, feas_tol, stage_tol
         See [`MinCost.solve`][fairalloc.throughput.MinCost.solve].
+
+    tuning : fairalloc.throughput.Tuning, optional
+        Performance knobs of the solve plans (never changes an answer).
 
     Returns
     -------
@@ -419,4 +426,4 @@ def min_cost(
         pairs=pairs, unconsolidated_throughput=unconsolidated_throughput,
         consolidated_capacity=consolidated_capacity).solve(
         method=method, backend=backend, work_conserving=work_conserving, gap_tol=gap_tol,
-        feas_tol=feas_tol, stage_tol=stage_tol)
+        feas_tol=feas_tol, stage_tol=stage_tol, tuning=tuning)

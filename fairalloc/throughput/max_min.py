@@ -47,28 +47,16 @@ import scipy.sparse as sp
 from numpy.typing import ArrayLike
 
 from .._sparse import scale_rows
-from .._validation import (
-    as_bool,
-    as_option,
-    as_positive_float,
-    as_positive_int,
-    as_tolerance,
-)
+from .._validation import as_bool, as_option, as_positive_float, as_positive_int, as_tolerance
 from ..backends import Backend
 from ..data import Cluster, JobPairs, Jobs
 from ..errors import CertificateError, InfeasibleError, InputError, SolverError
 from ..results import Certificate, SolveStats
 from ..tolerances import FEAS_TOL, GAP_TOL
 from . import structured
-from .policy import (
-    STAGE_TOL,
-    Allocation,
-    PolicyStages,
-    ThroughputPolicy,
-    _level_objective,
-    _rank,
-)
+from .policy import STAGE_TOL, Allocation, PolicyStages, ThroughputPolicy, _level_objective, _rank
 from .stages import LevelStage, StageSolver, backend_for, capacity_prices
+from .tuning import Tuning, as_tuning
 from .water_path import (
     FLOORS_ANCHORED,
     SaturationPath,
@@ -99,9 +87,6 @@ WATER_FILLING_LEVEL = "water-filling-level"  # path step: one water-filling leve
 PARETO_CHECK = "pareto-check"  # path step: the end check over every job (then its LP)
 #: ACCURACY: rounds water-filling resumes after a failed end check before it raises
 _END_RESUMES = 2
-#: ACCURACY: the end check runs when a level's duals times the solvers' residual exceed this
-#: multiple of the level's accuracy (the dual rule's room is then not reliable)
-_END_CHECK_RATIO = 1.0
 
 
 # --------------------------------------------------------------------------------------------
@@ -160,10 +145,9 @@ class MaxMinFairness(ThroughputPolicy):
 
     def _first_stages(self, solver: StageSolver, method: str) -> PolicyStages:
         stage = self.level_stage()
-        if method == "fast" and solver.structured_worth():
-            res = structured.fast_level(solver, stage, warm=self.warm_start)
-        else:  # (below STRUCTURED_MIN_JOBS fast_level would solve the whole LP itself)
-            res = solver.run(stage, stage.name if method == "fast" else "max-min fairness")
+        fast = ((structured.level_strategy(warm=self.warm_start),)
+                if method == "fast" and solver.structured_worth() else ())
+        res = solver.run(stage, stage.name if method == "fast" else "max-min fairness", fast)
         return PolicyStages(stage, res, res.value)
 
     def _cvx_objective(self, cvx: dict[str, Any]) -> tuple[Any, list[Any]]:
@@ -175,7 +159,7 @@ class MaxMinFairness(ThroughputPolicy):
     def solve(self, *, method: str = "auto", backend: str | Backend | None = None,
               work_conserving: bool | None = None, gap_tol: float = GAP_TOL,
               feas_tol: float = FEAS_TOL, stage_tol: float = STAGE_TOL,
-              symmetry: bool = True) -> Allocation:
+              symmetry: bool = True, tuning: Tuning | None = None) -> Allocation:
         """Solve the policy and certify the result (see
         [`ThroughputPolicy.solve`][fairalloc.throughput.ThroughputPolicy.solve]).
 
@@ -187,7 +171,8 @@ class MaxMinFairness(ThroughputPolicy):
         if not self.water_filling:
             return super().solve(method=method, backend=backend,
                                  work_conserving=work_conserving, gap_tol=gap_tol,
-                                 feas_tol=feas_tol, stage_tol=stage_tol, symmetry=symmetry)
+                                 feas_tol=feas_tol, stage_tol=stage_tol, symmetry=symmetry,
+                                 tuning=tuning)
         if self.composed or method == "cvxpy":
             raise InputError("water_filling=True cannot be combined with added constraints"
                              " or method='cvxpy'", argument="water_filling")
@@ -197,7 +182,7 @@ class MaxMinFairness(ThroughputPolicy):
                                                      else None),
                           consolidated_capacity=inst.cons_cap if inst.placement else None)
         res = wf.solve(method=method, backend=backend, gap_tol=gap_tol, feas_tol=feas_tol,
-                       stage_tol=stage_tol)
+                       stage_tol=stage_tol, tuning=tuning)
         metric = self.coef * res.effective_throughput
         metric.flags.writeable = False
         return dataclasses.replace(res, policy="max_min_fairness (water-filling)",
@@ -210,7 +195,8 @@ def max_min_fairness(jobs: Jobs, cluster: Cluster, *, water_filling: bool = Fals
                      consolidated_capacity: ArrayLike | None = None, method: str = "auto",
                      backend: str | Backend | None = None, work_conserving: bool | None = None,
                      gap_tol: float = GAP_TOL, feas_tol: float = FEAS_TOL,
-                     stage_tol: float = STAGE_TOL, symmetry: bool = True) -> Allocation:
+                     stage_tol: float = STAGE_TOL, symmetry: bool = True,
+                     tuning: Tuning | None = None) -> Allocation:
     """Heterogeneity-aware weighted max-min fairness (LAS) (Gavel §4.1, §4.3).
 
     Maximises ``min_m (scale_factor_m / w_m) throughput(m, X) / throughput(m, X^equal)``
@@ -245,6 +231,8 @@ def max_min_fairness(jobs: Jobs, cluster: Cluster, *, water_filling: bool = Fals
         Solve over exact symmetry classes of repeated jobs (default ``True``; ``False``: job by
         job; water-filling never reduces); see
         [`ThroughputPolicy.solve`][fairalloc.throughput.ThroughputPolicy.solve].
+    tuning : fairalloc.throughput.Tuning, optional
+        Performance knobs of the solve plans (never changes an answer).
 
     Returns
     -------
@@ -266,7 +254,8 @@ def max_min_fairness(jobs: Jobs, cluster: Cluster, *, water_filling: bool = Fals
                        unconsolidated_throughput=unconsolidated_throughput,
                        consolidated_capacity=consolidated_capacity)
     return b.solve(method=method, backend=backend, work_conserving=work_conserving,
-                   gap_tol=gap_tol, feas_tol=feas_tol, stage_tol=stage_tol, symmetry=symmetry)
+                   gap_tol=gap_tol, feas_tol=feas_tol, stage_tol=stage_tol, symmetry=symmetry,
+                   tuning=tuning)
 
 
 # --------------------------------------------------------------------------------------------
@@ -398,25 +387,32 @@ class WaterFilling(ThroughputPolicy):
         return self.unorm * tp
 
     @staticmethod
-    def _level_lp(solver: StageSolver, stage: LevelStage, use_fast: StructuredLevels) -> Any:
+    def _level_lp(solver: StageSolver, stage: LevelStage, use_fast: StructuredLevels,
+                  anchor: np.ndarray) -> Any:
         """One level LP (path step ``water-filling-level``, then the solver's own step), by
-        the structured level solver while ``use_fast`` says it pays."""
+        the structured level solver while ``use_fast`` says it pays. ``anchor``: the last
+        allocation (it meets every floor exactly): a solver's point that meets the frozen
+        floors only to its tolerance is moved towards it (`StageSolver.toward_anchor`)."""
         solver.fixed = []
+        solver.anchor = anchor
         solver.step(WATER_FILLING_LEVEL)
-        if not use_fast.on:
+        if not use_fast.on or not solver.structured_worth():
             return solver.run(stage, stage.name)
-        handed = len(solver.fallbacks)
+        mark = solver.log.mark()
         # no degenerate-prices hand-over: the whole LP's interior point meets the floors
         # only to its tolerance, rule (a) then distrusts the duals and the bottleneck LP on
         # the whole degenerate program is the slow step (ties, 8,192 jobs: > 60 s vs 0.7 s)
-        res = structured.fast_level(solver, stage, degenerate_handover=False)
-        use_fast.record(handed_over=len(solver.fallbacks) > handed)
+        res = solver.run(stage, stage.name,
+                         (structured.level_strategy(degenerate_handover=False),))
+        use_fast.record(handed_over=bool(solver.log.since(mark)[1]))
         return res
 
     def _jump(self, solver: StageSolver, U: sp.csr_matrix, floors: np.ndarray,
               frozen: np.ndarray, reached: np.ndarray, use_fast: StructuredLevels, btol: float,
-              certs: list[Certificate]) -> tuple[np.ndarray | None, np.ndarray, int]:
-        """Jump from ``floors`` over every saturation event before the next capacity event.
+              certs: list[Certificate], anchor: np.ndarray
+              ) -> tuple[np.ndarray | None, np.ndarray, int]:
+        """Jump from ``floors`` over every saturation event before the next capacity event
+        (``anchor``: an allocation meeting ``floors`` exactly).
 
         `SaturationPath` gives the trajectory ``L(theta)`` water-filling follows while only
         saturations happen; ``L(Theta_i)`` (``Theta_i``: the ``i``-th saturation) is
@@ -451,7 +447,7 @@ class WaterFilling(ThroughputPolicy):
             stage = LevelStage(U, step_, floors.copy(), "saturation probe")
             probes += 1
             try:
-                res = self._level_lp(solver, stage, use_fast)
+                res = self._level_lp(solver, stage, use_fast, anchor)
             except InfeasibleError:
                 # feasible at t = 0 in exact arithmetic; declared infeasible (thin face of
                 # floors met only to tolerance): not passed, so the jump only goes less far
@@ -482,7 +478,8 @@ class WaterFilling(ThroughputPolicy):
               backend: str | Backend | None = None, gap_tol: float = GAP_TOL,
               feas_tol: float = FEAS_TOL, stage_tol: float = STAGE_TOL,
               bottleneck_tol: float = BOTTLENECK_TOL, max_levels: int | None = None,
-              work_conserving: bool | None = None, symmetry: bool = True) -> Allocation:
+              work_conserving: bool | None = None, symmetry: bool = True,
+              tuning: Tuning | None = None) -> Allocation:
         """Run water-filling and certify every LP it solves.
 
         Parameters
@@ -539,9 +536,10 @@ class WaterFilling(ThroughputPolicy):
         n = inst.n
         cap_levels = n if max_levels is None else as_positive_int(max_levels, "max_levels")
         spec = "highs" if backend is None else backend
-        be = backend_for(spec, inst.E)
+        tuning = as_tuning(tuning)
+        be = backend_for(spec, inst.E, tuning)
         solver = StageSolver(inst, be, stage_tol=stage_tol, gap_tol=gap_tol,
-                              feas_tol=feas_tol, backend_spec=spec)
+                              feas_tol=feas_tol, backend_spec=spec, tuning=tuning)
         # (scipy's product, not `scale_rows`: with entries in another order a 10-type job
         # ended 1.2e-6 below its floor, level duals 1e8; known, issue #15)
         U = sp.csr_matrix(sp.diags(self.unorm) @ inst.Tm)  # rows u_m(x)
@@ -551,13 +549,13 @@ class WaterFilling(ThroughputPolicy):
         first: tuple[LevelStage, Any] | None = None
         xcol = np.zeros(inst.E)
         levels = rounds = 0
-        iters_extra = [0]
         thr_frz = btol * np.ones(n)  # each job's threshold when it was frozen
         use_fast = StructuredLevels(method in ("auto", "fast"))
         # each level changes only the rows of the jobs the last one froze: where fairalloc
         # chose HiGHS, a level LP starts HiGHS' simplex from the last level's basis (few
         # pivots, and an exact vertex: floors met to rounding, not to a tolerance)
         solver.warm_levels = True
+        solver.infeasible_votes = 1  # (an infeasible level: its floors are anchored, below)
         resumes, bwarm = 0, list[Any]([None])  # bwarm: the last bottleneck LP's basis
         resumed = proven = np.zeros(n, dtype=bool)  # unfrozen by the end check; proven there
         risky = False  # a decision the end check must prove (ill-conditioned levels)
@@ -573,9 +571,9 @@ class WaterFilling(ThroughputPolicy):
                 if not unsat.any():
                     break
                 solver.step(PARETO_CHECK)
-                sigma, x2, cert2 = bottleneck_lp(inst, floors, unsat, solver, U, thr_end, bwarm)
+                sigma, x2, cert2 = bottleneck_lp(inst, floors, unsat, solver, U, thr_end, bwarm,
+                                                 anchor=xcol)
                 certs.append(cert2)
-                iters_extra[0] += 1
                 # a job whose resumed level's certified dual bound caps its rise at exact
                 # floors is proven: the end-check LP's "rise" there came from floors it met
                 # only to its tolerance (10 types: a rise of 2e6 x that slack)
@@ -599,7 +597,7 @@ class WaterFilling(ThroughputPolicy):
             w = self.job_weights(frozen)
             stage = LevelStage(U, w, floors.copy(), f"water-filling level {levels}")
             try:
-                res = self._level_lp(solver, stage, use_fast)
+                res = self._level_lp(solver, stage, use_fast, xcol)
             except InfeasibleError:
                 # HiGHS declared the thin face of floors met only to tolerance infeasible: anchor
                 # them at the last (repaired, exactly feasible) allocation's levels, solve again
@@ -607,7 +605,7 @@ class WaterFilling(ThroughputPolicy):
                 floors = anchored_floors(floors, U, xcol)
                 proven = np.zeros(n, dtype=bool)  # proofs held at the higher floors only
                 stage = LevelStage(U, w, floors.copy(), f"water-filling level {levels}")
-                res = self._level_lp(solver, stage, use_fast)
+                res = self._level_lp(solver, stage, use_fast, xcol)
             certs.append(res.cert)
             if first is None:
                 first = (stage, res)
@@ -639,7 +637,7 @@ class WaterFilling(ThroughputPolicy):
                 # the level ended where jobs saturate: jump over every further saturation
                 # event up to the next capacity event (a bisection of feasibility LPs on the
                 # closed-form saturation trajectory) instead of one level per saturating job
-                jump = self._jump(solver, U, before, frozen, sat, use_fast, btol, certs)
+                jump = self._jump(solver, U, before, frozen, sat, use_fast, btol, certs, xcol)
                 levels += jump[2]
                 if jump[0] is not None:
                     floors, xcol = jump[0], jump[1]
@@ -675,7 +673,7 @@ class WaterFilling(ThroughputPolicy):
             # the end check (one whole LP: 4x the rest at 8,192 jobs) runs when (a) was not
             # trusted, or decided where the duals amplify feas_tol beyond the level's accuracy
             risky |= (not trusted or (bool(bott.any()) and feas_tol * float(
-                lam @ np.maximum(1.0, floors)) > _END_CHECK_RATIO * acc))
+                lam @ np.maximum(1.0, floors)) > solver.tuning.end_check_ratio * acc))
             bott |= sat
             if sat.any():
                 # a level ended by saturation: the other jobs can usually still rise; they
@@ -699,9 +697,9 @@ class WaterFilling(ThroughputPolicy):
             # the undecided jobs with every level at its floor; a job that rises is not
             # bottlenecked; if none can, the LP's optimum proves all are
             while undecided.any():
-                sigma, x2, cert2 = bottleneck_lp(inst, floors, undecided, solver, U, thr, bwarm)
+                sigma, x2, cert2 = bottleneck_lp(inst, floors, undecided, solver, U, thr, bwarm,
+                                                 anchor=xcol)
                 certs.append(cert2)
-                iters_extra[0] += 1
                 up = undecided & (sigma > thr)
                 if not up.any():
                     bott |= undecided
@@ -720,11 +718,8 @@ class WaterFilling(ThroughputPolicy):
         stage1, res1 = first
         cert = solver.certify(res1, stage1, xcol).check(backend=be.name)
         certs[0] = cert
-        stats = SolveStats(backend=solver.backend_names,
-                           method="highs" if method == "highs" else "fast",
-                           seconds=time.perf_counter() - t0, iterations=solver.iterations,
-                           solves=solver.solves + iters_extra[0], raw_status=solver.raw_status,
-                           path=tuple(solver.path), fallbacks=tuple(solver.fallbacks))
+        stats = SolveStats.from_log(solver.log, method="highs" if method == "highs" else "fast",
+                                    seconds=time.perf_counter() - t0)
         out = self._result(xcol, capacity_prices(res1), cert.primal_value, cert, tuple(certs),
                            stats)
         floors.flags.writeable = False
@@ -740,7 +735,8 @@ def water_filling(jobs: Jobs, cluster: Cluster, *, entities: Sequence[Hashable] 
                   backend: str | Backend | None = None, gap_tol: float = GAP_TOL,
                   feas_tol: float = FEAS_TOL, stage_tol: float = STAGE_TOL,
                   bottleneck_tol: float = BOTTLENECK_TOL, max_levels: int | None = None,
-                  work_conserving: bool | None = None) -> Allocation:
+                  work_conserving: bool | None = None, tuning: Tuning | None = None
+                  ) -> Allocation:
     """Hierarchical max-min fairness by water-filling (Gavel §4.3).
 
     The result is Pareto efficient: no job's level can rise without another's falling.
@@ -756,6 +752,8 @@ def water_filling(jobs: Jobs, cluster: Cluster, *, entities: Sequence[Hashable] 
         [`ThroughputPolicy`][fairalloc.ThroughputPolicy]).
     method, backend, gap_tol, feas_tol, stage_tol, bottleneck_tol, max_levels, work_conserving
         See [`WaterFilling.solve`][fairalloc.throughput.WaterFilling.solve].
+    tuning : fairalloc.throughput.Tuning, optional
+        Performance knobs of the solve plans (never changes an answer).
 
     Returns
     -------
@@ -780,7 +778,7 @@ def water_filling(jobs: Jobs, cluster: Cluster, *, entities: Sequence[Hashable] 
                      consolidated_capacity=consolidated_capacity)
     return b.solve(method=method, backend=backend, gap_tol=gap_tol, feas_tol=feas_tol,
                    stage_tol=stage_tol, bottleneck_tol=bottleneck_tol, max_levels=max_levels,
-                   work_conserving=work_conserving)
+                   work_conserving=work_conserving, tuning=tuning)
 
 
 def _unconsolidated(inst: Any) -> np.ndarray:

@@ -20,7 +20,6 @@ from numpy.typing import ArrayLike
 from .._sparse import scale_rows
 from .._validation import as_option
 from ..backends import Backend
-from ..certificates import lp_certificate
 from ..data import Cluster, JobPairs, Jobs
 from ..errors import InputError
 from ..results import Certificate
@@ -38,14 +37,13 @@ from .policy import (
     _steps,
 )
 from .stages import (
-    EXACT_LP,
     LevelStage,
     LinearStage,
     StageResult,
     StageSolver,
     pow2,
-    scaled_solve,
 )
+from .tuning import Tuning
 
 __all__ = ["FIFO", "FIFO_SEMANTICS", "ShortestJobFirst", "fifo", "shortest_job_first"]
 
@@ -54,9 +52,6 @@ FIFO_GREEDY = "fifo-greedy"  # path step prefix: arrival-order stages decided wi
 _AT_BOUND = 1e-12
 #: ACCURACY: spare workers at or below this fraction of a type's capacity are none (rounding)
 _SPARE_ROUNDING = 1e-12
-#: ACCURACY: share of feas_tol by which a stage LP's kept rows are raised when the solver's
-#: point met them only to its own tolerance (`_run_unit_scale`)
-_KEPT_MARGIN = 0.5
 
 
 #: the ``semantics=`` values of [`FIFO`][fairalloc.FIFO]
@@ -250,7 +245,7 @@ class FIFO(ThroughputPolicy):
         # every stage was decided without an LP (each job forced, in arrival order): certify
         # the allocation against the LP max sum_m v_m keeping every job's value, whose duals
         # also prove that no job left at 0 can get anything while the others keep theirs
-        final = LinearStage(np.asarray(V.sum(axis=0)).ravel(), "fifo (total)")
+        final = LinearStage(np.asarray(V.sum(axis=0)).ravel(), "fifo (total)", scale=1.0)
         res = _run_unit_scale(solver, final, "fifo (total)")
         v = solver.point(final, xcol)
         cert = solver.certificate(res.lp, final, v, res.duals)
@@ -285,41 +280,11 @@ class FIFO(ThroughputPolicy):
 
 def _run_unit_scale(solver: StageSolver, st: LinearStage, what: str) -> StageResult:
     """``solver.run(st)`` for a stage whose objective ``sum v_m`` (normalised throughputs, each
-    at most 1) is legitimately 0: its gap is judged against one job's worth (scale 1)."""
-    solver.step(EXACT_LP)
-    lp = solver.program(st)
-    kept = solver.layout(st).slice("kept")
-    solve_lp = lp
-    for attempt in range(2):
-        sol = scaled_solve(solve_lp, solver.backend, what)
-        solver.used(sol)
-        assert sol.x is not None and sol.row_duals is not None
-        xcol = solver.inst.repair(sol.x[: solver.inst.E])
-        # the solver's point first; moved towards the last stage's optimum only if a kept row
-        # is violated beyond the certificate's tolerance
-        for cand in (xcol, solver.toward_anchor(xcol)):
-            v = solver.point(st, cand)
-            cert = lp_certificate(lp, v, sol.row_duals, maximize=True,
-                                  gap_tol=solver.gap_tol, feas_tol=solver.feas_tol)
-            cert = dataclasses.replace(cert, scale=max(1.0, abs(cert.primal_value),
-                                                       abs(cert.dual_bound)))
-            if cert.ok:
-                break
-        if cert.ok or attempt or solver.anchor is None:
-            break
-        # the kept rows drift down by the solver's own tolerance stage after stage (five
-        # tied jobs: a kept value 1 - 1e-7 met at 1 - 3e-7, and the move towards the anchor
-        # lost two thirds of the stage; fuzz seed 25): once more with the kept rows raised by
-        # half the certificate's tolerance, never above what the anchor reaches
-        lo = lp.row_lower.copy()
-        reach = (lp.A @ np.append(solver.anchor, 0.0))[kept]
-        lo[kept] = np.minimum(lo[kept] + _KEPT_MARGIN * solver.feas_tol
-                              * np.maximum(1.0, np.abs(lo[kept])), np.maximum(reach, lo[kept]))
-        solve_lp = dataclasses.replace(lp, row_lower=lo)
-    cert.check(backend=solver.backend.name)
-    assert sol.row_duals is not None
-    return StageResult(lp, v, sol.row_duals, cert.primal_value, cert, sol.iterations,
-                       solver.layout(st))
+    at most 1) is legitimately 0: its gap is judged against one job's worth (scale 1). The
+    kept rows drift down by the solver's own tolerance stage after stage (five tied jobs: a
+    kept value 1 - 1e-7 met at 1 - 3e-7; fuzz seed 25): the plan's ``exact-lp+kept-margin``
+    step (`fairalloc.throughput.strategies`) solves such a stage with the kept rows raised."""
+    return solver.run(dataclasses.replace(st, scale=1.0), what)
 
 
 def fifo(
@@ -329,7 +294,7 @@ def fifo(
         consolidated_capacity: ArrayLike | None = None, method: str = "auto",
         backend: str | Backend | None = None, work_conserving: bool | None = None,
         gap_tol: float = GAP_TOL, feas_tol: float = FEAS_TOL,
-        stage_tol: float = STAGE_TOL) -> Allocation:
+        stage_tol: float = STAGE_TOL, tuning: Tuning | None = None) -> Allocation:
     """FIFO allocation (Gavel §4.2); ``order`` ranks jobs by arrival (smaller first).
 
     Parameters
@@ -346,6 +311,9 @@ def fifo(
         [`ThroughputPolicy`][fairalloc.ThroughputPolicy]).
     method, backend, work_conserving, gap_tol, feas_tol, stage_tol
         See [`ThroughputPolicy.solve`][fairalloc.throughput.ThroughputPolicy.solve].
+
+    tuning : fairalloc.throughput.Tuning, optional
+        Performance knobs of the solve plans (never changes an answer).
 
     Returns
     -------
@@ -367,7 +335,7 @@ def fifo(
         pairs=pairs, unconsolidated_throughput=unconsolidated_throughput,
         consolidated_capacity=consolidated_capacity).solve(
         method=method, backend=backend, work_conserving=work_conserving, gap_tol=gap_tol,
-        feas_tol=feas_tol, stage_tol=stage_tol)
+        feas_tol=feas_tol, stage_tol=stage_tol, tuning=tuning)
 
 
 class ShortestJobFirst(ThroughputPolicy):
@@ -447,7 +415,7 @@ def shortest_job_first(
         consolidated_capacity: ArrayLike | None = None, method: str = "auto",
         backend: str | Backend | None = None, work_conserving: bool | None = None,
         gap_tol: float = GAP_TOL, feas_tol: float = FEAS_TOL,
-        stage_tol: float = STAGE_TOL) -> Allocation:
+        stage_tol: float = STAGE_TOL, tuning: Tuning | None = None) -> Allocation:
     """Shortest job first (Gavel §4.2); see [`ShortestJobFirst`][fairalloc.ShortestJobFirst].
 
     Parameters
@@ -459,6 +427,9 @@ def shortest_job_first(
         [`ThroughputPolicy`][fairalloc.ThroughputPolicy]).
     method, backend, work_conserving, gap_tol, feas_tol, stage_tol
         See [`ThroughputPolicy.solve`][fairalloc.throughput.ThroughputPolicy.solve].
+
+    tuning : fairalloc.throughput.Tuning, optional
+        Performance knobs of the solve plans (never changes an answer).
 
     Returns
     -------
@@ -478,4 +449,4 @@ def shortest_job_first(
         pairs=pairs, unconsolidated_throughput=unconsolidated_throughput,
         consolidated_capacity=consolidated_capacity).solve(
         method=method, backend=backend, work_conserving=work_conserving, gap_tol=gap_tol,
-        feas_tol=feas_tol, stage_tol=stage_tol)
+        feas_tol=feas_tol, stage_tol=stage_tol, tuning=tuning)

@@ -35,21 +35,9 @@ from ..results import Certificate, Result, SolveStats, Status, readonly, require
 from ..tolerances import FEAS_TOL, GAP_TOL
 from . import structured
 from .instance import TINY, ColumnInstance
-from .stages import (
-    LevelStage,
-    LinearStage,
-    StageResult,
-    StageSolver,
-    backend_for,
-    capacity_prices,
-)
-from .symmetry import (
-    SYMMETRY_STEP,
-    ClassMap,
-    certify_original,
-    classes_of,
-    reduced_instance,
-)
+from .stages import LevelStage, LinearStage, StageResult, StageSolver, backend_for, capacity_prices
+from .symmetry import SYMMETRY_STEP, ClassMap, certify_original, classes_of, reduced_instance
+from .tuning import Tuning, as_tuning
 
 __all__ = [
     "STAGE_TOL",
@@ -382,7 +370,7 @@ class ThroughputPolicy(Composable):
     def solve(self, *, method: str = "auto", backend: Any = None,
               work_conserving: bool | None = None, gap_tol: float = GAP_TOL,
               feas_tol: float = FEAS_TOL, stage_tol: float = STAGE_TOL,
-              symmetry: bool = True) -> Allocation:
+              symmetry: bool = True, tuning: Tuning | None = None) -> Allocation:
         """Solve the policy and certify the result.
 
         Parameters
@@ -408,6 +396,9 @@ class ThroughputPolicy(Composable):
             Solve over exact symmetry classes of jobs where the policy allows it (default
             ``True``, below); ``False`` solves job by job (the reference the reduction is
             tested against).
+        tuning : fairalloc.throughput.Tuning, optional
+            Performance knobs of the solve plans (which strategies are tried, and for how
+            long); never changes an answer (every result is certified).
 
         Every program is solved at unit scale (exact powers of two), so multiplying weights,
         throughputs or durations by a constant gives the same allocation and verdict.
@@ -439,6 +430,7 @@ class ThroughputPolicy(Composable):
         t0 = time.perf_counter()
         self._check_method(method)
         method = as_option(method, "method", THROUGHPUT_METHODS)
+        tuning = as_tuning(tuning)
         gap_tol = as_tolerance(gap_tol, "gap_tol")
         feas_tol = as_tolerance(feas_tol, "feas_tol")
         stage_tol = as_tolerance(stage_tol, "stage_tol")
@@ -461,16 +453,16 @@ class ThroughputPolicy(Composable):
             cl = self._classes()
             if cl.reduces:
                 try:
-                    out = self._solve_reduced(cl, method, spec, wc, tols, t0)
+                    out = self._solve_reduced(cl, method, spec, wc, tols, t0, tuning)
                 except (CertificateError, SolverError) as exc:  # only the reduced program's
                     out = f"the reduced program failed ({exc})"
                 if isinstance(out, Allocation):
                     return out
                 fallback = out
-        be = backend_for(spec, self.inst.E)
-        solver = self._stage_solver(self, be, spec, tols)
+        be = backend_for(spec, self.inst.E, tuning)
+        solver = self._stage_solver(self, be, spec, tols, tuning)
         if fallback is not None:
-            solver.fall_back(SYMMETRY_STEP, fallback, target="exact")
+            solver.log.hand_over(SYMMETRY_STEP, "exact", fallback)
         stages, xcol, certs, _ = self._run_stages(solver, method, wc)
         res, stage = stages.result, stages.stage
         cert = self._certify_final(solver, res, stage, xcol)
@@ -483,21 +475,18 @@ class ThroughputPolicy(Composable):
 
     # --- the stages, shared by the plain and the reduced solve ------------------------------
     def _stage_solver(self, policy: ThroughputPolicy, be: Any, spec: Any,
-                      tols: tuple[float, float, float]) -> StageSolver:
+                      tols: tuple[float, float, float], tuning: Tuning) -> StageSolver:
         gap_tol, feas_tol, stage_tol = tols
         return StageSolver(policy.inst, be, stage_tol=stage_tol, gap_tol=gap_tol,
                            feas_tol=feas_tol, extra_rows=policy._extra_rows(),
-                           backend_spec=spec)
+                           backend_spec=spec, tuning=tuning)
 
     def _stats(self, solver: StageSolver, method: str, t0: float, classes: int | None
                ) -> SolveStats:
         if solver.warm_used:
             method = f"{method}+warm"  # the structured solver started from warm prices
-        return SolveStats(backend=solver.backend_names, method=method,
-                          seconds=time.perf_counter() - t0, iterations=solver.iterations,
-                          solves=solver.solves, raw_status=solver.raw_status,
-                          path=tuple(solver.path), fallbacks=tuple(solver.fallbacks),
-                          classes=classes)
+        return SolveStats.from_log(solver.log, method=method, seconds=time.perf_counter() - t0,
+                                   classes=classes)
 
     def _run_stages(self, solver: StageSolver, method: str, wc: bool
                     ) -> tuple[PolicyStages, np.ndarray, list[Certificate], StageResult | None]:
@@ -517,9 +506,9 @@ class ThroughputPolicy(Composable):
                 g = g * self.inst.col_mult  # a class's column serves all of its members
             wstage = LinearStage(g, "work-conserving")
             try:
-                wres = (structured.fast_floor(solver, wstage, prior=res)
-                        if method == "fast" and solver.structured_worth()
-                        else solver.run(wstage, "work-conserving"))
+                fast = (structured.floor_strategies(prior=res)
+                        if method == "fast" and solver.structured_worth() else ())
+                wres = solver.run(wstage, "work-conserving", fast)
                 certs.append(wres.cert)
                 xcol = wres.x[: self.inst.E]
             except CertificateError as exc:
@@ -536,8 +525,8 @@ class ThroughputPolicy(Composable):
                     FairallocWarning, stacklevel=_WARN_LEVEL)
                 assert isinstance(exc.certificate, Certificate)
                 certs.append(exc.certificate)
-                solver.fall_back("work-conserving", "its certificate failed",
-                                 target="first-stage allocation")
+                solver.log.hand_over("work-conserving", "first-stage allocation",
+                                     "its certificate failed")
                 wres = None
         return stages, xcol, certs, wres
 
@@ -583,13 +572,15 @@ class ThroughputPolicy(Composable):
         raise NotImplementedError  # policies with a linear first stage override this
 
     def _solve_reduced(self, cl: Classes, method: str, spec: Any, wc: bool,
-                       tols: tuple[float, float, float], t0: float) -> Allocation | str:
+                       tols: tuple[float, float, float], t0: float, tuning: Tuning
+                       ) -> Allocation | str:
         """Solve over the classes ``cl``, expand, certify against the original program.
 
         Returns the allocation, or the reason why the reduced solution is not certified for
         the original program (the caller then solves job by job)."""
         red = self._reduced(cl)
-        solver = self._stage_solver(red, backend_for(spec, red.inst.E), spec, tols)
+        solver = self._stage_solver(red, backend_for(spec, red.inst.E, tuning), spec, tols,
+                                    tuning)
         solver.step(f"{SYMMETRY_STEP}:{cl.num_classes}")
         stages, xr, _, wres = red._run_stages(solver, method, wc)
         if stages.before or stages.after_first:

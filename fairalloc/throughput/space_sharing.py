@@ -33,6 +33,7 @@ from ..certificates import lp_certificate
 from ..data import Cluster, JobPairs, Jobs
 from ..errors import InputError, SolverError
 from ..results import Certificate, SolveStats
+from ..solvelog import SolveLog
 from ..tolerances import FEAS_TOL, GAP_TOL
 from .max_min import MaxMinFairness
 from .policy import STAGE_TOL, Allocation
@@ -137,9 +138,7 @@ def max_min_space_sharing(jobs: Jobs, cluster: Cluster, pairs: JobPairs, *,
     else:
         be = get_backend(backend, need="lp")
         spare = None  # a backend the caller named is used as given
-    iterations = solves = 0
-    path: list[str] = []
-    ran = [be.name]  # the backends that ran (stats.backend, joined by "+")
+    log = SolveLog()  # one log over every round's restricted LP
     for _ in range(max_rounds):
         rows = active.any(axis=1)
         sub = (JobPairs(pairs.members[rows],
@@ -147,14 +146,10 @@ def max_min_space_sharing(jobs: Jobs, cluster: Cluster, pairs: JobPairs, *,
                if rows.any() else None)
         policy = MaxMinFairness(jobs, cluster, pairs=sub)
         solver = StageSolver(policy.inst, be, stage_tol=STAGE_TOL, gap_tol=_NO_GAP_CHECK,
-                             feas_tol=feas_tol)
+                             feas_tol=feas_tol, log=log)
         stage = policy.level_stage()
-        path.append(COLUMN_GENERATION)
+        log.step(COLUMN_GENERATION)
         res = solver.run(stage, "space-sharing max-min")
-        path.extend(solver.path)
-        iterations += res.iterations
-        solves += 1
-        raw = solver.raw_status
         pinst = policy.inst
         duals = res.duals
         mu = np.maximum(-res.block("time"), 0.0)
@@ -184,16 +179,17 @@ def max_min_space_sharing(jobs: Jobs, cluster: Cluster, pairs: JobPairs, *,
         del tscale
         viol &= ~active
         if not cert.ok and not viol.any() and spare is not None:
+            log.hand_over(COLUMN_GENERATION, CLARABEL_MASTER,
+                          f"no column prices out, but the master's certificate misses "
+                          f"(relative gap {cert.relative_gap:.2e})")
             be, spare = spare, None
-            path.append(CLARABEL_MASTER)
-            ran.append(be.name)
+            log.step(CLARABEL_MASTER)
             continue
         if cert.ok or not viol.any():
             cert.check(backend=be.name)
             xcol = res.x[: pinst.E]
-            stats = SolveStats(backend="+".join(ran), method="column generation",
-                               seconds=time.perf_counter() - t0, iterations=iterations,
-                               solves=solves, raw_status=raw, path=tuple(path))
+            stats = SolveStats.from_log(log, method="column generation",
+                                        seconds=time.perf_counter() - t0)
             out = policy._result(xcol, p, theta, cert, (cert,), stats)
             full = np.zeros((pairs.num_pairs, k))
             if out.pair_x is not None:

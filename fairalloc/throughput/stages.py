@@ -18,35 +18,28 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
 
 from .._sparse import csr as fast_csr
-from .._sparse import matvec, rmatvec, stack_rows
-from ..backends import Backend, HighsBackend, LinearProgram, LPSolution, get_backend
-from ..backends.highs import LPBasis
+from .._sparse import matvec, stack_rows
+from ..backends import Backend, LinearProgram, LPBasis, LPSolution, get_backend
 from ..certificates import lp_certificate
-from ..errors import InfeasibleError, SolverError
+from ..errors import InfeasibleError, SolverError, UnboundedError
+from ..plan import INFEASIBLE_VOTES, Strategy, run_plan
 from ..results import Certificate
-from . import columns
+from ..solvelog import SolveLog, SolveStatus
 from .instance import ColumnInstance
 from .rows import RowLayout
+from .strategies import EXACT_LP, StageContext, stage_plan
+from .tuning import DEFAULT_TUNING, Tuning
 
-__all__ = ["CROSSOVER", "EXACT_LP", "WARM_LP", "LevelStage", "LinearStage", "RowLayout",
-           "StageResult", "StageSolver", "backend_for", "capacity_prices", "exact_backend_for",
-           "pow2", "scaled_solve", "top_up_rows"]
+__all__ = ["EXACT_LP", "LevelStage", "LinearStage", "RowLayout", "StageResult", "StageSolver",
+           "backend_for", "capacity_prices", "exact_backend_for", "pow2", "scaled_solve",
+           "top_up_rows"]
 
-_IPM_MIN_COLUMNS = 3000  # PERFORMANCE knob: larger LPs go to HiGHS' interior point (crossover)
-#: the path step of a stage solved as the whole LP by the backend
-EXACT_LP = "exact-lp"
-#: the path step of a whole LP solved again by HiGHS' interior point with crossover, after
-#: the point without crossover did not certify (``exact-lp->exact-lp+crossover: <reason>``)
-CROSSOVER = "exact-lp+crossover"
-#: the path step of a whole level LP solved by HiGHS' simplex started from the basis of the
-#: previous level LP of the same shape (`StageSolver.warm_levels`: a Dinkelbach sequence)
-WARM_LP = "exact-lp+warm"
 #: ACCURACY: relative margin by which a kept row is pulled towards the anchor beyond the
 #: computed step (rounding of the convex combination)
 _ANCHOR_MARGIN = 1e-12
@@ -67,6 +60,8 @@ _NO_FIT_WEIGHT = 1e-300
 @dataclass
 class LevelStage:
     """``max theta`` s.t. ``C x - b theta >= h`` (rows of C per job); the max-min stage."""
+
+    level: ClassVar[bool] = True
 
     C: sp.csr_matrix
     b: np.ndarray
@@ -111,8 +106,13 @@ class LevelStage:
 class LinearStage:
     """``max g @ x``."""
 
+    level: ClassVar[bool] = False
+
     g: np.ndarray
     name: str = "linear"
+    #: the objective's data scale when it is legitimately about 0 (FIFO's sums of normalised
+    #: throughputs, each at most 1: one job's worth); ``None``: the standard relative gap
+    scale: float | None = None
 
 
 @dataclass
@@ -129,6 +129,10 @@ class StageResult:
     #: caller (a Dinkelbach sequence, whose intermediate stages only move its point) must
     #: certify it (`StageSolver.certify`) before using it as an answer
     provisional: bool = False
+    #: the final simplex basis (the next level LP of a sequence starts from it), if kept
+    basis: LPBasis | None = None
+    #: the columns a restricted-columns solve ended with (the next stage starts from them)
+    columns: np.ndarray | None = None
 
     def block(self, name: str) -> np.ndarray:
         """The duals of row block ``name`` (``capacity``, ``time``, ``level``, ...)."""
@@ -136,9 +140,6 @@ class StageResult:
 
 
 _UNIT_BAND = 4  # data within 2**+-4 of unit scale is left as given
-#: PERFORMANCE knob: below this many jobs the whole LP is as fast as the structured solvers
-#: (`fairalloc.throughput.structured`), which are then not even imported (first call, #16)
-STRUCTURED_MIN_JOBS = 64
 
 
 def _median(v: np.ndarray) -> float:
@@ -210,13 +211,13 @@ def _row_absmax(A: sp.spmatrix) -> np.ndarray:
 _ROW_BAND = 10  # rows whose largest coefficient is within 2**+-10 of 1 are left as given
 
 
-def _row_units(A: sp.spmatrix) -> np.ndarray:
+def _row_units(A: sp.spmatrix, band: int = _ROW_BAND) -> np.ndarray:
     """Per-row powers of two nearest each row's largest coefficient, for rows outside
-    ``2**+-_ROW_BAND`` (the solver's own scaling handles the rest; no copy of a large LP is
+    ``2**+-band`` (the solver's own scaling handles the rest; no copy of a large LP is
     made for data already near unit scale)."""
     rm = _row_absmax(A)
     out = np.ones(rm.size)
-    far = (rm > 0) & ((rm > 2.0 ** _ROW_BAND) | (rm < 2.0 ** -_ROW_BAND))
+    far = (rm > 0) & ((rm > 2.0 ** band) | (rm < 2.0 ** -band))
     if far.any():
         m, e = np.frexp(rm[far])
         e = e - (m < np.sqrt(0.5))
@@ -226,7 +227,8 @@ def _row_units(A: sp.spmatrix) -> np.ndarray:
 
 def scaled_solve(lp: LinearProgram, backend: Backend, what: str, *,
                   col_unit: np.ndarray | None = None, obj_unit: float | None = None,
-                  warm: bool = False, basis: LPBasis | None = None) -> LPSolution:
+                  basis: LPBasis | None = None, keep_basis: bool = False,
+                  row_band: int = _ROW_BAND) -> LPSolution:
     """Solve ``lp`` through a unit-scale copy and map the answer back (exactly).
 
     Columns are ``x = col_unit * x'``; every row is divided by the power of two nearest its
@@ -235,11 +237,18 @@ def scaled_solve(lp: LinearProgram, backend: Backend, what: str, *,
     two, so the copy is the same program and its solution maps back without rounding:
     ``x = D_c x'``, row duals ``y = obj_unit D_r y'``. The certificate is then computed on
     the caller's ``lp`` by the caller. Data already within ``2**+-4`` of unit scale are left
-    as given.
+    as given (rows within ``2**+-row_band``; ``row_band=0`` scales every row).
 
-    ``warm`` (``backend`` a `HighsBackend`): solve through `HighsBackend.solve_warm`, started
-    from ``basis`` when given; the solution's ``extra["basis"]`` is the final basis (a basis
-    names basic variables only, so the scaling does not change it).
+    ``basis`` / ``keep_basis`` (a backend with the ``basis`` capability): start the simplex
+    from ``basis``; return the final basis in ``extra["basis"]`` (a basis names basic
+    variables only, so the scaling does not change it).
+
+    Raises
+    ------
+    InfeasibleError, UnboundedError
+        When the backend proved it.
+    SolverError
+        When no usable point (with duals) came back.
     """
     A = lp.A if isinstance(lp.A, sp.csr_matrix) else sp.csr_matrix(lp.A)
     c = lp.c
@@ -249,7 +258,7 @@ def scaled_solve(lp: LinearProgram, backend: Backend, what: str, *,
         A = fast_csr(A.data * col_unit[A.indices], A.indices, A.indptr, A.shape)
         c = c * col_unit
         cl, cu = cl / col_unit, cu / col_unit
-    r = _row_units(A)
+    r = _row_units(A, row_band)
     rows_scaled = bool((r != 1.0).any())
     if rows_scaled:
         per_entry = np.repeat(1.0 / r, np.diff(A.indptr))
@@ -257,11 +266,11 @@ def scaled_solve(lp: LinearProgram, backend: Backend, what: str, *,
     if obj_unit is None:
         obj_unit = pow2(float(np.max(np.abs(c), initial=0.0)))
     if not rows_scaled and obj_unit == 1.0 and (col_unit is None or (col_unit == 1.0).all()):
-        return _solve(lp, backend, what, warm, basis)
+        return _solve(lp, backend, what, basis, keep_basis)
     slp = LinearProgram(c=c / obj_unit, A=A, row_lower=lp.row_lower / r,
                         row_upper=lp.row_upper / r, col_lower=cl, col_upper=cu,
                         integrality=lp.integrality, offset=lp.offset / obj_unit)
-    sol = _solve(slp, backend, what, warm, basis)
+    sol = _solve(slp, backend, what, basis, keep_basis)
     x = sol.x if col_unit is None else sol.x * col_unit  # type: ignore[operator]
     y = sol.row_duals * (obj_unit / r)  # type: ignore[operator]
     return dataclasses.replace(sol, x=x, row_duals=y, objective=sol.objective * obj_unit,
@@ -270,10 +279,10 @@ def scaled_solve(lp: LinearProgram, backend: Backend, what: str, *,
                                                            col_unit))
 
 
-def backend_for(backend: Any, E: int) -> Backend:
+def backend_for(backend: Any, E: int, tuning: Tuning = DEFAULT_TUNING) -> Backend:
     """The backend of a stage solver: ``"highs"`` (fairalloc chooses) is HiGHS' interior point
-    (with crossover) above ``_IPM_MIN_COLUMNS`` columns, HiGHS' own choice below; a backend
-    instance or another name is used as given.
+    (with crossover) above ``tuning.ipm_min_columns`` columns, HiGHS' own choice below; a
+    backend instance or another name is used as given.
 
     Examples
     --------
@@ -283,7 +292,8 @@ def backend_for(backend: Any, E: int) -> Backend:
     if isinstance(backend, Backend):
         return get_backend(backend, need="lp")
     if backend == "highs":
-        return get_backend("highs", need="lp", solver="ipm" if E > _IPM_MIN_COLUMNS else "choose")
+        return get_backend("highs", need="lp",
+                           solver="ipm" if E > tuning.ipm_min_columns else "choose")
     return get_backend(backend, need="lp")
 
 
@@ -309,36 +319,30 @@ def exact_backend_for(backend: Backend, spec: Any, *, linear: bool = False) -> B
     >>> exact_backend_for(ipm, "highs", linear=True).solver
     'simplex'
     """
-    if (spec == "highs" and isinstance(backend, HighsBackend) and backend.solver == "ipm"
-            and backend.crossover):
-        return (HighsBackend(solver="simplex") if linear
-                else HighsBackend(solver="ipm", crossover=False))
+    if (spec == "highs" and getattr(backend, "solver", None) == "ipm"
+            and getattr(backend, "crossover", False)):
+        if linear:
+            return get_backend("highs", need="lp", solver="simplex")
+        return get_backend("highs", need="lp", solver="ipm", crossover=False)
     return backend
 
 
-def _label(backend: Backend) -> str:
-    """How a hand-over names the backend that ran first (``StageSolver.fallbacks``)."""
-    if isinstance(backend, HighsBackend) and backend.solver == "simplex":
-        return "the simplex"
-    if isinstance(backend, HighsBackend) and backend.solver == "ipm" and not backend.crossover:
-        return "the interior point without crossover"
-    return backend.name
-
-
-def _solve(lp: LinearProgram, backend: Backend, what: str, warm: bool = False,
-           basis: LPBasis | None = None) -> LPSolution:
-    if warm:
-        assert isinstance(backend, HighsBackend)
-        sol = backend.solve_warm(lp, basis)
-    else:
-        sol = backend.solve_lp(lp)
-    if sol.status == "infeasible":
+def _solve(lp: LinearProgram, backend: Backend, what: str, basis: LPBasis | None = None,
+           keep_basis: bool = False) -> LPSolution:
+    sol = backend.solve_lp(lp, basis=basis, keep_basis=keep_basis)
+    if sol.status == SolveStatus.INFEASIBLE:
         raise InfeasibleError(f"the {what} program is infeasible ({backend.name}: "
-                              f"{sol.raw_status})", backend=backend.name, status=sol.raw_status)
+                              f"{sol.raw_status})", backend=backend.name,
+                              raw_status=sol.raw_status)
+    if sol.status == SolveStatus.UNBOUNDED:
+        raise UnboundedError(f"the {what} program is unbounded ({backend.name}: "
+                             f"{sol.raw_status})", backend=backend.name,
+                             raw_status=sol.raw_status)
     # one acceptance rule: a usable point (with duals) goes to the caller's certificate
     if not sol.usable or sol.x is None or sol.row_duals is None:
+        status = sol.status if sol.status != SolveStatus.OPTIMAL else SolveStatus.ERROR
         raise SolverError(f"{backend.name} failed on the {what} program: {sol.raw_status}",
-                          backend=backend.name, status=sol.raw_status)
+                          backend=backend.name, status=status, raw_status=sol.raw_status)
     return sol
 
 
@@ -348,8 +352,13 @@ class StageSolver:
     def __init__(self, inst: ColumnInstance, backend: Backend, *, stage_tol: float,
                  gap_tol: float, feas_tol: float, extra_rows: tuple | None = None,
                  backend_spec: Any = None,
-                 meet_extra_rows: Callable[[np.ndarray], np.ndarray] | None = None) -> None:
+                 meet_extra_rows: Callable[[np.ndarray], np.ndarray] | None = None,
+                 tuning: Tuning = DEFAULT_TUNING, log: SolveLog | None = None) -> None:
         self.inst = inst
+        #: the performance knobs of the stage plans (`fairalloc.throughput.Tuning`)
+        self.tuning = tuning
+        #: the call's solve log (steps, hand-overs, backend solves: ``SolveStats``)
+        self.log = SolveLog() if log is None else log
         #: the policy's own repair of a point that leaves its extra rows short within the
         #: solver's absolute tolerance (min cost: SLO rows topped up, see top_up_rows)
         self.meet_extra_rows = meet_extra_rows
@@ -375,17 +384,14 @@ class StageSolver:
             layout = layout.extended("policy", lower.size)
         #: the rows every stage program starts with (time, capacity, ... and policy rows)
         self.A, self.lo, self.up, self.base_layout = A, lo, up, layout
+        #: the kept rows ``B x >= low`` of earlier stages' optima (`fix`): the sequence
         self.fixed: list[tuple[sp.csr_matrix, np.ndarray]] = []
-        self.iterations = 0
-        self.solves = 0
-        self.raw_status = ""
-        self.backends: list[str] = []
         #: whether a structured solve started from a caller's warm start (stats: "+warm")
         self.warm_used = False
         #: set by a caller that solves a sequence of level stages with the same rows and
-        #: columns (finish-time fairness' Dinkelbach sequence): where fairalloc chose HiGHS,
-        #: `run` then solves each level LP by HiGHS' simplex started from the previous one's
-        #: basis (path step `WARM_LP`; the first with a basis-returning solve)
+        #: columns (finish-time fairness' Dinkelbach sequence, water-filling's levels): where
+        #: fairalloc chose HiGHS, each level LP keeps its basis and the next starts from it
+        #: (strategy ``exact-lp+warm``, `fairalloc.throughput.strategies`)
         self.warm_levels = False
         #: the basis of the last level LP solved with `warm_levels` (``None``: none yet)
         self.basis: LPBasis | None = None
@@ -395,19 +401,16 @@ class StageSolver:
         #: the columns of the last stage solved over restricted columns (`columns`), with
         #: which the next one starts (``None``: none yet)
         self.columns_used: np.ndarray | None = None
-        #: the named steps that ran, in order (``SolveStats.path``)
-        self.path: list[str] = []
-        #: every hand-over to a slower exact path, ``"from->to: reason"``
-        #: (``SolveStats.fallbacks``)
-        self.fallbacks: list[str] = []
+        #: exact strategies whose infeasibility verdicts the driver needs before it believes
+        #: one (`fairalloc.plan.INFEASIBLE_VOTES`); water-filling sets 1: its levels' floors
+        #: are met only to the solvers' tolerance, and it answers an infeasible verdict itself
+        #: by anchoring them (a tail method's point meeting them to its tolerance would let the
+        #: floors drift up, amplified by duals of up to 1e8)
+        self.infeasible_votes = INFEASIBLE_VOTES
 
     def step(self, name: str) -> None:
-        """Record that the named step ran (``SolveStats.path``)."""
-        self.path.append(name)
-
-    def fall_back(self, source: str, reason: str, target: str = EXACT_LP) -> None:
-        """Record a hand-over from ``source`` to ``target`` (``SolveStats.fallbacks``)."""
-        self.fallbacks.append(f"{source}->{target}: {reason}")
+        """Record that the named step ran (``SolveStats.path``; `SolveLog.step`)."""
+        self.log.step(name)
 
     def toward_anchor(self, xcol: np.ndarray) -> np.ndarray:
         """Move ``xcol`` the least distance towards `anchor` that meets every kept row.
@@ -435,18 +438,9 @@ class StageSolver:
         return (1.0 - t) * xcol + t * self.anchor
 
     def used(self, sol: LPSolution, name: str | None = None) -> None:
-        """Record a solve: iterations, count, raw status and the backend that ran."""
-        self.iterations += sol.iterations
-        self.solves += 1
-        self.raw_status = sol.raw_status
-        name = name or sol.backend or self.backend.name
-        if name not in self.backends:
-            self.backends.append(name)
-
-    @property
-    def backend_names(self) -> str:
-        """The backends that really ran, joined by ``+`` (``"none"`` if none did)."""
-        return "+".join(self.backends) if self.backends else "none"
+        """Record a backend solve in the log (`SolveLog.solved`)."""
+        self.log.solved(name or sol.backend or self.backend.name, sol.raw_status,
+                        sol.iterations, status=sol.status)
 
     def layout(self, stage: LevelStage | LinearStage) -> RowLayout:
         """The named row blocks of `program` for ``stage``: the base blocks, ``kept``
@@ -484,9 +478,9 @@ class StageSolver:
         return LinearProgram.build(c, A, np.concatenate(lo), np.concatenate(up), col_lo, col_up)
 
     def structured_worth(self) -> bool:
-        """Whether the instance has enough jobs (`STRUCTURED_MIN_JOBS`) for the structured
-        solvers to pay; below, they would solve the whole LP themselves."""
-        return self.inst.n >= STRUCTURED_MIN_JOBS
+        """Whether the instance has enough jobs (``tuning.structured_min_jobs``) for the
+        structured solvers to pay; below, the whole LP is as fast."""
+        return self.inst.n >= self.tuning.structured_min_jobs
 
     def point(self, stage: LevelStage | LinearStage, xcol: np.ndarray) -> np.ndarray:
         """The LP vector of ``stage`` at column allocation ``xcol`` (theta recomputed)."""
@@ -524,8 +518,8 @@ class StageSolver:
         is legitimately about 0 (a Dinkelbach root) is certified relative to its data."""
         cert = lp_certificate(lp, v, duals, maximize=True, gap_tol=self.gap_tol,
                               feas_tol=self.feas_tol)
-        if isinstance(stage, LevelStage):
-            ds = stage.data_scale()
+        ds = stage.data_scale() if isinstance(stage, LevelStage) else stage.scale
+        if ds is not None:
             vals = [abs(t) for t in (cert.primal_value, cert.dual_bound) if np.isfinite(t)]
             if ds > max(vals, default=0.0):
                 cert = dataclasses.replace(cert, scale=ds)
@@ -536,121 +530,56 @@ class StageSolver:
         """Certificate of ``stage`` (with the duals found for it) at allocation ``xcol``."""
         return self.certificate(res.lp, stage, self.point(stage, xcol), res.duals)
 
-    def run(self, stage: LevelStage | LinearStage, what: str) -> StageResult:
-        """Solve ``stage`` as the whole LP (path step `EXACT_LP`) and certify it.
+    def run(self, stage: LevelStage | LinearStage, what: str,
+            fast: tuple[Strategy[Any, StageResult], ...] = ()) -> StageResult:
+        """Solve ``stage`` by its plan (`fairalloc.throughput.strategies.stage_plan`: the
+        structured strategies ``fast`` the policy offers, restricted columns, a warm simplex,
+        then the exact whole-LP tail) through the one driver (`fairalloc.plan.run_plan`), which
+        records every step and hand-over in `log`. The result is certified on the whole
+        stage LP. Its basis and restricted columns become the next stage's warm start.
 
-        A level stage goes to `exact_backend` (HiGHS' interior point without crossover where
-        fairalloc chose the interior point), a linear stage to `exact_linear_backend` (HiGHS'
-        simplex there); if that point does not certify, the LP is solved again with
-        ``backend`` (the interior point with crossover: path step `CROSSOVER`, recorded in
-        `fallbacks`). With `warm_levels` a level stage goes first to `_run_warm`; a warm point
-        that does not certify (or no point) is recorded in `fallbacks` and the stage solved
-        as above. On more than 64 types (`columns.applies`) the LP is first solved over
-        restricted columns (`columns.solve_restricted`, path step ``restricted-columns``; no
-        warm start), and as above only if that does not certify; a first level stage on 17
-        to 48 types likewise, its first columns chosen by the capacity prices of a sampled
-        LP (`columns.sampled_prices`, path step ``sampled-prices``)."""
-        inst = self.inst
-        single = inst.pairs is None and not inst.placement
-        lp: LinearProgram | None = None
-        price = None
-        if (isinstance(stage, LevelStage) and not self.fixed
-                and columns.applies(inst.k, inst.E, single, priced=True)):
-            lp = self.program(stage)
-            price = columns.sampled_prices(
-                self, lp, lambda sub: scaled_solve(sub, self.exact_backend, "the sampled LP"))
-        restricted = price is not None or columns.applies(inst.k, inst.E, single)
-        # (many types: restricted columns beat a warm simplex on the whole LP, whose first
-        # solve needs the interior point's crossover: 4,096 x 100, 3 Dinkelbach LPs 23.6 s)
-        if (self.warm_levels and isinstance(stage, LevelStage) and self.warm_backend()
-                and not restricted):
-            warm = self._run_warm(stage, what)
-            if warm is not None:
-                return warm
-        lp = self.program(stage) if lp is None else lp
-        # a linear (work-conserving) stage keeps the level rows at their optimum: a
-        # degenerate face on which the interior point without crossover stalls (16,384 jobs,
-        # one dominant type: HiGHS "Unknown" after 9 s) and which the simplex crosses fast
-        backends = [self.exact_backend if isinstance(stage, LevelStage)
-                    else self.exact_linear_backend]
-        if restricted:
-            coef = (rmatvec(stage.C, np.ones(inst.n)) if isinstance(stage, LevelStage)
-                    else stage.g)
-            found = columns.solve_restricted(self, lp, stage, coef, what, backends[0], price)
-            if found is not None:
-                sol, v, cert = found
-                cert.check(backend=self.backend.name)
-                assert sol.row_duals is not None
-                return StageResult(lp, v, sol.row_duals, cert.primal_value, cert,
-                                   sol.iterations, self.layout(stage))
-        self.step(EXACT_LP)
-        if backends[0] is not self.backend:
-            backends.append(self.backend)
-        for i, be in enumerate(backends):
-            if i:
-                self.step(CROSSOVER)
-            try:
-                sol, v, cert = self.run_once(lp, stage, what, be)
-            except SolverError as exc:  # no usable point without crossover: try with it
-                if i + 1 == len(backends) or isinstance(exc, InfeasibleError):
-                    raise
-                self.fall_back(EXACT_LP, f"{_label(be)} failed ({exc.status})",
-                               target=CROSSOVER)
-                continue
-            if cert.ok or i + 1 == len(backends):
-                break
-            self.fall_back(EXACT_LP, f"{_label(be)} did not certify (gap {cert.gap:.2e}, "
-                           f"residuals {cert.primal_residual:.2e} / {cert.dual_residual:.2e})",
-                           target=CROSSOVER)
-        cert.check(backend=self.backend.name)
-        assert sol.row_duals is not None
-        return StageResult(lp, v, sol.row_duals, cert.primal_value, cert, sol.iterations,
-                           self.layout(stage))
+        Raises
+        ------
+        InfeasibleError, UnboundedError, CertificateError, SolverError
+            When every strategy failed (each one's verdict in ``exc.verdicts``).
+        """
+        ctx = StageContext(self, stage, what)
+        found = run_plan(stage_plan(ctx, fast), ctx, self.log, what=what,
+                         backend=self.backend.name, infeasible_votes=self.infeasible_votes)
+        res = found.result
+        if self.warm_levels and isinstance(stage, LevelStage) and res.basis is not None:
+            self.basis = res.basis  # (a structured level keeps the last whole LP's basis)
+        if res.columns is not None:
+            self.columns_used = res.columns
+        return res
+
+    def solve_sub(self, lp: LinearProgram, what: str) -> LPSolution:
+        """Solve an auxiliary LP (a sampled stage LP) by the exact backend at unit scale,
+        recorded in the log."""
+        try:
+            sol = scaled_solve(lp, self.exact_backend, what)
+        except SolverError as exc:
+            self.log.solved(self.exact_backend.name, exc.raw_status, status=exc.status)
+            raise
+        self.used(sol)
+        return sol
 
     def warm_backend(self) -> bool:
-        """Whether level LPs may be warm-started: fairalloc chose HiGHS (``backend="highs"``);
-        a backend the caller named is used as given."""
-        return self.backend_spec == "highs" and isinstance(self.backend, HighsBackend)
-
-    def _run_warm(self, stage: LevelStage, what: str) -> StageResult | None:
-        """Solve the level ``stage`` by HiGHS' simplex from the previous level LP's basis
-        (path step `WARM_LP`), or, without one of this shape, by ``backend`` ending with a
-        basis (HiGHS' interior point with crossover, path step `EXACT_LP`). ``None`` (recorded
-        in `fallbacks`) when no point came back or the point does not certify: the caller
-        then solves the stage as usual. The certificate is computed as for every stage."""
-        lp = self.program(stage)
-        basis = self.basis if self.basis is not None and self.basis.shape == lp.shape else None
-        source = WARM_LP if basis is not None else EXACT_LP
-        self.step(source)
-        try:
-            sol, v, cert = self.run_once(lp, stage, what, self.backend, warm=True,
-                                          basis=basis)
-        except InfeasibleError:
-            raise
-        except SolverError as exc:
-            self.basis = None
-            self.fall_back(source, f"the warm-startable solve failed ({exc.status})")
-            return None
-        found = sol.extra.get("basis")
-        self.basis = found if isinstance(found, LPBasis) else None
-        if not cert.ok:
-            self.fall_back(source, f"the warm-startable solve did not certify (gap "
-                           f"{cert.gap:.2e}, residuals {cert.primal_residual:.2e} / "
-                           f"{cert.dual_residual:.2e})")
-            return None
-        cert.check(backend=self.backend.name)
-        assert sol.row_duals is not None
-        return StageResult(lp, v, sol.row_duals, cert.primal_value, cert, sol.iterations,
-                           self.layout(stage))
+        """Whether LPs of a sequence may be warm-started: the backend has the ``basis``
+        capability (HiGHS; a basis starts the backend's own simplex)."""
+        return self.backend.supports("basis")
 
     def run_once(self, lp: LinearProgram, stage: LevelStage | LinearStage, what: str,
-                  backend: Backend, *, warm: bool = False, basis: LPBasis | None = None,
-                  cols: tuple[np.ndarray, sp.csc_matrix] | None = None
+                  backend: Backend, *, basis: LPBasis | None = None, keep_basis: bool = False,
+                  cols: tuple[np.ndarray, sp.csc_matrix] | None = None,
+                  solve_lp: LinearProgram | None = None, row_band: int = _ROW_BAND
                   ) -> tuple[LPSolution, np.ndarray, Certificate]:
         """One solve of the whole LP ``lp`` of ``stage`` by ``backend``: the solution, the
-        repaired LP vector and its (unchecked) certificate on ``lp`` (``warm``, ``basis``: see
-        `scaled_solve`). ``cols`` (a column mask and ``lp``'s matrix as CSC): solve the LP
-        restricted to those columns, the others at 0 (the row duals are ``lp``'s)."""
+        repaired LP vector and its (unchecked) certificate on ``lp`` (``basis``,
+        ``keep_basis``, ``row_band``: see `scaled_solve`). ``cols`` (a column mask and ``lp``'s
+        matrix as CSC): solve the LP restricted to those columns, the others at 0 (the row
+        duals are ``lp``'s). ``solve_lp``: solve this program (``lp`` with other row bounds)
+        instead, and certify the point on ``lp``."""
         E = self.inst.E
         col_unit = None
         obj_unit = None
@@ -659,16 +588,20 @@ class StageSolver:
             col_unit = np.ones(E + 1)
             col_unit[E] = sigma
             obj_unit = sigma
-        solve_lp = lp
+        target = lp if solve_lp is None else solve_lp
         if cols is not None:
             keep, A = cols
-            solve_lp = LinearProgram(c=lp.c[keep], A=A[:, keep].tocsr(), row_lower=lp.row_lower,
-                                     row_upper=lp.row_upper, col_lower=lp.col_lower[keep],
-                                     col_upper=lp.col_upper[keep], integrality=None,
-                                     offset=lp.offset)
+            target = LinearProgram(c=lp.c[keep], A=A[:, keep].tocsr(),
+                                   row_lower=target.row_lower, row_upper=target.row_upper,
+                                   col_lower=lp.col_lower[keep], col_upper=lp.col_upper[keep],
+                                   integrality=None, offset=lp.offset)
             col_unit = None if col_unit is None else col_unit[keep]
-        sol = scaled_solve(solve_lp, backend, what, col_unit=col_unit, obj_unit=obj_unit,
-                           warm=warm, basis=basis)
+        try:
+            sol = scaled_solve(target, backend, what, col_unit=col_unit, obj_unit=obj_unit,
+                               basis=basis, keep_basis=keep_basis, row_band=row_band)
+        except SolverError as exc:
+            self.log.solved(backend.name, exc.raw_status, status=exc.status)
+            raise
         if cols is not None:
             assert sol.x is not None
             x = np.zeros(E + 1)
@@ -683,6 +616,16 @@ class StageSolver:
             xcol = self.meet_extra_rows(xcol)
         v = self.point(stage, xcol)
         return sol, v, self.certificate(lp, stage, v, sol.row_duals)
+
+    def result(self, lp: LinearProgram, stage: LevelStage | LinearStage, sol: LPSolution,
+               v: np.ndarray, cert: Certificate) -> StageResult:
+        """The `StageResult` of a whole-LP solve (`run_once`), with its basis if one was
+        kept."""
+        assert sol.row_duals is not None
+        basis = sol.extra.get("basis")
+        return StageResult(lp, v, sol.row_duals, cert.primal_value, cert, sol.iterations,
+                           self.layout(stage),
+                           basis=basis if isinstance(basis, LPBasis) else None)
 
     def fix(self, stage: LevelStage | LinearStage, value: float, at: np.ndarray | None = None
             ) -> None:

@@ -180,7 +180,8 @@ def certify_original(policy: Any, red: Any, cl: Classes, solver: StageSolver, st
     certificate fails, the reason (the caller then solves job by job)."""
     res, stage = stages.result, stages.stage
     cmap = ClassMap(policy.inst, red.inst, cl)
-    orig = policy._stage_solver(policy, backend_for(spec, policy.inst.E), spec, tols)
+    orig = policy._stage_solver(policy, backend_for(spec, policy.inst.E, solver.tuning), spec,
+                                tols, solver.tuning)
     stage_o = policy._original_stage(stage, cmap)
     xcol = cmap.expand_x(xr)
     layout = orig.layout(stage_o)

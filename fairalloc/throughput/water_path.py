@@ -16,15 +16,15 @@ is vectorised over jobs (sorting by entity, grouped cumulative sums).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
-from ..backends import HighsBackend, LinearProgram
-from ..backends.highs import LPBasis
+from ..backends import LinearProgram, LPBasis, get_backend
 from ..certificates import lp_certificate
-from ..errors import InfeasibleError, SolverError
+from ..plan import Strategy, run_plan
 from ..results import Certificate
 from .instance import ColumnInstance
 from .stages import StageSolver, scaled_solve
@@ -40,6 +40,10 @@ _FLOOR_SLACKS = (0.0, 1e-12, 1e-10, 1e-8)
 BOTTLENECK_LP = "bottleneck-lp"  # path step: one bottleneck LP
 FLOORS_RELAXED = "bottleneck-floors-relaxed"  # path step: the next slack of _FLOOR_SLACKS
 FLOORS_ANCHORED = "level-floors-anchored"  # path step: a level LP solved again, anchored floors
+#: path step: a bottleneck LP with its floors anchored to the last allocation's levels
+FLOORS_ANCHORED_RISE = "bottleneck-floors-anchored"
+#: the slack of `_rise_solve` that stands for "floors anchored to the last allocation"
+ANCHORED = -1.0
 #: ACCURACY: a bottleneck LP's relative gap may reach this fraction of (sum of the candidates'
 #: thresholds) / (sum of their caps): the decisions it makes need the optimum only to that
 _DECISION_GAP_SHARE = 0.5
@@ -295,8 +299,116 @@ def can_rise(inst: Any, unorm: np.ndarray, xcol: np.ndarray, thr: np.ndarray) ->
     return best > 2.0 * thr
 
 
+@dataclass
+class _Bottleneck:
+    """The context of one bottleneck LP's plan (`bottleneck_lp`)."""
+
+    inst: ColumnInstance
+    solver: StageSolver
+    A: sp.csr_matrix
+    lo0: np.ndarray
+    up: np.ndarray
+    c: np.ndarray
+    caps: np.ndarray
+    floors: np.ndarray
+    U: sp.csr_matrix
+    gap_tol: float
+    basis: LPBasis | None
+    warm: bool
+    #: an exactly feasible allocation (the last one): floors anchored to what it reaches
+    anchor: np.ndarray | None
+
+    def program(self, slack: float) -> LinearProgram:
+        floors = self.floors - slack * np.maximum(1.0, np.abs(self.floors))
+        if slack == ANCHORED:
+            assert self.anchor is not None
+            floors = anchored_floors(self.floors, self.U, self.anchor)
+        lo = np.r_[self.lo0, floors]
+        return LinearProgram.build(self.c, self.A, lo, self.up, 0.0,
+                                   np.r_[np.ones(self.inst.E), self.caps])
+
+
+@dataclass
+class _Rise:
+    x: np.ndarray
+    cert: Certificate
+    basis: LPBasis | None
+
+
+def _rise_solve(slack: float, backend: str | None = None, *, warm: bool = False,
+                row_band: int | None = None) -> Any:
+    """The solve of a bottleneck-LP strategy: the LP with floors lowered by ``slack``
+    (relative), by the solver's backend (or the named one), from the last basis (``warm``)."""
+
+    def solve(ctx: _Bottleneck) -> _Rise:
+        s, inst = ctx.solver, ctx.inst
+        E, n = inst.E, inst.n
+        be = s.backend if backend is None else get_backend(backend, need="lp",
+                                                           solver="simplex" if backend ==
+                                                           "highs" else None)
+        lp = ctx.program(slack)
+        extra = {} if row_band is None else {"row_band": row_band}
+        sol = scaled_solve(lp, be, "bottleneck", basis=ctx.basis if warm else None,
+                           keep_basis=ctx.warm and backend is None, **extra)
+        s.used(sol)
+        assert sol.x is not None and sol.row_duals is not None
+        x = np.r_[inst.repair(sol.x[:E]), np.zeros(n)]
+        rise = np.clip(ctx.U @ x[:E] - ctx.floors, 0.0, None)
+        x[E:] = np.minimum(rise, ctx.caps)
+        # the objective (sum of capped rises) is legitimately 0 when every candidate is
+        # bottlenecked: its gap is judged against the caps' scale
+        cert = lp_certificate(lp, x, sol.row_duals, maximize=True, gap_tol=ctx.gap_tol,
+                              feas_tol=s.feas_tol, scale=float(ctx.caps.sum()))
+        basis = sol.extra.get("basis")
+        return _Rise(x, cert, basis if isinstance(basis, LPBasis) else None)
+
+    return solve
+
+
+def _rise_cert(ctx: _Bottleneck, r: _Rise) -> Certificate:
+    return r.cert
+
+
+def _warm_on(ctx: _Bottleneck) -> bool:
+    return (ctx.warm and ctx.basis is not None
+            and ctx.basis.shape == (ctx.A.shape[0], ctx.inst.E + ctx.inst.n))
+
+
+def _chosen(ctx: _Bottleneck) -> bool:
+    return bool(ctx.solver.backend_spec == "highs")
+
+
+def _anchored(ctx: _Bottleneck) -> bool:
+    return ctx.anchor is not None
+
+
+def _chosen_anchored(ctx: _Bottleneck) -> bool:
+    return _chosen(ctx) and _anchored(ctx)
+
+
+#: the bottleneck LP's plan: from the last basis; cold; with the floors lowered by each slack
+#: of `_FLOOR_SLACKS` in turn (the floors are reached only to rounding, and a presolve may call
+#: the thin face infeasible: 10 types, 256 jobs); with the floors anchored to what the last
+#: allocation reaches (feasible by construction: a bottleneck LP's point meets its floors
+#: only to the solver's tolerance, 5e-8 relative on rows spanning 1e5); then, anchored,
+#: HiGHS' simplex on a unit-scaled copy and Clarabel (where fairalloc chose HiGHS)
+_BOTTLENECK_PLAN: tuple[Strategy[_Bottleneck, _Rise], ...] = (
+    Strategy(BOTTLENECK_LP + "+warm", _rise_solve(0.0, warm=True), _rise_cert, _warm_on),
+    Strategy(BOTTLENECK_LP, _rise_solve(0.0), _rise_cert),
+    *(s for slack in _FLOOR_SLACKS[1:] for s in (
+        Strategy(FLOORS_RELAXED + "+warm", _rise_solve(slack, warm=True), _rise_cert, _warm_on),
+        Strategy(FLOORS_RELAXED, _rise_solve(slack), _rise_cert))),
+    Strategy(FLOORS_ANCHORED_RISE, _rise_solve(ANCHORED), _rise_cert, _anchored, exact=True),
+    Strategy(BOTTLENECK_LP + "+simplex", _rise_solve(ANCHORED, "highs", row_band=0),
+             _rise_cert, _chosen_anchored, exact=True),
+    Strategy(BOTTLENECK_LP + "+clarabel", _rise_solve(ANCHORED, "clarabel", row_band=0),
+             _rise_cert, _chosen_anchored, exact=True),
+)
+
+
 def bottleneck_lp(inst: ColumnInstance, floors: np.ndarray, D: np.ndarray, solver: StageSolver,
-                  U: sp.csr_matrix, thr: np.ndarray, warm: list[LPBasis | None] | None = None
+                  U: sp.csr_matrix, thr: np.ndarray, warm: list[LPBasis | None] | None = None,
+                  *, anchor: np.ndarray | None = None
                   ) -> tuple[np.ndarray, np.ndarray, Certificate]:
     """``max sum_{m in D} sigma_m`` s.t. ``u_m(x) - sigma_m >= floor_m`` (m in D),
     ``u(x) >= floor`` (others), ``0 <= sigma_m <= _RISE_CAP max(1, floor_m)``.
@@ -309,66 +421,31 @@ def bottleneck_lp(inst: ColumnInstance, floors: np.ndarray, D: np.ndarray, solve
     levels HiGHS' optimum was certified only to ``1e-5`` of the caps, ``1e-8`` of a level,
     and the solve raised although every decision was proven).
 
-    Every job has a rise column (bounded by 0 outside ``D``), so every bottleneck LP of a
-    solve has one shape: with ``warm`` (a one-element holder) and fairalloc's choice of HiGHS,
-    HiGHS' simplex starts from the last bottleneck LP's basis (consecutive levels change a
-    few floors: 10 types, 512 jobs, 0.5-1.2 s cold against a warm level LP's 0.06 s).
+    Solved by its plan (`_BOTTLENECK_PLAN`, through `fairalloc.plan.run_plan`; path steps
+    ``bottleneck-lp[+warm|+simplex|+clarabel]``, ``bottleneck-floors-relaxed``,
+    ``bottleneck-floors-anchored``: ``anchor``, an exactly feasible allocation, lowers the
+    floors to what it reaches, which makes the LP feasible by construction). Every job has
+    a rise column (bounded by 0 outside ``D``), so every bottleneck LP of a solve has one
+    shape: with ``warm`` (a one-element holder) and fairalloc's choice of HiGHS, HiGHS'
+    simplex starts from the last bottleneck LP's basis (consecutive levels change a few
+    floors: 10 types, 512 jobs, 0.5-1.2 s cold against a warm level LP's 0.06 s).
     """
     E, n = inst.E, inst.n
     A0, lo0, up0, _ = inst.base_rows()
     S = sp.csr_matrix((-np.ones(n), (np.arange(n), np.arange(n))), shape=(n, n))
     A = sp.vstack([sp.hstack([A0, sp.csr_matrix((A0.shape[0], n))]),
                    sp.hstack([U, S])], format="csr")
-    up = np.r_[up0, np.full(n, np.inf)]
-    c = np.r_[np.zeros(E), -D.astype(float)]
     caps = np.where(D, _RISE_CAP * np.maximum(1.0, floors), 0.0)
-    solver.step(BOTTLENECK_LP)
-    use_warm = (warm is not None and solver.backend_spec == "highs"
-                and isinstance(solver.backend, HighsBackend))
-    # the floors are reached by the last allocation only to rounding, and the feasible set
-    # is then a thin face that HiGHS' presolve may declare infeasible (10 types, 256
-    # jobs): retry with the kept floors lowered by a scaled slack far below every
-    # tolerance (a rise is still measured against the exact floors)
-    for k, slack in enumerate(_FLOOR_SLACKS):
-        lo = np.r_[lo0, floors - slack * np.maximum(1.0, np.abs(floors))]
-        lp = LinearProgram.build(c, A, lo, up, 0.0, np.r_[np.ones(E), caps])
-        try:
-            if use_warm:
-                assert warm is not None
-                try:
-                    sol = scaled_solve(lp, solver.backend, "bottleneck", warm=True,
-                                       basis=warm[0])
-                except InfeasibleError:
-                    raise
-                except SolverError:  # no point from the warm start: solve it cold
-                    warm[0] = None
-                    sol = scaled_solve(lp, solver.backend, "bottleneck")
-                found = sol.extra.get("basis")
-                warm[0] = found if isinstance(found, LPBasis) else None
-            else:
-                sol = scaled_solve(lp, solver.backend, "bottleneck")
-            break
-        except InfeasibleError:
-            if k + 1 == len(_FLOOR_SLACKS):
-                raise
-            solver.step(FLOORS_RELAXED)
-    solver.used(sol)
-    solver.solves -= 1  # counted by the caller (one per bottleneck LP)
-    assert sol.x is not None and sol.row_duals is not None
-    x = np.r_[inst.repair(sol.x[:E]), np.zeros(n)]
-    rise = np.clip(U @ x[:E] - floors, 0.0, None)
-    x[E:] = np.minimum(rise, caps)
-    # the objective (sum of capped rises) is legitimately 0 when every candidate is
-    # bottlenecked: its gap is judged against the caps' scale
     decide = _DECISION_GAP_SHARE * float(thr[D].sum()) / float(caps.sum())
-    cert = lp_certificate(lp, x, sol.row_duals, maximize=True,
-                          gap_tol=max(solver.gap_tol, decide), feas_tol=solver.feas_tol,
-                          scale=float(caps.sum()))
-    if use_warm and not cert.ok:
-        # a warm start's point that does not certify (10 types, 1,024 jobs: a floor missed
-        # by 1e-6) is not used: the LP is solved again from scratch
+    use_warm = warm is not None and solver.warm_backend()
+    ctx = _Bottleneck(inst, solver, A, lo0, np.r_[up0, np.full(n, np.inf)],
+                      np.r_[np.zeros(E), -D.astype(float)], caps, floors, U,
+                      max(solver.gap_tol, decide), warm[0] if use_warm and warm else None,
+                      use_warm, anchor)
+    found = run_plan(_BOTTLENECK_PLAN, ctx, solver.log, what="bottleneck",
+                     backend=solver.backend.name)
+    x = found.result.x
+    if use_warm:
         assert warm is not None
-        warm[0] = None
-        return bottleneck_lp(inst, floors, D, solver, U, thr)
-    cert.check(backend=solver.backend.name)
-    return x[E:].copy(), x[:E], cert
+        warm[0] = found.result.basis
+    return x[E:].copy(), x[:E], found.certificate

@@ -10,11 +10,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...backends import HighsBackend, LinearProgram, LPSolution
+from ...backends import Backend, LinearProgram, LPSolution, get_backend
 from ...errors import SolverError
 from ...results import Certificate
 from ..instance import TINY, ColumnInstance
 from ..stages import LevelStage, LinearStage, StageResult, StageSolver
+from ..tuning import DEFAULT_TUNING, Tuning
 
 #: path-step suffix of a stage returned without its certificate (`certified`)
 PROVISIONAL = "-provisional"
@@ -41,81 +42,64 @@ _BACKTRACK = (1.0, 0.5, 0.25, 0.125)  # damped Newton step lengths tried in turn
 _BAND_PER_ERROR = 4.0  # band of near-ties = Newton's capacity error / this ...
 _BAND_MAX = 0.05  # ... at most this
 _SAMPLE_TOL = 1e-2  # capacity error at which the sampled phase stops
-_SAMPLE_MAX_ERROR = 0.05  # the sampled phase's solution seeds the full phase below this
 NEWTON_TOL = 1e-3  # capacity error at which the full phase stops
 NEWTON_EVALS = 40  # demand evaluations of the sampled phase and of a floor stage
 _LEVEL_NEWTON_EVALS = 30  # demand evaluations of the full phase of a level stage
 IPM_MIN_EXPLICIT = 400  # masters with more explicit jobs go to HiGHS' interior point
 
 
-#: the backends of restricted masters and dual LPs when the caller left HiGHS' algorithm to
-#: fairalloc: the simplex without presolve for small ones (PERFORMANCE: a 23 x 31 master of a
-#: 100-job round, 0.33 ms per solve with HiGHS' defaults, 0.17 ms like this: presolve removes
-#: nothing from a master), the interior point for large ones
-_MASTER_SIMPLEX = HighsBackend(solver="simplex", presolve=False)
-_MASTER_IPM = HighsBackend(solver="ipm")
+_MASTERS: dict[bool, Backend] = {}
+
+
+def _master_backend(ipm: bool) -> Backend:
+    """The backend of restricted masters and dual LPs when the caller left HiGHS' algorithm
+    to fairalloc: the simplex without presolve for small ones (PERFORMANCE: a 23 x 31 master
+    of a 100-job round, 0.33 ms per solve with HiGHS' defaults, 0.17 ms like this: presolve
+    removes nothing from a master), the interior point for large ones (made once)."""
+    be = _MASTERS.get(ipm)
+    if be is None:
+        be = get_backend("highs", need="lp", solver="ipm") if ipm else \
+            get_backend("highs", need="lp", solver="simplex", presolve=False)
+        _MASTERS[ipm] = be
+    return be
 
 
 def sub_solve(solver: StageSolver, lp: LinearProgram, *, ipm: bool) -> LPSolution | None:
     """Solve a restricted master / dual LP with the stage solver's backend (HiGHS: simplex,
     or interior point for large masters, when the caller left the choice to fairalloc).
     ``None`` unless an optimal point with duals came back (the caller then falls back to the
-    full LP, whose certificate decides). The solve is counted (backend, raw status)."""
-    be = solver.backend
-    if solver.backend_spec == "highs":
-        be = _MASTER_IPM if ipm else _MASTER_SIMPLEX
+    full LP, whose certificate decides). The solve is recorded in the solver's log."""
+    be = _master_backend(ipm) if solver.backend_spec == "highs" else solver.backend
     try:
         sol = be.solve_lp(lp)
-    except SolverError:
+    except SolverError as exc:
+        solver.log.solved(be.name, exc.raw_status, status=exc.status)
         return None
-    solver.raw_status = sol.raw_status
-    if be.name not in solver.backends:
-        solver.backends.append(be.name)
+    solver.log.solved(be.name, sol.raw_status, sol.iterations, status=sol.status)
     if sol.status != "optimal" or sol.x is None or sol.row_duals is None:
         return None
     return sol
 
 
-#: PERFORMANCE knob: with more accelerator types than this the structured solvers hand the
-#: stage to the whole LP at once. Their demand model prices ``k (k + 1) / 2`` candidate
-#: vertices per job at every Newton step (``O(n k^2)``): measured (2 cores, 4,096 jobs) at
-#: k = 100 the structured path took 118 s against 8 s for the whole LP
-STRUCTURED_MAX_TYPES = 64
-#: PERFORMANCE knob: with more types than this (and up to `STRUCTURED_MAX_TYPES`) a level
-#: stage's Newton search goes on to all jobs only if its sampled phase (1,024 jobs) balanced
-#: demand and capacity; else the whole LP answers at once. Measured (4,096 jobs x 30 types):
-#: a max-min level whose sampled phase found no balance spent 1.4 s in Newton before the
-#: whole LP (2.5 s in all after the rule, 3.8 s before), while finish-time fairness, whose
-#: later Dinkelbach stages do balance, takes 6.6 s structured against 12.7 s on whole LPs
-SAMPLE_GATE_TYPES = 16
-#: PERFORMANCE knob: a restricted master in which more than this share of the jobs keep
-#: their own variables (near a tie at the estimated prices: degenerate prices) is about as
-#: large as the whole LP and slower to finish (its duals are assembled and certified on top):
-#: the stage goes to the whole LP instead. Measured (2 cores, 16,384 jobs, one dominant
-#: type, before the near-tie test was made relative to the price spread): a master with
-#: 96 % of the jobs explicit took 12 s against 3 s for the whole LP's interior point; a floor
-#: stage of finish-time fairness, same instance: 9,193 jobs freed, second master and dual LP
-#: 11.5 s in all against 7.7 s with the whole LP on the simplex
-MAX_EXPLICIT_SHARE = 0.3
-#: PERFORMANCE knob: ... and more than this many jobs (a master with fewer explicit jobs is
-#: small whatever their share: coarse staircases of a few dozen jobs keep many near a tie)
-MIN_DEGENERATE_JOBS = 1024
+# The knobs that decide when the structured solvers decline (``structured_max_types``,
+# ``sample_gate_types``, ``max_explicit_share``, ``min_degenerate_jobs``) are fields of
+# `fairalloc.throughput.Tuning`, with their measurements.
 #: path-step note of a stage handed to the whole LP before any structured work
 MANY_TYPES = "many types"
 DEGENERATE = "degenerate prices"
 
 
 def too_many_types(solver: StageSolver) -> bool:
-    """Whether the stage has more accelerator types than `STRUCTURED_MAX_TYPES`."""
-    return solver.inst.k > STRUCTURED_MAX_TYPES
+    """Whether the stage has more accelerator types than ``tuning.structured_max_types``."""
+    return solver.inst.k > solver.tuning.structured_max_types
 
 
-def too_many_explicit(explicit: np.ndarray, n: int) -> bool:
+def too_many_explicit(explicit: np.ndarray, n: int, tuning: Tuning) -> bool:
     """Whether a restricted master with the ``explicit`` jobs would be about as large as the
-    whole LP (more than `MAX_EXPLICIT_SHARE` of the ``n`` jobs, and more than
-    `MIN_DEGENERATE_JOBS`)."""
+    whole LP (more than ``tuning.max_explicit_share`` of the ``n`` jobs, and more than
+    ``tuning.min_degenerate_jobs``)."""
     m = int(explicit.sum())
-    return m > MAX_EXPLICIT_SHARE * n and m > MIN_DEGENERATE_JOBS
+    return m > tuning.max_explicit_share * n and m > tuning.min_degenerate_jobs
 
 
 def structured_applies(solver: StageSolver, *, kept: int) -> bool:
@@ -137,29 +121,22 @@ def unchecked_certificate(value: float) -> Certificate:
 
 
 def certified(solver: StageSolver, stage: LevelStage | LinearStage, xcol: np.ndarray,
-               duals: np.ndarray, iterations: int, solves: int, step: str,
-               provisional: bool = False) -> StageResult | None:
+               duals: np.ndarray, provisional: bool = False) -> StageResult | None:
     """The stage result if the full LP's certificate at ``xcol`` and ``duals`` (in the
-    stage program's row layout) passes -- counting the structured solver's LPs into
-    ``solver`` and recording ``step`` in its path -- else ``None``.
+    stage program's row layout) passes, else ``None``.
 
-    ``provisional``: return the result without computing the certificate (step
-    ``step + PROVISIONAL``; its certificate is `unchecked_certificate`). Only for callers
-    that certify whatever they use as an answer: a Dinkelbach sequence, whose intermediate
-    stages only choose its next point."""
+    ``provisional``: return the result without computing the certificate (its certificate
+    is `unchecked_certificate`). Only for callers that certify whatever they use as an
+    answer: a Dinkelbach sequence, whose intermediate stages only choose its next point."""
     lp = solver.program(stage)
     v = solver.point(stage, xcol)
     if provisional:
         cert = unchecked_certificate(float(v[-1]))
-        step = step + PROVISIONAL
     else:
         cert = solver.certificate(lp, stage, v, duals)
         if not cert.ok:
             return None
-    solver.iterations += iterations
-    solver.solves += solves
-    solver.step(step)
-    return StageResult(lp, v, duals, cert.primal_value, cert, iterations, solver.layout(stage),
+    return StageResult(lp, v, duals, cert.primal_value, cert, 0, solver.layout(stage),
                        provisional)
 
 
@@ -502,7 +479,8 @@ def newton_prices(A: np.ndarray, s: np.ndarray, b: np.ndarray, h: np.ndarray,
                    cap: np.ndarray, *, warm: tuple[np.ndarray, float] | None = None,
                    info: dict[str, bool] | None = None,
                    rough: list[tuple[np.ndarray, float]] | None = None,
-                   seed: NewtonSeed | None = None, demand: Demand | None = None
+                   seed: NewtonSeed | None = None, demand: Demand | None = None,
+                   tuning: Tuning = DEFAULT_TUNING
                    ) -> tuple[np.ndarray, float, float] | None:
     """Approximate prices, level and band of near-ties of a level stage (``None``: none).
 
@@ -573,10 +551,10 @@ def newton_prices(A: np.ndarray, s: np.ndarray, b: np.ndarray, h: np.ndarray,
         frac = _NEWTON_SAMPLE / m
         out = newton(Demand(A[sub], s[sub], b[sub], h[sub]), cap * frac, ref, theta, lr, None,
                       sat, tol=_SAMPLE_TOL, max_evals=NEWTON_EVALS)
-        if out is not None and out[3] <= _SAMPLE_MAX_ERROR:
+        if out is not None and out[3] <= tuning.newton_sample_max_error:
             theta, lr, J, _ = out
             J = None if J is None else J / frac
-        elif A.shape[1] > SAMPLE_GATE_TYPES:
+        elif A.shape[1] > tuning.sample_gate_types:
             # many types: the full phase (O(n k^2) per step) would not balance either
             if info is not None:
                 info["sample_failed"] = True

@@ -10,12 +10,14 @@ certificate passes (``structured-floor``); hand-over ``structured-floor->exact-l
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
 from ..._sparse import csr_from_triplets, entries_at
 from ...backends import LinearProgram
+from ...plan import Decline, Strategy
 from ..instance import ColumnInstance
 from ..rows import RowLayout
 from ..stages import LinearStage, StageResult, StageSolver
@@ -30,7 +32,6 @@ from .common import (
     NEWTON_TOL,
     REDUCED_COST_TOL,
     SAT_ROUNDING,
-    STRUCTURED_MAX_TYPES,
     Demand,
     Vertices,
     band,
@@ -50,12 +51,9 @@ FLOOR_FROM_LEVEL = "floor-from-level"  # path step: floor stage certified with l
 #: path step prefix: blocking jobs given their own variables (named by the master's own
 #: duals, or by the elastic dual LP `_floor_duals`)
 FLOOR_FREED = "floor-freed"
-#: PERFORMANCE knob: master rounds whose own duals (no dual LP) choose the constants to free
-#: before `_floor_duals` (an LP with about ``n (k + 1)`` rows) does. Measured (FTF random,
-#: 16,384 jobs): the first master's duals price out the jobs in the way and the second
-#: master's duals certify, where the two dual LPs cost about 80 % of the stage
-_FLOOR_PRICED_ROUNDS = 2
-_FLOOR_MAX_ROUNDS = 4  # PERFORMANCE knob: master rounds of a floor stage before the full LP
+# master rounds (``tuning.floor_max_rounds``) and rounds priced by the master's own duals
+# before the dual LP, an LP with about ``n (k + 1)`` rows (``tuning.floor_priced_rounds``;
+# FTF random, 16,384 jobs: the two dual LPs cost about 80 % of the stage) are `Tuning` fields
 _FLOOR_BAND_GROWTH = 4.0  # PERFORMANCE knob: the same for floor stages
 #: PERFORMANCE knob: band of near-ties around Newton's unbalanced end point (row classes)
 _FLOOR_ROUGH_BAND = 0.05
@@ -68,8 +66,71 @@ _USED = 1e-12
 _AT_FLOOR = 1e-7
 
 
+def floor_strategies(prior: StageResult | None = None
+                     ) -> tuple[Strategy[Any, StageResult], ...]:
+    """The structured strategies of a floor (work-conserving) stage's plan: ``floor-from-level``
+    (with ``prior``, the level stage's result: its allocation certified with scaled level
+    duals, no LP) and ``structured-floor`` (`fast_floor`). Both apply only to stages with the
+    floor structure (`floor_structure`) and decline where they cannot win."""
+
+    def from_level(ctx: Any) -> StageResult:
+        assert prior is not None
+        a, omega = _structure(ctx)
+        done = _floor_from_level(ctx.solver, ctx.stage, prior, a, omega)
+        if done is None:
+            raise Decline("the level's allocation is not optimal for the floor stage")
+        return done
+
+    def structured(ctx: Any) -> StageResult:
+        return fast_floor(ctx.solver, ctx.stage, prior=prior)
+
+    out = [Strategy(STRUCTURED_FLOOR, structured, _own_certificate, _floor_applies)]
+    if prior is not None:
+        out.insert(0, Strategy(FLOOR_FROM_LEVEL, from_level, _own_certificate, _floor_applies))
+    return tuple(out)
+
+
+def _own_certificate(ctx: Any, res: StageResult) -> Any:
+    return res.cert  # the whole stage LP's certificate, computed by `certified`
+
+
+def _structure(ctx: Any) -> tuple[np.ndarray, np.ndarray]:
+    out = floor_structure(ctx.solver, ctx.stage)
+    assert out is not None  # (checked by `_floor_applies`)
+    return out
+
+
+def _floor_applies(ctx: Any) -> bool:
+    return isinstance(ctx.stage, LinearStage) and floor_structure(ctx.solver, ctx.stage) is not None
+
+
+def floor_structure(solver: StageSolver, stage: LinearStage
+                    ) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(a, omega)`` when ``stage`` is a floor stage the structured solvers handle: one kept
+    level block with positive single-column coefficients ``a`` (one per column) and an
+    objective that is a non-negative per-job multiple ``omega`` of each job's level row;
+    else ``None``."""
+    inst = solver.inst
+    if not structured_applies(solver, kept=1):
+        return None
+    C, _ = solver.fixed[0]
+    owner = inst.mem_job
+    if C.shape[0] != inst.n:
+        return None
+    a = entries_at(C, owner)
+    if (a <= 0).any():
+        return None
+    omega_e = stage.g / a
+    starts = np.searchsorted(owner, np.arange(inst.n))
+    omega = omega_e[starts]
+    if (not np.allclose(omega_e, omega[owner], rtol=_OMEGA_RTOL, atol=0.0)
+            or (omega < 0).any()):
+        return None
+    return a, omega
+
+
 def fast_floor(solver: StageSolver, stage: LinearStage, *, prior: StageResult | None = None,
-                max_rounds: int = _FLOOR_MAX_ROUNDS) -> StageResult:
+                max_rounds: int | None = None) -> StageResult:
     """Exact solve of a *floor* stage ``max g @ x`` s.t. ``C x >= f`` (one fixed level block).
 
     Used for the work-conserving stage, where the objective of each job is a multiple
@@ -81,64 +142,44 @@ def fast_floor(solver: StageSolver, stage: LinearStage, *, prior: StageResult | 
     capacity); jobs whose best vertex is clear at them are constants, the others keep their
     variables in a restricted master LP. The master's own duals, with the constants' duals
     in closed form at its prices (`_master_duals`), are tried first; the constants they price
-    out get their own variables (``floor-freed:<jobs>``, at most `_FLOOR_PRICED_ROUNDS`
+    out get their own variables (``floor-freed:<jobs>``, at most ``tuning.floor_priced_rounds``
     rounds). Otherwise `_floor_duals` finds the full LP's duals complementary to the master's
     allocation (an LP in the ``k`` prices). Either way the certificate of the full LP
-    decides. If it fails, the band of jobs with their own variables widens;
-    after ``max_rounds`` the full LP is solved.
-
-    ``prior``: the result of the level stage whose optimum the floors fix. When its allocation
-    is already optimal here (the level's optimum is unique up to ``stage_tol``, the common
-    case: every job sits at its floor), `_floor_from_level` certifies that with scaled
-    level duals and no LP at all.
+    decides. If it fails, the band of jobs with their own variables widens; after
+    ``max_rounds`` (default ``tuning.floor_max_rounds``) it raises `fairalloc.plan.Decline`
+    (the plan's whole-LP strategies run). ``prior``: the level stage's result (see
+    `floor_strategies`), which only lifts the many-types gate.
     """
     inst = solver.inst
     n, k, E = inst.n, inst.k, inst.E
-    if not structured_applies(solver, kept=1):
-        return solver.run(stage, stage.name)
-    if too_many_types(solver) and prior is None:
-        solver.fall_back(STRUCTURED_FLOOR, f"{MANY_TYPES} (k = {k} > {STRUCTURED_MAX_TYPES})")
-        return solver.run(stage, stage.name)
+    tuning = solver.tuning
+    if max_rounds is None:
+        max_rounds = tuning.floor_max_rounds
+    found = floor_structure(solver, stage)
+    if found is None:
+        raise Decline("the stage has no floor structure")
+    if too_many_types(solver):
+        raise Decline(f"{MANY_TYPES} (k = {k} > {tuning.structured_max_types})")
+    a, omega = found
     C, f = solver.fixed[0]
-    owner = inst.mem_job
-    a = entries_at(C, owner)
-    if C.shape[0] != n or (a <= 0).any():
-        return solver.run(stage, stage.name)
-    omega_e = stage.g / a
-    starts = np.searchsorted(owner, np.arange(n))
-    omega = omega_e[starts]
-    if (not np.allclose(omega_e, omega[owner], rtol=_OMEGA_RTOL, atol=0.0)
-            or (omega < 0).any()):
-        return solver.run(stage, stage.name)
     layout = solver.layout(stage)  # time, capacity, kept (the level rows)
-    if prior is not None:
-        done = _floor_from_level(solver, stage, prior, a, omega)
-        if done is not None:
-            return done
-        if too_many_types(solver):
-            solver.fall_back(STRUCTURED_FLOOR, f"{MANY_TYPES} (k = {k} > "
-                             f"{STRUCTURED_MAX_TYPES}; the level's allocation did not certify)")
-            return solver.run(stage, stage.name)
     col = np.full((n, k), -1)
-    col[owner, inst.col_type] = np.arange(E)
+    col[inst.mem_job, inst.col_type] = np.arange(E)
     A = np.zeros((n, k))
-    A[owner, inst.col_type] = a
+    A[inst.mem_job, inst.col_type] = a
     dem = _FloorDemand(A, inst.cap_weight, f, omega)
     rough: list[np.ndarray] = []
     est = _floor_newton_prices(dem, inst.cap, rough)
     # jobs near a tie with proportional rows held at their floors share one variable per
     # (row class, type) in the master (rowclass.py)
-    agr = Aggregator(A, f > 0, np.zeros(n), f)
+    agr = Aggregator(A, f > 0, np.zeros(n), f, tuning)
     if est is None and rough and agr.classed_share() >= ROUGH_MIN_SHARE:
         # no balance because row classes switch types together: start from Newton's end
         est = rough[0], _FLOOR_ROUGH_BAND
     if est is None:
-        solver.fall_back(STRUCTURED_FLOOR, "no price estimate (Newton found no balance of "
-                         "demand and capacity)")
-        return solver.run(stage, stage.name)
+        raise Decline("no price estimate (Newton found no balance of demand and capacity)")
     p, band = est
     explicit = np.zeros(n, dtype=bool)
-    iterations = solves = 0
     reason = f"not certified within {max_rounds} master rounds"
     rounds = max_rounds  # a round spent on aggregated shares that did not work is given back
     used = priced = 0
@@ -148,7 +189,7 @@ def fast_floor(solver: StageSolver, stage: LinearStage, *, prior: StageResult | 
         explicit |= vert.ambiguous
         grouped = agr.floor_grouped(explicit, p, omega, inst.cap_weight)
         own_vars = explicit & ~grouped
-        if too_many_explicit(own_vars, n):
+        if too_many_explicit(own_vars, n, tuning):
             reason = (f"{DEGENERATE} ({int(own_vars.sum())} of {n} jobs near a tie or "
                       "blocking: the master would be about the whole LP)")
             break
@@ -159,8 +200,6 @@ def fast_floor(solver: StageSolver, stage: LinearStage, *, prior: StageResult | 
             band *= _FLOOR_BAND_GROWTH
             continue
         xcol, it, bound, mduals = out
-        iterations += it
-        solves += 1
         if bound.any():  # aggregated shares that do not fit their time: own variables next
             agr.leave(bound)
             rounds = min(rounds + 1, 2 * max_rounds)
@@ -169,18 +208,18 @@ def fast_floor(solver: StageSolver, stage: LinearStage, *, prior: StageResult | 
         # the master's own duals first (closed-form duals of the constants at its prices):
         # no dual LP when they certify; constants they price out get their variables
         parts, viol = _master_duals(inst, A, col, a, f, omega, xcol, own_vars, mduals)
-        done = _certified_parts(solver, stage, xcol, layout, parts, iterations, solves)
+        done = _certified_parts(solver, stage, xcol, layout, parts)
         if done is not None:
             return done
         viol &= ~explicit
-        if viol.any() and priced < _FLOOR_PRICED_ROUNDS:
+        if viol.any() and priced < tuning.floor_priced_rounds:
             priced += 1
             solver.step(f"{FLOOR_FREED}:{int(viol.sum())}")
             explicit |= viol
             rounds = min(rounds + 1, 2 * max_rounds)
             continue
         parts, blocking = _floor_duals(inst, A, col, a, f, omega, xcol, explicit, solver)
-        done = _certified_parts(solver, stage, xcol, layout, parts, iterations, solves)
+        done = _certified_parts(solver, stage, xcol, layout, parts)
         if done is not None:
             return done
         if grouped.any():
@@ -194,22 +233,17 @@ def fast_floor(solver: StageSolver, stage: LinearStage, *, prior: StageResult | 
             explicit |= blocking
         else:
             band *= _FLOOR_BAND_GROWTH
-    solver.iterations += iterations
-    solver.solves += solves
-    solver.fall_back(STRUCTURED_FLOOR, reason)
-    return solver.run(stage, stage.name)
+    raise Decline(reason)
 
 
 def _certified_parts(solver: StageSolver, stage: LinearStage, xcol: np.ndarray,
-                     layout: RowLayout,
-                     parts: dict[str, np.ndarray] | None, iterations: int, solves: int
+                     layout: RowLayout, parts: dict[str, np.ndarray] | None
                      ) -> StageResult | None:
     """The floor stage certified at ``xcol`` with the dual blocks ``parts`` (``None``: no
     duals were found, or they do not certify)."""
     if parts is None:
         return None
-    return certified(solver, stage, xcol, layout.assemble(parts), iterations, solves,
-                     STRUCTURED_FLOOR)
+    return certified(solver, stage, xcol, layout.assemble(parts))
 
 
 class _FloorDemand(Demand):
@@ -565,7 +599,7 @@ def _floor_from_level(solver: StageSolver, stage: LinearStage, prior: StageResul
         return None
     duals = solver.layout(stage).assemble({"time": -t * mu, "capacity": -t * p,
                                            "kept": np.maximum(t * lam - omega, 0.0)})
-    return certified(solver, stage, prior.x[: inst.E], duals, 0, 0, FLOOR_FROM_LEVEL)
+    return certified(solver, stage, prior.x[: inst.E], duals)
 
 
 def _solve_floor_master(inst: ColumnInstance, a: np.ndarray, f: np.ndarray, omega: np.ndarray,

@@ -8,11 +8,14 @@ step ``structured-level``, hand-over ``structured-level->exact-lp: <reason>``
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import scipy.sparse as sp
 
 from ..._sparse import csr_from_triplets, entries_at
 from ...backends import LinearProgram
+from ...plan import Decline, Strategy
 from ..rows import RowLayout
 from ..stages import LevelStage, StageResult, StageSolver
 from .common import (
@@ -22,9 +25,7 @@ from .common import (
     IPM_MIN_EXPLICIT,
     MANY_TYPES,
     REDUCED_COST_TOL,
-    SAMPLE_GATE_TYPES,
     SAT_ROUNDING,
-    STRUCTURED_MAX_TYPES,
     Demand,
     NewtonSeed,
     Vertices,
@@ -39,7 +40,6 @@ from .common import (
 from .rowclass import ROUGH_MIN_SHARE, Aggregator, Groups, disaggregate, master_block
 
 STRUCTURED_LEVEL = "structured-level"  # path step: level stage certified by this solver
-_LEVEL_MAX_ROUNDS = 30  # PERFORMANCE knob: master rounds of a level stage before the full LP
 _LEVEL_BAND_GROWTH = 3.0  # PERFORMANCE knob: band widening when folded vertices do not fit
 _MAX_BAND = 0.5  # PERFORMANCE knob: widest band of near-ties before the full LP takes over
 #: PERFORMANCE knob: band of near-ties around Newton's unbalanced end point (row classes)
@@ -50,11 +50,35 @@ _ROUGH_BAND = 0.05
 _ROUGH_MAX_ROUNDS = 6
 
 
-def fast_level(solver: StageSolver, stage: LevelStage, *, max_rounds: int = _LEVEL_MAX_ROUNDS,
+def level_strategy(*, warm: tuple[np.ndarray, float] | None = None,
+                   degenerate_handover: bool = True, seed: NewtonSeed | None = None
+                   ) -> Strategy[Any, StageResult]:
+    """The strategy ``structured-level`` of a level stage's plan (`fast_level` with these
+    options; it applies to stages with the structure, `structured_applies`, and declines
+    where it cannot win)."""
+
+    def solve(ctx: Any) -> StageResult:
+        return fast_level(ctx.solver, ctx.stage, warm=warm,
+                          degenerate_handover=degenerate_handover, seed=seed)
+
+    return Strategy(STRUCTURED_LEVEL, solve, _own_certificate, _level_applies)
+
+
+def _own_certificate(ctx: Any, res: StageResult) -> Any:
+    return res.cert  # the whole stage LP's certificate, computed by `certified`
+
+
+def _level_applies(ctx: Any) -> bool:
+    return isinstance(ctx.stage, LevelStage) and structured_applies(ctx.solver, kept=0)
+
+
+def fast_level(solver: StageSolver, stage: LevelStage, *, max_rounds: int | None = None,
                 warm: tuple[np.ndarray, float] | None = None,
                 degenerate_handover: bool = True, seed: NewtonSeed | None = None,
                 provisional: bool = False) -> StageResult:
-    """Exact solve of a level stage (see `_fast_level_unit`), at unit scale.
+    """Exact solve of a level stage (see `_fast_level_unit`), at unit scale; raises
+    `fairalloc.plan.Decline` with the reason where it cannot win (the plan's next strategy
+    then runs). ``max_rounds``: master rounds (default ``tuning.level_max_rounds``).
 
     ``provisional``: when the restricted master prices out (no column with a positive reduced
     cost), return its allocation without the whole LP's certificate (`certified`); the
@@ -76,6 +100,8 @@ def fast_level(solver: StageSolver, stage: LevelStage, *, max_rounds: int = _LEV
     (level rows ``lambda = sigma lambda' / rho``, the others ``sigma y'``) and the full LP's
     certificate is computed in the caller's units.
     """
+    if max_rounds is None:
+        max_rounds = solver.tuning.level_max_rounds
     sigma, rho = stage.units()
     # a warm start (capacity prices and level of a previous, similar stage, in the caller's
     # units) only seeds Newton: the price ratios are unit free, the level goes to unit scale
@@ -117,11 +143,11 @@ def _fast_level_unit(solver: StageSolver, orig: LevelStage, stage: LevelStage, s
     """
     inst = solver.inst
     n, k, E = inst.n, inst.k, inst.E
+    tuning = solver.tuning
     if not structured_applies(solver, kept=0):
-        return solver.run(orig, orig.name)
+        raise Decline("the stage has rows beyond time, capacity and level")
     if too_many_types(solver):
-        solver.fall_back(STRUCTURED_LEVEL, f"{MANY_TYPES} (k = {k} > {STRUCTURED_MAX_TYPES})")
-        return solver.run(orig, orig.name)
+        raise Decline(f"{MANY_TYPES} (k = {k} > {tuning.structured_max_types})")
     layout = solver.layout(orig)  # time, capacity, kept (empty), level
 
     def duals_of(mu_: np.ndarray, p_: np.ndarray, lam_: np.ndarray) -> np.ndarray:
@@ -149,15 +175,14 @@ def _fast_level_unit(solver: StageSolver, orig: LevelStage, stage: LevelStage, s
     rough: list[tuple[np.ndarray, float]] = []
     dem = Demand(A, s, b, h)
     est = newton_prices(A, s, b, h, inst.cap, warm=warm, info=info, rough=rough, seed=seed,
-                        demand=dem)
+                        demand=dem, tuning=tuning)
     solver.warm_used = bool(est is not None and info.get("warm"))
     if est is None and info.get("sample_failed"):
-        solver.fall_back(STRUCTURED_LEVEL, f"{MANY_TYPES} (k = {k} > {SAMPLE_GATE_TYPES}) and "
-                         "the sampled Newton phase found no balance of demand and capacity")
-        return solver.run(orig, orig.name)
+        raise Decline(f"{MANY_TYPES} (k = {k} > {tuning.sample_gate_types}) and the sampled "
+                      "Newton phase found no balance of demand and capacity")
     # jobs near a tie whose rows are proportional to others' (one model) share one variable
     # per (row class, type) in the master instead of their own (rowclass.py)
-    agr = Aggregator(A, need, b, h)
+    agr = Aggregator(A, need, b, h, tuning)
     if est is None and rough and agr.classed_share() >= ROUGH_MIN_SHARE:
         # Newton found no balance because whole row classes switch types together (a coarse
         # staircase); with those classes aggregated its last point is a usable start
@@ -165,18 +190,15 @@ def _fast_level_unit(solver: StageSolver, orig: LevelStage, stage: LevelStage, s
         est = (p, theta, _ROUGH_BAND)
         max_rounds = min(max_rounds, _ROUGH_MAX_ROUNDS)
     if est is None:
-        solver.fall_back(STRUCTURED_LEVEL, "no price estimate (Newton found no balance of "
-                         "demand and capacity)")
-        return solver.run(orig, orig.name)
+        raise Decline("no price estimate (Newton found no balance of demand and capacity)")
     p, theta, band = est
     vert = dem.vertices(col, p, theta, band=band)
     explicit = need & vert.ambiguous
     grouped = agr.grouped(explicit, p, theta)
-    iterations = solves = 0
     refined = False
     for _ in range(max_rounds):
         own_vars = explicit & ~grouped
-        if degenerate_handover and too_many_explicit(own_vars, n):
+        if degenerate_handover and too_many_explicit(own_vars, n, tuning):
             reason = (f"{DEGENERATE} ({int(own_vars.sum())} of {n} jobs near a tie: the "
                       "master would be about the whole LP)")
             break
@@ -195,8 +217,6 @@ def _fast_level_unit(solver: StageSolver, orig: LevelStage, stage: LevelStage, s
             explicit |= need & vert.ambiguous
             continue
         xcol, theta, lam, mu, p, it, bound_jobs = out
-        iterations += it
-        solves += 1
         if theta >= sat_theta - SAT_ROUNDING * max(1.0, abs(sat_theta)):
             # theta reached the level at which job m0 runs its best column all the time:
             # no allocation does better, and the dual lambda_m0 = 1 / b_m0,
@@ -206,7 +226,7 @@ def _fast_level_unit(solver: StageSolver, orig: LevelStage, stage: LevelStage, s
             lam0[m0] = 1.0 / b[m0]
             mu0[m0] = lam0[m0] * amax[m0]
             done = certified(solver, orig, inst.repair(xcol), duals_of(mu0, np.zeros(k), lam0),
-                              iterations, solves, STRUCTURED_LEVEL, provisional)
+                             provisional)
             if done is not None:
                 return done
         red = lam[owner] * a - mu[owner] - s_e * p[typ]
@@ -215,7 +235,7 @@ def _fast_level_unit(solver: StageSolver, orig: LevelStage, stage: LevelStage, s
         viol = (red > REDUCED_COST_TOL * (1.0 + lam[owner] * a)) & ~explicit[owner]
         if not viol.any() and not bound_jobs.any():
             done = certified(solver, orig, inst.repair(xcol), duals_of(mu, p, lam),
-                              iterations, solves, STRUCTURED_LEVEL, provisional)
+                             provisional)
             if done is not None:
                 return done
             reason = "the assembled duals did not certify the whole LP"
@@ -240,10 +260,7 @@ def _fast_level_unit(solver: StageSolver, orig: LevelStage, stage: LevelStage, s
         explicit, grouped = grown, g_grown
     else:
         reason = f"not certified within {max_rounds} master rounds"
-    solver.iterations += iterations
-    solver.solves += solves
-    solver.fall_back(STRUCTURED_LEVEL, reason)
-    return solver.run(orig, orig.name)
+    raise Decline(reason)
 
 
 def _solve_master(solver: StageSolver, stage: LevelStage, a: np.ndarray, agg: np.ndarray,

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..._symmetry import exact_classes
+from ..tuning import DEFAULT_TUNING, Tuning
 
 #: PERFORMANCE knob: smallest row class that is aggregated (a class of one is an explicit job)
 MIN_CLASS_SIZE = 2
@@ -37,15 +38,12 @@ TIE_BAND = 0.05
 EDGE_MARGIN = 0.02
 #: ACCURACY: relative rounding of a disaggregated job's time at which it counts as within 1
 TIME_ROUNDING = 1e-9
-#: PERFORMANCE knob: masters with at most this many jobs near a tie keep them all explicit
-#: (the master is small; finding the classes costs 1 to 6 ms per stage at 3,000 to 16,000
-#: jobs, measured). Measured (families.py, 4,096 and 16,384 jobs): random, dominant and
-#: sparse rows leave at most 89 jobs near a tie per master (one case of 961), tied rows
-#: 190 to 3,041 of 3,041
-MIN_CANDIDATES = 128
-#: PERFORMANCE knob: ... or at most this share of the jobs (rows all different at a million
-#: jobs leave thousands near a tie, a small share, and have no classes to find)
-MIN_CANDIDATE_SHARE = 0.05
+# When row classes are looked for is decided by ``tuning.class_min_candidates`` and
+# ``class_min_candidate_share`` (`fairalloc.throughput.Tuning`). Measured (families.py, 4,096
+# and 16,384 jobs): random, dominant and sparse rows leave at most 89 jobs near a tie per
+# master (one case of 961), tied rows 190 to 3,041 of 3,041; finding the classes costs 1 to
+# 6 ms per stage at 3,000 to 16,000 jobs; rows all different at a million jobs leave
+# thousands near a tie, a small share, and have no classes to find.
 #: PERFORMANCE knob: when Newton found no balance, the stage still goes to a master from its
 #: last point if at least this share of the jobs belongs to row classes (their switching
 #: together is then the likely reason, and their aggregation the remedy)
@@ -203,21 +201,25 @@ def disaggregate(g: Groups, U: np.ndarray, nu: np.ndarray, theta: float, A: np.n
 class Aggregator:
     """Which jobs of a level stage's masters are aggregated by row class.
 
-    The classes are found only once a master would keep more than `MIN_CANDIDATES` jobs
-    and `MIN_CANDIDATE_SHARE` of them explicit (below that a master is small anyway); a
-    job whose share did not fit its time leaves its class for good (`leave`)."""
+    The classes are found only once a master would keep more than
+    ``tuning.class_min_candidates`` jobs and ``class_min_candidate_share`` of them explicit
+    (below that a master is small anyway); a job whose share did not fit its time leaves its
+    class for good (`leave`)."""
 
-    def __init__(self, A: np.ndarray, need: np.ndarray, b: np.ndarray, h: np.ndarray) -> None:
+    def __init__(self, A: np.ndarray, need: np.ndarray, b: np.ndarray, h: np.ndarray,
+                 tuning: Tuning = DEFAULT_TUNING) -> None:
         self.A, self.need, self.b, self.h = A, need, b, h
+        self.tuning = tuning
         self.alone = np.zeros(need.size, dtype=bool)
         self._rc: RowClasses | None = None
         self._found = False
 
     def _worth(self, cand: np.ndarray) -> bool:
         """Whether a master with the jobs ``cand`` near a tie is worth aggregating (more than
-        `MIN_CANDIDATES` and `MIN_CANDIDATE_SHARE` of the jobs)."""
+        ``tuning.class_min_candidates`` and ``class_min_candidate_share`` of the jobs)."""
         m = int(cand.sum())
-        return m > MIN_CANDIDATES and m > MIN_CANDIDATE_SHARE * cand.size
+        t = self.tuning
+        return m > t.class_min_candidates and m > t.class_min_candidate_share * cand.size
 
     def classes(self) -> RowClasses | None:
         """The row classes (found on first use; ``None``: none)."""

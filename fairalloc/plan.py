@@ -1,0 +1,192 @@
+"""A solve plan as data, and the one driver that runs it.
+
+A *plan* is an ordered tuple of [`Strategy`][fairalloc.plan.Strategy] values, built by a pure
+function of the instance's shape and a family's ``Tuning`` (e.g.
+`fairalloc.throughput.plan.stage_plan`), before anything is solved -- the way cvxpy builds its
+solving chain. Each strategy says whether it applies (``applies``), solves (``solve``: context
+in, result out, no shared mutable state) and certifies its result on the ORIGINAL program
+(``certify``). [`run_plan`][fairalloc.plan.run_plan] tries them in order and records, in the
+call's [`SolveLog`][fairalloc.solvelog.SolveLog], each step that ran and each hand-over with its
+reason:
+
+* a strategy that sees it cannot win raises [`Decline`][fairalloc.plan.Decline] (a reason,
+  no error): the next one runs;
+* a [`SolverError`][fairalloc.SolverError] (a backend's "Unknown", a failed factorisation) or a
+  certificate that misses its tolerance hands over as well;
+* an ``InfeasibleError`` is believed when two exact strategies agree (or the last one says so);
+  a single backend's verdict on a thin feasible set is not proof;
+* the first certified result is the answer.
+
+The last strategies of every plan are *exact* (``exact=True``): robust methods that answer any
+feasible, bounded program. When every strategy failed, the driver raises one typed error with
+each strategy's verdict (``exc.verdicts``): ``InfeasibleError`` if the exact strategies proved
+infeasibility, else ``CertificateError`` (with the best certificate seen) or ``SolverError``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from .errors import CertificateError, InfeasibleError, SolverError
+from .results import Certificate
+from .solvelog import SolveLog, SolveStatus
+
+__all__ = ["Decline", "Found", "Strategy", "run_plan", "describe"]
+
+C = TypeVar("C")  # the context a strategy reads
+R = TypeVar("R")  # what a strategy's solve returns
+
+#: how many exact strategies must report infeasibility before the driver believes it
+#: (ACCURACY: one interior point's "infeasible" on a face met only to tolerance is not proof)
+INFEASIBLE_VOTES = 2
+
+
+class Decline(Exception):  # noqa: N818 - a control signal, not an error
+    """Raised by a strategy's ``solve`` when it sees it cannot win on this instance; the
+    driver records ``reason`` as the hand-over's reason and runs the next strategy."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _always(ctx: Any) -> bool:
+    return True
+
+
+@dataclass(frozen=True)
+class Strategy(Generic[C, R]):
+    """One way to solve a program: a named step of ``stats.path``.
+
+    Attributes
+    ----------
+    name : str
+        The path step (``"structured-level"``, ``"exact-lp"``, ...).
+    solve : callable ``(ctx) -> R``
+        Solves; raises `Decline` or a ``SolverError`` to hand over.
+    certify : callable ``(ctx, R) -> Certificate``
+        The certificate of the result on the original program (independent of the solver).
+    applies : callable ``(ctx) -> bool``
+        Whether the strategy is tried at all on this context (default: always).
+    exact : bool
+        A robust exact method (the plan's tail): its infeasibility verdict counts.
+    """
+
+    name: str
+    solve: Callable[[C], R]
+    certify: Callable[[C, R], Certificate]
+    applies: Callable[[C], bool] = _always
+    exact: bool = False
+
+
+@dataclass(frozen=True)
+class Found(Generic[R]):
+    """What `run_plan` returns: the certified result, its certificate and the strategy."""
+
+    result: R
+    certificate: Certificate
+    strategy: str
+
+
+def describe(plan: Sequence[Strategy[Any, Any]]) -> tuple[str, ...]:
+    """The names of a plan's strategies, in order (exact ones marked ``"!"``).
+
+    Examples
+    --------
+    >>> s = Strategy("a", solve=lambda c: 1, certify=lambda c, r: None)
+    >>> describe((s, Strategy("b", solve=s.solve, certify=s.certify, exact=True)))
+    ('a', 'b!')
+    """
+    return tuple(s.name + ("!" if s.exact else "") for s in plan)
+
+
+def _cert_verdict(cert: Certificate) -> str:
+    return (f"did not certify (relative gap {cert.relative_gap:.2e}, residuals "
+            f"{cert.primal_residual:.2e} / {cert.dual_residual:.2e})")
+
+
+def run_plan(plan: Sequence[Strategy[C, R]], ctx: C, log: SolveLog, *, what: str,
+             backend: str | None = None, infeasible_votes: int = INFEASIBLE_VOTES
+             ) -> Found[R]:
+    """Run ``plan`` on ``ctx``: the first strategy whose result certifies is the answer.
+
+    Every strategy that applies is recorded in ``log`` (`SolveLog.step`), and every hand-over
+    with its reason (`SolveLog.hand_over`). ``what`` names the program in errors;
+    ``infeasible_votes``: exact strategies that must agree before infeasibility is believed.
+
+    Raises
+    ------
+    InfeasibleError
+        When ``infeasible_votes`` exact strategies (or the last one) proved infeasibility and
+        none answered.
+    CertificateError
+        When points came back but none certified (``exc.verdicts``: every strategy's verdict;
+        ``exc.certificate``: the best one seen).
+    SolverError
+        When no strategy produced a point.
+
+    Examples
+    --------
+    >>> from fairalloc.results import Certificate
+    >>> good = Certificate("lp", 1.0, 1.0, 0.0, 0.0)
+    >>> def fast(ctx): raise Decline("too many types")
+    >>> plan = (Strategy("fast", fast, lambda c, r: good),
+    ...         Strategy("exact", lambda c: 42, lambda c, r: good, exact=True))
+    >>> log = SolveLog()
+    >>> run_plan(plan, None, log, what="demo").result, log.path, log.fallbacks
+    (42, ('fast', 'exact'), ('fast->exact: too many types',))
+    """
+    live = [s for s in plan if s.applies(ctx)]
+    if not live:
+        raise SolverError(f"no strategy of the plan applies to the {what} program",
+                          backend=backend, status=SolveStatus.ERROR)
+    verdicts: list[str] = []
+    infeasible: list[InfeasibleError] = []
+    best: Certificate | None = None
+    for i, strategy in enumerate(live):
+        log.step(strategy.name)
+        last = i + 1 == len(live)
+        try:
+            out = strategy.solve(ctx)
+        except Decline as exc:
+            verdict = exc.reason
+        except InfeasibleError as exc:
+            if strategy.exact:
+                infeasible.append(exc)
+                if len(infeasible) >= infeasible_votes or last:
+                    raise InfeasibleError(
+                        f"the {what} program is infeasible ({exc}; "
+                        f"{len(infeasible)} exact method(s) agree)", backend=exc.backend,
+                        raw_status=exc.raw_status,
+                        verdicts=(*verdicts, f"{strategy.name}: infeasible")) from exc
+            verdict = f"infeasible ({exc.raw_status or exc.status})"
+        except SolverError as exc:
+            verdict = f"failed ({exc.status}: {exc.raw_status or exc.reason})"
+        else:
+            cert = strategy.certify(ctx, out)
+            if cert.ok:
+                return Found(out, cert, strategy.name)
+            if best is None or _rank(cert) < _rank(best):
+                best = cert
+            verdict = _cert_verdict(cert)
+        verdicts.append(f"{strategy.name}: {verdict}")
+        if not last:
+            log.hand_over(strategy.name, live[i + 1].name, verdict)
+    text = "; ".join(verdicts)
+    if infeasible and best is None:
+        raise InfeasibleError(f"the {what} program is infeasible ({text})",
+                              backend=backend, verdicts=tuple(verdicts))
+    if best is not None:
+        raise CertificateError(f"no strategy certified the {what} program ({text})",
+                               certificate=best, backend=backend, verdicts=tuple(verdicts))
+    raise SolverError(f"no strategy solved the {what} program ({text})", backend=backend,
+                      verdicts=tuple(verdicts))
+
+
+def _rank(cert: Certificate) -> float:
+    """How far a certificate is from passing (smaller is better)."""
+    gap = cert.relative_gap / cert.gap_tol if cert.gap_tol > 0 else cert.relative_gap
+    res = cert.primal_residual / cert.feas_tol if cert.feas_tol > 0 else cert.primal_residual
+    return max(gap, res, 0.0)

@@ -1,0 +1,213 @@
+"""One status vocabulary and one solve log for every solve fairalloc runs.
+
+[`SolveStatus`][fairalloc.SolveStatus] is the only status vocabulary of the library: a backend
+maps its own status strings onto it (`fairalloc.backends`), a result carries one
+(``result.status``), and every [`SolverError`][fairalloc.SolverError] carries one
+(``exc.status``, with the backend's own string in ``exc.raw_status``).
+
+[`SolveLog`][fairalloc.solvelog.SolveLog] records what one public call ran: the named steps
+(``stats.path``), every hand-over from one strategy to the next with its reason
+(``stats.fallbacks``), and the backend solves (``stats.backend``, ``stats.solves``,
+``stats.iterations``, ``stats.raw_status``). Every formulation family writes to it through the
+same three methods -- `SolveLog.step`, `SolveLog.hand_over` and `SolveLog.solved` -- so a
+path reads the same whichever family produced it. A path stays short: consecutive repeats of a
+step are written once, and a path that would still name more than `PATH_LIMIT` entries lists
+each step once, in the order steps first ran; how many times each step ran is in
+``stats.step_counts`` (``stats.count(name)``).
+
+This module imports nothing from fairalloc: it is the bottom of the layer table
+(``docs/architecture.md``).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections import Counter
+
+__all__ = ["PATH_LIMIT", "SolveLog", "SolveStatus", "count_step"]
+
+#: Most entries a compressed ``stats.path`` lists before repeated steps are merged across the
+#: whole path (a readability knob, not a tolerance)
+PATH_LIMIT = 8
+#: marks a repeated hand-over's count in ``fallbacks`` (``"... (×3)"``)
+_TIMES = "×"
+
+
+class SolveStatus(enum.StrEnum):
+    """The status of a solve: of one backend call, of a result, or inside a SolverError.
+
+    ``OPTIMAL``: converged (a backend's claim) / certified optimal (a result: its certificate
+    passed). ``INACCURATE``: a backend stopped close to, but not within, its tolerances (a
+    point is in hand). ``TIME_LIMIT`` / ``ITERATION_LIMIT``: a time or work limit stopped it
+    (a point may be in hand; a result with this status is certified feasible, its gap not
+    proven). ``SUBOPTIMAL``: a certified-feasible point whose gap target was missed for another
+    reason (a MIP gap limit). ``REPLAYED``: a simulation checked by an independent replay
+    (elastic fair queuing). ``INFEASIBLE`` / ``UNBOUNDED``: proven. ``CERTIFICATE_FAILED``: a
+    point came back but its independent certificate missed the tolerance. ``ERROR``: anything
+    else (no point; a solver or linear-algebra exception).
+
+    Examples
+    --------
+    >>> SolveStatus.OPTIMAL == "optimal", SolveStatus("time_limit").name
+    (True, 'TIME_LIMIT')
+    """
+
+    OPTIMAL = "optimal"
+    INACCURATE = "inaccurate"
+    TIME_LIMIT = "time_limit"
+    ITERATION_LIMIT = "iteration_limit"
+    SUBOPTIMAL = "suboptimal"
+    REPLAYED = "replayed"
+    INFEASIBLE = "infeasible"
+    UNBOUNDED = "unbounded"
+    CERTIFICATE_FAILED = "certificate_failed"
+    ERROR = "error"
+
+    @classmethod
+    def of(cls, value: object) -> SolveStatus:
+        """``value`` as a status: a member, its string, or ``ERROR`` for anything else
+        (a backend's own string belongs in ``raw_status``)."""
+        if isinstance(value, cls):
+            return value
+        try:
+            return cls(str(value))
+        except ValueError:
+            return cls.ERROR
+
+
+def count_step(counts: tuple[tuple[str, int], ...], name: str) -> int:
+    """How many times step ``name`` ran, from ``step_counts`` pairs.
+
+    Examples
+    --------
+    >>> count_step((("structured-level", 1), ("exact-lp", 3)), "exact-lp")
+    3
+    """
+    return sum(c for step, c in counts if step == name)
+
+
+class SolveLog:
+    """What one public call ran, recorded by every strategy and driver of the call.
+
+    Examples
+    --------
+    >>> log = SolveLog()
+    >>> log.step("structured-level"); log.hand_over("structured-level", "exact-lp", "no price")
+    >>> log.step("exact-lp"); log.step("exact-lp"); log.solved("highs", "Optimal", 12)
+    >>> log.path, log.fallbacks, log.backend, log.solves, log.iterations
+    (('structured-level', 'exact-lp'), ('structured-level->exact-lp: no price',), 'highs', 1, 12)
+    >>> log.step_counts
+    (('structured-level', 1), ('exact-lp', 2))
+    """
+
+    __slots__ = ("_events", "_handovers", "backends", "hit_limit", "iterations", "raw_status",
+                 "solves")
+
+    def __init__(self) -> None:
+        self._events: list[str] = []
+        self._handovers: list[str] = []
+        #: the backends that ran, in the order they first ran
+        self.backends: list[str] = []
+        #: the last backend solve's own status string
+        self.raw_status = ""
+        self.iterations = 0
+        self.solves = 0
+        #: a backend solve stopped at a time or work limit
+        self.hit_limit = False
+
+    # --- the three ways to write ---------------------------------------------------------
+    def step(self, name: str) -> None:
+        """Record that the named step ran (``stats.path``)."""
+        self._events.append(name)
+
+    def hand_over(self, source: str, target: str, reason: str) -> None:
+        """Record a hand-over from step ``source`` to ``target`` and why
+        (``stats.fallbacks``, as ``"source->target: reason"``)."""
+        self._handovers.append(f"{source}->{target}: {reason}")
+
+    def solved(self, backend: str, raw_status: str = "", iterations: int = 0, *,
+               status: SolveStatus | None = None, count: bool = True) -> None:
+        """Record one backend solve (``count=False``: a solve counted elsewhere, only its
+        backend and status are noted)."""
+        if backend and backend not in self.backends:
+            self.backends.append(backend)
+        self.raw_status = str(raw_status)
+        self.iterations += int(iterations)
+        self.solves += int(count)
+        if status in (SolveStatus.TIME_LIMIT, SolveStatus.ITERATION_LIMIT):
+            self.hit_limit = True
+
+    def absorb(self, other: SolveLog) -> None:
+        """Append everything ``other`` recorded (a sub-solve's log) to this log."""
+        self._events.extend(other._events)
+        self._handovers.extend(other._handovers)
+        for b in other.backends:
+            if b not in self.backends:
+                self.backends.append(b)
+        if other.solves:
+            self.raw_status = other.raw_status
+        self.iterations += other.iterations
+        self.solves += other.solves
+        self.hit_limit |= other.hit_limit
+
+    # --- reading --------------------------------------------------------------------------
+    @property
+    def steps(self) -> tuple[str, ...]:
+        """Every step in the order it ran (uncompressed)."""
+        return tuple(self._events)
+
+    @property
+    def path(self) -> tuple[str, ...]:
+        """The steps, compressed (module docstring)."""
+        return compress(self._events)
+
+    @property
+    def step_counts(self) -> tuple[tuple[str, int], ...]:
+        """``(step, times it ran)`` for each step, in the order steps first ran."""
+        return tuple(Counter(self._events).items())
+
+    @property
+    def fallbacks(self) -> tuple[str, ...]:
+        """Every distinct hand-over, in the order it first happened (a repeat is counted:
+        ``"... (×3)"``)."""
+        seen = Counter(self._handovers)
+        out = []
+        for text in dict.fromkeys(self._handovers):
+            out.append(text if seen[text] == 1 else f"{text} ({_TIMES}{seen[text]})")
+        return tuple(out)
+
+    @property
+    def backend(self) -> str:
+        """The backends that ran, joined by ``+`` (``"none"`` when none did)."""
+        return "+".join(self.backends) if self.backends else "none"
+
+    def mark(self) -> tuple[int, int]:
+        """A position in the log (see `since`)."""
+        return len(self._events), len(self._handovers)
+
+    def since(self, mark: tuple[int, int]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """``(steps, fallbacks)`` recorded after ``mark`` (steps uncompressed)."""
+        sub = SolveLog()
+        sub._handovers = self._handovers[mark[1]:]
+        return tuple(self._events[mark[0]:]), sub.fallbacks
+
+    def __repr__(self) -> str:
+        return (f"SolveLog(path={self.path!r}, fallbacks={len(self._handovers)}, "
+                f"solves={self.solves}, backend={self.backend!r})")
+
+
+def compress(events: list[str] | tuple[str, ...]) -> tuple[str, ...]:
+    """Consecutive repeats written once; beyond `PATH_LIMIT` entries, each step once, in
+    first-run order.
+
+    Examples
+    --------
+    >>> compress(["a", "b", "b", "a"])
+    ('a', 'b', 'a')
+    >>> compress(["l", "b"] * 5)
+    ('l', 'b')
+    """
+    runs = [name for i, name in enumerate(events) if i == 0 or events[i - 1] != name]
+    if len(runs) > PATH_LIMIT:
+        runs = list(dict.fromkeys(events))
+    return tuple(runs)

@@ -1,0 +1,264 @@
+"""The solve plan of one stage LP of the throughput policies (`stage_plan`), as data.
+
+Every stage LP of every throughput policy (max-min fairness, finish-time fairness, makespan,
+FIFO, total throughput, cost, water-filling's levels, the work-conserving stages) is solved by
+`StageSolver.run`, which builds the stage's plan with `stage_plan` -- a pure function of the
+stage's shape, the caller's ``backend`` choice and the `Tuning` -- and hands it to the one
+driver (`fairalloc.plan.run_plan`). The plan, in order (each step only where its rule says it
+applies):
+
+============================ ======================================= ===========================
+step                          applies when                            what it does
+============================ ======================================= ===========================
+``structured-level`` /        the policy offers it (``method="fast"``, the structured exact solvers
+``structured-floor``          ``n >= structured_min_jobs``, ...)      (decline when they cannot
+                                                                      win)
+``restricted-columns``        many types and columns (``columns_*``,   column generation,
+                              ``priced_*`` of `Tuning`)               certified on the whole LP
+``exact-lp+warm``             a sequence of level LPs (`warm_levels`)  HiGHS' simplex from the
+                              where fairalloc chose HiGHS, a basis of  previous level's basis
+                              this shape in hand
+``exact-lp``                  always (exact)                          the whole LP: the backend
+                                                                      (HiGHS' interior point
+                                                                      without crossover when
+                                                                      fairalloc chose it)
+``exact-lp+crossover``        exact-lp's backend was not ``backend``   the caller's backend
+``exact-lp+kept-margin``      kept rows and an anchor meeting them     kept rows raised by half
+                                                                      the tolerance (a solver
+                                                                      meeting them only to its
+                                                                      own tolerance)
+``exact-lp+kept-relaxed``     kept rows (exact)                       kept rows lowered by half
+                                                                      the feasibility tolerance
+                                                                      (a face the solver calls
+                                                                      infeasible), the point
+                                                                      moved back to them
+``exact-lp+simplex``          fairalloc chose HiGHS (exact)           HiGHS' dual simplex, no
+                                                                      presolve, every row scaled
+``exact-lp+clarabel``         fairalloc chose HiGHS (exact)           Clarabel's interior point
+============================ ======================================= ===========================
+
+The steps marked exact are the tail: their infeasibility verdicts count (two must agree,
+`fairalloc.plan`), and a relaxation (``kept-relaxed``) found infeasible proves the stage is.
+Every step's point is certified on the **original** stage LP (`StageSolver.certificate`); the
+first that certifies is the answer. A caller-named backend (``backend="clarabel"``, an
+instance) is used as given: its plan is the structured step (if any), ``exact-lp`` and the kept-
+row steps with that backend. The hand-over reasons are in ``stats.fallbacks``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .._sparse import rmatvec
+from ..backends import LinearProgram, get_backend
+from ..plan import Decline, Strategy
+from ..results import Certificate
+from . import columns
+
+if TYPE_CHECKING:  # (stages imports this module: `StageSolver.run` builds the plan here)
+    from .stages import LevelStage, LinearStage, StageResult, StageSolver
+
+__all__ = ["CLARABEL_LP", "CROSSOVER", "EXACT_LP", "KEPT_MARGIN", "KEPT_RELAXED", "SIMPLEX_LP",
+           "StageContext", "WARM_LP", "stage_plan"]
+
+#: path step: the stage solved as the whole LP by the backend (the first exact strategy of
+#: every stage plan)
+EXACT_LP = "exact-lp"
+#: path step: the whole LP by the caller's backend (HiGHS' interior point with crossover)
+#: after the interior point without crossover did not certify
+CROSSOVER = "exact-lp+crossover"
+#: path step: the whole level LP by HiGHS' simplex from the previous level LP's basis
+WARM_LP = "exact-lp+warm"
+#: path step: the kept rows raised by `KEPT_SHARE` of the feasibility tolerance (towards what
+#: the anchor reaches), for a solver that meets them only to its own tolerance
+KEPT_MARGIN = "exact-lp+kept-margin"
+#: path step: the kept rows lowered by `KEPT_SHARE` of the feasibility tolerance, for a solver
+#: that calls a thin face infeasible; the point is moved back to the kept rows
+KEPT_RELAXED = "exact-lp+kept-relaxed"
+#: path step: HiGHS' dual simplex without presolve on a copy with every row scaled to unit
+SIMPLEX_LP = "exact-lp+simplex"
+#: path step: Clarabel's interior point on the unit-scaled LP
+CLARABEL_LP = "exact-lp+clarabel"
+#: ACCURACY: the share of the certificate's feasibility tolerance by which the kept-row steps
+#: move the kept rows (relative to each row's magnitude): the certificate still sees the
+#: original rows met to within half its tolerance
+KEPT_SHARE = 0.5
+
+
+@dataclass
+class StageContext:
+    """What every strategy of a stage plan reads: the sequence (``solver``: instance,
+    backends, kept rows, anchor, warm start, tuning, log), the stage and its name."""
+
+    solver: StageSolver
+    stage: LevelStage | LinearStage
+    what: str
+    _lp: LinearProgram | None = field(default=None, repr=False)
+
+    @property
+    def lp(self) -> LinearProgram:
+        """The stage's whole LP (built once per stage)."""
+        if self._lp is None:
+            self._lp = self.solver.program(self.stage)
+        return self._lp
+
+    @property
+    def level(self) -> bool:
+        return self.stage.level
+
+    @property
+    def chosen(self) -> bool:
+        """Whether fairalloc chose the backend (``backend="highs"``, the default)."""
+        return bool(self.solver.backend_spec == "highs")
+
+
+def _certificate(ctx: StageContext, res: StageResult) -> Certificate:
+    return res.cert  # (computed by the strategy on the whole stage LP)
+
+
+def _whole(ctx: StageContext, backend: Any, *, solve_lp: LinearProgram | None = None,
+           keep_basis: bool = False, basis: Any = None, row_band: int | None = None
+           ) -> StageResult:
+    s = ctx.solver
+    extra = {} if row_band is None else {"row_band": row_band}
+    sol, v, cert = s.run_once(ctx.lp, ctx.stage, ctx.what, backend, solve_lp=solve_lp,
+                              keep_basis=keep_basis, basis=basis, **extra)
+    return s.result(ctx.lp, ctx.stage, sol, v, cert)
+
+
+# --- restricted columns ----------------------------------------------------------------------
+def _single(s: StageSolver) -> bool:
+    return s.inst.pairs is None and not s.inst.placement
+
+
+def _priced(ctx: StageContext) -> bool:
+    s = ctx.solver
+    return (ctx.level and not s.fixed
+            and columns.applies(s.inst.k, s.inst.E, _single(s), s.tuning, priced=True))
+
+
+def _restricted_applies(ctx: StageContext) -> bool:
+    s = ctx.solver
+    return _priced(ctx) or columns.applies(s.inst.k, s.inst.E, _single(s), s.tuning)
+
+
+def _restricted(ctx: StageContext) -> StageResult:
+    s = ctx.solver
+    first = s.exact_backend if ctx.level else s.exact_linear_backend
+    price = None
+    if _priced(ctx):
+        price = columns.sampled_prices(s, ctx.lp)
+        if price is None and not columns.applies(s.inst.k, s.inst.E, True, s.tuning):
+            raise Decline("the sampled LP gave no capacity prices")
+    stage = ctx.stage
+    coef = rmatvec(stage.C, np.ones(s.inst.n)) if stage.level else stage.g
+    return columns.solve_restricted(s, ctx.lp, stage, coef, ctx.what, first, price)
+
+
+# --- the whole LP ----------------------------------------------------------------------------
+def _sequence(ctx: StageContext) -> bool:
+    """A level LP of a sequence whose LPs keep their basis for the next one."""
+    s = ctx.solver
+    return (ctx.level and s.warm_levels and s.warm_backend() and not _restricted_applies(ctx))
+
+
+def _warm_applies(ctx: StageContext) -> bool:
+    basis = ctx.solver.basis
+    return _sequence(ctx) and basis is not None and basis.shape == ctx.lp.shape
+
+
+def _warm(ctx: StageContext) -> StageResult:
+    return _whole(ctx, ctx.solver.backend, basis=ctx.solver.basis, keep_basis=True)
+
+
+def _exact_backend(ctx: StageContext) -> Any:
+    s = ctx.solver
+    if _sequence(ctx):
+        return s.backend  # ends with a basis for the next level (crossover)
+    return s.exact_backend if ctx.level else s.exact_linear_backend
+
+
+def _exact(ctx: StageContext) -> StageResult:
+    return _whole(ctx, _exact_backend(ctx), keep_basis=_sequence(ctx))
+
+
+def _crossover_applies(ctx: StageContext) -> bool:
+    return _exact_backend(ctx) is not ctx.solver.backend
+
+
+def _crossover(ctx: StageContext) -> StageResult:
+    return _whole(ctx, ctx.solver.backend, keep_basis=_sequence(ctx))
+
+
+def _kept_rows(ctx: StageContext) -> slice:
+    return ctx.solver.layout(ctx.stage).slice("kept")
+
+
+def _has_kept(ctx: StageContext) -> bool:
+    return bool(ctx.solver.fixed)
+
+
+def _kept_relaxed(ctx: StageContext) -> StageResult:
+    s, lp = ctx.solver, ctx.lp
+    kept = _kept_rows(ctx)
+    lo = lp.row_lower.copy()
+    lo[kept] -= KEPT_SHARE * s.feas_tol * np.maximum(1.0, np.abs(lo[kept]))
+    return _whole(ctx, s.backend, solve_lp=dataclasses.replace(lp, row_lower=lo))
+
+
+def _margin_applies(ctx: StageContext) -> bool:
+    return _has_kept(ctx) and ctx.solver.anchor is not None
+
+
+def _kept_margin(ctx: StageContext) -> StageResult:
+    s, lp = ctx.solver, ctx.lp
+    assert s.anchor is not None
+    kept = _kept_rows(ctx)
+    lo = lp.row_lower.copy()
+    reach = (lp.A @ s.point(ctx.stage, s.anchor))[kept]
+    lo[kept] = np.minimum(lo[kept] + KEPT_SHARE * s.feas_tol * np.maximum(1.0, np.abs(lo[kept])),
+                          np.maximum(reach, lo[kept]))
+    return _whole(ctx, s.backend, solve_lp=dataclasses.replace(lp, row_lower=lo))
+
+
+def _chosen(ctx: StageContext) -> bool:
+    return ctx.chosen
+
+
+def _simplex(ctx: StageContext) -> StageResult:
+    return _whole(ctx, get_backend("highs", need="lp", solver="simplex"), row_band=0)
+
+
+def _clarabel(ctx: StageContext) -> StageResult:
+    return _whole(ctx, get_backend("clarabel", need="lp"), row_band=0)
+
+
+RESTRICTED = Strategy(columns.RESTRICTED_LP, _restricted, _certificate, _restricted_applies)
+WARM = Strategy(WARM_LP, _warm, _certificate, _warm_applies, exact=True)
+EXACT = Strategy(EXACT_LP, _exact, _certificate, exact=True)
+# (the same interior point as exact-lp: its infeasibility verdict is no second opinion)
+CROSSOVER_STEP = Strategy(CROSSOVER, _crossover, _certificate, _crossover_applies)
+MARGIN = Strategy(KEPT_MARGIN, _kept_margin, _certificate, _margin_applies)
+RELAXED = Strategy(KEPT_RELAXED, _kept_relaxed, _certificate, _has_kept, exact=True)
+SIMPLEX = Strategy(SIMPLEX_LP, _simplex, _certificate, _chosen, exact=True)
+CLARABEL = Strategy(CLARABEL_LP, _clarabel, _certificate, _chosen, exact=True)
+
+#: the plan after the structured strategy, in order (each filtered by its ``applies``)
+WHOLE_LP_PLAN = (RESTRICTED, WARM, EXACT, CROSSOVER_STEP, MARGIN, RELAXED, SIMPLEX, CLARABEL)
+
+
+def stage_plan(ctx: StageContext, fast: tuple[Strategy[Any, StageResult], ...] = ()
+               ) -> tuple[Strategy[Any, StageResult], ...]:
+    """The ordered strategies for ``ctx``'s stage: ``fast`` (the structured solvers the policy
+    offers) first, then `WHOLE_LP_PLAN` (the driver skips a step whose rule does not apply).
+
+    Examples
+    --------
+    >>> [s.name for s in stage_plan(None)][-2:]  # (the context is only read by the driver)
+    ['exact-lp+simplex', 'exact-lp+clarabel']
+    """
+    return (*fast, *WHOLE_LP_PLAN)

@@ -1,0 +1,152 @@
+"""`Tuning`: the performance knobs of the throughput family's solve plans, as one value.
+
+A stage LP's plan (`fairalloc.throughput.strategies.stage_plan`) is a pure function of the
+instance's shape and a `Tuning`: which strategies it holds (a structured solver, restricted
+columns, a warm simplex, the exact whole-LP tail) and how long each tries before it declines.
+No knob changes an answer -- every result is certified on the original program, and the plan
+always ends in exact methods -- only which strategy produces it and how fast. The defaults are
+measured (each field says where); a caller, a benchmark or a test passes another value through
+``solve(..., tuning=Tuning(...))`` instead of patching module constants.
+
+Examples
+--------
+>>> import fairalloc as fa
+>>> from fairalloc.throughput import Tuning
+>>> jobs = fa.Jobs([[40.0, 10.0], [12.0, 4.0], [100.0, 50.0]])
+>>> r = fa.max_min_fairness(jobs, fa.Cluster({"v100": 1, "k80": 1}),
+...                         tuning=Tuning(structured_min_jobs=1))
+>>> r.stats.path, round(r.objective * 11, 6)
+(('structured-level', 'floor-from-level'), 8.0)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import InputError
+
+__all__ = ["DEFAULT_TUNING", "Tuning", "as_tuning"]
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """Performance knobs of the throughput policies' solve plans (none changes an answer).
+
+    Attributes
+    ----------
+    structured_min_jobs : int
+        Jobs from which the structured solvers (`fairalloc.throughput.structured`) are tried
+        first: below, the whole LP is as fast (and they are not even imported: first call).
+    structured_max_types : int
+        Types above which the structured solvers are not tried. They price ``k (k + 1) / 2``
+        candidate vertices per job at each Newton step: at 4,096 jobs x 100 types the
+        structured path took 118 s against 8 s for the whole LP (2 cores).
+    sample_gate_types : int
+        Types above which a level stage's Newton search goes on to all jobs only if its
+        sampled phase balanced demand and capacity (4,096 x 30 max-min: 2.5 s with the gate,
+        3.8 s without).
+    ipm_min_columns : int
+        Columns above which fairalloc gives a whole LP to HiGHS' interior point (below: its
+        own choice, usually the simplex).
+    columns_min_types, columns_min_columns : int
+        A whole stage LP on at least this many types and columns is first solved over
+        restricted columns (column generation, `fairalloc.throughput.columns`). 4,096 jobs,
+        max-min + work-conserving, whole LP / restricted: 30 types 4.8 / 7.1 s, 64 types
+        11.2 / 9.6 s, 100 types 15.0 / 8.5 s.
+    priced_min_types, priced_max_types : int
+        ... and a first level stage on this range of types with the first columns chosen by
+        capacity prices of a sampled LP (4,096 x 30: 3.07 s whole LP, 0.50 s priced).
+    sample_jobs : int
+        Jobs in that sampled LP (256 / 512 / 1,024: 0.82 / 0.50 / 0.64 s at 4,096 x 30).
+    columns_first_per_job, columns_add_per_job : int
+        Columns per job in the first restricted LP; improving columns added per job and round.
+    columns_max_rounds : int
+        Restricted rounds before the strategy declines (7 needed at 4,096 x 100).
+    columns_max_share : float
+        A restricted LP holding more than this share of the columns declines (it would cost
+        about what the whole LP does).
+    level_max_rounds, floor_max_rounds : int
+        Restricted-master rounds of the structured level / floor solvers before they decline.
+    floor_priced_rounds : int
+        Floor-master rounds whose own duals choose the jobs to free before the elastic dual LP
+        does (16,384 jobs: the two dual LPs cost about 80 % of the stage).
+    max_explicit_share : float
+    min_degenerate_jobs : int
+        A structured master in which more than this share (and number) of the jobs keep their
+        own variables (degenerate prices) declines: it is about the whole LP, slower (16,384
+        jobs, 96 % explicit: 12 s against 3 s).
+    newton_sample_max_error : float
+        Capacity error below which the sampled Newton phase seeds the full phase.
+    class_min_candidates : int
+    class_min_candidate_share : float
+        Row classes (jobs of one model sharing one master variable per type) are formed only
+        when a master would keep more than this many (and this share of) jobs explicit.
+    dinkelbach_provisional : bool
+        Finish-time fairness: intermediate Dinkelbach stages are taken from the structured
+        solver without the whole LP's certificate (the stage that ends the sequence is
+        certified); a fifth of each stage at 16,384 jobs.
+    dinkelbach_seed : bool
+        Each Dinkelbach stage's Newton search starts from the previous stage's end point.
+    end_check_ratio : float
+        Water-filling: its end check (one LP over every unsaturated job) runs when a level's
+        duals times the solvers' feasibility tolerance exceed this multiple of the level's
+        accuracy (``0``: after every level that froze jobs).
+    """
+
+    structured_min_jobs: int = 64
+    structured_max_types: int = 64
+    sample_gate_types: int = 16
+    ipm_min_columns: int = 3000
+    columns_min_types: int = 65
+    columns_min_columns: int = 50_000
+    priced_min_types: int = 17
+    priced_max_types: int = 48
+    sample_jobs: int = 512
+    columns_first_per_job: int = 2
+    columns_add_per_job: int = 2
+    columns_max_rounds: int = 12
+    columns_max_share: float = 0.5
+    level_max_rounds: int = 30
+    floor_max_rounds: int = 4
+    floor_priced_rounds: int = 2
+    max_explicit_share: float = 0.3
+    min_degenerate_jobs: int = 1024
+    newton_sample_max_error: float = 0.05
+    class_min_candidates: int = 128
+    class_min_candidate_share: float = 0.05
+    dinkelbach_provisional: bool = True
+    dinkelbach_seed: bool = True
+    end_check_ratio: float = 1.0
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            kind = f.type if isinstance(f.type, str) else f.type.__name__
+            if kind == "bool":
+                if not isinstance(value, bool):
+                    raise InputError(f"tuning.{f.name} must be a bool, got {value!r}",
+                                     argument=f"tuning.{f.name}")
+            elif kind == "int":
+                if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                    raise InputError(f"tuning.{f.name} must be a non-negative int, got "
+                                     f"{value!r}", argument=f"tuning.{f.name}")
+            elif (isinstance(value, bool) or not isinstance(value, int | float)
+                  or not value >= 0.0 or value == float("inf")):
+                raise InputError(f"tuning.{f.name} must be a finite non-negative number, "
+                                 f"got {value!r}", argument=f"tuning.{f.name}")
+
+
+#: the measured defaults
+DEFAULT_TUNING = Tuning()
+
+
+def as_tuning(value: Any) -> Tuning:
+    """``value`` as a `Tuning` (``None``: the defaults); anything else is an InputError."""
+    if value is None:
+        return DEFAULT_TUNING
+    if not isinstance(value, Tuning):
+        raise InputError(f"tuning must be a fairalloc.throughput.Tuning, got "
+                         f"{type(value).__name__}", argument="tuning")
+    return value
