@@ -12,6 +12,7 @@ import fairalloc as fa
 import fairalloc.throughput.duration as duration
 import fairalloc.throughput.structured.common as common
 import fairalloc.throughput.structured.floor as floor
+from fairalloc.throughput import Tuning
 
 
 def _random_family(n: int, seed: int) -> tuple[fa.Jobs, fa.Cluster]:
@@ -38,28 +39,21 @@ def _freed_instance() -> tuple[fa.Jobs, fa.Cluster]:
     pytest.skip("no instance with freed floor jobs among the seeds")
 
 
-def test_floor_stage_certified_by_master_duals_without_dual_lp(monkeypatch):
+def test_floor_stage_certified_by_master_duals_without_dual_lp():
     jobs, cl = _freed_instance()
-    calls = {"dual_lp": 0}
-    real = floor._floor_duals
-
-    def counting(*args, **kwargs):  # type: ignore[no-untyped-def]
-        calls["dual_lp"] += 1
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(floor, "_floor_duals", counting)
     fast = fa.finish_time_fairness(jobs, cl)
-    assert calls["dual_lp"] == 0  # the masters' own duals named the jobs and certified
-    assert fast.stats.path[-1] == floor.STRUCTURED_FLOOR and fast.stats.fallbacks == ()
-    monkeypatch.setattr(floor, "_FLOOR_PRICED_ROUNDS", 0)  # the elastic dual LP's route
-    slow = fa.finish_time_fairness(jobs, cl)
-    assert calls["dual_lp"] >= 1
+    # the masters' own duals named the jobs and certified: no elastic dual LP
+    assert fast.stats.count(floor.FLOOR_DUAL_LP) == 0
+    assert "structured-floor" in fast.stats.path
+    assert not any(step.startswith("exact-lp") for step in fast.stats.path)
+    slow = fa.finish_time_fairness(jobs, cl, tuning=Tuning(floor_priced_rounds=0))
+    assert slow.stats.count(floor.FLOOR_DUAL_LP) >= 1  # the elastic dual LP's route
     exact = fa.finish_time_fairness(jobs, cl, method="highs")
     for a in (fast, slow):
         assert all(c.ok for c in a.stage_certificates)
-        assert a.objective == pytest.approx(exact.objective, rel=1e-8)
+        assert a.objective == pytest.approx(exact.objective, rel=2 * a.certificate.gap_tol)
         assert a.stage_certificates[1].primal_value == pytest.approx(
-            exact.stage_certificates[1].primal_value, rel=1e-6)
+            exact.stage_certificates[1].primal_value, rel=2 * a.certificate.gap_tol)
     # allocations feasible: capacity and time
     x = np.asarray(fast.allocation)
     assert (x.sum(axis=1) <= 1.0 + 1e-9).all()
@@ -97,29 +91,18 @@ def test_master_duals_name_a_constant_priced_out():
     assert viol.tolist() == [True, False]
 
 
-def test_dinkelbach_seed_skips_sampled_newton_and_keeps_the_answer(monkeypatch):
+def test_dinkelbach_seed_skips_sampled_newton_and_keeps_the_answer():
     jobs, cl = _random_family(4096, 3)
-    sizes: list[int] = []
-    real = common.newton
-
-    def recording(dem, *args, **kwargs):  # type: ignore[no-untyped-def]
-        sizes.append(int(dem.s.size))
-        return real(dem, *args, **kwargs)
-
-    monkeypatch.setattr(common, "newton", recording)
     seeded = fa.finish_time_fairness(jobs, cl, work_conserving=False)
-    sampled_seeded = sizes.count(common._NEWTON_SAMPLE)
-    stages = seeded.stats.path.count(duration.DINKELBACH)
-    sizes.clear()
-    monkeypatch.setattr(duration, "DINKELBACH_SEED", False)
-    cold = fa.finish_time_fairness(jobs, cl, work_conserving=False)
-    sampled_cold = sizes.count(common._NEWTON_SAMPLE)
+    cold = fa.finish_time_fairness(jobs, cl, work_conserving=False,
+                                   tuning=Tuning(dinkelbach_seed=False))
+    stages = seeded.stats.count(duration.DINKELBACH)
     assert stages >= 3 and seeded.stats.fallbacks == () and cold.stats.fallbacks == ()
     # cold: a sampled phase in every stage; seeded: only in the first (nothing to seed it)
-    assert sampled_cold == cold.stats.path.count(duration.DINKELBACH)
-    assert sampled_seeded == 1
+    assert cold.stats.count(common.NEWTON_SAMPLE_STEP) == cold.stats.count(duration.DINKELBACH)
+    assert seeded.stats.count(common.NEWTON_SAMPLE_STEP) == 1
     assert seeded.certificate.ok and cold.certificate.ok
-    assert seeded.objective == pytest.approx(cold.objective, rel=1e-9)
+    assert seeded.objective == pytest.approx(cold.objective, rel=2 * seeded.certificate.gap_tol)
 
 
 def test_newton_seed_forgets_an_unbalanced_end_point():

@@ -14,26 +14,21 @@ from hypothesis import strategies as st
 
 import fairalloc as fa
 from fairalloc.backends import HighsBackend, LinearProgram, LPSolution
-from fairalloc.throughput import MaxMinFairness
+from fairalloc.throughput import MaxMinFairness, Tuning
 from fairalloc.throughput.duration import DINKELBACH_HAND_OVERS
-from fairalloc.throughput.stages import (
-    CROSSOVER,
-    EXACT_LP,
-    LinearStage,
-    StageSolver,
-    backend_for,
-    exact_backend_for,
-)
-from fairalloc.throughput.structured import common
-from fairalloc.throughput.structured.common import (
-    MAX_EXPLICIT_SHARE,
-    MIN_DEGENERATE_JOBS,
-    SAMPLE_GATE_TYPES,
-    STRUCTURED_MAX_TYPES,
-    Demand,
-    price_spread,
-    too_many_explicit,
-)
+from fairalloc.throughput.stages import LinearStage, StageSolver, backend_for, exact_backend_for
+from fairalloc.throughput.strategies import CROSSOVER, EXACT_LP
+from fairalloc.throughput.structured.common import Demand, price_spread, too_many_explicit
+
+DEFAULT = Tuning()
+SAMPLE_GATE_TYPES, STRUCTURED_MAX_TYPES = DEFAULT.sample_gate_types, DEFAULT.structured_max_types
+#: every near-tie job counts as degenerate prices
+DEGENERATE = Tuning(max_explicit_share=0.0, min_degenerate_jobs=0)
+
+
+def _whole_lp_steps(stats) -> int:
+    """How many whole-LP steps of a stage plan ran."""
+    return sum(c for step, c in stats.step_counts if step.startswith(EXACT_LP))
 
 
 def _jobs(n, k, seed=0, *, dominant=None, steps=False):
@@ -71,14 +66,13 @@ def test_many_types_go_to_the_whole_lp_at_once():
     jobs, cl = _jobs(n, k), _cluster(np.full(k, 3))
     fast = fa.max_min_fairness(jobs, cl)
     exact = fa.max_min_fairness(jobs, cl, method="highs")
-    assert fast.stats.path[0] == EXACT_LP
+    assert fast.stats.path[:2] == ("structured-level", EXACT_LP)
     reason = f"structured-level->exact-lp: many types (k = {k} > {STRUCTURED_MAX_TYPES})"
     assert fast.stats.fallbacks[0] == reason
     # the work-conserving stage: certified at the level's allocation, or the whole LP at once
-    assert fast.stats.path[1] in ("floor-from-level", EXACT_LP)
-    if fast.stats.path[1] == EXACT_LP:
-        assert fast.stats.fallbacks[1].startswith("structured-floor->exact-lp: many types")
-    assert len(fast.stats.path) == 2  # no Newton search, no master LP
+    if fast.stats.path[-1] == EXACT_LP:
+        assert fast.stats.fallbacks[-1].startswith("structured-floor->exact-lp: many types")
+    assert fast.stats.solves == _whole_lp_steps(fast.stats) <= 2  # no Newton, no master LP
     _agree(fast, exact)
     assert fast.stage_certificates[1].primal_value == pytest.approx(
         exact.stage_certificates[1].primal_value, rel=1e-6)
@@ -94,22 +88,23 @@ def test_at_the_sample_gate_the_structured_path_runs():
 
 
 @pytest.mark.parametrize("k", [3, SAMPLE_GATE_TYPES + 1])
-def test_many_types_need_a_balanced_sample(monkeypatch, k):
+def test_many_types_need_a_balanced_sample(k):
     """Above SAMPLE_GATE_TYPES types a level stage whose sampled Newton phase (1,024 of more
     than 2,048 jobs) finds no balance goes to the whole LP without the full phase; with few
     types the full phase still runs. The sampled phase is made to fail here."""
     n = 2100
     jobs, cl = _jobs(n, k, seed=9), _cluster(np.full(k, 2 * n // k))
     exact = fa.max_min_fairness(jobs, cl, method="highs", work_conserving=False)
-    monkeypatch.setattr(common, "_SAMPLE_MAX_ERROR", -1.0)
-    fast = fa.max_min_fairness(jobs, cl, work_conserving=False)
+    fast = fa.max_min_fairness(jobs, cl, work_conserving=False,
+                               tuning=Tuning(newton_sample_max_error=0.0))
     gate = (f"structured-level->exact-lp: many types (k = {k} > {SAMPLE_GATE_TYPES}) and the "
             "sampled Newton phase found no balance of demand and capacity")
     if k > SAMPLE_GATE_TYPES:
-        assert fast.stats.path == (EXACT_LP,) and fast.stats.fallbacks == (gate,)
+        assert fast.stats.path == ("structured-level", "newton-sample", EXACT_LP)
+        assert fast.stats.fallbacks == (gate,)
     else:
         assert gate not in fast.stats.fallbacks
-        assert fast.stats.path == ("structured-level",)
+        assert fast.stats.path == ("structured-level", "newton-sample")
     _agree(fast, exact)
 
 
@@ -121,15 +116,15 @@ def test_dinkelbach_goes_to_the_whole_lp_after_the_first_hand_over():
     jobs, cl = _jobs(80, k, seed=5, steps=True), _cluster(np.full(k, 2))
     fast = fa.finish_time_fairness(jobs, cl, work_conserving=False)
     exact = fa.finish_time_fairness(jobs, cl, method="highs", work_conserving=False)
-    path = fast.stats.path
-    assert path.count("dinkelbach") >= 2
-    assert "structured-level" not in path
-    level_hand_overs = [f for f in fast.stats.fallbacks if f.startswith("structured-level->")]
+    stats = fast.stats
+    assert stats.count("dinkelbach") >= 2
+    assert "structured-level" not in stats.path
     # two stages handed over in a row (DINKELBACH_HAND_OVERS), then none: the later stages
     # go to the whole LP directly
-    assert len(level_hand_overs) == DINKELBACH_HAND_OVERS
-    assert all("many types" in f for f in level_hand_overs)
-    assert path.count("dinkelbach") > DINKELBACH_HAND_OVERS
+    assert stats.count("structured-level-provisional") == DINKELBACH_HAND_OVERS
+    assert stats.fallbacks[0] == (f"structured-level-provisional->exact-lp: many types (k = {k} "
+                                  f"> {STRUCTURED_MAX_TYPES}) (×{DINKELBACH_HAND_OVERS})")
+    assert stats.count("dinkelbach") > DINKELBACH_HAND_OVERS
     assert any(f.startswith("dinkelbach->exact-lp: iterations 1-2 went to the whole LP")
                for f in fast.stats.fallbacks)
     _agree(fast, exact, rel=1e-6)
@@ -142,26 +137,25 @@ def test_dinkelbach_keeps_the_structured_path_when_it_certifies():
     assert fast.stats.fallbacks == ()
     # every iteration's stage is solved by the structured solver; the intermediate ones are
     # provisional (no certificate: they only choose the next point), the last is certified
-    path = fast.stats.path
-    assert path.count("dinkelbach") == path.count("structured-level-provisional") >= 2
-    assert path[-1] == "structured-level" and path.count("structured-level") == 1
+    stats = fast.stats
+    assert stats.count("dinkelbach") == stats.count("structured-level-provisional") >= 2
+    assert stats.path[-1] == "structured-level" and stats.count("structured-level") == 1
     _agree(fast, exact, rel=1e-6)
 
 
-def test_dinkelbach_provisional_stages_give_the_certified_answer(monkeypatch):
+def test_dinkelbach_provisional_stages_give_the_certified_answer():
     """Intermediate stages without their certificate change nothing but the time: the same
     Dinkelbach points (same number of iterations) and the same certified optimum as with
     every stage certified; a provisional stage's own certificate is never ok."""
-    from fairalloc.throughput import duration
     from fairalloc.throughput.structured.common import unchecked_certificate
 
     assert not unchecked_certificate(0.5).ok
     jobs, cl = _jobs(300, 3, seed=3, steps=True), _cluster([50, 50, 50])
     fast = fa.finish_time_fairness(jobs, cl, work_conserving=False)
-    monkeypatch.setattr(duration, "DINKELBACH_PROVISIONAL", False)
-    checked = fa.finish_time_fairness(jobs, cl, work_conserving=False)
+    checked = fa.finish_time_fairness(jobs, cl, work_conserving=False,
+                                      tuning=Tuning(dinkelbach_provisional=False))
     assert "structured-level-provisional" not in checked.stats.path
-    assert fast.stats.path.count("dinkelbach") == checked.stats.path.count("dinkelbach")
+    assert fast.stats.count("dinkelbach") == checked.stats.count("dinkelbach")
     assert fast.certificate.ok and checked.certificate.ok
     assert fast.objective == pytest.approx(checked.objective, rel=1e-9)
 
@@ -170,7 +164,6 @@ def test_dinkelbach_last_provisional_stage_that_does_not_certify_is_solved_again
     """When the master's point of what would be the last stage fails the whole LP's
     certificate, that stage is solved again with certification (recorded as a hand-over),
     and the answer is still the certified optimum."""
-    from fairalloc.throughput import duration
     from fairalloc.throughput.structured.common import unchecked_certificate
 
     jobs, cl = _jobs(300, 3, seed=3, steps=True), _cluster([50, 50, 50])
@@ -191,43 +184,42 @@ def test_dinkelbach_last_provisional_stage_that_does_not_certify_is_solved_again
                for f in fast.stats.fallbacks)
     assert fast.certificate.ok
     _agree(fast, exact, rel=1e-6)
-    assert duration.DINKELBACH_PROVISIONAL
+    assert DEFAULT.dinkelbach_provisional
 
 
 # --------------------------------------------------------------------------------------------
 # degenerate prices: a master about as large as the whole LP is not built
 # --------------------------------------------------------------------------------------------
-def test_too_many_explicit_hand_checked(monkeypatch):
-    assert MAX_EXPLICIT_SHARE == 0.3 and MIN_DEGENERATE_JOBS == 1024
+def test_too_many_explicit_hand_checked():
+    t = DEFAULT
+    assert t.max_explicit_share == 0.3 and t.min_degenerate_jobs == 1024
     # 10,000 jobs: 3,000 explicit is 0.3 n (not more), 3,001 is
-    assert not too_many_explicit(np.arange(10000) < 3000, 10000)
-    assert too_many_explicit(np.arange(10000) < 3001, 10000)
+    assert not too_many_explicit(np.arange(10000) < 3000, 10000, t)
+    assert too_many_explicit(np.arange(10000) < 3001, 10000, t)
     # 2,000 jobs: 1,000 explicit is half of them, but a small master
-    assert not too_many_explicit(np.arange(2000) < 1000, 2000)
-    assert too_many_explicit(np.arange(2000) < 1025, 2000)
-    assert not too_many_explicit(np.zeros(10, bool), 10)
-    monkeypatch.setattr(common, "MIN_DEGENERATE_JOBS", 0)
-    assert too_many_explicit(np.r_[np.ones(4, bool), np.zeros(6, bool)], 10)
-    assert not too_many_explicit(np.r_[np.ones(3, bool), np.zeros(7, bool)], 10)
+    assert not too_many_explicit(np.arange(2000) < 1000, 2000, t)
+    assert too_many_explicit(np.arange(2000) < 1025, 2000, t)
+    assert not too_many_explicit(np.zeros(10, bool), 10, t)
+    t0 = Tuning(min_degenerate_jobs=0)
+    assert too_many_explicit(np.r_[np.ones(4, bool), np.zeros(6, bool)], 10, t0)
+    assert not too_many_explicit(np.r_[np.ones(3, bool), np.zeros(7, bool)], 10, t0)
 
 
-def test_degenerate_prices_hand_the_level_to_the_whole_lp(monkeypatch):
+def test_degenerate_prices_hand_the_level_to_the_whole_lp():
     """With the share and the minimum at 0 every near-tie job counts as degenerate: the level
     stage goes to the whole LP before any master LP, with the reason recorded, and the answer
     is the same."""
     jobs, cl = _jobs(600, 3, seed=4), _cluster([100, 100, 100])
     exact = fa.max_min_fairness(jobs, cl, method="highs", work_conserving=False)
-    monkeypatch.setattr(common, "MAX_EXPLICIT_SHARE", 0.0)
-    monkeypatch.setattr(common, "MIN_DEGENERATE_JOBS", 0)
-    fast = fa.max_min_fairness(jobs, cl, work_conserving=False)
-    assert fast.stats.path == (EXACT_LP,)
+    fast = fa.max_min_fairness(jobs, cl, work_conserving=False, tuning=DEGENERATE)
+    assert fast.stats.path == ("structured-level", EXACT_LP)
     assert len(fast.stats.fallbacks) == 1
     assert fast.stats.fallbacks[0].startswith("structured-level->exact-lp: degenerate prices (")
     assert fast.stats.solves == 1  # the whole LP only: no master was solved
     _agree(fast, exact)
 
 
-def test_degenerate_prices_hand_the_floor_to_the_whole_lp(monkeypatch):
+def test_degenerate_prices_hand_the_floor_to_the_whole_lp():
     """A floor stage whose first master would keep too many jobs explicit goes to the whole
     LP (the level's allocation is first tried as the floor optimum, as always)."""
     rng = np.random.default_rng(5)
@@ -236,12 +228,12 @@ def test_degenerate_prices_hand_the_floor_to_the_whole_lp(monkeypatch):
     jobs = fa.Jobs(jobs.throughput, scale_factor=jobs.scale_factor, weight=w)
     exact = fa.max_min_fairness(jobs, cl, method="highs")
     base = fa.max_min_fairness(jobs, cl)
-    monkeypatch.setattr(common, "MAX_EXPLICIT_SHARE", 0.0)
-    monkeypatch.setattr(common, "MIN_DEGENERATE_JOBS", 0)
-    fast = fa.max_min_fairness(jobs, cl)
+    fast = fa.max_min_fairness(jobs, cl, tuning=DEGENERATE)
     # weights: the level's allocation is not the floor optimum, a floor master is needed
-    assert base.stats.path == ("structured-level", "structured-floor")
-    assert fast.stats.path == (EXACT_LP, EXACT_LP)  # the level too (share 0)
+    assert base.stats.path == ("structured-level", "floor-from-level", "structured-floor")
+    # the level too (share 0)
+    assert fast.stats.path == ("structured-level", EXACT_LP, "floor-from-level",
+                               "structured-floor", EXACT_LP)
     assert fast.stats.fallbacks[-1].startswith("structured-floor->exact-lp: degenerate prices (")
     _agree(fast, exact)
     assert fast.stage_certificates[1].primal_value == pytest.approx(
@@ -313,10 +305,10 @@ def test_highs_crossover_option_bad_input():
 
 
 class _NoDuals(HighsBackend):
-    """HiGHS' interior point whose duals come back zeroed: a point that cannot certify."""
+    """HiGHS whose duals come back zeroed: a point that cannot certify."""
 
-    def solve_lp(self, lp: LinearProgram) -> LPSolution:  # type: ignore[override]
-        sol = super().solve_lp(lp)
+    def _solve_lp(self, lp: LinearProgram, **kw) -> LPSolution:  # type: ignore[override]
+        sol = super()._solve_lp(lp, **kw)
         assert sol.row_duals is not None
         sol.row_duals[:] = 0.0
         return sol
@@ -336,10 +328,9 @@ def test_a_point_without_crossover_that_does_not_certify_is_solved_again():
     assert not solver.exact_backend.crossover  # type: ignore[attr-defined]
     solver.exact_backend = _NoDuals(solver="ipm", crossover=False)
     res = solver.run(pol.level_stage(), "max-min")
-    assert solver.path == [EXACT_LP, CROSSOVER]
-    assert len(solver.fallbacks) == 1
-    assert solver.fallbacks[0].startswith(
-        "exact-lp->exact-lp+crossover: the interior point without crossover did not certify")
+    assert solver.log.steps == (EXACT_LP, CROSSOVER)
+    assert len(solver.log.fallbacks) == 1
+    assert solver.log.fallbacks[0].startswith("exact-lp->exact-lp+crossover: did not certify")
     assert res.cert.ok
     ref = fa.max_min_fairness(pol.jobs, pol.cluster, method="highs", work_conserving=False)
     assert res.value == pytest.approx(ref.objective, rel=1e-7)
@@ -354,11 +345,9 @@ def test_a_linear_stage_that_does_not_certify_is_solved_again():
     solver.fix(level, res.value, at=res.x[: pol.inst.E])
     solver.exact_linear_backend = _NoDuals(solver="simplex")
     wc = solver.run(LinearStage(pol._wc_objective(), "work-conserving"), "work-conserving")
-    assert solver.path == [EXACT_LP, EXACT_LP, CROSSOVER]
-    assert solver.fallbacks == [f for f in solver.fallbacks
-                                if f.startswith("exact-lp->exact-lp+crossover: the simplex "
-                                                "did not certify")]
-    assert len(solver.fallbacks) == 1 and wc.cert.ok
+    assert solver.log.steps == (EXACT_LP, EXACT_LP, CROSSOVER)
+    assert len(solver.log.fallbacks) == 1 and wc.cert.ok
+    assert solver.log.fallbacks[0].startswith("exact-lp->exact-lp+crossover: did not certify")
     ref = fa.max_min_fairness(pol.jobs, pol.cluster, method="highs")
     assert wc.value == pytest.approx(ref.stage_certificates[1].primal_value, rel=1e-6)
 
@@ -366,7 +355,7 @@ def test_a_linear_stage_that_does_not_certify_is_solved_again():
 def test_a_level_lp_without_crossover_certifies_directly():
     pol, solver = _level_solver()
     res = solver.run(pol.level_stage(), "max-min")
-    assert solver.path == [EXACT_LP] and solver.fallbacks == []
+    assert solver.log.steps == (EXACT_LP,) and solver.log.fallbacks == ()
     assert res.cert.ok and res.cert.relative_gap <= 1e-6
 
 
@@ -376,7 +365,7 @@ def test_large_level_lp_default_path():
     n = 1100
     jobs, cl = _jobs(n, 3, seed=8), _cluster([n // 6] * 3)
     a = fa.max_min_fairness(jobs, cl, method="highs")
-    assert a.stats.path == (EXACT_LP, EXACT_LP) and a.stats.fallbacks == ()
+    assert a.stats.count(EXACT_LP) == 2 and a.stats.fallbacks == ()
     assert all(c.ok for c in a.stage_certificates)
 
 

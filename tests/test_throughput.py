@@ -307,7 +307,8 @@ def test_newton_prices_match_the_lp_prices():
     jobs = fa.Jobs(T, scale_factor=s)
     exact = fa.max_min_fairness(jobs, cl, method="highs", work_conserving=False)
     fast = fa.max_min_fairness(jobs, cl, work_conserving=False)
-    assert fast.stats.path == ("structured-level",) and fast.stats.fallbacks == ()
+    assert fast.stats.path[0] == "structured-level" and "exact-lp" not in fast.stats.path
+    assert fast.stats.fallbacks == ()
     assert fast.stats.solves <= 3
     assert fast.objective == pytest.approx(exact.objective, rel=1e-9)
     np.testing.assert_allclose(fast.prices / fast.prices[0], exact.prices / exact.prices[0],

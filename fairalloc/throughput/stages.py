@@ -565,9 +565,9 @@ class StageSolver:
         return sol
 
     def warm_backend(self) -> bool:
-        """Whether LPs of a sequence may be warm-started: the backend has the ``basis``
-        capability (HiGHS; a basis starts the backend's own simplex)."""
-        return self.backend.supports("basis")
+        """Whether LPs of a sequence may be warm-started: ``tuning.warm_start`` and the
+        backend has the ``basis`` capability (HiGHS; a basis starts its own simplex)."""
+        return self.tuning.warm_start and self.backend.supports("basis")
 
     def run_once(self, lp: LinearProgram, stage: LevelStage | LinearStage, what: str,
                   backend: Backend, *, basis: LPBasis | None = None, keep_basis: bool = False,

@@ -78,7 +78,8 @@ class Tuning:
         own variables (degenerate prices) declines: it is about the whole LP, slower (16,384
         jobs, 96 % explicit: 12 s against 3 s).
     newton_sample_max_error : float
-        Capacity error below which the sampled Newton phase seeds the full phase.
+        Capacity error below which the sampled Newton phase seeds the full phase (``0``:
+        never).
     class_min_candidates : int
     class_min_candidate_share : float
         Row classes (jobs of one model sharing one master variable per type) are formed only
@@ -89,6 +90,11 @@ class Tuning:
         certified); a fifth of each stage at 16,384 jobs.
     dinkelbach_seed : bool
         Each Dinkelbach stage's Newton search starts from the previous stage's end point.
+    warm_start : bool
+        A sequence of LPs of one shape (Dinkelbach stages, water-filling levels, restricted
+        rounds, bottleneck LPs) starts each from the previous one's basis, where the backend
+        has the ``basis`` capability (HiGHS): few pivots instead of a cold solve (10 types, 512
+        jobs: a warm level LP 0.06 s against 0.5-1.2 s cold).
     end_check_ratio : float
         Water-filling: its end check (one LP over every unsaturated job) runs when a level's
         duals times the solvers' feasibility tolerance exceed this multiple of the level's
@@ -118,6 +124,7 @@ class Tuning:
     class_min_candidate_share: float = 0.05
     dinkelbach_provisional: bool = True
     dinkelbach_seed: bool = True
+    warm_start: bool = True
     end_check_ratio: float = 1.0
 
     def __post_init__(self) -> None:

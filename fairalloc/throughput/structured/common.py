@@ -19,6 +19,8 @@ from ..tuning import DEFAULT_TUNING, Tuning
 
 #: path-step suffix of a stage returned without its certificate (`certified`)
 PROVISIONAL = "-provisional"
+#: path step: a level stage's Newton search ran its sampled phase (no seed or warm start)
+NEWTON_SAMPLE_STEP = "newton-sample"
 
 BAND0 = 0.001  # PERFORMANCE knob: relative price error assumed for the Newton prices
 #: ACCURACY: relative rounding margin at which theta counts as at its saturation bound
@@ -547,11 +549,13 @@ def newton_prices(A: np.ndarray, s: np.ndarray, b: np.ndarray, h: np.ndarray,
         lr, J = np.log(seed.prices / seed.prices[ref]), seed.jacobian
         J = None if J is None else J.copy()
     if m > 2 * _NEWTON_SAMPLE and not warmed and not seeded:
+        if info is not None:
+            info["sampled"] = True
         sub = np.random.default_rng(0).choice(m, size=_NEWTON_SAMPLE, replace=False)
         frac = _NEWTON_SAMPLE / m
         out = newton(Demand(A[sub], s[sub], b[sub], h[sub]), cap * frac, ref, theta, lr, None,
                       sat, tol=_SAMPLE_TOL, max_evals=NEWTON_EVALS)
-        if out is not None and out[3] <= tuning.newton_sample_max_error:
+        if out is not None and out[3] < tuning.newton_sample_max_error:
             theta, lr, J, _ = out
             J = None if J is None else J / frac
         elif A.shape[1] > tuning.sample_gate_types:

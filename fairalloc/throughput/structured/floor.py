@@ -48,6 +48,7 @@ from .rowclass import ROUGH_MIN_SHARE, Aggregator, Groups, disaggregate, master_
 
 STRUCTURED_FLOOR = "structured-floor"  # path step: floor stage certified from its master
 FLOOR_FROM_LEVEL = "floor-from-level"  # path step: floor stage certified with level duals
+FLOOR_DUAL_LP = "floor-dual-lp"  # path step: the elastic dual LP in the k prices (`_floor_duals`)
 #: path step prefix: blocking jobs given their own variables (named by the master's own
 #: duals, or by the elastic dual LP `_floor_duals`)
 FLOOR_FREED = "floor-freed"
@@ -218,6 +219,7 @@ def fast_floor(solver: StageSolver, stage: LinearStage, *, prior: StageResult | 
             explicit |= viol
             rounds = min(rounds + 1, 2 * max_rounds)
             continue
+        solver.step(FLOOR_DUAL_LP)
         parts, blocking = _floor_duals(inst, A, col, a, f, omega, xcol, explicit, solver)
         done = _certified_parts(solver, stage, xcol, layout, parts)
         if done is not None:

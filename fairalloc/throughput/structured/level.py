@@ -24,6 +24,7 @@ from .common import (
     DEGENERATE,
     IPM_MIN_EXPLICIT,
     MANY_TYPES,
+    NEWTON_SAMPLE_STEP,
     REDUCED_COST_TOL,
     SAT_ROUNDING,
     Demand,
@@ -177,6 +178,8 @@ def _fast_level_unit(solver: StageSolver, orig: LevelStage, stage: LevelStage, s
     est = newton_prices(A, s, b, h, inst.cap, warm=warm, info=info, rough=rough, seed=seed,
                         demand=dem, tuning=tuning)
     solver.warm_used = bool(est is not None and info.get("warm"))
+    if info.get("sampled"):
+        solver.step(NEWTON_SAMPLE_STEP)
     if est is None and info.get("sample_failed"):
         raise Decline(f"{MANY_TYPES} (k = {k} > {tuning.sample_gate_types}) and the sampled "
                       "Newton phase found no balance of demand and capacity")
