@@ -205,8 +205,8 @@ def _matrix(throughput: Any, workers: Any, job_ids: Any, types: Any
     if isinstance(throughput, Mapping):
         ids = tuple(throughput)
         rows = list(throughput.values())
-        plain = all(type(row) is dict for row in rows)
-        if not plain:  # (the common case, checked fast)
+        plain = set(map(type, rows)) <= {dict}  # (the common case, checked in C)
+        if not plain:
             for j, row in zip(ids, rows):
                 if not isinstance(row, Mapping):
                     raise InputError(f"throughput[{j!r}] must be a mapping worker type -> "
