@@ -421,14 +421,14 @@ def _pair_rates(raw: list[list[Any]], keys: list[Any], types: list[str]) -> Any:
     if not raw:
         return np.zeros((0, len(types), 2))
     name = "unflattened_throughputs"
-    for p, row in zip(keys, raw):  # each entry: a pair of rates (one per member)
-        for t, v in zip(types, row):
+    for key, row in zip(keys, raw):  # each entry: a pair of rates (one per member)
+        for wtype, v in zip(types, row):
             try:
                 pair = not isinstance(v, str | bytes) and np.shape(v) == (2,)
             except ValueError:  # ragged
                 pair = False
             if not pair:
-                raise InputError(f"{name}[{p!r}][{t!r}] is {v!r}; a pair key's rate is "
+                raise InputError(f"{name}[{key!r}][{wtype!r}] is {v!r}; a pair key's rate is "
                                  "[rate of member 0, rate of member 1]", argument=name)
     try:
         return as_array(raw, name, ndim=3, shape=(len(keys), len(types), 2))

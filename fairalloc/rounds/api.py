@@ -220,16 +220,16 @@ def _matrix(throughput: Any, workers: Any, job_ids: Any, types: Any
         all_types = wtypes + tuple(sorted(extra))
         cap = np.concatenate((cap, np.zeros(len(extra))))
         # column by column: one pass over the rows per type (dict.get mapped in C)
-        cols = ([list(map(dict.get, rows, itertools.repeat(t), itertools.repeat(0.0)))
-                 for t in all_types] if plain else
-                [[row.get(t, 0.0) for row in rows] for t in all_types])
+        by_type = ([list(map(dict.get, rows, itertools.repeat(t), itertools.repeat(0.0)))
+                    for t in all_types] if plain else
+                   [[row.get(t, 0.0) for row in rows] for t in all_types])
         try:
-            T = as_real_array(cols, "throughput")
+            T = as_real_array(by_type, "throughput")
         except InputError as exc:  # name the job and the type, not the column's position
-            raise _rate_error(exc if exc.index else _first_nested(cols), ids,
+            raise _rate_error(exc if exc.index else _first_nested(by_type), ids,
                               all_types) from None
         if T.ndim != 2 and T.size:  # (a list or an array given as one rate: one level more)
-            raise _rate_error(_first_nested(cols), ids, all_types)
+            raise _rate_error(_first_nested(by_type), ids, all_types)
         T = as_array(T.T.reshape(len(ids), len(all_types)), "throughput", ndim=2,
                      allow_empty=True)
         return T, cap, ids, all_types
