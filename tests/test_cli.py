@@ -335,9 +335,9 @@ def test_too_many_epochs_for_the_schedule_are_named(tmp_path: Path) -> None:
 
     path = _trace_with(tmp_path, 5, "1e9")
     path.write_text(path.read_text().replace("LM (batch size 10)", "LM (batch size 1000000000)"))
-    with pytest.raises(InputError, match=r"t\.tsv line 1: .*MAX_EPOCHS") as info:
+    with pytest.raises(InputError, match=r"t\.tsv line 2: .*MAX_EPOCHS") as info:
         read_trace(path, types=["v100"])
-    assert (info.value.argument, info.value.index) == ("path", (0,))
+    assert (info.value.argument, info.value.index) == ("path", (1,))
 
 
 def test_simulate_a_trace_with_a_huge_field_is_one_line(tmp_path: Path,
