@@ -2,11 +2,35 @@
 
 All helpers return a *new*, read-only float64 array: callers' arrays are never mutated and the
 library never mutates what it validated.
+
+What counts as a number
+-----------------------
+Wherever a number is expected (a scalar argument or an entry of an array argument), fairalloc
+accepts the **real numbers**: Python ``int`` and ``float``, numpy integer and floating scalars
+and arrays, and other real number types that convert to ``float`` (``decimal.Decimal``,
+``fractions.Fraction``, any ``numbers.Real``), mixed freely. It refuses, with an
+[`InputError`][fairalloc.InputError] naming the argument and the first offending index:
+
+* **complex numbers**, even with a zero imaginary part (Python ``complex``, numpy complex
+  scalars and arrays): numpy would silently drop the imaginary part;
+* **bools** (``True``/``False``, numpy bools, bool arrays, and a bool inside a list of
+  numbers): numpy reads them as 0 and 1, but a flag where a number belongs is a mistake, and
+  fairalloc's scalar arguments refuse them too ([`as_bool`][fairalloc._validation.as_bool] is
+  the converse: a flag is never 0 or 1);
+* text (numpy would read ``"1"`` as 1), ``None`` (except where an argument documents NaN as
+  "missing": there ``None`` is missing too), nested sequences where a number belongs,
+  dates, and any other object;
+* integers too large for a float (``10**400``).
 """
 
 from __future__ import annotations
 
+import itertools
+import math
+import numbers
+import operator
 from collections.abc import Sequence
+from decimal import Decimal
 from typing import Any
 
 import numpy as np
@@ -14,8 +38,15 @@ import numpy as np
 from .errors import InputError
 
 __all__ = ["as_array", "as_bool", "as_finite_float", "as_gang_sizes", "as_labels",
-           "as_option", "as_positive_int", "as_positive_float", "as_time_limit", "as_tolerance",
-           "fmt_index"]
+           "as_option", "as_positive_int", "as_positive_float", "as_real_array",
+           "as_time_limit", "as_tolerance", "fmt_index"]
+
+#: scalar types that are real numbers (a bool is an int in Python: refused separately)
+_REAL_TYPES = (int, float, np.integer, np.floating, Decimal, numbers.Real)
+#: scalar types that look numeric but are not real numbers here (checked first: numpy's
+#: timedelta64 is a signedinteger, a bool an int)
+_NOT_REAL_TYPES = (bool, np.bool_, complex, np.complexfloating, np.timedelta64,
+                   np.datetime64)
 
 
 def fmt_index(idx: Sequence[int] | np.ndarray) -> str:
@@ -52,6 +83,7 @@ def as_array(
     allow_empty: bool = False,
     integer: bool = False,
     allow_nan: bool = False,
+    allow_bool: bool = False,
 ) -> np.ndarray:
     """Validate ``value`` as a finite float array and return a read-only copy.
 
@@ -73,7 +105,10 @@ def as_array(
         Require integral values (returned as float64 all the same).
     allow_nan : bool
         Accept NaN as "missing" (e.g. an unprofiled entry); NaN entries skip the other checks,
-        infinities are still rejected.
+        infinities are still rejected. ``None`` entries are missing too.
+    allow_bool : bool
+        The argument is a mask (documented as ``array_like of bool``): bools are read as 0/1.
+        Everywhere else a bool is refused (see the module notes).
 
     Raises
     ------
@@ -85,22 +120,20 @@ def as_array(
     >>> as_array([[1, 2], [0, 3]], "utility", ndim=2).shape
     (2, 2)
     """
-    if isinstance(value, list | tuple):
-        try:  # convert once, so that text inside a list is seen below
-            value = np.asarray(value)
-        except (TypeError, ValueError, OverflowError):
-            pass  # ragged or odd: reported by the conversion below
-    if isinstance(value, str | bytes) or (isinstance(value, np.ndarray)
-                                          and value.dtype.kind in "USa"):
-        # numpy would turn the string "1" into the number 1
-        raise InputError(f"{name} must be numeric, got text ({value!r})"[:200], argument=name)
-    try:
-        arr = np.array(value, dtype=np.float64, copy=True)
-    except (TypeError, ValueError, OverflowError) as exc:
-        raise InputError(f"{name} must be a numeric array ({exc})", argument=name) from None
+    arr = as_real_array(value, name, allow_none=allow_nan, allow_bool=allow_bool)
     ndims = (ndim,) if isinstance(ndim, int) else tuple(ndim)
     if arr.ndim not in ndims:
         want = " or ".join(str(d) for d in ndims)
+        deep = max(ndims)
+        if arr.ndim > deep and isinstance(value, list | tuple) and arr.size:
+            # a regular nesting one level too deep: the first entry is a sequence
+            idx = (0,) * deep
+            entry = value
+            for _ in idx:
+                entry = entry[0]
+            raise InputError(f"{name} must have {want} dimension(s), got shape {arr.shape}: "
+                             f"{name}{fmt_index(idx)} is {_shown(entry)}, a sequence where a "
+                             "number belongs", argument=name, index=idx or None)
         raise InputError(
             f"{name} must have {want} dimension(s), got shape {arr.shape}", argument=name
         )
@@ -146,17 +179,211 @@ def as_array(
     return arr
 
 
+def _problem(value: Any, allow_none: bool = False, allow_bool: bool = False) -> str | None:
+    """Why ``value`` is not a real number (see the module notes), or ``None`` if it is one."""
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value[()]
+    if allow_bool and isinstance(value, bool | np.bool_):
+        return None
+    if isinstance(value, _NOT_REAL_TYPES):
+        if isinstance(value, complex | np.complexfloating):
+            return "complex (not accepted, even with a zero imaginary part)"
+        if isinstance(value, bool | np.bool_):
+            return "a bool (True/False is not accepted as a number)"
+        return f"a {type(value).__name__} (not a number)"
+    if isinstance(value, _REAL_TYPES):
+        try:
+            float(value)
+        except OverflowError:
+            return "too large to be represented as a float"
+        except (TypeError, ValueError):  # e.g. Decimal('sNaN')
+            return "not a number"
+        return None
+    if value is None:
+        return None if allow_none else "None (not a number)"
+    if isinstance(value, str | bytes | np.str_ | np.bytes_):
+        return "text (not a number)"
+    if isinstance(value, np.ndarray | Sequence | set | dict):
+        return f"a {type(value).__name__} where a number belongs (nested too deep, or ragged)"
+    return f"of type {type(value).__name__} (not a number)"
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= _SHOWN_CHARS else text[:_SHOWN_CHARS] + "..."
+
+
+#: characters of an offending value quoted in a message (display only)
+_SHOWN_CHARS = 60
+
+
+def _first_problem(value: Any, allow_none: bool, allow_bool: bool = False
+                   ) -> tuple[tuple[int, ...], Any, str] | None:
+    """The first entry of array-like ``value`` that is not a real number: (index, entry, why).
+
+    Entry by entry in Python: called only once an array is known to hold an offender (or holds
+    objects of other types)."""
+    if isinstance(value, np.ndarray) and value.dtype.kind in "biufcSUaMmV":
+        kind = value.dtype.kind
+        if kind in "iuf":
+            return None
+        if value.size == 0:
+            return None
+        flat = value.reshape(-1)
+        first = 0
+        if kind == "c":  # every entry is complex: name the first with an imaginary part
+            nz = np.flatnonzero(flat.imag != 0)
+            first = int(nz[0]) if nz.size else 0
+        idx = tuple(int(i) for i in np.unravel_index(first, value.shape))
+        entry = flat[first]
+        return idx, entry, _problem(entry, allow_none, allow_bool) or f"of dtype {value.dtype}"
+    try:
+        obj = np.array(value, dtype=object)
+    except (TypeError, ValueError):
+        return None
+    for idx, entry in np.ndenumerate(obj):
+        why = _problem(entry, allow_none, allow_bool)
+        if why is not None:
+            return tuple(int(i) for i in idx), entry, why
+    return None
+
+
+def _raise_entry(value: Any, name: str, allow_none: bool, allow_bool: bool = False) -> None:
+    found = _first_problem(value, allow_none, allow_bool)
+    if found is None:
+        raise InputError(f"{name} must be an array of real numbers", argument=name)
+    idx, entry, why = found
+    where = fmt_index(idx) if idx else ""
+    raise InputError(f"{name}{where} is {_shown(entry)}: {why}; every entry must be a real "
+                     "number", argument=name, index=idx if idx else None)
+
+
+def _shape_of(value: Any) -> tuple[int, ...] | None:
+    try:
+        return tuple(np.shape(value))
+    except ValueError:  # ragged inside
+        return None
+
+
+def _ragged_index(value: Any, prefix: tuple[int, ...] = ()) -> tuple[int, ...] | None:
+    """Index of the first entry of a nested sequence whose shape differs from its first
+    sibling's (or that is ragged inside), or ``None``."""
+    if not isinstance(value, list | tuple) or not value:
+        return None
+    first = _shape_of(value[0])
+    for i, entry in enumerate(value):
+        shape = _shape_of(entry)
+        if shape is None:
+            return _ragged_index(entry, (*prefix, i)) or (*prefix, i)
+        if shape != first:
+            return (*prefix, i)
+    return None
+
+
+def _leaves(value: Any, depth: int) -> Any:
+    """The entries of a regular nested sequence ``depth`` levels deep, as an iterator (C-level
+    iteration: no Python code runs per entry)."""
+    items: Any = value
+    for _ in range(depth - 1):
+        items = itertools.chain.from_iterable(items)
+    return items
+
+
+def _hides_bools(value: Any, raw: np.ndarray) -> bool:
+    """Whether the list ``value``, converted by numpy to the numeric ``raw``, held a bool or a
+    0-d array (numpy reads a bool among numbers as 0 or 1): only an entry equal to 0 or 1 can
+    be one, so only those are looked at when they are few (a bool costs a scan of the types)."""
+    at = np.flatnonzero((raw == 0) | (raw == 1))
+    if at.size == 0:
+        return False
+    if at.size * _GATHER_RATIO < raw.size:  # few candidates: gather them, check their types
+        flat = value if raw.ndim == 1 else list(_leaves(value, raw.ndim))
+        picked = operator.itemgetter(*at.tolist())(flat) if at.size > 1 else (flat[at[0]],)
+        types = set(map(type, picked))
+    else:
+        types = set(map(type, _leaves(value, raw.ndim)))
+    return any(issubclass(t, bool | np.bool_ | np.ndarray) for t in types)
+
+
+#: PERFORMANCE: below one candidate (an entry equal to 0 or 1) in this many entries, a list's
+#: candidates are gathered and checked alone; above, every entry's type is scanned
+_GATHER_RATIO = 4
+
+
+def as_real_array(value: Any, name: str, *, allow_none: bool = False,
+                  allow_bool: bool = False) -> np.ndarray:
+    """``value`` as a new float64 array (any shape; no range check), refusing every entry that
+    is not a real number (see the module notes) with an [`InputError`][fairalloc.InputError]
+    naming ``name`` and the entry's index.
+
+    ``allow_none`` reads ``None`` entries as NaN (for arguments where NaN means missing),
+    ``allow_bool`` bools as 0/1 (for masks).
+    Python ints too large for int64 and ``Decimal``/``Fraction`` entries are converted entry
+    by entry; numeric numpy arrays and lists of Python floats and ints are converted by numpy
+    (a list is scanned for bools, which numpy would read as 0/1, only when an entry is 0 or 1).
+
+    Examples
+    --------
+    >>> as_real_array([[1, 2.5]], "utility").tolist()
+    [[1.0, 2.5]]
+    >>> try:
+    ...     as_real_array([1, 2 + 0j], "utility")
+    ... except InputError as exc:
+    ...     print(exc.argument, exc.index, str(exc)[:29])
+    utility (1,) utility[1] is (2+0j): complex
+    """
+    if isinstance(value, np.ndarray):
+        raw = value
+    elif isinstance(value, str | bytes):  # numpy would read the string "1" as the number 1
+        raise InputError(f"{name} must be numeric, got text ({_shown(value)})", argument=name)
+    else:
+        try:
+            raw = np.asarray(value)
+        except (TypeError, ValueError, OverflowError) as exc:  # ragged nesting
+            idx = _ragged_index(value)
+            if idx is not None:
+                raise InputError(f"{name}{fmt_index(idx)} has another shape than the entries "
+                                 f"before it (ragged nesting): {name} must be a regular array "
+                                 "of real numbers", argument=name, index=idx) from None
+            raise InputError(f"{name} must be a numeric array ({exc})", argument=name) from None
+    fresh = raw is not value and isinstance(value, list | tuple)  # numpy made a new array
+    kind = raw.dtype.kind
+    if allow_bool and kind == "b":
+        return raw.astype(np.float64)
+    if kind in "iuf":
+        if fresh and raw.size and not allow_bool and _hides_bools(value, raw) and (
+                _first_problem(value, allow_none) is not None):
+            _raise_entry(value, name, allow_none)
+        with np.errstate(over="ignore"):  # (a longdouble beyond float64: inf, refused later)
+            return raw.astype(np.float64, copy=not fresh)
+    given = value if fresh else raw  # (a list keeps its entries' own types: 1 beside 2j)
+    if kind != "O":
+        _raise_entry(given, name, allow_none, allow_bool)
+    flat = raw.reshape(-1).tolist()
+    types = set(map(type, flat))
+    if not all(issubclass(t, _REAL_TYPES) and not issubclass(t, _NOT_REAL_TYPES)
+               for t in types if not (allow_none and t is type(None))
+               and not (allow_bool and issubclass(t, bool | np.bool_))):
+        _raise_entry(given, name, allow_none, allow_bool)
+    if type(None) in types:
+        flat = [math.nan if v is None else v for v in flat]
+    try:
+        return np.array(flat, dtype=np.float64).reshape(raw.shape)
+    except (TypeError, ValueError, OverflowError):  # an int beyond a float, Decimal('sNaN')
+        _raise_entry(given, name, allow_none, allow_bool)
+        raise  # pragma: no cover - _raise_entry raised
+
+
 def _as_real(value: Any, name: str) -> float:
-    """A real scalar (Python or numpy number, or a 0-d array); bools and strings are refused."""
-    if isinstance(value, bool | np.bool_ | str | bytes):
-        raise InputError(f"{name} must be a number, got {value!r}", argument=name)
+    """A real scalar (Python or numpy number, or a 0-d array); see the module notes."""
     if isinstance(value, np.ndarray) and value.ndim != 0:
         raise InputError(f"{name} must be a scalar, got an array of shape {value.shape}",
                          argument=name)
-    try:
-        return float(value)
-    except (TypeError, ValueError, OverflowError):
-        raise InputError(f"{name} must be a number, got {value!r}", argument=name) from None
+    why = _problem(value)
+    if why is not None:
+        raise InputError(f"{name} must be a real number, got {_shown(value)}: {why}",
+                         argument=name)
+    return float(value)
 
 
 def as_finite_float(value: Any, name: str, *, lo: float | None = None, hi: float | None = None,
@@ -229,7 +456,7 @@ def as_positive_float(value: Any, name: str, *, allow_zero: bool = False) -> flo
 
 def as_positive_int(value: Any, name: str, *, allow_zero: bool = False) -> int:
     """Validate a positive (or non-negative) integer."""
-    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+    if isinstance(value, _NOT_REAL_TYPES) or not isinstance(value, int | np.integer):
         raise InputError(f"{name} must be an integer, got {value!r}", argument=name)
     out = int(value)
     if out < 0 or (out == 0 and not allow_zero):

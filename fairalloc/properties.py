@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from ._validation import as_array, as_option, as_tolerance
+from ._validation import as_array, as_option, as_real_array, as_tolerance
 from .errors import InfeasibleError, InputError, SolverError
 from .results import readonly
 from .solvelog import SolveStatus
@@ -401,10 +401,7 @@ def _as_sparse(value: Any, name: str) -> sp.csr_matrix:
 
 def _as_upper(value: Any, name: str, size: int, *, nonneg: bool) -> np.ndarray:
     """Upper bounds: a float vector of ``size`` entries, no NaN or -inf (+inf: no bound)."""
-    try:
-        arr = np.array(value, dtype=float).reshape(-1)
-    except (TypeError, ValueError) as exc:
-        raise InputError(f"{name} must be a numeric vector ({exc})", argument=name) from None
+    arr = as_real_array(value, name).reshape(-1)
     if arr.size != size:
         raise InputError(f"{name} has {arr.size} entries, expected {size}", argument=name)
     bad = np.isnan(arr) | (arr == -np.inf) | ((arr < 0) if nonneg else False)

@@ -273,3 +273,113 @@ def test_check_reports_a_line_per_property(capsys: pytest.CaptureFixture) -> Non
     assert code == 0
     err = capsys.readouterr().err.splitlines()
     assert err[0].startswith("[1/2] envy_free: passed") and err[1].startswith("[2/2] feasible")
+
+
+# -- issue #27: trace fields bounded by what the simulator represents; --cluster types once --
+TRACE_LINE = ["LM (batch size 10)", "python3 main.py", "dir", "--steps", "1", "1000", "1",
+              "static", "1", "-1.000000", "100", "0"]
+
+
+def _trace_with(tmp_path: Path, col: int, value: str) -> Path:
+    """A two-job trace whose second line has ``value`` in field ``col`` (0-based)."""
+    bad = list(TRACE_LINE)
+    bad[col] = value
+    path = tmp_path / "t.tsv"
+    path.write_text("\t".join(TRACE_LINE) + "\n" + "\t".join(bad) + "\n")
+    return path
+
+
+#: (field (0-based), value, the field's name in the message): each was read (a job of 1e300
+#: steps: numpy's ValueError; of 1e15: MemoryError; a batch size of 0: ZeroDivisionError) or
+#: accepted by read_trace on main
+TRACE_BOUNDS = [
+    (5, "1e300", "total steps"), (5, "1" + "0" * 300, "total steps"), (5, "1e15", "total steps"),
+    (6, "1e7", "scale factor"), (8, "1e300", "priority weight"),
+    (8, "1e-300", "priority weight"), (10, "1e12", "duration"), (10, "1e-300", "duration"),
+    (11, "1e12", "arrival time"),
+]
+
+
+@pytest.mark.parametrize(("col", "value", "field"), TRACE_BOUNDS,
+                         ids=[f"{f}={v[:8]}" for _, v, f in TRACE_BOUNDS])
+def test_trace_fields_outside_what_the_simulator_represents_are_named(
+        tmp_path: Path, col: int, value: str, field: str) -> None:
+    from fairalloc.errors import InputError
+    from fairalloc.sim import read_trace
+
+    with pytest.raises(InputError, match=rf"t\.tsv line 2: field {col + 1} \({field}\) is .*"
+                                         r"it must be in \[") as info:
+        read_trace(_trace_with(tmp_path, col, value), types=["v100"])
+    assert (info.value.argument, info.value.index) == ("path", (1,))
+
+
+@pytest.mark.parametrize("job_type", ["LM (batch size 0)", "LM (batch size 1" + "0" * 30 + ")",
+                                      "LM (batch size 1" + "0" * 400 + ")"])
+def test_trace_batch_sizes_are_bounded(tmp_path: Path, job_type: str) -> None:
+    """A batch size of 0 raised ZeroDivisionError, a huge one OverflowError."""
+    from fairalloc.errors import InputError
+    from fairalloc.sim import read_trace
+    from fairalloc.sim.workload import MAX_BATCH_SIZE
+
+    with pytest.raises(InputError, match=rf"t\.tsv line 2: batch size .* outside \[1, "
+                                         rf"{MAX_BATCH_SIZE}\]") as info:
+        read_trace(_trace_with(tmp_path, 0, job_type), types=["v100"])
+    assert (info.value.argument, info.value.index) == ("path", (1,))
+
+
+def test_too_many_epochs_for_the_schedule_are_named(tmp_path: Path) -> None:
+    """Steps within MAX_STEPS can still be too many epochs (a batch-size schedule entry per
+    epoch): LM at a batch of 10**9 has one step per epoch."""
+    from fairalloc.errors import InputError
+    from fairalloc.sim import read_trace
+
+    path = _trace_with(tmp_path, 5, "1e9")
+    path.write_text(path.read_text().replace("LM (batch size 10)", "LM (batch size 1000000000)"))
+    with pytest.raises(InputError, match=r"t\.tsv line 2: .*MAX_EPOCHS") as info:
+        read_trace(path, types=["v100"])
+    assert (info.value.argument, info.value.index) == ("path", (1,))
+
+
+def test_simulate_a_trace_with_a_huge_field_is_one_line(tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture) -> None:
+    """``fairalloc simulate --trace`` printed numpy's traceback for a job of 1e300 steps."""
+    trace = _trace_with(tmp_path, 5, "1e300")
+    code = main(["simulate", "--trace", str(trace), "--gpus", "4", "--policy", "fifo",
+                 "--no-plots", "--no-progress", "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert code == 2 and "Traceback" not in err
+    assert len(lines) == 1 and lines[0].startswith("fairalloc simulate: error: --trace: t.tsv "
+                                                   "line 2: field 6 (total steps)"), lines
+    assert not (tmp_path / "out" / "summary.csv").exists()
+
+
+@pytest.mark.parametrize("command", ["simulate", "sweep"])
+@pytest.mark.parametrize(("cluster", "message"), [
+    ("v100=4,v100=8", "type 'v100' is given twice"),
+    ("v100=4, v100 =2", "type 'v100' is given twice"),
+    ("v100=4,=2", "names no type"),
+])
+def test_cluster_names_each_type_once(tmp_path: Path, capsys: pytest.CaptureFixture,
+                                      command: str, cluster: str, message: str) -> None:
+    """A repeated type silently kept its last count (v100=8)."""
+    args = [command, "--cluster", cluster, "--jobs", "2", "--policy", "fifo", "--no-progress",
+            "--out", str(tmp_path / "out")]
+    code = main(args + (["--no-plots"] if command == "simulate" else ["--workers", "1"]))
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    assert code == 2
+    assert len(lines) == 1 and lines[0].startswith(f"fairalloc {command}: error: --cluster")
+    assert message in lines[0]
+
+
+def test_worker_counts_beyond_the_simulator_are_refused(tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture) -> None:
+    """10**19 GPUs overflowed the simulator's int64 counts: a SimulationError after 10,000
+    idle rounds, naming no option."""
+    from fairalloc.sim.cli import MAX_WORKERS
+
+    for option in (["--gpus", str(10**19)], ["--cluster", f"v100=2,k80={MAX_WORKERS + 1}"]):
+        code = main(["simulate", *option, "--jobs", "2", "--policy", "fifo", "--no-plots",
+                     "--no-progress", "--out", str(tmp_path / "out")])
+        err = capsys.readouterr().err
+        assert code == 2 and f"error: {option[0]}" in err and "at most 2,147,483,647" in err

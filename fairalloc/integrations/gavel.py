@@ -53,7 +53,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping
 from typing import Any
 
-from .._validation import as_option
+from .._validation import as_array, as_option, fmt_index
 from ..errors import InputError
 from ..rounds import RoundPolicy, RoundResult
 
@@ -70,6 +70,26 @@ __all__ = [
 ]
 
 NORMALIZATIONS = ("paper", "gavel_code")
+
+#: fairalloc's argument names -> the names of Gavel's ``get_allocation`` arguments (an
+#: [`InputError`][fairalloc.InputError] names the argument the caller passed)
+GAVEL_ARGUMENTS = {"throughput": "unflattened_throughputs", "workers": "cluster_spec",
+                   "types": "cluster_spec", "scale_factor": "scale_factors",
+                   "weight": "unflattened_priority_weights", "elapsed": "times_since_start",
+                   "steps_remaining": "num_steps_remaining",
+                   "entities": "entity_to_job_mapping"}
+
+
+def _gavel_error(exc: InputError) -> InputError:
+    """``exc`` with the argument renamed to Gavel's name for it."""
+    ours = exc.argument or ""
+    name = GAVEL_ARGUMENTS.get(ours)
+    if name is None:
+        return exc
+    text = str(exc)
+    text = (name + text[len(ours):] if text.startswith(ours) and text[len(ours):][:1] in "[ "
+            else f"{name}: {text}")
+    return InputError(text, argument=name, index=exc.index)
 
 
 def _is_pair(job_id: Any) -> bool:
@@ -121,15 +141,51 @@ class GavelPolicy:
             raise InputError(f"job-pair key {pairs[0]!r}: space sharing (Gavel's *WithPacking "
                              "policies) needs "
                              "MaxMinFairnessPolicyWithPacking", argument="unflattened_throughputs")
-        r = self._round.allocate(unflattened_throughputs, cluster_spec, **per_job)
+        try:
+            r = self._round.allocate(unflattened_throughputs, cluster_spec, **per_job)
+        except InputError as exc:
+            raise _gavel_error(exc) from None
         self.last_result = r
         return r.allocation
+
+
+def _by_job(values: Any, name: str, jobs: list[Any], **kw: Any) -> Any:
+    """``values[j]`` for each job ``j``, validated by ``as_array`` (``kw``); errors name
+    ``name`` and the job id."""
+    if not isinstance(values, Mapping):
+        raise InputError(f"{name} must be a dict job_id -> number, got {type(values).__name__}",
+                         argument=name)
+    missing = [j for j in jobs if j not in values]
+    if missing:
+        raise InputError(f"{name} has no entry for job {missing[0]!r}", argument=name)
+    try:
+        return as_array([values[j] for j in jobs], name, ndim=1, allow_empty=True, **kw)
+    except InputError as exc:
+        if exc.index is None or len(exc.index) != 1:
+            raise
+        text = str(exc).replace(f"{name}{fmt_index(exc.index)}",
+                                f"{name}[{jobs[exc.index[0]]!r}]", 1)
+        raise InputError(text, argument=name, index=exc.index) from None
 
 
 def _weights(priority_weights: Any, scale_factors: Any, normalization: str) -> Any:
     if normalization == "paper" or priority_weights is None:
         return priority_weights
-    return {j: float(w) ** 2 / float(scale_factors[j]) for j, w in priority_weights.items()}
+    jobs = list(priority_weights) if isinstance(priority_weights, Mapping) else []
+    w = _by_job(priority_weights, "unflattened_priority_weights", jobs, positive=True)
+    s = (_by_job(scale_factors, "scale_factors", jobs, positive=True, integer=True)
+         if scale_factors is not None else 1.0)
+    import numpy as np
+
+    with np.errstate(over="ignore"):
+        out = w * (w / s)  # w^2 / s, without squaring first (w^2 may overflow where this does not)
+    bad = np.flatnonzero(~np.isfinite(out))
+    if bad.size:
+        j = jobs[int(bad[0])]
+        raise InputError(f"unflattened_priority_weights[{j!r}] = {w[bad[0]]:g}: its square over "
+                         "the scale factor (normalization='gavel_code') overflows a float",
+                         argument="unflattened_priority_weights", index=(int(bad[0]),))
+    return dict(zip(jobs, out.tolist()))
 
 
 class MaxMinFairnessPolicyWithPerf(GavelPolicy):
@@ -300,8 +356,11 @@ class MaxMinFairnessPolicyWithPacking(GavelPolicy):
         single_tp = {j: unflattened_throughputs[j] for j in singles}
         types = tuple(str(t) for t in cluster_spec)
         out: dict[Hashable, dict[str, float]] = {}
-        base = self._round.allocate(single_tp, cluster_spec, scale_factor=scale_factors,
-                                    weight=unflattened_priority_weights)
+        try:
+            base = self._round.allocate(single_tp, cluster_spec, scale_factor=scale_factors,
+                                        weight=unflattened_priority_weights)
+        except InputError as exc:
+            raise _gavel_error(exc) from None
         self.last_result = base
         if not pairs or base.reduced is None:
             out.update(base.allocation)
@@ -311,18 +370,24 @@ class MaxMinFairnessPolicyWithPacking(GavelPolicy):
         run = [j for j in singles if j not in set(base.unrunnable_jobs)]
         pos = {j: i for i, j in enumerate(run)}
         present = [t for t in types if t not in set(base.drained_types)]
-        mem, ptp, keep = [], [], []
+        mem, raw, keep = [], [], []
         for p in pairs:
             a, b = _members(p)
             if a in pos and b in pos:
                 row = unflattened_throughputs[p]
+                if not isinstance(row, Mapping):
+                    raise InputError(f"unflattened_throughputs[{p!r}] must be a dict worker "
+                                     "type -> [rate of member 0, rate of member 1]",
+                                     argument="unflattened_throughputs")
                 mem.append((pos[a], pos[b]))
-                ptp.append([[float(row.get(t, (0.0, 0.0))[0]), float(row.get(t, (0.0, 0.0))[1])]
-                            for t in present])
+                raw.append([row.get(t, (0.0, 0.0)) for t in present])
                 keep.append(p)
+        ptp = _pair_rates(raw, keep, present)
         T = np.array([[float(single_tp[j].get(t, 0.0)) for t in present] for j in run])
-        jobs = Jobs(T, scale_factor=[scale_factors[j] for j in run],
-                    weight=[unflattened_priority_weights[j] for j in run])
+        weights = (None if unflattened_priority_weights is None
+                   else [unflattened_priority_weights[j] for j in run])
+        sfs = None if scale_factors is None else [scale_factors[j] for j in run]
+        jobs = Jobs(T, scale_factor=sfs, weight=weights)
         cluster = Cluster({t: cluster_spec[t] for t in present})
         if not keep:
             out.update(base.allocation)
@@ -347,6 +412,33 @@ class MaxMinFairnessPolicyWithPacking(GavelPolicy):
                       for t in types}
         self.packing_result = r
         return out
+
+
+def _pair_rates(raw: list[list[Any]], keys: list[Any], types: list[str]) -> Any:
+    """Validated pair rates (P, types, 2); errors name the pair key and the worker type."""
+    import numpy as np
+
+    if not raw:
+        return np.zeros((0, len(types), 2))
+    name = "unflattened_throughputs"
+    for key, row in zip(keys, raw):  # each entry: a pair of rates (one per member)
+        for wtype, v in zip(types, row):
+            try:
+                pair = not isinstance(v, str | bytes) and np.shape(v) == (2,)
+            except ValueError:  # ragged
+                pair = False
+            if not pair:
+                raise InputError(f"{name}[{key!r}][{wtype!r}] is {v!r}; a pair key's rate is "
+                                 "[rate of member 0, rate of member 1]", argument=name)
+    try:
+        return as_array(raw, name, ndim=3, shape=(len(keys), len(types), 2))
+    except InputError as exc:
+        if exc.index is None or len(exc.index) != 3:
+            raise
+        p, t, i = exc.index
+        text = str(exc).replace(f"{name}{fmt_index(exc.index)}",
+                                f"{name}[{keys[p]!r}][{types[t]!r}][{i}]", 1)
+        raise InputError(text, argument=name, index=exc.index) from None
 
 
 _BY_NAME: dict[str, type[GavelPolicy]] = {

@@ -65,6 +65,7 @@ from .._validation import (
     as_option,
     as_positive_float,
     as_positive_int,
+    as_real_array,
     fmt_index,
 )
 from ..errors import InputError, only_fairalloc_errors
@@ -236,14 +237,11 @@ def _validate_matrix(values: Any, mask: Any, name: str) -> tuple[np.ndarray, np.
         raw = as_array(values, name, ndim=2, nonneg=False, allow_nan=True)
         W = ~np.isnan(raw)
     else:  # entries outside the mask may hold anything, even inf
-        try:
-            raw = np.array(values, dtype=np.float64, copy=True)
-        except (TypeError, ValueError) as exc:
-            raise InputError(f"{name} must be a numeric array ({exc})", argument=name) from None
+        raw = as_real_array(values, name)
         if raw.ndim != 2 or raw.size == 0:
             raise InputError(f"{name} must be a non-empty 2-D array, got shape {raw.shape}",
                              argument=name)
-        W = np.asarray(as_array(mask, "mask", ndim=2, shape=raw.shape)) != 0
+        W = np.asarray(as_array(mask, "mask", ndim=2, shape=raw.shape, allow_bool=True)) != 0
         bad = W & ~np.isfinite(raw)
         if bad.any():
             idx = tuple(int(i) for i in np.argwhere(bad)[0])

@@ -288,7 +288,8 @@ def _build_rows(
 
     # where a row may run
     if runnable is not None:
-        run = np.asarray(as_array(runnable, "runnable", ndim=2, shape=(n_rows, k))) != 0
+        run = np.asarray(as_array(runnable, "runnable", ndim=2, shape=(n_rows, k),
+                                  allow_bool=True)) != 0
     elif jobs is not None:
         can = np.vstack([jobs.throughput > 0, np.ones((1, k), dtype=bool)])
         run = can[members].all(axis=1)

@@ -30,6 +30,9 @@ _MAX_LEVELS = 31
 _LINEAR: dict[int, list[float]] = {}
 #: the default scaling-control threshold alpha (a documented argument: Ares §3.3)
 DEFAULT_ALPHA = 0.75
+#: limit of the input: most GPUs of a queue's cluster (a heterogeneous cluster is expanded to
+#: one power entry per GPU, 128 MiB at this bound; as the auctions' Topology)
+MAX_GPUS = 1 << 24
 
 
 def _validate_alpha(alpha: Any) -> float:
@@ -245,7 +248,13 @@ def _cluster_power(
             raise InputError(f"{name} is empty: the cluster needs at least one GPU type",
                              argument=name)
         types = tuple(str(t) for t in num_gpus)
+        if len(set(types)) != len(types):
+            raise InputError(f"{name} names a GPU type twice (type names are compared as "
+                             "strings)", argument=name)
         counts = as_array(list(num_gpus.values()), name, ndim=1, positive=True, integer=True)
+        if counts.sum() > MAX_GPUS:
+            raise InputError(f"{name} counts {counts.sum():g} GPUs; a queue schedules at most "
+                             f"{MAX_GPUS:,} (MAX_GPUS)", argument=name)
         if gpu_power is None:
             tpow = np.ones(len(types))
         else:
@@ -267,6 +276,9 @@ def _cluster_power(
             raise InputError("gpu_power needs num_gpus as a mapping of GPU type to count",
                              argument="gpu_power")
         m = as_positive_int(num_gpus, name)
+        if m > MAX_GPUS:
+            raise InputError(f"{name} = {m}; a queue schedules at most {MAX_GPUS:,} GPUs "
+                             "(MAX_GPUS)", argument=name)
         return m, None, ("gpu",), np.array([float(m)]), np.array([1.0])
     rank = np.argsort(-tpow, kind="stable")
     types = tuple(types[i] for i in rank)

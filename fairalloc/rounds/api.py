@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import time
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
@@ -71,8 +72,10 @@ from .._validation import (
     as_bool,
     as_option,
     as_positive_int,
+    as_real_array,
     as_time_limit,
     as_tolerance,
+    fmt_index,
 )
 from ..data import Cluster, Jobs
 from ..errors import InputError
@@ -202,7 +205,8 @@ def _matrix(throughput: Any, workers: Any, job_ids: Any, types: Any
     if isinstance(throughput, Mapping):
         ids = tuple(throughput)
         rows = list(throughput.values())
-        if not all(type(row) is dict for row in rows):  # (the common case, checked fast)
+        plain = set(map(type, rows)) <= {dict}  # (the common case, checked in C)
+        if not plain:
             for j, row in zip(ids, rows):
                 if not isinstance(row, Mapping):
                     raise InputError(f"throughput[{j!r}] must be a mapping worker type -> "
@@ -215,14 +219,19 @@ def _matrix(throughput: Any, workers: Any, job_ids: Any, types: Any
         extra = keys - set(wtypes)
         all_types = wtypes + tuple(sorted(extra))
         cap = np.concatenate((cap, np.zeros(len(extra))))
-        try:  # column by column: one pass over the rows per type
-            T = np.array([[row.get(t, 0.0) for row in rows] for t in all_types],
-                         dtype=float).T
-        except (TypeError, ValueError) as exc:
-            raise InputError(f"throughput rates must be numbers ({exc})",
-                             argument="throughput") from None
-        T = T.reshape(len(ids), len(all_types))
-        T = as_array(T, "throughput", ndim=2, allow_empty=True)
+        # column by column: one pass over the rows per type (dict.get mapped in C)
+        by_type = ([list(map(dict.get, rows, itertools.repeat(t), itertools.repeat(0.0)))
+                    for t in all_types] if plain else
+                   [[row.get(t, 0.0) for row in rows] for t in all_types])
+        try:
+            T = as_real_array(by_type, "throughput")
+        except InputError as exc:  # name the job and the type, not the column's position
+            raise _rate_error(exc if exc.index else _first_nested(by_type), ids,
+                              all_types) from None
+        if T.ndim != 2 and T.size:  # (a list or an array given as one rate: one level more)
+            raise _rate_error(_first_nested(by_type), ids, all_types)
+        T = as_array(T.T.reshape(len(ids), len(all_types)), "throughput", ndim=2,
+                     allow_empty=True)
         return T, cap, ids, all_types
     if hasattr(throughput, "index") and hasattr(throughput, "columns") and hasattr(
             throughput, "to_numpy"):  # a pandas DataFrame: index job ids, columns types
@@ -248,12 +257,45 @@ def _matrix(throughput: Any, workers: Any, job_ids: Any, types: Any
     return T, cap, ids, wtypes
 
 
+def _first_nested(cols: list[list[Any]]) -> InputError:
+    """The error naming the first rate (column ``t``, row ``j``) that is not a scalar."""
+    for t, col in enumerate(cols):
+        for j, v in enumerate(col):
+            if (isinstance(v, Sequence) and not isinstance(v, str | bytes)) or (
+                    isinstance(v, np.ndarray) and v.ndim):
+                return InputError(f"throughput{fmt_index((t, j))} is {v!r}: a "
+                                  f"{type(v).__name__} where a number belongs; every entry must "
+                                  "be a real number", argument="throughput", index=(t, j))
+    return InputError("throughput rates must be numbers", argument="throughput")  # unreached
+
+
+def _rate_error(exc: InputError, ids: tuple[Hashable, ...], tnames: tuple[str, ...]
+                ) -> InputError:
+    """``exc`` about entry (type, job) of the column-major rates, naming the job and type; its
+    index is (job, type) in the returned order."""
+    if exc.index is None or len(exc.index) != 2:
+        return exc
+    t, j = exc.index
+    head = f"throughput{fmt_index(exc.index)}"
+    text = str(exc)
+    detail = text[len(head):] if text.startswith(head) else f": {text}"
+    return InputError(f"throughput[{ids[j]!r}][{tnames[t]!r}]{detail}", argument="throughput",
+                      index=(j, t))
+
+
 def _per_job(value: Any, name: str, ids: tuple[Hashable, ...], **kw: Any) -> np.ndarray | None:
     """A per-job quantity given as a mapping job -> value or an array in job order."""
     if value is None:
         return None
-    return as_array(_listed_by_job(value, name, ids), name, ndim=1, shape=(len(ids),),
-                    allow_empty=True, **kw)
+    try:
+        return as_array(_listed_by_job(value, name, ids), name, ndim=1, shape=(len(ids),),
+                        allow_empty=True, **kw)
+    except InputError as exc:  # a mapping's entry: name its job id, not its position
+        if not isinstance(value, Mapping) or exc.index is None or len(exc.index) != 1:
+            raise
+        head = f"{name}{fmt_index(exc.index)}"
+        text = str(exc).replace(head, f"{name}[{ids[exc.index[0]]!r}]", 1)
+        raise InputError(text, argument=name, index=exc.index) from None
 
 
 def _listed_by_job(value: Any, name: str, ids: tuple[Hashable, ...]) -> Any:
@@ -261,7 +303,7 @@ def _listed_by_job(value: Any, name: str, ids: tuple[Hashable, ...]) -> Any:
     if not isinstance(value, Mapping):
         return value
     try:
-        return [value[j] for j in ids]
+        return list(map(value.__getitem__, ids))
     except KeyError as exc:
         raise InputError(f"{name} has no entry for job {exc.args[0]!r}",
                          argument=name) from None
@@ -271,13 +313,8 @@ def _slo_array(slo: Any, ids: tuple[Hashable, ...]) -> np.ndarray | None:
     """SLOs in job order (seconds; ``inf``: none); their values are validated by MinCost."""
     if slo is None:
         return None
-    slo = _listed_by_job(slo, "slo", ids)
-    try:
-        raw = np.asarray(slo)
-        arr = np.array(raw, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise InputError(f"slo must be seconds per job ({exc})", argument="slo") from None
-    if arr.shape != (len(ids),) or raw.dtype.kind in "USO":
+    arr = as_real_array(_listed_by_job(slo, "slo", ids), "slo")
+    if arr.shape != (len(ids),):
         raise InputError(f"slo must be {len(ids)} numbers (seconds; inf: none)",
                          argument="slo")
     return arr

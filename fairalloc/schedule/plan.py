@@ -21,6 +21,7 @@ from .._validation import (
     as_option,
     as_positive_float,
     as_positive_int,
+    as_real_array,
     as_time_limit,
     as_tolerance,
 )
@@ -515,11 +516,7 @@ def plan_schedule(
 
 def _as_limits(value: Any, n: int) -> np.ndarray:
     """``remaining_limit`` as a float array of shape (n,): non-negative, ``inf`` allowed."""
-    try:
-        arr = np.array(value, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise InputError(f"remaining_limit is not numeric: {exc}",
-                         argument="remaining_limit") from exc
+    arr = as_real_array(value, "remaining_limit")
     if arr.shape != (n,):
         raise InputError(f"remaining_limit has shape {arr.shape}; expected ({n},)",
                          argument="remaining_limit")

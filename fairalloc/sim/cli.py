@@ -57,6 +57,9 @@ PERCENT = 100.0
 PROGRESS_INTERVAL = 5.0
 #: on a terminal, the progress line is redrawn at most every this many seconds
 TTY_REFRESH = 0.2
+#: most workers of one type (``--gpus``, ``--cluster``): the simulator counts workers in int64
+#: and Shockwave's plans take at most this many GPUs
+MAX_WORKERS = 2**31 - 1
 
 _HOURS = ("h", SECONDS_PER_HOUR, "{:.2f}")
 _PERCENT = ("%", 1.0 / PERCENT, "{:.1f}")
@@ -132,13 +135,30 @@ def _cluster(args: argparse.Namespace) -> dict[str, int]:
                 raise InputError(f"--cluster {args.cluster!r}: expected TYPE=COUNT,...",
                                  argument="--cluster")
             t, c = part.split("=", 1)
+            t = t.strip()
+            if not t:
+                raise InputError(f"--cluster {args.cluster!r}: {part!r} names no type; "
+                                 "expected TYPE=COUNT,...", argument="--cluster")
+            if t in spec:
+                raise InputError(f"--cluster {args.cluster!r}: type {t!r} is given twice "
+                                 "(each type once, with its count)", argument="--cluster")
             try:
-                spec[t.strip()] = as_positive_int(int(c), f"--cluster {t.strip()}")
+                count = int(c)
             except ValueError:
                 raise InputError(f"--cluster: {c!r} is not an integer",
                                  argument="--cluster") from None
+            spec[t] = _workers(count, f"--cluster {t}")
         return spec
-    return {args.gpu_type: as_positive_int(args.gpus, "--gpus")}
+    return {args.gpu_type: _workers(args.gpus, "--gpus")}
+
+
+def _workers(value: int, option: str) -> int:
+    """A worker count of the simulated cluster: a positive integer up to `MAX_WORKERS`."""
+    count = as_positive_int(value, option)
+    if count > MAX_WORKERS:
+        raise InputError(f"{option}: {count} workers; at most {MAX_WORKERS:,} per type",
+                         argument=option.split()[0])
+    return count
 
 
 def _check_common(args: argparse.Namespace) -> None:

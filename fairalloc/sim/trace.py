@@ -10,6 +10,13 @@ directory, num-steps argument, needs-data-dir flag, **total steps** (at the init
 [`read_trace`][fairalloc.sim.read_trace] takes the job's speed at its initial configuration on the
 reference type from ``total steps / duration`` and the relative speeds of other types and batch
 sizes from the throughput table.
+
+Every numeric field is bounded by what the simulator represents (the constants of
+[`fairalloc.sim.workload`][fairalloc.sim.workload]: total steps in [1, `MAX_STEPS`] and at most
+`MAX_EPOCHS` epochs, batch size in [1, `MAX_BATCH_SIZE`], scale factor an integer in [1,
+`MAX_SCALE_FACTOR`], priority weight in [`MIN_WEIGHT`, `MAX_WEIGHT`], duration in
+[`MIN_DURATION`, `MAX_DURATION`], arrival time in [0, `MAX_SECONDS`]); a field outside its
+bounds is an [`InputError`][fairalloc.InputError] naming the file, the line and the field.
 """
 
 from __future__ import annotations
@@ -24,7 +31,17 @@ from .._validation import as_finite_float, as_positive_int
 from ..errors import InputError
 from ._files import as_names, as_path, read_text
 from .models import MODES, ThroughputTable, split_job_type
-from .workload import Workload, job_from_config
+from .workload import (
+    MAX_DURATION,
+    MAX_SCALE_FACTOR,
+    MAX_SECONDS,
+    MAX_STEPS,
+    MAX_WEIGHT,
+    MIN_DURATION,
+    MIN_WEIGHT,
+    Workload,
+    job_from_config,
+)
 
 __all__ = ["read_trace"]
 
@@ -43,6 +60,8 @@ COL_WEIGHT = 8
 COL_DURATION = 10
 #: column of the arrival time (seconds)
 COL_ARRIVAL = 11
+#: characters of a bad field quoted in a message (display only)
+_SHOWN_CHARS = 40
 
 def read_trace(path: str | Path, *, throughputs: ThroughputTable | str | Path | None = None,
                reference_type: str | None = None, types: Sequence[str] | None = None,
@@ -115,28 +134,37 @@ def read_trace(path: str | Path, *, throughputs: ThroughputTable | str | Path | 
                              f"{len(row)}",
                              argument="path", index=(i,))
 
-        def field(col: int, name: str, *, integer: bool = False, zero: bool = False,
-                  where: str = where, row: list[str] = row, i: int = i) -> float:
+        def field(col: int, name: str, lo: float, hi: float, *, integer: bool = False,
+                  zero: bool = False, where: str = where, row: list[str] = row,
+                  i: int = i) -> float:
             text = row[col].strip()
+            shown = repr(row[col]) if len(row[col]) <= _SHOWN_CHARS else \
+                f"{row[col][:_SHOWN_CHARS]!r}... ({len(row[col])} characters)"
             try:
                 value = float(text)
             except ValueError:
-                raise InputError(f"{where}: field {col + 1} ({name}) is {row[col]!r}, not a "
+                raise InputError(f"{where}: field {col + 1} ({name}) is {shown}, not a "
                                  "number", argument="path", index=(i,)) from None
             need = "non-negative" if zero else "positive"
             if not math.isfinite(value) or value < 0 or (value == 0 and not zero):
-                raise InputError(f"{where}: field {col + 1} ({name}) is {row[col]!r}; it must "
+                raise InputError(f"{where}: field {col + 1} ({name}) is {shown}; it must "
                                  f"be a finite {need} number", argument="path", index=(i,))
             if integer and value != math.floor(value):
-                raise InputError(f"{where}: field {col + 1} ({name}) is {row[col]!r}; it must "
+                raise InputError(f"{where}: field {col + 1} ({name}) is {shown}; it must "
                                  "be an integer", argument="path", index=(i,))
+            if not lo <= value <= hi:
+                rng = ", ".join(f"{b:g}" if float(f"{b:g}") == b else str(int(b))
+                                for b in (lo, hi))
+                raise InputError(f"{where}: field {col + 1} ({name}) is {shown}; it must be "
+                                 f"in [{rng}] (what the simulator represents)",
+                                 argument="path", index=(i,))
             return value
 
-        steps = field(COL_STEPS, "total steps")
-        sf = int(field(COL_SCALE_FACTOR, "scale factor", integer=True))
-        weight = field(COL_WEIGHT, "priority weight")
-        duration = field(COL_DURATION, "duration")
-        arrival = field(COL_ARRIVAL, "arrival time", zero=True)
+        steps = field(COL_STEPS, "total steps", 1.0, MAX_STEPS)
+        sf = int(field(COL_SCALE_FACTOR, "scale factor", 1.0, MAX_SCALE_FACTOR, integer=True))
+        weight = field(COL_WEIGHT, "priority weight", MIN_WEIGHT, MAX_WEIGHT)
+        duration = field(COL_DURATION, "duration", MIN_DURATION, MAX_DURATION)
+        arrival = field(COL_ARRIVAL, "arrival time", 0.0, MAX_SECONDS, zero=True)
         mode = row[COL_MODE].strip().lower()
         if mode not in MODES:
             raise InputError(f"{where}: field 8 (mode) is {row[7]!r}, not one of {MODES}",
@@ -149,11 +177,16 @@ def read_trace(path: str | Path, *, throughputs: ThroughputTable | str | Path | 
         if not model:
             raise InputError(f"{where}: field 1 (job type) is empty", argument="path",
                              index=(i,))
-        with np.errstate(all="ignore"):
-            spec, cap = job_from_config(table, model=model, batch=batch, sf=sf, mode=mode,
-                                         steps=steps, arrival=arrival, weight=weight,
-                                         reference=ref, duration=duration, job_id=i,
-                                         scaling=eff, where=where)
+        try:
+            with np.errstate(all="ignore"):
+                spec, cap = job_from_config(table, model=model, batch=batch, sf=sf,
+                                             mode=mode, steps=steps, arrival=arrival,
+                                             weight=weight, reference=ref, duration=duration,
+                                             job_id=i, scaling=eff, where=where)
+        except InputError as exc:  # the line's fields (its message names file and line)
+            if exc.argument == "throughputs":
+                raise
+            raise InputError(str(exc), argument="path", index=(i,)) from None
         specs.append(spec)
         caps.append(cap)
     try:

@@ -14,6 +14,15 @@ Model families, throughput tables and batch-size schedules:
 [`fairalloc.sim.generator`][fairalloc.sim.generator]; the trace reader:
 [`fairalloc.sim.trace`][fairalloc.sim.trace]. `job_from_config` builds one job from a (model, batch
 size, steps) description for both.
+
+What the simulator represents
+-----------------------------
+A job described by (model, batch size, steps) -- a trace line or a generated job -- is bounded by
+these constants (a value outside them is an [`InputError`][fairalloc.InputError], named by
+file, line and field for a trace): `MAX_STEPS` training steps, `MAX_EPOCHS` epochs (its
+batch-size schedule holds one entry per epoch), batch sizes up to `MAX_BATCH_SIZE`, gangs up
+to `MAX_SCALE_FACTOR` workers, arrival times up to `MAX_SECONDS`, durations in
+[`MIN_DURATION`, `MAX_DURATION`] and priority weights in [`MIN_WEIGHT`, `MAX_WEIGHT`].
 """
 
 from __future__ import annotations
@@ -27,6 +36,7 @@ import numpy as np
 
 from .._validation import (
     as_array,
+    as_real_array,
     fmt_index,
 )
 from ..data import Cluster
@@ -43,12 +53,39 @@ from .models import (
     run_lengths,
 )
 
-__all__ = ["JobSpec", "Workload", "job_from_config"]
+__all__ = ["MAX_BATCH_SIZE", "MAX_DURATION", "MAX_EPOCHS", "MAX_SCALE_FACTOR", "MAX_SECONDS",
+           "MAX_STEPS", "MAX_WEIGHT", "MIN_DURATION", "MIN_WEIGHT", "JobSpec", "Workload",
+           "job_from_config"]
 
 #: floor of an iterations-per-second rate under a division (no division-by-zero warning)
 MIN_RATE = 1e-300
 #: a last regime shorter than this many epochs (a fractional last epoch's round-off) is dropped
 LAST_REGIME_MIN_EPOCHS = 1e-12
+
+# bounds of a job described by (model, batch size, steps): what the simulator represents
+#: most training steps of one job (a trillion; integers up to 2**53 are exact floats)
+MAX_STEPS = 1e12
+#: most epochs of one job: its batch-size schedule is an array with one entry per epoch
+MAX_EPOCHS = 1_000_000
+#: largest batch size (samples per step; batch sizes are int64 in the schedules)
+MAX_BATCH_SIZE = 2**30
+#: largest gang (workers a job uses at once), far above any simulated cluster
+MAX_SCALE_FACTOR = 2**20
+#: latest arrival, in seconds (about 32 years: float time stays exact to well under a
+#: microsecond; the simulator skips idle time)
+MAX_SECONDS = 1e9
+#: longest duration of a job alone, in seconds (about 3 years; the simulator runs every round
+#: of a job's life: up to about 280,000 rounds of Gavel's 360 s, which take minutes)
+MAX_DURATION = 1e8
+#: shortest duration in seconds (with `MAX_STEPS`, rates stay below 1e18 steps/s)
+MIN_DURATION = 1e-6
+#: smallest and largest priority weight (relative priorities: the policies' programs are
+#: certified to relative tolerances, so a ratio above 1e12 would lose the lightest jobs)
+MIN_WEIGHT = 1e-6
+#: see `MIN_WEIGHT`
+MAX_WEIGHT = 1e6
+#: digits of an out-of-range integer quoted in a message (display only)
+_SHOWN_DIGITS = 20
 
 # jobs and workloads
 # --------------------------------------------------------------------------------------------
@@ -178,14 +215,16 @@ class Workload:
             r = len(job.regimes)
             nreg[i] = r
             try:
-                b = np.array([float(reg[0]) for reg in job.regimes])
-                ep = np.array([float(reg[1]) for reg in job.regimes])
-                sec = np.array([np.asarray(reg[2], dtype=float).reshape(-1)
-                                if np.ndim(reg[2]) else np.full(k, float(reg[2]))
-                                for reg in job.regimes])
-            except (TypeError, ValueError, IndexError):
+                b = as_real_array([reg[0] for reg in job.regimes], "batch_size")
+                ep = as_real_array([reg[1] for reg in job.regimes], "epochs")
+                secs = [as_real_array(reg[2], "epoch_seconds") for reg in job.regimes]
+                sec = np.array([np.full(k, float(s)) if s.ndim == 0 else s.reshape(-1)
+                                for s in secs])
+            except (TypeError, ValueError, IndexError) as exc:  # (InputError too)
+                detail = f" ({exc})" if isinstance(exc, InputError) else ""
                 raise InputError(f"{name}.regimes must be (batch_size, epochs, epoch_seconds) "
-                                 "triples", argument="jobs", index=(i,)) from None
+                                 f"triples of real numbers{detail}", argument="jobs",
+                                 index=(i,)) from None
             if sec.shape != (r, k):
                 raise InputError(f"{name}.regimes: epoch_seconds must have {k} entries (one per "
                                  f"type), got shape {sec.shape[1:]}", argument="jobs", index=(i,))
@@ -204,8 +243,12 @@ class Workload:
                 raise InputError(f"{name} cannot run on any type (every type has an infinite "
                                  "epoch time in some regime)", argument="jobs", index=(i,))
             sec[:, ~usable] = np.inf
-            it = (np.ones(r) if job.iterations_per_epoch is None
-                  else np.asarray(job.iterations_per_epoch, dtype=float).reshape(-1))
+            try:
+                it = (np.ones(r) if job.iterations_per_epoch is None
+                      else as_real_array(job.iterations_per_epoch,
+                                         "iterations_per_epoch").reshape(-1))
+            except InputError as exc:
+                raise InputError(f"{name}.{exc}", argument="jobs", index=(i,)) from None
             if it.shape != (r,) or not (np.isfinite(it).all() and (it > 0).all()):
                 raise InputError(f"{name}.iterations_per_epoch must have one positive entry "
                                  "per regime", argument="jobs", index=(i,))
@@ -410,7 +453,15 @@ def job_from_config(table: ThroughputTable, *, model: str, batch: int | None, sf
                      mode: str, steps: float, arrival: float, weight: float,
                      reference: int, duration: float | None, job_id: Hashable,
                      scaling: float, where: str) -> tuple[JobSpec, float]:
-    """Regimes of one job (the trace reader and the generator share this)."""
+    """Regimes of one job (the trace reader and the generator share this; bounds in the
+    module notes)."""
+    if batch is not None and not 1 <= batch <= MAX_BATCH_SIZE:
+        shown = str(batch) if len(str(batch)) <= _SHOWN_DIGITS else f"a {len(str(batch))}-digit"
+        raise InputError(f"{where}: batch size {shown} is outside [1, {MAX_BATCH_SIZE}]",
+                         argument="batch")
+    if not 0 < steps <= MAX_STEPS:
+        raise InputError(f"{where}: {steps:g} steps is outside (0, {MAX_STEPS:g}]",
+                         argument="steps")
     base = table.rate(model, batch, sf)
     if base is None or not (base > 0).any():
         if duration is None:
@@ -428,6 +479,11 @@ def job_from_config(table: ThroughputTable, *, model: str, batch: int | None, sf
     else:
         factor = 1.0
     info = MODELS.get(model)
+    if info is not None and batch is not None and (
+            steps / math.ceil(info.dataset_size / batch) > MAX_EPOCHS):
+        raise InputError(f"{where}: {steps:g} steps of {model} at batch size {batch} are "
+                         f"{steps / math.ceil(info.dataset_size / batch):g} epochs, more than "
+                         f"the {MAX_EPOCHS:,} a job may have (MAX_EPOCHS)", argument="steps")
     if info is None or batch is None:
         epochs_total = NOMINAL_EPOCHS
         it0 = steps / epochs_total
