@@ -219,7 +219,7 @@ def solve_cvxpy(
         raise
     except Exception as exc:  # cvxpy.error.SolverError, DCPError, numerical errors ...
         raise SolverError(f"cvxpy/clarabel raised {type(exc).__name__}: {exc}",
-                          backend=inst.name, status="exception") from exc
+                          backend=inst.name, raw_status="exception") from exc
     status = str(getattr(raw, "status", ""))
     canonical = inst.canonical_status(status)
     if canonical == SolveStatus.INFEASIBLE:

@@ -100,18 +100,16 @@ class SolveLog:
     (('structured-level', 1), ('exact-lp', 2))
     """
 
-    __slots__ = ("_events", "_handovers", "backends", "hit_limit", "iterations", "raw_status",
-                 "solves")
+    __slots__ = ("_events", "_handovers", "_records", "hit_limit", "iterations", "raw_status")
 
     def __init__(self) -> None:
         self._events: list[str] = []
         self._handovers: list[str] = []
-        #: the backends that ran, in the order they first ran
-        self.backends: list[str] = []
+        #: one ``(backend, raw status, counted)`` per backend solve (`solved`)
+        self._records: list[tuple[str, str, bool]] = []
         #: the last backend solve's own status string
         self.raw_status = ""
         self.iterations = 0
-        self.solves = 0
         #: a backend solve stopped at a time or work limit
         self.hit_limit = False
 
@@ -125,30 +123,46 @@ class SolveLog:
         (``stats.fallbacks``, as ``"source->target: reason"``)."""
         self._handovers.append(f"{source}->{target}: {reason}")
 
-    def solved(self, backend: str, raw_status: str = "", iterations: int = 0, *,
+    def solved(self, backend: str, raw_status: str | None = "", iterations: int = 0, *,
                status: SolveStatus | None = None, count: bool = True) -> None:
-        """Record one backend solve (``count=False``: a solve counted elsewhere, only its
-        backend and status are noted)."""
-        if backend and backend not in self.backends:
-            self.backends.append(backend)
-        self.raw_status = str(raw_status)
+        """Record one backend solve (``count=False``: a solve counted by the caller, only its
+        backend and status are noted; ``raw_status=None``: leave the last status as it is)."""
+        if raw_status is not None:
+            self.raw_status = str(raw_status)
+        self._records.append((backend, self.raw_status, bool(count)))
         self.iterations += int(iterations)
-        self.solves += int(count)
         if status in (SolveStatus.TIME_LIMIT, SolveStatus.ITERATION_LIMIT):
             self.hit_limit = True
 
+    def replay(self, path: tuple[str, ...], fallbacks: tuple[str, ...]) -> None:
+        """Append a finished sub-call's ``stats.path`` and ``stats.fallbacks``."""
+        self._events.extend(path)
+        self._handovers.extend(fallbacks)
+
     def absorb(self, other: SolveLog) -> None:
-        """Append everything ``other`` recorded (a sub-solve's log) to this log."""
+        """Append everything ``other`` recorded (a sub-solve's or a worker's log)."""
         self._events.extend(other._events)
         self._handovers.extend(other._handovers)
-        for b in other.backends:
-            if b not in self.backends:
-                self.backends.append(b)
-        if other.solves:
+        self._records.extend(other._records)
+        if other._records:
             self.raw_status = other.raw_status
         self.iterations += other.iterations
-        self.solves += other.solves
         self.hit_limit |= other.hit_limit
+
+    def mark(self) -> tuple[int, int, int]:
+        """A position in the log (see `since`, `cut`)."""
+        return len(self._events), len(self._handovers), len(self._records)
+
+    def cut(self, mark: tuple[int, int, int]) -> SolveLog:
+        """Remove what was recorded after ``mark`` and return it as a log of its own."""
+        sub = SolveLog()
+        sub._events = self._events[mark[0]:]
+        sub._handovers = self._handovers[mark[1]:]
+        sub._records = self._records[mark[2]:]
+        if sub._records:
+            sub.raw_status = sub._records[-1][1]
+        del self._events[mark[0]:], self._handovers[mark[1]:], self._records[mark[2]:]
+        return sub
 
     # --- reading --------------------------------------------------------------------------
     @property
@@ -177,15 +191,27 @@ class SolveLog:
         return tuple(out)
 
     @property
+    def hand_overs(self) -> tuple[str, ...]:
+        """Every hand-over in the order it happened (uncompressed)."""
+        return tuple(self._handovers)
+
+    @property
+    def backends(self) -> list[str]:
+        """The backends that ran, in the order they first ran."""
+        return list(dict.fromkeys(b for b, _, _ in self._records if b))
+
+    @property
+    def solves(self) -> int:
+        """How many backend solves were recorded (and counted)."""
+        return sum(1 for _, _, counted in self._records if counted)
+
+    @property
     def backend(self) -> str:
         """The backends that ran, joined by ``+`` (``"none"`` when none did)."""
-        return "+".join(self.backends) if self.backends else "none"
+        names = self.backends
+        return "+".join(names) if names else "none"
 
-    def mark(self) -> tuple[int, int]:
-        """A position in the log (see `since`)."""
-        return len(self._events), len(self._handovers)
-
-    def since(self, mark: tuple[int, int]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    def since(self, mark: tuple[int, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """``(steps, fallbacks)`` recorded after ``mark`` (steps uncompressed)."""
         sub = SolveLog()
         sub._handovers = self._handovers[mark[1]:]

@@ -16,7 +16,7 @@ import pytest
 import scipy.sparse as sp
 
 import fairalloc as fa
-from fairalloc.markets.engine import EdgeForm, SolveLog, edge_starts, solve_conic
+from fairalloc.markets.engine import EdgeForm, EngineLog, edge_starts, solve_conic
 from fairalloc.markets.ipm import ipm_batch, ipm_solve, polish_forest_edges
 from fairalloc.markets.warm import reduced_solve, solve_warm
 
@@ -168,19 +168,19 @@ def test_invalid_input_is_reported_unconverged(bad: str) -> None:
 def test_reduced_solve_falls_back_to_the_conic_engine(monkeypatch: pytest.MonkeyPatch) -> None:
     U = np.array([[2.0, 1.0, 0.5], [1.0, 1.0, 1.0], [0.2, 3.0, 1.0]])
     B, s = np.ones(3), np.ones(3)
-    log = SolveLog(on_solve=None)
+    log = EngineLog(on_solve=None)
     x_ipm, p_ipm = reduced_solve(U, B, s, U > 0, np.ones(3), log)
-    assert log.fallbacks == [] and log.used == []  # the interior-point method: no backend
+    assert log.fallbacks == () and log.backends == []  # the interior-point method: no backend
 
     def singular(*args: object, **kwargs: object) -> None:
         raise np.linalg.LinAlgError("Singular matrix")
 
     monkeypatch.setattr(np.linalg, "solve", singular)
     seen: list[tuple[str, str]] = []
-    log = SolveLog(on_solve=lambda name, status: seen.append((name, status)))
+    log = EngineLog(on_solve=lambda name, status: seen.append((name, status)))
     x_conic, p_conic = reduced_solve(U, B, s, U > 0, np.ones(3), log)
-    assert log.fallbacks == ["ipm->conic: the interior-point method did not converge"]
-    assert log.used == ["clarabel"] and seen and seen[0][0] == "clarabel"
+    assert log.fallbacks == ("ipm->conic: the interior-point method did not converge",)
+    assert log.backends == ["clarabel"] and seen and seen[0][0] == "clarabel"
     # the same market: Clarabel's raw duals are accurate to ~sqrt of its tolerance
     np.testing.assert_allclose(p_conic, p_ipm, rtol=1e-5)
     np.testing.assert_allclose(x_conic, x_ipm, atol=1e-5)
@@ -190,9 +190,9 @@ def test_warm_search_certifies_against_clarabel() -> None:
     rng = np.random.default_rng(7)
     U = rng.uniform(0.0, 1.0, (30, 5))
     B, s = np.ones(30), np.ones(5)
-    log = SolveLog()
+    log = EngineLog()
     pt = solve_warm(U, B, s, np.full(5, 6.0), tol=1e-10, accept=1e-9, log=log)
-    assert pt.gap <= 1e-10 and log.fallbacks == []
+    assert pt.gap <= 1e-10 and log.fallbacks == ()
     _agrees(pt.primal, pt.dual, pt.prices, _clarabel(U, B, s), 30.0)
 
 

@@ -21,6 +21,7 @@ import numpy as np
 from .._validation import as_positive_int
 from ..errors import FairallocError, SolverError
 from ..results import SolveStats
+from ..solvelog import SolveLog
 
 #: PERFORMANCE knob: leave-one-out solves are cut into this many chunks per worker process
 #: (small chunks balance the load; each chunk costs one inter-process round trip).
@@ -28,60 +29,52 @@ CHUNKS_PER_WORKER = 4
 #: PERFORMANCE knob: processes used when ``workers=None`` (at most the machine's cores).
 DEFAULT_WORKERS = 2
 
-# kinds of log events
-_SOLVE = "solve"  # (kind, backend, raw status): one backend solve
-_STEP = "step"  # (kind, step name, ""): a named algorithm step ran (stats.path)
-_FALLBACK = "fallback"  # (kind, "from->to: reason", ""): a hand-over (stats.fallbacks)
-
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
 _WORKER: tuple[Callable[..., Any], Any, bool] | None = None
-_LOG = threading.local()  # this thread's events (_SOLVE, _STEP, _FALLBACK), in order
+_LOG = threading.local()  # this thread's solve log (`fairalloc.solvelog.SolveLog`)
 
 
-def _used() -> list[tuple[str, str, str]]:
-    """This thread's event log (see `_record`, `_step`, `_fallback`)."""
-    log = getattr(_LOG, "events", None)
+def _used() -> SolveLog:
+    """This thread's solve log (see `_record`, `_step`, `_hand_over`); a call marks its
+    start (``SolveLog.mark``) and `_solve_stats` cuts what it recorded."""
+    log = getattr(_LOG, "log", None)
     if log is None:
-        log = _LOG.events = []
+        log = _LOG.log = SolveLog()
     return log
 
 
 def _record(backend: str, raw_status: str) -> None:
     """Note that ``backend`` ran a solve that ended in ``raw_status`` (for ``SolveStats``)."""
-    _used().append((_SOLVE, str(backend), str(raw_status)))
+    _used().solved(str(backend), str(raw_status))
 
 
 def _step(name: str) -> None:
     """Note that the named algorithm step ``name`` ran (``stats.path``)."""
-    _used().append((_STEP, name, ""))
+    _used().step(name)
 
 
-def _fallback(source: str, target: str, reason: str) -> None:
-    """Note a hand-over from step ``source`` to the slower ``target`` (``stats.fallbacks``)."""
-    _used().append((_FALLBACK, f"{source}->{target}: {reason}", ""))
+def _hand_over(source: str, target: str, reason: str) -> None:
+    """Note a hand-over from step ``source`` to ``target`` (``stats.fallbacks``)."""
+    _used().hand_over(source, target, reason)
 
 
-def _solve_stats(mark: int, *, method: str, t0: float, solves: int) -> SolveStats:
-    """SolveStats of the events since ``_used()[mark]`` (which are dropped from the log).
+def _solve_stats(mark: tuple[int, int, int], *, method: str, t0: float, solves: int
+                 ) -> SolveStats:
+    """SolveStats of what was logged since ``mark`` (cut from the log).
 
     ``backend`` names the backends that really ran (``"numpy"`` if only fairalloc's own numpy
     code did) with the last backend solve's raw status; ``path`` and ``fallbacks`` list each
     distinct step and hand-over once, in the order they first happened (a call with many
     leave-one-out solves would otherwise repeat them per solve).
     """
-    log = _used()
-    ran = log[mark:]
-    del log[mark:]
-    solved = [(name, raw) for kind, name, raw in ran if kind == _SOLVE]
-    names = list(dict.fromkeys(name for name, _ in solved))
-    path = tuple(dict.fromkeys(name for kind, name, _ in ran if kind == _STEP))
-    fallbacks = tuple(dict.fromkeys(text for kind, text, _ in ran if kind == _FALLBACK))
-    return SolveStats(backend="+".join(names) if names else "numpy", method=method,
+    ran = _used().cut(mark)
+    return SolveStats(backend=ran.backend if ran.backends else "numpy", method=method,
                       seconds=time.perf_counter() - t0, solves=solves,
-                      raw_status=solved[-1][1] if solved else "", path=path,
-                      fallbacks=fallbacks)
+                      raw_status=ran.raw_status, path=tuple(dict.fromkeys(ran.steps)),
+                      fallbacks=tuple(dict.fromkeys(ran.hand_overs)),
+                      step_counts=ran.step_counts)
 
 
 def _clean_log(func: Callable[_P, _R]) -> Callable[_P, _R]:
@@ -90,11 +83,11 @@ def _clean_log(func: Callable[_P, _R]) -> Callable[_P, _R]:
 
     @functools.wraps(func)
     def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
-        mark = len(_used())
+        mark = _used().mark()
         try:
             return func(*args, **kwargs)
         finally:
-            del _used()[mark:]
+            _used().cut(mark)
 
     return wrapper
 
@@ -104,14 +97,13 @@ def _init_worker(func: Callable[..., Any], ctx: Any, chunked: bool) -> None:
     _WORKER = (func, ctx, chunked)
 
 
-def _run_chunk(indices: np.ndarray) -> tuple[list[Any], list[tuple[str, str, str]]]:
+def _run_chunk(indices: np.ndarray) -> tuple[list[Any], SolveLog]:
     if _WORKER is None:  # pragma: no cover - set by _init_worker in every process
         raise SolverError("worker process started without its problem")
     func, ctx, chunked = _WORKER
-    log = _used()
-    mark = len(log)
+    mark = _used().mark()
     out = list(func(ctx, indices)) if chunked else [func(ctx, int(i)) for i in indices]
-    return out, log[mark:]
+    return out, _used().cut(mark)
 
 
 def _parallel_map(func: Callable[[Any, Any], Any], ctx: Any, indices: np.ndarray,
@@ -130,7 +122,9 @@ def _parallel_map(func: Callable[[Any, Any], Any], ctx: Any, indices: np.ndarray
         _init_worker(func, ctx, chunk is not None)
         out: list[Any] = []
         for piece in pieces:
-            out.extend(_run_chunk(piece)[0])
+            part, log = _run_chunk(piece)
+            out.extend(part)
+            _used().absorb(log)
         return out
     import multiprocessing as mp
 
@@ -142,12 +136,12 @@ def _parallel_map(func: Callable[[Any, Any], Any], ctx: Any, indices: np.ndarray
             out = []
             for part, log in ex.map(_run_chunk, pieces):
                 out.extend(part)
-                _used().extend(log)
+                _used().absorb(log)
     except FairallocError:
         raise
     except Exception as exc:  # a broken pool (a worker killed, fork refused): not the caller's
         raise SolverError(f"a worker process failed: {type(exc).__name__}: {exc}",
-                          status="exception") from exc
+                          raw_status=type(exc).__name__) from exc
     return out
 
 

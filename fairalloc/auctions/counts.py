@@ -104,13 +104,13 @@ def count_auction(bidder: np.ndarray, option_type: np.ndarray, value: np.ndarray
                  A=A, row_lower=np.full(n + k, -np.inf), row_upper=np.r_[np.ones(n), capacity],
                  col_upper=np.ones(ncol), integrality=np.ones(ncol, dtype=bool),
                  num_agents=n, option=cols, columns=SetPackingColumns(ncol))
-    mark = len(_used())
+    mark = _used().mark()
     try:
         out = _partial_allocation_milp(form, time_limit=time_limit,
                                        solver=_milp_solver(backend), workers=1,
                                        log_unit=log_unit)
         stats = _solve_stats(mark, method="auction", t0=t0, solves=out.solves)
     finally:
-        del _used()[mark:]
+        _used().cut(mark)
     return CountAuction(choice=out.pf.choice, fraction=out.fraction, sumlog=float(out.pf.sumlog),
                         optimal=bool(out.optimal), certificate=out.certificate, stats=stats)

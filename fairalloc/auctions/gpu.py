@@ -128,7 +128,7 @@ BundleAuctionResult = GPUAuctionResult
 
 
 def _result(out: _PAOutcome, bundles: np.ndarray, offer: np.ndarray, value: np.ndarray,
-            t0: float, mark: int, method: str, time_limit: float | None,
+            t0: float, mark: tuple[int, int, int], method: str, time_limit: float | None,
             ids: tuple[Hashable, ...]) -> GPUAuctionResult:
     alloc = out.fraction[:, None] * bundles
     leftover = np.maximum(offer.astype(float) - alloc.sum(axis=0), 0.0)
@@ -237,7 +237,7 @@ def bundle_auction(
     ([[1, 1, 0], [0, 0, 1]], [0.25, 1.0])
     """
     t0 = time.perf_counter()
-    mark = len(_used())
+    mark = _used().mark()
     bundles = _as_list(bundles, "bundles")
     values = _as_list(values, "values")
     n = len(bundles)
@@ -399,7 +399,7 @@ def gpu_auction(
     ([2, 2], [2.0, 2.0])
     """
     t0 = time.perf_counter()
-    mark = len(_used())
+    mark = _used().mark()
     if not isinstance(topology, Topology):
         raise InputError(f"topology must be a Topology, got {type(topology).__name__}",
                          argument="topology")

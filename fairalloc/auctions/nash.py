@@ -48,7 +48,7 @@ import scipy.sparse as sp
 from ..errors import SolverError
 from ..results import Certificate
 from ..tolerances import FEAS_TOL, MILP_GAP_TOL
-from ._pool import _fallback, _parallel_map, _record, _step
+from ._pool import _hand_over, _parallel_map, _record, _step
 
 _LOG2 = math.log(2.0)
 #: ACCURACY contract: an LP value within this of an integer counts as that integer (an
@@ -234,7 +234,7 @@ def _milp(form: _Form, c: np.ndarray, active_opt: np.ndarray,
                     return res[1], cert
                 incumbents.append(res[1])
         next_step = LP_RELAXATION if method != "milp" else WHOLE_MILP
-        _fallback(RELAXATION, next_step, "no bound" if res is None or not math.isfinite(res[0])
+        _hand_over(RELAXATION, next_step, "no bound" if res is None or not math.isfinite(res[0])
                   else "bound not met")
     if method != "milp":
         _step(LP_RELAXATION)
@@ -244,7 +244,7 @@ def _milp(form: _Form, c: np.ndarray, active_opt: np.ndarray,
         _record(solver.name, rs.raw_status)
         if rs.status == "infeasible":
             raise InfeasibleError("the set-packing program has no feasible point",
-                                  backend=solver.name, status=rs.raw_status)
+                                  backend=solver.name, status=rs.status, raw_status=rs.raw_status)
         reason = f"LP stopped ({rs.status})"
         if rs.status == "optimal" and rs.x is not None and rs.row_duals is not None:
             lp_bound = lp_certificate(relax, rs.x, rs.row_duals).dual_bound  # min form
@@ -269,16 +269,16 @@ def _milp(form: _Form, c: np.ndarray, active_opt: np.ndarray,
                     return cand, cert
                 incumbents.append(cand)
             reason = "no exact rounding"
-        _fallback(LP_RELAXATION, WHOLE_MILP, reason)
+        _hand_over(LP_RELAXATION, WHOLE_MILP, reason)
     _step(WHOLE_MILP)
     sol = solver.solve_lp(lp, time_limit=time_limit, mip_gap=MILP_SOLVER_GAP)
     _record(solver.name, sol.raw_status)
     sol_status = str(sol.status)
     if sol.status == "infeasible":
         raise InfeasibleError("the set-packing program has no feasible point",
-                              backend=solver.name, status=sol.raw_status)
+                              backend=solver.name, status=sol.status, raw_status=sol.raw_status)
     if sol.status != "optimal":
-        _fallback(WHOLE_MILP, "incumbent", sol_status)
+        _hand_over(WHOLE_MILP, "incumbent", sol_status)
     if sol.usable and sol.x is not None:
         if math.isfinite(sol.mip_dual_bound):
             lower_bound = max(lower_bound, float(sol.mip_dual_bound))
@@ -292,7 +292,7 @@ def _milp(form: _Form, c: np.ndarray, active_opt: np.ndarray,
         if not feasible(zero):
             raise SolverError(f"{solver.name} found no feasible set packing "
                               f"({sol.raw_status}{', time limit' if time_limit else ''})",
-                              backend=solver.name, status=sol.raw_status)
+                              backend=solver.name, status=sol.status, raw_status=sol.raw_status)
         incumbents.append(zero)
     best = min(incumbents, key=lambda v: float(lp.c @ v))
     return best, certify(best, lower_bound)
@@ -363,7 +363,7 @@ def _nash(form: _Form, active: np.ndarray, time_limit: float | None, solver: Any
                 raise
             # the target is infeasible, or the time limit left no incumbent: maximise the
             # count first (nothing is always feasible there), then sum log v at that count
-            _fallback("count-target", COUNT_MILP, "infeasible"
+            _hand_over("count-target", COUNT_MILP, "infeasible"
                       if isinstance(exc, InfeasibleError) else "time limit")
             _step(COUNT_MILP)
             x1, cert1 = _milp(form, count, act_opt, None, time_limit, solver,

@@ -22,7 +22,7 @@ import numpy as np
 from .._display import Table, labelled, price_table
 from .._validation import as_array, as_labels, as_option, as_tolerance
 from ..errors import CertificateError, FairallocError, InputError, SolverError
-from ..markets.engine import SolveLog
+from ..markets.engine import EngineLog
 from ..markets.warm import (
     EGPoint,
     ReducedMarket,
@@ -143,9 +143,9 @@ def _aim(gap_tol: float, budget: float) -> float:
 _LooOutcome = tuple[float, float, int, str, int]
 
 
-def _solve_log(solvers: tuple[Any, Any, Any]) -> SolveLog:
+def _solve_log(solvers: tuple[Any, Any, Any]) -> EngineLog:
     """The engine's log for one search, reporting every backend solve to ``_record``."""
-    return SolveLog(solvers[0], solvers[1], on_solve=_record)
+    return EngineLog(solvers[0], solvers[1], on_solve=_record)
 
 
 def _loo_warm(ctx: tuple[Any, ...], i: int) -> _LooOutcome:
@@ -164,8 +164,8 @@ def _loo_warm(ctx: tuple[Any, ...], i: int) -> _LooOutcome:
     if pt.gap > gap_tol * max(1.0, float(Ui.shape[0])):  # would fail its certificate
         cold = _loo_cold(ctx, i)
         if cold[1] < pt.gap:
-            return cold[0], cold[1], pt.solves + 1, "warm+cold", len(log.fallbacks)
-    return pt.primal, pt.gap, pt.solves, "warm", len(log.fallbacks)
+            return cold[0], cold[1], pt.solves + 1, "warm+cold", len(log.hand_overs)
+    return pt.primal, pt.gap, pt.solves, "warm", len(log.hand_overs)
 
 
 def _margin(n: int, m: int) -> float:
@@ -210,7 +210,7 @@ def _fisher(U: np.ndarray, s: np.ndarray, *, gap_tol: float, backend: Any) -> An
         raise
     except Exception as exc:
         raise SolverError(f"fisher_market raised {type(exc).__name__}: {exc}",
-                          status="exception") from exc
+                          raw_status="exception") from exc
     if r.stats.backend not in ("", "none", "numpy"):
         _record(r.stats.backend, r.stats.raw_status)
     return r
@@ -323,7 +323,7 @@ def partial_allocation(
     ([0.5, 0.6667], [0.5, 0.3333])
     """
     t0 = time.perf_counter()
-    mark = len(_used())
+    mark = _used().mark()
     U = as_array(utility, "utility", ndim=2)
     n, m = U.shape
     ids = as_labels(ids, "ids", n, "agents")
@@ -360,7 +360,8 @@ def partial_allocation(
     if not pf_cert.ok:
         stats = _solve_stats(mark, method=method, t0=t0, solves=1)
         pf_cert.check(backend=stats.backend)
-    log.step("loo-batched-ipm" if method == "warm" else "loo-cold")
+    if method != "warm":  # (the warm route's steps follow its solves: `_loo_paths`)
+        log.step("loo-cold")
     xn = np.zeros((n, m))
     xn[:, valued] = point.allocation
     pn = np.zeros(m)
@@ -404,7 +405,7 @@ def partial_allocation(
     utility_real = fraction * pf_util
     loo_obj = loo_obj + (float(e_agent.sum()) - e_agent) * _LOG2
     stats = dataclasses.replace(_solve_stats(mark, method=method, t0=t0, solves=solves),
-                                path=tuple(log.path), fallbacks=tuple(log.fallbacks))
+                                path=log.path, fallbacks=log.fallbacks)
     return PartialAllocationResult(
         objective=point.primal + shift, status=Status.OPTIMAL, stats=stats, certificate=pf_cert,
         allocation=allocation, fraction=fraction, pf_allocation=x_pf, leftover=leftover,
@@ -451,7 +452,7 @@ def _normalise(U: np.ndarray, s: np.ndarray, valued: np.ndarray
 
 
 def _pf_point(Uv: np.ndarray, sv: np.ndarray, gap_tol: float, solvers: tuple[Any, Any, Any],
-              log: SolveLog) -> EGPoint:
+              log: EngineLog) -> EGPoint:
     """The PF market's certified point: ``fisher_market``, polished to an exact equilibrium
     on its support; fairalloc's own warm search from uniform prices if that solve fails."""
     n = Uv.shape[0]
@@ -467,7 +468,7 @@ def _pf_point(Uv: np.ndarray, sv: np.ndarray, gap_tol: float, solvers: tuple[Any
         reason = f"fisher_market failed ({type(exc).__name__}: {exc})"
     if x0 is None or p0 is None or x0.shape != Uv.shape or not (
             np.all(np.isfinite(x0)) and np.all(np.isfinite(p0))):
-        log.fallback("pf-market", "pf-warm-search", reason)
+        log.hand_over("pf-market", "pf-warm-search", reason)
         log.step("pf-warm-search")
         p_start = np.full(Uv.shape[1], n / max(float(sv.sum()), TINY_SUPPLY))
         return solve_warm(Uv, B, sv, p_start, tol=PF_EXACT_GAP, accept=_aim(gap_tol, n), log=log)
@@ -480,7 +481,7 @@ def _pf_point(Uv: np.ndarray, sv: np.ndarray, gap_tol: float, solvers: tuple[Any
         log.step("pf-support-polish")
         point = better
     if point.gap > gap_tol * n:  # a hard market: the full warm search (whole market last)
-        log.fallback("pf-market", "pf-warm-search",
+        log.hand_over("pf-market", "pf-warm-search",
                      f"gap {point.gap:.3g} above {gap_tol:g} x {n} unit budgets")
         log.step("pf-warm-search")
         more = solve_warm(Uv, B, sv, point.prices, tol=min(PF_EXACT_GAP, gap_tol * n),
@@ -489,7 +490,7 @@ def _pf_point(Uv: np.ndarray, sv: np.ndarray, gap_tol: float, solvers: tuple[Any
     return point
 
 
-def _loo_paths(method: str, routes: list[tuple[str, int]], log: SolveLog) -> None:
+def _loo_paths(method: str, routes: list[tuple[str, int]], log: EngineLog) -> None:
     """``stats.path`` / ``.fallbacks`` entries of the leave-one-out solves (``routes``: each
     market's route and its interior-point -> conic hand-overs)."""
     n = len(routes)
@@ -497,17 +498,17 @@ def _loo_paths(method: str, routes: list[tuple[str, int]], log: SolveLog) -> Non
              for name in ("batched", "warm", "warm+cold", "cold")}
     warm = count["warm"] + count["warm+cold"]
     if method == "warm":
-        if count["batched"] == 0:
-            log.path.remove("loo-batched-ipm")
+        if count["batched"]:
+            log.step("loo-batched-ipm")
         if warm:
-            log.fallback("loo-batched-ipm", "loo-warm",
+            log.hand_over("loo-batched-ipm", "loo-warm",
                          f"{warm} of {n} leave-one-out markets not certified in a batch")
             log.step("loo-warm")
         if count["warm+cold"]:
-            log.fallback("loo-warm", "loo-cold",
+            log.hand_over("loo-warm", "loo-cold",
                          f"{count['warm+cold']} leave-one-out markets missed the tolerance")
             log.step("loo-cold")
     conic = sum(k for _, k in routes)
     if conic:
-        log.fallback("ipm", "conic", f"{conic} reduced leave-one-out markets (the "
+        log.hand_over("ipm", "conic", f"{conic} reduced leave-one-out markets (the "
                      "interior-point method did not converge)")

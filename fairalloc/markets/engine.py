@@ -39,6 +39,7 @@ from scipy.linalg.blas import dsyrk
 
 from ..errors import SolverError
 from ..results import Certificate
+from ..solvelog import SolveLog
 from .ipm import ipm_edge_form, ipm_fits
 
 # --- accuracy contracts (what a polished point must meet) -------------------------------------
@@ -193,13 +194,13 @@ class EdgeForm:
         return cert, best_p
 
 
-def _note(log: SolveLog | None, step: str) -> None:
+def _note(log: EngineLog | None, step: str) -> None:
     if log is not None:
         log.step(step)
 
 
 def _polished(form: EdgeForm, z: np.ndarray, candidates: list[np.ndarray], noise: float,
-              gap_tol: float, feas_tol: float, log: SolveLog | None, step: str
+              gap_tol: float, feas_tol: float, log: EngineLog | None, step: str
               ) -> tuple[Certificate, np.ndarray, np.ndarray] | None:
     """``(certificate, prices, z)`` of a polished point if it certifies and is no worse than
     ``noise`` (the original's gap, or rounding); the polish ``step`` is then logged. The
@@ -218,41 +219,27 @@ def edge_starts(owner: np.ndarray, n: int) -> np.ndarray:
     return np.searchsorted(owner, np.arange(n))
 
 
-class SolveLog:
-    """What one public solve ran: the backends used (in order), the last conic solve's raw
-    status, the backends themselves (``conic`` for exponential-cone programs, ``lp`` for the
-    LP polishes), and the named steps and fallbacks (``SolveStats.path`` / ``.fallbacks``)."""
+class EngineLog(SolveLog):
+    """The log of one market solve (`fairalloc.solvelog.SolveLog`) with the backends it
+    solves by: ``conic`` for exponential-cone programs, ``lp`` for the LP polishes (resolved
+    on first use), and ``on_solve`` called with ``(backend, raw status)`` after every solve."""
 
     def __init__(self, conic: Any = None, lp: Any = None,
                  on_solve: Callable[[str, str], None] | None = None) -> None:
         from ..backends import get_backend
 
+        super().__init__()
         self.conic = get_backend("clarabel" if conic is None else conic, need="exp_cone")
         self.lp = lp  # an LP backend (or its name; None: HiGHS), resolved on first use
-        self.on_solve = on_solve  # called with (backend, raw status) after every solve
-        self.used: list[str] = []
-        self.raw_status = ""
-        self.hit_limit = False  # a solve stopped at its time or iteration limit
-        self.path: list[str] = []
-        self.fallbacks: list[str] = []
-
-    def step(self, name: str) -> None:
-        """Note that the named step ran (see ``SolveStats.path``)."""
-        self.path.append(name)
-
-    def fallback(self, src: str, dst: str, reason: str) -> None:
-        """Note a hand-over from path ``src`` to the slower ``dst`` (``SolveStats.fallbacks``)."""
-        self.fallbacks.append(f"{src}->{dst}: {reason}")
+        self.on_solve = on_solve
 
     def ran(self, name: str, raw_status: str | None = None) -> None:
+        """Record a backend solve (counted by the market's own solve count)."""
         if self.on_solve is not None:
             self.on_solve(name, "" if raw_status is None else str(raw_status))
-        if name not in self.used:
-            self.used.append(name)
-        if raw_status is not None:
-            self.raw_status = str(raw_status)
-            if self.raw_status in ("MaxTime", "MaxIterations"):
-                self.hit_limit = True
+        self.solved(name, None if raw_status is None else str(raw_status), count=False)
+        if raw_status is not None and str(raw_status) in ("MaxTime", "MaxIterations"):
+            self.hit_limit = True
 
     def lp_backend(self) -> Any:
         from ..backends import get_backend
@@ -260,10 +247,6 @@ class SolveLog:
         if self.lp is None or isinstance(self.lp, str):
             self.lp = get_backend("highs" if self.lp is None else self.lp, need="lp")
         return self.lp
-
-    @property
-    def backend(self) -> str:
-        return "+".join(self.used) if self.used else "none"
 
 
 def unit_scale(x: Any) -> np.ndarray:
@@ -288,7 +271,7 @@ def pow2_scale(x: Any) -> np.ndarray:
 # solvers on the edge form
 # --------------------------------------------------------------------------------------------
 def solve_conic(form: EdgeForm, *, time_limit: float | None = None, tol: float = CONIC_TOL,
-                log: SolveLog | None = None, settings: dict[str, Any] | None = None
+                log: EngineLog | None = None, settings: dict[str, Any] | None = None
                 ) -> tuple[np.ndarray, np.ndarray, int]:
     """Exact solve of the edge-form EG program by a conic backend; returns
     (z, prices, iterations).
@@ -298,7 +281,7 @@ def solve_conic(form: EdgeForm, *, time_limit: float | None = None, tol: float =
     """
     from ..backends import ConicProgram
 
-    log = SolveLog() if log is None else log
+    log = EngineLog() if log is None else log
     E, n, R = form.num_edges, form.n, form.supply.size
     rows = np.arange(n)
     exp_t = sp.csr_matrix((-np.ones(n), (3 * rows, E + rows)), shape=(3 * n, E + n))
@@ -315,15 +298,16 @@ def solve_conic(form: EdgeForm, *, time_limit: float | None = None, tol: float =
     log.ran(sol.backend or log.conic.name, sol.raw_status)
     if not sol.usable:
         raise SolverError(f"{sol.backend} failed on the Eisenberg-Gale program: "
-                          f"{sol.raw_status}", backend=sol.backend, status=sol.raw_status)
+                          f"{sol.raw_status}", backend=sol.backend, status=sol.status,
+                          raw_status=sol.raw_status)
     if sol.x is None or sol.z is None:  # pragma: no cover - usable implies a point
         raise SolverError(f"{sol.backend} returned no point", backend=sol.backend,
-                          status=sol.raw_status)
+                          status=sol.status, raw_status=sol.raw_status)
     return sol.x[:E], sol.z[:R], sol.iterations
 
 
 def resolve_price_scaled(form: EdgeForm, p: np.ndarray, *, time_limit: float | None,
-                         log: SolveLog, tol: float = RESCALED_TOL
+                         log: EngineLog, tol: float = RESCALED_TOL
                           ) -> tuple[np.ndarray, np.ndarray, int]:
     """Re-solve with every good measured in units worth about 1 at the prices ``p``.
 
@@ -501,7 +485,7 @@ def _newton_dual_polish(form: EdgeForm, p: np.ndarray) -> tuple[np.ndarray, np.n
 
 
 def certify_general(form: EdgeForm, z: np.ndarray, p: np.ndarray, *, gap_tol: float,
-                    feas_tol: float, log: SolveLog | None = None
+                    feas_tol: float, log: EngineLog | None = None
                      ) -> tuple[Certificate, np.ndarray, np.ndarray]:
     """Certificate of a (Leontief) market point; prefers the demand-polished allocation."""
     cert, best_p = form.certificate(z, [p], gap_tol=gap_tol, feas_tol=feas_tol)
@@ -739,7 +723,7 @@ def _forest_equilibrium(form: EdgeForm, cand: np.ndarray, share: np.ndarray
 
 def solve_fast(form: EdgeForm, *, gap_tol: float, feas_tol: float,
                warm_prices: np.ndarray | None, time_limit: float | None,
-               log: SolveLog | None = None
+               log: EngineLog | None = None
                 ) -> tuple[np.ndarray, Certificate, np.ndarray, int, int]:
     """Column generation on the edge form, warm-started by proportional response."""
     if log is not None:
@@ -784,7 +768,7 @@ def solve_fast(form: EdgeForm, *, gap_tol: float, feas_tol: float,
             why = ("the restricted market keeps most edges" if cert is None else
                    f"restricted markets not certified after {solves} solves (relative gap "
                    f"{cert.relative_gap:.3g})")
-            log.fallback("fast", "conic", why)
+            log.hand_over("fast", "conic", why)
             log.step("conic")
         z, p, it = solve_conic(form, time_limit=time_limit, log=log)
         by_conic = 1
@@ -795,7 +779,7 @@ def solve_fast(form: EdgeForm, *, gap_tol: float, feas_tol: float,
                                       feas_tol=feas_tol, log=log)
     if not cert.ok and not by_conic:  # the interior point's point did not certify
         if log is not None:
-            log.fallback("ipm", "conic", f"relative gap {cert.relative_gap:.3g}")
+            log.hand_over("ipm", "conic", f"relative gap {cert.relative_gap:.3g}")
             log.step("conic")
         z, p, it_c = solve_conic(form, time_limit=time_limit, log=log)
         it, by_conic = it + it_c, 1
@@ -811,7 +795,7 @@ def _ipm_applies(form: EdgeForm) -> bool:
 
 
 def _solve_linear(form: EdgeForm, p0: np.ndarray, *, time_limit: float | None, tol: float,
-                  log: SolveLog | None, step: str) -> tuple[np.ndarray, np.ndarray, int, int]:
+                  log: EngineLog | None, step: str) -> tuple[np.ndarray, np.ndarray, int, int]:
     """A linear edge form solved by the interior point on its prices when it applies
     (`_ipm_applies`; path step ``"<step>-ipm"``), else (or if it does not converge) by the
     conic backend (``"<step>-conic"``; the whole market's step is plain ``"conic"``).
@@ -824,7 +808,7 @@ def _solve_linear(form: EdgeForm, p0: np.ndarray, *, time_limit: float | None, t
         if out is not None:
             return out[0], out[1], out[2], 0
         if log is not None:
-            log.fallback("ipm", conic_step, "the interior-point method did not converge")
+            log.hand_over("ipm", conic_step, "the interior-point method did not converge")
     _note(log, conic_step)
     z, p, it = solve_conic(form, time_limit=time_limit, tol=tol, log=log)
     return z, p, it, 1
@@ -904,7 +888,7 @@ def _log_prices(form: EdgeForm, z: np.ndarray, p: np.ndarray, tie: float = TIE_T
     return None if out is None else out[0]
 
 
-def _flow_at_prices(form: EdgeForm, p: np.ndarray, log: SolveLog | None = None
+def _flow_at_prices(form: EdgeForm, p: np.ndarray, log: EngineLog | None = None
                     ) -> np.ndarray | None:
     """Equilibrium allocation at prices ``p`` by a transportation LP (linear markets).
 
@@ -915,7 +899,7 @@ def _flow_at_prices(form: EdgeForm, p: np.ndarray, log: SolveLog | None = None
     from ..backends import LinearProgram
     from ..errors import FairallocError
 
-    log = SolveLog() if log is None else log
+    log = EngineLog() if log is None else log
 
     q = (form.C.T @ p) / form.weight
     best = form.beta(p)
@@ -947,7 +931,7 @@ def _flow_at_prices(form: EdgeForm, p: np.ndarray, log: SolveLog | None = None
 
 
 def certify_linear(form: EdgeForm, z: np.ndarray, p: np.ndarray, *, gap_tol: float,
-                   feas_tol: float, log: SolveLog | None = None
+                   feas_tol: float, log: EngineLog | None = None
                     ) -> tuple[Certificate, np.ndarray, np.ndarray]:
     """Certificate of a linear market point, improved by `_polish_linear` when it helps."""
     cert, best_p = form.certificate(z, [p, form.implied_prices(z)], gap_tol=gap_tol,

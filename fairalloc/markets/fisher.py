@@ -65,7 +65,7 @@ from ..results import Certificate, SolveStats, Status
 from ..tolerances import FEAS_TOL, GAP_TOL
 from .engine import (
     EdgeForm,
-    SolveLog,
+    EngineLog,
     certify_general,
     certify_linear,
     demand_incumbent,
@@ -486,7 +486,7 @@ class FisherMarket(Composable):
         gap_tol = as_tolerance(gap_tol, "gap_tol")
         feas_tol = as_tolerance(feas_tol, "feas_tol")
         time_limit = as_time_limit(time_limit)
-        log = SolveLog(backend)
+        log = EngineLog(backend)
         warm = None
         if warm_start is not None:
             warm = as_array(warm_start, "warm_start", ndim=self.supply.ndim,
@@ -539,8 +539,8 @@ class FisherMarket(Composable):
                              "supply or utility", argument="budget")
         stats = SolveStats(backend=log.backend, method=method,
                            seconds=time.perf_counter() - t0, iterations=iters, solves=solves,
-                           raw_status=log.raw_status, path=tuple(log.path),
-                           fallbacks=tuple(log.fallbacks),
+                           raw_status=log.raw_status, path=log.path,
+                           fallbacks=log.fallbacks,
                            classes=None if classes is None else classes.num_classes)
         return MarketResult(objective=cert.primal_value, status=status, stats=stats,
                             certificate=cert, allocation=alloc, prices=prices, utility=utility,
@@ -548,7 +548,7 @@ class FisherMarket(Composable):
                             goods=self.goods)
 
     def _solve_items(self, method: str, gap_tol: float, feas_tol: float,
-                     time_limit: float | None, warm: np.ndarray | None, log: SolveLog
+                     time_limit: float | None, warm: np.ndarray | None, log: EngineLog
                      ) -> tuple[np.ndarray, np.ndarray, Certificate, int, int]:
         """The market solved buyer by buyer (normalised prices and certificate)."""
         try:
@@ -562,14 +562,14 @@ class FisherMarket(Composable):
             raise
         except Exception as exc:  # numerical trouble in a polish or a foreign package
             raise SolverError(f"market solve failed: {type(exc).__name__}: {exc}",
-                              backend=log.backend, status="exception") from exc
+                              backend=log.backend, raw_status="exception") from exc
         if (log.hit_limit and not cert_n.ok and not np.isfinite(cert_n.gap)
                 and not self.composed):
             # out of time before the solver had a usable point: a cheap feasible incumbent
             # (each buyer's demand at rough prices), reported with its proven gap
             incumbent = self._incumbent(gap_tol, feas_tol)
             if incumbent is not None:
-                log.fallback(method, "incumbent", "time limit before a usable point")
+                log.hand_over(method, "incumbent", "time limit before a usable point")
                 log.step("incumbent")
                 alloc, prices_n, cert_n = incumbent
         return alloc, prices_n, cert_n, iters, solves
@@ -590,7 +590,7 @@ class FisherMarket(Composable):
         return "conic"
 
     def _solve_plain(self, method: str, gap_tol: float, feas_tol: float,
-                     time_limit: float | None, warm: np.ndarray | None, log: SolveLog
+                     time_limit: float | None, warm: np.ndarray | None, log: EngineLog
                      ) -> tuple[np.ndarray, np.ndarray, Certificate, int, int]:
         """The exact paths on the normalised edge form; allocation in the caller's units,
         prices and certificate normalised."""
@@ -622,7 +622,7 @@ class FisherMarket(Composable):
         return self._allocation(z), prices, cert, iters, solves
 
     def _refine(self, z: np.ndarray, p: np.ndarray, cert: Certificate, gap_tol: float,
-                feas_tol: float, time_limit: float | None, log: SolveLog
+                feas_tol: float, time_limit: float | None, log: EngineLog
                 ) -> tuple[np.ndarray, np.ndarray, Certificate, int, int]:
         """Second chance for a point whose certificate failed: re-solve in units in which
         every good is worth about 1 (see `resolve_price_scaled`) and keep the better
@@ -632,7 +632,7 @@ class FisherMarket(Composable):
         iters = solves = 0
         if log.hit_limit:  # out of time: report the incumbent as it is
             return z, p, cert, iters, solves
-        log.fallback(log.path[0] if log.path else "solve", "price-scaled",
+        log.hand_over(log.path[0] if log.path else "solve", "price-scaled",
                      f"certificate missed (relative gap {cert.relative_gap:.3g}, residual "
                      f"{cert.primal_residual:.3g})")
         for _ in range(PRICE_SCALED_RESOLVES):  # each re-solve's prices: better units next
@@ -688,7 +688,7 @@ class FisherMarket(Composable):
         return True
 
     def _solve_cvxpy(self, gap_tol: float, feas_tol: float, time_limit: float | None,
-                     log: SolveLog) -> tuple[np.ndarray, np.ndarray, Certificate, int, int]:
+                     log: EngineLog) -> tuple[np.ndarray, np.ndarray, Certificate, int, int]:
         from .._cvxpy import solve_cvxpy
 
         iters = solves = 0
@@ -702,7 +702,7 @@ class FisherMarket(Composable):
             if cert.ok and self._constraints_hold(alloc, feas_tol):
                 log.step("constraints-hold")
                 return alloc, prices, cert, iters, solves
-            log.fallback(plain, "cvxpy", "an added constraint binds at the plain equilibrium"
+            log.hand_over(plain, "cvxpy", "an added constraint binds at the plain equilibrium"
                          if cert.ok else "the plain equilibrium was not certified")
         log.step("cvxpy")
         cvx = self._pieces()
@@ -714,7 +714,7 @@ class FisherMarket(Composable):
             if self.composed:
                 raise
             # a plain market has an exact path: use it rather than fail
-            log.fallback("cvxpy", "conic", "the cvxpy solve failed")
+            log.hand_over("cvxpy", "conic", "the cvxpy solve failed")
             alloc, prices, cert, it, more = self._solve_plain(
                 "conic", gap_tol, feas_tol, time_limit, None, log)
             return alloc, prices, cert, iters + it, solves + more
@@ -725,7 +725,7 @@ class FisherMarket(Composable):
         dual = cvx["supply"].dual_value
         if dual is None or cvx["x"].value is None:
             raise SolverError("the cvxpy solve returned no allocation or prices",
-                              backend=stats.backend, status=stats.raw_status)
+                              backend=stats.backend, raw_status=stats.raw_status)
         prices = np.maximum(np.asarray(dual, dtype=float).reshape(m * T), 0.0)
         alloc = np.maximum(np.asarray(cvx["x"].value, dtype=float), 0.0)
         alloc = alloc.reshape((n, m, T) if self.volatile else (n, m))

@@ -29,7 +29,7 @@ from scipy.linalg import cho_factor, cho_solve
 from scipy.linalg.blas import dsyrk
 
 from ..results import Certificate
-from .engine import DENSE_NEWTON_MAX_ENTRIES, EdgeForm, SolveLog, certify_general
+from .engine import DENSE_NEWTON_MAX_ENTRIES, EdgeForm, EngineLog, certify_general
 
 __all__ = ["solve_dual", "solve_dual_certified"]
 
@@ -145,7 +145,7 @@ def solve_dual(form: EdgeForm) -> tuple[np.ndarray, np.ndarray, int] | None:
     return None
 
 
-def solve_dual_certified(form: EdgeForm, gap_tol: float, feas_tol: float, log: SolveLog
+def solve_dual_certified(form: EdgeForm, gap_tol: float, feas_tol: float, log: EngineLog
                          ) -> tuple[np.ndarray, Certificate, np.ndarray, int, int] | None:
     """`solve_dual`, polished and certified on the whole market by
     `fairalloc.markets.engine.certify_general`: ``(z, certificate, prices, iterations,
@@ -157,19 +157,19 @@ def solve_dual_certified(form: EdgeForm, gap_tol: float, feas_tol: float, log: S
     >>> import numpy as np, scipy.sparse as sp
     >>> C = sp.csc_matrix(np.array([[2.0, 1.0], [1.0, 2.0]]))
     >>> form = EdgeForm(np.arange(2), np.ones(2), C, np.ones(2), np.ones(2), np.arange(2))
-    >>> z, cert, p, _, solves = solve_dual_certified(form, 1e-6, 1e-7, SolveLog())
+    >>> z, cert, p, _, solves = solve_dual_certified(form, 1e-6, 1e-7, EngineLog())
     >>> bool(cert.ok), np.round(p, 8).tolist(), solves
     (True, [1.0, 1.0], 0)
     """
     out = solve_dual(form)
     if out is None:
-        log.fallback("dual", "conic", "the dual interior point did not converge")
+        log.hand_over("dual", "conic", "the dual interior point did not converge")
         return None
     z, p, iters = out
     cert, prices, z = certify_general(form, form.repair(z), p, gap_tol=gap_tol,
                                       feas_tol=feas_tol, log=log)
     if not cert.ok:
-        log.fallback("dual", "conic", "the dual interior point's point was not certified "
+        log.hand_over("dual", "conic", "the dual interior point's point was not certified "
                      f"(relative gap {cert.relative_gap:.3g})")
         return None
     return z, cert, prices, iters, 0

@@ -25,7 +25,7 @@ import numpy as np
 from .._symmetry import Classes, exact_classes
 from ..errors import CertificateError
 from ..results import Certificate, Status
-from .engine import SolveLog
+from .engine import EngineLog
 
 if TYPE_CHECKING:
     from .fisher import FisherMarket
@@ -107,7 +107,7 @@ def expand_allocation(classes: Classes, allocation: np.ndarray, budget: np.ndarr
 
 
 def solve_reduced(market: FisherMarket, classes: Classes, method: str, *, gap_tol: float,
-                  feas_tol: float, time_limit: float | None, warm_start: Any, log: SolveLog
+                  feas_tol: float, time_limit: float | None, warm_start: Any, log: EngineLog
                   ) -> tuple[np.ndarray, np.ndarray, Certificate, int, int, str] | None:
     """Solve ``market`` over its buyer ``classes``, expand, and certify on the original market.
 
@@ -124,7 +124,7 @@ def solve_reduced(market: FisherMarket, classes: Classes, method: str, *, gap_to
     >>> import numpy as np
     >>> from fairalloc import FisherMarket
     >>> m = FisherMarket([[2.0, 1.0], [2.0, 1.0], [1.0, 2.0]], budget=[1.0, 3.0, 1.0])
-    >>> log = SolveLog()
+    >>> log = EngineLog()
     >>> alloc, p, cert, *_ = solve_reduced(m, buyer_classes(m.utility), "conic", gap_tol=1e-6,
     ...                                    feas_tol=1e-7, time_limit=None, warm_start=None,
     ...                                    log=log)
@@ -138,14 +138,12 @@ def solve_reduced(market: FisherMarket, classes: Classes, method: str, *, gap_to
         r = sub.solve(method=method, backend=log.conic, gap_tol=gap_tol, feas_tol=feas_tol,
                       time_limit=time_limit, warm_start=warm_start, symmetry=False)
     except CertificateError as exc:
-        log.fallback("symmetry", "items", f"the reduced market was not certified ({exc})")
+        log.hand_over("symmetry", "items", f"the reduced market was not certified ({exc})")
         return None
-    log.path.extend(r.stats.path)
-    log.fallbacks.extend(r.stats.fallbacks)
+    log.replay(r.stats.path, r.stats.fallbacks)
     for name in r.stats.backend.split("+"):
-        if name != "none" and name not in log.used:
-            log.used.append(name)
-    log.raw_status = r.stats.raw_status
+        if name != "none":
+            log.solved(name, r.stats.raw_status, count=False)
     log.hit_limit = r.status == Status.TIME_LIMIT
     # the expanded point, certified on the original market's own edge form and data
     form = market._form
@@ -154,7 +152,7 @@ def solve_reduced(market: FisherMarket, classes: Classes, method: str, *, gap_to
     p_n = r.prices.reshape(-1) * market._units.fs / market._units.fb
     cert, prices = form.certificate(z, [p_n], gap_tol=gap_tol, feas_tol=feas_tol)
     if not cert.ok and not log.hit_limit:
-        log.fallback("symmetry", "items", "the expanded point was not certified on the "
+        log.hand_over("symmetry", "items", "the expanded point was not certified on the "
                      f"original market (relative gap {cert.relative_gap:.3g})")
         return None
     return (market._allocation(z), prices, cert, r.stats.iterations, r.stats.solves,

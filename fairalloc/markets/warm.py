@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from .engine import EdgeForm, SolveLog, edge_starts, solve_conic, support_prices
+from .engine import EdgeForm, EngineLog, edge_starts, solve_conic, support_prices
 from .ipm import ipm_batch, ipm_solve, polish_forest_edges
 
 __all__ = ["EGPoint", "ReducedMarket", "bang_per_buck", "eg_dual", "eg_primal",
@@ -85,7 +85,7 @@ class EGPoint:
 
 
 def _conic(owner: np.ndarray, good: np.ndarray, weight: np.ndarray, B: np.ndarray,
-           s: np.ndarray, log: SolveLog) -> tuple[np.ndarray, np.ndarray]:
+           s: np.ndarray, log: EngineLog) -> tuple[np.ndarray, np.ndarray]:
     """A reduced market (one good per edge) solved exactly by the engine's conic solve;
     returns (edge levels, non-negative good prices)."""
     E, m = owner.size, s.size
@@ -97,7 +97,7 @@ def _conic(owner: np.ndarray, good: np.ndarray, weight: np.ndarray, B: np.ndarra
 
 
 def reduced_solve(U: np.ndarray, B: np.ndarray, s: np.ndarray, cand: np.ndarray,
-                  p_hint: np.ndarray, log: SolveLog) -> tuple[np.ndarray, np.ndarray]:
+                  p_hint: np.ndarray, log: EngineLog) -> tuple[np.ndarray, np.ndarray]:
     """Solve the market restricted to the ``cand`` edges, aggregating single-edge buyers.
 
     All buyers whose only candidate is good ``j`` spend their budgets on ``j``; together they
@@ -121,7 +121,7 @@ def reduced_solve(U: np.ndarray, B: np.ndarray, s: np.ndarray, cand: np.ndarray,
     weight = np.concatenate([ph[agg] / W[agg], U[multi[mk], mj] / (B[multi] * best)[mk]])
     out = ipm_solve(owner, good, weight, budget, s, ph)
     if out is None:
-        log.fallback("ipm", "conic", "the interior-point method did not converge")
+        log.hand_over("ipm", "conic", "the interior-point method did not converge")
         z, p = _conic(owner, good, weight, budget, s, log)
     else:
         z, p, _ = out
@@ -135,7 +135,7 @@ def reduced_solve(U: np.ndarray, B: np.ndarray, s: np.ndarray, cand: np.ndarray,
 
 
 def support_polish(U: np.ndarray, B: np.ndarray, s: np.ndarray, x: np.ndarray, p: np.ndarray,
-                   log: SolveLog, tight: float = SUPPORT_TIGHT
+                   log: EngineLog, tight: float = SUPPORT_TIGHT
                    ) -> tuple[np.ndarray, np.ndarray] | None:
     """Exact equilibrium on the support of ``(x, p)``, or ``None`` if it is not one.
 
@@ -204,7 +204,7 @@ def support_polish(U: np.ndarray, B: np.ndarray, s: np.ndarray, x: np.ndarray, p
 
 
 def solve_warm(U: np.ndarray, B: np.ndarray, s: np.ndarray, p_warm: np.ndarray, *,
-               tol: float, accept: float, log: SolveLog, eta: float = WARM_ETA,
+               tol: float, accept: float, log: EngineLog, eta: float = WARM_ETA,
                max_rounds: int = WARM_ROUNDS,
                start: tuple[np.ndarray, np.ndarray] | None = None) -> EGPoint:
     """Certified solve of the linear market ``(U, B, s)`` warm-started from prices ``p_warm``.

@@ -210,7 +210,7 @@ def relax_plan(
         raise
     except Exception as exc:  # cvxpy's and the solver's own exceptions
         raise SolverError(f"relax_plan: the conic solve failed ({type(exc).__name__}: {exc})",
-                          backend=solver.name, status="exception") from exc
+                          backend=solver.name, raw_status="exception") from exc
 
 
 def _relax(inst: _PlanInstance, gap_tol: float, feas_tol: float, limit: float | None,

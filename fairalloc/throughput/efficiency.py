@@ -271,7 +271,7 @@ class MinCost(ThroughputPolicy):
         z = float(sol.x[-1])
         if not z > 0:
             raise SolverError("minimum cost: Charnes-Cooper scale z = 0",
-                              backend=solver.backend.name, status="degenerate")
+                              backend=solver.backend.name, raw_status="degenerate")
         cc = _CharnesCooper(lp, sol.row_duals, z, layout)
         xcol = self._meet_slos(inst.repair(sol.x[: inst.E] / z))
         r = self.ratio(xcol)
