@@ -176,7 +176,7 @@ def test_presolve_must_be_a_bool():
 @given(st.lists(st.floats(1e-300, 1e300), min_size=1, max_size=40))
 def test_stage_units_median_equals_numpy(values):
     """The level stage's unit scale uses a one-partition median: numpy's value exactly."""
-    from fairalloc.throughput.stages import _median
+    from fairalloc.throughput.programs import _median
 
     v = np.array(values)
     assert _median(v) == float(np.median(v))

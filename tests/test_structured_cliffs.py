@@ -16,7 +16,8 @@ import fairalloc as fa
 from fairalloc.backends import HighsBackend, LinearProgram, LPSolution
 from fairalloc.throughput import MaxMinFairness, Tuning
 from fairalloc.throughput.duration import DINKELBACH_HAND_OVERS
-from fairalloc.throughput.stages import LinearStage, StageSolver, backend_for, exact_backend_for
+from fairalloc.throughput.programs import LinearStage
+from fairalloc.throughput.stages import StageSolver, backend_for, exact_backend_for
 from fairalloc.throughput.strategies import CROSSOVER, EXACT_LP
 from fairalloc.throughput.structured.common import Demand, price_spread, too_many_explicit
 
@@ -393,7 +394,8 @@ def test_any_path_equals_the_exact_method(k, dominant, seed, scarce):
 
 # --- theta's lower bound in whole level LPs (HiGHS' interior point splits a free column) -----
 def test_level_at_zero_hand_checked():
-    from fairalloc.throughput.stages import LevelStage, _level_at_zero
+    from fairalloc.throughput.programs import LevelStage
+    from fairalloc.throughput.stages import _level_at_zero
 
     C = np.eye(3)
     lo, up = np.full(2, -np.inf), np.array([1.0, 4.0])  # rows <= 1, <= 4: x = 0 meets them

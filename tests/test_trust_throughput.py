@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fairalloc as fa
-from fairalloc.backends import HighsBackend
+from fairalloc.backends import HighsBackend, SolveStatus
 from fairalloc.data import JobPairs
 from fairalloc.errors import FairallocError
 from fairalloc.throughput import equal_split, isolated_split, max_min_space_sharing
@@ -561,13 +561,13 @@ def test_makespan_with_throughputs_spanning_nine_decades(f):
 
 class _BadDualsHighs(HighsBackend):
     """HiGHS whose solves from the ``first_bad``-th on return all-zero row duals (a fault
-    injected at the public backend boundary: the certificates of those points fail); only
-    the ``first_bad``-th with ``only=True``."""
+    injected at the public backend boundary: the certificates of those points fail), or no
+    point at all with ``fail=True``; only the ``first_bad``-th with ``only=True``."""
 
-    def __init__(self, first_bad: int, only: bool = False):
+    def __init__(self, first_bad: int, only: bool = False, fail: bool = False):
         super().__init__()
         self.calls = 0
-        self.first_bad, self.only = first_bad, only
+        self.first_bad, self.only, self.fail = first_bad, only, fail
 
     def _solve_lp(self, lp, **kw):
         import dataclasses
@@ -575,26 +575,30 @@ class _BadDualsHighs(HighsBackend):
         sol = super()._solve_lp(lp, **kw)
         self.calls += 1
         bad = self.calls == self.first_bad or (not self.only and self.calls > self.first_bad)
+        if bad and self.fail:
+            return dataclasses.replace(sol, status=SolveStatus.ERROR, x=None, row_duals=None,
+                                       raw_status="injected failure")
         if bad and sol.row_duals is not None:
             sol = dataclasses.replace(sol, row_duals=np.zeros_like(sol.row_duals))
         return sol
 
 
 def test_uncertified_work_conserving_stage_falls_back_with_a_warning():
-    # a work-conserving stage that no strategy of its plan certifies (every solve after the
-    # first returns zero duals): the certified max-min allocation is returned, never silently
-    # -- a FairallocWarning, stage_certificates[1].ok is False and stats.fallbacks names the
+    # a work-conserving stage that no strategy of its plan answers (every solve after the
+    # first fails): the certified max-min allocation is returned, never silently -- a
+    # FairallocWarning, stage_certificates[1].ok is False and stats.fallbacks names the
     # hand-over
     jobs = fa.Jobs(np.array([[40.0, 10.0], [12.0, 4.0], [100.0, 50.0]]))
     cl = fa.Cluster({"v100": 1, "k80": 1})
     with pytest.warns(fa.FairallocWarning, match="work-conserving"):
-        a = fa.max_min_fairness(jobs, cl, backend=_BadDualsHighs(2))
+        a = fa.max_min_fairness(jobs, cl, backend=_BadDualsHighs(2, fail=True))
     assert a.certificate.ok and a.status == "optimal"
     assert not a.stage_certificates[1].ok
     assert a.stats.fallbacks[-1] == ("work-conserving->first-stage allocation: its "
                                      "certificate failed")
     # the plan tried every strategy it has for a caller-named backend first
-    assert a.stats.path == ("exact-lp", "exact-lp+kept-margin", "exact-lp+kept-relaxed")
+    assert a.stats.path[1:] == ("exact-lp+kept-margin", "exact-lp+kept-relaxed",
+                                "exact-structured")
     np.testing.assert_allclose(a.x * 11, [[5, 0], [5, 1], [1, 10]], atol=1e-6)
 
 

@@ -5,7 +5,8 @@ Modules (each has one job; lower ones never import higher ones)::
     rows.py          RowLayout: named row blocks of a stage LP (prices read by block name)
     instance.py      ColumnInstance: the allocation columns as sparse tables
     tuning.py        Tuning: the performance knobs of the solve plans (passed to solve())
-    stages.py        LevelStage / LinearStage and the lexicographic StageSolver
+    programs.py      LevelStage / LinearStage and a solved stage's StageResult
+    stages.py        the lexicographic StageSolver (kept rows, warm state, the solve log)
     strategies.py    the solve plan of a stage LP (stage_plan), run by fairalloc.plan's driver
     columns.py       restricted columns (column generation) for many-type stage LPs
     structured/      structured exact level and floor solvers (Newton prices + small masters)

@@ -35,7 +35,8 @@ from .tuning import DEFAULT_TUNING, Tuning
 
 if TYPE_CHECKING:  # (stages imports this module)
     from ..backends import Backend
-    from .stages import LevelStage, LinearStage, StageResult, StageSolver
+    from .programs import LevelStage, LinearStage, StageResult
+    from .stages import StageSolver
 
 __all__ = ["RC_NOISE", "RESTRICTED_LP", "RESTRICTED_ROUND", "applies", "first_columns",
            "priced_columns", "sampled_prices", "sampled_program", "solve_restricted"]

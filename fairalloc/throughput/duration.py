@@ -33,7 +33,8 @@ from .policy import (
     _steps,
     isolated_split,
 )
-from .stages import EXACT_LP, LevelStage, StageResult, StageSolver, pow2
+from .programs import LevelStage, StageResult, pow2
+from .stages import EXACT_LP, StageSolver
 from .structured import STRUCTURED_LEVEL, fast_level, level_strategy
 from .structured.common import PROVISIONAL, NewtonSeed
 from .structured.common import structured_applies as _structured_applies

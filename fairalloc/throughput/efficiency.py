@@ -31,17 +31,9 @@ from .policy import (
     ThroughputPolicy,
     _steps,
 )
+from .programs import LevelStage, LinearStage, StageResult, pow2
 from .rows import RowLayout
-from .stages import (
-    LevelStage,
-    LinearStage,
-    StageResult,
-    StageSolver,
-    backend_for,
-    pow2,
-    scaled_solve,
-    top_up_rows,
-)
+from .stages import StageSolver, backend_for, scaled_solve, top_up_rows
 from .symmetry import ClassMap
 from .tuning import Tuning, as_tuning
 

@@ -55,7 +55,8 @@ from ..results import Certificate, SolveStats
 from ..tolerances import FEAS_TOL, GAP_TOL
 from . import structured
 from .policy import STAGE_TOL, Allocation, PolicyStages, ThroughputPolicy, _level_objective, _rank
-from .stages import LevelStage, StageSolver, backend_for, capacity_prices
+from .programs import LevelStage
+from .stages import StageSolver, backend_for, capacity_prices
 from .tuning import Tuning, as_tuning
 from .water_path import (
     FLOORS_ANCHORED,

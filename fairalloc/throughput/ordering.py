@@ -36,13 +36,8 @@ from .policy import (
     _rank,
     _steps,
 )
-from .stages import (
-    LevelStage,
-    LinearStage,
-    StageResult,
-    StageSolver,
-    pow2,
-)
+from .programs import LevelStage, LinearStage, StageResult, pow2
+from .stages import StageSolver
 from .tuning import Tuning
 
 __all__ = ["FIFO", "FIFO_SEMANTICS", "ShortestJobFirst", "fifo", "shortest_job_first"]

@@ -35,7 +35,8 @@ from ..results import Certificate, Result, SolveStats, Status, readonly, require
 from ..tolerances import FEAS_TOL, GAP_TOL
 from . import structured
 from .instance import TINY, ColumnInstance
-from .stages import LevelStage, LinearStage, StageResult, StageSolver, backend_for, capacity_prices
+from .programs import LevelStage, LinearStage, StageResult
+from .stages import StageSolver, backend_for, capacity_prices
 from .symmetry import SYMMETRY_STEP, ClassMap, certify_original, classes_of, reduced_instance
 from .tuning import Tuning, as_tuning
 
@@ -511,20 +512,22 @@ class ThroughputPolicy(Composable):
                 wres = solver.run(wstage, "work-conserving", fast)
                 certs.append(wres.cert)
                 xcol = wres.x[: self.inst.E]
-            except CertificateError as exc:
-                # the secondary stage could not be certified (e.g. a job whose level needs a
-                # 1e-9 share of a type, below the solver's absolute tolerance): keep the
-                # certified first-stage allocation; its failed certificate is reported in
-                # stage_certificates
-                if exc.certificate is None:
-                    raise
+            except SolverError as exc:
+                # no strategy of the secondary stage's plan answered (e.g. a job whose level
+                # needs a 1e-9 share of a type, below every solver's absolute tolerance): keep
+                # the certified first-stage allocation; the stage's best failed certificate
+                # (or an unproven one) is reported in stage_certificates
+                cert = exc.certificate if isinstance(exc, CertificateError) else None
+                if not isinstance(cert, Certificate):
+                    cert = Certificate(kind="lp", primal_value=float("nan"),
+                                       dual_bound=float("nan"), gap=float("inf"),
+                                       primal_residual=float("inf"))
                 warnings.warn(
                     f"{self.name}: the work-conserving stage could not be certified "
                     f"({exc}); returning the certified first-stage allocation, which may leave "
                     "capacity idle (stage_certificates[1].ok is False)",
                     FairallocWarning, stacklevel=_WARN_LEVEL)
-                assert isinstance(exc.certificate, Certificate)
-                certs.append(exc.certificate)
+                certs.append(cert)
                 solver.log.hand_over("work-conserving", "first-stage allocation",
                                      "its certificate failed")
                 wres = None

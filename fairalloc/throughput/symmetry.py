@@ -30,8 +30,9 @@ from .._symmetry import Classes, exact_classes
 from ..data import Jobs
 from ..results import Certificate
 from .instance import ColumnInstance
+from .programs import LevelStage, LinearStage, StageResult
 from .rows import RowLayout
-from .stages import LevelStage, LinearStage, StageResult, StageSolver, backend_for
+from .stages import StageSolver, backend_for
 
 __all__ = ["PER_JOB_BLOCKS", "SYMMETRY_STEP", "ClassMap", "certify_original", "classes_of",
            "reduced_instance"]

@@ -7,6 +7,7 @@ capacity prices (`Demand`), Newton's method on *demand = capacity* (`newton`,
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -14,8 +15,11 @@ from ...backends import Backend, LinearProgram, LPSolution, get_backend
 from ...errors import SolverError
 from ...results import Certificate
 from ..instance import TINY, ColumnInstance
-from ..stages import LevelStage, LinearStage, StageResult, StageSolver
+from ..programs import LevelStage, LinearStage, StageResult
 from ..tuning import DEFAULT_TUNING, Tuning
+
+if TYPE_CHECKING:  # (stages imports the plans that use these solvers)
+    from ..stages import StageSolver
 
 #: path-step suffix of a stage returned without its certificate (`certified`)
 PROVISIONAL = "-provisional"
@@ -104,14 +108,15 @@ def too_many_explicit(explicit: np.ndarray, n: int, tuning: Tuning) -> bool:
     return m > tuning.max_explicit_share * n and m > tuning.min_degenerate_jobs
 
 
-def structured_applies(solver: StageSolver, *, kept: int) -> bool:
+def structured_applies(solver: StageSolver, *, kept: int, any_size: bool = False) -> bool:
     """Whether a stage of ``solver`` has the structure the structured solvers exploit: single
     job columns only (no pairs, no placement), only time and capacity rows besides ``kept``
-    kept stages, and enough jobs for the structure to pay (else the whole LP is as fast)."""
+    kept stages, and (unless ``any_size``: the plan's exact tail) enough jobs for the
+    structure to pay (else the whole LP is as fast)."""
     inst = solver.inst
     return (inst.pairs is None and not inst.placement and len(solver.fixed) == kept
             and solver.base_layout.blocks() == (("time", inst.n), ("capacity", inst.k))
-            and solver.structured_worth())
+            and (any_size or solver.structured_worth()))
 
 
 def unchecked_certificate(value: float) -> Certificate:

@@ -10,7 +10,7 @@ certificate passes (``structured-floor``); hand-over ``structured-floor->exact-l
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -19,8 +19,8 @@ from ..._sparse import csr_from_triplets, entries_at
 from ...backends import LinearProgram
 from ...plan import Decline, Strategy
 from ..instance import ColumnInstance
+from ..programs import LinearStage, StageResult
 from ..rows import RowLayout
-from ..stages import LinearStage, StageResult, StageSolver
 from .common import (
     ACTIVITY_ROUNDING,
     BAND0,
@@ -45,6 +45,9 @@ from .common import (
     too_many_types,
 )
 from .rowclass import ROUGH_MIN_SHARE, Aggregator, Groups, disaggregate, master_block
+
+if TYPE_CHECKING:  # (stages imports the plans that use these solvers)
+    from ..stages import StageSolver
 
 STRUCTURED_FLOOR = "structured-floor"  # path step: floor stage certified from its master
 FLOOR_FROM_LEVEL = "floor-from-level"  # path step: floor stage certified with level duals
@@ -105,14 +108,14 @@ def _floor_applies(ctx: Any) -> bool:
     return isinstance(ctx.stage, LinearStage) and floor_structure(ctx.solver, ctx.stage) is not None
 
 
-def floor_structure(solver: StageSolver, stage: LinearStage
+def floor_structure(solver: StageSolver, stage: LinearStage, any_size: bool = False
                     ) -> tuple[np.ndarray, np.ndarray] | None:
     """``(a, omega)`` when ``stage`` is a floor stage the structured solvers handle: one kept
     level block with positive single-column coefficients ``a`` (one per column) and an
     objective that is a non-negative per-job multiple ``omega`` of each job's level row;
-    else ``None``."""
+    else ``None`` (``any_size``: also below ``tuning.structured_min_jobs`` jobs)."""
     inst = solver.inst
-    if not structured_applies(solver, kept=1):
+    if not structured_applies(solver, kept=1, any_size=any_size):
         return None
     C, _ = solver.fixed[0]
     owner = inst.mem_job
@@ -131,7 +134,7 @@ def floor_structure(solver: StageSolver, stage: LinearStage
 
 
 def fast_floor(solver: StageSolver, stage: LinearStage, *, prior: StageResult | None = None,
-                max_rounds: int | None = None) -> StageResult:
+                max_rounds: int | None = None, any_size: bool = False) -> StageResult:
     """Exact solve of a *floor* stage ``max g @ x`` s.t. ``C x >= f`` (one fixed level block).
 
     Used for the work-conserving stage, where the objective of each job is a multiple
@@ -156,7 +159,7 @@ def fast_floor(solver: StageSolver, stage: LinearStage, *, prior: StageResult | 
     tuning = solver.tuning
     if max_rounds is None:
         max_rounds = tuning.floor_max_rounds
-    found = floor_structure(solver, stage)
+    found = floor_structure(solver, stage, any_size)
     if found is None:
         raise Decline("the stage has no floor structure")
     if too_many_types(solver):

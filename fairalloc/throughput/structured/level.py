@@ -8,7 +8,7 @@ step ``structured-level``, hand-over ``structured-level->exact-lp: <reason>``
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -16,8 +16,8 @@ import scipy.sparse as sp
 from ..._sparse import csr_from_triplets, entries_at
 from ...backends import LinearProgram
 from ...plan import Decline, Strategy
+from ..programs import LevelStage, StageResult
 from ..rows import RowLayout
-from ..stages import LevelStage, StageResult, StageSolver
 from .common import (
     ACTIVITY_ROUNDING,
     BAND0,
@@ -39,6 +39,9 @@ from .common import (
     too_many_types,
 )
 from .rowclass import ROUGH_MIN_SHARE, Aggregator, Groups, disaggregate, master_block
+
+if TYPE_CHECKING:  # (stages imports the plans that use these solvers)
+    from ..stages import StageSolver
 
 STRUCTURED_LEVEL = "structured-level"  # path step: level stage certified by this solver
 _LEVEL_BAND_GROWTH = 3.0  # PERFORMANCE knob: band widening when folded vertices do not fit
@@ -76,10 +79,13 @@ def _level_applies(ctx: Any) -> bool:
 def fast_level(solver: StageSolver, stage: LevelStage, *, max_rounds: int | None = None,
                 warm: tuple[np.ndarray, float] | None = None,
                 degenerate_handover: bool = True, seed: NewtonSeed | None = None,
-                provisional: bool = False) -> StageResult:
+                provisional: bool = False, any_size: bool = False) -> StageResult:
     """Exact solve of a level stage (see `_fast_level_unit`), at unit scale; raises
     `fairalloc.plan.Decline` with the reason where it cannot win (the plan's next strategy
     then runs). ``max_rounds``: master rounds (default ``tuning.level_max_rounds``).
+    ``any_size``: also below ``tuning.structured_min_jobs`` jobs (the plan's exact tail: its
+    closed-form duals certify levels whose rows span many orders of magnitude, where the LP
+    solvers' absolute tolerances do not).
 
     ``provisional``: when the restricted master prices out (no column with a positive reduced
     cost), return its allocation without the whole LP's certificate (`certified`); the
@@ -109,18 +115,18 @@ def fast_level(solver: StageSolver, stage: LevelStage, *, max_rounds: int | None
     wu = None if warm is None else (np.asarray(warm[0], dtype=float), float(warm[1]) / sigma)
     if sigma == 1.0 and rho == 1.0:
         return _fast_level_unit(solver, stage, stage, 1.0, 1.0, max_rounds, wu,
-                                degenerate_handover, seed, provisional)
+                                degenerate_handover, seed, provisional, any_size)
     unit = LevelStage(sp.csr_matrix(stage.C / rho), stage.b * (sigma / rho), stage.h / rho,
                   stage.name)
     return _fast_level_unit(solver, stage, unit, sigma, rho, max_rounds, wu,
-                            degenerate_handover, seed, provisional)
+                            degenerate_handover, seed, provisional, any_size)
 
 
 def _fast_level_unit(solver: StageSolver, orig: LevelStage, stage: LevelStage, sigma: float,
                      rho: float, max_rounds: int,
                      warm: tuple[np.ndarray, float] | None = None,
                      degenerate_handover: bool = True, seed: NewtonSeed | None = None,
-                     provisional: bool = False) -> StageResult:
+                     provisional: bool = False, any_size: bool = False) -> StageResult:
     """Exact solve of a level stage ``max theta: C x - b theta >= h`` exploiting its structure.
 
     Only the ``k`` capacity rows and ``theta`` couple the jobs. At given capacity prices each
@@ -145,7 +151,7 @@ def _fast_level_unit(solver: StageSolver, orig: LevelStage, stage: LevelStage, s
     inst = solver.inst
     n, k, E = inst.n, inst.k, inst.E
     tuning = solver.tuning
-    if not structured_applies(solver, kept=0):
+    if not structured_applies(solver, kept=0, any_size=any_size):
         raise Decline("the stage has rows beyond time, capacity and level")
     if too_many_types(solver):
         raise Decline(f"{MANY_TYPES} (k = {k} > {tuning.structured_max_types})")
