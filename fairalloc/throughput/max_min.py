@@ -60,12 +60,12 @@ from ..errors import CertificateError, InfeasibleError, InputError, SolverError
 from ..results import Certificate, SolveStats
 from ..tolerances import FEAS_TOL, GAP_TOL
 from . import structured
+from .composed import level_objective
 from .policy import (
     STAGE_TOL,
     Allocation,
     PolicyStages,
     ThroughputPolicy,
-    _level_objective,
     _rank,
 )
 from .stages import LevelStage, StageSolver, backend_for, capacity_prices
@@ -167,7 +167,7 @@ class MaxMinFairness(ThroughputPolicy):
         return PolicyStages(stage, res, res.value)
 
     def _cvx_objective(self, cvx: dict[str, Any]) -> tuple[Any, list[Any]]:
-        return _level_objective(cvx, self.level_stage())
+        return level_objective(cvx, self.level_stage())
 
     def _cvx_unit(self) -> float:
         return self.level_stage().units()[0]
