@@ -544,8 +544,10 @@ def _solve_once(problem: Any, backend: str, tols: tuple[float, float],
     from .backends import USABLE, SolveStatus
 
     inst = get_backend(backend, need="cvxpy")
+    # accept_unknown: cvxpy reads back the point of an "InsufficientProgress" stop too (it
+    # would raise instead); like every usable point it goes to the certificate, which decides
     opts: dict[str, Any] = {"tol_gap_abs": SOLVER_TOL, "tol_gap_rel": SOLVER_TOL,
-                            "tol_feas": SOLVER_TOL,
+                            "tol_feas": SOLVER_TOL, "accept_unknown": True,
                             "verbose": verbose}
     if time_limit is not None:
         opts["time_limit"] = float(time_limit)

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from .._cvxpy import certify_point, restore_point, snapshot_point, solve_cvxpy
-from ..errors import FairallocWarning
+from ..errors import FairallocWarning, SolverError
 from ..results import Certificate, SolveStats
 from .stages import LevelStage
 
@@ -142,20 +142,27 @@ def solve_composed(policy: Any, wc: bool, tols: tuple[float, float, float], back
         obj = prob.objective.args[0]
         p2 = cp.Problem(cp.Maximize(policy._wc_objective() @ cvx["xc"]),
                         [*prob.constraints, obj >= value - slack])
-        stats2, second = solve_cvxpy(p2, backend=backend, gap_tol=gap_tol, feas_tol=feas_tol,
-                                     clean=clean)
-        iters += stats2.iterations
-        path += stats2.path
-        raw_status = stats2.raw_status
-        there = report(certify_point(prob, first))  # the first stage at the second's point
-        if second.ok and there.ok:
-            final = certs[0] = there
-            certs.append(second)
-        else:  # reported as the stage's certificate, not ok (the reason it was not used)
-            certs.append(second if not second.ok else there)
+        why = None
+        try:
+            stats2, second = solve_cvxpy(p2, backend=backend, gap_tol=gap_tol,
+                                         feas_tol=feas_tol, clean=clean)
+        except SolverError as exc:  # no point (the first stage's is kept; no certificate)
+            why = f"its solve failed ({exc})"
+            path.append(CVXPY_STEP)
+        else:
+            iters += stats2.iterations
+            path += stats2.path
+            raw_status = stats2.raw_status
+            there = report(certify_point(prob, first))  # the first stage at the second's point
+            if second.ok and there.ok:
+                final = certs[0] = there
+                certs.append(second)
+            else:  # reported as the stage's certificate, not ok (the reason it was not used)
+                certs.append(second if not second.ok else there)
+                why = ("its own certificate failed" if not second.ok else
+                       f"the first stage's certificate fails at its point ({there!r})")
+        if why is not None:
             restore_point(kept)
-            why = ("its own certificate failed" if not second.ok else
-                   f"the first stage's certificate fails at its point ({there!r})")
             warnings.warn(
                 f"{policy.name}: the work-conserving stage could not be certified ({why}); "
                 "returning the certified first-stage allocation, which may leave capacity idle",
