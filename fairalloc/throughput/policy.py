@@ -390,8 +390,10 @@ class ThroughputPolicy(Composable):
         method : {"auto", "highs", "fast", "cvxpy"}
             ``"highs"``: the LPs as sparse matrices through ``backend``; ``"fast"``: the
             structured path where a policy has one (max-min fairness; else as ``"highs"``);
-            ``"cvxpy"``: the cvxpy model with added constraints/terms (Clarabel, conic KKT
-            certificate). ``"auto"``: ``"cvxpy"`` for composed models, else ``"fast"``.
+            ``"cvxpy"``: the cvxpy model with added constraints/terms (Clarabel; certified at
+            the allocation returned, for the objective reported, see
+            `fairalloc.throughput.composed`). ``"auto"``: ``"cvxpy"`` for composed models,
+            else ``"fast"``.
         backend : str or Backend, optional
             LP backend (default HiGHS; interior point with crossover for large LPs); with
             ``method="cvxpy"`` the conic backend (default and only certified one: Clarabel).
