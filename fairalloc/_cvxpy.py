@@ -159,6 +159,42 @@ def _column_bounds(A: Any, b: np.ndarray, zero: int, nonneg: int
     return lo, hi
 
 
+def _into_dual_cone(z: np.ndarray, dims: Any) -> np.ndarray:
+    """A point of the dual cone near ``z``: the non-negative block and each second-order
+    block projected (both are self-dual), each exponential block's ``w`` raised to
+    ``-u exp(v/u) / e`` (``u < 0``; else ``u = 0`` and ``v, w`` clipped at 0). The zero cone's
+    dual is free."""
+    z = np.array(z, dtype=float, copy=True)
+    pos = int(dims.zero)
+    nonneg = int(dims.nonneg)
+    z[pos: pos + nonneg] = np.maximum(z[pos: pos + nonneg], 0.0)
+    pos += nonneg
+    for size in dims.soc:
+        t, v = z[pos], z[pos + 1: pos + size]
+        nv = float(np.linalg.norm(v))
+        if nv > t:
+            if nv <= -t:
+                z[pos: pos + size] = 0.0
+            else:
+                half = 0.5 * (t + nv)
+                z[pos] = half
+                z[pos + 1: pos + size] = v * (half / nv)
+        pos += size
+    n_exp = int(dims.exp)
+    if n_exp:
+        blk = z[pos: pos + 3 * n_exp].reshape(n_exp, 3)
+        u, v, w = blk[:, 0], blk[:, 1], blk[:, 2]
+        neg = u < -CONE_EPS
+        with np.errstate(over="ignore"):
+            need = np.where(neg, -u * np.exp(np.where(neg, v / np.where(neg, u, -1.0), 0.0))
+                            / np.e, 0.0)
+        blk[:, 2] = np.where(neg, np.maximum(w, need), np.maximum(w, 0.0))
+        blk[:, 1] = np.where(neg, v, np.maximum(v, 0.0))
+        blk[:, 0] = np.where(neg, u, 0.0)
+        z[pos: pos + 3 * n_exp] = blk.ravel()
+    return z
+
+
 def _box_minimum(r: np.ndarray, lo: np.ndarray, hi: np.ndarray, x: np.ndarray
                  ) -> tuple[float, np.ndarray]:
     """``sum_j min_{lo_j <= v <= hi_j} r_j v``, where a column whose reduced cost pushes
@@ -198,22 +234,24 @@ def conic_certificate(
     xmax = float(np.max(np.abs(x), initial=0.0))
     row_scale = np.maximum(np.abs(b), np.asarray(abs(A).sum(axis=1)).ravel() * xmax)
     primal_res = _cone_violation(slack, dims, dual=False, row_scale=row_scale)
-    # the bound: for any feasible x and z in K*, c@x >= (c + A^T z)@x - b@z, and the reduced
+    # the bound: for any feasible x and z in K* (the solver's z moved into K*: a z outside a
+    # second-order cone by 2e-13 against a slack of 1e3 put the bound 5e-10 above the
+    # optimum), c@x >= (c + A^T z)@x - b@z, and the reduced
     # cost r = c + A^T z meets each column's bounds (singleton rows: x_j >= 0, x_j <= 1, ...)
     # at their worst, as an LP's Lagrangian bound does -- so the bound holds whatever r the
     # solver's tolerance left; r on an unbounded column (a cone's auxiliary variable, whose
     # value may be 1e4 where the objective is 0.5) is charged at the point's |r_j x_j| and
     # also counts as dual residual
     zero, nonneg = int(dims.zero), int(dims.nonneg)
-    z = np.array(z, dtype=float, copy=True)
-    z[zero: zero + nonneg] = np.maximum(z[zero: zero + nonneg], 0.0)  # onto R+ (its own dual)
+    cone_res = _ratio(_cone_violation(z, dims, dual=True), float(np.max(np.abs(z), initial=0.0)))
+    z = _into_dual_cone(np.asarray(z, dtype=float), dims)
     ATz = A.T @ z
     lo, hi = _column_bounds(A, b, zero, nonneg)
     box, free = _box_minimum(c + ATz, lo, hi, x)
     dual_res = max(
         _ratio(float(np.max(free, initial=0.0)), max(float(np.max(np.abs(c), initial=0.0)),
                                                      float(np.max(np.abs(ATz), initial=0.0)))),
-        _ratio(_cone_violation(z, dims, dual=True), float(np.max(np.abs(z), initial=0.0))),
+        cone_res,
     )
     primal = float(c @ x) + offset
     dual = -float(b @ z) + box + offset

@@ -64,6 +64,12 @@ class Instance:
         self.allowed = (self.T > 0) & (self.sf[:, None] <= self.workers[None, :])
         self.Ta = np.where(self.allowed, self.T, 0.0)
 
+    def __repr__(self):
+        return (f"Instance({self.T.tolist()!r}, {self.workers.tolist()!r}, "
+                f"sf={self.sf.tolist()!r}, w={self.w.tolist()!r}, "
+                f"steps={None if self.steps is None else self.steps.tolist()!r}, "
+                f"elapsed={self.elapsed.tolist()!r})")
+
     def jobs(self):
         return fa.Jobs(self.T, scale_factor=self.sf, weight=self.w,
                        steps_remaining=self.steps, elapsed=self.elapsed)
