@@ -237,15 +237,28 @@ def test_max_total_throughput_cvxpy_bound_holds_on_bounded_columns():
                            solve_policy("max_total_throughput", inst, "highs").x)
 
 
-def test_finish_time_fairness_cvxpy_bound_charges_the_cone_variables():
+FTF_CASES = {
     # the old certificate put a lower bound on rho_max above the optimum (the reduced cost
     # on the unbounded 1/throughput variables, ~4e3, was left out): rho 1.4e-6 too high,
     # certified to 9e-9
-    inst = Instance(np.array([[0.8646, 8126.3], [0.0, 7108.6], [0.958, 7077.2],
-                              [1.0, 0.0]]) * 1e-6, [3, 3],
-                    w=[2.2074, 0.7294, 0.9046, 2.6084],
-                    steps=np.array([1624.7165, 4684.9391, 460.3581, 3974.8104]) * 1e2,
-                    elapsed=[137.5202, 272.3978, 433.1246, 925.6754])
+    "cone-variables": Instance(
+        np.array([[0.8646, 8126.3], [0.0, 7108.6], [0.958, 7077.2], [1.0, 0.0]]) * 1e-6, [3, 3],
+        w=[2.2074, 0.7294, 0.9046, 2.6084],
+        steps=np.array([1624.7165, 4684.9391, 460.3581, 3974.8104]) * 1e2,
+        elapsed=[137.5202, 272.3978, 433.1246, 925.6754]),
+    # the solver's dual point was outside a second-order cone by 2e-13 against a slack of
+    # 1e3: the bound was 5e-10 above the optimum rho = 0.75 (hypothesis, thorough profile)
+    "dual-cone": Instance(
+        [[1e-07, 0.0], [2.5e-08, 0.0], [7e-05, 9.999999999999999e-05], [1e-08, 0.0]],
+        [4.0, 2.0], sf=[1.0, 2.0, 2.0, 1.0], w=[0.5, 0.5, 0.5, 0.5],
+        steps=[0.06999999999999999, 0.015, 0.01, 9.999999999999999e-05],
+        elapsed=[10.0, 100.0, 100.0, 0.0]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(FTF_CASES))
+def test_finish_time_fairness_cvxpy_bound_is_a_bound(case):
+    inst = FTF_CASES[case]
     r = solve_or_raise(lambda: solve_policy("finish_time_fairness", inst, "cvxpy"))
     if r is not None:
         assert_certified_right(inst, "finish_time_fairness", r,
