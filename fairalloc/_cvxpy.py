@@ -7,8 +7,12 @@ cvxpy compiles the problem to ``min c@x  s.t.  A x + s = b, s in K`` (Clarabel's
 solver's raw primal ``x`` and dual ``z`` we compute, without trusting the solver's status,
 
 * the primal residual: distance of ``b - A x`` to the cone ``K``,
-* the dual residual: ``||A^T z + c||`` and the distance of ``z`` to the dual cone ``K*``,
-* the duality gap ``c@x + b@z``.
+* the dual residual: ``||A^T z + c||`` on columns without a bound, and the distance of ``z``
+  to the dual cone ``K*``,
+* the dual bound: the Lagrangian bound at ``z`` moved into ``K*``, the reduced cost
+  ``c + A^T z`` met at the worst of each column's bounds (``x >= 0``, ``x <= 1``, read from
+  singleton rows) and charged ``|r_j x_j|`` on an unbounded column; the gap is the primal
+  value ``c@x`` minus that bound.
 
 Every quantity is judged relative to the data scale, so the verdict does not change when the
 program's data are expressed in other units: the primal residual of each row relative to
@@ -217,8 +221,8 @@ def conic_certificate(
 
     Residuals and gap are relative to the data scale (see the module docstring); ``scale``
     overrides the gap's scale (in the objective's units). The dual bound is the Lagrangian
-    bound ``-b@z + sum_j min_{l_j <= x_j <= u_j} (c + A^T z)_j x_j`` with ``z``'s non-negative
-    block projected onto its cone and the column bounds ``l, u`` read from singleton rows, so
+    bound ``-b@z + sum_j min_{l_j <= x_j <= u_j} (c + A^T z)_j x_j`` with ``z`` moved into the
+    dual cone (`_into_dual_cone`) and the column bounds ``l, u`` read from singleton rows, so
     it is a valid bound whatever reduced cost the solver left on bounded columns (a job worth
     ``1e-9`` of the objective, left at 0.8 of its time by a solver whose dual residual was
     ``7e-10``, is not certified optimal to ``7e-12``); a column unbounded in the direction
@@ -236,8 +240,8 @@ def conic_certificate(
     primal_res = _cone_violation(slack, dims, dual=False, row_scale=row_scale)
     # the bound: for any feasible x and z in K* (the solver's z moved into K*: a z outside a
     # second-order cone by 2e-13 against a slack of 1e3 put the bound 5e-10 above the
-    # optimum), c@x >= (c + A^T z)@x - b@z, and the reduced
-    # cost r = c + A^T z meets each column's bounds (singleton rows: x_j >= 0, x_j <= 1, ...)
+    # optimum), c@x >= (c + A^T z)@x - b@z, and the reduced cost r = c + A^T z meets each
+    # column's bounds (singleton rows: x_j >= 0, x_j <= 1, ...)
     # at their worst, as an LP's Lagrangian bound does -- so the bound holds whatever r the
     # solver's tolerance left; r on an unbounded column (a cone's auxiliary variable, whose
     # value may be 1e4 where the objective is 0.5) is charged at the point's |r_j x_j| and
