@@ -421,6 +421,20 @@ def certify_point(problem: Any, bound: Certificate) -> Certificate:
     (a `conic_certificate` of a solve of the same program, or of one with the same feasible
     set and objective). The gap is ``|dual_bound - primal_value|``: a point better than the
     bound can only be infeasible or the bound wrong, and neither is certified.
+
+    Examples
+    --------
+    >>> import cvxpy as cp
+    >>> x = cp.Variable(nonneg=True)
+    >>> prob = cp.Problem(cp.Maximize(x), [x <= 2.0])
+    >>> x.value = 2.0
+    >>> bound = Certificate("conic", primal_value=2.0, dual_bound=2.0, gap=0.0,
+    ...                     primal_residual=0.0)
+    >>> certify_point(prob, bound).ok
+    True
+    >>> x.value = 2.5  # beyond the constraint at its own scale: 0.5 / 2.5
+    >>> round(certify_point(prob, bound).primal_residual, 6)
+    0.2
     """
     with np.errstate(all="ignore"):  # log 0 = -inf at the point: not certified, no warning
         try:
@@ -477,7 +491,20 @@ class _Restated:
 
 def snapshot_point(problem: Any) -> list[tuple[Any, Any]]:
     """The values of ``problem``'s variables and dual variables (`restore_point` puts them
-    back: a caller that tries a second point keeps the first)."""
+    back: a caller that tries a second point keeps the first).
+
+    Examples
+    --------
+    >>> import cvxpy as cp
+    >>> x = cp.Variable()
+    >>> prob = cp.Problem(cp.Minimize(x), [x >= 1])
+    >>> x.value = 1.0
+    >>> kept = snapshot_point(prob)
+    >>> x.value = 3.0
+    >>> restore_point(kept)
+    >>> float(x.value)
+    1.0
+    """
     leaves = [*problem.variables(), *(dv for c in problem.constraints for dv in c.dual_variables)]
     return [(leaf, None if leaf.value is None else np.array(leaf.value, copy=True))
             for leaf in leaves]

@@ -70,7 +70,17 @@ def level_objective(cvx: dict[str, Any], stage: LevelStage) -> tuple[Any, list[A
 def reciprocal(cert: Certificate, value: float) -> Certificate:
     """The certificate of ``1 / objective`` (a duration) from that of a maximised rate
     ``theta``: the duration ``value`` of the returned allocation (its ``1 / theta``) against
-    the lower bound ``1 / theta_bound``; the gap is judged relative to the duration."""
+    the lower bound ``1 / theta_bound``; the gap is judged relative to the duration.
+
+    Examples
+    --------
+    >>> from fairalloc.results import Certificate
+    >>> rate = Certificate("conic", primal_value=0.04, dual_bound=0.05, gap=0.01,
+    ...                    primal_residual=0.0)
+    >>> span = reciprocal(rate, 25.0)
+    >>> span.dual_bound, round(span.relative_gap, 6)
+    (20.0, 0.2)
+    """
     bound = 1.0 / cert.dual_bound if np.isfinite(cert.dual_bound) and cert.dual_bound > 0 \
         else float("inf")
     gap = abs(value - bound) if np.isfinite(value) and np.isfinite(bound) else float("inf")
@@ -79,7 +89,17 @@ def reciprocal(cert: Certificate, value: float) -> Certificate:
 
 
 def negated(cert: Certificate, value: float) -> Certificate:
-    """The certificate of a minimised ``value`` (``rho_max``) solved as ``max -value``."""
+    """The certificate of a minimised ``value`` (``rho_max``) solved as ``max -value``.
+
+    Examples
+    --------
+    >>> from fairalloc.results import Certificate
+    >>> c = Certificate("conic", primal_value=-1.5, dual_bound=-1.4, gap=0.1,
+    ...                 primal_residual=0.0)
+    >>> r = negated(c, 1.5)
+    >>> r.primal_value, r.dual_bound, round(r.gap, 12)
+    (1.5, 1.4, 0.1)
+    """
     bound = -cert.dual_bound
     gap = abs(value - bound) if np.isfinite(value) and np.isfinite(bound) else float("inf")
     return dataclasses.replace(cert, primal_value=float(value), dual_bound=bound, gap=gap,
