@@ -657,8 +657,11 @@ class FisherMarket(Composable):
 
     def _constraints_hold(self, alloc: np.ndarray, feas_tol: float) -> bool:
         """Whether every added constraint holds at ``alloc`` (caller's units), within
-        ``feas_tol`` relative to the magnitude of its sides; ``False`` when it cannot be
-        decided (a constraint involving variables other than the market's)."""
+        ``feas_tol`` relative to the magnitude of its own terms
+        (`fairalloc._cvxpy.constraint_residual`); ``False`` when it cannot be decided (a
+        constraint involving variables other than the market's)."""
+        from .._cvxpy import constraint_residual
+
         cvx = self._pieces()
         var = cvx["var"]
         if any(v is not var for c in self._constraints for v in c.variables()):
@@ -670,22 +673,19 @@ class FisherMarket(Composable):
         else:
             value = np.zeros((self.n, self.T))
             value[self._form.owner, np.nonzero(self._usable_rounds())[1]] = z
-        try:
-            var.value = np.maximum(value, 0.0)
-            for c in self._constraints:
-                viol = np.abs(np.asarray(c.violation(), dtype=float))
-                mag = np.zeros_like(viol)
-                for arg in c.args:
-                    val = arg.value
-                    if val is None:
-                        return False
-                    mag = np.maximum(mag, np.abs(np.asarray(val, dtype=float)))
-                tiny = np.finfo(float).tiny
-                if not np.all(viol <= feas_tol * np.maximum(mag, tiny)):
-                    return False
-        except Exception:  # cannot evaluate: let the conic path decide
-            return False
-        return True
+        var.save_value(np.maximum(value, 0.0))
+        return constraint_residual(self._constraints) <= feas_tol
+
+    def _clean(self, cvx: dict[str, Any]) -> None:
+        """Write the allocation a composed solve returns into the model: negative round-off
+        removed, a Leontief buyer's unusable rounds exactly 0."""
+        var = cvx["var"]
+        if var.value is None:
+            return
+        value = np.maximum(np.asarray(var.value, dtype=float), 0.0)
+        if self.kind != "linear":
+            value[~self._usable_rounds()] = 0.0
+        var.save_value(value)
 
     def _solve_cvxpy(self, gap_tol: float, feas_tol: float, time_limit: float | None,
                      log: EngineLog) -> tuple[np.ndarray, np.ndarray, Certificate, int, int]:
@@ -708,8 +708,12 @@ class FisherMarket(Composable):
         cvx = self._pieces()
         problem = self._problem(cvx)
         try:
-            stats, conic_cert = solve_cvxpy(problem, backend=log.conic, gap_tol=gap_tol,
-                                            feas_tol=feas_tol, time_limit=time_limit)
+            # a composed model is certified at the allocation it returns (every constraint
+            # at its own scale); a plain one gets the exact Eisenberg-Gale certificate below
+            stats, conic_cert = solve_cvxpy(
+                problem, backend=log.conic, gap_tol=gap_tol, feas_tol=feas_tol,
+                time_limit=time_limit,
+                clean=(lambda: self._clean(cvx)) if self.composed else None)
         except SolverError:
             if self.composed:
                 raise
@@ -718,9 +722,12 @@ class FisherMarket(Composable):
             alloc, prices, cert, it, more = self._solve_plain(
                 "conic", gap_tol, feas_tol, time_limit, None, log)
             return alloc, prices, cert, iters + it, solves + more
-        log.ran(stats.backend, stats.raw_status)
+        for step in stats.path[1:]:  # re-solves with constraints at their own scale
+            log.step(step)
+        for _ in range(stats.solves):  # (each solve reports the last one's status)
+            log.ran(stats.backend, stats.raw_status)
         iters += stats.iterations
-        solves += 1
+        solves += stats.solves
         n, m, T = self.n, self.m, self.T
         dual = cvx["supply"].dual_value
         if dual is None or cvx["x"].value is None:

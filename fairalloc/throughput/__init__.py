@@ -11,6 +11,7 @@ Modules (each has one job; lower ones never import higher ones)::
     columns.py       restricted columns (column generation) for many-type stage LPs
     structured/      structured exact level and floor solvers (Newton prices + small masters)
     policy.py        Allocation, the ThroughputPolicy base class, isolated/equal splits
+    composed.py      the cvxpy path (method="cvxpy"): solve, certify the returned point
     max_min.py       MaxMinFairness and hierarchical WaterFilling (§4.1, §4.3)
     duration.py      MinMakespan, FinishTimeFairness (§4.1)
     efficiency.py    MaxTotalThroughput, MinCost (§3.1, §4.2)
@@ -68,7 +69,8 @@ Every builder accepts ``pairs`` (`fairalloc.JobPairs`, space sharing) and
 cvxpy objects ([`ThroughputPolicy.x`][fairalloc.throughput.ThroughputPolicy.x],
 [`capacity_constraint`][fairalloc.throughput.ThroughputPolicy.capacity_constraint], ...) so that
 constraints and objective terms can be added and the model re-solved with ``method="cvxpy"``
-(certified by the conic KKT certificate of `fairalloc._cvxpy.solve_cvxpy`).
+(certified at the allocation it returns, for the objective it reports:
+`fairalloc.throughput.composed`).
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ from ..errors import InputError, SolverError
 from ..plan import Decline
 from ..results import Certificate
 from ..tolerances import FEAS_TOL, GAP_TOL
+from .composed import level_objective, negated, reciprocal
 from .policy import (
     STAGE_TOL,
     TINY,
@@ -29,7 +30,6 @@ from .policy import (
     PolicyStages,
     ThroughputPolicy,
     _check_rates,
-    _level_objective,
     _steps,
     isolated_split,
 )
@@ -126,11 +126,16 @@ class MinMakespan(ThroughputPolicy):
                          stages: PolicyStages) -> float:
         return self._makespan(xcol)
 
-    def _cvx_objective_value(self, value: float, xcol: np.ndarray) -> float:
-        return self._makespan(xcol)
+    def _cvx_report(self, cert: Certificate, xcol: np.ndarray) -> Certificate:
+        """The makespan's certificate (without objective terms): the makespan of the allocation
+        against ``1 / theta_bound`` (a job left without throughput: not certified)."""
+        if self._terms:
+            return cert
+        span = self._makespan(xcol) if cert.primal_value > 0 else float("inf")
+        return reciprocal(cert, span)
 
     def _cvx_objective(self, cvx: dict[str, Any]) -> tuple[Any, list[Any]]:
-        return _level_objective(cvx, self.level_stage())
+        return level_objective(cvx, self.level_stage())
 
     def _cvx_unit(self) -> float:
         return self.level_stage().units()[0]
@@ -385,12 +390,20 @@ class FinishTimeFairness(ThroughputPolicy):
         # two): every coefficient is a ratio of times or of throughputs
         tau = pow2(float(np.median(self.inst.equal_tp)))
         tp_unit = cvx["tp"] * (1.0 / tau) if tau != 1.0 else cvx["tp"]
-        con = [self.t / self.D + cp.multiply(self.steps / (self.D * tau), cp.inv_pos(tp_unit))
-               <= R]
-        return -R, con
+        rho = self.t / self.D + cp.multiply(self.steps / (self.D * tau), cp.inv_pos(tp_unit))
 
-    def _cvx_objective_value(self, value: float, xcol: np.ndarray) -> float:
-        return float(self.rho(self.inst.throughput(xcol)).max())
+        def tighten() -> None:  # rho_max of the returned allocation
+            if rho.value is not None:
+                R.save_value(np.array(float(np.max(rho.value))))
+
+        cvx.setdefault("tighten", []).append(tighten)
+        return -R, [rho <= R]
+
+    def _cvx_report(self, cert: Certificate, xcol: np.ndarray) -> Certificate:
+        """The certificate of ``max rho`` of the allocation (without objective terms)."""
+        if self._terms:
+            return cert
+        return negated(cert, float(self.rho(self.inst.throughput(xcol)).max()))
 
 
 def finish_time_fairness(

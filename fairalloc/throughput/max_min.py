@@ -54,7 +54,8 @@ from ..errors import CertificateError, InfeasibleError, InputError, SolverError
 from ..results import Certificate, SolveStats
 from ..tolerances import FEAS_TOL, GAP_TOL
 from . import structured
-from .policy import STAGE_TOL, Allocation, PolicyStages, ThroughputPolicy, _level_objective, _rank
+from .composed import level_objective
+from .policy import STAGE_TOL, Allocation, PolicyStages, ThroughputPolicy, _rank
 from .programs import LevelStage
 from .stages import StageSolver, backend_for, capacity_prices
 from .tuning import Tuning, as_tuning
@@ -152,7 +153,7 @@ class MaxMinFairness(ThroughputPolicy):
         return PolicyStages(stage, res, res.value)
 
     def _cvx_objective(self, cvx: dict[str, Any]) -> tuple[Any, list[Any]]:
-        return _level_objective(cvx, self.level_stage())
+        return level_objective(cvx, self.level_stage())
 
     def _cvx_unit(self) -> float:
         return self.level_stage().units()[0]

@@ -24,6 +24,7 @@ from ..data import Cluster, JobPairs, Jobs
 from ..errors import InputError
 from ..results import Certificate
 from ..tolerances import FEAS_TOL, GAP_TOL
+from .composed import reciprocal
 from .efficiency import MaxTotalThroughput
 from .policy import (
     STAGE_SHARE_OF_GAP,
@@ -393,8 +394,12 @@ class ShortestJobFirst(ThroughputPolicy):
                          stages: PolicyStages) -> float:
         return self._shortest(xcol)
 
-    def _cvx_objective_value(self, value: float, xcol: np.ndarray) -> float:
-        return self._shortest(xcol)
+    def _cvx_report(self, cert: Certificate, xcol: np.ndarray) -> Certificate:
+        """The shortest duration's certificate (without objective terms): the duration of
+        the allocation against ``1 / rate_bound``."""
+        if self._terms:
+            return cert
+        return reciprocal(cert, self._shortest(xcol) if cert.primal_value > 0 else float("inf"))
 
     def _cvx_objective(self, cvx: dict[str, Any]) -> tuple[Any, list[Any]]:
         return cvx["tp"][self.first] / self.steps[self.first], []

@@ -34,6 +34,7 @@ from ..errors import CertificateError, FairallocWarning, InputError, SolverError
 from ..results import Certificate, Result, SolveStats, Status, readonly, require_pandas
 from ..tolerances import FEAS_TOL, GAP_TOL
 from . import structured
+from .composed import solve_composed
 from .instance import TINY, ColumnInstance
 from .programs import LevelStage, LinearStage, StageResult
 from .stages import StageSolver, backend_for, capacity_prices
@@ -53,7 +54,6 @@ __all__ = [
 
 #: the ``method=`` values of [`ThroughputPolicy.solve`][fairalloc.throughput.ThroughputPolicy.solve]
 THROUGHPUT_METHODS = ("auto", "highs", "fast", "cvxpy")
-CVXPY_STEP = "cvxpy"  # path step: one conic solve of the cvxpy model
 #: default ``stage_tol``: relative slack with which a stage's optimum is kept in later stages
 #: (ACCURACY; at most gap_tol / 10 is used)
 STAGE_TOL = 1e-9
@@ -379,8 +379,10 @@ class ThroughputPolicy(Composable):
         method : {"auto", "highs", "fast", "cvxpy"}
             ``"highs"``: the LPs as sparse matrices through ``backend``; ``"fast"``: the
             structured path where a policy has one (max-min fairness; else as ``"highs"``);
-            ``"cvxpy"``: the cvxpy model with added constraints/terms (Clarabel, conic KKT
-            certificate). ``"auto"``: ``"cvxpy"`` for composed models, else ``"fast"``.
+            ``"cvxpy"``: the cvxpy model with added constraints/terms (Clarabel; certified at
+            the allocation returned, for the objective reported, see
+            `fairalloc.throughput.composed`). ``"auto"``: ``"cvxpy"`` for composed models,
+            else ``"fast"``.
         backend : str or Backend, optional
             LP backend (default HiGHS; interior point with crossover for large LPs); with
             ``method="cvxpy"`` the conic backend (default and only certified one: Clarabel).
@@ -645,76 +647,22 @@ class ThroughputPolicy(Composable):
                           types=self.cluster.types, pair_x=pair_x, consolidated_x=cons_x,
                           utilization=util, stage_certificates=certs)
 
-    def _cvx_objective_value(self, value: float, xcol: np.ndarray) -> float:
-        """The policy objective, in its own units, from the cvxpy optimum (default: as is)."""
-        return value
+    def _cvx_report(self, cert: Certificate, xcol: np.ndarray) -> Certificate:
+        """The certificate of the objective the result reports, from that of the maximised
+        cvxpy objective at the returned point (caller's units; default: as is)."""
+        return cert
 
     def _solve_cvxpy(self, wc: bool, gap_tol: float, feas_tol: float, stage_tol: float,
                      t0: float, backend: Any = "clarabel") -> Allocation:
-        import cvxpy as cp
-
-        from .._cvxpy import solve_cvxpy
-
-        # the composed model if there is one, else a fresh one (solve keeps no state)
-        cvx = self._cvx if self._cvx is not None else self._new_cvxpy_model()
-        prob = self._problem(cvx)
-        unit = self._cvx_unit()
-        stats, cert = solve_cvxpy(prob, backend=backend, gap_tol=gap_tol, feas_tol=feas_tol)
-        prices = unit * np.maximum(np.asarray(cvx["capacity"].dual_value, dtype=float), 0.0)
-        scaled = float(prob.value)
-        value = scaled * unit
-        cert = _rescale_cert(cert, unit)
-        certs = [cert]
-        iters, solves = stats.iterations, 1
-        if wc:
-            slack = stage_tol * max(abs(scaled), float(cert.scale or 0.0) / unit)
-            value_kept = scaled
-            obj = prob.objective.args[0]
-            g = self._wc_objective()
-            p2 = cp.Problem(cp.Maximize(g @ cvx["xc"]),
-                            [*prob.constraints, obj >= value_kept - slack])
-            stats2, cert2 = solve_cvxpy(p2, backend=backend, gap_tol=gap_tol,
-                                        feas_tol=feas_tol)
-            certs.append(cert2)
-            iters += stats2.iterations
-            solves += 1
-        xcol = np.clip(np.asarray(cvx["xc"].value, dtype=float), 0.0, 1.0)
-        st = SolveStats(backend=stats.backend, method="cvxpy", seconds=time.perf_counter() - t0,
-                        iterations=iters, solves=solves, raw_status=stats.raw_status,
-                        path=(CVXPY_STEP,) * solves)
-        return self._result(xcol, prices, self._cvx_objective_value(value, xcol), cert,
-                            tuple(certs), st)
+        xcol, prices, cert, certs, stats = solve_composed(
+            self, wc, (gap_tol, feas_tol, stage_tol), backend, t0)
+        return self._result(xcol, prices, cert.primal_value, cert, certs, stats)
 
     def __repr__(self) -> str:
         extra = (f", {len(self._constraints)} constraints, {len(self._terms)} terms"
                  if self.composed else "")
         return (f"{type(self).__name__}(jobs={self.inst.n}, types={self.inst.k}, "
                 f"columns={self.inst.E}{extra})")
-
-
-def _rescale_cert(cert: Certificate, unit: float) -> Certificate:
-    """``cert`` of a program whose objective was divided by ``unit`` (a power of two), in the
-    caller's units (exact; the relative gap and residuals are unchanged)."""
-    if unit == 1.0:
-        return cert
-    import dataclasses
-
-    return dataclasses.replace(
-        cert, primal_value=cert.primal_value * unit, dual_bound=cert.dual_bound * unit,
-        gap=cert.gap * unit, scale=None if cert.scale is None else cert.scale * unit)
-
-
-def _level_objective(cvx: dict[str, Any], stage: LevelStage) -> tuple[Any, list[Any]]:
-    """``max theta`` s.t. the level rows; ``theta = sigma theta'`` with a unit-scale variable
-    ``theta'`` and the rows divided by ``rho`` (`LevelStage.units`)."""
-    import cvxpy as cp
-
-    sigma, rho = stage.units()
-    var = cp.Variable(name="level")
-    theta = var if sigma == 1.0 else sigma * var
-    cvx["level"] = theta
-    C = stage.C if rho == 1.0 else sp.csr_matrix(stage.C / rho)
-    return theta, [C @ cvx["xc"] - (stage.b * (sigma / rho)) * var >= stage.h / rho]
 
 
 # --------------------------------------------------------------------------------------------

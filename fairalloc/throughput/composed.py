@@ -1,0 +1,196 @@
+"""The cvxpy path of the effective-throughput policies (``method="cvxpy"``, composed models).
+
+A policy's cvxpy model (its variables, the allocation rows, the policy's own rows and objective,
+and whatever the user added) is solved by Clarabel through `fairalloc._cvxpy.solve_cvxpy`,
+and the allocation that is *returned* is certified, not the solver's raw vectors:
+
+* the returned point is written into the model: time fractions clipped to ``[0, 1]`` and the
+  policy's auxiliary variable (the level ``theta`` of max-min fairness and makespan, ``rho_max``
+  of finish-time fairness) recomputed from the allocation, so the objective certified is the
+  one the allocation achieves;
+* every constraint is judged at its own scale (`fairalloc._cvxpy.constraint_residual`) and the
+  objective evaluated at the point; the dual bound is the conic one of the first stage;
+* the certificate is of the objective the result reports, in the caller's units: the makespan
+  itself (not ``theta = 1 / makespan`` at unit scale), the shortest duration, the largest
+  ``rho``; with objective terms added, the maximised composed objective;
+* the work-conserving stage keeps the first stage's objective only to ``stage_tol``; its point
+  is returned only if the first stage's certificate holds there *and* its own certificate is
+  ok, else the certified first-stage point is returned with a `FairallocWarning` (as the LP
+  path does).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+import warnings
+from typing import Any
+
+import numpy as np
+
+from .._cvxpy import certify_point, restore_point, snapshot_point, solve_cvxpy
+from ..errors import FairallocWarning, SolverError
+from ..results import Certificate, SolveStats
+from .programs import LevelStage
+
+__all__ = ["CVXPY_STEP", "level_objective", "negated", "reciprocal", "solve_composed"]
+
+CVXPY_STEP = "cvxpy"  # path step: one conic solve of the cvxpy model
+#: the caller's frame of the work-conserving warning (solve_composed -> policy._solve_cvxpy
+#: -> solve -> caller); not a tolerance (ACCURACY of the reported location only)
+_WARN_LEVEL = 4
+
+
+def level_objective(cvx: dict[str, Any], stage: LevelStage) -> tuple[Any, list[Any]]:
+    """``max theta`` s.t. the level rows; ``theta = sigma theta'`` with a unit-scale variable
+    ``theta'`` and the rows divided by ``rho`` (`LevelStage.units`). Registers the clean-up
+    that sets ``theta'`` to the level the allocation reaches (``cvx["tighten"]``)."""
+    import cvxpy as cp
+
+    sigma, rho = stage.units()
+    var = cp.Variable(name="level")
+    theta = var if sigma == 1.0 else sigma * var
+    cvx["level"] = theta
+    C = stage.C if rho == 1.0 else stage.C / rho
+    coef = stage.b * (sigma / rho)
+    h = stage.h / rho
+    xc = cvx["xc"]
+
+    def tighten() -> None:
+        pos = coef > 0
+        if xc.value is None or not pos.any():
+            return
+        lev = (C @ np.asarray(xc.value, dtype=float) - h)[pos] / coef[pos]
+        var.save_value(np.array(float(np.min(lev))))
+
+    cvx.setdefault("tighten", []).append(tighten)
+    return theta, [C @ xc - coef * var >= h]
+
+
+def reciprocal(cert: Certificate, value: float) -> Certificate:
+    """The certificate of ``1 / objective`` (a duration) from that of a maximised rate
+    ``theta``: the duration ``value`` of the returned allocation (its ``1 / theta``) against
+    the lower bound ``1 / theta_bound``; the gap is judged relative to the duration.
+
+    Examples
+    --------
+    >>> from fairalloc.results import Certificate
+    >>> rate = Certificate("conic", primal_value=0.04, dual_bound=0.05, gap=0.01,
+    ...                    primal_residual=0.0)
+    >>> span = reciprocal(rate, 25.0)
+    >>> span.dual_bound, round(span.relative_gap, 6)
+    (20.0, 0.2)
+    """
+    bound = 1.0 / cert.dual_bound if np.isfinite(cert.dual_bound) and cert.dual_bound > 0 \
+        else float("inf")
+    gap = abs(value - bound) if np.isfinite(value) and np.isfinite(bound) else float("inf")
+    return dataclasses.replace(cert, primal_value=float(value), dual_bound=bound, gap=gap,
+                               scale=None)
+
+
+def negated(cert: Certificate, value: float) -> Certificate:
+    """The certificate of a minimised ``value`` (``rho_max``) solved as ``max -value``.
+
+    Examples
+    --------
+    >>> from fairalloc.results import Certificate
+    >>> c = Certificate("conic", primal_value=-1.5, dual_bound=-1.4, gap=0.1,
+    ...                 primal_residual=0.0)
+    >>> r = negated(c, 1.5)
+    >>> r.primal_value, r.dual_bound, round(r.gap, 12)
+    (1.5, 1.4, 0.1)
+    """
+    bound = -cert.dual_bound
+    gap = abs(value - bound) if np.isfinite(value) and np.isfinite(bound) else float("inf")
+    return dataclasses.replace(cert, primal_value=float(value), dual_bound=bound, gap=gap,
+                               scale=None)
+
+
+def _in_units(cert: Certificate, unit: float) -> Certificate:
+    """``cert`` of a program whose objective was divided by ``unit`` (a power of two), in the
+    caller's units (exact; the relative gap and residuals are unchanged)."""
+    if unit == 1.0:
+        return cert
+    return dataclasses.replace(
+        cert, primal_value=cert.primal_value * unit, dual_bound=cert.dual_bound * unit,
+        gap=cert.gap * unit, scale=None if cert.scale is None else cert.scale * unit)
+
+
+def _clean(cvx: dict[str, Any]) -> None:
+    """Write the allocation the result returns into the model: time fractions clipped to
+    ``[0, 1]``, auxiliary level variables recomputed from them."""
+    xc = cvx["xc"]
+    if xc.value is None:
+        return
+    xc.save_value(np.clip(np.asarray(xc.value, dtype=float), 0.0, 1.0))
+    for tighten in cvx.get("tighten", ()):
+        tighten()
+
+
+def solve_composed(policy: Any, wc: bool, tols: tuple[float, float, float], backend: Any,
+                   t0: float) -> tuple[np.ndarray, np.ndarray, Certificate,
+                                       tuple[Certificate, ...], SolveStats]:
+    """Solve ``policy``'s cvxpy model (and its work-conserving stage) and certify the
+    returned allocation. Returns the column allocation, the prices, the certificate of the
+    reported objective (`policy._cvx_report`), every stage's certificate and the stats."""
+    import cvxpy as cp
+
+    gap_tol, feas_tol, stage_tol = tols
+    # the composed model if there is one, else a fresh one (solve keeps no state)
+    cvx = policy._cvx if policy._cvx is not None else policy._new_cvxpy_model()
+    prob = policy._problem(cvx)
+    unit = policy._cvx_unit()
+
+    def clean() -> None:
+        _clean(cvx)
+
+    def report(cert: Certificate) -> Certificate:
+        xcol = np.asarray(cvx["xc"].value, dtype=float)
+        return policy._cvx_report(_in_units(cert, unit), xcol)
+
+    stats, first = solve_cvxpy(prob, backend=backend, gap_tol=gap_tol, feas_tol=feas_tol,
+                               clean=clean)
+    prices = unit * np.maximum(np.asarray(cvx["capacity"].dual_value, dtype=float), 0.0)
+    path, fallbacks = list(stats.path), []
+    iters, raw_status = stats.iterations, stats.raw_status
+    final = report(first)
+    certs: list[Certificate] = [final]
+    if wc:
+        kept = snapshot_point(prob)
+        value = first.primal_value  # the objective the returned first-stage point reaches
+        slack = stage_tol * max(abs(value), float(first.scale or 0.0))
+        obj = prob.objective.args[0]
+        p2 = cp.Problem(cp.Maximize(policy._wc_objective() @ cvx["xc"]),
+                        [*prob.constraints, obj >= value - slack])
+        why = None
+        try:
+            stats2, second = solve_cvxpy(p2, backend=backend, gap_tol=gap_tol,
+                                         feas_tol=feas_tol, clean=clean)
+        except SolverError as exc:  # no point (the first stage's is kept; no certificate)
+            why = f"its solve failed ({exc})"
+            path.append(CVXPY_STEP)
+        else:
+            iters += stats2.iterations
+            path += stats2.path
+            raw_status = stats2.raw_status
+            there = report(certify_point(prob, first))  # the first stage at the second's point
+            if second.ok and there.ok:
+                final = certs[0] = there
+                certs.append(second)
+            else:  # reported as the stage's certificate, not ok (the reason it was not used)
+                certs.append(second if not second.ok else there)
+                why = ("its own certificate failed" if not second.ok else
+                       f"the first stage's certificate fails at its point ({there!r})")
+        if why is not None:
+            restore_point(kept)
+            warnings.warn(
+                f"{policy.name}: the work-conserving stage could not be certified ({why}); "
+                "returning the certified first-stage allocation, which may leave capacity idle",
+                FairallocWarning, stacklevel=_WARN_LEVEL)
+            fallbacks.append(f"work-conserving->first-stage allocation: {why}")
+    xcol = np.asarray(cvx["xc"].value, dtype=float)
+    stats = SolveStats(backend=stats.backend, method="cvxpy", seconds=time.perf_counter() - t0,
+                       iterations=iters, solves=len(path), raw_status=raw_status,
+                       path=tuple(path), fallbacks=tuple(fallbacks))
+    final.check(backend=stats.backend)
+    return xcol, prices, final, tuple(certs), stats
