@@ -155,3 +155,55 @@ def test_policy_parity_across_backends(name: str) -> None:
     ref = fa.max_min_fairness(jobs, cluster, backend="highs")
     got = fa.max_min_fairness(jobs, cluster, backend=name)
     assert got.objective == pytest.approx(ref.objective, rel=1e-6, abs=1e-9)
+
+
+# -- work limits and a fixed thread count (issue #27) ------------------------------------------
+def _knapsacks(seed: int = 1) -> LinearProgram:
+    """A multi-knapsack MILP whose branch and bound takes about a hundred nodes."""
+    rng = np.random.default_rng(seed)
+    A = rng.integers(1, 30, (20, 60)).astype(float)
+    c = -rng.integers(1, 50, 60).astype(float)
+    return LinearProgram.build(c, A, -np.inf, A.sum(axis=1) / 3, 0.0, 1.0,
+                               integrality=np.ones(60, dtype=bool))
+
+
+def test_node_limit_stops_branch_and_bound_reproducibly() -> None:
+    be = get_backend("highs")
+    lp = _knapsacks()
+    full = be.solve_lp(lp, mip_gap=0.0)
+    assert full.status == "optimal" and full.iterations > 5
+    runs = [be.solve_lp(lp, mip_gap=0.0, node_limit=5) for _ in range(2)]
+    for sol in runs:
+        assert sol.status == "time_limit" and sol.usable  # its best point, no proof
+        assert sol.iterations == 5
+        assert sol.mip_dual_bound <= full.objective <= sol.objective
+    assert np.array_equal(runs[0].x, runs[1].x) and runs[0].objective == runs[1].objective
+    with pytest.raises(fa.InputError) as info:
+        be.solve_lp(lp, node_limit=0)
+    assert info.value.argument == "node_limit"
+
+
+def test_a_backend_without_node_limits_warns_and_solves() -> None:
+    from fairalloc.backends import HighsBackend
+
+    class NoNodes(HighsBackend):
+        options = HighsBackend.options - {"node_limit"}
+
+    with pytest.warns(fa.FairallocWarning, match="node_limit"):
+        sol = NoNodes().solve_lp(_knapsacks(), mip_gap=0.0, node_limit=5)
+    assert sol.status == "optimal"
+
+
+def test_highs_runs_on_one_thread_and_accepts_any_thread_count_after_another() -> None:
+    # HiGHS keeps one thread scheduler per process and refused ("Not Set") a run asking for
+    # another thread count than the first run's; the default is now a fixed count (its own
+    # default follows the machine's cores, and its MIP search depends on the count)
+    be = get_backend("highs")
+    lp = _knapsacks()
+    results = [be.solve_lp(lp, mip_gap=0.0, threads=threads) for threads in
+               (None, 2, None, 1, 3, 1)]
+    assert [r.status for r in results] == ["optimal"] * len(results)
+    from fairalloc.backends.highs import DEFAULT_THREADS
+
+    assert DEFAULT_THREADS == 1
+    assert results[0].iterations == results[2].iterations == results[5].iterations

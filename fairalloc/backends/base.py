@@ -319,6 +319,7 @@ class Backend:
         basis: LPBasis | None = None,
         keep_basis: bool = False,
         verbose: bool = False,
+        node_limit: int | None = None,
     ) -> LPSolution:
         """Solve ``lp``; never raises on infeasibility (reports it in ``status``).
 
@@ -327,8 +328,11 @@ class Backend:
         returned for an LP of the same shape; another shape is ignored) starts the simplex
         from it (``extra["warm"]`` says whether it was used), and ``keep_basis`` returns
         the final basis in ``extra["basis"]`` (an interior point then ends with crossover).
-        Options the backend cannot honour are ignored with a
-        [`FairallocWarning`][fairalloc.FairallocWarning]; nothing is printed unless ``verbose``.
+        ``node_limit`` (MILPs) stops branch and bound after that many nodes with the best
+        point found (status ``TIME_LIMIT``): a work limit, so unlike ``time_limit`` the
+        outcome does not depend on the machine's speed or load. Options the backend cannot
+        honour are ignored with a [`FairallocWarning`][fairalloc.FairallocWarning]; nothing
+        is printed unless ``verbose``.
 
         Raises
         ------
@@ -347,6 +351,8 @@ class Backend:
             mip_gap = as_finite_float(mip_gap, "mip_gap", lo=0.0)
         if threads is not None:
             threads = as_positive_int(threads, "threads")
+        if node_limit is not None:
+            node_limit = as_positive_int(node_limit, "node_limit")
         verbose = as_bool(verbose, "verbose")
         keep_basis = as_bool(keep_basis, "keep_basis")
         if basis is not None and not isinstance(basis, LPBasis):
@@ -357,7 +363,8 @@ class Backend:
                              "MILP's branch and bound)", argument="basis")
         self._check_options({"time_limit": time_limit, "mip_gap": mip_gap if lp.is_mip else None,
                              "threads": threads, "start": start is not None and lp.is_mip,
-                             "verbose": verbose})
+                             "verbose": verbose,
+                             "node_limit": node_limit if lp.is_mip else None})
         if not self.supports("basis"):
             if basis is not None or keep_basis:
                 warnings.warn(f"backend {self.name!r} has no basis capability: basis and "
@@ -365,9 +372,12 @@ class Backend:
             basis, keep_basis = None, False
         elif basis is not None and (basis.backend != self.name or basis.shape != lp.shape):
             basis = None  # another backend's or another shape's: a cold solve
+        # a backend that does not list "node_limit" in its options is not handed it (it was
+        # warned about above), so its _solve_lp keeps the signature it had
+        limits = {"node_limit": node_limit} if "node_limit" in self.options else {}
         return _wrap_foreign(self.name, lambda: self._solve_lp(
             lp, time_limit=time_limit, mip_gap=mip_gap, threads=threads, start=start,
-            verbose=verbose, basis=basis, keep_basis=keep_basis))
+            verbose=verbose, basis=basis, keep_basis=keep_basis, **limits))
 
     def _solve_lp(
         self,

@@ -24,7 +24,8 @@ class GurobiBackend(Backend):
     module: ClassVar[str] = "gurobipy"
     extra: ClassVar[str] = "gurobi"
     capabilities: ClassVar[frozenset[str]] = frozenset({"lp", "milp", "duals", "cvxpy"})
-    options: ClassVar[frozenset[str]] = frozenset({"time_limit", "mip_gap", "threads", "verbose"})
+    options: ClassVar[frozenset[str]] = frozenset({"time_limit", "mip_gap", "threads", "verbose",
+                                                   "node_limit"})
     #: Gurobi's integer status codes (``str(model.Status)``) -> canonical.
     STATUS_MAP: ClassVar[dict[str, SolveStatus]] = {
         "2": SolveStatus.OPTIMAL,  # OPTIMAL
@@ -50,6 +51,7 @@ class GurobiBackend(Backend):
         verbose: bool,
         basis: Any = None,
         keep_basis: bool = False,
+        node_limit: int | None = None,
     ) -> LPSolution:
         import gurobipy as gp
         from gurobipy import GRB
@@ -67,6 +69,8 @@ class GurobiBackend(Backend):
                 model.Params.MIPGap = float(mip_gap)
             if threads is not None:
                 model.Params.Threads = int(threads)
+            if node_limit is not None and lp.is_mip:
+                model.Params.NodeLimit = float(node_limit)
             vtype: Any = GRB.CONTINUOUS
             if lp.is_mip:
                 assert lp.integrality is not None

@@ -31,6 +31,15 @@ _BANNER_DONE = False
 #: that none stays in memory after its solve.
 _REUSE_MAX_NNZ = 20_000
 _LOCAL = threading.local()
+#: ACCURACY (reproducibility): threads HiGHS runs on unless the caller asks for more. HiGHS'
+#: automatic count follows the machine's cores, and its MIP search (sub-MIPs, heuristics) is
+#: deterministic only for a fixed count, so an unset count would make a MILP's answer depend on
+#: the machine. HiGHS starts one process-wide thread scheduler with the count of its first run
+#: and refuses to run ("Not Set") when a later run asks for another count; `_scheduler` restarts
+#: it when the count changes.
+DEFAULT_THREADS = 1
+_SCHEDULER_LOCK = threading.Lock()
+_SCHEDULER_THREADS: list[int] = []  # the count HiGHS' scheduler runs with (empty: not started)
 
 
 def new_highs(*, verbose: bool = False) -> Any:
@@ -84,7 +93,9 @@ class HighsBackend(Backend):
     ``presolve`` (``True``: default) whether HiGHS presolves an LP (``False`` suits small,
     well-formed LPs such as the structured solvers' restricted masters: presolve finds nothing
     to remove there and costs about a third of the solve);
-    ``time_limit`` and ``mip_gap`` for MILPs. Runs single-threaded unless ``threads`` is given.
+    ``time_limit``, ``node_limit`` (HiGHS' ``mip_max_nodes``) and ``mip_gap`` for MILPs.
+    Runs on `DEFAULT_THREADS` thread unless ``threads`` is given (HiGHS' own default follows
+    the machine's cores, and its MIP answers depend on the thread count).
 
     Examples
     --------
@@ -101,7 +112,7 @@ class HighsBackend(Backend):
     module: ClassVar[str] = "highspy"
     capabilities: ClassVar[frozenset[str]] = frozenset({"lp", "milp", "duals", "cvxpy", "basis"})
     options: ClassVar[frozenset[str]] = frozenset(
-        {"time_limit", "mip_gap", "threads", "start", "verbose"})
+        {"time_limit", "mip_gap", "threads", "start", "verbose", "node_limit"})
     #: HiGHS model statuses (``modelStatusToString``) -> canonical; an interrupted or limited run
     #: is TIME_LIMIT (usable only when a feasible point exists, checked at the call).
     STATUS_MAP: ClassVar[dict[str, SolveStatus]] = {
@@ -139,9 +150,11 @@ class HighsBackend(Backend):
         verbose: bool,
         basis: LPBasis | None = None,
         keep_basis: bool = False,
+        node_limit: int | None = None,
     ) -> LPSolution:
         """Solve ``lp``; ``start`` (MILPs only) is a point HiGHS takes as its first incumbent
-        when it is feasible (a MIP start). With ``basis`` (checked by `solve_lp`: this
+        when it is feasible (a MIP start); ``node_limit`` (MILPs only) is HiGHS'
+        ``mip_max_nodes``. With ``basis`` (checked by `solve_lp`: this
         backend's, ``lp``'s shape) the solve is HiGHS' simplex started from it (on a
         Dinkelbach sequence of level LPs the previous optimal basis usually stays optimal: 0
         to a few iterations instead of a cold solve); with ``keep_basis`` the interior point
@@ -154,6 +167,8 @@ class HighsBackend(Backend):
                           presolve=self.presolve)
         if h is None:
             return _rejected(self.name, t0)
+        if node_limit is not None and lp.is_mip:
+            h.setOptionValue("mip_max_nodes", int(node_limit))
         if start is not None and lp.is_mip:
             import highspy
 
@@ -185,8 +200,9 @@ class HighsBackend(Backend):
         import highspy
 
         h = _instance(verbose=verbose, reuse=not lp.is_mip and lp.A.nnz <= _REUSE_MAX_NNZ)
-        if threads is not None:
-            h.setOptionValue("threads", int(threads))
+        count = DEFAULT_THREADS if threads is None else int(threads)
+        h.setOptionValue("threads", count)
+        _scheduler(count)
         if time_limit is not None:
             h.setOptionValue("time_limit", float(time_limit))
         if mip_gap is not None:
@@ -273,6 +289,17 @@ def _instance(*, verbose: bool, reuse: bool) -> Any:
         h.resetOptions()
         h.setOptionValue("output_flag", False)
     return h
+
+
+def _scheduler(threads: int) -> None:
+    """Make HiGHS' process-wide thread scheduler run with ``threads`` threads: restart it when
+    an earlier run started it with another count (HiGHS would refuse to run otherwise)."""
+    import highspy
+
+    with _SCHEDULER_LOCK:
+        if _SCHEDULER_THREADS and _SCHEDULER_THREADS[0] != threads:
+            highspy.Highs.resetGlobalScheduler(True)
+        _SCHEDULER_THREADS[:] = [threads]
 
 
 def _rejected(name: str, t0: float) -> LPSolution:
