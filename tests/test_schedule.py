@@ -834,6 +834,50 @@ def test_gang_error_names_the_job():
     assert err.value.index == (1,)
 
 
+#: a plan whose full MILP branches (13 nodes to prove mip_gap=1e-6; found by a seeded search)
+BRANCHING_PLAN = [
+    fa.PlanJob(workers=4, total_epochs=123, done_epochs=40, ftf=1.7880001196070294,
+               regimes=[(189.67176619657113, 83)]),
+    fa.PlanJob(workers=3, total_epochs=105, done_epochs=6, ftf=1.9760812325678834,
+               regimes=[(40.30838228208965, 99)]),
+    fa.PlanJob(workers=3, total_epochs=199, done_epochs=14, ftf=1.9984086184067056,
+               regimes=[(133.7352351437921, 185)]),
+    fa.PlanJob(workers=4, total_epochs=61, done_epochs=20, ftf=1.6988771551977466,
+               regimes=[(117.6784388789266, 41)]),
+    fa.PlanJob(workers=4, total_epochs=175, done_epochs=7, ftf=1.5401672912332158,
+               regimes=[(48.85684300808645, 168)]),
+    fa.PlanJob(workers=2, total_epochs=35, done_epochs=16, ftf=1.4167001861980129,
+               regimes=[(43.09056088734714, 19)]),
+    fa.PlanJob(workers=3, total_epochs=141, done_epochs=53, ftf=1.259765279042815,
+               regimes=[(161.9890463346771, 88)]),
+    fa.PlanJob(workers=1, total_epochs=112, done_epochs=2, ftf=0.8174532898716408,
+               regimes=[(162.30781123439897, 110)]),
+    fa.PlanJob(workers=1, total_epochs=35, done_epochs=16, ftf=1.0287605852128412,
+               regimes=[(26.13470374530627, 19)]),
+    fa.PlanJob(workers=2, total_epochs=114, done_epochs=51, ftf=1.0998607781518512,
+               regimes=[(116.10614853411336, 63)]),
+]
+
+
+def test_node_limit_is_a_reproducible_work_limit():
+    # issue #27: a time limit makes a plan depend on the machine; a node limit does not
+    def plan(**kw):
+        return fa.plan_schedule(BRANCHING_PLAN, 6, rounds=8, round_duration=120.0, k=3.0,
+                                lam=1.0, method="milp", mip_gap=1e-6, **kw)
+
+    full = plan()
+    assert full.status == "optimal" and full.stats.iterations > 2
+    cut = [plan(node_limit=2) for _ in range(2)]
+    for p in cut:
+        assert p.status == "time_limit" and not p.certificate.ok
+        assert p.stats.iterations == 2  # branch-and-bound nodes
+        assert p.objective <= full.objective <= p.bound
+    assert np.array_equal(cut[0].schedule, cut[1].schedule) and cut[0].bound == cut[1].bound
+    with pytest.raises(fa.InputError) as err:
+        plan(node_limit=0)
+    assert err.value.argument == "node_limit"
+
+
 def test_milp_time_limit_is_honoured():
     rng = np.random.default_rng(8)
     jobs = random_jobs(rng, 40, 3)

@@ -189,13 +189,15 @@ class _MilpRunner:
     name: str
     threads: int | None
     resolved: Backend | None = None
+    node_limit: int | None = None  # branch-and-bound nodes per solve (a work limit)
 
     @classmethod
-    def of(cls, backend: str | Backend, threads: int | None) -> _MilpRunner:
+    def of(cls, backend: str | Backend, threads: int | None,
+           node_limit: int | None = None) -> _MilpRunner:
         if isinstance(backend, str) and backend == "highs":
-            return cls("highs", threads)
+            return cls("highs", threads, node_limit=node_limit)
         resolved = get_backend(backend, need="milp")
-        return cls(resolved.name, threads, resolved)
+        return cls(resolved.name, threads, resolved, node_limit)
 
     def solve(self, lp: LinearProgram, time_limit: float | None, mip_gap: float,
               start: np.ndarray | None = None) -> Any:
@@ -203,8 +205,11 @@ class _MilpRunner:
             time_limit = EXPIRED_TIME_LIMIT
         backend = self.resolved if self.resolved is not None else get_backend(self.name,
                                                                               need="milp")
+        if self.node_limit is None:  # (a backend without the option is not warned about)
+            return backend.solve_lp(lp, time_limit=time_limit, mip_gap=mip_gap,
+                                    threads=self.threads, start=start)
         return backend.solve_lp(lp, time_limit=time_limit, mip_gap=mip_gap,
-                                threads=self.threads, start=start)
+                                threads=self.threads, start=start, node_limit=self.node_limit)
 
 
 def _raw_status(sol: Any) -> str:

@@ -338,6 +338,7 @@ def plan_schedule(
     ids: Any = None,
     welfare_norm: str = "gpus",
     remaining_limit: Any = None,
+    node_limit: int | None = None,
 ) -> PlanResult:
     """Plan the next ``rounds`` rounds with Shockwave's program (Eq. 11, App. G.1-G.3, H).
 
@@ -373,7 +374,14 @@ def plan_schedule(
         Seconds for the whole call; the best certified schedule found is returned with
         ``status="time_limit"`` and ``certificate.ok == False`` if the gap target was not
         certified in time (also when the fast path alone cannot certify it, with
-        ``method="fast"``: its fixed work budget ran out).
+        ``method="fast"``: its fixed work budget ran out). A plan cut short by it depends on
+        the machine's speed and load; ``node_limit`` bounds the work reproducibly.
+    node_limit : int, optional
+        Branch-and-bound nodes per MILP solve (HiGHS' ``mip_max_nodes``; the backend's node
+        limit): a solve stopped by it contributes its best schedule and bound, and a plan whose
+        gap target is then not certified has ``status="time_limit"`` and
+        ``certificate.ok == False``. A work limit: the same call gives the same plan on any
+        machine, however loaded. ``None``: no limit.
     work_conservation : {"exact", "greedy", "none"}
         ``"exact"`` (App. H): the constraint is part of the program. ``"greedy"``: upstream's
         post-pass filling idle GPUs with the jobs of largest remaining run time after solving
@@ -483,8 +491,10 @@ def plan_schedule(
     limit = as_time_limit(time_limit)
     if threads is not None:
         threads = as_positive_int(threads, "threads")
+    if node_limit is not None:
+        node_limit = as_positive_int(node_limit, "node_limit")
     warm_start = as_bool(warm_start, "warm_start")
-    solver = _MilpRunner.of(backend, threads)
+    solver = _MilpRunner.of(backend, threads, node_limit)
     inst = _build_plan_instance(jobs, num_gpus, rounds=rounds, round_duration=round_duration,
                                 k=k, lam=lam, z0=z0, util_floor=util_floor,
                                 expectation=expectation,
