@@ -420,6 +420,31 @@ def test_gpu_auction_milp_fallback_agrees(inst):
         assert slow.status == "optimal"
 
 
+def test_auction_milps_get_the_node_limit_and_keep_their_answer():
+    # issue #27: the simulator's Themis auctions stop their MILPs at a node limit (a work
+    # limit), not at a clock; the limit reaches every MILP solve, LP solves are untouched
+    from fairalloc.backends import HighsBackend
+
+    seen = []
+
+    class Recording(HighsBackend):
+        def solve_lp(self, lp, **options):  # type: ignore[override]
+            seen.append((lp.is_mip, options.get("node_limit")))
+            return super().solve_lp(lp, **options)
+
+    t = Topology.uniform(2, 2, machines_per_rack=1)
+    bids = [BidTable([1, 2, 2], [0, 0, 2], [1.0, 0.5, 1.0]), BidTable([1, 2], [0, 2], [1.0, 0.5])]
+    ref = gpu_auction(bids, t, [0, 1, 2, 3], method="milp")
+    r = gpu_auction(bids, t, [0, 1, 2, 3], method="milp", backend=Recording(), node_limit=7)
+    assert seen and {limit for mip, limit in seen if mip} == {7}
+    assert {limit for mip, limit in seen if not mip} <= {None}
+    assert r.status == "optimal" and r.objective == ref.objective
+    assert r.pf_bundles.tolist() == ref.pf_bundles.tolist()
+    with pytest.raises(fa.InputError) as info:
+        gpu_auction(bids, t, [0, 1, 2, 3], node_limit=0)
+    assert info.value.argument == "node_limit"
+
+
 def test_gpu_auction_doc_example_placement_sensitive():
     t = Topology.uniform(2, 2, machines_per_rack=1)
     a = BidTable([1, 2, 2], [0, 0, 2], [1.0, 0.5, 1.0])   # wants 2 GPUs on one machine

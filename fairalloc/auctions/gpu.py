@@ -34,6 +34,7 @@ from .nash import (
     SetPackingColumns,
     _Form,
     _log_unit,
+    _NodeLimited,
     _PAOutcome,
     _partial_allocation_milp,
 )
@@ -128,7 +129,7 @@ BundleAuctionResult = GPUAuctionResult
 
 
 def _result(out: _PAOutcome, bundles: np.ndarray, offer: np.ndarray, value: np.ndarray,
-            t0: float, mark: tuple[int, int, int], method: str, time_limit: float | None,
+            t0: float, mark: tuple[int, int, int], method: str, limited: bool,
             ids: tuple[Hashable, ...]) -> GPUAuctionResult:
     alloc = out.fraction[:, None] * bundles
     leftover = np.maximum(offer.astype(float) - alloc.sum(axis=0), 0.0)
@@ -137,7 +138,7 @@ def _result(out: _PAOutcome, bundles: np.ndarray, offer: np.ndarray, value: np.n
     if out.optimal:
         status = Status.OPTIMAL
     else:
-        status = Status.TIME_LIMIT if time_limit is not None else Status.SUBOPTIMAL
+        status = Status.TIME_LIMIT if limited else Status.SUBOPTIMAL
     return GPUAuctionResult(
         objective=pf.sumlog, status=status, stats=stats, certificate=out.certificate,
         pf_bundles=bundles, choice=pf.choice, pf_value=value, fraction=out.fraction,
@@ -158,10 +159,14 @@ def _as_list(value: Any, name: str) -> list[Any]:
                          argument=name) from None
 
 
-def _milp_solver(backend: Any) -> Any:
+def _milp_solver(backend: Any, node_limit: int | None = None) -> Any:
+    """The MILP backend, its MILPs limited to ``node_limit`` nodes when given."""
     from ..backends import get_backend
 
-    return get_backend(backend, need="milp")
+    solver = get_backend(backend, need="milp")
+    if node_limit is None:
+        return solver
+    return _NodeLimited(solver, as_positive_int(node_limit, "node_limit"))
 
 
 @_clean_log
@@ -176,6 +181,7 @@ def bundle_auction(
     backend: Any = "highs",
     method: str = "auto",
     ids: Any = None,
+    node_limit: int | None = None,
 ) -> GPUAuctionResult:
     """Partial-allocation auction over explicit bundles (Themis §3.3.1 with Table 2 bids).
 
@@ -199,7 +205,12 @@ def bundle_auction(
     time_limit : float, optional
         Seconds per MILP. If a MILP stops at the limit before its optimum is proven, the
         result has ``Status.TIME_LIMIT`` and a certificate that is not ok (its gap bounds how
-        far the incumbent may be from optimal; ``fraction_error`` bounds the fractions).
+        far the incumbent may be from optimal; ``fraction_error`` bounds the fractions). Such a
+        result depends on the machine's speed and load; ``node_limit`` does not.
+    node_limit : int, optional
+        Branch-and-bound nodes per MILP (the backend's node limit): a work limit with the same
+        consequences as ``time_limit`` when it stops a MILP, but the same outcome on any
+        machine.
     workers : int or None
         Processes for the leave-one-out MILPs.
     backend : str or Backend
@@ -299,7 +310,7 @@ def bundle_auction(
                                                              ndim=1, shape=(n,))
     workers_n = _workers(workers)
     tl = as_time_limit(time_limit)
-    solver = _milp_solver(backend)
+    solver = _milp_solver(backend, node_limit)
     routes = as_option(method, "method", SET_PACKING_METHODS)
     ag = np.array(agent, dtype=np.int64)
     flat = np.concatenate(vals) if vals else np.zeros(0)
@@ -333,8 +344,8 @@ def bundle_auction(
     first = np.searchsorted(ag, np.arange(n))
     choice = np.where(flat_choice >= 0, flat_choice - first, -1)
     out = dataclasses.replace(out, pf=dataclasses.replace(out.pf, choice=choice))
-    return _result(out, pf_bundles, np.ones(g, dtype=bool), value, t0, mark, "set_packing", tl,
-                   labels)
+    return _result(out, pf_bundles, np.ones(g, dtype=bool), value, t0, mark, "set_packing",
+                   tl is not None or node_limit is not None, labels)
 
 
 @_clean_log
@@ -348,6 +359,7 @@ def gpu_auction(
     backend: Any = "highs",
     method: str = "auto",
     ids: Any = None,
+    node_limit: int | None = None,
 ) -> GPUAuctionResult:
     """Partial-allocation auction of offered GPUs bid for by placement class (Themis §3.3.1).
 
@@ -367,7 +379,11 @@ def gpu_auction(
         The GPUs being auctioned (mask or list of ids).
     time_limit : float, optional
         Seconds per MILP; an unproven solve makes the result ``Status.TIME_LIMIT`` with a
-        certificate that is not ok (see [`bundle_auction`][fairalloc.bundle_auction]).
+        certificate that is not ok (see [`bundle_auction`][fairalloc.bundle_auction]); the
+        outcome then depends on the machine's speed and load.
+    node_limit : int, optional
+        Branch-and-bound nodes per MILP: the same, but a work limit (the same outcome on any
+        machine).
     workers : int or None
         Processes for the leave-one-out MILPs.
     backend : str or Backend
@@ -422,7 +438,7 @@ def gpu_auction(
         raise InputError("offer must be one GPU set", argument="offer")
     workers_n = _workers(workers)
     tl = as_time_limit(time_limit)
-    solver = _milp_solver(backend)
+    solver = _milp_solver(backend, node_limit)
     routes = as_option(method, "method", SET_PACKING_METHODS)
     e, log_unit = _log_unit(np.concatenate([t.value for t in tables]
                                            + [np.array([t.value_empty for t in tables])]))
@@ -435,5 +451,6 @@ def gpu_auction(
     value = np.array([tables[i].value[c] if c >= 0 else tables[i].value_empty
                       for i, c in enumerate(choice.tolist())], dtype=float)
     out = dataclasses.replace(out, pf=dataclasses.replace(out.pf, choice=choice))
-    return _result(out, bundles, off, value, t0, mark, "placement_classes", tl, labels)
+    return _result(out, bundles, off, value, t0, mark, "placement_classes",
+                   tl is not None or node_limit is not None, labels)
 

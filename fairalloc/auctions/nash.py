@@ -162,6 +162,30 @@ class _NashSolve:
     scale: float = 1.0  # data scale of the sum-log objective: the number of agents in it
 
 
+@dataclass(frozen=True)
+class _NodeLimited:
+    """A MILP backend whose MILP solves stop after ``node_limit`` branch-and-bound nodes (a
+    work limit: the auction's outcome does not depend on the machine's speed); LP solves are
+    passed through unchanged. Picklable for the leave-one-out process pool."""
+
+    backend: Any
+    node_limit: int
+
+    @property
+    def name(self) -> str:
+        return str(self.backend.name)
+
+    def solve_lp(self, lp: Any, **options: Any) -> Any:
+        if lp.is_mip:
+            options["node_limit"] = self.node_limit
+        return self.backend.solve_lp(lp, **options)
+
+
+def _limited(time_limit: float | None, solver: Any) -> bool:
+    """Whether the solves may stop at a limit (time or nodes) before their proof."""
+    return time_limit is not None or isinstance(solver, _NodeLimited)
+
+
 def _exact(gap: float, scale: float) -> bool:
     """Whether a gap is zero up to rounding (a relaxation's point reaches its bound)."""
     return gap <= EXACT_GAP_REL * scale
@@ -290,8 +314,9 @@ def _milp(form: _Form, c: np.ndarray, active_opt: np.ndarray,
     if not incumbents:
         zero = np.zeros(A.shape[1])
         if not feasible(zero):
+            limit = ", stopped at its limit" if _limited(time_limit, solver) else ""
             raise SolverError(f"{solver.name} found no feasible set packing "
-                              f"({sol.raw_status}{', time limit' if time_limit else ''})",
+                              f"({sol.raw_status}{limit})",
                               backend=solver.name, status=sol.status, raw_status=sol.raw_status)
         incumbents.append(zero)
     best = min(incumbents, key=lambda v: float(lp.c @ v))
@@ -359,9 +384,9 @@ def _nash(form: _Form, active: np.ndarray, time_limit: float | None, solver: Any
             x, cert = _milp(form, c, act_opt, (count, float(target)), time_limit, solver,
                             scale, method=method)
         except SolverError as exc:  # InfeasibleError included
-            if not isinstance(exc, InfeasibleError) and time_limit is None:
+            if not isinstance(exc, InfeasibleError) and not _limited(time_limit, solver):
                 raise
-            # the target is infeasible, or the time limit left no incumbent: maximise the
+            # the target is infeasible, or a limit left no incumbent: maximise the
             # count first (nothing is always feasible there), then sum log v at that count
             _hand_over("count-target", COUNT_MILP, "infeasible"
                       if isinstance(exc, InfeasibleError) else "time limit")
