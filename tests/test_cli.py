@@ -18,6 +18,8 @@ from fairalloc.cli import main
 from fairalloc.sim import Simulator, poisson_workload
 from fairalloc.sim.cli import RUNS_FILE
 from fairalloc.sim.policies import ShockwavePolicy, ThemisPolicy
+from fairalloc.sim.policies.shockwave import PLAN_NODE_LIMIT
+from fairalloc.sim.policies.themis import AUCTION_NODE_LIMIT
 from fairalloc.sim.sweep import (
     DEFAULT_GPUS,
     DEFAULT_JOBS,
@@ -140,21 +142,29 @@ def test_simulate_and_sweep_share_documented_defaults(capsys: pytest.CaptureFixt
         assert f"default {DEFAULT_JOBS})" in text
         assert f"(default {DEFAULT_GPUS})" in text
         assert f"(default {DEFAULT_ROUND_DURATION:g}," in text
-        assert f"(default {MILP_TIME_LIMIT:g}; 0: no limit)" in text
+        assert "(default 0: no time limit)" in text  # no clock unless asked for
+        assert f"shockwave {PLAN_NODE_LIMIT}, themis {AUCTION_NODE_LIMIT})" in text
         assert "output folder" in text
     assert "summary.csv" in helps["simulate"] and RUNS_FILE in helps["sweep"]
 
 
-# -- MILP time limits -------------------------------------------------------------------------
-def test_every_milp_policy_has_a_time_limit_by_default() -> None:
-    assert ShockwavePolicy().plan_options["time_limit"] == MILP_TIME_LIMIT
-    assert ThemisPolicy().time_limit == MILP_TIME_LIMIT
+# -- MILP limits: work limits by default, a time limit only on request ----------------------
+def test_every_milp_policy_has_a_work_limit_and_no_clock_by_default() -> None:
+    assert MILP_TIME_LIMIT is None
+    assert "time_limit" not in ShockwavePolicy().plan_options
+    assert ShockwavePolicy().plan_options["node_limit"] == PLAN_NODE_LIMIT
+    assert ThemisPolicy().time_limit is None
+    assert ThemisPolicy().node_limit == AUCTION_NODE_LIMIT
+    assert build_policy("shockwave", {}).plan_options["node_limit"] == PLAN_NODE_LIMIT
+    assert "time_limit" not in build_policy("shockwave", {}).plan_options
     assert build_policy("shockwave", {}, 2.5).plan_options["time_limit"] == 2.5
-    assert build_policy("themis", {}, None).time_limit is None
+    assert build_policy("themis", {}, None, 7).node_limit == 7
+    assert build_policy("shockwave", {"node_limit": 3}, None, 7).plan_options["node_limit"] == 3
     assert build_policy("shockwave", {"time_limit": 1.0}, 2.5).plan_options["time_limit"] == 1.0
-    assert not hasattr(build_policy("fifo", {}, 2.5), "time_limit")
-    task = sweep_tasks(["shockwave"], num_jobs=2, gpus=2, milp_time_limit=3.0)[0]
-    assert task.milp_time_limit == 3.0
+    assert not hasattr(build_policy("fifo", {}, 2.5, 7), "time_limit")
+    task = sweep_tasks(["shockwave"], num_jobs=2, gpus=2, milp_time_limit=3.0,
+                       milp_node_limit=9)[0]
+    assert task.milp_time_limit == 3.0 and task.milp_node_limit == 9
 
 
 def test_the_time_limit_bounds_every_replan() -> None:

@@ -4,7 +4,10 @@
 ``fairalloc simulate --trace FILE --gpus 32 --policy shockwave --policy themis-ftf ...``
 simulates each policy on the trace (or, without ``--trace``, on a built-in generated
 workload), reports progress on stderr, prints the comparison table and writes ``summary.csv``,
-``jobs.csv``, ``schedule.csv`` and PNG plots into ``--out``.
+``jobs.csv``, ``schedule.csv``, ``timing.csv`` and PNG plots into ``--out``. Everything but
+``timing.csv`` (seconds each simulation took) is the same on any machine, however loaded: the
+policies' MILPs stop at work limits (``--milp-node-limit``), not at a clock, unless
+``--milp-time-limit`` asks for one.
 
 ``fairalloc sweep --policy fifo --policy las --seeds 0 1 2 --load 4 8 --param las.promote_knob=4,8``
 runs the grid on local processes (``--workers``) or on Ray (``--ray ADDRESS``), appends every
@@ -12,9 +15,8 @@ finished simulation to ``runs.jsonl`` in ``--out`` at once (``--resume`` continu
 sweep) and writes ``sweep.csv`` at the end.
 
 Both commands share one set of defaults (`DEFAULT_JOBS` jobs,
-`DEFAULT_GPUS` GPUs, rounds of
-`DEFAULT_ROUND_DURATION` s, a MILP time limit of
-`MILP_TIME_LIMIT` s). Every user error -- a bad option value, an
+`DEFAULT_GPUS` GPUs, rounds of `DEFAULT_ROUND_DURATION` s, no MILP time limit,
+each policy's own MILP node limit). Every user error -- a bad option value, an
 unknown policy or parameter, an unusable ``--out`` -- is an `InputError`
 whose message starts with the option's name, raised before any simulation runs.
 """
@@ -37,12 +39,12 @@ from .sweep import (
     DEFAULT_JOBS,
     DEFAULT_RATE,
     DEFAULT_ROUND_DURATION,
-    MILP_TIME_LIMIT,
     build_policy,
     canonical_policy,
 )
 
-__all__ = ["COMMANDS", "DEFAULT_POLICIES", "RUNS_FILE", "SIMULATE_COLUMNS", "SWEEP_COLUMNS"]
+__all__ = ["COMMANDS", "DEFAULT_POLICIES", "RUNS_FILE", "SIMULATE_COLUMNS", "SWEEP_COLUMNS",
+           "TIMING_COLUMNS"]
 
 #: policies ``fairalloc simulate`` compares without ``--policy``
 DEFAULT_POLICIES = ("max_min_fairness", "themis", "themis_ftf", "allox", "ossp",
@@ -73,6 +75,9 @@ SIMULATE_COLUMNS: dict[str, tuple[str, tuple[str, float, str]]] = {
     "unfair_fraction": ("unfair jobs", _PERCENT), "utilization": ("GPU util.", _PERCENT),
     "preemptions": ("preemptions", _COUNT), "policy_seconds": ("policy time", _SECONDS),
 }
+#: summary columns that measure the machine, not the schedule: ``simulate`` writes them to
+#: ``timing.csv`` (with ``wall_seconds``), so that ``summary.csv`` is the same on any machine
+TIMING_COLUMNS = ("policy_seconds",)
 #: sweep column -> (header, (unit, divisor, format)) of the ``sweep`` table (means over seeds)
 SWEEP_COLUMNS = {k: SIMULATE_COLUMNS[k] for k in
                  ("makespan", "avg_jct", "worst_rho", "unfair_fraction", "utilization")}
@@ -83,7 +88,8 @@ OPTION_OF = {"num_jobs": "--jobs", "rate": "--rate", "limit": "--limit", "path":
              "cluster": "--cluster", "policies": "--policy", "policy": "--policy",
              "params": "--param", "seeds": "--seeds", "loads": "--load",
              "round_duration": "--round-duration", "restart_overhead": "--restart-overhead",
-             "milp_time_limit": "--milp-time-limit", "log": "--out",
+             "milp_time_limit": "--milp-time-limit", "milp_node_limit": "--milp-node-limit",
+             "node_limit": "--milp-node-limit", "log": "--out",
              "ray_address": "--ray", "contention_kind": "--contention",
              "unfair_threshold": "--unfair-threshold"}
 
@@ -170,6 +176,8 @@ def _check_common(args: argparse.Namespace) -> None:
         raise InputError("--restart-overhead must be shorter than --round-duration",
                          argument="--restart-overhead")
     as_positive_float(args.milp_time_limit, "--milp-time-limit", allow_zero=True)
+    if args.milp_node_limit is not None:
+        as_positive_int(args.milp_node_limit, "--milp-node-limit")
     if getattr(args, "limit", None) is not None:
         as_positive_int(args.limit, "--limit")
     as_positive_float(args.unfair_threshold, "--unfair-threshold")
@@ -177,6 +185,11 @@ def _check_common(args: argparse.Namespace) -> None:
 
 def _time_limit(args: argparse.Namespace) -> float | None:
     return None if args.milp_time_limit == 0 else float(args.milp_time_limit)
+
+
+def _limits(args: argparse.Namespace) -> tuple[float | None, int | None]:
+    """``(milp_time_limit, milp_node_limit)`` of `build_policy` from the options."""
+    return _time_limit(args), args.milp_node_limit
 
 
 def _out_folder(text: str, keep: str | None = None) -> Path:
@@ -196,6 +209,9 @@ def _out_folder(text: str, keep: str | None = None) -> Path:
 
 
 def _add_common(p: argparse.ArgumentParser, out: str) -> None:
+    from .policies.shockwave import PLAN_NODE_LIMIT
+    from .policies.themis import AUCTION_NODE_LIMIT
+
     p.add_argument("--jobs", type=int, default=DEFAULT_JOBS,
                    help=f"jobs per generated workload (default {DEFAULT_JOBS})")
     p.add_argument("--trace", help="trace file (Shockwave .tsv format) instead of a generated "
@@ -209,10 +225,15 @@ def _add_common(p: argparse.ArgumentParser, out: str) -> None:
                    f"{DEFAULT_ROUND_DURATION:g}, Gavel's; Shockwave's experiments use 120)")
     p.add_argument("--restart-overhead", type=float, default=0.0, metavar="SECONDS",
                    help="seconds a job loses when it (re)starts (default 0)")
-    p.add_argument("--milp-time-limit", type=float, default=MILP_TIME_LIMIT,
-                   metavar="SECONDS", help=f"seconds per MILP a policy solves (a Shockwave "
-                   f"re-plan, a Themis auction); the best solution found is used when it "
-                   f"runs out (default {MILP_TIME_LIMIT:g}; 0: no limit)")
+    p.add_argument("--milp-time-limit", type=float, default=0.0, metavar="SECONDS",
+                   help="seconds per MILP a policy solves (a Shockwave re-plan, a Themis "
+                   "auction), an opt-in for interactive use: the best solution found is used "
+                   "when it runs out, so results then depend on the machine's speed and load "
+                   "(default 0: no time limit)")
+    p.add_argument("--milp-node-limit", type=int, default=None, metavar="NODES",
+                   help="branch-and-bound nodes per MILP a policy solves; a work limit, so "
+                   "results are the same on any machine (default: each policy's own, "
+                   f"shockwave {PLAN_NODE_LIMIT}, themis {AUCTION_NODE_LIMIT})")
     p.add_argument("--contention", choices=("static", "dynamic"), default="static",
                    help="contention factor of rho (default static N/M)")
     p.add_argument("--unfair-threshold", type=float, default=1.0,
@@ -280,8 +301,9 @@ class _Progress:
 # --------------------------------------------------------------------------------------------
 def _configure_simulate(p: argparse.ArgumentParser) -> None:
     p.epilog = ("Writes summary.csv (one row per policy), jobs.csv (per job), schedule.csv "
-                "(every round) and PNG plots into --out; CSV times are in seconds, fractions "
-                "in [0, 1]. Progress goes to stderr.")
+                "(every round), timing.csv (seconds each simulation took: the only output "
+                "that depends on the machine) and PNG plots into --out; CSV times are in "
+                "seconds, fractions in [0, 1]. Progress goes to stderr.")
     p.add_argument("--throughputs", help="throughput JSON (default: tacc_throughputs.json "
                    "next to the trace, else the built-in table)")
     p.add_argument("--limit", type=int, help="read only the first N jobs of the trace")
@@ -299,7 +321,7 @@ def _configure_simulate(p: argparse.ArgumentParser) -> None:
 
 
 def _build_policies(names: Sequence[str], params: Mapping[str, Mapping[str, Any]],
-                    limit: float | None) -> dict[str, Any]:
+                    limits: tuple[float | None, int | None]) -> dict[str, Any]:
     """Every policy with its parameters, built before any simulation runs."""
     from .policies import available_policies
 
@@ -315,7 +337,7 @@ def _build_policies(names: Sequence[str], params: Mapping[str, Mapping[str, Any]
     out = {}
     for name in names:
         try:
-            out[name] = build_policy(name, params.get(name, {}), limit)
+            out[name] = build_policy(name, params.get(name, {}), *limits)
         except InputError as exc:
             raise _option_error(exc, params, name) from None
     return out
@@ -340,7 +362,7 @@ def _run_simulate(args: argparse.Namespace) -> int:
     names = list(dict.fromkeys(canonical_policy(n) for n in (args.policies
                                                              or DEFAULT_POLICIES)))
     params = _parse_params(args.param, grid=False)
-    policies = _build_policies(names, params, _time_limit(args))
+    policies = _build_policies(names, params, _limits(args))
     try:
         cluster = Cluster(spec)
         if args.trace:
@@ -371,21 +393,26 @@ def _run_simulate(args: argparse.Namespace) -> int:
         t0 = time.perf_counter()
         results[name] = sim.run(bar.simulation(f"[{i}/{len(sims)}] {name}"))
         limited = int(getattr(policies[name], "time_limited", 0))
-        note = f"; {limited} MILPs stopped at the time limit" if limited else ""
+        note = f"; {limited} MILPs stopped at their limit" if limited else ""
         bar.line(f"[{i}/{len(sims)}] {name}: {w.n} jobs done in "
                  f"{time.perf_counter() - t0:.1f} s{note}")
     table = compare(results, contention_kind=args.contention,
                     unfair_threshold=args.unfair_threshold)
     print()
     _print_table(table, SIMULATE_COLUMNS, "policy")
-    table.to_csv(out / "summary.csv")
+    timing = [c for c in TIMING_COLUMNS if c in table.columns]
+    table.drop(columns=timing).to_csv(out / "summary.csv")
     import pandas as pd
+
+    times = table[timing].copy()
+    times["wall_seconds"] = [float(r.wall_seconds) for r in results.values()]
+    times.to_csv(out / "timing.csv")
 
     pd.concat({n: job_metrics(r, contention_kind=args.contention)
                for n, r in results.items()}, names=["policy"]).to_csv(out / "jobs.csv")
     pd.concat({n: r.schedule_frame() for n, r in results.items()},
               names=["policy", "row"]).to_csv(out / "schedule.csv")
-    written = ["summary.csv", "jobs.csv", "schedule.csv"]
+    written = ["summary.csv", "jobs.csv", "schedule.csv", "timing.csv"]
     if not args.no_plots:
         try:
             from .plots import save_plots
@@ -446,7 +473,7 @@ def _run_sweep(args: argparse.Namespace) -> int:
     names = list(dict.fromkeys(canonical_policy(n) for n in args.policies))
     for name in names:
         try:
-            build_policy(name, {}, _time_limit(args))
+            build_policy(name, {}, *_limits(args))
         except InputError as exc:
             raise _option_error(exc, None, name) from None
     try:
@@ -456,7 +483,8 @@ def _run_sweep(args: argparse.Namespace) -> int:
                             restart_overhead=args.restart_overhead,
                             contention_kind=args.contention,
                             unfair_threshold=args.unfair_threshold,
-                            milp_time_limit=_time_limit(args))
+                            milp_time_limit=_time_limit(args),
+                            milp_node_limit=args.milp_node_limit)
     except InputError as exc:
         bad = next((n for n in names if exc.argument in params.get(n, {})), None)
         raise _option_error(exc, params, bad) from None
@@ -480,7 +508,7 @@ def _run_sweep(args: argparse.Namespace) -> int:
                          if k.startswith("param."))
         load = "" if row.get("load") is None else f" load={row['load']:g}/h"
         limited = int(row.get("milp_time_limited", 0))
-        note = f", {limited} MILPs at the time limit" if limited else ""
+        note = f", {limited} MILPs at their limit" if limited else ""
         bar.line(f"[{sum(counts)}/{len(tasks)}] {row['policy']} {knobs}{load} "
                  f"seed={row['seed']}: avg JCT {row['avg_jct'] / SECONDS_PER_HOUR:.2f} h, "
                  f"worst rho {row['worst_rho']:.3f} ({time.perf_counter() - t0:.0f} s "

@@ -10,10 +10,12 @@ workload by its size, load and seed, or a trace by its path), run by
 * on a Ray cluster (``ray_address=...``; ``pip install 'fairalloc[ray]'``),
 
 and the result rows come back in task order. A task's outcome depends only on its fields (the
-simulator and every policy are deterministic for a seed), so all three give identical tables --
-unless a MILP stops at its time limit (``milp_time_limit``, default
-`MILP_TIME_LIMIT` seconds per Shockwave re-plan or Themis auction; the row's
-``milp_time_limited`` counts such solves, whose outcome depends on the machine's speed).
+simulator and every policy are deterministic for a seed; the MILPs of Shockwave's re-plans and
+Themis's auctions stop at work limits, ``milp_node_limit``, never at a clock), so all three give
+identical tables on any machine. Only ``policy_seconds`` (a measurement) differs, and an explicit
+``milp_time_limit`` (an opt-in for interactive use) makes the MILPs it stops depend on the
+machine's speed and load; the row's ``milp_time_limited`` counts the MILPs stopped by either
+limit.
 
 With ``log=PATH``, [`run_sweep`][fairalloc.sim.sweep.run_sweep] appends every finished simulation to
 ``PATH`` as one JSON line the moment it finishes (a killed sweep loses no finished simulation) and,
@@ -50,8 +52,8 @@ from .generator import ARRIVAL_RATE, poisson_workload
 from .metrics import CONTENTION
 
 __all__ = ["DEFAULT_GPUS", "DEFAULT_JOBS", "DEFAULT_RATE", "DEFAULT_ROUND_DURATION",
-           "MILP_TIME_LIMIT", "SweepTask", "build_policy", "canonical_policy", "read_log",
-           "run_sweep", "run_task", "sweep", "sweep_tasks", "task_key"]
+           "MILP_NODE_LIMIT", "MILP_TIME_LIMIT", "SweepTask", "build_policy", "canonical_policy",
+           "read_log", "run_sweep", "run_task", "sweep", "sweep_tasks", "task_key"]
 
 # One set of defaults for sweeps and for the ``fairalloc simulate`` / ``sweep`` commands.
 #: jobs per generated workload
@@ -63,8 +65,13 @@ DEFAULT_ROUND_DURATION = 360.0
 #: arrivals per hour of a generated workload
 DEFAULT_RATE = 12.0
 #: seconds a policy's MILP may run (a Shockwave re-plan, a Themis auction) before the best
-#: solution found is used; ``None`` lifts the limit
-MILP_TIME_LIMIT = 10.0
+#: solution found is used: ``None`` (no clock), because a time limit makes results depend on the
+#: machine's speed and load (issue #27); a number is an opt-in for interactive use
+MILP_TIME_LIMIT: float | None = None
+#: branch-and-bound nodes per MILP of a policy (its ``node_limit``): ``None`` keeps each
+#: policy's own default (`fairalloc.sim.policies.shockwave.PLAN_NODE_LIMIT`,
+#: `fairalloc.sim.policies.themis.AUCTION_NODE_LIMIT`), a work limit like any given value
+MILP_NODE_LIMIT: int | None = None
 #: characters of the hexadecimal digest that names a task in a sweep log
 TASK_KEY_DIGITS = 16
 #: seconds between a pool worker's checks that the sweep that started it is still alive
@@ -97,6 +104,8 @@ class SweepTask:
         Position in the sweep (rows are returned in this order).
     milp_time_limit : float or None
         Seconds per MILP of a policy that solves MILPs (its ``time_limit``; ``None``: none).
+    milp_node_limit : int or None
+        Nodes per MILP of such a policy (its ``node_limit``; ``None``: its default).
     """
 
     policy: str
@@ -111,6 +120,7 @@ class SweepTask:
     unfair_threshold: float = 1.0
     index: int = 0
     milp_time_limit: float | None = MILP_TIME_LIMIT
+    milp_node_limit: int | None = MILP_NODE_LIMIT
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
 
@@ -147,40 +157,50 @@ def canonical_policy(name: str) -> str:
 
 
 def build_policy(name: str, params: Mapping[str, Any] | None = None,
-                 milp_time_limit: float | None = MILP_TIME_LIMIT) -> Any:
-    """[`make_policy`][fairalloc.sim.make_policy], with ``time_limit=milp_time_limit`` for a policy
-    that takes a ``time_limit`` (its MILPs) unless ``params`` sets one.
+                 milp_time_limit: float | None = MILP_TIME_LIMIT,
+                 milp_node_limit: int | None = MILP_NODE_LIMIT) -> Any:
+    """[`make_policy`][fairalloc.sim.make_policy], with ``time_limit=milp_time_limit`` and (when
+    given) ``node_limit=milp_node_limit`` for a policy that takes them (its MILPs) unless
+    ``params`` sets them.
 
     Examples
     --------
-    >>> build_policy("themis", milp_time_limit=2.0).time_limit
-    2.0
+    >>> p = build_policy("themis", milp_node_limit=500)
+    >>> p.time_limit, p.node_limit
+    (None, 500)
     """
     from .._validation import as_time_limit
     from .policies import make_policy
 
     limit = as_time_limit(milp_time_limit, "milp_time_limit")
+    nodes = None if milp_node_limit is None else as_positive_int(milp_node_limit,
+                                                                 "milp_node_limit")
     given = dict(params or {})
     policy = make_policy(name, given)
-    if "time_limit" in given:
-        return policy
     try:
-        takes = "time_limit" in inspect.signature(type(policy)).parameters
+        takes = inspect.signature(type(policy)).parameters
     except (TypeError, ValueError):  # pragma: no cover - a factory without a signature
-        takes = False
-    return make_policy(name, {**given, "time_limit": limit}) if takes else policy
+        takes = {}
+    limits = {}
+    if "time_limit" in takes and "time_limit" not in given:
+        limits["time_limit"] = limit
+    if "node_limit" in takes and "node_limit" not in given and nodes is not None:
+        limits["node_limit"] = nodes
+    return make_policy(name, {**given, **limits}) if limits else policy
 
 
 def run_task(task: SweepTask) -> dict[str, Any]:
     """Run one task; return its row: the task's fields, [`summarize`][fairalloc.sim.summarize] and
-    ``milp_time_limited`` (the policy's MILPs stopped by the time limit)."""
+    ``milp_time_limited`` (the policy's MILPs stopped by their node or time limit before their
+    proof)."""
     from ..data import Cluster
     from .metrics import summarize
     from .simulator import Simulator
 
     w = _workload(task)
     cluster = Cluster(dict(task.cluster))
-    policy = build_policy(task.policy, dict(task.params), task.milp_time_limit)
+    policy = build_policy(task.policy, dict(task.params), task.milp_time_limit,
+                          task.milp_node_limit)
     r = Simulator(w, cluster, policy, round_duration=task.round_duration,
                   restart_overhead=task.restart_overhead, seed=task.seed).run()
     row: dict[str, Any] = {"index": task.index, "policy": task.policy, "seed": task.seed,
@@ -270,6 +290,7 @@ def sweep_tasks(
     contention_kind: str = "static",
     unfair_threshold: float = 1.0,
     milp_time_limit: float | None = MILP_TIME_LIMIT,
+    milp_node_limit: int | None = MILP_NODE_LIMIT,
 ) -> list[SweepTask]:
     """The cross product policies x hyper-parameter grid x loads x seeds, as tasks.
 
@@ -294,7 +315,10 @@ def sweep_tasks(
     round_duration, restart_overhead, contention_kind, unfair_threshold
         As for the simulator and [`summarize`][fairalloc.sim.summarize].
     milp_time_limit : float or None, default `MILP_TIME_LIMIT`
-        Seconds per MILP of the policies that solve MILPs (`build_policy`).
+        Seconds per MILP of the policies that solve MILPs (`build_policy`); ``None`` (the
+        default): no clock. A number makes the MILPs it stops depend on the machine's speed.
+    milp_node_limit : int or None, default `MILP_NODE_LIMIT`
+        Branch-and-bound nodes per MILP of those policies (``None``: each policy's default).
 
     Every policy is built once for each of its parameter combinations here, so that an
     unknown or invalid parameter is an [`InputError`][fairalloc.InputError] before anything runs.
@@ -363,6 +387,8 @@ def sweep_tasks(
     from .._validation import as_time_limit
 
     limit = as_time_limit(milp_time_limit, "milp_time_limit")
+    nodes = None if milp_node_limit is None else as_positive_int(milp_node_limit,
+                                                                 "milp_node_limit")
     grid = {canonical_policy(p): g for p, g in (params or {}).items()}
     unknown = [p for p in grid if p not in policies]
     if unknown:
@@ -374,7 +400,8 @@ def sweep_tasks(
         keys = sorted(g)
         combos = itertools.product(*(list(g[k]) for k in keys)) if keys else [()]
         for combo in combos:
-            build_policy(policy, dict(zip(keys, combo, strict=True)), limit)  # fail early
+            build_policy(policy, dict(zip(keys, combo, strict=True)), limit,
+                         nodes)  # fail early
             for load in loads:
                 for seed in seeds:
                     tasks.append(SweepTask(
@@ -382,7 +409,7 @@ def sweep_tasks(
                         load=load, workload=wl, cluster=tuple(cluster.items()),
                         round_duration=duration, restart_overhead=overhead,
                         contention_kind=contention_kind, unfair_threshold=unfair_threshold,
-                        index=len(tasks), milp_time_limit=limit))
+                        index=len(tasks), milp_time_limit=limit, milp_node_limit=nodes))
     return tasks
 
 
@@ -554,6 +581,7 @@ def sweep(policies: Sequence[str], *, workers: int | None = None,
           round_duration: float = DEFAULT_ROUND_DURATION, restart_overhead: float = 0.0,
           contention_kind: str = "static", unfair_threshold: float = 1.0,
           milp_time_limit: float | None = MILP_TIME_LIMIT,
+          milp_node_limit: int | None = MILP_NODE_LIMIT,
           log: str | os.PathLike[str] | None = None, resume: bool = False) -> Any:
     """[`sweep_tasks`][fairalloc.sim.sweep.sweep_tasks] then
     [`run_sweep`][fairalloc.sim.sweep.run_sweep] (the keyword arguments of both, with the same
@@ -562,7 +590,7 @@ def sweep(policies: Sequence[str], *, workers: int | None = None,
                         gpus=gpus, trace=trace, workload=workload,
                         round_duration=round_duration, restart_overhead=restart_overhead,
                         contention_kind=contention_kind, unfair_threshold=unfair_threshold,
-                        milp_time_limit=milp_time_limit)
+                        milp_time_limit=milp_time_limit, milp_node_limit=milp_node_limit)
     return run_sweep(tasks, workers=workers, ray_address=ray_address, progress=progress,
                      log=log, resume=resume)
 

@@ -43,16 +43,18 @@ NEAR_ROUNDS = 3
 SHOCKWAVE_WINDOW = 20
 #: default number of regimes K of an Accordion job's regime model
 ACCORDION_REGIMES = 6
-#: default seconds per re-plan ([`fairalloc.plan_schedule`][fairalloc.plan_schedule]'s
-#: ``time_limit``): a plan whose
-#: MILP is not certified by then runs with the best schedule found (``time_limited`` counts them)
-PLAN_TIME_LIMIT = 10.0
+#: default branch-and-bound nodes per MILP solve of a re-plan
+#: ([`fairalloc.plan_schedule`][fairalloc.plan_schedule]'s ``node_limit``): a plan not certified
+#: within it runs with the best schedule found (``time_limited`` counts them). A work limit, so a
+#: simulation gives the same schedules on any machine however loaded (the previous 10 s time
+#: limit did not: issue #27). Calibrated in docs/how-to/simulate-a-trace.md.
+PLAN_NODE_LIMIT = 1000
 #: floor of a job's remaining seconds and epochs in the plan (the planner needs positive ones)
 MIN_REMAINING = 1e-6
 #: plan_schedule options a ShockwavePolicy forwards when given (None: plan_schedule's default)
 PLAN_OPTIONS = ("method", "mip_gap", "time_limit", "work_conservation", "restart_penalty",
                 "expectation", "makespan", "regime_model", "z0", "util_floor", "warm_start",
-                "threads", "backend", "welfare_norm")
+                "threads", "backend", "welfare_norm", "node_limit")
 #: exponent of the near-completion boost (upstream's ``priority_M``): a late job (rho > 1)
 #: forecast to finish within one round weighs rho**NEAR_COMPLETION_BOOST
 NEAR_COMPLETION_BOOST = 100.0
@@ -239,10 +241,16 @@ class ShockwavePolicy(BasePolicy):
     keep_running : bool, default True
         With ``"counts"``: after the must-run jobs and the jobs finishing in the window,
         planned jobs that ran in the previous round go first (no restart).
-    time_limit : float or None, default 10.0
-        Seconds per re-plan ([`fairalloc.plan_schedule`][fairalloc.plan_schedule]'s ``time_limit``);
-        a plan not certified by then runs with the best schedule found, and `time_limited` counts
-        such plans (results then depend on the machine's speed). ``None``: no limit (a
+    time_limit : float or None, default None
+        Seconds per re-plan ([`fairalloc.plan_schedule`][fairalloc.plan_schedule]'s
+        ``time_limit``), an opt-in for interactive use: a plan not certified by then runs with
+        the best schedule found (`time_limited` counts such plans) and the simulation's results
+        then depend on the machine's speed and load. ``None``: no time limit.
+    node_limit : int or None, default `PLAN_NODE_LIMIT`
+        Branch-and-bound nodes per MILP solve of a re-plan
+        ([`fairalloc.plan_schedule`][fairalloc.plan_schedule]'s ``node_limit``): a plan not
+        certified within it runs with the best schedule found (`time_limited` counts such
+        plans); a work limit, so results are the same on any machine. ``None``: no limit (a
         re-plan may then run for a long time on a hard window).
     weights : {"clipped", "power"}
         ``"clipped"`` (default; upstream's code): a job's plan weight is ``rho^k`` only when its
@@ -295,7 +303,8 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
                  replan: str = "reactive", accordion_regimes: int = ACCORDION_REGIMES,
                  contention: str = "jobs", execution: str = "counts",
                  keep_running: bool = True, method: str | None = None,
-                 mip_gap: float | None = None, time_limit: float | None = PLAN_TIME_LIMIT,
+                 mip_gap: float | None = None, time_limit: float | None = None,
+                 node_limit: int | None = PLAN_NODE_LIMIT,
                  work_conservation: str | None = None, restart_penalty: float | None = None,
                  expectation: str | None = None, makespan: str | None = SHOCKWAVE_MAKESPAN,
                  regime_model: str | None = None, z0: float | None = None,
@@ -314,7 +323,7 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
                  "expectation": expectation, "makespan": makespan,
                  "regime_model": regime_model, "z0": z0, "util_floor": util_floor,
                  "warm_start": warm_start, "threads": threads, "backend": backend,
-                 "welfare_norm": welfare_norm}
+                 "welfare_norm": welfare_norm, "node_limit": node_limit}
         plan_options = {name: given[name] for name in PLAN_OPTIONS if given[name] is not None}
         # a bad plan option (mip_gap=5, method="nope") fails here, not at the first re-plan:
         # a one-job, one-round plan with these options (milliseconds)
@@ -371,7 +380,7 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
         self._elapsed = 0
         self.plans = 0
         self.plan_seconds = 0.0
-        #: re-plans stopped by ``time_limit`` before their gap was certified
+        #: re-plans stopped by ``node_limit`` (or ``time_limit``) before their gap was certified
         self.time_limited = 0
         #: job-rounds run by the idle fill (jobs with no planned round left)
         self.filled = 0
@@ -504,7 +513,7 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
                                      lam=self.lam, remaining_limit=limit,
                                      **opts)
                 self.hard_ftf_plans += 1
-            except SolverError:  # InfeasibleError, or no schedule within the time limit
+            except SolverError:  # InfeasibleError, or no schedule within the limits
                 self.hard_ftf_dropped += 1
         try:
             if plan is None:

@@ -31,9 +31,12 @@ THEMIS_LEASE = 600.0
 THEMIS_GPUS_PER_SERVER = 4
 #: a lease ending within this many seconds of the round's start has expired
 LEASE_SLACK = 1e-9
-#: default seconds per auction MILP ([`fairalloc.auctions.gpu_auction`][fairalloc.gpu_auction]'s
-#: ``time_limit``)
-AUCTION_TIME_LIMIT = 10.0
+#: default branch-and-bound nodes per auction MILP
+#: ([`fairalloc.auctions.gpu_auction`][fairalloc.gpu_auction]'s ``node_limit``): a work limit, so a
+#: simulation's auctions do not depend on the machine's speed or load. The policy's auctions
+#: (one gang size per bidder) are almost always decided by the exact knapsack relaxation
+#: without a MILP; the limit only bounds a pathological one.
+AUCTION_NODE_LIMIT = 10_000
 #: round-off margin when flooring the GPUs a bidder keeps (c_i times its bundle)
 KEEP_ROUNDOFF = 1e-12
 
@@ -63,10 +66,14 @@ class ThemisPolicy(BasePolicy):
     lease : float, default 600.0
         Lease length in seconds (10 minutes, §6.4).
     gpus_per_server : int, default 4
-    time_limit : float or None, default 10.0
-        Seconds per auction MILP; an auction stopped by it uses the best allocation found
-        (`time_limited` counts them; results then depend on the machine's speed).
-        ``None``: no limit.
+    time_limit : float or None, default None
+        Seconds per auction MILP, an opt-in for interactive use: an auction stopped by it uses
+        the best allocation found (`time_limited` counts them) and the simulation's results
+        then depend on the machine's speed and load. ``None``: no time limit.
+    node_limit : int or None, default `AUCTION_NODE_LIMIT`
+        Branch-and-bound nodes per auction MILP (a work limit: an auction stopped by it uses
+        the best allocation found, counted by `time_limited`, and gives the same result on any
+        machine). ``None``: no limit.
     """
 
     name = "themis"
@@ -74,7 +81,8 @@ class ThemisPolicy(BasePolicy):
     def __init__(self, *, fairness_knob: float = THEMIS_FAIRNESS_KNOB,
                  lease: float = THEMIS_LEASE,
                  gpus_per_server: int = THEMIS_GPUS_PER_SERVER,
-                 time_limit: float | None = AUCTION_TIME_LIMIT) -> None:
+                 time_limit: float | None = None,
+                 node_limit: int | None = AUCTION_NODE_LIMIT) -> None:
         f = as_finite_float(fairness_knob, "fairness_knob", lo=0.0, hi=1.0)
         if not 0.0 <= f < 1.0:
             raise InputError(f"fairness_knob must be in [0, 1), got {fairness_knob!r}",
@@ -82,12 +90,13 @@ class ThemisPolicy(BasePolicy):
         lease = as_positive_float(lease, "lease")
         gps = as_positive_int(gpus_per_server, "gpus_per_server")
         time_limit = as_time_limit(time_limit)
+        node_limit = None if node_limit is None else as_positive_int(node_limit, "node_limit")
         super().__init__({"fairness_knob": f, "lease": lease, "gpus_per_server": gps,
-                          "time_limit": time_limit})
+                          "time_limit": time_limit, "node_limit": node_limit})
         self.fairness_knob, self.lease, self.gpus_per_server = f, lease, gps
-        self.time_limit = time_limit
+        self.time_limit, self.node_limit = time_limit, node_limit
         self.auctions = 0
-        #: auctions whose MILP stopped at ``time_limit``
+        #: auctions whose MILP stopped at ``node_limit`` or ``time_limit`` before its proof
         self.time_limited = 0
 
     def reset(self, workload: Workload, cluster: Cluster, *, round_duration: float,
@@ -133,7 +142,8 @@ class ThemisPolicy(BasePolicy):
             if bidders.size:
                 bids = [BidTable([int(w[i])], [level], [float(rho[i])]) for i in bidders]
                 res = gpu_auction(bids, self._topology, np.flatnonzero(offer),
-                                  time_limit=self.time_limit, workers=1)
+                                  time_limit=self.time_limit, node_limit=self.node_limit,
+                                  workers=1)
                 self.auctions += 1
                 self.time_limited += int(res.status.value == "time_limit")
                 for a, i in enumerate(bidders.tolist()):
