@@ -16,6 +16,7 @@ from fairalloc.sim import (
     Simulator,
     TimeShares,
     Workload,
+    available_policies,
     make_policy,
     poisson_workload,
     simulate,
@@ -116,7 +117,9 @@ def test_time_shares_are_realised_by_gavels_mechanism() -> None:
     X = np.array([[5, 0], [5, 1], [1, 10]]) / 11
     w = Workload.from_arrays([0.0] * 3, [[1.0, 1.0]] * 3, [1e9] * 3, types=["v100", "k80"])
     pol = Scripted(lambda s: TimeShares(X))
-    sim = Simulator(w, fa.Cluster({"v100": 1, "k80": 1}), pol, round_duration=1.0)
+    # (a job needing 1e9 rounds is refused unless the round limit is explicit)
+    sim = Simulator(w, fa.Cluster({"v100": 1, "k80": 1}), pol, round_duration=1.0,
+                    max_rounds=100)
     rounds = []
 
     def stop_after_12(done: int, total: int) -> None:
@@ -128,6 +131,43 @@ def test_time_shares_are_realised_by_gavels_mechanism() -> None:
         sim.run(progress=stop_after_12)
     assert pol.seen[11].jobs.received.tolist() == [[5.0, 0.0], [5.0, 1.0], [1.0, 10.0]]
     assert pol.seen[11].jobs.elapsed.tolist() == [11.0, 11.0, 11.0]
+
+
+@pytest.mark.parametrize("name", sorted(available_policies()))
+def test_an_arrival_just_after_a_round_boundary_waits_for_the_next_round(name: str) -> None:
+    # issue #27: a job arriving 1e-9 s after a round started was admitted to that round (a
+    # 1e-9 s slack): it ran before it arrived and every policy saw elapsed = -1e-9 s (the Gavel
+    # programs and Shockwave's contention factor refused it)
+    D = 360.0
+    arrival = [0.0] + [k * D + 1e-9 for k in range(1, 5)]
+    # job 0 keeps the GPU busy, so the rounds stay on the grid 0, D, 2D, ...
+    w = Workload.from_arrays(arrival, [[1.0]] * 5, [5000.0] + [100.0] * 4)
+    seen: list = []
+
+    class Watch(BasePolicy):
+        name = "watch"
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.inner = make_policy(name)
+
+        def reset(self, workload, cluster, *, round_duration, seed) -> None:
+            self.inner.reset(workload, cluster, round_duration=round_duration, seed=seed)
+
+        def allocate(self, state):
+            seen.append((state.cluster.time, state.jobs.elapsed.min()))
+            return self.inner.allocate(state)
+
+    r = Simulator(w, fa.Cluster({"gpu": 1}), Watch(), round_duration=D).run()
+    assert (r.start >= w.arrival).all()
+    assert (r.start[1:] >= np.arange(2, 6) * D).all()  # the first round after the arrival
+    assert all(elapsed >= 0.0 for _, elapsed in seen)
+
+
+def test_an_arrival_on_a_round_boundary_joins_that_round() -> None:
+    w = Workload.from_arrays([0.0, 720.0], [[1.0], [1.0]], [100.0, 100.0])
+    r = Simulator(w, fa.Cluster({"gpu": 1}), Scripted(run_all), round_duration=360.0).run()
+    assert r.start.tolist() == [0.0, 720.0]
 
 
 def test_bad_policy_output_is_an_input_error_naming_the_policy() -> None:

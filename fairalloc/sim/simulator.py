@@ -23,13 +23,31 @@ not running, or changes its GPUs) loses ``restart_overhead`` seconds at the star
 (checkpoint/restore; the Shockwave artifact uses 20 s). Regime changes become visible to the
 policy at the next round, through the job's new speed and ``regime_changed``.
 
+A job arriving at time ``a`` joins the first round that starts at or after ``a`` (never a round
+that started before it arrived, however close: policies see ``elapsed >= 0``). Round ``r`` after
+the clock last jumped to an arrival at ``t0`` (in round ``r0``) starts at ``t0 + (r - r0) D``.
+
+**Fast-forward.** A policy that declares ``time_invariant = True`` promises that, while no job
+arrives, finishes or changes regime, ``allocate`` returns a [`Schedule`][fairalloc.sim.Schedule]
+equal to the one it returned at its previous call and changes no state a later call reads,
+whatever the clock, progress or service figures of the view say (``time``, ``round_index``,
+``elapsed``, ``epochs_done``, ``attained``, ``gpu_seconds``, ``received``, ``idle_for``,
+``contention_seconds``, ``running``, ``last_gpus``): FIFO and EFQ do, finish-time fairness (which
+reads ``elapsed``), least attained service, stride scheduling or a plan counting its rounds do not.
+For such a policy the simulator reuses its last decision without calling it in rounds whose state
+shows no event, and jumps over every run of rounds in which no job arrives, finishes or changes
+regime in one vectorised step (`fairalloc.sim._rounds`): the same floating-point operations, so
+the results are bit-for-bit those of stepping through every round (``fast_forward=False``). A job
+alone for a million rounds then takes milliseconds, not minutes.
+
 All per-round work is vectorised over jobs (numpy over jobs x regimes x types); the simulation
-is deterministic for a given policy, workload and seed.
+is deterministic for a given policy, workload and seed, and does not depend on the clock.
 """
 
 from __future__ import annotations
 
 import math
+import sys
 import time as _time
 from collections.abc import Hashable, Sequence
 from typing import Any
@@ -39,46 +57,61 @@ import numpy as np
 from .._validation import as_array, as_bool, as_option, as_positive_float, as_positive_int
 from ..data import Cluster
 from ..errors import FairallocError, InputError, SolverError, only_fairalloc_errors
+from ._rounds import _JobRows, _repeat_add, _run_jobs, _speedup, _steady_rounds
 from .metrics import SimulationResult
 from .state import ClusterState, JobView, Policy, RoundState, Schedule, TimeShares
 from .workload import Workload
 
-__all__ = ["MAX_ROUNDS", "SimulationError", "Simulator"]
+__all__ = ["MAX_ROUNDS", "MAX_STEPPED_ROUNDS", "SimulationError", "Simulator"]
 
-#: relative tolerance for "the job's last epoch ends within the round"
-_FINISH_RTOL = 1e-9
-#: a regime whose remaining epochs fall below this is finished (float round-off)
-_EPOCH_TOL = 1e-9
-#: the default round limit (derived from the workload) may not exceed this many rounds; a
-#: workload that could need more must pass ``max_rounds`` explicitly
-MAX_ROUNDS = 10_000_000_000
+#: the most rounds a simulation runs by default (its per-round records: about 32 bytes a round,
+#: plus 48 per job scheduled in it); a workload with a job that alone needs more is refused with
+#: InputError up front, and a simulation that reaches it stops with SimulationError, unless
+#: ``max_rounds`` is given
+MAX_ROUNDS = 10_000_000
+#: the most rounds a simulation steps through by default when its policy must be called every
+#: round (a policy that is not ``time_invariant``, or ``fast_forward=False``): about 2,400 rounds
+#: a second for one job with FIFO stepping on the reference machine (7 minutes); a workload with
+#: a job that alone needs more is refused up front, unless ``max_rounds`` is given
+MAX_STEPPED_ROUNDS = 1_000_000
 #: default seconds per round (Gavel's 6 minutes)
 DEFAULT_ROUND_DURATION = 360.0
 #: default number of consecutive rounds in which jobs wait but the policy schedules none
 #: before the simulation stops with [`SimulationError`][fairalloc.sim.SimulationError]
 DEFAULT_MAX_IDLE_ROUNDS = 10_000
-#: a job arriving within this many seconds of a round's start is admitted to that round
-ARRIVAL_SLACK = 1e-9
-#: absolute slack (seconds) of "the job's last epoch ends within the round"
-FINISH_ATOL = 1e-9
-#: floor of the GPU ratio under the logarithm of the elastic speed-up (no log(0) warning)
-MIN_GPU_RATIO = 1e-300
 
 
 class SimulationError(FairallocError, RuntimeError):
     """The simulation cannot go on (a policy keeps scheduling nothing, or exceeded limits)."""
 
 
+class _Column:
+    """A growing column of per-round values: single appends, or a whole run of rounds."""
+
+    def __init__(self) -> None:
+        self.chunks: list[np.ndarray] = []
+        self.buf: list[float] = []
+
+    def append(self, value: float) -> None:
+        self.buf.append(value)
+
+    def extend(self, values: np.ndarray) -> None:
+        self._flush()
+        self.chunks.append(values)
+
+    def _flush(self) -> None:
+        if self.buf:
+            self.chunks.append(np.array(self.buf))
+            self.buf = []
+
+    def array(self, dtype: Any) -> np.ndarray:
+        self._flush()
+        return np.concatenate(self.chunks).astype(dtype) if self.chunks else np.zeros(0, dtype)
+
+
 # --------------------------------------------------------------------------------------------
 # the simulator
 # --------------------------------------------------------------------------------------------
-def _speedup(g: np.ndarray, w: np.ndarray, eff: np.ndarray) -> np.ndarray:
-    """Elastic speed-up of ``g`` GPUs over the gang ``w``: ``(g/w) * eff**log2(g/w)``."""
-    ratio = g / w
-    with np.errstate(divide="ignore"):
-        return np.where(ratio == 1.0, 1.0, ratio * eff ** np.log2(np.maximum(ratio, MIN_GPU_RATIO)))
-
-
 class Simulator:
     """Simulate one policy on one workload and cluster.
 
@@ -89,7 +122,7 @@ class Simulator:
         Same accelerator types as the workload.
     policy : Policy
         Any object with ``name``, ``reset(...)`` and ``allocate(state)``
-        (`fairalloc.sim.policies`).
+        (`fairalloc.sim.policies`); optionally ``time_invariant = True`` (module docstring).
     round_duration : float, default 360.0
         Seconds per round (Gavel uses 360, Shockwave 120).
     restart_overhead : float, default 0.0
@@ -103,13 +136,20 @@ class Simulator:
         Stop with [`SimulationError`][fairalloc.sim.SimulationError] after this many rounds.
         Default: a bound derived from the workload
         ([`round_limit`][fairalloc.sim.simulator.Simulator.round_limit]), so a simulation never runs
-        forever; a workload whose bound exceeds [`MAX_ROUNDS`][fairalloc.sim.simulator.MAX_ROUNDS]
-        is refused with [`InputError`][fairalloc.InputError] unless ``max_rounds`` is given.
+        forever; a workload with a job that alone needs more than
+        [`MAX_ROUNDS`][fairalloc.sim.simulator.MAX_ROUNDS] rounds (or
+        [`MAX_STEPPED_ROUNDS`][fairalloc.sim.simulator.MAX_STEPPED_ROUNDS] when the policy must be
+        called every round) is refused with [`InputError`][fairalloc.InputError] unless
+        ``max_rounds`` is given.
     record : bool, default True
         Keep the per-round schedule (for Gantt charts).
     mechanism_fraction : {"elapsed", "type_share"}
         Received-fraction rule of the round-based mechanism for
         [`TimeShares`][fairalloc.sim.TimeShares].
+    fast_forward : bool, default True
+        With a ``time_invariant`` policy, skip its calls in rounds without events and jump over
+        runs of rounds in which nothing changes (module docstring); ``False`` steps through every
+        round and calls the policy each time (the same results, slower: for checking).
 
     Examples
     --------
@@ -127,7 +167,8 @@ class Simulator:
                  round_duration: float = DEFAULT_ROUND_DURATION, restart_overhead: float = 0.0,
                  seed: int = 0, max_idle_rounds: int = DEFAULT_MAX_IDLE_ROUNDS,
                  record: bool = True,
-                 mechanism_fraction: str = "elapsed", max_rounds: int | None = None) -> None:
+                 mechanism_fraction: str = "elapsed", max_rounds: int | None = None,
+                 fast_forward: bool = True) -> None:
         if not isinstance(workload, Workload):
             raise InputError(f"workload must be a fairalloc.sim.Workload, got "
                              f"{type(workload).__name__}", argument="workload")
@@ -150,7 +191,28 @@ class Simulator:
                                             ("elapsed", "type_share"))
         self.max_rounds = None if max_rounds is None else as_positive_int(max_rounds,
                                                                           "max_rounds")
+        self.fast_forward = as_bool(fast_forward, "fast_forward")
         self.round_limit()  # refuse a workload that could not finish in reasonable time now
+
+    @property
+    def fast(self) -> bool:
+        """Whether this simulation fast-forwards (``fast_forward`` and a ``time_invariant``
+        policy)."""
+        return self.fast_forward and getattr(self.policy, "time_invariant", False) is True
+
+    def min_rounds(self) -> int:
+        """A lower bound on the rounds the simulation runs: the rounds the longest job needs
+        alone, on its fastest type with its gang, or with the most GPUs of a type it can use
+        when its elastic speed-up is larger there (EFQ), without restart overhead."""
+        w = self.workload
+        usable = w.runnable & (w.scale_factor[:, None] <= self.cluster.capacity[None, :])
+        most = np.where(usable, self.cluster.capacity[None, :], 0).max(axis=1).astype(float)
+        sf = w.scale_factor.astype(float)
+        speed = np.maximum.reduce([_speedup(g, sf, w.scaling) for g in (np.ones_like(sf), sf,
+                                                                         most)])
+        with np.errstate(all="ignore"):
+            worst = float(np.ceil(w.isolated_seconds / (speed * self.round_duration)).max())
+        return int(worst) if math.isfinite(worst) else sys.maxsize
 
     def round_limit(self) -> int:
         """Rounds after which [`run`][fairalloc.sim.simulator.Simulator.run] stops with
@@ -160,18 +222,34 @@ class Simulator:
         a job runs gives it at least ``round_duration - restart_overhead`` seconds on one GPU of
         its slowest usable type, where it needs at most ``W_i = scale_factor_i * sum_r epochs_r
         * max_type seconds_r`` seconds, so at most ``B = sum_i ceil(W_i / (D - overhead)) + n``
-        rounds run a job; the limit is ``2 B + max_idle_rounds``.
+        rounds run a job; the limit is ``2 B + max_idle_rounds``, at most
+        [`MAX_ROUNDS`][fairalloc.sim.simulator.MAX_ROUNDS] (fast-forwarding) or
+        [`MAX_STEPPED_ROUNDS`][fairalloc.sim.simulator.MAX_STEPPED_ROUNDS] (a policy called
+        every round).
 
         Raises
         ------
         InputError
-            If the derived limit exceeds [`MAX_ROUNDS`][fairalloc.sim.simulator.MAX_ROUNDS] (a job
-            whose epoch times are astronomically long for the round duration): pass ``max_rounds``
-            to allow it.
+            If a job alone needs more rounds than that bound
+            ([`min_rounds`][fairalloc.sim.simulator.Simulator.min_rounds]: its epoch times are
+            astronomically long for the round duration): pass ``max_rounds`` to allow it.
         """
         if self.max_rounds is not None:
             return self.max_rounds
         w = self.workload
+        cap, cap_name = ((MAX_ROUNDS, "MAX_ROUNDS") if self.fast
+                         else (MAX_STEPPED_ROUNDS, "MAX_STEPPED_ROUNDS"))
+        need_min = self.min_rounds()
+        if need_min > cap:
+            i = int(np.argmax(w.isolated_seconds))
+            stepping = "" if self.fast else (
+                f", through which policy {self.policy.name!r} steps one round at a time (it is "
+                "not time_invariant)")
+            raise InputError(
+                f"workload: job {w.ids[i]!r} alone needs {w.isolated_seconds[i]:.3g} s of "
+                f"training, at least {need_min:,} rounds of {self.round_duration:g} s: more than "
+                f"{cap_name} = {cap:,}{stepping}; check its durations or throughputs, use a "
+                "longer round_duration, or pass max_rounds", argument="workload")
         R = w.regime_epochs.shape[1]
         real = np.arange(R)[None, :] < w.num_regimes[:, None]
         with np.errstate(all="ignore"):
@@ -180,14 +258,7 @@ class Simulator:
             per_round = self.round_duration - self.restart_overhead
             rounds = np.ceil(need / per_round).sum() + w.n
         limit = 2.0 * float(rounds) + self.max_idle_rounds
-        if not (math.isfinite(limit) and limit <= MAX_ROUNDS):
-            i = int(np.argmax(need))
-            raise InputError(
-                f"workload: job {w.ids[i]!r} alone may need {need[i]:.3g} s of training "
-                f"(rounds of {self.round_duration:g} s: up to {limit:.3g} rounds, more than "
-                f"MAX_ROUNDS = {MAX_ROUNDS:,}); check its durations or throughputs, use a "
-                "longer round_duration, or pass max_rounds", argument="workload")
-        return int(limit)
+        return int(limit) if math.isfinite(limit) and limit <= cap else cap
 
     # -- the run ---------------------------------------------------------------------------
     def run(self, progress: Any = None) -> SimulationResult:
@@ -196,8 +267,9 @@ class Simulator:
         Parameters
         ----------
         progress : callable, optional
-            Called as ``progress(finished_jobs, total_jobs)`` after every round. An exception
-            it raises propagates unchanged (a way to stop a simulation early).
+            Called as ``progress(finished_jobs, total_jobs)`` after every round (once after a
+            fast-forwarded run of rounds). An exception it raises propagates unchanged (a way
+            to stop a simulation early).
 
         Raises
         ------
@@ -212,204 +284,7 @@ class Simulator:
         """
         if progress is not None and not callable(progress):
             raise InputError(f"progress must be callable, got {progress!r}", argument="progress")
-        t_wall = _time.perf_counter()
-        w, cl = self.workload, self.cluster
-        n, k, R = w.n, w.num_types, w.regime_epochs.shape[1]
-        D = self.round_duration
-        cap = cl.capacity.astype(np.int64)
-        M = int(cap.sum())
-        limit = self.round_limit()
-        self._call_policy("reset", w, cl, round_duration=D, seed=self.seed)
-
-        reg_idx = np.arange(R)[None, :]
-        real = reg_idx < w.num_regimes[:, None]
-        sec_real = np.where(real[:, :, None], w.regime_seconds, np.inf)
-        best_type_sec = np.where(real, np.min(sec_real, axis=2), 0.0)  # (n, R) fastest type
-
-        arrived = np.zeros(n, dtype=bool)
-        done = np.zeros(n, dtype=bool)
-        regime = np.zeros(n, dtype=np.int64)
-        in_regime = np.zeros(n)  # epochs done in the current regime
-        epochs_done = np.zeros(n)
-        attained = np.zeros(n)
-        gpu_sec = np.zeros(n)
-        received = np.zeros((n, k))
-        start = np.full(n, np.nan)
-        finish = np.full(n, np.nan)
-        last_gpus = np.zeros((n, k), dtype=np.int64)
-        last_run_end = np.full(n, np.nan)
-        seen_regime = np.zeros(n, dtype=np.int64)
-        contention = np.zeros(n)
-        preempt = np.zeros(n, dtype=np.int64)
-        restarts = np.zeros(n, dtype=np.int64)
-        ever_ran = np.zeros(n, dtype=bool)
-
-        order = np.argsort(w.arrival, kind="stable")
-        next_arrival = 0  # position in `order`
-        t = float(w.arrival[order[0]])
-        rounds = 0
-        idle_streak = 0
-        policy_seconds = 0.0
-        r_time: list[float] = []
-        r_busy: list[float] = []
-        r_active: list[int] = []
-        r_demand: list[int] = []
-        s_job: list[np.ndarray] = []
-        s_round: list[np.ndarray] = []
-        s_type: list[np.ndarray] = []
-        s_gpus: list[np.ndarray] = []
-        s_start: list[np.ndarray] = []
-        s_end: list[np.ndarray] = []
-        pending_finished: list[tuple[Hashable, float]] = []
-        mech = None
-        mech_ids: tuple[Hashable, ...] | None = None
-
-        while not done.all():
-            # admit arrivals
-            new = []
-            while next_arrival < n and w.arrival[order[next_arrival]] <= t + ARRIVAL_SLACK:
-                new.append(order[next_arrival])
-                next_arrival += 1
-            new_idx = np.array(new, dtype=np.int64)
-            arrived[new_idx] = True
-            active = np.flatnonzero(arrived & ~done)
-            if active.size == 0:
-                t = float(w.arrival[order[next_arrival]])  # jump to the next arrival
-                last_gpus[:] = 0
-                continue
-            arrived_now = np.zeros(n, dtype=bool)
-            arrived_now[new_idx] = True
-
-            view = self._view(active, t, regime, in_regime, epochs_done, attained, gpu_sec,
-                              received, last_gpus, last_run_end, seen_regime, arrived_now,
-                              contention, best_type_sec, real)
-            seen_regime[active] = regime[active]
-            state = RoundState(
-                cluster=ClusterState(cl, t, rounds, D, M), jobs=view,
-                finished=tuple(pending_finished),
-                arrived=tuple((w.ids[i], float(w.arrival[i])) for i in new_idx.tolist()))
-            pending_finished = []
-            t0 = _time.perf_counter()
-            decision = self._call_policy("allocate", state)
-            if isinstance(decision, TimeShares):
-                mech, mech_ids, gpus = self._realise(decision, view, mech, mech_ids)
-            elif isinstance(decision, Schedule):
-                gpus = self._check_schedule(decision, view)
-            else:
-                raise InputError(f"policy {self.policy.name!r} returned a "
-                                 f"{type(decision).__name__}; expected TimeShares or Schedule",
-                                 argument="policy")
-            policy_seconds += _time.perf_counter() - t0
-
-            # -- run the round -----------------------------------------------------------
-            total = gpus.sum(axis=1)
-            on = total > 0
-            S = active[on]
-            g = gpus[on]
-            prev = last_gpus[active]
-            was_running = prev.sum(axis=1) > 0
-            changed = (gpus != prev).any(axis=1)
-            # preemption: ran last round, still unfinished, and does not run now
-            preempt[active[was_running & ~on]] += 1
-            restarting = on & (changed | ~was_running)
-            restarts[active[restarting & ever_ran[active]]] += 1
-            overhead = np.where(restarting[on], self.restart_overhead, 0.0)
-            busy = 0.0
-            if S.size:
-                held = g > 0
-                sec = np.where(held[:, None, :], sec_real[S], -np.inf).max(axis=2)  # (s, R)
-                speed = _speedup(total[on].astype(float), w.scale_factor[S], w.scaling[S])
-                sec_eff = sec / speed[:, None]
-                rem = np.where(reg_idx > regime[S][:, None], w.regime_epochs[S], 0.0)
-                cur_left = (w.regime_epochs[S, regime[S]] - in_regime[S])
-                rem[np.arange(S.size), regime[S]] = np.maximum(cur_left, 0.0)
-                rem = np.where(real[S], rem, 0.0)
-                with np.errstate(invalid="ignore"):
-                    need = np.where(rem > 0, rem * sec_eff, 0.0)
-                cum = np.cumsum(need, axis=1)
-                avail = D - overhead
-                fin = cum[:, -1] <= avail * (1.0 + _FINISH_RTOL) + FINISH_ATOL
-                ri = np.minimum((cum <= avail[:, None]).sum(axis=1), R - 1)
-                prev_cum = np.where(ri > 0, np.take_along_axis(
-                    cum, np.maximum(ri - 1, 0)[:, None], axis=1)[:, 0], 0.0)
-                sec_ri = np.take_along_axis(sec_eff, ri[:, None], axis=1)[:, 0]
-                with np.errstate(invalid="ignore", divide="ignore"):
-                    adv = np.where(fin, 0.0, (avail - prev_cum) / sec_ri)
-                run_time = np.where(fin, cum[:, -1], avail) + overhead
-                # progress bookkeeping
-                moved = ri != regime[S]
-                base = np.where(moved, 0.0, in_regime[S])
-                new_in = base + adv
-                # epochs done: all regimes before ri fully, plus progress in ri
-                full_before = np.where(reg_idx < ri[:, None], w.regime_epochs[S], 0.0).sum(1)
-                epochs_new = np.where(fin, w.total_epochs[S], full_before + new_in)
-                # a regime completed to round-off moves on
-                ep_ri = w.regime_epochs[S, ri]
-                roll = (~fin) & (new_in >= ep_ri - _EPOCH_TOL) & (ri + 1 < w.num_regimes[S])
-                ri = np.where(roll, ri + 1, ri)
-                new_in = np.where(roll, 0.0, new_in)
-                regime[S] = np.where(fin, w.num_regimes[S] - 1, ri)
-                in_regime[S] = np.where(fin, w.regime_epochs[S, w.num_regimes[S] - 1], new_in)
-                epochs_done[S] = epochs_new
-                attained[S] += run_time
-                gpu_sec[S] += run_time * total[on]
-                ttype = np.where(held, sec_real[S, regime[S]], -np.inf).argmax(axis=1)
-                np.add.at(received, (S, ttype), run_time)
-                start[S] = np.where(np.isnan(start[S]), t, start[S])
-                ever_ran[S] = True
-                last_run_end[S] = t + run_time
-                busy = float((run_time * total[on]).sum())
-                fin_jobs = S[fin]
-                finish[fin_jobs] = t + run_time[fin]
-                done[fin_jobs] = True
-                ordf = np.argsort(finish[fin_jobs], kind="stable")
-                pending_finished = [(w.ids[i], float(finish[i])) for i in fin_jobs[ordf].tolist()]
-                if self.record:
-                    s_job.append(S)
-                    s_round.append(np.full(S.size, rounds, dtype=np.int64))
-                    s_type.append(ttype)
-                    s_gpus.append(total[on])
-                    s_start.append(np.full(S.size, t))
-                    s_end.append(t + run_time)
-            last_gpus[:] = 0
-            last_gpus[active] = gpus
-            last_gpus[done] = 0
-            contention[active] += active.size * D
-            r_time.append(t)
-            r_busy.append(busy)
-            r_active.append(int(active.size))
-            r_demand.append(int(w.scale_factor[active].sum()))
-            rounds += 1
-            idle_streak = 0 if S.size else idle_streak + 1
-            if idle_streak >= self.max_idle_rounds:
-                raise SimulationError(
-                    f"policy {self.policy.name!r} scheduled no job for {idle_streak} "
-                    f"consecutive rounds while {active.size} jobs waited")
-            if rounds >= limit and not done.all():
-                raise SimulationError(
-                    f"policy {self.policy.name!r}: {int((~done).sum())} of {n} jobs unfinished "
-                    f"after {rounds} rounds (the round limit; see Simulator.round_limit, or "
-                    "pass max_rounds)")
-            if progress is not None:
-                progress(int(done.sum()), n)
-            t += D
-
-        def cat(parts: Sequence[np.ndarray], dtype: Any) -> np.ndarray:
-            return np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype=dtype)
-
-        params = dict(getattr(self.policy, "params", {}) or {})
-        return SimulationResult(
-            policy=self.policy.name, workload=w, cluster=cl, round_duration=D,
-            restart_overhead=self.restart_overhead, start=start, finish=finish,
-            attained=attained, gpu_seconds=gpu_sec, preemptions=preempt, restarts=restarts,
-            round_time=np.array(r_time), round_busy=np.array(r_busy),
-            round_active=np.array(r_active, dtype=np.int64),
-            round_demand=np.array(r_demand, dtype=np.int64),
-            sched_job=cat(s_job, np.int64), sched_round=cat(s_round, np.int64),
-            sched_type=cat(s_type, np.int64), sched_gpus=cat(s_gpus, np.int64),
-            sched_start=cat(s_start, float), sched_end=cat(s_end, float),
-            policy_seconds=policy_seconds, wall_seconds=_time.perf_counter() - t_wall,
-            params=params)
+        return _Run(self, progress).run()
 
     # -- helpers ---------------------------------------------------------------------------
     def _call_policy(self, method: str, *args: Any, **kwargs: Any) -> Any:
@@ -505,3 +380,296 @@ class Simulator:
             mech.update(x, scale_factor=view.scale_factor, runnable=runnable, ids=view.ids)
         a = mech.step()
         return mech, view.ids, Schedule.from_types(a.type_index, view.scale_factor, k).gpus
+
+
+# --------------------------------------------------------------------------------------------
+# one run: the state arrays and the round loop
+# --------------------------------------------------------------------------------------------
+class _Run:
+    """The state of one simulation (arrays over the workload's jobs) and its round loop."""
+
+    def __init__(self, sim: Simulator, progress: Any) -> None:
+        self.sim, self.progress = sim, progress
+        w = sim.workload
+        n, k, R = w.n, w.num_types, w.regime_epochs.shape[1]
+        self.w, self.D = w, sim.round_duration
+        self.limit = sim.round_limit()
+        self.fast = sim.fast
+        self.reg_idx = np.arange(R)[None, :]
+        self.real = self.reg_idx < w.num_regimes[:, None]
+        self.sec_real = np.where(self.real[:, :, None], w.regime_seconds, np.inf)
+        self.best_type_sec = np.where(self.real, np.min(self.sec_real, axis=2), 0.0)
+        self.total_epochs = w.total_epochs
+        self.arrived = np.zeros(n, dtype=bool)
+        self.done = np.zeros(n, dtype=bool)
+        self.regime = np.zeros(n, dtype=np.int64)
+        self.in_regime = np.zeros(n)  # epochs done in the current regime
+        self.epochs_done = np.zeros(n)
+        self.attained = np.zeros(n)
+        self.gpu_sec = np.zeros(n)
+        self.received = np.zeros((n, k))
+        self.start = np.full(n, np.nan)
+        self.finish = np.full(n, np.nan)
+        self.last_gpus = np.zeros((n, k), dtype=np.int64)
+        self.last_run_end = np.full(n, np.nan)
+        self.seen_regime = np.zeros(n, dtype=np.int64)
+        self.contention = np.zeros(n)
+        self.preempt = np.zeros(n, dtype=np.int64)
+        self.restarts = np.zeros(n, dtype=np.int64)
+        self.ever_ran = np.zeros(n, dtype=bool)
+        self.rounds = 0
+        self.idle_streak = 0
+        self.policy_seconds = 0.0
+        self.r_time, self.r_busy, self.r_active, self.r_demand = (_Column(), _Column(),
+                                                                  _Column(), _Column())
+        self.sched: tuple[list[np.ndarray], ...] = ([], [], [], [], [], [])
+        self.pending_finished: list[tuple[Hashable, float]] = []
+        self.mech: Any = None
+        self.mech_ids: tuple[Hashable, ...] | None = None
+        self.reuse: np.ndarray | None = None  # the time-invariant policy's last Schedule
+        self.t_anchor = 0.0  # the clock jumped to t_anchor at round r_anchor
+        self.r_anchor = 0
+
+    def time_of(self, r: int) -> float:
+        """Start of round ``r`` (rounds after the last jump of the clock, times D)."""
+        return self.t_anchor + (r - self.r_anchor) * self.D
+
+    def run(self) -> SimulationResult:
+        sim, w, D = self.sim, self.w, self.D
+        t_wall = _time.perf_counter()
+        sim._call_policy("reset", w, sim.cluster, round_duration=D, seed=sim.seed)
+        n = w.n
+        order = np.argsort(w.arrival, kind="stable")
+        next_arrival = 0  # position in `order`
+        self.t_anchor = float(w.arrival[order[0]])
+        while not self.done.all():
+            t = self.time_of(self.rounds)
+            # admit the jobs that have arrived by the round's start (none that arrive later)
+            new = []
+            while next_arrival < n and w.arrival[order[next_arrival]] <= t:
+                new.append(order[next_arrival])
+                next_arrival += 1
+            new_idx = np.array(new, dtype=np.int64)
+            self.arrived[new_idx] = True
+            active = np.flatnonzero(self.arrived & ~self.done)
+            if active.size == 0:  # jump to the next arrival
+                self.t_anchor, self.r_anchor = float(w.arrival[order[next_arrival]]), self.rounds
+                self.last_gpus[:] = 0
+                self.reuse = None
+                continue
+            a_next = float(w.arrival[order[next_arrival]]) if next_arrival < n else math.inf
+            event = (new_idx.size > 0 or bool(self.pending_finished)
+                     or bool((self.regime[active] != self.seen_regime[active]).any()))
+            if self.reuse is not None and not event:
+                gpus = self.reuse  # a time-invariant policy: the decision stands
+                if self._fast_forward(active, gpus, a_next):
+                    continue
+            else:
+                gpus = self._decide(active, t, new_idx)
+            self._round(active, gpus, t)
+
+        sched = self.sched
+
+        def cat(parts: Sequence[np.ndarray], dtype: Any) -> np.ndarray:
+            return np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype=dtype)
+
+        params = dict(getattr(sim.policy, "params", {}) or {})
+        return SimulationResult(
+            policy=sim.policy.name, workload=w, cluster=sim.cluster, round_duration=D,
+            restart_overhead=sim.restart_overhead, start=self.start, finish=self.finish,
+            attained=self.attained, gpu_seconds=self.gpu_sec, preemptions=self.preempt,
+            restarts=self.restarts, round_time=self.r_time.array(float),
+            round_busy=self.r_busy.array(float),
+            round_active=self.r_active.array(np.int64),
+            round_demand=self.r_demand.array(np.int64),
+            sched_job=cat(sched[0], np.int64), sched_round=cat(sched[1], np.int64),
+            sched_type=cat(sched[2], np.int64), sched_gpus=cat(sched[3], np.int64),
+            sched_start=cat(sched[4], float), sched_end=cat(sched[5], float),
+            policy_seconds=self.policy_seconds, wall_seconds=_time.perf_counter() - t_wall,
+            params=params)
+
+    # -- one decision ----------------------------------------------------------------------
+    def _decide(self, active: np.ndarray, t: float, new_idx: np.ndarray) -> np.ndarray:
+        """Show the policy the round and return its GPUs per active job and type."""
+        sim, w = self.sim, self.w
+        arrived_now = np.zeros(w.n, dtype=bool)
+        arrived_now[new_idx] = True
+        view = sim._view(active, t, self.regime, self.in_regime, self.epochs_done,
+                         self.attained, self.gpu_sec, self.received, self.last_gpus,
+                         self.last_run_end, self.seen_regime, arrived_now, self.contention,
+                         self.best_type_sec, self.real)
+        self.seen_regime[active] = self.regime[active]
+        state = RoundState(
+            cluster=ClusterState(sim.cluster, t, self.rounds, self.D,
+                                 int(sim.cluster.capacity.sum())),
+            jobs=view, finished=tuple(self.pending_finished),
+            arrived=tuple((w.ids[i], float(w.arrival[i])) for i in new_idx.tolist()))
+        self.pending_finished = []
+        t0 = _time.perf_counter()
+        decision = sim._call_policy("allocate", state)
+        if isinstance(decision, TimeShares):
+            self.mech, self.mech_ids, gpus = sim._realise(decision, view, self.mech,
+                                                          self.mech_ids)
+            self.reuse = None
+        elif isinstance(decision, Schedule):
+            gpus = sim._check_schedule(decision, view)
+            self.reuse = gpus if self.fast else None
+        else:
+            raise InputError(f"policy {sim.policy.name!r} returned a "
+                             f"{type(decision).__name__}; expected TimeShares or Schedule",
+                             argument="policy")
+        self.policy_seconds += _time.perf_counter() - t0
+        return gpus
+
+    def _rows(self, S: np.ndarray, g: np.ndarray, total: np.ndarray
+              ) -> tuple[_JobRows, np.ndarray, np.ndarray]:
+        """The running jobs' rows, their held-type mask and the type each is reported on."""
+        w = self.w
+        held = g > 0
+        sec = np.where(held[:, None, :], self.sec_real[S], -np.inf).max(axis=2)  # (s, R)
+        speed = _speedup(total.astype(float), w.scale_factor[S], w.scaling[S])
+        rows = _JobRows(epochs=w.regime_epochs[S], real=self.real[S], nreg=w.num_regimes[S],
+                        total=self.total_epochs[S], sec_eff=sec / speed[:, None])
+        return rows, held, speed
+
+    # -- one round -------------------------------------------------------------------------
+    def _round(self, active: np.ndarray, gpus: np.ndarray, t: float) -> None:
+        """Run one round with ``gpus`` (active jobs x types), event-accurately."""
+        w, D = self.w, self.D
+        total = gpus.sum(axis=1)
+        on = total > 0
+        S = active[on]
+        g = gpus[on]
+        prev = self.last_gpus[active]
+        was_running = prev.sum(axis=1) > 0
+        changed = (gpus != prev).any(axis=1)
+        # preemption: ran last round, still unfinished, and does not run now
+        self.preempt[active[was_running & ~on]] += 1
+        restarting = on & (changed | ~was_running)
+        self.restarts[active[restarting & self.ever_ran[active]]] += 1
+        overhead = np.where(restarting[on], self.sim.restart_overhead, 0.0)
+        busy = 0.0
+        if S.size:
+            rows, held, _ = self._rows(S, g, total[on])
+            out = _run_jobs(rows, self.regime[S], self.in_regime[S], D - overhead, overhead)
+            self.regime[S] = out.regime
+            self.in_regime[S] = out.in_regime
+            self.epochs_done[S] = out.epochs_done
+            run_time = out.run_time
+            self.attained[S] += run_time
+            self.gpu_sec[S] += run_time * total[on]
+            ttype = np.where(held, self.sec_real[S, self.regime[S]], -np.inf).argmax(axis=1)
+            np.add.at(self.received, (S, ttype), run_time)
+            self.start[S] = np.where(np.isnan(self.start[S]), t, self.start[S])
+            self.ever_ran[S] = True
+            self.last_run_end[S] = t + run_time
+            busy = float((run_time * total[on]).sum())
+            fin_jobs = S[out.fin]
+            self.finish[fin_jobs] = t + run_time[out.fin]
+            self.done[fin_jobs] = True
+            ordf = np.argsort(self.finish[fin_jobs], kind="stable")
+            self.pending_finished = [(w.ids[i], float(self.finish[i]))
+                                     for i in fin_jobs[ordf].tolist()]
+            if self.sim.record:
+                for part, value in zip(self.sched, (
+                        S, np.full(S.size, self.rounds, dtype=np.int64), ttype, total[on],
+                        np.full(S.size, t), t + run_time), strict=True):
+                    part.append(value)
+        self.last_gpus[:] = 0
+        self.last_gpus[active] = gpus
+        self.last_gpus[self.done] = 0
+        self.contention[active] += active.size * D
+        self.r_time.append(t)
+        self.r_busy.append(busy)
+        self.r_active.append(int(active.size))
+        self.r_demand.append(int(w.scale_factor[active].sum()))
+        self.rounds += 1
+        self.idle_streak = 0 if S.size else self.idle_streak + 1
+        self._checks(active)
+
+    def _checks(self, active: np.ndarray) -> None:
+        """After a round (or a fast-forwarded run of rounds): the idle and round limits, then
+        the progress callback."""
+        sim = self.sim
+        if self.idle_streak >= sim.max_idle_rounds:
+            raise SimulationError(
+                f"policy {sim.policy.name!r} scheduled no job for {self.idle_streak} "
+                f"consecutive rounds while {active.size} jobs waited")
+        if self.rounds >= self.limit and not self.done.all():
+            raise SimulationError(
+                f"policy {sim.policy.name!r}: {int((~self.done).sum())} of {self.w.n} jobs "
+                f"unfinished after {self.rounds} rounds (the round limit; see "
+                "Simulator.round_limit, or pass max_rounds)")
+        if self.progress is not None:
+            self.progress(int(self.done.sum()), self.w.n)
+
+    # -- fast-forward ----------------------------------------------------------------------
+    def _horizon(self, a_next: float) -> int:
+        """Rounds from the current one on whose start no job arrives by (the current one
+        included), as the round loop would compute their starts."""
+        if not math.isfinite(a_next):
+            return self.limit - self.rounds
+        k = max(int((a_next - self.time_of(self.rounds)) // self.D) - 1, 1)
+        while self.time_of(self.rounds + k) < a_next:
+            k += 1
+        while k > 1 and self.time_of(self.rounds + k - 1) >= a_next:
+            k -= 1
+        return k
+
+    def _fast_forward(self, active: np.ndarray, gpus: np.ndarray, a_next: float) -> int:
+        """Run in one step the rounds, from the current one on, in which the (unchanged)
+        decision ``gpus`` holds and no job arrives, finishes or changes regime; return how
+        many (0: the current round is not one of them)."""
+        w, D = self.w, self.D
+        horizon = min(self._horizon(a_next), self.limit - self.rounds)
+        total = gpus.sum(axis=1)
+        on = total > 0
+        S = active[on]
+        if not S.size:
+            horizon = min(horizon, self.sim.max_idle_rounds - self.idle_streak)
+        if horizon <= 0:
+            return 0
+        zero = np.zeros(S.size)
+        avail = D - zero
+        if S.size:
+            rows, held, _ = self._rows(S, gpus[on], total[on])
+            f, before_last = _steady_rounds(rows, self.regime[S], self.in_regime[S], avail,
+                                            horizon)
+        else:
+            f = horizon
+        if f == 0:
+            return 0
+        times = self.t_anchor + np.arange(self.rounds - self.r_anchor,
+                                          self.rounds - self.r_anchor + f) * D
+        busy = 0.0
+        if S.size:
+            out = _run_jobs(rows, self.regime[S], before_last, avail, zero)  # the last round
+            self.regime[S] = out.regime
+            self.in_regime[S] = out.in_regime
+            self.epochs_done[S] = out.epochs_done
+            run_time = out.run_time
+            self.attained[S] = _repeat_add(self.attained[S], run_time, f)
+            self.gpu_sec[S] = _repeat_add(self.gpu_sec[S], run_time * total[on], f)
+            ttype = np.where(held, self.sec_real[S, self.regime[S]], -np.inf).argmax(axis=1)
+            self.received[S, ttype] = _repeat_add(self.received[S, ttype], run_time, f)
+            self.start[S] = np.where(np.isnan(self.start[S]), times[0], self.start[S])
+            self.ever_ran[S] = True
+            self.last_run_end[S] = times[-1] + run_time
+            busy = float((run_time * total[on]).sum())
+            if self.sim.record:
+                starts = np.repeat(times, S.size)
+                for part, value in zip(self.sched, (
+                        np.tile(S, f), np.repeat(np.arange(self.rounds, self.rounds + f),
+                                                 S.size), np.tile(ttype, f),
+                        np.tile(total[on], f), starts, starts + np.tile(run_time, f)),
+                        strict=True):
+                    part.append(value)
+        self.contention[active] = _repeat_add(self.contention[active], active.size * D, f)
+        self.r_time.extend(times)
+        self.r_busy.extend(np.full(f, busy))
+        self.r_active.extend(np.full(f, active.size, dtype=np.int64))
+        self.r_demand.extend(np.full(f, int(w.scale_factor[active].sum()), dtype=np.int64))
+        self.rounds += f
+        self.idle_streak = 0 if S.size else self.idle_streak + f
+        self._checks(active)
+        return f

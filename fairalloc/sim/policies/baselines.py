@@ -54,6 +54,9 @@ class FIFOPolicy(BasePolicy):
     """
 
     name = "fifo"
+    #: the decision depends only on the active jobs, their arrival order and current regimes
+    #: (the simulator's contract: it fast-forwards between events)
+    time_invariant = True
 
     def __init__(self, *, prefer: str = "fastest") -> None:
         prefer = as_option(prefer, "prefer", ("fastest", "order"))
