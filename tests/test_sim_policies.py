@@ -145,6 +145,44 @@ def test_efq_gives_elastic_jobs_more_gpus() -> None:
     assert r2.sched_gpus.tolist() == [2]  # 0.81 < 0.85: stops at 2 GPUs
 
 
+def test_efq_places_jobs_only_on_types_where_they_run() -> None:
+    # issue #27: the queue's own placement knows nothing of which types a job can use, and the
+    # policy took it as is: job a (type "fast" only) got GPUs of type "slow" as well
+    w = Workload.from_arrays([0.0, 0.0, 0.0], [[2.0, 0.0], [1.0, 1.0], [0.0, 1.0]],
+                             [720.0, 360.0, 500.0], types=["fast", "slow"], ids=["a", "b", "c"])
+    r = simulate(w, fa.Cluster({"fast": 2, "slow": 2}), "efq", round_duration=360.0)
+    # in the queue's order (a, b, c; linear scaling: up to all 4 GPUs each), a takes both
+    # fast GPUs, b the slow ones, c waits; then c runs on the two slow GPUs
+    first = r.sched_round == 0
+    assert r.sched_job[first].tolist() == [0, 1]
+    assert r.sched_type[first].tolist() == [0, 1] and r.sched_gpus[first].tolist() == [2, 2]
+    assert r.finish.tolist() == [180.0, 180.0, 360.0 + 500.0 / 2]
+
+
+@st.composite
+def _restricted(draw):
+    """Heterogeneous workloads where some jobs cannot run on some types."""
+    n = draw(st.integers(1, 6))
+    tp = [[draw(st.sampled_from([0.0, 0.5, 1.0, 2.0])) for _ in range(3)] for _ in range(n)]
+    for row in tp:
+        if not any(row):
+            row[draw(st.integers(0, 2))] = 1.0
+    arrival = [draw(st.sampled_from([0.0, 100.0, 360.0 + 1e-9])) for _ in range(n)]
+    steps = [draw(st.floats(100.0, 3000.0)) for _ in range(n)]
+    caps = {t: draw(st.integers(1, 3)) for t in ("x", "y", "z")}
+    return Workload.from_arrays(arrival, tp, steps, types=list(caps)), fa.Cluster(caps)
+
+
+@settings(max_examples=40, deadline=None)
+@given(case=_restricted())
+def test_efq_never_uses_a_type_a_job_cannot_run_on(case) -> None:
+    w, cluster = case
+    r = simulate(w, cluster, "efq", round_duration=360.0)  # the simulator checks every round
+    assert np.isfinite(r.finish).all()
+    runnable = w.runnable
+    assert runnable[r.sched_job, r.sched_type].all()
+
+
 def test_gavel_max_min_fairness_shares_one_gpu_equally() -> None:
     w = _one_gpu([1000.0, 1000.0])
     r = simulate(w, fa.Cluster({"gpu": 1}), "max_min_fairness", round_duration=100.0)

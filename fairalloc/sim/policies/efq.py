@@ -31,8 +31,16 @@ class EFQPolicy(BasePolicy):
     `scaling` (per-GPU efficiency kept per doubling); it is
     finished when the simulator reports it. Every round the queue's allocation is used as
     is: jobs first in virtual-finish order may hold up to their α-capped maximum of GPUs.
-    On a heterogeneous cluster the queue places jobs on the fastest GPUs first
-    (``gpu_power``: the mean speed of each type relative to the others over the workload).
+    On a heterogeneous cluster (``gpu_power``: the mean speed of each type relative to the
+    others over the workload) the policy places the queue's order itself, because the queue
+    knows nothing of which types a job can run on: each job in turn takes up to its α-capped
+    maximum from the free GPUs of the types where it can run, fastest type first. When every
+    job can run everywhere this is exactly the queue's own placement; otherwise a job that
+    cannot use the GPUs left to it gets fewer (or none), and later jobs may use them.
+
+    The queue moves only at arrivals and completions (its allocation changes only then), so
+    the policy is ``time_invariant``: the simulator reuses its decision between events and
+    fast-forwards over rounds in which nothing happens.
 
     Parameters
     ----------
@@ -41,12 +49,16 @@ class EFQPolicy(BasePolicy):
     """
 
     name = "efq"
+    #: the decision changes only when a job arrives or finishes (the simulator's contract)
+    time_invariant = True
 
     def __init__(self, *, alpha: float = EFQ_ALPHA) -> None:
         alpha = as_finite_float(alpha, "alpha", lo=0.0, hi=1.0, lo_open=True)
         super().__init__({"alpha": alpha})
         self.alpha = alpha
         self._q: Any = None
+        self._cap: dict[Any, int] = {}
+        self._type_order = np.zeros(0, dtype=np.int64)
 
     def reset(self, workload: Workload, cluster: Cluster, *, round_duration: float,
               seed: int) -> None:
@@ -66,6 +78,10 @@ class EFQPolicy(BasePolicy):
             power = {t: float(p) for t, p in zip(cluster.types, rel, strict=True)}
             self._q = ElasticFairQueue(cap, self.alpha, gpu_power=power, auto_finish=False,
                                        start=start)
+        # the queue's type order: fastest first, ties in the cluster's order
+        self._type_order = (np.argsort(-rel, kind="stable") if cluster.num_types > 1
+                            else np.zeros(1, dtype=np.int64))
+        self._cap = {}
         self._levels = max(1, int(math.ceil(math.log2(max(cluster.total_workers, 2)))))
 
     def allocate(self, state: RoundState) -> Schedule:
@@ -80,6 +96,7 @@ class EFQPolicy(BasePolicy):
             if kind == 0:
                 if jid in q:
                     q.finish(jid, at=max(t, q.now))
+                self._cap.pop(jid, None)
                 continue
             i = row_of[jid]
             sf = int(v.scale_factor[i])
@@ -91,17 +108,22 @@ class EFQPolicy(BasePolicy):
                 curve = (2.0 ** np.arange(levels_needed + 1)) * eff ** np.arange(
                     levels_needed + 1)
             q.submit(jid, gpu_time=gpu_time, requested=sf, scaling=curve, at=max(t, q.now))
-        q.advance(max(state.cluster.time, q.now))
+            self._cap[jid] = q.job(jid).max_gpus
+        # (no advance to the round's start: with auto_finish=False the allocation changes only
+        # at the events above, so the queue moves only with them)
         k = state.cluster.cluster.num_types
         gpus = np.zeros((v.n, k), dtype=np.int64)
+        alloc = q.allocation()  # every job in the queue, in priority order
         if k == 1:
-            alloc = q.allocation()
             gpus[:, 0] = [int(alloc.get(jid, 0)) for jid in v.ids]
-        else:
-            place = q.placement()
-            types = state.cluster.cluster.types
-            for jid, per_type in place.items():  # running jobs only (at most the GPU count)
-                i = row_of[jid]
-                for t_name, c in per_type.items():
-                    gpus[i, types.index(t_name)] = int(c)
+            return Schedule(gpus)
+        rows = np.array([row_of[jid] for jid in alloc], dtype=np.int64)
+        need = np.array([self._cap[jid] for jid in alloc], dtype=np.int64)
+        free = state.cluster.cluster.capacity.astype(np.int64)
+        usable = v.runnable[rows]
+        for j in self._type_order.tolist():  # fastest type first, every job at once
+            want = np.where(usable[:, j], need, 0)
+            take = np.clip(free[j] - (np.cumsum(want) - want), 0, want)
+            gpus[rows, j] = take
+            need -= take
         return Schedule(gpus)
