@@ -202,17 +202,25 @@ class Simulator:
 
     def min_rounds(self) -> int:
         """A lower bound on the rounds the simulation runs: the rounds the longest job needs
-        alone, on its fastest type with its gang, or with the most GPUs of a type it can use
-        when its elastic speed-up is larger there (EFQ), without restart overhead."""
+        alone, each regime on its fastest type, with its gang or -- when its elastic speed-up
+        is larger there (EFQ) -- one GPU or all the GPUs of the largest type it can use,
+        without restart overhead."""
+        worst = float(self._alone_rounds().max())
+        return int(worst) if math.isfinite(worst) else sys.maxsize
+
+    def _alone_rounds(self) -> np.ndarray:
+        """Per job, the rounds of `min_rounds` (``inf`` beyond a float)."""
         w = self.workload
         usable = w.runnable & (w.scale_factor[:, None] <= self.cluster.capacity[None, :])
         most = np.where(usable, self.cluster.capacity[None, :], 0).max(axis=1).astype(float)
         sf = w.scale_factor.astype(float)
         speed = np.maximum.reduce([_speedup(g, sf, w.scaling) for g in (np.ones_like(sf), sf,
                                                                          most)])
+        real = np.arange(w.regime_epochs.shape[1])[None, :] < w.num_regimes[:, None]
         with np.errstate(all="ignore"):
-            worst = float(np.ceil(w.isolated_seconds / (speed * self.round_duration)).max())
-        return int(worst) if math.isfinite(worst) else sys.maxsize
+            fastest = np.where(real, w.regime_epochs * w.regime_seconds.min(axis=2),
+                               0.0).sum(axis=1)
+            return np.ceil(fastest / (speed * self.round_duration))
 
     def round_limit(self) -> int:
         """Rounds after which [`run`][fairalloc.sim.simulator.Simulator.run] stops with
@@ -241,7 +249,7 @@ class Simulator:
                          else (MAX_STEPPED_ROUNDS, "MAX_STEPPED_ROUNDS"))
         need_min = self.min_rounds()
         if need_min > cap:
-            i = int(np.argmax(w.isolated_seconds))
+            i = int(np.argmax(self._alone_rounds()))
             stepping = "" if self.fast else (
                 f", through which policy {self.policy.name!r} steps one round at a time (it is "
                 "not time_invariant)")

@@ -247,7 +247,13 @@ class Schedule:
 
 @runtime_checkable
 class Policy(Protocol):
-    """What the simulator calls. ``reset`` once per simulation, ``allocate`` once per round."""
+    """What the simulator calls. ``reset`` once per simulation, ``allocate`` once per round.
+
+    Optionally ``time_invariant = True``: the policy's [`Schedule`][fairalloc.sim.Schedule]
+    changes only when a job arrives, finishes or changes regime, so the simulator may skip
+    ``allocate`` between such events and fast-forward (the contract:
+    [`fairalloc.sim.simulator`][fairalloc.sim.simulator]).
+    """
 
     name: str
 
