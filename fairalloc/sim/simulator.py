@@ -38,7 +38,7 @@ For such a policy the simulator reuses its last decision without calling it in r
 shows no event, and jumps over every run of rounds in which no job arrives, finishes or changes
 regime in one vectorised step (`fairalloc.sim._rounds`): the same floating-point operations, so
 the results are bit-for-bit those of stepping through every round (``fast_forward=False``). A job
-alone for a million rounds then takes milliseconds, not minutes.
+alone for a million rounds then takes half a second, not five minutes.
 
 All per-round work is vectorised over jobs (numpy over jobs x regimes x types); the simulation
 is deterministic for a given policy, workload and seed, and does not depend on the clock.
@@ -70,9 +70,9 @@ __all__ = ["MAX_ROUNDS", "MAX_STEPPED_ROUNDS", "SimulationError", "Simulator"]
 #: ``max_rounds`` is given
 MAX_ROUNDS = 10_000_000
 #: the most rounds a simulation steps through by default when its policy must be called every
-#: round (a policy that is not ``time_invariant``, or ``fast_forward=False``): about 2,400 rounds
-#: a second for one job with FIFO stepping on the reference machine (7 minutes); a workload with
-#: a job that alone needs more is refused up front, unless ``max_rounds`` is given
+#: round (a policy that is not ``time_invariant``, or ``fast_forward=False``): about 3,000 rounds
+#: a CPU-second for one job with FIFO stepping on a two-core machine (5.5 minutes of CPU); a
+#: workload with a job that alone needs more is refused up front, unless ``max_rounds`` is given
 MAX_STEPPED_ROUNDS = 1_000_000
 #: default seconds per round (Gavel's 6 minutes)
 DEFAULT_ROUND_DURATION = 360.0

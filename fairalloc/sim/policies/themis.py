@@ -31,7 +31,7 @@ THEMIS_LEASE = 600.0
 THEMIS_GPUS_PER_SERVER = 4
 #: a lease ending within this many seconds of the round's start has expired
 LEASE_SLACK = 1e-9
-#: default branch-and-bound nodes per auction MILP
+#: PERFORMANCE: default branch-and-bound nodes per auction MILP
 #: ([`fairalloc.auctions.gpu_auction`][fairalloc.gpu_auction]'s ``node_limit``): a work limit, so a
 #: simulation's auctions do not depend on the machine's speed or load. The policy's auctions
 #: (one gang size per bidder) are almost always decided by the exact knapsack relaxation
