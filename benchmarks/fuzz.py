@@ -103,7 +103,8 @@ def main(argv: list[str] | None = None) -> int:
     if not targets:
         print(f"no target matches {args.targets!r}; targets: {sorted(TARGETS)}")
         return 2
-    weights = [SLOW_WEIGHT if t.slow else 1.0 for t in targets]
+    weights = [t.weight if t.weight is not None else SLOW_WEIGHT if t.slow else 1.0
+               for t in targets]
     unit = args.examples / sum(weights)
 
     t_start = time.perf_counter()

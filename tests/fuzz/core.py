@@ -83,6 +83,8 @@ class Target:
     known: tuple[tuple[str, str], ...] = ()  # (outcome, regex on its detail): failures of
     #                                open library defects (each with its issue) that the quick
     #                                CI profile tolerates; the long profile reports them
+    weight: float | None = None    # share of the long profile's examples (default: 1, or
+    #                                benchmarks/fuzz.py's SLOW_WEIGHT for a slow target)
 
     def tolerated(self, o: Outcome) -> bool:
         """Whether the quick profile tolerates ``o``: a failure of a known, open defect."""
