@@ -23,11 +23,13 @@ from tests.fuzz.rescale import (
 )
 from tests.fuzz.targets import TARGETS
 
-QUICK_EXAMPLES = 25
+#: examples per target (21, was 25: the 11 case classes of issue #27 below take the rest of
+#: the same time budget, about 12 s of CPU on the CI machine)
+QUICK_EXAMPLES = 21
 QUICK_EXAMPLES_SLOW = 8
 #: the case classes of issue #27 (family "wide": valid instances of up to 30 jobs, each checked
 #: by reference LPs): a few each here, the long profile draws the rest
-QUICK_EXAMPLES_WIDE = 4
+QUICK_EXAMPLES_WIDE = 3
 PER_CALL_TIMEOUT = 20.0
 SEED = 20261124
 
@@ -206,7 +208,7 @@ def test_strategies_decide_validity_when_they_draw() -> None:
 
     from tests.fuzz.strategies import TINY_TOL, VALID
 
-    cases = _draw(TARGETS["fisher_market"].strategy, SEED, 60)
+    cases = _draw(TARGETS["fisher_market"].strategy, SEED, 40)
     assert all(VALID in c for c in cases)
     for c in cases:
         clean = (c["method"] in ("auto", "fast", "conic", "cvxpy")
@@ -218,7 +220,7 @@ def test_strategies_decide_validity_when_they_draw() -> None:
         if c[VALID]:
             assert clean, c
     assert any(c[VALID] for c in cases) and not all(c[VALID] for c in cases)
-    built = _draw(TARGETS["FisherMarket.solve"].strategy, SEED, 60)
+    built = _draw(TARGETS["FisherMarket.solve"].strategy, SEED, 40)
     for c in built:
         if c[VALID]:
             assert c["solve"]["method"] != "nope" and c["solve"]["time_limit"] is None
@@ -227,7 +229,7 @@ def test_strategies_decide_validity_when_they_draw() -> None:
     assert any(not c[VALID] for c in built) and any(c[VALID] for c in built)
     # the case classes of issue #27 draw valid cases only
     for name in ("fifo (wide range)", "water_filling (entities)", "gavel adapter"):
-        assert all(c[VALID] for c in _draw(TARGETS[name].strategy, SEED, 5)), name
+        assert all(c[VALID] for c in _draw(TARGETS[name].strategy, SEED, 3)), name
 
 
 # --- the independent checks accept right answers and reject wrong ones ----------------------------
