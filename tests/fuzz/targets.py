@@ -745,7 +745,7 @@ def _call_schedule_round(case: dict, ctx: Ctx) -> Any:
                                 elapsed=case["elapsed"], scale_factor=case["scale_factor"])
 
 
-def _check_round(case: dict, a: Any) -> None:
+def _check_schedule_round(case: dict, a: Any) -> None:
     cap = np.asarray(case["cluster"])
     sf = np.ones(len(a.type_index)) if case["scale_factor"] is None else \
         np.asarray(case["scale_factor"])
@@ -758,7 +758,8 @@ def _check_round(case: dict, a: Any) -> None:
         raise Wrong(f"round uses {used.tolist()} workers of {cap.tolist()}")
 
 
-register("schedule_round", "mechanism", mechanism_cases(), _call_schedule_round, _check_round,
+register("schedule_round", "mechanism", mechanism_cases(), _call_schedule_round,
+         _check_schedule_round,
          lambda c: f"fa.schedule_round({short_repr(c['target'])}, {c['cluster']!r}, "
                    f"received={short_repr(c['received'])}, elapsed={c['elapsed']!r}, "
                    f"scale_factor={c['scale_factor']!r})", unused=("rounds", "gpus_per_server"))

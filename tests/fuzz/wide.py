@@ -360,8 +360,8 @@ def capped_market_cases(draw: Any, cvxpy_only: bool = False) -> dict:
     U = 10.0 ** rng.uniform(-4, 4, (n, m))
     if m > 1:
         U = np.where(rng.random((n, m)) < 0.8, U, 0.0)
-    for i in np.flatnonzero(U.max(axis=1) <= 0):
-        U[i, rng.integers(m)] = 1.0
+    for row in np.flatnonzero(U.max(axis=1) <= 0):
+        U[row, rng.integers(m)] = 1.0
     U = U * pick(draw, [1.0, 1e-6, 1e6])
     B = rng.uniform(0.5, 2.0, n) * pick(draw, [1.0, 1e-6, 1e6])
     S = rng.uniform(0.5, 4.0, m) * pick(draw, [1.0, 1e6, 3600e6, 1e-6])
@@ -524,7 +524,7 @@ def mixed_round_cases(draw: Any, adapter: bool = False) -> dict:
             case["entity_weights"] = {e: float(rng.choice([1.0, 2.0])) for e in set(ent)}
         if chance(draw, 0.5) and not adapter:
             case["entity_policies"] = {e: pick(draw, ["fairness", "fifo"]) for e in set(ent)}
-    case["next_keep"] = (rng.random(n) < 0.7).tolist()
+    case["next_keep"] = [bool(v) for v in np.asarray(rng.random(n)) < 0.7]
     if adapter and policy == "water_filling" and "entity_policies" in case:
         del case["entity_policies"]
     return finish(draw, case)
@@ -554,7 +554,7 @@ def _reference(case: dict, ids: list, types: list, r_x: np.ndarray, res: Any,
         return
     if res is None:
         raise Wrong("a round with runnable jobs and present types has no reduced result")
-    keep = [j for j, ok in zip(ids, runnable) if ok]
+    keep = [j for j, ok in zip(ids, np.asarray(runnable, bool).tolist()) if ok]
 
     def vec(key: str) -> Any:
         v = case.get(key)
