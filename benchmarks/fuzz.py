@@ -5,7 +5,10 @@
 
 Draws ``--examples`` hypothesis examples in total across the targets of ``tests/fuzz``
 (``tests/fuzz/targets.py``), runs each call under a per-call time budget and classifies it:
-ok, typed_error, crash, wrong, mutated, writable, hang. Then runs the unit-rescaling checks
+ok, typed_error, no_answer, crash, wrong, mutated, writable, hang (``no_answer``: a case its
+strategy drew as valid -- no corruption, valid options, no time limit, no tolerance that may
+prevent an answer -- on which fairalloc raised SolverError / CertificateError /
+InfeasibleError instead of answering; issue #27). Then runs the unit-rescaling checks
 (``tests/fuzz/rescale.py``): each family x each factor 10^k, k in {-12, -9, -6, -3, 3, 6, 9, 12}.
 
 Prints the counts per entry point x outcome class with a totals row, the rescaling table
@@ -13,7 +16,8 @@ Prints the counts per entry point x outcome class with a totals row, the rescali
 class and message) and the first failing examples of each class with a one-line reproducer.
 Also permutes jobs / buyers / goods (``PERM_FAMILIES``) and checks the answer is permuted
 alike. Exit status 1 if any crash / wrong / mutated / writable / hang / rescaling or
-permutation violation or failure. Uses rich when it is installed, plain text otherwise.
+permutation violation or failure, no_answer included. Uses rich when it is installed, plain
+text otherwise.
 """
 
 from __future__ import annotations
@@ -99,7 +103,8 @@ def main(argv: list[str] | None = None) -> int:
     if not targets:
         print(f"no target matches {args.targets!r}; targets: {sorted(TARGETS)}")
         return 2
-    weights = [SLOW_WEIGHT if t.slow else 1.0 for t in targets]
+    weights = [t.weight if t.weight is not None else SLOW_WEIGHT if t.slow else 1.0
+               for t in targets]
     unit = args.examples / sum(weights)
 
     t_start = time.perf_counter()
@@ -127,33 +132,56 @@ def main(argv: list[str] | None = None) -> int:
     nonin: Counter = Counter()
     printed: Counter = Counter()
     unnamed: Counter = Counter()
+    valid: Counter = Counter()
+    rejected: Counter = Counter()
     for o in all_outcomes:
         counts[o.target][o.outcome] += 1
         printed[o.target] += bool(o.printed)
         unnamed[o.target] += o.unnamed
+        valid[o.target] += o.valid
         if o.outcome == "typed_error" and not o.detail.startswith("InputError"):
             nonin[o.target] += 1
-    header = ["entry point", "calls", *OUTCOMES, "typed≠Input", "unnamed", "printed", "s"]
+        if o.valid and o.outcome == "typed_error":
+            rejected[o.target] += 1
+    header = ["entry point", "calls", "valid", *OUTCOMES, "typed≠Input", "valid→Input",
+              "unnamed", "printed", "s"]
     rows = []
     total: Counter = Counter()
     for t in targets:
         c = counts[t.name]
         total.update(c)
-        rows.append([t.name, str(sum(c.values())), *(str(c[k]) for k in OUTCOMES),
-                     str(nonin[t.name]), str(unnamed[t.name]), str(printed[t.name]),
+        rows.append([t.name, str(sum(c.values())), str(valid[t.name]),
+                     *(str(c[k]) for k in OUTCOMES), str(nonin[t.name]),
+                     str(rejected[t.name]), str(unnamed[t.name]), str(printed[t.name]),
                      f"{seconds[t.name]:.1f}"])
-    rows.append(["TOTAL", str(sum(total.values())), *(str(total[k]) for k in OUTCOMES),
-                 str(sum(nonin.values())), str(sum(unnamed.values())),
+    rows.append(["TOTAL", str(sum(total.values())), str(sum(valid.values())),
+                 *(str(total[k]) for k in OUTCOMES), str(sum(nonin.values())),
+                 str(sum(rejected.values())), str(sum(unnamed.values())),
                  str(sum(printed.values())),
                  f"{sum(seconds.values()):.1f}"])
     _table(f"fuzz: {sum(total.values())} calls over {len(targets)} targets "
            f"(seed {args.seed}, per-call budget {args.per_call_timeout:g} s)", header, rows,
            use_rich)
-    print("typed≠Input: typed errors other than InputError (SolverError, CertificateError, "
-          "InfeasibleError, ...) -- acceptable, but on valid input they are solver failures.\n"
+    print("valid: calls whose strategy drew the case as valid (no corruption, valid options, "
+          "no time limit, no\n  tolerance that may prevent an answer).\n"
+          "no_answer: a valid case on which fairalloc raised SolverError, CertificateError, "
+          "InfeasibleError, ...\n  instead of answering (issue #27; a failure).\n"
+          "typed≠Input: typed errors other than InputError on cases not drawn as valid -- "
+          "acceptable.\n"
+          "valid→Input: valid cases rejected with InputError (informational: a strategy's "
+          "notion of valid\n  may be wider than the documented domain; listed below).\n"
           "unnamed: InputErrors whose .argument is None (issue #12: name the argument).\n"
           "printed: calls that wrote to stdout/stderr (issue #12: solvers silent unless "
           "verbose=True; informational, not in the exit status).")
+    groups_r: dict[tuple[str, str], list[Outcome]] = defaultdict(list)
+    for o in all_outcomes:
+        if o.valid and o.outcome == "typed_error":
+            groups_r[(o.target, _normalise(o.detail))].append(o)
+    if groups_r:
+        print("valid cases rejected with InputError (first per entry point and message):")
+        for (tname, _), os_ in sorted(groups_r.items()):
+            o = min(os_, key=lambda x: len(x.reproducer))
+            print(f"- {tname} x{len(os_)}: {o.detail[:160]}\n    {o.reproducer[:300]}")
     groups_u: dict[tuple[str, str], list[Outcome]] = defaultdict(list)
     for o in all_outcomes:
         if o.unnamed:
@@ -232,8 +260,8 @@ def main(argv: list[str] | None = None) -> int:
         if o.outcome == "typed_error" and not o.detail.startswith("InputError"):
             typed[(o.target, o.detail.split(":")[0], _normalise(o.detail))].append(o)
     if typed:
-        print(f"\ntyped errors other than InputError ({len(typed)} groups; acceptable outcomes, "
-              f"but on valid input they are solver failures worth a look):")
+        print(f"\ntyped errors other than InputError on cases not drawn as valid ({len(typed)} "
+              f"groups; acceptable outcomes -- on valid cases they are no_answer, above):")
         for (tname, etype, _), os_ in sorted(typed.items()):
             o = min(os_, key=lambda x: len(x.reproducer))
             print(f"- {tname} {etype} x{len(os_)}: {o.detail[:200]}\n    {o.reproducer[:500]}")

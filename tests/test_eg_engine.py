@@ -11,6 +11,12 @@ which path ran.
 
 from __future__ import annotations
 
+import math
+import os
+import platform
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -19,6 +25,18 @@ import fairalloc as fa
 from fairalloc.markets.engine import EdgeForm, EngineLog, edge_starts, solve_conic
 from fairalloc.markets.ipm import ipm_batch, ipm_solve, polish_forest_edges
 from fairalloc.markets.warm import reduced_solve, solve_warm
+from fairalloc.tolerances import GAP_TOL
+
+# Tolerances come from the certificate's contract (fairalloc.tolerances), not from one CPU's
+# run: an interior-point point is accepted at a relative duality gap of GAP_TOL, and its
+# prices are then known only to ~sqrt(gap) (the gap is second order in the errors:
+# formulations/eisenberg_gale.md, "Polishes"). The interior point stops where its own
+# criteria are met, which differs with the BLAS kernels (OPENBLAS_CORETYPE=Haswell: 17
+# iterations and a gap of 1.8e-7 on the 3x3 market below, 16 and 1.5e-14 on others).
+#: ACCURACY: relative price agreement of two points certified to GAP_TOL
+PRICE_RTOL = math.sqrt(GAP_TOL)
+#: ACCURACY: rounding of an objective value recomputed in double precision (relative)
+ROUNDING = 1e-12
 
 
 def _form(owner: np.ndarray, good: np.ndarray, w: np.ndarray, B: np.ndarray,
@@ -82,13 +100,14 @@ def _clarabel(U: np.ndarray, B: np.ndarray, s: np.ndarray
 
 def _agrees(primal: float, dual: float, prices: np.ndarray, ref: tuple[float, float, np.ndarray],
             scale: float) -> None:
-    """A point certified on its own (``dual - primal`` tiny) whose optimum lies in Clarabel's
-    bounds and whose prices are the equilibrium prices."""
+    """A point certified on its own (``dual - primal`` within the certificate's gap) whose
+    optimum lies in Clarabel's bounds and whose prices are the equilibrium prices (to the
+    accuracy a certified gap implies)."""
     lo, hi, p_ref = ref
-    assert dual - primal <= 1e-8 * scale
-    assert primal <= hi + 1e-12 * scale and dual >= lo - 1e-12 * scale  # the same optimum
-    assert hi - lo <= 1e-7 * scale  # (and Clarabel's bounds are tight)
-    np.testing.assert_allclose(prices, p_ref, rtol=1e-6, atol=1e-9)
+    assert dual - primal <= GAP_TOL * scale
+    assert primal <= hi + ROUNDING * scale and dual >= lo - ROUNDING * scale  # the same optimum
+    assert hi - lo <= GAP_TOL * scale  # (and Clarabel's bounds are certified too)
+    np.testing.assert_allclose(prices, p_ref, rtol=PRICE_RTOL, atol=0)
 
 
 @pytest.mark.parametrize("kind", ["random", "tied", "degenerate"])
@@ -128,8 +147,9 @@ def test_forest_polish_makes_the_batch_exact() -> None:
         o = owner[sel] - owner[sel].min()
         sub = _form(o, good[sel] - t * m, w[sel], B[np.unique(owner[sel])], s[t * m:(t + 1) * m])
         xs = sub.repair(xq[sel])
-        assert sub.dual_value(pq[t * m:(t + 1) * m]) - sub.primal_value(xs) <= 1e-12 * B.sum()
-    assert good_ok.any() and form.residual(form.repair(xq)) <= 1e-12
+        assert sub.dual_value(pq[t * m:(t + 1) * m]) - sub.primal_value(xs) <= \
+            ROUNDING * B.sum()  # exact square systems: rounding only
+    assert good_ok.any() and form.residual(form.repair(xq)) <= ROUNDING
 
 
 def test_single_market_matches_clarabel_and_reports_breakdown(
@@ -181,9 +201,10 @@ def test_reduced_solve_falls_back_to_the_conic_engine(monkeypatch: pytest.Monkey
     x_conic, p_conic = reduced_solve(U, B, s, U > 0, np.ones(3), log)
     assert log.fallbacks == ("ipm->conic: the interior-point method did not converge",)
     assert log.backends == ["clarabel"] and seen and seen[0][0] == "clarabel"
-    # the same market: Clarabel's raw duals are accurate to ~sqrt of its tolerance
-    np.testing.assert_allclose(p_conic, p_ipm, rtol=1e-5)
-    np.testing.assert_allclose(x_conic, x_ipm, atol=1e-5)
+    # the same market: raw interior-point duals (Clarabel's, the IPM's) are accurate to ~sqrt
+    # of the gap they are certified to
+    np.testing.assert_allclose(p_conic, p_ipm, rtol=PRICE_RTOL)
+    np.testing.assert_allclose(x_conic, x_ipm, atol=PRICE_RTOL)  # unit budgets and supply
 
 
 def test_warm_search_certifies_against_clarabel() -> None:
@@ -209,3 +230,18 @@ def test_paths_say_which_engine_path_ran() -> None:
     assert r.stats.path == ("conic", "support-newton-polish")
     r = fa.partial_allocation(rng.uniform(0.0, 1.0, (80, 5)))
     assert r.stats.path[:2] == ("pf-market", "loo-batched-ipm")
+
+
+@pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "amd64"),
+                    reason="OpenBLAS kernel names are x86 ones")
+def test_agreement_does_not_depend_on_the_blas_kernel() -> None:
+    """issue #27 point 5: on an AMD EPYC machine the interior point stopped at 17 iterations
+    with a certified gap of 1.8e-7, and the test asserted 3e-8 (one CPU's run). OpenBLAS'
+    oldest x86-64 kernel (Prescott: SSE3, runs on every x86-64 CPU) reproduces that stop; the
+    test's tolerances come from the certificate's contract and pass under it."""
+    env = dict(os.environ, OPENBLAS_CORETYPE="Prescott", OPENBLAS_NUM_THREADS="1")
+    name = "test_single_market_matches_clarabel_and_reports_breakdown"
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                          f"{__file__}::{name}"], env=env, capture_output=True, text=True,
+                         cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]

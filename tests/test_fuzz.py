@@ -2,8 +2,11 @@
 each (fixed seed, so CI is reproducible), and a quick unit-rescaling check.
 
 Each call must end in ``ok`` (result accepted by an independent check in ``tests/fuzz``) or
-``typed_error`` (a fairalloc error); never a crash, a wrong certified answer, a mutated input,
-a writable result array or a hang. The long profile is ``python benchmarks/fuzz.py``.
+``typed_error`` (a fairalloc error on a case not drawn as valid, or an InputError); never
+``no_answer`` (a typed error other than InputError on a valid case), a crash, a wrong certified
+answer, a mutated input, a writable result array or a hang. Failures a target lists as known,
+open library defects (``Target.known``, issue #27) are tolerated here and reported by the long
+profile, ``python benchmarks/fuzz.py``.
 """
 
 from __future__ import annotations
@@ -20,8 +23,13 @@ from tests.fuzz.rescale import (
 )
 from tests.fuzz.targets import TARGETS
 
-QUICK_EXAMPLES = 25
+#: examples per target (21, was 25: the 11 case classes of issue #27 below take the rest of
+#: the same time budget, about 12 s of CPU on the CI machine)
+QUICK_EXAMPLES = 21
 QUICK_EXAMPLES_SLOW = 8
+#: the case classes of issue #27 (family "wide": valid instances of up to 30 jobs, each checked
+#: by reference LPs): a few each here, the long profile draws the rest
+QUICK_EXAMPLES_WIDE = 3
 PER_CALL_TIMEOUT = 20.0
 SEED = 20261124
 
@@ -36,10 +44,12 @@ def _report(bad: list) -> str:
 @pytest.mark.parametrize("name", sorted(TARGETS))
 def test_fuzz_target(name: str) -> None:
     target = TARGETS[name]
-    n = QUICK_EXAMPLES_SLOW if target.slow else QUICK_EXAMPLES
-    outcomes = drive(target, n, seed=SEED, timeout=PER_CALL_TIMEOUT, stop_on_failure=True)
+    n = QUICK_EXAMPLES_WIDE if target.family == "wide" else \
+        QUICK_EXAMPLES_SLOW if target.slow else QUICK_EXAMPLES
+    outcomes = drive(target, n, seed=SEED, timeout=PER_CALL_TIMEOUT, stop_on_failure=True,
+                     tolerate_known=True)
     assert outcomes, "hypothesis drew no example"
-    bad = [o for o in outcomes if o.outcome in FAILURES]
+    bad = [o for o in outcomes if o.outcome in FAILURES and not target.tolerated(o)]
     assert not bad, _report(bad)
 
 
@@ -74,7 +84,8 @@ def test_registry_covers_the_public_api() -> None:
         "Allocation", "AuctionRound", "BidTable", "Certificate", "Completion", "EFQResult",
         "FingerprintMatch", "GPUAuctionResult", "MarketResult", "PartialAllocationResult",
         "PlanResult", "QueuedJob", "RegimeForecast", "RelaxedPlan", "ReplanDecision", "Result",
-        "RoundAssignment", "SolveStats", "Placement", "ThroughputPolicy", "ReplayCheck",
+        "RoundAssignment", "RoundResult", "SolveStats", "Placement", "ThroughputPolicy",
+        "ReplayCheck",
         "BackendUnavailableError", "CertificateError", "FairallocError", "FairallocWarning",
         "InfeasibleError", "InputError", "SolverError", "SolveStatus", "UnboundedError",
     }
@@ -130,6 +141,95 @@ def test_harness_classifies_every_outcome() -> None:
     import os
     printed = run_case(_fake(lambda c, ctx: os.write(1, b"banner\n")), {"a": [1.0, 2.0]})
     assert printed.outcome == "ok" and printed.printed == "banner"
+
+
+def test_harness_no_answer_on_valid_cases_only() -> None:
+    """issue #27: a SolverError / CertificateError / InfeasibleError on a case its strategy drew
+    as valid is the failure no_answer; on a case not drawn as valid (or without a verdict) it
+    stays an acceptable typed error; an InputError is never no_answer; an InfeasibleError from
+    an always-feasible program stays wrong."""
+    import dataclasses
+
+    import fairalloc as fa
+    from tests.fuzz.core import FAILURES, run_case
+    from tests.fuzz.strategies import VALID
+
+    def raising(exc):
+        def call(c, ctx):
+            assert VALID not in c  # the verdict is the harness's, not an argument
+            raise exc
+        return _fake(call)
+
+    def outcome(exc, verdict, **target):
+        case = {"a": [1.0, 2.0]} if verdict is None else {"a": [1.0, 2.0], VALID: verdict}
+        t = dataclasses.replace(raising(exc), **target)
+        return run_case(t, case)
+
+    for exc in (fa.SolverError("highs: Unknown"), fa.CertificateError("gap 0.4"),
+                fa.InfeasibleError("infeasible")):
+        o = outcome(exc, True)
+        assert o.outcome == "no_answer" and o.valid and "no_answer" in FAILURES
+        assert outcome(exc, False).outcome == "typed_error"
+        assert outcome(exc, None).outcome == "typed_error"
+    assert outcome(fa.InputError("x", argument="a"), True).outcome == "typed_error"
+    assert outcome(fa.InfeasibleError("x"), True, always_feasible=True).outcome == "wrong"
+    assert outcome(fa.InfeasibleError("x"), False, always_feasible=True).outcome == "wrong"
+    # a known, open defect is tolerated by the quick profile, by class and message only
+    t = dataclasses.replace(raising(fa.SolverError("highs: Unknown")),
+                            known=(("no_answer", r"^SolverError: highs"),))
+    o = run_case(t, {"a": [1.0, 2.0], VALID: True})
+    assert t.tolerated(o)
+    assert not t.tolerated(dataclasses.replace(o, detail="CertificateError: gap 0.4"))
+    assert not t.tolerated(dataclasses.replace(o, outcome="wrong"))
+
+
+def _draw(strategy, seed: int, n: int = 40) -> list:
+    from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis import seed as hseed
+
+    cases: list = []
+
+    @hseed(seed)
+    @settings(max_examples=n, deadline=None, database=None, phases=[Phase.generate],
+              suppress_health_check=list(HealthCheck))
+    @given(strategy)
+    def body(case):
+        cases.append(case)
+
+    body()
+    return cases
+
+
+def test_strategies_decide_validity_when_they_draw() -> None:
+    """The verdict comes from the strategy: corrupted data, an invalid option, a time limit or a
+    tiny tolerance make a case not valid, and the verdict of a case drawn inside another
+    strategy's case (FisherMarket.solve draws a market) is kept."""
+    import numpy as np
+
+    from tests.fuzz.strategies import TINY_TOL, VALID
+
+    cases = _draw(TARGETS["fisher_market"].strategy, SEED, 40)
+    assert all(VALID in c for c in cases)
+    for c in cases:
+        clean = (c["method"] in ("auto", "fast", "conic", "cvxpy")
+                 and c["kind"] in ("linear", "leontief") and c["time_limit"] is None
+                 and isinstance(c["gap_tol"], float) and TINY_TOL <= c["gap_tol"] <= 1e-3
+                 and all(v is None or (isinstance(v, np.ndarray) and np.all(np.isfinite(v))
+                                       and np.all(v >= 0)) for v in
+                         (c["utility"], c["budget"], c["supply"])))
+        if c[VALID]:
+            assert clean, c
+    assert any(c[VALID] for c in cases) and not all(c[VALID] for c in cases)
+    built = _draw(TARGETS["FisherMarket.solve"].strategy, SEED, 40)
+    for c in built:
+        if c[VALID]:
+            assert c["solve"]["method"] != "nope" and c["solve"]["time_limit"] is None
+            assert c["solve"]["backend"] in ("clarabel", None)
+            assert np.all(np.isfinite(np.asarray(c["utility"], float)))
+    assert any(not c[VALID] for c in built) and any(c[VALID] for c in built)
+    # the case classes of issue #27 draw valid cases only
+    for name in ("fifo (wide range)", "water_filling (entities)", "gavel adapter"):
+        assert all(c[VALID] for c in _draw(TARGETS[name].strategy, SEED, 3)), name
 
 
 # --- the independent checks accept right answers and reject wrong ones ----------------------------
@@ -217,3 +317,99 @@ def test_efq_reference_design_example() -> None:
     a, L = np.zeros(3), np.array([1.0, 2.0, 3.0])
     np.testing.assert_allclose(gps_finish(a, L, 1.0), [3, 5, 6])
     np.testing.assert_allclose(_efq_single(a, L, _virtual_finish(a, L)), [1, 3, 6])
+
+
+def test_water_filling_check_against_the_paper_example() -> None:
+    """Gavel §4.3: four identical jobs with weights 3, 1, 1, 1 on four GPUs each end on a full
+    GPU. The check accepts that and rejects an allocation that leaves a job able to rise (an
+    idle GPU), and one whose first level is below the level LP's optimum."""
+    import numpy as np
+
+    import fairalloc as fa
+    from tests.fuzz.checks import Gavel, check_water_filling
+    from tests.fuzz.core import Wrong
+
+    T, w = np.ones((4, 1)), np.array([3.0, 1.0, 1.0, 1.0])
+    r = fa.water_filling(fa.Jobs(T, weight=w), fa.Cluster({"gpu": 4}))
+    g = Gavel(T, None, w, [4])
+    check_water_filling(g, r)
+    idle = np.array([[1.0], [1.0], [1.0], [0.5]])
+    with pytest.raises(Wrong, match="can rise"):
+        check_water_filling(g, _claiming(r, x=idle, objective=r.objective))
+    # FIFO entity: its first job in arrival order holds the entity's weight at the first level
+    ent, pol = ["a", "a", "b", "b"], {"a": "fifo"}
+    r = fa.water_filling(fa.Jobs(T, weight=w, elapsed=[0.0, 5.0, 0.0, 0.0]),
+                         fa.Cluster({"gpu": 4}), entities=ent, entity_policies=pol)
+    g = Gavel(T, None, w, [4], elapsed=[0.0, 5.0, 0.0, 0.0])
+    check_water_filling(g, r, entities=ent, entity_policies=pol)
+    with pytest.raises(Wrong, match="first level|objective"):
+        check_water_filling(g, _claiming(r, objective=float(r.objective) * 0.5),
+                            entities=ent, entity_policies=pol)
+
+
+def test_fifo_checks_follow_the_given_order_and_semantics() -> None:
+    """FIFO's docstring example (a 4-GPU gang that arrived first, four 1-GPU jobs, 4 GPUs):
+    arrival semantics run the gang alone, the paper's objective gives it a quarter; each check
+    accepts its own answer and rejects the other's."""
+    import numpy as np
+
+    import fairalloc as fa
+    from tests.fuzz.checks import Gavel, check_allocation
+    from tests.fuzz.core import Wrong
+
+    jobs = fa.Jobs([[1.0]] * 5, scale_factor=[4, 1, 1, 1, 1])
+    g = Gavel(np.ones((5, 1)), [4, 1, 1, 1, 1], None, [4])
+    order = np.arange(5.0)
+    arrival = fa.fifo(jobs, fa.Cluster({"gpu": 4}), order=order)
+    paper = fa.fifo(jobs, fa.Cluster({"gpu": 4}), order=order, semantics="objective")
+    check_allocation(g, arrival, "fifo", order=order)
+    check_allocation(g, paper, "fifo_objective", order=order)
+    with pytest.raises(Wrong):
+        check_allocation(g, _claiming(arrival, x=paper.x), "fifo", order=order)
+    with pytest.raises(Wrong):
+        check_allocation(g, _claiming(paper, x=arrival.x, objective=arrival.objective),
+                         "fifo_objective", order=order)
+    # the reversed order makes the gang last: the arrival answer is then wrong
+    with pytest.raises(Wrong):
+        check_allocation(g, arrival, "fifo", order=order[::-1].copy())
+
+
+@pytest.mark.parametrize("kind", ["linear", "leontief"])
+def test_capped_market_check_rejects_a_buyer_held_below_its_cap(kind: str) -> None:
+    """A composed market whose cap binds: the right answer passes; a point that exceeds the
+    cap, or that leaves the capped buyer short of it while nobody else wants the good, fails
+    (the class of FisherMarket results issue #27 found certified)."""
+    import numpy as np
+
+    import fairalloc as fa
+    from tests.fuzz.checks import check_capped_market
+    from tests.fuzz.core import Wrong
+
+    U, B, S = np.array([[1.0, 2.0], [2.0, 0.0]]), np.array([1.0, 2.0]), np.array([1.0, 3.0])
+    caps = [(0, 1, 1e-3)]
+    m = fa.FisherMarket(U, B, S, kind=kind)
+    m.add_constraint(m.x[0, 1] <= 1e-3)
+    r = m.solve()
+    check_capped_market(U, B, S, kind, caps, r)
+    X = np.array(r.allocation)
+    over = X.copy()
+    over[0, 1] = 2e-3
+    with pytest.raises(Wrong, match="added constraint"):
+        check_capped_market(U, B, S, kind, caps, _claiming(r, allocation=over))
+    short = X.copy()
+    short[0] *= 0.5  # buyer 0 gets half of what it can have; nobody else takes it
+    with pytest.raises(Wrong, match="capped market"):
+        check_capped_market(U, B, S, kind, caps, _claiming(r, allocation=short))
+
+
+def test_gavel_job_ids_behave_like_gavels() -> None:
+    from tests.fuzz.wide import JobIdPair
+
+    a, b = JobIdPair(3), JobIdPair(3, None)
+    assert a == b and hash(a) == hash(b) and len({a, b}) == 1
+    assert not a.is_pair() and JobIdPair(3, 4).is_pair()
+    assert JobIdPair(3, 4).singletons() == (JobIdPair(3), JobIdPair(4))
+    assert sorted([JobIdPair(5), JobIdPair(2)]) == [JobIdPair(2), JobIdPair(5)]
+    assert a != 3
+    with pytest.raises(TypeError):  # no order against other types: the FIFO adapter then
+        sorted([JobIdPair(5), 2])    # keeps the given order

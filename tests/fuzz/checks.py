@@ -214,6 +214,80 @@ def leontief_better_value(A: np.ndarray, B: np.ndarray, S: np.ndarray, u: np.nda
     return best - mine if np.isfinite(mine) else np.inf
 
 
+def check_capped_market(U: np.ndarray, B: np.ndarray, S: np.ndarray, kind: str,
+                        caps: Any, result: Any) -> None:
+    """A static market composed with binding caps ``x[i, j] <= cap``: feasibility (supply,
+    caps), then, if certified, its Eisenberg-Gale value against a feasible allocation of the
+    same capped program found independently (cvxpy + Clarabel on normalised data: goods in
+    shares of their supply, each buyer's utility in units of its best share, budgets summing
+    to 1; the reference's point is clipped to the caps and scaled into the supply, so its value
+    is a lower bound on the optimum whatever the reference solver's accuracy)."""
+    import cvxpy as cp
+
+    U, B, S = _arr(U), _arr(B), _arr(S)
+    n, m = U.shape
+    X = _finite("allocation", result.allocation).reshape(n, m)
+    if np.any(X < -FEAS * S[None, :]) or np.any(X.sum(axis=0) > S * (1 + FEAS)):
+        raise Wrong("capped market: negative allocation or supply exceeded")
+    check_caps(X, caps)
+    if not claims_success(result):
+        raise Skip()
+    t = float(result.certificate.gap_tol)
+    gap_lim = max(GAP, 2 * t)
+    cap = np.full((n, m), np.inf)
+    for i, j, c in caps:
+        cap[i, j] = min(cap[i, j], c / S[j])             # in shares of the supply
+    b = B / B.sum()
+    if kind == "linear":
+        Us = U * S[None, :]                              # utility of a whole supply
+        M = Us.max(axis=1)
+        A = Us / M[:, None]                              # buyer i's best share is worth 1
+
+        def value(share: np.ndarray) -> float:
+            with np.errstate(divide="ignore"):
+                return float((b * np.log((A * share).sum(axis=1))).sum())
+        y = cp.Variable((n, m), nonneg=True)
+        cons = [cp.sum(y, axis=0) <= 1]
+        fin = np.isfinite(cap)
+        if fin.any():
+            cons.append(y[fin] <= cap[fin])
+        prob = cp.Problem(cp.Maximize(b @ cp.log(cp.sum(cp.multiply(A, y), axis=1))), cons)
+    else:  # Leontief: u_i = min_j x_ij / a_ij; the minimal bundle x_ij = a_ij u_i
+        need = U > 0
+        As = np.where(need, U / S[None, :], 0.0)        # shares per unit of utility
+        M = 1.0 / As.max(axis=1)                          # best u_i with the whole supply
+        A = As * M[:, None]
+
+        def value(share: np.ndarray) -> float:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                u = np.where(need, share / np.where(need, A, 1.0), np.inf).min(axis=1)
+                return float((b * np.log(u)).sum())
+        uv = cp.Variable(n, nonneg=True)
+        ub = np.where(need & np.isfinite(cap), cap / np.where(need, A, 1.0), np.inf).min(axis=1)
+        cons = [A.T @ uv <= 1]
+        fin = np.isfinite(ub)
+        if fin.any():
+            cons.append(uv[fin] <= ub[fin])
+        prob = cp.Problem(cp.Maximize(b @ cp.log(uv)), cons)
+    try:
+        prob.solve(solver="CLARABEL")
+    except Exception:
+        raise Skip() from None
+    if prob.status not in ("optimal", "optimal_inaccurate"):
+        raise Skip()
+    if kind == "linear":
+        ref = np.clip(np.asarray(y.value, float), 0.0, np.where(np.isfinite(cap), cap, 1.0))
+    else:
+        uref = np.clip(np.asarray(uv.value, float), 0.0, None)
+        ref = np.minimum(A * uref[:, None], np.where(np.isfinite(cap), cap, np.inf))
+    ref = ref / np.maximum(ref.sum(axis=0), 1.0)[None, :]  # into the supply
+    mine, best = value(np.maximum(X, 0.0) / S[None, :]), value(ref)
+    if np.isfinite(best) and mine < best - gap_lim:
+        raise Wrong(f"capped market: Eisenberg-Gale value {mine!r} (normalised) below "
+                    f"{best!r}, reached by a feasible allocation of the same capped program "
+                    f"(cvxpy + Clarabel); certificate says ok")
+
+
 def proportional_response(U: np.ndarray, B: np.ndarray, S: np.ndarray, *, iters: int = 3000,
                           tol: float = 1e-9) -> tuple[float, float]:
     """Bounds on the optimal Eisenberg-Gale value ``sum_i B_i log u_i`` of a linear market,
@@ -291,12 +365,15 @@ class Gavel:
 
     # --- the LP: max c0 * theta + sum_e g_e x_e s.t. level rows, time rows, capacity rows ---
     def solve(self, level: np.ndarray | None, gain: np.ndarray | None,
-              extra_rows: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[float, np.ndarray]:
+              extra_rows: tuple[np.ndarray, np.ndarray] | None = None,
+              level_rows: np.ndarray | None = None) -> tuple[float, np.ndarray]:
         """``level`` (n, k): maximise theta with ``level_m . x_m >= theta``; or ``gain`` (n, k):
         maximise ``sum gain * x``. Returns (value, x) where value is *recomputed* from the
         solver's x (min level or total gain): the value of an allocation that is feasible to
         the solver's tolerance, so a lower bound on the optimum even if HiGHS mis-solves a badly
-        scaled LP (it drops coefficients below 1e-9)."""
+        scaled LP (it drops coefficients below 1e-9). ``level_rows`` (n,) bool: the jobs that
+        have a level row (default all). ``extra_rows`` (A (R, n, k) or (R, E), b): more rows
+        ``A x <= b``, each in O(1) units (the caller scales them)."""
         from scipy.optimize import linprog
         from scipy.sparse import coo_matrix, vstack
 
@@ -313,15 +390,20 @@ class Gavel:
         rows.append(coo_matrix((self.s[jm], (jt, ar)), shape=(self.k, nv)))
         ub.append(self.c)
         obj = np.zeros(nv)
+        lrows = np.ones(self.n, bool) if level_rows is None else np.asarray(level_rows, bool)
         if level is not None:
+            if not lrows.any():
+                raise Skip()
             a = level[jm, jt]
             scale = np.zeros(self.n)
             np.maximum.at(scale, jm, a)
             scale = np.where(scale > 0, scale, 1.0)
-            theta0 = float(scale.min())  # theta = theta0 * theta'; coefficients in (0, 1]
-            data = np.concatenate([-a / scale[jm], theta0 / scale])
-            r = np.concatenate([jm, np.arange(self.n)])
-            cidx = np.concatenate([ar, np.full(self.n, E)])
+            theta0 = float(scale[lrows].min())  # theta = theta0 * theta'; coefficients in (0, 1]
+            on = lrows[jm]
+            jl = np.flatnonzero(lrows)
+            data = np.concatenate([-a[on] / scale[jm[on]], theta0 / scale[jl]])
+            r = np.concatenate([jm[on], jl])
+            cidx = np.concatenate([ar[on], np.full(jl.size, E)])
             rows.append(coo_matrix((data, (r, cidx)), shape=(self.n, nv)))
             ub.append(np.zeros(self.n))
             obj[E] = -1.0
@@ -331,7 +413,8 @@ class Gavel:
             obj[:E] = -g / max(np.abs(g).max(), 1e-300)
         if extra_rows is not None:
             A2, b2 = extra_rows
-            rows.append(coo_matrix(A2[:, jm, jt] if A2.ndim == 3 else A2))
+            M2 = A2[:, jm, jt] if A2.ndim == 3 else A2
+            rows.append(coo_matrix(np.hstack([M2, np.zeros((M2.shape[0], nv - E))])))
             ub.append(b2)
         A = vstack(rows).tocsr()
         b = np.concatenate(ub)
@@ -343,12 +426,21 @@ class Gavel:
         res = linprog(obj, A_ub=A, b_ub=b, bounds=bounds, method="highs")
         if res.status != 0:
             raise Skip()
+        # what the point's row violations (HiGHS' tolerance) could buy: with rows that keep
+        # other jobs' values, one job gains from their tolerated drops at the rate of their
+        # throughput ratios (up to 1e8 on data spanning 1e-4..1e4). By weak duality the
+        # optimum of the exact program is at least the point's value less sum_r y_r viol_r.
+        z = res.x.copy()
+        z[:E] = np.clip(z[:E], 0.0, 1.0)
+        viol = np.maximum(A @ z - b, 0.0)
+        y = getattr(getattr(res, "ineqlin", None), "marginals", None)
+        amplified = float(np.abs(y) @ viol) if y is not None else 0.0
         x = np.zeros((self.n, self.k))
-        x[jm, jt] = np.clip(res.x[:E], 0.0, 1.0)
+        x[jm, jt] = z[:E]
         if level is not None:
-            return float((level * x).sum(axis=1).min()), x
+            return float((level * x).sum(axis=1)[lrows].min()) - amplified * theta0, x
         assert gain is not None
-        return float((gain * x).sum()), x
+        return float((gain * x).sum()) - amplified * max(float(np.abs(g).max()), 1e-300), x
 
 
 def min_cost_ratio(g: Gavel, cost: np.ndarray, x: np.ndarray,
@@ -415,12 +507,49 @@ def _close(a: float, b: float, rtol: float = LP_REL) -> bool:
     return abs(a - b) <= rtol * max(abs(a), abs(b)) + 1e-300
 
 
+def cap_rows(g: Gavel, caps: Any) -> tuple[np.ndarray, np.ndarray] | None:
+    """Rows ``x[m, j] <= cap`` (a composed model's added constraints) for :meth:`Gavel.solve`,
+    each divided by its cap (O(1) units; a cap of 0 is the row ``x[m, j] <= 0``)."""
+    if not caps:
+        return None
+    A = np.zeros((len(caps), g.n, g.k))
+    b = np.zeros(len(caps))
+    for r, (m, j, cap) in enumerate(caps):
+        A[r, m, j] = 1.0 / cap if cap > 0 else 1.0
+        b[r] = 1.0 if cap > 0 else 0.0
+    return A, b
+
+
+def check_caps(x: np.ndarray, caps: Any) -> None:
+    """A composed model's added constraints ``x[m, j] <= cap`` hold (relative to the cap, to
+    FEAS; to 1e-9 absolute for a cap of 0)."""
+    for m, j, cap in caps or ():
+        if x[m, j] > cap * (1 + FEAS) + 1e-9 * (cap == 0):
+            raise Wrong(f"added constraint x[{m}, {j}] <= {cap!r} violated: {x[m, j]!r}")
+
+
+def arrival_order(g: Gavel, order: Any = None) -> np.ndarray:
+    """Jobs in arrival order: ``order`` ascending if given, else most ``elapsed`` first; ties
+    by index (fairalloc's documented FIFO semantics)."""
+    if order is not None:
+        return np.argsort(_arr(order), kind="stable")
+    return np.argsort(-g.elapsed, kind="stable")
+
+
 def check_allocation(g: Gavel, result: Any, policy: str, *, slo: Any = None,
-                     cost: Any = None) -> None:
-    """Feasibility of ``result.x`` always; optimality by linprog where the program is an LP."""
+                     cost: Any = None, order: Any = None, caps: Any = None) -> None:
+    """Feasibility of ``result.x`` always; optimality by linprog where the program is an LP.
+    ``order``: FIFO's arrival order (as passed to fairalloc). ``caps``: a composed model's
+    added constraints ``[(m, j, cap)]``, part of the reference LP for max-min fairness, total
+    throughput and makespan (other policies: feasibility only)."""
     x = g.check_x(result.x)
     if not claims_success(result):
         raise Skip()
+    check_caps(_arr(result.x), caps)
+    extra = cap_rows(g, caps)
+    if extra is not None and policy not in ("max_min_fairness", "max_total_throughput",
+                                            "min_makespan"):
+        return
     rel = max(LP_REL, 2 * float(result.certificate.gap_tol))  # objective tolerance
     if np.any(g.e <= 0):
         raise Wrong(f"job {int(np.argmin(g.e))} can run on no type, yet a certified result")
@@ -432,14 +561,14 @@ def check_allocation(g: Gavel, result: Any, policy: str, *, slo: Any = None,
     if policy in ("max_min_fairness", "water_filling"):
         a = g.s[:, None] * g.Ta / (g.w * g.e)[:, None]
         theta_x = float(((a * x).sum(axis=1)).min())
-        best, _ = g.solve(a, None)
+        best, _ = g.solve(a, None, extra)
         if theta_x < best - rel * abs(best):
             raise Wrong(f"{policy}: min_m level {theta_x!r} below the LP optimum {best!r}")
         if policy == "max_min_fairness" and not _close(obj, theta_x, 1e-6):
             raise Wrong(f"objective {obj!r} != min level of x {theta_x!r}")
     elif policy == "max_total_throughput":
         gain = g.Ta
-        val, _ = g.solve(None, gain)
+        val, _ = g.solve(None, gain, extra)
         mine = float((gain * x).sum())
         if mine < val - rel * abs(val):
             raise Wrong(f"total throughput {mine!r} below the LP optimum {val!r}")
@@ -454,7 +583,7 @@ def check_allocation(g: Gavel, result: Any, policy: str, *, slo: Any = None,
             raise Skip()
         a = g.Ta / g.steps[:, None]
         theta_x = float(((a * x).sum(axis=1)).min())
-        best, _ = g.solve(a, None)
+        best, _ = g.solve(a, None, extra)
         if theta_x < best - rel * abs(best):
             raise Wrong(f"min_makespan: makespan {1 / theta_x if theta_x > 0 else math.inf!r} "
                         f"above the LP optimum {1 / best!r}")
@@ -500,14 +629,14 @@ def check_allocation(g: Gavel, result: Any, policy: str, *, slo: Any = None,
                         f"best throughput {best_tp[m0]!r}")
     elif policy == "fifo":
         # default semantics "arrival": lexicographic max of v_m = tp_m / fastest_m in arrival
-        # order (most elapsed first, ties by index) -- one LP per job, each keeping the
-        # earlier jobs at their optimum
-        order = np.argsort(-g.elapsed, kind="stable")
+        # order (most elapsed first, or ``order``; ties by index) -- one LP per job, each
+        # keeping the earlier jobs at their optimum
+        arrival = arrival_order(g, order)
         fastest = g.Ta.max(axis=1)
         v = tp / fastest
         fixed_rows: list[np.ndarray] = []
         fixed_b: list[float] = []
-        for m in order:
+        for m in arrival:
             gain = np.zeros((g.n, g.k))
             gain[m] = g.Ta[m] / fastest[m]
             extra = (np.array(fixed_rows), np.array(fixed_b)) if fixed_rows else None
@@ -522,6 +651,16 @@ def check_allocation(g: Gavel, result: Any, policy: str, *, slo: Any = None,
             row[m] = -g.Ta[m] / fastest[m]
             fixed_rows.append(row)
             fixed_b.append(-best * (1 - 1e-9))
+    elif policy == "fifo_objective":
+        # semantics="objective": max sum_m (M - r_m) v_m, r the 0-based arrival rank
+        rank = np.empty(g.n)
+        rank[arrival_order(g, order)] = np.arange(g.n)
+        gain = (g.n - rank)[:, None] * g.Ta / g.Ta.max(axis=1)[:, None]
+        val, _ = g.solve(None, gain)
+        mine = float((gain * x).sum())
+        if mine < val - rel * abs(val):
+            raise Wrong(f"fifo (semantics='objective'): sum (M - r_m) v_m = {mine!r} below the "
+                        f"LP optimum {val!r}")
     elif policy == "min_cost" and cost is not None:
         need = None
         if slo is not None and g.steps is not None:
@@ -537,6 +676,114 @@ def check_allocation(g: Gavel, result: Any, policy: str, *, slo: Any = None,
         if ratio_x < best * (1 - rel):
             raise Wrong(f"min_cost: throughput per cost {ratio_x!r} below the "
                         f"Charnes-Cooper LP optimum {best!r}")
+
+
+# --------------------------------------------------------------------------------------------
+# hierarchical water-filling (Gavel §4.3; formulations/water_filling.md)
+# --------------------------------------------------------------------------------------------
+#: a job that can rise by more than this share of its best level while no other job drops
+#: below its level is not water-filled (bottleneck_tol is 1e-7; 100x slack, as for objectives)
+WF_RISE = 1e-5
+
+
+def first_level_weights(g: Gavel, entities: Any = None, entity_weights: Any = None,
+                        entity_policies: Any = None, order: Any = None) -> np.ndarray:
+    """The weight ``w_m`` of each job in the first level LP ``u_m >= w_m theta``: in a fairness
+    entity ``w_s omega_m / sum omega`` over its jobs, in a FIFO entity ``w_s`` for its first job
+    in arrival order and 0 for the others (formulations/water_filling.md). No entities: one
+    fairness entity of weight 1."""
+    labels = [0] * g.n if entities is None else list(entities)
+    ew = dict(entity_weights or {})
+    ep = dict(entity_policies or {})
+    rank = np.empty(g.n)
+    rank[arrival_order(g, order)] = np.arange(g.n)
+    w = np.zeros(g.n)
+    for e in dict.fromkeys(labels):
+        members = np.array([i for i, lab in enumerate(labels) if lab == e])
+        ws = float(ew.get(e, 1.0))
+        if ep.get(e, "fairness") == "fifo":
+            w[members[np.argmin(rank[members])]] = ws
+        else:
+            w[members] = ws * g.w[members] / g.w[members].sum()
+    return w
+
+
+def check_water_filling(g: Gavel, result: Any, *, entities: Any = None,
+                        entity_weights: Any = None, entity_policies: Any = None,
+                        order: Any = None, single_level: bool = False) -> None:
+    """Hierarchical water-filling, by two LPs built from the definitions: (1) the first level
+    ``max theta s.t. u_m >= w_m theta`` (``w``: :func:`first_level_weights`; ``u_m = s_m
+    tp_m / e_m``) is the result's ``objective``, (2) the final levels are Pareto optimal: no job
+    can rise by more than :data:`WF_RISE` of its best level while every other job keeps its
+    level (every job ends frozen, i.e. bottlenecked). ``single_level``:
+    ``max_min_fairness(water_filling=True)``, whose level weights are the job weights
+    themselves (its objective is max-min fairness's ``min_m u_m / omega_m``)."""
+    x = g.check_x(result.x)
+    if not claims_success(result):
+        raise Skip()
+    rel = max(LP_REL, 2 * float(result.certificate.gap_tol))
+    if np.any(g.e <= 0):
+        raise Wrong(f"job {int(np.argmin(g.e))} can run on no type, yet a certified result")
+    coef = g.s[:, None] * g.Ta / g.e[:, None]            # u_m = coef_m . x_m
+    w = g.w.copy() if single_level else first_level_weights(g, entities, entity_weights,
+                                                             entity_policies, order)
+    on = w > 0
+    level = coef / np.where(on, w, 1.0)[:, None]
+    best, _ = g.solve(level, None, level_rows=on)
+    u = (coef * x).sum(axis=1)
+    theta_x = float((u[on] / w[on]).min())
+    obj = float(result.objective)
+    if theta_x < best - rel * abs(best):
+        raise Wrong(f"water-filling: the allocation's first level {theta_x!r} is below the "
+                    f"level LP's optimum {best!r} (levels only rise after the first)")
+    if obj < best - rel * abs(best) or obj > theta_x + rel * abs(theta_x):
+        raise Wrong(f"water-filling: objective {obj!r} is not the first level (LP optimum "
+                    f"{best!r}, reached by the allocation: {theta_x!r})")
+    rise, m = pareto_rise(g, coef, u)
+    if rise > max(WF_RISE, rel):
+        raise Wrong(f"water-filling: job {m} can rise by {rise:.3g} of its best level (level "
+                    f"{u[m]!r}) while no other job drops: not every job is bottlenecked")
+
+
+#: feasibility tolerances of the Pareto LP (HiGHS through linprog), tighter than its defaults
+PARETO_LP_TOL = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
+
+
+def pareto_rise(g: Gavel, coef: np.ndarray, u: np.ndarray) -> tuple[float, int]:
+    """How far the levels ``u`` (``u_m = coef_m . x_m``) are from Pareto optimal: the largest
+    total rise ``sum_m (u_m(y) - u_m) / umax_m`` over allocations ``y`` that keep every job at
+    ``u_m``, *proven* for exact arithmetic: the LP's point meets its rows only to HiGHS'
+    tolerance, and a job may gain from the others' tolerated drops at the rate of their
+    throughput ratios (up to 1e8 on data spanning 1e-4..1e4), so what those violations could
+    buy (``sum_r y_r viol_r``, weak duality with the LP's duals ``y``) is subtracted. Returns
+    ``(proven rise, the job that rises most)``."""
+    from scipy.optimize import linprog
+    from scipy.sparse import coo_matrix, vstack
+
+    E = len(g.cols)
+    if E == 0:
+        raise Skip()
+    jm, jt = g.cols[:, 0], g.cols[:, 1]
+    umax = coef.max(axis=1)
+    ar = np.arange(E)
+    a = coef[jm, jt] / umax[jm]                                   # u_m / umax_m per column
+    rows = [coo_matrix((np.ones(E), (jm, ar)), shape=(g.n, E)),  # time
+            coo_matrix((g.s[jm] / g.c[jt], (jt, ar)), shape=(g.k, E)),  # capacity / c_j
+            coo_matrix((-a, (jm, ar)), shape=(g.n, E))]          # keep every level
+    A = vstack(rows).tocsr()
+    b = np.concatenate([np.ones(g.n), np.ones(g.k), -u / umax])
+    res = linprog(-a, A_ub=A, b_ub=b, bounds=(0.0, 1.0), method="highs",
+                  options=PARETO_LP_TOL)
+    if res.status != 0 or getattr(res, "ineqlin", None) is None:
+        raise Skip()
+    y = np.clip(res.x, 0.0, 1.0)
+    viol = np.maximum(A @ y - b, 0.0)
+    amplified = float(np.abs(res.ineqlin.marginals) @ viol)
+    gain = np.zeros(g.n)
+    np.add.at(gain, jm, a * y)
+    gain -= u / umax
+    proven = float(gain.sum()) - amplified
+    return proven, int(np.argmax(gain))
 
 
 # --------------------------------------------------------------------------------------------

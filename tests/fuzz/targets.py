@@ -24,14 +24,19 @@ from .core import Ctx, Skip, Target, Wrong, short_repr
 from .strategies import (
     STYLES,
     chance,
+    choose,
     corrupt,
     corruption,
+    doubt,
+    finish,
     maybe,
     pick,
     pick_scale,
     positive_matrix,
     rng_from,
     scalar,
+    time_limit,
+    tolerance,
 )
 
 TARGETS: dict[str, Target] = {}
@@ -46,9 +51,13 @@ ALWAYS_FEASIBLE = {"fisher_market", "volatile_fisher_market", "FisherMarket.solv
 
 
 def register(name: str, family: str, strategy: Any, call: Any, check: Any = None,
-             render: Any = None, slow: bool = False, unused: tuple[str, ...] = ()) -> Target:
+             render: Any = None, slow: bool = False, unused: tuple[str, ...] = (),
+             always_feasible: bool | None = None,
+             known: tuple[tuple[str, str], ...] = (), weight: float | None = None) -> Target:
     t = Target(name, family, strategy, call, check, render, slow,
-               always_feasible=name in ALWAYS_FEASIBLE, unused=unused)
+               always_feasible=(name in ALWAYS_FEASIBLE if always_feasible is None
+                                else always_feasible), unused=unused, known=known,
+               weight=weight)
     TARGETS[name] = t
     return t
 
@@ -97,11 +106,13 @@ def market_cases(draw: Any, kind: str | None = None, volatile: bool = False) -> 
     case: dict = {"utility": U, "budget": B, "supply": S}
     if how != "none" and case[which] is not None:
         case[which] = corrupt(rng, case[which], how)
-    case["kind"] = pick(draw, [kind] * 14 + ["bogus", None])  # type: ignore[list-item]
-    case["method"] = pick(draw, ["auto"] * 5 + ["fast", "conic", "cvxpy", "nope"])
-    case["gap_tol"] = scalar(draw, GAP_TOLS, 0.1)
-    case["time_limit"] = scalar(draw, TIME_LIMITS, 0.1)
-    return case
+    case["kind"] = choose(draw, [kind] * 14, ["bogus", None])
+    case["method"] = choose(draw, ["auto"] * 5 + ["fast", "conic", "cvxpy"], ["nope"])
+    if case["method"] == "fast" and case["kind"] == "leontief":
+        doubt(draw, "method='fast' is for linear markets (documented InputError)")
+    case["gap_tol"] = tolerance(draw, GAP_TOLS, 0.1)
+    case["time_limit"] = time_limit(draw, TIME_LIMITS, 0.1)
+    return finish(draw, case)
 
 
 def _market_args(c: dict, *extra: str) -> dict:
@@ -130,10 +141,10 @@ def builder_cases(draw: Any) -> dict:
     case = draw(market_cases(volatile=draw(st.booleans())))
     solve = {"method": case.pop("method"), "gap_tol": case.pop("gap_tol"),
              "time_limit": case.pop("time_limit"),
-             "backend": pick(draw, ["clarabel"] * 6 + ["highs", "nope", None])}
+             "backend": choose(draw, ["clarabel"] * 6 + [None], ["highs", "nope"])}
     case["solve"] = solve
     case["constraint"] = pick(draw, ["none", "none", "nonbinding", "binding"])
-    return case
+    return finish(draw, case)
 
 
 def _build_market(case: dict) -> Any:
@@ -402,10 +413,10 @@ def check_market_cases(draw: Any) -> dict:
     case = draw(market_cases(kind="linear"))
     case["method"] = "auto"
     case["time_limit"] = None
-    case["properties"] = pick(draw, [
+    case["properties"] = choose(draw, [
         ("market_clearing", "budget_clearing", "envy_free", "sharing_incentive"),
-        ("pareto_optimal",), ("nope",), "envy_free"])
-    return case
+        ("pareto_optimal",)], [("nope",), "envy_free"])
+    return finish(draw, case)
 
 
 def _call_check_market(case: dict, ctx: Ctx) -> Any:
@@ -481,7 +492,9 @@ register("testing.check_policy", "properties", check_policy_cases(), _call_check
 # throughput policies (Gavel)
 # ============================================================================================
 @st.composite
-def gavel_cases(draw: Any, policy: str, small: bool = False) -> dict:
+def gavel_cases(draw: Any, policy: str, small: bool = False, rounds: bool = False) -> dict:
+    """A Gavel instance and options for ``policy``. ``rounds``: for the round API, where a
+    drained type and a job that can run on no present type are normal (not doubts)."""
     rng = rng_from(draw)
     n = pick(draw, range(1, 4 if small else 7 + 1))
     k = pick(draw, [1, 2, 3, 3, 4] + ([] if small else [8]))
@@ -505,8 +518,13 @@ def gavel_cases(draw: Any, policy: str, small: bool = False) -> dict:
         elapsed = None
     case: dict = {"throughput": T, "scale_factor": sf, "weight": w, "steps_remaining": steps,
                   "elapsed": elapsed, "workers": dict(zip(names, workers.tolist()))}
+    runs = (T > 0) & ((np.ones(n) if sf is None else sf)[:, None] <= workers[None, :])
+    if not rounds and (np.any(workers == 0) or not runs.any(axis=1).all()):
+        # fa.Cluster lists types with capacity, and a job must be able to run somewhere
+        doubt(draw, "a drained type or a job that can run on no type (direct API)")
     if chance(draw, 0.1):
         case["workers"] = {names[0]: pick(draw, [-1, 1.5, math.nan, "2", None, 1e12])}
+        doubt(draw, "invalid workers")
     which = pick(draw, ["throughput", "scale_factor", "weight", "steps_remaining",
                                   "elapsed"])
     how = corruption(draw, 0.15)
@@ -514,22 +532,34 @@ def gavel_cases(draw: Any, policy: str, small: bool = False) -> dict:
         case[which] = corrupt(rng, case[which], how)
     kw: dict = {}
     if policy not in ("max_min_space_sharing",):
-        kw["method"] = pick(draw, ["auto"] * 5 + ["highs", "fast", "cvxpy", "x"])
-        kw["backend"] = pick(draw, ["highs"] * 6 + ["clarabel", "nope", None])
-    kw["gap_tol"] = scalar(draw, GAP_TOLS, 0.1)
+        # fifo (arrival order), water-filling and min_cost are not cvxpy programs (documented)
+        no_cvx = policy in ("fifo", "water_filling", "min_cost")
+        kw["method"] = choose(draw, ["auto"] * 5 + ["highs", "fast"] + ([] if no_cvx else
+                                                                       ["cvxpy"]),
+                              ["x"] + (["cvxpy"] if no_cvx else []))
+        kw["backend"] = choose(draw, ["highs"] * 6 + ["clarabel", None], ["nope"])
+        if kw["method"] == "cvxpy" and kw["backend"] == "highs":
+            doubt(draw, "a cvxpy program certified through highs (documented InputError)")
+    kw["gap_tol"] = tolerance(draw, GAP_TOLS, 0.1)
     if policy == "min_cost":
         case["cost"] = corrupt(rng, rng.uniform(0.5, 5.0, k) * pick_scale(draw),
                                corruption(draw, 0.1))
         kw["slo"] = maybe(draw, rng.uniform(1e3, 1e6, n) * pick_scale(draw), 0.3)
+        if kw["slo"] is not None:
+            doubt(draw, "SLOs that may be infeasible")
     if policy == "max_total_throughput":
         kw["normalized"] = draw(st.booleans())
     if policy == "water_filling" and draw(st.booleans()):
         kw["entities"] = [f"e{i % 2}" for i in range(n)]
-        kw["entity_weights"] = {"e0": 1.0, "e1": pick(draw, [2.0, 0.5, -1.0])}
+        kw["entity_weights"] = {"e0": 1.0, "e1": choose(draw, [2.0, 0.5], [-1.0])}
+        if n < 2:
+            doubt(draw, "entity_weights names an entity without jobs")
     if policy == "max_min_fairness":
         kw["water_filling"] = pick(draw, [False, False, True])
+        if kw["water_filling"] and kw.get("method") == "cvxpy":
+            doubt(draw, "water_filling=True is not a cvxpy program (documented)")
     case["kw"] = kw
-    return case
+    return finish(draw, case)
 
 
 def _jobs_cluster(case: dict, ctx: Ctx) -> tuple[Any, Any]:
@@ -552,6 +582,14 @@ def _render_jobs(c: dict) -> str:
 def _gavel(case: dict) -> C.Gavel:
     return C.Gavel(case["throughput"], case["scale_factor"], case["weight"],
                    list(case["workers"].values()), case["steps_remaining"], case["elapsed"])
+
+
+#: open defects of issue #27 the quick CI profile meets on these Gavel targets (tolerated
+#: there; the long profile reports them): Clarabel gives up on a cvxpy program whose
+#: throughputs span 1e-11..1e10 (a valid instance: no_answer)
+KNOWN_GAVEL: dict[str, tuple[tuple[str, str], ...]] = {
+    "finish_time_fairness": (("no_answer", r"^SolverError: clarabel failed: NumericalError"),),
+}
 
 
 def _gavel_target(policy: str, fn: str | None = None) -> None:
@@ -577,7 +615,8 @@ def _gavel_target(policy: str, fn: str | None = None) -> None:
         cost = f", {short_repr(c['cost'])}" if policy == "min_cost" else ""
         return f"fa.{fn}({_render_jobs(c)}{cost}, {_kw(c['kw'])})"
 
-    register(fn, "throughput", gavel_cases(policy), call, check, render)
+    register(fn, "throughput", gavel_cases(policy), call, check, render,
+             known=KNOWN_GAVEL.get(fn, ()))
 
 
 for _p in ("max_min_fairness", "max_total_throughput", "min_makespan", "finish_time_fairness",
@@ -596,7 +635,10 @@ def gavel_builder_cases(draw: Any) -> dict:
     case["constraint"] = pick(draw, ["none", "nonbinding", "binding"])
     if case["constraint"] != "none" and not chance(draw, 0.15):
         case["kw"]["method"], case["kw"]["backend"] = "cvxpy", "clarabel"
-    return case
+    if policy in ("FIFO", "WaterFilling", "MinCost") and (
+            case["constraint"] != "none" or case["kw"].get("method") == "cvxpy"):
+        doubt(draw, f"{policy} is not composable in cvxpy (documented)")
+    return finish(draw, case)
 
 
 def _call_gavel_builder(case: dict, ctx: Ctx) -> Any:
@@ -641,13 +683,14 @@ def space_sharing_cases(draw: Any) -> dict:
     pairs = [[i, j] for i in range(n) for j in range(i + 1, n)][:3]
     if not pairs:
         pairs = [[0, 0]]
+        doubt(draw, "a job paired with itself")
     try:  # a corrupted throughput (strings, None) has no largest value: unit pair speeds
         top = float(np.nanmax(np.asarray(case["throughput"], float), initial=1.0))
     except (TypeError, ValueError):
         top = 1.0
     tp = rng.uniform(0.1, 1.0, (len(pairs), k, 2)) * top
     case["pairs"] = (pairs, corrupt(rng, tp, corruption(draw, 0.15)))
-    return case
+    return finish(draw, case)
 
 
 def _call_space_sharing(case: dict, ctx: Ctx) -> Any:
@@ -702,7 +745,7 @@ def _call_schedule_round(case: dict, ctx: Ctx) -> Any:
                                 elapsed=case["elapsed"], scale_factor=case["scale_factor"])
 
 
-def _check_round(case: dict, a: Any) -> None:
+def _check_schedule_round(case: dict, a: Any) -> None:
     cap = np.asarray(case["cluster"])
     sf = np.ones(len(a.type_index)) if case["scale_factor"] is None else \
         np.asarray(case["scale_factor"])
@@ -715,7 +758,8 @@ def _check_round(case: dict, a: Any) -> None:
         raise Wrong(f"round uses {used.tolist()} workers of {cap.tolist()}")
 
 
-register("schedule_round", "mechanism", mechanism_cases(), _call_schedule_round, _check_round,
+register("schedule_round", "mechanism", mechanism_cases(), _call_schedule_round,
+         _check_schedule_round,
          lambda c: f"fa.schedule_round({short_repr(c['target'])}, {c['cluster']!r}, "
                    f"received={short_repr(c['received'])}, elapsed={c['elapsed']!r}, "
                    f"scale_factor={c['scale_factor']!r})", unused=("rounds", "gpus_per_server"))
@@ -844,10 +888,10 @@ def partial_cases(draw: Any) -> dict:
     how = corruption(draw, 0.15)
     if how != "none" and case[which] is not None:
         case[which] = corrupt(rng, case[which], how)
-    case["method"] = pick(draw, ["warm"] * 5 + ["cold"] * 3 + ["x"])
-    case["gap_tol"] = scalar(draw, st.sampled_from([1e-9, 1e-6, 1e-4]), 0.1)
-    case["workers"] = pick(draw, [1] * 6 + [2, 2, 0, None, 1.5])
-    return case
+    case["method"] = choose(draw, ["warm"] * 5 + ["cold"] * 3, ["x"])
+    case["gap_tol"] = tolerance(draw, st.sampled_from([1e-9, 1e-6, 1e-4]), 0.1)
+    case["workers"] = choose(draw, [1] * 6 + [2, 2, None], [0, 1.5])
+    return finish(draw, case)
 
 
 def _call_partial(case: dict, ctx: Ctx) -> Any:
@@ -916,11 +960,14 @@ def bundle_cases(draw: Any) -> dict:
                        for _ in range(b)])
     if chance(draw, 0.1):
         values[0][0] = pick(draw, [-1.0, 0.0, math.nan, math.inf])
+        doubt(draw, "invalid bundle value")
     if chance(draw, 0.1):
         bundles[0][0] = [g + 3]  # out-of-range good
+        doubt(draw, "out-of-range good")
     empty = [pick(draw, [0.0, 0.0, 0.25, 1.0]) for _ in range(n)]
-    return {"bundles": bundles, "values": values, "num_goods": g,
-            "empty_value": np.array(empty), "time_limit": scalar(draw, TIME_LIMITS, 0.15)}
+    return finish(draw, {"bundles": bundles, "values": values, "num_goods": g,
+                         "empty_value": np.array(empty),
+                         "time_limit": time_limit(draw, TIME_LIMITS, 0.15)})
 
 
 def _call_bundle(case: dict, ctx: Ctx) -> Any:
@@ -965,9 +1012,10 @@ def gpu_auction_cases(draw: Any) -> dict:
         apps[0][key] = pick(draw, {"iter_time_serial": [math.nan, -1.0, 0.0],
                                    "job_demand_max": [0, -1, 2.5],
                                    "contention": [math.inf, 0.5, math.nan]}[key])
-    return {"machines": machines, "per": per, "apps": apps,
-            "offer": pick(draw, ["all"] * 4 + ["half"] * 3 + ["none", "bad"]),
-            "time_limit": scalar(draw, TIME_LIMITS, 0.1)}
+        doubt(draw, f"invalid app {key}")
+    return finish(draw, {"machines": machines, "per": per, "apps": apps,
+                         "offer": choose(draw, ["all"] * 4 + ["half"] * 3, ["none", "bad"]),
+                         "time_limit": time_limit(draw, TIME_LIMITS, 0.1)})
 
 
 def _call_gpu_auction(case: dict, ctx: Ctx) -> Any:
@@ -1320,16 +1368,23 @@ def plan_cases(draw: Any, relax: bool = False) -> dict:
                                     "regimes"])
         j[key] = pick(draw, [math.nan, -1.0, 0, math.inf, [], [(math.inf, 3.0)],
                                        [(10.0, -2.0)], "x"])
+        doubt(draw, f"invalid plan job {key}")
     case = {"jobs": jobs, "num_gpus": scalar(draw, st.sampled_from([4, 4, 8, 2, 1]), 0.1),
             "rounds": scalar(draw, st.sampled_from([2, 3, 5]), 0.1),
             "round_duration": scalar(draw, st.sampled_from([120.0 * sc, 60.0 * sc]), 0.1),
             "k": scalar(draw, st.sampled_from([5.0, 1.0, 0.0, 1100.0, 50.0]), 0.1),
             "lam": scalar(draw, st.sampled_from([1e-3, 0.0, 1.0]), 0.1)}
+    if isinstance(case["num_gpus"], int) and max(
+            (j["workers"] for j in jobs if isinstance(j["workers"], int)),
+            default=0) > case["num_gpus"]:
+        doubt(draw, "a job's gang exceeds the GPUs")
     if not relax:
-        case["method"] = pick(draw, ["auto"] * 6 + ["fast", "milp", "x"])
-        case["time_limit"] = scalar(draw, TIME_LIMITS, 0.1)
-        case["mip_gap"] = scalar(draw, st.sampled_from([1e-3, 1e-6, 0.05]), 0.1)
-    return case
+        case["method"] = choose(draw, ["auto"] * 6 + ["fast", "milp"], ["x"])
+        case["time_limit"] = time_limit(draw, TIME_LIMITS, 0.1)
+        case["mip_gap"] = tolerance(draw, st.sampled_from([1e-3, 1e-6, 0.05]), 0.1)
+        if case["mip_gap"] == 1e-6:
+            doubt(draw, "a MIP gap of 1e-6 (may be out of reach)")
+    return finish(draw, case)
 
 
 def _plan_jobs(case: dict) -> list:
@@ -1509,20 +1564,22 @@ def efq_cases(draw: Any) -> dict:
         arrival = np.sort(rng.uniform(0, 10, n)) * sc * pick(draw, [1.0, 0.0])
         work = rng.uniform(0.5, 5, n) * sc
     case: dict = {"arrival": arrival, "gpu_time": work,
-                  "num_gpus": pick(draw, [1] * 4 + [2] * 3 + [4] * 3 + [0, -1, 1.5, {"a": 2},
-                                                                   {"a": 1, "b": 2}] * 1)}
+                  "num_gpus": choose(draw, [1] * 4 + [2] * 3 + [4] * 3 + [{"a": 2},
+                                                                     {"a": 1, "b": 2}],
+                                     [0, -1, 1.5])}
     which = pick(draw, ["arrival", "gpu_time"])
     case[which] = corrupt(rng, case[which], corruption(draw, 0.2))
     case["alpha"] = scalar(draw, st.sampled_from([0.75, 0.5, 1.0]), 0.12)
     if chance(draw, 0.3):
         case["requested"] = rng.integers(1, 3, n)
+        doubt(draw, "requested GPUs (may not match the jobs or the cluster)")
     if chance(draw, 0.2):
-        case["scaling"] = pick(draw, [[1.0, 1.8, 3.0], [1.0, 2.5], [1.0, math.nan],
-                                                [1.0]])
+        # 2.5 at 2 GPUs is superlinear: per-GPU throughput may not rise (documented)
+        case["scaling"] = choose(draw, [[1.0, 1.8, 3.0], [1.0]], [[1.0, 2.5], [1.0, math.nan]])
     if isinstance(case["num_gpus"], dict) and draw(st.booleans()):
-        case["gpu_power"] = {k: pick(draw, [1.0, 2.0, 0.0, -1.0])
+        case["gpu_power"] = {k: choose(draw, [1.0, 2.0], [0.0, -1.0])
                              for k in case["num_gpus"]}
-    return case
+    return finish(draw, case)
 
 
 def _efq_single(arrival: np.ndarray, work: np.ndarray, vfin: np.ndarray) -> np.ndarray:
@@ -1846,7 +1903,7 @@ ROUND_POLICIES = ("max_min_fairness", "max_total_throughput", "fifo", "finish_ti
 @st.composite
 def round_cases(draw: Any) -> dict:
     policy = pick(draw, ROUND_POLICIES)
-    case = draw(gavel_cases(policy))
+    case = draw(gavel_cases(policy, rounds=True))
     case["policy"] = policy
     rng = rng_from(draw)
     workers = case["workers"]
@@ -1859,7 +1916,7 @@ def round_cases(draw: Any) -> dict:
     case["kw"] = {key: kw[key] for key in ("method", "backend", "gap_tol") if key in kw}
     if policy == "max_min_fairness":
         case["kw"]["water_filling"] = kw.get("water_filling", False)
-    return case
+    return finish(draw, case)
 
 
 def _round_args(case: dict) -> tuple[Any, dict]:
@@ -1917,35 +1974,47 @@ register("solve_round", "rounds", round_cases(), _call_solve_round, _check_round
 
 def _call_round_policy(case: dict, ctx: Ctx) -> Any:
     """Two rounds of a RoundPolicy: the second drops some jobs (departures), re-adds none, and
-    drains nothing new; returns the second round's RoundResult (the first is checked too)."""
+    drains nothing new. Returns ``(first, second)`` (``second`` is None when the case gives no
+    dict of jobs to drop from); ``_check_round_policy`` checks both (a check inside the call
+    would report a wrong answer as a crash)."""
     fa = _fa()
     T, per_job = _round_args(case)
     pol = fa.RoundPolicy(case["policy"], **case["kw"])  # settings are fixed per policy
     first = pol.allocate(T, case["workers"], **per_job)
-    try:
-        _check_round(case, first)
-    except Skip:
-        return first  # nothing the check can judge (the round's own check skips it too)
     keep = np.asarray(case["next_keep"], bool)
     if not isinstance(T, dict) or keep.size != len(T):
-        return first
+        return first, None
     kept = [j for j, k in zip(T, keep) if k]
     T2 = {j: T[j] for j in kept}
     per2 = {key: {j: v[j] for j in kept} for key, v in per_job.items() if isinstance(v, dict)}
-    second = pol.allocate(T2, case["workers"], **per2)
-    if second.reduced is not None and kept:
-        idx = [list(T).index(j) for j in kept]
-        sub = dict(case)
-        for key in ("scale_factor", "weight", "steps_remaining", "elapsed"):
-            if case[key] is not None:
-                sub[key] = np.asarray(case[key])[idx]
-        sub["throughput"] = np.asarray(case["throughput"])[idx]
-        try:
-            _check_round(sub, second)
-        except Skip:
-            pass
-    return second
+    return first, pol.allocate(T2, case["workers"], **per2)
+
+
+def _check_round_policy(case: dict, out: Any) -> None:
+    first, second = out
+    try:
+        _check_round(case, first)
+    except Skip:
+        pass  # nothing the check can judge in this round
+    if second is None or second.reduced is None or not len(second.job_ids):
+        return
+    T = _round_args(case)[0]
+    idx = [list(T).index(j) for j in second.job_ids]
+    sub = dict(case)
+    for key in ("scale_factor", "weight", "steps_remaining", "elapsed"):
+        if case[key] is not None:
+            sub[key] = np.asarray(case[key])[idx]
+    sub["throughput"] = np.asarray(case["throughput"])[idx]
+    _check_round(sub, second)
 
 
 register("RoundPolicy.allocate", "rounds", round_cases(), _call_round_policy,
-         lambda case, r: None, _via_registry("RoundPolicy.allocate"))
+         _check_round_policy, _via_registry("RoundPolicy.allocate"))
+
+
+# the case classes of issue #27 (valid instances on which fairalloc owes an answer)
+from . import wide as _wide  # noqa: E402,F401  (registers its targets)
+
+FAMILIES.clear()
+for _t in TARGETS.values():
+    FAMILIES.setdefault(_t.family, []).append(_t.name)
