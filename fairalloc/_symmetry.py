@@ -151,7 +151,10 @@ def exact_classes(*data: np.ndarray) -> Classes:
     d = rows.shape[1]
     probe = _probe(d)
     with np.errstate(over="ignore", invalid="ignore"):
-        screen = rows @ probe
+        # elementwise products summed along each row, not a BLAS product: a BLAS kernel may
+        # handle rows in blocks with different rounding (OPENBLAS_CORETYPE=Sandybridge gave
+        # equal rows different projections), and equal rows must project alike
+        screen = (rows * probe).sum(axis=1)
     first = None
     if np.isfinite(screen).all():
         ordered = np.sort(screen)

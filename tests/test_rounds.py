@@ -406,3 +406,16 @@ def test_shockwave_round_states_and_errors():
     with pytest.raises(fa.InputError, match="one worker type"):
         fa.solve_round("shockwave", {"a": {"gpu": 1.0, "k80": 1.0}}, {"gpu": 1, "k80": 1},
                        plan_jobs=pj)
+
+
+def test_job_ids_of_types_numpy_cannot_compare_are_accepted_across_rounds() -> None:
+    """A round whose job ids mix a numpy integer and a tuple, then another round: comparing
+    the two rounds' ids made numpy broadcast and the truth value raise ValueError (fuzz,
+    issue #27); they are simply different rounds."""
+    import numpy as np
+
+    p = fa.RoundPolicy("max_min_fairness")
+    first = p.allocate({np.int64(1): {"a": 1.0}, ("j", 2): {"a": 1.0}}, {"a": 1})
+    assert first.certificate.ok
+    again = p.allocate({("j", 2): {"a": 1.0}}, {"a": 1})
+    assert again.allocation == {("j", 2): {"a": 1.0}} and again.certificate.ok

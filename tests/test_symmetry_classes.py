@@ -60,3 +60,26 @@ def test_classes_are_exactly_the_equal_rows(pairs):
     assert cl.counts.sum() == len(pairs)
     assert np.all(cl.representative[cl.inverse[cl.representative]] == cl.representative)
     assert np.all(np.diff(cl.representative) > 0)
+
+
+def test_equal_rows_project_alike_under_any_blas_kernel() -> None:
+    """Equal rows must fall into one class whatever BLAS kernel runs: with a BLAS product
+    (``rows @ probe``) OpenBLAS' Sandybridge kernel (two threads) gave equal rows different
+    projections, so no class was found (the fuzz harness's BLAS variations). Run in a
+    subprocess with that kernel."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import numpy as np; from fairalloc._symmetry import exact_classes\n"
+            "for seed in range(200):\n"
+            "    rng = np.random.default_rng(seed); c, k = rng.integers(1, 6), rng.integers(1, 4)\n"
+            "    T = rng.lognormal(0, 0.8, (c, k)); T[rng.random((c, k)) < 0.25] = 0.0\n"
+            "    pick = rng.integers(c, size=int(rng.integers(2, 40)))\n"
+            "    extra = rng.uniform(1e2, 1e4, (c, 3))\n"
+            "    cl = exact_classes(T[pick], extra[pick])\n"
+            "    assert cl.num_classes == np.unique(pick).size, (seed, cl.num_classes)\n")
+    env = dict(os.environ, OPENBLAS_CORETYPE="Sandybridge", OPENBLAS_NUM_THREADS="2")
+    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]

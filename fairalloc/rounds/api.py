@@ -679,7 +679,7 @@ fairness_knob, plan_options
             key = (ids, tnames, T.tobytes(), cap.tobytes(),
                    *(None if v is None else (tuple(v) if isinstance(v, list) else v.tobytes())
                      for v in per_job.values()))
-            if self._last is not None and self._last[0] == key:
+            if self._last is not None and _same_key(self._last[0], key):
                 prev = self._last[1]
                 self.rounds += 1
                 return dataclasses.replace(prev, stats=SolveStats(
@@ -762,3 +762,12 @@ def _in_job_order(value: Any, name: str, ids: tuple[Hashable, ...]) -> np.ndarra
     """A per-job mapping (or sequence) as a float array in job order; signs and integrality
     are checked by [`solve_round`][fairalloc.solve_round], per argument."""
     return _per_job(value, name, ids, nonneg=False, allow_nan=True)
+
+
+def _same_key(a: Any, b: Any) -> bool:
+    """Whether two rounds' keys are equal; job ids that cannot be compared (a numpy integer
+    against a tuple: numpy broadcasts, and the truth value of the array raises) are not."""
+    try:
+        return bool(a == b)
+    except (ValueError, TypeError):
+        return False
