@@ -177,3 +177,16 @@ def test_space_sharing_pair_keys_like_gavel():
     alloc2 = gavel.policy("max_min_fairness_packing").get_allocation(
         tp2, sf, pw, {"v100": 1, "k80": 1})
     assert alloc2[JobIdPair(0, 1)] == {"v100": 0.0, "k80": 0.0}
+
+
+def test_an_entity_without_jobs_is_accepted_as_gavel_does():
+    """Gavel's generator (and any scheduler whose entity's jobs all finished) passes
+    ``entity_to_job_mapping={'b': []}`` with a weight for 'b': accepted, no effect."""
+    p = gavel.MaxMinFairnessWaterFillingPolicyWithPerf()
+    tp = {0: {"v100": 40.0, "k80": 10.0}, 1: {"v100": 12.0, "k80": 4.0}}
+    args = (tp, {0: 1, 1: 1}, {0: 1.0, 1: 1.0}, {"v100": 1, "k80": 1})
+    with_empty = p.get_allocation(*args, entity_weights={"a": 1.0, "b": 2.0},
+                                  entity_to_job_mapping={"a": [0, 1], "b": []})
+    plain = gavel.MaxMinFairnessWaterFillingPolicyWithPerf().get_allocation(
+        *args, entity_weights={"a": 1.0}, entity_to_job_mapping={"a": [0, 1]})
+    assert with_empty == plain

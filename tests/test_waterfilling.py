@@ -282,3 +282,21 @@ def test_water_filling_finishes_when_the_only_rises_are_below_the_level_accuracy
     assert r.stats.solves <= 5 * 3
     assert np.all(r.metric >= r.metric.min() * (1 - 1e-6))
     assert r.metric.max() > r.metric.min() * 2  # the job that can rise did rise
+
+
+def test_an_entity_with_no_jobs_is_accepted_and_changes_nothing():
+    """Gavel's entity_to_job_mapping may hold an entity whose jobs all finished ({'b': []}):
+    its weight and policy are checked but change nothing (issues #27, #29)."""
+    jobs = fa.Jobs([[1.0], [1.0], [1.0]])
+    cl = fa.Cluster({"gpu": 1})
+    kw = dict(entities=["a", "c", "c"], entity_policies={"c": "fifo"}, order=[0, 1, 2])
+    plain = fa.water_filling(jobs, cl, entity_weights={"a": 2, "c": 1}, **kw)
+    with_empty = fa.water_filling(jobs, cl, entity_weights={"a": 2, "c": 1, "b": 5.0},
+                                  **{**kw, "entity_policies": {"c": "fifo", "b": "fifo"}})
+    np.testing.assert_array_equal(plain.x, with_empty.x)
+    assert with_empty.certificate.ok
+    with pytest.raises(fa.InputError, match=r"entity_weights\['b'\]"):
+        fa.water_filling(jobs, cl, entity_weights={"a": 2, "b": -1.0}, **kw)
+    with pytest.raises(fa.InputError, match=r"entity_policies\['b'\]"):
+        fa.water_filling(jobs, cl, entity_policies={"c": "fifo", "b": "lottery"},
+                         entities=kw["entities"], order=kw["order"])

@@ -333,18 +333,16 @@ class WaterFilling(ThroughputPolicy):
                 raise InputError(f"{arg} must be a mapping entity -> value, got "
                                  f"{type(val).__name__}", argument=arg)
         ew = {} if entity_weights is None else dict(entity_weights)
-        for e in ew:
-            if e not in index:
-                raise InputError(f"entity_weights names unknown entity {e!r}",
-                                 argument="entity_weights")
+        for e in ew:  # an entity with no jobs (all finished, or none runnable) is valid and
+            if e not in index:  # has no effect; its weight must still be a weight
+                as_positive_float(ew[e], f"entity_weights[{e!r}]")
         self.entity_weight = np.array([as_positive_float(ew.get(e, 1.0),
                                                          f"entity_weights[{e!r}]")
                                        for e in names])
         ep = {} if entity_policies is None else dict(entity_policies)
-        for e in ep:
+        for e in ep:  # (an entity with no jobs: checked, no effect)
             if e not in index:
-                raise InputError(f"entity_policies names unknown entity {e!r}",
-                                 argument="entity_policies")
+                as_option(ep[e], f"entity_policies[{e!r}]", ENTITY_POLICIES)
         self.entity_fifo = np.array([as_option(ep.get(e, "fairness"),
                                                f"entity_policies[{e!r}]", ENTITY_POLICIES)
                                      == "fifo" for e in names])
