@@ -151,7 +151,6 @@ class FIFO(ThroughputPolicy):
         if stop:
             forced = self._forced_stages(solver, order[:stop], xcol)
             stage_certs.append(forced.certificate)
-        if stop:
             # the forced jobs' columns are held at their (unique) stage optima in every later
             # program: the same set as keeping their values, without rows whose right-hand
             # side may be far below their coefficients
