@@ -200,7 +200,9 @@ class Certificate:
     Attributes
     ----------
     kind : str
-        Which certificate: ``"eisenberg_gale"``, ``"lp"``, ``"conic"`` or ``"milp"``.
+        Which certificate: ``"eisenberg_gale"``, ``"lp"``, ``"conic"``, ``"milp"`` or
+        ``"fifo-knapsack"`` (FIFO's forced arrival-order stages, each a fractional knapsack
+        bounded by its closed-form dual: `fairalloc.throughput.ordering.forced_certificate`).
     primal_value : float
         Objective of the returned allocation, recomputed from the allocation.
     dual_bound : float

@@ -1,8 +1,8 @@
 """Ordering policies: FIFO and shortest job first (Gavel §4.2).
 
-FIFO in arrival order is a lexicographic sequence of stages (most decided in one greedy pass,
-the rest by LPs); shortest job first maximises the shortest job's throughput, then serves the
-others in shortest-first order.
+FIFO in arrival order is a lexicographic sequence of stages (most decided in one greedy pass
+and certified in closed form, the rest by LPs); shortest job first maximises the shortest
+job's throughput, then serves the others in shortest-first order.
 
 Path steps (``stats.path``): ``fifo-greedy:<jobs>`` (the arrival-order stages decided by the
 greedy pass without an LP), ``exact-lp`` for every LP stage.
@@ -11,6 +11,7 @@ greedy pass without an LP), ``exact-lp`` for every LP stage.
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -19,7 +20,8 @@ from numpy.typing import ArrayLike
 
 from .._sparse import scale_rows
 from .._validation import as_option
-from ..backends import Backend
+from ..backends import Backend, LinearProgram
+from ..certificates import lp_primal_residual
 from ..data import Cluster, JobPairs, Jobs
 from ..errors import InputError
 from ..results import Certificate
@@ -27,7 +29,6 @@ from ..tolerances import FEAS_TOL, GAP_TOL
 from .composed import reciprocal
 from .efficiency import MaxTotalThroughput
 from .policy import (
-    STAGE_SHARE_OF_GAP,
     STAGE_TOL,
     TINY,
     Allocation,
@@ -44,10 +45,10 @@ from .tuning import Tuning
 __all__ = ["FIFO", "FIFO_SEMANTICS", "ShortestJobFirst", "fifo", "shortest_job_first"]
 
 FIFO_GREEDY = "fifo-greedy"  # path step prefix: arrival-order stages decided without an LP
+#: `Certificate.kind` of FIFO's forced stages: closed-form knapsack duals (`forced_certificate`)
+FIFO_KNAPSACK = "fifo-knapsack"
 #: ACCURACY: a job's normalised throughput within this of 1 is at its bound
 _AT_BOUND = 1e-12
-#: ACCURACY: spare workers at or below this fraction of a type's capacity are none (rounding)
-_SPARE_ROUNDING = 1e-12
 
 
 #: the ``semantics=`` values of [`FIFO`][fairalloc.FIFO]
@@ -65,12 +66,16 @@ class FIFO(ThroughputPolicy):
     jobs (4 GPUs, a first-arrived 4-GPU job and four later 1-GPU jobs: the first job runs).
     Solved in one pass in arrival order while each job's stage optimum is unique (a
     fractional knapsack over its types given the earlier jobs, filled in decreasing
-    throughput; see formulations/gavel_policies.md), then, from the first tie, by one LP per
-    job (skipping later jobs the same LP puts at their bound, stopping as soon as one LP
-    proves that no later job can run). ``objective`` is ``sum_m v_m``; ``certificate`` is that
-    of the LP ``max sum_m v_m`` keeping every job's value (proving that no job left at 0 can
-    run), or after a tie the last stage LP's (every stage's certificate is in
-    ``stage_certificates``).
+    throughput; `forced_prefix`), certified without an LP by the knapsacks' closed-form duals
+    (``certificate.kind == "fifo-knapsack"``, `forced_certificate`); then, from the first tie,
+    by one LP per job over the forced jobs' columns held as placed, each keeping the face of
+    the earlier stages' optimal sets that their certificates prove (columns held, rows tight:
+    `StageSolver.keep_face`) and their values (skipping later jobs the same LP puts at their
+    bound, stopping as soon as the allocation or an LP proves that no later job can get any
+    time). ``objective`` is ``sum_m v_m``; ``certificate`` is the forced stages' or, after a
+    tie, the last stage LP's (every stage's certificate is in ``stage_certificates``, the
+    forced stages' first). See formulations/gavel_policies.md and
+    proofs/fifo_arrival_order.md.
 
     ``semantics="objective"`` (the paper's formula): ``max sum_m (M - r_m) throughput(m, X) /
     throughput(m, X^fastest)``, one LP. It ignores gang size: a 4-GPU job counts as much as a
@@ -123,90 +128,72 @@ class FIFO(ThroughputPolicy):
             return MaxTotalThroughput._first_stages(self, solver, method)  # type: ignore[arg-type]
         return self._arrival_stages(solver)
 
-    def _greedy_forced(self) -> tuple[int, np.ndarray, np.ndarray]:
-        """The arrival-order stages that need no LP, in one pass (no LP, O(k) per job).
-
-        Given the earlier jobs' allocations *forced* (the only ones attaining their stage
-        optima), job ``m``'s stage is the fractional knapsack ``max sum_j a_j x_j`` s.t.
-        ``0 <= x_j <= spare_j / s_m``, ``sum_j x_j <= 1`` (``a_j = T_mj / T_m,fastest``),
-        solved exactly by filling its types in decreasing ``a_j``. With distinct ``a_j`` on
-        the types with spare workers its optimum is unique, so job ``m`` is forced too. Returns
-        ``(stop, xcol, v)``: ``order[:stop]`` are decided (``stop == n``: all of them; once no
-        worker is spare every later job is forced to 0), ``xcol`` their allocation, ``v``
-        their values; ``stop < n`` where a tie makes a stage's optimum not unique (the LP
-        stages take over from there)."""
+    def _forced(self) -> tuple[int, np.ndarray]:
+        """The arrival-order stages that need no LP (`forced_prefix` on this instance):
+        ``(stop, x)``, ``x`` of shape ``(n, k)``. Only single-job columns (no job pairs, no
+        placement columns, whose stages are not knapsacks): else no stage is forced."""
         inst = self.inst
-        n, k = inst.n, inst.k
-        order = np.argsort(self.rank, kind="stable")
-        A = (inst.T_allowed / inst.fastest_tp[:, None]).tolist()
-        sf = inst.jobs.scale_factor.tolist()
-        cap = inst.cap.tolist()
-        spare = list(cap)
-        x = np.zeros((n, k))
-        v = np.zeros(n)
-        stop = n
-        for pos, m in enumerate(order.tolist()):
-            live = [j for j in range(k) if spare[j] > _SPARE_ROUNDING * cap[j]]
-            if not live:
-                break  # no spare worker: every later job is forced to 0
-            a = A[m]
-            use = sorted((j for j in live if a[j] > 0), key=lambda j: -a[j])
-            if len({a[j] for j in use}) != len(use):
-                stop = pos  # tied types: the stage optimum is not unique
-                break
-            left, val = 1.0, 0.0
-            for j in use:
-                take = min(left, spare[j] / sf[m])
-                if take <= 0.0:
-                    continue
-                x[m, j] = take
-                spare[j] = max(spare[j] - take * sf[m], 0.0)
-                left -= take
-                val += a[j] * take
-                if left <= 0.0:
-                    break
-            v[m] = val
-        xcol = np.zeros(inst.E)
-        single = np.flatnonzero(inst.col_kind[inst.mem_col] == 0)
-        own, col = inst.mem_job[single], inst.mem_col[single]
-        xcol[col] = x[own, inst.col_type[col]]
-        return stop, xcol, v
+        if inst.pairs is not None or inst.placement:
+            return 0, np.zeros((inst.n, inst.k))
+        return forced_prefix(inst.T_allowed / inst.fastest_tp[:, None],
+                             inst.jobs.scale_factor, inst.cap,
+                             np.argsort(self.rank, kind="stable"))
 
     def _arrival_stages(self, solver: StageSolver) -> PolicyStages:
         inst = self.inst
         V = scale_rows(inst.Tm, 1.0 / inst.fastest_tp)  # rows v_m(x) <= 1
         order = np.argsort(self.rank, kind="stable")
-        stop, xcol, vals = self._greedy_forced()
-        prefix = order[:stop]
+        stop, x = self._forced()
         solver.step(f"{FIFO_GREEDY}:{stop}")
-        # each stage is kept to a tenth of gap_tol of one job's worth (v <= 1): tighter kept
-        # rows pile up into programs the solver's absolute tolerances call infeasible
-        slack = max(solver.stage_tol, STAGE_SHARE_OF_GAP * solver.gap_tol)
+        xcol = self._columns(x)
+        stage_certs: list[Certificate] = []
+        forced: ForcedStages | None = None
+        if stop:
+            forced = self._forced_stages(solver, order[:stop], xcol)
+            stage_certs.append(forced.certificate)
+            # the forced jobs' columns are held at their (unique) stage optima in every later
+            # program: the same set as keeping their values, without rows whose right-hand
+            # side may be far below their coefficients
+            cols = np.flatnonzero(np.isin(inst.mem_job[: inst.E], order[:stop]))
+            solver.fixed_columns = (cols, xcol[cols])
+        if stop == inst.n:
+            # every stage decided and certified without an LP; the result's stage is the sum
+            # of values (a work-conserving stage keeps it, every column held), priced by the
+            # forced stages' capacity duals (`ForcedStages.prices`)
+            assert forced is not None
+            final = LinearStage(np.asarray(V.sum(axis=0)).ravel(), "fifo (total)", scale=1.0)
+            rows = solver.layout(final)
+            duals = np.zeros(rows.size)
+            duals[rows.slice("capacity")] = -forced.prices
+            cert = forced.certificate
+            return PolicyStages(final, StageResult(solver.program(final),
+                                                   solver.point(final, xcol), duals,
+                                                   cert.primal_value, cert, 0, rows),
+                                cert.primal_value, context=V)
+        solver.anchor = xcol
         at_bound = 1.0 - _AT_BOUND  # jobs at their bound v = 1
 
-        def keep(jobs_: np.ndarray, low: np.ndarray | None = None) -> None:
-            if low is not None:  # forced jobs at their greedy values (those above 0), no
-                # slack: a relative slack per row adds up over hundreds of rows into room that
-                # the final LP hands to jobs that cannot run (1e-9 x 437 rows: 3e-3)
-                pos_ = low > 0
-                jobs_ = jobs_[pos_]
-                low = np.minimum(low[pos_], V[jobs_] @ xcol)  # met by the greedy point
+        def keep(jobs_: np.ndarray) -> None:
             if jobs_.size:
-                solver.fixed.append((V[jobs_], np.full(jobs_.size, at_bound) if low is None
-                                     else low))
+                solver.fixed.append((V[jobs_], np.full(jobs_.size, at_bound)))
 
         def fix(st: LinearStage, res: StageResult) -> None:
-            solver.anchor = res.x[: inst.E]
-            if res.value <= solver.gap_tol:
-                return  # 0 to the certificate's accuracy: nothing to keep
-            solver.fixed.append((sp.csr_matrix(st.g[None, :]),
-                                 np.array([res.value - slack * max(1.0, abs(res.value))])))
+            # later stages keep the stage's optimal set: the face its certificate proves
+            # (columns held, rows tight) and, where the job's columns are not all held, its
+            # value (no slack: a slack is room that later stages hand to jobs that cannot
+            # run, whose values then become kept rows far below the solvers' tolerances)
+            xs = solver.keep_face(res)
+            solver.anchor = xs
+            held = np.zeros(inst.E, dtype=bool)
+            if solver.fixed_columns is not None:
+                held[solver.fixed_columns[0]] = True
+            if np.any((st.g > 0) & ~held):
+                row = _kept_row(st.g, xs, solver.feas_tol)
+                if row is not None:
+                    solver.fixed.append(row)
 
-        keep(prefix, vals[prefix])
-        solver.anchor = xcol
-        pos = prefix.size
+        pos = stop
         n = inst.n
-        stage_certs: list[Certificate] = []
         last: tuple[LinearStage, StageResult] | None = None
         while pos < n:
             m = order[pos]
@@ -225,33 +212,52 @@ class FIFO(ThroughputPolicy):
             pos += step
             if pos >= n:
                 break
+            # can any later job run at all? (their total time: a job on a type of ratio 1e-7
+            # runs, though its value is below the certificate's accuracy)
             rest = order[pos:]
-            st = LinearStage(np.asarray(V[rest].sum(axis=0)).ravel(), "fifo (later jobs)")
+            if _later_can_run(solver, solver.anchor, rest):
+                continue  # (a witness: no LP needed to know it)
+            st = LinearStage(np.asarray(inst.M[rest].sum(axis=0)).ravel(), "fifo (later jobs)")
             res = _run_unit_scale(solver, st, "fifo (later jobs)")
             stage_certs.append(res.cert)
-            if res.value <= solver.gap_tol:
-                # no later job can run at all: every later stage's optimum is 0
+            if res.cert.dual_bound <= solver.feas_tol:
+                # proven: no later job gets more than feas_tol of time (the resolution of a
+                # time row) in any allocation keeping the earlier stages
                 last = (st, res)
                 break
-        if last is not None:
-            # every job has been maximised in arrival order: the last LP's optimum is the
-            # lexicographic optimum (every earlier stage is one of its constraints)
-            return PolicyStages(last[0], last[1], last[1].value, before=tuple(stage_certs),
-                                context=V)
-        # every stage was decided without an LP (each job forced, in arrival order): certify
-        # the allocation against the LP max sum_m v_m keeping every job's value, whose duals
-        # also prove that no job left at 0 can get anything while the others keep theirs
-        final = LinearStage(np.asarray(V.sum(axis=0)).ravel(), "fifo (total)", scale=1.0)
-        res = _run_unit_scale(solver, final, "fifo (total)")
-        v = solver.point(final, xcol)
-        cert = solver.certificate(res.lp, final, v, res.duals)
-        cert.check(backend=solver.backend.name)
-        return PolicyStages(final, StageResult(res.lp, v, res.duals, cert.primal_value, cert,
-                                               res.iterations, res.rows),
-                            cert.primal_value, before=tuple(stage_certs), context=V)
+        assert last is not None
+        # every job has been maximised in arrival order: the last LP's optimum is the
+        # lexicographic optimum (every earlier stage is one of its constraints)
+        return PolicyStages(last[0], last[1], last[1].value, before=tuple(stage_certs),
+                            context=V)
+
+    def _forced_stages(self, solver: StageSolver, forced: np.ndarray, xcol: np.ndarray
+                       ) -> ForcedStages:
+        """`forced_certificate` of the stages of jobs ``forced`` (in arrival order) at the
+        column allocation ``xcol``, its residual on the program's base rows."""
+        inst = self.inst
+        lp = LinearProgram.build(np.zeros(inst.E), solver.A, solver.lo, solver.up,
+                                 np.zeros(inst.E), np.ones(inst.E))
+        return forced_certificate(inst.T_allowed / inst.fastest_tp[:, None],
+                                  inst.jobs.scale_factor, inst.cap, forced,
+                                  inst.to_matrix(xcol), lp_primal_residual(lp, xcol),
+                                  solver.gap_tol, solver.feas_tol)
+
+    def _columns(self, x: np.ndarray) -> np.ndarray:
+        """The column allocation of an ``(n, k)`` allocation over single-job columns."""
+        inst = self.inst
+        xcol = np.zeros(inst.E)
+        single = np.flatnonzero(inst.col_kind[inst.mem_col] == 0)
+        own, col = inst.mem_job[single], inst.mem_col[single]
+        xcol[col] = x[own, inst.col_type[col]]
+        return xcol
 
     def _certify_final(self, solver: StageSolver, res: StageResult,
                        stage: LevelStage | LinearStage, xcol: np.ndarray) -> Certificate:
+        if res.cert.kind == FIFO_KNAPSACK:
+            # every stage forced: certified in closed form, at the final allocation
+            order = np.argsort(self.rank, kind="stable")
+            return self._forced_stages(solver, order, xcol).certificate
         cert = solver.certify(res, stage, xcol)
         if self.semantics == "objective":
             return cert
@@ -272,6 +278,194 @@ class FIFO(ThroughputPolicy):
 
     _cvx_objective = MaxTotalThroughput._cvx_objective
     _cvx_unit = MaxTotalThroughput._cvx_unit
+
+
+def forced_prefix(A: np.ndarray, scale_factor: np.ndarray, cap: np.ndarray,
+                  order: np.ndarray) -> tuple[int, np.ndarray]:
+    """FIFO's arrival-order stages whose optimum is unique, in one pass without an LP.
+
+    Given the earlier jobs' allocations fixed (each the only optimum of its stage), job
+    ``m``'s stage is the fractional knapsack ``max sum_j a_j x_j`` s.t. ``0 <= x_j <= u_j``,
+    ``sum_j x_j <= 1`` with ``a_j = A[m, j]`` (``v_m``'s coefficient, 0 where the job cannot
+    run) and ``u_j = spare_j / scale_factor[m]``; filling its types in decreasing ``a_j``
+    solves it exactly. Its optimum is unique unless two types of equal ``a_j`` could trade
+    time (one holds some, the other has room); then job ``m``'s stage and every later one
+    need the LP stages. Once no worker is spare, every later job is forced to 0.
+
+    Returns ``(stop, x)``: ``order[:stop]`` are decided (``stop == len(order)``: all of
+    them), ``x`` (shape of ``A``) their allocation (0 elsewhere). A type the job's take uses
+    up is set to exactly 0 spare workers (no rounding remainder). One pass in Python over the
+    jobs, ``O(k log k)`` each: each stage depends on every earlier one.
+
+    Examples
+    --------
+    >>> stop, x = forced_prefix(np.array([[1.0, 0.5], [1.0, 0.5]]), np.array([1.0, 1.0]),
+    ...                         np.array([1.0, 1.0]), np.array([0, 1]))
+    >>> stop, x.tolist()
+    (2, [[1.0, 0.0], [0.0, 1.0]])
+    >>> forced_prefix(np.array([[1.0, 1.0]]), np.array([1.0]), np.array([1.0, 1.0]),
+    ...               np.array([0]))[0]  # two equal types, room on both: a tie
+    0
+    """
+    n, k = A.shape
+    x = np.zeros((n, k))
+    rows = A.tolist()
+    sf = scale_factor.tolist()
+    spare = cap.astype(float).tolist()
+    for pos, m in enumerate(order.tolist()):
+        if not any(w > 0.0 for w in spare):
+            break  # no spare worker: every later job is forced to 0
+        a = rows[m]
+        use = sorted((j for j in range(k) if a[j] > 0.0 and spare[j] > 0.0),
+                     key=lambda j: -a[j])
+        left = 1.0
+        take = [0.0] * len(use)
+        room = [0.0] * len(use)
+        for i, j in enumerate(use):
+            u = spare[j] / sf[m]
+            if left <= 0.0:
+                room[i] = u
+                continue
+            if u <= left:  # the type is used up (exactly: no rounding remainder)
+                take[i], left, spare[j] = u, left - u, 0.0
+            else:  # the job's time is used up
+                take[i], left = left, 0.0
+                room[i] = u - take[i]
+                spare[j] = max(spare[j] - take[i] * sf[m], 0.0)
+        if len({a[j] for j in use}) < len(use) and _tied(use, take, room, a):
+            return pos, x
+        for i, j in enumerate(use):
+            x[m, j] = take[i]
+    return len(order), x
+
+
+@dataclass(frozen=True)
+class ForcedStages:
+    """FIFO's forced stages certified in closed form (`forced_certificate`).
+
+    Attributes
+    ----------
+    certificate : Certificate
+        ``kind="fifo-knapsack"``: ``primal_value = sum_m v_m`` and ``dual_bound = sum_m
+        D_m`` over the forced stages (``D_m`` the closed-form dual bound of job ``m``'s
+        knapsack), ``gap = sum_m max(D_m - v_m, 0)`` (so every stage's gap is at most it),
+        judged against one job's worth (``scale = 1``); ``primal_residual`` of the whole
+        allocation on the time and capacity rows.
+    bounds : ndarray
+        ``D_m`` of each forced stage, in arrival order.
+    prices : ndarray, shape (k,)
+        Each type's capacity dual (per worker) in the earliest forced stage that its
+        capacity limits (``lambda_mj / s_m > 0``); 0 where no stage is limited by it.
+    """
+
+    certificate: Certificate
+    bounds: np.ndarray
+    prices: np.ndarray
+
+
+def forced_certificate(A: np.ndarray, scale_factor: np.ndarray, cap: np.ndarray,
+                       order: np.ndarray, x: np.ndarray, residual: float, gap_tol: float,
+                       feas_tol: float) -> ForcedStages:
+    """Certify FIFO's forced stages ``order`` (in arrival order) at allocation ``x`` without an
+    LP: each stage's knapsack (`forced_prefix`) has the closed-form optimal dual ``mu`` (the
+    ratio ``a_j`` of the type where the job's cumulative room ``sum u_j``, types in decreasing
+    ``a_j``, reaches 1; 0 if it never does) and ``lambda_j = max(a_j - mu, 0)``, whose value
+    ``D_m = mu + sum_j u_j lambda_j`` bounds the stage's optimum (weak duality, for any
+    ``mu >= 0``). ``u_j`` is recomputed from the data: the workers ``cap`` less those the
+    earlier jobs of ``order`` use in ``x``, over the job's ``scale_factor``. ``residual``: the
+    allocation's primal residual (computed by the caller on the program's rows). Vectorised
+    over the stages.
+
+    Examples
+    --------
+    >>> A = np.array([[1.0, 0.5], [1.0, 0.5]])
+    >>> f = forced_certificate(A, np.ones(2), np.ones(2), np.array([0, 1]),
+    ...                        np.array([[1.0, 0.0], [0.0, 1.0]]), 0.0, 1e-6, 1e-7)
+    >>> f.certificate.kind, f.bounds.tolist(), f.certificate.gap, f.prices.tolist()
+    ('fifo-knapsack', [1.0, 0.5], 0.0, [0.5, 0.0])
+    """
+    a = A[order]
+    xo = x[order]
+    s = scale_factor[order].astype(float)
+    used = s[:, None] * xo
+    before = np.cumsum(used, axis=0) - used  # workers the earlier jobs use
+    room = np.where(a > 0, np.maximum(cap[None, :] - before, 0.0) / s[:, None], 0.0)
+    idx = np.argsort(-a, axis=1, kind="stable")
+    a_sorted = np.take_along_axis(a, idx, axis=1)
+    reach = np.cumsum(np.take_along_axis(room, idx, axis=1), axis=1) >= 1.0
+    full = reach.any(axis=1)
+    first = np.argmax(reach, axis=1)
+    mu = np.where(full, a_sorted[np.arange(a.shape[0]), first], 0.0)
+    lam = np.maximum(a - mu[:, None], 0.0)
+    bounds = mu + np.sum(room * lam, axis=1)
+    values = np.sum(a * xo, axis=1)
+    gap = float(np.sum(np.maximum(bounds - values, 0.0)))
+    # earliest stage limited by each type (lambda > 0): its capacity dual per worker
+    dual = lam / s[:, None]
+    limited = dual > 0
+    prices = np.where(limited.any(axis=0),
+                      dual[np.argmax(limited, axis=0), np.arange(a.shape[1])], 0.0)
+    cert = Certificate(kind=FIFO_KNAPSACK, primal_value=float(values.sum()),
+                       dual_bound=float(bounds.sum()), gap=gap, primal_residual=residual,
+                       dual_residual=0.0, gap_tol=gap_tol, feas_tol=feas_tol, scale=1.0)
+    return ForcedStages(cert, bounds, prices)
+
+
+def _tied(use: list[int], take: list[float], room: list[float], a: list[float]) -> bool:
+    """Whether two of the types ``use`` with equal ``a`` can trade time: one holds some
+    (``take > 0``), another has room (``room > 0``)."""
+    groups: dict[float, list[int]] = {}
+    for i, j in enumerate(use):
+        groups.setdefault(a[j], []).append(i)
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        holders = [i for i in members if take[i] > 0.0]
+        roomy = [i for i in members if room[i] > 0.0]
+        if holders and roomy and (len(holders) > 1 or len(roomy) > 1
+                                  or holders[0] != roomy[0]):
+            return True
+    return False
+
+
+def _later_can_run(solver: StageSolver, xcol: np.ndarray, later: np.ndarray) -> bool:
+    """Whether the allocation ``xcol`` (meeting every kept stage) proves that some job of
+    ``later`` can get more than ``feas_tol`` of time: one already has it, or a type has that
+    much room for one of its gangs on a column no stage holds. Single-job columns only (no
+    job pairs or placement): else ``False`` (the LP decides)."""
+    inst, res = solver.inst, solver.feas_tol
+    if inst.pairs is not None or inst.placement:
+        return False
+    if np.any(inst.M[later] @ xcol > res):
+        return True
+    room = inst.cap - inst.W @ xcol
+    mine = np.isin(inst.mem_job[: inst.E], later)
+    if solver.fixed_columns is not None:
+        mine[solver.fixed_columns[0]] = False
+    cols = np.flatnonzero(mine)
+    return bool(np.any(room[inst.col_type[cols]] > inst.col_workers[cols] * res))
+
+
+def _kept_row(g: np.ndarray, xcol: np.ndarray, resolution: float
+              ) -> tuple[sp.csr_matrix, np.ndarray] | None:
+    """The kept row ``g @ x >= g @ xcol`` of a stage objective ``g`` (non-negative, at most 1)
+    with optimum ``xcol``, without slack. Columns holding at most ``resolution`` of time
+    (slivers a solver leaves) do not count towards the right-hand side. ``None`` when no
+    column holds more: the stage's optimum is 0 at the certificate's resolution of time (a
+    time row is met to ``feas_tol``).
+
+    Examples
+    --------
+    >>> B, low = _kept_row(np.array([1.0, 3e-7]), np.array([1e-12, 1.0]), 1e-7)
+    >>> B.toarray().tolist(), low.tolist()
+    ([[1.0, 3e-07]], [3e-07])
+    >>> _kept_row(np.array([1.0, 3e-7]), np.array([1e-9, 0.0]), 1e-7) is None
+    True
+    """
+    used = (xcol > resolution) & (g > 0)
+    if not used.any():
+        return None
+    return sp.csr_matrix(g[None, :]), np.array([float(g[used] @ xcol[used])])
 
 
 def _run_unit_scale(solver: StageSolver, st: LinearStage, what: str) -> StageResult:

@@ -48,6 +48,9 @@ _ANCHOR_SHORT = 0.1
 #: ACCURACY: relative shortfall of a row below which top_up_rows leaves it (rounding of the
 #: solver's point, far inside the certificate's feas_tol)
 _TOP_UP_SHORT = 1e-9
+#: ACCURACY: a reduced cost or dual below this fraction of a stage's largest ``|c|`` or
+#: ``|A^T y|`` is rounding: `StageSolver.keep_face` never holds a column or tightens a row by it
+FACE_NOISE = 1e-12
 #: weight of a column that does not fit a type's spare room in top_up_rows' ordering (such
 #: columns come last; not a tolerance)
 _NO_FIT_WEIGHT = 1e-300
@@ -268,6 +271,11 @@ class StageSolver:
         self.A, self.lo, self.up, self.base_layout = A, lo, up, layout
         #: the kept rows ``B x >= low`` of earlier stages' optima (`fix`): the sequence
         self.fixed: list[tuple[sp.csr_matrix, np.ndarray]] = []
+        #: columns held at given values in every stage program (``(columns, values)``:
+        #: ``col_lower = col_upper = value``; ``None``: none). Where earlier stages' optima
+        #: are unique it keeps them exactly, without a kept row whose right-hand side may be
+        #: far below its coefficients (FIFO's forced jobs, `fairalloc.throughput.ordering`)
+        self.fixed_columns: tuple[np.ndarray, np.ndarray] | None = None
         #: whether a structured solve started from a caller's warm start (stats: "+warm")
         self.warm_used = False
         #: set by a caller that solves a sequence of level stages with the same rows and
@@ -333,7 +341,8 @@ class StageSolver:
         return layout
 
     def program(self, stage: LevelStage | LinearStage) -> LinearProgram:
-        """The whole LP of ``stage`` over ``[x, theta]`` (rows in `layout` order)."""
+        """The whole LP of ``stage`` over ``[x, theta]`` (rows in `layout` order; the columns
+        of `fixed_columns` held at their values)."""
         E = self.inst.E
         blocks = [self.A] + [B for B, _ in self.fixed]
         lo = [self.lo] + [low for _, low in self.fixed]
@@ -357,6 +366,10 @@ class StageSolver:
             col_lo = np.zeros(E + 1)
             col_up = np.ones(E + 1)
             col_up[E] = 0.0
+        if self.fixed_columns is not None:
+            cols, vals = self.fixed_columns
+            col_lo[cols] = vals
+            col_up[cols] = vals
         return LinearProgram.build(c, A, np.concatenate(lo), np.concatenate(up), col_lo, col_up)
 
     def structured_worth(self) -> bool:
@@ -508,6 +521,52 @@ class StageSolver:
         return StageResult(lp, v, sol.row_duals, cert.primal_value, cert, sol.iterations,
                            self.layout(stage),
                            basis=basis if isinstance(basis, LPBasis) else None)
+
+    def keep_face(self, res: StageResult) -> np.ndarray:
+        """Restrict every later stage to the face of ``res``'s optimal set that its certificate
+        proves, by complementary slackness: with the stage's row duals ``y`` (projected as in
+        `fairalloc.certificates.lp_certificate`) and reduced costs ``d = c - A^T y``, every
+        allocation at least as good as ``res``'s point has ``sum_e |d_e| dist_e + sum_i |y_i|
+        slack_i <= gap`` (``dist_e``: column ``e``'s distance from the bound ``d_e`` pushes it
+        to; ``slack_i``: base row ``i``'s slack). So the columns with ``|d_e| * feas_tol >
+        gap`` are held at that bound (`fixed_columns`) and the base rows with ``|y_i| *
+        feas_tol > gap`` made tight (`lo` / `up`): together these move no such allocation by
+        more than ``feas_tol`` (of time, of a row's magnitude), and no face is cut by a
+        rounding-sized ``d_e`` or ``y_i`` (below `FACE_NOISE` of the stage's largest ``|c|``
+        or ``|A^T y|``). Unlike a kept objective row, the face is stated in the allocation's
+        own units: a job whose value is 3e-7 (its only type 3e-7 of its best) keeps its
+        time, where a row ``v >= 3e-7`` is met only to a solver's absolute tolerance.
+
+        Returns ``res``'s allocation with the held columns exactly at their bounds (the
+        anchor of the next stage).
+        """
+        lp, E = res.lp, self.inst.E
+        y = np.asarray(res.duals, dtype=float).copy()
+        y[(y > 0) & ~np.isfinite(lp.row_lower)] = 0.0
+        y[(y < 0) & ~np.isfinite(lp.row_upper)] = 0.0
+        aty = lp.A.T @ y
+        d = (lp.c - aty)[:E]
+        scale = max(float(np.max(np.abs(lp.c), initial=0.0)),
+                    float(np.max(np.abs(aty), initial=0.0)))
+        tau = max(max(res.cert.gap, 0.0) / self.feas_tol, FACE_NOISE * scale)
+        lo, up = lp.col_lower[:E], lp.col_upper[:E]
+        free = lo < up
+        at_lo, at_up = free & (d > tau), free & (d < -tau)
+        x = res.x[:E].copy()
+        x[at_lo] = lo[at_lo]
+        x[at_up] = up[at_up]
+        new = np.flatnonzero(at_lo | at_up)
+        if new.size:
+            old = self.fixed_columns
+            self.fixed_columns = (new, x[new]) if old is None else (
+                np.concatenate([old[0], new]), np.concatenate([old[1], x[new]]))
+        yb = y[: self.lo.size]
+        upper, lower = (yb < -tau) & np.isfinite(self.up), (yb > tau) & np.isfinite(self.lo)
+        if upper.any() or lower.any():
+            self.lo, self.up = self.lo.copy(), self.up.copy()  # (shared with no one else)
+            self.lo[upper] = self.up[upper]
+            self.up[lower] = self.lo[lower]
+        return x
 
     def fix(self, stage: LevelStage | LinearStage, value: float, at: np.ndarray | None = None
             ) -> None:
