@@ -99,6 +99,14 @@ class Tuning:
         Water-filling: its end check (one LP over every unsaturated job) runs when a level's
         duals times the solvers' feasibility tolerance exceed this multiple of the level's
         accuracy (``0``: after every level that froze jobs).
+    water_fast : bool
+        Water-filling tries its fast strategy first (the level duals' rule, saturation jumps,
+        an end check; `fairalloc.throughput.max_min`); ``False``: the robust water-filling
+        alone (`fairalloc.throughput.water_robust`; tests compare the two with it).
+    water_robust_max_jobs : int
+        Jobs up to which water-filling's plan ends with the robust water-filling, which answers
+        where the fast one fails (one exact LP per decision: at least one bottleneck LP per
+        level and one per frozen job). Beyond, the fast one's error stands.
     """
 
     structured_min_jobs: int = 64
@@ -126,6 +134,8 @@ class Tuning:
     dinkelbach_seed: bool = True
     warm_start: bool = True
     end_check_ratio: float = 1.0
+    water_fast: bool = True
+    water_robust_max_jobs: int = 2048
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):

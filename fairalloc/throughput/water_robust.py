@@ -1,0 +1,312 @@
+"""Robust water-filling: the textbook algorithm with exact decisions (Gavel §4.3).
+
+[`WaterFilling.solve`][fairalloc.throughput.WaterFilling.solve] is a plan of two strategies
+(`fairalloc.plan.run_plan`, recorded in the call's `SolveLog`): the fast water-filling of
+`fairalloc.throughput.max_min` (path step ``water-filling-fast``: the level duals' rule,
+saturation jumps, an end check) and, when it fails, this one (``water-filling-robust``, the
+plan's exact tail). Every level here is
+
+1. the **level LP** through `StageSolver.run` (the stage plan with its exact tail: a warm
+   simplex, the whole LP, HiGHS' unscaled simplex, Clarabel), certified;
+2. the new floors ``min(f + w theta*, u(x*))``: the level reached, lowered to the levels the
+   level's (repaired, exactly feasible) allocation ``x*`` reaches, so the next level LP is
+   feasible at ``x*`` with ``theta = 0`` (*anchored*; the floors never drift above what an
+   allocation reaches, as a solver meeting them only to its tolerance would let them);
+3. **each candidate decided by an exact LP**: a candidate whose floor reaches its largest
+   level (its best column all the time) is bottlenecked; one with spare time and a column on
+   a type with spare workers rises (a constructive proof, `water_path.can_rise`); the rest go
+   to capped bottleneck LPs over all of them (`water_path.bottleneck_lp`: a candidate that
+   rises above its threshold in the LP's allocation is not bottlenecked; repeated without
+   those), and each candidate left is decided by **its own** bottleneck LP (can job ``m``
+   rise above its floor by more than its threshold with every floor kept?), whose certified
+   optimum bounds that job's rise alone (the LP over several candidates bounds only their sum).
+
+No rule reads the level duals, no saturation jump, no end check: every freeze is the claim of
+one certified LP. A level that did not rise (``theta*`` within its certified accuracy) and whose
+candidates all rose in their own LPs (rises that exist only because every LP meets the floors
+to its tolerance, amplified by level duals of up to ``1e8``) freezes the candidates whose rise
+the level LP's certified dual bound caps below their threshold at exact floors
+(`water_path.rise_bound`), else the candidate with the largest weighted dual (the one the level
+LP shows binding): every level freezes at least one job, so there are at most ``n`` levels.
+
+Cost: one level LP, at least one bottleneck LP and one more per frozen candidate: ``O(n)`` LPs
+per level at worst, ``O(n)`` in all on most instances. `Tuning.water_robust_max_jobs` gates
+it; beyond it the plan holds the fast water-filling only and its error stands.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..backends import Backend
+from ..errors import SolverError
+from ..results import Certificate
+from ..solvelog import SolveLog
+from .stages import LevelStage, StageResult, StageSolver
+from .tuning import Tuning
+from .water_path import bottleneck_lp, can_rise, rise_bound
+
+__all__ = ["ROBUST", "ROBUST_FREEZE", "ROBUST_SINGLE", "WaterContext", "WaterRun",
+           "certify_run", "level_accuracy", "robust_applies", "robust_water_filling"]
+
+ROBUST = "water-filling-robust"  # path step: the robust water-filling (the plan's tail)
+ROBUST_LEVEL = "robust-level"  # path step: one level LP of the robust water-filling
+ROBUST_SINGLE = "robust-single-bottleneck"  # path step: one candidate's own bottleneck LP
+#: path step: a level that did not rise froze by its certified dual bound (every candidate
+#: rose in its own LP only at floors met to the solvers' tolerance)
+ROBUST_FREEZE = "robust-dual-freeze"
+#: ACCURACY: infeasibility verdicts a robust level needs before it is believed: more than any
+#: plan holds (its floors are reached by the last allocation), so only the last one stands
+_NO_VOTES = 1_000
+#: ACCURACY: relative margin by which `onto_floors` moves beyond the computed step (rounding of
+#: the convex combination)
+_ONTO_MARGIN = 1e-12
+#: ACCURACY: a shortfall below this relative to max(1, floor) is rounding of the levels (a few
+#: hundred ulps), left to the floors (``min(f, u(x))``) rather than moved towards the anchor
+_ONTO_ROUNDING = 1e-13
+
+
+@dataclass
+class WaterContext:
+    """What both water-filling strategies read: the builder (``wf``, a
+    `fairalloc.WaterFilling`), its level rows ``U`` (``u(x) = U @ x``), the backend and the
+    caller's choices, and the call's log (shared by every solver a strategy makes)."""
+
+    wf: Any
+    U: sp.csr_matrix
+    backend: Backend
+    spec: Any
+    tuning: Tuning
+    method: str
+    gap_tol: float
+    feas_tol: float
+    stage_tol: float
+    btol: float
+    max_levels: int
+    log: SolveLog
+
+    def solver(self) -> StageSolver:
+        """A fresh stage solver writing to the call's log (a strategy's own state: kept rows,
+        anchors, warm bases are never shared between strategies)."""
+        return StageSolver(self.wf.inst, self.backend, stage_tol=self.stage_tol,
+                           gap_tol=self.gap_tol, feas_tol=self.feas_tol,
+                           backend_spec=self.spec, tuning=self.tuning, log=self.log)
+
+
+@dataclass
+class WaterRun:
+    """What a water-filling strategy returns: the allocation (columns), the final floors, the
+    level LPs solved, the first level (its stage and result: the result's certificate), every
+    LP's certificate and the solver that certifies the first level at ``xcol``."""
+
+    xcol: np.ndarray
+    floors: np.ndarray
+    levels: int
+    first: tuple[LevelStage, StageResult]
+    certs: list[Certificate]
+    solver: StageSolver
+
+
+def certify_run(ctx: WaterContext, run: WaterRun) -> Certificate:
+    """The result's certificate: the first level LP's (the max-min level), at the final
+    allocation (every later level kept that level)."""
+    stage, res = run.first
+    return run.solver.certify(res, stage, run.xcol)
+
+
+def robust_applies(ctx: WaterContext) -> bool:
+    """The robust water-filling is tried up to `Tuning.water_robust_max_jobs` jobs."""
+    return bool(ctx.wf.inst.n <= ctx.tuning.water_robust_max_jobs)
+
+
+def level_accuracy(cert: Certificate) -> float:
+    """A level LP's certified accuracy in ``theta`` units: its gap tolerance times its scale."""
+    scale = (cert.scale if cert.scale is not None
+             else max(abs(cert.primal_value), abs(cert.dual_bound)))
+    return float(cert.gap_tol * scale)
+
+
+def onto_floors(inst: Any, U: sp.csr_matrix, floors: np.ndarray, rows: np.ndarray,
+                xs: np.ndarray, anchor: np.ndarray) -> np.ndarray:
+    """The point of the segment from ``xs`` to ``anchor`` nearest ``xs`` whose levels reach
+    ``floors`` on ``rows`` (``anchor`` reaches them), repaired (exactly feasible).
+
+    A solver's point meets the floors only to its tolerance, and on levels whose duals reach
+    ``1e8`` others gain that much from the slack (a level rising by ``1e-3`` at every level
+    from a ``5e-9`` shortfall); a floor that moved with it would drift. The levels are concave
+    along the segment, so ``t`` from the shortest rows is enough.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> class Box:  # (an instance whose rows never bind)
+    ...     def repair(self, x): return x
+    >>> onto_floors(Box(), sp.csr_matrix(np.eye(2)), np.array([1.0, 1.0]), np.ones(2, bool),
+    ...             np.array([0.5, 3.0]), np.array([1.0, 1.0])).tolist()
+    [1.0, 1.0]
+    """
+    if not rows.any():
+        return xs
+    Ur = U[np.flatnonzero(rows)]
+    f = floors[rows]
+    us, ua = Ur @ xs, Ur @ anchor
+    short = us < f - _ONTO_ROUNDING * np.maximum(1.0, np.abs(f))  # (rounding: the floors move)
+    if not short.any():
+        return xs
+    gain = ua[short] - us[short]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        need = np.where(gain > 0, (f[short] - us[short]) / np.where(gain > 0, gain, 1.0), 1.0)
+    t = min(1.0, float(need.max()) * (1.0 + _ONTO_MARGIN))
+    return np.asarray(inst.repair((1.0 - t) * xs + t * anchor))
+
+
+def _decide(ctx: WaterContext, solver: StageSolver, floors: np.ndarray, undecided: np.ndarray,
+            thr: np.ndarray, x: np.ndarray, bwarm: list[Any], certs: list[Certificate]
+            ) -> np.ndarray:
+    """The bottlenecked jobs among ``undecided`` (``x``: an allocation reaching every floor).
+
+    A job is frozen only on a certified claim: a bottleneck LP (its floors possibly relaxed,
+    which only raises its optimum) whose certified optimum leaves it at most its threshold.
+    A riser is proven by an allocation reaching every floor exactly: the LP's, brought onto
+    the floors (`onto_floors`), with the job above its floor by more than its threshold. LPs
+    over all undecided jobs find risers first; each job left is then decided by its own LP,
+    whose optimum bounds that job's rise alone. A job neither proven bottlenecked nor a proven
+    riser (it rises only at floors met to the LP's tolerance, or no strategy solved its LP)
+    stays live: the next level decides."""
+    inst, U = ctx.wf.inst, ctx.U
+    every = np.ones(floors.size, dtype=bool)
+
+    def solve(cand: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        try:
+            sigma, x2, cert = bottleneck_lp(inst, floors, cand, solver, U, thr, bwarm,
+                                            anchor=x)
+        except SolverError:  # (every strategy's verdict is in the log's hand-overs)
+            return None
+        certs.append(cert)
+        rise = U @ onto_floors(inst, U, floors, every, x2, x) - floors
+        return sigma, cand & (rise > thr)
+
+    und = undecided.copy()
+    bott = np.zeros(und.size, dtype=bool)
+    while und.sum() > 1:
+        out = solve(und)
+        if out is None:
+            break
+        sigma, up = out
+        if not (und & (sigma > thr)).any():
+            return bott | und  # the optimum proves that none of them rises
+        if not up.any():
+            break
+        und &= ~up
+    for m in np.flatnonzero(und):
+        solver.step(ROBUST_SINGLE)
+        one = np.zeros(und.size, dtype=bool)
+        one[m] = True
+        out = solve(one)
+        bott[m] = out is not None and out[0][m] <= thr[m]
+    return bott
+
+
+def _level(solver: StageSolver, U: sp.csr_matrix, w: np.ndarray, floors: np.ndarray,
+           frozen: np.ndarray, x: np.ndarray, levels: int) -> tuple[LevelStage, StageResult]:
+    """Level ``levels``: ``max theta`` s.t. ``u_m >= f_m + w_m theta`` for the live jobs, by
+    `StageSolver.run`. The frozen jobs' floors are the solver's *kept rows*, which ``x`` (the
+    last allocation) reaches exactly: the stage plan's kept-row steps answer a solver that
+    meets them only to its tolerance or calls their thin face infeasible, and a point short
+    of them is moved towards ``x`` (`StageSolver.toward_anchor`). A point whose level is below
+    ``x``'s (a vertex found to the solver's tolerance, ``theta* = -3e-6`` against ``0`` at
+    ``x`` with level duals of ``3e8``) is replaced by ``x`` before it is certified."""
+    bmax = float(w.max(initial=0.0))
+    # the gap of a level that legitimately does not rise is judged against every floor
+    scale = float(np.abs(floors).max(initial=0.0)) / bmax if bmax > 0 else None
+    # (a frozen job's level row is u_m >= 0, always met: its floor is a kept row)
+    stage = LevelStage(U, w, np.where(frozen, 0.0, floors), f"water-filling level {levels}",
+                       scale=scale)
+    # kept rows u_m / f_m >= 1 (f_m > 0; a floor of 0 is always met): the kept-row steps move
+    # them by a share of feas_tol * max(1, bound), which is then the certificate's own scale
+    keep = frozen & (floors > 0)
+    solver.fixed = ([(sp.csr_matrix(sp.diags(1.0 / floors[keep]) @ U[keep]),
+                      np.ones(int(keep.sum())))] if keep.any() else [])
+    solver.anchor = None
+    at_x = solver.point(stage, x)[-1]
+
+    def no_worse(xcol: np.ndarray) -> np.ndarray:
+        return x if solver.point(stage, xcol)[-1] < at_x else xcol
+
+    solver.meet_extra_rows = no_worse
+    # x reaches every floor: an infeasibility verdict is a solver's, on a thin face; only
+    # the plan's last strategy's stands
+    solver.infeasible_votes = _NO_VOTES
+    solver.step(ROBUST_LEVEL)
+    try:
+        return stage, solver.run(stage, stage.name)
+    finally:
+        solver.meet_extra_rows = None
+
+
+def robust_water_filling(ctx: WaterContext) -> WaterRun:
+    """Water-filling by level LPs and one exact decision per candidate (module docstring).
+
+    Raises
+    ------
+    SolverError
+        More than ``ctx.max_levels`` levels, or a level or bottleneck LP that no strategy of
+        its plan solved (``exc.verdicts``).
+    """
+    wf, U = ctx.wf, ctx.U
+    inst = wf.inst
+    n, E = inst.n, inst.E
+    solver = ctx.solver()
+    # each level changes only the rows of the jobs the last one froze: HiGHS' simplex starts
+    # from the last level's basis where fairalloc chose HiGHS (an exact strategy of the plan)
+    solver.warm_levels = True
+    x = np.zeros(E)  # exactly feasible, reaches the floors (0 at first)
+    floors = np.zeros(n)
+    frozen = np.zeros(n, dtype=bool)
+    certs: list[Certificate] = []
+    first: tuple[LevelStage, StageResult] | None = None
+    bwarm: list[Any] = [None]
+    levels = freezing = 0
+    while not frozen.all():
+        # every level freezes a job or rises by more than its accuracy; the cap counts levels
+        # that freeze jobs (``max_levels``), and as many that only rise
+        if freezing >= ctx.max_levels or levels >= 2 * ctx.max_levels:
+            raise SolverError(f"robust water-filling did not finish within {ctx.max_levels} "
+                              "levels", backend=ctx.backend.name, status="iteration_limit")
+        levels += 1
+        w = wf.job_weights(frozen)
+        cand = w > 0
+        stage, res = _level(solver, U, w, floors, frozen, x, levels)
+        certs.append(res.cert)
+        if first is None:
+            first = (stage, res)
+        acc = level_accuracy(res.cert)
+        # the floors move with the level's point brought onto the frozen floors: a rise the
+        # solver found only at floors met to its tolerance is none
+        x = onto_floors(inst, U, floors, frozen, res.x[:E], x)
+        rise = float(solver.point(stage, x)[-1]) if cand.any() else 0.0
+        # a rise below the level's certified accuracy is none (floors raised by noise would
+        # be floors no allocation is known to reach)
+        theta = rise if levels == 1 or rise > acc else 0.0
+        floors = np.minimum(floors + w * max(theta, 0.0), U @ x)  # reached by x
+        thr = np.maximum(ctx.btol * np.maximum(1.0, floors), 2.0 * acc * w)
+        bott = cand & (floors >= wf._max_level - thr)  # saturated: its best column all the time
+        undecided = cand & ~bott & ~can_rise(inst, wf.unorm, x, thr)
+        if undecided.any():
+            bott |= _decide(ctx, solver, floors, undecided, thr, x, bwarm, certs)
+        if not bott.any() and theta <= 0.0:
+            # the level LP proves (to its accuracy) that the candidates cannot rise together;
+            # their rises alone exist only at floors met to the solvers' tolerance
+            solver.step(ROBUST_FREEZE)
+            lam = np.maximum(res.block("level"), 0.0)
+            bott = cand & (rise_bound(lam, res.cert.dual_bound, 0.0, floors) <= thr)
+            if not bott.any():
+                bott[np.argmax(np.where(cand, lam * w, -np.inf))] = True
+        frozen |= bott
+        freezing += int(bott.any())
+    assert first is not None
+    return WaterRun(x, floors, levels, first, certs, solver)
