@@ -59,15 +59,17 @@ ROBUST_SINGLE = "robust-single-bottleneck"  # path step: one candidate's own bot
 #: path step: a level that did not rise froze by its certified dual bound (every candidate
 #: rose in its own LP only at floors met to the solvers' tolerance)
 ROBUST_FREEZE = "robust-dual-freeze"
+#: ACCURACY: a level's point short of a frozen floor by more than this share of feas_tol
+#: (relative: what its certificate would reject) is replaced by the last allocation, which
+#: meets them, before it is certified (an interior point 9e-7 short failed its certificate;
+#: the last allocation with the interior point's duals can pass it)
+_KEPT_SHORT = 1.0
 #: ACCURACY: infeasibility verdicts a robust level needs before it is believed: more than any
 #: plan holds (its floors are reached by the last allocation), so only the last one stands
 _NO_VOTES = 1_000
-#: ACCURACY: relative margin by which `onto_floors` moves beyond the computed step (rounding of
-#: the convex combination)
-_ONTO_MARGIN = 1e-12
-#: ACCURACY: a shortfall below this relative to max(1, floor) is rounding of the levels (a few
-#: hundred ulps), left to the floors (``min(f, u(x))``) rather than moved towards the anchor
-_ONTO_ROUNDING = 1e-13
+#: ACCURACY: a level's weighted dual at or below this fraction of the largest is noise (it
+#: only orders the decisions, each made by an LP)
+_DUAL_NOISE = 1e-9
 
 
 @dataclass
@@ -130,75 +132,41 @@ def level_accuracy(cert: Certificate) -> float:
     return float(cert.gap_tol * scale)
 
 
-def onto_floors(inst: Any, U: sp.csr_matrix, floors: np.ndarray, rows: np.ndarray,
-                xs: np.ndarray, anchor: np.ndarray) -> np.ndarray:
-    """The point of the segment from ``xs`` to ``anchor`` nearest ``xs`` whose levels reach
-    ``floors`` on ``rows`` (``anchor`` reaches them), repaired (exactly feasible).
-
-    A solver's point meets the floors only to its tolerance, and on levels whose duals reach
-    ``1e8`` others gain that much from the slack (a level rising by ``1e-3`` at every level
-    from a ``5e-9`` shortfall); a floor that moved with it would drift. The levels are concave
-    along the segment, so ``t`` from the shortest rows is enough.
-
-    Examples
-    --------
-    >>> import numpy as np, scipy.sparse as sp
-    >>> class Box:  # (an instance whose rows never bind)
-    ...     def repair(self, x): return x
-    >>> onto_floors(Box(), sp.csr_matrix(np.eye(2)), np.array([1.0, 1.0]), np.ones(2, bool),
-    ...             np.array([0.5, 3.0]), np.array([1.0, 1.0])).tolist()
-    [1.0, 1.0]
-    """
-    if not rows.any():
-        return xs
-    Ur = U[np.flatnonzero(rows)]
-    f = floors[rows]
-    us, ua = Ur @ xs, Ur @ anchor
-    short = us < f - _ONTO_ROUNDING * np.maximum(1.0, np.abs(f))  # (rounding: the floors move)
-    if not short.any():
-        return xs
-    gain = ua[short] - us[short]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        need = np.where(gain > 0, (f[short] - us[short]) / np.where(gain > 0, gain, 1.0), 1.0)
-    t = min(1.0, float(need.max()) * (1.0 + _ONTO_MARGIN))
-    return np.asarray(inst.repair((1.0 - t) * xs + t * anchor))
-
-
 def _decide(ctx: WaterContext, solver: StageSolver, floors: np.ndarray, undecided: np.ndarray,
-            thr: np.ndarray, x: np.ndarray, bwarm: list[Any], certs: list[Certificate]
-            ) -> np.ndarray:
-    """The bottlenecked jobs among ``undecided`` (``x``: an allocation reaching every floor).
+            thr: np.ndarray, x: np.ndarray, bwarm: list[Any], certs: list[Certificate],
+            alone: bool = False) -> np.ndarray:
+    """The bottlenecked jobs among ``undecided`` (``x``: the last allocation).
 
-    A job is frozen only on a certified claim: a bottleneck LP (its floors possibly relaxed,
-    which only raises its optimum) whose certified optimum leaves it at most its threshold.
-    A riser is proven by an allocation reaching every floor exactly: the LP's, brought onto
-    the floors (`onto_floors`), with the job above its floor by more than its threshold. LPs
-    over all undecided jobs find risers first; each job left is then decided by its own LP,
-    whose optimum bounds that job's rise alone. A job neither proven bottlenecked nor a proven
-    riser (it rises only at floors met to the LP's tolerance, or no strategy solved its LP)
-    stays live: the next level decides."""
+    A job is frozen only on a proof about the floors as they are: a bottleneck LP's certified
+    **dual bound** ``D`` (weak duality: no allocation meeting every floor gives the candidates
+    a total capped rise above ``D``; a relaxed or anchored strategy's bound is larger, still a
+    bound) at most the job's threshold. Its point is no proof either way: it meets the floors
+    only to the solver's tolerance, which level duals of up to ``1e8`` turn into rises of
+    ``1e-3`` (a job rising there stays live, and the next level decides). LPs over all undecided
+    jobs first (their bound proves each whose threshold it does not exceed; the jobs that rise
+    in their point leave, and the LP is solved again), then each job left by its own LP, whose
+    bound is that job's rise alone. A job whose LP no strategy solved stays live."""
     inst, U = ctx.wf.inst, ctx.U
-    every = np.ones(floors.size, dtype=bool)
 
-    def solve(cand: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    def bound(cand: np.ndarray) -> tuple[np.ndarray, float] | None:
         try:
-            sigma, x2, cert = bottleneck_lp(inst, floors, cand, solver, U, thr, bwarm,
-                                            anchor=x)
+            sigma, _, cert = bottleneck_lp(inst, floors, cand, solver, U, thr, bwarm, anchor=x)
         except SolverError:  # (every strategy's verdict is in the log's hand-overs)
             return None
         certs.append(cert)
-        rise = U @ onto_floors(inst, U, floors, every, x2, x) - floors
-        return sigma, cand & (rise > thr)
+        return sigma, float(cert.dual_bound)
 
     und = undecided.copy()
     bott = np.zeros(und.size, dtype=bool)
-    while und.sum() > 1:
-        out = solve(und)
+    while und.sum() > 1 and not alone:
+        out = bound(und)
         if out is None:
             break
-        sigma, up = out
-        if not (und & (sigma > thr)).any():
-            return bott | und  # the optimum proves that none of them rises
+        sigma, D = out
+        proven = und & (D <= thr)
+        bott |= proven
+        und &= ~proven
+        up = und & (sigma > thr)
         if not up.any():
             break
         und &= ~up
@@ -206,8 +174,8 @@ def _decide(ctx: WaterContext, solver: StageSolver, floors: np.ndarray, undecide
         solver.step(ROBUST_SINGLE)
         one = np.zeros(und.size, dtype=bool)
         one[m] = True
-        out = solve(one)
-        bott[m] = out is not None and out[0][m] <= thr[m]
+        out = bound(one)
+        bott[m] = out is not None and out[1] <= thr[m]
     return bott
 
 
@@ -233,9 +201,12 @@ def _level(solver: StageSolver, U: sp.csr_matrix, w: np.ndarray, floors: np.ndar
                       np.ones(int(keep.sum())))] if keep.any() else [])
     solver.anchor = None
     at_x = solver.point(stage, x)[-1]
+    B, low = solver.fixed[0] if solver.fixed else (None, None)
 
     def no_worse(xcol: np.ndarray) -> np.ndarray:
-        return x if solver.point(stage, xcol)[-1] < at_x else xcol
+        short = 0.0 if B is None else float(np.max(low - B @ xcol, initial=0.0))
+        worse = short > _KEPT_SHORT * solver.feas_tol or solver.point(stage, xcol)[-1] < at_x
+        return x if worse else xcol
 
     solver.meet_extra_rows = no_worse
     # x reaches every floor: an infeasibility verdict is a solver's, on a thin face; only
@@ -246,6 +217,17 @@ def _level(solver: StageSolver, U: sp.csr_matrix, w: np.ndarray, floors: np.ndar
         return stage, solver.run(stage, stage.name)
     finally:
         solver.meet_extra_rows = None
+
+
+def _amplified_shortfall(solver: StageSolver, res: StageResult, frozen: np.ndarray) -> float:
+    """How much of a level's rise its point's shortfalls below the frozen floors (the kept
+    rows, ``u_m / f_m >= 1``) can explain: their duals times the shortfalls, in level units
+    (`water_path.amplified_violation` for the kept rows)."""
+    if not solver.fixed:
+        return 0.0
+    B, low = solver.fixed[0]
+    lam = np.maximum(res.block("kept"), 0.0)
+    return float(lam @ np.clip(low - B @ res.x[: B.shape[1]], 0.0, None))
 
 
 def robust_water_filling(ctx: WaterContext) -> WaterRun:
@@ -274,7 +256,7 @@ def robust_water_filling(ctx: WaterContext) -> WaterRun:
     while not frozen.all():
         # every level freezes a job or rises by more than its accuracy; the cap counts levels
         # that freeze jobs (``max_levels``), and as many that only rise
-        if freezing >= ctx.max_levels or levels >= 2 * ctx.max_levels:
+        if freezing >= ctx.max_levels or levels > 2 * ctx.max_levels:
             raise SolverError(f"robust water-filling did not finish within {ctx.max_levels} "
                               "levels", backend=ctx.backend.name, status="iteration_limit")
         levels += 1
@@ -285,24 +267,37 @@ def robust_water_filling(ctx: WaterContext) -> WaterRun:
         if first is None:
             first = (stage, res)
         acc = level_accuracy(res.cert)
-        # the floors move with the level's point brought onto the frozen floors: a rise the
-        # solver found only at floors met to its tolerance is none
-        x = onto_floors(inst, U, floors, frozen, res.x[:E], x)
-        rise = float(solver.point(stage, x)[-1]) if cand.any() else 0.0
         # a rise below the level's certified accuracy is none (floors raised by noise would
-        # be floors no allocation is known to reach)
-        theta = rise if levels == 1 or rise > acc else 0.0
+        # be floors no allocation is known to reach), and so is one that the point's shortfalls
+        # below the frozen floors explain (their duals times the shortfalls: with level duals of
+        # 1e5, a shortfall of 5e-9 at every level gave a rise of 5e-4 at every level, the
+        # floors lowered to each point's levels, and the level never ended)
+        slack = _amplified_shortfall(solver, res, frozen)
+        if levels == 1 or res.value > acc + slack:
+            theta, x = res.value, res.x[:E]
+        else:
+            theta = 0.0  # (the floors stay, and so does the allocation that reaches them)
         floors = np.minimum(floors + w * max(theta, 0.0), U @ x)  # reached by x
         thr = np.maximum(ctx.btol * np.maximum(1.0, floors), 2.0 * acc * w)
         bott = cand & (floors >= wf._max_level - thr)  # saturated: its best column all the time
-        undecided = cand & ~bott & ~can_rise(inst, wf.unorm, x, thr)
+        # a level that rose leaves its bottlenecked candidates to the next level, which then
+        # does not rise (one level LP instead of bottleneck LPs over every candidate)
+        undecided = (cand & ~bott & ~can_rise(inst, wf.unorm, x, thr) if theta <= 0.0
+                     else np.zeros(n, dtype=bool))
+        lam = np.maximum(res.block("level"), 0.0)
         if undecided.any():
-            bott |= _decide(ctx, solver, floors, undecided, thr, x, bwarm, certs)
+            # the level's binding candidates (weighted duals above noise) are decided first,
+            # each by its own LP (the duals only choose which: they prove nothing); the others
+            # usually rise, and the next level tells (about n LPs where bottleneck LPs over all
+            # candidates found a few risers each: 6,720 LPs on 256 jobs x 10 types)
+            lam_w = lam * w
+            binding = undecided & (lam_w > _DUAL_NOISE * float(lam_w.max(initial=0.0)))
+            bott |= _decide(ctx, solver, floors, binding if binding.any() else undecided, thr,
+                            x, bwarm, certs, alone=binding.any())
         if not bott.any() and theta <= 0.0:
             # the level LP proves (to its accuracy) that the candidates cannot rise together;
             # their rises alone exist only at floors met to the solvers' tolerance
             solver.step(ROBUST_FREEZE)
-            lam = np.maximum(res.block("level"), 0.0)
             bott = cand & (rise_bound(lam, res.cert.dual_bound, 0.0, floors) <= thr)
             if not bott.any():
                 bott[np.argmax(np.where(cand, lam * w, -np.inf))] = True
