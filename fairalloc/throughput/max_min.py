@@ -30,6 +30,10 @@ a jump over the whole saturation cascade: the trajectory between capacity events
 closed form (`fairalloc.throughput.water_path`) and the furthest feasible point on it is found
 by a bisection of feasibility LPs, ``O(log n)`` LPs instead of one level per saturating job.
 
+`WaterFilling.solve` is a plan (`fairalloc.plan.run_plan`) of this fast water-filling and, when
+it cannot prove its result, the robust water-filling of `fairalloc.throughput.water_robust`
+(the textbook algorithm, each freeze by a certified LP; up to `Tuning.water_robust_max_jobs`).
+
 Gavel's code finds bottlenecks with a big-M MILP whose integrality tolerance absorbs its slack
 (wrong on 10 K80-only jobs plus one V100 job on 4 V100 + 1 K80) and whose absolute slack makes
 it infeasible for levels below 0.1; see formulations/water_filling.md.
@@ -415,7 +419,8 @@ class WaterFilling(ThroughputPolicy):
             A job counts as able to rise when its level can exceed its floor by more than
             ``bottleneck_tol * max(1, floor)``.
         max_levels : int, optional
-            Safety cap on the number of levels that freeze jobs (default ``n``).
+            Safety cap on the number of levels that freeze jobs (default ``n``; the robust
+            strategy also stops after twice that many levels in all).
         stage_tol : float
             Not used: each level's floors are its certified optimum, exactly.
         work_conserving : bool, optional
@@ -424,7 +429,15 @@ class WaterFilling(ThroughputPolicy):
             Validated only: water-filling solves job by job (its levels are not reduced by
             exact symmetry classes).
 
-        Path steps (``stats.path``): ``water-filling-level`` before each level LP (a level,
+        The solve is a plan of two strategies: ``water-filling-fast`` (below) and, where it
+        fails (``stats.fallbacks``: ``water-filling-fast->water-filling-robust: <why>``; up
+        to ``tuning.water_robust_max_jobs`` jobs), ``water-filling-robust``
+        (`fairalloc.throughput.water_robust`: path steps ``robust-level`` per level LP,
+        ``robust-single-bottleneck`` per job decided by its own bottleneck LP,
+        ``robust-dual-freeze``). When both fail, the `SolverError` lists each one's verdict
+        (``exc.verdicts``).
+
+        Path steps of the fast strategy: ``water-filling-level`` before each level LP (a level,
         or a saturation probe of the jump over a saturation cascade), then the level's own
         step (``structured-level`` or ``exact-lp``), ``bottleneck-lp`` for each bottleneck LP
         and ``bottleneck-floors-relaxed`` when one is solved again with slightly relaxed

@@ -105,8 +105,9 @@ class Tuning:
         alone (`fairalloc.throughput.water_robust`; tests compare the two with it).
     water_robust_max_jobs : int
         Jobs up to which water-filling's plan ends with the robust water-filling, which answers
-        where the fast one fails (one exact LP per decision: at least one bottleneck LP per
-        level and one per frozen job). Beyond, the fast one's error stands.
+        where the fast one fails (one certified LP per decision; 10 types, robust alone: 64
+        jobs 0.9 s, 256 jobs 240 s with 7,071 LPs, against 0.3 s and 3 s for the fast one).
+        Beyond, the fast one's error stands.
     """
 
     structured_min_jobs: int = 64
@@ -135,7 +136,7 @@ class Tuning:
     warm_start: bool = True
     end_check_ratio: float = 1.0
     water_fast: bool = True
-    water_robust_max_jobs: int = 2048
+    water_robust_max_jobs: int = 256
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):

@@ -4,34 +4,53 @@
 (`fairalloc.plan.run_plan`, recorded in the call's `SolveLog`): the fast water-filling of
 `fairalloc.throughput.max_min` (path step ``water-filling-fast``: the level duals' rule,
 saturation jumps, an end check) and, when it fails, this one (``water-filling-robust``, the
-plan's exact tail). Every level here is
+plan's exact tail). Every level (path step ``robust-level``) is
 
 1. the **level LP** through `StageSolver.run` (the stage plan with its exact tail: a warm
-   simplex, the whole LP, HiGHS' unscaled simplex, Clarabel), certified;
-2. the new floors ``min(f + w theta*, u(x*))``: the level reached, lowered to the levels the
-   level's (repaired, exactly feasible) allocation ``x*`` reaches, so the next level LP is
-   feasible at ``x*`` with ``theta = 0`` (*anchored*; the floors never drift above what an
-   allocation reaches, as a solver meeting them only to its tolerance would let them);
-3. **each candidate decided by an exact LP**: a candidate whose floor reaches its largest
-   level (its best column all the time) is bottlenecked; one with spare time and a column on
-   a type with spare workers rises (a constructive proof, `water_path.can_rise`); the rest go
-   to capped bottleneck LPs over all of them (`water_path.bottleneck_lp`: a candidate that
-   rises above its threshold in the LP's allocation is not bottlenecked; repeated without
-   those), and each candidate left is decided by **its own** bottleneck LP (can job ``m``
-   rise above its floor by more than its threshold with every floor kept?), whose certified
-   optimum bounds that job's rise alone (the LP over several candidates bounds only their sum).
+   simplex, the whole LP, the kept rows relaxed, HiGHS' unscaled simplex, Clarabel),
+   certified on the level LP itself. The frozen jobs' floors are the solver's *kept rows*
+   (``u_m / f_m >= 1``, so the kept-row steps ease them by a share of feas_tol relative to
+   the floor); a point below the last allocation's level, or short of a frozen floor by more
+   than its certificate allows, is replaced by the last allocation (with the strategy's
+   duals) before it is certified; an infeasibility verdict is believed only from the plan's
+   last strategy (the last allocation meets every floor);
+2. the new floors ``min(f + w theta*, u(x*))``, reached exactly by the level's (repaired)
+   allocation ``x*``. A rise within the level's certified accuracy, or one that the point's
+   shortfalls below the frozen floors explain (their kept-row duals times the shortfalls),
+   is none: the floors and the allocation stay (lowered to each point's levels, the floors
+   drifted: a rise of ``5e-4`` at every level from shortfalls of ``5e-9``, duals ``1e5``);
+3. a level that rose leaves its bottlenecked candidates to the next level, which then does
+   not rise (one level LP instead of bottleneck LPs over every candidate). At a level that did
+   not rise, **each candidate is decided by a certified claim**: a candidate whose floor
+   reaches its largest level (its best column all the time) is bottlenecked; one with spare
+   time and a column on a type with spare workers rises (`water_path.can_rise`); the binding
+   ones (weighted level duals above noise: the duals only choose which) are decided **each by
+   its own bottleneck LP** (`water_path.bottleneck_lp`, path step
+   ``robust-single-bottleneck``): its certified *dual bound* at most the job's threshold
+   proves the job cannot rise that much with every floor kept (a relaxed or anchored
+   strategy's bound is larger, still a bound); a point that rises is no proof either way
+   (it meets the floors to a tolerance) and the job stays live. Without binding duals, LPs
+   over all undecided candidates come first (risers leave, the LP is solved again).
 
-No rule reads the level duals, no saturation jump, no end check: every freeze is the claim of
-one certified LP. A level that did not rise (``theta*`` within its certified accuracy) and whose
-candidates all rose in their own LPs (rises that exist only because every LP meets the floors
-to its tolerance, amplified by level duals of up to ``1e8``) freezes the candidates whose rise
-the level LP's certified dual bound caps below their threshold at exact floors
-(`water_path.rise_bound`), else the candidate with the largest weighted dual (the one the level
-LP shows binding): every level freezes at least one job, so there are at most ``n`` levels.
+No rule reads the level duals to freeze, no saturation jump, no end check. A level that did not
+rise and froze nothing (every claim unproven) freezes by its own certified dual bound
+(`water_path.rise_bound` at exact floors, path step ``robust-dual-freeze``), else the
+candidate with the largest weighted dual, whose rise that bound caps at about ``|C|`` times its
+threshold (``|C|`` candidates). So every level that did not rise freezes a job, and (in exact
+arithmetic) a level that rose is followed by one that freezes or rises again; the solve
+raises `SolverError` after ``max_levels`` levels that froze jobs or ``2 max_levels`` in all.
 
-Cost: one level LP, at least one bottleneck LP and one more per frozen candidate: ``O(n)`` LPs
-per level at worst, ``O(n)`` in all on most instances. `Tuning.water_robust_max_jobs` gates
-it; beyond it the plan holds the fast water-filling only and its error stands.
+**What it proves.** Every LP is certified, and every freeze holds at the floors of its time
+(to the job's threshold). The floors are lowered only to what each certified allocation
+reaches (its shortfalls, at most feas_tol relative, usually ``1e-9``); where level duals reach
+``1e7`` (throughputs spanning ``1e8`` within a job) such a shortfall lets a job frozen earlier
+rise by ``1e-3`` at the final levels (3 of the 27 probe instances on which the fast one
+fails, by an independent LP at the final levels): no float64 LP meets such floors exactly.
+
+Cost: about one level LP per level and one bottleneck LP per binding candidate of a level that
+did not rise: 0.9 s for 64 jobs x 10 types (fast: 0.3 s), 240 s and 7,071 LPs for 256 (fast:
+3 s). `Tuning.water_robust_max_jobs` (default 256) gates it; beyond it the plan holds the
+fast water-filling only, and its error stands.
 """
 
 from __future__ import annotations
@@ -115,7 +134,7 @@ class WaterRun:
 
 def certify_run(ctx: WaterContext, run: WaterRun) -> Certificate:
     """The result's certificate: the first level LP's (the max-min level), at the final
-    allocation (every later level kept that level)."""
+    allocation (every later level kept that level); both strategies' ``certify``."""
     stage, res = run.first
     return run.solver.certify(res, stage, run.xcol)
 
@@ -126,7 +145,14 @@ def robust_applies(ctx: WaterContext) -> bool:
 
 
 def level_accuracy(cert: Certificate) -> float:
-    """A level LP's certified accuracy in ``theta`` units: its gap tolerance times its scale."""
+    """A level LP's certified accuracy in ``theta`` units: its gap tolerance times its scale.
+
+    Examples
+    --------
+    >>> from fairalloc.results import Certificate
+    >>> level_accuracy(Certificate("lp", 2.0, 2.0, 0.0, 0.0))
+    2e-06
+    """
     scale = (cert.scale if cert.scale is not None
              else max(abs(cert.primal_value), abs(cert.dual_bound)))
     return float(cert.gap_tol * scale)
@@ -236,8 +262,20 @@ def robust_water_filling(ctx: WaterContext) -> WaterRun:
     Raises
     ------
     SolverError
-        More than ``ctx.max_levels`` levels, or a level or bottleneck LP that no strategy of
-        its plan solved (``exc.verdicts``).
+        More than ``ctx.max_levels`` levels that froze jobs (twice that in all), or a level
+        LP that no strategy of its plan solved (``exc.verdicts``; a bottleneck LP that none
+        solved decides nothing: its job stays live).
+
+    Examples
+    --------
+    Gavel §4.3's example by the robust strategy alone: every job ends on a full GPU.
+
+    >>> import fairalloc as fa
+    >>> from fairalloc.throughput import Tuning
+    >>> jobs = fa.Jobs([[1.0]] * 4, weight=[3, 1, 1, 1])
+    >>> r = fa.water_filling(jobs, fa.Cluster({"gpu": 4}), tuning=Tuning(water_fast=False))
+    >>> r.x.ravel().round(6).tolist(), r.stats.path[:2], r.levels
+    ([1.0, 1.0, 1.0, 1.0], ('water-filling-robust', 'robust-level'), 2)
     """
     wf, U = ctx.wf, ctx.U
     inst = wf.inst
