@@ -295,11 +295,22 @@ def test_end_check_repairs_wrong_freezes(monkeypatch):
 
 def test_end_check_raises_when_resuming_does_not_repair(monkeypatch):
     """24 jobs on 10 types with the same broken rule: two resumed rounds do not repair it, and
-    the wrong result is never returned silently (`CertificateError`)."""
+    the fast water-filling never returns the wrong result silently (its verdict says why);
+    the plan's robust water-filling then answers with the correct floors."""
     jobs, cl = _types_instance(24, 0)
+    want = fa.max_min_fairness(jobs, cl, water_filling=True)
     tuning = _freeze_every_candidate(monkeypatch)
-    with pytest.raises(fa.CertificateError, match="can still rise"):
-        fa.max_min_fairness(jobs, cl, water_filling=True, tuning=tuning)
+    fast_only = dataclasses.replace(tuning, water_robust_max_jobs=0)
+    with pytest.raises(fa.SolverError, match="can still rise") as exc:
+        fa.max_min_fairness(jobs, cl, water_filling=True, tuning=fast_only)
+    assert exc.value.verdicts[0].startswith("water-filling-fast: failed (certificate_failed")
+    r = fa.max_min_fairness(jobs, cl, water_filling=True, tuning=tuning)
+    assert r.stats.path[0] == "water-filling-fast" and "water-filling-robust" in r.stats.path
+    assert any(f.startswith("water-filling-fast->water-filling-robust") and "can still rise"
+               in f for f in r.stats.fallbacks)
+    assert r.certificate.ok and all(c.ok for c in r.stage_certificates)
+    # (bottleneck_tol: the decisions' threshold, relative to max(1, floor))
+    np.testing.assert_allclose(r.level_floors, want.level_floors, rtol=1e-7, atol=1e-7)
 
 
 def test_ten_types_320_jobs_no_frozen_job_can_rise():

@@ -13,8 +13,10 @@ LEVEL_SLACK = 1e-12
 
 def level_program(jobs, cluster):
     """``(A, U)``: time and capacity rows ``A x <= [1, cap]`` over the ``n*k`` time fractions
-    and each job's normalised level ``u_m(x) = U[m] @ x`` (Gavel §4.1 normalisation)."""
+    and each job's normalised level ``u_m(x) = U[m] @ x`` (Gavel §4.1 normalisation). A job
+    runs only on types with at least its gang size of workers (its throughput elsewhere is 0)."""
     T, sf, cap = jobs.throughput, jobs.scale_factor, cluster.capacity
+    T = np.where(sf[:, None] <= cap[None, :], T, 0.0)
     n, k = T.shape
     u = sf / (T @ (cap / cap.sum()))
     nk = n * k

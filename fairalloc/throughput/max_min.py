@@ -30,6 +30,10 @@ a jump over the whole saturation cascade: the trajectory between capacity events
 closed form (`fairalloc.throughput.water_path`) and the furthest feasible point on it is found
 by a bisection of feasibility LPs, ``O(log n)`` LPs instead of one level per saturating job.
 
+`WaterFilling.solve` is a plan (`fairalloc.plan.run_plan`) of this fast water-filling and, when
+it cannot prove its result, the robust water-filling of `fairalloc.throughput.water_robust`
+(the textbook algorithm, each freeze by a certified LP; up to `Tuning.water_robust_max_jobs`).
+
 Gavel's code finds bottlenecks with a big-M MILP whose integrality tolerance absorbs its slack
 (wrong on 10 K80-only jobs plus one V100 job on 4 V100 + 1 K80) and whose absolute slack makes
 it infeasible for levels below 0.1; see formulations/water_filling.md.
@@ -51,7 +55,9 @@ from .._validation import as_bool, as_option, as_positive_float, as_positive_int
 from ..backends import Backend
 from ..data import Cluster, JobPairs, Jobs
 from ..errors import CertificateError, InfeasibleError, InputError, SolverError
+from ..plan import Strategy, run_plan
 from ..results import Certificate, SolveStats
+from ..solvelog import SolveLog
 from ..tolerances import FEAS_TOL, GAP_TOL
 from . import structured
 from .composed import level_objective
@@ -61,13 +67,22 @@ from .stages import StageSolver, backend_for, capacity_prices
 from .tuning import Tuning, as_tuning
 from .water_path import (
     FLOORS_ANCHORED,
-    SaturationPath,
     StructuredLevels,
     amplified_violation,
     anchored_floors,
     bottleneck_lp,
     can_rise,
+    level_lp,
     rise_bound,
+    saturation_jump,
+)
+from .water_robust import (
+    ROBUST,
+    WaterContext,
+    WaterRun,
+    certify_run,
+    robust_applies,
+    robust_water_filling,
 )
 
 __all__ = ["MaxMinFairness", "WaterFilling", "max_min_fairness", "water_filling"]
@@ -83,9 +98,7 @@ _ROUNDING = 1e-13
 #: (ACCURACY: a job rising by more
 #: than this relative to max(1, floor) is not bottlenecked)
 BOTTLENECK_TOL = 1e-7
-#: ACCURACY: a saturation-trajectory rise below this relative to max(1, level) is rounding
-_PATH_ROUNDING = 1e-12
-WATER_FILLING_LEVEL = "water-filling-level"  # path step: one water-filling level
+WATER_FAST = "water-filling-fast"  # path step: the fast water-filling (its plan's first)
 PARETO_CHECK = "pareto-check"  # path step: the end check over every job (then its LP)
 #: ACCURACY: rounds water-filling resumes after a failed end check before it raises
 _END_RESUMES = 2
@@ -386,94 +399,6 @@ class WaterFilling(ThroughputPolicy):
     def _metric(self, tp: np.ndarray) -> np.ndarray:
         return self.unorm * tp
 
-    @staticmethod
-    def _level_lp(solver: StageSolver, stage: LevelStage, use_fast: StructuredLevels,
-                  anchor: np.ndarray) -> Any:
-        """One level LP (path step ``water-filling-level``, then the solver's own step), by
-        the structured level solver while ``use_fast`` says it pays. ``anchor``: the last
-        allocation (it meets every floor exactly): a solver's point that meets the frozen
-        floors only to its tolerance is moved towards it (`StageSolver.toward_anchor`)."""
-        solver.fixed = []
-        solver.anchor = anchor
-        solver.step(WATER_FILLING_LEVEL)
-        if not use_fast.on or not solver.structured_worth():
-            return solver.run(stage, stage.name)
-        mark = solver.log.mark()
-        # no degenerate-prices hand-over: the whole LP's interior point meets the floors
-        # only to its tolerance, rule (a) then distrusts the duals and the bottleneck LP on
-        # the whole degenerate program is the slow step (ties, 8,192 jobs: > 60 s vs 0.7 s)
-        res = solver.run(stage, stage.name,
-                         (structured.level_strategy(degenerate_handover=False),))
-        use_fast.record(handed_over=bool(solver.log.since(mark)[1]))
-        return res
-
-    def _jump(self, solver: StageSolver, U: sp.csr_matrix, floors: np.ndarray,
-              frozen: np.ndarray, reached: np.ndarray, use_fast: StructuredLevels, btol: float,
-              certs: list[Certificate], anchor: np.ndarray
-              ) -> tuple[np.ndarray | None, np.ndarray, int]:
-        """Jump from ``floors`` over every saturation event before the next capacity event
-        (``anchor``: an allocation meeting ``floors`` exactly).
-
-        `SaturationPath` gives the trajectory ``L(theta)`` water-filling follows while only
-        saturations happen; ``L(Theta_i)`` (``Theta_i``: the ``i``-th saturation) is
-        feasible exactly for the ``i`` up to the first capacity event (the trajectory rises
-        monotonically, and a capacity event is a set of rising jobs that cannot rise
-        further). Feasibility of ``L(Theta_i)`` is one level LP along the segment from the
-        floors, ``max t: u >= floors + t (L(Theta_i) - floors)``, always feasible at
-        ``t = 0``; ``Theta_i`` is passed when every job saturating there ends within the
-        bottleneck tolerance of its maximum. The largest passed ``i`` is found by trying the
-        last event (every job saturates: one LP), then galloping up from the events already
-        passed and bisection: ``O(log n)`` LPs for any number of saturations.
-        Returns ``(floors, xcol, LPs)`` of the furthest passed point (floors ``None`` when
-        no event beyond those the level LP ``reached`` is passed).
-        """
-        umax = self._max_level
-        path = SaturationPath(floors, ~frozen, umax, self.jobs.weight, self.entity,
-                              self.entity_weight, self.entity_fifo, self.rank,
-                              self.single_level)
-        bp, times = path.breakpoints, path.times
-        pending = ~frozen & ~reached & np.isfinite(times)
-        lo = int(np.searchsorted(bp, times[pending].min(initial=np.inf), side="left"))
-        hi = bp.size
-        best: tuple[np.ndarray, np.ndarray] | None = None
-        probes = 0
-        trial, step, galloping = hi, 1, True
-        while hi > lo:
-            target = path.at(float(bp[trial - 1]))
-            step_ = target - floors
-            # a rise that is rounding of the trajectory (1e-15) is none: as a level row's rate
-            # it would be met only to the solver's tolerance and certify a level of 0
-            step_[step_ <= _PATH_ROUNDING * np.maximum(1.0, target)] = 0.0
-            stage = LevelStage(U, step_, floors.copy(), "saturation probe")
-            probes += 1
-            try:
-                res = self._level_lp(solver, stage, use_fast, anchor)
-            except InfeasibleError:
-                # feasible at t = 0 in exact arithmetic; declared infeasible (thin face of
-                # floors met only to tolerance): not passed, so the jump only goes less far
-                hi, galloping = trial - 1, False
-                trial = (lo + hi + 1) // 2
-                continue
-            certs.append(res.cert)
-            t = min(max(res.value, 0.0), 1.0)
-            new = floors + t * step_
-            due = ~frozen & (times <= bp[trial - 1])
-            if np.all(new[due] >= umax[due] - btol * np.maximum(1.0, new[due])):
-                best, lo = (new, res.x[: self.inst.E]), trial
-            else:
-                hi = trial - 1
-                galloping = galloping and probes == 1  # the last event first, then gallop
-            # the last event first (every job saturates: one probe), then galloping up from
-            # the events already passed (capacity events usually come early), then bisection
-            if galloping:
-                trial = min(lo + step, hi)
-                step *= 2
-            else:
-                trial = (lo + hi + 1) // 2
-        if best is None:
-            return None, np.zeros(0), probes
-        return best[0], best[1], probes
-
     def solve(self, *, method: str = "auto",
               backend: str | Backend | None = None, gap_tol: float = GAP_TOL,
               feas_tol: float = FEAS_TOL, stage_tol: float = STAGE_TOL,
@@ -494,7 +419,8 @@ class WaterFilling(ThroughputPolicy):
             A job counts as able to rise when its level can exceed its floor by more than
             ``bottleneck_tol * max(1, floor)``.
         max_levels : int, optional
-            Safety cap on the number of levels that freeze jobs (default ``n``).
+            Safety cap on the number of levels that freeze jobs (default ``n``; the robust
+            strategy also stops after twice that many levels in all).
         stage_tol : float
             Not used: each level's floors are its certified optimum, exactly.
         work_conserving : bool, optional
@@ -503,7 +429,15 @@ class WaterFilling(ThroughputPolicy):
             Validated only: water-filling solves job by job (its levels are not reduced by
             exact symmetry classes).
 
-        Path steps (``stats.path``): ``water-filling-level`` before each level LP (a level,
+        The solve is a plan of two strategies: ``water-filling-fast`` (below) and, where it
+        fails (``stats.fallbacks``: ``water-filling-fast->water-filling-robust: <why>``; up
+        to ``tuning.water_robust_max_jobs`` jobs), ``water-filling-robust``
+        (`fairalloc.throughput.water_robust`: path steps ``robust-level`` per level LP,
+        ``robust-single-bottleneck`` per job decided by its own bottleneck LP,
+        ``robust-dual-freeze``). When both fail, the `SolverError` lists each one's verdict
+        (``exc.verdicts``).
+
+        Path steps of the fast strategy: ``water-filling-level`` before each level LP (a level,
         or a saturation probe of the jump over a saturation cascade), then the level's own
         step (``structured-level`` or ``exact-lp``), ``bottleneck-lp`` for each bottleneck LP
         and ``bottleneck-floors-relaxed`` when one is solved again with slightly relaxed
@@ -533,16 +467,36 @@ class WaterFilling(ThroughputPolicy):
         stage_tol = as_tolerance(stage_tol, "stage_tol")
         btol = as_tolerance(bottleneck_tol, "bottleneck_tol")
         inst = self.inst
-        n = inst.n
-        cap_levels = n if max_levels is None else as_positive_int(max_levels, "max_levels")
+        cap_levels = inst.n if max_levels is None else as_positive_int(max_levels, "max_levels")
         spec = "highs" if backend is None else backend
         tuning = as_tuning(tuning)
         be = backend_for(spec, inst.E, tuning)
-        solver = StageSolver(inst, be, stage_tol=stage_tol, gap_tol=gap_tol,
-                              feas_tol=feas_tol, backend_spec=spec, tuning=tuning)
+        log = SolveLog()
         # (scipy's product, not `scale_rows`: with entries in another order a 10-type job
         # ended 1.2e-6 below its floor, level duals 1e8; known, issue #15)
         U = sp.csr_matrix(sp.diags(self.unorm) @ inst.Tm)  # rows u_m(x)
+        ctx = WaterContext(self, U, be, spec, tuning, method, gap_tol, feas_tol, stage_tol, btol,
+                           cap_levels, log)
+        plan = (Strategy(WATER_FAST, self._fast, certify_run, _fast_applies),
+                Strategy(ROBUST, robust_water_filling, certify_run, robust_applies, exact=True))
+        found = run_plan(plan, ctx, log, what="water-filling", backend=be.name)
+        run, cert = found.result, found.certificate
+        certs = run.certs
+        certs[0] = cert
+        stats = SolveStats.from_log(log, method="highs" if method == "highs" else "fast",
+                                    seconds=time.perf_counter() - t0)
+        out = self._result(run.xcol, capacity_prices(run.first[1]), cert.primal_value, cert,
+                           tuple(certs), stats)
+        floors = run.floors
+        floors.flags.writeable = False
+        return dataclasses.replace(out, levels=run.levels, level_floors=floors)
+
+    def _fast(self, ctx: WaterContext) -> WaterRun:
+        """The fast water-filling (module docstring: rule (a), saturation jumps, the end
+        check); raises where it cannot prove its result (the plan's robust strategy runs)."""
+        inst, U, btol, cap_levels, be = self.inst, ctx.U, ctx.btol, ctx.max_levels, ctx.backend
+        n = inst.n
+        solver = ctx.solver()
         floors = np.zeros(n)
         frozen = np.zeros(n, dtype=bool)
         certs: list[Certificate] = []
@@ -550,7 +504,7 @@ class WaterFilling(ThroughputPolicy):
         xcol = np.zeros(inst.E)
         levels = rounds = 0
         thr_frz = btol * np.ones(n)  # each job's threshold when it was frozen
-        use_fast = StructuredLevels(method in ("auto", "fast"))
+        use_fast = StructuredLevels(ctx.method in ("auto", "fast"))
         # each level changes only the rows of the jobs the last one froze: where fairalloc
         # chose HiGHS, a level LP starts HiGHS' simplex from the last level's basis (few
         # pivots, and an exact vertex: floors met to rounding, not to a tolerance)
@@ -597,7 +551,7 @@ class WaterFilling(ThroughputPolicy):
             w = self.job_weights(frozen)
             stage = LevelStage(U, w, floors.copy(), f"water-filling level {levels}")
             try:
-                res = self._level_lp(solver, stage, use_fast, xcol)
+                res = level_lp(solver, stage, use_fast, xcol)
             except InfeasibleError:
                 # HiGHS declared the thin face of floors met only to tolerance infeasible: anchor
                 # them at the last (repaired, exactly feasible) allocation's levels, solve again
@@ -605,7 +559,7 @@ class WaterFilling(ThroughputPolicy):
                 floors = anchored_floors(floors, U, xcol)
                 proven = np.zeros(n, dtype=bool)  # proofs held at the higher floors only
                 stage = LevelStage(U, w, floors.copy(), f"water-filling level {levels}")
-                res = self._level_lp(solver, stage, use_fast, xcol)
+                res = level_lp(solver, stage, use_fast, xcol)
             certs.append(res.cert)
             if first is None:
                 first = (stage, res)
@@ -637,7 +591,8 @@ class WaterFilling(ThroughputPolicy):
                 # the level ended where jobs saturate: jump over every further saturation
                 # event up to the next capacity event (a bisection of feasibility LPs on the
                 # closed-form saturation trajectory) instead of one level per saturating job
-                jump = self._jump(solver, U, before, frozen, sat, use_fast, btol, certs, xcol)
+                jump = saturation_jump(self, solver, U, before, frozen, sat, use_fast, btol, certs,
+                                       xcol)
                 levels += jump[2]
                 if jump[0] is not None:
                     floors, xcol = jump[0], jump[1]
@@ -672,7 +627,7 @@ class WaterFilling(ThroughputPolicy):
                 bott = firm & (room / np.where(firm, lam, 1.0) <= thr)
             # the end check (one whole LP: 4x the rest at 8,192 jobs) runs when (a) was not
             # trusted, or decided where the duals amplify feas_tol beyond the level's accuracy
-            risky |= (not trusted or (bool(bott.any()) and feas_tol * float(
+            risky |= (not trusted or (bool(bott.any()) and ctx.feas_tol * float(
                 lam @ np.maximum(1.0, floors)) > solver.tuning.end_check_ratio * acc))
             bott |= sat
             if sat.any():
@@ -715,15 +670,11 @@ class WaterFilling(ThroughputPolicy):
                 bott, risky = cand, True
             frozen |= bott
         assert first is not None
-        stage1, res1 = first
-        cert = solver.certify(res1, stage1, xcol).check(backend=be.name)
-        certs[0] = cert
-        stats = SolveStats.from_log(solver.log, method="highs" if method == "highs" else "fast",
-                                    seconds=time.perf_counter() - t0)
-        out = self._result(xcol, capacity_prices(res1), cert.primal_value, cert, tuple(certs),
-                           stats)
-        floors.flags.writeable = False
-        return dataclasses.replace(out, levels=levels, level_floors=floors)
+        return WaterRun(xcol, floors, levels, first, certs, solver)
+
+
+def _fast_applies(ctx: WaterContext) -> bool:
+    return ctx.tuning.water_fast
 
 
 def water_filling(jobs: Jobs, cluster: Cluster, *, entities: Sequence[Hashable] | None = None,

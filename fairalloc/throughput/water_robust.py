@@ -1,0 +1,345 @@
+"""Robust water-filling: the textbook algorithm with exact decisions (Gavel §4.3).
+
+[`WaterFilling.solve`][fairalloc.throughput.WaterFilling.solve] is a plan of two strategies
+(`fairalloc.plan.run_plan`, recorded in the call's `SolveLog`): the fast water-filling of
+`fairalloc.throughput.max_min` (path step ``water-filling-fast``: the level duals' rule,
+saturation jumps, an end check) and, when it fails, this one (``water-filling-robust``, the
+plan's exact tail). Every level (path step ``robust-level``) is
+
+1. the **level LP** through `StageSolver.run` (the stage plan with its exact tail: a warm
+   simplex, the whole LP, the kept rows relaxed, HiGHS' unscaled simplex, Clarabel),
+   certified on the level LP itself. The frozen jobs' floors are the solver's *kept rows*
+   (``u_m / f_m >= 1``, so the kept-row steps ease them by a share of feas_tol relative to
+   the floor); a point below the last allocation's level, or short of a frozen floor by more
+   than its certificate allows, is replaced by the last allocation (with the strategy's
+   duals) before it is certified; an infeasibility verdict is believed only from the plan's
+   last strategy (the last allocation meets every floor);
+2. the new floors ``min(f + w theta*, u(x*))``, reached exactly by the level's (repaired)
+   allocation ``x*``. A rise within the level's certified accuracy, or one that the point's
+   shortfalls below the frozen floors explain (their kept-row duals times the shortfalls),
+   is none: the floors and the allocation stay (lowered to each point's levels, the floors
+   drifted: a rise of ``5e-4`` at every level from shortfalls of ``5e-9``, duals ``1e5``);
+3. a level that rose leaves its bottlenecked candidates to the next level, which then does
+   not rise (one level LP instead of bottleneck LPs over every candidate). At a level that did
+   not rise, **each candidate is decided by a certified claim**: a candidate whose floor
+   reaches its largest level (its best column all the time) is bottlenecked; one with spare
+   time and a column on a type with spare workers rises (`water_path.can_rise`); the binding
+   ones (weighted level duals above noise: the duals only choose which) are decided **each by
+   its own bottleneck LP** (`water_path.bottleneck_lp`, path step
+   ``robust-single-bottleneck``): its certified *dual bound* at most the job's threshold
+   proves the job cannot rise that much with every floor kept (a relaxed or anchored
+   strategy's bound is larger, still a bound); a point that rises is no proof either way
+   (it meets the floors to a tolerance) and the job stays live. Without binding duals, LPs
+   over all undecided candidates come first (risers leave, the LP is solved again).
+
+No rule reads the level duals to freeze, no saturation jump, no end check. A level that did not
+rise and froze nothing (every claim unproven) freezes by its own certified dual bound
+(`water_path.rise_bound` at exact floors, path step ``robust-dual-freeze``), else the
+candidate with the largest weighted dual, whose rise that bound caps at about ``|C|`` times its
+threshold (``|C|`` candidates). So every level that did not rise freezes a job, and (in exact
+arithmetic) a level that rose is followed by one that freezes or rises again; the solve
+raises `SolverError` after ``max_levels`` levels that froze jobs or ``2 max_levels`` in all.
+
+**What it proves.** Every LP is certified, and every freeze holds at the floors of its time
+(to the job's threshold). The floors are lowered only to what each certified allocation
+reaches (its shortfalls, at most feas_tol relative, usually ``1e-9``); where level duals reach
+``1e7`` (throughputs spanning ``1e8`` within a job) such a shortfall lets a job frozen earlier
+rise by ``1e-3`` at the final levels (3 of the 27 probe instances on which the fast one
+fails, by an independent LP at the final levels): no float64 LP meets such floors exactly.
+
+Cost: about one level LP per level and one bottleneck LP per binding candidate of a level that
+did not rise: 0.9 s for 64 jobs x 10 types (fast: 0.3 s), 240 s and 7,071 LPs for 256 (fast:
+3 s). `Tuning.water_robust_max_jobs` (default 256) gates it; beyond it the plan holds the
+fast water-filling only, and its error stands.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..backends import Backend
+from ..errors import SolverError
+from ..results import Certificate
+from ..solvelog import SolveLog
+from .stages import LevelStage, StageResult, StageSolver
+from .tuning import Tuning
+from .water_path import bottleneck_lp, can_rise, rise_bound
+
+__all__ = ["ROBUST", "ROBUST_FREEZE", "ROBUST_SINGLE", "WaterContext", "WaterRun",
+           "certify_run", "level_accuracy", "robust_applies", "robust_water_filling"]
+
+ROBUST = "water-filling-robust"  # path step: the robust water-filling (the plan's tail)
+ROBUST_LEVEL = "robust-level"  # path step: one level LP of the robust water-filling
+ROBUST_SINGLE = "robust-single-bottleneck"  # path step: one candidate's own bottleneck LP
+#: path step: a level that did not rise froze by its certified dual bound (every candidate
+#: rose in its own LP only at floors met to the solvers' tolerance)
+ROBUST_FREEZE = "robust-dual-freeze"
+#: ACCURACY: a level's point short of a frozen floor by more than this share of feas_tol
+#: (relative: what its certificate would reject) is replaced by the last allocation, which
+#: meets them, before it is certified (an interior point 9e-7 short failed its certificate;
+#: the last allocation with the interior point's duals can pass it)
+_KEPT_SHORT = 1.0
+#: ACCURACY: infeasibility verdicts a robust level needs before it is believed: more than any
+#: plan holds (its floors are reached by the last allocation), so only the last one stands
+_NO_VOTES = 1_000
+#: ACCURACY: a level's weighted dual at or below this fraction of the largest is noise (it
+#: only orders the decisions, each made by an LP)
+_DUAL_NOISE = 1e-9
+
+
+@dataclass
+class WaterContext:
+    """What both water-filling strategies read: the builder (``wf``, a
+    `fairalloc.WaterFilling`), its level rows ``U`` (``u(x) = U @ x``), the backend and the
+    caller's choices, and the call's log (shared by every solver a strategy makes)."""
+
+    wf: Any
+    U: sp.csr_matrix
+    backend: Backend
+    spec: Any
+    tuning: Tuning
+    method: str
+    gap_tol: float
+    feas_tol: float
+    stage_tol: float
+    btol: float
+    max_levels: int
+    log: SolveLog
+
+    def solver(self) -> StageSolver:
+        """A fresh stage solver writing to the call's log (a strategy's own state: kept rows,
+        anchors, warm bases are never shared between strategies)."""
+        return StageSolver(self.wf.inst, self.backend, stage_tol=self.stage_tol,
+                           gap_tol=self.gap_tol, feas_tol=self.feas_tol,
+                           backend_spec=self.spec, tuning=self.tuning, log=self.log)
+
+
+@dataclass
+class WaterRun:
+    """What a water-filling strategy returns: the allocation (columns), the final floors, the
+    level LPs solved, the first level (its stage and result: the result's certificate), every
+    LP's certificate and the solver that certifies the first level at ``xcol``."""
+
+    xcol: np.ndarray
+    floors: np.ndarray
+    levels: int
+    first: tuple[LevelStage, StageResult]
+    certs: list[Certificate]
+    solver: StageSolver
+
+
+def certify_run(ctx: WaterContext, run: WaterRun) -> Certificate:
+    """The result's certificate: the first level LP's (the max-min level), at the final
+    allocation (every later level kept that level); both strategies' ``certify``."""
+    stage, res = run.first
+    return run.solver.certify(res, stage, run.xcol)
+
+
+def robust_applies(ctx: WaterContext) -> bool:
+    """The robust water-filling is tried up to `Tuning.water_robust_max_jobs` jobs."""
+    return bool(ctx.wf.inst.n <= ctx.tuning.water_robust_max_jobs)
+
+
+def level_accuracy(cert: Certificate) -> float:
+    """A level LP's certified accuracy in ``theta`` units: its gap tolerance times its scale.
+
+    Examples
+    --------
+    >>> from fairalloc.results import Certificate
+    >>> level_accuracy(Certificate("lp", 2.0, 2.0, 0.0, 0.0))
+    2e-06
+    """
+    scale = (cert.scale if cert.scale is not None
+             else max(abs(cert.primal_value), abs(cert.dual_bound)))
+    return float(cert.gap_tol * scale)
+
+
+def _decide(ctx: WaterContext, solver: StageSolver, floors: np.ndarray, undecided: np.ndarray,
+            thr: np.ndarray, x: np.ndarray, bwarm: list[Any], certs: list[Certificate],
+            alone: bool = False) -> np.ndarray:
+    """The bottlenecked jobs among ``undecided`` (``x``: the last allocation).
+
+    A job is frozen only on a proof about the floors as they are: a bottleneck LP's certified
+    **dual bound** ``D`` (weak duality: no allocation meeting every floor gives the candidates
+    a total capped rise above ``D``; a relaxed or anchored strategy's bound is larger, still a
+    bound) at most the job's threshold. Its point is no proof either way: it meets the floors
+    only to the solver's tolerance, which level duals of up to ``1e8`` turn into rises of
+    ``1e-3`` (a job rising there stays live, and the next level decides). LPs over all undecided
+    jobs first (their bound proves each whose threshold it does not exceed; the jobs that rise
+    in their point leave, and the LP is solved again), then each job left by its own LP, whose
+    bound is that job's rise alone. A job whose LP no strategy solved stays live."""
+    inst, U = ctx.wf.inst, ctx.U
+
+    def bound(cand: np.ndarray) -> tuple[np.ndarray, float] | None:
+        try:
+            sigma, _, cert = bottleneck_lp(inst, floors, cand, solver, U, thr, bwarm, anchor=x)
+        except SolverError:  # (every strategy's verdict is in the log's hand-overs)
+            return None
+        certs.append(cert)
+        return sigma, float(cert.dual_bound)
+
+    und = undecided.copy()
+    bott = np.zeros(und.size, dtype=bool)
+    while und.sum() > 1 and not alone:
+        out = bound(und)
+        if out is None:
+            break
+        sigma, D = out
+        proven = und & (D <= thr)
+        bott |= proven
+        und &= ~proven
+        up = und & (sigma > thr)
+        if not up.any():
+            break
+        und &= ~up
+    for m in np.flatnonzero(und):
+        solver.step(ROBUST_SINGLE)
+        one = np.zeros(und.size, dtype=bool)
+        one[m] = True
+        out = bound(one)
+        bott[m] = out is not None and out[1] <= thr[m]
+    return bott
+
+
+def _level(solver: StageSolver, U: sp.csr_matrix, w: np.ndarray, floors: np.ndarray,
+           frozen: np.ndarray, x: np.ndarray, levels: int) -> tuple[LevelStage, StageResult]:
+    """Level ``levels``: ``max theta`` s.t. ``u_m >= f_m + w_m theta`` for the live jobs, by
+    `StageSolver.run`. The frozen jobs' floors are the solver's *kept rows*, which ``x`` (the
+    last allocation) reaches exactly: the stage plan's kept-row steps answer a solver that
+    meets them only to its tolerance or calls their thin face infeasible, and a point short
+    of them is moved towards ``x`` (`StageSolver.toward_anchor`). A point whose level is below
+    ``x``'s (a vertex found to the solver's tolerance, ``theta* = -3e-6`` against ``0`` at
+    ``x`` with level duals of ``3e8``) is replaced by ``x`` before it is certified."""
+    bmax = float(w.max(initial=0.0))
+    # the gap of a level that legitimately does not rise is judged against every floor
+    scale = float(np.abs(floors).max(initial=0.0)) / bmax if bmax > 0 else None
+    # (a frozen job's level row is u_m >= 0, always met: its floor is a kept row)
+    stage = LevelStage(U, w, np.where(frozen, 0.0, floors), f"water-filling level {levels}",
+                       scale=scale)
+    # kept rows u_m / f_m >= 1 (f_m > 0; a floor of 0 is always met): the kept-row steps move
+    # them by a share of feas_tol * max(1, bound), which is then the certificate's own scale
+    keep = frozen & (floors > 0)
+    solver.fixed = ([(sp.csr_matrix(sp.diags(1.0 / floors[keep]) @ U[keep]),
+                      np.ones(int(keep.sum())))] if keep.any() else [])
+    solver.anchor = None
+    at_x = solver.point(stage, x)[-1]
+    B, low = solver.fixed[0] if solver.fixed else (None, None)
+
+    def no_worse(xcol: np.ndarray) -> np.ndarray:
+        short = 0.0 if B is None else float(np.max(low - B @ xcol, initial=0.0))
+        worse = short > _KEPT_SHORT * solver.feas_tol or solver.point(stage, xcol)[-1] < at_x
+        return x if worse else xcol
+
+    solver.meet_extra_rows = no_worse
+    # x reaches every floor: an infeasibility verdict is a solver's, on a thin face; only
+    # the plan's last strategy's stands
+    solver.infeasible_votes = _NO_VOTES
+    solver.step(ROBUST_LEVEL)
+    try:
+        return stage, solver.run(stage, stage.name)
+    finally:
+        solver.meet_extra_rows = None
+
+
+def _amplified_shortfall(solver: StageSolver, res: StageResult, frozen: np.ndarray) -> float:
+    """How much of a level's rise its point's shortfalls below the frozen floors (the kept
+    rows, ``u_m / f_m >= 1``) can explain: their duals times the shortfalls, in level units
+    (`water_path.amplified_violation` for the kept rows)."""
+    if not solver.fixed:
+        return 0.0
+    B, low = solver.fixed[0]
+    lam = np.maximum(res.block("kept"), 0.0)
+    return float(lam @ np.clip(low - B @ res.x[: B.shape[1]], 0.0, None))
+
+
+def robust_water_filling(ctx: WaterContext) -> WaterRun:
+    """Water-filling by level LPs and one exact decision per candidate (module docstring).
+
+    Raises
+    ------
+    SolverError
+        More than ``ctx.max_levels`` levels that froze jobs (twice that in all), or a level
+        LP that no strategy of its plan solved (``exc.verdicts``; a bottleneck LP that none
+        solved decides nothing: its job stays live).
+
+    Examples
+    --------
+    Gavel §4.3's example by the robust strategy alone: every job ends on a full GPU.
+
+    >>> import fairalloc as fa
+    >>> from fairalloc.throughput import Tuning
+    >>> jobs = fa.Jobs([[1.0]] * 4, weight=[3, 1, 1, 1])
+    >>> r = fa.water_filling(jobs, fa.Cluster({"gpu": 4}), tuning=Tuning(water_fast=False))
+    >>> r.x.ravel().round(6).tolist(), r.stats.path[:2], r.levels
+    ([1.0, 1.0, 1.0, 1.0], ('water-filling-robust', 'robust-level'), 2)
+    """
+    wf, U = ctx.wf, ctx.U
+    inst = wf.inst
+    n, E = inst.n, inst.E
+    solver = ctx.solver()
+    # each level changes only the rows of the jobs the last one froze: HiGHS' simplex starts
+    # from the last level's basis where fairalloc chose HiGHS (an exact strategy of the plan)
+    solver.warm_levels = True
+    x = np.zeros(E)  # exactly feasible, reaches the floors (0 at first)
+    floors = np.zeros(n)
+    frozen = np.zeros(n, dtype=bool)
+    certs: list[Certificate] = []
+    first: tuple[LevelStage, StageResult] | None = None
+    bwarm: list[Any] = [None]
+    levels = freezing = 0
+    while not frozen.all():
+        # every level freezes a job or rises by more than its accuracy; the cap counts levels
+        # that freeze jobs (``max_levels``), and as many that only rise
+        if freezing >= ctx.max_levels or levels > 2 * ctx.max_levels:
+            raise SolverError(f"robust water-filling did not finish within {ctx.max_levels} "
+                              "levels", backend=ctx.backend.name, status="iteration_limit")
+        levels += 1
+        w = wf.job_weights(frozen)
+        cand = w > 0
+        stage, res = _level(solver, U, w, floors, frozen, x, levels)
+        certs.append(res.cert)
+        if first is None:
+            first = (stage, res)
+        acc = level_accuracy(res.cert)
+        # a rise below the level's certified accuracy is none (floors raised by noise would
+        # be floors no allocation is known to reach), and so is one that the point's shortfalls
+        # below the frozen floors explain (their duals times the shortfalls: with level duals of
+        # 1e5, a shortfall of 5e-9 at every level gave a rise of 5e-4 at every level, the
+        # floors lowered to each point's levels, and the level never ended)
+        slack = _amplified_shortfall(solver, res, frozen)
+        if levels == 1 or res.value > acc + slack:
+            theta, x = res.value, res.x[:E]
+        else:
+            theta = 0.0  # (the floors stay, and so does the allocation that reaches them)
+        floors = np.minimum(floors + w * max(theta, 0.0), U @ x)  # reached by x
+        thr = np.maximum(ctx.btol * np.maximum(1.0, floors), 2.0 * acc * w)
+        bott = cand & (floors >= wf._max_level - thr)  # saturated: its best column all the time
+        # a level that rose leaves its bottlenecked candidates to the next level, which then
+        # does not rise (one level LP instead of bottleneck LPs over every candidate)
+        undecided = (cand & ~bott & ~can_rise(inst, wf.unorm, x, thr) if theta <= 0.0
+                     else np.zeros(n, dtype=bool))
+        lam = np.maximum(res.block("level"), 0.0)
+        if undecided.any():
+            # the level's binding candidates (weighted duals above noise) are decided first,
+            # each by its own LP (the duals only choose which: they prove nothing); the others
+            # usually rise, and the next level tells (about n LPs where bottleneck LPs over all
+            # candidates found a few risers each: 6,720 LPs on 256 jobs x 10 types)
+            lam_w = lam * w
+            binding = undecided & (lam_w > _DUAL_NOISE * float(lam_w.max(initial=0.0)))
+            bott |= _decide(ctx, solver, floors, binding if binding.any() else undecided, thr,
+                            x, bwarm, certs, alone=binding.any())
+        if not bott.any() and theta <= 0.0:
+            # the level LP proves (to its accuracy) that the candidates cannot rise together;
+            # their rises alone exist only at floors met to the solvers' tolerance
+            solver.step(ROBUST_FREEZE)
+            bott = cand & (rise_bound(lam, res.cert.dual_bound, 0.0, floors) <= thr)
+            if not bott.any():
+                bott[np.argmax(np.where(cand, lam * w, -np.inf))] = True
+        frozen |= bott
+        freezing += int(bott.any())
+    assert first is not None
+    return WaterRun(x, floors, levels, first, certs, solver)
