@@ -29,7 +29,8 @@ from ..plan import Strategy, run_plan
 from ..results import Certificate
 from . import structured
 from .instance import ColumnInstance
-from .stages import LevelStage, StageSolver, scaled_solve
+from .programs import LevelStage
+from .stages import StageSolver, scaled_solve
 
 #: PERFORMANCE knob: cap of each job's rise in a bottleneck LP, relative to max(1, floor)
 #: (spreads the rises over as many jobs as possible)

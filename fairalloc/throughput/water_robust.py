@@ -65,7 +65,8 @@ from ..backends import Backend
 from ..errors import SolverError
 from ..results import Certificate
 from ..solvelog import SolveLog
-from .stages import LevelStage, StageResult, StageSolver
+from .programs import LevelStage, StageResult
+from .stages import StageSolver
 from .tuning import Tuning
 from .water_path import bottleneck_lp, can_rise, rise_bound
 
