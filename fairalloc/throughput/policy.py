@@ -254,6 +254,11 @@ class ThroughputPolicy(Composable):
         """Solve the policy's own stages (``method``: ``"fast"`` or ``"highs"``)."""
         raise NotImplementedError
 
+    def _structured_worth(self, solver: StageSolver) -> bool:
+        """Whether the structured solvers pay on this instance (`Tuning.structured_min_jobs`;
+        policies with a warm start may say more)."""
+        return solver.structured_worth()
+
     def _check_method(self, method: str) -> None:
         """Raise [`InputError`][fairalloc.InputError] if the policy cannot be solved by ``method``
         (as the caller passed it) in its current state (composed or not)."""
@@ -509,8 +514,10 @@ class ThroughputPolicy(Composable):
                 g = g * self.inst.col_mult  # a class's column serves all of its members
             wstage = LinearStage(g, "work-conserving")
             try:
-                fast = (structured.floor_strategies(prior=res)
-                        if method == "fast" and solver.structured_worth() else ())
+                worth = self._structured_worth(solver)
+                fast = (structured.floor_strategies(
+                    prior=res, any_size=worth and not solver.structured_worth())
+                        if method == "fast" and worth else ())
                 wres = solver.run(wstage, "work-conserving", fast)
                 certs.append(wres.cert)
                 xcol = wres.x[: self.inst.E]

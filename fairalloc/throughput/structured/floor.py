@@ -70,42 +70,39 @@ _USED = 1e-12
 _AT_FLOOR = 1e-7
 
 
-def floor_strategies(prior: StageResult | None = None
+def floor_strategies(prior: StageResult | None = None, *, any_size: bool = False
                      ) -> tuple[Strategy[Any, StageResult], ...]:
     """The structured strategies of a floor (work-conserving) stage's plan: ``floor-from-level``
     (with ``prior``, the level stage's result: its allocation certified with scaled level
     duals, no LP) and ``structured-floor`` (`fast_floor`). Both apply only to stages with the
-    floor structure (`floor_structure`) and decline where they cannot win."""
+    floor structure (`floor_structure`; ``any_size``: below ``tuning.structured_min_jobs``
+    too) and decline where they cannot win."""
 
     def from_level(ctx: Any) -> StageResult:
         assert prior is not None
-        a, omega = _structure(ctx)
+        found = floor_structure(ctx.solver, ctx.stage, any_size)
+        assert found is not None  # (checked by `applies`)
+        a, omega = found
         done = _floor_from_level(ctx.solver, ctx.stage, prior, a, omega)
         if done is None:
             raise Decline("the level's allocation is not optimal for the floor stage")
         return done
 
     def structured(ctx: Any) -> StageResult:
-        return fast_floor(ctx.solver, ctx.stage, prior=prior)
+        return fast_floor(ctx.solver, ctx.stage, prior=prior, any_size=any_size)
 
-    out = [Strategy(STRUCTURED_FLOOR, structured, _own_certificate, _floor_applies)]
+    def applies(ctx: Any) -> bool:
+        return (isinstance(ctx.stage, LinearStage)
+                and floor_structure(ctx.solver, ctx.stage, any_size) is not None)
+
+    out = [Strategy(STRUCTURED_FLOOR, structured, _own_certificate, applies)]
     if prior is not None:
-        out.insert(0, Strategy(FLOOR_FROM_LEVEL, from_level, _own_certificate, _floor_applies))
+        out.insert(0, Strategy(FLOOR_FROM_LEVEL, from_level, _own_certificate, applies))
     return tuple(out)
 
 
 def _own_certificate(ctx: Any, res: StageResult) -> Any:
     return res.cert  # the whole stage LP's certificate, computed by `certified`
-
-
-def _structure(ctx: Any) -> tuple[np.ndarray, np.ndarray]:
-    out = floor_structure(ctx.solver, ctx.stage)
-    assert out is not None  # (checked by `_floor_applies`)
-    return out
-
-
-def _floor_applies(ctx: Any) -> bool:
-    return isinstance(ctx.stage, LinearStage) and floor_structure(ctx.solver, ctx.stage) is not None
 
 
 def floor_structure(solver: StageSolver, stage: LinearStage, any_size: bool = False

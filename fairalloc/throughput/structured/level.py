@@ -58,22 +58,25 @@ def level_strategy(*, warm: tuple[np.ndarray, float] | None = None,
                    degenerate_handover: bool = True, seed: NewtonSeed | None = None
                    ) -> Strategy[Any, StageResult]:
     """The strategy ``structured-level`` of a level stage's plan (`fast_level` with these
-    options; it applies to stages with the structure, `structured_applies`, and declines
+    options; it applies to stages with the structure, `structured_applies` -- of any size
+    with a ``warm`` start: the previous round's prices skip the Newton search -- and declines
     where it cannot win)."""
+    any_size = warm is not None
 
     def solve(ctx: Any) -> StageResult:
         return fast_level(ctx.solver, ctx.stage, warm=warm,
-                          degenerate_handover=degenerate_handover, seed=seed)
+                          degenerate_handover=degenerate_handover, seed=seed,
+                          any_size=any_size)
 
-    return Strategy(STRUCTURED_LEVEL, solve, _own_certificate, _level_applies)
+    def applies(ctx: Any) -> bool:
+        return isinstance(ctx.stage, LevelStage) and structured_applies(
+            ctx.solver, kept=0, any_size=any_size)
+
+    return Strategy(STRUCTURED_LEVEL, solve, _own_certificate, applies)
 
 
 def _own_certificate(ctx: Any, res: StageResult) -> Any:
     return res.cert  # the whole stage LP's certificate, computed by `certified`
-
-
-def _level_applies(ctx: Any) -> bool:
-    return isinstance(ctx.stage, LevelStage) and structured_applies(ctx.solver, kept=0)
 
 
 def fast_level(solver: StageSolver, stage: LevelStage, *, max_rounds: int | None = None,
