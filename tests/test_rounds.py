@@ -199,9 +199,11 @@ def test_warm_equals_cold_over_a_trace_with_arrivals_and_departures():
         _feasible(warm, workers, sf)
         paths.append((warm.stats.method, warm.stats.path))
     assert p.rounds == 8
-    # the first round is cold, every later one starts from the previous prices and level
+    # the first round is cold (70 jobs: the whole LP, below Tuning.structured_min_jobs), every
+    # later one starts the structured solver from the previous prices and level
     assert paths[0][0] == "fast" and all(m == "fast+warm" for m, _ in paths[1:]), paths
-    assert all(path and path[0] == "structured-level" for _, path in paths), paths
+    assert paths[0][1] == ("exact-lp",), paths
+    assert all(path and path[0] == "structured-level" for _, path in paths[1:]), paths
 
 
 def test_stage_program_rows_built_in_one_construction_equal_the_stacked_blocks():

@@ -24,7 +24,9 @@ from fairalloc.throughput.structured.common import Demand, price_spread, too_man
 DEFAULT = Tuning()
 SAMPLE_GATE_TYPES, STRUCTURED_MAX_TYPES = DEFAULT.sample_gate_types, DEFAULT.structured_max_types
 #: every near-tie job counts as degenerate prices
-DEGENERATE = Tuning(max_explicit_share=0.0, min_degenerate_jobs=0)
+DEGENERATE = Tuning(max_explicit_share=0.0, min_degenerate_jobs=0, structured_min_jobs=64)
+#: the structured solvers from 64 jobs (these instances have 80 to 600)
+STRUCT = Tuning(structured_min_jobs=64)
 
 
 def _whole_lp_steps(stats) -> int:
@@ -65,7 +67,7 @@ def test_many_types_go_to_the_whole_lp_at_once():
     k = STRUCTURED_MAX_TYPES + 1
     n = 96
     jobs, cl = _jobs(n, k), _cluster(np.full(k, 3))
-    fast = fa.max_min_fairness(jobs, cl)
+    fast = fa.max_min_fairness(jobs, cl, tuning=STRUCT)
     exact = fa.max_min_fairness(jobs, cl, method="highs")
     assert fast.stats.path[:2] == ("structured-level", EXACT_LP)
     reason = f"structured-level->exact-lp: many types (k = {k} > {STRUCTURED_MAX_TYPES})"
@@ -82,7 +84,7 @@ def test_many_types_go_to_the_whole_lp_at_once():
 def test_at_the_sample_gate_the_structured_path_runs():
     k = SAMPLE_GATE_TYPES
     jobs, cl = _jobs(400, k, seed=1), _cluster(np.full(k, 12))
-    fast = fa.max_min_fairness(jobs, cl, work_conserving=False)
+    fast = fa.max_min_fairness(jobs, cl, work_conserving=False, tuning=STRUCT)
     exact = fa.max_min_fairness(jobs, cl, method="highs", work_conserving=False)
     assert not any("many types" in f for f in fast.stats.fallbacks)
     _agree(fast, exact)
@@ -115,7 +117,7 @@ def test_dinkelbach_goes_to_the_whole_lp_after_the_first_hand_over():
     the sequence)."""
     k = STRUCTURED_MAX_TYPES + 1
     jobs, cl = _jobs(80, k, seed=5, steps=True), _cluster(np.full(k, 2))
-    fast = fa.finish_time_fairness(jobs, cl, work_conserving=False)
+    fast = fa.finish_time_fairness(jobs, cl, work_conserving=False, tuning=STRUCT)
     exact = fa.finish_time_fairness(jobs, cl, method="highs", work_conserving=False)
     stats = fast.stats
     assert stats.count("dinkelbach") >= 2
@@ -133,7 +135,7 @@ def test_dinkelbach_goes_to_the_whole_lp_after_the_first_hand_over():
 
 def test_dinkelbach_keeps_the_structured_path_when_it_certifies():
     jobs, cl = _jobs(300, 3, seed=3, steps=True), _cluster([50, 50, 50])
-    fast = fa.finish_time_fairness(jobs, cl, work_conserving=False)
+    fast = fa.finish_time_fairness(jobs, cl, work_conserving=False, tuning=STRUCT)
     exact = fa.finish_time_fairness(jobs, cl, method="highs", work_conserving=False)
     assert fast.stats.fallbacks == ()
     # every iteration's stage is solved by the structured solver; the intermediate ones are
@@ -152,9 +154,9 @@ def test_dinkelbach_provisional_stages_give_the_certified_answer():
 
     assert not unchecked_certificate(0.5).ok
     jobs, cl = _jobs(300, 3, seed=3, steps=True), _cluster([50, 50, 50])
-    fast = fa.finish_time_fairness(jobs, cl, work_conserving=False)
-    checked = fa.finish_time_fairness(jobs, cl, work_conserving=False,
-                                      tuning=Tuning(dinkelbach_provisional=False))
+    fast = fa.finish_time_fairness(jobs, cl, work_conserving=False, tuning=STRUCT)
+    checked = fa.finish_time_fairness(jobs, cl, work_conserving=False, tuning=Tuning(
+        dinkelbach_provisional=False, structured_min_jobs=64))
     assert "structured-level-provisional" not in checked.stats.path
     assert fast.stats.count("dinkelbach") == checked.stats.count("dinkelbach")
     assert fast.certificate.ok and checked.certificate.ok
@@ -179,7 +181,7 @@ def test_dinkelbach_last_provisional_stage_that_does_not_certify_is_solved_again
         return real(self, res, stage, xcol)
 
     monkeypatch.setattr(StageSolver, "certify", certify_fails_first)
-    fast = fa.finish_time_fairness(jobs, cl, work_conserving=False)
+    fast = fa.finish_time_fairness(jobs, cl, work_conserving=False, tuning=STRUCT)
     assert calls[0] is True
     assert any(f.startswith("structured-level-provisional->structured-level")
                for f in fast.stats.fallbacks)
@@ -277,7 +279,7 @@ def test_one_dominant_type_stays_on_the_structured_path():
     n = 600
     jobs = _jobs(n, 3, seed=6, dominant=1e4)
     cl = _cluster([n // 2, n // 24, n // 24])
-    fast = fa.max_min_fairness(jobs, cl)
+    fast = fa.max_min_fairness(jobs, cl, tuning=STRUCT)
     exact = fa.max_min_fairness(jobs, cl, method="highs")
     assert fast.stats.path[0] == "structured-level" and fast.stats.fallbacks == ()
     assert fast.stats.solves <= 3
@@ -383,7 +385,7 @@ def test_any_path_equals_the_exact_method(k, dominant, seed, scarce):
     jobs = _jobs(n, k, seed=seed, dominant=dominant)
     per = 8 if scarce else max(8, 2 * n // k)
     cl = _cluster(np.full(k, per))
-    fast = fa.max_min_fairness(jobs, cl)
+    fast = fa.max_min_fairness(jobs, cl, tuning=STRUCT)
     exact = fa.max_min_fairness(jobs, cl, method="highs")
     _agree(fast, exact)
     assert fast.stage_certificates[1].primal_value == pytest.approx(

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fairalloc as fa
-from fairalloc.throughput import MaxMinFairness, equal_split, isolated_split
+from fairalloc.throughput import MaxMinFairness, Tuning, equal_split, isolated_split
 
 T3 = [[40.0, 10.0], [12.0, 4.0], [100.0, 50.0]]
 C2 = {"v100": 1, "k80": 1}
@@ -277,14 +277,15 @@ def test_fast_path_matches_full_lp(inst):
     jobs, cluster = inst
     a = MaxMinFairness(jobs, cluster)
     # symmetry=False: the solvers themselves (repeated jobs would be solved per class)
-    fast = a.solve(method="fast", work_conserving=False, symmetry=False)
+    fast = a.solve(method="fast", work_conserving=False, symmetry=False,
+                   tuning=Tuning(structured_min_jobs=64))
     full = a.solve(method="highs", work_conserving=False, symmetry=False)
     assert full.stats.path == ("exact-lp",)
     if fast.stats.fallbacks:
-        assert fast.stats.path == ("exact-lp",)
+        assert fast.stats.path[0] == "structured-level" and fast.stats.path[-1] == "exact-lp"
         assert all(f.startswith("structured-level->exact-lp: ") for f in fast.stats.fallbacks)
     else:
-        assert fast.stats.path == ("structured-level",)
+        assert fast.stats.path[0] == "structured-level" and "exact-lp" not in fast.stats.path
     assert fast.objective == pytest.approx(full.objective, rel=1e-7, abs=1e-9)
 
 

@@ -20,7 +20,7 @@ import fairalloc as fa
 from fairalloc.backends import HighsBackend, SolveStatus
 from fairalloc.data import JobPairs
 from fairalloc.errors import FairallocError
-from fairalloc.throughput import equal_split, isolated_split, max_min_space_sharing
+from fairalloc.throughput import Tuning, equal_split, isolated_split, max_min_space_sharing
 
 FAST = settings(max_examples=25, deadline=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -456,7 +456,8 @@ def test_backend_instance_used_for_every_solve(n):
     for fn in (fa.max_min_fairness, fa.finish_time_fairness, fa.min_makespan,
                lambda j, c, **kw: fa.min_cost(j, c, cost=[3.0, 2.0, 1.0], **kw),
                fa.water_filling):
-        r = fn(jobs, cl, backend=_NamedHighs())
+        # (64 jobs and up: the structured path too, where max-min offers it)
+        r = fn(jobs, cl, backend=_NamedHighs(), tuning=Tuning(structured_min_jobs=64))
         assert r.stats.backend == "highs-under-test"
         assert r.stats.solves >= 1 and r.stats.raw_status != ""
         if n == 80 and fn is fa.max_min_fairness:
