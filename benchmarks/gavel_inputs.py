@@ -310,7 +310,7 @@ def pop(policy: str, js: JobSet, pairs: Any, k: int, seed: int) -> dict[str, Any
     cap = np.floor(js.cap / k)
     x = np.zeros_like(js.T)
     px = None if pairs is None else np.zeros((pairs[0].shape[0], len(TYPES)))
-    for g in range(k):
+    for g in range(k if cap.any() else 0):  # (no worker in a sub-cluster: nobody runs)
         rows = np.flatnonzero(group == g)
         sub = derive(js.T[rows], js.sf[rows], js.w[rows], js.steps[rows], js.elapsed[rows],
                      cap)

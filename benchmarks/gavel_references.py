@@ -11,6 +11,7 @@ definitions (Gavel §4.1, §4.3; Themis), independently of fairalloc.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -117,7 +118,9 @@ def solve_lp(c: np.ndarray, A: Any, lo: np.ndarray, hi: np.ndarray, ub: np.ndarr
         if dn.any():
             cons.append(A[dn] @ x >= lo[dn])
         prob = cp.Problem(cp.Maximize(c @ x), cons)
-        prob.solve(solver=solver)
+        with warnings.catch_warnings():  # (an inaccurate solve shows in the rel. diff column)
+            warnings.simplefilter("ignore")
+            prob.solve(solver=solver)
         if x.value is None:
             raise RuntimeError(f"{solver}: {prob.status}")
         return np.asarray(x.value)
@@ -361,7 +364,9 @@ def _cvx_base(d: dict[str, np.ndarray]) -> tuple[Any, list[Any]]:
 
 
 def _solved(prob: Any, solver: str) -> float:
-    prob.solve(solver=solver)
+    with warnings.catch_warnings():  # (an inaccurate solve shows in the rel. diff column)
+        warnings.simplefilter("ignore")
+        prob.solve(solver=solver)
     if prob.value is None or not np.isfinite(prob.value):
         raise RuntimeError(f"{solver}: {prob.status}")
     return float(prob.value)
