@@ -293,7 +293,7 @@ def reference(policy: str, name: str, js: JobSet, pairs: Any) -> dict[str, Any]:
     if name == "Gavel greedy":
         return fifo_greedy(d)
     if policy == "fifo":  # (vertex solutions: the kept values are met exactly)
-        return fifo_lps(d, "highs-choose" if solver == "highs" else solver)
+        return fifo_lps(d, "highs-strict" if solver == "highs" else solver)
     if policy == "water-filling":
         return water_filling_lps(d, js.entity, js.entity_w, None, solver)
     if solver == "highs":
@@ -518,16 +518,18 @@ def run_size(ctx: Context, n: int, policies: tuple[str, ...], warm_up: bool = Fa
         try:
             b, bwall, bcpu = timed(lambda policy=policy, pp=pp: bare(policy, g, js, pp),
                                    ctx.ref_seconds)
-        except Budget:
+        except (Budget, Exception) as exc:  # (past the budget, or HiGHS failed: say so)
             bwall = bcpu = float("nan")
-            rows.append([policy, "bare minimum", f"> {ctx.ref_seconds:.0f}", "", "", "stopped"])
+            btext = f"> {ctx.ref_seconds:.0f}" if isinstance(exc, Budget) else "error"
+            rows.append([policy, "bare minimum", btext, "", "", "stopped" if isinstance(
+                exc, Budget) else str(exc).splitlines()[0][:60]])
         else:
             brel = rel_diff(ours, values(policy, d, b, pp), vec)
             rows.append([policy, "bare minimum", _fmt(bwall, bcpu), f"{bwall / wall:.2f}x",
                          f"{brel:.0e}" + (" !" if not brel <= AGREE_TOL else ""),
                          f"fairalloc / bare = {wall / bwall:.1f}x" + BARE_NOTE.get(policy, "")])
         best: tuple[float, str] | None = None
-        worst = 0.0
+        worst: float | None = None
         exact = None
         for name in references_for(policy):
             if warm_up and name.startswith("POP"):
@@ -548,7 +550,8 @@ def run_size(ctx: Context, n: int, policies: tuple[str, ...], warm_up: bool = Fa
                         policy, name, js, pp), ctx.ref_seconds)
             except Budget:
                 ctx.over[(policy, name)] = f"> {ctx.ref_seconds:.0f} s at {n:,} jobs"
-                rows.append([policy, name, f"> {ctx.ref_seconds:.0f}", "", "", "stopped"])
+                rows.append([policy, name, f"> {ctx.ref_seconds:.0f}",
+                             f"> {ctx.ref_seconds / wall:.0f}x", "", "stopped"])
                 continue
             except Exception as exc:  # a reference's solver failed: say so, go on
                 rows.append([policy, name, "error", "", "", str(exc).splitlines()[0][:60]])
@@ -563,20 +566,20 @@ def run_size(ctx: Context, n: int, policies: tuple[str, ...], warm_up: bool = Fa
                 rows.append([policy, name, _fmt(rw, rc), ratio, "", note])
                 continue
             rel = rel_diff(ours, got, vec)
-            worst = max(worst, rel)
+            worst = rel if worst is None else max(worst, rel)
             if name == "HiGHS whole LP":
                 exact = got
             if best is None or rw < best[0]:
                 best = (rw, name)
             rows.append([policy, name, _fmt(rw, rc), ratio,
                          f"{rel:.0e}" + (" !" if not rel <= AGREE_TOL else ""), ""])
-        over = f"> {ctx.ref_seconds:.0f}"
         summary.append([policy, f"{n:,}", f"{wall:.3f}",
-                        f"{bwall:.3f}" if bwall == bwall else over,
+                        f"{bwall:.3f}" if bwall == bwall else btext,
                         f"{wall / bwall:.1f}x" if bwall == bwall else "",
                         "-" if best is None else f"{best[1]} {best[0]:.3f}",
                         "-" if best is None else f"{best[0] / wall:.2f}x",
-                        f"{worst:.0e}" + (" !" if not worst <= AGREE_TOL else ""), cert])
+                        "-" if worst is None else f"{worst:.0e}" + (
+                            " !" if not worst <= AGREE_TOL else ""), cert])
     return rows, summary, bad
 
 

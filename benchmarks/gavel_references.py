@@ -23,7 +23,7 @@ WF_CAP = 1e-3  # PERFORMANCE: cap of each sigma (bounded bottleneck LPs) relativ
 DINKELBACH_STOP = 1e-9  # ACCURACY: FTF reference stops when F(R) <= this * R
 DINKELBACH_MAX = 50  # PERFORMANCE: Dinkelbach iterations of the FTF reference
 FIFO_KEEP = 1e-9  # ACCURACY: FIFO LP sequence: earlier values v (in [0, 1]) kept to this
-SIMPLEX_FEAS = 1e-10  # ACCURACY: HiGHS simplex feasibility tolerance (below FIFO_KEEP)
+SIMPLEX_FEAS = 1e-10  # ACCURACY: FIFO's LP sequence: HiGHS feasibility tolerance (< FIFO_KEEP)
 SPARE_EPS = 1e-9  # ACCURACY: greedy FIFO: spare workers below this (relative) are none
 TWO_STAGE = ("max-min", "ftf", "makespan")  # fairalloc's default adds the work-conserving LP
 
@@ -128,8 +128,8 @@ def solve_lp(c: np.ndarray, A: Any, lo: np.ndarray, hi: np.ndarray, ub: np.ndarr
 
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
-    h.setOptionValue("solver", "choose" if solver == "highs-choose" else "ipm")
-    if solver == "highs-choose":
+    h.setOptionValue("solver", "ipm" if solver == "highs" else "choose")
+    if solver == "highs-strict":
         h.setOptionValue("primal_feasibility_tolerance", SIMPLEX_FEAS)
     A = sp.csc_matrix(A)
     A.sort_indices()
