@@ -13,22 +13,26 @@ total. Water-filling: ``clip(N / 40, 5, 50)`` entities (Gavel's ``entity_to_job_
 ``entity_weights``, weights 1-3), jobs uniform over them. Packing: pair keys (Gavel's
 ``JobIdPair(a, b)``, rates ``[rate of a, rate of b]`` from the file's pair entries, which exist
 for single-GPU jobs only) for every pair of single-GPU jobs that fits on some type, or a uniform
-sample of ``--max-pairs`` of them (all pairs grow as N**2: 1 M at 2,048 jobs). Seeded; the
-same ``--seed`` draws the same jobs.
+sample of ``--max-pairs`` of them (all pairs grow as N**2: 2,590 at 100 jobs, 17,165 at 256,
+1.02 M at 2,048). Seeded; the same ``--seed`` draws the same jobs.
 
 **(a) one cold call through the Gavel adapter** (``fairalloc.integrations.gavel.policy(name)``,
 a new object per call, dicts keyed by ``JobIdPair`` in and out; the timed call includes both
-conversions) for every policy the adapter offers, side by side with, in the same process:
+conversions) for every policy the adapter offers, side by side with, in the same process
+(every solver's first call, on 32 jobs, is not timed; a call under 1 s is timed 3 times, the
+median kept; ``ref / fairalloc`` is the ratio of wall times, CPU seconds in brackets):
 
 * **bare minimum**: the dicts read once into arrays, exact symmetry classes
-  (``fairalloc._symmetry.exact_classes`` on what the program reads) and HiGHS (interior point)
-  on the class-reduced LP of each stage fairalloc solves (max-min, makespan, FTF: level then
+  (``fairalloc._symmetry.exact_classes`` on what the program reads) and HiGHS (its default
+  simplex up to 1,000 classes, its interior point above) on the class-reduced LP of each stage
+  fairalloc solves (max-min, makespan, FTF: level then
   work-conserving stage; FTF: the two LPs at the optimal rho, known in advance -- a floor, not
   an algorithm; water-filling: the LP sequence over classes; FIFO: the arrival-order greedy;
   packing: the whole LP once). ``fairalloc / bare`` is fairalloc's total over that floor.
 * **cvxpy+ECOS / cvxpy+Clarabel**: Gavel-style vectorised cvxpy programs (``x`` an (n, 3)
   variable, ``cp.multiply`` rows; FTF the SOCP ``min max(t/D + steps/D inv_pos(tp))``;
-  water-filling and FIFO the sequence of LPs those policies are) with the solver named.
+  water-filling and FIFO the sequence of LPs those policies are) with the solver named. FIFO
+  also has **Gavel greedy**: jobs in arrival order each fill their fastest types first.
 * **HiGHS whole LP**: highspy (interior point) on the same stages job by job (FTF: a
   Dinkelbach sequence of LPs).
 * **POP k=4 / k=16**: jobs split at random into k sub-problems with ``floor(workers / k)`` of each
@@ -49,7 +53,7 @@ round, and rounds whose certificate failed. Packing is not a ``RoundPolicy`` pol
 
 Run::
 
-    python benchmarks/gavel_inputs.py                     # fast subset: 100 / 256 jobs
+    python benchmarks/gavel_inputs.py                     # 100 / 256 jobs, 100 rounds: ~1.5 min
     python benchmarks/gavel_inputs.py --jobs 100 256 2048 --rounds 500
     python benchmarks/gavel_inputs.py --jobs 8192 --policy max-min ftf
     python benchmarks/gavel_inputs.py --jobs 100 256 2048 8192 32768 --rounds 500 \\
@@ -57,7 +61,283 @@ Run::
 
 ECOS: ``pip install "fairalloc[bench]"``; without it the ECOS rows say "not installed".
 
-MEASURED: see the end of this docstring (filled in by the run it names).
+Measured 2026-11-28 on the shared 2-core development machine (load average 2-4 from other
+sessions, so wall times are inflated by waiting for a core: compare the CPU seconds in brackets
+and the trace's cpu columns between versions), numpy 2.4.6, cvxpy 1.9.3, HiGHS 1.16.0,
+Clarabel 0.11.1, ECOS 2.0.14, with the code of commit 2c98748 (its labels were shortened since;
+the tables below are relabelled, the numbers are as printed)::
+
+    python benchmarks/gavel_inputs.py --jobs 100 256 2048 --rounds 500 --plain     # 17 min
+    python benchmarks/gavel_inputs.py --jobs 8192 --policy max-min ftf --rounds 500 --plain  # 3 min
+
+The default (``python benchmarks/gavel_inputs.py``: 100 / 256 jobs, 100 rounds) took 87 s
+(66 s CPU). What the numbers say:
+
+* every fairalloc result was certified: every cold call and all 7,378 trace rounds, each
+  solved cold and warm (0 bad). fairalloc agrees with every exact reference to 2e-6 or better,
+  except the FIFO LP sequences (1-2e-5 at 100 jobs; HiGHS at 2,048 jobs 4e-4 "!"): that
+  reference drifts (earlier jobs leak ~1e-6 of their V100 time per stage LP within HiGHS's
+  tolerances, and job 368 collects 1e-3), while fairalloc equals Gavel's greedy to 0;
+* against the fastest exact reference at 2,048 jobs fairalloc is 6.4x faster on max-min,
+  2.0x on FTF, 1.2x on makespan and packing, 2.9x on max throughput, > 155x on water-filling
+  (every LP sequence stopped at 60 s); at 8,192 jobs 8.5x (max-min), 3.65x (FTF). FIFO is
+  the exception: 106 ms at 2,048 jobs where Gavel's greedy takes 4 ms (18x its floor);
+* fairalloc / bare minimum: max-min 1.5-3.0x (growing with the jobs), max throughput
+  1.9-2.1x, FIFO 10-18x; makespan 0.8-2.0x and FTF 0.3-2.4x (per-job steps leave no symmetry
+  classes, and from about 2,048 jobs fairalloc beats one HiGHS solve per stage); water-filling
+  and packing below 1 (fairalloc beats the LP sequence over classes and the whole LP);
+* RoundPolicy's warm rounds cost what cold rounds cost (CPU p50 within 5 % in every cell, warm
+  never clearly faster): with 1 % churn the warm start does not show at these sizes;
+* POP: with floor(workers / k) workers, 8-GPU gangs cannot run in a sub-cluster at 100 jobs
+  (k = 4) and 256 jobs (k = 16): loss 100 % / inf. From 2,048 jobs its loss is 0.0 % for the
+  fairness policies (0.5-1.6 % for max throughput), but its serial time is above fairalloc's,
+  except packing (k = 16: 0.14 s against 0.45 s, loss 0.0 %).
+
+First command:
+
+gavel_inputs: fairalloc 0.1.0, numpy 2.4.6, cvxpy 1.9.3, 2 CPUs, ECOS installed, seed 2028
+data: /work/shared/data/gavel/simulation_throughputs.json
+
+(a) 100 jobs, one cold call per solver (9 s for this size)
+
+| policy | solver | wall s (cpu s) | ref / fairalloc | rel. diff | certificate / note |
+|---|---|---|---|---|---|
+| max-min | fairalloc (adapter, cold) | 0.014 (0.007) |  |  | ok, gap 1e-09, res 4e-16 |
+| max-min | bare minimum | 0.009 (0.005) | 0.69x | 8e-16 | fa / bare 1.5x |
+| max-min | cvxpy+ECOS | 0.019 (0.015) | 1.39x | 7e-10 |  |
+| max-min | cvxpy+Clarabel | 0.018 (0.018) | 1.30x | 2e-08 |  |
+| max-min | HiGHS whole LP | 0.011 (0.011) | 0.80x | 4e-16 |  |
+| max-min | POP k=4 | 0.021 (0.021) | 1.57x |  | loss 100.0% |
+| max-min | POP k=16 | 0.050 (0.050) | 3.71x |  | loss 100.0% |
+| ftf | fairalloc (adapter, cold) | 0.018 (0.018) |  |  | ok, gap 1e-09, res 2e-15 |
+| ftf | bare minimum | 0.007 (0.007) | 0.41x | 3e-10 | fa / bare 2.4x (rho known) |
+| ftf | cvxpy+ECOS | 0.021 (0.021) | 1.18x | 2e-10 |  |
+| ftf | cvxpy+Clarabel | 0.024 (0.024) | 1.37x | 3e-10 |  |
+| ftf | HiGHS whole LP | 0.026 (0.026) | 1.43x | 3e-10 |  |
+| ftf | POP k=4 | 0.066 (0.066) | 3.68x |  | loss inf (a job got 0) |
+| ftf | POP k=16 | 0.173 (0.173) | 9.65x |  | loss inf (a job got 0) |
+| makespan | fairalloc (adapter, cold) | 0.011 (0.011) |  |  | ok, gap 1e-09, res 3e-16 |
+| makespan | bare minimum | 0.006 (0.006) | 0.50x | 2e-16 | fa / bare 2.0x |
+| makespan | cvxpy+ECOS | 0.018 (0.018) | 1.56x | 5e-07 |  |
+| makespan | cvxpy+Clarabel | 0.022 (0.022) | 1.95x | 2e-06 |  |
+| makespan | HiGHS whole LP | 0.011 (0.011) | 0.99x | 2e-16 |  |
+| makespan | POP k=4 | 0.022 (0.022) | 1.97x |  | loss inf (a job got 0) |
+| makespan | POP k=16 | 0.058 (0.058) | 5.11x |  | loss inf (a job got 0) |
+| max-throughput | fairalloc (adapter, cold) | 0.004 (0.004) |  |  | ok, gap 0e+00, res 0e+00 |
+| max-throughput | bare minimum | 0.002 (0.002) | 0.53x | 0e+00 | fa / bare 1.9x |
+| max-throughput | cvxpy+ECOS | 0.008 (0.008) | 2.04x | 5e-12 |  |
+| max-throughput | cvxpy+Clarabel | 0.008 (0.008) | 2.15x | 1e-11 |  |
+| max-throughput | HiGHS whole LP | 0.003 (0.003) | 0.76x | 0e+00 |  |
+| max-throughput | POP k=4 | 0.007 (0.007) | 1.82x |  | loss 7.6% |
+| max-throughput | POP k=16 | 0.021 (0.021) | 5.68x |  | loss 33.0% |
+| fifo | fairalloc (adapter, cold) | 0.005 (0.005) |  |  | ok, gap 0e+00, res 0e+00 |
+| fifo | bare minimum | 0.000 (0.000) | 0.08x | 0e+00 | fa / bare 13.2x (greedy) |
+| fifo | Gavel greedy | 0.000 (0.000) | 0.05x | 0e+00 |  |
+| fifo | HiGHS whole LP | 0.073 (0.073) | 13.56x | 1e-05 |  |
+| fifo | cvxpy+Clarabel | 0.439 (0.439) | 81.79x | 1e-05 |  |
+| fifo | cvxpy+ECOS | 0.394 (0.392) | 73.46x | 2e-05 |  |
+| water-filling | fairalloc (adapter, cold) | 0.035 (0.035) |  |  | ok, gap 2e-13, res 3e-16 |
+| water-filling | bare minimum | 0.067 (0.066) | 1.93x | 2e-08 | fa / bare 0.5x (LP sequence) |
+| water-filling | cvxpy+ECOS | error |  |  | ECOS: unbounded_inaccurate |
+| water-filling | cvxpy+Clarabel | 0.216 (0.215) | 6.24x | 2e-08 |  |
+| water-filling | HiGHS whole LP | 0.159 (0.155) | 4.59x | 2e-08 |  |
+| packing | fairalloc (adapter, cold) | 0.042 (0.042) |  |  | ok, gap 7e-14, res 0e+00 |
+| packing | bare minimum | 0.087 (0.087) | 2.08x | 7e-14 | fa / bare 0.5x (whole LP) |
+| packing | cvxpy+ECOS | 0.121 (0.121) | 2.90x | 2e-12 |  |
+| packing | cvxpy+Clarabel | 0.150 (0.149) | 3.58x | 1e-10 |  |
+| packing | HiGHS whole LP | 0.123 (0.092) | 2.95x | 7e-14 |  |
+| packing | POP k=4 | 0.030 (0.030) | 0.71x |  | loss 100.0% |
+| packing | POP k=16 | 0.045 (0.045) | 1.08x |  | loss 100.0% |
+
+(a) 256 jobs, one cold call per solver (19 s for this size)
+
+| policy | solver | wall s (cpu s) | ref / fairalloc | rel. diff | certificate / note |
+|---|---|---|---|---|---|
+| max-min | fairalloc (adapter, cold) | 0.010 (0.010) |  |  | ok, gap 1e-09, res 4e-16 |
+| max-min | bare minimum | 0.005 (0.005) | 0.52x | 2e-14 | fa / bare 1.9x |
+| max-min | cvxpy+ECOS | 0.020 (0.020) | 1.99x | 6e-10 |  |
+| max-min | cvxpy+Clarabel | 0.028 (0.028) | 2.76x | 1e-09 |  |
+| max-min | HiGHS whole LP | 0.020 (0.020) | 1.95x | 3e-13 |  |
+| max-min | POP k=4 | 0.029 (0.029) | 2.91x |  | loss -0.0% |
+| max-min | POP k=16 | 0.067 (0.067) | 6.71x |  | loss 100.0% |
+| ftf | fairalloc (adapter, cold) | 0.021 (0.021) |  |  | ok, gap 1e-09, res 6e-15 |
+| ftf | bare minimum | 0.013 (0.013) | 0.61x | 3e-10 | fa / bare 1.6x (rho known) |
+| ftf | cvxpy+ECOS | 0.032 (0.032) | 1.48x | 3e-10 |  |
+| ftf | cvxpy+Clarabel | 0.038 (0.038) | 1.77x | 1e-08 |  |
+| ftf | HiGHS whole LP | 0.034 (0.034) | 1.60x | 3e-10 |  |
+| ftf | POP k=4 | 0.077 (0.077) | 3.62x |  | loss -0.0% |
+| ftf | POP k=16 | 0.203 (0.202) | 9.47x |  | loss inf (a job got 0) |
+| makespan | fairalloc (adapter, cold) | 0.012 (0.012) |  |  | ok, gap 1e-09, res 2e-16 |
+| makespan | bare minimum | 0.009 (0.009) | 0.77x | 2e-13 | fa / bare 1.3x |
+| makespan | cvxpy+ECOS | 0.023 (0.023) | 1.87x | 2e-07 |  |
+| makespan | cvxpy+Clarabel | 0.035 (0.035) | 2.88x | 5e-07 |  |
+| makespan | HiGHS whole LP | 0.019 (0.019) | 1.52x | 1e-16 |  |
+| makespan | POP k=4 | 0.031 (0.031) | 2.54x |  | loss -0.0% |
+| makespan | POP k=16 | 0.070 (0.070) | 5.68x |  | loss inf (a job got 0) |
+| max-throughput | fairalloc (adapter, cold) | 0.004 (0.004) |  |  | ok, gap 1e-16, res 0e+00 |
+| max-throughput | bare minimum | 0.002 (0.002) | 0.50x | 0e+00 | fa / bare 2.0x |
+| max-throughput | cvxpy+ECOS | 0.010 (0.010) | 2.23x | 9e-12 |  |
+| max-throughput | cvxpy+Clarabel | 0.012 (0.012) | 2.77x | 3e-11 |  |
+| max-throughput | HiGHS whole LP | 0.004 (0.004) | 0.97x | 0e+00 |  |
+| max-throughput | POP k=4 | 0.008 (0.008) | 1.93x |  | loss 2.5% |
+| max-throughput | POP k=16 | 0.023 (0.022) | 5.21x |  | loss 17.5% |
+| fifo | fairalloc (adapter, cold) | 0.008 (0.008) |  |  | ok, gap 9e-15, res 0e+00 |
+| fifo | bare minimum | 0.001 (0.001) | 0.10x | 0e+00 | fa / bare 10.0x (greedy) |
+| fifo | Gavel greedy | 0.001 (0.001) | 0.08x | 0e+00 |  |
+| fifo | HiGHS whole LP | 0.322 (0.321) | 40.20x | 6e-07 |  |
+| fifo | cvxpy+Clarabel | 1.475 (1.460) | 183.89x | 7e-07 |  |
+| fifo | cvxpy+ECOS | 1.107 (1.107) | 137.97x | 6e-07 |  |
+| water-filling | fairalloc (adapter, cold) | 0.052 (0.052) |  |  | ok, gap 2e-13, res 2e-14 |
+| water-filling | bare minimum | 0.531 (0.527) | 10.26x | 7e-08 | fa / bare 0.1x (LP sequence) |
+| water-filling | cvxpy+ECOS | error |  |  | ECOS: unbounded_inaccurate |
+| water-filling | cvxpy+Clarabel | 1.177 (1.175) | 22.75x | 2e-08 |  |
+| water-filling | HiGHS whole LP | 1.797 (1.797) | 34.73x | 8e-08 |  |
+| packing | fairalloc (adapter, cold) | 0.122 (0.122) |  |  | ok, gap 3e-15, res 0e+00 |
+| packing | bare minimum | 0.440 (0.440) | 3.62x | 2e-15 | fa / bare 0.3x (whole LP) |
+| packing | cvxpy+ECOS | 0.607 (0.607) | 5.00x | 3e-12 |  |
+| packing | cvxpy+Clarabel | 0.840 (0.838) | 6.92x | 2e-11 |  |
+| packing | HiGHS whole LP | 0.444 (0.443) | 3.66x | 2e-15 |  |
+| packing | POP k=4 | 0.095 (0.095) | 0.79x |  | loss 0.0% |
+| packing | POP k=16 | 0.072 (0.072) | 0.59x |  | loss 100.0% |
+
+(a) 2,048 jobs, one cold call per solver (382 s for this size)
+
+| policy | solver | wall s (cpu s) | ref / fairalloc | rel. diff | certificate / note |
+|---|---|---|---|---|---|
+| max-min | fairalloc (adapter, cold) | 0.021 (0.021) |  |  | ok, gap 1e-09, res 1e-15 |
+| max-min | bare minimum | 0.009 (0.009) | 0.44x | 3e-15 | fa / bare 2.3x |
+| max-min | cvxpy+ECOS | 0.135 (0.134) | 6.41x | 4e-10 |  |
+| max-min | cvxpy+Clarabel | 0.243 (0.243) | 11.57x | 3e-08 |  |
+| max-min | HiGHS whole LP | 0.257 (0.257) | 12.25x | 1e-14 |  |
+| max-min | POP k=4 | 0.164 (0.159) | 7.83x |  | loss 0.0% |
+| max-min | POP k=16 | 0.185 (0.185) | 8.80x |  | loss 0.0% |
+| ftf | fairalloc (adapter, cold) | 0.125 (0.125) |  |  | ok, gap 1e-09, res 7e-16 |
+| ftf | bare minimum | 0.315 (0.315) | 2.51x | 3e-10 | fa / bare 0.4x (rho known) |
+| ftf | cvxpy+ECOS | 0.251 (0.251) | 2.00x | 2e-10 |  |
+| ftf | cvxpy+Clarabel | 0.342 (0.342) | 2.73x | 2e-09 |  |
+| ftf | HiGHS whole LP | 0.405 (0.404) | 3.23x | 2e-10 |  |
+| ftf | POP k=4 | 0.291 (0.291) | 2.32x |  | loss 0.0% |
+| ftf | POP k=16 | 0.431 (0.430) | 3.43x |  | loss -0.0% |
+| makespan | fairalloc (adapter, cold) | 0.134 (0.120) |  |  | ok, gap 1e-09, res 1e-15 |
+| makespan | bare minimum | 0.165 (0.165) | 1.23x | 2e-15 | fa / bare 0.8x |
+| makespan | cvxpy+ECOS | 0.157 (0.157) | 1.17x | 3e-07 |  |
+| makespan | cvxpy+Clarabel | 0.364 (0.359) | 2.71x | 1e-06 |  |
+| makespan | HiGHS whole LP | 0.166 (0.166) | 1.24x | 2e-15 |  |
+| makespan | POP k=4 | 0.150 (0.145) | 1.11x |  | loss 0.0% |
+| makespan | POP k=16 | 0.170 (0.169) | 1.26x |  | loss -0.0% |
+| max-throughput | fairalloc (adapter, cold) | 0.009 (0.009) |  |  | ok, gap 0e+00, res 0e+00 |
+| max-throughput | bare minimum | 0.004 (0.004) | 0.48x | 0e+00 | fa / bare 2.1x |
+| max-throughput | cvxpy+ECOS | 0.052 (0.052) | 5.96x | 4e-13 |  |
+| max-throughput | cvxpy+Clarabel | 0.106 (0.106) | 12.13x | 9e-13 |  |
+| max-throughput | HiGHS whole LP | 0.026 (0.026) | 2.93x | 0e+00 |  |
+| max-throughput | POP k=4 | 0.029 (0.029) | 3.27x |  | loss 0.5% |
+| max-throughput | POP k=16 | 0.044 (0.043) | 5.01x |  | loss 1.6% |
+| fifo | fairalloc (adapter, cold) | 0.106 (0.106) |  |  | ok, gap 0e+00, res 0e+00 |
+| fifo | bare minimum | 0.006 (0.006) | 0.06x | 0e+00 | fa / bare 17.9x (greedy) |
+| fifo | Gavel greedy | 0.004 (0.004) | 0.04x | 0e+00 |  |
+| fifo | HiGHS whole LP | 19.153 (18.773) | 180.63x | 4e-04 ! |  |
+| fifo | cvxpy+Clarabel | > 60 | > 566x |  | stopped |
+| fifo | cvxpy+ECOS | > 60 | > 566x |  | stopped |
+| water-filling | fairalloc (adapter, cold) | 0.387 (0.345) |  |  | ok, gap 2e-11, res 4e-15 |
+| water-filling | bare minimum | > 60 |  |  | stopped |
+| water-filling | cvxpy+ECOS | error |  |  | ECOS: infeasible_inaccurate |
+| water-filling | cvxpy+Clarabel | > 60 | > 155x |  | stopped |
+| water-filling | HiGHS whole LP | > 60 | > 155x |  | stopped |
+| packing | fairalloc (adapter, cold) | 0.453 (0.453) |  |  | ok, gap 0e+00, res 0e+00 |
+| packing | bare minimum | 0.588 (0.588) | 1.30x | 4e-16 | fa / bare 0.8x (whole LP) |
+| packing | cvxpy+ECOS | 27.099 (27.094) | 59.80x | 1e-12 |  |
+| packing | cvxpy+Clarabel | 13.119 (15.039) | 28.95x | 4e-10 |  |
+| packing | HiGHS whole LP | 0.557 (0.557) | 1.23x | 4e-16 |  |
+| packing | POP k=4 | 0.176 (0.176) | 0.39x |  | loss 0.0% |
+| packing | POP k=16 | 0.139 (0.139) | 0.31x |  | loss 0.0% |
+
+summary (fa: fairalloc; ref / fa > 1: fairalloc faster; rel. diff: largest)
+
+| policy | jobs | fa s | bare s | fa / bare | fastest exact ref. | ref / fa | rel. diff | cert. |
+|---|---|---|---|---|---|---|---|---|
+| max-min | 100 | 0.014 | 0.009 | 1.5x | HiGHS whole LP 0.011 | 0.80x | 2e-08 | ok |
+| ftf | 100 | 0.018 | 0.007 | 2.4x | cvxpy+ECOS 0.021 | 1.18x | 3e-10 | ok |
+| makespan | 100 | 0.011 | 0.006 | 2.0x | HiGHS whole LP 0.011 | 0.99x | 2e-06 | ok |
+| max-throughput | 100 | 0.004 | 0.002 | 1.9x | HiGHS whole LP 0.003 | 0.76x | 1e-11 | ok |
+| fifo | 100 | 0.005 | 0.000 | 13.2x | Gavel greedy 0.000 | 0.05x | 2e-05 | ok |
+| water-filling | 100 | 0.035 | 0.067 | 0.5x | HiGHS whole LP 0.159 | 4.59x | 2e-08 | ok |
+| packing | 100 | 0.042 | 0.087 | 0.5x | cvxpy+ECOS 0.121 | 2.90x | 1e-10 | ok |
+| max-min | 256 | 0.010 | 0.005 | 1.9x | HiGHS whole LP 0.020 | 1.95x | 1e-09 | ok |
+| ftf | 256 | 0.021 | 0.013 | 1.6x | cvxpy+ECOS 0.032 | 1.48x | 1e-08 | ok |
+| makespan | 256 | 0.012 | 0.009 | 1.3x | HiGHS whole LP 0.019 | 1.52x | 5e-07 | ok |
+| max-throughput | 256 | 0.004 | 0.002 | 2.0x | HiGHS whole LP 0.004 | 0.97x | 3e-11 | ok |
+| fifo | 256 | 0.008 | 0.001 | 10.0x | Gavel greedy 0.001 | 0.08x | 7e-07 | ok |
+| water-filling | 256 | 0.052 | 0.531 | 0.1x | cvxpy+Clarabel 1.177 | 22.75x | 8e-08 | ok |
+| packing | 256 | 0.122 | 0.440 | 0.3x | HiGHS whole LP 0.444 | 3.66x | 2e-11 | ok |
+| max-min | 2,048 | 0.021 | 0.009 | 2.3x | cvxpy+ECOS 0.135 | 6.41x | 3e-08 | ok |
+| ftf | 2,048 | 0.125 | 0.315 | 0.4x | cvxpy+ECOS 0.251 | 2.00x | 2e-09 | ok |
+| makespan | 2,048 | 0.134 | 0.165 | 0.8x | cvxpy+ECOS 0.157 | 1.17x | 1e-06 | ok |
+| max-throughput | 2,048 | 0.009 | 0.004 | 2.1x | HiGHS whole LP 0.026 | 2.93x | 9e-13 | ok |
+| fifo | 2,048 | 0.106 | 0.006 | 17.9x | Gavel greedy 0.004 | 0.04x | 4e-04 ! | ok |
+| water-filling | 2,048 | 0.387 | > 60 |  | - | - | - | ok |
+| packing | 2,048 | 0.453 | 0.588 | 0.8x | HiGHS whole LP 0.557 | 1.23x | 4e-10 | ok |
+
+(b) RoundPolicy trace, ms per round (<= 500 rounds, <= 30 s per mode; bad: uncertified rounds)
+
+| policy | jobs | rounds | warm p50 | p90 | cpu p50 | p90 | cold p50 | p90 | cpu p50 | p90 | bad |
+|---|---|---|---|---|---|---|---|---|---|---|---|
+| max-min | 100 | 500 | 5.9 | 6.3 | 5.9 | 6.3 | 5.8 | 6.3 | 5.8 | 6.3 | 0 |
+| ftf | 100 | 500 | 13.7 | 16.7 | 13.7 | 16.7 | 13.6 | 16.6 | 13.5 | 16.6 | 0 |
+| makespan | 100 | 500 | 8.9 | 11.0 | 8.8 | 10.7 | 8.8 | 10.9 | 8.8 | 10.6 | 0 |
+| max-throughput | 100 | 500 | 2.9 | 3.3 | 2.9 | 3.2 | 2.8 | 3.3 | 2.8 | 3.2 | 0 |
+| fifo | 100 | 500 | 4.1 | 4.6 | 4.1 | 4.5 | 4.1 | 4.6 | 4.1 | 4.5 | 0 |
+| water-filling | 100 | 420 | 67.4 | 105.9 | 49.0 | 62.2 | 67.6 | 107.9 | 49.0 | 61.9 | 0 |
+| max-min | 256 | 500 | 18.2 | 24.9 | 10.7 | 12.4 | 18.1 | 24.6 | 10.6 | 12.3 | 0 |
+| ftf | 256 | 500 | 41.6 | 66.1 | 18.9 | 26.0 | 41.3 | 66.8 | 18.8 | 26.0 | 0 |
+| makespan | 256 | 500 | 35.7 | 45.8 | 14.1 | 16.9 | 36.9 | 46.5 | 14.1 | 16.8 | 0 |
+| max-throughput | 256 | 500 | 7.5 | 11.6 | 3.3 | 3.6 | 7.5 | 11.5 | 3.3 | 3.6 | 0 |
+| fifo | 256 | 500 | 19.1 | 24.0 | 7.4 | 8.4 | 19.0 | 23.9 | 7.3 | 8.3 | 0 |
+| water-filling | 256 | 190 | 155.9 | 202.9 | 66.4 | 83.0 | 155.4 | 203.5 | 67.0 | 83.3 | 0 |
+| max-min | 2,048 | 500 | 43.6 | 51.0 | 17.3 | 19.3 | 41.9 | 50.3 | 17.2 | 19.1 | 0 |
+| ftf | 2,048 | 130 | 200.4 | 386.7 | 88.1 | 154.7 | 203.9 | 373.8 | 87.6 | 151.5 | 0 |
+| makespan | 2,048 | 89 | 319.0 | 434.5 | 130.8 | 177.9 | 331.0 | 448.6 | 131.2 | 176.0 | 0 |
+| max-throughput | 2,048 | 500 | 10.1 | 14.5 | 5.8 | 6.3 | 10.5 | 15.4 | 5.8 | 6.6 | 0 |
+| fifo | 2,048 | 184 | 166.3 | 205.3 | 97.5 | 104.9 | 167.6 | 202.9 | 97.0 | 103.4 | 0 |
+| water-filling | 2,048 | 43 | 691.1 | 866.8 | 417.7 | 498.0 | 654.5 | 879.2 | 407.3 | 505.3 | 0 |
+
+uncertified results: 0
+
+Second command:
+
+(a) 8,192 jobs, one cold call per solver (38 s for this size)
+
+| policy | solver | wall s (cpu s) | ref / fairalloc | rel. diff | certificate / note |
+|---|---|---|---|---|---|
+| max-min | fairalloc (adapter, cold) | 0.134 (0.085) |  |  | ok, gap 1e-09, res 4e-15 |
+| max-min | bare minimum | 0.044 (0.016) | 0.33x | 9e-16 | fa / bare 3.0x |
+| max-min | cvxpy+ECOS | 1.135 (0.675) | 8.48x | 7e-10 |  |
+| max-min | cvxpy+Clarabel | 1.283 (0.737) | 9.59x | 2e-08 |  |
+| max-min | HiGHS whole LP | 2.488 (1.165) | 18.59x | 9e-16 |  |
+| max-min | POP k=4 | 1.819 (0.900) | 13.59x |  | loss 0.0% |
+| max-min | POP k=16 | 1.172 (0.647) | 8.75x |  | loss 0.0% |
+| ftf | fairalloc (adapter, cold) | 0.624 (0.323) |  |  | ok, gap 1e-09, res 7e-16 |
+| ftf | bare minimum | 2.117 (1.205) | 3.40x | 1e-10 | fa / bare 0.3x (rho known) |
+| ftf | cvxpy+ECOS | 2.851 (1.420) | 4.57x | 1e-10 |  |
+| ftf | cvxpy+Clarabel | 2.274 (1.391) | 3.65x | 1e-09 |  |
+| ftf | HiGHS whole LP | 3.486 (2.186) | 5.59x | 1e-10 |  |
+| ftf | POP k=4 | 1.932 (1.368) | 3.10x |  | loss -0.0% |
+| ftf | POP k=16 | 1.963 (1.160) | 3.15x |  | loss -0.0% |
+
+summary (fa: fairalloc; ref / fa > 1: fairalloc faster; rel. diff: largest)
+
+| policy | jobs | fa s | bare s | fa / bare | fastest exact ref. | ref / fa | rel. diff | cert. |
+|---|---|---|---|---|---|---|---|---|
+| max-min | 8,192 | 0.134 | 0.044 | 3.0x | cvxpy+ECOS 1.135 | 8.48x | 2e-08 | ok |
+| ftf | 8,192 | 0.624 | 2.117 | 0.3x | cvxpy+Clarabel 2.274 | 3.65x | 1e-09 | ok |
+
+(b) RoundPolicy trace, ms per round (<= 500 rounds, <= 30 s per mode; bad: uncertified rounds)
+
+| policy | jobs | rounds | warm p50 | p90 | cpu p50 | p90 | cold p50 | p90 | cpu p50 | p90 | bad |
+|---|---|---|---|---|---|---|---|---|---|---|---|
+| max-min | 8,192 | 270 | 113.1 | 128.8 | 36.6 | 40.4 | 99.8 | 113.0 | 35.2 | 38.7 | 0 |
+| ftf | 8,192 | 52 | 546.1 | 807.8 | 265.5 | 374.4 | 529.8 | 744.9 | 264.9 | 378.0 | 0 |
+
+uncertified results: 0
 """
 
 from __future__ import annotations
@@ -379,7 +659,7 @@ def fairalloc_solution(policy: str, out: Any, p: Any, g: dict[str, Any], pairs: 
         c = p.packing_result.certificate
         ok = ok and c.ok
         text = (f"{'ok' if ok else 'NOT OK'}, gap {c.relative_gap:.0e}, "
-                f"res {c.primal_residual:.0e} (+ pairs)")
+                f"res {c.primal_residual:.0e}")
     return sol, text, ok
 
 
@@ -465,7 +745,7 @@ def timed(fn: Callable[[], Any], budget: float | None = None) -> tuple[Any, floa
 # --------------------------------------------------------------------------------------------
 # (a) one size: fairalloc, the bare minimum and the references side by side
 # --------------------------------------------------------------------------------------------
-BARE_NOTE = {"ftf": " (at the known optimal rho)", "water-filling": " (LP sequence)",
+BARE_NOTE = {"ftf": " (rho known)", "water-filling": " (LP sequence)",
              "packing": " (whole LP)", "fifo": " (greedy)"}
 
 
@@ -518,7 +798,7 @@ def run_size(ctx: Context, n: int, policies: tuple[str, ...], warm_up: bool = Fa
         ours = values(policy, d, sol, pp)
         g["R"] = float(p.last_result.objective) if policy == "ftf" else None
         vec = policy in ("fifo", "water-filling")
-        rows.append([policy, "fairalloc (Gavel adapter, cold)", _fmt(wall, cpu), "", "", cert])
+        rows.append([policy, "fairalloc (adapter, cold)", _fmt(wall, cpu), "", "", cert])
         try:
             b, bwall, bcpu = timed(lambda policy=policy, pp=pp: bare(policy, g, js, pp),
                                    ctx.ref_seconds)
@@ -531,7 +811,7 @@ def run_size(ctx: Context, n: int, policies: tuple[str, ...], warm_up: bool = Fa
             brel = rel_diff(ours, values(policy, d, b, pp), vec)
             rows.append([policy, "bare minimum", _fmt(bwall, bcpu), f"{bwall / wall:.2f}x",
                          f"{brel:.0e}" + (" !" if not brel <= AGREE_TOL else ""),
-                         f"fairalloc / bare = {wall / bwall:.1f}x" + BARE_NOTE.get(policy, "")])
+                         f"fa / bare {wall / bwall:.1f}x" + BARE_NOTE.get(policy, "")])
         best: tuple[float, str] | None = None
         worst: float | None = None
         exact = None
@@ -583,7 +863,7 @@ def run_size(ctx: Context, n: int, policies: tuple[str, ...], warm_up: bool = Fa
                         "-" if best is None else f"{best[1]} {best[0]:.3f}",
                         "-" if best is None else f"{best[0] / wall:.2f}x",
                         "-" if worst is None else f"{worst:.0e}" + (
-                            " !" if not worst <= AGREE_TOL else ""), cert])
+                            " !" if not worst <= AGREE_TOL else ""), "ok" if ok else "NOT OK"])
     return rows, summary, bad
 
 
@@ -677,12 +957,10 @@ def print_table(title: str, header: list[str], rows: list[list[str]], plain: boo
 
 SOLVE_HEADER = ["policy", "solver", "wall s (cpu s)", "ref / fairalloc", "rel. diff",
                 "certificate / note"]
-SUMMARY_HEADER = ["policy", "jobs", "fairalloc s", "bare s", "fairalloc / bare",
-                  "fastest exact reference (s)", "ref / fairalloc", "max rel. diff",
-                  "fairalloc certificate"]
-TRACE_HEADER = ["policy", "jobs", "rounds", "warm p50", "warm p90", "warm cpu p50",
-                "warm cpu p90", "cold p50", "cold p90", "cold cpu p50", "cold cpu p90",
-                "uncertified"]
+SUMMARY_HEADER = ["policy", "jobs", "fa s", "bare s", "fa / bare", "fastest exact ref.",
+                  "ref / fa", "rel. diff", "cert."]
+TRACE_HEADER = ["policy", "jobs", "rounds", "warm p50", "p90", "cpu p50", "p90", "cold p50",
+                "p90", "cpu p50", "p90", "bad"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -718,7 +996,7 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"gavel_inputs: fairalloc {fa.__version__}, numpy {np.__version__}, cvxpy "
           f"{cp.__version__}, {os.cpu_count()} CPUs, ECOS "
-          f"{'installed' if ctx.ecos else 'not installed'}; {path}; seed {args.seed}",
+          f"{'installed' if ctx.ecos else 'not installed'}, seed {args.seed}\ndata: {path}",
           flush=True)
     run_size(replace(ctx, over={}), WARM_N, policies, warm_up=True)  # imports, first solves
     summary: list[list[str]] = []
@@ -730,7 +1008,8 @@ def main(argv: list[str] | None = None) -> int:
         summary += summ
         print_table(f"(a) {n:,} jobs, one cold call per solver ({time.perf_counter() - t0:.0f} "
                     "s for this size)", SOLVE_HEADER, rows, args.plain)
-    print_table("summary (ref / fairalloc > 1: fairalloc faster)", SUMMARY_HEADER, summary,
+    print_table("summary (fa: fairalloc; ref / fa > 1: fairalloc faster; rel. diff: largest)",
+                SUMMARY_HEADER, summary,
                 args.plain)
     trows = []
     if not args.no_trace:
@@ -740,8 +1019,8 @@ def main(argv: list[str] | None = None) -> int:
                     continue
                 trows.append(trace(ctx, policy, n, args.rounds, args.trace_seconds))
                 bad += int(trows[-1][-1])
-        print_table(f"(b) RoundPolicy trace: ms per round (<= {args.rounds} rounds, "
-                    f"<= {args.trace_seconds:.0f} s per mode); packing: adapter only",
+        print_table(f"(b) RoundPolicy trace, ms per round (<= {args.rounds} rounds, <= "
+                    f"{args.trace_seconds:.0f} s per mode; bad: uncertified rounds)",
                     TRACE_HEADER, trows, args.plain)
     print(f"\nuncertified results: {bad}")
     return 0

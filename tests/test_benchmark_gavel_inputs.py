@@ -65,14 +65,14 @@ def test_smallest_configuration_has_every_policy_and_is_certified(tmp_path: Path
     data = _stand_in(tmp_path / "gavel")
     assert gi.main(["--data", str(data), "--jobs", "24", "--rounds", "2", "--plain"]) == 0
     out = capsys.readouterr().out
-    summary = _rows(out, "| policy | jobs | fairalloc s")
+    summary = _rows(out, "| policy | jobs | fa s")
     assert [r[0] for r in summary] == list(gi.POLICIES)
     for r in summary:
-        assert r[-1].startswith("ok, gap"), r  # fairalloc's certificate, every policy
+        assert r[-1] == "ok", r  # fairalloc's certificate, every policy
     solvers = _rows(out, "| policy | solver |")
     by = {(r[0], r[1]): r for r in solvers}
     for policy in gi.POLICIES:
-        assert by[(policy, "fairalloc (Gavel adapter, cold)")][5].startswith("ok, gap")
+        assert by[(policy, "fairalloc (adapter, cold)")][5].startswith("ok, gap")
         highs = by[(policy, "HiGHS whole LP")]
         assert float(highs[4].rstrip(" !")) <= gi.AGREE_TOL, highs  # one optimum
         bare = by[(policy, "bare minimum")]
