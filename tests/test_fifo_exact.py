@@ -18,10 +18,18 @@ from hypothesis import strategies as st
 from scipy.optimize import linprog
 
 import fairalloc as fa
-from fairalloc.throughput.ordering import FIFO_KNAPSACK, forced_certificate, forced_prefix
+from fairalloc.throughput.ordering import (
+    FIFO_GREEDY,
+    FIFO_KNAPSACK,
+    forced_certificate,
+    forced_prefix,
+)
 from fairalloc.tolerances import FEAS_TOL, GAP_TOL
 
-CASES = json.loads((Path(__file__).with_name("fifo_exact_cases.json")).read_text())["cases"]
+_DATA = json.loads((Path(__file__).with_name("fifo_exact_cases.json")).read_text())
+CASES = _DATA["cases"]
+#: instances whose answers the long fuzz's FIFO check called wrong (``fuzz_source``)
+FUZZ_CASES = _DATA["fuzz"]
 
 #: each stage is certified to GAP_TOL of one job's worth (v <= 1); the reference drops
 #: reduced costs below _FACE (at most n k of them, each moving at most one unit of time)
@@ -103,6 +111,22 @@ def test_probe_case_is_answered_certified_and_lexicographic(case):
                     fa.Cluster({f"t{j}": w for j, w in enumerate(cap)}))
         certs = (r.certificate, *r.stage_certificates)
     _check(np.asarray(r.x), certs, T, sf, cap, order)
+
+
+@pytest.mark.parametrize("case", FUZZ_CASES, ids=[c["name"] for c in FUZZ_CASES])
+def test_fuzz_flagged_answer_is_the_lexicographic_optimum(case):
+    """Fuzz seed 303 (30 jobs x 5 types, throughputs 1e2..1e10, 13 identical rows): every
+    stage is forced (one unique knapsack optimum each), and job 17 (arrival rank 26) finds
+    every type full, so it gets nothing; the textbook sequence agrees job by job. The fuzz
+    check had called this wrong (its reference freed job 14's type: tests/test_fuzz.py)."""
+    T = np.array(case["throughput"])
+    cap, sf = case["workers"], case["scale_factor"]
+    r = fa.fifo(fa.Jobs(T, scale_factor=sf, elapsed=case["elapsed"]),
+                fa.Cluster({f"t{j}": w for j, w in enumerate(cap)}))
+    assert r.stats.path == (f"{FIFO_GREEDY}:{T.shape[0]}",)
+    assert r.certificate.kind == FIFO_KNAPSACK
+    _check(np.asarray(r.x), (r.certificate, *r.stage_certificates), T, sf, cap,
+           -np.array(case["elapsed"]))
 
 
 # --------------------------------------------------------------------------------------------

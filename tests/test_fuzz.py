@@ -374,6 +374,38 @@ def test_fifo_checks_follow_the_given_order_and_semantics() -> None:
         check_allocation(g, arrival, "fifo", order=order[::-1].copy())
 
 
+def test_fifo_check_keeps_earlier_jobs_at_the_allocations_values() -> None:
+    """Fuzz seed 303 ('fifo (wide range)', 30 jobs x 5 types, throughputs 1e2..1e10): the
+    answer is the lexicographic optimum (tests/test_fifo_exact.py), but the check kept each
+    earlier job at its reference LP's value, and that LP put job 14 (worth 5.0e-6, its only
+    type with room 5e-6 of its best) at -2.8e-6, inside the comparison's tolerance; the kept
+    row then freed job 14's type, and job 17 (arrival rank 26) was 'achievable' at 1.0. The
+    check accepts the answer, and still rejects one that hands an earlier job's type to a
+    later job."""
+    import json
+    from pathlib import Path
+
+    import numpy as np
+
+    import fairalloc as fa
+    from tests.fuzz.checks import Gavel, check_allocation
+    from tests.fuzz.core import Wrong
+
+    case = json.loads(Path(__file__).with_name("fifo_exact_cases.json").read_text())["fuzz"][0]
+    T, sf, cap, el = (np.array(case[k]) for k in ("throughput", "scale_factor", "workers",
+                                                  "elapsed"))
+    r = fa.fifo(fa.Jobs(T, scale_factor=sf, elapsed=el),
+                fa.Cluster({f"t{j}": int(w) for j, w in enumerate(cap)}))
+    g = Gavel(T, sf, None, cap, elapsed=el)
+    check_allocation(g, r, "fifo")
+    # job 29 (arrival rank 11, alone at full speed on t1) gives t1 to job 17 (rank 26)
+    x = np.array(r.x)
+    assert x[29, 1] == 1.0 and x[17].sum() == 0.0
+    x[17, 1], x[29, 1] = 1.0, 0.0
+    with pytest.raises(Wrong, match=r"job 29 \(arrival rank 11\)"):
+        check_allocation(g, _claiming(r, x=x, effective_throughput=None), "fifo")
+
+
 @pytest.mark.parametrize("kind", ["linear", "leontief"])
 def test_capped_market_check_rejects_a_buyer_held_below_its_cap(kind: str) -> None:
     """A composed market whose cap binds: the right answer passes; a point that exceeds the
