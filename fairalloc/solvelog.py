@@ -24,7 +24,7 @@ from __future__ import annotations
 import enum
 from collections import Counter
 
-__all__ = ["PATH_LIMIT", "SolveLog", "SolveStatus", "count_step"]
+__all__ = ["LIMITED", "PATH_LIMIT", "SolveLog", "SolveStatus", "count_step"]
 
 #: Most entries a compressed ``stats.path`` lists before repeated steps are merged across the
 #: whole path (a readability knob, not a tolerance)
@@ -75,6 +75,11 @@ class SolveStatus(enum.StrEnum):
             return cls.ERROR
 
 
+#: The statuses of a solve stopped by a limit: its time limit, or a work limit (iterations,
+#: branch-and-bound nodes; deterministic, unlike a time limit).
+LIMITED: tuple[SolveStatus, ...] = (SolveStatus.TIME_LIMIT, SolveStatus.ITERATION_LIMIT)
+
+
 def count_step(counts: tuple[tuple[str, int], ...], name: str) -> int:
     """How many times step ``name`` ran, from ``step_counts`` pairs.
 
@@ -100,7 +105,7 @@ class SolveLog:
     (('structured-level', 1), ('exact-lp', 2))
     """
 
-    __slots__ = ("_events", "_handovers", "_records", "hit_limit", "iterations", "raw_status")
+    __slots__ = ("_events", "_handovers", "_records", "iterations", "limit", "raw_status")
 
     def __init__(self) -> None:
         self._events: list[str] = []
@@ -110,8 +115,20 @@ class SolveLog:
         #: the last backend solve's own status string
         self.raw_status = ""
         self.iterations = 0
-        #: a backend solve stopped at a time or work limit
-        self.hit_limit = False
+        #: the limit that stopped a backend solve (``TIME_LIMIT`` if any time limit did, else
+        #: ``ITERATION_LIMIT``: a work limit), None when none did
+        self.limit: SolveStatus | None = None
+
+    @property
+    def hit_limit(self) -> bool:
+        """Whether a backend solve stopped at a time or work limit (`limit`)."""
+        return self.limit is not None
+
+    def stopped(self, status: SolveStatus) -> None:
+        """Record that a solve stopped at ``status`` (one of `LIMITED`; a time limit is
+        kept over a work limit: the result then depends on the machine)."""
+        if self.limit is not SolveStatus.TIME_LIMIT:
+            self.limit = status
 
     # --- the three ways to write ---------------------------------------------------------
     def step(self, name: str) -> None:
@@ -131,8 +148,8 @@ class SolveLog:
             self.raw_status = str(raw_status)
         self._records.append((backend, self.raw_status, bool(count)))
         self.iterations += int(iterations)
-        if status in (SolveStatus.TIME_LIMIT, SolveStatus.ITERATION_LIMIT):
-            self.hit_limit = True
+        if status in LIMITED:
+            self.stopped(status)
 
     def replay(self, path: tuple[str, ...], fallbacks: tuple[str, ...]) -> None:
         """Append a finished sub-call's ``stats.path`` and ``stats.fallbacks``."""
@@ -147,7 +164,8 @@ class SolveLog:
         if other._records:
             self.raw_status = other.raw_status
         self.iterations += other.iterations
-        self.hit_limit |= other.hit_limit
+        if other.limit is not None:
+            self.stopped(other.limit)
 
     def mark(self) -> tuple[int, int, int]:
         """A position in the log (see `since`, `cut`)."""

@@ -84,7 +84,8 @@ class GPUAuctionResult(Result):
         Kind ``"milp"``, gap judged against the number of agents in the sum (its data
         scale) with `fairalloc.tolerances.MILP_GAP_TOL`: the PF solve's when every solve
         is proven (``Status.OPTIMAL``), else the first unproven one (never ok; status
-        ``TIME_LIMIT`` with a time limit, ``SUBOPTIMAL`` otherwise).
+        ``TIME_LIMIT`` with a time limit, ``ITERATION_LIMIT`` with only a node limit,
+        ``SUBOPTIMAL`` otherwise).
     """
 
     pf_bundles: np.ndarray
@@ -128,8 +129,17 @@ class GPUAuctionResult(Result):
 BundleAuctionResult = GPUAuctionResult
 
 
+def _unproven_status(time_limit: float | None, node_limit: int | None) -> Status:
+    """The status of a result whose MILPs were not all proven: ``TIME_LIMIT`` when a time
+    limit was given (it may have stopped one), ``ITERATION_LIMIT`` when only a node limit
+    was (a work limit), else ``SUBOPTIMAL``."""
+    if time_limit is not None:
+        return Status.TIME_LIMIT
+    return Status.ITERATION_LIMIT if node_limit is not None else Status.SUBOPTIMAL
+
+
 def _result(out: _PAOutcome, bundles: np.ndarray, offer: np.ndarray, value: np.ndarray,
-            t0: float, mark: tuple[int, int, int], method: str, limited: bool,
+            t0: float, mark: tuple[int, int, int], method: str, limited: Status,
             ids: tuple[Hashable, ...]) -> GPUAuctionResult:
     alloc = out.fraction[:, None] * bundles
     leftover = np.maximum(offer.astype(float) - alloc.sum(axis=0), 0.0)
@@ -138,7 +148,7 @@ def _result(out: _PAOutcome, bundles: np.ndarray, offer: np.ndarray, value: np.n
     if out.optimal:
         status = Status.OPTIMAL
     else:
-        status = Status.TIME_LIMIT if limited else Status.SUBOPTIMAL
+        status = limited
     return GPUAuctionResult(
         objective=pf.sumlog, status=status, stats=stats, certificate=out.certificate,
         pf_bundles=bundles, choice=pf.choice, pf_value=value, fraction=out.fraction,
@@ -209,8 +219,8 @@ def bundle_auction(
         result depends on the machine's speed and load; ``node_limit`` does not.
     node_limit : int, optional
         Branch-and-bound nodes per MILP (the backend's node limit): a work limit with the same
-        consequences as ``time_limit`` when it stops a MILP, but the same outcome on any
-        machine.
+        consequences as ``time_limit`` when it stops a MILP (status ``ITERATION_LIMIT`` when
+        no time limit is given), but the same outcome on any machine.
     workers : int or None
         Processes for the leave-one-out MILPs.
     backend : str or Backend
@@ -345,7 +355,7 @@ def bundle_auction(
     choice = np.where(flat_choice >= 0, flat_choice - first, -1)
     out = dataclasses.replace(out, pf=dataclasses.replace(out.pf, choice=choice))
     return _result(out, pf_bundles, np.ones(g, dtype=bool), value, t0, mark, "set_packing",
-                   tl is not None or node_limit is not None, labels)
+                   _unproven_status(tl, node_limit), labels)
 
 
 @_clean_log
@@ -452,5 +462,5 @@ def gpu_auction(
                       for i, c in enumerate(choice.tolist())], dtype=float)
     out = dataclasses.replace(out, pf=dataclasses.replace(out.pf, choice=choice))
     return _result(out, bundles, off, value, t0, mark, "placement_classes",
-                   tl is not None or node_limit is not None, labels)
+                   _unproven_status(tl, node_limit), labels)
 

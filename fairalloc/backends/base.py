@@ -41,15 +41,16 @@ from ..errors import (
     InputError,
     foreign_error,
 )
-from ..solvelog import SolveStatus
+from ..solvelog import LIMITED, SolveStatus
 
-__all__ = ["USABLE", "Backend", "ConicProgram", "ConicSolution", "LPBasis", "LPSolution",
+__all__ = ["LIMITED", "USABLE", "Backend", "ConicProgram", "ConicSolution", "LPBasis", "LPSolution",
            "LinearProgram", "SolveStatus"]
 
 
 #: Statuses whose point is handed to the caller's certificate (the one acceptance rule).
 USABLE: frozenset[SolveStatus] = frozenset(
-    {SolveStatus.OPTIMAL, SolveStatus.INACCURATE, SolveStatus.TIME_LIMIT}
+    {SolveStatus.OPTIMAL, SolveStatus.INACCURATE, SolveStatus.TIME_LIMIT,
+     SolveStatus.ITERATION_LIMIT}
 )
 
 

@@ -13,7 +13,15 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..tolerances import SOLVER_TOL
-from .base import Backend, ConicProgram, ConicSolution, LinearProgram, LPSolution, SolveStatus
+from .base import (
+    USABLE,
+    Backend,
+    ConicProgram,
+    ConicSolution,
+    LinearProgram,
+    LPSolution,
+    SolveStatus,
+)
 
 __all__ = ["ClarabelBackend"]
 
@@ -52,7 +60,7 @@ class ClarabelBackend(Backend):
         "Solved": SolveStatus.OPTIMAL,
         "AlmostSolved": SolveStatus.INACCURATE,
         "InsufficientProgress": SolveStatus.INACCURATE,
-        "MaxIterations": SolveStatus.TIME_LIMIT,
+        "MaxIterations": SolveStatus.ITERATION_LIMIT,
         "MaxTime": SolveStatus.TIME_LIMIT,
         "PrimalInfeasible": SolveStatus.INFEASIBLE,
         "AlmostPrimalInfeasible": SolveStatus.INFEASIBLE,
@@ -87,10 +95,8 @@ class ClarabelBackend(Backend):
         raw = str(sol.status)
         status = self.canonical_status(raw)
         x = np.asarray(sol.x, dtype=float)
-        have = status in (SolveStatus.OPTIMAL, SolveStatus.INACCURATE, SolveStatus.TIME_LIMIT) \
-            and x.size == n and bool(np.all(np.isfinite(x)))
-        if not have and status in (SolveStatus.OPTIMAL, SolveStatus.INACCURATE,
-                                   SolveStatus.TIME_LIMIT):
+        have = status in USABLE and x.size == n and bool(np.all(np.isfinite(x)))
+        if not have and status in USABLE:
             status = SolveStatus.ERROR
         return ConicSolution(
             status=status,

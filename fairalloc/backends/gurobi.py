@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .base import Backend, LinearProgram, LPSolution, SolveStatus
+from .base import LIMITED, USABLE, Backend, LinearProgram, LPSolution, SolveStatus
 
 __all__ = ["GurobiBackend"]
 
@@ -32,10 +32,10 @@ class GurobiBackend(Backend):
         "3": SolveStatus.INFEASIBLE,  # INFEASIBLE
         "4": SolveStatus.INFEASIBLE,  # INF_OR_UNBD
         "5": SolveStatus.UNBOUNDED,  # UNBOUNDED
-        "7": SolveStatus.TIME_LIMIT,  # ITERATION_LIMIT
-        "8": SolveStatus.TIME_LIMIT,  # NODE_LIMIT
+        "7": SolveStatus.ITERATION_LIMIT,  # ITERATION_LIMIT
+        "8": SolveStatus.ITERATION_LIMIT,  # NODE_LIMIT
         "9": SolveStatus.TIME_LIMIT,  # TIME_LIMIT
-        "10": SolveStatus.TIME_LIMIT,  # SOLUTION_LIMIT
+        "10": SolveStatus.ITERATION_LIMIT,  # SOLUTION_LIMIT
         "11": SolveStatus.TIME_LIMIT,  # INTERRUPTED
         "13": SolveStatus.INACCURATE,  # SUBOPTIMAL
     }
@@ -104,12 +104,12 @@ class GurobiBackend(Backend):
         raw = str(st)
         has_sol = model.SolCount > 0
         status = self.canonical_status(raw)
-        if status in (SolveStatus.TIME_LIMIT, SolveStatus.INACCURATE) and not has_sol:
+        if status in LIMITED + (SolveStatus.INACCURATE,) and not has_sol:
             status = SolveStatus.ERROR
         xv = row_duals = col_duals = None
         obj: float = float("nan")
         bound: float = float("nan")
-        if status in (SolveStatus.OPTIMAL, SolveStatus.TIME_LIMIT, SolveStatus.INACCURATE):
+        if status in USABLE:
             xv = np.asarray(x.X, dtype=float)
             obj = float(model.ObjVal)
             if lp.is_mip:

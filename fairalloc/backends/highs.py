@@ -12,7 +12,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._validation import as_bool, as_option
-from .base import Backend, LinearProgram, LPBasis, LPSolution, SolveStatus
+from .base import LIMITED, USABLE, Backend, LinearProgram, LPBasis, LPSolution, SolveStatus
 
 __all__ = ["HighsBackend", "new_highs"]
 
@@ -113,19 +113,21 @@ class HighsBackend(Backend):
     capabilities: ClassVar[frozenset[str]] = frozenset({"lp", "milp", "duals", "cvxpy", "basis"})
     options: ClassVar[frozenset[str]] = frozenset(
         {"time_limit", "mip_gap", "threads", "start", "verbose", "node_limit"})
-    #: HiGHS model statuses (``modelStatusToString``) -> canonical; an interrupted or limited run
-    #: is TIME_LIMIT (usable only when a feasible point exists, checked at the call).
+    #: HiGHS model statuses (``modelStatusToString``) -> canonical; a run stopped by its time
+    #: limit or interrupted is TIME_LIMIT, one stopped by a work limit (iterations; HiGHS
+    #: reports ``mip_max_nodes`` as a solution limit) ITERATION_LIMIT: usable only when a
+    #: feasible point exists, checked at the call.
     STATUS_MAP: ClassVar[dict[str, SolveStatus]] = {
         "Optimal": SolveStatus.OPTIMAL,
         "Infeasible": SolveStatus.INFEASIBLE,
         "Primal infeasible or unbounded": SolveStatus.INFEASIBLE,
         "Unbounded": SolveStatus.UNBOUNDED,
         "Time limit reached": SolveStatus.TIME_LIMIT,
-        "Iteration limit reached": SolveStatus.TIME_LIMIT,
+        "Iteration limit reached": SolveStatus.ITERATION_LIMIT,
         "Interrupted by user": SolveStatus.TIME_LIMIT,
         "Interrupted by HiGHS": SolveStatus.TIME_LIMIT,
         "Empty": SolveStatus.OPTIMAL,  # a model with no columns (checked at the call)
-        "Solution limit reached": SolveStatus.TIME_LIMIT,
+        "Solution limit reached": SolveStatus.ITERATION_LIMIT,
         "Unknown": SolveStatus.INACCURATE,
     }
 
@@ -248,9 +250,9 @@ class HighsBackend(Backend):
         status = self.canonical_status(raw)
         if raw == "Empty" and n > 0:
             status = SolveStatus.ERROR
-        if status in (SolveStatus.TIME_LIMIT, SolveStatus.INACCURATE) and not has_sol:
+        if status in LIMITED + (SolveStatus.INACCURATE,) and not has_sol:
             status = SolveStatus.ERROR
-        if status in (SolveStatus.OPTIMAL, SolveStatus.TIME_LIMIT, SolveStatus.INACCURATE):
+        if status in USABLE:
             sol = h.getSolution()
             x: np.ndarray | None = np.asarray(sol.col_value, dtype=float)
             row_duals = col_duals = None

@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .base import Backend, LinearProgram, LPSolution, SolveStatus
+from .base import LIMITED, Backend, LinearProgram, LPSolution, SolveStatus
 
 __all__ = ["PyomoBackend"]
 
@@ -33,6 +33,7 @@ class PyomoBackend(Backend):
         "infeasibleOrUnbounded": SolveStatus.INFEASIBLE,
         "unbounded": SolveStatus.UNBOUNDED,
         "maxTimeLimit": SolveStatus.TIME_LIMIT,
+        "maxIterations": SolveStatus.ITERATION_LIMIT,
     }
 
     def __init__(self, solver: str = "appsi_highs") -> None:
@@ -95,9 +96,9 @@ class PyomoBackend(Backend):
         tc = res.solver.termination_condition
         raw = str(tc)
         status = self.canonical_status(raw)
-        if status is SolveStatus.TIME_LIMIT and not (lp.is_mip and len(res.solution) > 0):
+        if status in LIMITED and not (lp.is_mip and len(res.solution) > 0):
             status = SolveStatus.ERROR
-        if status not in (SolveStatus.OPTIMAL, SolveStatus.TIME_LIMIT):
+        if status not in (SolveStatus.OPTIMAL, *LIMITED):
             return LPSolution(status, None, float("nan"), seconds=time.perf_counter() - t0,
                               raw_status=raw, backend=self.name)
         model.solutions.load_from(res)

@@ -39,7 +39,7 @@ from scipy.linalg.blas import dsyrk
 
 from ..errors import SolverError
 from ..results import Certificate
-from ..solvelog import SolveLog
+from ..solvelog import SolveLog, SolveStatus
 from .ipm import ipm_edge_form, ipm_fits
 
 # --- accuracy contracts (what a polished point must meet) -------------------------------------
@@ -54,6 +54,8 @@ FOREST_WRONG_EDGE = 1e-10  # ACCURACY: relative price excess marking a support e
 NEG_FLOW_TOL = 1e-9  # ACCURACY: most negative spending flow (per unit budget) still a flow
 # --- heuristic knobs (reading supports off approximate points; speed) -------------------------
 UNIT_LOW, UNIT_HIGH = 0.25, 4.0  # PERFORMANCE: quantities in [1/4, 4) are left unscaled
+#: Clarabel's statuses of a solve stopped by its time limit / its iteration limit (a work limit)
+_LIMITS = {"MaxTime": SolveStatus.TIME_LIMIT, "MaxIterations": SolveStatus.ITERATION_LIMIT}
 TINY_PRICE = 1e-300  # numerical floor of a price before dividing by it
 PR_TIE = 1e-6  # PERFORMANCE: edges within this of the best bang-per-buck get a full bid
 PR_OFF_SHARE = 1e-3  # PERFORMANCE: bid share of the other edges when warm-starting
@@ -238,8 +240,8 @@ class EngineLog(SolveLog):
         if self.on_solve is not None:
             self.on_solve(name, "" if raw_status is None else str(raw_status))
         self.solved(name, None if raw_status is None else str(raw_status), count=False)
-        if raw_status is not None and str(raw_status) in ("MaxTime", "MaxIterations"):
-            self.hit_limit = True
+        if raw_status is not None and str(raw_status) in _LIMITS:
+            self.stopped(_LIMITS[str(raw_status)])
 
     def lp_backend(self) -> Any:
         from ..backends import get_backend

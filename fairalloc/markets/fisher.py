@@ -452,9 +452,10 @@ class FisherMarket(Composable):
         -------
         MarketResult
             ``status`` is ``OPTIMAL`` (``certificate.ok``), or ``TIME_LIMIT`` when a solve
-            stopped at ``time_limit`` with an exactly feasible allocation whose proven gap
-            misses ``gap_tol`` (``certificate.ok`` is then false and ``certificate.gap`` says
-            how far from optimal it may be).
+            stopped at ``time_limit`` (``ITERATION_LIMIT`` at a backend's iteration limit)
+            with an exactly feasible allocation whose proven gap misses ``gap_tol``
+            (``certificate.ok`` is then false and ``certificate.gap`` says how far from
+            optimal it may be).
 
         Raises
         ------
@@ -520,11 +521,13 @@ class FisherMarket(Composable):
         if not cert.ok:
             if (log.hit_limit and np.isfinite(cert.gap) and np.isfinite(cert.primal_value)
                     and cert.primal_residual <= feas_tol):
-                status = Status.TIME_LIMIT  # a feasible incumbent with its proven gap
+                status = log.limit  # a feasible incumbent with its proven gap
             elif log.hit_limit:  # stopped before any feasible point (fuzz seed 8)
-                raise SolverError(f"the time limit ({time_limit} s) was reached before a "
-                                  f"feasible point (primal residual {cert.primal_residual:.3g})",
-                                  backend=log.backend, status="time_limit")
+                what = (f"the time limit ({time_limit} s)" if log.limit == Status.TIME_LIMIT
+                        else "the solver's iteration limit")
+                raise SolverError(f"{what} was reached before a feasible point (primal "
+                                  f"residual {cert.primal_residual:.3g})",
+                                  backend=log.backend, status=log.limit)
             else:
                 cert.check(backend=log.backend)
         with np.errstate(all="ignore"):

@@ -24,7 +24,8 @@ import numpy as np
 
 from .._symmetry import Classes, exact_classes
 from ..errors import CertificateError
-from ..results import Certificate, Status
+from ..results import Certificate
+from ..solvelog import LIMITED
 from .engine import EngineLog
 
 if TYPE_CHECKING:
@@ -144,7 +145,8 @@ def solve_reduced(market: FisherMarket, classes: Classes, method: str, *, gap_to
     for name in r.stats.backend.split("+"):
         if name != "none":
             log.solved(name, r.stats.raw_status, count=False)
-    log.hit_limit = r.status == Status.TIME_LIMIT
+    if r.status in LIMITED:
+        log.stopped(r.status)
     # the expanded point, certified on the original market's own edge form and data
     form = market._form
     alloc = expand_allocation(classes, r.allocation, market.budget)

@@ -134,8 +134,9 @@ class PlanResult(Result):
         The jobs' ids (``plan_schedule(ids=)``; default ``0..n-1``), used by ``to_frame()``
         and the notebook view.
 
-    A plan whose gap target was not proven has ``status="time_limit"`` and
-    ``certificate.ok == False``; ``certificate.relative_gap`` is the gap over
+    A plan whose gap target was not proven has ``status="time_limit"`` (its time limit ran
+    out) or ``status="iteration_limit"`` (a work limit: ``node_limit``, or the fast path's
+    fixed work budget) and ``certificate.ok == False``; ``certificate.relative_gap`` is the gap over
     ``certificate.scale`` (``max(|objective|, |bound|, data scale)``).
     """
 
@@ -373,13 +374,14 @@ def plan_schedule(
     time_limit : float, optional
         Seconds for the whole call; the best certified schedule found is returned with
         ``status="time_limit"`` and ``certificate.ok == False`` if the gap target was not
-        certified in time (also when the fast path alone cannot certify it, with
-        ``method="fast"``: its fixed work budget ran out). A plan cut short by it depends on
-        the machine's speed and load; ``node_limit`` bounds the work reproducibly.
+        certified in time (``status="iteration_limit"`` when a work limit stopped it first:
+        ``node_limit``, or with ``method="fast"`` the fast path's fixed work budget). A plan
+        cut short by it depends on the machine's speed and load; ``node_limit`` bounds the
+        work reproducibly.
     node_limit : int, optional
         Branch-and-bound nodes per MILP solve (HiGHS' ``mip_max_nodes``; the backend's node
         limit): a solve stopped by it contributes its best schedule and bound, and a plan whose
-        gap target is then not certified has ``status="time_limit"`` and
+        gap target is then not certified has ``status="iteration_limit"`` and
         ``certificate.ok == False``. A work limit: the same call gives the same plan on any
         machine, however loaded. ``None``: no limit.
     work_conservation : {"exact", "greedy", "none"}
@@ -610,7 +612,8 @@ def _hard(inst: _PlanInstance, n_min: np.ndarray, wc: str, gap: float, limit: fl
                 best = dataclasses.replace(best, bound=max(b, best.value))
     assert best is not None
     plan = _result(inst, best, best.bound, wc, gap, t0, solver, iterations=0,
-                   path=tuple(path), fallbacks=(), raw_status=raw, min_count=n_min)
+                   path=tuple(path), fallbacks=(), raw_status=raw, deadline=deadline,
+                   min_count=n_min)
     return plan if labels is None else dataclasses.replace(plan, ids=labels)
 
 
@@ -662,12 +665,12 @@ def _plan(inst: _PlanInstance, method: str, wc: str, gap: float, limit: float | 
     bound = max(bound, best.value)
     return _result(inst, best, bound, wc, gap, t0, solver,
                    iterations=sum(c.iterations for c in cands), path=tuple(path),
-                   fallbacks=tuple(fallbacks), raw_status=raw)
+                   fallbacks=tuple(fallbacks), raw_status=raw, deadline=deadline)
 
 
 def _result(inst: _PlanInstance, cand: _PlanCandidate, bound: float, wc: str, gap: float,
             t0: float, solver: _MilpRunner, *, iterations: int, path: tuple[str, ...],
-            fallbacks: tuple[str, ...], raw_status: str,
+            fallbacks: tuple[str, ...], raw_status: str, deadline: float | None,
             min_count: np.ndarray | None = None) -> PlanResult:
     """Certify ``cand`` independently of the solver and wrap it with the call's statistics
     (``path``: every step that ran, in order; ``raw_status``: the last solve's status)."""
@@ -697,9 +700,12 @@ def _result(inst: _PlanInstance, cand: _PlanCandidate, bound: float, wc: str, ga
     if residual > FEAS_TOL or not math.isfinite(residual):
         raise CertificateError(f"the plan violates a constraint (relative residual "
                                f"{residual:.3g})", certificate=cert, backend=backend)
-    # a gap target that was not proven (time limit, or the fast path's work budget): never
-    # OPTIMAL, and the certificate says so (ok is False)
-    status = Status.OPTIMAL if cert.ok else Status.TIME_LIMIT
+    # a gap target that was not proven: never OPTIMAL, and the certificate says so (ok is
+    # False); TIME_LIMIT only when the call's time limit ran out, else a work limit stopped it
+    # (node_limit, or the fast path's work budget): ITERATION_LIMIT, the same on any machine
+    timed_out = deadline is not None and time.perf_counter() >= deadline
+    status = Status.OPTIMAL if cert.ok else (
+        Status.TIME_LIMIT if timed_out else Status.ITERATION_LIMIT)
     stats = SolveStats(backend=backend, method=cand.method, seconds=time.perf_counter() - t0,
                        iterations=iterations, solves=solves, raw_status=raw_status, path=path,
                        fallbacks=fallbacks)

@@ -532,7 +532,7 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
                                  round_duration=state.cluster.round_duration, k=self.k,
                                  lam=self.lam, **opts)
             self.solver_fallbacks += 1
-        self.time_limited += int(plan.status.value == "time_limit")
+        self.time_limited += int(plan.status.value in ("time_limit", "iteration_limit"))
         sched = np.asarray(plan.schedule, dtype=bool)
         self._plan = dict(zip(v.ids, sched, strict=True))
         self._left = dict(zip(v.ids, sched.sum(axis=1).tolist(), strict=True))

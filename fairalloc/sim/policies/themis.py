@@ -145,7 +145,7 @@ class ThemisPolicy(BasePolicy):
                                   time_limit=self.time_limit, node_limit=self.node_limit,
                                   workers=1)
                 self.auctions += 1
-                self.time_limited += int(res.status.value == "time_limit")
+                self.time_limited += int(res.status.value in ("time_limit", "iteration_limit"))
                 for a, i in enumerate(bidders.tolist()):
                     gpus = np.flatnonzero(res.pf_bundles[a])
                     if gpus.size < w[i]:
