@@ -528,7 +528,7 @@ def _configure_sweep(p: argparse.ArgumentParser) -> None:
                    help="local processes (default: CPU count)")
     p.add_argument("--ray", metavar="ADDRESS", default=None,
                    help="run on a Ray cluster ('auto', 'ray://host:port', or 'local'); "
-                   "needs pip install 'fairalloc[ray]'")
+                   'needs pip install ".[ray]" in the fairalloc checkout')
     again = p.add_mutually_exclusive_group()
     again.add_argument("--resume", action="store_true",
                        help=f"continue the sweep in --out: skip the simulations in {RUNS_FILE}")
@@ -547,7 +547,7 @@ def _run_sweep(args: argparse.Namespace) -> int:
         as_positive_int(args.workers, "--workers")
     if args.ray is not None and importlib.util.find_spec("ray") is None:
         raise InputError("--ray: needs Ray, which is not installed: pip install "
-                         "'fairalloc[ray]'", argument="--ray")
+                         '".[ray]" in the fairalloc checkout', argument="--ray")
     if args.trace and args.load:
         raise InputError("--load applies to generated workloads, not to --trace",
                          argument="--load")

@@ -7,7 +7,7 @@ workload by its size, load and seed, or a trace by its path), run by
 
 * sequentially (``workers=1``),
 * on local processes (``workers=N``, default: the machine's cores), or
-* on a Ray cluster (``ray_address=...``; ``pip install 'fairalloc[ray]'``),
+* on a Ray cluster (``ray_address=...``; ``pip install ".[ray]"`` in the checkout),
 
 and the result rows come back in task order. A task's outcome depends only on its fields (the
 simulator and every policy are deterministic for a seed; the MILPs of Shockwave's re-plans and
@@ -449,7 +449,7 @@ def run_sweep(tasks: Sequence[SweepTask], *, workers: int | None = None,
         Local processes (default: the machine's CPU count; ``1`` runs in this process).
     ray_address : str, optional
         Run on Ray instead: ``"auto"`` / ``"ray://host:port"`` for a cluster, ``"local"`` for
-        a local Ray instance. Needs ``pip install 'fairalloc[ray]'``.
+        a local Ray instance. Needs ``pip install ".[ray]"`` (in the checkout).
     progress : callable, optional
         Called as ``progress(done, total)`` as tasks finish.
     log : path, optional
@@ -484,7 +484,7 @@ def run_sweep(tasks: Sequence[SweepTask], *, workers: int | None = None,
     if ray_address is None:
         nw = os.cpu_count() or 1 if workers is None else as_positive_int(workers, "workers")
     elif importlib.util.find_spec("ray") is None:
-        raise InputError("ray_address needs Ray: pip install 'fairalloc[ray]'",
+        raise InputError('ray_address needs Ray: pip install ".[ray]" in the fairalloc checkout',
                          argument="ray_address")
     keys = [task_key(t) for t in tasks]
     done_rows: dict[str, dict[str, Any]] = {}
