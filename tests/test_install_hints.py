@@ -16,6 +16,8 @@ import re
 import tomllib
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 #: where hints are read: the package, its documentation and the runnable scripts
 SOURCES = ("fairalloc", "docs", "examples", "benchmarks", "README.md")
@@ -104,3 +106,75 @@ def test_no_text_names_the_package_with_extras() -> None:
            for m in re.finditer(r"fairalloc\[[^\]]*\]", text)]
     assert not bad, "\n".join(bad)
 
+
+
+# -- packaging metadata (issue #30, Build 7) --------------------------------------------------
+#: where each group of requirements must be used: the library's own (core and the extras that
+#: turn on its optional parts), the benchmarks', the developers' (tests, tools, docs)
+USED_IN = {"": ("fairalloc",), "bench": ("benchmarks",),
+           "dev": ("fairalloc", "tests", "tools", "examples", "docs")}
+#: distributions used other than by ``import``: (file, text that shows the use)
+USED_AS_TOOL = {
+    "ruff": ("pyproject.toml", "[tool.ruff]"),
+    "mypy": ("tests/test_architecture.py", '_tool("mypy")'),
+    "import-linter": ("tests/test_architecture.py", '_tool("lint-imports")'),
+    "mkdocs": ("mkdocs.yml", "site_name"),
+    "mkdocs-material": ("mkdocs.yml", "name: material"),
+    "mkdocstrings": ("mkdocs.yml", "mkdocstrings"),
+    "mkdocs-jupyter": ("mkdocs.yml", "mkdocs-jupyter"),
+    "ipykernel": ("tests/test_notebooks.py", "ipykernel"),
+    "ecos": ("benchmarks/families.py", '"ECOS"'),
+}
+#: import name of a distribution, where the two differ
+MODULE = {"pyyaml": "yaml"}
+
+
+def _requirements(group: str) -> list[str]:
+    meta = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    reqs = meta["dependencies"] if group == "" else meta["optional-dependencies"][group]
+    return [re.split(r"[<>=!~\[; ]", r, maxsplit=1)[0].lower() for r in reqs]
+
+
+def _imported(module: str, where: tuple[str, ...]) -> bool:
+    name = re.escape(module)
+    pattern = re.compile(rf"^\s*(?:import|from)\s+{name}\b|importorskip\(\"{name}[\".]",
+                         re.MULTILINE)
+    for folder in where:
+        for path in sorted((ROOT / folder).rglob("*")):
+            if path.suffix == ".py" or path.suffix == ".ipynb":
+                if pattern.search(path.read_text(encoding="utf-8", errors="replace")):
+                    return True
+    return False
+
+
+@pytest.mark.parametrize("group", list(USED_IN))
+def test_no_declared_dependency_goes_unused(group: str) -> None:
+    """On main ``rich`` was in the dev extra but only the benchmarks import it."""
+    unused = []
+    for dist in _requirements(group):
+        if dist in USED_AS_TOOL:
+            path, text = USED_AS_TOOL[dist]
+            if text in (ROOT / path).read_text(encoding="utf-8"):
+                continue
+        elif _imported(MODULE.get(dist, dist.replace("-", "_")), USED_IN[group]):
+            continue
+        unused.append(dist)
+    assert not unused, f"[{group or 'dependencies'}] declares, never uses: {unused}"
+
+
+def test_metadata_names_authors_classifiers_and_urls() -> None:
+    meta = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert meta["authors"] and all(a.get("name") for a in meta["authors"])
+    assert all(url.startswith("https://") for url in meta["urls"].values()), meta["urls"]
+    assert "Documentation" in meta["urls"]
+    classifiers = meta["classifiers"]
+    assert not [c for c in classifiers if c.startswith("License ::")]  # PEP 639: license =
+    assert "Typing :: Typed" in classifiers and (ROOT / "fairalloc" / "py.typed").exists()
+    minor = meta["requires-python"].removeprefix(">=")
+    assert f"Programming Language :: Python :: {minor}" in classifiers
+    try:
+        from trove_classifiers import classifiers as known
+    except ImportError:  # the canonical list is not a dependency; checked where installed
+        known = None
+    if known is not None:
+        assert [c for c in classifiers if c not in known] == []
