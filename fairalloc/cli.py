@@ -122,6 +122,11 @@ def _load_plugins() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``fairalloc`` command; returns the exit code."""
+    if list(sys.argv[1:] if argv is None else argv) == ["--version"]:
+        from . import __version__  # at once: no subcommand (and no solver) is imported
+
+        print(f"fairalloc {__version__}")
+        return 0
     _load_plugins()
     parser = _Parser(prog="fairalloc", description=__doc__.split("\n\n")[0])
     from . import __version__

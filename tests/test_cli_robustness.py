@@ -247,3 +247,46 @@ def test_sweep_log_lines_stay_whole_after_a_resume(tmp_path: Path) -> None:
     log.write_text(lines[0] + "\n" + lines[1][:20])  # killed while writing the second
     assert main([*argv, "--resume"]) == 0
     assert [set(json.loads(ln)) for ln in log.read_text().splitlines()] == [{"key", "row"}] * 2
+
+
+#: bad options of either command: (argv, the option the one-line error names)
+BAD = {
+    "sweep: missing trace": (["sweep", "--policy", "fifo", "--trace", "{tmp}/nope.tsv"],
+                             "--trace: "),
+    "sweep: malformed trace": (["sweep", "--policy", "fifo", "--trace", "{tmp}/bad.tsv"],
+                               "--trace: "),
+    "simulate: malformed trace": (["simulate", "--policy", "fifo", "--trace", "{tmp}/bad.tsv"],
+                                  "--trace: "),
+    "simulate: throughputs without a trace": (
+        ["simulate", "--policy", "fifo", "--throughputs", "{tmp}/bad.json"], "--throughputs: "),
+    "sweep: unknown parameter": (["sweep", "--policy", "fifo", "--param", "fifo.k=1,2"],
+                                 "--param fifo.k=1,2"),
+    "simulate: unknown policy": (["simulate", "--policy", "nope"], "--policy nope"),
+    "sweep: load with a trace": (["sweep", "--policy", "fifo", "--trace", "{tmp}/bad.tsv",
+                                  "--load", "3"], "--load"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD))
+def test_a_bad_option_is_one_line_naming_it_and_writes_nothing(
+        tmp_path: Path, capsys: pytest.CaptureFixture, case: str) -> None:
+    (tmp_path / "bad.tsv").write_text("1\t2\n")
+    (tmp_path / "bad.json").write_text("{x")
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in BAD[case][0]]
+    out = tmp_path / "out"
+    extra = ["--workers", "1"] if argv[0] == "sweep" else ["--no-plots"]
+    assert main([*argv, *extra, "--no-progress", "--out", str(out)]) == 2
+    err = _lines(capsys.readouterr().err)
+    assert len(err) == 1 and err[0].startswith(f"fairalloc {argv[0]}: error: {BAD[case][1]}")
+    assert not out.exists()
+
+
+def test_version_imports_no_solver() -> None:
+    """On main ``fairalloc --version`` loaded every subcommand, scipy.sparse and cvxpy with it."""
+    code = ("import sys; from fairalloc.cli import main; assert main(['--version']) == 0; "
+            "print(sorted(m for m in ('scipy', 'cvxpy', 'pandas', 'highspy') "
+            "if m in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=_env(), timeout=WAIT)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [f"fairalloc {__import__('fairalloc').__version__}", "[]"]
