@@ -238,6 +238,15 @@ def _out_folder(text: str, command: str, holds: Sequence[str], *, overwrite: boo
     return out
 
 
+def _drop_if_empty(out: Path, fresh: bool) -> None:
+    """Remove ``out`` if this command created it (``fresh``) and it is still empty."""
+    if fresh:
+        try:
+            out.rmdir()
+        except OSError:  # not empty (or gone): leave it
+            pass
+
+
 def _write_atomic(path: Path, write: Callable[[Path], Any]) -> None:
     """``write(tmp)`` then rename ``tmp`` to ``path``: an interrupt leaves the old file or
     the new one, never half of one."""
@@ -440,46 +449,51 @@ def _run_simulate(args: argparse.Namespace) -> int:
             pol.reset(w, cluster, round_duration=args.round_duration, seed=args.seed)
         except InputError as exc:
             raise _option_error(exc, params, name) from None
+    fresh = not Path(args.out).exists()
     out = _out_folder(args.out, "simulate", SIMULATE_FILES, overwrite=args.overwrite)
     print(f"fairalloc simulate: {source} on {cluster}, rounds of {args.round_duration:g} s; "
           f"{len(names)} {'policy' if len(names) == 1 else 'policies'}; output in "
           f"{out.resolve()}/", flush=True)
-    bar = _Progress(not args.no_progress)
-    results = {}
-    for i, (name, sim) in enumerate(sims.items(), start=1):
-        t0 = time.perf_counter()
-        results[name] = sim.run(bar.simulation(f"[{i}/{len(sims)}] {name}"))
-        limited = int(getattr(policies[name], "time_limited", 0))
-        note = f"; {limited} MILPs stopped at their limit" if limited else ""
-        bar.line(f"[{i}/{len(sims)}] {name}: {w.n} jobs done in "
-                 f"{time.perf_counter() - t0:.1f} s{note}")
-    table = compare(results, contention_kind=args.contention,
-                    unfair_threshold=args.unfair_threshold)
-    print()
-    _print_table(table, SIMULATE_COLUMNS, "policy")
-    import pandas as pd
+    try:
+        bar = _Progress(not args.no_progress)
+        results = {}
+        for i, (name, sim) in enumerate(sims.items(), start=1):
+            t0 = time.perf_counter()
+            results[name] = sim.run(bar.simulation(f"[{i}/{len(sims)}] {name}"))
+            limited = int(getattr(policies[name], "time_limited", 0))
+            note = f"; {limited} MILPs stopped at their limit" if limited else ""
+            bar.line(f"[{i}/{len(sims)}] {name}: {w.n} jobs done in "
+                     f"{time.perf_counter() - t0:.1f} s{note}")
+        table = compare(results, contention_kind=args.contention,
+                        unfair_threshold=args.unfair_threshold)
+        print()
+        _print_table(table, SIMULATE_COLUMNS, "policy")
+        import pandas as pd
 
-    timing = [c for c in TIMING_COLUMNS if c in table.columns]
-    times = table[timing].copy()
-    times["wall_seconds"] = [float(r.wall_seconds) for r in results.values()]
-    frames = {
-        "summary.csv": table.drop(columns=timing),
-        "jobs.csv": pd.concat({n: job_metrics(r, contention_kind=args.contention)
-                               for n, r in results.items()}, names=["policy"]),
-        "schedule.csv": pd.concat({n: r.schedule_frame() for n, r in results.items()},
-                                  names=["policy", "row"]),
-        "timing.csv": times,
-    }
-    if args.overwrite:  # the earlier run's plots too (this one may draw fewer, or none)
-        for pattern in PLOT_PATTERNS:
-            for old in out.glob(pattern):
-                old.unlink()
-    for name, frame in frames.items():
-        _write_atomic(out / name, frame.to_csv)
-    written = list(frames)
-    if not args.no_plots:
-        written += _write_plots(results, out, args)
-    print(f"\nwrote {', '.join(written)} in {out.resolve()}/ (CSV times in seconds)")
+        timing = [c for c in TIMING_COLUMNS if c in table.columns]
+        times = table[timing].copy()
+        times["wall_seconds"] = [float(r.wall_seconds) for r in results.values()]
+        frames = {
+            "summary.csv": table.drop(columns=timing),
+            "jobs.csv": pd.concat({n: job_metrics(r, contention_kind=args.contention)
+                                   for n, r in results.items()}, names=["policy"]),
+            "schedule.csv": pd.concat({n: r.schedule_frame() for n, r in results.items()},
+                                      names=["policy", "row"]),
+            "timing.csv": times,
+        }
+        if args.overwrite:  # the earlier run's plots too (this one may draw fewer, or none)
+            for pattern in PLOT_PATTERNS:
+                for old in out.glob(pattern):
+                    old.unlink()
+        for name, frame in frames.items():
+            _write_atomic(out / name, frame.to_csv)
+        written = list(frames)
+        if not args.no_plots:
+            written += _write_plots(results, out, args)
+        print(f"\nwrote {', '.join(written)} in {out.resolve()}/ (CSV times in seconds)")
+    except KeyboardInterrupt:
+        _drop_if_empty(out, fresh)
+        raise
     return 0
 
 
@@ -572,6 +586,7 @@ def _run_sweep(args: argparse.Namespace) -> int:
     except InputError as exc:
         bad = next((n for n in names if exc.argument in params.get(n, {})), None)
         raise _option_error(exc, params, bad) from None
+    fresh = not Path(args.out).exists()
     out = _out_folder(args.out, "sweep", SWEEP_FILES, overwrite=args.overwrite,
                       resume=args.resume)
     log = out / RUNS_FILE
@@ -603,6 +618,10 @@ def _run_sweep(args: argparse.Namespace) -> int:
         df = run_sweep(tasks, workers=args.workers, ray_address=args.ray, log=log,
                        resume=args.resume, on_result=report)
     except KeyboardInterrupt:
+        if not log.exists():
+            _drop_if_empty(out, fresh)
+            raise KeyboardInterrupt("stopped before any simulation finished; nothing was "
+                                    "written") from None
         raise KeyboardInterrupt(f"stopped; {sum(counts)} finished simulations are in {log} "
                                 f"(add --resume to continue)") from None
     if counts[0]:
