@@ -260,7 +260,8 @@ def _cvxpy_solver(name: str) -> str:
 
     solver = {"ECOS": "ECOS", "Clarabel": "CLARABEL"}[name]
     if solver not in cp.installed_solvers():
-        raise RuntimeError(f"{name.lower()} not installed (pip install 'fairalloc[bench]')")
+        raise RuntimeError(f'{name.lower()} not installed (pip install ".[bench]" in the '
+                           'checkout)')
     return solver
 
 
@@ -778,7 +779,7 @@ def main() -> None:
           f"timeout {timeout:.0f} s per cell; each cell in its own process")
     if "ECOS" not in have:
         print("ecos not installed: the Gavel cvxpy+ECOS rows report the error "
-              "(pip install 'fairalloc[bench]')")
+              '(pip install ".[bench]" in the checkout)')
     if args.scaling:
         run_scaling(timeout, tuple(args.policy or ("max-min", "ftf", *MARKET_POLICIES)),
                     tuple(args.sizes) if args.sizes else None)

@@ -59,7 +59,7 @@ Run::
     python benchmarks/gavel_inputs.py --jobs 100 256 2048 8192 32768 --rounds 500 \\
         --ref-seconds 600 --trace-seconds 600               # everything (hours)
 
-ECOS: ``pip install "fairalloc[bench]"``; without it the ECOS rows say "not installed".
+ECOS: ``pip install ".[bench]"`` (in the checkout); without it the ECOS rows say "not installed".
 
 Measured 2026-11-28 on the shared 2-core development machine (load average 2-4 from other
 sessions, so wall times are inflated by waiting for a core: compare the CPU seconds in brackets
@@ -820,7 +820,7 @@ def run_size(ctx: Context, n: int, policies: tuple[str, ...], warm_up: bool = Fa
                 continue
             why = ctx.over.get((policy, name))
             if name == "cvxpy+ECOS" and not ctx.ecos:
-                why = "not installed (pip install 'fairalloc[bench]')"
+                why = 'not installed (pip install ".[bench]" in the checkout)'
             if why:
                 rows.append([policy, name, "-", "", "", why])
                 continue

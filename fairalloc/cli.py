@@ -17,6 +17,7 @@ message naming the option at fault, never a traceback -- and 130 an interrupt.
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -121,6 +122,11 @@ def _load_plugins() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``fairalloc`` command; returns the exit code."""
+    if list(sys.argv[1:] if argv is None else argv) == ["--version"]:
+        from . import __version__  # at once: no subcommand (and no solver) is imported
+
+        print(f"fairalloc {__version__}")
+        return 0
     _load_plugins()
     parser = _Parser(prog="fairalloc", description=__doc__.split("\n\n")[0])
     from . import __version__
@@ -132,6 +138,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from .errors import FairallocError
 
+    handlers = _stop_on_sigterm()
     try:
         return _COMMANDS[args.command][2](args)
     except (FairallocError, OSError) as exc:  # user errors: one line, exit status 2
@@ -139,9 +146,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"fairalloc {args.command}: error: {message} ({type(exc).__name__})",
               file=sys.stderr)
         return USAGE_ERROR
-    except KeyboardInterrupt:
-        print(f"\nfairalloc {args.command}: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: one line, no traceback
+        if handlers is not None:  # a second one must not cut the report short
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        said = " ".join(str(exc).split()) or "interrupted"
+        start = "\n" if sys.stderr.isatty() else ""  # past the ^C on a terminal
+        print(f"{start}fairalloc {args.command}: {said}", file=sys.stderr)
         return INTERRUPTED
+    finally:
+        if handlers is not None:
+            signal.signal(signal.SIGINT, handlers[0])
+            signal.signal(signal.SIGTERM, handlers[1])
+
+
+def _stop_on_sigterm() -> tuple[Any, Any] | None:
+    """Make a SIGTERM stop the command like Ctrl-C (a `KeyboardInterrupt`, which every command
+    cleans up after); return the SIGINT and SIGTERM handlers to restore (``None`` off the main
+    thread, where Python cannot set handlers)."""
+    def stop(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    try:
+        term = signal.signal(signal.SIGTERM, stop)
+    except ValueError:  # not the main thread
+        return None
+    return signal.getsignal(signal.SIGINT), term
 
 
 if __name__ == "__main__":  # pragma: no cover

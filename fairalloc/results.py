@@ -362,5 +362,5 @@ def require_pandas() -> Any:
     try:
         import pandas as pd
     except ImportError as exc:  # pragma: no cover - exercised only without pandas
-        raise ImportError("to_frame() needs pandas: pip install 'fairalloc[plot]'") from exc
+        raise ImportError('to_frame() needs pandas: pip install ".[plot]" in the checkout') from exc
     return pd

@@ -83,7 +83,7 @@ def test_get_backend_errors() -> None:
 def test_missing_optional_backend_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     cls = BACKENDS["gurobi"]
     monkeypatch.setattr(cls, "module", "surely_not_installed_gurobipy")
-    assert "pip install 'fairalloc[gurobi]'" in (cls.unavailable_reason() or "")
+    assert 'pip install ".[gurobi]"' in (cls.unavailable_reason() or "")
     with pytest.raises(fa.BackendUnavailableError):
         get_backend("gurobi")
     assert "gurobi" not in fa.available_backends()

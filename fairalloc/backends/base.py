@@ -290,7 +290,7 @@ class Backend:
         """Why the backend cannot be used here, or ``None`` when it can."""
         if cls.available():
             return None
-        hint = f" (pip install 'fairalloc[{cls.extra}]')" if cls.extra else ""
+        hint = f' (pip install ".[{cls.extra}]" in the fairalloc checkout)' if cls.extra else ""
         return f"backend {cls.name!r} needs the Python package {cls.module!r}{hint}"
 
     def __init__(self) -> None:

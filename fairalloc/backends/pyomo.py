@@ -1,4 +1,4 @@
-"""Optional Pyomo backend (``pip install 'fairalloc[pyomo]'``).
+"""Optional Pyomo backend (``pip install ".[pyomo]"`` in the checkout).
 
 Builds a Pyomo model from the matrix form and hands it to a Pyomo solver plug-in, by default
 ``appsi_highs`` (HiGHS through highspy, so no extra binary is needed). Useful to run fairalloc's

@@ -14,6 +14,12 @@ runs the grid on local processes (``--workers``) or on Ray (``--ray ADDRESS``), 
 finished simulation to ``runs.jsonl`` in ``--out`` at once (``--resume`` continues a killed
 sweep) and writes ``sweep.csv`` at the end.
 
+One rule for an ``--out`` that holds an earlier run of the same command: refused, unless
+``--overwrite`` replaces it or (``sweep``) ``--resume`` continues it. Every file is written
+whole (a temporary file renamed into place), and an interrupt -- Ctrl-C, which reaches the
+sweep's worker processes too, or SIGTERM -- ends the command with one line on stderr: the
+workers ignore SIGINT and are stopped by the sweep, so no process prints a traceback.
+
 Both commands share one set of defaults (`DEFAULT_JOBS` jobs,
 `DEFAULT_GPUS` GPUs, rounds of `DEFAULT_ROUND_DURATION` s, no MILP time limit,
 each policy's own MILP node limit). Every user error -- a bad option value, an
@@ -25,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import os
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -43,14 +50,21 @@ from .sweep import (
     canonical_policy,
 )
 
-__all__ = ["COMMANDS", "DEFAULT_POLICIES", "RUNS_FILE", "SIMULATE_COLUMNS", "SWEEP_COLUMNS",
-           "TIMING_COLUMNS"]
+__all__ = ["COMMANDS", "DEFAULT_POLICIES", "RUNS_FILE", "SIMULATE_COLUMNS", "SIMULATE_FILES",
+           "SWEEP_COLUMNS", "SWEEP_FILES", "TIMING_COLUMNS"]
 
 #: policies ``fairalloc simulate`` compares without ``--policy``
 DEFAULT_POLICIES = ("max_min_fairness", "themis", "themis_ftf", "allox", "ossp",
                     "gandiva_fair", "las", "fifo", "efq", "shockwave")
 #: the sweep's log in ``--out``: one JSON line per finished simulation
 RUNS_FILE = "runs.jsonl"
+#: the tables ``simulate`` writes into ``--out`` (an ``--out`` holding any of them is an
+#: earlier simulation: refused without ``--overwrite``)
+SIMULATE_FILES = ("summary.csv", "jobs.csv", "schedule.csv", "timing.csv")
+#: the files ``sweep`` writes into ``--out`` (refused without ``--resume`` or ``--overwrite``)
+SWEEP_FILES = (RUNS_FILE, "sweep.csv")
+#: the plots ``simulate`` writes (`fairalloc.sim.plots.save_plots`), removed by ``--overwrite``
+PLOT_PATTERNS = ("gantt_*.png", "utilization.png", "rho_cdf.png", "comparison.png")
 #: seconds per hour (tables show times in hours)
 SECONDS_PER_HOUR = 3600.0
 #: a whole, in percent (tables show fractions in percent)
@@ -116,12 +130,16 @@ def _parse_params(items: Sequence[str], grid: bool) -> dict[str, dict[str, Any]]
 
 
 def _option_error(exc: InputError, params: Mapping[str, Mapping[str, Any]] | None = None,
-                  policy: str | None = None) -> InputError:
-    """``exc`` with its message prefixed by the option it concerns."""
+                  policy: str | None = None, option: str | None = None) -> InputError:
+    """``exc`` with its message prefixed by the option it concerns (``option`` when given,
+    else the one that sets its argument) instead of the library argument's name."""
     message = " ".join(str(exc).split())
     if message.startswith("--"):
         return exc
     arg = exc.argument or ""
+    message = message.removeprefix(f"{arg}: ") if arg else message
+    if option is not None:
+        return InputError(f"{option}: {message}", argument=option)
     if policy is not None and params is not None and arg in params.get(policy, {}):
         value = params[policy][arg]
         shown = ",".join(map(str, value)) if isinstance(value, list) else value
@@ -192,11 +210,23 @@ def _limits(args: argparse.Namespace) -> tuple[float | None, int | None]:
     return _time_limit(args), args.milp_node_limit
 
 
-def _out_folder(text: str, keep: str | None = None) -> Path:
-    """Create ``--out`` (or check it) before anything runs; errors name ``--out``."""
+def _out_folder(text: str, command: str, holds: Sequence[str], *, overwrite: bool,
+                resume: bool = False) -> Path:
+    """Create ``--out`` (or check it) before anything runs; errors name ``--out``.
+
+    The rule for an ``--out`` that already holds ``command``'s outputs (any of ``holds``),
+    the same for every command: it is refused unless ``--overwrite`` replaces them or
+    (``sweep``) ``--resume`` continues them.
+    """
     out = Path(text)
     if out.exists() and not out.is_dir():
         raise InputError(f"--out {text}: exists and is not a folder", argument="--out")
+    found = [name for name in holds if (out / name).exists()]
+    if found and not (overwrite or resume):
+        how = "--resume to continue it, --overwrite to replace it" if command == "sweep" \
+            else "--overwrite to replace it"
+        raise InputError(f"--out {text}: holds an earlier {command} ({', '.join(found)}); "
+                         f"add {how}, or choose another --out", argument="--out")
     try:
         out.mkdir(parents=True, exist_ok=True)
         probe = out / ".fairalloc-write-test"
@@ -206,6 +236,26 @@ def _out_folder(text: str, keep: str | None = None) -> Path:
         raise InputError(f"--out {text}: cannot write there ({exc.strerror or exc})",
                          argument="--out") from None
     return out
+
+
+def _drop_if_empty(out: Path, fresh: bool) -> None:
+    """Remove ``out`` if this command created it (``fresh``) and it is still empty."""
+    if fresh:
+        try:
+            out.rmdir()
+        except OSError:  # not empty (or gone): leave it
+            pass
+
+
+def _write_atomic(path: Path, write: Callable[[Path], Any]) -> None:
+    """``write(tmp)`` then rename ``tmp`` to ``path``: an interrupt leaves the old file or
+    the new one, never half of one."""
+    tmp = path.with_name(f".{path.name}.partial")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def _add_common(p: argparse.ArgumentParser, out: str) -> None:
@@ -239,7 +289,9 @@ def _add_common(p: argparse.ArgumentParser, out: str) -> None:
     p.add_argument("--unfair-threshold", type=float, default=1.0,
                    help="a job is unfair when rho exceeds this (default 1.0)")
     p.add_argument("--out", default=out, metavar="FOLDER",
-                   help=f"output folder, created if missing (default ./{out})")
+                   help=f"output folder, created if missing (default ./{out}); one that "
+                   "holds this command's outputs needs --overwrite"
+                   + (" or --resume" if out == "fairalloc-sweep" else ""))
     p.add_argument("--no-progress", action="store_true",
                    help="no progress lines on stderr")
 
@@ -316,6 +368,9 @@ def _configure_simulate(p: argparse.ArgumentParser) -> None:
                    help=f"generated workload: arrivals per hour (default {DEFAULT_RATE:g})")
     p.add_argument("--seed", type=int, default=0, help="workload and policy seed (default 0)")
     _add_common(p, "fairalloc-sim")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace the outputs of an earlier simulate in --out (without it, "
+                   "such an --out is refused)")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     p.add_argument("--list-policies", action="store_true", help="list policies and exit")
 
@@ -363,10 +418,21 @@ def _run_simulate(args: argparse.Namespace) -> int:
                                                              or DEFAULT_POLICIES)))
     params = _parse_params(args.param, grid=False)
     policies = _build_policies(names, params, _limits(args))
+    table = None
+    if args.throughputs is not None:
+        if not args.trace:
+            raise InputError("--throughputs: applies to --trace (a generated workload uses "
+                             "the built-in table)", argument="--throughputs")
+        from .models import ThroughputTable
+
+        try:
+            table = ThroughputTable.from_json(args.throughputs)
+        except InputError as exc:
+            raise _option_error(exc, option="--throughputs") from None
     try:
         cluster = Cluster(spec)
         if args.trace:
-            w = read_trace(args.trace, throughputs=args.throughputs, types=list(spec),
+            w = read_trace(args.trace, throughputs=table, types=list(spec),
                            limit=args.limit)
             source = f"trace {args.trace} ({w.n} jobs)"
         else:
@@ -383,47 +449,75 @@ def _run_simulate(args: argparse.Namespace) -> int:
             pol.reset(w, cluster, round_duration=args.round_duration, seed=args.seed)
         except InputError as exc:
             raise _option_error(exc, params, name) from None
-    out = _out_folder(args.out)
+    fresh = not Path(args.out).exists()
+    out = _out_folder(args.out, "simulate", SIMULATE_FILES, overwrite=args.overwrite)
     print(f"fairalloc simulate: {source} on {cluster}, rounds of {args.round_duration:g} s; "
           f"{len(names)} {'policy' if len(names) == 1 else 'policies'}; output in "
           f"{out.resolve()}/", flush=True)
-    bar = _Progress(not args.no_progress)
-    results = {}
-    for i, (name, sim) in enumerate(sims.items(), start=1):
-        t0 = time.perf_counter()
-        results[name] = sim.run(bar.simulation(f"[{i}/{len(sims)}] {name}"))
-        limited = int(getattr(policies[name], "time_limited", 0))
-        note = f"; {limited} MILPs stopped at their limit" if limited else ""
-        bar.line(f"[{i}/{len(sims)}] {name}: {w.n} jobs done in "
-                 f"{time.perf_counter() - t0:.1f} s{note}")
-    table = compare(results, contention_kind=args.contention,
-                    unfair_threshold=args.unfair_threshold)
-    print()
-    _print_table(table, SIMULATE_COLUMNS, "policy")
-    timing = [c for c in TIMING_COLUMNS if c in table.columns]
-    table.drop(columns=timing).to_csv(out / "summary.csv")
-    import pandas as pd
+    try:
+        bar = _Progress(not args.no_progress)
+        results = {}
+        for i, (name, sim) in enumerate(sims.items(), start=1):
+            t0 = time.perf_counter()
+            results[name] = sim.run(bar.simulation(f"[{i}/{len(sims)}] {name}"))
+            limited = int(getattr(policies[name], "time_limited", 0))
+            note = f"; {limited} MILPs stopped at their limit" if limited else ""
+            bar.line(f"[{i}/{len(sims)}] {name}: {w.n} jobs done in "
+                     f"{time.perf_counter() - t0:.1f} s{note}")
+        table = compare(results, contention_kind=args.contention,
+                        unfair_threshold=args.unfair_threshold)
+        print()
+        _print_table(table, SIMULATE_COLUMNS, "policy")
+        import pandas as pd
 
-    times = table[timing].copy()
-    times["wall_seconds"] = [float(r.wall_seconds) for r in results.values()]
-    times.to_csv(out / "timing.csv")
+        timing = [c for c in TIMING_COLUMNS if c in table.columns]
+        times = table[timing].copy()
+        times["wall_seconds"] = [float(r.wall_seconds) for r in results.values()]
+        frames = {
+            "summary.csv": table.drop(columns=timing),
+            "jobs.csv": pd.concat({n: job_metrics(r, contention_kind=args.contention)
+                                   for n, r in results.items()}, names=["policy"]),
+            "schedule.csv": pd.concat({n: r.schedule_frame() for n, r in results.items()},
+                                      names=["policy", "row"]),
+            "timing.csv": times,
+        }
+        if args.overwrite:  # the earlier run's plots too (this one may draw fewer, or none)
+            for pattern in PLOT_PATTERNS:
+                for old in out.glob(pattern):
+                    old.unlink()
+        for name, frame in frames.items():
+            _write_atomic(out / name, frame.to_csv)
+        written = list(frames)
+        if not args.no_plots:
+            written += _write_plots(results, out, args)
+        print(f"\nwrote {', '.join(written)} in {out.resolve()}/ (CSV times in seconds)")
+    except KeyboardInterrupt:
+        _drop_if_empty(out, fresh)
+        raise
+    return 0
 
-    pd.concat({n: job_metrics(r, contention_kind=args.contention)
-               for n, r in results.items()}, names=["policy"]).to_csv(out / "jobs.csv")
-    pd.concat({n: r.schedule_frame() for n, r in results.items()},
-              names=["policy", "row"]).to_csv(out / "schedule.csv")
-    written = ["summary.csv", "jobs.csv", "schedule.csv", "timing.csv"]
-    if not args.no_plots:
+
+def _write_plots(results: Mapping[str, Any], out: Path, args: argparse.Namespace) -> list[str]:
+    """Draw the plots into a hidden folder in ``out`` and move each into place once drawn (an
+    interrupt leaves no half-written PNG); return their names."""
+    import shutil
+    import tempfile
+
+    from .plots import save_plots
+
+    staging = Path(tempfile.mkdtemp(prefix=".plots-", dir=out))
+    try:
         try:
-            from .plots import save_plots
-
-            written += [p.name for p in save_plots(results, out,
-                                                   contention_kind=args.contention,
-                                                   unfair_threshold=args.unfair_threshold)]
+            paths = save_plots(results, staging, contention_kind=args.contention,
+                               unfair_threshold=args.unfair_threshold)
         except ImportError as exc:  # pragma: no cover - matplotlib missing
             print(f"(no plots: {exc})", file=sys.stderr)
-    print(f"\nwrote {', '.join(written)} in {out.resolve()}/ (CSV times in seconds)")
-    return 0
+            return []
+        for p in paths:
+            os.replace(p, out / p.name)
+        return [p.name for p in paths]
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 # --------------------------------------------------------------------------------------------
@@ -448,9 +542,13 @@ def _configure_sweep(p: argparse.ArgumentParser) -> None:
                    help="local processes (default: CPU count)")
     p.add_argument("--ray", metavar="ADDRESS", default=None,
                    help="run on a Ray cluster ('auto', 'ray://host:port', or 'local'); "
-                   "needs pip install 'fairalloc[ray]'")
-    p.add_argument("--resume", action="store_true",
-                   help=f"continue the sweep in --out: skip the simulations in {RUNS_FILE}")
+                   'needs pip install ".[ray]" in the fairalloc checkout')
+    again = p.add_mutually_exclusive_group()
+    again.add_argument("--resume", action="store_true",
+                       help=f"continue the sweep in --out: skip the simulations in {RUNS_FILE}")
+    again.add_argument("--overwrite", action="store_true",
+                       help="replace the sweep in --out (without --resume or --overwrite, an "
+                       "--out that holds a sweep is refused)")
 
 
 def _run_sweep(args: argparse.Namespace) -> int:
@@ -463,7 +561,7 @@ def _run_sweep(args: argparse.Namespace) -> int:
         as_positive_int(args.workers, "--workers")
     if args.ray is not None and importlib.util.find_spec("ray") is None:
         raise InputError("--ray: needs Ray, which is not installed: pip install "
-                         "'fairalloc[ray]'", argument="--ray")
+                         '".[ray]" in the fairalloc checkout', argument="--ray")
     if args.trace and args.load:
         raise InputError("--load applies to generated workloads, not to --trace",
                          argument="--load")
@@ -488,11 +586,13 @@ def _run_sweep(args: argparse.Namespace) -> int:
     except InputError as exc:
         bad = next((n for n in names if exc.argument in params.get(n, {})), None)
         raise _option_error(exc, params, bad) from None
-    out = _out_folder(args.out)
+    fresh = not Path(args.out).exists()
+    out = _out_folder(args.out, "sweep", SWEEP_FILES, overwrite=args.overwrite,
+                      resume=args.resume)
     log = out / RUNS_FILE
-    if log.exists() and not args.resume:
-        raise InputError(f"--out {args.out}: holds a sweep ({RUNS_FILE}); add --resume to "
-                         f"continue it, or choose another --out", argument="--out")
+    if args.overwrite:
+        for name in SWEEP_FILES:
+            (out / name).unlink(missing_ok=True)
     where = f"Ray at {args.ray}" if args.ray else f"{args.workers or 'all'} local processes"
     print(f"fairalloc sweep: {len(tasks)} simulations on {where}; each finished one is "
           f"appended to {log.resolve()}", flush=True)
@@ -514,21 +614,16 @@ def _run_sweep(args: argparse.Namespace) -> int:
                  f"worst rho {row['worst_rho']:.3f} ({time.perf_counter() - t0:.0f} s "
                  f"elapsed{note})".replace("  ", " "))
 
-    import signal
-
-    def stop(signum: int, frame: Any) -> None:  # a kill stops the sweep like Ctrl-C
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, stop)
-    try:
+    try:  # Ctrl-C, or a SIGTERM (the fairalloc command turns it into a KeyboardInterrupt)
         df = run_sweep(tasks, workers=args.workers, ray_address=args.ray, log=log,
                        resume=args.resume, on_result=report)
     except KeyboardInterrupt:
-        print(f"fairalloc sweep: stopped; {sum(counts)} finished simulations are in {log} "
-              f"(add --resume to continue)", file=sys.stderr)
-        raise
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+        if not log.exists():
+            _drop_if_empty(out, fresh)
+            raise KeyboardInterrupt("stopped before any simulation finished; nothing was "
+                                    "written") from None
+        raise KeyboardInterrupt(f"stopped; {sum(counts)} finished simulations are in {log} "
+                                f"(add --resume to continue)") from None
     if counts[0]:
         print(f"resumed: {counts[0]} simulations read from {RUNS_FILE}, {counts[1]} run now")
     keys = [c for c in df.columns if c in ("policy", "load") or c.startswith("param.")]
@@ -541,7 +636,7 @@ def _run_sweep(args: argparse.Namespace) -> int:
     print()
     _print_table(agg, {"runs": ("runs", ("", 1.0, "{:.0f}")), **SWEEP_COLUMNS},
                  label)
-    df.to_csv(out / "sweep.csv")
+    _write_atomic(out / "sweep.csv", df.to_csv)
     print(f"\nwrote sweep.csv and {RUNS_FILE} in {out.resolve()}/ (one row per simulation, "
           f"times in seconds; the table shows means over seeds)")
     return 0

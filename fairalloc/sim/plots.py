@@ -1,4 +1,4 @@
-"""Plots of simulations (matplotlib, optional: ``pip install 'fairalloc[plot]'``).
+"""Plots of simulations (matplotlib, optional: ``pip install ".[plot]"`` in the checkout).
 
 * [`plot_gantt`][fairalloc.sim.plots.plot_gantt] -- the schedule: one row per job, a bar for every
   round it ran (coloured by accelerator type), its arrival marked (Shockwave Figure 8(a));
@@ -53,7 +53,8 @@ def _plt() -> Any:
     try:
         import matplotlib.pyplot as plt  # headless machines fall back to Agg by themselves
     except ImportError as exc:  # pragma: no cover - exercised only without matplotlib
-        raise ImportError("plots need matplotlib: pip install 'fairalloc[plot]'") from exc
+        raise ImportError('plots need matplotlib: pip install ".[plot]" in the fairalloc '
+                          'checkout') from exc
     return plt
 
 

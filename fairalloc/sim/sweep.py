@@ -7,7 +7,7 @@ workload by its size, load and seed, or a trace by its path), run by
 
 * sequentially (``workers=1``),
 * on local processes (``workers=N``, default: the machine's cores), or
-* on a Ray cluster (``ray_address=...``; ``pip install 'fairalloc[ray]'``),
+* on a Ray cluster (``ray_address=...``; ``pip install ".[ray]"`` in the checkout),
 
 and the result rows come back in task order. A task's outcome depends only on its fields (the
 simulator and every policy are deterministic for a seed; the MILPs of Shockwave's re-plans and
@@ -256,23 +256,36 @@ def read_log(path: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
 
 
 class _Log:
-    """Appends one JSON line per finished simulation, flushed at once."""
+    """Appends one JSON line per finished simulation, flushed at once; the file is created by
+    the first one (a sweep that fails or is stopped before any simulation finishes leaves no
+    log behind)."""
 
     def __init__(self, path: Path, done: Mapping[str, dict[str, Any]]) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # rewrite the valid lines: a line cut off by a kill must not swallow the next one
-        with path.open("w", encoding="utf-8") as fh:
-            for key, row in done.items():
-                fh.write(json.dumps({"key": key, "row": row}) + "\n")
-        self._fh = path.open("a", encoding="utf-8")
+        self._path = path
+        self._fh: Any = None
+        if path.exists():
+            # rewrite the valid lines (a line cut off by a kill must not swallow the next
+            # one) into a new file that replaces the log whole: an interrupt leaves either
+            text = "".join(json.dumps({"key": key, "row": row}) + "\n"
+                           for key, row in done.items())
+            tmp = path.with_name(path.name + ".tmp")
+            try:
+                tmp.write_text(text, encoding="utf-8")
+                os.replace(tmp, path)
+            finally:
+                tmp.unlink(missing_ok=True)
 
     def write(self, key: str, row: dict[str, Any]) -> None:
+        if self._fh is None:
+            self._path.parent.mkdir(parents=True, exist_ok=True)
+            self._fh = self._path.open("a", encoding="utf-8")
         self._fh.write(json.dumps({"key": key, "row": {k: _plain(v) for k, v in row.items()}})
                        + "\n")
         self._fh.flush()
 
     def close(self) -> None:
-        self._fh.close()
+        if self._fh is not None:
+            self._fh.close()
 
 
 def sweep_tasks(
@@ -320,8 +333,10 @@ def sweep_tasks(
     milp_node_limit : int or None, default `MILP_NODE_LIMIT`
         Branch-and-bound nodes per MILP of those policies (``None``: each policy's default).
 
-    Every policy is built once for each of its parameter combinations here, so that an
-    unknown or invalid parameter is an [`InputError`][fairalloc.InputError] before anything runs.
+    Every policy is built once for each of its parameter combinations, and the workload (the
+    trace read, or the first generated one) once, here, so that an unknown or invalid
+    parameter, or an unreadable trace, is an [`InputError`][fairalloc.InputError] before
+    anything runs.
     """
     if isinstance(policies, str) or not policies:
         raise InputError("policies must be a non-empty list of policy names",
@@ -410,6 +425,7 @@ def sweep_tasks(
                         round_duration=duration, restart_overhead=overhead,
                         contention_kind=contention_kind, unfair_threshold=unfair_threshold,
                         index=len(tasks), milp_time_limit=limit, milp_node_limit=nodes))
+    _workload(tasks[0])  # fail early: an unreadable trace, a bad generator argument
     return tasks
 
 
@@ -433,7 +449,7 @@ def run_sweep(tasks: Sequence[SweepTask], *, workers: int | None = None,
         Local processes (default: the machine's CPU count; ``1`` runs in this process).
     ray_address : str, optional
         Run on Ray instead: ``"auto"`` / ``"ray://host:port"`` for a cluster, ``"local"`` for
-        a local Ray instance. Needs ``pip install 'fairalloc[ray]'``.
+        a local Ray instance. Needs ``pip install ".[ray]"`` (in the checkout).
     progress : callable, optional
         Called as ``progress(done, total)`` as tasks finish.
     log : path, optional
@@ -468,7 +484,7 @@ def run_sweep(tasks: Sequence[SweepTask], *, workers: int | None = None,
     if ray_address is None:
         nw = os.cpu_count() or 1 if workers is None else as_positive_int(workers, "workers")
     elif importlib.util.find_spec("ray") is None:
-        raise InputError("ray_address needs Ray: pip install 'fairalloc[ray]'",
+        raise InputError('ray_address needs Ray: pip install ".[ray]" in the fairalloc checkout',
                          argument="ray_address")
     keys = [task_key(t) for t in tasks]
     done_rows: dict[str, dict[str, Any]] = {}
@@ -515,11 +531,21 @@ def run_sweep(tasks: Sequence[SweepTask], *, workers: int | None = None,
     return pd.DataFrame(ordered).set_index("index")
 
 
-def _exit_with_parent(parent: int) -> None:
-    """Pool initializer: end this worker when the sweep's process is gone (killed), instead
-    of waiting forever for tasks that will never come."""
+def _worker_init(parent: int) -> None:
+    """Pool initializer: leave interrupts to the sweep's process and end this worker when that
+    process is gone (killed), instead of waiting forever for tasks that will never come.
+
+    A Ctrl-C at a terminal reaches every process of the foreground group: the workers ignore
+    SIGINT (the parent stops them), and SIGTERM, whose handler a forked worker would inherit
+    from the ``fairalloc`` command, gets its default action back, so that a worker the parent
+    terminates ends silently instead of printing a traceback.
+    """
+    import signal
     import threading
     import time
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
     def watch() -> None:
         while os.getppid() == parent:
@@ -537,7 +563,7 @@ def _run_pool(tasks: list[SweepTask], todo: list[int], workers: int,
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
     ex = ProcessPoolExecutor(max_workers=min(workers, len(todo)),
                              mp_context=multiprocessing.get_context(method),
-                             initializer=_exit_with_parent, initargs=(os.getpid(),))
+                             initializer=_worker_init, initargs=(os.getpid(),))
     futures = {ex.submit(run_task, tasks[i]): i for i in todo}
     try:
         for fut in as_completed(futures):

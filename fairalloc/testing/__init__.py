@@ -14,7 +14,7 @@ allocation policies:
   sequences);
 * ``fairalloc check package.module:policy --property envy-free`` -- the same from a shell.
 
-It needs hypothesis (``pip install "fairalloc[testing]"``, included in ``fairalloc[dev]``).
+It needs hypothesis (``pip install ".[testing]"`` in the checkout, or ``".[dev]"``).
 Names are imported lazily, so the ``fairalloc`` command and the pytest plugin load without it.
 
 Examples
@@ -64,8 +64,8 @@ _LAZY = {
     "parametrize_with_property_checks": "pytest_plugin",
 }
 
-_HINT = ('fairalloc.testing needs hypothesis; install it with pip install "fairalloc[testing]" '
-         '(or "fairalloc[dev]")')
+_HINT = ('fairalloc.testing needs hypothesis; install it with pip install ".[testing]" '
+         '(or ".[dev]") in the fairalloc checkout')
 
 
 def _import(name: str) -> Any:

@@ -123,7 +123,7 @@ def _run(args: argparse.Namespace) -> int:
         from .checks import check_policy
     except ModuleNotFoundError as exc:
         if exc.name and exc.name.split(".")[0] == "hypothesis":
-            print('fairalloc check: needs hypothesis; pip install "fairalloc[testing]"',
+            print('fairalloc check: needs hypothesis; pip install ".[testing]" in the checkout',
                   file=sys.stderr)
             return 2
         raise
