@@ -5,25 +5,21 @@ one-call function to their module and one [`GavelPolicySpec`][fairalloc.throughp
 row here; the simulator (`fairalloc.sim.policies`) and any other consumer read this table instead of
 keeping their own.
 
-API
----
-``GAVEL_POLICIES``
-    ``dict[str, GavelPolicySpec]`` in a fixed order, keyed by the policy's name (the one-call
-    function's name, also ``Allocation.policy`` of its results).
-``GavelPolicySpec``
-    Frozen record with
+The table:
 
-    * ``name`` (str): the key;
-    * ``builder`` (type): the [`ThroughputPolicy`][fairalloc.ThroughputPolicy] subclass;
-    * ``function`` (callable): the one-call function ``function(jobs, cluster, **options)``
+- ``GAVEL_POLICIES``: a ``dict[str, GavelPolicySpec]`` in a fixed order, keyed by the policy's
+  name (the one-call function's name, also ``Allocation.policy`` of its results).
+- ``GavelPolicySpec``: a frozen record with
+    - ``name`` (str): the key;
+    - ``builder`` (type): the [`ThroughputPolicy`][fairalloc.ThroughputPolicy] subclass;
+    - ``function`` (callable): the one-call function ``function(jobs, cluster, **options)``
       (its keyword arguments are spelled out in its signature);
-    * ``description`` (str): one line for listings (``fairalloc`` CLI, simulator);
-    * ``needs`` (tuple of str): the ``Jobs`` fields or arguments the policy requires beyond
+    - ``description`` (str): one line for listings (``fairalloc`` CLI, simulator);
+    - ``needs`` (tuple of str): the ``Jobs`` fields or arguments the policy requires beyond
       throughputs (``"steps_remaining"``, ``"cost"``);
-    * ``reference`` (str): the section of the Gavel paper.
-``gavel_policy(name)``
-    The spec of ``name``; [`fairalloc.InputError`][fairalloc.InputError] (``argument="policy"``)
-    naming the known policies otherwise.
+    - ``reference`` (str): the section of the Gavel paper.
+- ``gavel_policy(name)``: the spec of ``name``; [`fairalloc.InputError`][fairalloc.InputError]
+  (``argument="policy"``) naming the known policies otherwise.
 
 Examples
 --------
