@@ -5,7 +5,7 @@ partial allocation, Shockwave plans, Ares elastic fair queuing) that return allo
 prices and an independently computed certificate of optimality.
 
 Public names are loaded lazily: ``import fairalloc`` is cheap, and a scheduler that only uses
-[`ElasticFairQueue`][fairalloc.ElasticFairQueue] never imports cvxpy.
+`fairalloc.ElasticFairQueue` never imports cvxpy.
 
 Examples
 --------

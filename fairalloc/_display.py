@@ -128,7 +128,7 @@ class View:
 
 
 def verdict_of(certificate: Any, status: Any) -> Verdict:
-    """The verdict of a [`Certificate`][fairalloc.Certificate] (relative gap, residual) or of a
+    """The verdict of a `fairalloc.Certificate` (relative gap, residual) or of a
     replay check (its largest residual)."""
     status_text = str(getattr(status, "value", status))
     ok = bool(certificate.ok)

@@ -1,5 +1,5 @@
-"""Partial-allocation auctions of indivisible GPUs: [`bundle_auction`][fairalloc.bundle_auction]
-(explicit bundles, Themis Table 2) and [`gpu_auction`][fairalloc.gpu_auction] (bids by placement
+"""Partial-allocation auctions of indivisible GPUs: `fairalloc.bundle_auction`
+(explicit bundles, Themis Table 2) and `fairalloc.gpu_auction` (bids by placement
 class), and their result type.
 
 Both solve the PF market and every leave-one-out market as lexicographic Nash-welfare
@@ -363,7 +363,7 @@ def gpu_auction(
 ) -> GPUAuctionResult:
     """Partial-allocation auction of offered GPUs bid for by placement class (Themis §3.3.1).
 
-    Exact MILP over the classes of [`bid_table`][fairalloc.bid_table]: agent ``i`` picks at most one
+    Exact MILP over the classes of `fairalloc.bid_table`: agent ``i`` picks at most one
     bid ``(k, level)``; ``z[i, h]`` of its GPUs come from machine ``h``; a level-0 bid takes all of
     them from one machine (its home machine if it holds GPUs), a level-1 bid from one rack.
     Machine capacities are the offered GPUs per machine. The objective is lexicographic Nash
@@ -379,7 +379,7 @@ def gpu_auction(
         The GPUs being auctioned (mask or list of ids).
     time_limit : float, optional
         Seconds per MILP; an unproven solve makes the result ``Status.TIME_LIMIT`` with a
-        certificate that is not ok (see [`bundle_auction`][fairalloc.bundle_auction]); the
+        certificate that is not ok (see `fairalloc.bundle_auction`); the
         outcome then depends on the machine's speed and load.
     node_limit : int, optional
         Branch-and-bound nodes per MILP: the same, but a work limit (the same outcome on any
@@ -391,7 +391,7 @@ def gpu_auction(
         ``stats.backend`` is ``"numpy"`` when the exact knapsack relaxation certified every
         solve and no backend ran.
     method : {"auto", "lp", "milp"}
-        Exact routes of every set-packing solve (see [`bundle_auction`][fairalloc.bundle_auction]):
+        Exact routes of every set-packing solve (see `fairalloc.bundle_auction`):
         ``"lp"`` skips the knapsack relaxation and the greedy rounding, ``"milp"`` every route but
         the whole MILP.
     ids : sequence of hashable, optional

@@ -2,7 +2,7 @@
 ``n`` leave-one-out markets and the fractions ``c_i``.
 
 Every market is solved and certified by the Eisenberg-Gale engine of
-[`fairalloc.markets`][fairalloc.markets] ([`fairalloc.fisher_market`][fairalloc.fisher_market] for
+`fairalloc.markets` (`fairalloc.fisher_market` for
 the PF market; the warm-started searches, the batched interior-point method and the batched
 leave-one-out markets of `fairalloc.markets.warm` / `fairalloc.markets.ipm`); this module is the
 mechanism around them. See ``formulations/partial_allocation.md`` for the programs.
@@ -193,7 +193,7 @@ def _loo_chunk(ctx: tuple[Any, ...], idx: np.ndarray) -> list[_LooOutcome]:
 
 
 def _fisher(U: np.ndarray, s: np.ndarray, *, gap_tol: float, backend: Any) -> Any:
-    """[`fairalloc.fisher_market`][fairalloc.fisher_market] (equal budgets) through the library's
+    """`fairalloc.fisher_market` (equal budgets) through the library's
     solver layer.
 
     Passes ``backend`` on when one was chosen; records the backend that ran; a foreign
@@ -263,7 +263,7 @@ def partial_allocation(
     method : {"warm", "cold"}
         ``"warm"`` (default): each leave-one-out market is solved on a reduced market
         warm-started from the PF prices and certified by its own duality gap.
-        ``"cold"``: ``n`` independent [`fairalloc.fisher_market`][fairalloc.fisher_market] solves
+        ``"cold"``: ``n`` independent `fairalloc.fisher_market` solves
         (the reference).
     workers : int or None
         Processes for the ``n`` leave-one-out solves (``None``: up to two, the machine's

@@ -1,4 +1,4 @@
-"""The result of an Eisenberg-Gale market solve ([`MarketResult`][fairalloc.MarketResult])."""
+"""The result of an Eisenberg-Gale market solve (`fairalloc.MarketResult`)."""
 
 from __future__ import annotations
 

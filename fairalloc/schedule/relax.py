@@ -126,7 +126,7 @@ def relax_plan(
     time_limit: float | None = None,
     backend: str | Backend = "clarabel",
 ) -> RelaxedPlan:
-    """Continuous relaxation of [`plan_schedule`][fairalloc.plan_schedule] (``0 <= x[j, t] <= 1``),
+    """Continuous relaxation of `fairalloc.plan_schedule` (``0 <= x[j, t] <= 1``),
     via Clarabel.
 
     Maximises ``(1/(N*M)) * sum_j rho_j^k log U_j - (lam/Z0) * H`` where ``U_j`` is
@@ -145,11 +145,11 @@ def relax_plan(
     Parameters
     ----------
     jobs, num_gpus, rounds, round_duration, k, lam, expectation, makespan, regime_model, z0
-        As for [`plan_schedule`][fairalloc.plan_schedule].
+        As for `fairalloc.plan_schedule`.
     gap_tol, feas_tol : float
-        Tolerances of the conic certificate ([`fairalloc.tolerances`][fairalloc.tolerances]). The
+        Tolerances of the conic certificate (`fairalloc.tolerances`). The
         gap is judged against ``max(|objective|, |bound|, data scale)`` as in
-        [`plan_schedule`][fairalloc.plan_schedule].
+        `fairalloc.plan_schedule`.
     time_limit : float, optional
         Seconds for the conic solve.
     backend : str or Backend, default "clarabel"

@@ -1,6 +1,6 @@
 """The outcome of a simulation and its metrics (Shockwave §8.2, Gavel §7.1, Themis §2, Ares §5).
 
-[`SimulationResult`][fairalloc.sim.SimulationResult] holds what the simulator recorded (per job and
+`fairalloc.sim.SimulationResult` holds what the simulator recorded (per job and
 per round); the functions below compute the metrics from it:
 
 * **makespan** -- last finish minus first arrival;
@@ -111,17 +111,17 @@ class SimulationResult(FrozenArrays):
 
     def summary(self, *, contention_kind: str = "static", unfair_threshold: float = 1.0
                 ) -> dict[str, float]:
-        """Headline metrics ([`fairalloc.sim.metrics.summarize`][fairalloc.sim.summarize])."""
+        """Headline metrics (`fairalloc.sim.summarize`)."""
         return summarize(self, contention_kind=contention_kind,
                          unfair_threshold=unfair_threshold)
 
     def jobs_frame(self, *, contention_kind: str = "static") -> Any:
-        """Per-job metrics ([`fairalloc.sim.metrics.job_metrics`][fairalloc.sim.job_metrics])."""
+        """Per-job metrics (`fairalloc.sim.job_metrics`)."""
         return job_metrics(self, contention_kind=contention_kind)
 
     def to_frame(self) -> Any:
         """Per-job metrics as a DataFrame (same as
-        [`jobs_frame`][fairalloc.sim.metrics.SimulationResult.jobs_frame])."""
+        `fairalloc.sim.metrics.SimulationResult.jobs_frame`)."""
         return self.jobs_frame()
 
     def schedule_frame(self) -> Any:
@@ -263,7 +263,7 @@ def summarize(result: SimulationResult, *, contention_kind: str = "static",
 def compare(results: Sequence[SimulationResult] | Mapping[str, SimulationResult], *,
             contention_kind: str = "static", unfair_threshold: float = 1.0) -> Any:
     """One row per simulation (index: the policy name, or the mapping's keys) of
-    [`summarize`][fairalloc.sim.summarize]'s metrics (with ``contention_kind`` and
+    `fairalloc.sim.summarize`'s metrics (with ``contention_kind`` and
     ``unfair_threshold``), as a `pandas.DataFrame`."""
     pd = require_pandas()
     if isinstance(results, Mapping):
