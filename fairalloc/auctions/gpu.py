@@ -68,7 +68,8 @@ class GPUAuctionResult(Result):
         valuation, see ``formulations/partial_allocation.md``).
     allocation : ndarray, shape (n, g)
         ``fraction[:, None] * pf_bundles``: the fractional PA allocation (rows: agents in the
-        order of the bids; columns: GPUs).
+        order of the bids; columns: GPUs). ``x`` is the same array (the name every result
+        shares); ``prices`` is ``None`` (the hidden payments are ``leftover``).
     leftover : ndarray, shape (g,)
         ``offer - allocation.sum(0)``: unallocated GPU fractions (hidden payments).
     loo_objective, loo_bound : ndarray, shape (n,)
@@ -103,6 +104,18 @@ class GPUAuctionResult(Result):
     def __post_init__(self) -> None:
         fill_labels(self, ids=self.allocation.shape[0])
         super().__post_init__()
+
+    @property
+    def x(self) -> np.ndarray:
+        """Alias of ``allocation`` (the name every result shares; the same object, not a
+        copy)."""
+        return self.allocation
+
+    @property
+    def prices(self) -> None:
+        """``None``: the leave-one-out programs are mixed-integer, so there are no dual prices
+        (the hidden payments are ``leftover``). Every result has ``prices``."""
+        return None
 
     def _facts(self) -> list[tuple[str, str]]:
         n, g = self.allocation.shape

@@ -64,7 +64,8 @@ class PartialAllocationResult(Result):
     Attributes
     ----------
     allocation : ndarray, shape (n, m)
-        What each agent receives: ``fraction[:, None] * pf_allocation``.
+        What each agent receives: ``fraction[:, None] * pf_allocation``. ``x`` is the same
+        array (the name every result shares).
     fraction : ndarray, shape (n,)
         ``c_i`` in ``(0, 1]``: the share of its PF bundle agent ``i`` keeps.
     pf_allocation : ndarray, shape (n, m)
@@ -109,6 +110,12 @@ class PartialAllocationResult(Result):
         n, m = self.allocation.shape
         fill_labels(self, ids=n, goods=m)
         super().__post_init__()
+
+    @property
+    def x(self) -> np.ndarray:
+        """Alias of ``allocation`` (the name every result shares; the same object, not a
+        copy)."""
+        return self.allocation
 
     def _facts(self) -> list[tuple[str, str]]:
         n, m = self.allocation.shape

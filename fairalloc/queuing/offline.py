@@ -78,7 +78,8 @@ class EFQResult(FrozenArrays):
     num_gpus : int
     allocation : scipy.sparse.csr_array, shape (n, len(allocation_times))
         GPUs each job holds from each allocation change on (a property computed from the log;
-        the name every result uses for what it allocates).
+        the name every result uses for what it allocates); ``x`` is the same. ``prices`` is
+        ``None`` (a simulation has no dual prices).
     ids : tuple
         The jobs' ids (``efq_schedule(ids=)``; default ``0..n-1``): rows of ``allocation``,
         ``to_frame()`` and the notebook view (``log_job`` holds row indices).
@@ -119,6 +120,17 @@ class EFQResult(FrozenArrays):
             raise InputError(f"an EFQ schedule is a replayed simulation: status must be "
                              f"{Status.REPLAYED!r}, got {self.status!r}", argument="status")
         self.check.check()
+
+    @property
+    def x(self) -> Any:
+        """Alias of ``allocation`` (the name every result shares)."""
+        return self.allocation
+
+    @property
+    def prices(self) -> None:
+        """``None``: EFQ is a simulation, not an optimisation, so there are no dual prices.
+        Every result has ``prices``."""
+        return None
 
     @property
     def certificate(self) -> ReplayCheck:

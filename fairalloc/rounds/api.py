@@ -19,7 +19,7 @@ plan and re-plans every ``replan_every`` rounds): see
   ``{worker_type: count}`` (or numpy arrays with ``job_ids=`` / ``types=``, or a pandas
   DataFrame indexed by job id with one column per type); the allocation comes back as
   ``{job_id: {worker_type: fraction}}``
-  (`fairalloc.rounds.api.RoundResult.allocation`) and as arrays.
+  (`fairalloc.rounds.api.RoundResult.job_allocation`) and as an array (``x``).
 * **normal cluster states are accepted.** A worker type with 0 workers (drained, failed), a
   job that can run on no present type (or whose gang fits on none), and an empty round give
   a valid allocation with 0 for what cannot run, and the facts are reported
@@ -47,11 +47,11 @@ Examples
 >>> policy = fa.RoundPolicy("max_min_fairness")
 >>> r = policy.allocate({"a": {"v100": 40.0, "k80": 10.0}, "b": {"v100": 12.0, "k80": 4.0},
 ...                      "c": {"v100": 100.0, "k80": 50.0}}, {"v100": 1, "k80": 1})
->>> {j: {t: round(f * 11, 6) for t, f in row.items()} for j, row in r.allocation.items()}
+>>> {j: {t: round(f * 11, 6) for t, f in row.items()} for j, row in r.job_allocation.items()}
 {'a': {'v100': 5.0, 'k80': 0.0}, 'b': {'v100': 5.0, 'k80': 1.0}, 'c': {'v100': 1.0, 'k80': 10.0}}
 >>> r = policy.allocate({"a": {"v100": 40.0, "k80": 10.0}, "b": {"k80": 4.0}},
 ...                     {"v100": 1, "k80": 0})          # the K80 node is drained
->>> r.drained_types, r.unrunnable_jobs, r.allocation["b"], r.certificate.ok
+>>> r.drained_types, r.unrunnable_jobs, r.job_allocation["b"], r.certificate.ok
 (('k80',), ('b',), {'v100': 0.0, 'k80': 0.0}, True)
 """
 
@@ -61,6 +61,7 @@ import dataclasses
 import functools
 import itertools
 import time
+import warnings
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -107,7 +108,10 @@ class RoundResult(Result):
     ----------
     x : ndarray, shape (n, k)
         Fraction of time each job runs on each type (rows: `job_ids`, columns:
-        `types`); 0 for unrunnable jobs and drained types.
+        `types`); 0 for unrunnable jobs and drained types. (Every result calls its
+        allocation array ``x``; ``job_allocation`` is the same as a dict.)
+    job_allocation : dict
+        ``{job_id: {worker_type: fraction}}``: ``x`` keyed by job id and type (a property).
     prices : ndarray, shape (k,)
         Capacity prices of the reduced program (``d OPT / d workers``); 0 on drained types.
     effective_throughput : ndarray, shape (n,)
@@ -146,11 +150,19 @@ class RoundResult(Result):
                 object.__setattr__(self, f, v)
 
     @functools.cached_property
-    def allocation(self) -> dict[Hashable, dict[str, float]]:
+    def job_allocation(self) -> dict[Hashable, dict[str, float]]:
         """``{job_id: {worker_type: fraction}}`` (every job and type given, zeros included;
         built once, on first access)."""
         types = self.types
         return {j: dict(zip(types, row)) for j, row in zip(self.job_ids, self.x.tolist())}
+
+    @property
+    def allocation(self) -> dict[Hashable, dict[str, float]]:
+        """Deprecated: the dict `job_allocation` (every other result's ``allocation`` is its
+        array, here `x`). Emits a ``DeprecationWarning``."""
+        warnings.warn("RoundResult.allocation (a dict) is deprecated: use .job_allocation for "
+                      "the dict or .x for the array", DeprecationWarning, stacklevel=2)
+        return self.job_allocation
 
     @property
     def type_prices(self) -> dict[str, float]:
@@ -391,7 +403,7 @@ def solve_round(policy: str, throughput: Any, workers: Any, *, job_ids: Any = No
     >>> r = solve_round("fifo", {0: {"a": 1.0}, 1: {"a": 1.0}, 2: {"a": 1.0}},
     ...                 {"a": 4, "b": 0}, scale_factor={0: 4, 1: 1, 2: 1},
     ...                 order={0: 0.0, 1: 1.0, 2: 2.0})
-    >>> [round(r.allocation[j]["a"], 6) for j in (0, 1, 2)], r.drained_types
+    >>> [round(r.job_allocation[j]["a"], 6) for j in (0, 1, 2)], r.drained_types
     ([1.0, 0.0, 0.0], ('b',))
     """
     t0 = time.perf_counter()
@@ -613,9 +625,9 @@ fairness_knob, plan_options
     >>> p = fa.RoundPolicy("max_min_fairness")
     >>> r1 = p.allocate({"a": {"gpu": 1.0}, "b": {"gpu": 1.0}}, {"gpu": 1})
     >>> r2 = p.allocate({"a": {"gpu": 1.0}, "b": {"gpu": 1.0}}, {"gpu": 1})   # same round
-    >>> r2.stats.method, r2.allocation == r1.allocation
+    >>> r2.stats.method, r2.job_allocation == r1.job_allocation
     ('reused', True)
-    >>> p.allocate({}, {"gpu": 1}).allocation                                # empty round
+    >>> p.allocate({}, {"gpu": 1}).job_allocation                            # empty round
     {}
     """
 

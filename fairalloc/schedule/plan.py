@@ -96,7 +96,8 @@ class PlanResult(Result):
     ----------
     allocation : ndarray of bool, shape (n, rounds)
         ``allocation[j, t]``: job ``j`` runs on its gang in round ``t`` (rows: the jobs in the
-        order given; columns: rounds). The name every result uses.
+        order given; columns: rounds). The name every result uses; ``x`` is the same array.
+        ``prices`` is ``None``: the integer program has no dual prices.
     schedule : ndarray of bool, shape (n, rounds)
         Alias of ``allocation`` (the plan's own name): a read-only property returning the
         same array, kept for existing code.
@@ -158,6 +159,18 @@ class PlanResult(Result):
     def __post_init__(self) -> None:
         fill_labels(self, ids=self.allocation.shape[0])
         super().__post_init__()
+
+    @property
+    def x(self) -> np.ndarray:
+        """Alias of ``allocation`` (the name every result shares; the same object, not a
+        copy)."""
+        return self.allocation
+
+    @property
+    def prices(self) -> None:
+        """``None``: a mixed-integer plan has no convex dual, so no prices. Every result has
+        ``prices``."""
+        return None
 
     @property
     def relative_gap(self) -> float:

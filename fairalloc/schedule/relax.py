@@ -44,7 +44,8 @@ class RelaxedPlan(Result):
     Attributes
     ----------
     allocation : ndarray, shape (n, rounds)
-        Fraction of round ``t`` job ``j`` runs on its gang (``w_j * x[j, t]`` GPUs).
+        Fraction of round ``t`` job ``j`` runs on its gang (``w_j * x[j, t]`` GPUs); ``x`` is
+        the same array (the name every result shares).
     prices : ndarray, shape (rounds,)
         Non-negative multipliers of the per-round capacity ``sum_j w_j x[j, t] <= M``: the
         objective gained per extra GPU in round ``t`` (``d OPT / d M_t``). With equal weights
@@ -63,6 +64,12 @@ class RelaxedPlan(Result):
     rounds_given: np.ndarray
     utility: np.ndarray
     makespan_bound: float
+
+    @property
+    def x(self) -> np.ndarray:
+        """Alias of ``allocation`` (the name every result shares; the same object, not a
+        copy)."""
+        return self.allocation
 
     def to_frame(self) -> Any:
         """One row per job: rounds and utility, then the fraction of each round."""
