@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from .._display import Table, View, fmt, labelled, line_plot, to_html
 from .._validation import as_option, as_positive_float
 from ..data import Cluster
 from ..errors import InputError
@@ -146,6 +147,25 @@ class SimulationResult(FrozenArrays):
     def __repr__(self) -> str:
         return (f"SimulationResult(policy={self.policy!r}, jobs={self.workload.n}, "
                 f"rounds={self.round_time.shape[0]}, makespan={self.makespan:.6g})")
+
+    def _repr_html_(self) -> str:
+        """The notebook view: the headline metrics (``summary()``), the first jobs, and a plot
+        of utilisation and active jobs per round (inline SVG)."""
+        metrics = self.summary()
+        w = self.workload
+        facts = [("policy", self.policy), ("jobs", str(w.n)),
+                 ("rounds", str(self.round_time.shape[0])), ("makespan", fmt(self.makespan))]
+        tables = [Table("headline metrics (summary())", "metric", list(metrics), ["value"],
+                        np.array(list(metrics.values()), dtype=float)[:, None]),
+                  labelled("jobs (seconds)", "job", w.ids, (), None, extra=[
+                      ("arrival", w.arrival), ("start", self.start), ("finish", self.finish),
+                      ("jct", self.jct), ("preemptions", self.preemptions)])]
+        cap = self.cluster.total_workers * self.round_duration
+        plot = line_plot("per round", self.round_time,
+                         [("utilisation", self.round_busy / cap),
+                          ("active jobs", self.round_active)], x_label="s")
+        page = to_html(View("SimulationResult", facts, None, tables), self.wall_seconds)
+        return page.removesuffix("</div>") + f"<div>{plot}</div></div>"
 
 
 
