@@ -5,7 +5,7 @@ partial allocation, Shockwave plans, Ares elastic fair queuing) that return allo
 prices and an independently computed certificate of optimality.
 
 Public names are loaded lazily: ``import fairalloc`` is cheap, and a scheduler that only uses
-[`ElasticFairQueue`][fairalloc.ElasticFairQueue] never imports cvxpy.
+`fairalloc.ElasticFairQueue` never imports cvxpy.
 
 Examples
 --------
@@ -147,7 +147,12 @@ __all__ = [
 ]
 
 
-__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
+#: public submodules, each imported on first access (``fa.throughput``, like ``np.linalg``)
+_SUBMODULES = ("auctions", "backends", "certificates", "cli", "data", "errors", "integrations",
+               "markets", "mechanism", "plan", "properties", "queuing", "results", "rounds",
+               "schedule", "sim", "solvelog", "testing", "throughput", "tolerances")
+
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals(), _SUBMODULES)
 
 
 if TYPE_CHECKING:  # static type checkers see every lazily exported name
@@ -245,3 +250,5 @@ if TYPE_CHECKING:  # static type checkers see every lazily exported name
         shortest_job_first as shortest_job_first,
         water_filling as water_filling,
     )
+
+del annotations, TYPE_CHECKING  # (names of the import machinery, not of the library)

@@ -18,13 +18,21 @@ from typing import Any
 import numpy as np
 
 __all__ = ["MAX_COLUMNS", "MAX_ROWS", "Table", "Verdict", "View", "fmt", "summary_line",
-           "labelled", "price_table", "to_html",
+           "labelled", "line_plot", "price_table", "to_html",
            "verdict_of"]
 
 MAX_ROWS = 12  # display: rows of a table shown before "… N more rows"
 MAX_COLUMNS = 10  # display: value columns of a table shown before "… N more columns"
 DIGITS = 4  # display: significant digits of a number
 _CHECK = "\u2713"  # display: a true boolean cell
+PLOT_WIDTH, PLOT_HEIGHT = 480, 140  # display: size of an inline plot, in CSS pixels
+PLOT_POINTS = 400  # display: points drawn per line at most (longer series are subsampled)
+PLOT_MARGIN = 28  # display: room for the axis labels, in CSS pixels
+PLOT_PAD = 4  # display: right-hand padding of a plot, in CSS pixels
+PLOT_TOP = 20  # display: room above the highest point (title, legend), in CSS pixels
+PLOT_LINE = 12  # display: height of a line of plot text, in CSS pixels
+PLOT_BELOW = 14  # display: offset of the x-axis labels below the axis, in CSS pixels
+_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728")
 _ELLIPSIS = "\u2026"
 
 
@@ -128,7 +136,7 @@ class View:
 
 
 def verdict_of(certificate: Any, status: Any) -> Verdict:
-    """The verdict of a [`Certificate`][fairalloc.Certificate] (relative gap, residual) or of a
+    """The verdict of a `fairalloc.Certificate` (relative gap, residual) or of a
     replay check (its largest residual)."""
     status_text = str(getattr(status, "value", status))
     ok = bool(certificate.ok)
@@ -209,4 +217,44 @@ def to_html(view: View, seconds: float | None = None, *, max_rows: int = MAX_ROW
     for table in view.tables:
         out.extend(_cells(table, max_rows, max_columns))
     out.append("</div>")
+    return "".join(out)
+
+
+def line_plot(title: str, x: np.ndarray, lines: Sequence[tuple[str, np.ndarray]],
+              x_label: str = "") -> str:
+    """An inline SVG line plot (no plotting library, works offline): one line per
+    ``(name, y)``, each scaled to its own range (the legend gives it), at most `PLOT_POINTS`
+    points a line.
+
+    Examples
+    --------
+    >>> svg = line_plot("utilisation", np.arange(3.0), [("used", np.array([0.0, 1.0, 0.5]))])
+    >>> svg.startswith("<svg") and "<polyline" in svg and "used" in svg
+    True
+    """
+    esc = html.escape
+    x = np.asarray(x, dtype=float)
+    w, h, m, pad = PLOT_WIDTH, PLOT_HEIGHT, PLOT_MARGIN, PLOT_PAD
+    base, right = h - m, w - pad
+    out = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{w}' height='{h}' "
+           f"role='img' aria-label='{esc(title)}' style='font:11px sans-serif'>",
+           f"<text x='{m}' y='{PLOT_LINE}'>{esc(title)}</text>",
+           f"<line x1='{m}' y1='{base}' x2='{right}' y2='{base}' stroke='#888'/>"]
+    if x.size:
+        idx = np.unique(np.linspace(0, x.size - 1, min(x.size, PLOT_POINTS)).astype(int))
+        lo, hi = float(x.min()), float(x.max())
+        px = m + (x[idx] - lo) / ((hi - lo) or 1.0) * (right - m)
+        out.append(f"<text x='{m}' y='{base + PLOT_BELOW}'>{esc(fmt(lo))}</text>"
+                   f"<text x='{right}' y='{base + PLOT_BELOW}' text-anchor='end'>"
+                   f"{esc(fmt(hi))} {esc(x_label)}</text>")
+        for k, (name, y) in enumerate(lines):
+            y = np.asarray(y, dtype=float)[idx]
+            top = float(np.nanmax(y)) if y.size else 0.0
+            py = base - np.nan_to_num(y) / (top or 1.0) * (base - PLOT_TOP)
+            colour = _COLOURS[k % len(_COLOURS)]
+            points = " ".join(f"{a:.1f},{b:.1f}" for a, b in zip(px, py))
+            out.append(f"<polyline fill='none' stroke='{colour}' points='{points}'/>"
+                       f"<text x='{right}' y='{PLOT_LINE * (k + 1)}' text-anchor='end' "
+                       f"fill='{colour}'>{esc(name)} (max {esc(fmt(top))})</text>")
+    out.append("</svg>")
     return "".join(out)

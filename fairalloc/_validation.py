@@ -9,13 +9,13 @@ Wherever a number is expected (a scalar argument or an entry of an array argumen
 accepts the **real numbers**: Python ``int`` and ``float``, numpy integer and floating scalars
 and arrays, and other real number types that convert to ``float`` (``decimal.Decimal``,
 ``fractions.Fraction``, any ``numbers.Real``), mixed freely. It refuses, with an
-[`InputError`][fairalloc.InputError] naming the argument and the first offending index:
+`fairalloc.InputError` naming the argument and the first offending index:
 
 * **complex numbers**, even with a zero imaginary part (Python ``complex``, numpy complex
   scalars and arrays): numpy would silently drop the imaginary part;
 * **bools** (``True``/``False``, numpy bools, bool arrays, and a bool inside a list of
   numbers): numpy reads them as 0 and 1, but a flag where a number belongs is a mistake, and
-  fairalloc's scalar arguments refuse them too ([`as_bool`][fairalloc._validation.as_bool] is
+  fairalloc's scalar arguments refuse them too (`fairalloc._validation.as_bool` is
   the converse: a flag is never 0 or 1);
 * text (numpy would read ``"1"`` as 1), ``None`` (except where an argument documents NaN as
   "missing": there ``None`` is missing too), nested sequences where a number belongs,
@@ -313,7 +313,7 @@ _GATHER_RATIO = 4
 def as_real_array(value: Any, name: str, *, allow_none: bool = False,
                   allow_bool: bool = False) -> np.ndarray:
     """``value`` as a new float64 array (any shape; no range check), refusing every entry that
-    is not a real number (see the module notes) with an [`InputError`][fairalloc.InputError]
+    is not a real number (see the module notes) with an `fairalloc.InputError`
     naming ``name`` and the entry's index.
 
     ``allow_none`` reads ``None`` entries as NaN (for arguments where NaN means missing),

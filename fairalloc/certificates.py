@@ -4,7 +4,7 @@ Each function takes the problem data and the *returned* primal point and dual pr
 evaluates primal feasibility and a weak-duality bound itself. Nothing the solver says about its
 own status is trusted.
 
-* `lp_certificate` -- any [`LinearProgram`][fairalloc.backends.LinearProgram]: the Lagrangian dual
+* `lp_certificate` -- any `fairalloc.backends.LinearProgram`: the Lagrangian dual
   function at the returned row duals (after projecting them onto their sign constraints) is a
   valid lower bound for a minimisation, so ``c @ x - bound`` is a proven gap.
 * `milp_certificate` -- primal and integrality residuals of the incumbent, gap to the
@@ -107,7 +107,7 @@ def lp_certificate(
     valid whatever the solver returned. If ``maximize`` is true the program is read as
     ``max -c@x`` (so pass the negated objective) and values are reported in the maximisation's
     sign. ``scale`` is the objective's data scale (see
-    [`fairalloc.Certificate`][fairalloc.Certificate]); by default the gap is judged relative to
+    `fairalloc.Certificate`); by default the gap is judged relative to
     ``max(|primal|, |bound|)``.
 
     Examples

@@ -234,7 +234,7 @@ class Jobs:
             raise InputError(f"job_id: no job with id {job_id!r}", argument="job_id") from None
 
     def check_cluster(self, cluster: Cluster) -> None:
-        """Raise [`InputError`][fairalloc.InputError] unless these jobs can be scheduled on
+        """Raise `fairalloc.InputError` unless these jobs can be scheduled on
         ``cluster``.
 
         Checks that there is one throughput column per accelerator type and that every job's
@@ -310,7 +310,7 @@ class JobPairs:
         return int(self.members.shape[0])
 
     def check(self, jobs: Jobs, cluster: Cluster) -> None:
-        """Raise [`InputError`][fairalloc.InputError] unless the pairs fit ``jobs`` and
+        """Raise `fairalloc.InputError` unless the pairs fit ``jobs`` and
         ``cluster``."""
         if self.throughput.shape[1] != cluster.num_types:
             raise InputError(f"pair throughput has {self.throughput.shape[1]} types but the "

@@ -491,7 +491,7 @@ PROPERTIES = ("market_clearing", "budget_clearing", "optimal_spending", "envy_fr
 def check_market(result: Any, utility: Any, *, supply: Any = None, kind: str = "linear",
                  properties: tuple[str, ...] = PROPERTIES, tol: float = 1e-6
                  ) -> dict[str, PropertyResult]:
-    """Run property checks on a [`MarketResult`][fairalloc.MarketResult].
+    """Run property checks on a `fairalloc.MarketResult`.
 
     ``optimal_spending`` applies to linear markets only and is skipped for Leontief ones.
 

@@ -88,7 +88,7 @@ class FrozenArrays:
 
     Subclasses that define ``__post_init__`` must call ``super().__post_init__()``. Fields named
     in ``LABEL_FIELDS`` hold labels (job ids, good or type names), never arrays: they are left
-    as they are (see [`fill_labels`][fairalloc.results.fill_labels] for their defaults).
+    as they are (see `fairalloc.results.fill_labels` for their defaults).
     """
 
     LABEL_FIELDS: ClassVar[tuple[str, ...]] = ()
@@ -104,13 +104,13 @@ class FrozenArrays:
 
 
 #: The status of a result: the one vocabulary of the library,
-#: [`fairalloc.SolveStatus`][fairalloc.SolveStatus] (``Status`` is the same class). A result is
+#: `fairalloc.SolveStatus` (``Status`` is the same class). A result is
 #: ``OPTIMAL`` only when its certificate passed; ``TIME_LIMIT`` / ``ITERATION_LIMIT``: a limit
 #: stopped it with a certified-feasible point whose gap is not proven (``certificate.gap`` says
 #: how far from optimal it may be); ``SUBOPTIMAL``: a certified-feasible point whose gap target
 #: was missed for another reason (a MIP gap limit); ``REPLAYED``: a simulation whose every event
 #: was replayed and checked by an independent verifier
-#: ([`fairalloc.queuing.ReplayCheck`][fairalloc.ReplayCheck]).
+#: (`fairalloc.ReplayCheck`).
 Status = SolveStatus
 
 
@@ -215,7 +215,7 @@ class Certificate:
         Largest violation of dual feasibility (0 where the dual function is closed-form).
     gap_tol, feas_tol : float
         Tolerances the certificate was checked against (see
-        [`fairalloc.tolerances`][fairalloc.tolerances]).
+        `fairalloc.tolerances`).
     scale : float or None
         The magnitude the gap is judged against, in the objective's own units and computed from
         the problem's data (e.g. the total budget for an Eisenberg-Gale program, whose gap is a
@@ -225,7 +225,7 @@ class Certificate:
 
     Notes
     -----
-    [`ok`][fairalloc.results.Certificate.ok] is a proof, never true by construction: it needs finite
+    `fairalloc.results.Certificate.ok` is a proof, never true by construction: it needs finite
     tolerances, a finite gap and residuals, and ``relative_gap <= gap_tol``.
     """
 
@@ -276,8 +276,8 @@ class Certificate:
         )
 
     def check(self, *, backend: str | None = None) -> Certificate:
-        """Return ``self`` if [`ok`][fairalloc.results.Certificate.ok], else raise
-        [`fairalloc.CertificateError`][fairalloc.CertificateError]."""
+        """Return ``self`` if `fairalloc.results.Certificate.ok`, else raise
+        `fairalloc.CertificateError`."""
         if not self.ok:
             raise CertificateError(
                 f"certificate failed ({self.kind}): relative gap {self.relative_gap:.3g} "

@@ -34,7 +34,7 @@ def test_zero_worker_type_is_refused_by_cluster_and_accepted_by_the_round_api() 
     r = fa.solve_round("max_min_fairness", {"a": {"v100": 1.0, "k80": 1.0}},
                        {"v100": 2, "k80": 0})
     assert r.drained_types == ("k80",) and r.certificate.ok
-    assert r.allocation == {"a": {"v100": 1.0, "k80": 0.0}}
+    assert r.job_allocation == {"a": {"v100": 1.0, "k80": 0.0}}
 
 
 def test_jobs_defaults_and_labels() -> None:

@@ -55,7 +55,7 @@ def test_drained_type_and_unrunnable_jobs_give_a_certified_allocation(policy):
     assert r.drained_types == ("p100",)
     assert r.unrunnable_jobs == ("x", "g")
     assert r.job_ids == tuple(TP) and r.types == ("v100", "p100", "k80")
-    alloc = r.allocation
+    alloc = r.job_allocation
     assert set(alloc) == set(TP) and all(set(row) == set(WORKERS) for row in alloc.values())
     assert all(v == 0.0 for v in alloc["x"].values()) and all(v == 0.0
                                                               for v in alloc["g"].values())
@@ -81,11 +81,11 @@ def test_reduced_program_equals_a_direct_solve_on_the_present_cluster():
 def test_empty_round_and_all_drained(policy):
     kw = SETTINGS.get(policy, {})
     r = fa.solve_round(policy, {}, {"v100": 2}, **kw)
-    assert r.allocation == {} and r.certificate.ok and r.stats.method == "empty"
+    assert r.job_allocation == {} and r.certificate.ok and r.stats.method == "empty"
     assert r.x.shape == (0, 1)
     r = fa.solve_round(policy, {"a": {"v100": 1.0}}, {"v100": 0}, **kw,
                        **{k: {"a": v["a"]} for k, v in PER_JOB.items()})
-    assert r.allocation == {"a": {"v100": 0.0}} and r.certificate.ok
+    assert r.job_allocation == {"a": {"v100": 0.0}} and r.certificate.ok
     assert r.drained_types == ("v100",) and r.unrunnable_jobs == ("a",)
     # an empty round still validates its solve options (fuzz seed 24 accepted 1+1j)
     for bad in ({"gap_tol": 1 + 1j}, {"feas_tol": -1.0}):
@@ -113,15 +113,15 @@ def test_dicts_numpy_and_pandas_agree():
 def test_a_type_named_only_by_jobs_counts_as_drained():
     r = fa.solve_round("max_min_fairness", {"a": {"v100": 1.0, "tpu": 9.0}}, {"v100": 1})
     assert r.types == ("v100", "tpu") and r.drained_types == ("tpu",)
-    assert r.allocation["a"] == {"v100": 1.0, "tpu": 0.0}
+    assert r.job_allocation["a"] == {"v100": 1.0, "tpu": 0.0}
 
 
 def test_fifo_round_serves_the_first_gang_job():
     tp = {j: {"gpu": 1.0} for j in range(5)}
     r = fa.solve_round("fifo", tp, {"gpu": 4}, scale_factor={0: 4, 1: 1, 2: 1, 3: 1, 4: 1},
                        order={j: float(j) for j in range(5)})
-    assert r.allocation[0]["gpu"] == pytest.approx(1.0, abs=1e-6)
-    assert sum(r.allocation[j]["gpu"] for j in range(1, 5)) == pytest.approx(0.0, abs=1e-6)
+    assert r.job_allocation[0]["gpu"] == pytest.approx(1.0, abs=1e-6)
+    assert sum(r.job_allocation[j]["gpu"] for j in range(1, 5)) == pytest.approx(0.0, abs=1e-6)
 
 
 def test_rounds_with_arrivals_departures_and_node_failures():
@@ -141,7 +141,7 @@ def test_rounds_with_arrivals_departures_and_node_failures():
             nxt += 1
         w = dict(workers, k80=0) if rnd in (5, 6) else workers   # K80 nodes fail, come back
         r = p.allocate(active, w)
-        assert r.certificate.ok and set(r.allocation) == set(active)
+        assert r.certificate.ok and set(r.job_allocation) == set(active)
         assert r.drained_types == (("k80",) if rnd in (5, 6) else ())
         _feasible(r, w, {j: 1 for j in active})
         methods.append(r.stats.method)
@@ -282,8 +282,8 @@ def test_fisher_market_rounds_with_a_drained_good():
     # Leontief: a buyer that needs a drained good gets nothing
     r = fa.solve_round("fisher_market", {"x": {"a": 1.0, "b": 2.0}, "y": {"a": 1.0}},
                        {"a": 1, "b": 0}, kind="leontief")
-    assert r.unrunnable_jobs == ("x",) and r.allocation["x"] == {"a": 0.0, "b": 0.0}
-    assert r.allocation["y"]["a"] == pytest.approx(1.0, rel=1e-6)
+    assert r.unrunnable_jobs == ("x",) and r.job_allocation["x"] == {"a": 0.0, "b": 0.0}
+    assert r.job_allocation["y"]["a"] == pytest.approx(1.0, rel=1e-6)
 
 
 def test_min_cost_round_with_slos():
@@ -326,7 +326,7 @@ def test_themis_round_by_hand():
                    steps_remaining={"p": 100.0, "q": 100.0, "r": 100.0, "z": 5.0})
     assert r.certificate.ok and r.status == fa.results.Status.OPTIMAL
     assert r.drained_types == ("c",) and r.unrunnable_jobs == ("z",)
-    got = {j: {t: round(v, 9) for t, v in row.items()} for j, row in r.allocation.items()}
+    got = {j: {t: round(v, 9) for t, v in row.items()} for j, row in r.job_allocation.items()}
     assert got == {"p": {"a": 0.5, "b": 0.0, "c": 0.0}, "q": {"a": 0.0, "b": 1.0, "c": 0.0},
                    "r": {"a": 0.5, "b": 0.0, "c": 0.0}, "z": {"a": 0.0, "b": 0.0, "c": 0.0}}
     assert r.type_prices == pytest.approx({"a": 0.5, "b": 0.0, "c": 0.0})  # hidden payments
@@ -380,7 +380,7 @@ def test_shockwave_replan_and_plan_reuse():
         _feasible(r, {"gpu": 2, "k80": 0}, dict.fromkeys(pj, 1))
         methods.append((r.stats.method, r.stats.path, r.warm))
         for j in pj:
-            runs[j] += r.allocation[j]["gpu"]
+            runs[j] += r.job_allocation[j]["gpu"]
     assert runs == {"a": 4.0, "b": 2.0, "c": 2.0}
     assert methods[0][0] == "plan" and not methods[0][2]
     assert methods[1:] == [("plan-reused", ("reuse-plan",), True)] * 3
@@ -389,7 +389,7 @@ def test_shockwave_replan_and_plan_reuse():
     assert p.allocate(tp, {"gpu": 2}, plan_jobs=pj).stats.method == "plan-reused"
     del tp["c"]
     r = p.allocate(tp, {"gpu": 2}, plan_jobs=pj)
-    assert r.stats.method == "plan" and r.allocation == {"a": {"gpu": 1.0}, "b": {"gpu": 1.0}}
+    assert r.stats.method == "plan" and r.job_allocation == {"a": {"gpu": 1.0}, "b": {"gpu": 1.0}}
     # replan_every=1 (default): every round is a fresh plan
     q = fa.RoundPolicy("shockwave", plan_options={"rounds": 4})
     assert {q.allocate(tp, {"gpu": 2}, plan_jobs=pj).stats.method for _ in range(3)} == {"plan"}
@@ -401,7 +401,7 @@ def test_shockwave_round_states_and_errors():
     r = fa.solve_round("shockwave", tp, {"gpu": 1, "k80": 0}, plan_jobs=pj,
                        plan_options={"rounds": 3})
     assert r.certificate.ok and r.unrunnable_jobs == ("c",) and r.drained_types == ("k80",)
-    assert r.allocation["a"] == {"gpu": 1.0, "k80": 0.0} and r.prices.tolist() == [0.0, 0.0]
+    assert r.job_allocation["a"] == {"gpu": 1.0, "k80": 0.0} and r.prices.tolist() == [0.0, 0.0]
     assert fa.solve_round("shockwave", {}, {"gpu": 1}, plan_jobs={}).stats.method == "empty"
     with pytest.raises(fa.InputError, match="plan_jobs"):
         fa.solve_round("shockwave", tp, {"gpu": 1})
@@ -420,4 +420,4 @@ def test_job_ids_of_types_numpy_cannot_compare_are_accepted_across_rounds() -> N
     first = p.allocate({np.int64(1): {"a": 1.0}, ("j", 2): {"a": 1.0}}, {"a": 1})
     assert first.certificate.ok
     again = p.allocate({("j", 2): {"a": 1.0}}, {"a": 1})
-    assert again.allocation == {("j", 2): {"a": 1.0}} and again.certificate.ok
+    assert again.job_allocation == {("j", 2): {"a": 1.0}} and again.certificate.ok

@@ -3,12 +3,30 @@
 Runs after ``pages.py`` (which builds the navigation) and inserts a "Notebooks" section after
 the tutorial, one page per notebook, titled by the notebook's first heading. The mkdocs-jupyter
 plugin renders (and executes) the notebooks themselves.
+
+Its page template also loads MathJax (from an empty ``<script src="">`` unless a CDN address is
+configured) and Mermaid (from a CDN); the site typesets maths with its bundled KaTeX
+(``docs/javascripts/katex.js`` covers the notebooks' Markdown cells too) and the notebooks draw no
+Mermaid diagram, so ``on_post_page`` drops both loaders: a notebook page works offline and loads
+nothing from another host.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
+
+#: the MathJax loader and configuration nbconvert's template writes into every notebook page
+_MATHJAX = re.compile(r"<!-- Load mathjax -->.*?<!-- End of mathjax configuration -->", re.S)
+#: an inline script that imports a module from another host (the Mermaid loader)
+_REMOTE_SCRIPT = re.compile(r"<script\b[^>]*>(?:(?!</script>).)*?import\(\s*[\"']https?://"
+                            r"(?:(?!</script>).)*</script>", re.S)
+
+
+def _offline(html: str) -> str:
+    """``html`` without the MathJax loader and inline scripts that import from another host."""
+    return _REMOTE_SCRIPT.sub("", _MATHJAX.sub("", html))
 
 
 def _title(path: Path) -> str:
@@ -31,3 +49,9 @@ def on_config(config, **kwargs):
         nav.insert(after, {"Notebooks": books})
         config["nav"] = nav
     return config
+
+
+def on_post_page(output, page, config, **kwargs):
+    if page.file.src_uri.endswith(".ipynb"):
+        return _offline(output)
+    return output

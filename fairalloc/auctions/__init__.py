@@ -17,28 +17,28 @@ the PF allocation is also envy-free and every agent keeps at least ``1/e`` of it
 
 One job per module:
 
-* ``partial.py`` -- [`partial_allocation`][fairalloc.partial_allocation]: divisible goods with
+* ``partial.py`` -- `fairalloc.partial_allocation`: divisible goods with
   linear valuations; the PF allocation is the Eisenberg-Gale equilibrium with equal budgets
-  ([`fairalloc.fisher_market`][fairalloc.fisher_market]). The ``n`` leave-one-out markets are
+  (`fairalloc.fisher_market`). The ``n`` leave-one-out markets are
   reduced markets warm-started from the PF prices, solved in batches by one block-diagonal
   interior-point run, polished to exact equilibria on their support and each certified by its own
   duality gap (the closed-form dual ``D(p)``), over ``workers`` processes.
-* ``gpu.py`` -- [`gpu_auction`][fairalloc.gpu_auction] (GPUs bid for by placement class,
-  [`BidTable`][fairalloc.BidTable]) and [`bundle_auction`][fairalloc.bundle_auction] (explicit GPU
+* ``gpu.py`` -- `fairalloc.gpu_auction` (GPUs bid for by placement class,
+  `fairalloc.BidTable`) and `fairalloc.bundle_auction` (explicit GPU
   subsets, as in Themis Table 2): indivisible GPUs; PF and every leave-one-out are exact set-packing
   MILPs maximising ``sum_i log v_i`` (``nash.py``: the lexicographic Nash-welfare MILP;
-  ``placement.py``: the placement-class program of [`gpu_auction`][fairalloc.gpu_auction]).
-* ``bids.py`` -- [`BidTable`][fairalloc.BidTable] and [`bid_table`][fairalloc.bid_table] (bids by
+  ``placement.py``: the placement-class program of `fairalloc.gpu_auction`).
+* ``bids.py`` -- `fairalloc.BidTable` and `fairalloc.bid_table` (bids by
   placement class).
-* ``multiround.py`` -- [`MultiRoundAuction`][fairalloc.MultiRoundAuction], Themis's round-by-round
+* ``multiround.py`` -- `fairalloc.MultiRoundAuction`, Themis's round-by-round
   policy (§3.3.2, Pseudocode 1 lines 13-23): leases, filtering of the apps farthest from finish-time
   fairness, a PA auction among them, leftover GPUs to the apps that did not bid, valuations
   refreshed every round.
 * ``valuations.py`` -- finish-time fairness ``rho`` (Themis §3.2), placement slowdown and the
-  cluster [`Topology`][fairalloc.Topology]; ``apps.py`` -- the app models whose progress the
-  multi-round auction simulates ([`SingleJobApp`][fairalloc.SingleJobApp],
-  [`SuccessiveHalvingApp`][fairalloc.SuccessiveHalvingApp],
-  [`CurveStoppingApp`][fairalloc.CurveStoppingApp]).
+  cluster `fairalloc.Topology`; ``apps.py`` -- the app models whose progress the
+  multi-round auction simulates (`fairalloc.SingleJobApp`,
+  `fairalloc.SuccessiveHalvingApp`,
+  `fairalloc.CurveStoppingApp`).
 * ``_pool.py`` -- the process pool of the leave-one-out solves and the log behind ``stats``
   (backends that ran, ``stats.path``, ``stats.fallbacks``).
 

@@ -1,7 +1,7 @@
-"""App models for the multi-round auction (Themis §4.3): [`SingleJobApp`][fairalloc.SingleJobApp],
-[`SuccessiveHalvingApp`][fairalloc.SuccessiveHalvingApp] and
-[`CurveStoppingApp`][fairalloc.CurveStoppingApp] hold an app's progress for
-[`fairalloc.MultiRoundAuction`][fairalloc.MultiRoundAuction]; they report ``rho``
+"""App models for the multi-round auction (Themis §4.3): `fairalloc.SingleJobApp`,
+`fairalloc.SuccessiveHalvingApp` and
+`fairalloc.CurveStoppingApp` hold an app's progress for
+`fairalloc.MultiRoundAuction`; they report ``rho``
 (`fairalloc.auctions.valuations`) for any allocation at any time and advance their iterations when
 they run."""
 
@@ -169,7 +169,7 @@ class SuccessiveHalvingApp(_App):
     draws the survivors with its own seeded generator (``seed``), so simulations are
     reproducible. Within a phase, all jobs progress at the rate of the ``"balanced"`` schedule
     (each job's remaining work shrinks in proportion, so the phase ends at the time
-    [`successive_halving_rho`][fairalloc.successive_halving_rho] predicts).
+    `fairalloc.successive_halving_rho` predicts).
 
     Parameters
     ----------

@@ -176,7 +176,7 @@ def bid_table(
     rho : callable
         ``rho(num_gpus, slowdown)`` -> finish-time fairness, vectorised over arrays of total
         GPU counts and slowdowns (e.g. ``functools.partial`` of
-        [`fairalloc.single_job_rho`][fairalloc.single_job_rho], or an app model's ``rho``).
+        `fairalloc.single_job_rho`, or an app model's ``rho``).
     topology : Topology
     offer : array_like
         The offered GPUs (boolean mask (g,) or list of GPU ids).

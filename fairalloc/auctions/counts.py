@@ -3,12 +3,12 @@
 When every worker of a type is interchangeable (a scheduling round: a job asks for its gang
 on one type, not for particular GPUs), the set-packing program over GPU bundles is the same
 as a program over worker *counts*: bidder ``a`` either gets its gang of ``size[a]`` workers
-on one type ``j`` or nothing. [`count_auction`][fairalloc.auctions.counts.count_auction]
+on one type ``j`` or nothing. `fairalloc.auctions.counts.count_auction`
 solves that program exactly with the lexicographic Nash-welfare MILP of
-[`fairalloc.auctions`][fairalloc.auctions] (PF market and every leave-one-out market) and
+`fairalloc.auctions` (PF market and every leave-one-out market) and
 returns the partial-allocation fractions ``c_a`` (the hidden payments are ``1 - c_a`` of the
 won gang). It is the engine of the round API's Themis round
-([`RoundPolicy`][fairalloc.RoundPolicy] with ``"themis"``).
+(`fairalloc.RoundPolicy` with ``"themis"``).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ __all__ = ["CountAuction", "count_auction"]
 
 @dataclass(frozen=True)
 class CountAuction:
-    """The outcome of [`count_auction`][fairalloc.auctions.counts.count_auction].
+    """The outcome of `fairalloc.auctions.counts.count_auction`.
 
     Attributes
     ----------

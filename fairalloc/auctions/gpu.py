@@ -1,5 +1,5 @@
-"""Partial-allocation auctions of indivisible GPUs: [`bundle_auction`][fairalloc.bundle_auction]
-(explicit bundles, Themis Table 2) and [`gpu_auction`][fairalloc.gpu_auction] (bids by placement
+"""Partial-allocation auctions of indivisible GPUs: `fairalloc.bundle_auction`
+(explicit bundles, Themis Table 2) and `fairalloc.gpu_auction` (bids by placement
 class), and their result type.
 
 Both solve the PF market and every leave-one-out market as lexicographic Nash-welfare
@@ -68,7 +68,8 @@ class GPUAuctionResult(Result):
         valuation, see ``formulations/partial_allocation.md``).
     allocation : ndarray, shape (n, g)
         ``fraction[:, None] * pf_bundles``: the fractional PA allocation (rows: agents in the
-        order of the bids; columns: GPUs).
+        order of the bids; columns: GPUs). ``x`` is the same array (the name every result
+        shares); ``prices`` is ``None`` (the hidden payments are ``leftover``).
     leftover : ndarray, shape (g,)
         ``offer - allocation.sum(0)``: unallocated GPU fractions (hidden payments).
     loo_objective, loo_bound : ndarray, shape (n,)
@@ -104,6 +105,18 @@ class GPUAuctionResult(Result):
     def __post_init__(self) -> None:
         fill_labels(self, ids=self.allocation.shape[0])
         super().__post_init__()
+
+    @property
+    def x(self) -> np.ndarray:
+        """Alias of ``allocation`` (the name every result shares; the same object, not a
+        copy)."""
+        return self.allocation
+
+    @property
+    def prices(self) -> None:
+        """``None``: the leave-one-out programs are mixed-integer, so there are no dual prices
+        (the hidden payments are ``leftover``). Every result has ``prices``."""
+        return None
 
     def _facts(self) -> list[tuple[str, str]]:
         n, g = self.allocation.shape
@@ -373,7 +386,7 @@ def gpu_auction(
 ) -> GPUAuctionResult:
     """Partial-allocation auction of offered GPUs bid for by placement class (Themis §3.3.1).
 
-    Exact MILP over the classes of [`bid_table`][fairalloc.bid_table]: agent ``i`` picks at most one
+    Exact MILP over the classes of `fairalloc.bid_table`: agent ``i`` picks at most one
     bid ``(k, level)``; ``z[i, h]`` of its GPUs come from machine ``h``; a level-0 bid takes all of
     them from one machine (its home machine if it holds GPUs), a level-1 bid from one rack.
     Machine capacities are the offered GPUs per machine. The objective is lexicographic Nash
@@ -389,7 +402,7 @@ def gpu_auction(
         The GPUs being auctioned (mask or list of ids).
     time_limit : float, optional
         Seconds per MILP; an unproven solve makes the result ``Status.TIME_LIMIT`` with a
-        certificate that is not ok (see [`bundle_auction`][fairalloc.bundle_auction]); the
+        certificate that is not ok (see `fairalloc.bundle_auction`); the
         outcome then depends on the machine's speed and load.
     node_limit : int, optional
         Branch-and-bound nodes per MILP: the same, but a work limit (the same outcome on any
@@ -401,7 +414,7 @@ def gpu_auction(
         ``stats.backend`` is ``"numpy"`` when the exact knapsack relaxation certified every
         solve and no backend ran.
     method : {"auto", "lp", "milp"}
-        Exact routes of every set-packing solve (see [`bundle_auction`][fairalloc.bundle_auction]):
+        Exact routes of every set-packing solve (see `fairalloc.bundle_auction`):
         ``"lp"`` skips the knapsack relaxation and the greedy rounding, ``"milp"`` every route but
         the whole MILP.
     ids : sequence of hashable, optional

@@ -39,7 +39,7 @@ TO_BIDDERS = "leftovers-to-bidders"
 # ============================================================================================
 @dataclass(frozen=True)
 class AuctionRound(FrozenArrays):
-    """What one round of [`MultiRoundAuction`][fairalloc.MultiRoundAuction] did (every array
+    """What one round of `fairalloc.MultiRoundAuction` did (every array
     read-only).
 
     Attributes
@@ -101,9 +101,9 @@ class MultiRoundAuction:
        pseudocode says "top 1 - f fraction" and its text "filter the 1 - f fraction ... with
        the greatest rho"; both are read as *the apps that bid are that fraction*, which is
        what §6.4 describes (``f = 1``: a single app bids);
-    4. the participants bid by placement class ([`bid_table`][fairalloc.bid_table], valuations
+    4. the participants bid by placement class (`fairalloc.bid_table`, valuations
       refreshed) and a
-       partial-allocation auction ([`gpu_auction`][fairalloc.gpu_auction]) runs; participant ``i``
+       partial-allocation auction (`fairalloc.gpu_auction`) runs; participant ``i``
        keeps ``c_i * |bundle_i|`` GPUs of its PF bundle, rounded to a whole number by a seeded
        random draw (``floor`` plus one with probability equal to the fractional part), taking
        the GPUs on the machines where the bundle is densest;
@@ -116,9 +116,9 @@ class MultiRoundAuction:
     ----------
     topology : Topology
     apps : sequence of app models
-        [`SingleJobApp`][fairalloc.SingleJobApp],
-        [`SuccessiveHalvingApp`][fairalloc.SuccessiveHalvingApp] or
-        [`CurveStoppingApp`][fairalloc.CurveStoppingApp]; the auction advances them as they run.
+        `fairalloc.SingleJobApp`,
+        `fairalloc.SuccessiveHalvingApp` or
+        `fairalloc.CurveStoppingApp`; the auction advances them as they run.
     fairness_knob : float
         ``f`` in ``[0, 1)``; default 0.8 (the paper's choice, §6.4).
     lease : float

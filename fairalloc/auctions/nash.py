@@ -2,15 +2,15 @@
 leave-one-out market) and the fractions ``c_i`` of the partial-allocation mechanism.
 
 `_partial_allocation_milp` is shared by
-[`fairalloc.auctions.bundle_auction`][fairalloc.bundle_auction] and
-[`fairalloc.auctions.gpu_auction`][fairalloc.gpu_auction]; a `_Form` is the program each builds, its
+`fairalloc.bundle_auction` and
+`fairalloc.gpu_auction`; a `_Form` is the program each builds, its
 columns laid out by `SetPackingColumns`.
 
 Every set-packing solve (`_milp`) tries exact routes from the cheapest and logs each
 step it ran (``stats.path``) and each hand-over to a slower one (``stats.fallbacks``):
 
 ``"knapsack-relaxation"``
-    the form's own exact combinatorial relaxation ([`gpu_auction`][fairalloc.gpu_auction]: a
+    the form's own exact combinatorial relaxation (`fairalloc.gpu_auction`: a
     multiple-choice knapsack solved by dynamic programming) and the greedy placement of its optimum;
 ``"lp-relaxation"``
     the LP relaxation (its bound certified independently), then, on its point,
@@ -30,8 +30,8 @@ Fallbacks read ``"knapsack-relaxation->lp-relaxation: bound not met"``,
 incumbent is returned with its honest certificate) and
 ``"count-target->count-milp: infeasible"`` (or ``": time limit"``).
 
-``method`` (of [`bundle_auction`][fairalloc.bundle_auction] /
-[`gpu_auction`][fairalloc.gpu_auction]) selects the routes: ``"auto"`` all of them, ``"lp"`` no
+``method`` (of `fairalloc.bundle_auction` /
+`fairalloc.gpu_auction`) selects the routes: ``"auto"`` all of them, ``"lp"`` no
 combinatorial route (no knapsack relaxation, no greedy rounding), ``"milp"`` the whole MILP only.
 """
 

@@ -2,7 +2,7 @@
 ``n`` leave-one-out markets and the fractions ``c_i``.
 
 Every market is solved and certified by the Eisenberg-Gale engine of
-[`fairalloc.markets`][fairalloc.markets] ([`fairalloc.fisher_market`][fairalloc.fisher_market] for
+`fairalloc.markets` (`fairalloc.fisher_market` for
 the PF market; the warm-started searches, the batched interior-point method and the batched
 leave-one-out markets of `fairalloc.markets.warm` / `fairalloc.markets.ipm`); this module is the
 mechanism around them. See ``formulations/partial_allocation.md`` for the programs.
@@ -64,7 +64,8 @@ class PartialAllocationResult(Result):
     Attributes
     ----------
     allocation : ndarray, shape (n, m)
-        What each agent receives: ``fraction[:, None] * pf_allocation``.
+        What each agent receives: ``fraction[:, None] * pf_allocation``. ``x`` is the same
+        array (the name every result shares).
     fraction : ndarray, shape (n,)
         ``c_i`` in ``(0, 1]``: the share of its PF bundle agent ``i`` keeps.
     pf_allocation : ndarray, shape (n, m)
@@ -109,6 +110,12 @@ class PartialAllocationResult(Result):
         n, m = self.allocation.shape
         fill_labels(self, ids=n, goods=m)
         super().__post_init__()
+
+    @property
+    def x(self) -> np.ndarray:
+        """Alias of ``allocation`` (the name every result shares; the same object, not a
+        copy)."""
+        return self.allocation
 
     def _facts(self) -> list[tuple[str, str]]:
         n, m = self.allocation.shape
@@ -193,7 +200,7 @@ def _loo_chunk(ctx: tuple[Any, ...], idx: np.ndarray) -> list[_LooOutcome]:
 
 
 def _fisher(U: np.ndarray, s: np.ndarray, *, gap_tol: float, backend: Any) -> Any:
-    """[`fairalloc.fisher_market`][fairalloc.fisher_market] (equal budgets) through the library's
+    """`fairalloc.fisher_market` (equal budgets) through the library's
     solver layer.
 
     Passes ``backend`` on when one was chosen; records the backend that ran; a foreign
@@ -263,7 +270,7 @@ def partial_allocation(
     method : {"warm", "cold"}
         ``"warm"`` (default): each leave-one-out market is solved on a reduced market
         warm-started from the PF prices and certified by its own duality gap.
-        ``"cold"``: ``n`` independent [`fairalloc.fisher_market`][fairalloc.fisher_market] solves
+        ``"cold"``: ``n`` independent `fairalloc.fisher_market` solves
         (the reference).
     workers : int or None
         Processes for the ``n`` leave-one-out solves (``None``: up to two, the machine's

@@ -1,4 +1,4 @@
-"""The placement-class MILP of [`fairalloc.auctions.gpu_auction`][fairalloc.gpu_auction]
+"""The placement-class MILP of `fairalloc.gpu_auction`
 (`PlacementProgram`): machine types, bin-packing patterns, the program's named column layout
 (`PlacementColumns`), its exact knapsack relaxation, the greedy placement and rounding
 of a choice of bids, and the decoder from a solution to concrete GPUs."""
@@ -141,7 +141,7 @@ class _SparseRows:
 
 
 class PlacementProgram:
-    """The placement-class MILP of [`gpu_auction`][fairalloc.gpu_auction] and its exact
+    """The placement-class MILP of `fairalloc.gpu_auction` and its exact
     combinatorial routes.
 
     Machines with offered GPUs are grouped into *types* (same rack, same number of offered

@@ -7,14 +7,14 @@ cluster. Sharing incentive means ``rho <= 1``. An app bids ``rho(G)`` for GPU al
 
 This module computes ``rho`` for
 
-* a single-job app (Eq. 1, [`single_job_rho`][fairalloc.single_job_rho]),
+* a single-job app (Eq. 1, `fairalloc.single_job_rho`),
 * a hyper-parameter search with successive halving (Eq. 2 with the median-job estimate of
-  future phases, [`successive_halving_rho`][fairalloc.successive_halving_rho]),
+  future phases, `fairalloc.successive_halving_rho`),
 * a hyper-parameter search with performance-curve stopping
-  ([`curve_stopping_rho`][fairalloc.curve_stopping_rho]),
+  (`fairalloc.curve_stopping_rho`),
 
 and the placement slowdown ``S(G) >= 1`` of a GPU set from the cluster topology
-([`Topology`][fairalloc.Topology], [`placement_slowdown`][fairalloc.placement_slowdown]): ``1`` on
+(`fairalloc.Topology`, `fairalloc.placement_slowdown`): ``1`` on
 one machine, ``1.1`` across machines of one rack, ``1.3`` across racks (§4.3.1, footnote 3),
 overridable by profiled values.
 
@@ -32,7 +32,7 @@ app scheduler's "optimal allocation of GPUs within a phase". Two schedules are o
     (two 100 s jobs on one GPU, the 80 s and 120 s jobs on the other) and gives 1.064,
     0.532 and 0.345 for 4, 8 and 16 GPUs (``formulations/finish_time_fairness.md``).
 
-The app models built on these ([`SingleJobApp`][fairalloc.SingleJobApp], ...) live in
+The app models built on these (`fairalloc.SingleJobApp`, ...) live in
 `fairalloc.auctions.apps`.
 """
 
@@ -255,7 +255,7 @@ class Topology:
 
     def slowdown(self, gpus: Any, slowdown: Any = None) -> Any:
         """Placement slowdown ``S(G)`` of GPU set(s) (see
-        [`placement_slowdown`][fairalloc.placement_slowdown])."""
+        `fairalloc.placement_slowdown`)."""
         s = _slowdown_levels(slowdown)
         lev = self.level(gpus)
         return float(s[lev]) if np.ndim(lev) == 0 else readonly(s[lev])
@@ -409,7 +409,7 @@ def single_job_rho(
     elapsed : float
         ``T_current - T_start``, seconds since the app arrived (queuing included).
     slowdown : float or array_like
-        Placement slowdown ``S(G) >= 1`` (see [`placement_slowdown`][fairalloc.placement_slowdown]).
+        Placement slowdown ``S(G) >= 1`` (see `fairalloc.placement_slowdown`).
 
     Returns
     -------
@@ -619,7 +619,7 @@ def curve_stopping_rho(
         Per running job: seconds per iteration on one GPU, forecast iterations left, forecast
         total iterations (``iter_left <= iter_total``).
     job_demand_max, cluster_gpus, contention, elapsed, slowdown, schedule
-        As for [`successive_halving_rho`][fairalloc.successive_halving_rho].
+        As for `fairalloc.successive_halving_rho`.
 
     Examples
     --------

@@ -1,9 +1,9 @@
 """Eisenberg-Gale markets: linear and Leontief, static and over time (volatile).
 
-* `fairalloc.markets.fisher` -- the composable builder [`FisherMarket`][fairalloc.FisherMarket];
-* `fairalloc.markets.functions` -- [`fisher_market`][fairalloc.fisher_market] and
-  [`volatile_fisher_market`][fairalloc.volatile_fisher_market];
-* `fairalloc.markets.result` -- [`MarketResult`][fairalloc.MarketResult];
+* `fairalloc.markets.fisher` -- the composable builder `fairalloc.FisherMarket`;
+* `fairalloc.markets.functions` -- `fairalloc.fisher_market` and
+  `fairalloc.volatile_fisher_market`;
+* `fairalloc.markets.result` -- `fairalloc.MarketResult`;
 * `fairalloc.markets.engine` -- the one Eisenberg-Gale engine (edge form, dual
   certificate, conic solve, polishes), also used by partial allocation;
 * `fairalloc.markets.ipm` -- the batched interior-point method for many small markets;

@@ -21,7 +21,7 @@ Its dual function has a closed form, used as the certificate (independent of any
 and ``D(p) >= OPT >= P(z) = sum_i B_i log U_i(z)`` for every ``p >= 0`` and feasible ``z``.
 
 Every market is solved in normalised units (see
-[`fairalloc.markets.FisherMarket`][fairalloc.FisherMarket]); the certificate's gap is judged against
+`fairalloc.FisherMarket`); the certificate's gap is judged against
 the total budget (``Certificate.scale``).
 """
 

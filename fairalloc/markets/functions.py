@@ -1,6 +1,6 @@
-"""The one-call market functions: [`fisher_market`][fairalloc.fisher_market] (static) and
-[`volatile_fisher_market`][fairalloc.volatile_fisher_market] (over ``T`` rounds), each a
-[`FisherMarket`][fairalloc.FisherMarket] solved once."""
+"""The one-call market functions: `fairalloc.fisher_market` (static) and
+`fairalloc.volatile_fisher_market` (over ``T`` rounds), each a
+`fairalloc.FisherMarket` solved once."""
 
 from __future__ import annotations
 
@@ -43,10 +43,10 @@ def fisher_market(
         Non-negative supply per good; default ones.
     kind : {"linear", "leontief"}
     method : {"auto", "fast", "conic", "cvxpy", "dual"}
-        Solution method (see [`fairalloc.markets`][fairalloc.markets]); all are exact and certified.
+        Solution method (see `fairalloc.markets`); all are exact and certified.
     backend : str or Backend
         Exponential-cone backend (``"clarabel"``); see
-        [`FisherMarket.solve`][fairalloc.markets.FisherMarket.solve].
+        `fairalloc.markets.FisherMarket.solve`.
     gap_tol, feas_tol : float
         Tolerances of the certificate: duality gap relative to the total budget, supply
         violation relative to each good's supply (both unit invariant).
@@ -64,7 +64,7 @@ def fisher_market(
         (budgets added), solved once and split in proportion to budgets; the result is
         certified on the original market and ``stats.classes`` counts the classes (``None``
         when nothing merged). ``False`` solves buyer by buyer (see
-        [`FisherMarket.solve`][fairalloc.markets.FisherMarket.solve]).
+        `fairalloc.markets.FisherMarket.solve`).
 
     Returns
     -------
@@ -124,13 +124,13 @@ def volatile_fisher_market(
     supply : array_like, shape (m, T), optional
         Supply of each resource in each round; default ones.
     kind, method, backend, gap_tol, feas_tol, time_limit, warm_start
-        As for [`fisher_market`][fairalloc.fisher_market] (``warm_start`` has shape (m, T)).
+        As for `fairalloc.fisher_market` (``warm_start`` has shape (m, T)).
     ids, goods : sequence of hashable, optional
         Buyer ids and the names of the ``m`` resources, as for
-        [`fisher_market`][fairalloc.fisher_market].
+        `fairalloc.fisher_market`.
     symmetry : bool
         Exact symmetry reduction over buyers whose utilities agree in every round, as for
-        [`fisher_market`][fairalloc.fisher_market].
+        `fairalloc.fisher_market`.
 
     Returns
     -------

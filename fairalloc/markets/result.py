@@ -1,4 +1,4 @@
-"""The result of an Eisenberg-Gale market solve ([`MarketResult`][fairalloc.MarketResult])."""
+"""The result of an Eisenberg-Gale market solve (`fairalloc.MarketResult`)."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ class MarketResult(Result):
     ----------
     allocation : ndarray, shape (n, m) or (n, m, T)
         ``allocation[i, j(, t)]``: amount of good ``j`` (in round ``t``) bought by buyer ``i``.
+        ``x`` is the same array (the name every result shares).
     prices : ndarray, shape (m,) or (m, T)
         Equilibrium prices: non-negative multipliers of the supply constraints
         (``d OPT / d supply``); zero exactly on goods that are not sold out.
@@ -57,6 +58,12 @@ class MarketResult(Result):
         n, m = self.allocation.shape[:2]
         fill_labels(self, ids=n, goods=m)
         super().__post_init__()
+
+    @property
+    def x(self) -> np.ndarray:
+        """Alias of ``allocation`` (the name every result shares; the same object, not a
+        copy)."""
+        return self.allocation
 
     def _facts(self) -> list[tuple[str, str]]:
         shape = self.allocation.shape

@@ -2,16 +2,16 @@
 estimation (§3.3, §6).
 
 A policy's fractional allocation is realised round by round
-([`schedule_round`][fairalloc.schedule_round], [`RoundScheduler`][fairalloc.RoundScheduler]),
-each round is placed on servers ([`place`][fairalloc.place]), and the throughputs the
+(`fairalloc.schedule_round`, `fairalloc.RoundScheduler`),
+each round is placed on servers (`fairalloc.place`), and the throughputs the
 policies need for a new job are estimated from a few measurements
-([`ThroughputEstimator`][fairalloc.ThroughputEstimator],
-[`complete_matrix`][fairalloc.complete_matrix]).
+(`fairalloc.ThroughputEstimator`,
+`fairalloc.complete_matrix`).
 
 One job per file: `rounds` (the round problem and Algorithm 1),
-`assignment` (the values [`RoundAssignment`][fairalloc.RoundAssignment],
-[`ServerLayout`][fairalloc.ServerLayout], [`Placement`][fairalloc.Placement]), `placement`
-([`place`][fairalloc.place]), `scheduler` ([`RoundScheduler`][fairalloc.RoundScheduler]) and
+`assignment` (the values `fairalloc.RoundAssignment`,
+`fairalloc.ServerLayout`, `fairalloc.Placement`), `placement`
+(`fairalloc.place`), `scheduler` (`fairalloc.RoundScheduler`) and
 `estimation` (matrix completion and fingerprint matching).
 """
 

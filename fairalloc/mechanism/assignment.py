@@ -1,6 +1,6 @@
-"""The values of round realisation: [`RoundAssignment`][fairalloc.RoundAssignment] (what a round
-decides), [`ServerLayout`][fairalloc.ServerLayout] (the physical servers) and
-[`Placement`][fairalloc.Placement] (which GPUs each job of a round holds).
+"""The values of round realisation: `fairalloc.RoundAssignment` (what a round
+decides), `fairalloc.ServerLayout` (the physical servers) and
+`fairalloc.Placement` (which GPUs each job of a round holds).
 
 They live apart from the algorithms that produce them (`fairalloc.mechanism.rounds`,
 `fairalloc.mechanism.placement`) because an assignment carries its placement and placing
@@ -63,7 +63,7 @@ class RoundAssignment:
     members : ndarray of int, shape (rows, s)
         Job indices of each row, padded with the number of jobs.
     placement : Placement or None
-        GPUs of each row, when the round was placed ([`RoundScheduler`][fairalloc.RoundScheduler]
+        GPUs of each row, when the round was placed (`fairalloc.RoundScheduler`
         with servers).
 
     Examples

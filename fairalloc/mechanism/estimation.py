@@ -17,7 +17,7 @@ Gavel's estimator), so the fingerprint matrix is ``(r, k * r)``.
 
 Matrix completion
 -----------------
-[`complete_matrix`][fairalloc.complete_matrix] fits ``M ~ U V^T`` of rank ``q`` on the observed
+`fairalloc.complete_matrix` fits ``M ~ U V^T`` of rank ``q`` on the observed
 entries (no centring: an exactly rank-``q`` matrix stays rank ``q``; the first factor carries the
 mean). The default is **alternating least squares** with weighted ridge regularisation (ALS-WR: a
 row's or column's penalty is ``reg`` times its number of observed entries): both half-steps are
@@ -348,7 +348,7 @@ def _data_unit(M: np.ndarray, W: np.ndarray) -> float:
 
 def _complete_abs(F: np.ndarray, W: np.ndarray, rank: int, method: str, reg: float
                   ) -> Completion:
-    """[`complete_matrix`][fairalloc.complete_matrix] with ``reg`` in the data's own units (the
+    """`fairalloc.complete_matrix` with ``reg`` in the data's own units (the
     estimator's normalised throughputs): fitting ``F / s`` with ``reg / s`` is the same ALS problem
     as fitting ``F`` with ``reg``. Soft-impute's threshold is relative to the largest singular value
     already."""
@@ -536,7 +536,7 @@ class ThroughputEstimator:
     metric : {"cosine", "euclidean"}
         Fingerprint distance (Gavel: cosine).
     reg : float
-        Regularisation (see [`complete_matrix`][fairalloc.complete_matrix]).
+        Regularisation (see `fairalloc.complete_matrix`).
     clip : bool
         Clip *estimated* normalised throughputs to ``[0, 1]`` (a job does not run faster next
         to another job than alone; Gavel clips too). Measured and profiled entries are kept.

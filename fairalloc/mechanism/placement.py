@@ -1,7 +1,7 @@
-"""Placement of a round onto physical GPUs (Gavel §5, §6): [`place`][fairalloc.place].
+"""Placement of a round onto physical GPUs (Gavel §5, §6): `fairalloc.place`.
 
-[`place`][fairalloc.place] maps a round's assignment onto physical GPUs
-([`ServerLayout`][fairalloc.ServerLayout]): first every job that ran last round on exactly the gang
+`fairalloc.place` maps a round's assignment onto physical GPUs
+(`fairalloc.ServerLayout`): first every job that ran last round on exactly the gang
 of GPUs it needs now, of the right type, keeps them (a *lease renewal*, §6: no checkpoint/restart);
 the other jobs are placed in decreasing order of requested workers, each on as few servers as
 possible (best fit: the fullest server that still holds the whole gang; a gang larger than every
@@ -39,8 +39,8 @@ def place(
     Parameters
     ----------
     assignment : RoundAssignment
-        The round (from [`schedule_round`][fairalloc.schedule_round] or
-        [`RoundScheduler`][fairalloc.RoundScheduler]).
+        The round (from `fairalloc.schedule_round` or
+        `fairalloc.RoundScheduler`).
     layout : ServerLayout
         Servers of each type; its types and GPU counts must match the assignment's cluster.
     previous : Placement, optional

@@ -14,7 +14,7 @@ has elapsed since it entered the system, the *received fraction* is ``f = t / e`
 *priority* of the pair ``(m, j)`` is ``X[m, j] / f[m, j]`` (§5: "the matrix of priorities is the
 element-wise division of X^opt by f"): rows that received less than their share have priority
 above 1. A row that never ran on a type where its target is positive has infinite priority; a
-zero target gives priority 0. [`schedule_round`][fairalloc.schedule_round] sorts all ``(row, type)``
+zero target gives priority 0. `fairalloc.schedule_round` sorts all ``(row, type)``
 pairs by priority (numpy ``lexsort``; ties broken by the *deficit* ``X e - t``, then the target,
 then the larger gang, then row and type index) and walks them greedily, exactly as Algorithm 1: a
 pair is taken when its gang (``scale_factor`` workers) fits in the type's remaining workers and none
@@ -115,7 +115,7 @@ def _as_cluster(cluster: Any, k: int | None) -> tuple[tuple[str, ...], np.ndarra
 
 def _target_array(target: Any, combinations: Any) -> tuple[Any, tuple[Hashable, ...] | None, Any]:
     """Accept an array or a policy result with ``x`` (e.g.
-    [`fairalloc.Allocation`][fairalloc.Allocation]).
+    `fairalloc.Allocation`).
 
     A space-sharing result (``pair_x`` set) becomes one row per job alone (``x`` minus the
     time of the pairs that contain the job) plus one row per pair; ``combinations`` must then
@@ -600,7 +600,7 @@ def schedule_round(
         jobs; no job runs in two rows of the same round. With a `fairalloc.JobPairs`
         (or, for a space-sharing allocation, a sequence of ``(a, b)`` pairs), the rows are the
         jobs alone followed by the pairs; a space-sharing
-        [`fairalloc.Allocation`][fairalloc.Allocation] is split into these rows (``x`` minus pair
+        `fairalloc.Allocation` is split into these rows (``x`` minus pair
         time, then ``pair_x``).
     runnable : array_like of bool, shape (rows, k), optional
         Where each row may run; default: everywhere (with ``jobs``: where every member's

@@ -1,4 +1,4 @@
-"""The stateful round-based mechanism: [`RoundScheduler`][fairalloc.RoundScheduler] runs round after
+"""The stateful round-based mechanism: `fairalloc.RoundScheduler` runs round after
 round (§5).
 
 It keeps each row's received and elapsed time, decides every round with Algorithm 1
@@ -29,15 +29,15 @@ class RoundScheduler:
     Parameters
     ----------
     target, cluster, jobs, scale_factor, combinations, runnable, ids, eligible, fraction
-        As in [`schedule_round`][fairalloc.schedule_round].
+        As in `fairalloc.schedule_round`.
     servers : ServerLayout, optional
-        When given, every round is also placed ([`place`][fairalloc.place]), with lease renewals
+        When given, every round is also placed (`fairalloc.place`), with lease renewals
         across rounds; the placement is attached to the returned assignment.
     round_duration : float
-        Length of a round (the unit of [`received`][fairalloc.mechanism.RoundScheduler.received] and
-        [`elapsed`][fairalloc.mechanism.RoundScheduler.elapsed]); default 1.
+        Length of a round (the unit of `fairalloc.mechanism.RoundScheduler.received` and
+        `fairalloc.mechanism.RoundScheduler.elapsed`); default 1.
     lease_renewal : bool
-        Passed to [`place`][fairalloc.place].
+        Passed to `fairalloc.place`.
 
     Attributes
     ----------
@@ -168,7 +168,7 @@ class RoundScheduler:
 
     @only_fairalloc_errors
     def run(self, rounds: int) -> np.ndarray:
-        """Run ``rounds`` rounds; return [`error`][fairalloc.mechanism.RoundScheduler.error] after
+        """Run ``rounds`` rounds; return `fairalloc.mechanism.RoundScheduler.error` after
         each of them."""
         if isinstance(rounds, bool) or not isinstance(rounds, int | np.integer) or rounds < 0:
             raise InputError(f"rounds must be a non-negative integer, got {rounds!r}",

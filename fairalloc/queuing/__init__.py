@@ -30,9 +30,9 @@ job's total work does not change with its GPU count).
   of GPUs shared by instantaneous (max-min) fair sharing, without prioritising or delaying them.
 
 There is no optimisation program here, so a schedule carries no optimality certificate: it
-carries a [`ReplayCheck`][fairalloc.ReplayCheck], an independent replay of the schedule itself, and
-its status is `REPLAYED` ([`efq_schedule`][fairalloc.efq_schedule] raises
-[`CertificateError`][fairalloc.CertificateError] when the replay check fails): capacity is never
+carries a `fairalloc.ReplayCheck`, an independent replay of the schedule itself, and
+its status is `REPLAYED` (`fairalloc.efq_schedule` raises
+`fairalloc.CertificateError` when the replay check fails): capacity is never
 exceeded, no job exceeds its α-capped maximum, no GPU idles while an active job is below its maximum
 (work conservation), the work each job received integrates to its GPU-time exactly when it
 finishes, and the GPS finish times are the fixed point of the fair-sharing equations.
@@ -40,10 +40,10 @@ This package never imports cvxpy.
 
 The package, one job per file: `curves` (validation, α-capped maxima,
 speed tables, cluster power), `engine` (the GPS reference and the EFQ
-event engine), `replay` ([`ReplayCheck`][fairalloc.ReplayCheck], the independent schedule
-check), `offline` ([`efq_schedule`][fairalloc.efq_schedule],
-[`efq_finish_times`][fairalloc.efq_finish_times], [`EFQResult`][fairalloc.EFQResult]) and `online`
-([`ElasticFairQueue`][fairalloc.ElasticFairQueue], [`QueuedJob`][fairalloc.QueuedJob]).
+event engine), `replay` (`fairalloc.ReplayCheck`, the independent schedule
+check), `offline` (`fairalloc.efq_schedule`,
+`fairalloc.efq_finish_times`, `fairalloc.EFQResult`) and `online`
+(`fairalloc.ElasticFairQueue`, `fairalloc.QueuedJob`).
 """
 
 from __future__ import annotations

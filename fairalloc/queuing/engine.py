@@ -4,8 +4,8 @@
 Eq. 2-3) event by event with a heap; `_Engine` holds the active jobs in virtual-finish
 order with their α-capped maxima, remaining work and allocation, and recomputes the greedy
 allocation after every event with numpy. Both are driven by
-[`fairalloc.queuing.efq_schedule`][fairalloc.efq_schedule] (a whole arrival sequence) and
-[`fairalloc.queuing.ElasticFairQueue`][fairalloc.ElasticFairQueue] (online); on identical GPUs
+`fairalloc.efq_schedule` (a whole arrival sequence) and
+`fairalloc.ElasticFairQueue` (online); on identical GPUs
 both use `fairalloc.queuing.incremental._Incremental` instead of `_Engine` (same state,
 changed only where an event changes it).
 """

@@ -1,7 +1,7 @@
 """The EFQ service system on a homogeneous cluster, updated incrementally per event.
 
-`_Incremental` is what [`ElasticFairQueue`][fairalloc.ElasticFairQueue] and
-[`efq_schedule`][fairalloc.efq_schedule] run on a homogeneous cluster (every GPU equally
+`_Incremental` is what `fairalloc.ElasticFairQueue` and
+`fairalloc.efq_schedule` run on a homogeneous cluster (every GPU equally
 fast). It keeps exactly the state of the vectorised
 `fairalloc.queuing.engine._Engine` -- the active jobs in ``(F, arrival)`` order and the greedy
 allocation ``g_k = min(cap_k, max(0, M - sum_{l<k} cap_l))`` -- but changes only what an event

@@ -1,9 +1,9 @@
-"""Elastic fair queuing of a whole arrival sequence: [`efq_schedule`][fairalloc.efq_schedule] and
+"""Elastic fair queuing of a whole arrival sequence: `fairalloc.efq_schedule` and
 its result.
 
 Runs the GPS reference and the EFQ event engine over every arrival to completion, then checks
 the schedule with the independent replay (`fairalloc.queuing.replay`) before returning an
-[`EFQResult`][fairalloc.EFQResult]; [`efq_finish_times`][fairalloc.efq_finish_times] is the
+`fairalloc.EFQResult`; `fairalloc.efq_finish_times` is the
 ``(efq_finish, gps_finish)`` wrapper.
 """
 
@@ -33,7 +33,7 @@ from .engine import _Engine, _GPSReference
 from .incremental import _Incremental
 from .replay import ReplayCheck, _verify_schedule
 
-#: named steps of [`efq_schedule`][fairalloc.efq_schedule], in order (``EFQResult.stats.path``)
+#: named steps of `fairalloc.efq_schedule`, in order (``EFQResult.stats.path``)
 EFQ_PATH = ("gps_reference", "efq_events", "replay_check")
 
 
@@ -43,7 +43,7 @@ class EFQResult(FrozenArrays):
     """A whole arrival sequence run to completion under EFQ, with its GPS reference.
 
     This is a simulation, not an optimisation: there is no optimality certificate. ``check`` is
-    the independent replay of the schedule ([`ReplayCheck`][fairalloc.ReplayCheck]: capacity,
+    the independent replay of the schedule (`fairalloc.ReplayCheck`: capacity,
     α-capped maxima, work conservation, work done equals each job's GPU-time at its finish, GPS
     fixed point) and ``status`` is `fairalloc.Status.REPLAYED` (a result is only returned when
     ``check.ok``). Every array is read-only.
@@ -78,7 +78,8 @@ class EFQResult(FrozenArrays):
     num_gpus : int
     allocation : scipy.sparse.csr_array, shape (n, len(allocation_times))
         GPUs each job holds from each allocation change on (a property computed from the log;
-        the name every result uses for what it allocates).
+        the name every result uses for what it allocates); ``x`` is the same. ``prices`` is
+        ``None`` (a simulation has no dual prices).
     ids : tuple
         The jobs' ids (``efq_schedule(ids=)``; default ``0..n-1``): rows of ``allocation``,
         ``to_frame()`` and the notebook view (``log_job`` holds row indices).
@@ -121,15 +122,26 @@ class EFQResult(FrozenArrays):
         self.check.check()
 
     @property
+    def x(self) -> Any:
+        """Alias of ``allocation`` (the name every result shares)."""
+        return self.allocation
+
+    @property
+    def prices(self) -> None:
+        """``None``: EFQ is a simulation, not an optimisation, so there are no dual prices.
+        Every result has ``prices``."""
+        return None
+
+    @property
     def certificate(self) -> ReplayCheck:
-        """Alias of `check` (a [`ReplayCheck`][fairalloc.ReplayCheck], not an optimality
+        """Alias of `check` (a `fairalloc.ReplayCheck`, not an optimality
         certificate)."""
         return self.check
 
     @property
     def allocation_times(self) -> np.ndarray:
         """The distinct times at which some job's allocation changes, increasing (the column
-        times of [`allocation`][fairalloc.queuing.EFQResult.allocation])."""
+        times of `fairalloc.queuing.EFQResult.allocation`)."""
         return readonly(np.unique(self.log_time))
 
     @property
@@ -432,12 +444,12 @@ def efq_finish_times(
     """Finish time of every job under elastic fair queuing and under GPS (Ares §3.2-3.4).
 
     Runs the whole arrival sequence to completion (idealised: no preemption overhead) with
-    [`efq_schedule`][fairalloc.efq_schedule], whose independent schedule check must pass.
+    `fairalloc.efq_schedule`, whose independent schedule check must pass.
 
     Parameters
     ----------
     arrival, gpu_time, num_gpus, alpha, requested, scaling, gpu_power
-        As in [`efq_schedule`][fairalloc.efq_schedule]. Defaults: one GPU requested, linear scaling.
+        As in `fairalloc.efq_schedule`. Defaults: one GPU requested, linear scaling.
 
     Returns
     -------

@@ -1,4 +1,4 @@
-"""The online elastic fair queuing scheduler [`ElasticFairQueue`][fairalloc.ElasticFairQueue] (Ares
+"""The online elastic fair queuing scheduler `fairalloc.ElasticFairQueue` (Ares
 §3.2-3.5).
 
 Events (arrivals, completions, cancellations) drive the GPS reference of
@@ -42,7 +42,7 @@ def _check_job_id(job_id: Any) -> None:
 
 @dataclass(frozen=True)
 class QueuedJob:
-    """A job known to an [`ElasticFairQueue`][fairalloc.ElasticFairQueue].
+    """A job known to an `fairalloc.ElasticFairQueue`.
 
     Attributes
     ----------
@@ -76,10 +76,10 @@ class QueuedJob:
 class ElasticFairQueue:
     """Online elastic fair queuing scheduler (Ares §3.2-3.5).
 
-    Tell it when jobs arrive ([`submit`][fairalloc.queuing.ElasticFairQueue.submit]), finish
-    ([`finish`][fairalloc.queuing.ElasticFairQueue.finish]) or are cancelled
-    ([`cancel`][fairalloc.queuing.ElasticFairQueue.cancel]), and read the allocation
-    ([`allocation`][fairalloc.queuing.ElasticFairQueue.allocation]) after each event. On a
+    Tell it when jobs arrive (`fairalloc.queuing.ElasticFairQueue.submit`), finish
+    (`fairalloc.queuing.ElasticFairQueue.finish`) or are cancelled
+    (`fairalloc.queuing.ElasticFairQueue.cancel`), and read the allocation
+    (`fairalloc.queuing.ElasticFairQueue.allocation`) after each event. On a
     homogeneous cluster every event costs ``O(log n)`` for the virtual time and the priority
     order (a sorted list with ``bisect``) plus ``O(1)`` per job whose allocation changes; on a
     heterogeneous cluster the allocation is a vectorised pass over at most ``M`` jobs.
@@ -100,9 +100,9 @@ class ElasticFairQueue:
     auto_finish : bool, default True
         Track each job's remaining work from its allocations and finish it when it runs out
         (simulation). With ``False`` a job keeps its GPUs until
-        [`finish`][fairalloc.queuing.ElasticFairQueue.finish] is called.
+        `fairalloc.queuing.ElasticFairQueue.finish` is called.
     record : bool, default False
-        Keep the allocation history ([`history`][fairalloc.queuing.ElasticFairQueue.history]).
+        Keep the allocation history (`fairalloc.queuing.ElasticFairQueue.history`).
     start : float, default 0.0
         Initial clock (virtual time is 0 there).
 

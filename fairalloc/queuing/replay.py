@@ -1,5 +1,5 @@
 """The independent replay check of an elastic fair queuing schedule
-([`ReplayCheck`][fairalloc.ReplayCheck]).
+(`fairalloc.ReplayCheck`).
 
 A schedule is a simulation, not the solution of an optimisation program: instead of an
 optimality certificate it carries this check, which replays the allocation log with code
@@ -65,7 +65,7 @@ class ReplayCheck:
 
     Notes
     -----
-    [`ok`][fairalloc.queuing.ReplayCheck.ok] is computed from the residuals, never set: it needs a
+    `fairalloc.queuing.ReplayCheck.ok` is computed from the residuals, never set: it needs a
     finite tolerance and every residual finite and ``<= tol``.
     """
 
@@ -87,7 +87,7 @@ class ReplayCheck:
 
     @property
     def primal_residual(self) -> float:
-        """Alias of [`max_residual`][fairalloc.queuing.ReplayCheck.max_residual] (the name
+        """Alias of `fairalloc.queuing.ReplayCheck.max_residual` (the name
         optimisation certificates use)."""
         return self.max_residual
 
@@ -98,8 +98,8 @@ class ReplayCheck:
         return math.isfinite(tol) and tol > 0.0 and self.max_residual <= tol
 
     def check(self) -> ReplayCheck:
-        """Return ``self`` if [`ok`][fairalloc.queuing.ReplayCheck.ok], else raise
-        [`fairalloc.CertificateError`][fairalloc.CertificateError]."""
+        """Return ``self`` if `fairalloc.queuing.ReplayCheck.ok`, else raise
+        `fairalloc.CertificateError`."""
         if not self.ok:
             worst = max(self.residuals.items(), key=lambda kv: (not math.isfinite(kv[1]), kv[1]),
                         default=("none", 0.0))

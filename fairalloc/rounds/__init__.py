@@ -1,7 +1,7 @@
 """The round-by-round policy API for schedulers (one call per scheduling round, by job id).
 
-* ``api.py``: [`RoundPolicy`][fairalloc.RoundPolicy], [`RoundResult`][fairalloc.RoundResult]
-  and [`solve_round`][fairalloc.solve_round]: ids in and out, drained types, unrunnable jobs,
+* ``api.py``: `fairalloc.RoundPolicy`, `fairalloc.RoundResult`
+  and `fairalloc.solve_round`: ids in and out, drained types, unrunnable jobs,
   empty rounds, warm start, every Gavel policy and the Fisher markets;
 * ``mechanisms.py``: the Themis auction round and the Shockwave re-plan behind them.
 """

@@ -1,8 +1,8 @@
 """Round-by-round policy API for schedulers: dicts keyed by job id and worker type in and out.
 
 A cluster scheduler calls its policy once per scheduling round.
-[`RoundPolicy`][fairalloc.RoundPolicy] wraps every Gavel policy of
-[`fairalloc.throughput`][fairalloc.throughput] (and hierarchical water-filling) for that use:
+`fairalloc.RoundPolicy` wraps every Gavel policy of
+`fairalloc.throughput` (and hierarchical water-filling) for that use:
 
 Also the linear and Leontief Fisher markets (``"fisher_market"``, ``kind=``): buyers are jobs,
 goods are worker types (supply: the workers), budgets the ``weight``; ``x`` is then the
@@ -10,8 +10,8 @@ amount of each type bought, ``effective_throughput`` the utility. And the Themis
 round (``"themis"``: finish-time fairness from ``steps_remaining`` / ``elapsed`` /
 ``isolated_elapsed``, ``fairness_knob=``; ``x`` the fraction of the round each job runs its
 gang on a type, ``prices`` the hidden payments) and the Shockwave re-plan (``"shockwave"``:
-``plan_jobs=`` job id -> [`PlanJob`][fairalloc.PlanJob], ``plan_options=`` for
-[`plan_schedule`][fairalloc.plan_schedule]; [`RoundPolicy`][fairalloc.RoundPolicy] keeps the
+``plan_jobs=`` job id -> `fairalloc.PlanJob`, ``plan_options=`` for
+`fairalloc.plan_schedule`; `fairalloc.RoundPolicy` keeps the
 plan and re-plans every ``replan_every`` rounds): see
 `fairalloc.rounds.mechanisms`.
 
@@ -19,7 +19,7 @@ plan and re-plans every ``replan_every`` rounds): see
   ``{worker_type: count}`` (or numpy arrays with ``job_ids=`` / ``types=``, or a pandas
   DataFrame indexed by job id with one column per type); the allocation comes back as
   ``{job_id: {worker_type: fraction}}``
-  ([`RoundResult.allocation`][fairalloc.rounds.api.RoundResult.allocation]) and as arrays.
+  (`fairalloc.rounds.api.RoundResult.job_allocation`) and as an array (``x``).
 * **normal cluster states are accepted.** A worker type with 0 workers (drained, failed), a
   job that can run on no present type (or whose gang fits on none), and an empty round give
   a valid allocation with 0 for what cannot run, and the facts are reported
@@ -47,11 +47,11 @@ Examples
 >>> policy = fa.RoundPolicy("max_min_fairness")
 >>> r = policy.allocate({"a": {"v100": 40.0, "k80": 10.0}, "b": {"v100": 12.0, "k80": 4.0},
 ...                      "c": {"v100": 100.0, "k80": 50.0}}, {"v100": 1, "k80": 1})
->>> {j: {t: round(f * 11, 6) for t, f in row.items()} for j, row in r.allocation.items()}
+>>> {j: {t: round(f * 11, 6) for t, f in row.items()} for j, row in r.job_allocation.items()}
 {'a': {'v100': 5.0, 'k80': 0.0}, 'b': {'v100': 5.0, 'k80': 1.0}, 'c': {'v100': 1.0, 'k80': 10.0}}
 >>> r = policy.allocate({"a": {"v100": 40.0, "k80": 10.0}, "b": {"k80": 4.0}},
 ...                     {"v100": 1, "k80": 0})          # the K80 node is drained
->>> r.drained_types, r.unrunnable_jobs, r.allocation["b"], r.certificate.ok
+>>> r.drained_types, r.unrunnable_jobs, r.job_allocation["b"], r.certificate.ok
 (('k80',), ('b',), {'v100': 0.0, 'k80': 0.0}, True)
 """
 
@@ -61,6 +61,7 @@ import dataclasses
 import functools
 import itertools
 import time
+import warnings
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -83,8 +84,8 @@ from ..results import Certificate, Result, SolveStats, Status
 
 __all__ = ["POLICIES", "RoundPolicy", "RoundResult", "solve_round"]
 
-#: policy names accepted by [`RoundPolicy`][fairalloc.RoundPolicy] and
-#: [`solve_round`][fairalloc.solve_round]
+#: policy names accepted by `fairalloc.RoundPolicy` and
+#: `fairalloc.solve_round`
 POLICIES = ("max_min_fairness", "water_filling", "finish_time_fairness", "min_makespan",
             "max_total_throughput", "fifo", "shortest_job_first", "min_cost", "fisher_market",
             "themis", "shockwave")
@@ -107,7 +108,10 @@ class RoundResult(Result):
     ----------
     x : ndarray, shape (n, k)
         Fraction of time each job runs on each type (rows: `job_ids`, columns:
-        `types`); 0 for unrunnable jobs and drained types.
+        `types`); 0 for unrunnable jobs and drained types. (Every result calls its
+        allocation array ``x``; ``job_allocation`` is the same as a dict.)
+    job_allocation : dict
+        ``{job_id: {worker_type: fraction}}``: ``x`` keyed by job id and type (a property).
     prices : ndarray, shape (k,)
         Capacity prices of the reduced program (``d OPT / d workers``); 0 on drained types.
     effective_throughput : ndarray, shape (n,)
@@ -146,11 +150,19 @@ class RoundResult(Result):
                 object.__setattr__(self, f, v)
 
     @functools.cached_property
-    def allocation(self) -> dict[Hashable, dict[str, float]]:
+    def job_allocation(self) -> dict[Hashable, dict[str, float]]:
         """``{job_id: {worker_type: fraction}}`` (every job and type given, zeros included;
         built once, on first access)."""
         types = self.types
         return {j: dict(zip(types, row)) for j, row in zip(self.job_ids, self.x.tolist())}
+
+    @property
+    def allocation(self) -> dict[Hashable, dict[str, float]]:
+        """Deprecated: the dict `job_allocation` (every other result's ``allocation`` is its
+        array, here `x`). Emits a ``DeprecationWarning``."""
+        warnings.warn("RoundResult.allocation (a dict) is deprecated: use .job_allocation for "
+                      "the dict or .x for the array", DeprecationWarning, stacklevel=2)
+        return self.job_allocation
 
     @property
     def type_prices(self) -> dict[str, float]:
@@ -336,7 +348,7 @@ def _per_job_labels(value: Any, name: str, ids: tuple[Hashable, ...]) -> list[Ha
 
 
 def _plan_jobs(value: Any, ids: tuple[Hashable, ...]) -> list[Any]:
-    """Shockwave's [`PlanJob`][fairalloc.PlanJob] of every job, in job order."""
+    """Shockwave's `fairalloc.PlanJob` of every job, in job order."""
     if value is None and ids:
         raise InputError("shockwave needs plan_jobs= (job id -> fairalloc.PlanJob)",
                          argument="plan_jobs")
@@ -375,8 +387,8 @@ def solve_round(policy: str, throughput: Any, workers: Any, *, job_ids: Any = No
                 max_levels: int | None = None) -> RoundResult:
     """Solve one round of a Gavel policy, accepting drained types, unrunnable jobs, no jobs.
 
-    See [`fairalloc.rounds`][fairalloc.rounds.api]. ``policy`` is one of
-    [`POLICIES`][fairalloc.rounds.api.POLICIES]; per-job arguments (``scale_factor``, ``weight``,
+    See `fairalloc.rounds.api`. ``policy`` is one of
+    `fairalloc.rounds.api.POLICIES`; per-job arguments (``scale_factor``, ``weight``,
     ``steps_remaining``, ``elapsed``, ``isolated_elapsed``, ``order``, ``slo``, ``entities``) are
     mappings job id -> value or arrays in job order; ``cost`` a mapping type -> cost or an array in
     type order. ``method``, ``backend``, ``gap_tol``, ``feas_tol``, ``stage_tol``,
@@ -391,7 +403,7 @@ def solve_round(policy: str, throughput: Any, workers: Any, *, job_ids: Any = No
     >>> r = solve_round("fifo", {0: {"a": 1.0}, 1: {"a": 1.0}, 2: {"a": 1.0}},
     ...                 {"a": 4, "b": 0}, scale_factor={0: 4, 1: 1, 2: 1},
     ...                 order={0: 0.0, 1: 1.0, 2: 2.0})
-    >>> [round(r.allocation[j]["a"], 6) for j in (0, 1, 2)], r.drained_types
+    >>> [round(r.job_allocation[j]["a"], 6) for j in (0, 1, 2)], r.drained_types
     ([1.0, 0.0, 0.0], ('b',))
     """
     t0 = time.perf_counter()
@@ -417,8 +429,8 @@ def _solve_arrays(t0: float, policy: str, T: np.ndarray, cap: np.ndarray,
                   entity_weights: Any, entity_policies: Any, water_filling: bool,
                   semantics: str, normalized: bool, kind: str, fairness_knob: float,
                   plan_jobs: Any, plan_options: Any, warm_start: Any) -> RoundResult:
-    """[`solve_round`][fairalloc.solve_round] after the throughputs and workers were turned
-    into validated arrays (``_matrix``); [`RoundPolicy`][fairalloc.RoundPolicy] enters here
+    """`fairalloc.solve_round` after the throughputs and workers were turned
+    into validated arrays (``_matrix``); `fairalloc.RoundPolicy` enters here
     directly (every per-job argument is still checked here, as in ``solve_round``)."""
     n, k = T.shape
     sf = _per_job(scale_factor, "scale_factor", ids, positive=True, integer=True)
@@ -586,12 +598,12 @@ def _solve_reduced(policy: str, jobs: Jobs, cluster: Cluster, ids: tuple[Hashabl
 # the stateful per-round policy
 # --------------------------------------------------------------------------------------------
 class RoundPolicy:
-    """A policy called once per scheduling round (see [`fairalloc.rounds`][fairalloc.rounds.api]).
+    """A policy called once per scheduling round (see `fairalloc.rounds.api`).
 
     Parameters
     ----------
     policy : str
-        One of [`POLICIES`][fairalloc.rounds.api.POLICIES].
+        One of `fairalloc.rounds.api.POLICIES`.
     warm_start : bool
         Reuse an identical previous round and seed max-min fairness with the previous prices
         and level (default ``True``).
@@ -602,7 +614,7 @@ class RoundPolicy:
         has ``stats.method == "plan-reused"`` and ``stats.path == ("reuse-plan",)``.
     water_filling, semantics, normalized, cost, entity_weights, entity_policies, kind, \
 fairness_knob, plan_options
-        Fixed per-policy settings passed to every round (see [`solve_round`][fairalloc.solve_round];
+        Fixed per-policy settings passed to every round (see `fairalloc.solve_round`;
         ``None``: the default).
     method, backend, gap_tol, feas_tol, stage_tol, work_conserving, bottleneck_tol, max_levels
         Solve options passed to every round (``None``: the policy's default).
@@ -613,9 +625,9 @@ fairness_knob, plan_options
     >>> p = fa.RoundPolicy("max_min_fairness")
     >>> r1 = p.allocate({"a": {"gpu": 1.0}, "b": {"gpu": 1.0}}, {"gpu": 1})
     >>> r2 = p.allocate({"a": {"gpu": 1.0}, "b": {"gpu": 1.0}}, {"gpu": 1})   # same round
-    >>> r2.stats.method, r2.allocation == r1.allocation
+    >>> r2.stats.method, r2.job_allocation == r1.job_allocation
     ('reused', True)
-    >>> p.allocate({}, {"gpu": 1}).allocation                                # empty round
+    >>> p.allocate({}, {"gpu": 1}).job_allocation                            # empty round
     {}
     """
 
@@ -659,7 +671,7 @@ fairness_knob, plan_options
                  steps_remaining: Any = None, elapsed: Any = None,
                  isolated_elapsed: Any = None, order: Any = None, slo: Any = None,
                  entities: Any = None, plan_jobs: Any = None) -> RoundResult:
-        """This round's allocation (see [`solve_round`][fairalloc.solve_round] for the
+        """This round's allocation (see `fairalloc.solve_round` for the
         arguments)."""
         t0 = time.perf_counter()
         # inputs are converted to arrays in job order once; the round's fingerprint (for
@@ -736,7 +748,7 @@ fairness_knob, plan_options
     def _solve(self, t0: float, T: np.ndarray, cap: np.ndarray, ids: tuple[Hashable, ...],
                tnames: tuple[str, ...], per_job: dict[str, Any], warm: Any,
                plan_jobs: Any) -> RoundResult:
-        """[`solve_round`][fairalloc.solve_round] on this round's validated arrays, with the
+        """`fairalloc.solve_round` on this round's validated arrays, with the
         policy's fixed settings (``seconds`` measured from ``t0``, the call's start)."""
         st = self.settings
         return _solve_arrays(
@@ -760,7 +772,7 @@ _WARM_MAX_JOBS = 2048
 
 def _in_job_order(value: Any, name: str, ids: tuple[Hashable, ...]) -> np.ndarray | None:
     """A per-job mapping (or sequence) as a float array in job order; signs and integrality
-    are checked by [`solve_round`][fairalloc.solve_round], per argument."""
+    are checked by `fairalloc.solve_round`, per argument."""
     return _per_job(value, name, ids, nonneg=False, allow_nan=True)
 
 

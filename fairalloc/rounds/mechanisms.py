@@ -1,18 +1,18 @@
-"""The Themis auction round and the Shockwave re-plan behind [`RoundPolicy`][fairalloc.RoundPolicy].
+"""The Themis auction round and the Shockwave re-plan behind `fairalloc.RoundPolicy`.
 
 Both solve the *reduced* round (runnable jobs, present worker types) that
-[`solve_round`][fairalloc.solve_round] hands them and return a
-[`ReducedRound`][fairalloc.rounds.mechanisms.ReducedRound]
+`fairalloc.solve_round` hands them and return a
+`fairalloc.rounds.mechanisms.ReducedRound`
 whose allocation it expands with zeros.
 
 * **Themis** (``"themis"``; Themis §3.3, the simulator's
-  [`ThemisPolicy`][fairalloc.sim.policies.themis.ThemisPolicy] for one round): every runnable
+  `fairalloc.sim.policies.themis.ThemisPolicy` for one round): every runnable
   job's finish-time fairness on type ``j``, ``rho_ij = (t_i + steps_i / T_ij) / D_i`` (``D_i``
-  its isolated finish time, as [`FinishTimeFairness`][fairalloc.throughput.FinishTimeFairness]),
+  its isolated finish time, as `fairalloc.throughput.FinishTimeFairness`),
   ranks the jobs by ``min_j rho_ij``; the ``max(1, ceil((1 - f) N))`` furthest from fairness
   bid for their gang on one type (valuation ``1/rho_ij``, nothing without it) in an exact
   partial-allocation auction of the workers (the lexicographic Nash-welfare MILP of
-  [`fairalloc.auctions`][fairalloc.auctions] over worker counts: workers of a type are
+  `fairalloc.auctions` over worker counts: workers of a type are
   interchangeable, so the count program is the GPU set-packing program). A winner runs its gang
   on its type for the fraction ``c_i`` of the round (``x_ij = c_i``); the leftover worker time
   (the hidden payments and what nobody won) goes to the jobs that did not bid, furthest from
@@ -20,10 +20,10 @@ whose allocation it expands with zeros.
   hidden payments: worker time of each type withheld from the winners. The certificate is the
   auction's (kind ``"milp"``).
 * **Shockwave** (``"shockwave"``; Shockwave §4-6, the simulator's
-  [`ShockwavePolicy`][fairalloc.sim.policies.shockwave.ShockwavePolicy]): the window plan
-  [`plan_schedule`][fairalloc.plan_schedule] of the runnable jobs' [`PlanJob`][fairalloc.PlanJob]
+  `fairalloc.sim.policies.shockwave.ShockwavePolicy`): the window plan
+  `fairalloc.plan_schedule` of the runnable jobs' `fairalloc.PlanJob`
   on the one present worker type; the round runs the plan's current column (``x = 1``: the job
-  runs on its gang this round). [`RoundPolicy`][fairalloc.RoundPolicy] keeps the plan and
+  runs on its gang this round). `fairalloc.RoundPolicy` keeps the plan and
   re-plans every ``replan_every`` rounds, when the window is used up, or when the runnable jobs
   or the workers change. ``prices`` are 0 (a MILP plan has no capacity prices).
 """
@@ -53,7 +53,7 @@ class ReducedRound:
     """The solved reduced round (runnable jobs by present types) of Themis or Shockwave.
 
     ``detail`` is the mechanism's own result: the auction outcome (Themis) or the
-    [`PlanResult`][fairalloc.PlanResult] (Shockwave); ``column`` the plan column this round
+    `fairalloc.PlanResult` (Shockwave); ``column`` the plan column this round
     runs (Shockwave; ``-1`` for Themis).
     """
 

@@ -7,7 +7,7 @@ The planner
 A plan is a binary matrix ``x[j, t]``: job ``j`` runs on its gang of ``w_j`` GPUs in round
 ``t`` of a window of ``T`` rounds of ``D`` seconds. Job ``j`` has ``E_j`` epochs in total,
 ``F_j`` finished, an FTF estimate ``rho_j`` (App. G.2) and its *remaining regimes in order*,
-each ``(seconds per epoch, epochs)`` (§5; [`PlanJob`][fairalloc.PlanJob]). Scheduling it for ``n``
+each ``(seconds per epoch, epochs)`` (§5; `fairalloc.PlanJob`). Scheduling it for ``n``
 rounds advances it by ``n*D`` seconds of work through its regimes in order -- the epoch rate changes
 when a regime's epochs are used up -- capped at ``E_j`` (the regime decomposition of App. G),
 so its utility depends only on how many rounds it gets:
@@ -48,27 +48,27 @@ Two exact methods (``method=``), both certified against an upper bound:
 objective uses ``log E[UTIL_j]`` over the job's scenarios (and the expected remaining times
 in ``H``). `relax_plan` is the continuous relaxation, which with equal weights and
 ``lam = 0`` is the volatile Fisher market over the window (``formulations/shockwave_plan.md``).
-[`ReplanPolicy`][fairalloc.ReplanPolicy] says when to re-plan (§6.1).
+`fairalloc.ReplanPolicy` says when to re-plan (§6.1).
 
 Forecasts and estimators
 ------------------------
-[`forecast_regimes`][fairalloc.forecast_regimes] turns a job's observed epochs into a
+`fairalloc.forecast_regimes` turns a job's observed epochs into a
 `RegimeForecast` (the posterior-mean remaining regimes under a
-[`RegimeModel`][fairalloc.RegimeModel], from the restatement posterior of §5, plus posterior samples
-for the scenario mode); [`ftf_estimate`][fairalloc.ftf_estimate],
-[`contention_factor`][fairalloc.contention_factor],
-[`makespan_lower_bound`][fairalloc.makespan_lower_bound] and `makespan_normalizer` are the
+`fairalloc.RegimeModel`, from the restatement posterior of §5, plus posterior samples
+for the scenario mode); `fairalloc.ftf_estimate`,
+`fairalloc.contention_factor`,
+`fairalloc.makespan_lower_bound` and `makespan_normalizer` are the
 estimators of App. G.2; `makespan_regularizer` is the makespan term as a cvxpy expression for other
 programs.
 
 Modules (one job each)
 ----------------------
-``instance.py`` ([`PlanJob`][fairalloc.PlanJob], the per-count tables, the independent evaluation),
+``instance.py`` (`fairalloc.PlanJob`, the per-count tables, the independent evaluation),
 ``lagrangian.py`` (the fast path's Lagrangian over counts), ``count_milp.py`` (its core
 count MILP and gang cuts), ``milp.py`` (named column layouts, the backend runner, the full
 MILP), ``packing.py`` (counts into rounds, work conservation), ``plan.py``
-([`plan_schedule`][fairalloc.plan_schedule]), ``relax.py`` (`relax_plan`), ``replan.py``
-([`ReplanPolicy`][fairalloc.ReplanPolicy]), ``regime_model.py``, ``posteriors.py``, ``forecast.py``,
+(`fairalloc.plan_schedule`), ``relax.py`` (`relax_plan`), ``replan.py``
+(`fairalloc.ReplanPolicy`), ``regime_model.py``, ``posteriors.py``, ``forecast.py``,
 ``estimators.py`` and ``regularizers.py``.
 """
 

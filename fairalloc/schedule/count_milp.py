@@ -1,6 +1,6 @@
 """The fast path's exact core: a count-level MILP on the reduced-cost core, with the
 valid inequalities per-round capacity implies for gangs (module docstring of
-[`fairalloc.schedule`][fairalloc.schedule], method ``"fast"``).
+`fairalloc.schedule`, method ``"fast"``).
 """
 
 from __future__ import annotations

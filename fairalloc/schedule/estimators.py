@@ -1,7 +1,7 @@
 """Shockwave's long-term fairness and makespan estimators (§6.2, App. G.2), vectorised over
-jobs: [`contention_factor`][fairalloc.contention_factor] (``N_avg``),
-[`ftf_estimate`][fairalloc.ftf_estimate] (Eq. 9),
-[`makespan_lower_bound`][fairalloc.makespan_lower_bound] (Eq. 10, with gang sizes) and
+jobs: `fairalloc.contention_factor` (``N_avg``),
+`fairalloc.ftf_estimate` (Eq. 9),
+`fairalloc.makespan_lower_bound` (Eq. 10, with gang sizes) and
 `makespan_normalizer` (``Z0`` of Eq. 11). ``formulations/shockwave_estimators.md`` has the exact
 rules.
 """
@@ -160,7 +160,7 @@ def ftf_estimate(attained: Any, waiting: Any, remaining: Any, contention: Any) -
     remaining : array_like, shape (n,)
         ``R_hat_j``: predicted remaining isolated run time (non-negative).
     contention : float or array_like, shape (n,)
-        ``N_avg(j)`` (positive), e.g. from [`contention_factor`][fairalloc.contention_factor].
+        ``N_avg(j)`` (positive), e.g. from `fairalloc.contention_factor`.
 
     Returns
     -------
@@ -235,9 +235,9 @@ def makespan_normalizer(remaining: Any) -> Any:
     """``Z0`` of Shockwave Eq. 11: the sum of the jobs' remaining run times before the window.
 
     It makes the regulariser ``(lambda/Z0) * H`` insensitive to the scale of ``H``
-    (``remaining`` as in [`makespan_lower_bound`][fairalloc.makespan_lower_bound], predicted before
+    (``remaining`` as in `fairalloc.makespan_lower_bound`, predicted before
     planning). Vectorised over leading axes like
-    [`makespan_lower_bound`][fairalloc.makespan_lower_bound].
+    `fairalloc.makespan_lower_bound`.
 
     Raises
     ------

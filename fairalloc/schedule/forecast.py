@@ -1,22 +1,22 @@
 """Regime forecasts (Shockwave §5, App. F): `RegimeForecast`,
-[`forecast_regimes`][fairalloc.forecast_regimes] and [`oracle_forecast`][fairalloc.oracle_forecast].
+`fairalloc.forecast_regimes` and `fairalloc.oracle_forecast`.
 
 * A **regime** is a tuple (configuration, fraction of epochs) (§5). Batch-size scaling rules
   fix the *order* of configurations -- Accordion alternates two batch sizes, GNS only doubles --
   so the only random quantities are the regimes' lengths
-  ([`RegimeModel`][fairalloc.RegimeModel] holds that order).
+  (`fairalloc.RegimeModel` holds that order).
 * The lengths get the Dirichlet prior ``Dir(N/K, ..., N/K)`` and the **restatement** posterior
-  ([`restatement_posterior`][fairalloc.restatement_posterior]): after regimes ``1..k`` finish
+  (`fairalloc.restatement_posterior`): after regimes ``1..k`` finish
   with ``m_1..m_k`` epochs the posterior is ``Dir(m_1, ..., m_k, S_k, ..., S_k)``,
   ``S_k = (N - sum m)/(K - k)``.
-* [`forecast_regimes`][fairalloc.forecast_regimes] turns what has been observed of one job -- the
+* `fairalloc.forecast_regimes` turns what has been observed of one job -- the
   configuration and the measured seconds of every finished epoch, nothing else -- into a
   `RegimeForecast`: the posterior-mean trajectory of the remaining regimes as ``(epoch_seconds,
-  epochs)`` pairs (the format [`fairalloc.PlanJob`][fairalloc.PlanJob] takes), the predicted total
+  epochs)`` pairs (the format `fairalloc.PlanJob` takes), the predicted total
   and remaining run time, and trajectories sampled from the posterior for the planner's scenario
   mode (App. F). ``method="bayesian"`` and ``method="greedy"`` are the two baselines of Figure 5;
   ``method="empirical"`` takes regime lengths other jobs were observed to take (``RegimePool``);
-  [`oracle_forecast`][fairalloc.oracle_forecast] reads a job's future (comparison only).
+  `fairalloc.oracle_forecast` reads a job's future (comparison only).
 
 The exact rules, the extrapolation of epoch durations to unseen configurations and the
 deviations from the upstream code are in ``formulations/regime_forecast.md``. The forecasts
@@ -78,11 +78,11 @@ def _rng(rng: np.random.Generator | int) -> np.random.Generator:
 class RegimeForecast:
     """A job's predicted regime trajectory and run time (Shockwave §5, App. G).
 
-    Arrays have one entry per regime ``1..K`` of the job's [`RegimeModel`][fairalloc.RegimeModel]
-    (for [`oracle_forecast`][fairalloc.oracle_forecast]: per regime of the true trajectory). Regimes
+    Arrays have one entry per regime ``1..K`` of the job's `fairalloc.RegimeModel`
+    (for `fairalloc.oracle_forecast`: per regime of the true trajectory). Regimes
     before ``current`` have finished; ``current`` is running (possibly with no epoch done yet);
-    later ones are in the future. Build it with [`forecast_regimes`][fairalloc.forecast_regimes] or
-    [`oracle_forecast`][fairalloc.oracle_forecast].
+    later ones are in the future. Build it with `fairalloc.forecast_regimes` or
+    `fairalloc.oracle_forecast`.
 
     Attributes
     ----------
@@ -113,7 +113,7 @@ class RegimeForecast:
         Dirichlet parameters (``None`` for greedy, empirical and oracle forecasts).
     censor : bool
         Whether the ongoing regime's posterior was conditioned on the epochs it has already
-        run (restatement only; see [`forecast_regimes`][fairalloc.forecast_regimes]).
+        run (restatement only; see `fairalloc.forecast_regimes`).
 
     Examples
     --------
@@ -198,7 +198,7 @@ class RegimeForecast:
         """Remaining regimes in order as ``(epoch_seconds, epochs)`` pairs.
 
         Starts with what is left of the ongoing regime and skips regimes forecast to have no
-        epochs: exactly the ``regimes=`` argument of [`fairalloc.PlanJob`][fairalloc.PlanJob].
+        epochs: exactly the ``regimes=`` argument of `fairalloc.PlanJob`.
         """
         keep = np.flatnonzero(self.remaining_epochs > 0)
         return [(float(self.epoch_seconds[i]), float(self.remaining_epochs[i])) for i in keep]
@@ -536,7 +536,7 @@ def forecast_regimes(
     regimes of ``model``; a run that ended is a finished regime, the last run is ongoing.
 
     ``method="restatement"`` (Shockwave): the posterior mean of
-    [`restatement_posterior`][fairalloc.restatement_posterior] over the finished regimes. With
+    `fairalloc.restatement_posterior` over the finished regimes. With
     ``censor=True`` (default) the ongoing regime's share of the unfinished epochs, ``Beta(S_k,
     (K-k-1) S_k)`` by the Dirichlet's neutrality, is conditioned on the ``e`` epochs it has already
     run, so its forecast is ``E[g | g >= e/(N - sum m)]`` and never shorter than what was observed;

@@ -1,4 +1,4 @@
-"""The plan's input: [`PlanJob`][fairalloc.PlanJob] and the per-count tables every solver path
+"""The plan's input: `fairalloc.PlanJob` and the per-count tables every solver path
 reads.
 
 A job's utility depends only on how many rounds it gets, so the whole plan is described by
@@ -108,7 +108,7 @@ class PlanJob:
         ``F_j``, epochs finished so far (``0 <= F_j <= E_j``).
     ftf : float
         Finish-time-fairness estimate ``rho_j`` (Eq. 9; positive), e.g. from
-        [`fairalloc.ftf_estimate`][fairalloc.ftf_estimate]. The plan weighs the job by ``rho_j **
+        `fairalloc.ftf_estimate`. The plan weighs the job by ``rho_j **
         k``.
     regimes : sequence of (float, float)
         The remaining regimes in order, each ``(seconds per epoch, epochs)``, starting with

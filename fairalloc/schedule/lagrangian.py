@@ -1,5 +1,5 @@
 """The fast path's Lagrangian relaxation over round counts (module docstring of
-[`fairalloc.schedule`][fairalloc.schedule], method ``"fast"``).
+`fairalloc.schedule`, method ``"fast"``).
 
 Utility depends only on how many rounds a job gets, so relaxing the aggregate capacity
 ``sum_j w_j n_j <= M*T`` with a price ``pi`` and the makespan epigraph with multipliers

@@ -1,5 +1,5 @@
-"""Shockwave's planner: [`plan_schedule`][fairalloc.plan_schedule] and
-[`PlanResult`][fairalloc.PlanResult] (the paths of the [`fairalloc.schedule`][fairalloc.schedule]
+"""Shockwave's planner: `fairalloc.plan_schedule` and
+`fairalloc.PlanResult` (the paths of the `fairalloc.schedule`
 docstring: the fast path, the full MILP, ``"auto"``'s hand-over).
 """
 
@@ -96,7 +96,8 @@ class PlanResult(Result):
     ----------
     allocation : ndarray of bool, shape (n, rounds)
         ``allocation[j, t]``: job ``j`` runs on its gang in round ``t`` (rows: the jobs in the
-        order given; columns: rounds). The name every result uses.
+        order given; columns: rounds). The name every result uses; ``x`` is the same array.
+        ``prices`` is ``None``: the integer program has no dual prices.
     schedule : ndarray of bool, shape (n, rounds)
         Alias of ``allocation`` (the plan's own name): a read-only property returning the
         same array, kept for existing code.
@@ -159,6 +160,18 @@ class PlanResult(Result):
     def __post_init__(self) -> None:
         fill_labels(self, ids=self.allocation.shape[0])
         super().__post_init__()
+
+    @property
+    def x(self) -> np.ndarray:
+        """Alias of ``allocation`` (the name every result shares; the same object, not a
+        copy)."""
+        return self.allocation
+
+    @property
+    def prices(self) -> None:
+        """``None``: a mixed-integer plan has no convex dual, so no prices. Every result has
+        ``prices``."""
+        return None
 
     @property
     def relative_gap(self) -> float:
@@ -345,7 +358,7 @@ def plan_schedule(
 
     Maximises ``(1/(N*M)) * sum_j rho_j^k log UTIL_j - (lam/Z0) * H`` (minus
     ``restart_penalty`` per restart) over binary schedules with ``sum_j w_j x[j, t] <= M``
-    in every round and work conservation; see [`fairalloc.schedule`][fairalloc.schedule] for the
+    in every round and work conservation; see `fairalloc.schedule` for the
     semantics.
 
     Parameters
@@ -364,7 +377,7 @@ def plan_schedule(
     lam : float, default 1e-3
         Makespan regulariser coefficient (the paper's ``lambda``; upstream calls it ``k``).
     method : {"auto", "fast", "milp"}
-        See [`fairalloc.schedule`][fairalloc.schedule].
+        See `fairalloc.schedule`.
     mip_gap : float, default 1e-3
         Relative gap to certify (upstream's Gurobi ``MIPGap``): ``bound - objective`` at most
         ``mip_gap * max(|objective|, |bound|, data scale)``, where the data scale is the sum of
@@ -421,7 +434,7 @@ def plan_schedule(
     threads : int, optional
         Solver threads.
     backend : str or Backend, default "highs"
-        The MILP backend ([`fairalloc.backends.get_backend`][fairalloc.get_backend]; it must support
+        The MILP backend (`fairalloc.get_backend`; it must support
         ``"milp"``) that solves the fast path's core count MILP and the full MILP. ``stats.backend``
         names it when it ran (``"none"`` when the fast path needed no solve) and
         ``stats.raw_status`` is its last status.

@@ -149,7 +149,7 @@ def bayesian_posterior(
     draw of its regime: from the prior ``Dir(N/K, ..., N/K)``, ``c_i`` epochs seen in regime
     ``i`` (finished or ongoing) give ``Dir(N/K + c_1, ..., N/K + c_K)``. Shockwave §5 explains
     why this is wrong for regimes -- epochs of regime ``k`` can only appear after regime
-    ``k-1`` ends -- and compares it with [`restatement_posterior`][fairalloc.restatement_posterior]
+    ``k-1`` ends -- and compares it with `fairalloc.restatement_posterior`
     in Figure 5.
 
     Parameters
@@ -301,7 +301,7 @@ def regime_length_prior(
 ) -> np.ndarray:
     """Expected length of each regime of a job from the observed regimes of similar jobs.
 
-    An empirical prior for [`forecast_regimes`][fairalloc.forecast_regimes]
+    An empirical prior for `fairalloc.forecast_regimes`
     (``method="empirical"``): jobs of one family (model and scaling rule) go through the same
     regimes, and how long the jobs seen so far stayed in regime ``i`` predicts how long the
     next one will. Per regime index the length is the Kaplan-Meier median over the examples

@@ -1,5 +1,5 @@
 """The order of configurations a job's regimes can take (Shockwave §5 "Leveraging domain
-knowledge"): [`RegimeModel`][fairalloc.RegimeModel] (static, Accordion, GNS, custom).
+knowledge"): `fairalloc.RegimeModel` (static, Accordion, GNS, custom).
 """
 
 from __future__ import annotations

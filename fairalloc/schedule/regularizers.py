@@ -3,7 +3,7 @@
 `makespan_regularizer` is Shockwave's long-term efficiency estimator (Shockwave
 §6.2, App. G.2, Eq. 10-11) as a standalone concave cvxpy expression: add it to any program
 whose allocation determines how much work each job gets done -- the volatile Fisher market
-([`fairalloc.FisherMarket.add_objective_term`][fairalloc.markets.FisherMarket.add_objective_term]),
+(`fairalloc.markets.FisherMarket.add_objective_term`),
 an effective-throughput program, or the continuous relaxation of a plan -- and the program trades
 fairness against the makespan lower bound exactly as the Shockwave plan does
 (``formulations/makespan_regularizer.md``).

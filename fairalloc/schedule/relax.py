@@ -44,7 +44,8 @@ class RelaxedPlan(Result):
     Attributes
     ----------
     allocation : ndarray, shape (n, rounds)
-        Fraction of round ``t`` job ``j`` runs on its gang (``w_j * x[j, t]`` GPUs).
+        Fraction of round ``t`` job ``j`` runs on its gang (``w_j * x[j, t]`` GPUs); ``x`` is
+        the same array (the name every result shares).
     prices : ndarray, shape (rounds,)
         Non-negative multipliers of the per-round capacity ``sum_j w_j x[j, t] <= M``: the
         objective gained per extra GPU in round ``t`` (``d OPT / d M_t``). With equal weights
@@ -63,6 +64,12 @@ class RelaxedPlan(Result):
     rounds_given: np.ndarray
     utility: np.ndarray
     makespan_bound: float
+
+    @property
+    def x(self) -> np.ndarray:
+        """Alias of ``allocation`` (the name every result shares; the same object, not a
+        copy)."""
+        return self.allocation
 
     def to_frame(self) -> Any:
         """One row per job: rounds and utility, then the fraction of each round."""
@@ -126,7 +133,7 @@ def relax_plan(
     time_limit: float | None = None,
     backend: str | Backend = "clarabel",
 ) -> RelaxedPlan:
-    """Continuous relaxation of [`plan_schedule`][fairalloc.plan_schedule] (``0 <= x[j, t] <= 1``),
+    """Continuous relaxation of `fairalloc.plan_schedule` (``0 <= x[j, t] <= 1``),
     via Clarabel.
 
     Maximises ``(1/(N*M)) * sum_j rho_j^k log U_j - (lam/Z0) * H`` where ``U_j`` is
@@ -145,11 +152,11 @@ def relax_plan(
     Parameters
     ----------
     jobs, num_gpus, rounds, round_duration, k, lam, expectation, makespan, regime_model, z0
-        As for [`plan_schedule`][fairalloc.plan_schedule].
+        As for `fairalloc.plan_schedule`.
     gap_tol, feas_tol : float
-        Tolerances of the conic certificate ([`fairalloc.tolerances`][fairalloc.tolerances]). The
+        Tolerances of the conic certificate (`fairalloc.tolerances`). The
         gap is judged against ``max(|objective|, |bound|, data scale)`` as in
-        [`plan_schedule`][fairalloc.plan_schedule].
+        `fairalloc.plan_schedule`.
     time_limit : float, optional
         Seconds for the conic solve.
     backend : str or Backend, default "clarabel"

@@ -1,4 +1,4 @@
-"""When to re-plan (Shockwave §6.1): [`ReplanPolicy`][fairalloc.ReplanPolicy] and
+"""When to re-plan (Shockwave §6.1): `fairalloc.ReplanPolicy` and
 `ReplanDecision`."""
 
 from __future__ import annotations

@@ -1,23 +1,23 @@
 """Trace-driven round-based cluster simulator and policy comparison (``fairalloc.sim``).
 
-* [`models`][fairalloc.sim.models] -- model families, throughput tables and static / Accordion /
-  GNS batch-size schedules; [`workload`][fairalloc.sim.workload] -- jobs and workloads;
-  [`generator`][fairalloc.sim.generator] -- the Poisson generator of the papers;
-  [`trace`][fairalloc.sim.trace] -- the Shockwave trace reader;
-* [`state`][fairalloc.sim.state] -- the policy protocol: what a policy sees and returns
-  ([`Policy`][fairalloc.sim.Policy], [`RoundState`][fairalloc.sim.RoundState],
-  [`JobView`][fairalloc.sim.JobView], [`TimeShares`][fairalloc.sim.TimeShares],
-  [`Schedule`][fairalloc.sim.Schedule]);
-* [`simulator`][fairalloc.sim.simulator] -- the round-based, event-accurate simulator (it takes a
-  policy object); [`runner`][fairalloc.sim.runner] -- [`simulate`][fairalloc.sim.simulate], a policy
+* `fairalloc.sim.models` -- model families, throughput tables and static / Accordion /
+  GNS batch-size schedules; `fairalloc.sim.workload` -- jobs and workloads;
+  `fairalloc.sim.generator` -- the Poisson generator of the papers;
+  `fairalloc.sim.trace` -- the Shockwave trace reader;
+* `fairalloc.sim.state` -- the policy protocol: what a policy sees and returns
+  (`fairalloc.sim.Policy`, `fairalloc.sim.RoundState`,
+  `fairalloc.sim.JobView`, `fairalloc.sim.TimeShares`,
+  `fairalloc.sim.Schedule`);
+* `fairalloc.sim.simulator` -- the round-based, event-accurate simulator (it takes a
+  policy object); `fairalloc.sim.runner` -- `fairalloc.sim.simulate`, a policy
   object or a registered name in one call;
 * `policies` -- adapters to the library's policies (Gavel, Shockwave, Ares)
   and the papers' baselines (FIFO, Tiresias LAS, AlloX, Gandiva-fair);
-* [`metrics`][fairalloc.sim.metrics] -- [`SimulationResult`][fairalloc.sim.SimulationResult] and its
+* `fairalloc.sim.metrics` -- `fairalloc.sim.SimulationResult` and its
   metrics: makespan, JCT, finish-time fairness, utilisation, preemptions as pandas DataFrames;
-* [`plots`][fairalloc.sim.plots] -- Gantt charts, utilisation, rho CDFs, comparison bars
+* `fairalloc.sim.plots` -- Gantt charts, utilisation, rho CDFs, comparison bars
   (matplotlib);
-* [`sweep`][fairalloc.sim.sweep] -- parameter sweeps on local processes or Ray.
+* `fairalloc.sim.sweep` -- parameter sweeps on local processes or Ray.
 
 Examples
 --------

@@ -1,6 +1,6 @@
 """Input checks shared by the simulator's file readers and workload builders.
 
-Every field is checked; errors are [`InputError`][fairalloc.InputError] naming the file and the line
+Every field is checked; errors are `fairalloc.InputError` naming the file and the line
 or JSON path. (A private module: its functions are not part of the public API.)
 """
 

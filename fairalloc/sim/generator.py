@@ -1,5 +1,5 @@
 """The workload generator of the papers' evaluations:
-[`poisson_workload`][fairalloc.sim.poisson_workload] (Gavel §7.1, Shockwave §8.1): Poisson arrivals,
+`fairalloc.sim.poisson_workload` (Gavel §7.1, Shockwave §8.1): Poisson arrivals,
 durations and gang sizes drawn from their mixes.
 """
 
@@ -17,7 +17,7 @@ from .workload import Workload, job_from_config
 
 __all__ = ["ARRIVAL_RATE", "DURATION_CLASSES", "MODE_PROBS", "SCALE_FACTORS", "poisson_workload"]
 
-#: Default duration mix of [`poisson_workload`][fairalloc.sim.poisson_workload]: (low hours, high
+#: Default duration mix of `fairalloc.sim.poisson_workload`: (low hours, high
 #: hours, probability) of the
 #: isolated run time, within Shockwave §8.1's "0.2 to 5 hours", skewed to short jobs.
 DURATION_CLASSES = ((0.2, 1.0, 0.6), (1.0, 2.0, 0.3), (2.0, 4.0, 0.09), (4.0, 5.0, 0.01))
@@ -26,7 +26,7 @@ DURATION_CLASSES = ((0.2, 1.0, 0.6), (1.0, 2.0, 0.3), (2.0, 4.0, 0.09), (4.0, 5.
 SCALE_FACTORS = ((1, 0.70), (2, 0.125), (4, 0.125), (8, 0.05))
 #: Default probabilities of the static, Accordion and GNS modes (Shockwave §8.1's mix)
 MODE_PROBS = (0.2, 0.4, 0.4)
-#: Default arrival rate of [`poisson_workload`][fairalloc.sim.poisson_workload] (jobs per hour)
+#: Default arrival rate of `fairalloc.sim.poisson_workload` (jobs per hour)
 ARRIVAL_RATE = 6.0
 #: seconds per hour (rates are per hour, durations in hours)
 SECONDS_PER_HOUR = 3600.0
@@ -67,7 +67,7 @@ def poisson_workload(
     types : sequence of str
         Accelerator types of the cluster (default a homogeneous V100 cluster).
     throughputs : ThroughputTable, optional
-        Default [`ThroughputTable.builtin`][fairalloc.sim.models.ThroughputTable.builtin].
+        Default `fairalloc.sim.models.ThroughputTable.builtin`.
     models : sequence of str, optional
         Model families to draw from (default: all the table has with a known batch size).
     mode_probs : (float, float, float)

@@ -1,6 +1,6 @@
 """The outcome of a simulation and its metrics (Shockwave §8.2, Gavel §7.1, Themis §2, Ares §5).
 
-[`SimulationResult`][fairalloc.sim.SimulationResult] holds what the simulator recorded (per job and
+`fairalloc.sim.SimulationResult` holds what the simulator recorded (per job and
 per round); the functions below compute the metrics from it:
 
 * **makespan** -- last finish minus first arrival;
@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from .._display import Table, View, fmt, labelled, line_plot, to_html
 from .._validation import as_option, as_positive_float
 from ..data import Cluster
 from ..errors import InputError
@@ -111,17 +112,17 @@ class SimulationResult(FrozenArrays):
 
     def summary(self, *, contention_kind: str = "static", unfair_threshold: float = 1.0
                 ) -> dict[str, float]:
-        """Headline metrics ([`fairalloc.sim.metrics.summarize`][fairalloc.sim.summarize])."""
+        """Headline metrics (`fairalloc.sim.summarize`)."""
         return summarize(self, contention_kind=contention_kind,
                          unfair_threshold=unfair_threshold)
 
     def jobs_frame(self, *, contention_kind: str = "static") -> Any:
-        """Per-job metrics ([`fairalloc.sim.metrics.job_metrics`][fairalloc.sim.job_metrics])."""
+        """Per-job metrics (`fairalloc.sim.job_metrics`)."""
         return job_metrics(self, contention_kind=contention_kind)
 
     def to_frame(self) -> Any:
         """Per-job metrics as a DataFrame (same as
-        [`jobs_frame`][fairalloc.sim.metrics.SimulationResult.jobs_frame])."""
+        `fairalloc.sim.metrics.SimulationResult.jobs_frame`)."""
         return self.jobs_frame()
 
     def schedule_frame(self) -> Any:
@@ -146,6 +147,25 @@ class SimulationResult(FrozenArrays):
     def __repr__(self) -> str:
         return (f"SimulationResult(policy={self.policy!r}, jobs={self.workload.n}, "
                 f"rounds={self.round_time.shape[0]}, makespan={self.makespan:.6g})")
+
+    def _repr_html_(self) -> str:
+        """The notebook view: the headline metrics (``summary()``), the first jobs, and a plot
+        of utilisation and active jobs per round (inline SVG)."""
+        metrics = self.summary()
+        w = self.workload
+        facts = [("policy", self.policy), ("jobs", str(w.n)),
+                 ("rounds", str(self.round_time.shape[0])), ("makespan", fmt(self.makespan))]
+        tables = [Table("headline metrics (summary())", "metric", list(metrics), ["value"],
+                        np.array(list(metrics.values()), dtype=float)[:, None]),
+                  labelled("jobs (seconds)", "job", w.ids, (), None, extra=[
+                      ("arrival", w.arrival), ("start", self.start), ("finish", self.finish),
+                      ("jct", self.jct), ("preemptions", self.preemptions)])]
+        cap = self.cluster.total_workers * self.round_duration
+        plot = line_plot("per round", self.round_time,
+                         [("utilisation", self.round_busy / cap),
+                          ("active jobs", self.round_active)], x_label="s")
+        page = to_html(View("SimulationResult", facts, None, tables), self.wall_seconds)
+        return page.removesuffix("</div>") + f"<div>{plot}</div></div>"
 
 
 
@@ -263,7 +283,7 @@ def summarize(result: SimulationResult, *, contention_kind: str = "static",
 def compare(results: Sequence[SimulationResult] | Mapping[str, SimulationResult], *,
             contention_kind: str = "static", unfair_threshold: float = 1.0) -> Any:
     """One row per simulation (index: the policy name, or the mapping's keys) of
-    [`summarize`][fairalloc.sim.summarize]'s metrics (with ``contention_kind`` and
+    `fairalloc.sim.summarize`'s metrics (with ``contention_kind`` and
     ``unfair_threshold``), as a `pandas.DataFrame`."""
     pd = require_pandas()
     if isinstance(results, Mapping):

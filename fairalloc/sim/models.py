@@ -2,12 +2,12 @@
 
 Throughputs
 -----------
-Speeds come from a [`ThroughputTable`][fairalloc.sim.ThroughputTable] -- iterations per second of
+Speeds come from a `fairalloc.sim.ThroughputTable` -- iterations per second of
 ``(model, batch size, scale factor)`` on each accelerator type -- either read from a
 Gavel/Shockwave-format JSON file
-([`ThroughputTable.from_json`][fairalloc.sim.models.ThroughputTable.from_json], e.g.
+(`fairalloc.sim.models.ThroughputTable.from_json`, e.g.
 ``tacc_throughputs.json``) or the built-in synthetic table
-([`ThroughputTable.builtin`][fairalloc.sim.models.ThroughputTable.builtin]). An epoch is
+(`fairalloc.sim.models.ThroughputTable.builtin`). An epoch is
 ``ceil(dataset_size / batch_size)`` iterations (the convention of the Shockwave artifact: the named
 batch size is the global batch), so ``seconds per epoch = iterations per epoch / iterations per
 second``.
@@ -23,11 +23,11 @@ Batch-size schedules (Shockwave §5 (a), (b); Accordion [1], GNS [31] of Shockwa
 * **gns** -- the gradient noise scale grows roughly linearly during training, ``B(e) =
   b0 (1 + e / e0)``, and GNS uses the largest power-of-two multiple of ``b0`` not above it,
   capped at the model's largest batch size: the batch doubles after ``e0``, ``3 e0``, ``7 e0``,
-  ... epochs (``e0`` per model, [`MODELS`][fairalloc.sim.models.MODELS]).
+  ... epochs (``e0`` per model, `fairalloc.sim.models.MODELS`).
 
 Both rules are this library's parametric models of the behaviour described in the papers (the
 Shockwave artifact hard-codes per-configuration epoch tables); the per-model constants are in
-[`MODELS`][fairalloc.sim.models.MODELS].
+`fairalloc.sim.models.MODELS`.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ MODES = ("static", "accordion", "gns")
 _JOB_TYPE = re.compile(r"^\s*(?P<model>.+?)\s*\(batch size (?P<batch>\d+)\)\s*$")
 _TABLE_KEY = re.compile(r"^\(\s*'(?P<name>[^']*)'\s*,\s*(?P<sf>\d+)\s*\)$")
 #: nominal epochs of a job whose model has no dataset size (unknown to
-#: [`MODELS`][fairalloc.sim.models.MODELS])
+#: `fairalloc.sim.models.MODELS`)
 NOMINAL_EPOCHS = 100.0
 
 
@@ -125,7 +125,7 @@ MODELS: dict[str, ModelInfo] = {
 #: times as many iterations per second as one worker
 _GANG_EXPONENT = 0.8
 #: types of the built-in table
-#: ([`ThroughputTable.builtin`][fairalloc.sim.models.ThroughputTable.builtin])
+#: (`fairalloc.sim.models.ThroughputTable.builtin`)
 BUILTIN_TYPES = ("v100", "p100", "k80")
 #: gang sizes of the built-in table
 BUILTIN_SCALE_FACTORS = (1, 2, 4, 8)
@@ -341,7 +341,7 @@ def batch_size_schedule(mode: str, model: str, initial: int, num_epochs: int,
     ----------
     mode : {"static", "accordion", "gns"}
     model : str
-        Model family (its rule constants come from [`MODELS`][fairalloc.sim.models.MODELS]; unknown
+        Model family (its rule constants come from `fairalloc.sim.models.MODELS`; unknown
         models are static).
     initial : int
         Initial batch size ``b0``.

@@ -1,14 +1,14 @@
 """Plots of simulations (matplotlib, optional: ``pip install ".[plot]"`` in the checkout).
 
-* [`plot_gantt`][fairalloc.sim.plots.plot_gantt] -- the schedule: one row per job, a bar for every
+* `fairalloc.sim.plots.plot_gantt` -- the schedule: one row per job, a bar for every
   round it ran (coloured by accelerator type), its arrival marked (Shockwave Figure 8(a));
-* [`plot_utilization`][fairalloc.sim.plots.plot_utilization] -- GPU utilisation per round, one line
+* `fairalloc.sim.plots.plot_utilization` -- GPU utilisation per round, one line
   per policy;
-* [`plot_rho_cdf`][fairalloc.sim.plots.plot_rho_cdf] -- CDF of finish-time fairness ``rho`` per
+* `fairalloc.sim.plots.plot_rho_cdf` -- CDF of finish-time fairness ``rho`` per
   policy (Shockwave Fig. 8(b));
-* [`plot_comparison`][fairalloc.sim.plots.plot_comparison] -- bars of headline metrics per policy
+* `fairalloc.sim.plots.plot_comparison` -- bars of headline metrics per policy
   (Shockwave Figure 7);
-* [`save_plots`][fairalloc.sim.plots.save_plots] -- all of them as PNG files.
+* `fairalloc.sim.plots.save_plots` -- all of them as PNG files.
 
 Each function draws on ``ax`` (or a new figure) and returns the matplotlib ``Axes`` (or
 ``Figure``); nothing is shown unless you call ``plt.show()``.
@@ -28,12 +28,12 @@ from .simulator import SimulationResult
 
 __all__ = ["plot_comparison", "plot_gantt", "plot_rho_cdf", "plot_utilization", "save_plots"]
 
-#: metrics drawn by [`plot_comparison`][fairalloc.sim.plots.plot_comparison] by default
+#: metrics drawn by `fairalloc.sim.plots.plot_comparison` by default
 DEFAULT_METRICS = ("makespan", "avg_jct", "worst_rho", "unfair_fraction", "utilization")
 #: seconds per hour: time axes are in hours
 SECONDS_PER_HOUR = 3600.0
 #: metric -> (axis label with its unit, factor from the metric's own unit); every metric of
-#: [`summarize`][fairalloc.sim.summarize]
+#: `fairalloc.sim.summarize`
 METRIC_AXES = {
     "makespan": ("makespan (h)", 1 / SECONDS_PER_HOUR),
     "avg_jct": ("average JCT (h)", 1 / SECONDS_PER_HOUR),
@@ -155,8 +155,8 @@ def plot_comparison(results: Any, metrics: Sequence[str] = DEFAULT_METRICS, *,
                     unfair_threshold: float = 1.0) -> Any:
     """One bar chart per metric, one bar per policy (relative values annotated against the
     first policy, as in Shockwave Figure 7), in the units of `METRIC_AXES` (hours, %).
-    Accepts results or a [`compare`][fairalloc.sim.compare] frame (``contention_kind`` and
-    ``unfair_threshold`` as for [`compare`][fairalloc.sim.compare])."""
+    Accepts results or a `fairalloc.sim.compare` frame (``contention_kind`` and
+    ``unfair_threshold`` as for `fairalloc.sim.compare`)."""
     plt = _plt()
     frame = results if hasattr(results, "columns") else compare(
         dict(_results(results)), contention_kind=contention_kind,
@@ -189,7 +189,7 @@ def save_plots(results: Any, outdir: str | Path, *, prefix: str = "",
                contention_kind: str = "static", unfair_threshold: float = 1.0) -> list[Path]:
     """Write ``gantt_<policy>.png``, ``utilization.png``, ``rho_cdf.png`` and
     ``comparison.png`` into ``outdir``; return the paths written (``contention_kind`` and
-    ``unfair_threshold`` as for [`compare`][fairalloc.sim.compare])."""
+    ``unfair_threshold`` as for `fairalloc.sim.compare`)."""
     plt = _plt()
     items = _results(results)
     out = Path(outdir)

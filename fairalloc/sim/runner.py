@@ -1,9 +1,9 @@
-"""One call to run a simulation: [`simulate`][fairalloc.sim.simulate] (a policy object or a
+"""One call to run a simulation: `fairalloc.sim.simulate` (a policy object or a
 registered name).
 
 The simulator takes a policy object; this module, above both the simulator and the policy
 registry, turns a policy name into a policy
-([`fairalloc.sim.policies.make_policy`][fairalloc.sim.make_policy]).
+(`fairalloc.sim.make_policy`).
 """
 
 from __future__ import annotations
@@ -26,13 +26,13 @@ def simulate(workload: Workload, cluster: Cluster, policy: Policy | str, *,
              seed: int = 0,
              progress: Any = None, max_rounds: int | None = None,
              policy_params: Mapping[str, Any] | None = None) -> SimulationResult:
-    """Run one simulation: ``policy`` is a [`Policy`][fairalloc.sim.Policy] or a registered name
-    ([`fairalloc.sim.policies.make_policy`][fairalloc.sim.make_policy], with ``policy_params``).
+    """Run one simulation: ``policy`` is a `fairalloc.sim.Policy` or a registered name
+    (`fairalloc.sim.make_policy`, with ``policy_params``).
 
     ``policy_params`` maps the named policy's factory parameters to values (each registered
-    policy has its own; [`make_policy`][fairalloc.sim.make_policy] checks them against the
-    factory's signature and raises [`InputError`][fairalloc.InputError] for an unknown one); given
-    with a policy object they are an [`InputError`][fairalloc.InputError].
+    policy has its own; `fairalloc.sim.make_policy` checks them against the
+    factory's signature and raises `fairalloc.InputError` for an unknown one); given
+    with a policy object they are an `fairalloc.InputError`.
 
     Examples
     --------

@@ -3,14 +3,14 @@
 Time advances in rounds of ``round_duration`` seconds. Before every round the simulator admits
 the jobs that have arrived, shows the policy what a real scheduler could see -- the cluster and,
 for every active job, its arrival, gang, current batch size and speed on each type, progress,
-attained service and history ([`JobView`][fairalloc.sim.JobView]) -- and asks it for the round's
+attained service and history (`fairalloc.sim.JobView`) -- and asks it for the round's
 allocation:
 
-* [`TimeShares`][fairalloc.sim.TimeShares] -- a fractional allocation ``X`` (jobs x types, Gavel
+* `fairalloc.sim.TimeShares` -- a fractional allocation ``X`` (jobs x types, Gavel
   §3.1), realised round by round by Gavel's mechanism
-  ([`fairalloc.mechanism.RoundScheduler`][fairalloc.RoundScheduler], Algorithm 1: the job furthest
+  (`fairalloc.RoundScheduler`, Algorithm 1: the job furthest
   below its share runs; history kept per job id);
-* [`Schedule`][fairalloc.sim.Schedule] -- the GPUs of each type every job holds this round (a plan's
+* `fairalloc.sim.Schedule` -- the GPUs of each type every job holds this round (a plan's
   column, a priority queue's choice, an EFQ allocation; a gang may be smaller or larger than
   requested for elastic policies).
 
@@ -28,7 +28,7 @@ that started before it arrived, however close: policies see ``elapsed >= 0``). R
 the clock last jumped to an arrival at ``t0`` (in round ``r0``) starts at ``t0 + (r - r0) D``.
 
 **Fast-forward.** A policy that declares ``time_invariant = True`` promises that, while no job
-arrives, finishes or changes regime, ``allocate`` returns a [`Schedule`][fairalloc.sim.Schedule]
+arrives, finishes or changes regime, ``allocate`` returns a `fairalloc.sim.Schedule`
 equal to the one it returned at its previous call and changes no state a later call reads,
 whatever the clock, progress or service figures of the view say (``time``, ``round_index``,
 ``elapsed``, ``epochs_done``, ``attained``, ``gpu_seconds``, ``received``, ``idle_for``,
@@ -77,7 +77,7 @@ MAX_STEPPED_ROUNDS = 1_000_000
 #: default seconds per round (Gavel's 6 minutes)
 DEFAULT_ROUND_DURATION = 360.0
 #: default number of consecutive rounds in which jobs wait but the policy schedules none
-#: before the simulation stops with [`SimulationError`][fairalloc.sim.SimulationError]
+#: before the simulation stops with `fairalloc.sim.SimulationError`
 DEFAULT_MAX_IDLE_ROUNDS = 10_000
 
 
@@ -130,22 +130,22 @@ class Simulator:
     seed : int, default 0
         Passed to the policy's ``reset`` (policies with random choices use it).
     max_idle_rounds : int, default 10000
-        Stop with [`SimulationError`][fairalloc.sim.SimulationError] after this many consecutive
+        Stop with `fairalloc.sim.SimulationError` after this many consecutive
         rounds in which jobs waited but the policy scheduled none.
     max_rounds : int, optional
-        Stop with [`SimulationError`][fairalloc.sim.SimulationError] after this many rounds.
+        Stop with `fairalloc.sim.SimulationError` after this many rounds.
         Default: a bound derived from the workload
-        ([`round_limit`][fairalloc.sim.simulator.Simulator.round_limit]), so a simulation never runs
+        (`fairalloc.sim.simulator.Simulator.round_limit`), so a simulation never runs
         forever; a workload with a job that alone needs more than
-        [`MAX_ROUNDS`][fairalloc.sim.simulator.MAX_ROUNDS] rounds (or
-        [`MAX_STEPPED_ROUNDS`][fairalloc.sim.simulator.MAX_STEPPED_ROUNDS] when the policy must be
-        called every round) is refused with [`InputError`][fairalloc.InputError] unless
+        `fairalloc.sim.simulator.MAX_ROUNDS` rounds (or
+        `fairalloc.sim.simulator.MAX_STEPPED_ROUNDS` when the policy must be
+        called every round) is refused with `fairalloc.InputError` unless
         ``max_rounds`` is given.
     record : bool, default True
         Keep the per-round schedule (for Gantt charts).
     mechanism_fraction : {"elapsed", "type_share"}
         Received-fraction rule of the round-based mechanism for
-        [`TimeShares`][fairalloc.sim.TimeShares].
+        `fairalloc.sim.TimeShares`.
     fast_forward : bool, default True
         With a ``time_invariant`` policy, skip its calls in rounds without events and jump over
         runs of rounds in which nothing changes (module docstring); ``False`` steps through every
@@ -223,23 +223,23 @@ class Simulator:
             return np.ceil(fastest / (speed * self.round_duration))
 
     def round_limit(self) -> int:
-        """Rounds after which [`run`][fairalloc.sim.simulator.Simulator.run] stops with
-        [`SimulationError`][fairalloc.sim.SimulationError] (never hangs).
+        """Rounds after which `fairalloc.sim.simulator.Simulator.run` stops with
+        `fairalloc.sim.SimulationError` (never hangs).
 
         ``max_rounds`` when given; otherwise derived from the workload: every round in which
         a job runs gives it at least ``round_duration - restart_overhead`` seconds on one GPU of
         its slowest usable type, where it needs at most ``W_i = scale_factor_i * sum_r epochs_r
         * max_type seconds_r`` seconds, so at most ``B = sum_i ceil(W_i / (D - overhead)) + n``
         rounds run a job; the limit is ``2 B + max_idle_rounds``, at most
-        [`MAX_ROUNDS`][fairalloc.sim.simulator.MAX_ROUNDS] (fast-forwarding) or
-        [`MAX_STEPPED_ROUNDS`][fairalloc.sim.simulator.MAX_STEPPED_ROUNDS] (a policy called
+        `fairalloc.sim.simulator.MAX_ROUNDS` (fast-forwarding) or
+        `fairalloc.sim.simulator.MAX_STEPPED_ROUNDS` (a policy called
         every round).
 
         Raises
         ------
         InputError
             If a job alone needs more rounds than that bound
-            ([`min_rounds`][fairalloc.sim.simulator.Simulator.min_rounds]: its epoch times are
+            (`fairalloc.sim.simulator.Simulator.min_rounds`: its epoch times are
             astronomically long for the round duration): pass ``max_rounds`` to allow it.
         """
         if self.max_rounds is not None:
@@ -283,7 +283,7 @@ class Simulator:
         ------
         SimulationError
             When the jobs are not finished after
-            [`round_limit`][fairalloc.sim.simulator.Simulator.round_limit] rounds, or the policy
+            `fairalloc.sim.simulator.Simulator.round_limit` rounds, or the policy
             schedules nothing for ``max_idle_rounds`` consecutive rounds.
         SolverError
             When the policy fails with a foreign exception (chained as the cause).

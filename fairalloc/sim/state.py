@@ -3,12 +3,12 @@
 The data types of the policy protocol, shared by the simulator, the policies and the metrics
 (this module imports none of them):
 
-* [`ClusterState`][fairalloc.sim.ClusterState], [`JobView`][fairalloc.sim.JobView] and
-  [`RoundState`][fairalloc.sim.RoundState] -- what a scheduler can see before a round;
-* [`TimeShares`][fairalloc.sim.TimeShares] (a fractional allocation, realised by Gavel's round-based
-  mechanism) and [`Schedule`][fairalloc.sim.Schedule] (whole GPUs per job and type) -- what it
+* `fairalloc.sim.ClusterState`, `fairalloc.sim.JobView` and
+  `fairalloc.sim.RoundState` -- what a scheduler can see before a round;
+* `fairalloc.sim.TimeShares` (a fractional allocation, realised by Gavel's round-based
+  mechanism) and `fairalloc.sim.Schedule` (whole GPUs per job and type) -- what it
   returns;
-* [`Policy`][fairalloc.sim.Policy] -- the protocol the simulator calls.
+* `fairalloc.sim.Policy` -- the protocol the simulator calls.
 """
 
 from __future__ import annotations
@@ -103,7 +103,7 @@ class JobView:
     contention_seconds : ndarray, shape (n,)
         Integral of the number of active jobs over the job's life so far (for the contention
         factor ``N_avg`` of Shockwave App. G.2:
-        [`fairalloc.contention_factor`][fairalloc.contention_factor]).
+        `fairalloc.contention_factor`).
     history_batch, history_epochs : ndarray, shape (n, R)
         Batch size and epochs done of each regime seen so far (padded with 0).
     history_seconds : ndarray, shape (n, R)
@@ -180,14 +180,14 @@ class JobView:
 
     def observed_epochs(self, i: int) -> tuple[np.ndarray, np.ndarray]:
         """Batch size and seconds of every *finished* epoch of job row ``i`` (for
-        [`fairalloc.forecast_regimes`][fairalloc.forecast_regimes]): whole epochs only, in order."""
+        `fairalloc.forecast_regimes`): whole epochs only, in order."""
         ep = np.floor(self.history_epochs[i] + EPOCH_ROUNDOFF).astype(np.int64)
         keep = ep > 0
         return (np.repeat(self.history_batch[i][keep], ep[keep]),
                 np.repeat(self.history_seconds[i][keep], ep[keep]))
 
     def to_jobs(self) -> Any:
-        """The active jobs as [`fairalloc.Jobs`][fairalloc.Jobs] (steps/s, steps remaining,
+        """The active jobs as `fairalloc.Jobs` (steps/s, steps remaining,
         elapsed)."""
         from ..data import Jobs
 
@@ -249,10 +249,10 @@ class Schedule:
 class Policy(Protocol):
     """What the simulator calls. ``reset`` once per simulation, ``allocate`` once per round.
 
-    Optionally ``time_invariant = True``: the policy's [`Schedule`][fairalloc.sim.Schedule]
+    Optionally ``time_invariant = True``: the policy's `fairalloc.sim.Schedule`
     changes only when a job arrives, finishes or changes regime, so the simulator may skip
     ``allocate`` between such events and fast-forward (the contract:
-    [`fairalloc.sim.simulator`][fairalloc.sim.simulator]).
+    `fairalloc.sim.simulator`).
     """
 
     name: str

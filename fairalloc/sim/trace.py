@@ -1,4 +1,4 @@
-"""The trace reader of the simulator: [`read_trace`][fairalloc.sim.read_trace].
+"""The trace reader of the simulator: `fairalloc.sim.read_trace`.
 
 
 Trace format (``trace_*.tsv`` of the Shockwave artifact)
@@ -7,16 +7,16 @@ Tab-separated, one job per line: job type ``"<Model> (batch size <B>)"``, comman
 directory, num-steps argument, needs-data-dir flag, **total steps** (at the initial batch size),
 **scale factor**, **mode** (static | accordion | gns), **priority weight**, SLO (``-1``: none),
 **duration** (seconds on the reference type alone) and **arrival time** (seconds).
-[`read_trace`][fairalloc.sim.read_trace] takes the job's speed at its initial configuration on the
+`fairalloc.sim.read_trace` takes the job's speed at its initial configuration on the
 reference type from ``total steps / duration`` and the relative speeds of other types and batch
 sizes from the throughput table.
 
 Every numeric field is bounded by what the simulator represents (the constants of
-[`fairalloc.sim.workload`][fairalloc.sim.workload]: total steps in [1, `MAX_STEPS`] and at most
+`fairalloc.sim.workload`: total steps in [1, `MAX_STEPS`] and at most
 `MAX_EPOCHS` epochs, batch size in [1, `MAX_BATCH_SIZE`], scale factor an integer in [1,
 `MAX_SCALE_FACTOR`], priority weight in [`MIN_WEIGHT`, `MAX_WEIGHT`], duration in
 [`MIN_DURATION`, `MAX_DURATION`], arrival time in [0, `MAX_SECONDS`]); a field outside its
-bounds is an [`InputError`][fairalloc.InputError] naming the file, the line and the field.
+bounds is an `fairalloc.InputError` naming the file, the line and the field.
 """
 
 from __future__ import annotations

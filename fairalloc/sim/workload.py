@@ -1,7 +1,7 @@
-"""Workloads for the simulator: jobs ([`JobSpec`][fairalloc.sim.JobSpec]) and their table
-([`Workload`][fairalloc.sim.Workload]).
+"""Workloads for the simulator: jobs (`fairalloc.sim.JobSpec`) and their table
+(`fairalloc.sim.Workload`).
 
-A simulated job ([`JobSpec`][fairalloc.sim.JobSpec]) is a training run of ``total_epochs`` epochs on
+A simulated job (`fairalloc.sim.JobSpec`) is a training run of ``total_epochs`` epochs on
 a gang of ``scale_factor`` workers. Its *batch-size schedule* splits the epochs into **regimes**
 (runs of epochs with one batch size, Shockwave §5): static jobs have one regime, Accordion jobs
 alternate between a small batch size in *critical regimes* and the model's largest batch size
@@ -10,15 +10,15 @@ own seconds per epoch on every accelerator type, so a job's speed changes when i
 the simulator reveals a regime to the policies only when the job enters it.
 
 Model families, throughput tables and batch-size schedules:
-[`fairalloc.sim.models`][fairalloc.sim.models]; the Poisson generator:
-[`fairalloc.sim.generator`][fairalloc.sim.generator]; the trace reader:
-[`fairalloc.sim.trace`][fairalloc.sim.trace]. `job_from_config` builds one job from a (model, batch
+`fairalloc.sim.models`; the Poisson generator:
+`fairalloc.sim.generator`; the trace reader:
+`fairalloc.sim.trace`. `job_from_config` builds one job from a (model, batch
 size, steps) description for both.
 
 What the simulator represents
 -----------------------------
 A job described by (model, batch size, steps) -- a trace line or a generated job -- is bounded by
-these constants (a value outside them is an [`InputError`][fairalloc.InputError], named by
+these constants (a value outside them is an `fairalloc.InputError`, named by
 file, line and field for a trace): `MAX_STEPS` training steps, `MAX_EPOCHS` epochs (its
 batch-size schedule holds one entry per epoch), batch sizes up to `MAX_BATCH_SIZE`, gangs up
 to `MAX_SCALE_FACTOR` workers, arrival times up to `MAX_SECONDS`, durations in
@@ -131,11 +131,11 @@ class JobSpec:
 class Workload:
     """A validated set of jobs, stored as padded arrays over (jobs, regimes, types).
 
-    Build it from [`JobSpec`][fairalloc.sim.JobSpec] objects
-    ([`from_jobs`][fairalloc.sim.workload.Workload.from_jobs]), from static throughputs
-    ([`from_arrays`][fairalloc.sim.workload.Workload.from_arrays]), with
-    [`poisson_workload`][fairalloc.sim.poisson_workload] or with
-    [`read_trace`][fairalloc.sim.read_trace].
+    Build it from `fairalloc.sim.JobSpec` objects
+    (`fairalloc.sim.workload.Workload.from_jobs`), from static throughputs
+    (`fairalloc.sim.workload.Workload.from_arrays`), with
+    `fairalloc.sim.poisson_workload` or with
+    `fairalloc.sim.read_trace`.
 
     Attributes
     ----------
@@ -181,7 +181,7 @@ class Workload:
     @classmethod
     def from_jobs(cls, jobs: Sequence[JobSpec], types: Sequence[str],
                   max_batch: Sequence[float] | None = None) -> Workload:
-        """Validate and pack [`JobSpec`][fairalloc.sim.JobSpec] objects (one per job, any order of
+        """Validate and pack `fairalloc.sim.JobSpec` objects (one per job, any order of
         arrival).
 
         Raises
@@ -389,7 +389,7 @@ class Workload:
                              argument="job_id") from None
 
     def check_cluster(self, cluster: Cluster) -> None:
-        """Raise [`InputError`][fairalloc.InputError] unless every job can run on ``cluster`` (same
+        """Raise `fairalloc.InputError` unless every job can run on ``cluster`` (same
         types, each gang fits on a type the job can use)."""
         if not isinstance(cluster, Cluster):
             raise InputError(f"cluster must be a fairalloc.Cluster, got "

@@ -219,6 +219,35 @@ class PolicyReport:
         status = "passed" if self.passed else f"failed={[r.name for r in self.failures]}"
         return f"PolicyReport({self.policy}, {self.domain}, {status})"
 
+    def _repr_html_(self) -> str:
+        """The notebook view: the verdict, the pass/fail table (one row per property), then
+        each failure's shrunk counterexample."""
+        import html
+
+        from .._display import Table, Verdict, View, to_html
+
+        rows = [r.name for r in self.results]
+        viol = ["" if r.counterexample is None else ("error" if r.counterexample.error
+                                                     is not None else r.counterexample.violation)
+                for r in self.results]
+        table = Table("properties", "property", rows,
+                      ["result", "examples", "violation", "seconds", "note"], None,
+                      [[r.status.upper() if r.status == "failed" else r.status
+                        for r in self.results], [r.examples for r in self.results], viol,
+                       [r.seconds for r in self.results], [r.note for r in self.results]])
+        failed = ", ".join(r.name for r in self.failures)
+        verdict = Verdict(self.passed, "passed" if self.passed else "failed",
+                          f"{len(self.results)} properties, {self.max_examples} examples each, "
+                          f"seed {self.seed}, {self.profile} profile",
+                          word="all properties hold" if self.passed else f"FAILED: {failed}")
+        page = to_html(View("PolicyReport", [("policy", self.policy), ("domain", self.domain)],
+                            verdict, [table]), max_rows=len(rows))
+        examples = "".join(
+            f"<details open><summary>counterexample for {html.escape(r.name)} (shrunk)"
+            f"</summary><pre>{html.escape(str(r.counterexample))}</pre></details>"
+            for r in self.failures)
+        return page.removesuffix("</div>") + examples + "</div>"
+
     def assert_passed(self) -> None:
         """Raise [`PropertyCheckError`][fairalloc.testing.PropertyCheckError] (an
         ``AssertionError``) unless every property passed; the message is the whole report with its

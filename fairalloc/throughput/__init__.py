@@ -30,7 +30,7 @@ job pairs that contain it, §3.1). Every allocation satisfies
 
 Every policy is an LP over the columns of ``X`` (only the allowed entries, stored as a sparse
 column list; no loops per job), built with numpy/scipy.sparse and solved by HiGHS through
-[`fairalloc.backends`][fairalloc.backends], and certified by `fairalloc.certificates.lp_certificate`
+`fairalloc.backends`, and certified by `fairalloc.certificates.lp_certificate`
 from the returned allocation and row duals. Where a policy's optimum is not unique, a
 *work-conserving* second stage keeps the policy objective at its optimum (to ``stage_tol``) and
 maximises the total normalised throughput, so no capacity is left idle that a job could use.
@@ -46,28 +46,28 @@ Policies (builders and one-call functions)
 ------------------------------------------
 Each builder, its one-call function and the Gavel section it implements:
 
-* [`MaxMinFairness`][fairalloc.MaxMinFairness], [`max_min_fairness`][fairalloc.max_min_fairness]:
+* `fairalloc.MaxMinFairness`, `fairalloc.max_min_fairness`:
   §4.1 LAS, weighted, scale factors;
-* [`WaterFilling`][fairalloc.WaterFilling], [`water_filling`][fairalloc.water_filling]:
+* `fairalloc.WaterFilling`, `fairalloc.water_filling`:
   §4.3 hierarchical water-filling;
-* [`FinishTimeFairness`][fairalloc.FinishTimeFairness],
-  [`finish_time_fairness`][fairalloc.finish_time_fairness]:
+* `fairalloc.FinishTimeFairness`,
+  `fairalloc.finish_time_fairness`:
   §4.1 min max rho (Themis);
-* [`MinMakespan`][fairalloc.MinMakespan], [`min_makespan`][fairalloc.min_makespan]:
+* `fairalloc.MinMakespan`, `fairalloc.min_makespan`:
   §4.1 makespan (one LP, 1/T);
-* [`MaxTotalThroughput`][fairalloc.MaxTotalThroughput],
-  [`max_total_throughput`][fairalloc.max_total_throughput]:
+* `fairalloc.MaxTotalThroughput`,
+  `fairalloc.max_total_throughput`:
   §3.1 / §4.2;
-* [`FIFO`][fairalloc.FIFO], [`fifo`][fairalloc.fifo]: §4.2 FIFO;
-* [`ShortestJobFirst`][fairalloc.ShortestJobFirst],
-  [`shortest_job_first`][fairalloc.shortest_job_first]:
+* `fairalloc.FIFO`, `fairalloc.fifo`: §4.2 FIFO;
+* `fairalloc.ShortestJobFirst`,
+  `fairalloc.shortest_job_first`:
   §4.2 SJF;
-* [`MinCost`][fairalloc.MinCost], [`min_cost`][fairalloc.min_cost]: §4.2 min cost (and with SLOs).
+* `fairalloc.MinCost`, `fairalloc.min_cost`: §4.2 min cost (and with SLOs).
 
 Every builder accepts ``pairs`` (`fairalloc.JobPairs`, space sharing) and
 ``unconsolidated_throughput`` (placement sensitivity, §3.1). Builders expose their program as
-cvxpy objects ([`ThroughputPolicy.x`][fairalloc.throughput.ThroughputPolicy.x],
-[`capacity_constraint`][fairalloc.throughput.ThroughputPolicy.capacity_constraint], ...) so that
+cvxpy objects (`fairalloc.throughput.ThroughputPolicy.x`,
+`fairalloc.throughput.ThroughputPolicy.capacity_constraint`, ...) so that
 constraints and objective terms can be added and the model re-solved with ``method="cvxpy"``
 (certified at the allocation it returns, for the objective it reports:
 `fairalloc.throughput.composed`).

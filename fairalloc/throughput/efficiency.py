@@ -112,12 +112,12 @@ def max_total_throughput(
         Sum ``throughput(m, X) / throughput(m, X^equal)`` instead of raw throughputs.
     pairs, unconsolidated_throughput, consolidated_capacity
         Space sharing and placement sensitivity (see
-        [`ThroughputPolicy`][fairalloc.ThroughputPolicy]).
+        `fairalloc.ThroughputPolicy`).
     method, backend, work_conserving, gap_tol, feas_tol, stage_tol
-        See [`ThroughputPolicy.solve`][fairalloc.throughput.ThroughputPolicy.solve].
+        See `fairalloc.throughput.ThroughputPolicy.solve`.
     symmetry : bool
         Solve over exact symmetry classes of repeated jobs (default ``True``; ``False``: job
-        by job); see [`ThroughputPolicy.solve`][fairalloc.throughput.ThroughputPolicy.solve].
+        by job); see `fairalloc.throughput.ThroughputPolicy.solve`.
 
     tuning : fairalloc.throughput.Tuning, optional
         Performance knobs of the solve plans (never changes an answer).
@@ -296,7 +296,7 @@ class MinCost(ThroughputPolicy):
               symmetry: bool = True, tuning: Tuning | None = None) -> Allocation:
         """Solve the Charnes-Cooper LP (and the work-conserving stage) and certify the ratio.
 
-        Parameters as for [`ThroughputPolicy.solve`][fairalloc.throughput.ThroughputPolicy.solve],
+        Parameters as for `fairalloc.throughput.ThroughputPolicy.solve`,
         except that ``method`` may not be ``"cvxpy"`` (the program is linear-fractional; ``"auto"``
         and ``"fast"`` mean ``"highs"``) and ``work_conserving`` defaults to on.
         Min cost is never reduced by symmetry (``symmetry`` is validated only).
@@ -388,12 +388,12 @@ def min_cost(
     slo : array_like (n,), optional
         Seconds within which each job must finish (``inf``: no SLO); needs
         ``jobs.steps_remaining``. Infeasible SLOs raise
-        [`fairalloc.InfeasibleError`][fairalloc.InfeasibleError].
+        `fairalloc.InfeasibleError`.
     pairs, unconsolidated_throughput, consolidated_capacity
         Space sharing and placement sensitivity (see
-        [`ThroughputPolicy`][fairalloc.ThroughputPolicy]).
+        `fairalloc.ThroughputPolicy`).
     method, backend, work_conserving, gap_tol, feas_tol, stage_tol
-        See [`MinCost.solve`][fairalloc.throughput.MinCost.solve].
+        See `fairalloc.throughput.MinCost.solve`.
 
     tuning : fairalloc.throughput.Tuning, optional
         Performance knobs of the solve plans (never changes an answer).

@@ -51,7 +51,7 @@ FIFO_KNAPSACK = "fifo-knapsack"
 _AT_BOUND = 1e-12
 
 
-#: the ``semantics=`` values of [`FIFO`][fairalloc.FIFO]
+#: the ``semantics=`` values of `fairalloc.FIFO`
 FIFO_SEMANTICS = ("arrival", "objective")
 
 
@@ -495,12 +495,12 @@ def fifo(
         Arrival rank of each job (smaller first; default: most ``elapsed`` first).
     semantics : {"arrival", "objective"}
         ``"arrival"`` (default): strict arrival order, lexicographic (Gavel's FIFO);
-        ``"objective"``: the paper's weighted-sum objective (see [`FIFO`][fairalloc.FIFO]).
+        ``"objective"``: the paper's weighted-sum objective (see `fairalloc.FIFO`).
     pairs, unconsolidated_throughput, consolidated_capacity
         Space sharing and placement sensitivity (see
-        [`ThroughputPolicy`][fairalloc.ThroughputPolicy]).
+        `fairalloc.ThroughputPolicy`).
     method, backend, work_conserving, gap_tol, feas_tol, stage_tol
-        See [`ThroughputPolicy.solve`][fairalloc.throughput.ThroughputPolicy.solve].
+        See `fairalloc.throughput.ThroughputPolicy.solve`.
 
     tuning : fairalloc.throughput.Tuning, optional
         Performance knobs of the solve plans (never changes an answer).
@@ -610,7 +610,7 @@ def shortest_job_first(
         backend: str | Backend | None = None, work_conserving: bool | None = None,
         gap_tol: float = GAP_TOL, feas_tol: float = FEAS_TOL,
         stage_tol: float = STAGE_TOL, tuning: Tuning | None = None) -> Allocation:
-    """Shortest job first (Gavel §4.2); see [`ShortestJobFirst`][fairalloc.ShortestJobFirst].
+    """Shortest job first (Gavel §4.2); see `fairalloc.ShortestJobFirst`.
 
     Parameters
     ----------
@@ -618,9 +618,9 @@ def shortest_job_first(
     cluster : fairalloc.Cluster
     pairs, unconsolidated_throughput, consolidated_capacity
         Space sharing and placement sensitivity (see
-        [`ThroughputPolicy`][fairalloc.ThroughputPolicy]).
+        `fairalloc.ThroughputPolicy`).
     method, backend, work_conserving, gap_tol, feas_tol, stage_tol
-        See [`ThroughputPolicy.solve`][fairalloc.throughput.ThroughputPolicy.solve].
+        See `fairalloc.throughput.ThroughputPolicy.solve`.
 
     tuning : fairalloc.throughput.Tuning, optional
         Performance knobs of the solve plans (never changes an answer).

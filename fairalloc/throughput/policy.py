@@ -1,11 +1,11 @@
 """The effective-throughput allocation, its builder base class and shared helpers.
 
 An allocation ``X`` (jobs x accelerator types) gives the fraction of wall-clock time each job
-spends on each type (Gavel §3.1). [`ThroughputPolicy`][fairalloc.ThroughputPolicy] builds
+spends on each type (Gavel §3.1). `fairalloc.ThroughputPolicy` builds
 a policy's stage LPs on the column form of the instance (`fairalloc.throughput.instance`), solves
 them with `StageSolver` (or the structured solvers of
 `fairalloc.throughput.structured`), adds the work-conserving stage, certifies the result
-and returns an [`Allocation`][fairalloc.Allocation]; it also exposes the program as cvxpy objects
+and returns an `fairalloc.Allocation`; it also exposes the program as cvxpy objects
 for composition. The policies themselves are in `max_min`,
 `duration`, `efficiency` and
 `ordering`.
@@ -52,7 +52,7 @@ __all__ = [
     "isolated_split",
 ]
 
-#: the ``method=`` values of [`ThroughputPolicy.solve`][fairalloc.throughput.ThroughputPolicy.solve]
+#: the ``method=`` values of `fairalloc.throughput.ThroughputPolicy.solve`
 THROUGHPUT_METHODS = ("auto", "highs", "fast", "cvxpy")
 #: default ``stage_tol``: relative slack with which a stage's optimum is kept in later stages
 #: (ACCURACY; at most gap_tol / 10 is used)
@@ -164,7 +164,7 @@ class Allocation(Result):
 @dataclass(frozen=True)
 class PolicyStages:
     """What a policy's own stages return to
-    [`ThroughputPolicy.solve`][fairalloc.throughput.ThroughputPolicy.solve] (no builder state).
+    `fairalloc.throughput.ThroughputPolicy.solve` (no builder state).
 
     Attributes
     ----------
@@ -260,7 +260,7 @@ class ThroughputPolicy(Composable):
         return solver.structured_worth()
 
     def _check_method(self, method: str) -> None:
-        """Raise [`InputError`][fairalloc.InputError] if the policy cannot be solved by ``method``
+        """Raise `fairalloc.InputError` if the policy cannot be solved by ``method``
         (as the caller passed it) in its current state (composed or not)."""
 
     def _metric(self, tp: np.ndarray) -> np.ndarray:
@@ -273,7 +273,7 @@ class ThroughputPolicy(Composable):
     # --- cvxpy composition ------------------------------------------------------------------
     def _build_cvxpy(self) -> dict[str, Any]:
         """The builder's cvxpy model, built on first use and kept: composition
-        ([`add_constraint`][fairalloc.throughput.ThroughputPolicy.add_constraint], the properties)
+        (`fairalloc.throughput.ThroughputPolicy.add_constraint`, the properties)
         refers to its variables."""
         if self._cvx is None:
             self._cvx = self._new_cvxpy_model()
@@ -338,8 +338,8 @@ class ThroughputPolicy(Composable):
         return self._build_cvxpy()["objective"]
 
     def add_constraint(self, constraint: Any) -> Self:
-        """Add a cvxpy constraint (on [`x`][fairalloc.throughput.ThroughputPolicy.x],
-        [`effective_throughput`][fairalloc.throughput.ThroughputPolicy.effective_throughput],
+        """Add a cvxpy constraint (on `fairalloc.throughput.ThroughputPolicy.x`,
+        `fairalloc.throughput.ThroughputPolicy.effective_throughput`,
         ...)."""
         self._build_cvxpy()  # builders that cannot compose (min cost) raise here
         return super().add_constraint(constraint)
@@ -396,7 +396,7 @@ class ThroughputPolicy(Composable):
             Add the second stage (default: on where the policy's optimum is not unique).
         gap_tol, feas_tol : float
             Certificate tolerances (relative gap, relative constraint violation), in
-            ``(0, 0.1]`` ([`fairalloc.tolerances`][fairalloc.tolerances]).
+            ``(0, 0.1]`` (`fairalloc.tolerances`).
         stage_tol : float
             Relative slack with which a stage's optimum is kept in later stages (at most
             ``gap_tol / 10``, so the first stage's certificate still holds at the end).

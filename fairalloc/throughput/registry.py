@@ -1,29 +1,25 @@
 """The one table of Gavel effective-throughput policies: name -> builder, function, description.
 
-Adding a policy to [`fairalloc.throughput`][fairalloc.throughput] means adding its builder class and
-one-call function to their module and one [`GavelPolicySpec`][fairalloc.throughput.GavelPolicySpec]
+Adding a policy to `fairalloc.throughput` means adding its builder class and
+one-call function to their module and one `fairalloc.throughput.GavelPolicySpec`
 row here; the simulator (`fairalloc.sim.policies`) and any other consumer read this table instead of
 keeping their own.
 
-API
----
-``GAVEL_POLICIES``
-    ``dict[str, GavelPolicySpec]`` in a fixed order, keyed by the policy's name (the one-call
-    function's name, also ``Allocation.policy`` of its results).
-``GavelPolicySpec``
-    Frozen record with
+The table:
 
-    * ``name`` (str): the key;
-    * ``builder`` (type): the [`ThroughputPolicy`][fairalloc.ThroughputPolicy] subclass;
-    * ``function`` (callable): the one-call function ``function(jobs, cluster, **options)``
+- ``GAVEL_POLICIES``: a ``dict[str, GavelPolicySpec]`` in a fixed order, keyed by the policy's
+  name (the one-call function's name, also ``Allocation.policy`` of its results).
+- ``GavelPolicySpec``: a frozen record with
+    - ``name`` (str): the key;
+    - ``builder`` (type): the `fairalloc.ThroughputPolicy` subclass;
+    - ``function`` (callable): the one-call function ``function(jobs, cluster, **options)``
       (its keyword arguments are spelled out in its signature);
-    * ``description`` (str): one line for listings (``fairalloc`` CLI, simulator);
-    * ``needs`` (tuple of str): the ``Jobs`` fields or arguments the policy requires beyond
+    - ``description`` (str): one line for listings (``fairalloc`` CLI, simulator);
+    - ``needs`` (tuple of str): the ``Jobs`` fields or arguments the policy requires beyond
       throughputs (``"steps_remaining"``, ``"cost"``);
-    * ``reference`` (str): the section of the Gavel paper.
-``gavel_policy(name)``
-    The spec of ``name``; [`fairalloc.InputError`][fairalloc.InputError] (``argument="policy"``)
-    naming the known policies otherwise.
+    - ``reference`` (str): the section of the Gavel paper.
+- ``gavel_policy(name)``: the spec of ``name``; `fairalloc.InputError`
+  (``argument="policy"``) naming the known policies otherwise.
 
 Examples
 --------
@@ -93,7 +89,7 @@ GAVEL_POLICIES: dict[str, GavelPolicySpec] = {
 
 
 def gavel_policy(name: str) -> GavelPolicySpec:
-    """The registry entry of policy ``name`` ([`fairalloc.InputError`][fairalloc.InputError] if
+    """The registry entry of policy ``name`` (`fairalloc.InputError` if
     unknown)."""
     try:
         return GAVEL_POLICIES[name]

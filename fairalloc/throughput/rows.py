@@ -1,6 +1,6 @@
 """Named row layout of a stage LP: which rows hold which constraint block.
 
-Every program of [`fairalloc.throughput`][fairalloc.throughput] stacks its constraint rows in blocks
+Every program of `fairalloc.throughput` stacks its constraint rows in blocks
 (time rows, capacity rows, ...). A `RowLayout` records each block's name and slice as the program
 is built, so the duals of a block are read by name (``layout.take(duals, "capacity")``) and a
 dual vector is assembled by name (``layout.assemble(...)``), never by hard-coded offsets:

@@ -11,11 +11,11 @@ a job's time constraint sums over the same combinations, and a pair occupies the
 one gang (the larger scale factor of its members) on its type. fairalloc stores pairs as
 sparse columns (two non-zeros per pair and type in the job rows, one in the capacity row),
 never as a dense (jobs x pairs x types) tensor, so thousands of jobs and millions of pairs fit
-in memory; [`fairalloc.max_min_fairness`][fairalloc.max_min_fairness] and every other policy accept
+in memory; `fairalloc.max_min_fairness` and every other policy accept
 ``pairs=``.
 
-The input type `fairalloc.JobPairs` lives in [`fairalloc.data`][fairalloc.data]. For large pair
-sets, [`max_min_space_sharing`][fairalloc.max_min_space_sharing] solves max-min fairness by column
+The input type `fairalloc.JobPairs` lives in `fairalloc.data`. For large pair
+sets, `fairalloc.max_min_space_sharing` solves max-min fairness by column
 generation: pairs enter the LP only when their reduced cost (computed for all pairs at once
 from the duals) shows they can raise the level; the certificate bounds the full program.
 """
@@ -70,7 +70,7 @@ def max_min_space_sharing(jobs: Jobs, cluster: Cluster, pairs: JobPairs, *,
     ``batch`` most positive ones and re-solves, until no column has a positive reduced cost.
     The certificate is the LP dual bound of the *full* program (all pairs), evaluated from
     the duals without building it: ``gap = bound - level``. Each restricted LP is solved at
-    unit scale (see [`fairalloc.throughput.ThroughputPolicy`][fairalloc.ThroughputPolicy]), so
+    unit scale (see `fairalloc.ThroughputPolicy`), so
     weights and throughputs in any units give the same allocation and verdict.
 
     Parameters
@@ -78,7 +78,7 @@ def max_min_space_sharing(jobs: Jobs, cluster: Cluster, pairs: JobPairs, *,
     gap_tol, feas_tol : float
         Certificate tolerances in ``(0, 0.1]``.
     max_rounds : int
-        Column-generation rounds before [`fairalloc.SolverError`][fairalloc.SolverError].
+        Column-generation rounds before `fairalloc.SolverError`.
     batch : int, optional
         Columns added per round (default ``max(4 n, 1000)``).
     backend : str or Backend, optional
@@ -87,7 +87,7 @@ def max_min_space_sharing(jobs: Jobs, cluster: Cluster, pairs: JobPairs, *,
     Returns
     -------
     fairalloc.Allocation
-        As [`fairalloc.max_min_fairness`][fairalloc.max_min_fairness] with ``pair_x`` and the
+        As `fairalloc.max_min_fairness` with ``pair_x`` and the
         certified gap. No work-conserving stage (pass the active pairs to ``max_min_fairness`` for
         one). ``stats.path`` lists ``column-generation`` and ``exact-lp`` for every restricted LP,
         and ``clarabel-master`` when the last one, solved by HiGHS (the default), missed the

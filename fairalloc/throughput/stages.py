@@ -1,6 +1,6 @@
 """The lexicographic stage LPs of the effective-throughput policies, with a named row layout.
 
-Shared by every policy of [`fairalloc.throughput`][fairalloc.throughput] (and water-filling, space
+Shared by every policy of `fairalloc.throughput` (and water-filling, space
 sharing): a *stage* is one LP over ``[x, theta]`` on the columns of a
 `ColumnInstance` (`LevelStage`: ``max theta``
 s.t. ``C x - b theta >= h``; `LinearStage`: ``max g @ x``); `StageSolver`

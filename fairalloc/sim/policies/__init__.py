@@ -6,48 +6,48 @@ One module per policy family: `.base` (the base class and the greedy packing),
 
 A policy is any object with a ``name``, ``reset(workload, cluster, *, round_duration, seed)``
 and ``allocate(state) -> TimeShares | Schedule``
-([`fairalloc.sim.state.Policy`][fairalloc.sim.Policy]); [`make_policy`][fairalloc.sim.make_policy]
-builds the registered ones by name ([`available_policies`][fairalloc.sim.available_policies]).
+(`fairalloc.sim.Policy`); `fairalloc.sim.make_policy`
+builds the registered ones by name (`fairalloc.sim.available_policies`).
 
 Library policies (adapters)
 ---------------------------
-* [`GavelPolicy`][fairalloc.sim.GavelPolicy] -- Gavel's effective-throughput programs (Gavel
+* `fairalloc.sim.GavelPolicy` -- Gavel's effective-throughput programs (Gavel
   §4): max-min fairness / LAS (``"max_min_fairness"``, alias ``"gavel"``), water-filling,
   finish-time fairness (``"finish_time_fairness"``; what the Shockwave artifact runs as its "Themis"
   baseline, hence the alias ``"themis_ftf"``), minimum makespan (``"min_makespan"``,
   alias ``"ossp"``: the Shockwave artifact's OSSP baseline is Gavel's makespan policy),
   maximum total (normalised) throughput (``"max_total_throughput"``, alias ``"mst"``), Gavel's
   FIFO and SJF, and the isolated 1/n split. They return fractional
-  [`TimeShares`][fairalloc.sim.TimeShares] that the simulator realises with Gavel's round-based
+  `fairalloc.sim.TimeShares` that the simulator realises with Gavel's round-based
   mechanism; the program is re-solved when jobs arrive, finish or change regime (or every round with
   ``recompute="round"``).
-* [`ShockwavePolicy`][fairalloc.sim.ShockwavePolicy] -- Shockwave (§4-6): regime
+* `fairalloc.sim.ShockwavePolicy` -- Shockwave (§4-6): regime
   forecasts from each job's observed epochs
-  ([`fairalloc.forecast_regimes`][fairalloc.forecast_regimes]), FTF estimates (Eq. 9,
-  [`fairalloc.ftf_estimate`][fairalloc.ftf_estimate] with
-  [`fairalloc.contention_factor`][fairalloc.contention_factor]), a windowed plan
-  ([`fairalloc.plan_schedule`][fairalloc.plan_schedule]) re-planned by
-  [`fairalloc.ReplanPolicy`][fairalloc.ReplanPolicy].
-* [`EFQPolicy`][fairalloc.sim.EFQPolicy] -- Ares elastic fair queuing (§3) through
-  [`fairalloc.ElasticFairQueue`][fairalloc.ElasticFairQueue]: jobs may get more (or fewer) GPUs than
+  (`fairalloc.forecast_regimes`), FTF estimates (Eq. 9,
+  `fairalloc.ftf_estimate` with
+  `fairalloc.contention_factor`), a windowed plan
+  (`fairalloc.plan_schedule`) re-planned by
+  `fairalloc.ReplanPolicy`.
+* `fairalloc.sim.EFQPolicy` -- Ares elastic fair queuing (§3) through
+  `fairalloc.ElasticFairQueue`: jobs may get more (or fewer) GPUs than
   they asked for.
-* [`ThemisPolicy`][fairalloc.sim.ThemisPolicy] -- Themis (§3.3): leases, the filter of the
+* `fairalloc.sim.ThemisPolicy` -- Themis (§3.3): leases, the filter of the
   jobs furthest from finish-time fairness and a partial-allocation auction of the offered GPUs
-  ([`fairalloc.auctions.gpu_auction`][fairalloc.gpu_auction]).
+  (`fairalloc.gpu_auction`).
 
 Baselines of the papers' evaluations (implemented here)
 -------------------------------------------------------
-* [`FIFOPolicy`][fairalloc.sim.FIFOPolicy] -- first come first served with backfilling.
-* [`TiresiasLAS`][fairalloc.sim.TiresiasLAS] -- Tiresias's discretised two-dimensional
+* `fairalloc.sim.FIFOPolicy` -- first come first served with backfilling.
+* `fairalloc.sim.TiresiasLAS` -- Tiresias's discretised two-dimensional
   least-attained-service (queues by attained GPU-time, FIFO within a queue, promotion of starving
   jobs).
-* [`AlloXPolicy`][fairalloc.sim.AlloXPolicy] -- AlloX: minimum average completion time by min-cost
+* `fairalloc.sim.AlloXPolicy` -- AlloX: minimum average completion time by min-cost
   bipartite matching of jobs to (accelerator type, position) slots, with its fairness filter.
-* [`GandivaFairPolicy`][fairalloc.sim.GandivaFairPolicy] -- Gandiva-fair's stride scheduling with
+* `fairalloc.sim.GandivaFairPolicy` -- Gandiva-fair's stride scheduling with
   tickets (by default the gang size, as in the Shockwave evaluation), work conserving.
 
 Every baseline realises its priority order with one vectorised greedy packing
-([`greedy_pack`][fairalloc.sim.greedy_pack]): in priority order, each job takes its gang on the
+(`fairalloc.sim.greedy_pack`): in priority order, each job takes its gang on the
 first type in its preference list with room; a job that does not fit is skipped (backfilling).
 """
 

@@ -1,10 +1,10 @@
 """The base class of the simulator's policies and the greedy packing every baseline uses.
 
-* [`greedy_pack`][fairalloc.sim.greedy_pack] -- vectorised greedy packing of ``(job, type)``
+* `fairalloc.sim.greedy_pack` -- vectorised greedy packing of ``(job, type)``
   candidates in priority order (a job that does not fit is skipped: backfilling);
-* [`pack_by_priority`][fairalloc.sim.pack_by_priority] -- the active jobs packed by a priority, each
+* `fairalloc.sim.pack_by_priority` -- the active jobs packed by a priority, each
   on its preferred types;
-* [`BasePolicy`][fairalloc.sim.BasePolicy] -- ``name``, ``params`` and ``reset`` storing the run's
+* `fairalloc.sim.BasePolicy` -- ``name``, ``params`` and ``reset`` storing the run's
   context.
 """
 

@@ -1,12 +1,12 @@
 """Baselines of the papers' evaluations: FIFO, Tiresias LAS, AlloX and Gandiva-fair.
 
-* [`FIFOPolicy`][fairalloc.sim.FIFOPolicy] -- first come first served with backfilling.
-* [`TiresiasLAS`][fairalloc.sim.TiresiasLAS] -- Tiresias's discretised two-dimensional
+* `fairalloc.sim.FIFOPolicy` -- first come first served with backfilling.
+* `fairalloc.sim.TiresiasLAS` -- Tiresias's discretised two-dimensional
   least-attained-service (queues by attained GPU-time, FIFO within a queue, promotion of starving
   jobs).
-* [`AlloXPolicy`][fairalloc.sim.AlloXPolicy] -- AlloX: minimum average completion time by min-cost
+* `fairalloc.sim.AlloXPolicy` -- AlloX: minimum average completion time by min-cost
   bipartite matching of jobs to (accelerator type, position) slots, with its fairness filter.
-* [`GandivaFairPolicy`][fairalloc.sim.GandivaFairPolicy] -- Gandiva-fair's stride scheduling with
+* `fairalloc.sim.GandivaFairPolicy` -- Gandiva-fair's stride scheduling with
   tickets (by default the gang size, as in the Shockwave evaluation), work conserving.
 
 Each realises its priority order with the greedy packing of `.base`.

@@ -1,5 +1,5 @@
 """Ares elastic fair queuing (§3) as a simulator policy, through
-[`fairalloc.ElasticFairQueue`][fairalloc.ElasticFairQueue]: jobs may get more (or fewer) GPUs than
+`fairalloc.ElasticFairQueue`: jobs may get more (or fewer) GPUs than
 they asked for.
 """
 
@@ -23,7 +23,7 @@ EFQ_ALPHA = 0.75
 
 class EFQPolicy(BasePolicy):
     """Ares elastic fair queuing (§3) through
-    [`fairalloc.ElasticFairQueue`][fairalloc.ElasticFairQueue].
+    `fairalloc.ElasticFairQueue`.
 
     Each job is submitted when it arrives with its GPU-time ``L_j`` (total epochs times the
     epoch time of the regime it starts in, on its fastest type, times its gang: the visible

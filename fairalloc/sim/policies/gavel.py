@@ -1,21 +1,21 @@
 """Gavel's effective-throughput programs as a simulator policy (Gavel §4-5).
 
-[`GavelPolicy`][fairalloc.sim.GavelPolicy] solves one of the library's Gavel programs
-([`GAVEL_OBJECTIVES`][fairalloc.sim.policies.gavel.GAVEL_OBJECTIVES]) on the active jobs and returns
-fractional [`TimeShares`][fairalloc.sim.TimeShares], which the simulator realises with Gavel's
+`fairalloc.sim.GavelPolicy` solves one of the library's Gavel programs
+(`fairalloc.sim.policies.gavel.GAVEL_OBJECTIVES`) on the active jobs and returns
+fractional `fairalloc.sim.TimeShares`, which the simulator realises with Gavel's
 round-based mechanism; the program is re-solved when jobs arrive, finish or change regime (or every
 round with ``recompute="round"``).
 
 The programs come from the one table of Gavel policies,
-[`fairalloc.throughput.registry.GAVEL_POLICIES`][fairalloc.throughput.registry.GAVEL_POLICIES]:
+`fairalloc.throughput.registry.GAVEL_POLICIES`:
 every policy there whose inputs the simulator can provide
-([`SIMULATOR_PROVIDES`][fairalloc.sim.policies.gavel.SIMULATOR_PROVIDES]) is an objective here and
-is registered by its name ([`gavel_policies`][fairalloc.sim.policies.gavel.gavel_policies]), so
+(`fairalloc.sim.policies.gavel.SIMULATOR_PROVIDES`) is an objective here and
+is registered by its name (`fairalloc.sim.policies.gavel.gavel_policies`), so
 adding a Gavel policy needs no edit in ``fairalloc.sim``. This module only adds what is the
 simulator's own: the short names of the papers' evaluations
-([`GAVEL_ALIASES`][fairalloc.sim.policies.gavel.GAVEL_ALIASES]), the 1/n split ``"isolated"``, and
+(`fairalloc.sim.policies.gavel.GAVEL_ALIASES`), the 1/n split ``"isolated"``, and
 the fixed options some objectives run with
-([`OBJECTIVE_OPTIONS`][fairalloc.sim.policies.gavel.OBJECTIVE_OPTIONS]).
+(`fairalloc.sim.policies.gavel.OBJECTIVE_OPTIONS`).
 """
 
 from __future__ import annotations
@@ -37,12 +37,12 @@ __all__ = ["GAVEL_ALIASES", "GAVEL_OBJECTIVES", "OBJECTIVE_OPTIONS", "SIMULATOR_
            "GavelPolicy", "gavel_policies"]
 
 #: the job data a simulated round gives a Gavel program beyond throughputs
-#: ([`fairalloc.sim.JobView.to_jobs`][fairalloc.sim.state.JobView.to_jobs]); a registry policy that
+#: (`fairalloc.sim.state.JobView.to_jobs`); a registry policy that
 #: needs more (e.g. ``cost``)
 #: is not offered by the simulator
 SIMULATOR_PROVIDES = frozenset({"steps_remaining"})
 
-#: the Gavel programs a [`GavelPolicy`][fairalloc.sim.GavelPolicy] can run (``"isolated"``: the 1/n
+#: the Gavel programs a `fairalloc.sim.GavelPolicy` can run (``"isolated"``: the 1/n
 #: split, no program)
 GAVEL_OBJECTIVES = (*(name for name, spec in THROUGHPUT_POLICIES.items()
                       if set(spec.needs) <= SIMULATOR_PROVIDES), "isolated")
@@ -71,7 +71,7 @@ GAVEL_ALIASES: dict[str, tuple[str, str]] = {
 def gavel_policies() -> dict[str, tuple[str, str]]:
     """Simulator name -> (objective, description) of every Gavel program: each objective under
     its registry name (description from the registry), then
-    [`GAVEL_ALIASES`][fairalloc.sim.policies.gavel.GAVEL_ALIASES]."""
+    `fairalloc.sim.policies.gavel.GAVEL_ALIASES`."""
     out = {name: (name, f"Gavel {THROUGHPUT_POLICIES[name].description}")
            for name in GAVEL_OBJECTIVES if name in THROUGHPUT_POLICIES}
     out.update(GAVEL_ALIASES)
@@ -92,7 +92,7 @@ class GavelPolicy(BasePolicy):
     Parameters
     ----------
     objective : str
-        One of [`GAVEL_OBJECTIVES`][fairalloc.sim.policies.gavel.GAVEL_OBJECTIVES].
+        One of `fairalloc.sim.policies.gavel.GAVEL_OBJECTIVES`.
     recompute : {"event", "round"}
         Re-solve when jobs arrive, finish or change regime (default; Gavel recomputes its
         allocation on such events), or every round.

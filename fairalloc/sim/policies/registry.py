@@ -1,11 +1,11 @@
-"""The registry of simulator policies by name: [`register_policy`][fairalloc.sim.register_policy],
-[`available_policies`][fairalloc.sim.available_policies] and
-[`make_policy`][fairalloc.sim.make_policy] (used by
-[`fairalloc.sim.simulate`][fairalloc.sim.simulate], the ``fairalloc simulate`` command and sweeps).
+"""The registry of simulator policies by name: `fairalloc.sim.register_policy`,
+`fairalloc.sim.available_policies` and
+`fairalloc.sim.make_policy` (used by
+`fairalloc.sim.simulate`, the ``fairalloc simulate`` command and sweeps).
 
 The Gavel programs are registered from
-[`gavel_policies`][fairalloc.sim.policies.gavel.gavel_policies] (which reads
-[`fairalloc.throughput.registry.GAVEL_POLICIES`][fairalloc.throughput.registry.GAVEL_POLICIES]); the
+`fairalloc.sim.policies.gavel.gavel_policies` (which reads
+`fairalloc.throughput.registry.GAVEL_POLICIES`); the
 other policies below.
 """
 
@@ -48,11 +48,11 @@ def make_policy(name: str, params: Mapping[str, Any] | None = None) -> Any:
     Parameters
     ----------
     name : str
-        A registered name ([`available_policies`][fairalloc.sim.available_policies]).
+        A registered name (`fairalloc.sim.available_policies`).
     params : mapping, optional
         Keyword parameters of that policy's factory (each policy has its own, so they travel
         as one mapping; to have a type checker check them, construct the policy class
-        directly). An unknown parameter is an [`InputError`][fairalloc.InputError] naming it.
+        directly). An unknown parameter is an `fairalloc.InputError` naming it.
 
     Examples
     --------

@@ -1,11 +1,11 @@
 """Shockwave (§4-6, App. G-H) as a simulator policy.
 
 Regime forecasts from each job's observed epochs
-([`fairalloc.forecast_regimes`][fairalloc.forecast_regimes]), FTF estimates (Eq. 9,
-[`fairalloc.ftf_estimate`][fairalloc.ftf_estimate] with
-[`fairalloc.contention_factor`][fairalloc.contention_factor]), a windowed plan
-([`fairalloc.plan_schedule`][fairalloc.plan_schedule]) re-planned by
-[`fairalloc.ReplanPolicy`][fairalloc.ReplanPolicy].
+(`fairalloc.forecast_regimes`), FTF estimates (Eq. 9,
+`fairalloc.ftf_estimate` with
+`fairalloc.contention_factor`), a windowed plan
+(`fairalloc.plan_schedule`) re-planned by
+`fairalloc.ReplanPolicy`.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ SHOCKWAVE_WINDOW = 20
 #: default number of regimes K of an Accordion job's regime model
 ACCORDION_REGIMES = 6
 #: PERFORMANCE: default branch-and-bound nodes per MILP solve of a re-plan
-#: ([`fairalloc.plan_schedule`][fairalloc.plan_schedule]'s ``node_limit``): a plan not certified
+#: (`fairalloc.plan_schedule`'s ``node_limit``): a plan not certified
 #: within it runs with the best schedule found (``time_limited`` counts them). A work limit, so a
 #: simulation gives the same schedules on any machine however loaded (the previous 10 s time
 #: limit did not: issue #27). HiGHS explores about 50-400 nodes a second on the plans' MILPs
@@ -188,14 +188,14 @@ def plan_ftf(ftf: Any, remaining: Any, round_duration: float, *, k: float,
 class ShockwavePolicy(BasePolicy):
     """Shockwave (§4-6, App. G-H) as a simulator policy.
 
-    Before a round it decides with [`fairalloc.ReplanPolicy`][fairalloc.ReplanPolicy] whether to
+    Before a round it decides with `fairalloc.ReplanPolicy` whether to
     re-plan (no plan, window used up, arrivals, completions, regime changes). Re-planning forecasts
     each active job's remaining regimes from its *observed* finished epochs
-    ([`fairalloc.forecast_regimes`][fairalloc.forecast_regimes] with the job's
-    [`fairalloc.RegimeModel`][fairalloc.RegimeModel]: static, Accordion between its initial and
+    (`fairalloc.forecast_regimes` with the job's
+    `fairalloc.RegimeModel`: static, Accordion between its initial and
     largest batch sizes, or GNS doubling up to its largest), estimates its finish-time fairness (Eq.
     9; contention factor ``N_avg`` over its life) and solves the window plan
-    ([`fairalloc.plan_schedule`][fairalloc.plan_schedule], Eq. 11). Each round runs the plan's
+    (`fairalloc.plan_schedule`, Eq. 11). Each round runs the plan's
     column; idle GPUs left by gangs that do not fit a type go to the unscheduled jobs with the
     largest remaining time.
 
@@ -210,7 +210,7 @@ class ShockwavePolicy(BasePolicy):
         32 and at 256 GPUs). The paper's form is ``makespan="paper"``; App. G.2 gives its
         ``lambda`` in [0.1, 10], §6.1 uses ``1e-3`` (the benchmark's ``shockwave-paper`` row).
     makespan : {"longest", "scale_free", "paper", "max_remaining"}, default "longest"
-        The plan's makespan term ([`fairalloc.plan_schedule`][fairalloc.plan_schedule]);
+        The plan's makespan term (`fairalloc.plan_schedule`);
         ``formulations/shockwave_options.md`` compares them.
     window : int, default 20
         Rounds per plan.
@@ -245,13 +245,13 @@ class ShockwavePolicy(BasePolicy):
         With ``"counts"``: after the must-run jobs and the jobs finishing in the window,
         planned jobs that ran in the previous round go first (no restart).
     time_limit : float or None, default None
-        Seconds per re-plan ([`fairalloc.plan_schedule`][fairalloc.plan_schedule]'s
+        Seconds per re-plan (`fairalloc.plan_schedule`'s
         ``time_limit``), an opt-in for interactive use: a plan not certified by then runs with
         the best schedule found (`time_limited` counts such plans) and the simulation's results
         then depend on the machine's speed and load. ``None``: no time limit.
     node_limit : int or None, default `PLAN_NODE_LIMIT`
         Branch-and-bound nodes per MILP solve of a re-plan
-        ([`fairalloc.plan_schedule`][fairalloc.plan_schedule]'s ``node_limit``): a plan not
+        (`fairalloc.plan_schedule`'s ``node_limit``): a plan not
         certified within it runs with the best schedule found (`time_limited` counts such
         plans); a work limit, so results are the same on any machine. ``None``: no limit (a
         re-plan may then run for a long time on a hard window).
@@ -282,7 +282,7 @@ class ShockwavePolicy(BasePolicy):
         every round of the window are dropped first (the others kept); all are dropped only when
         the rest is still infeasible. ``"all"`` (upstream): any infeasibility drops every limit.
     welfare_norm : {"gpus", "rounds"}, optional
-        Passed to [`fairalloc.plan_schedule`][fairalloc.plan_schedule]: the welfare divided by
+        Passed to `fairalloc.plan_schedule`: the welfare divided by
         ``N*M`` (paper) or ``N*T`` (upstream's code).
     replan_interval : int, optional
         Re-plan at least every this many rounds (upstream: 8); default the window.
@@ -294,7 +294,7 @@ class ShockwavePolicy(BasePolicy):
         shortest remaining, or nobody. `filled` counts the job-rounds it ran.
     method, mip_gap, work_conservation, restart_penalty, expectation, \
 regime_model, z0, util_floor, warm_start, threads, backend : optional
-        Passed to [`fairalloc.plan_schedule`][fairalloc.plan_schedule] when given (`PLAN_OPTIONS`);
+        Passed to `fairalloc.plan_schedule` when given (`PLAN_OPTIONS`);
         ``None``: its default.
     """
 

@@ -1,6 +1,6 @@
 """Themis (§3.3) as a simulator policy: leases, the filter of the jobs furthest
 from finish-time fairness and a partial-allocation auction of the offered GPUs
-([`fairalloc.auctions.gpu_auction`][fairalloc.gpu_auction]).
+(`fairalloc.gpu_auction`).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ THEMIS_GPUS_PER_SERVER = 4
 #: a lease ending within this many seconds of the round's start has expired
 LEASE_SLACK = 1e-9
 #: PERFORMANCE: default branch-and-bound nodes per auction MILP
-#: ([`fairalloc.auctions.gpu_auction`][fairalloc.gpu_auction]'s ``node_limit``): a work limit, so a
+#: (`fairalloc.gpu_auction`'s ``node_limit``): a work limit, so a
 #: simulation's auctions do not depend on the machine's speed or load. The policy's auctions
 #: (one gang size per bidder) are almost always decided by the exact knapsack relaxation
 #: without a MILP; the limit only bounds a pathological one.
@@ -49,7 +49,7 @@ class ThemisPolicy(BasePolicy):
     T_id`` with ``T_id`` the run time in a ``1/N`` share of the ``M`` GPUs), ranks the jobs that
     hold no GPUs; the ``max(1, ceil((1 - f) N))`` with the largest ``rho`` bid, each for its
     gang (valuation ``1/rho``, nothing without it), in a partial-allocation auction of the
-    offered GPUs ([`fairalloc.auctions.gpu_auction`][fairalloc.gpu_auction]: proportionally fair
+    offered GPUs (`fairalloc.gpu_auction`: proportionally fair
     bundles and the leave-one-out fractions ``c_i``). A job keeps ``c_i`` of its PF bundle, rounded
     to whole GPUs by a seeded draw; since a gang runs only with all its workers, it runs when it
     keeps the whole bundle and returns the GPUs otherwise. The leftover GPUs (hidden payments and

@@ -1,0 +1,87 @@
+"""Docstrings read well in ``help()`` (issue #30): cross-references are plain inline code,
+``fairalloc.name``, which the docs build turns into links (``docs/_hooks/plain_refs.py``), never
+the Markdown ``[`X`][fairalloc.X]`` form that ``help()`` shows as raw markup."""
+
+from __future__ import annotations
+
+import importlib.util
+import pydoc
+from pathlib import Path
+
+import pytest
+
+import fairalloc as fa
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _load(name: str, path: Path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)  # type: ignore[union-attr]
+    return mod
+
+
+codemod = _load("plain_refs_tool", ROOT / "docs/_tools/plain_refs.py")
+
+#: files other branches were editing when the rest were rewritten (issue #30); after merging,
+#: ``python docs/_tools/plain_refs.py fairalloc`` rewrites them and this set becomes empty
+PENDING = frozenset({
+    "fairalloc/_cvxpy.py", "fairalloc/backends/__init__.py", "fairalloc/backends/base.py",
+    "fairalloc/backends/clarabel.py", "fairalloc/backends/gurobi.py", "fairalloc/errors.py",
+    "fairalloc/integrations/__init__.py", "fairalloc/integrations/gavel.py",
+    "fairalloc/markets/fisher.py", "fairalloc/plan.py", "fairalloc/sim/sweep.py",
+    "fairalloc/solvelog.py", "fairalloc/testing/__init__.py", "fairalloc/testing/checks.py",
+    "fairalloc/testing/cli.py", "fairalloc/testing/defaults.py", "fairalloc/testing/domains.py",
+    "fairalloc/testing/pytest_plugin.py", "fairalloc/testing/report.py",
+    "fairalloc/testing/strategies/__init__.py", "fairalloc/testing/strategies/_common.py",
+    "fairalloc/testing/strategies/auctions.py", "fairalloc/testing/strategies/clusters.py",
+    "fairalloc/testing/strategies/markets.py", "fairalloc/testing/strategies/queues.py",
+    "fairalloc/testing/strategies/schedules.py", "fairalloc/throughput/duration.py",
+    "fairalloc/throughput/max_min.py", "fairalloc/throughput/water_robust.py",
+})
+
+
+def test_no_docstring_uses_the_markdown_link_form() -> None:
+    hits = []
+    for path in sorted((ROOT / "fairalloc").rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        if rel in PENDING:
+            continue
+        for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if codemod.BRACKET_REF.search(line):
+                hits.append(f"{rel}:{i}")
+    assert not hits, f"run: python docs/_tools/plain_refs.py fairalloc ({hits[:10]})"
+
+
+@pytest.mark.parametrize("name", ["fairalloc", "fairalloc.results", "fairalloc.Cluster",
+                                  "fairalloc.MarketResult", "fairalloc.RoundResult",
+                                  "fairalloc.ElasticFairQueue", "fairalloc.plan_schedule",
+                                  "fairalloc.partial_allocation",
+                                  "fairalloc.throughput.registry"])
+def test_help_shows_no_link_markup(name: str) -> None:
+    obj = pydoc.locate(name)
+    # the package's help lists every class imported so far: its own docstring is the point
+    text = obj.__doc__ if obj is fa else pydoc.render_doc(obj, renderer=pydoc.plaintext)
+    assert "][fairalloc" not in text
+    assert fa.__name__ in text
+
+
+def test_the_rewrite_keeps_the_backticks_and_names_the_object() -> None:
+    assert codemod.plain("see [`ok`][fairalloc.results.Certificate.ok].") == \
+        "see `fairalloc.results.Certificate.ok`."
+    assert codemod.plain("[``Jobs``][fairalloc.Jobs]") == "``fairalloc.Jobs``"
+    assert codemod.plain("[the page][fairalloc.sim]") == "[the page][fairalloc.sim]"
+
+
+def test_the_docs_build_links_plain_names() -> None:
+    pytest.importorskip("griffe")
+    hook = _load("plain_refs_hook", ROOT / "docs/_hooks/plain_refs.py")
+    assert hook.link("a `fairalloc.Jobs` and ``fairalloc.sim.Simulator``.") == (
+        'a <autoref identifier="fairalloc.Jobs" optional><code>fairalloc.Jobs</code></autoref>'
+        ' and <autoref identifier="fairalloc.sim.Simulator" optional>'
+        "<code>fairalloc.sim.Simulator</code></autoref>.")
+    # not inside a link title, a longer name or other code
+    for text in ("[`fairalloc.Jobs`][fairalloc.Jobs]", "`x.fairalloc.Jobs`",
+                 "`fairalloc.Jobs()`", "```fairalloc.Jobs```"):
+        assert hook.link(text) == text, text
