@@ -92,6 +92,9 @@ class GavelPolicy:
     solver : str, optional
         Accepted for compatibility with Gavel's constructors (``solver='ECOS'``) and ignored:
         fairalloc picks its own certified solvers (``backend=`` selects the LP backend).
+    seed : int, optional
+        Accepted (as Gavel's ``utils.get_policy(name, solver, seed)`` passes it) and ignored:
+        the LP policies draw nothing at random.
     **settings
         Passed to [`fairalloc.RoundPolicy`][fairalloc.RoundPolicy] (``backend``, ``gap_tol``, ...).
 
@@ -110,8 +113,9 @@ class GavelPolicy:
     _policy = "max_min_fairness"
     _name = "fairalloc"
 
-    def __init__(self, solver: str | None = None, **settings: Any) -> None:
-        del solver  # Gavel passes its cvxpy solver name; fairalloc chooses its own
+    def __init__(self, solver: str | None = None, *, seed: int | None = None,
+                 **settings: Any) -> None:
+        del solver, seed  # Gavel's cvxpy solver name (fairalloc chooses its own); no draws
         self._round = RoundPolicy(self._policy, **settings)
         self.last_result: RoundResult | None = None
 

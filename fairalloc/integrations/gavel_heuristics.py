@@ -69,8 +69,8 @@ class IsolatedPolicy:
     [`isolated_split`][fairalloc.throughput.isolated_split], on every listed type as Gavel
     does, including types where the job's rate is 0)."""
 
-    def __init__(self, solver: str | None = None) -> None:
-        del solver
+    def __init__(self, solver: str | None = None, seed: int | None = None) -> None:
+        del solver, seed  # no draws
 
     @property
     def name(self) -> str:
@@ -239,8 +239,9 @@ class AlloXPolicy:
     first. Every scale factor must be 1 (as Gavel asserts).
     """
 
-    def __init__(self, solver: str | None = None, alpha: float = 1.0) -> None:
-        del solver
+    def __init__(self, solver: str | None = None, alpha: float = 1.0,
+                 seed: int | None = None) -> None:
+        del solver, seed  # deterministic: no draws
         self.alpha = float(alpha)
         self._prev: dict[Hashable, dict[str, float]] = {}
 

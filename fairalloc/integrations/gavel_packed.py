@@ -137,7 +137,9 @@ class IsolatedTimeState:
     Between two calls a job's steps done (previous ``num_steps_remaining`` minus this one's)
     over its previous isolated throughput are added; a job seen for the first time starts at 0;
     an empty round forgets the previous round (as Gavel does). A job with isolated throughput 0
-    (it can run nowhere) accrues nothing.
+    (it can run nowhere) accrues nothing. ``cumulative_isolated_time`` is a plain dict: a
+    scheduler that creates the policy while jobs are already running may seed it (e.g. with
+    their ``times_since_start``, fairalloc's default when no history is known).
 
     Examples
     --------
