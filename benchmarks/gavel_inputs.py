@@ -663,7 +663,7 @@ def fairalloc_solution(policy: str, out: Any, p: Any, g: dict[str, Any], pairs: 
     text, ok = _cert_text(p.last_result)
     if policy == "water-filling":
         sol["floors"] = np.asarray(p.last_result.reduced.level_floors)
-    if policy == "packing" and pairs is not None and hasattr(p, "packing_result"):
+    if policy == "packing" and pairs is not None and p.packing_result is not None:
         keys = [k for k in out if k.is_pair()]
         sol["px"] = np.array([[out[k][t] for t in TYPES] for k in keys]).reshape(-1, len(TYPES))
         c = p.packing_result.certificate

@@ -102,6 +102,9 @@ class GavelPolicy:
     ----------
     last_result : fairalloc.RoundResult or None
         The previous round's full result (prices, certificate, facts).
+    packing_result : fairalloc.Allocation or None
+        ``*_packed`` policies: the previous round's certified space-sharing allocation
+        (``None`` when no pair could run).
 
     Examples
     --------
@@ -118,6 +121,8 @@ class GavelPolicy:
         del solver, seed  # Gavel's cvxpy solver name (fairalloc chooses its own); no draws
         self._round = RoundPolicy(self._policy, **settings)
         self.last_result: RoundResult | None = None
+        #: packed policies: the certified space-sharing allocation of the last round
+        self.packing_result: Any = None
 
     @property
     def name(self) -> str:

@@ -193,7 +193,7 @@ class GandivaPolicy:
         types = list(cluster_spec)
         singles = _sorted(j for j in tp if not is_pair(j))
         pair_of = {frozenset(members(p)): p for p in tp if is_pair(p)}
-        drop = set()
+        drop: set[Any] = set()
         for job, (combo, other) in self._assigned.items():
             if (job not in tp or (other is not None and other not in tp)
                     or self._packed_gain(combo, tp, types) < GANDIVA_KEEP_PAIR):

@@ -319,7 +319,7 @@ class FIFOPolicyWithPacking(GavelPolicy):
         from ..throughput import fifo
 
         require_mapping(throughputs, "unflattened_throughputs")
-        ids = list(_singles(throughputs))
+        ids: list[Any] = list(_singles(throughputs))
         try:
             ranked = sorted(ids)
         except TypeError:
