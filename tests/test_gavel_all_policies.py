@@ -277,6 +277,21 @@ def test_finish_time_fairness_carries_gavels_isolated_time_across_rounds():
     assert p.cumulative_isolated_time == before
 
 
+def test_packed_water_filling_returns_gavels_effective_throughputs():
+    J, tp, packed, sf, pw, _, _ = _gavel_round(n=4, wide=False)
+    p = gavel.policy("max_min_fairness_water_filling_packed")
+    alloc = p.get_allocation(packed, sf, pw, SPEC)
+    eff, ids = p.get_allocation(packed, sf, pw, SPEC, return_effective_throughputs=True)
+    assert ids == J and isinstance(eff, np.ndarray)
+    c = np.array(list(SPEC.values()), dtype=float)
+    for i, j in enumerate(J):
+        got = sum(tp[j][w] * alloc[j][w] for w in SPEC) + sum(
+            packed[k][w][k.singletons().index(j)] * alloc[k][w]
+            for k in packed if k.is_pair() and j in k.singletons() for w in SPEC)
+        prop = np.array([tp[j][w] for w in SPEC]) @ (c / c.sum())
+        assert eff[i] == pytest.approx(got / prop, rel=1e-9)
+
+
 def test_packed_ftf_keeps_state_and_uses_pairs():
     J, _, packed, sf, pw, t, steps = _gavel_round(n=4, wide=False)
     p = gavel.policy("finish_time_fairness_packed")

@@ -48,6 +48,7 @@ __all__ = [
     "ThroughputNormalizedByCostSumWithPackingSLOs",
     "cost_objective",
     "entity_map",
+    "packed_effective",
     "slo_map",
 ]
 
@@ -227,24 +228,63 @@ class MaxMinFairnessWaterFillingPolicyWithPacking(GavelPolicy):
                        entity_weights: Mapping[Hashable, float] | None = None,
                        entity_to_job_mapping: Mapping[Hashable, Any] | None = None,
                        verbose: bool = False, return_effective_throughputs: bool = False
-                       ) -> dict[Hashable, dict[str, float]]:
-        """``{key: {worker_type: fraction}}`` for single and pair keys."""
+                       ) -> Any:
+        """``{key: {worker_type: fraction}}`` for single and pair keys; with
+        ``return_effective_throughputs``, Gavel's ``(normalized_effective_throughputs,
+        single_job_ids)``: each job's throughput (alone and in its pairs) over its ``X^equal``
+        throughput, in sorted job order."""
         from ..throughput import water_filling
 
         del verbose
-        if return_effective_throughputs:
-            raise InputError("return_effective_throughputs is not implemented for the packed "
-                             "water-filling policy (Gavel's packed class has no such "
-                             "output either)", argument="return_effective_throughputs")
         require_mapping(unflattened_throughputs, "unflattened_throughputs")
         entities, weights, policies = entity_map(_singles(unflattened_throughputs),
                                                  entity_to_job_mapping, entity_weights,
                                                  self.entity_policies)
         self._round.settings.update(entity_weights=weights, entity_policies=policies)
-        return packed_solve(self, unflattened_throughputs, cluster_spec, scale_factors,
-                            water_filling, per_job={"weight": unflattened_priority_weights},
-                            extra={"entities": entities}, entity_weights=weights,
-                            entity_policies=policies)
+        out = packed_solve(self, unflattened_throughputs, cluster_spec, scale_factors,
+                           water_filling, per_job={"weight": unflattened_priority_weights},
+                           extra={"entities": entities}, entity_weights=weights,
+                           entity_policies=policies)
+        if not return_effective_throughputs:
+            return out
+        return packed_effective(unflattened_throughputs, out, cluster_spec)
+
+
+def packed_effective(tp: Mapping[Hashable, Any], alloc: Mapping[Hashable, Any],
+                     cluster_spec: Mapping[str, int]) -> tuple[np.ndarray, list[Any]]:
+    """Gavel's ``(normalized_effective_throughputs, single_job_ids)`` of a packed allocation:
+    ``(sum_t T_jt x_jt + sum_{pairs p of j} rate_{p,j,t} x_pt) / (T_j . c / sum c)``.
+
+    Examples
+    --------
+    >>> eff, ids = packed_effective({0: {"a": 2.0}, 1: {"a": 2.0}, (0, 1): {"a": [1.5, 1.0]}},
+    ...                             {0: {"a": 0.0}, 1: {"a": 0.0}, (0, 1): {"a": 1.0}},
+    ...                             {"a": 1})
+    >>> eff.tolist(), ids
+    ([0.75, 0.5], [0, 1])
+    """
+    from .gavel_base import members, throughput_matrix
+
+    singles: list[Any] = [j for j in tp if not is_pair(j)]
+    try:
+        ids = sorted(singles)
+    except TypeError:
+        ids = singles
+    pos = {j: i for i, j in enumerate(ids)}
+    types = [str(t) for t in cluster_spec]
+    T = throughput_matrix({j: tp[j] for j in ids}, ids, types)
+    X = np.array([[alloc[j][t] for t in types] for j in ids]).reshape(T.shape)
+    eff = (T * X).sum(axis=1)
+    for p in (k for k in tp if is_pair(k)):
+        a, b = members(p)
+        rates = np.array([tp[p].get(t, (0.0, 0.0)) for t in types], dtype=float).reshape(-1, 2)
+        x = np.array([alloc[p][t] for t in types])
+        eff[pos[a]] += rates[:, 0] @ x
+        eff[pos[b]] += rates[:, 1] @ x
+    c = np.array([float(cluster_spec[t]) for t in cluster_spec])
+    prop = T @ (c / c.sum()) if c.sum() > 0 else np.zeros(len(ids))
+    safe = np.where(prop > 0, prop, 1.0)
+    return np.where(prop > 0, eff / safe, 0.0), ids
 
 
 class FinishTimeFairnessPolicyWithPacking(IsolatedTimeState, GavelPolicy):
