@@ -7,6 +7,8 @@ import itertools
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from scipy.optimize import linprog
 
 import fairalloc as fa
@@ -434,3 +436,56 @@ def test_cost_policy_paper_default_and_gavel_code_objective():
 def test_unknown_name_is_refused_naming_the_argument():
     with pytest.raises(fa.InputError, match="name"):
         gavel.policy("lottery")
+
+
+@st.composite
+def _gavel_instances(draw):
+    """Gavel-shaped rounds where every gang fits every type (Gavel's ``X^prop`` and
+    fairalloc's ``X^equal`` then coincide)."""
+    n = draw(st.integers(1, 6))
+    k = draw(st.integers(1, 3))
+    types = ["k80", "p100", "v100"][:k]
+    spec = {t: draw(st.integers(2, 5)) for t in types}
+    rate = st.floats(0.5, 20.0, allow_nan=False)
+    J = [JobIdPair(i) for i in range(n)]
+    tp = {j: {t: draw(rate) for t in types} for j in J}
+    sf = {j: draw(st.sampled_from([1, 2])) for j in J}
+    pw = {j: draw(st.sampled_from([0.5, 1.0, 3.0])) for j in J}
+    return tp, sf, pw, spec
+
+
+@given(_gavel_instances(), st.sampled_from(["paper", "gavel_code"]))
+def test_property_max_min_attains_gavels_hand_computed_optimum(inst, normalization):
+    tp, sf, pw, spec = inst
+    opt, coef, jobs, types = _gavel_max_min_optimum(tp, sf, pw, spec)
+    alloc = gavel.MaxMinFairnessPolicyWithPerf(normalization=normalization).get_allocation(
+        tp, sf, pw, spec)
+    X = np.array([[alloc[j][t] for t in types] for j in jobs])
+    value = float(np.min((coef * X).sum(axis=1)))
+    assert abs(value - opt) <= GAP * opt + FEAS
+
+
+@given(_gavel_instances(), st.lists(st.floats(0.0, 0.3), min_size=1, max_size=4))
+def test_property_ftf_isolated_time_is_gavels_running_total(inst, fractions):
+    """After each round, every job's state grows by its steps done over the previous round's
+    Gavel isolated throughput (``c_j / max(n s, sum c)`` of every type)."""
+    tp, sf, pw, spec = inst
+    jobs = list(tp)
+    c = np.array(list(spec.values()), dtype=float)
+    iso = np.array([sum(tp[j][t] * spec[t] / max(len(jobs) * sf[j], c.sum()) for t in spec)
+                    for j in jobs])
+    p = gavel.policy("finish_time_fairness_perf")
+    steps = {j: 1e4 for j in jobs}
+    t = {j: 0.0 for j in jobs}
+    want = np.zeros(len(jobs))
+    p.get_allocation(tp, sf, pw, t, steps, spec)
+    for f in fractions:
+        new = {j: steps[j] * (1 - f) for j in jobs}
+        done = np.array([steps[j] - new[j] for j in jobs])   # what Gavel's state sees
+        steps = new
+        t = {j: t[j] + 360.0 for j in jobs}
+        want += done / iso
+        p.get_allocation(tp, sf, pw, t, steps, spec)
+        np.testing.assert_allclose([p.cumulative_isolated_time[j] for j in jobs], want,
+                                   rtol=1e-12, atol=0.0)
+        assert p.last_result.certificate.ok
