@@ -111,6 +111,9 @@ __all__ = [
 #: ``min_total_duration`` give every type (hard-coded in Gavel's wrappers)
 REFERENCE_TYPE = "v100"
 
+#: the prefix of Gavel's parametrised AlloX names (``"allox_alpha=0.5"``)
+ALLOX_ALPHA = "allox_alpha="
+
 
 def _weights(priority_weights: Any, scale_factors: Any, normalization: str) -> Any:
     """The fairalloc weights for Gavel's priority weights: unchanged under both
@@ -484,8 +487,9 @@ def policy(name: str, **settings: Any) -> Any:
     """The policy object for one of Gavel's policy names (``"max_min_fairness_perf"``, ...),
     as Gavel's ``utils.get_policy(name, solver=..., seed=...)`` returns it.
 
-    ``settings`` go to the class (``solver=`` is accepted by every one and ignored; ``seed=``
-    by ``fifo`` and ``gandiva``; fairalloc's solve settings by the LP policies).
+    ``settings`` go to the class (``solver=`` and ``seed=`` are accepted by every one; ``seed``
+    is used by ``fifo`` and ``gandiva``; fairalloc's solve settings by the LP policies).
+    ``"allox_alpha=<a>"`` is AlloX with ``alpha=a``, as Gavel's ``get_policy`` parses it.
 
     Examples
     --------
@@ -493,5 +497,14 @@ def policy(name: str, **settings: Any) -> Any:
     'FIFO_Perf'
     >>> len(GAVEL_POLICY_NAMES), all(n in _BY_NAME for n in GAVEL_POLICY_NAMES)
     (22, True)
+    >>> policy("allox_alpha=0.5").alpha
+    0.5
     """
+    if isinstance(name, str) and name.startswith(ALLOX_ALPHA):
+        try:
+            alpha = float(name[len(ALLOX_ALPHA):])
+        except ValueError:
+            raise InputError(f"name {name!r}: {ALLOX_ALPHA}<number> expected",
+                             argument="name") from None
+        return AlloXPolicy(alpha=alpha, **settings)
     return _BY_NAME[as_option(name, "name", tuple(_BY_NAME))](**settings)
