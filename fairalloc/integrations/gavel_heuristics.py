@@ -295,12 +295,10 @@ class AlloXPolicy:
             q = q + elapsed[keep][:, None]
             rows, cols = linear_sum_assignment(q)
             worker, position = cols % n, cols // n
-            first = np.full(n, -1)
-            best = np.full(n, -1)
-            for r, w, p in zip(rows.tolist(), worker.tolist(), position.tolist()):
-                if p > best[w]:
-                    best[w], first[w] = p, r
-            for w in np.flatnonzero(first >= 0).tolist():
-                out[waiting[int(first[w])]][worker_type[w]] = 1.0
+            # each worker runs first the job in its last position (largest ``position``)
+            by = np.lexsort((position, worker))
+            last = np.r_[worker[by][1:] != worker[by][:-1], True]
+            for r, w in zip(rows[by][last].tolist(), worker[by][last].tolist()):
+                out[waiting[r]][worker_type[w]] = 1.0
         self._prev = {j: dict(row) for j, row in out.items()}
         return out
