@@ -51,6 +51,12 @@ policy and size), about 1 % of the jobs leaving and as many arriving each round,
 (``fa.solve_round``) and warm (one ``fa.RoundPolicy``); p50/p90 wall and CPU (thread) time per
 round, and rounds whose certificate failed. Packing is not a ``RoundPolicy`` policy.
 
+**(c) every name of Gavel's ``get_available_policies()``** (#29) through
+``gavel.policy(name)``, one cold call each with the arguments Gavel's scheduler passes for that
+name (packed names and ``gandiva``: the pair keys as well; cost names: ``INSTANCE_COSTS``, every
+``SLO_EVERY``-th job an SLO of ``SLO_SLACK`` x its time alone on a V100; ``allox``: the
+single-GPU jobs), with the certificate of the LP names (``--no-names`` skips it).
+
 Run::
 
     python benchmarks/gavel_inputs.py                     # 100 / 256 jobs, 100 rounds: ~1.5 min
@@ -630,6 +636,10 @@ def adapter_call(policy: str, g: dict[str, Any]) -> tuple[Callable[[], Any], Any
     from fairalloc.integrations import gavel
 
     p = gavel.policy(POLICIES[policy][0])
+    if policy == "ftf":  # jobs drawn mid-run: their isolated time so far taken as their
+        # elapsed time (the references' denominator), not 0 as for a policy object that
+        # saw them start (#29)
+        p.cumulative_isolated_time = dict(g["t"])
     tp = g["tp_pairs"] if policy == "packing" else g["tp"]
     calls: dict[str, Callable[[], Any]] = {
         "max-min": lambda: p.get_allocation(tp, g["sf"], g["w"], g["spec"]),
@@ -653,7 +663,7 @@ def fairalloc_solution(policy: str, out: Any, p: Any, g: dict[str, Any], pairs: 
     text, ok = _cert_text(p.last_result)
     if policy == "water-filling":
         sol["floors"] = np.asarray(p.last_result.reduced.level_floors)
-    if policy == "packing" and pairs is not None and hasattr(p, "packing_result"):
+    if policy == "packing" and pairs is not None and p.packing_result is not None:
         keys = [k for k in out if k.is_pair()]
         sol["px"] = np.array([[out[k][t] for t in TYPES] for k in keys]).reshape(-1, len(TYPES))
         c = p.packing_result.certificate
@@ -955,6 +965,73 @@ def print_table(title: str, header: list[str], rows: list[list[str]], plain: boo
         print("| " + " | ".join(r) + " |", flush=True)
 
 
+# --------------------------------------------------------------------------------------------
+# (c) every name of Gavel's get_available_policies() through the adapter (#29)
+# --------------------------------------------------------------------------------------------
+#: $/GPU-hour per type for the cost policies (AWS on-demand, as in Gavel's cost evaluation:
+#: p3 V100 3.06, p100 1.46 (GCP), p2 K80 0.90)
+INSTANCE_COSTS = {"v100": 3.06, "p100": 1.46, "k80": 0.90}
+SLO_EVERY = 10  # the cost-with-SLO policies: every 10th job has an SLO
+SLO_SLACK = 10.0  # ... of this many times its remaining time alone on a V100 (meetable)
+
+
+def name_call(name: str, p: Any, g: dict[str, Any]) -> Callable[[], Any]:
+    """``p.get_allocation`` with the arguments Gavel's scheduler passes for ``name``."""
+    packed = name.endswith(("packed", "packed_SLOs")) or name == "gandiva"
+    tp, sf, spec = (g["tp_pairs"] if packed else g["tp"]), g["sf"], g["spec"]
+    w, t, steps = g["w"], g["t"], g["steps"]
+    if name == "allox":  # AlloX schedules single-worker jobs only
+        ones = [j for j in g["ids"] if sf[j] == 1]
+        return lambda: p.get_allocation({j: tp[j] for j in ones}, dict.fromkeys(ones, 1),
+                                        t, steps, spec)
+    if name.startswith("fifo") or name in ("gandiva", "isolated", "max_sum_throughput_perf"):
+        return lambda: p.get_allocation(tp, sf, spec)
+    if name.startswith("finish_time_fairness"):
+        return lambda: p.get_allocation(tp, sf, w, t, steps, spec)
+    if "water_filling" in name:
+        return lambda: p.get_allocation(tp, sf, w, spec, entity_weights=g["ew"],
+                                        entity_to_job_mapping=g["e2j"])
+    if name.startswith("max_min_fairness"):
+        return lambda: p.get_allocation(tp, sf, w, spec)
+    if name == "max_sum_throughput_normalized_by_cost_perf":
+        return lambda: p.get_allocation(tp, sf, spec, INSTANCE_COSTS)
+    if name.endswith("SLOs"):
+        slo = {j: SLO_SLACK * steps[j] / g["tp"][j]["v100"] for j in g["ids"][::SLO_EVERY]}
+        return lambda: p.get_allocation(tp, sf, spec, instance_costs=INSTANCE_COSTS, SLOs=slo,
+                                        num_steps_remaining={j: steps[j] for j in slo})
+    return lambda: p.get_allocation(tp, sf, steps, spec)
+
+
+def all_names(ctx: Context, n: int) -> tuple[list[list[str]], int]:
+    """One cold adapter call per Gavel name: rows and the uncertified count."""
+    from fairalloc.integrations import gavel
+
+    _, _, g, _ = instance(ctx, n)
+    rows, bad = [], 0
+    for name in gavel.GAVEL_POLICY_NAMES:
+        made: list[Any] = []
+
+        def call(name: str = name, made: list[Any] = made) -> Any:  # a new (cold) object
+            made.append(gavel.policy(name, seed=ctx.seed))
+            return name_call(name, made[-1], g)()
+
+        out, wall, cpu = timed(call)
+        p = made[-1]
+        r = getattr(p, "packing_result", None) or getattr(p, "last_result", None)
+        if r is None:
+            note = "heuristic (no program)"
+        else:
+            note, ok = _cert_text(r)
+            bad += not ok
+        used = sum(1 for k, row in out.items() if k.is_pair() and sum(row.values()) > 0)
+        rows.append([name, f"{n:,}", _fmt(wall, cpu), f"{len(out):,}", f"{used:,}", note])
+    return rows, bad
+
+
+NAMES_HEADER = ["Gavel name", "jobs", "wall s (cpu s)", "keys out", "pairs used",
+                "certificate / note"]
+
+
 SOLVE_HEADER = ["policy", "solver", "wall s (cpu s)", "ref / fairalloc", "rel. diff",
                 "certificate / note"]
 SUMMARY_HEADER = ["policy", "jobs", "fa s", "bare s", "fa / bare", "fastest exact ref.",
@@ -977,6 +1054,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-pairs", type=int, default=MAX_PAIRS)
     ap.add_argument("--seed", type=int, default=SEED)
     ap.add_argument("--no-trace", action="store_true")
+    ap.add_argument("--no-names", action="store_true",
+                    help="skip (c), every Gavel policy name through the adapter")
     ap.add_argument("--plain", action="store_true", help="markdown tables even with rich")
     args = ap.parse_args(argv)
     path = args.data / DATA_FILE
@@ -1022,6 +1101,15 @@ def main(argv: list[str] | None = None) -> int:
         print_table(f"(b) RoundPolicy trace, ms per round (<= {args.rounds} rounds, <= "
                     f"{args.trace_seconds:.0f} s per mode; bad: uncertified rounds)",
                     TRACE_HEADER, trows, args.plain)
+    if not args.no_names:
+        nrows = []
+        for n in args.jobs:
+            rows, b = all_names(ctx, n)
+            nrows += rows
+            bad += b
+        print_table("(c) every name of Gavel's get_available_policies(), one cold adapter call "
+                    "(a new policy object, constructor included; median of 3 under 1 s)",
+                    NAMES_HEADER, nrows, args.plain)
     print(f"\nuncertified results: {bad}")
     return 0
 

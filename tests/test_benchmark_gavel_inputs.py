@@ -80,6 +80,10 @@ def test_smallest_configuration_has_every_policy_and_is_certified(tmp_path: Path
     trace = _rows(out, "| policy | jobs | rounds |")
     assert {r[0] for r in trace} == {p for p, (_, rp) in gi.POLICIES.items() if rp}
     assert all(r[-1] == "0" for r in trace) and all(r[2] == "2" for r in trace)
+    names = _rows(out, "| Gavel name |")  # (c): every Gavel name, #29
+    from fairalloc.integrations import gavel
+    assert [r[0] for r in names] == list(gavel.GAVEL_POLICY_NAMES)
+    assert all(r[-1].startswith(("ok, gap", "heuristic")) for r in names), names
     assert "NOT OK" not in out
     assert out.rstrip().endswith("uncertified results: 0")
 

@@ -357,10 +357,13 @@ def test_huge_gpu_counts_of_a_queue_are_bounded() -> None:
 def test_gavel_adapter_inputs() -> None:
     """Gavel-shaped dicts: errors name Gavel's argument; the gavel_code normalisation and the
     packing policy's pair rates are checked (they raised TypeError / OverflowError)."""
-    for w, match in ((1 + 0j, "complex"), ("2", "text"), (1e200, "overflows")):
+    for w, match in ((1 + 0j, "complex"), ("2", "text")):
         with pytest.raises(InputError, match=match) as info:
             _gavel("gavel_code", w={"j0": 1.0, "j1": w})
         assert info.value.argument == "unflattened_priority_weights"
+    # gavel_code no longer squares the weight (#29): a weight of 1e200 is a weight like any other
+    assert _gavel("gavel_code", w={"j0": 1.0, "j1": 1e200}) == _gavel("paper", w={"j0": 1.0,
+                                                                                 "j1": 1e200})
     with pytest.raises(InputError) as info:
         _gavel("gavel_code", sf={"j0": 1})
     assert info.value.argument == "scale_factors"

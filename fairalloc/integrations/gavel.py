@@ -2,39 +2,40 @@
 
 Gavel (stanford-futuredata/gavel, ``scheduler/policies/``) calls its policy once per round as
 ``policy.get_allocation(unflattened_throughputs, scale_factors, priority_weights,
-cluster_spec)`` (other policies take ``times_since_start`` / ``num_steps_remaining`` as well)
-with dicts keyed by job id and worker type, and expects ``{job_id: {worker_type:
-fraction}}`` back. The classes here have the same names, signatures and return shape as
-Gavel's ``*WithPerf`` policies and solve the round with
-[`fairalloc.RoundPolicy`][fairalloc.RoundPolicy] (certified, warm-started across rounds, accepting
-drained worker types and jobs that cannot run this round).
-[`policy`][fairalloc.integrations.gavel.policy] maps Gavel's policy names to them.
+cluster_spec)`` (other policies take ``times_since_start`` / ``num_steps_remaining`` /
+``instance_costs`` / ``SLOs`` as well) with dicts keyed by job id and worker type, and expects
+``{job_id: {worker_type: fraction}}`` back. [`policy`][fairalloc.integrations.gavel.policy]
+accepts every name of Gavel's ``utils.get_available_policies()`` (22 names, plus
+``max_min_fairness_packing``) and returns an object with the same ``get_allocation`` signature
+and return shape as Gavel's class for that name. The LP policies solve the round with
+[`fairalloc.RoundPolicy`][fairalloc.RoundPolicy] (certified, warm-started across rounds,
+accepting drained worker types and jobs that cannot run this round); the ``*_packed`` ones
+with fairalloc's space-sharing formulations (``pairs=``,
+[`packed_solve`][fairalloc.integrations.gavel_base.packed_solve]); ``fifo``, ``gandiva``,
+``allox`` and ``isolated`` are Gavel's heuristics, seeded and deterministic
+([`fairalloc.integrations.gavel_heuristics`][fairalloc.integrations.gavel_heuristics]).
+The table of names, fairalloc policies and differences is in ``formulations/gavel_policies.md``
+("Gavel's policy names").
 
 Normalisation (Gavel's code vs the paper, Gavel §4.1)
 --------------------------------------------------------
-* ``X^equal``: fairalloc normalises each job's throughput by ``throughput(m, X^equal)``,
-  its time split across types in proportion to worker counts (row sum 1). Gavel's code uses
-  the throughput of its "isolated" allocation (max-min fairness on unit throughputs), which
-  for equal weights and scale factors is the same up to one common factor; a common factor
-  does not change any max-min allocation.
-* Scale factors and priority weights: the paper's objective is ``min_m (s_m / w_m)
-  throughput(m, X) / throughput(m, X^equal)`` (``normalization="paper"``, the default).
-  Gavel's code applies ``s_m / w_m`` twice (once in its isolated allocation, whose time is
-  proportional to ``w_m / s_m``, and once in the objective), i.e. it ranks jobs by
-  ``(s_m / w_m)^2 ...``; ``normalization="gavel_code"`` reproduces that by passing the weight
-  ``w_m^2 / s_m`` to fairalloc. With unit weights and scale factors both agree.
-* FIFO: Gavel's job ids increase with arrival;
-  [`FIFOPolicyWithPerf`][fairalloc.integrations.gavel.FIFOPolicyWithPerf] serves jobs in sorted
-  job-id order with fairalloc's arrival semantics (a first-arrived gang job is never starved by
-  later, smaller jobs).
-* Empty rounds: Gavel's policies return ``None`` when there are no jobs; these return
-  ``{}``. A worker type with 0 workers in ``cluster_spec`` (or one that a job names and the
-  spec does not list) and jobs that fit on no present type get 0.
-
-Space-sharing job-pair keys:
-[`MaxMinFairnessPolicyWithPacking`][fairalloc.integrations.gavel.MaxMinFairnessPolicyWithPacking]
-takes them (single and pair keys in, a fraction for every key out); the other policies refuse a pair
-key with [`fairalloc.InputError`][fairalloc.InputError].
+* ``X^equal``: fairalloc normalises each job's throughput by ``throughput(m, X^equal)``, its
+  time split across types in proportion to worker counts (row sum 1): Gavel's
+  ``ProportionalPolicy`` (``c_j / sum c``), on the types where the job's gang fits.
+* Scale factors and priority weights: Gavel's ``MaxMinFairnessPolicyWithPerf`` maximises
+  ``min_m s_m tp_m(X) / (w_m tp_m(X^equal))``: ``s_m / w_m`` once, the paper's formula.
+  ``normalization="paper"`` (default) and ``"gavel_code"`` are the same program (the latter
+  used to square the weight, which matches no revision of Gavel's current code).
+* Heterogeneity-agnostic names (``max_min_fairness``, ``max_min_fairness_water_filling``:
+  every throughput 1; ``finish_time_fairness``, ``min_total_duration``: every type at the
+  job's ``v100`` rate) collapse the throughputs exactly as Gavel's wrappers do, then solve the
+  ``_perf`` program.
+* Finish-time fairness keeps Gavel's per-job state across rounds: the time each job would have
+  needed in isolation so far (``FinishTimeFairnessPolicyWithPerf.cumulative_isolated_time``),
+  passed to fairalloc as ``isolated_elapsed``.
+* Empty rounds: Gavel's policies return ``None`` when there are no jobs; these return ``{}``.
+  A worker type with 0 workers in ``cluster_spec`` (or one that a job names and the spec does
+  not list) and jobs that fit on no present type get 0.
 
 Examples
 --------
@@ -53,145 +54,99 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping
 from typing import Any
 
-from .._validation import as_array, as_option, fmt_index
-from ..errors import InputError
-from ..rounds import RoundPolicy, RoundResult
+import numpy as np
+
+from .._validation import as_option
+from ..errors import InfeasibleError, InputError
+from ..rounds import RoundPolicy
+from .gavel_base import (
+    NORMALIZATIONS,
+    GavelPolicy,
+    gavel_isolated_throughputs,
+    require_mapping,
+)
+from .gavel_heuristics import AlloXPolicy, FIFOPolicy, GandivaPolicy, IsolatedPolicy
+from .gavel_packed import (
+    FIFOPolicyWithPacking,
+    FinishTimeFairnessPolicyWithPacking,
+    IsolatedTimeState,
+    MaxMinFairnessPolicyWithPacking,
+    MaxMinFairnessWaterFillingPolicyWithPacking,
+    MinTotalDurationPolicyWithPacking,
+    ThroughputNormalizedByCostSumWithPackingSLOs,
+    cost_objective,
+    entity_map,
+    slo_map,
+)
 
 __all__ = [
+    "GAVEL_POLICY_NAMES",
+    "AlloXPolicy",
+    "FIFOPolicy",
+    "FIFOPolicyWithPacking",
     "FIFOPolicyWithPerf",
+    "FinishTimeFairnessPolicy",
+    "FinishTimeFairnessPolicyWithPacking",
     "FinishTimeFairnessPolicyWithPerf",
+    "GandivaPolicy",
     "GavelPolicy",
+    "IsolatedPolicy",
+    "MaxMinFairnessPolicy",
     "MaxMinFairnessPolicyWithPacking",
     "MaxMinFairnessPolicyWithPerf",
+    "MaxMinFairnessWaterFillingPolicy",
+    "MaxMinFairnessWaterFillingPolicyWithPacking",
     "MaxMinFairnessWaterFillingPolicyWithPerf",
+    "MinTotalDurationPolicy",
+    "MinTotalDurationPolicyWithPacking",
     "MinTotalDurationPolicyWithPerf",
+    "ThroughputNormalizedByCostSumWithPackingSLOs",
+    "ThroughputNormalizedByCostSumWithPerf",
+    "ThroughputNormalizedByCostSumWithPerfSLOs",
     "ThroughputSumWithPerf",
     "policy",
 ]
 
-NORMALIZATIONS = ("paper", "gavel_code")
+#: the worker type whose rate Gavel's heterogeneity-agnostic ``finish_time_fairness`` and
+#: ``min_total_duration`` give every type (hard-coded in Gavel's wrappers)
+REFERENCE_TYPE = "v100"
 
-#: fairalloc's argument names -> the names of Gavel's ``get_allocation`` arguments (an
-#: [`InputError`][fairalloc.InputError] names the argument the caller passed)
-GAVEL_ARGUMENTS = {"throughput": "unflattened_throughputs", "workers": "cluster_spec",
-                   "types": "cluster_spec", "scale_factor": "scale_factors",
-                   "weight": "unflattened_priority_weights", "elapsed": "times_since_start",
-                   "steps_remaining": "num_steps_remaining",
-                   "entities": "entity_to_job_mapping"}
-
-
-def _gavel_error(exc: InputError) -> InputError:
-    """``exc`` with the argument renamed to Gavel's name for it."""
-    ours = exc.argument or ""
-    name = GAVEL_ARGUMENTS.get(ours)
-    if name is None:
-        return exc
-    text = str(exc)
-    text = (name + text[len(ours):] if text.startswith(ours) and text[len(ours):][:1] in "[ "
-            else f"{name}: {text}")
-    return InputError(text, argument=name, index=exc.index)
-
-
-def _is_pair(job_id: Any) -> bool:
-    is_pair = getattr(job_id, "is_pair", None)
-    if callable(is_pair):
-        return bool(is_pair())
-    return isinstance(job_id, tuple) and len(job_id) == 2 and job_id[1] is not None
-
-
-class GavelPolicy:
-    """Base of the Gavel-compatible policies: a [`fairalloc.RoundPolicy`][fairalloc.RoundPolicy]
-    behind Gavel's interface.
-
-    Parameters
-    ----------
-    solver : str, optional
-        Accepted for compatibility with Gavel's constructors (``solver='ECOS'``) and ignored:
-        fairalloc picks its own certified solvers (``backend=`` selects the LP backend).
-    **settings
-        Passed to [`fairalloc.RoundPolicy`][fairalloc.RoundPolicy] (``backend``, ``gap_tol``, ...).
-
-    Attributes
-    ----------
-    last_result : fairalloc.RoundResult or None
-        The previous round's full result (prices, certificate, facts).
-    """
-
-    _policy = "max_min_fairness"
-    _name = "fairalloc"
-
-    def __init__(self, solver: str | None = None, **settings: Any) -> None:
-        del solver  # Gavel passes its cvxpy solver name; fairalloc chooses its own
-        self._round = RoundPolicy(self._policy, **settings)
-        self.last_result: RoundResult | None = None
-
-    @property
-    def name(self) -> str:
-        """Gavel-style policy name."""
-        return self._name
-
-    def _solve(self, unflattened_throughputs: Mapping[Hashable, Mapping[str, float]],
-               cluster_spec: Mapping[str, int], **per_job: Any
-               ) -> dict[Hashable, dict[str, float]]:
-        if not isinstance(unflattened_throughputs, Mapping):
-            raise InputError("unflattened_throughputs must be a dict job_id -> {worker_type: "
-                             "throughput}", argument="unflattened_throughputs")
-        pairs = [j for j in unflattened_throughputs if _is_pair(j)]
-        if pairs:
-            raise InputError(f"job-pair key {pairs[0]!r}: space sharing (Gavel's *WithPacking "
-                             "policies) needs "
-                             "MaxMinFairnessPolicyWithPacking", argument="unflattened_throughputs")
-        try:
-            r = self._round.allocate(unflattened_throughputs, cluster_spec, **per_job)
-        except InputError as exc:
-            raise _gavel_error(exc) from None
-        self.last_result = r
-        return r.allocation
-
-
-def _by_job(values: Any, name: str, jobs: list[Any], **kw: Any) -> Any:
-    """``values[j]`` for each job ``j``, validated by ``as_array`` (``kw``); errors name
-    ``name`` and the job id."""
-    if not isinstance(values, Mapping):
-        raise InputError(f"{name} must be a dict job_id -> number, got {type(values).__name__}",
-                         argument=name)
-    missing = [j for j in jobs if j not in values]
-    if missing:
-        raise InputError(f"{name} has no entry for job {missing[0]!r}", argument=name)
-    try:
-        return as_array([values[j] for j in jobs], name, ndim=1, allow_empty=True, **kw)
-    except InputError as exc:
-        if exc.index is None or len(exc.index) != 1:
-            raise
-        text = str(exc).replace(f"{name}{fmt_index(exc.index)}",
-                                f"{name}[{jobs[exc.index[0]]!r}]", 1)
-        raise InputError(text, argument=name, index=exc.index) from None
+#: the prefix of Gavel's parametrised AlloX names (``"allox_alpha=0.5"``)
+ALLOX_ALPHA = "allox_alpha="
 
 
 def _weights(priority_weights: Any, scale_factors: Any, normalization: str) -> Any:
-    if normalization == "paper" or priority_weights is None:
-        return priority_weights
-    jobs = list(priority_weights) if isinstance(priority_weights, Mapping) else []
-    w = _by_job(priority_weights, "unflattened_priority_weights", jobs, positive=True)
-    s = (_by_job(scale_factors, "scale_factors", jobs, positive=True, integer=True)
-         if scale_factors is not None else 1.0)
-    import numpy as np
+    """The fairalloc weights for Gavel's priority weights: unchanged under both
+    normalisations (see the module notes)."""
+    del scale_factors
+    as_option(normalization, "normalization", NORMALIZATIONS)
+    return priority_weights
 
-    with np.errstate(over="ignore"):
-        out = w * (w / s)  # w^2 / s, without squaring first (w^2 may overflow where this does not)
-    bad = np.flatnonzero(~np.isfinite(out))
-    if bad.size:
-        j = jobs[int(bad[0])]
-        raise InputError(f"unflattened_priority_weights[{j!r}] = {w[bad[0]]:g}: its square over "
-                         "the scale factor (normalization='gavel_code') overflows a float",
-                         argument="unflattened_priority_weights", index=(int(bad[0]),))
-    return dict(zip(jobs, out.tolist()))
+
+def _collapse(tp: Any, reference: str | None) -> dict[Hashable, dict[str, float]]:
+    """Gavel's heterogeneity-agnostic throughputs: every type 1 (``reference=None``) or every
+    type at the job's rate on ``reference``."""
+    require_mapping(tp, "unflattened_throughputs")
+    out: dict[Hashable, dict[str, float]] = {}
+    for j, row in tp.items():
+        require_mapping(row, "unflattened_throughputs")
+        if reference is None:
+            out[j] = dict.fromkeys(row, 1.0)
+        elif reference not in row:
+            raise InputError(f"unflattened_throughputs[{j!r}] has no {reference!r} rate: the "
+                             "heterogeneity-agnostic policy runs every type at it (Gavel "
+                             "hard-codes 'v100'; pass reference_type=...)",
+                             argument="unflattened_throughputs")
+        else:
+            out[j] = dict.fromkeys(row, row[reference])
+    return out
 
 
 class MaxMinFairnessPolicyWithPerf(GavelPolicy):
     """Gavel's LAS / heterogeneity-aware max-min fairness (``max_min_fairness_perf``).
 
-    ``normalization``: ``"paper"`` (default) or ``"gavel_code"`` (see the module notes).
+    ``normalization``: ``"paper"`` (default) or ``"gavel_code"`` (the same program; see the
+    module notes).
     """
 
     _policy = "max_min_fairness"
@@ -211,22 +166,41 @@ class MaxMinFairnessPolicyWithPerf(GavelPolicy):
                                            self.normalization))
 
 
+class MaxMinFairnessPolicy(MaxMinFairnessPolicyWithPerf):
+    """Gavel's heterogeneity-agnostic max-min fairness (``max_min_fairness``): every
+    throughput set to 1, then ``max_min_fairness_perf``."""
+
+    _name = "MaxMinFairness"
+
+    def get_allocation(self, unflattened_throughputs: Any, scale_factors: Any,
+                       unflattened_priority_weights: Any, cluster_spec: Any
+                       ) -> dict[Hashable, dict[str, float]]:
+        """``{job_id: {worker_type: fraction}}`` for this round."""
+        return super().get_allocation(_collapse(unflattened_throughputs, None), scale_factors,
+                                      unflattened_priority_weights, cluster_spec)
+
+
 class MaxMinFairnessWaterFillingPolicyWithPerf(GavelPolicy):
     """Gavel's hierarchical max-min fairness with water-filling
     (``max_min_fairness_water_filling_perf``), certified and without big-M MILPs.
 
-    ``entity_policies``: optional ``{entity: "fairness" | "fifo"}`` (default fairness).
+    ``entity_policies``: optional ``{entity: "fairness" | "fifo"}`` (Gavel's
+    ``priority_reweighting_policies``; default fairness). An entity with no job this round is
+    accepted (its weight is kept for the rounds it has jobs).
     """
 
     _policy = "water_filling"
     _name = "MaxMinFairnessWaterFilling_Perf"
+    _reference: str | None = ""
 
     def __init__(self, solver: str | None = None, *, normalization: str = "paper",
                  entity_policies: Mapping[Hashable, str] | None = None,
+                 priority_reweighting_policies: Mapping[Hashable, str] | None = None,
                  **settings: Any) -> None:
         super().__init__(solver, **settings)
         self.normalization = as_option(normalization, "normalization", NORMALIZATIONS)
-        self.entity_policies = entity_policies
+        self.entity_policies = (entity_policies if entity_policies is not None
+                                else priority_reweighting_policies)
 
     def get_allocation(self, unflattened_throughputs: Any, scale_factors: Any,
                        unflattened_priority_weights: Any, cluster_spec: Any,
@@ -234,55 +208,134 @@ class MaxMinFairnessWaterFillingPolicyWithPerf(GavelPolicy):
                        entity_to_job_mapping: Mapping[Hashable, Any] | None = None,
                        verbose: bool = False, return_effective_throughputs: bool = False
                        ) -> Any:
-        """``{job_id: {worker_type: fraction}}`` (and effective throughputs if asked)."""
+        """``{job_id: {worker_type: fraction}}``; with ``return_effective_throughputs``,
+        Gavel's ``(normalized_effective_throughputs, job_ids)`` instead: each job's
+        throughput over its ``X^equal`` throughput (an array) in sorted job order."""
         del verbose
-        entities = None
-        if entity_to_job_mapping is not None:
-            entities = {j: e for e, js in entity_to_job_mapping.items() for j in js}
-        self._round.settings.update(entity_weights=entity_weights,
-                                    entity_policies=self.entity_policies)
-        alloc = self._solve(unflattened_throughputs, cluster_spec,
-                            scale_factor=scale_factors, entities=entities,
+        real = unflattened_throughputs
+        tp = real if self._reference == "" else _collapse(real, self._reference)
+        entities, weights, policies = entity_map(tp, entity_to_job_mapping, entity_weights,
+                                                 self.entity_policies)
+        self._round.settings.update(entity_weights=weights, entity_policies=policies)
+        alloc = self._solve(tp, cluster_spec, scale_factor=scale_factors, entities=entities,
                             weight=_weights(unflattened_priority_weights, scale_factors,
                                             self.normalization))
-        if return_effective_throughputs:
-            r = self.last_result
-            assert r is not None
-            return alloc, dict(zip(r.job_ids, r.effective_throughput.tolist()))
-        return alloc
+        if not return_effective_throughputs:
+            return alloc
+        return _normalized_effective(real, alloc, cluster_spec)
 
 
-class FinishTimeFairnessPolicyWithPerf(GavelPolicy):
-    """Gavel's finish-time fairness (``finish_time_fairness_perf``; Themis' rho), exact by
-    a Dinkelbach sequence of LPs
-    ([`fairalloc.finish_time_fairness`][fairalloc.finish_time_fairness])."""
+def _sorted_ids(ids: Any) -> list[Any]:
+    try:
+        return sorted(ids)
+    except TypeError:
+        return list(ids)
+
+
+def _normalized_effective(tp: Mapping[Hashable, Any], alloc: Mapping[Hashable, Any],
+                          cluster_spec: Mapping[str, int]) -> tuple[np.ndarray, list[Any]]:
+    """Gavel's ``(normalized_effective_throughputs, job_ids)``: ``tp_m(X) / tp_m(X^prop)``."""
+    ids = _sorted_ids(tp)
+    types = list(cluster_spec)
+    T = np.array([[float(tp[j].get(t, 0.0)) for t in types] for j in ids]).reshape(len(ids),
+                                                                                 len(types))
+    X = np.array([[alloc[j][t] for t in types] for j in ids]).reshape(T.shape)
+    c = np.array([float(cluster_spec[t]) for t in types])
+    prop = T @ (c / c.sum()) if c.sum() > 0 else np.zeros(len(ids))
+    eff = (T * X).sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.where(prop > 0, eff / np.where(prop > 0, prop, 1.0), 0.0)
+    return out, ids
+
+
+class MaxMinFairnessWaterFillingPolicy(MaxMinFairnessWaterFillingPolicyWithPerf):
+    """Gavel's heterogeneity-agnostic water-filling (``max_min_fairness_water_filling``):
+    every throughput 1, then the ``_perf`` program."""
+
+    _name = "MaxMinFairnessWaterFilling"
+    _reference = None
+
+
+class FinishTimeFairnessPolicyWithPerf(IsolatedTimeState, GavelPolicy):
+    """Gavel's finish-time fairness (``finish_time_fairness_perf``; Themis' rho), exact by a
+    Dinkelbach sequence of LPs ([`fairalloc.finish_time_fairness`][fairalloc.finish_time_fairness]).
+
+    ``rho_m = (times_since_start_m + steps_m / tp_m(X)) / (iso_m + steps_m / tp_m(X^iso))``
+    with Gavel's per-job state ``iso_m`` (``cumulative_isolated_time``): the time the job would
+    have needed in isolation for the steps it ran in the rounds this object saw, the steps
+    done between two calls over the previous round's isolated throughput (0 for a job seen for
+    the first time). Priority weights are unused, as in Gavel's code.
+    """
 
     _policy = "finish_time_fairness"
     _name = "FinishTimeFairness_Perf"
+    _reference: str | None = ""
+
+    def __init__(self, solver: str | None = None, *, reference_type: str = REFERENCE_TYPE,
+                 **settings: Any) -> None:
+        super().__init__(solver, **settings)
+        self.reference_type = reference_type
+        self._reset_state()
 
     def get_allocation(self, unflattened_throughputs: Any, scale_factors: Any,
                        unflattened_priority_weights: Any, times_since_start: Any,
                        num_steps_remaining: Any, cluster_spec: Any
                        ) -> dict[Hashable, dict[str, float]]:
-        """``{job_id: {worker_type: fraction}}`` for this round (priority weights are unused,
-        as in Gavel's code)."""
+        """``{job_id: {worker_type: fraction}}`` for this round."""
         del unflattened_priority_weights
-        return self._solve(unflattened_throughputs, cluster_spec, scale_factor=scale_factors,
-                           elapsed=times_since_start, steps_remaining=num_steps_remaining)
+        tp = (unflattened_throughputs if self._reference == ""
+              else _collapse(unflattened_throughputs, self.reference_type))
+        require_mapping(tp, "unflattened_throughputs")
+        if not tp:
+            self._forget_round()
+            return {}
+        iso_tp = gavel_isolated_throughputs(tp, scale_factors, cluster_spec)
+        iso_elapsed = self._advance(list(tp), iso_tp, num_steps_remaining)
+        out = self._solve(tp, cluster_spec, scale_factor=scale_factors,
+                          elapsed=times_since_start, steps_remaining=num_steps_remaining,
+                          isolated_elapsed=iso_elapsed)
+        self._remember(list(tp), iso_tp, num_steps_remaining)
+        return out
+
+
+class FinishTimeFairnessPolicy(FinishTimeFairnessPolicyWithPerf):
+    """Gavel's heterogeneity-agnostic finish-time fairness (``finish_time_fairness``): every
+    type at the job's ``reference_type`` (``"v100"``) rate, then the ``_perf`` program (its
+    isolated-time state on those rates, as in Gavel)."""
+
+    _name = "FinishTimeFairness"
+    _reference = REFERENCE_TYPE
 
 
 class MinTotalDurationPolicyWithPerf(GavelPolicy):
-    """Gavel's minimum makespan (``min_total_duration_perf``), one exact LP (no bisection)."""
+    """Gavel's minimum makespan (``min_total_duration_perf``), one exact LP (Gavel bisects on
+    the makespan to 5 %)."""
 
     _policy = "min_makespan"
     _name = "MinTotalDuration_Perf"
+    _reference: str | None = ""
+
+    def __init__(self, solver: str | None = None, *, reference_type: str = REFERENCE_TYPE,
+                 **settings: Any) -> None:
+        super().__init__(solver, **settings)
+        self.reference_type = reference_type
 
     def get_allocation(self, unflattened_throughputs: Any, scale_factors: Any,
                        num_steps_remaining: Any, cluster_spec: Any
                        ) -> dict[Hashable, dict[str, float]]:
         """``{job_id: {worker_type: fraction}}`` for this round."""
-        return self._solve(unflattened_throughputs, cluster_spec, scale_factor=scale_factors,
+        tp = (unflattened_throughputs if self._reference == ""
+              else _collapse(unflattened_throughputs, self.reference_type))
+        return self._solve(tp, cluster_spec, scale_factor=scale_factors,
                            steps_remaining=num_steps_remaining)
+
+
+class MinTotalDurationPolicy(MinTotalDurationPolicyWithPerf):
+    """Gavel's heterogeneity-agnostic minimum makespan (``min_total_duration``): every type at
+    the job's ``reference_type`` (``"v100"``) rate, then the ``_perf`` program."""
+
+    _name = "MinTotalDuration"
+    _reference = REFERENCE_TYPE
 
 
 class ThroughputSumWithPerf(GavelPolicy):
@@ -297,8 +350,85 @@ class ThroughputSumWithPerf(GavelPolicy):
         return self._solve(unflattened_throughputs, cluster_spec, scale_factor=scale_factors)
 
 
+class ThroughputNormalizedByCostSumWithPerfSLOs(GavelPolicy):
+    """Gavel's cost policy with SLOs (``max_sum_throughput_normalized_by_cost_perf_SLOs``).
+
+    ``objective="paper"`` (default): the paper's §4.2 program, maximise total throughput per
+    unit cost ``sum_m tp_m / sum cost_j s_m x_mj`` ([`fairalloc.min_cost`][fairalloc.min_cost],
+    linear-fractional, exact). ``objective="gavel_code"``: Gavel's code, maximise
+    ``sum_m sum_j T_mj x_mj / cost_j`` (one LP; with ``instance_costs=None`` this is
+    ``max_sum_throughput_perf``). The paper's is the default because it is the quantity the
+    paper defines and evaluates (Gavel's linear objective ignores the gang size in the cost).
+    ``SLOs[j]`` (seconds) requires ``tp_j >= num_steps_remaining[j] / SLOs[j]``; when no
+    allocation meets every SLO, the SLOs are dropped for the round (as Gavel does) and
+    ``slo_dropped`` is ``True``.
+    """
+
+    _policy = "min_cost"
+    _name = "ThroughputNormalizedByCostSum_PerfSLOs"
+
+    def __init__(self, solver: str | None = None, *, objective: str = "paper",
+                 **settings: Any) -> None:
+        self.objective = as_option(objective, "objective", ("paper", "gavel_code"))
+        super().__init__(solver, **settings)
+        if self.objective == "gavel_code":
+            self._round = RoundPolicy("max_total_throughput", **settings)
+        self.slo_dropped = False
+
+    def get_allocation(self, unflattened_throughputs: Any, scale_factors: Any,
+                       cluster_spec: Any, instance_costs: Mapping[str, float] | None = None,
+                       SLOs: Mapping[Hashable, float] | None = None,  # noqa: N803 (Gavel's name)
+                       num_steps_remaining: Mapping[Hashable, float] | None = None
+                       ) -> dict[Hashable, dict[str, float]]:
+        """``{job_id: {worker_type: fraction}}`` for this round."""
+        require_mapping(unflattened_throughputs, "unflattened_throughputs")
+        costs = cost_objective(cluster_spec, instance_costs)
+        slo, steps = slo_map(unflattened_throughputs, SLOs, num_steps_remaining)
+        self.slo_dropped = False
+        if self.objective == "gavel_code":
+            return self._gavel_code(unflattened_throughputs, scale_factors, cluster_spec,
+                                    costs, slo, steps)
+        self._round.settings["cost"] = costs
+        try:
+            return self._solve(unflattened_throughputs, cluster_spec,
+                               scale_factor=scale_factors, slo=slo, steps_remaining=steps)
+        except InfeasibleError:
+            self.slo_dropped = True
+            return self._solve(unflattened_throughputs, cluster_spec,
+                               scale_factor=scale_factors)
+
+    def _gavel_code(self, tp: Mapping[Hashable, Any], scale_factors: Any,
+                    cluster_spec: Any, costs: Mapping[str, float], slo: Any, steps: Any
+                    ) -> dict[Hashable, dict[str, float]]:
+        if slo is not None:
+            raise InputError("SLOs with objective='gavel_code' (Gavel's linear cost "
+                             "objective under SLO rows) are not implemented: fairalloc's "
+                             "max_total_throughput takes no per-job throughput floors; use "
+                             "objective='paper'", argument="SLOs")
+        scaled = {j: {t: float(v) / costs.get(t, 1.0) for t, v in row.items()}
+                  for j, row in tp.items()}
+        return self._solve(scaled, cluster_spec, scale_factor=scale_factors)
+
+
+class ThroughputNormalizedByCostSumWithPerf(ThroughputNormalizedByCostSumWithPerfSLOs):
+    """Gavel's cost policy (``max_sum_throughput_normalized_by_cost_perf``), no SLOs; see
+    [`ThroughputNormalizedByCostSumWithPerfSLOs`][fairalloc.integrations.gavel.ThroughputNormalizedByCostSumWithPerfSLOs]."""
+
+    _name = "ThroughputNormalizedByCostSum_Perf"
+
+    def get_allocation(self, unflattened_throughputs: Any, scale_factors: Any,  # type: ignore[override]
+                       cluster_spec: Any, instance_costs: Mapping[str, float] | None
+                       ) -> dict[Hashable, dict[str, float]]:
+        """``{job_id: {worker_type: fraction}}`` for this round."""
+        return super().get_allocation(unflattened_throughputs, scale_factors, cluster_spec,
+                                      instance_costs)
+
+
 class FIFOPolicyWithPerf(GavelPolicy):
-    """FIFO in arrival (sorted job id) order (``fifo_perf``), fractional and certified."""
+    """FIFO in arrival (sorted job id) order (``fifo_perf``), fractional and certified
+    ([`fairalloc.fifo`][fairalloc.fifo] arrival semantics: a first-arrived gang job is never
+    starved by later, smaller jobs; Gavel's greedy gives each job whole workers of its fastest
+    type with room)."""
 
     _policy = "fifo"
     _name = "FIFO_Perf"
@@ -306,158 +436,75 @@ class FIFOPolicyWithPerf(GavelPolicy):
     def get_allocation(self, throughputs: Any, scale_factors: Any, cluster_spec: Any
                        ) -> dict[Hashable, dict[str, float]]:
         """``{job_id: {worker_type: fraction}}`` for this round."""
-        try:
-            ranked = sorted(throughputs)
-        except TypeError:
-            ranked = list(throughputs)
-        order = {j: float(i) for i, j in enumerate(ranked)}
+        require_mapping(throughputs, "unflattened_throughputs")
+        ranked = _sorted_ids(throughputs)
+        order = dict(zip(ranked, np.arange(len(ranked), dtype=float).tolist()))
         return self._solve(throughputs, cluster_spec, scale_factor=scale_factors, order=order)
 
 
-def _members(key: Any) -> tuple[Any, Any]:
-    singletons = getattr(key, "singletons", None)
-    if callable(singletons):
-        a, b = singletons()
-        return a, b
-    return key[0], key[1]
+#: every name of Gavel's ``utils.get_available_policies()`` (commit c4fa400), in its order
+GAVEL_POLICY_NAMES = (
+    "allox", "fifo", "fifo_perf", "fifo_packed", "finish_time_fairness",
+    "finish_time_fairness_perf", "finish_time_fairness_packed", "gandiva", "isolated",
+    "max_min_fairness", "max_min_fairness_perf", "max_min_fairness_packed",
+    "max_min_fairness_water_filling", "max_min_fairness_water_filling_perf",
+    "max_min_fairness_water_filling_packed", "max_sum_throughput_perf",
+    "max_sum_throughput_normalized_by_cost_perf",
+    "max_sum_throughput_normalized_by_cost_perf_SLOs",
+    "max_sum_throughput_normalized_by_cost_packed_SLOs", "min_total_duration",
+    "min_total_duration_perf", "min_total_duration_packed",
+)
 
-
-class MaxMinFairnessPolicyWithPacking(GavelPolicy):
-    """Gavel's max-min fairness with space sharing (``max_min_fairness_packing``).
-
-    ``unflattened_throughputs`` holds single-job keys (``{worker_type: rate}``) and job-pair
-    keys (``{worker_type: [rate of member 0, rate of member 1]}``), as Gavel passes them.
-    Solved by [`fairalloc.max_min_space_sharing`][fairalloc.max_min_space_sharing] (column
-    generation, certified) on the present types and runnable jobs; a pair with a member that cannot
-    run gets 0. Returns a fraction for every key: for a single key the time the job runs *alone* on
-    each type, for a pair key the time the pair shares a worker. Normalisation as in
-    [`MaxMinFairnessPolicyWithPerf`][fairalloc.integrations.gavel.MaxMinFairnessPolicyWithPerf]
-    (``X^equal``; Gavel's packing code normalises by the sum of a job's throughputs over types
-    instead, a per-job constant of another kind).
-    """
-
-    _policy = "max_min_fairness"
-    _name = "MaxMinFairness_Packing"
-
-    def get_allocation(self, unflattened_throughputs: Any, scale_factors: Any,
-                       unflattened_priority_weights: Any, cluster_spec: Any
-                       ) -> dict[Hashable, dict[str, float]]:
-        """``{key: {worker_type: fraction}}`` for single and pair keys."""
-        import numpy as np
-
-        from ..data import Cluster, JobPairs, Jobs
-        from ..throughput import max_min_space_sharing
-
-        if not isinstance(unflattened_throughputs, Mapping):
-            raise InputError("unflattened_throughputs must be a dict",
-                             argument="unflattened_throughputs")
-        singles = [j for j in unflattened_throughputs if not _is_pair(j)]
-        pairs = [j for j in unflattened_throughputs if _is_pair(j)]
-        single_tp = {j: unflattened_throughputs[j] for j in singles}
-        types = tuple(str(t) for t in cluster_spec)
-        out: dict[Hashable, dict[str, float]] = {}
-        try:
-            base = self._round.allocate(single_tp, cluster_spec, scale_factor=scale_factors,
-                                        weight=unflattened_priority_weights)
-        except InputError as exc:
-            raise _gavel_error(exc) from None
-        self.last_result = base
-        if not pairs or base.reduced is None:
-            out.update(base.allocation)
-            out.update({p: dict.fromkeys(types, 0.0) for p in pairs})
-            return out
-        # the reduced program's rows and columns, as RoundPolicy chose them
-        run = [j for j in singles if j not in set(base.unrunnable_jobs)]
-        pos = {j: i for i, j in enumerate(run)}
-        present = [t for t in types if t not in set(base.drained_types)]
-        mem, raw, keep = [], [], []
-        for p in pairs:
-            a, b = _members(p)
-            if a in pos and b in pos:
-                row = unflattened_throughputs[p]
-                if not isinstance(row, Mapping):
-                    raise InputError(f"unflattened_throughputs[{p!r}] must be a dict worker "
-                                     "type -> [rate of member 0, rate of member 1]",
-                                     argument="unflattened_throughputs")
-                mem.append((pos[a], pos[b]))
-                raw.append([row.get(t, (0.0, 0.0)) for t in present])
-                keep.append(p)
-        ptp = _pair_rates(raw, keep, present)
-        T = np.array([[float(single_tp[j].get(t, 0.0)) for t in present] for j in run])
-        weights = (None if unflattened_priority_weights is None
-                   else [unflattened_priority_weights[j] for j in run])
-        sfs = None if scale_factors is None else [scale_factors[j] for j in run]
-        jobs = Jobs(T, scale_factor=sfs, weight=weights)
-        cluster = Cluster({t: cluster_spec[t] for t in present})
-        if not keep:
-            out.update(base.allocation)
-            out.update({p: dict.fromkeys(types, 0.0) for p in pairs})
-            return out
-        r = max_min_space_sharing(jobs, cluster, JobPairs(np.array(mem), np.array(ptp)))
-        alone = np.array(r.x, dtype=float)
-        P = np.asarray(r.pair_x)
-        m = np.array(mem)
-        np.add.at(alone, m[:, 0], -P)
-        np.add.at(alone, m[:, 1], -P)
-        alone = np.clip(alone, 0.0, None)
-        col = {t: i for i, t in enumerate(present)}
-        for j in singles:
-            i = pos.get(j)
-            out[j] = {t: (float(alone[i, col[t]]) if i is not None and t in col else 0.0)
-                      for t in types}
-        kept = {p: i for i, p in enumerate(keep)}
-        for p in pairs:
-            i = kept.get(p)
-            out[p] = {t: (float(P[i, col[t]]) if i is not None and t in col else 0.0)
-                      for t in types}
-        self.packing_result = r
-        return out
-
-
-def _pair_rates(raw: list[list[Any]], keys: list[Any], types: list[str]) -> Any:
-    """Validated pair rates (P, types, 2); errors name the pair key and the worker type."""
-    import numpy as np
-
-    if not raw:
-        return np.zeros((0, len(types), 2))
-    name = "unflattened_throughputs"
-    for key, row in zip(keys, raw):  # each entry: a pair of rates (one per member)
-        for wtype, v in zip(types, row):
-            try:
-                pair = not isinstance(v, str | bytes) and np.shape(v) == (2,)
-            except ValueError:  # ragged
-                pair = False
-            if not pair:
-                raise InputError(f"{name}[{key!r}][{wtype!r}] is {v!r}; a pair key's rate is "
-                                 "[rate of member 0, rate of member 1]", argument=name)
-    try:
-        return as_array(raw, name, ndim=3, shape=(len(keys), len(types), 2))
-    except InputError as exc:
-        if exc.index is None or len(exc.index) != 3:
-            raise
-        p, t, i = exc.index
-        text = str(exc).replace(f"{name}{fmt_index(exc.index)}",
-                                f"{name}[{keys[p]!r}][{types[t]!r}][{i}]", 1)
-        raise InputError(text, argument=name, index=exc.index) from None
-
-
-_BY_NAME: dict[str, type[GavelPolicy]] = {
-    "max_min_fairness_packing": MaxMinFairnessPolicyWithPacking,
-    "max_min_fairness_perf": MaxMinFairnessPolicyWithPerf,
-    "max_min_fairness_water_filling_perf": MaxMinFairnessWaterFillingPolicyWithPerf,
-    "finish_time_fairness_perf": FinishTimeFairnessPolicyWithPerf,
-    "min_total_duration_perf": MinTotalDurationPolicyWithPerf,
-    "max_sum_throughput_perf": ThroughputSumWithPerf,
+_BY_NAME: dict[str, type[Any]] = {
+    "allox": AlloXPolicy,
+    "fifo": FIFOPolicy,
     "fifo_perf": FIFOPolicyWithPerf,
+    "fifo_packed": FIFOPolicyWithPacking,
+    "finish_time_fairness": FinishTimeFairnessPolicy,
+    "finish_time_fairness_perf": FinishTimeFairnessPolicyWithPerf,
+    "finish_time_fairness_packed": FinishTimeFairnessPolicyWithPacking,
+    "gandiva": GandivaPolicy,
+    "isolated": IsolatedPolicy,
+    "max_min_fairness": MaxMinFairnessPolicy,
+    "max_min_fairness_perf": MaxMinFairnessPolicyWithPerf,
+    "max_min_fairness_packed": MaxMinFairnessPolicyWithPacking,
+    "max_min_fairness_packing": MaxMinFairnessPolicyWithPacking,
+    "max_min_fairness_water_filling": MaxMinFairnessWaterFillingPolicy,
+    "max_min_fairness_water_filling_perf": MaxMinFairnessWaterFillingPolicyWithPerf,
+    "max_min_fairness_water_filling_packed": MaxMinFairnessWaterFillingPolicyWithPacking,
+    "max_sum_throughput_perf": ThroughputSumWithPerf,
+    "max_sum_throughput_normalized_by_cost_perf": ThroughputNormalizedByCostSumWithPerf,
+    "max_sum_throughput_normalized_by_cost_perf_SLOs": ThroughputNormalizedByCostSumWithPerfSLOs,
+    "max_sum_throughput_normalized_by_cost_packed_SLOs":
+        ThroughputNormalizedByCostSumWithPackingSLOs,
+    "min_total_duration": MinTotalDurationPolicy,
+    "min_total_duration_perf": MinTotalDurationPolicyWithPerf,
+    "min_total_duration_packed": MinTotalDurationPolicyWithPacking,
 }
 
 
-def policy(name: str, **settings: Any) -> GavelPolicy:
-    """The policy object for one of Gavel's policy names (``"max_min_fairness_perf"``, ...).
+def policy(name: str, **settings: Any) -> Any:
+    """The policy object for one of Gavel's policy names (``"max_min_fairness_perf"``, ...),
+    as Gavel's ``utils.get_policy(name, solver=..., seed=...)`` returns it.
+
+    ``settings`` go to the class (``solver=`` and ``seed=`` are accepted by every one; ``seed``
+    is used by ``fifo`` and ``gandiva``; fairalloc's solve settings by the LP policies).
+    ``"allox_alpha=<a>"`` is AlloX with ``alpha=a``, as Gavel's ``get_policy`` parses it.
 
     Examples
     --------
     >>> policy("fifo_perf").name
     'FIFO_Perf'
+    >>> len(GAVEL_POLICY_NAMES), all(n in _BY_NAME for n in GAVEL_POLICY_NAMES)
+    (22, True)
+    >>> policy("allox_alpha=0.5").alpha
+    0.5
     """
+    if isinstance(name, str) and name.startswith(ALLOX_ALPHA):
+        try:
+            alpha = float(name[len(ALLOX_ALPHA):])
+        except ValueError:
+            raise InputError(f"name {name!r}: {ALLOX_ALPHA}<number> expected",
+                             argument="name") from None
+        return AlloXPolicy(alpha=alpha, **settings)
     return _BY_NAME[as_option(name, "name", tuple(_BY_NAME))](**settings)

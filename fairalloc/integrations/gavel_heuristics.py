@@ -1,0 +1,304 @@
+"""Gavel's non-LP policies behind Gavel's interface: ``fifo``, ``gandiva``, ``allox``, ``isolated``.
+
+These are heuristics (no program, so no certificate); they follow Gavel's
+``scheduler/policies/{fifo,gandiva,allox,isolated}.py`` step by step, keep the same state across
+rounds, and are deterministic: ``fifo`` and ``gandiva`` draw from ``random.Random(seed)`` (the
+generator Gavel seeds; default ``seed=0``, where Gavel's default is unseeded), so the same seed
+and the same inputs give the same allocations, and Gavel's draws when its inputs are the same.
+``allox`` is deterministic (a min-cost assignment,
+[`scipy.optimize.linear_sum_assignment`][scipy.optimize.linear_sum_assignment]).
+
+Examples
+--------
+>>> from fairalloc.integrations.gavel_heuristics import IsolatedPolicy
+>>> IsolatedPolicy().get_allocation({0: {"v100": 1.0}, 1: {"v100": 1.0}}, {0: 1, 1: 1},
+...                                 {"v100": 1})
+{0: {'v100': 0.5}, 1: {'v100': 0.5}}
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Hashable, Mapping
+from typing import Any
+
+import numpy as np
+
+from ..errors import InputError
+from .gavel_base import by_job, is_pair, members, require_mapping, throughput_matrix
+
+__all__ = ["AlloXPolicy", "FIFOPolicy", "GandivaPolicy", "IsolatedPolicy"]
+
+#: AlloX's processing-time matrix uses this rate where a job's throughput is 0 (Gavel's
+#: ``1e-10``): such a pairing costs ~1e10 x its steps, so it is chosen last
+#: (ACCURACY: the value Gavel uses, so assignments match Gavel's)
+ALLOX_ZERO_RATE = 1e-10
+
+#: Gandiva keeps a pair packed only while its normalised throughput (sum over types and
+#: members of packed rate / isolated rate) is at least this (ACCURACY: Gavel's threshold)
+GANDIVA_KEEP_PAIR = 1.0
+
+#: the default seed of ``fifo`` and ``gandiva`` (PERFORMANCE: any fixed value makes them
+#: deterministic; Gavel's default is an unseeded generator)
+DEFAULT_SEED = 0
+
+
+def _sorted(ids: Any) -> list[Any]:
+    try:
+        return sorted(ids)
+    except TypeError:
+        return list(ids)
+
+
+def _zeros(keys: Any, cluster_spec: Mapping[str, int]) -> dict[Hashable, dict[str, float]]:
+    return {k: dict.fromkeys(cluster_spec, 0.0) for k in keys}
+
+
+def _split(rows: int, sf: np.ndarray, cluster_spec: Mapping[str, int]) -> np.ndarray:
+    """Gavel's 1/m split: ``x[i, j] = c_j / (m s_i)``, rows scaled to sum at most 1."""
+    c = np.array([float(cluster_spec[t]) for t in cluster_spec])
+    if rows == 0:
+        return np.zeros((0, c.size))
+    x = c[None, :] / (rows * sf[:, None])
+    return x / np.maximum(x.sum(axis=1), 1.0)[:, None]
+
+
+class IsolatedPolicy:
+    """Gavel's isolated allocation (``isolated``): each job ``1/n`` of every type's workers,
+    ``x[m, j] = c_j / max(n s_m, sum_j c_j)`` (fairalloc's
+    [`isolated_split`][fairalloc.throughput.isolated_split], on every listed type as Gavel
+    does, including types where the job's rate is 0)."""
+
+    def __init__(self, solver: str | None = None, seed: int | None = None) -> None:
+        del solver, seed  # no draws
+
+    @property
+    def name(self) -> str:
+        """Gavel's name."""
+        return "Isolated"
+
+    def get_allocation(self, unflattened_throughputs: Any, scale_factors: Any,
+                       cluster_spec: Any) -> dict[Hashable, dict[str, float]]:
+        """``{job_id: {worker_type: fraction}}`` for this round."""
+        require_mapping(unflattened_throughputs, "unflattened_throughputs")
+        jobs = list(unflattened_throughputs)
+        if not jobs:
+            return {}
+        sf = by_job(scale_factors, "scale_factors", jobs, positive=True)
+        x = _split(len(jobs), sf, cluster_spec)
+        types = list(cluster_spec)
+        return {j: dict(zip(types, row)) for j, row in zip(jobs, x.tolist())}
+
+
+class FIFOPolicy:
+    """Gavel's heterogeneity-agnostic FIFO (``fifo``; ``FIFOPolicy(mode='base')``).
+
+    Jobs keep their worker type until they finish. Each round, a finished job's type goes to
+    the head of the queue (sorted job ids) if its gang fits there; then queued jobs, in order,
+    each get a type drawn uniformly (``random.Random(seed)``) among the types with room for
+    their gang (the round stops at the first job with none); a job whose rate on the drawn type
+    is 0 waits for the next round (as in Gavel). Returns 1.0 on the job's type, 0 elsewhere.
+    """
+
+    def __init__(self, solver: str | None = None, seed: int | None = DEFAULT_SEED) -> None:
+        del solver
+        self._rng = random.Random(seed)
+        self._allocation: dict[Hashable, str] = {}
+
+    @property
+    def name(self) -> str:
+        """Gavel's name."""
+        return "FIFO"
+
+    def get_allocation(self, throughputs: Any, scale_factors: Any, cluster_spec: Any
+                       ) -> dict[Hashable, dict[str, float]]:
+        """``{job_id: {worker_type: 0.0 or 1.0}}`` for this round."""
+        require_mapping(throughputs, "unflattened_throughputs")
+        require_mapping(scale_factors, "scale_factors")
+        free = {t: int(cluster_spec[t]) for t in cluster_spec}
+        queue = [j for j in _sorted(throughputs)
+                 if j not in self._allocation and not is_pair(j)]
+        for job in _sorted(self._allocation):
+            wtype = self._allocation[job]
+            if job in throughputs:
+                free[wtype] = free.get(wtype, 0) - int(scale_factors[job])
+                continue
+            head = queue[0] if queue else None
+            if (head is not None and scale_factors[head] <= free.get(wtype, 0)
+                    and float(throughputs[head].get(wtype, 0.0)) > 0.0):
+                queue.pop(0)
+                self._allocation[head] = wtype
+                free[wtype] -= int(scale_factors[head])
+            del self._allocation[job]
+        open_types = sorted(t for t in free if free[t] > 0)
+        while queue and open_types:
+            job = queue.pop(0)
+            s = int(scale_factors[job])
+            fits = [t for t in open_types if free[t] >= s]
+            if not fits:
+                break
+            wtype = fits[self._rng.randrange(len(fits))]
+            if float(throughputs[job].get(wtype, 0.0)) > 0.0:
+                self._allocation[job] = wtype
+                free[wtype] -= s
+                if free[wtype] == 0:
+                    open_types.remove(wtype)
+        out = _zeros(throughputs, cluster_spec)
+        for job, wtype in self._allocation.items():
+            out[job][wtype] = 1.0
+        return out
+
+
+class GandivaPolicy:
+    """Gavel's Gandiva (``gandiva``): random packing of same-gang pairs when the cluster is
+    oversubscribed.
+
+    When the jobs ask for no more workers than the cluster has, every job gets the ``1/n`` split
+    (pairs 0). Otherwise unpaired jobs are paired at random (``random.Random(seed)``, one try
+    per unpaired job, pairs of equal scale factor whose pair key is in the input), the rest run
+    alone, and every scheduled combination gets the ``1/m`` split. A pair is kept across rounds
+    while both members remain and its normalised throughput is at least 1.
+    """
+
+    def __init__(self, solver: str | None = None, seed: int | None = DEFAULT_SEED) -> None:
+        del solver
+        self._rng = random.Random(seed)
+        self._assigned: dict[Hashable, tuple[Hashable, Hashable | None]] = {}
+
+    @property
+    def name(self) -> str:
+        """Gavel's name."""
+        return "Gandiva_Packing"
+
+    @staticmethod
+    def _packed_gain(key: Any, tp: Mapping[Hashable, Any], types: list[str]) -> float:
+        if not is_pair(key):
+            return 0.0
+        a, b = members(key)
+        packed = np.array([tp[key].get(t, (0.0, 0.0)) for t in types], dtype=float)
+        alone = np.array([[tp[a].get(t, 0.0), tp[b].get(t, 0.0)] for t in types], dtype=float)
+        if packed.size and packed.min() <= 0.0:
+            return 0.0
+        with np.errstate(divide="ignore"):
+            return float((packed / alone).sum())
+
+    def get_allocation(self, unflattened_throughputs: Any, scale_factors: Any,
+                       cluster_spec: Any) -> dict[Hashable, dict[str, float]]:
+        """``{key: {worker_type: fraction}}`` for single and pair keys."""
+        tp = unflattened_throughputs
+        require_mapping(tp, "unflattened_throughputs")
+        require_mapping(scale_factors, "scale_factors")
+        if not tp:
+            return {}
+        types = list(cluster_spec)
+        singles = _sorted(j for j in tp if not is_pair(j))
+        pair_of = {frozenset(members(p)): p for p in tp if is_pair(p)}
+        drop: set[Any] = set()
+        for job, (combo, other) in self._assigned.items():
+            if (job not in tp or (other is not None and other not in tp)
+                    or self._packed_gain(combo, tp, types) < GANDIVA_KEEP_PAIR):
+                drop.update((job, other))
+        for job in drop:
+            self._assigned.pop(job, None)
+        requested = sum(int(scale_factors[j]) for j in singles)
+        if requested <= sum(int(cluster_spec[t]) for t in types):
+            scheduled = singles
+        else:
+            free = [j for j in singles if j not in self._assigned]
+            for _ in range(len(free)):
+                if len(free) <= 1:
+                    break
+                a, b = self._rng.sample(free, 2)
+                key = pair_of.get(frozenset((a, b)))
+                if scale_factors[a] != scale_factors[b] or key is None:
+                    continue
+                free.remove(a)
+                free.remove(b)
+                self._assigned[a] = (key, b)
+                self._assigned[b] = (key, a)
+            for job in free:
+                self._assigned[job] = (job, None)
+            scheduled = list({combo: None for combo, _ in self._assigned.values()})
+        sf = np.array([float(scale_factors[members(k)[0] if is_pair(k) else k])
+                       for k in scheduled])
+        x = _split(len(scheduled), sf, cluster_spec)
+        out = _zeros(tp, cluster_spec)
+        for key, row in zip(scheduled, x.tolist()):
+            out[key] = dict(zip(types, row))
+        return out
+
+
+class AlloXPolicy:
+    """Gavel's AlloX (``allox``; ``alpha=1``): single-worker jobs matched to workers by a
+    min-cost assignment of ``times_since_start + position x steps / rate``.
+
+    Jobs holding a whole worker from the previous call keep it; the others (at most
+    ``max(alpha x their number, free workers)``, longest-waiting first) are assigned to the
+    free workers by [`scipy.optimize.linear_sum_assignment`][scipy.optimize.linear_sum_assignment]
+    over the (job, worker, position) costs of AlloX, each worker running the job it would run
+    first. Every scale factor must be 1 (as Gavel asserts).
+    """
+
+    def __init__(self, solver: str | None = None, alpha: float = 1.0,
+                 seed: int | None = None) -> None:
+        del solver, seed  # deterministic: no draws
+        self.alpha = float(alpha)
+        self._prev: dict[Hashable, dict[str, float]] = {}
+
+    @property
+    def name(self) -> str:
+        """Gavel's name."""
+        return "AlloX_Perf"
+
+    def get_allocation(self, unflattened_throughputs: Any, scale_factors: Any,
+                       times_since_start: Any, num_steps_remaining: Any, cluster_spec: Any
+                       ) -> dict[Hashable, dict[str, float]]:
+        """``{job_id: {worker_type: 0.0 or 1.0}}`` for this round."""
+        from scipy.optimize import linear_sum_assignment
+
+        tp = unflattened_throughputs
+        require_mapping(tp, "unflattened_throughputs")
+        jobs = _sorted(tp)
+        if not jobs:
+            return {}
+        types = sorted(str(t) for t in cluster_spec)  # Gavel numbers workers type by type
+        sf = by_job(scale_factors, "scale_factors", jobs, positive=True)
+        wide = np.flatnonzero(sf != 1)
+        if wide.size:
+            raise InputError(f"scale_factors[{jobs[int(wide[0])]!r}] = {sf[wide[0]]:g}: AlloX "
+                             "schedules single-worker jobs only (Gavel asserts scale factor 1)",
+                             argument="scale_factors", index=(int(wide[0]),))
+        held = {j for j in jobs if j in self._prev
+                and sum(self._prev[j].get(t, 0.0) for t in types) == 1.0}
+        waiting = [j for j in tp if j not in held]
+        used = {t: sum(1 for j in held if self._prev[j].get(t, 0.0) == 1.0) for t in types}
+        worker_type = [t for t in types for _ in range(max(int(cluster_spec[t]) - used[t], 0))]
+        n = len(worker_type)
+        elapsed = by_job(times_since_start, "times_since_start", waiting, nonneg=True)
+        order = np.argsort(-elapsed, kind="stable")
+        keep = order[:max(int(self.alpha * len(waiting)), n)]
+        waiting = [waiting[i] for i in keep]
+        out = _zeros(jobs, cluster_spec)
+        for j in jobs:
+            if j in self._prev:
+                out[j] = {t: float(self._prev[j].get(t, 0.0)) for t in cluster_spec}
+        m = len(waiting)
+        if m and n:
+            steps = by_job(num_steps_remaining, "num_steps_remaining", waiting, nonneg=True)
+            T = throughput_matrix(tp, waiting, types)
+            col = np.array([types.index(t) for t in worker_type])
+            rate = T[:, col]
+            rate = np.where(rate == 0.0, ALLOX_ZERO_RATE, rate)
+            base = steps[:, None] / rate                              # (m, n)
+            pos = np.arange(1, m + 1, dtype=float)
+            q = (base[:, None, :] * pos[None, :, None]).reshape(m, m * n)
+            q = q + elapsed[keep][:, None]
+            rows, cols = linear_sum_assignment(q)
+            worker, position = cols % n, cols // n
+            # each worker runs first the job in its last position (largest ``position``)
+            by = np.lexsort((position, worker))
+            last = np.r_[worker[by][1:] != worker[by][:-1], True]
+            for r, w in zip(rows[by][last].tolist(), worker[by][last].tolist()):
+                out[waiting[r]][worker_type[w]] = 1.0
+        self._prev = {j: dict(row) for j, row in out.items()}
+        return out
