@@ -34,9 +34,14 @@ on a three-dimensional second-order block whose two halves ``p = (t + u) / 2`` a
 ``geo_mean`` and ``power`` are written as ``p q >= w^2`` -- also the hyperbolic rotation
 ``p -> g p``, ``q -> q / g`` that balances them), and the objective divided by a power of two.
 A solution ``(x', z')`` of the copy maps back to ``x = D x'``, ``z = M^T z' / sigma``
-(`UnitScaling.unscale`), a primal-dual pair of the original program whose certificate is
-computed on the original data: the scaling changes what the solver sees, never what is
-certified.
+(`UnitScaling.unscale`), a primal-dual pair of the original program. The copy's raw
+certificate (`UnitScaling.certificate`: its Lagrangian bound, in the original objective's
+units) is computed on the copy's data, where the dual vector is not the cancelling
+difference of huge entries; the power-of-two factors are exact and a rotation's ``ch, sh``
+are exact, so the copy's data differ from the exact image of the original only by the
+rounding of the rotated rows' products (relative ``2^-53`` of each rotated row's largest
+entry). The point a caller returns is certified on the original program
+(`fairalloc._cvxpy.certify_point`: its objective and every constraint evaluated there).
 """
 
 from __future__ import annotations
