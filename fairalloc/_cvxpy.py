@@ -1,41 +1,48 @@
-"""Solving composed cvxpy programs with an explicitly named solver, and certifying them.
+"""Solving composed cvxpy programs with explicitly named solvers, and certifying them.
 
 cvxpy is fairalloc's composition layer: builders expose cvxpy variables and constraints, a user
-adds constraints or objective terms, and `solve_cvxpy` solves the result. It never lets
-cvxpy choose a solver, and it certifies the solution from the conic standard form itself:
-cvxpy compiles the problem to ``min c@x  s.t.  A x + s = b, s in K`` (Clarabel's form); from the
-solver's raw primal ``x`` and dual ``z`` we compute, without trusting the solver's status,
+adds constraints or objective terms, and `solve_cvxpy` solves the result. It never lets cvxpy
+choose a solver: the program is compiled for a named solver (``cp.CLARABEL``, ``cp.HIGHS``) to
+its standard form ``min c@x  s.t.  A x + s = b, s in K`` and certified from that data itself
+(`fairalloc._conic.conic_certificate`; an LP solved by HiGHS by
+`fairalloc.certificates.lp_certificate`), never from the solver's status.
 
-* the primal residual: distance of ``b - A x`` to the cone ``K``,
-* the dual residual: ``||A^T z + c||`` on columns without a bound, and the distance of ``z``
-  to the dual cone ``K*``,
-* the dual bound: the Lagrangian bound at ``z`` moved into ``K*``, the reduced cost
-  ``c + A^T z`` met at the worst of each column's bounds (``x >= 0``, ``x <= 1``, read from
-  singleton rows) and charged ``|r_j x_j|`` on an unbounded column; the gap is the primal
-  value ``c@x`` minus that bound.
-
-Every quantity is judged relative to the data scale, so the verdict does not change when the
-program's data are expressed in other units: the primal residual of each row relative to
-that row's own magnitude ``max(|b_i|, sum_j |A_ij| max|x|)`` (a cone: its largest row), the
-dual residual relative to ``max(|c|, |A^T z|)``, and the gap relative to
-the magnitude of the terms it is computed from, ``max(sum_j |c_j x_j|, sum_i |b_i z_i|)``
-(a caller whose objective has a natural scale, e.g. the total budget of an Eisenberg-Gale
-program, passes it as ``scale``). The standard relative gap ``gap / max(|primal|, |dual|)``
-would call an optimum near 0 (an objective with cancelling terms) unproven, and
-``gap / max(1, |objective|)`` would accept anything when the objective is small in the
-caller's units.
-
-This is the KKT certificate of the solver's raw vectors. Builders certify the point they
-*return* instead (`certify_point`, through ``solve_cvxpy(clean=...)``): the returned point
-(time fractions clipped to ``[0, 1]``, negative round-off removed, auxiliary level variables
+That is the certificate of the solver's raw vectors. Builders certify the point they *return*
+instead (`certify_point`, through ``solve_cvxpy(clean=...)``): the returned point (time
+fractions clipped to ``[0, 1]``, negative round-off removed, auxiliary level variables
 recomputed from the allocation) is written into the cvxpy variables, the objective is evaluated
 there by cvxpy, and every constraint of the program -- the builder's and the user's -- is judged
 at the magnitude of its own terms (`constraint_residual`): ``x[0, 0] <= cap`` against
 ``max(|x[0, 0]|, |cap|)``, whatever the scale of the rest of the program (the raw cone residual
-above divides by the program's largest variable, which lets a cap of ``1e-9`` of a good's supply
-be exceeded a hundredfold). The dual bound and dual residual are the conic ones. Builders whose
+divides by the program's largest variable, which lets a cap of ``1e-9`` of a good's supply be
+exceeded a hundredfold). The dual bound and dual residual are the raw ones. Builders whose
 dual has a closed form (Eisenberg-Gale, LPs) use their exact certificates where no constraint
 was added.
+
+A composed program is solved by a plan (`fairalloc.plan`, ``solve_cvxpy(robust=True)``) whose
+strategies are, in order (each a step of ``stats.path``; every point certified on the
+ORIGINAL program):
+
+===================== ======================================================================
+step                   what it does
+===================== ======================================================================
+``cvxpy``              Clarabel on the program as compiled (solver tolerances `SOLVER_TOL`)
+``cvxpy-unit-scale``   Clarabel on an exact copy at unit scale (`fairalloc._conic.unit_scaling`:
+                       every variable and row by powers of two, read from the bounds in the
+                       data and the previous step's point; unbalanced second-order blocks
+                       rotated), mapped back
+``cvxpy-tight``        the same copy with tolerances `TIGHT_TOL` and `TIGHT_MAX_ITER` iterations
+``cvxpy-highs``        a linear program only (zero and non-negative cones): HiGHS through
+                       cvxpy (``solver="HIGHS"``), its vertex and row duals certified by the LP
+                       certificate
+===================== ======================================================================
+
+The first certified point is the answer; an infeasibility verdict is believed when two steps
+agree. When none certifies, the error (``CertificateError`` / ``SolverError``) says that no
+solver resolved the program to the certificate's tolerance and lists every step's verdict
+(``exc.verdicts``); a point is never returned uncertified, except after a solve stopped at the
+caller's ``time_limit`` (the best point seen is returned with its failing certificate, for the
+caller to report as a time-limited result).
 """
 
 from __future__ import annotations
@@ -43,237 +50,37 @@ from __future__ import annotations
 import time
 import warnings
 from collections.abc import Callable
+from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
+from ._conic import column_bounds, conic_certificate, is_linear, unit_scaling
 from ._validation import as_bool, as_time_limit, as_tolerance
-from .backends import get_backend
-from .errors import FairallocError, InfeasibleError, InputError, SolverError
+from .backends import USABLE, HighsBackend, LinearProgram, SolveStatus, get_backend
+from .certificates import lp_certificate
+from .errors import CertificateError, FairallocError, InfeasibleError, InputError, SolverError
+from .plan import Decline, Strategy, run_plan
 from .results import Certificate, SolveStats
-from .tolerances import CONE_EPS, FEAS_TOL, GAP_TOL, SOLVER_TOL
+from .solvelog import SolveLog, compress
+from .tolerances import FEAS_TOL, GAP_TOL, SOLVER_TOL
 
-__all__ = ["certify_point", "conic_certificate", "constraint_residual", "restore_point",
-           "snapshot_point", "solve_cvxpy"]
+__all__ = ["CVXPY_STEP", "HIGHS_STEP", "TIGHT_STEP", "UNIT_SCALE_STEP", "certify_point",
+           "conic_certificate", "constraint_residual", "restore_point", "snapshot_point",
+           "solve_cvxpy"]
 
-#: PERFORMANCE knob: re-solves of a composed program whose point violates a constraint at its
-#: own scale, with the violated constraints restated at their own scale (each: one more solve)
-RESTATE_ROUNDS = 2
-RESTATED_STEP = "cvxpy-own-scale"  # path step: a re-solve with constraints at their own scale
-
-
-def _exp_primal_violation(r: np.ndarray) -> np.ndarray:
-    """Violation of ``r2 * exp(r1 / r2) <= r3, r2 > 0`` (rows of r are cone triples)."""
-    r1, r2, r3 = r[:, 0], r[:, 1], r[:, 2]
-    out = np.zeros(len(r))
-    pos = r2 > CONE_EPS
-    with np.errstate(over="ignore"):
-        out[pos] = np.maximum(r2[pos] * np.exp(r1[pos] / r2[pos]) - r3[pos], 0.0)
-    # closure at r2 = 0: r1 <= 0, r3 >= 0
-    out[~pos] = np.maximum.reduce([np.maximum(r1[~pos], 0), np.maximum(-r3[~pos], 0),
-                                   np.maximum(-r2[~pos], 0)])
-    return out
-
-
-def _exp_dual_violation(z: np.ndarray) -> np.ndarray:
-    """Violation of the dual exponential cone ``-u exp(v/u) <= e w, u < 0``."""
-    u, v, w = z[:, 0], z[:, 1], z[:, 2]
-    out = np.zeros(len(z))
-    neg = u < -CONE_EPS
-    with np.errstate(over="ignore"):
-        out[neg] = np.maximum(-u[neg] * np.exp(v[neg] / u[neg]) - np.e * w[neg], 0.0)
-    out[~neg] = np.maximum.reduce([np.maximum(u[~neg], 0), np.maximum(-v[~neg], 0),
-                                   np.maximum(-w[~neg], 0)])
-    return out
-
-
-def _cone_violation(vec: np.ndarray, dims: Any, *, dual: bool,
-                    row_scale: np.ndarray | None = None) -> float:
-    """Largest violation of ``vec`` against the cone (or dual cone) described by ``dims``.
-
-    With ``row_scale`` each violation is divided by the magnitude of its own rows (each row
-    for the zero and non-negative cones, the largest of its rows for a second-order or
-    exponential cone), so a constraint written in small units is judged at its own scale.
-    """
-    pos = 0
-    worst = 0.0
-    tiny = np.finfo(float).tiny
-
-    def rel(viol: np.ndarray, lo: int, hi: int, per_row: bool) -> float:
-        viol = np.asarray(viol, dtype=float)
-        if row_scale is None or viol.size == 0:
-            return float(np.max(viol, initial=0.0))
-        sc = row_scale[lo:hi]
-        if not per_row:
-            sc = np.max(sc.reshape(viol.size, -1), axis=1)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            out = np.where(viol > 0, viol / np.maximum(sc, tiny), 0.0)
-        return float(np.max(out, initial=0.0))
-
-    zero = int(dims.zero)
-    if not dual:  # zero cone: primal slack must be 0; its dual cone is free
-        worst = max(worst, rel(np.abs(vec[:zero]), 0, zero, True))
-    pos += zero
-    nonneg = int(dims.nonneg)
-    worst = max(worst, rel(-vec[pos: pos + nonneg], pos, pos + nonneg, True))
-    pos += nonneg
-    for size in dims.soc:  # self-dual
-        t, v = vec[pos], vec[pos + 1: pos + size]
-        worst = max(worst, rel(np.array([np.linalg.norm(v) - t]), pos, pos + size, False))
-        pos += size
-    n_exp = int(dims.exp)
-    if n_exp:
-        block = vec[pos: pos + 3 * n_exp].reshape(n_exp, 3)
-        viol = _exp_dual_violation(block) if dual else _exp_primal_violation(block)
-        worst = max(worst, rel(viol, pos, pos + 3 * n_exp, False))
-        pos += 3 * n_exp
-    if pos != vec.size:
-        raise SolverError("conic certificate supports zero, non-negative, second-order and "
-                          "exponential cones only", backend="clarabel")
-    return worst
-
-
-def _ratio(num: float, den: float) -> float:
-    """``num / den`` with ``0 / 0 = 0`` and ``x / 0 = inf`` (a violation of nothing)."""
-    if num <= 0.0:
-        return 0.0 if num == 0.0 or np.isfinite(num) else float("inf")
-    if not np.isfinite(num):
-        return float("inf")
-    return num / den if den > 0.0 and np.isfinite(den) else float("inf")
-
-
-def _column_bounds(A: Any, b: np.ndarray, zero: int, nonneg: int
-                   ) -> tuple[np.ndarray, np.ndarray]:
-    """Bounds on the columns implied by singleton rows of the zero and non-negative cones
-    (``b_i - a x_j = 0`` or ``>= 0``): a variable's sign attribute, ``x <= 1``, ``x == c``."""
-    n = A.shape[1]
-    lo, hi = np.full(n, -np.inf), np.full(n, np.inf)
-    R = sp.csr_matrix(A[: zero + nonneg])
-    R.eliminate_zeros()
-    rows = np.flatnonzero(np.diff(R.indptr) == 1)
-    if rows.size:
-        cols, a = R.indices[R.indptr[rows]], R.data[R.indptr[rows]]
-        with np.errstate(over="ignore"):
-            val = b[rows] / a
-        eq = rows < zero
-        upper, lower = eq | (a > 0), eq | (a < 0)
-        np.minimum.at(hi, cols[upper], val[upper])
-        np.maximum.at(lo, cols[lower], val[lower])
-    return lo, hi
-
-
-def _into_dual_cone(z: np.ndarray, dims: Any) -> np.ndarray:
-    """A point of the dual cone near ``z``: the non-negative block and each second-order
-    block projected (both are self-dual), each exponential block's ``w`` raised to
-    ``-u exp(v/u) / e`` (``u < 0``; else ``u = 0`` and ``v, w`` clipped at 0). The zero cone's
-    dual is free."""
-    z = np.array(z, dtype=float, copy=True)
-    pos = int(dims.zero)
-    nonneg = int(dims.nonneg)
-    z[pos: pos + nonneg] = np.maximum(z[pos: pos + nonneg], 0.0)
-    pos += nonneg
-    for size in dims.soc:
-        t, v = z[pos], z[pos + 1: pos + size]
-        nv = float(np.linalg.norm(v))
-        if nv > t:
-            if nv <= -t:
-                z[pos: pos + size] = 0.0
-            else:
-                half = 0.5 * (t + nv)
-                z[pos] = half
-                z[pos + 1: pos + size] = v * (half / nv)
-        pos += size
-    n_exp = int(dims.exp)
-    if n_exp:
-        blk = z[pos: pos + 3 * n_exp].reshape(n_exp, 3)
-        u, v, w = blk[:, 0], blk[:, 1], blk[:, 2]
-        neg = u < -CONE_EPS
-        with np.errstate(over="ignore"):
-            need = np.where(neg, -u * np.exp(np.where(neg, v / np.where(neg, u, -1.0), 0.0))
-                            / np.e, 0.0)
-        blk[:, 2] = np.where(neg, np.maximum(w, need), np.maximum(w, 0.0))
-        blk[:, 1] = np.where(neg, v, np.maximum(v, 0.0))
-        blk[:, 0] = np.where(neg, u, 0.0)
-        z[pos: pos + 3 * n_exp] = blk.ravel()
-    return z
-
-
-def _box_minimum(r: np.ndarray, lo: np.ndarray, hi: np.ndarray, x: np.ndarray
-                 ) -> tuple[float, np.ndarray]:
-    """``sum_j min_{lo_j <= v <= hi_j} r_j v``, where a column whose reduced cost pushes
-    towards an infinite bound (an auxiliary variable of a cone, a free level) is charged
-    ``-|r_j x_j|`` at the point's magnitude instead of ``-inf``; and those ``|r_j|``."""
-    pos, neg = r > 0, r < 0
-    low, high = pos & np.isfinite(lo), neg & np.isfinite(hi)
-    free = (pos | neg) & ~low & ~high
-    term = (float(np.sum(r[low] * lo[low])) + float(np.sum(r[high] * hi[high]))
-            - float(np.sum(np.abs(r[free] * x[free]))))
-    return term, np.abs(r[free])
-
-
-def conic_certificate(
-    data: dict[str, Any], x: np.ndarray, z: np.ndarray, *, maximize: bool,
-    offset: float = 0.0, gap_tol: float = GAP_TOL, feas_tol: float = FEAS_TOL,
-    scale: float | None = None,
-) -> Certificate:
-    """KKT certificate of a conic program ``min c@x, A x + s = b, s in K`` from ``x`` and ``z``.
-
-    Residuals and gap are relative to the data scale (see the module docstring); ``scale``
-    overrides the gap's scale (in the objective's units). The dual bound is the Lagrangian
-    bound ``-b@z + sum_j min_{l_j <= x_j <= u_j} (c + A^T z)_j x_j`` with ``z`` moved into the
-    dual cone (`_into_dual_cone`) and the column bounds ``l, u`` read from singleton rows, so
-    it is a valid bound whatever reduced cost the solver left on bounded columns (a job worth
-    ``1e-9`` of the objective, left at 0.8 of its time by a solver whose dual residual was
-    ``7e-10``, is not certified optimal to ``7e-12``); a column unbounded in the direction
-    its reduced cost pushes is charged ``|r_j x_j|`` at the returned point.
-    """
-    A, b, c = data["A"], np.asarray(data["b"], dtype=float), np.asarray(data["c"], dtype=float)
-    dims = data["dims"]
-    Ax = A @ x
-    slack = b - Ax
-    # each row judged at its own magnitude, max(|b_i|, sum_j |A_ij| * max|x|): a row written in
-    # small units is judged in those units, while a row whose terms are ~0 at the solution
-    # (x_j == 0 met to 1e-10) is still judged against the size of the variables
-    xmax = float(np.max(np.abs(x), initial=0.0))
-    row_scale = np.maximum(np.abs(b), np.asarray(abs(A).sum(axis=1)).ravel() * xmax)
-    primal_res = _cone_violation(slack, dims, dual=False, row_scale=row_scale)
-    # the bound: for any feasible x and z in K* (the solver's z moved into K*: a z outside a
-    # second-order cone by 2e-13 against a slack of 1e3 put the bound 5e-10 above the
-    # optimum), c@x >= (c + A^T z)@x - b@z, and the reduced cost r = c + A^T z meets each
-    # column's bounds (singleton rows: x_j >= 0, x_j <= 1, ...)
-    # at their worst, as an LP's Lagrangian bound does -- so the bound holds whatever r the
-    # solver's tolerance left; r on an unbounded column (a cone's auxiliary variable, whose
-    # value may be 1e4 where the objective is 0.5) is charged at the point's |r_j x_j| and
-    # also counts as dual residual
-    zero, nonneg = int(dims.zero), int(dims.nonneg)
-    cone_res = _ratio(_cone_violation(z, dims, dual=True), float(np.max(np.abs(z), initial=0.0)))
-    z = _into_dual_cone(np.asarray(z, dtype=float), dims)
-    ATz = A.T @ z
-    lo, hi = _column_bounds(A, b, zero, nonneg)
-    box, free = _box_minimum(c + ATz, lo, hi, x)
-    dual_res = max(
-        _ratio(float(np.max(free, initial=0.0)), max(float(np.max(np.abs(c), initial=0.0)),
-                                                     float(np.max(np.abs(ATz), initial=0.0)))),
-        cone_res,
-    )
-    primal = float(c @ x) + offset
-    dual = -float(b @ z) + box + offset
-    if scale is None:
-        scale = max(float(np.sum(np.abs(c * x))), float(np.sum(np.abs(b * z))), abs(offset))
-    sign = -1.0 if maximize else 1.0
-    return Certificate(
-        kind="conic",
-        primal_value=sign * primal,
-        dual_bound=sign * dual,
-        gap=abs(primal - dual),
-        primal_residual=primal_res,
-        dual_residual=dual_res,
-        gap_tol=gap_tol,
-        feas_tol=feas_tol,
-        scale=scale,
-    )
-
+CVXPY_STEP = "cvxpy"  # path step: Clarabel on the program as compiled
+UNIT_SCALE_STEP = "cvxpy-unit-scale"  # path step: Clarabel on the exact unit-scaled copy
+TIGHT_STEP = "cvxpy-tight"  # path step: the unit-scaled copy with tighter solver tolerances
+HIGHS_STEP = "cvxpy-highs"  # path step: HiGHS on a linear program, the LP certificate
+HIGHS = "highs"  # the LP backend of ``cvxpy-highs`` (on cvxpy's compilation for HiGHS)
+#: PERFORMANCE knob: the gap and feasibility tolerances asked of Clarabel by ``cvxpy-tight``
+#: (what is certified is unchanged: `GAP_TOL`, `FEAS_TOL`)
+TIGHT_TOL = 1e-12
+#: PERFORMANCE knob: Clarabel's iteration limit in ``cvxpy-tight`` (its default is 200)
+TIGHT_MAX_ITER = 400
 
 # --------------------------------------------------------------------------------------------
 # the returned point, judged constraint by constraint at its own scale
@@ -445,48 +252,10 @@ def certify_point(problem: Any, bound: Certificate) -> Certificate:
         residual = constraint_residual(problem.constraints, problem.variables())
     dual = float(bound.dual_bound)
     gap = abs(dual - value) if np.isfinite(value) and np.isfinite(dual) else float("inf")
-    return Certificate(kind="conic", primal_value=value, dual_bound=dual, gap=gap,
+    return Certificate(kind=bound.kind, primal_value=value, dual_bound=dual, gap=gap,
                        primal_residual=residual,
                        dual_residual=bound.dual_residual, gap_tol=bound.gap_tol,
                        feas_tol=bound.feas_tol, scale=bound.scale)
-
-
-class _Restated:
-    """``problem`` with the constraints violated beyond ``feas_tol`` at the current point
-    divided, entry by entry, by the magnitude of their own terms there (the same feasible
-    set: a solver's absolute tolerance then applies to each such constraint in its own
-    units). `copy_duals` maps the dual values back to the original constraints."""
-
-    def __init__(self, problem: Any, feas_tol: float) -> None:
-        import cvxpy as cp
-        from cvxpy.constraints import Equality, Inequality
-
-        self.pairs: list[tuple[Any, Any, np.ndarray]] = []
-        constraints = []
-        for con in problem.constraints:
-            out = None
-            if isinstance(con, (Inequality, Equality)):
-                try:
-                    with np.errstate(all="ignore"):
-                        out = _constraint_violation(con)
-                except Exception:  # not evaluable: kept as it is
-                    out = None
-            if out is None or _relative(*out) <= feas_tol:
-                constraints.append(con)
-                continue
-            mag = np.broadcast_to(np.asarray(out[1], dtype=float), con.shape)
-            top = float(np.max(mag, initial=0.0))
-            s = np.where(mag > 0, mag, top if top > 0 else 1.0)
-            expr = cp.multiply(1.0 / s, con.expr) if con.shape else con.expr * (1.0 / float(s))
-            new = expr == 0 if isinstance(con, Equality) else expr <= 0
-            self.pairs.append((con, new, s))
-            constraints.append(new)
-        self.problem = cp.Problem(problem.objective, constraints) if self.pairs else None
-
-    def copy_duals(self) -> None:
-        for con, new, s in self.pairs:
-            dv = new.dual_value
-            con.save_dual_value(None if dv is None else np.asarray(dv, dtype=float) / s)
 
 
 def snapshot_point(problem: Any) -> list[tuple[Any, Any]]:
@@ -517,10 +286,270 @@ def restore_point(snapshot: list[tuple[Any, Any]]) -> None:
         leaf.save_value(value)
 
 
-def _better(new: Certificate, old: Certificate) -> bool:
-    if new.ok != old.ok:
-        return new.ok
-    return bool(new.primal_residual < old.primal_residual)
+# --------------------------------------------------------------------------------------------
+# the solve plan
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Point:
+    """One strategy's point (the variables' and dual variables' values it left) and the
+    certificate of its raw vectors (the dual bound `certify_point` uses)."""
+
+    snapshot: list[tuple[Any, Any]]
+    bound: Certificate
+
+
+@dataclass
+class _Context:
+    """What every strategy reads: the problem and the caller's options; the log; the compiled
+    data (once per solver); the last primal point a solve returned (``reference``: the unit
+    scaling reads the magnitudes of the variables that have no bound from it) and the best
+    certificate seen with its point (returned only when a solve ran out of ``time_limit``)."""
+
+    problem: Any
+    clean: Callable[[], None] | None
+    report: Callable[[Certificate], Certificate] | None
+    backend: str
+    gap_tol: float
+    feas_tol: float
+    time_limit: float | None
+    scale: float | None
+    verbose: bool
+    log: SolveLog
+    highs: bool
+    reference: np.ndarray | None = None
+    out_of_time: bool = False
+    backends: list[str] = field(default_factory=list)
+    latest: Certificate | None = None
+    cause: BaseException | None = None  # the last exception a solver or cvxpy raised
+    best: tuple[Certificate, Certificate, list[tuple[Any, Any]]] | None = None
+    _compiled: dict[str, tuple[Any, Any, Any]] = field(default_factory=dict)
+    _bounds: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+
+    def compiled(self, solver: str) -> tuple[dict[str, Any], Any, Any]:
+        """``(data, chain, inverse)`` of the problem compiled for ``solver`` (once)."""
+        if solver not in self._compiled:
+            # quadratic terms as cones (the certificates read no quadratic objective); an
+            # "InsufficientProgress" point read back (accept_unknown) for the certificate
+            opts: dict[str, Any] = {"use_quad_obj": False}
+            if solver == "CLARABEL":
+                opts["accept_unknown"] = True
+            try:
+                self._compiled[solver] = self.problem.get_problem_data(solver, solver_opts=opts)
+            except FairallocError:
+                raise
+            except Exception as exc:
+                self.cause = exc
+                raise SolverError(f"cvxpy could not compile the program for {solver}: "
+                                  f"{type(exc).__name__}: {exc}", backend=self.backend,
+                                  raw_status="exception") from exc
+        return self._compiled[solver]
+
+    def bounds(self, solver: str) -> tuple[np.ndarray, np.ndarray]:
+        """The column bounds of the compiled data (`fairalloc._conic.column_bounds`)."""
+        key = f"bounds:{solver}"
+        if key not in self._bounds:
+            self._bounds[key] = column_bounds(self.compiled(solver)[0])
+        return self._bounds[key]
+
+    def ran(self, backend: str, status: str, iterations: int, canonical: SolveStatus,
+            started: float) -> None:
+        self.log.solved(backend, status, iterations, status=canonical)
+        if backend not in self.backends:
+            self.backends.append(backend)
+        limited = canonical in (SolveStatus.TIME_LIMIT, SolveStatus.ITERATION_LIMIT)
+        if (limited and self.time_limit is not None
+                and time.perf_counter() - started >= self.time_limit):
+            self.out_of_time = True
+
+    def linear(self) -> bool:
+        import cvxpy as cp
+
+        return self.highs and is_linear(self.compiled(cp.CLARABEL)[0])
+
+
+def _live(ctx: _Context) -> None:
+    if ctx.out_of_time:
+        raise Decline(f"the time limit ({ctx.time_limit:g} s) was reached")
+
+
+def _clarabel(ctx: _Context, *, scaled: bool, tight: bool) -> _Point:
+    """One Clarabel solve of the compiled program (``scaled``: of its unit-scaled copy,
+    `fairalloc._conic.unit_scaling`, mapped back), read back into the problem."""
+    import cvxpy as cp
+
+    _live(ctx)
+    data, chain, inverse = ctx.compiled(cp.CLARABEL)
+    tol = TIGHT_TOL if tight else SOLVER_TOL
+    # accept_unknown: cvxpy reads back the point of an "InsufficientProgress" stop too (it
+    # would raise instead); like every usable point it goes to the certificate, which decides
+    opts: dict[str, Any] = {"tol_gap_abs": tol, "tol_gap_rel": tol, "tol_feas": tol,
+                            "accept_unknown": True, "use_quad_obj": False}
+    if tight:
+        opts["max_iter"] = TIGHT_MAX_ITER
+    if ctx.time_limit is not None:
+        opts["time_limit"] = float(ctx.time_limit)
+    scaling = unit_scaling(data, ctx.reference) if scaled else None
+    solve_data = data if scaling is None else scaling.apply(data)
+    started = time.perf_counter()
+    try:
+        raw = chain.solve_via_data(ctx.problem, solve_data, False, ctx.verbose, opts)
+    except FairallocError:
+        raise
+    except Exception as exc:  # cvxpy.error.SolverError, numerical errors ...
+        ctx.cause = exc
+        ctx.ran(ctx.backend, "exception", 0, SolveStatus.ERROR, started)
+        raise SolverError(f"cvxpy/clarabel raised {type(exc).__name__}: {exc}",
+                          backend=ctx.backend, raw_status="exception") from exc
+    status = str(getattr(raw, "status", ""))
+    canonical = get_backend(ctx.backend, need="cvxpy").canonical_status(status)
+    ctx.ran(ctx.backend, status, int(getattr(raw, "iterations", 0)), canonical, started)
+    if canonical == SolveStatus.INFEASIBLE:
+        raise InfeasibleError(f"the program is infeasible (clarabel: {status})",
+                              backend=ctx.backend, status=status)
+    xs = np.asarray(getattr(raw, "x", []), dtype=float)
+    zs = np.asarray(getattr(raw, "z", []), dtype=float)
+    A = data["A"]
+    if (canonical not in USABLE or xs.size != A.shape[1] or zs.size != A.shape[0]
+            or not np.all(np.isfinite(xs)) or not np.all(np.isfinite(zs))):
+        raise SolverError(f"clarabel failed: {status}", backend=ctx.backend, status=status)
+    x, z = (xs, zs) if scaling is None else scaling.unscale(xs, zs)
+    # the point on its columns' bounds (singleton rows: a cap of 0 met at 0, not at 1e-12)
+    lo, hi = ctx.bounds(cp.CLARABEL)
+    x = np.minimum(np.maximum(x, lo), hi)
+    ctx.reference = x
+    c = np.asarray(data["c"], dtype=float)
+    back = SimpleNamespace(status=status, x=x, z=z, s=np.asarray(data["b"]) - A @ x,
+                           iterations=getattr(raw, "iterations", 0),
+                           solve_time=getattr(raw, "solve_time", 0.0), obj_val=float(c @ x))
+    kw = {"maximize": _maximize(ctx.problem), "offset": _offset(data), "gap_tol": ctx.gap_tol,
+          "feas_tol": ctx.feas_tol, "scale": ctx.scale}
+    # the raw certificate; of a scaled solve in its balanced coordinates (`UnitScaling`)
+    cert = _read_back(ctx, chain, inverse, back, (lambda: conic_certificate(data, x, z, **kw))
+                      if scaling is None else
+                      (lambda: scaling.certificate(solve_data, xs, zs, **kw)))
+    return _Point(snapshot_point(ctx.problem), cert)
+
+
+def _highs(ctx: _Context) -> _Point:
+    """A linear program compiled by cvxpy for HiGHS (``cp.HIGHS``: rows, column bounds),
+    solved by fairalloc's HiGHS backend (its thread count, silence and status map: cvxpy's
+    own call would start HiGHS' process-wide scheduler on every core, which then refuses
+    fairalloc's single-thread runs, and print HiGHS' banner) without presolve (which called
+    a kept-objective row met to 2.5e-12 "Infeasible"), read back through cvxpy's HiGHS
+    interface and certified by the LP certificate of the column values and row duals."""
+    import cvxpy as cp
+
+    _live(ctx)
+    data, chain, inverse = ctx.compiled(cp.HIGHS)
+    lp = _linear_program(data)
+    started = time.perf_counter()
+    sol = HighsBackend(presolve=False).solve_lp(lp, time_limit=ctx.time_limit,
+                                                verbose=ctx.verbose)
+    status = sol.raw_status or str(sol.status)
+    ctx.ran(HIGHS, status, sol.iterations, sol.status, started)
+    if sol.status == SolveStatus.INFEASIBLE:
+        raise InfeasibleError(f"the program is infeasible (highs: {status})", backend=HIGHS,
+                              status=status)
+    x = None if sol.x is None else np.asarray(sol.x, dtype=float)
+    y = None if sol.row_duals is None else np.asarray(sol.row_duals, dtype=float)
+    if (not sol.usable or x is None or y is None or y.size != lp.shape[0]
+            or not np.all(np.isfinite(x)) or not np.all(np.isfinite(y))):
+        raise SolverError(f"highs failed: {status}", backend=HIGHS, status=status)
+    # the results cvxpy's HiGHS interface reads back (`HIGHS.invert`)
+    back = {"model_status": "kOptimal", "run_time": sol.seconds,
+            "solution": SimpleNamespace(col_value=x, row_dual=y),
+            "info": SimpleNamespace(objective_function_value=float(lp.c @ x),
+                                    ipm_iteration_count=sol.iterations,
+                                    crossover_iteration_count=0, pdlp_iteration_count=0,
+                                    qp_iteration_count=0, simplex_iteration_count=0)}
+    cert = _read_back(ctx, chain, inverse, back, lambda: lp_certificate(
+        lp, x, y, maximize=_maximize(ctx.problem), gap_tol=ctx.gap_tol, feas_tol=ctx.feas_tol,
+        scale=ctx.scale if ctx.scale is not None else _lp_scale(lp, x, y)))
+    return _Point(snapshot_point(ctx.problem), cert)
+
+
+def _read_back(ctx: _Context, chain: Any, inverse: Any, raw: Any,
+               certify: Callable[[], Certificate]) -> Certificate:
+    """Write a solve's point into the problem's variables and certify its raw vectors."""
+    try:
+        with warnings.catch_warnings():  # "may be inaccurate": the certificate decides
+            warnings.simplefilter("ignore")
+            ctx.problem.unpack_results(raw, chain, inverse)
+        return certify()
+    except FairallocError:
+        raise
+    except Exception as exc:
+        ctx.cause = exc
+        raise SolverError(f"could not read the solution back: {type(exc).__name__}: {exc}",
+                          backend=ctx.backend) from exc
+
+
+def _maximize(problem: Any) -> bool:
+    import cvxpy as cp
+
+    return isinstance(problem.objective, cp.Maximize)
+
+
+def _linear_program(data: dict[str, Any]) -> LinearProgram:
+    """The compiled LP ``min c@x  s.t.  A x + s = b``, ``s`` in zero then non-negative cones,
+    with the column bounds cvxpy passes HiGHS, as a `LinearProgram`."""
+    b = np.asarray(data["b"], dtype=float)
+    zero = int(data["dims"].zero)
+    lower = np.concatenate([b[:zero], np.full(b.size - zero, -np.inf)])
+    lb, ub = data.get("lower_bounds"), data.get("upper_bounds")
+    return LinearProgram.build(np.asarray(data["c"], dtype=float), sp.csr_matrix(data["A"]),
+                               row_lower=lower, row_upper=b,
+                               col_lower=-np.inf if lb is None else lb,
+                               col_upper=np.inf if ub is None else ub, offset=_offset(data))
+
+
+def _lp_scale(lp: LinearProgram, x: np.ndarray, y: np.ndarray) -> float:
+    """The LP certificate's gap scale, as the conic certificate's: the magnitude of the terms
+    the primal value and the bound add up."""
+    rows = np.where(y > 0, lp.row_lower, np.where(y < 0, lp.row_upper, 0.0))
+    with np.errstate(invalid="ignore"):
+        terms = np.where(np.isfinite(rows), np.abs(y * rows), 0.0)
+    return max(float(np.sum(np.abs(lp.c * x))), float(np.sum(terms)), abs(lp.offset))
+
+
+def _certify(ctx: _Context, point: _Point) -> Certificate:
+    """The certificate of a strategy's point on the original program: the point written back
+    into the variables, cleaned by the caller (``clean``) and judged by `certify_point` (the
+    raw-vector certificate without ``clean``), then read as the caller reports it
+    (``report``; that is the verdict the plan acts on). ``ctx.latest`` keeps the
+    certificate before ``report``."""
+    restore_point(point.snapshot)
+    if ctx.clean is None:
+        cert = point.bound
+    else:
+        ctx.clean()
+        cert = certify_point(ctx.problem, point.bound)
+    judged = cert if ctx.report is None else ctx.report(cert)
+    ctx.latest = cert
+    if ctx.best is None or _distance(judged) < _distance(ctx.best[0]):
+        ctx.best = (judged, cert, snapshot_point(ctx.problem))
+    return judged
+
+
+def _distance(cert: Certificate) -> float:
+    """How far a certificate is from passing, in units of its tolerances (0: it passes)."""
+    if cert.ok:
+        return 0.0
+    gap = cert.relative_gap / cert.gap_tol if cert.gap_tol > 0 else cert.relative_gap
+    res = cert.primal_residual / cert.feas_tol if cert.feas_tol > 0 else cert.primal_residual
+    out = max(gap, res, cert.dual_residual / cert.feas_tol if cert.feas_tol > 0 else 0.0)
+    return out if np.isfinite(out) else float("inf")
+
+
+PLAN: tuple[Strategy[_Context, _Point], ...] = (
+    Strategy(CVXPY_STEP, lambda c: _clarabel(c, scaled=False, tight=False), _certify,
+             exact=True),
+    Strategy(UNIT_SCALE_STEP, lambda c: _clarabel(c, scaled=True, tight=False), _certify,
+             exact=True),
+    Strategy(TIGHT_STEP, lambda c: _clarabel(c, scaled=True, tight=True), _certify,
+             exact=True),
+    Strategy(HIGHS_STEP, _highs, _certify, applies=_Context.linear, exact=True),
+)
 
 
 def solve_cvxpy(
@@ -530,34 +559,45 @@ def solve_cvxpy(
     gap_tol: float = GAP_TOL,
     feas_tol: float = FEAS_TOL,
     time_limit: float | None = None,
-    method: str = "cvxpy",
+    method: str = CVXPY_STEP,
     scale: float | None = None,
     verbose: bool = False,
     clean: Callable[[], None] | None = None,
+    report: Callable[[Certificate], Certificate] | None = None,
+    robust: bool = False,
+    highs: bool = True,
+    log: SolveLog | None = None,
+    what: str = "composed",
 ) -> tuple[SolveStats, Certificate]:
-    """Solve a cvxpy problem with an explicitly named backend and certify it.
+    """Solve a cvxpy problem with explicitly named solvers and certify it.
 
-    Only Clarabel returns the raw conic vectors the certificate needs, so composed programs
-    are certified through ``backend="clarabel"``. The solver's status is mapped by the
-    backend's status map and accepted by the one rule of [`fairalloc.backends`][fairalloc.backends]
-    (`USABLE`): a usable point goes to the certificate, which decides.
-    ``scale`` is passed to `conic_certificate`.
+    ``backend`` is the conic solver (only Clarabel returns the raw conic vectors the
+    certificate needs). Without ``clean`` the certificate is `conic_certificate` of the
+    solver's raw vectors; with ``clean`` -- a callable that writes the point the caller will
+    return into the problem's variables (time fractions clipped to ``[0, 1]``, a level
+    variable set from the allocation, ...) -- it is `certify_point` of that point: the
+    objective evaluated there and every constraint judged at its own scale
+    (`constraint_residual`), with the raw dual bound. ``report`` maps that certificate to
+    the one the caller reports (a makespan's from that of the rate maximised); the plan
+    judges points by it, and the certificate returned is the one before ``report``.
 
-    Without ``clean`` the certificate is `conic_certificate` of the solver's raw vectors. With
-    ``clean`` -- a callable that writes the point the caller will return into the problem's
-    variables (time fractions clipped to ``[0, 1]``, a level variable set from the
-    allocation, ...) -- it is `certify_point` of that point: the objective evaluated there and
-    every constraint judged at its own scale (`constraint_residual`), with the conic dual
-    bound. A point that violates a constraint beyond ``feas_tol`` (a cap of ``1e-9`` of a
-    good's supply met only to the solver's absolute tolerance) is solved again with those
-    constraints restated at their own scale (at most `RESTATE_ROUNDS` times; ``stats.path``
-    gains ``"cvxpy-own-scale"`` for each), and the better point is kept.
+    ``robust=False``: one Clarabel solve (step ``method``); its certificate is returned
+    whatever its verdict, for the caller to judge. ``robust=True``: the plan of the module
+    docstring (``highs=False`` leaves out its HiGHS step); the certificate returned is ok,
+    or a solve stopped at ``time_limit`` and it is the best one seen. Steps, hand-overs and
+    backend solves are recorded in ``log`` (a fresh `SolveLog` by default); ``what`` names
+    the program in errors; ``scale`` is passed to the certificates.
 
     Raises
     ------
-    InfeasibleError, SolverError, CertificateError
-        Any exception cvxpy or the solver raises becomes [`SolverError`][fairalloc.SolverError]
-        (cause chained).
+    InfeasibleError
+        Clarabel proved infeasibility (``robust``: two steps agree).
+    CertificateError
+        ``robust``: points came back, none certified; the message says no solver resolved
+        the program to the certificate's tolerance, ``exc.verdicts`` lists each step's.
+    SolverError
+        No point came back. Any exception cvxpy or a solver raises becomes
+        [`SolverError`][fairalloc.SolverError] (cause chained).
     """
     inst = get_backend(backend, need="cvxpy")
     if inst.name != "clarabel":
@@ -565,93 +605,54 @@ def solve_cvxpy(
             f"composed programs are certified through backend='clarabel' (got {inst.name!r})",
             argument="backend",
         )
-    time_limit = as_time_limit(time_limit)
-    gap_tol = as_tolerance(gap_tol, "gap_tol")
-    feas_tol = as_tolerance(feas_tol, "feas_tol")
-    verbose = as_bool(verbose, "verbose")
+    ctx = _Context(problem=problem, clean=clean, report=report, backend=inst.name,
+                   gap_tol=as_tolerance(gap_tol, "gap_tol"),
+                   feas_tol=as_tolerance(feas_tol, "feas_tol"),
+                   time_limit=as_time_limit(time_limit), scale=scale,
+                   verbose=as_bool(verbose, "verbose"), log=SolveLog() if log is None else log,
+                   highs=as_bool(highs, "highs"))
     t0 = time.perf_counter()
-    tols = (gap_tol, feas_tol)
-    iters, status, cert = _solve_once(problem, inst.name, tols, time_limit, scale, verbose)
-    path = [method]
-    if clean is not None:
-        clean()
-        cert = certify_point(problem, cert)
-        for _ in range(RESTATE_ROUNDS):
-            if cert.primal_residual <= feas_tol:
-                break
-            twin = _Restated(problem, feas_tol)
-            if twin.problem is None:
-                break
-            kept = snapshot_point(problem)
-            try:
-                more, status2, conic = _solve_once(twin.problem, inst.name, tols, time_limit,
-                                                   scale, verbose)
-            except SolverError:  # the restated program failed: keep the first point
-                restore_point(kept)
-                break
-            twin.copy_duals()
-            clean()
-            iters += more
-            path.append(RESTATED_STEP)
-            new = certify_point(problem, conic)
-            if not _better(new, cert):
-                restore_point(kept)
-                break
-            cert, status = new, status2
-    stats = SolveStats(backend=inst.name, method=method, seconds=time.perf_counter() - t0,
-                       iterations=iters, solves=len(path), raw_status=status, path=tuple(path))
+    mark, iterations, solves = ctx.log.mark(), ctx.log.iterations, ctx.log.solves
+    if not robust:
+        ctx.log.step(method)
+        _certify(ctx, _clarabel(ctx, scaled=False, tight=False))
+        assert ctx.latest is not None
+        cert = ctx.latest
+    else:
+        cert = _run(ctx, what)
+    steps, fallbacks = ctx.log.since(mark)
+    stats = SolveStats(backend="+".join(ctx.backends) or inst.name, method=method,
+                       seconds=time.perf_counter() - t0,
+                       iterations=ctx.log.iterations - iterations,
+                       solves=ctx.log.solves - solves, raw_status=ctx.log.raw_status,
+                       path=compress(steps), fallbacks=fallbacks)
     return stats, cert
 
 
-def _solve_once(problem: Any, backend: str, tols: tuple[float, float],
-                time_limit: float | None, scale: float | None, verbose: bool
-                ) -> tuple[int, str, Certificate]:
-    """One Clarabel solve of ``problem`` (results unpacked into its variables and
-    constraints): ``(iterations, raw status, conic certificate of the raw vectors)``."""
-    import cvxpy as cp
-
-    from .backends import USABLE, SolveStatus
-
-    inst = get_backend(backend, need="cvxpy")
-    # accept_unknown: cvxpy reads back the point of an "InsufficientProgress" stop too (it
-    # would raise instead); like every usable point it goes to the certificate, which decides
-    opts: dict[str, Any] = {"tol_gap_abs": SOLVER_TOL, "tol_gap_rel": SOLVER_TOL,
-                            "tol_feas": SOLVER_TOL, "accept_unknown": True,
-                            "verbose": verbose}
-    if time_limit is not None:
-        opts["time_limit"] = float(time_limit)
+def _run(ctx: _Context, what: str) -> Certificate:
+    """The plan on ``ctx``: the first certified point (left in the variables) and its
+    certificate; the best point seen when a solve ran out of time; else the typed error."""
     try:
-        data, chain, inverse = problem.get_problem_data(cp.CLARABEL, solver_opts=opts)
-        raw = chain.solve_via_data(problem, data, False, verbose, opts)
-    except FairallocError:
+        run_plan(PLAN, ctx, ctx.log, what=what, backend=ctx.backend)
+    except InfeasibleError:
         raise
-    except Exception as exc:  # cvxpy.error.SolverError, DCPError, numerical errors ...
-        raise SolverError(f"cvxpy/clarabel raised {type(exc).__name__}: {exc}",
-                          backend=inst.name, raw_status="exception") from exc
-    status = str(getattr(raw, "status", ""))
-    canonical = inst.canonical_status(status)
-    if canonical == SolveStatus.INFEASIBLE:
-        raise InfeasibleError(f"the program is infeasible (clarabel: {status})",
-                              backend=inst.name, status=status)
-    x = np.asarray(getattr(raw, "x", []), dtype=float)
-    z = np.asarray(getattr(raw, "z", []), dtype=float)
-    if (canonical not in USABLE or not np.all(np.isfinite(x)) or not np.all(np.isfinite(z))
-            or x.size != data["A"].shape[1] or z.size != data["A"].shape[0]):
-        raise SolverError(f"clarabel failed: {status}", backend=inst.name, status=status)
-    gap_tol, feas_tol = tols
-    try:
-        with warnings.catch_warnings():  # "may be inaccurate": the certificate decides
-            warnings.simplefilter("ignore")
-            problem.unpack_results(raw, chain, inverse)
-        maximize = isinstance(problem.objective, cp.Maximize)
-        cert = conic_certificate(data, x, z, maximize=maximize, offset=_offset(data),
-                                 gap_tol=gap_tol, feas_tol=feas_tol, scale=scale)
-    except FairallocError:
-        raise
-    except Exception as exc:
-        raise SolverError(f"could not read the solution back: {type(exc).__name__}: {exc}",
-                          backend=inst.name, status=status) from exc
-    return int(getattr(raw, "iterations", 0)), status, cert
+    except SolverError as exc:
+        if ctx.out_of_time and ctx.best is not None:
+            _, cert, snapshot = ctx.best
+            restore_point(snapshot)
+            return cert
+        msg = (f"no solver resolved the {what} program to the certificate's tolerance "
+               f"(relative gap {ctx.gap_tol:g}, relative feasibility {ctx.feas_tol:g}); "
+               f"verdicts: {'; '.join(exc.verdicts)}")
+        if isinstance(exc, CertificateError):
+            raise CertificateError(msg, certificate=exc.certificate, backend=exc.backend,
+                                   verdicts=exc.verdicts) from exc
+        # chained to what a solver or cvxpy raised, if anything (else to the plan's error)
+        raise SolverError(msg, backend=exc.backend, status=exc.status,
+                          raw_status=exc.raw_status, verdicts=exc.verdicts
+                          ) from (ctx.cause if ctx.cause is not None else exc)
+    assert ctx.latest is not None  # (the found point was certified last)
+    return ctx.latest
 
 
 def _offset(data: dict[str, Any]) -> float:

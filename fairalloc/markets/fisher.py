@@ -707,16 +707,17 @@ class FisherMarket(Composable):
                 return alloc, prices, cert, iters, solves
             log.hand_over(plain, "cvxpy", "an added constraint binds at the plain equilibrium"
                          if cert.ok else "the plain equilibrium was not certified")
-        log.step("cvxpy")
         cvx = self._pieces()
         problem = self._problem(cvx)
         try:
-            # a composed model is certified at the allocation it returns (every constraint
-            # at its own scale); a plain one gets the exact Eisenberg-Gale certificate below
+            # a composed model is solved by the composed plan and certified at the allocation
+            # it returns (every constraint at its own scale); a plain one by one solve, with
+            # the exact Eisenberg-Gale certificate below
             stats, conic_cert = solve_cvxpy(
                 problem, backend=log.conic, gap_tol=gap_tol, feas_tol=feas_tol,
                 time_limit=time_limit,
-                clean=(lambda: self._clean(cvx)) if self.composed else None)
+                clean=(lambda: self._clean(cvx)) if self.composed else None,
+                robust=self.composed, log=log, what="composed market")
         except SolverError:
             if self.composed:
                 raise
@@ -725,10 +726,6 @@ class FisherMarket(Composable):
             alloc, prices, cert, it, more = self._solve_plain(
                 "conic", gap_tol, feas_tol, time_limit, None, log)
             return alloc, prices, cert, iters + it, solves + more
-        for step in stats.path[1:]:  # re-solves with constraints at their own scale
-            log.step(step)
-        for _ in range(stats.solves):  # (each solve reports the last one's status)
-            log.ran(stats.backend, stats.raw_status)
         iters += stats.iterations
         solves += stats.solves
         n, m, T = self.n, self.m, self.T

@@ -29,11 +29,13 @@ from typing import Any
 import numpy as np
 
 from .._cvxpy import certify_point, restore_point, snapshot_point, solve_cvxpy
-from ..errors import FairallocWarning, SolverError
+from ..errors import CertificateError, FairallocWarning, SolverError
 from ..results import Certificate, SolveStats
+from ..solvelog import SolveLog
 from .programs import LevelStage
 
-__all__ = ["CVXPY_STEP", "level_objective", "negated", "reciprocal", "solve_composed"]
+__all__ = ["CVXPY_STEP", "finish_time_objective", "level_objective", "negated", "reciprocal",
+           "solve_composed"]
 
 CVXPY_STEP = "cvxpy"  # path step: one conic solve of the cvxpy model
 #: the caller's frame of the work-conserving warning (solve_composed -> policy._solve_cvxpy
@@ -65,6 +67,50 @@ def level_objective(cvx: dict[str, Any], stage: LevelStage) -> tuple[Any, list[A
 
     cvx.setdefault("tighten", []).append(tighten)
     return theta, [C @ xc - coef * var >= h]
+
+
+def finish_time_objective(cvx: dict[str, Any], t: np.ndarray, D: np.ndarray,
+                          steps: np.ndarray, equal_tp: np.ndarray) -> tuple[Any, list[Any]]:
+    """``max -R`` s.t. ``rho_m = t_m / D_m + steps_m / (D_m tp_m) <= R`` (finish-time
+    fairness), each job's throughput at its own unit scale: ``tp_m = tau_m tp'_m`` with
+    ``tau_m`` the power of two of its equal-share throughput, so that each job's ``inv_pos``
+    (a hyperbolic cone ``a_m tp'_m >= 1``) is at unit scale where the job is bound, whatever
+    the spread of the jobs' throughputs (one shared scale left jobs 1e11 apart: Clarabel's
+    points missed the certificate by up to a relative 1). Registers the clean-up that sets
+    ``R`` to the largest ``rho`` of the allocation (``cvx["tighten"]``).
+
+    Examples
+    --------
+    >>> import cvxpy as cp
+    >>> cvx = {"tp": cp.Variable(2, nonneg=True)}
+    >>> rates = np.array([1e-6, 1e6])  # two jobs 1e12 apart, each rho = 1 at its rate
+    >>> obj, cons = finish_time_objective(cvx, np.zeros(2), np.ones(2), rates, rates)
+    >>> prob = cp.Problem(cp.Maximize(obj), [*cons, cvx["tp"] <= rates])
+    >>> _ = prob.solve(solver=cp.CLARABEL)
+    >>> round(float(cvx["level"].value), 6)
+    1.0
+    """
+    import cvxpy as cp
+
+    R = cp.Variable(name="rho_max")
+    cvx["level"] = R
+    t, D, steps = (np.asarray(v, dtype=float) for v in (t, D, steps))
+    tau = _pow2(np.asarray(equal_tp, dtype=float))
+    unit = cp.multiply(1.0 / tau, cvx["tp"])  # tp / tau
+    rho = t / D + cp.multiply(steps / (D * tau), cp.inv_pos(unit))
+
+    def tighten() -> None:  # rho_max of the returned allocation
+        if rho.value is not None:
+            R.save_value(np.array(float(np.max(rho.value))))
+
+    cvx.setdefault("tighten", []).append(tighten)
+    return -R, [rho <= R]
+
+
+def _pow2(v: np.ndarray) -> np.ndarray:
+    """The power of two just above each positive finite entry (1 elsewhere): exact scales."""
+    ok = (v > 0) & np.isfinite(v)
+    return np.where(ok, np.ldexp(1.0, np.frexp(np.where(ok, v, 1.0))[1]), 1.0)
 
 
 def reciprocal(cert: Certificate, value: float) -> Certificate:
@@ -148,11 +194,11 @@ def solve_composed(policy: Any, wc: bool, tols: tuple[float, float, float], back
         xcol = np.asarray(cvx["xc"].value, dtype=float)
         return policy._cvx_report(_in_units(cert, unit), xcol)
 
+    log = SolveLog()
     stats, first = solve_cvxpy(prob, backend=backend, gap_tol=gap_tol, feas_tol=feas_tol,
-                               clean=clean)
+                               clean=clean, report=report, robust=True, log=log,
+                               what=f"composed {policy.name}")
     prices = unit * np.maximum(np.asarray(cvx["capacity"].dual_value, dtype=float), 0.0)
-    path, fallbacks = list(stats.path), []
-    iters, raw_status = stats.iterations, stats.raw_status
     final = report(first)
     certs: list[Certificate] = [final]
     if wc:
@@ -164,33 +210,34 @@ def solve_composed(policy: Any, wc: bool, tols: tuple[float, float, float], back
                         [*prob.constraints, obj >= value - slack])
         why = None
         try:
-            stats2, second = solve_cvxpy(p2, backend=backend, gap_tol=gap_tol,
-                                         feas_tol=feas_tol, clean=clean)
+            _, second = solve_cvxpy(p2, backend=backend, gap_tol=gap_tol, feas_tol=feas_tol,
+                                    clean=clean, robust=True, log=log,
+                                    what=f"{policy.name} work-conserving")
+        except CertificateError as exc:  # points, none certified (the first stage's is kept)
+            why = "its own certificate failed"
+            if isinstance(exc.certificate, Certificate):
+                certs.append(exc.certificate)
         except SolverError as exc:  # no point (the first stage's is kept; no certificate)
             why = f"its solve failed ({exc})"
-            path.append(CVXPY_STEP)
         else:
-            iters += stats2.iterations
-            path += stats2.path
-            raw_status = stats2.raw_status
             there = report(certify_point(prob, first))  # the first stage at the second's point
-            if second.ok and there.ok:
+            if there.ok:
                 final = certs[0] = there
                 certs.append(second)
             else:  # reported as the stage's certificate, not ok (the reason it was not used)
-                certs.append(second if not second.ok else there)
-                why = ("its own certificate failed" if not second.ok else
-                       f"the first stage's certificate fails at its point ({there!r})")
+                certs.append(there)
+                why = f"the first stage's certificate fails at its point ({there!r})"
         if why is not None:
             restore_point(kept)
             warnings.warn(
                 f"{policy.name}: the work-conserving stage could not be certified ({why}); "
                 "returning the certified first-stage allocation, which may leave capacity idle",
                 FairallocWarning, stacklevel=_WARN_LEVEL)
-            fallbacks.append(f"work-conserving->first-stage allocation: {why}")
+            log.hand_over("work-conserving", "first-stage allocation", why)
     xcol = np.asarray(cvx["xc"].value, dtype=float)
-    stats = SolveStats(backend=stats.backend, method="cvxpy", seconds=time.perf_counter() - t0,
-                       iterations=iters, solves=len(path), raw_status=raw_status,
-                       path=tuple(path), fallbacks=tuple(fallbacks))
+    stats = SolveStats(backend="+".join(log.backends) or stats.backend, method="cvxpy",
+                       seconds=time.perf_counter() - t0, iterations=log.iterations,
+                       solves=log.solves, raw_status=log.raw_status, path=log.path,
+                       fallbacks=log.fallbacks)
     final.check(backend=stats.backend)
     return xcol, prices, final, tuple(certs), stats

@@ -22,7 +22,7 @@ from ..errors import InputError, SolverError
 from ..plan import Decline
 from ..results import Certificate
 from ..tolerances import FEAS_TOL, GAP_TOL
-from .composed import level_objective, negated, reciprocal
+from .composed import finish_time_objective, level_objective, negated, reciprocal
 from .policy import (
     STAGE_TOL,
     TINY,
@@ -33,7 +33,7 @@ from .policy import (
     _steps,
     isolated_split,
 )
-from .programs import LevelStage, StageResult, pow2
+from .programs import LevelStage, StageResult
 from .stages import EXACT_LP, StageSolver
 from .structured import STRUCTURED_LEVEL, fast_level, level_strategy
 from .structured.common import PROVISIONAL, NewtonSeed
@@ -382,22 +382,7 @@ class FinishTimeFairness(ThroughputPolicy):
         return float(self.rho(self.inst.throughput(xcol)).max())
 
     def _cvx_objective(self, cvx: dict[str, Any]) -> tuple[Any, list[Any]]:
-        import cvxpy as cp
-
-        R = cp.Variable(name="rho_max")
-        cvx["level"] = R
-        # t + steps / tp <= D R, divided by D and with tp at unit scale (tau: a power of
-        # two): every coefficient is a ratio of times or of throughputs
-        tau = pow2(float(np.median(self.inst.equal_tp)))
-        tp_unit = cvx["tp"] * (1.0 / tau) if tau != 1.0 else cvx["tp"]
-        rho = self.t / self.D + cp.multiply(self.steps / (self.D * tau), cp.inv_pos(tp_unit))
-
-        def tighten() -> None:  # rho_max of the returned allocation
-            if rho.value is not None:
-                R.save_value(np.array(float(np.max(rho.value))))
-
-        cvx.setdefault("tighten", []).append(tighten)
-        return -R, [rho <= R]
+        return finish_time_objective(cvx, self.t, self.D, self.steps, self.inst.equal_tp)
 
     def _cvx_report(self, cert: Certificate, xcol: np.ndarray) -> Certificate:
         """The certificate of ``max rho`` of the allocation (without objective terms)."""

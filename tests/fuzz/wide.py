@@ -49,17 +49,6 @@ WF_MAX_TYPES = 10
 WIDE_WEIGHT = 4.0
 #: the whole throughput table is multiplied by one of these (issue #27: x1e-6 throughputs)
 TABLE_SCALES = (1e-6, 1.0, 1.0, 1e6)
-#: issue #27's defects open on main that the quick CI profile meets (``Target.known``:
-#: tolerated there, reported by the long profile). Composed markets: an added constraint
-#: judged relative to the market's scale, not its own side, so a small cap is exceeded or the
-#: capped buyer is certified short of it
-KNOWN_CAPPED_MARKET = (("wrong", r"^added constraint x\[\d+, \d+\] <= \S+ violated"),
-                       ("wrong", r"^capped market: Eisenberg-Gale value"),
-                       ("no_answer", r"^CertificateError: certificate failed \(conic\)"))
-#: composed throughput policies (cvxpy + Clarabel) whose conic certificate misses its gap
-KNOWN_CAPPED_POLICY = (("no_answer", r"^CertificateError: certificate failed \(conic\)"),)
-#: method="cvxpy" on extreme data: Clarabel's point misses the conic certificate (open, #27)
-KNOWN_CVXPY_POLICY = KNOWN_CAPPED_POLICY
 
 
 # --------------------------------------------------------------------------------------------
@@ -343,7 +332,7 @@ def _check_cvxpy_throughput(case: dict, r: Any) -> None:
 
 register("cvxpy: throughput", "wide", cvxpy_throughput_cases(), _call_cvxpy_throughput,
          _check_cvxpy_throughput, _via_registry("cvxpy: throughput"), weight=WIDE_WEIGHT,
-         always_feasible=True, known=KNOWN_CVXPY_POLICY)
+         always_feasible=True)
 
 
 # --------------------------------------------------------------------------------------------
@@ -409,7 +398,7 @@ def _render_capped(c: dict) -> str:
 
 register("FisherMarket.solve (binding caps)", "wide", capped_market_cases(),
          _call_capped_market, _check_capped_market, _render_capped, weight=WIDE_WEIGHT,
-         always_feasible=True, known=KNOWN_CAPPED_MARKET)
+         always_feasible=True)
 register("cvxpy: markets", "wide", capped_market_cases(cvxpy_only=True), _call_capped_market,
          _check_capped_market, _render_capped, weight=WIDE_WEIGHT, always_feasible=True)
 
@@ -445,7 +434,7 @@ register("ThroughputPolicy.solve (binding caps)", "wide", capped_policy_cases(),
          _call_capped_policy,
          lambda c, r: C.check_allocation(_g(c), r, c["policy"], caps=c["caps"]),
          _via_registry("ThroughputPolicy.solve (binding caps)"), weight=WIDE_WEIGHT,
-         always_feasible=True, known=KNOWN_CAPPED_POLICY)
+         always_feasible=True)
 
 
 # --------------------------------------------------------------------------------------------
