@@ -546,7 +546,7 @@ def _reference(case: dict, ids: list, types: list, r_x: np.ndarray, res: Any,
         v = case.get(key)
         return None if v is None else np.array([float(v[j]) for j in keep])
     g = C.Gavel(T[np.ix_(runnable, present)], sf[runnable], vec("weight"), cap[present],
-                vec("steps_remaining"), vec("elapsed"))
+                vec("steps_remaining"), vec("elapsed"), vec("isolated_elapsed"))
     xr = r_x[np.ix_(runnable, present)]
     if not np.array_equal(C._arr(res.x), xr):
         raise Wrong("the reduced result's x is not the round's x on present types/jobs")
@@ -674,6 +674,10 @@ def _check_adapter(case: dict, out: Any) -> None:
         ref.pop("weight", None)        # these adapters take no priority weights
     if case["policy"] == "water_filling":
         ref.pop("entity_policies", None)
+    if case["policy"] == "finish_time_fairness":
+        # Gavel's state: a fresh policy object has seen no round, so each job's isolated time
+        # so far (``cumulative_isolated_time``) is 0, not its elapsed time
+        ref["isolated_elapsed"] = dict.fromkeys(ids, 0.0)
     _reference(ref, ids, types, x, last.reduced, order_ids)
 
 
