@@ -207,3 +207,33 @@ def test_highs_runs_on_one_thread_and_accepts_any_thread_count_after_another() -
 
     assert DEFAULT_THREADS == 1
     assert results[0].iterations == results[2].iterations == results[5].iterations
+
+
+def test_highs_runs_after_a_foreign_highspy_started_the_scheduler() -> None:
+    """HiGHS' thread scheduler is process-wide: a run fairalloc did not make (the caller's own
+    highspy, cvxpy's HIGHS) started it with 2 threads, so fairalloc's 1-thread runs were
+    refused ("Not Set") and a space-sharing max-min through the Gavel adapter raised
+    SolverError. Each run now restarts the scheduler once when HiGHS refuses. In a fresh
+    process (the scheduler outlives any test)."""
+    import subprocess
+    import sys
+
+    code = """if True:
+        import highspy, numpy as np, fairalloc as fa
+        from fairalloc.backends import LinearProgram, get_backend
+        h = highspy.Highs(); h.setOptionValue("output_flag", False)
+        h.setOptionValue("threads", 2)
+        lp = highspy.HighsLp(); lp.num_col_ = 1; lp.col_cost_ = [1.0]
+        lp.col_lower_ = [0.0]; lp.col_upper_ = [1.0]
+        h.passModel(lp); assert h.run() == highspy.HighsStatus.kOk
+        sol = get_backend("highs").solve_lp(LinearProgram.build(
+            np.array([-1.0]), np.array([[1.0]]), -np.inf, np.array([2.0]), 0.0, np.inf))
+        print(sol.status.value, sol.raw_status, sol.objective)
+        r = fa.max_min_fairness(fa.Jobs(np.random.default_rng(1).random((30, 3))),
+                                fa.Cluster({"a": 3, "b": 3, "c": 3}))
+        print(r.stats.path, r.stats.fallbacks)
+    """
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.splitlines()
+    assert out[-2] == "optimal Optimal -2.0"
+    assert out[-1] == "('exact-lp',) ()"

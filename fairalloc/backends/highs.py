@@ -184,7 +184,7 @@ class HighsBackend(Backend):
                 h.setSolution(start_point)
         if basis is not None:
             h.setBasis(basis.raw)
-        h.run()
+        _run(h, DEFAULT_THREADS if threads is None else int(threads))
         sol = self._collect(h, lp, t0)
         if keep_basis or basis is not None:
             sol.extra["warm"] = basis is not None
@@ -291,6 +291,22 @@ def _instance(*, verbose: bool, reuse: bool) -> Any:
         h.resetOptions()
         h.setOptionValue("output_flag", False)
     return h
+
+
+def _run(h: Any, threads: int) -> None:
+    """``h.run()``; when HiGHS refuses to start (model status ``Not Set``: its process-wide
+    scheduler was started with another thread count by a run fairalloc did not make, e.g.
+    the caller's own highspy or cvxpy's ``HIGHS``), the scheduler is restarted with
+    ``threads`` (``h``'s count) and the run repeated once."""
+    import highspy
+
+    status = h.run()
+    if (status == highspy.HighsStatus.kError
+            and h.getModelStatus() == highspy.HighsModelStatus.kNotset):
+        with _SCHEDULER_LOCK:
+            highspy.Highs.resetGlobalScheduler(True)
+            _SCHEDULER_THREADS[:] = [threads]
+        h.run()
 
 
 def _scheduler(threads: int) -> None:
