@@ -597,7 +597,7 @@ def solve_cvxpy(
         the program to the certificate's tolerance, ``exc.verdicts`` lists each step's.
     SolverError
         No point came back. Any exception cvxpy or a solver raises becomes
-        [`SolverError`][fairalloc.SolverError] (cause chained).
+        `fairalloc.SolverError` (cause chained).
     """
     inst = get_backend(backend, need="cvxpy")
     if inst.name != "clarabel":

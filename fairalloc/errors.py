@@ -1,19 +1,19 @@
 """The one exception hierarchy of fairalloc.
 
-Every error the library raises on purpose derives from [`FairallocError`][fairalloc.FairallocError]:
+Every error the library raises on purpose derives from `fairalloc.FairallocError`:
 
-* [`InputError`][fairalloc.InputError] (also a `ValueError`) -- an argument is invalid. The message
+* `fairalloc.InputError` (also a `ValueError`) -- an argument is invalid. The message
   names the argument and, for arrays, the offending index, e.g. ``utility[3, 1] is nan``.
-* [`SolverError`][fairalloc.SolverError] (also a `RuntimeError`) -- a backend failed; carries the
+* `fairalloc.SolverError` (also a `RuntimeError`) -- a backend failed; carries the
   backend name and its raw status.
-* [`InfeasibleError`][fairalloc.InfeasibleError] -- the program has no feasible point (a
-  [`SolverError`][fairalloc.SolverError]).
-* [`UnboundedError`][fairalloc.UnboundedError] -- the objective is unbounded (a
-  [`SolverError`][fairalloc.SolverError]).
-* [`CertificateError`][fairalloc.CertificateError] -- a solve finished but its independently
-  computed certificate misses the tolerance (a [`SolverError`][fairalloc.SolverError]): the result
+* `fairalloc.InfeasibleError` -- the program has no feasible point (a
+  `fairalloc.SolverError`).
+* `fairalloc.UnboundedError` -- the objective is unbounded (a
+  `fairalloc.SolverError`).
+* `fairalloc.CertificateError` -- a solve finished but its independently
+  computed certificate misses the tolerance (a `fairalloc.SolverError`): the result
   is never returned as a success.
-* [`BackendUnavailableError`][fairalloc.BackendUnavailableError] -- an optional backend is not
+* `fairalloc.BackendUnavailableError` -- an optional backend is not
   installed (an `ImportError`, so ``pytest.importorskip``-style handling works).
 """
 
@@ -72,7 +72,7 @@ class SolverError(FairallocError, RuntimeError):
     backend : str or None
         Name of the backend that failed.
     status : SolveStatus
-        Why, in the one status vocabulary ([`fairalloc.SolveStatus`][fairalloc.SolveStatus]).
+        Why, in the one status vocabulary (`fairalloc.SolveStatus`).
         A string that is not a status given as ``status`` is kept as ``raw_status`` and the
         status is ``ERROR``.
     raw_status : str
@@ -119,7 +119,7 @@ class CertificateError(SolverError):
     Attributes
     ----------
     certificate : object
-        The failing [`fairalloc.Certificate`][fairalloc.Certificate], for inspection.
+        The failing `fairalloc.Certificate`, for inspection.
     """
 
     default_status = SolveStatus.CERTIFICATE_FAILED
@@ -139,7 +139,7 @@ class FairallocWarning(UserWarning):
 
 
 def foreign_error(exc: BaseException, what: str, *, backend: str | None = None) -> SolverError:
-    """The [`SolverError`][fairalloc.SolverError] that stands for a foreign exception ``exc`` raised
+    """The `fairalloc.SolverError` that stands for a foreign exception ``exc`` raised
     by ``what`` (a solver package, linear algebra, or a bug); raise it ``from exc`` to chain the
     cause."""
     return SolverError(f"{what} raised {type(exc).__name__}: {exc}", backend=backend,
@@ -149,8 +149,8 @@ def foreign_error(exc: BaseException, what: str, *, backend: str | None = None) 
 def only_fairalloc_errors(fn: Callable[_P, _R]) -> Callable[_P, _R]:
     """Decorate a public entry point so that only fairalloc errors escape it.
 
-    A [`FairallocError`][fairalloc.FairallocError] passes through; any other exception becomes
-    [`SolverError`][fairalloc.SolverError] (see [`foreign_error`][fairalloc.errors.foreign_error])
+    A `fairalloc.FairallocError` passes through; any other exception becomes
+    `fairalloc.SolverError` (see `fairalloc.errors.foreign_error`)
     with the original chained as its cause.
     """
 

@@ -1,17 +1,17 @@
 """A solve plan as data, and the one driver that runs it.
 
-A *plan* is an ordered tuple of [`Strategy`][fairalloc.plan.Strategy] values, built by a pure
+A *plan* is an ordered tuple of `fairalloc.plan.Strategy` values, built by a pure
 function of the instance's shape and a family's ``Tuning`` (e.g.
 `fairalloc.throughput.plan.stage_plan`), before anything is solved -- the way cvxpy builds its
 solving chain. Each strategy says whether it applies (``applies``), solves (``solve``: context
 in, result out, no shared mutable state) and certifies its result on the ORIGINAL program
-(``certify``). [`run_plan`][fairalloc.plan.run_plan] tries them in order and records, in the
-call's [`SolveLog`][fairalloc.solvelog.SolveLog], each step that ran and each hand-over with its
+(``certify``). `fairalloc.plan.run_plan` tries them in order and records, in the
+call's `fairalloc.solvelog.SolveLog`, each step that ran and each hand-over with its
 reason:
 
-* a strategy that sees it cannot win raises [`Decline`][fairalloc.plan.Decline] (a reason,
+* a strategy that sees it cannot win raises `fairalloc.plan.Decline` (a reason,
   no error): the next one runs;
-* a [`SolverError`][fairalloc.SolverError] (a backend's "Unknown", a failed factorisation) or a
+* a `fairalloc.SolverError` (a backend's "Unknown", a failed factorisation) or a
   certificate that misses its tolerance hands over as well;
 * an ``InfeasibleError`` is believed when two exact strategies agree (or the last one says so);
   a single backend's verdict on a thin feasible set is not proof;

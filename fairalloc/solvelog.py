@@ -1,11 +1,11 @@
 """One status vocabulary and one solve log for every solve fairalloc runs.
 
-[`SolveStatus`][fairalloc.SolveStatus] is the only status vocabulary of the library: a backend
+`fairalloc.SolveStatus` is the only status vocabulary of the library: a backend
 maps its own status strings onto it (`fairalloc.backends`), a result carries one
-(``result.status``), and every [`SolverError`][fairalloc.SolverError] carries one
+(``result.status``), and every `fairalloc.SolverError` carries one
 (``exc.status``, with the backend's own string in ``exc.raw_status``).
 
-[`SolveLog`][fairalloc.solvelog.SolveLog] records what one public call ran: the named steps
+`fairalloc.solvelog.SolveLog` records what one public call ran: the named steps
 (``stats.path``), every hand-over from one strategy to the next with its reason
 (``stats.fallbacks``), and the backend solves (``stats.backend``, ``stats.solves``,
 ``stats.iterations``, ``stats.raw_status``). Every formulation family writes to it through the

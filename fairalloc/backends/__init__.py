@@ -9,8 +9,8 @@ gurobi   gurobipy (extra ``gurobi``)  lp, milp, duals, cvxpy         never
 pyomo    pyomo (extra ``pyomo``)      lp, milp, duals                never
 ======== ============================ ============================== ==========
 
-Optional backends are never picked implicitly; [`get_backend`][fairalloc.get_backend] raises
-[`fairalloc.BackendUnavailableError`][fairalloc.BackendUnavailableError] with the pip command when
+Optional backends are never picked implicitly; `fairalloc.get_backend` raises
+`fairalloc.BackendUnavailableError` with the pip command when
 one is missing.
 """
 
@@ -77,11 +77,11 @@ def get_backend(backend: str | Backend, *, need: str | None = None,
         ``"highs"``, ``"clarabel"``, ``"gurobi"`` or ``"pyomo"``.
     need : str, optional
         A capability the caller requires (``"lp"``, ``"milp"``, ``"exp_cone"``, ``"duals"``,
-        ``"cvxpy"``); [`fairalloc.InputError`][fairalloc.InputError] if the backend lacks it.
+        ``"cvxpy"``); `fairalloc.InputError` if the backend lacks it.
     solver : str, optional
         The algorithm or sub-solver of a backend that has several, passed to its constructor:
         HiGHS's ``"choose"`` (default), ``"simplex"``, ``"ipm"`` or ``"pdlp"``; Pyomo's solver
-        name (default ``"appsi_highs"``). [`fairalloc.InputError`][fairalloc.InputError] for a
+        name (default ``"appsi_highs"``). `fairalloc.InputError` for a
         backend instance or a backend without sub-solvers.
     presolve, crossover : bool, optional
         HiGHS only: whether it presolves linear programs, whether its interior point ends

@@ -1,20 +1,20 @@
 """The small contract every solver backend implements.
 
 A backend declares its capabilities as class attributes, imports its solver lazily, and solves
-a [`LinearProgram`][fairalloc.backends.LinearProgram] (LP or MILP in scipy's ``milp``-like matrix
-form) into an [`LPSolution`][fairalloc.backends.LPSolution] with primal values and duals. Composed
+a `fairalloc.backends.LinearProgram` (LP or MILP in scipy's ``milp``-like matrix
+form) into an `fairalloc.backends.LPSolution` with primal values and duals. Composed
 cvxpy programs are solved by `fairalloc._cvxpy.solve_cvxpy` with the solver named explicitly:
 fairalloc never lets cvxpy pick a solver, because cvxpy silently prefers Gurobi when gurobipy is
 installed.
 
 Every backend maps its own status strings onto one canonical
-[`SolveStatus`][fairalloc.backends.SolveStatus] (a table per backend, ``STATUS_MAP``), and one rule
+`fairalloc.backends.SolveStatus` (a table per backend, ``STATUS_MAP``), and one rule
 decides what may be used: a solve whose status is in `USABLE` returned a point, and the caller's
 *independent certificate* decides whether it is accepted -- an "inaccurate" or time-limited point
 that certifies is as good as any other, one that does not is an error. Backends print nothing unless
 ``verbose=True``; an option a backend cannot honour triggers a
-[`fairalloc.errors.FairallocWarning`][fairalloc.FairallocWarning]; any exception the solver package
-raises becomes a [`fairalloc.SolverError`][fairalloc.SolverError] with the cause chained.
+`fairalloc.FairallocWarning`; any exception the solver package
+raises becomes a `fairalloc.SolverError` with the cause chained.
 
 Dual sign convention (minimisation, ``row_lower <= A x <= row_upper``,
 ``col_lower <= x <= col_upper``): ``c - A.T @ row_duals - col_duals = 0`` at an optimum, with
@@ -166,10 +166,10 @@ class LPBasis:
 
 @dataclass(frozen=True, eq=False)
 class LPSolution:
-    """What a backend returns for a [`LinearProgram`][fairalloc.backends.LinearProgram] (see module
+    """What a backend returns for a `fairalloc.backends.LinearProgram` (see module
     doc for dual signs).
 
-    ``status`` is a [`SolveStatus`][fairalloc.backends.SolveStatus] (a ``str``: ``sol.status ==
+    ``status`` is a `fairalloc.backends.SolveStatus` (a ``str``: ``sol.status ==
     "optimal"`` works); ``raw_status`` is the backend's own string. ``x`` is present exactly when
     the status is in `USABLE`. ``mip_dual_bound`` is the solver's best bound for a MILP (``nan`` for
     an LP).
@@ -219,9 +219,9 @@ class ConicProgram:
 
 @dataclass(frozen=True, eq=False)
 class ConicSolution:
-    """What a backend returns for a [`ConicProgram`][fairalloc.backends.ConicProgram]: primal ``x``,
+    """What a backend returns for a `fairalloc.backends.ConicProgram`: primal ``x``,
     slack ``s`` and dual ``z`` (``z`` in the dual cone, ``A.T @ z + c = 0`` at an optimum); ``None``
-    unless [`usable`][fairalloc.backends.ConicSolution.usable]. ``extra["raw"]`` holds the solver's
+    unless `fairalloc.backends.ConicSolution.usable`. ``extra["raw"]`` holds the solver's
     own solution object."""
 
     status: SolveStatus
@@ -257,11 +257,11 @@ class Backend:
     Subclasses set `name`, `module` (the import that must succeed),
     `capabilities` (subset of ``{"lp", "milp", "duals", "exp_cone", "cvxpy"}``),
     `options` (the solve options they honour), `STATUS_MAP` (their raw statuses to
-    [`SolveStatus`][fairalloc.backends.SolveStatus]), and implement `_solve_lp` (and
+    `fairalloc.backends.SolveStatus`), and implement `_solve_lp` (and
     `_solve_conic` with the ``exp_cone`` capability). The public
-    [`solve_lp`][fairalloc.backends.Backend.solve_lp] /
-    [`solve_conic`][fairalloc.backends.Backend.solve_conic] validate the options, warn about ignored
-    ones and turn foreign exceptions into [`fairalloc.SolverError`][fairalloc.SolverError].
+    `fairalloc.backends.Backend.solve_lp` /
+    `fairalloc.backends.Backend.solve_conic` validate the options, warn about ignored
+    ones and turn foreign exceptions into `fairalloc.SolverError`.
     """
 
     name: ClassVar[str] = ""
@@ -332,13 +332,13 @@ class Backend:
         ``node_limit`` (MILPs) stops branch and bound after that many nodes with the best
         point found (status ``TIME_LIMIT``): a work limit, so unlike ``time_limit`` the
         outcome does not depend on the machine's speed or load. Options the backend cannot
-        honour are ignored with a [`FairallocWarning`][fairalloc.FairallocWarning]; nothing
+        honour are ignored with a `fairalloc.FairallocWarning`; nothing
         is printed unless ``verbose``.
 
         Raises
         ------
         InputError
-            For an invalid option; [`fairalloc.SolverError`][fairalloc.SolverError] if the solver
+            For an invalid option; `fairalloc.SolverError` if the solver
             package raises.
         """
         if not self.supports("milp" if lp.is_mip else "lp"):
@@ -411,7 +411,7 @@ class Backend:
         ------
         InputError
             If the backend has no conic solver or an option is invalid;
-            [`fairalloc.SolverError`][fairalloc.SolverError] if the solver package raises.
+            `fairalloc.SolverError` if the solver package raises.
         """
         if not self.supports("exp_cone"):
             raise InputError(f"backend {self.name!r} has no exponential-cone solver (use "

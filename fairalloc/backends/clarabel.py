@@ -1,7 +1,7 @@
 """Clarabel backend: interior-point conic solver (LP, exponential cone) with duals.
 
 The default for Eisenberg-Gale programs (through cvxpy, solver name ``CLARABEL``) and usable
-directly on a [`LinearProgram`][fairalloc.backends.LinearProgram].
+directly on a `fairalloc.backends.LinearProgram`.
 """
 
 from __future__ import annotations

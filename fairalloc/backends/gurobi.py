@@ -1,7 +1,7 @@
 """Optional Gurobi backend (``pip install ".[gurobi]"`` in the checkout): LP and MILP with duals.
 
 Never chosen implicitly. Note that pip's gurobipy carries a size-limited licence (about 2,000
-variables / constraints); larger models raise [`fairalloc.SolverError`][fairalloc.SolverError] with
+variables / constraints); larger models raise `fairalloc.SolverError` with
 Gurobi's message.
 """
 

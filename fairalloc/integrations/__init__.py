@@ -1,6 +1,6 @@
 """Adapters that put fairalloc's certified policies behind other schedulers' interfaces.
 
-* [`fairalloc.integrations.gavel`][fairalloc.integrations.gavel] -- Gavel's ``get_allocation(...)``
+* `fairalloc.integrations.gavel` -- Gavel's ``get_allocation(...)``
   policy objects (stanford-futuredata/gavel), dicts keyed by job id and worker type in and out.
 """
 

@@ -4,16 +4,16 @@ Gavel (stanford-futuredata/gavel, ``scheduler/policies/``) calls its policy once
 ``policy.get_allocation(unflattened_throughputs, scale_factors, priority_weights,
 cluster_spec)`` (other policies take ``times_since_start`` / ``num_steps_remaining`` /
 ``instance_costs`` / ``SLOs`` as well) with dicts keyed by job id and worker type, and expects
-``{job_id: {worker_type: fraction}}`` back. [`policy`][fairalloc.integrations.gavel.policy]
+``{job_id: {worker_type: fraction}}`` back. `fairalloc.integrations.gavel.policy`
 accepts every name of Gavel's ``utils.get_available_policies()`` (22 names, plus
 ``max_min_fairness_packing``) and returns an object with the same ``get_allocation`` signature
 and return shape as Gavel's class for that name. The LP policies solve the round with
-[`fairalloc.RoundPolicy`][fairalloc.RoundPolicy] (certified, warm-started across rounds,
+`fairalloc.RoundPolicy` (certified, warm-started across rounds,
 accepting drained worker types and jobs that cannot run this round); the ``*_packed`` ones
 with fairalloc's space-sharing formulations (``pairs=``,
-[`packed_solve`][fairalloc.integrations.gavel_base.packed_solve]); ``fifo``, ``gandiva``,
+`fairalloc.integrations.gavel_base.packed_solve`); ``fifo``, ``gandiva``,
 ``allox`` and ``isolated`` are Gavel's heuristics, seeded and deterministic
-([`fairalloc.integrations.gavel_heuristics`][fairalloc.integrations.gavel_heuristics]).
+(`fairalloc.integrations.gavel_heuristics`).
 The table of names, fairalloc policies and differences is in ``formulations/gavel_policies.md``
 ("Gavel's policy names").
 
@@ -258,7 +258,7 @@ class MaxMinFairnessWaterFillingPolicy(MaxMinFairnessWaterFillingPolicyWithPerf)
 
 class FinishTimeFairnessPolicyWithPerf(IsolatedTimeState, GavelPolicy):
     """Gavel's finish-time fairness (``finish_time_fairness_perf``; Themis' rho), exact by a
-    Dinkelbach sequence of LPs ([`fairalloc.finish_time_fairness`][fairalloc.finish_time_fairness]).
+    Dinkelbach sequence of LPs (`fairalloc.finish_time_fairness`).
 
     ``rho_m = (times_since_start_m + steps_m / tp_m(X)) / (iso_m + steps_m / tp_m(X^iso))``
     with Gavel's per-job state ``iso_m`` (``cumulative_isolated_time``): the time the job would
@@ -354,7 +354,7 @@ class ThroughputNormalizedByCostSumWithPerfSLOs(GavelPolicy):
     """Gavel's cost policy with SLOs (``max_sum_throughput_normalized_by_cost_perf_SLOs``).
 
     ``objective="paper"`` (default): the paper's §4.2 program, maximise total throughput per
-    unit cost ``sum_m tp_m / sum cost_j s_m x_mj`` ([`fairalloc.min_cost`][fairalloc.min_cost],
+    unit cost ``sum_m tp_m / sum cost_j s_m x_mj`` (`fairalloc.min_cost`,
     linear-fractional, exact). ``objective="gavel_code"``: Gavel's code, maximise
     ``sum_m sum_j T_mj x_mj / cost_j`` (one LP; with ``instance_costs=None`` this is
     ``max_sum_throughput_perf``). The paper's is the default because it is the quantity the
@@ -412,7 +412,7 @@ class ThroughputNormalizedByCostSumWithPerfSLOs(GavelPolicy):
 
 class ThroughputNormalizedByCostSumWithPerf(ThroughputNormalizedByCostSumWithPerfSLOs):
     """Gavel's cost policy (``max_sum_throughput_normalized_by_cost_perf``), no SLOs; see
-    [`ThroughputNormalizedByCostSumWithPerfSLOs`][fairalloc.integrations.gavel.ThroughputNormalizedByCostSumWithPerfSLOs]."""
+    `fairalloc.integrations.gavel.ThroughputNormalizedByCostSumWithPerfSLOs`."""
 
     _name = "ThroughputNormalizedByCostSum_Perf"
 
@@ -426,7 +426,7 @@ class ThroughputNormalizedByCostSumWithPerf(ThroughputNormalizedByCostSumWithPer
 
 class FIFOPolicyWithPerf(GavelPolicy):
     """FIFO in arrival (sorted job id) order (``fifo_perf``), fractional and certified
-    ([`fairalloc.fifo`][fairalloc.fifo] arrival semantics: a first-arrived gang job is never
+    (`fairalloc.fifo` arrival semantics: a first-arrived gang job is never
     starved by later, smaller jobs; Gavel's greedy gives each job whole workers of its fastest
     type with room)."""
 

@@ -1,12 +1,12 @@
 """Shared pieces of the Gavel adapter
-([`fairalloc.integrations.gavel`][fairalloc.integrations.gavel]).
+(`fairalloc.integrations.gavel`).
 
-The base class [`GavelPolicy`][fairalloc.integrations.gavel_base.GavelPolicy] (a
-[`fairalloc.RoundPolicy`][fairalloc.RoundPolicy] behind Gavel's interface), the translation of
+The base class `fairalloc.integrations.gavel_base.GavelPolicy` (a
+`fairalloc.RoundPolicy` behind Gavel's interface), the translation of
 Gavel's dicts into fairalloc's arrays (errors renamed to Gavel's argument names), Gavel's
 isolated throughputs (the denominators of finish-time fairness) and the space-sharing solve
 shared by every ``*_packed`` policy
-([`packed_solve`][fairalloc.integrations.gavel_base.packed_solve]).
+(`fairalloc.integrations.gavel_base.packed_solve`).
 
 Examples
 --------
@@ -38,7 +38,7 @@ __all__ = ["GAVEL_ARGUMENTS", "NORMALIZATIONS", "GavelPolicy", "gavel_isolated_t
 NORMALIZATIONS = ("paper", "gavel_code")
 
 #: fairalloc's argument names -> the names of Gavel's ``get_allocation`` arguments (an
-#: [`InputError`][fairalloc.InputError] names the argument the caller passed)
+#: `fairalloc.InputError` names the argument the caller passed)
 GAVEL_ARGUMENTS = {"throughput": "unflattened_throughputs", "workers": "cluster_spec",
                    "types": "cluster_spec", "scale_factor": "scale_factors",
                    "weight": "unflattened_priority_weights", "elapsed": "times_since_start",
@@ -77,14 +77,14 @@ def members(key: Any) -> tuple[Any, Any]:
 
 
 def require_mapping(value: Any, name: str) -> None:
-    """[`InputError`][fairalloc.InputError] naming ``name`` unless ``value`` is a dict."""
+    """`fairalloc.InputError` naming ``name`` unless ``value`` is a dict."""
     if not isinstance(value, Mapping):
         raise InputError(f"{name} must be a dict keyed by job id, got {type(value).__name__}",
                          argument=name)
 
 
 class GavelPolicy:
-    """Base of the Gavel-compatible policies: a [`fairalloc.RoundPolicy`][fairalloc.RoundPolicy]
+    """Base of the Gavel-compatible policies: a `fairalloc.RoundPolicy`
     behind Gavel's interface.
 
     Parameters
@@ -96,7 +96,7 @@ class GavelPolicy:
         Accepted (as Gavel's ``utils.get_policy(name, solver, seed)`` passes it) and ignored:
         the LP policies draw nothing at random.
     **settings
-        Passed to [`fairalloc.RoundPolicy`][fairalloc.RoundPolicy] (``backend``, ``gap_tol``, ...).
+        Passed to `fairalloc.RoundPolicy` (``backend``, ``gap_tol``, ...).
 
     Attributes
     ----------
@@ -208,10 +208,10 @@ def packed_solve(policy: GavelPolicy, unflattened_throughputs: Mapping[Hashable,
 
     ``unflattened_throughputs`` holds single-job keys (``{worker_type: rate}``) and pair keys
     (``{worker_type: [rate of member 0, rate of member 1]}``). The reduction (present types,
-    runnable jobs) is [`fairalloc.RoundPolicy`][fairalloc.RoundPolicy]'s, on the single jobs;
+    runnable jobs) is `fairalloc.RoundPolicy`'s, on the single jobs;
     a pair with a member that cannot run, or whose members' scale factors differ (Gavel gives
     such a pair scale factor 0, i.e. time 0), gets 0. ``per_job`` maps a
-    [`fairalloc.Jobs`][fairalloc.Jobs] field (``weight``, ``steps_remaining``, ``elapsed``,
+    `fairalloc.Jobs` field (``weight``, ``steps_remaining``, ``elapsed``,
     ``isolated_elapsed``) to its Gavel dict; ``extra`` maps ``slo`` / ``entities`` to a dict
     job -> value (passed to the round and, listed by job, to ``solve``). Returns a fraction
     for every key: for a single key the time the job runs *alone* on each type, for a pair

@@ -6,7 +6,7 @@ rounds, and are deterministic: ``fifo`` and ``gandiva`` draw from ``random.Rando
 generator Gavel seeds; default ``seed=0``, where Gavel's default is unseeded), so the same seed
 and the same inputs give the same allocations, and Gavel's draws when its inputs are the same.
 ``allox`` is deterministic (a min-cost assignment,
-[`scipy.optimize.linear_sum_assignment`][scipy.optimize.linear_sum_assignment]).
+`scipy.optimize.linear_sum_assignment`).
 
 Examples
 --------
@@ -66,7 +66,7 @@ def _split(rows: int, sf: np.ndarray, cluster_spec: Mapping[str, int]) -> np.nda
 class IsolatedPolicy:
     """Gavel's isolated allocation (``isolated``): each job ``1/n`` of every type's workers,
     ``x[m, j] = c_j / max(n s_m, sum_j c_j)`` (fairalloc's
-    [`isolated_split`][fairalloc.throughput.isolated_split], on every listed type as Gavel
+    `fairalloc.throughput.isolated_split`, on every listed type as Gavel
     does, including types where the job's rate is 0)."""
 
     def __init__(self, solver: str | None = None, seed: int | None = None) -> None:
@@ -234,7 +234,7 @@ class AlloXPolicy:
 
     Jobs holding a whole worker from the previous call keep it; the others (at most
     ``max(alpha x their number, free workers)``, longest-waiting first) are assigned to the
-    free workers by [`scipy.optimize.linear_sum_assignment`][scipy.optimize.linear_sum_assignment]
+    free workers by `scipy.optimize.linear_sum_assignment`
     over the (job, worker, position) costs of AlloX, each worker running the job it would run
     first. Every scale factor must be 1 (as Gavel asserts).
     """

@@ -3,11 +3,11 @@
 Gavel passes single-job keys (``{worker_type: rate}``) and job-pair keys (``JobIdPair(a, b)``:
 ``{worker_type: [rate of a, rate of b]}``) in one dict and expects a fraction for every key back.
 Each class here solves the round with the fairalloc policy of the same name with
-``pairs=`` ([`fairalloc.JobPairs`][fairalloc.JobPairs]) through
-[`packed_solve`][fairalloc.integrations.gavel_base.packed_solve]; see
-[`fairalloc.integrations.gavel`][fairalloc.integrations.gavel] for the name table. Also here:
+``pairs=`` (`fairalloc.JobPairs`) through
+`fairalloc.integrations.gavel_base.packed_solve`; see
+`fairalloc.integrations.gavel` for the name table. Also here:
 the per-job isolated-time state of finish-time fairness
-([`IsolatedTimeState`][fairalloc.integrations.gavel_packed.IsolatedTimeState]) and the
+(`fairalloc.integrations.gavel_packed.IsolatedTimeState`) and the
 translation of Gavel's entity, SLO and cost arguments.
 
 Examples
@@ -185,7 +185,7 @@ class MaxMinFairnessPolicyWithPacking(GavelPolicy):
     """Gavel's max-min fairness with space sharing (``max_min_fairness_packed``; also accepted
     as ``max_min_fairness_packing``).
 
-    Solved by [`fairalloc.max_min_space_sharing`][fairalloc.max_min_space_sharing] (column
+    Solved by `fairalloc.max_min_space_sharing` (column
     generation, certified) on the present types and runnable jobs; a pair with a member that
     cannot run gets 0. Weighted by ``s_m / w_m`` over the ``X^equal`` throughput, as Gavel's
     ``MaxMinFairnessPolicyWithPacking.get_allocation``.
@@ -210,7 +210,7 @@ class MaxMinFairnessPolicyWithPacking(GavelPolicy):
 class MaxMinFairnessWaterFillingPolicyWithPacking(GavelPolicy):
     """Gavel's hierarchical water-filling with space sharing
     (``max_min_fairness_water_filling_packed``):
-    [`fairalloc.water_filling`][fairalloc.water_filling] with ``pairs=``."""
+    `fairalloc.water_filling` with ``pairs=``."""
 
     _policy = "water_filling"
     _name = "MaxMinFairnessWaterFilling_Packing"
@@ -289,7 +289,7 @@ def packed_effective(tp: Mapping[Hashable, Any], alloc: Mapping[Hashable, Any],
 
 class FinishTimeFairnessPolicyWithPacking(IsolatedTimeState, GavelPolicy):
     """Gavel's finish-time fairness with space sharing (``finish_time_fairness_packed``):
-    [`fairalloc.finish_time_fairness`][fairalloc.finish_time_fairness] with ``pairs=`` and
+    `fairalloc.finish_time_fairness` with ``pairs=`` and
     Gavel's per-job isolated-time state (on the single-job throughputs). Priority weights are
     unused (Gavel's packed code divides the rates by them, which rescales its rho; fairalloc
     keeps rho a ratio of times)."""
@@ -327,7 +327,7 @@ class FinishTimeFairnessPolicyWithPacking(IsolatedTimeState, GavelPolicy):
 
 class MinTotalDurationPolicyWithPacking(GavelPolicy):
     """Gavel's minimum makespan with space sharing (``min_total_duration_packed``):
-    [`fairalloc.min_makespan`][fairalloc.min_makespan] with ``pairs=`` (one exact LP; Gavel
+    `fairalloc.min_makespan` with ``pairs=`` (one exact LP; Gavel
     bisects to 5 %)."""
 
     _policy = "min_makespan"
@@ -344,7 +344,7 @@ class MinTotalDurationPolicyWithPacking(GavelPolicy):
 
 
 class FIFOPolicyWithPacking(GavelPolicy):
-    """FIFO with space sharing (``fifo_packed``): [`fairalloc.fifo`][fairalloc.fifo] (arrival
+    """FIFO with space sharing (``fifo_packed``): `fairalloc.fifo` (arrival
     semantics, sorted job-id order) with ``pairs=``, fractional and certified. Gavel's
     ``FIFOPolicyWithPacking`` is a greedy: whole workers of each job's fastest free type in
     arrival order, then queued jobs packed onto a running job when the pair's normalised
@@ -372,7 +372,7 @@ class FIFOPolicyWithPacking(GavelPolicy):
 class ThroughputNormalizedByCostSumWithPackingSLOs(GavelPolicy):
     """Gavel's cost policy with SLOs and space sharing
     (``max_sum_throughput_normalized_by_cost_packed_SLOs``): the paper's objective
-    ([`fairalloc.min_cost`][fairalloc.min_cost], linear-fractional) with ``pairs=``; SLOs
+    (`fairalloc.min_cost`, linear-fractional) with ``pairs=``; SLOs
     dropped for the round when no allocation meets them (``slo_dropped``), as Gavel does."""
 
     _policy = "min_cost"

@@ -1,8 +1,8 @@
-"""Fisher markets: the composable builder [`FisherMarket`][fairalloc.FisherMarket] (normalisation,
+"""Fisher markets: the composable builder `fairalloc.FisherMarket` (normalisation,
 edge form, solve paths, cvxpy composition); the numerics live in `fairalloc.markets.engine`, the
 result type in `fairalloc.markets.result`, the one-call functions
-[`fisher_market`][fairalloc.fisher_market] and
-[`volatile_fisher_market`][fairalloc.volatile_fisher_market] in `fairalloc.markets.functions`.
+`fairalloc.fisher_market` and
+`fairalloc.volatile_fisher_market` in `fairalloc.markets.functions`.
 
 Shockwave (§4.1, App. C-D) defines the *volatile Fisher market*: resources bought
 in round ``t`` are consumed in round ``t``, buyer ``i`` has budget ``B_i`` for the whole window,
@@ -22,7 +22,7 @@ Three exact methods solve it (``method=``):
   certificate shows to be violated until the certified gap meets ``gap_tol``;
 * ``"conic"``: the whole edge-form program, handed to Clarabel as sparse conic data;
 * ``"cvxpy"``: the program as a cvxpy model (the composable builder
-  [`FisherMarket`][fairalloc.FisherMarket]; constraints and objective terms can be added), solved by
+  `fairalloc.FisherMarket`; constraints and objective terms can be added), solved by
   Clarabel (named explicitly);
 * ``"dual"`` (static Leontief only): a primal-dual interior-point method on the smooth dual in
   the ``m`` prices (`fairalloc.markets.leontief`), polished by projected Newton and certified
@@ -114,7 +114,7 @@ class FisherMarket(Composable):
     ----------
     x : cvxpy.Expression, shape (n, m) or (n, m*T)
         The allocation (round ``t`` of good ``j`` is column ``j*T + t``; see
-        [`column`][fairalloc.markets.FisherMarket.column]).
+        `fairalloc.markets.FisherMarket.column`).
     utility_expr : cvxpy.Expression, shape (n,)
         Each buyer's utility ``U_i``.
     supply_constraint : cvxpy.Constraint

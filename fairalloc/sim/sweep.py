@@ -1,9 +1,9 @@
 """Parameter sweeps: policies x seeds x loads x hyper-parameters, in parallel.
 
-A sweep is a list of [`SweepTask`][fairalloc.sim.sweep.SweepTask] objects, each a complete,
+A sweep is a list of `fairalloc.sim.sweep.SweepTask` objects, each a complete,
 picklable description of one simulation (the workload is *described*, not passed: a generated
 workload by its size, load and seed, or a trace by its path), run by
-[`run_task`][fairalloc.sim.sweep.run_task] wherever it lands. Tasks run
+`fairalloc.sim.sweep.run_task` wherever it lands. Tasks run
 
 * sequentially (``workers=1``),
 * on local processes (``workers=N``, default: the machine's cores), or
@@ -17,7 +17,7 @@ identical tables on any machine. Only ``policy_seconds`` (a measurement) differs
 machine's speed and load; the row's ``milp_time_limited`` counts the MILPs stopped by either
 limit.
 
-With ``log=PATH``, [`run_sweep`][fairalloc.sim.sweep.run_sweep] appends every finished simulation to
+With ``log=PATH``, `fairalloc.sim.sweep.run_sweep` appends every finished simulation to
 ``PATH`` as one JSON line the moment it finishes (a killed sweep loses no finished simulation) and,
 with ``resume=True``, reuses the rows already there instead of running those tasks again
 (`task_key` identifies a task by its fields).
@@ -85,7 +85,7 @@ class SweepTask:
     Attributes
     ----------
     policy : str
-        Registered policy name ([`fairalloc.sim.make_policy`][fairalloc.sim.make_policy]).
+        Registered policy name (`fairalloc.sim.make_policy`).
     params : tuple of (str, value)
         Policy hyper-parameters.
     seed : int
@@ -159,7 +159,7 @@ def canonical_policy(name: str) -> str:
 def build_policy(name: str, params: Mapping[str, Any] | None = None,
                  milp_time_limit: float | None = MILP_TIME_LIMIT,
                  milp_node_limit: int | None = MILP_NODE_LIMIT) -> Any:
-    """[`make_policy`][fairalloc.sim.make_policy], with ``time_limit=milp_time_limit`` and (when
+    """`fairalloc.sim.make_policy`, with ``time_limit=milp_time_limit`` and (when
     given) ``node_limit=milp_node_limit`` for a policy that takes them (its MILPs) unless
     ``params`` sets them.
 
@@ -190,7 +190,7 @@ def build_policy(name: str, params: Mapping[str, Any] | None = None,
 
 
 def run_task(task: SweepTask) -> dict[str, Any]:
-    """Run one task; return its row: the task's fields, [`summarize`][fairalloc.sim.summarize] and
+    """Run one task; return its row: the task's fields, `fairalloc.sim.summarize` and
     ``milp_time_limited`` (the policy's MILPs stopped by their node or time limit before their
     proof)."""
     from ..data import Cluster
@@ -326,7 +326,7 @@ def sweep_tasks(
     workload : mapping, optional
         Further generator / trace-reader arguments (e.g. ``mode_probs``, ``throughputs``).
     round_duration, restart_overhead, contention_kind, unfair_threshold
-        As for the simulator and [`summarize`][fairalloc.sim.summarize].
+        As for the simulator and `fairalloc.sim.summarize`.
     milp_time_limit : float or None, default `MILP_TIME_LIMIT`
         Seconds per MILP of the policies that solve MILPs (`build_policy`); ``None`` (the
         default): no clock. A number makes the MILPs it stops depend on the machine's speed.
@@ -335,7 +335,7 @@ def sweep_tasks(
 
     Every policy is built once for each of its parameter combinations, and the workload (the
     trace read, or the first generated one) once, here, so that an unknown or invalid
-    parameter, or an unreadable trace, is an [`InputError`][fairalloc.InputError] before
+    parameter, or an unreadable trace, is an `fairalloc.InputError` before
     anything runs.
     """
     if isinstance(policies, str) or not policies:
@@ -609,8 +609,8 @@ def sweep(policies: Sequence[str], *, workers: int | None = None,
           milp_time_limit: float | None = MILP_TIME_LIMIT,
           milp_node_limit: int | None = MILP_NODE_LIMIT,
           log: str | os.PathLike[str] | None = None, resume: bool = False) -> Any:
-    """[`sweep_tasks`][fairalloc.sim.sweep.sweep_tasks] then
-    [`run_sweep`][fairalloc.sim.sweep.run_sweep] (the keyword arguments of both, with the same
+    """`fairalloc.sim.sweep.sweep_tasks` then
+    `fairalloc.sim.sweep.run_sweep` (the keyword arguments of both, with the same
     defaults)."""
     tasks = sweep_tasks(policies, seeds=seeds, loads=loads, params=params, num_jobs=num_jobs,
                         gpus=gpus, trace=trace, workload=workload,

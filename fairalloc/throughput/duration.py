@@ -157,12 +157,12 @@ def min_makespan(
     cluster : fairalloc.Cluster
     pairs, unconsolidated_throughput, consolidated_capacity
         Space sharing and placement sensitivity (see
-        [`ThroughputPolicy`][fairalloc.ThroughputPolicy]).
+        `fairalloc.ThroughputPolicy`).
     method, backend, work_conserving, gap_tol, feas_tol, stage_tol
-        See [`ThroughputPolicy.solve`][fairalloc.throughput.ThroughputPolicy.solve].
+        See `fairalloc.throughput.ThroughputPolicy.solve`.
     symmetry : bool
         Solve over exact symmetry classes of repeated jobs (default ``True``; ``False``: job
-        by job); see [`ThroughputPolicy.solve`][fairalloc.throughput.ThroughputPolicy.solve].
+        by job); see `fairalloc.throughput.ThroughputPolicy.solve`.
 
     tuning : fairalloc.throughput.Tuning, optional
         Performance knobs of the solve plans (never changes an answer).
@@ -403,7 +403,7 @@ def finish_time_fairness(
 
     Needs ``jobs.steps_remaining``; uses ``jobs.elapsed`` and ``jobs.isolated_elapsed``
     (default: ``elapsed``). Solved exactly by a Dinkelbach sequence of LPs (see
-    [`FinishTimeFairness`][fairalloc.FinishTimeFairness]), then a work-conserving stage keeps every
+    `fairalloc.FinishTimeFairness`), then a work-conserving stage keeps every
     ``rho <= R*``.
 
     Parameters
@@ -411,15 +411,15 @@ def finish_time_fairness(
     jobs : fairalloc.Jobs
     cluster : fairalloc.Cluster
     max_iterations : int
-        Dinkelbach iterations before [`fairalloc.SolverError`][fairalloc.SolverError].
+        Dinkelbach iterations before `fairalloc.SolverError`.
     pairs, unconsolidated_throughput, consolidated_capacity
         Space sharing and placement sensitivity (see
-        [`ThroughputPolicy`][fairalloc.ThroughputPolicy]).
+        `fairalloc.ThroughputPolicy`).
     method, backend, work_conserving, gap_tol, feas_tol, stage_tol
-        See [`ThroughputPolicy.solve`][fairalloc.throughput.ThroughputPolicy.solve].
+        See `fairalloc.throughput.ThroughputPolicy.solve`.
     symmetry : bool
         Solve over exact symmetry classes of repeated jobs (default ``True``; ``False``: job
-        by job); see [`ThroughputPolicy.solve`][fairalloc.throughput.ThroughputPolicy.solve].
+        by job); see `fairalloc.throughput.ThroughputPolicy.solve`.
 
     tuning : fairalloc.throughput.Tuning, optional
         Performance knobs of the solve plans (never changes an answer).
