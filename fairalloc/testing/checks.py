@@ -31,27 +31,31 @@ import contextlib
 import functools
 import random
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
-from hypothesis import Phase, given, settings
+from hypothesis import Phase, given, reject, settings
 from hypothesis import seed as hypothesis_seed
-from hypothesis.errors import Flaky
+from hypothesis.errors import Flaky, Unsatisfiable
 
 from .. import properties as props
 from .._validation import as_bool
 from ..errors import InputError
 from .defaults import DEFAULT_MAX_EXAMPLES, DEFAULT_PROPERTIES, DEFAULT_TOL
+from .adapters import as_policy
 from .domains import (
+    GATES,
     NEEDS_PRICES,
     Domain,
     Outcome,
+    call_kwargs,
+    parse_outcome,
     property_names,
-    property_result,
     resolve_domain,
 )
+from .isolation import DEFAULT_DEADLINE, IsolatedPolicy, Lost
 from .profiles import active_profile, max_examples_override, without_local_constants
 from .report import Counterexample, PolicyReport, PropertyReport
 
@@ -60,6 +64,12 @@ __all__ = ["PropertyCheck", "PropertySearch", "check_policy", "policy_name"]
 #: the policy's answers are cached per instance; the cache is emptied beyond this many entries
 #: (a PERFORMANCE knob: memory against repeated calls while hypothesis shrinks)
 SEARCH_CACHE_SIZE = 20_000
+#: after this many policy calls crashed or overran the deadline, new instances are not tried
+#: (a PERFORMANCE knob: each lost call costs a process start or a whole deadline)
+MAX_LOST_CALLS = 40
+#: after this many calls overran the deadline, new instances are not tried (a PERFORMANCE
+#: knob: each costs a whole deadline; a hang is not shrunk far)
+MAX_TIMEOUTS = 2
 
 # ============================================================================================
 # the search
@@ -86,55 +96,105 @@ class PropertySearch:
     """The search of one policy in one domain: `evaluate` judges one property on one
     generated item (an instance; for ``"strategy_proof"`` a probe ``(instance, agent,
     scaling, distortion)``) and returns the [`Counterexample`][fairalloc.testing.Counterexample] or
-    ``None``. The policy's answers are cached per instance."""
+    ``None``; an item the property cannot be judged on (the policy gave no feasible answer) is
+    rejected (``hypothesis.reject``). The policy's answers are cached per instance; with a
+    ``runner`` (isolation) each call runs in a child process."""
 
     policy: Callable[..., Any]
     domain: Domain
     tol: float
+    runner: IsolatedPolicy | None = None
     cache: dict[bytes, Outcome] = field(default_factory=dict)
     missing_prices: bool = False
+    #: calls that crashed or overran the deadline (see `MAX_LOST_CALLS`)
+    lost_calls: int = 0
+    timeouts: int = 0
+    #: gates (``"runs"``, ``"feasible"``) that failed on some instance during the search
+    gated: set[str] = field(default_factory=set)
+    #: instances set aside by the current property (no feasible answer)
+    rejected: int = 0
 
-    def outcome(self, inst: Any) -> Outcome:
+    def _call(self, inst: Any) -> Outcome:
+        if self.runner is None:
+            return self.domain.call(self.policy, inst)
+        res = self.runner.call(inst.args(), call_kwargs(inst))
+        if isinstance(res, Lost):
+            self.lost_calls += 1
+            self.timeouts += res.kind == "timeout"
+            return Outcome(problem=res.message, lost=res.kind)
+        kind, value = res
+        if kind == "raised":
+            return Outcome(error=value)
+        return parse_outcome(value, self.domain.attrs)
+
+    def outcome(self, inst: Any) -> Outcome | None:
+        """The policy's answer, or ``None`` when the instance is not tried (too many calls
+        crashed or hung already)."""
         key = inst.key()
         out = self.cache.get(key)
         if out is None:
-            out = self.domain.call(self.policy, inst)
+            if self.exhausted:
+                return None
+            out = self._call(inst)
             if len(self.cache) > SEARCH_CACHE_SIZE:
                 self.cache.clear()
             self.cache[key] = out
         return out
 
+    @builtins.property
+    def exhausted(self) -> bool:
+        """Whether too many calls crashed or hung for new instances to be tried."""
+        return self.lost_calls >= MAX_LOST_CALLS or self.timeouts >= MAX_TIMEOUTS
+
     def _counterexample(self, name: str, inst: Any, out: Outcome,
                         r: props.PropertyResult | None = None, **extra: Any
                         ) -> Counterexample:
-        if r is None:  # the policy raised or returned something unusable
+        if r is None:  # the policy raised, crashed, hung or returned something unusable
             msg = (f"the policy raised {type(out.error).__name__}: {out.error}"
                    if out.error is not None else out.problem)
             return Counterexample(name, self.domain.label, inst, out.allocation, out.prices,
-                                  np.inf, None, None, msg, error=out.error, **extra)
+                                  np.inf, None, None, msg, error=out.error,
+                                  outcome=out.lost or ("raised" if out.error is not None
+                                                       else "unusable"), **extra)
         return Counterexample(name, self.domain.label, inst, out.allocation, out.prices,
                               r.violation, r.agent, r.other, r.message, **extra)
 
-    def _answer(self, name: str, inst: Any, out: Outcome) -> Counterexample | None:
-        """Counterexample when the policy's answer is unusable or infeasible."""
-        if out.error is not None or out.problem or out.allocation is None:
-            return self._counterexample(name, inst, out)
-        feas = self.domain.feasible(inst, out.allocation, self.tol)
-        if not feas.passed:
-            if name != "feasible":
-                feas = property_result(name, False, feas.violation, feas.agent, feas.other,
-                               "the allocation is not feasible: " + feas.message)
-            return self._counterexample(name, inst, out, feas)
-        return None
+    def _gate(self, inst: Any, out: Outcome | None) -> str:
+        """``""`` when ``out`` is a feasible answer, else the gate it fails."""
+        if out is None:
+            return "untried"
+        if not out.answered:
+            self.gated.add("runs")
+            return "runs"
+        assert out.allocation is not None
+        if not self.domain.feasible(inst, out.allocation, self.tol).passed:
+            self.gated.add("feasible")
+            return "feasible"
+        return ""
+
+    def _reject(self) -> None:
+        self.rejected += 1
+        reject()
 
     def evaluate(self, name: str, item: Any) -> Counterexample | None:
         if name == "strategy_proof":
             return self._probe(*item)
         inst = item
         out = self.outcome(inst)
-        bad = self._answer(name, inst, out)
-        if bad is not None or name == "feasible":
-            return bad
+        if out is None:
+            self._reject()
+        assert out is not None
+        if name == "runs":
+            return None if out.answered else self._counterexample(name, inst, out)
+        if not out.answered:
+            self.gated.add("runs")
+            self._reject()
+        assert out.allocation is not None
+        if name == "feasible":
+            feas = self.domain.feasible(inst, out.allocation, self.tol)
+            return None if feas.passed else self._counterexample(name, inst, out, feas)
+        if self._gate(inst, out):
+            self._reject()
         if name in NEEDS_PRICES and out.prices is None:
             self.missing_prices = True
             return None
@@ -145,29 +205,22 @@ class PropertySearch:
                ) -> Counterexample | None:
         name = "strategy_proof"
         out = self.outcome(inst)
-        bad = self._answer(name, inst, out)
-        if bad is not None:
-            return bad
-        assert out.allocation is not None
+        if self._gate(inst, out):
+            self._reject()
+        assert out is not None and out.allocation is not None
         honest = self.domain.own_value(inst, agent, out.allocation)
         best: tuple[float, np.ndarray, Outcome] | None = None
         for lie in self.domain.lies(inst, agent, row, factor):
             fake = inst.with_row(agent, lie)
             lied = self.outcome(fake)
-            bad = self._answer(name, fake, lied)
-            if bad is not None:
-                who = f"{self.domain.agent_word} {agent}"
-                msg = (f"when {who} misreports its row as {lie.tolist()}, "
-                       + bad.message[0].lower() + bad.message[1:])
-                return Counterexample(name, self.domain.label, inst, out.allocation,
-                                      out.prices, bad.violation, agent, None, msg,
-                                      error=bad.error, misreport=lie,
-                                      misreport_allocation=lied.allocation)
-            assert lied.allocation is not None
+            if self._gate(fake, lied):  # no feasible answer to the lie: reported by the gates
+                continue
+            assert lied is not None and lied.allocation is not None
             gain = self.domain.own_value(inst, agent, lied.allocation) - honest
             if best is None or gain > best[0]:
                 best = (gain, lie, lied)
-        assert best is not None
+        if best is None:
+            return None
         gain, lie, lied = best
         if gain <= self.tol * max(1.0, abs(honest)):
             return None
@@ -199,8 +252,10 @@ def _run_property(search: PropertySearch, name: str, max_examples: int, seed: in
                     max_examples=max_examples, phases=phases)
     runner = hypothesis_seed(seed)(conf(given(strategy)(test)))
     search.missing_prices = False
+    search.rejected = 0
     t0 = time.perf_counter()
     note = ""
+    never = False
     deterministic = (without_local_constants() if active_profile() == "deterministic"
                      else contextlib.nullcontext())
     try:
@@ -208,35 +263,89 @@ def _run_property(search: PropertySearch, name: str, max_examples: int, seed: in
             runner()
     except _Falsified:
         pass
+    except Unsatisfiable:
+        never = True
     except Flaky:
         note = ("the policy gave different answers for the same instance (nondeterministic?); "
                 "the counterexample is the last failing instance")
     seconds = time.perf_counter() - t0
+    checked = calls[0] - search.rejected if not found else calls[0]
+    aside = ""
+    if search.rejected and name not in GATES[:1]:
+        aside = (f"checked where the policy answered feasibly; {search.rejected} instances set "
+                 "aside (see runs / feasible)")
+    if search.exhausted:
+        aside += ("; " if aside else "") + (f"new instances not tried after {search.lost_calls} "
+                                            "calls crashed or hung")
+    note = "; ".join(n for n in (note, aside) if n)
     if found:
         return PropertyReport(name, "failed", calls[0], max(calls[1] - 1, 0), seconds,
                               found[-1], note)
+    if never:
+        return PropertyReport(name, "skipped", 0, 0, seconds, None,
+                              "not checked: the policy gave no feasible answer on any instance "
+                              "tried (see runs / feasible)")
     if search.missing_prices:
-        return PropertyReport(name, "skipped", calls[0], 0, seconds, None,
+        return PropertyReport(name, "skipped", checked, 0, seconds, None,
                               "the policy returns no prices; return (allocation, prices) or an "
                               "object with .prices to check it")
-    return PropertyReport(name, "passed", calls[0], 0, seconds, None, note)
+    return PropertyReport(name, "passed", checked, 0, seconds, None, note)
 
 
-def check_policy(policy: Callable[..., Any],
+def _expected(expected_failures: Any, dom: Domain) -> dict[str, str]:
+    if expected_failures is None:
+        return {}
+    if not isinstance(expected_failures, Mapping):
+        raise InputError("expected_failures must be a mapping property -> reason, got "
+                         f"{type(expected_failures).__name__}", argument="expected_failures")
+    out = {}
+    for key, reason in expected_failures.items():
+        if not isinstance(reason, str) or not reason.strip():
+            raise InputError(f"expected_failures[{key!r}] must be a non-empty reason string, "
+                             f"got {reason!r}", argument="expected_failures")
+        try:
+            (name,) = property_names([key], dom)
+        except (InputError, ValueError):
+            raise InputError(f"expected_failures names {key!r}, not a property of the "
+                             f"{dom.label} domain", argument="expected_failures") from None
+        out[name] = reason
+    return out
+
+
+def _judge(report: PropertyReport, reason: str | None) -> PropertyReport:
+    """``report`` under an expected failure: failed -> xfailed, passed -> xpassed (strict)."""
+    if reason is None or report.status == "skipped":
+        return report
+    if report.status == "failed":
+        note = "; ".join(n for n in (f"expected to fail: {reason}", report.note) if n)
+        return replace(report, status="xfailed", note=note)
+    return replace(report, status="xpassed",
+                   note=f"expected to fail ({reason}) but passed: remove it from "
+                        "expected_failures")
+
+
+def check_policy(policy: Any,
                  properties: str | Sequence[str] = DEFAULT_PROPERTIES,
                  max_examples: int = DEFAULT_MAX_EXAMPLES, seed: int | None = 0, *,
-                 domain: Any = "market", tol: float = DEFAULT_TOL, shrink: bool = True
+                 domain: Any = "market", tol: float = DEFAULT_TOL, shrink: bool = True,
+                 expected_failures: Mapping[str, str] | None = None,
+                 isolate: bool | None = None, deadline: float = DEFAULT_DEADLINE
                  ) -> PolicyReport:
     """Check an allocation policy's properties on hypothesis-generated instances.
 
     Parameters
     ----------
-    policy : callable
+    policy : callable or Gavel-style policy object
         ``policy(utility, budget, supply)`` for the market domains, ``policy(jobs, cluster)``
-        for the cluster domain (see the module docs for what it may return).
+        for the cluster domain (see the module docs for what it may return). In the cluster
+        domain an object with Gavel's ``get_allocation`` method is accepted as it is
+        ([`fairalloc.testing.gavel_policy`][fairalloc.testing.gavel_policy]).
     properties : str or sequence of str
         Property names (``"envy_free"`` or ``"envy-free"``, aliases, or ``"all"``); see
-        [`PROPERTIES`][fairalloc.testing.PROPERTIES].
+        [`PROPERTIES`][fairalloc.testing.PROPERTIES]. Every property except the gates
+        ``runs`` and ``feasible`` is checked only where the policy answered feasibly; when the
+        policy failed to, the gate that failed is added to the report with its own shrunk
+        counterexample.
     max_examples : int
         Instances tried per property (``$FAIRALLOC_MAX_EXAMPLES`` overrides it).
     seed : int or None
@@ -249,6 +358,17 @@ def check_policy(policy: Callable[..., Any],
         Relative tolerance of every property (as in `fairalloc.properties`).
     shrink : bool
         Shrink a failing instance to a minimal one (default); ``False`` reports the first.
+    expected_failures : mapping, optional
+        ``{"envy_free": "FIFO by design"}``: properties known to fail, with the reason. A
+        failure of one is reported as ``xfailed`` (not a failure); a pass as ``xpassed``, which
+        *is* a failure (strict, as pytest's ``xfail(strict=True)``).
+    isolate : bool, optional
+        Run every policy call in a child process with a per-call ``deadline``, so that a
+        crash (``abort()``, a segfault) or a hang is reported as a failure of ``runs`` instead
+        of ending the check ([`fairalloc.testing.isolation`][fairalloc.testing.isolation]).
+        Default: on in the ``ci`` profile, off otherwise.
+    deadline : float
+        Seconds one isolated call may take (a guard against hangs, not a measurement).
 
     Returns
     -------
@@ -261,8 +381,8 @@ def check_policy(policy: Callable[..., Any],
     ------
     InputError
         For an unknown property or domain, a non-callable policy, bad ``max_examples`` /
-        ``seed`` / ``tol``, or ``market_clearing`` / ``budget_clearing`` asked explicitly of a
-        policy that returns no prices.
+        ``seed`` / ``tol`` / ``expected_failures`` / ``deadline``, or ``market_clearing`` /
+        ``budget_clearing`` asked explicitly of a policy that returns no prices.
 
     Examples
     --------
@@ -278,12 +398,26 @@ def check_policy(policy: Callable[..., Any],
     >>> report.passed, report.counterexample.agent, report.counterexample.instance.utility
     (False, 1, array([[1.],
            [1.]]))
+
+    Declared as expected, the failure no longer fails the report:
+
+    >>> check_policy(dictator, ["envy_free"], max_examples=20,
+    ...              expected_failures={"envy_free": "a dictatorship"}).passed
+    True
     """
-    if not callable(policy):
-        raise InputError(f"policy must be callable, got {type(policy).__name__}",
-                         argument="policy")
+    return _check_policy(policy, properties, max_examples, seed, domain=domain, tol=tol,
+                         shrink=shrink, expected_failures=expected_failures, isolate=isolate,
+                         deadline=deadline)
+
+
+def _check_policy(policy: Any, properties: Any, max_examples: Any, seed: Any, *, domain: Any,
+                  tol: Any, shrink: Any, expected_failures: Any, isolate: Any, deadline: Any,
+                  need_prices: bool | None = None) -> PolicyReport:
     dom = resolve_domain(domain)
+    name_of = policy_name(policy)
+    policy = as_policy(policy, dom)
     names = property_names(properties, dom)
+    expected = _expected(expected_failures, dom)
     if isinstance(max_examples, bool) or not isinstance(max_examples, int | np.integer) \
             or max_examples < 1:
         raise InputError(f"max_examples must be a positive integer, got {max_examples!r}",
@@ -297,26 +431,46 @@ def check_policy(policy: Callable[..., Any],
                          argument="seed")
     if seed is None or profile == "nondeterministic":
         seed = random.SystemRandom().randrange(2 ** 32)
-    if isinstance(tol, bool | str | bytes):
-        tol_f = -1.0
-    else:
-        try:
-            tol_f = float(tol)
-        except (TypeError, ValueError, OverflowError):
-            tol_f = -1.0
+    tol_f = _number(tol)
     if not (0.0 <= tol_f < 1.0):
         raise InputError(f"tol must be a number in [0, 1), got {tol!r}", argument="tol")
     shrink = as_bool(shrink, "shrink")
-    search = PropertySearch(policy, dom, tol_f)
-    results = tuple(_run_property(search, name, n_examples, int(seed), shrink)
-                    for name in names)
-    asked = [r.name for r in results if r.status == "skipped"]
-    if asked and not (isinstance(properties, str) and properties.strip().lower() == "all"):
+    isolated = (profile == "ci") if isolate is None else as_bool(isolate, "isolate")
+    limit = _number(deadline)
+    if not (0.0 < limit < np.inf):
+        raise InputError(f"deadline must be a positive number of seconds, got {deadline!r}",
+                         argument="deadline")
+    runner = IsolatedPolicy(policy, limit) if isolated else None
+    search = PropertySearch(policy, dom, tol_f, runner)
+    try:
+        results = [_run_property(search, name, n_examples, int(seed), shrink)
+                   for name in names]
+        extra = [g for g in GATES if g in search.gated and g not in names]
+        if extra:  # the policy failed a gate on the way: report it, shrunk, first
+            results = [_run_property(search, g, n_examples, int(seed), shrink)
+                       for g in extra] + results
+    finally:
+        if runner is not None:
+            runner.close()
+    if need_prices is None:
+        need_prices = not (isinstance(properties, str) and properties.strip().lower() == "all")
+    asked = [r.name for r in results if r.status == "skipped" and r.name in NEEDS_PRICES
+             and "no prices" in r.note]
+    if asked and need_prices:
         raise InputError(f"{', '.join(asked)} needs prices, but the policy returns none: "
                          "return (allocation, prices) or an object with .prices",
                          argument="properties")
-    return PolicyReport(policy_name(policy), dom.label, results, n_examples, int(seed),
-                        profile)
+    results = [_judge(r, expected.get(r.name)) for r in results]
+    return PolicyReport(name_of, dom.label, tuple(results), n_examples, int(seed), profile)
+
+
+def _number(value: Any) -> float:
+    if isinstance(value, bool | str | bytes):
+        return -1.0
+    try:
+        return float(value)
+    except (TypeError, ValueError, OverflowError):
+        return -1.0
 
 
 # ============================================================================================

@@ -25,11 +25,15 @@ With budgets ``B`` (cluster domain: job weights ``w``), supply ``s`` (cluster: w
 type) and each agent's true utility ``u_i`` (cluster: effective throughput
 ``sum_j T[i, j] x[i, j]``):
 
+``runs``
+    The policy answers: it raises no exception, returns something that reads as an allocation,
+    and (with ``isolate=True``) does not crash its process or overrun the per-call deadline.
 ``feasible``
     Non-negative, finite, the right shape, nothing beyond supply (cluster: ``x <= 1``, zero where
     a job cannot run or its gang does not fit, ``sum_j x[i, j] <= 1``,
-    ``sum_i scale_factor_i x[i, j] <= c_j``). Every other property first requires it: an
-    allocation that is not feasible fails them all.
+    ``sum_i scale_factor_i x[i, j] <= c_j``). ``runs`` and ``feasible`` are the *gates*: every
+    other property is checked only on the instances where the policy answered feasibly (the
+    others are set aside and reported once, by the gate that failed).
 ``market_clearing``
     Every good (type) with a positive price is sold out (needs prices).
 ``budget_clearing`` (market domains)
@@ -73,13 +77,14 @@ from .._validation import as_option
 from ..errors import InputError
 from . import strategies as fst
 
-__all__ = ["DOMAINS", "NEEDS_PRICES", "PROPERTIES", "ClusterDomain",
+__all__ = ["DOMAINS", "GATES", "NEEDS_PRICES", "PROPERTIES", "ClusterDomain",
            "Domain", "MarketDomain", "Outcome", "parse_outcome", "property_names",
            "property_result", "resolve_domain"]
 
 
 #: Every property a domain may support, with a one-line meaning (used by the CLI's table).
 PROPERTIES: dict[str, str] = {
+    "runs": "the policy answers (no exception, crash or hang)",
     "feasible": "non-negative, within supply / capacity",
     "market_clearing": "every priced good is sold out",
     "budget_clearing": "every buyer spends its budget",
@@ -90,6 +95,8 @@ PROPERTIES: dict[str, str] = {
     "strategy_proof": "no gain from misreporting a row (probes)",
 }
 _ALIASES = {
+    "answers": "runs",
+    "no_crash": "runs",
     "feasibility": "feasible",
     "envy_freeness": "envy_free",
     "envy_freedom": "envy_free",
@@ -125,6 +132,8 @@ CLUSTER_STEPS = (100.0, 10000.0)
 #: cluster domain: fraction of types a job can run on
 CLUSTER_DENSITY = 0.7
 NEEDS_PRICES = ("market_clearing", "budget_clearing")
+#: the gates: every other property is checked only where the policy answers feasibly
+GATES = ("runs", "feasible")
 
 
 # ============================================================================================
@@ -136,6 +145,13 @@ class Outcome:
     prices: np.ndarray | None = None
     error: BaseException | None = None
     problem: str = ""
+    #: ``"crash"`` or ``"timeout"`` when an isolated call gave no answer (see `problem`)
+    lost: str = ""
+
+    @property
+    def answered(self) -> bool:
+        """Whether the policy returned a usable allocation (feasible or not)."""
+        return self.error is None and not self.problem and self.allocation is not None
 
 
 def parse_outcome(raw: Any, attrs: Sequence[str]) -> Outcome:
@@ -166,6 +182,12 @@ def parse_outcome(raw: Any, attrs: Sequence[str]) -> Outcome:
         except (TypeError, ValueError) as exc:
             return Outcome(x, problem=f"the policy's prices are not numeric ({exc})")
     return Outcome(x, p)
+
+
+def call_kwargs(inst: Any) -> dict[str, Any]:
+    """Keyword arguments of the policy call (the entities of a cluster instance; else none)."""
+    kw = getattr(inst, "kwargs", None)
+    return dict(kw()) if callable(kw) else {}
 
 
 def _good(index: Sequence[Any]) -> str:
@@ -211,7 +233,7 @@ class Domain:
 
     def call(self, policy: Callable[..., Any], inst: Any) -> Outcome:
         try:
-            raw = policy(*inst.args())
+            raw = policy(*inst.args(), **call_kwargs(inst))
         except Exception as exc:  # the policy's failure is a finding, not a crash
             return Outcome(error=exc)
         return parse_outcome(raw, self.attrs)
@@ -273,7 +295,7 @@ class MarketDomain(Domain):
     """
 
     agent_word = "buyer"
-    properties = ("feasible", "market_clearing", "budget_clearing", "envy_free",
+    properties = ("runs", "feasible", "market_clearing", "budget_clearing", "envy_free",
                   "sharing_incentive", "proportionality", "pareto_optimal", "strategy_proof")
 
     def __init__(self, kind: str = "linear", *, rounds: Any = None, n: Any = MARKET_BUYERS,
@@ -384,7 +406,7 @@ class ClusterDomain(Domain):
 
     label = "cluster"
     agent_word = "job"
-    properties = ("feasible", "market_clearing", "envy_free", "sharing_incentive",
+    properties = ("runs", "feasible", "market_clearing", "envy_free", "sharing_incentive",
                   "proportionality", "pareto_optimal", "strategy_proof")
     attrs = ("x", "allocation")
 
@@ -615,7 +637,7 @@ def property_names(properties: Any, domain: Any = "market") -> tuple[str, ...]:
     >>> property_names(["envy-free", "Sharing incentive", "pareto"])
     ('envy_free', 'sharing_incentive', 'pareto_optimal')
     >>> property_names("all", "cluster")[:3]
-    ('feasible', 'market_clearing', 'envy_free')
+    ('runs', 'feasible', 'market_clearing')
     """
     dom = resolve_domain(domain)
     names = [properties] if isinstance(properties, str) else properties

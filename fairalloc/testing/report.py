@@ -59,6 +59,12 @@ class Counterexample:
         ``strategy_proof``: the reported row that pays off.
     misreport_allocation : ndarray or None
         ``strategy_proof``: the policy's allocation for the misreport.
+    outcome : str
+        ``runs``: how the call failed -- ``"raised"``, ``"crash"``, ``"timeout"`` or
+        ``"unusable"`` (an answer that is not an allocation); ``""`` otherwise.
+    improvement : ndarray or None
+        ``pareto_optimal``: a feasible allocation that makes someone better off and nobody
+        worse off.
     """
 
     property: str
@@ -73,6 +79,8 @@ class Counterexample:
     error: BaseException | None = None
     misreport: np.ndarray | None = None
     misreport_allocation: np.ndarray | None = None
+    outcome: str = ""
+    improvement: np.ndarray | None = None
 
     def __str__(self) -> str:
         lines = [f"{self.property} fails: {self.message}"]
@@ -92,6 +100,9 @@ class Counterexample:
                          + _fmt(self.misreport))
             head = "allocation for the misreport = "
             lines.append(head + _indent(_fmt(self.misreport_allocation), " " * len(head)))
+        if self.improvement is not None:
+            head = "improving allocation = "
+            lines.append(head + _indent(_fmt(self.improvement), " " * len(head)))
         lines.append("reproduce: " + self.instance.as_code())
         return "\n".join(lines)
 
@@ -107,7 +118,10 @@ class PropertyReport:
     Attributes
     ----------
     name : str
-    status : {"passed", "failed", "skipped"}
+    status : {"passed", "failed", "skipped", "xfailed", "xpassed"}
+        ``xfailed``: failed as declared in ``expected_failures`` (not a failure);
+        ``xpassed``: declared but passed (a failure: strict); ``skipped``: not applicable
+        (no prices) or never checkable (the policy gave no feasible answer).
     examples : int
         Instances checked before the first failure (all of them when it passed).
     shrink_steps : int
@@ -128,8 +142,9 @@ class PropertyReport:
 
     @property
     def passed(self) -> bool:
-        """Whether the property did not fail (skipped counts as not failed)."""
-        return self.status != "failed"
+        """Whether the property did not fail (skipped and xfailed count as not failed;
+        xpassed, an expected failure that passed, fails)."""
+        return self.status not in ("failed", "xpassed")
 
 
 @dataclass(frozen=True, eq=False)
@@ -186,9 +201,8 @@ class PolicyReport:
         rows = []
         for r in self.results:
             cx = r.counterexample
-            viol = "-" if cx is None else ("error" if cx.error is not None else
-                                          f"{cx.violation:.4g}")
-            rows.append((r.name, r.status.upper() if r.status == "failed" else r.status,
+            viol = "-" if cx is None else (cx.outcome or f"{cx.violation:.4g}")
+            rows.append((r.name, r.status if r.passed else r.status.upper(),
                          str(r.examples), viol, f"{r.seconds:.2f}"))
         widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(header)]
 
@@ -207,9 +221,11 @@ class PolicyReport:
         notes = [f"  {r.name}: {r.note}" for r in self.results if r.note]
         if notes:
             parts += ["", "notes:", *notes]
-        for r in self.failures:
-            assert r.counterexample is not None
-            parts += ["", f"--- counterexample for {r.name} (shrunk) ---", str(r.counterexample)]
+        for r in self.results:
+            if r.counterexample is not None:
+                tag = "" if r.status == "failed" else f", {r.status}"
+                parts += ["", f"--- counterexample for {r.name} (shrunk{tag}) ---",
+                          str(r.counterexample)]
         verdict = "passed" if self.passed else (
             f"FAILED: {', '.join(r.name for r in self.failures)}")
         parts += ["", verdict]
@@ -236,6 +252,7 @@ class PolicyReport:
             cx = r.counterexample
             rows.append({"property": r.name, "status": r.status, "examples": r.examples,
                          "violation": None if cx is None else cx.violation,
+                         "outcome": None if cx is None else (cx.outcome or None),
                          "agent": None if cx is None else cx.agent,
                          "seconds": r.seconds})
         return pd.DataFrame(rows).set_index("property")
