@@ -74,7 +74,7 @@ from hypothesis.extra.numpy import arrays
 
 from .. import properties as props
 from .._validation import as_option
-from ..errors import InputError
+from ..errors import InfeasibleError, InputError
 from . import strategies as fst
 
 __all__ = ["DOMAINS", "GATES", "NEEDS_PRICES", "PROPERTIES", "ClusterDomain",
@@ -131,6 +131,8 @@ CLUSTER_THROUGHPUTS = (0.5, 100.0)
 CLUSTER_STEPS = (100.0, 10000.0)
 #: cluster domain: fraction of types a job can run on
 CLUSTER_DENSITY = 0.7
+#: cluster domain: entity weight range (with ``entities=``)
+CLUSTER_ENTITY_WEIGHTS = (0.25, 4.0)
 NEEDS_PRICES = ("market_clearing", "budget_clearing")
 #: the gates: every other property is checked only where the policy answers feasibly
 GATES = ("runs", "feasible")
@@ -224,6 +226,14 @@ class Domain:
 
     def own_value(self, inst: Any, agent: int, x: np.ndarray) -> float:
         raise NotImplementedError
+
+    def scale(self, inst: Any) -> float:
+        """The instance's value scale (its largest utility / throughput, at least 1)."""
+        raise NotImplementedError
+
+    def explain(self, name: str, inst: Any, out: Outcome, tol: float) -> dict[str, Any]:
+        """Extra [`Counterexample`][fairalloc.testing.Counterexample] fields for a failure."""
+        return {}
 
     def true_row(self, inst: Any, agent: int) -> np.ndarray:
         raise NotImplementedError
@@ -387,6 +397,12 @@ class MarketDomain(Domain):
             return props.pareto_optimal(U, self._clipped(inst, x), s, kind=kind, tol=tol)
         raise AssertionError(name)  # pragma: no cover - names are validated up front
 
+    def scale(self, inst: fst.MarketInstance) -> float:
+        """The instance's value scale: its largest utility times supply (at least 1)."""
+        U = inst.utility
+        s = inst.supply[None] if U.ndim == 2 else inst.supply[None]
+        return float(max(1.0, (U * s).max()))
+
     def own_value(self, inst: fst.MarketInstance, agent: int, x: np.ndarray) -> float:
         u = inst.utility[agent:agent + 1]
         return float(props.bundle_values(u, x[agent:agent + 1], kind=self.kind)[0, 0])
@@ -400,8 +416,26 @@ class ClusterDomain(Domain):
     n, types, workers, names
         Jobs, accelerator types, workers per type, type names
         ([`fairalloc.testing.strategies.cluster_instances`][fairalloc.testing.strategies.cluster_instances]).
-    max_scale_factor, weighted, values, density, integers, steps, elapsed
-        As in [`fairalloc.testing.strategies.job_sets`][fairalloc.testing.strategies.job_sets].
+    max_scale_factor, weighted, values, density, integers, steps, elapsed, isolated
+        As in [`fairalloc.testing.strategies.job_sets`][fairalloc.testing.strategies.job_sets]:
+        ``max_scale_factor=4`` draws gangs, ``density=1.0`` makes every job runnable on every
+        type (no "cannot run" zeros), ``elapsed=(0, 3600)`` and ``isolated=(0, 3600)`` give
+        multi-round state (time since start, isolated time so far).
+    entities, entity_weight_values, entity_policies
+        Hierarchical instances (Gavel §4.2): ``entities=(1, 3)`` groups the jobs into entities
+        with weights and per-entity policies, passed as ``entities=``, ``entity_weights=``,
+        ``entity_policies=`` (``fa.water_filling`` takes them as they are). Envy, sharing
+        incentive and proportionality then use each job's hierarchical weight ``w_e w_i /
+        sum_{j in e} w_j`` (the entity's share split among its jobs by job weight).
+
+    Every option is reachable from ``fairalloc check --domain cluster --domain-option
+    NAME=VALUE`` (e.g. ``--domain-option density=1 --domain-option entities=1,3``).
+
+    Examples
+    --------
+    >>> dom = ClusterDomain(entities=(1, 3), density=1.0)
+    >>> dom.label, dom.properties[:2]
+    ('cluster', ('runs', 'feasible'))
     """
 
     label = "cluster"
@@ -415,15 +449,31 @@ class ClusterDomain(Domain):
                  max_scale_factor: int = 1, weighted: bool = False,
                  values: Any = CLUSTER_THROUGHPUTS, density: float = CLUSTER_DENSITY,
                  integers: bool = False, steps: Any = CLUSTER_STEPS,
-                 elapsed: Any = None) -> None:
+                 elapsed: Any = None, isolated: Any = None, entities: Any = None,
+                 entity_weight_values: Any = CLUSTER_ENTITY_WEIGHTS,
+                 entity_policies: Sequence[str] = ("fairness",)) -> None:
         self._kw = {"n": n, "types": types, "workers": workers, "max_scale_factor":
                     max_scale_factor, "weighted": weighted, "values": values,
                     "density": density, "integers": integers, "steps": steps,
-                    "elapsed": elapsed}
+                    "elapsed": elapsed, "isolated": isolated, "entities": entities,
+                    "entity_weight_values": entity_weight_values,
+                    "entity_policies": tuple(entity_policies)}
         self._strategy = fst.cluster_instances(names=names, **self._kw)
 
     def __repr__(self) -> str:
         return "ClusterDomain(" + ", ".join(f"{k}={v!r}" for k, v in self._kw.items()) + ")"
+
+    def weights(self, inst: fst.ClusterInstance) -> np.ndarray:
+        """Each job's weight: ``jobs.weight``, or with entities the hierarchical weight
+        ``w_e w_i / sum_{j in e} w_j``."""
+        w = inst.jobs.weight
+        if inst.entities is None:
+            return w
+        lab = np.asarray(inst.entities)
+        ew = np.array([inst.entity_weights[int(e)] for e in lab]) if inst.entity_weights \
+            else np.ones(lab.size)
+        total = np.bincount(lab, weights=w)[lab]
+        return ew * w / total
 
     def instances(self) -> st.SearchStrategy[fst.ClusterInstance]:
         return self._strategy
@@ -499,7 +549,8 @@ class ClusterDomain(Domain):
         workers, running ``c_j f_i / max(s_i, f_i sum_j c_j)`` of its time on type ``j`` where
         it can run (Gavel §4.1's ``X^isolated``; rows capped at all of its time)."""
         jobs, cap = inst.jobs, inst.cluster.capacity
-        f = jobs.weight / jobs.weight.sum()
+        w = self.weights(inst)
+        f = w / w.sum()
         x = cap[None, :] * f[:, None] / np.maximum(jobs.scale_factor, f * cap.sum())[:, None]
         return np.where(self._allowed(inst), x, 0.0)
 
@@ -519,19 +570,28 @@ class ClusterDomain(Domain):
         rate = np.take_along_axis(T, order, axis=1)  # (n, k)
         work = np.maximum(x, 0.0) * jobs.scale_factor[:, None]  # (n, k) worker-time of k
         avail = work[:, order].transpose(1, 0, 2)  # avail[i, k, j] = work[k, order[i, j]]
-        w = jobs.weight
+        w = self.weights(inst)
         avail = avail * (w[:, None] / w[None, :] / jobs.scale_factor[:, None])[:, :, None]
         avail = np.where(rate[:, None, :] > 0, avail, 0.0)
         filled = np.minimum(np.cumsum(avail, axis=2), 1.0)
         time_ = np.diff(filled, axis=2, prepend=0.0)
         return np.einsum("ikj,ij->ik", time_, rate)
 
+    def explain(self, name: str, inst: fst.ClusterInstance, out: Outcome, tol: float
+                ) -> dict[str, Any]:
+        """Extra fields of a failing property's counterexample: the improving allocation of
+        ``pareto_optimal``."""
+        if name != "pareto_optimal" or out.allocation is None:
+            return {}
+        found = self.pareto_improvement(inst, self._clipped(inst, out.allocation))
+        return {} if found is None else {"improvement": found}
+
     def check(self, name: str, inst: fst.ClusterInstance, out: Outcome, tol: float
               ) -> props.PropertyResult:
         jobs, cap, types = inst.jobs, inst.cluster.capacity, inst.cluster.types
         x = out.allocation
         assert x is not None
-        w = jobs.weight
+        w = self.weights(inst)
         tp = self.throughput(inst, x)
         if name == "market_clearing":
             p = out.prices
@@ -580,26 +640,65 @@ class ClusterDomain(Domain):
             return self._pareto(inst, self._clipped(inst, x), tol)
         raise AssertionError(name)  # pragma: no cover
 
-    def _pareto(self, inst: fst.ClusterInstance, x: np.ndarray, tol: float
-                ) -> props.PropertyResult:
-        """``max sum t`` over feasible ``y`` with ``T_i . y_i >= T_i . x_i + t_i``, ``t >= 0``."""
+    def _pareto_lp(self, inst: fst.ClusterInstance
+                   ) -> tuple[sp.csr_matrix, sp.csr_matrix, np.ndarray, np.ndarray, np.ndarray]:
+        """(utility rows, feasibility rows, their bounds, edge rows, edge columns) of the
+        allocations of ``inst`` over its usable (job, type) edges."""
         jobs, cap = inst.jobs, inst.cluster.capacity
         n, k = jobs.throughput.shape
-        own = self.throughput(inst, x)
         rows, cols = np.nonzero(self._allowed(inst))
         E = rows.size
         e = np.arange(E)
         time_rows = sp.csr_matrix((np.ones(E), (rows, e)), shape=(n, E))
         cap_rows = sp.csr_matrix((jobs.scale_factor[rows], (cols, e)), shape=(k, E))
         util_rows = sp.csr_matrix((jobs.throughput[rows, cols], (rows, e)), shape=(n, E))
-        gain = props.pareto_gain(util_rows, own, sp.vstack([time_rows, cap_rows]).tocsr(),
-                                 np.r_[np.ones(n), cap], np.ones(E))
+        return (util_rows, sp.vstack([time_rows, cap_rows]).tocsr(), np.r_[np.ones(n), cap],
+                rows, cols)
+
+    def _pareto(self, inst: fst.ClusterInstance, x: np.ndarray, tol: float
+                ) -> props.PropertyResult:
+        """``max sum t`` over feasible ``y`` with ``T_i . y_i >= T_i . x_i + t_i``, ``t >= 0``."""
+        own = self.throughput(inst, x)
+        util, feas, upper, rows, _ = self._pareto_lp(inst)
+        try:
+            gain = props.pareto_gain(util, own, feas, upper, np.ones(rows.size))
+        except InfeasibleError:
+            # x is feasible within tol but its throughputs lie (by solver accuracy) just
+            # beyond the feasible set: nothing can improve on it
+            return property_result("pareto_optimal", True, 0.0,
+                                   message="no Pareto improvement exists (x is on the edge "
+                                           "of the feasible set, within tol)")
         i = int(np.argmax(gain))
         ok = gain[i] <= tol * max(1.0, float(own[i]))
         return property_result("pareto_optimal", ok, float(gain[i]), i, None,
                        "no Pareto improvement exists" if ok else
                        f"job {i} can gain {gain[i]:.4g} throughput (from {own[i]:.6g}) with "
                        "no job worse off")
+
+    def scale(self, inst: fst.ClusterInstance) -> float:
+        """The instance's value scale: its largest throughput (at least 1)."""
+        return float(max(1.0, inst.jobs.throughput.max()))
+
+    def pareto_improvement(self, inst: fst.ClusterInstance, x: np.ndarray
+                           ) -> np.ndarray | None:
+        """A feasible allocation ``y`` that gives every job at least its throughput under
+        ``x`` and maximises the total gain (HiGHS through ``scipy.optimize.linprog``);
+        ``None`` when the LP has no solution."""
+        from scipy.optimize import linprog
+
+        n, k = inst.jobs.throughput.shape
+        own = self.throughput(inst, x)
+        util, feas, upper, rows, cols = self._pareto_lp(inst)
+        E = rows.size
+        A = sp.vstack([sp.hstack([-util, sp.identity(n, format="csr")]),
+                       sp.hstack([feas, sp.csr_matrix((feas.shape[0], n))])]).tocsr()
+        res = linprog(np.r_[np.zeros(E), -np.ones(n)], A_ub=A, b_ub=np.r_[-own, upper],
+                      bounds=[(0.0, 1.0)] * E + [(0.0, None)] * n, method="highs")
+        if res.status != 0 or res.x is None:
+            return None
+        y = np.zeros((n, k))
+        y[rows, cols] = res.x[:E]
+        return y
 
     def own_value(self, inst: fst.ClusterInstance, agent: int, x: np.ndarray) -> float:
         return float(self.throughput(inst, x)[agent])
