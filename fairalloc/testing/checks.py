@@ -66,7 +66,7 @@ __all__ = ["PropertyCheck", "PropertySearch", "check_policy", "policy_name"]
 SEARCH_CACHE_SIZE = 20_000
 #: after this many policy calls crashed or overran the deadline, new instances are not tried
 #: (a PERFORMANCE knob: each lost call costs a process start or a whole deadline)
-MAX_LOST_CALLS = 40
+MAX_LOST_CALLS = 16
 #: a violation above ``tol`` but at most this fraction of the instance's value scale is
 #: "within solver accuracy" (interior-point solvers such as ECOS stop about 1e-6 to 1e-5
 #: relative): reported as a warning, not a failure (an ACCURACY contract of the checks)
@@ -89,9 +89,11 @@ def policy_name(policy: Any) -> str:
                 *(f"{k}={v!r}" for k, v in policy.keywords.items())]
         return f"partial({', '.join(args)})"
     name = getattr(policy, "__qualname__", None) or getattr(policy, "__name__", None)
+    module = getattr(policy, "__module__", None)
+    if name is None and hasattr(policy, "get_allocation"):  # a Gavel-style policy object
+        name, module = type(policy).__qualname__, type(policy).__module__
     if name is None:
         return repr(policy)
-    module = getattr(policy, "__module__", None)
     return f"{module}.{name}" if module and module not in ("__main__", "builtins") else name
 
 
@@ -117,6 +119,8 @@ class PropertySearch:
     gated: set[str] = field(default_factory=set)
     #: instances set aside by the current property (no feasible answer)
     rejected: int = 0
+    #: instances of the current property not tried (see `exhausted`)
+    untried: int = 0
     #: violations of the current property within solver accuracy (warned, not failed)
     warned: int = 0
     worst_warning: float = 0.0
@@ -188,9 +192,9 @@ class PropertySearch:
             return self._probe(*item)
         inst = item
         out = self.outcome(inst)
-        if out is None:
-            self._reject()
-        assert out is not None
+        if out is None:  # not tried (too many calls were lost): counted, not judged
+            self.untried += 1
+            return None
         if name == "runs":
             return None if out.answered else self._counterexample(name, inst, out)
         if not out.answered:
@@ -221,6 +225,9 @@ class PropertySearch:
                ) -> Counterexample | None:
         name = "strategy_proof"
         out = self.outcome(inst)
+        if out is None:
+            self.untried += 1
+            return None
         if self._gate(inst, out):
             self._reject()
         assert out is not None and out.allocation is not None
@@ -269,6 +276,7 @@ def _run_property(search: PropertySearch, name: str, max_examples: int, seed: in
     runner = hypothesis_seed(seed)(conf(given(strategy)(test)))
     search.missing_prices = False
     search.rejected = 0
+    search.untried = 0
     search.warned = 0
     search.worst_warning = 0.0
     t0 = time.perf_counter()
@@ -287,14 +295,14 @@ def _run_property(search: PropertySearch, name: str, max_examples: int, seed: in
         note = ("the policy gave different answers for the same instance (nondeterministic?); "
                 "the counterexample is the last failing instance")
     seconds = time.perf_counter() - t0
-    checked = calls[0] - search.rejected if not found else calls[0]
+    checked = calls[0] - search.rejected - search.untried if not found else calls[0]
     aside = ""
     if search.rejected and name not in GATES[:1]:
         aside = (f"checked where the policy answered feasibly; {search.rejected} instances set "
                  "aside (see runs / feasible)")
-    if search.exhausted:
-        aside += ("; " if aside else "") + (f"new instances not tried after {search.lost_calls} "
-                                            "calls crashed or hung")
+    if search.untried:
+        aside += ("; " if aside else "") + (f"{search.untried} new instances not tried after "
+                                            f"{search.lost_calls} calls crashed or hung")
     warn = ""
     if search.warned:
         warn = (f"warning: violated within solver accuracy on {search.warned} instances "
@@ -304,7 +312,7 @@ def _run_property(search: PropertySearch, name: str, max_examples: int, seed: in
     if found:
         return PropertyReport(name, "failed", calls[0], max(calls[1] - 1, 0), seconds,
                               found[-1], note)
-    if never:
+    if never or (not found and checked <= 0 and search.untried):
         return PropertyReport(name, "skipped", 0, 0, seconds, None,
                               "not checked: the policy gave no feasible answer on any instance "
                               "tried (see runs / feasible)")

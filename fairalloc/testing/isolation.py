@@ -19,6 +19,7 @@ lambdas and closures work) and by ``pickle`` otherwise (module-level functions a
 from __future__ import annotations
 
 import contextlib
+import importlib.machinery
 import multiprocessing as mp
 import pickle
 import signal
@@ -36,6 +37,8 @@ __all__ = ["DEFAULT_DEADLINE", "IsolatedPolicy", "Lost"]
 DEFAULT_DEADLINE = 60.0
 #: seconds a fresh worker may take to start and load the policy (a PERFORMANCE knob)
 STARTUP_DEADLINE = 120.0
+#: modules the fork server loads once for every worker (a PERFORMANCE knob)
+PRELOAD = ("numpy", "scipy.sparse", "fairalloc.testing.checks")
 #: seconds to wait for a killed worker to go (a PERFORMANCE knob)
 REAP_SECONDS = 5.0
 
@@ -53,7 +56,23 @@ def _dumps(obj: Any) -> bytes:
         import cloudpickle
     except ImportError:  # pragma: no cover - cloudpickle is optional
         return pickle.dumps(obj)
-    return bytes(cloudpickle.dumps(obj))
+    name = getattr(obj, "__module__", None) or getattr(type(obj), "__module__", None)
+    module = sys.modules.get(name or "")
+    by_value = False
+    if module is not None and name not in ("__main__", "builtins"):
+        try:  # a module loaded from a file path (fairalloc check file.py:policy)
+            top = (name or "").partition(".")[0]
+            by_value = "." not in (name or "") and \
+                importlib.machinery.PathFinder.find_spec(top) is None
+        except (ImportError, ValueError):
+            by_value = True
+    if by_value:
+        cloudpickle.register_pickle_by_value(module)
+    try:
+        return bytes(cloudpickle.dumps(obj))
+    finally:
+        if by_value:
+            cloudpickle.unregister_pickle_by_value(module)
 
 
 def _worker(conn: Any, blob: bytes) -> None:  # pragma: no cover - runs in the child
@@ -63,7 +82,11 @@ def _worker(conn: Any, blob: bytes) -> None:  # pragma: no cover - runs in the c
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # an abort leaves no core file
     except (ImportError, ValueError, OSError):
         pass
-    policy = pickle.loads(blob)
+    try:
+        policy = pickle.loads(blob)
+    except Exception as exc:  # e.g. the policy's module cannot be imported in the child
+        conn.send(("broken", f"{type(exc).__name__}: {exc}"))
+        return
     conn.send(("ready", None))
     while True:
         try:
@@ -106,7 +129,13 @@ def _without_main() -> Iterator[None]:
 
 def _context() -> Any:
     methods = mp.get_all_start_methods()
-    return mp.get_context("forkserver" if "forkserver" in methods else "spawn")
+    if "forkserver" not in methods:  # pragma: no cover - Windows
+        return mp.get_context("spawn")
+    ctx = mp.get_context("forkserver")
+    # the fork server loads these once, so a replacement worker starts in milliseconds (a
+    # no-op when the server already runs)
+    ctx.set_forkserver_preload(list(PRELOAD))
+    return ctx
 
 
 def _death(code: int | None) -> str:
@@ -156,10 +185,14 @@ class IsolatedPolicy:
             self._kill()
             return Lost("timeout", "the policy's process did not start")
         try:
-            parent.recv()
+            kind, why = parent.recv()
         except (EOFError, OSError):
             code = self._reap()
             return Lost("crash", _death(code) + " while loading the policy")
+        if kind == "broken":
+            self._reap()
+            return Lost("crash", f"the policy cannot be loaded in a child process ({why}); "
+                                 "define it in an importable module")
         return None
 
     def _reap(self) -> int | None:
