@@ -173,6 +173,15 @@ def test_a_raising_policy_fails_runs_once_instead_of_every_property() -> None:
     assert report["runs"].counterexample.outcome == "raised"  # type: ignore[union-attr]
 
 
+def test_the_ci_profile_isolates_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    from fairalloc.testing.defaults import PROFILE_ENV
+
+    monkeypatch.setenv(PROFILE_ENV, "ci")
+    report = check_policy(aborting, ["envy_free"], max_examples=5, seed=0)
+    assert report.profile == "ci" and report.seed == 0
+    assert report["runs"].counterexample.outcome == "crash"  # type: ignore[union-attr]
+
+
 def test_bad_isolation_arguments_raise_input_error() -> None:
     with pytest.raises(fa.InputError) as info:
         check_policy(budget_share, max_examples=2, isolate=True, deadline=0)

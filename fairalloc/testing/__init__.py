@@ -44,6 +44,7 @@ __all__ = [
     "PropertyCheckError",
     "PropertyReport",
     "check_policy",
+    "gavel_policy",
     "parametrize_with_property_checks",
     "property_names",
     "strategies",
@@ -60,6 +61,7 @@ _LAZY = {
     "PropertyCheckError": "report",
     "PropertyReport": "report",
     "check_policy": "checks",
+    "gavel_policy": "adapters",
     "property_names": "domains",
     "parametrize_with_property_checks": "pytest_plugin",
 }
@@ -89,11 +91,12 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    return sorted(__all__)
 
 
 if TYPE_CHECKING:
     from . import strategies
+    from .adapters import gavel_policy
     from .checks import PropertyCheck, check_policy
     from .domains import DOMAINS, PROPERTIES, ClusterDomain, MarketDomain, property_names
     from .pytest_plugin import parametrize_with_property_checks

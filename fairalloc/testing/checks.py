@@ -282,7 +282,7 @@ def _run_property(search: PropertySearch, name: str, max_examples: int, seed: in
     t0 = time.perf_counter()
     note = ""
     never = False
-    deterministic = (without_local_constants() if active_profile() == "deterministic"
+    deterministic = (without_local_constants() if active_profile() != "nondeterministic"
                      else contextlib.nullcontext())
     try:
         with deterministic:

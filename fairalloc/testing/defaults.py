@@ -16,8 +16,9 @@ __all__ = ["DEFAULT_MAX_EXAMPLES", "DEFAULT_PROPERTIES", "DEFAULT_TOL", "DOMAIN_
 PROFILE_ENV = "FAIRALLOC_HYPOTHESIS_PROFILE"
 #: environment variable overriding ``max_examples`` everywhere
 MAX_EXAMPLES_ENV = "FAIRALLOC_MAX_EXAMPLES"
-#: the hypothesis profiles (the first is the default)
-PROFILES = ("deterministic", "nondeterministic")
+#: the hypothesis profiles (the first is the default; ``ci`` is deterministic with every
+#: policy call isolated in a child process, ``check_policy(isolate=True)``)
+PROFILES = ("deterministic", "nondeterministic", "ci")
 #: properties checked when none are named
 DEFAULT_PROPERTIES = ("sharing_incentive", "envy_free", "pareto_optimal")
 #: instances tried per property (a documented argument of check_policy)
