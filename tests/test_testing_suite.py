@@ -329,6 +329,40 @@ def test_cli_domain_options_expected_failures_and_isolation(capsys: pytest.Captu
     assert "--domain-option" in capsys.readouterr().err
 
 
+def rare_dictator(utility, budget, supply):  # type: ignore[no-untyped-def]
+    """Unfair only with exactly three buyers and two goods."""
+    if utility.shape == (3, 2):
+        x = np.zeros_like(utility)
+        x[0] = supply
+        return x
+    return budget_share(utility, budget, supply)
+
+
+def test_an_opt_in_database_replays_a_failure_in_the_next_run(tmp_path: Path) -> None:
+    kw = {"properties": ["envy_free"], "database": tmp_path / "db"}
+    found = check_policy(rare_dictator, max_examples=100, **kw)  # type: ignore[arg-type]
+    assert not found.passed
+    # one example, another seed: without the database it passes; with it, the saved
+    # counterexample is replayed first
+    assert check_policy(rare_dictator, ["envy_free"], max_examples=1, seed=7).passed
+    again = check_policy(rare_dictator, max_examples=1, seed=7, **kw)  # type: ignore[arg-type]
+    assert not again.passed
+    np.testing.assert_array_equal(again.counterexample.instance.utility,  # type: ignore[union-attr]
+                                  found.counterexample.instance.utility)  # type: ignore[union-attr]
+
+
+def test_the_report_says_how_to_bind_policy_for_the_reproduce_line() -> None:
+    report = check_policy(fa.fifo, ["envy_free"], max_examples=10, domain="cluster")
+    setup = report.setup()
+    assert setup.startswith("import numpy as np; import fairalloc as fa; from ")
+    assert setup in str(report)
+    scope: dict[str, object] = {}
+    cx = report.counterexample
+    assert cx is not None
+    exec(setup + "\nanswer = " + cx.instance.as_code(), scope)  # noqa: S102 - the paste test
+    assert scope["answer"] is not None
+
+
 # ============================================================================================
 # numerical honesty
 # ============================================================================================

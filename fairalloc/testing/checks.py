@@ -29,6 +29,7 @@ from __future__ import annotations
 import builtins
 import contextlib
 import functools
+import hashlib
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -44,7 +45,7 @@ from .. import properties as props
 from .._validation import as_bool
 from ..errors import InputError
 from .adapters import as_policy
-from .defaults import DEFAULT_MAX_EXAMPLES, DEFAULT_PROPERTIES, DEFAULT_TOL
+from .defaults import DATABASE_ENV, DEFAULT_MAX_EXAMPLES, DEFAULT_PROPERTIES, DEFAULT_TOL
 from .domains import (
     GATES,
     NEEDS_PRICES,
@@ -110,6 +111,8 @@ class PropertySearch:
     domain: Domain
     tol: float
     runner: IsolatedPolicy | None = None
+    #: the policy's name (the key of its examples in the database)
+    name: str = ""
     cache: dict[bytes, Outcome] = field(default_factory=dict)
     missing_prices: bool = False
     #: calls that crashed or overran the deadline (see `MAX_LOST_CALLS`)
@@ -256,8 +259,25 @@ class PropertySearch:
                               misreport_allocation=lied.allocation)
 
 
-def _run_property(search: PropertySearch, name: str, max_examples: int, seed: int, shrink: bool
-                  ) -> PropertyReport:
+def _database(database: Any) -> Any:
+    """The example database: a directory (``database=`` or ``$FAIRALLOC_HYPOTHESIS_DATABASE``)
+    or ``None`` (off, the default)."""
+    import os
+
+    from hypothesis.database import DirectoryBasedExampleDatabase
+
+    where = database if database is not None else (os.environ.get(DATABASE_ENV, "").strip()
+                                                   or None)
+    if where is None or where is False:
+        return None
+    if not isinstance(where, str | os.PathLike):
+        raise InputError(f"database must be a directory path, got {database!r}",
+                         argument="database")
+    return DirectoryBasedExampleDatabase(os.fspath(where))
+
+
+def _run_property(search: PropertySearch, name: str, max_examples: int, seed: int, shrink: bool,
+                  database: Any = None) -> PropertyReport:
     strategy = search.domain.probes() if name == "strategy_proof" else (
         search.domain.instances())
     found: list[Counterexample] = []
@@ -270,10 +290,15 @@ def _run_property(search: PropertySearch, name: str, max_examples: int, seed: in
             found.append(cx)
             raise _Falsified
 
-    phases = [Phase.explicit, Phase.generate] + ([Phase.shrink] if shrink else [])
+    phases = ([Phase.explicit] + ([Phase.reuse] if database is not None else [])
+              + [Phase.generate] + ([Phase.shrink] if shrink else []))
     conf = settings(settings.get_profile(f"fairalloc-{active_profile()}"),
-                    max_examples=max_examples, phases=phases)
-    runner = hypothesis_seed(seed)(conf(given(strategy)(test)))
+                    max_examples=max_examples, phases=phases, database=database)
+    # the seed first: hypothesis' @seed turns the database off, the settings turn it back on
+    runner = conf(hypothesis_seed(seed)(given(strategy)(test)))
+    if database is not None:  # one key per policy, domain and property
+        ident = f"{search.name}|{search.domain!r}|{name}".encode()
+        runner._hypothesis_internal_database_key = hashlib.sha256(ident).digest()
     search.missing_prices = False
     search.rejected = 0
     search.untried = 0
@@ -360,8 +385,8 @@ def check_policy(policy: Any,
                  max_examples: int = DEFAULT_MAX_EXAMPLES, seed: int | None = 0, *,
                  domain: Any = "market", tol: float = DEFAULT_TOL, shrink: bool = True,
                  expected_failures: Mapping[str, str] | None = None,
-                 isolate: bool | None = None, deadline: float = DEFAULT_DEADLINE
-                 ) -> PolicyReport:
+                 isolate: bool | None = None, deadline: float = DEFAULT_DEADLINE,
+                 database: Any = None) -> PolicyReport:
     """Check an allocation policy's properties on hypothesis-generated instances.
 
     Parameters
@@ -386,7 +411,10 @@ def check_policy(policy: Any,
         ``"market"``, ``"leontief"``, ``"volatile"``, ``"volatile-leontief"`` or
         ``"cluster"``, or a domain object with custom sizes and value ranges.
     tol : float
-        Relative tolerance of every property (as in `fairalloc.properties`).
+        Relative tolerance of every property (as in `fairalloc.properties`). A violation
+        above it but at most `ACCURACY_BAND` of the instance's value scale (its largest
+        utility or throughput) is within solver accuracy: a warning in the property's note,
+        not a failure.
     shrink : bool
         Shrink a failing instance to a minimal one (default); ``False`` reports the first.
     expected_failures : mapping, optional
@@ -400,6 +428,10 @@ def check_policy(policy: Any,
         Default: on in the ``ci`` profile, off otherwise.
     deadline : float
         Seconds one isolated call may take (a guard against hangs, not a measurement).
+    database : str or path, optional
+        A directory for hypothesis' example database (default ``$FAIRALLOC_HYPOTHESIS_DATABASE``,
+        else none): the shrunk failures of a run are saved there and replayed first in the
+        next, per policy, domain and property.
 
     Returns
     -------
@@ -438,12 +470,12 @@ def check_policy(policy: Any,
     """
     return _check_policy(policy, properties, max_examples, seed, domain=domain, tol=tol,
                          shrink=shrink, expected_failures=expected_failures, isolate=isolate,
-                         deadline=deadline)
+                         deadline=deadline, database=database)
 
 
 def _check_policy(policy: Any, properties: Any, max_examples: Any, seed: Any, *, domain: Any,
                   tol: Any, shrink: Any, expected_failures: Any, isolate: Any, deadline: Any,
-                  need_prices: bool | None = None) -> PolicyReport:
+                  database: Any = None, need_prices: bool | None = None) -> PolicyReport:
     dom = resolve_domain(domain)
     name_of = policy_name(policy)
     policy = as_policy(policy, dom)
@@ -471,14 +503,15 @@ def _check_policy(policy: Any, properties: Any, max_examples: Any, seed: Any, *,
     if not (0.0 < limit < np.inf):
         raise InputError(f"deadline must be a positive number of seconds, got {deadline!r}",
                          argument="deadline")
+    db = _database(database)
     runner = IsolatedPolicy(policy, limit) if isolated else None
-    search = PropertySearch(policy, dom, tol_f, runner)
+    search = PropertySearch(policy, dom, tol_f, runner, name_of)
     try:
-        results = [_run_property(search, name, n_examples, int(seed), shrink)
+        results = [_run_property(search, name, n_examples, int(seed), shrink, db)
                    for name in names]
         extra = [g for g in GATES if g in search.gated and g not in names]
         if extra:  # the policy failed a gate on the way: report it, shrunk, first
-            results = [_run_property(search, g, n_examples, int(seed), shrink)
+            results = [_run_property(search, g, n_examples, int(seed), shrink, db)
                        for g in extra] + results
     finally:
         if runner is not None:

@@ -8,12 +8,16 @@ command (`fairalloc.testing.cli`) read the same values as
 
 from __future__ import annotations
 
-__all__ = ["DEFAULT_MAX_EXAMPLES", "DEFAULT_PROPERTIES", "DEFAULT_TOL", "DOMAIN_NAMES",
+__all__ = ["DATABASE_ENV", "DEFAULT_MAX_EXAMPLES", "DEFAULT_PROPERTIES", "DEFAULT_TOL",
+           "DOMAIN_NAMES",
            "MAX_EXAMPLES_ENV", "PROFILES", "PROFILE_ENV"]
 
 #: environment variable naming the hypothesis profile (see
 #: [`fairalloc.testing.profiles`][fairalloc.testing.profiles])
 PROFILE_ENV = "FAIRALLOC_HYPOTHESIS_PROFILE"
+#: environment variable naming a directory: the opt-in hypothesis example database (failures
+#: found in one run are replayed first in the next)
+DATABASE_ENV = "FAIRALLOC_HYPOTHESIS_DATABASE"
 #: environment variable overriding ``max_examples`` everywhere
 MAX_EXAMPLES_ENV = "FAIRALLOC_MAX_EXAMPLES"
 #: the hypothesis profiles (the first is the default; ``ci`` is deterministic with every

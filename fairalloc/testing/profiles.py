@@ -6,6 +6,8 @@ reproducible. Set ``FAIRALLOC_HYPOTHESIS_PROFILE=nondeterministic`` (or pytest's
 the seed it used, so ``check_policy(..., seed=report.seed)`` replays a failure.
 ``FAIRALLOC_HYPOTHESIS_PROFILE=ci`` is the deterministic profile with every policy call isolated
 in a child process with a per-call deadline (a crash or a hang is reported, not fatal).
+``FAIRALLOC_HYPOTHESIS_DATABASE=DIR`` turns on hypothesis' example database: the failures of a
+run are replayed first in the next (``check_policy(database=)``).
 ``FAIRALLOC_MAX_EXAMPLES`` (``--fairalloc-max-examples``) overrides ``max_examples`` everywhere,
 e.g. for a thorough nightly run.
 """

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -221,6 +222,9 @@ class PolicyReport:
         notes = [f"  {r.name}: {r.note}" for r in self.results if r.note]
         if notes:
             parts += ["", "notes:", *notes]
+        setup = self.setup()
+        if setup and any(r.counterexample is not None for r in self.results):
+            parts += ["", "to reproduce a counterexample, run first:", "    " + setup]
         for r in self.results:
             if r.counterexample is not None:
                 tag = "" if r.status == "failed" else f", {r.status}"
@@ -230,6 +234,21 @@ class PolicyReport:
             f"FAILED: {', '.join(r.name for r in self.failures)}")
         parts += ["", verdict]
         return "\n".join(parts)
+
+    def setup(self) -> str:
+        """The imports that make each ``reproduce:`` line paste-ready (``policy`` bound to
+        the checked policy when it is importable by name; ``""`` otherwise)."""
+        module, _, name = self.policy.rpartition(".")
+        if not module or not name.isidentifier() or "<" in self.policy or \
+                module.startswith("_fairalloc_check_"):
+            return ""
+        try:
+            if importlib.util.find_spec(module) is None:
+                return ""
+        except (ImportError, ValueError):  # e.g. "pkg.mod.Class": not a module
+            return ""
+        return (f"import numpy as np; import fairalloc as fa; from {module} import {name} "
+                "as policy")
 
     def __repr__(self) -> str:
         status = "passed" if self.passed else f"failed={[r.name for r in self.failures]}"
