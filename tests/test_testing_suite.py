@@ -351,6 +351,29 @@ def test_an_opt_in_database_replays_a_failure_in_the_next_run(tmp_path: Path) ->
                                   found.counterexample.instance.utility)  # type: ignore[union-attr]
 
 
+def test_pinned_examples_are_checked_first_and_validated() -> None:
+    from fairalloc.testing.strategies import MarketInstance
+
+    pinned = MarketInstance(np.ones((3, 2)), np.ones(3), np.ones(2))
+    # one generated example misses the rare instance; pinned, it is checked first
+    assert check_policy(rare_dictator, ["envy_free"], max_examples=1, seed=7).passed
+    report = check_policy(rare_dictator, ["envy_free"], max_examples=1, seed=7,
+                          examples=[pinned])
+    assert not report.passed and report.counterexample.instance is pinned  # type: ignore[union-attr]
+    with pytest.raises(fa.InputError) as info:
+        check_policy(rare_dictator, max_examples=1, examples=[pinned], domain="cluster")
+    assert info.value.argument == "examples" and info.value.index == (0,)
+
+
+def test_the_plugin_isolates_too() -> None:
+    from fairalloc.testing import PropertyCheckError, parametrize_with_property_checks
+
+    mark = parametrize_with_property_checks(aborting, ["envy_free"], max_examples=5,
+                                            isolate=True, deadline=DEADLINE).mark
+    with pytest.raises(PropertyCheckError, match="SIGABRT"):
+        mark.args[1][0].values[0]()
+
+
 def test_the_report_says_how_to_bind_policy_for_the_reproduce_line() -> None:
     report = check_policy(fa.fifo, ["envy_free"], max_examples=10, domain="cluster")
     setup = report.setup()

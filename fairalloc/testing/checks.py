@@ -37,7 +37,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
-from hypothesis import Phase, given, reject, settings
+from hypothesis import Phase, example, given, reject, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis.errors import Flaky, Unsatisfiable
 
@@ -276,8 +276,23 @@ def _database(database: Any) -> Any:
     return DirectoryBasedExampleDatabase(os.fspath(where))
 
 
+def _pinned(examples: Any, dom: Domain) -> tuple[Any, ...]:
+    """The pinned instances, checked against the domain's instance type."""
+    if examples is None:
+        return ()
+    if isinstance(examples, str | bytes) or not isinstance(examples, Sequence):
+        raise InputError("examples must be a sequence of instances", argument="examples")
+    kind = dom.instance_type
+    for i, inst in enumerate(examples):
+        if not isinstance(inst, kind):
+            raise InputError(f"examples[{i}] is a {type(inst).__name__}, not an instance of "
+                             f"the {dom.label} domain ({kind.__name__})",
+                             argument="examples", index=(i,))
+    return tuple(examples)
+
+
 def _run_property(search: PropertySearch, name: str, max_examples: int, seed: int, shrink: bool,
-                  database: Any = None) -> PropertyReport:
+                  database: Any = None, pinned: Sequence[Any] = ()) -> PropertyReport:
     strategy = search.domain.probes() if name == "strategy_proof" else (
         search.domain.instances())
     found: list[Counterexample] = []
@@ -295,7 +310,11 @@ def _run_property(search: PropertySearch, name: str, max_examples: int, seed: in
     conf = settings(settings.get_profile(f"fairalloc-{active_profile()}"),
                     max_examples=max_examples, phases=phases, database=database)
     # the seed first: hypothesis' @seed turns the database off, the settings turn it back on
-    runner = conf(hypothesis_seed(seed)(given(strategy)(test)))
+    runner = given(strategy)(test)
+    if name != "strategy_proof":  # (a probe is more than an instance)
+        for inst in reversed(pinned):
+            runner = example(inst)(runner)
+    runner = conf(hypothesis_seed(seed)(runner))
     if database is not None:  # one key per policy, domain and property
         ident = f"{search.name}|{search.domain!r}|{name}".encode()
         runner._hypothesis_internal_database_key = hashlib.sha256(ident).digest()
@@ -386,7 +405,7 @@ def check_policy(policy: Any,
                  domain: Any = "market", tol: float = DEFAULT_TOL, shrink: bool = True,
                  expected_failures: Mapping[str, str] | None = None,
                  isolate: bool | None = None, deadline: float = DEFAULT_DEADLINE,
-                 database: Any = None) -> PolicyReport:
+                 database: Any = None, examples: Sequence[Any] = ()) -> PolicyReport:
     """Check an allocation policy's properties on hypothesis-generated instances.
 
     Parameters
@@ -432,6 +451,10 @@ def check_policy(policy: Any,
         A directory for hypothesis' example database (default ``$FAIRALLOC_HYPOTHESIS_DATABASE``,
         else none): the shrunk failures of a run are saved there and replayed first in the
         next, per policy, domain and property.
+    examples : sequence of instances
+        Pinned regression instances (``MarketInstance`` / ``ClusterInstance``, e.g. a
+        counterexample's ``.instance``), checked first for every property but
+        ``strategy_proof``, like hypothesis' ``@example``.
 
     Returns
     -------
@@ -470,12 +493,13 @@ def check_policy(policy: Any,
     """
     return _check_policy(policy, properties, max_examples, seed, domain=domain, tol=tol,
                          shrink=shrink, expected_failures=expected_failures, isolate=isolate,
-                         deadline=deadline, database=database)
+                         deadline=deadline, database=database, examples=examples)
 
 
 def _check_policy(policy: Any, properties: Any, max_examples: Any, seed: Any, *, domain: Any,
                   tol: Any, shrink: Any, expected_failures: Any, isolate: Any, deadline: Any,
-                  database: Any = None, need_prices: bool | None = None) -> PolicyReport:
+                  database: Any = None, examples: Sequence[Any] = (),
+                  need_prices: bool | None = None) -> PolicyReport:
     dom = resolve_domain(domain)
     name_of = policy_name(policy)
     policy = as_policy(policy, dom)
@@ -504,14 +528,15 @@ def _check_policy(policy: Any, properties: Any, max_examples: Any, seed: Any, *,
         raise InputError(f"deadline must be a positive number of seconds, got {deadline!r}",
                          argument="deadline")
     db = _database(database)
+    pinned = _pinned(examples, dom)
     runner = IsolatedPolicy(policy, limit) if isolated else None
     search = PropertySearch(policy, dom, tol_f, runner, name_of)
     try:
-        results = [_run_property(search, name, n_examples, int(seed), shrink, db)
+        results = [_run_property(search, name, n_examples, int(seed), shrink, db, pinned)
                    for name in names]
         extra = [g for g in GATES if g in search.gated and g not in names]
         if extra:  # the policy failed a gate on the way: report it, shrunk, first
-            results = [_run_property(search, g, n_examples, int(seed), shrink, db)
+            results = [_run_property(search, g, n_examples, int(seed), shrink, db, pinned)
                        for g in extra] + results
     finally:
         if runner is not None:

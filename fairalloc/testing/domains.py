@@ -212,6 +212,8 @@ class Domain:
 
     label = "domain"
     agent_word = "agent"
+    #: the type of the instances (pinned ``examples=`` must be of it)
+    instance_type: type = object
     properties: tuple[str, ...] = ()
     attrs: tuple[str, ...] = ("allocation",)
 
@@ -305,6 +307,7 @@ class MarketDomain(Domain):
     """
 
     agent_word = "buyer"
+    instance_type = fst.MarketInstance
     properties = ("runs", "feasible", "market_clearing", "budget_clearing", "envy_free",
                   "sharing_incentive", "proportionality", "pareto_optimal", "strategy_proof")
 
@@ -440,6 +443,7 @@ class ClusterDomain(Domain):
 
     label = "cluster"
     agent_word = "job"
+    instance_type = fst.ClusterInstance
     properties = ("runs", "feasible", "market_clearing", "envy_free", "sharing_incentive",
                   "proportionality", "pareto_optimal", "strategy_proof")
     attrs = ("x", "allocation")
