@@ -3,13 +3,13 @@
 The counterpart of scikit-learn's ``check_estimator`` / ``parametrize_with_checks`` for
 allocation policies:
 
-* [`check_policy`][fairalloc.testing.check_policy] -- run properties (feasibility, market clearing,
+* `fairalloc.testing.check_policy` -- run properties (feasibility, market clearing,
   envy-freeness, sharing incentive, proportionality, Pareto optimality, strategy-proofness probes)
   on hypothesis-generated instances; on failure, the report holds the *shrunk* counterexample:
   the instance, the allocation, and which agent is hurt by how much;
-* [`parametrize_with_property_checks`][fairalloc.testing.parametrize_with_property_checks] -- one
+* `fairalloc.testing.parametrize_with_property_checks` -- one
   pytest test per property;
-* [`fairalloc.testing.strategies`][fairalloc.testing.strategies] -- hypothesis strategies that build
+* `fairalloc.testing.strategies` -- hypothesis strategies that build
   only valid inputs (markets, clusters and job sets, bid tables, regime forecasts, arrival
   sequences);
 * ``fairalloc check package.module:policy --property envy-free`` -- the same from a shell.

@@ -2,14 +2,14 @@
 
 Gavel (stanford-futuredata/gavel, ``scheduler/policies/``) policies are objects whose
 ``get_allocation`` takes dicts keyed by job id and worker type and returns ``{job_id:
-{worker_type: fraction}}``. [`gavel_policy`][fairalloc.testing.gavel_policy] turns one into
+{worker_type: fraction}}``. `fairalloc.testing.gavel_policy` turns one into
 ``policy(jobs, cluster, **entities)`` for the cluster domain: each argument of
 ``get_allocation`` is filled by its Gavel name (`GAVEL_PARAMETERS`, the inverse of the names
 the Gavel adapter `fairalloc.integrations.gavel` reads), the answer is read back into an array
-by the same translation the adapter and [`fairalloc.RoundPolicy`][fairalloc.RoundPolicy] use for
+by the same translation the adapter and `fairalloc.RoundPolicy` use for
 Gavel's dicts, and every call gets a fresh copy of the object (Gavel's policies keep state
 between rounds; the checks need a pure function of the instance).
-[`check_policy`][fairalloc.testing.check_policy] applies it to any object with ``get_allocation``.
+`fairalloc.testing.check_policy` applies it to any object with ``get_allocation``.
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ def _gavel_args(jobs: Any, cluster: Any, entities: Any, entity_weights: Any
 
 class GavelObjectPolicy:
     """A Gavel-style policy object as ``policy(jobs, cluster, **entities)`` (see the module
-    docs); built by [`gavel_policy`][fairalloc.testing.gavel_policy]."""
+    docs); built by `fairalloc.testing.gavel_policy`."""
 
     def __init__(self, obj: Any) -> None:
         method = getattr(obj, "get_allocation", None)
@@ -136,7 +136,7 @@ def gavel_policy(obj: Any) -> GavelObjectPolicy:
 
 def as_policy(policy: Any, domain: Any) -> Callable[..., Any]:
     """``policy`` as the domain calls it: callables as they are, Gavel-style objects wrapped
-    (cluster domain); anything else raises [`InputError`][fairalloc.InputError]."""
+    (cluster domain); anything else raises `fairalloc.InputError`."""
     if callable(policy):
         return policy  # type: ignore[no-any-return]
     if hasattr(policy, "get_allocation"):

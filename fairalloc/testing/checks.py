@@ -1,20 +1,20 @@
-"""Property checks of allocation policies: [`check_policy`][fairalloc.testing.check_policy] and its
+"""Property checks of allocation policies: `fairalloc.testing.check_policy` and its
 report.
 
 A *policy* is any callable that maps an instance to an allocation.
-[`check_policy`][fairalloc.testing.check_policy] draws valid instances with the strategies of
-[`fairalloc.testing.strategies`][fairalloc.testing.strategies], calls the policy, checks the chosen
+`fairalloc.testing.check_policy` draws valid instances with the strategies of
+`fairalloc.testing.strategies`, calls the policy, checks the chosen
 properties of what it returns, and when a property fails lets hypothesis *shrink* the instance to a
 minimal one; the report shows that instance, the allocation, and which agent is hurt by how much
-([`Counterexample`][fairalloc.testing.Counterexample]). It is fairalloc's counterpart of
+(`fairalloc.testing.Counterexample`). It is fairalloc's counterpart of
 scikit-learn's ``check_estimator``.
 
-The search lives here ([`check_policy`][fairalloc.testing.check_policy],
-[`PropertySearch`][fairalloc.testing.checks.PropertySearch],
-[`PropertyCheck`][fairalloc.testing.PropertyCheck]); the domains and the meaning of each property in
-[`fairalloc.testing.domains`][fairalloc.testing.domains], the reports in
-[`fairalloc.testing.report`][fairalloc.testing.report], the hypothesis profiles in
-[`fairalloc.testing.profiles`][fairalloc.testing.profiles].
+The search lives here (`fairalloc.testing.check_policy`,
+`fairalloc.testing.checks.PropertySearch`,
+`fairalloc.testing.PropertyCheck`); the domains and the meaning of each property in
+`fairalloc.testing.domains`, the reports in
+`fairalloc.testing.report`, the hypothesis profiles in
+`fairalloc.testing.profiles`.
 
 What a policy may return
 ------------------------
@@ -102,7 +102,7 @@ def policy_name(policy: Any) -> str:
 class PropertySearch:
     """The search of one policy in one domain: `evaluate` judges one property on one
     generated item (an instance; for ``"strategy_proof"`` a probe ``(instance, agent,
-    scaling, distortion)``) and returns the [`Counterexample`][fairalloc.testing.Counterexample] or
+    scaling, distortion)``) and returns the `fairalloc.testing.Counterexample` or
     ``None``; an item the property cannot be judged on (the policy gave no feasible answer) is
     rejected (``hypothesis.reject``). The policy's answers are cached per instance; with a
     ``runner`` (isolation) each call runs in a child process."""
@@ -414,10 +414,10 @@ def check_policy(policy: Any,
         ``policy(utility, budget, supply)`` for the market domains, ``policy(jobs, cluster)``
         for the cluster domain (see the module docs for what it may return). In the cluster
         domain an object with Gavel's ``get_allocation`` method is accepted as it is
-        ([`fairalloc.testing.gavel_policy`][fairalloc.testing.gavel_policy]).
+        (`fairalloc.testing.gavel_policy`).
     properties : str or sequence of str
         Property names (``"envy_free"`` or ``"envy-free"``, aliases, or ``"all"``); see
-        [`PROPERTIES`][fairalloc.testing.PROPERTIES]. Every property except the gates
+        `fairalloc.testing.PROPERTIES`. Every property except the gates
         ``runs`` and ``feasible`` is checked only where the policy answered feasibly; when the
         policy failed to, the gate that failed is added to the report with its own shrunk
         counterexample.
@@ -443,7 +443,7 @@ def check_policy(policy: Any,
     isolate : bool, optional
         Run every policy call in a child process with a per-call ``deadline``, so that a
         crash (``abort()``, a segfault) or a hang is reported as a failure of ``runs`` instead
-        of ending the check ([`fairalloc.testing.isolation`][fairalloc.testing.isolation]).
+        of ending the check (`fairalloc.testing.isolation`).
         Default: on in the ``ci`` profile, off otherwise.
     deadline : float
         Seconds one isolated call may take (a guard against hangs, not a measurement).
@@ -568,12 +568,12 @@ def _number(value: Any) -> float:
 @dataclass(frozen=True, eq=False)
 class PropertyCheck:
     """One property of one policy, runnable as ``check()``; raises
-    [`PropertyCheckError`][fairalloc.testing.PropertyCheckError] with the readable report when the
+    `fairalloc.testing.PropertyCheckError` with the readable report when the
     property fails, and skips the test (``pytest.skip``) when the property does not apply
     (``market_clearing`` of a policy without prices, from ``"all"``) or could never be checked.
 
     ``expected_failure`` (a reason) is carried for the pytest mark
-    ([`parametrize_with_property_checks`][fairalloc.testing.parametrize_with_property_checks] marks
+    (`fairalloc.testing.parametrize_with_property_checks` marks
     the test ``xfail(strict=True)``); ``check()`` itself raises on the failure either way."""
 
     policy: Any

@@ -1,7 +1,7 @@
 """``fairalloc check``: property-check a policy from a shell (usable in any CI).
 
 ``fairalloc check package.module:policy --property envy-free --property sharing-incentive``
-imports the policy, runs [`fairalloc.testing.check_policy`][fairalloc.testing.check_policy] and
+imports the policy, runs `fairalloc.testing.check_policy` and
 prints a pass/fail table and the shrunk counterexamples. The exit code is 0 when every property
 passed, 1 when one failed, and 2 for a usage error (a policy that cannot be imported -- no such
 module or file, or one that fails to import: a syntax error, a missing dependency --, an unknown
@@ -24,7 +24,7 @@ from .defaults import DEFAULT_MAX_EXAMPLES, DEFAULT_PROPERTIES, DEFAULT_TOL, DOM
 
 __all__ = ["COMMANDS", "DOMAIN_CHOICES", "load_policy"]
 
-#: the ``--domain`` choices (the names of [`fairalloc.testing.DOMAINS`][fairalloc.testing.DOMAINS],
+#: the ``--domain`` choices (the names of `fairalloc.testing.DOMAINS`,
 #: read without
 #: loading hypothesis)
 DOMAIN_CHOICES = DOMAIN_NAMES
@@ -34,7 +34,7 @@ def load_policy(spec: str) -> Any:
     """The object named by ``module.path:attribute`` or ``file.py:attribute``.
 
     The attribute may be dotted (``module:Class.method``). Raises
-    [`InputError`][fairalloc.InputError] naming ``policy`` when the module cannot be imported or has
+    `fairalloc.InputError` naming ``policy`` when the module cannot be imported or has
     no such attribute.
 
     Examples

@@ -1,6 +1,6 @@
 """Domains of the property checks: what a policy is given, how it answers, and what each
-property means there ([`MarketDomain`][fairalloc.testing.MarketDomain],
-[`ClusterDomain`][fairalloc.testing.ClusterDomain]).
+property means there (`fairalloc.testing.MarketDomain`,
+`fairalloc.testing.ClusterDomain`).
 
 Domains (what the policy is given and returns)
 ----------------------------------------------
@@ -10,13 +10,13 @@ Domains (what the policy is given and returns)
     markets over time; Leontief demands for the Leontief domains), ``budget`` (n,) and
     ``supply`` (m,) (or (m, T)); the allocation has the shape of ``utility``.
 ``"cluster"``
-    ``policy(jobs, cluster) -> allocation`` with [`fairalloc.Jobs`][fairalloc.Jobs] and
-    [`fairalloc.Cluster`][fairalloc.Cluster] (Gavel): the allocation is the time fraction ``x`` (n,
+    ``policy(jobs, cluster) -> allocation`` with `fairalloc.Jobs` and
+    `fairalloc.Cluster` (Gavel): the allocation is the time fraction ``x`` (n,
     k) of each job on each accelerator type. Every Gavel policy (``fa.max_min_fairness``, ...) is
     such a policy as it is.
 
-A [`MarketDomain`][fairalloc.testing.MarketDomain] or
-[`ClusterDomain`][fairalloc.testing.ClusterDomain] object instead of a name sets sizes and value
+A `fairalloc.testing.MarketDomain` or
+`fairalloc.testing.ClusterDomain` object instead of a name sets sizes and value
 ranges (e.g. ``MarketDomain(equal_budgets=True, n=(2, 6))``).
 
 Properties
@@ -111,7 +111,7 @@ _ALIASES = {
 }
 
 # default instance sizes and value ranges of the domains (hypothesis generator ranges, as in
-# [`fairalloc.testing.strategies`][fairalloc.testing.strategies]; each is a documented argument of
+# `fairalloc.testing.strategies`; each is a documented argument of
 # its domain)
 #: market domain: buyers and goods per instance
 MARKET_BUYERS = (1, 4)
@@ -234,7 +234,7 @@ class Domain:
         raise NotImplementedError
 
     def explain(self, name: str, inst: Any, out: Outcome, tol: float) -> dict[str, Any]:
-        """Extra [`Counterexample`][fairalloc.testing.Counterexample] fields for a failure."""
+        """Extra `fairalloc.testing.Counterexample` fields for a failure."""
         return {}
 
     def true_row(self, inst: Any, agent: int) -> np.ndarray:
@@ -303,7 +303,7 @@ class MarketDomain(Domain):
         Markets over ``T`` rounds (utility (n, m, T), supply (m, T)).
     n, m, values, density, integers, equal_budgets, budget_values, supply_values
         As in
-        [`fairalloc.testing.strategies.market_instances`][fairalloc.testing.strategies.market_instances].
+        `fairalloc.testing.strategies.market_instances`.
     """
 
     agent_word = "buyer"
@@ -418,9 +418,9 @@ class ClusterDomain(Domain):
     ----------
     n, types, workers, names
         Jobs, accelerator types, workers per type, type names
-        ([`fairalloc.testing.strategies.cluster_instances`][fairalloc.testing.strategies.cluster_instances]).
+        (`fairalloc.testing.strategies.cluster_instances`).
     max_scale_factor, weighted, values, density, integers, steps, elapsed, isolated
-        As in [`fairalloc.testing.strategies.job_sets`][fairalloc.testing.strategies.job_sets]:
+        As in `fairalloc.testing.strategies.job_sets`:
         ``max_scale_factor=4`` draws gangs, ``density=1.0`` makes every job runnable on every
         type (no "cannot run" zeros), ``elapsed=(0, 3600)`` and ``isolated=(0, 3600)`` give
         multi-round state (time since start, isolated time so far).
@@ -715,7 +715,7 @@ _DOMAIN_FACTORIES: dict[str, Callable[[], Domain]] = {
     "volatile-leontief": lambda: MarketDomain("leontief", rounds=(2, 3), n=(1, 3), m=(1, 2)),
     "cluster": lambda: ClusterDomain(),
 }
-#: Domain names accepted by [`check_policy`][fairalloc.testing.check_policy] (``domain=``) and
+#: Domain names accepted by `fairalloc.testing.check_policy` (``domain=``) and
 #: ``fairalloc check``.
 DOMAINS = tuple(_DOMAIN_FACTORIES)
 

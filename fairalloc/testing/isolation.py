@@ -152,7 +152,7 @@ def _death(code: int | None) -> str:
 
 class IsolatedPolicy:
     """A policy run in a worker process: ``call(args)`` returns ``("ok", answer)``,
-    ``("raised", exception)`` or a [`Lost`][fairalloc.testing.isolation.Lost] outcome.
+    ``("raised", exception)`` or a `fairalloc.testing.isolation.Lost` outcome.
 
     Examples
     --------

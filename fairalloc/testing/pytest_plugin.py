@@ -4,7 +4,7 @@ Installing fairalloc registers this module through the ``pytest11`` entry point,
 pytest run gets:
 
 * the marker ``fairalloc_property`` on each test made by
-  [`parametrize_with_property_checks`][fairalloc.testing.parametrize_with_property_checks] (select
+  `fairalloc.testing.parametrize_with_property_checks` (select
   or skip them with ``-m fairalloc_property`` / ``-m "not fairalloc_property"``);
 * ``--fairalloc-profile {deterministic,nondeterministic}`` (sets
   ``FAIRALLOC_HYPOTHESIS_PROFILE``) and ``--fairalloc-max-examples N`` (sets
@@ -50,8 +50,8 @@ def parametrize_with_property_checks(
     """A pytest ``parametrize`` mark with one test per property (and per policy).
 
     The parameter is ``check``: calling ``check()`` runs
-    [`fairalloc.testing.check_policy`][fairalloc.testing.check_policy] for that one property and
-    raises [`fairalloc.testing.PropertyCheckError`][fairalloc.testing.PropertyCheckError] (an
+    `fairalloc.testing.check_policy` for that one property and
+    raises `fairalloc.testing.PropertyCheckError` (an
     ``AssertionError``) whose message is the report with the shrunk counterexample.
 
     Parameters
@@ -59,7 +59,7 @@ def parametrize_with_property_checks(
     policy : callable or sequence of callables
         The policy (or policies) under test.
     properties, max_examples, seed, domain, tol, isolate, deadline
-        As in [`fairalloc.testing.check_policy`][fairalloc.testing.check_policy].
+        As in `fairalloc.testing.check_policy`.
     expected_failures : mapping, optional
         ``{"envy_free": "FIFO by design"}``: those tests are marked
         ``pytest.mark.xfail(strict=True, reason=...)``: the failure is reported as ``xfailed``,

@@ -1,7 +1,7 @@
-"""Reports of the property checks: [`Counterexample`][fairalloc.testing.Counterexample],
-[`PropertyReport`][fairalloc.testing.PropertyReport],
-[`PolicyReport`][fairalloc.testing.PolicyReport] and
-[`PropertyCheckError`][fairalloc.testing.PropertyCheckError].
+"""Reports of the property checks: `fairalloc.testing.Counterexample`,
+`fairalloc.testing.PropertyReport`,
+`fairalloc.testing.PolicyReport` and
+`fairalloc.testing.PropertyCheckError`.
 """
 
 from __future__ import annotations
@@ -150,7 +150,7 @@ class PropertyReport:
 
 @dataclass(frozen=True, eq=False)
 class PolicyReport:
-    """What [`check_policy`][fairalloc.testing.check_policy] found.
+    """What `fairalloc.testing.check_policy` found.
 
     Attributes
     ----------
@@ -255,7 +255,7 @@ class PolicyReport:
         return f"PolicyReport({self.policy}, {self.domain}, {status})"
 
     def assert_passed(self) -> None:
-        """Raise [`PropertyCheckError`][fairalloc.testing.PropertyCheckError] (an
+        """Raise `fairalloc.testing.PropertyCheckError` (an
         ``AssertionError``) unless every property passed; the message is the whole report with its
         counterexamples."""
         if not self.passed:
@@ -279,7 +279,7 @@ class PolicyReport:
 
 class PropertyCheckError(AssertionError):
     """A policy failed a property check; ``report`` holds the
-    [`PolicyReport`][fairalloc.testing.PolicyReport]."""
+    `fairalloc.testing.PolicyReport`."""
 
     def __init__(self, report: PolicyReport) -> None:
         super().__init__(str(report))

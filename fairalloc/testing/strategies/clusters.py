@@ -32,7 +32,7 @@ from ._common import (
 # ============================================================================================
 def clusters(*, types: Size = (1, 3), workers: Size = (1, 8),
              names: Sequence[str] = ACCELERATOR_TYPES) -> st.SearchStrategy[Any]:
-    """[`fairalloc.Cluster`][fairalloc.Cluster] with ``types`` accelerator types of ``workers``
+    """`fairalloc.Cluster` with ``types`` accelerator types of ``workers``
     each.
 
     Type names come from ``names`` in order (``type<k>`` beyond its end); worker counts
@@ -126,7 +126,7 @@ def job_sets(cluster: Any, *, n: Size = (1, 5), values: Range = (0.5, 100.0),
              weighted: bool = False, weight_values: Range = (0.25, 4.0),
              steps: Range | None = (100.0, 10000.0), elapsed: Range | None = None,
              isolated: Range | None = None) -> st.SearchStrategy[Any]:
-    """[`fairalloc.Jobs`][fairalloc.Jobs] that can all be scheduled on ``cluster``.
+    """`fairalloc.Jobs` that can all be scheduled on ``cluster``.
 
     Gang sizes are drawn up to ``min(max_scale_factor, largest capacity)`` and every job gets
     a positive throughput on a type its gang fits on (``Jobs.check_cluster`` passes).
@@ -138,7 +138,7 @@ def job_sets(cluster: Any, *, n: Size = (1, 5), values: Range = (0.5, 100.0),
         Number of jobs.
     values, density, integers
         Throughput range, fraction of non-zero throughputs, integer throughputs
-        ([`throughputs`][fairalloc.testing.strategies.throughputs]).
+        (`fairalloc.testing.strategies.throughputs`).
     max_scale_factor : int
         Largest gang size.
     weighted : bool
@@ -290,7 +290,7 @@ def cluster_instances(*, n: Size = (1, 4), types: Size = (1, 3), workers: Size =
                       entity_policies: Sequence[str] = ("fairness",)
                       ) -> st.SearchStrategy[ClusterInstance]:
     """A cluster (`clusters`) and jobs that fit it
-    ([`job_sets`][fairalloc.testing.strategies.job_sets], with ``values`` to ``isolated`` as
+    (`fairalloc.testing.strategies.job_sets`, with ``values`` to ``isolated`` as
     there).
 
     ``entities`` (a count or range, e.g. ``(1, 3)``) groups the jobs into that many entities
