@@ -26,8 +26,8 @@ from ..errors import InputError
 __all__ = ["GAVEL_PARAMETERS", "GavelObjectPolicy", "as_policy", "gavel_policy"]
 
 #: Gavel's ``get_allocation`` argument names -> what the checks pass for them (the
-#: ``Jobs`` / ``Cluster`` attribute, or an entity table); the inverse of
-#: ``fairalloc.integrations.gavel.GAVEL_ARGUMENTS`` plus FIFO's ``throughputs``
+#: ``Jobs`` / ``Cluster`` attribute, or an entity table); the inverse of the Gavel
+#: adapter's ``GAVEL_ARGUMENTS`` plus FIFO's ``throughputs``
 GAVEL_PARAMETERS = {
     "unflattened_throughputs": "throughput", "throughputs": "throughput",
     "scale_factors": "scale_factor", "unflattened_priority_weights": "weight",
