@@ -3,13 +3,13 @@
 The counterpart of scikit-learn's ``check_estimator`` / ``parametrize_with_checks`` for
 allocation policies:
 
-* [`check_policy`][fairalloc.testing.check_policy] -- run properties (feasibility, market clearing,
+* `fairalloc.testing.check_policy` -- run properties (feasibility, market clearing,
   envy-freeness, sharing incentive, proportionality, Pareto optimality, strategy-proofness probes)
   on hypothesis-generated instances; on failure, the report holds the *shrunk* counterexample:
   the instance, the allocation, and which agent is hurt by how much;
-* [`parametrize_with_property_checks`][fairalloc.testing.parametrize_with_property_checks] -- one
+* `fairalloc.testing.parametrize_with_property_checks` -- one
   pytest test per property;
-* [`fairalloc.testing.strategies`][fairalloc.testing.strategies] -- hypothesis strategies that build
+* `fairalloc.testing.strategies` -- hypothesis strategies that build
   only valid inputs (markets, clusters and job sets, bid tables, regime forecasts, arrival
   sequences);
 * ``fairalloc check package.module:policy --property envy-free`` -- the same from a shell.
@@ -44,6 +44,7 @@ __all__ = [
     "PropertyCheckError",
     "PropertyReport",
     "check_policy",
+    "gavel_policy",
     "parametrize_with_property_checks",
     "property_names",
     "strategies",
@@ -60,6 +61,7 @@ _LAZY = {
     "PropertyCheckError": "report",
     "PropertyReport": "report",
     "check_policy": "checks",
+    "gavel_policy": "adapters",
     "property_names": "domains",
     "parametrize_with_property_checks": "pytest_plugin",
 }
@@ -89,11 +91,12 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    return sorted(__all__)
 
 
 if TYPE_CHECKING:
     from . import strategies
+    from .adapters import gavel_policy
     from .checks import PropertyCheck, check_policy
     from .domains import DOMAINS, PROPERTIES, ClusterDomain, MarketDomain, property_names
     from .pytest_plugin import parametrize_with_property_checks

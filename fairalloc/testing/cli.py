@@ -1,7 +1,7 @@
 """``fairalloc check``: property-check a policy from a shell (usable in any CI).
 
 ``fairalloc check package.module:policy --property envy-free --property sharing-incentive``
-imports the policy, runs [`fairalloc.testing.check_policy`][fairalloc.testing.check_policy] and
+imports the policy, runs `fairalloc.testing.check_policy` and
 prints a pass/fail table and the shrunk counterexamples. The exit code is 0 when every property
 passed, 1 when one failed, and 2 for a usage error (a policy that cannot be imported -- no such
 module or file, or one that fails to import: a syntax error, a missing dependency --, an unknown
@@ -24,7 +24,7 @@ from .defaults import DEFAULT_MAX_EXAMPLES, DEFAULT_PROPERTIES, DEFAULT_TOL, DOM
 
 __all__ = ["COMMANDS", "DOMAIN_CHOICES", "load_policy"]
 
-#: the ``--domain`` choices (the names of [`fairalloc.testing.DOMAINS`][fairalloc.testing.DOMAINS],
+#: the ``--domain`` choices (the names of `fairalloc.testing.DOMAINS`,
 #: read without
 #: loading hypothesis)
 DOMAIN_CHOICES = DOMAIN_NAMES
@@ -34,7 +34,7 @@ def load_policy(spec: str) -> Any:
     """The object named by ``module.path:attribute`` or ``file.py:attribute``.
 
     The attribute may be dotted (``module:Class.method``). Raises
-    [`InputError`][fairalloc.InputError] naming ``policy`` when the module cannot be imported or has
+    `fairalloc.InputError` naming ``policy`` when the module cannot be imported or has
     no such attribute.
 
     Examples
@@ -97,6 +97,13 @@ def _failure(exc: BaseException) -> str:
     return " ".join(f"{type(exc).__name__}: {exc}".split())
 
 
+def _domain_name(text: str) -> str:
+    if ":" in text or text.strip().lower() in DOMAIN_CHOICES:
+        return text
+    raise argparse.ArgumentTypeError(f"invalid choice: {text!r} (choose from "
+                                     f"{', '.join(DOMAIN_CHOICES)} or module:DOMAIN)")
+
+
 def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("policy", help="the policy: package.module:function or file.py:function")
     p.add_argument("--property", "-p", action="append", dest="properties", metavar="NAME",
@@ -104,9 +111,10 @@ def _configure(p: argparse.ArgumentParser) -> None:
                         "pareto-optimal, proportionality, feasible, market-clearing, "
                         "budget-clearing, strategy-proof, or all); default: "
                         "sharing-incentive, envy-free, pareto-optimal")
-    p.add_argument("--domain", default="market", choices=DOMAIN_CHOICES,
+    p.add_argument("--domain", default="market", type=_domain_name, metavar="DOMAIN",
                    help="what the policy is given: policy(utility, budget, supply) for the "
-                        "market domains, policy(jobs, cluster) for cluster (default: market)")
+                        "market domains, policy(jobs, cluster) for cluster (default: market); "
+                        f"one of {', '.join(DOMAIN_CHOICES)} or module:DOMAIN (a domain object)")
     p.add_argument("--max-examples", type=int, default=DEFAULT_MAX_EXAMPLES, metavar="N",
                    help=f"instances per property (default {DEFAULT_MAX_EXAMPLES})")
     p.add_argument("--seed", type=int, default=0, help="search seed (default 0)")
@@ -116,6 +124,17 @@ def _configure(p: argparse.ArgumentParser) -> None:
                    help="report the first failing instance without shrinking it")
     p.add_argument("--no-progress", action="store_true",
                    help="no line per checked property on stderr")
+    p.add_argument("--domain-option", action="append", default=[], metavar="NAME=VALUE",
+                   help="a domain option, repeatable (e.g. density=1, entities=1,3, "
+                        "max_scale_factor=4, weighted=true); see ClusterDomain / MarketDomain")
+    p.add_argument("--expect-failure", action="append", default=[], metavar="NAME=REASON",
+                   help="a property known to fail, with the reason (xfail; strict: an "
+                        "unexpected pass fails the check), repeatable")
+    p.add_argument("--isolate", action="store_true",
+                   help="run each policy call in a child process with a per-call deadline "
+                        "(a crash or hang is reported as a failure of 'runs')")
+    p.add_argument("--deadline", type=float, default=None, metavar="SECONDS",
+                   help="seconds one isolated call may take (default 60)")
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -135,10 +154,16 @@ def _run(args: argparse.Namespace) -> int:
         raise InputError(f"--max-examples must be a positive integer, got {args.max_examples}",
                          argument="--max-examples")
     policy = load_policy(args.policy)
+    domain = _domain(args.domain, args.domain_option)
+    expected = _pairs(args.expect_failure, "--expect-failure")
+    extra: dict[str, Any] = {"expected_failures": expected or None,
+                             "isolate": True if args.isolate else None}
+    if args.deadline is not None:
+        extra["deadline"] = args.deadline
     props = args.properties or list(DEFAULT_PROPERTIES)
-    names = property_names(props, args.domain)
+    names = property_names(props, domain)
     named = [p for p in props if p.strip().lower() != "all"]
-    explicit = set(property_names(named, args.domain)) if named else set()
+    explicit = set(property_names(named, domain)) if named else set()
     results: list[PropertyReport] = []
     report: PolicyReport | None = None
     t0 = time.perf_counter()
@@ -147,7 +172,8 @@ def _run(args: argparse.Namespace) -> int:
     for i, name in enumerate(names, start=1):
         try:
             report = check_policy(policy, [name], args.max_examples, args.seed,
-                                  domain=args.domain, tol=args.tol, shrink=not args.no_shrink)
+                                  domain=domain, tol=args.tol, shrink=not args.no_shrink,
+                                  **extra)
             results.extend(report.results)
         except InputError as exc:
             if name in explicit or exc.argument != "properties":
@@ -161,12 +187,80 @@ def _run(args: argparse.Namespace) -> int:
                   f"{r.seconds:.1f} s; {time.perf_counter() - t0:.0f} s elapsed)",
                   file=sys.stderr, flush=True)
     full = PolicyReport(policy_name(policy) if report is None else report.policy,
-                        args.domain if report is None else report.domain, tuple(results),
+                        str(args.domain) if report is None else report.domain, tuple(results),
                         args.max_examples if report is None else report.max_examples,
                         args.seed if report is None else report.seed,
                         "" if report is None else report.profile)
     print(full)
     return 0 if full.passed else 1
+
+
+def _pairs(items: list[str], flag: str) -> dict[str, str]:
+    out = {}
+    for i, item in enumerate(items):
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip() or not value.strip():
+            raise InputError(f"{flag} must look like NAME=VALUE, got {item!r}", argument=flag,
+                             index=(i,))
+        out[name.strip()] = value.strip()
+    return out
+
+
+def _value(text: str) -> Any:
+    """``1`` -> 1, ``0.5`` -> 0.5, ``true`` -> True, ``none`` -> None, ``1,3`` -> (1, 3)."""
+    low = text.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    if low == "none":
+        return None
+    if "," in text:
+        return tuple(_value(t) for t in text.split(","))
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def _domain(name: str, options: list[str]) -> Any:
+    """The domain ``--domain`` names, or ``module:DOMAIN`` (a domain object), with the
+    ``--domain-option`` values applied."""
+    from .domains import ClusterDomain, MarketDomain, resolve_domain
+
+    kw = {k: _value(v) for k, v in _pairs(options, "--domain-option").items()}
+    if ":" in name:
+        obj = _load_object(name)
+        if kw:
+            raise InputError("--domain-option applies to a named domain, not to "
+                             f"{name}", argument="--domain-option")
+        return resolve_domain(obj)
+    if not kw:
+        return name
+    key = name.strip().lower()
+    base = {"leontief": {"kind": "leontief"},
+            "volatile": {"rounds": (2, 3), "n": (1, 3), "m": (1, 2)},
+            "volatile-leontief": {"kind": "leontief", "rounds": (2, 3), "n": (1, 3),
+                                  "m": (1, 2)}}.get(key, {})
+    cls = ClusterDomain if key == "cluster" else MarketDomain
+    try:
+        return cls(**{**base, **kw})
+    except TypeError as exc:
+        raise InputError(f"--domain-option: {exc}", argument="--domain-option") from None
+
+
+def _load_object(spec: str) -> Any:
+    where, _, attr = spec.partition(":")
+    try:
+        module = importlib.import_module(where)
+    except ImportError as exc:
+        raise InputError(f"--domain: cannot import module {where!r} ({exc})",
+                         argument="--domain") from None
+    try:
+        return getattr(module, attr)
+    except AttributeError:
+        raise InputError(f"--domain: {where} has no attribute {attr!r}",
+                         argument="--domain") from None
 
 
 #: the subcommand of this module: (name, help, configure(parser), run(args) -> exit code)

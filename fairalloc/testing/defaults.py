@@ -1,23 +1,28 @@
 """Names and defaults of the property checks, in one place.
 
 This module imports nothing, so the pytest plugin
-([`fairalloc.testing.pytest_plugin`][fairalloc.testing.pytest_plugin]) and the ``fairalloc check``
+(`fairalloc.testing.pytest_plugin`) and the ``fairalloc check``
 command (`fairalloc.testing.cli`) read the same values as
-[`fairalloc.testing.check_policy`][fairalloc.testing.check_policy] without loading hypothesis.
+`fairalloc.testing.check_policy` without loading hypothesis.
 """
 
 from __future__ import annotations
 
-__all__ = ["DEFAULT_MAX_EXAMPLES", "DEFAULT_PROPERTIES", "DEFAULT_TOL", "DOMAIN_NAMES",
+__all__ = ["DATABASE_ENV", "DEFAULT_MAX_EXAMPLES", "DEFAULT_PROPERTIES", "DEFAULT_TOL",
+           "DOMAIN_NAMES",
            "MAX_EXAMPLES_ENV", "PROFILES", "PROFILE_ENV"]
 
 #: environment variable naming the hypothesis profile (see
-#: [`fairalloc.testing.profiles`][fairalloc.testing.profiles])
+#: `fairalloc.testing.profiles`)
 PROFILE_ENV = "FAIRALLOC_HYPOTHESIS_PROFILE"
+#: environment variable naming a directory: the opt-in hypothesis example database (failures
+#: found in one run are replayed first in the next)
+DATABASE_ENV = "FAIRALLOC_HYPOTHESIS_DATABASE"
 #: environment variable overriding ``max_examples`` everywhere
 MAX_EXAMPLES_ENV = "FAIRALLOC_MAX_EXAMPLES"
-#: the hypothesis profiles (the first is the default)
-PROFILES = ("deterministic", "nondeterministic")
+#: the hypothesis profiles (the first is the default; ``ci`` is deterministic with every
+#: policy call isolated in a child process, ``check_policy(isolate=True)``)
+PROFILES = ("deterministic", "nondeterministic", "ci")
 #: properties checked when none are named
 DEFAULT_PROPERTIES = ("sharing_incentive", "envy_free", "pareto_optimal")
 #: instances tried per property (a documented argument of check_policy)
@@ -25,5 +30,5 @@ DEFAULT_MAX_EXAMPLES = 100
 #: relative tolerance of every property, an ACCURACY contract of the checks (as in
 #: `fairalloc.properties`; a documented argument of check_policy)
 DEFAULT_TOL = 1e-6
-#: the domain names of [`fairalloc.testing.DOMAINS`][fairalloc.testing.DOMAINS]
+#: the domain names of `fairalloc.testing.DOMAINS`
 DOMAIN_NAMES = ("market", "leontief", "volatile", "volatile-leontief", "cluster")

@@ -1,6 +1,6 @@
 """Domains of the property checks: what a policy is given, how it answers, and what each
-property means there ([`MarketDomain`][fairalloc.testing.MarketDomain],
-[`ClusterDomain`][fairalloc.testing.ClusterDomain]).
+property means there (`fairalloc.testing.MarketDomain`,
+`fairalloc.testing.ClusterDomain`).
 
 Domains (what the policy is given and returns)
 ----------------------------------------------
@@ -10,13 +10,13 @@ Domains (what the policy is given and returns)
     markets over time; Leontief demands for the Leontief domains), ``budget`` (n,) and
     ``supply`` (m,) (or (m, T)); the allocation has the shape of ``utility``.
 ``"cluster"``
-    ``policy(jobs, cluster) -> allocation`` with [`fairalloc.Jobs`][fairalloc.Jobs] and
-    [`fairalloc.Cluster`][fairalloc.Cluster] (Gavel): the allocation is the time fraction ``x`` (n,
+    ``policy(jobs, cluster) -> allocation`` with `fairalloc.Jobs` and
+    `fairalloc.Cluster` (Gavel): the allocation is the time fraction ``x`` (n,
     k) of each job on each accelerator type. Every Gavel policy (``fa.max_min_fairness``, ...) is
     such a policy as it is.
 
-A [`MarketDomain`][fairalloc.testing.MarketDomain] or
-[`ClusterDomain`][fairalloc.testing.ClusterDomain] object instead of a name sets sizes and value
+A `fairalloc.testing.MarketDomain` or
+`fairalloc.testing.ClusterDomain` object instead of a name sets sizes and value
 ranges (e.g. ``MarketDomain(equal_budgets=True, n=(2, 6))``).
 
 Properties
@@ -25,11 +25,15 @@ With budgets ``B`` (cluster domain: job weights ``w``), supply ``s`` (cluster: w
 type) and each agent's true utility ``u_i`` (cluster: effective throughput
 ``sum_j T[i, j] x[i, j]``):
 
+``runs``
+    The policy answers: it raises no exception, returns something that reads as an allocation,
+    and (with ``isolate=True``) does not crash its process or overrun the per-call deadline.
 ``feasible``
     Non-negative, finite, the right shape, nothing beyond supply (cluster: ``x <= 1``, zero where
     a job cannot run or its gang does not fit, ``sum_j x[i, j] <= 1``,
-    ``sum_i scale_factor_i x[i, j] <= c_j``). Every other property first requires it: an
-    allocation that is not feasible fails them all.
+    ``sum_i scale_factor_i x[i, j] <= c_j``). ``runs`` and ``feasible`` are the *gates*: every
+    other property is checked only on the instances where the policy answered feasibly (the
+    others are set aside and reported once, by the gate that failed).
 ``market_clearing``
     Every good (type) with a positive price is sold out (needs prices).
 ``budget_clearing`` (market domains)
@@ -70,16 +74,17 @@ from hypothesis.extra.numpy import arrays
 
 from .. import properties as props
 from .._validation import as_option
-from ..errors import InputError
+from ..errors import InfeasibleError, InputError
 from . import strategies as fst
 
-__all__ = ["DOMAINS", "NEEDS_PRICES", "PROPERTIES", "ClusterDomain",
+__all__ = ["DOMAINS", "GATES", "NEEDS_PRICES", "PROPERTIES", "ClusterDomain",
            "Domain", "MarketDomain", "Outcome", "parse_outcome", "property_names",
            "property_result", "resolve_domain"]
 
 
 #: Every property a domain may support, with a one-line meaning (used by the CLI's table).
 PROPERTIES: dict[str, str] = {
+    "runs": "the policy answers (no exception, crash or hang)",
     "feasible": "non-negative, within supply / capacity",
     "market_clearing": "every priced good is sold out",
     "budget_clearing": "every buyer spends its budget",
@@ -90,6 +95,8 @@ PROPERTIES: dict[str, str] = {
     "strategy_proof": "no gain from misreporting a row (probes)",
 }
 _ALIASES = {
+    "answers": "runs",
+    "no_crash": "runs",
     "feasibility": "feasible",
     "envy_freeness": "envy_free",
     "envy_freedom": "envy_free",
@@ -104,7 +111,7 @@ _ALIASES = {
 }
 
 # default instance sizes and value ranges of the domains (hypothesis generator ranges, as in
-# [`fairalloc.testing.strategies`][fairalloc.testing.strategies]; each is a documented argument of
+# `fairalloc.testing.strategies`; each is a documented argument of
 # its domain)
 #: market domain: buyers and goods per instance
 MARKET_BUYERS = (1, 4)
@@ -124,7 +131,11 @@ CLUSTER_THROUGHPUTS = (0.5, 100.0)
 CLUSTER_STEPS = (100.0, 10000.0)
 #: cluster domain: fraction of types a job can run on
 CLUSTER_DENSITY = 0.7
+#: cluster domain: entity weight range (with ``entities=``)
+CLUSTER_ENTITY_WEIGHTS = (0.25, 4.0)
 NEEDS_PRICES = ("market_clearing", "budget_clearing")
+#: the gates: every other property is checked only where the policy answers feasibly
+GATES = ("runs", "feasible")
 
 
 # ============================================================================================
@@ -136,6 +147,13 @@ class Outcome:
     prices: np.ndarray | None = None
     error: BaseException | None = None
     problem: str = ""
+    #: ``"crash"`` or ``"timeout"`` when an isolated call gave no answer (see `problem`)
+    lost: str = ""
+
+    @property
+    def answered(self) -> bool:
+        """Whether the policy returned a usable allocation (feasible or not)."""
+        return self.error is None and not self.problem and self.allocation is not None
 
 
 def parse_outcome(raw: Any, attrs: Sequence[str]) -> Outcome:
@@ -168,6 +186,12 @@ def parse_outcome(raw: Any, attrs: Sequence[str]) -> Outcome:
     return Outcome(x, p)
 
 
+def call_kwargs(inst: Any) -> dict[str, Any]:
+    """Keyword arguments of the policy call (the entities of a cluster instance; else none)."""
+    kw = getattr(inst, "kwargs", None)
+    return dict(kw()) if callable(kw) else {}
+
+
 def _good(index: Sequence[Any]) -> str:
     """``good 2`` or, in a market over time, ``good 2 in round 1``."""
     j = [int(v) for v in index]
@@ -188,6 +212,8 @@ class Domain:
 
     label = "domain"
     agent_word = "agent"
+    #: the type of the instances (pinned ``examples=`` must be of it)
+    instance_type: type = object
     properties: tuple[str, ...] = ()
     attrs: tuple[str, ...] = ("allocation",)
 
@@ -203,6 +229,14 @@ class Domain:
     def own_value(self, inst: Any, agent: int, x: np.ndarray) -> float:
         raise NotImplementedError
 
+    def scale(self, inst: Any) -> float:
+        """The instance's value scale (its largest utility / throughput, at least 1)."""
+        raise NotImplementedError
+
+    def explain(self, name: str, inst: Any, out: Outcome, tol: float) -> dict[str, Any]:
+        """Extra `fairalloc.testing.Counterexample` fields for a failure."""
+        return {}
+
     def true_row(self, inst: Any, agent: int) -> np.ndarray:
         raise NotImplementedError
 
@@ -211,7 +245,7 @@ class Domain:
 
     def call(self, policy: Callable[..., Any], inst: Any) -> Outcome:
         try:
-            raw = policy(*inst.args())
+            raw = policy(*inst.args(), **call_kwargs(inst))
         except Exception as exc:  # the policy's failure is a finding, not a crash
             return Outcome(error=exc)
         return parse_outcome(raw, self.attrs)
@@ -269,11 +303,12 @@ class MarketDomain(Domain):
         Markets over ``T`` rounds (utility (n, m, T), supply (m, T)).
     n, m, values, density, integers, equal_budgets, budget_values, supply_values
         As in
-        [`fairalloc.testing.strategies.market_instances`][fairalloc.testing.strategies.market_instances].
+        `fairalloc.testing.strategies.market_instances`.
     """
 
     agent_word = "buyer"
-    properties = ("feasible", "market_clearing", "budget_clearing", "envy_free",
+    instance_type = fst.MarketInstance
+    properties = ("runs", "feasible", "market_clearing", "budget_clearing", "envy_free",
                   "sharing_incentive", "proportionality", "pareto_optimal", "strategy_proof")
 
     def __init__(self, kind: str = "linear", *, rounds: Any = None, n: Any = MARKET_BUYERS,
@@ -365,6 +400,12 @@ class MarketDomain(Domain):
             return props.pareto_optimal(U, self._clipped(inst, x), s, kind=kind, tol=tol)
         raise AssertionError(name)  # pragma: no cover - names are validated up front
 
+    def scale(self, inst: fst.MarketInstance) -> float:
+        """The instance's value scale: its largest utility times supply (at least 1)."""
+        U = inst.utility
+        s = inst.supply[None] if U.ndim == 2 else inst.supply[None]
+        return float(max(1.0, (U * s).max()))
+
     def own_value(self, inst: fst.MarketInstance, agent: int, x: np.ndarray) -> float:
         u = inst.utility[agent:agent + 1]
         return float(props.bundle_values(u, x[agent:agent + 1], kind=self.kind)[0, 0])
@@ -377,14 +418,33 @@ class ClusterDomain(Domain):
     ----------
     n, types, workers, names
         Jobs, accelerator types, workers per type, type names
-        ([`fairalloc.testing.strategies.cluster_instances`][fairalloc.testing.strategies.cluster_instances]).
-    max_scale_factor, weighted, values, density, integers, steps, elapsed
-        As in [`fairalloc.testing.strategies.job_sets`][fairalloc.testing.strategies.job_sets].
+        (`fairalloc.testing.strategies.cluster_instances`).
+    max_scale_factor, weighted, values, density, integers, steps, elapsed, isolated
+        As in `fairalloc.testing.strategies.job_sets`:
+        ``max_scale_factor=4`` draws gangs, ``density=1.0`` makes every job runnable on every
+        type (no "cannot run" zeros), ``elapsed=(0, 3600)`` and ``isolated=(0, 3600)`` give
+        multi-round state (time since start, isolated time so far).
+    entities, entity_weight_values, entity_policies
+        Hierarchical instances (Gavel §4.2): ``entities=(1, 3)`` groups the jobs into entities
+        with weights and per-entity policies, passed as ``entities=``, ``entity_weights=``,
+        ``entity_policies=`` (``fa.water_filling`` takes them as they are). Envy, sharing
+        incentive and proportionality then use each job's hierarchical weight ``w_e w_i /
+        sum_{j in e} w_j`` (the entity's share split among its jobs by job weight).
+
+    Every option is reachable from ``fairalloc check --domain cluster --domain-option
+    NAME=VALUE`` (e.g. ``--domain-option density=1 --domain-option entities=1,3``).
+
+    Examples
+    --------
+    >>> dom = ClusterDomain(entities=(1, 3), density=1.0)
+    >>> dom.label, dom.properties[:2]
+    ('cluster', ('runs', 'feasible'))
     """
 
     label = "cluster"
     agent_word = "job"
-    properties = ("feasible", "market_clearing", "envy_free", "sharing_incentive",
+    instance_type = fst.ClusterInstance
+    properties = ("runs", "feasible", "market_clearing", "envy_free", "sharing_incentive",
                   "proportionality", "pareto_optimal", "strategy_proof")
     attrs = ("x", "allocation")
 
@@ -393,15 +453,31 @@ class ClusterDomain(Domain):
                  max_scale_factor: int = 1, weighted: bool = False,
                  values: Any = CLUSTER_THROUGHPUTS, density: float = CLUSTER_DENSITY,
                  integers: bool = False, steps: Any = CLUSTER_STEPS,
-                 elapsed: Any = None) -> None:
+                 elapsed: Any = None, isolated: Any = None, entities: Any = None,
+                 entity_weight_values: Any = CLUSTER_ENTITY_WEIGHTS,
+                 entity_policies: Sequence[str] = ("fairness",)) -> None:
         self._kw = {"n": n, "types": types, "workers": workers, "max_scale_factor":
                     max_scale_factor, "weighted": weighted, "values": values,
                     "density": density, "integers": integers, "steps": steps,
-                    "elapsed": elapsed}
+                    "elapsed": elapsed, "isolated": isolated, "entities": entities,
+                    "entity_weight_values": entity_weight_values,
+                    "entity_policies": tuple(entity_policies)}
         self._strategy = fst.cluster_instances(names=names, **self._kw)
 
     def __repr__(self) -> str:
         return "ClusterDomain(" + ", ".join(f"{k}={v!r}" for k, v in self._kw.items()) + ")"
+
+    def weights(self, inst: fst.ClusterInstance) -> np.ndarray:
+        """Each job's weight: ``jobs.weight``, or with entities the hierarchical weight
+        ``w_e w_i / sum_{j in e} w_j``."""
+        w = inst.jobs.weight
+        if inst.entities is None:
+            return w
+        lab = np.asarray(inst.entities)
+        ew = np.array([inst.entity_weights[int(e)] for e in lab]) if inst.entity_weights \
+            else np.ones(lab.size)
+        total = np.bincount(lab, weights=w)[lab]
+        return ew * w / total
 
     def instances(self) -> st.SearchStrategy[fst.ClusterInstance]:
         return self._strategy
@@ -477,7 +553,8 @@ class ClusterDomain(Domain):
         workers, running ``c_j f_i / max(s_i, f_i sum_j c_j)`` of its time on type ``j`` where
         it can run (Gavel §4.1's ``X^isolated``; rows capped at all of its time)."""
         jobs, cap = inst.jobs, inst.cluster.capacity
-        f = jobs.weight / jobs.weight.sum()
+        w = self.weights(inst)
+        f = w / w.sum()
         x = cap[None, :] * f[:, None] / np.maximum(jobs.scale_factor, f * cap.sum())[:, None]
         return np.where(self._allowed(inst), x, 0.0)
 
@@ -497,19 +574,28 @@ class ClusterDomain(Domain):
         rate = np.take_along_axis(T, order, axis=1)  # (n, k)
         work = np.maximum(x, 0.0) * jobs.scale_factor[:, None]  # (n, k) worker-time of k
         avail = work[:, order].transpose(1, 0, 2)  # avail[i, k, j] = work[k, order[i, j]]
-        w = jobs.weight
+        w = self.weights(inst)
         avail = avail * (w[:, None] / w[None, :] / jobs.scale_factor[:, None])[:, :, None]
         avail = np.where(rate[:, None, :] > 0, avail, 0.0)
         filled = np.minimum(np.cumsum(avail, axis=2), 1.0)
         time_ = np.diff(filled, axis=2, prepend=0.0)
         return np.einsum("ikj,ij->ik", time_, rate)
 
+    def explain(self, name: str, inst: fst.ClusterInstance, out: Outcome, tol: float
+                ) -> dict[str, Any]:
+        """Extra fields of a failing property's counterexample: the improving allocation of
+        ``pareto_optimal``."""
+        if name != "pareto_optimal" or out.allocation is None:
+            return {}
+        found = self.pareto_improvement(inst, self._clipped(inst, out.allocation))
+        return {} if found is None else {"improvement": found}
+
     def check(self, name: str, inst: fst.ClusterInstance, out: Outcome, tol: float
               ) -> props.PropertyResult:
         jobs, cap, types = inst.jobs, inst.cluster.capacity, inst.cluster.types
         x = out.allocation
         assert x is not None
-        w = jobs.weight
+        w = self.weights(inst)
         tp = self.throughput(inst, x)
         if name == "market_clearing":
             p = out.prices
@@ -558,26 +644,65 @@ class ClusterDomain(Domain):
             return self._pareto(inst, self._clipped(inst, x), tol)
         raise AssertionError(name)  # pragma: no cover
 
-    def _pareto(self, inst: fst.ClusterInstance, x: np.ndarray, tol: float
-                ) -> props.PropertyResult:
-        """``max sum t`` over feasible ``y`` with ``T_i . y_i >= T_i . x_i + t_i``, ``t >= 0``."""
+    def _pareto_lp(self, inst: fst.ClusterInstance
+                   ) -> tuple[sp.csr_matrix, sp.csr_matrix, np.ndarray, np.ndarray, np.ndarray]:
+        """(utility rows, feasibility rows, their bounds, edge rows, edge columns) of the
+        allocations of ``inst`` over its usable (job, type) edges."""
         jobs, cap = inst.jobs, inst.cluster.capacity
         n, k = jobs.throughput.shape
-        own = self.throughput(inst, x)
         rows, cols = np.nonzero(self._allowed(inst))
         E = rows.size
         e = np.arange(E)
         time_rows = sp.csr_matrix((np.ones(E), (rows, e)), shape=(n, E))
         cap_rows = sp.csr_matrix((jobs.scale_factor[rows], (cols, e)), shape=(k, E))
         util_rows = sp.csr_matrix((jobs.throughput[rows, cols], (rows, e)), shape=(n, E))
-        gain = props.pareto_gain(util_rows, own, sp.vstack([time_rows, cap_rows]).tocsr(),
-                                 np.r_[np.ones(n), cap], np.ones(E))
+        return (util_rows, sp.vstack([time_rows, cap_rows]).tocsr(), np.r_[np.ones(n), cap],
+                rows, cols)
+
+    def _pareto(self, inst: fst.ClusterInstance, x: np.ndarray, tol: float
+                ) -> props.PropertyResult:
+        """``max sum t`` over feasible ``y`` with ``T_i . y_i >= T_i . x_i + t_i``, ``t >= 0``."""
+        own = self.throughput(inst, x)
+        util, feas, upper, rows, _ = self._pareto_lp(inst)
+        try:
+            gain = props.pareto_gain(util, own, feas, upper, np.ones(rows.size))
+        except InfeasibleError:
+            # x is feasible within tol but its throughputs lie (by solver accuracy) just
+            # beyond the feasible set: nothing can improve on it
+            return property_result("pareto_optimal", True, 0.0,
+                                   message="no Pareto improvement exists (x is on the edge "
+                                           "of the feasible set, within tol)")
         i = int(np.argmax(gain))
         ok = gain[i] <= tol * max(1.0, float(own[i]))
         return property_result("pareto_optimal", ok, float(gain[i]), i, None,
                        "no Pareto improvement exists" if ok else
                        f"job {i} can gain {gain[i]:.4g} throughput (from {own[i]:.6g}) with "
                        "no job worse off")
+
+    def scale(self, inst: fst.ClusterInstance) -> float:
+        """The instance's value scale: its largest throughput (at least 1)."""
+        return float(max(1.0, inst.jobs.throughput.max()))
+
+    def pareto_improvement(self, inst: fst.ClusterInstance, x: np.ndarray
+                           ) -> np.ndarray | None:
+        """A feasible allocation ``y`` that gives every job at least its throughput under
+        ``x`` and maximises the total gain (HiGHS through ``scipy.optimize.linprog``);
+        ``None`` when the LP has no solution."""
+        from scipy.optimize import linprog
+
+        n, k = inst.jobs.throughput.shape
+        own = self.throughput(inst, x)
+        util, feas, upper, rows, cols = self._pareto_lp(inst)
+        E = rows.size
+        A = sp.vstack([sp.hstack([-util, sp.identity(n, format="csr")]),
+                       sp.hstack([feas, sp.csr_matrix((feas.shape[0], n))])]).tocsr()
+        res = linprog(np.r_[np.zeros(E), -np.ones(n)], A_ub=A, b_ub=np.r_[-own, upper],
+                      bounds=[(0.0, 1.0)] * E + [(0.0, None)] * n, method="highs")
+        if res.status != 0 or res.x is None:
+            return None
+        y = np.zeros((n, k))
+        y[rows, cols] = res.x[:E]
+        return y
 
     def own_value(self, inst: fst.ClusterInstance, agent: int, x: np.ndarray) -> float:
         return float(self.throughput(inst, x)[agent])
@@ -590,7 +715,7 @@ _DOMAIN_FACTORIES: dict[str, Callable[[], Domain]] = {
     "volatile-leontief": lambda: MarketDomain("leontief", rounds=(2, 3), n=(1, 3), m=(1, 2)),
     "cluster": lambda: ClusterDomain(),
 }
-#: Domain names accepted by [`check_policy`][fairalloc.testing.check_policy] (``domain=``) and
+#: Domain names accepted by `fairalloc.testing.check_policy` (``domain=``) and
 #: ``fairalloc check``.
 DOMAINS = tuple(_DOMAIN_FACTORIES)
 
@@ -615,7 +740,7 @@ def property_names(properties: Any, domain: Any = "market") -> tuple[str, ...]:
     >>> property_names(["envy-free", "Sharing incentive", "pareto"])
     ('envy_free', 'sharing_incentive', 'pareto_optimal')
     >>> property_names("all", "cluster")[:3]
-    ('feasible', 'market_clearing', 'envy_free')
+    ('runs', 'feasible', 'market_clearing')
     """
     dom = resolve_domain(domain)
     names = [properties] if isinstance(properties, str) else properties

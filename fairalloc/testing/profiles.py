@@ -4,6 +4,10 @@ Deterministic by default: the same ``seed`` gives the same instances, so a CI ru
 reproducible. Set ``FAIRALLOC_HYPOTHESIS_PROFILE=nondeterministic`` (or pytest's
 ``--fairalloc-profile=nondeterministic``) for a fresh random seed per run; the report records
 the seed it used, so ``check_policy(..., seed=report.seed)`` replays a failure.
+``FAIRALLOC_HYPOTHESIS_PROFILE=ci`` is the deterministic profile with every policy call isolated
+in a child process with a per-call deadline (a crash or a hang is reported, not fatal).
+``FAIRALLOC_HYPOTHESIS_DATABASE=DIR`` turns on hypothesis' example database: the failures of a
+run are replayed first in the next (``check_policy(database=)``).
 ``FAIRALLOC_MAX_EXAMPLES`` (``--fairalloc-max-examples``) overrides ``max_examples`` everywhere,
 e.g. for a thorough nightly run.
 """
@@ -34,6 +38,7 @@ _COMMON: dict[str, Any] = {
 }
 settings.register_profile("fairalloc-deterministic", derandomize=False, **_COMMON)
 settings.register_profile("fairalloc-nondeterministic", derandomize=False, **_COMMON)
+settings.register_profile("fairalloc-ci", derandomize=False, **_COMMON)
 
 
 def active_profile() -> str:

@@ -4,7 +4,7 @@ Installing fairalloc registers this module through the ``pytest11`` entry point,
 pytest run gets:
 
 * the marker ``fairalloc_property`` on each test made by
-  [`parametrize_with_property_checks`][fairalloc.testing.parametrize_with_property_checks] (select
+  `fairalloc.testing.parametrize_with_property_checks` (select
   or skip them with ``-m fairalloc_property`` / ``-m "not fairalloc_property"``);
 * ``--fairalloc-profile {deterministic,nondeterministic}`` (sets
   ``FAIRALLOC_HYPOTHESIS_PROFILE``) and ``--fairalloc-max-examples N`` (sets
@@ -18,7 +18,7 @@ nothing in projects that do not use it.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .defaults import (
@@ -43,20 +43,30 @@ def parametrize_with_property_checks(
     *,
     domain: Any = "market",
     tol: float = DEFAULT_TOL,
+    expected_failures: Mapping[str, str] | None = None,
+    isolate: bool | None = None,
+    deadline: float | None = None,
 ) -> Any:
     """A pytest ``parametrize`` mark with one test per property (and per policy).
 
     The parameter is ``check``: calling ``check()`` runs
-    [`fairalloc.testing.check_policy`][fairalloc.testing.check_policy] for that one property and
-    raises [`fairalloc.testing.PropertyCheckError`][fairalloc.testing.PropertyCheckError] (an
+    `fairalloc.testing.check_policy` for that one property and
+    raises `fairalloc.testing.PropertyCheckError` (an
     ``AssertionError``) whose message is the report with the shrunk counterexample.
 
     Parameters
     ----------
     policy : callable or sequence of callables
         The policy (or policies) under test.
-    properties, max_examples, seed, domain, tol
-        As in [`fairalloc.testing.check_policy`][fairalloc.testing.check_policy].
+    properties, max_examples, seed, domain, tol, isolate, deadline
+        As in `fairalloc.testing.check_policy`.
+    expected_failures : mapping, optional
+        ``{"envy_free": "FIFO by design"}``: those tests are marked
+        ``pytest.mark.xfail(strict=True, reason=...)``: the failure is reported as ``xfailed``,
+        an unexpected pass fails the run (``XPASS(strict)``).
+
+    A property that does not apply (``market_clearing`` / ``budget_clearing`` of a policy that
+    returns no prices, asked through ``"all"``) is skipped, not failed.
 
     Examples
     --------
@@ -72,8 +82,10 @@ def parametrize_with_property_checks(
     """
     import pytest
 
-    from .checks import PropertyCheck, policy_name
-    from .domains import property_names
+    from .checks import PropertyCheck, _expected, policy_name
+    from .domains import property_names, resolve_domain
+    from .isolation import DEFAULT_DEADLINE
+    from .report import PropertyCheckError
 
     policies = list(policy) if isinstance(policy, Sequence) else [policy]
     if not policies:
@@ -81,12 +93,23 @@ def parametrize_with_property_checks(
 
         raise InputError("policy is an empty sequence", argument="policy")
     names = property_names(properties, domain)
+    expected = _expected(expected_failures, resolve_domain(domain))
+    named = [properties] if isinstance(properties, str) else list(properties)
+    explicit = set(property_names([p for p in named if p.strip().lower() != "all"], domain)
+                   ) if any(p.strip().lower() != "all" for p in named) else set()
     params = []
     for pol in policies:
         for name in names:
-            check = PropertyCheck(pol, name, max_examples, seed, domain, tol)
+            reason = expected.get(name)
+            check = PropertyCheck(pol, name, max_examples, seed, domain, tol, reason, isolate,
+                                  DEFAULT_DEADLINE if deadline is None else deadline,
+                                  name in explicit)
             label = name if len(policies) == 1 else f"{policy_name(pol)}-{name}"
-            params.append(pytest.param(check, id=label, marks=getattr(pytest.mark, MARKER)))
+            marks = [getattr(pytest.mark, MARKER)]
+            if reason is not None:
+                marks.append(pytest.mark.xfail(strict=True, reason=reason,
+                                               raises=PropertyCheckError))
+            params.append(pytest.param(check, id=label, marks=marks))
     return pytest.mark.parametrize("check", params)
 
 

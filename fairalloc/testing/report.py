@@ -1,11 +1,12 @@
-"""Reports of the property checks: [`Counterexample`][fairalloc.testing.Counterexample],
-[`PropertyReport`][fairalloc.testing.PropertyReport],
-[`PolicyReport`][fairalloc.testing.PolicyReport] and
-[`PropertyCheckError`][fairalloc.testing.PropertyCheckError].
+"""Reports of the property checks: `fairalloc.testing.Counterexample`,
+`fairalloc.testing.PropertyReport`,
+`fairalloc.testing.PolicyReport` and
+`fairalloc.testing.PropertyCheckError`.
 """
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -59,6 +60,12 @@ class Counterexample:
         ``strategy_proof``: the reported row that pays off.
     misreport_allocation : ndarray or None
         ``strategy_proof``: the policy's allocation for the misreport.
+    outcome : str
+        ``runs``: how the call failed -- ``"raised"``, ``"crash"``, ``"timeout"`` or
+        ``"unusable"`` (an answer that is not an allocation); ``""`` otherwise.
+    improvement : ndarray or None
+        ``pareto_optimal``: a feasible allocation that makes someone better off and nobody
+        worse off.
     """
 
     property: str
@@ -73,6 +80,8 @@ class Counterexample:
     error: BaseException | None = None
     misreport: np.ndarray | None = None
     misreport_allocation: np.ndarray | None = None
+    outcome: str = ""
+    improvement: np.ndarray | None = None
 
     def __str__(self) -> str:
         lines = [f"{self.property} fails: {self.message}"]
@@ -92,6 +101,9 @@ class Counterexample:
                          + _fmt(self.misreport))
             head = "allocation for the misreport = "
             lines.append(head + _indent(_fmt(self.misreport_allocation), " " * len(head)))
+        if self.improvement is not None:
+            head = "improving allocation = "
+            lines.append(head + _indent(_fmt(self.improvement), " " * len(head)))
         lines.append("reproduce: " + self.instance.as_code())
         return "\n".join(lines)
 
@@ -107,7 +119,10 @@ class PropertyReport:
     Attributes
     ----------
     name : str
-    status : {"passed", "failed", "skipped"}
+    status : {"passed", "failed", "skipped", "xfailed", "xpassed"}
+        ``xfailed``: failed as declared in ``expected_failures`` (not a failure);
+        ``xpassed``: declared but passed (a failure: strict); ``skipped``: not applicable
+        (no prices) or never checkable (the policy gave no feasible answer).
     examples : int
         Instances checked before the first failure (all of them when it passed).
     shrink_steps : int
@@ -128,13 +143,14 @@ class PropertyReport:
 
     @property
     def passed(self) -> bool:
-        """Whether the property did not fail (skipped counts as not failed)."""
-        return self.status != "failed"
+        """Whether the property did not fail (skipped and xfailed count as not failed;
+        xpassed, an expected failure that passed, fails)."""
+        return self.status not in ("failed", "xpassed")
 
 
 @dataclass(frozen=True, eq=False)
 class PolicyReport:
-    """What [`check_policy`][fairalloc.testing.check_policy] found.
+    """What `fairalloc.testing.check_policy` found.
 
     Attributes
     ----------
@@ -186,9 +202,8 @@ class PolicyReport:
         rows = []
         for r in self.results:
             cx = r.counterexample
-            viol = "-" if cx is None else ("error" if cx.error is not None else
-                                          f"{cx.violation:.4g}")
-            rows.append((r.name, r.status.upper() if r.status == "failed" else r.status,
+            viol = "-" if cx is None else (cx.outcome or f"{cx.violation:.4g}")
+            rows.append((r.name, r.status if r.passed else r.status.upper(),
                          str(r.examples), viol, f"{r.seconds:.2f}"))
         widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(header)]
 
@@ -207,13 +222,33 @@ class PolicyReport:
         notes = [f"  {r.name}: {r.note}" for r in self.results if r.note]
         if notes:
             parts += ["", "notes:", *notes]
-        for r in self.failures:
-            assert r.counterexample is not None
-            parts += ["", f"--- counterexample for {r.name} (shrunk) ---", str(r.counterexample)]
+        setup = self.setup()
+        if setup and any(r.counterexample is not None for r in self.results):
+            parts += ["", "to reproduce a counterexample, run first:", "    " + setup]
+        for r in self.results:
+            if r.counterexample is not None:
+                tag = "" if r.status == "failed" else f", {r.status}"
+                parts += ["", f"--- counterexample for {r.name} (shrunk{tag}) ---",
+                          str(r.counterexample)]
         verdict = "passed" if self.passed else (
             f"FAILED: {', '.join(r.name for r in self.failures)}")
         parts += ["", verdict]
         return "\n".join(parts)
+
+    def setup(self) -> str:
+        """The imports that make each ``reproduce:`` line paste-ready (``policy`` bound to
+        the checked policy when it is importable by name; ``""`` otherwise)."""
+        module, _, name = self.policy.rpartition(".")
+        if not module or not name.isidentifier() or "<" in self.policy or \
+                module.startswith("_fairalloc_check_"):
+            return ""
+        try:
+            if importlib.util.find_spec(module) is None:
+                return ""
+        except (ImportError, ValueError):  # e.g. "pkg.mod.Class": not a module
+            return ""
+        return (f"import numpy as np; import fairalloc as fa; from {module} import {name} "
+                "as policy")
 
     def __repr__(self) -> str:
         status = "passed" if self.passed else f"failed={[r.name for r in self.failures]}"
@@ -249,7 +284,7 @@ class PolicyReport:
         return page.removesuffix("</div>") + examples + "</div>"
 
     def assert_passed(self) -> None:
-        """Raise [`PropertyCheckError`][fairalloc.testing.PropertyCheckError] (an
+        """Raise `fairalloc.testing.PropertyCheckError` (an
         ``AssertionError``) unless every property passed; the message is the whole report with its
         counterexamples."""
         if not self.passed:
@@ -265,6 +300,7 @@ class PolicyReport:
             cx = r.counterexample
             rows.append({"property": r.name, "status": r.status, "examples": r.examples,
                          "violation": None if cx is None else cx.violation,
+                         "outcome": None if cx is None else (cx.outcome or None),
                          "agent": None if cx is None else cx.agent,
                          "seconds": r.seconds})
         return pd.DataFrame(rows).set_index("property")
@@ -272,7 +308,7 @@ class PolicyReport:
 
 class PropertyCheckError(AssertionError):
     """A policy failed a property check; ``report`` holds the
-    [`PolicyReport`][fairalloc.testing.PolicyReport]."""
+    `fairalloc.testing.PolicyReport`."""
 
     def __init__(self, report: PolicyReport) -> None:
         super().__init__(str(report))

@@ -9,56 +9,56 @@ every scaling curve is built from per-GPU efficiencies that never rise, and so o
 
 Sizes and value ranges are controlled by arguments: a size is an ``int`` (exact) or an
 inclusive ``(low, high)`` pair; a value range is a ``(low, high)`` pair of positive numbers.
-Bad arguments raise [`fairalloc.InputError`][fairalloc.InputError] when the strategy is *built*, not
+Bad arguments raise `fairalloc.InputError` when the strategy is *built*, not
 when it draws.
 
 The strategies and what each draws:
 
-* [`utilities`][fairalloc.testing.strategies.utilities]: linear utilities / Leontief demands, (n, m)
+* `fairalloc.testing.strategies.utilities`: linear utilities / Leontief demands, (n, m)
   or (n, m, T);
-* [`budgets`][fairalloc.testing.strategies.budgets],
-  [`supplies`][fairalloc.testing.strategies.supplies]: positive budgets (n,) and supplies;
-* [`market_instances`][fairalloc.testing.strategies.market_instances]: a whole market
-  ([`MarketInstance`][fairalloc.testing.strategies.MarketInstance]): linear, Leontief,
-  static or over time ([`leontief_markets`][fairalloc.testing.strategies.leontief_markets],
-  [`volatile_markets`][fairalloc.testing.strategies.volatile_markets]);
-* `clusters`: [`fairalloc.Cluster`][fairalloc.Cluster] with accelerator types + capacities;
-* [`throughputs`][fairalloc.testing.strategies.throughputs]: throughput matrices with zeros for
+* `fairalloc.testing.strategies.budgets`,
+  `fairalloc.testing.strategies.supplies`: positive budgets (n,) and supplies;
+* `fairalloc.testing.strategies.market_instances`: a whole market
+  (`fairalloc.testing.strategies.MarketInstance`): linear, Leontief,
+  static or over time (`fairalloc.testing.strategies.leontief_markets`,
+  `fairalloc.testing.strategies.volatile_markets`);
+* `clusters`: `fairalloc.Cluster` with accelerator types + capacities;
+* `fairalloc.testing.strategies.throughputs`: throughput matrices with zeros for
   "cannot run";
-* [`scale_factors`][fairalloc.testing.strategies.scale_factors],
-  [`weights`][fairalloc.testing.strategies.weights]: gang sizes and priority weights;
-* [`job_sets`][fairalloc.testing.strategies.job_sets]: [`fairalloc.Jobs`][fairalloc.Jobs]
+* `fairalloc.testing.strategies.scale_factors`,
+  `fairalloc.testing.strategies.weights`: gang sizes and priority weights;
+* `fairalloc.testing.strategies.job_sets`: `fairalloc.Jobs`
   schedulable on a given cluster;
-* [`cluster_instances`][fairalloc.testing.strategies.cluster_instances]: a cluster and a job set
-  ([`ClusterInstance`][fairalloc.testing.strategies.ClusterInstance]);
-* [`topologies`][fairalloc.testing.strategies.topologies]:
-  [`fairalloc.auctions.Topology`][fairalloc.Topology] (GPUs, machines,
+* `fairalloc.testing.strategies.cluster_instances`: a cluster and a job set
+  (`fairalloc.testing.strategies.ClusterInstance`);
+* `fairalloc.testing.strategies.topologies`:
+  `fairalloc.Topology` (GPUs, machines,
   racks);
-* [`bid_tables`][fairalloc.testing.strategies.bid_tables]: Themis bid tables
-  ([`fairalloc.auctions.BidTable`][fairalloc.BidTable]);
-* [`auction_instances`][fairalloc.testing.strategies.auction_instances]: bid tables, a topology and
+* `fairalloc.testing.strategies.bid_tables`: Themis bid tables
+  (`fairalloc.BidTable`);
+* `fairalloc.testing.strategies.auction_instances`: bid tables, a topology and
   an offer
-  ([`AuctionInstance`][fairalloc.testing.strategies.AuctionInstance]);
-* [`regime_models`][fairalloc.testing.strategies.regime_models]:
-  [`fairalloc.RegimeModel`][fairalloc.RegimeModel] (static, accordion,
+  (`fairalloc.testing.strategies.AuctionInstance`);
+* `fairalloc.testing.strategies.regime_models`:
+  `fairalloc.RegimeModel` (static, accordion,
   GNS, custom);
-* [`job_histories`][fairalloc.testing.strategies.job_histories]: a job's observed epochs that follow
+* `fairalloc.testing.strategies.job_histories`: a job's observed epochs that follow
   its regime model;
-* [`regime_forecasts`][fairalloc.testing.strategies.regime_forecasts]: `fairalloc.RegimeForecast`
+* `fairalloc.testing.strategies.regime_forecasts`: `fairalloc.RegimeForecast`
   from such a history;
-* [`restatement_inputs`][fairalloc.testing.strategies.restatement_inputs]: arguments of
-  [`fairalloc.restatement_posterior`][fairalloc.restatement_posterior];
-* [`plan_jobs`][fairalloc.testing.strategies.plan_jobs],
-  [`plan_instances`][fairalloc.testing.strategies.plan_instances]:
-  [`fairalloc.PlanJob`][fairalloc.PlanJob] and job
-  sets for [`fairalloc.plan_schedule`][fairalloc.plan_schedule];
-* [`scaling_curves`][fairalloc.testing.strategies.scaling_curves]: Ares throughput curves at 1, 2,
+* `fairalloc.testing.strategies.restatement_inputs`: arguments of
+  `fairalloc.restatement_posterior`;
+* `fairalloc.testing.strategies.plan_jobs`,
+  `fairalloc.testing.strategies.plan_instances`:
+  `fairalloc.PlanJob` and job
+  sets for `fairalloc.plan_schedule`;
+* `fairalloc.testing.strategies.scaling_curves`: Ares throughput curves at 1, 2,
   4, ... GPUs (diminishing);
-* [`arrival_sequences`][fairalloc.testing.strategies.arrival_sequences]: arrivals, GPU-times,
+* `fairalloc.testing.strategies.arrival_sequences`: arrivals, GPU-times,
   requests and curves for
-  [`fairalloc.efq_schedule`][fairalloc.efq_schedule]
-  ([`ArrivalSequence`][fairalloc.testing.strategies.ArrivalSequence]);
-* [`minimal`][fairalloc.testing.strategies.minimal]: the simplest draw of a strategy (where
+  `fairalloc.efq_schedule`
+  (`fairalloc.testing.strategies.ArrivalSequence`);
+* `fairalloc.testing.strategies.minimal`: the simplest draw of a strategy (where
   shrinking ends).
 
 Examples

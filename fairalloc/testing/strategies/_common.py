@@ -1,6 +1,6 @@
 """Argument checks and drawing helpers shared by the strategy modules (private: the
 public strategies are re-exported by
-[`fairalloc.testing.strategies`][fairalloc.testing.strategies])."""
+`fairalloc.testing.strategies`)."""
 
 from __future__ import annotations
 

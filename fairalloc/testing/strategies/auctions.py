@@ -25,7 +25,7 @@ from ._common import (
 # ============================================================================================
 def topologies(*, machines: Size = (1, 4), gpus_per_machine: Size = (1, 4),
                racks: Size = (1, 2)) -> st.SearchStrategy[Any]:
-    """[`fairalloc.auctions.Topology`][fairalloc.Topology]: machines of varying GPU counts in racks.
+    """`fairalloc.Topology`: machines of varying GPU counts in racks.
 
     Racks are consecutive blocks of machines and never empty (at most one per machine).
     """
@@ -47,7 +47,7 @@ def topologies(*, machines: Size = (1, 4), gpus_per_machine: Size = (1, 4),
 
 def bid_tables(*, max_gpus: int = 8, bids: Size = (0, 5), rho: Range = (0.1, 10.0),
                topology: Any = None) -> st.SearchStrategy[Any]:
-    """Themis bid tables ([`fairalloc.auctions.BidTable`][fairalloc.BidTable]).
+    """Themis bid tables (`fairalloc.BidTable`).
 
     Each bid asks for ``1..max_gpus`` GPUs at placement level 0 (one machine), 1 (one rack)
     or 2 (anywhere) with a finish-time fairness ``rho`` drawn from ``rho``; the app's
@@ -89,7 +89,7 @@ def bid_tables(*, max_gpus: int = 8, bids: Size = (0, 5), rho: Range = (0.1, 10.
 
 @dataclass(frozen=True, eq=False)
 class AuctionInstance:
-    """Inputs of [`fairalloc.auctions.gpu_auction`][fairalloc.gpu_auction]: one bid table per
+    """Inputs of `fairalloc.gpu_auction`: one bid table per
     app."""
 
     bids: tuple[Any, ...]
@@ -104,7 +104,7 @@ class AuctionInstance:
 def auction_instances(*, n: Size = (1, 3), bids: Size = (1, 4), rho: Range = (0.1, 10.0),
                       machines: Size = (1, 4), gpus_per_machine: Size = (1, 4),
                       racks: Size = (1, 2)) -> st.SearchStrategy[AuctionInstance]:
-    """A topology ([`topologies`][fairalloc.testing.strategies.topologies], with ``machines``,
+    """A topology (`fairalloc.testing.strategies.topologies`, with ``machines``,
     ``gpus_per_machine`` and ``racks``), a non-empty offer of its GPUs and ``n`` apps' bid tables
     for it."""
     nlo, nhi = size_bounds(n, "n")

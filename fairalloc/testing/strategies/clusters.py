@@ -32,7 +32,7 @@ from ._common import (
 # ============================================================================================
 def clusters(*, types: Size = (1, 3), workers: Size = (1, 8),
              names: Sequence[str] = ACCELERATOR_TYPES) -> st.SearchStrategy[Any]:
-    """[`fairalloc.Cluster`][fairalloc.Cluster] with ``types`` accelerator types of ``workers``
+    """`fairalloc.Cluster` with ``types`` accelerator types of ``workers``
     each.
 
     Type names come from ``names`` in order (``type<k>`` beyond its end); worker counts
@@ -124,9 +124,9 @@ def weights(n: int, *, values: Range = (0.25, 4.0)) -> st.SearchStrategy[np.ndar
 def job_sets(cluster: Any, *, n: Size = (1, 5), values: Range = (0.5, 100.0),
              density: float = 0.7, integers: bool = False, max_scale_factor: int = 1,
              weighted: bool = False, weight_values: Range = (0.25, 4.0),
-             steps: Range | None = (100.0, 10000.0), elapsed: Range | None = None
-             ) -> st.SearchStrategy[Any]:
-    """[`fairalloc.Jobs`][fairalloc.Jobs] that can all be scheduled on ``cluster``.
+             steps: Range | None = (100.0, 10000.0), elapsed: Range | None = None,
+             isolated: Range | None = None) -> st.SearchStrategy[Any]:
+    """`fairalloc.Jobs` that can all be scheduled on ``cluster``.
 
     Gang sizes are drawn up to ``min(max_scale_factor, largest capacity)`` and every job gets
     a positive throughput on a type its gang fits on (``Jobs.check_cluster`` passes).
@@ -138,7 +138,7 @@ def job_sets(cluster: Any, *, n: Size = (1, 5), values: Range = (0.5, 100.0),
         Number of jobs.
     values, density, integers
         Throughput range, fraction of non-zero throughputs, integer throughputs
-        ([`throughputs`][fairalloc.testing.strategies.throughputs]).
+        (`fairalloc.testing.strategies.throughputs`).
     max_scale_factor : int
         Largest gang size.
     weighted : bool
@@ -148,6 +148,9 @@ def job_sets(cluster: Any, *, n: Size = (1, 5), values: Range = (0.5, 100.0),
         ``None`` leaves it unset.
     elapsed : (float, float) or None
         Range of ``elapsed`` seconds (FIFO order, finish-time fairness); default all zero.
+    isolated : (float, float) or None
+        Range of ``isolated_elapsed`` seconds (multi-round state: the time each job would have
+        run alone so far, Themis' and finish-time fairness' history); default unset.
     """
     from ...data import Cluster, Jobs
 
@@ -166,6 +169,8 @@ def job_sets(cluster: Any, *, n: Size = (1, 5), values: Range = (0.5, 100.0),
         value_range(steps, "steps")
     if elapsed is not None:
         value_range(elapsed, "elapsed", allow_zero=True)
+    if isolated is not None:
+        value_range(isolated, "isolated", allow_zero=True)
 
     @st.composite
     def draw_jobs(draw: st.DrawFn) -> Jobs:
@@ -179,7 +184,10 @@ def job_sets(cluster: Any, *, n: Size = (1, 5), values: Range = (0.5, 100.0),
                if steps is not None else None)
         el = (draw(arrays(np.float64, nn, elements=st.floats(*elapsed)))
               if elapsed is not None else None)
-        return Jobs(tp, scale_factor=sf, weight=w, steps_remaining=rem, elapsed=el)
+        iso = (draw(arrays(np.float64, nn, elements=st.floats(*isolated)))
+               if isolated is not None else None)
+        return Jobs(tp, scale_factor=sf, weight=w, steps_remaining=rem, elapsed=el,
+                    isolated_elapsed=iso)
 
     return draw_jobs()
 
@@ -190,6 +198,11 @@ class ClusterInstance:
 
     jobs: Any
     cluster: Any
+    #: entity label of each job (hierarchical policies), or ``None``
+    entities: tuple[int, ...] | None = None
+    #: ``{entity: weight}`` and ``{entity: "fairness" | "fifo"}`` (with ``entities``)
+    entity_weights: dict[int, float] | None = None
+    entity_policies: dict[int, str] | None = None
 
     @property
     def n(self) -> int:
@@ -200,6 +213,14 @@ class ClusterInstance:
         """``(jobs, cluster)`` (both immutable)."""
         return self.jobs, self.cluster
 
+    def kwargs(self) -> dict[str, Any]:
+        """``entities=``, ``entity_weights=``, ``entity_policies=`` when the instance has
+        entities (as `fairalloc.water_filling` takes them), else nothing."""
+        if self.entities is None:
+            return {}
+        return {"entities": list(self.entities), "entity_weights": dict(self.entity_weights or {}),
+                "entity_policies": dict(self.entity_policies or {})}
+
     def key(self) -> bytes:
         """Bytes that identify the instance (for caching policy outputs)."""
         j = self.jobs
@@ -207,7 +228,8 @@ class ClusterInstance:
                  j.scale_factor.tobytes(), j.weight.tobytes(), j.elapsed.tobytes(),
                  b"" if j.steps_remaining is None else j.steps_remaining.tobytes(),
                  b"" if j.isolated_elapsed is None else j.isolated_elapsed.tobytes(),
-                 repr(self.cluster.types).encode(), self.cluster.capacity.tobytes()]
+                 repr(self.cluster.types).encode(), self.cluster.capacity.tobytes(),
+                 repr((self.entities, self.entity_weights, self.entity_policies)).encode()]
         return b"|".join(parts)
 
     def with_row(self, agent: int, row: np.ndarray) -> ClusterInstance:
@@ -220,7 +242,8 @@ class ClusterInstance:
         return ClusterInstance(Jobs(tp, scale_factor=j.scale_factor, weight=j.weight,
                                     ids=j.ids, steps_remaining=j.steps_remaining,
                                     elapsed=j.elapsed, isolated_elapsed=j.isolated_elapsed),
-                               self.cluster)
+                               self.cluster, self.entities, self.entity_weights,
+                               self.entity_policies)
 
     def _columns(self) -> list[tuple[str, np.ndarray]]:
         j = self.jobs
@@ -243,24 +266,38 @@ class ClusterInstance:
                  f"  {'throughput':<{width}} = "
                  + fmt_array(self.jobs.throughput).replace("\n", "\n" + pad)]
         lines += [f"  {name:<{width}} = {fmt_array(v)}" for name, v in cols]
+        if self.entities is not None:
+            lines.append(f"  entities = {list(self.entities)}, entity_weights = "
+                         f"{self.entity_weights}, entity_policies = {self.entity_policies}")
         return "\n".join(lines)
 
     def as_code(self, name: str = "policy") -> str:
         """A Python call that reproduces the policy's input."""
         kw = ", ".join(f"{k}={v.tolist()!r}" for k, v in self._columns())
         workers = {t: int(c) for t, c in zip(self.cluster.types, self.cluster.capacity)}
+        ent = "".join(f", {k}={v!r}" for k, v in self.kwargs().items())
         return (f"{name}(fa.Jobs({self.jobs.throughput.tolist()!r}, {kw}), "
-                f"fa.Cluster({workers!r}))")
+                f"fa.Cluster({workers!r}){ent})")
 
 
 def cluster_instances(*, n: Size = (1, 4), types: Size = (1, 3), workers: Size = (1, 4),
                       names: Sequence[str] = ACCELERATOR_TYPES, values: Range = (0.5, 100.0),
                       density: float = 0.7, integers: bool = False, max_scale_factor: int = 1,
                       weighted: bool = False, weight_values: Range = (0.25, 4.0),
-                      steps: Range | None = (100.0, 10000.0), elapsed: Range | None = None
+                      steps: Range | None = (100.0, 10000.0), elapsed: Range | None = None,
+                      isolated: Range | None = None, entities: Size | None = None,
+                      entity_weight_values: Range = (0.25, 4.0),
+                      entity_policies: Sequence[str] = ("fairness",)
                       ) -> st.SearchStrategy[ClusterInstance]:
     """A cluster (`clusters`) and jobs that fit it
-    ([`job_sets`][fairalloc.testing.strategies.job_sets], with ``values`` to ``elapsed`` as there).
+    (`fairalloc.testing.strategies.job_sets`, with ``values`` to ``isolated`` as
+    there).
+
+    ``entities`` (a count or range, e.g. ``(1, 3)``) groups the jobs into that many entities
+    (at most one per job) with weights from ``entity_weight_values`` and a policy each drawn
+    from ``entity_policies`` (``"fairness"``, ``"fifo"``): the input of hierarchical
+    water-filling (Gavel §4.2), passed to the policy as ``entities=``, ``entity_weights=``,
+    ``entity_policies=``.
 
     Examples
     --------
@@ -271,13 +308,32 @@ def cluster_instances(*, n: Size = (1, 4), types: Size = (1, 3), workers: Size =
     """
     cl = clusters(types=types, workers=workers, names=names)
     size_bounds(n, "n")
+    ebounds = None if entities is None else size_bounds(entities, "entities")
+    if entities is not None:
+        value_range(entity_weight_values, "entity_weight_values")
+        pols = tuple(entity_policies) if not isinstance(entity_policies, str) else ()
+        bad = [p for p in pols if p not in ("fairness", "fifo")]
+        if not pols or bad:
+            raise InputError(f"entity_policies must name 'fairness' and/or 'fifo', got "
+                             f"{entity_policies!r}", argument="entity_policies")
 
     @st.composite
     def draw_instance(draw: st.DrawFn) -> ClusterInstance:
         c = draw(cl)
-        return ClusterInstance(draw(job_sets(
+        jobs = draw(job_sets(
             c, n=n, values=values, density=density, integers=integers,
             max_scale_factor=max_scale_factor, weighted=weighted, weight_values=weight_values,
-            steps=steps, elapsed=elapsed)), c)
+            steps=steps, elapsed=elapsed, isolated=isolated))
+        if ebounds is None:
+            return ClusterInstance(jobs, c)
+        m = draw(st.integers(min(ebounds[0], jobs.n), min(ebounds[1], jobs.n)))
+        raw = draw(arrays(np.int64, jobs.n, elements=st.integers(0, m - 1)))
+        used = {e: i for i, e in enumerate(dict.fromkeys(raw.tolist()))}  # first-seen order
+        labels = tuple(used[e] for e in raw.tolist())
+        k = len(used)
+        ew = draw(arrays(np.float64, k, elements=st.floats(*entity_weight_values)))
+        ep = [draw(st.sampled_from(pols)) for _ in range(k)]
+        return ClusterInstance(jobs, c, labels, dict(enumerate(ew.tolist())),
+                               dict(enumerate(ep)))
 
     return draw_instance()

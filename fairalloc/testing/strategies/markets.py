@@ -156,9 +156,9 @@ def market_instances(*, kind: str = "linear", n: Size = (1, 5), m: Size = (1, 4)
 
     ``kind`` is ``"linear"`` or ``"leontief"`` (the utilities are then the demands
     ``a_ij``); ``rounds`` makes a market over time (Shockwave's volatile market). The other
-    arguments are those of [`utilities`][fairalloc.testing.strategies.utilities],
-    [`budgets`][fairalloc.testing.strategies.budgets] and
-    [`supplies`][fairalloc.testing.strategies.supplies].
+    arguments are those of `fairalloc.testing.strategies.utilities`,
+    `fairalloc.testing.strategies.budgets` and
+    `fairalloc.testing.strategies.supplies`.
 
     Examples
     --------
@@ -188,7 +188,7 @@ def leontief_markets(*, n: Size = (1, 5), m: Size = (1, 4), rounds: Size | None 
                      values: Range = (0.1, 10.0), density: float = 0.6, integers: bool = False,
                      budget_values: Range = (0.1, 10.0), equal_budgets: bool = False,
                      supply_values: Range = (0.2, 5.0)) -> st.SearchStrategy[MarketInstance]:
-    """[`market_instances`][fairalloc.testing.strategies.market_instances] with ``kind="leontief"``:
+    """`fairalloc.testing.strategies.market_instances` with ``kind="leontief"``:
     utility rows are demand vectors (the other arguments as there)."""
     return market_instances(kind="leontief", n=n, m=m, rounds=rounds, values=values,
                             density=density, integers=integers, budget_values=budget_values,
@@ -201,7 +201,7 @@ def volatile_markets(*, rounds: Size = (2, 3), n: Size = (1, 4), m: Size = (1, 3
                      equal_budgets: bool = False, supply_values: Range = (0.2, 5.0)
                      ) -> st.SearchStrategy[MarketInstance]:
     """Markets over time (Shockwave App. D): utility (n, m, T), supply (m, T) (the other
-    arguments as for [`market_instances`][fairalloc.testing.strategies.market_instances])."""
+    arguments as for `fairalloc.testing.strategies.market_instances`)."""
     return market_instances(kind=kind, rounds=rounds, n=n, m=m, values=values,
                             density=density, integers=integers, budget_values=budget_values,
                             equal_budgets=equal_budgets, supply_values=supply_values)

@@ -50,8 +50,8 @@ def scaling_curves(*, levels: Size = (1, 4), efficiency: Range = (0.3, 1.0),
 
 @dataclass(frozen=True, eq=False)
 class ArrivalSequence:
-    """Inputs of [`fairalloc.efq_schedule`][fairalloc.efq_schedule] /
-    [`fairalloc.efq_finish_times`][fairalloc.efq_finish_times]."""
+    """Inputs of `fairalloc.efq_schedule` /
+    `fairalloc.efq_finish_times`."""
 
     arrival: np.ndarray
     gpu_time: np.ndarray

@@ -27,7 +27,7 @@ from ._common import (
 def regime_models(*, max_regimes: int = 4, batch_sizes: Sequence[float] = (16, 32, 64, 128,
                                                                               256)
                   ) -> st.SearchStrategy[Any]:
-    """[`fairalloc.RegimeModel`][fairalloc.RegimeModel]: static, accordion, GNS or custom
+    """`fairalloc.RegimeModel`: static, accordion, GNS or custom
     configuration orders.
 
     Custom orders draw configurations from ``batch_sizes`` with consecutive ones different.
@@ -64,7 +64,7 @@ def regime_models(*, max_regimes: int = 4, batch_sizes: Sequence[float] = (16, 3
 @dataclass(frozen=True, eq=False)
 class JobHistory:
     """What a scheduler observed of one job: the arguments of
-    [`fairalloc.forecast_regimes`][fairalloc.forecast_regimes] (``model, total_epochs, batch_sizes,
+    `fairalloc.forecast_regimes` (``model, total_epochs, batch_sizes,
     epoch_seconds, profiled=...``)."""
 
     model: Any
@@ -122,8 +122,8 @@ def regime_forecasts(*, methods: Sequence[str] = ("restatement", "bayesian", "gr
                      extra_epochs: Size = (1, 40), seconds: Range = (1.0, 120.0)
                      ) -> st.SearchStrategy[Any]:
     """`fairalloc.RegimeForecast` built by
-    [`fairalloc.forecast_regimes`][fairalloc.forecast_regimes] from a
-    [`job_histories`][fairalloc.testing.strategies.job_histories] draw (its arguments as there),
+    `fairalloc.forecast_regimes` from a
+    `fairalloc.testing.strategies.job_histories` draw (its arguments as there),
     with a method from ``methods``."""
     from ...schedule import FORECAST_METHODS as METHODS
     from ...schedule import forecast_regimes
@@ -145,7 +145,7 @@ def regime_forecasts(*, methods: Sequence[str] = ("restatement", "bayesian", "gr
 def restatement_inputs(*, max_regimes: int = 5, total_epochs: Range = (1.0, 500.0)
                        ) -> st.SearchStrategy[tuple[float, int, np.ndarray]]:
     """``(total_epochs, num_regimes, observed_epochs)`` for
-    [`fairalloc.restatement_posterior`][fairalloc.restatement_posterior]: at most ``K`` finished
+    `fairalloc.restatement_posterior`: at most ``K`` finished
     regimes whose epochs sum to at most ``N`` (and to more than zero when all ``K`` have
     finished)."""
     kmax = as_count(max_regimes, "max_regimes")
@@ -171,7 +171,7 @@ def restatement_inputs(*, max_regimes: int = 5, total_epochs: Range = (1.0, 500.
 def plan_jobs(*, max_workers: int = 4, epochs: Size = (1, 60), regimes: Size = (1, 3),
               seconds: Range = (5.0, 300.0), ftf: Range = (0.25, 4.0)
               ) -> st.SearchStrategy[Any]:
-    """[`fairalloc.PlanJob`][fairalloc.PlanJob]: a gang size, integer epochs with some left, an FTF
+    """`fairalloc.PlanJob`: a gang size, integer epochs with some left, an FTF
     estimate and remaining regimes that cover exactly the epochs left."""
     from ...schedule import PlanJob
 
@@ -202,7 +202,7 @@ def plan_jobs(*, max_workers: int = 4, epochs: Size = (1, 60), regimes: Size = (
 
 @dataclass(frozen=True, eq=False)
 class PlanInstance:
-    """Inputs of [`fairalloc.plan_schedule`][fairalloc.plan_schedule]: jobs and the GPUs they
+    """Inputs of `fairalloc.plan_schedule`: jobs and the GPUs they
     share."""
 
     jobs: tuple[Any, ...]
@@ -213,7 +213,7 @@ def plan_instances(*, n: Size = (1, 5), num_gpus: Size = (1, 8), max_workers: in
                    epochs: Size = (1, 60), regimes: Size = (1, 3),
                    seconds: Range = (5.0, 300.0), ftf: Range = (0.25, 4.0)
                    ) -> st.SearchStrategy[PlanInstance]:
-    """``n`` [`plan_jobs`][fairalloc.testing.strategies.plan_jobs] (their arguments as there) whose
+    """``n`` `fairalloc.testing.strategies.plan_jobs` (their arguments as there) whose
     gangs all fit in ``num_gpus`` GPUs."""
     nlo, nhi = size_bounds(n, "n")
     glo, ghi = size_bounds(num_gpus, "num_gpus")
