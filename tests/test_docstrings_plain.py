@@ -27,14 +27,7 @@ codemod = _load("plain_refs_tool", ROOT / "docs/_tools/plain_refs.py")
 #: files other branches were editing when the rest were rewritten (issue #30); after merging,
 #: ``python docs/_tools/plain_refs.py fairalloc`` rewrites them and this set becomes empty
 PENDING = frozenset({
-    "fairalloc/testing/__init__.py", "fairalloc/testing/checks.py", "fairalloc/testing/cli.py",
-    "fairalloc/testing/defaults.py", "fairalloc/testing/domains.py",
-    "fairalloc/testing/pytest_plugin.py", "fairalloc/testing/report.py",
-    "fairalloc/testing/strategies/__init__.py", "fairalloc/testing/strategies/_common.py",
-    "fairalloc/testing/strategies/auctions.py", "fairalloc/testing/strategies/clusters.py",
-    "fairalloc/testing/strategies/markets.py", "fairalloc/testing/strategies/queues.py",
-    "fairalloc/testing/strategies/schedules.py", "fairalloc/throughput/max_min.py",
-    "fairalloc/throughput/water_robust.py",
+    "fairalloc/throughput/max_min.py", "fairalloc/throughput/water_robust.py",
 })
 
 
