@@ -126,6 +126,10 @@ class CombinatorialRoutes(Protocol):
         """A feasible integral point near the LP point ``x`` (``None`` if none is found)."""
         ...
 
+    # optional: ``loo_relaxations(w_col, counted_col) -> list[Relaxed] | None``, the
+    # lexicographic relaxation of the PF market and every leave-one-out market at once
+    # (`fairalloc.auctions.placement.PlacementProgram.loo_relaxations`)
+
 
 #: ``(count, weight, point)`` of one market's lexicographic relaxation: the most counted
 #: winners, the largest weight at that count (both upper bounds of the market's program) and

@@ -20,6 +20,10 @@ from .valuations import Topology
 #: PERFORMANCE knob: a machine type with more maximal bin-packing patterns than this gets
 #: knapsack rows instead (its machines are split into types of their own).
 MAX_PATTERNS = 4000
+#: PERFORMANCE knob: the batched leave-one-out relaxation (`PlacementProgram.loo_relaxations`)
+#: keeps (agents + 1) x (offered GPUs + 1) cells per table (about 48 bytes a cell in all); a
+#: larger auction skips it and solves its markets one by one.
+MAX_BATCH_CELLS = 4_000_000
 #: Placement levels of a bid (BidTable.level): one machine, one rack, anywhere.
 LEVEL_MACHINE, LEVEL_RACK, LEVEL_ANYWHERE = 0, 1, 2
 
@@ -408,7 +412,7 @@ class PlacementProgram:
                                        np.array(win_o, dtype=np.int64))
 
     def loo_relaxations(self, w_col: np.ndarray, counted_col: np.ndarray
-                        ) -> list[tuple[int, float, np.ndarray | None]]:
+                        ) -> list[tuple[int, float, np.ndarray | None]] | None:
         """The exact lexicographic knapsack relaxation of the PF market and of every
         leave-one-out market at once.
 
@@ -421,7 +425,8 @@ class PlacementProgram:
         two passes instead of ``n + 1``. Returns ``[(count, weight, point), ...]``: the PF
         market first, then market without agent ``0..n-1``; ``point`` is its optimum placed by
         `place` (``None`` if the greedy placement fails). ``count`` and ``weight`` bound the
-        market's program from above, lexicographically.
+        market's program from above, lexicographically. ``None`` (no batch) when the tables
+        would exceed `MAX_BATCH_CELLS`.
         """
         n, agent, k_opt, K = self.num_agents, self.agent, self.k_opt, self.agent.size
         w_opt = np.zeros(K)
@@ -432,8 +437,10 @@ class PlacementProgram:
         has[self.col_option] = True  # options with a column (placeable somewhere)
         C = int(self.free.sum())
         order = np.flatnonzero(np.bincount(agent[has], minlength=n) > 0)
-        opts = [np.flatnonzero(has & (agent == i)) for i in order.tolist()]
         L = order.size
+        if (L + 1) * (C + 1) > MAX_BATCH_CELLS:
+            return None
+        opts = [np.flatnonzero(has & (agent == i)) for i in order.tolist()]
 
         def sweep(seq: range) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
             cnt = np.zeros((L + 1, C + 1), dtype=np.int64)
