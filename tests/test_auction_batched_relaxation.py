@@ -100,3 +100,68 @@ def test_batched_relaxation_agrees_with_the_milp(inst):
     won = fast.choice >= 0
     assert fast.pf_bundles.sum(axis=1)[won].tolist() == [int(b.gpus[0]) for b, w in
                                                          zip(bids, won) if w]
+
+
+def test_huge_offer_markets_one_by_one_need_no_backend():
+    # (agents + 1) x (GPUs + 1) above MAX_BATCH_CELLS: no batch, each market on its own. The
+    # count target (all three) is infeasible, which the exact relaxation proves; the sum-log
+    # stage at the best count (two) is the relaxation's lexicographic optimum. Before #31 both
+    # went through the LP relaxation and HiGHS
+    from fairalloc.auctions.placement import MAX_BATCH_CELLS
+
+    g = 1_000_000
+    assert 4 * (g + 1) > MAX_BATCH_CELLS
+    bids = gang_bids([600_000, 400_000, 500_000], [1.0, 2.0, 1.5], level=2)
+    r = gpu_auction(bids, Topology.uniform(1, g), np.arange(g))
+    assert r.stats.backend == "numpy" and r.status == "optimal"
+    assert r.stats.path == ("knapsack-relaxation", "count-milp")
+    assert r.stats.fallbacks == ("count-target->count-milp: infeasible",)
+    # two winners (600k + 500k does not fit); best product of 1/rho: agents 0 and 1 (1 * 1/2)
+    # beat agents 1 and 2 (1/2 * 1/1.5)
+    assert r.pf_bundles.sum(axis=1).tolist() == [600_000, 400_000, 0]
+
+
+@st.composite
+def count_rows(draw):
+    n = draw(st.integers(1, 6))
+    sizes = draw(st.lists(st.integers(1, 6), min_size=n, max_size=n))
+    weights = draw(st.lists(st.floats(-3.0, 3.0), min_size=n, max_size=n))
+    counted = draw(st.lists(st.booleans(), min_size=n, max_size=n))
+    gpus = draw(st.integers(1, 12))
+    lower = draw(st.integers(0, n))
+    return sizes, weights, counted, gpus, lower
+
+
+@settings(max_examples=60)
+@given(count_rows())
+def test_relaxation_with_a_count_row_matches_enumeration(inst):
+    # level-2 gang bids: the knapsack relaxation is the program itself, so its answer with a
+    # count row must be the enumerated optimum of max w @ y, sizes @ y <= gpus,
+    # counted @ y >= lower (or a valid upper bound when more than `lower` can be counted)
+    from itertools import product
+
+    from fairalloc.auctions.placement import PlacementProgram
+
+    sizes, weights, counted, gpus, lower = inst
+    n = len(sizes)
+    prog = PlacementProgram(gang_bids(sizes, [1.0] * n, level=2), Topology.uniform(1, gpus),
+                            np.ones(gpus, dtype=bool))
+    cols = prog.col_agent  # one column per placeable bid
+    w = np.array(weights)[cols]
+    cnt = np.array(counted)[cols]
+    res = prog.relaxation(w, np.ones(cols.size, dtype=bool), np.zeros(n, dtype=bool),
+                          (cnt, float(lower)))
+    best = max((float(np.dot(y, w)) for y in product((0, 1), repeat=cols.size)
+                if np.dot(y, np.array(sizes)[cols]) <= gpus and np.dot(y, cnt) >= lower),
+               default=None)
+    if best is None:
+        assert res is None
+        return
+    assert res is not None and res[0] >= best - 1e-12
+    most = max(int(np.dot(y, cnt)) for y in product((0, 1), repeat=cols.size)
+               if np.dot(y, np.array(sizes)[cols]) <= gpus)
+    if most == lower:  # the lexicographic optimum: exact, and its point meets the row
+        assert res[0] == pytest.approx(best, abs=1e-12)
+        x = res[1]
+        assert x is not None and float(x[:cols.size] @ cnt) >= lower
+        assert float(x[:cols.size] @ w) == pytest.approx(best, abs=1e-12)

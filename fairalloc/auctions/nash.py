@@ -116,10 +116,12 @@ class SetPackingColumns:
 class CombinatorialRoutes(Protocol):
     """Exact shortcuts a form may offer besides its LP relaxation (``method="auto"``)."""
 
-    def relaxation(self, w_col: np.ndarray, act_col: np.ndarray, must: np.ndarray
+    def relaxation(self, w_col: np.ndarray, act_col: np.ndarray, must: np.ndarray,
+                   count: tuple[np.ndarray, float] | None = None
                    ) -> tuple[float, np.ndarray | None] | None:
         """``(upper bound, a point of the form meeting it or None)`` of ``max w_col @ y`` over
-        the active choice columns (agents in ``must`` win a bid), or ``None`` if infeasible."""
+        the active choice columns (agents in ``must`` win a bid; at least ``count[1]`` of the
+        choice columns ``count[0]`` won), or ``None`` if infeasible."""
         ...
 
     def rounder(self, x: np.ndarray, col_upper: np.ndarray) -> np.ndarray | None:
@@ -295,8 +297,13 @@ def _milp(form: _Form, c: np.ndarray, active_opt: np.ndarray,
             zero = count_row[0][cols.choice] > 0
             if count_row[1] >= np.unique(form.agent[zero]).size - INTEGRAL_TOL:
                 must[form.agent[zero]] = True  # every such agent must win a bid
-        res = routes.relaxation(c[cols.choice], active_opt, must)
-        if res is not None and math.isfinite(res[0]):
+        res = routes.relaxation(c[cols.choice], active_opt, must, None if count_row is None
+                                else (count_row[0][cols.choice] > 0, count_row[1]))
+        if res is None:  # an exact relaxation without a point: neither has the program
+            raise InfeasibleError("the set-packing program has no feasible point (its exact "
+                                  "knapsack relaxation has none)", backend="numpy",
+                                  raw_status="knapsack relaxation infeasible")
+        if math.isfinite(res[0]):
             lower_bound = max(lower_bound, -res[0])
             if feasible(res[1]):
                 assert res[1] is not None
@@ -305,7 +312,7 @@ def _milp(form: _Form, c: np.ndarray, active_opt: np.ndarray,
                     return res[1], cert
                 incumbents.append(res[1])
         next_step = LP_RELAXATION if method != "milp" else WHOLE_MILP
-        _hand_over(RELAXATION, next_step, "no bound" if res is None or not math.isfinite(res[0])
+        _hand_over(RELAXATION, next_step, "no bound" if not math.isfinite(res[0])
                   else "bound not met")
     if method != "milp":
         _step(LP_RELAXATION)

@@ -366,7 +366,8 @@ class PlacementProgram:
         chosen = np.flatnonzero((best >= 0) & (total >= 0.5 - INTEGRAL_TOL))
         return self.place(chosen, best[chosen])
 
-    def relaxation(self, w_col: np.ndarray, act_col: np.ndarray, must: np.ndarray
+    def relaxation(self, w_col: np.ndarray, act_col: np.ndarray, must: np.ndarray,
+                   count: tuple[np.ndarray, float] | None = None
                    ) -> tuple[float, np.ndarray | None] | None:
         """Exact optimum without machine and rack constraints, and its placement if any.
 
@@ -374,31 +375,47 @@ class PlacementProgram:
         (exactly one if ``must``), and all bids fit the offered GPUs. A dynamic program over
         the number of GPUs used solves it exactly; its value bounds the MILP from above.
         ``w_col`` and ``act_col`` are the weights and the open flags of the choice columns.
+        ``count = (counted, lower)``: the program's count row, at least ``lower`` of the
+        ``counted`` choice columns won. The program is then solved lexicographically (most
+        counted winners, then the weight): at exactly ``lower`` winners that is the row's
+        optimum; with fewer the relaxation is infeasible; with more the row is dropped (the
+        weight alone still bounds the MILP). ``None`` if the relaxation is infeasible.
         """
         n, agent, k_opt, K = self.num_agents, self.agent, self.k_opt, self.agent.size
         w_opt = np.full(K, -np.inf)
         w_opt[self.col_option] = w_col
+        c_opt = np.zeros(K, dtype=np.int64)
+        if count is not None:
+            c_opt[self.col_option] = np.asarray(count[0], dtype=bool)
         act_o = np.zeros(K, dtype=bool)
         act_o[self.col_option[act_col]] = True
         C = int(self.free.sum())
         V = np.zeros(C + 1)
+        N = np.zeros(C + 1, dtype=np.int64)  # counted winners of V's optimum
         steps: list[tuple[int, np.ndarray, np.ndarray]] = []
         for i in np.flatnonzero((np.bincount(agent[act_o], minlength=n) > 0) | must):
             opts = np.flatnonzero(act_o & (agent == i))
             if opts.size == 0:
                 return None  # an agent that must win has nothing to win
             cand = np.full((opts.size + 1, C + 1), -np.inf)
+            cn = np.full((opts.size + 1, C + 1), -1, dtype=np.int64)  # -1: unreachable
             if not must[i]:
-                cand[0] = V
+                cand[0], cn[0] = V, N
             for r, o in enumerate(opts, start=1):  # each bid of this agent
                 k = int(k_opt[o])
                 if k <= C:
                     cand[r, k:] = V[:C + 1 - k] + w_opt[o]
-            arg = cand.argmax(axis=0)
-            V = cand[arg, np.arange(C + 1)]
+                    cn[r, k:] = N[:C + 1 - k] + c_opt[o]
+            arg = np.where(cn == cn.max(axis=0), cand, -np.inf).argmax(axis=0)
+            V, N = cand[arg, np.arange(C + 1)], cn[arg, np.arange(C + 1)]
             steps.append((int(i), opts, arg))
         if not np.isfinite(V[C]):
             return None
+        if count is not None:
+            if N[C] < count[1] - INTEGRAL_TOL:
+                return None  # not even the relaxation meets the count row
+            if N[C] > count[1] + INTEGRAL_TOL:
+                return self.relaxation(w_col, act_col, must)
         c = C
         win_a: list[int] = []
         win_o: list[int] = []
