@@ -232,9 +232,9 @@ def _program(form: _Form, c: np.ndarray, active_opt: np.ndarray,
 def _relaxed_point(form: _Form, c: np.ndarray, active_opt: np.ndarray,
                    count_row: tuple[np.ndarray, float] | None, scale: float,
                    relaxed: Relaxed) -> tuple[np.ndarray, Any] | None:
-    """The batched relaxation's placed optimum (`CombinatorialRoutes.loo_relaxations`)
-    certified on the market's own program, or ``None`` when it is missing, infeasible or
-    short of its bound."""
+    """The batched relaxation's placed optimum
+    (`fairalloc.auctions.placement.PlacementProgram.loo_relaxations`) certified on the
+    market's own program, or ``None`` when it is missing, infeasible or short of its bound."""
     from ..certificates import milp_certificate
 
     _, weight, x = relaxed

@@ -435,15 +435,17 @@ class PlacementProgram:
 
         Each market's relaxation (machine and rack constraints dropped, as in `relaxation`)
         is solved lexicographically: most winners among the counted columns' agents first,
-        then the largest ``w_col`` sum at that count -- the order of
-        `fairalloc.auctions.nash._nash`. One dynamic program runs forward over the agents and
-        one backward; leave-one-out market ``i`` joins the forward table before ``i`` with the
-        backward table after it (budgets split between them), so all ``n + 1`` markets cost
-        two passes instead of ``n + 1``. Returns ``[(count, weight, point), ...]``: the PF
-        market first, then market without agent ``0..n-1``; ``point`` is its optimum placed by
-        `place` (``None`` if the greedy placement fails). ``count`` and ``weight`` bound the
-        market's program from above, lexicographically. ``None`` (no batch) when the tables
-        would exceed `MAX_BATCH_CELLS`.
+        then the largest ``w_col`` sum at that count -- the lexicographic order of the
+        Nash-welfare solves (`fairalloc.auctions.nash`). One dynamic program runs forward over
+        the agents and one backward; leave-one-out market ``i`` joins the forward table
+        before ``i`` with the backward table after it (budgets split between them), so all
+        ``n + 1`` markets cost two passes instead of ``n + 1``.
+
+        Returns ``[(count, weight, point), ...]``: the PF market first, then the market
+        without agent ``0..n-1``; ``point`` is its optimum placed by `place` (``None`` if the
+        greedy placement fails). ``count`` and ``weight`` bound the market's program from
+        above, lexicographically. ``None`` (no batch) when the tables would exceed
+        `MAX_BATCH_CELLS`.
         """
         n, agent, k_opt, K = self.num_agents, self.agent, self.k_opt, self.agent.size
         w_opt = np.zeros(K)
