@@ -11,7 +11,13 @@ step it ran (``stats.path``) and each hand-over to a slower one (``stats.fallbac
 
 ``"knapsack-relaxation"``
     the form's own exact combinatorial relaxation (`fairalloc.gpu_auction`: a
-    multiple-choice knapsack solved by dynamic programming) and the greedy placement of its optimum;
+    multiple-choice knapsack solved by dynamic programming) and the greedy placement of its
+    optimum. With ``method="auto"`` it first runs once for the PF market and every
+    leave-one-out market together (a forward and a backward dynamic program, lexicographic in
+    the count of agents valuing nothing at 0, then ``sum log v``): a market whose placed
+    optimum reaches those bounds on its own program is solved with no count target, count
+    MILP or LP (otherwise ``"knapsack-relaxation->market: bound not met"`` and the market
+    takes the routes below);
 ``"lp-relaxation"``
     the LP relaxation (its bound certified independently), then, on its point,
 ``"integral-vertex"``, ``"greedy-rounding"``, ``"fix-and-solve"``
@@ -110,15 +116,27 @@ class SetPackingColumns:
 class CombinatorialRoutes(Protocol):
     """Exact shortcuts a form may offer besides its LP relaxation (``method="auto"``)."""
 
-    def relaxation(self, w_col: np.ndarray, act_col: np.ndarray, must: np.ndarray
+    def relaxation(self, w_col: np.ndarray, act_col: np.ndarray, must: np.ndarray,
+                   count: tuple[np.ndarray, float] | None = None
                    ) -> tuple[float, np.ndarray | None] | None:
         """``(upper bound, a point of the form meeting it or None)`` of ``max w_col @ y`` over
-        the active choice columns (agents in ``must`` win a bid), or ``None`` if infeasible."""
+        the active choice columns (agents in ``must`` win a bid; at least ``count[1]`` of the
+        choice columns ``count[0]`` won), or ``None`` if infeasible."""
         ...
 
     def rounder(self, x: np.ndarray, col_upper: np.ndarray) -> np.ndarray | None:
         """A feasible integral point near the LP point ``x`` (``None`` if none is found)."""
         ...
+
+    # optional: ``loo_relaxations(w_col, counted_col) -> list[Relaxed] | None``, the
+    # lexicographic relaxation of the PF market and every leave-one-out market at once
+    # (`fairalloc.auctions.placement.PlacementProgram.loo_relaxations`)
+
+
+#: ``(count, weight, point)`` of one market's lexicographic relaxation: the most counted
+#: winners, the largest weight at that count (both upper bounds of the market's program) and
+#: a point of the form reaching them (``None`` if none was found).
+Relaxed = tuple[int, float, "np.ndarray | None"]
 
 
 @dataclass(frozen=True)
@@ -191,6 +209,45 @@ def _exact(gap: float, scale: float) -> bool:
     return gap <= EXACT_GAP_REL * scale
 
 
+def _program(form: _Form, c: np.ndarray, active_opt: np.ndarray,
+             count_row: tuple[np.ndarray, float] | None) -> tuple[Any, np.ndarray]:
+    """``(lp, col_upper)``: the MILP ``min -c@x`` over the form (choice columns of inactive
+    agents closed), with the count row ``coef @ x >= lower`` when given."""
+    from ..backends import LinearProgram
+
+    cols = form.columns
+    col_upper = form.col_upper.copy()
+    col_upper[cols.choice] = np.where(active_opt, col_upper[cols.choice], 0.0)
+    A, rl, ru = form.A, form.row_lower, form.row_upper
+    if count_row is not None:
+        coef, lower = count_row
+        row = sp.csr_matrix(cols.full(coef[cols.choice])[None, :])
+        A = sp.vstack([A, row], format="csr")
+        rl = np.r_[rl, float(lower)]  # an integer count: exact, no slack in the bound
+        ru = np.r_[ru, np.inf]
+    lp = LinearProgram.build(-c, A, rl, ru, 0.0, col_upper, integrality=form.integrality)
+    return lp, col_upper
+
+
+def _relaxed_point(form: _Form, c: np.ndarray, active_opt: np.ndarray,
+                   count_row: tuple[np.ndarray, float] | None, scale: float,
+                   relaxed: Relaxed) -> tuple[np.ndarray, Any] | None:
+    """The batched relaxation's placed optimum
+    (`fairalloc.auctions.placement.PlacementProgram.loo_relaxations`) certified on the
+    market's own program, or ``None`` when it is missing, infeasible or short of its bound."""
+    from ..certificates import milp_certificate
+
+    _, weight, x = relaxed
+    if x is None or not math.isfinite(weight):
+        return None
+    lp, _ = _program(form, c, active_opt, count_row)
+    cert = milp_certificate(lp, x, -weight, maximize=True, gap_tol=MILP_GAP_TOL,
+                            feas_tol=FEAS_TOL, scale=scale)
+    if cert.primal_residual > FEAS_TOL or not _exact(cert.gap, scale):
+        return None
+    return x, cert
+
+
 def _milp(form: _Form, c: np.ndarray, active_opt: np.ndarray,
           count_row: tuple[np.ndarray, float] | None, time_limit: float | None,
           solver: Any, scale: float, incumbent: np.ndarray | None = None,
@@ -215,16 +272,8 @@ def _milp(form: _Form, c: np.ndarray, active_opt: np.ndarray,
     from ..errors import InfeasibleError
 
     cols = form.columns
-    col_upper = form.col_upper.copy()
-    col_upper[cols.choice] = np.where(active_opt, col_upper[cols.choice], 0.0)
-    A, rl, ru = form.A, form.row_lower, form.row_upper
-    if count_row is not None:
-        coef, lower = count_row
-        row = sp.csr_matrix(cols.full(coef[cols.choice])[None, :])
-        A = sp.vstack([A, row], format="csr")
-        rl = np.r_[rl, float(lower)]  # an integer count: exact, no slack in the bound
-        ru = np.r_[ru, np.inf]
-    lp = LinearProgram.build(-c, A, rl, ru, 0.0, col_upper, integrality=form.integrality)
+    lp, col_upper = _program(form, c, active_opt, count_row)
+    A = lp.A
 
     def certify(x: np.ndarray, lower_bound: float) -> Any:
         return milp_certificate(lp, x, lower_bound, maximize=True, gap_tol=MILP_GAP_TOL,
@@ -248,8 +297,13 @@ def _milp(form: _Form, c: np.ndarray, active_opt: np.ndarray,
             zero = count_row[0][cols.choice] > 0
             if count_row[1] >= np.unique(form.agent[zero]).size - INTEGRAL_TOL:
                 must[form.agent[zero]] = True  # every such agent must win a bid
-        res = routes.relaxation(c[cols.choice], active_opt, must)
-        if res is not None and math.isfinite(res[0]):
+        res = routes.relaxation(c[cols.choice], active_opt, must, None if count_row is None
+                                else (count_row[0][cols.choice] > 0, count_row[1]))
+        if res is None:  # an exact relaxation without a point: neither has the program
+            raise InfeasibleError("the set-packing program has no feasible point (its exact "
+                                  "knapsack relaxation has none)", backend="numpy",
+                                  raw_status="knapsack relaxation infeasible")
+        if math.isfinite(res[0]):
             lower_bound = max(lower_bound, -res[0])
             if feasible(res[1]):
                 assert res[1] is not None
@@ -258,7 +312,7 @@ def _milp(form: _Form, c: np.ndarray, active_opt: np.ndarray,
                     return res[1], cert
                 incumbents.append(res[1])
         next_step = LP_RELAXATION if method != "milp" else WHOLE_MILP
-        _hand_over(RELAXATION, next_step, "no bound" if res is None or not math.isfinite(res[0])
+        _hand_over(RELAXATION, next_step, "no bound" if not math.isfinite(res[0])
                   else "bound not met")
     if method != "milp":
         _step(LP_RELAXATION)
@@ -356,12 +410,16 @@ def _fix_and_solve(lp: Any, x: np.ndarray, agent: np.ndarray, option: np.ndarray
 
 
 def _nash(form: _Form, active: np.ndarray, time_limit: float | None, solver: Any,
-          method: str = "auto") -> _NashSolve:
+          method: str = "auto", relaxed: Relaxed | None = None) -> _NashSolve:
     """Lexicographic Nash welfare over the active agents: most agents with positive value
     first (agents valuing the empty bundle at 0 count), then ``max sum_i log v_i``.
 
     ``bound`` is a proven upper bound on ``sum log v`` at the proven-best count; when the
     count itself is not proven (a time-limited count MILP), no bound is: ``inf``.
+    ``relaxed`` is this market's lexicographic relaxation (`Relaxed`, from the form's
+    ``loo_relaxations``): when its point reaches its bounds on the market's own program,
+    that point is the optimum (its count is the relaxation's, hence the most possible) and
+    no count target, count MILP or LP runs.
     """
     from ..errors import InfeasibleError
 
@@ -375,7 +433,18 @@ def _nash(form: _Form, active: np.ndarray, time_limit: float | None, solver: Any
     scale = float(max(1, int(active.sum())))
     solves = 0
     count_proven = True
-    if zero_opt.any():
+    fast = None
+    if relaxed is not None:
+        _step(RELAXATION)
+        row = (cols.full(zero_opt.astype(float)), float(relaxed[0])) if zero_opt.any() \
+            else None
+        fast = _relaxed_point(form, c, act_opt, row, scale, relaxed)
+        if fast is None:
+            _hand_over(RELAXATION, "market", "bound not met")
+    if fast is not None:
+        solves += 1
+        x, cert = fast
+    elif zero_opt.any():
         # first try to make every agent who values nothing at 0 positive (the usual case)
         target = np.unique(form.agent[zero_opt]).size
         count = cols.full(zero_opt.astype(float))
@@ -413,14 +482,15 @@ def _nash(form: _Form, active: np.ndarray, time_limit: float | None, solver: Any
                       bool(count_proven and cert.ok), solves, scale)
 
 
-def _loo_nash(ctx: tuple[_Form, float | None, Any, str], i: int
+def _loo_nash(ctx: tuple[_Form, float | None, Any, str, list[Relaxed] | None], i: int
               ) -> tuple[int, float, float, bool, int, float]:
-    form, time_limit, solver, method = ctx
+    form, time_limit, solver, method, relaxed = ctx
     active = np.ones(form.num_agents, dtype=bool)
     active[i] = False
     if not active.any():
         return 0, 0.0, 0.0, True, 0, 1.0
-    r = _nash(form, active, time_limit, solver, method)
+    r = _nash(form, active, time_limit, solver, method,
+              None if relaxed is None else relaxed[i + 1])
     return r.count, r.sumlog, r.bound, r.optimal, r.solves, r.scale
 
 
@@ -466,12 +536,19 @@ def _partial_allocation_milp(form: _Form, *, time_limit: float | None, solver: A
     ``method`` selects the routes of every solve (`SET_PACKING_METHODS`, module docstring).
     """
     n = form.num_agents
-    pf = _nash(form, np.ones(n, dtype=bool), time_limit, solver, method)
+    batch = getattr(form.routes, "loo_relaxations", None) if method == "auto" else None
+    relaxed: list[Relaxed] | None = None
+    if batch is not None:
+        finite = np.isfinite(form.log_empty)
+        weight = form.logv - np.where(finite, form.log_empty, 0.0)[form.agent]
+        relaxed = batch(weight, ~finite[form.agent])
+    pf = _nash(form, np.ones(n, dtype=bool), time_limit, solver, method,
+               None if relaxed is None else relaxed[0])
     logv = np.r_[form.logv, 0.0]  # (a sentinel for agents without a winning option)
     value_log = np.where(pf.choice >= 0, logv[np.maximum(pf.choice, 0)], form.log_empty)
     positive = np.isfinite(value_log)
     zero_empty = ~np.isfinite(form.log_empty)
-    loo = _parallel_map(_loo_nash, (form, time_limit, solver, method), np.arange(n),
+    loo = _parallel_map(_loo_nash, (form, time_limit, solver, method, relaxed), np.arange(n),
                         workers)
     cnt = np.array([r[0] for r in loo])
     lo = np.array([r[1] for r in loo], dtype=float)

@@ -20,6 +20,10 @@ from .valuations import Topology
 #: PERFORMANCE knob: a machine type with more maximal bin-packing patterns than this gets
 #: knapsack rows instead (its machines are split into types of their own).
 MAX_PATTERNS = 4000
+#: PERFORMANCE knob: the batched leave-one-out relaxation (`PlacementProgram.loo_relaxations`)
+#: keeps (agents + 1) x (offered GPUs + 1) cells per table (about 48 bytes a cell in all); a
+#: larger auction skips it and solves its markets one by one.
+MAX_BATCH_CELLS = 4_000_000
 #: Placement levels of a bid (BidTable.level): one machine, one rack, anywhere.
 LEVEL_MACHINE, LEVEL_RACK, LEVEL_ANYWHERE = 0, 1, 2
 
@@ -362,7 +366,8 @@ class PlacementProgram:
         chosen = np.flatnonzero((best >= 0) & (total >= 0.5 - INTEGRAL_TOL))
         return self.place(chosen, best[chosen])
 
-    def relaxation(self, w_col: np.ndarray, act_col: np.ndarray, must: np.ndarray
+    def relaxation(self, w_col: np.ndarray, act_col: np.ndarray, must: np.ndarray,
+                   count: tuple[np.ndarray, float] | None = None
                    ) -> tuple[float, np.ndarray | None] | None:
         """Exact optimum without machine and rack constraints, and its placement if any.
 
@@ -370,31 +375,47 @@ class PlacementProgram:
         (exactly one if ``must``), and all bids fit the offered GPUs. A dynamic program over
         the number of GPUs used solves it exactly; its value bounds the MILP from above.
         ``w_col`` and ``act_col`` are the weights and the open flags of the choice columns.
+        ``count = (counted, lower)``: the program's count row, at least ``lower`` of the
+        ``counted`` choice columns won. The program is then solved lexicographically (most
+        counted winners, then the weight): at exactly ``lower`` winners that is the row's
+        optimum; with fewer the relaxation is infeasible; with more the row is dropped (the
+        weight alone still bounds the MILP). ``None`` if the relaxation is infeasible.
         """
         n, agent, k_opt, K = self.num_agents, self.agent, self.k_opt, self.agent.size
         w_opt = np.full(K, -np.inf)
         w_opt[self.col_option] = w_col
+        c_opt = np.zeros(K, dtype=np.int64)
+        if count is not None:
+            c_opt[self.col_option] = np.asarray(count[0], dtype=bool)
         act_o = np.zeros(K, dtype=bool)
         act_o[self.col_option[act_col]] = True
         C = int(self.free.sum())
         V = np.zeros(C + 1)
+        N = np.zeros(C + 1, dtype=np.int64)  # counted winners of V's optimum
         steps: list[tuple[int, np.ndarray, np.ndarray]] = []
         for i in np.flatnonzero((np.bincount(agent[act_o], minlength=n) > 0) | must):
             opts = np.flatnonzero(act_o & (agent == i))
             if opts.size == 0:
                 return None  # an agent that must win has nothing to win
             cand = np.full((opts.size + 1, C + 1), -np.inf)
+            cn = np.full((opts.size + 1, C + 1), -1, dtype=np.int64)  # -1: unreachable
             if not must[i]:
-                cand[0] = V
+                cand[0], cn[0] = V, N
             for r, o in enumerate(opts, start=1):  # each bid of this agent
                 k = int(k_opt[o])
                 if k <= C:
                     cand[r, k:] = V[:C + 1 - k] + w_opt[o]
-            arg = cand.argmax(axis=0)
-            V = cand[arg, np.arange(C + 1)]
+                    cn[r, k:] = N[:C + 1 - k] + c_opt[o]
+            arg = np.where(cn == cn.max(axis=0), cand, -np.inf).argmax(axis=0)
+            V, N = cand[arg, np.arange(C + 1)], cn[arg, np.arange(C + 1)]
             steps.append((int(i), opts, arg))
         if not np.isfinite(V[C]):
             return None
+        if count is not None:
+            if N[C] < count[1] - INTEGRAL_TOL:
+                return None  # not even the relaxation meets the count row
+            if N[C] > count[1] + INTEGRAL_TOL:
+                return self.relaxation(w_col, act_col, must)
         c = C
         win_a: list[int] = []
         win_o: list[int] = []
@@ -406,6 +427,97 @@ class PlacementProgram:
                 c -= int(k_opt[opts[a - 1]])
         return float(V[C]), self.place(np.array(win_a, dtype=np.int64),
                                        np.array(win_o, dtype=np.int64))
+
+    def loo_relaxations(self, w_col: np.ndarray, counted_col: np.ndarray
+                        ) -> list[tuple[int, float, np.ndarray | None]] | None:
+        """The exact lexicographic knapsack relaxation of the PF market and of every
+        leave-one-out market at once.
+
+        Each market's relaxation (machine and rack constraints dropped, as in `relaxation`)
+        is solved lexicographically: most winners among the counted columns' agents first,
+        then the largest ``w_col`` sum at that count -- the lexicographic order of the
+        Nash-welfare solves (`fairalloc.auctions.nash`). One dynamic program runs forward over
+        the agents and one backward; leave-one-out market ``i`` joins the forward table
+        before ``i`` with the backward table after it (budgets split between them), so all
+        ``n + 1`` markets cost two passes instead of ``n + 1``.
+
+        Returns ``[(count, weight, point), ...]``: the PF market first, then the market
+        without agent ``0..n-1``; ``point`` is its optimum placed by `place` (``None`` if the
+        greedy placement fails). ``count`` and ``weight`` bound the market's program from
+        above, lexicographically. ``None`` (no batch) when the tables would exceed
+        `MAX_BATCH_CELLS`.
+        """
+        n, agent, k_opt, K = self.num_agents, self.agent, self.k_opt, self.agent.size
+        w_opt = np.zeros(K)
+        w_opt[self.col_option] = w_col
+        c_opt = np.zeros(K, dtype=np.int64)
+        c_opt[self.col_option] = np.asarray(counted_col, dtype=bool)
+        has = np.zeros(K, dtype=bool)
+        has[self.col_option] = True  # options with a column (placeable somewhere)
+        C = int(self.free.sum())
+        order = np.flatnonzero(np.bincount(agent[has], minlength=n) > 0)
+        L = order.size
+        if (L + 1) * (C + 1) > MAX_BATCH_CELLS:
+            return None
+        opts = [np.flatnonzero(has & (agent == i)) for i in order.tolist()]
+
+        def sweep(seq: range) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+            cnt = np.zeros((L + 1, C + 1), dtype=np.int64)
+            wt = np.zeros((L + 1, C + 1))
+            args: list[np.ndarray] = [np.zeros(0, dtype=np.int64)] * L
+            forward = seq.step > 0
+            for m in seq:
+                src, dst = (m, m + 1) if forward else (m + 1, m)
+                o = opts[m]
+                cc = np.full((o.size + 1, C + 1), -1, dtype=np.int64)  # -1: unreachable
+                cw = np.full((o.size + 1, C + 1), -np.inf)
+                cc[0], cw[0] = cnt[src], wt[src]
+                for r, q in enumerate(o.tolist(), start=1):
+                    k = int(k_opt[q])
+                    if k <= C:
+                        cc[r, k:] = cnt[src, :C + 1 - k] + c_opt[q]
+                        cw[r, k:] = wt[src, :C + 1 - k] + w_opt[q]
+                top = cc.max(axis=0)
+                arg = np.where(cc == top, cw, -np.inf).argmax(axis=0)
+                cnt[dst], wt[dst] = cc[arg, np.arange(C + 1)], cw[arg, np.arange(C + 1)]
+                args[m] = arg
+            return cnt, wt, args
+
+        f_cnt, f_wt, f_arg = sweep(range(L))
+        b_cnt, b_wt, b_arg = sweep(range(L - 1, -1, -1))
+
+        def point(skip: int, split: int) -> np.ndarray | None:
+            """Place the optimum without position ``skip``: forward budget ``split``."""
+            win_a: list[int] = []
+            win_o: list[int] = []
+            c = split
+            for m in range(skip - 1, -1, -1):
+                a = int(f_arg[m][c])
+                if a > 0:
+                    q = int(opts[m][a - 1])
+                    win_a.append(int(order[m]))
+                    win_o.append(q)
+                    c -= int(k_opt[q])
+            c = C - split
+            for m in range(skip + 1, L):
+                a = int(b_arg[m][c])
+                if a > 0:
+                    q = int(opts[m][a - 1])
+                    win_a.append(int(order[m]))
+                    win_o.append(q)
+                    c -= int(k_opt[q])
+            return self.place(np.array(win_a, dtype=np.int64), np.array(win_o, dtype=np.int64))
+
+        pf = (int(f_cnt[L, C]), float(f_wt[L, C]), point(L, C))
+        out = [pf] * (n + 1)
+        if L:
+            tot_c = f_cnt[:L] + b_cnt[1:, ::-1]  # position m: agents before m + after m
+            tot_w = f_wt[:L] + b_wt[1:, ::-1]
+            best = np.where(tot_c == tot_c.max(axis=1, keepdims=True), tot_w,
+                            -np.inf).argmax(axis=1)
+            for m, c in enumerate(best.tolist()):
+                out[int(order[m]) + 1] = (int(tot_c[m, c]), float(tot_w[m, c]), point(m, c))
+        return out
 
     def place(self, chosen: np.ndarray, opt: np.ndarray) -> np.ndarray | None:
         """Columns of the form for bids ``opt`` of agents ``chosen``; ``None`` if they do not fit.
