@@ -98,8 +98,16 @@ def _levels(jobs, cl, r):
 
 
 def _check_answer(jobs, cl, r):
-    """Certified; every LP certified; the allocation reaches every floor (feas_tol, relative)."""
-    assert r.certificate.ok and all(c.ok for c in r.stage_certificates)
+    """Certified; every LP certified -- or the result says which level LPs were not (status
+    ``suboptimal``, the verdict in ``stats.fallbacks``: the robust strategy used a level LP
+    no strategy certified); the allocation reaches every floor (feas_tol, relative)."""
+    assert r.certificate.ok
+    if r.status == "suboptimal":
+        uncertified = sum(not c.ok for c in r.stage_certificates)
+        assert uncertified <= r.stats.count("robust-level-uncertified")
+        assert uncertified == 0 or any("not certified: level" in f for f in r.stats.fallbacks)
+    else:
+        assert r.status == "optimal" and all(c.ok for c in r.stage_certificates)
     floors = np.asarray(r.level_floors)
     lev = _levels(jobs, cl, r)
     assert np.all(lev >= floors - FEAS_TOL * np.maximum(1.0, floors))
@@ -131,10 +139,18 @@ def test_probe_max_min_water_filling_cases_answer(seed, index):
     assert r.objective == pytest.approx(r.certificate.primal_value)
 
 
-def test_fast_failure_hands_over_to_the_robust_water_filling():
-    """Where the fast water-filling fails (probe seed 2, instance 76: main raised 'frozen jobs
-    can still rise'), the plan records the hand-over and the robust strategy answers; with the
-    robust strategy gated off (``water_robust_max_jobs=0``) the fast one's error stands."""
+def test_fast_failure_hands_over_to_the_robust_water_filling(monkeypatch):
+    """Where the fast water-filling fails, the plan records the hand-over and the robust
+    strategy answers; with the robust strategy gated off (``water_robust_max_jobs=0``) the fast
+    one's error stands. The failure is injected: whether the fast strategy fails on a given
+    probe instance depends on the BLAS kernel (probe seed 2, instance 76 raised 'frozen jobs
+    can still rise' on one CPU and not on CI's), and the hand-over must be tested on every CPU."""
+    from fairalloc.throughput.max_min import WaterFilling
+
+    def failing_fast(self, ctx):
+        raise fa.SolverError("frozen jobs can still rise (injected)")
+
+    monkeypatch.setattr(WaterFilling, "_fast", failing_fast)
     jobs, cl, ent, pols = probe_case(2, 76)
     with pytest.raises(fa.SolverError) as exc:
         fa.water_filling(jobs, cl, entities=ent, entity_policies=pols, tuning=FAST)
@@ -144,7 +160,7 @@ def test_fast_failure_hands_over_to_the_robust_water_filling():
     assert r.stats.path[0] == "water-filling-fast"
     assert "water-filling-robust" in r.stats.path and r.stats.count("robust-level") >= 1
     assert any(f.startswith("water-filling-fast->water-filling-robust: ")
-               for f in r.stats.fallbacks)
+               and "injected" in f for f in r.stats.fallbacks)
     _check_answer(jobs, cl, r)
 
 
