@@ -331,14 +331,16 @@ def test_end_check_rise_refuted_by_the_resumed_levels_dual_bound(monkeypatch):
     """The end check's LP meets the floors only to its tolerance, and on ill-conditioned
     instances (10 types: a job's rise is about 2e6 times the others' slack) it "finds" rises
     that no allocation meeting the floors exactly has. Here such a rise is injected for one
-    job at every end check: the resumed level LP's certified dual bound caps that job's rise
-    at exact floors below its threshold, so the second end check accepts it (35afbb6 resumed
-    twice and raised `CertificateError`), and the floors are those of the plain solve."""
+    job at every end check: the point of an LP proves nothing, its certified dual bound (or an
+    earlier LP's standing proof at the allocation's levels) does, so the end check accepts
+    without resuming (35afbb6 resumed twice and raised `CertificateError`), and the floors are
+    those of the plain solve."""
     import fairalloc.throughput.max_min as mm
+    import fairalloc.throughput.water_robust as wr
 
     jobs, cl = _types_instance(12, 0)
     want = fa.max_min_fairness(jobs, cl, water_filling=True)
-    real = mm.bottleneck_lp
+    real = wr.bottleneck_lp
 
     def spurious(inst, floors, D, solver, U, thr, *warm, **kw):
         mark = len(solver.log.steps)
@@ -349,9 +351,10 @@ def test_end_check_rise_refuted_by_the_resumed_levels_dual_bound(monkeypatch):
             sigma[j] = 1e-3 * max(1.0, floors[j])
         return sigma, x, cert
 
-    monkeypatch.setattr(mm, "bottleneck_lp", spurious)
+    monkeypatch.setattr(wr, "bottleneck_lp", spurious)
     r = fa.max_min_fairness(jobs, cl, water_filling=True, tuning=Tuning(end_check_ratio=0.0))
-    assert r.stats.count("pareto-check") == 2  # one resumed round, then proven
+    assert r.stats.count("pareto-check") == 1  # the LP's own dual bound refutes its point
+    assert r.status == "optimal"
     np.testing.assert_allclose(r.level_floors, want.level_floors, rtol=1e-9)
     assert r.certificate.ok and all(c.ok for c in r.stage_certificates)
 

@@ -57,7 +57,7 @@ from ..data import Cluster, JobPairs, Jobs
 from ..errors import CertificateError, InfeasibleError, InputError, SolverError
 from ..plan import Strategy, run_plan
 from ..results import Certificate, SolveStats
-from ..solvelog import SolveLog
+from ..solvelog import SolveLog, SolveStatus
 from ..tolerances import FEAS_TOL, GAP_TOL
 from . import structured
 from .composed import level_objective
@@ -67,13 +67,14 @@ from .stages import StageSolver, backend_for, capacity_prices
 from .tuning import Tuning, as_tuning
 from .water_path import (
     FLOORS_ANCHORED,
+    PARETO_CHECK,  # noqa: F401 - the end check's path step, read as max_min.PARETO_CHECK
+    Proof,
     StructuredLevels,
     amplified_violation,
     anchored_floors,
     bottleneck_lp,
     can_rise,
     level_lp,
-    rise_bound,
     saturation_jump,
 )
 from .water_robust import (
@@ -81,6 +82,7 @@ from .water_robust import (
     WaterContext,
     WaterRun,
     certify_run,
+    end_check,
     robust_applies,
     robust_water_filling,
 )
@@ -99,7 +101,9 @@ _ROUNDING = 1e-13
 #: than this relative to max(1, floor) is not bottlenecked)
 BOTTLENECK_TOL = 1e-7
 WATER_FAST = "water-filling-fast"  # path step: the fast water-filling (its plan's first)
-PARETO_CHECK = "pareto-check"  # path step: the end check over every job (then its LP)
+#: path step: the end check could not prove the result's levels Pareto-maximal (status
+#: ``suboptimal``; its verdict in ``stats.fallbacks``)
+PARETO_UNPROVEN = "pareto-unproven"
 #: ACCURACY: rounds water-filling resumes after a failed end check before it raises
 _END_RESUMES = 2
 
@@ -489,13 +493,17 @@ class WaterFilling(ThroughputPolicy):
         run, cert = found.result, found.certificate
         certs = run.certs
         certs[0] = cert
+        if run.unproven is not None:  # the end check's verdict (the max-min level is proven)
+            log.step(PARETO_UNPROVEN)
+            log.hand_over(found.strategy, PARETO_UNPROVEN, run.unproven)
         stats = SolveStats.from_log(log, method="highs" if method == "highs" else "fast",
                                     seconds=time.perf_counter() - t0)
         out = self._result(run.xcol, capacity_prices(run.first[1]), cert.primal_value, cert,
                            tuple(certs), stats)
         floors = run.floors
         floors.flags.writeable = False
-        return dataclasses.replace(out, levels=run.levels, level_floors=floors)
+        status = SolveStatus.OPTIMAL if run.unproven is None else SolveStatus.SUBOPTIMAL
+        return dataclasses.replace(out, levels=run.levels, level_floors=floors, status=status)
 
     def _fast(self, ctx: WaterContext) -> WaterRun:
         """The fast water-filling (module docstring: rule (a), saturation jumps, the end
@@ -517,38 +525,32 @@ class WaterFilling(ThroughputPolicy):
         solver.warm_levels = True
         solver.infeasible_votes = 1  # (an infeasible level: its floors are anchored, below)
         resumes, bwarm = 0, list[Any]([None])  # bwarm: the last bottleneck LP's basis
-        resumed = proven = np.zeros(n, dtype=bool)  # unfrozen by the end check; proven there
-        risky = False  # a decision the end check must prove (ill-conditioned levels)
+        # the certified bounds of the LPs that froze jobs, kept to prove them at the end at
+        # the levels the final allocation reaches (`water_path.Proof`)
+        proofs: list[Proof] = []
+        risky = False  # a decision whose proof the end check's LP must back (ill-conditioned)
         while True:
-            if frozen.all() and not risky:
-                break
             if frozen.all():
-                # end check: one bottleneck LP over the unsaturated jobs at the floors proves
-                # them Pareto-maximal; a job that still rises is unfrozen and water-filling
-                # resumes (never a silent wrong result)
+                # end check: every job proven at the allocation's own levels (standing proofs,
+                # then one LP over the rest, over all with ``risky``), else the jobs that still
+                # rise are unfrozen and water-filling resumes (never a silent wrong result)
                 thr_end = np.maximum(thr_frz, btol * np.maximum(1.0, floors))
-                unsat = floors < self._max_level - thr_end  # saturated jobs cannot rise
-                if not unsat.any():
+                chk = end_check(inst, solver, U, xcol, thr_end, self._max_level, proofs, bwarm,
+                                every=risky)
+                certs += chk.certs
+                floors = chk.levels
+                if chk.ok:
                     break
-                solver.step(PARETO_CHECK)
-                sigma, x2, cert2 = bottleneck_lp(inst, floors, unsat, solver, U, thr_end, bwarm,
-                                                 anchor=xcol)
-                certs.append(cert2)
-                # a job whose resumed level's certified dual bound caps its rise at exact
-                # floors is proven: the end-check LP's "rise" there came from floors it met
-                # only to its tolerance (10 types: a rise of 2e6 x that slack)
-                up = (sigma > thr_end) & ~proven
-                if not up.any():
-                    break
-                if resumes == _END_RESUMES:
+                if resumes == _END_RESUMES or not chk.risers.any():
                     raise CertificateError(
-                        f"water-filling: {int(up.sum())} frozen jobs can still rise (largest "
-                        f"rise {float(sigma.max()):.3g}) after {resumes} resumed rounds",
-                        certificate=cert2, backend=be.name)
+                        f"water-filling: {int((~chk.proven).sum())} frozen jobs can still rise "
+                        f"(their rises are bounded only by {chk.bound:.3g} relative) after "
+                        f"{resumes} resumed rounds", certificate=chk.certs[-1], backend=be.name)
                 resumes += 1
-                frozen &= ~up
-                resumed = up
-                xcol = x2
+                rounds = 0  # (the level cap counts each round: a resumed one refreezes jobs)
+                frozen &= ~chk.risers
+                xcol = chk.x
+                floors = anchored_floors(floors, U, xcol)  # reached exactly by the LP's point
             if rounds >= cap_levels:
                 raise SolverError(f"water-filling did not finish within {cap_levels} levels",
                                   backend=be.name, status="iteration_limit")
@@ -563,7 +565,6 @@ class WaterFilling(ThroughputPolicy):
                 # them at the last (repaired, exactly feasible) allocation's levels, solve again
                 solver.step(FLOORS_ANCHORED)
                 floors = anchored_floors(floors, U, xcol)
-                proven = np.zeros(n, dtype=bool)  # proofs held at the higher floors only
                 stage = LevelStage(U, w, floors.copy(), f"water-filling level {levels}")
                 res = level_lp(solver, stage, use_fast, xcol)
             certs.append(res.cert)
@@ -613,10 +614,7 @@ class WaterFilling(ThroughputPolicy):
             # a room of -2.6e-16 rounding): (a) needs a dual above the largest dual's noise
             # and room / lambda_m <= thr; a job whose dual is noise goes to the LPs of (c).
             lam = np.maximum(res.block("level"), 0.0)
-            # at EXACT floors the certified dual bound caps each job's rise (rise_bound): it
-            # proves resumed jobs for the end check, and freezes on a level that did not rise
-            capped = rise_bound(lam, res.cert.dual_bound, max(theta, 0.0), floors) <= thr
-            proven = proven | (resumed & capped)
+            proof = Proof(floors.copy(), lam, res.cert.dual_bound - max(theta, 0.0))
             # The bound holds at EXACT floors; the found point and later LPs meet them only to
             # a tolerance, which duals of 1e8 (10 types) amplify (then (a) froze jobs that can
             # rise 7x): the room adds the found point's amplified violations, and (a) is trusted
@@ -631,8 +629,14 @@ class WaterFilling(ThroughputPolicy):
             firm = cand & (lam_w > noise) & trusted
             with np.errstate(divide="ignore"):
                 bott = firm & (room / np.where(firm, lam, 1.0) <= thr)
-            # the end check (one whole LP: 4x the rest at 8,192 jobs) runs when (a) was not
-            # trusted, or decided where the duals amplify feas_tol beyond the level's accuracy
+            if theta <= 0.0:  # floors unchanged: the bound at exact floors, even if not trusted
+                bott |= cand & (proof.bound(floors) <= thr)  # (bottleneck LPs at relaxed
+                # floors see false risers); the end check proves it at the final levels
+            if bott.any():
+                proofs.append(proof)
+            # the end check's LP covers every job (one whole LP: 4x the rest at 8,192 jobs)
+            # when (a) was not trusted, or decided where the duals amplify feas_tol beyond the
+            # level's accuracy; otherwise only the jobs no standing proof covers at the end
             risky |= (not trusted or (bool(bott.any()) and ctx.feas_tol * float(
                 lam @ np.maximum(1.0, floors)) > solver.tuning.end_check_ratio * acc))
             bott |= sat
@@ -647,8 +651,6 @@ class WaterFilling(ThroughputPolicy):
                 # or its duals freeze them): one level LP instead of bottleneck LPs here
                 frozen |= bott
                 continue
-            if theta <= 0.0:  # floors unchanged: (a) at exact floors, even if not trusted
-                bott |= cand & capped  # (bottleneck LPs at relaxed floors see false risers)
             # (b) constructive risers: spare time and a column on a type with spare workers
             rise = cand & ~bott & can_rise(self.inst, self.unorm, xcol, thr)
             undecided = cand & ~bott & ~rise
@@ -659,7 +661,7 @@ class WaterFilling(ThroughputPolicy):
             # bottlenecked; if none can, the LP's optimum proves all are
             while undecided.any():
                 sigma, x2, cert2 = bottleneck_lp(inst, floors, undecided, solver, U, thr, bwarm,
-                                                 anchor=xcol)
+                                                 anchor=xcol, proofs=proofs)
                 certs.append(cert2)
                 up = undecided & (sigma > thr)
                 if not up.any():

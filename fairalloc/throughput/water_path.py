@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import scipy.linalg
 import scipy.sparse as sp
 
 from ..backends import LinearProgram, LPBasis, get_backend
@@ -44,6 +45,7 @@ WATER_FILLING_LEVEL = "water-filling-level"  # path step: one water-filling leve
 #: ACCURACY: a saturation-trajectory rise below this relative to max(1, level) is rounding
 _PATH_ROUNDING = 1e-12
 BOTTLENECK_LP = "bottleneck-lp"  # path step: one bottleneck LP
+PARETO_CHECK = "pareto-check"  # path step: the end check's LP over the unproven jobs
 FLOORS_RELAXED = "bottleneck-floors-relaxed"  # path step: the next slack of _FLOOR_SLACKS
 FLOORS_ANCHORED = "level-floors-anchored"  # path step: a level LP solved again, anchored floors
 #: path step: a bottleneck LP with its floors anchored to the last allocation's levels
@@ -125,6 +127,68 @@ def rise_bound(lam: np.ndarray, dual_bound: float, theta: float,
                                            * float(lam @ np.maximum(1.0, np.abs(floors))))
     with np.errstate(divide="ignore"):
         return np.where(lam > 0, room / np.where(lam > 0, lam, 1.0), np.inf)
+
+
+@dataclass(frozen=True)
+class Proof:
+    """A certified bound on rises that stays valid where its floors are missed later.
+
+    A level LP's duals ``lam`` (of its rows ``u_m >= floors_m``, level units, ``>= 0``) and
+    certified dual bound give, by weak duality, ``sum_m lam_m (u_m(y) - floors_m) <= room``
+    for *every* allocation ``y`` (``room``: the dual bound less the level the floors were
+    raised by). A bottleneck LP's (``coef``: its objective's coefficients, ``caps``: the
+    caps of the rises) gives ``sum_m coef_m min(u_m(y) - floors_m, caps_m) <= room`` for
+    every ``y`` meeting the floors. Where ``y`` meets only ``levels`` (below the floors by
+    ``s = (floors - levels)_+``), the same duals bound the relaxed program by ``room + lam @
+    s`` (the dual function is linear in the floors). So each job's rise above ``levels``,
+    with every job kept at ``levels``, is at most `bound` -- also after water-filling's
+    floors moved down to what a later allocation reaches, which a proof at the floors of its
+    time alone does not cover (10 types with throughputs spanning ``1e8``: level duals of
+    ``1e7``; a shortfall of ``4e-8`` let a frozen job rise by ``1e-2``).
+
+    Examples
+    --------
+    Two jobs, ``u_0 - 1 + 2 (u_1 - 1) <= 0.5``: at levels ``[1, 0.9]`` (job 1 missed its
+    floor by 0.1) job 0 rises by at most ``0.5 + 2 * 0.1 = 0.7``.
+
+    >>> import numpy as np
+    >>> p = Proof(np.ones(2), np.array([1.0, 2.0]), 0.5)
+    >>> p.bound(np.array([1.0, 0.9])).round(6).tolist()
+    [0.7, 0.45]
+    """
+
+    floors: np.ndarray
+    lam: np.ndarray
+    room: float
+    coef: np.ndarray | None = None
+    caps: np.ndarray | None = None
+
+    def bound(self, levels: np.ndarray) -> np.ndarray:
+        """Each job's largest rise above ``levels`` with every job kept at ``levels``
+        (``inf`` where this proof says nothing about it)."""
+        s = np.clip(self.floors - levels, 0.0, None)
+        lam = self.lam
+        # the rounding of the dual bound's sum (n eps times its largest terms)
+        eps = np.finfo(float).eps * lam.size * float(
+            lam @ np.maximum(1.0, np.abs(self.floors)) + abs(self.room))
+        extra = max(self.room, 0.0) + float(lam @ s) + eps
+        with np.errstate(divide="ignore", invalid="ignore"):
+            if self.coef is None:
+                b = np.where(lam > 0, extra / np.where(lam > 0, lam, 1.0), np.inf)
+            else:
+                assert self.caps is not None
+                b = np.where(self.coef > 0, extra / np.where(self.coef > 0, self.coef, 1.0),
+                             np.inf)
+                b = np.where(b < self.caps, b, np.inf)  # a rise at its cap is not bounded
+        return b + s
+
+
+def proven_by(proofs: list[Proof], levels: np.ndarray, thr: np.ndarray) -> np.ndarray:
+    """The jobs that some proof caps at ``thr`` above ``levels`` (every job kept there)."""
+    out = np.zeros(levels.size, dtype=bool)
+    for p in proofs:
+        out |= p.bound(levels) <= thr
+    return out
 
 
 def amplified_violation(lam: np.ndarray, U: sp.csr_matrix, x: np.ndarray,
@@ -323,6 +387,9 @@ class _Bottleneck:
     warm: bool
     #: an exactly feasible allocation (the last one): floors anchored to what it reaches
     anchor: np.ndarray | None
+    #: the objective's coefficient of each candidate's capped rise (its data scale: the sum of
+    #: the caps times these)
+    weights: np.ndarray
 
     def program(self, slack: float) -> LinearProgram:
         floors = self.floors - slack * np.maximum(1.0, np.abs(self.floors))
@@ -339,6 +406,7 @@ class _Rise:
     x: np.ndarray
     cert: Certificate
     basis: LPBasis | None
+    proof: Proof
 
 
 def _rise_solve(slack: float, backend: str | None = None, *, warm: bool = False,
@@ -358,15 +426,20 @@ def _rise_solve(slack: float, backend: str | None = None, *, warm: bool = False,
                            keep_basis=ctx.warm and backend is None, **extra)
         s.used(sol)
         assert sol.x is not None and sol.row_duals is not None
-        x = np.r_[inst.repair(sol.x[:E]), np.zeros(n)]
+        x = np.r_[inst.repair(sol.x[:E]), np.zeros(n)]  # (its point proves no bound)
         rise = np.clip(ctx.U @ x[:E] - ctx.floors, 0.0, None)
         x[E:] = np.minimum(rise, ctx.caps)
         # the objective (sum of capped rises) is legitimately 0 when every candidate is
         # bottlenecked: its gap is judged against the caps' scale
         cert = lp_certificate(lp, x, sol.row_duals, maximize=True, gap_tol=ctx.gap_tol,
-                              feas_tol=s.feas_tol, scale=float(ctx.caps.sum()))
+                              feas_tol=s.feas_tol, scale=float(ctx.caps @ ctx.weights))
         basis = sol.extra.get("basis")
-        return _Rise(x, cert, basis if isinstance(basis, LPBasis) else None)
+        # the floor rows' duals (lower bounds: the certificate's projection) keep the bound
+        # valid where the floors it was proved at are missed later (`Proof`)
+        mu = np.maximum(sol.row_duals[-n:], 0.0)
+        proof = Proof(lp.row_lower[-n:].copy(), mu, float(cert.dual_bound),
+                      -ctx.c[E:], ctx.caps)
+        return _Rise(x, cert, basis if isinstance(basis, LPBasis) else None, proof)
 
     return solve
 
@@ -414,7 +487,8 @@ _BOTTLENECK_PLAN: tuple[Strategy[_Bottleneck, _Rise], ...] = (
 
 def bottleneck_lp(inst: ColumnInstance, floors: np.ndarray, D: np.ndarray, solver: StageSolver,
                   U: sp.csr_matrix, thr: np.ndarray, warm: list[LPBasis | None] | None = None,
-                  *, anchor: np.ndarray | None = None
+                  *, anchor: np.ndarray | None = None, weights: np.ndarray | None = None,
+                  proofs: list[Proof] | None = None
                   ) -> tuple[np.ndarray, np.ndarray, Certificate]:
     """``max sum_{m in D} sigma_m`` s.t. ``u_m(x) - sigma_m >= floor_m`` (m in D),
     ``u(x) >= floor`` (others), ``0 <= sigma_m <= _RISE_CAP max(1, floor_m)``.
@@ -435,6 +509,10 @@ def bottleneck_lp(inst: ColumnInstance, floors: np.ndarray, D: np.ndarray, solve
     shape: with ``warm`` (a one-element holder) and fairalloc's choice of HiGHS, HiGHS'
     simplex starts from the last bottleneck LP's basis (consecutive levels change a few
     floors: 10 types, 512 jobs, 0.5-1.2 s cold against a warm level LP's 0.06 s).
+
+    ``weights`` (default 1): the objective is ``sum_{m in D} weights_m sigma_m`` (the end
+    check weighs each rise by ``1 / max(1, floor)``); ``proofs``: the LP's certified bound is
+    appended as a `Proof` (valid also where its floors are missed later).
     """
     E, n = inst.E, inst.n
     A0, lo0, up0, _ = inst.base_rows()
@@ -442,18 +520,21 @@ def bottleneck_lp(inst: ColumnInstance, floors: np.ndarray, D: np.ndarray, solve
     A = sp.vstack([sp.hstack([A0, sp.csr_matrix((A0.shape[0], n))]),
                    sp.hstack([U, S])], format="csr")
     caps = np.where(D, _RISE_CAP * np.maximum(1.0, floors), 0.0)
-    decide = _DECISION_GAP_SHARE * float(thr[D].sum()) / float(caps.sum())
+    wts = np.ones(n) if weights is None else weights
+    decide = _DECISION_GAP_SHARE * float(thr[D] @ wts[D]) / float(caps[D] @ wts[D])
     use_warm = warm is not None and solver.warm_backend()
     ctx = _Bottleneck(inst, solver, A, lo0, np.r_[up0, np.full(n, np.inf)],
-                      np.r_[np.zeros(E), -D.astype(float)], caps, floors, U,
+                      np.r_[np.zeros(E), -np.where(D, wts, 0.0)], caps, floors, U,
                       max(solver.gap_tol, decide), warm[0] if use_warm and warm else None,
-                      use_warm, anchor)
+                      use_warm, anchor, wts)
     found = run_plan(_BOTTLENECK_PLAN, ctx, solver.log, what="bottleneck",
                      backend=solver.backend.name)
     x = found.result.x
     if use_warm:
         assert warm is not None
         warm[0] = found.result.basis
+    if proofs is not None:
+        proofs.append(found.result.proof)
     return x[E:].copy(), x[:E], found.certificate
 
 
@@ -466,16 +547,38 @@ def level_lp(solver: StageSolver, stage: LevelStage, use_fast: StructuredLevels,
     solver.fixed = []
     solver.anchor = anchor
     solver.step(WATER_FILLING_LEVEL)
-    if not use_fast.on or not solver.structured_worth():
-        return solver.run(stage, stage.name)
-    mark = solver.log.mark()
-    # no degenerate-prices hand-over: the whole LP's interior point meets the floors
-    # only to its tolerance, rule (a) then distrusts the duals and the bottleneck LP on
-    # the whole degenerate program is the slow step (ties, 8,192 jobs: > 60 s vs 0.7 s)
-    res = solver.run(stage, stage.name,
-                     (structured.level_strategy(degenerate_handover=False),))
-    use_fast.record(handed_over=bool(solver.log.since(mark)[1]))
-    return res
+    # whole-LP points moved onto their face (the end check proves the levels the allocation
+    # reaches: 320 jobs x 10 types were not provable from the solver's vertices)
+    solver.meet_extra_rows = on_face(solver, stage)
+    try:
+        if not use_fast.on or not solver.structured_worth():
+            return solver.run(stage, stage.name)
+        mark = solver.log.mark()
+        # no degenerate-prices hand-over: the whole LP's interior point meets the floors
+        # only to its tolerance, rule (a) then distrusts the duals and the bottleneck LP on
+        # the whole degenerate program is the slow step (ties, 8,192 jobs: > 60 s vs 0.7 s)
+        res = solver.run(stage, stage.name,
+                         (structured.level_strategy(degenerate_handover=False),))
+        use_fast.record(handed_over=bool(solver.log.since(mark)[1]))
+        return res
+    finally:
+        solver.meet_extra_rows = None
+
+
+def on_face(solver: StageSolver, stage: LevelStage,
+            then: Any = None) -> Any:
+    """A `StageSolver.meet_extra_rows` hook for the level LP ``stage``: each whole-LP point
+    (columns and the level ``theta``) moved onto its face to rounding (`refine_point`), made
+    exactly feasible (``inst.repair``), then passed to ``then`` (if any)."""
+    lp = solver.program(stage)
+    E = solver.inst.E
+
+    def hook(xcol: np.ndarray) -> np.ndarray:
+        v = refine_point(lp, solver.point(stage, xcol))
+        x = solver.inst.repair(v[:E])
+        return x if then is None else then(x)
+
+    return hook
 
 def saturation_jump(wf: Any, solver: StageSolver, U: sp.csr_matrix, floors: np.ndarray,
                     frozen: np.ndarray, reached: np.ndarray, use_fast: StructuredLevels,
@@ -543,3 +646,98 @@ def saturation_jump(wf: Any, solver: StageSolver, U: sp.csr_matrix, floors: np.n
     if best is None:
         return None, np.zeros(0), probes
     return best[0], best[1], probes
+
+
+#: ACCURACY: a row within this share of its magnitude of a bound is taken as tight when a
+#: point is refined onto its face (`refine_point`): about ten times HiGHS' feasibility
+#: tolerance, so every row a simplex vertex holds at a bound is found
+_TIGHT_SHARE = 1e-6
+#: PERFORMANCE knob: the largest tight-rows x free-columns system `refine_point` solves
+#: densely (least squares, about 0.05 s at this size); beyond it the point is left as it is
+_REFINE_MAX_ENTRIES = 250_000
+#: ACCURACY: tight rows met to this share of their magnitude are on their face already
+_ON_FACE = 1e-14
+#: ACCURACY: refinement steps (each one solves for the residual computed in extended
+#: precision: iterative refinement)
+_REFINE_STEPS = 3
+#: ACCURACY: an interior point's column this close to a bound (relative to max(1, |bound|))
+#: is held at it when the point is refined (a vertex's are exactly at theirs)
+_NEAR_BOUND = 1e-9
+
+
+def refine_point(lp: LinearProgram, z: np.ndarray) -> np.ndarray:
+    """``z`` moved onto the face of ``lp`` it lies on, to rounding: the rows within
+    `_TIGHT_SHARE` of a bound are met exactly (in float64) with the columns at a bound held,
+    by the least-norm change of the other columns (iterative refinement: the residuals in
+    extended precision). ``z`` itself where that change leaves a bound or another row
+    violated, or the system is too large (`_REFINE_MAX_ENTRIES`).
+
+    A simplex vertex meets its rows only to the solver's feasibility tolerance (``1e-7``);
+    where the LP's duals reach ``1e8`` (throughputs spanning ``1e8`` within a job) that is a
+    level of ``1e-1``: frozen floors missed by ``4e-8`` let other jobs rise by ``1e-2``, and
+    the decisions made on such points cannot be proven.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from fairalloc.backends import LinearProgram
+    >>> lp = LinearProgram.build(np.zeros(2), np.array([[1.0, 1.0]]), row_lower=[1.0],
+    ...                          row_upper=[1.0], col_lower=0.0, col_upper=1.0)
+    >>> refine_point(lp, np.array([0.5 - 1e-8, 0.5])).sum()
+    1.0
+    """
+    A = lp.A if isinstance(lp.A, sp.csr_matrix) else sp.csr_matrix(lp.A)
+    z = np.clip(np.asarray(z, dtype=float), lp.col_lower, lp.col_upper)
+    # a vertex holds its nonbasic columns exactly at a bound; an interior point only near one
+    for near in (0.0, _NEAR_BOUND):
+        y = _onto_face(lp, A, z, near)
+        if y is not None:
+            return y
+    return z
+
+
+def _onto_face(lp: LinearProgram, A: sp.csr_matrix, z: np.ndarray, near: float
+               ) -> np.ndarray | None:
+    """`refine_point` with the columns within ``near`` (relative to ``max(1, |bound|)``) of a
+    bound held there; ``None`` where that fails."""
+    cl, cu, rl, ru = lp.col_lower, lp.col_upper, lp.row_lower, lp.row_upper
+    tol_c = near * np.maximum(1.0, np.maximum(np.where(np.isfinite(cl), np.abs(cl), 0.0),
+                                              np.where(np.isfinite(cu), np.abs(cu), 0.0)))
+    low, high = z - cl <= tol_c, cu - z <= tol_c
+    z = np.where(low, cl, np.where(high, cu, z))
+    free = ~low & ~high
+    act = A @ z
+    mag = abs(A) @ np.abs(z) + np.maximum(np.where(np.isfinite(rl), np.abs(rl), 0.0),
+                                          np.where(np.isfinite(ru), np.abs(ru), 0.0))
+    band = _TIGHT_SHARE * np.maximum(mag, np.finfo(float).tiny)
+    at_lo = np.isfinite(rl) & (np.abs(act - rl) <= band)
+    at_up = np.isfinite(ru) & (np.abs(act - ru) <= band) & ~at_lo
+    tight = at_lo | at_up
+    rows, cols = np.flatnonzero(tight), np.flatnonzero(free)
+    t = np.where(at_lo, rl, ru)[rows]
+    if np.all(np.abs(act[rows] - t) <= _ON_FACE * mag[rows]):
+        return z  # met to rounding already (a warm simplex's vertex, mostly)
+    if not cols.size or rows.size * cols.size > _REFINE_MAX_ENTRIES:
+        return None
+    target = t.astype(np.longdouble)
+    At = A[rows]
+    M = At[:, cols].toarray()
+    data = At.data.astype(np.longdouble)
+    owner = np.repeat(np.arange(rows.size), np.diff(At.indptr))
+    y = z.copy()
+    for _ in range(_REFINE_STEPS):
+        prod = np.zeros(rows.size, dtype=np.longdouble)
+        np.add.at(prod, owner, data * y[At.indices].astype(np.longdouble))
+        r = np.asarray(target - prod, dtype=float)
+        if not np.any(r):
+            break
+        # (QR with column pivoting: a few times faster than the SVD of np.linalg.lstsq)
+        y[cols] += scipy.linalg.lstsq(M, r, lapack_driver="gelsy", check_finite=False)[0]
+    act2 = A @ y
+    other = ~tight
+    ok = (np.all(y[cols] >= cl[cols]) and np.all(y[cols] <= cu[cols])
+          and np.all(act2[other] >= rl[other] - band[other])
+          and np.all(act2[other] <= ru[other] + band[other]))
+    if not ok or np.abs(act2[rows] - t).max() > np.abs(act[rows] - t).max():
+        return None
+    return y

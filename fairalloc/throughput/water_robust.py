@@ -32,7 +32,7 @@ plan's exact tail). Every level (path step ``robust-level``) is
    (it meets the floors to a tolerance) and the job stays live. Without binding duals, LPs
    over all undecided candidates come first (risers leave, the LP is solved again).
 
-No rule reads the level duals to freeze, no saturation jump, no end check. A level that did not
+No rule reads the level duals to freeze, no saturation jump. A level that did not
 rise and froze nothing (every claim unproven) freezes by its own certified dual bound
 (`water_path.rise_bound` at exact floors, path step ``robust-dual-freeze``), else the
 candidate with the largest weighted dual, whose rise that bound caps at about ``|C|`` times its
@@ -44,8 +44,17 @@ raises `SolverError` after ``max_levels`` levels that froze jobs or ``2 max_leve
 (to the job's threshold). The floors are lowered only to what each certified allocation
 reaches (its shortfalls, at most feas_tol relative, usually ``1e-9``); where level duals reach
 ``1e7`` (throughputs spanning ``1e8`` within a job) such a shortfall lets a job frozen earlier
-rise by ``1e-3`` at the final levels (3 of the 27 probe instances on which the fast one
-fails, by an independent LP at the final levels): no float64 LP meets such floors exactly.
+rise by ``1e-3`` at the final levels. So each LP's certified bound is kept as a
+`water_path.Proof`, which stays valid at floors missed later (its duals times the misses), and
+the **end check** (`end_check`, path step ``pareto-check``) proves every job at the final
+allocation's own levels ``u(x)``: saturated, capped by a standing proof, or by the certified
+dual bound of a capped bottleneck LP at those levels (over the unproven jobs, then each one
+alone). Jobs that rise in its point are unfrozen and water-filling resumes (two rounds at
+most). A level LP that no strategy certified (Clarabel on duals of ``1e8``) is used
+uncertified from the exact backend (path step ``robust-level-uncertified``). Whatever is not
+proven is reported, never claimed: the run's ``unproven`` verdict makes the result's status
+``suboptimal`` (path step ``pareto-unproven``, the verdict in ``stats.fallbacks``); its first
+level (the objective) is certified either way.
 
 Cost: about one level LP per level and one bottleneck LP per binding candidate of a level that
 did not rise: 0.9 s for 64 jobs x 10 types (fast: 0.3 s), 240 s and 7,071 LPs for 256 (fast:
@@ -61,16 +70,27 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from ..backends import Backend
+from ..backends import Backend, LPBasis
 from ..errors import SolverError
 from ..results import Certificate
 from ..solvelog import SolveLog
+from .instance import ColumnInstance
 from .programs import LevelStage, StageResult
 from .stages import StageSolver
 from .tuning import Tuning
-from .water_path import bottleneck_lp, can_rise, rise_bound
+from .water_path import (
+    PARETO_CHECK,
+    Proof,
+    anchored_floors,
+    bottleneck_lp,
+    can_rise,
+    on_face,
+    proven_by,
+    rise_bound,
+)
 
-__all__ = ["ROBUST", "ROBUST_FREEZE", "ROBUST_SINGLE", "WaterContext", "WaterRun",
+__all__ = ["ROBUST", "ROBUST_FREEZE", "ROBUST_SINGLE", "ROBUST_UNCERTIFIED", "EndCheck",
+           "WaterContext", "WaterRun", "end_check",
            "certify_run", "level_accuracy", "robust_applies", "robust_water_filling"]
 
 ROBUST = "water-filling-robust"  # path step: the robust water-filling (the plan's tail)
@@ -79,6 +99,9 @@ ROBUST_SINGLE = "robust-single-bottleneck"  # path step: one candidate's own bot
 #: path step: a level that did not rise froze by its certified dual bound (every candidate
 #: rose in its own LP only at floors met to the solvers' tolerance)
 ROBUST_FREEZE = "robust-dual-freeze"
+#: path step: a level LP no strategy certified, solved once more by the exact backend and
+#: used uncertified (the result's status then says ``suboptimal``)
+ROBUST_UNCERTIFIED = "robust-level-uncertified"
 #: ACCURACY: a level's point short of a frozen floor by more than this share of feas_tol
 #: (relative: what its certificate would reject) is replaced by the last allocation, which
 #: meets them, before it is certified (an interior point 9e-7 short failed its certificate;
@@ -90,6 +113,8 @@ _NO_VOTES = 1_000
 #: ACCURACY: a level's weighted dual at or below this fraction of the largest is noise (it
 #: only orders the decisions, each made by an LP)
 _DUAL_NOISE = 1e-9
+#: ACCURACY: rounds the robust water-filling resumes after an end check that found risers
+_END_RESUMES = 2
 
 
 @dataclass
@@ -123,7 +148,8 @@ class WaterContext:
 class WaterRun:
     """What a water-filling strategy returns: the allocation (columns), the final floors, the
     level LPs solved, the first level (its stage and result: the result's certificate), every
-    LP's certificate and the solver that certifies the first level at ``xcol``."""
+    LP's certificate, the solver that certifies the first level at ``xcol``, and ``unproven``:
+    ``None`` when the end check proved the levels Pareto-maximal, else its verdict."""
 
     xcol: np.ndarray
     floors: np.ndarray
@@ -131,6 +157,7 @@ class WaterRun:
     first: tuple[LevelStage, StageResult]
     certs: list[Certificate]
     solver: StageSolver
+    unproven: str | None = None
 
 
 def certify_run(ctx: WaterContext, run: WaterRun) -> Certificate:
@@ -161,7 +188,7 @@ def level_accuracy(cert: Certificate) -> float:
 
 def _decide(ctx: WaterContext, solver: StageSolver, floors: np.ndarray, undecided: np.ndarray,
             thr: np.ndarray, x: np.ndarray, bwarm: list[Any], certs: list[Certificate],
-            alone: bool = False) -> np.ndarray:
+            proofs: list[Proof], alone: bool = False) -> np.ndarray:
     """The bottlenecked jobs among ``undecided`` (``x``: the last allocation).
 
     A job is frozen only on a proof about the floors as they are: a bottleneck LP's certified
@@ -177,7 +204,8 @@ def _decide(ctx: WaterContext, solver: StageSolver, floors: np.ndarray, undecide
 
     def bound(cand: np.ndarray) -> tuple[np.ndarray, float] | None:
         try:
-            sigma, _, cert = bottleneck_lp(inst, floors, cand, solver, U, thr, bwarm, anchor=x)
+            sigma, _, cert = bottleneck_lp(inst, floors, cand, solver, U, thr, bwarm, anchor=x,
+                                           proofs=proofs)
         except SolverError:  # (every strategy's verdict is in the log's hand-overs)
             return None
         certs.append(cert)
@@ -235,13 +263,25 @@ def _level(solver: StageSolver, U: sp.csr_matrix, w: np.ndarray, floors: np.ndar
         worse = short > _KEPT_SHORT * solver.feas_tol or solver.point(stage, xcol)[-1] < at_x
         return x if worse else xcol
 
-    solver.meet_extra_rows = no_worse
+    solver.meet_extra_rows = on_face(solver, stage, no_worse)
     # x reaches every floor: an infeasibility verdict is a solver's, on a thin face; only
     # the plan's last strategy's stands
     solver.infeasible_votes = _NO_VOTES
     solver.step(ROBUST_LEVEL)
     try:
         return stage, solver.run(stage, stage.name)
+    except SolverError:
+        if levels == 1:
+            raise
+        # no strategy certified this level (Clarabel on level duals of 1e8: an interior point
+        # short of the frozen floors, a dual bound that proves no optimum): its whole-LP
+        # solve goes on uncertified -- its point, moved onto its face or else the last
+        # allocation, meets every floor, and its dual bound is still a bound -- and the
+        # result says so (`WaterRun.unproven`)
+        solver.step(ROBUST_UNCERTIFIED)
+        lp = solver.program(stage)
+        sol, v, cert = solver.run_once(lp, stage, stage.name, solver.exact_backend)
+        return stage, solver.result(lp, stage, sol, v, cert)
     finally:
         solver.meet_extra_rows = None
 
@@ -288,59 +328,198 @@ def robust_water_filling(ctx: WaterContext) -> WaterRun:
     x = np.zeros(E)  # exactly feasible, reaches the floors (0 at first)
     floors = np.zeros(n)
     frozen = np.zeros(n, dtype=bool)
+    thr_frz = ctx.btol * np.ones(n)  # each job's threshold when it was frozen
     certs: list[Certificate] = []
+    proofs: list[Proof] = []  # every LP's certified bound, kept for the end check
     first: tuple[LevelStage, StageResult] | None = None
     bwarm: list[Any] = [None]
-    levels = freezing = 0
-    while not frozen.all():
-        # every level freezes a job or rises by more than its accuracy; the cap counts levels
-        # that freeze jobs (``max_levels``), and as many that only rise
-        if freezing >= ctx.max_levels or levels > 2 * ctx.max_levels:
-            raise SolverError(f"robust water-filling did not finish within {ctx.max_levels} "
-                              "levels", backend=ctx.backend.name, status="iteration_limit")
-        levels += 1
-        w = wf.job_weights(frozen)
-        cand = w > 0
-        stage, res = _level(solver, U, w, floors, frozen, x, levels)
-        certs.append(res.cert)
-        if first is None:
-            first = (stage, res)
-        acc = level_accuracy(res.cert)
-        # a rise below the level's certified accuracy is none (floors raised by noise would
-        # be floors no allocation is known to reach), and so is one that the point's shortfalls
-        # below the frozen floors explain (their duals times the shortfalls: with level duals of
-        # 1e5, a shortfall of 5e-9 at every level gave a rise of 5e-4 at every level, the
-        # floors lowered to each point's levels, and the level never ended)
-        slack = _amplified_shortfall(solver, res, frozen)
-        if levels == 1 or res.value > acc + slack:
-            theta, x = res.value, res.x[:E]
-        else:
-            theta = 0.0  # (the floors stay, and so does the allocation that reaches them)
-        floors = np.minimum(floors + w * max(theta, 0.0), U @ x)  # reached by x
-        thr = np.maximum(ctx.btol * np.maximum(1.0, floors), 2.0 * acc * w)
-        bott = cand & (floors >= wf._max_level - thr)  # saturated: its best column all the time
-        # a level that rose leaves its bottlenecked candidates to the next level, which then
-        # does not rise (one level LP instead of bottleneck LPs over every candidate)
-        undecided = (cand & ~bott & ~can_rise(inst, wf.unorm, x, thr) if theta <= 0.0
-                     else np.zeros(n, dtype=bool))
-        lam = np.maximum(res.block("level"), 0.0)
-        if undecided.any():
-            # the level's binding candidates (weighted duals above noise) are decided first,
-            # each by its own LP (the duals only choose which: they prove nothing); the others
-            # usually rise, and the next level tells (about n LPs where bottleneck LPs over all
-            # candidates found a few risers each: 6,720 LPs on 256 jobs x 10 types)
-            lam_w = lam * w
-            binding = undecided & (lam_w > _DUAL_NOISE * float(lam_w.max(initial=0.0)))
-            bott |= _decide(ctx, solver, floors, binding if binding.any() else undecided, thr,
-                            x, bwarm, certs, alone=binding.any())
-        if not bott.any() and theta <= 0.0:
-            # the level LP proves (to its accuracy) that the candidates cannot rise together;
-            # their rises alone exist only at floors met to the solvers' tolerance
-            solver.step(ROBUST_FREEZE)
-            bott = cand & (rise_bound(lam, res.cert.dual_bound, 0.0, floors) <= thr)
-            if not bott.any():
-                bott[np.argmax(np.where(cand, lam * w, -np.inf))] = True
-        frozen |= bott
-        freezing += int(bott.any())
+    levels = resumes = 0
+    uncertified: list[str] = []  # the levels no strategy certified
+    while True:
+        freezing, start = 0, levels  # (counted per round: a resumed round refreezes jobs)
+        while not frozen.all():
+            # every level freezes a job or rises by more than its accuracy; the cap counts
+            # levels that freeze jobs (``max_levels``), and as many that only rise
+            if freezing >= ctx.max_levels or levels - start > 2 * ctx.max_levels:
+                raise SolverError(f"robust water-filling did not finish within "
+                                  f"{ctx.max_levels} levels", backend=ctx.backend.name,
+                                  status="iteration_limit")
+            levels += 1
+            w = wf.job_weights(frozen)
+            stage, res = _level(solver, U, w, floors, frozen, x, levels)
+            certs.append(res.cert)
+            if not res.cert.ok:
+                uncertified.append(f"level {levels} (relative gap "
+                                   f"{res.cert.relative_gap:.2e})")
+            if first is None:
+                first = (stage, res)
+            proofs.append(_level_proof(solver, res, floors, frozen))
+            x, floors, bott, thr = _freezes(ctx, solver, res, floors, frozen, w, x, bwarm, certs,
+                                            proofs, levels)
+            thr_frz = np.where(frozen, thr_frz, thr)
+            frozen |= bott
+            freezing += int(bott.any())
+        # the end check: every job proven at the allocation's own levels, else the jobs that
+        # still rise are unfrozen and water-filling resumes; what no LP proves is reported
+        thr_end = np.maximum(thr_frz, ctx.btol * np.maximum(1.0, floors))
+        try:
+            chk = end_check(inst, solver, U, x, thr_end, wf._max_level, proofs, bwarm,
+                            alone=True)
+        except SolverError as exc:
+            unproven = f"the end check's LP failed ({exc.reason})"
+            break
+        certs += chk.certs
+        floors = chk.levels
+        unproven = (None if chk.ok else f"{int((~chk.proven).sum())} jobs not proven "
+                    f"bottlenecked (their relative rises are bounded only by {chk.bound:.3g})")
+        if chk.ok or not chk.risers.any() or resumes == _END_RESUMES:
+            break
+        resumes += 1
+        frozen &= ~chk.risers
+        x = chk.x
+        floors = anchored_floors(floors, U, x)  # reached exactly by the LP's point
     assert first is not None
-    return WaterRun(x, floors, levels, first, certs, solver)
+    if uncertified:
+        unproven = "; ".join(([unproven] if unproven else [])
+                             + [f"not certified: {', '.join(uncertified)}"])
+    return WaterRun(x, floors, levels, first, certs, solver, unproven)
+
+
+def _level_proof(solver: StageSolver, res: StageResult, floors: np.ndarray,
+                 frozen: np.ndarray) -> Proof:
+    """The level LP's certified bound as a `Proof` at its floors (the live jobs' level rows
+    and the frozen jobs' kept rows ``u_m / f_m >= 1``, whose duals count ``1 / f_m`` per unit
+    of level; a frozen job's level row ``u_m >= 0`` only adds a nonnegative term)."""
+    lam = np.where(frozen, 0.0, np.maximum(res.block("level"), 0.0))
+    if solver.fixed:
+        keep = frozen & (floors > 0)
+        lam[keep] = np.maximum(res.block("kept"), 0.0) / floors[keep]
+    return Proof(floors.copy(), lam, float(res.cert.dual_bound))
+
+
+def _freezes(ctx: WaterContext, solver: StageSolver, res: StageResult, floors: np.ndarray,
+             frozen: np.ndarray, w: np.ndarray, x: np.ndarray, bwarm: list[Any],
+             certs: list[Certificate], proofs: list[Proof], levels: int
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """One level's outcome: ``(allocation, floors, jobs it freezes, thresholds)``."""
+    wf, U, inst = ctx.wf, ctx.U, ctx.wf.inst
+    cand = w > 0
+    acc = level_accuracy(res.cert)
+    # a rise below the level's certified accuracy is none (floors raised by noise would
+    # be floors no allocation is known to reach), and so is one that the point's shortfalls
+    # below the frozen floors explain (their duals times the shortfalls: with level duals of
+    # 1e5, a shortfall of 5e-9 at every level gave a rise of 5e-4 at every level, the
+    # floors lowered to each point's levels, and the level never ended)
+    slack = _amplified_shortfall(solver, res, frozen)
+    if levels == 1 or res.value > acc + slack:
+        theta, x = res.value, res.x[: inst.E]
+    else:
+        theta = 0.0  # (the floors stay, and so does the allocation that reaches them)
+    floors = np.minimum(floors + w * max(theta, 0.0), U @ x)  # reached by x
+    thr = np.maximum(ctx.btol * np.maximum(1.0, floors), 2.0 * acc * w)
+    bott = cand & (floors >= wf._max_level - thr)  # saturated: its best column all the time
+    # a level that rose leaves its bottlenecked candidates to the next level, which then
+    # does not rise (one level LP instead of bottleneck LPs over every candidate)
+    undecided = (cand & ~bott & ~can_rise(inst, wf.unorm, x, thr) if theta <= 0.0
+                 else np.zeros(inst.n, dtype=bool))
+    lam = np.maximum(res.block("level"), 0.0)
+    if undecided.any():
+        # the level's binding candidates (weighted duals above noise) are decided first,
+        # each by its own LP (the duals only choose which: they prove nothing); the others
+        # usually rise, and the next level tells (about n LPs where bottleneck LPs over all
+        # candidates found a few risers each: 6,720 LPs on 256 jobs x 10 types)
+        lam_w = lam * w
+        binding = undecided & (lam_w > _DUAL_NOISE * float(lam_w.max(initial=0.0)))
+        bott |= _decide(ctx, solver, floors, binding if binding.any() else undecided, thr,
+                        x, bwarm, certs, proofs, alone=binding.any())
+    if not bott.any() and theta <= 0.0:
+        # the level LP proves (to its accuracy) that the candidates cannot rise together;
+        # their rises alone exist only at floors met to the solvers' tolerance
+        solver.step(ROBUST_FREEZE)
+        bott = cand & (rise_bound(lam, res.cert.dual_bound, 0.0, floors) <= thr)
+        if not bott.any():
+            # no proof at all: a guess that keeps every level freezing a job; the end check
+            # proves it at the final levels or finds the job rising
+            bott[np.argmax(np.where(cand, lam * w, -np.inf))] = True
+    return x, floors, bott, thr
+
+
+@dataclass(frozen=True)
+class EndCheck:
+    """The end check's verdict (`end_check`) on an allocation and the floors it meets."""
+
+    #: the allocation's levels ``u(x)``: every claim is about these
+    levels: np.ndarray
+    #: jobs proven not to rise above ``levels`` by more than their threshold (saturated,
+    #: capped by a standing `Proof`, or by the end check LP's certified bound)
+    proven: np.ndarray
+    #: unproven jobs whose rise in the LP's point exceeds their threshold
+    risers: np.ndarray
+    #: the last LP's allocation (repaired; the input allocation where no LP ran)
+    x: np.ndarray
+    #: the last LP's certified bound on the weighted rises it did not exclude (0: none ran)
+    bound: float
+    certs: tuple[Certificate, ...]
+
+    @property
+    def ok(self) -> bool:
+        """Whether every job is proven: the allocation's levels are Pareto-maximal."""
+        return bool(self.proven.all())
+
+
+def end_check(inst: ColumnInstance, solver: StageSolver, U: sp.csr_matrix, x: np.ndarray,
+              thr: np.ndarray, umax: np.ndarray, proofs: list[Proof],
+              warm: list[LPBasis | None] | None = None, *, every: bool = False,
+              alone: bool = False) -> EndCheck:
+    """Prove that no job can rise above the levels ``u(x)`` of ``x`` (an exactly feasible
+    allocation) by more than ``thr`` while every job keeps its level: water-filling's claim
+    about its result.
+
+    The claim is about ``u(x)``, not about the floors ``x`` was meant to meet: a solver's
+    allocation meets them only to its tolerance, and where level duals reach ``1e7`` a proof at
+    floors that ``x`` misses by ``4e-8`` says nothing about ``x`` (10 types: a frozen job rose
+    by ``1e-2``); nor about floors below ``u(x)``, from which a job "rises" to what ``x``
+    already gives it. A job is proven when it is saturated (``umax``), when a standing
+    `Proof` of an earlier LP caps it at those levels, or by a capped bottleneck LP (path step
+    ``pareto-check``, then its own) over the others (all unsaturated jobs with ``every``),
+    weighted by ``1 / max(1, level)``: its certified *dual bound* ``D`` bounds the sum of
+    their relative rises, so it proves each job ``m`` with ``D <= thr_m / max(1, level_m)``
+    (its point, which meets the levels only to the solver's tolerance, proves nothing).
+    Unproven jobs that rise in its point are the risers; where none does, the LP runs again
+    over the unproven jobs alone, and with ``alone`` each one left gets its own LP.
+
+    Raises
+    ------
+    SolverError
+        When no strategy of a bottleneck LP's plan solved it.
+    """
+    ell = U @ x
+    sat = ell >= umax - thr
+    standing = proven_by(proofs, ell, thr)
+    proven = sat | standing
+    w = 1.0 / np.maximum(1.0, ell)
+    certs: list[Certificate] = []
+    risers = np.zeros(ell.size, dtype=bool)
+    x2, bound = x, 0.0
+
+    def lp(todo: np.ndarray) -> None:
+        nonlocal x2, bound
+        solver.step(PARETO_CHECK)
+        sigma, xs, cert = bottleneck_lp(inst, ell, todo, solver, U, thr, warm, anchor=x,
+                                        weights=w)
+        certs.append(cert)
+        bound = float(cert.dual_bound)
+        proven[todo & (bound <= thr * w)] = True
+        up = ~proven & todo & (sigma > thr)
+        if up.any():
+            risers[up], x2 = True, xs
+
+    todo = ~sat if every else ~proven
+    if todo.any():
+        lp(todo)
+        if (~proven).any() and not risers.any() and (todo & proven).any():
+            lp(~proven)  # the bound was spent on jobs proven otherwise: again without them
+        if alone and not risers.any():
+            for m in np.flatnonzero(~proven):  # each job left by its own LP
+                lp(np.arange(ell.size) == m)
+    return EndCheck(ell, proven, risers, x2, 0.0 if proven.all() else bound, tuple(certs))

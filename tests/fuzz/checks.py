@@ -725,7 +725,8 @@ def check_water_filling(g: Gavel, result: Any, *, entities: Any = None,
     ``max theta s.t. u_m >= w_m theta`` (``w``: :func:`first_level_weights`; ``u_m = s_m
     tp_m / e_m``) is the result's ``objective``, (2) the final levels are Pareto optimal: no job
     can rise by more than :data:`WF_RISE` of its best level while every other job keeps its
-    level (every job ends frozen, i.e. bottlenecked). ``single_level``:
+    level (every job ends frozen, i.e. bottlenecked) -- claimed only by a result with status
+    ``optimal`` (``suboptimal``: water-filling's end check could not prove it). ``single_level``:
     ``max_min_fairness(water_filling=True)``, whose level weights are the job weights
     themselves (its objective is max-min fairness's ``min_m u_m / omega_m``)."""
     x = g.check_x(result.x)
@@ -749,6 +750,11 @@ def check_water_filling(g: Gavel, result: Any, *, entities: Any = None,
     if obj < best - rel * abs(best) or obj > theta_x + rel * abs(theta_x):
         raise Wrong(f"water-filling: objective {obj!r} is not the first level (LP optimum "
                     f"{best!r}, reached by the allocation: {theta_x!r})")
+    from fairalloc.results import Status
+
+    if result.status != Status.OPTIMAL:
+        return  # "suboptimal": the levels are not claimed Pareto-maximal (its end check's
+        # verdict is in stats.fallbacks; formulations/water_filling.md), only the first level
     rise, m = pareto_rise(g, coef, u)
     if rise > max(WF_RISE, rel):
         raise Wrong(f"water-filling: job {m} can rise by {rise:.3g} of its best level (level "
