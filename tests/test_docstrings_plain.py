@@ -24,11 +24,8 @@ def _load(name: str, path: Path):
 
 codemod = _load("plain_refs_tool", ROOT / "docs/_tools/plain_refs.py")
 
-#: files other branches were editing when the rest were rewritten (issue #30); after merging,
-#: ``python docs/_tools/plain_refs.py fairalloc`` rewrites them and this set becomes empty
-PENDING = frozenset({
-    "fairalloc/throughput/max_min.py", "fairalloc/throughput/water_robust.py",
-})
+#: files other branches were editing when the rest were rewritten (issue #30): none left
+PENDING: frozenset[str] = frozenset()
 
 
 def test_no_docstring_uses_the_markdown_link_form() -> None:

@@ -1,6 +1,6 @@
 """Max-min fairness (Gavel §4.1) and hierarchical water-filling (§4.3).
 
-[`MaxMinFairness`][fairalloc.MaxMinFairness] is the heterogeneity-aware weighted max-min (LAS)
+`fairalloc.MaxMinFairness` is the heterogeneity-aware weighted max-min (LAS)
 policy; with ``water_filling=True`` it is solved by the single-level water-filling below, which is
 why both live in one module (the other policies never import water-filling).
 
@@ -96,7 +96,7 @@ ENTITY_POLICIES = ("fairness", "fifo")
 _DUAL_NOISE = 1e-9
 #: ACCURACY: relative rounding margin of a level's certified room D - theta (a few hundred ulps)
 _ROUNDING = 1e-13
-#: default ``bottleneck_tol`` of [`WaterFilling.solve`][fairalloc.throughput.WaterFilling.solve]
+#: default ``bottleneck_tol`` of `fairalloc.throughput.WaterFilling.solve`
 #: (ACCURACY: a job rising by more
 #: than this relative to max(1, floor) is not bottlenecked)
 BOTTLENECK_TOL = 1e-7
@@ -120,7 +120,7 @@ class MaxMinFairness(ThroughputPolicy):
     ``a_mj = s_m T_mj / (w_m throughput(m, X^equal))``, plus the allocation constraints.
 
     With ``water_filling=True`` the level is raised further for the jobs that are not
-    bottlenecked (Gavel §4.3; [`WaterFilling`][fairalloc.WaterFilling]), which makes the
+    bottlenecked (Gavel §4.3; `fairalloc.WaterFilling`), which makes the
     allocation Pareto efficient.
 
     Examples
@@ -149,7 +149,7 @@ class MaxMinFairness(ThroughputPolicy):
         inst = self.inst
         self.coef = inst.jobs.scale_factor / (inst.jobs.weight * inst.equal_tp)
         #: (capacity prices, level) of a previous, similar round: seeds the structured
-        #: solver's price estimate (passed by [`fairalloc.RoundPolicy`][fairalloc.RoundPolicy];
+        #: solver's price estimate (passed by `fairalloc.RoundPolicy`;
         #: never changes
         #: the answer, which is certified as always; ignored with water-filling)
         self.warm_start = warm_start
@@ -186,10 +186,10 @@ class MaxMinFairness(ThroughputPolicy):
               feas_tol: float = FEAS_TOL, stage_tol: float = STAGE_TOL,
               symmetry: bool = True, tuning: Tuning | None = None) -> Allocation:
         """Solve the policy and certify the result (see
-        [`ThroughputPolicy.solve`][fairalloc.throughput.ThroughputPolicy.solve]).
+        `fairalloc.throughput.ThroughputPolicy.solve`).
 
         With ``water_filling=True`` the single-level water-filling of
-        [`WaterFilling`][fairalloc.WaterFilling] runs instead (``method`` in ``{"auto", "highs",
+        `fairalloc.WaterFilling` runs instead (``method`` in ``{"auto", "highs",
         "fast"}``; ``work_conserving`` is implied: water-filling always ends with every job
         bottlenecked).
         """
@@ -228,7 +228,7 @@ def max_min_fairness(jobs: Jobs, cluster: Cluster, *, water_filling: bool = Fals
     (``X^equal``: time split across types in proportion to worker counts, row sum 1). By
     default a work-conserving second stage then maximises the total normalised throughput at
     that level; ``water_filling=True`` instead raises the level of non-bottlenecked jobs until
-    every job is bottlenecked (Pareto efficient; [`water_filling`][fairalloc.water_filling]).
+    every job is bottlenecked (Pareto efficient; `fairalloc.water_filling`).
 
     Parameters
     ----------
@@ -243,7 +243,7 @@ def max_min_fairness(jobs: Jobs, cluster: Cluster, *, water_filling: bool = Fals
     consolidated_capacity : array_like (k,), optional
         Workers of each type that can host consolidated gangs (default: all).
     method : {"auto", "highs", "fast", "cvxpy"}
-        See [`ThroughputPolicy.solve`][fairalloc.throughput.ThroughputPolicy.solve].
+        See `fairalloc.throughput.ThroughputPolicy.solve`.
     backend : str or Backend, optional
         LP backend (default HiGHS).
     work_conserving : bool, optional
@@ -255,7 +255,7 @@ def max_min_fairness(jobs: Jobs, cluster: Cluster, *, water_filling: bool = Fals
     symmetry : bool
         Solve over exact symmetry classes of repeated jobs (default ``True``; ``False``: job by
         job; water-filling never reduces); see
-        [`ThroughputPolicy.solve`][fairalloc.throughput.ThroughputPolicy.solve].
+        `fairalloc.throughput.ThroughputPolicy.solve`.
     tuning : fairalloc.throughput.Tuning, optional
         Performance knobs of the solve plans (never changes an answer).
 
@@ -304,7 +304,7 @@ class WaterFilling(ThroughputPolicy):
     order : array_like (n,), optional
         Arrival order for FIFO entities (smaller first); default: most ``elapsed`` first.
     pairs, unconsolidated_throughput, consolidated_capacity
-        As for [`fairalloc.throughput.ThroughputPolicy`][fairalloc.ThroughputPolicy].
+        As for `fairalloc.ThroughputPolicy`.
 
     Examples
     --------
@@ -705,12 +705,12 @@ def water_filling(jobs: Jobs, cluster: Cluster, *, entities: Sequence[Hashable] 
     jobs : fairalloc.Jobs
     cluster : fairalloc.Cluster
     entities, entity_weights, entity_policies, order
-        The hierarchy (see [`WaterFilling`][fairalloc.WaterFilling]).
+        The hierarchy (see `fairalloc.WaterFilling`).
     pairs, unconsolidated_throughput, consolidated_capacity
         Space sharing and placement sensitivity (see
-        [`ThroughputPolicy`][fairalloc.ThroughputPolicy]).
+        `fairalloc.ThroughputPolicy`).
     method, backend, gap_tol, feas_tol, stage_tol, bottleneck_tol, max_levels, work_conserving
-        See [`WaterFilling.solve`][fairalloc.throughput.WaterFilling.solve].
+        See `fairalloc.throughput.WaterFilling.solve`.
     tuning : fairalloc.throughput.Tuning, optional
         Performance knobs of the solve plans (never changes an answer).
 

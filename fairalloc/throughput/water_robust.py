@@ -1,6 +1,6 @@
 """Robust water-filling: the textbook algorithm with exact decisions (Gavel §4.3).
 
-[`WaterFilling.solve`][fairalloc.throughput.WaterFilling.solve] is a plan of two strategies
+`fairalloc.throughput.WaterFilling.solve` is a plan of two strategies
 (`fairalloc.plan.run_plan`, recorded in the call's `SolveLog`): the fast water-filling of
 `fairalloc.throughput.max_min` (path step ``water-filling-fast``: the level duals' rule,
 saturation jumps, an end check) and, when it fails, this one (``water-filling-robust``, the
