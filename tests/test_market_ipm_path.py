@@ -81,7 +81,13 @@ def test_dense_restricted_market_takes_the_restricted_ipm() -> None:
 def test_unconverged_ipm_hands_over_to_the_conic_backend(monkeypatch: pytest.MonkeyPatch
                                                           ) -> None:
     U, B = _sparse_market(1, n=1500, m=20)
-    monkeypatch.setattr(engine, "ipm_edge_form", lambda *args: None)
+
+    def not_positive_definite(*args: object, **kwargs: object) -> None:
+        raise np.linalg.LinAlgError("Matrix is not positive definite")
+
+    # every Schur system of the interior point breaks down (numpy's Cholesky test fails):
+    # it stops without converging
+    monkeypatch.setattr(np.linalg, "cholesky", not_positive_definite)
     r = fa.fisher_market(U, B)
     assert "ipm->conic: the interior-point method did not converge" in r.stats.fallbacks
     assert "conic" in r.stats.path and r.stats.solves == 1
