@@ -65,14 +65,22 @@ def test_row_classes_groups_proportional_rows_only():
     assert rc2 is None
 
 
-def test_row_classes_shared_keys_are_told_apart(monkeypatch):
-    # every row gets the same screening projection (exact_classes, the one class finder):
-    # the byte-wise comparison still separates the directions, and rows 2, 3 (one direction
-    # that is not the first row's) form their own class
-    from fairalloc import _symmetry
+def test_row_classes_shared_keys_are_told_apart():
+    # rows that differ only in a column ~1e-20 times the first: the screening projection
+    # (weights in [0.5, 1.5]) of every row rounds to the same float (the tiny term is far below
+    # half an ulp of the first), whatever the probe -- the byte-wise comparison of
+    # exact_classes (the one class finder row_classes calls) still separates them, and rows
+    # 1, 3 (one row that is not the first's) form their own class
+    from fairalloc._symmetry import exact_classes
 
-    monkeypatch.setattr(_symmetry, "_SCREEN_LOW", 0.0)
-    monkeypatch.setattr(_symmetry, "_SCREEN_HIGH", 0.0)
+    rows = np.array([[1.0, 1e-20], [1.0, 2e-20], [1.0, 1e-20], [1.0, 2e-20], [1.0, 3e-20]])
+    assert all(float(p + 1.5 * rows[:, 1].max()) == p for p in (0.5, 1.0, 1.5))  # collide
+    cl = exact_classes(rows)
+    assert cl.num_classes == 3
+    np.testing.assert_array_equal(cl.inverse, [0, 1, 0, 1, 2])
+    np.testing.assert_array_equal(cl.representative, [0, 1, 4])
+    np.testing.assert_array_equal(cl.counts, [2, 2, 1])
+    # and row_classes on rows sharing directions: 0, 1 and 2, 3 classes, 4 alone
     A = np.array([[1.0, 0.5], [2.0, 1.0], [1.0, 0.25], [4.0, 1.0], [1.0, 0.8]])
     rc = row_classes(A, np.ones(5, dtype=bool))
     assert rc is not None

@@ -81,7 +81,13 @@ def test_dense_restricted_market_takes_the_restricted_ipm() -> None:
 def test_unconverged_ipm_hands_over_to_the_conic_backend(monkeypatch: pytest.MonkeyPatch
                                                           ) -> None:
     U, B = _sparse_market(1, n=1500, m=20)
-    monkeypatch.setattr(engine, "ipm_edge_form", lambda *args: None)
+
+    def not_positive_definite(*args: object, **kwargs: object) -> None:
+        raise np.linalg.LinAlgError("Matrix is not positive definite")
+
+    # every Schur system of the interior point breaks down (numpy's Cholesky test fails):
+    # it stops without converging
+    monkeypatch.setattr(np.linalg, "cholesky", not_positive_definite)
     r = fa.fisher_market(U, B)
     assert "ipm->conic: the interior-point method did not converge" in r.stats.fallbacks
     assert "conic" in r.stats.path and r.stats.solves == 1
@@ -99,8 +105,13 @@ def test_uncertified_ipm_point_hands_over_to_the_conic_backend(
         return 0.5 * out[0], 3.0 * out[1], out[2]  # a point far from the optimum
 
     monkeypatch.setattr(engine, "ipm_edge_form", off)
-    monkeypatch.setattr(engine, "_polish_linear", lambda *args: None)  # no rescue by polish
-    monkeypatch.setattr(engine, "_log_prices", lambda *args: None)
+    # no rescue by a polish: the support systems it solves (scipy's sparse LU, numpy's least
+    # squares) give no answer
+    import scipy.sparse.linalg as sla
+
+    monkeypatch.setattr(sla, "spsolve", lambda A, b, *a, **k: np.full(np.shape(b), np.nan))
+    monkeypatch.setattr(np.linalg, "lstsq",
+                        lambda A, b, *a, **k: (np.full(np.shape(A)[1:], np.nan), None, 0, None))
     r = fa.fisher_market(U, B)
     assert any(f.startswith("ipm->conic: relative gap") for f in r.stats.fallbacks)
     assert r.certificate.ok and r.stats.solves == 1

@@ -321,22 +321,27 @@ def test_structured_solvers_run_on_classes_with_multiplicities(cls):
         plain.stage_certificates[1].primal_value, rel=1e-6)
 
 
-def test_a_failing_reduced_program_falls_back_to_the_job_by_job_solve(monkeypatch):
-    """A solver failure on the reduced program only (simulated) is not the caller's error:
-    the policy is solved job by job and stats.fallbacks names the failure."""
+def test_a_failing_reduced_program_falls_back_to_the_job_by_job_solve():
+    """A solver failure on the reduced program only (simulated by a backend, passed as
+    ``backend=``, that fails every LP smaller than the original program's 4 x 2 allocation
+    columns) is not the caller's error: the policy is solved job by job and stats.fallbacks
+    names the failure."""
+    from fairalloc.backends import HighsBackend
     from fairalloc.errors import SolverError
-    from fairalloc.throughput.policy import ThroughputPolicy
 
-    real = ThroughputPolicy._run_stages
+    failed: list[tuple[int, int]] = []
 
-    def failing(self, solver, method, wc):
-        if self.inst.multiplicity is not None:
-            raise SolverError("simulated failure", backend="highs", status="error")
-        return real(self, solver, method, wc)
+    class FailsOnTheReducedProgram(HighsBackend):
+        def solve_lp(self, lp, **kwargs):  # type: ignore[no-untyped-def]
+            if lp.shape[1] < 4 * 2:  # the 2-class program (the original has 8 x's)
+                failed.append(lp.shape)
+                raise SolverError("simulated failure", backend="highs", status="error")
+            return super().solve_lp(lp, **kwargs)
 
-    monkeypatch.setattr(ThroughputPolicy, "_run_stages", failing)
     jobs = fa.Jobs([[2.0, 1.0]] * 3 + [[1.0, 1.0]])
-    r = _solve(MaxMinFairness, jobs, fa.Cluster({"a": 1, "b": 1}), symmetry=True)
+    r = MaxMinFairness(jobs, fa.Cluster({"a": 1, "b": 1})).solve(
+        symmetry=True, backend=FailsOnTheReducedProgram())
+    assert failed  # the reduced program was tried, and failed
     assert r.stats.classes is None
     assert r.stats.fallbacks[0].startswith("symmetry->exact: the reduced program failed")
     assert r.certificate.ok and r.objective == pytest.approx(6 / 11, rel=1e-8)

@@ -397,27 +397,27 @@ def test_auction_odd_data_raise_input_errors(call, arg):
     assert err.value.argument == arg
 
 
-def test_time_limited_milps_are_never_optimal_unproven(monkeypatch):
+def test_time_limited_milps_are_never_optimal_unproven():
     # every exact shortcut off (method="milp") and the MILP stopping at its limit without a
-    # proof (a fault injected at the backend's public _solve_lp boundary)
-    import fairalloc.backends.highs as highs_mod
+    # proof (a fault injected by a backend subclass, passed as backend=, at its public solve_lp)
+    from fairalloc.backends import HighsBackend
 
-    orig = highs_mod.HighsBackend._solve_lp
-
-    def stopped(self, lp, **kwargs):
-        sol = orig(self, lp, **kwargs)
-        if kwargs.get("time_limit") is None:
-            return sol
-        if not lp.is_mip:  # the LP relaxation stops without a point: no LP bound
+    class Stopped(HighsBackend):
+        def solve_lp(self, lp, **kwargs):  # type: ignore[no-untyped-def]
+            sol = super().solve_lp(lp, **kwargs)
+            if kwargs.get("time_limit") is None:
+                return sol
+            if not lp.is_mip:  # the LP relaxation stops without a point: no LP bound
+                return dataclasses.replace(sol, status=fa.backends.SolveStatus.TIME_LIMIT,
+                                           x=None, row_duals=None,
+                                           raw_status="Time limit reached")
+            # the MILP stops with its incumbent and a bound 0.5 below it (minimisation form)
             return dataclasses.replace(sol, status=fa.backends.SolveStatus.TIME_LIMIT,
-                                       x=None, row_duals=None, raw_status="Time limit reached")
-        # the MILP stops with its incumbent and a bound 0.5 below it (minimisation form)
-        return dataclasses.replace(sol, status=fa.backends.SolveStatus.TIME_LIMIT,
-                                   raw_status="Time limit reached",
-                                   mip_dual_bound=sol.objective - 0.5)
+                                       raw_status="Time limit reached",
+                                       mip_dual_bound=sol.objective - 0.5)
 
-    monkeypatch.setattr(highs_mod.HighsBackend, "_solve_lp", stopped)
-    r = bundle_auction([[[0], [1]]] * 3, [[1.0, 2.0]] * 3, time_limit=5.0, method="milp")
+    r = bundle_auction([[[0], [1]]] * 3, [[1.0, 2.0]] * 3, time_limit=5.0, method="milp",
+                       backend=Stopped())
     assert r.status == "time_limit" and not r.certificate.ok
     assert r.stats.raw_status == "Time limit reached"
     assert "lp-relaxation" not in r.stats.path and "milp" in r.stats.path
