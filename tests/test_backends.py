@@ -108,7 +108,7 @@ def test_cvxpy_never_picks_its_own_solver(monkeypatch: pytest.MonkeyPatch) -> No
 
 # Parity on models of a realistic size that stay within the size-limited licence that
 # `pip install gurobipy` ships (2,000 variables and 2,000 constraints): CI installs
-# fairalloc[gurobi] so these run on Gurobi too (.ci/run, optional engines step).
+# the .[gurobi] extra so these run on Gurobi too (.ci/run, optional engines step).
 GUROBI_PIP_LIMIT = 2000
 
 

@@ -38,7 +38,7 @@ def test_there_are_examples() -> None:
 
 @pytest.mark.skipif(_docs_tools() is not None,
                     reason=f"documentation tools not installed ({_docs_tools()}): "
-                    "pip install 'fairalloc[docs]'")
+                    'pip install ".[docs]" in the checkout')
 def test_site_builds_strict(tmp_path: Path) -> None:
     # the pages present before the build (others may add files while it runs)
     sources = [md for folder in ("formulations", "proofs") for md in (ROOT / folder).glob("*.md")]

@@ -121,7 +121,8 @@ def test_sweep_grid_and_identical_results_local_and_parallel() -> None:
 
 
 def test_sweep_on_ray_matches_local() -> None:
-    ray = pytest.importorskip("ray", reason="Ray is optional: pip install 'fairalloc[ray]'")
+    ray = pytest.importorskip("ray",
+                              reason='Ray is optional: pip install ".[ray]" in the checkout')
     tasks = sweep_tasks(["fifo"], seeds=[0, 1], loads=[20.0], num_jobs=4, gpus=2)
     local = run_sweep(tasks, workers=1)
     try:

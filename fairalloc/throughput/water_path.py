@@ -683,7 +683,7 @@ def refine_point(lp: LinearProgram, z: np.ndarray) -> np.ndarray:
     >>> from fairalloc.backends import LinearProgram
     >>> lp = LinearProgram.build(np.zeros(2), np.array([[1.0, 1.0]]), row_lower=[1.0],
     ...                          row_upper=[1.0], col_lower=0.0, col_upper=1.0)
-    >>> refine_point(lp, np.array([0.5 - 1e-8, 0.5])).sum()
+    >>> float(refine_point(lp, np.array([0.5 - 1e-8, 0.5])).sum())
     1.0
     """
     A = lp.A if isinstance(lp.A, sp.csr_matrix) else sp.csr_matrix(lp.A)
