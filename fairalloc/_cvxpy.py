@@ -47,6 +47,7 @@ caller to report as a time-limited result).
 
 from __future__ import annotations
 
+import functools
 import time
 import warnings
 from collections.abc import Callable
@@ -332,7 +333,7 @@ class _Context:
             # "InsufficientProgress" point read back (accept_unknown) for the certificate
             opts: dict[str, Any] = {"use_quad_obj": False}
             if solver == "CLARABEL":
-                opts["accept_unknown"] = True
+                opts.update(_accept_unknown())
             try:
                 self._compiled[solver] = self.problem.get_problem_data(solver, solver_opts=opts)
             except FairallocError:
@@ -367,6 +368,16 @@ class _Context:
         return self.highs and is_linear(self.compiled(cp.CLARABEL)[0])
 
 
+@functools.cache
+def _accept_unknown() -> dict[str, bool]:
+    """``{"accept_unknown": True}`` where cvxpy's Clarabel interface reads back the point of an
+    "InsufficientProgress" stop (cvxpy >= 1.8); older versions hand every option to Clarabel's
+    settings, which refuse it (such a stop then fails the step, and the plan goes on)."""
+    from cvxpy.reductions.solvers.conic_solvers.clarabel_conif import CLARABEL
+
+    return {"accept_unknown": True} if hasattr(CLARABEL, "ACCEPT_UNKNOWN") else {}
+
+
 def _live(ctx: _Context) -> None:
     if ctx.out_of_time:
         raise Decline(f"the time limit ({ctx.time_limit:g} s) was reached")
@@ -383,7 +394,7 @@ def _clarabel(ctx: _Context, *, scaled: bool, tight: bool) -> _Point:
     # accept_unknown: cvxpy reads back the point of an "InsufficientProgress" stop too (it
     # would raise instead); like every usable point it goes to the certificate, which decides
     opts: dict[str, Any] = {"tol_gap_abs": tol, "tol_gap_rel": tol, "tol_feas": tol,
-                            "accept_unknown": True, "use_quad_obj": False}
+                            "use_quad_obj": False, **_accept_unknown()}
     if tight:
         opts["max_iter"] = TIGHT_MAX_ITER
     if ctx.time_limit is not None:
@@ -440,6 +451,8 @@ def _highs(ctx: _Context) -> _Point:
     import cvxpy as cp
 
     _live(ctx)
+    if not hasattr(cp, "HIGHS"):  # (cvxpy's HiGHS interface is newer than its lower bound)
+        raise Decline(f"cvxpy {cp.__version__} compiles no program for HiGHS")
     data, chain, inverse = ctx.compiled(cp.HIGHS)
     lp = _linear_program(data)
     started = time.perf_counter()
