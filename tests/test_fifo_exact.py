@@ -118,15 +118,21 @@ def test_fuzz_flagged_answer_is_the_lexicographic_optimum(case):
     """Fuzz seed 303 (30 jobs x 5 types, throughputs 1e2..1e10, 13 identical rows): every
     stage is forced (one unique knapsack optimum each), and job 17 (arrival rank 26) finds
     every type full, so it gets nothing; the textbook sequence agrees job by job. The fuzz
-    check had called this wrong (its reference freed job 14's type: tests/test_fuzz.py)."""
+    check had called this wrong (its reference freed job 14's type: tests/test_fuzz.py).
+    Seeds 606 / 707 (``--examples 20000``): nine more such answers, all stages forced, each
+    equal to the textbook sequence (the check's kept rows leaked through the throughput
+    ratios: tests/test_fuzz.py)."""
     T = np.array(case["throughput"])
     cap, sf = case["workers"], case["scale_factor"]
-    r = fa.fifo(fa.Jobs(T, scale_factor=sf, elapsed=case["elapsed"]),
-                fa.Cluster({f"t{j}": w for j, w in enumerate(cap)}))
+    if "order" in case:
+        order, jk, ok = np.array(case["order"]), {}, {"order": case["order"]}
+    else:
+        order, jk, ok = -np.array(case["elapsed"]), {"elapsed": case["elapsed"]}, {}
+    r = fa.fifo(fa.Jobs(T, scale_factor=sf, **jk),
+                fa.Cluster({f"t{j}": w for j, w in enumerate(cap)}), **ok, **case.get("kw", {}))
     assert r.stats.path == (f"{FIFO_GREEDY}:{T.shape[0]}",)
     assert r.certificate.kind == FIFO_KNAPSACK
-    _check(np.asarray(r.x), (r.certificate, *r.stage_certificates), T, sf, cap,
-           -np.array(case["elapsed"]))
+    _check(np.asarray(r.x), (r.certificate, *r.stage_certificates), T, sf, cap, order)
 
 
 # --------------------------------------------------------------------------------------------

@@ -406,6 +406,46 @@ def test_fifo_check_keeps_earlier_jobs_at_the_allocations_values() -> None:
         check_allocation(g, _claiming(r, x=x, effective_throughput=None), "fifo")
 
 
+def _fuzz_fifo_cases() -> list[dict]:
+    import json
+    from pathlib import Path
+
+    return json.loads(Path(__file__).with_name("fifo_exact_cases.json").read_text())["fuzz"]
+
+
+@pytest.mark.parametrize("case", _fuzz_fifo_cases()[1:],
+                         ids=[c["name"] for c in _fuzz_fifo_cases()[1:]])
+def test_fifo_check_does_not_amplify_its_lp_tolerance(case: dict) -> None:
+    """Fuzz seeds 606 / 707 ('fifo (wide range)', ``--examples 20000``): nine answers, every
+    stage forced, each equal to the textbook sequence (tests/test_fifo_exact.py), that the
+    check called wrong. Its kept rows ``v_j(y) >= v_j(x)`` are met to linprog's tolerance,
+    and the throughput ratios amplify that along a chain of trades (seed 606, job 27 at
+    'achievable' 1.0: job 20 gives up 2e-9 of t4, worth 1 to job 13, which frees 6.3e-5 of
+    t5, worth 1.6e4 times its t2 to job 19, which frees all of t2). The check now confirms a
+    gain by the face-keeping sequence; it still rejects an answer that drops the first job."""
+    import numpy as np
+
+    import fairalloc as fa
+    from tests.fuzz.checks import Gavel, arrival_order, check_allocation
+    from tests.fuzz.core import Wrong
+
+    T, sf, cap = (np.array(case[k]) for k in ("throughput", "scale_factor", "workers"))
+    order = case.get("order")
+    el = None if order is not None else np.array(case["elapsed"])
+    r = fa.fifo(fa.Jobs(T, scale_factor=sf, **({} if el is None else {"elapsed": el})),
+                fa.Cluster({f"t{j}": int(w) for j, w in enumerate(cap)}),
+                **({} if order is None else {"order": order}), **case["kw"])
+    g = Gavel(T, sf, None, cap, elapsed=el)
+    check_allocation(g, r, "fifo", order=order)
+    # the first arrival that runs loses its time: the check names it
+    x = np.array(r.x)
+    arrival = arrival_order(g, order)
+    rank = int(np.flatnonzero(x[arrival].sum(axis=1) > 0)[0])
+    x[arrival[rank]] = 0.0
+    with pytest.raises(Wrong, match=rf"job {int(arrival[rank])} \(arrival rank {rank}\)"):
+        check_allocation(g, _claiming(r, x=x, effective_throughput=None), "fifo", order=order)
+
+
 @pytest.mark.parametrize("kind", ["linear", "leontief"])
 def test_capped_market_check_rejects_a_buyer_held_below_its_cap(kind: str) -> None:
     """A composed market whose cap binds: the right answer passes; a point that exceeds the
