@@ -96,22 +96,29 @@ def test_stopping_a_parallel_sweep_prints_one_line_and_no_traceback(
     assert len(done) >= len(log.read_text().splitlines()) - 1  # at most a cut-off last line
 
 
-def test_stopping_simulate_leaves_one_line_and_no_output(tmp_path: Path) -> None:
-    out = tmp_path / "s"
-    args = ["simulate", "--policy", "fifo", "--policy", "las", "--jobs", "200", "--gpus", "2",
-            "--no-plots", "--out", str(out)]
+def _interrupted(tmp_path: Path, args: list[str], started: str) -> tuple[int, str, int]:
+    """Run the CLI with ``args`` in its own session, send the group SIGINT once its stdout
+    shows ``started``, and return its exit status, standard error and process group."""
     stdout = tmp_path / "stdout.txt"
     with stdout.open("w") as fh:
         proc = subprocess.Popen(_cli(*args), stdout=fh, stderr=subprocess.PIPE, text=True,
                                 env=_env(), start_new_session=True)
         deadline = time.monotonic() + WAIT
         while (time.monotonic() < deadline and proc.poll() is None
-               and "fairalloc simulate:" not in stdout.read_text()):
+               and started not in stdout.read_text()):
             time.sleep(0.05)
-        assert proc.poll() is None, "the simulation ended before it could be stopped"
+        assert proc.poll() is None, "the command ended before it could be stopped"
         os.killpg(proc.pid, signal.SIGINT)
         _, err = proc.communicate(timeout=WAIT)
-    assert "Traceback" not in err and proc.returncode == 130, err
+    return proc.returncode, err, proc.pid
+
+
+def test_stopping_simulate_leaves_one_line_and_no_output(tmp_path: Path) -> None:
+    out = tmp_path / "s"
+    args = ["simulate", "--policy", "fifo", "--policy", "las", "--jobs", "200", "--gpus", "2",
+            "--no-plots", "--out", str(out)]
+    code, err, _ = _interrupted(tmp_path, args, "fairalloc simulate:")
+    assert "Traceback" not in err and code == 130, err
     assert _lines(err) == ["fairalloc simulate: interrupted"]
     assert not out.exists()  # the tables are written at the end, whole; the folder it made goes
 
@@ -121,24 +128,14 @@ def test_stopping_a_sweep_before_any_simulation_finishes_leaves_nothing(tmp_path
     out = tmp_path / "w"
     args = ["sweep", "--policy", "shockwave", "--seeds", "0", "1", "--jobs", "30", "--gpus",
             "8", "--workers", "2", "--no-progress", "--out", str(out)]
-    stdout = tmp_path / "stdout.txt"
-    with stdout.open("w") as fh:
-        proc = subprocess.Popen(_cli(*args), stdout=fh, stderr=subprocess.PIPE, text=True,
-                                env=_env(), start_new_session=True)
-        deadline = time.monotonic() + WAIT
-        while (time.monotonic() < deadline and proc.poll() is None
-               and "fairalloc sweep:" not in stdout.read_text()):
-            time.sleep(0.05)
-        assert proc.poll() is None, "the sweep ended before it could be stopped"
-        os.killpg(proc.pid, signal.SIGINT)
-        _, err = proc.communicate(timeout=WAIT)
-    assert "Traceback" not in err and proc.returncode == 130, err
+    code, err, group = _interrupted(tmp_path, args, "fairalloc sweep:")
+    assert "Traceback" not in err and code == 130, err
     if (out / RUNS_FILE).exists():  # pragma: no cover - a simulation beat the signal
         pytest.skip("a simulation finished before the signal arrived")
     assert _lines(err) == ["fairalloc sweep: stopped before any simulation finished; nothing "
                            "was written"]
     assert not out.exists()
-    assert _group_gone(proc.pid)
+    assert _group_gone(group)
 
 
 # -- a bad option writes nothing --------------------------------------------------------------
