@@ -450,9 +450,10 @@ def unit_scaling(data: dict[str, Any], reference: np.ndarray | None = None) -> U
     """Exact scaling of conic ``data`` that puts every variable and every row at unit scale.
 
     Columns: a variable boxed by singleton rows (``0 <= x <= cap``) is scaled by the power of
-    two of its range, any other by that of its magnitude at ``reference`` (a primal point of
-    the same data, e.g. a failed solve's; without one, 1), floored at `SCALE_FLOOR` of the
-    point's largest entry. Rows: cone blocks whose parts are unbalanced
+    two of its range, or of its magnitude at ``reference`` where that is smaller (a loose box),
+    any other by that of its magnitude at ``reference`` (a primal point of the same data, e.g.
+    a failed solve's; without one, 1), floored at `SCALE_FLOOR` of the point's largest
+    entry. Rows: cone blocks whose parts are unbalanced
     at ``reference`` are mapped by an automorphism of their cone that balances them
     (`_rotations`); then each non-negative or zero row,
     and each cone block as a whole, is divided by the power of two of its largest coefficient
@@ -487,7 +488,11 @@ def unit_scaling(data: dict[str, Any], reference: np.ndarray | None = None) -> U
     mag = np.zeros(n) if ref is None else np.abs(ref)
     top = float(np.max(mag, initial=0.0))
     mag = np.maximum(mag, SCALE_FLOOR * top)
-    col = np.where(bound > 0, _pow2(bound), _pow2(mag))
+    # a boxed variable at its range, or at its magnitude at the reference where that is
+    # smaller: a loose box (``4e-14 x <= 1e-7``) of a variable at 2 would scale it by 4e6,
+    # and its rows with it, so that the solver's tolerance is 4e6 times too coarse there
+    boxed_mag = bound if ref is None else np.minimum(bound, mag)
+    col = np.where(bound > 0, _pow2(boxed_mag), _pow2(mag))
     blocks = _blocks(dims)
     slack = None if ref is None else b - A @ ref
     br, bc, bv, mapped = _rotations(blocks, slack)

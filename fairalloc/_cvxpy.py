@@ -29,8 +29,8 @@ step                   what it does
 ``cvxpy``              Clarabel on the program as compiled (solver tolerances `SOLVER_TOL`)
 ``cvxpy-unit-scale``   Clarabel on an exact copy at unit scale (`fairalloc._conic.unit_scaling`:
                        every variable and row by powers of two, read from the bounds in the
-                       data and the previous step's point; unbalanced second-order blocks
-                       rotated), mapped back
+                       data and the previous step's point -- the iterate a failed solve
+                       stopped at too; unbalanced second-order blocks rotated), mapped back
 ``cvxpy-tight``        the same copy with tolerances `TIGHT_TOL` and `TIGHT_MAX_ITER` iterations
 ``cvxpy-highs``        a linear program only (zero and non-negative cones): HiGHS through
                        cvxpy (``solver="HIGHS"``), its vertex and row duals certified by the LP
@@ -422,6 +422,11 @@ def _clarabel(ctx: _Context, *, scaled: bool, tight: bool) -> _Point:
     A = data["A"]
     if (canonical not in USABLE or xs.size != A.shape[1] or zs.size != A.shape[0]
             or not np.all(np.isfinite(xs)) or not np.all(np.isfinite(zs))):
+        if xs.size == A.shape[1] and np.all(np.isfinite(xs)) and np.any(xs):
+            # no answer, but the iterate it stopped at is the next step's reference for the
+            # unit scaling (its magnitudes, its unbalanced cone blocks: a binding cap leaves a
+            # hyperbolic cone 1e12 out of balance, on which every unscaled solve fails)
+            ctx.reference = xs if scaling is None else scaling.col * xs
         raise SolverError(f"clarabel failed: {status}", backend=ctx.backend, status=status)
     x, z = (xs, zs) if scaling is None else scaling.unscale(xs, zs)
     # the point on its columns' bounds (singleton rows: a cap of 0 met at 0, not at 1e-12)

@@ -42,6 +42,9 @@ __all__ = ["MaxTotalThroughput", "MinCost", "max_total_throughput", "min_cost"]
 CHARNES_COOPER = "charnes-cooper"  # path step: the Charnes-Cooper LP of min cost
 #: ACCURACY: relative rounding margin above a job's fastest rate at which an SLO is infeasible
 _SLO_ROUNDING = 1e-12
+#: ACCURACY: relative margin below the largest scale of the work-conserving anchor
+#: (`MinCost._widest`) that its rows allow (rounding of the product ``s * x``)
+_WIDEST_ROUNDING = 1e-12
 
 
 # --------------------------------------------------------------------------------------------
@@ -275,6 +278,23 @@ class MinCost(ThroughputPolicy):
                           layout)
         return PolicyStages(st, res, r, context=cc)
 
+    def _widest(self, xcol: np.ndarray) -> np.ndarray:
+        """The ratio-optimal ``xcol`` scaled up by the largest factor its time and capacity
+        rows allow: the work-conserving stage's anchor. The ratio is scale-invariant, so the
+        Charnes-Cooper point is optimal at any scale and its own is arbitrary (0.78 of a job's
+        time where 1 is free); kept rows a solver meets only to its tolerance are repaired by
+        moving its point towards the anchor (`StageSolver.toward_anchor`), which must not drag
+        it back to that arbitrary scale. Scaling up keeps the ratio, the kept row
+        (``s (tp - r cost) >= s * (-slack)``) and the SLO rows (rates grow with ``s``)."""
+        A, _, up, _ = self.inst.base_rows()
+        ax = A @ xcol
+        used = ax > 0
+        if not used.any():
+            return xcol
+        s = max(1.0, float(np.min(up[used] / ax[used])) * (1.0 - _WIDEST_ROUNDING))
+        wide = xcol * s
+        return wide if np.all(A @ wide <= up) and np.all(wide <= 1.0) else xcol
+
     def _meet_slos(self, xcol: np.ndarray) -> np.ndarray:
         """Top up jobs whose SLO row the solver left short within its absolute tolerance (a
         rate 1e-11 of the job's throughput is 'met' by x = 0): the missing time goes on the
@@ -333,7 +353,7 @@ class MinCost(ThroughputPolicy):
             tp_opt = float(self.inst.throughput(xcol).sum())
             gam = pow2(float(np.max(np.abs(st.g), initial=0.0)))
             row = sp.csr_matrix(st.g[None, :] / gam)
-            solver.anchor = xcol
+            solver.anchor = self._widest(xcol)
             wstage = LinearStage(self._wc_objective())
             wres = None
             share = STAGE_SHARE_OF_GAP * gap_tol
