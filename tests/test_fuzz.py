@@ -427,7 +427,7 @@ def test_fifo_check_does_not_amplify_its_lp_tolerance(case: dict) -> None:
 
     import fairalloc as fa
     from tests.fuzz.checks import Gavel, arrival_order, check_allocation
-    from tests.fuzz.core import Wrong
+    from tests.fuzz.core import Skip, Wrong
 
     T, sf, cap = (np.array(case[k]) for k in ("throughput", "scale_factor", "workers"))
     order = case.get("order")
@@ -436,7 +436,10 @@ def test_fifo_check_does_not_amplify_its_lp_tolerance(case: dict) -> None:
                 fa.Cluster({f"t{j}": int(w) for j, w in enumerate(cap)}),
                 **({} if order is None else {"order": order}), **case["kw"])
     g = Gavel(T, sf, None, cap, elapsed=el)
-    check_allocation(g, r, "fifo", order=order)
+    try:
+        check_allocation(g, r, "fifo", order=order)
+    except Skip:  # (scipy 1.13, the declared minimum: its linprog fails a reference LP here)
+        pytest.skip("the check's reference LP failed with this scipy: it decides nothing")
     # the first arrival that runs loses its time: the check names it
     x = np.array(r.x)
     arrival = arrival_order(g, order)
