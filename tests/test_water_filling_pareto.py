@@ -7,7 +7,9 @@ verdict in ``stats.fallbacks``) and still has a certified first level.
 The cases in ``water_filling_fuzz_cases.json`` are the long fuzz profile's (seeds 303 and 404):
 certified "optimal" results a job of which could rise by up to 0.9 of its level (decisions
 proven at floors the allocation met only to the solvers' tolerance, amplified by level duals
-of 1e7), and programs no strategy answered (a level LP no strategy certified).
+of 1e7), and programs no strategy answered (a level LP no strategy certified); seed 707: an
+"optimal" result whose end check bounded rises capped below their thresholds, and an
+InfeasibleError from the robust level's uncertified solve on an always-feasible program.
 """
 
 from __future__ import annotations

@@ -452,6 +452,30 @@ def test_bottleneck_lp_gap_is_judged_at_the_decision_thresholds():
     assert np.all(U @ x >= floors + sigma - 1e-12)
 
 
+def test_bottleneck_lp_caps_exceed_the_thresholds():
+    """A bottleneck LP's bound proves a job only where its rise cap exceeds its threshold
+    (issue #27, seed 707: with gap_tol 1e-4 the thresholds exceeded the caps of 1e-3, every
+    candidate sat at its cap, and a job that could rise by 0.44 of its level was frozen).
+    Here each job can rise by 0.5 (one GPU each, floors 0.5): with thresholds 1e-2 (above
+    the relative cap of 1e-3) the point shows rises above them and the certified bound does
+    not prove either job."""
+    from fairalloc.throughput.stages import StageSolver
+    from fairalloc.throughput.water_path import bottleneck_lp
+
+    jobs = fa.Jobs([[1.0], [2.0]])
+    b = fa.WaterFilling(jobs, fa.Cluster({"gpu": 2}))
+    inst = b.inst
+    solver = StageSolver(inst, HighsBackend(), stage_tol=1e-9, gap_tol=1e-6, feas_tol=1e-7)
+    U = sp.csr_matrix(sp.diags(b.unorm) @ inst.Tm)
+    floors = np.array([0.5, 0.5])
+    thr = np.array([1e-2, 1e-2])
+    sigma, x, cert = bottleneck_lp(inst, floors, np.ones(2, bool), solver, U, thr)
+    assert cert.ok
+    assert np.all(sigma > thr)  # both rise (by their caps) beyond their thresholds
+    assert cert.dual_bound > thr.max()  # the bound proves neither bottlenecked
+    assert np.all(U @ x >= floors + sigma - 1e-12)
+
+
 def test_saturation_probe_declared_infeasible_only_shortens_the_jump():
     """The cascade above with its first saturation probe (the LP after the first level)
     declared infeasible (a probe is feasible at t = 0; HiGHS may refuse a thin face): the

@@ -55,6 +55,12 @@ ANCHORED = -1.0
 #: ACCURACY: a bottleneck LP's relative gap may reach this fraction of (sum of the candidates'
 #: thresholds) / (sum of their caps): the decisions it makes need the optimum only to that
 _DECISION_GAP_SHARE = 0.5
+#: ACCURACY: each candidate's rise cap is at least this multiple of its threshold: a bound
+#: ``D <= thr_m`` on the capped rises proves job ``m`` only when its cap exceeds ``thr_m``
+#: (with gap_tol 1e-4 the thresholds, twice a level's accuracy, exceeded the caps of
+#: ``_RISE_CAP``: every job sat at its cap, the bound "proved" it, and a job that could rise by
+#: 0.44 of its level was returned as optimal; issue #27, seed 707)
+_CAP_OVER_THR = 2.0
 
 
 def anchored_floors(floors: np.ndarray, U: sp.csr_matrix, xcol: np.ndarray) -> np.ndarray:
@@ -491,7 +497,7 @@ def bottleneck_lp(inst: ColumnInstance, floors: np.ndarray, D: np.ndarray, solve
                   proofs: list[Proof] | None = None
                   ) -> tuple[np.ndarray, np.ndarray, Certificate]:
     """``max sum_{m in D} sigma_m`` s.t. ``u_m(x) - sigma_m >= floor_m`` (m in D),
-    ``u(x) >= floor`` (others), ``0 <= sigma_m <= _RISE_CAP max(1, floor_m)``.
+    ``u(x) >= floor`` (others), ``0 <= sigma_m <= max(_RISE_CAP max(1, floor_m), 2 thr_m)``.
 
     The caps spread the rises over as many jobs as possible; any ``sigma_m > thr_m`` proves
     that job ``m`` is not bottlenecked (the returned allocation, exactly feasible, reaches it).
@@ -519,7 +525,10 @@ def bottleneck_lp(inst: ColumnInstance, floors: np.ndarray, D: np.ndarray, solve
     S = sp.csr_matrix((-np.ones(n), (np.arange(n), np.arange(n))), shape=(n, n))
     A = sp.vstack([sp.hstack([A0, sp.csr_matrix((A0.shape[0], n))]),
                    sp.hstack([U, S])], format="csr")
-    caps = np.where(D, _RISE_CAP * np.maximum(1.0, floors), 0.0)
+    # a rise capped at or below its threshold proves nothing either way: a certified bound
+    # below the threshold proves the job only where the cap exceeds the threshold
+    caps = np.where(D, np.maximum(_RISE_CAP * np.maximum(1.0, floors), _CAP_OVER_THR * thr),
+                    0.0)
     wts = np.ones(n) if weights is None else weights
     decide = _DECISION_GAP_SHARE * float(thr[D] @ wts[D]) / float(caps[D] @ wts[D])
     use_warm = warm is not None and solver.warm_backend()

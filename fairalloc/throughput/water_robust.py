@@ -280,7 +280,17 @@ def _level(solver: StageSolver, U: sp.csr_matrix, w: np.ndarray, floors: np.ndar
         # result says so (`WaterRun.unproven`)
         solver.step(ROBUST_UNCERTIFIED)
         lp = solver.program(stage)
-        sol, v, cert = solver.run_once(lp, stage, stage.name, solver.exact_backend)
+        try:
+            sol, v, cert = solver.run_once(lp, stage, stage.name, solver.exact_backend)
+        except SolverError:
+            # that solve failed too (HiGHS called the thin face infeasible, issue #27): the
+            # last allocation x meets every floor, so the program is feasible and x answers
+            # the level (it does not rise; no duals, so no bound: it proves nothing)
+            v = solver.point(stage, x)
+            duals = np.zeros(lp.A.shape[0])
+            res = StageResult(lp, v, duals, float(v[-1]),
+                              solver.certificate(lp, stage, v, duals), 0, solver.layout(stage))
+            return stage, res
         return stage, solver.result(lp, stage, sol, v, cert)
     finally:
         solver.meet_extra_rows = None
