@@ -2,7 +2,8 @@
 
 The forced stages (each the only optimum of its knapsack) are certified in closed form; the
 LP stages after a tie keep the face of each stage's optimal set. Every answer is compared with
-an independent lexicographic sequence computed here: ``scipy.optimize.linprog`` (HiGHS,
+an independent lexicographic sequence (tests/fuzz/checks.py's `fifo_face_reference`, shared with
+the fuzz check): ``scipy.optimize.linprog`` (HiGHS,
 tolerances 1e-10), one LP per job in arrival order, each keeping the optimal face of the
 earlier ones by complementary slackness with its own duals (the textbook sequence: no
 objective rows, so a job whose value is 1e-7 of its best keeps its type).
@@ -15,7 +16,6 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy.optimize import linprog
 
 import fairalloc as fa
 from fairalloc.throughput.ordering import (
@@ -25,6 +25,7 @@ from fairalloc.throughput.ordering import (
     forced_prefix,
 )
 from fairalloc.tolerances import FEAS_TOL, GAP_TOL
+from tests.fuzz.checks import Gavel, fifo_face_reference
 
 _DATA = json.loads((Path(__file__).with_name("fifo_exact_cases.json")).read_text())
 CASES = _DATA["cases"]
@@ -32,10 +33,9 @@ CASES = _DATA["cases"]
 FUZZ_CASES = _DATA["fuzz"]
 
 #: each stage is certified to GAP_TOL of one job's worth (v <= 1); the reference drops
-#: reduced costs below _FACE (at most n k of them, each moving at most one unit of time)
+#: reduced costs below its face threshold (1e-9; at most n k of them, each moving at most one
+#: unit of time)
 TOL = 2 * GAP_TOL
-_HIGHS = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
-_FACE = 1e-9
 
 
 def _ratios(T, sf, cap):
@@ -46,38 +46,12 @@ def _ratios(T, sf, cap):
 
 
 def lexicographic_reference(T, sf, cap, order):
-    """Each job's ``v`` of the lexicographic optimum in arrival order (ties by index)."""
-    A = _ratios(T, sf, cap)
-    n, k = A.shape
-    rows = np.zeros((k + n, n * k))
-    for j in range(k):
-        rows[j, j::k] = sf
-    for m in range(n):
-        rows[k + m, m * k:(m + 1) * k] = 1.0
-    b = np.r_[np.asarray(cap, dtype=float), np.ones(n)]
-    lo, hi = np.zeros(n * k), (A > 0).ravel().astype(float)
-    tight = np.zeros(k + n, dtype=bool)
-    v = np.zeros(n)
-    for m in np.argsort(order, kind="stable"):
-        c = np.zeros(n * k)
-        c[m * k:(m + 1) * k] = -A[m]
-        kw = {"bounds": np.c_[lo, hi], "method": "highs", "options": _HIGHS}
-        if (~tight).any():
-            kw.update(A_ub=rows[~tight], b_ub=b[~tight])
-        if tight.any():
-            kw.update(A_eq=rows[tight], b_eq=b[tight])
-        r = linprog(c, **kw)
-        assert r.status == 0, r.message
-        v[m] = A[m] @ r.x[m * k:(m + 1) * k]
-        free = lo < hi
-        at_lo, at_hi = free & (r.lower.marginals > _FACE), free & (r.upper.marginals < -_FACE)
-        lo, hi = lo.copy(), hi.copy()
-        hi[at_lo] = lo[at_lo]
-        lo[at_hi] = hi[at_hi]
-        if (~tight).any():
-            idx = np.flatnonzero(~tight)
-            tight = tight.copy()
-            tight[idx[r.ineqlin.marginals < -_FACE]] = True
+    """Each job's ``v`` of the lexicographic optimum in arrival order (ties by index): the
+    textbook sequence of tests/fuzz/checks.py (`fifo_face_reference`: one LP per job, each
+    keeping the earlier stages' optimal face), so that the tests and the fuzz check share it."""
+    g = Gavel(np.asarray(T, dtype=float), sf, None, cap)
+    v = fifo_face_reference(g, np.argsort(order, kind="stable"))
+    assert v is not None, "a reference LP failed"
     return v
 
 
