@@ -313,15 +313,19 @@ def cvxpy_ftf(d: dict[str, np.ndarray], solver: str, wc: bool) -> list[float]:
     return [R, float(prob2.value)]
 
 
-def _highs_solve(c: np.ndarray, A: Any, row_lo: np.ndarray, row_hi: np.ndarray,
-                 col_lo: np.ndarray, col_hi: np.ndarray, algorithm: str) -> tuple[float, Any]:
-    """``max c x`` s.t. ``row_lo <= A x <= row_hi``, ``col_lo <= x <= col_hi`` in highspy."""
+def highs_solve(c: np.ndarray, A: Any, row_lo: np.ndarray, row_hi: np.ndarray,
+                col_lo: np.ndarray, col_hi: np.ndarray, algorithm: str,
+                options: dict[str, Any] | None = None) -> tuple[float, Any]:
+    """``max c x`` s.t. ``row_lo <= A x <= row_hi``, ``col_lo <= x <= col_hi`` in highspy
+    (plain highspy, no fairalloc: the whole-LP reference; ``options``: more HiGHS options)."""
     import highspy
     import scipy.sparse as sp
 
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
     h.setOptionValue("solver", algorithm)
+    for key, value in (options or {}).items():
+        h.setOptionValue(key, value)
     A = sp.csc_matrix(A)
     A.sort_indices()
     lp = highspy.HighsLp()
@@ -364,13 +368,13 @@ def highs_max_min(d: dict[str, np.ndarray], algorithm: str, wc: bool) -> list[fl
     c = np.r_[np.zeros(E), 1.0]
     lo = np.r_[np.full(n + k, -inf), np.full(n, -inf)]
     hi = np.r_[np.ones(n), d["cap"], np.zeros(n)]
-    L, _ = _highs_solve(c, A, lo, hi, np.zeros(E + 1), np.r_[np.ones(E), inf], algorithm)
+    L, _ = highs_solve(c, A, lo, hi, np.zeros(E + 1), np.r_[np.ones(E), inf], algorithm)
     if not wc:
         return [L]
     A2 = sp.vstack([time_rows, cap_rows, level_rows])
     lo2 = np.r_[np.full(n + k, -inf), np.full(n, L * (1.0 - STAGE_SLACK))]
     hi2 = np.r_[np.ones(n), d["cap"], np.full(n, inf)]
-    total, _ = _highs_solve(d["norm"][job, typ], A2, lo2, hi2, np.zeros(E), np.ones(E),
+    total, _ = highs_solve(d["norm"][job, typ], A2, lo2, hi2, np.zeros(E), np.ones(E),
                             algorithm)
     return [L, total]
 

@@ -124,33 +124,12 @@ def solve_lp(c: np.ndarray, A: Any, lo: np.ndarray, hi: np.ndarray, ub: np.ndarr
         if x.value is None:
             raise RuntimeError(f"{solver}: {prob.status}")
         return np.asarray(x.value)
-    import highspy
+    from families import highs_solve  # (next to this file: one plain-highspy LP reference)
 
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
-    h.setOptionValue("solver", "ipm" if solver == "highs" else "choose")
-    if solver == "highs-strict":
-        h.setOptionValue("primal_feasibility_tolerance", SIMPLEX_FEAS)
-    A = sp.csc_matrix(A)
-    A.sort_indices()
-    inf = highspy.kHighsInf
-    lp = highspy.HighsLp()
-    lp.num_col_, lp.num_row_ = A.shape[1], A.shape[0]
-    lp.col_cost_ = -np.asarray(c, dtype=float)
-    lp.col_lower_, lp.col_upper_ = np.zeros(c.size), np.where(np.isfinite(ub), ub, inf)
-    lp.row_lower_ = np.where(np.isfinite(lo), lo, -inf)
-    lp.row_upper_ = np.where(np.isfinite(hi), hi, inf)
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = A.shape[1], A.shape[0]
-    lp.a_matrix_.start_ = A.indptr.astype(np.int32)
-    lp.a_matrix_.index_ = A.indices.astype(np.int32)
-    lp.a_matrix_.value_ = A.data.astype(float)
-    h.passModel(lp)
-    h.run()
-    status = h.modelStatusToString(h.getModelStatus())
-    if status != "Optimal":
-        raise RuntimeError(f"HiGHS: {status}")
-    return np.asarray(h.getSolution().col_value)
+    strict = {"primal_feasibility_tolerance": SIMPLEX_FEAS} if solver == "highs-strict" else None
+    _, x = highs_solve(c, A, lo, hi, np.zeros(c.size), ub, "ipm" if solver == "highs" else
+                       "choose", strict)
+    return np.asarray(x)
 
 
 class Columns:
