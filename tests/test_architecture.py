@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 import fairalloc as fa
+from tests.scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "fairalloc"
@@ -46,12 +47,7 @@ def test_import_graph_follows_the_layer_contract() -> None:
 
 
 def _check_constants():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("check_constants",
-                                                  ROOT / "tools" / "check_constants.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("tools/check_constants.py")
 
 
 def test_no_inline_tolerances_or_heuristic_constants() -> None:

@@ -3,23 +3,17 @@ tests/test_sim_docs.py) and the docs hook's page links and navigation titles."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from pathlib import Path
 
 import pytest
 
+from tests.scripts import load_script
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _load(name: str, path: Path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)  # type: ignore[union-attr]
-    return mod
-
-
-linkcheck = _load("linkcheck", ROOT / "docs/_tools/linkcheck.py")
+linkcheck = load_script("docs/_tools/linkcheck.py")
 
 
 def _site(tmp_path: Path, pages: dict[str, str]) -> Path:
@@ -57,7 +51,7 @@ def test_broken_links_are_reported(tmp_path: Path) -> None:
 @pytest.fixture(scope="module")
 def hook():
     pytest.importorskip("mkdocs")
-    return _load("pages_hook", ROOT / "docs/_hooks/pages.py")
+    return load_script("docs/_hooks/pages.py", "pages_hook")
 
 
 def test_pages_named_as_code_become_links(hook) -> None:

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.scripts import load_script
+
 ROOT = Path(__file__).resolve().parents[1]
 KATEX = ("vendor/katex/katex.min.js", "vendor/katex/contrib/auto-render.min.js",
          "vendor/katex/katex.min.css")
@@ -163,10 +165,7 @@ def test_the_checks_catch_what_they_look_for() -> None:
                     reason="no headless browser (apt-get install chromium); the built HTML is "
                     "checked by the tests above")
 def test_two_pages_typeset_their_maths_in_a_headless_browser(site: Path, tmp_path: Path) -> None:
-    spec = importlib.util.spec_from_file_location("screenshots",
-                                                  ROOT / "docs/_tools/screenshots.py")
-    shots = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(shots)  # type: ignore[union-attr]
+    shots = load_script("docs/_tools/screenshots.py")
     server, base = shots.serve(site)  # loopback only; the pages may load nothing else
     try:
         for page in ("proofs/market_equilibrium/", "formulations/eisenberg_gale/"):

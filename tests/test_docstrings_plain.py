@@ -4,25 +4,18 @@ the Markdown ``[`X`][fairalloc.X]`` form that ``help()`` shows as raw markup."""
 
 from __future__ import annotations
 
-import importlib.util
 import pydoc
 from pathlib import Path
 
 import pytest
 
 import fairalloc as fa
+from tests.scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _load(name: str, path: Path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)  # type: ignore[union-attr]
-    return mod
-
-
-codemod = _load("plain_refs_tool", ROOT / "docs/_tools/plain_refs.py")
+codemod = load_script("docs/_tools/plain_refs.py", "plain_refs_tool")
 
 #: files other branches were editing when the rest were rewritten (issue #30): none left
 PENDING: frozenset[str] = frozenset()
@@ -62,7 +55,7 @@ def test_the_rewrite_keeps_the_backticks_and_names_the_object() -> None:
 
 def test_the_docs_build_links_plain_names() -> None:
     pytest.importorskip("griffe")
-    hook = _load("plain_refs_hook", ROOT / "docs/_hooks/plain_refs.py")
+    hook = load_script("docs/_hooks/plain_refs.py", "plain_refs_hook")
     assert hook.link("a `fairalloc.Jobs` and ``fairalloc.sim.Simulator``.") == (
         'a <autoref identifier="fairalloc.Jobs" optional><code>fairalloc.Jobs</code></autoref>'
         ' and <autoref identifier="fairalloc.sim.Simulator" optional>'

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.scripts import load_script
+
 ROOT = Path(__file__).resolve().parents[1]
 # examples/test_*.py are pytest files (run by their own tests); the rest are scripts
 EXAMPLES = sorted(p for p in (ROOT / "examples").glob("*.py") if not p.name.startswith("test_"))
@@ -56,9 +58,7 @@ def test_site_builds_strict(tmp_path: Path) -> None:
     assert "poisson_workload" in api and "Simulator" in api
     assert (site / "tutorial" / "index.html").exists()
     # every internal href/src resolves to a file of the site and, with #anchor, to an id
-    spec = importlib.util.spec_from_file_location("linkcheck", ROOT / "docs/_tools/linkcheck.py")
-    linkcheck = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(linkcheck)  # type: ignore[union-attr]
+    linkcheck = load_script("docs/_tools/linkcheck.py")
     checked, broken = linkcheck.check_site(site)
     assert checked > 1000 and not broken, broken[:20]
     # mathematics is left for KaTeX (arithmatex), never as emphasis or raw code
@@ -68,9 +68,7 @@ def test_site_builds_strict(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(_docs_tools() is not None, reason="documentation tools not installed")
 def test_hook_keeps_links_between_pages_and_inlines_other_files() -> None:
-    spec = importlib.util.spec_from_file_location("pages_hook", ROOT / "docs/_hooks/pages.py")
-    hook = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(hook)  # type: ignore[union-attr]
+    hook = load_script("docs/_hooks/pages.py", "pages_hook")
     published = {"formulations/a.md", "proofs/b.md"}
     text = ("see [the proof](../proofs/b.md#thm), [code](../fairalloc/x.py), "
             "[web](https://example.org) and [`tests/t.py`](../tests/t.py)")
