@@ -57,7 +57,7 @@ from typing import Any
 import numpy as np
 
 from .._validation import as_option
-from ..errors import InfeasibleError, InputError
+from ..errors import InputError
 from ..rounds import RoundPolicy
 from .gavel_base import (
     NORMALIZATIONS,
@@ -76,6 +76,7 @@ from .gavel_packed import (
     ThroughputNormalizedByCostSumWithPackingSLOs,
     cost_objective,
     entity_map,
+    meeting_slos_or_dropping,
     slo_map,
 )
 
@@ -389,13 +390,9 @@ class ThroughputNormalizedByCostSumWithPerfSLOs(GavelPolicy):
             return self._gavel_code(unflattened_throughputs, scale_factors, cluster_spec,
                                     costs, slo, steps)
         self._round.settings["cost"] = costs
-        try:
-            return self._solve(unflattened_throughputs, cluster_spec,
-                               scale_factor=scale_factors, slo=slo, steps_remaining=steps)
-        except InfeasibleError:
-            self.slo_dropped = True
-            return self._solve(unflattened_throughputs, cluster_spec,
-                               scale_factor=scale_factors)
+        return meeting_slos_or_dropping(self, lambda with_slos: self._solve(
+            unflattened_throughputs, cluster_spec, scale_factor=scale_factors,
+            **({"slo": slo, "steps_remaining": steps} if with_slos else {})))
 
     def _gavel_code(self, tp: Mapping[Hashable, Any], scale_factors: Any,
                     cluster_spec: Any, costs: Mapping[str, float], slo: Any, steps: Any

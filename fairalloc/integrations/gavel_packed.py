@@ -23,7 +23,7 @@ Examples
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
 import numpy as np
@@ -75,6 +75,17 @@ def cost_objective(cluster_spec: Mapping[str, int],
         raise InputError(f"instance_costs has no cost for worker type {missing[0]!r}",
                          argument="instance_costs")
     return {str(t): instance_costs[t] for t in cluster_spec}
+
+
+def meeting_slos_or_dropping(policy: Any, solve: Callable[[bool], Any]) -> Any:
+    """``solve(True)`` (with the SLO rows); where no allocation meets the SLOs, Gavel drops
+    them for the round: ``solve(False)``, and ``policy.slo_dropped`` says so."""
+    policy.slo_dropped = False
+    try:
+        return solve(True)
+    except InfeasibleError:
+        policy.slo_dropped = True
+        return solve(False)
 
 
 def slo_map(tp: Mapping[Hashable, Any], slos: Mapping[Hashable, float] | None,
@@ -395,12 +406,7 @@ class ThroughputNormalizedByCostSumWithPackingSLOs(GavelPolicy):
         slo, steps = slo_map(unflattened_throughputs, SLOs, num_steps_remaining)
         self._round.settings["cost"] = costs
         present = {t: c for t, c in costs.items() if cluster_spec.get(t, 0) > 0}
-        self.slo_dropped = False
-        try:
-            return packed_solve(self, unflattened_throughputs, cluster_spec, scale_factors,
-                                min_cost, per_job={"steps_remaining": steps},
-                                extra={"slo": slo}, cost=present)
-        except InfeasibleError:
-            self.slo_dropped = True
-            return packed_solve(self, unflattened_throughputs, cluster_spec, scale_factors,
-                                min_cost, cost=present)
+        return meeting_slos_or_dropping(self, lambda with_slos: packed_solve(
+            self, unflattened_throughputs, cluster_spec, scale_factors, min_cost,
+            **({"per_job": {"steps_remaining": steps}, "extra": {"slo": slo}} if with_slos
+               else {}), cost=present))
