@@ -35,11 +35,10 @@ _LOCAL = threading.local()
 #: automatic count follows the machine's cores, and its MIP search (sub-MIPs, heuristics) is
 #: deterministic only for a fixed count, so an unset count would make a MILP's answer depend on
 #: the machine. HiGHS starts one process-wide thread scheduler with the count of its first run
-#: and refuses to run ("Not Set") when a later run asks for another count; `_scheduler` restarts
-#: it when the count changes.
+#: and refuses to run ("Not Set") when a later run asks for another count, fairalloc's or not;
+#: `_run` restarts it then (one rule for a count changed by fairalloc or by another caller).
 DEFAULT_THREADS = 1
 _SCHEDULER_LOCK = threading.Lock()
-_SCHEDULER_THREADS: list[int] = []  # the count HiGHS' scheduler runs with (empty: not started)
 
 
 def new_highs(*, verbose: bool = False) -> Any:
@@ -184,7 +183,7 @@ class HighsBackend(Backend):
                 h.setSolution(start_point)
         if basis is not None:
             h.setBasis(basis.raw)
-        _run(h, DEFAULT_THREADS if threads is None else int(threads))
+        _run(h)
         sol = self._collect(h, lp, t0)
         if keep_basis or basis is not None:
             sol.extra["warm"] = basis is not None
@@ -204,7 +203,6 @@ class HighsBackend(Backend):
         h = _instance(verbose=verbose, reuse=not lp.is_mip and lp.A.nnz <= _REUSE_MAX_NNZ)
         count = DEFAULT_THREADS if threads is None else int(threads)
         h.setOptionValue("threads", count)
-        _scheduler(count)
         if time_limit is not None:
             h.setOptionValue("time_limit", float(time_limit))
         if mip_gap is not None:
@@ -293,11 +291,11 @@ def _instance(*, verbose: bool, reuse: bool) -> Any:
     return h
 
 
-def _run(h: Any, threads: int) -> None:
+def _run(h: Any) -> None:
     """``h.run()``; when HiGHS refuses to start (model status ``Not Set``: its process-wide
-    scheduler was started with another thread count by a run fairalloc did not make, e.g.
-    the caller's own highspy or cvxpy's ``HIGHS``), the scheduler is restarted with
-    ``threads`` (``h``'s count) and the run repeated once."""
+    scheduler was started with another thread count, by a fairalloc run with other
+    ``threads`` or by a run fairalloc did not make, e.g. the caller's own highspy or cvxpy's
+    ``HIGHS``), the scheduler is restarted and the run repeated once (with ``h``'s count)."""
     import highspy
 
     status = h.run()
@@ -305,19 +303,7 @@ def _run(h: Any, threads: int) -> None:
             and h.getModelStatus() == highspy.HighsModelStatus.kNotset):
         with _SCHEDULER_LOCK:
             highspy.Highs.resetGlobalScheduler(True)
-            _SCHEDULER_THREADS[:] = [threads]
         h.run()
-
-
-def _scheduler(threads: int) -> None:
-    """Make HiGHS' process-wide thread scheduler run with ``threads`` threads: restart it when
-    an earlier run started it with another count (HiGHS would refuse to run otherwise)."""
-    import highspy
-
-    with _SCHEDULER_LOCK:
-        if _SCHEDULER_THREADS and _SCHEDULER_THREADS[0] != threads:
-            highspy.Highs.resetGlobalScheduler(True)
-        _SCHEDULER_THREADS[:] = [threads]
 
 
 def _rejected(name: str, t0: float) -> LPSolution:
