@@ -60,6 +60,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import itertools
+import operator
 import time
 import warnings
 from collections.abc import Hashable, Mapping, Sequence
@@ -310,10 +311,28 @@ def _per_job(value: Any, name: str, ids: tuple[Hashable, ...], **kw: Any) -> np.
         raise InputError(text, argument=name, index=exc.index) from None
 
 
+def same_keys(value: Mapping[Hashable, Any], ids: Sequence[Hashable]) -> bool:
+    """Whether ``value``'s keys are the very objects ``ids`` (identity, not equality), in
+    that order: then its values are read by position, without hashing a key (a scheduler's
+    dicts are built over one list of job objects, whose ``__hash__`` may be Python code).
+
+    Examples
+    --------
+    >>> jobs = [object(), object()]
+    >>> same_keys({jobs[0]: 1, jobs[1]: 2}, jobs), same_keys({jobs[1]: 2, jobs[0]: 1}, jobs)
+    (True, False)
+    """
+    return (type(value) is dict and len(value) == len(ids)
+            and all(map(operator.is_, value, ids)))
+
+
 def _listed_by_job(value: Any, name: str, ids: tuple[Hashable, ...]) -> Any:
-    """``value`` as given, or a mapping job -> value listed in ``ids`` order."""
+    """``value`` as given, or a mapping job -> value listed in ``ids`` order (by position
+    when its keys are ``ids`` themselves, `same_keys`)."""
     if not isinstance(value, Mapping):
         return value
+    if same_keys(value, ids):
+        return list(value.values())
     try:
         return list(map(value.__getitem__, ids))
     except KeyError as exc:
@@ -336,6 +355,8 @@ def _per_job_labels(value: Any, name: str, ids: tuple[Hashable, ...]) -> list[Ha
     if value is None:
         return None
     if isinstance(value, Mapping):
+        if same_keys(value, ids):
+            return list(value.values())
         try:
             return [value[j] for j in ids]
         except KeyError as exc:
