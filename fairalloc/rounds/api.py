@@ -154,8 +154,11 @@ class RoundResult(Result):
     def job_allocation(self) -> dict[Hashable, dict[str, float]]:
         """``{job_id: {worker_type: fraction}}`` (every job and type given, zeros included;
         built once, on first access)."""
-        types = self.types
-        return {j: dict(zip(types, row)) for j, row in zip(self.job_ids, self.x.tolist())}
+        # one (type, fraction) pair list per type, zipped into each job's dict in C
+        cols = (zip(itertools.repeat(t), col) for t, col in zip(self.types, self.x.T.tolist()))
+        if not self.types:
+            return {j: {} for j in self.job_ids}
+        return dict(zip(self.job_ids, map(dict, zip(*cols))))
 
     @property
     def allocation(self) -> dict[Hashable, dict[str, float]]:
