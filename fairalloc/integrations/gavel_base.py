@@ -18,6 +18,7 @@ Examples
 
 from __future__ import annotations
 
+import itertools
 import operator
 from collections.abc import Callable, Hashable, Mapping
 from typing import Any
@@ -189,6 +190,14 @@ def throughput_matrix(tp: Mapping[Hashable, Any], jobs: list[Any], types: list[s
                       ) -> np.ndarray:
     """``T[i, j] = tp[jobs[i]][types[j]]`` (0 where a job does not list a type), validated."""
     listed = list(tp.values()) if same_keys(tp, jobs) else [tp[j] for j in jobs]
+    if set(map(type, listed)) <= {dict}:  # (the common case: one pass per type, in C)
+        by_type = [list(map(dict.get, listed, itertools.repeat(t), itertools.repeat(0.0)))
+                   for t in types]
+        try:
+            return as_array(np.asarray(by_type, dtype=float).T.reshape(len(jobs), len(types)),
+                            "unflattened_throughputs", ndim=2, allow_empty=True)
+        except (InputError, TypeError, ValueError):
+            pass  # (the row-major pass below names the entry)
     for j, row in zip(jobs, listed):
         if not isinstance(row, Mapping):
             raise InputError(f"unflattened_throughputs[{j!r}] must be a dict worker_type -> "
