@@ -58,7 +58,7 @@ def respelled(d: dict, order: np.ndarray, fresh: bool) -> dict:
 
 
 def test_same_keys_is_identity_in_order() -> None:
-    from fairalloc.rounds.api import same_keys
+    from fairalloc.rounds.keys import same_keys
 
     ids = [Key(0), Key(1)]
     assert same_keys({ids[0]: 1, ids[1]: 2}, ids)

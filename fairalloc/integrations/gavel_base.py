@@ -28,7 +28,7 @@ import numpy as np
 from .._validation import as_array, fmt_index
 from ..errors import InputError
 from ..rounds import RoundPolicy, RoundResult
-from ..rounds.api import same_keys
+from ..rounds.keys import same_keys
 
 __all__ = ["GAVEL_ARGUMENTS", "NORMALIZATIONS", "GavelPolicy", "gavel_isolated_throughputs",
            "packed_solve"]

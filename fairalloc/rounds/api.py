@@ -60,7 +60,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import itertools
-import operator
 import time
 import warnings
 from collections.abc import Hashable, Mapping, Sequence
@@ -82,6 +81,7 @@ from .._validation import (
 from ..data import Cluster, Jobs
 from ..errors import InputError
 from ..results import Certificate, Result, SolveStats, Status
+from .keys import same_keys
 
 __all__ = ["POLICIES", "RoundPolicy", "RoundResult", "solve_round"]
 
@@ -312,21 +312,6 @@ def _per_job(value: Any, name: str, ids: tuple[Hashable, ...], **kw: Any) -> np.
         head = f"{name}{fmt_index(exc.index)}"
         text = str(exc).replace(head, f"{name}[{ids[exc.index[0]]!r}]", 1)
         raise InputError(text, argument=name, index=exc.index) from None
-
-
-def same_keys(value: Mapping[Hashable, Any], ids: Sequence[Hashable]) -> bool:
-    """Whether ``value``'s keys are the very objects ``ids`` (identity, not equality), in
-    that order: then its values are read by position, without hashing a key (a scheduler's
-    dicts are built over one list of job objects, whose ``__hash__`` may be Python code).
-
-    Examples
-    --------
-    >>> jobs = [object(), object()]
-    >>> same_keys({jobs[0]: 1, jobs[1]: 2}, jobs), same_keys({jobs[1]: 2, jobs[0]: 1}, jobs)
-    (True, False)
-    """
-    return (type(value) is dict and len(value) == len(ids)
-            and all(map(operator.is_, value, ids)))
 
 
 def _listed_by_job(value: Any, name: str, ids: tuple[Hashable, ...]) -> Any:
