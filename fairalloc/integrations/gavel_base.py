@@ -18,6 +18,8 @@ Examples
 
 from __future__ import annotations
 
+import itertools
+import operator
 from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
@@ -26,6 +28,7 @@ import numpy as np
 from .._validation import as_array, fmt_index
 from ..errors import InputError
 from ..rounds import RoundPolicy, RoundResult
+from ..rounds.keys import same_keys
 
 __all__ = ["GAVEL_ARGUMENTS", "NORMALIZATIONS", "GavelPolicy", "gavel_isolated_throughputs",
            "packed_solve"]
@@ -65,6 +68,20 @@ def is_pair(job_id: Any) -> bool:
     if callable(flag):
         return bool(flag())
     return isinstance(job_id, tuple) and len(job_id) == 2 and job_id[1] is not None
+
+
+def pair_keys(keys: Any) -> list[Any]:
+    """The job-pair keys among ``keys`` (`is_pair`); Gavel's ``JobIdPair`` keys are asked
+    by one mapped method call each."""
+    first = next(iter(keys), None)
+    if first is not None and callable(getattr(first, "is_pair", None)):
+        try:
+            flags = list(map(operator.methodcaller("is_pair"), keys))
+        except (AttributeError, TypeError):  # (keys of mixed kinds)
+            pass
+        else:
+            return [j for j, f in zip(keys, flags) if f] if any(flags) else []
+    return [j for j in keys if is_pair(j)]
 
 
 def members(key: Any) -> tuple[Any, Any]:
@@ -133,7 +150,7 @@ class GavelPolicy:
                cluster_spec: Mapping[str, int], **per_job: Any
                ) -> dict[Hashable, dict[str, float]]:
         require_mapping(unflattened_throughputs, "unflattened_throughputs")
-        pairs = [j for j in unflattened_throughputs if is_pair(j)]
+        pairs = pair_keys(unflattened_throughputs)
         if pairs:
             raise InputError(f"job-pair key {pairs[0]!r}: space sharing needs one of Gavel's "
                              "*_packed policies (gavel.policy('max_min_fairness_packed'), ...)",
@@ -152,11 +169,15 @@ def by_job(values: Any, name: str, jobs: list[Any], **kw: Any) -> Any:
     if not isinstance(values, Mapping):
         raise InputError(f"{name} must be a dict job_id -> number, got {type(values).__name__}",
                          argument=name)
-    missing = [j for j in jobs if j not in values]
-    if missing:
-        raise InputError(f"{name} has no entry for job {missing[0]!r}", argument=name)
+    if same_keys(values, jobs):
+        listed = list(values.values())
+    else:
+        missing = [j for j in jobs if j not in values]
+        if missing:
+            raise InputError(f"{name} has no entry for job {missing[0]!r}", argument=name)
+        listed = [values[j] for j in jobs]
     try:
-        return as_array([values[j] for j in jobs], name, ndim=1, allow_empty=True, **kw)
+        return as_array(listed, name, ndim=1, allow_empty=True, **kw)
     except InputError as exc:
         if exc.index is None or len(exc.index) != 1:
             raise
@@ -168,11 +189,20 @@ def by_job(values: Any, name: str, jobs: list[Any], **kw: Any) -> Any:
 def throughput_matrix(tp: Mapping[Hashable, Any], jobs: list[Any], types: list[str]
                       ) -> np.ndarray:
     """``T[i, j] = tp[jobs[i]][types[j]]`` (0 where a job does not list a type), validated."""
-    for j in jobs:
-        if not isinstance(tp[j], Mapping):
+    listed = list(tp.values()) if same_keys(tp, jobs) else [tp[j] for j in jobs]
+    if set(map(type, listed)) <= {dict}:  # (the common case: one pass per type, in C)
+        by_type = [list(map(dict.get, listed, itertools.repeat(t), itertools.repeat(0.0)))
+                   for t in types]
+        try:
+            return as_array(np.asarray(by_type, dtype=float).T.reshape(len(jobs), len(types)),
+                            "unflattened_throughputs", ndim=2, allow_empty=True)
+        except (InputError, TypeError, ValueError):
+            pass  # (the row-major pass below names the entry)
+    for j, row in zip(jobs, listed):
+        if not isinstance(row, Mapping):
             raise InputError(f"unflattened_throughputs[{j!r}] must be a dict worker_type -> "
                              "throughput", argument="unflattened_throughputs")
-    rows = [[tp[j].get(t, 0.0) for t in types] for j in jobs]
+    rows = [[row.get(t, 0.0) for t in types] for row in listed]
     return as_array(rows, "unflattened_throughputs", ndim=2, shape=(len(jobs), len(types)),
                     allow_empty=True)
 

@@ -23,6 +23,8 @@ Examples
 
 from __future__ import annotations
 
+import itertools
+import operator
 from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
@@ -171,25 +173,38 @@ class IsolatedTimeState:
         self._forget_round()
 
     def _forget_round(self) -> None:
-        self._prev_steps: dict[Hashable, float] = {}
-        self._prev_iso: dict[Hashable, float] = {}
+        # the previous round: (its jobs, their steps remaining, their isolated throughputs)
+        self._prev: tuple[list[Any], np.ndarray, np.ndarray] | None = None
+
+    def _previous(self, jobs: list[Any]) -> tuple[np.ndarray, np.ndarray]:
+        """The previous round's steps and isolated throughputs of ``jobs`` (0 and 0 for a job
+        it did not have), by position when the jobs are the same objects in the same order."""
+        if self._prev is None:
+            return np.zeros(len(jobs)), np.zeros(len(jobs))
+        prev_jobs, steps, iso = self._prev
+        if len(prev_jobs) == len(jobs) and all(map(operator.is_, prev_jobs, jobs)):
+            return steps, iso
+        pos = {j: i for i, j in enumerate(prev_jobs)}
+        at = np.fromiter(map(pos.get, jobs, itertools.repeat(-1)), dtype=np.intp,
+                         count=len(jobs))
+        seen = at >= 0
+        return np.where(seen, steps[at], 0.0), np.where(seen, iso[at], 0.0)
 
     def _advance(self, jobs: list[Any], iso_tp: np.ndarray, steps: Any) -> dict[Hashable, float]:
         del iso_tp  # this round's isolated throughputs count from the next round on
         now = by_job(steps, "num_steps_remaining", jobs, nonneg=True)
-        seen = np.array([j in self._prev_steps for j in jobs], dtype=bool)
-        before = np.array([self._prev_steps.get(j, 0.0) for j in jobs], dtype=float)
-        iso = np.array([self._prev_iso.get(j, 0.0) for j in jobs], dtype=float)
-        ok = seen & (iso > 0)
+        before, iso = self._previous(jobs)
+        ok = iso > 0  # (a job the previous round did not have: 0, accrues nothing)
         done = np.where(ok, (before - now) / np.where(ok, iso, 1.0), 0.0)
-        cum = np.array([self.cumulative_isolated_time.get(j, 0.0) for j in jobs]) + done
+        cum = np.fromiter(map(self.cumulative_isolated_time.get, jobs, itertools.repeat(0.0)),
+                          dtype=float, count=len(jobs)) + done
         self.cumulative_isolated_time.update(zip(jobs, cum.tolist()))
         return dict(zip(jobs, np.maximum(cum, 0.0).tolist()))
 
     def _remember(self, jobs: list[Any], iso_tp: np.ndarray, steps: Mapping[Hashable, Any]
                   ) -> None:
-        self._prev_steps = {j: float(steps[j]) for j in jobs}
-        self._prev_iso = dict(zip(jobs, np.asarray(iso_tp, dtype=float).tolist()))
+        self._prev = (jobs, by_job(steps, "num_steps_remaining", jobs, nonneg=True),
+                      np.asarray(iso_tp, dtype=float))
 
 
 class MaxMinFairnessPolicyWithPacking(GavelPolicy):

@@ -81,6 +81,7 @@ from .._validation import (
 from ..data import Cluster, Jobs
 from ..errors import InputError
 from ..results import Certificate, Result, SolveStats, Status
+from .keys import same_keys
 
 __all__ = ["POLICIES", "RoundPolicy", "RoundResult", "solve_round"]
 
@@ -153,8 +154,11 @@ class RoundResult(Result):
     def job_allocation(self) -> dict[Hashable, dict[str, float]]:
         """``{job_id: {worker_type: fraction}}`` (every job and type given, zeros included;
         built once, on first access)."""
-        types = self.types
-        return {j: dict(zip(types, row)) for j, row in zip(self.job_ids, self.x.tolist())}
+        # one (type, fraction) pair list per type, zipped into each job's dict in C
+        cols = (zip(itertools.repeat(t), col) for t, col in zip(self.types, self.x.T.tolist()))
+        if not self.types:
+            return {j: {} for j in self.job_ids}
+        return dict(zip(self.job_ids, map(dict, zip(*cols))))
 
     @property
     def allocation(self) -> dict[Hashable, dict[str, float]]:
@@ -311,9 +315,12 @@ def _per_job(value: Any, name: str, ids: tuple[Hashable, ...], **kw: Any) -> np.
 
 
 def _listed_by_job(value: Any, name: str, ids: tuple[Hashable, ...]) -> Any:
-    """``value`` as given, or a mapping job -> value listed in ``ids`` order."""
+    """``value`` as given, or a mapping job -> value listed in ``ids`` order (by position
+    when its keys are ``ids`` themselves, `same_keys`)."""
     if not isinstance(value, Mapping):
         return value
+    if same_keys(value, ids):
+        return list(value.values())
     try:
         return list(map(value.__getitem__, ids))
     except KeyError as exc:
@@ -336,6 +343,8 @@ def _per_job_labels(value: Any, name: str, ids: tuple[Hashable, ...]) -> list[Ha
     if value is None:
         return None
     if isinstance(value, Mapping):
+        if same_keys(value, ids):
+            return list(value.values())
         try:
             return [value[j] for j in ids]
         except KeyError as exc:

@@ -1,0 +1,127 @@
+"""Per-job dicts keyed by the job objects themselves, in job order, are read by position
+(#28): no job key is hashed beyond what building the answer needs (Gavel's ``JobIdPair``
+hashes in Python), and the answer is the one the key-by-key path gives."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import fairalloc as fa
+from fairalloc.integrations import gavel
+
+TYPES = ("v100", "p100", "k80")
+SPEC = {"v100": 6, "p100": 5, "k80": 4}
+
+
+class Key:
+    """A job id like Gavel's JobIdPair: hashed in Python (counted), equal by value."""
+
+    hashes = 0
+    __slots__ = ("a",)
+
+    def __init__(self, a: int) -> None:
+        self.a = a
+
+    def __hash__(self) -> int:
+        Key.hashes += 1
+        return hash(self.a)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Key) and other.a == self.a
+
+    def is_pair(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return f"Key({self.a})"
+
+
+def instance(n: int, seed: int) -> dict:
+    rng = np.random.default_rng(seed)
+    ids = [Key(i) for i in range(n)]
+    T = np.round(rng.uniform(0.5, 3.0, (n, len(TYPES))), 2)
+    return {"ids": ids,
+            "tp": {j: dict(zip(TYPES, r)) for j, r in zip(ids, T.tolist())},
+            "sf": {j: int(s) for j, s in zip(ids, rng.choice([1, 1, 2], n))},
+            "w": {j: float(v) for j, v in zip(ids, rng.choice([1.0, 2.0], n))},
+            "t": {j: float(v) for j, v in zip(ids, rng.uniform(0, 100, n))},
+            "steps": {j: float(v) for j, v in zip(ids, rng.uniform(100, 1000, n))}}
+
+
+def respelled(d: dict, order: np.ndarray, fresh: bool) -> dict:
+    """``d`` with its entries in ``order`` and (``fresh``) equal but new key objects."""
+    items = list(d.items())
+    return {(Key(items[i][0].a) if fresh else items[i][0]): items[i][1] for i in order}
+
+
+def test_same_keys_is_identity_in_order() -> None:
+    from fairalloc.rounds.keys import same_keys
+
+    ids = [Key(0), Key(1)]
+    assert same_keys({ids[0]: 1, ids[1]: 2}, ids)
+    assert not same_keys({ids[1]: 2, ids[0]: 1}, ids)  # another order
+    assert not same_keys({Key(0): 1, Key(1): 2}, ids)  # equal, not the same objects
+    assert not same_keys({ids[0]: 1}, ids)
+
+
+@pytest.mark.parametrize("name, per_job_hashes", [("max_min_fairness_perf", 1),
+                                                  ("finish_time_fairness_perf", 4)])
+def test_adapter_hashes_each_job_key_a_bounded_number_of_times(name: str,
+                                                                per_job_hashes: int) -> None:
+    # main hashed every key 3 (max-min) and 22 (FTF) times per call
+    g = instance(60, 1)
+    p = gavel.policy(name)
+    Key.hashes = 0
+    if name.startswith("max"):
+        out = p.get_allocation(g["tp"], g["sf"], g["w"], SPEC)
+    else:
+        out = p.get_allocation(g["tp"], g["sf"], g["w"], g["t"], g["steps"], SPEC)
+    assert Key.hashes <= per_job_hashes * len(g["ids"])
+    assert p.last_result.certificate.ok and list(out) == g["ids"]
+
+
+@settings(max_examples=15, deadline=None, derandomize=True)
+@given(n=st.integers(1, 12), seed=st.integers(0, 2**16), fresh=st.booleans())
+def test_by_position_equals_key_by_key(n: int, seed: int, fresh: bool) -> None:
+    g = instance(n, seed)
+    order = np.random.default_rng(seed).permutation(n)
+    kw = {k: g[k] for k in ("sf", "w", "steps", "t")}
+    other = {k: respelled(v, order, fresh) for k, v in kw.items()}
+    for policy in ("max_min_fairness", "finish_time_fairness"):
+        a = fa.solve_round(policy, g["tp"], SPEC, scale_factor=kw["sf"], weight=kw["w"],
+                           steps_remaining=kw["steps"], elapsed=kw["t"])
+        b = fa.solve_round(policy, g["tp"], SPEC, scale_factor=other["sf"],
+                           weight=other["w"], steps_remaining=other["steps"],
+                           elapsed=other["t"])
+        np.testing.assert_array_equal(a.x, b.x)
+        assert a.objective == b.objective
+
+
+def test_ftf_state_by_position_equals_key_by_key() -> None:
+    g = instance(8, 3)
+    ids = g["ids"]
+    later = {j: v * 0.9 for j, v in g["steps"].items()}
+    states = []
+    for fresh in (False, True):
+        p = gavel.policy("finish_time_fairness_perf")
+        p.get_allocation(g["tp"], g["sf"], g["w"], g["t"], g["steps"], SPEC)
+        order = np.arange(len(ids))[::-1] if fresh else np.arange(len(ids))
+        tp2, st2 = respelled(g["tp"], order, fresh), respelled(later, order, fresh)
+        rest = {k: respelled(g[k], order, fresh) for k in ("sf", "w", "t")}
+        p.get_allocation(tp2, rest["sf"], rest["w"], rest["t"], st2, SPEC)
+        states.append({k.a: v for k, v in p.cumulative_isolated_time.items()})
+    assert states[0] == pytest.approx(states[1], rel=1e-12)
+    assert all(v > 0 for v in states[0].values())  # every job ran steps in isolation
+
+
+def test_a_missing_job_is_still_named() -> None:
+    g = instance(4, 0)
+    sf = dict(g["sf"])
+    del sf[g["ids"][2]]
+    with pytest.raises(fa.InputError, match=r"Key\(2\)"):
+        fa.solve_round("max_min_fairness", g["tp"], SPEC, scale_factor=sf)
+    with pytest.raises(fa.InputError, match=r"scale_factors.*Key\(2\)"):
+        gavel.policy("max_min_fairness_perf").get_allocation(g["tp"], sf, g["w"], SPEC)
