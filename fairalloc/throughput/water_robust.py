@@ -463,8 +463,8 @@ def claimed_rise(levels: np.ndarray, umax: np.ndarray, btol: float,
     Examples
     --------
     >>> import numpy as np
-    >>> claimed_rise(np.array([0.5, 20.0]), np.array([4.0, 30.0]), 1e-7, 1e-6).tolist()
-    [4e-06, 3e-05]
+    >>> claimed_rise(np.array([0.5, 20.0]), np.array([4.0, 32.0]), 1e-7, 1e-6).tolist()
+    [4e-06, 3.2e-05]
     """
     return np.maximum(btol * np.maximum(1.0, levels), gap_tol * umax)
 
