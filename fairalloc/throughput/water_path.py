@@ -663,7 +663,7 @@ def saturation_jump(wf: Any, solver: StageSolver, U: sp.csr_matrix, floors: np.n
 #: tolerance, so every row a simplex vertex holds at a bound is found
 _TIGHT_SHARE = 1e-6
 #: PERFORMANCE knob: the largest tight-rows x free-columns system `refine_point` solves
-#: densely (least squares, about 0.05 s at this size); beyond it the point is left as it is
+#: (`_least_norm_solver`; a dense QR where the sparse LU fails); beyond it the point is left
 _REFINE_MAX_ENTRIES = 250_000
 #: ACCURACY: regularisation of `refine_point`'s least-norm system, relative to its largest
 #: squared row norm (the refinement steps remove its bias)
