@@ -180,14 +180,16 @@ def random_instance(seed: int) -> tuple[fa.Jobs, fa.Cluster]:
     return jobs, fa.Cluster({f"t{j}": int(caps[j]) for j in range(k)})
 
 
-def types_instance(n: int, k: int = 10, seed: int = 0) -> tuple[fa.Jobs, fa.Cluster]:
+def types_instance(n: int, k: int = 10, seed: int = 0,
+                   gpus_per_job: float | None = None) -> tuple[fa.Jobs, fa.Cluster]:
     """``k`` types: log-normal base speeds times uniform(0.1, 1) ratios, ``max(8, n/k)``
-    workers of each type, scale factors {1, 2, 4, 8} (70/10/15/5 %)."""
+    workers of each type (``gpus_per_job * n / k`` when given: a saturating cluster, issue
+    #28), scale factors {1, 2, 4, 8} (70/10/15/5 %)."""
     rng = np.random.default_rng(seed)
     T = (rng.lognormal(0.0, 0.8, n) * 10.0)[:, None] * np.c_[np.ones(n),
                                                           rng.uniform(0.1, 1.0, (n, k - 1))]
     s = rng.choice([1, 2, 4, 8], n, p=[0.7, 0.1, 0.15, 0.05])
-    g = max(8, n // k)
+    g = max(8, n // k) if gpus_per_job is None else max(1, round(gpus_per_job * n / k))
     return fa.Jobs(T, scale_factor=s), fa.Cluster({f"t{j}": g for j in range(k)})
 
 
@@ -199,12 +201,16 @@ def water_filling_scaling(max_n: int, types_max_n: int) -> None:
     * single-level (``max_min_fairness(water_filling=True)``) with 10 types
       (`types_instance`), n = 128 ... ``types_max_n``: with every type full, jobs keep
       trading time and each capacity event may freeze one job (one level LP each), so this
-      case grows with n (default up to 512 jobs).
+      case grows with n (default up to 512 jobs);
+    * the same with 1.5 GPUs per job (issue #28's saturating case: most jobs reach their best
+      column), n = 128 ... ``types_max_n``.
 
     Prints one row per size and the fitted exponent of time against n (log-log slope).
     """
     cases = [("3 entities", [n for n in (1024, 2048, 4096, 8192, 16384, 32768) if n <= max_n]),
              ("10 types, single level", [n for n in (128, 256, 512, 1024, 2048, 4096, 8192)
+                                         if n <= types_max_n]),
+             ("10 types, 1.5 GPUs/job", [n for n in (128, 256, 512, 1024, 2048, 4096, 8192)
                                          if n <= types_max_n])]
     print(f"{'water-filling':<24} {'jobs':>6} {'seconds':>8} {'level LPs':>9} {'LPs':>5}  "
           "certified")
@@ -216,7 +222,7 @@ def water_filling_scaling(max_n: int, types_max_n: int) -> None:
                 t, r = timed(lambda j=jobs, c=cl, m=n: fa.water_filling(
                     j, c, entities=np.arange(m) % 3, entity_weights={0: 1.0, 1: 2.0, 2: 3.0}))
             else:
-                jobs, cl = types_instance(n)
+                jobs, cl = types_instance(n, gpus_per_job=1.5 if "GPUs" in name else None)
                 t, r = timed(lambda j=jobs, c=cl: fa.max_min_fairness(j, c, water_filling=True))
             times.append(t)
             print(f"{name:<24} {n:>6} {t:8.3f} {r.levels:>9} {r.stats.solves:>5}  "

@@ -427,7 +427,9 @@ class WaterFilling(ThroughputPolicy):
             Certificate tolerances of every LP (relative gap, relative violation).
         bottleneck_tol : float
             A job counts as able to rise when its level can exceed its floor by more than
-            ``bottleneck_tol * max(1, floor)``.
+            ``bottleneck_tol * max(1, floor)``. Status ``optimal`` claims that no job can rise
+            above its final level by more than ``max(bottleneck_tol * max(1, level), gap_tol *
+            umax)`` (``umax``: its best level) while every other job keeps its level.
         max_levels : int, optional
             Safety cap on the number of levels that freeze jobs (default ``n``; the robust
             strategy also stops after twice that many levels in all).
@@ -536,7 +538,7 @@ class WaterFilling(ThroughputPolicy):
                 # rise are unfrozen and water-filling resumes (never a silent wrong result)
                 thr_end = np.maximum(thr_frz, btol * np.maximum(1.0, floors))
                 chk = end_check(inst, solver, U, xcol, thr_end, self._max_level, proofs, bwarm,
-                                every=risky)
+                                every=risky, btol=btol)
                 certs += chk.certs
                 floors = chk.levels
                 if chk.ok:

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
+import scipy.sparse.linalg
 
 from ..backends import LinearProgram, LPBasis, get_backend
 from ..certificates import lp_certificate
@@ -662,8 +663,11 @@ def saturation_jump(wf: Any, solver: StageSolver, U: sp.csr_matrix, floors: np.n
 #: tolerance, so every row a simplex vertex holds at a bound is found
 _TIGHT_SHARE = 1e-6
 #: PERFORMANCE knob: the largest tight-rows x free-columns system `refine_point` solves
-#: densely (least squares, about 0.05 s at this size); beyond it the point is left as it is
+#: (`_least_norm_solver`; a dense QR where the sparse LU fails); beyond it the point is left
 _REFINE_MAX_ENTRIES = 250_000
+#: ACCURACY: regularisation of `refine_point`'s least-norm system, relative to its largest
+#: squared row norm (the refinement steps remove its bias)
+_REGULARIZE = 1e-13
 #: ACCURACY: tight rows met to this share of their magnitude are on their face already
 _ON_FACE = 1e-14
 #: ACCURACY: refinement steps (each one solves for the residual computed in extended
@@ -672,6 +676,26 @@ _REFINE_STEPS = 3
 #: ACCURACY: an interior point's column this close to a bound (relative to max(1, |bound|))
 #: is held at it when the point is refined (a vertex's are exactly at theirs)
 _NEAR_BOUND = 1e-9
+
+
+def _least_norm_solver(M: sp.csr_matrix) -> Any:
+    """``r -> d``, about the least-norm solution of ``M d = r``: the sparse LU (SuperLU) of the
+    quasi-definite system ``[[I, M^T], [M, -delta I]]``, nonsingular also where tight rows are
+    dependent (``delta``: `_REGULARIZE` times the largest squared row norm), else the dense QR
+    with column pivoting. Issue #28: that dense QR of a 144 x 122 system took 2 s where BLAS
+    threads competed for loaded cores (40 of 47 s of a saturating water-filling); the
+    refinement steps and `refine_point`'s final check absorb the regularisation."""
+    m, c = M.shape
+    rows = np.asarray(M.multiply(M).sum(axis=1)).ravel()
+    delta = _REGULARIZE * max(float(rows.max(initial=0.0)), 1.0)
+    K = sp.bmat([[sp.identity(c), M.T], [M, -delta * sp.identity(m)]], format="csc")
+    try:
+        lu = scipy.sparse.linalg.splu(K)
+    except RuntimeError:  # exactly singular
+        dense = M.toarray()
+        return lambda r: scipy.linalg.lstsq(dense, r, lapack_driver="gelsy",
+                                            check_finite=False)[0]
+    return lambda r: lu.solve(np.r_[np.zeros(c), r])[:c]
 
 
 def refine_point(lp: LinearProgram, z: np.ndarray) -> np.ndarray:
@@ -730,7 +754,7 @@ def _onto_face(lp: LinearProgram, A: sp.csr_matrix, z: np.ndarray, near: float
         return None
     target = t.astype(np.longdouble)
     At = A[rows]
-    M = At[:, cols].toarray()
+    solve = _least_norm_solver(At[:, cols])
     data = At.data.astype(np.longdouble)
     owner = np.repeat(np.arange(rows.size), np.diff(At.indptr))
     y = z.copy()
@@ -740,8 +764,7 @@ def _onto_face(lp: LinearProgram, A: sp.csr_matrix, z: np.ndarray, near: float
         r = np.asarray(target - prod, dtype=float)
         if not np.any(r):
             break
-        # (QR with column pivoting: a few times faster than the SVD of np.linalg.lstsq)
-        y[cols] += scipy.linalg.lstsq(M, r, lapack_driver="gelsy", check_finite=False)[0]
+        y[cols] += solve(r)
     act2 = A @ y
     other = ~tight
     ok = (np.all(y[cols] >= cl[cols]) and np.all(y[cols] <= cu[cols])

@@ -374,7 +374,7 @@ def robust_water_filling(ctx: WaterContext) -> WaterRun:
         thr_end = np.maximum(thr_frz, ctx.btol * np.maximum(1.0, floors))
         try:
             chk = end_check(inst, solver, U, x, thr_end, wf._max_level, proofs, bwarm,
-                            alone=True)
+                            alone=True, btol=ctx.btol)
         except SolverError as exc:
             unproven = f"the end check's LP failed ({exc.reason})"
             break
@@ -454,6 +454,21 @@ def _freezes(ctx: WaterContext, solver: StageSolver, res: StageResult, floors: n
     return x, floors, bott, thr
 
 
+def claimed_rise(levels: np.ndarray, umax: np.ndarray, btol: float,
+                 gap_tol: float) -> np.ndarray:
+    """The rise above ``levels`` up to which a result with status ``optimal`` calls a job
+    bottlenecked: ``max(btol max(1, level), gap_tol umax)`` (``umax``: the job's best level,
+    its best column all the time).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> claimed_rise(np.array([0.5, 20.0]), np.array([4.0, 32.0]), 1e-7, 1e-6).tolist()
+    [4e-06, 3.2e-05]
+    """
+    return np.maximum(btol * np.maximum(1.0, levels), gap_tol * umax)
+
+
 @dataclass(frozen=True)
 class EndCheck:
     """The end check's verdict (`end_check`) on an allocation and the floors it meets."""
@@ -480,7 +495,7 @@ class EndCheck:
 def end_check(inst: ColumnInstance, solver: StageSolver, U: sp.csr_matrix, x: np.ndarray,
               thr: np.ndarray, umax: np.ndarray, proofs: list[Proof],
               warm: list[LPBasis | None] | None = None, *, every: bool = False,
-              alone: bool = False) -> EndCheck:
+              alone: bool = False, btol: float | None = None) -> EndCheck:
     """Prove that no job can rise above the levels ``u(x)`` of ``x`` (an exactly feasible
     allocation) by more than ``thr`` while every job keeps its level: water-filling's claim
     about its result.
@@ -504,6 +519,8 @@ def end_check(inst: ColumnInstance, solver: StageSolver, U: sp.csr_matrix, x: np
         When no strategy of a bottleneck LP's plan solved it.
     """
     ell = U @ x
+    if btol is not None:
+        thr = np.minimum(thr, claimed_rise(ell, umax, btol, solver.gap_tol))
     sat = ell >= umax - thr
     standing = proven_by(proofs, ell, thr)
     proven = sat | standing
