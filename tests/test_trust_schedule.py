@@ -193,7 +193,7 @@ def test_plan_path_and_fallbacks():
                             mip_gap=1e-9)
     assert fast.stats.path == fast_steps and fast.stats.fallbacks == ()
     relaxed = fa.relax_plan([job(1.0), job(2.0)], 1, rounds=2)
-    assert relaxed.stats.path == ("conic-relaxation",)
+    assert relaxed.stats.path == ("cvxpy",) and relaxed.stats.fallbacks == ()
 
 
 @pytest.mark.parametrize("backend", ["clarabel", "nope", 3, None])

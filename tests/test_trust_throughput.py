@@ -599,7 +599,7 @@ def test_uncertified_work_conserving_stage_falls_back_with_a_warning():
                                      "certificate failed")
     # the plan tried every strategy it has for a caller-named backend first
     assert a.stats.path[1:] == ("exact-lp+kept-margin", "exact-lp+kept-relaxed",
-                                "exact-structured")
+                                "exact-structured", "exact-lp+rescaled")
     np.testing.assert_allclose(a.x * 11, [[5, 0], [5, 1], [1, 10]], atol=1e-6)
 
 

@@ -38,14 +38,19 @@ step                          applies when                            what it do
 ``exact-lp+simplex``          fairalloc chose HiGHS (exact)           HiGHS' dual simplex, no
                                                                       presolve, every row scaled
 ``exact-lp+clarabel``         fairalloc chose HiGHS (exact)           Clarabel's interior point
+                                                                      on the LP in its levels'
+                                                                      units (`level_units`)
+``exact-lp+rescaled``         the caller named the backend (exact)    that backend on the LP in
+                                                                      its levels' units
 ============================ ======================================= ===========================
 
 The steps marked exact are the tail: their infeasibility verdicts count (two must agree,
 `fairalloc.plan`), and a relaxation (``kept-relaxed``) found infeasible proves the stage is.
 Every step's point is certified on the **original** stage LP (`StageSolver.certificate`); the
 first that certifies is the answer. A caller-named backend (``backend="clarabel"``, an
-instance) is used as given: its plan is the structured step (if any), ``exact-lp`` and the kept-
-row steps with that backend. The hand-over reasons are in ``stats.fallbacks``.
+instance) is used as given: its plan is the structured step (if any), ``exact-lp``, the kept-
+row steps and ``exact-lp+rescaled`` with that backend. The hand-over reasons are in
+``stats.fallbacks``.
 """
 
 from __future__ import annotations
@@ -55,8 +60,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import scipy.sparse as sp
 
-from .._sparse import rmatvec
+from .._sparse import rmatvec, scale_rows
 from ..backends import LinearProgram, get_backend
 from ..plan import Decline, Strategy
 from ..results import Certificate
@@ -66,8 +72,9 @@ if TYPE_CHECKING:  # (stages imports this module: `StageSolver.run` builds the p
     from .programs import LevelStage, LinearStage, StageResult
     from .stages import StageSolver
 
-__all__ = ["CLARABEL_LP", "CROSSOVER", "EXACT_LP", "KEPT_MARGIN", "KEPT_RELAXED", "SIMPLEX_LP",
-           "STRUCTURED_EXACT", "StageContext", "WARM_LP", "stage_plan"]
+__all__ = ["CLARABEL_LP", "CROSSOVER", "EXACT_LP", "KEPT_MARGIN", "KEPT_RELAXED", "RESCALED_LP",
+           "SIMPLEX_LP", "STRUCTURED_EXACT", "StageContext", "WARM_LP", "level_units",
+           "stage_plan"]
 
 #: path step: the stage solved as the whole LP by the backend (the first exact strategy of
 #: every stage plan)
@@ -87,8 +94,18 @@ KEPT_RELAXED = "exact-lp+kept-relaxed"
 STRUCTURED_EXACT = "exact-structured"
 #: path step: HiGHS' dual simplex without presolve on a copy with every row scaled to unit
 SIMPLEX_LP = "exact-lp+simplex"
-#: path step: Clarabel's interior point on the unit-scaled LP
+#: path step: Clarabel's interior point on the LP with every row in its level's units
 CLARABEL_LP = "exact-lp+clarabel"
+#: path step: the caller's backend on the LP with every row in its level's units (a
+#: caller-named backend's exact tail)
+RESCALED_LP = "exact-lp+rescaled"
+#: ACCURACY: a row rescaled to its level's units (`level_units`) is divided by at least this
+#: share of its largest coefficient: a level of about 0 (a Dinkelbach root) would otherwise
+#: blow its coefficients up past what a solver's own scaling handles
+LEVEL_UNIT_FLOOR = 2.0 ** -40
+#: `fairalloc.throughput.stages.scaled_solve`'s ``row_band`` that leaves every row as given
+#: (the rows already rescaled here); 2**1023 is the largest power of two of a double
+_AS_GIVEN = 1023
 #: ACCURACY: the share of the certificate's feasibility tolerance by which the kept-row steps
 #: move the kept rows (relative to each row's magnitude): the certificate still sees the
 #: original rows met to within half its tolerance
@@ -250,12 +267,66 @@ def _structured_exact(ctx: StageContext) -> StageResult:
     return structured.fast_floor(ctx.solver, ctx.stage, any_size=True)  # type: ignore[arg-type]
 
 
+def level_units(ctx: StageContext) -> np.ndarray:
+    """Per-row powers of two that put every row of the stage's whole LP in the units of the
+    level it must reach: ``max(|bound|, |theta's coefficient|)`` (theta at its unit scale
+    ``sigma``; a level row ``C x - b theta >= h`` is divided by about ``max(|h|, b sigma)``, a
+    kept row by its kept value), else by its largest coefficient; never by less than
+    `LEVEL_UNIT_FLOOR` of that coefficient.
+
+    An interior point meets each row to an absolute tolerance of its scaled copy. Divided by
+    its largest coefficient (`fairalloc.throughput.stages.scaled_solve`'s rule), the level
+    row of a job that needs a 3e-8 share of a type to reach the level (steps ~1e-4, throughput
+    ~1e8, the type full) is met only to about 1e-9 / 3e-8 of its level, and the makespan of the
+    point missed the certificate by 2e-4 (fuzz seed 808); in its level's units the same solve
+    certifies to 1e-14."""
+    lp = ctx.lp
+    A = lp.A if isinstance(lp.A, sp.csr_matrix) else sp.csr_matrix(lp.A)
+    E = ctx.solver.inst.E
+    absA = abs(A)
+    rowmax = np.zeros(A.shape[0])
+    if A.nnz:
+        full = np.diff(A.indptr) > 0
+        rowmax[full] = np.maximum.reduceat(absA.data, A.indptr[:-1][full])
+    sigma = ctx.stage.units()[0] if ctx.level else 1.0  # type: ignore[union-attr]
+    theta = np.asarray(absA[:, E].todense()).ravel() * sigma
+    with np.errstate(invalid="ignore"):
+        bound = np.maximum(np.where(np.isfinite(lp.row_lower), np.abs(lp.row_lower), 0.0),
+                           np.where(np.isfinite(lp.row_upper), np.abs(lp.row_upper), 0.0))
+    level = np.maximum(bound, theta)
+    unit = np.where(level > 0, np.maximum(level, LEVEL_UNIT_FLOOR * rowmax), rowmax)
+    unit = np.where(unit > 0, unit, 1.0)
+    m, e = np.frexp(unit)
+    return np.ldexp(1.0, e - (m < np.sqrt(0.5)))
+
+
+def _rescaled_with(ctx: StageContext, backend: Any) -> StageResult:
+    """The whole LP solved by ``backend`` with every row in its level's units
+    (`level_units`), the point and the duals certified on the original LP."""
+    s, lp = ctx.solver, ctx.lp
+    r = level_units(ctx)
+    slp = dataclasses.replace(lp, A=scale_rows(lp.A, 1.0 / r), row_lower=lp.row_lower / r,
+                              row_upper=lp.row_upper / r)
+    sol, v, _ = s.run_once(lp, ctx.stage, ctx.what, backend, solve_lp=slp, row_band=_AS_GIVEN)
+    assert sol.row_duals is not None
+    sol = dataclasses.replace(sol, row_duals=sol.row_duals / r)
+    return s.result(lp, ctx.stage, sol, v, s.certificate(lp, ctx.stage, v, sol.row_duals))
+
+
+def _rescaled(ctx: StageContext) -> StageResult:
+    return _rescaled_with(ctx, _exact_backend(ctx))
+
+
+def _named(ctx: StageContext) -> bool:
+    return not ctx.chosen
+
+
 def _simplex(ctx: StageContext) -> StageResult:
     return _whole(ctx, get_backend("highs", need="lp", solver="simplex"), row_band=0)
 
 
 def _clarabel(ctx: StageContext) -> StageResult:
-    return _whole(ctx, get_backend("clarabel", need="lp"), row_band=0)
+    return _rescaled_with(ctx, get_backend("clarabel", need="lp"))
 
 
 RESTRICTED = Strategy(columns.RESTRICTED_LP, _restricted, _certificate, _restricted_applies)
@@ -271,12 +342,16 @@ RELAXED = Strategy(KEPT_RELAXED, _kept_relaxed, _certificate, _has_kept, exact=T
 STRUCTURED = Strategy(STRUCTURED_EXACT, _structured_exact, _certificate, _structure)
 SIMPLEX = Strategy(SIMPLEX_LP, _simplex, _certificate, _chosen, exact=True)
 CLARABEL = Strategy(CLARABEL_LP, _clarabel, _certificate, _chosen, exact=True)
+#: the tail of a caller-named backend (which is used as given): the same backend on the LP in
+#: its levels' units
+RESCALED = Strategy(RESCALED_LP, _rescaled, _certificate, _named, exact=True)
 
 #: the plan after the structured strategy, in order (each filtered by its ``applies``)
-WHOLE_LP_PLAN = (RESTRICTED, WARM, EXACT, CROSSOVER_STEP, MARGIN, RELAXED, SIMPLEX, CLARABEL)
+WHOLE_LP_PLAN = (RESTRICTED, WARM, EXACT, CROSSOVER_STEP, MARGIN, RELAXED, SIMPLEX, CLARABEL,
+                 RESCALED)
 #: ... with the structured solvers in the tail (for a policy that did not offer them first)
 TAIL_PLAN = (RESTRICTED, WARM, EXACT, CROSSOVER_STEP, MARGIN, RELAXED, STRUCTURED, SIMPLEX,
-             CLARABEL)
+             CLARABEL, RESCALED)
 
 
 def stage_plan(ctx: StageContext, fast: tuple[Strategy[Any, StageResult], ...] = ()
@@ -286,7 +361,7 @@ def stage_plan(ctx: StageContext, fast: tuple[Strategy[Any, StageResult], ...] =
 
     Examples
     --------
-    >>> [s.name for s in stage_plan(None)][-3:]  # (the context is only read by the driver)
-    ['exact-structured', 'exact-lp+simplex', 'exact-lp+clarabel']
+    >>> [s.name for s in stage_plan(None)][-4:]  # (the context is only read by the driver)
+    ['exact-structured', 'exact-lp+simplex', 'exact-lp+clarabel', 'exact-lp+rescaled']
     """
     return (*fast, *WHOLE_LP_PLAN) if fast else TAIL_PLAN
