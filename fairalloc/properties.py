@@ -495,6 +495,27 @@ def check_market(result: Any, utility: Any, *, supply: Any = None, kind: str = "
 
     ``optimal_spending`` applies to linear markets only and is skipped for Leontief ones.
 
+    Parameters
+    ----------
+    result : MarketResult
+        An equilibrium (`fairalloc.fisher_market`): its ``budget``, ``allocation`` and
+        ``prices`` are checked.
+    utility : array_like, shape (n, m) or (n, m, T)
+        The buyers' true utilities (linear) or demands (Leontief).
+    supply : array_like, optional
+        Units of each good (default: one of each).
+    kind : {"linear", "leontief"}, default "linear"
+        How ``utility`` values a bundle.
+    properties : tuple of str, default every property
+        Names from ``fairalloc.properties.PROPERTIES``.
+    tol : float, default 1e-6
+        Relative tolerance of every check (module docstring).
+
+    Returns
+    -------
+    dict of str to PropertyResult
+        One verdict per property checked, in the order asked (true when it holds).
+
     Examples
     --------
     >>> import fairalloc as fa
