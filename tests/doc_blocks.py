@@ -11,12 +11,14 @@ more than a few seconds) carries, on the line before its fence, a directive::
     <!-- docs-test: tiny OLD => NEW; OLD2 => NEW2 -->
 
 (the tests run the block with each ``OLD`` replaced by ``NEW``: a smaller input), and the page
-says so in a visible note (an admonition ``!!! note "Tested on a smaller input"`` above the
-block on the page): ``tiny_note_missing`` lists the blocks without one. A block that is not a command
-(an elided ``...``) carries ``<!-- docs-test: not-a-command REASON -->``, and the page's
-reader sees the ``...``. ``<!-- docs-test: status 0,1 -->`` lists the exit statuses a block's
-commands may end with (default 0; ``fairalloc check`` exits 1 when a property fails). ``pip install ".[extra]"`` lines are not run (no index offline):
-the tests check that each extra they name is declared in ``pyproject.toml``.
+says so in a visible note above it (an admonition ``!!! note "Tested on a smaller input"``;
+`Block.noted`). A block that is not a command (an elided ``...``) carries
+``<!-- docs-test: not-a-command REASON -->``, and its reader sees the ``...``.
+``<!-- docs-test: status 0,1 -->`` lists the exit statuses a block's commands may end with
+(default 0; ``fairalloc check`` exits 1 when a property fails), and
+``<!-- docs-test: page-env NAME=VALUE -->`` sets an environment variable for the whole page.
+``pip install ".[extra]"`` lines are not run (no index offline): the tests check that each
+extra they name is declared in ``pyproject.toml``.
 """
 
 from __future__ import annotations

@@ -66,7 +66,7 @@ def _bash_script(page: Path, folder: Path) -> str:
         lines += [f"echo {shlex.quote(f'--- {block.where}: {command}')}",
                   command,
                   f's=$?; case " {allowed} " in *" $s "*) ;; '
-                  f"*) echo {shlex.quote(f'FAILED (status ')}$s{shlex.quote(f'): {command}')} >&2;"
+                  f"*) echo {shlex.quote('FAILED (status ')}$s{shlex.quote(f'): {command}')} >&2;"
                   " exit 1;; esac"]
     return "\n".join(lines) + "\n"
 

@@ -77,7 +77,8 @@ def test_numpydoc_parameters_returns_examples() -> None:
     fixed = {n: sorted(set(c) - set(found.get(n, ()))) for n, c in known.items()}
     fixed = {n: c for n, c in fixed.items() if c}
     assert not new, f"undocumented (numpydoc {CHECKS}): {new}"
-    assert not fixed, f"fixed: remove from {GAPS.name} (python tests/test_numpydoc.py --write): {fixed}"
+    assert not fixed, (f"fixed: remove from {GAPS.name} "
+                       f"(python tests/test_numpydoc.py --write): {fixed}")
 
 
 def test_documented_names_stay_documented() -> None:
