@@ -2,8 +2,9 @@
 
 A page's fenced blocks are read in order. ``python`` blocks of one page run together, in one
 process, as one script (a later block uses the names an earlier one defined, as a reader
-following the page does); ``bash`` blocks run line by line in ``bash`` with ``fairalloc``
-meaning this checkout's command. ``text`` blocks are output shown on the page, not run.
+following the page does); each line of a ``bash`` block is a command run in that process
+(``fairalloc ...`` through ``fairalloc.cli.main``, ``python script.py`` as ``__main__``).
+``text`` blocks are output shown on the page, not run.
 
 A block that cannot run as written in the tests (it needs the ``../shared`` data, or takes
 more than a few seconds) carries, on the line before its fence, a directive::
@@ -97,15 +98,6 @@ def blocks(page: Path) -> list[Block]:
         out.append(block)
         i = j + 1
     return out
-
-
-def python_script(page: Path) -> str:
-    """The page's ``python`` blocks as one script, each block's start marked for errors."""
-    parts = []
-    for b in blocks(page):
-        if b.lang == "python" and b.directive != "not-a-command":
-            parts.append(f"print('--- block {b.where}', flush=True)\n{b.as_tested()}")
-    return "\n".join(parts)
 
 
 def shell_commands(page: Path) -> list[tuple[Block, str]]:

@@ -1,9 +1,10 @@
 """Every code block of the tutorial, the how-to guides and the explanation pages runs as
 written (`tests/doc_blocks.py` says how a page's blocks are read and run).
 
-One test per page runs all of its blocks in one ``bash`` process in a fresh folder: the page's
-``python`` blocks as one script, then its shell commands, in page order. A block run with a
-smaller input says so on the page (a visible note), and its substitutions must apply.
+One test per page runs all of its blocks in one Python process in a fresh folder, in page
+order: the ``python`` blocks as one script, the shell commands in the same process
+(``fairalloc ...`` through the console script's entry point, `fairalloc.cli.main`). A block
+run with a smaller input says so on the page (a visible note), and its substitutions apply.
 """
 
 from __future__ import annotations
@@ -49,26 +50,54 @@ def _check_pip(block: db.Block, command: str) -> None:
         assert not missing, f"{block.where}: extras {sorted(missing)} are not in pyproject.toml"
 
 
-def _bash_script(page: Path, folder: Path) -> str:
-    """The page as one bash script: its python blocks (one script), then each shell command,
-    each checked against the exit statuses its block allows."""
-    lines = ["set -u", f'python() {{ {shlex.quote(sys.executable)} "$@"; }}',
-             f'fairalloc() {{ {shlex.quote(sys.executable)} -m fairalloc "$@"; }}']
-    script = db.python_script(page)
-    if script:
-        (folder / "page_blocks.py").write_text(script, encoding="utf-8")
-        lines.append("python page_blocks.py || { echo 'FAILED: the python blocks' >&2; exit 1; }")
-    for block, command in db.shell_commands(page):
-        if command.startswith("pip "):
-            _check_pip(block, command)
+_DRIVER = """
+import runpy, shlex, sys
+
+
+def _docs_run(where, command, allowed):
+    print(f"--- {where}: {command}", flush=True)
+    argv = shlex.split(command)
+    try:
+        if argv[0] == "fairalloc":            # what the console script calls
+            from fairalloc.cli import main
+            status = main(argv[1:])
+        elif argv[0] == "python" and argv[1].endswith(".py"):
+            saved, sys.argv = sys.argv, argv[1:]
+            try:
+                runpy.run_path(argv[1], run_name="__main__")
+            finally:
+                sys.argv = saved
+            status = 0
+        else:
+            raise AssertionError(f"{where}: the docs tests cannot run {command!r}")
+    except SystemExit as exc:
+        status = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    if status not in allowed:
+        raise SystemExit(f"{where}: FAILED (exit status {status}): {command}")
+
+"""
+
+
+def _page_script(page: Path) -> str:
+    """The page as one Python script, in page order: each ``python`` block's code, and each
+    shell command run in the same process (``fairalloc ...`` through `fairalloc.cli.main`,
+    the console script's entry point; ``python script.py ...`` as ``__main__``), checked
+    against the exit statuses its block allows."""
+    parts = [_DRIVER]
+    for b in db.blocks(page):
+        if b.directive == "not-a-command":
             continue
-        allowed = " ".join(map(str, block.statuses))
-        lines += [f"echo {shlex.quote(f'--- {block.where}: {command}')}",
-                  command,
-                  f's=$?; case " {allowed} " in *" $s "*) ;; '
-                  f"*) echo {shlex.quote('FAILED (status ')}$s{shlex.quote(f'): {command}')} >&2;"
-                  " exit 1;; esac"]
-    return "\n".join(lines) + "\n"
+        if b.lang == "python":
+            parts.append(f"print('--- block {b.where}', flush=True)\n{b.as_tested()}")
+        elif b.lang == "bash":
+            for block, command in db.shell_commands(page):
+                if block.line != b.line:
+                    continue
+                if command.startswith("pip "):
+                    _check_pip(block, command)
+                    continue
+                parts.append(f"_docs_run({block.where!r}, {command!r}, {block.statuses!r})")
+    return "\n".join(parts) + "\n"
 
 
 def _runnable(page: Path) -> bool:
@@ -80,10 +109,10 @@ def _runnable(page: Path) -> bool:
                               for p in db.PAGES if _runnable(p)])
 def test_page_blocks_run(page: Path, tmp_path: Path) -> None:
     db.prepare(tmp_path)
-    script = _bash_script(page, tmp_path)
+    (tmp_path / "page_blocks.py").write_text(_page_script(page), encoding="utf-8")
     env = {**os.environ, "MPLBACKEND": "Agg", "PYTHONPATH": str(ROOT), **_page_env(page)}
-    proc = subprocess.run(["bash", "-c", script], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=300)
+    proc = subprocess.run([sys.executable, "page_blocks.py"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-5000:])
 
 
