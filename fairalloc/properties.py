@@ -142,6 +142,20 @@ def _value(U3: np.ndarray, bundles: np.ndarray, kind: str) -> np.ndarray:
 def bundle_values(utility: Any, allocation: Any, *, kind: str = "linear") -> np.ndarray:
     """Matrix ``V[i, k] = u_i(x_k)``: what buyer ``i`` thinks of buyer ``k``'s bundle.
 
+    Parameters
+    ----------
+    utility : array_like, shape (n, m) or (n, m, T)
+        Each buyer's utilities (linear) or demands (Leontief); ``T`` rounds when 3-d.
+    allocation : array_like, shape (n, m) or (n, m, T)
+        The allocation checked (any policy's).
+    kind : {"linear", "leontief"}, default "linear"
+        How ``utility`` values a bundle.
+
+    Returns
+    -------
+    numpy.ndarray, shape (n, n)
+        ``V[i, k]``, read-only.
+
     Examples
     --------
     >>> bundle_values([[1.0, 0.0], [0.0, 1.0]], [[0.5, 0.5], [0.5, 0.5]]).tolist()
@@ -157,6 +171,22 @@ def market_clearing(allocation: Any, prices: Any, supply: Any = None, *,
 
     The violation is the value of the unsold supply of priced goods (``p_j`` times the
     unsold amount), so it is zero exactly when complementary slackness holds.
+
+    Parameters
+    ----------
+    allocation : array_like, shape (n, m) or (n, m, T)
+        The allocation checked (any policy's).
+    prices : array_like, shape (m,) or (m, T)
+        A price per good (and round).
+    supply : array_like, shape (m,) or (m, T), optional
+        Units of each good (default: 1 of each).
+    tol : float, default 1e-6
+        Relative tolerance (module docstring).
+
+    Returns
+    -------
+    PropertyResult
+        ``passed``, the ``violation``, the agent concerned and a message.
 
     Examples
     --------
@@ -186,6 +216,22 @@ def budget_clearing(allocation: Any, prices: Any, budget: Any = None, *,
                     tol: float = 1e-6) -> PropertyResult:
     """Every buyer spends its budget: ``|sum_j p_j x_ij - B_i| <= tol * B_i``.
 
+    Parameters
+    ----------
+    allocation : array_like, shape (n, m) or (n, m, T)
+        The allocation checked (any policy's).
+    prices : array_like, shape (m,) or (m, T)
+        A price per good (and round).
+    budget : array_like, shape (n,), optional
+        The buyers' budgets (default: 1 each).
+    tol : float, default 1e-6
+        Relative tolerance (module docstring).
+
+    Returns
+    -------
+    PropertyResult
+        ``passed``, the ``violation``, the agent concerned and a message.
+
     Examples
     --------
     >>> budget_clearing([[1.0, 0.0], [0.0, 1.0]], [1.0, 1.0]).passed
@@ -214,6 +260,22 @@ def optimal_spending(utility: Any, allocation: Any, prices: Any, *,
     The violation is the money a buyer spends on goods whose bang-per-buck is below its best
     by more than a relative ``tol`` (a good with price 0 that it values has infinite
     bang-per-buck).
+
+    Parameters
+    ----------
+    utility : array_like, shape (n, m) or (n, m, T)
+        Each buyer's utilities (linear) or demands (Leontief); ``T`` rounds when 3-d.
+    allocation : array_like, shape (n, m) or (n, m, T)
+        The allocation checked (any policy's).
+    prices : array_like, shape (m,) or (m, T)
+        A price per good (and round).
+    tol : float, default 1e-6
+        Relative tolerance (module docstring).
+
+    Returns
+    -------
+    PropertyResult
+        ``passed``, the ``violation``, the agent concerned and a message.
 
     Examples
     --------
@@ -246,7 +308,31 @@ def optimal_spending(utility: Any, allocation: Any, prices: Any, *,
 
 def envy_free(utility: Any, allocation: Any, budget: Any = None, *, kind: str = "linear",
               tol: float = 1e-6) -> PropertyResult:
-    """Budget-weighted envy-freeness: ``u_i(x_i) / B_i >= u_i(x_k) / B_k`` for all ``i, k``."""
+    """Budget-weighted envy-freeness: ``u_i(x_i) / B_i >= u_i(x_k) / B_k`` for all ``i, k``.
+
+    Parameters
+    ----------
+    utility : array_like, shape (n, m) or (n, m, T)
+        Each buyer's utilities (linear) or demands (Leontief); ``T`` rounds when 3-d.
+    allocation : array_like, shape (n, m) or (n, m, T)
+        The allocation checked (any policy's).
+    budget : array_like, shape (n,), optional
+        The buyers' budgets (default: 1 each).
+    kind : {"linear", "leontief"}, default "linear"
+        How ``utility`` values a bundle.
+    tol : float, default 1e-6
+        Relative tolerance (module docstring).
+
+    Returns
+    -------
+    PropertyResult
+        ``passed``, the ``violation``, the agent concerned and a message.
+
+    Examples
+    --------
+    >>> envy_free([[1.0], [1.0]], [[1.0], [0.0]]).passed
+    False
+    """
     tol = as_tolerance(tol, "tol")
     U, X, B, _ = _inputs(utility, allocation, budget, kind=kind)
     V = _value(U, X, kind)
@@ -267,6 +353,26 @@ def envy_free(utility: Any, allocation: Any, budget: Any = None, *, kind: str = 
 def sharing_incentive(utility: Any, allocation: Any, budget: Any = None, supply: Any = None,
                       *, kind: str = "linear", tol: float = 1e-6) -> PropertyResult:
     """``u_i(x_i) >= u_i((B_i / sum B) s)``: at least as good as the budget share of supply.
+
+    Parameters
+    ----------
+    utility : array_like, shape (n, m) or (n, m, T)
+        Each buyer's utilities (linear) or demands (Leontief); ``T`` rounds when 3-d.
+    allocation : array_like, shape (n, m) or (n, m, T)
+        The allocation checked (any policy's).
+    budget : array_like, shape (n,), optional
+        The buyers' budgets (default: 1 each).
+    supply : array_like, shape (m,) or (m, T), optional
+        Units of each good (default: 1 of each).
+    kind : {"linear", "leontief"}, default "linear"
+        How ``utility`` values a bundle.
+    tol : float, default 1e-6
+        Relative tolerance (module docstring).
+
+    Returns
+    -------
+    PropertyResult
+        ``passed``, the ``violation``, the agent concerned and a message.
 
     Examples
     --------
@@ -291,6 +397,26 @@ def proportionality(utility: Any, allocation: Any, budget: Any = None, supply: A
                     *, kind: str = "linear", tol: float = 1e-6) -> PropertyResult:
     """Proportionality ``u_i(x_i) >= (B_i / sum B) u_i(s)``; equals sharing incentive for
     additive (linear) utilities, and is implied by it for Leontief ones.
+
+    Parameters
+    ----------
+    utility : array_like, shape (n, m) or (n, m, T)
+        Each buyer's utilities (linear) or demands (Leontief); ``T`` rounds when 3-d.
+    allocation : array_like, shape (n, m) or (n, m, T)
+        The allocation checked (any policy's).
+    budget : array_like, shape (n,), optional
+        The buyers' budgets (default: 1 each).
+    supply : array_like, shape (m,) or (m, T), optional
+        Units of each good (default: 1 of each).
+    kind : {"linear", "leontief"}, default "linear"
+        How ``utility`` values a bundle.
+    tol : float, default 1e-6
+        Relative tolerance (module docstring).
+
+    Returns
+    -------
+    PropertyResult
+        ``passed``, the ``violation``, the agent concerned and a message.
 
     Examples
     --------
@@ -318,6 +444,24 @@ def pareto_gain(util: sp.spmatrix, own: np.ndarray, feasible: sp.spmatrix,
     solves ``max sum_k t_k`` s.t. ``util @ y >= own + t``, ``t >= 0`` and returns ``t``: all
     zeros iff no feasible allocation makes someone better off with nobody worse off. Shared by
     `pareto_optimal` and `fairalloc.testing`'s cluster domain.
+
+    Parameters
+    ----------
+    util : scipy.sparse matrix, shape (K, N)
+        Each agent's utility as a linear function of the allocation's ``N`` variables.
+    own : numpy.ndarray, shape (K,)
+        The utilities to improve on.
+    feasible : scipy.sparse matrix, shape (R, N)
+        Rows of the feasibility constraints ``feasible @ y <= feasible_upper``.
+    feasible_upper : numpy.ndarray, shape (R,)
+        Their right-hand sides.
+    col_upper : numpy.ndarray, shape (N,)
+        Upper bounds of the variables (``inf``: none).
+
+    Returns
+    -------
+    numpy.ndarray, shape (K,)
+        The gain ``t_k >= 0`` of each agent at the LP's optimum.
 
     Raises
     ------
@@ -420,6 +564,24 @@ def pareto_optimal(utility: Any, allocation: Any, supply: Any = None, *,
     and ``t >= 0``. The allocation is Pareto optimal iff the optimum is (within ``tol``) zero;
     otherwise the LP's ``y`` is a Pareto improvement and ``agent`` the buyer who gains most.
 
+    Parameters
+    ----------
+    utility : array_like, shape (n, m) or (n, m, T)
+        Each buyer's utilities (linear) or demands (Leontief); ``T`` rounds when 3-d.
+    allocation : array_like, shape (n, m) or (n, m, T)
+        The allocation checked (any policy's).
+    supply : array_like, shape (m,) or (m, T), optional
+        Units of each good (default: 1 of each).
+    kind : {"linear", "leontief"}, default "linear"
+        How ``utility`` values a bundle.
+    tol : float, default 1e-6
+        Relative tolerance (module docstring).
+
+    Returns
+    -------
+    PropertyResult
+        ``passed``, the ``violation``, the agent concerned and a message.
+
     Examples
     --------
     Leaving half of the only good unsold is not Pareto optimal:
@@ -494,6 +656,27 @@ def check_market(result: Any, utility: Any, *, supply: Any = None, kind: str = "
     """Run property checks on a `fairalloc.MarketResult`.
 
     ``optimal_spending`` applies to linear markets only and is skipped for Leontief ones.
+
+    Parameters
+    ----------
+    result : MarketResult
+        An equilibrium (`fairalloc.fisher_market`): its ``budget``, ``allocation`` and
+        ``prices`` are checked.
+    utility : array_like, shape (n, m) or (n, m, T)
+        The buyers' true utilities (linear) or demands (Leontief).
+    supply : array_like, optional
+        Units of each good (default: one of each).
+    kind : {"linear", "leontief"}, default "linear"
+        How ``utility`` values a bundle.
+    properties : tuple of str, default every property
+        Names from ``fairalloc.properties.PROPERTIES``.
+    tol : float, default 1e-6
+        Relative tolerance of every check (module docstring).
+
+    Returns
+    -------
+    dict of str to PropertyResult
+        One verdict per property checked, in the order asked (true when it holds).
 
     Examples
     --------

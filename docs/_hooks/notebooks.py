@@ -8,12 +8,14 @@ Its page template also loads MathJax (from an empty ``<script src="">`` unless a
 configured) and Mermaid (from a CDN); the site typesets maths with its bundled KaTeX
 (``docs/javascripts/katex.js`` covers the notebooks' Markdown cells too) and the notebooks draw no
 Mermaid diagram, so ``on_post_page`` drops both loaders: a notebook page works offline and loads
-nothing from another host.
+nothing from another host. ``on_config`` sets ``MPLBACKEND`` to the kernel's inline backend, so
+the executed notebooks keep their figures whatever backend the build's environment names.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -39,7 +41,14 @@ def _title(path: Path) -> str:
     return path.stem.split("-", 1)[-1].replace("-", " ").capitalize()
 
 
+#: the Jupyter kernel's inline backend: a figure becomes an image output of its cell. The
+#: kernels that execute the gallery inherit the build's environment, and ``MPLBACKEND=Agg``
+#: (set in CI or by a test) would make every figure vanish from the executed pages.
+INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
+
+
 def on_config(config, **kwargs):
+    os.environ["MPLBACKEND"] = INLINE_BACKEND
     docs = Path(config["docs_dir"])
     paths = sorted((docs / "notebooks").glob("*.ipynb"))
     books = [{_title(p): f"notebooks/{p.name}"} for p in paths]

@@ -180,6 +180,19 @@ def _check(result: Any) -> SimulationResult:
 def contention(result: SimulationResult, kind: str = "static") -> np.ndarray:
     """Contention factor ``c_j`` of every job (see the module docstring), shape (n,).
 
+    Parameters
+    ----------
+    result : SimulationResult
+        A finished simulation (`fairalloc.sim.simulate`).
+    kind : {"static", "dynamic"}, default "static"
+        ``"static"``: ``max(1, N/M)``, as in the Shockwave evaluation; ``"dynamic"``: the
+        mean number of active jobs per GPU over the job's life.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``c_j >= 1`` per job, shape (n,), read-only.
+
     Examples
     --------
     >>> import fairalloc as fa
@@ -206,13 +219,56 @@ def contention(result: SimulationResult, kind: str = "static") -> np.ndarray:
 
 def finish_time_fairness(result: SimulationResult, contention_kind: str = "static"
                          ) -> np.ndarray:
-    """``rho_j = JCT_j / (T_iso_j * c_j)`` of every job, shape (n,)."""
+    """``rho_j = JCT_j / (T_iso_j * c_j)`` of every job, shape (n,).
+
+    Parameters
+    ----------
+    result : SimulationResult
+        A finished simulation (`fairalloc.sim.simulate`).
+    contention_kind : {"static", "dynamic"}, default "static"
+        ``"static"``: ``max(1, N/M)``, as in the Shockwave evaluation; ``"dynamic"``: the
+        mean number of active jobs per GPU over the job's life.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``rho_j`` per job, shape (n,), read-only.
+
+    Examples
+    --------
+    >>> import fairalloc as fa
+    >>> from fairalloc.sim import Workload, simulate
+    >>> w = Workload.from_arrays([0.0, 0.0], [[1.0], [1.0]], [360.0, 360.0])
+    >>> r = simulate(w, fa.Cluster({"gpu": 1}), "fifo")
+    >>> finish_time_fairness(r).tolist()
+    [0.5, 1.0]
+    """
     r = _check(result)
     return readonly(r.jct / (r.workload.isolated_seconds * contention(r, contention_kind)))
 
 
 def utilization(result: SimulationResult) -> float:
-    """GPU-seconds held by jobs over ``M * makespan`` (in ``[0, 1]``)."""
+    """GPU-seconds held by jobs over ``M * makespan`` (in ``[0, 1]``).
+
+    Parameters
+    ----------
+    result : SimulationResult
+        A finished simulation (`fairalloc.sim.simulate`).
+
+    Returns
+    -------
+    float
+        The fraction of the cluster's GPU-time held by jobs (``0.0`` for a zero makespan).
+
+    Examples
+    --------
+    >>> import fairalloc as fa
+    >>> from fairalloc.sim import Workload, simulate
+    >>> w = Workload.from_arrays([0.0, 0.0], [[1.0], [1.0]], [360.0, 360.0])
+    >>> r = simulate(w, fa.Cluster({"gpu": 1}), "fifo")
+    >>> utilization(r)
+    1.0
+    """
     r = _check(result)
     span = r.makespan
     if span <= 0:
@@ -226,6 +282,28 @@ def job_metrics(result: SimulationResult, *, contention_kind: str = "static") ->
     Columns: ``model``, ``mode``, ``scale_factor``, ``arrival``, ``start``, ``finish``,
     ``jct``, ``queueing`` (first start minus arrival), ``isolated`` (``T_iso``),
     ``contention``, ``rho``, ``attained``, ``gpu_seconds``, ``preemptions``, ``restarts``.
+
+    Parameters
+    ----------
+    result : SimulationResult
+        A finished simulation (`fairalloc.sim.simulate`).
+    contention_kind : {"static", "dynamic"}, default "static"
+        ``"static"``: ``max(1, N/M)``, as in the Shockwave evaluation; ``"dynamic"``: the
+        mean number of active jobs per GPU over the job's life.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per job, times in seconds.
+
+    Examples
+    --------
+    >>> import fairalloc as fa
+    >>> from fairalloc.sim import Workload, simulate
+    >>> w = Workload.from_arrays([0.0, 0.0], [[1.0], [1.0]], [360.0, 360.0])
+    >>> r = simulate(w, fa.Cluster({"gpu": 1}), "fifo")
+    >>> job_metrics(r)[["jct", "rho"]].to_numpy().tolist()
+    [[360.0, 0.5], [720.0, 1.0]]
     """
     pd = require_pandas()
     r = _check(result)
@@ -244,6 +322,16 @@ def job_metrics(result: SimulationResult, *, contention_kind: str = "static") ->
 def summarize(result: SimulationResult, *, contention_kind: str = "static",
               unfair_threshold: float = 1.0) -> dict[str, float]:
     """Headline metrics of one simulation.
+
+    Parameters
+    ----------
+    result : SimulationResult
+        A finished simulation (`fairalloc.sim.simulate`).
+    contention_kind : {"static", "dynamic"}, default "static"
+        ``"static"``: ``max(1, N/M)``, as in the Shockwave evaluation; ``"dynamic"``: the
+        mean number of active jobs per GPU over the job's life.
+    unfair_threshold : float, default 1.0
+        A job is unfair when its ``rho`` exceeds this (``unfair_fraction``).
 
     Returns
     -------
@@ -282,9 +370,32 @@ def summarize(result: SimulationResult, *, contention_kind: str = "static",
 
 def compare(results: Sequence[SimulationResult] | Mapping[str, SimulationResult], *,
             contention_kind: str = "static", unfair_threshold: float = 1.0) -> Any:
-    """One row per simulation (index: the policy name, or the mapping's keys) of
-    `fairalloc.sim.summarize`'s metrics (with ``contention_kind`` and
-    ``unfair_threshold``), as a `pandas.DataFrame`."""
+    """One row per simulation of `fairalloc.sim.summarize`'s metrics.
+
+    Parameters
+    ----------
+    results : sequence or mapping of SimulationResult
+        Finished simulations; a mapping's keys name the rows, else each result's policy.
+    contention_kind : {"static", "dynamic"}, default "static"
+        ``"static"``: ``max(1, N/M)``, as in the Shockwave evaluation; ``"dynamic"``: the
+        mean number of active jobs per GPU over the job's life.
+    unfair_threshold : float, default 1.0
+        A job is unfair when its ``rho`` exceeds this (``unfair_fraction``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per simulation (index ``policy``), one column per metric of `summarize`.
+
+    Examples
+    --------
+    >>> import fairalloc as fa
+    >>> from fairalloc.sim import Workload, simulate
+    >>> w = Workload.from_arrays([0.0, 0.0], [[1.0], [1.0]], [360.0, 360.0])
+    >>> r = simulate(w, fa.Cluster({"gpu": 1}), "fifo")
+    >>> compare({"fifo": r})[["makespan", "avg_jct"]].to_numpy().tolist()
+    [[720.0, 540.0]]
+    """
     pd = require_pandas()
     if isinstance(results, Mapping):
         items = list(results.items())

@@ -34,6 +34,35 @@ def simulate(workload: Workload, cluster: Cluster, policy: Policy | str, *,
     factory's signature and raises `fairalloc.InputError` for an unknown one); given
     with a policy object they are an `fairalloc.InputError`.
 
+    Parameters
+    ----------
+    workload : Workload
+        The jobs (`fairalloc.sim.poisson_workload`, `fairalloc.sim.read_trace`).
+    cluster : fairalloc.Cluster
+        Same accelerator types as the workload.
+    policy : Policy or str
+        A policy object or a registered name (`fairalloc.sim.available_policies`).
+    round_duration : float, default 360.0
+        Seconds per round (Gavel uses 360, Shockwave 120).
+    restart_overhead : float, default 0.0
+        Seconds lost by a job each time it (re)starts.
+    seed : int, default 0
+        Passed to the policy's ``reset`` (policies with random choices use it).
+    progress : callable, optional
+        Called as ``progress(finished_jobs, total_jobs)`` after every round
+        (`fairalloc.sim.Simulator.run`).
+    max_rounds : int, optional
+        Stop with `fairalloc.sim.SimulationError` after this many rounds (default: a bound
+        derived from the workload, `fairalloc.sim.Simulator`).
+    policy_params : mapping, optional
+        The named policy's parameters (above).
+
+    Returns
+    -------
+    SimulationResult
+        Per-job finish times, per-round schedule and the policy's time
+        (`fairalloc.sim.summarize` for the headline metrics).
+
     Examples
     --------
     >>> import fairalloc as fa
