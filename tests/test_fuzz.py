@@ -143,6 +143,23 @@ def test_harness_classifies_every_outcome() -> None:
     assert printed.outcome == "ok" and printed.printed == "banner"
 
 
+def test_harness_flags_an_accepted_subnormal_as_wrong() -> None:
+    """Issue #27 (seeds 707/808): fairalloc refuses subnormal numbers everywhere, so a call
+    that returns on a subnormal scalar or array entry accepted garbage (``wrong``); a normal
+    tiny value and 0 are not flagged."""
+    import numpy as np
+
+    from tests.fuzz.core import run_case
+
+    def outcome(value):
+        return run_case(_fake(lambda c, ctx: 1), {"a": value}).outcome
+    assert outcome(5e-324) == "wrong"
+    assert outcome(np.array([[1.0, -2e-310]])) == "wrong"
+    assert outcome(np.float64(1e-310)) == "wrong"
+    assert outcome(np.array([0.0, np.finfo(float).tiny, 1e308])) == "ok"
+    assert outcome(0.0) == "ok"
+
+
 def test_harness_no_answer_on_valid_cases_only() -> None:
     """issue #27: a SolverError / CertificateError / InfeasibleError on a case its strategy drew
     as valid is the failure no_answer; on a case not drawn as valid (or without a verdict) it
