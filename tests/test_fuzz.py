@@ -160,6 +160,36 @@ def test_harness_flags_an_accepted_subnormal_as_wrong() -> None:
     assert outcome(0.0) == "ok"
 
 
+def test_market_rescaling_compares_utilities_within_the_certified_gap() -> None:
+    """Issue #27 (seed 808, "volatile market leontief: supply x a x1e+09: utility differs by
+    1.07e-05"): both answers were certified (relative gaps 0 and 6.5e-10), and an objective gap
+    g lets a buyer's utility move by sqrt(2 g / B_i) (the log's curvature), 6.7e-5 here: not a
+    violation. Utilities moved further than the certificates allow still are."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from tests.fuzz.rescale import RESCALE_FAMILIES, RTOL, _rel_diff, compare
+
+    fam = RESCALE_FAMILIES["volatile market leontief: supply x a"]
+    case = {"utility": np.array([[[0.5132261675215631, 0.5132261675215631]],
+                                 [[1.1639867181112218, 1.1639867181112218]]]),
+            "budget": np.array([1.8983775922751482, 0.7654091078969891]),
+            "supply": np.array([[0.7749141032569722, 3.984393073659506]]), "kind": "leontief"}
+    a = 1e9
+    base, r = fam.call(case, 1.0), fam.call(case, a)
+    assert base.certificate.ok and r.certificate.ok
+    base_map, got = fam.mapped(base, 1.0, case), fam.mapped(r, a, case)
+    allowed = fam.tolerance(base, r, a, case)["utility"]
+    assert compare(fam, base, base_map, r, got, a, case) == []
+    assert _rel_diff(got["utility"], base_map["utility"]) <= allowed
+    # beyond the certified bound (and RTOL): flagged
+    worse = SimpleNamespace(allocation=np.asarray(r.allocation) * (1 + 3 * max(allowed, RTOL)),
+                            certificate=r.certificate)
+    bad = compare(fam, base, base_map, worse, fam.mapped(worse, a, case), a, case)
+    assert bad and "utility differs" in bad[0]
+
+
 def test_harness_no_answer_on_valid_cases_only() -> None:
     """issue #27: a SolverError / CertificateError / InfeasibleError on a case its strategy drew
     as valid is the failure no_answer; on a case not drawn as valid (or without a verdict) it
