@@ -18,7 +18,8 @@ entry point with the data scaled by ``alpha``, and how to map the result back:
 
 A *violation* is a different mapped answer (relative tolerance :data:`RTOL`, or the wider
 tolerance the two certificates allow: a market's utilities, :func:`market_utility_tolerance`)
-or a different certificate verdict; a *failure* is an exception at a scale where the base instance solved.
+or a different certificate verdict; a *failure* is an exception at a scale where the base
+instance solved.
 """
 
 from __future__ import annotations
