@@ -190,6 +190,32 @@ def test_market_rescaling_compares_utilities_within_the_certified_gap() -> None:
     assert bad and "utility differs" in bad[0]
 
 
+def test_estimator_check_follows_the_documented_leading_axes() -> None:
+    """Issue #27 (seed 808): ``makespan_lower_bound`` of a (1, n) ``remaining`` returns shape
+    (1,) (vectorised over leading axes, as documented); the fuzz check converted it with
+    ``float`` and raised TypeError. It now compares the whole array, and a wrong bound is
+    still rejected."""
+    import numpy as np
+
+    from tests.fuzz.core import Ctx, Wrong
+
+    t = TARGETS["forecast estimators"]
+    case = {"fn": "makespan_lower_bound", "a": None, "b": None,
+            "c": np.array([[9.600354666059496e-11, 2.8681876620390392e-11]]), "d": 8.0,
+            "workers": None}
+    r = t.call(case, Ctx())
+    assert np.shape(r) == (1,)
+    t.check(case, r)  # raised TypeError before
+    with pytest.raises(Wrong):
+        t.check(case, np.asarray(r) * 1.5)
+    with pytest.raises(Wrong):  # a scalar where the documented answer has shape (1,)
+        t.check(case, float(np.asarray(r)[0]))
+    flat = dict(case, c=np.array([100.0, 50.0, 50.0]), d=2.0, workers=np.array([1, 2, 2]))
+    t.check(flat, t.call(flat, Ctx()))  # 150.0 (the docstring example)
+    with pytest.raises(Wrong):
+        t.check(flat, 149.0)
+
+
 def test_harness_no_answer_on_valid_cases_only() -> None:
     """issue #27: a SolverError / CertificateError / InfeasibleError on a case its strategy drew
     as valid is the failure no_answer; on a case not drawn as valid (or without a verdict) it
