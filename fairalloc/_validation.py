@@ -20,7 +20,13 @@ and arrays, and other real number types that convert to ``float`` (``decimal.Dec
 * text (numpy would read ``"1"`` as 1), ``None`` (except where an argument documents NaN as
   "missing": there ``None`` is missing too), nested sequences where a number belongs,
   dates, and any other object;
-* integers too large for a float (``10**400``).
+* integers too large for a float (``10**400``);
+* **subnormal numbers**: a nonzero finite value whose magnitude is below
+  ``np.finfo(float).tiny`` (about 2.2e-308, e.g. ``5e-324``). Such a value has lost most of
+  its significant digits, and the solvers (and any rescaling by a factor below one) flush it
+  to 0 while the input still says it is nonzero, so a certificate computed from the input and
+  a solver's reading of it would disagree. Pass 0, or a normal number (rescale the units).
+  The rule holds for every scalar and every array entry validated here.
 """
 
 from __future__ import annotations
@@ -41,6 +47,12 @@ __all__ = ["as_array", "as_bool", "as_finite_float", "as_gang_sizes", "as_labels
            "as_option", "as_positive_int", "as_positive_float", "as_real_array",
            "as_time_limit", "as_tolerance", "fmt_index"]
 
+#: the smallest positive normal float64: a nonzero magnitude below it is subnormal and refused
+#: (ACCURACY: the input contract; see the module notes)
+_TINY = float(np.finfo(np.float64).tiny)
+_SUBNORMAL_WHY = ("subnormal (a nonzero magnitude below np.finfo(float).tiny = 2.2e-308 loses "
+                  "its precision and solvers read it as 0): pass 0 or a normal number")
+
 #: scalar types that are real numbers (a bool is an int in Python: refused separately)
 _REAL_TYPES = (int, float, np.integer, np.floating, Decimal, numbers.Real)
 #: scalar types that look numeric but are not real numbers here (checked first: numpy's
@@ -52,6 +64,20 @@ _NOT_REAL_TYPES = (bool, np.bool_, complex, np.complexfloating, np.timedelta64,
 def fmt_index(idx: Sequence[int] | np.ndarray) -> str:
     """Format an index tuple the way numpy users write it: ``[3, 1]``."""
     return "[" + ", ".join(str(int(i)) for i in idx) + "]"
+
+
+def _refuse_subnormal(arr: np.ndarray, name: str) -> None:
+    """Raise `InputError` naming the first subnormal entry of float array ``arr`` (NaN and
+    infinities pass: other checks judge them)."""
+    if arr.size == 0:
+        return
+    mag = np.abs(arr)
+    bad = (mag < _TINY) & (mag > 0)
+    if bad.any():
+        idx = _first(bad) if arr.ndim else ()
+        where = fmt_index(idx) if idx else ""
+        raise InputError(f"{name}{where} is {float(arr[idx])!r}: {_SUBNORMAL_WHY}", argument=name,
+                         index=idx or None)
 
 
 def _first(mask: np.ndarray) -> tuple[int, ...]:
@@ -84,6 +110,7 @@ def as_array(
     integer: bool = False,
     allow_nan: bool = False,
     allow_bool: bool = False,
+    allow_subnormal: bool = False,
 ) -> np.ndarray:
     """Validate ``value`` as a finite float array and return a read-only copy.
 
@@ -109,6 +136,9 @@ def as_array(
     allow_bool : bool
         The argument is a mask (documented as ``array_like of bool``): bools are read as 0/1.
         Everywhere else a bool is refused (see the module notes).
+    allow_subnormal : bool
+        Accept subnormal entries (only for arrays fairalloc computed itself, e.g. a policy's
+        allocation inside the simulator; every user argument refuses them: module notes).
 
     Raises
     ------
@@ -120,7 +150,8 @@ def as_array(
     >>> as_array([[1, 2], [0, 3]], "utility", ndim=2).shape
     (2, 2)
     """
-    arr = as_real_array(value, name, allow_none=allow_nan, allow_bool=allow_bool)
+    arr = as_real_array(value, name, allow_none=allow_nan, allow_bool=allow_bool,
+                        allow_subnormal=allow_subnormal)
     ndims = (ndim,) if isinstance(ndim, int) else tuple(ndim)
     if arr.ndim not in ndims:
         want = " or ".join(str(d) for d in ndims)
@@ -311,13 +342,15 @@ _GATHER_RATIO = 4
 
 
 def as_real_array(value: Any, name: str, *, allow_none: bool = False,
-                  allow_bool: bool = False) -> np.ndarray:
+                  allow_bool: bool = False, allow_subnormal: bool = False) -> np.ndarray:
     """``value`` as a new float64 array (any shape; no range check), refusing every entry that
     is not a real number (see the module notes) with an `fairalloc.InputError`
     naming ``name`` and the entry's index.
 
     ``allow_none`` reads ``None`` entries as NaN (for arguments where NaN means missing),
-    ``allow_bool`` bools as 0/1 (for masks).
+    ``allow_bool`` bools as 0/1 (for masks). A subnormal entry is refused (see the module
+    notes) unless ``allow_subnormal`` (only for arrays fairalloc computed itself, never for a
+    user's argument).
     Python ints too large for int64 and ``Decimal``/``Fraction`` entries are converted entry
     by entry; numeric numpy arrays and lists of Python floats and ints are converted by numpy
     (a list is scanned for bools, which numpy would read as 0/1, only when an entry is 0 or 1).
@@ -331,7 +364,20 @@ def as_real_array(value: Any, name: str, *, allow_none: bool = False,
     ... except InputError as exc:
     ...     print(exc.argument, exc.index, str(exc)[:29])
     utility (1,) utility[1] is (2+0j): complex
+    >>> try:
+    ...     as_real_array([1.0, 5e-324], "supply")
+    ... except InputError as exc:
+    ...     print(exc.argument, exc.index, str(exc)[:30])
+    supply (1,) supply[1] is 5e-324: subnormal
     """
+    arr = _to_float_array(value, name, allow_none, allow_bool)
+    if not allow_subnormal:
+        _refuse_subnormal(arr, name)
+    return arr
+
+
+def _to_float_array(value: Any, name: str, allow_none: bool, allow_bool: bool) -> np.ndarray:
+    """`as_real_array` without the subnormal rule."""
     if isinstance(value, np.ndarray):
         raw = value
     elif isinstance(value, str | bytes):  # numpy would read the string "1" as the number 1
@@ -383,7 +429,10 @@ def _as_real(value: Any, name: str) -> float:
     if why is not None:
         raise InputError(f"{name} must be a real number, got {_shown(value)}: {why}",
                          argument=name)
-    return float(value)
+    out = float(value)
+    if 0 < abs(out) < _TINY:
+        raise InputError(f"{name} is {out!r}: {_SUBNORMAL_WHY}", argument=name)
+    return out
 
 
 def as_finite_float(value: Any, name: str, *, lo: float | None = None, hi: float | None = None,

@@ -18,6 +18,11 @@ plan (`fairalloc._cvxpy`) answered no solver resolved the program.
   its range, and its rows with it, so the scaled solve's tolerance was 2.4e6 times too coarse on
   them (a supply row exceeded by 2.4e-2). A boxed column is now scaled at its magnitude at the
   reference point where that is smaller than its range.
+* a capped Leontief market (seed 909) in which buyers need nothing in some round: such a bundle
+  (its level fixed at 0) took factor 1 while its buyer's unit was 2^-51, so its weight in the
+  buyer's utility was 2^51 and the conic program held an entry of 2.3e15; Clarabel stopped at a
+  relative gap of 3.2 and the unit-scaled copy reported DualInfeasible. A bundle without
+  demand now takes its buyer's unit (weight 1: every weight is at most 1, as documented).
 
 Each answer is checked by the fuzz profile's independent checks (caps, supply, objective
 against a reference point).
@@ -92,3 +97,15 @@ def test_min_cost_work_conserving_certified(entry: dict) -> None:
     x = np.asarray(r.x)
     assert np.all(x >= 0.0)
     assert np.all(x.sum(axis=1) <= 1.0 + FEAS_TOL)  # the library's documented feasibility
+
+
+def test_leontief_bundle_weights_are_at_most_one_with_empty_rounds() -> None:
+    """`MarketUnits.bundle_weights` is at most 1 (its documented range) also for a round in
+    which a buyer needs nothing (seed 909: it was 2^51 there)."""
+    from fairalloc.markets.units import market_units
+
+    U = np.array([[[7.3e9, 2.2e9, 0.0]], [[0.0, 3.4e8, 8.2e9]], [[2.5e9, 5.1e9, 6.1e9]]])
+    units = market_units(U, np.ones(3), np.full(3, 3.2e-6), "leontief")
+    w = units.bundle_weights()
+    assert np.all(w <= 1.0) and np.all(w > 0), w
+    assert w.max() == 1.0  # each buyer's largest bundle keeps weight 1

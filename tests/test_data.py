@@ -61,9 +61,12 @@ def test_jobs_defaults_and_labels() -> None:
         ({"throughput": [[1.0]], "ids": ["a", "b"]}, "ids has 2 entries"),
         ({"throughput": [[1.0]], "steps_remaining": [1.0, 2.0]}, "steps_remaining has shape"),
         ({"throughput": np.zeros((0, 2))}, "throughput is empty"),
-        # fuzz (seeds 16, 18): HiGHS rejected the LPs ("model rejected by passModel")
+        # fuzz (seeds 16, 18): HiGHS rejected the LPs ("model rejected by passModel"); a
+        # subnormal is refused as such (issue #27), a normal tiny one by the ratio rule
         ({"throughput": [[1.0], [1.0]], "weight": [5e-324, 1348.0]},
-         r"weight\[0\] = 4.94066e-324 is too small next to the largest"),
+         r"weight\[0\] is 5e-324: subnormal"),
+        ({"throughput": [[1.0], [1.0]], "weight": [1e-305, 1348.0]},
+         r"weight\[0\] = 1e-305 is too small next to the largest"),
         ({"throughput": [[1.4e-9, 7.9e-6], [1.2e-9, 1e308]]},
          r"throughput\[0, 0\] = 1.4e-09 is too small next to the largest"),
     ],

@@ -596,7 +596,8 @@ def test_ftf_hand_worked():
 
 @SETTINGS
 @given(
-    L=st.floats(0.0, 1e5), R=st.floats(1.0, 1e5), W=st.floats(0.0, 1e5),
+    L=st.floats(0.0, 1e5, allow_subnormal=False), R=st.floats(1.0, 1e5), W=st.floats(0.0, 1e5,
+                                                                                     allow_subnormal=False),
     N=st.floats(1.0, 50.0), extra=st.floats(1.0, 1e4),
 )
 def test_ftf_properties(L, R, W, N, extra):
@@ -648,13 +649,15 @@ def test_contention_hand_worked():
 @given(data=st.data())
 def test_contention_running_sums_match_history(data):
     e = data.draw(st.integers(1, 6))
-    gaps = np.array(data.draw(st.lists(st.floats(0.0, 50.0), min_size=e, max_size=e)))
+    gaps = np.array(data.draw(st.lists(st.floats(0.0, 50.0,
+                                                 allow_subnormal=False), min_size=e, max_size=e)))
     times = np.concatenate([[0.0], np.cumsum(gaps[:-1])])
     now = float(times[-1] + gaps[-1])
     demand = np.array(data.draw(st.lists(st.integers(0, 40), min_size=e, max_size=e)),
                       dtype=float)
     n = data.draw(st.integers(1, 5))
-    arrival = np.array(data.draw(st.lists(st.floats(0.0, 1.0), min_size=n, max_size=n))) * now
+    frac = st.floats(0.0, 1.0, allow_subnormal=False)
+    arrival = np.array(data.draw(st.lists(frac, min_size=n, max_size=n))) * now
     m = data.draw(st.integers(1, 16))
     hist = contention_factor(arrival, now, m, times=times, demand=demand, floor=0.0)
     # running sums, integrated independently by brute force on the segments
@@ -728,7 +731,8 @@ def _list_schedule_makespan(remaining, workers, m):
 def test_makespan_lower_bound_is_a_lower_bound(data):
     m = data.draw(st.integers(1, 8))
     n = data.draw(st.integers(1, 8))
-    remaining = data.draw(st.lists(st.floats(0.0, 100.0), min_size=n, max_size=n))
+    remaining = data.draw(st.lists(st.floats(0.0, 100.0,
+                                             allow_subnormal=False), min_size=n, max_size=n))
     workers = data.draw(st.lists(st.integers(1, m), min_size=n, max_size=n))
     h = makespan_lower_bound(remaining, m, workers=workers)
     assert h <= _list_schedule_makespan(remaining, workers, m) + 1e-9

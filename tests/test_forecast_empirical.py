@@ -232,9 +232,11 @@ def test_empirical_bookkeeping(k, n, data):
     reg = np.sort(np.array(data.draw(st.lists(st.integers(0, k - 1), min_size=f, max_size=f)),
                            dtype=np.int64))
     bs = model.configurations[reg]
-    prior = np.array(data.draw(st.lists(st.one_of(st.just(NAN), st.floats(0.0, 500.0)),
+    prior = np.array(data.draw(st.lists(st.one_of(st.just(NAN), st.floats(0.0, 500.0,
+                                                                          allow_subnormal=False)),
                                         min_size=k, max_size=k)))
-    floor = np.array(data.draw(st.lists(st.floats(0.0, 500.0), min_size=k, max_size=k)))
+    floor = np.array(data.draw(st.lists(st.floats(0.0, 500.0,
+                                                  allow_subnormal=False), min_size=k, max_size=k)))
     fc = forecast_regimes(model, n, bs, np.full(f, 3.0), profiled={8.0: 3.0},
                           method="empirical", prior_epochs=np.stack([prior, floor]))
     assert fc.remaining_epochs.sum() == pytest.approx(n - f, abs=1e-9 * n)

@@ -143,6 +143,79 @@ def test_harness_classifies_every_outcome() -> None:
     assert printed.outcome == "ok" and printed.printed == "banner"
 
 
+def test_harness_flags_an_accepted_subnormal_as_wrong() -> None:
+    """Issue #27 (seeds 707/808): fairalloc refuses subnormal numbers everywhere, so a call
+    that returns on a subnormal scalar or array entry accepted garbage (``wrong``); a normal
+    tiny value and 0 are not flagged."""
+    import numpy as np
+
+    from tests.fuzz.core import run_case
+
+    def outcome(value):
+        return run_case(_fake(lambda c, ctx: 1), {"a": value}).outcome
+    assert outcome(5e-324) == "wrong"
+    assert outcome(np.array([[1.0, -2e-310]])) == "wrong"
+    assert outcome(np.float64(1e-310)) == "wrong"
+    assert outcome(np.array([0.0, np.finfo(float).tiny, 1e308])) == "ok"
+    assert outcome(0.0) == "ok"
+
+
+def test_market_rescaling_compares_utilities_within_the_certified_gap() -> None:
+    """Issue #27 (seed 808, "volatile market leontief: supply x a x1e+09: utility differs by
+    1.07e-05"): both answers were certified (relative gaps 0 and 6.5e-10), and an objective gap
+    g lets a buyer's utility move by sqrt(2 g / B_i) (the log's curvature), 6.7e-5 here: not a
+    violation. Utilities moved further than the certificates allow still are."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from tests.fuzz.rescale import RESCALE_FAMILIES, RTOL, _rel_diff, compare
+
+    fam = RESCALE_FAMILIES["volatile market leontief: supply x a"]
+    case = {"utility": np.array([[[0.5132261675215631, 0.5132261675215631]],
+                                 [[1.1639867181112218, 1.1639867181112218]]]),
+            "budget": np.array([1.8983775922751482, 0.7654091078969891]),
+            "supply": np.array([[0.7749141032569722, 3.984393073659506]]), "kind": "leontief"}
+    a = 1e9
+    base, r = fam.call(case, 1.0), fam.call(case, a)
+    assert base.certificate.ok and r.certificate.ok
+    base_map, got = fam.mapped(base, 1.0, case), fam.mapped(r, a, case)
+    allowed = fam.tolerance(base, r, a, case)["utility"]
+    assert compare(fam, base, base_map, r, got, a, case) == []
+    assert _rel_diff(got["utility"], base_map["utility"]) <= allowed
+    # beyond the certified bound (and RTOL): flagged
+    worse = SimpleNamespace(allocation=np.asarray(r.allocation) * (1 + 3 * max(allowed, RTOL)),
+                            certificate=r.certificate)
+    bad = compare(fam, base, base_map, worse, fam.mapped(worse, a, case), a, case)
+    assert bad and "utility differs" in bad[0]
+
+
+def test_estimator_check_follows_the_documented_leading_axes() -> None:
+    """Issue #27 (seed 808): ``makespan_lower_bound`` of a (1, n) ``remaining`` returns shape
+    (1,) (vectorised over leading axes, as documented); the fuzz check converted it with
+    ``float`` and raised TypeError. It now compares the whole array, and a wrong bound is
+    still rejected."""
+    import numpy as np
+
+    from tests.fuzz.core import Ctx, Wrong
+
+    t = TARGETS["forecast estimators"]
+    case = {"fn": "makespan_lower_bound", "a": None, "b": None,
+            "c": np.array([[9.600354666059496e-11, 2.8681876620390392e-11]]), "d": 8.0,
+            "workers": None}
+    r = t.call(case, Ctx())
+    assert np.shape(r) == (1,)
+    t.check(case, r)  # raised TypeError before
+    with pytest.raises(Wrong):
+        t.check(case, np.asarray(r) * 1.5)
+    with pytest.raises(Wrong):  # a scalar where the documented answer has shape (1,)
+        t.check(case, float(np.asarray(r)[0]))
+    flat = dict(case, c=np.array([100.0, 50.0, 50.0]), d=2.0, workers=np.array([1, 2, 2]))
+    t.check(flat, t.call(flat, Ctx()))  # 150.0 (the docstring example)
+    with pytest.raises(Wrong):
+        t.check(flat, 149.0)
+
+
 def test_harness_no_answer_on_valid_cases_only() -> None:
     """issue #27: a SolverError / CertificateError / InfeasibleError on a case its strategy drew
     as valid is the failure no_answer; on a case not drawn as valid (or without a verdict) it

@@ -98,7 +98,8 @@ def arrivals(draw, max_jobs=10):
 def efficiency_curves(draw, n, levels, floor):
     """Throughput at 1, 2, ..., 2^(levels-1) GPUs with non-increasing per-GPU efficiency >= floor
     (relative to one GPU)."""
-    steps = draw(st.lists(st.lists(st.floats(floor, 1.0), min_size=levels - 1,
+    steps = draw(st.lists(st.lists(st.floats(floor, 1.0,
+                                             allow_subnormal=False), min_size=levels - 1,
                                    max_size=levels - 1), min_size=n, max_size=n))
     eff = np.minimum.accumulate(np.hstack([np.ones((n, 1)), np.array(steps).reshape(n, -1)]),
                                 axis=1)

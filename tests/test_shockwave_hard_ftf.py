@@ -111,9 +111,9 @@ def limited_plans(draw):
                                done_epochs=done, ftf=draw(st.floats(0.5, 2.0)),
                                regimes=[(sec, total - done)]))
         # a limit somewhere between "finish in the window" and "no round at all", or none
-        frac = draw(st.one_of(st.none(), st.floats(0.0, 1.0)))
+        frac = draw(st.one_of(st.none(), st.floats(0.0, 1.0, allow_subnormal=False)))
         limits.append(INF if frac is None else frac * sec * (total - done))
-    return jobs, M, T, draw(st.floats(0.0, 10.0)), limits
+    return jobs, M, T, draw(st.floats(0.0, 10.0, allow_subnormal=False)), limits
 
 
 @given(limited_plans())

@@ -93,11 +93,14 @@ def test_one_good_shared_by_budgets_far_apart_is_split_by_budget(ratio: float,
 
 def test_a_denormal_utility_gives_no_floating_point_warning() -> None:
     # fuzz (seed 16): a utility of 5e-324 overflowed C^T p / w in EdgeForm.beta (a warning
-    # printed to the user); that edge costs inf per unit of utility
+    # printed to the user); since issue #27 (seeds 707/808) a subnormal is refused up front,
+    # naming the entry, with no warning
     u = [[1.2e-06, 1.2e-06, 5e-324, 1.2e-06]]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert fa.fisher_market(u).certificate.ok
+        with pytest.raises(fa.InputError, match="subnormal") as info:
+            fa.fisher_market(u)
+    assert (info.value.argument, info.value.index) == ("utility", (0, 2))
 
 
 def test_huge_budget_single_buyer() -> None:

@@ -249,7 +249,8 @@ def plan_instances(draw, max_jobs=5):
         done = float(draw(st.integers(0, int(total) - 1)))
         left = total - done
         k = draw(st.integers(1, 3))
-        cuts = sorted(draw(st.lists(st.floats(0.0, left), min_size=k - 1, max_size=k - 1)))
+        cut = st.floats(0.0, left, allow_subnormal=False)
+        cuts = sorted(draw(st.lists(cut, min_size=k - 1, max_size=k - 1)))
         eps = np.diff([0.0, *cuts, left])
         secs = draw(st.lists(st.floats(10.0, 300.0), min_size=k, max_size=k))
         jobs.append(fa.PlanJob(workers=draw(st.integers(1, M)), total_epochs=total,
@@ -558,7 +559,8 @@ def test_forecast_and_estimator_validation(call, argument):
 
 
 @FAST
-@given(st.floats(allow_nan=True, allow_infinity=True) | st.integers(-5, 10**6) |
+@given(st.floats(allow_nan=True, allow_infinity=True,
+                 allow_subnormal=False) | st.integers(-5, 10**6) |
        st.just([1.0]) | st.just("3") | st.booleans() | st.none(),
        st.sampled_from(["total_epochs", "num_regimes", "num_samples", "now", "floor"]))
 def test_forecast_odd_scalars_only_raise_fairalloc_errors(value, where):

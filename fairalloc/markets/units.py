@@ -99,6 +99,11 @@ def market_units(utility: np.ndarray, budget: np.ndarray, supply: np.ndarray, ki
             valued = np.max(demand, axis=1) > 0
             gmin = np.min(np.where(valued, g, np.inf), axis=1)
             gmin = np.where(np.isfinite(gmin), gmin, 1.0)  # a buyer valuing nothing: error later
+            # a bundle with no demand (a round in which the buyer needs nothing: its level is
+            # fixed at 0, `FisherMarket._usable_rounds`) takes its buyer's unit, so its weight
+            # is 1, not gmin (a weight of 2^51 on a variable fixed at 0 left an entry of
+            # 2.3e15 in the conic program, on which Clarabel stopped 3.2 off the optimum)
+            g = np.where(valued, g, gmin[:, None])
             ufac = 1.0 / gmin
             efac = 1.0 / g
             u_norm = (demand / g[:, None, :]).reshape(n, mT)

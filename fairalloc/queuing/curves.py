@@ -26,6 +26,9 @@ _EFF_RTOL = 1e-12
 _MONO_RTOL = 1e-9
 #: limit of the input: longest profiled curve accepted (2**30 GPUs)
 _MAX_LEVELS = 31
+#: ACCURACY: the smallest normal float: the fast path hands anything below it (a subnormal
+#: rate) to the validator, which refuses it (fairalloc._validation's rule)
+_TINY = float(np.finfo(np.float64).tiny)
 #: the speed row of linear scaling for each table width (shared, never written to)
 _LINEAR: dict[int, list[float]] = {}
 #: the default scaling-control threshold alpha (a documented argument: Ares §3.3)
@@ -173,7 +176,7 @@ def _validate_one_curve(scaling: Any, name: str = "scaling") -> list[float] | No
         prev = inf
         half_k = 1.0  # 2 ** -k: exact, so v * half_k == v / 2 ** k
         for v in vals:
-            if type(v) is not float or not 0.0 < v < inf:
+            if type(v) is not float or not _TINY <= v < inf:
                 break
             per = v * half_k
             if per > prev * up:

@@ -378,9 +378,11 @@ class Simulator:
         from ..mechanism import RoundScheduler
 
         k = self.workload.num_types
-        x = as_array(decision.x, "x", ndim=2, shape=(view.n, k))
+        # (a policy's own output: a subnormal share is no time at all, read as 0, because the
+        # round scheduler below validates x as user input, which refuses subnormals)
+        x = as_array(decision.x, "x", ndim=2, shape=(view.n, k), allow_subnormal=True)
         runnable = view.runnable & (view.scale_factor[:, None] <= self.cluster.capacity[None, :])
-        x = np.where(runnable, x, 0.0)
+        x = np.where(runnable & (np.abs(x) >= np.finfo(np.float64).tiny), x, 0.0)
         if mech is None:
             mech = RoundScheduler(x, self.cluster, scale_factor=view.scale_factor,
                                   runnable=runnable, ids=view.ids, fraction=self.mechanism_fraction)

@@ -350,7 +350,8 @@ def run_case(target: Target, case: dict, *, timeout: float = 20.0) -> Outcome:
 
 def accepted_invalid(case: dict) -> str:
     """Arguments of ``case`` (top level, or in its ``kw`` / ``solve`` option dicts) that hold one
-    of the values invalid for every scalar (NaN, a string, a list, a complex number)."""
+    of the values invalid for every scalar (NaN, a string, a list, a complex number) or a
+    subnormal number (a scalar, or an entry of a float array)."""
     from .strategies import CERTAINLY_BAD
 
     found = []
@@ -358,9 +359,20 @@ def accepted_invalid(case: dict) -> str:
                              if isinstance(case.get(k), dict)]
     for prefix, scope in scopes:
         for k, v in scope.items():
-            if any(v is bad for bad in CERTAINLY_BAD):
+            if any(v is bad for bad in CERTAINLY_BAD) or _subnormal(v):
                 found.append(f"{prefix}{k}={short_repr(v)}")
     return ", ".join(found)
+
+
+def _subnormal(v: Any) -> bool:
+    """Whether ``v`` is a subnormal float, or a float array holding one: fairalloc refuses
+    those everywhere (``fairalloc._validation``), so a call that returns accepted garbage."""
+    if isinstance(v, float | np.floating):
+        return 0 < abs(float(v)) < np.finfo(np.float64).tiny
+    if isinstance(v, np.ndarray) and v.dtype.kind == "f" and v.size:
+        mag = np.abs(v)
+        return bool(((mag > 0) & (mag < np.finfo(np.float64).tiny)).any())
+    return False
 
 
 def backend_not_honoured(case: dict, result: Any) -> str:

@@ -16,8 +16,10 @@ entry point with the data scaled by ``alpha``, and how to map the result back:
 
 ``PERM_FAMILIES``: permuting buyers / goods / jobs permutes the answer alike.
 
-A *violation* is a different mapped answer (relative tolerance :data:`RTOL`) or a different
-certificate verdict; a *failure* is an exception at a scale where the base instance solved.
+A *violation* is a different mapped answer (relative tolerance :data:`RTOL`, or the wider
+tolerance the two certificates allow: a market's utilities, :func:`market_utility_tolerance`)
+or a different certificate verdict; a *failure* is an exception at a scale where the base
+instance solved.
 """
 
 from __future__ import annotations
@@ -43,6 +45,38 @@ class Family:
     call: Callable[[dict, float], Any]
     mapped: Callable[[Any, float, dict], dict]   # result, alpha, case -> comparable arrays
     render: Callable[[dict, float], str]
+    #: (base result, scaled result, alpha, case) -> {key: relative tolerance the results'
+    #: certificates allow}; a key not listed is compared at :data:`RTOL`
+    tolerance: Callable[[Any, Any, float, dict], dict[str, float]] | None = None
+
+
+def market_utility_tolerance(gaps: tuple[float, float], budgets: tuple[Any, Any],
+                             residuals: tuple[float, float] = (0.0, 0.0)) -> float:
+    """How far apart (relative, as :func:`_rel_diff` measures) the utilities of two certified
+    answers of one Fisher market may be, from their certificates alone.
+
+    The Eisenberg-Gale objective ``f(u) = sum_i B_i log u_i`` is maximised over a convex set
+    of utility vectors; at its maximiser ``u*`` the first-order condition gives
+    ``sum_i B_i (u_i - u*_i) / u*_i <= 0`` for every feasible ``u``, and ``log`` curves down by
+    at least ``1 / max(u_i, u*_i)^2``, so a feasible point with objective gap ``g``
+    (``f(u*) - f(u) <= g``, what the certificate bounds) has
+    ``B_i r_i^2 / 2 <= g`` with ``r_i = |u_i - u*_i| / max(u_i, u*_i)``: ``r_i <= sqrt(2 g /
+    B_i)``. Two answers (gaps and budgets in each call's own units: a budget rescaling
+    scales both) are apart by at most ``(r + r') / (1 - max(r, r'))`` of the larger; a
+    relative primal residual ``p`` (the point is feasible for a supply ``1 + p`` times larger,
+    whose utilities are ``1 + p`` times larger: utilities are homogeneous of degree 1) adds
+    ``p``.
+
+    >>> round(market_utility_tolerance((2e-10, 2e-10), ([1.0], [1.0])), 8)
+    4e-05
+    """
+    def r(g: float, B: Any) -> float:
+        b = float(np.min(np.asarray(B, float)))
+        return math.sqrt(2.0 * max(float(g), 0.0) / b) if b > 0 else math.inf
+    r1, r2 = r(gaps[0], budgets[0]), r(gaps[1], budgets[1])
+    if not max(r1, r2) < 1.0:
+        return math.inf
+    return (r1 + r2) / (1.0 - max(r1, r2)) + float(residuals[0]) + float(residuals[1])
 
 
 def _fa() -> Any:
@@ -139,9 +173,17 @@ def _market_family(kind: str, what: str, volatile: bool = False) -> Family:
         kw = {k: (np.asarray(v) * a if k == what else v) for k, v in _args(case).items()}
         return f"fa.{fn}(" + ", ".join(f"{k}={short_repr(v)}" for k, v in kw.items()) + ")"
 
+    def tolerance(base: Any, r: Any, a: float, case: dict) -> dict[str, float]:
+        B = case["budget"]
+        B = np.ones(np.asarray(case["utility"]).shape[0]) if B is None else np.asarray(B, float)
+        c1, c2 = base.certificate, r.certificate
+        return {"utility": market_utility_tolerance(
+            (c1.gap, c2.gap), (B, B * a if what == "budget" else B),
+            (c1.primal_residual, c2.primal_residual))}
+
     make = _volatile_make(kind) if volatile else _market_make(kind)
     label = "volatile market" if volatile else "market"
-    return Family(f"{label} {kind}: {what} x a", make, call, mapped, render)
+    return Family(f"{label} {kind}: {what} x a", make, call, mapped, render, tolerance)
 
 
 # --- throughput policies --------------------------------------------------------------------
@@ -343,6 +385,21 @@ def _first(exc: BaseException) -> str:
     return lines[0][:200] if lines else ""
 
 
+def compare(family: Family, base: Any, base_map: dict, r: Any, got: dict, a: float,
+            case: dict) -> list[str]:
+    """The differences between the mapped answers ``base_map`` (scale 1) and ``got`` (scale
+    ``a``) beyond :data:`RTOL` or, where wider, the tolerance the certificates allow
+    (``family.tolerance``)."""
+    allowed = family.tolerance(base, r, a, case) if family.tolerance else {}
+    bad = []
+    for key, v in base_map.items():
+        d = _rel_diff(got[key], v)
+        tol = max(RTOL, allowed.get(key, 0.0))
+        if not d <= tol:
+            bad.append(f"{key} differs by {d:.3g} (relative; allowed {tol:.3g})")
+    return bad
+
+
 @dataclass
 class RescaleFinding:
     family: str
@@ -398,13 +455,8 @@ def run_rescale(family: Family, instances: int, *, seed: int = 0,
                                                f"{_first(exc)}",
                                                family.render(case, a)))
                 continue
-            bad = []
-            if ok != base_ok:
-                bad.append(f"verdict {ok} vs {base_ok} at scale 1")
-            for key, v in base_map.items():
-                d = _rel_diff(got[key], v)
-                if not d <= RTOL:
-                    bad.append(f"{key} differs by {d:.3g} (relative)")
+            bad = [] if ok == base_ok else [f"verdict {ok} vs {base_ok} at scale 1"]
+            bad += compare(family, base, base_map, r, got, a, case)
             if bad:
                 table[a]["violations"] += 1
                 findings.append(RescaleFinding(family.name, a, "violation", "; ".join(bad),

@@ -1291,12 +1291,13 @@ def _check_estimators(case: dict, v: Any) -> None:
     if np.any(np.isnan(r)):
         raise Wrong(f"{fn} returned NaN")
     if fn == "makespan_lower_bound":
+        # vectorised over leading axes (documented): remaining of shape (..., n) gives (...)
         R = np.asarray(case["c"], float)
-        w = np.ones_like(R) if case["workers"] is None else np.asarray(case["workers"], float)
-        want = max(float((w * R).sum()) / float(case["d"]), float(R.max()))
-        if not np.isclose(float(r), want, rtol=1e-9):
-            raise Wrong(f"makespan_lower_bound {float(r)!r} != max(sum w R / M, max R) "
-                        f"= {want!r}")
+        w = (np.ones(R.shape[-1]) if case["workers"] is None
+             else np.asarray(case["workers"], float))
+        want = np.maximum((w * R).sum(axis=-1) / float(case["d"]), R.max(axis=-1))
+        if r.shape != want.shape or not np.allclose(r, want, rtol=1e-9, atol=0.0):
+            raise Wrong(f"makespan_lower_bound {r!r} != max(sum w R / M, max R) = {want!r}")
     if fn == "contention_factor" and np.any(r < 0):
         raise Wrong("negative contention factor")
 

@@ -88,7 +88,7 @@ def arrival_sequences(*, n: Size = (1, 8), num_gpus: Size = (1, 8), horizon: flo
         k = draw(st.integers(nlo, nhi))
         m = draw(st.integers(glo, ghi))
         times = (st.integers(0, int(hz)).map(float) if integer_times
-                 else st.floats(0.0, hz))
+                 else st.floats(0.0, hz, allow_subnormal=False))
         arr = draw(arrays(np.float64, k, elements=times))
         work = draw(arrays(np.float64, k, elements=st.floats(tlo, thi)))
         curves = None

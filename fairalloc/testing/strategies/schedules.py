@@ -156,8 +156,9 @@ def restatement_inputs(*, max_regimes: int = 5, total_epochs: Range = (1.0, 500.
         n = draw(st.floats(lo, hi))
         k = draw(st.integers(1, kmax))
         done = draw(st.integers(0, k))
-        share = draw(arrays(np.float64, done, elements=st.floats(0.0, 1.0)))
-        used = draw(st.floats(0.0, 1.0))
+        share = draw(arrays(np.float64, done, elements=st.floats(0.0, 1.0,
+                                                                 allow_subnormal=False)))
+        used = draw(st.floats(0.0, 1.0, allow_subnormal=False))
         if done == k:  # every regime finished: the epochs cannot all be zero
             share[draw(st.integers(0, k - 1))] = 1.0
             used = max(used, 0.5)
