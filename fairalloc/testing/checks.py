@@ -52,7 +52,6 @@ from .domains import (
     Domain,
     Outcome,
     call_kwargs,
-    parse_outcome,
     property_names,
     resolve_domain,
 )
@@ -139,7 +138,7 @@ class PropertySearch:
         kind, value = res
         if kind == "raised":
             return Outcome(error=value)
-        return parse_outcome(value, self.domain.attrs)
+        return self.domain.parse(value, inst)
 
     def outcome(self, inst: Any) -> Outcome | None:
         """The policy's answer, or ``None`` when the instance is not tried (too many calls
