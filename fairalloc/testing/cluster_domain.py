@@ -403,8 +403,11 @@ class ClusterDomain(Domain):
         if name in ("sharing_incentive", "proportionality"):
             if name == "sharing_incentive":
                 fair = self.share_guarantee(inst)
-                what = ("its weight share of every type (scaled where a capped share lowers "
-                        "what weighted max-min can promise)")
+                plain = self.throughput(inst, self.share(inst))
+                what = "its weight share of every type"
+                if np.any(fair < plain):
+                    what += (" (times d_min / d_i: a share that cannot all be used lowers what "
+                             "weighted max-min can promise)")
             else:
                 best = np.where(self._allowed(inst), jobs.throughput, 0.0).max(axis=1)
                 fair = w / w.sum() * best
