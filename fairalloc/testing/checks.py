@@ -46,15 +46,8 @@ from .._validation import as_bool
 from ..errors import InputError
 from .adapters import as_policy
 from .defaults import DATABASE_ENV, DEFAULT_MAX_EXAMPLES, DEFAULT_PROPERTIES, DEFAULT_TOL
-from .domains import (
-    GATES,
-    NEEDS_PRICES,
-    Domain,
-    Outcome,
-    call_kwargs,
-    property_names,
-    resolve_domain,
-)
+from .domain_base import GATES, NEEDS_PRICES, Domain, Outcome, call_kwargs
+from .domains import property_names, resolve_domain
 from .isolation import DEFAULT_DEADLINE, IsolatedPolicy, Lost
 from .profiles import active_profile, max_examples_override, without_local_constants
 from .report import Counterexample, PolicyReport, PropertyReport

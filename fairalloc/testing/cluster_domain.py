@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from .. import properties as props
 from ..errors import InfeasibleError
 from . import strategies as fst
-from .domains import (
+from .domain_base import (
     CLUSTER_DENSITY,
     CLUSTER_ENTITY_WEIGHTS,
     CLUSTER_JOBS,
