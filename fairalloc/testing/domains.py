@@ -47,7 +47,10 @@ type) and each agent's true utility ``u_i`` (cluster: effective throughput
 ``sharing_incentive``
     At least as well off as with the budget share ``B_i / sum B`` of every good (cluster: with
     the weight share of every type's workers, the isolated allocation of Gavel §4.1 and Themis
-    §2 -- with equal weights, `fairalloc.throughput.isolated_split`).
+    §2 -- with equal weights, `fairalloc.throughput.isolated_split`; where part of some job's
+    share cannot be used -- its share of all workers exceeds its gang, or its gang misses a
+    type -- scaled by ``d_min / d_i`` as `ClusterDomain.share_guarantee` says: what weighted
+    max-min fairness promises, proofs/weighted_sharing_incentive.md).
 ``proportionality``
     ``u_i(x_i) >= B_i / sum B * u_i(everything)`` (cluster: the job alone on the whole cluster
     runs on its fastest usable type).
