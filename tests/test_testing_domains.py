@@ -240,3 +240,16 @@ def test_a_gavel_object_gets_gavel_job_ids_in_arrival_order() -> None:
     assert rep["runs"].status == "passed" and rep["feasible"].status == "passed"
     assert rep["envy_free"].status == "xfailed"
     assert rep.passed
+
+
+class NeedsSolver(ArrivalOrder):
+    def __init__(self, solver):  # type: ignore[no-untyped-def]
+        self.solver = solver
+
+
+def test_a_gavel_policy_class_is_instantiated_or_explained() -> None:
+    rep = check_policy(ArrivalOrder, ["runs"], 3, domain="cluster", shrink=False)
+    assert rep["runs"].status == "passed"
+    with pytest.raises(fa.InputError, match=r"NeedsSolver\(solver='ECOS'\)") as err:
+        check_policy(NeedsSolver, ["runs"], 3, domain="cluster")
+    assert err.value.argument == "policy"

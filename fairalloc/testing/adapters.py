@@ -202,6 +202,15 @@ def gavel_policy(obj: Any) -> GavelObjectPolicy:
 def as_policy(policy: Any, domain: Any) -> Callable[..., Any]:
     """``policy`` as the domain calls it: callables as they are, Gavel-style objects wrapped
     (cluster domain); anything else raises `fairalloc.InputError`."""
+    if isinstance(policy, type) and hasattr(policy, "get_allocation"):
+        # a Gavel policy class named as it is (``fairalloc check fifo:FIFOPolicyWithPerf``):
+        # its instance with the constructor's defaults, else say what to pass
+        try:
+            policy = policy()
+        except TypeError as exc:
+            raise InputError(f"policy: {policy.__name__} is a Gavel-style policy class whose "
+                             f"constructor needs arguments ({exc}); pass an instance, e.g. "
+                             f"{policy.__name__}(solver='ECOS')", argument="policy") from None
     if callable(policy):
         return policy  # type: ignore[no-any-return]
     if hasattr(policy, "get_allocation"):
