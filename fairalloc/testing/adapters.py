@@ -8,7 +8,8 @@ Gavel (stanford-futuredata/gavel, ``scheduler/policies/``) policies are objects 
 the Gavel adapter `fairalloc.integrations.gavel` reads), the answer is read back into an array
 by the same translation the adapter and `fairalloc.RoundPolicy` use for
 Gavel's dicts, and every call gets a fresh copy of the object (Gavel's policies keep state
-between rounds; the checks need a pure function of the instance).
+between rounds; the checks need a pure function of the instance). Jobs are keyed as Gavel's
+scheduler keys them (`GavelJobId`: ``is_pair()``, ``singletons()``, arrival order = row order).
 `fairalloc.testing.check_policy` applies it to any object with ``get_allocation``.
 """
 
@@ -23,7 +24,7 @@ import numpy as np
 
 from ..errors import InputError
 
-__all__ = ["GAVEL_PARAMETERS", "GavelObjectPolicy", "as_policy", "gavel_policy"]
+__all__ = ["GAVEL_PARAMETERS", "GavelJobId", "GavelObjectPolicy", "as_policy", "gavel_policy"]
 
 #: Gavel's ``get_allocation`` argument names -> what the checks pass for them (the
 #: ``Jobs`` / ``Cluster`` attribute, or an entity table); the inverse of the Gavel
@@ -37,9 +38,73 @@ GAVEL_PARAMETERS = {
 }
 
 
+class GavelJobId:
+    """Job ``i`` as Gavel's scheduler names a single job (``JobIdPair(i, None)``: Gavel's
+    policies call ``is_pair()``, ``singletons()`` and sort ids in arrival order); it hashes,
+    compares and sorts as the integer ``i``.
+
+    Examples
+    --------
+    >>> ids = [GavelJobId(1), GavelJobId(0)]
+    >>> sorted(ids), ids[0].is_pair(), ids[0] == 1, {GavelJobId(0): "x"}[0]
+    ([0, 1], False, True, 'x')
+    """
+
+    __slots__ = ("_job0",)
+
+    def __init__(self, job: int) -> None:
+        self._job0 = int(job)
+
+    def __getitem__(self, index: int) -> int | None:
+        if index not in (0, 1):
+            raise ValueError(f"a job id has indices 0 and 1, not {index}")
+        return self._job0 if index == 0 else None
+
+    def _key(self, other: Any) -> Any:
+        return other._job0 if isinstance(other, GavelJobId) else getattr(other, "_job0", other)
+
+    def __lt__(self, other: Any) -> bool:
+        if getattr(other, "_job1", None) is not None:  # Gavel sorts singles before pairs
+            return True
+        return bool(self._job0 < self._key(other))
+
+    def __eq__(self, other: object) -> bool:
+        return getattr(other, "_job1", None) is None and bool(self._job0 == self._key(other))
+
+    def __hash__(self) -> int:
+        return hash(self._job0)
+
+    def __int__(self) -> int:
+        return self._job0
+
+    __index__ = __int__
+
+    def __repr__(self) -> str:
+        return str(self._job0)
+
+    def __reduce__(self) -> tuple[Any, tuple[int]]:
+        return GavelJobId, (self._job0,)
+
+    def is_pair(self) -> bool:
+        return False
+
+    def singletons(self) -> tuple[GavelJobId]:
+        return (self,)
+
+    def as_tuple(self) -> tuple[int, None]:
+        return (self._job0, None)
+
+    def as_set(self) -> set[int | None]:
+        return {self._job0, None}
+
+    def overlaps_with(self, other: Any) -> bool:
+        members = other.as_set() if hasattr(other, "as_set") else {int(other)}
+        return self._job0 in members
+
+
 def _gavel_args(jobs: Any, cluster: Any, entities: Any, entity_weights: Any
                 ) -> dict[str, Any]:
-    ids = list(range(jobs.n))
+    ids = [GavelJobId(i) for i in range(jobs.n)]
     types = [str(t) for t in cluster.types]
     T = jobs.throughput
     per_job = {"scale_factor": jobs.scale_factor, "weight": jobs.weight,
@@ -53,8 +118,8 @@ def _gavel_args(jobs: Any, cluster: Any, entities: Any, entity_weights: Any
     for name in ("scale_factor",):  # Gavel's scale factors are ints
         out[name] = {i: int(v) for i, v in out[name].items()}
     if entities is not None:
-        mapping: dict[Any, list[int]] = {}
-        for i, e in enumerate(entities):
+        mapping: dict[Any, list[GavelJobId]] = {}
+        for i, e in zip(ids, entities):
             mapping.setdefault(e, []).append(i)
         out["entities"] = mapping
         out["entity_weights"] = (dict(entity_weights) if entity_weights is not None
@@ -109,7 +174,7 @@ class GavelObjectPolicy:
         if not isinstance(raw, Mapping):
             raise TypeError(f"get_allocation returned {type(raw).__name__}, not a dict "
                             "job_id -> {worker_type: fraction}")
-        rows = {i: raw.get(i, {}) for i in range(jobs.n)}
+        rows = {i: raw.get(GavelJobId(i), {}) for i in range(jobs.n)}
         X, _, _, tnames = _matrix(rows, args["workers"], None, None)
         return X[:, :len(cluster.types)]
 
@@ -137,6 +202,15 @@ def gavel_policy(obj: Any) -> GavelObjectPolicy:
 def as_policy(policy: Any, domain: Any) -> Callable[..., Any]:
     """``policy`` as the domain calls it: callables as they are, Gavel-style objects wrapped
     (cluster domain); anything else raises `fairalloc.InputError`."""
+    if isinstance(policy, type) and hasattr(policy, "get_allocation"):
+        # a Gavel policy class named as it is (``fairalloc check fifo:FIFOPolicyWithPerf``):
+        # its instance with the constructor's defaults, else say what to pass
+        try:
+            policy = policy()
+        except TypeError as exc:
+            raise InputError(f"policy: {policy.__name__} is a Gavel-style policy class whose "
+                             f"constructor needs arguments ({exc}); pass an instance, e.g. "
+                             f"{policy.__name__}(solver='ECOS')", argument="policy") from None
     if callable(policy):
         return policy  # type: ignore[no-any-return]
     if hasattr(policy, "get_allocation"):

@@ -46,16 +46,8 @@ from .._validation import as_bool
 from ..errors import InputError
 from .adapters import as_policy
 from .defaults import DATABASE_ENV, DEFAULT_MAX_EXAMPLES, DEFAULT_PROPERTIES, DEFAULT_TOL
-from .domains import (
-    GATES,
-    NEEDS_PRICES,
-    Domain,
-    Outcome,
-    call_kwargs,
-    parse_outcome,
-    property_names,
-    resolve_domain,
-)
+from .domain_base import GATES, NEEDS_PRICES, Domain, Outcome, call_kwargs
+from .domains import property_names, resolve_domain
 from .isolation import DEFAULT_DEADLINE, IsolatedPolicy, Lost
 from .profiles import active_profile, max_examples_override, without_local_constants
 from .report import Counterexample, PolicyReport, PropertyReport
@@ -139,7 +131,7 @@ class PropertySearch:
         kind, value = res
         if kind == "raised":
             return Outcome(error=value)
-        return parse_outcome(value, self.domain.attrs)
+        return self.domain.parse(value, inst)
 
     def outcome(self, inst: Any) -> Outcome | None:
         """The policy's answer, or ``None`` when the instance is not tried (too many calls

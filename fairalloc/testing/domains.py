@@ -47,7 +47,10 @@ type) and each agent's true utility ``u_i`` (cluster: effective throughput
 ``sharing_incentive``
     At least as well off as with the budget share ``B_i / sum B`` of every good (cluster: with
     the weight share of every type's workers, the isolated allocation of Gavel §4.1 and Themis
-    §2 -- with equal weights, `fairalloc.throughput.isolated_split`).
+    §2 -- with equal weights, `fairalloc.throughput.isolated_split`; where part of some job's
+    share cannot be used -- its share of all workers exceeds its gang, or its gang misses a
+    type -- scaled by ``d_min / d_i`` as `ClusterDomain.share_guarantee` says: what weighted
+    max-min fairness promises, proofs/weighted_sharing_incentive.md).
 ``proportionality``
     ``u_i(x_i) >= B_i / sum B * u_i(everything)`` (cluster: the job alone on the whole cluster
     runs on its fastest usable type).
@@ -63,233 +66,39 @@ type) and each agent's true utility ``u_i`` (cluster: effective throughput
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 from hypothesis import strategies as st
-from hypothesis.extra.numpy import arrays
 
 from .. import properties as props
 from .._validation import as_option
-from ..errors import InfeasibleError, InputError
+from ..errors import InputError
 from . import strategies as fst
+from .cluster_domain import ClusterDomain
+from .domain_base import (
+    _ALIASES,
+    GATES,
+    MARKET_BUDGETS,
+    MARKET_BUYERS,
+    MARKET_DENSITY,
+    MARKET_GOODS,
+    MARKET_SUPPLIES,
+    MARKET_VALUES,
+    NEEDS_PRICES,
+    PROPERTIES,
+    Domain,
+    Outcome,
+    _good,
+    parse_outcome,
+    property_result,
+)
 
 __all__ = ["DOMAINS", "GATES", "NEEDS_PRICES", "PROPERTIES", "ClusterDomain",
            "Domain", "MarketDomain", "Outcome", "parse_outcome", "property_names",
            "property_result", "resolve_domain"]
 
-
-#: Every property a domain may support, with a one-line meaning (used by the CLI's table).
-PROPERTIES: dict[str, str] = {
-    "runs": "the policy answers (no exception, crash or hang)",
-    "feasible": "non-negative, within supply / capacity",
-    "market_clearing": "every priced good is sold out",
-    "budget_clearing": "every buyer spends its budget",
-    "envy_free": "nobody prefers another's bundle (per unit budget)",
-    "sharing_incentive": "everyone at least as well off as with its share",
-    "proportionality": "everyone gets its share of its value of everything",
-    "pareto_optimal": "no Pareto improvement (exact LP)",
-    "strategy_proof": "no gain from misreporting a row (probes)",
-}
-_ALIASES = {
-    "answers": "runs",
-    "no_crash": "runs",
-    "feasibility": "feasible",
-    "envy_freeness": "envy_free",
-    "envy_freedom": "envy_free",
-    "pareto": "pareto_optimal",
-    "pareto_efficient": "pareto_optimal",
-    "pareto_efficiency": "pareto_optimal",
-    "pareto_optimality": "pareto_optimal",
-    "strategyproof": "strategy_proof",
-    "strategy_proofness": "strategy_proof",
-    "truthful": "strategy_proof",
-    "proportional": "proportionality",
-}
-
-# default instance sizes and value ranges of the domains (hypothesis generator ranges, as in
-# `fairalloc.testing.strategies`; each is a documented argument of
-# its domain)
-#: market domain: buyers and goods per instance
-MARKET_BUYERS = (1, 4)
-MARKET_GOODS = (1, 3)
-#: market domain: utility, budget and supply value ranges
-MARKET_VALUES = (0.1, 10.0)
-MARKET_BUDGETS = (0.1, 10.0)
-MARKET_SUPPLIES = (0.2, 5.0)
-#: market domain: fraction of positive utilities
-MARKET_DENSITY = 0.6
-#: cluster domain: jobs, accelerator types and workers per type per instance
-CLUSTER_JOBS = (1, 4)
-CLUSTER_TYPES = (1, 3)
-CLUSTER_WORKERS = (1, 4)
-#: cluster domain: throughput (steps/s) and steps-remaining ranges
-CLUSTER_THROUGHPUTS = (0.5, 100.0)
-CLUSTER_STEPS = (100.0, 10000.0)
-#: cluster domain: fraction of types a job can run on
-CLUSTER_DENSITY = 0.7
-#: cluster domain: entity weight range (with ``entities=``)
-CLUSTER_ENTITY_WEIGHTS = (0.25, 4.0)
-NEEDS_PRICES = ("market_clearing", "budget_clearing")
-#: the gates: every other property is checked only where the policy answers feasibly
-GATES = ("runs", "feasible")
-
-
-# ============================================================================================
-# outcomes: what a policy returned
-# ============================================================================================
-@dataclass(frozen=True, eq=False)
-class Outcome:
-    allocation: np.ndarray | None = None
-    prices: np.ndarray | None = None
-    error: BaseException | None = None
-    problem: str = ""
-    #: ``"crash"`` or ``"timeout"`` when an isolated call gave no answer (see `problem`)
-    lost: str = ""
-
-    @property
-    def answered(self) -> bool:
-        """Whether the policy returned a usable allocation (feasible or not)."""
-        return self.error is None and not self.problem and self.allocation is not None
-
-
-def parse_outcome(raw: Any, attrs: Sequence[str]) -> Outcome:
-    """Allocation (and prices) from whatever the policy returned (see the module docs)."""
-    prices: Any = None
-    if isinstance(raw, tuple) and len(raw) == 2:
-        alloc, prices = raw
-    elif isinstance(raw, Mapping):
-        if "allocation" not in raw:
-            return Outcome(problem="the policy returned a mapping without an 'allocation' key")
-        alloc, prices = raw["allocation"], raw.get("prices")
-    else:
-        alloc = raw
-        for name in attrs:
-            if hasattr(raw, name) and not isinstance(raw, np.ndarray):
-                alloc = getattr(raw, name)
-                prices = getattr(raw, "prices", None)
-                break
-    try:
-        x = np.array(alloc, dtype=np.float64, copy=True)
-    except (TypeError, ValueError) as exc:
-        return Outcome(problem=f"the policy returned {type(raw).__name__}, not an allocation "
-                                f"array ({exc})")
-    p = None
-    if prices is not None:
-        try:
-            p = np.array(prices, dtype=np.float64, copy=True)
-        except (TypeError, ValueError) as exc:
-            return Outcome(x, problem=f"the policy's prices are not numeric ({exc})")
-    return Outcome(x, p)
-
-
-def call_kwargs(inst: Any) -> dict[str, Any]:
-    """Keyword arguments of the policy call (the entities of a cluster instance; else none)."""
-    kw = getattr(inst, "kwargs", None)
-    return dict(kw()) if callable(kw) else {}
-
-
-def _good(index: Sequence[Any]) -> str:
-    """``good 2`` or, in a market over time, ``good 2 in round 1``."""
-    j = [int(v) for v in index]
-    return f"good {j[0]}" + (f" in round {j[1]}" if len(j) > 1 else "")
-
-
-def property_result(name: str, ok: bool, violation: float, agent: int | None = None,
-            other: int | None = None, message: str = "") -> props.PropertyResult:
-    return props.PropertyResult(name, bool(ok), float(max(violation, 0.0)), agent, other,
-                                message)
-
-
-# ============================================================================================
-# domains
-# ============================================================================================
-class Domain:
-    """What a family of policies is given, how it answers, and what its properties mean."""
-
-    label = "domain"
-    agent_word = "agent"
-    #: the type of the instances (pinned ``examples=`` must be of it)
-    instance_type: type = object
-    properties: tuple[str, ...] = ()
-    attrs: tuple[str, ...] = ("allocation",)
-
-    def instances(self) -> st.SearchStrategy[Any]:
-        raise NotImplementedError
-
-    def feasible(self, inst: Any, x: np.ndarray, tol: float) -> props.PropertyResult:
-        raise NotImplementedError
-
-    def check(self, name: str, inst: Any, out: Outcome, tol: float) -> props.PropertyResult:
-        raise NotImplementedError
-
-    def own_value(self, inst: Any, agent: int, x: np.ndarray) -> float:
-        raise NotImplementedError
-
-    def scale(self, inst: Any) -> float:
-        """The instance's value scale (its largest utility / throughput, at least 1)."""
-        raise NotImplementedError
-
-    def explain(self, name: str, inst: Any, out: Outcome, tol: float) -> dict[str, Any]:
-        """Extra `fairalloc.testing.Counterexample` fields for a failure."""
-        return {}
-
-    def true_row(self, inst: Any, agent: int) -> np.ndarray:
-        raise NotImplementedError
-
-    def valid_row(self, inst: Any, agent: int, row: np.ndarray) -> bool:
-        raise NotImplementedError
-
-    def call(self, policy: Callable[..., Any], inst: Any) -> Outcome:
-        try:
-            raw = policy(*inst.args(), **call_kwargs(inst))
-        except Exception as exc:  # the policy's failure is a finding, not a crash
-            return Outcome(error=exc)
-        return parse_outcome(raw, self.attrs)
-
-    def probes(self) -> st.SearchStrategy[tuple[Any, int, np.ndarray, float]]:
-        """(instance, lying agent, per-entry scaling of its row, distortion factor)."""
-        inner = self.instances()
-
-        @st.composite
-        def draw_probe(draw: st.DrawFn) -> tuple[Any, int, np.ndarray, float]:
-            inst = draw(inner)
-            agent = draw(st.integers(0, inst.n - 1))
-            shape = self.true_row(inst, agent).shape
-            scale = draw(arrays(np.float64, shape, elements=st.floats(*_SCALING)))
-            factor = draw(st.sampled_from(_DISTORTIONS))
-            return inst, agent, scale, factor
-
-        return draw_probe()
-
-    def lies(self, inst: Any, agent: int, scale: np.ndarray, factor: float
-             ) -> list[np.ndarray]:
-        """The misreports a probe tries: the true row scaled entry by entry (``scale``; it
-        shrinks to ones, i.e. to the truth, which is skipped), and for every good the truth with
-        that good's entry replaced by ``factor`` times the row's largest entry (``0`` hides the
-        good, ``0.05`` shades it, ``10`` exaggerates it; a good valued at zero can be claimed)."""
-        truth = self.true_row(inst, agent)
-        out = []
-        scaled = truth * scale
-        if not np.array_equal(scaled, truth) and self.valid_row(inst, agent, scaled):
-            out.append(scaled)
-        flat = truth.reshape(-1)
-        top = float(flat.max())
-        for g in range(flat.size):
-            lie = flat.copy()
-            lie[g] = factor * top
-            if lie[g] != flat[g] and self.valid_row(inst, agent, lie.reshape(truth.shape)):
-                out.append(lie.reshape(truth.shape))
-        return out
-
-
-# misreports tried by strategy-proofness probes: one-good distortions (the first is where
-# shrinking ends) and the range of the per-entry scaling of the whole row
-_DISTORTIONS = (0.05, 2.0, 0.0, 10.0, 0.5)
-_SCALING = (0.05, 3.0)
 
 
 class MarketDomain(Domain):
@@ -411,303 +220,6 @@ class MarketDomain(Domain):
         return float(props.bundle_values(u, x[agent:agent + 1], kind=self.kind)[0, 0])
 
 
-class ClusterDomain(Domain):
-    """Jobs on a heterogeneous cluster: ``policy(jobs, cluster) -> x`` (Gavel §3-4).
-
-    Parameters
-    ----------
-    n, types, workers, names
-        Jobs, accelerator types, workers per type, type names
-        (`fairalloc.testing.strategies.cluster_instances`).
-    max_scale_factor, weighted, values, density, integers, steps, elapsed, isolated
-        As in `fairalloc.testing.strategies.job_sets`:
-        ``max_scale_factor=4`` draws gangs, ``density=1.0`` makes every job runnable on every
-        type (no "cannot run" zeros), ``elapsed=(0, 3600)`` and ``isolated=(0, 3600)`` give
-        multi-round state (time since start, isolated time so far).
-    entities, entity_weight_values, entity_policies
-        Hierarchical instances (Gavel §4.2): ``entities=(1, 3)`` groups the jobs into entities
-        with weights and per-entity policies, passed as ``entities=``, ``entity_weights=``,
-        ``entity_policies=`` (``fa.water_filling`` takes them as they are). Envy, sharing
-        incentive and proportionality then use each job's hierarchical weight ``w_e w_i /
-        sum_{j in e} w_j`` (the entity's share split among its jobs by job weight).
-
-    Every option is reachable from ``fairalloc check --domain cluster --domain-option
-    NAME=VALUE`` (e.g. ``--domain-option density=1 --domain-option entities=1,3``).
-
-    Examples
-    --------
-    >>> dom = ClusterDomain(entities=(1, 3), density=1.0)
-    >>> dom.label, dom.properties[:2]
-    ('cluster', ('runs', 'feasible'))
-    """
-
-    label = "cluster"
-    agent_word = "job"
-    instance_type = fst.ClusterInstance
-    properties = ("runs", "feasible", "market_clearing", "envy_free", "sharing_incentive",
-                  "proportionality", "pareto_optimal", "strategy_proof")
-    attrs = ("x", "allocation")
-
-    def __init__(self, *, n: Any = CLUSTER_JOBS, types: Any = CLUSTER_TYPES,
-                 workers: Any = CLUSTER_WORKERS, names: Sequence[str] = fst.ACCELERATOR_TYPES,
-                 max_scale_factor: int = 1, weighted: bool = False,
-                 values: Any = CLUSTER_THROUGHPUTS, density: float = CLUSTER_DENSITY,
-                 integers: bool = False, steps: Any = CLUSTER_STEPS,
-                 elapsed: Any = None, isolated: Any = None, entities: Any = None,
-                 entity_weight_values: Any = CLUSTER_ENTITY_WEIGHTS,
-                 entity_policies: Sequence[str] = ("fairness",)) -> None:
-        self._kw = {"n": n, "types": types, "workers": workers, "max_scale_factor":
-                    max_scale_factor, "weighted": weighted, "values": values,
-                    "density": density, "integers": integers, "steps": steps,
-                    "elapsed": elapsed, "isolated": isolated, "entities": entities,
-                    "entity_weight_values": entity_weight_values,
-                    "entity_policies": tuple(entity_policies)}
-        self._strategy = fst.cluster_instances(names=names, **self._kw)
-
-    def __repr__(self) -> str:
-        return "ClusterDomain(" + ", ".join(f"{k}={v!r}" for k, v in self._kw.items()) + ")"
-
-    def weights(self, inst: fst.ClusterInstance) -> np.ndarray:
-        """Each job's weight: ``jobs.weight``, or with entities the hierarchical weight
-        ``w_e w_i / sum_{j in e} w_j``."""
-        w = inst.jobs.weight
-        if inst.entities is None:
-            return w
-        lab = np.asarray(inst.entities)
-        ew = np.array([inst.entity_weights[int(e)] for e in lab]) if inst.entity_weights \
-            else np.ones(lab.size)
-        total = np.bincount(lab, weights=w)[lab]
-        return ew * w / total
-
-    def instances(self) -> st.SearchStrategy[fst.ClusterInstance]:
-        return self._strategy
-
-    @staticmethod
-    def _fits(inst: fst.ClusterInstance) -> np.ndarray:
-        j, c = inst.jobs, inst.cluster
-        return j.scale_factor[:, None] <= c.capacity[None, :]
-
-    @staticmethod
-    def _allowed(inst: fst.ClusterInstance) -> np.ndarray:
-        return (inst.jobs.throughput > 0) & ClusterDomain._fits(inst)
-
-    def true_row(self, inst: fst.ClusterInstance, agent: int) -> np.ndarray:
-        return np.array(inst.jobs.throughput[agent], copy=True)
-
-    def valid_row(self, inst: fst.ClusterInstance, agent: int, row: np.ndarray) -> bool:
-        return bool(np.all(row >= 0) and np.any((row > 0) & self._fits(inst)[agent]))
-
-    def feasible(self, inst: fst.ClusterInstance, x: np.ndarray, tol: float
-                 ) -> props.PropertyResult:
-        jobs, cap = inst.jobs, inst.cluster.capacity
-        shape = jobs.throughput.shape
-        if x.shape != shape:
-            return property_result("feasible", False, np.inf, message=(
-                f"the allocation has shape {x.shape}; expected {shape} (jobs x types)"))
-        if not np.all(np.isfinite(x)):
-            i, j = (int(v) for v in np.argwhere(~np.isfinite(x))[0])
-            return property_result("feasible", False, np.inf, i,
-                                   message=f"x[{i}, {j}] is {x[i, j]}")
-        types = inst.cluster.types
-        allowed = self._allowed(inst)
-        # worst offence of each kind, in time-fraction units (workers for capacity rows)
-        bad = np.where(allowed, np.maximum(-x, x - 1.0), np.abs(x))
-        i, j = (int(v) for v in np.unravel_index(int(np.argmax(bad)), shape))
-        if bad[i, j] > tol:
-            why = ("a time fraction must lie in [0, 1]" if allowed[i, j] else
-                   "the job cannot run there" if jobs.throughput[i, j] <= 0 else
-                   f"its gang of {jobs.scale_factor[i]:g} does not fit in "
-                   f"{cap[j]:g} workers")
-            return property_result("feasible", False, float(bad[i, j]), int(i), message=(
-                f"job {i} gets x = {x[i, j]:.6g} on {types[j]}: {why}"))
-        busy = x.sum(axis=1) - 1.0
-        i = int(np.argmax(busy))
-        if busy[i] > tol:
-            return property_result("feasible", False, float(busy[i]), i, message=(
-                f"job {i} runs {x[i].sum():.6g} of its time (more than all of it)"))
-        used = jobs.scale_factor @ np.maximum(x, 0.0)
-        over = used - cap
-        j = int(np.argmax(over))
-        if over[j] > tol * max(1.0, float(cap[j])):
-            return property_result("feasible", False, float(over[j]), message=(
-                f"type {types[j]} has {cap[j]:g} workers but the jobs use {used[j]:.6g}"))
-        return property_result("feasible", True, 0.0, message="the allocation is feasible")
-
-    def _clipped(self, inst: fst.ClusterInstance, x: np.ndarray) -> np.ndarray:
-        x = np.where(self._allowed(inst), np.clip(x, 0.0, 1.0), 0.0)
-        busy = x.sum(axis=1)
-        x = x / np.maximum(busy, 1.0)[:, None]
-        used = inst.jobs.scale_factor @ x
-        cap = inst.cluster.capacity
-        with np.errstate(divide="ignore", invalid="ignore"):
-            scale = np.where(used > cap, cap / used, 1.0)
-        return x * scale[None, :]
-
-    def throughput(self, inst: fst.ClusterInstance, x: np.ndarray) -> np.ndarray:
-        """Effective throughput ``sum_j T[i, j] x[i, j]`` of every job (Gavel §3.1)."""
-        return np.einsum("ij,ij->i", np.where(self._allowed(inst), inst.jobs.throughput, 0.0),
-                         x)
-
-    def share(self, inst: fst.ClusterInstance) -> np.ndarray:
-        """The weight-share allocation: job ``i`` gets ``w_i / sum w`` of every type's
-        workers, running ``c_j f_i / max(s_i, f_i sum_j c_j)`` of its time on type ``j`` where
-        it can run (Gavel §4.1's ``X^isolated``; rows capped at all of its time)."""
-        jobs, cap = inst.jobs, inst.cluster.capacity
-        w = self.weights(inst)
-        f = w / w.sum()
-        x = cap[None, :] * f[:, None] / np.maximum(jobs.scale_factor, f * cap.sum())[:, None]
-        return np.where(self._allowed(inst), x, 0.0)
-
-    def bundle_values(self, inst: fst.ClusterInstance, x: np.ndarray) -> np.ndarray:
-        """``V[i, k]``: throughput job ``i`` gets from job ``k``'s worker-time, scaled by the
-        weight ratio ``w_i / w_k`` (so ``V[i, i]`` is ``i``'s own throughput).
-
-        Job ``k`` holds ``x[k, j] * s_k`` worker-time of type ``j``; job ``i`` (gang ``s_i``)
-        can turn ``w_i / w_k`` times it into time fractions on the types it can run on, at
-        most 1 in total: a fractional knapsack filled from its fastest type down. Scaling the
-        bundle (rather than dividing values by weights) keeps the comparison right for jobs
-        whose time is capped.
-        """
-        jobs = inst.jobs
-        T = np.where(self._allowed(inst), jobs.throughput, 0.0)
-        order = np.argsort(-T, axis=1, kind="stable")  # (n, k): i's types, fastest first
-        rate = np.take_along_axis(T, order, axis=1)  # (n, k)
-        work = np.maximum(x, 0.0) * jobs.scale_factor[:, None]  # (n, k) worker-time of k
-        avail = work[:, order].transpose(1, 0, 2)  # avail[i, k, j] = work[k, order[i, j]]
-        w = self.weights(inst)
-        avail = avail * (w[:, None] / w[None, :] / jobs.scale_factor[:, None])[:, :, None]
-        avail = np.where(rate[:, None, :] > 0, avail, 0.0)
-        filled = np.minimum(np.cumsum(avail, axis=2), 1.0)
-        time_ = np.diff(filled, axis=2, prepend=0.0)
-        return np.einsum("ikj,ij->ik", time_, rate)
-
-    def explain(self, name: str, inst: fst.ClusterInstance, out: Outcome, tol: float
-                ) -> dict[str, Any]:
-        """Extra fields of a failing property's counterexample: the improving allocation of
-        ``pareto_optimal``."""
-        if name != "pareto_optimal" or out.allocation is None:
-            return {}
-        found = self.pareto_improvement(inst, self._clipped(inst, out.allocation))
-        return {} if found is None else {"improvement": found}
-
-    def check(self, name: str, inst: fst.ClusterInstance, out: Outcome, tol: float
-              ) -> props.PropertyResult:
-        jobs, cap, types = inst.jobs, inst.cluster.capacity, inst.cluster.types
-        x = out.allocation
-        assert x is not None
-        w = self.weights(inst)
-        tp = self.throughput(inst, x)
-        if name == "market_clearing":
-            p = out.prices
-            assert p is not None
-            if p.shape != cap.shape or not np.all(np.isfinite(p)) or np.any(p < 0):
-                return property_result(name, False, np.inf, message=(
-                    f"the policy's prices {p.tolist()} are not {cap.size} finite, "
-                    "non-negative numbers"))
-            r = props.market_clearing(x * jobs.scale_factor[:, None], p, cap, tol=tol)
-            if r.passed or r.agent is None:
-                return r
-            j = r.agent
-            used = float(jobs.scale_factor @ x[:, j])
-            return property_result(name, False, r.violation, None, None, (
-                f"type {types[j]} has price {p[j]:.4g} but only {used:.6g} of its {cap[j]:g} "
-                "workers are used"))
-        if name == "envy_free":
-            V = self.bundle_values(inst, x)
-            own = np.diag(V)
-            envy = V - own[:, None]
-            np.fill_diagonal(envy, 0.0)
-            i, k = (int(v) for v in np.unravel_index(int(np.argmax(envy)), envy.shape))
-            ok = envy[i, k] <= tol * max(1.0, float(abs(own[i])))
-            ratio = "" if w[i] == w[k] else f" scaled by its weight ratio {w[i] / w[k]:.4g}"
-            return property_result(name, ok, float(envy[i, k]), int(i), int(k),
-                           "no job prefers another's allocation" if ok else
-                           f"job {i} would get throughput {V[i, k]:.6g} from job {k}'s "
-                           f"allocation{ratio} but gets {own[i]:.6g} from its own "
-                           f"(envy {envy[i, k]:.4g})")
-        if name in ("sharing_incentive", "proportionality"):
-            if name == "sharing_incentive":
-                fair = self.throughput(inst, self.share(inst))
-                what = "its weight share of every type"
-            else:
-                best = np.where(self._allowed(inst), jobs.throughput, 0.0).max(axis=1)
-                fair = w / w.sum() * best
-                what = "its weight share of running alone on its fastest type"
-            short = fair - tp
-            i = int(np.argmax(short))
-            ok = short[i] <= tol * max(1.0, float(fair[i]))
-            return property_result(name, ok, float(short[i]), i, None,
-                           f"every job is at least as well off as with {what}" if ok else
-                           f"job {i} gets throughput {tp[i]:.6g} < {fair[i]:.6g} from {what} "
-                           f"(short by {short[i]:.4g})")
-        if name == "pareto_optimal":
-            return self._pareto(inst, self._clipped(inst, x), tol)
-        raise AssertionError(name)  # pragma: no cover
-
-    def _pareto_lp(self, inst: fst.ClusterInstance
-                   ) -> tuple[sp.csr_matrix, sp.csr_matrix, np.ndarray, np.ndarray, np.ndarray]:
-        """(utility rows, feasibility rows, their bounds, edge rows, edge columns) of the
-        allocations of ``inst`` over its usable (job, type) edges."""
-        jobs, cap = inst.jobs, inst.cluster.capacity
-        n, k = jobs.throughput.shape
-        rows, cols = np.nonzero(self._allowed(inst))
-        E = rows.size
-        e = np.arange(E)
-        time_rows = sp.csr_matrix((np.ones(E), (rows, e)), shape=(n, E))
-        cap_rows = sp.csr_matrix((jobs.scale_factor[rows], (cols, e)), shape=(k, E))
-        util_rows = sp.csr_matrix((jobs.throughput[rows, cols], (rows, e)), shape=(n, E))
-        return (util_rows, sp.vstack([time_rows, cap_rows]).tocsr(), np.r_[np.ones(n), cap],
-                rows, cols)
-
-    def _pareto(self, inst: fst.ClusterInstance, x: np.ndarray, tol: float
-                ) -> props.PropertyResult:
-        """``max sum t`` over feasible ``y`` with ``T_i . y_i >= T_i . x_i + t_i``, ``t >= 0``."""
-        own = self.throughput(inst, x)
-        util, feas, upper, rows, _ = self._pareto_lp(inst)
-        try:
-            gain = props.pareto_gain(util, own, feas, upper, np.ones(rows.size))
-        except InfeasibleError:
-            # x is feasible within tol but its throughputs lie (by solver accuracy) just
-            # beyond the feasible set: nothing can improve on it
-            return property_result("pareto_optimal", True, 0.0,
-                                   message="no Pareto improvement exists (x is on the edge "
-                                           "of the feasible set, within tol)")
-        i = int(np.argmax(gain))
-        ok = gain[i] <= tol * max(1.0, float(own[i]))
-        return property_result("pareto_optimal", ok, float(gain[i]), i, None,
-                       "no Pareto improvement exists" if ok else
-                       f"job {i} can gain {gain[i]:.4g} throughput (from {own[i]:.6g}) with "
-                       "no job worse off")
-
-    def scale(self, inst: fst.ClusterInstance) -> float:
-        """The instance's value scale: its largest throughput (at least 1)."""
-        return float(max(1.0, inst.jobs.throughput.max()))
-
-    def pareto_improvement(self, inst: fst.ClusterInstance, x: np.ndarray
-                           ) -> np.ndarray | None:
-        """A feasible allocation ``y`` that gives every job at least its throughput under
-        ``x`` and maximises the total gain (HiGHS through ``scipy.optimize.linprog``);
-        ``None`` when the LP has no solution."""
-        from scipy.optimize import linprog
-
-        n, k = inst.jobs.throughput.shape
-        own = self.throughput(inst, x)
-        util, feas, upper, rows, cols = self._pareto_lp(inst)
-        E = rows.size
-        A = sp.vstack([sp.hstack([-util, sp.identity(n, format="csr")]),
-                       sp.hstack([feas, sp.csr_matrix((feas.shape[0], n))])]).tocsr()
-        res = linprog(np.r_[np.zeros(E), -np.ones(n)], A_ub=A, b_ub=np.r_[-own, upper],
-                      bounds=[(0.0, 1.0)] * E + [(0.0, None)] * n, method="highs")
-        if res.status != 0 or res.x is None:
-            return None
-        y = np.zeros((n, k))
-        y[rows, cols] = res.x[:E]
-        return y
-
-    def own_value(self, inst: fst.ClusterInstance, agent: int, x: np.ndarray) -> float:
-        return float(self.throughput(inst, x)[agent])
-
-
 _DOMAIN_FACTORIES: dict[str, Callable[[], Domain]] = {
     "market": lambda: MarketDomain("linear"),
     "leontief": lambda: MarketDomain("leontief"),
@@ -767,3 +279,4 @@ def property_names(properties: Any, domain: Any = "market") -> tuple[str, ...]:
     if not out:
         raise InputError("properties is empty", argument="properties")
     return tuple(out)
+

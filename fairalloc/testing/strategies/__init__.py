@@ -78,6 +78,7 @@ from ._common import ACCELERATOR_TYPES, minimal
 from .auctions import AuctionInstance, auction_instances, bid_tables, topologies
 from .clusters import (
     ClusterInstance,
+    ClusterState,
     cluster_instances,
     clusters,
     job_sets,
@@ -111,6 +112,7 @@ __all__ = [
     "ArrivalSequence",
     "AuctionInstance",
     "ClusterInstance",
+    "ClusterState",
     "JobHistory",
     "MarketInstance",
     "PlanInstance",
