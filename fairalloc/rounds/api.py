@@ -81,6 +81,7 @@ from .._validation import (
 from ..data import Cluster, Jobs
 from ..errors import InputError
 from ..results import Certificate, Result, SolveStats, Status
+from .state import ISOLATED_STARTS, IsolatedTime, same_key
 
 __all__ = ["POLICIES", "RoundPolicy", "RoundResult", "solve_round"]
 
@@ -607,6 +608,9 @@ class RoundPolicy:
     warm_start : bool
         Reuse an identical previous round and seed max-min fairness with the previous prices
         and level (default ``True``).
+    isolated_start : {"elapsed", "zero"}
+        Finish-time fairness: a new job's isolated time starts at its ``elapsed`` or at 0
+        (Gavel's rule); the policy then carries it across rounds (`isolated_elapsed`).
     replan_every : int
         Shockwave: run the kept plan's next column for ``replan_every - 1`` rounds between
         re-plans (default 1: re-plan every round). A change of the runnable jobs or of the
@@ -635,6 +639,7 @@ fairness_knob, plan_options
                  "entity_policies", "kind", "fairness_knob", "plan_options", *_SOLVE_OPTIONS)
 
     def __init__(self, policy: str = "max_min_fairness", *, warm_start: bool = True,
+                 isolated_start: str = "elapsed",
                  water_filling: bool | None = None, semantics: str | None = None,
                  normalized: bool | None = None, cost: Any = None,
                  entity_weights: Mapping[Hashable, float] | None = None,
@@ -660,6 +665,15 @@ fairness_knob, plan_options
         self._last: tuple[tuple[Any, ...] | None, RoundResult] | None = None
         # Shockwave: (runnable job ids, workers, plan, column of the last round run)
         self._plan: tuple[tuple[Hashable, ...], bytes, Any, int] | None = None
+        self.isolated_start = as_option(isolated_start, "isolated_start", ISOLATED_STARTS)
+        self._isolated = IsolatedTime()  # finish-time fairness's state across rounds
+
+    @property
+    def isolated_elapsed(self) -> dict[Hashable, float]:
+        """Finish-time fairness: ``{job_id: seconds}`` each job of the last round was charged
+        as its isolated time (alone on ``1/n`` of the cluster, for the steps done so far; see
+        `fairalloc.rounds.state`); kept by `reset`, seed or clear it in place."""
+        return self._isolated.seconds
 
     def reset(self) -> None:
         """Forget the previous round (the next one is solved cold) and any kept plan."""
@@ -686,14 +700,22 @@ fairness_knob, plan_options
         per_job["entities"] = _per_job_labels(entities, "entities", ids)
         if self.policy == "shockwave":
             return self._shockwave(T, cap, ids, tnames, per_job, plan_jobs, t0)
+        iso = None  # finish-time fairness: this round's isolated times, kept when solved
+        if self.policy == "finish_time_fairness" and per_job["steps_remaining"] is not None:
+            iso = self._isolated.prepare(ids, T, cap, per_job, self.isolated_start)
+            per_job["isolated_elapsed"] = iso[2]
+        elif not ids:
+            self._isolated.forget_round()
         key = None
         if self.warm_start:
             key = (ids, tnames, T.tobytes(), cap.tobytes(),
                    *(None if v is None else (tuple(v) if isinstance(v, list) else v.tobytes())
                      for v in per_job.values()))
-            if self._last is not None and _same_key(self._last[0], key):
+            if self._last is not None and same_key(self._last[0], key):
                 prev = self._last[1]
                 self.rounds += 1
+                if iso is not None:
+                    self._isolated.commit(iso)
                 return dataclasses.replace(prev, stats=SolveStats(
                     backend=prev.stats.backend, method="reused",
                     seconds=time.perf_counter() - t0, iterations=0, solves=0,
@@ -711,6 +733,8 @@ fairness_knob, plan_options
                 warm = (wp, prev.objective)
         res = self._solve(t0, T, cap, ids, tnames, per_job, warm, None)
         self.rounds += 1
+        if iso is not None:
+            self._isolated.commit(iso)
         if self.warm_start:
             self._last = (key, res)
         return res
@@ -774,12 +798,3 @@ def _in_job_order(value: Any, name: str, ids: tuple[Hashable, ...]) -> np.ndarra
     """A per-job mapping (or sequence) as a float array in job order; signs and integrality
     are checked by `fairalloc.solve_round`, per argument."""
     return _per_job(value, name, ids, nonneg=False, allow_nan=True)
-
-
-def _same_key(a: Any, b: Any) -> bool:
-    """Whether two rounds' keys are equal; job ids that cannot be compared (a numpy integer
-    against a tuple: numpy broadcasts, and the truth value of the array raises) are not."""
-    try:
-        return bool(a == b)
-    except (ValueError, TypeError):
-        return False
