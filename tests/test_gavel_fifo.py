@@ -94,3 +94,55 @@ def test_bad_inputs_get_the_exact_paths_errors(tp, sf, arg):
     with pytest.raises(fa.InputError) as exc:
         gavel.policy("fifo_perf").get_allocation(tp, sf, {"v100": 2})
     assert exc.value.argument == arg
+
+
+def _one_by_one(A, sf, cap, order):
+    """The textbook pass: every job in arrival order fills its types in decreasing rate
+    (stable on equal rates) with what the earlier jobs left; a job whose equally fast types
+    could trade time (one holds some, another has room) stops the pass."""
+    n, k = A.shape
+    x = np.zeros((n, k))
+    spare = [float(c) for c in cap]
+    for pos, m in enumerate(order):
+        if not any(w > 0 for w in spare):
+            break
+        use = sorted((j for j in range(k) if A[m, j] > 0 and spare[j] > 0),
+                     key=lambda j: -A[m, j])
+        left, take, room = 1.0, {}, {}
+        for j in use:
+            u = spare[j] / sf[m]
+            if left <= 0:
+                room[j] = u
+            elif u <= left:
+                take[j], left, spare[j] = u, left - u, 0.0
+            else:
+                take[j], room[j], left = left, u - left, 0.0
+                spare[j] = max(spare[j] - take[j] * sf[m], 0.0)
+        for j in use:
+            if take.get(j, 0) > 0 and any(A[m, i] == A[m, j] and room.get(i, 0) > 0
+                                          and i != j for i in use):
+                return pos, x
+        for j, v in take.items():
+            x[m, j] = v
+    return len(order), x
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 30) | st.integers(256, 400), st.integers(1, 4), st.booleans(),
+       st.integers(0, 2**32 - 1))
+def test_property_forced_prefix_runs_equal_the_one_by_one_pass(n, k, coarse, seed):
+    """`forced_prefix` (vectorised runs from its run threshold of jobs on, so sizes on both
+    sides of it) gives the one-by-one pass's stop and allocation bit for bit (gangs and
+    workers whole numbers, partial takes, coarse rates that tie)."""
+    from fairalloc.throughput.ordering import forced_prefix
+
+    rng = np.random.default_rng(seed)
+    A = (rng.choice([0.0, 0.25, 0.5, 1.0], size=(n, k)) if coarse
+         else rng.uniform(0.0, 1.0, size=(n, k)) * (rng.random((n, k)) < 0.9))
+    sf = rng.choice([1.0, 1.0, 2.0, 3.0, 8.0], size=n)
+    cap = rng.integers(0, 3 * n + 1, size=k).astype(float)
+    order = rng.permutation(n)
+    stop, x = forced_prefix(A, sf, cap, order)
+    want_stop, want = _one_by_one(A, sf, cap, order.tolist())
+    assert stop == want_stop
+    np.testing.assert_array_equal(x, want)

@@ -58,8 +58,6 @@ def _read(throughputs: Mapping[Hashable, Any], scale_factors: Any, cluster_spec:
         return None
     if not set().union(*rows) <= set(types):  # a type the spec does not list: exact path
         return None
-    if not set(map(type, itertools.chain.from_iterable(r.values() for r in rows))) <= _NUMBERS:
-        return None
     try:
         sfl = list(map(scale_factors.__getitem__, ids))
     except (KeyError, TypeError):
@@ -68,8 +66,11 @@ def _read(throughputs: Mapping[Hashable, Any], scale_factors: Any, cluster_spec:
     if not (set(map(type, sfl)) <= _NUMBERS and set(map(type, capl)) <= _NUMBERS):
         return None
     n, k = len(ids), len(types)
-    T = np.array([list(map(dict.get, rows, itertools.repeat(t), itertools.repeat(0.0)))
-                  for t in types], dtype=float).reshape(k, n).T
+    cols = [list(map(dict.get, rows, itertools.repeat(t), itertools.repeat(0.0)))
+            for t in types]  # (every rate a row lists is in a column: its types are listed)
+    if not set(map(type, itertools.chain.from_iterable(cols))) <= _NUMBERS:
+        return None
+    T = np.array(cols, dtype=float).reshape(k, n).T
     sf = np.array(sfl, dtype=float)
     cap = np.array(capl, dtype=float)
     ok = (np.isfinite(T).all() and (T >= 0).all() and np.isfinite(sf).all() and (sf >= 1).all()
