@@ -700,12 +700,8 @@ fairness_knob, plan_options
         per_job["entities"] = _per_job_labels(entities, "entities", ids)
         if self.policy == "shockwave":
             return self._shockwave(T, cap, ids, tnames, per_job, plan_jobs, t0)
-        iso = None  # finish-time fairness: this round's isolated times, kept when solved
-        if self.policy == "finish_time_fairness" and per_job["steps_remaining"] is not None:
-            iso = self._isolated.prepare(ids, T, cap, per_job, self.isolated_start)
-            per_job["isolated_elapsed"] = iso[2]
-        elif not ids:
-            self._isolated.forget_round()
+        # finish-time fairness: this round's isolated times (in per_job), kept when solved
+        iso = self._isolated.round(self.policy, ids, T, cap, per_job, self.isolated_start)
         key = None
         if self.warm_start:
             key = (ids, tnames, T.tobytes(), cap.tobytes(),
@@ -727,10 +723,11 @@ fairness_knob, plan_options
             prev = self._last[1]
             if prev.reduced is not None:
                 # the previous prices matched to this round's present types by name; a type
-                # without a previous price (or priced 0) disables the warm start
+                # without a previous price (or priced 0) seeds nothing: no warm start
                 last = dict(zip(prev.types, prev.prices.tolist()))
                 wp = np.array([last.get(t, 0.0) for t, c in zip(tnames, cap) if c > 0])
-                warm = (wp, prev.objective)
+                warm = (wp, prev.objective) if self.policy == "fisher_market" or (
+                    wp.size and np.all(wp > 0)) else None
         res = self._solve(t0, T, cap, ids, tnames, per_job, warm, None)
         self.rounds += 1
         if iso is not None:

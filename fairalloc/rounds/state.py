@@ -85,6 +85,19 @@ class IsolatedTime:
         self._steps: dict[Hashable, float] = {}
         self._iso_tp: dict[Hashable, float] = {}
 
+    def round(self, policy: str, ids: tuple[Hashable, ...], T: np.ndarray, cap: np.ndarray,
+              per_job: dict[str, Any], start: str) -> tuple[Any, ...] | None:
+        """A finish-time fairness round with steps: `prepare` it and put its isolated times
+        into ``per_job`` (returned for `commit`); other rounds: ``None`` (an empty round
+        forgets the previous round's steps)."""
+        if policy == "finish_time_fairness" and per_job["steps_remaining"] is not None:
+            pending = self.prepare(ids, T, cap, per_job, start)
+            per_job["isolated_elapsed"] = pending[2]
+            return pending
+        if not ids:
+            self.forget_round()
+        return None
+
     def prepare(self, ids: tuple[Hashable, ...], T: np.ndarray, cap: np.ndarray,
                 per_job: dict[str, Any], start: str) -> tuple[Any, ...]:
         """``(ids, steps, isolated times, isolated throughputs)`` of this round, in job order:
