@@ -81,7 +81,7 @@ from .._validation import (
 from ..data import Cluster, Jobs
 from ..errors import InputError
 from ..results import Certificate, Result, SolveStats, Status
-from .state import ISOLATED_STARTS, IsolatedTime, same_key
+from .state import ISOLATED_STARTS, IsolatedTime, same_key, warm_seed
 
 __all__ = ["POLICIES", "RoundPolicy", "RoundResult", "solve_round"]
 
@@ -717,17 +717,9 @@ fairness_knob, plan_options
                     seconds=time.perf_counter() - t0, iterations=0, solves=0,
                     raw_status=prev.stats.raw_status))
         warm = None
-        if (self.warm_start and self.policy in ("max_min_fairness", "fisher_market")
-                and self._last is not None and not self.settings.get("water_filling", False)
-                and (self.policy == "fisher_market" or len(ids) <= _WARM_MAX_JOBS)):
-            prev = self._last[1]
-            if prev.reduced is not None:
-                # the previous prices matched to this round's present types by name; a type
-                # without a previous price (or priced 0) seeds nothing: no warm start
-                last = dict(zip(prev.types, prev.prices.tolist()))
-                wp = np.array([last.get(t, 0.0) for t, c in zip(tnames, cap) if c > 0])
-                warm = (wp, prev.objective) if self.policy == "fisher_market" or (
-                    wp.size and np.all(wp > 0)) else None
+        if (self.warm_start and self._last is not None
+                and not self.settings.get("water_filling", False)):
+            warm = warm_seed(self.policy, self._last[1], tnames, cap, len(ids))
         res = self._solve(t0, T, cap, ids, tnames, per_job, warm, None)
         self.rounds += 1
         if iso is not None:
@@ -785,10 +777,6 @@ fairness_knob, plan_options
 
 #: plan_schedule's default window (rounds per plan)
 _PLAN_WINDOW = 20
-
-#: max-min fairness is seeded by the previous round up to this many jobs (above, a cold
-#: solve with its sampled Newton phase was faster: see formulations/gavel_policies.md)
-_WARM_MAX_JOBS = 2048
 
 
 def _in_job_order(value: Any, name: str, ids: tuple[Hashable, ...]) -> np.ndarray | None:

@@ -1,6 +1,7 @@
 """State that `fairalloc.RoundPolicy` carries from one round to the next.
 
-* **Reuse of an identical round**: `same_key` compares two rounds' fingerprints.
+* **Reuse of an identical round**: `same_key` compares two rounds' fingerprints;
+  `warm_seed` is the previous round's prices and level that seed max-min fairness.
 * **Finish-time fairness: each job's isolated time** (Gavel's
   ``FinishTimeFairnessPolicyWithPerf._cumulative_isolated_time``, Themis' ``T_id`` so far): the
   time the job would have needed, running alone on ``1/n`` of the cluster, for the steps it
@@ -41,10 +42,33 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["ISOLATED_STARTS", "IsolatedTime", "isolated_throughput", "same_key"]
+__all__ = ["ISOLATED_STARTS", "WARM_MAX_JOBS", "IsolatedTime", "isolated_throughput", "same_key",
+           "warm_seed"]
 
 #: where a job seen for the first time starts its isolated time
 ISOLATED_STARTS = ("elapsed", "zero")
+
+#: PERFORMANCE: max-min fairness is seeded by the previous round up to this many jobs
+#: (above, a cold solve with its sampled Newton phase was faster: see
+#: formulations/gavel_policies.md)
+WARM_MAX_JOBS = 2048
+
+
+def warm_seed(policy: str, prev: Any, tnames: tuple[str, ...], cap: np.ndarray, n: int
+              ) -> tuple[np.ndarray, float] | None:
+    """The warm start of a max-min fairness (up to `WARM_MAX_JOBS` jobs) or Fisher-market
+    round from the previous round's result ``prev``: its prices matched to this round's
+    present types by name, and its objective. A max-min round gets none unless every present
+    type had a positive price (a type without one, or priced 0, seeds nothing, and a seed
+    would send a small round to the structured solver, to start it cold); the market checks
+    its prices itself."""
+    market = policy == "fisher_market"
+    if (policy != "max_min_fairness" and not market) or prev.reduced is None or (
+            not market and n > WARM_MAX_JOBS):
+        return None
+    last = dict(zip(prev.types, prev.prices.tolist()))
+    wp = np.array([last.get(t, 0.0) for t, c in zip(tnames, cap) if c > 0])
+    return (wp, prev.objective) if market or (wp.size and np.all(wp > 0)) else None
 
 
 def same_key(a: Any, b: Any) -> bool:
