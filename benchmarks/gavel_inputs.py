@@ -914,8 +914,9 @@ def trace(ctx: Context, policy: str, n: int, rounds: int, budget: float) -> list
             per["weight"] = dict(zip(ids, st["w"].tolist()))
         if policy in ("ftf", "makespan"):
             per["steps_remaining"] = dict(zip(ids, st["steps"].tolist()))
-        if policy == "ftf":
+        if policy == "ftf":  # (the isolated time given: warm and cold solve the same program)
             per["elapsed"] = dict(zip(ids, st["elapsed"].tolist()))
+            per["isolated_elapsed"] = per["elapsed"]
         if policy == "fifo":
             per["order"] = dict(zip(ids, st["ids"].astype(float).tolist()))
         if policy == "water-filling":

@@ -65,6 +65,7 @@ from .gavel_base import (
     gavel_isolated_throughputs,
     require_mapping,
 )
+from .gavel_fifo import fifo_round
 from .gavel_heuristics import AlloXPolicy, FIFOPolicy, GandivaPolicy, IsolatedPolicy
 from .gavel_packed import (
     FIFOPolicyWithPacking,
@@ -425,7 +426,9 @@ class FIFOPolicyWithPerf(GavelPolicy):
     """FIFO in arrival (sorted job id) order (``fifo_perf``), fractional and certified
     (`fairalloc.fifo` arrival semantics: a first-arrived gang job is never
     starved by later, smaller jobs; Gavel's greedy gives each job whole workers of its fastest
-    type with room)."""
+    type with room). Without ties between equally fast types this is a greedy fill, computed
+    straight from the dicts and certified in closed form
+    (`fairalloc.integrations.gavel_fifo`); otherwise `fairalloc.RoundPolicy`."""
 
     _policy = "fifo"
     _name = "FIFO_Perf"
@@ -434,6 +437,10 @@ class FIFOPolicyWithPerf(GavelPolicy):
                        ) -> dict[Hashable, dict[str, float]]:
         """``{job_id: {worker_type: fraction}}`` for this round."""
         require_mapping(throughputs, "unflattened_throughputs")
+        fast = fifo_round(throughputs, scale_factors, cluster_spec, self._round.settings)
+        if fast is not None:  # the greedy fill, certified (`gavel_fifo`; pair keys: not here)
+            self.last_result = fast
+            return fast.job_allocation
         ranked = _sorted_ids(throughputs)
         order = dict(zip(ranked, np.arange(len(ranked), dtype=float).tolist()))
         return self._solve(throughputs, cluster_spec, scale_factor=scale_factors, order=order)

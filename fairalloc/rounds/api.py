@@ -82,6 +82,7 @@ from ..data import Cluster, Jobs
 from ..errors import InputError
 from ..results import Certificate, Result, SolveStats, Status
 from .keys import same_keys
+from .state import ISOLATED_STARTS, IsolatedTime, same_key, warm_seed
 
 __all__ = ["POLICIES", "RoundPolicy", "RoundResult", "solve_round"]
 
@@ -616,6 +617,9 @@ class RoundPolicy:
     warm_start : bool
         Reuse an identical previous round and seed max-min fairness with the previous prices
         and level (default ``True``).
+    isolated_start : {"elapsed", "zero"}
+        Finish-time fairness: a new job's isolated time starts at its ``elapsed`` or at 0
+        (Gavel's rule); the policy then carries it across rounds (`isolated_elapsed`).
     replan_every : int
         Shockwave: run the kept plan's next column for ``replan_every - 1`` rounds between
         re-plans (default 1: re-plan every round). A change of the runnable jobs or of the
@@ -644,6 +648,7 @@ fairness_knob, plan_options
                  "entity_policies", "kind", "fairness_knob", "plan_options", *_SOLVE_OPTIONS)
 
     def __init__(self, policy: str = "max_min_fairness", *, warm_start: bool = True,
+                 isolated_start: str = "elapsed",
                  water_filling: bool | None = None, semantics: str | None = None,
                  normalized: bool | None = None, cost: Any = None,
                  entity_weights: Mapping[Hashable, float] | None = None,
@@ -669,6 +674,15 @@ fairness_knob, plan_options
         self._last: tuple[tuple[Any, ...] | None, RoundResult] | None = None
         # Shockwave: (runnable job ids, workers, plan, column of the last round run)
         self._plan: tuple[tuple[Hashable, ...], bytes, Any, int] | None = None
+        self.isolated_start = as_option(isolated_start, "isolated_start", ISOLATED_STARTS)
+        self._isolated = IsolatedTime()  # finish-time fairness's state across rounds
+
+    @property
+    def isolated_elapsed(self) -> dict[Hashable, float]:
+        """Finish-time fairness: ``{job_id: seconds}`` each job of the last round was charged
+        as its isolated time (alone on ``1/n`` of the cluster, for the steps done so far; see
+        `fairalloc.rounds.state`); kept by `reset`, seed or clear it in place."""
+        return self._isolated.seconds
 
     def reset(self) -> None:
         """Forget the previous round (the next one is solved cold) and any kept plan."""
@@ -695,31 +709,30 @@ fairness_knob, plan_options
         per_job["entities"] = _per_job_labels(entities, "entities", ids)
         if self.policy == "shockwave":
             return self._shockwave(T, cap, ids, tnames, per_job, plan_jobs, t0)
+        # finish-time fairness: this round's isolated times (in per_job), kept when solved
+        iso = self._isolated.round(self.policy, ids, T, cap, per_job, self.isolated_start)
         key = None
         if self.warm_start:
             key = (ids, tnames, T.tobytes(), cap.tobytes(),
                    *(None if v is None else (tuple(v) if isinstance(v, list) else v.tobytes())
                      for v in per_job.values()))
-            if self._last is not None and _same_key(self._last[0], key):
+            if self._last is not None and same_key(self._last[0], key):
                 prev = self._last[1]
                 self.rounds += 1
+                if iso is not None:
+                    self._isolated.commit(iso)
                 return dataclasses.replace(prev, stats=SolveStats(
                     backend=prev.stats.backend, method="reused",
                     seconds=time.perf_counter() - t0, iterations=0, solves=0,
                     raw_status=prev.stats.raw_status))
         warm = None
-        if (self.warm_start and self.policy in ("max_min_fairness", "fisher_market")
-                and self._last is not None and not self.settings.get("water_filling", False)
-                and (self.policy == "fisher_market" or len(ids) <= _WARM_MAX_JOBS)):
-            prev = self._last[1]
-            if prev.reduced is not None:
-                # the previous prices matched to this round's present types by name; a type
-                # without a previous price (or priced 0) disables the warm start
-                last = dict(zip(prev.types, prev.prices.tolist()))
-                wp = np.array([last.get(t, 0.0) for t, c in zip(tnames, cap) if c > 0])
-                warm = (wp, prev.objective)
+        if (self.warm_start and self._last is not None
+                and not self.settings.get("water_filling", False)):
+            warm = warm_seed(self.policy, self._last[1], tnames, cap, len(ids))
         res = self._solve(t0, T, cap, ids, tnames, per_job, warm, None)
         self.rounds += 1
+        if iso is not None:
+            self._isolated.commit(iso)
         if self.warm_start:
             self._last = (key, res)
         return res
@@ -774,21 +787,8 @@ fairness_knob, plan_options
 #: plan_schedule's default window (rounds per plan)
 _PLAN_WINDOW = 20
 
-#: max-min fairness is seeded by the previous round up to this many jobs (above, a cold
-#: solve with its sampled Newton phase was faster: see formulations/gavel_policies.md)
-_WARM_MAX_JOBS = 2048
-
 
 def _in_job_order(value: Any, name: str, ids: tuple[Hashable, ...]) -> np.ndarray | None:
     """A per-job mapping (or sequence) as a float array in job order; signs and integrality
     are checked by `fairalloc.solve_round`, per argument."""
     return _per_job(value, name, ids, nonneg=False, allow_nan=True)
-
-
-def _same_key(a: Any, b: Any) -> bool:
-    """Whether two rounds' keys are equal; job ids that cannot be compared (a numpy integer
-    against a tuple: numpy broadcasts, and the truth value of the array raises) are not."""
-    try:
-        return bool(a == b)
-    except (ValueError, TypeError):
-        return False

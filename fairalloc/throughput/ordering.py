@@ -51,6 +51,11 @@ FIFO_KNAPSACK = "fifo-knapsack"
 _AT_BOUND = 1e-12
 
 
+#: PERFORMANCE: `forced_prefix` decides runs of jobs with numpy from this many jobs left (below,
+#: one by one in Python is faster: Gavel-drawn jobs, 100 jobs 0.43 vs 0.86 ms, 256 jobs 1.16
+#: vs 1.07 ms, 2,048 jobs 10.8 vs 3.6 ms)
+_RUN_MIN_JOBS = 256
+
 #: the ``semantics=`` values of `fairalloc.FIFO`
 FIFO_SEMANTICS = ("arrival", "objective")
 
@@ -294,8 +299,10 @@ def forced_prefix(A: np.ndarray, scale_factor: np.ndarray, cap: np.ndarray,
 
     Returns ``(stop, x)``: ``order[:stop]`` are decided (``stop == len(order)``: all of
     them), ``x`` (shape of ``A``) their allocation (0 elsewhere). A type the job's take uses
-    up is set to exactly 0 spare workers (no rounding remainder). One pass in Python over the
-    jobs, ``O(k log k)`` each: each stage depends on every earlier one.
+    up is set to exactly 0 spare workers (no rounding remainder). Each stage depends on every
+    earlier one, but a job that takes all its time on one type uses none up: runs of such jobs
+    are decided by cumulative sums, and only the at most ``k`` jobs that use up a type (and a
+    tie) are solved one at a time: ``O(k n)`` numpy work.
 
     Examples
     --------
@@ -309,20 +316,32 @@ def forced_prefix(A: np.ndarray, scale_factor: np.ndarray, cap: np.ndarray,
     """
     n, k = A.shape
     x = np.zeros((n, k))
-    rows = A.tolist()
-    sf = scale_factor.tolist()
+    sf = np.asarray(scale_factor, dtype=float)
+    sfl = sf.tolist()
     spare = cap.astype(float).tolist()
-    for pos, m in enumerate(order.tolist()):
+    order = np.asarray(order, dtype=int)
+    ol = order.tolist()
+    rows = A.tolist() if n < 2 * _RUN_MIN_JOBS else None  # (else few rows are read)
+    pos = 0
+    while pos < len(ol):
         if not any(w > 0.0 for w in spare):
             break  # no spare worker: every later job is forced to 0
-        a = rows[m]
+        if len(ol) - pos >= _RUN_MIN_JOBS:
+            ran, spare = _easy_run(A, sf, spare, order[pos:], x)
+            pos += ran
+            if pos == len(ol) or not any(w > 0.0 for w in spare):
+                break
+        # the next job uses up a type or ties (at most k such jobs after a run), or few jobs
+        # are left: its knapsack in Python, types in decreasing rate
+        m = ol[pos]
+        a = rows[m] if rows is not None else A[m].tolist()
         use = sorted((j for j in range(k) if a[j] > 0.0 and spare[j] > 0.0),
                      key=lambda j: -a[j])
         left = 1.0
         take = [0.0] * len(use)
         room = [0.0] * len(use)
         for i, j in enumerate(use):
-            u = spare[j] / sf[m]
+            u = spare[j] / sfl[m]
             if left <= 0.0:
                 room[i] = u
                 continue
@@ -331,12 +350,43 @@ def forced_prefix(A: np.ndarray, scale_factor: np.ndarray, cap: np.ndarray,
             else:  # the job's time is used up
                 take[i], left = left, 0.0
                 room[i] = u - take[i]
-                spare[j] = max(spare[j] - take[i] * sf[m], 0.0)
+                spare[j] = max(spare[j] - take[i] * sfl[m], 0.0)
         if len({a[j] for j in use}) < len(use) and _tied(use, take, room, a):
             return pos, x
         for i, j in enumerate(use):
             x[m, j] = take[i]
-    return len(order), x
+        pos += 1
+    return len(ol), x
+
+
+def _easy_run(A: np.ndarray, sf: np.ndarray, spare: list[float], rest: np.ndarray,
+              x: np.ndarray) -> tuple[int, list[float]]:
+    """`forced_prefix`'s run of "easy" jobs from the start of ``rest``, vectorised: each
+    takes all its time on its fastest type with spare (the first such type on equal rates, as
+    the stable sort there), which keeps more than the job's gang spare (``u > 1``: no type is
+    used up, so the usable types do not change during the run) and has no other usable type
+    of equal rate (no tie). Writes their ``x``; returns how many and the spare workers after.
+    Gangs are whole numbers and an integer subtracted from a larger float below ``2**53`` is
+    exact, so the cumulative sums equal the one-by-one pass bit for bit."""
+    k = A.shape[1]
+    free = np.array(spare)
+    a = A[rest]
+    s = sf[rest]
+    rows = np.arange(rest.size)
+    usable = (a > 0.0) & (free > 0.0)[None, :]
+    am = np.where(usable, a, -np.inf)
+    top = np.argmax(am, axis=1)
+    has = usable.any(axis=1)
+    tie = np.count_nonzero(am == am[rows, top][:, None], axis=1) > 1
+    need = np.zeros((rest.size, k))
+    need[rows[has], top[has]] = s[has]
+    before = free[None, :] - (np.cumsum(need, axis=0) - need)  # spare when a job starts
+    with np.errstate(divide="ignore", invalid="ignore"):
+        easy = ~has | (~tie & (before[rows, top] / s > 1.0))
+    ran = int(np.argmin(easy)) if not easy.all() else rest.size
+    took = np.flatnonzero(has[:ran])
+    x[rest[took], top[took]] = 1.0
+    return ran, (free - need[:ran].sum(axis=0)).tolist()
 
 
 @dataclass(frozen=True)

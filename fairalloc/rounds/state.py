@@ -1,0 +1,163 @@
+"""State that `fairalloc.RoundPolicy` carries from one round to the next.
+
+* **Reuse of an identical round**: `same_key` compares two rounds' fingerprints;
+  `warm_seed` is the previous round's prices and level that seed max-min fairness.
+* **Finish-time fairness: each job's isolated time** (Gavel's
+  ``FinishTimeFairnessPolicyWithPerf._cumulative_isolated_time``, Themis' ``T_id`` so far): the
+  time the job would have needed, running alone on ``1/n`` of the cluster, for the steps it
+  has done in the rounds the policy saw. Between two rounds a job's steps done (the previous
+  round's ``steps_remaining`` minus this round's) over its *previous* round's isolated
+  throughput are added, so a job whose throughputs change is charged each round at the rate of
+  that round. The isolated throughput is the one of the round's reduced program
+  (`fairalloc.throughput.policy.isolated_split` over the runnable jobs on the present types:
+  ``c_j / max(n s_m, sum c)``, Gavel's ``IsolatedPolicy`` when every job can run). A job seen
+  for the first time starts at its ``elapsed`` (``isolated_start="elapsed"``, fairalloc's
+  default when no history is known: ``0`` for a job that has just arrived) or at ``0``
+  (``isolated_start="zero"``, Gavel's rule); a job that leaves is forgotten when it leaves; an
+  empty round forgets the previous round's steps (as Gavel does), so the next round adds
+  nothing. A caller that passes ``isolated_elapsed=`` overrides the state for that round, and
+  the state continues from the values given.
+
+Examples
+--------
+Two jobs alone on one 2-worker type (isolated split: one worker each, throughputs 2 and 4)
+do 40 steps each between two rounds:
+
+>>> import numpy as np
+>>> s = IsolatedTime()
+>>> T, cap = np.array([[2.0], [4.0]]), np.array([2])
+>>> pending = s.prepare(("a", "b"), T, cap, {"steps_remaining": [100.0, 80.0]}, "zero")
+>>> s.commit(pending)
+>>> s.seconds
+{'a': 0.0, 'b': 0.0}
+>>> s.commit(s.prepare(("a", "b"), T, cap, {"steps_remaining": [60.0, 40.0]}, "zero"))
+>>> s.seconds                                                   # 40 / 2, 40 / 4
+{'a': 20.0, 'b': 10.0}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from typing import Any
+
+import numpy as np
+
+__all__ = ["ISOLATED_STARTS", "WARM_MAX_JOBS", "IsolatedTime", "isolated_throughput", "same_key",
+           "warm_seed"]
+
+#: where a job seen for the first time starts its isolated time
+ISOLATED_STARTS = ("elapsed", "zero")
+
+#: PERFORMANCE: max-min fairness is seeded by the previous round up to this many jobs
+#: (above, a cold solve with its sampled Newton phase was faster: see
+#: formulations/gavel_policies.md)
+WARM_MAX_JOBS = 2048
+
+
+def warm_seed(policy: str, prev: Any, tnames: tuple[str, ...], cap: np.ndarray, n: int
+              ) -> tuple[np.ndarray, float] | None:
+    """The warm start of a max-min fairness (up to `WARM_MAX_JOBS` jobs) or Fisher-market
+    round from the previous round's result ``prev``: its prices matched to this round's
+    present types by name, and its objective. A max-min round gets none unless every present
+    type had a positive price (a type without one, or priced 0, seeds nothing, and a seed
+    would send a small round to the structured solver, to start it cold); the market checks
+    its prices itself."""
+    market = policy == "fisher_market"
+    if (policy != "max_min_fairness" and not market) or prev.reduced is None or (
+            not market and n > WARM_MAX_JOBS):
+        return None
+    last = dict(zip(prev.types, prev.prices.tolist()))
+    wp = np.array([last.get(t, 0.0) for t, c in zip(tnames, cap) if c > 0])
+    return (wp, prev.objective) if market or (wp.size and np.all(wp > 0)) else None
+
+
+def same_key(a: Any, b: Any) -> bool:
+    """Whether two rounds' keys (`fairalloc.RoundPolicy`'s reuse of an identical round) are
+    equal; job ids that cannot be compared (a numpy integer against a tuple: numpy broadcasts,
+    and the truth value of the array raises) are not."""
+    try:
+        return bool(a == b)
+    except (ValueError, TypeError):
+        return False
+
+
+def isolated_throughput(T: np.ndarray, cap: np.ndarray, sf: np.ndarray | None) -> np.ndarray:
+    """Each job's throughput under the isolated split of the round's reduced program (runnable
+    jobs, present types; 0 for a job that cannot run): ``sum_j T[m, j] c_j / max(n s_m,
+    sum c)`` over the types where its gang fits, ``n`` the runnable jobs."""
+    n = T.shape[0]
+    s = np.ones(n) if sf is None else np.asarray(sf, dtype=float)
+    with np.errstate(invalid="ignore"):
+        allowed = (T > 0) & (s[:, None] <= cap[None, :]) & (cap > 0)[None, :]
+    runnable = int(allowed.any(axis=1).sum())
+    if runnable == 0:
+        return np.zeros(n)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        x = cap[None, :] / np.maximum(runnable * s, cap.sum())[:, None]
+        return np.where(allowed, T * x, 0.0).sum(axis=1)
+
+
+class IsolatedTime:
+    """Finish-time fairness's per-job isolated time, carried across rounds (module docstring).
+
+    ``seconds`` (``{job_id: isolated time}``, the values the last solved round used) is
+    public: a scheduler may seed it (jobs that ran before the policy was created) or clear it.
+    """
+
+    def __init__(self) -> None:
+        self.seconds: dict[Hashable, float] = {}
+        self._steps: dict[Hashable, float] = {}
+        self._iso_tp: dict[Hashable, float] = {}
+
+    def round(self, policy: str, ids: tuple[Hashable, ...], T: np.ndarray, cap: np.ndarray,
+              per_job: dict[str, Any], start: str) -> tuple[Any, ...] | None:
+        """A finish-time fairness round with steps: `prepare` it and put its isolated times
+        into ``per_job`` (returned for `commit`); other rounds: ``None`` (an empty round
+        forgets the previous round's steps)."""
+        if policy == "finish_time_fairness" and per_job["steps_remaining"] is not None:
+            pending = self.prepare(ids, T, cap, per_job, start)
+            per_job["isolated_elapsed"] = pending[2]
+            return pending
+        if not ids:
+            self.forget_round()
+        return None
+
+    def prepare(self, ids: tuple[Hashable, ...], T: np.ndarray, cap: np.ndarray,
+                per_job: dict[str, Any], start: str) -> tuple[Any, ...]:
+        """``(ids, steps, isolated times, isolated throughputs)`` of this round, in job order:
+        the caller's ``isolated_elapsed`` when given, else the state advanced by the steps done
+        since the previous round. Nothing is stored until `commit`."""
+        steps = np.asarray(per_job["steps_remaining"], dtype=float)
+        given = per_job.get("isolated_elapsed")
+        iso_tp = isolated_throughput(T, cap, per_job.get("scale_factor"))
+        if given is not None:
+            return ids, steps, np.asarray(given, dtype=float), iso_tp
+        n = len(ids)
+        elapsed = per_job.get("elapsed")
+        first = np.zeros(n) if (start == "zero" or elapsed is None) else np.asarray(
+            elapsed, dtype=float)
+        known = np.fromiter((j in self.seconds for j in ids), dtype=bool, count=n)
+        cum = np.where(known, np.fromiter((self.seconds.get(j, 0.0) for j in ids), dtype=float,
+                                          count=n), first)
+        before = np.fromiter((self._steps.get(j, np.nan) for j in ids), dtype=float, count=n)
+        rate = np.fromiter((self._iso_tp.get(j, 0.0) for j in ids), dtype=float, count=n)
+        ok = np.isfinite(before) & (rate > 0)
+        with np.errstate(invalid="ignore", over="ignore"):
+            done = np.where(ok, (before - steps) / np.where(ok, rate, 1.0), 0.0)
+            return ids, steps, np.maximum(cum + done, 0.0), iso_tp
+
+    def commit(self, pending: tuple[Any, ...]) -> None:
+        """Record a solved round (`prepare`'s value): the isolated times it used, its steps and
+        isolated throughputs; jobs not in this round are forgotten."""
+        ids, steps, used, iso_tp = pending
+        self.seconds = dict(zip(ids, used.tolist()))
+        self._steps = dict(zip(ids, steps.tolist()))
+        self._iso_tp = dict(zip(ids, iso_tp.tolist()))
+
+    def forget_round(self) -> None:
+        """An empty round: the next round adds no steps (Gavel clears its previous round)."""
+        self._steps = {}
+        self._iso_tp = {}
+
+    def __repr__(self) -> str:
+        return f"IsolatedTime({self.seconds!r})"

@@ -1,0 +1,148 @@
+"""Issue #29 item 4: FIFO through the Gavel adapter by the greedy fill, straight from the
+dicts (`fairalloc.integrations.gavel_fifo`), is the exact path's answer (RoundPolicy's FIFO in
+arrival order) with the same certificate, and hands anything else to the exact path."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import fairalloc as fa
+from fairalloc.integrations import gavel
+from fairalloc.integrations.gavel_fifo import fifo_round
+
+#: the library's documented feasibility tolerance (time fractions): how far two certified
+#: FIFO allocations of the same program may differ per entry
+FEAS = 1e-7
+TYPES = ("v100", "p100", "k80")
+
+
+def _exact(tp, sf, spec):
+    ranked = sorted(tp)
+    order = {j: float(i) for i, j in enumerate(ranked)}
+    return fa.RoundPolicy("fifo").allocate(tp, spec, scale_factor=sf, order=order)
+
+
+@st.composite
+def rounds(draw):
+    """Gavel-shaped FIFO rounds: integer job ids in any dict order, gangs 1-4, 0-6 workers
+    per type (0: drained), rates that may be 0 or repeat (ties), sometimes a type the spec
+    does not list."""
+    n = draw(st.integers(1, 12))
+    k = draw(st.integers(1, 3))
+    types = TYPES[:k]
+    spec = {t: draw(st.integers(0, 6)) for t in types}
+    rate = st.sampled_from([0.0, 1.0, 2.0, 2.5, 4.0, 7.0]) if draw(st.booleans()) else \
+        st.floats(0.0, 10.0).map(lambda v: round(v, 3))
+    ids = draw(st.permutations(list(range(n))))
+    tp = {j: {t: draw(rate) for t in types} for j in ids}
+    if draw(st.integers(0, 4)) == 0:
+        tp[ids[0]]["a100"] = 3.0   # a type the spec does not list: drained
+    sf = {j: draw(st.sampled_from([1, 1, 2, 4])) for j in ids}
+    return tp, sf, spec
+
+
+@settings(max_examples=60, deadline=None)
+@given(rounds())
+def test_property_greedy_round_is_the_exact_round(case):
+    tp, sf, spec = case
+    exact = _exact(tp, sf, spec)
+    fast = fifo_round(tp, sf, spec, {})
+    adapter = gavel.policy("fifo_perf")
+    got = adapter.get_allocation(tp, sf, spec)
+    if fast is None:   # handed to the exact path: the adapter's answer is RoundPolicy's
+        assert got == exact.job_allocation
+        return
+    assert fast.certificate.ok and fast.certificate.kind == exact.certificate.kind
+    assert fast.job_ids == exact.job_ids and fast.types == exact.types
+    np.testing.assert_allclose(fast.x, exact.x, rtol=0, atol=FEAS)
+    np.testing.assert_allclose(fast.prices, exact.prices, rtol=1e-12, atol=0)
+    np.testing.assert_allclose(fast.effective_throughput, exact.effective_throughput,
+                               rtol=1e-12, atol=0)
+    assert fast.objective == pytest.approx(exact.objective, rel=1e-12)
+    assert fast.stats.path == exact.stats.path
+    assert (fast.drained_types, fast.unrunnable_jobs) == (exact.drained_types,
+                                                          exact.unrunnable_jobs)
+    assert adapter.last_result.stats.path == fast.stats.path
+    assert got == fast.job_allocation
+
+
+def test_greedy_path_is_taken_without_ties_and_left_with_one():
+    tp = {0: {"v100": 3.0, "k80": 1.0}, 1: {"v100": 2.0, "k80": 1.0}, 2: {"v100": 5.0}}
+    sf = {0: 1, 1: 2, 2: 1}
+    spec = {"v100": 2, "k80": 2}
+    r = fifo_round(tp, sf, spec, {})
+    assert r is not None and r.certificate.ok and r.stats.path == ("fifo-greedy:3",)
+    assert r.job_allocation == {0: {"v100": 1.0, "k80": 0.0}, 1: {"v100": 0.5, "k80": 0.5},
+                                2: {"v100": 0.0, "k80": 0.0}}
+    tie = {0: {"v100": 1.0, "k80": 1.0}}   # two equally fast types with room: the LPs decide
+    assert fifo_round(tie, {0: 1}, spec, {}) is None
+    assert fifo_round(tp, sf, spec, {"method": "highs"}) is None   # not a tolerance
+
+
+@pytest.mark.parametrize("tp, sf, arg", [
+    ({0: {"v100": -1.0}}, {0: 1}, "unflattened_throughputs"),
+    ({0: {"v100": "1.0"}}, {0: 1}, "unflattened_throughputs"),
+    ({0: {"v100": True}}, {0: 1}, "unflattened_throughputs"),
+    ({0: {"v100": 1.0}}, {}, "scale_factors"),
+    ({0: {"v100": 1.0}}, {0: 1.5}, "scale_factors"),
+])
+def test_bad_inputs_get_the_exact_paths_errors(tp, sf, arg):
+    assert fifo_round(tp, sf, {"v100": 2}, {}) is None
+    with pytest.raises(fa.InputError) as exc:
+        gavel.policy("fifo_perf").get_allocation(tp, sf, {"v100": 2})
+    assert exc.value.argument == arg
+
+
+def _one_by_one(A, sf, cap, order):
+    """The textbook pass: every job in arrival order fills its types in decreasing rate
+    (stable on equal rates) with what the earlier jobs left; a job whose equally fast types
+    could trade time (one holds some, another has room) stops the pass."""
+    n, k = A.shape
+    x = np.zeros((n, k))
+    spare = [float(c) for c in cap]
+    for pos, m in enumerate(order):
+        if not any(w > 0 for w in spare):
+            break
+        use = sorted((j for j in range(k) if A[m, j] > 0 and spare[j] > 0),
+                     key=lambda j: -A[m, j])
+        left, take, room = 1.0, {}, {}
+        for j in use:
+            u = spare[j] / sf[m]
+            if left <= 0:
+                room[j] = u
+            elif u <= left:
+                take[j], left, spare[j] = u, left - u, 0.0
+            else:
+                take[j], room[j], left = left, u - left, 0.0
+                spare[j] = max(spare[j] - take[j] * sf[m], 0.0)
+        for j in use:
+            if take.get(j, 0) > 0 and any(A[m, i] == A[m, j] and room.get(i, 0) > 0
+                                          and i != j for i in use):
+                return pos, x
+        for j, v in take.items():
+            x[m, j] = v
+    return len(order), x
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 30) | st.integers(256, 400), st.integers(1, 4), st.booleans(),
+       st.integers(0, 2**32 - 1))
+def test_property_forced_prefix_runs_equal_the_one_by_one_pass(n, k, coarse, seed):
+    """`forced_prefix` (vectorised runs from its run threshold of jobs on, so sizes on both
+    sides of it) gives the one-by-one pass's stop and allocation bit for bit (gangs and
+    workers whole numbers, partial takes, coarse rates that tie)."""
+    from fairalloc.throughput.ordering import forced_prefix
+
+    rng = np.random.default_rng(seed)
+    A = (rng.choice([0.0, 0.25, 0.5, 1.0], size=(n, k)) if coarse
+         else rng.uniform(0.0, 1.0, size=(n, k)) * (rng.random((n, k)) < 0.9))
+    sf = rng.choice([1.0, 1.0, 2.0, 3.0, 8.0], size=n)
+    cap = rng.integers(0, 3 * n + 1, size=k).astype(float)
+    order = rng.permutation(n)
+    stop, x = forced_prefix(A, sf, cap, order)
+    want_stop, want = _one_by_one(A, sf, cap, order.tolist())
+    assert stop == want_stop
+    np.testing.assert_array_equal(x, want)
