@@ -11,7 +11,7 @@ Regime forecasts from each job's observed epochs
 from __future__ import annotations
 
 import dataclasses
-import inspect
+import functools
 import math
 import time
 from collections.abc import Hashable
@@ -124,12 +124,13 @@ def _flag(value: Any, name: str, modes: tuple[str, ...] = ()) -> bool | str:
     return as_bool(value, name)
 
 
-def _same(value: Any, default: Any) -> bool:
-    """Whether an option was left at its default (preset= fills only those)."""
-    if value is default:
-        return True
-    return (isinstance(value, str | int | float) and type(value) is type(default)
-            and value == default)
+def _given_options(init: Any) -> Any:
+    """Record the names of the options a caller gave (``preset=`` fills only the others)."""
+    @functools.wraps(init)
+    def wrapper(self: Any, **options: Any) -> None:
+        self._given = frozenset(options)
+        init(self, **options)
+    return wrapper
 
 
 def hard_ftf_limits(attained: Any, waiting: Any, remaining: Any, nav: Any, *, rhomax: float,
@@ -345,8 +346,7 @@ class ShockwavePolicy(BasePolicy):
         they hold, the reordering MILP, column execution, re-plans every 8 rounds and on
         arrivals and completions only) and, when neither ``k`` nor ``lam`` is given, upstream's
         configuration for the cluster's size at each reset (`upstream_config`: ``lam = 1e-3``,
-        ``k = 12`` at 32 GPUs). Options given explicitly win, except one given equal to its
-        default, which the preset replaces.
+        ``k = 12`` at 32 GPUs). Options given explicitly win.
     welfare_norm : {"gpus", "rounds"}, optional
         Passed to `fairalloc.plan_schedule`: the welfare divided by
         ``N*M`` (paper) or ``N*T`` (upstream's code).
@@ -369,6 +369,7 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
 
     name = "shockwave"
 
+    @_given_options
     def __init__(self, *, k: float = SHOCKWAVE_K, lam: float = SHOCKWAVE_LAM,
                  window: int = SHOCKWAVE_WINDOW, forecast: str = "restatement",
                  ftf_forecast: str | None = FTF_FORECAST,
@@ -394,14 +395,10 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
         self.preset = None if preset is None else as_option(preset, "preset", PRESETS)
         self._per_cluster = False
         if self.preset == "upstream":
-            defaults = {n: p.default for n, p in inspect.signature(
-                ShockwavePolicy.__init__).parameters.items() if n in opts}
-            for n, v in UPSTREAM_PRESET.items():
-                if _same(opts[n], defaults[n]):
-                    opts[n] = v
-            # k and lam left at their defaults: upstream's configuration for the cluster's size
-            self._per_cluster = _same(opts["k"], defaults["k"]) and _same(opts["lam"],
-                                                                         defaults["lam"])
+            given = getattr(self, "_given", frozenset(opts))
+            opts.update({n: v for n, v in UPSTREAM_PRESET.items() if n not in given})
+            # neither k nor lam given: upstream's configuration for the cluster's size
+            self._per_cluster = not given & {"k", "lam"}
         self._configure(**opts)
 
     def _configure(self, *, k: float, lam: float, window: int, forecast: str,
