@@ -124,8 +124,8 @@ def test_reorder_window_keeps_counts_and_capacity(seed, n, T, M) -> None:
 # -- (5) the configuration per cluster size ---------------------------------------------------
 def test_upstream_config_by_cluster_size() -> None:
     assert upstream_config(32) == (1e-3, 12.0)
-    assert upstream_config(64) == (10.0, 15.0)
-    assert upstream_config(128) == (1e-3, 5.0)
+    assert upstream_config(64) == (10.0, 5.0)
+    assert upstream_config(128) == (1e-3, 15.0)
     assert upstream_config(256) == (1e5, 5.0)
     assert upstream_config(16) == (1e-3, 12.0) and upstream_config(1024) == (1e5, 5.0)
     with pytest.raises(fa.InputError):

@@ -24,7 +24,7 @@ __all__ = ["UPSTREAM_CONFIGS", "UPSTREAM_PRESET", "EqualShareLateness", "reorder
 
 #: upstream's configuration by cluster size (its reproduction configs): GPUs ->
 #: (makespan coefficient, upstream's ``k``; FTF exponent, upstream's ``lambda``)
-UPSTREAM_CONFIGS = {32: (1e-3, 12.0), 64: (10.0, 15.0), 128: (1e-3, 5.0), 256: (1e5, 5.0)}
+UPSTREAM_CONFIGS = {32: (1e-3, 12.0), 64: (10.0, 5.0), 128: (1e-3, 15.0), 256: (1e5, 5.0)}
 #: momentum of upstream's averaged fair finish time (``finish_time_momentumed_average``)
 FINISH_TIME_MOMENTUM = 0.9
 # PERFORMANCE: branch-and-bound nodes of the reordering MILP (a work limit: the best schedule
@@ -77,7 +77,7 @@ def upstream_config(num_gpus: int) -> tuple[float, float]:
     Examples
     --------
     >>> upstream_config(32), upstream_config(64), upstream_config(256)
-    ((0.001, 12.0), (10.0, 15.0), (100000.0, 5.0))
+    ((0.001, 12.0), (10.0, 5.0), (100000.0, 5.0))
     >>> upstream_config(40)
     (0.001, 12.0)
     """
