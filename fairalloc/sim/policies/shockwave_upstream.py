@@ -14,8 +14,9 @@ import math
 from typing import Any
 
 import numpy as np
-from scipy import optimize, sparse
+from scipy import sparse
 
+from ...backends import LinearProgram, get_backend
 from ...errors import InputError
 from ...schedule.instance import UPSTREAM_LOG_BREAKPOINTS
 
@@ -53,7 +54,8 @@ UPSTREAM_PRESET: dict[str, Any] = {
     "hard_ftf_weights": "none",
     "reorder": "milp",
     "execution": "columns",
-    "idle_fill": "longest",
+    "idle_fill": "longest",  # construct_schedules' greedy fill, column by column
+    "work_conservation": "none",  # no work-conservation constraint in the program
     "replan": "lazy",  # no re-plan on regime changes
     "replan_interval": 8,
     "ftf_forecast": None,  # one forecast everywhere
@@ -150,8 +152,9 @@ def reorder_window(schedule: Any, workers: Any, log_priority: Any, num_gpus: int
     """Upstream's post-solve reordering: the same round counts, high-priority jobs first.
 
     Minimises ``sum_j p_j * mean round index of job j`` over binary schedules with each job's
-    count of ``schedule`` and at most ``num_gpus`` GPUs in every round (a MILP solved by HiGHS
-    with a node limit; the plan's schedule is returned when no better one is found).
+    count of ``schedule`` and at most ``num_gpus`` GPUs in every round (a MILP solved by the
+    HiGHS backend from the plan's schedule as a MIP start, with a node limit, so the result is
+    the same on any machine; the plan's schedule is returned when the solver gives no point).
     Priorities are given as logs (``p_j = exp(log_priority_j)``; a near-completion boost is
     ``rho^100``).
 
@@ -185,17 +188,19 @@ def reorder_window(schedule: Any, workers: Any, log_priority: Any, num_gpus: int
     c = ((p / count[act])[:, None] * t[None, :]).ravel()
     cols = np.arange(na * T)
     rows_count = np.repeat(np.arange(na), T)
-    a_count = sparse.csr_array((np.ones(na * T), (rows_count, cols)), shape=(na, na * T))
-    a_load = sparse.csr_array((np.repeat(w[act], T), (np.tile(np.arange(T), na), cols)),
-                              shape=(T, na * T))
-    cons = [optimize.LinearConstraint(a_count, count[act], count[act]),
-            optimize.LinearConstraint(a_load, -np.inf, float(num_gpus))]
-    res = optimize.milp(c, constraints=cons, integrality=np.ones(na * T),
-                        bounds=optimize.Bounds(0.0, 1.0),
-                        options={"node_limit": REORDER_NODE_LIMIT,
-                                 "mip_rel_gap": REORDER_MIP_GAP})
-    if res.x is None:
+    a = sparse.vstack([
+        sparse.csr_matrix((np.ones(na * T), (rows_count, cols)), shape=(na, na * T)),
+        sparse.csr_matrix((np.repeat(w[act], T), (np.tile(np.arange(T), na), cols)),
+                          shape=(T, na * T))], format="csr")
+    lo = np.concatenate([count[act], np.full(T, -np.inf)])
+    hi = np.concatenate([count[act], np.full(T, float(num_gpus))])
+    lp = LinearProgram.build(c, a, lo, hi, 0.0, 1.0, integrality=np.ones(na * T, dtype=bool))
+    # the plan's own schedule is feasible: the MIP start keeps an incumbent under the limit
+    sol = get_backend("highs").solve_lp(lp, mip_gap=REORDER_MIP_GAP,
+                                        node_limit=REORDER_NODE_LIMIT,
+                                        start=x0[act].ravel().astype(float))
+    if sol.x is None:
         return x0.copy()
     out = np.zeros_like(x0)
-    out[act] = res.x.reshape(na, T) > 0.5
+    out[act] = sol.x.reshape(na, T) > 0.5
     return out
