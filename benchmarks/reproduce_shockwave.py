@@ -70,7 +70,7 @@ import numpy as np
 
 import fairalloc as fa
 from fairalloc.sim import compare, make_policy, poisson_workload, read_trace
-from fairalloc.sim.policies import ShockwavePolicy
+from fairalloc.sim.policies import GavelPolicy, ShockwavePolicy
 from fairalloc.sim.simulator import Simulator
 
 HERE = Path(__file__).resolve().parent
@@ -104,7 +104,8 @@ REFERENCE_ROW = {"shockwave-upstream": "shockwave", "shockwave-upstream-oracle":
                  "shockwave-scale-free": "shockwave", "shockwave-no-hard-ftf": "shockwave",
                  "shockwave-max-remaining": "shockwave", "shockwave-empirical": "shockwave",
                  "shockwave-empirical-lam16": "shockwave",
-                 "shockwave-previous": "shockwave"}
+                 "shockwave-previous": "shockwave", "gavel-upstream": "gavel",
+                 "themis-upstream": "themis"}
 
 #: the row labels of the printed tables (honest names: what each row runs)
 LABELS = {
@@ -122,6 +123,8 @@ LABELS = {
     "themis": "Themis (artifact: Gavel FTF program)",
     "themis-auction": "Themis (paper: leases, auction)",
     "gavel": "Gavel max-min fairness",
+    "gavel-upstream": "Gavel max-min (upstream: one LP, no 2nd stage)",
+    "themis-upstream": "Themis (upstream: Gavel FTF, no 2nd stage)",
     "allox": "AlloX (re-matched every round; not upstream's variant)",
     "ossp": "OSSP (min makespan)",
     "mst": "MST (Gavel max sum throughput)",
@@ -164,6 +167,10 @@ def policies(all_: bool, only: list[str] | None = None) -> list[tuple[str, Any]]
         ("themis", make_policy("themis_ftf")),
         ("themis-auction", make_policy("themis")),
         ("gavel", make_policy("max_min_fairness")),
+        # upstream's Gavel programs stop at the max-min (min-max) level: no work-conserving
+        # second stage (formulations/shockwave_options.md, "Baselines")
+        ("gavel-upstream", GavelPolicy("max_min_fairness", work_conserving=False)),
+        ("themis-upstream", GavelPolicy("finish_time_fairness", work_conserving=False)),
         ("allox", make_policy("allox")),
         ("ossp", make_policy("min_makespan")),
         ("mst", make_policy("mst")),
