@@ -340,13 +340,14 @@ class ShockwavePolicy(BasePolicy):
         `fairalloc.plan_schedule`'s piecewise-linear log (upstream:
         ``(0, 0.2, 0.4, 0.6, 0.8, 1)``); default the exact log.
     preset : {"upstream"}, optional
-        ``"upstream"``: every option left at its default takes upstream's value
+        ``"upstream"``: every option not given explicitly takes upstream's value
         (`UPSTREAM_PRESET`: the 6-point log, N*T welfare, raw-seconds makespan term, the
         equal-share lateness test, hard limits first with ``rhomax = 1`` and no weights when
         they hold, the reordering MILP, column execution, re-plans every 8 rounds and on
-        arrivals and completions only) and, when neither ``k`` nor ``lam`` is given, upstream's
-        configuration for the cluster's size at each reset (`upstream_config`: ``lam = 1e-3``,
-        ``k = 12`` at 32 GPUs). Options given explicitly win.
+        arrivals and completions only, no work-conservation constraint in the program) and,
+        when neither ``k`` nor ``lam`` is given, upstream's configuration for the cluster's
+        size at each reset (`upstream_config`: ``lam = 1e-3``, ``k = 12`` at 32 GPUs). The
+        forecast stays ``forecast=`` (observed only unless ``"oracle"``, upstream's own).
     welfare_norm : {"gpus", "rounds"}, optional
         Passed to `fairalloc.plan_schedule`: the welfare divided by
         ``N*M`` (paper) or ``N*T`` (upstream's code).
