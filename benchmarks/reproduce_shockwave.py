@@ -105,7 +105,7 @@ REFERENCE_ROW = {"shockwave-upstream": "shockwave", "shockwave-upstream-oracle":
                  "shockwave-max-remaining": "shockwave", "shockwave-empirical": "shockwave",
                  "shockwave-empirical-lam16": "shockwave",
                  "shockwave-previous": "shockwave", "gavel-upstream": "gavel",
-                 "themis-upstream": "themis"}
+                 "themis-upstream": "themis", "mst-upstream": "mst"}
 
 #: the row labels of the printed tables (honest names: what each row runs)
 LABELS = {
@@ -128,6 +128,7 @@ LABELS = {
     "allox": "AlloX (re-matched every round; not upstream's variant)",
     "ossp": "OSSP (min makespan)",
     "mst": "MST (Gavel max sum throughput)",
+    "mst-upstream": "MST (upstream: raw steps/s sum, no 2nd stage)",
     "gandiva_fair": "Gandiva-fair",
 }
 
@@ -174,6 +175,8 @@ def policies(all_: bool, only: list[str] | None = None) -> list[tuple[str, Any]]
         ("allox", make_policy("allox")),
         ("ossp", make_policy("min_makespan")),
         ("mst", make_policy("mst")),
+        ("mst-upstream", GavelPolicy("max_total_throughput", normalized=False,
+                                     work_conserving=False)),
         ("gandiva_fair", make_policy("gandiva_fair")),
     ]
     if all_:

@@ -202,3 +202,19 @@ def test_bad_flag_names_the_option() -> None:
     with pytest.raises(fa.InputError) as info:
         ShockwavePolicy(hard_ftf=2)
     assert info.value.argument == "hard_ftf"
+
+
+# -- baselines both ways: upstream's MST sums raw throughputs ---------------------------------
+def test_mst_upstream_variant_sums_raw_throughputs() -> None:
+    from fairalloc.sim import Workload
+    from fairalloc.sim.policies import GavelPolicy
+
+    # both jobs take 100 s alone; job 0 runs 10 steps/s, job 1 one: the raw sum runs job 0
+    w = Workload.from_arrays([0.0, 0.0], [[10.0], [1.0]], [1000.0, 100.0])
+    raw = GavelPolicy("max_total_throughput", normalized=False, work_conserving=False)
+    r = simulate(w, fa.Cluster({"gpu": 1}), raw, round_duration=50.0)
+    assert r.finish[0] == pytest.approx(100.0) and r.finish[1] == pytest.approx(200.0)
+    assert raw.params["normalized"] is False
+    with pytest.raises(fa.InputError) as info:
+        GavelPolicy("max_min_fairness", normalized=False)
+    assert info.value.argument == "normalized"

@@ -25,8 +25,9 @@ from typing import Any
 
 import numpy as np
 
-from ..._validation import as_option
+from ..._validation import as_bool, as_option
 from ...data import Cluster, Jobs
+from ...errors import InputError
 from ...throughput import isolated_split
 from ...throughput.registry import GAVEL_POLICIES as THROUGHPUT_POLICIES
 from ..state import RoundState, TimeShares
@@ -83,7 +84,7 @@ def _solve(objective: str, jobs: Jobs, cluster: Cluster, options: dict[str, Any]
     if objective == "isolated":
         return isolated_split(jobs, cluster)
     name, fixed = OBJECTIVE_OPTIONS.get(objective, (objective, {}))
-    return THROUGHPUT_POLICIES[name].function(jobs, cluster, **fixed, **options).x
+    return THROUGHPUT_POLICIES[name].function(jobs, cluster, **{**fixed, **options}).x
 
 
 class GavelPolicy(BasePolicy):
@@ -101,16 +102,24 @@ class GavelPolicy(BasePolicy):
     method, backend, work_conserving, gap_tol, feas_tol : optional
         Passed to the library function when given (e.g. ``method="highs"``); ``None``: the
         function's default. Not used by ``"isolated"``.
+    normalized : bool, optional
+        ``"max_total_throughput"`` only: ``False`` sums raw throughputs (steps per second,
+        the Shockwave artifact's MST) instead of the normalised ones (default).
     """
 
     def __init__(self, objective: str = "max_min_fairness", *, recompute: str = "event",
                  name: str | None = None, method: str | None = None, backend: Any = None,
                  work_conserving: bool | None = None, gap_tol: float | None = None,
-                 feas_tol: float | None = None) -> None:
+                 feas_tol: float | None = None, normalized: bool | None = None) -> None:
         objective = as_option(objective, "objective", GAVEL_OBJECTIVES)
+        if normalized is not None:
+            if objective != "max_total_throughput":
+                raise InputError("normalized applies to objective='max_total_throughput' only, "
+                                 f"not {objective!r}", argument="normalized")
+            normalized = as_bool(normalized, "normalized")
         recompute = as_option(recompute, "recompute", ("event", "round"))
         given = {"method": method, "backend": backend, "work_conserving": work_conserving,
-                 "gap_tol": gap_tol, "feas_tol": feas_tol}
+                 "gap_tol": gap_tol, "feas_tol": feas_tol, "normalized": normalized}
         solve_options = {k: v for k, v in given.items() if v is not None}
         super().__init__({"objective": objective, "recompute": recompute, **solve_options})
         self.name = name or objective
