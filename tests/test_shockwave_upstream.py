@@ -218,3 +218,18 @@ def test_mst_upstream_variant_sums_raw_throughputs() -> None:
     with pytest.raises(fa.InputError) as info:
         GavelPolicy("max_min_fairness", normalized=False)
     assert info.value.argument == "normalized"
+
+
+def test_themis_upstream_variant_counts_cumulative_isolated_time() -> None:
+    from fairalloc.sim.policies import GavelPolicy
+
+    w = poisson_workload(4, rate=30.0, seed=3, max_scale_factor=2)
+    pol = GavelPolicy("finish_time_fairness", isolated_time="cumulative",
+                      work_conserving=False)
+    r = simulate(w, fa.Cluster({"v100": 2}), pol, round_duration=900.0)
+    assert np.isfinite(r.finish).all()
+    assert pol.params["isolated_time"] == "cumulative" and pol.solves > 0
+    for bad in ({"isolated_time": "cumulative"}, {"normalized": True}):
+        with pytest.raises(fa.InputError) as info:
+            GavelPolicy("max_min_fairness", **bad)
+        assert info.value.argument == next(iter(bad))
