@@ -7,7 +7,13 @@ run in the previous round, finish-time fairness ``rho = JCT / (isolated time * m
 a job unfair when ``rho > 1.05`` -- and prints the results next to the upstream reference
 numbers of that folder's README, all measured in this one run.
 
-Policy names (the artifact's legends): ``shockwave`` (this library's planner with its
+It prints upstream's published rows first, then each row simulated here next to upstream's
+number for the same policy (``ours / upstream``; ``n/a`` where upstream published none).
+
+Policy names (the artifact's legends): ``shockwave-upstream`` (``ShockwavePolicy(
+preset="upstream")``: upstream's behaviours and 32-GPU configuration, observed-only
+forecast; formulations/shockwave_options.md) and ``shockwave-upstream-oracle`` (the same
+with upstream's own, oracle, forecast), ``shockwave`` (this library's planner with its
 defaults: observed-only forecasts, clipped weights, near-completion boost, the makespan term
 ``4 max_j R_j / Z0``, hard finish-time limits first with ``rhomax = 1.6``, the fairness
 side reading the empirical forecast (``ftf_forecast="empirical"``); see
@@ -30,8 +36,8 @@ partial-allocation auction, with no upstream number), ``gavel`` (max-min fairnes
 ``allox`` (fairalloc's AlloX re-matches every job every round: not upstream's variant, which
 lets a fully allocated job keep its GPUs and uses a different cost), ``ossp`` (the artifact's
 OSSP is
-Gavel's makespan policy: ``min_makespan``). ``--all`` adds MST, Gandiva-fair, Ares EFQ, Tiresias
-LAS and FIFO.
+Gavel's makespan policy: ``min_makespan``), ``mst`` (Gavel's max sum throughput),
+``gandiva_fair``. ``--all`` adds Ares EFQ, Tiresias LAS and FIFO.
 
 ``--trace900`` runs the 900-job trace on 256 GPUs instead, paired with ``wisr_throughputs.json``
 (the table its durations were generated with; the data folder's README), and prints the
@@ -64,30 +70,48 @@ import numpy as np
 
 import fairalloc as fa
 from fairalloc.sim import compare, make_policy, poisson_workload, read_trace
-from fairalloc.sim.policies import ShockwavePolicy
+from fairalloc.sim.policies import GavelPolicy, ShockwavePolicy
 from fairalloc.sim.simulator import Simulator
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_DATA = HERE.parent.parent / "shared" / "data" / "shockwave"
 
-#: upstream reference results (README of the data folder): makespan s, avg JCT s, worst rho,
-#: unfair fraction
+#: upstream reference results (README of the data folder: every result file of upstream's
+#: tacc_32gpus runs), keyed by the row of this benchmark that runs the same policy: makespan s,
+#: avg JCT s, worst rho, unfair fraction
 REFERENCE = {
     "shockwave": (24197.0, 9958.0, 1.78, 0.050),
     "themis": (31929.0, 11302.0, 3.44, 0.225),
     "ossp": (24205.0, 19807.0, 7.74, 0.742),
+    "gavel": (33208.0, 11274.0, 2.95, 0.250),
+    "allox": (32489.0, 9926.0, 4.96, 0.275),
+    "mst": (31909.0, 9655.0, 4.98, 0.250),
+    "gandiva_fair": (32367.0, 12574.0, 1.85, 0.517),
+}
+#: upstream's result files (its names) -> the reference row above; the two older Shockwave
+#: configurations have no row here
+PUBLISHED = {
+    "shockwave": "shockwave", "old_shockwave": (23749.0, 10056.0, 1.64, 0.050),
+    "new_orig_hyperparam_shockwave": (24418.0, 9963.0, 2.00, 0.042),
+    "min_total_duration (OSSP)": "ossp", "finish_time_fairness (Themis)": "themis",
+    "max_min_fairness (Gavel)": "gavel", "allox": "allox",
+    "max_sum_throughput_perf (MST)": "mst", "gandiva_fair": "gandiva_fair",
 }
 
 #: rows compared with another row's upstream numbers
-REFERENCE_ROW = {"shockwave-upstream-hparams": "shockwave", "shockwave-paper": "shockwave",
+REFERENCE_ROW = {"shockwave-upstream": "shockwave", "shockwave-upstream-oracle": "shockwave",
+                 "shockwave-upstream-hparams": "shockwave", "shockwave-paper": "shockwave",
                  "shockwave-scale-free": "shockwave", "shockwave-no-hard-ftf": "shockwave",
                  "shockwave-max-remaining": "shockwave", "shockwave-empirical": "shockwave",
                  "shockwave-empirical-lam16": "shockwave",
-                 "shockwave-previous": "shockwave"}
+                 "shockwave-previous": "shockwave", "gavel-upstream": "gavel",
+                 "themis-upstream": "themis", "mst-upstream": "mst"}
 
 #: the row labels of the printed tables (honest names: what each row runs)
 LABELS = {
     "shockwave": "Shockwave (fairalloc defaults)",
+    "shockwave-upstream": "Shockwave (preset='upstream', observed forecast)",
+    "shockwave-upstream-oracle": "Shockwave (preset='upstream', oracle forecast)",
     "shockwave-paper": "Shockwave (Eq. 11, §6.1 k=5, lam=1e-3)",
     "shockwave-upstream-hparams": "Shockwave (upstream hyper-parameters only)",
     "shockwave-max-remaining": "Shockwave (defaults, upstream's 1e-3 max_j R_j term)",
@@ -99,8 +123,13 @@ LABELS = {
     "themis": "Themis (artifact: Gavel FTF program)",
     "themis-auction": "Themis (paper: leases, auction)",
     "gavel": "Gavel max-min fairness",
+    "gavel-upstream": "Gavel max-min (upstream: one LP, no 2nd stage)",
+    "themis-upstream": "Themis (upstream: cumulative t_iso, no 2nd stage)",
     "allox": "AlloX (re-matched every round; not upstream's variant)",
     "ossp": "OSSP (min makespan)",
+    "mst": "MST (Gavel max sum throughput)",
+    "mst-upstream": "MST (upstream: raw steps/s sum, no 2nd stage)",
+    "gandiva_fair": "Gandiva-fair",
 }
 
 #: the paper's 256-GPU aggregates (no upstream result files): Shockwave's makespan is
@@ -120,6 +149,8 @@ ROUND, RESTART, UNFAIR = 120.0, 20.0, 1.05
 def policies(all_: bool, only: list[str] | None = None) -> list[tuple[str, Any]]:
     out: list[tuple[str, Any]] = [
         ("shockwave", ShockwavePolicy()),
+        ("shockwave-upstream", ShockwavePolicy(preset="upstream")),
+        ("shockwave-upstream-oracle", ShockwavePolicy(preset="upstream", forecast="oracle")),
         ("shockwave-scale-free", ShockwavePolicy(makespan="scale_free", lam=32.0,
                                                  hard_ftf=False)),
         ("shockwave-no-hard-ftf", ShockwavePolicy(hard_ftf=False)),
@@ -137,11 +168,21 @@ def policies(all_: bool, only: list[str] | None = None) -> list[tuple[str, Any]]
         ("themis", make_policy("themis_ftf")),
         ("themis-auction", make_policy("themis")),
         ("gavel", make_policy("max_min_fairness")),
+        # upstream's Gavel programs stop at the max-min (min-max) level: no work-conserving
+        # second stage; its Themis counts isolated time of the work done
+        # (formulations/shockwave_options.md, "Baselines")
+        ("gavel-upstream", GavelPolicy("max_min_fairness", work_conserving=False)),
+        ("themis-upstream", GavelPolicy("finish_time_fairness", work_conserving=False,
+                                        isolated_time="cumulative")),
         ("allox", make_policy("allox")),
         ("ossp", make_policy("min_makespan")),
+        ("mst", make_policy("mst")),
+        ("mst-upstream", GavelPolicy("max_total_throughput", normalized=False,
+                                     work_conserving=False)),
+        ("gandiva_fair", make_policy("gandiva_fair")),
     ]
     if all_:
-        out += [(n, make_policy(n)) for n in ("mst", "gandiva_fair", "efq", "las", "fifo")]
+        out += [(n, make_policy(n)) for n in ("efq", "las", "fifo")]
     if only:
         unknown = sorted(set(only) - {n for n, _ in out})
         if unknown:
@@ -162,6 +203,17 @@ def simulate_all(w: Any, gpus: int, all_: bool, only: list[str] | None,
         if not quiet:
             print(f"  {name:28s} simulated in {seconds[name]:6.1f} s", file=sys.stderr)
     return results, seconds
+
+
+def print_published() -> None:
+    """Upstream's published rows (its result files for this trace), as published."""
+    print("upstream's published results (scheduler/reproduce/pickles/tacc_32gpus/)")
+    print(f"{'upstream result file':56s} {'makespan (s)':>12s} {'avg JCT (s)':>12s} "
+          f"{'worst rho':>10s} {'unfair %':>9s}")
+    for name, ref in PUBLISHED.items():
+        m, j, r, u = REFERENCE[ref] if isinstance(ref, str) else ref
+        print(f"{name:56s} {m:12.0f} {j:12.0f} {r:10.2f} {100 * u:9.1f}")
+    print()
 
 
 def print_trace_table(table: Any, seconds: dict[str, float], with_ref: bool) -> None:
@@ -217,6 +269,8 @@ def run_trace(args: argparse.Namespace, scale: int) -> int:
           f"{ROUND:.0f} s, restart overhead {RESTART:.0f} s\n")
     results, seconds = simulate_all(w, gpus, args.all, args.policies)
     table = compare(results, unfair_threshold=UNFAIR)
+    if scale == 120:
+        print_published()
     print_trace_table(table, seconds, with_ref=scale == 120)
     if scale == 900:
         print_900_ratios(table)

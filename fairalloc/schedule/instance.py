@@ -25,6 +25,7 @@ from .._validation import (
     as_finite_float,
     as_positive_float,
     as_positive_int,
+    as_real_array,
 )
 from ..errors import InputError
 
@@ -57,6 +58,9 @@ MAX_NEEDED_ROUNDS = 2.0**53
 MIN_TIME_UNIT_FRACTION = 1e-15
 # documented argument: plan_schedule's default util_floor, also the floor of relax_plan's tables
 UTIL_FLOOR = 1e-6
+#: upstream Shockwave's piecewise-linear log (its ``log_approximation_bases``): ``log UTIL``
+#: interpolated linearly between these progress fractions, ``log(util_floor)`` at 0
+UPSTREAM_LOG_BREAKPOINTS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
 
 
 # --------------------------------------------------------------------------------------------
@@ -377,7 +381,8 @@ def _flatten(sec: np.ndarray, ep: np.ndarray, left: np.ndarray) -> tuple[np.ndar
 def _build_plan_instance(jobs: Any, num_gpus: Any, *, rounds: Any, round_duration: Any,
                          k: Any, lam: Any, z0: Any, util_floor: Any, expectation: str,
                          makespan: str, regime_model: str, restart_penalty: Any,
-                         welfare_norm: str = "gpus") -> _PlanInstance:
+                         welfare_norm: str = "gpus",
+                         log_breakpoints: Any = None) -> _PlanInstance:
     """Validate the plan's inputs and build its per-count tables (every solver path's data)."""
     if isinstance(jobs, PlanJob):
         jobs = [jobs]
@@ -485,7 +490,7 @@ def _build_plan_instance(jobs: Any, num_gpus: Any, *, rounds: Any, round_duratio
     if shift:  # the whole objective is scaled by exp(-shift) (see _weights)
         coef = math.exp(math.log(coef) - shift) if coef > 0 else 0.0
         eta = math.exp(math.log(eta) - shift) if eta > 0 else 0.0
-    gval = weight[:, None] * np.log(np.maximum(util, floor))
+    gval = weight[:, None] * _log_utility(util, floor, _as_breakpoints(log_breakpoints))
     inst = _PlanInstance(N=N, T=T, M=M, D=D, w=w, weight=weight, util=util, rem=rem,
                          gval=gval, finish=finish, cap=cap, running=running, coef=coef,
                          makespan="max_remaining" if makespan == "max_remaining" else "paper",
@@ -498,6 +503,30 @@ def _build_plan_instance(jobs: Any, num_gpus: Any, *, rounds: Any, round_duratio
                          "overflow a float; use a smaller value (or a larger z0)",
                          argument="lam")
     return dataclasses.replace(inst, data_scale=scale)
+
+
+def _as_breakpoints(value: Any) -> np.ndarray | None:
+    """``log_breakpoints``: None, or increasing progress fractions from 0 to 1 (two or more)."""
+    if value is None:
+        return None
+    b = as_real_array(value, "log_breakpoints")
+    if b.ndim != 1 or b.size < 2 or b[0] != 0.0 or b[-1] != 1.0:
+        raise InputError("log_breakpoints must be a list of two or more progress fractions "
+                         f"from 0 to 1, got {value!r}", argument="log_breakpoints")
+    bad = np.flatnonzero(np.diff(b) <= 0)
+    if bad.size:
+        i = int(bad[0]) + 1
+        raise InputError(f"log_breakpoints must increase: log_breakpoints[{i}] = {b[i]:g} "
+                         f"follows {b[i - 1]:g}", argument="log_breakpoints", index=(i,))
+    return b
+
+
+def _log_utility(util: np.ndarray, floor: float, breakpoints: np.ndarray | None) -> np.ndarray:
+    """``log max(UTIL, floor)``, or with ``breakpoints`` its linear interpolation between
+    ``log max(b, floor)`` at each breakpoint (upstream's piecewise-linear log)."""
+    if breakpoints is None:
+        return np.log(np.maximum(util, floor))
+    return np.interp(util, breakpoints, np.log(np.maximum(breakpoints, floor)))
 
 
 def _data_scale(inst: _PlanInstance) -> float:

@@ -353,6 +353,7 @@ def plan_schedule(
     welfare_norm: str = "gpus",
     remaining_limit: Any = None,
     node_limit: int | None = None,
+    log_breakpoints: Any = None,
 ) -> PlanResult:
     """Plan the next ``rounds`` rounds with Shockwave's program (Eq. 11, App. G.1-G.3, H).
 
@@ -428,6 +429,11 @@ def plan_schedule(
         ``log UTIL`` is evaluated at ``max(UTIL, util_floor)`` so that a job with no finished
         epoch that gets no round costs a finite amount (the value upstream's piecewise log
         takes at zero progress).
+    log_breakpoints : sequence of float, optional
+        Upstream's piecewise-linear log: ``log UTIL`` replaced by its linear interpolation
+        between these progress fractions (increasing, from 0 to 1; ``log(util_floor)`` at 0).
+        Upstream uses ``(0, 0.2, 0.4, 0.6, 0.8, 1)`` (``UPSTREAM_LOG_BREAKPOINTS``: slope about
+        61 below 20 % progress). Default: the exact log.
     warm_start : bool, default False
         ``method="milp"`` only: run the fast path first and give its schedule to HiGHS as a
         MIP start (``"auto"`` always does so when it falls back to the MILP).
@@ -516,7 +522,8 @@ def plan_schedule(
                                 makespan="max_remaining" if makespan == "longest" else makespan,
                                 regime_model=regime_model, restart_penalty=restart_penalty,
                                 welfare_norm=as_option(welfare_norm, "welfare_norm",
-                                                       WELFARE_NORMS))
+                                                       WELFARE_NORMS),
+                                log_breakpoints=log_breakpoints)
     if makespan == "longest":
         inst = _longest_term(inst, z0)
     labels = as_labels(ids, "ids", inst.N, "jobs")

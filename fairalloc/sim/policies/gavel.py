@@ -25,8 +25,9 @@ from typing import Any
 
 import numpy as np
 
-from ..._validation import as_option
+from ..._validation import as_bool, as_option
 from ...data import Cluster, Jobs
+from ...errors import InputError
 from ...throughput import isolated_split
 from ...throughput.registry import GAVEL_POLICIES as THROUGHPUT_POLICIES
 from ..state import RoundState, TimeShares
@@ -83,7 +84,7 @@ def _solve(objective: str, jobs: Jobs, cluster: Cluster, options: dict[str, Any]
     if objective == "isolated":
         return isolated_split(jobs, cluster)
     name, fixed = OBJECTIVE_OPTIONS.get(objective, (objective, {}))
-    return THROUGHPUT_POLICIES[name].function(jobs, cluster, **fixed, **options).x
+    return THROUGHPUT_POLICIES[name].function(jobs, cluster, **{**fixed, **options}).x
 
 
 class GavelPolicy(BasePolicy):
@@ -101,18 +102,39 @@ class GavelPolicy(BasePolicy):
     method, backend, work_conserving, gap_tol, feas_tol : optional
         Passed to the library function when given (e.g. ``method="highs"``); ``None``: the
         function's default. Not used by ``"isolated"``.
+    normalized : bool, optional
+        ``"max_total_throughput"`` only: ``False`` sums raw throughputs (steps per second,
+        the Shockwave artifact's MST) instead of the normalised ones (default).
+    isolated_time : {"elapsed", "cumulative"}
+        ``"finish_time_fairness"`` only: the isolated time a job has already had (``t_iso``
+        of rho's denominator): its time since arrival (default), or, as the Shockwave
+        artifact's Themis, the steps it ran between two solves divided by its isolated (1/n
+        split) throughput at the first of them, summed.
     """
 
     def __init__(self, objective: str = "max_min_fairness", *, recompute: str = "event",
                  name: str | None = None, method: str | None = None, backend: Any = None,
                  work_conserving: bool | None = None, gap_tol: float | None = None,
-                 feas_tol: float | None = None) -> None:
+                 feas_tol: float | None = None, normalized: bool | None = None,
+                 isolated_time: str = "elapsed") -> None:
         objective = as_option(objective, "objective", GAVEL_OBJECTIVES)
+        if normalized is not None:
+            if objective != "max_total_throughput":
+                raise InputError("normalized applies to objective='max_total_throughput' only, "
+                                 f"not {objective!r}", argument="normalized")
+            normalized = as_bool(normalized, "normalized")
+        isolated_time = as_option(isolated_time, "isolated_time", ("elapsed", "cumulative"))
+        if isolated_time != "elapsed" and objective != "finish_time_fairness":
+            raise InputError("isolated_time applies to objective='finish_time_fairness' only, "
+                             f"not {objective!r}", argument="isolated_time")
         recompute = as_option(recompute, "recompute", ("event", "round"))
         given = {"method": method, "backend": backend, "work_conserving": work_conserving,
-                 "gap_tol": gap_tol, "feas_tol": feas_tol}
+                 "gap_tol": gap_tol, "feas_tol": feas_tol, "normalized": normalized}
         solve_options = {k: v for k, v in given.items() if v is not None}
-        super().__init__({"objective": objective, "recompute": recompute, **solve_options})
+        super().__init__({"objective": objective, "recompute": recompute, **solve_options,
+                          **({"isolated_time": isolated_time}
+                             if isolated_time != "elapsed" else {})})
+        self.isolated_time = isolated_time
         self.name = name or objective
         self.objective = objective
         self.recompute = recompute
@@ -124,6 +146,11 @@ class GavelPolicy(BasePolicy):
               seed: int) -> None:
         super().reset(workload, cluster, round_duration=round_duration, seed=seed)
         self._x = {}
+        # isolated_time="cumulative": per workload row, isolated seconds so far, and the steps
+        # left and isolated throughput at the previous solve (0: not seen)
+        self._iso = np.zeros(workload.n)
+        self._prev_steps = np.zeros(workload.n)
+        self._prev_rate = np.zeros(workload.n)
         self.solves = 0
 
     def allocate(self, state: RoundState) -> TimeShares:
@@ -132,7 +159,24 @@ class GavelPolicy(BasePolicy):
         stale = (self.recompute == "round" or bool(state.arrived) or bool(state.finished)
                  or bool(v.regime_changed.any()) or any(i not in self._x for i in v.ids))
         if stale:
-            x = _solve(self.objective, v.to_jobs(), cluster, self.solve_options)
+            jobs = v.to_jobs()
+            if self.isolated_time == "cumulative":
+                jobs = self._cumulative_isolated(v, jobs, cluster)
+            x = _solve(self.objective, jobs, cluster, self.solve_options)
             self.solves += 1
             self._x = dict(zip(v.ids, np.asarray(x), strict=True))
         return TimeShares(np.array([self._x[i] for i in v.ids]))
+
+    def _cumulative_isolated(self, v: Any, jobs: Jobs, cluster: Cluster) -> Jobs:
+        """``jobs`` with ``isolated_elapsed`` accumulated as the Shockwave artifact's Themis."""
+        rows = np.asarray(v.index, dtype=np.int64)
+        steps = np.asarray(jobs.steps_remaining, dtype=float)
+        prev = self._prev_rate[rows]
+        seen = prev > 0
+        self._iso[rows] += np.where(seen, (self._prev_steps[rows] - steps)
+                                    / np.where(seen, prev, 1.0), 0.0)
+        self._prev_steps[rows] = steps
+        self._prev_rate[rows] = (jobs.throughput * isolated_split(jobs, cluster)).sum(axis=1)
+        return Jobs(jobs.throughput, scale_factor=jobs.scale_factor, weight=jobs.weight,
+                    ids=jobs.ids, steps_remaining=steps, elapsed=jobs.elapsed,
+                    isolated_elapsed=self._iso[rows])

@@ -10,6 +10,8 @@ Regime forecasts from each job's observed epochs
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
 import time
 from collections.abc import Hashable
@@ -19,10 +21,16 @@ import numpy as np
 
 from ..._validation import as_bool, as_option, as_positive_float, as_positive_int
 from ...data import Cluster
-from ...errors import SolverError
+from ...errors import InfeasibleError, InputError, SolverError
 from ..state import EPOCH_ROUNDOFF, JobView, RoundState, Schedule
 from ..workload import Workload
 from .base import BasePolicy, pack_by_priority
+from .shockwave_upstream import (
+    UPSTREAM_PRESET,
+    EqualShareLateness,
+    reorder_window,
+    upstream_config,
+)
 
 __all__ = ["ShockwavePolicy", "hard_ftf_limits", "plan_ftf"]
 
@@ -57,7 +65,7 @@ MIN_REMAINING = 1e-6
 #: plan_schedule options a ShockwavePolicy forwards when given (None: plan_schedule's default)
 PLAN_OPTIONS = ("method", "mip_gap", "time_limit", "work_conservation", "restart_penalty",
                 "expectation", "makespan", "regime_model", "z0", "util_floor", "warm_start",
-                "threads", "backend", "welfare_norm", "node_limit")
+                "threads", "backend", "welfare_norm", "node_limit", "log_breakpoints")
 #: exponent of the near-completion boost (upstream's ``priority_M``): a late job (rho > 1)
 #: forecast to finish within one round weighs rho**NEAR_COMPLETION_BOOST
 NEAR_COMPLETION_BOOST = 100.0
@@ -85,6 +93,44 @@ FTF_FORECAST = "empirical"
 HARD_FTF_DROPS = ("unreachable", "all")
 #: the forecast methods of ``forecast`` and ``ftf_forecast``
 FORECASTS = ("restatement", "bayesian", "greedy", "empirical", "oracle")
+#: who is late: the FTF estimate of Eq. 9 (``"ftf"``) or upstream's projected finish over its
+#: momentum-averaged equal-share finish time (``"upstream"``, `EqualShareLateness`)
+LATENESS = ("ftf", "upstream")
+#: the plan weights when the hard finish-time limits are met: ``weights=``'s (``"weighted"``)
+#: or none at all (``"none"``, upstream)
+HARD_FTF_WEIGHTS = ("weighted", "none")
+#: ``reorder``'s modes besides True/False: upstream's reordering MILP (`reorder_window`)
+REORDER_MODES = ("milp",)
+#: the configurations ``preset`` names (`UPSTREAM_PRESET`)
+PRESETS = ("upstream",)
+#: spellings of a flag accepted from the command line (``--param shockwave.reorder=true``)
+FLAG_WORDS = {"true": True, "false": False, "1": True, "0": False}
+
+
+def _flag(value: Any, name: str, modes: tuple[str, ...] = ()) -> bool | str:
+    """A flag given as a bool, 1/0 or the words true/false/1/0 (any case); or one of ``modes``."""
+    if isinstance(value, str):
+        word = value.strip().lower()
+        if word in FLAG_WORDS:
+            return FLAG_WORDS[word]
+        if word in modes:
+            return word
+    elif isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_) \
+            and int(value) in (0, 1):
+        return bool(value)
+    if modes and not isinstance(value, bool | np.bool_):
+        raise InputError(f"{name} must be True, False or one of {list(modes)}, got {value!r}",
+                         argument=name)
+    return as_bool(value, name)
+
+
+def _given_options(init: Any) -> Any:
+    """Record the names of the options a caller gave (``preset=`` fills only the others)."""
+    @functools.wraps(init)
+    def wrapper(self: Any, **options: Any) -> None:
+        self._given = frozenset(options)
+        init(self, **options)
+    return wrapper
 
 
 def hard_ftf_limits(attained: Any, waiting: Any, remaining: Any, nav: Any, *, rhomax: float,
@@ -281,14 +327,38 @@ class ShockwavePolicy(BasePolicy):
         ``"unreachable"`` (default): the limits of jobs that cannot meet theirs even running
         every round of the window are dropped first (the others kept); all are dropped only when
         the rest is still infeasible. ``"all"`` (upstream): any infeasibility drops every limit.
+    lateness : {"ftf", "upstream"}
+        Who is late (plan weights, near-completion, the hard limits): ``"ftf"`` (default) the
+        FTF estimate of Eq. 9; ``"upstream"`` the projected finish ``now + R / min(1, M/N)``
+        over a momentum-averaged equal-share finish time re-estimated only on arrivals and
+        completions (`EqualShareLateness`), late above ``rhomax``; the hard limits are then
+        ``now + T D + R_after / min(1, M/N) <= rhomax * target``.
+    hard_ftf_weights : {"weighted", "none"}
+        The plan weights when the hard limits are met: ``weights=``'s (default) or none at all
+        (upstream).
+    log_breakpoints : sequence of float, optional
+        `fairalloc.plan_schedule`'s piecewise-linear log (upstream:
+        ``(0, 0.2, 0.4, 0.6, 0.8, 1)``); default the exact log.
+    preset : {"upstream"}, optional
+        ``"upstream"``: every option not given explicitly takes upstream's value
+        (`UPSTREAM_PRESET`: the 6-point log, N*T welfare, raw-seconds makespan term, the
+        equal-share lateness test, hard limits first with ``rhomax = 1`` and no weights when
+        they hold, the reordering MILP, column execution, re-plans every 8 rounds and on
+        arrivals and completions only, no work-conservation constraint in the program) and,
+        when neither ``k`` nor ``lam`` is given, upstream's configuration for the cluster's
+        size at each reset (`upstream_config`: ``lam = 1e-3``, ``k = 12`` at 32 GPUs). The
+        forecast stays ``forecast=`` (observed only unless ``"oracle"``, upstream's own).
     welfare_norm : {"gpus", "rounds"}, optional
         Passed to `fairalloc.plan_schedule`: the welfare divided by
         ``N*M`` (paper) or ``N*T`` (upstream's code).
     replan_interval : int, optional
         Re-plan at least every this many rounds (upstream: 8); default the window.
-    reorder : bool, default False
+    reorder : bool or "milp", default False
         With ``"counts"``: among the jobs with planned rounds left, those of larger plan weight
-        run first (upstream's post-solve reordering).
+        run first. ``"milp"``: upstream's post-solve reordering, a second MILP that keeps each
+        job's round count and moves high-priority jobs' rounds to the front of the window
+        (`reorder_window`), applied to plans made without the hard limits (it orders the
+        columns ``execution="columns"`` runs). Flags may be spelled ``true``/``false``/``1``/``0``.
     idle_fill : {"longest", "shortest", "none"}
         Who gets GPUs the plan's jobs leave idle: the longest remaining (upstream), the
         shortest remaining, or nobody. `filled` counts the job-rounds it ran.
@@ -300,6 +370,7 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
 
     name = "shockwave"
 
+    @_given_options
     def __init__(self, *, k: float = SHOCKWAVE_K, lam: float = SHOCKWAVE_LAM,
                  window: int = SHOCKWAVE_WINDOW, forecast: str = "restatement",
                  ftf_forecast: str | None = FTF_FORECAST,
@@ -318,7 +389,29 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
                  reorder: bool = False, idle_fill: str = "longest",
                  near_completion: str = "first", near_rounds: int = NEAR_ROUNDS,
                  hard_ftf: bool = True, rhomax: float = HARD_FTF_RHOMAX,
-                 hard_ftf_drop: str = "unreachable") -> None:
+                 hard_ftf_drop: str = "unreachable", lateness: str = "ftf",
+                 hard_ftf_weights: str = "weighted", log_breakpoints: Any = None,
+                 preset: str | None = None) -> None:
+        opts = {n: v for n, v in locals().items() if n not in ("self", "preset", "__class__")}
+        self.preset = None if preset is None else as_option(preset, "preset", PRESETS)
+        self._per_cluster = False
+        if self.preset == "upstream":
+            given = getattr(self, "_given", frozenset(opts))
+            opts.update({n: v for n, v in UPSTREAM_PRESET.items() if n not in given})
+            # neither k nor lam given: upstream's configuration for the cluster's size
+            self._per_cluster = not given & {"k", "lam"}
+        self._configure(**opts)
+
+    def _configure(self, *, k: float, lam: float, window: int, forecast: str,
+                   ftf_forecast: str | None, replan: str, accordion_regimes: int,
+                   contention: str, execution: str, keep_running: Any, method: Any,
+                   mip_gap: Any, time_limit: Any, node_limit: Any, work_conservation: Any,
+                   restart_penalty: Any, expectation: Any, makespan: Any, regime_model: Any,
+                   z0: Any, util_floor: Any, warm_start: Any, threads: Any, backend: Any,
+                   weights: str, boost: float, welfare_norm: Any, replan_interval: Any,
+                   reorder: Any, idle_fill: str, near_completion: str, near_rounds: int,
+                   hard_ftf: Any, rhomax: float, hard_ftf_drop: str, lateness: str,
+                   hard_ftf_weights: str, log_breakpoints: Any) -> None:
         from ...schedule import PlanJob, ReplanPolicy, plan_schedule
 
         given = {"method": method, "mip_gap": mip_gap, "time_limit": time_limit,
@@ -326,7 +419,8 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
                  "expectation": expectation, "makespan": makespan,
                  "regime_model": regime_model, "z0": z0, "util_floor": util_floor,
                  "warm_start": warm_start, "threads": threads, "backend": backend,
-                 "welfare_norm": welfare_norm, "node_limit": node_limit}
+                 "welfare_norm": welfare_norm, "node_limit": node_limit,
+                 "log_breakpoints": log_breakpoints}
         plan_options = {name: given[name] for name in PLAN_OPTIONS if given[name] is not None}
         # a bad plan option (mip_gap=5, method="nope") fails here, not at the first re-plan:
         # a one-job, one-round plan with these options (milliseconds)
@@ -341,16 +435,18 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
         execution = as_option(execution, "execution", ("counts", "columns"))
         k = as_positive_float(k, "k", allow_zero=True)
         lam = as_positive_float(lam, "lam", allow_zero=True)
-        keep_running = as_bool(keep_running, "keep_running")
+        keep_running = _flag(keep_running, "keep_running")
         weights = as_option(weights, "weights", WEIGHT_MODES)
         boost = as_positive_float(boost, "boost", allow_zero=True)
         interval = (window if replan_interval is None
                     else as_positive_int(replan_interval, "replan_interval"))
-        reorder = as_bool(reorder, "reorder")
+        reorder = _flag(reorder, "reorder", REORDER_MODES)
         idle_fill = as_option(idle_fill, "idle_fill", IDLE_FILLS)
         near_completion = as_option(near_completion, "near_completion", NEAR_COMPLETION)
         near_rounds = as_positive_int(near_rounds, "near_rounds")
-        hard_ftf = as_bool(hard_ftf, "hard_ftf")
+        hard_ftf = _flag(hard_ftf, "hard_ftf")
+        lateness = as_option(lateness, "lateness", LATENESS)
+        hard_ftf_weights = as_option(hard_ftf_weights, "hard_ftf_weights", HARD_FTF_WEIGHTS)
         rhomax = as_positive_float(rhomax, "rhomax")
         hard_ftf_drop = as_option(hard_ftf_drop, "hard_ftf_drop", HARD_FTF_DROPS)
         super().__init__({"k": k, "lam": lam, "window": window, "forecast": forecast,
@@ -361,10 +457,14 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
                           "replan_interval": interval, "reorder": reorder,
                           "idle_fill": idle_fill, "near_completion": near_completion,
                           "near_rounds": near_rounds, "hard_ftf": hard_ftf,
-                          "rhomax": rhomax, "hard_ftf_drop": hard_ftf_drop, **plan_options})
+                          "rhomax": rhomax, "hard_ftf_drop": hard_ftf_drop,
+                          "lateness": lateness, "hard_ftf_weights": hard_ftf_weights,
+                          **({"preset": self.preset} if self.preset else {}),
+                          **plan_options})
+        self.lateness, self.hard_ftf_weights = lateness, hard_ftf_weights
         self.hard_ftf, self.rhomax, self.hard_ftf_drop = hard_ftf, float(rhomax), hard_ftf_drop
         self.weights, self.boost, self.replan_interval = weights, float(boost), interval
-        self.reorder, self.idle_fill = bool(reorder), idle_fill
+        self.reorder, self.idle_fill = reorder, idle_fill
         self.near_completion, self.near_rounds = near_completion, near_rounds
         self._near: dict[Hashable, bool] = {}
         self.execution = execution
@@ -406,6 +506,12 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
         self.filled = 0
         self.solver_fallbacks = 0
         self.hard_ftf_plans = self.hard_ftf_dropped = 0
+        if self._per_cluster:  # preset="upstream": the configuration for this cluster size
+            self.lam, self.k = upstream_config(int(round(cluster.total_workers)))
+            self.params.update(k=self.k, lam=self.lam)
+        self._late = EqualShareLateness(workload.n)
+        self._round, self._reestimate = 0, True
+        self.reordered = 0
 
     def _model(self, v: JobView, i: int) -> Any:
         from ...schedule import RegimeModel
@@ -484,10 +590,23 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
                                 * (1.0 if self.contention == "jobs"
                                    else v.scale_factor.sum() / max(v.n, 1)),
                                 demand=demand)
-        ftf = ftf_estimate(v.attained, v.waiting, rem_f, nav)
-        ftf = np.where(np.isfinite(ftf) & (ftf > 0), ftf, 1.0)
         D = state.cluster.round_duration
-        weighed = plan_ftf(ftf, rem_f, D, k=self.k, weights=self.weights,
+        if self.lateness == "upstream":
+            # upstream: now + R / min(1, M/N) over the momentum-averaged equal-share finish
+            # time, re-estimated only on arrivals and completions; late above rhomax
+            if self._reestimate:
+                self._late.record(v.index, self._round, v.arrival, v.attained, rem_f,
+                                  num_gpus=M)
+                self._reestimate = False
+            target = self._late.target(v.index, self._round)
+            share = min(1.0, M / max(v.n, 1))
+            ftf = (state.cluster.time + rem_f / share) / target
+            ftf = np.where(np.isfinite(ftf) & (ftf > 0), ftf, 1.0)
+            ftf_w = np.where(ftf > self.rhomax, ftf, 1.0)
+        else:
+            ftf = ftf_estimate(v.attained, v.waiting, rem_f, nav)
+            ftf = ftf_w = np.where(np.isfinite(ftf) & (ftf > 0), ftf, 1.0)
+        weighed = plan_ftf(ftf_w, rem_f, D, k=self.k, weights=self.weights,
                            boost=self.boost if self.near_completion == "weight" else 0.0)
         near = ((ftf > 1.0) & (rem_f < self.near_rounds * D)
                 & (self.near_completion == "first"))
@@ -505,14 +624,26 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
                                 done_epochs=fc.done_epochs, ftf=ftf_i, regimes=regimes,
                                 running=bool(v.running[i])))
         plan = None
+        dropped = self.hard_ftf_dropped
         if self.hard_ftf:
-            # upstream's hard-FTF-first: L + W + T D + R_after N_avg <= rhomax P N_avg
-            limit = hard_ftf_limits(v.attained, v.waiting, rem_f, nav, rhomax=self.rhomax,
-                                    window_seconds=self.window * D, plan_remaining=remaining,
-                                    drop=self.hard_ftf_drop)
+            if self.lateness == "upstream":
+                # upstream: now + T D + R_after / share <= rhomax * target (infeasible when
+                # a job's right-hand side is below now + T D)
+                limit = ((self.rhomax * target - state.cluster.time - self.window * D) * share
+                         * remaining / rem_f)
+            else:
+                # upstream's hard-FTF-first: L + W + T D + R_after N_avg <= rhomax P N_avg
+                limit = hard_ftf_limits(v.attained, v.waiting, rem_f, nav, rhomax=self.rhomax,
+                                        window_seconds=self.window * D,
+                                        plan_remaining=remaining, drop=self.hard_ftf_drop)
+            plain = jobs
+            if self.hard_ftf_weights == "none":  # upstream: unweighted when the limits hold
+                plain = [dataclasses.replace(j, ftf=1.0) for j in jobs]
             try:
+                if np.any(limit < 0):
+                    raise InfeasibleError("a finish-time limit is already missed")
                 opts = {**self.plan_options, "method": "auto"}
-                plan = plan_schedule(jobs, M, rounds=self.window, round_duration=D, k=self.k,
+                plan = plan_schedule(plain, M, rounds=self.window, round_duration=D, k=self.k,
                                      lam=self.lam, remaining_limit=limit,
                                      **opts)
                 self.hard_ftf_plans += 1
@@ -534,6 +665,10 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
             self.solver_fallbacks += 1
         self.time_limited += int(plan.status.value in ("time_limit", "iteration_limit"))
         sched = np.asarray(plan.schedule, dtype=bool)
+        # reorder="milp": upstream's reordering, of the plan made without finish-time limits
+        if self.reorder == "milp" and (not self.hard_ftf or self.hard_ftf_dropped > dropped):
+            sched = reorder_window(sched, v.scale_factor, self.k * np.log(weighed), M)
+            self.reordered += 1
         self._plan = dict(zip(v.ids, sched, strict=True))
         self._left = dict(zip(v.ids, sched.sum(axis=1).tolist(), strict=True))
         self._planned, self._elapsed = sched.shape[1], 0
@@ -542,6 +677,8 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
 
     def allocate(self, state: RoundState) -> Schedule:
         v = state.jobs
+        if len(state.arrived) or len(state.finished):
+            self._reestimate = True
         decision = self.replan_policy.decide(
             rounds_elapsed=self._elapsed,
             planned_rounds=min(self._planned, self.replan_interval),
@@ -551,6 +688,7 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
             self._replan(state)
         col = self._elapsed
         self._elapsed += 1
+        self._round += 1
         cluster = state.cluster.cluster
         rem = np.min(v.remaining_seconds, axis=1)
         fill = rem.max(initial=0.0) + 1.0

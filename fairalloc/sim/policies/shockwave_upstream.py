@@ -1,0 +1,206 @@
+"""Upstream Shockwave's behaviours as options of `fairalloc.sim.ShockwavePolicy`.
+
+``ShockwavePolicy(preset="upstream")`` runs the policy as upstream's simulator does
+(``scheduler/shockwave.py`` and ``scheduler/configurations/*.json`` of uw-mad-dash/shockwave);
+``formulations/shockwave_options.md`` lists each behaviour with its source location. This
+module holds the pieces the paper does not describe: the configuration per cluster size
+(`upstream_config`), the lateness test against a momentum-averaged equal-share finish time
+(`EqualShareLateness`) and the reordering program (`reorder_window`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from scipy import sparse
+
+from ...backends import LinearProgram, get_backend
+from ...errors import InputError
+from ...schedule.instance import UPSTREAM_LOG_BREAKPOINTS
+
+__all__ = ["UPSTREAM_CONFIGS", "UPSTREAM_PRESET", "EqualShareLateness", "reorder_window",
+           "upstream_config"]
+
+#: upstream's configuration by cluster size (its reproduction configs): GPUs ->
+#: (makespan coefficient, upstream's ``k``; FTF exponent, upstream's ``lambda``)
+UPSTREAM_CONFIGS = {32: (1e-3, 12.0), 64: (10.0, 5.0), 128: (1e-3, 15.0), 256: (1e5, 5.0)}
+#: momentum of upstream's averaged fair finish time (``finish_time_momentumed_average``)
+FINISH_TIME_MOMENTUM = 0.9
+# PERFORMANCE: branch-and-bound nodes of the reordering MILP (a work limit: the best schedule
+# found is used, the plan's own when none; deterministic on any machine)
+REORDER_NODE_LIMIT = 1000
+# ACCURACY: relative gap of the reordering MILP (upstream's solver_rel_gap)
+REORDER_MIP_GAP = 1e-3
+# ACCURACY: priorities are divided by the largest; those below this fraction of it count as
+# this fraction (a priority of rho^100 next to 1 would otherwise underflow)
+REORDER_MIN_PRIORITY = 1e-9
+
+#: the options ``preset="upstream"`` sets (``k`` and ``lam`` come from `upstream_config` at
+#: reset, from the cluster's size)
+UPSTREAM_PRESET: dict[str, Any] = {
+    "makespan": "max_remaining",  # lam max_j R_j in raw seconds
+    "welfare_norm": "rounds",  # welfare / (N T)
+    "log_breakpoints": UPSTREAM_LOG_BREAKPOINTS,  # 6-point piecewise-linear log
+    "util_floor": 1e-6,  # logapx_origin: log(1e-6) at zero progress
+    "weights": "clipped",
+    "near_completion": "weight",  # priority_M = 1e2 within one round
+    "boost": 100.0,
+    "lateness": "upstream",
+    "hard_ftf": True,
+    "rhomax": 1.0,
+    "hard_ftf_drop": "all",
+    "hard_ftf_weights": "none",
+    "reorder": "milp",
+    "execution": "columns",
+    "idle_fill": "longest",  # construct_schedules' greedy fill, column by column
+    "work_conservation": "none",  # no work-conservation constraint in the program
+    "replan": "lazy",  # no re-plan on regime changes
+    "replan_interval": 8,
+    "ftf_forecast": None,  # one forecast everywhere
+}
+
+
+def upstream_config(num_gpus: int) -> tuple[float, float]:
+    """Upstream's ``(makespan coefficient, FTF exponent)`` for a cluster of ``num_gpus`` GPUs.
+
+    Upstream configures 32, 64, 128 and 256 GPUs (`UPSTREAM_CONFIGS`); another size takes the
+    configuration of the nearest configured size in log scale (the smaller one on a tie).
+
+    Parameters
+    ----------
+    num_gpus : int
+
+    Returns
+    -------
+    (float, float)
+
+    Examples
+    --------
+    >>> upstream_config(32), upstream_config(64), upstream_config(256)
+    ((0.001, 12.0), (10.0, 5.0), (100000.0, 5.0))
+    >>> upstream_config(40)
+    (0.001, 12.0)
+    """
+    if isinstance(num_gpus, bool) or not isinstance(num_gpus, int | np.integer) or num_gpus < 1:
+        raise InputError(f"num_gpus must be a positive integer, got {num_gpus!r}",
+                         argument="num_gpus")
+    sizes = sorted(UPSTREAM_CONFIGS)
+    dist = [abs(math.log2(s) - math.log2(int(num_gpus))) for s in sizes]
+    return UPSTREAM_CONFIGS[sizes[int(np.argmin(dist))]]
+
+
+class EqualShareLateness:
+    """Upstream's lateness test: projected finish ``now + R / min(1, M/N)`` over a
+    momentum-averaged equal-share finish time.
+
+    At each re-estimate (upstream: only when jobs arrive or complete) every active job's
+    equal-share finish time ``arrival + (L + R) / min(1, M/N)`` is recorded (``L`` its attained
+    isolated seconds, ``R`` its forecast remaining ones). Its target at round ``r`` is
+    ``0.9 a + 0.1 f_last``, with ``a`` the average of its recorded values weighted by how many
+    rounds each stood (``f_last`` alone before a round has passed).
+
+    Parameters
+    ----------
+    size : int
+        Jobs of the workload (rows of the per-job state).
+
+    Examples
+    --------
+    >>> late = EqualShareLateness(2)
+    >>> late.record([0, 1], 0, [0.0, 0.0], [0.0, 0.0], [100.0, 400.0], num_gpus=1)
+    >>> late.target([0, 1], 0).tolist()
+    [200.0, 800.0]
+    >>> late.record([1], 10, [0.0], [400.0], [200.0], num_gpus=1)
+    >>> late.target([1], 20).tolist()
+    [690.0]
+    """
+
+    def __init__(self, size: int) -> None:
+        self.start = np.full(size, -1, dtype=np.int64)
+        self.last_round = np.zeros(size, dtype=np.int64)
+        self.last = np.zeros(size)
+        self.area = np.zeros(size)
+
+    def record(self, rows: Any, round_index: int, arrival: Any, attained: Any,
+               remaining: Any, *, num_gpus: int) -> None:
+        """Record the active jobs' (``rows``) equal-share finish times at ``round_index``."""
+        rows = np.asarray(rows, dtype=np.int64)
+        share = min(1.0, num_gpus / max(rows.size, 1))
+        value = (np.asarray(arrival, dtype=float)
+                 + (np.asarray(attained, dtype=float) + np.asarray(remaining, dtype=float))
+                 / share)
+        new = self.start[rows] < 0
+        self.start[rows] = np.where(new, round_index, self.start[rows])
+        self.area[rows] += np.where(new, 0.0,
+                                    self.last[rows] * (round_index - self.last_round[rows]))
+        self.last_round[rows] = round_index
+        self.last[rows] = value
+
+    def target(self, rows: Any, round_index: int) -> np.ndarray:
+        """The momentum-averaged equal-share finish time of each job of ``rows``."""
+        rows = np.asarray(rows, dtype=np.int64)
+        last = self.last[rows]
+        span = round_index - self.start[rows]
+        area = self.area[rows] + last * (round_index - self.last_round[rows])
+        avg = np.where(span > 0, area / np.maximum(span, 1), last)
+        return FINISH_TIME_MOMENTUM * avg + (1.0 - FINISH_TIME_MOMENTUM) * last
+
+
+def reorder_window(schedule: Any, workers: Any, log_priority: Any, num_gpus: int) -> np.ndarray:
+    """Upstream's post-solve reordering: the same round counts, high-priority jobs first.
+
+    Minimises ``sum_j p_j * mean round index of job j`` over binary schedules with each job's
+    count of ``schedule`` and at most ``num_gpus`` GPUs in every round (a MILP solved by the
+    HiGHS backend from the plan's schedule as a MIP start, with a node limit, so the result is
+    the same on any machine; the plan's schedule is returned when the solver gives no point).
+    Priorities are given as logs (``p_j = exp(log_priority_j)``; a near-completion boost is
+    ``rho^100``).
+
+    Parameters
+    ----------
+    schedule : array_like of bool, shape (n, T)
+    workers : array_like of int, shape (n,)
+    log_priority : array_like, shape (n,)
+    num_gpus : int
+
+    Returns
+    -------
+    ndarray of bool, shape (n, T)
+
+    Examples
+    --------
+    >>> reorder_window([[1, 0, 0], [0, 1, 1]], [1, 1], [0.0, 1.0], 1).astype(int).tolist()
+    [[0, 0, 1], [1, 1, 0]]
+    """
+    x0 = np.asarray(schedule, dtype=bool)
+    n, T = x0.shape
+    w = np.asarray(workers, dtype=float)
+    count = x0.sum(axis=1)
+    act = np.flatnonzero(count > 0)
+    if act.size == 0 or T < 2:
+        return x0.copy()
+    logp = np.asarray(log_priority, dtype=float)[act]
+    p = np.maximum(np.exp(logp - logp.max()), REORDER_MIN_PRIORITY)
+    na = act.size
+    t = np.arange(T, dtype=float)
+    c = ((p / count[act])[:, None] * t[None, :]).ravel()
+    cols = np.arange(na * T)
+    rows_count = np.repeat(np.arange(na), T)
+    a = sparse.vstack([
+        sparse.csr_matrix((np.ones(na * T), (rows_count, cols)), shape=(na, na * T)),
+        sparse.csr_matrix((np.repeat(w[act], T), (np.tile(np.arange(T), na), cols)),
+                          shape=(T, na * T))], format="csr")
+    lo = np.concatenate([count[act], np.full(T, -np.inf)])
+    hi = np.concatenate([count[act], np.full(T, float(num_gpus))])
+    lp = LinearProgram.build(c, a, lo, hi, 0.0, 1.0, integrality=np.ones(na * T, dtype=bool))
+    # the plan's own schedule is feasible: the MIP start keeps an incumbent under the limit
+    sol = get_backend("highs").solve_lp(lp, mip_gap=REORDER_MIP_GAP,
+                                        node_limit=REORDER_NODE_LIMIT,
+                                        start=x0[act].ravel().astype(float))
+    if sol.x is None:
+        return x0.copy()
+    out = np.zeros_like(x0)
+    out[act] = sol.x.reshape(na, T) > 0.5
+    return out

@@ -1,0 +1,235 @@
+"""Upstream Shockwave as a preset (issue #31): the piecewise-linear log, the equal-share
+lateness test, the reordering MILP, the configuration per cluster size, the preset itself and
+flags spelled as on the command line (``formulations/shockwave_options.md``)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import fairalloc as fa
+from fairalloc.sim import poisson_workload, simulate
+from fairalloc.sim.cli import _build_policies, _parse_params
+from fairalloc.sim.policies import ShockwavePolicy
+from fairalloc.sim.policies.shockwave_upstream import (
+    EqualShareLateness,
+    reorder_window,
+    upstream_config,
+)
+
+SETTINGS = settings(max_examples=15, deadline=None, derandomize=True,
+                    suppress_health_check=[HealthCheck.too_slow])
+LOG_FLOOR = math.log(1e-6)
+
+
+def _one_job_plan(round_duration: float, breakpoints):
+    # one job of 10 epochs of 60 s, nothing done, one round of the window, no makespan term
+    job = fa.PlanJob(workers=1, total_epochs=10, done_epochs=0, ftf=1.0, regimes=[(60.0, 10)])
+    return fa.plan_schedule([job], 1, rounds=1, round_duration=round_duration, lam=0.0,
+                            log_breakpoints=breakpoints)
+
+
+# -- (1) the 6-point piecewise-linear log -----------------------------------------------------
+def test_piecewise_log_hand_checked() -> None:
+    up = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
+    # 60 s: one epoch, progress 0.1, half-way between log(1e-6) at 0 and log(0.2) at 0.2
+    half = 0.5 * (LOG_FLOOR + math.log(0.2))
+    assert _one_job_plan(60.0, up).welfare == pytest.approx(half, rel=1e-12)
+    assert _one_job_plan(60.0, None).welfare == pytest.approx(math.log(0.1), rel=1e-12)
+    # 120 s: progress 0.2, a breakpoint: the same value as the exact log
+    assert _one_job_plan(120.0, up).welfare == pytest.approx(math.log(0.2), rel=1e-12)
+    # upstream's slope below 20 % progress is about 61 per unit of progress
+    assert (math.log(0.2) - LOG_FLOOR) / 0.2 == pytest.approx(61.0, abs=0.1)
+
+
+@pytest.mark.parametrize(("bad", "index"), [((0.1, 1.0), None), ((0.0, 0.5), None),
+                                            ((0.0,), None), ((0.0, 0.4, 0.4, 1.0), (2,)),
+                                            ((0.0, 0.6, 0.3, 1.0), (2,))])
+def test_log_breakpoints_validated(bad, index) -> None:
+    with pytest.raises(fa.InputError) as info:
+        _one_job_plan(60.0, bad)
+    assert info.value.argument == "log_breakpoints"
+    if index is not None:
+        assert info.value.index == index
+
+
+# -- (2) the equal-share lateness test --------------------------------------------------------
+def _upstream_target(series: list[tuple[int, float]], now: int) -> float:
+    """Upstream's momentum-averaged finish time, restated from its definition: the values
+    weighted by the rounds each stood, then 0.9 of that plus 0.1 of the last value."""
+    rounds = [r for r, _ in series] + [now]
+    spans = np.diff(rounds)
+    if spans.max() == 0:
+        avg = series[-1][1]
+    else:
+        avg = float(np.dot(spans / spans.sum(), [v for _, v in series]))
+    return 0.9 * avg + 0.1 * series[-1][1]
+
+
+def test_equal_share_lateness_hand_checked() -> None:
+    late = EqualShareLateness(3)
+    # round 0: jobs 0 and 1 on 1 GPU (share 1/2): arrival + (L + R) * 2
+    late.record([0, 1], 0, [0.0, 10.0], [0.0, 0.0], [100.0, 50.0], num_gpus=1)
+    # round 4: job 2 arrives (share 1/3); job 0 has run 60 s and has 50 s left
+    late.record([0, 1, 2], 4, [0.0, 10.0, 400.0], [60.0, 0.0, 0.0], [50.0, 50.0, 30.0],
+                num_gpus=1)
+    series0 = [(0, 200.0), (4, 330.0)]
+    series2 = [(4, 490.0)]
+    assert late.target([0, 2], 10).tolist() == pytest.approx(
+        [_upstream_target(series0, 10), _upstream_target(series2, 10)], rel=1e-12)
+    # at the round of a job's first estimate its target is that estimate
+    assert late.target([2], 4).tolist() == [490.0]
+    # the arithmetic by hand: (200 * 4 + 330 * 6) / 10 = 278; 0.9 * 278 + 0.1 * 330 = 283.2
+    assert late.target([0], 10)[0] == pytest.approx(283.2, rel=1e-12)
+
+
+# -- (4) the reordering MILP ------------------------------------------------------------------
+def test_reorder_window_hand_checked() -> None:
+    # two 1-GPU jobs, one GPU: the one of priority e takes the first two rounds
+    out = reorder_window([[1, 0, 0], [0, 1, 1]], [1, 1], [0.0, 1.0], 1)
+    assert out.astype(int).tolist() == [[0, 0, 1], [1, 1, 0]]
+    # equal priorities: an empty first round is filled (mean round index falls)
+    out = reorder_window([[0, 1, 1], [0, 1, 0]], [1, 1], [0.0, 0.0], 2)
+    assert out.sum(axis=1).tolist() == [2, 1] and out[:, 0].all()
+
+
+@given(seed=st.integers(0, 10_000), n=st.integers(1, 6), T=st.integers(2, 6),
+       M=st.integers(1, 4))
+@SETTINGS
+def test_reorder_window_keeps_counts_and_capacity(seed, n, T, M) -> None:
+    rng = np.random.default_rng(seed)
+    w = rng.integers(1, M + 1, size=n)
+    x = np.zeros((n, T), dtype=bool)
+    for t in range(T):  # a feasible schedule: random jobs while they fit
+        free = M
+        for j in rng.permutation(n):
+            if w[j] <= free and rng.random() < 0.6:
+                x[j, t], free = True, free - w[j]
+    logp = rng.normal(0.0, 3.0, size=n)
+    out = reorder_window(x, w, logp, M)
+    assert out.shape == x.shape and out.dtype == bool
+    assert np.array_equal(out.sum(axis=1), x.sum(axis=1))
+    assert (w @ out <= M).all()
+    # never worse than the plan's own order on the reordering objective
+    p = np.exp(logp - logp.max())
+    cnt = np.maximum(x.sum(axis=1), 1)
+    t = np.arange(T)
+    assert (p / cnt) @ (out @ t) <= (p / cnt) @ (x @ t) + 1e-9 * (1 + np.abs(p) @ (x @ t))
+
+
+# -- (5) the configuration per cluster size ---------------------------------------------------
+def test_upstream_config_by_cluster_size() -> None:
+    assert upstream_config(32) == (1e-3, 12.0)
+    assert upstream_config(64) == (10.0, 5.0)
+    assert upstream_config(128) == (1e-3, 15.0)
+    assert upstream_config(256) == (1e5, 5.0)
+    assert upstream_config(16) == (1e-3, 12.0) and upstream_config(1024) == (1e5, 5.0)
+    with pytest.raises(fa.InputError):
+        upstream_config(0)
+
+
+# -- the preset -------------------------------------------------------------------------------
+def test_preset_sets_upstreams_options_and_explicit_ones_win() -> None:
+    p = ShockwavePolicy(preset="upstream").params
+    assert p["preset"] == "upstream" and p["makespan"] == "max_remaining"
+    assert p["welfare_norm"] == "rounds" and p["log_breakpoints"] == (0.0, 0.2, 0.4, 0.6,
+                                                                       0.8, 1.0)
+    assert p["lateness"] == "upstream" and p["hard_ftf_weights"] == "none"
+    assert p["rhomax"] == 1.0 and p["hard_ftf_drop"] == "all" and p["reorder"] == "milp"
+    assert p["replan"] == "lazy" and p["replan_interval"] == 8
+    assert p["near_completion"] == "weight" and p["execution"] == "columns"
+    assert p["ftf_forecast"] == "restatement"  # one forecast everywhere
+    # an option given explicitly wins, even when it equals the library's default
+    q = ShockwavePolicy(preset="upstream", rhomax=1.6, log_breakpoints=None).params
+    assert q["rhomax"] == 1.6 and "log_breakpoints" not in q
+    with pytest.raises(fa.InputError) as info:
+        ShockwavePolicy(preset="nope")
+    assert info.value.argument == "preset"
+    # without the preset nothing changes
+    assert ShockwavePolicy().params["lateness"] == "ftf"
+
+
+@pytest.mark.parametrize(("gpus", "lam", "k"), [(4, 1e-3, 12.0), (256, 1e5, 5.0)])
+def test_preset_takes_the_cluster_sizes_configuration(gpus, lam, k) -> None:
+    w = poisson_workload(5, rate=60.0, seed=1, max_scale_factor=2)
+    pol = ShockwavePolicy(preset="upstream", window=4)
+    r = simulate(w, fa.Cluster({"v100": gpus}), pol, round_duration=600.0)
+    assert np.isfinite(r.finish).all()
+    assert (pol.k, pol.lam) == (k, lam)
+    assert pol.hard_ftf_plans + pol.hard_ftf_dropped == pol.plans
+    # k or lam given: no per-cluster configuration
+    fixed = ShockwavePolicy(preset="upstream", window=4, k=2.0)
+    simulate(w, fa.Cluster({"v100": gpus}), fixed, round_duration=600.0)
+    assert fixed.k == 2.0 and fixed.lam == 4.0
+
+
+def test_preset_runs_deterministically_and_reorders_dropped_plans() -> None:
+    w = poisson_workload(6, rate=120.0, seed=3, max_scale_factor=2,
+                         mode_probs=(0.0, 0.5, 0.5))
+    runs = []
+    for _ in range(2):
+        pol = ShockwavePolicy(preset="upstream", window=4)
+        r = simulate(w, fa.Cluster({"v100": 2}), pol, round_duration=600.0)
+        runs.append((r.finish.tolist(), pol.reordered, pol.hard_ftf_dropped,
+                     pol.hard_ftf_plans))
+    assert runs[0] == runs[1]
+    assert np.isfinite(runs[0][0]).all()
+    # both branches ran; upstream reorders exactly the plans made without the limits
+    assert runs[0][2] > 0 and runs[0][3] > 0
+    assert runs[0][1] == runs[0][2]
+
+
+# -- flags spelled as on the command line -----------------------------------------------------
+@pytest.mark.parametrize(("text", "value"), [("true", True), ("True", True), ("false", False),
+                                             ("1", True), ("0", False), ("milp", "milp")])
+def test_cli_flags_true_false_1_0(text, value) -> None:
+    params = _parse_params([f"shockwave.reorder={text}", f"shockwave.hard_ftf={text}"
+                            if text != "milp" else "shockwave.hard_ftf=true"], grid=False)
+    pol = _build_policies(["shockwave"], params, (None, None))["shockwave"]
+    assert pol.reorder == value
+    assert ShockwavePolicy(keep_running="false").keep_running is False
+    assert ShockwavePolicy(hard_ftf=0).hard_ftf is False
+
+
+def test_bad_flag_names_the_option() -> None:
+    with pytest.raises(fa.InputError) as info:
+        ShockwavePolicy(reorder="yes")
+    assert info.value.argument == "reorder"
+    with pytest.raises(fa.InputError) as info:
+        ShockwavePolicy(hard_ftf=2)
+    assert info.value.argument == "hard_ftf"
+
+
+# -- baselines both ways: upstream's MST sums raw throughputs ---------------------------------
+def test_mst_upstream_variant_sums_raw_throughputs() -> None:
+    from fairalloc.sim import Workload
+    from fairalloc.sim.policies import GavelPolicy
+
+    # both jobs take 100 s alone; job 0 runs 10 steps/s, job 1 one: the raw sum runs job 0
+    w = Workload.from_arrays([0.0, 0.0], [[10.0], [1.0]], [1000.0, 100.0])
+    raw = GavelPolicy("max_total_throughput", normalized=False, work_conserving=False)
+    r = simulate(w, fa.Cluster({"gpu": 1}), raw, round_duration=50.0)
+    assert r.finish[0] == pytest.approx(100.0) and r.finish[1] == pytest.approx(200.0)
+    assert raw.params["normalized"] is False
+    with pytest.raises(fa.InputError) as info:
+        GavelPolicy("max_min_fairness", normalized=False)
+    assert info.value.argument == "normalized"
+
+
+def test_themis_upstream_variant_counts_cumulative_isolated_time() -> None:
+    from fairalloc.sim.policies import GavelPolicy
+
+    w = poisson_workload(4, rate=30.0, seed=3, max_scale_factor=2)
+    pol = GavelPolicy("finish_time_fairness", isolated_time="cumulative",
+                      work_conserving=False)
+    r = simulate(w, fa.Cluster({"v100": 2}), pol, round_duration=900.0)
+    assert np.isfinite(r.finish).all()
+    assert pol.params["isolated_time"] == "cumulative" and pol.solves > 0
+    for bad in ({"isolated_time": "cumulative"}, {"normalized": True}):
+        with pytest.raises(fa.InputError) as info:
+            GavelPolicy("max_min_fairness", **bad)
+        assert info.value.argument == next(iter(bad))
