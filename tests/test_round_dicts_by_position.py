@@ -68,10 +68,11 @@ def test_same_keys_is_identity_in_order() -> None:
 
 
 @pytest.mark.parametrize("name, per_job_hashes", [("max_min_fairness_perf", 1),
-                                                  ("finish_time_fairness_perf", 4)])
+                                                  ("finish_time_fairness_perf", 1)])
 def test_adapter_hashes_each_job_key_a_bounded_number_of_times(name: str,
                                                                 per_job_hashes: int) -> None:
-    # main hashed every key 3 (max-min) and 22 (FTF) times per call
+    # main hashed every key 3 (max-min) and 22 (FTF) times per call; then FTF 7 (two copies
+    # of the isolated-time state); now only building the answer hashes (#29)
     g = instance(60, 1)
     p = gavel.policy(name)
     Key.hashes = 0

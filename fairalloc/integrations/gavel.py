@@ -62,7 +62,6 @@ from ..rounds import RoundPolicy
 from .gavel_base import (
     NORMALIZATIONS,
     GavelPolicy,
-    gavel_isolated_throughputs,
     require_mapping,
 )
 from .gavel_fifo import fifo_round
@@ -275,9 +274,8 @@ class FinishTimeFairnessPolicyWithPerf(IsolatedTimeState, GavelPolicy):
 
     def __init__(self, solver: str | None = None, *, reference_type: str = REFERENCE_TYPE,
                  **settings: Any) -> None:
-        super().__init__(solver, **settings)
+        super().__init__(solver, **{"isolated_start": "gavel", **settings})
         self.reference_type = reference_type
-        self._reset_state()
 
     def get_allocation(self, unflattened_throughputs: Any, scale_factors: Any,
                        unflattened_priority_weights: Any, times_since_start: Any,
@@ -287,17 +285,8 @@ class FinishTimeFairnessPolicyWithPerf(IsolatedTimeState, GavelPolicy):
         del unflattened_priority_weights
         tp = (unflattened_throughputs if self._reference == ""
               else _collapse(unflattened_throughputs, self.reference_type))
-        require_mapping(tp, "unflattened_throughputs")
-        if not tp:
-            self._forget_round()
-            return {}
-        iso_tp = gavel_isolated_throughputs(tp, scale_factors, cluster_spec)
-        iso_elapsed = self._advance(list(tp), iso_tp, num_steps_remaining)
-        out = self._solve(tp, cluster_spec, scale_factor=scale_factors,
-                          elapsed=times_since_start, steps_remaining=num_steps_remaining,
-                          isolated_elapsed=iso_elapsed)
-        self._remember(list(tp), iso_tp, num_steps_remaining)
-        return out
+        return self._solve(tp, cluster_spec, scale_factor=scale_factors,
+                           elapsed=times_since_start, steps_remaining=num_steps_remaining)
 
 
 class FinishTimeFairnessPolicy(FinishTimeFairnessPolicyWithPerf):
@@ -319,7 +308,7 @@ class MinTotalDurationPolicyWithPerf(GavelPolicy):
 
     def __init__(self, solver: str | None = None, *, reference_type: str = REFERENCE_TYPE,
                  **settings: Any) -> None:
-        super().__init__(solver, **settings)
+        super().__init__(solver, **{"isolated_start": "gavel", **settings})
         self.reference_type = reference_type
 
     def get_allocation(self, unflattened_throughputs: Any, scale_factors: Any,

@@ -29,6 +29,7 @@ from .._validation import as_array, fmt_index
 from ..errors import InputError
 from ..rounds import RoundPolicy, RoundResult
 from ..rounds.keys import same_keys
+from ..rounds.state import gavel_isolated_split
 
 __all__ = ["GAVEL_ARGUMENTS", "NORMALIZATIONS", "GavelPolicy", "gavel_isolated_throughputs",
            "packed_solve"]
@@ -223,9 +224,7 @@ def gavel_isolated_throughputs(unflattened_throughputs: Mapping[Hashable, Mappin
     types = [str(t) for t in cluster_spec]
     T = throughput_matrix(unflattened_throughputs, jobs, types)
     s = by_job(scale_factors, "scale_factors", jobs, positive=True)
-    c = np.array([float(cluster_spec[t]) for t in cluster_spec])
-    x = c[None, :] / np.maximum(len(jobs) * s, c.sum())[:, None]
-    return np.asarray((T * x).sum(axis=1))
+    return gavel_isolated_split(T, np.array([float(cluster_spec[t]) for t in cluster_spec]), s)
 
 
 def packed_solve(policy: GavelPolicy, unflattened_throughputs: Mapping[Hashable, Any],
@@ -274,6 +273,9 @@ def packed_solve(policy: GavelPolicy, unflattened_throughputs: Mapping[Hashable,
     except InputError as exc:
         raise gavel_error(exc) from None
     policy.last_result = base
+    if policy._policy == "finish_time_fairness" and "steps_remaining" in per_job:
+        # (the isolated times the round used: RoundPolicy's state, as Gavel's)
+        per_job.setdefault("isolated_elapsed", policy._round.isolated_elapsed)
     out: dict[Hashable, dict[str, float]] = {}
     unrunnable = set(base.unrunnable_jobs)
     run = [j for j in singles if j not in unrunnable]

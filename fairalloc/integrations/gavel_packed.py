@@ -23,8 +23,6 @@ Examples
 
 from __future__ import annotations
 
-import itertools
-import operator
 from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
@@ -33,8 +31,6 @@ import numpy as np
 from ..errors import InfeasibleError, InputError
 from .gavel_base import (
     GavelPolicy,
-    by_job,
-    gavel_isolated_throughputs,
     is_pair,
     packed_solve,
     require_mapping,
@@ -146,14 +142,17 @@ def entity_map(tp: Mapping[Hashable, Any], entity_to_job_mapping: Mapping[Hashab
 
 class IsolatedTimeState:
     """Gavel's finish-time-fairness state, per job: the time it would have needed in isolation
-    for the steps it ran in the rounds seen (``cumulative_isolated_time``).
+    for the steps it ran in the rounds seen (``cumulative_isolated_time``), kept by the
+    policy's `fairalloc.RoundPolicy` (``isolated_start="gavel"``, see
+    `fairalloc.rounds.state`).
 
     Between two calls a job's steps done (previous ``num_steps_remaining`` minus this one's)
-    over its previous isolated throughput are added; a job seen for the first time starts at 0;
-    an empty round forgets the previous round (as Gavel does). A job with isolated throughput 0
-    (it can run nowhere) accrues nothing. ``cumulative_isolated_time`` is a plain dict: a
-    scheduler that creates the policy while jobs are already running may seed it (e.g. with
-    their ``times_since_start``, fairalloc's default when no history is known).
+    over its previous isolated throughput (Gavel's formula) are added; a job seen for the
+    first time starts at 0; a job that leaves is kept; an empty round forgets the previous
+    round (as Gavel does). A job with isolated throughput 0 (it can run nowhere) accrues
+    nothing. ``cumulative_isolated_time`` is a plain dict: a scheduler that creates the policy
+    while jobs are already running may seed it (e.g. with their ``times_since_start``,
+    fairalloc's default when no history is known), in place or by assignment.
 
     Examples
     --------
@@ -166,45 +165,20 @@ class IsolatedTimeState:
     {0: 30.0}
     """
 
-    cumulative_isolated_time: dict[Hashable, float]
+    _round: Any
 
-    def _reset_state(self) -> None:
-        self.cumulative_isolated_time = {}
-        self._forget_round()
+    @property
+    def cumulative_isolated_time(self) -> dict[Hashable, float]:
+        """``{job_id: seconds}``: Gavel's ``_cumulative_isolated_time``."""
+        return self._round.isolated_elapsed
 
-    def _forget_round(self) -> None:
-        # the previous round: (its jobs, their steps remaining, their isolated throughputs)
-        self._prev: tuple[list[Any], np.ndarray, np.ndarray] | None = None
-
-    def _previous(self, jobs: list[Any]) -> tuple[np.ndarray, np.ndarray]:
-        """The previous round's steps and isolated throughputs of ``jobs`` (0 and 0 for a job
-        it did not have), by position when the jobs are the same objects in the same order."""
-        if self._prev is None:
-            return np.zeros(len(jobs)), np.zeros(len(jobs))
-        prev_jobs, steps, iso = self._prev
-        if len(prev_jobs) == len(jobs) and all(map(operator.is_, prev_jobs, jobs)):
-            return steps, iso
-        pos = {j: i for i, j in enumerate(prev_jobs)}
-        at = np.fromiter(map(pos.get, jobs, itertools.repeat(-1)), dtype=np.intp,
-                         count=len(jobs))
-        seen = at >= 0
-        return np.where(seen, steps[at], 0.0), np.where(seen, iso[at], 0.0)
-
-    def _advance(self, jobs: list[Any], iso_tp: np.ndarray, steps: Any) -> dict[Hashable, float]:
-        del iso_tp  # this round's isolated throughputs count from the next round on
-        now = by_job(steps, "num_steps_remaining", jobs, nonneg=True)
-        before, iso = self._previous(jobs)
-        ok = iso > 0  # (a job the previous round did not have: 0, accrues nothing)
-        done = np.where(ok, (before - now) / np.where(ok, iso, 1.0), 0.0)
-        cum = np.fromiter(map(self.cumulative_isolated_time.get, jobs, itertools.repeat(0.0)),
-                          dtype=float, count=len(jobs)) + done
-        self.cumulative_isolated_time.update(zip(jobs, cum.tolist()))
-        return dict(zip(jobs, np.maximum(cum, 0.0).tolist()))
-
-    def _remember(self, jobs: list[Any], iso_tp: np.ndarray, steps: Mapping[Hashable, Any]
-                  ) -> None:
-        self._prev = (jobs, by_job(steps, "num_steps_remaining", jobs, nonneg=True),
-                      np.asarray(iso_tp, dtype=float))
+    @cumulative_isolated_time.setter
+    def cumulative_isolated_time(self, value: Mapping[Hashable, float]) -> None:
+        require_mapping(value, "cumulative_isolated_time")
+        state = self._round.isolated_elapsed
+        if value is not state:
+            state.clear()
+            state.update(value)
 
 
 class MaxMinFairnessPolicyWithPacking(GavelPolicy):
@@ -324,8 +298,7 @@ class FinishTimeFairnessPolicyWithPacking(IsolatedTimeState, GavelPolicy):
     _name = "FinishTimeFairness_Packing"
 
     def __init__(self, solver: str | None = None, **settings: Any) -> None:
-        super().__init__(solver, **settings)
-        self._reset_state()
+        super().__init__(solver, **{"isolated_start": "gavel", **settings})
 
     def get_allocation(self, unflattened_throughputs: Any, scale_factors: Any,
                        unflattened_priority_weights: Any, times_since_start: Any,
@@ -335,20 +308,10 @@ class FinishTimeFairnessPolicyWithPacking(IsolatedTimeState, GavelPolicy):
         from ..throughput import finish_time_fairness
 
         del unflattened_priority_weights
-        require_mapping(unflattened_throughputs, "unflattened_throughputs")
-        singles = _singles(unflattened_throughputs)
-        if not singles:
-            self._forget_round()
-            return {k: {str(t): 0.0 for t in cluster_spec} for k in unflattened_throughputs}
-        iso_tp = gavel_isolated_throughputs(singles, scale_factors, cluster_spec)
-        iso_elapsed = self._advance(list(singles), iso_tp, num_steps_remaining)
-        out = packed_solve(self, unflattened_throughputs, cluster_spec, scale_factors,
-                           finish_time_fairness,
-                           per_job={"steps_remaining": num_steps_remaining,
-                                    "elapsed": times_since_start,
-                                    "isolated_elapsed": iso_elapsed})
-        self._remember(list(singles), iso_tp, num_steps_remaining)
-        return out
+        return packed_solve(self, unflattened_throughputs, cluster_spec, scale_factors,
+                            finish_time_fairness,
+                            per_job={"steps_remaining": num_steps_remaining,
+                                     "elapsed": times_since_start})
 
 
 class MinTotalDurationPolicyWithPacking(GavelPolicy):

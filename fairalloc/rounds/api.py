@@ -617,9 +617,10 @@ class RoundPolicy:
     warm_start : bool
         Reuse an identical previous round and seed max-min fairness with the previous prices
         and level (default ``True``).
-    isolated_start : {"elapsed", "zero"}
+    isolated_start : {"elapsed", "zero", "gavel"}
         Finish-time fairness: a new job's isolated time starts at its ``elapsed`` or at 0
-        (Gavel's rule); the policy then carries it across rounds (`isolated_elapsed`).
+        (Gavel's rule; ``"gavel"``: Gavel's state exactly, see `fairalloc.rounds.state`); the
+        policy then carries it across rounds (`isolated_elapsed`).
     replan_every : int
         Shockwave: run the kept plan's next column for ``replan_every - 1`` rounds between
         re-plans (default 1: re-plan every round). A change of the runnable jobs or of the
