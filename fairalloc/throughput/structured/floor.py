@@ -226,8 +226,13 @@ def fast_floor(solver: StageSolver, stage: LinearStage, *, prior: StageResult | 
             return done
         if grouped.any():
             # no duals complementary to the aggregated shares (a job that values more than
-            # its floor, prices that split the class): they get their own variables
-            agr.leave(grouped)
+            # its floor, prices that split the class): they get their own variables, and so
+            # do the constants in the way (one master round, not two: #28)
+            fresh = blocking & ~explicit
+            if fresh.any():
+                solver.step(f"{FLOOR_FREED}:{int(fresh.sum())}")
+                explicit |= fresh
+            agr.leave(grouped | fresh)
             rounds = min(rounds + 1, 2 * max_rounds)
         elif (blocking & ~explicit).any():
             # exactly the constants in the way get their variables
@@ -545,23 +550,27 @@ def _master_duals(inst: ColumnInstance, A: np.ndarray, col: np.ndarray, a: np.nd
         return None, viol
     p, ex, mu_ex, lam_ex = mduals
     vd = _vertex_duals(inst, A, col, a, f, omega, xcol)
-    if (vd.general & ~own_vars).any():
-        return None, viol
     lam = vd.alpha @ p + vd.alpha0
     mu = vd.beta @ p + vd.beta0
     lam[ex] = lam_ex
     mu[ex] = mu_ex
-    if not (np.isfinite(lam).all() and np.isfinite(mu).all()):
-        return None, viol
+    # jobs at no vertex without their own variables (held at their floors by row class)
+    # have no closed-form duals: no certificate from these duals, but the constants they
+    # price out are still named (#28: instead of an elastic dual LP)
+    known = ~(vd.general & ~own_vars) & np.isfinite(lam) & np.isfinite(mu)
+    lam = np.where(known, lam, 0.0)
+    mu = np.where(known, mu, 0.0)
     size = 1.0 + omega * A.max(axis=1)
-    viol = (lam < -REDUCED_COST_TOL * size) | (mu < -REDUCED_COST_TOL * size)
+    viol = known & ((lam < -REDUCED_COST_TOL * size) | (mu < -REDUCED_COST_TOL * size))
     lam = np.maximum(lam, 0.0)
     mu = np.maximum(mu, 0.0)
     owner = inst.mem_job
     gain = (omega + lam)[owner] * a
     red = gain - mu[owner] - inst.col_workers * p[inst.col_type]
-    viol[owner[red > REDUCED_COST_TOL * (1.0 + gain)]] = True
+    viol[owner[(red > REDUCED_COST_TOL * (1.0 + gain)) & known[owner]]] = True
     viol[ex] = False  # their columns are all in the master: the certificate judges them
+    if not known.all():
+        return None, viol
     return {"time": -mu, "capacity": -p, "kept": lam}, viol
 
 
@@ -680,8 +689,9 @@ def _solve_floor_master(inst: ColumnInstance, a: np.ndarray, f: np.ndarray, omeg
         bound[gr.jobs] = bound_g
     y = sol.row_duals
     mduals = None
-    if y is not None and gr is None:
-        # capacity prices, and (mu, lambda) of the jobs with their own variables
+    if y is not None:
+        # capacity prices, and (mu, lambda) of the jobs with their own variables (the group
+        # rows come after theirs)
         mduals = (np.maximum(-y[:k], 0.0), ex, np.maximum(-y[k: k + r], 0.0),
                   np.maximum(y[k + r: k + 2 * r], 0.0))
     return xcol, sol.iterations, bound, mduals
