@@ -548,16 +548,19 @@ def _master_duals(inst: ColumnInstance, A: np.ndarray, col: np.ndarray, a: np.nd
     viol = np.zeros(n, dtype=bool)
     if mduals is None:
         return None, viol
-    p, ex, mu_ex, lam_ex = mduals
+    p, ex, mu_ex, lam_ex, g_jobs, lam_g = mduals
     vd = _vertex_duals(inst, A, col, a, f, omega, xcol)
     lam = vd.alpha @ p + vd.alpha0
     mu = vd.beta @ p + vd.beta0
     lam[ex] = lam_ex
     mu[ex] = mu_ex
-    # jobs at no vertex without their own variables (held at their floors by row class)
-    # have no closed-form duals: no certificate from these duals, but the constants they
-    # price out are still named (#28: instead of an elastic dual LP)
-    known = ~(vd.general & ~own_vars) & np.isfinite(lam) & np.isfinite(mu)
+    lam[g_jobs] = lam_g
+    mu[g_jobs] = 0.0
+    priced = own_vars.copy()
+    priced[g_jobs] = True
+    # other jobs at no vertex have no closed-form duals: no certificate from these duals,
+    # but the constants they price out are still named (#28: instead of an elastic dual LP)
+    known = ~(vd.general & ~priced) & np.isfinite(lam) & np.isfinite(mu)
     lam = np.where(known, lam, 0.0)
     mu = np.where(known, mu, 0.0)
     size = 1.0 + omega * A.max(axis=1)
@@ -682,18 +685,21 @@ def _solve_floor_master(inst: ColumnInstance, a: np.ndarray, f: np.ndarray, omeg
     assert sol.x is not None  # checked by sub_solve
     xcol[cols] = sol.x[:nx]
     bound = np.zeros(n, dtype=bool)
+    y = sol.row_duals
+    assert y is not None  # checked by sub_solve
+    g_jobs, g_val = np.zeros(0, dtype=int), np.zeros(0)
     if gr is not None:
-        gc, gv, _, bound_g = disaggregate(gr, sol.x[nx:], np.zeros(G), 0.0, g_A, g_col, g_c,
-                                          inst.cap_weight, np.zeros(n), f)
+        # the group rows' duals nu_R give each aggregated job's value of its floor
+        # ``s_m nu_R / c_m`` (rowclass.py); its floor dual is that less omega_m (mu_m = 0)
+        gc, gv, g_val, bound_g = disaggregate(gr, sol.x[nx:], y[k + 2 * r:], 0.0, g_A, g_col,
+                                              g_c, inst.cap_weight, np.zeros(n), f)
         xcol[gc] = gv
         bound[gr.jobs] = bound_g
-    y = sol.row_duals
-    mduals = None
-    if y is not None:
-        # capacity prices, and (mu, lambda) of the jobs with their own variables (the group
-        # rows come after theirs)
-        mduals = (np.maximum(-y[:k], 0.0), ex, np.maximum(-y[k: k + r], 0.0),
-                  np.maximum(y[k + r: k + 2 * r], 0.0))
+        g_jobs = gr.jobs
+    # capacity prices, and (mu, lambda) of the jobs with their own variables and of the
+    # aggregated ones
+    mduals = (np.maximum(-y[:k], 0.0), ex, np.maximum(-y[k: k + r], 0.0),
+              np.maximum(y[k + r: k + 2 * r], 0.0), g_jobs, g_val - omega[g_jobs])
     return xcol, sol.iterations, bound, mduals
 
 
