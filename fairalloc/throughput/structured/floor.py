@@ -206,17 +206,21 @@ def fast_floor(solver: StageSolver, stage: LinearStage, *, prior: StageResult | 
             rounds = min(rounds + 1, 2 * max_rounds)
             continue
         xcol = inst.repair(xcol)
-        # the master's own duals first (closed-form duals of the constants at its prices):
-        # no dual LP when they certify; constants they price out get their variables
+        # the master's own duals first (closed-form duals of the constants and of the
+        # aggregated jobs at its prices): no dual LP when they certify; constants they price
+        # out get their variables, and so do aggregated jobs they price out
         parts, viol = _master_duals(inst, A, col, a, f, omega, xcol, own_vars, mduals)
         done = _certified_parts(solver, stage, xcol, layout, parts)
         if done is not None:
             return done
+        split = viol & grouped
         viol &= ~explicit
-        if viol.any() and priced < tuning.floor_priced_rounds:
+        if (viol.any() or split.any()) and priced < tuning.floor_priced_rounds:
             priced += 1
-            solver.step(f"{FLOOR_FREED}:{int(viol.sum())}")
-            explicit |= viol
+            if viol.any():
+                solver.step(f"{FLOOR_FREED}:{int(viol.sum())}")
+                explicit |= viol
+            agr.leave(split | viol)
             rounds = min(rounds + 1, 2 * max_rounds)
             continue
         solver.step(FLOOR_DUAL_LP)
