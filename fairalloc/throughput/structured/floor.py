@@ -278,18 +278,28 @@ class _FloorDemand(Demand):
         self.A, self.omega = A, omega
         self.full_ok = (A > 0) & (A >= f[:, None])
         self.rest = f <= 0
+        # every candidate (floor mixes, all the time on each type, nothing) as time ``x_lo``
+        # on type ``lo_all`` and ``x_hi`` on ``hi_all`` (``k``: no type), made once: Newton
+        # prices the candidates a few dozen times (#28: 8,192 jobs, 1 ms a demand evaluation)
+        n, k = A.shape
+        self.lo_all = np.r_[self.lo, np.arange(k), k]
+        self.hi_all = np.r_[self.hi, np.full(k, k), k]
+        self.x_lo = np.c_[np.where(ok, 1.0 - W, 0.0), np.ones((n, k + 1))]
+        self.x_hi = np.c_[np.where(ok, W, 0.0), np.zeros((n, k + 1))]
+        self._s_lo = s[:, None] * self.x_lo
+        self._s_hi = s[:, None] * self.x_hi
+        # each candidate's value at prices 0 (``-inf``: invalid)
+        self._value0 = np.c_[np.where(ok, (omega * f)[:, None], -np.inf),
+                             np.where(self.full_ok, omega[:, None] * A, -np.inf),
+                             np.where(self.rest, 0.0, -np.inf)]
 
     def _values(self, r: np.ndarray) -> np.ndarray:
         """Each candidate's value ``omega a.x - s p.x`` (``-inf``: invalid); columns: the
         floor mixes, all the time on each type, nothing."""
-        s = self.s
-        rext = np.r_[r, 0.0]
-        rlo = rext[self.lo]
-        at_floor = (self.omega * self.h)[:, None] - s[:, None] * (rlo + self.W * (rext[self.hi]
-                                                                               - rlo))
-        full = np.where(self.full_ok, self.omega[:, None] * self.A - s[:, None] * r, -np.inf)
-        return np.c_[np.where(np.isnan(at_floor), -np.inf, at_floor), full,
-                     np.where(self.rest, 0.0, -np.inf)]
+        rext = np.append(r, 0.0)
+        V = self._s_lo * rext[self.lo_all]
+        V += self._s_hi * rext[self.hi_all]
+        return np.subtract(self._value0, V, out=V)
 
     def vertices(self, col: np.ndarray, r: np.ndarray, theta: float = 0.0, *, band: float
                  ) -> Vertices:
@@ -307,16 +317,8 @@ class _FloorDemand(Demand):
         # omega, a and the floors are exact); ``band |best value|`` more covers prices Newton
         # set to 0 (a type with slack). Candidates that differ on a cheap type alone (one
         # dominant type) then stay apart
-        n = rows.size
-        rext = np.r_[r, 0.0]
-        types = np.arange(k)
-        s1 = np.r_[self.lo, types, k]
-        s2 = np.r_[self.hi, np.full(k, k), k]
-        ones, zeros = np.ones((n, k + 1)), np.zeros((n, k + 1))
-        x1 = np.c_[1.0 - self.W, ones]
-        x2 = np.c_[self.W, zeros]
-        with np.errstate(invalid="ignore"):
-            spread = price_spread(rext, s1, s2, np.nan_to_num(x1), np.nan_to_num(x2), best)
+        rext = np.append(r, 0.0)
+        spread = price_spread(rext, self.lo_all, self.hi_all, self.x_lo, self.x_hi, best)
         scale = self.omega * self.A.max(axis=1) + self.s * r.max(initial=0.0)
         gap = (band * (self.s[:, None] * spread + np.abs(top)[:, None])
                + (SAT_ROUNDING * scale)[:, None])
@@ -339,15 +341,11 @@ class _FloorDemand(Demand):
 
     def __call__(self, r: np.ndarray, theta: float) -> tuple[np.ndarray, np.ndarray]:
         """Capacity used per type at prices ``r`` (``theta`` is ignored; zero derivative)."""
-        k, s, K = self.k, self.s, self.lo.size
+        k = self.k
         best = self._values(r).argmax(axis=1)
-        fl = best < K
-        full = ~fl & (best < K + k)
-        b = np.where(fl, best, 0)
-        w = self.W[np.arange(best.size), b]
-        use = (np.bincount(self.hi[b[fl]], s[fl] * w[fl], k + 1)
-               + np.bincount(self.lo[b[fl]], s[fl] * (1.0 - w[fl]), k + 1))[:k]
-        use = use + np.bincount(best[full] - K, s[full], k)
+        rows = np.arange(best.size)
+        use = (np.bincount(self.lo_all[best], self._s_lo[rows, best], k + 1)
+               + np.bincount(self.hi_all[best], self._s_hi[rows, best], k + 1))[:k]
         return use, np.zeros(k)
 
 
