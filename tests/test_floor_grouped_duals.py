@@ -17,15 +17,19 @@ from fairalloc.throughput.structured import floor
 MODELS = 26  # models drawn from (Gavel's trace has 26 of them)
 
 
-def _gavel_like(n: int, seed: int) -> tuple[fa.Jobs, fa.Cluster]:
+def _gavel_like(n: int, seed: int, spread: bool = False) -> tuple[fa.Jobs, fa.Cluster]:
     """Jobs of ``MODELS`` models (three types, the faster ones 2-3x), Gavel's gang sizes,
-    three orders of steps and three elapsed times: many jobs share a row direction."""
+    three orders of steps and three elapsed times: many jobs share a row direction
+    (``spread``: steps spread by a factor up to 1.5 either way, so no two jobs are the
+    same)."""
     rng = np.random.default_rng(seed)
     base = (rng.uniform(0.2, 1.0, (MODELS, 1)) * np.array([1.0, 1.9, 3.1])[None, :]
             * rng.uniform(0.7, 1.3, (MODELS, 3)))
     m = rng.integers(0, MODELS, n)
     s = rng.choice([1, 2, 4, 8], n, p=[0.7, 0.1, 0.15, 0.05])
     steps = rng.choice([1e3, 1e4, 1e5], n)
+    if spread:
+        steps = steps * rng.uniform(0.5, 1.5, n)
     elapsed = rng.choice([0.0, 600.0, 3600.0], n)
     cap = n // 4
     return (fa.Jobs(base[m], scale_factor=s, steps_remaining=steps, elapsed=elapsed),
@@ -64,10 +68,10 @@ def test_constants_priced_out_by_a_grouped_master_are_freed_without_a_dual_lp():
 
 
 @settings(max_examples=12, deadline=None, derandomize=True)
-@given(n=st.integers(1024, 1280), seed=st.integers(0, 2**31 - 1))
-def test_structured_floor_on_row_classes_matches_the_whole_lp(n, seed):
+@given(n=st.integers(1024, 1280), seed=st.integers(0, 2**31 - 1), spread=st.booleans())
+def test_structured_floor_on_row_classes_matches_the_whole_lp(n, seed, spread):
     """Whatever path the floor stage takes on Gavel-shaped jobs (level duals, grouped or
     plain masters, freed jobs, the dual LP), it equals HiGHS on the whole LP and every
     certificate holds."""
-    jobs, cl = _gavel_like(n, seed)
+    jobs, cl = _gavel_like(n, seed, spread)
     _agrees_with_whole_lp(fa.finish_time_fairness(jobs, cl), jobs, cl)
