@@ -144,15 +144,17 @@ def fast_floor(solver: StageSolver, stage: LinearStage, *, prior: StageResult | 
     column, or its time split between two columns at the floor) whose capacity use is a
     constant. Prices come from `_floor_newton_prices` (best-response demand =
     capacity); jobs whose best vertex is clear at them are constants, the others keep their
-    variables in a restricted master LP. The master's own duals, with the constants' duals
-    in closed form at its prices (`_master_duals`), are tried first; the constants they price
-    out get their own variables (``floor-freed:<jobs>``, at most ``tuning.floor_priced_rounds``
-    rounds). Otherwise `_floor_duals` finds the full LP's duals complementary to the master's
-    allocation (an LP in the ``k`` prices). Either way the certificate of the full LP
-    decides. If it fails, the band of jobs with their own variables widens; after
-    ``max_rounds`` (default ``tuning.floor_max_rounds``) it raises `fairalloc.plan.Decline`
-    (the plan's whole-LP strategies run). ``prior``: the level stage's result (see
-    `floor_strategies`), which only lifts the many-types gate.
+    variables in a restricted master LP (those near a tie in a row class held at their
+    floors by class, `fairalloc.throughput.structured.rowclass`). The master's own duals,
+    with the constants' and the aggregated jobs' duals in closed form at its prices
+    (`_master_duals`), are tried first; the constants they price out get their own variables
+    (``floor-freed:<jobs>``) and the aggregated jobs they price out leave their classes (at
+    most ``tuning.floor_priced_rounds`` rounds). Otherwise `_floor_duals` finds the full
+    LP's duals complementary to the master's allocation (an LP in the ``k`` prices).
+    Either way the certificate of the full LP decides. If it fails, the band of jobs with
+    their own variables widens; after ``max_rounds`` (default ``tuning.floor_max_rounds``)
+    it raises `fairalloc.plan.Decline` (the plan's whole-LP strategies run). ``prior``: the
+    level stage's result (see `floor_strategies`), which only lifts the many-types gate.
     """
     inst = solver.inst
     n, k, E = inst.n, inst.k, inst.E
@@ -542,10 +544,13 @@ def _master_duals(inst: ColumnInstance, A: np.ndarray, col: np.ndarray, a: np.nd
     follow from the master's prices ``p`` in closed form (as in `_floor_duals`: floor on
     ``e``: ``lambda = s p_e / a_e - omega``; all the time on ``e``: ``mu = omega a_e -
     s p_e``; a split: ``omega + lambda = s (p_e2 - p_e1) / (a_e2 - a_e1)``, ``mu = (omega +
-    lambda) a_e1 - s p_e1``). The caller certifies the result on the full LP.
+    lambda) a_e1 - s p_e1``); a job the master held at its floor by row class ``R`` has
+    ``lambda = s nu_R / c - omega`` and ``mu = 0`` (``nu_R``: the class row's dual). The
+    caller certifies the result on the full LP.
 
     Returns ``(duals, violators)``: ``duals`` by row block as `_floor_duals` (``None``
-    without master duals, or when a job without its own variables sits at no vertex) and
+    without master duals, or when another job without its own variables sits at no vertex:
+    the violators among the others are still named) and
     the jobs whose closed-form ``lambda`` or ``mu`` is negative or one of whose columns has a
     positive reduced cost at ``p`` (they need their own variables).
     """
@@ -627,8 +632,8 @@ def _solve_floor_master(inst: ColumnInstance, a: np.ndarray, f: np.ndarray, omeg
                         grouped: tuple[Groups, np.ndarray, np.ndarray, np.ndarray] | None = None
                         ) -> tuple | None:
     """Restricted master of a floor stage: ``(xcol, iterations, bound, duals)`` (``None``: no
-    fit; ``duals``: ``(prices, jobs with their own variables, their mu, their lambda)``, or
-    ``None`` with aggregated row classes).
+    fit; ``duals``: ``(prices, jobs with their own variables, their mu, their lambda, the
+    aggregated jobs, their lambda)``).
 
     The jobs not ``explicit`` are constants at their vertices; of the others, ``own_vars``
     (default: all) keep their variables and ``grouped`` (``(groups, row maxima, dense rows,
