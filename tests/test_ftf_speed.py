@@ -79,7 +79,8 @@ def test_master_duals_name_a_constant_priced_out():
     omega = np.array([0.1, 1.0])
     xcol = np.array([0.5, 0.0, 0.0, 1.0])  # job 0: floor on type 0; job 1: all on type 1
     p = np.array([1.0, 0.5])
-    mduals = (p, np.zeros(0, dtype=int), np.zeros(0), np.zeros(0))
+    none = np.zeros(0, dtype=int)  # no job with its own variables, none aggregated
+    mduals = (p, none, np.zeros(0), np.zeros(0), none, np.zeros(0))
     duals, viol = floor._master_duals(_Inst(), A, col, a, f, omega, xcol,  # type: ignore
                                       np.zeros(2, dtype=bool), mduals)
     assert duals is not None

@@ -25,7 +25,6 @@ from .common import (
     ACTIVITY_ROUNDING,
     BAND0,
     DEGENERATE,
-    IPM_MIN_EXPLICIT,
     MANY_TYPES,
     NEWTON_EVALS,
     NEWTON_MAX_ERROR,
@@ -64,6 +63,10 @@ _FLOOR_ROUGH_BAND = 0.05
 #: ACCURACY: relative tolerance for a work-conserving objective to be a per-job multiple of
 #: the level rows (the floor solver's structure)
 _OMEGA_RTOL = 1e-12
+#: PERFORMANCE knob: floor masters with more jobs with their own variables go to HiGHS'
+#: interior point (Gavel-drawn FTF, CPU: 432 of 2,048 jobs, simplex 14 ms, IPM 20 ms; 585,
+#: simplex 22 ms, IPM 20 ms; 664 of 8,192, simplex 36 ms, IPM 30 ms)
+_FLOOR_IPM_MIN_OWN = 600
 #: ACCURACY: a column with more time than this is "used" (reads a vertex off an allocation)
 _USED = 1e-12
 #: ACCURACY: relative distance of a job's level from its floor at which it sits on the floor
@@ -141,15 +144,17 @@ def fast_floor(solver: StageSolver, stage: LinearStage, *, prior: StageResult | 
     column, or its time split between two columns at the floor) whose capacity use is a
     constant. Prices come from `_floor_newton_prices` (best-response demand =
     capacity); jobs whose best vertex is clear at them are constants, the others keep their
-    variables in a restricted master LP. The master's own duals, with the constants' duals
-    in closed form at its prices (`_master_duals`), are tried first; the constants they price
-    out get their own variables (``floor-freed:<jobs>``, at most ``tuning.floor_priced_rounds``
-    rounds). Otherwise `_floor_duals` finds the full LP's duals complementary to the master's
-    allocation (an LP in the ``k`` prices). Either way the certificate of the full LP
-    decides. If it fails, the band of jobs with their own variables widens; after
-    ``max_rounds`` (default ``tuning.floor_max_rounds``) it raises `fairalloc.plan.Decline`
-    (the plan's whole-LP strategies run). ``prior``: the level stage's result (see
-    `floor_strategies`), which only lifts the many-types gate.
+    variables in a restricted master LP (those near a tie in a row class held at their
+    floors by class, `fairalloc.throughput.structured.rowclass`). The master's own duals,
+    with the constants' and the aggregated jobs' duals in closed form at its prices
+    (`_master_duals`), are tried first; the constants they price out get their own variables
+    (``floor-freed:<jobs>``) and the aggregated jobs they price out leave their classes (at
+    most ``tuning.floor_priced_rounds`` rounds). Otherwise `_floor_duals` finds the full
+    LP's duals complementary to the master's allocation (an LP in the ``k`` prices).
+    Either way the certificate of the full LP decides. If it fails, the band of jobs with
+    their own variables widens; after ``max_rounds`` (default ``tuning.floor_max_rounds``)
+    it raises `fairalloc.plan.Decline` (the plan's whole-LP strategies run). ``prior``: the
+    level stage's result (see `floor_strategies`), which only lifts the many-types gate.
     """
     inst = solver.inst
     n, k, E = inst.n, inst.k, inst.E
@@ -206,17 +211,21 @@ def fast_floor(solver: StageSolver, stage: LinearStage, *, prior: StageResult | 
             rounds = min(rounds + 1, 2 * max_rounds)
             continue
         xcol = inst.repair(xcol)
-        # the master's own duals first (closed-form duals of the constants at its prices):
-        # no dual LP when they certify; constants they price out get their variables
+        # the master's own duals first (closed-form duals of the constants and of the
+        # aggregated jobs at its prices): no dual LP when they certify; constants they price
+        # out get their variables, and so do aggregated jobs they price out
         parts, viol = _master_duals(inst, A, col, a, f, omega, xcol, own_vars, mduals)
         done = _certified_parts(solver, stage, xcol, layout, parts)
         if done is not None:
             return done
+        split = viol & grouped
         viol &= ~explicit
-        if viol.any() and priced < tuning.floor_priced_rounds:
+        if (viol.any() or split.any()) and priced < tuning.floor_priced_rounds:
             priced += 1
-            solver.step(f"{FLOOR_FREED}:{int(viol.sum())}")
-            explicit |= viol
+            if viol.any():
+                solver.step(f"{FLOOR_FREED}:{int(viol.sum())}")
+                explicit |= viol
+            agr.leave(split | viol)
             rounds = min(rounds + 1, 2 * max_rounds)
             continue
         solver.step(FLOOR_DUAL_LP)
@@ -226,8 +235,13 @@ def fast_floor(solver: StageSolver, stage: LinearStage, *, prior: StageResult | 
             return done
         if grouped.any():
             # no duals complementary to the aggregated shares (a job that values more than
-            # its floor, prices that split the class): they get their own variables
-            agr.leave(grouped)
+            # its floor, prices that split the class): they get their own variables, and so
+            # do the constants in the way (one master round, not two: #28)
+            fresh = blocking & ~explicit
+            if fresh.any():
+                solver.step(f"{FLOOR_FREED}:{int(fresh.sum())}")
+                explicit |= fresh
+            agr.leave(grouped | fresh)
             rounds = min(rounds + 1, 2 * max_rounds)
         elif (blocking & ~explicit).any():
             # exactly the constants in the way get their variables
@@ -266,18 +280,28 @@ class _FloorDemand(Demand):
         self.A, self.omega = A, omega
         self.full_ok = (A > 0) & (A >= f[:, None])
         self.rest = f <= 0
+        # every candidate (floor mixes, all the time on each type, nothing) as time ``x_lo``
+        # on type ``lo_all`` and ``x_hi`` on ``hi_all`` (``k``: no type), made once: Newton
+        # prices the candidates a few dozen times (#28: 8,192 jobs, 1 ms a demand evaluation)
+        n, k = A.shape
+        self.lo_all = np.r_[self.lo, np.arange(k), k]
+        self.hi_all = np.r_[self.hi, np.full(k, k), k]
+        self.x_lo = np.c_[np.where(ok, 1.0 - W, 0.0), np.ones((n, k + 1))]
+        self.x_hi = np.c_[np.where(ok, W, 0.0), np.zeros((n, k + 1))]
+        self._s_lo = s[:, None] * self.x_lo
+        self._s_hi = s[:, None] * self.x_hi
+        # each candidate's value at prices 0 (``-inf``: invalid)
+        self._value0 = np.c_[np.where(ok, (omega * f)[:, None], -np.inf),
+                             np.where(self.full_ok, omega[:, None] * A, -np.inf),
+                             np.where(self.rest, 0.0, -np.inf)]
 
     def _values(self, r: np.ndarray) -> np.ndarray:
         """Each candidate's value ``omega a.x - s p.x`` (``-inf``: invalid); columns: the
         floor mixes, all the time on each type, nothing."""
-        s = self.s
-        rext = np.r_[r, 0.0]
-        rlo = rext[self.lo]
-        at_floor = (self.omega * self.h)[:, None] - s[:, None] * (rlo + self.W * (rext[self.hi]
-                                                                               - rlo))
-        full = np.where(self.full_ok, self.omega[:, None] * self.A - s[:, None] * r, -np.inf)
-        return np.c_[np.where(np.isnan(at_floor), -np.inf, at_floor), full,
-                     np.where(self.rest, 0.0, -np.inf)]
+        rext = np.append(r, 0.0)
+        V = self._s_lo * rext[self.lo_all]
+        V += self._s_hi * rext[self.hi_all]
+        return np.subtract(self._value0, V, out=V)
 
     def vertices(self, col: np.ndarray, r: np.ndarray, theta: float = 0.0, *, band: float
                  ) -> Vertices:
@@ -295,16 +319,8 @@ class _FloorDemand(Demand):
         # omega, a and the floors are exact); ``band |best value|`` more covers prices Newton
         # set to 0 (a type with slack). Candidates that differ on a cheap type alone (one
         # dominant type) then stay apart
-        n = rows.size
-        rext = np.r_[r, 0.0]
-        types = np.arange(k)
-        s1 = np.r_[self.lo, types, k]
-        s2 = np.r_[self.hi, np.full(k, k), k]
-        ones, zeros = np.ones((n, k + 1)), np.zeros((n, k + 1))
-        x1 = np.c_[1.0 - self.W, ones]
-        x2 = np.c_[self.W, zeros]
-        with np.errstate(invalid="ignore"):
-            spread = price_spread(rext, s1, s2, np.nan_to_num(x1), np.nan_to_num(x2), best)
+        rext = np.append(r, 0.0)
+        spread = price_spread(rext, self.lo_all, self.hi_all, self.x_lo, self.x_hi, best)
         scale = self.omega * self.A.max(axis=1) + self.s * r.max(initial=0.0)
         gap = (band * (self.s[:, None] * spread + np.abs(top)[:, None])
                + (SAT_ROUNDING * scale)[:, None])
@@ -327,15 +343,11 @@ class _FloorDemand(Demand):
 
     def __call__(self, r: np.ndarray, theta: float) -> tuple[np.ndarray, np.ndarray]:
         """Capacity used per type at prices ``r`` (``theta`` is ignored; zero derivative)."""
-        k, s, K = self.k, self.s, self.lo.size
+        k = self.k
         best = self._values(r).argmax(axis=1)
-        fl = best < K
-        full = ~fl & (best < K + k)
-        b = np.where(fl, best, 0)
-        w = self.W[np.arange(best.size), b]
-        use = (np.bincount(self.hi[b[fl]], s[fl] * w[fl], k + 1)
-               + np.bincount(self.lo[b[fl]], s[fl] * (1.0 - w[fl]), k + 1))[:k]
-        use = use + np.bincount(best[full] - K, s[full], k)
+        rows = np.arange(best.size)
+        use = (np.bincount(self.lo_all[best], self._s_lo[rows, best], k + 1)
+               + np.bincount(self.hi_all[best], self._s_hi[rows, best], k + 1))[:k]
         return use, np.zeros(k)
 
 
@@ -532,10 +544,13 @@ def _master_duals(inst: ColumnInstance, A: np.ndarray, col: np.ndarray, a: np.nd
     follow from the master's prices ``p`` in closed form (as in `_floor_duals`: floor on
     ``e``: ``lambda = s p_e / a_e - omega``; all the time on ``e``: ``mu = omega a_e -
     s p_e``; a split: ``omega + lambda = s (p_e2 - p_e1) / (a_e2 - a_e1)``, ``mu = (omega +
-    lambda) a_e1 - s p_e1``). The caller certifies the result on the full LP.
+    lambda) a_e1 - s p_e1``); a job the master held at its floor by row class ``R`` has
+    ``lambda = s nu_R / c - omega`` and ``mu = 0`` (``nu_R``: the class row's dual). The
+    caller certifies the result on the full LP.
 
     Returns ``(duals, violators)``: ``duals`` by row block as `_floor_duals` (``None``
-    without master duals, or when a job without its own variables sits at no vertex) and
+    without master duals, or when another job without its own variables sits at no vertex:
+    the violators among the others are still named) and
     the jobs whose closed-form ``lambda`` or ``mu`` is negative or one of whose columns has a
     positive reduced cost at ``p`` (they need their own variables).
     """
@@ -543,25 +558,32 @@ def _master_duals(inst: ColumnInstance, A: np.ndarray, col: np.ndarray, a: np.nd
     viol = np.zeros(n, dtype=bool)
     if mduals is None:
         return None, viol
-    p, ex, mu_ex, lam_ex = mduals
+    p, ex, mu_ex, lam_ex, g_jobs, lam_g = mduals
     vd = _vertex_duals(inst, A, col, a, f, omega, xcol)
-    if (vd.general & ~own_vars).any():
-        return None, viol
     lam = vd.alpha @ p + vd.alpha0
     mu = vd.beta @ p + vd.beta0
     lam[ex] = lam_ex
     mu[ex] = mu_ex
-    if not (np.isfinite(lam).all() and np.isfinite(mu).all()):
-        return None, viol
+    lam[g_jobs] = lam_g
+    mu[g_jobs] = 0.0
+    priced = own_vars.copy()
+    priced[g_jobs] = True
+    # other jobs at no vertex have no closed-form duals: no certificate from these duals,
+    # but the constants they price out are still named (#28: instead of an elastic dual LP)
+    known = ~(vd.general & ~priced) & np.isfinite(lam) & np.isfinite(mu)
+    lam = np.where(known, lam, 0.0)
+    mu = np.where(known, mu, 0.0)
     size = 1.0 + omega * A.max(axis=1)
-    viol = (lam < -REDUCED_COST_TOL * size) | (mu < -REDUCED_COST_TOL * size)
+    viol = known & ((lam < -REDUCED_COST_TOL * size) | (mu < -REDUCED_COST_TOL * size))
     lam = np.maximum(lam, 0.0)
     mu = np.maximum(mu, 0.0)
     owner = inst.mem_job
     gain = (omega + lam)[owner] * a
     red = gain - mu[owner] - inst.col_workers * p[inst.col_type]
-    viol[owner[red > REDUCED_COST_TOL * (1.0 + gain)]] = True
+    viol[owner[(red > REDUCED_COST_TOL * (1.0 + gain)) & known[owner]]] = True
     viol[ex] = False  # their columns are all in the master: the certificate judges them
+    if not known.all():
+        return None, viol
     return {"time": -mu, "capacity": -p, "kept": lam}, viol
 
 
@@ -610,8 +632,8 @@ def _solve_floor_master(inst: ColumnInstance, a: np.ndarray, f: np.ndarray, omeg
                         grouped: tuple[Groups, np.ndarray, np.ndarray, np.ndarray] | None = None
                         ) -> tuple | None:
     """Restricted master of a floor stage: ``(xcol, iterations, bound, duals)`` (``None``: no
-    fit; ``duals``: ``(prices, jobs with their own variables, their mu, their lambda)``, or
-    ``None`` with aggregated row classes).
+    fit; ``duals``: ``(prices, jobs with their own variables, their mu, their lambda, the
+    aggregated jobs, their lambda)``).
 
     The jobs not ``explicit`` are constants at their vertices; of the others, ``own_vars``
     (default: all) keep their variables and ``grouped`` (``(groups, row maxima, dense rows,
@@ -667,23 +689,27 @@ def _solve_floor_master(inst: ColumnInstance, a: np.ndarray, f: np.ndarray, omeg
     up[:k] = np.maximum(up[:k], 0.0)
     cost = np.r_[-omega[inst.mem_job[cols]] * a[cols], np.zeros(nu)]
     lp = LinearProgram.build(cost, M, lo, up, 0.0, np.inf)
-    sol = sub_solve(solver, lp, ipm=r > IPM_MIN_EXPLICIT)
+    sol = sub_solve(solver, lp, ipm=r > _FLOOR_IPM_MIN_OWN)
     if sol is None:
         return None
     assert sol.x is not None  # checked by sub_solve
     xcol[cols] = sol.x[:nx]
     bound = np.zeros(n, dtype=bool)
+    y = sol.row_duals
+    assert y is not None  # checked by sub_solve
+    g_jobs, g_val = np.zeros(0, dtype=int), np.zeros(0)
     if gr is not None:
-        gc, gv, _, bound_g = disaggregate(gr, sol.x[nx:], np.zeros(G), 0.0, g_A, g_col, g_c,
-                                          inst.cap_weight, np.zeros(n), f)
+        # the group rows' duals nu_R give each aggregated job's value of its floor
+        # ``s_m nu_R / c_m`` (rowclass.py); its floor dual is that less omega_m (mu_m = 0)
+        gc, gv, g_val, bound_g = disaggregate(gr, sol.x[nx:], y[k + 2 * r:], 0.0, g_A, g_col,
+                                              g_c, inst.cap_weight, np.zeros(n), f)
         xcol[gc] = gv
         bound[gr.jobs] = bound_g
-    y = sol.row_duals
-    mduals = None
-    if y is not None and gr is None:
-        # capacity prices, and (mu, lambda) of the jobs with their own variables
-        mduals = (np.maximum(-y[:k], 0.0), ex, np.maximum(-y[k: k + r], 0.0),
-                  np.maximum(y[k + r: k + 2 * r], 0.0))
+        g_jobs = gr.jobs
+    # capacity prices, and (mu, lambda) of the jobs with their own variables and of the
+    # aggregated ones
+    mduals = (np.maximum(-y[:k], 0.0), ex, np.maximum(-y[k: k + r], 0.0),
+              np.maximum(y[k + r: k + 2 * r], 0.0), g_jobs, g_val - omega[g_jobs])
     return xcol, sol.iterations, bound, mduals
 
 
