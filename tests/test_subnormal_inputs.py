@@ -76,3 +76,13 @@ def test_a_subnormal_scalar_is_an_input_error(call, arg: str) -> None:
     with pytest.raises(InputError) as info:
         call(5e-324)
     assert info.value.argument == arg
+
+
+def test_partial_allocation_names_an_entry_its_scaling_makes_subnormal() -> None:
+    """Normal utilities 4 and 1.2e-307 in one row: scaled to unit utility the second falls
+    below the smallest normal number. The error names the user's entry and says why (before:
+    `fisher_market`'s refusal of a subnormal utility 1.5e-308 the user never passed)."""
+    U = np.array([[4.0, 1.2095342725321902e-307, 0.0], [1.0, 0.0, 0.0], [1.0, 0.0, 0.0]])
+    with pytest.raises(InputError, match="span more than double precision") as info:
+        fa.partial_allocation(U, supply=np.full(3, 0.5))
+    assert (info.value.argument, info.value.index) == ("utility", (0, 1))

@@ -448,13 +448,16 @@ def _normalise(U: np.ndarray, s: np.ndarray, valued: np.ndarray
         top = np.where(valued[None, :], Uc, 0.0).max(axis=1)
         e_agent = np.frexp(top)[1].astype(np.int64)
         Un = np.ldexp(Uc, -e_agent[:, None])
-    lost = (U > 0) & valued[None, :] & ~((Un > 0) & np.isfinite(Un))
+    # an entry below the smallest normal number after scaling has lost its precision (and
+    # `fairalloc.fisher_market` refuses subnormal utilities): refused like one that underflowed
+    lost = (U > 0) & valued[None, :] & ~((Un >= np.finfo(float).tiny) & np.isfinite(Un))
     if lost.any() or not np.all(np.isfinite(top)):
         idx = tuple(int(k) for k in np.argwhere(lost | ~np.isfinite(Un))[0])
         raise InputError(
             f"utility{list(idx)} and supply span more than double precision can hold (after "
             "scaling each good to unit supply and each agent to unit utility, an entry "
-            "over- or underflows)", argument="utility", index=idx)
+            "over- or underflows, or falls below the smallest normal number)",
+            argument="utility", index=idx)
     return Un, sn, e_good, e_agent
 
 
