@@ -124,6 +124,7 @@ USED_AS_TOOL = {
     "mkdocs-jupyter": ("mkdocs.yml", "mkdocs-jupyter"),
     "ipykernel": ("tests/test_notebooks.py", "ipykernel"),
     "ecos": ("benchmarks/families.py", '"ECOS"'),
+    "pytest-xdist": (".ci/run", "python -m pytest -q -p no:cacheprovider -n auto"),
 }
 #: import name of a distribution, where the two differ
 MODULE = {"pyyaml": "yaml"}
