@@ -147,16 +147,13 @@ def test_remaining_limit_met_or_infeasible(case) -> None:
 
 
 # -- the policy's hard-FTF-first step -------------------------------------------------------------
-def test_policy_hard_ftf_first_plans_with_limits_and_drops_them(monkeypatch) -> None:
-    import fairalloc.schedule as sched
-
-    real = sched.plan_schedule
+def test_policy_hard_ftf_first_plans_with_limits_and_drops_them() -> None:
     seen: list[tuple[bool, bool]] = []  # (limits given, met)
 
     def spy(jobs, M, **kw):  # type: ignore[no-untyped-def]
         lim = kw.get("remaining_limit")
         try:
-            plan = real(jobs, M, **kw)
+            plan = fa.plan_schedule(jobs, M, **kw)
         except fa.InfeasibleError:
             seen.append((lim is not None, False))
             raise
@@ -165,9 +162,9 @@ def test_policy_hard_ftf_first_plans_with_limits_and_drops_them(monkeypatch) -> 
         seen.append((lim is not None, lim is not None))
         return plan
 
-    monkeypatch.setattr(sched, "plan_schedule", spy)
     w = poisson_workload(8, rate=20.0, seed=3, max_scale_factor=2)
-    pol = ShockwavePolicy(window=4, hard_ftf=True, rhomax=1.5, hard_ftf_drop="all")
+    pol = ShockwavePolicy(window=4, hard_ftf=True, rhomax=1.5, hard_ftf_drop="all",
+                          planner=spy)
     r = simulate(w, fa.Cluster({"v100": 4}), pol, round_duration=600.0)
     assert np.isfinite(r.finish).all()
     assert pol.hard_ftf_plans + pol.hard_ftf_dropped == pol.plans > 0
@@ -175,8 +172,9 @@ def test_policy_hard_ftf_first_plans_with_limits_and_drops_them(monkeypatch) -> 
     assert pol.params["hard_ftf"] is True and pol.params["rhomax"] == 1.5
     # switched off: no plan gets limits
     seen.clear()
-    pol = ShockwavePolicy(window=4, hard_ftf=False)
+    pol = ShockwavePolicy(window=4, hard_ftf=False, planner=spy)
     simulate(w, fa.Cluster({"v100": 4}), pol, round_duration=600.0)
+    assert len(seen) >= pol.plans > 0  # every re-plan went through the planner
     assert not any(given for given, _ in seen) and pol.hard_ftf_plans == 0
     with pytest.raises(fa.InputError, match="rhomax"):
         ShockwavePolicy(rhomax=0.0)
@@ -184,10 +182,7 @@ def test_policy_hard_ftf_first_plans_with_limits_and_drops_them(monkeypatch) -> 
         ShockwavePolicy(hard_ftf="yes")
 
 
-def test_hard_ftf_drop_unreachable_keeps_the_other_limits(monkeypatch) -> None:
-    import fairalloc.schedule as sched
-
-    real = sched.plan_schedule
+def test_hard_ftf_drop_unreachable_keeps_the_other_limits() -> None:
     partial: list[bool] = []  # a plan with some limits dropped (inf) and others kept
 
     def spy(jobs, M, **kw):  # type: ignore[no-untyped-def]
@@ -195,15 +190,14 @@ def test_hard_ftf_drop_unreachable_keeps_the_other_limits(monkeypatch) -> None:
         if lim is not None:
             lim = np.asarray(lim)
             partial.append(bool(np.isinf(lim).any() and np.isfinite(lim).any()))
-        return real(jobs, M, **kw)
+        return fa.plan_schedule(jobs, M, **kw)
 
-    monkeypatch.setattr(sched, "plan_schedule", spy)
     w = poisson_workload(20, rate=86.0, seed=1)
     cluster = fa.Cluster({"v100": 8})
     met = {}
     for drop in ("all", "unreachable"):
         partial.clear()
-        pol = ShockwavePolicy(hard_ftf=True, rhomax=1.5, hard_ftf_drop=drop)
+        pol = ShockwavePolicy(hard_ftf=True, rhomax=1.5, hard_ftf_drop=drop, planner=spy)
         simulate(w, cluster, pol, round_duration=120.0, restart_overhead=20.0)
         met[drop] = pol.hard_ftf_plans
         # "all" never drops a single limit; "unreachable" does on this busy cluster
@@ -267,30 +261,26 @@ def test_hard_ftf_limits_hand_checked() -> None:
                            drop="all").tolist() == [80.0]
 
 
-def test_ftf_forecast_feeds_the_fairness_side_only(monkeypatch) -> None:
-    import fairalloc.schedule as sched
-
-    real_est, real_plan = sched.ftf_estimate, sched.plan_schedule
+def test_ftf_forecast_feeds_the_fairness_side_only() -> None:
     seen: dict[str, list[np.ndarray]] = {"ftf_rem": [], "plan_rem": []}
-
-    def est(attained, waiting, remaining, nav):  # type: ignore[no-untyped-def]
-        seen["ftf_rem"].append(np.asarray(remaining, dtype=float).copy())
-        return real_est(attained, waiting, remaining, nav)
+    pol: ShockwavePolicy | None = None
 
     def plan(jobs, M, **kw):  # type: ignore[no-untyped-def]
+        # the fairness side's forecast at this re-plan, and the plan's own
+        assert pol is not None and pol.ftf_remaining is not None
+        seen["ftf_rem"].append(np.array(pol.ftf_remaining))
         seen["plan_rem"].append(np.array([sum(s * e for s, e in j.regimes) for j in jobs]))
-        return real_plan(jobs, M, **kw)
+        return fa.plan_schedule(jobs, M, **kw)
 
-    monkeypatch.setattr(sched, "ftf_estimate", est)
-    monkeypatch.setattr(sched, "plan_schedule", plan)
     w = poisson_workload(12, rate=60.0, seed=2, max_scale_factor=2)
     cluster = fa.Cluster({"v100": 4})
     results = {}
     for ftf_fc in (None, "restatement", "oracle"):
-        pol = ShockwavePolicy(ftf_forecast=ftf_fc, hard_ftf=False)
-        seen["ftf_rem"].clear()  # the constructor's one-job check plan
+        pol = ShockwavePolicy(ftf_forecast=ftf_fc, hard_ftf=False, planner=plan)
+        seen["ftf_rem"].clear()
         seen["plan_rem"].clear()
         results[ftf_fc] = simulate(w, cluster, pol, round_duration=120.0).finish
+        assert len(seen["plan_rem"]) == pol.plans + pol.solver_fallbacks > 0
         # the plan reads the restatement forecast in every case
         same = [np.allclose(f, p, rtol=1e-6)
                 for f, p in zip(seen["ftf_rem"], seen["plan_rem"], strict=True)]

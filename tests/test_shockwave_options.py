@@ -253,23 +253,22 @@ def test_reorder_and_defaults_recorded() -> None:
     assert ShockwavePolicy(ftf_forecast=None).params["ftf_forecast"] == "restatement"
 
 
-def test_a_failed_milp_check_falls_back_to_the_fast_path(monkeypatch) -> None:
-    import fairalloc.schedule as sched
-
-    real = sched.plan_schedule
+def test_a_failed_milp_check_falls_back_to_the_fast_path() -> None:
     calls: list[str] = []
 
     def flaky(*args, method="auto", **kw):  # type: ignore[no-untyped-def]
         calls.append(method)
         if method != "fast":
             raise fa.SolverError("the MILP's objective differs", backend="highs")
-        return real(*args, method=method, **kw)
+        return fa.plan_schedule(*args, method=method, **kw)
 
-    pol = ShockwavePolicy(window=4)
-    monkeypatch.setattr(sched, "plan_schedule", flaky)
+    pol = ShockwavePolicy(window=4, planner=flaky)
     r = simulate(_workload(), fa.Cluster({"v100": 4}), pol, round_duration=600.0)
     assert np.isfinite(r.finish).all()
     assert pol.solver_fallbacks == pol.plans > 0 and "fast" in calls
+    assert calls.count("fast") == pol.plans  # each re-plan: the MILP refused, then fast
+    with pytest.raises(fa.InputError, match="planner"):
+        ShockwavePolicy(planner="plan_schedule")
 
 
 def test_empirical_forecast_pools_what_jobs_have_shown() -> None:

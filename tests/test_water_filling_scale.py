@@ -269,23 +269,18 @@ def test_bottleneck_lp_declared_infeasible_is_retried_with_relaxed_floors():
 # --------------------------------------------------------------------------------------------
 # the end check: the final floors are proven Pareto-maximal, or water-filling resumes / raises
 # --------------------------------------------------------------------------------------------
-def _freeze_every_candidate(monkeypatch):
-    """A broken rule (a): every live job is frozen by the first level that rises (room -inf,
-    every dual counted as firm)."""
-    import fairalloc.throughput.max_min as mm
-
-    monkeypatch.setattr(mm, "amplified_violation", lambda *a: -np.inf)
-    monkeypatch.setattr(mm, "_DUAL_NOISE", -1.0)
-    return Tuning(end_check_ratio=0.0)  # the end check runs after every (a)
+#: a broken rule (a): every live job is frozen by the first level that rises, and the end check
+#: runs after every level that froze jobs (`Tuning.water_dual_rule`, `Tuning.end_check_ratio`)
+FREEZE_EVERY_CANDIDATE = Tuning(water_dual_rule=False, end_check_ratio=0.0)
 
 
-def test_end_check_repairs_wrong_freezes(monkeypatch):
+def test_end_check_repairs_wrong_freezes():
     """12 jobs on 10 types: with rule (a) broken, the first level freezes every job; the end
     check (one bottleneck LP over all jobs) finds risers and water-filling resumes until the
     floors are Pareto-maximal (checked by independent per-job LPs)."""
     jobs, cl = _types_instance(12, 0)
     want = fa.max_min_fairness(jobs, cl, water_filling=True)
-    tuning = _freeze_every_candidate(monkeypatch)
+    tuning = FREEZE_EVERY_CANDIDATE
     r = fa.max_min_fairness(jobs, cl, water_filling=True, tuning=tuning)
     assert r.stats.count("pareto-check") == 3  # two failed checks, two resumed rounds
     np.testing.assert_allclose(r.level_floors, want.level_floors, rtol=1e-7)
@@ -293,13 +288,13 @@ def test_end_check_repairs_wrong_freezes(monkeypatch):
     assert r.certificate.ok and all(c.ok for c in r.stage_certificates)
 
 
-def test_end_check_raises_when_resuming_does_not_repair(monkeypatch):
+def test_end_check_raises_when_resuming_does_not_repair():
     """24 jobs on 10 types with the same broken rule: two resumed rounds do not repair it, and
     the fast water-filling never returns the wrong result silently (its verdict says why);
     the plan's robust water-filling then answers with the correct floors."""
     jobs, cl = _types_instance(24, 0)
     want = fa.max_min_fairness(jobs, cl, water_filling=True)
-    tuning = _freeze_every_candidate(monkeypatch)
+    tuning = FREEZE_EVERY_CANDIDATE
     fast_only = dataclasses.replace(tuning, water_robust_max_jobs=0)
     with pytest.raises(fa.SolverError, match="can still rise") as exc:
         fa.max_min_fairness(jobs, cl, water_filling=True, tuning=fast_only)

@@ -631,6 +631,9 @@ class WaterFilling(ThroughputPolicy):
             firm = cand & (lam_w > noise) & trusted
             with np.errstate(divide="ignore"):
                 bott = firm & (room / np.where(firm, lam, 1.0) <= thr)
+            if not solver.tuning.water_dual_rule:  # every job frozen: the end check decides
+                trusted = not overshoot
+                bott = cand & trusted
             if theta <= 0.0:  # floors unchanged: the bound at exact floors, even if not trusted
                 bott |= cand & (proof.bound(floors) <= thr)  # (bottleneck LPs at relaxed
                 # floors see false risers); the end check proves it at the final levels

@@ -105,6 +105,14 @@ class Tuning:
         Water-filling: its end check (one LP over every unsaturated job) runs when a level's
         duals times the solvers' feasibility tolerance exceed this multiple of the level's
         accuracy (``0``: after every level that froze jobs).
+    water_dual_rule : bool
+        Water-filling's fast strategy freezes the jobs its level LP's duals prove bottlenecked
+        (rule (a), `fairalloc.throughput.max_min`). ``False``: each level that rises freezes
+        every unfrozen job (unless the LP's point overshot its certified bound) and leaves
+        the decision to the end check, which unfreezes the jobs that can still rise and
+        resumes; where two resumed rounds do not repair the floors the fast strategy fails
+        and the plan's robust water-filling answers (tests drive the end check, the resumed
+        rounds and that hand-over with it; never faster).
     water_fast : bool
         Water-filling tries its fast strategy first (the level duals' rule, saturation jumps,
         an end check; `fairalloc.throughput.max_min`); ``False``: the robust water-filling
@@ -141,6 +149,7 @@ class Tuning:
     dinkelbach_seed: bool = True
     warm_start: bool = True
     end_check_ratio: float = 1.0
+    water_dual_rule: bool = True
     water_fast: bool = True
     water_robust_max_jobs: int = 256
 

@@ -348,6 +348,12 @@ class ShockwavePolicy(BasePolicy):
         when neither ``k`` nor ``lam`` is given, upstream's configuration for the cluster's
         size at each reset (`upstream_config`: ``lam = 1e-3``, ``k = 12`` at 32 GPUs). The
         forecast stays ``forecast=`` (observed only unless ``"oracle"``, upstream's own).
+    planner : callable, optional
+        Called instead of `fairalloc.plan_schedule` for each re-plan, with its arguments
+        (``planner(jobs, num_gpus, rounds=..., **options)``; with ``hard_ftf`` the first call
+        has ``remaining_limit=``); it returns the plan or raises as `fairalloc.plan_schedule`
+        does. A caller's seam to record or vet plans (or to inject a failure): before each
+        call `ftf_remaining` holds the fairness side's forecast. Default `plan_schedule`.
     welfare_norm : {"gpus", "rounds"}, optional
         Passed to `fairalloc.plan_schedule`: the welfare divided by
         ``N*M`` (paper) or ``N*T`` (upstream's code).
@@ -391,8 +397,16 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
                  hard_ftf: bool = True, rhomax: float = HARD_FTF_RHOMAX,
                  hard_ftf_drop: str = "unreachable", lateness: str = "ftf",
                  hard_ftf_weights: str = "weighted", log_breakpoints: Any = None,
-                 preset: str | None = None) -> None:
-        opts = {n: v for n, v in locals().items() if n not in ("self", "preset", "__class__")}
+                 preset: str | None = None, planner: Any = None) -> None:
+        opts = {n: v for n, v in locals().items()
+                if n not in ("self", "preset", "planner", "__class__")}
+        if planner is not None and not callable(planner):
+            raise InputError(f"planner must be callable, got {type(planner).__name__}",
+                             argument="planner")
+        #: the callable each re-plan solves with (None: `fairalloc.plan_schedule`)
+        self.planner = planner
+        #: the fairness side's remaining seconds per job at the last re-plan (ftf_forecast)
+        self.ftf_remaining: np.ndarray | None = None
         self.preset = None if preset is None else as_option(preset, "preset", PRESETS)
         self._per_cluster = False
         if self.preset == "upstream":
@@ -613,6 +627,9 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
         self._near = dict(zip(v.ids, near.tolist(), strict=True))
         self._ftf = dict(zip(v.ids, ftf.tolist(), strict=True))
         self._prio = dict(zip(v.ids, np.log(weighed).tolist(), strict=True))
+        self.ftf_remaining = rem_f.copy()
+        self.ftf_remaining.flags.writeable = False
+        solve = plan_schedule if self.planner is None else self.planner
         jobs = []
         for i, fc in enumerate(fcs):
             ftf_i = float(weighed[i])
@@ -643,25 +660,24 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
                 if np.any(limit < 0):
                     raise InfeasibleError("a finish-time limit is already missed")
                 opts = {**self.plan_options, "method": "auto"}
-                plan = plan_schedule(plain, M, rounds=self.window, round_duration=D, k=self.k,
-                                     lam=self.lam, remaining_limit=limit,
-                                     **opts)
+                plan = solve(plain, M, rounds=self.window, round_duration=D, k=self.k,
+                             lam=self.lam, remaining_limit=limit, **opts)
                 self.hard_ftf_plans += 1
             except SolverError:  # InfeasibleError, or no schedule within the limits
                 self.hard_ftf_dropped += 1
         try:
             if plan is None:
-                plan = plan_schedule(jobs, M, rounds=self.window,
-                                     round_duration=state.cluster.round_duration, k=self.k,
-                                     lam=self.lam, **self.plan_options)
+                plan = solve(jobs, M, rounds=self.window,
+                             round_duration=state.cluster.round_duration, k=self.k,
+                             lam=self.lam, **self.plan_options)
         except SolverError:
             # the full MILP's answer failed its independent check (e.g. its objective disagrees
             # with the recomputed one beyond the tolerance): plan with the fast path alone,
             # whose schedule is certified without the backend's objective
             opts = {**self.plan_options, "method": "fast", "warm_start": False}
-            plan = plan_schedule(jobs, M, rounds=self.window,
-                                 round_duration=state.cluster.round_duration, k=self.k,
-                                 lam=self.lam, **opts)
+            plan = solve(jobs, M, rounds=self.window,
+                         round_duration=state.cluster.round_duration, k=self.k,
+                         lam=self.lam, **opts)
             self.solver_fallbacks += 1
         self.time_limited += int(plan.status.value in ("time_limit", "iteration_limit"))
         sched = np.asarray(plan.schedule, dtype=bool)
