@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from .errors import InputError
 
-__all__ = ["RENAMED_OPTIONS", "renamed_kwargs", "resolve_renamed"]
+__all__ = ["RENAMED_OPTIONS", "renamed_kwargs", "renames_of", "resolve_renamed"]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -82,6 +82,13 @@ def renamed_kwargs(**renames: str) -> Callable[[_F], _F]:
                                          stacklevel=_WRAPPER_STACKLEVEL)
             return func(*args, **kwargs)
 
+        inner.__renamed_kwargs__ = dict(renames)  # type: ignore[attr-defined]
         return inner  # type: ignore[return-value]
 
     return wrap
+
+
+def renames_of(func: Any) -> dict[str, str]:
+    """The ``old -> new`` keyword renames `renamed_kwargs` gave ``func`` (``{}``: none), for
+    code that checks keyword names against a signature (which shows only the new names)."""
+    return dict(getattr(func, "__renamed_kwargs__", {}))

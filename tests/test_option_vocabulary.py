@@ -15,6 +15,7 @@ import pytest
 import fairalloc as fa
 from fairalloc.backends import LinearProgram, get_backend
 from fairalloc.cli import main
+from fairalloc.sim import make_policy
 from fairalloc.sim.policies import ShockwavePolicy
 from fairalloc.sim.sweep import SweepTask, build_policy, sweep_tasks, task_key
 
@@ -61,6 +62,12 @@ def test_shockwave_policy_mip_gap_is_gap_tol() -> None:
     assert old.plan_options == new.plan_options and new.plan_options["gap_tol"] == 0.01
     with pytest.raises(fa.InputError, match="mip_gap"):
         ShockwavePolicy(mip_gap=0.01, gap_tol=0.01)
+    # by name, as --param shockwave.mip_gap= and sweeps build it (the registry checks names
+    # against the signature, which shows only gap_tol)
+    named = _deprecated(lambda: make_policy("shockwave", {"mip_gap": 0.01}), "mip_gap")
+    assert named.plan_options == new.plan_options
+    with pytest.raises(fa.InputError, match="mip_gap"):
+        make_policy("shockwave", {"mip_gap": 0.01, "gap_tol": 0.01})
 
 
 def test_backend_solve_lp_mip_gap_is_gap_tol() -> None:

@@ -16,6 +16,7 @@ import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ..._deprecate import renames_of, resolve_renamed
 from ...errors import FairallocError, InputError
 from .baselines import AlloXPolicy, FIFOPolicy, GandivaFairPolicy, TiresiasLAS
 from .efq import EFQPolicy
@@ -105,6 +106,9 @@ def make_policy(name: str, params: Mapping[str, Any] | None = None) -> Any:
     target: Any = factory
     if isinstance(factory, type):
         target = factory.__dict__.get("__init__", factory)
+    renames = renames_of(target)
+    if renames.keys() & params.keys():  # an old spelling: warn at the caller, pass the new one
+        params = resolve_renamed(dict(params), renames, name)
     try:
         sig = inspect.signature(target)
     except (TypeError, ValueError):  # pragma: no cover - builtins without a signature
