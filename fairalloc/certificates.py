@@ -32,6 +32,18 @@ def lp_primal_residual(lp: LinearProgram, x: np.ndarray) -> float:
     residual is unchanged when the program is expressed in other units (rows, bounds or the
     whole point rescaled). ``0`` means exactly feasible.
 
+    Parameters
+    ----------
+    lp : fairalloc.backends.LinearProgram
+        The program whose rows and column bounds are checked.
+    x : numpy.ndarray, shape (n,)
+        The point.
+
+    Returns
+    -------
+    float
+        The largest relative violation (``0.0`` when ``x`` satisfies every bound).
+
     Examples
     --------
     >>> import numpy as np
@@ -110,6 +122,28 @@ def lp_certificate(
     `fairalloc.Certificate`); by default the gap is judged relative to
     ``max(|primal|, |bound|)``.
 
+    Parameters
+    ----------
+    lp : fairalloc.backends.LinearProgram
+        The program, a minimisation (see ``maximize``).
+    x : numpy.ndarray, shape (n,)
+        Primal point; its objective and residuals are recomputed here.
+    row_duals : numpy.ndarray, shape (m,)
+        The solver's row duals (projected onto the valid signs before use; not mutated).
+    maximize : bool, default False
+        Report values in the sign of ``max -c@x``.
+    gap_tol : float, default 1e-6 (``GAP_TOL``)
+        Relative gap the certificate must meet to be ``ok``.
+    feas_tol : float, default 1e-7 (``FEAS_TOL``)
+        Relative primal and dual residual it must meet.
+    scale : float, optional
+        The objective's data scale the gap is judged against.
+
+    Returns
+    -------
+    Certificate
+        ``kind="lp"``, with the primal value, the dual bound, their gap and both residuals.
+
     Examples
     --------
     >>> import numpy as np
@@ -164,6 +198,39 @@ def milp_certificate(
     The objective is recomputed from ``x``; only the bound comes from the solver (no convex dual
     exists for a mixed-integer program). A missing (non-finite) bound gives an infinite gap, so
     the certificate is not ``ok``.
+
+    Parameters
+    ----------
+    lp : fairalloc.backends.LinearProgram
+        The program, a minimisation (see ``maximize``), with its ``integrality``.
+    x : numpy.ndarray, shape (n,)
+        The incumbent; its residual includes the distance of each integer column to the
+        nearest integer.
+    best_bound : float
+        The solver's proved lower bound on the minimum.
+    maximize : bool, default False
+        Report values in the sign of ``max -c@x``.
+    gap_tol : float, default 1e-4 (``MILP_GAP_TOL``)
+        Relative gap the certificate must meet to be ``ok``.
+    feas_tol : float, default 1e-7 (``FEAS_TOL``)
+        Relative primal (and integrality) residual it must meet.
+    scale : float, optional
+        The objective's data scale the gap is judged against.
+
+    Returns
+    -------
+    Certificate
+        ``kind="milp"``, with the primal value, the bound, their gap and the residual.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from fairalloc.backends import LinearProgram
+    >>> lp = LinearProgram.build(np.array([-1.0]), np.array([[1.0]]), row_upper=[2.5],
+    ...                          integrality=np.array([True]))
+    >>> cert = milp_certificate(lp, np.array([2.0]), -2.0)
+    >>> cert.gap, cert.primal_residual, bool(cert.ok)
+    (0.0, 0.0, True)
     """
     x = np.asarray(x, dtype=float)
     res = lp_primal_residual(lp, x)

@@ -170,9 +170,9 @@ def _knapsacks(seed: int = 1) -> LinearProgram:
 def test_node_limit_stops_branch_and_bound_reproducibly() -> None:
     be = get_backend("highs")
     lp = _knapsacks()
-    full = be.solve_lp(lp, mip_gap=0.0)
+    full = be.solve_lp(lp, gap_tol=0.0)
     assert full.status == "optimal" and full.iterations > 5
-    runs = [be.solve_lp(lp, mip_gap=0.0, node_limit=5) for _ in range(2)]
+    runs = [be.solve_lp(lp, gap_tol=0.0, node_limit=5) for _ in range(2)]
     for sol in runs:
         assert sol.status == "iteration_limit" and sol.usable  # its best point, no proof
         assert sol.iterations == 5
@@ -190,7 +190,7 @@ def test_a_backend_without_node_limits_warns_and_solves() -> None:
         options = HighsBackend.options - {"node_limit"}
 
     with pytest.warns(fa.FairallocWarning, match="node_limit"):
-        sol = NoNodes().solve_lp(_knapsacks(), mip_gap=0.0, node_limit=5)
+        sol = NoNodes().solve_lp(_knapsacks(), gap_tol=0.0, node_limit=5)
     assert sol.status == "optimal"
 
 
@@ -200,7 +200,7 @@ def test_highs_runs_on_one_thread_and_accepts_any_thread_count_after_another() -
     # default follows the machine's cores, and its MIP search depends on the count)
     be = get_backend("highs")
     lp = _knapsacks()
-    results = [be.solve_lp(lp, mip_gap=0.0, threads=threads) for threads in
+    results = [be.solve_lp(lp, gap_tol=0.0, threads=threads) for threads in
                (None, 2, None, 1, 3, 1)]
     assert [r.status for r in results] == ["optimal"] * len(results)
     from fairalloc.backends.highs import DEFAULT_THREADS

@@ -63,8 +63,8 @@ USER_ERRORS = {
     "bad parameter value": (SIM + ["--policy", "shockwave", "--param", "shockwave.k=abc"],
                             "--param shockwave.k=abc"),
     "bad plan option (not only at the first re-plan)": (
-        SIM + ["--policy", "fifo", "--policy", "shockwave", "--param", "shockwave.mip_gap=5"],
-        "--param shockwave.mip_gap=5"),
+        SIM + ["--policy", "fifo", "--policy", "shockwave", "--param", "shockwave.gap_tol=5"],
+        "--param shockwave.gap_tol=5"),
     "unknown sweep parameter": (SWEEP + ["--policy", "fifo", "--param", "fifo.k=1,2"],
                                 "--param fifo.k=1,2"),
     "out is a file": (SIM + ["--policy", "fifo", "--out", "{file}"], "--out"),
@@ -75,8 +75,7 @@ USER_ERRORS = {
     "gpus not a number": (SIM + ["--gpus", "many"], "--gpus"),
     "unknown policy": (SIM + ["--policy", "nope"], "--policy nope"),
     "negative jobs": (SIM + ["--policy", "fifo", "--jobs", "-1"], "--jobs"),
-    "negative time limit": (SIM + ["--policy", "fifo", "--milp-time-limit", "-1"],
-                            "--milp-time-limit"),
+    "negative time limit": (SIM + ["--policy", "fifo", "--time-limit", "-1"], "--time-limit"),
     "negative seeds": (SWEEP + ["--policy", "fifo", "--seeds", "-1"], "--seeds"),
     "zero workers": (SWEEP + ["--policy", "fifo", "--workers", "0"], "--workers"),
     "themis on two types": (SIM + ["--policy", "fifo", "--policy", "themis", "--cluster",
@@ -162,9 +161,8 @@ def test_every_milp_policy_has_a_work_limit_and_no_clock_by_default() -> None:
     assert build_policy("shockwave", {"node_limit": 3}, None, 7).plan_options["node_limit"] == 3
     assert build_policy("shockwave", {"time_limit": 1.0}, 2.5).plan_options["time_limit"] == 1.0
     assert not hasattr(build_policy("fifo", {}, 2.5, 7), "time_limit")
-    task = sweep_tasks(["shockwave"], num_jobs=2, gpus=2, milp_time_limit=3.0,
-                       milp_node_limit=9)[0]
-    assert task.milp_time_limit == 3.0 and task.milp_node_limit == 9
+    task = sweep_tasks(["shockwave"], num_jobs=2, gpus=2, time_limit=3.0, node_limit=9)[0]
+    assert task.time_limit == 3.0 and task.node_limit == 9
 
 
 def test_the_time_limit_bounds_every_replan() -> None:
@@ -180,10 +178,10 @@ def test_the_time_limit_bounds_every_replan() -> None:
     assert policy.plan_seconds <= policy.plans * (limit + slack), policy.plan_seconds
 
 
-def test_milp_time_limit_option_reaches_the_policy(tmp_path: Path) -> None:
+def test_time_limit_option_reaches_the_policy(tmp_path: Path) -> None:
     out = tmp_path / "w"
     assert main(["sweep", "--policy", "themis", "--jobs", "3", "--gpus", "2", "--workers", "1",
-                 "--milp-time-limit", "0", "--no-progress", "--out", str(out)]) == 0
+                 "--time-limit", "0", "--no-progress", "--out", str(out)]) == 0
     row = next(iter(read_log(out / RUNS_FILE).values()))
     assert row["milp_time_limited"] == 0 and row["policy"] == "themis"
 

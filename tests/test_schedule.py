@@ -276,7 +276,7 @@ def test_brute_force_unit_gangs(seed, opts):
     best, _ = brute_force(jobs, 3, 4, **kw)
     for method in ("fast", "milp"):
         plan = fa.plan_schedule(jobs, 3, rounds=4, lam=kw["lam"], makespan=kw["makespan"],
-                                restart_penalty=kw["eta"], method=method, mip_gap=1e-9)
+                                restart_penalty=kw["eta"], method=method, gap_tol=1e-9)
         assert plan.objective == pytest.approx(best, rel=1e-9, abs=1e-12), method
         assert plan.bound >= best - 1e-12
         assert ref_objective(jobs, plan.schedule, 3, **kw) == pytest.approx(plan.objective,
@@ -294,7 +294,7 @@ def test_brute_force_gangs(seed, opts):
           "eta": opts.get("eta", 0.0)}
     best, _ = brute_force(jobs, 3, 4, **kw)
     common = {"lam": kw["lam"], "makespan": kw["makespan"], "restart_penalty": kw["eta"],
-              "mip_gap": 1e-9}
+              "gap_tol": 1e-9}
     for method in ("milp", "auto"):
         plan = fa.plan_schedule(jobs, 3, rounds=4, method=method, **common)
         assert plan.objective == pytest.approx(best, rel=1e-9, abs=1e-12), method
@@ -316,7 +316,7 @@ def test_brute_force_without_work_conservation(wc):
         constrained, _ = brute_force(jobs, 3, 4, wc=True)
         assert free >= constrained - 1e-12
         plan = fa.plan_schedule(jobs, 3, rounds=4, work_conservation=wc, method="milp",
-                                mip_gap=1e-9)
+                                gap_tol=1e-9)
         if wc == "none":
             assert plan.objective == pytest.approx(free, rel=1e-9)
         else:  # the post-pass fills idle GPUs; its result is feasible and work conserving
@@ -339,7 +339,7 @@ def test_restart_penalty_prefers_contiguous_rounds():
                        regimes=[(60.0, 50)]) for _ in range(2)]
     for method in ("fast", "milp"):
         plan = fa.plan_schedule(jobs, 1, rounds=4, restart_penalty=1e-3, method=method,
-                                mip_gap=1e-9)
+                                gap_tol=1e-9)
         assert plan.rounds_given.tolist() == [2, 2]
         assert plan.restarts == 2  # AABB or BBAA: each job starts once
         runs = np.diff(plan.schedule.astype(int), axis=1)
@@ -362,11 +362,11 @@ def test_fast_path_reports_uncertified_gang_packing():
                    regimes=[(37.9, 0.1841), (114.3, 1.4057), (126.6, 8.4102)]),
     ]
     best, _ = brute_force(jobs, 3, 4, lam=100.0)
-    fast = fa.plan_schedule(jobs, 3, rounds=4, lam=100.0, method="fast", mip_gap=1e-9)
+    fast = fa.plan_schedule(jobs, 3, rounds=4, lam=100.0, method="fast", gap_tol=1e-9)
     assert fast.status == "iteration_limit"  # its fixed work budget, not the clock
     assert fast.objective < best - 1e-6 and fast.bound >= best
     assert fast.relative_gap > 1e-9
-    auto = fa.plan_schedule(jobs, 3, rounds=4, lam=100.0, mip_gap=1e-9)
+    auto = fa.plan_schedule(jobs, 3, rounds=4, lam=100.0, gap_tol=1e-9)
     assert auto.status == "optimal" and auto.objective == pytest.approx(best, rel=1e-9)
     assert auto.method == "milp"
 
@@ -438,9 +438,9 @@ def test_fast_path_properties(inst):
 def test_milp_properties_and_agreement(inst):
     jobs, M, T, lam = inst
     plan_lam[0] = lam
-    milp = fa.plan_schedule(jobs, M, rounds=T, lam=lam, method="milp", mip_gap=1e-9)
+    milp = fa.plan_schedule(jobs, M, rounds=T, lam=lam, method="milp", gap_tol=1e-9)
     check_plan(jobs, M, T, milp)
-    fast = fa.plan_schedule(jobs, M, rounds=T, lam=lam, method="fast", mip_gap=1e-9)
+    fast = fa.plan_schedule(jobs, M, rounds=T, lam=lam, method="fast", gap_tol=1e-9)
     # each certified bound covers the other path's schedule
     assert fast.bound >= milp.objective - 1e-12
     assert milp.bound >= fast.objective - 1e-12
@@ -464,8 +464,8 @@ def test_fast_matches_milp_on_medium_instances():
     rng = np.random.default_rng(21)
     for unit in (True, False):
         jobs = random_jobs(rng, 14, 3, unit=unit)
-        fast = fa.plan_schedule(jobs, 6, rounds=6, method="fast", mip_gap=1e-6)
-        milp = fa.plan_schedule(jobs, 6, rounds=6, method="milp", mip_gap=1e-6,
+        fast = fa.plan_schedule(jobs, 6, rounds=6, method="fast", gap_tol=1e-6)
+        milp = fa.plan_schedule(jobs, 6, rounds=6, method="milp", gap_tol=1e-6,
                                 time_limit=30)
         assert fast.bound >= milp.objective - 1e-12 and milp.bound >= fast.objective - 1e-12
         if unit:
@@ -473,7 +473,7 @@ def test_fast_matches_milp_on_medium_instances():
             assert fast.status == "optimal"
         else:
             assert fast.objective <= milp.objective + 1e-12
-            auto = fa.plan_schedule(jobs, 6, rounds=6, mip_gap=1e-6, time_limit=30)
+            auto = fa.plan_schedule(jobs, 6, rounds=6, gap_tol=1e-6, time_limit=30)
             assert auto.objective == pytest.approx(milp.objective, rel=2e-6)
 
 
@@ -666,7 +666,7 @@ def test_relaxation_bounds_the_integer_plan():
             for j in jobs]
     jobs = [j for j in jobs if j.done_epochs > 0]
     for lam in (0.0, 1.0):
-        plan = fa.plan_schedule(jobs, 3, rounds=4, lam=lam, mip_gap=1e-9, method="milp",
+        plan = fa.plan_schedule(jobs, 3, rounds=4, lam=lam, gap_tol=1e-9, method="milp",
                                 work_conservation="none")
         relax = fa.relax_plan(jobs, 3, rounds=4, lam=lam)
         assert relax.objective >= plan.objective - 1e-7 * abs(plan.objective)
@@ -804,7 +804,7 @@ JOB = fa.PlanJob(**GOOD)
         ({"k": -1.0}, "k"),
         ({"lam": -1e-3}, "lam"),
         ({"method": "gurobi"}, "method"),
-        ({"mip_gap": 0.0}, "mip_gap"),
+        ({"gap_tol": 0.0}, "gap_tol"),
         ({"time_limit": 0.0}, "time_limit"),
         ({"work_conservation": "maybe"}, "work_conservation"),
         ({"restart_penalty": -1.0}, "restart_penalty"),
@@ -835,7 +835,7 @@ def test_gang_error_names_the_job():
     assert err.value.index == (1,)
 
 
-#: a plan whose full MILP branches (13 nodes to prove mip_gap=1e-6; found by a seeded search)
+#: a plan whose full MILP branches (13 nodes to prove gap_tol=1e-6; found by a seeded search)
 BRANCHING_PLAN = [
     fa.PlanJob(workers=4, total_epochs=123, done_epochs=40, ftf=1.7880001196070294,
                regimes=[(189.67176619657113, 83)]),
@@ -864,7 +864,7 @@ def test_node_limit_is_a_reproducible_work_limit():
     # issue #27: a time limit makes a plan depend on the machine; a node limit does not
     def plan(**kw):
         return fa.plan_schedule(BRANCHING_PLAN, 6, rounds=8, round_duration=120.0, k=3.0,
-                                lam=1.0, method="milp", mip_gap=1e-6, **kw)
+                                lam=1.0, method="milp", gap_tol=1e-6, **kw)
 
     full = plan()
     assert full.status == "optimal" and full.stats.iterations > 2
@@ -882,7 +882,7 @@ def test_node_limit_is_a_reproducible_work_limit():
 def test_milp_time_limit_is_honoured():
     rng = np.random.default_rng(8)
     jobs = random_jobs(rng, 40, 3)
-    plan = fa.plan_schedule(jobs, 8, rounds=10, method="milp", time_limit=2.0, mip_gap=1e-12,
+    plan = fa.plan_schedule(jobs, 8, rounds=10, method="milp", time_limit=2.0, gap_tol=1e-12,
                             warm_start=True)
     assert plan.stats.seconds < 10.0
     assert plan.bound >= plan.objective

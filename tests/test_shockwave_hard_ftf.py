@@ -120,7 +120,7 @@ def limited_plans(draw):
 @SETTINGS
 def test_remaining_limit_met_or_infeasible(case) -> None:
     jobs, M, T, lam, limits = case
-    free = fa.plan_schedule(jobs, M, rounds=T, lam=lam, method="milp", mip_gap=1e-6)
+    free = fa.plan_schedule(jobs, M, rounds=T, lam=lam, method="milp", gap_tol=1e-6)
     try:
         plan = fa.plan_schedule(jobs, M, rounds=T, lam=lam, remaining_limit=limits)
     except fa.InfeasibleError:

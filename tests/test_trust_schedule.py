@@ -45,7 +45,7 @@ def gang_instance():
 # --------------------------------------------------------------------------------------------
 def test_gap_missing_plan_is_not_certified():
     plan = fa.plan_schedule(gang_instance(), 3, rounds=4, lam=100.0, method="fast",
-                            mip_gap=1e-9)
+                            gap_tol=1e-9)
     cert = plan.certificate
     assert plan.status == Status.ITERATION_LIMIT  # the fast path's work budget: a work limit
     assert not cert.ok
@@ -65,7 +65,7 @@ def test_time_limited_milp_is_not_certified():
         jobs.append(job(float(rng.uniform(0.5, 2.0)), workers=int(rng.integers(1, 4)), total=E,
                         done=F, sec=float(rng.uniform(20, 200)),
                         running=bool(rng.integers(0, 2))))
-    plan = fa.plan_schedule(jobs, 8, rounds=12, method="milp", time_limit=0.5, mip_gap=1e-9,
+    plan = fa.plan_schedule(jobs, 8, rounds=12, method="milp", time_limit=0.5, gap_tol=1e-9,
                             warm_start=True, restart_penalty=1e-4)
     assert plan.status in (Status.OPTIMAL, Status.TIME_LIMIT)
     assert plan.certificate.ok == (plan.status == Status.OPTIMAL)
@@ -88,8 +88,8 @@ def test_tiny_weights_are_not_certified_by_an_absolute_slack():
     small = [fa.PlanJob(workers=j.workers, total_epochs=j.total_epochs,
                         done_epochs=j.done_epochs, ftf=j.ftf * 1e-4, regimes=j.regimes)
              for j in jobs]
-    a = fa.plan_schedule(jobs, 3, rounds=4, lam=0.0, method="fast", mip_gap=1e-9)
-    b = fa.plan_schedule(small, 3, rounds=4, lam=0.0, method="fast", mip_gap=1e-9)
+    a = fa.plan_schedule(jobs, 3, rounds=4, lam=0.0, method="fast", gap_tol=1e-9)
+    b = fa.plan_schedule(small, 3, rounds=4, lam=0.0, method="fast", gap_tol=1e-9)
     assert a.status == b.status and a.certificate.ok == b.certificate.ok
     np.testing.assert_array_equal(a.rounds_given, b.rounds_given)
     assert b.objective == pytest.approx(a.objective * 1e-20, rel=1e-9)
@@ -147,7 +147,7 @@ SOLVE_STEPS = ("core-count-milp", "milp")
 
 
 def test_backend_is_honoured_by_every_solve():
-    plan = fa.plan_schedule(gang_instance(), 3, rounds=4, lam=100.0, mip_gap=1e-9,
+    plan = fa.plan_schedule(gang_instance(), 3, rounds=4, lam=100.0, gap_tol=1e-9,
                             backend=HighsBackend())
     path = plan.stats.path
     # core count MILP(s) + full MILP, each one backend solve
@@ -155,7 +155,7 @@ def test_backend_is_honoured_by_every_solve():
     assert plan.stats.solves == sum(step in SOLVE_STEPS for step in path) >= 2
     assert plan.stats.backend == "highs" and plan.stats.raw_status != ""
     # every solve goes through the backend given: with one whose solves all fail, none succeeds
-    bad = fa.plan_schedule(gang_instance(), 3, rounds=4, lam=100.0, mip_gap=1e-9,
+    bad = fa.plan_schedule(gang_instance(), 3, rounds=4, lam=100.0, gap_tol=1e-9,
                            backend=FailingHighs())
     assert bad.stats.path == ("lagrangian", "core-count-milp", "milp")
     assert bad.stats.solves == 2 and bad.stats.raw_status == "injected failure"
@@ -175,7 +175,7 @@ def test_plan_path_and_fallbacks():
     assert unit.stats.path == ("lagrangian",) and unit.stats.fallbacks == ()
     assert unit.method == unit.stats.method == "fast"
     # a gang packing the fast path cannot certify: "auto" hands over to the MILP, once
-    auto = fa.plan_schedule(gang_instance(), 3, rounds=4, lam=100.0, mip_gap=1e-9)
+    auto = fa.plan_schedule(gang_instance(), 3, rounds=4, lam=100.0, gap_tol=1e-9)
     fast_steps = auto.stats.path[:-1]
     assert fast_steps[0] == "lagrangian" and set(fast_steps[1:]) == {"core-count-milp"}
     assert auto.stats.path[-1] == "milp"
@@ -190,7 +190,7 @@ def test_plan_path_and_fallbacks():
     assert warm.stats.fallbacks == () and cold.stats.fallbacks == ()
     # "fast" never hands over, even when it cannot certify
     fast = fa.plan_schedule(gang_instance(), 3, rounds=4, lam=100.0, method="fast",
-                            mip_gap=1e-9)
+                            gap_tol=1e-9)
     assert fast.stats.path == fast_steps and fast.stats.fallbacks == ()
     relaxed = fa.relax_plan([job(1.0), job(2.0)], 1, rounds=2)
     assert relaxed.stats.path == ("cvxpy",) and relaxed.stats.fallbacks == ()
@@ -283,7 +283,7 @@ def test_duration_units_do_not_change_the_plan(inst, e):
     n * D / epoch_seconds (and H / Z0), so the plan and the verdict are the same."""
     jobs, M, T, lam, eta = inst
     c = 10.0 ** e
-    kw = {"rounds": T, "lam": lam, "restart_penalty": eta, "mip_gap": 1e-6}
+    kw = {"rounds": T, "lam": lam, "restart_penalty": eta, "gap_tol": 1e-6}
     a = fa.plan_schedule(jobs, M, round_duration=120.0, **kw)
     b = fa.plan_schedule(scaled_durations(jobs, c), M, round_duration=120.0 * c, **kw)
     same_plan(a, b)
@@ -301,9 +301,9 @@ def test_ftf_scale_with_matching_lam_and_penalty(inst, e):
     scaled = [fa.PlanJob(workers=j.workers, total_epochs=j.total_epochs,
                          done_epochs=j.done_epochs, ftf=j.ftf * f, regimes=j.regimes,
                          running=j.running) for j in jobs]
-    a = fa.plan_schedule(jobs, M, rounds=T, lam=lam, restart_penalty=eta, mip_gap=1e-6)
+    a = fa.plan_schedule(jobs, M, rounds=T, lam=lam, restart_penalty=eta, gap_tol=1e-6)
     b = fa.plan_schedule(scaled, M, rounds=T, lam=lam * w, restart_penalty=eta * w,
-                         mip_gap=1e-6)
+                         gap_tol=1e-6)
     assert b.objective == pytest.approx(a.objective * w, rel=1e-7, abs=1e-9 * b.certificate.scale)
     assert a.status == b.status and a.certificate.ok == b.certificate.ok
     np.testing.assert_array_equal(a.rounds_given, b.rounds_given)
@@ -315,9 +315,9 @@ def test_permuting_jobs_permutes_the_plan(inst, rnd):
     jobs, M, T, lam, eta = inst
     perm = list(range(len(jobs)))
     rnd.shuffle(perm)
-    a = fa.plan_schedule(jobs, M, rounds=T, lam=lam, restart_penalty=eta, mip_gap=1e-6)
+    a = fa.plan_schedule(jobs, M, rounds=T, lam=lam, restart_penalty=eta, gap_tol=1e-6)
     b = fa.plan_schedule([jobs[i] for i in perm], M, rounds=T, lam=lam, restart_penalty=eta,
-                         mip_gap=1e-6)
+                         gap_tol=1e-6)
     assert b.objective == pytest.approx(a.objective, rel=1e-9, abs=1e-12 * a.certificate.scale)
     assert a.status == b.status
     # the same multiset of (job, rounds) pairs; with distinct jobs, the same counts
@@ -347,7 +347,7 @@ def test_results_are_read_only_and_inputs_unchanged(inst):
 
 ODD = [float("nan"), float("inf"), -1.0, 0.0, 1e308, 1e-308, -0.0, [1.0], "1", None, True,
        np.array([1.0, 2.0]), 10**30, 2.5, 3]
-PLAN_ARGS = ["rounds", "round_duration", "k", "lam", "mip_gap", "time_limit", "restart_penalty",
+PLAN_ARGS = ["rounds", "round_duration", "k", "lam", "gap_tol", "time_limit", "restart_penalty",
              "z0", "util_floor", "threads", "method", "warm_start", "expectation", "makespan",
              "regime_model", "work_conservation", "num_gpus"]
 
@@ -382,8 +382,8 @@ def test_plan_schedule_odd_scalars_give_a_result_or_a_named_input_error(name, i,
         ({"num_gpus": 2**40}, "num_gpus"), ({"num_gpus": True}, "num_gpus"),
         ({"time_limit": float("nan")}, "time_limit"), ({"time_limit": [1.0]}, "time_limit"),
         ({"time_limit": "1"}, "time_limit"), ({"time_limit": -1.0}, "time_limit"),
-        ({"mip_gap": float("nan")}, "mip_gap"), ({"mip_gap": 0.5}, "mip_gap"),
-        ({"mip_gap": float("inf")}, "mip_gap"), ({"method": 3}, "method"),
+        ({"gap_tol": float("nan")}, "gap_tol"), ({"gap_tol": 0.5}, "gap_tol"),
+        ({"gap_tol": float("inf")}, "gap_tol"), ({"method": 3}, "method"),
         ({"threads": 1.5}, "threads"), ({"util_floor": float("nan")}, "util_floor"),
         ({"z0": float("nan")}, "z0"), ({"z0": 1e-320, "lam": 1e300}, "z0"),
         ({"warm_start": "yes"}, "warm_start"), ({"restart_penalty": float("inf")},

@@ -349,7 +349,7 @@ def _milp(form: _Form, c: np.ndarray, active_opt: np.ndarray,
             reason = "no exact rounding"
         _hand_over(LP_RELAXATION, WHOLE_MILP, reason)
     _step(WHOLE_MILP)
-    sol = solver.solve_lp(lp, time_limit=time_limit, mip_gap=MILP_SOLVER_GAP)
+    sol = solver.solve_lp(lp, time_limit=time_limit, gap_tol=MILP_SOLVER_GAP)
     _record(solver.name, sol.raw_status)
     sol_status = str(sol.status)
     if sol.status == "infeasible":
@@ -402,7 +402,7 @@ def _fix_and_solve(lp: Any, x: np.ndarray, agent: np.ndarray, option: np.ndarray
     upper[cols.choice] = np.where(shut, 0.0, upper[cols.choice])
     sub = LinearProgram.build(lp.c, lp.A, lp.row_lower, lp.row_upper, lower, upper,
                               integrality=lp.integrality)
-    sol = solver.solve_lp(sub, time_limit=time_limit, mip_gap=MILP_SOLVER_GAP)
+    sol = solver.solve_lp(sub, time_limit=time_limit, gap_tol=MILP_SOLVER_GAP)
     _record(solver.name, sol.raw_status)
     if not sol.usable or sol.x is None:
         return None

@@ -33,6 +33,7 @@ from typing import Any, ClassVar
 import numpy as np
 import scipy.sparse as sp
 
+from .._deprecate import renamed_kwargs
 from .._validation import as_bool, as_positive_int, as_time_limit
 from ..errors import (
     BackendUnavailableError,
@@ -306,15 +307,17 @@ class Backend:
         ignored = sorted(k for k, v in given.items() if v not in (None, False)
                          and k not in self.options)
         if ignored:
-            warnings.warn(f"backend {self.name!r} ignores the option(s) {', '.join(ignored)}",
+            shown = ", ".join("gap_tol" if k == "mip_gap" else k for k in ignored)
+            warnings.warn(f"backend {self.name!r} ignores the option(s) {shown}",
                           FairallocWarning, stacklevel=3)
 
+    @renamed_kwargs(mip_gap="gap_tol")
     def solve_lp(
         self,
         lp: LinearProgram,
         *,
         time_limit: float | None = None,
-        mip_gap: float | None = None,
+        gap_tol: float | None = None,
         threads: int | None = None,
         start: np.ndarray | None = None,
         basis: LPBasis | None = None,
@@ -324,16 +327,17 @@ class Backend:
     ) -> LPSolution:
         """Solve ``lp``; never raises on infeasibility (reports it in ``status``).
 
-        ``start`` is an optional MIP start (a point the solver may take as its first
-        incumbent). With the ``basis`` capability, ``basis`` (an `LPBasis` this backend
-        returned for an LP of the same shape; another shape is ignored) starts the simplex
-        from it (``extra["warm"]`` says whether it was used), and ``keep_basis`` returns
-        the final basis in ``extra["basis"]`` (an interior point then ends with crossover).
-        ``node_limit`` (MILPs) stops branch and bound after that many nodes with the best
-        point found (status ``TIME_LIMIT``): a work limit, so unlike ``time_limit`` the
-        outcome does not depend on the machine's speed or load. Options the backend cannot
-        honour are ignored with a `fairalloc.FairallocWarning`; nothing
-        is printed unless ``verbose``.
+        ``gap_tol`` is a MILP's relative gap target (the deprecated spelling ``mip_gap`` still
+        works with a ``DeprecationWarning``). ``start`` is an optional MIP start (a point the
+        solver may take as its first incumbent). With the ``basis`` capability, ``basis`` (an
+        `LPBasis` this backend returned for an LP of the same shape; another shape is ignored)
+        starts the simplex from it (``extra["warm"]`` says whether it was used), and
+        ``keep_basis`` returns the final basis in ``extra["basis"]`` (an interior point then
+        ends with crossover). ``node_limit`` (MILPs) stops branch and bound after that many
+        nodes with the best point found (status ``TIME_LIMIT``): a work limit, so unlike
+        ``time_limit`` the outcome does not depend on the machine's speed or load. Options the
+        backend cannot honour are ignored with a `fairalloc.FairallocWarning`; nothing is
+        printed unless ``verbose``.
 
         Raises
         ------
@@ -346,10 +350,10 @@ class Backend:
                              f"{'mixed-integer' if lp.is_mip else 'linear'} programs",
                              argument="backend")
         time_limit = as_time_limit(time_limit)
-        if mip_gap is not None:
+        if gap_tol is not None:
             from .._validation import as_finite_float
 
-            mip_gap = as_finite_float(mip_gap, "mip_gap", lo=0.0)
+            gap_tol = as_finite_float(gap_tol, "gap_tol", lo=0.0)
         if threads is not None:
             threads = as_positive_int(threads, "threads")
         if node_limit is not None:
@@ -362,7 +366,8 @@ class Backend:
         if (basis is not None or keep_basis) and lp.is_mip:
             raise InputError("a basis warm-starts linear programs only (it means nothing to a "
                              "MILP's branch and bound)", argument="basis")
-        self._check_options({"time_limit": time_limit, "mip_gap": mip_gap if lp.is_mip else None,
+        # the backends' option sets keep the solver-facing name mip_gap
+        self._check_options({"time_limit": time_limit, "mip_gap": gap_tol if lp.is_mip else None,
                              "threads": threads, "start": start is not None and lp.is_mip,
                              "verbose": verbose,
                              "node_limit": node_limit if lp.is_mip else None})
@@ -377,7 +382,7 @@ class Backend:
         # warned about above), so its _solve_lp keeps the signature it had
         limits = {"node_limit": node_limit} if "node_limit" in self.options else {}
         return _wrap_foreign(self.name, lambda: self._solve_lp(
-            lp, time_limit=time_limit, mip_gap=mip_gap, threads=threads, start=start,
+            lp, time_limit=time_limit, mip_gap=gap_tol, threads=threads, start=start,
             verbose=verbose, basis=basis, keep_basis=keep_basis, **limits))
 
     def _solve_lp(

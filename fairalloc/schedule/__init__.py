@@ -42,7 +42,7 @@ Two exact methods (``method=``), both certified against an upper bound:
   gangs the packing always succeeds, so the fast path is exact; with gangs the certificate
   reports any loss against the count relaxation's bound.
 * ``"auto"`` (default) -- the fast path, then the MILP with the time left if the fast path
-  could not certify ``mip_gap``; the better schedule and the better bound are kept.
+  could not certify ``gap_tol``; the better schedule and the better bound are kept.
 
 ``expectation="scenarios"`` plans against each job's sampled trajectories (App. F): the
 objective uses ``log E[UTIL_j]`` over the job's scenarios (and the expected remaining times

@@ -206,9 +206,9 @@ class _MilpRunner:
         backend = self.resolved if self.resolved is not None else get_backend(self.name,
                                                                               need="milp")
         if self.node_limit is None:  # (a backend without the option is not warned about)
-            return backend.solve_lp(lp, time_limit=time_limit, mip_gap=mip_gap,
+            return backend.solve_lp(lp, time_limit=time_limit, gap_tol=mip_gap,
                                     threads=self.threads, start=start)
-        return backend.solve_lp(lp, time_limit=time_limit, mip_gap=mip_gap,
+        return backend.solve_lp(lp, time_limit=time_limit, gap_tol=mip_gap,
                                 threads=self.threads, start=start, node_limit=self.node_limit)
 
 

@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from .._deprecate import renamed_kwargs
 from .._display import Table, labelled
 from .._validation import (
     as_bool,
@@ -328,6 +329,7 @@ def _milp(inst: _PlanInstance, wc: str, *, mip_gap: float, deadline: float | Non
                           lp_x=lp_x, lp_bound=bound), raw
 
 
+@renamed_kwargs(mip_gap="gap_tol")
 def plan_schedule(
     jobs: Sequence[PlanJob],
     num_gpus: int,
@@ -337,7 +339,7 @@ def plan_schedule(
     k: float = 5.0,
     lam: float = 1e-3,
     method: str = "auto",
-    mip_gap: float = 1e-3,
+    gap_tol: float = 1e-3,
     time_limit: float | None = None,
     work_conservation: str = "exact",
     restart_penalty: float = 0.0,
@@ -379,9 +381,10 @@ def plan_schedule(
         Makespan regulariser coefficient (the paper's ``lambda``; upstream calls it ``k``).
     method : {"auto", "fast", "milp"}
         See `fairalloc.schedule`.
-    mip_gap : float, default 1e-3
-        Relative gap to certify (upstream's Gurobi ``MIPGap``): ``bound - objective`` at most
-        ``mip_gap * max(|objective|, |bound|, data scale)``, where the data scale is the sum of
+    gap_tol : float, default 1e-3
+        Relative gap to certify (upstream's Gurobi ``MIPGap``; the deprecated spelling
+        ``mip_gap`` still works with a ``DeprecationWarning``): ``bound - objective`` at most
+        ``gap_tol * max(|objective|, |bound|, data scale)``, where the data scale is the sum of
         the FTF weights times each job's log range over the window plus the makespan term
         before it (``formulations/shockwave_plan.md``), so that an objective near zero is still
         judged against the size of what the window can change. In ``(0, 0.1]``.
@@ -470,8 +473,8 @@ def plan_schedule(
         the fast path's count-level core MILP; repeated once per cover cut added for a gang
         packing that failed) and ``"milp"`` (one backend solve of the full MILP);
         ``stats.solves`` counts the last two. ``stats.fallbacks`` records ``"auto"``'s
-        hand-over when the fast path could not certify ``mip_gap``, e.g.
-        ``("lagrangian->milp: the fast path proved a relative gap of 0.02, above mip_gap =
+        hand-over when the fast path could not certify ``gap_tol``, e.g.
+        ``("lagrangian->milp: the fast path proved a relative gap of 0.02, above gap_tol =
         0.001",)`` (``method="milp"`` with ``warm_start`` runs the fast path first by request:
         no fallback).
 
@@ -508,7 +511,7 @@ def plan_schedule(
     expectation = as_option(expectation, "expectation", EXPECTATIONS)
     makespan = as_option(makespan, "makespan", PLAN_MAKESPAN_KINDS)
     regime_model = as_option(regime_model, "regime_model", REGIME_MODELS)
-    gap = as_tolerance(mip_gap, "mip_gap")
+    gap = as_tolerance(gap_tol, "gap_tol")
     limit = as_time_limit(time_limit)
     if threads is not None:
         threads = as_positive_int(threads, "threads")
@@ -667,7 +670,7 @@ def _plan(inst: _PlanInstance, method: str, wc: str, gap: float, limit: float | 
             scale = inst.gap_scale(c0.value, c0.bound)
             proved = (c0.bound - c0.value) / scale if scale > 0 else math.inf
             fallbacks.append(f"{path[-1]}->milp: the fast path proved a relative gap of "
-                             f"{proved:.3g}, above mip_gap = {gap:g}")
+                             f"{proved:.3g}, above gap_tol = {gap:g}")
         start_x = cands[0].x if cands else None
         cand, raw = _milp(inst, wc, mip_gap=gap, deadline=deadline, solver=solver,
                           start_x=start_x)

@@ -6,8 +6,9 @@ simulates each policy on the trace (or, without ``--trace``, on a built-in gener
 workload), reports progress on stderr, prints the comparison table and writes ``summary.csv``,
 ``jobs.csv``, ``schedule.csv``, ``timing.csv`` and PNG plots into ``--out``. Everything but
 ``timing.csv`` (seconds each simulation took) is the same on any machine, however loaded: the
-policies' MILPs stop at work limits (``--milp-node-limit``), not at a clock, unless
-``--milp-time-limit`` asks for one.
+policies' MILPs stop at work limits (``--node-limit``), not at a clock, unless
+``--time-limit`` asks for one. (``--milp-node-limit`` and ``--milp-time-limit``, the old
+spellings, still work, with a deprecation note on stderr.)
 
 ``fairalloc sweep --policy fifo --policy las --seeds 0 1 2 --load 4 8 --param las.promote_knob=4,8``
 runs the grid on local processes (``--workers``) or on Ray (``--ray ADDRESS``), appends every
@@ -34,6 +35,7 @@ import ast
 import os
 import sys
 import time
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -102,8 +104,9 @@ OPTION_OF = {"num_jobs": "--jobs", "rate": "--rate", "limit": "--limit", "path":
              "cluster": "--cluster", "policies": "--policy", "policy": "--policy",
              "params": "--param", "seeds": "--seeds", "loads": "--load",
              "round_duration": "--round-duration", "restart_overhead": "--restart-overhead",
-             "milp_time_limit": "--milp-time-limit", "milp_node_limit": "--milp-node-limit",
-             "node_limit": "--milp-node-limit", "log": "--out",
+             "time_limit": "--time-limit", "node_limit": "--node-limit",
+             "milp_time_limit": "--time-limit", "milp_node_limit": "--node-limit",
+             "log": "--out",
              "ray_address": "--ray", "contention_kind": "--contention",
              "unfair_threshold": "--unfair-threshold"}
 
@@ -185,29 +188,52 @@ def _workers(value: int, option: str) -> int:
     return count
 
 
+#: deprecated option -> its one spelling (kept with a note on stderr and a DeprecationWarning)
+RENAMED_OPTIONS = {"--milp-time-limit": "--time-limit", "--milp-node-limit": "--node-limit"}
+
+
+def _renamed_options(args: argparse.Namespace) -> None:
+    """Move each deprecated option's value to its new one; both given is an error."""
+    for old, new in RENAMED_OPTIONS.items():
+        old_dest, new_dest = old[2:].replace("-", "_"), new[2:].replace("-", "_")
+        value = getattr(args, old_dest, None)
+        if value is None:
+            continue
+        if getattr(args, new_dest) is not None:
+            raise InputError(f"{old}: give {new}, not both {new} and its deprecated spelling "
+                             f"{old}", argument=old)
+        message = f"{old} is deprecated, use {new} (same meaning)"
+        warnings.warn(message, DeprecationWarning, stacklevel=2)
+        print(f"note: {message}", file=sys.stderr, flush=True)
+        setattr(args, new_dest, value)
+        setattr(args, old_dest, None)
+
+
 def _check_common(args: argparse.Namespace) -> None:
     """Validate the options both commands share, naming each; before anything runs."""
+    _renamed_options(args)
     as_positive_int(args.jobs, "--jobs")
     d = as_positive_float(args.round_duration, "--round-duration")
     o = as_positive_float(args.restart_overhead, "--restart-overhead", allow_zero=True)
     if o >= d:
         raise InputError("--restart-overhead must be shorter than --round-duration",
                          argument="--restart-overhead")
-    as_positive_float(args.milp_time_limit, "--milp-time-limit", allow_zero=True)
-    if args.milp_node_limit is not None:
-        as_positive_int(args.milp_node_limit, "--milp-node-limit")
+    if args.time_limit is not None:
+        as_positive_float(args.time_limit, "--time-limit", allow_zero=True)
+    if args.node_limit is not None:
+        as_positive_int(args.node_limit, "--node-limit")
     if getattr(args, "limit", None) is not None:
         as_positive_int(args.limit, "--limit")
     as_positive_float(args.unfair_threshold, "--unfair-threshold")
 
 
 def _time_limit(args: argparse.Namespace) -> float | None:
-    return None if args.milp_time_limit == 0 else float(args.milp_time_limit)
+    return None if not args.time_limit else float(args.time_limit)
 
 
 def _limits(args: argparse.Namespace) -> tuple[float | None, int | None]:
-    """``(milp_time_limit, milp_node_limit)`` of `build_policy` from the options."""
-    return _time_limit(args), args.milp_node_limit
+    """``(time_limit, node_limit)`` of `build_policy` from the options."""
+    return _time_limit(args), args.node_limit
 
 
 def _out_folder(text: str, command: str, holds: Sequence[str], *, overwrite: bool,
@@ -275,15 +301,19 @@ def _add_common(p: argparse.ArgumentParser, out: str) -> None:
                    f"{DEFAULT_ROUND_DURATION:g}, Gavel's; Shockwave's experiments use 120)")
     p.add_argument("--restart-overhead", type=float, default=0.0, metavar="SECONDS",
                    help="seconds a job loses when it (re)starts (default 0)")
-    p.add_argument("--milp-time-limit", type=float, default=0.0, metavar="SECONDS",
+    p.add_argument("--time-limit", type=float, default=None, metavar="SECONDS",
                    help="seconds per MILP a policy solves (a Shockwave re-plan, a Themis "
                    "auction), an opt-in for interactive use: the best solution found is used "
                    "when it runs out, so results then depend on the machine's speed and load "
                    "(default 0: no time limit)")
-    p.add_argument("--milp-node-limit", type=int, default=None, metavar="NODES",
+    p.add_argument("--node-limit", type=int, default=None, metavar="NODES",
                    help="branch-and-bound nodes per MILP a policy solves; a work limit, so "
                    "results are the same on any machine (default: each policy's own, "
                    f"shockwave {PLAN_NODE_LIMIT}, themis {AUCTION_NODE_LIMIT})")
+    for old, new in RENAMED_OPTIONS.items():
+        p.add_argument(old, type=float if "time" in old else int, default=None,
+                       metavar="SECONDS" if "time" in old else "NODES",
+                       help=f"deprecated spelling of {new}")
     p.add_argument("--contention", choices=("static", "dynamic"), default="static",
                    help="contention factor of rho (default static N/M)")
     p.add_argument("--unfair-threshold", type=float, default=1.0,
@@ -581,8 +611,7 @@ def _run_sweep(args: argparse.Namespace) -> int:
                             restart_overhead=args.restart_overhead,
                             contention_kind=args.contention,
                             unfair_threshold=args.unfair_threshold,
-                            milp_time_limit=_time_limit(args),
-                            milp_node_limit=args.milp_node_limit)
+                            time_limit=_time_limit(args), node_limit=args.node_limit)
     except InputError as exc:
         bad = next((n for n in names if exc.argument in params.get(n, {})), None)
         raise _option_error(exc, params, bad) from None

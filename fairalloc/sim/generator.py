@@ -81,6 +81,12 @@ def poisson_workload(
         `JobSpec.scaling` (per-GPU efficiency kept per doubling) for elastic policies.
     batch_start : bool
 
+    Returns
+    -------
+    Workload
+        ``num_jobs`` jobs sorted by arrival (the first at time 0); the same for the same
+        arguments and ``seed``.
+
     Examples
     --------
     >>> w = poisson_workload(5, rate=4.0, seed=1)

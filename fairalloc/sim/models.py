@@ -350,6 +350,11 @@ def batch_size_schedule(mode: str, model: str, initial: int, num_epochs: int,
     max_batch_size : int
         Largest batch size the job can use (the table's largest for its model and gang).
 
+    Returns
+    -------
+    numpy.ndarray
+        Integer batch size of each epoch, shape ``(num_epochs,)``.
+
     Examples
     --------
     >>> batch_size_schedule("gns", "LM", 10, 80, 80)[[0, 9, 10, 29, 30, 69, 70]].tolist()

@@ -11,9 +11,9 @@ workload by its size, load and seed, or a trace by its path), run by
 
 and the result rows come back in task order. A task's outcome depends only on its fields (the
 simulator and every policy are deterministic for a seed; the MILPs of Shockwave's re-plans and
-Themis's auctions stop at work limits, ``milp_node_limit``, never at a clock), so all three give
+Themis's auctions stop at work limits, ``node_limit``, never at a clock), so all three give
 identical tables on any machine. Only ``policy_seconds`` (a measurement) differs, and an explicit
-``milp_time_limit`` (an opt-in for interactive use) makes the MILPs it stops depend on the
+``time_limit`` (an opt-in for interactive use) makes the MILPs it stops depend on the
 machine's speed and load; the row's ``milp_time_limited`` counts the MILPs stopped by either
 limit.
 
@@ -40,11 +40,13 @@ import inspect
 import itertools
 import json
 import os
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._deprecate import renamed_kwargs
 from .._validation import as_option, as_positive_float, as_positive_int
 from ..errors import InputError
 from ..results import require_pandas
@@ -102,10 +104,13 @@ class SweepTask:
     unfair_threshold : float
     index : int
         Position in the sweep (rows are returned in this order).
-    milp_time_limit : float or None
+    time_limit : float or None
         Seconds per MILP of a policy that solves MILPs (its ``time_limit``; ``None``: none).
-    milp_node_limit : int or None
-        Nodes per MILP of such a policy (its ``node_limit``; ``None``: its default).
+        The deprecated ``milp_time_limit`` (argument and attribute) still works with a
+        ``DeprecationWarning``.
+    node_limit : int or None
+        Nodes per MILP of such a policy (its ``node_limit``; ``None``: its default). The
+        deprecated ``milp_node_limit`` likewise.
     """
 
     policy: str
@@ -119,9 +124,31 @@ class SweepTask:
     contention_kind: str = "static"
     unfair_threshold: float = 1.0
     index: int = 0
-    milp_time_limit: float | None = MILP_TIME_LIMIT
-    milp_node_limit: int | None = MILP_NODE_LIMIT
+    time_limit: float | None = MILP_TIME_LIMIT
+    node_limit: int | None = MILP_NODE_LIMIT
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    @property
+    def milp_time_limit(self) -> float | None:
+        """Deprecated spelling of `time_limit`."""
+        warnings.warn("SweepTask.milp_time_limit is deprecated, use time_limit (same meaning)",
+                      DeprecationWarning, stacklevel=2)
+        return self.time_limit
+
+    @property
+    def milp_node_limit(self) -> int | None:
+        """Deprecated spelling of `node_limit`."""
+        warnings.warn("SweepTask.milp_node_limit is deprecated, use node_limit (same meaning)",
+                      DeprecationWarning, stacklevel=2)
+        return self.node_limit
+
+
+#: the old option spellings the sweep API keeps with a DeprecationWarning
+_RENAMED = {"milp_time_limit": "time_limit", "milp_node_limit": "node_limit"}
+SweepTask.__init__ = renamed_kwargs(**_RENAMED)(SweepTask.__init__)  # type: ignore[method-assign]
+#: `task_key` hashes the fields under the names they had when the limits were spelled
+#: ``milp_*``, so that a log written before the rename still resumes
+_KEY_NAMES = {new: old for old, new in _RENAMED.items()}
 
 
 def _workload(task: SweepTask) -> Any:
@@ -156,25 +183,25 @@ def canonical_policy(name: str) -> str:
     return alt if alt in known else name
 
 
+@renamed_kwargs(**_RENAMED)
 def build_policy(name: str, params: Mapping[str, Any] | None = None,
-                 milp_time_limit: float | None = MILP_TIME_LIMIT,
-                 milp_node_limit: int | None = MILP_NODE_LIMIT) -> Any:
-    """`fairalloc.sim.make_policy`, with ``time_limit=milp_time_limit`` and (when
-    given) ``node_limit=milp_node_limit`` for a policy that takes them (its MILPs) unless
-    ``params`` sets them.
+                 time_limit: float | None = MILP_TIME_LIMIT,
+                 node_limit: int | None = MILP_NODE_LIMIT) -> Any:
+    """`fairalloc.sim.make_policy`, with ``time_limit`` and (when given) ``node_limit``
+    for a policy that takes them (its MILPs) unless ``params`` sets them. The deprecated
+    ``milp_time_limit``/``milp_node_limit`` still work with a ``DeprecationWarning``.
 
     Examples
     --------
-    >>> p = build_policy("themis", milp_node_limit=500)
+    >>> p = build_policy("themis", node_limit=500)
     >>> p.time_limit, p.node_limit
     (None, 500)
     """
     from .._validation import as_time_limit
     from .policies import make_policy
 
-    limit = as_time_limit(milp_time_limit, "milp_time_limit")
-    nodes = None if milp_node_limit is None else as_positive_int(milp_node_limit,
-                                                                 "milp_node_limit")
+    limit = as_time_limit(time_limit, "time_limit")
+    nodes = None if node_limit is None else as_positive_int(node_limit, "node_limit")
     given = dict(params or {})
     policy = make_policy(name, given)
     try:
@@ -199,8 +226,7 @@ def run_task(task: SweepTask) -> dict[str, Any]:
 
     w = _workload(task)
     cluster = Cluster(dict(task.cluster))
-    policy = build_policy(task.policy, dict(task.params), task.milp_time_limit,
-                          task.milp_node_limit)
+    policy = build_policy(task.policy, dict(task.params), task.time_limit, task.node_limit)
     r = Simulator(w, cluster, policy, round_duration=task.round_duration,
                   restart_overhead=task.restart_overhead, seed=task.seed).run()
     row: dict[str, Any] = {"index": task.index, "policy": task.policy, "seed": task.seed,
@@ -221,7 +247,7 @@ def task_key(task: SweepTask) -> str:
     >>> task_key(a) != task_key(b), len(task_key(a))
     (True, 16)
     """
-    fields = asdict(task)
+    fields = {_KEY_NAMES.get(k, k): v for k, v in asdict(task).items()}
     fields.pop("index")
     fields.pop("extra")
     text = json.dumps(fields, sort_keys=True, default=repr)
@@ -288,6 +314,7 @@ class _Log:
             self._fh.close()
 
 
+@renamed_kwargs(**_RENAMED)
 def sweep_tasks(
     policies: Sequence[str],
     *,
@@ -302,8 +329,8 @@ def sweep_tasks(
     restart_overhead: float = 0.0,
     contention_kind: str = "static",
     unfair_threshold: float = 1.0,
-    milp_time_limit: float | None = MILP_TIME_LIMIT,
-    milp_node_limit: int | None = MILP_NODE_LIMIT,
+    time_limit: float | None = MILP_TIME_LIMIT,
+    node_limit: int | None = MILP_NODE_LIMIT,
 ) -> list[SweepTask]:
     """The cross product policies x hyper-parameter grid x loads x seeds, as tasks.
 
@@ -327,11 +354,13 @@ def sweep_tasks(
         Further generator / trace-reader arguments (e.g. ``mode_probs``, ``throughputs``).
     round_duration, restart_overhead, contention_kind, unfair_threshold
         As for the simulator and `fairalloc.sim.summarize`.
-    milp_time_limit : float or None, default `MILP_TIME_LIMIT`
+    time_limit : float or None, default `MILP_TIME_LIMIT`
         Seconds per MILP of the policies that solve MILPs (`build_policy`); ``None`` (the
         default): no clock. A number makes the MILPs it stops depend on the machine's speed.
-    milp_node_limit : int or None, default `MILP_NODE_LIMIT`
+        (Deprecated spelling: ``milp_time_limit``, with a ``DeprecationWarning``.)
+    node_limit : int or None, default `MILP_NODE_LIMIT`
         Branch-and-bound nodes per MILP of those policies (``None``: each policy's default).
+        (Deprecated spelling: ``milp_node_limit``.)
 
     Every policy is built once for each of its parameter combinations, and the workload (the
     trace read, or the first generated one) once, here, so that an unknown or invalid
@@ -401,9 +430,8 @@ def sweep_tasks(
               *sorted((k, _freeze(v)) for k, v in extra.items()))
     from .._validation import as_time_limit
 
-    limit = as_time_limit(milp_time_limit, "milp_time_limit")
-    nodes = None if milp_node_limit is None else as_positive_int(milp_node_limit,
-                                                                 "milp_node_limit")
+    limit = as_time_limit(time_limit, "time_limit")
+    nodes = None if node_limit is None else as_positive_int(node_limit, "node_limit")
     grid = {canonical_policy(p): g for p, g in (params or {}).items()}
     unknown = [p for p in grid if p not in policies]
     if unknown:
@@ -424,7 +452,7 @@ def sweep_tasks(
                         load=load, workload=wl, cluster=tuple(cluster.items()),
                         round_duration=duration, restart_overhead=overhead,
                         contention_kind=contention_kind, unfair_threshold=unfair_threshold,
-                        index=len(tasks), milp_time_limit=limit, milp_node_limit=nodes))
+                        index=len(tasks), time_limit=limit, node_limit=nodes))
     _workload(tasks[0])  # fail early: an unreadable trace, a bad generator argument
     return tasks
 
@@ -598,6 +626,7 @@ def _run_ray(tasks: list[SweepTask], todo: list[int], address: str,
             finish(pending[ref], ray.get(ref))
 
 
+@renamed_kwargs(**_RENAMED)
 def sweep(policies: Sequence[str], *, workers: int | None = None,
           ray_address: str | None = None, progress: Callable[[int, int], None] | None = None,
           seeds: Sequence[int] = (0,), loads: Sequence[float | None] = (None,),
@@ -606,8 +635,8 @@ def sweep(policies: Sequence[str], *, workers: int | None = None,
           trace: str | None = None, workload: Mapping[str, Any] | None = None,
           round_duration: float = DEFAULT_ROUND_DURATION, restart_overhead: float = 0.0,
           contention_kind: str = "static", unfair_threshold: float = 1.0,
-          milp_time_limit: float | None = MILP_TIME_LIMIT,
-          milp_node_limit: int | None = MILP_NODE_LIMIT,
+          time_limit: float | None = MILP_TIME_LIMIT,
+          node_limit: int | None = MILP_NODE_LIMIT,
           log: str | os.PathLike[str] | None = None, resume: bool = False) -> Any:
     """`fairalloc.sim.sweep.sweep_tasks` then
     `fairalloc.sim.sweep.run_sweep` (the keyword arguments of both, with the same
@@ -616,7 +645,7 @@ def sweep(policies: Sequence[str], *, workers: int | None = None,
                         gpus=gpus, trace=trace, workload=workload,
                         round_duration=round_duration, restart_overhead=restart_overhead,
                         contention_kind=contention_kind, unfair_threshold=unfair_threshold,
-                        milp_time_limit=milp_time_limit, milp_node_limit=milp_node_limit)
+                        time_limit=time_limit, node_limit=node_limit)
     return run_sweep(tasks, workers=workers, ray_address=ray_address, progress=progress,
                      log=log, resume=resume)
 

@@ -1381,8 +1381,8 @@ def plan_cases(draw: Any, relax: bool = False) -> dict:
     if not relax:
         case["method"] = choose(draw, ["auto"] * 6 + ["fast", "milp"], ["x"])
         case["time_limit"] = time_limit(draw, TIME_LIMITS, 0.1)
-        case["mip_gap"] = tolerance(draw, st.sampled_from([1e-3, 1e-6, 0.05]), 0.1)
-        if case["mip_gap"] == 1e-6:
+        case["gap_tol"] = tolerance(draw, st.sampled_from([1e-3, 1e-6, 0.05]), 0.1)
+        if case["gap_tol"] == 1e-6:
             doubt(draw, "a MIP gap of 1e-6 (may be out of reach)")
     return finish(draw, case)
 

@@ -110,6 +110,12 @@ def pack_by_priority(view: JobView, cluster: Cluster, priority: Any, *,
         ranks (``inf`` = never).
     limit : array_like of bool, shape (n,), optional
         Only these jobs may run.
+
+    Returns
+    -------
+    Schedule
+        The round's placement: jobs in priority order, each on the first of its preferred
+        types with room for its whole gang (a job that fits nowhere waits).
     """
     pr = np.asarray(priority, dtype=float)
     rank = (type_preference(view, cluster, prefer) if isinstance(prefer, str)

@@ -16,6 +16,7 @@ import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ..._deprecate import renames_of, resolve_renamed
 from ...errors import FairallocError, InputError
 from .baselines import AlloXPolicy, FIFOPolicy, GandivaFairPolicy, TiresiasLAS
 from .efq import EFQPolicy
@@ -29,7 +30,25 @@ _REGISTRY: dict[str, tuple[Callable[..., Any], str]] = {}
 
 
 def register_policy(name: str, factory: Callable[..., Any], description: str = "") -> None:
-    """Register a policy factory under ``name`` (``factory(**params)`` returns a policy)."""
+    """Register a policy factory under ``name`` (``factory(**params)`` returns a policy).
+
+    Parameters
+    ----------
+    name : str
+        The name `make_policy`, `fairalloc.sim.sweep` and ``fairalloc simulate --policy``
+        know it by; registering a taken name replaces that entry.
+    factory : callable
+        ``factory(**params)`` returns a policy (a class is the usual factory).
+    description : str, optional
+        One line `available_policies` shows.
+
+    Examples
+    --------
+    >>> from fairalloc.sim import FIFOPolicy
+    >>> register_policy("fifo", FIFOPolicy, available_policies()["fifo"])  # as built in
+    >>> type(make_policy("fifo")).__name__
+    'FIFOPolicy'
+    """
     if not isinstance(name, str) or not name:
         raise InputError("name must be a non-empty string", argument="name")
     if not callable(factory):
@@ -38,7 +57,18 @@ def register_policy(name: str, factory: Callable[..., Any], description: str = "
 
 
 def available_policies() -> dict[str, str]:
-    """Registered policy names and what they are."""
+    """Registered policy names and what they are.
+
+    Returns
+    -------
+    dict of str to str
+        ``name -> one-line description``, sorted by name.
+
+    Examples
+    --------
+    >>> available_policies()["fifo"]
+    'first come first served with backfilling'
+    """
     return {k: d for k, (_, d) in sorted(_REGISTRY.items())}
 
 
@@ -53,6 +83,11 @@ def make_policy(name: str, params: Mapping[str, Any] | None = None) -> Any:
         Keyword parameters of that policy's factory (each policy has its own, so they travel
         as one mapping; to have a type checker check them, construct the policy class
         directly). An unknown parameter is an `fairalloc.InputError` naming it.
+
+    Returns
+    -------
+    policy
+        A new instance from the factory registered under ``name`` (`register_policy`).
 
     Examples
     --------
@@ -71,6 +106,9 @@ def make_policy(name: str, params: Mapping[str, Any] | None = None) -> Any:
     target: Any = factory
     if isinstance(factory, type):
         target = factory.__dict__.get("__init__", factory)
+    renames = renames_of(target)
+    if renames.keys() & params.keys():  # an old spelling: warn at the caller, pass the new one
+        params = resolve_renamed(dict(params), renames, name)
     try:
         sig = inspect.signature(target)
     except (TypeError, ValueError):  # pragma: no cover - builtins without a signature

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from ..._deprecate import renamed_kwargs
 from ..._validation import as_bool, as_option, as_positive_float, as_positive_int
 from ...data import Cluster
 from ...errors import InfeasibleError, InputError, SolverError
@@ -63,7 +64,7 @@ PLAN_NODE_LIMIT = 1000
 #: floor of a job's remaining seconds and epochs in the plan (the planner needs positive ones)
 MIN_REMAINING = 1e-6
 #: plan_schedule options a ShockwavePolicy forwards when given (None: plan_schedule's default)
-PLAN_OPTIONS = ("method", "mip_gap", "time_limit", "work_conservation", "restart_penalty",
+PLAN_OPTIONS = ("method", "gap_tol", "time_limit", "work_conservation", "restart_penalty",
                 "expectation", "makespan", "regime_model", "z0", "util_floor", "warm_start",
                 "threads", "backend", "welfare_norm", "node_limit", "log_breakpoints")
 #: exponent of the near-completion boost (upstream's ``priority_M``): a late job (rho > 1)
@@ -368,14 +369,15 @@ class ShockwavePolicy(BasePolicy):
     idle_fill : {"longest", "shortest", "none"}
         Who gets GPUs the plan's jobs leave idle: the longest remaining (upstream), the
         shortest remaining, or nobody. `filled` counts the job-rounds it ran.
-    method, mip_gap, work_conservation, restart_penalty, expectation, \
+    method, gap_tol, work_conservation, restart_penalty, expectation, \
 regime_model, z0, util_floor, warm_start, threads, backend : optional
         Passed to `fairalloc.plan_schedule` when given (`PLAN_OPTIONS`);
-        ``None``: its default.
+        ``None``: its default. ``mip_gap`` (deprecated) is ``gap_tol``.
     """
 
     name = "shockwave"
 
+    @renamed_kwargs(mip_gap="gap_tol")
     @_given_options
     def __init__(self, *, k: float = SHOCKWAVE_K, lam: float = SHOCKWAVE_LAM,
                  window: int = SHOCKWAVE_WINDOW, forecast: str = "restatement",
@@ -383,7 +385,7 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
                  replan: str = "reactive", accordion_regimes: int = ACCORDION_REGIMES,
                  contention: str = "jobs", execution: str = "counts",
                  keep_running: bool = True, method: str | None = None,
-                 mip_gap: float | None = None, time_limit: float | None = None,
+                 gap_tol: float | None = None, time_limit: float | None = None,
                  node_limit: int | None = PLAN_NODE_LIMIT,
                  work_conservation: str | None = None, restart_penalty: float | None = None,
                  expectation: str | None = None, makespan: str | None = SHOCKWAVE_MAKESPAN,
@@ -419,7 +421,7 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
     def _configure(self, *, k: float, lam: float, window: int, forecast: str,
                    ftf_forecast: str | None, replan: str, accordion_regimes: int,
                    contention: str, execution: str, keep_running: Any, method: Any,
-                   mip_gap: Any, time_limit: Any, node_limit: Any, work_conservation: Any,
+                   gap_tol: Any, time_limit: Any, node_limit: Any, work_conservation: Any,
                    restart_penalty: Any, expectation: Any, makespan: Any, regime_model: Any,
                    z0: Any, util_floor: Any, warm_start: Any, threads: Any, backend: Any,
                    weights: str, boost: float, welfare_norm: Any, replan_interval: Any,
@@ -428,7 +430,7 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
                    hard_ftf_weights: str, log_breakpoints: Any) -> None:
         from ...schedule import PlanJob, ReplanPolicy, plan_schedule
 
-        given = {"method": method, "mip_gap": mip_gap, "time_limit": time_limit,
+        given = {"method": method, "gap_tol": gap_tol, "time_limit": time_limit,
                  "work_conservation": work_conservation, "restart_penalty": restart_penalty,
                  "expectation": expectation, "makespan": makespan,
                  "regime_model": regime_model, "z0": z0, "util_floor": util_floor,
@@ -436,7 +438,7 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
                  "welfare_norm": welfare_norm, "node_limit": node_limit,
                  "log_breakpoints": log_breakpoints}
         plan_options = {name: given[name] for name in PLAN_OPTIONS if given[name] is not None}
-        # a bad plan option (mip_gap=5, method="nope") fails here, not at the first re-plan:
+        # a bad plan option (gap_tol=5, method="nope") fails here, not at the first re-plan:
         # a one-job, one-round plan with these options (milliseconds)
         plan_schedule([PlanJob(workers=1, total_epochs=1, done_epochs=0, ftf=1.0,
                                regimes=[(1.0, 1)])], 1, rounds=1, **plan_options)

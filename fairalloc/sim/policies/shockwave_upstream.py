@@ -196,7 +196,7 @@ def reorder_window(schedule: Any, workers: Any, log_priority: Any, num_gpus: int
     hi = np.concatenate([count[act], np.full(T, float(num_gpus))])
     lp = LinearProgram.build(c, a, lo, hi, 0.0, 1.0, integrality=np.ones(na * T, dtype=bool))
     # the plan's own schedule is feasible: the MIP start keeps an incumbent under the limit
-    sol = get_backend("highs").solve_lp(lp, mip_gap=REORDER_MIP_GAP,
+    sol = get_backend("highs").solve_lp(lp, gap_tol=REORDER_MIP_GAP,
                                         node_limit=REORDER_NODE_LIMIT,
                                         start=x0[act].ravel().astype(float))
     if sol.x is None:
