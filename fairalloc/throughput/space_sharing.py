@@ -293,3 +293,40 @@ def pair_rates(inst: Any, order: np.ndarray) -> np.ndarray | None:
         coef = inst.mem_tp[sel] / inst.fastest_tp[job]
     np.maximum.at(out, (job[later], inst.col_type[col[later]]), coef[later])
     return out
+
+
+def singles_dominated_pairs(jobs: Jobs, cluster: Cluster, pairs: JobPairs) -> JobPairs:
+    """``pairs`` with the rates of the pair columns that the members' single columns match set
+    to 0 (so no such column is built): the same throughputs at no more time or workers.
+
+    A pair column on type ``j`` with member rates ``r_a, r_b`` (``r >= 0``) and ``T_aj,
+    T_bj`` the members' single rates there is replaced, time ``x`` for time ``x``, by ``a``
+    alone for ``x r_a / T_aj`` and ``b`` alone for ``x r_b / T_bj`` (``x r / T = 0`` where
+    ``r = 0``): the same throughput for both, no more of either's time, and, where ``r_a /
+    T_aj + r_b / T_bj <= 1``, no more workers (``s_a x_a + s_b x_b <= max(s_a, s_b)(x_a +
+    x_b)``, the pair's gang being the larger). So every throughput vector, at no more workers,
+    is reachable without the column: the optimal values of a policy whose stages depend on the
+    jobs' throughputs alone (max-min and water-filling levels, total throughput) are the same.
+    (``cluster``: the types the rates are listed for; a gang that does not fit builds no
+    column either way.)
+
+    Examples
+    --------
+    >>> import fairalloc as fa
+    >>> p = singles_dominated_pairs(fa.Jobs([[2.0, 2.0], [2.0, 2.0]]),
+    ...                             fa.Cluster({"a": 1, "b": 1}),
+    ...                             fa.JobPairs([[0, 1]], [[[1.0, 1.0], [1.5, 1.5]]]))
+    >>> p.throughput.tolist()  # on "a", 1/2 + 1/2 <= 1: the singles do as well
+    [[[0.0, 0.0], [1.5, 1.5]]]
+    """
+    pairs.check(jobs, cluster)
+    T = jobs.throughput
+    r = pairs.throughput  # (P, k, 2)
+    single = T[pairs.members].transpose(0, 2, 1)  # (P, k, 2): each member's single rate
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = np.where(r == 0.0, 0.0, r / single)
+    ok = (r >= 0.0) & ((r == 0.0) | (single > 0.0))
+    drop = ok.all(axis=2) & (share.sum(axis=2) <= 1.0) & (r.sum(axis=2) > 0.0)
+    if not drop.any():
+        return pairs
+    return JobPairs(pairs.members, np.where(drop[:, :, None], 0.0, r))
