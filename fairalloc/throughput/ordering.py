@@ -81,7 +81,10 @@ class FIFO(ThroughputPolicy):
     bound, stopping as soon as the allocation or an LP proves that no later job can get any
     time). ``objective`` is ``sum_m v_m``; ``certificate`` is the forced stages' or, after a
     tie, the last stage LP's (every stage's certificate is in ``stage_certificates``, the
-    forced stages' first). See formulations/gavel_policies.md and
+    forced stages' first). With job ``pairs``, the pair columns whose earlier member gets less
+    from them than from its own single column there are dropped (no arrival-order optimum uses
+    them: `fairalloc.throughput.space_sharing.undominated_pairs`) and the greedy pass takes
+    the rest into account (`forced_prefix`). See formulations/gavel_policies.md and
     proofs/fifo_arrival_order.md.
 
     ``semantics="objective"`` (the paper's formula): ``max sum_m (M - r_m) throughput(m, X) /
