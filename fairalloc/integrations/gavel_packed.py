@@ -234,6 +234,7 @@ class MaxMinFairnessWaterFillingPolicyWithPacking(GavelPolicy):
         single_job_ids)``: each job's throughput (alone and in its pairs) over its ``X^equal``
         throughput, in sorted job order."""
         from ..throughput import water_filling
+        from ..throughput.space_sharing import singles_dominated_pairs
 
         del verbose
         require_mapping(unflattened_throughputs, "unflattened_throughputs")
@@ -241,8 +242,13 @@ class MaxMinFairnessWaterFillingPolicyWithPacking(GavelPolicy):
                                                  entity_to_job_mapping, entity_weights,
                                                  self.entity_policies)
         self._round.settings.update(entity_weights=weights, entity_policies=policies)
+        def solve(jobs: Any, cluster: Any, pairs: Any, **options: Any) -> Any:
+            # (pair columns the singles match: the same levels on a smaller program)
+            return water_filling(jobs, cluster, pairs=singles_dominated_pairs(jobs, cluster,
+                                                                             pairs), **options)
+
         out = packed_solve(self, unflattened_throughputs, cluster_spec, scale_factors,
-                           water_filling, per_job={"weight": unflattened_priority_weights},
+                           solve, per_job={"weight": unflattened_priority_weights},
                            extra={"entities": entities}, entity_weights=weights,
                            entity_policies=policies)
         if not return_effective_throughputs:

@@ -28,6 +28,7 @@ from ..results import Certificate
 from ..tolerances import FEAS_TOL, GAP_TOL
 from .composed import reciprocal
 from .efficiency import MaxTotalThroughput
+from .instance import ColumnInstance
 from .policy import (
     STAGE_TOL,
     TINY,
@@ -39,6 +40,7 @@ from .policy import (
     _steps,
 )
 from .programs import LevelStage, LinearStage, StageResult, pow2
+from .space_sharing import pair_rates, undominated_pairs
 from .stages import StageSolver
 from .tuning import Tuning
 
@@ -79,7 +81,10 @@ class FIFO(ThroughputPolicy):
     bound, stopping as soon as the allocation or an LP proves that no later job can get any
     time). ``objective`` is ``sum_m v_m``; ``certificate`` is the forced stages' or, after a
     tie, the last stage LP's (every stage's certificate is in ``stage_certificates``, the
-    forced stages' first). See formulations/gavel_policies.md and
+    forced stages' first). With job ``pairs``, the pair columns whose earlier member gets less
+    from them than from its own single column there are dropped (no arrival-order optimum uses
+    them: `fairalloc.throughput.space_sharing.undominated_pairs`) and the greedy pass takes
+    the rest into account (`forced_prefix`). See formulations/gavel_policies.md and
     proofs/fifo_arrival_order.md.
 
     ``semantics="objective"`` (the paper's formula): ``max sum_m (M - r_m) throughput(m, X) /
@@ -118,6 +123,11 @@ class FIFO(ThroughputPolicy):
         self.rank = (_rank(-jobs.elapsed, n, "elapsed") if order is None
                      else _rank(order, n, "order"))
         self.semantics = as_option(semantics, "semantics", FIFO_SEMANTICS)
+        if pairs is not None and self.semantics == "arrival":
+            kept = undominated_pairs(self.inst, np.argsort(self.rank, kind="stable"))
+            if kept is not None:  # (the same allocations, on fewer columns)
+                self.inst = ColumnInstance(jobs, cluster, kept, unconsolidated_throughput,
+                                           consolidated_capacity)
 
     def weights(self) -> np.ndarray:
         return (self.inst.n - self.rank) / self.inst.fastest_tp
@@ -135,14 +145,15 @@ class FIFO(ThroughputPolicy):
 
     def _forced(self) -> tuple[int, np.ndarray]:
         """The arrival-order stages that need no LP (`forced_prefix` on this instance):
-        ``(stop, x)``, ``x`` of shape ``(n, k)``. Only single-job columns (no job pairs, no
-        placement columns, whose stages are not knapsacks): else no stage is forced."""
+        ``(stop, x)``, ``x`` of shape ``(n, k)``. Single-job and pair columns (the pairs
+        checked against the single columns by `forced_prefix`); no placement columns (whose
+        stages are not knapsacks): else no stage is forced."""
         inst = self.inst
-        if inst.pairs is not None or inst.placement:
+        if inst.placement:
             return 0, np.zeros((inst.n, inst.k))
+        order = np.argsort(self.rank, kind="stable")
         return forced_prefix(inst.T_allowed / inst.fastest_tp[:, None],
-                             inst.jobs.scale_factor, inst.cap,
-                             np.argsort(self.rank, kind="stable"))
+                             inst.jobs.scale_factor, inst.cap, order, pair_rates(inst, order))
 
     def _arrival_stages(self, solver: StageSolver) -> PolicyStages:
         inst = self.inst
@@ -159,7 +170,8 @@ class FIFO(ThroughputPolicy):
             # the forced jobs' columns are held at their (unique) stage optima in every later
             # program: the same set as keeping their values, without rows whose right-hand
             # side may be far below their coefficients
-            cols = np.flatnonzero(np.isin(inst.mem_job[: inst.E], order[:stop]))
+            # (every column a forced job is a member of: its pair columns, held at 0, too)
+            cols = np.unique(inst.mem_col[np.isin(inst.mem_job, order[:stop])])
             solver.fixed_columns = (cols, xcol[cols])
         if stop == inst.n:
             # every stage decided and certified without an LP; the result's stage is the sum
@@ -243,10 +255,12 @@ class FIFO(ThroughputPolicy):
         inst = self.inst
         lp = LinearProgram.build(np.zeros(inst.E), solver.A, solver.lo, solver.up,
                                  np.zeros(inst.E), np.ones(inst.E))
+        order = np.argsort(self.rank, kind="stable")
+        # (pair columns of a forced job: 0 in ``xcol``, so the matrix is its single columns)
         return forced_certificate(inst.T_allowed / inst.fastest_tp[:, None],
                                   inst.jobs.scale_factor, inst.cap, forced,
-                                  inst.to_matrix(xcol), lp_primal_residual(lp, xcol),
-                                  solver.gap_tol, solver.feas_tol)
+                                  inst.to_matrix(xcol, (0,)), lp_primal_residual(lp, xcol),
+                                  solver.gap_tol, solver.feas_tol, pair_rates(inst, order))
 
     def _columns(self, x: np.ndarray) -> np.ndarray:
         """The column allocation of an ``(n, k)`` allocation over single-job columns."""
@@ -286,7 +300,8 @@ class FIFO(ThroughputPolicy):
 
 
 def forced_prefix(A: np.ndarray, scale_factor: np.ndarray, cap: np.ndarray,
-                  order: np.ndarray) -> tuple[int, np.ndarray]:
+                  order: np.ndarray, pair_rates: np.ndarray | None = None
+                  ) -> tuple[int, np.ndarray]:
     """FIFO's arrival-order stages whose optimum is unique, in one pass without an LP.
 
     Given the earlier jobs' allocations fixed (each the only optimum of its stage), job
@@ -296,6 +311,21 @@ def forced_prefix(A: np.ndarray, scale_factor: np.ndarray, cap: np.ndarray,
     solves it exactly. Its optimum is unique unless two types of equal ``a_j`` could trade
     time (one holds some, the other has room); then job ``m``'s stage and every later one
     need the LP stages. Once no worker is spare, every later job is forced to 0.
+
+    Job pairs (space sharing): ``pair_rates[m, j]`` is the largest ``v_m`` coefficient of a
+    pair column of job ``m`` with a *later* job of ``order`` on type ``j`` (``-inf`` where it
+    has none; `pair_rates`); pair columns with earlier jobs are held at 0 (each earlier stage
+    decided its job's columns, its pairs at 0). A pair column uses the pair's gang (at least
+    the job's own, so as many workers or more) and the same time of the job as its single
+    column on that type, so where its coefficient is *below* the single column's (``a_p <
+    a_j``), moving its time to the single column raises ``v_m`` and uses no more workers or
+    time: no optimum of the stage uses it, and the stage is the same knapsack with the same
+    unique optimum. Where ``a_p == a_j > 0`` the move keeps ``v_m``, so an optimum uses the
+    pair exactly when the knapsack's own optimum takes type ``j`` (``x_mj > 0``): then the
+    stage's optimum is not unique (the later job's stage decides the split) and the pass stops
+    there, as at a tie. It stops too where ``a_p > a_j``, or ``a_p == a_j == 0`` (a pair column
+    the job gains nothing from but may hold time in). Earlier jobs' pairs are at 0 and later
+    jobs' stages see the same structure, so the decided stages are the lexicographic ones.
 
     Returns ``(stop, x)``: ``order[:stop]`` are decided (``stop == len(order)``: all of
     them), ``x`` (shape of ``A``) their allocation (0 elsewhere). A type the job's take uses
@@ -316,6 +346,13 @@ def forced_prefix(A: np.ndarray, scale_factor: np.ndarray, cap: np.ndarray,
     """
     n, k = A.shape
     x = np.zeros((n, k))
+    if pair_rates is None:
+        strict_bad = np.zeros(n, dtype=bool)
+        same = np.zeros((n, k), dtype=bool)
+    else:  # (pairs that cannot decide the job whatever it takes; pairs as good as a type)
+        strict_bad = np.any((pair_rates > A) | ((pair_rates == A) & (A <= 0.0)), axis=1)
+        same = (pair_rates == A) & (A > 0.0)
+    bad_l, same_any = strict_bad.tolist(), same.any(axis=1).tolist()
     sf = np.asarray(scale_factor, dtype=float)
     sfl = sf.tolist()
     spare = cap.astype(float).tolist()
@@ -327,7 +364,7 @@ def forced_prefix(A: np.ndarray, scale_factor: np.ndarray, cap: np.ndarray,
         if not any(w > 0.0 for w in spare):
             break  # no spare worker: every later job is forced to 0
         if len(ol) - pos >= _RUN_MIN_JOBS:
-            ran, spare = _easy_run(A, sf, spare, order[pos:], x)
+            ran, spare = _easy_run(A, sf, spare, order[pos:], x, strict_bad, same)
             pos += ran
             if pos == len(ol) or not any(w > 0.0 for w in spare):
                 break
@@ -353,6 +390,9 @@ def forced_prefix(A: np.ndarray, scale_factor: np.ndarray, cap: np.ndarray,
                 spare[j] = max(spare[j] - take[i] * sfl[m], 0.0)
         if len({a[j] for j in use}) < len(use) and _tied(use, take, room, a):
             return pos, x
+        if bad_l[m] or (same_any[m] and any(t > 0.0 and bool(same[m, j])
+                                            for j, t in zip(use, take))):
+            return pos, x  # a pair column can hold the job's time: the LP stages decide
         for i, j in enumerate(use):
             x[m, j] = take[i]
         pos += 1
@@ -360,12 +400,15 @@ def forced_prefix(A: np.ndarray, scale_factor: np.ndarray, cap: np.ndarray,
 
 
 def _easy_run(A: np.ndarray, sf: np.ndarray, spare: list[float], rest: np.ndarray,
-              x: np.ndarray) -> tuple[int, list[float]]:
+              x: np.ndarray, strict_bad: np.ndarray, same: np.ndarray
+              ) -> tuple[int, list[float]]:
     """`forced_prefix`'s run of "easy" jobs from the start of ``rest``, vectorised: each
     takes all its time on its fastest type with spare (the first such type on equal rates, as
     the stable sort there), which keeps more than the job's gang spare (``u > 1``: no type is
     used up, so the usable types do not change during the run) and has no other usable type
-    of equal rate (no tie). Writes their ``x``; returns how many and the spare workers after.
+    of equal rate (no tie), and no pair column stops it (`forced_prefix`: ``strict_bad``, or
+    ``same`` on the type it takes). Writes their ``x``; returns how many and the spare workers
+    after.
     Gangs are whole numbers and an integer subtracted from a larger float below ``2**53`` is
     exact, so the cumulative sums equal the one-by-one pass bit for bit."""
     k = A.shape[1]
@@ -383,6 +426,7 @@ def _easy_run(A: np.ndarray, sf: np.ndarray, spare: list[float], rest: np.ndarra
     before = free[None, :] - (np.cumsum(need, axis=0) - need)  # spare when a job starts
     with np.errstate(divide="ignore", invalid="ignore"):
         easy = ~has | (~tie & (before[rows, top] / s > 1.0))
+    easy &= ~strict_bad[rest] & ~(has & same[rest, top])
     ran = int(np.argmin(easy)) if not easy.all() else rest.size
     took = np.flatnonzero(has[:ran])
     x[rest[took], top[took]] = 1.0
@@ -415,7 +459,8 @@ class ForcedStages:
 
 def forced_certificate(A: np.ndarray, scale_factor: np.ndarray, cap: np.ndarray,
                        order: np.ndarray, x: np.ndarray, residual: float, gap_tol: float,
-                       feas_tol: float) -> ForcedStages:
+                       feas_tol: float, pair_rates: np.ndarray | None = None
+                       ) -> ForcedStages:
     """Certify FIFO's forced stages ``order`` (in arrival order) at allocation ``x`` without an
     LP: each stage's knapsack (`forced_prefix`) has the closed-form optimal dual ``mu`` (the
     ratio ``a_j`` of the type where the job's cumulative room ``sum u_j``, types in decreasing
@@ -425,6 +470,13 @@ def forced_certificate(A: np.ndarray, scale_factor: np.ndarray, cap: np.ndarray,
     earlier jobs of ``order`` use in ``x``, over the job's ``scale_factor``. ``residual``: the
     allocation's primal residual (computed by the caller on the program's rows). Vectorised
     over the stages.
+
+    With job pairs, ``pair_rates`` (`forced_prefix`; pair columns with earlier jobs are held
+    at 0, so not variables of the stage) adds each stage's pair columns to its dual: a pair
+    column of job ``m`` on type ``j`` uses ``m``'s time and at least ``scale_factor[m]``
+    workers, so the same ``(mu, lambda)`` (other jobs' time duals 0) is feasible for it when
+    ``a_p <= mu + lambda_j``; ``dual_residual`` is the largest excess over the forced stages
+    (0 when every pair column is no better than the job's single column there).
 
     Examples
     --------
@@ -450,6 +502,10 @@ def forced_certificate(A: np.ndarray, scale_factor: np.ndarray, cap: np.ndarray,
     bounds = mu + np.sum(room * lam, axis=1)
     values = np.sum(a * xo, axis=1)
     gap = float(np.sum(np.maximum(bounds - values, 0.0)))
+    dual_res = 0.0
+    if pair_rates is not None and a.size:
+        excess = pair_rates[order] - np.maximum(a, mu[:, None])  # a_p - (mu + lambda_j)
+        dual_res = float(np.max(np.where(np.isfinite(excess), excess, 0.0), initial=0.0))
     # earliest stage limited by each type (lambda > 0): its capacity dual per worker
     dual = lam / s[:, None]
     limited = dual > 0
@@ -457,7 +513,8 @@ def forced_certificate(A: np.ndarray, scale_factor: np.ndarray, cap: np.ndarray,
                       dual[np.argmax(limited, axis=0), np.arange(a.shape[1])], 0.0)
     cert = Certificate(kind=FIFO_KNAPSACK, primal_value=float(values.sum()),
                        dual_bound=float(bounds.sum()), gap=gap, primal_residual=residual,
-                       dual_residual=0.0, gap_tol=gap_tol, feas_tol=feas_tol, scale=1.0)
+                       dual_residual=max(dual_res, 0.0), gap_tol=gap_tol, feas_tol=feas_tol,
+                       scale=1.0)
     return ForcedStages(cert, bounds, prices)
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from typing import Any
 
 import numpy as np
 
@@ -218,3 +219,114 @@ def _dual_bound(lp: LinearProgram, duals: np.ndarray, pair_red: np.ndarray,
     extra = float(np.sum(np.maximum(pair_red[ok], 0.0)))
     return base.dual_bound + extra
 
+
+# --- FIFO (arrival order) with job pairs: `fairalloc.throughput.ordering` ---------------
+def undominated_pairs(inst: Any, order: np.ndarray) -> JobPairs | None:
+    """The job pairs with the rates of the pair columns that no lexicographic FIFO optimum
+    uses set to 0 (so `fairalloc.throughput.instance.ColumnInstance` builds no such column),
+    or ``None`` when there are none.
+
+    A pair column ``p`` on type ``j`` whose *earlier* member ``a`` (in ``order``) gets a lower
+    rate from it than from its own single column there (``a`` may run alone on ``j``) is 0 in
+    every arrival-order optimum: from an allocation with ``x_p > 0``, moving that time to
+    ``a``'s single column on ``j`` keeps ``a``'s time, uses no more workers (the pair's gang is
+    at least ``a``'s), changes no column of a job before ``a`` (so no earlier ``v``) and raises
+    ``v_a``; so that allocation is not lexicographically optimal. Every optimum of the whole
+    program is therefore feasible without the column, and the program without it has the same
+    stage values and the same optimal set.
+
+    Examples
+    --------
+    >>> import fairalloc as fa
+    >>> from fairalloc.throughput.instance import ColumnInstance
+    >>> inst = ColumnInstance(fa.Jobs([[2.0, 1.0], [4.0, 1.0]]), fa.Cluster({"a": 1, "b": 1}),
+    ...                       fa.JobPairs([[0, 1]], [[[1.0, 2.0], [1.0, 1.0]]]))
+    >>> undominated_pairs(inst, np.array([0, 1])).throughput.tolist()  # type a: 1 < 2
+    [[[0.0, 0.0], [1.0, 1.0]]]
+    """
+    if inst.pairs is None:
+        return None
+    pairs = inst.pairs
+    n = inst.n
+    rank = np.empty(n, dtype=int)
+    rank[np.asarray(order, dtype=int)] = np.arange(n)
+    mem = pairs.members
+    first = np.where(rank[mem[:, 0]] < rank[mem[:, 1]], 0, 1)  # the earlier member
+    early = mem[np.arange(mem.shape[0]), first]
+    rate = np.take_along_axis(pairs.throughput, first[:, None, None], axis=2)[:, :, 0]
+    single = inst.T_allowed[early]  # (0 where the job may not run alone there)
+    drop = (single > 0.0) & (rate < single)
+    if not drop.any():
+        return None
+    tp = np.where(drop[:, :, None], 0.0, pairs.throughput)
+    return JobPairs(mem, tp)
+
+
+def pair_rates(inst: Any, order: np.ndarray) -> np.ndarray | None:
+    """``(n, k)``: the largest ``v_m`` coefficient (rate over the job's fastest single rate) of
+    a pair column of job ``m`` with a job later in ``order`` on each type; ``-inf`` where it
+    has none. ``None`` without pairs (`fairalloc.throughput.ordering.forced_prefix` and
+    ``forced_certificate``).
+
+    Examples
+    --------
+    >>> import fairalloc as fa
+    >>> from fairalloc.throughput.instance import ColumnInstance
+    >>> jobs = fa.Jobs([[2.0], [4.0]])
+    >>> inst = ColumnInstance(jobs, fa.Cluster({"a": 1}), fa.JobPairs([[0, 1]], [[[1.0, 2.0]]]))
+    >>> pair_rates(inst, np.array([0, 1])).tolist()  # job 1's partner is earlier
+    [[0.5], [-inf]]
+    """
+    if inst.pairs is None:
+        return None
+    n = inst.n
+    rank = np.empty(n, dtype=int)
+    rank[np.asarray(order, dtype=int)] = np.arange(n)
+    pc = np.flatnonzero(inst.col_kind == 2)
+    sel = np.flatnonzero(np.isin(inst.mem_col, pc))
+    col, job = inst.mem_col[sel], inst.mem_job[sel]
+    other = np.zeros(inst.E, dtype=int)  # the rank of each pair column's later member
+    np.maximum.at(other, col, rank[job])
+    later = rank[job] < other[col]
+    out = np.full((n, inst.k), -np.inf)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        coef = inst.mem_tp[sel] / inst.fastest_tp[job]
+    np.maximum.at(out, (job[later], inst.col_type[col[later]]), coef[later])
+    return out
+
+
+def singles_dominated_pairs(jobs: Jobs, cluster: Cluster, pairs: JobPairs) -> JobPairs:
+    """``pairs`` with the rates of the pair columns that the members' single columns match set
+    to 0 (so no such column is built): the same throughputs at no more time or workers.
+
+    A pair column on type ``j`` with member rates ``r_a, r_b`` (``r >= 0``) and ``T_aj,
+    T_bj`` the members' single rates there is replaced, time ``x`` for time ``x``, by ``a``
+    alone for ``x r_a / T_aj`` and ``b`` alone for ``x r_b / T_bj`` (``x r / T = 0`` where
+    ``r = 0``): the same throughput for both, no more of either's time, and, where ``r_a /
+    T_aj + r_b / T_bj <= 1``, no more workers (``s_a x_a + s_b x_b <= max(s_a, s_b)(x_a +
+    x_b)``, the pair's gang being the larger). So every throughput vector, at no more workers,
+    is reachable without the column: the optimal values of a policy whose stages depend on the
+    jobs' throughputs alone (max-min and water-filling levels, total throughput) are the same.
+    (``cluster``: the types the rates are listed for; a gang that does not fit builds no
+    column either way.)
+
+    Examples
+    --------
+    >>> import fairalloc as fa
+    >>> p = singles_dominated_pairs(fa.Jobs([[2.0, 2.0], [2.0, 2.0]]),
+    ...                             fa.Cluster({"a": 1, "b": 1}),
+    ...                             fa.JobPairs([[0, 1]], [[[1.0, 1.0], [1.5, 1.5]]]))
+    >>> p.throughput.tolist()  # on "a", 1/2 + 1/2 <= 1: the singles do as well
+    [[[0.0, 0.0], [1.5, 1.5]]]
+    """
+    pairs.check(jobs, cluster)
+    T = jobs.throughput
+    r = pairs.throughput  # (P, k, 2)
+    single = T[pairs.members].transpose(0, 2, 1)  # (P, k, 2): each member's single rate
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = np.where(r == 0.0, 0.0, r / single)
+    ok = (r >= 0.0) & ((r == 0.0) | (single > 0.0))
+    drop = ok.all(axis=2) & (share.sum(axis=2) <= 1.0) & (r.sum(axis=2) > 0.0)
+    if not drop.any():
+        return pairs
+    return JobPairs(pairs.members, np.where(drop[:, :, None], 0.0, r))
