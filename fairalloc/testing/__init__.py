@@ -43,6 +43,7 @@ __all__ = [
     "PropertyCheck",
     "PropertyCheckError",
     "PropertyReport",
+    "Tolerance",
     "check_policy",
     "gavel_policy",
     "parametrize_with_property_checks",
@@ -60,6 +61,7 @@ _LAZY = {
     "PropertyCheck": "checks",
     "PropertyCheckError": "report",
     "PropertyReport": "report",
+    "Tolerance": "tolerance",
     "check_policy": "checks",
     "gavel_policy": "adapters",
     "property_names": "domains",
@@ -101,3 +103,4 @@ if TYPE_CHECKING:
     from .domains import DOMAINS, PROPERTIES, ClusterDomain, MarketDomain, property_names
     from .pytest_plugin import parametrize_with_property_checks
     from .report import Counterexample, PolicyReport, PropertyCheckError, PropertyReport
+    from .tolerance import Tolerance

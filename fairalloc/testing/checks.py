@@ -51,6 +51,7 @@ from .domains import property_names, resolve_domain
 from .isolation import DEFAULT_DEADLINE, IsolatedPolicy, Lost
 from .profiles import active_profile, max_examples_override, without_local_constants
 from .report import Counterexample, PolicyReport, PropertyReport
+from .tolerance import Tolerance, resolve_tolerances
 
 __all__ = ["PropertyCheck", "PropertySearch", "check_policy", "policy_name"]
 
@@ -101,7 +102,9 @@ class PropertySearch:
 
     policy: Callable[..., Any]
     domain: Domain
-    tol: float
+    #: one number (the ``rtol`` of every property), a `Tolerance` or a mapping
+    #: ``{property: Tolerance}`` (`fairalloc.testing.tolerance.resolve_tolerances`)
+    tol: Any
     runner: IsolatedPolicy | None = None
     #: the policy's name (the key of its examples in the database)
     name: str = ""
@@ -119,6 +122,11 @@ class PropertySearch:
     #: violations of the current property within solver accuracy (warned, not failed)
     warned: int = 0
     worst_warning: float = 0.0
+    #: the `Tolerance` of each property of the domain (from ``tol``)
+    tolerances: dict[str, Tolerance] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.tolerances = resolve_tolerances(self.tol, self.domain.properties)
 
     def _call(self, inst: Any) -> Outcome:
         if self.runner is None:
@@ -173,7 +181,8 @@ class PropertySearch:
             self.gated.add("runs")
             return "runs"
         assert out.allocation is not None
-        if not self.domain.feasible(inst, out.allocation, self.tol).passed:
+        if not self.domain.feasible(inst, out.allocation,
+                                    self.tolerances["feasible"].rtol).passed:
             self.gated.add("feasible")
             return "feasible"
         return ""
@@ -197,24 +206,34 @@ class PropertySearch:
             self._reject()
         assert out.allocation is not None
         if name == "feasible":
-            feas = self.domain.feasible(inst, out.allocation, self.tol)
+            feas = self.domain.feasible(inst, out.allocation,
+                                        self.tolerances["feasible"].rtol)
             return None if feas.passed else self._counterexample(name, inst, out, feas)
         if self._gate(inst, out):
             self._reject()
         if name in NEEDS_PRICES and out.prices is None:
             self.missing_prices = True
             return None
-        r = self.domain.check(name, inst, out, self.tol)
-        if r.passed:
+        tol = self.tolerances[name]
+        # rtol: judged by the domain against the property's own reference (the table of
+        # fairalloc.testing.tolerance); atol: a floor, a fraction of the instance's scale
+        r = self.domain.check(name, inst, out, tol.rtol)
+        scale = self.domain.scale(inst)
+        if r.passed or r.violation <= tol.atol * scale:
             return None
-        if r.violation <= ACCURACY_BAND * self.domain.scale(inst):
-            # within solver accuracy at the instance's scale: a warning, not a failure
-            self.warned += 1
-            self.worst_warning = max(self.worst_warning,
-                                     r.violation / self.domain.scale(inst))
+        if self._within_accuracy(r.violation, scale):
             return None
         return self._counterexample(name, inst, out, r,
-                                    **self.domain.explain(name, inst, out, self.tol))
+                                    **self.domain.explain(name, inst, out, tol.rtol))
+
+    def _within_accuracy(self, violation: float, scale: float) -> bool:
+        """Whether a violation is within solver accuracy at the instance's scale (counted
+        as a warning, not a failure)."""
+        if not violation <= ACCURACY_BAND * scale:
+            return False
+        self.warned += 1
+        self.worst_warning = max(self.worst_warning, violation / scale)
+        return True
 
     def _probe(self, inst: Any, agent: int, row: np.ndarray, factor: float
                ) -> Counterexample | None:
@@ -240,7 +259,11 @@ class PropertySearch:
         if best is None:
             return None
         gain, lie, lied = best
-        if gain <= self.tol * max(1.0, abs(honest)):
+        tol = self.tolerances[name]
+        scale = self.domain.scale(inst)
+        # relative to the better of the agent's true values (honest or lying)
+        if tol.allows(gain, max(abs(honest), abs(honest + gain)), scale) or \
+                self._within_accuracy(gain, scale):
             return None
         who = f"{self.domain.agent_word} {agent}"
         truth = self.domain.true_row(inst, agent).tolist()
@@ -343,7 +366,7 @@ def _run_property(search: PropertySearch, name: str, max_examples: int, seed: in
     if search.warned:
         warn = (f"warning: violated within solver accuracy on {search.warned} instances "
                 f"(worst {search.worst_warning:.2g} of the instance's scale; above "
-                f"tol={search.tol:g}, at most {ACCURACY_BAND:g})")
+                f"tol={search.tolerances[name].rtol:g}, at most {ACCURACY_BAND:g})")
     note = "; ".join(n for n in (note, aside, warn) if n)
     if found:
         return PropertyReport(name, "failed", calls[0], max(calls[1] - 1, 0), seconds,
@@ -394,7 +417,7 @@ def _judge(report: PropertyReport, reason: str | None) -> PropertyReport:
 def check_policy(policy: Any,
                  properties: str | Sequence[str] = DEFAULT_PROPERTIES,
                  max_examples: int = DEFAULT_MAX_EXAMPLES, seed: int | None = 0, *,
-                 domain: Any = "market", tol: float = DEFAULT_TOL, shrink: bool = True,
+                 domain: Any = "market", tol: Any = DEFAULT_TOL, shrink: bool = True,
                  expected_failures: Mapping[str, str] | None = None,
                  isolate: bool | None = None, deadline: float = DEFAULT_DEADLINE,
                  database: Any = None, examples: Sequence[Any] = ()) -> PolicyReport:
@@ -421,10 +444,17 @@ def check_policy(policy: Any,
     domain : str or MarketDomain or ClusterDomain
         ``"market"``, ``"leontief"``, ``"volatile"``, ``"volatile-leontief"`` or
         ``"cluster"``, or a domain object with custom sizes and value ranges.
-    tol : float
-        Relative tolerance of every property (as in `fairalloc.properties`). A violation
-        above it but at most `ACCURACY_BAND` of the instance's value scale (its largest
-        utility or throughput) is within solver accuracy: a warning in the property's note,
+    tol : float, Tolerance or mapping
+        One number: the relative tolerance ``rtol`` of every property. A
+        `fairalloc.testing.Tolerance` ``(rtol, atol)``, or a mapping ``{property: rtol |
+        (rtol, atol) | Tolerance}`` (aliases accepted; the key ``"default"`` sets the
+        others): a violation passes when at most ``rtol`` times the property's own reference
+        (envy: the agent's own value; sharing incentive: its share; market clearing: the
+        market's value; Pareto: the agent's best level; the table in
+        `fairalloc.testing.tolerance`) or at most ``atol`` times the instance's value scale
+        (its largest utility times supply / throughput), so a verdict does not change when the
+        instance is rescaled. A violation above that but at most `ACCURACY_BAND` of the
+        instance's value scale is within solver accuracy: a warning in the property's note,
         not a failure.
     shrink : bool
         Shrink a failing instance to a minimal one (default); ``False`` reports the first.
@@ -510,9 +540,7 @@ def _check_policy(policy: Any, properties: Any, max_examples: Any, seed: Any, *,
                          argument="seed")
     if seed is None or profile == "nondeterministic":
         seed = random.SystemRandom().randrange(2 ** 32)
-    tol_f = _number(tol)
-    if not (0.0 <= tol_f < 1.0):
-        raise InputError(f"tol must be a number in [0, 1), got {tol!r}", argument="tol")
+    tols = _tolerances(tol, dom)
     shrink = as_bool(shrink, "shrink")
     isolated = (profile == "ci") if isolate is None else as_bool(isolate, "isolate")
     limit = _number(deadline)
@@ -522,7 +550,7 @@ def _check_policy(policy: Any, properties: Any, max_examples: Any, seed: Any, *,
     db = _database(database)
     pinned = _pinned(examples, dom)
     runner = IsolatedPolicy(policy, limit) if isolated else None
-    search = PropertySearch(policy, dom, tol_f, runner, name_of)
+    search = PropertySearch(policy, dom, tols, runner, name_of)
     try:
         results = [_run_property(search, name, n_examples, int(seed), shrink, db, pinned)
                    for name in names]
@@ -543,6 +571,16 @@ def _check_policy(policy: Any, properties: Any, max_examples: Any, seed: Any, *,
                          argument="properties")
     results = [_judge(r, expected.get(r.name)) for r in results]
     return PolicyReport(name_of, dom.label, tuple(results), n_examples, int(seed), profile)
+
+
+def _tolerances(tol: Any, dom: Domain) -> dict[str, Tolerance]:
+    """The `Tolerance` of every property of ``dom`` (keys of a mapping may be aliases)."""
+
+    def canonical(key: str) -> str:
+        (name,) = property_names([key], dom)
+        return name
+
+    return resolve_tolerances(tol, dom.properties, canonical)
 
 
 def _number(value: Any) -> float:
@@ -573,7 +611,7 @@ class PropertyCheck:
     max_examples: int = DEFAULT_MAX_EXAMPLES
     seed: int | None = 0
     domain: Any = "market"
-    tol: float = DEFAULT_TOL
+    tol: Any = DEFAULT_TOL
     expected_failure: str | None = None
     isolate: bool | None = None
     deadline: float = DEFAULT_DEADLINE

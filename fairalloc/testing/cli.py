@@ -21,6 +21,7 @@ from typing import Any
 
 from ..errors import InputError
 from .defaults import DEFAULT_MAX_EXAMPLES, DEFAULT_PROPERTIES, DEFAULT_TOL, DOMAIN_NAMES
+from .tolerance import parse_tolerance_option
 
 __all__ = ["COMMANDS", "DOMAIN_CHOICES", "load_policy"]
 
@@ -118,8 +119,11 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-examples", type=int, default=DEFAULT_MAX_EXAMPLES, metavar="N",
                    help=f"instances per property (default {DEFAULT_MAX_EXAMPLES})")
     p.add_argument("--seed", type=int, default=0, help="search seed (default 0)")
-    p.add_argument("--tol", type=float, default=DEFAULT_TOL,
-                   help=f"relative tolerance (default {DEFAULT_TOL:g})")
+    p.add_argument("--tol", action="append", default=[], metavar="[PROP=]RTOL[,ATOL]",
+                   help=f"tolerance, repeatable: RTOL for every property (default "
+                        f"{DEFAULT_TOL:g}), or PROP=RTOL[,ATOL] for one (e.g. "
+                        "envy-free=1e-4,1e-9): RTOL relative to the property's own reference, "
+                        "ATOL a fraction of the instance's value scale")
     p.add_argument("--no-shrink", action="store_true",
                    help="report the first failing instance without shrinking it")
     p.add_argument("--no-progress", action="store_true",
@@ -156,6 +160,7 @@ def _run(args: argparse.Namespace) -> int:
     policy = load_policy(args.policy)
     domain = _domain(args.domain, args.domain_option)
     expected = _pairs(args.expect_failure, "--expect-failure")
+    tol = parse_tolerance_option(args.tol) if args.tol else DEFAULT_TOL
     extra: dict[str, Any] = {"expected_failures": expected or None,
                              "isolate": True if args.isolate else None}
     if args.deadline is not None:
@@ -172,7 +177,7 @@ def _run(args: argparse.Namespace) -> int:
     for i, name in enumerate(names, start=1):
         try:
             report = check_policy(policy, [name], args.max_examples, args.seed,
-                                  domain=domain, tol=args.tol, shrink=not args.no_shrink,
+                                  domain=domain, tol=tol, shrink=not args.no_shrink,
                                   **extra)
             results.extend(report.results)
         except InputError as exc:

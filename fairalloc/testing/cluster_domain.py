@@ -31,6 +31,13 @@ from .domain_base import (
 __all__ = ["ClusterDomain"]
 
 
+def _pow2(x: Any) -> np.ndarray:
+    """Power of two at or below ``x`` (exact scaling factors); 1 where ``x <= 0``."""
+    x = np.asarray(x, dtype=float)
+    _, e = np.frexp(np.where(x > 0, x, 1.0))
+    return np.ldexp(1.0, e - 1)
+
+
 class ClusterDomain(Domain):
     """Jobs on a heterogeneous cluster: ``policy(jobs, cluster) -> x`` (Gavel §3-4).
 
@@ -392,8 +399,12 @@ class ClusterDomain(Domain):
             own = np.diag(V)
             envy = V - own[:, None]
             np.fill_diagonal(envy, 0.0)
-            i, k = (int(v) for v in np.unravel_index(int(np.argmax(envy)), envy.shape))
-            ok = envy[i, k] <= tol * max(1.0, float(abs(own[i])))
+            # relative to the larger of the two values (unit free: no absolute floor here);
+            # of the pairs beyond it, the largest envy is reported
+            over = envy > tol * np.maximum(np.abs(own)[:, None], np.abs(V))
+            ok = not bool(over.any())
+            worst = np.where(over, envy, -np.inf) if not ok else envy
+            i, k = (int(v) for v in np.unravel_index(int(np.argmax(worst)), envy.shape))
             ratio = "" if w[i] == w[k] else f" scaled by its weight ratio {w[i] / w[k]:.4g}"
             return property_result(name, ok, float(envy[i, k]), int(i), int(k),
                            "no job prefers another's allocation" if ok else
@@ -413,8 +424,9 @@ class ClusterDomain(Domain):
                 fair = w / w.sum() * best
                 what = "its weight share of running alone on its fastest type"
             short = fair - tp
-            i = int(np.argmax(short))
-            ok = short[i] <= tol * max(1.0, float(fair[i]))
+            over = short > tol * fair  # relative to the share
+            ok = not bool(over.any())
+            i = int(np.argmax(np.where(over, short, -np.inf) if not ok else short))
             return property_result(name, ok, float(short[i]), i, None,
                            f"every job is at least as well off as with {what}" if ok else
                            f"job {i} gets throughput {tp[i]:.6g} < {fair[i]:.6g} from {what} "
@@ -463,24 +475,39 @@ class ClusterDomain(Domain):
         """``max sum t`` over feasible ``y`` with ``T_i . y_i >= T_i . x_i + t_i``, ``t >= 0``."""
         own = self.throughput(inst, x)
         util, feas, upper, rows, _ = self._pareto_lp(inst)
+        # each job's row at unit scale (HiGHS's tolerances are absolute): throughputs divided
+        # by a power of two near the job's best one, so the verdict is unit free
+        best = self._best(util)
+        unit = _pow2(best)
         try:
-            gain = props.pareto_gain(util, own, feas, upper, np.ones(rows.size))
+            gain = props.pareto_gain(sp.diags(1.0 / unit) @ util, own / unit, feas, upper,
+                                     np.ones(rows.size)) * unit
         except InfeasibleError:
             # x is feasible within tol but its throughputs lie (by solver accuracy) just
             # beyond the feasible set: nothing can improve on it
             return property_result("pareto_optimal", True, 0.0,
                                    message="no Pareto improvement exists (x is on the edge "
                                            "of the feasible set, within tol)")
-        i = int(np.argmax(gain))
-        ok = gain[i] <= tol * max(1.0, float(own[i]))
+        # relative to each job's best level: its throughput alone on its fastest usable type;
+        # of the jobs beyond it, the one that gains the most is reported
+        over = gain > tol * np.maximum(best, own)
+        ok = not bool(over.any())
+        i = int(np.argmax(np.where(over, gain, -np.inf))) if not ok else int(np.argmax(gain))
         return property_result("pareto_optimal", ok, float(gain[i]), i, None,
                        "no Pareto improvement exists" if ok else
                        f"job {i} can gain {gain[i]:.4g} throughput (from {own[i]:.6g}) with "
                        "no job worse off")
 
+    @staticmethod
+    def _best(util: sp.csr_matrix) -> np.ndarray:
+        """Each job's best throughput over its usable edges (1 where it has none)."""
+        best = np.asarray(util.max(axis=1).todense()).reshape(-1)
+        return np.where(best > 0, best, 1.0)
+
     def scale(self, inst: fst.ClusterInstance) -> float:
-        """The instance's value scale: its largest throughput (at least 1)."""
-        return float(max(1.0, inst.jobs.throughput.max()))
+        """The instance's value scale: its largest throughput (1 when all are zero)."""
+        top = float(inst.jobs.throughput.max())
+        return top if top > 0 and np.isfinite(top) else 1.0
 
     def pareto_improvement(self, inst: fst.ClusterInstance, x: np.ndarray
                            ) -> np.ndarray | None:
@@ -492,6 +519,8 @@ class ClusterDomain(Domain):
         n, k = inst.jobs.throughput.shape
         own = self.throughput(inst, x)
         util, feas, upper, rows, cols = self._pareto_lp(inst)
+        unit = _pow2(self._best(util))  # each job's row at unit scale, as in _pareto
+        util, own = sp.diags(1.0 / unit) @ util, own / unit
         E = rows.size
         A = sp.vstack([sp.hstack([-util, sp.identity(n, format="csr")]),
                        sp.hstack([feas, sp.csr_matrix((feas.shape[0], n))])]).tocsr()

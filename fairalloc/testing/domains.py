@@ -210,10 +210,10 @@ class MarketDomain(Domain):
         raise AssertionError(name)  # pragma: no cover - names are validated up front
 
     def scale(self, inst: fst.MarketInstance) -> float:
-        """The instance's value scale: its largest utility times supply (at least 1)."""
-        U = inst.utility
-        s = inst.supply[None] if U.ndim == 2 else inst.supply[None]
-        return float(max(1.0, (U * s).max()))
+        """The instance's value scale: its largest utility times supply (1 when all are
+        zero)."""
+        top = float((inst.utility * inst.supply[None]).max())
+        return top if top > 0 and np.isfinite(top) else 1.0
 
     def own_value(self, inst: fst.MarketInstance, agent: int, x: np.ndarray) -> float:
         u = inst.utility[agent:agent + 1]

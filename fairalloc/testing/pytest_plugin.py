@@ -42,7 +42,7 @@ def parametrize_with_property_checks(
     seed: int | None = 0,
     *,
     domain: Any = "market",
-    tol: float = DEFAULT_TOL,
+    tol: Any = DEFAULT_TOL,
     expected_failures: Mapping[str, str] | None = None,
     isolate: bool | None = None,
     deadline: float | None = None,
@@ -58,8 +58,12 @@ def parametrize_with_property_checks(
     ----------
     policy : callable or sequence of callables
         The policy (or policies) under test.
-    properties, max_examples, seed, domain, tol, isolate, deadline
+    properties, max_examples, seed, domain, isolate, deadline
         As in `fairalloc.testing.check_policy`.
+    tol : float, Tolerance or mapping
+        As in `fairalloc.testing.check_policy`: one ``rtol``, or per property
+        ``{"sharing_incentive": (1e-4, 1e-9)}``; checked when the mark is made (a bad
+        tolerance is an `fairalloc.InputError` at collection, not a failing test).
     expected_failures : mapping, optional
         ``{"envy_free": "FIFO by design"}``: those tests are marked
         ``pytest.mark.xfail(strict=True, reason=...)``: the failure is reported as ``xfailed``,
@@ -82,7 +86,7 @@ def parametrize_with_property_checks(
     """
     import pytest
 
-    from .checks import PropertyCheck, _expected, policy_name
+    from .checks import PropertyCheck, _expected, _tolerances, policy_name
     from .domains import property_names, resolve_domain
     from .isolation import DEFAULT_DEADLINE
     from .report import PropertyCheckError
@@ -93,7 +97,9 @@ def parametrize_with_property_checks(
 
         raise InputError("policy is an empty sequence", argument="policy")
     names = property_names(properties, domain)
-    expected = _expected(expected_failures, resolve_domain(domain))
+    dom = resolve_domain(domain)
+    expected = _expected(expected_failures, dom)
+    tols = _tolerances(tol, dom)
     named = [properties] if isinstance(properties, str) else list(properties)
     explicit = set(property_names([p for p in named if p.strip().lower() != "all"], domain)
                    ) if any(p.strip().lower() != "all" for p in named) else set()
@@ -101,7 +107,7 @@ def parametrize_with_property_checks(
     for pol in policies:
         for name in names:
             reason = expected.get(name)
-            check = PropertyCheck(pol, name, max_examples, seed, domain, tol, reason, isolate,
+            check = PropertyCheck(pol, name, max_examples, seed, domain, tols, reason, isolate,
                                   DEFAULT_DEADLINE if deadline is None else deadline,
                                   name in explicit)
             label = name if len(policies) == 1 else f"{policy_name(pol)}-{name}"
