@@ -86,3 +86,16 @@ def test_partial_allocation_names_an_entry_its_scaling_makes_subnormal() -> None
     with pytest.raises(InputError, match="span more than double precision") as info:
         fa.partial_allocation(U, supply=np.full(3, 0.5))
     assert (info.value.argument, info.value.index) == ("utility", (0, 1))
+
+
+def test_makespan_regularizer_refuses_a_subnormal_constant_work() -> None:
+    """Fuzz seed 1313: a constant ``work`` with a 5e-324 entry was accepted."""
+    import cvxpy as cp
+
+    with pytest.raises(InputError, match="subnormal") as info:
+        fa.makespan_regularizer(cp.Constant(np.array([5e-324, 8.3e10])),
+                                np.array([2.6e10, 8.9e10]), 1.0, lam=0.3, kind="paper")
+    assert (info.value.argument, info.value.index) == ("work", (0,))
+    ok = fa.makespan_regularizer(cp.Constant(np.array([0.0, 8.3e10])),
+                                 np.array([2.6e10, 8.9e10]), 1.0, lam=0.3, kind="paper")
+    assert np.isfinite(ok.value)

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import as_array, as_gang_sizes, as_option, as_positive_float
+from .._validation import as_array, as_gang_sizes, as_option, as_positive_float, as_real_array
 from ..errors import InputError
 from .instance import MAKESPAN_KINDS
 
@@ -113,9 +113,10 @@ def makespan_regularizer(
     if not isinstance(work, cp.Expression):
         raise InputError("work must be a cvxpy expression (wrap numbers in cp.Constant)",
                          argument="work")
-    if work.is_constant() and work.value is not None and not np.all(
-            np.isfinite(np.asarray(work.value, dtype=float))):
-        raise InputError("work is a constant with a NaN or infinite entry", argument="work")
+    if work.is_constant() and work.value is not None:
+        # a constant's entries follow the rules of every numeric argument (subnormals refused)
+        if not np.all(np.isfinite(as_real_array(work.value, "work"))):
+            raise InputError("work is a constant with a NaN or infinite entry", argument="work")
     if tuple(work.shape) != (n,):
         raise InputError(f"work has shape {tuple(work.shape)}; remaining has {n} jobs",
                          argument="work")
