@@ -93,6 +93,16 @@ class Found(Generic[R]):
 def describe(plan: Sequence[Strategy[Any, Any]]) -> tuple[str, ...]:
     """The names of a plan's strategies, in order (exact ones marked ``"!"``).
 
+    Parameters
+    ----------
+    plan : sequence of Strategy
+        The plan.
+
+    Returns
+    -------
+    tuple of str
+        Each strategy's name, with ``"!"`` appended to the exact ones.
+
     Examples
     --------
     >>> s = Strategy("a", solve=lambda c: 1, certify=lambda c, r: None)
@@ -115,6 +125,27 @@ def run_plan(plan: Sequence[Strategy[C, R]], ctx: C, log: SolveLog, *, what: str
     Every strategy that applies is recorded in ``log`` (`SolveLog.step`), and every hand-over
     with its reason (`SolveLog.hand_over`). ``what`` names the program in errors;
     ``infeasible_votes``: exact strategies that must agree before infeasibility is believed.
+
+    Parameters
+    ----------
+    plan : sequence of Strategy
+        The strategies, cheapest first; those whose ``applies(ctx)`` is false are skipped.
+    ctx : object
+        The program's context, passed to each strategy's ``solve`` and ``certify``.
+    log : SolveLog
+        Records the steps and hand-overs.
+    what : str
+        The program's name in error messages.
+    backend : str, optional
+        The backend named in the errors raised.
+    infeasible_votes : int, default 2
+        How many exact strategies must report infeasibility before `InfeasibleError` is
+        raised (the last strategy's report is believed alone).
+
+    Returns
+    -------
+    Found
+        The first certified result, the strategy that produced it and its certificate.
 
     Raises
     ------

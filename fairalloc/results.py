@@ -39,6 +39,16 @@ def readonly(value: Any) -> Any:
     type is returned; one holding no array or container is returned as is). Anything else is
     returned unchanged.
 
+    Parameters
+    ----------
+    value : object
+        An array, a (named) tuple, list or dict of them (nested), or anything else.
+
+    Returns
+    -------
+    object
+        ``value`` with its arrays replaced by read-only views.
+
     Examples
     --------
     >>> a = np.arange(3.0)
@@ -68,6 +78,13 @@ def readonly(value: Any) -> Any:
 
 def fill_labels(obj: Any, **sizes: int) -> None:
     """Give each empty label field of a frozen dataclass its default ``(0, ..., size - 1)``.
+
+    Parameters
+    ----------
+    obj : object
+        A frozen dataclass instance, set in place (in its ``__post_init__``).
+    **sizes : int
+        ``field=size`` for each label field; a field that is already non-empty is kept.
 
     Examples
     --------

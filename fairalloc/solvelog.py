@@ -83,6 +83,18 @@ LIMITED: tuple[SolveStatus, ...] = (SolveStatus.TIME_LIMIT, SolveStatus.ITERATIO
 def count_step(counts: tuple[tuple[str, int], ...], name: str) -> int:
     """How many times step ``name`` ran, from ``step_counts`` pairs.
 
+    Parameters
+    ----------
+    counts : tuple of (str, int)
+        ``(step, times)`` pairs, as in `fairalloc.SolveStats.step_counts`.
+    name : str
+        The step.
+
+    Returns
+    -------
+    int
+        The sum of its counts (0 when it never ran).
+
     Examples
     --------
     >>> count_step((("structured-level", 1), ("exact-lp", 3)), "exact-lp")

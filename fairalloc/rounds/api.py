@@ -405,6 +405,58 @@ def solve_round(policy: str, throughput: Any, workers: Any, *, job_ids: Any = No
     ``work_conserving``, ``bottleneck_tol`` and ``max_levels`` are the policy's solve options (see
     its ``solve``; ``None``: the policy's default; an option the policy does not take is an error).
 
+    Parameters
+    ----------
+    policy : str
+        One of `fairalloc.rounds.api.POLICIES`.
+    throughput : mapping, array_like or pandas.DataFrame
+        ``{job_id: {worker_type: rate}}`` (a type a job omits: it cannot run there), an
+        ``(n, k)`` array with ``job_ids=`` / ``types=``, or a DataFrame indexed by job id with
+        one column per type.
+    workers : mapping or array_like
+        ``{worker_type: count}`` or counts in type order; 0 marks a drained type.
+    job_ids, types : sequence, optional
+        Labels of the rows and columns of an array ``throughput`` (default ``0..n-1`` and
+        ``0..k-1``).
+    scale_factor, weight, steps_remaining, elapsed, isolated_elapsed : mapping or array_like, optional
+        Per job: gang size, priority weight (the budget of ``"fisher_market"``), steps left,
+        seconds since arrival, isolated time so far (as in `fairalloc.Jobs`).
+    order, slo, entities : mapping or array_like, optional
+        Per job: arrival order (``"fifo"``, ``"water_filling"``), SLO (``"min_cost"``),
+        entity label (``"water_filling"``).
+    cost : mapping or array_like, optional
+        ``"min_cost"``: cost per worker of each type.
+    entity_weights, entity_policies : mapping, optional
+        ``"water_filling"``: entity -> weight and entity -> intra-entity policy.
+    water_filling : bool, default False
+        ``"max_min_fairness"``: run the water-filling stages (Gavel §4.3) after the first level.
+    semantics : {"arrival", "objective"}, default "arrival"
+        ``"fifo"``: the semantics of `fairalloc.FIFO`.
+    normalized : bool, default False
+        ``"max_total_throughput"``: maximise throughput normalised by each job's ``X^equal``
+        throughput.
+    kind : {"linear", "leontief"}, default "linear"
+        ``"fisher_market"``: the buyers' utilities.
+    fairness_knob : float, default 0.8
+        ``"themis"``: the knob ``f`` in ``[0, 1)``: the ``ceil((1 - f) n)`` jobs furthest from
+        finish-time fairness bid in the auction (Themis §6.4).
+    plan_jobs : mapping, optional
+        ``"shockwave"``: job id -> `fairalloc.PlanJob` (required there).
+    plan_options : mapping, optional
+        ``"shockwave"``: keyword arguments of `fairalloc.plan_schedule`.
+    warm_start : object, optional
+        The previous round's state that `fairalloc.RoundPolicy` passes (previous prices and
+        level of max-min fairness or of the market; the kept plan and its next column for
+        ``"shockwave"``); the answer is certified as always.
+    method, backend, gap_tol, feas_tol, stage_tol, work_conserving, bottleneck_tol, max_levels
+        The policy's solve options (``None``: its default).
+
+    Returns
+    -------
+    RoundResult
+        ``x`` over all the jobs and types given (0 for drained types and unrunnable jobs), as
+        dicts in `RoundResult.job_allocation`; ``certificate`` of the reduced program.
+
     Examples
     --------
     A 4-GPU job that arrived first and four later 1-GPU jobs on 4 GPUs (FIFO, arrival order),

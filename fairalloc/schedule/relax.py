@@ -163,12 +163,6 @@ def relax_plan(
         The conic backend; composed programs are certified through Clarabel only
         (`fairalloc._cvxpy.solve_cvxpy`), any other backend is an InputError.
 
-    The program is solved in normalised units: the objective is multiplied by a power of two
-    near the inverse of the sum of its coefficients and remaining times are expressed in a
-    power of two near the longest one, so the solve does not depend on the units of the data.
-    ``status`` is ``"optimal"`` only when the certificate is ok; a feasible solve whose gap
-    was not proven is ``"time_limit"`` (its time limit ran out before a step certified).
-
     Raises
     ------
     InputError
@@ -185,6 +179,14 @@ def relax_plan(
         ``stats.path`` names the steps of `fairalloc._cvxpy.solve_cvxpy`'s plan that ran:
         ``("cvxpy",)`` (one Clarabel solve), then ``"cvxpy-unit-scale"`` and ``"cvxpy-tight"``
         when the previous step did not certify (the hand-overs in ``stats.fallbacks``).
+
+    Notes
+    -----
+    The program is solved in normalised units: the objective is multiplied by a power of two
+    near the inverse of the sum of its coefficients and remaining times are expressed in a
+    power of two near the longest one, so the solve does not depend on the units of the data.
+    ``status`` is ``"optimal"`` only when the certificate is ok; a feasible solve whose gap
+    was not proven is ``"time_limit"`` (its time limit ran out before a step certified).
 
     Examples
     --------

@@ -247,6 +247,25 @@ def property_names(properties: Any, domain: Any = "market") -> tuple[str, ...]:
     """Canonical property names: accepts ``"envy-free"``, ``"Envy free"``, aliases such as
     ``"pareto"``, one name or a sequence, and ``"all"`` (every property of the domain).
 
+    Parameters
+    ----------
+    properties : str or sequence of str
+        One property name or several, in any of the spellings above.
+    domain : str or Domain, default "market"
+        The domain whose properties are named (``"market"``, ``"cluster"`` or a
+        `fairalloc.testing.Domain`).
+
+    Returns
+    -------
+    tuple of str
+        The canonical names, in the order given, without repeats.
+
+    Raises
+    ------
+    InputError
+        ``argument="properties"``: an empty list, a non-string, or a name that is not a
+        property of the domain (with its index).
+
     Examples
     --------
     >>> property_names(["envy-free", "Sharing incentive", "pareto"])

@@ -694,6 +694,19 @@ def isolated_split(jobs: Jobs, cluster: Cluster) -> np.ndarray:
     its time): ``X[m, j] = c_j / max(n s_m, sum_j c_j)`` on usable types. This allocation is
     always feasible.
 
+    Parameters
+    ----------
+    jobs : Jobs
+        The jobs (throughputs and gang sizes ``scale_factor``).
+    cluster : Cluster
+        The workers of each type (one column per type of ``jobs``).
+
+    Returns
+    -------
+    numpy.ndarray, shape (n, k)
+        Read-only time fractions; 0 where a job cannot run on a type (zero throughput or a
+        gang larger than the type's workers).
+
     Examples
     --------
     >>> import fairalloc as fa
@@ -728,6 +741,18 @@ def equal_split(jobs: Jobs, cluster: Cluster) -> np.ndarray:
     """``X^equal``: each job's time split across types in proportion to worker counts (§4.1).
 
     Row sum 1 (the normaliser of max-min fairness, not itself a feasible allocation).
+
+    Parameters
+    ----------
+    jobs : Jobs
+        The jobs (only their count is used).
+    cluster : Cluster
+        The workers of each type.
+
+    Returns
+    -------
+    numpy.ndarray, shape (n, k)
+        Read-only; every row is ``capacity / capacity.sum()``.
 
     Examples
     --------
