@@ -60,7 +60,7 @@ def _always(ctx: Any) -> bool:
 class Strategy(Generic[C, R]):
     """One way to solve a program: a named step of ``stats.path``.
 
-    Attributes
+    Parameters
     ----------
     name : str
         The path step (``"structured-level"``, ``"exact-lp"``, ...).

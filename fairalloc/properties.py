@@ -74,7 +74,7 @@ def _pow2(x: Any) -> np.ndarray:
 class PropertyResult:
     """Outcome of one property check.
 
-    Attributes
+    Parameters
     ----------
     name : str
         The property.

@@ -135,7 +135,7 @@ Status = SolveStatus
 class SolveStats:
     """How a result was computed.
 
-    Attributes
+    Parameters
     ----------
     backend : str
         Solver backend(s) used, e.g. ``"clarabel"`` or ``"highs"``.
@@ -214,7 +214,7 @@ class Certificate:
     proves the allocation optimal whatever the solver claimed. For mixed-integer programs, where
     no convex dual exists, ``gap`` is computed from the solver's best bound (``kind="milp"``).
 
-    Attributes
+    Parameters
     ----------
     kind : str
         Which certificate: ``"eisenberg_gale"``, ``"lp"``, ``"conic"``, ``"milp"`` or

@@ -42,7 +42,7 @@ class AuctionRound(FrozenArrays):
     """What one round of `fairalloc.MultiRoundAuction` did (every array
     read-only).
 
-    Attributes
+    Parameters
     ----------
     time : float
         When the round ran.

@@ -120,7 +120,7 @@ _MATCH_METRICS = ("cosine", "euclidean")
 class Completion(FrozenArrays):
     """A completed matrix and how it was obtained.
 
-    Attributes
+    Parameters
     ----------
     matrix : ndarray, shape (m, c)
         The observed entries as given, the missing ones estimated.
@@ -459,7 +459,7 @@ def complete_matrix(
 class FingerprintMatch(FrozenArrays):
     """New jobs matched to reference jobs by their completed fingerprints (Gavel §3.3, §6).
 
-    Attributes
+    Parameters
     ----------
     reference : ndarray of int, shape (q,)
         Index of the closest reference job of each new job.

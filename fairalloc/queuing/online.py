@@ -44,7 +44,7 @@ def _check_job_id(job_id: Any) -> None:
 class QueuedJob:
     """A job known to an `fairalloc.ElasticFairQueue`.
 
-    Attributes
+    Parameters
     ----------
     job_id : hashable
     arrival : float

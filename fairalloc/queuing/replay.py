@@ -45,7 +45,7 @@ class ReplayCheck:
     relative to the data's own scale (GPUs, GPU-time, the horizon), so rescaling the arrival
     times and GPU-times by any factor gives the same verdict.
 
-    Attributes
+    Parameters
     ----------
     kind : str
         ``"efq_schedule"``.

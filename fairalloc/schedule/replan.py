@@ -21,7 +21,7 @@ REPLAN_MODES = ("reactive", "lazy")
 class ReplanDecision:
     """Whether to re-plan now, and why.
 
-    Attributes
+    Parameters
     ----------
     replan : bool
         Re-plan before the next round.

@@ -38,7 +38,7 @@ MIN_STEPS_EPOCHS = 1e-9
 class ClusterState:
     """The cluster during a round.
 
-    Attributes
+    Parameters
     ----------
     cluster : fairalloc.Cluster
     time : float
@@ -64,7 +64,7 @@ class JobView:
     Future regimes are hidden: ``epoch_seconds`` and ``throughput`` are those of the regime a
     job is in now; a job that changed regime since the previous round has ``regime_changed``.
 
-    Attributes
+    Parameters
     ----------
     index : ndarray of int
         Row of each job in the workload (stable across rounds; use it to keep state).
@@ -203,7 +203,7 @@ class JobView:
 class RoundState:
     """Everything a policy gets before a round.
 
-    Attributes
+    Parameters
     ----------
     cluster : ClusterState
     jobs : JobView

@@ -36,7 +36,7 @@ def _indent(text: str, pad: str) -> str:
 class Counterexample:
     """A (shrunk) instance on which a property fails, in readable form.
 
-    Attributes
+    Parameters
     ----------
     property : str
     domain : str
@@ -116,7 +116,7 @@ class Counterexample:
 class PropertyReport:
     """Outcome of one property over the examples hypothesis tried.
 
-    Attributes
+    Parameters
     ----------
     name : str
     status : {"passed", "failed", "skipped", "xfailed", "xpassed"}
@@ -152,7 +152,7 @@ class PropertyReport:
 class PolicyReport:
     """What `fairalloc.testing.check_policy` found.
 
-    Attributes
+    Parameters
     ----------
     policy : str
         The policy's name.

@@ -34,7 +34,7 @@ __all__ = ["DEFAULT_TUNING", "Tuning", "as_tuning"]
 class Tuning:
     """Performance knobs of the throughput policies' solve plans (none changes an answer).
 
-    Attributes
+    Parameters
     ----------
     structured_min_jobs : int
         Jobs (or symmetry classes) from which the structured solvers
