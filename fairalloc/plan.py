@@ -45,7 +45,27 @@ INFEASIBLE_VOTES = 2
 
 class Decline(Exception):  # noqa: N818 - a control signal, not an error
     """Raised by a strategy's ``solve`` when it sees it cannot win on this instance; the
-    driver records ``reason`` as the hand-over's reason and runs the next strategy."""
+    driver records ``reason`` as the hand-over's reason and runs the next strategy.
+
+    Parameters
+    ----------
+    reason : str
+        Why the strategy declines (kept as ``reason``; recorded in ``stats.fallbacks``).
+
+    Examples
+    --------
+    >>> from fairalloc.results import Certificate
+    >>> from fairalloc.solvelog import SolveLog
+    >>> def fast(ctx):
+    ...     raise Decline("more than 64 types")
+    >>> ok = Certificate("lp", 1.0, 1.0, 0.0, 0.0)
+    >>> plan = (Strategy("fast", fast, lambda c, r: ok),
+    ...         Strategy("exact", lambda c: 1.0, lambda c, r: ok, exact=True))
+    >>> log = SolveLog()
+    >>> _ = run_plan(plan, None, log, what="demo")
+    >>> log.fallbacks
+    ('fast->exact: more than 64 types',)
+    """
 
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
@@ -72,6 +92,15 @@ class Strategy(Generic[C, R]):
         Whether the strategy is tried at all on this context (default: always).
     exact : bool
         A robust exact method (the plan's tail): its infeasibility verdict counts.
+
+    Examples
+    --------
+    >>> from fairalloc.results import Certificate
+    >>> s = Strategy("exact-lp", solve=lambda ctx: 2 * ctx,
+    ...              certify=lambda ctx, r: Certificate("lp", r, r, 0.0, 0.0),
+    ...              applies=lambda ctx: ctx > 0, exact=True)
+    >>> s.applies(3), s.solve(3), s.certify(3, 6).ok, describe([s])
+    (True, 6, True, ('exact-lp!',))
     """
 
     name: str
@@ -83,7 +112,27 @@ class Strategy(Generic[C, R]):
 
 @dataclass(frozen=True)
 class Found(Generic[R]):
-    """What `run_plan` returns: the certified result, its certificate and the strategy."""
+    """What `run_plan` returns: the certified result, its certificate and the strategy.
+
+    Parameters
+    ----------
+    result : object
+        The result of the strategy that certified.
+    certificate : Certificate
+        Its certificate (``ok``).
+    strategy : str
+        The strategy's name.
+
+    Examples
+    --------
+    >>> from fairalloc.results import Certificate
+    >>> from fairalloc.solvelog import SolveLog
+    >>> ok = Certificate("lp", 1.0, 1.0, 0.0, 0.0)
+    >>> found = run_plan((Strategy("exact", lambda c: 42, lambda c, r: ok),), None,
+    ...                  SolveLog(), what="demo")
+    >>> found.result, found.strategy, found.certificate.ok
+    (42, 'exact', True)
+    """
 
     result: R
     certificate: Certificate

@@ -46,6 +46,14 @@ class SolveStatus(enum.StrEnum):
     point came back but its independent certificate missed the tolerance. ``ERROR``: anything
     else (no point; a solver or linear-algebra exception).
 
+    Parameters
+    ----------
+    value : str
+        The status string (``SolveStatus("optimal")``); `SolveStatus.of` maps any other
+        string to ``ERROR`` instead of raising.
+    names, module, qualname, type, start, boundary
+        `enum.Enum`'s functional API (creating a new enumeration); not used by fairalloc.
+
     Examples
     --------
     >>> SolveStatus.OPTIMAL == "optimal", SolveStatus("time_limit").name
