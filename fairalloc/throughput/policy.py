@@ -71,15 +71,12 @@ _WARN_LEVEL = 4
 class Allocation(Result):
     """An effective-throughput allocation (Gavel §3.1) with prices and certificate.
 
-    Attributes
+    Parameters
     ----------
     allocation : ndarray, shape (n, k)
         ``allocation[m, j]``: fraction of time job ``m`` runs on type ``j`` (alone or in a
         pair, in any placement); rows are ``job_ids``, columns ``types``. The name every
         result uses.
-    x : ndarray, shape (n, k)
-        Alias of ``allocation`` (Gavel's name ``X``): a read-only property returning the same
-        array, kept for existing code.
     prices : ndarray, shape (k,)
         Non-negative capacity prices: multipliers of the capacity rows of the policy's
         (first-stage, maximisation) LP, ``d OPT / d workers[j]``; zero on unsaturated types.
@@ -92,7 +89,14 @@ class Allocation(Result):
         otherwise.
     objective : float
         The policy objective (see each policy); ``certificate`` certifies it.
+    status : Status
+        ``OPTIMAL`` only when ``certificate`` passed (`fairalloc.Result`).
+    stats : SolveStats
+        How it was computed (``stats.path``: the steps that ran).
+    certificate : Certificate
+        The certificate of the policy objective.
     policy : str
+        The policy's name (``"max_min_fairness"``, ...).
     job_ids, types : tuple
         Row and column labels.
     pair_x : ndarray of shape (P, k) or None
@@ -107,6 +111,24 @@ class Allocation(Result):
         Water-filling levels (1 for the other policies).
     level_floors : ndarray of shape (n,) or None
         Water-filling: the level ``u_m`` at which each job was frozen.
+
+    Attributes
+    ----------
+    x : ndarray, shape (n, k)
+        Alias of ``allocation`` (Gavel's name ``X``): a read-only property returning the same
+        array, kept for existing code.
+
+    Examples
+    --------
+    >>> import fairalloc as fa
+    >>> r = fa.max_min_fairness(fa.Jobs([[40.0, 10.0], [12.0, 4.0]]),
+    ...                         fa.Cluster({"v100": 1, "k80": 1}))
+    >>> r.policy, r.job_ids, r.types, r.x is r.allocation
+    ('max_min_fairness', (0, 1), ('v100', 'k80'), True)
+    >>> r.allocation.round(6).tolist(), r.effective_throughput.round(6).tolist()
+    ([[0.5, 0.5], [0.5, 0.5]], [25.0, 8.0])
+    >>> r.prices.round(6).tolist(), r.utilization.tolist(), r.status
+    ([0.545455, 0.0], [1.0, 1.0], <SolveStatus.OPTIMAL: 'optimal'>)
     """
 
     allocation: np.ndarray
@@ -202,7 +224,9 @@ class ThroughputPolicy(Composable):
     Parameters
     ----------
     jobs : fairalloc.Jobs
+        The jobs: throughputs on each type, gang sizes, weights and per-job state.
     cluster : fairalloc.Cluster
+        The workers of each type.
     pairs : fairalloc.JobPairs, optional
         Job pairs that may share a worker, with their pair throughputs (space sharing, §3.1).
     unconsolidated_throughput : array_like, shape (n, k), optional
@@ -223,6 +247,19 @@ class ThroughputPolicy(Composable):
         ``sum_m scale_factor_m x[m, j] <= workers[j]``; its duals are the prices.
     time_constraint : cvxpy Constraint
         ``sum_j x[m, j] <= 1``.
+
+    Examples
+    --------
+    Every policy builder is one; ``solve`` returns a certified `fairalloc.Allocation`:
+
+    >>> import fairalloc as fa
+    >>> b = fa.MaxMinFairness(fa.Jobs([[40.0, 10.0], [12.0, 4.0]]),
+    ...                       fa.Cluster({"v100": 1, "k80": 1}))
+    >>> isinstance(b, ThroughputPolicy), b.name
+    (True, 'max_min_fairness')
+    >>> r = b.solve()
+    >>> r.certificate.ok, r.x.round(6).tolist()
+    (True, [[0.5, 0.5], [0.5, 0.5]])
     """
 
     name = "policy"
