@@ -106,26 +106,49 @@ _SOLVE_OPTIONS = ("method", "backend", "gap_tol", "feas_tol", "stage_tol", "work
 class RoundResult(Result):
     """One round's allocation over every job and worker type given, with the facts.
 
-    Attributes
+    Parameters
     ----------
     x : ndarray, shape (n, k)
         Fraction of time each job runs on each type (rows: `job_ids`, columns:
         `types`); 0 for unrunnable jobs and drained types. (Every result calls its
         allocation array ``x``; ``job_allocation`` is the same as a dict.)
-    job_allocation : dict
-        ``{job_id: {worker_type: fraction}}``: ``x`` keyed by job id and type (a property).
     prices : ndarray, shape (k,)
         Capacity prices of the reduced program (``d OPT / d workers``); 0 on drained types.
     effective_throughput : ndarray, shape (n,)
+        Each job's throughput under ``x`` (steps/s; the utility for ``"fisher_market"``).
     job_ids, types : tuple
+        Row and column labels, as given.
     drained_types : tuple of str
         Types with 0 workers this round.
     unrunnable_jobs : tuple
         Jobs that can run on no present type (zero throughput there, or a gang larger than
         every present type they could run on).
     policy : str
+        The policy's name (`fairalloc.rounds.api.POLICIES`).
     reduced : fairalloc.Allocation or None
         The certified result of the reduced program (``None`` for an empty round).
+    objective : float
+        The reduced program's objective (0 for an empty round).
+    status : Status
+        ``OPTIMAL`` only when ``certificate`` passed (`fairalloc.Result`).
+    stats : SolveStats
+        How it was computed (``stats.path``: the steps that ran).
+    certificate : Certificate
+        The reduced program's certificate.
+
+    Attributes
+    ----------
+    job_allocation : dict
+        ``{job_id: {worker_type: fraction}}``: ``x`` keyed by job id and type (a property).
+
+    Examples
+    --------
+    >>> r = solve_round("max_min_fairness", {"a": {"v100": 1.0}, "b": {"v100": 1.0, "k80": 1.0}},
+    ...                 {"v100": 1, "k80": 0})
+    >>> r.job_ids, r.types, r.drained_types, r.unrunnable_jobs
+    (('a', 'b'), ('v100', 'k80'), ('k80',), ())
+    >>> r.job_allocation["a"], r.x.tolist(), r.certificate.ok
+    ({'v100': 0.5, 'k80': 0.0}, [[0.5, 0.0], [0.5, 0.0]], True)
     """
 
     x: np.ndarray

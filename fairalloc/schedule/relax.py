@@ -41,7 +41,7 @@ __all__ = ["RelaxedPlan", "relax_plan"]
 class RelaxedPlan(Result):
     """The continuous relaxation of a plan (``0 <= x[j, t] <= 1``).
 
-    Attributes
+    Parameters
     ----------
     allocation : ndarray, shape (n, rounds)
         Fraction of round ``t`` job ``j`` runs on its gang (``w_j * x[j, t]`` GPUs); ``x`` is
@@ -57,6 +57,23 @@ class RelaxedPlan(Result):
         not faster).
     makespan_bound : float
         ``H`` of the relaxed remaining times.
+    objective : float
+        The relaxation's objective (`fairalloc.relax_plan`).
+    status : Status
+        ``OPTIMAL`` only when ``certificate`` passed (`fairalloc.Result`).
+    stats : SolveStats
+        How it was computed (``stats.path``: the steps that ran).
+    certificate : Certificate
+        The independent optimality certificate of ``objective``.
+
+    Examples
+    --------
+    >>> from fairalloc import PlanJob
+    >>> jobs = [PlanJob(workers=1, total_epochs=100, done_epochs=10, ftf=1.0,
+    ...                 regimes=[(60.0, 90)])] * 2
+    >>> r = relax_plan(jobs, 1, rounds=2, lam=0.0)
+    >>> r.rounds_given.round(3).tolist(), r.allocation.shape, r.certificate.ok
+    ([1.0, 1.0], (2, 2), True)
     """
 
     allocation: np.ndarray
