@@ -67,6 +67,13 @@ class ReplayCheck:
     -----
     `fairalloc.queuing.ReplayCheck.ok` is computed from the residuals, never set: it needs a
     finite tolerance and every residual finite and ``<= tol``.
+
+    Examples
+    --------
+    >>> import fairalloc as fa
+    >>> check = fa.efq_schedule([0, 0, 0], [1.0, 2.0, 3.0], 1).check
+    >>> check.kind, check.events, check.ok, check.capacity_violation <= check.tol
+    ('efq_schedule', 6, True, True)
     """
 
     kind: str
