@@ -113,6 +113,14 @@ class MarketDomain(Domain):
     n, m, values, density, integers, equal_budgets, budget_values, supply_values
         As in
         `fairalloc.testing.strategies.market_instances`.
+
+    Examples
+    --------
+    >>> dom = MarketDomain("leontief", rounds=2)
+    >>> dom.label, dom.kind, dom.properties[:3]
+    ('volatile-leontief', 'leontief', ('runs', 'feasible', 'market_clearing'))
+    >>> MarketDomain().label
+    'market'
     """
 
     agent_word = "buyer"
