@@ -106,49 +106,26 @@ _SOLVE_OPTIONS = ("method", "backend", "gap_tol", "feas_tol", "stage_tol", "work
 class RoundResult(Result):
     """One round's allocation over every job and worker type given, with the facts.
 
-    Parameters
+    Attributes
     ----------
     x : ndarray, shape (n, k)
         Fraction of time each job runs on each type (rows: `job_ids`, columns:
         `types`); 0 for unrunnable jobs and drained types. (Every result calls its
         allocation array ``x``; ``job_allocation`` is the same as a dict.)
+    job_allocation : dict
+        ``{job_id: {worker_type: fraction}}``: ``x`` keyed by job id and type (a property).
     prices : ndarray, shape (k,)
         Capacity prices of the reduced program (``d OPT / d workers``); 0 on drained types.
     effective_throughput : ndarray, shape (n,)
-        Each job's throughput under ``x`` (steps/s; the utility for ``"fisher_market"``).
     job_ids, types : tuple
-        Row and column labels, as given.
     drained_types : tuple of str
         Types with 0 workers this round.
     unrunnable_jobs : tuple
         Jobs that can run on no present type (zero throughput there, or a gang larger than
         every present type they could run on).
     policy : str
-        The policy's name (`fairalloc.rounds.api.POLICIES`).
     reduced : fairalloc.Allocation or None
         The certified result of the reduced program (``None`` for an empty round).
-    objective : float
-        The reduced program's objective (0 for an empty round).
-    status : Status
-        ``OPTIMAL`` only when ``certificate`` passed (`fairalloc.Result`).
-    stats : SolveStats
-        How it was computed (``stats.path``: the steps that ran).
-    certificate : Certificate
-        The reduced program's certificate.
-
-    Attributes
-    ----------
-    job_allocation : dict
-        ``{job_id: {worker_type: fraction}}``: ``x`` keyed by job id and type (a property).
-
-    Examples
-    --------
-    >>> r = solve_round("max_min_fairness", {"a": {"v100": 1.0}, "b": {"v100": 1.0, "k80": 1.0}},
-    ...                 {"v100": 1, "k80": 0})
-    >>> r.job_ids, r.types, r.drained_types, r.unrunnable_jobs
-    (('a', 'b'), ('v100', 'k80'), ('k80',), ())
-    >>> r.job_allocation["a"], r.x.tolist(), r.certificate.ok
-    ({'v100': 0.5, 'k80': 0.0}, [[0.5, 0.0], [0.5, 0.0]], True)
     """
 
     x: np.ndarray
@@ -427,58 +404,6 @@ def solve_round(policy: str, throughput: Any, workers: Any, *, job_ids: Any = No
     type order. ``method``, ``backend``, ``gap_tol``, ``feas_tol``, ``stage_tol``,
     ``work_conserving``, ``bottleneck_tol`` and ``max_levels`` are the policy's solve options (see
     its ``solve``; ``None``: the policy's default; an option the policy does not take is an error).
-
-    Parameters
-    ----------
-    policy : str
-        One of `fairalloc.rounds.api.POLICIES`.
-    throughput : mapping, array_like or pandas.DataFrame
-        ``{job_id: {worker_type: rate}}`` (a type a job omits: it cannot run there), an
-        ``(n, k)`` array with ``job_ids=`` / ``types=``, or a DataFrame indexed by job id with
-        one column per type.
-    workers : mapping or array_like
-        ``{worker_type: count}`` or counts in type order; 0 marks a drained type.
-    job_ids, types : sequence, optional
-        Labels of the rows and columns of an array ``throughput`` (default ``0..n-1`` and
-        ``0..k-1``).
-    scale_factor, weight, steps_remaining, elapsed, isolated_elapsed : mapping or array_like, optional
-        Per job: gang size, priority weight (the budget of ``"fisher_market"``), steps left,
-        seconds since arrival, isolated time so far (as in `fairalloc.Jobs`).
-    order, slo, entities : mapping or array_like, optional
-        Per job: arrival order (``"fifo"``, ``"water_filling"``), SLO (``"min_cost"``),
-        entity label (``"water_filling"``).
-    cost : mapping or array_like, optional
-        ``"min_cost"``: cost per worker of each type.
-    entity_weights, entity_policies : mapping, optional
-        ``"water_filling"``: entity -> weight and entity -> intra-entity policy.
-    water_filling : bool, default False
-        ``"max_min_fairness"``: run the water-filling stages (Gavel §4.3) after the first level.
-    semantics : {"arrival", "objective"}, default "arrival"
-        ``"fifo"``: the semantics of `fairalloc.FIFO`.
-    normalized : bool, default False
-        ``"max_total_throughput"``: maximise throughput normalised by each job's ``X^equal``
-        throughput.
-    kind : {"linear", "leontief"}, default "linear"
-        ``"fisher_market"``: the buyers' utilities.
-    fairness_knob : float, default 0.8
-        ``"themis"``: the knob ``f`` in ``[0, 1)``: the ``ceil((1 - f) n)`` jobs furthest from
-        finish-time fairness bid in the auction (Themis §6.4).
-    plan_jobs : mapping, optional
-        ``"shockwave"``: job id -> `fairalloc.PlanJob` (required there).
-    plan_options : mapping, optional
-        ``"shockwave"``: keyword arguments of `fairalloc.plan_schedule`.
-    warm_start : object, optional
-        The previous round's state that `fairalloc.RoundPolicy` passes (previous prices and
-        level of max-min fairness or of the market; the kept plan and its next column for
-        ``"shockwave"``); the answer is certified as always.
-    method, backend, gap_tol, feas_tol, stage_tol, work_conserving, bottleneck_tol, max_levels
-        The policy's solve options (``None``: its default).
-
-    Returns
-    -------
-    RoundResult
-        ``x`` over all the jobs and types given (0 for drained types and unrunnable jobs), as
-        dicts in `RoundResult.job_allocation`; ``certificate`` of the reduced program.
 
     Examples
     --------
