@@ -52,7 +52,32 @@ _COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None],
 def register(name: str, help: str, configure: Callable[[argparse.ArgumentParser], None],
              run: Callable[[argparse.Namespace], int]) -> None:
     """Register a subcommand (the modules of `COMMAND_MODULES` export a ``COMMANDS``
-    table instead)."""
+    table instead).
+
+    Parameters
+    ----------
+    name : str
+        The subcommand (``fairalloc NAME ...``); registering a name again replaces it.
+    help : str
+        Its one-line help, shown by ``fairalloc --help`` and as its description.
+    configure : callable
+        ``configure(parser)`` adds the subcommand's arguments to its `argparse.ArgumentParser`.
+    run : callable
+        ``run(args) -> int`` runs it on the parsed `argparse.Namespace`; the exit status.
+
+    Examples
+    --------
+    >>> def configure(parser):
+    ...     parser.add_argument("who")
+    >>> def run(args):
+    ...     print(f"hello {args.who}")
+    ...     return 0
+    >>> register("hello", "Say hello.", configure, run)
+    >>> main(["hello", "world"])
+    hello world
+    0
+    >>> del _COMMANDS["hello"]
+    """
     _COMMANDS[name] = (help, configure, run)
 
 
@@ -121,7 +146,26 @@ def _load_plugins() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``fairalloc`` command; returns the exit code."""
+    """Entry point of the ``fairalloc`` command; returns the exit code.
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        The arguments after the program name (default ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        The exit status: the subcommand's own, `USAGE_ERROR` (2) after a fairalloc or OS
+        error (reported in one line on stderr), `INTERRUPTED` after Ctrl-C or SIGTERM.
+        ``--help`` and argument errors exit through `SystemExit` as argparse does.
+
+    Examples
+    --------
+    >>> main(["--version"]) == 0  # doctest: +ELLIPSIS
+    fairalloc ...
+    True
+    """
     if list(sys.argv[1:] if argv is None else argv) == ["--version"]:
         from . import __version__  # at once: no subcommand (and no solver) is imported
 

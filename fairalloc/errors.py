@@ -41,11 +41,30 @@ __all__ = [
 
 
 class FairallocError(Exception):
-    """Base class of every exception fairalloc raises on purpose."""
+    """Base class of every exception fairalloc raises on purpose.
+
+    Examples
+    --------
+    >>> import fairalloc as fa
+    >>> try:
+    ...     fa.Cluster({"gpu": -1})
+    ... except fa.FairallocError as exc:
+    ...     print(type(exc).__name__)
+    InputError
+    """
 
 
 class InputError(FairallocError, ValueError):
     """An argument is invalid; the message names the argument (and index, for arrays).
+
+    Parameters
+    ----------
+    message : str
+        What is wrong, naming the argument.
+    argument : str, optional
+        Name of the offending argument.
+    index : tuple of int, optional
+        Index of the first offending entry, for array arguments.
 
     Attributes
     ----------
@@ -53,6 +72,15 @@ class InputError(FairallocError, ValueError):
         Name of the offending argument.
     index : tuple of int or None
         Index of the first offending entry, for array arguments.
+
+    Examples
+    --------
+    >>> import fairalloc as fa
+    >>> try:
+    ...     fa.Jobs([[1.0, -2.0]])
+    ... except fa.InputError as exc:
+    ...     print(exc.argument, exc.index)
+    throughput (0, 1)
     """
 
     def __init__(
@@ -66,6 +94,20 @@ class InputError(FairallocError, ValueError):
 class SolverError(FairallocError, RuntimeError):
     """No certified answer could be produced: a backend failed, or every strategy of the
     solve plan did (`fairalloc.plan`).
+
+    Parameters
+    ----------
+    message : str
+        What failed and why (kept as ``reason``).
+    backend : str, optional
+        Name of the backend that failed.
+    status : SolveStatus or str, optional
+        The status (default: the class's, ``ERROR`` here); a string that is not a status is
+        kept as ``raw_status``.
+    raw_status : str, optional
+        The backend's own status string.
+    verdicts : tuple of str, default ()
+        Each strategy's verdict when a whole solve plan failed.
 
     Attributes
     ----------
@@ -81,6 +123,12 @@ class SolverError(FairallocError, RuntimeError):
         The message: what failed and why.
     verdicts : tuple of str
         Each strategy's verdict when a whole solve plan failed (``()`` otherwise).
+
+    Examples
+    --------
+    >>> exc = SolverError("HiGHS stopped", backend="highs", status="Time limit reached")
+    >>> exc.status is SolveStatus.ERROR, exc.raw_status
+    (True, 'Time limit reached')
     """
 
     default_status = SolveStatus.ERROR
@@ -102,13 +150,35 @@ class SolverError(FairallocError, RuntimeError):
 
 
 class InfeasibleError(SolverError):
-    """The program has no feasible point (reported by the backend or detected on input)."""
+    """The program has no feasible point (reported by the backend or detected on input).
+
+    Parameters
+    ----------
+    message, backend, status, raw_status, verdicts
+        As for `fairalloc.SolverError`; ``status`` defaults to ``INFEASIBLE``.
+
+    Examples
+    --------
+    >>> InfeasibleError("no point", backend="highs").status is SolveStatus.INFEASIBLE
+    True
+    """
 
     default_status = SolveStatus.INFEASIBLE
 
 
 class UnboundedError(SolverError):
-    """The program's objective is unbounded (no optimum exists)."""
+    """The program's objective is unbounded (no optimum exists).
+
+    Parameters
+    ----------
+    message, backend, status, raw_status, verdicts
+        As for `fairalloc.SolverError`; ``status`` defaults to ``UNBOUNDED``.
+
+    Examples
+    --------
+    >>> UnboundedError("ray found").status is SolveStatus.UNBOUNDED
+    True
+    """
 
     default_status = SolveStatus.UNBOUNDED
 
@@ -116,10 +186,27 @@ class UnboundedError(SolverError):
 class CertificateError(SolverError):
     """The certificate of a finished solve misses its tolerance.
 
+    Parameters
+    ----------
+    message : str
+        What missed which tolerance.
+    certificate : Certificate, optional
+        The failing certificate.
+    backend : str, optional
+        Name of the backend whose answer failed.
+    verdicts : tuple of str, default ()
+        Each strategy's verdict when a whole solve plan failed.
+
     Attributes
     ----------
     certificate : object
         The failing `fairalloc.Certificate`, for inspection.
+
+    Examples
+    --------
+    >>> exc = CertificateError("gap 1e-3 > 1e-6", backend="highs")
+    >>> exc.status is SolveStatus.CERTIFICATE_FAILED, exc.certificate is None
+    (True, True)
     """
 
     default_status = SolveStatus.CERTIFICATE_FAILED
@@ -131,11 +218,27 @@ class CertificateError(SolverError):
 
 
 class BackendUnavailableError(FairallocError, ImportError):
-    """An optional solver backend (gurobi, pyomo) is not installed."""
+    """An optional solver backend (gurobi, pyomo) is not installed.
+
+    Examples
+    --------
+    >>> issubclass(BackendUnavailableError, ImportError)
+    True
+    """
 
 
 class FairallocWarning(UserWarning):
-    """A warning fairalloc issues on purpose (e.g. a backend ignores a requested option)."""
+    """A warning fairalloc issues on purpose (e.g. a backend ignores a requested option).
+
+    Examples
+    --------
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warnings.warn("option ignored", FairallocWarning)
+    >>> caught[0].category.__name__
+    'FairallocWarning'
+    """
 
 
 def foreign_error(exc: BaseException, what: str, *, backend: str | None = None) -> SolverError:

@@ -45,7 +45,27 @@ INFEASIBLE_VOTES = 2
 
 class Decline(Exception):  # noqa: N818 - a control signal, not an error
     """Raised by a strategy's ``solve`` when it sees it cannot win on this instance; the
-    driver records ``reason`` as the hand-over's reason and runs the next strategy."""
+    driver records ``reason`` as the hand-over's reason and runs the next strategy.
+
+    Parameters
+    ----------
+    reason : str
+        Why the strategy declines (kept as ``reason``; recorded in ``stats.fallbacks``).
+
+    Examples
+    --------
+    >>> from fairalloc.results import Certificate
+    >>> from fairalloc.solvelog import SolveLog
+    >>> def fast(ctx):
+    ...     raise Decline("more than 64 types")
+    >>> ok = Certificate("lp", 1.0, 1.0, 0.0, 0.0)
+    >>> plan = (Strategy("fast", fast, lambda c, r: ok),
+    ...         Strategy("exact", lambda c: 1.0, lambda c, r: ok, exact=True))
+    >>> log = SolveLog()
+    >>> _ = run_plan(plan, None, log, what="demo")
+    >>> log.fallbacks
+    ('fast->exact: more than 64 types',)
+    """
 
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
@@ -60,7 +80,7 @@ def _always(ctx: Any) -> bool:
 class Strategy(Generic[C, R]):
     """One way to solve a program: a named step of ``stats.path``.
 
-    Attributes
+    Parameters
     ----------
     name : str
         The path step (``"structured-level"``, ``"exact-lp"``, ...).
@@ -72,6 +92,15 @@ class Strategy(Generic[C, R]):
         Whether the strategy is tried at all on this context (default: always).
     exact : bool
         A robust exact method (the plan's tail): its infeasibility verdict counts.
+
+    Examples
+    --------
+    >>> from fairalloc.results import Certificate
+    >>> s = Strategy("exact-lp", solve=lambda ctx: 2 * ctx,
+    ...              certify=lambda ctx, r: Certificate("lp", r, r, 0.0, 0.0),
+    ...              applies=lambda ctx: ctx > 0, exact=True)
+    >>> s.applies(3), s.solve(3), s.certify(3, 6).ok, describe([s])
+    (True, 6, True, ('exact-lp!',))
     """
 
     name: str
@@ -83,7 +112,27 @@ class Strategy(Generic[C, R]):
 
 @dataclass(frozen=True)
 class Found(Generic[R]):
-    """What `run_plan` returns: the certified result, its certificate and the strategy."""
+    """What `run_plan` returns: the certified result, its certificate and the strategy.
+
+    Parameters
+    ----------
+    result : object
+        The result of the strategy that certified.
+    certificate : Certificate
+        Its certificate (``ok``).
+    strategy : str
+        The strategy's name.
+
+    Examples
+    --------
+    >>> from fairalloc.results import Certificate
+    >>> from fairalloc.solvelog import SolveLog
+    >>> ok = Certificate("lp", 1.0, 1.0, 0.0, 0.0)
+    >>> found = run_plan((Strategy("exact", lambda c: 42, lambda c, r: ok),), None,
+    ...                  SolveLog(), what="demo")
+    >>> found.result, found.strategy, found.certificate.ok
+    (42, 'exact', True)
+    """
 
     result: R
     certificate: Certificate
@@ -92,6 +141,16 @@ class Found(Generic[R]):
 
 def describe(plan: Sequence[Strategy[Any, Any]]) -> tuple[str, ...]:
     """The names of a plan's strategies, in order (exact ones marked ``"!"``).
+
+    Parameters
+    ----------
+    plan : sequence of Strategy
+        The plan.
+
+    Returns
+    -------
+    tuple of str
+        Each strategy's name, with ``"!"`` appended to the exact ones.
 
     Examples
     --------
@@ -115,6 +174,27 @@ def run_plan(plan: Sequence[Strategy[C, R]], ctx: C, log: SolveLog, *, what: str
     Every strategy that applies is recorded in ``log`` (`SolveLog.step`), and every hand-over
     with its reason (`SolveLog.hand_over`). ``what`` names the program in errors;
     ``infeasible_votes``: exact strategies that must agree before infeasibility is believed.
+
+    Parameters
+    ----------
+    plan : sequence of Strategy
+        The strategies, cheapest first; those whose ``applies(ctx)`` is false are skipped.
+    ctx : object
+        The program's context, passed to each strategy's ``solve`` and ``certify``.
+    log : SolveLog
+        Records the steps and hand-overs.
+    what : str
+        The program's name in error messages.
+    backend : str, optional
+        The backend named in the errors raised.
+    infeasible_votes : int, default 2
+        How many exact strategies must report infeasibility before `InfeasibleError` is
+        raised (the last strategy's report is believed alone).
+
+    Returns
+    -------
+    Found
+        The first certified result, the strategy that produced it and its certificate.
 
     Raises
     ------

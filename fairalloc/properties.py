@@ -74,7 +74,7 @@ def _pow2(x: Any) -> np.ndarray:
 class PropertyResult:
     """Outcome of one property check.
 
-    Attributes
+    Parameters
     ----------
     name : str
         The property.
@@ -89,6 +89,13 @@ class PropertyResult:
         The second party where there is one (the envied buyer for ``envy_free``).
     message : str
         A readable explanation.
+
+    Examples
+    --------
+    >>> r = PropertyResult("envy_free", passed=False, violation=0.25, agent=1, other=0,
+    ...                    message="buyer 1 envies buyer 0 by 0.25")
+    >>> r.passed, r.agent, r.other
+    (False, 1, 0)
     """
 
     name: str

@@ -39,6 +39,16 @@ def readonly(value: Any) -> Any:
     type is returned; one holding no array or container is returned as is). Anything else is
     returned unchanged.
 
+    Parameters
+    ----------
+    value : object
+        An array, a (named) tuple, list or dict of them (nested), or anything else.
+
+    Returns
+    -------
+    object
+        ``value`` with its arrays replaced by read-only views.
+
     Examples
     --------
     >>> a = np.arange(3.0)
@@ -69,6 +79,13 @@ def readonly(value: Any) -> Any:
 def fill_labels(obj: Any, **sizes: int) -> None:
     """Give each empty label field of a frozen dataclass its default ``(0, ..., size - 1)``.
 
+    Parameters
+    ----------
+    obj : object
+        A frozen dataclass instance, set in place (in its ``__post_init__``).
+    **sizes : int
+        ``field=size`` for each label field; a field that is already non-empty is kept.
+
     Examples
     --------
     >>> from dataclasses import dataclass
@@ -89,6 +106,16 @@ class FrozenArrays:
     Subclasses that define ``__post_init__`` must call ``super().__post_init__()``. Fields named
     in ``LABEL_FIELDS`` hold labels (job ids, good or type names), never arrays: they are left
     as they are (see `fairalloc.results.fill_labels` for their defaults).
+
+    Examples
+    --------
+    >>> from dataclasses import dataclass
+    >>> @dataclass(frozen=True)
+    ... class Shares(FrozenArrays):
+    ...     x: np.ndarray
+    >>> a = np.ones(2)
+    >>> Shares(a).x.flags.writeable, a.flags.writeable
+    (False, True)
     """
 
     LABEL_FIELDS: ClassVar[tuple[str, ...]] = ()
@@ -118,7 +145,7 @@ Status = SolveStatus
 class SolveStats:
     """How a result was computed.
 
-    Attributes
+    Parameters
     ----------
     backend : str
         Solver backend(s) used, e.g. ``"clarabel"`` or ``"highs"``.
@@ -148,6 +175,14 @@ class SolveStats:
         buyers -- with identical data merged; `fairalloc._symmetry`); ``None`` when the builder
         solved the program item by item. The result is always expanded to the items and
         certified against the original program.
+
+    Examples
+    --------
+    >>> import fairalloc as fa
+    >>> r = fa.max_min_fairness(fa.Jobs([[40.0, 10.0], [12.0, 4.0]]),
+    ...                         fa.Cluster({"v100": 1, "k80": 1}))
+    >>> r.stats.backend, r.stats.solves >= 1, r.stats.path[-1] in r.stats.path
+    ('highs', True, True)
     """
 
     backend: str
@@ -197,7 +232,7 @@ class Certificate:
     proves the allocation optimal whatever the solver claimed. For mixed-integer programs, where
     no convex dual exists, ``gap`` is computed from the solver's best bound (``kind="milp"``).
 
-    Attributes
+    Parameters
     ----------
     kind : str
         Which certificate: ``"eisenberg_gale"``, ``"lp"``, ``"conic"``, ``"milp"`` or
@@ -227,6 +262,15 @@ class Certificate:
     -----
     `fairalloc.results.Certificate.ok` is a proof, never true by construction: it needs finite
     tolerances, a finite gap and residuals, and ``relative_gap <= gap_tol``.
+
+    Examples
+    --------
+    >>> c = Certificate("lp", primal_value=2.0, dual_bound=2.0 + 1e-9, gap=1e-9,
+    ...                 primal_residual=0.0)
+    >>> c.ok, c.relative_gap < 1e-9
+    (True, True)
+    >>> Certificate("lp", 1.0, 2.0, 1.0, 0.0).ok        # a gap of 50%: not a proof
+    False
     """
 
     kind: str
@@ -309,11 +353,34 @@ class Result(FrozenArrays):
     the allocation labelled with the job ids and type names (the first rows, then "… N more
     rows"), the prices, and the certificate verdict with its gap, residual and status.
 
+    Parameters
+    ----------
+    objective : float
+        The objective value of the returned point.
+    status : Status
+        ``OPTIMAL`` only when ``certificate.ok`` (see `Status`).
+    stats : SolveStats
+        How the result was computed.
+    certificate : Certificate
+        The independent optimality certificate.
+
     Raises
     ------
     CertificateError
         On construction with ``status=Status.OPTIMAL`` and a certificate that is not ``ok``:
         an unproven result can never be reported as optimal.
+
+    Examples
+    --------
+    >>> cert = Certificate("lp", 1.0, 1.0, 0.0, 0.0)
+    >>> r = Result(1.0, Status.OPTIMAL, SolveStats("highs", "exact", 0.01), cert)
+    >>> r.status, r.certificate.ok
+    (<SolveStatus.OPTIMAL: 'optimal'>, True)
+    >>> Result(1.0, Status.OPTIMAL, SolveStats("highs", "exact", 0.01),
+    ...        Certificate("lp", 1.0, 2.0, 1.0, 0.0))
+    Traceback (most recent call last):
+    ...
+    fairalloc.errors.CertificateError: ...
     """
 
     objective: float

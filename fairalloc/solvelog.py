@@ -46,6 +46,14 @@ class SolveStatus(enum.StrEnum):
     point came back but its independent certificate missed the tolerance. ``ERROR``: anything
     else (no point; a solver or linear-algebra exception).
 
+    Parameters
+    ----------
+    value : str
+        The status string (``SolveStatus("optimal")``); `SolveStatus.of` maps any other
+        string to ``ERROR`` instead of raising.
+    names, module, qualname, type, start, boundary
+        `enum.Enum`'s functional API (creating a new enumeration); not used by fairalloc.
+
     Examples
     --------
     >>> SolveStatus.OPTIMAL == "optimal", SolveStatus("time_limit").name
@@ -82,6 +90,18 @@ LIMITED: tuple[SolveStatus, ...] = (SolveStatus.TIME_LIMIT, SolveStatus.ITERATIO
 
 def count_step(counts: tuple[tuple[str, int], ...], name: str) -> int:
     """How many times step ``name`` ran, from ``step_counts`` pairs.
+
+    Parameters
+    ----------
+    counts : tuple of (str, int)
+        ``(step, times)`` pairs, as in `fairalloc.SolveStats.step_counts`.
+    name : str
+        The step.
+
+    Returns
+    -------
+    int
+        The sum of its counts (0 when it never ran).
 
     Examples
     --------

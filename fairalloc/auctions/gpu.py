@@ -55,7 +55,7 @@ MAX_GOODS = 1 << 24
 class GPUAuctionResult(Result):
     """Outcome of a partial-allocation auction of indivisible GPUs.
 
-    Attributes
+    Parameters
     ----------
     pf_bundles : ndarray of bool, shape (n, g)
         The PF assignment: ``pf_bundles[i, j]`` if GPU ``j`` goes to agent ``i``.
@@ -87,6 +87,20 @@ class GPUAuctionResult(Result):
         is proven (``Status.OPTIMAL``), else the first unproven one (never ok; status
         ``TIME_LIMIT`` with a time limit, ``ITERATION_LIMIT`` with only a node limit,
         ``SUBOPTIMAL`` otherwise).
+    status : Status
+        ``OPTIMAL`` only when ``certificate`` passed (`fairalloc.Result`).
+    stats : SolveStats
+        How it was computed (``stats.path``: the steps that ran).
+
+    Examples
+    --------
+    Two agents want the same two GPUs; agent 1 also accepts GPU 2 (`bundle_auction`):
+
+    >>> r = bundle_auction([[[0, 1]], [[0, 1], [2]]], [[4.0], [4.0, 1.0]])
+    >>> r.choice.tolist(), r.fraction.round(4).tolist(), r.leftover.round(4).tolist()
+    ([0, 1], [0.25, 1.0], [0.75, 0.75, 0.0])
+    >>> r.status.value, r.certificate.kind
+    ('optimal', 'milp')
     """
 
     pf_bundles: np.ndarray

@@ -42,7 +42,7 @@ class AuctionRound(FrozenArrays):
     """What one round of `fairalloc.MultiRoundAuction` did (every array
     read-only).
 
-    Attributes
+    Parameters
     ----------
     time : float
         When the round ran.
@@ -72,6 +72,15 @@ class AuctionRound(FrozenArrays):
     fallbacks : tuple of str
         ``"leftovers-to-non-bidders->leftovers-to-bidders: ..."`` when leftover GPUs went to
         participants because the apps that did not bid could not use them all.
+
+    Examples
+    --------
+    >>> from fairalloc.auctions import SingleJobApp, Topology
+    >>> apps = [SingleJobApp(iter_total=1000, iter_time_serial=1.0, job_demand_max=2)
+    ...         for _ in range(3)]
+    >>> r = MultiRoundAuction(Topology.uniform(2, 2), apps, fairness_knob=0.5).step()
+    >>> r.time, r.offered.tolist(), r.participants.tolist(), r.won.tolist(), r.path
+    (0.0, [0, 1, 2, 3], [1, 2], [2, 2], ('auction',))
     """
 
     time: float
@@ -129,6 +138,9 @@ class MultiRoundAuction:
         Seconds per MILP of the auction.
     workers : int or None
         Processes for the leave-one-out MILPs.
+    now : float
+        The time (seconds) of the next round, `step`'s; default 0. The caller advances it
+        between rounds (apps arrive when ``arrival <= now``).
     backend : str or Backend
         MILP backend of the auctions (default ``"highs"``).
 

@@ -61,7 +61,7 @@ _LOG2 = math.log(2.0)
 class PartialAllocationResult(Result):
     """Outcome of the partial allocation mechanism on divisible goods.
 
-    Attributes
+    Parameters
     ----------
     allocation : ndarray, shape (n, m)
         What each agent receives: ``fraction[:, None] * pf_allocation``. ``x`` is the same
@@ -89,6 +89,21 @@ class PartialAllocationResult(Result):
     ids, goods : tuple
         The agents' ids and the goods' names (``partial_allocation(ids=, goods=)``; default
         ``0..n-1`` and ``0..m-1``), used by ``to_frame()`` and the notebook view.
+    status : Status
+        ``OPTIMAL`` only when ``certificate`` passed (`fairalloc.Result`).
+    stats : SolveStats
+        How it was computed (``stats.path``: the steps that ran).
+    certificate : Certificate
+        The independent optimality certificate of ``objective``.
+
+    Examples
+    --------
+    >>> import fairalloc as fa
+    >>> r = fa.partial_allocation([[2.0, 1.0], [1.0, 2.0]], [1.0, 1.0])
+    >>> r.fraction.round(6).tolist(), r.allocation.round(6).tolist()
+    ([0.666667, 0.666667], [[0.666667, 0.0], [0.0, 0.666667]])
+    >>> r.leftover.round(6).tolist()
+    [0.333333, 0.333333]
     """
 
     allocation: np.ndarray

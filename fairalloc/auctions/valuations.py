@@ -621,6 +621,12 @@ def curve_stopping_rho(
     job_demand_max, cluster_gpus, contention, elapsed, slowdown, schedule
         As for `fairalloc.successive_halving_rho`.
 
+    Returns
+    -------
+    numpy.ndarray
+        ``rho = T_sh / T_id`` for each allocation in ``num_gpus`` (the shape of
+        ``num_gpus``; ``rho < 1`` means the app finishes sooner than with its fair share).
+
     Examples
     --------
     >>> curve_stopping_rho([1, 2], iter_time_serial=[1.0, 1.0], iter_left=[50, 100],

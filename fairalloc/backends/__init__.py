@@ -58,6 +58,12 @@ BACKENDS: dict[str, type[Backend]] = {
 def available_backends() -> list[str]:
     """Names of the backends whose packages are importable here.
 
+    Returns
+    -------
+    list of str
+        The registered backend names (``"highs"``, ``"clarabel"``, ``"gurobi"``, ``"pyomo"``)
+        whose solver package imports, in registry order.
+
     Examples
     --------
     >>> "highs" in available_backends()
@@ -86,6 +92,17 @@ def get_backend(backend: str | Backend, *, need: str | None = None,
     presolve, crossover : bool, optional
         HiGHS only: whether it presolves linear programs, whether its interior point ends
         with crossover (defaults ``True``).
+
+    Returns
+    -------
+    Backend
+        A new instance of the named backend (configured with ``solver``, ``presolve``,
+        ``crossover``), or ``backend`` itself when an instance was passed.
+
+    Raises
+    ------
+    InputError
+        An unknown name, options the backend does not take, or a missing ``need``.
 
     Examples
     --------

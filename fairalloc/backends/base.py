@@ -60,6 +60,33 @@ class LinearProgram:
     """``minimise c @ x`` s.t. ``row_lower <= A @ x <= row_upper``, ``col_lower <= x <= col_upper``.
 
     Infinite bounds are ``-inf`` / ``inf``. ``integrality[j]`` true makes ``x[j]`` integer.
+    `fairalloc.backends.LinearProgram.build` fills these from scalars and ``None``.
+
+    Parameters
+    ----------
+    c : numpy.ndarray, shape (n,)
+        Objective coefficients (minimised).
+    A : scipy.sparse.csr_matrix, shape (m, n)
+        Constraint matrix.
+    row_lower, row_upper : numpy.ndarray, shape (m,)
+        Bounds of ``A @ x``.
+    col_lower, col_upper : numpy.ndarray, shape (n,)
+        Bounds of ``x``.
+    integrality : numpy.ndarray of bool, shape (n,), optional
+        Which variables are integer (``None``: an LP).
+    offset : float, default 0.0
+        A constant added to the objective.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from fairalloc.backends import HighsBackend
+    >>> lp = LinearProgram.build([-1.0, -2.0], [[1.0, 1.0]], row_upper=1.0, col_upper=1.0)
+    >>> lp.shape, lp.is_mip
+    ((1, 2), False)
+    >>> sol = HighsBackend().solve_lp(lp)
+    >>> sol.status, float(sol.x[1]), sol.objective
+    (<SolveStatus.OPTIMAL: 'optimal'>, 1.0, -2.0)
     """
 
     c: np.ndarray
@@ -136,7 +163,29 @@ class LPBasis:
     by element; ``extend`` (the backend's) extends it to more columns. A basis says only
     which variables are basic or at which bound, so it stays meaningful when the LP's
     coefficients and bounds change (a Dinkelbach sequence) and when rows or columns are
-    rescaled."""
+    rescaled.
+
+    Parameters
+    ----------
+    shape : tuple of int
+        ``(rows, columns)`` of the LP it belongs to.
+    raw : object
+        The backend's own basis object.
+    backend : str
+        The backend's name; only that backend can warm-start from it.
+    extend : callable, optional
+        ``extend(basis, old, new) -> LPBasis``: the backend's extension to more columns
+        (`with_columns`); ``None`` when it cannot extend.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from fairalloc.backends import HighsBackend
+    >>> lp = LinearProgram.build([-1.0], [[1.0]], row_upper=1.0)
+    >>> basis = HighsBackend().solve_lp(lp, keep_basis=True).extra["basis"]
+    >>> basis.shape, basis.backend
+    ((1, 1), 'highs')
+    """
 
     shape: tuple[int, int]
     raw: Any
@@ -174,6 +223,38 @@ class LPSolution:
     "optimal"`` works); ``raw_status`` is the backend's own string. ``x`` is present exactly when
     the status is in `USABLE`. ``mip_dual_bound`` is the solver's best bound for a MILP (``nan`` for
     an LP).
+
+    Parameters
+    ----------
+    status : SolveStatus
+        The canonical status.
+    x : numpy.ndarray or None
+        The primal point (``None`` unless the status is usable).
+    objective : float
+        ``c @ x + offset``.
+    row_duals, col_duals : numpy.ndarray, optional
+        Duals of the rows and of the column bounds (module doc for signs; ``None`` without
+        the ``duals`` capability or for a MILP).
+    iterations : int, default 0
+        Solver iterations.
+    seconds : float, default 0.0
+        Seconds of the solver call.
+    mip_dual_bound : float, default nan
+        The MILP's best bound.
+    raw_status : str, default ""
+        The backend's own status string.
+    backend : str, default ""
+        The backend's name.
+    extra : dict, default {}
+        Backend-specific results (e.g. ``"basis"``: an `LPBasis` with ``keep_basis=True``).
+
+    Examples
+    --------
+    >>> from fairalloc.backends import HighsBackend
+    >>> lp = LinearProgram.build([1.0], [[1.0]], row_lower=2.0)
+    >>> sol = HighsBackend().solve_lp(lp)
+    >>> sol.usable, sol.x.tolist(), sol.row_duals.tolist()
+    (True, [2.0], [1.0])
     """
 
     status: SolveStatus
@@ -201,6 +282,32 @@ class ConicProgram:
     ``K`` is, in this order: the zero cone of dimension ``zero``, the non-negative orthant of
     dimension ``nonneg``, then ``exp`` exponential cones ``{(r, s, t): s e^(r/s) <= t, s > 0}``
     (three rows each) -- Clarabel's (and cvxpy's) standard form.
+
+    Parameters
+    ----------
+    c : numpy.ndarray, shape (n,)
+        Objective coefficients (minimised).
+    A : scipy.sparse.csc_matrix, shape (m, n)
+        Constraint matrix, rows in the cone order above.
+    b : numpy.ndarray, shape (m,)
+        Right-hand side.
+    zero, nonneg, exp : int, default 0
+        Dimension of the zero cone, of the orthant, and the number of exponential cones
+        (``m = zero + nonneg + 3 exp``, else `fairalloc.InputError`).
+
+    Examples
+    --------
+    ``max log(x)`` with ``x <= 2``: over ``(x, t)``, ``min -t`` s.t. ``2 - x >= 0`` and
+    ``(t, 1, x)`` in the exponential cone (``e^t <= x``).
+
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from fairalloc.backends import ClarabelBackend
+    >>> A = sp.csc_matrix(np.array([[1.0, 0.0], [0.0, -1.0], [0.0, 0.0], [-1.0, 0.0]]))
+    >>> prog = ConicProgram(np.array([0.0, -1.0]), A, np.array([2.0, 0.0, 1.0, 0.0]),
+    ...                     nonneg=1, exp=1)
+    >>> sol = ClarabelBackend().solve_conic(prog)
+    >>> sol.status, round(float(sol.x[0]), 6), round(-sol.objective, 6)
+    (<SolveStatus.OPTIMAL: 'optimal'>, 2.0, 0.693147)
     """
 
     c: np.ndarray
@@ -223,7 +330,37 @@ class ConicSolution:
     """What a backend returns for a `fairalloc.backends.ConicProgram`: primal ``x``,
     slack ``s`` and dual ``z`` (``z`` in the dual cone, ``A.T @ z + c = 0`` at an optimum); ``None``
     unless `fairalloc.backends.ConicSolution.usable`. ``extra["raw"]`` holds the solver's
-    own solution object."""
+    own solution object.
+
+    Parameters
+    ----------
+    status : SolveStatus
+        The canonical status.
+    x, s, z : numpy.ndarray or None
+        Primal point, slack and dual.
+    objective : float
+        ``c @ x``.
+    iterations : int, default 0
+        Solver iterations.
+    seconds : float, default 0.0
+        Seconds of the solver call.
+    raw_status : str, default ""
+        The backend's own status string.
+    backend : str, default ""
+        The backend's name.
+    extra : dict, default {}
+        Backend-specific results.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from fairalloc.backends import ClarabelBackend
+    >>> prog = ConicProgram(np.array([1.0]), sp.csc_matrix(np.array([[-1.0]])),
+    ...                     np.array([-3.0]), nonneg=1)           # min x s.t. x >= 3
+    >>> sol = ClarabelBackend().solve_conic(prog)
+    >>> sol.usable, round(float(sol.x[0]), 6), round(float(sol.z[0]), 6)
+    (True, 3.0, 1.0)
+    """
 
     status: SolveStatus
     x: np.ndarray | None
@@ -263,6 +400,18 @@ class Backend:
     `fairalloc.backends.Backend.solve_lp` /
     `fairalloc.backends.Backend.solve_conic` validate the options, warn about ignored
     ones and turn foreign exceptions into `fairalloc.SolverError`.
+
+    Raises
+    ------
+    BackendUnavailableError
+        On construction when the solver package cannot be imported (`unavailable_reason`).
+
+    Examples
+    --------
+    >>> from fairalloc.backends import get_backend
+    >>> b = get_backend("clarabel")
+    >>> isinstance(b, Backend), b.supports("exp_cone"), b.supports("milp")
+    (True, True, False)
     """
 
     name: ClassVar[str] = ""

@@ -47,7 +47,17 @@ def _settings(*, tol: float = SOLVER_TOL, time_limit: float | None = None,
 
 
 class ClarabelBackend(Backend):
-    """Clarabel, fed the conic standard form ``A x + s = b, s in K`` directly."""
+    """Clarabel, fed the conic standard form ``A x + s = b, s in K`` directly.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from fairalloc.backends import LinearProgram
+    >>> lp = LinearProgram.build([1.0, 1.0], [[1.0, 1.0]], row_lower=1.0)
+    >>> sol = ClarabelBackend().solve_lp(lp)
+    >>> sol.status.value, round(sol.objective, 6)
+    ('optimal', 1.0)
+    """
 
     name: ClassVar[str] = "clarabel"
     module: ClassVar[str] = "clarabel"

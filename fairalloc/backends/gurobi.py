@@ -18,7 +18,18 @@ __all__ = ["GurobiBackend"]
 
 
 class GurobiBackend(Backend):
-    """Gurobi through gurobipy's matrix API (``addMVar`` / ``addMConstr``)."""
+    """Gurobi through gurobipy's matrix API (``addMVar`` / ``addMConstr``).
+
+    Raises
+    ------
+    BackendUnavailableError
+        On construction when gurobipy is not installed (or not licensed).
+
+    Examples
+    --------
+    >>> GurobiBackend.name, sorted(GurobiBackend.capabilities)
+    ('gurobi', ['cvxpy', 'duals', 'lp', 'milp'])
+    """
 
     name: ClassVar[str] = "gurobi"
     module: ClassVar[str] = "gurobipy"

@@ -85,16 +85,24 @@ class HighsBackend(Backend):
     """HiGHS through highspy, fed the constraint matrix directly (row-wise, as the CSR matrix
     of the `LinearProgram`; HiGHS transposes it in C++).
 
-    Options: ``solver`` (``"choose"``, ``"simplex"``, ``"ipm"``, ``"pdlp"``) for LPs;
-    ``crossover`` (``True``: default) whether HiGHS' interior point ends with crossover to a
-    basic solution (``False``: the interior point's own primal-dual pair, much faster on large
-    degenerate LPs; fairalloc's certificates decide whether it is accurate enough);
-    ``presolve`` (``True``: default) whether HiGHS presolves an LP (``False`` suits small,
-    well-formed LPs such as the structured solvers' restricted masters: presolve finds nothing
-    to remove there and costs about a third of the solve);
+    Solve options (of `fairalloc.backends.Backend.solve_lp`):
     ``time_limit``, ``node_limit`` (HiGHS' ``mip_max_nodes``) and ``mip_gap`` for MILPs.
     Runs on `DEFAULT_THREADS` thread unless ``threads`` is given (HiGHS' own default follows
     the machine's cores, and its MIP answers depend on the thread count).
+
+    Parameters
+    ----------
+    solver : {"choose", "simplex", "ipm", "pdlp"}, default "choose"
+        HiGHS' LP algorithm.
+    crossover : bool, default True
+        Whether HiGHS' interior point ends with crossover to a basic solution (``False``: the
+        interior point's own primal-dual pair, much faster on large degenerate LPs;
+        fairalloc's certificates decide whether it is accurate enough). Read only with
+        ``solver="ipm"``.
+    presolve : bool, default True
+        Whether HiGHS presolves an LP (``False`` suits small, well-formed LPs such as the
+        structured solvers' restricted masters: presolve finds nothing to remove there and
+        costs about a third of the solve). MILPs are always presolved.
 
     Examples
     --------

@@ -19,7 +19,23 @@ __all__ = ["PyomoBackend"]
 
 
 class PyomoBackend(Backend):
-    """Pyomo modelling layer over a named Pyomo solver (default ``appsi_highs``)."""
+    """Pyomo modelling layer over a named Pyomo solver (default ``appsi_highs``).
+
+    Parameters
+    ----------
+    solver : str, default "appsi_highs"
+        The Pyomo solver name (``pyomo.environ.SolverFactory``'s).
+
+    Raises
+    ------
+    BackendUnavailableError
+        When Pyomo is not installed.
+
+    Examples
+    --------
+    >>> PyomoBackend.name, sorted(PyomoBackend.capabilities)
+    ('pyomo', ['duals', 'lp', 'milp'])
+    """
 
     name: ClassVar[str] = "pyomo"
     module: ClassVar[str] = "pyomo.environ"

@@ -18,7 +18,7 @@ __all__ = ["MarketResult"]
 class MarketResult(Result):
     """Equilibrium of an Eisenberg-Gale market.
 
-    Attributes
+    Parameters
     ----------
     allocation : ndarray, shape (n, m) or (n, m, T)
         ``allocation[i, j(, t)]``: amount of good ``j`` (in round ``t``) bought by buyer ``i``.
@@ -40,8 +40,25 @@ class MarketResult(Result):
     goods : tuple
         The goods' names (columns of ``allocation`` and ``prices``): the market's ``goods=``,
         default ``0..m-1``.
+    status : Status
+        ``OPTIMAL`` only when ``certificate`` passed (`fairalloc.Result`).
+    stats : SolveStats
+        How it was computed (``stats.path``: the steps that ran).
+    certificate : Certificate
+        The independent optimality certificate of ``objective``.
 
+    Notes
+    -----
     ``to_frame()`` and the notebook view label rows by ``ids`` and columns by ``goods``.
+
+    Examples
+    --------
+    >>> import fairalloc as fa
+    >>> r = fa.fisher_market([[2.0, 1.0], [1.0, 2.0]], [1.0, 1.0], [1.0, 1.0])
+    >>> r.allocation.round(6).tolist(), r.prices.round(6).tolist()
+    ([[1.0, 0.0], [0.0, 1.0]], [1.0, 1.0])
+    >>> r.spending.round(6).tolist(), r.certificate.ok
+    ([1.0, 1.0], True)
     """
 
     allocation: np.ndarray

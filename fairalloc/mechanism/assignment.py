@@ -38,7 +38,7 @@ def _freeze(obj: Any, names: tuple[str, ...]) -> None:
 class RoundAssignment:
     """Which job (or combination) runs on which accelerator type in the next round (§5).
 
-    Attributes
+    Parameters
     ----------
     type_index : ndarray of int, shape (rows,)
         Accelerator type each row runs on this round, ``-1`` when it does not run.
@@ -240,7 +240,7 @@ class ServerLayout:
 class Placement:
     """GPUs of every job of a round (§5 placement, §6 lease renewals).
 
-    Attributes
+    Parameters
     ----------
     gpu_row : ndarray of int, shape (G,)
         Row (job or combination) running on each GPU, ``-1`` when idle.

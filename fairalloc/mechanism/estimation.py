@@ -120,7 +120,7 @@ _MATCH_METRICS = ("cosine", "euclidean")
 class Completion(FrozenArrays):
     """A completed matrix and how it was obtained.
 
-    Attributes
+    Parameters
     ----------
     matrix : ndarray, shape (m, c)
         The observed entries as given, the missing ones estimated.
@@ -138,6 +138,16 @@ class Completion(FrozenArrays):
         Root mean square error of the model on the observed entries.
     validation_rmse : ndarray or None
         ``rank="auto"``: hold-out RMSE of each candidate rank ``1..len``.
+
+    Examples
+    --------
+    >>> M = np.outer([1.0, 2.0, 3.0, 4.0], [1.0, 0.5, 2.0])
+    >>> holes = M.copy(); holes[0, 2] = holes[3, 0] = np.nan
+    >>> c = complete_matrix(holes, rank=1, reg=1e-9)
+    >>> c.rank, c.method, int(c.mask.sum()), c.converged, c.train_rmse < 1e-6
+    (1, 'als', 10, True, True)
+    >>> round(float(c.matrix[0, 2]), 6), c.validation_rmse is None
+    (2.0, True)
     """
 
     matrix: np.ndarray
@@ -459,7 +469,7 @@ def complete_matrix(
 class FingerprintMatch(FrozenArrays):
     """New jobs matched to reference jobs by their completed fingerprints (Gavel §3.3, §6).
 
-    Attributes
+    Parameters
     ----------
     reference : ndarray of int, shape (q,)
         Index of the closest reference job of each new job.
@@ -479,6 +489,16 @@ class FingerprintMatch(FrozenArrays):
         Root-mean-square error of the low-rank model on each job's measured entries.
     rank : int
         Rank of the completion.
+
+    Examples
+    --------
+    >>> ref = np.array([[[0.9], [0.5], [0.3]],
+    ...                 [[0.8], [0.6], [0.4]],
+    ...                 [[0.4], [0.3], [0.9]]])
+    >>> est = ThroughputEstimator(ref, labels=["resnet", "lstm", "a3c"], rank=2, reg=1e-9)
+    >>> m = est.match([[0.85], [np.nan], [0.35]])   # measured next to references 0 and 2 only
+    >>> m.reference.tolist(), m.labels, m.rank, m.distance.shape
+    ([0], ('resnet',), 2, (1, 3))
     """
 
     reference: np.ndarray

@@ -48,7 +48,7 @@ class EFQResult(FrozenArrays):
     fixed point) and ``status`` is `fairalloc.Status.REPLAYED` (a result is only returned when
     ``check.ok``). Every array is read-only.
 
-    Attributes
+    Parameters
     ----------
     objective : float
         Mean job completion time under EFQ.
@@ -75,17 +75,30 @@ class EFQResult(FrozenArrays):
     busy_period : float
         The longest interval during which every GPU was allocated (the paper's 𝓛, §3.4).
     alpha : float
+        The α of the α-capped maxima (§3.3).
     num_gpus : int
-    allocation : scipy.sparse.csr_array, shape (n, len(allocation_times))
-        GPUs each job holds from each allocation change on (a property computed from the log;
-        the name every result uses for what it allocates); ``x`` is the same. ``prices`` is
-        ``None`` (a simulation has no dual prices).
+        GPUs in the cluster.
     ids : tuple
         The jobs' ids (``efq_schedule(ids=)``; default ``0..n-1``): rows of ``allocation``,
         ``to_frame()`` and the notebook view (``log_job`` holds row indices).
     log_time, log_job, log_gpus, log_power : ndarray
         Allocation changes: from ``log_time`` on, job ``log_job`` holds ``log_gpus`` GPUs of
         total relative power ``log_power`` (equal to the GPU count on a homogeneous cluster).
+
+    Attributes
+    ----------
+    allocation : scipy.sparse.csr_array, shape (n, len(allocation_times))
+        GPUs each job holds from each allocation change on (a property computed from the log;
+        the name every result uses for what it allocates); ``x`` is the same. ``prices`` is
+        ``None`` (a simulation has no dual prices).
+
+    Examples
+    --------
+    >>> r = efq_schedule([0, 0, 0], [1.0, 2.0, 3.0], 1)
+    >>> r.status.value, r.check.ok, r.priority.tolist(), r.preemptions.tolist()
+    ('replayed', True, [0, 1, 2], [0, 0, 0])
+    >>> r.stats.path, r.allocation.shape
+    (('gps_reference', 'efq_events', 'replay_check'), (3, 4))
     """
 
     objective: float

@@ -44,7 +44,7 @@ def _check_job_id(job_id: Any) -> None:
 class QueuedJob:
     """A job known to an `fairalloc.ElasticFairQueue`.
 
-    Attributes
+    Parameters
     ----------
     job_id : hashable
     arrival : float
@@ -61,6 +61,15 @@ class QueuedJob:
         ``F_j`` (None in the fair-share pool).
     remaining : float or None
         GPU-time still to run, as tracked by the queue from its own allocations.
+
+    Examples
+    --------
+    >>> q = ElasticFairQueue(4)
+    >>> q.submit("a", gpu_time=8.0)                  # F = V(0) + 8
+    8.0
+    >>> q.job("a")
+    QueuedJob(job_id='a', arrival=0.0, pool='efq', gpus=4, max_gpus=4, gpu_time=8.0, \
+virtual_finish=8.0, remaining=8.0)
     """
 
     job_id: Hashable

@@ -45,7 +45,7 @@ class ReplayCheck:
     relative to the data's own scale (GPUs, GPU-time, the horizon), so rescaling the arrival
     times and GPU-times by any factor gives the same verdict.
 
-    Attributes
+    Parameters
     ----------
     kind : str
         ``"efq_schedule"``.
@@ -67,6 +67,13 @@ class ReplayCheck:
     -----
     `fairalloc.queuing.ReplayCheck.ok` is computed from the residuals, never set: it needs a
     finite tolerance and every residual finite and ``<= tol``.
+
+    Examples
+    --------
+    >>> import fairalloc as fa
+    >>> check = fa.efq_schedule([0, 0, 0], [1.0, 2.0, 3.0], 1).check
+    >>> check.kind, check.events, check.ok, check.capacity_violation <= check.tol
+    ('efq_schedule', 6, True, True)
     """
 
     kind: str

@@ -239,6 +239,17 @@ def makespan_normalizer(remaining: Any) -> Any:
     planning). Vectorised over leading axes like
     `fairalloc.makespan_lower_bound`.
 
+    Parameters
+    ----------
+    remaining : array_like, shape (..., N)
+        Each job's remaining run time in seconds (last axis: the jobs).
+
+    Returns
+    -------
+    float or numpy.ndarray
+        ``Z0 = remaining.sum(axis=-1)``: a float for one job set, an array of the leading
+        shape otherwise.
+
     Raises
     ------
     InputError

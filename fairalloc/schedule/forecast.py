@@ -84,7 +84,7 @@ class RegimeForecast:
     later ones are in the future. Build it with `fairalloc.forecast_regimes` or
     `fairalloc.oracle_forecast`.
 
-    Attributes
+    Parameters
     ----------
     method : str
         ``"restatement"``, ``"bayesian"``, ``"greedy"``, ``"empirical"`` or ``"oracle"``.

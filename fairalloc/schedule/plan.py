@@ -93,15 +93,12 @@ SOLVE_STEPS = ("core-count-milp", "hard-ftf-count-milp", "milp")
 class PlanResult(Result):
     """A Shockwave plan over a window of rounds, with its certificate.
 
-    Attributes
+    Parameters
     ----------
     allocation : ndarray of bool, shape (n, rounds)
         ``allocation[j, t]``: job ``j`` runs on its gang in round ``t`` (rows: the jobs in the
         order given; columns: rounds). The name every result uses; ``x`` is the same array.
         ``prices`` is ``None``: the integer program has no dual prices.
-    schedule : ndarray of bool, shape (n, rounds)
-        Alias of ``allocation`` (the plan's own name): a read-only property returning the
-        same array, kept for existing code.
     rounds_given : ndarray of int, shape (n,)
         Rounds each job gets in the window.
     utility : ndarray, shape (n,)
@@ -131,15 +128,40 @@ class PlanResult(Result):
         multiplied by ``exp(-log_scale)`` (the weights are computed in log space relative to
         the largest; the makespan and restart terms are scaled alike, so the plan is the
         argmax of the true objective).
-
     ids : tuple
         The jobs' ids (``plan_schedule(ids=)``; default ``0..n-1``), used by ``to_frame()``
         and the notebook view.
+    status : Status
+        ``OPTIMAL`` only when ``certificate`` passed (`fairalloc.Result`).
+    stats : SolveStats
+        How it was computed (``stats.path``: the steps that ran).
+    certificate : Certificate
+        The certificate of ``objective`` against ``bound``.
 
+    Attributes
+    ----------
+    schedule : ndarray of bool, shape (n, rounds)
+        Alias of ``allocation`` (the plan's own name): a read-only property returning the
+        same array, kept for existing code.
+
+    Notes
+    -----
     A plan whose gap target was not proven has ``status="time_limit"`` (its time limit ran
     out) or ``status="iteration_limit"`` (a work limit: ``node_limit``, or the fast path's
     fixed work budget) and ``certificate.ok == False``; ``certificate.relative_gap`` is the gap over
     ``certificate.scale`` (``max(|objective|, |bound|, data scale)``).
+
+    Examples
+    --------
+    >>> jobs = [PlanJob(workers=1, total_epochs=100, done_epochs=10, ftf=2.0,
+    ...                 regimes=[(60.0, 90)]),
+    ...         PlanJob(workers=1, total_epochs=100, done_epochs=50, ftf=1.0,
+    ...                 regimes=[(60.0, 50)])]
+    >>> plan = plan_schedule(jobs, 1, rounds=2)
+    >>> plan.allocation.sum(axis=0).tolist(), plan.schedule is plan.allocation
+    ([1, 1], True)
+    >>> int(plan.rounds_given.sum()), plan.status.value, plan.certificate.ok
+    (2, 'optimal', True)
     """
 
     allocation: np.ndarray

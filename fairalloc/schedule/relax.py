@@ -41,7 +41,7 @@ __all__ = ["RelaxedPlan", "relax_plan"]
 class RelaxedPlan(Result):
     """The continuous relaxation of a plan (``0 <= x[j, t] <= 1``).
 
-    Attributes
+    Parameters
     ----------
     allocation : ndarray, shape (n, rounds)
         Fraction of round ``t`` job ``j`` runs on its gang (``w_j * x[j, t]`` GPUs); ``x`` is
@@ -57,6 +57,23 @@ class RelaxedPlan(Result):
         not faster).
     makespan_bound : float
         ``H`` of the relaxed remaining times.
+    objective : float
+        The relaxation's objective (`fairalloc.relax_plan`).
+    status : Status
+        ``OPTIMAL`` only when ``certificate`` passed (`fairalloc.Result`).
+    stats : SolveStats
+        How it was computed (``stats.path``: the steps that ran).
+    certificate : Certificate
+        The independent optimality certificate of ``objective``.
+
+    Examples
+    --------
+    >>> from fairalloc import PlanJob
+    >>> jobs = [PlanJob(workers=1, total_epochs=100, done_epochs=10, ftf=1.0,
+    ...                 regimes=[(60.0, 90)])] * 2
+    >>> r = relax_plan(jobs, 1, rounds=2, lam=0.0)
+    >>> r.rounds_given.round(3).tolist(), r.allocation.shape, r.certificate.ok
+    ([1.0, 1.0], (2, 2), True)
     """
 
     allocation: np.ndarray
@@ -163,12 +180,6 @@ def relax_plan(
         The conic backend; composed programs are certified through Clarabel only
         (`fairalloc._cvxpy.solve_cvxpy`), any other backend is an InputError.
 
-    The program is solved in normalised units: the objective is multiplied by a power of two
-    near the inverse of the sum of its coefficients and remaining times are expressed in a
-    power of two near the longest one, so the solve does not depend on the units of the data.
-    ``status`` is ``"optimal"`` only when the certificate is ok; a feasible solve whose gap
-    was not proven is ``"time_limit"`` (its time limit ran out before a step certified).
-
     Raises
     ------
     InputError
@@ -185,6 +196,14 @@ def relax_plan(
         ``stats.path`` names the steps of `fairalloc._cvxpy.solve_cvxpy`'s plan that ran:
         ``("cvxpy",)`` (one Clarabel solve), then ``"cvxpy-unit-scale"`` and ``"cvxpy-tight"``
         when the previous step did not certify (the hand-overs in ``stats.fallbacks``).
+
+    Notes
+    -----
+    The program is solved in normalised units: the objective is multiplied by a power of two
+    near the inverse of the sum of its coefficients and remaining times are expressed in a
+    power of two near the longest one, so the solve does not depend on the units of the data.
+    ``status`` is ``"optimal"`` only when the certificate is ok; a feasible solve whose gap
+    was not proven is ``"time_limit"`` (its time limit ran out before a step certified).
 
     Examples
     --------

@@ -21,7 +21,7 @@ REPLAN_MODES = ("reactive", "lazy")
 class ReplanDecision:
     """Whether to re-plan now, and why.
 
-    Attributes
+    Parameters
     ----------
     replan : bool
         Re-plan before the next round.
@@ -30,6 +30,12 @@ class ReplanDecision:
         ``"completion"``, ``"regime_change"``.
     deferred : tuple of str
         Triggers seen but deliberately ignored (a regime change in lazy mode).
+
+    Examples
+    --------
+    >>> d = ReplanPolicy("lazy").decide(rounds_elapsed=3, planned_rounds=20, regime_changed=[7])
+    >>> d.replan, d.reasons, d.deferred, bool(d)
+    (False, (), ('regime_change',), False)
     """
 
     replan: bool

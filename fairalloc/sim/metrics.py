@@ -48,12 +48,16 @@ TAIL_PERCENTILE = 99
 class SimulationResult(FrozenArrays):
     """Outcome of one simulation. Metrics: the functions of this module (``summary()``).
 
-    Attributes
+    Parameters
     ----------
     policy : str
+        The policy's name.
     workload : Workload
+        The simulated jobs.
     cluster : Cluster
+        The simulated cluster.
     round_duration, restart_overhead : float
+        Seconds per round, and seconds lost each time a job (re)starts.
     start, finish : ndarray, shape (n,)
         First time each job ran and when it finished (seconds).
     attained, gpu_seconds : ndarray, shape (n,)
@@ -73,6 +77,19 @@ class SimulationResult(FrozenArrays):
         Wall-clock seconds spent inside the policy.
     wall_seconds : float
         Wall-clock seconds of the whole simulation.
+    params : dict, default {}
+        The policy's settings (``policy.params``).
+
+    Examples
+    --------
+    >>> import fairalloc as fa
+    >>> from fairalloc.sim import Workload, simulate
+    >>> w = Workload.from_arrays([0.0, 0.0], [[1.0], [1.0]], [360.0, 720.0])
+    >>> r = simulate(w, fa.Cluster({"gpu": 2}), "fifo")
+    >>> r.policy, r.start.tolist(), r.finish.tolist(), r.round_time.tolist()
+    ('fifo', [0.0, 0.0], [360.0, 720.0], [0.0, 360.0])
+    >>> r.params
+    {'prefer': 'fastest'}
     """
 
     policy: str

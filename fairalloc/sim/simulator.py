@@ -82,7 +82,24 @@ DEFAULT_MAX_IDLE_ROUNDS = 10_000
 
 
 class SimulationError(FairallocError, RuntimeError):
-    """The simulation cannot go on (a policy keeps scheduling nothing, or exceeded limits)."""
+    """The simulation cannot go on (a policy keeps scheduling nothing, or exceeded limits).
+
+    Examples
+    --------
+    >>> import fairalloc as fa
+    >>> from fairalloc.sim import BasePolicy, Schedule, Workload, simulate
+    >>> class Nothing(BasePolicy):
+    ...     name = "nothing"
+    ...     def allocate(self, state):
+    ...         return Schedule([[0]] * state.jobs.n)
+    >>> w = Workload.from_arrays([0.0], [[1.0]], [360.0])
+    >>> try:
+    ...     simulate(w, fa.Cluster({"gpu": 1}), Nothing(), max_rounds=3)
+    ... except SimulationError as exc:
+    ...     print(exc)
+    policy 'nothing': 1 of 1 jobs unfinished after 3 rounds (the round limit; see \
+Simulator.round_limit, or pass max_rounds)
+    """
 
 
 class _Column:

@@ -38,16 +38,40 @@ MIN_STEPS_EPOCHS = 1e-9
 class ClusterState:
     """The cluster during a round.
 
-    Attributes
+    Parameters
     ----------
     cluster : fairalloc.Cluster
+        The GPU types and their counts.
     time : float
         Start of the round (seconds).
     round_index : int
         Rounds simulated before this one.
     round_duration : float
+        Length of a round (seconds).
     num_gpus : int
         Total GPUs.
+
+    Examples
+    --------
+    A policy that shares each type equally and records what it is given
+    (`fairalloc.sim.Policy`):
+
+    >>> import numpy as np
+    >>> import fairalloc as fa
+    >>> from fairalloc.sim import Workload, simulate
+    >>> class Equal:
+    ...     name = "equal"
+    ...     def reset(self, workload, cluster, *, round_duration, seed):
+    ...         self.seen = []
+    ...     def allocate(self, state):
+    ...         self.seen.append(state)
+    ...         return TimeShares(np.full((state.jobs.n, 1), 1.0 / state.jobs.n))
+    >>> p = Equal()
+    >>> _ = simulate(Workload.from_arrays([0.0, 0.0], [[1.0], [1.0]], [360.0, 360.0]),
+    ...              fa.Cluster({"gpu": 1}), p)
+    >>> c = p.seen[1].cluster
+    >>> c.time, c.round_index, c.round_duration, c.num_gpus
+    (360.0, 1, 360.0, 1)
     """
 
     cluster: Cluster
@@ -64,7 +88,7 @@ class JobView:
     Future regimes are hidden: ``epoch_seconds`` and ``throughput`` are those of the regime a
     job is in now; a job that changed regime since the previous round has ``regime_changed``.
 
-    Attributes
+    Parameters
     ----------
     index : ndarray of int
         Row of each job in the workload (stable across rounds; use it to keep state).
@@ -108,6 +132,28 @@ class JobView:
         Batch size and epochs done of each regime seen so far (padded with 0).
     history_seconds : ndarray, shape (n, R)
         Seconds per epoch of each regime seen so far on the job's fastest type.
+
+    Examples
+    --------
+    A policy that shares each type equally and records what it is given
+    (`fairalloc.sim.Policy`):
+
+    >>> import numpy as np
+    >>> import fairalloc as fa
+    >>> from fairalloc.sim import Workload, simulate
+    >>> class Equal:
+    ...     name = "equal"
+    ...     def reset(self, workload, cluster, *, round_duration, seed):
+    ...         self.seen = []
+    ...     def allocate(self, state):
+    ...         self.seen.append(state)
+    ...         return TimeShares(np.full((state.jobs.n, 1), 1.0 / state.jobs.n))
+    >>> p = Equal()
+    >>> _ = simulate(Workload.from_arrays([0.0, 0.0], [[1.0], [1.0]], [360.0, 360.0]),
+    ...              fa.Cluster({"gpu": 1}), p)
+    >>> jobs = p.seen[0].jobs
+    >>> jobs, jobs.ids, jobs.epoch_seconds.tolist(), jobs.elapsed.tolist()
+    (JobView(n=2, types=('gpu',)), (0, 1), [[360.0], [360.0]], [0.0, 0.0])
     """
 
     index: np.ndarray
@@ -203,15 +249,37 @@ class JobView:
 class RoundState:
     """Everything a policy gets before a round.
 
-    Attributes
+    Parameters
     ----------
     cluster : ClusterState
+        The cluster and the round's time.
     jobs : JobView
         Active jobs.
     finished : tuple of (hashable, float)
         Jobs that finished since the previous round, with their finish times (in order).
     arrived : tuple of (hashable, float)
         Jobs that arrived since the previous round, with their arrival times (in order).
+
+    Examples
+    --------
+    A policy that shares each type equally and records what it is given
+    (`fairalloc.sim.Policy`):
+
+    >>> import numpy as np
+    >>> import fairalloc as fa
+    >>> from fairalloc.sim import Workload, simulate
+    >>> class Equal:
+    ...     name = "equal"
+    ...     def reset(self, workload, cluster, *, round_duration, seed):
+    ...         self.seen = []
+    ...     def allocate(self, state):
+    ...         self.seen.append(state)
+    ...         return TimeShares(np.full((state.jobs.n, 1), 1.0 / state.jobs.n))
+    >>> p = Equal()
+    >>> _ = simulate(Workload.from_arrays([0.0, 0.0], [[1.0], [1.0]], [360.0, 360.0]),
+    ...              fa.Cluster({"gpu": 1}), p)
+    >>> p.seen[0].arrived, p.seen[1].finished, p.seen[1].jobs.ids
+    (((0, 0.0), (1, 0.0)), ((0, 360.0),), (1,))
     """
 
     cluster: ClusterState
@@ -223,7 +291,20 @@ class RoundState:
 @dataclass(frozen=True)
 class TimeShares:
     """A fractional allocation ``x`` (active jobs x types, Gavel §3.1) for the round-based
-    mechanism; rows in the order of `RoundState.jobs`."""
+    mechanism; rows in the order of `RoundState.jobs`.
+
+    Parameters
+    ----------
+    x : array_like, shape (n, k)
+        The fraction of the time each active job runs its gang on each type (rows sum to at
+        most 1, types' worker-time to at most their GPUs).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> TimeShares(np.full((2, 1), 0.5)).x.tolist()
+    [[0.5], [0.5]]
+    """
 
     x: Any
 
@@ -231,7 +312,20 @@ class TimeShares:
 @dataclass(frozen=True)
 class Schedule:
     """GPUs of each type each active job holds this round, shape (n, k) (rows in the order
-    of `RoundState.jobs`; a row of zeros: the job does not run)."""
+    of `RoundState.jobs`; a row of zeros: the job does not run).
+
+    Parameters
+    ----------
+    gpus : array_like of int, shape (n, k)
+        GPUs of each type per active job.
+
+    Examples
+    --------
+    >>> Schedule([[1], [0]]).gpus
+    [[1], [0]]
+    >>> Schedule.from_types([0, -1], [1, 1], num_types=1).gpus.tolist()
+    [[1], [0]]
+    """
 
     gpus: Any
 
@@ -253,6 +347,35 @@ class Policy(Protocol):
     changes only when a job arrives, finishes or changes regime, so the simulator may skip
     ``allocate`` between such events and fast-forward (the contract:
     `fairalloc.sim.simulator`).
+
+    Parameters
+    ----------
+    *args, **kwargs
+        A protocol takes none; an implementation's constructor takes its own settings.
+
+    Examples
+    --------
+    A policy that gives every active job an equal share of each type, and records what it
+    is given:
+
+    >>> import numpy as np
+    >>> import fairalloc as fa
+    >>> from fairalloc.sim import Workload, simulate
+    >>> class Equal:
+    ...     name = "equal"
+    ...     def reset(self, workload, cluster, *, round_duration, seed):
+    ...         self.seen = []
+    ...     def allocate(self, state):
+    ...         self.seen.append(state)
+    ...         n, k = state.jobs.n, len(state.jobs.types)
+    ...         return TimeShares(np.full((n, k), 1.0 / n))
+    >>> p = Equal()
+    >>> isinstance(p, Policy)
+    True
+    >>> r = simulate(Workload.from_arrays([0.0, 0.0], [[1.0], [1.0]], [360.0, 360.0]),
+    ...              fa.Cluster({"gpu": 1}), p)
+    >>> r.finish.tolist(), len(p.seen)
+    ([360.0, 720.0], 2)
     """
 
     name: str

@@ -114,6 +114,17 @@ class JobSpec:
         Per-GPU efficiency kept per doubling of the GPU count when an elastic policy (Ares
         EFQ) gives the job more or fewer GPUs than its gang: ``T(2g) = 2 * scaling * T(g)``
         (``1``: linear).
+
+    Examples
+    --------
+    A 2-GPU job that runs 10 epochs at batch 32, then 5 at batch 64 (faster on the first
+    of two types, unable to run on the second):
+
+    >>> job = JobSpec(0.0, [(32, 10, [60.0, float("inf")]), (64, 5, [40.0, float("inf")])],
+    ...               scale_factor=2)
+    >>> w = Workload.from_jobs([job], types=["v100", "k80"])
+    >>> w.n, w.num_regimes.tolist(), w.isolated_seconds.tolist()
+    (1, [2], [800.0])
     """
 
     arrival: float
@@ -137,21 +148,27 @@ class Workload:
     `fairalloc.sim.poisson_workload` or with
     `fairalloc.sim.read_trace`.
 
-    Attributes
+    Parameters
     ----------
     types : tuple of str
         Accelerator types (a simulated cluster must have the same types, in this order).
     ids : tuple
         Job labels.
     arrival, scale_factor, weight, scaling : ndarray, shape (n,)
+        Per job, as in `fairalloc.sim.JobSpec`.
     model, mode : tuple of str
+        Per job: model family and mode labels.
     regime_batch, regime_epochs, regime_iterations : ndarray, shape (n, R)
         Per regime (padded with zeros after each job's last regime).
     regime_seconds : ndarray, shape (n, R, k)
         Seconds per epoch on each type (``inf`` on types the job cannot use and in padding).
     num_regimes : ndarray of int, shape (n,)
+        Regimes of each job (the unpadded length of its regime arrays).
     max_batch : ndarray, shape (n,)
         Largest batch size the job could use (what a forecaster may assume, Shockwave §5 (b)).
+    _index : dict, optional
+        Job label -> row (`index`); filled by the constructors ``from_jobs`` /
+        ``from_arrays``, not to be passed by hand.
 
     Examples
     --------

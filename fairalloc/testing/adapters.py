@@ -183,6 +183,18 @@ def gavel_policy(obj: Any) -> GavelObjectPolicy:
     """A Gavel-style policy object (anything with Gavel's ``get_allocation``) as a cluster
     domain policy ``policy(jobs, cluster)``.
 
+    Parameters
+    ----------
+    obj : object
+        A Gavel policy: ``obj.get_allocation(unflattened_throughputs, scale_factors,
+        unflattened_priority_weights, cluster_spec)`` returning ``{job: {type: fraction}}``.
+
+    Returns
+    -------
+    GavelObjectPolicy
+        A callable ``policy(jobs, cluster) -> x`` (an ``(n, k)`` array of time fractions)
+        that converts fairalloc's jobs and cluster to Gavel's dicts and back.
+
     Examples
     --------
     >>> import fairalloc as fa

@@ -74,6 +74,8 @@ class ClusterDomain(Domain):
         throughput and time sum over its own row and its pairs' rows; a pair uses the larger
         gang of its members; for envy a pair's worker-time counts half for each member.
 
+    Notes
+    -----
     Every option is reachable from ``fairalloc check --domain cluster --domain-option
     NAME=VALUE`` (e.g. ``--domain-option density=1 --domain-option entities=1,3``).
 

@@ -113,6 +113,14 @@ class MarketDomain(Domain):
     n, m, values, density, integers, equal_budgets, budget_values, supply_values
         As in
         `fairalloc.testing.strategies.market_instances`.
+
+    Examples
+    --------
+    >>> dom = MarketDomain("leontief", rounds=2)
+    >>> dom.label, dom.kind, dom.properties[:3]
+    ('volatile-leontief', 'leontief', ('runs', 'feasible', 'market_clearing'))
+    >>> MarketDomain().label
+    'market'
     """
 
     agent_word = "buyer"
@@ -246,6 +254,25 @@ def resolve_domain(domain: Any) -> Domain:
 def property_names(properties: Any, domain: Any = "market") -> tuple[str, ...]:
     """Canonical property names: accepts ``"envy-free"``, ``"Envy free"``, aliases such as
     ``"pareto"``, one name or a sequence, and ``"all"`` (every property of the domain).
+
+    Parameters
+    ----------
+    properties : str or sequence of str
+        One property name or several, in any of the spellings above.
+    domain : str or Domain, default "market"
+        The domain whose properties are named (``"market"``, ``"cluster"`` or a
+        `fairalloc.testing.Domain`).
+
+    Returns
+    -------
+    tuple of str
+        The canonical names, in the order given, without repeats.
+
+    Raises
+    ------
+    InputError
+        ``argument="properties"``: an empty list, a non-string, or a name that is not a
+        property of the domain (with its index).
 
     Examples
     --------

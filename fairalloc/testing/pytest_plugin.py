@@ -69,6 +69,15 @@ def parametrize_with_property_checks(
         ``pytest.mark.xfail(strict=True, reason=...)``: the failure is reported as ``xfailed``,
         an unexpected pass fails the run (``XPASS(strict)``).
 
+    Returns
+    -------
+    pytest.MarkDecorator
+        ``pytest.mark.parametrize("check", ...)`` with one ``pytest.param`` per (policy,
+        property), its id the property name (prefixed by the policy's name when several
+        policies are given); apply it to a test function taking ``check``.
+
+    Notes
+    -----
     A property that does not apply (``market_clearing`` / ``budget_clearing`` of a policy that
     returns no prices, asked through ``"all"``) is skipped, not failed.
 

@@ -36,7 +36,7 @@ def _indent(text: str, pad: str) -> str:
 class Counterexample:
     """A (shrunk) instance on which a property fails, in readable form.
 
-    Attributes
+    Parameters
     ----------
     property : str
     domain : str
@@ -66,6 +66,21 @@ class Counterexample:
     improvement : ndarray or None
         ``pareto_optimal``: a feasible allocation that makes someone better off and nobody
         worse off.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from fairalloc.testing import check_policy
+    >>> def dictator(utility, budget, supply):   # everything to buyer 0
+    ...     x = np.zeros_like(utility)
+    ...     x[0] = supply
+    ...     return x
+    >>> report = check_policy(dictator, ["envy_free", "feasible"], max_examples=20)
+    >>> cx = report.counterexample
+    >>> cx.property, cx.domain, cx.agent, cx.other, cx.violation
+    ('envy_free', 'market', 1, 0, 1.0)
+    >>> cx.message
+    "buyer 1 values buyer 0's bundle at 1 (budget 1) above its own 0 (budget 1)"
     """
 
     property: str
@@ -116,7 +131,7 @@ class Counterexample:
 class PropertyReport:
     """Outcome of one property over the examples hypothesis tried.
 
-    Attributes
+    Parameters
     ----------
     name : str
     status : {"passed", "failed", "skipped", "xfailed", "xpassed"}
@@ -131,6 +146,20 @@ class PropertyReport:
     counterexample : Counterexample or None
     note : str
         Why a property was skipped, or that the policy looked nondeterministic.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from fairalloc.testing import check_policy
+    >>> def dictator(utility, budget, supply):   # everything to buyer 0
+    ...     x = np.zeros_like(utility)
+    ...     x[0] = supply
+    ...     return x
+    >>> report = check_policy(dictator, ["envy_free", "feasible"], max_examples=20)
+    >>> [(r.name, r.status, r.passed) for r in report.results]
+    [('envy_free', 'failed', False), ('feasible', 'passed', True)]
+    >>> report.results[1].counterexample is None, report.results[1].examples > 0
+    (True, True)
     """
 
     name: str
@@ -152,7 +181,7 @@ class PropertyReport:
 class PolicyReport:
     """What `fairalloc.testing.check_policy` found.
 
-    Attributes
+    Parameters
     ----------
     policy : str
         The policy's name.
@@ -163,6 +192,18 @@ class PolicyReport:
         Examples per property and the seed used (replay with ``check_policy(..., seed=)``).
     profile : str
         The hypothesis profile (``FAIRALLOC_HYPOTHESIS_PROFILE``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from fairalloc.testing import check_policy
+    >>> def dictator(utility, budget, supply):   # everything to buyer 0
+    ...     x = np.zeros_like(utility)
+    ...     x[0] = supply
+    ...     return x
+    >>> report = check_policy(dictator, ["envy_free", "feasible"], max_examples=20)
+    >>> report.policy.endswith("dictator"), report.domain, report.passed, report.seed
+    (True, 'market', False, 0)
     """
 
     policy: str
@@ -308,7 +349,28 @@ class PolicyReport:
 
 class PropertyCheckError(AssertionError):
     """A policy failed a property check; ``report`` holds the
-    `fairalloc.testing.PolicyReport`."""
+    `fairalloc.testing.PolicyReport`.
+
+    Parameters
+    ----------
+    report : PolicyReport
+        The failing report; the message is its text (with the shrunk counterexample).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from fairalloc.testing import check_policy
+    >>> def dictator(utility, budget, supply):   # everything to buyer 0
+    ...     x = np.zeros_like(utility)
+    ...     x[0] = supply
+    ...     return x
+    >>> report = check_policy(dictator, ["envy_free", "feasible"], max_examples=20)
+    >>> try:
+    ...     report.assert_passed()
+    ... except PropertyCheckError as exc:
+    ...     print(exc.report is report, isinstance(exc, AssertionError))
+    True True
+    """
 
     def __init__(self, report: PolicyReport) -> None:
         super().__init__(str(report))

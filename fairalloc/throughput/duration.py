@@ -80,6 +80,24 @@ class MinMakespan(ThroughputPolicy):
     Exact as one LP through the substitution ``theta = 1 / makespan``:
     ``max theta`` s.t. ``throughput(m, X) / steps_m >= theta`` (no bisection). ``objective``
     is the makespan in seconds; ``prices`` are ``d theta / d workers``.
+
+    Parameters
+    ----------
+    jobs : fairalloc.Jobs
+        The jobs (``steps_remaining`` required).
+    cluster : fairalloc.Cluster
+        The workers of each type.
+    pairs, unconsolidated_throughput, consolidated_capacity
+        As for `fairalloc.ThroughputPolicy`.
+
+    Examples
+    --------
+    >>> import fairalloc as fa
+    >>> jobs = fa.Jobs([[40.0, 10.0], [12.0, 4.0]], steps_remaining=[4000.0, 1200.0])
+    >>> cluster = fa.Cluster({"v100": 1, "k80": 1})
+    >>> r = MinMakespan(jobs, cluster).solve()
+    >>> round(r.objective, 6), r.certificate.ok
+    (154.545455, True)
     """
 
     name = "min_makespan"
@@ -208,6 +226,26 @@ class FinishTimeFairness(ThroughputPolicy):
     (``q_m`` = the current denominator); set ``R`` to the largest ``rho`` of its solution and
     stop when ``F(R) = 0``: the certificate of that last LP proves that no allocation has every
     ``rho_m < R`` (``certificate`` certifies ``F(R) = 0``; ``objective`` is ``R``).
+
+    Parameters
+    ----------
+    jobs : fairalloc.Jobs
+        The jobs (``steps_remaining`` required; ``elapsed`` and ``isolated_elapsed`` used).
+    cluster : fairalloc.Cluster
+        The workers of each type.
+    max_iterations : int, default 50
+        Dinkelbach iterations before `fairalloc.SolverError` (``DINKELBACH_MAX_ITERATIONS``).
+    pairs, unconsolidated_throughput, consolidated_capacity
+        As for `fairalloc.ThroughputPolicy`.
+
+    Examples
+    --------
+    >>> import fairalloc as fa
+    >>> jobs = fa.Jobs([[40.0, 10.0], [12.0, 4.0]], steps_remaining=[4000.0, 1200.0])
+    >>> cluster = fa.Cluster({"v100": 1, "k80": 1})
+    >>> r = FinishTimeFairness(jobs, cluster).solve()
+    >>> round(r.objective, 6), r.x.round(6).tolist()
+    (1.0, [[0.5, 0.5], [0.5, 0.5]])
     """
 
     name = "finish_time_fairness"

@@ -55,6 +55,26 @@ class MaxTotalThroughput(ThroughputPolicy):
 
     ``normalized=True`` sums ``throughput(m, X) / throughput(m, X^equal)`` instead (comparable
     across models). All coefficients are positive, so the optimum is work-conserving.
+
+    Parameters
+    ----------
+    jobs : fairalloc.Jobs
+        The jobs.
+    cluster : fairalloc.Cluster
+        The workers of each type.
+    normalized : bool, default False
+        Sum the throughputs normalised by ``throughput(m, X^equal)``.
+    pairs, unconsolidated_throughput, consolidated_capacity
+        As for `fairalloc.ThroughputPolicy`.
+
+    Examples
+    --------
+    >>> import fairalloc as fa
+    >>> jobs = fa.Jobs([[40.0, 10.0], [12.0, 4.0]], steps_remaining=[4000.0, 1200.0])
+    >>> cluster = fa.Cluster({"v100": 1, "k80": 1})
+    >>> r = MaxTotalThroughput(jobs, cluster).solve()
+    >>> r.objective, r.x.round(6).tolist()
+    (44.0, [[1.0, 0.0], [0.0, 1.0]])
     """
 
     name = "max_total_throughput"
@@ -166,6 +186,29 @@ class MinCost(ThroughputPolicy):
     Path steps (``stats.path``): ``charnes-cooper`` (the transformed LP), then ``exact-lp``
     for the work-conserving stage; a work-conserving stage re-solved with a looser kept-ratio
     slack is listed in ``stats.fallbacks``.
+
+    Parameters
+    ----------
+    jobs : fairalloc.Jobs
+        The jobs (``steps_remaining`` required with ``slo``).
+    cluster : fairalloc.Cluster
+        The workers of each type.
+    cost : array_like, shape (k,), or mapping type -> float
+        Positive cost per worker of each type (per unit time).
+    slo : array_like, shape (n,), optional
+        Each job's SLO in seconds (``inf``: none): its throughput must reach
+        ``steps_m / slo_m``.
+    pairs, unconsolidated_throughput, consolidated_capacity
+        As for `fairalloc.ThroughputPolicy`.
+
+    Examples
+    --------
+    >>> import fairalloc as fa
+    >>> jobs = fa.Jobs([[40.0, 10.0], [12.0, 4.0]], steps_remaining=[4000.0, 1200.0])
+    >>> cluster = fa.Cluster({"v100": 1, "k80": 1})
+    >>> r = MinCost(jobs, cluster, cost={"v100": 3.0, "k80": 1.0}).solve()
+    >>> round(r.objective, 6)                 # steps per unit cost: job 0 on the V100
+    13.333333
     """
 
     name = "min_cost"

@@ -123,6 +123,21 @@ class MaxMinFairness(ThroughputPolicy):
     bottlenecked (Gavel §4.3; `fairalloc.WaterFilling`), which makes the
     allocation Pareto efficient.
 
+    Parameters
+    ----------
+    jobs : fairalloc.Jobs
+        The jobs (``weight``: the priority weights ``w_m``).
+    cluster : fairalloc.Cluster
+        The workers of each type.
+    water_filling : bool, default False
+        Raise the level of the non-bottlenecked jobs (Gavel §4.3).
+    warm_start : tuple of (numpy.ndarray, float), optional
+        Capacity prices and level of a previous, similar round: they seed the structured
+        solver's price estimate (passed by `fairalloc.RoundPolicy`; never changes the
+        answer, which is certified as always; ignored with water-filling).
+    pairs, unconsolidated_throughput, consolidated_capacity
+        As for `fairalloc.ThroughputPolicy`.
+
     Examples
     --------
     >>> import fairalloc as fa
@@ -303,6 +318,9 @@ class WaterFilling(ThroughputPolicy):
         Default ``"fairness"``.
     order : array_like (n,), optional
         Arrival order for FIFO entities (smaller first); default: most ``elapsed`` first.
+    single_level : bool, default False
+        Ignore the entities: every live job has its own weight (the water-filling of
+        ``max_min_fairness(..., water_filling=True)``).
     pairs, unconsolidated_throughput, consolidated_capacity
         As for `fairalloc.ThroughputPolicy`.
 

@@ -97,6 +97,19 @@ class FIFO(ThroughputPolicy):
     ``M - m`` gives the last job weight 0) and ``throughput(m, X^fastest)`` the job's
     throughput on its fastest usable type.
 
+    Parameters
+    ----------
+    jobs : fairalloc.Jobs
+        The jobs.
+    cluster : fairalloc.Cluster
+        The workers of each type.
+    order : array_like, shape (n,), optional
+        Arrival order (smaller first; ties by index); default: most ``jobs.elapsed`` first.
+    semantics : {"arrival", "objective"}, default "arrival"
+        The two semantics above.
+    pairs, unconsolidated_throughput, consolidated_capacity
+        As for `fairalloc.ThroughputPolicy`.
+
     Examples
     --------
     >>> import fairalloc as fa
@@ -644,6 +657,24 @@ class ShortestJobFirst(ThroughputPolicy):
     Then the remaining capacity goes to the other jobs in shortest-first order (the FIFO
     objective with rank by isolated duration) and a work-conserving stage follows.
     ``objective`` is the shortest duration in seconds.
+
+    Parameters
+    ----------
+    jobs : fairalloc.Jobs
+        The jobs (``steps_remaining`` required).
+    cluster : fairalloc.Cluster
+        The workers of each type.
+    pairs, unconsolidated_throughput, consolidated_capacity
+        As for `fairalloc.ThroughputPolicy`.
+
+    Examples
+    --------
+    >>> import fairalloc as fa
+    >>> jobs = fa.Jobs([[40.0, 10.0], [12.0, 4.0]], steps_remaining=[4000.0, 1200.0])
+    >>> cluster = fa.Cluster({"v100": 1, "k80": 1})
+    >>> r = ShortestJobFirst(jobs, cluster).solve()
+    >>> r.objective, r.x.round(6).tolist()
+    (100.0, [[1.0, 0.0], [0.0, 1.0]])
     """
 
     name = "shortest_job_first"

@@ -71,15 +71,12 @@ _WARN_LEVEL = 4
 class Allocation(Result):
     """An effective-throughput allocation (Gavel §3.1) with prices and certificate.
 
-    Attributes
+    Parameters
     ----------
     allocation : ndarray, shape (n, k)
         ``allocation[m, j]``: fraction of time job ``m`` runs on type ``j`` (alone or in a
         pair, in any placement); rows are ``job_ids``, columns ``types``. The name every
         result uses.
-    x : ndarray, shape (n, k)
-        Alias of ``allocation`` (Gavel's name ``X``): a read-only property returning the same
-        array, kept for existing code.
     prices : ndarray, shape (k,)
         Non-negative capacity prices: multipliers of the capacity rows of the policy's
         (first-stage, maximisation) LP, ``d OPT / d workers[j]``; zero on unsaturated types.
@@ -92,7 +89,14 @@ class Allocation(Result):
         otherwise.
     objective : float
         The policy objective (see each policy); ``certificate`` certifies it.
+    status : Status
+        ``OPTIMAL`` only when ``certificate`` passed (`fairalloc.Result`).
+    stats : SolveStats
+        How it was computed (``stats.path``: the steps that ran).
+    certificate : Certificate
+        The certificate of the policy objective.
     policy : str
+        The policy's name (``"max_min_fairness"``, ...).
     job_ids, types : tuple
         Row and column labels.
     pair_x : ndarray of shape (P, k) or None
@@ -107,6 +111,22 @@ class Allocation(Result):
         Water-filling levels (1 for the other policies).
     level_floors : ndarray of shape (n,) or None
         Water-filling: the level ``u_m`` at which each job was frozen.
+
+    Attributes
+    ----------
+    x : ndarray, shape (n, k)
+        Alias of ``allocation`` (Gavel's name ``X``): a read-only property returning the same
+        array, kept for existing code.
+
+    Examples
+    --------
+    >>> import fairalloc as fa
+    >>> r = fa.max_min_fairness(fa.Jobs([[40.0, 10.0], [12.0, 4.0]]),
+    ...                         fa.Cluster({"v100": 1, "k80": 1}))
+    >>> r.policy, r.job_ids, r.types, r.x is r.allocation, r.status.value
+    ('max_min_fairness', (0, 1), ('v100', 'k80'), True, 'optimal')
+    >>> r.allocation.round(6).tolist(), r.prices.round(6).tolist()
+    ([[0.5, 0.5], [0.5, 0.5]], [0.545455, 0.0])
     """
 
     allocation: np.ndarray
@@ -223,6 +243,14 @@ class ThroughputPolicy(Composable):
         ``sum_m scale_factor_m x[m, j] <= workers[j]``; its duals are the prices.
     time_constraint : cvxpy Constraint
         ``sum_j x[m, j] <= 1``.
+
+    Examples
+    --------
+    >>> import fairalloc as fa
+    >>> b = fa.MaxMinFairness(fa.Jobs([[40.0, 10.0], [12.0, 4.0]]),
+    ...                       fa.Cluster({"v100": 1, "k80": 1}))
+    >>> isinstance(b, ThroughputPolicy), b.name, b.solve().certificate.ok
+    (True, 'max_min_fairness', True)
     """
 
     name = "policy"
@@ -694,6 +722,17 @@ def isolated_split(jobs: Jobs, cluster: Cluster) -> np.ndarray:
     its time): ``X[m, j] = c_j / max(n s_m, sum_j c_j)`` on usable types. This allocation is
     always feasible.
 
+    Parameters
+    ----------
+    jobs, cluster
+        The jobs (`fairalloc.Jobs`: throughputs, gang sizes) and the workers of each type.
+
+    Returns
+    -------
+    numpy.ndarray, shape (n, k)
+        Read-only time fractions; 0 where a job cannot run on a type (zero throughput or a
+        gang larger than the type's workers).
+
     Examples
     --------
     >>> import fairalloc as fa
@@ -728,6 +767,16 @@ def equal_split(jobs: Jobs, cluster: Cluster) -> np.ndarray:
     """``X^equal``: each job's time split across types in proportion to worker counts (§4.1).
 
     Row sum 1 (the normaliser of max-min fairness, not itself a feasible allocation).
+
+    Parameters
+    ----------
+    jobs, cluster
+        The jobs (`fairalloc.Jobs`; only their count is used) and the workers of each type.
+
+    Returns
+    -------
+    numpy.ndarray, shape (n, k)
+        Read-only; every row is ``capacity / capacity.sum()``.
 
     Examples
     --------

@@ -48,7 +48,31 @@ __all__ = ["GAVEL_POLICIES", "GavelPolicySpec", "gavel_policy"]
 
 @dataclass(frozen=True)
 class GavelPolicySpec:
-    """One Gavel policy: its builder class, one-call function and a one-line description."""
+    """One Gavel policy: its builder class, one-call function and a one-line description.
+
+    Parameters
+    ----------
+    name : str
+        The policy's name: the one-call function's name, the key in ``GAVEL_POLICIES`` and
+        ``Allocation.policy`` of its results.
+    builder : type
+        The `fairalloc.ThroughputPolicy` subclass that builds and solves the program.
+    function : callable
+        The one-call function ``function(jobs, cluster, **options)``.
+    description : str
+        One line for listings (``fairalloc`` CLI, simulator).
+    needs : tuple of str, default ()
+        The ``Jobs`` fields or arguments required beyond throughputs (``"steps_remaining"``,
+        ``"cost"``).
+    reference : str, default ""
+        The section of the Gavel paper.
+
+    Examples
+    --------
+    >>> spec = GAVEL_POLICIES["min_cost"]
+    >>> spec.builder.__name__, spec.needs, spec.reference
+    ('MinCost', ('cost',), 'Gavel §4.2')
+    """
 
     name: str
     builder: type[ThroughputPolicy]
@@ -90,7 +114,28 @@ GAVEL_POLICIES: dict[str, GavelPolicySpec] = {
 
 def gavel_policy(name: str) -> GavelPolicySpec:
     """The registry entry of policy ``name`` (`fairalloc.InputError` if
-    unknown)."""
+    unknown).
+
+    Parameters
+    ----------
+    name : str
+        A key of ``GAVEL_POLICIES`` (e.g. ``"max_min_fairness"``).
+
+    Returns
+    -------
+    GavelPolicySpec
+        Its registry row.
+
+    Raises
+    ------
+    InputError
+        ``argument="policy"``, naming the known policies, when ``name`` is not one.
+
+    Examples
+    --------
+    >>> gavel_policy("fifo").description
+    'first in, first out (arrival order)'
+    """
     try:
         return GAVEL_POLICIES[name]
     except (KeyError, TypeError):

@@ -76,6 +76,12 @@ def max_min_space_sharing(jobs: Jobs, cluster: Cluster, pairs: JobPairs, *,
 
     Parameters
     ----------
+    jobs : Jobs
+        The jobs: isolated throughputs, weights and gang sizes.
+    cluster : Cluster
+        The workers of each type.
+    pairs : JobPairs
+        The job pairs that may share a worker and each member's throughput when they do.
     gap_tol, feas_tol : float
         Certificate tolerances in ``(0, 0.1]``.
     max_rounds : int

@@ -51,6 +51,22 @@ class FIFOPolicy(BasePolicy):
     fastest type with room (``prefer="order"``: the cluster's type order). A job that does not
     fit is skipped and later jobs may use the GPUs; an earlier job reclaims them at the next
     round when it fits (so backfilled jobs can be preempted).
+
+    Parameters
+    ----------
+    prefer : {"fastest", "order"}, default "fastest"
+        Each job's type preference: its fastest type first, or the cluster's type order.
+
+    Examples
+    --------
+    Two jobs of 6 and 12 minutes arriving together on one GPU (rounds of 6 minutes):
+
+    >>> import fairalloc as fa
+    >>> from fairalloc.sim import Workload, simulate
+    >>> w = Workload.from_arrays([0.0, 0.0], [[1.0], [1.0]], [360.0, 720.0])
+    >>> r = simulate(w, fa.Cluster({"gpu": 1}), FIFOPolicy())
+    >>> r.policy, r.finish.tolist()
+    ('fifo', [360.0, 1080.0])
     """
 
     name = "fifo"
@@ -87,6 +103,18 @@ class TiresiasLAS(BasePolicy):
     promote_knob : float or None
         ``None`` disables promotion.
     prefer : {"order", "fastest"}
+        Each job's type preference (`FIFOPolicy`'s ``prefer``); default ``"order"``.
+
+    Examples
+    --------
+    Two jobs of 6 and 12 minutes arriving together on one GPU (rounds of 6 minutes):
+
+    >>> import fairalloc as fa
+    >>> from fairalloc.sim import Workload, simulate
+    >>> w = Workload.from_arrays([0.0, 0.0], [[1.0], [1.0]], [360.0, 720.0])
+    >>> r = simulate(w, fa.Cluster({"gpu": 1}), TiresiasLAS())
+    >>> r.policy, r.finish.tolist()
+    ('las', [360.0, 1080.0])
     """
 
     name = "las"
@@ -135,6 +163,22 @@ class AlloXPolicy(BasePolicy):
     upstream's variant lets a job that holds its full allocation keep its GPUs and uses a
     different cost. The reproduction benchmark labels its row "AlloX (re-matched every round;
     not upstream's variant)".
+
+    Parameters
+    ----------
+    alpha : float, default 1.0
+        The fairness filter's fraction in ``(0, 1]`` (``1``: no filter).
+
+    Examples
+    --------
+    Two jobs of 6 and 12 minutes arriving together on one GPU (rounds of 6 minutes):
+
+    >>> import fairalloc as fa
+    >>> from fairalloc.sim import Workload, simulate
+    >>> w = Workload.from_arrays([0.0, 0.0], [[1.0], [1.0]], [360.0, 720.0])
+    >>> r = simulate(w, fa.Cluster({"gpu": 1}), AlloXPolicy(alpha=0.5))
+    >>> r.policy, r.finish.tolist()
+    ('allox', [360.0, 1080.0])
     """
 
     name = "allox"
@@ -205,7 +249,20 @@ class GandivaFairPolicy(BasePolicy):
     Parameters
     ----------
     tickets : {"scale_factor", "weight", "equal"}
+        Each job's tickets (its share): its gang size (default), its priority weight, or 1.
     prefer : {"fastest", "order"}
+        Each job's type preference (`FIFOPolicy`'s ``prefer``); default ``"fastest"``.
+
+    Examples
+    --------
+    Two jobs of 6 and 12 minutes arriving together on one GPU (rounds of 6 minutes):
+
+    >>> import fairalloc as fa
+    >>> from fairalloc.sim import Workload, simulate
+    >>> w = Workload.from_arrays([0.0, 0.0], [[1.0], [1.0]], [360.0, 720.0])
+    >>> r = simulate(w, fa.Cluster({"gpu": 1}), GandivaFairPolicy())
+    >>> r.policy, r.finish.tolist()
+    ('gandiva_fair', [360.0, 1080.0])
     """
 
     name = "gandiva_fair"

@@ -46,6 +46,17 @@ class EFQPolicy(BasePolicy):
     ----------
     alpha : float, default 0.75
         Scaling-control threshold (§3.3).
+
+    Examples
+    --------
+    Two jobs of 6 and 12 minutes arriving together on one GPU (rounds of 6 minutes):
+
+    >>> import fairalloc as fa
+    >>> from fairalloc.sim import Workload, simulate
+    >>> w = Workload.from_arrays([0.0, 0.0], [[1.0], [1.0]], [360.0, 720.0])
+    >>> r = simulate(w, fa.Cluster({"gpu": 1}), EFQPolicy())
+    >>> r.policy, r.finish.tolist()
+    ('efq', [360.0, 1080.0])
     """
 
     name = "efq"

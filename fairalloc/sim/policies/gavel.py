@@ -110,6 +110,17 @@ class GavelPolicy(BasePolicy):
         of rho's denominator): its time since arrival (default), or, as the Shockwave
         artifact's Themis, the steps it ran between two solves divided by its isolated (1/n
         split) throughput at the first of them, summed.
+
+    Examples
+    --------
+    Two jobs of 6 and 12 minutes arriving together on one GPU (rounds of 6 minutes):
+
+    >>> import fairalloc as fa
+    >>> from fairalloc.sim import Workload, simulate
+    >>> w = Workload.from_arrays([0.0, 0.0], [[1.0], [1.0]], [360.0, 720.0])
+    >>> r = simulate(w, fa.Cluster({"gpu": 1}), GavelPolicy("finish_time_fairness"))
+    >>> r.policy, r.finish.tolist()
+    ('finish_time_fairness', [360.0, 1080.0])
     """
 
     def __init__(self, objective: str = "max_min_fairness", *, recompute: str = "event",

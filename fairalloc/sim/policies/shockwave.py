@@ -373,6 +373,17 @@ class ShockwavePolicy(BasePolicy):
 regime_model, z0, util_floor, warm_start, threads, backend : optional
         Passed to `fairalloc.plan_schedule` when given (`PLAN_OPTIONS`);
         ``None``: its default. ``mip_gap`` (deprecated) is ``gap_tol``.
+
+    Examples
+    --------
+    Two jobs of 6 and 12 minutes arriving together on one GPU (rounds of 6 minutes):
+
+    >>> import fairalloc as fa
+    >>> from fairalloc.sim import Workload, simulate
+    >>> w = Workload.from_arrays([0.0, 0.0], [[1.0], [1.0]], [360.0, 720.0])
+    >>> r = simulate(w, fa.Cluster({"gpu": 1}), ShockwavePolicy())
+    >>> r.policy, r.finish.tolist()
+    ('shockwave', [360.0, 1080.0])
     """
 
     name = "shockwave"

@@ -75,6 +75,17 @@ class ThemisPolicy(BasePolicy):
         Branch-and-bound nodes per auction MILP (a work limit: an auction stopped by it uses
         the best allocation found, counted by `time_limited`, and gives the same result on any
         machine). ``None``: no limit.
+
+    Examples
+    --------
+    Two jobs of 6 and 12 minutes arriving together on one GPU (rounds of 6 minutes):
+
+    >>> import fairalloc as fa
+    >>> from fairalloc.sim import Workload, simulate
+    >>> w = Workload.from_arrays([0.0, 0.0], [[1.0], [1.0]], [360.0, 720.0])
+    >>> r = simulate(w, fa.Cluster({"gpu": 1}), ThemisPolicy())
+    >>> r.policy, r.finish.tolist()
+    ('themis', [360.0, 1080.0])
     """
 
     name = "themis"
