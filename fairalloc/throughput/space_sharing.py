@@ -38,7 +38,7 @@ from ..solvelog import SolveLog
 from ..tolerances import FEAS_TOL, GAP_TOL
 from .max_min import MaxMinFairness
 from .policy import STAGE_TOL, Allocation
-from .stages import StageSolver
+from .stages import StageSolver, backend_for
 
 __all__ = ["max_min_space_sharing"]
 
@@ -46,6 +46,10 @@ COLUMN_GENERATION = "column-generation"  # path step: one restricted LP of colum
 #: path step: the last restricted LP solved again by Clarabel, HiGHS' point having missed the
 #: certificate with no column left to add
 CLARABEL_MASTER = "clarabel-master"
+#: path step: the whole program (every pair column) solved by the stage plan at the caller's
+#: tolerances, its tail in its levels' units: the restricted masters having missed the
+#: certificate with no column left to add
+WHOLE_PROGRAM = "whole-program"
 #: default ``max_rounds`` (PERFORMANCE knob: column-generation rounds before SolverError)
 CG_MAX_ROUNDS = 50
 #: PERFORMANCE knob: default columns added per round are max(_BATCH_PER_JOB n, _BATCH_MIN)
@@ -97,8 +101,10 @@ def max_min_space_sharing(jobs: Jobs, cluster: Cluster, pairs: JobPairs, *,
         As `fairalloc.max_min_fairness` with ``pair_x`` and the
         certified gap. No work-conserving stage (pass the active pairs to ``max_min_fairness`` for
         one). ``stats.path`` lists ``column-generation`` and ``exact-lp`` for every restricted LP,
-        and ``clarabel-master`` when the last one, solved by HiGHS (the default), missed the
-        certificate and was solved again by Clarabel.
+        ``clarabel-master`` when the last one, solved by HiGHS (the default), missed the
+        certificate and was solved again by Clarabel, and ``whole-program`` (then the steps of
+        its stage plan) when that master still missed it: the whole LP with every pair column
+        at ``gap_tol``, its exact tail in its levels' units.
 
     Examples
     --------
@@ -136,6 +142,7 @@ def max_min_space_sharing(jobs: Jobs, cluster: Cluster, pairs: JobPairs, *,
     ca_max, cb_max = ca.max(axis=1), cb.max(axis=1)
     active = np.zeros(ok.shape, dtype=bool)
     batch = max(_BATCH_PER_JOB * n, _BATCH_MIN) if batch is None else int(batch)
+    spec = "highs" if backend is None else backend  # (the whole program's stage plan)
     if backend is None or backend == "highs":
         be = get_backend("highs", need="lp", solver="ipm" if n > _IPM_MIN_JOBS else "choose")
         # a job whose rows span 1e23 (isolated speed 1e-20, pair speeds 1e2: fuzz seed 15)
@@ -146,6 +153,7 @@ def max_min_space_sharing(jobs: Jobs, cluster: Cluster, pairs: JobPairs, *,
         be = get_backend(backend, need="lp")
         spare = None  # a backend the caller named is used as given
     log = SolveLog()  # one log over every round's restricted LP
+    step = COLUMN_GENERATION  # the step whose master the duals come from
     for _ in range(max_rounds):
         rows = active.any(axis=1)
         sub = (JobPairs(pairs.members[rows],
@@ -189,10 +197,15 @@ def max_min_space_sharing(jobs: Jobs, cluster: Cluster, pairs: JobPairs, *,
             log.hand_over(COLUMN_GENERATION, CLARABEL_MASTER,
                           f"no column prices out, but the master's certificate misses "
                           f"(relative gap {cert.relative_gap:.2e})")
-            be, spare = spare, None
+            be, spare, step = spare, None, CLARABEL_MASTER
             log.step(CLARABEL_MASTER)
             continue
-        if cert.ok or not viol.any():
+        if not cert.ok and not viol.any():
+            log.hand_over(step, WHOLE_PROGRAM,
+                          f"no column prices out, but the master's certificate misses "
+                          f"(relative gap {cert.relative_gap:.2e})")
+            return _whole_program(jobs, cluster, pairs, spec, (gap_tol, feas_tol), log, t0)
+        if cert.ok:
             cert.check(backend=be.name)
             xcol = res.x[: pinst.E]
             stats = SolveStats.from_log(log, method="column generation",
@@ -210,6 +223,32 @@ def max_min_space_sharing(jobs: Jobs, cluster: Cluster, pairs: JobPairs, *,
         active.ravel()[flat] = True
     raise SolverError("space sharing: column generation did not converge",
                       backend=be.name, status="iteration_limit")
+
+
+def _whole_program(jobs: Jobs, cluster: Cluster, pairs: JobPairs, spec: Any,
+                   tols: tuple[float, float], log: SolveLog, t0: float) -> Allocation:
+    """Max-min fairness over every pair column, by the stage plan of ``spec`` at the caller's
+    tolerances (its exact tail: HiGHS' simplex, Clarabel on the LP in its levels' units, or a
+    caller-named backend on it; `fairalloc.throughput.strategies`).
+
+    The last step of `max_min_space_sharing`: a restricted master solved with its own gap
+    unchecked may hand back a point far from its optimum (weights ~1e-12, speeds 1e-3 ..
+    1e7: HiGHS' level 0 and Clarabel's at 0.53 of the bound, fuzz seed 1414), and the duals
+    then price no column out although the full-program bound is not met."""
+    gap_tol, feas_tol = tols
+    policy = MaxMinFairness(jobs, cluster, pairs=pairs)
+    be = backend_for(spec, policy.inst.E)
+    solver = StageSolver(policy.inst, be, stage_tol=STAGE_TOL, gap_tol=gap_tol,
+                         feas_tol=feas_tol, backend_spec=spec, log=log)
+    log.step(WHOLE_PROGRAM)
+    res = solver.run(policy.level_stage(), "space-sharing max-min")
+    cert = res.cert
+    cert.check(backend=be.name)
+    prices = np.maximum(-res.block("capacity"), 0.0)
+    stats = SolveStats.from_log(log, method="column generation",
+                                seconds=time.perf_counter() - t0)
+    return policy._result(res.x[: policy.inst.E], prices, float(res.x[-1]), cert, (cert,),
+                          stats)
 
 
 def _dual_bound(lp: LinearProgram, duals: np.ndarray, pair_red: np.ndarray,
