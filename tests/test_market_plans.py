@@ -125,3 +125,24 @@ def test_the_leontief_dual_hands_over_to_the_conic_tail_with_the_work_counted() 
     assert iterations > 3  # the failed step's 3 iterations and the dual's own
     assert log.path[:2] == ("bad", "dual")
     assert log.fallbacks[0].startswith("bad->dual: did not certify")
+
+
+@pytest.mark.parametrize("kind", ["linear", "leontief"])
+def test_a_tail_stopped_before_any_point_is_a_limit_not_a_failure(kind: str) -> None:
+    from fairalloc.backends import ConicSolution, SolveStatus
+    from fairalloc.backends.clarabel import ClarabelBackend
+
+    class Stopped(ClarabelBackend):
+        """Clarabel stopped by its time limit before it had a point."""
+
+        def solve_conic(self, prog, **kw):  # type: ignore[no-untyped-def]
+            return ConicSolution(SolveStatus.TIME_LIMIT, None, None, None, float("nan"),
+                                 raw_status="MaxTime", backend="clarabel")
+
+    U = np.random.default_rng(0).random((300, 20))
+    with pytest.raises(fa.SolverError) as err:
+        fa.fisher_market(U, kind=kind, method="conic", backend=Stopped(), time_limit=1.0)
+    # the status of the limit (as before the plan), not a solver failure
+    assert err.value.status == "time_limit" and err.value.raw_status == "MaxTime"
+    assert not isinstance(err.value, fa.CertificateError)
+    assert err.value.verdicts == ("conic: failed (time_limit: MaxTime)",)

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import CertificateError
+from ..errors import CertificateError, InfeasibleError, SolverError
 from ..plan import Decline, Strategy, run_plan
 from ..results import Certificate
 from .engine import (
@@ -135,14 +135,24 @@ def run_market_plan(plan: Sequence[Strategy[Any, MarketPoint]], ctx: MarketConte
     """Run a market plan (`fairalloc.plan.run_plan`): ``(point, iterations, solves)``, the
     work of every strategy that ran counted. When no strategy certifies, the exact tail's
     point is returned as it is: the caller re-solves it in better units, or reports it with
-    its proven gap after a time limit; without a tail point the plan's error is raised."""
+    its proven gap after a time limit; without a tail point the plan's error is raised (with
+    the status of the limit that stopped a backend, if one did)."""
+    log = ctx.log
     try:
-        point = run_plan(plan, ctx, ctx.log, what="Eisenberg-Gale",
-                         backend=ctx.log.conic.name).result
+        point = run_plan(plan, ctx, log, what="Eisenberg-Gale", backend=log.conic.name).result
     except CertificateError:
         if not ctx.tried or ctx.tried[-1].step != plan[-1].name:
             raise
         point = ctx.tried[-1]  # the exact tail's point, uncertified
+    except InfeasibleError:
+        raise
+    except SolverError as exc:
+        if not log.hit_limit:
+            raise
+        # no point at all because a backend was stopped: the error says so (status
+        # time_limit / iteration_limit, the backend's own status), not a failure
+        raise SolverError(str(exc), backend=exc.backend, status=log.limit,
+                          raw_status=log.raw_status, verdicts=exc.verdicts) from exc
     return (point, sum(t.iterations for t in ctx.tried), sum(t.solves for t in ctx.tried))
 
 
