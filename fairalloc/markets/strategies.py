@@ -59,8 +59,8 @@ FAST_STEP, IPM_STEP, CONIC_STEP = "fast", "ipm", "conic"
 
 @dataclass(frozen=True, eq=False)
 class MarketPoint:
-    """A market point with its certificate (``step``: the plan step that produced it) and the
-    work it took."""
+    """A market point with its certificate and the work it took (``step``: the strategy that
+    produced it, ``"fast"`` for the restricted markets of `fast_plan`)."""
 
     z: np.ndarray
     cert: Certificate
