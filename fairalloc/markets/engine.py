@@ -40,12 +40,10 @@ from scipy.linalg.blas import dsyrk
 from ..errors import SolverError
 from ..results import Certificate
 from ..solvelog import SolveLog, SolveStatus
-from .ipm import ipm_edge_form, ipm_fits
 
 # --- accuracy contracts (what a polished point must meet) -------------------------------------
 CONIC_TOL = 1e-9  # ACCURACY: relative tolerance of a whole-market conic solve
 RESCALED_TOL = 1e-10  # ACCURACY: tolerance of the price-scaled re-solve (better units, tighter)
-RESTRICTED_TOL = 1e-11  # ACCURACY: tolerance of the fast path's small restricted conic solves
 POLISH_NOISE = 1e-10  # ACCURACY: a polished point may be worse by this (relative) rounding
 NEWTON_KKT_TOL = 1e-13  # ACCURACY: market-clearing residual ending the dual Newton polish
 NEWTON_FLAT_DUAL = 1e-13  # ACCURACY: D is flat to this relative rounding near the optimum
@@ -59,8 +57,6 @@ _LIMITS = {"MaxTime": SolveStatus.TIME_LIMIT, "MaxIterations": SolveStatus.ITERA
 TINY_PRICE = 1e-300  # numerical floor of a price before dividing by it
 PR_TIE = 1e-6  # PERFORMANCE: edges within this of the best bang-per-buck get a full bid
 PR_OFF_SHARE = 1e-3  # PERFORMANCE: bid share of the other edges when warm-starting
-PR_ITERS_COLD = 60  # PERFORMANCE: proportional-response rounds from uniform bids
-PR_ITERS_WARM = 10  # PERFORMANCE: proportional-response rounds from warm-start prices
 PR_DENSE_SHARE = 0.5  # PERFORMANCE: dense proportional response above this share of edges
 DEMAND_TIE = 1e-7  # relative price gap within which edges count as a buyer's cheapest
 DENSE_NEWTON_MAX_ENTRIES = 4_000_000  # PERFORMANCE: dense Newton while C has at most this
@@ -75,10 +71,6 @@ TIE_LOOSE = 1e-4  # the looser second reading of ties
 SUPPORT_SHARE = 1e-7  # share of utility/supply above which an edge is on the support
 SUPPORT_UTILITY_SHARE = 1e-9  # utility share above which a tied edge carries utility
 FLOW_TIE = 1e-9  # relative bang-per-buck gap of the edges the transportation LP may use
-FAST_MARGIN = 1.05  # PERFORMANCE: fast path keeps edges within 5 % of the best bang-per-buck
-FAST_MAX_ROUNDS = 8  # PERFORMANCE: restricted solves before the fast path solves everything
-FAST_MAX_EDGE_SHARE = 0.5  # PERFORMANCE: a restricted market keeping more edges cannot win
-READD_MARGIN = 1e-9  # an edge cheaper by this (relative) than the support re-joins it
 INCUMBENT_PR_ITERS = 30  # PERFORMANCE: proportional-response rounds of the time-limit incumbent
 
 
@@ -721,99 +713,6 @@ def _forest_equilibrium(form: EdgeForm, cand: np.ndarray, share: np.ndarray
     if not np.all(np.isfinite(flow)) or np.any(flow < -NEG_FLOW_TOL * form.budget[owner]):
         return None
     return on, price, np.maximum(flow, 0.0)
-
-
-def solve_fast(form: EdgeForm, *, gap_tol: float, feas_tol: float,
-               warm_prices: np.ndarray | None, time_limit: float | None,
-               log: EngineLog | None = None
-                ) -> tuple[np.ndarray, Certificate, np.ndarray, int, int]:
-    """Column generation on the edge form, warm-started by proportional response."""
-    if log is not None:
-        log.step("proportional-response")
-    p0 = proportional_response(form, iters=PR_ITERS_COLD if warm_prices is None else PR_ITERS_WARM,
-                                prices=warm_prices)
-    with np.errstate(all="ignore"):
-        q = np.maximum(p0[form.C.indices], TINY_PRICE) / form.weight
-        beta = np.minimum.reduceat(q, form.starts)
-        keep = q <= beta[form.owner] * FAST_MARGIN
-    # every buyer keeps an edge (rough prices can be NaN/inf on extreme data)
-    lost = np.bincount(form.owner, weights=keep.astype(float), minlength=form.n) == 0
-    keep |= lost[form.owner]
-    iterations = solves = 0
-    cert = None
-    for _ in range(FAST_MAX_ROUNDS):
-        if keep.sum() > FAST_MAX_EDGE_SHARE * form.num_edges:
-            break  # the restricted market is about as large as the market: it cannot win
-        sub = form.subset(keep)
-        # the restricted program is small: solve it tightly so the support polish succeeds
-        z_sub, p, it, by_conic = _solve_linear(sub, p0, time_limit=time_limit,
-                                               tol=RESTRICTED_TOL, log=log, step="restricted")
-        iterations += it
-        solves += by_conic
-        z = np.zeros(form.num_edges)
-        z[keep] = sub.repair(z_sub)
-        cert, best_p, z = certify_linear(form, z, p, gap_tol=gap_tol, feas_tol=feas_tol,
-                                          log=log)
-        if cert.ok:
-            return z, cert, best_p, iterations, solves
-        # re-add every edge cheaper (per unit utility) than what its buyer pays on the support
-        q = (form.C.T @ p) / form.weight
-        beta_sub = sub.beta(p)
-        violated = ~keep & (q < beta_sub[form.owner] * (1 - READD_MARGIN))
-        if not violated.any():
-            break
-        keep = keep | violated
-    # the support could not be certified (numerically hard instance), or the restricted
-    # market is not much smaller than the market: solve everything
-    if cert is not None or not _ipm_applies(form):
-        if log is not None:
-            why = ("the restricted market keeps most edges" if cert is None else
-                   f"restricted markets not certified after {solves} solves (relative gap "
-                   f"{cert.relative_gap:.3g})")
-            log.hand_over("fast", "conic", why)
-            log.step("conic")
-        z, p, it = solve_conic(form, time_limit=time_limit, log=log)
-        by_conic = 1
-    else:  # few edges per buyer: the whole market by the interior point on its prices
-        z, p, it, by_conic = _solve_linear(form, p0, time_limit=time_limit, tol=CONIC_TOL,
-                                           log=log, step="whole")
-    cert, best_p, z = certify_linear(form, form.repair(z), p, gap_tol=gap_tol,
-                                      feas_tol=feas_tol, log=log)
-    if not cert.ok and not by_conic:  # the interior point's point did not certify
-        if log is not None:
-            log.hand_over("ipm", "conic", f"relative gap {cert.relative_gap:.3g}")
-            log.step("conic")
-        z, p, it_c = solve_conic(form, time_limit=time_limit, log=log)
-        it, by_conic = it + it_c, 1
-        cert, best_p, z = certify_linear(form, form.repair(z), p, gap_tol=gap_tol,
-                                          feas_tol=feas_tol, log=log)
-    return z, cert, best_p, iterations + it, solves + by_conic
-
-
-def _ipm_applies(form: EdgeForm) -> bool:
-    """A linear edge form (one resource per edge) whose buyers have few edges: the interior
-    point on its prices (`fairalloc.markets.ipm`) is the faster exact solve."""
-    return bool(np.all(np.diff(form.C.indptr) == 1)) and ipm_fits(form.owner, form.n)
-
-
-def _solve_linear(form: EdgeForm, p0: np.ndarray, *, time_limit: float | None, tol: float,
-                  log: EngineLog | None, step: str) -> tuple[np.ndarray, np.ndarray, int, int]:
-    """A linear edge form solved by the interior point on its prices when it applies
-    (`_ipm_applies`; path step ``"<step>-ipm"``), else (or if it does not converge) by the
-    conic backend (``"<step>-conic"``; the whole market's step is plain ``"conic"``).
-    Returns ``(z, p, iterations, conic solves)``; the caller certifies the point."""
-    conic_step = "conic" if step == "whole" else f"{step}-conic"
-    if _ipm_applies(form):
-        _note(log, "ipm" if step == "whole" else f"{step}-ipm")
-        out = ipm_edge_form(form.owner, form.C.indices, form.C.data, form.weight, form.budget,
-                            form.supply, p0)
-        if out is not None:
-            return out[0], out[1], out[2], 0
-        if log is not None:
-            log.hand_over("ipm", conic_step, "the interior-point method did not converge")
-    _note(log, conic_step)
-    z, p, it = solve_conic(form, time_limit=time_limit, tol=tol, log=log)
-    return z, p, it, 1
 
 
 def support_prices(form: EdgeForm, edges: np.ndarray, *, forest: bool | None

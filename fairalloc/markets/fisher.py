@@ -71,11 +71,10 @@ from .engine import (
     demand_incumbent,
     edge_starts,
     resolve_price_scaled,
-    solve_conic,
-    solve_fast,
 )
-from .leontief import solve_dual_certified
+from .leontief import DUAL
 from .result import MarketResult
+from .strategies import CONIC, MarketContext, run_market_plan, solve_fast
 from .symmetry import buyer_classes, solve_reduced, worth_reducing
 from .units import market_units
 
@@ -598,25 +597,17 @@ class FisherMarket(Composable):
         """The exact paths on the normalised edge form; allocation in the caller's units,
         prices and certificate normalised."""
         form = self._form
-        log.step(method)
-        dual = None
-        if method == "dual":
-            dual = solve_dual_certified(form, gap_tol, feas_tol, log)
-            if dual is None:
-                method = "conic"
-                log.step(method)
-        if dual is not None:
-            z, cert, prices, iters, solves = dual
-        elif method == "fast":
+        if method == "fast":
+            log.step(method)
             z, cert, prices, iters, solves = solve_fast(
                 form, gap_tol=gap_tol, feas_tol=feas_tol, warm_prices=warm,
                 time_limit=time_limit, log=log)
-        else:
-            z, p, iters = solve_conic(form, time_limit=time_limit, log=log)
-            solves = 1
-            z = form.repair(z)
-            certify = certify_linear if self.kind == "linear" else certify_general
-            cert, prices, z = certify(form, z, p, gap_tol=gap_tol, feas_tol=feas_tol, log=log)
+        else:  # the plan (`fairalloc.plan.run_plan`): the dual, where asked, then the conic tail
+            ctx = MarketContext(form, gap_tol, feas_tol, time_limit, log, [],
+                                linear=self.kind == "linear")
+            point, iters, solves = run_market_plan((DUAL, CONIC) if method == "dual"
+                                                   else (CONIC,), ctx)
+            z, cert, prices = point.z, point.cert, point.prices
         if not cert.ok:
             z, prices, cert, it, more = self._refine(z, prices, cert, gap_tol, feas_tol,
                                                      time_limit, log)

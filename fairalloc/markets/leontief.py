@@ -28,10 +28,13 @@ import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 from scipy.linalg.blas import dsyrk
 
-from ..results import Certificate
-from .engine import DENSE_NEWTON_MAX_ENTRIES, EdgeForm, EngineLog, certify_general
+from ..plan import Decline, Strategy
+from .engine import DENSE_NEWTON_MAX_ENTRIES, EdgeForm
+from .strategies import MarketContext, MarketPoint, point_certificate
 
-__all__ = ["solve_dual", "solve_dual_certified"]
+__all__ = ["DUAL", "dual_point", "solve_dual"]
+
+DUAL_STEP = "dual"  # the plan step (``stats.path``)
 
 DUAL_IPM_MAX_ITER = 80  # PERFORMANCE: interior-point iterations before the conic fallback
 DUAL_IPM_MU_TOL = 1e-13  # ACCURACY: complementarity p @ lam relative to s @ p at convergence
@@ -145,31 +148,28 @@ def solve_dual(form: EdgeForm) -> tuple[np.ndarray, np.ndarray, int] | None:
     return None
 
 
-def solve_dual_certified(form: EdgeForm, gap_tol: float, feas_tol: float, log: EngineLog
-                         ) -> tuple[np.ndarray, Certificate, np.ndarray, int, int] | None:
-    """`solve_dual`, polished and certified on the whole market by
-    `fairalloc.markets.engine.certify_general`: ``(z, certificate, prices, iterations,
-    solves)`` (no backend solve: ``solves == 0``), or ``None`` -- a fallback to the conic path
-    noted in ``log`` -- when it did not converge or its point does not certify.
+def dual_point(ctx: MarketContext) -> MarketPoint:
+    """The ``dual`` step of a static Leontief market's plan (`DUAL`): `solve_dual`, polished
+    and certified on the whole market by `fairalloc.markets.engine.certify_general` (no
+    backend solve); raises `fairalloc.plan.Decline` when it did not converge.
 
     Examples
     --------
     >>> import numpy as np, scipy.sparse as sp
+    >>> from fairalloc.markets.engine import EngineLog
     >>> C = sp.csc_matrix(np.array([[2.0, 1.0], [1.0, 2.0]]))
     >>> form = EdgeForm(np.arange(2), np.ones(2), C, np.ones(2), np.ones(2), np.arange(2))
-    >>> z, cert, p, _, solves = solve_dual_certified(form, 1e-6, 1e-7, EngineLog())
-    >>> bool(cert.ok), np.round(p, 8).tolist(), solves
+    >>> ctx = MarketContext(form, 1e-6, 1e-7, None, EngineLog(), [], linear=False)
+    >>> pt = dual_point(ctx)
+    >>> bool(pt.cert.ok), np.round(pt.prices, 8).tolist(), pt.solves
     (True, [1.0, 1.0], 0)
     """
-    out = solve_dual(form)
+    out = solve_dual(ctx.form)
     if out is None:
-        log.hand_over("dual", "conic", "the dual interior point did not converge")
-        return None
+        raise Decline("the dual interior point did not converge")
     z, p, iters = out
-    cert, prices, z = certify_general(form, form.repair(z), p, gap_tol=gap_tol,
-                                      feas_tol=feas_tol, log=log)
-    if not cert.ok:
-        log.hand_over("dual", "conic", "the dual interior point's point was not certified "
-                     f"(relative gap {cert.relative_gap:.3g})")
-        return None
-    return z, cert, prices, iters, 0
+    return ctx.point(z, p, iters, 0, DUAL_STEP)
+
+
+#: the plan step solving a static Leontief market on its dual (before the exact conic tail)
+DUAL: Strategy[MarketContext, MarketPoint] = Strategy(DUAL_STEP, dual_point, point_certificate)
