@@ -16,6 +16,7 @@ water-filling's plan (`fairalloc.throughput.water_robust`).
 from __future__ import annotations
 
 import dataclasses
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -270,6 +271,42 @@ def test_robust_water_filling_is_certified_and_pareto_maximal(h):
     assert np.all(_rises(jobs, cl, lev) <= _thresholds(lev))
 
 
+def _reachable(jobs, cl, floors, m, feas_tol):
+    """Job ``m``'s largest level with every other job held at ``floors`` relaxed by the
+    certified feasibility tolerance (``feas_tol * max(1, floor)``: what `_check_answer` allows
+    a result's allocation): HiGHS through highspy at feasibility tolerances of 1e-10 (no
+    fairalloc code: HiGHS' default 1e-7 alone lets job 9 of `_ill_conditioned` rise)."""
+    A0, U = level_program(jobs, cl)
+    n, nk = U.shape
+    others = np.arange(n) != m
+    A = sp.vstack([A0, -U[others]]).tocsr()
+    low = floors[others] - feas_tol * np.maximum(1.0, floors[others])
+    b = np.r_[np.ones(n), cl.capacity, -low]
+    return -_tight_lp(-U[m].toarray().ravel(), A, b, [(0.0, 1.0)] * nk).fun
+
+
+def _assert_same_floors(jobs, cl, a, b):
+    """Two results' floors agree to each job's threshold (`_thresholds`), or -- where they
+    do not -- the higher floor is what the certificates cannot tell from the lower one.
+
+    Leximin levels can be ill-conditioned: a job whose throughputs span ``1e7`` (``1e-10`` to
+    ``1e-3``) lets another job rise by ``0.58`` when a third one drops by ``4e-8`` (relative
+    ``4e-9``). Every result meets its floors only to its certificate's feasibility tolerance
+    (``feas_tol`` relative), so a result whose floor for job ``m`` exceeds the other's by more
+    than the threshold is accepted only if an independent LP reaches that floor (to the
+    threshold) with every other job held at the other result's floors relaxed by that certified
+    tolerance; any disagreement beyond what the certificates allow fails."""
+    fa_, fb = np.asarray(a.level_floors), np.asarray(b.level_floors)
+    thr = np.maximum(_thresholds(fa_), _thresholds(fb))
+    feas_tol = max(a.certificate.feas_tol, b.certificate.feas_tol)
+    for m in np.flatnonzero(np.abs(fb - fa_) > thr):
+        hi, lo = (fb, fa_) if fb[m] > fa_[m] else (fa_, fb)
+        reach = _reachable(jobs, cl, lo, m, feas_tol)
+        assert reach >= hi[m] - thr[m], (
+            f"job {m}: floor {hi[m]!r} against {lo[m]!r}, but at the other floors (relaxed by "
+            f"feas_tol={feas_tol:g}) it reaches only {reach!r}")
+
+
 @settings(max_examples=40, deadline=None, derandomize=True)
 @given(h=wide_hierarchies())
 def test_robust_equals_fast_where_both_answer(h):
@@ -281,6 +318,46 @@ def test_robust_equals_fast_where_both_answer(h):
         return  # (the fast strategy did not answer: nothing to compare)
     b = fa.water_filling(jobs, cl, tuning=ROBUST, **kw)
     assert "water-filling-robust" not in a.stats.path and b.stats.path[0] == ROBUST_STEP
-    # both decide each job to its threshold (`_thresholds`)
-    want = np.asarray(a.level_floors)
-    assert np.all(np.abs(b.level_floors - want) <= _thresholds(want))
+    # both decide each job to its threshold, up to what their certificates cannot tell apart
+    _assert_same_floors(jobs, cl, a, b)
+
+
+def _ill_conditioned():
+    """11 jobs x 4 types, throughputs 1e-10..1e-3, gangs of 4, two entities (hypothesis'
+    example on which the robust floor of job 9 is 1.7658 and the fast one 1.1874: job 10's
+    floor 4e-9 lower, relative, pays for it)."""
+    T = np.full((11, 4), 1e-6)
+    T[5, 1], T[9, 3], T[10, 1] = 3.16227766e-06, 1e-5, 1e-5
+    T[6] = [1e-6, 1e-3, 1e-10, 1e-6]
+    jobs = fa.Jobs(T, scale_factor=np.array([1, 1, 1, 1, 1, 1, 4, 1, 1, 1, 4.0]))
+    cl = fa.Cluster({"t0": 1, "t1": 5, "t2": 4, "t3": 3})
+    kw = dict(entities=["a"] * 10 + ["b"], entity_policies={"a": "fairness", "b": "fairness"},
+              entity_weights={"a": 0.5, "b": 0.5})
+    return jobs, cl, kw
+
+
+def test_ill_conditioned_floors_are_what_the_certificates_allow():
+    """Both strategies answer within their certificates on the ill-conditioned example; with
+    job 10 held exactly at the fast floor, job 9 cannot rise (the fast answer is exact), and the
+    robust floor of job 9 is reached only with job 10 below it within feas_tol."""
+    jobs, cl, kw = _ill_conditioned()
+    a = fa.water_filling(jobs, cl, tuning=FAST, **kw)
+    b = fa.water_filling(jobs, cl, tuning=ROBUST, **kw)
+    _assert_same_floors(jobs, cl, a, b)
+    fa_ = np.asarray(a.level_floors)
+    assert _reachable(jobs, cl, fa_, 9, 0.0) <= fa_[9] + _thresholds(fa_)[9]
+
+
+def test_same_floors_fails_for_a_real_disagreement():
+    """On a well-conditioned instance (Gavel-like speeds, no gangs), floors raised by ten times
+    the threshold for one job are a disagreement the comparison reports."""
+    jobs = fa.Jobs([[1.0, 2.0], [1.0, 3.0], [2.0, 1.0], [1.0, 1.0]])
+    cl = fa.Cluster({"k80": 2, "v100": 2})
+    a = fa.water_filling(jobs, cl, tuning=FAST)
+    b = fa.water_filling(jobs, cl, tuning=ROBUST)
+    _assert_same_floors(jobs, cl, a, b)
+    floors = np.asarray(b.level_floors).copy()
+    floors[1] += 10.0 * _thresholds(floors)[1]
+    with pytest.raises(AssertionError, match="job 1"):
+        _assert_same_floors(jobs, cl, a, SimpleNamespace(level_floors=floors,
+                                                         certificate=b.certificate))
