@@ -490,3 +490,116 @@ def test_property_ftf_isolated_time_is_gavels_running_total(inst, fractions):
         np.testing.assert_allclose([p.cumulative_isolated_time[j] for j in jobs], want,
                                    rtol=1e-12, atol=0.0)
         assert p.last_result.certificate.ok
+
+
+def _gavel_lp(T, sf, spec_c, objective_rows=None, cost=None):
+    """Gavel's base constraints (``x >= 0``, each job's time <= 1, each type's workers <= its
+    count) over ``x`` (row-major, ``n * k``) plus one free variable ``z``: maximise ``cost``
+    (``z`` when ``None``) subject to ``objective_rows``: ``(A_m, b_m)`` rows ``A_m x - b_m z
+    >= 0`` -- solved by scipy's HiGHS."""
+    n, k = T.shape
+    nv = n * k + 1
+    A, b = [], []
+    for j in range(k):
+        row = np.zeros(nv)
+        row[j:n * k:k] = sf
+        A.append(row)
+        b.append(spec_c[j])
+    for m in range(n):
+        row = np.zeros(nv)
+        row[m * k:(m + 1) * k] = 1.0
+        A.append(row)
+        b.append(1.0)
+    for coef, rhs in objective_rows or ():
+        row = np.zeros(nv)
+        row[:n * k] = -coef
+        row[-1] = rhs
+        A.append(row)
+        b.append(0.0)
+    if cost is None:
+        cost = np.zeros(nv)
+        cost[-1] = 1.0
+    res = linprog(-cost, A_ub=np.array(A), b_ub=b, bounds=[(0, None)] * nv, method="highs")
+    assert res.status == 0
+    return -res.fun
+
+
+def _arrays(tp, sf, spec, alloc):
+    jobs, types = list(tp), list(spec)
+    T = np.array([[tp[j][t] for t in types] for j in jobs])
+    s = np.array([sf[j] for j in jobs], dtype=float)
+    c = np.array([spec[t] for t in types], dtype=float)
+    X = np.array([[alloc[j][t] for t in types] for j in jobs])
+    return T, s, c, X
+
+
+@given(_gavel_instances())
+def test_property_max_sum_throughput_attains_gavels_hand_computed_optimum(inst):
+    """``max_sum_throughput_perf``: Gavel's ``ThroughputSumWithPerf`` maximises the sum of
+    ``tp_m(X)`` under its base constraints; the adapter's answer attains it."""
+    tp, sf, _, spec = inst
+    alloc = gavel.policy("max_sum_throughput_perf").get_allocation(tp, sf, spec)
+    T, s, c, X = _arrays(tp, sf, spec, alloc)
+    cost = np.append(T.ravel(), 0.0)
+    opt = _gavel_lp(T, s, c, cost=cost)
+    got = float((T * X).sum())
+    assert abs(got - opt) <= GAP * opt + FEAS * T.sum()
+    assert (s @ X <= c * (1 + FEAS)).all() and (X.sum(axis=1) <= 1 + FEAS).all()
+
+
+@given(_gavel_instances())
+def test_property_min_total_duration_attains_gavels_hand_computed_optimum(inst):
+    """``min_total_duration_perf``: Gavel's ``MinTotalDurationPolicyWithPerf`` minimises the
+    makespan ``M`` with ``tp_m(X) >= steps_m / M`` (it bisects on ``M``); with ``z = 1 / M``
+    one LP. The adapter's makespan ``max_m steps_m / tp_m(X)`` is ``1 / z*``."""
+    tp, sf, _, spec = inst
+    steps = {j: 1e3 * (i + 1) for i, j in enumerate(tp)}
+    alloc = gavel.policy("min_total_duration_perf").get_allocation(tp, sf, steps, spec)
+    T, s, c, X = _arrays(tp, sf, spec, alloc)
+    st_ = np.array([steps[j] for j in tp])
+    n, k = T.shape
+    rows = []
+    for m in range(n):
+        coef = np.zeros(n * k)
+        coef[m * k:(m + 1) * k] = T[m]
+        rows.append((coef, st_[m]))
+    z = _gavel_lp(T, s, c, rows)
+    makespan = float(np.max(st_ / (T * X).sum(axis=1)))
+    assert makespan == pytest.approx(1.0 / z, rel=GAP + FEAS)
+
+
+@given(_gavel_instances())
+def test_property_water_filling_first_level_is_gavels_max_min(inst):
+    """``max_min_fairness_water_filling_perf`` with one entity: its lowest level (the least
+    ``s_m tp_m(X) / (w_m tp_m(X^prop))``) is the max-min optimum of Gavel's program, and no
+    job is below it."""
+    tp, sf, pw, spec = inst
+    opt, coef, jobs, types = _gavel_max_min_optimum(tp, sf, pw, spec)
+    alloc = gavel.policy("max_min_fairness_water_filling_perf").get_allocation(
+        tp, sf, pw, spec, entity_weights={"a": 1.0}, entity_to_job_mapping={"a": list(tp)})
+    X = np.array([[alloc[j][t] for t in types] for j in jobs])
+    value = float(np.min((coef * X).sum(axis=1)))
+    assert abs(value - opt) <= GAP * opt + FEAS
+
+
+@pytest.mark.parametrize("name", ["max_sum_throughput_normalized_by_cost_perf_SLOs",
+                                  "max_sum_throughput_normalized_by_cost_packed_SLOs"])
+def test_meetable_slos_are_met(name):
+    """Gavel's SLO rows ``tp_m(X) >= num_steps_remaining[m] / SLOs[m]``: a meetable SLO is
+    met (pair columns count towards the job's throughput), and not dropped."""
+    J, tp, packed, sf, _, _, steps = _gavel_round(wide=False)
+    T = packed if "packed" in name else tp
+    need = 0.9 * tp[J[0]]["v100"]          # most of one V100 for job 0
+    slos = {J[0]: steps[J[0]] / need}
+    p = gavel.policy(name)
+    alloc = p.get_allocation(T, sf, SPEC, instance_costs=COSTS, SLOs=slos,
+                             num_steps_remaining={J[0]: steps[J[0]]})
+    _check_feasible(alloc, T, sf)
+    got = sum(tp[J[0]][w] * alloc[J[0]][w] for w in SPEC) + sum(
+        T[k][w][k.singletons().index(J[0])] * alloc[k][w]
+        for k in T if k.is_pair() and J[0] in k.singletons() for w in SPEC)
+    assert got >= need * (1 - FEAS)
+    assert not p.slo_dropped
+    # without the SLO the cost objective gives job 0 less than that
+    free = gavel.policy(name).get_allocation(T, sf, SPEC, instance_costs=COSTS)
+    assert sum(tp[J[0]][w] * free[J[0]][w] for w in SPEC) < need

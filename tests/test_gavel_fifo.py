@@ -146,3 +146,55 @@ def test_property_forced_prefix_runs_equal_the_one_by_one_pass(n, k, coarse, see
     want_stop, want = _one_by_one(A, sf, cap, order.tolist())
     assert stop == want_stop
     np.testing.assert_array_equal(x, want)
+
+
+def test_certificate_read_to_the_last_running_job_is_the_whole_certificate():
+    """The certificate reads the stages up to the last job that runs when every worker is
+    then in use; its bounds, sums and prices are those of every stage (here v100's price
+    comes from a stage after it: job 0 fills v100 exactly, so its own stage is not limited
+    by v100)."""
+    from fairalloc.throughput.ordering import forced_certificate
+
+    tp = {0: {"v100": 2.0}, 1: {"v100": 3.0}, 2: {"v100": 1.0}}
+    sf = {0: 1, 1: 1, 2: 2}
+    spec = {"v100": 1}
+    fast = fifo_round(tp, sf, spec, {})
+    exact = _exact(tp, sf, spec)
+    A = np.ones((3, 1))
+    whole = forced_certificate(A, np.array([1.0, 1.0, 2.0]), np.ones(1), np.arange(3),
+                               np.array(fast.x), 0.0, 1e-6, 1e-7)
+    assert fast.prices.tolist() == whole.prices.tolist() == [1.0]
+    np.testing.assert_array_equal(fast.prices, exact.prices)
+    assert (fast.certificate.primal_value, fast.certificate.dual_bound, fast.certificate.gap) \
+        == (whole.certificate.primal_value, whole.certificate.dual_bound, 0.0)
+    assert fast.job_allocation == {0: {"v100": 1.0}, 1: {"v100": 0.0}, 2: {"v100": 0.0}}
+
+
+class _Key:
+    """A Gavel ``JobIdPair``-like key: equal and hashing alike by value, a new object each
+    time it is built."""
+
+    def __init__(self, i):
+        self.i = i
+
+    def __hash__(self):
+        return hash((self.i, None))
+
+    def __eq__(self, other):
+        return isinstance(other, _Key) and other.i == self.i
+
+    def __lt__(self, other):
+        return self.i < other.i
+
+
+def test_scale_factors_by_equal_keys_in_another_order_are_read_by_key():
+    """Scale factors keyed by equal (not the same) key objects, in another order, are looked
+    up by key: the round equals the one with the same key objects."""
+    tp = {_Key(i): {"v100": float(1 + i), "k80": 0.5} for i in range(6)}
+    sf = {k: 1 + k.i % 3 for k in tp}
+    spec = {"v100": 4, "k80": 2}
+    same = fifo_round(tp, sf, spec, {})
+    other = fifo_round(tp, {_Key(k.i): v for k, v in reversed(sf.items())}, spec, {})
+    assert same is not None and other is not None
+    np.testing.assert_array_equal(same.x, other.x)
+    assert same.x[:, 0].tolist() == [1.0, 1.0, 1 / 3, 0.0, 0.0, 0.0]

@@ -26,6 +26,7 @@ Examples
 from __future__ import annotations
 
 import itertools
+import operator
 import time
 from collections.abc import Hashable, Mapping
 from typing import Any
@@ -34,7 +35,12 @@ import numpy as np
 
 from ..results import SolveStats, Status
 from ..rounds import RoundResult
-from ..throughput.ordering import FIFO_GREEDY, forced_certificate, forced_prefix
+from ..throughput.ordering import (
+    FIFO_GREEDY,
+    ForcedStages,
+    forced_certificate,
+    forced_prefix,
+)
 from ..throughput.policy import Allocation
 from ..tolerances import FEAS_TOL, GAP_TOL
 
@@ -58,10 +64,14 @@ def _read(throughputs: Mapping[Hashable, Any], scale_factors: Any, cluster_spec:
         return None
     if not set().union(*rows) <= set(types):  # a type the spec does not list: exact path
         return None
-    try:
-        sfl = list(map(scale_factors.__getitem__, ids))
-    except (KeyError, TypeError):
-        return None
+    if len(scale_factors) == len(ids) and all(map(operator.is_, scale_factors, ids)):
+        sfl = list(scale_factors.values())  # the same key objects in the same order (Gavel's
+        # dicts, built from one job list): no lookup, so no Python-level ``__hash__`` per job
+    else:
+        try:
+            sfl = list(map(scale_factors.__getitem__, ids))
+        except (KeyError, TypeError):
+            return None
     capl = list(cluster_spec.values())
     if not (set(map(type, sfl)) <= _NUMBERS and set(map(type, capl)) <= _NUMBERS):
         return None
@@ -90,6 +100,36 @@ def _residual(x: np.ndarray, sf: np.ndarray, cap: np.ndarray) -> float:
     top = max(float(np.max(x, initial=0.0)), 1.0)
     cols = max(float(np.max(-x, initial=0.0)), float(np.max(x - 1.0, initial=0.0))) / top
     return max(float(np.max(rows, initial=0.0)), cols)
+
+
+def _certify(A: np.ndarray, s: np.ndarray, c: np.ndarray, order: np.ndarray, xr: np.ndarray,
+             gap_tol: float, feas_tol: float) -> ForcedStages:
+    """`forced_certificate` of every stage, reading only the stages up to the last job that
+    runs when the workers are then all in use (the usual FIFO round: more gangs than workers).
+
+    A later stage has room 0 on every type (each ``cap - used <= 0``, ``x = 0`` after), so its
+    knapsack's closed-form dual is ``mu = 0``, ``lambda = a``, its bound and value 0: the
+    certificate's sums are those of the head, and a type that no head stage limits gets its
+    price from the first later stage that can use it (``a / s``, as `forced_certificate` would
+    read it). Otherwise every stage is read."""
+    residual = _residual(xr, s, c)
+    ran = xr[order].any(axis=1)
+    head = int(np.flatnonzero(ran)[-1]) + 1 if ran.any() else order.size
+    if head < order.size:
+        first = order[:head]
+        full = (np.cumsum(s[first, None] * xr[first], axis=0)[-1] >= c).all()
+        if full:
+            forced = forced_certificate(A, s, c, first, xr, residual, gap_tol, feas_tol)
+            tail = order[head:]
+            at = A[tail]
+            can = at > 0.0
+            m = np.argmax(can, axis=0)
+            cols = np.arange(A.shape[1])
+            later = np.where(can.any(axis=0), at[m, cols] / s[tail][m], 0.0)
+            prices = np.where(forced.prices > 0.0, forced.prices, later)
+            return ForcedStages(forced.certificate, np.concatenate(
+                (forced.bounds, np.zeros(tail.size))), prices)
+    return forced_certificate(A, s, c, order, xr, residual, gap_tol, feas_tol)
 
 
 def fifo_round(throughputs: Mapping[Hashable, Any], scale_factors: Any, cluster_spec: Any,
@@ -127,7 +167,7 @@ def fifo_round(throughputs: Mapping[Hashable, Any], scale_factors: Any, cluster_
         return None  # a tie: the LP stages decide the rest
     gap_tol = float(settings.get("gap_tol", GAP_TOL))
     feas_tol = float(settings.get("feas_tol", FEAS_TOL))
-    forced = forced_certificate(A, s, c, order, xr, _residual(xr, s, c), gap_tol, feas_tol)
+    forced = _certify(A, s, c, order, xr, gap_tol, feas_tol)
     cert = forced.certificate
     if not cert.ok:
         return None

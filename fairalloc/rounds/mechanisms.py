@@ -8,7 +8,9 @@ whose allocation it expands with zeros.
 * **Themis** (``"themis"``; Themis §3.3, the simulator's
   `fairalloc.sim.policies.themis.ThemisPolicy` for one round): every runnable
   job's finish-time fairness on type ``j``, ``rho_ij = (t_i + steps_i / T_ij) / D_i`` (``D_i``
-  its isolated finish time, as `fairalloc.throughput.FinishTimeFairness`),
+  its isolated finish time, as `fairalloc.throughput.FinishTimeFairness`; across rounds
+  `fairalloc.RoundPolicy` carries each job's isolated time as for its finish-time fairness
+  rounds, `fairalloc.rounds.state.IsolatedTime`),
   ranks the jobs by ``min_j rho_ij``; the ``max(1, ceil((1 - f) N))`` furthest from fairness
   bid for their gang on one type (valuation ``1/rho_ij``, nothing without it) in an exact
   partial-allocation auction of the workers (the lexicographic Nash-welfare MILP of

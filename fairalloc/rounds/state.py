@@ -2,7 +2,8 @@
 
 * **Reuse of an identical round**: `same_key` compares two rounds' fingerprints;
   `warm_seed` is the previous round's prices and level that seed max-min fairness.
-* **Finish-time fairness: each job's isolated time** (Gavel's
+* **Finish-time fairness (and the Themis round, whose bids are finish-time fairness): each
+  job's isolated time** (Gavel's
   ``FinishTimeFairnessPolicyWithPerf._cumulative_isolated_time``, Themis' ``T_id`` so far): the
   time the job would have needed, running alone on ``1/n`` of the cluster, for the steps it
   has done in the rounds the policy saw. Between two rounds a job's steps done (the previous
@@ -54,6 +55,9 @@ __all__ = ["ISOLATED_STARTS", "WARM_MAX_JOBS", "IsolatedTime", "gavel_isolated_s
 #: where a job seen for the first time starts its isolated time ("gavel": at 0, with Gavel's
 #: isolated split (`gavel_isolated_split`) and the jobs that left kept, as Gavel's own state)
 ISOLATED_STARTS = ("elapsed", "zero", "gavel")
+
+#: the round policies whose rounds read finish-time fairness, so carry isolated time
+_FTF_POLICIES = ("finish_time_fairness", "themis")
 
 #: PERFORMANCE: max-min fairness is seeded by the previous round up to this many jobs
 #: (above, a cold solve with its sampled Newton phase was faster: see
@@ -154,13 +158,14 @@ class IsolatedTime:
 
     def round(self, policy: str, ids: tuple[Hashable, ...], T: np.ndarray, cap: np.ndarray,
               per_job: dict[str, Any], start: str) -> tuple[Any, ...] | None:
-        """A finish-time fairness round with steps: `prepare` it and put its isolated times
-        into ``per_job`` (returned for `commit`); other rounds: ``None`` (an empty round
-        forgets the previous round's steps, not the isolated times)."""
+        """A finish-time fairness or Themis round (its bids are finish-time fairness) with
+        steps: `prepare` it and put its isolated times into ``per_job`` (returned for
+        `commit`); other rounds: ``None`` (an empty round forgets the previous round's steps,
+        not the isolated times)."""
         if not ids:
             self.forget_round()
             return None
-        if policy == "finish_time_fairness" and per_job["steps_remaining"] is not None:
+        if policy in _FTF_POLICIES and per_job["steps_remaining"] is not None:
             pending = self.prepare(ids, T, cap, per_job, start)
             per_job["isolated_elapsed"] = pending[2]
             return pending

@@ -377,7 +377,12 @@ def forced_prefix(A: np.ndarray, scale_factor: np.ndarray, cap: np.ndarray,
         if not any(w > 0.0 for w in spare):
             break  # no spare worker: every later job is forced to 0
         if len(ol) - pos >= _RUN_MIN_JOBS:
-            ran, spare = _easy_run(A, sf, spare, order[pos:], x, strict_bad, same)
+            # a run's jobs that take a type use at least their gang each and leave more than
+            # it spare: their gangs sum to less than the spare workers, so the run ends within
+            # the jobs whose gangs first reach that sum (beyond: the next run starts there)
+            rest = order[pos:]
+            window = int(np.searchsorted(np.cumsum(sf[rest]), sum(spare))) + 1
+            ran, spare = _easy_run(A, sf, spare, rest[:window], x, strict_bad, same)
             pos += ran
             if pos == len(ol) or not any(w > 0.0 for w in spare):
                 break
