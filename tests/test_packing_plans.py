@@ -76,3 +76,10 @@ def test_a_failing_lp_relaxation_hands_over_to_the_milp():
     assert any(f.startswith("lp-relaxation->milp: failed") for f in r.stats.fallbacks)
     ref = bundle_auction(BUNDLES, VALUES)
     assert r.status == "optimal" and r.objective == pytest.approx(ref.objective, abs=1e-9)
+
+
+def test_the_nash_plan_is_data():
+    from fairalloc.auctions.nash import nash_plan
+
+    assert describe(nash_plan()) == (
+        "knapsack-relaxation", "market!", "count-target", "count-milp!")

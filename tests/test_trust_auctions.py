@@ -357,7 +357,7 @@ def test_backend_is_honoured_and_reported():
     assert g.stats.path[0] == "knapsack-relaxation"
     # every route of the whole-MILP method needs the backend
     m = gpu_auction([a, b], t, [0, 1, 2, 3], backend=RenamedHighs(), method="milp")
-    assert m.stats.backend == "renamed-highs" and m.stats.path == ("milp",)
+    assert m.stats.backend == "renamed-highs" and m.stats.path == ("count-target", "milp")
     assert m.objective == pytest.approx(g.objective, abs=1e-9)
 
 

@@ -18,8 +18,9 @@ each hand-over to a slower one (``stats.fallbacks``):
     leave-one-out market together (a forward and a backward dynamic program, lexicographic in
     the count of agents valuing nothing at 0, then ``sum log v``): a market whose placed
     optimum reaches those bounds on its own program is solved with no count target, count
-    MILP or LP (otherwise ``"knapsack-relaxation->market: bound not met"`` and the market
-    takes the routes below);
+    MILP or LP (otherwise ``"knapsack-relaxation->market: bound not met"``, or
+    ``"->count-target"`` when some agent values nothing at 0, and the market takes the routes
+    below: `nash_plan`);
 ``"lp-relaxation"``
     the LP relaxation (its bound certified independently), then, on its point,
 ``"integral-vertex"``, ``"greedy-rounding"``, ``"fix-and-solve"``
@@ -57,7 +58,7 @@ from ..errors import CertificateError, InfeasibleError, SolverError
 from ..plan import Decline, Strategy, run_plan
 from ..results import Certificate
 from ..tolerances import FEAS_TOL, MILP_GAP_TOL
-from ._pool import _hand_over, _parallel_map, _record, _step, _used
+from ._pool import _parallel_map, _record, _step, _used
 
 _LOG2 = math.log(2.0)
 #: ACCURACY contract: an LP value within this of an integer counts as that integer (an
@@ -81,6 +82,8 @@ FIX_AND_SOLVE = "fix-and-solve"
 WHOLE_MILP = "milp"
 COUNT_MILP = "count-milp"
 INCUMBENT = "incumbent"
+MARKET = "market"
+COUNT_TARGET = "count-target"
 
 
 # ============================================================================================
@@ -487,6 +490,119 @@ def _fix_and_solve(lp: Any, x: np.ndarray, agent: np.ndarray, option: np.ndarray
     return np.round(np.array(sol.x))
 
 
+@dataclass(frozen=True)
+class _Packed:
+    """A strategy's point of the lexicographic Nash program: ``x``, its certificate and
+    whether its count of positive agents is proven."""
+
+    x: np.ndarray
+    cert: Any
+    count_proven: bool = True
+
+
+@dataclass(frozen=True, eq=False)
+class _NashContext:
+    """The lexicographic Nash program over the active options (`_nash`); ``spent`` counts
+    the solves of the strategies that ran and ``tried`` keeps their points (reported only)."""
+
+    form: _Form
+    act_opt: np.ndarray
+    zero_opt: np.ndarray
+    c: np.ndarray
+    scale: float
+    time_limit: float | None
+    solver: Any
+    method: str
+    relaxed: Relaxed | None
+    spent: list[int] = dataclasses.field(default_factory=list)
+    tried: list[_Packed] = dataclasses.field(default_factory=list)
+
+    def count_row(self) -> np.ndarray:
+        return self.form.columns.full(self.zero_opt.astype(float))
+
+    def solve(self, count_row: tuple[np.ndarray, float] | None, solves: int = 1,
+              incumbent: np.ndarray | None = None) -> _Packed:
+        """``max c@x`` (`_milp`) with the count row, recorded."""
+        self.spent.append(solves)
+        x, cert = _milp(self.form, self.c, self.act_opt, count_row, self.time_limit,
+                        self.solver, self.scale, incumbent=incumbent, method=self.method)
+        out = _Packed(x, cert)
+        self.tried.append(out)
+        return out
+
+
+def _nash_relaxed(ctx: _NashContext) -> _Packed:
+    """The batched relaxation's placed optimum, when it reaches its bounds on this market."""
+    row = (ctx.count_row(), float(ctx.relaxed[0])) if (ctx.relaxed is not None
+                                                       and ctx.zero_opt.any()) else None
+    assert ctx.relaxed is not None
+    fast = _relaxed_point(ctx.form, ctx.c, ctx.act_opt, row, ctx.scale, ctx.relaxed)
+    if fast is None:
+        raise Decline("bound not met")
+    ctx.spent.append(1)
+    return _Packed(*fast)
+
+
+def _nash_market(ctx: _NashContext) -> _Packed:
+    """No agent values nothing at 0: ``max sum log v`` alone."""
+    return ctx.solve(None)
+
+
+def _nash_count_target(ctx: _NashContext) -> _Packed:
+    """Every agent valuing nothing at 0 made positive (the usual case)."""
+    target = np.unique(ctx.form.agent[ctx.zero_opt]).size
+    try:
+        return ctx.solve((ctx.count_row(), float(target)))
+    except InfeasibleError as exc:
+        raise Decline("infeasible") from exc
+    except SolverError as exc:
+        if _limited(ctx.time_limit, ctx.solver):  # a limit left no incumbent
+            raise Decline("time limit") from exc
+        raise
+
+
+def _nash_count_milp(ctx: _NashContext) -> _Packed:
+    """The count of positive agents maximised first (nothing is always feasible there), then
+    ``sum log v`` at that count."""
+    cols, zero_opt = ctx.form.columns, ctx.zero_opt
+    target = np.unique(ctx.form.agent[zero_opt]).size
+    count = ctx.count_row()
+    ctx.spent.append(1)
+    x1, cert1 = _milp(ctx.form, count, ctx.act_opt, None, ctx.time_limit, ctx.solver,
+                      float(max(1, target)), method=ctx.method)
+    got = int(round(float(x1[cols.choice][zero_opt].sum())))  # the incumbent's count
+    out = ctx.solve((count, float(got)), incumbent=x1)
+    out = dataclasses.replace(out, count_proven=bool(cert1.ok))
+    ctx.tried[-1] = out
+    return out
+
+
+def _packed_certificate(ctx: _NashContext, out: _Packed) -> Any:
+    return out.cert
+
+
+def nash_plan() -> tuple[Strategy[_NashContext, _Packed], ...]:
+    """The plan of one lexicographic Nash program (`_nash`): the batched relaxation's point
+    (``knapsack-relaxation``, when the form has one), then ``market`` (no agent values nothing
+    at 0) or ``count-target`` and ``count-milp`` (exact: it always has a point). Each set-packing
+    solve runs its own `packing_plan`.
+
+    Examples
+    --------
+    >>> from fairalloc.plan import describe
+    >>> describe(nash_plan())
+    ('knapsack-relaxation', 'market!', 'count-target', 'count-milp!')
+    """
+    return (Strategy(RELAXATION, _nash_relaxed, _packed_certificate,
+                     applies=lambda ctx: ctx.relaxed is not None),
+            Strategy(MARKET, _nash_market, _packed_certificate, exact=True,
+                     applies=lambda ctx: not ctx.zero_opt.any()),
+            Strategy(COUNT_TARGET, _nash_count_target, _packed_certificate,
+                     applies=lambda ctx: bool(ctx.zero_opt.any())),
+            Strategy(COUNT_MILP, _nash_count_milp, _packed_certificate, exact=True,
+                     applies=lambda ctx: bool(ctx.zero_opt.any())))
+
+
 def _nash(form: _Form, active: np.ndarray, time_limit: float | None, solver: Any,
           method: str = "auto", relaxed: Relaxed | None = None) -> _NashSolve:
     """Lexicographic Nash welfare over the active agents: most agents with positive value
@@ -499,8 +615,6 @@ def _nash(form: _Form, active: np.ndarray, time_limit: float | None, solver: Any
     that point is the optimum (its count is the relaxation's, hence the most possible) and
     no count target, count MILP or LP runs.
     """
-    from ..errors import InfeasibleError
-
     cols = form.columns
     act_opt = active[form.agent]
     finite_empty = np.isfinite(form.log_empty)
@@ -509,45 +623,15 @@ def _nash(form: _Form, active: np.ndarray, time_limit: float | None, solver: Any
     weight = np.where(act_opt, form.logv - base[form.agent], 0.0)
     c = cols.full(weight)
     scale = float(max(1, int(active.sum())))
-    solves = 0
-    count_proven = True
-    fast = None
-    if relaxed is not None:
-        _step(RELAXATION)
-        row = (cols.full(zero_opt.astype(float)), float(relaxed[0])) if zero_opt.any() \
-            else None
-        fast = _relaxed_point(form, c, act_opt, row, scale, relaxed)
-        if fast is None:
-            _hand_over(RELAXATION, "market", "bound not met")
-    if fast is not None:
-        solves += 1
-        x, cert = fast
-    elif zero_opt.any():
-        # first try to make every agent who values nothing at 0 positive (the usual case)
-        target = np.unique(form.agent[zero_opt]).size
-        count = cols.full(zero_opt.astype(float))
-        try:
-            solves += 1
-            x, cert = _milp(form, c, act_opt, (count, float(target)), time_limit, solver,
-                            scale, method=method)
-        except SolverError as exc:  # InfeasibleError included
-            if not isinstance(exc, InfeasibleError) and not _limited(time_limit, solver):
-                raise
-            # the target is infeasible, or a limit left no incumbent: maximise the
-            # count first (nothing is always feasible there), then sum log v at that count
-            _hand_over("count-target", COUNT_MILP, "infeasible"
-                      if isinstance(exc, InfeasibleError) else "time limit")
-            _step(COUNT_MILP)
-            x1, cert1 = _milp(form, count, act_opt, None, time_limit, solver,
-                              float(max(1, target)), method=method)
-            got = int(round(float(x1[cols.choice][zero_opt].sum())))  # the incumbent's count
-            count_proven = bool(cert1.ok)
-            solves += 2
-            x, cert = _milp(form, c, act_opt, (count, float(got)), time_limit, solver, scale,
-                            incumbent=x1, method=method)
-    else:
-        solves += 1
-        x, cert = _milp(form, c, act_opt, None, time_limit, solver, scale, method=method)
+    ctx = _NashContext(form, act_opt, zero_opt, c, scale, time_limit, solver, method, relaxed)
+    try:
+        found = run_plan(nash_plan(), ctx, _used(), what="Nash welfare", backend=solver.name,
+                         infeasible_votes=1).result
+    except CertificateError:  # the last strategy's point, its certificate not ok
+        if not ctx.tried:
+            raise
+        found = ctx.tried[-1]
+    x, cert, count_proven, solves = found.x, found.cert, found.count_proven, sum(ctx.spent)
     y = x[cols.choice] > 0.5
     choice = np.full(form.num_agents, -1)
     choice[form.agent[y]] = np.flatnonzero(y)
