@@ -62,7 +62,8 @@ def test_market_the_relaxation_cannot_place_falls_back():
     bids = gang_bids([2, 2, 2], [1.0, 2.0, 3.0], level=0)
     topo = Topology.uniform(2, 3)
     fast = gpu_auction(bids, topo, np.arange(6))
-    assert "knapsack-relaxation->market: bound not met" in fast.stats.fallbacks
+    # (agents valuing nothing at 0: the market's plan goes on to its count target)
+    assert "knapsack-relaxation->count-target: bound not met" in fast.stats.fallbacks
     assert (fast.choice >= 0).sum() == 2
     assert_same_optimum(fast, gpu_auction(bids, topo, np.arange(6), method="milp"))
 
@@ -114,7 +115,7 @@ def test_huge_offer_markets_one_by_one_need_no_backend():
     bids = gang_bids([600_000, 400_000, 500_000], [1.0, 2.0, 1.5], level=2)
     r = gpu_auction(bids, Topology.uniform(1, g), np.arange(g))
     assert r.stats.backend == "numpy" and r.status == "optimal"
-    assert r.stats.path == ("knapsack-relaxation", "count-milp")
+    assert r.stats.path == ("count-target", "knapsack-relaxation", "count-milp")
     assert r.stats.fallbacks == ("count-target->count-milp: infeasible",)
     # two winners (600k + 500k does not fit); best product of 1/rho: agents 0 and 1 (1 * 1/2)
     # beat agents 1 and 2 (1/2 * 1/1.5)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -82,8 +84,10 @@ def test_get_backend_errors() -> None:
 
 def test_missing_optional_backend_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     cls = BACKENDS["gurobi"]
-    monkeypatch.setattr(cls, "module", "surely_not_installed_gurobipy")
-    assert 'pip install ".[gurobi]"' in (cls.unavailable_reason() or "")
+    # a None entry in sys.modules makes `import gurobipy` raise ImportError, installed or not
+    monkeypatch.setitem(sys.modules, "gurobipy", None)
+    assert cls.unavailable_reason() == ("backend 'gurobi' needs the Python package 'gurobipy' "
+                                        '(pip install ".[gurobi]" in the fairalloc checkout)')
     with pytest.raises(fa.BackendUnavailableError):
         get_backend("gurobi")
     assert "gurobi" not in fa.available_backends()

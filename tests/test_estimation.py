@@ -357,3 +357,50 @@ def test_bad_match_and_pair_inputs():
         with pytest.raises(fa.InputError) as exc:
             est.pair_throughputs(*args)
         assert exc.value.argument == argument
+
+
+# ---- issue #27: complete_matrix's work is bounded and its status honest (fuzz seed 1414) ------
+FLAT_VALLEY = np.array([
+    [4.655925290956324, 4.292192970320716, 3.3674479126880597],
+    [3.7515807066876694, 3.382939137625239, 2.662975426086527],
+    [4.058532601819602, np.nan, 3.0558244749251733],
+    [3.418634482958208, np.nan, 3.1723452254752105],
+    [np.nan, 3.0675321888561817, 2.503715463031589]])
+
+
+def test_als_on_a_flat_valley_stops_and_says_it_did_not_converge():
+    """A rank-2 model of 12 entries of a 5 x 3 matrix has 12 degrees of freedom: with
+    reg=1e-9 ALS drifts along a valley where the objective barely moves (on main: 192,497
+    iterations, then ``converged=True`` with missing entries near -49 and -266)."""
+    from fairalloc.mechanism.lowrank import ITERATION_CAP, STALL_PATIENCE
+
+    c = fa.complete_matrix(values=FLAT_VALLEY, rank=2, method="als", max_iter=10**400,
+                           reg=1e-09)
+    assert c.stopped_by == "stalled" and not c.converged
+    assert STALL_PATIENCE <= c.iterations <= ITERATION_CAP
+    observed = ~np.isnan(FLAT_VALLEY)
+    np.testing.assert_array_equal(c.matrix[observed], FLAT_VALLEY[observed])
+    assert "stalled" in repr(c)
+
+
+def test_max_iter_is_a_cap_not_a_promise_to_run():
+    from fairalloc.mechanism.lowrank import ITERATION_CAP
+
+    # tol=1e-300: the iterates never settle that far (nor does the gradient fall that low);
+    # the work stops at the cap
+    rng = np.random.default_rng(0)
+    M = rng.uniform(1.0, 2.0, (6, 5))
+    M[rng.random((6, 5)) < 0.3] = np.nan
+    c = fa.complete_matrix(M, rank=2, max_iter=ITERATION_CAP + 1, tol=1e-300)
+    assert c.iterations == ITERATION_CAP and c.stopped_by == "max_iter" and not c.converged
+    c = fa.complete_matrix(FLAT_VALLEY, rank=2, method="als", max_iter=3, reg=1e-9)
+    assert c.iterations == 3 and c.stopped_by == "max_iter" and not c.converged
+
+
+def test_a_determined_completion_still_converges_by_tolerance():
+    M = np.outer([1.0, 2.0, 3.0, 4.0, 5.0], [1.0, 0.5, 2.0, 3.0])
+    holes = M.copy()
+    holes[0, 2] = holes[3, 0] = holes[4, 3] = np.nan
+    c = fa.complete_matrix(holes, rank=1, reg=1e-9, max_iter=10**400)
+    assert c.converged and c.stopped_by == "tolerance"
+    np.testing.assert_allclose(c.matrix, M, rtol=1e-6)

@@ -52,6 +52,7 @@ from .bids import BidTable, bid_table
 from .gpu import BundleAuctionResult, GPUAuctionResult, bundle_auction, gpu_auction
 from .multiround import AuctionRound, MultiRoundAuction
 from .partial import PartialAllocationResult, partial_allocation
+from .tuning import Tuning
 from .valuations import (
     DEFAULT_SLOWDOWN,
     LEVELS,
@@ -75,6 +76,7 @@ __all__ = [
     "SingleJobApp",
     "SuccessiveHalvingApp",
     "Topology",
+    "Tuning",
     "bid_table",
     "bundle_auction",
     "curve_stopping_rho",

@@ -37,7 +37,8 @@ _LOG = threading.local()  # this thread's solve log (`fairalloc.solvelog.SolveLo
 
 
 def _used() -> SolveLog:
-    """This thread's solve log (see `_record`, `_step`, `_hand_over`); a call marks its
+    """This thread's solve log (see `_record`, `_step`; hand-overs are recorded by the plans'
+    driver, `fairalloc.plan.run_plan`, on this log); a call marks its
     start (``SolveLog.mark``) and `_solve_stats` cuts what it recorded."""
     log = getattr(_LOG, "log", None)
     if log is None:
@@ -53,11 +54,6 @@ def _record(backend: str, raw_status: str) -> None:
 def _step(name: str) -> None:
     """Note that the named algorithm step ``name`` ran (``stats.path``)."""
     _used().step(name)
-
-
-def _hand_over(source: str, target: str, reason: str) -> None:
-    """Note a hand-over from step ``source`` to ``target`` (``stats.fallbacks``)."""
-    _used().hand_over(source, target, reason)
 
 
 def _solve_stats(mark: tuple[int, int, int], *, method: str, t0: float, solves: int

@@ -6,8 +6,10 @@ leave-one-out market) and the fractions ``c_i`` of the partial-allocation mechan
 `fairalloc.gpu_auction`; a `_Form` is the program each builds, its
 columns laid out by `SetPackingColumns`.
 
-Every set-packing solve (`_milp`) tries exact routes from the cheapest and logs each
-step it ran (``stats.path``) and each hand-over to a slower one (``stats.fallbacks``):
+Every set-packing solve (`_milp`) runs a plan (`packing_plan`, run by the one driver
+`fairalloc.plan.run_plan`) of exact routes from the cheapest, ending in the best incumbent
+(``"incumbent"``, with its honest certificate), and logs each step it ran (``stats.path``) and
+each hand-over to a slower one (``stats.fallbacks``):
 
 ``"knapsack-relaxation"``
     the form's own exact combinatorial relaxation (`fairalloc.gpu_auction`: a
@@ -16,8 +18,9 @@ step it ran (``stats.path``) and each hand-over to a slower one (``stats.fallbac
     leave-one-out market together (a forward and a backward dynamic program, lexicographic in
     the count of agents valuing nothing at 0, then ``sum log v``): a market whose placed
     optimum reaches those bounds on its own program is solved with no count target, count
-    MILP or LP (otherwise ``"knapsack-relaxation->market: bound not met"`` and the market
-    takes the routes below);
+    MILP or LP (otherwise ``"knapsack-relaxation->market: bound not met"``, or
+    ``"->count-target"`` when some agent values nothing at 0, and the market takes the routes
+    below: `nash_plan`);
 ``"lp-relaxation"``
     the LP relaxation (its bound certified independently), then, on its point,
 ``"integral-vertex"``, ``"greedy-rounding"``, ``"fix-and-solve"``
@@ -51,10 +54,11 @@ from typing import Any, Protocol
 import numpy as np
 import scipy.sparse as sp
 
-from ..errors import SolverError
+from ..errors import CertificateError, InfeasibleError, SolverError
+from ..plan import Decline, Strategy, run_plan
 from ..results import Certificate
 from ..tolerances import FEAS_TOL, MILP_GAP_TOL
-from ._pool import _hand_over, _parallel_map, _record, _step
+from ._pool import _parallel_map, _record, _step, _used
 
 _LOG2 = math.log(2.0)
 #: ACCURACY contract: an LP value within this of an integer counts as that integer (an
@@ -77,6 +81,9 @@ GREEDY_ROUNDING = "greedy-rounding"
 FIX_AND_SOLVE = "fix-and-solve"
 WHOLE_MILP = "milp"
 COUNT_MILP = "count-milp"
+INCUMBENT = "incumbent"
+MARKET = "market"
+COUNT_TARGET = "count-target"
 
 
 # ============================================================================================
@@ -248,6 +255,177 @@ def _relaxed_point(form: _Form, c: np.ndarray, active_opt: np.ndarray,
     return x, cert
 
 
+@dataclass(frozen=True, eq=False)
+class _PackingContext:
+    """One set-packing program ``max c@x`` over the form (`_milp`) and what its strategies
+    found on the way: every proven lower bound of ``min -c@x`` (``bounds``) and every feasible
+    point (``incumbents``), kept so that the plan's tail certifies the best point against the
+    best bound (written by the strategies that found them, read by the later ones)."""
+
+    form: _Form
+    c: np.ndarray
+    active_opt: np.ndarray
+    count_row: tuple[np.ndarray, float] | None
+    time_limit: float | None
+    solver: Any
+    scale: float
+    lp: Any
+    col_upper: np.ndarray
+    routes: Any
+    bounds: list[float] = dataclasses.field(default_factory=list)
+    incumbents: list[np.ndarray] = dataclasses.field(default_factory=list)
+
+    def certify(self, x: np.ndarray, lower_bound: float | None = None) -> Any:
+        """The MILP certificate of ``x`` against ``lower_bound`` (default: the best bound)."""
+        from ..certificates import milp_certificate
+
+        bound = max(self.bounds, default=-math.inf) if lower_bound is None else lower_bound
+        return milp_certificate(self.lp, x, bound, maximize=True, gap_tol=MILP_GAP_TOL,
+                                feas_tol=FEAS_TOL, scale=self.scale)
+
+    def feasible(self, x: np.ndarray | None) -> bool:
+        return x is not None and self.certify(x, -math.inf).primal_residual <= FEAS_TOL
+
+    def exact(self, x: np.ndarray | None) -> tuple[np.ndarray, Any] | None:
+        """``(x, certificate)`` when the feasible ``x`` reaches the best bound (it is then
+        optimal up to rounding); else ``x`` is kept as an incumbent and None returned."""
+        if not self.feasible(x):
+            return None
+        assert x is not None
+        cert = self.certify(x)
+        if _exact(cert.gap, self.scale):
+            return x, cert
+        self.incumbents.append(x)
+        return None
+
+    def best(self) -> tuple[np.ndarray, Any]:
+        """The best incumbent (else the empty assignment, when feasible) with the best
+        bound's certificate, possibly not ok."""
+        points = list(self.incumbents)
+        if not points:
+            zero = np.zeros(self.lp.A.shape[1])
+            if not self.feasible(zero):
+                limit = ", stopped at its limit" if _limited(self.time_limit,
+                                                             self.solver) else ""
+                raise SolverError(f"{self.solver.name} found no feasible set packing{limit}",
+                                  backend=self.solver.name)
+            points.append(zero)
+        x = min(points, key=lambda v: float(self.lp.c @ v))
+        return x, self.certify(x)
+
+
+def _packing_certificate(ctx: _PackingContext, result: tuple[np.ndarray, Any]) -> Any:
+    return result[1]
+
+
+def _knapsack_strategy(ctx: _PackingContext) -> tuple[np.ndarray, Any]:
+    """The form's own exact relaxation (a multiple-choice knapsack) and its placed optimum."""
+    form, cols, count_row = ctx.form, ctx.form.columns, ctx.count_row
+    must = np.zeros(form.num_agents, dtype=bool)
+    if count_row is not None:
+        zero = count_row[0][cols.choice] > 0
+        if count_row[1] >= np.unique(form.agent[zero]).size - INTEGRAL_TOL:
+            must[form.agent[zero]] = True  # every such agent must win a bid
+    res = ctx.routes.relaxation(ctx.c[cols.choice], ctx.active_opt, must, None
+                                if count_row is None else (zero, count_row[1]))
+    if res is None:  # an exact relaxation without a point: neither has the program
+        raise InfeasibleError("the set-packing program has no feasible point (its exact "
+                              "knapsack relaxation has none)", backend="numpy",
+                              raw_status="knapsack relaxation infeasible")
+    if not math.isfinite(res[0]):
+        raise Decline("no bound")
+    ctx.bounds.append(-res[0])
+    found = ctx.exact(res[1])
+    if found is None:
+        raise Decline("bound not met")
+    return found
+
+
+def _lp_strategy(ctx: _PackingContext) -> tuple[np.ndarray, Any]:
+    """The LP relaxation (its bound certified independently), then on its point an integral
+    vertex, the form's greedy rounding, and fix-and-solve."""
+    from ..backends import LinearProgram
+    from ..certificates import lp_certificate
+
+    lp, solver = ctx.lp, ctx.solver
+    relax = LinearProgram.build(lp.c, lp.A, lp.row_lower, lp.row_upper, lp.col_lower,
+                                lp.col_upper)
+    rs = solver.solve_lp(relax, time_limit=ctx.time_limit)
+    _record(solver.name, rs.raw_status)
+    if rs.status == "infeasible":
+        raise InfeasibleError("the set-packing program has no feasible point",
+                              backend=solver.name, status=rs.status, raw_status=rs.raw_status)
+    if not (rs.status == "optimal" and rs.x is not None and rs.row_duals is not None):
+        raise Decline(f"LP stopped ({rs.status})")
+    lp_bound = lp_certificate(relax, rs.x, rs.row_duals).dual_bound  # min form
+    if math.isfinite(lp_bound):
+        ctx.bounds.append(lp_bound)
+    x = np.array(rs.x)
+    tries: list[tuple[str, Any]] = []
+    if np.abs(x - np.round(x)).max(initial=0.0) <= INTEGRAL_TOL:
+        tries.append((INTEGRAL_VERTEX, lambda: np.round(x)))
+    if ctx.routes is not None:
+        tries.append((GREEDY_ROUNDING, lambda: ctx.routes.rounder(x, ctx.col_upper)))
+    tries.append((FIX_AND_SOLVE, lambda: _fix_and_solve(
+        lp, x, ctx.form.agent, ctx.form.option, ctx.form.columns, solver, ctx.time_limit)))
+    for name, attempt in tries:
+        _step(name)
+        found = ctx.exact(attempt())
+        if found is not None:
+            return found
+    raise Decline("no exact rounding")
+
+
+def _whole_milp_strategy(ctx: _PackingContext) -> tuple[np.ndarray, Any]:
+    """The whole MILP; declines (to the incumbent) when it stopped before its proof."""
+    lp, solver = ctx.lp, ctx.solver
+    sol = solver.solve_lp(lp, time_limit=ctx.time_limit, gap_tol=MILP_SOLVER_GAP)
+    _record(solver.name, sol.raw_status)
+    if sol.status == "infeasible":
+        raise InfeasibleError("the set-packing program has no feasible point",
+                              backend=solver.name, status=sol.status, raw_status=sol.raw_status)
+    if sol.usable and sol.x is not None:
+        if math.isfinite(sol.mip_dual_bound):
+            ctx.bounds.append(float(sol.mip_dual_bound))
+        xm = np.round(np.array(sol.x))  # every column is integral
+        if ctx.feasible(xm):
+            ctx.incumbents.append(xm)
+    if sol.status != "optimal":
+        raise Decline(str(sol.status))
+    if sol.x is not None and not math.isfinite(sol.mip_dual_bound):
+        ctx.bounds.append(float(lp.c @ np.round(np.array(sol.x))))
+    return ctx.best()
+
+
+def _incumbent_strategy(ctx: _PackingContext) -> tuple[np.ndarray, Any]:
+    """The best point found with the best bound: an honest certificate, possibly not ok."""
+    return ctx.best()
+
+
+def packing_plan(method: str, routes: bool) -> tuple[Strategy[_PackingContext, Any], ...]:
+    """The plan of one set-packing solve (``method``: `SET_PACKING_METHODS`; ``routes``: the
+    form has its own combinatorial relaxation). Each strategy answers only with a point that
+    reaches the best bound found so far (optimal up to rounding); the relaxations' and the
+    MILP's infeasibility verdicts are proofs (``exact``); the tail returns the best point
+    found with its honest certificate.
+
+    Examples
+    --------
+    >>> from fairalloc.plan import describe
+    >>> describe(packing_plan("auto", True))
+    ('knapsack-relaxation!', 'lp-relaxation!', 'milp!', 'incumbent!')
+    >>> describe(packing_plan("milp", True))
+    ('milp!', 'incumbent!')
+    """
+    plan: list[Strategy[_PackingContext, Any]] = []
+    if method == "auto" and routes:
+        plan.append(Strategy(RELAXATION, _knapsack_strategy, _packing_certificate, exact=True))
+    if method != "milp":
+        plan.append(Strategy(LP_RELAXATION, _lp_strategy, _packing_certificate, exact=True))
+    return (*plan, Strategy(WHOLE_MILP, _whole_milp_strategy, _packing_certificate, exact=True),
+            Strategy(INCUMBENT, _incumbent_strategy, _packing_certificate, exact=True))
+
+
 def _milp(form: _Form, c: np.ndarray, active_opt: np.ndarray,
           count_row: tuple[np.ndarray, float] | None, time_limit: float | None,
           solver: Any, scale: float, incumbent: np.ndarray | None = None,
@@ -255,126 +433,29 @@ def _milp(form: _Form, c: np.ndarray, active_opt: np.ndarray,
     """Solve ``max c@x`` over the form (options of inactive agents fixed at 0), certified.
 
     Set packing over placement classes is nearly integral, so cheap exact routes come first
-    (``method="auto"``): the form's own relaxation (a multiple-choice knapsack solved by
-    dynamic programming), then the LP relaxation (its bound certified independently: the
-    Lagrangian dual of `fairalloc.certificates.lp_certificate` at its row duals) with an
-    integral vertex, a rounding, or the agents it decides fixed and the rest solved exactly.
-    A point that reaches a valid bound is optimal. Otherwise the whole MILP is solved. Every
-    bound met on the way is kept: the certificate compares the best feasible point found
-    with the best bound (``scale``: the objective's data scale, the number of agents in it),
-    so a time-limited solve returns its incumbent with an honest, possibly not-ok,
-    certificate. ``incumbent`` is a known feasible point (kept if nothing better is found).
-    ``method="lp"`` skips the combinatorial routes, ``"milp"`` every route but the MILP.
-    Steps and hand-overs are logged (module docstring).
+    (`packing_plan`, run by `fairalloc.plan.run_plan`): the form's own relaxation (a
+    multiple-choice knapsack solved by dynamic programming), then the LP relaxation (its bound
+    certified independently: the Lagrangian dual of `fairalloc.certificates.lp_certificate`
+    at its row duals) with an integral vertex, a rounding, or the agents it decides fixed and
+    the rest solved exactly. A point that reaches a valid bound is optimal. Otherwise the
+    whole MILP is solved. Every bound met on the way is kept: the certificate compares the
+    best feasible point found with the best bound (``scale``: the objective's data scale, the
+    number of agents in it), so a time-limited solve returns its incumbent with an honest,
+    possibly not-ok, certificate. ``incumbent`` is a known feasible point (kept if nothing
+    better is found). Steps and hand-overs are logged (module docstring).
     """
-    from ..backends import LinearProgram
-    from ..certificates import lp_certificate, milp_certificate
-    from ..errors import InfeasibleError
-
-    cols = form.columns
     lp, col_upper = _program(form, c, active_opt, count_row)
-    A = lp.A
-
-    def certify(x: np.ndarray, lower_bound: float) -> Any:
-        return milp_certificate(lp, x, lower_bound, maximize=True, gap_tol=MILP_GAP_TOL,
-                                feas_tol=FEAS_TOL, scale=scale)
-
-    if A.shape[1] == 0:  # nothing to choose (no useful bid): the empty assignment
-        return np.zeros(0), certify(np.zeros(0), 0.0)
-    lower_bound = -math.inf  # best proven lower bound of min(-c@x) (= -upper bound of max)
-    incumbents: list[np.ndarray] = []
-    if incumbent is not None and certify(incumbent, -math.inf).primal_residual <= FEAS_TOL:
-        incumbents.append(np.asarray(incumbent, dtype=float))
-
-    def feasible(x: np.ndarray | None) -> bool:
-        return x is not None and certify(x, -math.inf).primal_residual <= FEAS_TOL
-
-    routes = form.routes if method == "auto" else None
-    if routes is not None:
-        _step(RELAXATION)
-        must = np.zeros(form.num_agents, dtype=bool)
-        if count_row is not None:
-            zero = count_row[0][cols.choice] > 0
-            if count_row[1] >= np.unique(form.agent[zero]).size - INTEGRAL_TOL:
-                must[form.agent[zero]] = True  # every such agent must win a bid
-        res = routes.relaxation(c[cols.choice], active_opt, must, None if count_row is None
-                                else (count_row[0][cols.choice] > 0, count_row[1]))
-        if res is None:  # an exact relaxation without a point: neither has the program
-            raise InfeasibleError("the set-packing program has no feasible point (its exact "
-                                  "knapsack relaxation has none)", backend="numpy",
-                                  raw_status="knapsack relaxation infeasible")
-        if math.isfinite(res[0]):
-            lower_bound = max(lower_bound, -res[0])
-            if feasible(res[1]):
-                assert res[1] is not None
-                cert = certify(res[1], lower_bound)
-                if _exact(cert.gap, scale):
-                    return res[1], cert
-                incumbents.append(res[1])
-        next_step = LP_RELAXATION if method != "milp" else WHOLE_MILP
-        _hand_over(RELAXATION, next_step, "no bound" if not math.isfinite(res[0])
-                  else "bound not met")
-    if method != "milp":
-        _step(LP_RELAXATION)
-        relax = LinearProgram.build(lp.c, lp.A, lp.row_lower, lp.row_upper, lp.col_lower,
-                                    lp.col_upper)
-        rs = solver.solve_lp(relax, time_limit=time_limit)
-        _record(solver.name, rs.raw_status)
-        if rs.status == "infeasible":
-            raise InfeasibleError("the set-packing program has no feasible point",
-                                  backend=solver.name, status=rs.status, raw_status=rs.raw_status)
-        reason = f"LP stopped ({rs.status})"
-        if rs.status == "optimal" and rs.x is not None and rs.row_duals is not None:
-            lp_bound = lp_certificate(relax, rs.x, rs.row_duals).dual_bound  # min form
-            if math.isfinite(lp_bound):
-                lower_bound = max(lower_bound, lp_bound)
-            x = np.array(rs.x)
-            tries: list[tuple[str, Any]] = []
-            if np.abs(x - np.round(x)).max(initial=0.0) <= INTEGRAL_TOL:
-                tries.append((INTEGRAL_VERTEX, lambda: np.round(x)))
-            if routes is not None:
-                tries.append((GREEDY_ROUNDING, lambda: routes.rounder(x, col_upper)))
-            tries.append((FIX_AND_SOLVE, lambda: _fix_and_solve(
-                lp, x, form.agent, form.option, cols, solver, time_limit)))
-            for name, attempt in tries:
-                _step(name)
-                cand = attempt()
-                if not feasible(cand):
-                    continue
-                assert cand is not None
-                cert = certify(cand, lower_bound)
-                if _exact(cert.gap, scale):
-                    return cand, cert
-                incumbents.append(cand)
-            reason = "no exact rounding"
-        _hand_over(LP_RELAXATION, WHOLE_MILP, reason)
-    _step(WHOLE_MILP)
-    sol = solver.solve_lp(lp, time_limit=time_limit, gap_tol=MILP_SOLVER_GAP)
-    _record(solver.name, sol.raw_status)
-    sol_status = str(sol.status)
-    if sol.status == "infeasible":
-        raise InfeasibleError("the set-packing program has no feasible point",
-                              backend=solver.name, status=sol.status, raw_status=sol.raw_status)
-    if sol.status != "optimal":
-        _hand_over(WHOLE_MILP, "incumbent", sol_status)
-    if sol.usable and sol.x is not None:
-        if math.isfinite(sol.mip_dual_bound):
-            lower_bound = max(lower_bound, float(sol.mip_dual_bound))
-        xm = np.round(np.array(sol.x))  # every column is integral
-        if feasible(xm):
-            incumbents.append(xm)
-    if sol.status == "optimal" and sol.x is not None and not math.isfinite(sol.mip_dual_bound):
-        lower_bound = max(lower_bound, float(lp.c @ np.round(np.array(sol.x))))
-    if not incumbents:
-        zero = np.zeros(A.shape[1])
-        if not feasible(zero):
-            limit = ", stopped at its limit" if _limited(time_limit, solver) else ""
-            raise SolverError(f"{solver.name} found no feasible set packing "
-                              f"({sol.raw_status}{limit})",
-                              backend=solver.name, status=sol.status, raw_status=sol.raw_status)
-        incumbents.append(zero)
-    best = min(incumbents, key=lambda v: float(lp.c @ v))
-    return best, certify(best, lower_bound)
+    ctx = _PackingContext(form, c, active_opt, count_row, time_limit, solver, scale, lp,
+                          col_upper, form.routes if method == "auto" else None)
+    if lp.A.shape[1] == 0:  # nothing to choose (no useful bid): the empty assignment
+        return np.zeros(0), ctx.certify(np.zeros(0), 0.0)
+    if incumbent is not None and ctx.feasible(incumbent):
+        ctx.incumbents.append(np.asarray(incumbent, dtype=float))
+    try:
+        return run_plan(packing_plan(method, ctx.routes is not None), ctx, _used(),
+                        what="set-packing", backend=solver.name, infeasible_votes=1).result
+    except CertificateError:  # the tail's best point, its certificate not ok
+        return ctx.best()
 
 
 def _fix_and_solve(lp: Any, x: np.ndarray, agent: np.ndarray, option: np.ndarray,
@@ -409,6 +490,119 @@ def _fix_and_solve(lp: Any, x: np.ndarray, agent: np.ndarray, option: np.ndarray
     return np.round(np.array(sol.x))
 
 
+@dataclass(frozen=True)
+class _Packed:
+    """A strategy's point of the lexicographic Nash program: ``x``, its certificate and
+    whether its count of positive agents is proven."""
+
+    x: np.ndarray
+    cert: Any
+    count_proven: bool = True
+
+
+@dataclass(frozen=True, eq=False)
+class _NashContext:
+    """The lexicographic Nash program over the active options (`_nash`); ``spent`` counts
+    the solves of the strategies that ran and ``tried`` keeps their points (reported only)."""
+
+    form: _Form
+    act_opt: np.ndarray
+    zero_opt: np.ndarray
+    c: np.ndarray
+    scale: float
+    time_limit: float | None
+    solver: Any
+    method: str
+    relaxed: Relaxed | None
+    spent: list[int] = dataclasses.field(default_factory=list)
+    tried: list[_Packed] = dataclasses.field(default_factory=list)
+
+    def count_row(self) -> np.ndarray:
+        return self.form.columns.full(self.zero_opt.astype(float))
+
+    def solve(self, count_row: tuple[np.ndarray, float] | None, solves: int = 1,
+              incumbent: np.ndarray | None = None) -> _Packed:
+        """``max c@x`` (`_milp`) with the count row, recorded."""
+        self.spent.append(solves)
+        x, cert = _milp(self.form, self.c, self.act_opt, count_row, self.time_limit,
+                        self.solver, self.scale, incumbent=incumbent, method=self.method)
+        out = _Packed(x, cert)
+        self.tried.append(out)
+        return out
+
+
+def _nash_relaxed(ctx: _NashContext) -> _Packed:
+    """The batched relaxation's placed optimum, when it reaches its bounds on this market."""
+    row = (ctx.count_row(), float(ctx.relaxed[0])) if (ctx.relaxed is not None
+                                                       and ctx.zero_opt.any()) else None
+    assert ctx.relaxed is not None
+    fast = _relaxed_point(ctx.form, ctx.c, ctx.act_opt, row, ctx.scale, ctx.relaxed)
+    if fast is None:
+        raise Decline("bound not met")
+    ctx.spent.append(1)
+    return _Packed(*fast)
+
+
+def _nash_market(ctx: _NashContext) -> _Packed:
+    """No agent values nothing at 0: ``max sum log v`` alone."""
+    return ctx.solve(None)
+
+
+def _nash_count_target(ctx: _NashContext) -> _Packed:
+    """Every agent valuing nothing at 0 made positive (the usual case)."""
+    target = np.unique(ctx.form.agent[ctx.zero_opt]).size
+    try:
+        return ctx.solve((ctx.count_row(), float(target)))
+    except InfeasibleError as exc:
+        raise Decline("infeasible") from exc
+    except SolverError as exc:
+        if _limited(ctx.time_limit, ctx.solver):  # a limit left no incumbent
+            raise Decline("time limit") from exc
+        raise
+
+
+def _nash_count_milp(ctx: _NashContext) -> _Packed:
+    """The count of positive agents maximised first (nothing is always feasible there), then
+    ``sum log v`` at that count."""
+    cols, zero_opt = ctx.form.columns, ctx.zero_opt
+    target = np.unique(ctx.form.agent[zero_opt]).size
+    count = ctx.count_row()
+    ctx.spent.append(1)
+    x1, cert1 = _milp(ctx.form, count, ctx.act_opt, None, ctx.time_limit, ctx.solver,
+                      float(max(1, target)), method=ctx.method)
+    got = int(round(float(x1[cols.choice][zero_opt].sum())))  # the incumbent's count
+    out = ctx.solve((count, float(got)), incumbent=x1)
+    out = dataclasses.replace(out, count_proven=bool(cert1.ok))
+    ctx.tried[-1] = out
+    return out
+
+
+def _packed_certificate(ctx: _NashContext, out: _Packed) -> Any:
+    return out.cert
+
+
+def nash_plan() -> tuple[Strategy[_NashContext, _Packed], ...]:
+    """The plan of one lexicographic Nash program (`_nash`): the batched relaxation's point
+    (``knapsack-relaxation``, when the form has one), then ``market`` (no agent values nothing
+    at 0) or ``count-target`` and ``count-milp`` (exact: it always has a point). Each set-packing
+    solve runs its own `packing_plan`.
+
+    Examples
+    --------
+    >>> from fairalloc.plan import describe
+    >>> describe(nash_plan())
+    ('knapsack-relaxation', 'market!', 'count-target', 'count-milp!')
+    """
+    return (Strategy(RELAXATION, _nash_relaxed, _packed_certificate,
+                     applies=lambda ctx: ctx.relaxed is not None),
+            Strategy(MARKET, _nash_market, _packed_certificate, exact=True,
+                     applies=lambda ctx: not ctx.zero_opt.any()),
+            Strategy(COUNT_TARGET, _nash_count_target, _packed_certificate,
+                     applies=lambda ctx: bool(ctx.zero_opt.any())),
+            Strategy(COUNT_MILP, _nash_count_milp, _packed_certificate, exact=True,
+                     applies=lambda ctx: bool(ctx.zero_opt.any())))
+
+
 def _nash(form: _Form, active: np.ndarray, time_limit: float | None, solver: Any,
           method: str = "auto", relaxed: Relaxed | None = None) -> _NashSolve:
     """Lexicographic Nash welfare over the active agents: most agents with positive value
@@ -421,8 +615,6 @@ def _nash(form: _Form, active: np.ndarray, time_limit: float | None, solver: Any
     that point is the optimum (its count is the relaxation's, hence the most possible) and
     no count target, count MILP or LP runs.
     """
-    from ..errors import InfeasibleError
-
     cols = form.columns
     act_opt = active[form.agent]
     finite_empty = np.isfinite(form.log_empty)
@@ -431,45 +623,15 @@ def _nash(form: _Form, active: np.ndarray, time_limit: float | None, solver: Any
     weight = np.where(act_opt, form.logv - base[form.agent], 0.0)
     c = cols.full(weight)
     scale = float(max(1, int(active.sum())))
-    solves = 0
-    count_proven = True
-    fast = None
-    if relaxed is not None:
-        _step(RELAXATION)
-        row = (cols.full(zero_opt.astype(float)), float(relaxed[0])) if zero_opt.any() \
-            else None
-        fast = _relaxed_point(form, c, act_opt, row, scale, relaxed)
-        if fast is None:
-            _hand_over(RELAXATION, "market", "bound not met")
-    if fast is not None:
-        solves += 1
-        x, cert = fast
-    elif zero_opt.any():
-        # first try to make every agent who values nothing at 0 positive (the usual case)
-        target = np.unique(form.agent[zero_opt]).size
-        count = cols.full(zero_opt.astype(float))
-        try:
-            solves += 1
-            x, cert = _milp(form, c, act_opt, (count, float(target)), time_limit, solver,
-                            scale, method=method)
-        except SolverError as exc:  # InfeasibleError included
-            if not isinstance(exc, InfeasibleError) and not _limited(time_limit, solver):
-                raise
-            # the target is infeasible, or a limit left no incumbent: maximise the
-            # count first (nothing is always feasible there), then sum log v at that count
-            _hand_over("count-target", COUNT_MILP, "infeasible"
-                      if isinstance(exc, InfeasibleError) else "time limit")
-            _step(COUNT_MILP)
-            x1, cert1 = _milp(form, count, act_opt, None, time_limit, solver,
-                              float(max(1, target)), method=method)
-            got = int(round(float(x1[cols.choice][zero_opt].sum())))  # the incumbent's count
-            count_proven = bool(cert1.ok)
-            solves += 2
-            x, cert = _milp(form, c, act_opt, (count, float(got)), time_limit, solver, scale,
-                            incumbent=x1, method=method)
-    else:
-        solves += 1
-        x, cert = _milp(form, c, act_opt, None, time_limit, solver, scale, method=method)
+    ctx = _NashContext(form, act_opt, zero_opt, c, scale, time_limit, solver, method, relaxed)
+    try:
+        found = run_plan(nash_plan(), ctx, _used(), what="Nash welfare", backend=solver.name,
+                         infeasible_votes=1).result
+    except CertificateError:  # the last strategy's point, its certificate not ok
+        if not ctx.tried:
+            raise
+        found = ctx.tried[-1]
+    x, cert, count_proven, solves = found.x, found.cert, found.count_proven, sum(ctx.spent)
     y = x[cols.choice] > 0.5
     choice = np.full(form.num_agents, -1)
     choice[form.agent[y]] = np.flatnonzero(y)

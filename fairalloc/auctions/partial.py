@@ -21,33 +21,28 @@ import numpy as np
 
 from .._display import Table, labelled, price_table
 from .._validation import as_array, as_labels, as_option, as_tolerance
-from ..errors import CertificateError, FairallocError, InputError, SolverError
-from ..markets.engine import EngineLog
-from ..markets.warm import (
-    EGPoint,
-    ReducedMarket,
-    eg_dual,
-    eg_primal,
-    feas_residual,
-    loo_batch,
-    repair_dense,
-    solve_warm,
-)
+from ..errors import CertificateError, InputError
+from ..markets.warm import ReducedMarket, loo_batch
 from ..results import Certificate, Result, Status, fill_labels, require_pandas
-from ..tolerances import FEAS_TOL, GAP_TOL
-from ._pool import _clean_log, _parallel_map, _record, _solve_stats, _used, _workers
+from ..tolerances import GAP_TOL
+from ._pool import _clean_log, _parallel_map, _solve_stats, _used, _workers
+from .pa_plan import (
+    LOO_TARGET,
+    LooContext,
+    LooOutcome,
+    PFContext,
+    aim,
+    loo_plan,
+    margin,
+    solve_log,
+    solve_loo,
+    solve_pf,
+)
+from .tuning import Tuning, as_tuning
 
 __all__ = ["PartialAllocationResult", "partial_allocation"]
 
 PA_METHODS = ("warm", "cold")  # leave-one-out solution paths (``method=``)
-PF_EXACT_GAP = 1e-9  # ACCURACY: absolute gap the PF market's polish aims for
-LOO_BATCH = 32  # PERFORMANCE: leave-one-out markets per batched interior-point solve
-LOO_TARGET = 1e-8  # ACCURACY: absolute gap each leave-one-out solve aims for (c_i to ~1e-8)
-AIM_REL = 1e-9  # ACCURACY: gap per unit budget a leave-one-out search aims for before accepting
-PF_POLISH_ROUNDS = 2  # PERFORMANCE: candidate rounds of the PF market's support polish
-TINY_SUPPLY = 1e-300  # floor of the total supply in the uniform starting price
-MARGIN_MIN, MARGIN_MAX = 2e-3, 0.02  # PERFORMANCE: range of the candidate margin ``eta``
-MARGIN_PER_GOOD = 0.1  # PERFORMANCE: candidate margin per good per agent (~ price move m / n)
 _LOG2 = math.log(2.0)
 
 
@@ -154,105 +149,29 @@ class PartialAllocationResult(Result):
         return pd.concat([df, alloc], axis=1)
 
 
-def _aim(gap_tol: float, budget: float) -> float:
-    """Absolute gap a leave-one-out search aims for before it accepts a point: ``gap_tol`` per
-    unit budget, but never looser than ``AIM_REL`` per unit (fractions stay accurate)."""
-    return min(gap_tol, AIM_REL) * max(1.0, budget)
-
-
-# A leave-one-out outcome: (primal, gap, solves, route, interior-point -> conic hand-overs);
-# route is "batched", "warm", "warm+cold" or "cold" (see partial_allocation's stats.path).
-_LooOutcome = tuple[float, float, int, str, int]
-
-
-def _solve_log(solvers: tuple[Any, Any, Any]) -> EngineLog:
-    """The engine's log for one search, reporting every backend solve to ``_record``."""
-    return EngineLog(solvers[0], solvers[1], on_solve=_record)
-
-
-def _loo_warm(ctx: tuple[Any, ...], i: int) -> _LooOutcome:
-    """Leave-one-out market without buyer ``i``, warm-started from the PF prices."""
-    U, s, p_pf, gap_tol, solvers = ctx
-    Ui = np.delete(U, i, axis=0)
-    if Ui.shape[0] == 0:
-        return 0.0, 0.0, 0, "warm", 0
-    valued = (Ui > 0).any(axis=0) & (s > 0)
-    Ui = Ui[:, valued]
-    B = np.ones(Ui.shape[0])
-    accept = _aim(gap_tol, float(Ui.shape[0]))
-    log = _solve_log(solvers)
-    pt = solve_warm(Ui, B, s[valued], p_pf[valued], tol=min(LOO_TARGET, accept), accept=accept,
-                    eta=_margin(*Ui.shape), log=log)
-    if pt.gap > gap_tol * max(1.0, float(Ui.shape[0])):  # would fail its certificate
-        cold = _loo_cold(ctx, i)
-        if cold[1] < pt.gap:
-            return cold[0], cold[1], pt.solves + 1, "warm+cold", len(log.hand_overs)
-    return pt.primal, pt.gap, pt.solves, "warm", len(log.hand_overs)
-
-
-def _margin(n: int, m: int) -> float:
-    """Candidate margin ``eta``: removing one of ``n`` unit budgets moves prices by ~ m / n."""
-    return float(min(MARGIN_MAX, max(MARGIN_MIN, MARGIN_PER_GOOD * m / max(n, 1))))
-
-
-def _loo_chunk(ctx: tuple[Any, ...], idx: np.ndarray) -> list[_LooOutcome]:
-    """A chunk of leave-one-out markets: batched first, the rest one by one."""
-    U, s, p_pf, gap_tol, solvers, red = ctx
-    out: list[_LooOutcome] = [(0.0, 0.0, 0, "batched", 0)] * idx.size
-    done = np.zeros(idx.size, dtype=bool)
-    if red is not None and U.shape[0] > 1:
-        accept = _aim(gap_tol, float(U.shape[0] - 1))
+def _loo_chunk(ctx: tuple[Any, ...], idx: np.ndarray) -> list[LooOutcome]:
+    """A chunk of leave-one-out markets: one block-diagonal interior-point solve of the chunk
+    (`fairalloc.markets.warm.loo_batch`, the plans' ``loo-batched-ipm``), then each market's
+    plan (`fairalloc.auctions.pa_plan.loo_plan`)."""
+    U, s, p_pf, gap_tol, solvers, red, tuning = ctx
+    batched: list[tuple[float, float] | None] = [None] * idx.size
+    if tuning.loo_batch and red is not None and U.shape[0] > 1:
+        accept = aim(gap_tol, float(U.shape[0] - 1))
         try:
             primal, gap, solved = loo_batch(red, idx, min(LOO_TARGET, accept))
         except (np.linalg.LinAlgError, ValueError, FloatingPointError, RuntimeError):
             solved = np.zeros(idx.size, dtype=bool)  # every market goes the per-market way
-        for r in np.flatnonzero(solved):  # one (batched) reduced solve each
-            out[r] = (float(primal[r]), float(gap[r]), 1, "batched", 0)
-        done = solved
-    for r in np.flatnonzero(~done):
-        out[r] = _loo_warm(ctx[:5], int(idx[r]))
-    return out
+        for r in np.flatnonzero(solved):
+            batched[r] = (float(primal[r]), float(gap[r]))
+    return [solve_loo(LooContext(U, s, p_pf, gap_tol, solvers, tuning, int(i), batched[r],
+                                 solve_log(solvers)), "warm") for r, i in enumerate(idx)]
 
 
-def _fisher(U: np.ndarray, s: np.ndarray, *, gap_tol: float, backend: Any) -> Any:
-    """`fairalloc.fisher_market` (equal budgets) through the library's
-    solver layer.
-
-    Passes ``backend`` on when one was chosen; records the backend that ran; a foreign
-    exception (never expected) becomes SolverError.
-    """
-    from ..markets import fisher_market
-
-    kwargs: dict[str, Any] = {"kind": "linear", "gap_tol": gap_tol}
-    if backend is not None:
-        kwargs["backend"] = backend
-    try:
-        r = fisher_market(U, supply=s, **kwargs)
-    except FairallocError:
-        raise
-    except Exception as exc:
-        raise SolverError(f"fisher_market raised {type(exc).__name__}: {exc}",
-                          raw_status="exception") from exc
-    if r.stats.backend not in ("", "none", "numpy"):
-        _record(r.stats.backend, r.stats.raw_status)
-    return r
-
-
-def _loo_cold(ctx: tuple[Any, ...], i: int) -> _LooOutcome:
-    """Leave-one-out market without buyer ``i``, solved from scratch by ``fisher_market``."""
-    U, s, _, gap_tol, solvers = ctx[:5]
-    Ui = np.delete(U, i, axis=0)
-    if Ui.shape[0] == 0:
-        return 0.0, 0.0, 0, "cold", 0
-    valued = (Ui > 0).any(axis=0) & (s > 0)
-    try:
-        r = _fisher(Ui[:, valued], s[valued], gap_tol=gap_tol, backend=solvers[2])
-    except (CertificateError, SolverError) as exc:  # report what it reached; the caller checks
-        cert = getattr(exc, "certificate", None)
-        if isinstance(cert, Certificate) and math.isfinite(cert.primal_value):
-            return float(cert.primal_value), float(cert.gap), 1, "cold", 0
-        return -math.inf, math.inf, 1, "cold", 0
-    return float(r.objective), float(r.gap), int(r.stats.solves), "cold", 0
+def _loo_one_cold(ctx: tuple[Any, ...], i: int) -> LooOutcome:
+    """The market without ``i`` by `fairalloc.fisher_market` alone (``method="cold"``)."""
+    U, s, p_pf, gap_tol, solvers, _, tuning = ctx
+    return solve_loo(LooContext(U, s, p_pf, gap_tol, solvers, tuning, i, None,
+                                solve_log(solvers)), "cold")
 
 
 @_clean_log
@@ -266,6 +185,7 @@ def partial_allocation(
     backend: Any = None,
     ids: Any = None,
     goods: Any = None,
+    tuning: Tuning | None = None,
 ) -> PartialAllocationResult:
     """Partial allocation mechanism for divisible goods and linear valuations (Themis §3.3.1).
 
@@ -308,6 +228,9 @@ def partial_allocation(
         is used for every solve and must handle exponential cones (else ``InputError``).
         Most markets need no backend at all (``stats.backend`` is then ``"numpy"``: the
         interior-point and polishing steps are fairalloc's own).
+    tuning : fairalloc.auctions.Tuning, optional
+        Performance knobs of the solve plans (`fairalloc.auctions.pa_plan`): which strategy
+        answers each market and how fast, never the answer. Default: ``Tuning()``.
 
     Returns
     -------
@@ -357,6 +280,7 @@ def partial_allocation(
     nw = _workers(workers)
     gap_tol = as_tolerance(gap_tol, "gap_tol")
     solvers = _pa_solvers(backend)
+    tuning = as_tuning(tuning)
     zero_row = ~(U > 0).any(axis=1)
     if zero_row.any():
         i = int(np.flatnonzero(zero_row)[0])
@@ -372,18 +296,9 @@ def partial_allocation(
 
     # ---- the proportionally fair allocation (Eisenberg-Gale, equal budgets) ---------------
     Uv, sv = np.array(Un[:, valued]), np.array(sn[valued])
-    log = _solve_log(solvers)
-    point = _pf_point(Uv, sv, gap_tol, solvers, log)
+    log = solve_log(solvers)
     shift = float(e_agent.sum()) * _LOG2  # sum_i log u_i(original) - sum_i log u_i(normalised)
-    pf_cert = Certificate(kind="eisenberg_gale", primal_value=point.primal + shift,
-                          dual_bound=point.dual + shift, gap=point.gap,
-                          primal_residual=feas_residual(point.allocation, sv),
-                          gap_tol=gap_tol, feas_tol=FEAS_TOL, scale=float(n))
-    if not pf_cert.ok:
-        stats = _solve_stats(mark, method=method, t0=t0, solves=1)
-        pf_cert.check(backend=stats.backend)
-    if method != "warm":  # (the warm route's steps follow its solves: `_loo_paths`)
-        log.step("loo-cold")
+    point, pf_cert = solve_pf(PFContext(Uv, sv, gap_tol, solvers, log, tuning, shift))
     xn = np.zeros((n, m))
     xn[:, valued] = point.allocation
     pn = np.zeros(m)
@@ -392,15 +307,20 @@ def partial_allocation(
 
     # ---- leave-one-out markets (normalised units) -------------------------------------------
     if method == "warm":
-        red = ReducedMarket.build(Uv, sv, point.prices, _margin(*Uv.shape))
-        loo = _parallel_map(_loo_chunk, (Un, sn, pn, gap_tol, solvers, red), np.arange(n), nw,
-                            chunk=LOO_BATCH)
+        red = ReducedMarket.build(Uv, sv, point.prices, margin(*Uv.shape))
+        loo = _parallel_map(_loo_chunk, (Un, sn, pn, gap_tol, solvers, red, tuning),
+                            np.arange(n), nw, chunk=max(tuning.loo_batch, 1))
     else:
-        loo = _parallel_map(_loo_cold, (Un, sn, pn, gap_tol, solvers), np.arange(n), nw)
+        loo = _parallel_map(_loo_one_cold, (Un, sn, pn, gap_tol, solvers, None, tuning),
+                            np.arange(n), nw)
     loo_obj = np.array([r[0] for r in loo], dtype=float)
     loo_gap = np.array([r[1] for r in loo], dtype=float)
     solves = 1 + int(sum(r[2] for r in loo))
-    _loo_paths(method, [(r[3], r[4]) for r in loo], log)
+    # each market's plan ran on its own log: its steps once each, in plan order, and every
+    # hand-over (counted: ``stats.fallbacks`` says "(x k)")
+    ran = {step for r in loo for step in r[3]}
+    log.replay(tuple(s.name for s in loo_plan(method, tuning) if s.name in ran),
+               tuple(h for r in loo for h in r[4]))
     loo_scale = float(max(1, n - 1))
     bad = ~(loo_gap <= gap_tol * loo_scale)
     if bad.any():
@@ -474,66 +394,3 @@ def _normalise(U: np.ndarray, s: np.ndarray, valued: np.ndarray
             "over- or underflows, or falls below the smallest normal number)",
             argument="utility", index=idx)
     return Un, sn, e_good, e_agent
-
-
-def _pf_point(Uv: np.ndarray, sv: np.ndarray, gap_tol: float, solvers: tuple[Any, Any, Any],
-              log: EngineLog) -> EGPoint:
-    """The PF market's certified point: ``fisher_market``, polished to an exact equilibrium
-    on its support; fairalloc's own warm search from uniform prices if that solve fails."""
-    n = Uv.shape[0]
-    B = np.ones(n)
-    x0: np.ndarray | None = None
-    p0: np.ndarray | None = None
-    reason = "fisher_market returned a non-finite point"
-    log.step("pf-market")
-    try:
-        pf = _fisher(Uv, sv, gap_tol=max(gap_tol, GAP_TOL), backend=solvers[2])
-        x0, p0 = np.array(pf.allocation, dtype=float), np.array(pf.prices, dtype=float)
-    except (CertificateError, SolverError) as exc:
-        reason = f"fisher_market failed ({type(exc).__name__}: {exc})"
-    if x0 is None or p0 is None or x0.shape != Uv.shape or not (
-            np.all(np.isfinite(x0)) and np.all(np.isfinite(p0))):
-        log.hand_over("pf-market", "pf-warm-search", reason)
-        log.step("pf-warm-search")
-        p_start = np.full(Uv.shape[1], n / max(float(sv.sum()), TINY_SUPPLY))
-        return solve_warm(Uv, B, sv, p_start, tol=PF_EXACT_GAP, accept=_aim(gap_tol, n), log=log)
-    xr = repair_dense(x0, sv)
-    point = EGPoint(xr, p0, eg_primal(Uv, B, xr), eg_dual(Uv, B, sv, p0))
-    # polish to an exact equilibrium (the fractions' numerators use the PF utilities)
-    better = solve_warm(Uv, B, sv, p0, tol=PF_EXACT_GAP, accept=point.gap, start=(x0, p0),
-                        max_rounds=PF_POLISH_ROUNDS, log=log)
-    if better.gap < point.gap:
-        log.step("pf-support-polish")
-        point = better
-    if point.gap > gap_tol * n:  # a hard market: the full warm search (whole market last)
-        log.hand_over("pf-market", "pf-warm-search",
-                     f"gap {point.gap:.3g} above {gap_tol:g} x {n} unit budgets")
-        log.step("pf-warm-search")
-        more = solve_warm(Uv, B, sv, point.prices, tol=min(PF_EXACT_GAP, gap_tol * n),
-                          accept=gap_tol * n, start=(point.allocation, point.prices), log=log)
-        point = more if more.gap < point.gap else point
-    return point
-
-
-def _loo_paths(method: str, routes: list[tuple[str, int]], log: EngineLog) -> None:
-    """``stats.path`` / ``.fallbacks`` entries of the leave-one-out solves (``routes``: each
-    market's route and its interior-point -> conic hand-overs)."""
-    n = len(routes)
-    count = {name: sum(1 for r, _ in routes if r == name)
-             for name in ("batched", "warm", "warm+cold", "cold")}
-    warm = count["warm"] + count["warm+cold"]
-    if method == "warm":
-        if count["batched"]:
-            log.step("loo-batched-ipm")
-        if warm:
-            log.hand_over("loo-batched-ipm", "loo-warm",
-                         f"{warm} of {n} leave-one-out markets not certified in a batch")
-            log.step("loo-warm")
-        if count["warm+cold"]:
-            log.hand_over("loo-warm", "loo-cold",
-                         f"{count['warm+cold']} leave-one-out markets missed the tolerance")
-            log.step("loo-cold")
-    conic = sum(k for _, k in routes)
-    if conic:
-        log.hand_over("ipm", "conic", f"{conic} reduced leave-one-out markets (the "
-                     "interior-point method did not converge)")

@@ -70,6 +70,7 @@ from .._validation import (
 )
 from ..errors import InputError, only_fairalloc_errors
 from ..results import FrozenArrays, readonly, require_pandas
+from .lowrank import fit as _lowrank_fit
 
 #: limit of the input: largest ridge weight / threshold accepted (the data are fitted at unit
 #: scale: beyond this the model is identically zero and the normal equations overflow)
@@ -78,14 +79,6 @@ _MAX_REG = 1e6
 DEFAULT_REG = 1e-2
 #: the default upper end of the ranks ``rank="auto"`` tries (a documented argument's default)
 DEFAULT_MAX_RANK = 10
-#: PERFORMANCE: hard-impute sweeps of the spectral start of ALS
-_SPECTRAL_SWEEPS = 10
-#: ACCURACY: floor of singular values and norms that are divided by or square-rooted (a zero
-#: matrix gives a zero model instead of 0/0)
-_TINY = 1e-12
-#: value of the factor columns added when the data have fewer singular values than the rank
-#: (a small non-zero start, so ALS can grow them)
-_PAD_START = 1e-6
 #: PERFORMANCE: iteration cap of each hold-out fit of ``rank="auto"``
 _VALIDATION_MAX_ITER = 100
 #: PERFORMANCE: loosest stopping tolerance used for the hold-out fits of ``rank="auto"``
@@ -133,19 +126,27 @@ class Completion(FrozenArrays):
     method : str
     iterations : int
     converged : bool
-        Whether the relative change of the iterates fell below ``tol``.
+        Whether the relative change of the iterates fell below ``tol`` (``stopped_by ==
+        "tolerance"``).
     train_rmse : float
         Root mean square error of the model on the observed entries.
     validation_rmse : ndarray or None
         ``rank="auto"``: hold-out RMSE of each candidate rank ``1..len``.
+    stopped_by : {"tolerance", "stalled", "max_iter"}
+        Why the fit stopped: the iterates settled (``converged``); ALS ``"stalled"``: the
+        objective was flat to ``tol`` (relative gradient) for
+        `fairalloc.mechanism.lowrank.STALL_PATIENCE` iterations while the model still
+        drifted (the observed entries do not pin the missing ones at this ``reg``: raise
+        it); ``"max_iter"``: ``min(max_iter, fairalloc.mechanism.lowrank.ITERATION_CAP)``
+        iterations ran.
 
     Examples
     --------
     >>> M = np.outer([1.0, 2.0, 3.0, 4.0], [1.0, 0.5, 2.0])
     >>> holes = M.copy(); holes[0, 2] = holes[3, 0] = np.nan
     >>> c = complete_matrix(holes, rank=1, reg=1e-9)
-    >>> c.rank, c.method, int(c.mask.sum()), c.converged, c.train_rmse < 1e-6
-    (1, 'als', 10, True, True)
+    >>> c.rank, c.method, int(c.mask.sum()), c.converged, c.train_rmse < 1e-6, c.stopped_by
+    (1, 'als', 10, True, True, 'tolerance')
     >>> round(float(c.matrix[0, 2]), 6), c.validation_rmse is None
     (2.0, True)
     """
@@ -159,87 +160,12 @@ class Completion(FrozenArrays):
     converged: bool
     train_rmse: float
     validation_rmse: np.ndarray | None = None
+    stopped_by: str = "tolerance"
 
     def __repr__(self) -> str:
         return (f"Completion(shape={self.matrix.shape}, observed={int(self.mask.sum())}, "
                 f"rank={self.rank}, method={self.method!r}, iterations={self.iterations}, "
-                f"converged={self.converged}, train_rmse={self.train_rmse:.3g})")
-
-
-def _init_factors(R: np.ndarray, W: np.ndarray, rank: int, sweeps: int = _SPECTRAL_SWEEPS
-                  ) -> tuple[np.ndarray, np.ndarray]:
-    """Spectral start: a few hard-impute sweeps (rank-``rank`` SVD, refill the missing
-    entries), then the factors of the last truncated SVD."""
-    Z = np.where(W, R, 0.0)
-    for _ in range(sweeps):
-        u, s, vt = np.linalg.svd(Z, full_matrices=False)
-        Z = np.where(W, R, (u[:, :rank] * s[:rank]) @ vt[:rank])
-    u, s, vt = np.linalg.svd(Z, full_matrices=False)
-    s = s[:rank]
-    root = np.sqrt(np.maximum(s, _TINY))
-    U = u[:, :rank] * root
-    V = vt[:rank].T * root
-    if U.shape[1] < rank:  # fewer singular values than the rank asked for
-        pad = rank - U.shape[1]
-        U = np.hstack([U, np.full((U.shape[0], pad), _PAD_START)])
-        V = np.hstack([V, np.full((V.shape[0], pad), _PAD_START)])
-    return U, V
-
-
-def _ridge_rows(R: np.ndarray, W: np.ndarray, F: np.ndarray, reg: float) -> np.ndarray:
-    """For each row i: argmin_u sum_{j obs} (R_ij - u . F_j)^2 + reg * n_i |u|^2 (batched)."""
-    rank = F.shape[1]
-    Wf = W.astype(float)
-    # A_i = sum_j W_ij F_j F_j^T for every row at once: one GEMM with the stacked outer products
-    outer = (F[:, :, None] * F[:, None, :]).reshape(F.shape[0], rank * rank)
-    A = (Wf @ outer).reshape(W.shape[0], rank, rank)
-    n_i = Wf.sum(axis=1)
-    A += (reg * np.maximum(n_i, 1.0))[:, None, None] * np.eye(rank)[None, :, :]
-    b = (np.where(W, R, 0.0)) @ F
-    try:
-        return np.linalg.solve(A, b[:, :, None])[:, :, 0]
-    except np.linalg.LinAlgError:  # reg = 0 and a row/column observed too rarely: least squares
-        return (np.linalg.pinv(A) @ b[:, :, None])[:, :, 0]
-
-
-def _als(R: np.ndarray, W: np.ndarray, rank: int, reg: float, max_iter: int, tol: float
-         ) -> tuple[np.ndarray, int, bool]:
-    U, V = _init_factors(R, W, rank)
-    prev = U @ V.T
-    for it in range(1, max_iter + 1):
-        U = _ridge_rows(R, W, V, reg)
-        V = _ridge_rows(R.T, W.T, U, reg)
-        cur = U @ V.T
-        change = float(np.linalg.norm(cur - prev)) / max(float(np.linalg.norm(prev)), _TINY)
-        prev = cur
-        if change < tol:
-            return cur, it, True
-    return prev, max_iter, False
-
-
-def _soft_impute(R: np.ndarray, W: np.ndarray, rank: int, reg: float, max_iter: int,
-                 tol: float) -> tuple[np.ndarray, int, bool]:
-    Z0 = np.where(W, R, 0.0)
-    lam = reg * (np.linalg.norm(Z0, 2) if Z0.size else 0.0)
-    Z = np.zeros_like(R)
-    for it in range(1, max_iter + 1):
-        filled = np.where(W, R, Z)
-        u, s, vt = np.linalg.svd(filled, full_matrices=False)
-        s = np.maximum(s - lam, 0.0)[:rank]
-        new = (u[:, :rank] * s) @ vt[:rank]
-        change = float(np.linalg.norm(new - Z)) / max(float(np.linalg.norm(Z)), _TINY)
-        Z = new
-        if change < tol:
-            return Z, it, True
-    return Z, max_iter, False
-
-
-def _fit(M: np.ndarray, W: np.ndarray, rank: int, method: str, reg: float, max_iter: int,
-         tol: float) -> tuple[np.ndarray, int, bool]:
-    R = np.where(W, M, 0.0)
-    if method == "als":
-        return _als(R, W, rank, reg, max_iter, tol)
-    return _soft_impute(R, W, rank, reg, max_iter, tol)
+                f"stopped_by={self.stopped_by!r}, train_rmse={self.train_rmse:.3g})")
 
 
 def _validate_matrix(values: Any, mask: Any, name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -279,7 +205,7 @@ def _choose_rank(M: np.ndarray, W: np.ndarray, max_rank: int, method: str, reg: 
         keep[held] = False
         Wt = keep.reshape(W.shape)
         for rk in range(1, max_rank + 1):
-            est, _, _ = _fit(M, Wt, rk, method, reg, min(max_iter, _VALIDATION_MAX_ITER),
+            est, _, _ = _lowrank_fit(M, Wt, rk, method, reg, min(max_iter, _VALIDATION_MAX_ITER),
                               max(tol, _VALIDATION_TOL))
             sq[rk - 1] += float(np.sum((est.ravel()[held] - M.ravel()[held]) ** 2))
         count += held.size
@@ -401,9 +327,13 @@ def complete_matrix(
         Soft-impute: threshold as a fraction of the largest singular value
         of the zero-filled matrix.
     max_iter : int
-        Iteration limit.
+        Iteration limit: a cap, not a promise to run. No fit runs more than
+        ``min(max_iter, ITERATION_CAP)`` (10,000) iterations, and ALS also stops when it
+        stalls on a flat valley (``Completion.stopped_by``).
     tol : float
-        Stop when the relative change of the model is below ``tol``.
+        Stop when the relative change of the model is below ``tol`` (``converged``). ALS
+        judges a stall by the same ``tol``: the objective's gradient relative to the data's
+        scale.
     max_rank : int, optional
         Largest rank tried by ``"auto"`` (default ``min(10, m - 1, c - 1)``, at least 1).
     seed : int
@@ -451,13 +381,14 @@ def complete_matrix(
     if isinstance(rank, str):
         rank, val = _choose_rank(Mn, W, max_rank, method, reg, max_iter, tol, int(seed))
         val = val * unit
-    est, it, conv = _fit(Mn, W, int(rank), method, reg, max_iter, tol)
+    est, it, stopped_by = _lowrank_fit(Mn, W, int(rank), method, reg, max_iter, tol)
     train = float(np.sqrt(np.mean((est[W] - Mn[W]) ** 2))) * unit
     est = est * unit
     out = np.where(W, M, est)
     for arr in (out, est, W):
         arr.flags.writeable = False
-    return Completion(out, est, W, int(rank), method, it, conv, train, val)
+    return Completion(out, est, W, int(rank), method, it, stopped_by == "tolerance", train, val,
+                      stopped_by)
 
 
 # --------------------------------------------------------------------------------------------
