@@ -76,6 +76,7 @@ from .leontief import DUAL
 from .result import MarketResult
 from .strategies import CONIC, MarketContext, run_market_plan, solve_fast
 from .symmetry import buyer_classes, solve_reduced, worth_reducing
+from .tuning import Tuning, as_tuning
 from .units import market_units
 
 __all__ = ["FisherMarket"]
@@ -407,6 +408,7 @@ class FisherMarket(Composable):
         time_limit: float | None = None,
         warm_start: Any = None,
         symmetry: bool = True,
+        tuning: Tuning | None = None,
     ) -> MarketResult:
         """Solve the market and certify the result.
 
@@ -446,6 +448,9 @@ class FisherMarket(Composable):
             ``stats.path`` starts with ``"symmetry:<classes>"``; see
             `fairalloc.markets.symmetry`). Composed models are
             never reduced. ``False`` solves buyer by buyer (for testing).
+        tuning : fairalloc.markets.Tuning, optional
+            The solve plans' performance knobs (default: the measured defaults); no knob
+            changes the certified answer.
 
         Returns
         -------
@@ -486,6 +491,7 @@ class FisherMarket(Composable):
         gap_tol = as_tolerance(gap_tol, "gap_tol")
         feas_tol = as_tolerance(feas_tol, "feas_tol")
         time_limit = as_time_limit(time_limit)
+        tuning = as_tuning(tuning)
         log = EngineLog(backend)
         warm = None
         if warm_start is not None:
@@ -508,13 +514,13 @@ class FisherMarket(Composable):
         if classes is not None and worth_reducing(classes):
             reduced = solve_reduced(self, classes, requested, gap_tol=gap_tol,
                                     feas_tol=feas_tol, time_limit=time_limit,
-                                    warm_start=warm_start, log=log)
+                                    warm_start=warm_start, log=log, tuning=tuning)
         if reduced is not None:
             alloc, prices_n, cert_n, iters, solves, method = reduced
         else:
             classes = None
             alloc, prices_n, cert_n, iters, solves = self._solve_items(
-                method, gap_tol, feas_tol, time_limit, warm, log)
+                method, gap_tol, feas_tol, time_limit, warm, log, tuning)
         cert = self._user_certificate(cert_n)
         status = Status.OPTIMAL
         if not cert.ok:
@@ -550,16 +556,16 @@ class FisherMarket(Composable):
                             goods=self.goods)
 
     def _solve_items(self, method: str, gap_tol: float, feas_tol: float,
-                     time_limit: float | None, warm: np.ndarray | None, log: EngineLog
-                     ) -> tuple[np.ndarray, np.ndarray, Certificate, int, int]:
+                     time_limit: float | None, warm: np.ndarray | None, log: EngineLog,
+                     tuning: Tuning) -> tuple[np.ndarray, np.ndarray, Certificate, int, int]:
         """The market solved buyer by buyer (normalised prices and certificate)."""
         try:
             if method == "cvxpy":
                 alloc, prices_n, cert_n, iters, solves = self._solve_cvxpy(
-                    gap_tol, feas_tol, time_limit, log)
+                    gap_tol, feas_tol, time_limit, log, tuning)
             else:
                 alloc, prices_n, cert_n, iters, solves = self._solve_plain(
-                    method, gap_tol, feas_tol, time_limit, warm, log)
+                    method, gap_tol, feas_tol, time_limit, warm, log, tuning)
         except FairallocError:
             raise
         except Exception as exc:  # numerical trouble in a polish or a foreign package
@@ -592,8 +598,8 @@ class FisherMarket(Composable):
         return "conic"
 
     def _solve_plain(self, method: str, gap_tol: float, feas_tol: float,
-                     time_limit: float | None, warm: np.ndarray | None, log: EngineLog
-                     ) -> tuple[np.ndarray, np.ndarray, Certificate, int, int]:
+                     time_limit: float | None, warm: np.ndarray | None, log: EngineLog,
+                     tuning: Tuning) -> tuple[np.ndarray, np.ndarray, Certificate, int, int]:
         """The exact paths on the normalised edge form; allocation in the caller's units,
         prices and certificate normalised."""
         form = self._form
@@ -601,10 +607,10 @@ class FisherMarket(Composable):
             log.step(method)
             z, cert, prices, iters, solves = solve_fast(
                 form, gap_tol=gap_tol, feas_tol=feas_tol, warm_prices=warm,
-                time_limit=time_limit, log=log)
+                time_limit=time_limit, log=log, tuning=tuning)
         else:  # the plan (`fairalloc.plan.run_plan`): the dual, where asked, then the conic tail
             ctx = MarketContext(form, gap_tol, feas_tol, time_limit, log, [],
-                                linear=self.kind == "linear")
+                                linear=self.kind == "linear", tuning=tuning)
             point, iters, solves = run_market_plan((DUAL, CONIC) if method == "dual"
                                                    else (CONIC,), ctx)
             z, cert, prices = point.z, point.cert, point.prices
@@ -682,7 +688,8 @@ class FisherMarket(Composable):
         var.save_value(value)
 
     def _solve_cvxpy(self, gap_tol: float, feas_tol: float, time_limit: float | None,
-                     log: EngineLog) -> tuple[np.ndarray, np.ndarray, Certificate, int, int]:
+                     log: EngineLog, tuning: Tuning
+                     ) -> tuple[np.ndarray, np.ndarray, Certificate, int, int]:
         from .._cvxpy import solve_cvxpy
 
         iters = solves = 0
@@ -692,7 +699,7 @@ class FisherMarket(Composable):
             # program too, whose feasible set is smaller)
             plain = self._plain_method()
             alloc, prices, cert, iters, solves = self._solve_plain(
-                plain, gap_tol, feas_tol, time_limit, None, log)
+                plain, gap_tol, feas_tol, time_limit, None, log, tuning)
             if cert.ok and self._constraints_hold(alloc, feas_tol):
                 log.step("constraints-hold")
                 return alloc, prices, cert, iters, solves
@@ -715,7 +722,7 @@ class FisherMarket(Composable):
             # a plain market has an exact path: use it rather than fail
             log.hand_over("cvxpy", "conic", "the cvxpy solve failed")
             alloc, prices, cert, it, more = self._solve_plain(
-                "conic", gap_tol, feas_tol, time_limit, None, log)
+                "conic", gap_tol, feas_tol, time_limit, None, log, tuning)
             return alloc, prices, cert, iters + it, solves + more
         iters += stats.iterations
         solves += stats.solves

@@ -23,7 +23,7 @@ after a time limit.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -40,7 +40,8 @@ from .engine import (
     proportional_response,
     solve_conic,
 )
-from .ipm import ipm_edge_form, ipm_fits
+from .ipm import IPM_MAX_ITER, ipm_edge_form, ipm_fits
+from .tuning import DEFAULT_TUNING, Tuning
 
 __all__ = ["CONIC", "FastContext", "MarketContext", "MarketPoint", "fast_context", "fast_plan",
            "point_certificate", "run_market_plan", "solve_fast"]
@@ -75,7 +76,8 @@ class MarketContext:
     """What a market plan's strategies read (`run_market_plan`): the normalised market, the
     tolerances, the time limit and the log. ``tried`` is the call's record of the points and
     work of the strategies that ran (like ``log``, written only to report: no strategy reads
-    it); ``linear``: the certificate is `certify_linear`'s, else `certify_general`'s."""
+    it); ``linear``: the certificate is `certify_linear`'s, else `certify_general`'s;
+    ``tuning``: the plan's knobs (`fairalloc.markets.Tuning`)."""
 
     form: EdgeForm
     gap_tol: float
@@ -84,6 +86,7 @@ class MarketContext:
     log: EngineLog
     tried: list[MarketPoint]
     linear: bool
+    tuning: Tuning = field(default=DEFAULT_TUNING, kw_only=True)
 
     def point(self, z: np.ndarray, p: np.ndarray, iterations: int, solves: int, step: str
               ) -> MarketPoint:
@@ -105,8 +108,10 @@ class FastContext(MarketContext):
     keep: np.ndarray
 
     def restricted(self) -> bool:
-        """The restricted market is much smaller than the market (it can win)."""
-        return bool(self.keep.sum() <= FAST_MAX_EDGE_SHARE * self.form.num_edges)
+        """The restricted market is much smaller than the market (it can win), and the
+        tuning tries restricted markets."""
+        return self.tuning.restricted and bool(
+            self.keep.sum() <= FAST_MAX_EDGE_SHARE * self.form.num_edges)
 
     def whole_ipm(self) -> bool:
         """No restricted market, and the interior point fits the whole market."""
@@ -170,7 +175,7 @@ def _restricted_strategy(ctx: FastContext) -> MarketPoint:
         # (the first round's step is the plan step's own, logged by the driver)
         z_sub, p, it, by_conic = _solve_linear(sub, ctx.p0, time_limit=ctx.time_limit,
                                                tol=RESTRICTED_TOL, log=ctx.log, step="restricted",
-                                               noted=rnd == 0)
+                                               noted=rnd == 0, max_iter=ctx.tuning.ipm_max_iter)
         iterations += it
         solves += by_conic
         z = np.zeros(form.num_edges)
@@ -200,7 +205,7 @@ def _ipm_strategy(ctx: FastContext) -> MarketPoint:
     """The whole market by the interior point on its prices (few edges per buyer)."""
     form = ctx.form
     out = ipm_edge_form(form.owner, form.C.indices, form.C.data, form.weight, form.budget,
-                        form.supply, ctx.p0)
+                        form.supply, ctx.p0, max_iter=ctx.tuning.ipm_max_iter)
     if out is None:
         raise Decline("the interior-point method did not converge")
     return ctx.point(out[0], out[1], out[2], 0, IPM_STEP)
@@ -217,8 +222,8 @@ def fast_plan(ctx: FastContext) -> tuple[Strategy[FastContext, MarketPoint], ...
 
 
 def fast_context(form: EdgeForm, *, gap_tol: float, feas_tol: float,
-                 warm_prices: np.ndarray | None, time_limit: float | None, log: EngineLog
-                 ) -> FastContext:
+                 warm_prices: np.ndarray | None, time_limit: float | None, log: EngineLog,
+                 tuning: Tuning = DEFAULT_TUNING) -> FastContext:
     """The fast path's context: proportional-response prices (warm-started from
     ``warm_prices``) and each buyer's edges within `FAST_MARGIN` of its best bang-per-buck at
     them (step ``proportional-response``).
@@ -244,18 +249,20 @@ def fast_context(form: EdgeForm, *, gap_tol: float, feas_tol: float,
     # every buyer keeps an edge (rough prices can be NaN/inf on extreme data)
     lost = np.bincount(form.owner, weights=keep.astype(float), minlength=form.n) == 0
     keep |= lost[form.owner]
-    return FastContext(form, gap_tol, feas_tol, time_limit, log, [], True, p0, keep)
+    return FastContext(form, gap_tol, feas_tol, time_limit, log, [], True, p0, keep,
+                       tuning=tuning)
 
 
 def solve_fast(form: EdgeForm, *, gap_tol: float, feas_tol: float,
                warm_prices: np.ndarray | None, time_limit: float | None,
-               log: EngineLog | None = None
+               log: EngineLog | None = None, tuning: Tuning = DEFAULT_TUNING
                 ) -> tuple[np.ndarray, Certificate, np.ndarray, int, int]:
     """Column generation on the edge form, warm-started by proportional response: the plan
     `fast_plan` on `fast_context`, run by `run_market_plan`; returns ``(z, certificate,
     prices, iterations, solves)``."""
     ctx = fast_context(form, gap_tol=gap_tol, feas_tol=feas_tol, warm_prices=warm_prices,
-                       time_limit=time_limit, log=EngineLog() if log is None else log)
+                       time_limit=time_limit, log=EngineLog() if log is None else log,
+                       tuning=tuning)
     point, iterations, solves = run_market_plan(fast_plan(ctx), ctx)
     return point.z, point.cert, point.prices, iterations, solves
 
@@ -271,18 +278,19 @@ def _ipm_applies(form: EdgeForm, keep: np.ndarray | None = None) -> bool:
 
 
 def _solve_linear(form: EdgeForm, p0: np.ndarray, *, time_limit: float | None, tol: float,
-                  log: EngineLog, step: str, noted: bool = False
+                  log: EngineLog, step: str, noted: bool = False, max_iter: int = IPM_MAX_ITER
                   ) -> tuple[np.ndarray, np.ndarray, int, int]:
     """A restricted linear edge form solved by the interior point on its prices when it
     applies (`_ipm_applies`; path step ``"<step>-ipm"``), else (or if it does not converge)
     by the conic backend (``"<step>-conic"``). Returns ``(z, p, iterations, conic solves)``;
-    the caller certifies the point; ``noted``: its first step is already in the log."""
+    the caller certifies the point; ``noted``: its first step is already in the log;
+    ``max_iter``: the interior point's iterations (`fairalloc.markets.Tuning.ipm_max_iter`)."""
     conic_step = f"{step}-conic"
     if _ipm_applies(form):
         if not noted:
             log.step(f"{step}-ipm")
         out = ipm_edge_form(form.owner, form.C.indices, form.C.data, form.weight, form.budget,
-                            form.supply, p0)
+                            form.supply, p0, max_iter=max_iter)
         if out is not None:
             return out[0], out[1], out[2], 0
         log.hand_over("ipm", conic_step, "the interior-point method did not converge")

@@ -27,6 +27,7 @@ from ..errors import CertificateError
 from ..results import Certificate
 from ..solvelog import LIMITED
 from .engine import EngineLog
+from .tuning import DEFAULT_TUNING, Tuning
 
 if TYPE_CHECKING:
     from .fisher import FisherMarket
@@ -108,7 +109,8 @@ def expand_allocation(classes: Classes, allocation: np.ndarray, budget: np.ndarr
 
 
 def solve_reduced(market: FisherMarket, classes: Classes, method: str, *, gap_tol: float,
-                  feas_tol: float, time_limit: float | None, warm_start: Any, log: EngineLog
+                  feas_tol: float, time_limit: float | None, warm_start: Any, log: EngineLog,
+                  tuning: Tuning = DEFAULT_TUNING
                   ) -> tuple[np.ndarray, np.ndarray, Certificate, int, int, str] | None:
     """Solve ``market`` over its buyer ``classes``, expand, and certify on the original market.
 
@@ -137,7 +139,8 @@ def solve_reduced(market: FisherMarket, classes: Classes, method: str, *, gap_to
                        market.supply, kind=market.kind)
     try:
         r = sub.solve(method=method, backend=log.conic, gap_tol=gap_tol, feas_tol=feas_tol,
-                      time_limit=time_limit, warm_start=warm_start, symmetry=False)
+                      time_limit=time_limit, warm_start=warm_start, symmetry=False,
+                      tuning=tuning)
     except CertificateError as exc:
         log.hand_over("symmetry", "items", f"the reduced market was not certified ({exc})")
         return None
