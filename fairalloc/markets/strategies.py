@@ -22,7 +22,7 @@ after a time limit.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +31,8 @@ import numpy as np
 from ..errors import CertificateError, InfeasibleError, SolverError
 from ..plan import Decline, Strategy, run_plan
 from ..results import Certificate
+from ..solvelog import SolveLog
+from ..tolerances import FEAS_TOL, GAP_TOL
 from .engine import (
     TINY_PRICE,
     EdgeForm,
@@ -43,8 +45,8 @@ from .engine import (
 from .ipm import IPM_MAX_ITER, ipm_edge_form, ipm_fits
 from .tuning import DEFAULT_TUNING, Tuning
 
-__all__ = ["CONIC", "FastContext", "MarketContext", "MarketPoint", "fast_context", "fast_plan",
-           "point_certificate", "run_market_plan", "solve_fast"]
+__all__ = ["CONIC", "FastContext", "MarketContext", "MarketPoint", "SubMarket", "fast_context",
+           "fast_plan", "point_certificate", "run_market_plan", "solve_fast", "solve_submarket"]
 
 RESTRICTED_TOL = 1e-11  # ACCURACY: tolerance of the fast path's small restricted conic solves
 PR_ITERS_COLD = 60  # PERFORMANCE: proportional-response rounds from uniform bids
@@ -280,22 +282,79 @@ def _ipm_applies(form: EdgeForm, keep: np.ndarray | None = None) -> bool:
 def _solve_linear(form: EdgeForm, p0: np.ndarray, *, time_limit: float | None, tol: float,
                   log: EngineLog, step: str, noted: bool = False, max_iter: int = IPM_MAX_ITER
                   ) -> tuple[np.ndarray, np.ndarray, int, int]:
-    """A restricted linear edge form solved by the interior point on its prices when it
-    applies (`_ipm_applies`; path step ``"<step>-ipm"``), else (or if it does not converge)
-    by the conic backend (``"<step>-conic"``). Returns ``(z, p, iterations, conic solves)``;
-    the caller certifies the point; ``noted``: its first step is already in the log;
-    ``max_iter``: the interior point's iterations (`fairalloc.markets.Tuning.ipm_max_iter`)."""
-    conic_step = f"{step}-conic"
-    if _ipm_applies(form):
-        if not noted:
-            log.step(f"{step}-ipm")
-        out = ipm_edge_form(form.owner, form.C.indices, form.C.data, form.weight, form.budget,
-                            form.supply, p0, max_iter=max_iter)
-        if out is not None:
-            return out[0], out[1], out[2], 0
-        log.hand_over("ipm", conic_step, "the interior-point method did not converge")
-        noted = False
-    if not noted:
-        log.step(conic_step)
-    z, p, it = solve_conic(form, time_limit=time_limit, tol=tol, log=log)
-    return z, p, it, 1
+    """A restricted linear edge form solved by its plan (`solve_submarket`): the interior point
+    on its prices when it applies (`_ipm_applies`; path step ``"<step>-ipm"``), else (or if it
+    does not converge) the conic backend (``"<step>-conic"``). Returns ``(z, p, iterations,
+    conic solves)``; the caller certifies the point on the whole market; ``noted``: its first
+    step is already in the log; ``max_iter``: the interior point's iterations
+    (`fairalloc.markets.Tuning.ipm_max_iter`)."""
+    def ipm() -> tuple[np.ndarray, np.ndarray, int] | None:
+        return ipm_edge_form(form.owner, form.C.indices, form.C.data, form.weight, form.budget,
+                             form.supply, p0, max_iter=max_iter)
+
+    sub = SubMarket(form, ipm if _ipm_applies(form) else None,
+                    lambda: solve_conic(form, time_limit=time_limit, tol=tol, log=log), [])
+    return solve_submarket(sub, log, ipm_step=f"{step}-ipm", conic_step=f"{step}-conic",
+                           noted=noted)
+
+
+@dataclass(frozen=True, eq=False)
+class SubMarket:
+    """A market solved inside a strategy (a restricted round, a warm search's reduced market):
+    its edge form (for its own certificate), the interior point on its prices (``ipm``;
+    ``None`` where it does not apply; returns ``None`` when it did not converge) and the conic
+    solve (``conic``); ``tail`` records the conic point."""
+
+    form: EdgeForm
+    ipm: Callable[[], tuple[np.ndarray, np.ndarray, int] | None] | None
+    conic: Callable[[], tuple[np.ndarray, np.ndarray, int]]
+    tail: list[tuple[np.ndarray, np.ndarray, int, int]]
+
+    def has_ipm(self) -> bool:
+        """The interior point applies."""
+        return self.ipm is not None
+
+
+def _sub_ipm(sub: SubMarket) -> tuple[np.ndarray, np.ndarray, int, int]:
+    assert sub.ipm is not None  # (the strategy applies only then)
+    out = sub.ipm()
+    if out is None:
+        raise Decline("the interior-point method did not converge")
+    return out[0], out[1], out[2], 0
+
+
+def _sub_conic(sub: SubMarket) -> tuple[np.ndarray, np.ndarray, int, int]:
+    z, p, it = sub.conic()
+    out = (z, p, it, 1)
+    sub.tail.append(out)
+    return out
+
+
+def _sub_certificate(sub: SubMarket, out: tuple[np.ndarray, np.ndarray, int, int]
+                     ) -> Certificate:
+    """The point's Eisenberg-Gale certificate on the sub-market itself."""
+    form = sub.form
+    return form.certificate(form.repair(out[0]), [out[1]], gap_tol=GAP_TOL,
+                            feas_tol=FEAS_TOL)[0]
+
+
+def solve_submarket(sub: SubMarket, log: EngineLog, *, ipm_step: str, conic_step: str,
+                    steps: bool = True, noted: bool = False
+                    ) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """Solve a sub-market by its plan, run by `fairalloc.plan.run_plan`: the interior point
+    (step ``ipm_step``, where it applies), then the conic backend (``conic_step``, exact); each
+    certified on the sub-market. The conic point is returned even when it does not certify
+    there: the caller certifies (and polishes) the point on the whole market. Returns ``(z, p,
+    iterations, conic solves)``; ``steps=False``: the steps stay out of ``log``'s path (its
+    hand-overs are recorded); ``noted``: the first step is already in the path."""
+    plan = (Strategy(ipm_step, _sub_ipm, _sub_certificate, SubMarket.has_ipm),
+            Strategy(conic_step, _sub_conic, _sub_certificate, exact=True))
+    own = SolveLog()
+    try:
+        return run_plan(plan, sub, own, what="sub-market", backend=log.conic.name).result
+    except CertificateError:
+        if not sub.tail:
+            raise
+        return sub.tail[-1]  # the conic point, certified by the caller on the whole market
+    finally:
+        log.replay(own.path[1 if noted else 0:] if steps else (), own.fallbacks)
