@@ -4,6 +4,8 @@ unreduced agreement (hypothesis), certificates on the original market, near-ties
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -13,8 +15,12 @@ import fairalloc as fa
 import fairalloc.markets.symmetry as symmetry_mod
 from fairalloc.errors import InputError
 from fairalloc.markets import Tuning
+from fairalloc.markets.engine import EngineLog
+from fairalloc.plan import Strategy, describe, run_plan
 from fairalloc.properties import bundle_values, check_market
+from fairalloc.results import Certificate
 from fairalloc.testing.strategies import budgets, utilities
+from fairalloc.tolerances import FEAS_TOL, GAP_TOL
 
 U3 = [[2.0, 1.0], [2.0, 1.0], [1.0, 2.0]]  # buyers 0 and 1 identical
 B3 = [1.0, 3.0, 1.0]
@@ -234,3 +240,38 @@ def test_dual_method_needs_a_static_leontief_market(kwargs: dict, match: str) ->
     call = fa.volatile_fisher_market if u.ndim == 3 else fa.fisher_market
     with pytest.raises(InputError, match=match):
         call(u, **kwargs)
+
+
+def test_the_symmetry_plan_hands_an_uncertified_expansion_to_the_buyer_by_buyer_solve() -> None:
+    # the plan's first step with an expansion that wastes half of every bundle, certified on
+    # the original market (primal sum B log u against the dual bound at the equilibrium
+    # prices): the driver hands over to the plan's exact tail, the market buyer by buyer
+    market = fa.FisherMarket(U3, B3)
+    classes = symmetry_mod.buyer_classes(market.utility)
+    plan = symmetry_mod.symmetry_plan(classes)
+    assert describe(plan) == ("symmetry:2", "items!")
+    b = np.asarray(B3)
+    ref = market.solve(symmetry=False)
+    bound = market.dual_value(ref.prices)
+
+    def wrong(ctx: symmetry_mod.SymmetryContext) -> symmetry_mod.Solved:
+        out = symmetry_mod.solve_reduced(ctx)
+        alloc = 0.5 * out.allocation
+        primal = float(b @ np.log(np.diag(bundle_values(U3, alloc))))
+        cert = Certificate("eisenberg_gale", primal, bound, bound - primal, 0.0,
+                           gap_tol=GAP_TOL, feas_tol=FEAS_TOL, scale=float(b.sum()))
+        return dataclasses.replace(out, allocation=alloc, cert=cert)
+
+    def items() -> symmetry_mod.Solved:
+        return symmetry_mod.Solved(ref.allocation, ref.prices, ref.certificate, 0, 0, "conic",
+                                   None)
+
+    log = EngineLog()
+    ctx = symmetry_mod.SymmetryContext(market, classes, "auto", GAP_TOL, FEAS_TOL, None, None,
+                                       log, Tuning(), items)
+    found = run_plan((Strategy(plan[0].name, wrong, plan[0].certify), plan[1]), ctx, log,
+                     what="market")
+    assert found.strategy == "items" and found.certificate.ok and found.result.classes is None
+    assert log.fallbacks[0].startswith("symmetry:2->items: did not certify (relative gap")
+    assert [s.classes is not None for s in ctx.tried] == [True, False]
+    np.testing.assert_allclose(found.result.allocation, ref.allocation)

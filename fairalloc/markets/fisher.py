@@ -75,7 +75,7 @@ from .engine import (
 from .leontief import DUAL
 from .result import MarketResult
 from .strategies import CONIC, MarketContext, run_market_plan, solve_fast
-from .symmetry import buyer_classes, solve_reduced, worth_reducing
+from .symmetry import Solved, SymmetryContext, buyer_classes, solve_symmetric, worth_reducing
 from .tuning import Tuning, as_tuning
 from .units import market_units
 
@@ -509,18 +509,22 @@ class FisherMarket(Composable):
         if method == "dual" and not (self.kind == "leontief" and not self.volatile):
             raise InputError("method='dual' is for static Leontief markets; use 'auto'",
                              argument="method")
-        reduced = None
         classes = buyer_classes(self.utility) if symmetry and not self.composed else None
-        if classes is not None and worth_reducing(classes):
-            reduced = solve_reduced(self, classes, requested, gap_tol=gap_tol,
-                                    feas_tol=feas_tol, time_limit=time_limit,
-                                    warm_start=warm_start, log=log, tuning=tuning)
-        if reduced is not None:
-            alloc, prices_n, cert_n, iters, solves, method = reduced
-        else:
-            classes = None
+
+        def items() -> Solved:
             alloc, prices_n, cert_n, iters, solves = self._solve_items(
                 method, gap_tol, feas_tol, time_limit, warm, log, tuning)
+            return Solved(alloc, prices_n, cert_n, iters, solves, method, None)
+
+        if classes is not None and worth_reducing(classes):  # the symmetry plan
+            solved = solve_symmetric(SymmetryContext(
+                self, classes, requested, gap_tol, feas_tol, time_limit, warm_start, log,
+                tuning, items))
+        else:
+            solved = items()
+        alloc, prices_n, cert_n = solved.allocation, solved.prices, solved.cert
+        iters, solves, method, classes = (solved.iterations, solved.solves, solved.method,
+                                          solved.classes)
         cert = self._user_certificate(cert_n)
         status = Status.OPTIMAL
         if not cert.ok:
