@@ -140,17 +140,18 @@ CONIC: Strategy[MarketContext, MarketPoint] = Strategy(CONIC_STEP, _conic_strate
 def run_market_plan(plan: Sequence[Strategy[Any, MarketPoint]], ctx: MarketContext
                     ) -> tuple[MarketPoint, int, int]:
     """Run a market plan (`fairalloc.plan.run_plan`): ``(point, iterations, solves)``, the
-    work of every strategy that ran counted. When no strategy certifies, the exact tail's
-    point is returned as it is: the caller re-solves it in better units, or reports it with
-    its proven gap after a time limit; without a tail point the plan's error is raised (with
-    the status of the limit that stopped a backend, if one did)."""
+    work of every strategy that ran counted. When no strategy certifies, the last point, if an
+    exact strategy made it, is returned as it is: the caller reports it with its proven gap
+    after a limit, or raises its certificate's error; without such a point the plan's error is
+    raised (with the status of the limit that stopped a backend, if one did)."""
     log = ctx.log
+    exact = {s.name for s in plan if s.exact}
     try:
         point = run_plan(plan, ctx, log, what="Eisenberg-Gale", backend=log.conic.name).result
     except CertificateError:
-        if not ctx.tried or ctx.tried[-1].step != plan[-1].name:
+        if not ctx.tried or ctx.tried[-1].step not in exact:
             raise
-        point = ctx.tried[-1]  # the exact tail's point, uncertified
+        point = ctx.tried[-1]  # the last exact strategy's point, uncertified
     except InfeasibleError:
         raise
     except SolverError as exc:

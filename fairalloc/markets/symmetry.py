@@ -249,5 +249,5 @@ def solve_symmetric(ctx: SymmetryContext) -> Solved:
         if ctx.tried:
             return ctx.tried[-1]
         if ctx.raised:
-            raise ctx.raised[-1] from None
+            raise ctx.raised[-1]  # noqa: B904 - the strategy's own error, with its cause
         raise
