@@ -92,6 +92,11 @@ class Strategy(Generic[C, R]):
         Whether the strategy is tried at all on this context (default: always).
     exact : bool
         A robust exact method (the plan's tail): its infeasibility verdict counts.
+    ready : callable ``(ctx) -> bool``, optional
+        Whether the strategy runs when its turn comes, evaluated after the strategies before it
+        ran (so it may read what they recorded in the context, e.g. a refinement that needs an
+        uncertified point): one that is not ready is skipped without a step or a hand-over,
+        and the hand-over goes to the next ready one. Default: always ready.
 
     Examples
     --------
@@ -108,6 +113,7 @@ class Strategy(Generic[C, R]):
     certify: Callable[[C, R], Certificate]
     applies: Callable[[C], bool] = _always
     exact: bool = False
+    ready: Callable[[C], bool] | None = None
 
 
 @dataclass(frozen=True)
@@ -225,9 +231,19 @@ def run_plan(plan: Sequence[Strategy[C, R]], ctx: C, log: SolveLog, *, what: str
     verdicts: list[str] = []
     infeasible: list[InfeasibleError] = []
     best: Certificate | None = None
-    for i, strategy in enumerate(live):
+
+    def next_ready(start: int) -> int | None:
+        """The first strategy from ``start`` that is ready now (after those before it ran)."""
+        return next((j for j in range(start, len(live))
+                     if live[j].ready is None or live[j].ready(ctx)), None)
+
+    i = next_ready(0)
+    if i is None:
+        raise SolverError(f"no strategy of the plan is ready for the {what} program",
+                          backend=backend, status=SolveStatus.ERROR)
+    while i is not None:
+        strategy = live[i]
         log.step(strategy.name)
-        last = i + 1 == len(live)
         try:
             out = strategy.solve(ctx)
         except Decline as exc:
@@ -235,7 +251,7 @@ def run_plan(plan: Sequence[Strategy[C, R]], ctx: C, log: SolveLog, *, what: str
         except InfeasibleError as exc:
             if strategy.exact:
                 infeasible.append(exc)
-                if len(infeasible) >= infeasible_votes or last:
+                if len(infeasible) >= infeasible_votes or next_ready(i + 1) is None:
                     raise InfeasibleError(
                         f"the {what} program is infeasible ({exc}; "
                         f"{len(infeasible)} exact method(s) agree)", backend=exc.backend,
@@ -252,8 +268,10 @@ def run_plan(plan: Sequence[Strategy[C, R]], ctx: C, log: SolveLog, *, what: str
                 best = cert
             verdict = _cert_verdict(cert)
         verdicts.append(f"{strategy.name}: {verdict}")
-        if not last:
-            log.hand_over(strategy.name, live[i + 1].name, verdict)
+        after = next_ready(i + 1)
+        if after is not None:
+            log.hand_over(strategy.name, live[after].name, verdict)
+        i = after
     text = "; ".join(verdicts)
     if infeasible and best is None:
         raise InfeasibleError(f"the {what} program is infeasible ({text})",

@@ -5,12 +5,24 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fairalloc as fa
-from fairalloc.markets import strategies
+from fairalloc.markets import Tuning
+from fairalloc.markets.engine import EdgeForm, EngineLog, edge_starts
 from fairalloc.markets.ipm import IPM_MAX_PAIRS_PER_EDGE, ipm_edge_form, ipm_fits
+from fairalloc.markets.strategies import (
+    FastContext,
+    MarketPoint,
+    fast_context,
+    fast_plan,
+    point_certificate,
+    run_market_plan,
+)
+from fairalloc.plan import Strategy
+from fairalloc.tolerances import FEAS_TOL, GAP_TOL
 
 
 def _sparse_market(seed: int, n: int = 3000, m: int = 40) -> tuple[np.ndarray, np.ndarray]:
@@ -97,14 +109,25 @@ def test_unconverged_ipm_hands_over_to_the_conic_backend(monkeypatch: pytest.Mon
 def test_uncertified_ipm_point_hands_over_to_the_conic_backend(
         monkeypatch: pytest.MonkeyPatch) -> None:
     U, B = _sparse_market(2, n=1500, m=20)
-    real = strategies.ipm_edge_form
+    owner, good = np.nonzero(U)
+    C = sp.csc_matrix((np.ones(owner.size), (good, np.arange(owner.size))),
+                      shape=(U.shape[1], owner.size))
+    form = EdgeForm(owner, U[owner, good], C, B, np.ones(U.shape[1]),
+                    edge_starts(owner, U.shape[0]))
+    ctx = fast_context(form, gap_tol=GAP_TOL, feas_tol=FEAS_TOL, warm_prices=None,
+                       time_limit=None, log=EngineLog(), tuning=Tuning(restricted=False))
 
-    def off(*args: np.ndarray) -> tuple[np.ndarray, np.ndarray, int] | None:
-        out = real(*args)
+    def off(c: FastContext) -> MarketPoint:
+        """The interior point's step, its point moved far from the optimum."""
+        out = ipm_edge_form(form.owner, form.C.indices, form.C.data, form.weight,
+                            form.budget, form.supply, c.p0)
         assert out is not None
-        return 0.5 * out[0], 3.0 * out[1], out[2]  # a point far from the optimum
+        return c.point(0.5 * out[0], 3.0 * out[1], out[2], 0, "ipm")
 
-    monkeypatch.setattr(strategies, "ipm_edge_form", off)
+    # the fast plan's ipm step with that point (its other steps as they are)
+    plan = tuple(Strategy("ipm", off, point_certificate, FastContext.whole_ipm)
+                 if s.name == "ipm" else s for s in fast_plan(ctx))
+    assert [s.name for s in plan if s.applies(ctx)] == ["ipm", "conic"]
     # no rescue by a polish: the support systems it solves (scipy's sparse LU, numpy's least
     # squares) give no answer
     import scipy.sparse.linalg as sla
@@ -112,14 +135,17 @@ def test_uncertified_ipm_point_hands_over_to_the_conic_backend(
     monkeypatch.setattr(sla, "spsolve", lambda A, b, *a, **k: np.full(np.shape(b), np.nan))
     monkeypatch.setattr(np.linalg, "lstsq",
                         lambda A, b, *a, **k: (np.full(np.shape(A)[1:], np.nan), None, 0, None))
-    r = fa.fisher_market(U, B)
+    point, _, solves = run_market_plan(plan, ctx)
     # the plan driver hands over with the certificate's verdict (`fairalloc.plan.run_plan`)
-    assert any(f.startswith("ipm->conic: did not certify (relative gap")
-               for f in r.stats.fallbacks), r.stats.fallbacks
-    assert r.certificate.ok and r.stats.solves == 1
-    ref = fa.fisher_market(U, B, method="conic")
-    assert abs(r.objective - ref.objective) <= \
-        r.certificate.gap + ref.certificate.gap + 1e-12 * abs(ref.objective)
+    assert ctx.log.fallbacks[0].startswith("ipm->conic: did not certify (relative gap"), \
+        ctx.log.fallbacks
+    assert not ctx.tried[0].cert.ok and ctx.tried[0].step == "ipm"
+    assert point.cert.ok and point.step == "conic" and solves == 1
+    monkeypatch.undo()
+    ref = fa.fisher_market(U, B, method="conic", symmetry=False)
+    # the same market in the same (unit) units: two certified optima agree to their gaps
+    assert abs(point.cert.primal_value - ref.certificate.primal_value) <= \
+        point.cert.gap + ref.certificate.gap + 1e-12 * B.sum()
 
 
 @settings(max_examples=20, deadline=None)

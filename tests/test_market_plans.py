@@ -7,10 +7,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import fairalloc as fa
+from fairalloc.markets import Tuning
 from fairalloc.markets.engine import EdgeForm, EngineLog, edge_starts
 from fairalloc.markets.leontief import DUAL
+from fairalloc.markets.plain import INCUMBENT, PRICE_SCALED, PlainContext, plain_plan
 from fairalloc.markets.strategies import (
     CONIC,
     MarketContext,
@@ -20,7 +24,9 @@ from fairalloc.markets.strategies import (
     point_certificate,
     run_market_plan,
 )
-from fairalloc.plan import Strategy, describe
+from fairalloc.plan import Decline, Strategy, describe, run_plan
+from fairalloc.results import Certificate
+from fairalloc.solvelog import SolveLog
 from fairalloc.tolerances import FEAS_TOL, GAP_TOL
 
 
@@ -146,3 +152,73 @@ def test_a_tail_stopped_before_any_point_is_a_limit_not_a_failure(kind: str) -> 
     assert err.value.status == "time_limit" and err.value.raw_status == "MaxTime"
     assert not isinstance(err.value, fa.CertificateError)
     assert err.value.verdicts == ("conic: failed (time_limit: MaxTime)",)
+
+
+# --- strategies that are ready only after others ran (`Strategy.ready`) ------------------------
+def test_a_strategy_not_ready_is_skipped_without_a_step_or_a_hand_over() -> None:
+    good = Certificate("lp", 1.0, 1.0, 0.0, 0.0)
+    seen: list[str] = []
+
+    def fails(ctx: list[str]) -> int:
+        ctx.append("fails")
+        raise Decline("no luck")
+
+    plan = (Strategy("first", fails, lambda c, r: good),
+            Strategy("never", lambda c: 1, lambda c, r: good, ready=lambda c: not c),
+            Strategy("exact", lambda c: 2, lambda c, r: good, exact=True,
+                     ready=lambda c: c == ["fails"]))
+    log = SolveLog()
+    found = run_plan(plan, seen, log, what="demo")
+    assert found.result == 2 and found.strategy == "exact"
+    assert log.path == ("first", "exact") and log.fallbacks == ("first->exact: no luck",)
+    # nothing ready after a failure: the failure is the plan's verdict
+    with pytest.raises(fa.SolverError) as info:
+        run_plan(plan[:2], [], SolveLog(), what="demo")
+    assert info.value.verdicts == ("first: no luck",)
+
+
+def test_an_uncertified_point_is_re_solved_in_price_scaled_units() -> None:
+    U = np.array([[2.0, 1.0], [1.0, 2.0]])
+    log = EngineLog()
+    ctx = PlainContext(_linear_form(U, np.ones(2)), GAP_TOL, FEAS_TOL, None, log, [],
+                       linear=True)
+    plan = (Strategy("bad", _bad, point_certificate, exact=True), PRICE_SCALED, INCUMBENT)
+    assert describe(plain_plan("fast")) == ("fast!", "price-scaled-conic!", "incumbent!")
+    point, iterations, solves = run_market_plan(plan, ctx)
+    # the incumbent is not ready: no limit stopped a solve
+    assert point.step == "price-scaled-conic" and point.cert.ok and solves >= 1
+    assert log.path[:2] == ("bad", "price-scaled-conic") and "incumbent" not in log.path
+    assert log.fallbacks == (log.fallbacks[0],)
+    assert log.fallbacks[0].startswith("bad->price-scaled-conic: did not certify")
+    np.testing.assert_allclose(point.prices, [1.0, 1.0], rtol=1e-6)
+
+
+def test_market_tuning_is_validated() -> None:
+    for bad in ({"ipm_max_iter": -1}, {"dual_max_iter": 1.5}, {"restricted": 1},
+                {"ipm_max_iter": True}):
+        with pytest.raises(fa.InputError, match="tuning"):
+            Tuning(**bad)  # type: ignore[arg-type]
+    with pytest.raises(fa.InputError, match="tuning"):
+        fa.fisher_market([[1.0]], tuning="fast")  # type: ignore[arg-type]
+
+
+@settings(max_examples=10, deadline=None, derandomize=True)
+@given(seed=st.integers(0, 10_000), n=st.integers(2, 40), m=st.integers(1, 6),
+       density=st.sampled_from([0.3, 1.0]), scale=st.sampled_from([1e-4, 1.0, 1e4]))
+def test_every_plan_variant_gives_the_same_certified_market(seed: int, n: int, m: int,
+                                                            density: float,
+                                                            scale: float) -> None:
+    """The plans that the method and the tuning choose (restricted markets, the interior
+    point, the conic solve, the price-scaled tail) give the same certified equilibrium."""
+    rng = np.random.default_rng(seed)
+    U = rng.lognormal(0.0, 1.0, (n, m)) * (rng.random((n, m)) < density)
+    U[np.arange(n), rng.integers(0, m, n)] += 0.5  # every buyer values a good
+    B = scale * rng.uniform(0.5, 2.0, n)
+    ref = fa.fisher_market(U, B, method="conic", symmetry=False)
+    for method, tuning in (("fast", None), ("fast", Tuning(restricted=False)),
+                           ("fast", Tuning(ipm_max_iter=0)), ("auto", None)):
+        r = fa.fisher_market(U, B, method=method, tuning=tuning)
+        assert r.certificate.ok and ref.certificate.ok
+        # two certified optima agree to their certified gaps (plus the objective's rounding)
+        assert abs(r.objective - ref.objective) <= r.certificate.gap + ref.certificate.gap \
+            + 1e-12 * B.sum() * (1 + abs(np.log(scale)))

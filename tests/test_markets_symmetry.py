@@ -4,17 +4,23 @@ unreduced agreement (hypothesis), certificates on the original market, near-ties
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 import fairalloc as fa
-import fairalloc.markets.leontief as leontief_mod
 import fairalloc.markets.symmetry as symmetry_mod
 from fairalloc.errors import InputError
-from fairalloc.properties import check_market
+from fairalloc.markets import Tuning
+from fairalloc.markets.engine import EngineLog
+from fairalloc.plan import Strategy, describe, run_plan
+from fairalloc.properties import bundle_values, check_market
+from fairalloc.results import Certificate
 from fairalloc.testing.strategies import budgets, utilities
+from fairalloc.tolerances import FEAS_TOL, GAP_TOL
 
 U3 = [[2.0, 1.0], [2.0, 1.0], [1.0, 2.0]]  # buyers 0 and 1 identical
 B3 = [1.0, 3.0, 1.0]
@@ -156,17 +162,29 @@ def test_inputs_are_not_mutated() -> None:
         np.testing.assert_array_equal(x, y)
 
 
-def test_uncertified_expansion_falls_back_to_the_original_market(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    # an expansion that wastes half of every bundle is not certified on the original market:
-    # the market is solved buyer by buyer instead, and the result says so
-    real = symmetry_mod.expand_allocation
-    monkeypatch.setattr(symmetry_mod, "expand_allocation",
-                        lambda *a: 0.5 * real(*a))
-    r = fa.fisher_market(U3, B3)
-    assert r.certificate.ok and r.stats.classes is None
-    assert r.stats.path[0] == "symmetry:2" and r.stats.fallbacks[0].startswith("symmetry->items")
-    np.testing.assert_allclose(r.utility, [0.6, 1.8, 1.2], rtol=1e-7)
+def test_a_wrong_expansion_fails_the_original_markets_certificate() -> None:
+    # the reduced market's expansion is certified on the original market: the Eisenberg-Gale
+    # certificate (primal sum B log u against the dual bound D(p)) passes the right split and
+    # rejects a wrong one, so a wrong expansion would hand over to the buyer-by-buyer solve
+    market = fa.FisherMarket(U3, B3)
+    r = market.solve()
+    assert r.certificate.ok and r.stats.classes == 2
+    b = np.asarray(B3)
+    classes = symmetry_mod.buyer_classes(market.utility)
+    bundles = np.zeros((classes.num_classes, 2))
+    np.add.at(bundles, classes.inverse, r.allocation)  # each class's bundle
+    bound = market.dual_value(r.prices)
+
+    def relative_gap(alloc: np.ndarray) -> float:
+        u = np.diag(bundle_values(U3, alloc))
+        return (bound - float(b @ np.log(u))) / b.sum()
+
+    right = symmetry_mod.expand_allocation(classes, bundles, b)
+    np.testing.assert_allclose(right, r.allocation, rtol=1e-12)
+    assert relative_gap(right) <= r.certificate.gap_tol
+    even = classes.expand(bundles / classes.counts[:, None])  # split evenly, not by budget
+    for wrong in (symmetry_mod.expand_allocation(classes, 0.5 * bundles, b), even):
+        assert relative_gap(wrong) > 100 * r.certificate.gap_tol
 
 
 # --- static Leontief: the dual interior point ---------------------------------------------------
@@ -204,10 +222,10 @@ def test_auto_picks_the_dual_for_large_static_leontief_markets() -> None:
     assert r.stats.classes is None
 
 
-def test_dual_that_does_not_converge_falls_back_to_conic(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(leontief_mod, "solve_dual", lambda form: None)
-    r = fa.fisher_market([[2.0, 1.0], [1.0, 2.0]], kind="leontief", method="dual")
+def test_dual_that_does_not_converge_falls_back_to_conic() -> None:
+    # no iteration allowed: the dual interior point stops unconverged and the plan hands over
+    r = fa.fisher_market([[2.0, 1.0], [1.0, 2.0]], kind="leontief", method="dual",
+                         tuning=Tuning(dual_max_iter=0))
     assert r.stats.path[:2] == ("dual", "conic") and r.certificate.ok
     assert r.stats.fallbacks[0].startswith("dual->conic")
     np.testing.assert_allclose(r.utility, [1 / 3, 1 / 3], rtol=1e-7)
@@ -222,3 +240,38 @@ def test_dual_method_needs_a_static_leontief_market(kwargs: dict, match: str) ->
     call = fa.volatile_fisher_market if u.ndim == 3 else fa.fisher_market
     with pytest.raises(InputError, match=match):
         call(u, **kwargs)
+
+
+def test_the_symmetry_plan_hands_an_uncertified_expansion_to_the_buyer_by_buyer_solve() -> None:
+    # the plan's first step with an expansion that wastes half of every bundle, certified on
+    # the original market (primal sum B log u against the dual bound at the equilibrium
+    # prices): the driver hands over to the plan's exact tail, the market buyer by buyer
+    market = fa.FisherMarket(U3, B3)
+    classes = symmetry_mod.buyer_classes(market.utility)
+    plan = symmetry_mod.symmetry_plan(classes)
+    assert describe(plan) == ("symmetry:2", "items!")
+    b = np.asarray(B3)
+    ref = market.solve(symmetry=False)
+    bound = market.dual_value(ref.prices)
+
+    def wrong(ctx: symmetry_mod.SymmetryContext) -> symmetry_mod.Solved:
+        out = symmetry_mod.solve_reduced(ctx)
+        alloc = 0.5 * out.allocation
+        primal = float(b @ np.log(np.diag(bundle_values(U3, alloc))))
+        cert = Certificate("eisenberg_gale", primal, bound, bound - primal, 0.0,
+                           gap_tol=GAP_TOL, feas_tol=FEAS_TOL, scale=float(b.sum()))
+        return dataclasses.replace(out, allocation=alloc, cert=cert)
+
+    def items() -> symmetry_mod.Solved:
+        return symmetry_mod.Solved(ref.allocation, ref.prices, ref.certificate, 0, 0, "conic",
+                                   None)
+
+    log = EngineLog()
+    ctx = symmetry_mod.SymmetryContext(market, classes, "auto", GAP_TOL, FEAS_TOL, None, None,
+                                       log, Tuning(), items)
+    found = run_plan((Strategy(plan[0].name, wrong, plan[0].certify), plan[1]), ctx, log,
+                     what="market")
+    assert found.strategy == "items" and found.certificate.ok and found.result.classes is None
+    assert log.fallbacks[0].startswith("symmetry:2->items: did not certify (relative gap")
+    assert [s.classes is not None for s in ctx.tried] == [True, False]
+    np.testing.assert_allclose(found.result.allocation, ref.allocation)

@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy.optimize import linprog
 
 import fairalloc as fa
+from fairalloc.backends import LinearProgram
+from fairalloc.certificates import lp_certificate
 from fairalloc.data import JobPairs
 from fairalloc.errors import InputError
 from fairalloc.throughput.duration import FinishTimeFairness, MinMakespan
@@ -21,7 +25,7 @@ from fairalloc.throughput.efficiency import MaxTotalThroughput, MinCost
 from fairalloc.throughput.max_min import MaxMinFairness, WaterFilling
 from fairalloc.throughput.ordering import FIFO, ShortestJobFirst
 from fairalloc.throughput.registry import GAVEL_POLICIES
-from fairalloc.throughput.symmetry import ClassMap
+from fairalloc.throughput.symmetry import classes_of
 
 REDUCED = {
     "max_min_fairness": (MaxMinFairness, ("weight",)),
@@ -271,18 +275,53 @@ def test_symmetry_switch_is_validated():
         fa.max_min_fairness(fa.Jobs([[1.0]] * 2), fa.Cluster({"gpu": 1}), symmetry=None)
 
 
-def test_a_failed_original_certificate_falls_back_to_the_job_by_job_solve(monkeypatch):
-    """If the expanded solution is not certified for the original program (here: duals
-    zeroed on purpose), the policy is solved job by job and stats.fallbacks says so."""
-    monkeypatch.setattr(ClassMap, "expand_duals",
-                        lambda self, duals, rl, layout, kept: np.zeros(layout.size))
-    jobs = fa.Jobs([[2.0, 1.0]] * 3 + [[1.0, 1.0]])
-    r = _solve(MaxMinFairness, jobs, fa.Cluster({"a": 1, "b": 1}), symmetry=True)
-    assert r.stats.classes is None
-    assert len(r.stats.fallbacks) == 1
-    assert r.stats.fallbacks[0].startswith("symmetry->exact: the expanded solution's "
-                                           "certificate failed")
-    assert r.certificate.ok and r.objective == pytest.approx(6 / 11, rel=1e-8)
+def _max_min_lp(T: np.ndarray, members: np.ndarray, cap: np.ndarray) -> LinearProgram:
+    """``max t`` s.t. ``t <= T_i x_i`` (level), ``sum_k x_ik <= 1`` (time) per row and
+    ``sum_i members_i x_ik <= cap_k`` (capacity): the job-by-job program when every row has one
+    member, the program over symmetry classes with multiplicities otherwise."""
+    n, k = T.shape
+    rows = np.arange(n)
+    level = sp.hstack([-sp.block_diag([row[None, :] for row in T]), sp.csr_matrix(np.ones((n, 1)))])
+    time = sp.hstack([sp.kron(sp.eye(n), np.ones((1, k))), sp.csr_matrix((n, 1))])
+    capacity = sp.hstack([sp.kron(members[None, :], sp.eye(k)), sp.csr_matrix((k, 1))])
+    A = sp.vstack([level, time, capacity]).tocsr()
+    assert A.shape == (2 * n + k, n * k + 1) and rows.size == n
+    return LinearProgram.build(np.r_[np.zeros(n * k), -1.0], A, -np.inf,
+                               np.r_[np.zeros(n), np.ones(n), cap])
+
+
+def test_a_wrong_dual_expansion_fails_the_original_programs_certificate():
+    """The reduced program's duals, expanded to the original program, are certified on it
+    (`fairalloc.certificates.lp_certificate`): per-job rows' duals divided by the class size
+    pass, undivided ones fail -- so a wrong expansion can never be returned as certified (the
+    policy then solves job by job: ``symmetry->exact``)."""
+    T = np.array([[2.0, 1.0]] * 3 + [[1.0, 1.0]])
+    cap = np.array([1.0, 1.0])
+    cl = classes_of((T,), [])
+    red = _max_min_lp(T[cl.representative], cl.counts.astype(float), cap)
+    sol = linprog(red.c, A_ub=red.A, b_ub=red.row_upper, bounds=(0, None), method="highs")
+    assert sol.status == 0
+    c, k = cl.num_classes, T.shape[1]
+    y = sol.ineqlin.marginals  # <= 0 on these <= rows, as lp_certificate reads them
+    x = np.r_[sol.x[:-1].reshape(c, k)[cl.inverse].ravel(), sol.x[-1]]
+    orig = _max_min_lp(T, np.ones(T.shape[0]), cap)
+
+    def expanded(divide: bool) -> np.ndarray:
+        per_job = y[: 2 * c].reshape(2, c)[:, cl.inverse]
+        if divide:
+            per_job = per_job / cl.counts[cl.inverse]
+        return np.r_[per_job.ravel(), y[2 * c:]]
+
+    right = lp_certificate(orig, x, expanded(True))
+    # by hand: the three [2, 1] jobs share type a (2/3 each) plus 1/12 of b; the [1, 1] job
+    # gets 3/4 of b: every level is 3/4
+    assert right.ok and right.primal_value == pytest.approx(-0.75, rel=1e-9)
+    wrong = lp_certificate(orig, x, expanded(False))
+    # (undivided level duals price the level column at -1 + 3 y_c + y_4 != 0: dual infeasible)
+    assert not wrong.ok and wrong.dual_residual > 100 * wrong.feas_tol
+    # the library's own symmetric solve of these jobs passes the same kind of certificate
+    r = _solve(MaxMinFairness, fa.Jobs(T), fa.Cluster({"a": 1, "b": 1}), symmetry=True)
+    assert r.stats.classes == 2 and r.certificate.ok and r.stats.fallbacks == ()
 
 
 def test_original_certificate_is_the_original_programs():

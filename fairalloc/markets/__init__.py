@@ -7,6 +7,7 @@
 * `fairalloc.markets.engine` -- the one Eisenberg-Gale engine (edge form, dual
   certificate, conic solve, polishes), also used by partial allocation;
 * `fairalloc.markets.ipm` -- the batched interior-point method for many small markets;
+* `fairalloc.markets.tuning` -- `fairalloc.markets.Tuning`, the solve plans' knobs;
 * `fairalloc.markets.warm` -- warm-started certified searches and batched
   leave-one-out markets (partial allocation).
 """
@@ -14,5 +15,6 @@
 from .fisher import FisherMarket
 from .functions import fisher_market, volatile_fisher_market
 from .result import MarketResult
+from .tuning import Tuning
 
-__all__ = ["FisherMarket", "MarketResult", "fisher_market", "volatile_fisher_market"]
+__all__ = ["FisherMarket", "MarketResult", "Tuning", "fisher_market", "volatile_fisher_market"]

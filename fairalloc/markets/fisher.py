@@ -61,21 +61,19 @@ from .._validation import (
     as_tolerance,
 )
 from ..errors import FairallocError, InputError, SolverError
+from ..plan import Decline, Strategy, run_plan
 from ..results import Certificate, SolveStats, Status
 from ..tolerances import FEAS_TOL, GAP_TOL
 from .engine import (
     EdgeForm,
     EngineLog,
-    certify_general,
-    certify_linear,
-    demand_incumbent,
     edge_starts,
-    resolve_price_scaled,
 )
-from .leontief import DUAL
+from .plain import CVXPY_STEP, PlainContext, plain_plan
 from .result import MarketResult
-from .strategies import CONIC, MarketContext, run_market_plan, solve_fast
-from .symmetry import buyer_classes, solve_reduced, worth_reducing
+from .strategies import MarketPoint, run_market_plan
+from .symmetry import Solved, SymmetryContext, buyer_classes, solve_symmetric, worth_reducing
+from .tuning import Tuning, as_tuning
 from .units import market_units
 
 __all__ = ["FisherMarket"]
@@ -83,7 +81,6 @@ __all__ = ["FisherMarket"]
 MARKET_KINDS = ("linear", "leontief")  # utility forms (``kind=``)
 MARKET_METHODS = ("auto", "fast", "conic", "cvxpy", "dual")  # solution paths (``method=``)
 FAST_MIN_EDGES = 2000  # PERFORMANCE: "auto" takes the fast path above this many edges
-PRICE_SCALED_RESOLVES = 3  # PERFORMANCE: at most this many price-scaled re-solves
 
 
 # --------------------------------------------------------------------------------------------
@@ -407,6 +404,7 @@ class FisherMarket(Composable):
         time_limit: float | None = None,
         warm_start: Any = None,
         symmetry: bool = True,
+        tuning: Tuning | None = None,
     ) -> MarketResult:
         """Solve the market and certify the result.
 
@@ -446,6 +444,9 @@ class FisherMarket(Composable):
             ``stats.path`` starts with ``"symmetry:<classes>"``; see
             `fairalloc.markets.symmetry`). Composed models are
             never reduced. ``False`` solves buyer by buyer (for testing).
+        tuning : fairalloc.markets.Tuning, optional
+            The solve plans' performance knobs (default: the measured defaults); no knob
+            changes the certified answer.
 
         Returns
         -------
@@ -486,6 +487,7 @@ class FisherMarket(Composable):
         gap_tol = as_tolerance(gap_tol, "gap_tol")
         feas_tol = as_tolerance(feas_tol, "feas_tol")
         time_limit = as_time_limit(time_limit)
+        tuning = as_tuning(tuning)
         log = EngineLog(backend)
         warm = None
         if warm_start is not None:
@@ -503,18 +505,22 @@ class FisherMarket(Composable):
         if method == "dual" and not (self.kind == "leontief" and not self.volatile):
             raise InputError("method='dual' is for static Leontief markets; use 'auto'",
                              argument="method")
-        reduced = None
         classes = buyer_classes(self.utility) if symmetry and not self.composed else None
-        if classes is not None and worth_reducing(classes):
-            reduced = solve_reduced(self, classes, requested, gap_tol=gap_tol,
-                                    feas_tol=feas_tol, time_limit=time_limit,
-                                    warm_start=warm_start, log=log)
-        if reduced is not None:
-            alloc, prices_n, cert_n, iters, solves, method = reduced
-        else:
-            classes = None
+
+        def items() -> Solved:
             alloc, prices_n, cert_n, iters, solves = self._solve_items(
-                method, gap_tol, feas_tol, time_limit, warm, log)
+                method, gap_tol, feas_tol, time_limit, warm, log, tuning)
+            return Solved(alloc, prices_n, cert_n, iters, solves, method, None)
+
+        if classes is not None and worth_reducing(classes):  # the symmetry plan
+            solved = solve_symmetric(SymmetryContext(
+                self, classes, requested, gap_tol, feas_tol, time_limit, warm_start, log,
+                tuning, items))
+        else:
+            solved = items()
+        alloc, prices_n, cert_n = solved.allocation, solved.prices, solved.cert
+        iters, solves, method, classes = (solved.iterations, solved.solves, solved.method,
+                                          solved.classes)
         cert = self._user_certificate(cert_n)
         status = Status.OPTIMAL
         if not cert.ok:
@@ -550,38 +556,18 @@ class FisherMarket(Composable):
                             goods=self.goods)
 
     def _solve_items(self, method: str, gap_tol: float, feas_tol: float,
-                     time_limit: float | None, warm: np.ndarray | None, log: EngineLog
-                     ) -> tuple[np.ndarray, np.ndarray, Certificate, int, int]:
+                     time_limit: float | None, warm: np.ndarray | None, log: EngineLog,
+                     tuning: Tuning) -> tuple[np.ndarray, np.ndarray, Certificate, int, int]:
         """The market solved buyer by buyer (normalised prices and certificate)."""
         try:
-            if method == "cvxpy":
-                alloc, prices_n, cert_n, iters, solves = self._solve_cvxpy(
-                    gap_tol, feas_tol, time_limit, log)
-            else:
-                alloc, prices_n, cert_n, iters, solves = self._solve_plain(
-                    method, gap_tol, feas_tol, time_limit, warm, log)
+            if method == "cvxpy" and self.composed:
+                return self._solve_cvxpy(gap_tol, feas_tol, time_limit, log, tuning)
+            return self._solve_plain(method, gap_tol, feas_tol, time_limit, warm, log, tuning)
         except FairallocError:
             raise
         except Exception as exc:  # numerical trouble in a polish or a foreign package
             raise SolverError(f"market solve failed: {type(exc).__name__}: {exc}",
                               backend=log.backend, raw_status="exception") from exc
-        if (log.hit_limit and not cert_n.ok and not np.isfinite(cert_n.gap)
-                and not self.composed):
-            # out of time before the solver had a usable point: a cheap feasible incumbent
-            # (each buyer's demand at rough prices), reported with its proven gap
-            incumbent = self._incumbent(gap_tol, feas_tol)
-            if incumbent is not None:
-                log.hand_over(method, "incumbent", "time limit before a usable point")
-                log.step("incumbent")
-                alloc, prices_n, cert_n = incumbent
-        return alloc, prices_n, cert_n, iters, solves
-
-    def _incumbent(self, gap_tol: float, feas_tol: float
-                   ) -> tuple[np.ndarray, np.ndarray, Certificate] | None:
-        """A feasible allocation (caller's units) with its certificate, without a solver."""
-        out = demand_incumbent(self._form, linear=self.kind == "linear", gap_tol=gap_tol,
-                               feas_tol=feas_tol)
-        return None if out is None else (self._allocation(out[0]), out[1], out[2])
 
     def _plain_method(self) -> str:
         if self._form.num_edges > FAST_MIN_EDGES:
@@ -592,59 +578,39 @@ class FisherMarket(Composable):
         return "conic"
 
     def _solve_plain(self, method: str, gap_tol: float, feas_tol: float,
-                     time_limit: float | None, warm: np.ndarray | None, log: EngineLog
-                     ) -> tuple[np.ndarray, np.ndarray, Certificate, int, int]:
-        """The exact paths on the normalised edge form; allocation in the caller's units,
-        prices and certificate normalised."""
-        form = self._form
-        if method == "fast":
-            log.step(method)
-            z, cert, prices, iters, solves = solve_fast(
-                form, gap_tol=gap_tol, feas_tol=feas_tol, warm_prices=warm,
-                time_limit=time_limit, log=log)
-        else:  # the plan (`fairalloc.plan.run_plan`): the dual, where asked, then the conic tail
-            ctx = MarketContext(form, gap_tol, feas_tol, time_limit, log, [],
-                                linear=self.kind == "linear")
-            point, iters, solves = run_market_plan((DUAL, CONIC) if method == "dual"
-                                                   else (CONIC,), ctx)
-            z, cert, prices = point.z, point.cert, point.prices
-        if not cert.ok:
-            z, prices, cert, it, more = self._refine(z, prices, cert, gap_tol, feas_tol,
-                                                     time_limit, log)
-            iters += it
-            solves += more
-        return self._allocation(z), prices, cert, iters, solves
+                     time_limit: float | None, warm: np.ndarray | None, log: EngineLog,
+                     tuning: Tuning) -> tuple[np.ndarray, np.ndarray, Certificate, int, int]:
+        """The plain market's plan (`fairalloc.markets.plain.plain_plan`, run by the driver)
+        on the normalised edge form; allocation in the caller's units, prices and certificate
+        normalised."""
+        ctx = PlainContext(self._form, gap_tol, feas_tol, time_limit, log, [],
+                           linear=self.kind == "linear", tuning=tuning, warm=warm,
+                           cvxpy=self._cvxpy_point, incumbent=not self.composed)
+        point, iters, solves = run_market_plan(plain_plan(method), ctx)
+        return self._allocation(point.z), point.prices, point.cert, iters, solves
 
-    def _refine(self, z: np.ndarray, p: np.ndarray, cert: Certificate, gap_tol: float,
-                feas_tol: float, time_limit: float | None, log: EngineLog
-                ) -> tuple[np.ndarray, np.ndarray, Certificate, int, int]:
-        """Second chance for a point whose certificate failed: re-solve in units in which
-        every good is worth about 1 (see `resolve_price_scaled`) and keep the better
-        certificate. Returns ``(z, prices, certificate, iterations, solves)``."""
-        form = self._form
-        certify = certify_linear if self.kind == "linear" else certify_general
-        iters = solves = 0
-        if log.hit_limit:  # out of time: report the incumbent as it is
-            return z, p, cert, iters, solves
-        log.hand_over(log.path[0] if log.path else "solve", "price-scaled",
-                     f"certificate missed (relative gap {cert.relative_gap:.3g}, residual "
-                     f"{cert.primal_residual:.3g})")
-        for _ in range(PRICE_SCALED_RESOLVES):  # each re-solve's prices: better units next
-            log.step("price-scaled-conic")
-            try:
-                z2, p2, it = resolve_price_scaled(form, p, time_limit=time_limit, log=log)
-            except SolverError:
-                break
-            iters += it
-            solves += 1
-            cert2, p2, z2 = certify(form, form.repair(z2), p2, gap_tol=gap_tol,
-                                    feas_tol=feas_tol, log=log)
-            if not (cert2.ok or cert2.relative_gap < cert.relative_gap):
-                break
-            z, p, cert = z2, p2, cert2
-            if cert.ok:
-                break
-        return z, p, cert, iters, solves
+    def _cvxpy_point(self, ctx: PlainContext) -> MarketPoint:
+        """The plain market solved through its cvxpy model (the plan's ``cvxpy`` step),
+        certified on the edge form by the exact Eisenberg-Gale certificate."""
+        from .._cvxpy import solve_cvxpy
+
+        cvx = self._pieces()
+        try:
+            stats, _ = solve_cvxpy(self._problem(cvx), backend=ctx.log.conic,
+                                   gap_tol=ctx.gap_tol, feas_tol=ctx.feas_tol,
+                                   time_limit=ctx.time_limit, clean=None, robust=False,
+                                   log=ctx.log, what="composed market")
+        except SolverError as exc:
+            raise Decline("the cvxpy solve failed") from exc
+        dual = cvx["supply"].dual_value
+        if dual is None or cvx["x"].value is None:
+            raise SolverError("the cvxpy solve returned no allocation or prices",
+                              backend=stats.backend, raw_status=stats.raw_status)
+        prices = np.maximum(np.asarray(dual, dtype=float).reshape(self.m * self.T), 0.0)
+        alloc = np.maximum(np.asarray(cvx["x"].value, dtype=float), 0.0)
+        alloc = alloc.reshape((self.n, self.m, self.T) if self.volatile else (self.n, self.m))
+        return ctx.point(self._edge_levels(alloc), prices, stats.iterations, stats.solves,
+                         CVXPY_STEP)
 
     def _utilities(self, alloc: np.ndarray) -> np.ndarray:
         return self._form.utilities(self._edge_levels(alloc)) * self._units.ufac
@@ -682,64 +648,70 @@ class FisherMarket(Composable):
         var.save_value(value)
 
     def _solve_cvxpy(self, gap_tol: float, feas_tol: float, time_limit: float | None,
-                     log: EngineLog) -> tuple[np.ndarray, np.ndarray, Certificate, int, int]:
+                     log: EngineLog, tuning: Tuning
+                     ) -> tuple[np.ndarray, np.ndarray, Certificate, int, int]:
+        """A composed model by its plan (`fairalloc.plan.run_plan`): without objective terms,
+        the plain equilibrium (step: the plain method's) when every added constraint holds at
+        it -- optimal for the composed program too (a larger feasible set), certified by the
+        exact Eisenberg-Gale dual -- then the composed program by cvxpy (``cvxpy``, exact).
+        When nothing certifies, cvxpy's result is returned as it is (the caller reports it
+        after a limit, or raises its certificate's error); its own error is raised."""
+        plain = self._plain_method()
+        tried: list[tuple[np.ndarray, np.ndarray, Certificate, int, int]] = []
+        raised: list[FairallocError] = []
+
+        def plain_solve(_: None) -> tuple[np.ndarray, np.ndarray, Certificate, int, int]:
+            out = self._solve_plain(plain, gap_tol, feas_tol, time_limit, None, log, tuning)
+            if not out[2].ok:
+                raise Decline("the plain equilibrium was not certified")
+            if not self._constraints_hold(out[0], feas_tol):
+                raise Decline("an added constraint binds at the plain equilibrium")
+            log.step("constraints-hold")
+            return out
+
+        def composed(_: None) -> tuple[np.ndarray, np.ndarray, Certificate, int, int]:
+            try:
+                out = self._solve_composed(gap_tol, feas_tol, time_limit, log)
+            except FairallocError as exc:
+                raised.append(exc)
+                raise
+            tried.append(out)
+            return out
+
+        def certificate(_: None, out: tuple[Any, ...]) -> Certificate:
+            return out[2]
+
+        plan = (Strategy(plain, plain_solve, certificate, lambda _: not self._terms),
+                Strategy(CVXPY_STEP, composed, certificate, exact=True))
+        try:
+            return run_plan(plan, None, log, what="composed market",
+                            backend=log.conic.name).result
+        except FairallocError:
+            if tried:
+                return tried[-1]
+            if raised:
+                raise raised[-1]  # noqa: B904 - cvxpy's own error, with its own cause
+            raise
+
+    def _solve_composed(self, gap_tol: float, feas_tol: float, time_limit: float | None,
+                        log: EngineLog) -> tuple[np.ndarray, np.ndarray, Certificate, int, int]:
+        """The composed program by cvxpy's composed plan, certified at the allocation it
+        returns (every constraint at its own scale)."""
         from .._cvxpy import solve_cvxpy
 
-        iters = solves = 0
-        if self.composed and not self._terms:
-            # added constraints that the plain equilibrium satisfies do not move it: solve
-            # exactly and certify with the Eisenberg-Gale dual (a bound for the composed
-            # program too, whose feasible set is smaller)
-            plain = self._plain_method()
-            alloc, prices, cert, iters, solves = self._solve_plain(
-                plain, gap_tol, feas_tol, time_limit, None, log)
-            if cert.ok and self._constraints_hold(alloc, feas_tol):
-                log.step("constraints-hold")
-                return alloc, prices, cert, iters, solves
-            log.hand_over(plain, "cvxpy", "an added constraint binds at the plain equilibrium"
-                         if cert.ok else "the plain equilibrium was not certified")
         cvx = self._pieces()
-        problem = self._problem(cvx)
-        try:
-            # a composed model is solved by the composed plan and certified at the allocation
-            # it returns (every constraint at its own scale); a plain one by one solve, with
-            # the exact Eisenberg-Gale certificate below
-            stats, conic_cert = solve_cvxpy(
-                problem, backend=log.conic, gap_tol=gap_tol, feas_tol=feas_tol,
-                time_limit=time_limit,
-                clean=(lambda: self._clean(cvx)) if self.composed else None,
-                robust=self.composed, log=log, what="composed market")
-        except SolverError:
-            if self.composed:
-                raise
-            # a plain market has an exact path: use it rather than fail
-            log.hand_over("cvxpy", "conic", "the cvxpy solve failed")
-            alloc, prices, cert, it, more = self._solve_plain(
-                "conic", gap_tol, feas_tol, time_limit, None, log)
-            return alloc, prices, cert, iters + it, solves + more
-        iters += stats.iterations
-        solves += stats.solves
-        n, m, T = self.n, self.m, self.T
+        stats, conic_cert = solve_cvxpy(
+            self._problem(cvx), backend=log.conic, gap_tol=gap_tol, feas_tol=feas_tol,
+            time_limit=time_limit, clean=lambda: self._clean(cvx), robust=True, log=log,
+            what="composed market")
         dual = cvx["supply"].dual_value
         if dual is None or cvx["x"].value is None:
             raise SolverError("the cvxpy solve returned no allocation or prices",
                               backend=stats.backend, raw_status=stats.raw_status)
-        prices = np.maximum(np.asarray(dual, dtype=float).reshape(m * T), 0.0)
+        prices = np.maximum(np.asarray(dual, dtype=float).reshape(self.m * self.T), 0.0)
         alloc = np.maximum(np.asarray(cvx["x"].value, dtype=float), 0.0)
-        alloc = alloc.reshape((n, m, T) if self.volatile else (n, m))
-        if self.composed:
-            return alloc, prices, conic_cert, iters, solves
-        # plain market: the exact Eisenberg-Gale certificate applies
-        z = self._form.repair(self._edge_levels(alloc))
-        certify = certify_linear if self.kind == "linear" else certify_general
-        cert, prices, z = certify(self._form, z, prices, gap_tol=gap_tol, feas_tol=feas_tol,
-                                  log=log)
-        if not cert.ok:
-            z, prices, cert, it, more = self._refine(z, prices, cert, gap_tol, feas_tol,
-                                                     time_limit, log)
-            iters += it
-            solves += more
-        return self._allocation(z), prices, cert, iters, solves
+        alloc = alloc.reshape((self.n, self.m, self.T) if self.volatile else (self.n, self.m))
+        return alloc, prices, conic_cert, stats.iterations, stats.solves
 
     def _edge_levels(self, alloc: np.ndarray) -> np.ndarray:
         """Normalised edge levels of an allocation in the caller's units."""

@@ -10,6 +10,7 @@ from .._validation import as_array
 from ..tolerances import FEAS_TOL, GAP_TOL
 from .fisher import FisherMarket
 from .result import MarketResult
+from .tuning import Tuning
 
 __all__ = ["fisher_market", "volatile_fisher_market"]
 
@@ -29,6 +30,7 @@ def fisher_market(
     ids: Any = None,
     goods: Any = None,
     symmetry: bool = True,
+    tuning: Tuning | None = None,
 ) -> MarketResult:
     """Equilibrium of a static Fisher market (Eisenberg-Gale program; Shockwave App. C-D).
 
@@ -65,6 +67,8 @@ def fisher_market(
         certified on the original market and ``stats.classes`` counts the classes (``None``
         when nothing merged). ``False`` solves buyer by buyer (see
         `fairalloc.markets.FisherMarket.solve`).
+    tuning : fairalloc.markets.Tuning, optional
+        The solve plans' performance knobs (none changes the certified answer).
 
     Returns
     -------
@@ -90,7 +94,8 @@ def fisher_market(
     U = as_array(utility, "utility", ndim=2)
     return FisherMarket(U, budget, supply, kind=kind, ids=ids, goods=goods).solve(
         method=method, backend=backend, gap_tol=gap_tol, feas_tol=feas_tol,
-        time_limit=time_limit, warm_start=warm_start, symmetry=symmetry)
+        time_limit=time_limit, warm_start=warm_start, symmetry=symmetry,
+        tuning=tuning)
 
 
 def volatile_fisher_market(
@@ -108,6 +113,7 @@ def volatile_fisher_market(
     ids: Any = None,
     goods: Any = None,
     symmetry: bool = True,
+    tuning: Tuning | None = None,
 ) -> MarketResult:
     """Equilibrium of a volatile Fisher market over ``T`` rounds (Shockwave §4.1, App. C).
 
@@ -131,6 +137,8 @@ def volatile_fisher_market(
     symmetry : bool
         Exact symmetry reduction over buyers whose utilities agree in every round, as for
         `fairalloc.fisher_market`.
+    tuning : fairalloc.markets.Tuning, optional
+        As for `fairalloc.fisher_market`.
 
     Returns
     -------
@@ -151,4 +159,5 @@ def volatile_fisher_market(
     U = as_array(utility, "utility", ndim=3)
     return FisherMarket(U, budget, supply, kind=kind, ids=ids, goods=goods).solve(
         method=method, backend=backend, gap_tol=gap_tol, feas_tol=feas_tol,
-        time_limit=time_limit, warm_start=warm_start, symmetry=symmetry)
+        time_limit=time_limit, warm_start=warm_start, symmetry=symmetry,
+        tuning=tuning)

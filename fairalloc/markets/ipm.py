@@ -33,13 +33,14 @@ FOREST_NEG_FLOW = 1e-10  # ACCURACY: most negative flow (per unit budget) still 
 
 
 def ipm_solve(owner: np.ndarray, good: np.ndarray, w: np.ndarray, B: np.ndarray, s: np.ndarray,
-              p0: np.ndarray) -> tuple[np.ndarray, np.ndarray, int] | None:
+              p0: np.ndarray, *, max_iter: int = IPM_MAX_ITER
+              ) -> tuple[np.ndarray, np.ndarray, int] | None:
     """One edge-form EG program by `ipm_batch`: ``(x, p, iterations)``, or ``None`` if it did
-    not converge (or its linear algebra broke down: the caller then takes the exact conic
-    path)."""
+    not converge within ``max_iter`` iterations (or its linear algebra broke down: the caller
+    then takes the exact conic path)."""
     try:
         x, p, ok, iters = ipm_batch(owner, good, w, B, s, p0,
-                                    np.zeros(owner.size, dtype=np.int64), 1)
+                                    np.zeros(owner.size, dtype=np.int64), 1, max_iter=max_iter)
     except (np.linalg.LinAlgError, ValueError, FloatingPointError):
         return None
     if not (ok[0] and np.all(np.isfinite(x)) and np.all(np.isfinite(p))):
@@ -56,7 +57,7 @@ def ipm_fits(owner: np.ndarray, n: int) -> bool:
 
 
 def ipm_edge_form(owner: np.ndarray, resource: np.ndarray, use: np.ndarray, w: np.ndarray,
-                  B: np.ndarray, s: np.ndarray, p0: np.ndarray
+                  B: np.ndarray, s: np.ndarray, p0: np.ndarray, *, max_iter: int = IPM_MAX_ITER
                   ) -> tuple[np.ndarray, np.ndarray, int] | None:
     """`ipm_solve` on a linear market's edge form: edge ``e`` of buyer ``owner[e]`` run at level
     ``z_e`` uses ``use[e] z_e`` of resource ``resource[e]`` and yields ``w[e] z_e`` utility.
@@ -76,7 +77,7 @@ def ipm_edge_form(owner: np.ndarray, resource: np.ndarray, use: np.ndarray, w: n
     used = np.bincount(resource, minlength=s.size) > 0
     local = np.cumsum(used) - 1
     out = ipm_solve(owner, local[resource], w / use, B, s[used],
-                    np.asarray(p0, dtype=float)[used])
+                    np.asarray(p0, dtype=float)[used], max_iter=max_iter)
     if out is None:
         return None
     x, q, iters = out

@@ -31,12 +31,12 @@ from scipy.linalg.blas import dsyrk
 from ..plan import Decline, Strategy
 from .engine import DENSE_NEWTON_MAX_ENTRIES, EdgeForm
 from .strategies import MarketContext, MarketPoint, point_certificate
+from .tuning import DUAL_IPM_MAX_ITER
 
 __all__ = ["DUAL", "dual_point", "solve_dual"]
 
 DUAL_STEP = "dual"  # the plan step (``stats.path``)
 
-DUAL_IPM_MAX_ITER = 80  # PERFORMANCE: interior-point iterations before the conic fallback
 DUAL_IPM_MU_TOL = 1e-13  # ACCURACY: complementarity p @ lam relative to s @ p at convergence
 DUAL_IPM_RES_TOL = 1e-11  # ACCURACY: clearing residual relative to supply at convergence
 DUAL_IPM_STEP_BACK = 0.99  # PERFORMANCE: fraction of the step to the boundary taken
@@ -66,13 +66,17 @@ def _direction(state: tuple[Any, np.ndarray, np.ndarray, np.ndarray], target: np
     return dp, (target - p * lam - lam * dp) / p
 
 
-def solve_dual(form: EdgeForm) -> tuple[np.ndarray, np.ndarray, int] | None:
+def solve_dual(form: EdgeForm, *, max_iter: int = DUAL_IPM_MAX_ITER
+               ) -> tuple[np.ndarray, np.ndarray, int] | None:
     """Equilibrium of a static Leontief market (one edge per buyer) by the dual interior point.
 
     Parameters
     ----------
     form : EdgeForm
         The market's normalised edge form; buyer ``i`` owns edge ``i``.
+    max_iter : int
+        Interior-point iterations before it gives up
+        (`fairalloc.markets.Tuning.dual_max_iter`).
 
     Returns
     -------
@@ -109,7 +113,7 @@ def solve_dual(form: EdgeForm) -> tuple[np.ndarray, np.ndarray, int] | None:
     lam = np.maximum(sd, 1.0)
     scale_s = 1.0 + float(np.max(sd))
     with np.errstate(all="ignore"):
-        for it in range(DUAL_IPM_MAX_ITER):
+        for it in range(max_iter):
             c = C.T @ p
             if not np.all(c > 0):
                 return None
@@ -164,7 +168,7 @@ def dual_point(ctx: MarketContext) -> MarketPoint:
     >>> bool(pt.cert.ok), np.round(pt.prices, 8).tolist(), pt.solves
     (True, [1.0, 1.0], 0)
     """
-    out = solve_dual(ctx.form)
+    out = solve_dual(ctx.form, max_iter=ctx.tuning.dual_max_iter)
     if out is None:
         raise Decline("the dual interior point did not converge")
     z, p, iters = out

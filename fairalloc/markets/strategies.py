@@ -22,8 +22,8 @@ after a time limit.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -31,6 +31,8 @@ import numpy as np
 from ..errors import CertificateError, InfeasibleError, SolverError
 from ..plan import Decline, Strategy, run_plan
 from ..results import Certificate
+from ..solvelog import SolveLog
+from ..tolerances import FEAS_TOL, GAP_TOL
 from .engine import (
     TINY_PRICE,
     EdgeForm,
@@ -40,10 +42,11 @@ from .engine import (
     proportional_response,
     solve_conic,
 )
-from .ipm import ipm_edge_form, ipm_fits
+from .ipm import IPM_MAX_ITER, ipm_edge_form, ipm_fits
+from .tuning import DEFAULT_TUNING, Tuning
 
-__all__ = ["CONIC", "FastContext", "MarketContext", "MarketPoint", "fast_context", "fast_plan",
-           "point_certificate", "run_market_plan", "solve_fast"]
+__all__ = ["CONIC", "FastContext", "MarketContext", "MarketPoint", "SubMarket", "fast_context",
+           "fast_plan", "point_certificate", "run_market_plan", "solve_fast", "solve_submarket"]
 
 RESTRICTED_TOL = 1e-11  # ACCURACY: tolerance of the fast path's small restricted conic solves
 PR_ITERS_COLD = 60  # PERFORMANCE: proportional-response rounds from uniform bids
@@ -75,7 +78,8 @@ class MarketContext:
     """What a market plan's strategies read (`run_market_plan`): the normalised market, the
     tolerances, the time limit and the log. ``tried`` is the call's record of the points and
     work of the strategies that ran (like ``log``, written only to report: no strategy reads
-    it); ``linear``: the certificate is `certify_linear`'s, else `certify_general`'s."""
+    it); ``linear``: the certificate is `certify_linear`'s, else `certify_general`'s;
+    ``tuning``: the plan's knobs (`fairalloc.markets.Tuning`)."""
 
     form: EdgeForm
     gap_tol: float
@@ -84,6 +88,7 @@ class MarketContext:
     log: EngineLog
     tried: list[MarketPoint]
     linear: bool
+    tuning: Tuning = field(default=DEFAULT_TUNING, kw_only=True)
 
     def point(self, z: np.ndarray, p: np.ndarray, iterations: int, solves: int, step: str
               ) -> MarketPoint:
@@ -105,8 +110,10 @@ class FastContext(MarketContext):
     keep: np.ndarray
 
     def restricted(self) -> bool:
-        """The restricted market is much smaller than the market (it can win)."""
-        return bool(self.keep.sum() <= FAST_MAX_EDGE_SHARE * self.form.num_edges)
+        """The restricted market is much smaller than the market (it can win), and the
+        tuning tries restricted markets."""
+        return self.tuning.restricted and bool(
+            self.keep.sum() <= FAST_MAX_EDGE_SHARE * self.form.num_edges)
 
     def whole_ipm(self) -> bool:
         """No restricted market, and the interior point fits the whole market."""
@@ -133,17 +140,18 @@ CONIC: Strategy[MarketContext, MarketPoint] = Strategy(CONIC_STEP, _conic_strate
 def run_market_plan(plan: Sequence[Strategy[Any, MarketPoint]], ctx: MarketContext
                     ) -> tuple[MarketPoint, int, int]:
     """Run a market plan (`fairalloc.plan.run_plan`): ``(point, iterations, solves)``, the
-    work of every strategy that ran counted. When no strategy certifies, the exact tail's
-    point is returned as it is: the caller re-solves it in better units, or reports it with
-    its proven gap after a time limit; without a tail point the plan's error is raised (with
-    the status of the limit that stopped a backend, if one did)."""
+    work of every strategy that ran counted. When no strategy certifies, the last point, if an
+    exact strategy made it, is returned as it is: the caller reports it with its proven gap
+    after a limit, or raises its certificate's error; without such a point the plan's error is
+    raised (with the status of the limit that stopped a backend, if one did)."""
     log = ctx.log
+    exact = {s.name for s in plan if s.exact}
     try:
         point = run_plan(plan, ctx, log, what="Eisenberg-Gale", backend=log.conic.name).result
     except CertificateError:
-        if not ctx.tried or ctx.tried[-1].step != plan[-1].name:
+        if not ctx.tried or ctx.tried[-1].step not in exact:
             raise
-        point = ctx.tried[-1]  # the exact tail's point, uncertified
+        point = ctx.tried[-1]  # the last exact strategy's point, uncertified
     except InfeasibleError:
         raise
     except SolverError as exc:
@@ -170,7 +178,7 @@ def _restricted_strategy(ctx: FastContext) -> MarketPoint:
         # (the first round's step is the plan step's own, logged by the driver)
         z_sub, p, it, by_conic = _solve_linear(sub, ctx.p0, time_limit=ctx.time_limit,
                                                tol=RESTRICTED_TOL, log=ctx.log, step="restricted",
-                                               noted=rnd == 0)
+                                               noted=rnd == 0, max_iter=ctx.tuning.ipm_max_iter)
         iterations += it
         solves += by_conic
         z = np.zeros(form.num_edges)
@@ -200,7 +208,7 @@ def _ipm_strategy(ctx: FastContext) -> MarketPoint:
     """The whole market by the interior point on its prices (few edges per buyer)."""
     form = ctx.form
     out = ipm_edge_form(form.owner, form.C.indices, form.C.data, form.weight, form.budget,
-                        form.supply, ctx.p0)
+                        form.supply, ctx.p0, max_iter=ctx.tuning.ipm_max_iter)
     if out is None:
         raise Decline("the interior-point method did not converge")
     return ctx.point(out[0], out[1], out[2], 0, IPM_STEP)
@@ -217,8 +225,8 @@ def fast_plan(ctx: FastContext) -> tuple[Strategy[FastContext, MarketPoint], ...
 
 
 def fast_context(form: EdgeForm, *, gap_tol: float, feas_tol: float,
-                 warm_prices: np.ndarray | None, time_limit: float | None, log: EngineLog
-                 ) -> FastContext:
+                 warm_prices: np.ndarray | None, time_limit: float | None, log: EngineLog,
+                 tuning: Tuning = DEFAULT_TUNING) -> FastContext:
     """The fast path's context: proportional-response prices (warm-started from
     ``warm_prices``) and each buyer's edges within `FAST_MARGIN` of its best bang-per-buck at
     them (step ``proportional-response``).
@@ -244,18 +252,20 @@ def fast_context(form: EdgeForm, *, gap_tol: float, feas_tol: float,
     # every buyer keeps an edge (rough prices can be NaN/inf on extreme data)
     lost = np.bincount(form.owner, weights=keep.astype(float), minlength=form.n) == 0
     keep |= lost[form.owner]
-    return FastContext(form, gap_tol, feas_tol, time_limit, log, [], True, p0, keep)
+    return FastContext(form, gap_tol, feas_tol, time_limit, log, [], True, p0, keep,
+                       tuning=tuning)
 
 
 def solve_fast(form: EdgeForm, *, gap_tol: float, feas_tol: float,
                warm_prices: np.ndarray | None, time_limit: float | None,
-               log: EngineLog | None = None
+               log: EngineLog | None = None, tuning: Tuning = DEFAULT_TUNING
                 ) -> tuple[np.ndarray, Certificate, np.ndarray, int, int]:
     """Column generation on the edge form, warm-started by proportional response: the plan
     `fast_plan` on `fast_context`, run by `run_market_plan`; returns ``(z, certificate,
     prices, iterations, solves)``."""
     ctx = fast_context(form, gap_tol=gap_tol, feas_tol=feas_tol, warm_prices=warm_prices,
-                       time_limit=time_limit, log=EngineLog() if log is None else log)
+                       time_limit=time_limit, log=EngineLog() if log is None else log,
+                       tuning=tuning)
     point, iterations, solves = run_market_plan(fast_plan(ctx), ctx)
     return point.z, point.cert, point.prices, iterations, solves
 
@@ -271,23 +281,81 @@ def _ipm_applies(form: EdgeForm, keep: np.ndarray | None = None) -> bool:
 
 
 def _solve_linear(form: EdgeForm, p0: np.ndarray, *, time_limit: float | None, tol: float,
-                  log: EngineLog, step: str, noted: bool = False
+                  log: EngineLog, step: str, noted: bool = False, max_iter: int = IPM_MAX_ITER
                   ) -> tuple[np.ndarray, np.ndarray, int, int]:
-    """A restricted linear edge form solved by the interior point on its prices when it
-    applies (`_ipm_applies`; path step ``"<step>-ipm"``), else (or if it does not converge)
-    by the conic backend (``"<step>-conic"``). Returns ``(z, p, iterations, conic solves)``;
-    the caller certifies the point; ``noted``: its first step is already in the log."""
-    conic_step = f"{step}-conic"
-    if _ipm_applies(form):
-        if not noted:
-            log.step(f"{step}-ipm")
-        out = ipm_edge_form(form.owner, form.C.indices, form.C.data, form.weight, form.budget,
-                            form.supply, p0)
-        if out is not None:
-            return out[0], out[1], out[2], 0
-        log.hand_over("ipm", conic_step, "the interior-point method did not converge")
-        noted = False
-    if not noted:
-        log.step(conic_step)
-    z, p, it = solve_conic(form, time_limit=time_limit, tol=tol, log=log)
-    return z, p, it, 1
+    """A restricted linear edge form solved by its plan (`solve_submarket`): the interior point
+    on its prices when it applies (`_ipm_applies`; path step ``"<step>-ipm"``), else (or if it
+    does not converge) the conic backend (``"<step>-conic"``). Returns ``(z, p, iterations,
+    conic solves)``; the caller certifies the point on the whole market; ``noted``: its first
+    step is already in the log; ``max_iter``: the interior point's iterations
+    (`fairalloc.markets.Tuning.ipm_max_iter`)."""
+    def ipm() -> tuple[np.ndarray, np.ndarray, int] | None:
+        return ipm_edge_form(form.owner, form.C.indices, form.C.data, form.weight, form.budget,
+                             form.supply, p0, max_iter=max_iter)
+
+    sub = SubMarket(form, ipm if _ipm_applies(form) else None,
+                    lambda: solve_conic(form, time_limit=time_limit, tol=tol, log=log), [])
+    return solve_submarket(sub, log, ipm_step=f"{step}-ipm", conic_step=f"{step}-conic",
+                           noted=noted)
+
+
+@dataclass(frozen=True, eq=False)
+class SubMarket:
+    """A market solved inside a strategy (a restricted round, a warm search's reduced market):
+    its edge form (for its own certificate), the interior point on its prices (``ipm``;
+    ``None`` where it does not apply; returns ``None`` when it did not converge) and the conic
+    solve (``conic``); ``tail`` records the conic point."""
+
+    form: EdgeForm
+    ipm: Callable[[], tuple[np.ndarray, np.ndarray, int] | None] | None
+    conic: Callable[[], tuple[np.ndarray, np.ndarray, int]]
+    tail: list[tuple[np.ndarray, np.ndarray, int, int]]
+
+    def has_ipm(self) -> bool:
+        """The interior point applies."""
+        return self.ipm is not None
+
+
+def _sub_ipm(sub: SubMarket) -> tuple[np.ndarray, np.ndarray, int, int]:
+    assert sub.ipm is not None  # (the strategy applies only then)
+    out = sub.ipm()
+    if out is None:
+        raise Decline("the interior-point method did not converge")
+    return out[0], out[1], out[2], 0
+
+
+def _sub_conic(sub: SubMarket) -> tuple[np.ndarray, np.ndarray, int, int]:
+    z, p, it = sub.conic()
+    out = (z, p, it, 1)
+    sub.tail.append(out)
+    return out
+
+
+def _sub_certificate(sub: SubMarket, out: tuple[np.ndarray, np.ndarray, int, int]
+                     ) -> Certificate:
+    """The point's Eisenberg-Gale certificate on the sub-market itself."""
+    form = sub.form
+    return form.certificate(form.repair(out[0]), [out[1]], gap_tol=GAP_TOL,
+                            feas_tol=FEAS_TOL)[0]
+
+
+def solve_submarket(sub: SubMarket, log: EngineLog, *, ipm_step: str, conic_step: str,
+                    steps: bool = True, noted: bool = False
+                    ) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """Solve a sub-market by its plan, run by `fairalloc.plan.run_plan`: the interior point
+    (step ``ipm_step``, where it applies), then the conic backend (``conic_step``, exact); each
+    certified on the sub-market. The conic point is returned even when it does not certify
+    there: the caller certifies (and polishes) the point on the whole market. Returns ``(z, p,
+    iterations, conic solves)``; ``steps=False``: the steps stay out of ``log``'s path (its
+    hand-overs are recorded); ``noted``: the first step is already in the path."""
+    plan = (Strategy(ipm_step, _sub_ipm, _sub_certificate, SubMarket.has_ipm),
+            Strategy(conic_step, _sub_conic, _sub_certificate, exact=True))
+    own = SolveLog()
+    try:
+        return run_plan(plan, sub, own, what="sub-market", backend=log.conic.name).result
+    except CertificateError:
+        if not sub.tail:
+            raise
+        return sub.tail[-1]  # the conic point, certified by the caller on the whole market
+    finally:
+        log.replay(own.path[1 if noted else 0:] if steps else (), own.fallbacks)

@@ -12,27 +12,38 @@ Eisenberg-Gale optimum of the original market is the reduced optimum plus the co
 of the expanded point on the original market equals the reduced one's.
 
 The expanded point is certified again on the *original* market (the engine's
-`EdgeForm.certificate`, on the original data); if that certificate failed where the reduced
-one passed (it cannot, up to rounding), the original market is solved item by item.
+`EdgeForm.certificate`, on the original data). The two are the steps of one plan
+(`symmetry_plan`, run by `fairalloc.plan.run_plan`): the reduced market, then -- if it was not
+certified, or its expansion was not on the original market (it cannot be, up to rounding) --
+the original market buyer by buyer (``items``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .._symmetry import Classes, exact_classes
-from ..errors import CertificateError
+from ..errors import CertificateError, FairallocError
+from ..plan import Decline, Strategy, run_plan
 from ..results import Certificate
 from ..solvelog import LIMITED
 from .engine import EngineLog
+from .tuning import Tuning
 
 if TYPE_CHECKING:
     from .fisher import FisherMarket
 
-__all__ = ["REDUCE_MAX_SHARE", "buyer_classes", "expand_allocation", "solve_reduced",
-           "worth_reducing"]
+__all__ = ["ITEMS_STEP", "REDUCE_MAX_SHARE", "SYMMETRY_STEP", "Solved", "SymmetryContext",
+           "buyer_classes", "expand_allocation", "solve_reduced", "solve_symmetric",
+           "symmetry_plan", "worth_reducing"]
+
+#: the plan's steps (``stats.path``): the reduced market (``"symmetry:<classes>"``), then the
+#: original market buyer by buyer
+SYMMETRY_STEP, ITEMS_STEP = "symmetry", "items"
 
 #: PERFORMANCE: reduce only when the classes number at most this share of the buyers (a
 #: reduction that removes few buyers costs a second market build and a second certificate
@@ -107,40 +118,74 @@ def expand_allocation(classes: Classes, allocation: np.ndarray, budget: np.ndarr
     return alloc * share.reshape((-1,) + (1,) * (alloc.ndim - 1))
 
 
-def solve_reduced(market: FisherMarket, classes: Classes, method: str, *, gap_tol: float,
-                  feas_tol: float, time_limit: float | None, warm_start: Any, log: EngineLog
-                  ) -> tuple[np.ndarray, np.ndarray, Certificate, int, int, str] | None:
-    """Solve ``market`` over its buyer ``classes``, expand, and certify on the original market.
+@dataclass(frozen=True)
+class Solved:
+    """A market solved (by a strategy of `symmetry_plan`): the allocation in the caller's
+    units, normalised prices and certificate (of the ORIGINAL market), the work, the method
+    and the buyer classes it was solved over (``None``: buyer by buyer)."""
+
+    allocation: np.ndarray
+    prices: np.ndarray
+    cert: Certificate
+    iterations: int
+    solves: int
+    method: str
+    classes: Classes | None
+
+
+@dataclass(frozen=True, eq=False)
+class SymmetryContext:
+    """What the symmetry plan's strategies read: the market, its buyer ``classes``, the
+    requested ``method`` and solve arguments, the log, and ``items`` (the market solved buyer
+    by buyer). ``tried`` and ``raised`` record each strategy's result and error (written only
+    to report: no strategy reads another's)."""
+
+    market: FisherMarket
+    classes: Classes
+    method: str
+    gap_tol: float
+    feas_tol: float
+    time_limit: float | None
+    warm_start: Any
+    log: EngineLog
+    tuning: Tuning
+    items: Callable[[], Solved]
+    tried: list[Solved] = field(default_factory=list)
+    raised: list[FairallocError] = field(default_factory=list)
+
+
+def solve_reduced(ctx: SymmetryContext) -> Solved:
+    """The reduced market solved and expanded (the ``symmetry:<classes>`` strategy).
 
     The reduced market (one buyer per class, budget the class's total, same supply) is solved
-    by ``method`` without further reduction; its steps and fallbacks are appended to ``log``
-    after ``"symmetry:<classes>"``. Returns ``(allocation in the caller's units, normalised
-    prices, normalised certificate of the original market, iterations, solves, method)``, or
-    ``None`` (a fallback noted in ``log``) when the original market must be solved buyer by
-    buyer: the reduced market was not certified, or the expanded point was not certified on
-    the original market.
+    by ``ctx.method`` without further reduction; its steps and fallbacks are appended to the
+    log. The expanded point is certified on the original market (the strategy's certificate);
+    a reduced market that is not certified declines.
 
     Examples
     --------
     >>> import numpy as np
     >>> from fairalloc import FisherMarket
+    >>> from fairalloc.markets import Tuning
     >>> m = FisherMarket([[2.0, 1.0], [2.0, 1.0], [1.0, 2.0]], budget=[1.0, 3.0, 1.0])
-    >>> log = EngineLog()
-    >>> alloc, p, cert, *_ = solve_reduced(m, buyer_classes(m.utility), "conic", gap_tol=1e-6,
-    ...                                    feas_tol=1e-7, time_limit=None, warm_start=None,
-    ...                                    log=log)
-    >>> alloc.round(6).tolist(), bool(cert.ok), log.path[0]
-    ([[0.25, 0.1], [0.75, 0.3], [0.0, 0.6]], True, 'symmetry:2')
+    >>> ctx = SymmetryContext(m, buyer_classes(m.utility), "conic", 1e-6, 1e-7, None, None,
+    ...                       EngineLog(), Tuning(), items=lambda: None)
+    >>> out = solve_reduced(ctx)
+    >>> out.allocation.round(6).tolist(), bool(out.cert.ok), out.classes.num_classes
+    ([[0.25, 0.1], [0.75, 0.3], [0.0, 0.6]], True, 2)
     """
-    log.step(f"symmetry:{classes.num_classes}")
+    market, classes, log = ctx.market, ctx.classes, ctx.log
     sub = type(market)(market.utility[classes.representative], classes.total(market.budget),
                        market.supply, kind=market.kind)
     try:
-        r = sub.solve(method=method, backend=log.conic, gap_tol=gap_tol, feas_tol=feas_tol,
-                      time_limit=time_limit, warm_start=warm_start, symmetry=False)
+        r = sub.solve(method=ctx.method, backend=log.conic, gap_tol=ctx.gap_tol,
+                      feas_tol=ctx.feas_tol, time_limit=ctx.time_limit,
+                      warm_start=ctx.warm_start, symmetry=False, tuning=ctx.tuning)
     except CertificateError as exc:
-        log.hand_over("symmetry", "items", f"the reduced market was not certified ({exc})")
-        return None
+        raise Decline(f"the reduced market was not certified ({exc})") from exc
+    except FairallocError as exc:
+        ctx.raised.append(exc)
+        raise
     log.replay(r.stats.path, r.stats.fallbacks)
     for name in r.stats.backend.split("+"):
         if name != "none":
@@ -152,10 +197,57 @@ def solve_reduced(market: FisherMarket, classes: Classes, method: str, *, gap_to
     alloc = expand_allocation(classes, r.allocation, market.budget)
     z = form.repair(market._edge_levels(alloc))
     p_n = r.prices.reshape(-1) * market._units.fs / market._units.fb
-    cert, prices = form.certificate(z, [p_n], gap_tol=gap_tol, feas_tol=feas_tol)
-    if not cert.ok and not log.hit_limit:
-        log.hand_over("symmetry", "items", "the expanded point was not certified on the "
-                     f"original market (relative gap {cert.relative_gap:.3g})")
-        return None
-    return (market._allocation(z), prices, cert, r.stats.iterations, r.stats.solves,
-            r.stats.method)
+    cert, prices = form.certificate(z, [p_n], gap_tol=ctx.gap_tol, feas_tol=ctx.feas_tol)
+    out = Solved(market._allocation(z), prices, cert, r.stats.iterations, r.stats.solves,
+                 r.stats.method, classes)
+    ctx.tried.append(out)
+    return out
+
+
+def _solve_items(ctx: SymmetryContext) -> Solved:
+    """The original market buyer by buyer (the plan's exact tail, ``items``)."""
+    if ctx.log.hit_limit and ctx.tried:
+        raise Decline("a limit stopped the reduced market's solve: its point is reported")
+    try:
+        out = ctx.items()
+    except FairallocError as exc:
+        ctx.raised.append(exc)
+        raise
+    ctx.tried.append(out)
+    return out
+
+
+def _certificate(ctx: SymmetryContext, out: Solved) -> Certificate:
+    return out.cert
+
+
+def symmetry_plan(classes: Classes) -> tuple[Strategy[SymmetryContext, Solved], ...]:
+    """The plan of a market with buyer ``classes`` worth reducing: the reduced market
+    (``symmetry:<classes>``, certified on the original market), then the market buyer by
+    buyer (``items``, exact).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from fairalloc.plan import describe
+    >>> describe(symmetry_plan(buyer_classes(np.array([[1.0], [1.0], [2.0]]))))
+    ('symmetry:2', 'items!')
+    """
+    return (Strategy(f"{SYMMETRY_STEP}:{classes.num_classes}", solve_reduced, _certificate),
+            Strategy(ITEMS_STEP, _solve_items, _certificate, exact=True))
+
+
+def solve_symmetric(ctx: SymmetryContext) -> Solved:
+    """Run `symmetry_plan` (`fairalloc.plan.run_plan`): the first result certified on the
+    original market. When none certifies, the last result is returned as it is (the caller
+    reports it with its proven gap after a limit, or raises its certificate's error); when
+    none came back, the last strategy's own error is raised."""
+    try:
+        return run_plan(symmetry_plan(ctx.classes), ctx, ctx.log, what="market",
+                        backend=ctx.log.conic.name).result
+    except FairallocError:
+        if ctx.tried:
+            return ctx.tried[-1]
+        if ctx.raised:
+            raise ctx.raised[-1]  # noqa: B904 - the strategy's own error, with its cause
+        raise

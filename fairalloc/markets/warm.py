@@ -20,6 +20,7 @@ import scipy.sparse as sp
 
 from .engine import EdgeForm, EngineLog, edge_starts, solve_conic, support_prices
 from .ipm import ipm_batch, ipm_solve, polish_forest_edges
+from .strategies import SubMarket, solve_submarket
 
 __all__ = ["EGPoint", "ReducedMarket", "bang_per_buck", "eg_dual", "eg_primal",
            "feas_residual", "loo_batch", "reduced_solve", "repair_dense", "solve_warm",
@@ -84,16 +85,18 @@ class EGPoint:
         return max(self.dual - self.primal, 0.0)
 
 
-def _conic(owner: np.ndarray, good: np.ndarray, weight: np.ndarray, B: np.ndarray,
-           s: np.ndarray, log: EngineLog) -> tuple[np.ndarray, np.ndarray]:
-    """A reduced market (one good per edge) solved exactly by the engine's conic solve;
-    returns (edge levels, non-negative good prices)."""
+def _reduced_form(owner: np.ndarray, good: np.ndarray, weight: np.ndarray, B: np.ndarray,
+                  s: np.ndarray) -> EdgeForm:
+    """The edge form of a reduced market (one good per edge)."""
     E, m = owner.size, s.size
     C = sp.csc_matrix((np.ones(E), (good, np.arange(E))), shape=(m, E))
-    form = EdgeForm(owner, weight, C, B, s, edge_starts(owner, B.size))
+    return EdgeForm(owner, weight, C, B, s, edge_starts(owner, B.size))
+
+
+def _conic(form: EdgeForm, log: EngineLog) -> tuple[np.ndarray, np.ndarray, int]:
+    """A reduced market solved exactly by the engine's conic solve."""
     settings = {"direct_solve_method": REDUCED_CONIC_KKT} if log.conic.name == "clarabel" else None
-    z, p, _ = solve_conic(form, tol=REDUCED_CONIC_TOL, log=log, settings=settings)
-    return z, np.maximum(p, 0.0)
+    return solve_conic(form, tol=REDUCED_CONIC_TOL, log=log, settings=settings)
 
 
 def reduced_solve(U: np.ndarray, B: np.ndarray, s: np.ndarray, cand: np.ndarray,
@@ -119,13 +122,13 @@ def reduced_solve(U: np.ndarray, B: np.ndarray, s: np.ndarray, cand: np.ndarray,
     ph = np.where(p_hint > 0, p_hint, 1.0)
     best = np.where(cand[multi], U[multi] / ph[None, :], 0.0).max(axis=1)
     weight = np.concatenate([ph[agg] / W[agg], U[multi[mk], mj] / (B[multi] * best)[mk]])
-    out = ipm_solve(owner, good, weight, budget, s, ph)
-    if out is None:
-        log.hand_over("ipm", "conic", "the interior-point method did not converge")
-        z, p = _conic(owner, good, weight, budget, s, log)
-    else:
-        z, p, _ = out
-    z = np.maximum(z, 0.0)
+    form = _reduced_form(owner, good, weight, budget, s)
+    # its plan (`solve_submarket`): the interior point, then the conic solve; the steps stay
+    # out of the path (the caller's search is one step), a hand-over is recorded
+    sub = SubMarket(form, lambda: ipm_solve(owner, good, weight, budget, s, ph),
+                    lambda: _conic(form, log), [])
+    z, p, _, _ = solve_submarket(sub, log, ipm_step="ipm", conic_step="conic", steps=False)
+    z, p = np.maximum(z, 0.0), np.maximum(p, 0.0)
     x = np.zeros((n, m))
     X = np.zeros(m)
     X[agg] = z[:agg.size]
