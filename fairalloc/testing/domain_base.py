@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from .. import properties as props
+from .strategies._common import reals
 
 __all__ = ["GATES", "NEEDS_PRICES", "PROPERTIES", "Domain", "Outcome", "call_kwargs",
            "parse_outcome", "property_result"]
@@ -200,7 +201,7 @@ class Domain:
             inst = draw(inner)
             agent = draw(st.integers(0, inst.n - 1))
             shape = self.true_row(inst, agent).shape
-            scale = draw(arrays(np.float64, shape, elements=st.floats(*_SCALING)))
+            scale = draw(arrays(np.float64, shape, elements=reals(*_SCALING)))
             factor = draw(st.sampled_from(_DISTORTIONS))
             return inst, agent, scale, factor
 

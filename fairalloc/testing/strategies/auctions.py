@@ -15,6 +15,7 @@ from ._common import (
     Range,
     Size,
     as_count,
+    reals,
     size_bounds,
     value_range,
 )
@@ -71,7 +72,7 @@ def bid_tables(*, max_gpus: int = 8, bids: Size = (0, 5), rho: Range = (0.1, 10.
         b = draw(st.integers(blo, bhi))
         gpus = draw(arrays(np.int64, b, elements=st.integers(1, top)))
         level = draw(arrays(np.int64, b, elements=st.integers(0, 2)))
-        r = draw(arrays(np.float64, b, elements=st.floats(lo, hi)))
+        r = draw(arrays(np.float64, b, elements=reals(lo, hi)))
         home_m = home_r = -1
         if topology is not None and draw(st.booleans()):
             home_m = draw(st.integers(0, topology.num_machines - 1))
@@ -80,7 +81,7 @@ def bid_tables(*, max_gpus: int = 8, bids: Size = (0, 5), rho: Range = (0.1, 10.
             empty = math.inf
         else:  # holds GPUs (or is waiting with a finite rho): winning must help
             worst = float(r.max()) if b else lo
-            empty = worst * draw(st.floats(1.0, 4.0, exclude_min=True))
+            empty = worst * draw(reals(1.0, 4.0, exclude_min=True))
         return BidTable(gpus, level, r, rho_empty=empty, home_machine=home_m,
                         home_rack=home_r)
 

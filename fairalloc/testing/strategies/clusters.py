@@ -21,6 +21,7 @@ from ._common import (
     density_permille,
     fmt_array,
     plural,
+    reals,
     size_bounds,
     value_draws,
     value_range,
@@ -118,7 +119,7 @@ def weights(n: int, *, values: Range = (0.25, 4.0)) -> st.SearchStrategy[np.ndar
     """Positive priority weights; they shrink towards 1 (unweighted)."""
     nn = as_count(n, "n")
     lo, hi = value_range(values, "values")
-    return arrays(np.float64, nn, elements=st.floats(lo, hi))
+    return arrays(np.float64, nn, elements=reals(lo, hi))
 
 
 def job_sets(cluster: Any, *, n: Size = (1, 5), values: Range = (0.5, 100.0),
@@ -180,11 +181,11 @@ def job_sets(cluster: Any, *, n: Size = (1, 5), values: Range = (0.5, 100.0),
         tp = draw(throughputs(nn, k, values=values, density=density, integers=integers,
                               runnable=fits))
         w = draw(weights(nn, values=weight_values)) if weighted else None
-        rem = (draw(arrays(np.float64, nn, elements=st.floats(*steps)))
+        rem = (draw(arrays(np.float64, nn, elements=reals(*steps)))
                if steps is not None else None)
-        el = (draw(arrays(np.float64, nn, elements=st.floats(*elapsed)))
+        el = (draw(arrays(np.float64, nn, elements=reals(*elapsed)))
               if elapsed is not None else None)
-        iso = (draw(arrays(np.float64, nn, elements=st.floats(*isolated)))
+        iso = (draw(arrays(np.float64, nn, elements=reals(*isolated)))
                if isolated is not None else None)
         return Jobs(tp, scale_factor=sf, weight=w, steps_remaining=rem, elapsed=el,
                     isolated_elapsed=iso)
@@ -434,7 +435,7 @@ def cluster_instances(*, n: Size = (1, 4), types: Size = (1, 3), workers: Size =
         used = {e: i for i, e in enumerate(dict.fromkeys(raw.tolist()))}  # first-seen order
         labels = tuple(used[e] for e in raw.tolist())
         k = len(used)
-        ew = draw(arrays(np.float64, k, elements=st.floats(*entity_weight_values)))
+        ew = draw(arrays(np.float64, k, elements=reals(*entity_weight_values)))
         ep = [draw(st.sampled_from(pols)) for _ in range(k)]
         return ClusterInstance(jobs, c, labels, dict(enumerate(ew.tolist())),
                                dict(enumerate(ep)), pp)
@@ -485,7 +486,7 @@ def _job_pairs(draw: st.DrawFn, jobs: Any, bounds: tuple[int, int], slowdown: Ra
     mem = np.stack([a[chosen], b[chosen]], axis=1)
     T = jobs.throughput
     k = T.shape[1]
-    frac = draw(arrays(np.float64, (P, k, 2), elements=st.floats(*slowdown)))
+    frac = draw(arrays(np.float64, (P, k, 2), elements=reals(*slowdown)))
     solo = np.stack([T[mem[:, 0]], T[mem[:, 1]]], axis=2)  # (P, k, 2)
     both = (solo > 0).all(axis=2, keepdims=True)
     return JobPairs(mem, np.where(both, frac * solo, 0.0))

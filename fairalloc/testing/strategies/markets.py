@@ -18,6 +18,7 @@ from ._common import (
     density_permille,
     fmt_array,
     plural,
+    reals,
     size_bounds,
     sparse_positive,
     value_draws,
@@ -78,7 +79,7 @@ def budgets(n: int, *, values: Range = (0.1, 10.0), equal: bool = False
     if equal:
         return st.just(np.ones(nn))
     lo, hi = value_range(values, "values")
-    return arrays(np.float64, nn, elements=st.floats(lo, hi))
+    return arrays(np.float64, nn, elements=reals(lo, hi))
 
 
 def supplies(shape: int | tuple[int, ...], *, values: Range = (0.2, 5.0)
@@ -88,7 +89,7 @@ def supplies(shape: int | tuple[int, ...], *, values: Range = (0.2, 5.0)
     if not shp or any(not isinstance(s, int | np.integer) or s < 1 for s in shp):
         raise InputError(f"shape must be positive ints, got {shape!r}", argument="shape")
     lo, hi = value_range(values, "values")
-    return arrays(np.float64, tuple(int(s) for s in shp), elements=st.floats(lo, hi))
+    return arrays(np.float64, tuple(int(s) for s in shp), elements=reals(lo, hi))
 
 
 @dataclass(frozen=True, eq=False)

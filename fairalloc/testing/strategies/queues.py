@@ -15,6 +15,7 @@ from ._common import (
     Range,
     Size,
     as_count,
+    reals,
     size_bounds,
     value_range,
 )
@@ -40,8 +41,8 @@ def scaling_curves(*, levels: Size = (1, 4), efficiency: Range = (0.3, 1.0),
     @st.composite
     def draw_curve(draw: st.DrawFn) -> np.ndarray:
         k = draw(st.integers(llo, lhi))
-        keep = draw(arrays(np.float64, k, elements=st.floats(elo, ehi)))
-        b = draw(st.floats(blo, bhi))
+        keep = draw(arrays(np.float64, k, elements=reals(elo, ehi)))
+        b = draw(reals(blo, bhi))
         per_gpu = b * np.concatenate([[1.0], np.cumprod(keep)])
         return per_gpu * np.exp2(np.arange(k + 1))
 
@@ -88,9 +89,9 @@ def arrival_sequences(*, n: Size = (1, 8), num_gpus: Size = (1, 8), horizon: flo
         k = draw(st.integers(nlo, nhi))
         m = draw(st.integers(glo, ghi))
         times = (st.integers(0, int(hz)).map(float) if integer_times
-                 else st.floats(0.0, hz, allow_subnormal=False))
+                 else reals(0.0, hz))
         arr = draw(arrays(np.float64, k, elements=times))
-        work = draw(arrays(np.float64, k, elements=st.floats(tlo, thi)))
+        work = draw(arrays(np.float64, k, elements=reals(tlo, thi)))
         curves = None
         top = min(m, rmax)
         if scaling:
@@ -98,6 +99,6 @@ def arrival_sequences(*, n: Size = (1, 8), num_gpus: Size = (1, 8), horizon: flo
             curves = np.stack([draw(scaling_curves(levels=levels)) for _ in range(k)])
             top = min(top, 2 ** levels)
         req = draw(arrays(np.float64, k, elements=st.integers(1, top).map(float)))
-        return ArrivalSequence(arr, work, m, req, curves, draw(st.floats(alo, ahi)))
+        return ArrivalSequence(arr, work, m, req, curves, draw(reals(alo, ahi)))
 
     return draw_sequence()

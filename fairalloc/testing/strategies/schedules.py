@@ -16,6 +16,7 @@ from ._common import (
     Range,
     Size,
     as_count,
+    reals,
     size_bounds,
     value_range,
 )
@@ -100,13 +101,13 @@ def job_histories(*, max_regimes: int = 4, max_epochs_per_regime: int = 10,
         model = draw(models)
         cfg = model.configurations
         k = cfg.size
-        mean = draw(arrays(np.float64, k, elements=st.floats(slo, shi)))
+        mean = draw(arrays(np.float64, k, elements=reals(slo, shi)))
         started = draw(st.booleans())
         if started:
             r = draw(st.integers(1, k))
             runs = draw(arrays(np.int64, r, elements=st.integers(1, mmax)))
             regime = np.repeat(np.arange(r), runs)
-            jitter = draw(arrays(np.float64, regime.size, elements=st.floats(0.9, 1.1)))
+            jitter = draw(arrays(np.float64, regime.size, elements=reals(0.9, 1.1)))
             bs, sec = cfg[regime], mean[regime] * jitter
         else:
             bs, sec = np.zeros(0), np.zeros(0)
@@ -153,12 +154,12 @@ def restatement_inputs(*, max_regimes: int = 5, total_epochs: Range = (1.0, 500.
 
     @st.composite
     def draw_inputs(draw: st.DrawFn) -> tuple[float, int, np.ndarray]:
-        n = draw(st.floats(lo, hi))
+        n = draw(reals(lo, hi))
         k = draw(st.integers(1, kmax))
         done = draw(st.integers(0, k))
-        share = draw(arrays(np.float64, done, elements=st.floats(0.0, 1.0,
+        share = draw(arrays(np.float64, done, elements=reals(0.0, 1.0,
                                                                  allow_subnormal=False)))
-        used = draw(st.floats(0.0, 1.0, allow_subnormal=False))
+        used = draw(reals(0.0, 1.0))
         if done == k:  # every regime finished: the epochs cannot all be zero
             share[draw(st.integers(0, k - 1))] = 1.0
             used = max(used, 0.5)
@@ -192,9 +193,9 @@ def plan_jobs(*, max_workers: int = 4, epochs: Size = (1, 60), regimes: Size = (
         cuts = sorted(draw(st.lists(st.integers(1, max(left - 1, 1)), min_size=r - 1,
                                     max_size=r - 1, unique=True))) if r > 1 else []
         parts = np.diff(np.concatenate([[0], cuts, [left]]))
-        sec = draw(arrays(np.float64, parts.size, elements=st.floats(slo, shi)))
+        sec = draw(arrays(np.float64, parts.size, elements=reals(slo, shi)))
         return PlanJob(workers=draw(st.integers(1, wmax)), total_epochs=float(total),
-                       done_epochs=float(done), ftf=draw(st.floats(flo, fhi)),
+                       done_epochs=float(done), ftf=draw(reals(flo, fhi)),
                        regimes=[(float(s), float(e)) for s, e in zip(sec, parts)],
                        running=draw(st.booleans()))
 
