@@ -198,3 +198,23 @@ def test_scale_factors_by_equal_keys_in_another_order_are_read_by_key():
     assert same is not None and other is not None
     np.testing.assert_array_equal(same.x, other.x)
     assert same.x[:, 0].tolist() == [1.0, 1.0, 1 / 3, 0.0, 0.0, 0.0]
+
+
+def test_adapter_builds_its_round_result_only_when_read_and_it_is_the_certified_one():
+    """The adapter returns Gavel's dict from the fill; ``last_result`` is the same certified
+    round as `fifo_round` (built on first read), and a later exact-path round replaces it."""
+    tp = {j: {"v100": 3.0 + j % 2, "k80": 1.0} for j in range(8)}
+    sf = {j: 1 + j % 2 for j in range(8)}
+    spec = {"v100": 3, "k80": 2}
+    adapter = gavel.policy("fifo_perf")
+    got = adapter.get_allocation(tp, sf, spec)
+    ref = fifo_round(tp, sf, spec, {})
+    assert ref is not None and got == ref.job_allocation
+    last = adapter.last_result
+    assert last is adapter.last_result   # built once
+    assert last.certificate.ok and last.certificate == ref.certificate
+    np.testing.assert_array_equal(last.x, ref.x)
+    np.testing.assert_array_equal(last.prices, ref.prices)
+    tie = {0: {"v100": 1.0, "k80": 1.0}}
+    adapter.get_allocation(tie, {0: 1}, spec)   # a tie: the exact path
+    assert adapter.last_result.stats.path != ref.stats.path
