@@ -218,3 +218,22 @@ def test_adapter_builds_its_round_result_only_when_read_and_it_is_the_certified_
     tie = {0: {"v100": 1.0, "k80": 1.0}}
     adapter.get_allocation(tie, {0: 1}, spec)   # a tie: the exact path
     assert adapter.last_result.stats.path != ref.stats.path
+
+
+@pytest.mark.parametrize("tp, sf, spec, expect", [
+    # the job's fastest types tie: one is full, two have room: a tie (the LP stages)
+    ({0: {"a": 9.0, "b": 1.0, "c": 1.0}, 1: {"a": 5.0, "b": 5.0, "c": 5.0}},
+     {0: 1, 1: 1}, {"a": 1, "b": 3, "c": 3}, None),
+    # the fastest type is full, then one slower type with room: the job's whole time there
+    ({0: {"a": 9.0, "b": 5.0, "c": 4.0}, 1: {"a": 9.0, "b": 5.0, "c": 4.0}},
+     {0: 1, 1: 1}, {"a": 1, "b": 3, "c": 3}, {"a": 0.0, "b": 1.0, "c": 0.0}),
+])
+def test_greedy_round_after_a_full_type_is_the_exact_one(tp, sf, spec, expect):
+    fast = fifo_round(tp, sf, spec, {})
+    if expect is None:
+        assert fast is None
+        return
+    exact = _exact(tp, sf, spec)
+    assert fast.job_allocation[1] == expect and fast.certificate.ok
+    np.testing.assert_allclose(fast.x, exact.x, rtol=0, atol=FEAS)
+    np.testing.assert_allclose(fast.prices, exact.prices, rtol=1e-12, atol=0)

@@ -58,20 +58,29 @@ _INTS = frozenset((int, np.int64))
 
 
 def _validate(throughputs: Mapping[Hashable, Any], scale_factors: Any, cluster_spec: Any
-              ) -> tuple[list[Hashable], list[dict], tuple[str, ...], list[Any], list[Any]
+              ) -> tuple[list[Hashable], list[tuple], tuple[str, ...], list[Any], list[Any]
                          ] | None:
-    """``(ids, rows, types, sfl, capl)`` when every input is one the greedy path takes (each
+    """``(ids, rates, types, sfl, capl)`` when every input is one the greedy path takes (each
     rate a finite non-negative number on a listed type, each gang a whole number >= 1, each
     count a whole number >= 0), else ``None`` (the exact path reads them and names the
-    argument and the job). Flat passes over every rate, in C: no Python loop per job."""
+    argument and the job). ``rates[i]``: job ``i``'s rates on ``types`` (0 where its dict
+    has none). Flat passes over every rate, in C: no Python loop per job."""
     if not (isinstance(scale_factors, Mapping) and isinstance(cluster_spec, Mapping)):
         return None
     ids = list(throughputs)
     rows = list(throughputs.values())
     types = tuple(cluster_spec)
-    if not (set(map(type, rows)) <= {dict} and set(map(type, types)) <= {str}):
+    if not (set(map(type, rows)) <= {dict} and set(map(type, types)) <= {str}) or not types:
         return None
-    if not set(types).issuperset(itertools.chain.from_iterable(rows)):
+    try:  # every row lists every type (Gavel's): one C pass, a tuple per job
+        rates = list(map(operator.itemgetter(*types), rows)) if len(types) > 1 else \
+            list(zip(map(operator.itemgetter(types[0]), rows)))
+        listed = sum(map(len, rows)) == len(rows) * len(types)
+    except KeyError:  # a row without some type: 0 there
+        zeros = [0.0] * len(types)
+        rates = [tuple(map(r.get, types, zeros)) for r in rows]
+        listed = set(types).issuperset(itertools.chain.from_iterable(rows))
+    if not listed:
         return None  # a type the spec does not list: the exact path (drained there)
     if len(scale_factors) == len(ids) and all(map(operator.is_, scale_factors, ids)):
         sfl = list(scale_factors.values())  # the same key objects in the same order (Gavel's
@@ -82,11 +91,11 @@ def _validate(throughputs: Mapping[Hashable, Any], scale_factors: Any, cluster_s
         except (KeyError, TypeError):
             return None
     capl = list(cluster_spec.values())
-    flat = list(itertools.chain.from_iterable(map(dict.values, rows)))
-    if not set(map(type, itertools.chain(flat, sfl, capl))) <= _NUMBERS:
+    flat = itertools.chain.from_iterable
+    if not set(map(type, itertools.chain(flat(rates), sfl, capl))) <= _NUMBERS:
         return None
-    total = sum(flat)  # NaN or inf when a rate is (or the sum overflows: the exact path)
-    if not (total == total and total != math.inf and min(flat, default=0.0) >= 0.0):
+    total = sum(flat(rates))  # NaN or inf when a rate is (or the sum overflows: exact path)
+    if not (total == total and total != math.inf and min(flat(rates)) >= 0.0):
         return None
     whole = True
     if not set(map(type, itertools.chain(sfl, capl))) <= _INTS:
@@ -94,9 +103,9 @@ def _validate(throughputs: Mapping[Hashable, Any], scale_factors: Any, cluster_s
             whole = all(map(float.is_integer, map(float, itertools.chain(sfl, capl))))
         except OverflowError:
             return None
-    if not (whole and min(sfl, default=1) >= 1 and min(capl, default=0) >= 0):
+    if not (whole and min(sfl) >= 1 and min(capl) >= 0):
         return None
-    return ids, rows, types, sfl, capl
+    return ids, rates, types, sfl, capl
 
 
 class _Fill:
@@ -105,7 +114,7 @@ class _Fill:
     present types)`` of every runnable job decided (``x`` 0 for the jobs after it);
     ``prices`` per present type."""
 
-    __slots__ = ("ids", "rows", "types", "sfl", "capl", "head", "cert", "prices", "seconds")
+    __slots__ = ("ids", "rates", "types", "sfl", "capl", "head", "cert", "prices", "seconds")
 
     def allocation(self) -> dict[Hashable, dict[str, float]]:
         """Gavel's ``{job_id: {worker_type: fraction}}`` (every job and type, zeros
@@ -118,7 +127,7 @@ class _Fill:
         return dict(zip(self.ids, rows))
 
 
-def _fill(ids: list[Hashable], rows: list[dict], types: tuple[str, ...], sfl: list[Any],
+def _fill(ids: list[Hashable], rates: list[tuple], types: tuple[str, ...], sfl: list[Any],
           capl: list[Any], gap_tol: float, feas_tol: float) -> _Fill | None:
     """FIFO's arrival-order stages by the greedy fill (`forced_prefix`'s one-by-one pass) and
     their closed-form certificate (`forced_certificate`, with `_certify`'s reading of the
@@ -131,15 +140,21 @@ def _fill(ids: list[Hashable], rows: list[dict], types: tuple[str, ...], sfl: li
         order = sorted(range(n), key=ids.__getitem__)
     except TypeError:
         order = list(range(n))
-    ptypes = [t for t, c in zip(types, capl) if c > 0]
-    pcap = [float(c) for c in capl if c > 0]
-    kp = len(ptypes)
+    pidx = [j for j, c in enumerate(capl) if c > 0]
+    pcap = [float(capl[j]) for j in pidx]
+    kp = len(pidx)
+    if not kp:
+        return None  # no worker: no job can run
+    # each job's rates on the present types (its own tuple when every type is present)
+    pick = None if kp == len(types) else (
+        operator.itemgetter(*pidx) if kp > 1 else lambda r: (r[pidx[0]],))
+    least = min(pcap)
     cols = range(kp)
     zeros = [0.0] * kp
     spare = pcap.copy()  # the fill's own spare workers
     cum = zeros.copy()  # the certificate's: workers the jobs so far use, recomputed from x
     prices = zeros.copy()
-    fits: dict[Any, list[bool]] = {}
+    fits: dict[float, list[bool] | None] = {}  # per gang: the types it fits (None: all)
     head: list[tuple[int, list[float]]] = []
     bound_sum = value_sum = gap = worst = x_hi = 0.0
     x_lo = 0.0
@@ -151,20 +166,26 @@ def _fill(ids: list[Hashable], rows: list[dict], types: tuple[str, ...], sfl: li
                 break
             filling = False  # (rounding left room by the certificate's sums: read them all)
         s = float(sfl[i])
-        fit = fits.get(s)
-        if fit is None:
-            fit = fits[s] = [c >= s for c in pcap]
-        a = [v if f and v > 0 else 0.0
-             for v, f in zip(map(rows[i].get, ptypes, zeros), fit)]
-        fastest = max(a, default=0.0)
+        if s not in fits:
+            fits[s] = None if s <= least else [c >= s for c in pcap]
+        fit = fits[s]
+        a = rates[i] if pick is None else pick(rates[i])  # (rates: finite, >= 0)
+        if fit is not None:
+            a = [v if f else 0.0 for v, f in zip(a, fit)]
+        fastest = max(a)
         if fastest <= 0.0:
             continue  # unrunnable: not a stage
         seen += 1
         if filling:
-            avail = [v if w > 0.0 else 0.0 for v, w in zip(a, spare)]
-            best = max(avail)
-            top = avail.index(best)
-            if (best > 0.0 and spare[top] > s and avail.count(best) == 1
+            top = a.index(fastest)
+            if spare[top] > 0.0 and a.count(fastest) == 1:
+                best, unique = fastest, True  # (usual: the fastest type has spare workers)
+            else:  # the fastest type with spare workers, if only one is that fast
+                avail = [v if w > 0.0 else 0.0 for v, w in zip(a, spare)]
+                best = max(avail)
+                top = avail.index(best)
+                unique = avail.count(best) == 1
+            if (best > 0.0 and unique and spare[top] > s
                     and max(pcap[top] - ((cum[top] + s) - s), 0.0) / s >= 1.0
                     and (best == fastest or all(cum[j] >= pcap[j] for j in cols
                                                 if a[j] > best))):
@@ -239,12 +260,13 @@ def _fill(ids: list[Hashable], rows: list[dict], types: tuple[str, ...], sfl: li
             if not need:
                 break
             s = float(sfl[i])
-            fit = fits.get(s)
-            if fit is None:
-                fit = fits[s] = [c >= s for c in pcap]
-            a = [v if f and v > 0 else 0.0
-                 for v, f in zip(map(rows[i].get, ptypes, zeros), fit)]
-            fastest = max(a, default=0.0)
+            if s not in fits:
+                fits[s] = None if s <= least else [c >= s for c in pcap]
+            fit = fits[s]
+            a = rates[i] if pick is None else pick(rates[i])
+            if fit is not None:
+                a = [v if f else 0.0 for v, f in zip(a, fit)]
+            fastest = max(a)
             if fastest > 0.0:
                 for j in [j for j in need if a[j] > 0.0]:
                     prices[j] = a[j] / fastest / s
@@ -260,7 +282,7 @@ def _fill(ids: list[Hashable], rows: list[dict], types: tuple[str, ...], sfl: li
     if not cert.ok:
         return None
     out = _Fill()
-    out.ids, out.rows, out.types, out.sfl, out.capl = ids, rows, types, sfl, capl
+    out.ids, out.rates, out.types, out.sfl, out.capl = ids, rates, types, sfl, capl
     out.head, out.cert, out.prices = head, cert, prices
     return out
 
@@ -294,10 +316,9 @@ def fifo_round(throughputs: Mapping[Hashable, Any], scale_factors: Any, cluster_
 def fifo_result(fill: _Fill) -> RoundResult:
     """The fill as a `fairalloc.RoundResult` (arrays, facts and the reduced program's
     `fairalloc.Allocation`)."""
-    ids, rows, types, cert = fill.ids, fill.rows, fill.types, fill.cert
+    ids, types, cert = fill.ids, fill.types, fill.cert
     n, k = len(ids), len(types)
-    T = np.array([list(map(dict.get, rows, itertools.repeat(t), itertools.repeat(0.0)))
-                  for t in types], dtype=float).reshape(k, n).T
+    T = np.array(fill.rates, dtype=float).reshape(n, k)
     sf = np.array(fill.sfl, dtype=float)
     cap = np.array(fill.capl, dtype=float)
     present = cap > 0
