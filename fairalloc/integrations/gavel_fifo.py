@@ -92,13 +92,14 @@ def _validate(throughputs: Mapping[Hashable, Any], scale_factors: Any, cluster_s
             return None
     capl = list(cluster_spec.values())
     flat = itertools.chain.from_iterable
-    if not set(map(type, itertools.chain(flat(rates), sfl, capl))) <= _NUMBERS:
+    counts = set(map(type, itertools.chain(sfl, capl)))
+    if not (set(map(type, flat(rates))) | counts) <= _NUMBERS:
         return None
     total = sum(flat(rates))  # NaN or inf when a rate is (or the sum overflows: exact path)
     if not (total == total and total != math.inf and min(flat(rates)) >= 0.0):
         return None
     whole = True
-    if not set(map(type, itertools.chain(sfl, capl))) <= _INTS:
+    if not counts <= _INTS:
         try:
             whole = all(map(float.is_integer, map(float, itertools.chain(sfl, capl))))
         except OverflowError:
@@ -110,11 +111,13 @@ def _validate(throughputs: Mapping[Hashable, Any], scale_factors: Any, cluster_s
 
 class _Fill:
     """The greedy fill of one round and its closed-form certificate (`_fill`): the jobs in
-    arrival order as far as the fill needs, in plain Python. ``head``: ``(job, x row over the
-    present types)`` of every runnable job decided (``x`` 0 for the jobs after it);
+    arrival order as far as the fill needs, in plain Python. ``ones``: ``(job, present type)``
+    of every job decided that runs all its time on one type; ``head``: ``(job, x row over the
+    present types)`` of every other runnable job decided (``x`` 0 for every other job);
     ``prices`` per present type."""
 
-    __slots__ = ("ids", "rates", "types", "sfl", "capl", "head", "cert", "prices", "seconds")
+    __slots__ = ("ids", "rates", "types", "sfl", "capl", "head", "ones", "cert", "prices",
+                 "seconds")
 
     def allocation(self) -> dict[Hashable, dict[str, float]]:
         """Gavel's ``{job_id: {worker_type: fraction}}`` (every job and type, zeros
@@ -122,6 +125,8 @@ class _Fill:
         zero = dict.fromkeys(self.types, 0.0)
         rows = list(map(dict.copy, itertools.repeat(zero, len(self.ids))))
         ptypes = [t for t, c in zip(self.types, self.capl) if c > 0]
+        for i, j in self.ones:
+            rows[i][ptypes[j]] = 1.0
         for i, xrow in self.head:
             rows[i].update(zip(ptypes, xrow))
         return dict(zip(self.ids, rows))
@@ -155,7 +160,8 @@ def _fill(ids: list[Hashable], rates: list[tuple], types: tuple[str, ...], sfl: 
     cum = zeros.copy()  # the certificate's: workers the jobs so far use, recomputed from x
     prices = zeros.copy()
     fits: dict[float, list[bool] | None] = {}  # per gang: the types it fits (None: all)
-    head: list[tuple[int, list[float]]] = []
+    head: list[tuple[int, list[float]]] = []  # (job, x over the present types)
+    ones: list[tuple[int, int]] = []  # (job, present type): x = 1 there, 0 elsewhere
     bound_sum = value_sum = gap = worst = x_hi = 0.0
     x_lo = 0.0
     filling, seen, pos = True, 0, n
@@ -194,17 +200,15 @@ def _fill(ids: list[Hashable], rates: list[tuple], types: tuple[str, ...], sfl: 
                 # no tie; the knapsack dual mu = its rate, lambda > 0 only on the faster
                 # types, which have room 0: bound = value = mu)
                 mu = best / fastest
-                for j in cols:
-                    if a[j] > best and prices[j] == 0.0:
-                        prices[j] = (a[j] / fastest - mu) / s
+                if best != fastest:
+                    for j in cols:
+                        if a[j] > best and prices[j] == 0.0:
+                            prices[j] = (a[j] / fastest - mu) / s
                 spare[top] -= s
                 cum[top] += s
-                x = zeros.copy()
-                x[top] = 1.0
-                head.append((i, x))
+                ones.append((i, top))
                 bound_sum += mu
                 value_sum += mu
-                x_hi = max(x_hi, 1.0)
                 continue
         a = [v / fastest for v in a]
         x = zeros.copy()
@@ -254,6 +258,8 @@ def _fill(ids: list[Hashable], rates: list[tuple], types: tuple[str, ...], sfl: 
                 prices[j] = lam[j] / s  # the earliest stage the type limits: its dual
     if not seen:
         return None
+    if ones:
+        x_hi = max(x_hi, 1.0)
     if pos < n:  # types no stage priced: the first later stage that can use them (`_certify`)
         need = [j for j in cols if prices[j] == 0.0]
         for i in order[pos:]:
@@ -283,7 +289,7 @@ def _fill(ids: list[Hashable], rates: list[tuple], types: tuple[str, ...], sfl: 
         return None
     out = _Fill()
     out.ids, out.rates, out.types, out.sfl, out.capl = ids, rates, types, sfl, capl
-    out.head, out.cert, out.prices = head, cert, prices
+    out.head, out.ones, out.cert, out.prices = head, ones, cert, prices
     return out
 
 
@@ -329,6 +335,9 @@ def fifo_result(fill: _Fill) -> RoundResult:
     if fill.head:
         done = [i for i, _ in fill.head]
         x[np.ix_(done, pt)] = [xrow for _, xrow in fill.head]
+    if fill.ones:
+        jobs, cols = np.array(fill.ones).T
+        x[jobs, pt[cols]] = 1.0
     xr = x[np.ix_(rj, pt)]
     Tr = np.where(allowed, T, 0.0)[np.ix_(rj, pt)]
     fastest = Tr.max(axis=1)
