@@ -91,22 +91,38 @@ def _validate(throughputs: Mapping[Hashable, Any], scale_factors: Any, cluster_s
         except (KeyError, TypeError):
             return None
     capl = list(cluster_spec.values())
-    flat = itertools.chain.from_iterable
-    counts = set(map(type, itertools.chain(sfl, capl)))
-    if not (set(map(type, flat(rates))) | counts) <= _NUMBERS:
+    flat = list(itertools.chain.from_iterable(rates))
+    gangs, counts = set(map(type, sfl)), set(map(type, capl))
+    if not (set(map(type, flat)) | gangs | counts) <= _NUMBERS:
         return None
-    total = sum(flat(rates))  # NaN or inf when a rate is (or the sum overflows: exact path)
-    if not (total == total and total != math.inf and min(flat(rates)) >= 0.0):
+    total = sum(flat)  # NaN or inf when a rate is (or the sum overflows: the exact path)
+    if not (total == total and total != math.inf and min(flat) >= 0.0):
         return None
-    whole = True
-    if not counts <= _INTS:
-        try:
-            whole = all(map(float.is_integer, map(float, itertools.chain(sfl, capl))))
-        except OverflowError:
-            return None
-    if not (whole and min(sfl) >= 1 and min(capl) >= 0):
+    if not (_whole(sfl, gangs) and _whole(capl, counts) and min(sfl) >= 1 and min(capl) >= 0):
         return None
     return ids, rates, types, sfl, capl
+
+
+def _whole(values: list[Any], kinds: set[type]) -> bool:
+    """Whether every number of ``values`` (of the types ``kinds``) is a whole number."""
+    if kinds <= _INTS:
+        return True
+    try:
+        return all(map(float.is_integer, values if kinds == {float} else map(float, values)))
+    except OverflowError:  # (an int beyond the float range: the exact path)
+        return False
+
+
+def _opened(spare: list[float]) -> tuple[list[int], Any]:
+    """The types with spare workers and a function giving a job's rates on them (a tuple;
+    ``(0.0,)`` when there is none)."""
+    opened = [j for j, w in enumerate(spare) if w > 0.0]
+    if len(opened) > 1:
+        return opened, operator.itemgetter(*opened)
+    if opened:
+        only = opened[0]
+        return opened, lambda a: (a[only],)
+    return [0], lambda a: (0.0,)
 
 
 class _Fill:
@@ -142,9 +158,10 @@ def _fill(ids: list[Hashable], rates: list[tuple], types: tuple[str, ...], sfl: 
     certificate that does not pass."""
     n = len(ids)
     try:  # arrival order: sorted job ids (Gavel's); ids that do not sort keep their order
-        order = sorted(range(n), key=ids.__getitem__)
+        order: Any = range(n) if all(map(operator.lt, ids, ids[1:])) else \
+            sorted(range(n), key=ids.__getitem__)  # (in order already: no key per id)
     except TypeError:
-        order = list(range(n))
+        order = range(n)
     pidx = [j for j, c in enumerate(capl) if c > 0]
     pcap = [float(capl[j]) for j in pidx]
     kp = len(pidx)
@@ -159,22 +176,25 @@ def _fill(ids: list[Hashable], rates: list[tuple], types: tuple[str, ...], sfl: 
     spare = pcap.copy()  # the fill's own spare workers
     cum = zeros.copy()  # the certificate's: workers the jobs so far use, recomputed from x
     prices = zeros.copy()
-    fits: dict[float, list[bool] | None] = {}  # per gang: the types it fits (None: all)
+    fits: dict[float, Any] = {}  # per gang: the types it fits (None: all)
+    sff = list(map(float, sfl))
     head: list[tuple[int, list[float]]] = []  # (job, x over the present types)
     ones: list[tuple[int, int]] = []  # (job, present type): x = 1 there, 0 elsewhere
     bound_sum = value_sum = gap = worst = x_hi = 0.0
     x_lo = 0.0
     filling, seen, pos = True, 0, n
+    sealed = True  # every type without spare workers is full by the certificate's sums
+    opened, open_rates = _opened(spare)  # the types with spare workers; a job's rates there
     for p, i in enumerate(order):
         if filling and not any(spare):
             if all(map(operator.ge, cum, pcap)):
                 pos = p  # every later stage: room 0, bound and value 0 (`_certify`)
                 break
             filling = False  # (rounding left room by the certificate's sums: read them all)
-        s = float(sfl[i])
-        if s not in fits:
-            fits[s] = None if s <= least else [c >= s for c in pcap]
-        fit = fits[s]
+        s = sff[i]
+        fit = fits.get(s, fits)
+        if fit is fits:
+            fit = fits[s] = None if s <= least else [c >= s for c in pcap]
         a = rates[i] if pick is None else pick(rates[i])  # (rates: finite, >= 0)
         if fit is not None:
             a = [v if f else 0.0 for v, f in zip(a, fit)]
@@ -187,25 +207,28 @@ def _fill(ids: list[Hashable], rates: list[tuple], types: tuple[str, ...], sfl: 
             if spare[top] > 0.0 and a.count(fastest) == 1:
                 best, unique = fastest, True  # (usual: the fastest type has spare workers)
             else:  # the fastest type with spare workers, if only one is that fast
-                avail = [v if w > 0.0 else 0.0 for v, w in zip(a, spare)]
+                avail = open_rates(a)
                 best = max(avail)
-                top = avail.index(best)
+                top = opened[avail.index(best)]
                 unique = avail.count(best) == 1
-            if (best > 0.0 and unique and spare[top] > s
-                    and max(pcap[top] - ((cum[top] + s) - s), 0.0) / s >= 1.0
-                    and (best == fastest or all(cum[j] >= pcap[j] for j in cols
-                                                if a[j] > best))):
+            if (best > 0.0 and unique and spare[top] >= s
+                    and pcap[top] - ((cum[top] + s) - s) >= s  # (room >= 1 below)
+                    and (best == fastest or sealed)):
                 # the usual job: all its time on its one fastest type with spare workers,
-                # which keeps some (the general steps below give exactly this: x = 1 there,
+                # at least its gang (the general steps below give exactly this: x = 1 there,
                 # no tie; the knapsack dual mu = its rate, lambda > 0 only on the faster
-                # types, which have room 0: bound = value = mu)
+                # types, which have no spare worker: room 0 by the certificate's sums too
+                # when ``sealed``, so bound = value = mu)
                 mu = best / fastest
                 if best != fastest:
                     for j in cols:
                         if a[j] > best and prices[j] == 0.0:
                             prices[j] = (a[j] / fastest - mu) / s
-                spare[top] -= s
+                spare[top] -= s  # (0 exactly when the job uses the type up)
                 cum[top] += s
+                if spare[top] <= 0.0:
+                    sealed = sealed and cum[top] >= pcap[top]
+                    opened, open_rates = _opened(spare)
                 ones.append((i, top))
                 bound_sum += mu
                 value_sum += mu
@@ -256,6 +279,9 @@ def _fill(ids: list[Hashable], rates: list[tuple], types: tuple[str, ...], sfl: 
         for j in cols:
             if prices[j] == 0.0 and lam[j] > 0.0:
                 prices[j] = lam[j] / s  # the earliest stage the type limits: its dual
+        if filling:  # (this step may use types up)
+            sealed = all(c >= w for c, w, r in zip(cum, pcap, spare) if r <= 0.0)
+            opened, open_rates = _opened(spare)
     if not seen:
         return None
     if ones:
@@ -265,10 +291,10 @@ def _fill(ids: list[Hashable], rates: list[tuple], types: tuple[str, ...], sfl: 
         for i in order[pos:]:
             if not need:
                 break
-            s = float(sfl[i])
-            if s not in fits:
-                fits[s] = None if s <= least else [c >= s for c in pcap]
-            fit = fits[s]
+            s = sff[i]
+            fit = fits.get(s, fits)
+            if fit is fits:
+                fit = fits[s] = None if s <= least else [c >= s for c in pcap]
             a = rates[i] if pick is None else pick(rates[i])
             if fit is not None:
                 a = [v if f else 0.0 for v, f in zip(a, fit)]
@@ -289,14 +315,14 @@ def _fill(ids: list[Hashable], rates: list[tuple], types: tuple[str, ...], sfl: 
         return None
     out = _Fill()
     out.ids, out.rates, out.types, out.sfl, out.capl = ids, rates, types, sfl, capl
-    out.head, out.ones, out.cert, out.prices = head, ones, cert, prices
+    out.head, out.ones, out.cert, out.prices, out.seconds = head, ones, cert, prices, 0.0
     return out
 
 
 def fifo_fill(throughputs: Mapping[Hashable, Any], scale_factors: Any, cluster_spec: Any,
               settings: Mapping[str, Any]) -> _Fill | None:
     """The certified FIFO round's fill (`_Fill`: Gavel's dict by ``allocation()``, the
-    `fairalloc.RoundResult` by ``result()``), or ``None`` where `fairalloc.RoundPolicy` must
+    `fairalloc.RoundResult` by `fifo_result`), or ``None`` where `fairalloc.RoundPolicy` must
     solve it (module docstring)."""
     t0 = time.perf_counter()
     if set(settings) - _SETTINGS or not throughputs:
