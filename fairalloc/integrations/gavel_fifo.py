@@ -151,11 +151,14 @@ class _Fill:
 def _fill(ids: list[Hashable], rates: list[tuple], types: tuple[str, ...], sfl: list[Any],
           capl: list[Any], gap_tol: float, feas_tol: float) -> _Fill | None:
     """FIFO's arrival-order stages by the greedy fill (`forced_prefix`'s one-by-one pass) and
-    their closed-form certificate (`forced_certificate`, with `_certify`'s reading of the
-    stages after the last running job once every worker is in use), job by job in plain
-    Python: the jobs after the fill, once every worker is in use, are read only for the types
-    no earlier stage prices. ``None``: a tie (the LP stages decide), no runnable job, or a
-    certificate that does not pass."""
+    their closed-form certificate (`forced_certificate`), job by job in plain Python. Once
+    every worker is in use (by the certificate's own sums too) every later stage has room 0
+    on every type, so its knapsack's dual is ``mu = 0``, ``lambda = a``, bound and value 0:
+    the later jobs are read only to price a type no earlier stage prices (``a / s`` of the
+    first that can use it, as `forced_certificate` reads it). A job that takes all its time
+    on its one fastest type with spare workers (at least its gang) is decided in a few steps
+    (its stage's dual: ``mu`` its rate, ``lambda`` 0 but on the faster, full types). ``None``:
+    a tie (the LP stages decide), no runnable job, or a certificate that does not pass."""
     n = len(ids)
     try:  # arrival order: sorted job ids (Gavel's); ids that do not sort keep their order
         order: Any = range(n) if all(map(operator.lt, ids, ids[1:])) else \
