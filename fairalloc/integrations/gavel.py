@@ -422,6 +422,7 @@ class FIFOPolicyWithPerf(GavelPolicy):
     _policy = "fifo"
     _name = "FIFO_Perf"
     _fill: Any = None
+    _last: RoundResult | None = None
 
     @property  # type: ignore[override]
     def last_result(self) -> RoundResult | None:

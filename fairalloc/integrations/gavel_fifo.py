@@ -114,15 +114,15 @@ def _whole(values: list[Any], kinds: set[type]) -> bool:
 
 
 def _opened(spare: list[float]) -> tuple[list[int], Any]:
-    """The types with spare workers and a function giving a job's rates on them (a tuple;
-    ``(0.0,)`` when there is none)."""
+    """The types with spare workers and a function giving a job's rates on them (a
+    tuple)."""
     opened = [j for j, w in enumerate(spare) if w > 0.0]
     if len(opened) > 1:
         return opened, operator.itemgetter(*opened)
     if opened:
         only = opened[0]
         return opened, lambda a: (a[only],)
-    return [0], lambda a: (0.0,)
+    return [], None  # (no spare worker: the fill ends)
 
 
 class _Fill:
@@ -134,6 +134,16 @@ class _Fill:
 
     __slots__ = ("ids", "rates", "types", "sfl", "capl", "head", "ones", "cert", "prices",
                  "seconds")
+    ids: list[Hashable]
+    rates: list[tuple]
+    types: tuple[str, ...]
+    sfl: list[Any]
+    capl: list[Any]
+    head: list[tuple[int, list[float]]]
+    ones: list[tuple[int, int]]
+    cert: Certificate
+    prices: list[float]
+    seconds: float
 
     def allocation(self) -> dict[Hashable, dict[str, float]]:
         """Gavel's ``{job_id: {worker_type: fraction}}`` (every job and type, zeros
@@ -160,9 +170,10 @@ def _fill(ids: list[Hashable], rates: list[tuple], types: tuple[str, ...], sfl: 
     (its stage's dual: ``mu`` its rate, ``lambda`` 0 but on the faster, full types). ``None``:
     a tie (the LP stages decide), no runnable job, or a certificate that does not pass."""
     n = len(ids)
+    keys: list[Any] = ids
     try:  # arrival order: sorted job ids (Gavel's); ids that do not sort keep their order
-        order: Any = range(n) if all(map(operator.lt, ids, ids[1:])) else \
-            sorted(range(n), key=ids.__getitem__)  # (in order already: no key per id)
+        order: Any = range(n) if all(map(operator.lt, keys, keys[1:])) else \
+            sorted(range(n), key=keys.__getitem__)  # (in order already: no key per id)
     except TypeError:
         order = range(n)
     pidx = [j for j, c in enumerate(capl) if c > 0]
@@ -185,13 +196,13 @@ def _fill(ids: list[Hashable], rates: list[tuple], types: tuple[str, ...], sfl: 
     ones: list[tuple[int, int]] = []  # (job, present type): x = 1 there, 0 elsewhere
     bound_sum = value_sum = gap = worst = x_hi = 0.0
     x_lo = 0.0
-    filling, seen, pos = True, 0, n
+    filling, pos = True, n
     sealed = True  # every type without spare workers is full by the certificate's sums
     opened, open_rates = _opened(spare)  # the types with spare workers; a job's rates there
     for p, i in enumerate(order):
-        if filling and not any(spare):
+        if filling and not opened:  # (no spare worker)
             if all(map(operator.ge, cum, pcap)):
-                pos = p  # every later stage: room 0, bound and value 0 (`_certify`)
+                pos = p  # every later stage: room 0, bound and value 0 (docstring)
                 break
             filling = False  # (rounding left room by the certificate's sums: read them all)
         s = sff[i]
@@ -204,7 +215,6 @@ def _fill(ids: list[Hashable], rates: list[tuple], types: tuple[str, ...], sfl: 
         fastest = max(a)
         if fastest <= 0.0:
             continue  # unrunnable: not a stage
-        seen += 1
         if filling:
             top = a.index(fastest)
             if spare[top] > 0.0 and a.count(fastest) == 1:
@@ -285,11 +295,11 @@ def _fill(ids: list[Hashable], rates: list[tuple], types: tuple[str, ...], sfl: 
         if filling:  # (this step may use types up)
             sealed = all(c >= w for c, w, r in zip(cum, pcap, spare) if r <= 0.0)
             opened, open_rates = _opened(spare)
-    if not seen:
+    if not (ones or head):  # (a job takes workers before every one is in use)
         return None
     if ones:
         x_hi = max(x_hi, 1.0)
-    if pos < n:  # types no stage priced: the first later stage that can use them (`_certify`)
+    if pos < n:  # types no stage priced: the first later stage that can use them
         need = [j for j in cols if prices[j] == 0.0]
         for i in order[pos:]:
             if not need:
@@ -354,15 +364,15 @@ def fifo_result(fill: _Fill) -> RoundResult:
     ids, types, cert = fill.ids, fill.types, fill.cert
     n, k = len(ids), len(types)
     T = np.array(fill.rates, dtype=float).reshape(n, k)
-    sf = np.array(fill.sfl, dtype=float)
-    cap = np.array(fill.capl, dtype=float)
+    sf = np.array(fill.sfl, dtype=np.float64)
+    cap = np.array(fill.capl, dtype=np.float64)
     present = cap > 0
     allowed = (T > 0) & (sf[:, None] <= cap[None, :]) & present[None, :]
     runnable = allowed.any(axis=1)
     rj, pt = np.flatnonzero(runnable), np.flatnonzero(present)
     x = np.zeros((n, k))
     if fill.head:
-        done = [i for i, _ in fill.head]
+        done = np.array([i for i, _ in fill.head])
         x[np.ix_(done, pt)] = [xrow for _, xrow in fill.head]
     if fill.ones:
         jobs, cols = np.array(fill.ones).T
@@ -373,7 +383,7 @@ def fifo_result(fill: _Fill) -> RoundResult:
     tp_r = np.einsum("ij,ij->i", Tr, xr)
     stats = SolveStats(backend="none", method="fast", seconds=fill.seconds, iterations=0,
                        solves=0, path=(f"{FIFO_GREEDY}:{rj.size}",))
-    prices_r = np.array(fill.prices, dtype=float)
+    prices_r = np.array(fill.prices, dtype=np.float64)
     reduced = Allocation(objective=cert.primal_value, status=Status.OPTIMAL, stats=stats,
                          certificate=cert, allocation=xr, prices=prices_r,
                          effective_throughput=tp_r, metric=tp_r / fastest, policy="fifo",
