@@ -202,7 +202,8 @@ def test_scale_factors_by_equal_keys_in_another_order_are_read_by_key():
 
 def test_adapter_builds_its_round_result_only_when_read_and_it_is_the_certified_one():
     """The adapter returns Gavel's dict from the fill; ``last_result`` is the same certified
-    round as `fifo_round` (built on first read), and a later exact-path round replaces it."""
+    round as `fifo_round` (built on first read, from the inputs as they were at the call),
+    and a later exact-path round replaces it."""
     tp = {j: {"v100": 3.0 + j % 2, "k80": 1.0} for j in range(8)}
     sf = {j: 1 + j % 2 for j in range(8)}
     spec = {"v100": 3, "k80": 2}
@@ -210,6 +211,8 @@ def test_adapter_builds_its_round_result_only_when_read_and_it_is_the_certified_
     got = adapter.get_allocation(tp, sf, spec)
     ref = fifo_round(tp, sf, spec, {})
     assert ref is not None and got == ref.job_allocation
+    tp[0]["v100"], sf[1], spec["k80"] = 50.0, 4, 9   # the caller's dicts change after the call
+    got[0]["v100"] = -1.0                            # and so does the dict returned
     last = adapter.last_result
     assert last is adapter.last_result   # built once
     assert last.certificate.ok and last.certificate == ref.certificate

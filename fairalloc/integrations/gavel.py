@@ -417,7 +417,8 @@ class FIFOPolicyWithPerf(GavelPolicy):
     starved by later, smaller jobs; Gavel's greedy gives each job whole workers of its fastest
     type with room). Without ties between equally fast types this is a greedy fill, computed
     straight from the dicts and certified in closed form
-    (`fairalloc.integrations.gavel_fifo`); otherwise `fairalloc.RoundPolicy`."""
+    (`fairalloc.integrations.gavel_fifo`; ``last_result`` is then built when first read);
+    otherwise `fairalloc.RoundPolicy`."""
 
     _policy = "fifo"
     _name = "FIFO_Perf"
