@@ -198,3 +198,79 @@ def test_scale_factors_by_equal_keys_in_another_order_are_read_by_key():
     assert same is not None and other is not None
     np.testing.assert_array_equal(same.x, other.x)
     assert same.x[:, 0].tolist() == [1.0, 1.0, 1 / 3, 0.0, 0.0, 0.0]
+
+
+def test_adapter_builds_its_round_result_only_when_read_and_it_is_the_certified_one():
+    """The adapter returns Gavel's dict from the fill; ``last_result`` is the same certified
+    round as `fifo_round` (built on first read, from the inputs as they were at the call),
+    and a later exact-path round replaces it."""
+    tp = {j: {"v100": 3.0 + j % 2, "k80": 1.0} for j in range(8)}
+    sf = {j: 1 + j % 2 for j in range(8)}
+    spec = {"v100": 3, "k80": 2}
+    adapter = gavel.policy("fifo_perf")
+    got = adapter.get_allocation(tp, sf, spec)
+    ref = fifo_round(tp, sf, spec, {})
+    assert ref is not None and got == ref.job_allocation
+    tp[0]["v100"], sf[1], spec["k80"] = 50.0, 4, 9   # the caller's dicts change after the call
+    got[0]["v100"] = -1.0                            # and so does the dict returned
+    last = adapter.last_result
+    assert last is adapter.last_result   # built once
+    assert last.certificate.ok and last.certificate == ref.certificate
+    np.testing.assert_array_equal(last.x, ref.x)
+    np.testing.assert_array_equal(last.prices, ref.prices)
+    tie = {0: {"v100": 1.0, "k80": 1.0}}
+    adapter.get_allocation(tie, {0: 1}, spec)   # a tie: the exact path
+    assert adapter.last_result.stats.path != ref.stats.path
+
+
+@pytest.mark.parametrize("tp, sf, spec, expect", [
+    # the job's fastest types tie: one is full, two have room: a tie (the LP stages)
+    ({0: {"a": 9.0, "b": 1.0, "c": 1.0}, 1: {"a": 5.0, "b": 5.0, "c": 5.0}},
+     {0: 1, 1: 1}, {"a": 1, "b": 3, "c": 3}, None),
+    # the fastest type is full, then one slower type with room: the job's whole time there
+    ({0: {"a": 9.0, "b": 5.0, "c": 4.0}, 1: {"a": 9.0, "b": 5.0, "c": 4.0}},
+     {0: 1, 1: 1}, {"a": 1, "b": 3, "c": 3}, {"a": 0.0, "b": 1.0, "c": 0.0}),
+])
+def test_greedy_round_after_a_full_type_is_the_exact_one(tp, sf, spec, expect):
+    fast = fifo_round(tp, sf, spec, {})
+    if expect is None:
+        assert fast is None
+        return
+    exact = _exact(tp, sf, spec)
+    assert fast.job_allocation[1] == expect and fast.certificate.ok
+    np.testing.assert_allclose(fast.x, exact.x, rtol=0, atol=FEAS)
+    np.testing.assert_allclose(fast.prices, exact.prices, rtol=1e-12, atol=0)
+
+
+@st.composite
+def gavel_rounds(draw):
+    """Larger Gavel-like rounds: 10-40 jobs in arrival order, gangs 1-8, 0-16 workers per
+    type, distinct rates (few ties): the greedy's one-type steps, types used up along the
+    way and full clusters whose later jobs only price the types."""
+    n = draw(st.integers(10, 40))
+    spec = {t: draw(st.integers(0, 16)) for t in TYPES}
+    ids = list(range(n))
+    if draw(st.booleans()):
+        ids = draw(st.permutations(ids))
+    rate = st.floats(0.0, 10.0).map(lambda v: round(v, 4))
+    tp = {j: {t: draw(rate) for t in TYPES} for j in ids}
+    sf = {j: draw(st.sampled_from([1, 1, 1, 2, 4, 8])) for j in ids}
+    return tp, sf, spec
+
+
+@settings(max_examples=40, deadline=None)
+@given(gavel_rounds())
+def test_property_larger_greedy_rounds_are_the_exact_rounds(case):
+    tp, sf, spec = case
+    fast = fifo_round(tp, sf, spec, {})
+    if fast is None:
+        return   # (a tie: the exact path's own; the test above checks the adapter's answer)
+    exact = _exact(tp, sf, spec)
+    assert fast.certificate.ok and exact.certificate.kind == fast.certificate.kind
+    np.testing.assert_allclose(fast.x, exact.x, rtol=0, atol=FEAS)
+    np.testing.assert_allclose(fast.prices, exact.prices, rtol=1e-12, atol=0)
+    assert fast.objective == pytest.approx(exact.objective, rel=1e-12)
+    assert fast.certificate.dual_bound == pytest.approx(exact.certificate.dual_bound,
+                                                        rel=1e-12)
+    assert fast.stats.path == exact.stats.path
+    assert fast.unrunnable_jobs == exact.unrunnable_jobs

@@ -58,13 +58,13 @@ import numpy as np
 
 from .._validation import as_option
 from ..errors import InputError
-from ..rounds import RoundPolicy
+from ..rounds import RoundPolicy, RoundResult
 from .gavel_base import (
     NORMALIZATIONS,
     GavelPolicy,
     require_mapping,
 )
-from .gavel_fifo import fifo_round
+from .gavel_fifo import fifo_fill, fifo_result
 from .gavel_heuristics import AlloXPolicy, FIFOPolicy, GandivaPolicy, IsolatedPolicy
 from .gavel_packed import (
     FIFOPolicyWithPacking,
@@ -417,19 +417,34 @@ class FIFOPolicyWithPerf(GavelPolicy):
     starved by later, smaller jobs; Gavel's greedy gives each job whole workers of its fastest
     type with room). Without ties between equally fast types this is a greedy fill, computed
     straight from the dicts and certified in closed form
-    (`fairalloc.integrations.gavel_fifo`); otherwise `fairalloc.RoundPolicy`."""
+    (`fairalloc.integrations.gavel_fifo`; ``last_result`` is then built when first read);
+    otherwise `fairalloc.RoundPolicy`."""
 
     _policy = "fifo"
     _name = "FIFO_Perf"
+    _fill: Any = None
+    _last: RoundResult | None = None
+
+    @property  # type: ignore[override]
+    def last_result(self) -> RoundResult | None:
+        """The previous round's full result (as `GavelPolicy.last_result`)."""
+        if self._fill is not None:
+            self._last, self._fill = fifo_result(self._fill), None
+        return self._last
+
+    @last_result.setter
+    def last_result(self, value: RoundResult | None) -> None:
+        self._last, self._fill = value, None
 
     def get_allocation(self, throughputs: Any, scale_factors: Any, cluster_spec: Any
                        ) -> dict[Hashable, dict[str, float]]:
         """``{job_id: {worker_type: fraction}}`` for this round."""
         require_mapping(throughputs, "unflattened_throughputs")
-        fast = fifo_round(throughputs, scale_factors, cluster_spec, self._round.settings)
-        if fast is not None:  # the greedy fill, certified (`gavel_fifo`; pair keys: not here)
-            self.last_result = fast
-            return fast.job_allocation
+        fill = fifo_fill(throughputs, scale_factors, cluster_spec, self._round.settings)
+        if fill is not None:  # the greedy fill, certified (`gavel_fifo`; pair keys: not here)
+            self._fill = fill  # (its RoundResult is built when ``last_result`` is read)
+            return fill.allocation()
+        self._fill = None
         ranked = _sorted_ids(throughputs)
         order = dict(zip(ranked, np.arange(len(ranked), dtype=float).tolist()))
         return self._solve(throughputs, cluster_spec, scale_factor=scale_factors, order=order)
