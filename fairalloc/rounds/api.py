@@ -82,7 +82,7 @@ from ..data import Cluster, Jobs
 from ..errors import InputError
 from ..results import Certificate, Result, SolveStats, Status
 from .keys import same_keys
-from .state import ISOLATED_STARTS, IsolatedTime, same_key, warm_seed
+from .state import ISOLATED_STARTS, IsolatedTime, RoundBases, same_key, warm_seed
 
 __all__ = ["POLICIES", "RoundPolicy", "RoundResult", "solve_round"]
 
@@ -677,6 +677,7 @@ fairness_knob, plan_options
         self._plan: tuple[tuple[Hashable, ...], bytes, Any, int] | None = None
         self.isolated_start = as_option(isolated_start, "isolated_start", ISOLATED_STARTS)
         self._isolated = IsolatedTime()  # finish-time fairness's state across rounds
+        self._bases = RoundBases()  # the previous round's stage LP bases
 
     @property
     def isolated_elapsed(self) -> dict[Hashable, float]:
@@ -689,6 +690,7 @@ fairness_knob, plan_options
         """Forget the previous round (the next one is solved cold) and any kept plan."""
         self._last = None
         self._plan = None
+        self._bases.clear()
 
     def allocate(self, throughput: Any, workers: Any, *, job_ids: Any = None,
                  types: Any = None, scale_factor: Any = None, weight: Any = None,
@@ -730,7 +732,8 @@ fairness_knob, plan_options
         if (self.warm_start and self._last is not None
                 and not self.settings.get("water_filling", False)):
             warm = warm_seed(self.policy, self._last[1], tnames, cap, len(ids))
-        res = self._solve(t0, T, cap, ids, tnames, per_job, warm, None)
+        with self._bases.round(self.warm_start, ids, T, cap, per_job["scale_factor"], tnames):
+            res = self._solve(t0, T, cap, ids, tnames, per_job, warm, None)
         self.rounds += 1
         if iso is not None:
             self._isolated.commit(iso)
