@@ -188,3 +188,38 @@ def test_basis_carried_by_index():
     plain = fa.backends.LPBasis((1, 2), None, "other")
     with pytest.raises(InputError, match="carried"):
         plain.carried(np.array([0]), np.array([0]))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_howto_warm_claims_on_several_instances(seed):
+    # docs/how-to/use-inside-a-scheduler.md's loop (100 jobs, 2 leave and 2 arrive per round,
+    # the K80s drained in rounds 4 and 5) on several instances: the first round is cold, a
+    # round with the previous round's present types starts from it ("fast+warm"), every round
+    # is certified and has the cold round's optimum
+    rng = np.random.default_rng(seed)
+
+    def new_job():
+        if rng.random() < 0.1:
+            return {"k80": float(rng.uniform(1, 10))}
+        return {"v100": float(rng.uniform(5, 50)), "k80": float(rng.uniform(1, 10))}
+
+    active = {f"job{i}": new_job() for i in range(100)}
+    workers = {"v100": 25, "k80": 25}
+    policy = fa.RoundPolicy("max_min_fairness")
+    nxt = 100
+    for round_no in range(10):
+        for job in list(active)[:2]:
+            del active[job]
+        for _ in range(2):
+            active[f"job{nxt}"] = new_job()
+            nxt += 1
+        up = dict(workers, k80=0) if round_no in (4, 5) else workers
+        r = policy.allocate(active, up)
+        cold = fa.solve_round("max_min_fairness", active, up)
+        assert r.certificate.ok and cold.certificate.ok
+        assert abs(r.objective - cold.objective) <= AGREE * max(abs(cold.objective), 1e-12)
+        if round_no == 0:
+            assert r.stats.method == "fast" and not r.warm
+        elif round_no not in (4, 6):  # (4, 6: the present types changed)
+            assert r.stats.method == "fast+warm" and r.warm, (round_no, r.stats)
+    assert r.stats.method == "fast+warm"
