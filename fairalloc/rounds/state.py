@@ -270,6 +270,7 @@ class RoundBases:
         # stage name -> (column labels, row labels, final LPBasis, present types, label mode,
         # the labelled job objects)
         self._kept: dict[str, tuple[Any, ...]] = {}
+        self._ended: dict[str, tuple[Any, ...]] = {}  # this round's, kept from the next one
         self._mode = "class"  # how rows are labelled: "class" (data), "id" (object), "hash"
         self._objs: list[Hashable] = []  # the job objects labelled by id() or hash
         self._last: tuple[np.ndarray, list[Hashable]] | None = None  # last id() labels
@@ -289,6 +290,8 @@ class RoundBases:
         with np.errstate(invalid="ignore"):
             allowed = (T > 0) & (s[:, None] <= cap[None, :]) & present[None, :]
         self._ids, self._runnable = ids, allowed.any(axis=1)
+        self._kept.update(self._ended)  # (the last round's final bases, none of this round's)
+        self._ended = {}
         self._types = tuple(t for t, p in zip(types, present.tolist()) if p)
 
     @contextlib.contextmanager
@@ -311,7 +314,7 @@ class RoundBases:
 
     def clear(self) -> None:
         """Forget every kept basis (`fairalloc.RoundPolicy.reset`)."""
-        self._kept = {}
+        self._kept, self._ended = {}, {}
         self._last = None
 
     def program(self, keys: tuple[np.ndarray, ...], reduced: bool) -> RoundBases:
@@ -393,10 +396,10 @@ class RoundBases:
         round (a backend that cannot carry a basis keeps none)."""
         self._started.pop((what, basis.shape), None)
         if self._rows is None or basis.carry is None:
-            self._kept.pop(what, None)
+            self._ended.pop(what, None)
             return
         cols, rows = self._labels(inst, layout, basis.shape[1])
-        self._kept[what] = (cols, rows, basis, self._types, self._mode, self._objs)
+        self._ended[what] = (cols, rows, basis, self._types, self._mode, self._objs)
 
 
 def _match(old: np.ndarray, new: np.ndarray) -> np.ndarray:
