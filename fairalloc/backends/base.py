@@ -176,6 +176,9 @@ class LPBasis:
     extend : callable, optional
         ``extend(basis, old, new) -> LPBasis``: the backend's extension to more columns
         (`with_columns`); ``None`` when it cannot extend.
+    carry : callable, optional
+        ``carry(basis, cols, rows) -> LPBasis``: the backend's carrying of the basis to another
+        LP by column and row index (`carried`); ``None`` when it cannot carry.
 
     Examples
     --------
