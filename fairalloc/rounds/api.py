@@ -30,11 +30,11 @@ plan and re-plans every ``replan_every`` rounds): see
   `RoundResult.certificate` is the reduced program's certificate.
 * **jobs arrive and leave between rounds**: each call gives the current jobs; nothing has to
   be registered or removed.
-* **warm start.** A round identical to the previous one (same jobs, rates, workers and
-  per-job data) reuses the previous certified result (``stats.method == "reused"``: the
-  program is the same, so is its certificate). For max-min fairness the previous round's
-  capacity prices and level seed the structured solver's price estimate
-  (``stats.method == "fast+warm"`` when used); the answer is certified as always.
+* **warm start.** A round identical to the previous one reuses its certified result
+  (``stats.method == "reused"``). Otherwise each stage LP starts HiGHS' simplex from the
+  previous round's basis, carried over job by job or symmetry class by class
+  (`fairalloc.rounds.state.RoundBases`), and max-min fairness's structured solver from its
+  prices (``stats.method == "fast+warm"`` when used); every answer is certified as always.
 
 The reduced program is the policy over the runnable jobs on the present types: max-min
 fairness normalises by ``X^equal`` over the present types (a drained type has no share),
@@ -615,8 +615,9 @@ class RoundPolicy:
     policy : str
         One of `fairalloc.rounds.api.POLICIES`.
     warm_start : bool
-        Reuse an identical previous round and seed max-min fairness with the previous prices
-        and level (default ``True``).
+        Reuse an identical previous round, start the stage LPs from the previous round's
+        bases (up to `fairalloc.rounds.state.WARM_MAX_JOBS` jobs) and seed max-min fairness
+        with the previous prices and level (default ``True``).
     isolated_start : {"elapsed", "zero", "gavel"}
         Finish-time fairness: a new job's isolated time starts at its ``elapsed`` or at 0
         (Gavel's rule; ``"gavel"``: Gavel's state exactly, see `fairalloc.rounds.state`); the

@@ -1,7 +1,8 @@
 """State that `fairalloc.RoundPolicy` carries from one round to the next.
 
 * **Reuse of an identical round**: `same_key` compares two rounds' fingerprints;
-  `warm_seed` is the previous round's prices and level that seed max-min fairness.
+  `warm_seed` is the previous round's prices and level that seed max-min fairness;
+  `RoundBases` carries each stage LP's final simplex basis to the next round.
 * **Finish-time fairness: each job's isolated time** (Gavel's
   ``FinishTimeFairnessPolicyWithPerf._cumulative_isolated_time``, Themis' ``T_id`` so far): the
   time the job would have needed, running alone on ``1/n`` of the cluster, for the steps it
@@ -56,9 +57,9 @@ __all__ = ["ISOLATED_STARTS", "WARM_MAX_JOBS", "IsolatedTime", "RoundBases", "ga
 #: isolated split (`gavel_isolated_split`) and the jobs that left kept, as Gavel's own state)
 ISOLATED_STARTS = ("elapsed", "zero", "gavel")
 
-#: PERFORMANCE: max-min fairness is seeded by the previous round up to this many jobs
-#: (above, a cold solve with its sampled Newton phase was faster: see
-#: formulations/gavel_policies.md)
+#: PERFORMANCE: max-min fairness is seeded by the previous round, and the stage LPs start from
+#: its bases (`RoundBases`), up to this many jobs (above, a cold solve with its sampled Newton
+#: phase was faster: see formulations/gavel_policies.md)
 WARM_MAX_JOBS = 2048
 
 
