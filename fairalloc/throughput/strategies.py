@@ -192,9 +192,11 @@ def _sequence(ctx: StageContext) -> bool:
 
 def _round(ctx: StageContext) -> bool:
     """A stage LP of a `fairalloc.RoundPolicy` round (`StageSolver.bases`) solved whole by
-    HiGHS: it keeps its basis for the next round."""
+    HiGHS' own choice of method (not its interior point: a large LP, where a simplex from a
+    basis is slower): it keeps its basis for the next round."""
     s = ctx.solver
-    return s.bases is not None and s.warm_backend() and not _restricted_applies(ctx)
+    return (s.bases is not None and s.warm_backend() and s.exact_backend is s.backend
+            and not _restricted_applies(ctx))
 
 
 def _warm_basis(ctx: StageContext) -> Any:
