@@ -77,7 +77,7 @@ def _args(policy, jobs):
     return tp, per
 
 
-@settings(max_examples=8, deadline=None)
+@settings(max_examples=6, deadline=None)
 @given(traces())
 def test_property_warm_round_is_certified_and_agrees_with_cold(trace):
     rounds, cap, policy = trace
