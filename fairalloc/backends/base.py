@@ -176,6 +176,9 @@ class LPBasis:
     extend : callable, optional
         ``extend(basis, old, new) -> LPBasis``: the backend's extension to more columns
         (`with_columns`); ``None`` when it cannot extend.
+    carry : callable, optional
+        ``carry(basis, cols, rows) -> LPBasis``: the backend's carrying of the basis to another
+        LP by column and row index (`carried`); ``None`` when it cannot carry.
 
     Examples
     --------
@@ -191,6 +194,7 @@ class LPBasis:
     raw: Any
     backend: str
     extend: Any = None
+    carry: Any = None
 
     def with_columns(self, old: np.ndarray, new: np.ndarray) -> LPBasis:
         """This basis of an LP over the columns ``old`` (a boolean mask over some larger
@@ -212,6 +216,27 @@ class LPBasis:
             raise InputError(f"a basis of backend {self.backend!r} cannot be extended",
                              argument="basis")
         return self.extend(self, old, new)  # type: ignore[no-any-return]
+
+    def carried(self, cols: np.ndarray, rows: np.ndarray) -> LPBasis:
+        """This basis carried to another LP whose column ``i`` is this LP's column
+        ``cols[i]`` and whose row ``r`` is this LP's row ``rows[r]`` (``-1``: new): a new
+        column starts nonbasic at its lower bound, a new row's slack basic, and slacks (then
+        columns) are made basic or nonbasic so that there are as many basic variables as rows
+        (a warm start of the next round's LP, `fairalloc.rounds.state.RoundBases`).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from fairalloc.backends import HighsBackend
+        >>> lp = LinearProgram.build([-1.0, -1.0], [[1.0, 1.0]], row_upper=1.0)
+        >>> b = HighsBackend().solve_lp(lp, keep_basis=True).extra["basis"]
+        >>> b.carried(np.array([1, -1, 0]), np.array([0, -1])).shape
+        (2, 3)
+        """
+        if self.carry is None:
+            raise InputError(f"a basis of backend {self.backend!r} cannot be carried",
+                             argument="basis")
+        return self.carry(self, np.asarray(cols), np.asarray(rows))  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True, eq=False)

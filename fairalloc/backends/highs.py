@@ -198,7 +198,8 @@ class HighsBackend(Backend):
         if keep_basis:
             raw = h.getBasis()
             if raw.valid and sol.usable:
-                sol.extra["basis"] = LPBasis(lp.shape, raw, self.name, _extend_basis)
+                sol.extra["basis"] = LPBasis(lp.shape, raw, self.name, _extend_basis,
+                                             _carry_basis)
         return sol
 
     def _session(self, lp: LinearProgram, *, time_limit: float | None, mip_gap: float | None,
@@ -331,4 +332,37 @@ def _extend_basis(basis: LPBasis, old: np.ndarray, new: np.ndarray) -> LPBasis:
     raw.valid = True
     raw.col_status = status.tolist()
     raw.row_status = basis.raw.row_status
-    return LPBasis((basis.shape[0], int(new.sum())), raw, basis.backend, basis.extend)
+    return LPBasis((basis.shape[0], int(new.sum())), raw, basis.backend, basis.extend,
+                   basis.carry)
+
+
+def _carry_basis(basis: LPBasis, cols: np.ndarray, rows: np.ndarray) -> LPBasis:
+    """`LPBasis.carried` for a HiGHS basis (statuses as integer codes, taken by index)."""
+    import highspy
+
+    st = highspy.HighsBasisStatus
+    every = (st.kLower, st.kBasic, st.kUpper, st.kZero, st.kNonbasic)
+    table = np.empty(max(int(v.value) for v in every) + 1, dtype=object)
+    for v in every:
+        table[int(v.value)] = v
+    lower, basic = int(st.kLower.value), int(st.kBasic.value)
+
+    def take(old: list[Any], at: np.ndarray, new: int) -> np.ndarray:
+        codes = np.fromiter((v.value for v in old), dtype=np.int8, count=len(old))
+        out = np.full(at.size, new, dtype=np.int8)
+        hit = at >= 0
+        out[hit] = codes[at[hit]]
+        return out
+
+    c = take(basis.raw.col_status, cols, lower)
+    r = take(basis.raw.row_status, rows, basic)
+    short = rows.size - int((c == basic).sum() + (r == basic).sum())
+    if short > 0:  # (variables that left were basic: slacks take their place)
+        r[np.flatnonzero(r != basic)[:short]] = basic
+    elif short < 0:
+        c[np.flatnonzero(c == basic)[:-short]] = lower
+    raw = highspy.HighsBasis()
+    raw.valid = True
+    raw.col_status = table[c].tolist()
+    raw.row_status = table[r].tolist()
+    return LPBasis((rows.size, cols.size), raw, basis.backend, basis.extend, basis.carry)

@@ -30,11 +30,11 @@ plan and re-plans every ``replan_every`` rounds): see
   `RoundResult.certificate` is the reduced program's certificate.
 * **jobs arrive and leave between rounds**: each call gives the current jobs; nothing has to
   be registered or removed.
-* **warm start.** A round identical to the previous one (same jobs, rates, workers and
-  per-job data) reuses the previous certified result (``stats.method == "reused"``: the
-  program is the same, so is its certificate). For max-min fairness the previous round's
-  capacity prices and level seed the structured solver's price estimate
-  (``stats.method == "fast+warm"`` when used); the answer is certified as always.
+* **warm start.** A round identical to the previous one reuses its certified result
+  (``stats.method == "reused"``). Otherwise each stage LP starts HiGHS' simplex from the
+  previous round's basis, carried over job by job or symmetry class by class
+  (`fairalloc.rounds.state.RoundBases`), and max-min fairness's structured solver from its
+  prices (``stats.method == "fast+warm"`` when used); every answer is certified as always.
 
 The reduced program is the policy over the runnable jobs on the present types: max-min
 fairness normalises by ``X^equal`` over the present types (a drained type has no share),
@@ -82,7 +82,7 @@ from ..data import Cluster, Jobs
 from ..errors import InputError
 from ..results import Certificate, Result, SolveStats, Status
 from .keys import same_keys
-from .state import ISOLATED_STARTS, IsolatedTime, same_key, warm_seed
+from .state import ISOLATED_STARTS, IsolatedTime, RoundBases, same_key, warm_seed
 
 __all__ = ["POLICIES", "RoundPolicy", "RoundResult", "solve_round"]
 
@@ -615,8 +615,9 @@ class RoundPolicy:
     policy : str
         One of `fairalloc.rounds.api.POLICIES`.
     warm_start : bool
-        Reuse an identical previous round and seed max-min fairness with the previous prices
-        and level (default ``True``).
+        Reuse an identical previous round, start the stage LPs from the previous round's
+        bases (up to `fairalloc.rounds.state.WARM_MAX_JOBS` jobs) and seed max-min fairness
+        with the previous prices and level (default ``True``).
     isolated_start : {"elapsed", "zero", "gavel"}
         Finish-time fairness: a new job's isolated time starts at its ``elapsed`` or at 0
         (Gavel's rule; ``"gavel"``: Gavel's state exactly, see `fairalloc.rounds.state`); the
@@ -677,6 +678,7 @@ fairness_knob, plan_options
         self._plan: tuple[tuple[Hashable, ...], bytes, Any, int] | None = None
         self.isolated_start = as_option(isolated_start, "isolated_start", ISOLATED_STARTS)
         self._isolated = IsolatedTime()  # finish-time fairness's state across rounds
+        self._bases = RoundBases()  # the previous round's stage LP bases
 
     @property
     def isolated_elapsed(self) -> dict[Hashable, float]:
@@ -689,6 +691,7 @@ fairness_knob, plan_options
         """Forget the previous round (the next one is solved cold) and any kept plan."""
         self._last = None
         self._plan = None
+        self._bases.clear()
 
     def allocate(self, throughput: Any, workers: Any, *, job_ids: Any = None,
                  types: Any = None, scale_factor: Any = None, weight: Any = None,
@@ -730,7 +733,8 @@ fairness_knob, plan_options
         if (self.warm_start and self._last is not None
                 and not self.settings.get("water_filling", False)):
             warm = warm_seed(self.policy, self._last[1], tnames, cap, len(ids))
-        res = self._solve(t0, T, cap, ids, tnames, per_job, warm, None)
+        with self._bases.round(self.warm_start, ids, T, cap, per_job["scale_factor"], tnames):
+            res = self._solve(t0, T, cap, ids, tnames, per_job, warm, None)
         self.rounds += 1
         if iso is not None:
             self._isolated.commit(iso)

@@ -1,7 +1,8 @@
 """State that `fairalloc.RoundPolicy` carries from one round to the next.
 
 * **Reuse of an identical round**: `same_key` compares two rounds' fingerprints;
-  `warm_seed` is the previous round's prices and level that seed max-min fairness.
+  `warm_seed` is the previous round's prices and level that seed max-min fairness;
+  `RoundBases` carries each stage LP's final simplex basis to the next round.
 * **Finish-time fairness (and the Themis round, whose bids are finish-time fairness): each
   job's isolated time** (Gavel's
   ``FinishTimeFairnessPolicyWithPerf._cumulative_isolated_time``, Themis' ``T_id`` so far): the
@@ -40,16 +41,17 @@ do 40 steps each between two rounds:
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import operator
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterator
 from typing import Any
 
 import numpy as np
 
 from ..errors import InputError
 
-__all__ = ["ISOLATED_STARTS", "WARM_MAX_JOBS", "IsolatedTime", "gavel_isolated_split",
+__all__ = ["ISOLATED_STARTS", "WARM_MAX_JOBS", "IsolatedTime", "RoundBases", "gavel_isolated_split",
            "isolated_throughput", "same_key", "warm_seed"]
 
 #: where a job seen for the first time starts its isolated time ("gavel": at 0, with Gavel's
@@ -59,9 +61,9 @@ ISOLATED_STARTS = ("elapsed", "zero", "gavel")
 #: the round policies whose rounds read finish-time fairness, so carry isolated time
 _FTF_POLICIES = ("finish_time_fairness", "themis")
 
-#: PERFORMANCE: max-min fairness is seeded by the previous round up to this many jobs
-#: (above, a cold solve with its sampled Newton phase was faster: see
-#: formulations/gavel_policies.md)
+#: PERFORMANCE: max-min fairness is seeded by the previous round, and the stage LPs start from
+#: its bases (`RoundBases`), up to this many jobs (above, a cold solve with its sampled Newton
+#: phase was faster: see formulations/gavel_policies.md)
 WARM_MAX_JOBS = 2048
 
 
@@ -230,3 +232,188 @@ class IsolatedTime:
 
     def __repr__(self) -> str:
         return f"IsolatedTime({self.seconds!r})"
+
+
+#: row blocks of a stage LP with one row per job (or class) of the program, matched across
+#: rounds by the job's label; the other blocks (capacity, ...) are matched by position
+_PER_JOB_BLOCKS = ("time", "level", "kept")
+#: the block names in a fixed order (a block's code in a row label)
+_BLOCK_CODES = ("time", "capacity", "consolidated", "policy", "kept", "level")
+#: a label's stride: a column's label is ``owner * _MIX + kind * k + type``, a per-job row's
+#: ``owner * _MIX + _ROW_CODE + block code`` (int64 arithmetic, wrapping: labels are hints)
+_MIX = 1 << 20
+_ROW_CODE = 1 << 16
+#: PERFORMANCE: when fewer than this share of a round's job ids are the previous round's very
+#: objects, jobs are matched across rounds by equality (each id hashed once per round) from
+#: the next round on, instead of by identity (no hashing: Gavel's ids hash in Python)
+_SAME_OBJECTS = 0.5
+
+
+class RoundBases:
+    """The previous round's final simplex bases of its stage LPs, carried to this round's.
+
+    `fairalloc.RoundPolicy` sets it (`round`: `fairalloc.throughput.stages.ROUND_BASES`) around a
+    throughput policy's solve. The policy's stage solver asks `program` for the labels of its
+    program's rows (a symmetry class by its data, else the job by its id); each stage LP
+    then starts HiGHS' simplex from the previous round's basis of the stage of the same name,
+    carried over by label (`start`): a column or row of a job (or class) seen last round keeps
+    its status, a new one starts nonbasic at 0 (a column) or basic (a row's slack). A basis
+    only says where the simplex starts: every answer is certified as always, and a round
+    whose basis does not fit (other types, other blocks) is solved cold. `end` keeps each
+    stage's final basis for the next round.
+
+    Examples
+    --------
+    >>> import fairalloc as fa
+    >>> p = fa.RoundPolicy("max_min_fairness")
+    >>> r1 = p.allocate({"a": {"x": 1.0, "y": 2.0}, "b": {"x": 3.0, "y": 1.0}}, {"x": 1, "y": 1})
+    >>> r2 = p.allocate({"a": {"x": 1.0, "y": 2.0}, "c": {"x": 2.0, "y": 2.0}}, {"x": 1, "y": 1})
+    >>> r2.warm, r2.certificate.ok
+    (True, True)
+    """
+
+    def __init__(self) -> None:
+        # stage name -> (column labels, row labels, final LPBasis, present types, label mode,
+        # the labelled job objects)
+        self._kept: dict[str, tuple[Any, ...]] = {}
+        self._ended: dict[str, tuple[Any, ...]] = {}  # this round's, kept from the next one
+        self._mode = "class"  # how rows are labelled: "class" (data), "id" (object), "hash"
+        self._objs: list[Hashable] = []  # the job objects labelled by id() or hash
+        self._last: tuple[np.ndarray, list[Hashable]] | None = None  # last id() labels
+        self._by_hash = False  # the scheduler passes new id objects: label by equality
+        self._ids: tuple[Hashable, ...] = ()
+        self._runnable: np.ndarray | None = None
+        self._types: tuple[str, ...] = ()
+        self._rows: np.ndarray | None = None  # labels of the program's rows (per job/class)
+        self._started: dict[tuple[str, tuple[int, int]], Any] = {}  # this program's starts
+
+    def begin(self, ids: tuple[Hashable, ...], T: np.ndarray, cap: np.ndarray,
+              sf: np.ndarray | None, types: tuple[str, ...]) -> None:
+        """A round of jobs ``ids`` (their throughputs ``T``, gangs ``sf``) on workers ``cap``
+        of ``types``: the program's jobs are the runnable ones on the present types."""
+        s = np.ones(len(ids)) if sf is None else np.asarray(sf, dtype=float)
+        present = cap > 0
+        with np.errstate(invalid="ignore"):
+            allowed = (T > 0) & (s[:, None] <= cap[None, :]) & present[None, :]
+        self._ids, self._runnable = ids, allowed.any(axis=1)
+        self._kept.update(self._ended)  # (the last round's final bases, none of this round's)
+        self._ended = {}
+        self._types = tuple(t for t, p in zip(types, present.tolist()) if p)
+
+    @contextlib.contextmanager
+    def round(self, on: bool, ids: tuple[Hashable, ...], T: np.ndarray, cap: np.ndarray,
+              sf: np.ndarray | None, types: tuple[str, ...]) -> Iterator[None]:
+        """The round's solve, its stage LPs started from the previous round's bases (``on``
+        and at most `WARM_MAX_JOBS` jobs: `begin`, then
+        `fairalloc.throughput.stages.ROUND_BASES` set while it runs)."""
+        if not on or len(ids) > WARM_MAX_JOBS:
+            yield
+            return
+        from ..throughput.stages import ROUND_BASES
+
+        self.begin(ids, T, cap, sf, types)
+        token = ROUND_BASES.set(self)
+        try:
+            yield
+        finally:
+            ROUND_BASES.reset(token)
+
+    def clear(self) -> None:
+        """Forget every kept basis (`fairalloc.RoundPolicy.reset`)."""
+        self._kept, self._ended = {}, {}
+        self._last = None
+
+    def program(self, keys: tuple[np.ndarray, ...], reduced: bool) -> RoundBases:
+        """Label the rows of the program about to be solved: a class of a reduced program by
+        its data ``keys`` (arrays, one row per class), else a job by its id object (the
+        runnable jobs of `begin`, in order): by identity while the scheduler passes the same
+        id objects round after round (no job id is hashed), by equality (each id hashed once)
+        from the round after one where most were new objects; by its data when the jobs do
+        not match. Returns ``self``."""
+        n = int(np.shape(keys[0])[0]) if keys else 0
+        self._started = {}
+        self._rows = None
+        if n == 0:
+            return self
+        run = self._runnable
+        if not reduced and run is not None and int(run.sum()) == n:
+            ids = list(self._ids) if bool(run.all()) else [
+                j for j, r in zip(self._ids, run.tolist()) if r]
+            self._objs = ids  # (kept alive with the labels: an id() is not reused meanwhile)
+            if self._by_hash:
+                self._mode = "hash"
+                self._rows = np.fromiter(map(hash, ids), dtype=np.int64, count=n)
+                return self
+            rows = np.fromiter(map(id, ids), dtype=np.int64, count=n)
+            last, self._last = self._last, (rows, ids)
+            if last is not None and np.isin(rows, last[0]).mean() < _SAME_OBJECTS:
+                self._by_hash = True  # new id objects every round: equal ids from now on
+                self._mode = "hash"
+                self._rows = np.fromiter(map(hash, ids), dtype=np.int64, count=n)
+                return self
+            self._mode, self._rows = "id", rows
+            return self
+        data = np.column_stack([np.asarray(a, dtype=float).reshape(n, -1) for a in keys])
+        self._mode, self._objs = "class", []
+        self._rows = np.fromiter(map(hash, map(bytes, data)), dtype=np.int64, count=n)
+        return self
+
+    def _labels(self, inst: Any, layout: Any, ncols: int) -> tuple[np.ndarray, np.ndarray]:
+        """Labels of the columns and rows of a stage LP of ``inst`` with row ``layout``."""
+        rows = self._rows
+        assert rows is not None
+        owner = np.zeros(inst.E, dtype=np.int64)
+        owner[inst.mem_col] = rows[inst.mem_job]  # (a pair column: one member; a hint)
+        cols = np.concatenate([owner * _MIX + inst.col_kind.astype(np.int64) * inst.k
+                               + inst.col_type, -1 - np.arange(ncols - inst.E)])
+        parts = []
+        for name, size in layout.blocks():
+            code = (_BLOCK_CODES.index(name) if name in _BLOCK_CODES else len(_BLOCK_CODES))
+            if name in _PER_JOB_BLOCKS and size == inst.n:
+                parts.append(rows * _MIX + (_ROW_CODE + code))
+            else:
+                parts.append(-(code + 1) * _MIX - 1 - np.arange(size, dtype=np.int64))
+        return cols, np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+    def start(self, what: str, inst: Any, layout: Any, shape: tuple[int, int]) -> Any:
+        """The previous round's basis of stage ``what`` carried to this LP (shape ``shape``):
+        an `fairalloc.backends.LPBasis`, or ``None`` (no basis of that stage, other types)."""
+        if (what, shape) in self._started:
+            return self._started[what, shape]
+        basis = self._start(what, inst, layout, shape)
+        self._started[what, shape] = basis
+        return basis
+
+    def _start(self, what: str, inst: Any, layout: Any, shape: tuple[int, int]) -> Any:
+        kept = self._kept.get(what)
+        if (kept is None or self._rows is None or kept[3] != self._types
+                or kept[4] != self._mode):
+            return None
+        cols, rows = self._labels(inst, layout, shape[1])
+        if cols.size != shape[1] or rows.size != shape[0]:
+            return None
+        at = _match(kept[0], cols)
+        if not (at[: inst.E] >= 0).any():  # no job (or class) seen last round: cold
+            return None
+        return kept[2].carried(at, _match(kept[1], rows))
+
+    def end(self, what: str, inst: Any, layout: Any, basis: Any) -> None:
+        """Keep stage ``what``'s final basis (an `fairalloc.backends.LPBasis`) for the next
+        round (a backend that cannot carry a basis keeps none)."""
+        self._started.pop((what, basis.shape), None)
+        if self._rows is None or basis.carry is None:
+            self._ended.pop(what, None)
+            return
+        cols, rows = self._labels(inst, layout, basis.shape[1])
+        self._ended[what] = (cols, rows, basis, self._types, self._mode, self._objs)
+
+
+def _match(old: np.ndarray, new: np.ndarray) -> np.ndarray:
+    """For each label of ``new``, its position in ``old`` (``-1``: not there; vectorised: one
+    sort, one search)."""
+    if old.size == 0:
+        return np.full(new.size, -1, dtype=np.intp)
+    order = np.argsort(old, kind="stable")
+    srt = old[order]
+    pos = np.minimum(np.searchsorted(srt, new), srt.size - 1)
+    return np.where(srt[pos] == new, order[pos], -1)

@@ -37,7 +37,7 @@ from . import structured
 from .composed import solve_composed
 from .instance import TINY, ColumnInstance
 from .programs import LevelStage, LinearStage, StageResult
-from .stages import StageSolver, backend_for, capacity_prices
+from .stages import ROUND_BASES, StageSolver, backend_for, capacity_prices
 from .symmetry import SYMMETRY_STEP, ClassMap, certify_original, classes_of, reduced_instance
 from .tuning import Tuning, as_tuning
 
@@ -497,6 +497,8 @@ class ThroughputPolicy(Composable):
                 fallback = out
         be = backend_for(spec, self.inst.E, tuning)
         solver = self._stage_solver(self, be, spec, tols, tuning)
+        if (bases := ROUND_BASES.get()) is not None:  # a RoundPolicy round (its bases)
+            solver.bases = bases.program(self._class_key(), reduced=False)
         if fallback is not None:
             solver.log.hand_over(SYMMETRY_STEP, "exact", fallback)
         stages, xcol, certs, _ = self._run_stages(solver, method, wc)
@@ -622,6 +624,8 @@ class ThroughputPolicy(Composable):
         solver = self._stage_solver(red, backend_for(spec, red.inst.E, tuning), spec, tols,
                                     tuning)
         solver.step(f"{SYMMETRY_STEP}:{cl.num_classes}")
+        if (bases := ROUND_BASES.get()) is not None:  # a RoundPolicy round (its bases)
+            solver.bases = bases.program(red._class_key(), reduced=True)
         stages, xr, _, wres = red._run_stages(solver, method, wc)
         if stages.before or stages.after_first:
             return "stages beyond the first and work-conserving ones"

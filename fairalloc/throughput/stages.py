@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
@@ -36,8 +37,13 @@ from .rows import RowLayout
 from .strategies import EXACT_LP, StageContext, stage_plan
 from .tuning import DEFAULT_TUNING, Tuning
 
-__all__ = ["EXACT_LP", "StageSolver", "backend_for", "capacity_prices", "exact_backend_for",
-           "scaled_solve", "top_up_rows"]
+__all__ = ["EXACT_LP", "ROUND_BASES", "StageSolver", "backend_for", "capacity_prices",
+           "exact_backend_for", "scaled_solve", "top_up_rows"]
+
+#: the previous round's stage bases (`fairalloc.rounds.state.RoundBases`), set by
+#: `fairalloc.RoundPolicy` around a policy's solve (``None``: no round in progress); the
+#: policy hands it to its stage solver (`StageSolver.bases`)
+ROUND_BASES: ContextVar[Any] = ContextVar("fairalloc_round_bases", default=None)
 
 #: ACCURACY: relative margin by which a kept row is pulled towards the anchor beyond the
 #: computed step (rounding of the convex combination)
@@ -285,6 +291,10 @@ class StageSolver:
         self.warm_levels = False
         #: the basis of the last level LP solved with `warm_levels` (``None``: none yet)
         self.basis: LPBasis | None = None
+        #: the previous round's bases of this program's stages (`ROUND_BASES`, labelled by
+        #: ``program``): each stage LP starts from its stage's (strategy ``exact-lp+warm``)
+        #: and its final basis is kept for the next round (``None``: no round)
+        self.bases: Any = None
         #: an allocation meeting every kept row (the last fixed stage's optimum), towards
         #: which a later stage's point is moved if the solver left a kept row violated
         self.anchor: np.ndarray | None = None
@@ -444,6 +454,8 @@ class StageSolver:
         res = found.result
         if self.warm_levels and isinstance(stage, LevelStage) and res.basis is not None:
             self.basis = res.basis  # (a structured level keeps the last whole LP's basis)
+        if self.bases is not None and res.basis is not None:
+            self.bases.end(what, self.inst, self.layout(stage), res.basis)
         if res.columns is not None:
             self.columns_used = res.columns
         return res

@@ -17,7 +17,8 @@ step                          applies when                            what it do
                               ``priced_*`` of `Tuning`)               certified on the whole LP
 ``exact-lp+warm``             a sequence of level LPs (`warm_levels`)  HiGHS' simplex from the
                               where fairalloc chose HiGHS, a basis of  previous level's basis
-                              this shape in hand
+                              this shape in hand; or a stage of a     (or the previous round's,
+                              `fairalloc.RoundPolicy` round           carried by job / class)
 ``exact-lp``                  always (exact)                          the whole LP: the backend
                                                                       (HiGHS' interior point
                                                                       without crossover when
@@ -189,24 +190,48 @@ def _sequence(ctx: StageContext) -> bool:
     return (ctx.level and s.warm_levels and s.warm_backend() and not _restricted_applies(ctx))
 
 
+def _round(ctx: StageContext) -> bool:
+    """A stage LP of a `fairalloc.RoundPolicy` round (`StageSolver.bases`) solved whole by
+    HiGHS' own choice of method (not its interior point: a large LP, where a simplex from a
+    basis is slower): it keeps its basis for the next round."""
+    s = ctx.solver
+    return (s.bases is not None and s.warm_backend() and s.exact_backend is s.backend
+            and not _restricted_applies(ctx))
+
+
+def _warm_basis(ctx: StageContext) -> Any:
+    """The basis the stage LP starts from: the previous level's of a sequence, else the
+    previous round's stage of the same name (`fairalloc.rounds.state.RoundBases`)."""
+    s = ctx.solver
+    if _sequence(ctx) and s.basis is not None and s.basis.shape == ctx.lp.shape:
+        return s.basis
+    if _round(ctx):
+        return s.bases.start(ctx.what, s.inst, s.layout(ctx.stage), ctx.lp.shape)
+    return None
+
+
 def _warm_applies(ctx: StageContext) -> bool:
-    basis = ctx.solver.basis
-    return _sequence(ctx) and basis is not None and basis.shape == ctx.lp.shape
+    return _warm_basis(ctx) is not None
 
 
 def _warm(ctx: StageContext) -> StageResult:
-    return _whole(ctx, ctx.solver.backend, basis=ctx.solver.basis, keep_basis=True)
+    s = ctx.solver
+    basis = _warm_basis(ctx)
+    res = _whole(ctx, s.backend, basis=basis, keep_basis=True)
+    if basis is not s.basis and res.cert.ok:
+        s.warm_used = True  # (stats "+warm": the answer started from the previous round)
+    return res
 
 
 def _exact_backend(ctx: StageContext) -> Any:
     s = ctx.solver
-    if _sequence(ctx):
-        return s.backend  # ends with a basis for the next level (crossover)
+    if _sequence(ctx) or _round(ctx):
+        return s.backend  # ends with a basis for the next level or round (crossover)
     return s.exact_backend if ctx.level else s.exact_linear_backend
 
 
 def _exact(ctx: StageContext) -> StageResult:
-    return _whole(ctx, _exact_backend(ctx), keep_basis=_sequence(ctx))
+    return _whole(ctx, _exact_backend(ctx), keep_basis=_sequence(ctx) or _round(ctx))
 
 
 def _crossover_applies(ctx: StageContext) -> bool:
@@ -214,7 +239,7 @@ def _crossover_applies(ctx: StageContext) -> bool:
 
 
 def _crossover(ctx: StageContext) -> StageResult:
-    return _whole(ctx, ctx.solver.backend, keep_basis=_sequence(ctx))
+    return _whole(ctx, ctx.solver.backend, keep_basis=_sequence(ctx) or _round(ctx))
 
 
 def _kept_rows(ctx: StageContext) -> slice:
