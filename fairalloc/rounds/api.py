@@ -305,13 +305,80 @@ def solve_round(policy: str, throughput: Any, workers: Any, *, job_ids: Any = No
                 max_levels: int | None = None) -> RoundResult:
     """Solve one round of a Gavel policy, accepting drained types, unrunnable jobs, no jobs.
 
-    See `fairalloc.rounds.api`. ``policy`` is one of
-    `fairalloc.rounds.api.POLICIES`; per-job arguments (``scale_factor``, ``weight``,
-    ``steps_remaining``, ``elapsed``, ``isolated_elapsed``, ``order``, ``slo``, ``entities``) are
-    mappings job id -> value or arrays in job order; ``cost`` a mapping type -> cost or an array in
-    type order. ``method``, ``backend``, ``gap_tol``, ``feas_tol``, ``stage_tol``,
-    ``work_conserving``, ``bottleneck_tol`` and ``max_levels`` are the policy's solve options (see
-    its ``solve``; ``None``: the policy's default; an option the policy does not take is an error).
+    See `fairalloc.rounds.api` for the rules (the reduced program, drained types, unrunnable
+    jobs). Per-job arguments are mappings job id -> value or arrays in job order; an argument
+    the chosen policy does not use is ignored, a solve option it does not take is an error.
+
+    Parameters
+    ----------
+    policy : str
+        One of `fairalloc.rounds.api.POLICIES`.
+    throughput : mapping, array_like or pandas.DataFrame
+        ``{job_id: {worker_type: rate}}`` (steps/s; a type a job does not name: rate 0), an
+        ``(n, k)`` array in ``types`` order, or a DataFrame indexed by job id with one column
+        per type.
+    workers : mapping or array_like
+        ``{worker_type: count}`` (its order fixes the columns), or an array of counts with
+        ``types=``. A count of 0 is a drained type.
+    job_ids : sequence, optional
+        Job labels of an array ``throughput`` (default ``0 .. n-1``).
+    types : sequence of str, optional
+        Type names of an array ``workers`` (required then).
+    scale_factor : mapping or array_like, optional
+        Workers each job's gang needs at once (positive integers; default 1). A job whose
+        gang fits on no present type is unrunnable.
+    weight : mapping or array_like, optional
+        Positive priority weights (max-min fairness, water-filling); the budgets of a Fisher
+        market.
+    steps_remaining, elapsed, isolated_elapsed : mapping or array_like, optional
+        Finish-time fairness and Themis: steps each job has left, seconds it has run, and
+        seconds it would have run alone on its share (see `fairalloc.Jobs`).
+    order : mapping or array_like, optional
+        FIFO and water-filling: arrival times (or any ordering key; smaller first).
+    cost : mapping or array_like, optional
+        ``min_cost``: cost per worker of each type (type -> cost, or an array in type order).
+    slo : mapping or array_like, optional
+        ``min_cost``: each job's deadline in seconds (``inf``: none).
+    entities : mapping or sequence, optional
+        Water-filling: the entity (user, team) of each job.
+    entity_weights : mapping, optional
+        Water-filling: entity -> weight.
+    entity_policies : mapping, optional
+        Water-filling: entity -> the policy shared within the entity.
+    water_filling : bool
+        Max-min fairness: run the water-filling (multi-level) version (default ``False``).
+    semantics : {"arrival", "objective"}
+        FIFO: strict arrival order (default) or the paper's weighted-sum objective (see
+        `fairalloc.FIFO`).
+    normalized : bool
+        ``max_total_throughput``: maximise the sum of normalised throughputs (default
+        ``False``: raw throughputs).
+    kind : {"linear", "leontief"}
+        ``fisher_market``: the buyers' utilities.
+    fairness_knob : float
+        Themis's fairness knob ``f`` in [0, 1) (default `THEMIS_FAIRNESS_KNOB`).
+    plan_jobs : mapping or sequence, optional
+        Shockwave: job id -> `fairalloc.PlanJob` (required for ``"shockwave"``).
+    plan_options : mapping, optional
+        Shockwave: keyword options of `fairalloc.plan_schedule`.
+    warm_start : optional
+        A seed from a previous round (what `fairalloc.RoundPolicy` passes: max-min fairness
+        and Fisher markets take ``(prices, objective)``, Shockwave ``(PlanResult, column)``
+        to run a column of a kept plan); the answer is certified as always.
+    method, backend, gap_tol, feas_tol, stage_tol, work_conserving, bottleneck_tol, max_levels
+        The policy's solve options (see its ``solve``; ``None``: the policy's default).
+
+    Returns
+    -------
+    RoundResult
+        The allocation over every job and type given (zeros for unrunnable jobs and drained
+        types), its prices, the reduced program's certificate, and the drained types and
+        unrunnable jobs (`fairalloc.RoundResult`).
+
+    Raises
+    ------
+    InputError
+        An invalid argument, naming it (and the job or type).
 
     Examples
     --------

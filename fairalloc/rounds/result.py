@@ -24,26 +24,59 @@ __all__ = ["RoundResult"]
 class RoundResult(Result):
     """One round's allocation over every job and worker type given, with the facts.
 
-    Attributes
+    Returned by `fairalloc.solve_round` and `fairalloc.RoundPolicy.allocate`; rarely built by
+    hand (a scheduler adapter may, for a round it answers itself).
+
+    Parameters
     ----------
+    objective : float
+        The objective of the reduced program (see each policy); ``certificate`` certifies it.
+        0 for an empty round.
+    status : Status
+        ``OPTIMAL`` only when ``certificate`` passed (`fairalloc.Result`).
+    stats : SolveStats
+        How the round was computed (``stats.method``: ``"reused"`` when the previous round's
+        result was reused, ``"...+warm"`` when it seeded the solve).
+    certificate : Certificate
+        The reduced program's certificate (an empty round: value 0, bound 0).
     x : ndarray, shape (n, k)
         Fraction of time each job runs on each type (rows: `job_ids`, columns:
         `types`); 0 for unrunnable jobs and drained types. (Every result calls its
         allocation array ``x``; ``job_allocation`` is the same as a dict.)
-    job_allocation : dict
-        ``{job_id: {worker_type: fraction}}``: ``x`` keyed by job id and type (a property).
     prices : ndarray, shape (k,)
         Capacity prices of the reduced program (``d OPT / d workers``); 0 on drained types.
     effective_throughput : ndarray, shape (n,)
+        Each job's throughput under ``x`` (steps/s; for a Fisher market, its utility).
     job_ids, types : tuple
+        Row and column labels, in the order given.
     drained_types : tuple of str
         Types with 0 workers this round.
     unrunnable_jobs : tuple
         Jobs that can run on no present type (zero throughput there, or a gang larger than
         every present type they could run on).
     policy : str
+        The policy's name (one of `fairalloc.rounds.api.POLICIES`).
     reduced : fairalloc.Allocation or None
         The certified result of the reduced program (``None`` for an empty round).
+
+    Attributes
+    ----------
+    job_allocation : dict
+        ``{job_id: {worker_type: fraction}}``: ``x`` keyed by job id and type (a property).
+    type_prices : dict
+        ``{worker_type: price}``.
+
+    Examples
+    --------
+    >>> import fairalloc as fa
+    >>> r = fa.solve_round("max_min_fairness", {"a": {"v100": 40.0, "k80": 10.0},
+    ...                                         "b": {"k80": 4.0}}, {"v100": 1, "k80": 0})
+    >>> r.job_ids, r.types, r.drained_types, r.unrunnable_jobs
+    (('a', 'b'), ('v100', 'k80'), ('k80',), ('b',))
+    >>> r.x.tolist(), r.job_allocation["a"], r.certificate.ok
+    ([[1.0, 0.0], [0.0, 0.0]], {'v100': 1.0, 'k80': 0.0}, True)
+    >>> r.to_frame().shape
+    (2, 2)
     """
 
     x: np.ndarray
