@@ -172,7 +172,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"fairalloc {__version__}")
         return 0
     _load_plugins()
-    parser = _Parser(prog="fairalloc", description=__doc__.split("\n\n")[0])
+    # (the docstring's first line, without its reST literal quotes: help is plain text)
+    parser = _Parser(prog="fairalloc", description=__doc__.split("\n\n")[0].replace("``", ""))
     from . import __version__
 
     parser.add_argument("--version", action="version", version=f"fairalloc {__version__}")

@@ -140,3 +140,41 @@ def test_pages_cover_the_tutorial_and_how_tos() -> None:
     assert {"tutorial.md", "how-to/test-your-own-policy.md", "how-to/run-a-sweep.md",
             "how-to/simulate-a-trace.md", "architecture.md"} <= names
     assert all(p.exists() for p in db.PAGES)
+
+
+README = ROOT / "README.md"
+#: what the README's Python example must end with: certified results, every property held
+_README_CHECKS = """
+assert r.certificate.ok and v.certificate.ok, (r.certificate, v.certificate)
+assert all(p.passed for p in check_market(r, throughput).values())
+"""
+
+
+def test_readme_blocks_run(tmp_path: Path) -> None:
+    """The README's blocks run as written, as a page's do: its Python example as one script
+    (then checked: certified, every market property held), its shell lines in the same process
+    (``pip install`` checked, not run; ``python -m pytest`` is this suite, not run again)."""
+    parts = [_DRIVER]
+    langs = []
+    for b in db.blocks(README):
+        langs.append(b.lang)
+        if b.lang == "python":
+            parts.append(f"print('--- block {b.where}', flush=True)\n{b.as_tested()}")
+            continue
+        assert b.lang == "bash", f"{b.where}: a ```{b.lang} block is not run"
+        for block, line in db.shell_commands(README):
+            if block.line != b.line:
+                continue
+            for command in (c.strip() for c in line.split("&&")):
+                if command.startswith("pip "):
+                    _check_pip(block, command)
+                elif command != "python -m pytest":
+                    parts.append(f"_docs_run({block.where!r}, {command!r}, {block.statuses!r})")
+    assert "python" in langs and "bash" in langs, langs
+    (tmp_path / "readme_blocks.py").write_text("\n".join(parts) + _README_CHECKS,
+                                               encoding="utf-8")
+    env = {**os.environ, "MPLBACKEND": "Agg", "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, "readme_blocks.py"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-5000:])
+    assert "--- README.md:" in proc.stdout and "certificate" in proc.stdout, proc.stdout[-2000:]

@@ -93,3 +93,18 @@ def test_docs_cite_papers_not_files_readers_do_not_have() -> None:
             for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
             if PRIVATE_FILES.search(line)]
     assert not hits, hits
+
+
+def test_documentation_url_is_one_address() -> None:
+    """mkdocs.yml's ``site_url`` (its default, when FAIRALLOC_SITE_URL is not set) and the
+    package's ``Documentation`` Project-URL name the same address, and it is an https one."""
+    import tomllib
+
+    mk = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    m = re.search(r'^site_url:\s*(?:!ENV\s*\[\s*FAIRALLOC_SITE_URL\s*,\s*"([^"]+)"\s*\]|(\S+))\s*$',
+                  mk, re.M)
+    assert m, "mkdocs.yml sets no site_url"
+    site_url = m.group(1) or m.group(2)
+    urls = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["urls"]
+    assert urls["Documentation"] == site_url, (urls, site_url)
+    assert re.fullmatch(r"https://[\w.-]+/(?:[\w.-]+/)*", site_url), site_url

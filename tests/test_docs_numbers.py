@@ -78,3 +78,65 @@ def test_generated_table_is_the_commands_output(tmp_path: Path) -> None:
     assert f"```text\n{table}\n```" in written
     assert gen.recorded_command(written) == doc.command.replace("--jobs 40", "--jobs 6")
     assert f"{os.cpu_count()} CPUs" in written
+
+
+# -- the Shockwave study: recorded runs (hours of CPU), their headers checked --------------------
+SHOCKWAVE_PAGE = ROOT / "docs" / "how-to" / "reproduce-shockwave.md"
+_RECORDED = re.compile(r"^<!-- recorded-run: (\w+)(?:; omits: ([^;]*))?(?:; adds: (.*?))? -->$",
+                       re.M)
+
+
+def _printed_columns(kind: str) -> list[str]:
+    """The column names ``benchmarks/reproduce_shockwave.py`` prints for a trace table (with
+    upstream's numbers: ``ours / upstream`` under the first four measures) or a seeds table, by
+    calling the script's own printing with no rows."""
+    import argparse
+    import contextlib
+    import io
+
+    import pandas as pd
+
+    from tests.scripts import load_script
+
+    script = load_script("benchmarks/reproduce_shockwave.py", "reproduce_shockwave_header")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        if kind == "trace":
+            script.print_trace_table(pd.DataFrame(), {}, with_ref=True)
+        else:
+            script.run_seeds(argparse.Namespace(scale="120", seeds=0, all=False, policies=None))
+    lines = [line for line in out.getvalue().splitlines() if line.startswith("policy ")
+             or "ours / upstream" in line]
+    columns = re.split(r"\s{2,}", lines[0].strip())
+    if len(lines) > 1:                     # the sub-header: "ours / upstream" under measures
+        under = len(re.findall(r"ours / upstream", lines[1]))
+        columns[1:1 + under] = [f"{c} ours / upstream" for c in columns[1:1 + under]]
+    return columns
+
+
+def _recorded_tables(text: str) -> list[tuple[str, list[str], list[str], list[str]]]:
+    """(kind, omitted, added, the table's header cells) of each ``recorded-run`` table."""
+    out = []
+    for m in _RECORDED.finditer(text):
+        header = next(line for line in text[m.end():].splitlines() if line.startswith("| "))
+        cells = [c.strip() for c in header.strip().strip("|").split("|")]
+        split = (lambda g: [c.strip() for c in g.split(",")] if g else [])  # noqa: E731
+        out.append((m.group(1), split(m.group(2)), split(m.group(3)), cells))
+    return out
+
+
+def test_shockwave_study_tables_are_recorded_runs_with_the_printed_columns() -> None:
+    """The Shockwave study takes hours: its tables are recorded runs, each saying so with its
+    date and machine, and each has the columns the script prints today (in its order)."""
+    text = SHOCKWAVE_PAGE.read_text(encoding="utf-8")
+    tables = _recorded_tables(text)
+    assert len(tables) >= 5 and {k for k, *_ in tables} == {"trace", "seeds"}, tables
+    assert text.count("*Recorded run") == len(tables)
+    assert re.search(r"last recorded \d{4}-\d\d-\d\d, on the project's 2-core", text)
+    printed = {kind: _printed_columns(kind) for kind in ("trace", "seeds")}
+    for kind, omits, adds, cells in tables:
+        want = [c for c in printed[kind] if c.split(" ours / ")[0] not in omits]
+        got = [c for c in cells if c not in adds]
+        if kind == "trace" and not any("ours / upstream" in c for c in got):
+            want = [c.removesuffix(" ours / upstream") for c in want]   # 900 jobs: no reference
+        assert got == want, (kind, cells, printed[kind])

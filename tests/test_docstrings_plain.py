@@ -64,3 +64,15 @@ def test_the_docs_build_links_plain_names() -> None:
     for text in ("[`fairalloc.Jobs`][fairalloc.Jobs]", "`x.fairalloc.Jobs`",
                  "`fairalloc.Jobs()`", "```fairalloc.Jobs```"):
         assert hook.link(text) == text, text
+
+
+@pytest.mark.parametrize("command", [[], ["demo"], ["check"], ["simulate"], ["sweep"]])
+def test_cli_help_shows_no_rest_markup(command: list[str], capsys) -> None:
+    """``fairalloc --help`` showed its description as ``The ``fairalloc`` command.``."""
+    from fairalloc.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main([*command, "--help"])
+    assert exc.value.code == 0
+    text = capsys.readouterr().out
+    assert "fairalloc" in text and "``" not in text and "][fairalloc" not in text, text

@@ -179,3 +179,17 @@ def test_metadata_names_authors_classifiers_and_urls() -> None:
         known = None
     if known is not None:
         assert [c for c in classifiers if c not in known] == []
+
+
+def test_ci_installs_every_extra_alone_with_a_smoke() -> None:
+    """CI (`.ci/extras`, called by `.ci/run`) installs each extra alone in a fresh venv and runs
+    its smoke command from `.ci/extra_smoke.py`: every extra but dev (the README's command)
+    has one, and the smoke script names no extra pyproject.toml lacks."""
+    from tests.scripts import load_script
+
+    smoke = load_script(".ci/extra_smoke.py", "ci_extra_smoke")
+    extras = set(tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+                 ["project"]["optional-dependencies"])
+    assert set(smoke.SMOKES) == extras - {"dev"}, (sorted(smoke.SMOKES), sorted(extras))
+    assert "bash .ci/extras" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert '$WHEEL[$extra]' in (ROOT / ".ci" / "extras").read_text(encoding="utf-8")

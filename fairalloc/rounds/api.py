@@ -19,7 +19,7 @@ plan and re-plans every ``replan_every`` rounds): see
   ``{worker_type: count}`` (or numpy arrays with ``job_ids=`` / ``types=``, or a pandas
   DataFrame indexed by job id with one column per type); the allocation comes back as
   ``{job_id: {worker_type: fraction}}``
-  (`fairalloc.rounds.api.RoundResult.job_allocation`) and as an array (``x``).
+  (`fairalloc.rounds.result.RoundResult.job_allocation`) and as an array (``x``).
 * **normal cluster states are accepted.** A worker type with 0 workers (drained, failed), a
   job that can run on no present type (or whose gang fits on none), and an empty round give
   a valid allocation with 0 for what cannot run, and the facts are reported
@@ -58,12 +58,9 @@ Examples
 from __future__ import annotations
 
 import dataclasses
-import functools
 import itertools
 import time
-import warnings
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -80,8 +77,9 @@ from .._validation import (
 )
 from ..data import Cluster, Jobs
 from ..errors import InputError
-from ..results import Certificate, Result, SolveStats, Status
+from ..results import Certificate, SolveStats, Status
 from .keys import same_keys
+from .result import RoundResult
 from .state import ISOLATED_STARTS, IsolatedTime, RoundBases, same_key, warm_seed
 
 __all__ = ["POLICIES", "RoundPolicy", "RoundResult", "solve_round"]
@@ -97,96 +95,6 @@ THEMIS_FAIRNESS_KNOB = 0.8
 
 _SOLVE_OPTIONS = ("method", "backend", "gap_tol", "feas_tol", "stage_tol", "work_conserving",
                   "bottleneck_tol", "max_levels")
-
-
-# --------------------------------------------------------------------------------------------
-# result
-# --------------------------------------------------------------------------------------------
-@dataclass(frozen=True, repr=False)
-class RoundResult(Result):
-    """One round's allocation over every job and worker type given, with the facts.
-
-    Attributes
-    ----------
-    x : ndarray, shape (n, k)
-        Fraction of time each job runs on each type (rows: `job_ids`, columns:
-        `types`); 0 for unrunnable jobs and drained types. (Every result calls its
-        allocation array ``x``; ``job_allocation`` is the same as a dict.)
-    job_allocation : dict
-        ``{job_id: {worker_type: fraction}}``: ``x`` keyed by job id and type (a property).
-    prices : ndarray, shape (k,)
-        Capacity prices of the reduced program (``d OPT / d workers``); 0 on drained types.
-    effective_throughput : ndarray, shape (n,)
-    job_ids, types : tuple
-    drained_types : tuple of str
-        Types with 0 workers this round.
-    unrunnable_jobs : tuple
-        Jobs that can run on no present type (zero throughput there, or a gang larger than
-        every present type they could run on).
-    policy : str
-    reduced : fairalloc.Allocation or None
-        The certified result of the reduced program (``None`` for an empty round).
-    """
-
-    x: np.ndarray
-    prices: np.ndarray
-    effective_throughput: np.ndarray
-    job_ids: tuple[Hashable, ...]
-    types: tuple[str, ...]
-    drained_types: tuple[str, ...]
-    unrunnable_jobs: tuple[Hashable, ...]
-    policy: str
-    reduced: Any = None
-
-    def __post_init__(self) -> None:
-        # labels are never arrays: skip them when the array fields are frozen (walking
-        # thousands of labels would cost more than a round's solve)
-        saved = {f: getattr(self, f) for f in ("job_ids", "types", "unrunnable_jobs",
-                                               "reduced")}
-        for f in saved:
-            object.__setattr__(self, f, ())
-        try:
-            super().__post_init__()
-        finally:
-            for f, v in saved.items():
-                object.__setattr__(self, f, v)
-
-    @functools.cached_property
-    def job_allocation(self) -> dict[Hashable, dict[str, float]]:
-        """``{job_id: {worker_type: fraction}}`` (every job and type given, zeros included;
-        built once, on first access)."""
-        # one (type, fraction) pair list per type, zipped into each job's dict in C
-        cols = (zip(itertools.repeat(t), col) for t, col in zip(self.types, self.x.T.tolist()))
-        if not self.types:
-            return {j: {} for j in self.job_ids}
-        return dict(zip(self.job_ids, map(dict, zip(*cols))))
-
-    @property
-    def allocation(self) -> dict[Hashable, dict[str, float]]:
-        """Deprecated: the dict `job_allocation` (every other result's ``allocation`` is its
-        array, here `x`). Emits a ``DeprecationWarning``."""
-        warnings.warn("RoundResult.allocation (a dict) is deprecated: use .job_allocation for "
-                      "the dict or .x for the array", DeprecationWarning, stacklevel=2)
-        return self.job_allocation
-
-    @property
-    def type_prices(self) -> dict[str, float]:
-        """``{worker_type: price}``."""
-        return dict(zip(self.types, self.prices.tolist()))
-
-    @property
-    def warm(self) -> bool:
-        """Whether this round reused or was seeded by the previous one."""
-        return self.stats.method in ("reused", "plan-reused") or self.stats.method.endswith(
-            "+warm")
-
-    def to_frame(self) -> Any:
-        """One row per job (index: job ids), one column per type."""
-        from ..results import require_pandas
-
-        pd = require_pandas()
-        return pd.DataFrame(self.x, index=pd.Index(list(self.job_ids), name="job"),
-                            columns=list(self.types))
 
 
 # --------------------------------------------------------------------------------------------
@@ -397,13 +305,80 @@ def solve_round(policy: str, throughput: Any, workers: Any, *, job_ids: Any = No
                 max_levels: int | None = None) -> RoundResult:
     """Solve one round of a Gavel policy, accepting drained types, unrunnable jobs, no jobs.
 
-    See `fairalloc.rounds.api`. ``policy`` is one of
-    `fairalloc.rounds.api.POLICIES`; per-job arguments (``scale_factor``, ``weight``,
-    ``steps_remaining``, ``elapsed``, ``isolated_elapsed``, ``order``, ``slo``, ``entities``) are
-    mappings job id -> value or arrays in job order; ``cost`` a mapping type -> cost or an array in
-    type order. ``method``, ``backend``, ``gap_tol``, ``feas_tol``, ``stage_tol``,
-    ``work_conserving``, ``bottleneck_tol`` and ``max_levels`` are the policy's solve options (see
-    its ``solve``; ``None``: the policy's default; an option the policy does not take is an error).
+    See `fairalloc.rounds.api` for the rules (the reduced program, drained types, unrunnable
+    jobs). Per-job arguments are mappings job id -> value or arrays in job order; an argument
+    the chosen policy does not use is ignored, a solve option it does not take is an error.
+
+    Parameters
+    ----------
+    policy : str
+        One of `fairalloc.rounds.api.POLICIES`.
+    throughput : mapping, array_like or pandas.DataFrame
+        ``{job_id: {worker_type: rate}}`` (steps/s; a type a job does not name: rate 0), an
+        ``(n, k)`` array in ``types`` order, or a DataFrame indexed by job id with one column
+        per type.
+    workers : mapping or array_like
+        ``{worker_type: count}`` (its order fixes the columns), or an array of counts with
+        ``types=``. A count of 0 is a drained type.
+    job_ids : sequence, optional
+        Job labels of an array ``throughput`` (default ``0 .. n-1``).
+    types : sequence of str, optional
+        Type names of an array ``workers`` (required then).
+    scale_factor : mapping or array_like, optional
+        Workers each job's gang needs at once (positive integers; default 1). A job whose
+        gang fits on no present type is unrunnable.
+    weight : mapping or array_like, optional
+        Positive priority weights (max-min fairness, water-filling); the budgets of a Fisher
+        market.
+    steps_remaining, elapsed, isolated_elapsed : mapping or array_like, optional
+        Finish-time fairness and Themis: steps each job has left, seconds it has run, and
+        seconds it would have run alone on its share (see `fairalloc.Jobs`).
+    order : mapping or array_like, optional
+        FIFO and water-filling: arrival times (or any ordering key; smaller first).
+    cost : mapping or array_like, optional
+        ``min_cost``: cost per worker of each type (type -> cost, or an array in type order).
+    slo : mapping or array_like, optional
+        ``min_cost``: each job's deadline in seconds (``inf``: none).
+    entities : mapping or sequence, optional
+        Water-filling: the entity (user, team) of each job.
+    entity_weights : mapping, optional
+        Water-filling: entity -> weight.
+    entity_policies : mapping, optional
+        Water-filling: entity -> the policy shared within the entity.
+    water_filling : bool
+        Max-min fairness: run the water-filling (multi-level) version (default ``False``).
+    semantics : {"arrival", "objective"}
+        FIFO: strict arrival order (default) or the paper's weighted-sum objective (see
+        `fairalloc.FIFO`).
+    normalized : bool
+        ``max_total_throughput``: maximise the sum of normalised throughputs (default
+        ``False``: raw throughputs).
+    kind : {"linear", "leontief"}
+        ``fisher_market``: the buyers' utilities.
+    fairness_knob : float
+        Themis's fairness knob ``f`` in [0, 1) (default `THEMIS_FAIRNESS_KNOB`).
+    plan_jobs : mapping or sequence, optional
+        Shockwave: job id -> `fairalloc.PlanJob` (required for ``"shockwave"``).
+    plan_options : mapping, optional
+        Shockwave: keyword options of `fairalloc.plan_schedule`.
+    warm_start : optional
+        A seed from a previous round (what `fairalloc.RoundPolicy` passes: max-min fairness
+        and Fisher markets take ``(prices, objective)``, Shockwave ``(PlanResult, column)``
+        to run a column of a kept plan); the answer is certified as always.
+    method, backend, gap_tol, feas_tol, stage_tol, work_conserving, bottleneck_tol, max_levels
+        The policy's solve options (see its ``solve``; ``None``: the policy's default).
+
+    Returns
+    -------
+    RoundResult
+        The allocation over every job and type given (zeros for unrunnable jobs and drained
+        types), its prices, the reduced program's certificate, and the drained types and
+        unrunnable jobs (`fairalloc.RoundResult`).
+
+    Raises
+    ------
+    InputError
+        An invalid argument, naming it (and the job or type).
 
     Examples
     --------

@@ -602,9 +602,45 @@ class PropertyCheck:
     property fails, and skips the test (``pytest.skip``) when the property does not apply
     (``market_clearing`` of a policy without prices, from ``"all"``) or could never be checked.
 
-    ``expected_failure`` (a reason) is carried for the pytest mark
-    (`fairalloc.testing.parametrize_with_property_checks` marks
-    the test ``xfail(strict=True)``); ``check()`` itself raises on the failure either way."""
+    Built by `fairalloc.testing.parametrize_with_property_checks`, one per policy and property;
+    the arguments are those of `fairalloc.testing.check_policy`.
+
+    Parameters
+    ----------
+    policy : callable or Gavel-style policy object
+        The policy checked (as for `fairalloc.testing.check_policy`).
+    property : str
+        One property name (`fairalloc.testing.PROPERTIES`).
+    max_examples : int
+        Instances tried.
+    seed : int or None
+        Seed of the search (``None``: a fresh one, recorded in the report).
+    domain : str or MarketDomain or ClusterDomain
+        Where the instances are drawn from (``"market"``, ``"cluster"``, ...).
+    tol : float, Tolerance or mapping
+        The tolerance of the property (as for `fairalloc.testing.check_policy`).
+    expected_failure : str or None
+        A reason when the property is known to fail: carried for the pytest mark
+        (`fairalloc.testing.parametrize_with_property_checks` marks the test
+        ``xfail(strict=True)``); ``check()`` itself raises on the failure either way.
+    isolate : bool or None
+        Run each policy call in a child process (``None``: the profile's default).
+    deadline : float
+        Seconds one isolated call may take.
+    explicit : bool
+        Whether the property was named (not reached through ``"all"``): a named property that
+        needs prices the policy does not return is an error instead of a skip.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from fairalloc.testing import PropertyCheck
+    >>> def equal_split(utility, budget, supply):   # every buyer gets 1/n of every good
+    ...     return np.tile(supply / len(budget), (len(budget), 1))
+    >>> check = PropertyCheck(equal_split, "feasible", max_examples=5)
+    >>> check.id, check().passed
+    ('feasible', True)
+    """
 
     policy: Any
     property: str
@@ -623,6 +659,7 @@ class PropertyCheck:
         return self.property
 
     def __call__(self) -> PolicyReport:
+        """Run the check: the policy's `fairalloc.testing.PolicyReport` when it passed."""
         report = _check_policy(self.policy, (self.property,), self.max_examples, self.seed,
                                domain=self.domain, tol=self.tol, shrink=True,
                                expected_failures=None, isolate=self.isolate,
