@@ -118,7 +118,7 @@ class PyomoBackend(Backend):
             return LPSolution(status, None, float("nan"), seconds=time.perf_counter() - t0,
                               raw_status=raw, backend=self.name)
         model.solutions.load_from(res)
-        x = np.array([pyo.value(model.x[j]) for j in range(n)], dtype=float)
+        x = _values(model.x, lp, integ)
         row_duals = col_duals = None
         bound = float("nan")
         if not lp.is_mip:
@@ -131,3 +131,17 @@ class PyomoBackend(Backend):
             bound = float(res.problem.lower_bound)
         return LPSolution(status, x, float(lp.c @ x) + lp.offset, row_duals, col_duals, 0,
                           time.perf_counter() - t0, bound, raw, self.name)
+
+
+def _values(var: Any, lp: LinearProgram, integ: np.ndarray) -> np.ndarray:
+    """The solution's column values. A column in no row and not in the objective never reaches
+    the solver, so Pyomo leaves it without a value: any point of its bounds is optimal, and it
+    gets the one nearest 0 (an integer one for an integer column)."""
+    n = lp.shape[1]
+    x = np.array([var[j].value for j in range(n)], dtype=float)  # None -> nan
+    unset = np.isnan(x)
+    if unset.any():
+        lo = np.where(integ, np.ceil(lp.col_lower), lp.col_lower)
+        hi = np.where(integ, np.floor(lp.col_upper), lp.col_upper)
+        x[unset] = np.clip(0.0, lo, hi)[unset]
+    return x

@@ -43,6 +43,7 @@ from typing import Any
 from .._tables import format_table
 from .._validation import as_positive_float, as_positive_int
 from ..errors import InputError
+from ._progress import Progress
 from .sweep import (
     DEFAULT_GPUS,
     DEFAULT_JOBS,
@@ -71,10 +72,6 @@ PLOT_PATTERNS = ("gantt_*.png", "utilization.png", "rho_cdf.png", "comparison.pn
 SECONDS_PER_HOUR = 3600.0
 #: a whole, in percent (tables show fractions in percent)
 PERCENT = 100.0
-#: without a terminal, a running simulation reports at most every this many seconds
-PROGRESS_INTERVAL = 5.0
-#: on a terminal, the progress line is redrawn at most every this many seconds
-TTY_REFRESH = 0.2
 #: most workers of one type (``--gpus``, ``--cluster``): the simulator counts workers in int64
 #: and Shockwave's plans take at most this many GPUs
 MAX_WORKERS = 2**31 - 1
@@ -345,39 +342,6 @@ def _print_table(frame: Any, columns: Mapping[str, tuple[str, tuple[str, float, 
     print(format_table(header, rows))
 
 
-class _Progress:
-    """Progress on stderr, with no dependency: on a terminal one line redrawn in place, else
-    a line at most every `PROGRESS_INTERVAL` seconds, and always one when a
-    simulation finishes."""
-
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled
-        self.tty = enabled and sys.stderr.isatty()
-
-    def line(self, text: str) -> None:
-        if self.enabled:
-            print(("\r\033[K" if self.tty else "") + text, file=sys.stderr, flush=True)
-
-    def simulation(self, label: str) -> Callable[[int, int], None]:
-        """A ``progress(done_jobs, total_jobs)`` callback for one simulation."""
-        t0 = time.perf_counter()
-        last = [t0]
-
-        def update(done: int, total: int) -> None:
-            now = time.perf_counter()
-            if not self.enabled or done >= total:
-                return
-            if now - last[0] < (TTY_REFRESH if self.tty else PROGRESS_INTERVAL):
-                return
-            last[0] = now
-            text = f"{label}: {done}/{total} jobs finished, {now - t0:.0f} s"
-            if self.tty:
-                print(f"\r\033[K{text}", end="", file=sys.stderr, flush=True)
-            else:
-                print(text, file=sys.stderr, flush=True)
-        return update
-
-
 # --------------------------------------------------------------------------------------------
 # simulate
 # --------------------------------------------------------------------------------------------
@@ -485,15 +449,15 @@ def _run_simulate(args: argparse.Namespace) -> int:
           f"{len(names)} {'policy' if len(names) == 1 else 'policies'}; output in "
           f"{out.resolve()}/", flush=True)
     try:
-        bar = _Progress(not args.no_progress)
         results = {}
-        for i, (name, sim) in enumerate(sims.items(), start=1):
-            t0 = time.perf_counter()
-            results[name] = sim.run(bar.simulation(f"[{i}/{len(sims)}] {name}"))
-            limited = int(getattr(policies[name], "time_limited", 0))
-            note = f"; {limited} MILPs stopped at their limit" if limited else ""
-            bar.line(f"[{i}/{len(sims)}] {name}: {w.n} jobs done in "
-                     f"{time.perf_counter() - t0:.1f} s{note}")
+        with Progress(not args.no_progress) as bar:
+            for i, (name, sim) in enumerate(sims.items(), start=1):
+                t0 = time.perf_counter()
+                results[name] = sim.run(bar.task(f"[{i}/{len(sims)}] {name}"))
+                limited = int(getattr(policies[name], "time_limited", 0))
+                note = f"; {limited} MILPs stopped at their limit" if limited else ""
+                bar.line(f"[{i}/{len(sims)}] {name}: {w.n} jobs done in "
+                         f"{time.perf_counter() - t0:.1f} s{note}")
         table = compare(results, contention_kind=args.contention,
                         unfair_threshold=args.unfair_threshold)
         print()
@@ -625,12 +589,15 @@ def _run_sweep(args: argparse.Namespace) -> int:
     where = f"Ray at {args.ray}" if args.ray else f"{args.workers or 'all'} local processes"
     print(f"fairalloc sweep: {len(tasks)} simulations on {where}; each finished one is "
           f"appended to {log.resolve()}", flush=True)
-    bar = _Progress(not args.no_progress)
+    bar = Progress(not args.no_progress)
     t0 = time.perf_counter()
     counts = [0, 0]  # reused, run
+    advance = bar.task("sweep", "simulations", lines=False)
+    advance(0, len(tasks))
 
     def report(row: dict[str, Any], reused: bool) -> None:
         counts[0 if reused else 1] += 1
+        advance(sum(counts), len(tasks))
         if reused:
             return
         knobs = " ".join(f"{k[len('param.'):]}={v}" for k, v in row.items()
@@ -644,8 +611,9 @@ def _run_sweep(args: argparse.Namespace) -> int:
                  f"elapsed{note})".replace("  ", " "))
 
     try:  # Ctrl-C, or a SIGTERM (the fairalloc command turns it into a KeyboardInterrupt)
-        df = run_sweep(tasks, workers=args.workers, ray_address=args.ray, log=log,
-                       resume=args.resume, on_result=report)
+        with bar:
+            df = run_sweep(tasks, workers=args.workers, ray_address=args.ray, log=log,
+                           resume=args.resume, on_result=report)
     except KeyboardInterrupt:
         if not log.exists():
             _drop_if_empty(out, fresh)
