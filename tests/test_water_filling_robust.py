@@ -324,8 +324,8 @@ def test_robust_equals_fast_where_both_answer(h):
 
 def _ill_conditioned():
     """11 jobs x 4 types, throughputs 1e-10..1e-3, gangs of 4, two entities (hypothesis'
-    example on which the robust floor of job 9 is 1.7658 and the fast one 1.1874: job 10's
-    floor 4e-9 lower, relative, pays for it)."""
+    example on which main's robust floor of job 9 was 1.7658 and the fast one 1.1874: a level
+    point 4e-9 short of job 10's floor, relative, paid for it)."""
     T = np.full((11, 4), 1e-6)
     T[5, 1], T[9, 3], T[10, 1] = 3.16227766e-06, 1e-5, 1e-5
     T[6] = [1e-6, 1e-3, 1e-10, 1e-6]
@@ -338,14 +338,34 @@ def _ill_conditioned():
 
 def test_ill_conditioned_floors_are_what_the_certificates_allow():
     """Both strategies answer within their certificates on the ill-conditioned example; with
-    job 10 held exactly at the fast floor, job 9 cannot rise (the fast answer is exact), and the
-    robust floor of job 9 is reached only with job 10 below it within feas_tol."""
+    job 10 held exactly at the fast floor, job 9 cannot rise (the fast answer is exact)."""
     jobs, cl, kw = _ill_conditioned()
     a = fa.water_filling(jobs, cl, tuning=FAST, **kw)
     b = fa.water_filling(jobs, cl, tuning=ROBUST, **kw)
     _assert_same_floors(jobs, cl, a, b)
     fa_ = np.asarray(a.level_floors)
     assert _reachable(jobs, cl, fa_, 9, 0.0) <= fa_[9] + _thresholds(fa_)[9]
+
+
+def test_robust_rise_bought_by_a_missed_frozen_floor_is_refined_away():
+    """Issue #27, the ill-conditioned example: main's robust water-filling froze job 10 at
+    9.6296, then accepted a level whose point met that floor only to 4e-9 (relative, within
+    the certificate's feasibility tolerance) and raised job 9 from 1.1874 to 1.7658 (its
+    kept-row duals times the shortfall, 3.5e-7, bound that gain only from below). The rise is
+    now refined (path step ``robust-refine``) to a point that meets every frozen floor
+    exactly, where it is none: the robust floors equal the fast ones to each job's threshold,
+    no frozen floor is lowered, and the result is optimal."""
+    jobs, cl, kw = _ill_conditioned()
+    a = fa.water_filling(jobs, cl, tuning=FAST, **kw)
+    b = fa.water_filling(jobs, cl, tuning=ROBUST, **kw)
+    fa_, fb = np.asarray(a.level_floors), np.asarray(b.level_floors)
+    assert np.all(np.abs(fb - fa_) <= _thresholds(np.maximum(fa_, fb))), (fa_, fb)
+    assert b.stats.path[0] == ROBUST_STEP and "robust-refine" in b.stats.path
+    assert b.status == "optimal"
+    _check_answer(jobs, cl, b)
+    # job 10's floor is kept itself (main: 4e-8 lower); job 9 cannot rise above it
+    assert fb[10] >= fa_[10] - _thresholds(fa_)[10]
+    assert _reachable(jobs, cl, fb, 9, 0.0) <= fb[9] + _thresholds(fb)[9]
 
 
 def test_same_floors_fails_for_a_real_disagreement():

@@ -322,33 +322,46 @@ def test_ten_types_320_jobs_no_frozen_job_can_rise():
     assert np.all(lev >= r.level_floors - 1e-7 * np.maximum(1.0, r.level_floors))
 
 
-def test_end_check_rise_refuted_by_the_resumed_levels_dual_bound(monkeypatch):
+class _LooseFloorsHighs(HighsBackend):
+    """HiGHS that solves the ``nth`` bottleneck LP (the only LPs whose last column, a rise,
+    has a finite upper bound below 1) with its ``n`` floor rows (its last rows) lowered by
+    ``slack`` (relative): a solver meeting the floors only loosely, whose point shows rises
+    that no allocation meeting the floors has (a fault injected at the public backend
+    boundary)."""
+
+    def __init__(self, n: int, slack: float, nth: int = 1):
+        super().__init__()
+        self.n, self.slack, self.nth, self.seen, self.loosened = n, slack, nth, 0, 0
+
+    def _solve_lp(self, lp, **kw):
+        if lp.col_upper[-1] < 1.0:
+            self.seen += 1
+            if self.seen == self.nth:
+                self.loosened += 1
+                lo = lp.row_lower.copy()
+                lo[-self.n:] -= self.slack * np.maximum(1.0, np.abs(lo[-self.n:]))
+                lp = dataclasses.replace(lp, row_lower=lo)
+        return super()._solve_lp(lp, **kw)
+
+
+def test_end_check_rise_bought_by_missed_floors_is_rejected():
     """The end check's LP meets the floors only to its tolerance, and on ill-conditioned
-    instances (10 types: a job's rise is about 2e6 times the others' slack) it "finds" rises
-    that no allocation meeting the floors exactly has. Here such a rise is injected for one
-    job at every end check: the point of an LP proves nothing, its certified dual bound (or an
-    earlier LP's standing proof at the allocation's levels) does, so the end check accepts
-    without resuming (35afbb6 resumed twice and raised `CertificateError`), and the floors are
-    those of the plain solve."""
-    import fairalloc.throughput.max_min as mm
-    import fairalloc.throughput.water_robust as wr
-
+    instances (10 types: a job's rise is about 2e6 times the others' slack) its point shows
+    rises that no allocation meeting the floors exactly has. A solver missing the floors by
+    1e-3 (relative, at the backend) gives such a point: its certificate rejects it (the point
+    misses the floors, its rises exceed the dual bound), the plan's next strategy answers,
+    the end check does not resume, and the floors are those of the plain solve. (Within the
+    certificate's tolerances such a point is certified; the end check then proves a job by
+    the LP's certified dual bound before it reads the point's rises.)"""
     jobs, cl = _types_instance(12, 0)
-    want = fa.max_min_fairness(jobs, cl, water_filling=True)
-    real = wr.bottleneck_lp
-
-    def spurious(inst, floors, D, solver, U, thr, *warm, **kw):
-        mark = len(solver.log.steps)
-        sigma, x, cert = real(inst, floors, D, solver, U, thr, *warm, **kw)
-        if solver.log.steps[mark - 1] == mm.PARETO_CHECK:  # [..., pareto-check, bottleneck-*]
-            j = int(np.flatnonzero(D)[0])
-            sigma = sigma.copy()
-            sigma[j] = 1e-3 * max(1.0, floors[j])
-        return sigma, x, cert
-
-    monkeypatch.setattr(wr, "bottleneck_lp", spurious)
-    r = fa.max_min_fairness(jobs, cl, water_filling=True, tuning=Tuning(end_check_ratio=0.0))
-    assert r.stats.count("pareto-check") == 1  # the LP's own dual bound refutes its point
+    tuning = Tuning(end_check_ratio=0.0)  # (the end check after every level that froze jobs)
+    want = fa.max_min_fairness(jobs, cl, water_filling=True, tuning=tuning)
+    be = _LooseFloorsHighs(jobs.n, 1e-3)
+    r = fa.max_min_fairness(jobs, cl, water_filling=True, backend=be, tuning=tuning)
+    assert be.loosened == 1
+    assert r.stats.count("pareto-check") == 1
+    assert any(f.startswith("bottleneck-lp->") and "did not certify" in f
+               for f in r.stats.fallbacks)
     assert r.status == "optimal"
     np.testing.assert_allclose(r.level_floors, want.level_floors, rtol=1e-9)
     assert r.certificate.ok and all(c.ok for c in r.stage_certificates)

@@ -18,7 +18,12 @@ plan's exact tail). Every level (path step ``robust-level``) is
    allocation ``x*``. A rise within the level's certified accuracy, or one that the point's
    shortfalls below the frozen floors explain (their kept-row duals times the shortfalls),
    is none: the floors and the allocation stay (lowered to each point's levels, the floors
-   drifted: a rise of ``5e-4`` at every level from shortfalls of ``5e-9``, duals ``1e5``);
+   drifted: a rise of ``5e-4`` at every level from shortfalls of ``5e-9``, duals ``1e5``).
+   Those duals bound what a shortfall buys only from below (at the relaxed optimum): a rise
+   whose point misses a frozen floor by more than ``1e-10`` (relative) counts only as far as
+   **iterative refinement** (path step ``robust-refine``: the level LP again, around the
+   point, in units of ``1e-6``) reaches with every frozen floor met (a rise of 0.58 bought by
+   a miss of ``4e-9`` is none);
 3. a level that rose leaves its bottlenecked candidates to the next level, which then does
    not rise (one level LP instead of bottleneck LPs over every candidate). At a level that did
    not rise, **each candidate is decided by a certified claim**: a candidate whose floor
@@ -64,6 +69,7 @@ fast water-filling only, and its error stands.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,7 +82,7 @@ from ..results import Certificate
 from ..solvelog import SolveLog
 from .instance import ColumnInstance
 from .programs import LevelStage, StageResult
-from .stages import StageSolver
+from .stages import StageSolver, scaled_solve
 from .tuning import Tuning
 from .water_path import (
     PARETO_CHECK,
@@ -89,7 +95,8 @@ from .water_path import (
     rise_bound,
 )
 
-__all__ = ["ROBUST", "ROBUST_FREEZE", "ROBUST_SINGLE", "ROBUST_UNCERTIFIED", "EndCheck",
+__all__ = ["ROBUST", "ROBUST_FREEZE", "ROBUST_SINGLE", "ROBUST_UNCERTIFIED", "ROBUST_REFINE",
+           "EndCheck",
            "WaterContext", "WaterRun", "end_check",
            "certify_run", "level_accuracy", "robust_applies", "robust_water_filling"]
 
@@ -99,6 +106,9 @@ ROBUST_SINGLE = "robust-single-bottleneck"  # path step: one candidate's own bot
 #: path step: a level that did not rise froze by its certified dual bound (every candidate
 #: rose in its own LP only at floors met to the solvers' tolerance)
 ROBUST_FREEZE = "robust-dual-freeze"
+#: path step: a level whose point missed a frozen floor, refined (`_witnessed_rise`): its rise
+#: stands only as far as a point meeting every frozen floor exactly reaches it
+ROBUST_REFINE = "robust-refine"
 #: path step: a level LP no strategy certified, solved once more by the exact backend and
 #: used uncertified (the result's status then says ``suboptimal``)
 ROBUST_UNCERTIFIED = "robust-level-uncertified"
@@ -115,6 +125,22 @@ _NO_VOTES = 1_000
 _DUAL_NOISE = 1e-9
 #: ACCURACY: rounds the robust water-filling resumes after an end check that found risers
 _END_RESUMES = 2
+#: ACCURACY: a level point short of a frozen floor by more than this (relative) witnesses its
+#: rise only after refinement (`_witnessed_rise`): a shortfall of 4e-9 let a job rise by
+#: 0.58 that no point meeting the floor has. Not less: the floors are the leximin levels only
+#: to this accuracy (the tests' independent reference LPs meet them to HiGHS' 1e-10), and
+#: points 6e-11 short rose by 0.09 where the floors held exactly allowed 0.01
+_EXACT_SHORT = 1e-10
+#: ACCURACY: rounds of iterative refinement a rise whose point misses a frozen floor gets
+#: (each solves the level LP again around the point in `_REFINE_UNIT`); a point still short
+#: after them witnesses no rise
+_REFINE_ROUNDS = 2
+#: ACCURACY: the unit of a refinement's change of the point: HiGHS' feasibility tolerance
+#: (1e-7) of it is below `_EXACT_SHORT`, and times level duals of 1e7 still below a job's
+#: threshold (in units of the shortfall itself, ``1e-10``, the columns' bounds reached
+#: ``1e10`` and HiGHS ended "Unknown"; a trust region of 1e-3 around the point made genuine
+#: rises infeasible: their exact points lie on another vertex of a degenerate face)
+_REFINE_UNIT = 1e-6
 
 
 @dataclass
@@ -307,6 +333,61 @@ def _amplified_shortfall(solver: StageSolver, res: StageResult, frozen: np.ndarr
     return float(lam @ np.clip(low - B @ res.x[: B.shape[1]], 0.0, None))
 
 
+def _kept_short(solver: StageSolver, xcol: np.ndarray) -> float:
+    """The largest relative shortfall of ``xcol`` below the frozen floors (the solver's kept
+    rows ``u_m / f_m >= 1``); 0 without frozen floors."""
+    if not solver.fixed:
+        return 0.0
+    B, low = solver.fixed[0]
+    return float(np.max(low - B @ xcol[: B.shape[1]], initial=0.0))
+
+
+def _witnessed_rise(solver: StageSolver, stage: LevelStage, xcol: np.ndarray
+                    ) -> tuple[float, np.ndarray | None]:
+    """A level's rise witnessed by a point that meets every frozen floor exactly, by
+    iterative refinement of the solver's point ``xcol``: the level LP again, written around
+    the point (``v = v0 + t e``, theta free, ``t`` = `_REFINE_UNIT`), so that the solver's
+    tolerance applies to the change ``t e``, not to the floors (path step
+    ``robust-refine``). Mathematically the same LP: its optimum is the level's rise at the
+    floors themselves, whatever the point's shortfall bought (a rise of 0.58 for a shortfall
+    of 4e-9, relative). ``(theta, point)`` (``theta``: the point's own level); ``(0, None)``
+    (no rise) when no round gave a point meeting the floors to `_EXACT_SHORT`; the input
+    point and its level when a refinement LP failed (the rise then stands as the level's
+    certificate allows it, and the end check proves the levels)."""
+    lp = solver.program(stage)
+    E = solver.inst.E
+    xcol0, theta = xcol, float(solver.point(stage, xcol)[-1])
+    sigma, _ = stage.units()
+    col_unit = np.ones(E + 1)
+    col_unit[E] = sigma
+    for _ in range(_REFINE_ROUNDS):
+        s = _kept_short(solver, xcol)
+        if s <= _EXACT_SHORT:
+            return float(solver.point(stage, xcol)[-1]), xcol
+        v = solver.point(stage, xcol)
+        Av = lp.A @ v
+        t = _REFINE_UNIT
+        col_lo, col_up = (lp.col_lower - v) / t, (lp.col_upper - v) / t
+        col_lo[E], col_up[E] = -np.inf, np.inf  # (the live jobs may pay: a level below 0)
+        corr = dataclasses.replace(lp, row_lower=(lp.row_lower - Av) / t,
+                                   row_upper=(lp.row_upper - Av) / t, col_lower=col_lo,
+                                   col_upper=col_up)
+        solver.step(ROBUST_REFINE)
+        try:
+            sol = scaled_solve(corr, solver.exact_backend, f"{stage.name} refined",
+                               col_unit=col_unit, obj_unit=sigma)
+        except SolverError:
+            # (no answer: HiGHS ended "Unknown" on points 4e-10 short; the rise stands as
+            # the level's certificate allows it, and the end check proves the levels)
+            return theta, xcol0
+        solver.used(sol)
+        assert sol.x is not None
+        xcol = solver.inst.repair(v[:E] + t * sol.x[:E])
+    if _kept_short(solver, xcol) <= _EXACT_SHORT:
+        return float(solver.point(stage, xcol)[-1]), xcol
+    return 0.0, None
+
+
 def robust_water_filling(ctx: WaterContext) -> WaterRun:
     """Water-filling by level LPs and one exact decision per candidate (module docstring).
 
@@ -364,8 +445,8 @@ def robust_water_filling(ctx: WaterContext) -> WaterRun:
             if first is None:
                 first = (stage, res)
             proofs.append(_level_proof(solver, res, floors, frozen))
-            x, floors, bott, thr = _freezes(ctx, solver, res, floors, frozen, w, x, bwarm, certs,
-                                            proofs, levels)
+            x, floors, bott, thr = _freezes(ctx, solver, stage, res, floors, frozen, w, x,
+                                            bwarm, certs, proofs, levels)
             thr_frz = np.where(frozen, thr_frz, thr)
             frozen |= bott
             freezing += int(bott.any())
@@ -407,7 +488,8 @@ def _level_proof(solver: StageSolver, res: StageResult, floors: np.ndarray,
     return Proof(floors.copy(), lam, float(res.cert.dual_bound))
 
 
-def _freezes(ctx: WaterContext, solver: StageSolver, res: StageResult, floors: np.ndarray,
+def _freezes(ctx: WaterContext, solver: StageSolver, stage: LevelStage, res: StageResult,
+             floors: np.ndarray,
              frozen: np.ndarray, w: np.ndarray, x: np.ndarray, bwarm: list[Any],
              certs: list[Certificate], proofs: list[Proof], levels: int
              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -421,8 +503,15 @@ def _freezes(ctx: WaterContext, solver: StageSolver, res: StageResult, floors: n
     # 1e5, a shortfall of 5e-9 at every level gave a rise of 5e-4 at every level, the
     # floors lowered to each point's levels, and the level never ended)
     slack = _amplified_shortfall(solver, res, frozen)
-    if levels == 1 or res.value > acc + slack:
-        theta, x = res.value, res.x[: inst.E]
+    theta, xnew = res.value, res.x[: inst.E]
+    if levels > 1 and theta > acc + slack and _kept_short(solver, xnew) > _EXACT_SHORT:
+        # the point misses a frozen floor: its rise may be bought by that miss (duals at the
+        # relaxed optimum bound that gain only from below); only a point that meets every
+        # frozen floor exactly witnesses a rise
+        theta, refined = _witnessed_rise(solver, stage, xnew)
+        xnew = x if refined is None else refined
+    if levels == 1 or theta > acc + slack:
+        x = xnew
     else:
         theta = 0.0  # (the floors stay, and so does the allocation that reaches them)
     floors = np.minimum(floors + w * max(theta, 0.0), U @ x)  # reached by x
