@@ -18,7 +18,7 @@ from fairalloc.throughput import MaxMinFairness, Tuning
 from fairalloc.throughput.duration import DINKELBACH_HAND_OVERS
 from fairalloc.throughput.programs import LinearStage
 from fairalloc.throughput.stages import StageSolver, backend_for, exact_backend_for
-from fairalloc.throughput.strategies import CROSSOVER, EXACT_LP
+from fairalloc.throughput.strategies import CROSSOVER, EXACT_LP, FROM_LEVEL_LP
 from fairalloc.throughput.structured.common import Demand, price_spread, too_many_explicit
 
 DEFAULT = Tuning()
@@ -247,9 +247,11 @@ def test_degenerate_prices_hand_the_floor_to_the_whole_lp():
     # weights: the level's allocation is not the floor optimum, a floor master is needed
     assert base.stats.path == ("structured-level", "floor-from-level", "structured-floor")
     # the level too (share 0)
+    # (the whole floor LP from the whole level LP's basis)
     assert fast.stats.path == ("structured-level", EXACT_LP, "floor-from-level",
-                               "structured-floor", EXACT_LP)
-    assert fast.stats.fallbacks[-1].startswith("structured-floor->exact-lp: degenerate prices (")
+                               "structured-floor", FROM_LEVEL_LP)
+    assert fast.stats.fallbacks[-1].startswith(
+        f"structured-floor->{FROM_LEVEL_LP}: degenerate prices (")
     _agree(fast, exact)
     assert fast.stage_certificates[1].primal_value == pytest.approx(
         exact.stage_certificates[1].primal_value, rel=1e-6)
