@@ -176,6 +176,9 @@ class LPBasis:
     extend : callable, optional
         ``extend(basis, old, new) -> LPBasis``: the backend's extension to more columns
         (`with_columns`); ``None`` when it cannot extend.
+    reindex : callable, optional
+        ``reindex(basis, rows, cols) -> LPBasis``: the backend's basis of an LP with other
+        rows and columns (`reindexed`); ``None`` when it cannot.
 
     Examples
     --------
@@ -191,6 +194,7 @@ class LPBasis:
     raw: Any
     backend: str
     extend: Any = None
+    reindex: Any = None
 
     def with_columns(self, old: np.ndarray, new: np.ndarray) -> LPBasis:
         """This basis of an LP over the columns ``old`` (a boolean mask over some larger
@@ -212,6 +216,28 @@ class LPBasis:
             raise InputError(f"a basis of backend {self.backend!r} cannot be extended",
                              argument="basis")
         return self.extend(self, old, new)  # type: ignore[no-any-return]
+
+    def reindexed(self, rows: np.ndarray, cols: np.ndarray) -> LPBasis | None:
+        """This basis for an LP whose row ``i`` is this LP's row ``rows[i]`` and column ``j``
+        this LP's column ``cols[j]`` (``-1``: a row or column this LP lacks; an added row is
+        basic, an added column nonbasic at its lower bound). ``None`` where the backend cannot
+        reindex or where the result would not hold one basic variable per row (a basic
+        row or column of this LP left out); a restricted master whose rows and columns grew
+        then starts from its predecessor's basis.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from fairalloc.backends import HighsBackend
+        >>> lp = LinearProgram.build(np.array([-1.0]), np.array([[1.0]]), -np.inf,
+        ...                          np.array([1.0]), 0.0, np.inf)
+        >>> b = HighsBackend().solve_lp(lp, keep_basis=True).extra["basis"]
+        >>> b.reindexed(np.array([0, -1]), np.array([-1, 0])).shape
+        (2, 2)
+        """
+        if self.reindex is None:
+            return None
+        return self.reindex(self, np.asarray(rows), np.asarray(cols))  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True, eq=False)

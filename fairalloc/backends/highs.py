@@ -198,7 +198,8 @@ class HighsBackend(Backend):
         if keep_basis:
             raw = h.getBasis()
             if raw.valid and sol.usable:
-                sol.extra["basis"] = LPBasis(lp.shape, raw, self.name, _extend_basis)
+                sol.extra["basis"] = LPBasis(lp.shape, raw, self.name, _extend_basis,
+                                             _reindex_basis)
         return sol
 
     def _session(self, lp: LinearProgram, *, time_limit: float | None, mip_gap: float | None,
@@ -331,4 +332,26 @@ def _extend_basis(basis: LPBasis, old: np.ndarray, new: np.ndarray) -> LPBasis:
     raw.valid = True
     raw.col_status = status.tolist()
     raw.row_status = basis.raw.row_status
-    return LPBasis((basis.shape[0], int(new.sum())), raw, basis.backend, basis.extend)
+    return LPBasis((basis.shape[0], int(new.sum())), raw, basis.backend, basis.extend,
+                   basis.reindex)
+
+
+def _reindex_basis(basis: LPBasis, rows: np.ndarray, cols: np.ndarray) -> LPBasis | None:
+    """`LPBasis.reindexed` for a HiGHS basis: added rows basic, added columns at their lower
+    bound; ``None`` unless that leaves exactly one basic variable per row."""
+    import highspy
+
+    basic = highspy.HighsBasisStatus.kBasic
+    old_col = np.asarray(basis.raw.col_status, dtype=object)
+    old_row = np.asarray(basis.raw.row_status, dtype=object)
+    col = np.full(cols.size, highspy.HighsBasisStatus.kLower, dtype=object)
+    row = np.full(rows.size, basic, dtype=object)
+    col[cols >= 0] = old_col[cols[cols >= 0]]
+    row[rows >= 0] = old_row[rows[rows >= 0]]
+    if int((col == basic).sum() + (row == basic).sum()) != rows.size:
+        return None
+    raw = highspy.HighsBasis()
+    raw.valid = True
+    raw.col_status = col.tolist()
+    raw.row_status = row.tolist()
+    return LPBasis((rows.size, cols.size), raw, basis.backend, basis.extend, basis.reindex)
