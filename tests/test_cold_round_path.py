@@ -100,3 +100,18 @@ def test_a_grown_master_starts_from_its_predecessors_basis():
     # dropping a basic column of the small LP leaves one basic variable too few: refused
     basic_col = next(j for j, st_ in enumerate(basis.raw.col_status) if st_.name == "kBasic")
     assert basis.reindexed(np.arange(30), np.delete(np.arange(50), basic_col)) is None
+
+
+def test_sixty_four_types_go_straight_to_the_whole_lp():
+    """#28: at 64 types (``benchmarks/families.py`` many-types-64, 4,096 jobs) the structured
+    level's sampled Newton phase found no balance and cost a third of the time before the
+    whole LP (0.52x one HiGHS interior-point solve): above ``structured_max_types`` (48) the
+    stage declines before any Newton work (main: its Newton search ran and found no balance)."""
+    rng = np.random.default_rng(2)
+    n, k = 320, 64
+    jobs = fa.Jobs(rng.lognormal(0.0, 1.0, (n, k)))
+    cl = fa.Cluster({f"t{j}": int(rng.integers(8, 65)) for j in range(k)})
+    r = fa.max_min_fairness(jobs, cl, work_conserving=False)
+    assert r.certificate.ok
+    assert "newton-sample" not in r.stats.path
+    assert r.stats.fallbacks[0].startswith(f"structured-level->{EXACT_LP}: many types (k = 64")

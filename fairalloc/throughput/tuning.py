@@ -48,7 +48,10 @@ class Tuning:
     structured_max_types : int
         Types above which the structured solvers are not tried. They price ``k (k + 1) / 2``
         candidate vertices per job at each Newton step: at 4,096 jobs x 100 types the
-        structured path took 118 s against 8 s for the whole LP (2 cores).
+        structured path took 118 s against 8 s for the whole LP (2 cores); at 4,096 x 64
+        (``benchmarks/families.py``'s many-types-64, max-min) its sampled Newton phase found
+        no balance and cost 4 of 11.4 CPU s before the whole LP (7.2 s alone: HiGHS' interior
+        point).
     sample_gate_types : int
         Types above which a level stage's Newton search goes on to all jobs only if its
         sampled phase balanced demand and capacity (4,096 x 30 max-min: 2.5 s with the gate,
@@ -144,7 +147,7 @@ class Tuning:
     """
 
     structured_min_jobs: int = 320
-    structured_max_types: int = 64
+    structured_max_types: int = 48
     sample_gate_types: int = 16
     ipm_min_columns: int = 3000
     presolve_min_columns: int = 3000
