@@ -21,7 +21,8 @@ magnitudes (throughputs in steps/s, tens to hundreds of workers per type, indepe
   elapsed 0 or whole 6-minute rounds -- so jobs of one model tie exactly;
 * ``dominant``: one type has most of the workers and is every job's fastest;
 * ``sparse``: each job runs on 1 or 2 of the 3 types;
-* ``many-types-30`` / ``many-types-100``: log-normal speeds on 30 / 100 types.
+* ``many-types-30`` / ``many-types-64`` / ``many-types-100``: log-normal speeds on 30 / 64 /
+  100 types.
 
 Markets (buyers x goods, utilities log-normal steps/s; Leontief: demands) use the families
 random / identical / ties / dominant (one good every buyer's favourite) / sparse (1-2 goods).
@@ -100,7 +101,7 @@ STAGE_SLACK = 1e-9  # ACCURACY: = fairalloc's effective stage_tol (min(STAGE_TOL
 ENTITY_WEIGHTS = (1.0, 2.0, 3.0)
 
 FAMILIES = ("random", "identical", "ties", "dominant", "sparse", "many-types-30",
-            "many-types-100")
+            "many-types-64", "many-types-100")
 MARKET_FAMILIES = ("random", "identical", "ties", "dominant", "sparse")
 QUICK_FAMILIES = ("random", "identical", "ties")
 THROUGHPUT_POLICIES = ("max-min", "max-min+wc", "ftf", "ftf+wc", "water-filling")

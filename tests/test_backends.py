@@ -240,4 +240,4 @@ def test_highs_runs_after_a_foreign_highspy_started_the_scheduler() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.splitlines()
     assert out[-2] == "optimal Optimal -2.0"
-    assert out[-1] == "('exact-lp',) ()"
+    assert out[-1] == "('exact-lp', 'exact-lp+from-level') ()"  # (#28: the second stage warm)

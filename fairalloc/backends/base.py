@@ -217,12 +217,16 @@ class LPBasis:
                              argument="basis")
         return self.extend(self, old, new)  # type: ignore[no-any-return]
 
-    def carried(self, cols: np.ndarray, rows: np.ndarray) -> LPBasis:
+    def carried(self, cols: np.ndarray, rows: np.ndarray, *, repair: bool = True
+                ) -> LPBasis | None:
         """This basis carried to another LP whose column ``i`` is this LP's column
         ``cols[i]`` and whose row ``r`` is this LP's row ``rows[r]`` (``-1``: new): a new
         column starts nonbasic at its lower bound, a new row's slack basic, and slacks (then
         columns) are made basic or nonbasic so that there are as many basic variables as rows
-        (a warm start of the next round's LP, `fairalloc.rounds.state.RoundBases`).
+        (a warm start of the next round's LP, `fairalloc.rounds.state.RoundBases`). With
+        ``repair=False`` no status is changed: ``None`` unless the carried statuses already
+        hold one basic variable per row (a restricted master whose rows and columns only grew
+        starts from its predecessor's basis, `fairalloc.throughput.structured.floor`).
 
         Examples
         --------
@@ -236,7 +240,8 @@ class LPBasis:
         if self.carry is None:
             raise InputError(f"a basis of backend {self.backend!r} cannot be carried",
                              argument="basis")
-        return self.carry(self, np.asarray(cols), np.asarray(rows))  # type: ignore[no-any-return]
+        return self.carry(self, np.asarray(cols), np.asarray(rows),  # type: ignore[no-any-return]
+                          repair)
 
 
 @dataclass(frozen=True, eq=False)

@@ -336,7 +336,8 @@ def _extend_basis(basis: LPBasis, old: np.ndarray, new: np.ndarray) -> LPBasis:
                    basis.carry)
 
 
-def _carry_basis(basis: LPBasis, cols: np.ndarray, rows: np.ndarray) -> LPBasis:
+def _carry_basis(basis: LPBasis, cols: np.ndarray, rows: np.ndarray, repair: bool = True
+                 ) -> LPBasis | None:
     """`LPBasis.carried` for a HiGHS basis (statuses as integer codes, taken by index)."""
     import highspy
 
@@ -357,6 +358,8 @@ def _carry_basis(basis: LPBasis, cols: np.ndarray, rows: np.ndarray) -> LPBasis:
     c = take(basis.raw.col_status, cols, lower)
     r = take(basis.raw.row_status, rows, basic)
     short = rows.size - int((c == basic).sum() + (r == basic).sum())
+    if short and not repair:
+        return None
     if short > 0:  # (variables that left were basic: slacks take their place)
         r[np.flatnonzero(r != basic)[:short]] = basic
     elif short < 0:

@@ -172,19 +172,24 @@ def scaled_solve(lp: LinearProgram, backend: Backend, what: str, *,
 
 def backend_for(backend: Any, E: int, tuning: Tuning = DEFAULT_TUNING) -> Backend:
     """The backend of a stage solver: ``"highs"`` (fairalloc chooses) is HiGHS' interior point
-    (with crossover) above ``tuning.ipm_min_columns`` columns, HiGHS' own choice below; a
-    backend instance or another name is used as given.
+    (with crossover) above ``tuning.ipm_min_columns`` columns, HiGHS' own choice below
+    (presolved from ``tuning.presolve_min_columns`` columns); a backend instance or another
+    name is used as given.
 
     Examples
     --------
     >>> backend_for("highs", 10).solver, backend_for("highs", 10**5).solver
     ('choose', 'ipm')
+    >>> backend_for("highs", 10).presolve, backend_for("highs", 10**5).presolve
+    (False, True)
     """
     if isinstance(backend, Backend):
         return get_backend(backend, need="lp")
     if backend == "highs":
-        return get_backend("highs", need="lp",
-                           solver="ipm" if E > tuning.ipm_min_columns else "choose")
+        if E > tuning.ipm_min_columns:
+            return get_backend("highs", need="lp", solver="ipm")
+        return get_backend("highs", need="lp", solver="choose",
+                           presolve=E >= tuning.presolve_min_columns)
     return get_backend(backend, need="lp")
 
 
@@ -295,6 +300,9 @@ class StageSolver:
         #: ``program``): each stage LP starts from its stage's (strategy ``exact-lp+warm``)
         #: and its final basis is kept for the next round (``None``: no round)
         self.bases: Any = None
+        #: the simplex basis of the last whole level LP (``None``: none kept), from which a
+        #: whole linear (work-conserving) LP of the same shape starts (``exact-lp+from-level``)
+        self.level_basis: LPBasis | None = None
         #: an allocation meeting every kept row (the last fixed stage's optimum), towards
         #: which a later stage's point is moved if the solver left a kept row violated
         self.anchor: np.ndarray | None = None
@@ -452,8 +460,10 @@ class StageSolver:
         found = run_plan(stage_plan(ctx, fast), ctx, self.log, what=what,
                          backend=self.backend.name, infeasible_votes=self.infeasible_votes)
         res = found.result
-        if self.warm_levels and isinstance(stage, LevelStage) and res.basis is not None:
-            self.basis = res.basis  # (a structured level keeps the last whole LP's basis)
+        if isinstance(stage, LevelStage):
+            self.level_basis = res.basis
+            if self.warm_levels and res.basis is not None:
+                self.basis = res.basis  # (a structured level keeps the last whole LP's basis)
         if self.bases is not None and res.basis is not None:
             self.bases.end(what, self.inst, self.layout(stage), res.basis)
         if res.columns is not None:

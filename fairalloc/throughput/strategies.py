@@ -19,6 +19,9 @@ step                          applies when                            what it do
                               where fairalloc chose HiGHS, a basis of  previous level's basis
                               this shape in hand; or a stage of a     (or the previous round's,
                               `fairalloc.RoundPolicy` round           carried by job / class)
+``exact-lp+from-level``       a linear stage after a whole level LP    HiGHS' simplex from that
+                              of its shape whose basis was kept        level LP's basis
+                              (``warm_start``, fairalloc chose HiGHS)
 ``exact-lp``                  always (exact)                          the whole LP: the backend
                                                                       (HiGHS' interior point
                                                                       without crossover when
@@ -73,8 +76,9 @@ if TYPE_CHECKING:  # (stages imports this module: `StageSolver.run` builds the p
     from .programs import LevelStage, LinearStage, StageResult
     from .stages import StageSolver
 
-__all__ = ["CLARABEL_LP", "CROSSOVER", "EXACT_LP", "KEPT_MARGIN", "KEPT_RELAXED", "RESCALED_LP",
-           "SIMPLEX_LP", "STRUCTURED_EXACT", "StageContext", "WARM_LP", "level_units",
+__all__ = ["CLARABEL_LP", "CROSSOVER", "EXACT_LP", "FROM_LEVEL_LP", "KEPT_MARGIN", "KEPT_RELAXED",
+           "RESCALED_LP", "SIMPLEX_LP", "STRUCTURED_EXACT", "StageContext", "WARM_LP",
+           "level_units",
            "stage_plan"]
 
 #: path step: the stage solved as the whole LP by the backend (the first exact strategy of
@@ -85,6 +89,10 @@ EXACT_LP = "exact-lp"
 CROSSOVER = "exact-lp+crossover"
 #: path step: the whole level LP by HiGHS' simplex from the previous level LP's basis
 WARM_LP = "exact-lp+warm"
+#: path step: a whole linear (work-conserving) LP by HiGHS' simplex from the basis of the
+#: level LP it follows (same rows and columns: the level rows are now kept rows, theta's
+#: column is held at 0 and the backend repairs its basic slot)
+FROM_LEVEL_LP = "exact-lp+from-level"
 #: path step: the kept rows raised by `KEPT_SHARE` of the feasibility tolerance (towards what
 #: the anchor reaches), for a solver that meets them only to its own tolerance
 KEPT_MARGIN = "exact-lp+kept-margin"
@@ -230,8 +238,33 @@ def _exact_backend(ctx: StageContext) -> Any:
     return s.exact_backend if ctx.level else s.exact_linear_backend
 
 
+def _simplex_backend(backend: Any) -> bool:
+    """Whether ``backend`` is HiGHS solving by the simplex (its own choice for an LP), so that
+    keeping the final basis costs no crossover."""
+    return getattr(backend, "solver", None) in ("choose", "simplex")
+
+
+def _keeps_basis(ctx: StageContext) -> bool:
+    """Whether the whole LP keeps its final basis: a level LP of a sequence, or a level LP
+    solved by the simplex (for the linear stage that follows, `_from_level`)."""
+    return _sequence(ctx) or (ctx.level and ctx.chosen and ctx.solver.warm_backend()
+                              and _simplex_backend(_exact_backend(ctx)))
+
+
 def _exact(ctx: StageContext) -> StageResult:
-    return _whole(ctx, _exact_backend(ctx), keep_basis=_sequence(ctx) or _round(ctx))
+    return _whole(ctx, _exact_backend(ctx), keep_basis=_keeps_basis(ctx) or _round(ctx))
+
+
+def _from_level_applies(ctx: StageContext) -> bool:
+    s = ctx.solver
+    basis = s.level_basis
+    return (not ctx.level and ctx.chosen and basis is not None and s.warm_backend()
+            and basis.shape == ctx.lp.shape and _simplex_backend(_exact_backend(ctx))
+            and not _restricted_applies(ctx))
+
+
+def _from_level(ctx: StageContext) -> StageResult:
+    return _whole(ctx, _exact_backend(ctx), basis=ctx.solver.level_basis)
 
 
 def _crossover_applies(ctx: StageContext) -> bool:
@@ -356,6 +389,8 @@ def _clarabel(ctx: StageContext) -> StageResult:
 
 RESTRICTED = Strategy(columns.RESTRICTED_LP, _restricted, _certificate, _restricted_applies)
 WARM = Strategy(WARM_LP, _warm, _certificate, _warm_applies, exact=True)
+FROM_LEVEL = Strategy(FROM_LEVEL_LP, _from_level, _certificate, _from_level_applies,
+                      exact=True)
 EXACT = Strategy(EXACT_LP, _exact, _certificate, exact=True)
 # (the same interior point as exact-lp: its infeasibility verdict is no second opinion)
 CROSSOVER_STEP = Strategy(CROSSOVER, _crossover, _certificate, _crossover_applies)
@@ -372,11 +407,11 @@ CLARABEL = Strategy(CLARABEL_LP, _clarabel, _certificate, _chosen, exact=True)
 RESCALED = Strategy(RESCALED_LP, _rescaled, _certificate, _named, exact=True)
 
 #: the plan after the structured strategy, in order (each filtered by its ``applies``)
-WHOLE_LP_PLAN = (RESTRICTED, WARM, EXACT, CROSSOVER_STEP, MARGIN, RELAXED, SIMPLEX, CLARABEL,
-                 RESCALED)
+WHOLE_LP_PLAN = (RESTRICTED, WARM, FROM_LEVEL, EXACT, CROSSOVER_STEP, MARGIN, RELAXED, SIMPLEX,
+                 CLARABEL, RESCALED)
 #: ... with the structured solvers in the tail (for a policy that did not offer them first)
-TAIL_PLAN = (RESTRICTED, WARM, EXACT, CROSSOVER_STEP, MARGIN, RELAXED, STRUCTURED, SIMPLEX,
-             CLARABEL, RESCALED)
+TAIL_PLAN = (RESTRICTED, WARM, FROM_LEVEL, EXACT, CROSSOVER_STEP, MARGIN, RELAXED, STRUCTURED,
+             SIMPLEX, CLARABEL, RESCALED)
 
 
 def stage_plan(ctx: StageContext, fast: tuple[Strategy[Any, StageResult], ...] = ()

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from .._sparse import csr_from_triplets
 from .._symmetry import Classes, exact_classes
 from ..data import Jobs
 from ..results import Certificate
@@ -118,11 +119,11 @@ class ClassMap:
         ``B`` is a few rows over all columns (a kept linear objective summing over jobs,
         whose coefficient on a class's column is ``c`` times one member's): each original
         column gets its reduced column's coefficient divided by the class size."""
-        B = sp.csr_matrix(B)
-        if per_class:
-            val = np.asarray(B.sum(axis=0)).ravel()  # one non-zero per column: exact
-            return sp.csr_matrix((val[self.colmap], (self.owner, np.arange(self.inst.E))),
-                                 shape=(self.inst.n, self.inst.E))
+        B = B if isinstance(B, sp.csr_matrix) else sp.csr_matrix(B)
+        if per_class:  # one non-zero per column: its column sum is exact
+            val = np.bincount(B.indices, weights=B.data, minlength=B.shape[1])
+            return csr_from_triplets(self.owner, np.arange(self.inst.E), val[self.colmap],
+                                     (self.inst.n, self.inst.E))
         mult = self.red.col_mult
         assert mult is not None  # a reduced instance has multiplicities
         dense = B.toarray()[:, self.colmap] / mult[self.colmap][None, :]

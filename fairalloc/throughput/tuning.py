@@ -48,7 +48,10 @@ class Tuning:
     structured_max_types : int
         Types above which the structured solvers are not tried. They price ``k (k + 1) / 2``
         candidate vertices per job at each Newton step: at 4,096 jobs x 100 types the
-        structured path took 118 s against 8 s for the whole LP (2 cores).
+        structured path took 118 s against 8 s for the whole LP (2 cores); at 4,096 x 64
+        (``benchmarks/families.py``'s many-types-64, max-min) its sampled Newton phase found
+        no balance and cost 4 of 11.4 CPU s before the whole LP (7.2 s alone: HiGHS' interior
+        point).
     sample_gate_types : int
         Types above which a level stage's Newton search goes on to all jobs only if its
         sampled phase balanced demand and capacity (4,096 x 30 max-min: 2.5 s with the gate,
@@ -56,6 +59,12 @@ class Tuning:
     ipm_min_columns : int
         Columns above which fairalloc gives a whole LP to HiGHS' interior point (below: its
         own choice, usually the simplex).
+    presolve_min_columns : int
+        Columns from which HiGHS presolves a whole stage LP that fairalloc gives to its own
+        choice (below, the presolve costs more than it saves). Measured (2 cores, HiGHS 1.16,
+        Gavel's throughputs, level / work-conserving LP with / without presolve): 155
+        classes (461 columns) 1.6 / 1.1 and 2.6 / 2.0 ms; 900 jobs (2,681 columns) 11.1 / 8.4
+        and 18.8 / 13.7 ms, the same iterations.
     columns_min_types, columns_min_columns : int
         A whole stage LP on at least this many types and columns is first solved over
         restricted columns (column generation, `fairalloc.throughput.columns`). 4,096 jobs,
@@ -100,7 +109,9 @@ class Tuning:
         A sequence of LPs of one shape (Dinkelbach stages, water-filling levels, restricted
         rounds, bottleneck LPs) starts each from the previous one's basis, where the backend
         has the ``basis`` capability (HiGHS): few pivots instead of a cold solve (10 types, 512
-        jobs: a warm level LP 0.06 s against 0.5-1.2 s cold).
+        jobs: a warm level LP 0.06 s against 0.5-1.2 s cold). A whole work-conserving LP
+        starts from the basis of the level LP it follows (``exact-lp+from-level``; Gavel's
+        throughputs, 155 classes: 142 pivots 1.5 ms against 227 pivots 2.6 ms cold).
     end_check_ratio : float
         Water-filling: its end check (one LP over every unsaturated job) runs when a level's
         duals times the solvers' feasibility tolerance exceed this multiple of the level's
@@ -136,9 +147,10 @@ class Tuning:
     """
 
     structured_min_jobs: int = 320
-    structured_max_types: int = 64
+    structured_max_types: int = 48
     sample_gate_types: int = 16
     ipm_min_columns: int = 3000
+    presolve_min_columns: int = 3000
     columns_min_types: int = 65
     columns_min_columns: int = 50_000
     priced_min_types: int = 17

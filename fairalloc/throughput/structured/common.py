@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ...backends import Backend, LinearProgram, LPSolution, get_backend
+from ...backends import Backend, LinearProgram, LPBasis, LPSolution, get_backend
 from ...errors import SolverError
 from ...results import Certificate
 from ..instance import TINY, ColumnInstance
@@ -70,14 +70,19 @@ def _master_backend(ipm: bool) -> Backend:
     return be
 
 
-def sub_solve(solver: StageSolver, lp: LinearProgram, *, ipm: bool) -> LPSolution | None:
+def sub_solve(solver: StageSolver, lp: LinearProgram, *, ipm: bool,
+              basis: LPBasis | None = None, keep_basis: bool = False) -> LPSolution | None:
     """Solve a restricted master / dual LP with the stage solver's backend (HiGHS: simplex,
     or interior point for large masters, when the caller left the choice to fairalloc).
     ``None`` unless an optimal point with duals came back (the caller then falls back to the
-    full LP, whose certificate decides). The solve is recorded in the solver's log."""
+    full LP, whose certificate decides). The solve is recorded in the solver's log.
+    ``basis`` / ``keep_basis``: start the simplex from a basis of this LP's shape, keep the
+    final one (``extra["basis"]``); only where the backend has the ``basis`` capability."""
     be = _master_backend(ipm) if solver.backend_spec == "highs" else solver.backend
+    if not be.supports("basis"):
+        basis, keep_basis = None, False
     try:
-        sol = be.solve_lp(lp)
+        sol = be.solve_lp(lp, basis=basis, keep_basis=keep_basis)
     except SolverError as exc:
         solver.log.solved(be.name, exc.raw_status, status=exc.status)
         return None
