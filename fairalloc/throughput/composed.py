@@ -24,12 +24,14 @@ from __future__ import annotations
 import dataclasses
 import time
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from .._cvxpy import certify_point, restore_point, snapshot_point, solve_cvxpy
 from ..errors import CertificateError, FairallocWarning, SolverError
+from ..plan import Decline, Strategy, run_plan
 from ..results import Certificate, SolveStats
 from ..solvelog import SolveLog
 from .programs import LevelStage
@@ -173,6 +175,42 @@ def _clean(cvx: dict[str, Any]) -> None:
         tighten()
 
 
+#: path steps of a composed model's work-conserving stage and of its documented degradation
+WORK_CONSERVING, FIRST_STAGE = "work-conserving", "first-stage allocation"
+
+
+def composed_wc_plan(work_conserving: Callable[[None], Certificate],
+                     first_stage: Callable[[None], Certificate]
+                     ) -> tuple[Strategy[None, Certificate], ...]:
+    """The plan of a composed model's work-conserving stage: ``work-conserving`` (the stage
+    in cvxpy, then the first stage's reported certificate at its point) and, when it declines,
+    ``first-stage allocation``: a documented degradation, not another method -- the certified
+    first-stage point is kept, with a ``FairallocWarning`` (the stage's failed certificate is
+    reported in ``stage_certificates``). Each strategy's result is the reported certificate.
+
+    Parameters
+    ----------
+    work_conserving, first_stage : callable ``(None) -> Certificate``
+        The two strategies' ``solve`` (closures over the call's model: context in, result out).
+
+    Returns
+    -------
+    tuple of fairalloc.plan.Strategy
+
+    Examples
+    --------
+    >>> from fairalloc.plan import describe
+    >>> describe(composed_wc_plan(print, print))
+    ('work-conserving', 'first-stage allocation!')
+    """
+    return (Strategy(WORK_CONSERVING, work_conserving, _reported),
+            Strategy(FIRST_STAGE, first_stage, _reported, exact=True))
+
+
+def _reported(ctx: None, cert: Certificate) -> Certificate:
+    return cert
+
+
 def solve_composed(policy: Any, wc: bool, tols: tuple[float, float, float], backend: Any,
                    t0: float) -> tuple[np.ndarray, np.ndarray, Certificate,
                                        tuple[Certificate, ...], SolveStats]:
@@ -208,32 +246,46 @@ def solve_composed(policy: Any, wc: bool, tols: tuple[float, float, float], back
         obj = prob.objective.args[0]
         p2 = cp.Problem(cp.Maximize(policy._wc_objective() @ cvx["xc"]),
                         [*prob.constraints, obj >= value - slack])
-        why = None
-        try:
-            _, second = solve_cvxpy(p2, backend=backend, gap_tol=gap_tol, feas_tol=feas_tol,
-                                    clean=clean, robust=True, log=log,
-                                    what=f"{policy.name} work-conserving")
-        except CertificateError as exc:  # points, none certified (the first stage's is kept)
-            why = "its own certificate failed"
-            if isinstance(exc.certificate, Certificate):
-                certs.append(exc.certificate)
-        except SolverError as exc:  # no point (the first stage's is kept; no certificate)
-            why = f"its solve failed ({exc})"
-        else:
+        tried: list[Certificate] = []  # the work-conserving stage's certificates
+        whys: list[str] = []
+
+        def decline(why: str) -> Decline:
+            whys.append(why)
+            return Decline(why)
+
+        def work_conserving(_: None) -> Certificate:
+            """The stage; the reported certificate of the first stage at its point."""
+            try:
+                _, second = solve_cvxpy(p2, backend=backend, gap_tol=gap_tol,
+                                        feas_tol=feas_tol, clean=clean, robust=True, log=log,
+                                        what=f"{policy.name} work-conserving")
+            except CertificateError as exc:  # points, none certified
+                if isinstance(exc.certificate, Certificate):
+                    tried.append(exc.certificate)
+                raise decline("its own certificate failed") from exc
+            except SolverError as exc:  # no point (no certificate)
+                raise decline(f"its solve failed ({exc})") from exc
             there = report(certify_point(prob, first))  # the first stage at the second's point
-            if there.ok:
-                final = certs[0] = there
-                certs.append(second)
-            else:  # reported as the stage's certificate, not ok (the reason it was not used)
-                certs.append(there)
-                why = f"the first stage's certificate fails at its point ({there!r})"
-        if why is not None:
+            if not there.ok:  # reported as the stage's certificate (why it was not used)
+                tried.append(there)
+                raise decline(f"the first stage's certificate fails at its point ({there!r})")
+            tried.append(second)
+            return there
+
+        def first_stage(_: None) -> Certificate:
+            """The documented degradation: the certified first-stage point, announced."""
             restore_point(kept)
             warnings.warn(
-                f"{policy.name}: the work-conserving stage could not be certified ({why}); "
-                "returning the certified first-stage allocation, which may leave capacity idle",
-                FairallocWarning, stacklevel=_WARN_LEVEL)
-            log.hand_over("work-conserving", "first-stage allocation", why)
+                f"{policy.name}: the work-conserving stage could not be certified "
+                f"({whys[-1] if whys else 'no point'}); returning the certified first-stage "
+                "allocation, which may leave capacity idle",
+                FairallocWarning, stacklevel=_WARN_LEVEL + 2)
+            return final
+
+        found = run_plan(composed_wc_plan(work_conserving, first_stage), None, log,
+                         what=f"{policy.name} work-conserving")
+        final = certs[0] = found.result
+        certs.extend(tried)
     xcol = np.asarray(cvx["xc"].value, dtype=float)
     stats = SolveStats(backend="+".join(log.backends) or stats.backend, method="cvxpy",
                        seconds=time.perf_counter() - t0, iterations=log.iterations,

@@ -20,6 +20,7 @@ from ..backends import Backend, LinearProgram
 from ..certificates import lp_certificate
 from ..data import Cluster, JobPairs, Jobs
 from ..errors import CertificateError, InfeasibleError, InputError, SolverError
+from ..plan import Strategy, run_plan
 from ..results import Certificate, SolveStats
 from ..tolerances import FEAS_TOL, GAP_TOL
 from .policy import (
@@ -388,30 +389,17 @@ class MinCost(ThroughputPolicy):
         if wc:
             assert isinstance(st, LinearStage)  # min cost's first stage is linear (C-C)
             # keep the ratio: tp(x) - r cost(x) >= -slack (linear in x); the slack is
-            # relative to the optimum's throughput (units of steps/s), the row at unit scale.
-            # The row is a difference of nearly equal terms at the optimum, so a solver may
-            # violate it by its own (absolute) tolerance by more than the certificate allows:
-            # then the stage is solved once more with a slack at that tolerance (at most a
-            # tenth of gap_tol, so the ratio stays certified)
+            # relative to the optimum's throughput (units of steps/s), the row at unit scale
+            # (the plan: `kept_ratio_plan`)
             tp_opt = float(self.inst.throughput(xcol).sum())
             gam = pow2(float(np.max(np.abs(st.g), initial=0.0)))
             row = sp.csr_matrix(st.g[None, :] / gam)
             solver.anchor = self._widest(xcol)
-            wstage = LinearStage(self._wc_objective())
-            wres = None
-            share = STAGE_SHARE_OF_GAP * gap_tol
-            for keep in (stage_tol, min(share, max(stage_tol, FEAS_TOL))):
-                solver.fixed = [(row, np.array([-keep * tp_opt / gam]))]
-                try:
-                    wres = solver.run(wstage, "work-conserving")
-                    break
-                except CertificateError:
-                    if keep >= share or keep >= FEAS_TOL:
-                        raise
-                    solver.log.hand_over("work-conserving", "work-conserving (ratio slack at "
-                                         "the solver's tolerance)", "the kept ratio row was "
-                                         "violated beyond the certificate at stage_tol")
-            assert wres is not None
+            ctx = KeptRatio(solver, LinearStage(self._wc_objective()), row,
+                            tp_opt / gam, stage_tol, STAGE_SHARE_OF_GAP * gap_tol)
+            wres = run_plan(kept_ratio_plan(), ctx, solver.log, what="min-cost work-conserving",
+                            backend=be.name).result
+            assert isinstance(wres, StageResult)
             certs.append(wres.cert)
             xcol = wres.x[: self.inst.E]
         cert = self._certify(xcol, solver, cc).check(backend=be.name)
@@ -420,6 +408,92 @@ class MinCost(ThroughputPolicy):
         stats = SolveStats.from_log(solver.log, method="highs",
                                     seconds=time.perf_counter() - t0)
         return self._result(xcol, prices, self.ratio(xcol), cert, tuple(certs), stats)
+
+
+#: path step: the work-conserving stage of min cost with the kept ratio row at ``stage_tol``
+WORK_CONSERVING = "work-conserving"
+#: path step: ... again with the row's slack at the solver's tolerance (``FEAS_TOL``, at most
+#: a tenth of ``gap_tol``, so the ratio stays certified)
+RATIO_SLACK = "work-conserving+ratio-slack"
+
+
+@dataclass(frozen=True, eq=False)
+class KeptRatio:
+    """The context of min cost's work-conserving stage: its stage solver (the first stage's
+    anchor set), the stage, the kept ratio row ``g x / gam`` (``tp(x) - r cost(x)``, unit
+    scale), ``scale`` (the optimum's throughput over ``gam``: the row's slack is ``keep *
+    scale``), ``stage_tol`` and ``share`` (the largest slack that keeps the ratio certified,
+    a share of ``gap_tol``)."""
+
+    solver: StageSolver
+    stage: LinearStage
+    row: sp.csr_matrix
+    scale: float
+    stage_tol: float
+    share: float
+
+
+@dataclass(frozen=True)
+class _Missed:
+    """A stage whose plan certified no point: its best certificate (the driver hands over on
+    it, and raises ``CertificateError`` with it when no strategy is left)."""
+
+    cert: Certificate
+
+
+def _keep_at(slack: Any) -> Any:
+    """A strategy's ``solve``: the work-conserving stage with the ratio row's slack
+    ``slack(ctx)``."""
+
+    def solve(ctx: KeptRatio) -> StageResult | _Missed:
+        ctx.solver.fixed = [(ctx.row, np.array([-slack(ctx) * ctx.scale]))]
+        try:
+            return ctx.solver.run(ctx.stage, "work-conserving")
+        except CertificateError as exc:
+            if not isinstance(exc.certificate, Certificate):
+                raise
+            return _Missed(exc.certificate)
+
+    return solve
+
+
+def _loose_slack(ctx: KeptRatio) -> float:
+    return min(ctx.share, max(ctx.stage_tol, FEAS_TOL))
+
+
+def _loosens(ctx: KeptRatio) -> bool:
+    """Whether a slack at the solver's tolerance is looser than ``stage_tol`` and still
+    within the certified share."""
+    return ctx.stage_tol < ctx.share and ctx.stage_tol < FEAS_TOL
+
+
+def _stage_cert(ctx: KeptRatio, out: StageResult | _Missed) -> Certificate:
+    return out.cert
+
+
+def kept_ratio_plan() -> tuple[Strategy[KeptRatio, Any], ...]:
+    """The plan of min cost's work-conserving stage (the ratio kept by one linear row).
+
+    The row is a difference of nearly equal terms at the optimum, so a solver may violate it
+    by its own (absolute) tolerance by more than the certificate at ``stage_tol`` allows:
+    ``work-conserving`` (slack ``stage_tol``) hands over to ``work-conserving+ratio-slack``
+    (slack at the solver's tolerance, at most a tenth of ``gap_tol``), which applies when that
+    slack is looser. Each ends in the stage plan's exact tail.
+
+    Returns
+    -------
+    tuple of fairalloc.plan.Strategy
+
+    Examples
+    --------
+    >>> from fairalloc.plan import describe
+    >>> describe(kept_ratio_plan())
+    ('work-conserving!', 'work-conserving+ratio-slack!')
+    """
+    return (Strategy(WORK_CONSERVING, _keep_at(lambda ctx: ctx.stage_tol), _stage_cert,
+                     exact=True),
+            Strategy(RATIO_SLACK, _keep_at(_loose_slack), _stage_cert, applies=_loosens,
+                     exact=True))
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -32,15 +33,17 @@ from .._validation import as_positive_int, as_tolerance
 from ..backends import Backend, LinearProgram, get_backend
 from ..certificates import lp_certificate
 from ..data import Cluster, JobPairs, Jobs
-from ..errors import InputError, SolverError
+from ..errors import CertificateError, InputError, SolverError
+from ..plan import Decline, Strategy, run_plan
 from ..results import Certificate, SolveStats
 from ..solvelog import SolveLog
 from ..tolerances import FEAS_TOL, GAP_TOL
 from .max_min import MaxMinFairness
 from .policy import STAGE_TOL, Allocation
 from .stages import StageSolver, backend_for
+from .tuning import DEFAULT_TUNING, Tuning, as_tuning
 
-__all__ = ["max_min_space_sharing"]
+__all__ = ["SpaceSharingContext", "max_min_space_sharing", "space_sharing_plan"]
 
 COLUMN_GENERATION = "column-generation"  # path step: one restricted LP of column generation
 #: path step: the last restricted LP solved again by Clarabel, HiGHS' point having missed the
@@ -67,7 +70,8 @@ _NO_GAP_CHECK = 1.0
 def max_min_space_sharing(jobs: Jobs, cluster: Cluster, pairs: JobPairs, *,
                           gap_tol: float = GAP_TOL, feas_tol: float = FEAS_TOL,
                           max_rounds: int = CG_MAX_ROUNDS, batch: int | None = None,
-                          backend: str | Backend | None = None) -> Allocation:
+                          backend: str | Backend | None = None,
+                          tuning: Tuning | None = None) -> Allocation:
     """Max-min fairness with space sharing by column generation (Gavel §3.1, §4.1).
 
     Starts from the program without pairs; each round prices every (pair, type) column at
@@ -76,7 +80,8 @@ def max_min_space_sharing(jobs: Jobs, cluster: Cluster, pairs: JobPairs, *,
     The certificate is the LP dual bound of the *full* program (all pairs), evaluated from
     the duals without building it: ``gap = bound - level``. Each restricted LP is solved at
     unit scale (see `fairalloc.ThroughputPolicy`), so
-    weights and throughputs in any units give the same allocation and verdict.
+    weights and throughputs in any units give the same allocation and verdict. The solve is
+    a plan (`space_sharing_plan`) run by `fairalloc.plan.run_plan`.
 
     Parameters
     ----------
@@ -89,11 +94,14 @@ def max_min_space_sharing(jobs: Jobs, cluster: Cluster, pairs: JobPairs, *,
     gap_tol, feas_tol : float
         Certificate tolerances in ``(0, 0.1]``.
     max_rounds : int
-        Column-generation rounds before `fairalloc.SolverError`.
+        Column-generation rounds (the restricted masters of both column-generation steps
+        together) before the plan hands over to the whole program.
     batch : int, optional
         Columns added per round (default ``max(4 n, 1000)``).
     backend : str or Backend, optional
         LP backend (default HiGHS: simplex, interior point above 500 jobs).
+    tuning : fairalloc.throughput.Tuning, optional
+        The knobs of the whole program's stage plan (none changes an answer).
 
     Returns
     -------
@@ -103,7 +111,8 @@ def max_min_space_sharing(jobs: Jobs, cluster: Cluster, pairs: JobPairs, *,
         one). ``stats.path`` lists ``column-generation`` and ``exact-lp`` for every restricted LP,
         ``clarabel-master`` when the last one, solved by HiGHS (the default), missed the
         certificate and was solved again by Clarabel, and ``whole-program`` (then the steps of
-        its stage plan) when that master still missed it: the whole LP with every pair column
+        its stage plan) when that master still missed it or column generation failed (no
+        convergence in ``max_rounds``, a backend failure): the whole LP with every pair column
         at ``gap_tol``, its exact tail in its levels' units.
 
     Examples
@@ -124,13 +133,14 @@ def max_min_space_sharing(jobs: Jobs, cluster: Cluster, pairs: JobPairs, *,
     max_rounds = as_positive_int(max_rounds, "max_rounds")
     if batch is not None:
         batch = as_positive_int(batch, "batch")
+    tuning = as_tuning(tuning)
     if not isinstance(pairs, JobPairs):
         raise InputError(f"pairs must be a fairalloc.JobPairs, got {type(pairs).__name__}",
                          argument="pairs")
     base = MaxMinFairness(jobs, cluster)
     pairs.check(jobs, cluster)
     inst = base.inst
-    n, k = inst.n, inst.k
+    n = inst.n
     s = jobs.scale_factor
     coef = base.coef
     a_, b_ = pairs.members[:, 0], pairs.members[:, 1]
@@ -139,22 +149,142 @@ def max_min_space_sharing(jobs: Jobs, cluster: Cluster, pairs: JobPairs, *,
     # normalised pair coefficients (P, k) for each member
     ca = coef[a_][:, None] * pairs.throughput[:, :, 0]
     cb = coef[b_][:, None] * pairs.throughput[:, :, 1]
-    ca_max, cb_max = ca.max(axis=1), cb.max(axis=1)
-    active = np.zeros(ok.shape, dtype=bool)
-    batch = max(_BATCH_PER_JOB * n, _BATCH_MIN) if batch is None else int(batch)
-    spec = "highs" if backend is None else backend  # (the whole program's stage plan)
-    if backend is None or backend == "highs":
-        be = get_backend("highs", need="lp", solver="ipm" if n > _IPM_MIN_JOBS else "choose")
-        # a job whose rows span 1e23 (isolated speed 1e-20, pair speeds 1e2: fuzz seed 15)
-        # loses its level row to HiGHS' dropped tiny coefficients; the interior point of
-        # Clarabel solved it (relative gap 8e-12 against HiGHS' 1.6e-2)
-        spare: Backend | None = get_backend("clarabel", need="lp")
+    default = backend is None or backend == "highs"
+    if default:
+        master = get_backend("highs", need="lp",
+                             solver="ipm" if n > _IPM_MIN_JOBS else "choose")
     else:
-        be = get_backend(backend, need="lp")
-        spare = None  # a backend the caller named is used as given
-    log = SolveLog()  # one log over every round's restricted LP
-    step = COLUMN_GENERATION  # the step whose master the duals come from
-    for _ in range(max_rounds):
+        master = get_backend(backend, need="lp")  # a backend the caller named is used as given
+    ctx = SpaceSharingContext(
+        jobs=jobs, cluster=cluster, pairs=pairs, tols=(gap_tol, feas_tol),
+        max_rounds=max_rounds, batch=max(_BATCH_PER_JOB * n, _BATCH_MIN) if batch is None
+        else int(batch), spec="highs" if backend is None else backend, master=master,
+        tuning=tuning, log=SolveLog(), t0=t0, sp_w=sp_w, ok=ok, ca=ca, cb=cb,
+        ca_max=ca.max(axis=1), cb_max=cb.max(axis=1),
+        progress=_Progress(np.zeros(ok.shape, dtype=bool)))
+    plan = space_sharing_plan(default, tuning)
+    return run_plan(plan, ctx, ctx.log, what="space-sharing max-min",
+                    backend=master.name).result
+
+
+@dataclass(eq=False)
+class _Progress:
+    """What the column-generation steps leave for the next: the active pair columns, the
+    rounds used and whether the last master missed its certificate with no column left."""
+
+    active: np.ndarray
+    rounds: int = 0
+    priced_out: bool = False
+
+
+@dataclass(frozen=True, eq=False)
+class SpaceSharingContext:
+    """The space-sharing program's context: the inputs, the tolerances ``(gap_tol,
+    feas_tol)``, the column-generation knobs, the masters' backend (``master``), the whole
+    program's backend spec and tuning, the call's log and start time, the pair columns'
+    weights ``sp_w``, viability ``ok``, normalised member coefficients ``ca``/``cb`` (and
+    their largest over types, ``ca_max``/``cb_max``), and
+    the column-generation progress (the one record the steps share, context in, not state of
+    a strategy)."""
+
+    jobs: Jobs
+    cluster: Cluster
+    pairs: JobPairs
+    tols: tuple[float, float]
+    max_rounds: int
+    batch: int
+    spec: Any
+    master: Backend
+    tuning: Tuning
+    log: SolveLog
+    t0: float
+    sp_w: np.ndarray
+    ok: np.ndarray
+    ca: np.ndarray
+    cb: np.ndarray
+    ca_max: np.ndarray
+    cb_max: np.ndarray
+    progress: _Progress
+
+
+def space_sharing_plan(default_backend: bool, tuning: Tuning = DEFAULT_TUNING
+                       ) -> tuple[Strategy[SpaceSharingContext, Allocation], ...]:
+    """The plan of `max_min_space_sharing`: a pure function of the backend choice and the
+    family's `fairalloc.throughput.Tuning` (its knobs reach the whole program's stage plan
+    through the context; none changes which strategies the plan holds).
+
+    * ``column-generation``: restricted masters on the caller's backend (HiGHS by default)
+      until no pair column prices out; declines when the last master misses its certificate
+      with no column left, fails after ``max_rounds`` rounds;
+    * ``clarabel-master`` (the default backend only; ready only when the masters priced out
+      uncertified): the last restricted master solved again by Clarabel, column generation
+      going on from it (a job whose rows span 1e23 loses its level row to HiGHS' dropped
+      tiny coefficients: fuzz seed 15);
+    * ``whole-program`` (exact): every pair column, by the stage plan of the backend spec at
+      the caller's tolerances (its exact tail in its levels' units).
+
+    Parameters
+    ----------
+    default_backend : bool
+        Whether fairalloc chooses the backend (``backend=None`` or ``"highs"``).
+    tuning : fairalloc.throughput.Tuning
+        The family's knobs.
+
+    Returns
+    -------
+    tuple of fairalloc.plan.Strategy
+
+    Examples
+    --------
+    >>> from fairalloc.plan import describe
+    >>> describe(space_sharing_plan(True)), describe(space_sharing_plan(False))
+    (('column-generation', 'clarabel-master', 'whole-program!'), ('column-generation', \
+'whole-program!'))
+    """
+    cg = Strategy(COLUMN_GENERATION, _column_generation, _certificate)
+    clarabel = Strategy(CLARABEL_MASTER, _clarabel_master, _certificate,
+                        ready=_priced_out)
+    whole = Strategy(WHOLE_PROGRAM, _whole_program, _certificate, exact=True)
+    return (cg, clarabel, whole) if default_backend else (cg, whole)
+
+
+@dataclass(frozen=True)
+class _Missed:
+    """The whole program's best certificate when its stage plan certified no point (the
+    driver then raises ``CertificateError`` with it)."""
+
+    certificate: Certificate
+
+
+def _certificate(ctx: SpaceSharingContext, out: Allocation | _Missed) -> Certificate:
+    return out.certificate
+
+
+def _priced_out(ctx: SpaceSharingContext) -> bool:
+    return ctx.progress.priced_out
+
+
+def _clarabel_master(ctx: SpaceSharingContext) -> Allocation:
+    """The last restricted master again by Clarabel, column generation going on from it."""
+    return _column_generation(ctx, get_backend("clarabel", need="lp"), plan_step=False)
+
+
+def _column_generation(ctx: SpaceSharingContext, be: Backend | None = None, *,
+                       plan_step: bool = True) -> Allocation:
+    """Column-generation rounds from ``ctx.progress`` on ``be`` (default: ``ctx.master``)
+    until no column prices out: the certified allocation, or `fairalloc.plan.Decline` when
+    the last master misses its certificate with no column left. ``plan_step``: the driver
+    logged the first round's ``column-generation`` step (each later round logs its own)."""
+    be = ctx.master if be is None else be
+    jobs, cluster, pairs, log, prog = ctx.jobs, ctx.cluster, ctx.pairs, ctx.log, ctx.progress
+    gap_tol, feas_tol = ctx.tols
+    a_, b_ = pairs.members[:, 0], pairs.members[:, 1]
+    ca, cb, ok, sp_w = ctx.ca, ctx.cb, ctx.ok, ctx.sp_w
+    active = prog.active
+    prog.priced_out = False
+    first = True
+    while prog.rounds < ctx.max_rounds:
+        prog.rounds += 1
         rows = active.any(axis=1)
         sub = (JobPairs(pairs.members[rows],
                         np.where(active[:, :, None], pairs.throughput, 0.0)[rows])
@@ -163,9 +293,10 @@ def max_min_space_sharing(jobs: Jobs, cluster: Cluster, pairs: JobPairs, *,
         solver = StageSolver(policy.inst, be, stage_tol=STAGE_TOL, gap_tol=_NO_GAP_CHECK,
                              feas_tol=feas_tol, log=log)
         stage = policy.level_stage()
-        log.step(COLUMN_GENERATION)
+        if not (first and plan_step):
+            log.step(COLUMN_GENERATION)
+        first = False
         res = solver.run(stage, "space-sharing max-min")
-        pinst = policy.inst
         duals = res.duals
         mu = np.maximum(-res.block("time"), 0.0)
         p = np.maximum(-res.block("capacity"), 0.0)
@@ -176,77 +307,77 @@ def max_min_space_sharing(jobs: Jobs, cluster: Cluster, pairs: JobPairs, *,
         # full-program dual bound (weak duality with every pair column present)
         theta = float(res.x[-1])
         bound = _dual_bound(res.lp, duals, red, ok & ~active)
-        gap = max(bound - theta, 0.0)
-        cert = Certificate(kind="lp", primal_value=theta, dual_bound=bound, gap=gap,
+        cert = Certificate(kind="lp", primal_value=theta, dual_bound=bound,
+                           gap=max(bound - theta, 0.0),
                            primal_residual=res.cert.primal_residual,
                            dual_residual=res.cert.dual_residual, gap_tol=gap_tol,
                            feas_tol=feas_tol)
-        # each pair's reduced-cost scale (unit free: weights and throughputs in any units
-        # give the same columns), from its largest coefficient over types: a (P,) vector
-        # built in place (no second (P, k) array)
-        tscale = np.multiply(lam[a_], ca_max)
-        tscale += lam[b_] * cb_max
-        tscale += mu[a_]
-        tscale += mu[b_]
-        tscale += sp_w * float(p.max(initial=0.0))
-        tscale *= _REDUCED_COST_TOL
-        viol = red > tscale[:, None]
-        del tscale
-        viol &= ~active
-        if not cert.ok and not viol.any() and spare is not None:
-            log.hand_over(COLUMN_GENERATION, CLARABEL_MASTER,
-                          f"no column prices out, but the master's certificate misses "
-                          f"(relative gap {cert.relative_gap:.2e})")
-            be, spare, step = spare, None, CLARABEL_MASTER
-            log.step(CLARABEL_MASTER)
-            continue
-        if not cert.ok and not viol.any():
-            log.hand_over(step, WHOLE_PROGRAM,
-                          f"no column prices out, but the master's certificate misses "
-                          f"(relative gap {cert.relative_gap:.2e})")
-            return _whole_program(jobs, cluster, pairs, spec, (gap_tol, feas_tol), log, t0)
         if cert.ok:
-            cert.check(backend=be.name)
-            xcol = res.x[: pinst.E]
             stats = SolveStats.from_log(log, method="column generation",
-                                        seconds=time.perf_counter() - t0)
-            out = policy._result(xcol, p, theta, cert, (cert,), stats)
-            full = np.zeros((pairs.num_pairs, k))
+                                        seconds=time.perf_counter() - ctx.t0)
+            out = policy._result(res.x[: policy.inst.E], p, theta, cert, (cert,), stats)
+            full = np.zeros((pairs.num_pairs, ok.shape[1]))
             if out.pair_x is not None:
-                full[np.flatnonzero(active.any(axis=1))] = out.pair_x
+                full[np.flatnonzero(rows)] = out.pair_x
             full.flags.writeable = False
             return dataclasses.replace(out, pair_x=full)
+        viol = _violations(red, lam, mu, p, ctx)
+        viol &= ~active
+        if not viol.any():
+            prog.priced_out = True
+            raise Decline(f"no column prices out, but the master's certificate misses "
+                          f"(relative gap {cert.relative_gap:.2e})")
         flat = np.flatnonzero(viol.ravel())
-        if flat.size > batch:
-            top = np.argpartition(-red.ravel()[flat], batch)[:batch]
+        if flat.size > ctx.batch:
+            top = np.argpartition(-red.ravel()[flat], ctx.batch)[:ctx.batch]
             flat = flat[top]
         active.ravel()[flat] = True
     raise SolverError("space sharing: column generation did not converge",
                       backend=be.name, status="iteration_limit")
 
 
-def _whole_program(jobs: Jobs, cluster: Cluster, pairs: JobPairs, spec: Any,
-                   tols: tuple[float, float], log: SolveLog, t0: float) -> Allocation:
-    """Max-min fairness over every pair column, by the stage plan of ``spec`` at the caller's
-    tolerances (its exact tail: HiGHS' simplex, Clarabel on the LP in its levels' units, or a
-    caller-named backend on it; `fairalloc.throughput.strategies`).
+def _violations(red: np.ndarray, lam: np.ndarray, mu: np.ndarray, p: np.ndarray,
+                ctx: SpaceSharingContext) -> np.ndarray:
+    """The (pair, type) columns whose reduced cost exceeds `_REDUCED_COST_TOL` of their scale:
+    unit free (weights and throughputs in any units give the same columns), from each pair's
+    largest coefficient over types, a (P,) vector built in place (no second (P, k) array)."""
+    a_, b_ = ctx.pairs.members[:, 0], ctx.pairs.members[:, 1]
+    tscale = np.multiply(lam[a_], ctx.ca_max)
+    tscale += lam[b_] * ctx.cb_max
+    tscale += mu[a_]
+    tscale += mu[b_]
+    tscale += ctx.sp_w * float(p.max(initial=0.0))
+    tscale *= _REDUCED_COST_TOL
+    return red > tscale[:, None]
 
-    The last step of `max_min_space_sharing`: a restricted master solved with its own gap
-    unchecked may hand back a point far from its optimum (weights ~1e-12, speeds 1e-3 ..
-    1e7: HiGHS' level 0 and Clarabel's at 0.53 of the bound, fuzz seed 1414), and the duals
-    then price no column out although the full-program bound is not met."""
-    gap_tol, feas_tol = tols
-    policy = MaxMinFairness(jobs, cluster, pairs=pairs)
-    be = backend_for(spec, policy.inst.E)
+
+def _whole_program(ctx: SpaceSharingContext) -> Allocation | _Missed:
+    """Max-min fairness over every pair column, by the stage plan of ``ctx.spec`` at the
+    caller's tolerances (its exact tail: HiGHS' simplex, Clarabel on the LP in its levels'
+    units, or a caller-named backend on it; `fairalloc.throughput.strategies`).
+
+    The plan's exact tail: a restricted master solved with its own gap unchecked may hand
+    back a point far from its optimum (weights ~1e-12, speeds 1e-3 .. 1e7: HiGHS' level 0 and
+    Clarabel's at 0.53 of the bound, fuzz seed 1414), and the duals then price no column out
+    although the full-program bound is not met. When its stage plan certifies no point, its
+    best certificate (`_Missed`): the driver's ``CertificateError`` carries it."""
+    gap_tol, feas_tol = ctx.tols
+    log = ctx.log
+    policy = MaxMinFairness(ctx.jobs, ctx.cluster, pairs=ctx.pairs)
+    be = backend_for(ctx.spec, policy.inst.E, ctx.tuning)
     solver = StageSolver(policy.inst, be, stage_tol=STAGE_TOL, gap_tol=gap_tol,
-                         feas_tol=feas_tol, backend_spec=spec, log=log)
-    log.step(WHOLE_PROGRAM)
-    res = solver.run(policy.level_stage(), "space-sharing max-min")
+                         feas_tol=feas_tol, backend_spec=ctx.spec, tuning=ctx.tuning,
+                         log=log)
+    try:
+        res = solver.run(policy.level_stage(), "space-sharing max-min")
+    except CertificateError as exc:
+        if exc.certificate is None:
+            raise
+        return _Missed(exc.certificate)
     cert = res.cert
-    cert.check(backend=be.name)
     prices = np.maximum(-res.block("capacity"), 0.0)
     stats = SolveStats.from_log(log, method="column generation",
-                                seconds=time.perf_counter() - t0)
+                                seconds=time.perf_counter() - ctx.t0)
     return policy._result(res.x[: policy.inst.E], prices, float(res.x[-1]), cert, (cert,),
                           stats)
 
