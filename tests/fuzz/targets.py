@@ -830,6 +830,10 @@ def _call_estimator(case: dict, ctx: Ctx) -> Any:
     ref = np.clip(np.nan_to_num(v[:, :1], nan=0.5) / max(np.nanmax(np.abs(v), initial=1.0), 1e-300),
                   0.05, 1.0) if v.ndim == 2 else v
     ref = np.tile(ref, (1, r)) * np.linspace(1.0, 0.5, r)[None, :] if v.ndim == 2 else ref
+    sub = (v != 0) & (np.abs(v) < np.finfo(float).tiny)
+    if v.ndim == 2 and sub.any():  # a drawn subnormal must reach fairalloc (the rescaling
+        ref = ref.copy()          # above would hide it, and the case is drawn as invalid)
+        ref[0, 0] = v[sub][0]
     est = _fa().ThroughputEstimator(ref, rank=case["rank"], method=case["method"],
                                     reg=case["reg"])
     return est.match(ref[:, 0] * 0.9 if ref.ndim == 2 else v)
