@@ -233,3 +233,90 @@ def test_themis_upstream_variant_counts_cumulative_isolated_time() -> None:
         with pytest.raises(fa.InputError) as info:
             GavelPolicy("max_min_fairness", **bad)
         assert info.value.argument == next(iter(bad))
+
+
+# -- continuous epoch progress at the mean epoch time seen so far (plan_progress) -------------
+def test_progress_seconds_hand_checked() -> None:
+    # job 0: 2 of 10 epochs done, 8 left at 100 s (800 s); job 1: 4 epochs of 300 s. One GPU,
+    # 4 rounds of 120 s, no makespan term. At progress_seconds s, n rounds of job 0 count
+    # min(2 + 120 n / s, 10) / 10 and leave max(0, 800 - min(120 n, 8 s)) seconds.
+    jobs = [fa.PlanJob(workers=1, total_epochs=10, done_epochs=2, ftf=1.0,
+                       regimes=[(100.0, 8)]),
+            fa.PlanJob(workers=1, total_epochs=4, done_epochs=0, ftf=1.0, regimes=[(300.0, 4)])]
+    plan = fa.plan_schedule(jobs, 1, rounds=4, round_duration=120.0, lam=0.0,
+                            progress_seconds=[60.0, 300.0])
+    n = np.asarray(plan.schedule).sum(axis=1)
+    assert n.sum() == 4
+    np.testing.assert_allclose(plan.utility, [min(2 + 120 * n[0] / 60, 10) / 10,
+                                              min(120 * n[1] / 300, 4) / 4])
+    np.testing.assert_allclose(plan.remaining, [max(0.0, 800 - min(120 * n[0], 480)),
+                                                max(0.0, 1200 - min(120 * n[1], 1200))])
+    # the same jobs along their regimes: job 0 advances at 100 s per epoch
+    base = fa.plan_schedule(jobs, 1, rounds=4, round_duration=120.0, lam=0.0)
+    nb = np.asarray(base.schedule).sum(axis=1)
+    np.testing.assert_allclose(base.utility[0], (2 + 1.2 * nb[0]) / 10)
+    # a faster seen epoch time makes job 0's rounds worth more: it gets at least as many
+    assert n[0] >= nb[0]
+
+
+@pytest.mark.parametrize(("bad", "index"), [([60.0, 0.0], (1,)), ([np.inf, 1.0], (0,)),
+                                            ([-1.0, 1.0], (0,)), ([1.0], None)])
+def test_progress_seconds_validated(bad, index) -> None:
+    jobs = [fa.PlanJob(workers=1, total_epochs=2, done_epochs=0, ftf=1.0, regimes=[(1.0, 2)])] * 2
+    with pytest.raises(fa.InputError) as info:
+        fa.plan_schedule(jobs, 1, rounds=2, progress_seconds=bad)
+    assert info.value.argument == "progress_seconds"
+    assert info.value.index == index
+
+
+def _record_planner(calls):
+    def planner(jobs, num_gpus, **options):
+        calls.append((jobs, options))
+        return fa.plan_schedule(jobs, num_gpus, **options)
+    return planner
+
+
+def test_preset_plans_at_the_seen_mean_epoch_time() -> None:
+    p = ShockwavePolicy(preset="upstream").params
+    assert p["plan_progress"] == "seen_mean" and p["lateness_work"] == "epochs"
+    q = ShockwavePolicy(preset="upstream", plan_progress="forecast").params
+    assert q["plan_progress"] == "forecast"
+    assert ShockwavePolicy().params["plan_progress"] == "forecast"
+    for name in ("plan_progress", "lateness_work"):
+        with pytest.raises(fa.InputError) as info:
+            ShockwavePolicy(**{name: "nope"})
+        assert info.value.argument == name
+    # static jobs: every epoch takes the same time, so the seen mean is that epoch time
+    w = poisson_workload(4, rate=60.0, seed=2, max_scale_factor=1, mode_probs=(1.0, 0.0, 0.0))
+    calls: list = []
+    pol = ShockwavePolicy(preset="upstream", window=4, planner=_record_planner(calls))
+    simulate(w, fa.Cluster({"v100": 2}), pol, round_duration=600.0)
+    assert calls and all("progress_seconds" in o for _, o in calls)
+    for jobs, o in calls:
+        per_epoch = np.array([j.regimes[0][0] for j in jobs])
+        np.testing.assert_allclose(o["progress_seconds"], per_epoch, rtol=1e-9)
+    calls.clear()
+    simulate(w, fa.Cluster({"v100": 2}),
+             ShockwavePolicy(preset="upstream", window=4, plan_progress="forecast",
+                             planner=_record_planner(calls)), round_duration=600.0)
+    assert calls and not any("progress_seconds" in o for _, o in calls)
+
+
+def test_lateness_work_epochs_leaves_restarts_out_of_the_fair_finish_time() -> None:
+    # the equal-share finish time counts the seconds of the epochs done (restart overhead
+    # left out), so until the two runs part the epochs-based weights are never lower
+    w = poisson_workload(6, rate=120.0, seed=3, max_scale_factor=1, mode_probs=(1.0, 0.0, 0.0))
+    runs = []
+    for work in ("attained", "epochs"):
+        calls: list = []
+        pol = ShockwavePolicy(preset="upstream", window=4, lateness_work=work,
+                              planner=_record_planner(calls))
+        simulate(w, fa.Cluster({"v100": 2}), pol, round_duration=600.0,
+                 restart_overhead=120.0)
+        runs.append([np.array([j.ftf for j in jobs]) for jobs, o in calls
+                     if "remaining_limit" not in o])
+    differ = [i for i, (a, b) in enumerate(zip(*runs, strict=False))
+              if a.shape != b.shape or not np.array_equal(a, b)]
+    assert differ, "the restart overhead never changed a weight"
+    a, b = runs[0][differ[0]], runs[1][differ[0]]
+    assert a.shape == b.shape and np.all(b >= a) and np.any(b > a)

@@ -100,6 +100,12 @@ LATENESS = ("ftf", "upstream")
 #: the plan weights when the hard finish-time limits are met: ``weights=``'s (``"weighted"``)
 #: or none at all (``"none"``, upstream)
 HARD_FTF_WEIGHTS = ("weighted", "none")
+#: the welfare's progress: along the forecast's regimes, or upstream's continuous epochs at the
+#: mean epoch time seen so far (``plan_schedule(progress_seconds=)``)
+PLAN_PROGRESS = ("forecast", "seen_mean")
+#: the work in upstream's equal-share finish time: attained seconds (restarts included) or
+#: the measured seconds of the epochs done (upstream's ``sum(epoch_duration[:progress])``)
+LATENESS_WORK = ("attained", "epochs")
 #: ``reorder``'s modes besides True/False: upstream's reordering MILP (`reorder_window`)
 REORDER_MODES = ("milp",)
 #: the configurations ``preset`` names (`UPSTREAM_PRESET`)
@@ -349,6 +355,14 @@ class ShockwavePolicy(BasePolicy):
         when neither ``k`` nor ``lam`` is given, upstream's configuration for the cluster's
         size at each reset (`upstream_config`: ``lam = 1e-3``, ``k = 12`` at 32 GPUs). The
         forecast stays ``forecast=`` (observed only unless ``"oracle"``, upstream's own).
+    plan_progress : {"forecast", "seen_mean"}
+        The welfare's progress: along the forecast's regimes (default), or upstream's
+        continuous epochs at the mean epoch time of the epochs seen so far and the current one
+        (`fairalloc.plan_schedule`'s ``progress_seconds``).
+    lateness_work : {"attained", "epochs"}
+        ``lateness="upstream"``: the work done in the equal-share finish time, attained seconds
+        (default; restart overhead included) or the measured seconds of the epochs done
+        (upstream).
     planner : callable, optional
         Called instead of `fairalloc.plan_schedule` for each re-plan, with its arguments
         (``planner(jobs, num_gpus, rounds=..., **options)``; with ``hard_ftf`` the first call
@@ -410,6 +424,7 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
                  hard_ftf: bool = True, rhomax: float = HARD_FTF_RHOMAX,
                  hard_ftf_drop: str = "unreachable", lateness: str = "ftf",
                  hard_ftf_weights: str = "weighted", log_breakpoints: Any = None,
+                 plan_progress: str = "forecast", lateness_work: str = "attained",
                  preset: str | None = None, planner: Any = None) -> None:
         opts = {n: v for n, v in locals().items()
                 if n not in ("self", "preset", "planner", "__class__")}
@@ -438,7 +453,8 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
                    weights: str, boost: float, welfare_norm: Any, replan_interval: Any,
                    reorder: Any, idle_fill: str, near_completion: str, near_rounds: int,
                    hard_ftf: Any, rhomax: float, hard_ftf_drop: str, lateness: str,
-                   hard_ftf_weights: str, log_breakpoints: Any) -> None:
+                   hard_ftf_weights: str, log_breakpoints: Any, plan_progress: str,
+                   lateness_work: str) -> None:
         from ...schedule import PlanJob, ReplanPolicy, plan_schedule
 
         given = {"method": method, "gap_tol": gap_tol, "time_limit": time_limit,
@@ -474,6 +490,8 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
         hard_ftf = _flag(hard_ftf, "hard_ftf")
         lateness = as_option(lateness, "lateness", LATENESS)
         hard_ftf_weights = as_option(hard_ftf_weights, "hard_ftf_weights", HARD_FTF_WEIGHTS)
+        plan_progress = as_option(plan_progress, "plan_progress", PLAN_PROGRESS)
+        lateness_work = as_option(lateness_work, "lateness_work", LATENESS_WORK)
         rhomax = as_positive_float(rhomax, "rhomax")
         hard_ftf_drop = as_option(hard_ftf_drop, "hard_ftf_drop", HARD_FTF_DROPS)
         super().__init__({"k": k, "lam": lam, "window": window, "forecast": forecast,
@@ -486,9 +504,11 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
                           "near_rounds": near_rounds, "hard_ftf": hard_ftf,
                           "rhomax": rhomax, "hard_ftf_drop": hard_ftf_drop,
                           "lateness": lateness, "hard_ftf_weights": hard_ftf_weights,
+                          "plan_progress": plan_progress, "lateness_work": lateness_work,
                           **({"preset": self.preset} if self.preset else {}),
                           **plan_options})
         self.lateness, self.hard_ftf_weights = lateness, hard_ftf_weights
+        self.plan_progress, self.lateness_work = plan_progress, lateness_work
         self.hard_ftf, self.rhomax, self.hard_ftf_drop = hard_ftf, float(rhomax), hard_ftf_drop
         self.weights, self.boost, self.replan_interval = weights, float(boost), interval
         self.reorder, self.idle_fill = reorder, idle_fill
@@ -622,8 +642,9 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
             # upstream: now + R / min(1, M/N) over the momentum-averaged equal-share finish
             # time, re-estimated only on arrivals and completions; late above rhomax
             if self._reestimate:
-                self._late.record(v.index, self._round, v.arrival, v.attained, rem_f,
-                                  num_gpus=M)
+                work = (v.attained if self.lateness_work == "attained"
+                        else (v.history_epochs * v.history_seconds).sum(axis=1))
+                self._late.record(v.index, self._round, v.arrival, work, rem_f, num_gpus=M)
                 self._reestimate = False
             target = self._late.target(v.index, self._round)
             share = min(1.0, M / max(v.n, 1))
@@ -653,6 +674,11 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
             jobs.append(PlanJob(workers=int(v.scale_factor[i]), total_epochs=fc.total_epochs,
                                 done_epochs=fc.done_epochs, ftf=ftf_i, regimes=regimes,
                                 running=bool(v.running[i])))
+        extra = {}
+        if self.plan_progress == "seen_mean":  # upstream: mean of epoch_duration[:progress+1]
+            seen = (v.history_epochs * v.history_seconds).sum(axis=1)
+            extra["progress_seconds"] = ((seen + np.min(v.epoch_seconds, axis=1))
+                                         / (v.epochs_done + 1.0))
         plan = None
         dropped = self.hard_ftf_dropped
         if self.hard_ftf:
@@ -672,7 +698,7 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
             try:
                 if np.any(limit < 0):
                     raise InfeasibleError("a finish-time limit is already missed")
-                opts = {**self.plan_options, "method": "auto"}
+                opts = {**self.plan_options, "method": "auto", **extra}
                 plan = solve(plain, M, rounds=self.window, round_duration=D, k=self.k,
                              lam=self.lam, remaining_limit=limit, **opts)
                 self.hard_ftf_plans += 1
@@ -682,12 +708,12 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
             if plan is None:
                 plan = solve(jobs, M, rounds=self.window,
                              round_duration=state.cluster.round_duration, k=self.k,
-                             lam=self.lam, **self.plan_options)
+                             lam=self.lam, **self.plan_options, **extra)
         except SolverError:
             # the full MILP's answer failed its independent check (e.g. its objective disagrees
             # with the recomputed one beyond the tolerance): plan with the fast path alone,
             # whose schedule is certified without the backend's objective
-            opts = {**self.plan_options, "method": "fast", "warm_start": False}
+            opts = {**self.plan_options, "method": "fast", "warm_start": False, **extra}
             plan = solve(jobs, M, rounds=self.window,
                          round_duration=state.cluster.round_duration, k=self.k,
                          lam=self.lam, **opts)

@@ -59,6 +59,8 @@ UPSTREAM_PRESET: dict[str, Any] = {
     "replan": "lazy",  # no re-plan on regime changes
     "replan_interval": 8,
     "ftf_forecast": None,  # one forecast everywhere
+    "plan_progress": "seen_mean",  # continuous epochs at the mean epoch time seen so far
+    "lateness_work": "epochs",  # equal-share finish times from measured epoch durations
 }
 
 
