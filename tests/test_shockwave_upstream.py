@@ -17,6 +17,7 @@ from fairalloc.sim.cli import _build_policies, _parse_params
 from fairalloc.sim.policies import ShockwavePolicy
 from fairalloc.sim.policies.shockwave_upstream import (
     EqualShareLateness,
+    dirichlet_remaining,
     reorder_window,
     upstream_config,
 )
@@ -320,3 +321,40 @@ def test_lateness_work_epochs_leaves_restarts_out_of_the_fair_finish_time() -> N
     assert differ, "the restart overhead never changed a weight"
     a, b = runs[0][differ[0]], runs[1][differ[0]]
     assert a.shape == b.shape and np.all(b >= a) and np.any(b > a)
+
+
+# -- upstream's own forecast: a Dirichlet posterior over the schedule's batch sizes -----------
+def test_dirichlet_remaining_hand_checked() -> None:
+    # 4 epochs, sizes 32, 32, 64, 64 (60 s, 60 s, 30 s, 30 s), one done: prior 2 + 2 observed
+    # (epochs 0 and 1) for 32, 2 for 64; rebased to 4 epochs: 8/3 and 4/3; the two observed
+    # 32-epochs taken off: 2/3 and 4/3; seconds 2/3 * 60 + 4/3 * 30 = 80, times 3 / max(3, 3)
+    assert dirichlet_remaining([32, 32, 64, 64], [60, 60, 30, 30], 1) == pytest.approx(80.0)
+    # one batch size: one epoch less than the truth (the current epoch counts as observed)
+    assert dirichlet_remaining([32] * 5, [10.0] * 5, 0) == pytest.approx(40.0)
+    assert dirichlet_remaining([32] * 5, [10.0] * 5, 2) == pytest.approx(20.0)
+    # sizes 8, 8, 16 (4 s, 4 s, 2 s), two done: prior 1.5 each, observed 2 and 1, rebased to
+    # 3 epochs: 1.75 and 1.25; the 8-size loses one epoch only (upstream subtracts while >= 1):
+    # 0.75 and 0.25; (0.75 * 4 + 0.25 * 2) * 1 / max(int(1 + 1), 1)
+    assert dirichlet_remaining([8, 8, 16], [4.0, 4.0, 2.0], 2) == pytest.approx(1.75)
+    assert dirichlet_remaining([32] * 3, [1.0] * 3, 3) == 1.0  # upstream's value when done
+    with pytest.raises(fa.InputError):
+        dirichlet_remaining([32, 64], [1.0], 0)
+
+
+def test_policy_plans_with_upstreams_dirichlet_forecast() -> None:
+    # static jobs: the forecast is one epoch short of the truth, (E - F - 1) epoch times
+    w = poisson_workload(4, rate=60.0, seed=2, max_scale_factor=1, mode_probs=(1.0, 0.0, 0.0))
+    per_epoch = w.regime_seconds[:, 0].min(axis=1)
+    calls: list = []
+    pol = ShockwavePolicy(preset="upstream", window=4, forecast="upstream_dirichlet",
+                          planner=_record_planner(calls))
+    r = simulate(w, fa.Cluster({"v100": 2}), pol, round_duration=120.0)
+    assert np.isfinite(r.finish).all() and calls
+    # a job in its last epoch is forecast 0 s (planned at the floor, not refused)
+    assert any(j.total_epochs - j.done_epochs < 2 for jobs, _ in calls for j in jobs)
+    for jobs, _ in calls:
+        for j in jobs:
+            left = j.total_epochs - j.done_epochs
+            if left >= 2:
+                ratio = j.remaining_seconds / (left - 1)
+                assert np.isclose(per_epoch, ratio, rtol=1e-9).any()

@@ -29,6 +29,7 @@ from .base import BasePolicy, pack_by_priority
 from .shockwave_upstream import (
     UPSTREAM_PRESET,
     EqualShareLateness,
+    dirichlet_remaining,
     reorder_window,
     upstream_config,
 )
@@ -93,7 +94,7 @@ FTF_FORECAST = "empirical"
 #: round of the window (default), or all of them when any is infeasible (upstream)
 HARD_FTF_DROPS = ("unreachable", "all")
 #: the forecast methods of ``forecast`` and ``ftf_forecast``
-FORECASTS = ("restatement", "bayesian", "greedy", "empirical", "oracle")
+FORECASTS = ("restatement", "bayesian", "greedy", "empirical", "oracle", "upstream_dirichlet")
 #: who is late: the FTF estimate of Eq. 9 (``"ftf"``) or upstream's projected finish over its
 #: momentum-averaged equal-share finish time (``"upstream"``, `EqualShareLateness`)
 LATENESS = ("ftf", "upstream")
@@ -592,7 +593,7 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
         out = []
         w = self.workload
         for i in range(v.n):  # one forecast per job: the library's per-job API
-            if method == "oracle":
+            if method in ("oracle", "upstream_dirichlet"):
                 assert w is not None  # reset() stored the workload before the first round
                 row = int(v.index[i])
                 r = int(w.num_regimes[row])
@@ -600,6 +601,12 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
                 bs = np.repeat(w.regime_batch[row, :r], reps)
                 sec = np.repeat(w.regime_seconds[row, :r].min(axis=1), reps)
                 done = min(int(math.floor(v.epochs_done[i] + EPOCH_ROUNDOFF)), bs.size)
+                if method == "upstream_dirichlet" and done < bs.size:
+                    # upstream's forecast, as one flat regime over the epochs left
+                    per = max(dirichlet_remaining(bs, sec, done),
+                              MIN_REMAINING) / (bs.size - done)
+                    bs, sec = np.full(bs.size, bs[done]), np.where(
+                        np.arange(bs.size) < done, sec, per)
                 out.append(oracle_forecast(bs, sec, done))
                 continue
             bs, sec = v.observed_epochs(i)

@@ -20,8 +20,8 @@ from ...backends import LinearProgram, get_backend
 from ...errors import InputError
 from ...schedule.instance import UPSTREAM_LOG_BREAKPOINTS
 
-__all__ = ["UPSTREAM_CONFIGS", "UPSTREAM_PRESET", "EqualShareLateness", "reorder_window",
-           "upstream_config"]
+__all__ = ["UPSTREAM_CONFIGS", "UPSTREAM_PRESET", "EqualShareLateness", "dirichlet_remaining",
+           "reorder_window", "upstream_config"]
 
 #: upstream's configuration by cluster size (its reproduction configs): GPUs ->
 #: (makespan coefficient, upstream's ``k``; FTF exponent, upstream's ``lambda``)
@@ -148,6 +148,52 @@ class EqualShareLateness:
         area = self.area[rows] + last * (round_index - self.last_round[rows])
         avg = np.where(span > 0, area / np.maximum(span, 1), last)
         return FINISH_TIME_MOMENTUM * avg + (1.0 - FINISH_TIME_MOMENTUM) * last
+
+
+def dirichlet_remaining(batch_sizes: Any, epoch_seconds: Any, done_epochs: int) -> float:
+    """Upstream's forecast of a job's remaining seconds (``dirichlet_posterior_remaining_runtime``).
+
+    It reads the job's future: the set of batch sizes its whole schedule uses and each one's
+    mean epoch time. A Dirichlet prior of ``E / K`` epochs on each of the ``K`` batch sizes is
+    updated with the batch sizes of epochs ``0 .. done`` (the current one included), rebased to
+    ``E`` epochs, the observed epochs taken off (one at a time, while a size keeps at least one),
+    and the rebased epochs' seconds scaled by ``(E - done) / max(E - done, int(sum + 1))``.
+
+    Parameters
+    ----------
+    batch_sizes, epoch_seconds : array_like, shape (E,)
+        Batch size and seconds of every epoch of the job, past and future.
+    done_epochs : int
+        Epochs finished.
+
+    Returns
+    -------
+    float
+        Seconds (upstream's 1.0 when no epoch is left).
+
+    Examples
+    --------
+    >>> round(dirichlet_remaining([32, 32, 64, 64], [60, 60, 30, 30], 1), 6)
+    80.0
+    """
+    bs = np.asarray(batch_sizes, dtype=float)
+    sec = np.asarray(epoch_seconds, dtype=float)
+    if bs.ndim != 1 or bs.shape != sec.shape or bs.size == 0:
+        raise InputError("batch_sizes and epoch_seconds must be 1-d of one length",
+                         argument="epoch_seconds")
+    E = bs.size
+    done = int(done_epochs)
+    left = E - done
+    if left <= 0:
+        return 1.0
+    modes, inv = np.unique(bs, return_inverse=True)
+    obs = np.bincount(inv[:done + 1], minlength=modes.size).astype(float)
+    conc = E / modes.size + obs
+    reb = E * conc / conc.sum()
+    reb -= np.minimum(obs, np.floor(reb))
+    dur = np.bincount(inv, weights=sec) / np.bincount(inv)
+    inflated = max(int(reb.sum() + 1), left)
+    return float((reb * dur).sum() * left / inflated)
 
 
 def reorder_window(schedule: Any, workers: Any, log_priority: Any, num_gpus: int) -> np.ndarray:
