@@ -15,8 +15,9 @@ preset="upstream")``: upstream's behaviours and 32-GPU configuration, observed-o
 forecast; formulations/shockwave_options.md) and ``shockwave-upstream-oracle`` (the same
 with the exact future, ``forecast="oracle"``), ``shockwave-upstream-dirichlet`` (the same with
 upstream's own forecast, ``forecast="upstream_dirichlet"``: a Dirichlet posterior over the
-batch sizes the job's whole schedule uses, at their future epoch times), ``shockwave`` (this library's planner with its
-defaults: observed-only forecasts, clipped weights, near-completion boost, the makespan term
+batch sizes the job's whole schedule uses, at their future epoch times), ``shockwave`` (this
+library's planner with its defaults: observed-only forecasts, clipped weights,
+near-completion boost, the makespan term
 ``4 max_j R_j / Z0``, hard finish-time limits first with ``rhomax = 1.6``, the fairness
 side reading the empirical forecast (``ftf_forecast="empirical"``); see
 ``docs/how-to/reproduce-shockwave.md`` for the experiment that chose them),
