@@ -18,6 +18,7 @@ from fairalloc.sim.policies import ShockwavePolicy
 from fairalloc.sim.policies.shockwave_upstream import (
     EqualShareLateness,
     dirichlet_remaining,
+    fill_window,
     reorder_window,
     upstream_config,
 )
@@ -358,3 +359,43 @@ def test_policy_plans_with_upstreams_dirichlet_forecast() -> None:
             if left >= 2:
                 ratio = j.remaining_seconds / (left - 1)
                 assert np.isclose(per_epoch, ratio, rtol=1e-9).any()
+
+
+# -- upstream's idle fill, chosen at the solve for the whole window ---------------------------
+def test_fill_window_hand_checked() -> None:
+    # 4 GPUs, jobs by remaining: 3 (3 GPUs, 99 s), 2 (2 GPUs, 90 s), 1 (2 GPUs, 50 s), 0.
+    # Round 0 has job 0 (2 GPUs) planned: job 3 does not fit in the 2 idle GPUs, job 2 (longer
+    # than job 1) takes them. Round 1 is empty: job 3 takes 3 GPUs, the last one fits nobody.
+    out = fill_window([[1, 0], [0, 0], [0, 0], [0, 0]], [2, 2, 2, 3], [10.0, 50.0, 90.0, 99.0],
+                      4)
+    assert out.astype(int).tolist() == [[1, 0], [0, 0], [1, 0], [0, 1]]
+
+
+@SETTINGS
+@given(st.integers(0, 10_000), st.integers(1, 6), st.integers(1, 5), st.integers(1, 6))
+def test_fill_window_keeps_the_plan_and_leaves_no_gap_a_job_fits(seed, n, T, M) -> None:
+    rng = np.random.default_rng(seed)
+    w = rng.integers(1, M + 1, size=n)
+    plan = np.zeros((n, T), dtype=bool)
+    for t in range(T):  # a feasible plan
+        for j in rng.permutation(n):
+            if rng.random() < 0.4 and (plan[:, t] * w).sum() + w[j] <= M:
+                plan[j, t] = True
+    out = fill_window(plan, w, rng.random(n) * 100, M)
+    assert np.all(out[plan])  # the plan's rounds stay
+    used = (out * w[:, None]).sum(axis=0)
+    assert np.all(used <= M)
+    # greedy: a job left out of a round does not fit in what the round leaves idle
+    for t in range(T):
+        assert np.all(w[~out[:, t]] > M - used[t])
+
+
+def test_policy_at_solve_runs_only_the_filled_window() -> None:
+    w = poisson_workload(6, rate=120.0, seed=3, max_scale_factor=2, mode_probs=(0.0, 0.5, 0.5))
+    pol = ShockwavePolicy(preset="upstream", window=4, idle_fill="at_solve")
+    r = simulate(w, fa.Cluster({"v100": 4}), pol, round_duration=600.0)
+    assert np.isfinite(r.finish).all() and pol.plans > 0
+    assert pol.filled == 0  # nobody runs outside the window built at the solve
+    with pytest.raises(fa.InputError) as info:
+        ShockwavePolicy(idle_fill="later")
+    assert info.value.argument == "idle_fill"

@@ -30,6 +30,7 @@ from .shockwave_upstream import (
     UPSTREAM_PRESET,
     EqualShareLateness,
     dirichlet_remaining,
+    fill_window,
     reorder_window,
     upstream_config,
 )
@@ -76,7 +77,7 @@ MAX_LOG_FTF = 700.0
 #: how the FTF estimates become plan weights
 WEIGHT_MODES = ("clipped", "power")
 #: who gets the GPUs the plan leaves idle in a round
-IDLE_FILLS = ("longest", "shortest", "none")
+IDLE_FILLS = ("longest", "shortest", "none", "at_solve")
 #: how a late job forecast to finish within one round is favoured
 NEAR_COMPLETION = ("first", "weight", "off")
 #: default ``rhomax`` of ``hard_ftf``: every job's forecast finish time must stay within this
@@ -381,9 +382,10 @@ class ShockwavePolicy(BasePolicy):
         job's round count and moves high-priority jobs' rounds to the front of the window
         (`reorder_window`), applied to plans made without the hard limits (it orders the
         columns ``execution="columns"`` runs). Flags may be spelled ``true``/``false``/``1``/``0``.
-    idle_fill : {"longest", "shortest", "none"}
-        Who gets GPUs the plan's jobs leave idle: the longest remaining (upstream), the
-        shortest remaining, or nobody. `filled` counts the job-rounds it ran.
+    idle_fill : {"longest", "shortest", "none", "at_solve"}
+        Who gets GPUs the plan's jobs leave idle: the longest remaining, the shortest remaining,
+        or nobody (`filled` counts the job-rounds it ran); ``"at_solve"`` (upstream): the longest
+        forecast remaining, chosen at the re-plan for every round of the window (`fill_window`).
     method, gap_tol, work_conservation, restart_penalty, expectation, \
 regime_model, z0, util_floor, warm_start, threads, backend : optional
         Passed to `fairalloc.plan_schedule` when given (`PLAN_OPTIONS`);
@@ -731,6 +733,8 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
         if self.reorder == "milp" and (not self.hard_ftf or self.hard_ftf_dropped > dropped):
             sched = reorder_window(sched, v.scale_factor, self.k * np.log(weighed), M)
             self.reordered += 1
+        if self.idle_fill == "at_solve":  # upstream's construct_schedules
+            sched = fill_window(sched, v.scale_factor, remaining, M)
         self._plan = dict(zip(v.ids, sched, strict=True))
         self._left = dict(zip(v.ids, sched.sum(axis=1).tolist(), strict=True))
         self._planned, self._elapsed = sched.shape[1], 0
@@ -779,13 +783,13 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
             order = np.lexsort((rem, -ftf, ~keep, ~finisher, -prio, ~must, ~near))
             rank = np.empty(v.n)
             rank[order] = np.arange(v.n)
-            idle = {"longest": fill - rem, "shortest": rem, "none": rem}[self.idle_fill]
+            idle = {"longest": fill - rem, "shortest": rem}.get(self.idle_fill, rem)
             priority = np.where(run | near, rank, v.n + idle)
         if self.execution == "columns":
             if self.idle_fill == "shortest":
                 priority = np.where(run, priority, 2.0 * fill + rem)
             priority = np.where(near, -2.0 * fill, priority)
-        limit = (run | near) if self.idle_fill == "none" else None
+        limit = (run | near) if self.idle_fill in ("none", "at_solve") else None
         sched = pack_by_priority(v, cluster, priority, limit=limit)
         ran = np.asarray(sched.gpus).sum(axis=1) > 0
         for i in np.flatnonzero(ran & run).tolist():

@@ -19,9 +19,10 @@ from scipy import sparse
 from ...backends import LinearProgram, get_backend
 from ...errors import InputError
 from ...schedule.instance import UPSTREAM_LOG_BREAKPOINTS
+from .base import greedy_pack
 
 __all__ = ["UPSTREAM_CONFIGS", "UPSTREAM_PRESET", "EqualShareLateness", "dirichlet_remaining",
-           "reorder_window", "upstream_config"]
+           "fill_window", "reorder_window", "upstream_config"]
 
 #: upstream's configuration by cluster size (its reproduction configs): GPUs ->
 #: (makespan coefficient, upstream's ``k``; FTF exponent, upstream's ``lambda``)
@@ -54,7 +55,7 @@ UPSTREAM_PRESET: dict[str, Any] = {
     "hard_ftf_weights": "none",
     "reorder": "milp",
     "execution": "columns",
-    "idle_fill": "longest",  # construct_schedules' greedy fill, column by column
+    "idle_fill": "at_solve",  # construct_schedules' greedy fill of the window at the solve
     "work_conservation": "none",  # no work-conservation constraint in the program
     "replan": "lazy",  # no re-plan on regime changes
     "replan_interval": 8,
@@ -194,6 +195,42 @@ def dirichlet_remaining(batch_sizes: Any, epoch_seconds: Any, done_epochs: int) 
     dur = np.bincount(inv, weights=sec) / np.bincount(inv)
     inflated = max(int(reb.sum() + 1), left)
     return float((reb * dur).sum() * left / inflated)
+
+
+def fill_window(schedule: Any, workers: Any, remaining: Any, num_gpus: int) -> np.ndarray:
+    """Upstream's idle fill, chosen at the solve for every round of the window.
+
+    In each round (column) the jobs the plan leaves out are taken by forecast remaining time,
+    longest first, each one whose gang fits in the GPUs still idle (upstream's
+    ``construct_schedules``).
+
+    Parameters
+    ----------
+    schedule : array_like of bool, shape (n, T)
+    workers : array_like of int, shape (n,)
+    remaining : array_like, shape (n,)
+        Forecast remaining seconds at the solve.
+    num_gpus : int
+
+    Returns
+    -------
+    ndarray of bool, shape (n, T)
+
+    Examples
+    --------
+    >>> fill_window([[1, 0], [0, 0], [0, 0]], [2, 1, 2], [5.0, 1.0, 9.0], 3).astype(int).tolist()
+    [[1, 0], [1, 1], [0, 1]]
+    """
+    out = np.array(schedule, dtype=bool, copy=True)
+    w = np.asarray(workers, dtype=np.int64)
+    order = np.argsort(-np.asarray(remaining, dtype=float), kind="stable")
+    free = int(num_gpus) - (out * w[:, None]).sum(axis=0)
+    for t in np.flatnonzero(free > 0).tolist():  # one greedy pass per round of the window
+        cand = order[~out[order, t]]
+        got = greedy_pack(np.arange(cand.size), np.zeros(cand.size, dtype=np.int64), w[cand],
+                          [int(free[t])], cand.size)
+        out[cand[got >= 0], t] = True
+    return out
 
 
 def reorder_window(schedule: Any, workers: Any, log_priority: Any, num_gpus: int) -> np.ndarray:
