@@ -269,13 +269,14 @@ class ShockwavePolicy(BasePolicy):
         ``formulations/shockwave_options.md`` compares them.
     window : int, default 20
         Rounds per plan.
-    forecast : {"restatement", "bayesian", "greedy", "empirical", "oracle"}
+    forecast : {"restatement", "bayesian", "greedy", "empirical", "oracle", "upstream_dirichlet"}
         ``"empirical"``: the restatement rule with regime-length priors and epoch-time ratios
         pooled from what every job has shown so far (`fairalloc.schedule.posteriors.RegimePool`;
         observed only, not the default: it halves the early-age forecast error on the 120-job
         trace but does not improve the schedules, ``benchmarks/forecast.py``). ``"oracle"``
-        reads each job's true future schedule (comparison only, as upstream does).
-    ftf_forecast : {"restatement", "bayesian", "greedy", "empirical", "oracle"} or None
+        reads each job's true future schedule, ``"upstream_dirichlet"`` upstream's own forecast
+        (`dirichlet_remaining`: it reads the future too); both for comparison only.
+    ftf_forecast : one of ``forecast``'s methods, or None
         The forecast the fairness side reads -- FTF estimates (plan weights), near-completion
         and the ``hard_ftf`` limits (scaled into the plan's seconds, `hard_ftf_limits`) --
         while the plan's remaining times (welfare and makespan terms) read ``forecast``.
@@ -356,7 +357,7 @@ class ShockwavePolicy(BasePolicy):
         arrivals and completions only, no work-conservation constraint in the program) and,
         when neither ``k`` nor ``lam`` is given, upstream's configuration for the cluster's
         size at each reset (`upstream_config`: ``lam = 1e-3``, ``k = 12`` at 32 GPUs). The
-        forecast stays ``forecast=`` (observed only unless ``"oracle"``, upstream's own).
+        forecast stays ``forecast=`` (observed only unless ``"upstream_dirichlet"``/``"oracle"``).
     plan_progress : {"forecast", "seen_mean"}
         The welfare's progress: along the forecast's regimes (default), or upstream's
         continuous epochs at the mean epoch time of the epochs seen so far and the current one
