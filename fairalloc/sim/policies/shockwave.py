@@ -684,7 +684,7 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
             jobs.append(PlanJob(workers=int(v.scale_factor[i]), total_epochs=fc.total_epochs,
                                 done_epochs=fc.done_epochs, ftf=ftf_i, regimes=regimes,
                                 running=bool(v.running[i])))
-        extra = {}
+        extra: dict[str, Any] = {}
         if self.plan_progress == "seen_mean":  # upstream: mean of epoch_duration[:progress+1]
             seen = (v.history_epochs * v.history_seconds).sum(axis=1)
             extra["progress_seconds"] = ((seen + np.min(v.epoch_seconds, axis=1))
