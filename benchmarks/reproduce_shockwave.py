@@ -13,8 +13,11 @@ number for the same policy (``ours / upstream``; ``n/a`` where upstream publishe
 Policy names (the artifact's legends): ``shockwave-upstream`` (``ShockwavePolicy(
 preset="upstream")``: upstream's behaviours and 32-GPU configuration, observed-only
 forecast; formulations/shockwave_options.md) and ``shockwave-upstream-oracle`` (the same
-with upstream's own, oracle, forecast), ``shockwave`` (this library's planner with its
-defaults: observed-only forecasts, clipped weights, near-completion boost, the makespan term
+with the exact future, ``forecast="oracle"``), ``shockwave-upstream-dirichlet`` (the same with
+upstream's own forecast, ``forecast="upstream_dirichlet"``: a Dirichlet posterior over the
+batch sizes the job's whole schedule uses, at their future epoch times), ``shockwave`` (this
+library's planner with its defaults: observed-only forecasts, clipped weights,
+near-completion boost, the makespan term
 ``4 max_j R_j / Z0``, hard finish-time limits first with ``rhomax = 1.6``, the fairness
 side reading the empirical forecast (``ftf_forecast="empirical"``); see
 ``docs/how-to/reproduce-shockwave.md`` for the experiment that chose them),
@@ -47,7 +50,9 @@ makespan ratios the paper reports for that scale (aggregates only: upstream publ
 ``--seeds N`` replaces the trace by N workloads of fairalloc's generator
 (`fairalloc.sim.poisson_workload`, the builtin throughput table, the arrival rate of the trace
 of that scale; ``--scale 120``, ``900`` or ``both``) and prints each policy's mean and
-standard deviation over the seeds (no data folder needed).
+standard deviation over the seeds (no data folder needed), after one row per seed and policy,
+and the defaults' means relative to the upstream preset's when both run. ``--seed-offset K``
+uses seeds ``K .. K+N-1`` (the defaults were chosen on seeds 0-2: report others).
 
 ``--policies a,b`` runs only the named rows.
 
@@ -56,6 +61,8 @@ Usage::
     python benchmarks/reproduce_shockwave.py [--data DIR] [--all] [--out DIR]
     python benchmarks/reproduce_shockwave.py --trace900 [--policies shockwave,gavel,...]
     python benchmarks/reproduce_shockwave.py --seeds 5 --scale both
+    python benchmarks/reproduce_shockwave.py --seeds 5 --seed-offset 100 \
+        --policies shockwave,shockwave-upstream
 """
 
 from __future__ import annotations
@@ -100,6 +107,7 @@ PUBLISHED = {
 
 #: rows compared with another row's upstream numbers
 REFERENCE_ROW = {"shockwave-upstream": "shockwave", "shockwave-upstream-oracle": "shockwave",
+                 "shockwave-upstream-dirichlet": "shockwave",
                  "shockwave-upstream-hparams": "shockwave", "shockwave-paper": "shockwave",
                  "shockwave-scale-free": "shockwave", "shockwave-no-hard-ftf": "shockwave",
                  "shockwave-max-remaining": "shockwave", "shockwave-empirical": "shockwave",
@@ -112,6 +120,7 @@ LABELS = {
     "shockwave": "Shockwave (fairalloc defaults)",
     "shockwave-upstream": "Shockwave (preset='upstream', observed forecast)",
     "shockwave-upstream-oracle": "Shockwave (preset='upstream', oracle forecast)",
+    "shockwave-upstream-dirichlet": "Shockwave (preset='upstream', upstream's Dirichlet)",
     "shockwave-paper": "Shockwave (Eq. 11, §6.1 k=5, lam=1e-3)",
     "shockwave-upstream-hparams": "Shockwave (upstream hyper-parameters only)",
     "shockwave-max-remaining": "Shockwave (defaults, upstream's 1e-3 max_j R_j term)",
@@ -151,6 +160,8 @@ def policies(all_: bool, only: list[str] | None = None) -> list[tuple[str, Any]]
         ("shockwave", ShockwavePolicy()),
         ("shockwave-upstream", ShockwavePolicy(preset="upstream")),
         ("shockwave-upstream-oracle", ShockwavePolicy(preset="upstream", forecast="oracle")),
+        ("shockwave-upstream-dirichlet", ShockwavePolicy(preset="upstream",
+                                                         forecast="upstream_dirichlet")),
         ("shockwave-scale-free", ShockwavePolicy(makespan="scale_free", lam=32.0,
                                                  hard_ftf=False)),
         ("shockwave-no-hard-ftf", ShockwavePolicy(hard_ftf=False)),
@@ -289,28 +300,42 @@ def run_trace(args: argparse.Namespace, scale: int) -> int:
 
 def run_seeds(args: argparse.Namespace) -> int:
     scales = [120, 900] if args.scale == "both" else [int(args.scale)]
+    seeds = list(range(args.seed_offset, args.seed_offset + args.seeds))
     for scale in scales:
         n, gpus, _, _ = SCALES[scale]
         rows: dict[str, list[Any]] = {}
-        print(f"\n{n} generated jobs on {gpus} V100s, {args.seeds} seeds (poisson_workload, "
-              f"{SEED_RATES[scale]:.0f} arrivals/h, builtin throughputs): mean +- std")
-        for seed in range(args.seeds):
+        cpu0 = time.process_time()
+        print(f"\n{n} generated jobs on {gpus} V100s, seeds {seeds[0]}..{seeds[-1]} "
+              f"(poisson_workload, {SEED_RATES[scale]:.0f} arrivals/h, builtin throughputs)")
+        print(f"{'seed':>5s} {'policy':28s} {'makespan (s)':>12s} {'avg JCT (s)':>12s} "
+              f"{'worst rho':>10s} {'unfair %':>9s} {'sim s':>7s}")
+        for seed in seeds:
             w = poisson_workload(n, rate=SEED_RATES[scale], seed=seed)
             results, seconds = simulate_all(w, gpus, args.all, args.policies, quiet=True)
             table = compare(results, unfair_threshold=UNFAIR)
             for name, row in table.iterrows():
-                rows.setdefault(str(name), []).append(
-                    (row["makespan"], row["avg_jct"], row["worst_rho"],
-                     100 * row["unfair_fraction"], seconds[str(name)]))
-            print(f"  seed {seed} done", file=sys.stderr)
+                vals = (row["makespan"], row["avg_jct"], row["worst_rho"],
+                        100 * row["unfair_fraction"], seconds[str(name)])
+                rows.setdefault(str(name), []).append(vals)
+                print(f"{seed:5d} {str(name):28s} {vals[0]:12.0f} {vals[1]:12.0f} "
+                      f"{vals[2]:10.2f} {vals[3]:9.1f} {vals[4]:7.1f}", flush=True)
+        print(f"\nmean +- std over {len(seeds)} seeds (population std); CPU "
+              f"{time.process_time() - cpu0:.0f} s")
         print(f"{'policy':56s} {'makespan (s)':>18s} {'avg JCT (s)':>18s} {'worst rho':>14s} "
               f"{'unfair %':>12s} {'sim s':>7s}")
+        means = {}
         for name, vals in rows.items():
             a = np.asarray(vals)
             mean, std = a.mean(axis=0), a.std(axis=0)
+            means[name] = mean
             print(f"{LABELS.get(name, name):56s} {mean[0]:9.0f} +- {std[0]:5.0f} "
                   f"{mean[1]:9.0f} +- {std[1]:5.0f} {mean[2]:6.2f} +- {std[2]:4.2f} "
                   f"{mean[3]:5.1f} +- {std[3]:4.1f} {mean[4]:7.1f}")
+        if "shockwave" in means and "shockwave-upstream" in means:
+            d, u = means["shockwave"], means["shockwave-upstream"]
+            print(f"defaults vs upstream preset (mean): makespan {100 * (d[0] / u[0] - 1):+.1f} %, "
+                  f"JCT {100 * (d[1] / u[1] - 1):+.1f} %, worst rho {d[2] - u[2]:+.2f}, "
+                  f"unfair {d[3] - u[3]:+.1f} points")
     return 0
 
 
@@ -323,6 +348,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="the 900-job trace on 256 GPUs (wisr_throughputs.json)")
     ap.add_argument("--seeds", type=int, default=0,
                     help="run this many generated workloads instead of a trace")
+    ap.add_argument("--seed-offset", type=int, default=0,
+                    help="first seed of --seeds (seeds 0-2 chose the defaults: report others)")
     ap.add_argument("--scale", choices=("120", "900", "both"), default="120",
                     help="scale of the generated workloads (--seeds)")
     ap.add_argument("--policies", type=lambda s: s.split(","), default=None,

@@ -17,6 +17,8 @@ from fairalloc.sim.cli import _build_policies, _parse_params
 from fairalloc.sim.policies import ShockwavePolicy
 from fairalloc.sim.policies.shockwave_upstream import (
     EqualShareLateness,
+    dirichlet_remaining,
+    fill_window,
     reorder_window,
     upstream_config,
 )
@@ -233,3 +235,167 @@ def test_themis_upstream_variant_counts_cumulative_isolated_time() -> None:
         with pytest.raises(fa.InputError) as info:
             GavelPolicy("max_min_fairness", **bad)
         assert info.value.argument == next(iter(bad))
+
+
+# -- continuous epoch progress at the mean epoch time seen so far (plan_progress) -------------
+def test_progress_seconds_hand_checked() -> None:
+    # job 0: 2 of 10 epochs done, 8 left at 100 s (800 s); job 1: 4 epochs of 300 s. One GPU,
+    # 4 rounds of 120 s, no makespan term. At progress_seconds s, n rounds of job 0 count
+    # min(2 + 120 n / s, 10) / 10 and leave max(0, 800 - min(120 n, 8 s)) seconds.
+    jobs = [fa.PlanJob(workers=1, total_epochs=10, done_epochs=2, ftf=1.0,
+                       regimes=[(100.0, 8)]),
+            fa.PlanJob(workers=1, total_epochs=4, done_epochs=0, ftf=1.0, regimes=[(300.0, 4)])]
+    plan = fa.plan_schedule(jobs, 1, rounds=4, round_duration=120.0, lam=0.0,
+                            progress_seconds=[60.0, 300.0])
+    n = np.asarray(plan.schedule).sum(axis=1)
+    assert n.sum() == 4
+    np.testing.assert_allclose(plan.utility, [min(2 + 120 * n[0] / 60, 10) / 10,
+                                              min(120 * n[1] / 300, 4) / 4])
+    np.testing.assert_allclose(plan.remaining, [max(0.0, 800 - min(120 * n[0], 480)),
+                                                max(0.0, 1200 - min(120 * n[1], 1200))])
+    # the same jobs along their regimes: job 0 advances at 100 s per epoch
+    base = fa.plan_schedule(jobs, 1, rounds=4, round_duration=120.0, lam=0.0)
+    nb = np.asarray(base.schedule).sum(axis=1)
+    np.testing.assert_allclose(base.utility[0], (2 + 1.2 * nb[0]) / 10)
+    # a faster seen epoch time makes job 0's rounds worth more: it gets at least as many
+    assert n[0] >= nb[0]
+
+
+@pytest.mark.parametrize(("bad", "index"), [([60.0, 0.0], (1,)), ([np.inf, 1.0], (0,)),
+                                            ([-1.0, 1.0], (0,)), ([1.0], None)])
+def test_progress_seconds_validated(bad, index) -> None:
+    jobs = [fa.PlanJob(workers=1, total_epochs=2, done_epochs=0, ftf=1.0, regimes=[(1.0, 2)])] * 2
+    with pytest.raises(fa.InputError) as info:
+        fa.plan_schedule(jobs, 1, rounds=2, progress_seconds=bad)
+    assert info.value.argument == "progress_seconds"
+    assert info.value.index == index
+
+
+def _record_planner(calls):
+    def planner(jobs, num_gpus, **options):
+        calls.append((jobs, options))
+        return fa.plan_schedule(jobs, num_gpus, **options)
+    return planner
+
+
+def test_preset_plans_at_the_seen_mean_epoch_time() -> None:
+    p = ShockwavePolicy(preset="upstream").params
+    assert p["plan_progress"] == "seen_mean" and p["lateness_work"] == "epochs"
+    q = ShockwavePolicy(preset="upstream", plan_progress="forecast").params
+    assert q["plan_progress"] == "forecast"
+    assert ShockwavePolicy().params["plan_progress"] == "forecast"
+    for name in ("plan_progress", "lateness_work"):
+        with pytest.raises(fa.InputError) as info:
+            ShockwavePolicy(**{name: "nope"})
+        assert info.value.argument == name
+    # static jobs: every epoch takes the same time, so the seen mean is that epoch time
+    w = poisson_workload(4, rate=60.0, seed=2, max_scale_factor=1, mode_probs=(1.0, 0.0, 0.0))
+    calls: list = []
+    pol = ShockwavePolicy(preset="upstream", window=4, planner=_record_planner(calls))
+    simulate(w, fa.Cluster({"v100": 2}), pol, round_duration=600.0)
+    assert calls and all("progress_seconds" in o for _, o in calls)
+    for jobs, o in calls:
+        per_epoch = np.array([j.regimes[0][0] for j in jobs])
+        np.testing.assert_allclose(o["progress_seconds"], per_epoch, rtol=1e-9)
+    calls.clear()
+    simulate(w, fa.Cluster({"v100": 2}),
+             ShockwavePolicy(preset="upstream", window=4, plan_progress="forecast",
+                             planner=_record_planner(calls)), round_duration=600.0)
+    assert calls and not any("progress_seconds" in o for _, o in calls)
+
+
+def test_lateness_work_epochs_leaves_restarts_out_of_the_fair_finish_time() -> None:
+    # the equal-share finish time counts the seconds of the epochs done (restart overhead
+    # left out), so until the two runs part the epochs-based weights are never lower
+    w = poisson_workload(6, rate=120.0, seed=3, max_scale_factor=1, mode_probs=(1.0, 0.0, 0.0))
+    runs = []
+    for work in ("attained", "epochs"):
+        calls: list = []
+        pol = ShockwavePolicy(preset="upstream", window=4, lateness_work=work,
+                              planner=_record_planner(calls))
+        simulate(w, fa.Cluster({"v100": 2}), pol, round_duration=600.0,
+                 restart_overhead=120.0)
+        runs.append([np.array([j.ftf for j in jobs]) for jobs, o in calls
+                     if "remaining_limit" not in o])
+    differ = [i for i, (a, b) in enumerate(zip(*runs, strict=False))
+              if a.shape != b.shape or not np.array_equal(a, b)]
+    assert differ, "the restart overhead never changed a weight"
+    a, b = runs[0][differ[0]], runs[1][differ[0]]
+    assert a.shape == b.shape and np.all(b >= a) and np.any(b > a)
+
+
+# -- upstream's own forecast: a Dirichlet posterior over the schedule's batch sizes -----------
+def test_dirichlet_remaining_hand_checked() -> None:
+    # 4 epochs, sizes 32, 32, 64, 64 (60 s, 60 s, 30 s, 30 s), one done: prior 2 + 2 observed
+    # (epochs 0 and 1) for 32, 2 for 64; rebased to 4 epochs: 8/3 and 4/3; the two observed
+    # 32-epochs taken off: 2/3 and 4/3; seconds 2/3 * 60 + 4/3 * 30 = 80, times 3 / max(3, 3)
+    assert dirichlet_remaining([32, 32, 64, 64], [60, 60, 30, 30], 1) == pytest.approx(80.0)
+    # one batch size: one epoch less than the truth (the current epoch counts as observed)
+    assert dirichlet_remaining([32] * 5, [10.0] * 5, 0) == pytest.approx(40.0)
+    assert dirichlet_remaining([32] * 5, [10.0] * 5, 2) == pytest.approx(20.0)
+    # sizes 8, 8, 16 (4 s, 4 s, 2 s), two done: prior 1.5 each, observed 2 and 1, rebased to
+    # 3 epochs: 1.75 and 1.25; the 8-size loses one epoch only (upstream subtracts while >= 1):
+    # 0.75 and 0.25; (0.75 * 4 + 0.25 * 2) * 1 / max(int(1 + 1), 1)
+    assert dirichlet_remaining([8, 8, 16], [4.0, 4.0, 2.0], 2) == pytest.approx(1.75)
+    assert dirichlet_remaining([32] * 3, [1.0] * 3, 3) == 1.0  # upstream's value when done
+    with pytest.raises(fa.InputError):
+        dirichlet_remaining([32, 64], [1.0], 0)
+
+
+def test_policy_plans_with_upstreams_dirichlet_forecast() -> None:
+    # static jobs: the forecast is one epoch short of the truth, (E - F - 1) epoch times
+    w = poisson_workload(4, rate=60.0, seed=2, max_scale_factor=1, mode_probs=(1.0, 0.0, 0.0))
+    per_epoch = w.regime_seconds[:, 0].min(axis=1)
+    calls: list = []
+    pol = ShockwavePolicy(preset="upstream", window=4, forecast="upstream_dirichlet",
+                          planner=_record_planner(calls))
+    r = simulate(w, fa.Cluster({"v100": 2}), pol, round_duration=120.0)
+    assert np.isfinite(r.finish).all() and calls
+    # a job in its last epoch is forecast 0 s (planned at the floor, not refused)
+    assert any(j.total_epochs - j.done_epochs < 2 for jobs, _ in calls for j in jobs)
+    for jobs, _ in calls:
+        for j in jobs:
+            left = j.total_epochs - j.done_epochs
+            if left >= 2:
+                ratio = j.remaining_seconds / (left - 1)
+                assert np.isclose(per_epoch, ratio, rtol=1e-9).any()
+
+
+# -- upstream's idle fill, chosen at the solve for the whole window ---------------------------
+def test_fill_window_hand_checked() -> None:
+    # 4 GPUs, jobs by remaining: 3 (3 GPUs, 99 s), 2 (2 GPUs, 90 s), 1 (2 GPUs, 50 s), 0.
+    # Round 0 has job 0 (2 GPUs) planned: job 3 does not fit in the 2 idle GPUs, job 2 (longer
+    # than job 1) takes them. Round 1 is empty: job 3 takes 3 GPUs, the last one fits nobody.
+    out = fill_window([[1, 0], [0, 0], [0, 0], [0, 0]], [2, 2, 2, 3], [10.0, 50.0, 90.0, 99.0],
+                      4)
+    assert out.astype(int).tolist() == [[1, 0], [0, 0], [1, 0], [0, 1]]
+
+
+@SETTINGS
+@given(st.integers(0, 10_000), st.integers(1, 6), st.integers(1, 5), st.integers(1, 6))
+def test_fill_window_keeps_the_plan_and_leaves_no_gap_a_job_fits(seed, n, T, M) -> None:
+    rng = np.random.default_rng(seed)
+    w = rng.integers(1, M + 1, size=n)
+    plan = np.zeros((n, T), dtype=bool)
+    for t in range(T):  # a feasible plan
+        for j in rng.permutation(n):
+            if rng.random() < 0.4 and (plan[:, t] * w).sum() + w[j] <= M:
+                plan[j, t] = True
+    out = fill_window(plan, w, rng.random(n) * 100, M)
+    assert np.all(out[plan])  # the plan's rounds stay
+    used = (out * w[:, None]).sum(axis=0)
+    assert np.all(used <= M)
+    # greedy: a job left out of a round does not fit in what the round leaves idle
+    for t in range(T):
+        assert np.all(w[~out[:, t]] > M - used[t])
+
+
+def test_policy_at_solve_runs_only_the_filled_window() -> None:
+    w = poisson_workload(6, rate=120.0, seed=3, max_scale_factor=2, mode_probs=(0.0, 0.5, 0.5))
+    pol = ShockwavePolicy(preset="upstream", window=4, idle_fill="at_solve")
+    r = simulate(w, fa.Cluster({"v100": 4}), pol, round_duration=600.0)
+    assert np.isfinite(r.finish).all() and pol.plans > 0
+    assert pol.filled == 0  # nobody runs outside the window built at the solve
+    with pytest.raises(fa.InputError) as info:
+        ShockwavePolicy(idle_fill="later")
+    assert info.value.argument == "idle_fill"

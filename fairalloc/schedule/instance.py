@@ -382,7 +382,8 @@ def _build_plan_instance(jobs: Any, num_gpus: Any, *, rounds: Any, round_duratio
                          k: Any, lam: Any, z0: Any, util_floor: Any, expectation: str,
                          makespan: str, regime_model: str, restart_penalty: Any,
                          welfare_norm: str = "gpus",
-                         log_breakpoints: Any = None) -> _PlanInstance:
+                         log_breakpoints: Any = None,
+                         progress_seconds: Any = None) -> _PlanInstance:
     """Validate the plan's inputs and build its per-count tables (every solver path's data)."""
     if isinstance(jobs, PlanJob):
         jobs = [jobs]
@@ -462,6 +463,9 @@ def _build_plan_instance(jobs: Any, num_gpus: Any, *, rounds: Any, round_duratio
     rem *= inv[:, None]
     finish = np.zeros(N, dtype=np.int64)
     np.maximum.at(finish, owner, rounds_q)
+    if progress_seconds is not None:
+        util, rem, finish = _seen_mean_tables(progress_seconds, util[:, 0], rem[:, 0], finish,
+                                              F, E, D, T)
     cap = np.minimum(finish, T)
 
     # the mean trajectory's regime boundaries (seconds), for reporting regime indices
@@ -503,6 +507,32 @@ def _build_plan_instance(jobs: Any, num_gpus: Any, *, rounds: Any, round_duratio
                          "overflow a float; use a smaller value (or a larger z0)",
                          argument="lam")
     return dataclasses.replace(inst, data_scale=scale)
+
+
+def _seen_mean_tables(progress_seconds: Any, util0: np.ndarray, rem0: np.ndarray,
+                      finish: np.ndarray, F: np.ndarray, E: np.ndarray, D: float,
+                      T: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Upstream's continuous epoch progress: ``n`` rounds advance ``min(n D / s_j, E_j - F_j)``
+    epochs at one epoch time ``s_j`` (``progress_seconds``), and the remaining time is the
+    forecast's ``R_j`` less the seconds planned, ``max(0, R_j - min(n D, (E_j - F_j) s_j))``."""
+    ps = as_real_array(progress_seconds, "progress_seconds")
+    if ps.shape != F.shape:
+        raise InputError(f"progress_seconds has shape {ps.shape}; expected {F.shape}",
+                         argument="progress_seconds")
+    bad = np.flatnonzero(~(np.isfinite(ps) & (ps > 0)))
+    if bad.size:
+        i = int(bad[0])
+        raise InputError(f"progress_seconds[{i}] = {ps[i]} (must be positive and finite)",
+                         argument="progress_seconds", index=(i,))
+    left = E - F
+    planned = np.minimum(D * np.arange(T + 1, dtype=float)[None, :], (left * ps)[:, None])
+    util = np.where(left[:, None] > 0, np.minimum((F[:, None] + planned / ps[:, None])
+                                                  / E[:, None], 1.0), util0[:, None])
+    rem = np.maximum(rem0[:, None] - planned, 0.0)
+    with np.errstate(over="ignore"):
+        need = np.minimum(left * ps / D, MAX_NEEDED_ROUNDS)
+    finish = np.maximum(finish, np.ceil(need - ROUND_SLACK).astype(np.int64))
+    return util, rem, finish
 
 
 def _as_breakpoints(value: Any) -> np.ndarray | None:

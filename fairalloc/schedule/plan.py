@@ -378,6 +378,7 @@ def plan_schedule(
     remaining_limit: Any = None,
     node_limit: int | None = None,
     log_breakpoints: Any = None,
+    progress_seconds: Any = None,
 ) -> PlanResult:
     """Plan the next ``rounds`` rounds with Shockwave's program (Eq. 11, App. G.1-G.3, H).
 
@@ -459,6 +460,11 @@ def plan_schedule(
         between these progress fractions (increasing, from 0 to 1; ``log(util_floor)`` at 0).
         Upstream uses ``(0, 0.2, 0.4, 0.6, 0.8, 1)`` (``UPSTREAM_LOG_BREAKPOINTS``: slope about
         61 below 20 % progress). Default: the exact log.
+    progress_seconds : array_like, shape (n,), optional
+        Upstream's continuous epoch progress: the welfare counts ``n`` rounds of job ``j`` as
+        ``min(n D / s_j, E_j - F_j)`` more epochs at this one epoch time ``s_j`` (upstream: the
+        mean epoch time seen so far), and its remaining time is ``max(0, R_j - min(n D,
+        (E_j - F_j) s_j))``. Default: both along the job's regimes.
     warm_start : bool, default False
         ``method="milp"`` only: run the fast path first and give its schedule to HiGHS as a
         MIP start (``"auto"`` always does so when it falls back to the MILP).
@@ -548,7 +554,8 @@ def plan_schedule(
                                 regime_model=regime_model, restart_penalty=restart_penalty,
                                 welfare_norm=as_option(welfare_norm, "welfare_norm",
                                                        WELFARE_NORMS),
-                                log_breakpoints=log_breakpoints)
+                                log_breakpoints=log_breakpoints,
+                                progress_seconds=progress_seconds)
     if makespan == "longest":
         inst = _longest_term(inst, z0)
     labels = as_labels(ids, "ids", inst.N, "jobs")

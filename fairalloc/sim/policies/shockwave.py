@@ -29,6 +29,8 @@ from .base import BasePolicy, pack_by_priority
 from .shockwave_upstream import (
     UPSTREAM_PRESET,
     EqualShareLateness,
+    dirichlet_remaining,
+    fill_window,
     reorder_window,
     upstream_config,
 )
@@ -75,7 +77,7 @@ MAX_LOG_FTF = 700.0
 #: how the FTF estimates become plan weights
 WEIGHT_MODES = ("clipped", "power")
 #: who gets the GPUs the plan leaves idle in a round
-IDLE_FILLS = ("longest", "shortest", "none")
+IDLE_FILLS = ("longest", "shortest", "none", "at_solve")
 #: how a late job forecast to finish within one round is favoured
 NEAR_COMPLETION = ("first", "weight", "off")
 #: default ``rhomax`` of ``hard_ftf``: every job's forecast finish time must stay within this
@@ -93,13 +95,19 @@ FTF_FORECAST = "empirical"
 #: round of the window (default), or all of them when any is infeasible (upstream)
 HARD_FTF_DROPS = ("unreachable", "all")
 #: the forecast methods of ``forecast`` and ``ftf_forecast``
-FORECASTS = ("restatement", "bayesian", "greedy", "empirical", "oracle")
+FORECASTS = ("restatement", "bayesian", "greedy", "empirical", "oracle", "upstream_dirichlet")
 #: who is late: the FTF estimate of Eq. 9 (``"ftf"``) or upstream's projected finish over its
 #: momentum-averaged equal-share finish time (``"upstream"``, `EqualShareLateness`)
 LATENESS = ("ftf", "upstream")
 #: the plan weights when the hard finish-time limits are met: ``weights=``'s (``"weighted"``)
 #: or none at all (``"none"``, upstream)
 HARD_FTF_WEIGHTS = ("weighted", "none")
+#: the welfare's progress: along the forecast's regimes, or upstream's continuous epochs at the
+#: mean epoch time seen so far (``plan_schedule(progress_seconds=)``)
+PLAN_PROGRESS = ("forecast", "seen_mean")
+#: the work in upstream's equal-share finish time: attained seconds (restarts included) or
+#: the measured seconds of the epochs done (upstream's ``sum(epoch_duration[:progress])``)
+LATENESS_WORK = ("attained", "epochs")
 #: ``reorder``'s modes besides True/False: upstream's reordering MILP (`reorder_window`)
 REORDER_MODES = ("milp",)
 #: the configurations ``preset`` names (`UPSTREAM_PRESET`)
@@ -261,13 +269,14 @@ class ShockwavePolicy(BasePolicy):
         ``formulations/shockwave_options.md`` compares them.
     window : int, default 20
         Rounds per plan.
-    forecast : {"restatement", "bayesian", "greedy", "empirical", "oracle"}
+    forecast : {"restatement", "bayesian", "greedy", "empirical", "oracle", "upstream_dirichlet"}
         ``"empirical"``: the restatement rule with regime-length priors and epoch-time ratios
         pooled from what every job has shown so far (`fairalloc.schedule.posteriors.RegimePool`;
         observed only, not the default: it halves the early-age forecast error on the 120-job
         trace but does not improve the schedules, ``benchmarks/forecast.py``). ``"oracle"``
-        reads each job's true future schedule (comparison only, as upstream does).
-    ftf_forecast : {"restatement", "bayesian", "greedy", "empirical", "oracle"} or None
+        reads each job's true future schedule, ``"upstream_dirichlet"`` upstream's own forecast
+        (`dirichlet_remaining`: it reads the future too); both for comparison only.
+    ftf_forecast : one of ``forecast``'s methods, or None
         The forecast the fairness side reads -- FTF estimates (plan weights), near-completion
         and the ``hard_ftf`` limits (scaled into the plan's seconds, `hard_ftf_limits`) --
         while the plan's remaining times (welfare and makespan terms) read ``forecast``.
@@ -348,7 +357,15 @@ class ShockwavePolicy(BasePolicy):
         arrivals and completions only, no work-conservation constraint in the program) and,
         when neither ``k`` nor ``lam`` is given, upstream's configuration for the cluster's
         size at each reset (`upstream_config`: ``lam = 1e-3``, ``k = 12`` at 32 GPUs). The
-        forecast stays ``forecast=`` (observed only unless ``"oracle"``, upstream's own).
+        forecast stays ``forecast=`` (observed only unless ``"upstream_dirichlet"``/``"oracle"``).
+    plan_progress : {"forecast", "seen_mean"}
+        The welfare's progress: along the forecast's regimes (default), or upstream's
+        continuous epochs at the mean epoch time of the epochs seen so far and the current one
+        (`fairalloc.plan_schedule`'s ``progress_seconds``).
+    lateness_work : {"attained", "epochs"}
+        ``lateness="upstream"``: the work done in the equal-share finish time, attained seconds
+        (default; restart overhead included) or the measured seconds of the epochs done
+        (upstream).
     planner : callable, optional
         Called instead of `fairalloc.plan_schedule` for each re-plan, with its arguments
         (``planner(jobs, num_gpus, rounds=..., **options)``; with ``hard_ftf`` the first call
@@ -366,9 +383,10 @@ class ShockwavePolicy(BasePolicy):
         job's round count and moves high-priority jobs' rounds to the front of the window
         (`reorder_window`), applied to plans made without the hard limits (it orders the
         columns ``execution="columns"`` runs). Flags may be spelled ``true``/``false``/``1``/``0``.
-    idle_fill : {"longest", "shortest", "none"}
-        Who gets GPUs the plan's jobs leave idle: the longest remaining (upstream), the
-        shortest remaining, or nobody. `filled` counts the job-rounds it ran.
+    idle_fill : {"longest", "shortest", "none", "at_solve"}
+        Who gets GPUs the plan's jobs leave idle: the longest remaining, the shortest remaining,
+        or nobody (`filled` counts the job-rounds it ran); ``"at_solve"`` (upstream): the longest
+        forecast remaining, chosen at the re-plan for every round of the window (`fill_window`).
     method, gap_tol, work_conservation, restart_penalty, expectation, \
 regime_model, z0, util_floor, warm_start, threads, backend : optional
         Passed to `fairalloc.plan_schedule` when given (`PLAN_OPTIONS`);
@@ -410,6 +428,7 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
                  hard_ftf: bool = True, rhomax: float = HARD_FTF_RHOMAX,
                  hard_ftf_drop: str = "unreachable", lateness: str = "ftf",
                  hard_ftf_weights: str = "weighted", log_breakpoints: Any = None,
+                 plan_progress: str = "forecast", lateness_work: str = "attained",
                  preset: str | None = None, planner: Any = None) -> None:
         opts = {n: v for n, v in locals().items()
                 if n not in ("self", "preset", "planner", "__class__")}
@@ -438,7 +457,8 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
                    weights: str, boost: float, welfare_norm: Any, replan_interval: Any,
                    reorder: Any, idle_fill: str, near_completion: str, near_rounds: int,
                    hard_ftf: Any, rhomax: float, hard_ftf_drop: str, lateness: str,
-                   hard_ftf_weights: str, log_breakpoints: Any) -> None:
+                   hard_ftf_weights: str, log_breakpoints: Any, plan_progress: str,
+                   lateness_work: str) -> None:
         from ...schedule import PlanJob, ReplanPolicy, plan_schedule
 
         given = {"method": method, "gap_tol": gap_tol, "time_limit": time_limit,
@@ -474,6 +494,8 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
         hard_ftf = _flag(hard_ftf, "hard_ftf")
         lateness = as_option(lateness, "lateness", LATENESS)
         hard_ftf_weights = as_option(hard_ftf_weights, "hard_ftf_weights", HARD_FTF_WEIGHTS)
+        plan_progress = as_option(plan_progress, "plan_progress", PLAN_PROGRESS)
+        lateness_work = as_option(lateness_work, "lateness_work", LATENESS_WORK)
         rhomax = as_positive_float(rhomax, "rhomax")
         hard_ftf_drop = as_option(hard_ftf_drop, "hard_ftf_drop", HARD_FTF_DROPS)
         super().__init__({"k": k, "lam": lam, "window": window, "forecast": forecast,
@@ -486,9 +508,11 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
                           "near_rounds": near_rounds, "hard_ftf": hard_ftf,
                           "rhomax": rhomax, "hard_ftf_drop": hard_ftf_drop,
                           "lateness": lateness, "hard_ftf_weights": hard_ftf_weights,
+                          "plan_progress": plan_progress, "lateness_work": lateness_work,
                           **({"preset": self.preset} if self.preset else {}),
                           **plan_options})
         self.lateness, self.hard_ftf_weights = lateness, hard_ftf_weights
+        self.plan_progress, self.lateness_work = plan_progress, lateness_work
         self.hard_ftf, self.rhomax, self.hard_ftf_drop = hard_ftf, float(rhomax), hard_ftf_drop
         self.weights, self.boost, self.replan_interval = weights, float(boost), interval
         self.reorder, self.idle_fill = reorder, idle_fill
@@ -572,7 +596,7 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
         out = []
         w = self.workload
         for i in range(v.n):  # one forecast per job: the library's per-job API
-            if method == "oracle":
+            if method in ("oracle", "upstream_dirichlet"):
                 assert w is not None  # reset() stored the workload before the first round
                 row = int(v.index[i])
                 r = int(w.num_regimes[row])
@@ -580,6 +604,12 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
                 bs = np.repeat(w.regime_batch[row, :r], reps)
                 sec = np.repeat(w.regime_seconds[row, :r].min(axis=1), reps)
                 done = min(int(math.floor(v.epochs_done[i] + EPOCH_ROUNDOFF)), bs.size)
+                if method == "upstream_dirichlet" and done < bs.size:
+                    # upstream's forecast, as one flat regime over the epochs left
+                    per = max(dirichlet_remaining(bs, sec, done),
+                              MIN_REMAINING) / (bs.size - done)
+                    bs, sec = np.full(bs.size, bs[done]), np.where(
+                        np.arange(bs.size) < done, sec, per)
                 out.append(oracle_forecast(bs, sec, done))
                 continue
             bs, sec = v.observed_epochs(i)
@@ -622,8 +652,9 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
             # upstream: now + R / min(1, M/N) over the momentum-averaged equal-share finish
             # time, re-estimated only on arrivals and completions; late above rhomax
             if self._reestimate:
-                self._late.record(v.index, self._round, v.arrival, v.attained, rem_f,
-                                  num_gpus=M)
+                work = (v.attained if self.lateness_work == "attained"
+                        else (v.history_epochs * v.history_seconds).sum(axis=1))
+                self._late.record(v.index, self._round, v.arrival, work, rem_f, num_gpus=M)
                 self._reestimate = False
             target = self._late.target(v.index, self._round)
             share = min(1.0, M / max(v.n, 1))
@@ -653,6 +684,11 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
             jobs.append(PlanJob(workers=int(v.scale_factor[i]), total_epochs=fc.total_epochs,
                                 done_epochs=fc.done_epochs, ftf=ftf_i, regimes=regimes,
                                 running=bool(v.running[i])))
+        extra: dict[str, Any] = {}
+        if self.plan_progress == "seen_mean":  # upstream: mean of epoch_duration[:progress+1]
+            seen = (v.history_epochs * v.history_seconds).sum(axis=1)
+            extra["progress_seconds"] = ((seen + np.min(v.epoch_seconds, axis=1))
+                                         / (v.epochs_done + 1.0))
         plan = None
         dropped = self.hard_ftf_dropped
         if self.hard_ftf:
@@ -672,7 +708,7 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
             try:
                 if np.any(limit < 0):
                     raise InfeasibleError("a finish-time limit is already missed")
-                opts = {**self.plan_options, "method": "auto"}
+                opts = {**self.plan_options, "method": "auto", **extra}
                 plan = solve(plain, M, rounds=self.window, round_duration=D, k=self.k,
                              lam=self.lam, remaining_limit=limit, **opts)
                 self.hard_ftf_plans += 1
@@ -682,12 +718,12 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
             if plan is None:
                 plan = solve(jobs, M, rounds=self.window,
                              round_duration=state.cluster.round_duration, k=self.k,
-                             lam=self.lam, **self.plan_options)
+                             lam=self.lam, **self.plan_options, **extra)
         except SolverError:
             # the full MILP's answer failed its independent check (e.g. its objective disagrees
             # with the recomputed one beyond the tolerance): plan with the fast path alone,
             # whose schedule is certified without the backend's objective
-            opts = {**self.plan_options, "method": "fast", "warm_start": False}
+            opts = {**self.plan_options, "method": "fast", "warm_start": False, **extra}
             plan = solve(jobs, M, rounds=self.window,
                          round_duration=state.cluster.round_duration, k=self.k,
                          lam=self.lam, **opts)
@@ -698,6 +734,8 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
         if self.reorder == "milp" and (not self.hard_ftf or self.hard_ftf_dropped > dropped):
             sched = reorder_window(sched, v.scale_factor, self.k * np.log(weighed), M)
             self.reordered += 1
+        if self.idle_fill == "at_solve":  # upstream's construct_schedules
+            sched = fill_window(sched, v.scale_factor, remaining, M)
         self._plan = dict(zip(v.ids, sched, strict=True))
         self._left = dict(zip(v.ids, sched.sum(axis=1).tolist(), strict=True))
         self._planned, self._elapsed = sched.shape[1], 0
@@ -746,13 +784,13 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
             order = np.lexsort((rem, -ftf, ~keep, ~finisher, -prio, ~must, ~near))
             rank = np.empty(v.n)
             rank[order] = np.arange(v.n)
-            idle = {"longest": fill - rem, "shortest": rem, "none": rem}[self.idle_fill]
+            idle = {"longest": fill - rem, "shortest": rem}.get(self.idle_fill, rem)
             priority = np.where(run | near, rank, v.n + idle)
         if self.execution == "columns":
             if self.idle_fill == "shortest":
                 priority = np.where(run, priority, 2.0 * fill + rem)
             priority = np.where(near, -2.0 * fill, priority)
-        limit = (run | near) if self.idle_fill == "none" else None
+        limit = (run | near) if self.idle_fill in ("none", "at_solve") else None
         sched = pack_by_priority(v, cluster, priority, limit=limit)
         ran = np.asarray(sched.gpus).sum(axis=1) > 0
         for i in np.flatnonzero(ran & run).tolist():

@@ -19,9 +19,10 @@ from scipy import sparse
 from ...backends import LinearProgram, get_backend
 from ...errors import InputError
 from ...schedule.instance import UPSTREAM_LOG_BREAKPOINTS
+from .base import greedy_pack
 
-__all__ = ["UPSTREAM_CONFIGS", "UPSTREAM_PRESET", "EqualShareLateness", "reorder_window",
-           "upstream_config"]
+__all__ = ["UPSTREAM_CONFIGS", "UPSTREAM_PRESET", "EqualShareLateness", "dirichlet_remaining",
+           "fill_window", "reorder_window", "upstream_config"]
 
 #: upstream's configuration by cluster size (its reproduction configs): GPUs ->
 #: (makespan coefficient, upstream's ``k``; FTF exponent, upstream's ``lambda``)
@@ -54,11 +55,13 @@ UPSTREAM_PRESET: dict[str, Any] = {
     "hard_ftf_weights": "none",
     "reorder": "milp",
     "execution": "columns",
-    "idle_fill": "longest",  # construct_schedules' greedy fill, column by column
+    "idle_fill": "at_solve",  # construct_schedules' greedy fill of the window at the solve
     "work_conservation": "none",  # no work-conservation constraint in the program
     "replan": "lazy",  # no re-plan on regime changes
     "replan_interval": 8,
     "ftf_forecast": None,  # one forecast everywhere
+    "plan_progress": "seen_mean",  # continuous epochs at the mean epoch time seen so far
+    "lateness_work": "epochs",  # equal-share finish times from measured epoch durations
 }
 
 
@@ -146,6 +149,88 @@ class EqualShareLateness:
         area = self.area[rows] + last * (round_index - self.last_round[rows])
         avg = np.where(span > 0, area / np.maximum(span, 1), last)
         return FINISH_TIME_MOMENTUM * avg + (1.0 - FINISH_TIME_MOMENTUM) * last
+
+
+def dirichlet_remaining(batch_sizes: Any, epoch_seconds: Any, done_epochs: int) -> float:
+    """Upstream's forecast of a job's remaining seconds (``dirichlet_posterior_remaining_runtime``).
+
+    It reads the job's future: the set of batch sizes its whole schedule uses and each one's
+    mean epoch time. A Dirichlet prior of ``E / K`` epochs on each of the ``K`` batch sizes is
+    updated with the batch sizes of epochs ``0 .. done`` (the current one included), rebased to
+    ``E`` epochs, the observed epochs taken off (one at a time, while a size keeps at least one),
+    and the rebased epochs' seconds scaled by ``(E - done) / max(E - done, int(sum + 1))``.
+
+    Parameters
+    ----------
+    batch_sizes, epoch_seconds : array_like, shape (E,)
+        Batch size and seconds of every epoch of the job, past and future.
+    done_epochs : int
+        Epochs finished.
+
+    Returns
+    -------
+    float
+        Seconds (upstream's 1.0 when no epoch is left).
+
+    Examples
+    --------
+    >>> round(dirichlet_remaining([32, 32, 64, 64], [60, 60, 30, 30], 1), 6)
+    80.0
+    """
+    bs = np.asarray(batch_sizes, dtype=float)
+    sec = np.asarray(epoch_seconds, dtype=float)
+    if bs.ndim != 1 or bs.shape != sec.shape or bs.size == 0:
+        raise InputError("batch_sizes and epoch_seconds must be 1-d of one length",
+                         argument="epoch_seconds")
+    E = bs.size
+    done = int(done_epochs)
+    left = E - done
+    if left <= 0:
+        return 1.0
+    modes, inv = np.unique(bs, return_inverse=True)
+    obs = np.bincount(inv[:done + 1], minlength=modes.size).astype(float)
+    conc = E / modes.size + obs
+    reb = E * conc / conc.sum()
+    reb -= np.minimum(obs, np.floor(reb))
+    dur = np.bincount(inv, weights=sec) / np.bincount(inv)
+    inflated = max(int(reb.sum() + 1), left)
+    return float((reb * dur).sum() * left / inflated)
+
+
+def fill_window(schedule: Any, workers: Any, remaining: Any, num_gpus: int) -> np.ndarray:
+    """Upstream's idle fill, chosen at the solve for every round of the window.
+
+    In each round (column) the jobs the plan leaves out are taken by forecast remaining time,
+    longest first, each one whose gang fits in the GPUs still idle (upstream's
+    ``construct_schedules``).
+
+    Parameters
+    ----------
+    schedule : array_like of bool, shape (n, T)
+    workers : array_like of int, shape (n,)
+    remaining : array_like, shape (n,)
+        Forecast remaining seconds at the solve.
+    num_gpus : int
+
+    Returns
+    -------
+    ndarray of bool, shape (n, T)
+
+    Examples
+    --------
+    >>> fill_window([[1, 0], [0, 0], [0, 0]], [2, 1, 2], [5.0, 1.0, 9.0], 3).astype(int).tolist()
+    [[1, 0], [1, 1], [0, 1]]
+    """
+    out = np.array(schedule, dtype=bool, copy=True)
+    w = np.asarray(workers, dtype=np.int64)
+    order = np.argsort(-np.asarray(remaining, dtype=float), kind="stable")
+    free = int(num_gpus) - (out * w[:, None]).sum(axis=0)
+    for t in np.flatnonzero(free > 0).tolist():  # one greedy pass per round of the window
+        cand = order[~out[order, t]]
+        got = greedy_pack(np.arange(cand.size), np.zeros(cand.size, dtype=np.int64), w[cand],
+                          [int(free[t])], cand.size)
+        out[cand[got >= 0], t] = True
+    return out
 
 
 def reorder_window(schedule: Any, workers: Any, log_priority: Any, num_gpus: int) -> np.ndarray:
