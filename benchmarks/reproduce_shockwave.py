@@ -305,7 +305,8 @@ def run_seeds(args: argparse.Namespace) -> int:
         n, gpus, _, _ = SCALES[scale]
         rows: dict[str, list[Any]] = {}
         cpu0 = time.process_time()
-        print(f"\n{n} generated jobs on {gpus} V100s, seeds {seeds[0]}..{seeds[-1]} "
+        span = f"{seeds[0]}..{seeds[-1]}" if seeds else "(none)"
+        print(f"\n{n} generated jobs on {gpus} V100s, seeds {span} "
               f"(poisson_workload, {SEED_RATES[scale]:.0f} arrivals/h, builtin throughputs)")
         print(f"{'seed':>5s} {'policy':28s} {'makespan (s)':>12s} {'avg JCT (s)':>12s} "
               f"{'worst rho':>10s} {'unfair %':>9s} {'sim s':>7s}")

@@ -104,7 +104,8 @@ def _printed_columns(kind: str) -> list[str]:
         if kind == "trace":
             script.print_trace_table(pd.DataFrame(), {}, with_ref=True)
         else:
-            script.run_seeds(argparse.Namespace(scale="120", seeds=0, all=False, policies=None))
+            script.run_seeds(argparse.Namespace(scale="120", seeds=0, seed_offset=0, all=False,
+                                                 policies=None))
     lines = [line for line in out.getvalue().splitlines() if line.startswith("policy ")
              or "ours / upstream" in line]
     columns = re.split(r"\s{2,}", lines[0].strip())
