@@ -97,6 +97,10 @@ class Strategy(Generic[C, R]):
         ran (so it may read what they recorded in the context, e.g. a refinement that needs an
         uncertified point): one that is not ready is skipped without a step or a hand-over,
         and the hand-over goes to the next ready one. Default: always ready.
+    step : bool, default True
+        Whether the driver records the strategy as a step of ``stats.path``; ``False`` for
+        one whose ``solve`` runs a plan of its own (its steps are the path's; e.g. a policy's
+        work-conserving stage). Its hand-overs are recorded under its name either way.
 
     Examples
     --------
@@ -114,6 +118,7 @@ class Strategy(Generic[C, R]):
     applies: Callable[[C], bool] = _always
     exact: bool = False
     ready: Callable[[C], bool] | None = None
+    step: bool = True
 
 
 @dataclass(frozen=True)
@@ -243,7 +248,8 @@ def run_plan(plan: Sequence[Strategy[C, R]], ctx: C, log: SolveLog, *, what: str
                           backend=backend, status=SolveStatus.ERROR)
     while i is not None:
         strategy = live[i]
-        log.step(strategy.name)
+        if strategy.step:
+            log.step(strategy.name)
         try:
             out = strategy.solve(ctx)
         except Decline as exc:

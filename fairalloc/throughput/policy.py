@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import copy
 import time
-import warnings
 from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any, Self
@@ -30,16 +29,16 @@ from .._sparse import rmatvec
 from .._symmetry import Classes
 from .._validation import as_array, as_bool, as_option, as_tolerance
 from ..data import Cluster, JobPairs, Jobs
-from ..errors import CertificateError, FairallocWarning, InputError, SolverError
+from ..errors import CertificateError, InputError, SolverError
 from ..results import Certificate, Result, SolveStats, Status, readonly, require_pandas
 from ..tolerances import FEAS_TOL, GAP_TOL
-from . import structured
 from .composed import solve_composed
 from .instance import TINY, ColumnInstance
 from .programs import LevelStage, LinearStage, StageResult
 from .stages import ROUND_BASES, StageSolver, backend_for, capacity_prices
 from .symmetry import SYMMETRY_STEP, ClassMap, certify_original, classes_of, reduced_instance
 from .tuning import Tuning, as_tuning
+from .wc_stage import lp_work_conserving
 
 __all__ = [
     "STAGE_TOL",
@@ -539,37 +538,12 @@ class ThroughputPolicy(Composable):
         wres = None
         if wc:
             solver.fix(stage, res.value, at=xcol)
-            g = self._wc_objective()
-            if self.inst.col_mult is not None:
-                g = g * self.inst.col_mult  # a class's column serves all of its members
-            wstage = LinearStage(g, "work-conserving")
-            try:
-                worth = self._structured_worth(solver)
-                fast = (structured.floor_strategies(
-                    prior=res, any_size=worth and not solver.structured_worth())
-                        if method == "fast" and worth else ())
-                wres = solver.run(wstage, "work-conserving", fast)
-                certs.append(wres.cert)
+            # its plan (shared with composed models): the stage, else the certified
+            # first-stage allocation with a FairallocWarning (`wc_stage.composed_wc_plan`)
+            wres, wcert = lp_work_conserving(self, solver, method, res, xcol)
+            certs.append(wcert)
+            if wres is not None:
                 xcol = wres.x[: self.inst.E]
-            except SolverError as exc:
-                # no strategy of the secondary stage's plan answered (e.g. a job whose level
-                # needs a 1e-9 share of a type, below every solver's absolute tolerance): keep
-                # the certified first-stage allocation; the stage's best failed certificate
-                # (or an unproven one) is reported in stage_certificates
-                cert = exc.certificate if isinstance(exc, CertificateError) else None
-                if not isinstance(cert, Certificate):
-                    cert = Certificate(kind="lp", primal_value=float("nan"),
-                                       dual_bound=float("nan"), gap=float("inf"),
-                                       primal_residual=float("inf"))
-                warnings.warn(
-                    f"{self.name}: the work-conserving stage could not be certified "
-                    f"({exc}); returning the certified first-stage allocation, which may leave "
-                    "capacity idle (stage_certificates[1].ok is False)",
-                    FairallocWarning, stacklevel=_WARN_LEVEL)
-                certs.append(cert)
-                solver.log.hand_over("work-conserving", "first-stage allocation",
-                                     "its certificate failed")
-                wres = None
         return stages, xcol, certs, wres
 
     # --- exact symmetry reduction -----------------------------------------------------------

@@ -1,0 +1,89 @@
+"""The throughput policies' fallbacks as plans run by the one driver (issue #27 build item 1):
+the LP path's work-conserving stage through the same plan as composed models
+(`composed_wc_plan`), the symmetry reduction and finish-time fairness's Dinkelbach stages."""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+
+import numpy as np
+
+import fairalloc as fa
+from fairalloc.backends import HighsBackend, SolveStatus
+from fairalloc.plan import describe
+from fairalloc.throughput import composed
+
+JOBS = fa.Jobs(np.array([[40.0, 10.0], [12.0, 4.0], [100.0, 50.0]]))
+CLUSTER = fa.Cluster({"v100": 1, "k80": 1})
+
+
+class _FailAfterFirst(HighsBackend):
+    """HiGHS whose solves after the first return no point (a fault injected at the public
+    backend boundary: only the first stage is answered)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+
+    def _solve_lp(self, lp, **kw):
+        sol = super()._solve_lp(lp, **kw)
+        self.calls += 1
+        if self.calls > 1:
+            return dataclasses.replace(sol, status=SolveStatus.ERROR, x=None, row_duals=None,
+                                       raw_status="injected failure")
+        return sol
+
+
+def test_one_work_conserving_plan_for_both_paths():
+    from fairalloc.throughput import wc_stage
+
+    assert composed.composed_wc_plan is wc_stage.composed_wc_plan
+    assert describe(wc_stage.composed_wc_plan(print, print, stage_step=False)) == (
+        "work-conserving", "first-stage allocation!")
+
+
+def test_lp_work_conserving_degradation_is_a_step_of_the_plan():
+    # the LP path's degradation is run by the driver: a step of the path (as on the cvxpy
+    # path) and a hand-over, announced at the caller's line
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        a = fa.MaxMinFairness(JOBS, CLUSTER).solve(backend=_FailAfterFirst())
+    assert a.certificate.ok and not a.stage_certificates[1].ok
+    assert a.stats.path[0] == "exact-lp" and a.stats.path[-1] == "first-stage allocation"
+    assert "work-conserving" not in a.stats.path  # its stage plan's steps are the path's
+    assert a.stats.fallbacks[-1] == ("work-conserving->first-stage allocation: its "
+                                     "certificate failed")
+    ours = [w for w in caught if issubclass(w.category, fa.FairallocWarning)]
+    assert len(ours) == 1 and ours[0].filename == __file__
+    # the first stage's certified allocation, as without the work-conserving stage
+    first = fa.MaxMinFairness(JOBS, CLUSTER).solve(work_conserving=False)
+    assert a.objective <= first.certificate.dual_bound * (1 + fa.tolerances.GAP_TOL)
+    assert first.objective <= a.certificate.dual_bound * (1 + fa.tolerances.GAP_TOL)
+
+
+def test_a_certified_lp_work_conserving_stage_adds_no_step():
+    a = fa.MaxMinFairness(JOBS, CLUSTER).solve(method="highs", symmetry=False)
+    b = fa.MaxMinFairness(JOBS, CLUSTER).solve(method="highs", symmetry=False,
+                                               work_conserving=False)
+    # the work-conserving stage's own stage plan's steps follow the first stage's
+    assert a.stats.path[: len(b.stats.path)] == b.stats.path == ("exact-lp",)
+    assert "work-conserving" not in a.stats.path and a.stats.fallbacks == ()
+    assert len(a.stage_certificates) == 2 and all(c.ok for c in a.stage_certificates)
+
+
+def test_a_strategy_that_is_not_a_step_still_hands_over():
+    from fairalloc.plan import Decline, Strategy, run_plan
+    from fairalloc.results import Certificate
+    from fairalloc.solvelog import SolveLog
+
+    ok = Certificate("lp", 1.0, 1.0, 0.0, 0.0)
+
+    def inner(ctx):
+        raise Decline("no")
+
+    log = SolveLog()
+    plan = (Strategy("outer", inner, lambda c, r: ok, step=False),
+            Strategy("exact", lambda c: 1, lambda c, r: ok, exact=True))
+    assert run_plan(plan, None, log, what="demo").strategy == "exact"
+    assert log.path == ("exact",) and log.fallbacks == ("outer->exact: no",)
