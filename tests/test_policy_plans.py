@@ -8,6 +8,7 @@ import dataclasses
 import warnings
 
 import numpy as np
+import pytest
 
 import fairalloc as fa
 from fairalloc.backends import HighsBackend, SolveStatus
@@ -56,6 +57,12 @@ def test_lp_work_conserving_degradation_is_a_step_of_the_plan():
                                      "certificate failed")
     ours = [w for w in caught if issubclass(w.category, fa.FairallocWarning)]
     assert len(ours) == 1 and ours[0].filename == __file__
+    # the function form too (it named a line of fairalloc's max_min.py)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fa.max_min_fairness(JOBS, CLUSTER, backend=_FailAfterFirst())
+    assert [w.filename for w in caught if issubclass(w.category, fa.FairallocWarning)] == [
+        __file__]
     # the first stage's certified allocation, as without the work-conserving stage
     first = fa.MaxMinFairness(JOBS, CLUSTER).solve(work_conserving=False)
     assert a.objective <= first.certificate.dual_bound * (1 + fa.tolerances.GAP_TOL)
@@ -87,3 +94,31 @@ def test_a_strategy_that_is_not_a_step_still_hands_over():
             Strategy("exact", lambda c: 1, lambda c, r: ok, exact=True))
     assert run_plan(plan, None, log, what="demo").strategy == "exact"
     assert log.path == ("exact",) and log.fallbacks == ("outer->exact: no",)
+
+
+def test_the_symmetry_plan():
+    from fairalloc.throughput.symmetry import symmetry_plan
+
+    assert describe(symmetry_plan(print, print, reduces=True)) == ("symmetry", "exact!")
+    assert [s.applies(None) for s in symmetry_plan(print, print, reduces=False)] == [
+        False, True]
+
+
+class _FailsAll(HighsBackend):
+    def _solve_lp(self, lp, **kw):
+        sol = super()._solve_lp(lp, **kw)
+        return dataclasses.replace(sol, status=SolveStatus.ERROR, x=None, row_duals=None,
+                                   raw_status="injected failure")
+
+
+def test_a_failed_reduction_then_a_failed_job_by_job_solve_raise_its_own_error():
+    # the symmetry plan hands over to the job-by-job solve, whose own typed error (with its
+    # stage plan's verdicts) is the caller's, exactly as without the reduction
+    jobs = fa.Jobs([[2.0, 1.0]] * 3 + [[1.0, 1.0]])
+    errors = []
+    for symmetry in (True, False):
+        with pytest.raises(fa.SolverError) as info:
+            fa.MaxMinFairness(jobs, CLUSTER).solve(symmetry=symmetry, backend=_FailsAll())
+        errors.append(info.value)
+    assert type(errors[0]) is type(errors[1]) and str(errors[0]) == str(errors[1])
+    assert errors[0].verdicts == errors[1].verdicts and errors[0].verdicts

@@ -29,14 +29,22 @@ from .._sparse import rmatvec
 from .._symmetry import Classes
 from .._validation import as_array, as_bool, as_option, as_tolerance
 from ..data import Cluster, JobPairs, Jobs
-from ..errors import CertificateError, InputError, SolverError
+from ..errors import InputError
 from ..results import Certificate, Result, SolveStats, Status, readonly, require_pandas
+from ..solvelog import SolveLog
 from ..tolerances import FEAS_TOL, GAP_TOL
 from .composed import solve_composed
 from .instance import TINY, ColumnInstance
 from .programs import LevelStage, LinearStage, StageResult
 from .stages import ROUND_BASES, StageSolver, backend_for, capacity_prices
-from .symmetry import SYMMETRY_STEP, ClassMap, certify_original, classes_of, reduced_instance
+from .symmetry import (
+    SYMMETRY_STEP,
+    ClassMap,
+    certify_original,
+    classes_of,
+    reduced_instance,
+    solve_by_plan,
+)
 from .tuning import Tuning, as_tuning
 from .wc_stage import lp_work_conserving
 
@@ -483,23 +491,20 @@ class ThroughputPolicy(Composable):
                                      "clarabel" if backend is None else backend)
         spec = "highs" if backend is None else backend
         tols = (gap_tol, feas_tol, stage_tol)
-        fallback: str | None = None
-        if as_bool(symmetry, "symmetry") and self._reducible():
-            cl = self._classes()
-            if cl.reduces:
-                try:
-                    out = self._solve_reduced(cl, method, spec, wc, tols, t0, tuning)
-                except (CertificateError, SolverError) as exc:  # only the reduced program's
-                    out = f"the reduced program failed ({exc})"
-                if isinstance(out, Allocation):
-                    return out
-                fallback = out
+        cl = self._classes() if as_bool(symmetry, "symmetry") and self._reducible() else None
+        log = SolveLog()  # the plan's: a hand-over to the job-by-job solve is in its stats
+        return solve_by_plan(
+            lambda: self._solve_reduced(cl, method, spec, wc, tols, t0, tuning),  # cl is set
+            lambda: self._solve_plain(method, spec, wc, tols, t0, tuning, log),
+            reduces=cl is not None and cl.reduces, log=log, what=self.name)
+
+    def _solve_plain(self, method: str, spec: Any, wc: bool, tols: tuple[float, float, float],
+                     t0: float, tuning: Tuning, log: SolveLog) -> Allocation:
+        """The program solved job by job (its stages recorded in ``log``)."""
         be = backend_for(spec, self.inst.E, tuning)
-        solver = self._stage_solver(self, be, spec, tols, tuning)
+        solver = self._stage_solver(self, be, spec, tols, tuning, log)
         if (bases := ROUND_BASES.get()) is not None:  # a RoundPolicy round (its bases)
             solver.bases = bases.program(self._class_key(), reduced=False)
-        if fallback is not None:
-            solver.log.hand_over(SYMMETRY_STEP, "exact", fallback)
         stages, xcol, certs, _ = self._run_stages(solver, method, wc)
         res, stage = stages.result, stages.stage
         cert = self._certify_final(solver, res, stage, xcol)
@@ -512,11 +517,12 @@ class ThroughputPolicy(Composable):
 
     # --- the stages, shared by the plain and the reduced solve ------------------------------
     def _stage_solver(self, policy: ThroughputPolicy, be: Any, spec: Any,
-                      tols: tuple[float, float, float], tuning: Tuning) -> StageSolver:
+                      tols: tuple[float, float, float], tuning: Tuning,
+                      log: SolveLog | None = None) -> StageSolver:
         gap_tol, feas_tol, stage_tol = tols
         return StageSolver(policy.inst, be, stage_tol=stage_tol, gap_tol=gap_tol,
                            feas_tol=feas_tol, extra_rows=policy._extra_rows(),
-                           backend_spec=spec, tuning=tuning)
+                           backend_spec=spec, tuning=tuning, log=log)
 
     def _stats(self, solver: StageSolver, method: str, t0: float, classes: int | None
                ) -> SolveStats:

@@ -12,6 +12,8 @@ degradation, not another method: the certified first-stage point is kept, with a
 
 from __future__ import annotations
 
+import os
+import sys
 import warnings
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -30,10 +32,17 @@ R = TypeVar("R")
 
 #: path steps of the work-conserving stage and of its documented degradation
 WORK_CONSERVING, FIRST_STAGE = "work-conserving", "first-stage allocation"
-#: the caller's frame of the LP path's warning (first_stage -> run_plan -> lp_work_conserving
-#: -> _run_stages -> the policy's solve -> solve -> caller); not a tolerance (ACCURACY of the
-#: reported location only)
-_LP_WARN_LEVEL = 7
+#: the package's directory: a warning names the first frame outside it (the caller's line)
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def _caller_stacklevel() -> int:
+    """The ``stacklevel`` that makes a warning raised by this function's caller name the
+    first frame outside fairalloc (however many plan and stage frames are in between)."""
+    frame, level = sys._getframe(1), 1
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _reported(ctx: Any, cert: Certificate) -> Certificate:
@@ -109,7 +118,7 @@ def lp_work_conserving(policy: Any, solver: Any, method: str, res: StageResult,
             f"{policy.name}: the work-conserving stage could not be certified "
             f"({exc}); returning the certified first-stage allocation, which may leave "
             "capacity idle (stage_certificates[1].ok is False)",
-            FairallocWarning, stacklevel=_LP_WARN_LEVEL)
+            FairallocWarning, stacklevel=_caller_stacklevel())
         return res
 
     found = run_plan(composed_wc_plan(work_conserving, first_stage, _stage_cert,
