@@ -26,14 +26,14 @@ infeasibility, else ``CertificateError`` (with the best certificate seen) or ``S
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Generic, TypeVar
 
 from .errors import CertificateError, InfeasibleError, SolverError
 from .results import Certificate
 from .solvelog import SolveLog, SolveStatus
 
-__all__ = ["Decline", "Found", "Strategy", "run_plan", "describe"]
+__all__ = ["Decline", "Found", "Strategy", "run_plan", "run_nested", "describe"]
 
 C = TypeVar("C")  # the context a strategy reads
 R = TypeVar("R")  # what a strategy's solve returns
@@ -287,6 +287,54 @@ def run_plan(plan: Sequence[Strategy[C, R]], ctx: C, log: SolveLog, *, what: str
                                certificate=best, backend=backend, verdicts=tuple(verdicts))
     raise SolverError(f"no strategy solved the {what} program ({text})", backend=backend,
                       verdicts=tuple(verdicts))
+
+
+def run_nested(plan: Sequence[Strategy[C, R]], ctx: C, log: SolveLog, *, what: str,
+               backend: str | None = None) -> Found[R]:
+    """`run_plan` for a plan whose exact strategies each run plans of their own (a stage
+    solved by its stage plan, a policy solved job by job): when no strategy answers, the last
+    exact strategy's own typed error is raised as it is -- it carries its plans' verdicts --
+    rather than wrapped in the driver's.
+
+    Parameters
+    ----------
+    plan, ctx, log, what, backend
+        As for `run_plan`.
+
+    Returns
+    -------
+    Found
+
+    Examples
+    --------
+    >>> from fairalloc.results import Certificate
+    >>> def inner(ctx): raise InfeasibleError("no point", backend="demo")
+    >>> plan = (Strategy("fast", inner, lambda c, r: None),
+    ...         Strategy("exact", inner, lambda c, r: None, exact=True))
+    >>> try:
+    ...     run_nested(plan, None, SolveLog(), what="demo")
+    ... except InfeasibleError as exc:
+    ...     print(exc)
+    no point
+    """
+    raised: list[SolverError] = []
+
+    def own(strategy: Strategy[C, R]) -> Strategy[C, R]:
+        def solve(c: C) -> R:
+            try:
+                return strategy.solve(c)
+            except SolverError as exc:
+                raised.append(exc)
+                raise
+        return replace(strategy, solve=solve)
+
+    try:
+        return run_plan([own(s) if s.exact else s for s in plan], ctx, log, what=what,
+                        backend=backend)
+    except SolverError:
+        if raised:
+            raise raised[-1] from None
+        raise
 
 
 def _rank(cert: Certificate) -> float:

@@ -9,6 +9,8 @@ import warnings
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import fairalloc as fa
 from fairalloc.backends import HighsBackend, SolveStatus
@@ -122,3 +124,37 @@ def test_a_failed_reduction_then_a_failed_job_by_job_solve_raise_its_own_error()
         errors.append(info.value)
     assert type(errors[0]) is type(errors[1]) and str(errors[0]) == str(errors[1])
     assert errors[0].verdicts == errors[1].verdicts and errors[0].verdicts
+
+
+def test_the_certified_stage_plan():
+    from fairalloc.throughput.duration import certified_stage_plan
+
+    assert describe(certified_stage_plan(print, print)) == (
+        "structured-level-provisional", "structured-level!")
+
+
+@st.composite
+def _ftf_instances(draw):
+    n, k = draw(st.integers(2, 7)), draw(st.integers(1, 3))
+    tp = draw(st.lists(st.lists(st.sampled_from([0.5, 1.0, 2.0, 3.0, 7.0]), min_size=k,
+                                max_size=k), min_size=n, max_size=n))
+    steps = draw(st.lists(st.sampled_from([10.0, 40.0, 100.0, 350.0]), min_size=n, max_size=n))
+    caps = draw(st.lists(st.integers(1, 3), min_size=k, max_size=k))
+    return (fa.Jobs(np.array(tp), steps_remaining=steps),
+            fa.Cluster({f"t{j}": c for j, c in enumerate(caps)}))
+
+
+@settings(max_examples=12, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(inst=_ftf_instances(), provisional=st.booleans())
+def test_dinkelbach_plans_agree_with_the_whole_lp(inst, provisional):
+    # the structured Dinkelbach stages (provisional or certified each) and the whole LP give
+    # the same certified max rho, each within gap_tol of the optimum
+    jobs, cl = inst
+    tuning = fa.throughput.Tuning(structured_min_jobs=1, dinkelbach_provisional=provisional)
+    fast = fa.finish_time_fairness(jobs, cl, method="fast", symmetry=False, tuning=tuning)
+    exact = fa.finish_time_fairness(jobs, cl, method="highs", symmetry=False)
+    assert fast.certificate.ok and exact.certificate.ok
+    assert fast.stats.path[:2] == ("dinkelbach", "structured-level" + (
+        "-provisional" if provisional else ""))  # (the structured stages ran)
+    assert fast.objective == pytest.approx(exact.objective, rel=2 * fa.tolerances.GAP_TOL)

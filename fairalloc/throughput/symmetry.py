@@ -31,7 +31,7 @@ from .._sparse import csr_from_triplets
 from .._symmetry import Classes, exact_classes
 from ..data import Jobs
 from ..errors import CertificateError, SolverError
-from ..plan import Decline, Strategy, run_plan
+from ..plan import Decline, Strategy, run_nested
 from ..results import Certificate
 from ..solvelog import SolveLog
 from .instance import ColumnInstance
@@ -92,8 +92,6 @@ def solve_by_plan(reduced: Callable[[], A | str], job_by_job: Callable[[], A], *
     reduced program failed); either hands over to ``job_by_job()``, whose own typed error
     (with its stage plans' verdicts) is raised as it is. ``log`` must be the one the
     job-by-job solve records in, so that its stats show the hand-over."""
-    raised: list[SolverError] = []
-
     def reduce(_: None) -> A:
         try:
             out = reduced()
@@ -103,20 +101,10 @@ def solve_by_plan(reduced: Callable[[], A | str], job_by_job: Callable[[], A], *
             raise Decline(out)
         return out
 
-    def exact(_: None) -> A:
-        try:
-            return job_by_job()
-        except SolverError as exc:
-            raised.append(exc)
-            raise
+    return run_nested(symmetry_plan(reduce, lambda _: job_by_job(), reduces=reduces), None,
+                      log, what=what).result
 
-    try:
-        return run_plan(symmetry_plan(reduce, exact, reduces=reduces), None, log,
-                        what=what).result
-    except SolverError:
-        if raised:
-            raise raised[-1] from None
-        raise
+
 #: row blocks with one row per job (their duals are divided among a class's members)
 PER_JOB_BLOCKS = ("time", "level")
 
