@@ -15,7 +15,8 @@ reason:
   certificate that misses its tolerance hands over as well;
 * an ``InfeasibleError`` is believed when two exact strategies agree (or the last one says so);
   a single backend's verdict on a thin feasible set is not proof;
-* the first certified result is the answer.
+* the first certified result is the answer (or the first result of a ``provisional``
+  strategy: a point that only chooses a sequence's next iterate, never returned to a caller).
 
 The last strategies of every plan are *exact* (``exact=True``): robust methods that answer any
 feasible, bounded program. When every strategy failed, the driver raises one typed error with
@@ -101,6 +102,12 @@ class Strategy(Generic[C, R]):
         Whether the driver records the strategy as a step of ``stats.path``; ``False`` for
         one whose ``solve`` runs a plan of its own (its steps are the path's; e.g. a policy's
         work-conserving stage). Its hand-overs are recorded under its name either way.
+    provisional : bool, default False
+        Its result is the answer without its certificate being checked (``Found.certificate``
+        is the one ``certify`` gives, e.g. without a bound): a point that only chooses the
+        next iterate of a sequence whose last result is certified (finish-time fairness's
+        Dinkelbach stages, `fairalloc.throughput.duration.certified_stage_plan`). It may
+        still decline or fail and hand over.
 
     Examples
     --------
@@ -119,6 +126,7 @@ class Strategy(Generic[C, R]):
     exact: bool = False
     ready: Callable[[C], bool] | None = None
     step: bool = True
+    provisional: bool = False
 
 
 @dataclass(frozen=True)
@@ -268,7 +276,7 @@ def run_plan(plan: Sequence[Strategy[C, R]], ctx: C, log: SolveLog, *, what: str
             verdict = f"failed ({exc.status}: {exc.raw_status or exc.reason})"
         else:
             cert = strategy.certify(ctx, out)
-            if cert.ok:
+            if cert.ok or strategy.provisional:
                 return Found(out, cert, strategy.name)
             if best is None or _rank(cert) < _rank(best):
                 best = cert

@@ -126,11 +126,27 @@ def test_a_failed_reduction_then_a_failed_job_by_job_solve_raise_its_own_error()
     assert errors[0].verdicts == errors[1].verdicts and errors[0].verdicts
 
 
-def test_the_certified_stage_plan():
-    from fairalloc.throughput.duration import certified_stage_plan
+def test_the_dinkelbach_stage_plans():
+    from fairalloc.throughput.duration import certified_stage_plan, provisional_stage_plan
 
     assert describe(certified_stage_plan(print, print)) == (
         "structured-level-provisional", "structured-level!")
+    assert describe(provisional_stage_plan(print, print)) == (
+        "structured-level-provisional", "exact-lp!")
+
+
+def test_a_provisional_strategy_answers_without_a_certificate():
+    from fairalloc.plan import Strategy, run_plan
+    from fairalloc.results import Certificate
+    from fairalloc.solvelog import SolveLog
+
+    unproven = Certificate("lp", 1.0, float("nan"), float("inf"), 0.0)
+    plan = (Strategy("guess", lambda c: 1, lambda c, r: unproven, provisional=True),
+            Strategy("exact", lambda c: 2, lambda c, r: unproven, exact=True))
+    log = SolveLog()
+    found = run_plan(plan, None, log, what="demo")
+    assert (found.result, found.strategy, found.certificate.ok) == (1, "guess", False)
+    assert log.path == ("guess",)
 
 
 @st.composite

@@ -42,7 +42,7 @@ from .structured.common import structured_applies as _structured_applies
 from .tuning import Tuning
 
 __all__ = ["FinishTimeFairness", "MinMakespan", "certified_stage_plan", "finish_time_fairness",
-           "min_makespan"]
+           "min_makespan", "provisional_stage_plan"]
 
 #: default ``max_iterations`` of finish-time fairness (PERFORMANCE knob: Dinkelbach steps
 #: before SolverError; the sequence converges superlinearly, in a handful)
@@ -63,6 +63,26 @@ DINKELBACH_HAND_OVERS = 2
 
 def _stage_cert(ctx: None, res: StageResult) -> Certificate:
     return res.cert
+
+
+def provisional_stage_plan(provisional: Callable[[None], StageResult],
+                           whole_lp: Callable[[None], StageResult]
+                           ) -> tuple[Strategy[None, StageResult], ...]:
+    """The plan of an intermediate Dinkelbach stage with ``tuning.dinkelbach_provisional``:
+    ``structured-level-provisional`` (the structured level solver's master point without a
+    certificate: a `Strategy` with ``provisional=True``; it only chooses the next point, and
+    the sequence's last stage is certified by `certified_stage_plan`), then ``exact-lp`` (the
+    stage's whole-LP plan, not a step itself: its steps are the path's).
+
+    Examples
+    --------
+    >>> from fairalloc.plan import describe
+    >>> describe(provisional_stage_plan(print, print))
+    ('structured-level-provisional', 'exact-lp!')
+    """
+    return (Strategy(STRUCTURED_LEVEL + PROVISIONAL, provisional, _stage_cert,
+                     provisional=True),
+            Strategy(EXACT_LP, whole_lp, _stage_cert, exact=True, step=False))
 
 
 def certified_stage_plan(own_point: Callable[[None], StageResult],
@@ -410,16 +430,18 @@ class FinishTimeFairness(ThroughputPolicy):
         """One Dinkelbach stage by the structured level solver: provisional (path step
         ``structured-level-provisional``, no certificate: it only chooses the next point)
         with ``tuning.dinkelbach_provisional``, else its stage plan; a provisional solve that
-        declines hands the stage to the whole-LP plan."""
+        declines hands the stage to the whole-LP plan (`provisional_stage_plan`)."""
         if not solver.tuning.dinkelbach_provisional:
-            return solver.run(stage, "finish-time fairness", fast=(level_strategy(seed=seed),))
-        step = STRUCTURED_LEVEL + PROVISIONAL
-        solver.step(step)
-        try:
+            return solver.run(stage, FTF, fast=(level_strategy(seed=seed),))
+
+        def provisional(_: None) -> StageResult:
             return fast_level(solver, stage, seed=seed, provisional=True)
-        except Decline as exc:
-            solver.log.hand_over(step, EXACT_LP, exc.reason)
-            return solver.run(stage, "finish-time fairness")
+
+        def whole_lp(_: None) -> StageResult:
+            return solver.run(stage, FTF)
+
+        return run_nested(provisional_stage_plan(provisional, whole_lp), None, solver.log,
+                          what=FTF, backend=solver.backend.name).result
 
     @staticmethod
     def _certified_stage(solver: StageSolver, stage: LevelStage, res: StageResult,
