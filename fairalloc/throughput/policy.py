@@ -454,8 +454,11 @@ class ThroughputPolicy(Composable):
         ``symmetry:<classes>`` (the steps after it ran on one row per exact symmetry class).
         ``stats.fallbacks`` lists every hand-over as ``"from->to: reason"`` (a structured stage
         handed to ``exact-lp``; an uncertified work-conserving stage replaced by the
-        ``first-stage allocation``; ``symmetry->exact``: the reduced program failed or its
-        expanded solution failed the original program's certificate; solved job by job).
+        ``first-stage allocation``, also a step of the path; ``symmetry->exact``: the reduced
+        program failed or its expanded solution failed the original program's certificate;
+        solved job by job). Both are plans run by `fairalloc.plan.run_plan`
+        (`fairalloc.throughput.wc_stage.composed_wc_plan`,
+        `fairalloc.throughput.symmetry.symmetry_plan`).
 
         Symmetry: where jobs repeat exactly (equal throughput row, scale factor and every
         per-job value the policy reads; near-ties never merge) and ``symmetry`` is on,
