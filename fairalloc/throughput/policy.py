@@ -496,10 +496,12 @@ class ThroughputPolicy(Composable):
         tols = (gap_tol, feas_tol, stage_tol)
         cl = self._classes() if as_bool(symmetry, "symmetry") and self._reducible() else None
         log = SolveLog()  # the plan's: a hand-over to the job-by-job solve is in its stats
+        reduces = cl is not None and cl.reduces
         return solve_by_plan(
-            lambda: self._solve_reduced(cl, method, spec, wc, tols, t0, tuning),  # cl is set
+            lambda: (self._solve_reduced(cl, method, spec, wc, tols, t0, tuning)
+                     if cl is not None else "not reducible"),  # (run only where it reduces)
             lambda: self._solve_plain(method, spec, wc, tols, t0, tuning, log),
-            reduces=cl is not None and cl.reduces, log=log, what=self.name)
+            reduces=reduces, log=log, what=self.name)
 
     def _solve_plain(self, method: str, spec: Any, wc: bool, tols: tuple[float, float, float],
                      t0: float, tuning: Tuning, log: SolveLog) -> Allocation:

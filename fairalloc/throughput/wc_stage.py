@@ -16,7 +16,7 @@ import os
 import sys
 import warnings
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import numpy as np
 
@@ -45,12 +45,12 @@ def _caller_stacklevel() -> int:
     return level
 
 
-def _reported(ctx: Any, cert: Certificate) -> Certificate:
-    return cert
+def _reported(ctx: Any, cert: Any) -> Certificate:
+    return cast(Certificate, cert)
 
 
 def composed_wc_plan(work_conserving: Callable[[None], R], first_stage: Callable[[None], R],
-                     certify: Callable[[None, R], Certificate] = _reported, *,
+                     certify: Callable[[None, Any], Certificate] = _reported, *,
                      stage_step: bool = True) -> tuple[Strategy[None, R], ...]:
     """The plan of a policy's work-conserving stage: ``work-conserving`` (the stage) and, when
     it declines, ``first-stage allocation``: a documented degradation, not another method --
