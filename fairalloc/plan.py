@@ -15,7 +15,8 @@ reason:
   certificate that misses its tolerance hands over as well;
 * an ``InfeasibleError`` is believed when two exact strategies agree (or the last one says so);
   a single backend's verdict on a thin feasible set is not proof;
-* the first certified result is the answer.
+* the first certified result is the answer (or the first result of a ``provisional``
+  strategy: a point that only chooses a sequence's next iterate, never returned to a caller).
 
 The last strategies of every plan are *exact* (``exact=True``): robust methods that answer any
 feasible, bounded program. When every strategy failed, the driver raises one typed error with
@@ -26,14 +27,14 @@ infeasibility, else ``CertificateError`` (with the best certificate seen) or ``S
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Generic, TypeVar
 
 from .errors import CertificateError, InfeasibleError, SolverError
 from .results import Certificate
 from .solvelog import SolveLog, SolveStatus
 
-__all__ = ["Decline", "Found", "Strategy", "run_plan", "describe"]
+__all__ = ["Decline", "Found", "Strategy", "run_plan", "run_nested", "describe"]
 
 C = TypeVar("C")  # the context a strategy reads
 R = TypeVar("R")  # what a strategy's solve returns
@@ -97,6 +98,16 @@ class Strategy(Generic[C, R]):
         ran (so it may read what they recorded in the context, e.g. a refinement that needs an
         uncertified point): one that is not ready is skipped without a step or a hand-over,
         and the hand-over goes to the next ready one. Default: always ready.
+    step : bool, default True
+        Whether the driver records the strategy as a step of ``stats.path``; ``False`` for
+        one whose ``solve`` runs a plan of its own (its steps are the path's; e.g. a policy's
+        work-conserving stage). Its hand-overs are recorded under its name either way.
+    provisional : bool, default False
+        Its result is the answer without its certificate being checked (``Found.certificate``
+        is the one ``certify`` gives, e.g. without a bound): a point that only chooses the
+        next iterate of a sequence whose last result is certified (finish-time fairness's
+        Dinkelbach stages, `fairalloc.throughput.duration.certified_stage_plan`). It may
+        still decline or fail and hand over.
 
     Examples
     --------
@@ -114,6 +125,8 @@ class Strategy(Generic[C, R]):
     applies: Callable[[C], bool] = _always
     exact: bool = False
     ready: Callable[[C], bool] | None = None
+    step: bool = True
+    provisional: bool = False
 
 
 @dataclass(frozen=True)
@@ -243,7 +256,8 @@ def run_plan(plan: Sequence[Strategy[C, R]], ctx: C, log: SolveLog, *, what: str
                           backend=backend, status=SolveStatus.ERROR)
     while i is not None:
         strategy = live[i]
-        log.step(strategy.name)
+        if strategy.step:
+            log.step(strategy.name)
         try:
             out = strategy.solve(ctx)
         except Decline as exc:
@@ -262,7 +276,7 @@ def run_plan(plan: Sequence[Strategy[C, R]], ctx: C, log: SolveLog, *, what: str
             verdict = f"failed ({exc.status}: {exc.raw_status or exc.reason})"
         else:
             cert = strategy.certify(ctx, out)
-            if cert.ok:
+            if cert.ok or strategy.provisional:
                 return Found(out, cert, strategy.name)
             if best is None or _rank(cert) < _rank(best):
                 best = cert
@@ -281,6 +295,54 @@ def run_plan(plan: Sequence[Strategy[C, R]], ctx: C, log: SolveLog, *, what: str
                                certificate=best, backend=backend, verdicts=tuple(verdicts))
     raise SolverError(f"no strategy solved the {what} program ({text})", backend=backend,
                       verdicts=tuple(verdicts))
+
+
+def run_nested(plan: Sequence[Strategy[C, R]], ctx: C, log: SolveLog, *, what: str,
+               backend: str | None = None) -> Found[R]:
+    """`run_plan` for a plan whose exact strategies each run plans of their own (a stage
+    solved by its stage plan, a policy solved job by job): when no strategy answers, the last
+    exact strategy's own typed error is raised as it is -- it carries its plans' verdicts --
+    rather than wrapped in the driver's.
+
+    Parameters
+    ----------
+    plan, ctx, log, what, backend
+        As for `run_plan`.
+
+    Returns
+    -------
+    Found
+
+    Examples
+    --------
+    >>> from fairalloc.results import Certificate
+    >>> def inner(ctx): raise InfeasibleError("no point", backend="demo")
+    >>> plan = (Strategy("fast", inner, lambda c, r: None),
+    ...         Strategy("exact", inner, lambda c, r: None, exact=True))
+    >>> try:
+    ...     run_nested(plan, None, SolveLog(), what="demo")
+    ... except InfeasibleError as exc:
+    ...     print(exc)
+    no point
+    """
+    raised: list[SolverError] = []
+
+    def own(strategy: Strategy[C, R]) -> Strategy[C, R]:
+        def solve(c: C) -> R:
+            try:
+                return strategy.solve(c)
+            except SolverError as exc:
+                raised.append(exc)
+                raise
+        return replace(strategy, solve=solve)
+
+    try:
+        return run_plan([own(s) if s.exact else s for s in plan], ctx, log, what=what,
+                        backend=backend)
+    except SolverError:
+        if raised:
+            raise raised[-1] from None
+        raise
 
 
 def _rank(cert: Certificate) -> float:

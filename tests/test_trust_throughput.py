@@ -602,9 +602,11 @@ def test_uncertified_work_conserving_stage_falls_back_with_a_warning():
     assert not a.stage_certificates[1].ok
     assert a.stats.fallbacks[-1] == ("work-conserving->first-stage allocation: its "
                                      "certificate failed")
-    # the plan tried every strategy it has for a caller-named backend first
+    # the stage's plan tried every strategy it has for a caller-named backend first, then
+    # the work-conserving plan degraded to the first stage (a step of the path, as in cvxpy)
     assert a.stats.path[1:] == ("exact-lp+kept-margin", "exact-lp+kept-relaxed",
-                                "exact-structured", "exact-lp+rescaled")
+                                "exact-structured", "exact-lp+rescaled",
+                                "first-stage allocation")
     np.testing.assert_allclose(a.x * 11, [[5, 0], [5, 1], [1, 10]], atol=1e-6)
 
 

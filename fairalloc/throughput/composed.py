@@ -24,20 +24,20 @@ from __future__ import annotations
 import dataclasses
 import time
 import warnings
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from .._cvxpy import certify_point, restore_point, snapshot_point, solve_cvxpy
 from ..errors import CertificateError, FairallocWarning, SolverError
-from ..plan import Decline, Strategy, run_plan
+from ..plan import Decline, run_plan
 from ..results import Certificate, SolveStats
 from ..solvelog import SolveLog
 from .programs import LevelStage
+from .wc_stage import FIRST_STAGE, WORK_CONSERVING, composed_wc_plan
 
 __all__ = ["CVXPY_STEP", "finish_time_objective", "level_objective", "negated", "reciprocal",
-           "solve_composed"]
+           "solve_composed", "composed_wc_plan", "WORK_CONSERVING", "FIRST_STAGE"]
 
 CVXPY_STEP = "cvxpy"  # path step: one conic solve of the cvxpy model
 #: the caller's frame of the work-conserving warning (solve_composed -> policy._solve_cvxpy
@@ -173,42 +173,6 @@ def _clean(cvx: dict[str, Any]) -> None:
     xc.save_value(np.clip(np.asarray(xc.value, dtype=float), 0.0, 1.0))
     for tighten in cvx.get("tighten", ()):
         tighten()
-
-
-#: path steps of a composed model's work-conserving stage and of its documented degradation
-WORK_CONSERVING, FIRST_STAGE = "work-conserving", "first-stage allocation"
-
-
-def composed_wc_plan(work_conserving: Callable[[None], Certificate],
-                     first_stage: Callable[[None], Certificate]
-                     ) -> tuple[Strategy[None, Certificate], ...]:
-    """The plan of a composed model's work-conserving stage: ``work-conserving`` (the stage
-    in cvxpy, then the first stage's reported certificate at its point) and, when it declines,
-    ``first-stage allocation``: a documented degradation, not another method -- the certified
-    first-stage point is kept, with a ``FairallocWarning`` (the stage's failed certificate is
-    reported in ``stage_certificates``). Each strategy's result is the reported certificate.
-
-    Parameters
-    ----------
-    work_conserving, first_stage : callable ``(None) -> Certificate``
-        The two strategies' ``solve`` (closures over the call's model: context in, result out).
-
-    Returns
-    -------
-    tuple of fairalloc.plan.Strategy
-
-    Examples
-    --------
-    >>> from fairalloc.plan import describe
-    >>> describe(composed_wc_plan(print, print))
-    ('work-conserving', 'first-stage allocation!')
-    """
-    return (Strategy(WORK_CONSERVING, work_conserving, _reported),
-            Strategy(FIRST_STAGE, first_stage, _reported, exact=True))
-
-
-def _reported(ctx: None, cert: Certificate) -> Certificate:
-    return cert
 
 
 def solve_composed(policy: Any, wc: bool, tols: tuple[float, float, float], backend: Any,

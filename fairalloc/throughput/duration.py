@@ -8,6 +8,7 @@ LPs (each solved by the structured level solver with ``method="fast"``).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -19,7 +20,7 @@ from .._validation import as_positive_int
 from ..backends import Backend
 from ..data import Cluster, JobPairs, Jobs
 from ..errors import InputError, SolverError
-from ..plan import Decline
+from ..plan import Decline, Strategy, run_nested
 from ..results import Certificate
 from ..tolerances import FEAS_TOL, GAP_TOL
 from .composed import finish_time_objective, level_objective, negated, reciprocal
@@ -40,13 +41,15 @@ from .structured.common import PROVISIONAL, NewtonSeed
 from .structured.common import structured_applies as _structured_applies
 from .tuning import Tuning
 
-__all__ = ["FinishTimeFairness", "MinMakespan", "finish_time_fairness", "min_makespan"]
+__all__ = ["FinishTimeFairness", "MinMakespan", "certified_stage_plan", "finish_time_fairness",
+           "min_makespan", "provisional_stage_plan"]
 
 #: default ``max_iterations`` of finish-time fairness (PERFORMANCE knob: Dinkelbach steps
 #: before SolverError; the sequence converges superlinearly, in a handful)
 DINKELBACH_MAX_ITERATIONS = 50
 #: ACCURACY: the Dinkelbach sequence stops when F(R) <= DINKELBACH_STOP * |R|
 DINKELBACH_STOP = 1e-9
+FTF = "finish-time fairness"  # the program's name in the log and in errors
 DINKELBACH = "dinkelbach"  # path step: one Dinkelbach iteration (its level stage follows)
 # (whether each stage's Newton search starts from the previous one's end point, and whether
 # intermediate stages skip the whole LP's certificate: ``tuning.dinkelbach_seed``,
@@ -56,6 +59,49 @@ DINKELBACH = "dinkelbach"  # path step: one Dinkelbach iteration (its level stag
 #: (at the isolated split, far from the optimum) often has no Newton estimate while the later
 #: ones do (measured: 4,096 jobs x 30 types, iteration 1 handed over, 2 and 3 structured)
 DINKELBACH_HAND_OVERS = 2
+
+
+def _stage_cert(ctx: None, res: StageResult) -> Certificate:
+    return res.cert
+
+
+def provisional_stage_plan(provisional: Callable[[None], StageResult],
+                           whole_lp: Callable[[None], StageResult]
+                           ) -> tuple[Strategy[None, StageResult], ...]:
+    """The plan of an intermediate Dinkelbach stage with ``tuning.dinkelbach_provisional``:
+    ``structured-level-provisional`` (the structured level solver's master point without a
+    certificate: a `Strategy` with ``provisional=True``; it only chooses the next point, and
+    the sequence's last stage is certified by `certified_stage_plan`), then ``exact-lp`` (the
+    stage's whole-LP plan, not a step itself: its steps are the path's).
+
+    Examples
+    --------
+    >>> from fairalloc.plan import describe
+    >>> describe(provisional_stage_plan(print, print))
+    ('structured-level-provisional', 'exact-lp!')
+    """
+    return (Strategy(STRUCTURED_LEVEL + PROVISIONAL, provisional, _stage_cert,
+                     provisional=True),
+            Strategy(EXACT_LP, whole_lp, _stage_cert, exact=True, step=False))
+
+
+def certified_stage_plan(own_point: Callable[[None], StageResult],
+                         again: Callable[[None], StageResult]
+                         ) -> tuple[Strategy[None, StageResult], ...]:
+    """The plan that certifies the last stage of a Dinkelbach sequence solved provisionally:
+    ``structured-level-provisional`` (the provisional result at its own point and duals,
+    recorded as the step ``structured-level`` when the whole LP's certificate passes there),
+    then ``structured-level`` (the stage solved again by its stage plan, with its
+    certificate). Neither is a step itself: the second runs a stage plan of its own.
+
+    Examples
+    --------
+    >>> from fairalloc.plan import describe
+    >>> describe(certified_stage_plan(print, print))
+    ('structured-level-provisional', 'structured-level!')
+    """
+    return (Strategy(STRUCTURED_LEVEL + PROVISIONAL, own_point, _stage_cert, step=False),
+            Strategy(STRUCTURED_LEVEL, again, _stage_cert, exact=True, step=False))
 
 
 def structured_level_applies(solver: StageSolver) -> bool:
@@ -384,32 +430,40 @@ class FinishTimeFairness(ThroughputPolicy):
         """One Dinkelbach stage by the structured level solver: provisional (path step
         ``structured-level-provisional``, no certificate: it only chooses the next point)
         with ``tuning.dinkelbach_provisional``, else its stage plan; a provisional solve that
-        declines hands the stage to the whole-LP plan."""
+        declines hands the stage to the whole-LP plan (`provisional_stage_plan`)."""
         if not solver.tuning.dinkelbach_provisional:
-            return solver.run(stage, "finish-time fairness", fast=(level_strategy(seed=seed),))
-        step = STRUCTURED_LEVEL + PROVISIONAL
-        solver.step(step)
-        try:
+            return solver.run(stage, FTF, fast=(level_strategy(seed=seed),))
+
+        def provisional(_: None) -> StageResult:
             return fast_level(solver, stage, seed=seed, provisional=True)
-        except Decline as exc:
-            solver.log.hand_over(step, EXACT_LP, exc.reason)
-            return solver.run(stage, "finish-time fairness")
+
+        def whole_lp(_: None) -> StageResult:
+            return solver.run(stage, FTF)
+
+        return run_nested(provisional_stage_plan(provisional, whole_lp), None, solver.log,
+                          what=FTF, backend=solver.backend.name).result
 
     @staticmethod
     def _certified_stage(solver: StageSolver, stage: LevelStage, res: StageResult,
                          seed: NewtonSeed | None) -> StageResult:
-        """A provisional stage result certified: its own point and duals when the whole LP's
-        certificate passes there (path step `STRUCTURED_LEVEL`), else the stage's plan (the
-        structured level solver with its certificate, then the whole LP)."""
-        cert = solver.certify(res, stage, res.x[: solver.inst.E])
-        if cert.ok:
-            solver.step(STRUCTURED_LEVEL)
+        """A provisional stage result certified, by `certified_stage_plan`: its own point and
+        duals when the whole LP's certificate passes there (path step `STRUCTURED_LEVEL`),
+        else the stage's plan (the structured level solver with its certificate, then the
+        whole LP)."""
+        def own_point(_: None) -> StageResult:
+            cert = solver.certify(res, stage, res.x[: solver.inst.E])
+            if not cert.ok:
+                raise Decline("the last stage's master did not certify; solved again with "
+                              "its certificate")
+            solver.step(STRUCTURED_LEVEL)  # a structured level certified at its own point
             return dataclasses.replace(res, value=cert.primal_value, cert=cert,
                                        provisional=False)
-        solver.log.hand_over(STRUCTURED_LEVEL + PROVISIONAL, STRUCTURED_LEVEL,
-                             "the last stage's master did not certify; solved again with its "
-                             "certificate")
-        return solver.run(stage, "finish-time fairness", fast=(level_strategy(seed=seed),))
+
+        def again(_: None) -> StageResult:
+            return solver.run(stage, FTF, fast=(level_strategy(seed=seed),))
+
+        return run_nested(certified_stage_plan(own_point, again), None, solver.log,
+                          what=FTF, backend=solver.backend.name).result
 
     def gap_stop(self, R: float) -> float:
         """The value of ``F(R)`` at or below which the Dinkelbach sequence stops."""

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import copy
 import time
-import warnings
 from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any, Self
@@ -30,16 +29,24 @@ from .._sparse import rmatvec
 from .._symmetry import Classes
 from .._validation import as_array, as_bool, as_option, as_tolerance
 from ..data import Cluster, JobPairs, Jobs
-from ..errors import CertificateError, FairallocWarning, InputError, SolverError
+from ..errors import InputError
 from ..results import Certificate, Result, SolveStats, Status, readonly, require_pandas
+from ..solvelog import SolveLog
 from ..tolerances import FEAS_TOL, GAP_TOL
-from . import structured
 from .composed import solve_composed
 from .instance import TINY, ColumnInstance
 from .programs import LevelStage, LinearStage, StageResult
 from .stages import ROUND_BASES, StageSolver, backend_for, capacity_prices
-from .symmetry import SYMMETRY_STEP, ClassMap, certify_original, classes_of, reduced_instance
+from .symmetry import (
+    SYMMETRY_STEP,
+    ClassMap,
+    certify_original,
+    classes_of,
+    reduced_instance,
+    solve_by_plan,
+)
 from .tuning import Tuning, as_tuning
+from .wc_stage import lp_work_conserving
 
 __all__ = [
     "STAGE_TOL",
@@ -447,8 +454,11 @@ class ThroughputPolicy(Composable):
         ``symmetry:<classes>`` (the steps after it ran on one row per exact symmetry class).
         ``stats.fallbacks`` lists every hand-over as ``"from->to: reason"`` (a structured stage
         handed to ``exact-lp``; an uncertified work-conserving stage replaced by the
-        ``first-stage allocation``; ``symmetry->exact``: the reduced program failed or its
-        expanded solution failed the original program's certificate; solved job by job).
+        ``first-stage allocation``, also a step of the path; ``symmetry->exact``: the reduced
+        program failed or its expanded solution failed the original program's certificate;
+        solved job by job). Both are plans run by `fairalloc.plan.run_plan`
+        (`fairalloc.throughput.wc_stage.composed_wc_plan`,
+        `fairalloc.throughput.symmetry.symmetry_plan`).
 
         Symmetry: where jobs repeat exactly (equal throughput row, scale factor and every
         per-job value the policy reads; near-ties never merge) and ``symmetry`` is on,
@@ -484,23 +494,22 @@ class ThroughputPolicy(Composable):
                                      "clarabel" if backend is None else backend)
         spec = "highs" if backend is None else backend
         tols = (gap_tol, feas_tol, stage_tol)
-        fallback: str | None = None
-        if as_bool(symmetry, "symmetry") and self._reducible():
-            cl = self._classes()
-            if cl.reduces:
-                try:
-                    out = self._solve_reduced(cl, method, spec, wc, tols, t0, tuning)
-                except (CertificateError, SolverError) as exc:  # only the reduced program's
-                    out = f"the reduced program failed ({exc})"
-                if isinstance(out, Allocation):
-                    return out
-                fallback = out
+        cl = self._classes() if as_bool(symmetry, "symmetry") and self._reducible() else None
+        log = SolveLog()  # the plan's: a hand-over to the job-by-job solve is in its stats
+        reduces = cl is not None and cl.reduces
+        return solve_by_plan(
+            lambda: (self._solve_reduced(cl, method, spec, wc, tols, t0, tuning)
+                     if cl is not None else "not reducible"),  # (run only where it reduces)
+            lambda: self._solve_plain(method, spec, wc, tols, t0, tuning, log),
+            reduces=reduces, log=log, what=self.name)
+
+    def _solve_plain(self, method: str, spec: Any, wc: bool, tols: tuple[float, float, float],
+                     t0: float, tuning: Tuning, log: SolveLog) -> Allocation:
+        """The program solved job by job (its stages recorded in ``log``)."""
         be = backend_for(spec, self.inst.E, tuning)
-        solver = self._stage_solver(self, be, spec, tols, tuning)
+        solver = self._stage_solver(self, be, spec, tols, tuning, log)
         if (bases := ROUND_BASES.get()) is not None:  # a RoundPolicy round (its bases)
             solver.bases = bases.program(self._class_key(), reduced=False)
-        if fallback is not None:
-            solver.log.hand_over(SYMMETRY_STEP, "exact", fallback)
         stages, xcol, certs, _ = self._run_stages(solver, method, wc)
         res, stage = stages.result, stages.stage
         cert = self._certify_final(solver, res, stage, xcol)
@@ -513,11 +522,12 @@ class ThroughputPolicy(Composable):
 
     # --- the stages, shared by the plain and the reduced solve ------------------------------
     def _stage_solver(self, policy: ThroughputPolicy, be: Any, spec: Any,
-                      tols: tuple[float, float, float], tuning: Tuning) -> StageSolver:
+                      tols: tuple[float, float, float], tuning: Tuning,
+                      log: SolveLog | None = None) -> StageSolver:
         gap_tol, feas_tol, stage_tol = tols
         return StageSolver(policy.inst, be, stage_tol=stage_tol, gap_tol=gap_tol,
                            feas_tol=feas_tol, extra_rows=policy._extra_rows(),
-                           backend_spec=spec, tuning=tuning)
+                           backend_spec=spec, tuning=tuning, log=log)
 
     def _stats(self, solver: StageSolver, method: str, t0: float, classes: int | None
                ) -> SolveStats:
@@ -539,37 +549,12 @@ class ThroughputPolicy(Composable):
         wres = None
         if wc:
             solver.fix(stage, res.value, at=xcol)
-            g = self._wc_objective()
-            if self.inst.col_mult is not None:
-                g = g * self.inst.col_mult  # a class's column serves all of its members
-            wstage = LinearStage(g, "work-conserving")
-            try:
-                worth = self._structured_worth(solver)
-                fast = (structured.floor_strategies(
-                    prior=res, any_size=worth and not solver.structured_worth())
-                        if method == "fast" and worth else ())
-                wres = solver.run(wstage, "work-conserving", fast)
-                certs.append(wres.cert)
+            # its plan (shared with composed models): the stage, else the certified
+            # first-stage allocation with a FairallocWarning (`wc_stage.composed_wc_plan`)
+            wres, wcert = lp_work_conserving(self, solver, method, res, xcol)
+            certs.append(wcert)
+            if wres is not None:
                 xcol = wres.x[: self.inst.E]
-            except SolverError as exc:
-                # no strategy of the secondary stage's plan answered (e.g. a job whose level
-                # needs a 1e-9 share of a type, below every solver's absolute tolerance): keep
-                # the certified first-stage allocation; the stage's best failed certificate
-                # (or an unproven one) is reported in stage_certificates
-                cert = exc.certificate if isinstance(exc, CertificateError) else None
-                if not isinstance(cert, Certificate):
-                    cert = Certificate(kind="lp", primal_value=float("nan"),
-                                       dual_bound=float("nan"), gap=float("inf"),
-                                       primal_residual=float("inf"))
-                warnings.warn(
-                    f"{self.name}: the work-conserving stage could not be certified "
-                    f"({exc}); returning the certified first-stage allocation, which may leave "
-                    "capacity idle (stage_certificates[1].ok is False)",
-                    FairallocWarning, stacklevel=_WARN_LEVEL)
-                certs.append(cert)
-                solver.log.hand_over("work-conserving", "first-stage allocation",
-                                     "its certificate failed")
-                wres = None
         return stages, xcol, certs, wres
 
     # --- exact symmetry reduction -----------------------------------------------------------

@@ -21,7 +21,8 @@ level rows) are the class duals divided by ``c`` on every member, those of per-t
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import numpy as np
 import scipy.sparse as sp
@@ -29,17 +30,81 @@ import scipy.sparse as sp
 from .._sparse import csr_from_triplets
 from .._symmetry import Classes, exact_classes
 from ..data import Jobs
+from ..errors import CertificateError, SolverError
+from ..plan import Decline, Strategy, run_nested
 from ..results import Certificate
+from ..solvelog import SolveLog
 from .instance import ColumnInstance
 from .programs import LevelStage, LinearStage, StageResult
 from .rows import RowLayout
 from .stages import StageSolver, backend_for
 
-__all__ = ["PER_JOB_BLOCKS", "SYMMETRY_STEP", "ClassMap", "certify_original", "classes_of",
-           "reduced_instance"]
+__all__ = ["EXACT", "PER_JOB_BLOCKS", "SYMMETRY_STEP", "ClassMap", "certify_original",
+           "classes_of", "reduced_instance", "solve_by_plan", "symmetry_plan"]
 
 #: path step prefix: the stages that follow were solved over ``<classes>`` symmetry classes
 SYMMETRY_STEP = "symmetry"
+#: the hand-over target of a reduction that failed: the program solved job by job
+EXACT = "exact"
+
+A = TypeVar("A")  # a policy's result (an Allocation)
+
+
+def _own_certificate(ctx: Any, result: Any) -> Certificate:
+    return result.certificate
+
+
+def symmetry_plan(reduced: Callable[[None], A], job_by_job: Callable[[None], A], *,
+                  reduces: bool) -> tuple[Strategy[None, A], ...]:
+    """The plan of a throughput policy's solve: ``symmetry`` (over one row per exact class of
+    jobs, expanded and certified on the original program; only where ``reduces``), then
+    ``exact`` (job by job). Neither is a step of ``stats.path`` itself: each runs its stages'
+    plans, whose steps are the path's (the reduced solve's start with ``symmetry:<classes>``);
+    a failed reduction is the hand-over ``symmetry->exact: <reason>``. Each result is a
+    policy's allocation, certified by its own certificate.
+
+    Parameters
+    ----------
+    reduced, job_by_job : callable ``(None) -> Allocation``
+        The two strategies' ``solve`` (closures over the call: context in, result out).
+    reduces : bool
+        Whether the jobs form fewer classes than jobs (and the policy may be reduced).
+
+    Returns
+    -------
+    tuple of fairalloc.plan.Strategy
+
+    Examples
+    --------
+    >>> from fairalloc.plan import describe
+    >>> describe(symmetry_plan(print, print, reduces=True))
+    ('symmetry', 'exact!')
+    """
+    return (Strategy(SYMMETRY_STEP, reduced, _own_certificate, applies=lambda _: reduces,
+                     step=False),
+            Strategy(EXACT, job_by_job, _own_certificate, exact=True, step=False))
+
+
+def solve_by_plan(reduced: Callable[[], A | str], job_by_job: Callable[[], A], *,
+                  reduces: bool, log: SolveLog, what: str) -> A:
+    """Run `symmetry_plan` in ``log``: ``reduced()`` returns the certified allocation or why
+    the reduction does not hold for the original program (or raises a solver error: the
+    reduced program failed); either hands over to ``job_by_job()``, whose own typed error
+    (with its stage plans' verdicts) is raised as it is. ``log`` must be the one the
+    job-by-job solve records in, so that its stats show the hand-over."""
+    def reduce(_: None) -> A:
+        try:
+            out = reduced()
+        except (CertificateError, SolverError) as exc:  # only the reduced program's
+            raise Decline(f"the reduced program failed ({exc})") from exc
+        if isinstance(out, str):
+            raise Decline(out)
+        return out
+
+    return run_nested(symmetry_plan(reduce, lambda _: job_by_job(), reduces=reduces), None,
+                      log, what=what).result
+
+
 #: row blocks with one row per job (their duals are divided among a class's members)
 PER_JOB_BLOCKS = ("time", "level")
 
