@@ -64,6 +64,38 @@ _DECISION_GAP_SHARE = 0.5
 _CAP_OVER_THR = 2.0
 
 
+def best_levels(inst: ColumnInstance, unorm: np.ndarray) -> np.ndarray:
+    """Each job's largest possible level ``u_m = unorm_m T_m x``: ``unorm_m`` times the best
+    rate of any column it is a member of (single, pair or placement column).
+
+    Job ``m``'s time row ``sum_{c ni m} x_c <= 1`` (``x >= 0``) caps ``T_m x`` at its largest
+    rate ``max_c T_mc``, also where its best column is a pair (issue #29: with pairs every
+    job's maximum was taken as ``inf``, no saturation was seen, and Gavel's packed
+    water-filling solved one level LP per saturating job). ``inf`` for a job whose rate and
+    time matrices differ in structure (no such instance is built; kept for safety).
+
+    Examples
+    --------
+    >>> import numpy as np, fairalloc as fa
+    >>> from fairalloc.throughput.instance import ColumnInstance
+    >>> jobs = fa.Jobs([[1.0, 2.0], [3.0, 0.5]])
+    >>> pairs = fa.JobPairs([[0, 1]], [[[2.5, 1.0], [0.0, 0.0]]])
+    >>> best_levels(ColumnInstance(jobs, fa.Cluster({"a": 1, "b": 1}), pairs=pairs),
+    ...             np.ones(2)).tolist()
+    [2.5, 3.0]
+    """
+    T, M = inst.Tm, inst.M
+    n = unorm.size
+    if not (np.array_equal(T.indptr, M.indptr) and np.array_equal(T.indices, M.indices)):
+        return np.full(n, np.inf)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rate = np.where(M.data > 0, T.data / M.data, np.inf)
+    rows = np.repeat(np.arange(n), np.diff(T.indptr))
+    best = np.zeros(n)
+    np.maximum.at(best, rows, rate)
+    return unorm * best
+
+
 def anchored_floors(floors: np.ndarray, U: sp.csr_matrix, xcol: np.ndarray) -> np.ndarray:
     """``min(floors, u(xcol))``: the floors lowered to the levels an exactly feasible (repaired)
     allocation reaches, so that a level LP at them is feasible at ``xcol`` with ``theta = 0``.
