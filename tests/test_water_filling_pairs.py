@@ -17,7 +17,7 @@ import fairalloc as fa
 from fairalloc.throughput import Tuning
 from fairalloc.throughput.instance import ColumnInstance
 from fairalloc.throughput.max_min import BOTTLENECK_TOL
-from fairalloc.throughput.water_path import best_levels
+from fairalloc.throughput.water_path import best_levels, saturation_workers
 from fairalloc.tolerances import GAP_TOL
 
 ROBUST = Tuning(water_fast=False)  # the robust water-filling alone
@@ -98,3 +98,39 @@ def test_packed_fast_equals_robust_and_stays_below_best_levels(h):
     cap = best_levels(wf.inst, wf.unorm)
     assert np.all(np.isfinite(cap))
     assert np.all(fa_ <= cap * (1.0 + BOTTLENECK_TOL))
+
+
+def _crowded():
+    """24 jobs on 2 types (18 + 14 workers): several jobs saturate, then a capacity event;
+    the cluster cannot hold all 24 jobs at their maxima (seed 3 of a 2-type draw)."""
+    rng = np.random.default_rng(3)
+    T = rng.uniform(0.2, 3.0, (24, 2)) * (rng.random((24, 2)) < 0.7)
+    T[T.sum(1) == 0, 0] = 1.0
+    cl = fa.Cluster({"a": int(rng.integers(6, 20)), "b": int(rng.integers(6, 20))})
+    return fa.Jobs(T), cl
+
+
+def test_jump_skips_the_last_event_the_cluster_cannot_hold():
+    jobs, cl = _crowded()
+    wf = fa.WaterFilling(jobs, cl)
+    need = saturation_workers(wf.inst)
+    assert need.sum() > cl.capacity.sum()  # every job at its maximum is infeasible
+    r = fa.water_filling(jobs, cl)
+    # main probed that point first (14 level LPs, 141 simplex iterations)
+    assert r.status == fa.SolveStatus.OPTIMAL and r.levels <= 13, r.levels
+    robust = fa.water_filling(jobs, cl, tuning=ROBUST)
+    fl = np.asarray(r.level_floors)
+    assert np.all(np.abs(fl - np.asarray(robust.level_floors)) <= _thresholds(fl))
+
+
+def test_saturation_workers_bound_the_workers_of_a_saturated_job():
+    """A job alone on the cluster reaches its maximum; the workers it then holds are at least
+    its `saturation_workers` (here: exactly its best column's scale factor)."""
+    jobs = fa.Jobs([[1.0, 2.0]], scale_factor=[2])
+    cl = fa.Cluster({"a": 2, "b": 2})
+    r = fa.water_filling(jobs, cl)
+    wf = fa.WaterFilling(jobs, cl)
+    assert np.isclose(float(r.metric[0]), float(best_levels(wf.inst, wf.unorm)[0]))
+    held = float(jobs.scale_factor @ r.x.sum(axis=1))
+    assert saturation_workers(wf.inst)[0] == 2.0
+    assert held >= 2.0 * (1.0 - BOTTLENECK_TOL)

@@ -96,6 +96,44 @@ def best_levels(inst: ColumnInstance, unorm: np.ndarray) -> np.ndarray:
     return unorm * best
 
 
+def saturation_workers(inst: ColumnInstance) -> np.ndarray:
+    """Each job's fewest workers held while it runs at its largest level (`best_levels`):
+    a job at its maximum runs only columns of its best rate, all the time, each holding its
+    workers shared by its members (``inf`` for an instance with class multiplicities, whose
+    columns stand for several jobs; no bound is claimed there).
+
+    The sum over jobs is a lower bound on the workers used when every job is at its maximum;
+    above the cluster's workers that point is infeasible (`saturation_jump` skips its
+    probe).
+
+    Examples
+    --------
+    >>> import numpy as np, fairalloc as fa
+    >>> from fairalloc.throughput.instance import ColumnInstance
+    >>> jobs = fa.Jobs([[1.0, 2.0], [3.0, 0.5]], scale_factor=[2, 1])
+    >>> pairs = fa.JobPairs([[0, 1]], [[[0.5, 3.0], [0.0, 0.0]]])
+    >>> saturation_workers(ColumnInstance(jobs, fa.Cluster({"a": 2, "b": 2}), pairs=pairs)
+    ...                    ).tolist()
+    [2.0, 1.0]
+    """
+    T, M = inst.Tm, inst.M
+    n = inst.n
+    if inst.col_mult is not None or not (np.array_equal(T.indptr, M.indptr)
+                                         and np.array_equal(T.indices, M.indices)):
+        return np.full(n, np.inf)
+    members = np.bincount(T.indices, minlength=inst.E)
+    share = inst.col_workers / np.maximum(members, 1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rate = np.where(M.data > 0, T.data / M.data, np.inf)
+    rows = np.repeat(np.arange(n), np.diff(T.indptr))
+    best = np.zeros(n)
+    np.maximum.at(best, rows, rate)
+    top = rate >= best[rows]
+    need = np.full(n, np.inf)
+    np.minimum.at(need, rows[top], share[T.indices[top]])
+    return need
+
+
 def anchored_floors(floors: np.ndarray, U: sp.csr_matrix, xcol: np.ndarray) -> np.ndarray:
     """``min(floors, u(xcol))``: the floors lowered to the levels an exactly feasible (repaired)
     allocation reaches, so that a level LP at them is feasible at ``xcol`` with ``theta = 0``.
@@ -653,6 +691,11 @@ def saturation_jump(wf: Any, solver: StageSolver, U: sp.csr_matrix, floors: np.n
     best: tuple[np.ndarray, np.ndarray] | None = None
     probes = 0
     trial, step, galloping = hi, 1, True
+    last = ~frozen & np.isfinite(times)
+    if float(saturation_workers(wf.inst)[last].sum()) > float(wf.inst.cap.sum()):
+        # the cluster cannot hold every job at its maximum: the last event's probe would fail
+        # (Gavel's packed water-filling, 256 jobs on 192 workers: 9,146 of 31,000 pivots)
+        trial, step = min(lo + 1, hi), 2
     while hi > lo:
         target = path.at(float(bp[trial - 1]))
         step_ = target - floors
