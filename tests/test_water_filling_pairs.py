@@ -3,7 +3,7 @@
 With pairs every job's largest level was taken as ``inf`` (a pair column "may do better"), so
 rule (a') and the saturation jump never applied: Gavel's packed water-filling at 256 jobs
 solved one level LP per saturating job (34 level LPs). A job's level is capped by its best
-column, pairs included (`fairalloc.throughput.water_path.best_levels`); the leximin point is
+column, pairs included (`fairalloc.throughput.water_bounds.best_levels`); the leximin point is
 unchanged (the robust water-filling, the textbook algorithm, agrees).
 """
 
@@ -17,7 +17,7 @@ import fairalloc as fa
 from fairalloc.throughput import Tuning
 from fairalloc.throughput.instance import ColumnInstance
 from fairalloc.throughput.max_min import BOTTLENECK_TOL
-from fairalloc.throughput.water_path import best_levels, saturation_workers
+from fairalloc.throughput.water_bounds import best_levels, saturation_workers
 from fairalloc.tolerances import GAP_TOL
 
 ROBUST = Tuning(water_fast=False)  # the robust water-filling alone

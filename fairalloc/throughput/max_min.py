@@ -65,6 +65,7 @@ from .policy import STAGE_TOL, Allocation, PolicyStages, ThroughputPolicy, _rank
 from .programs import LevelStage
 from .stages import StageSolver, backend_for, capacity_prices
 from .tuning import Tuning, as_tuning
+from .water_bounds import best_levels
 from .water_path import (
     FLOORS_ANCHORED,
     PARETO_CHECK,  # noqa: F401 - the end check's path step, read as max_min.PARETO_CHECK
@@ -72,7 +73,6 @@ from .water_path import (
     StructuredLevels,
     amplified_violation,
     anchored_floors,
-    best_levels,
     bottleneck_lp,
     can_rise,
     level_lp,
