@@ -65,6 +65,7 @@ from .policy import STAGE_TOL, Allocation, PolicyStages, ThroughputPolicy, _rank
 from .programs import LevelStage
 from .stages import StageSolver, backend_for, capacity_prices
 from .tuning import Tuning, as_tuning
+from .water_bounds import best_levels
 from .water_path import (
     FLOORS_ANCHORED,
     PARETO_CHECK,  # noqa: F401 - the end check's path step, read as max_min.PARETO_CHECK
@@ -392,9 +393,7 @@ class WaterFilling(ThroughputPolicy):
         self.single_level = as_bool(single_level, "single_level")
         inst = self.inst
         self.unorm = jobs.scale_factor / inst.equal_tp  # u_m = unorm_m * throughput_m
-        self._max_level = self.unorm * inst.T_allowed.max(axis=1)  # without pairs
-        if inst.pairs is not None or inst.placement:
-            self._max_level = np.full(n, np.inf)  # a pair or placement column may do better
+        self._max_level = best_levels(inst, self.unorm)  # best column, pairs included
 
     def _cvx_objective(self, cvx: dict[str, Any]) -> tuple[Any, list[Any]]:
         raise InputError("water-filling is a sequence of LPs; it cannot be composed with "
