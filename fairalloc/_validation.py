@@ -31,6 +31,7 @@ and arrays, and other real number types that convert to ``float`` (``decimal.Dec
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import numbers
@@ -45,7 +46,7 @@ from .errors import InputError
 
 __all__ = ["as_array", "as_bool", "as_finite_float", "as_gang_sizes", "as_labels",
            "as_option", "as_positive_int", "as_positive_float", "as_real_array",
-           "as_time_limit", "as_tolerance", "fmt_index"]
+           "as_time_limit", "as_tolerance", "as_tuning_value", "check_knobs", "fmt_index"]
 
 #: the smallest positive normal float64: a nonzero magnitude below it is subnormal and refused
 #: (ACCURACY: the input contract; see the module notes)
@@ -575,3 +576,52 @@ def as_labels(value: Any, name: str, n: int, what: str) -> tuple[Any, ...]:
             raise InputError(f"{name}[{i}] = {label!r} repeats {name}[{first}]; {name} must "
                              f"be unique", argument=name, index=(i,))
     return labels
+
+
+def check_knobs(tuning: Any) -> None:
+    """Validate every field of a frozen ``Tuning`` dataclass by its annotated type: a ``bool``
+    field must be a bool, an ``int`` field a non-negative int, a ``float`` field a finite
+    non-negative number; the `InputError` names ``tuning.<field>`` (the one rule of
+    `fairalloc.throughput.Tuning`, `fairalloc.markets.Tuning` and `fairalloc.auctions.Tuning`).
+
+    Examples
+    --------
+    >>> from fairalloc.markets import Tuning
+    >>> Tuning(ipm_max_iter=-1)
+    Traceback (most recent call last):
+    ...
+    fairalloc.errors.InputError: tuning.ipm_max_iter must be a non-negative int, got -1
+    """
+    for f in dataclasses.fields(tuning):
+        value = getattr(tuning, f.name)
+        kind = f.type if isinstance(f.type, str) else f.type.__name__
+        name = f"tuning.{f.name}"
+        if kind == "bool":
+            if not isinstance(value, bool):
+                raise InputError(f"{name} must be a bool, got {value!r}", argument=name)
+        elif kind == "int":
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise InputError(f"{name} must be a non-negative int, got {value!r}",
+                                 argument=name)
+        elif (isinstance(value, bool) or not isinstance(value, int | float)
+              or not value >= 0.0 or value == float("inf")):
+            raise InputError(f"{name} must be a finite non-negative number, got {value!r}",
+                             argument=name)
+
+
+def as_tuning_value(value: Any, kind: type, default: Any, public: str) -> Any:
+    """``value`` as a ``kind`` tuning (``None``: ``default``); anything else is an `InputError`
+    naming ``tuning`` and the public class ``public``.
+
+    Examples
+    --------
+    >>> from fairalloc.markets import Tuning
+    >>> as_tuning_value(None, Tuning, Tuning(), "fairalloc.markets.Tuning") == Tuning()
+    True
+    """
+    if value is None:
+        return default
+    if not isinstance(value, kind):
+        raise InputError(f"tuning must be a {public}, got {type(value).__name__}",
+                         argument="tuning")
+    return value

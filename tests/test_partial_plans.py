@@ -64,7 +64,7 @@ def test_tuning_is_validated():
     assert err.value.argument == "tuning"
     with pytest.raises(fa.InputError) as err:
         Tuning(pf_market_solves=2)
-    assert err.value.argument == "pf_market_solves"
+    assert err.value.argument == "tuning.pf_market_solves"
 
 
 def _assert_same_answer(a, b):

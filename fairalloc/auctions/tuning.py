@@ -19,10 +19,10 @@ Examples
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from .._validation import as_tuning_value, check_knobs
 from ..errors import InputError
 
 __all__ = ["DEFAULT_TUNING", "Tuning", "as_tuning"]
@@ -57,7 +57,7 @@ class Tuning:
     >>> Tuning(loo_batch=-1)
     Traceback (most recent call last):
     ...
-    fairalloc.errors.InputError: Tuning.loo_batch must be a non-negative int, got -1
+    fairalloc.errors.InputError: tuning.loo_batch must be a non-negative int, got -1
     """
 
     pf_market_solves: int = 1
@@ -66,15 +66,10 @@ class Tuning:
     loo_warm_rounds: int = 6
 
     def __post_init__(self) -> None:
-        for field in dataclasses.fields(self):
-            value = getattr(self, field.name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise InputError(f"Tuning.{field.name} must be a non-negative int, got "
-                                 f"{value!r}", argument=field.name)
+        check_knobs(self)
         if self.pf_market_solves > 1:
-            raise InputError("Tuning.pf_market_solves must be 0 or 1, got "
-                             f"{self.pf_market_solves}", argument="pf_market_solves")
-
+            raise InputError("tuning.pf_market_solves must be 0 or 1, got "
+                             f"{self.pf_market_solves}", argument="tuning.pf_market_solves")
 
 #: the defaults
 DEFAULT_TUNING = Tuning()
@@ -88,9 +83,5 @@ def as_tuning(value: Any) -> Tuning:
     >>> as_tuning(None) == DEFAULT_TUNING
     True
     """
-    if value is None:
-        return DEFAULT_TUNING
-    if not isinstance(value, Tuning):
-        raise InputError(f"tuning must be a fairalloc.auctions.Tuning, got "
-                         f"{type(value).__name__}", argument="tuning")
-    return value
+    return as_tuning_value(value, Tuning, DEFAULT_TUNING,  # type: ignore[no-any-return]
+                           "fairalloc.auctions.Tuning")

@@ -20,11 +20,10 @@ Examples
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import InputError
+from .._validation import as_tuning_value, check_knobs
 from .ipm import IPM_MAX_ITER
 
 __all__ = ["DEFAULT_TUNING", "DUAL_IPM_MAX_ITER", "Tuning", "as_tuning"]
@@ -68,16 +67,7 @@ class Tuning:
     restricted: bool = True
 
     def __post_init__(self) -> None:
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            kind = f.type if isinstance(f.type, str) else f.type.__name__
-            if kind == "bool":
-                if not isinstance(value, bool):
-                    raise InputError(f"tuning.{f.name} must be a bool, got {value!r}",
-                                     argument=f"tuning.{f.name}")
-            elif isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise InputError(f"tuning.{f.name} must be a non-negative int, got {value!r}",
-                                 argument=f"tuning.{f.name}")
+        check_knobs(self)
 
 
 #: the defaults
@@ -92,9 +82,4 @@ def as_tuning(value: Any) -> Tuning:
     >>> as_tuning(None) is DEFAULT_TUNING
     True
     """
-    if value is None:
-        return DEFAULT_TUNING
-    if not isinstance(value, Tuning):
-        raise InputError(f"tuning must be a fairalloc.markets.Tuning, got "
-                         f"{type(value).__name__}", argument="tuning")
-    return value
+    return as_tuning_value(value, Tuning, DEFAULT_TUNING, "fairalloc.markets.Tuning")  # type: ignore[no-any-return]

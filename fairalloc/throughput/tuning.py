@@ -21,11 +21,10 @@ Examples
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import InputError
+from .._validation import as_tuning_value, check_knobs
 
 __all__ = ["DEFAULT_TUNING", "Tuning", "as_tuning"]
 
@@ -177,21 +176,7 @@ class Tuning:
     water_robust_max_jobs: int = 256
 
     def __post_init__(self) -> None:
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            kind = f.type if isinstance(f.type, str) else f.type.__name__
-            if kind == "bool":
-                if not isinstance(value, bool):
-                    raise InputError(f"tuning.{f.name} must be a bool, got {value!r}",
-                                     argument=f"tuning.{f.name}")
-            elif kind == "int":
-                if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                    raise InputError(f"tuning.{f.name} must be a non-negative int, got "
-                                     f"{value!r}", argument=f"tuning.{f.name}")
-            elif (isinstance(value, bool) or not isinstance(value, int | float)
-                  or not value >= 0.0 or value == float("inf")):
-                raise InputError(f"tuning.{f.name} must be a finite non-negative number, "
-                                 f"got {value!r}", argument=f"tuning.{f.name}")
+        check_knobs(self)
 
 
 #: the measured defaults
@@ -200,9 +185,4 @@ DEFAULT_TUNING = Tuning()
 
 def as_tuning(value: Any) -> Tuning:
     """``value`` as a `Tuning` (``None``: the defaults); anything else is an InputError."""
-    if value is None:
-        return DEFAULT_TUNING
-    if not isinstance(value, Tuning):
-        raise InputError(f"tuning must be a fairalloc.throughput.Tuning, got "
-                         f"{type(value).__name__}", argument="tuning")
-    return value
+    return as_tuning_value(value, Tuning, DEFAULT_TUNING, "fairalloc.throughput.Tuning")  # type: ignore[no-any-return]
