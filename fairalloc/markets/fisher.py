@@ -602,13 +602,7 @@ class FisherMarket(Composable):
                                    log=ctx.log, what="composed market")
         except SolverError as exc:
             raise Decline("the cvxpy solve failed") from exc
-        dual = cvx["supply"].dual_value
-        if dual is None or cvx["x"].value is None:
-            raise SolverError("the cvxpy solve returned no allocation or prices",
-                              backend=stats.backend, raw_status=stats.raw_status)
-        prices = np.maximum(np.asarray(dual, dtype=float).reshape(self.m * self.T), 0.0)
-        alloc = np.maximum(np.asarray(cvx["x"].value, dtype=float), 0.0)
-        alloc = alloc.reshape((self.n, self.m, self.T) if self.volatile else (self.n, self.m))
+        alloc, prices = self._read_solved(cvx, stats)
         return ctx.point(self._edge_levels(alloc), prices, stats.iterations, stats.solves,
                          CVXPY_STEP)
 
@@ -635,6 +629,17 @@ class FisherMarket(Composable):
             value[self._form.owner, np.nonzero(self._usable_rounds())[1]] = z
         var.save_value(np.maximum(value, 0.0))
         return constraint_residual(self._constraints) <= feas_tol
+
+    def _read_solved(self, cvx: dict[str, Any], stats: Any) -> tuple[np.ndarray, np.ndarray]:
+        """(allocation, prices) read off a solved composed model (negative rounding clipped)."""
+        dual = cvx["supply"].dual_value
+        if dual is None or cvx["x"].value is None:
+            raise SolverError("the cvxpy solve returned no allocation or prices",
+                              backend=stats.backend, raw_status=stats.raw_status)
+        prices = np.maximum(np.asarray(dual, dtype=float).reshape(self.m * self.T), 0.0)
+        alloc = np.maximum(np.asarray(cvx["x"].value, dtype=float), 0.0)
+        alloc = alloc.reshape((self.n, self.m, self.T) if self.volatile else (self.n, self.m))
+        return alloc, prices
 
     def _clean(self, cvx: dict[str, Any]) -> None:
         """Write the allocation a composed solve returns into the model: negative round-off
@@ -704,13 +709,7 @@ class FisherMarket(Composable):
             self._problem(cvx), backend=log.conic, gap_tol=gap_tol, feas_tol=feas_tol,
             time_limit=time_limit, clean=lambda: self._clean(cvx), robust=True, log=log,
             what="composed market")
-        dual = cvx["supply"].dual_value
-        if dual is None or cvx["x"].value is None:
-            raise SolverError("the cvxpy solve returned no allocation or prices",
-                              backend=stats.backend, raw_status=stats.raw_status)
-        prices = np.maximum(np.asarray(dual, dtype=float).reshape(self.m * self.T), 0.0)
-        alloc = np.maximum(np.asarray(cvx["x"].value, dtype=float), 0.0)
-        alloc = alloc.reshape((self.n, self.m, self.T) if self.volatile else (self.n, self.m))
+        alloc, prices = self._read_solved(cvx, stats)
         return alloc, prices, conic_cert, stats.iterations, stats.solves
 
     def _edge_levels(self, alloc: np.ndarray) -> np.ndarray:
