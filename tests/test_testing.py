@@ -756,3 +756,13 @@ def test_drawn_jobs_are_never_subnormal(jobs: fa.Jobs) -> None:
     tiny = np.finfo(float).tiny
     for v in (jobs.elapsed, jobs.isolated_elapsed):
         assert not ((v != 0) & (np.abs(v) < tiny)).any()
+
+
+@pytest.mark.parametrize("n", [10**300, 1_000_001])
+def test_an_unbounded_search_budget_is_refused_before_any_work(n: int) -> None:
+    # fuzz seed 1717: max_examples=10**300 ran until stopped; the bound is documented
+    from fairalloc.testing import check_policy
+
+    with pytest.raises(fa.InputError) as err:
+        check_policy(lambda u, b, s: u, ["envy_free"], max_examples=n)
+    assert err.value.argument == "max_examples" and "1,000,000" in str(err.value)

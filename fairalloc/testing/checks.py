@@ -45,7 +45,13 @@ from .. import properties as props
 from .._validation import as_bool
 from ..errors import InputError
 from .adapters import as_policy
-from .defaults import DATABASE_ENV, DEFAULT_MAX_EXAMPLES, DEFAULT_PROPERTIES, DEFAULT_TOL
+from .defaults import (
+    DATABASE_ENV,
+    DEFAULT_MAX_EXAMPLES,
+    DEFAULT_PROPERTIES,
+    DEFAULT_TOL,
+    MAX_EXAMPLES_LIMIT,
+)
 from .domain_base import GATES, NEEDS_PRICES, Domain, Outcome, call_kwargs
 from .domains import property_names, resolve_domain
 from .isolation import DEFAULT_DEADLINE, IsolatedPolicy, Lost
@@ -437,7 +443,8 @@ def check_policy(policy: Any,
         policy failed to, the gate that failed is added to the report with its own shrunk
         counterexample.
     max_examples : int
-        Instances tried per property (``$FAIRALLOC_MAX_EXAMPLES`` overrides it).
+        Instances tried per property, at most 1,000,000 (``$FAIRALLOC_MAX_EXAMPLES``
+        overrides it).
     seed : int or None
         Seed of the search: the same seed gives the same instances (deterministic profile).
         ``None``, or the nondeterministic profile, draws a fresh seed; the report records it.
@@ -528,9 +535,9 @@ def _check_policy(policy: Any, properties: Any, max_examples: Any, seed: Any, *,
     names = property_names(properties, dom)
     expected = _expected(expected_failures, dom)
     if isinstance(max_examples, bool) or not isinstance(max_examples, int | np.integer) \
-            or max_examples < 1:
-        raise InputError(f"max_examples must be a positive integer, got {max_examples!r}",
-                         argument="max_examples")
+            or not 1 <= max_examples <= MAX_EXAMPLES_LIMIT:
+        raise InputError(f"max_examples must be an integer in [1, {MAX_EXAMPLES_LIMIT:,}], got "
+                         f"{max_examples!r}", argument="max_examples")
     override = max_examples_override()
     n_examples = int(override if override is not None else max_examples)
     profile = active_profile()

@@ -9,8 +9,7 @@ command (`fairalloc.testing.cli`) read the same values as
 from __future__ import annotations
 
 __all__ = ["DATABASE_ENV", "DEFAULT_MAX_EXAMPLES", "DEFAULT_PROPERTIES", "DEFAULT_TOL",
-           "DOMAIN_NAMES",
-           "MAX_EXAMPLES_ENV", "PROFILES", "PROFILE_ENV"]
+           "DOMAIN_NAMES", "MAX_EXAMPLES_ENV", "MAX_EXAMPLES_LIMIT", "PROFILES", "PROFILE_ENV"]
 
 #: environment variable naming the hypothesis profile (see
 #: `fairalloc.testing.profiles`)
@@ -27,6 +26,10 @@ PROFILES = ("deterministic", "nondeterministic", "ci")
 DEFAULT_PROPERTIES = ("sharing_incentive", "envy_free", "pareto_optimal")
 #: instances tried per property (a documented argument of check_policy)
 DEFAULT_MAX_EXAMPLES = 100
+#: the most instances one property search may be asked for (PERFORMANCE: a bound on the work
+#: a call can be asked to do -- a million instances of even a millisecond policy is a quarter
+#: of an hour per property; more is a typo, refused rather than run for ever)
+MAX_EXAMPLES_LIMIT = 1_000_000
 #: relative tolerance of every property, an ACCURACY contract of the checks (as in
 #: `fairalloc.properties`; a documented argument of check_policy)
 DEFAULT_TOL = 1e-6
