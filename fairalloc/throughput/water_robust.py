@@ -23,7 +23,9 @@ plan's exact tail). Every level (path step ``robust-level``) is
    whose point misses a frozen floor by more than ``1e-10`` (relative) counts only as far as
    **iterative refinement** (path step ``robust-refine``: the level LP again, around the
    point, in units of ``1e-6``) reaches with every frozen floor met (a rise of 0.58 bought by
-   a miss of ``4e-9`` is none);
+   a miss of ``4e-9`` is none), less what the refined point's own shortfall buys, priced by
+   the refinement LP's kept-row duals (a refined point ``2e-12`` short rose by ``5e-4`` at
+   every level, its duals ``2e8``, and the levels never ended);
 3. a level that rose leaves its bottlenecked candidates to the next level, which then does
    not rise (one level LP instead of bottleneck LPs over every candidate). At a level that did
    not rise, **each candidate is decided by a certified claim**: a candidate whose floor
@@ -342,28 +344,35 @@ def _kept_short(solver: StageSolver, xcol: np.ndarray) -> float:
     return float(np.max(low - B @ xcol[: B.shape[1]], initial=0.0))
 
 
-def _witnessed_rise(solver: StageSolver, stage: LevelStage, xcol: np.ndarray
-                    ) -> tuple[float, np.ndarray | None]:
+def _witnessed_rise(solver: StageSolver, stage: LevelStage, xcol: np.ndarray, slack: float
+                    ) -> tuple[float, np.ndarray | None, float]:
     """A level's rise witnessed by a point that meets every frozen floor exactly, by
     iterative refinement of the solver's point ``xcol``: the level LP again, written around
     the point (``v = v0 + t e``, theta free, ``t`` = `_REFINE_UNIT`), so that the solver's
     tolerance applies to the change ``t e``, not to the floors (path step
     ``robust-refine``). Mathematically the same LP: its optimum is the level's rise at the
     floors themselves, whatever the point's shortfall bought (a rise of 0.58 for a shortfall
-    of 4e-9, relative). ``(theta, point)`` (``theta``: the point's own level); ``(0, None)``
-    (no rise) when no round gave a point meeting the floors to `_EXACT_SHORT`; the input
-    point and its level when a refinement LP failed (the rise then stands as the level's
-    certificate allows it, and the end check proves the levels)."""
+    of 4e-9, relative). ``(theta, point, slack)`` (``theta``: the point's own level;
+    ``slack``: what the point's own shortfall below the frozen floors buys, the refinement
+    LP's kept-row duals times it); ``(0, None, 0)`` (no rise) when no round gave a point
+    meeting the floors to `_EXACT_SHORT`; the input point, its level and ``slack`` when a
+    refinement LP failed (the rise then stands as the level's certificate allows it, and the
+    end check proves the levels).
+
+    The refinement LP's duals, not the level LP's, price the refined point's shortfall: they
+    are taken at the floors met to ``1e-13`` where the level's value is steepest (a level
+    LP's kept-row duals of 45 against a rate of ``2e8``: a refined point ``2e-12`` short rose
+    by ``5e-4`` at every level, and the levels never ended, #27)."""
     lp = solver.program(stage)
     E = solver.inst.E
     xcol0, theta = xcol, float(solver.point(stage, xcol)[-1])
     sigma, _ = stage.units()
     col_unit = np.ones(E + 1)
     col_unit[E] = sigma
+    kept = np.zeros(0)
     for _ in range(_REFINE_ROUNDS):
-        s = _kept_short(solver, xcol)
-        if s <= _EXACT_SHORT:
-            return float(solver.point(stage, xcol)[-1]), xcol
+        if _kept_short(solver, xcol) <= _EXACT_SHORT:
+            break
         v = solver.point(stage, xcol)
         Av = lp.A @ v
         t = _REFINE_UNIT
@@ -379,13 +388,18 @@ def _witnessed_rise(solver: StageSolver, stage: LevelStage, xcol: np.ndarray
         except SolverError:
             # (no answer: HiGHS ended "Unknown" on points 4e-10 short; the rise stands as
             # the level's certificate allows it, and the end check proves the levels)
-            return theta, xcol0
+            return theta, xcol0, slack
         solver.used(sol)
-        assert sol.x is not None
+        assert sol.x is not None and sol.row_duals is not None
         xcol = solver.inst.repair(v[:E] + t * sol.x[:E])
-    if _kept_short(solver, xcol) <= _EXACT_SHORT:
-        return float(solver.point(stage, xcol)[-1]), xcol
-    return 0.0, None
+        # (the same rows as the level LP, each divided by t with its change: in level units
+        # per unit of a row's shortfall, its dual is the refinement LP's own)
+        kept = np.maximum(solver.layout(stage).take(sol.row_duals, "kept"), 0.0)
+    if _kept_short(solver, xcol) > _EXACT_SHORT:
+        return 0.0, None, 0.0
+    B, low = solver.fixed[0]
+    bought = float(kept @ np.clip(low - B @ xcol[: B.shape[1]], 0.0, None)) if kept.size else 0.0
+    return float(solver.point(stage, xcol)[-1]), xcol, bought
 
 
 def robust_water_filling(ctx: WaterContext) -> WaterRun:
@@ -508,7 +522,7 @@ def _freezes(ctx: WaterContext, solver: StageSolver, stage: LevelStage, res: Sta
         # the point misses a frozen floor: its rise may be bought by that miss (duals at the
         # relaxed optimum bound that gain only from below); only a point that meets every
         # frozen floor exactly witnesses a rise
-        theta, refined = _witnessed_rise(solver, stage, xnew)
+        theta, refined, slack = _witnessed_rise(solver, stage, xnew, slack)
         xnew = x if refined is None else refined
     if levels == 1 or theta > acc + slack:
         x = xnew
