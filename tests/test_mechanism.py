@@ -745,3 +745,15 @@ def test_bad_layout_and_scheduler_arguments():
     with pytest.raises(fa.InputError) as exc:
         p.gpus("nope")
     assert exc.value.argument == "label"
+
+
+@pytest.mark.parametrize("noise", [5e-10, -5e-10, 5e-8])
+def test_tied_targets_are_not_ordered_by_round_off(noise: float) -> None:
+    # two jobs tied at 0.5 of one GPU, as a certified solve returns them (0.5 +- round-off):
+    # Algorithm 1's tie-breaks (deficit, target) must not read the round-off, so the first
+    # job runs first whichever way the noise falls (the simulator's FTF doctest flipped on it)
+    a = fa.schedule_round(np.array([[0.5 + noise], [0.5 - noise]]), fa.Cluster({"gpu": 1}))
+    assert a.type_index.tolist() == [0, -1]
+    # a real difference (above the solve's tolerance) still orders them
+    b = fa.schedule_round(np.array([[0.4], [0.6]]), fa.Cluster({"gpu": 1}))
+    assert b.type_index.tolist() == [-1, 0]

@@ -59,6 +59,12 @@ _HISTORY_RTOL = 1e-9
 #: ACCURACY: a gang fits when its workers are at most the type's remaining workers plus this
 #: round-off (remaining workers are float sums of integers)
 _FIT_TOL = 1e-9
+#: ACCURACY: when Algorithm 1 orders pairs, a positive target within `_TARGET_SNAP` of a multiple
+#: of 10**-`_TARGET_DECIMALS` is read as that multiple: a certified allocation's round-off
+#: (0.5 +- 5e-10 for two tied jobs; at most the solve's feasibility tolerance) must not decide
+#: which of two tied jobs runs first
+_TARGET_DECIMALS = 6
+_TARGET_SNAP = 1e-7
 
 #: options of ``eligible=`` (which (row, type) pairs Algorithm 1 may choose)
 ELIGIBLE = ("all", "positive", "behind")
@@ -387,6 +393,13 @@ def _history(rows: _RoundRows, received: Any, elapsed: Any) -> tuple[np.ndarray,
 # --------------------------------------------------------------------------------------------
 
 
+def _snapped(X: np.ndarray) -> np.ndarray:
+    """``X`` with each positive target within `_TARGET_SNAP` of a grid point (multiples of
+    10**-`_TARGET_DECIMALS`) set to it; every other entry (zeros included) kept exactly."""
+    grid = np.round(X, _TARGET_DECIMALS)
+    return np.where((grid > 0) & (np.abs(X - grid) <= _TARGET_SNAP), grid, X)
+
+
 def _priority(X: np.ndarray, t: np.ndarray, e: np.ndarray, fraction: str) -> np.ndarray:
     """``X / f`` with ``f`` the received fraction; ``inf`` where ``f = 0 < X``, 0 where X = 0."""
     if fraction == "elapsed":
@@ -508,8 +521,9 @@ def _candidates(rows: _RoundRows, t: np.ndarray, e: np.ndarray, eligible: str, f
     in ascending (row, type) order. Every positive-target pair has priority > 0, so the whole
     first batch precedes the second in Algorithm 1's order."""
     X = rows.target
-    pr = _priority(X, t, e, fraction)
-    deficit = X * e[:, None] - t
+    Xs = _snapped(X)
+    pr = _priority(Xs, t, e, fraction)
+    deficit = Xs * e[:, None] - t
     positive = rows.runnable & (X > 0)
     if eligible == "behind":
         positive &= deficit >= -_BEHIND_TOL * np.maximum(1.0, e)[:, None]
@@ -527,8 +541,8 @@ def _in_order(rows: _RoundRows, pr: np.ndarray, deficit: np.ndarray, cand: np.nd
     type (ascending: the candidates' own order, kept by the stable sorts)."""
     k = rows.k
     cr, ct = np.divmod(cand, k)
-    order = _sorted(-pr.ravel()[cand], -deficit.ravel()[cand], -rows.target.ravel()[cand],
-                    -rows.row_sf[cr])
+    order = _sorted(-pr.ravel()[cand], -deficit.ravel()[cand],
+                    -_snapped(rows.target).ravel()[cand], -rows.row_sf[cr])
     return cr[order], ct[order]
 
 
