@@ -34,15 +34,12 @@ from ..plan import Decline, run_plan
 from ..results import Certificate, SolveStats
 from ..solvelog import SolveLog
 from .programs import LevelStage
-from .wc_stage import FIRST_STAGE, WORK_CONSERVING, composed_wc_plan
+from .wc_stage import FIRST_STAGE, WORK_CONSERVING, caller_stacklevel, composed_wc_plan
 
 __all__ = ["CVXPY_STEP", "finish_time_objective", "level_objective", "negated", "reciprocal",
            "solve_composed", "composed_wc_plan", "WORK_CONSERVING", "FIRST_STAGE"]
 
 CVXPY_STEP = "cvxpy"  # path step: one conic solve of the cvxpy model
-#: the caller's frame of the work-conserving warning (solve_composed -> policy._solve_cvxpy
-#: -> solve -> caller); not a tolerance (ACCURACY of the reported location only)
-_WARN_LEVEL = 4
 
 
 def level_objective(cvx: dict[str, Any], stage: LevelStage) -> tuple[Any, list[Any]]:
@@ -243,7 +240,7 @@ def solve_composed(policy: Any, wc: bool, tols: tuple[float, float, float], back
                 f"{policy.name}: the work-conserving stage could not be certified "
                 f"({whys[-1] if whys else 'no point'}); returning the certified first-stage "
                 "allocation, which may leave capacity idle",
-                FairallocWarning, stacklevel=_WARN_LEVEL + 2)
+                FairallocWarning, stacklevel=caller_stacklevel())
             return final
 
         found = run_plan(composed_wc_plan(work_conserving, first_stage), None, log,

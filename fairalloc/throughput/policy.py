@@ -66,9 +66,6 @@ THROUGHPUT_METHODS = ("auto", "highs", "fast", "cvxpy")
 STAGE_TOL = 1e-9
 #: ACCURACY: fraction of gap_tol a kept stage may lose (so the first stage stays certified)
 STAGE_SHARE_OF_GAP = 0.1
-#: the caller's frame of a warning raised in a stage (stage runner -> solve -> caller); not a
-#: tolerance (ACCURACY of the reported location only)
-_WARN_LEVEL = 4
 
 
 # --------------------------------------------------------------------------------------------

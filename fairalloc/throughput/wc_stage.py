@@ -36,7 +36,7 @@ WORK_CONSERVING, FIRST_STAGE = "work-conserving", "first-stage allocation"
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
-def _caller_stacklevel() -> int:
+def caller_stacklevel() -> int:
     """The ``stacklevel`` that makes a warning raised by this function's caller name the
     first frame outside fairalloc (however many plan and stage frames are in between)."""
     frame, level = sys._getframe(1), 1
@@ -118,7 +118,7 @@ def lp_work_conserving(policy: Any, solver: Any, method: str, res: StageResult,
             f"{policy.name}: the work-conserving stage could not be certified "
             f"({exc}); returning the certified first-stage allocation, which may leave "
             "capacity idle (stage_certificates[1].ok is False)",
-            FairallocWarning, stacklevel=_caller_stacklevel())
+            FairallocWarning, stacklevel=caller_stacklevel())
         return res
 
     found = run_plan(composed_wc_plan(work_conserving, first_stage, _stage_cert,
