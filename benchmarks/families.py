@@ -16,6 +16,8 @@ magnitudes (throughputs in steps/s, tens to hundreds of workers per type, indepe
 
 * ``random``: log-normal speeds, every job different (3 types v100/p100/k80);
 * ``identical``: every job has the same data (row, scale factor, weight, steps, elapsed);
+* ``near-identical``: ``identical`` with every throughput entry times ``1 + 1e-9 N(0, 1)`` (rows
+  equal up to a profiler's round-off: no two bit for bit);
 * ``ties``: rows drawn from 20 model types (Zipf-like popularity) as in real traces, scale
   factors {1, 2, 4, 8} mostly 1, weights {1, 2}, steps a whole number of epochs of the model,
   elapsed 0 or whole 6-minute rounds -- so jobs of one model tie exactly;
@@ -25,7 +27,8 @@ magnitudes (throughputs in steps/s, tens to hundreds of workers per type, indepe
   100 types.
 
 Markets (buyers x goods, utilities log-normal steps/s; Leontief: demands) use the families
-random / identical / ties / dominant (one good every buyer's favourite) / sparse (1-2 goods).
+random / identical / near-identical / ties / dominant (one good every buyer's favourite) /
+sparse (1-2 goods).
 
 Policies and references (every solver named; none chosen by cvxpy):
 
@@ -100,9 +103,10 @@ BASE_SPEED = 10.0  # steps/s of a median job on the fastest type
 STAGE_SLACK = 1e-9  # ACCURACY: = fairalloc's effective stage_tol (min(STAGE_TOL, GAP_TOL/10))
 ENTITY_WEIGHTS = (1.0, 2.0, 3.0)
 
-FAMILIES = ("random", "identical", "ties", "dominant", "sparse", "many-types-30",
-            "many-types-64", "many-types-100")
-MARKET_FAMILIES = ("random", "identical", "ties", "dominant", "sparse")
+FAMILIES = ("random", "identical", "near-identical", "ties", "dominant", "sparse",
+            "many-types-30", "many-types-64", "many-types-100")
+MARKET_FAMILIES = ("random", "identical", "near-identical", "ties", "dominant", "sparse")
+NEAR_NOISE = 1e-9  # the relative noise of ``near-identical`` rows (issue #28's cliff)
 QUICK_FAMILIES = ("random", "identical", "ties")
 THROUGHPUT_POLICIES = ("max-min", "max-min+wc", "ftf", "ftf+wc", "water-filling")
 MARKET_POLICIES = ("fisher-linear", "fisher-leontief")
@@ -157,11 +161,13 @@ def make_instance(family: str, n: int, seed: int = SEED, workers_per_job: float 
     elapsed = rng.uniform(0.0, 10 * ROUND_S, n)
     T = BASE_SPEED * rng.lognormal(0.0, 0.8, n)[:, None] * speed * rng.lognormal(0.0, 0.3,
                                                                                  (n, k))
-    if family == "identical":
+    if family in ("identical", "near-identical"):
         T = np.tile(T[0], (n, 1))
         sf = np.ones(n, dtype=int)
         steps = np.full(n, steps[0])
         elapsed = np.zeros(n)
+        if family == "near-identical":
+            T = T * (1.0 + NEAR_NOISE * rng.standard_normal(T.shape))
     elif family == "ties":
         pop = 1.0 / np.arange(1, TIES_MODELS + 1)
         model = rng.choice(TIES_MODELS, n, p=pop / pop.sum())
@@ -202,9 +208,11 @@ def make_market(family: str, n: int, m: int, kind: str = "linear", seed: int = S
         U = np.where(rng.random((n, m)) < 0.3, U, 0.0)
         U[np.arange(n), rng.integers(0, m, n)] += BASE_SPEED
     B = rng.uniform(0.5, 2.0, n)
-    if family == "identical":
+    if family in ("identical", "near-identical"):
         U = np.tile(U[0], (n, 1))
         B = np.ones(n)
+        if family == "near-identical":
+            U = U * (1.0 + NEAR_NOISE * rng.standard_normal(U.shape))
     elif family == "ties":
         pop = 1.0 / np.arange(1, TIES_MODELS + 1)
         U = U[rng.choice(TIES_MODELS, n, p=pop / pop.sum())]

@@ -20,7 +20,7 @@ import numpy as np
 
 from .errors import InputError
 
-__all__ = ["Classes", "exact_classes"]
+__all__ = ["Classes", "classes_of_labels", "exact_classes", "screen_direction"]
 
 #: PERFORMANCE: seed of the random projection that screens for repeated rows before the exact
 #: (byte-wise) comparison; any value works, a fixed one keeps runs reproducible
@@ -88,7 +88,7 @@ def _identity(n: int) -> Classes:
 
 
 @functools.lru_cache(maxsize=_PROBE_CACHE)
-def _probe(d: int) -> np.ndarray:
+def screen_direction(d: int) -> np.ndarray:
     """The screening direction for rows of ``d`` values (fixed seed, so classes never depend
     on a call's randomness; cached: a generator costs more than the screen of 100 rows)."""
     probe = np.random.default_rng(_SCREEN_SEED).uniform(_SCREEN_LOW, _SCREEN_HIGH, d)
@@ -149,7 +149,7 @@ def exact_classes(*data: np.ndarray) -> Classes:
     if not np.isfinite(rows).all():
         raise InputError("exact_classes needs finite data", argument="data")
     d = rows.shape[1]
-    probe = _probe(d)
+    probe = screen_direction(d)
     with np.errstate(over="ignore", invalid="ignore"):
         # elementwise products summed along each row, not a BLAS product: a BLAS kernel may
         # handle rows in blocks with different rounding (OPENBLAS_CORETYPE=Sandybridge gave
@@ -173,6 +173,12 @@ def exact_classes(*data: np.ndarray) -> Classes:
         keys = rows.view(np.dtype((np.void, rows.dtype.itemsize * d))).ravel()
         _, first, inverse, counts = np.unique(keys, return_index=True, return_inverse=True,
                                               return_counts=True)
+    return _ordered(first, inverse, counts, n)
+
+
+def _ordered(first: np.ndarray, inverse: np.ndarray, counts: np.ndarray, n: int) -> Classes:
+    """`Classes` from `numpy.unique`'s index, inverse and counts, numbered in order of first
+    appearance."""
     if first.size == n:
         return _identity(n)
     order = np.argsort(first, kind="stable")  # classes in order of first appearance
@@ -180,3 +186,21 @@ def exact_classes(*data: np.ndarray) -> Classes:
     rank[order] = np.arange(order.size)
     return Classes(first[order].astype(np.int64), rank[inverse.ravel()].astype(np.int64),
                    counts[order].astype(np.int64))
+
+
+def classes_of_labels(labels: np.ndarray) -> Classes:
+    """The partition of items by an integer label per item (equal labels, one class).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> cl = classes_of_labels(np.array([7, 3, 7, 5]))
+    >>> cl.representative, cl.inverse, cl.counts
+    (array([0, 1, 3]), array([0, 1, 0, 2]), array([2, 1, 1]))
+    """
+    labels = np.asarray(labels).ravel()
+    if labels.size <= 1:
+        return _identity(labels.size)
+    _, first, inverse, counts = np.unique(labels, return_index=True, return_inverse=True,
+                                          return_counts=True)
+    return _ordered(first, inverse, counts, labels.size)

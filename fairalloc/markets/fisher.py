@@ -34,7 +34,9 @@ Three exact methods solve it (``method=``):
 
 Before any of them, buyers with identical utility rows are merged (exact symmetry reduction,
 `fairalloc.markets.symmetry`; ``symmetry=False`` turns it off): the path the result reports
-then starts with ``"symmetry:<classes>"`` and ``stats.classes`` counts the classes.
+then starts with ``"symmetry:<classes>"`` and ``stats.classes`` counts the classes. Buyers whose
+rows agree only up to a relative 1e-8 are tried as one class before that
+(``"near-symmetry:<classes>"``), kept only when the expansion certifies on the original market.
 
 Units: every market is first normalised by exact powers of two (budgets to mean ~1, each good's
 supply to ~1, each buyer's utility row to largest entry ~1), solved and certified there, and
@@ -72,7 +74,14 @@ from .engine import (
 from .plain import CVXPY_STEP, PlainContext, plain_plan
 from .result import MarketResult
 from .strategies import MarketPoint, run_market_plan
-from .symmetry import Solved, SymmetryContext, buyer_classes, solve_symmetric, worth_reducing
+from .symmetry import (
+    Solved,
+    SymmetryContext,
+    buyer_classes,
+    near_buyer_classes,
+    solve_symmetric,
+    uses_classes,
+)
 from .tuning import Tuning, as_tuning
 from .units import market_units
 
@@ -442,8 +451,11 @@ class FisherMarket(Composable):
             class's bundle is split in proportion to budgets and the expanded point is
             certified on the original market (``stats.classes`` is the number of classes,
             ``stats.path`` starts with ``"symmetry:<classes>"``; see
-            `fairalloc.markets.symmetry`). Composed models are
-            never reduced. ``False`` solves buyer by buyer (for testing).
+            `fairalloc.markets.symmetry`). Buyers whose rows agree within a relative
+            `fairalloc.markets.symmetry.NEAR_TIE_REL` are tried as one class first
+            (``"near-symmetry:<classes>"``), accepted only if the expansion certifies on the
+            original market. Composed models are never reduced. ``False`` solves buyer by
+            buyer (for testing).
         tuning : fairalloc.markets.Tuning, optional
             The solve plans' performance knobs (default: the measured defaults); no knob
             changes the certified answer.
@@ -505,17 +517,20 @@ class FisherMarket(Composable):
         if method == "dual" and not (self.kind == "leontief" and not self.volatile):
             raise InputError("method='dual' is for static Leontief markets; use 'auto'",
                              argument="method")
-        classes = buyer_classes(self.utility) if symmetry and not self.composed else None
+        reduce = symmetry and not self.composed
+        classes = buyer_classes(self.utility) if reduce else None
+        near = (near_buyer_classes(self.utility)
+                if reduce and classes.num_classes > 1 else None)
 
         def items() -> Solved:
             alloc, prices_n, cert_n, iters, solves = self._solve_items(
                 method, gap_tol, feas_tol, time_limit, warm, log, tuning)
             return Solved(alloc, prices_n, cert_n, iters, solves, method, None)
 
-        if classes is not None and worth_reducing(classes):  # the symmetry plan
+        if classes is not None and uses_classes(classes, near):  # the symmetry plan
             solved = solve_symmetric(SymmetryContext(
                 self, classes, requested, gap_tol, feas_tol, time_limit, warm_start, log,
-                tuning, items))
+                tuning, items, near))
         else:
             solved = items()
         alloc, prices_n, cert_n = solved.allocation, solved.prices, solved.cert

@@ -65,7 +65,9 @@ def fisher_market(
         Exact symmetry reduction (default on): buyers with identical utility rows are merged
         (budgets added), solved once and split in proportion to budgets; the result is
         certified on the original market and ``stats.classes`` counts the classes (``None``
-        when nothing merged). ``False`` solves buyer by buyer (see
+        when nothing merged). Buyers whose rows agree within a relative 1e-8 (round-off)
+        are tried as one class first, accepted only if the expansion certifies on the
+        original market. ``False`` solves buyer by buyer (see
         `fairalloc.markets.FisherMarket.solve`).
     tuning : fairalloc.markets.Tuning, optional
         The solve plans' performance knobs (none changes the certified answer).

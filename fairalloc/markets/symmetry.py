@@ -16,6 +16,15 @@ The expanded point is certified again on the *original* market (the engine's
 (`symmetry_plan`, run by `fairalloc.plan.run_plan`): the reduced market, then -- if it was not
 certified, or its expansion was not on the original market (it cannot be, up to rounding) --
 the original market buyer by buyer (``items``).
+
+Buyers whose rows agree only up to round-off (a utility matrix estimated by a profiler, rows
+copied through a unit conversion) form no exact class; `near_buyer_classes` groups them on a
+relative grid of `NEAR_TIE_REL` and the plan tries that coarser reduction first
+(``near-symmetry:<classes>``). Merging near-identical buyers is not exact: the reduced market's
+point is an equilibrium of a market within `NEAR_TIE_REL` of the original, so its expansion is
+accepted only if it certifies on the original market (its duality gap and supply residual
+within the caller's tolerances); otherwise the plan moves on to the exact classes, then to the
+buyers one by one.
 """
 
 from __future__ import annotations
@@ -26,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._symmetry import Classes, exact_classes
+from .._symmetry import Classes, classes_of_labels, exact_classes, screen_direction
 from ..errors import CertificateError, FairallocError
 from ..plan import Decline, Strategy, run_plan
 from ..results import Certificate
@@ -37,13 +46,29 @@ from .tuning import Tuning
 if TYPE_CHECKING:
     from .fisher import FisherMarket
 
-__all__ = ["ITEMS_STEP", "REDUCE_MAX_SHARE", "SYMMETRY_STEP", "Solved", "SymmetryContext",
-           "buyer_classes", "expand_allocation", "solve_reduced", "solve_symmetric",
-           "symmetry_plan", "worth_reducing"]
+__all__ = ["ITEMS_STEP", "NEAR_PASSES", "NEAR_SCREEN", "NEAR_STEP", "NEAR_TIE_REL",
+           "REDUCE_MAX_SHARE", "SYMMETRY_STEP", "Solved", "SymmetryContext", "buyer_classes",
+           "expand_allocation", "near_buyer_classes", "solve_reduced", "solve_symmetric",
+           "symmetry_plan", "uses_classes", "worth_reducing"]
 
-#: the plan's steps (``stats.path``): the reduced market (``"symmetry:<classes>"``), then the
+#: the plan's steps (``stats.path``): the market reduced over near-identical buyers
+#: (``"near-symmetry:<classes>"``), over identical buyers (``"symmetry:<classes>"``), then the
 #: original market buyer by buyer
-SYMMETRY_STEP, ITEMS_STEP = "symmetry", "items"
+NEAR_STEP, SYMMETRY_STEP, ITEMS_STEP = "near-symmetry", "symmetry", "items"
+
+#: PERFORMANCE: buyers whose utility entries agree within this relative step (on a logarithmic
+#: grid, entry by entry; zeros only with zeros) are tried as one class. It only chooses which
+#: buyers are solved together: the expanded point must still certify on the original market,
+#: and a merge that costs more than the caller's tolerances hands over to the exact classes.
+#: Far below the default gap tolerance (1e-6 of the total budget), so a merge of rows within
+#: it changes the objective by about this relative amount.
+NEAR_TIE_REL = 1e-8
+#: PERFORMANCE: sorts of the rows not yet near their run's leader (`near_buyer_classes`); rows
+#: left after them stay alone
+NEAR_PASSES = 4
+#: ACCURACY: slack of the screen for near rows (their projections differ by at most about
+#: ``rel`` relative; twice that so that round-off in the sums never hides a near pair)
+NEAR_SCREEN = 2.0
 
 #: PERFORMANCE: reduce only when the classes number at most this share of the buyers (a
 #: reduction that removes few buyers costs a second market build and a second certificate
@@ -71,6 +96,82 @@ def buyer_classes(utility: np.ndarray) -> Classes:
     """
     u = np.asarray(utility, dtype=float)
     return exact_classes(u.reshape(u.shape[0], -1))
+
+
+def near_buyer_classes(utility: np.ndarray, rel: float = NEAR_TIE_REL) -> Classes:
+    """Classes of buyers whose utility (or demand) rows agree within ``rel``, entry by entry.
+
+    Two rows are near when they have the same zero entries and every positive entry of one is
+    within a factor ``exp(rel)`` (about ``1 + rel``) of the other's. Rows are sorted along a
+    fixed positive direction of their logarithms (near rows project within ``rel`` times the
+    direction's sum of each other), cut into runs where the projection jumps, and each row
+    joins its run's first row if it is near it; the rest are sorted again, at most
+    `NEAR_PASSES` times, then left alone. So every member of a class is near its leader
+    (members are within ``2 rel`` of each other), and rows near each other usually, but not
+    always, share a class (which costs a class, never correctness). Not exact:
+    `symmetry_plan` certifies the expanded point on the original market before using it.
+
+    Parameters
+    ----------
+    utility : ndarray, shape (n, m) or (n, m, T)
+        The market's utility (linear) or demand (Leontief) array, non-negative.
+    rel : float
+        The relative tolerance per entry (on the logarithms).
+
+    Returns
+    -------
+    Classes
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> u = np.array([[1.0, 2.0], [1.0 + 1e-12, 2.0], [1.0, 2.1], [0.0, 2.0]])
+    >>> near_buyer_classes(u).counts
+    array([2, 1, 1])
+    """
+    u = np.asarray(utility, dtype=float)
+    u = u.reshape(u.shape[0], -1)
+    n, d = u.shape
+    if n <= 1 or not _any_near_pair(u, rel):  # no two rows near, so none identical either
+        return classes_of_labels(np.arange(n))
+    positive = u > 0
+    logs = np.log(np.where(positive, u, 1.0))  # a zero reads 0; the pattern tells it apart
+    pattern = exact_classes(positive.astype(float)).inverse
+    direction = screen_direction(d)
+    jump = rel * float(direction.sum())
+    label = np.arange(n)
+    todo = label
+    for _ in range(NEAR_PASSES):
+        proj = (logs[todo] * direction).sum(axis=1)
+        order = np.lexsort((proj, pattern[todo]))
+        rows = todo[order]
+        cut = np.ones(rows.size, dtype=bool)
+        cut[1:] = (np.diff(pattern[rows]) != 0) | (np.diff(proj[order]) > jump)
+        leader = rows[cut][np.cumsum(cut) - 1]
+        near = np.abs(logs[rows] - logs[leader]).max(axis=1, initial=0.0) <= rel
+        label[rows[near]] = leader[near]
+        todo = rows[~near]  # every leader is near itself: each pass settles its runs' leaders
+        if todo.size <= 1:
+            break
+    return classes_of_labels(label)
+
+
+def _any_near_pair(u: np.ndarray, rel: float) -> bool:
+    """Whether some two rows of the non-negative ``u`` are near (a screen: rows adjacent along
+    a positive direction whose projections are within about ``rel`` relative are compared
+    entry by entry; a near pair with another row projected between them may be missed, which
+    only costs a merge)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        proj = (u * screen_direction(u.shape[1])).sum(axis=1)
+    if not np.isfinite(proj).all():
+        return True
+    order = np.argsort(proj, kind="stable")
+    p = proj[order]
+    close = np.flatnonzero(np.diff(p) <= NEAR_SCREEN * rel * p[1:])
+    a, b = u[order[close]], u[order[close + 1]]
+    with np.errstate(over="ignore", invalid="ignore"):
+        gap = np.abs(a - b) <= NEAR_SCREEN * rel * np.maximum(a, b)
+    return bool(gap.all(axis=1).any())
 
 
 def worth_reducing(classes: Classes) -> bool:
@@ -150,14 +251,17 @@ class SymmetryContext:
     log: EngineLog
     tuning: Tuning
     items: Callable[[], Solved]
+    near: Classes | None = None
     tried: list[Solved] = field(default_factory=list)
     raised: list[FairallocError] = field(default_factory=list)
 
 
-def solve_reduced(ctx: SymmetryContext) -> Solved:
-    """The reduced market solved and expanded (the ``symmetry:<classes>`` strategy).
+def solve_reduced(ctx: SymmetryContext, classes: Classes | None = None) -> Solved:
+    """The reduced market solved and expanded (the ``symmetry:<classes>`` strategy, or
+    ``near-symmetry:<classes>`` with ``classes=ctx.near``).
 
-    The reduced market (one buyer per class, budget the class's total, same supply) is solved
+    The reduced market (one buyer per class -- its first member's row --, budget the class's
+    total, same supply; ``classes`` defaults to ``ctx.classes``) is solved
     by ``ctx.method`` without further reduction; its steps and fallbacks are appended to the
     log. The expanded point is certified on the original market (the strategy's certificate);
     a reduced market that is not certified declines.
@@ -174,7 +278,8 @@ def solve_reduced(ctx: SymmetryContext) -> Solved:
     >>> out.allocation.round(6).tolist(), bool(out.cert.ok), out.classes.num_classes
     ([[0.25, 0.1], [0.75, 0.3], [0.0, 0.6]], True, 2)
     """
-    market, classes, log = ctx.market, ctx.classes, ctx.log
+    market, log = ctx.market, ctx.log
+    classes = ctx.classes if classes is None else classes
     sub = type(market)(market.utility[classes.representative], classes.total(market.budget),
                        market.supply, kind=market.kind)
     try:
@@ -221,10 +326,20 @@ def _certificate(ctx: SymmetryContext, out: Solved) -> Certificate:
     return out.cert
 
 
-def symmetry_plan(classes: Classes) -> tuple[Strategy[SymmetryContext, Solved], ...]:
-    """The plan of a market with buyer ``classes`` worth reducing: the reduced market
-    (``symmetry:<classes>``, certified on the original market), then the market buyer by
-    buyer (``items``, exact).
+def uses_classes(classes: Classes, near: Classes | None = None) -> bool:
+    """Whether a market with buyer ``classes`` (exact) and ``near`` (near-identical) buyer
+    classes is solved by `symmetry_plan` rather than buyer by buyer: one of the two is worth
+    reducing (`worth_reducing`)."""
+    return worth_reducing(classes) or (near is not None and worth_reducing(near))
+
+
+def symmetry_plan(classes: Classes, near: Classes | None = None
+                  ) -> tuple[Strategy[SymmetryContext, Solved], ...]:
+    """The plan of a market with buyer ``classes`` (and ``near``-identical buyer classes):
+    the market reduced over the near classes when they are worth reducing and fewer than the
+    exact ones (``near-symmetry:<classes>``), over the exact classes when they are worth
+    reducing (``symmetry:<classes>``), each certified on the original market, then the market
+    buyer by buyer (``items``, exact).
 
     Examples
     --------
@@ -232,9 +347,20 @@ def symmetry_plan(classes: Classes) -> tuple[Strategy[SymmetryContext, Solved], 
     >>> from fairalloc.plan import describe
     >>> describe(symmetry_plan(buyer_classes(np.array([[1.0], [1.0], [2.0]]))))
     ('symmetry:2', 'items!')
+    >>> u = np.array([[1.0], [1.0 + 1e-12], [1.0], [2.0]])
+    >>> describe(symmetry_plan(buyer_classes(u), near_buyer_classes(u)))
+    ('near-symmetry:2', 'symmetry:3', 'items!')
     """
-    return (Strategy(f"{SYMMETRY_STEP}:{classes.num_classes}", solve_reduced, _certificate),
-            Strategy(ITEMS_STEP, _solve_items, _certificate, exact=True))
+    plan: list[Strategy[SymmetryContext, Solved]] = []
+    if (near is not None and near.num_classes < classes.num_classes
+            and worth_reducing(near)):
+        plan.append(Strategy(f"{NEAR_STEP}:{near.num_classes}",
+                             lambda ctx: solve_reduced(ctx, near), _certificate))
+    if worth_reducing(classes):
+        plan.append(Strategy(f"{SYMMETRY_STEP}:{classes.num_classes}", solve_reduced,
+                             _certificate))
+    plan.append(Strategy(ITEMS_STEP, _solve_items, _certificate, exact=True))
+    return tuple(plan)
 
 
 def solve_symmetric(ctx: SymmetryContext) -> Solved:
@@ -243,7 +369,7 @@ def solve_symmetric(ctx: SymmetryContext) -> Solved:
     reports it with its proven gap after a limit, or raises its certificate's error); when
     none came back, the last strategy's own error is raised."""
     try:
-        return run_plan(symmetry_plan(ctx.classes), ctx, ctx.log, what="market",
+        return run_plan(symmetry_plan(ctx.classes, ctx.near), ctx, ctx.log, what="market",
                         backend=ctx.log.conic.name).result
     except FairallocError:
         if ctx.tried:
