@@ -113,7 +113,8 @@ REFERENCE_ROW = {"shockwave-upstream": "shockwave", "shockwave-upstream-oracle":
                  "shockwave-max-remaining": "shockwave", "shockwave-empirical": "shockwave",
                  "shockwave-empirical-lam16": "shockwave",
                  "shockwave-previous": "shockwave", "gavel-upstream": "gavel",
-                 "themis-upstream": "themis", "mst-upstream": "mst"}
+                 "themis-upstream": "themis", "mst-upstream": "mst",
+                 "allox-upstream": "allox"}
 
 #: the row labels of the printed tables (honest names: what each row runs)
 LABELS = {
@@ -135,6 +136,7 @@ LABELS = {
     "gavel-upstream": "Gavel max-min (upstream: one LP, no 2nd stage)",
     "themis-upstream": "Themis (upstream: cumulative t_iso, no 2nd stage)",
     "allox": "AlloX (re-matched every round; not upstream's variant)",
+    "allox-upstream": "AlloX (upstream: placed 1-GPU jobs kept, time shares)",
     "ossp": "OSSP (min makespan)",
     "mst": "MST (Gavel max sum throughput)",
     "mst-upstream": "MST (upstream: raw steps/s sum, no 2nd stage)",
@@ -186,6 +188,7 @@ def policies(all_: bool, only: list[str] | None = None) -> list[tuple[str, Any]]
         ("themis-upstream", GavelPolicy("finish_time_fairness", work_conserving=False,
                                         isolated_time="cumulative")),
         ("allox", make_policy("allox")),
+        ("allox-upstream", make_policy("allox_upstream")),
         ("ossp", make_policy("min_makespan")),
         ("mst", make_policy("mst")),
         ("mst-upstream", GavelPolicy("max_total_throughput", normalized=False,

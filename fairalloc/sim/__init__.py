@@ -44,6 +44,7 @@ from .metrics import (
 from .models import MODELS, ThroughputTable, batch_size_schedule
 from .policies import (
     AlloXPolicy,
+    AlloXUpstreamPolicy,
     BasePolicy,
     EFQPolicy,
     FIFOPolicy,
@@ -67,6 +68,7 @@ from .workload import JobSpec, Workload
 __all__ = [
     "MODELS",
     "AlloXPolicy",
+    "AlloXUpstreamPolicy",
     "BasePolicy",
     "ClusterState",
     "EFQPolicy",

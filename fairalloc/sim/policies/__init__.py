@@ -43,6 +43,8 @@ Baselines of the papers' evaluations (implemented here)
   jobs).
 * `fairalloc.sim.AlloXPolicy` -- AlloX: minimum average completion time by min-cost
   bipartite matching of jobs to (accelerator type, position) slots, with its fairness filter.
+* `fairalloc.sim.AlloXUpstreamPolicy` -- the Shockwave artifact's AlloX as its code runs it
+  (placed 1-GPU jobs keep their GPU, gangs as time shares of one worker; `.allox_upstream`).
 * `fairalloc.sim.GandivaFairPolicy` -- Gandiva-fair's stride scheduling with
   tickets (by default the gang size, as in the Shockwave evaluation), work conserving.
 
@@ -54,6 +56,7 @@ first type in its preference list with room; a job that does not fit is skipped 
 from __future__ import annotations
 
 from .base import BasePolicy, greedy_pack, pack_by_priority
+from .allox_upstream import AlloXUpstreamPolicy
 from .baselines import AlloXPolicy, FIFOPolicy, GandivaFairPolicy, TiresiasLAS
 from .efq import EFQPolicy
 from .gavel import GAVEL_OBJECTIVES, GavelPolicy
@@ -64,6 +67,7 @@ from .themis import ThemisPolicy
 __all__ = [
     "GAVEL_OBJECTIVES",
     "AlloXPolicy",
+    "AlloXUpstreamPolicy",
     "BasePolicy",
     "EFQPolicy",
     "FIFOPolicy",

@@ -18,6 +18,7 @@ from typing import Any
 
 from ..._deprecate import renames_of, resolve_renamed
 from ...errors import FairallocError, InputError
+from .allox_upstream import AlloXUpstreamPolicy
 from .baselines import AlloXPolicy, FIFOPolicy, GandivaFairPolicy, TiresiasLAS
 from .efq import EFQPolicy
 from .gavel import GavelPolicy, gavel_policies
@@ -137,6 +138,8 @@ register_policy("fifo", FIFOPolicy, "first come first served with backfilling")
 register_policy("las", TiresiasLAS, "Tiresias discretised 2D least attained service")
 register_policy("tiresias", TiresiasLAS, "alias of las")
 register_policy("allox", AlloXPolicy, "AlloX min-cost matching (min average JCT)")
+register_policy("allox_upstream", AlloXUpstreamPolicy,
+                "the Shockwave artifact's AlloX (placed 1-GPU jobs keep their GPU; time shares)")
 register_policy("gandiva_fair", GandivaFairPolicy, "Gandiva-fair stride scheduling")
 register_policy("shockwave", ShockwavePolicy, "Shockwave forecast + windowed plan")
 register_policy("efq", EFQPolicy, "Ares elastic fair queuing")

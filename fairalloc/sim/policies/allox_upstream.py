@@ -1,0 +1,146 @@
+"""The Shockwave artifact's AlloX, as its code runs it (``scheduler/policies/allox.py`` in
+uw-mad-dash/shockwave), for reproducing the artifact's AlloX row.
+
+`fairalloc.sim.AlloXUpstreamPolicy` differs from `fairalloc.sim.AlloXPolicy` (which re-matches
+every job every round and packs whole gangs) in what upstream's code does:
+
+* a job whose previous allocation sums to exactly 1 keeps it and its worker (allox.py:47-59,
+  67-76): a placed 1-GPU job is never preempted;
+* every other job, including a gang already placed, is matched again, and a job that is not
+  matched keeps the allocation it had (allox.py:172-174): a gang once placed keeps its share;
+* each free worker is one column per position ``p = 1 .. m`` with cost
+  ``p * remaining_steps / throughput`` (allox.py:110-128; the time-since-arrival term of
+  allox.py:130-141 is the same in every column of a row and cannot change the matching);
+* the first job of each worker gets ``1 / scale_factor`` of its type (allox.py:175-180): a
+  gang is a time share of one worker, not a whole gang every round;
+* the allocation is realised by upstream's round loop
+  (`fairalloc.sim.policies.upstream_rounds.UpstreamRounds`): recomputed at most every
+  ``min_interval`` seconds after an arrival, a completion or a batch-size change, jobs that
+  arrived since then wait for the next recomputation.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..._validation import as_positive_float
+from ...data import Cluster
+from ...errors import InputError
+from ..state import RoundState, Schedule
+from ..workload import Workload
+from .base import BasePolicy
+from .upstream_rounds import UPSTREAM_MIN_INTERVAL, UpstreamRounds, as_min_interval
+
+__all__ = ["AlloXUpstreamPolicy"]
+
+#: cost of a (job, worker) pair the job cannot use (upstream: throughput 1e-10)
+FORBIDDEN_COST = 1e18
+
+
+class AlloXUpstreamPolicy(BasePolicy):
+    """The Shockwave artifact's AlloX (``allox.py``): matching of the jobs that are not
+    already running whole on one worker, as fractional time shares.
+
+    See the module docstring for each difference to `fairalloc.sim.AlloXPolicy`, with
+    upstream's file and lines. Jobs are candidates in order of time since arrival (longest
+    first); with ``alpha < 1`` only the first ``max(int(alpha * m), free workers)`` take part.
+
+    Parameters
+    ----------
+    alpha : float, default 1.0
+        Upstream's ``alpha`` in ``(0, 1]``.
+    min_interval : float, default 1000.0
+        Seconds between two recomputations of the allocation (upstream's scheduler: 1000).
+
+    Examples
+    --------
+    One GPU; job 0 (10 rounds) starts alone, job 1 (2 rounds) arrives later. Upstream's
+    variant keeps the placed 1-GPU job 0 on its GPU until it finishes, where
+    `fairalloc.sim.AlloXPolicy` would switch to the shorter job 1:
+
+    >>> import fairalloc as fa
+    >>> from fairalloc.sim import Workload, simulate
+    >>> w = Workload.from_arrays([0.0, 100.0], [[1.0], [1.0]], [1000.0, 200.0])
+    >>> r = simulate(w, fa.Cluster({"gpu": 1}), AlloXUpstreamPolicy(), round_duration=100.0)
+    >>> r.finish.round().tolist()
+    [1000.0, 1200.0]
+    >>> simulate(w, fa.Cluster({"gpu": 1}), "allox", round_duration=100.0).finish.round().tolist()
+    [1200.0, 300.0]
+    """
+
+    name = "allox_upstream"
+
+    def __init__(self, *, alpha: float = 1.0,
+                 min_interval: float = UPSTREAM_MIN_INTERVAL) -> None:
+        a = as_positive_float(alpha, "alpha")
+        if a > 1.0:
+            raise InputError(f"alpha must be in (0, 1], got {alpha!r}", argument="alpha")
+        gap = as_min_interval(min_interval)
+        super().__init__({"alpha": a, "min_interval": gap})
+        self.alpha, self.min_interval = a, gap
+        self._alloc = np.zeros((0, 0))
+        self._rounds = UpstreamRounds(gap)
+
+    def reset(self, workload: Workload, cluster: Cluster, *, round_duration: float,
+              seed: int) -> None:
+        super().reset(workload, cluster, round_duration=round_duration, seed=seed)
+        # per workload row and type: the allocation of the last recomputation (0: none)
+        self._alloc = np.zeros((workload.n, workload.num_types))
+        self._rounds.reset(workload.n)
+
+    @property
+    def recomputes(self) -> int:
+        """Recomputations of the allocation in the current simulation."""
+        return self._rounds.recomputes
+
+    def allocate(self, state: RoundState) -> Schedule:
+        v = state.jobs
+        if not self._rounds.due(state):
+            return self._rounds.realise(state)
+        self._recompute(v, state.cluster.cluster)
+        return self._rounds.realise(state, self._alloc[v.index])
+
+    def _recompute(self, v: Any, cluster: Cluster) -> None:
+        from scipy.optimize import linear_sum_assignment
+
+        rows = np.asarray(v.index, dtype=np.int64)
+        prev = self._alloc[rows]  # (n, k); zeros for jobs that arrived since
+        cap = cluster.capacity.astype(np.int64)
+        # allox.py:47-59, 67-76: a job whose allocation sums to 1 keeps it and its worker
+        kept = prev.sum(axis=1) == 1.0
+        free = np.maximum(cap - (prev[kept] == 1.0).sum(axis=0), 0)
+        worker_type = np.repeat(np.arange(cap.size), free)
+        n_workers = worker_type.size
+        cand = np.flatnonzero(~kept)
+        # allox.py:102-105: longest in the system first, then the alpha cut
+        cand = cand[np.lexsort((rows[cand], -v.elapsed[cand]))]
+        cand = cand[:max(int(self.alpha * cand.size), n_workers)]
+        alloc = prev.copy()  # allox.py:172-174: unmatched jobs keep what they had
+        m = cand.size
+        if m and n_workers:
+            usable = v.runnable & (v.scale_factor[:, None] <= cluster.capacity[None, :])
+            q = np.where(usable, v.remaining_seconds, np.inf)[cand][:, worker_type]  # (m, W)
+            q = np.where(np.isfinite(q), q, FORBIDDEN_COST)
+            # allox.py:124-128: column block p (positions 1..m) is p * q; a worker needs
+            # at most ceil(m / workers of its type) positions (identical workers of a type
+            # share the jobs evenly in a minimum-cost matching)
+            per_type = np.bincount(worker_type, minlength=cap.size)
+            depth = np.ceil(m / np.maximum(per_type[worker_type], 1)).astype(np.int64)
+            pos = np.arange(1, int(depth.max()) + 1)
+            col_pos = np.repeat(pos, n_workers)
+            col_worker = np.tile(np.arange(n_workers), pos.size)
+            keep_col = col_pos <= depth[col_worker]
+            col_pos, col_worker = col_pos[keep_col], col_worker[keep_col]
+            cost = np.minimum(col_pos[None, :] * q[:, col_worker], FORBIDDEN_COST)
+            r_idx, c_idx = linear_sum_assignment(cost)
+            ok = cost[r_idx, c_idx] < FORBIDDEN_COST
+            r_idx, c_idx = r_idx[ok], c_idx[ok]
+            # allox.py:156-161, 175-180: the job of the highest position on each worker
+            # runs first and gets 1 / scale_factor of the worker's type
+            order = np.lexsort((-col_pos[c_idx], col_worker[c_idx]))
+            workers, first = np.unique(col_worker[c_idx][order], return_index=True)
+            jobs = cand[r_idx[order][first]]
+            alloc[jobs, worker_type[workers]] = 1.0 / v.scale_factor[jobs]
+        self._alloc[rows] = alloc
