@@ -114,7 +114,8 @@ REFERENCE_ROW = {"shockwave-upstream": "shockwave", "shockwave-upstream-oracle":
                  "shockwave-empirical-lam16": "shockwave",
                  "shockwave-previous": "shockwave", "gavel-upstream": "gavel",
                  "themis-upstream": "themis", "mst-upstream": "mst",
-                 "allox-upstream": "allox"}
+                 "allox-upstream": "allox", "ossp-upstream": "ossp",
+                 "gandiva_fair-upstream": "gandiva_fair"}
 
 #: the row labels of the printed tables (honest names: what each row runs)
 LABELS = {
@@ -133,14 +134,16 @@ LABELS = {
     "themis": "Themis (artifact: Gavel FTF program)",
     "themis-auction": "Themis (paper: leases, auction)",
     "gavel": "Gavel max-min fairness",
-    "gavel-upstream": "Gavel max-min (upstream: one LP, no 2nd stage)",
-    "themis-upstream": "Themis (upstream: cumulative t_iso, no 2nd stage)",
+    "gavel-upstream": "Gavel max-min (upstream: one LP, upstream rounds)",
+    "themis-upstream": "Themis (upstream: cumulative t_iso, one solve, upstream rounds)",
     "allox": "AlloX (re-matched every round; not upstream's variant)",
-    "allox-upstream": "AlloX (upstream: placed 1-GPU jobs kept, time shares)",
+    "allox-upstream": "AlloX (upstream: placed 1-GPU jobs kept, upstream rounds)",
     "ossp": "OSSP (min makespan)",
+    "ossp-upstream": "OSSP (one LP, upstream rounds; not upstream's bisection)",
     "mst": "MST (Gavel max sum throughput)",
-    "mst-upstream": "MST (upstream: raw steps/s sum, no 2nd stage)",
-    "gandiva_fair": "Gandiva-fair",
+    "mst-upstream": "MST (upstream: raw steps/s sum, upstream rounds)",
+    "gandiva_fair": "Gandiva-fair (stride scheduling)",
+    "gandiva_fair-upstream": "Gandiva-fair (upstream: equal shares M/n, upstream rounds)",
 }
 
 #: the paper's 256-GPU aggregates (no upstream result files): Shockwave's makespan is
@@ -184,16 +187,20 @@ def policies(all_: bool, only: list[str] | None = None) -> list[tuple[str, Any]]
         # upstream's Gavel programs stop at the max-min (min-max) level: no work-conserving
         # second stage; its Themis counts isolated time of the work done
         # (formulations/shockwave_options.md, "Baselines")
-        ("gavel-upstream", GavelPolicy("max_min_fairness", work_conserving=False)),
+        ("gavel-upstream", GavelPolicy("max_min_fairness", work_conserving=False,
+                                       rounds="upstream")),
         ("themis-upstream", GavelPolicy("finish_time_fairness", work_conserving=False,
-                                        isolated_time="cumulative")),
+                                        isolated_time="cumulative", rounds="upstream")),
         ("allox", make_policy("allox")),
         ("allox-upstream", make_policy("allox_upstream")),
         ("ossp", make_policy("min_makespan")),
+        ("ossp-upstream", GavelPolicy("min_makespan", work_conserving=False,
+                                      rounds="upstream")),
         ("mst", make_policy("mst")),
         ("mst-upstream", GavelPolicy("max_total_throughput", normalized=False,
-                                     work_conserving=False)),
+                                     work_conserving=False, rounds="upstream")),
         ("gandiva_fair", make_policy("gandiva_fair")),
+        ("gandiva_fair-upstream", make_policy("gandiva_fair_upstream")),
     ]
     if all_:
         out += [(n, make_policy(n)) for n in ("efq", "las", "fifo")]

@@ -44,7 +44,9 @@ Baselines of the papers' evaluations (implemented here)
 * `fairalloc.sim.AlloXPolicy` -- AlloX: minimum average completion time by min-cost
   bipartite matching of jobs to (accelerator type, position) slots, with its fairness filter.
 * `fairalloc.sim.AlloXUpstreamPolicy` -- the Shockwave artifact's AlloX as its code runs it
-  (placed 1-GPU jobs keep their GPU, gangs as time shares of one worker; `.allox_upstream`).
+  (placed 1-GPU jobs keep their GPU, gangs as time shares of one worker; `.upstream_baselines`).
+* `fairalloc.sim.GandivaFairUpstreamPolicy` -- the Shockwave artifact's "gandiva_fair": equal
+  shares ``M / n`` whatever the gang, through upstream's round loop (`.upstream_rounds`).
 * `fairalloc.sim.GandivaFairPolicy` -- Gandiva-fair's stride scheduling with
   tickets (by default the gang size, as in the Shockwave evaluation), work conserving.
 
@@ -55,8 +57,8 @@ first type in its preference list with room; a job that does not fit is skipped 
 
 from __future__ import annotations
 
+from .upstream_baselines import AlloXUpstreamPolicy, GandivaFairUpstreamPolicy
 from .base import BasePolicy, greedy_pack, pack_by_priority
-from .allox_upstream import AlloXUpstreamPolicy
 from .baselines import AlloXPolicy, FIFOPolicy, GandivaFairPolicy, TiresiasLAS
 from .efq import EFQPolicy
 from .gavel import GAVEL_OBJECTIVES, GavelPolicy
@@ -72,6 +74,7 @@ __all__ = [
     "EFQPolicy",
     "FIFOPolicy",
     "GandivaFairPolicy",
+    "GandivaFairUpstreamPolicy",
     "GavelPolicy",
     "ShockwavePolicy",
     "ThemisPolicy",

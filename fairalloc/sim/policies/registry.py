@@ -18,7 +18,7 @@ from typing import Any
 
 from ..._deprecate import renames_of, resolve_renamed
 from ...errors import FairallocError, InputError
-from .allox_upstream import AlloXUpstreamPolicy
+from .upstream_baselines import AlloXUpstreamPolicy, GandivaFairUpstreamPolicy
 from .baselines import AlloXPolicy, FIFOPolicy, GandivaFairPolicy, TiresiasLAS
 from .efq import EFQPolicy
 from .gavel import GavelPolicy, gavel_policies
@@ -141,6 +141,8 @@ register_policy("allox", AlloXPolicy, "AlloX min-cost matching (min average JCT)
 register_policy("allox_upstream", AlloXUpstreamPolicy,
                 "the Shockwave artifact's AlloX (placed 1-GPU jobs keep their GPU; time shares)")
 register_policy("gandiva_fair", GandivaFairPolicy, "Gandiva-fair stride scheduling")
+register_policy("gandiva_fair_upstream", GandivaFairUpstreamPolicy,
+                "the Shockwave artifact's gandiva_fair (equal shares M/n, any gang)")
 register_policy("shockwave", ShockwavePolicy, "Shockwave forecast + windowed plan")
 register_policy("efq", EFQPolicy, "Ares elastic fair queuing")
 register_policy("themis", ThemisPolicy, "Themis leases, filter and partial-allocation auction")

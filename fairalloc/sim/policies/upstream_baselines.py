@@ -1,5 +1,13 @@
-"""The Shockwave artifact's AlloX, as its code runs it (``scheduler/policies/allox.py`` in
-uw-mad-dash/shockwave), for reproducing the artifact's AlloX row.
+"""The Shockwave artifact's AlloX and Gandiva-fair, as its code runs them
+(``scheduler/policies/allox.py`` and ``gandiva_fair_proportional.py`` in uw-mad-dash/shockwave),
+for reproducing the artifact's rows. Both realise their allocation with upstream's round loop
+(`fairalloc.sim.policies.upstream_rounds.UpstreamRounds`).
+
+`fairalloc.sim.GandivaFairUpstreamPolicy` is not stride scheduling
+(`fairalloc.sim.GandivaFairPolicy`): upstream's ``GandivProportionalPolicy`` gives every
+active job the same share ``min(1, workers / m)`` of each type, whatever its gang size
+(gandiva_fair_proportional.py:26-41), so a gang asks for ``scale_factor`` times a 1-GPU job's
+workers and the round loop serves jobs in order of share over time received.
 
 `fairalloc.sim.AlloXUpstreamPolicy` differs from `fairalloc.sim.AlloXPolicy` (which re-matches
 every job every round and packs whole gangs) in what upstream's code does:
@@ -33,7 +41,7 @@ from ..workload import Workload
 from .base import BasePolicy
 from .upstream_rounds import UPSTREAM_MIN_INTERVAL, UpstreamRounds, as_min_interval
 
-__all__ = ["AlloXUpstreamPolicy"]
+__all__ = ["AlloXUpstreamPolicy", "GandivaFairUpstreamPolicy"]
 
 #: cost of a (job, worker) pair the job cannot use (upstream: throughput 1e-10)
 FORBIDDEN_COST = 1e18
@@ -144,3 +152,52 @@ class AlloXUpstreamPolicy(BasePolicy):
             jobs = cand[r_idx[order][first]]
             alloc[jobs, worker_type[workers]] = 1.0 / v.scale_factor[jobs]
         self._alloc[rows] = alloc
+
+
+class GandivaFairUpstreamPolicy(BasePolicy):
+    """The Shockwave artifact's "gandiva_fair" (``GandivProportionalPolicy``): every active job
+    gets ``min(1, c_j / m)`` of each type ``j`` (``m`` active jobs; the row scaled down to
+    sum to at most 1), whatever its gang, through upstream's round loop.
+
+    Parameters
+    ----------
+    min_interval : float, default 1000.0
+        Seconds between two recomputations of the allocation (upstream's scheduler: 1000).
+
+    Examples
+    --------
+    Two GPUs, a 2-GPU job and a 1-GPU job: each gets a share of 1 (stride scheduling would
+    weigh them by gang), more than the two GPUs hold at once, so the round loop runs them
+    one after the other:
+
+    >>> import fairalloc as fa
+    >>> from fairalloc.sim import Workload, simulate
+    >>> w = Workload.from_arrays([0.0, 0.0], [[1.0], [1.0]], [200.0, 100.0],
+    ...                          scale_factor=[2, 1])
+    >>> r = simulate(w, fa.Cluster({"gpu": 2}), GandivaFairUpstreamPolicy(),
+    ...              round_duration=100.0)
+    >>> r.finish.round().tolist()
+    [300.0, 200.0]
+    """
+
+    name = "gandiva_fair_upstream"
+
+    def __init__(self, *, min_interval: float = UPSTREAM_MIN_INTERVAL) -> None:
+        gap = as_min_interval(min_interval)
+        super().__init__({"min_interval": gap})
+        self.min_interval = gap
+        self._rounds = UpstreamRounds(gap)
+
+    def reset(self, workload: Workload, cluster: Cluster, *, round_duration: float,
+              seed: int) -> None:
+        super().reset(workload, cluster, round_duration=round_duration, seed=seed)
+        self._rounds.reset(workload.n)
+
+    def allocate(self, state: RoundState) -> Schedule:
+        if not self._rounds.due(state):
+            return self._rounds.realise(state)
+        n = state.jobs.n
+        cap = state.cluster.cluster.capacity.astype(float)
+        x = np.broadcast_to(cap[None, :] / max(n, 1), (n, cap.size))
+        x = x / np.maximum(x.sum(axis=1), 1.0)[:, None]
+        return self._rounds.realise(state, x)
