@@ -57,7 +57,6 @@ first type in its preference list with room; a job that does not fit is skipped 
 
 from __future__ import annotations
 
-from .upstream_baselines import AlloXUpstreamPolicy, GandivaFairUpstreamPolicy
 from .base import BasePolicy, greedy_pack, pack_by_priority
 from .baselines import AlloXPolicy, FIFOPolicy, GandivaFairPolicy, TiresiasLAS
 from .efq import EFQPolicy
@@ -65,6 +64,7 @@ from .gavel import GAVEL_OBJECTIVES, GavelPolicy
 from .registry import available_policies, make_policy, register_policy
 from .shockwave import ShockwavePolicy
 from .themis import ThemisPolicy
+from .upstream_baselines import AlloXUpstreamPolicy, GandivaFairUpstreamPolicy
 
 __all__ = [
     "GAVEL_OBJECTIVES",

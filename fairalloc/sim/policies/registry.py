@@ -18,12 +18,12 @@ from typing import Any
 
 from ..._deprecate import renames_of, resolve_renamed
 from ...errors import FairallocError, InputError
-from .upstream_baselines import AlloXUpstreamPolicy, GandivaFairUpstreamPolicy
 from .baselines import AlloXPolicy, FIFOPolicy, GandivaFairPolicy, TiresiasLAS
 from .efq import EFQPolicy
 from .gavel import GavelPolicy, gavel_policies
 from .shockwave import ShockwavePolicy
 from .themis import ThemisPolicy
+from .upstream_baselines import AlloXUpstreamPolicy, GandivaFairUpstreamPolicy
 
 __all__ = ["available_policies", "make_policy", "register_policy"]
 

@@ -43,6 +43,8 @@ from .upstream_rounds import UPSTREAM_MIN_INTERVAL, UpstreamRounds, as_min_inter
 
 __all__ = ["AlloXUpstreamPolicy", "GandivaFairUpstreamPolicy"]
 
+#: upstream's alpha of the policy named "allox" (utils.py:607-609)
+UPSTREAM_ALLOX_ALPHA = 0.2
 #: cost of a (job, worker) pair the job cannot use (upstream: throughput 1e-10)
 FORBIDDEN_COST = 1e18
 
@@ -57,8 +59,10 @@ class AlloXUpstreamPolicy(BasePolicy):
 
     Parameters
     ----------
-    alpha : float, default 1.0
-        Upstream's ``alpha`` in ``(0, 1]``.
+    alpha : float, default 0.2
+        Upstream's ``alpha`` in ``(0, 1]``: the share of the candidates (longest waiting
+        first) that take part, at least as many as there are free workers (upstream's
+        ``get_policy("allox")`` sets 0.2, utils.py:606-611).
     min_interval : float, default 1000.0
         Seconds between two recomputations of the allocation (upstream's scheduler: 1000).
 
@@ -80,7 +84,7 @@ class AlloXUpstreamPolicy(BasePolicy):
 
     name = "allox_upstream"
 
-    def __init__(self, *, alpha: float = 1.0,
+    def __init__(self, *, alpha: float = UPSTREAM_ALLOX_ALPHA,
                  min_interval: float = UPSTREAM_MIN_INTERVAL) -> None:
         a = as_positive_float(alpha, "alpha")
         if a > 1.0:
