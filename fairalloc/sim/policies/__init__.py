@@ -47,6 +47,8 @@ Baselines of the papers' evaluations (implemented here)
   (placed 1-GPU jobs keep their GPU, gangs as time shares of one worker; `.upstream_baselines`).
 * `fairalloc.sim.GandivaFairUpstreamPolicy` -- the Shockwave artifact's "gandiva_fair": equal
   shares ``M / n`` whatever the gang, through upstream's round loop (`.upstream_rounds`).
+* `fairalloc.sim.OSSPUpstreamPolicy` -- the Shockwave artifact's OSSP: a bisection on the
+  horizon of a feasibility program, the interior-point solver's point, upstream's round loop.
 * `fairalloc.sim.GandivaFairPolicy` -- Gandiva-fair's stride scheduling with
   tickets (by default the gang size, as in the Shockwave evaluation), work conserving.
 
@@ -64,7 +66,11 @@ from .gavel import GAVEL_OBJECTIVES, GavelPolicy
 from .registry import available_policies, make_policy, register_policy
 from .shockwave import ShockwavePolicy
 from .themis import ThemisPolicy
-from .upstream_baselines import AlloXUpstreamPolicy, GandivaFairUpstreamPolicy
+from .upstream_baselines import (
+    AlloXUpstreamPolicy,
+    GandivaFairUpstreamPolicy,
+    OSSPUpstreamPolicy,
+)
 
 __all__ = [
     "GAVEL_OBJECTIVES",
@@ -76,6 +82,7 @@ __all__ = [
     "GandivaFairPolicy",
     "GandivaFairUpstreamPolicy",
     "GavelPolicy",
+    "OSSPUpstreamPolicy",
     "ShockwavePolicy",
     "ThemisPolicy",
     "TiresiasLAS",

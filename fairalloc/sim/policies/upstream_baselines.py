@@ -35,14 +35,23 @@ import numpy as np
 
 from ..._validation import as_positive_float
 from ...data import Cluster
-from ...errors import InputError
+from ...errors import InputError, SolverError
 from ..state import RoundState, Schedule
 from ..workload import Workload
 from .base import BasePolicy
 from .upstream_rounds import UPSTREAM_MIN_INTERVAL, UpstreamRounds, as_min_interval
 
-__all__ = ["AlloXUpstreamPolicy", "GandivaFairUpstreamPolicy"]
+__all__ = ["AlloXUpstreamPolicy", "GandivaFairUpstreamPolicy", "OSSPUpstreamPolicy"]
 
+#: PERFORMANCE: upstream's bisection of OSSP's horizon T (min_total_duration.py:104-130)
+#: starts on [100, 1e6] seconds, stops when the bracket is within 5 %, and widens tenfold
+#: while nothing is feasible; these are its numbers
+OSSP_T_RANGE = (100.0, 1e6)
+OSSP_BRACKET = 1.05
+OSSP_WIDEN = 10.0
+#: ACCURACY: a horizon this long is infeasible for any job with positive throughput: the
+#: bisection stops there (upstream would widen forever) and raises `fairalloc.SolverError`
+OSSP_MAX_T = 1e15
 #: upstream's alpha of the policy named "allox" (utils.py:607-609)
 UPSTREAM_ALLOX_ALPHA = 0.2
 #: cost of a (job, worker) pair the job cannot use (upstream: throughput 1e-10)
@@ -205,3 +214,99 @@ class GandivaFairUpstreamPolicy(BasePolicy):
         x = np.broadcast_to(cap[None, :] / max(n, 1), (n, cap.size))
         x = x / np.maximum(x.sum(axis=1), 1.0)[:, None]
         return self._rounds.realise(state, x)
+
+
+class OSSPUpstreamPolicy(BasePolicy):
+    """The Shockwave artifact's OSSP (``MinTotalDurationPolicyWithPerf``): a bisection on the
+    horizon ``T`` of a feasibility program, through upstream's round loop.
+
+    Each recomputation bisects ``T`` on ``[100, 1e6]`` s (widened tenfold while nothing is
+    feasible) until the bracket is within 5 % (min_total_duration.py:104-130); at each ``T``
+    it solves ``max 1`` subject to Gavel's constraints (``0 <= x <= 1``, rows at most 1,
+    ``sum_i scale_factor_i x_ij <= c_j``) and ``throughput_i . x_i >= steps_i / T``
+    (min_total_duration.py:55-71), and keeps the last feasible point the solver returned. The
+    point is whatever the interior-point solver stops at, not a vertex: upstream used ECOS;
+    the default here is Clarabel (``solver="ECOS"`` where ecos is installed). fairalloc's OSSP
+    (``"min_makespan"``) solves the exact makespan program instead.
+
+    Parameters
+    ----------
+    solver : str, default "CLARABEL"
+        The cvxpy solver of the feasibility programs.
+    min_interval : float, default 1000.0
+        Seconds between two recomputations (upstream's scheduler: 1000).
+
+    Examples
+    --------
+    Two 1-GPU jobs of 100 and 300 s on one GPU: the shortest horizon is 400 s, and the
+    bisection's point shares the GPU so that both can end by then:
+
+    >>> import fairalloc as fa
+    >>> from fairalloc.sim import Workload, simulate
+    >>> w = Workload.from_arrays([0.0, 0.0], [[1.0], [1.0]], [100.0, 300.0])
+    >>> r = simulate(w, fa.Cluster({"gpu": 1}), OSSPUpstreamPolicy(), round_duration=100.0)
+    >>> float(r.finish.max().round())
+    400.0
+    """
+
+    name = "ossp_upstream"
+
+    def __init__(self, *, solver: str = "CLARABEL",
+                 min_interval: float = UPSTREAM_MIN_INTERVAL) -> None:
+        if not isinstance(solver, str) or not solver:
+            raise InputError(f"solver must be a cvxpy solver name, got {solver!r}",
+                             argument="solver")
+        gap = as_min_interval(min_interval)
+        super().__init__({"solver": solver, "min_interval": gap})
+        self.solver, self.min_interval = solver, gap
+        self._rounds = UpstreamRounds(gap)
+        self.solves = 0
+
+    def reset(self, workload: Workload, cluster: Cluster, *, round_duration: float,
+              seed: int) -> None:
+        super().reset(workload, cluster, round_duration=round_duration, seed=seed)
+        self._rounds.reset(workload.n)
+        self.solves = 0
+
+    def allocate(self, state: RoundState) -> Schedule:
+        if not self._rounds.due(state):
+            return self._rounds.realise(state)
+        v = state.jobs
+        jobs = v.to_jobs()
+        tp = np.where(v.runnable, np.asarray(jobs.throughput, dtype=float), 0.0)
+        steps = np.asarray(jobs.steps_remaining, dtype=float)
+        cap = state.cluster.cluster.capacity.astype(float)
+        lo, hi = OSSP_T_RANGE
+        top, x = hi, None
+        while x is None:
+            while OSSP_BRACKET * lo < hi:
+                t = (lo + hi) / 2.0
+                point = self._feasible(tp, steps, v.scale_factor.astype(float), cap, t)
+                if point is not None:
+                    x, hi = point, t
+                else:
+                    lo = t
+            if x is None and top >= OSSP_MAX_T:
+                raise SolverError(f"OSSP: no horizon up to {top:g} s is feasible for the "
+                                  f"{v.n} active jobs", backend=self.solver)
+            lo, hi, top = top, top * OSSP_WIDEN, top * OSSP_WIDEN
+        return self._rounds.realise(state, np.clip(x, 0.0, 1.0))
+
+    def _feasible(self, tp: np.ndarray, steps: np.ndarray, sf: np.ndarray, cap: np.ndarray,
+                  horizon: float) -> np.ndarray | None:
+        """The solver's point of upstream's feasibility program at ``horizon``, or ``None``
+        when its status is not ``"optimal"`` (upstream's test)."""
+        import cvxpy as cp
+
+        x = cp.Variable(tp.shape)
+        cons = [x >= 0, x <= 1, cp.sum(x, axis=1) <= 1,
+                cp.sum(cp.multiply(sf[:, None], x), axis=0) <= cap,
+                cp.sum(cp.multiply(tp, x), axis=1) >= steps / horizon]
+        prob = cp.Problem(cp.Maximize(1), cons)
+        try:
+            prob.solve(solver=self.solver)
+        except cp.error.SolverError as exc:
+            raise SolverError(f"OSSP feasibility program at T = {horizon:g} s: {exc}",
+                              backend=self.solver) from exc
+        self.solves += 1
+        return np.asarray(x.value) if prob.status == "optimal" and x.value is not None else None
