@@ -162,3 +162,19 @@ def test_ossp_upstream_solver_failure_is_a_solver_error() -> None:
     with pytest.raises(fa.InputError) as e:
         OSSPUpstreamPolicy(solver="")
     assert e.value.argument == "solver"
+
+
+def test_themis_cumulative_isolated_time_survives_a_smaller_batch() -> None:
+    # job 0 runs 2 epochs of 10 steps, then 4 epochs of 40 steps (a smaller batch): its steps
+    # left grow from at most 20 to 160 between two solves, so upstream's sum of steps done
+    # over isolated throughput goes below 0. The program needs an isolated time >= 0: the sum
+    # is handed over clipped at 0 (it used to raise InputError at the regime change)
+    from fairalloc.sim import JobSpec
+
+    a = JobSpec(0.0, [(64, 2, [100.0]), (16, 4, [100.0])], iterations_per_epoch=[10.0, 40.0])
+    b = JobSpec(0.0, [(32, 6, [100.0])])
+    w = Workload.from_jobs([a, b], types=["gpu"])
+    p = GavelPolicy("finish_time_fairness", isolated_time="cumulative")
+    r = simulate(w, ONE_GPU, p, round_duration=100.0)
+    # 12 rounds of work on one GPU, none idle
+    assert sorted(np.round(r.finish).tolist()) == [1000.0, 1200.0]

@@ -206,7 +206,12 @@ class GavelPolicy(BasePolicy):
         return np.asarray(_solve(self.objective, jobs, cluster, self.solve_options))
 
     def _cumulative_isolated(self, v: Any, jobs: Jobs, cluster: Cluster) -> Jobs:
-        """``jobs`` with ``isolated_elapsed`` accumulated as the Shockwave artifact's Themis."""
+        """``jobs`` with ``isolated_elapsed`` accumulated as the Shockwave artifact's Themis.
+
+        As upstream (finish_time_fairness.py:103-114), the work done is the drop in steps
+        left, whose size changes with the batch size: a job that moved to a smaller batch has
+        more steps left than before and its sum goes down, below 0 at worst. The sum is kept
+        as upstream's; the isolated time handed to the program is clipped at 0 (a time)."""
         rows = np.asarray(v.index, dtype=np.int64)
         steps = np.asarray(jobs.steps_remaining, dtype=float)
         prev = self._prev_rate[rows]
@@ -217,4 +222,4 @@ class GavelPolicy(BasePolicy):
         self._prev_rate[rows] = (jobs.throughput * isolated_split(jobs, cluster)).sum(axis=1)
         return Jobs(jobs.throughput, scale_factor=jobs.scale_factor, weight=jobs.weight,
                     ids=jobs.ids, steps_remaining=steps, elapsed=jobs.elapsed,
-                    isolated_elapsed=self._iso[rows])
+                    isolated_elapsed=np.maximum(self._iso[rows], 0.0))
