@@ -36,11 +36,14 @@ defaults: ``ftf_forecast=None``, i.e. the restatement rule on both sides, ``rhom
 ``themis`` (the artifact's Themis is Gavel's finish-time-fairness program, ANCHORS.md:
 ``themis_ftf``; ``themis-auction`` is the paper's Themis: leases, filter and
 partial-allocation auction, with no upstream number), ``gavel`` (max-min fairness),
-``allox`` (fairalloc's AlloX re-matches every job every round: not upstream's variant, which
-lets a fully allocated job keep its GPUs and uses a different cost), ``ossp`` (the artifact's
-OSSP is
-Gavel's makespan policy: ``min_makespan``), ``mst`` (Gavel's max sum throughput),
-``gandiva_fair``. ``--all`` adds Ares EFQ, Tiresias LAS and FIFO.
+``allox`` (fairalloc's AlloX re-matches every job every round: not upstream's variant),
+``ossp`` (the artifact's OSSP is Gavel's makespan policy: ``min_makespan``), ``mst`` (Gavel's
+max sum throughput), ``gandiva_fair`` (stride scheduling), and for each baseline an
+``-upstream`` row (``themis-upstream``, ``gavel-upstream``, ``allox-upstream``,
+``mst-upstream``, ``gandiva_fair-upstream``, ``ossp-upstream``) that runs it as the artifact's
+code does, through upstream's round loop (``rounds="upstream"``; the differences, with
+upstream's file and line, are in docs/how-to/reproduce-shockwave.md). ``--all`` adds Ares
+EFQ, Tiresias LAS and FIFO.
 
 ``--trace900`` runs the 900-job trace on 256 GPUs instead, paired with ``wisr_throughputs.json``
 (the table its durations were generated with; the data folder's README), and prints the
