@@ -1,7 +1,9 @@
-"""The Shockwave artifact's AlloX and Gandiva-fair, as its code runs them
-(``scheduler/policies/allox.py`` and ``gandiva_fair_proportional.py`` in uw-mad-dash/shockwave),
-for reproducing the artifact's rows. Both realise their allocation with upstream's round loop
-(`fairalloc.sim.policies.upstream_rounds.UpstreamRounds`).
+"""The Shockwave artifact's AlloX, Gandiva-fair and OSSP, as its code runs them
+(``scheduler/policies/allox.py``, ``gandiva_fair_proportional.py`` and
+``min_total_duration.py`` in uw-mad-dash/shockwave), for reproducing the artifact's rows. All
+three realise their allocation with upstream's round loop
+(`fairalloc.sim.policies.upstream_rounds.UpstreamRounds`); `fairalloc.sim.OSSPUpstreamPolicy`
+is described in its docstring.
 
 `fairalloc.sim.GandivaFairUpstreamPolicy` is not stride scheduling
 (`fairalloc.sim.GandivaFairPolicy`): upstream's ``GandivProportionalPolicy`` gives every
@@ -12,6 +14,9 @@ workers and the round loop serves jobs in order of share over time received.
 `fairalloc.sim.AlloXUpstreamPolicy` differs from `fairalloc.sim.AlloXPolicy` (which re-matches
 every job every round and packs whole gangs) in what upstream's code does:
 
+* only the longest-waiting ``max(int(alpha * m), free workers)`` candidates are matched,
+  with ``alpha = 0.2`` for upstream's policy named "allox" (utils.py:606-611,
+  allox.py:102-105);
 * a job whose previous allocation sums to exactly 1 keeps it and its worker (allox.py:47-59,
   67-76): a placed 1-GPU job is never preempted;
 * every other job, including a gang already placed, is matched again, and a job that is not
@@ -43,18 +48,18 @@ from .upstream_rounds import UPSTREAM_MIN_INTERVAL, UpstreamRounds, as_min_inter
 
 __all__ = ["AlloXUpstreamPolicy", "GandivaFairUpstreamPolicy", "OSSPUpstreamPolicy"]
 
-#: PERFORMANCE: upstream's bisection of OSSP's horizon T (min_total_duration.py:104-130)
+#: ACCURACY: upstream's bisection of OSSP's horizon T (min_total_duration.py:104-130)
 #: starts on [100, 1e6] seconds, stops when the bracket is within 5 %, and widens tenfold
-#: while nothing is feasible; these are its numbers
+#: while nothing is feasible; these are its numbers (part of what is reproduced)
 OSSP_T_RANGE = (100.0, 1e6)
 OSSP_BRACKET = 1.05
 OSSP_WIDEN = 10.0
 #: ACCURACY: a horizon this long is infeasible for any job with positive throughput: the
 #: bisection stops there (upstream would widen forever) and raises `fairalloc.SolverError`
 OSSP_MAX_T = 1e15
-#: upstream's alpha of the policy named "allox" (utils.py:607-609)
+#: ACCURACY: upstream's alpha of the policy named "allox" (utils.py:607-609)
 UPSTREAM_ALLOX_ALPHA = 0.2
-#: cost of a (job, worker) pair the job cannot use (upstream: throughput 1e-10)
+#: ACCURACY: cost of a (job, worker) pair the job cannot use (upstream: throughput 1e-10)
 FORBIDDEN_COST = 1e18
 
 

@@ -8,15 +8,15 @@ realisation of `fairalloc.sim.TimeShares`:
 * the allocation is recomputed only when a job arrived, finished or changed its batch size
   since the last recomputation (scheduler.py:744, 903, 4569, 4709) **and** at least
   ``min_interval`` seconds have passed (``minimum_time_between_allocation_resets=1000``,
-  scheduler.py:101; the test at scheduler.py:3612-3630);
+  scheduler.py:101; the test at scheduler.py:3611-3636);
 * a job that arrived after the last recomputation is not in the allocation and gets no GPU
   until the next one: upstream's loop chooses it like a job of allocation 0 (it counts its
-  workers as used) and then skips it when workers are assigned (scheduler.py:1363-1367), so
+  workers as used) and then skips it when workers are assigned (scheduler.py:1360-1366), so
   those workers stay idle;
 * each recomputation restarts every job's time at half a round and adds what it missed
   against the old allocation to its deficit (``_reset_time_run_so_far``,
   scheduler.py:3498-3551); a job's priority is its allocation over its share of the type's
-  time since then (scheduler.py:3684-3712), and each round takes, type after type, the jobs by
+  time since then (scheduler.py:3670-3724), and each round takes, type after type, the jobs by
   priority, deficit and allocation (largest first) whose gang still fits
   (scheduler.py:1153-1269): jobs of allocation 0 run on what is left, and an allocation
   that asks for more workers than a type has (upstream's AlloX keeps gangs' shares) is
@@ -41,7 +41,7 @@ __all__ = ["UPSTREAM_MIN_INTERVAL", "UpstreamRounds"]
 #: the shortest time between two recomputations of the allocation
 UPSTREAM_MIN_INTERVAL = 1000.0
 #: ACCURACY: upstream's priority of a job before any time was counted on the type is its
-#: allocation times this (scheduler.py:3690: "don't use inf so 2*new_priority > new_priority")
+#: allocation times this (scheduler.py:3698-3705: "don't use inf so 2*new_priority > new_priority")
 UNTIMED_PRIORITY = 1e9
 
 
@@ -112,7 +112,7 @@ class UpstreamRounds:
         self._pending = (self._pending or bool(state.arrived) or bool(state.finished)
                          or bool(np.any(v.regime_changed)))
         now = state.cluster.time
-        # scheduler.py:3616-3618: a last recomputation at time 0 does not count (upstream reads
+        # scheduler.py:3617-3619: a last recomputation at time 0 does not count (upstream reads
         # ``_last_reset_time == 0`` as "never")
         never = self._last is None or self._last == 0.0
         return self._last is None or (self._pending and (
@@ -158,7 +158,7 @@ class UpstreamRounds:
         runnable = v.runnable & (v.scale_factor[:, None] <= cluster.capacity[None, :])
         allocated = self._in_allocation[rows]
         alloc = np.where(allocated[:, None], self._x[rows], 0.0)
-        # scheduler.py:3684-3712: allocation over the share of the type's time since the
+        # scheduler.py:3670-3724: allocation over the share of the type's time since the
         # reset (1e9 x allocation before any time was counted); 0 without allocation
         wt = self._worker_time[None, :]
         frac = np.divide(self._job_time[rows], wt, out=np.zeros_like(alloc), where=wt > 0)
@@ -168,7 +168,7 @@ class UpstreamRounds:
         # scheduler.py:1153-1182, 1189-1269: one queue per type, by priority, deficit and
         # allocation (largest first, stable), types one after the other; a job that fits
         # takes its gang, a job without allocation counts its workers but gets none
-        # (scheduler.py:1363-1367)
+        # (scheduler.py:1360-1366)
         n = rows.size
         typ = np.repeat(np.arange(k), n)
         job = np.tile(np.arange(n), k)
