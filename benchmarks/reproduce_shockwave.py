@@ -36,11 +36,14 @@ defaults: ``ftf_forecast=None``, i.e. the restatement rule on both sides, ``rhom
 ``themis`` (the artifact's Themis is Gavel's finish-time-fairness program, ANCHORS.md:
 ``themis_ftf``; ``themis-auction`` is the paper's Themis: leases, filter and
 partial-allocation auction, with no upstream number), ``gavel`` (max-min fairness),
-``allox`` (fairalloc's AlloX re-matches every job every round: not upstream's variant, which
-lets a fully allocated job keep its GPUs and uses a different cost), ``ossp`` (the artifact's
-OSSP is
-Gavel's makespan policy: ``min_makespan``), ``mst`` (Gavel's max sum throughput),
-``gandiva_fair``. ``--all`` adds Ares EFQ, Tiresias LAS and FIFO.
+``allox`` (fairalloc's AlloX re-matches every job every round: not upstream's variant),
+``ossp`` (the artifact's OSSP is Gavel's makespan policy: ``min_makespan``), ``mst`` (Gavel's
+max sum throughput), ``gandiva_fair`` (stride scheduling), and for each baseline an
+``-upstream`` row (``themis-upstream``, ``gavel-upstream``, ``allox-upstream``,
+``mst-upstream``, ``gandiva_fair-upstream``, ``ossp-upstream``) that runs it as the artifact's
+code does, through upstream's round loop (``rounds="upstream"``; the differences, with
+upstream's file and line, are in docs/how-to/reproduce-shockwave.md). ``--all`` adds Ares
+EFQ, Tiresias LAS and FIFO.
 
 ``--trace900`` runs the 900-job trace on 256 GPUs instead, paired with ``wisr_throughputs.json``
 (the table its durations were generated with; the data folder's README), and prints the
@@ -113,7 +116,9 @@ REFERENCE_ROW = {"shockwave-upstream": "shockwave", "shockwave-upstream-oracle":
                  "shockwave-max-remaining": "shockwave", "shockwave-empirical": "shockwave",
                  "shockwave-empirical-lam16": "shockwave",
                  "shockwave-previous": "shockwave", "gavel-upstream": "gavel",
-                 "themis-upstream": "themis", "mst-upstream": "mst"}
+                 "themis-upstream": "themis", "mst-upstream": "mst",
+                 "allox-upstream": "allox", "ossp-upstream": "ossp",
+                 "gandiva_fair-upstream": "gandiva_fair"}
 
 #: the row labels of the printed tables (honest names: what each row runs)
 LABELS = {
@@ -132,13 +137,16 @@ LABELS = {
     "themis": "Themis (artifact: Gavel FTF program)",
     "themis-auction": "Themis (paper: leases, auction)",
     "gavel": "Gavel max-min fairness",
-    "gavel-upstream": "Gavel max-min (upstream: one LP, no 2nd stage)",
-    "themis-upstream": "Themis (upstream: cumulative t_iso, no 2nd stage)",
+    "gavel-upstream": "Gavel max-min (upstream: one LP, upstream rounds)",
+    "themis-upstream": "Themis (upstream: cumulative t_iso, upstream rounds)",
     "allox": "AlloX (re-matched every round; not upstream's variant)",
+    "allox-upstream": "AlloX (upstream: alpha 0.2, kept GPUs, upstream rounds)",
     "ossp": "OSSP (min makespan)",
+    "ossp-upstream": "OSSP (upstream: bisection, Clarabel, upstream rounds)",
     "mst": "MST (Gavel max sum throughput)",
-    "mst-upstream": "MST (upstream: raw steps/s sum, no 2nd stage)",
-    "gandiva_fair": "Gandiva-fair",
+    "mst-upstream": "MST (upstream: raw steps/s sum, upstream rounds)",
+    "gandiva_fair": "Gandiva-fair (stride scheduling)",
+    "gandiva_fair-upstream": "Gandiva-fair (upstream: shares M/n, upstream rounds)",
 }
 
 #: the paper's 256-GPU aggregates (no upstream result files): Shockwave's makespan is
@@ -182,15 +190,19 @@ def policies(all_: bool, only: list[str] | None = None) -> list[tuple[str, Any]]
         # upstream's Gavel programs stop at the max-min (min-max) level: no work-conserving
         # second stage; its Themis counts isolated time of the work done
         # (formulations/shockwave_options.md, "Baselines")
-        ("gavel-upstream", GavelPolicy("max_min_fairness", work_conserving=False)),
+        ("gavel-upstream", GavelPolicy("max_min_fairness", work_conserving=False,
+                                       rounds="upstream")),
         ("themis-upstream", GavelPolicy("finish_time_fairness", work_conserving=False,
-                                        isolated_time="cumulative")),
+                                        isolated_time="cumulative", rounds="upstream")),
         ("allox", make_policy("allox")),
+        ("allox-upstream", make_policy("allox_upstream")),
         ("ossp", make_policy("min_makespan")),
+        ("ossp-upstream", make_policy("ossp_upstream")),
         ("mst", make_policy("mst")),
         ("mst-upstream", GavelPolicy("max_total_throughput", normalized=False,
-                                     work_conserving=False)),
+                                     work_conserving=False, rounds="upstream")),
         ("gandiva_fair", make_policy("gandiva_fair")),
+        ("gandiva_fair-upstream", make_policy("gandiva_fair_upstream")),
     ]
     if all_:
         out += [(n, make_policy(n)) for n in ("efq", "las", "fifo")]

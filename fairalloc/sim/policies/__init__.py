@@ -43,6 +43,12 @@ Baselines of the papers' evaluations (implemented here)
   jobs).
 * `fairalloc.sim.AlloXPolicy` -- AlloX: minimum average completion time by min-cost
   bipartite matching of jobs to (accelerator type, position) slots, with its fairness filter.
+* `fairalloc.sim.AlloXUpstreamPolicy` -- the Shockwave artifact's AlloX as its code runs it
+  (placed 1-GPU jobs keep their GPU, gangs as time shares of one worker; `.upstream_baselines`).
+* `fairalloc.sim.GandivaFairUpstreamPolicy` -- the Shockwave artifact's "gandiva_fair": equal
+  shares ``M / n`` whatever the gang, through upstream's round loop (`.upstream_rounds`).
+* `fairalloc.sim.OSSPUpstreamPolicy` -- the Shockwave artifact's OSSP: a bisection on the
+  horizon of a feasibility program, the interior-point solver's point, upstream's round loop.
 * `fairalloc.sim.GandivaFairPolicy` -- Gandiva-fair's stride scheduling with
   tickets (by default the gang size, as in the Shockwave evaluation), work conserving.
 
@@ -60,15 +66,23 @@ from .gavel import GAVEL_OBJECTIVES, GavelPolicy
 from .registry import available_policies, make_policy, register_policy
 from .shockwave import ShockwavePolicy
 from .themis import ThemisPolicy
+from .upstream_baselines import (
+    AlloXUpstreamPolicy,
+    GandivaFairUpstreamPolicy,
+    OSSPUpstreamPolicy,
+)
 
 __all__ = [
     "GAVEL_OBJECTIVES",
     "AlloXPolicy",
+    "AlloXUpstreamPolicy",
     "BasePolicy",
     "EFQPolicy",
     "FIFOPolicy",
     "GandivaFairPolicy",
+    "GandivaFairUpstreamPolicy",
     "GavelPolicy",
+    "OSSPUpstreamPolicy",
     "ShockwavePolicy",
     "ThemisPolicy",
     "TiresiasLAS",

@@ -30,9 +30,10 @@ from ...data import Cluster, Jobs
 from ...errors import InputError
 from ...throughput import isolated_split
 from ...throughput.registry import GAVEL_POLICIES as THROUGHPUT_POLICIES
-from ..state import RoundState, TimeShares
+from ..state import RoundState, Schedule, TimeShares
 from ..workload import Workload
 from .base import BasePolicy
+from .upstream_rounds import UPSTREAM_MIN_INTERVAL, UpstreamRounds, as_min_interval
 
 __all__ = ["GAVEL_ALIASES", "GAVEL_OBJECTIVES", "OBJECTIVE_OPTIONS", "SIMULATOR_PROVIDES",
            "GavelPolicy", "gavel_policies"]
@@ -110,6 +111,14 @@ class GavelPolicy(BasePolicy):
         of rho's denominator): its time since arrival (default), or, as the Shockwave
         artifact's Themis, the steps it ran between two solves divided by its isolated (1/n
         split) throughput at the first of them, summed.
+    rounds : {"simulator", "upstream"}
+        How the allocation becomes each round's GPUs: the simulator's round mechanism
+        (default; the program re-solved as ``recompute`` says), or the Shockwave artifact's
+        round loop (`fairalloc.sim.policies.upstream_rounds.UpstreamRounds`: re-solved at
+        most every ``min_interval`` seconds after an arrival, completion or regime change;
+        jobs that arrived since wait for the next solve; history restarted at each solve).
+    min_interval : float
+        ``rounds="upstream"`` only: seconds between two solves (upstream: 1000).
 
     Examples
     --------
@@ -127,7 +136,8 @@ class GavelPolicy(BasePolicy):
                  name: str | None = None, method: str | None = None, backend: Any = None,
                  work_conserving: bool | None = None, gap_tol: float | None = None,
                  feas_tol: float | None = None, normalized: bool | None = None,
-                 isolated_time: str = "elapsed") -> None:
+                 isolated_time: str = "elapsed", rounds: str = "simulator",
+                 min_interval: float = UPSTREAM_MIN_INTERVAL) -> None:
         objective = as_option(objective, "objective", GAVEL_OBJECTIVES)
         if normalized is not None:
             if objective != "max_total_throughput":
@@ -139,12 +149,18 @@ class GavelPolicy(BasePolicy):
             raise InputError("isolated_time applies to objective='finish_time_fairness' only, "
                              f"not {objective!r}", argument="isolated_time")
         recompute = as_option(recompute, "recompute", ("event", "round"))
+        rounds = as_option(rounds, "rounds", ("simulator", "upstream"))
+        min_interval = as_min_interval(min_interval)
         given = {"method": method, "backend": backend, "work_conserving": work_conserving,
                  "gap_tol": gap_tol, "feas_tol": feas_tol, "normalized": normalized}
         solve_options = {k: v for k, v in given.items() if v is not None}
         super().__init__({"objective": objective, "recompute": recompute, **solve_options,
                           **({"isolated_time": isolated_time}
-                             if isolated_time != "elapsed" else {})})
+                             if isolated_time != "elapsed" else {}),
+                          **({"rounds": rounds, "min_interval": min_interval}
+                             if rounds == "upstream" else {})})
+        self.rounds = rounds
+        self._upstream = UpstreamRounds(min_interval) if rounds == "upstream" else None
         self.isolated_time = isolated_time
         self.name = name or objective
         self.objective = objective
@@ -163,23 +179,39 @@ class GavelPolicy(BasePolicy):
         self._prev_steps = np.zeros(workload.n)
         self._prev_rate = np.zeros(workload.n)
         self.solves = 0
+        if self._upstream is not None:
+            self._upstream.reset(workload.n)
 
-    def allocate(self, state: RoundState) -> TimeShares:
+    def allocate(self, state: RoundState) -> TimeShares | Schedule:
         v = state.jobs
         cluster = state.cluster.cluster
+        if self._upstream is not None:
+            if not self._upstream.due(state):
+                return self._upstream.realise(state)
+            self.solves += 1
+            return self._upstream.realise(state, self._solve_now(v, cluster))
         stale = (self.recompute == "round" or bool(state.arrived) or bool(state.finished)
                  or bool(v.regime_changed.any()) or any(i not in self._x for i in v.ids))
         if stale:
-            jobs = v.to_jobs()
-            if self.isolated_time == "cumulative":
-                jobs = self._cumulative_isolated(v, jobs, cluster)
-            x = _solve(self.objective, jobs, cluster, self.solve_options)
+            x = self._solve_now(v, cluster)
             self.solves += 1
             self._x = dict(zip(v.ids, np.asarray(x), strict=True))
         return TimeShares(np.array([self._x[i] for i in v.ids]))
 
+    def _solve_now(self, v: Any, cluster: Cluster) -> np.ndarray:
+        """The program's time shares for the active jobs ``v``."""
+        jobs = v.to_jobs()
+        if self.isolated_time == "cumulative":
+            jobs = self._cumulative_isolated(v, jobs, cluster)
+        return np.asarray(_solve(self.objective, jobs, cluster, self.solve_options))
+
     def _cumulative_isolated(self, v: Any, jobs: Jobs, cluster: Cluster) -> Jobs:
-        """``jobs`` with ``isolated_elapsed`` accumulated as the Shockwave artifact's Themis."""
+        """``jobs`` with ``isolated_elapsed`` accumulated as the Shockwave artifact's Themis.
+
+        As upstream (finish_time_fairness.py:103-114), the work done is the drop in steps
+        left, whose size changes with the batch size: a job that moved to a smaller batch has
+        more steps left than before and its sum goes down, below 0 at worst. The sum is kept
+        as upstream's; the isolated time handed to the program is clipped at 0 (a time)."""
         rows = np.asarray(v.index, dtype=np.int64)
         steps = np.asarray(jobs.steps_remaining, dtype=float)
         prev = self._prev_rate[rows]
@@ -190,4 +222,4 @@ class GavelPolicy(BasePolicy):
         self._prev_rate[rows] = (jobs.throughput * isolated_split(jobs, cluster)).sum(axis=1)
         return Jobs(jobs.throughput, scale_factor=jobs.scale_factor, weight=jobs.weight,
                     ids=jobs.ids, steps_remaining=steps, elapsed=jobs.elapsed,
-                    isolated_elapsed=self._iso[rows])
+                    isolated_elapsed=np.maximum(self._iso[rows], 0.0))

@@ -23,6 +23,7 @@ from .efq import EFQPolicy
 from .gavel import GavelPolicy, gavel_policies
 from .shockwave import ShockwavePolicy
 from .themis import ThemisPolicy
+from .upstream_baselines import AlloXUpstreamPolicy, GandivaFairUpstreamPolicy, OSSPUpstreamPolicy
 
 __all__ = ["available_policies", "make_policy", "register_policy"]
 
@@ -137,7 +138,13 @@ register_policy("fifo", FIFOPolicy, "first come first served with backfilling")
 register_policy("las", TiresiasLAS, "Tiresias discretised 2D least attained service")
 register_policy("tiresias", TiresiasLAS, "alias of las")
 register_policy("allox", AlloXPolicy, "AlloX min-cost matching (min average JCT)")
+register_policy("allox_upstream", AlloXUpstreamPolicy,
+                "the Shockwave artifact's AlloX (placed 1-GPU jobs keep their GPU; time shares)")
 register_policy("gandiva_fair", GandivaFairPolicy, "Gandiva-fair stride scheduling")
+register_policy("ossp_upstream", OSSPUpstreamPolicy,
+                "the Shockwave artifact's OSSP (bisection on the horizon, interior point)")
+register_policy("gandiva_fair_upstream", GandivaFairUpstreamPolicy,
+                "the Shockwave artifact's gandiva_fair (equal shares M/n, any gang)")
 register_policy("shockwave", ShockwavePolicy, "Shockwave forecast + windowed plan")
 register_policy("efq", EFQPolicy, "Ares elastic fair queuing")
 register_policy("themis", ThemisPolicy, "Themis leases, filter and partial-allocation auction")
