@@ -71,6 +71,7 @@ from ..backends import LinearProgram, get_backend
 from ..plan import Decline, Strategy
 from ..results import Certificate
 from . import columns
+from .pair_columns import PAIR_STRATEGY
 
 if TYPE_CHECKING:  # (stages imports this module: `StageSolver.run` builds the plan here)
     from .programs import LevelStage, LinearStage, StageResult
@@ -407,10 +408,10 @@ CLARABEL = Strategy(CLARABEL_LP, _clarabel, _certificate, _chosen, exact=True)
 RESCALED = Strategy(RESCALED_LP, _rescaled, _certificate, _named, exact=True)
 
 #: the plan after the structured strategy, in order (each filtered by its ``applies``)
-WHOLE_LP_PLAN = (RESTRICTED, WARM, FROM_LEVEL, EXACT, CROSSOVER_STEP, MARGIN, RELAXED, SIMPLEX,
+WHOLE_LP_PLAN = (RESTRICTED, PAIR_STRATEGY, WARM, FROM_LEVEL, EXACT, CROSSOVER_STEP, MARGIN, RELAXED, SIMPLEX,
                  CLARABEL, RESCALED)
 #: ... with the structured solvers in the tail (for a policy that did not offer them first)
-TAIL_PLAN = (RESTRICTED, WARM, FROM_LEVEL, EXACT, CROSSOVER_STEP, MARGIN, RELAXED, STRUCTURED,
+TAIL_PLAN = (RESTRICTED, PAIR_STRATEGY, WARM, FROM_LEVEL, EXACT, CROSSOVER_STEP, MARGIN, RELAXED, STRUCTURED,
              SIMPLEX, CLARABEL, RESCALED)
 
 

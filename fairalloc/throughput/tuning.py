@@ -158,6 +158,7 @@ class Tuning:
     columns_first_per_job: int = 2
     columns_add_per_job: int = 2
     columns_max_rounds: int = 12
+    pair_columns_min_columns: int = 2000
     columns_max_share: float = 0.5
     level_max_rounds: int = 30
     floor_max_rounds: int = 4
