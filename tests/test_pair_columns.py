@@ -106,3 +106,21 @@ def test_small_pair_sets_keep_the_whole_lp_by_default():
     pairs = fa.JobPairs([[0, 1]], [[[8.0, 8.0]]])
     r = fa.water_filling(jobs, fa.Cluster({"gpu": 1}), pairs=pairs)
     assert PAIR_COLUMNS not in r.stats.path
+
+
+@settings(max_examples=6, deadline=None, derandomize=True)
+@given(h=hierarchies())
+def test_finish_time_fairness_with_priced_pair_columns_keeps_its_objective(h):
+    """Finish-time fairness' Dinkelbach stages are a warm level sequence too: the same
+    certified objective with the pair columns priced in as over every column."""
+    jobs, cl, pairs, _ = h
+    n = jobs.n
+    jobs = fa.Jobs(jobs.throughput, scale_factor=jobs.scale_factor,
+                   steps_remaining=np.linspace(100.0, 400.0, n),
+                   elapsed=np.linspace(0.0, 50.0, n))
+    priced = fa.finish_time_fairness(jobs, cl, pairs=pairs, tuning=PRICED)
+    whole = fa.finish_time_fairness(jobs, cl, pairs=pairs, tuning=WHOLE)
+    assert priced.certificate.ok and whole.certificate.ok
+    assert PAIR_COLUMNS in priced.stats.path and PAIR_COLUMNS not in whole.stats.path
+    tol = 2.0 * GAP_TOL * max(1.0, abs(whole.objective))  # both certified to gap_tol
+    assert abs(priced.objective - whole.objective) <= tol
