@@ -15,6 +15,10 @@ step                          applies when                            what it do
                                                                       win)
 ``restricted-columns``        many types and columns (``columns_*``,   column generation,
                               ``priced_*`` of `Tuning`)               certified on the whole LP
+``pair-columns``              a level LP of a sequence (`warm_levels`) column generation over
+                              with pairs and at least                 pair columns, certified
+                              ``pair_columns_min_columns`` pair       on the whole LP
+                              columns, fairalloc chose HiGHS          (`pair_columns`)
 ``exact-lp+warm``             a sequence of level LPs (`warm_levels`)  HiGHS' simplex from the
                               where fairalloc chose HiGHS, a basis of  previous level's basis
                               this shape in hand; or a stage of a     (or the previous round's,
@@ -71,6 +75,7 @@ from ..backends import LinearProgram, get_backend
 from ..plan import Decline, Strategy
 from ..results import Certificate
 from . import columns
+from .pair_columns import PAIR_STRATEGY
 
 if TYPE_CHECKING:  # (stages imports this module: `StageSolver.run` builds the plan here)
     from .programs import LevelStage, LinearStage, StageResult
@@ -407,11 +412,11 @@ CLARABEL = Strategy(CLARABEL_LP, _clarabel, _certificate, _chosen, exact=True)
 RESCALED = Strategy(RESCALED_LP, _rescaled, _certificate, _named, exact=True)
 
 #: the plan after the structured strategy, in order (each filtered by its ``applies``)
-WHOLE_LP_PLAN = (RESTRICTED, WARM, FROM_LEVEL, EXACT, CROSSOVER_STEP, MARGIN, RELAXED, SIMPLEX,
-                 CLARABEL, RESCALED)
+WHOLE_LP_PLAN = (RESTRICTED, PAIR_STRATEGY, WARM, FROM_LEVEL, EXACT, CROSSOVER_STEP, MARGIN,
+                 RELAXED, SIMPLEX, CLARABEL, RESCALED)
 #: ... with the structured solvers in the tail (for a policy that did not offer them first)
-TAIL_PLAN = (RESTRICTED, WARM, FROM_LEVEL, EXACT, CROSSOVER_STEP, MARGIN, RELAXED, STRUCTURED,
-             SIMPLEX, CLARABEL, RESCALED)
+TAIL_PLAN = (RESTRICTED, PAIR_STRATEGY, WARM, FROM_LEVEL, EXACT, CROSSOVER_STEP, MARGIN, RELAXED,
+             STRUCTURED, SIMPLEX, CLARABEL, RESCALED)
 
 
 def stage_plan(ctx: StageContext, fast: tuple[Strategy[Any, StageResult], ...] = ()

@@ -81,6 +81,14 @@ class Tuning:
     columns_max_share : float
         A restricted LP holding more than this share of the columns declines (it would cost
         about what the whole LP does).
+    pair_columns_min_columns : int
+        A level LP of a warm sequence (water-filling's levels, finish-time fairness'
+        Dinkelbach stages) with at least this many pair columns (``pairs=``) is first solved
+        by column generation over them (`fairalloc.throughput.pair_columns`; ``0``: never).
+        Gavel's packed water-filling, whole columns / pair columns (thread CPU,
+        ``benchmarks/pair_columns.py``): 256 jobs (22.8k pair columns) 6.3 / 0.82 s, 100
+        jobs 0.43 / 0.17 s, 64 jobs (2,197) 0.108 / 0.099 s, 40 jobs (987) 0.058 / 0.078 s;
+        packed finish-time fairness 256 jobs 0.60 / 0.33 s.
     level_max_rounds, floor_max_rounds : int
         Restricted-master rounds of the structured level / floor solvers before they decline.
     floor_priced_rounds : int
@@ -158,6 +166,7 @@ class Tuning:
     columns_first_per_job: int = 2
     columns_add_per_job: int = 2
     columns_max_rounds: int = 12
+    pair_columns_min_columns: int = 2000
     columns_max_share: float = 0.5
     level_max_rounds: int = 30
     floor_max_rounds: int = 4
