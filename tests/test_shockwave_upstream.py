@@ -22,6 +22,7 @@ from fairalloc.sim.policies.shockwave_upstream import (
     reorder_window,
     upstream_config,
 )
+from fairalloc.sim.state import EPOCH_ROUNDOFF
 
 SETTINGS = settings(max_examples=15, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow])
@@ -399,3 +400,97 @@ def test_policy_at_solve_runs_only_the_filled_window() -> None:
     with pytest.raises(fa.InputError) as info:
         ShockwavePolicy(idle_fill="later")
     assert info.value.argument == "idle_fill"
+
+
+# -- (11) the re-plan interval counts rounds of the simulation --------------------------------
+class _RoundsPlanned(ShockwavePolicy):
+    """Records the round index of every re-plan (through the public planner seam)."""
+
+    def __init__(self, **options) -> None:
+        self.rounds_planned: list[int] = []
+        self._now = -1
+
+        def planner(jobs, num_gpus, **opts):
+            self.rounds_planned.append(self._now)
+            return fa.plan_schedule(jobs, num_gpus, **opts)
+        super().__init__(planner=planner, **options)
+
+    def allocate(self, state):
+        self._now = state.cluster.round_index
+        return super().allocate(state)
+
+
+def _replan_rounds(clock: str | None) -> list[int]:
+    from fairalloc.sim import Workload
+
+    # two jobs of 12 rounds from t = 0 and one arriving in round 3 (t = 1,700 s), two GPUs:
+    # no job finishes before round 12
+    w = Workload.from_arrays([0.0, 0.0, 1700.0], [[1.0]] * 3, [7200.0] * 3)
+    opts = {} if clock is None else {"replan_clock": clock}
+    pol = _RoundsPlanned(preset="upstream", window=20, **opts)
+    simulate(w, fa.Cluster({"gpu": 2}), pol, round_duration=600.0)
+    return sorted({r for r in pol.rounds_planned if r < 12})
+
+
+def test_replan_clock_simulation_replans_on_the_rounds_grid() -> None:
+    # upstream (scheduler.py's _iround_reopt, reset only by its own re-solve): rounds 0, the
+    # arrival's 3, then 8 -- not 3 + 8 = 11
+    assert _replan_rounds(None) == [0, 3, 8]
+    assert ShockwavePolicy(preset="upstream").params["replan_clock"] == "simulation"
+    # counted from the last re-plan (the library's default): the arrival's re-plan restarts it
+    assert _replan_rounds("plan") == [0, 3, 11]
+    assert ShockwavePolicy().params["replan_clock"] == "plan"
+    with pytest.raises(fa.InputError) as info:
+        ShockwavePolicy(replan_clock="nope")
+    assert info.value.argument == "replan_clock"
+
+
+# -- (12) progress in whole epochs ------------------------------------------------------------
+def test_whole_epochs_hand_checked() -> None:
+    from types import SimpleNamespace
+
+    from fairalloc.sim.policies.shockwave_upstream import whole_epochs
+
+    # 3 epochs of 60 s, then 1.5 of 30 s: 4 whole epochs, 210 s; the half epoch counts for
+    # neither; a job 1e-12 short of a whole epoch has done it (EPOCH_ROUNDOFF)
+    v = SimpleNamespace(history_epochs=np.array([[3.0, 1.5], [2.0 - 1e-12, 0.0]]),
+                        history_seconds=np.array([[60.0, 30.0], [50.0, 0.0]]))
+    done, seconds = whole_epochs(v)
+    assert done.tolist() == [4.0, 2.0] and seconds.tolist() == [210.0, 100.0]
+    # upstream's planned epoch time for the first: mean(epoch_duration[:4 + 1]) with the
+    # current epoch's 30 s: (210 + 30) / 5 = 48 s
+    assert (seconds[0] + 30.0) / (done[0] + 1.0) == 48.0
+
+
+class _Views(ShockwavePolicy):
+    """Records the view of every round and the options of every plan (public seams)."""
+
+    def __init__(self, **options) -> None:
+        self.seen: list = []
+
+        def planner(jobs, num_gpus, **opts):
+            self.seen.append((self._view, opts))
+            return fa.plan_schedule(jobs, num_gpus, **opts)
+        super().__init__(planner=planner, **options)
+
+    def allocate(self, state):
+        self._view = state.jobs
+        return super().allocate(state)
+
+
+def test_seen_mean_counts_whole_epochs_only() -> None:
+    # upstream's interpolate_epoch_duration: mean(epoch_duration[:epoch_progress + 1]) with
+    # epoch_progress in whole epochs; a job part-way through an epoch plans at the mean of its
+    # whole epochs and the current epoch's time
+    w = poisson_workload(5, rate=120.0, seed=4, max_scale_factor=1, mode_probs=(0.0, 0.5, 0.5))
+    pol = _Views(preset="upstream", window=4)
+    simulate(w, fa.Cluster({"v100": 2}), pol, round_duration=300.0)
+    partial = 0
+    for v, opts in pol.seen:
+        whole = np.floor(v.history_epochs + EPOCH_ROUNDOFF)
+        done = whole.sum(axis=1)
+        seconds = (whole * v.history_seconds).sum(axis=1)
+        expect = (seconds + np.min(v.epoch_seconds, axis=1)) / (done + 1.0)
+        np.testing.assert_allclose(opts["progress_seconds"], expect, rtol=1e-12)
+        partial += int((v.history_epochs != whole).any())
+    assert partial > 0, "no plan saw a job part-way through an epoch"

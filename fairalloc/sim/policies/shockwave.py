@@ -39,6 +39,7 @@ from .shockwave_options import (
     PLAN_PROGRESS,
     PRESETS,
     REORDER_MODES,
+    REPLAN_CLOCKS,
     WEIGHT_MODES,
     _flag,
     _given_options,
@@ -55,6 +56,7 @@ from .shockwave_upstream import (
     fill_window,
     reorder_window,
     upstream_config,
+    whole_epochs,
 )
 
 __all__ = ["ShockwavePolicy", "hard_ftf_limits", "plan_ftf"]
@@ -230,6 +232,10 @@ class ShockwavePolicy(BasePolicy):
         ``N*M`` (paper) or ``N*T`` (upstream's code).
     replan_interval : int, optional
         Re-plan at least every this many rounds (upstream: 8); default the window.
+    replan_clock : {"plan", "simulation"}
+        What ``replan_interval`` counts: rounds since the last re-plan, whatever caused it
+        (default), or rounds of the simulation (upstream: re-plans on rounds ``r``, ``2r``,
+        ... besides those on arrivals and completions).
     reorder : bool or "milp", default False
         With ``"counts"``: among the jobs with planned rounds left, those of larger plan weight
         run first. ``"milp"``: upstream's post-solve reordering, a second MILP that keeps each
@@ -282,7 +288,8 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
                  hard_ftf_drop: str = "unreachable", lateness: str = "ftf",
                  hard_ftf_weights: str = "weighted", log_breakpoints: Any = None,
                  plan_progress: str = "forecast", lateness_work: str = "attained",
-                 preset: str | None = None, planner: Any = None) -> None:
+                 replan_clock: str = "plan", preset: str | None = None,
+                 planner: Any = None) -> None:
         opts = {n: v for n, v in locals().items()
                 if n not in ("self", "preset", "planner", "__class__")}
         if planner is not None and not callable(planner):
@@ -311,7 +318,7 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
                    reorder: Any, idle_fill: str, near_completion: str, near_rounds: int,
                    hard_ftf: Any, rhomax: float, hard_ftf_drop: str, lateness: str,
                    hard_ftf_weights: str, log_breakpoints: Any, plan_progress: str,
-                   lateness_work: str) -> None:
+                   lateness_work: str, replan_clock: str) -> None:
         from ...schedule import PlanJob, ReplanPolicy, plan_schedule
 
         given = {"method": method, "gap_tol": gap_tol, "time_limit": time_limit,
@@ -341,6 +348,7 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
         interval = (window if replan_interval is None
                     else as_positive_int(replan_interval, "replan_interval"))
         reorder = _flag(reorder, "reorder", REORDER_MODES)
+        replan_clock = as_option(replan_clock, "replan_clock", REPLAN_CLOCKS)
         idle_fill = as_option(idle_fill, "idle_fill", IDLE_FILLS)
         near_completion = as_option(near_completion, "near_completion", NEAR_COMPLETION)
         near_rounds = as_positive_int(near_rounds, "near_rounds")
@@ -356,7 +364,8 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
                           "replan": replan, "accordion_regimes": accordion_regimes,
                           "contention": contention, "execution": execution,
                           "keep_running": keep_running, "weights": weights, "boost": boost,
-                          "replan_interval": interval, "reorder": reorder,
+                          "replan_interval": interval, "replan_clock": replan_clock,
+                          "reorder": reorder,
                           "idle_fill": idle_fill, "near_completion": near_completion,
                           "near_rounds": near_rounds, "hard_ftf": hard_ftf,
                           "rhomax": rhomax, "hard_ftf_drop": hard_ftf_drop,
@@ -368,6 +377,7 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
         self.plan_progress, self.lateness_work = plan_progress, lateness_work
         self.hard_ftf, self.rhomax, self.hard_ftf_drop = hard_ftf, float(rhomax), hard_ftf_drop
         self.weights, self.boost, self.replan_interval = weights, float(boost), interval
+        self.replan_clock = replan_clock
         self.reorder, self.idle_fill = reorder, idle_fill
         self.near_completion, self.near_rounds = near_completion, near_rounds
         self._near: dict[Hashable, bool] = {}
@@ -506,7 +516,7 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
             # time, re-estimated only on arrivals and completions; late above rhomax
             if self._reestimate:
                 work = (v.attained if self.lateness_work == "attained"
-                        else (v.history_epochs * v.history_seconds).sum(axis=1))
+                        else whole_epochs(v)[1])
                 self._late.record(v.index, self._round, v.arrival, work, rem_f, num_gpus=M)
                 self._reestimate = False
             target = self._late.target(v.index, self._round)
@@ -539,9 +549,8 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
                                 running=bool(v.running[i])))
         extra: dict[str, Any] = {}
         if self.plan_progress == "seen_mean":  # upstream: mean of epoch_duration[:progress+1]
-            seen = (v.history_epochs * v.history_seconds).sum(axis=1)
-            extra["progress_seconds"] = ((seen + np.min(v.epoch_seconds, axis=1))
-                                         / (v.epochs_done + 1.0))
+            done, seen = whole_epochs(v)
+            extra["progress_seconds"] = (seen + np.min(v.epoch_seconds, axis=1)) / (done + 1.0)
         plan = None
         dropped = self.hard_ftf_dropped
         if self.hard_ftf:
@@ -599,12 +608,16 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
         v = state.jobs
         if len(state.arrived) or len(state.finished):
             self._reestimate = True
+        # replan_clock="simulation": the interval's re-plans fall on a grid of the rounds
+        on_grid = (self.replan_clock == "simulation" and self._round > 0
+                   and self._round % self.replan_interval == 0)
         decision = self.replan_policy.decide(
             rounds_elapsed=self._elapsed,
-            planned_rounds=min(self._planned, self.replan_interval),
+            planned_rounds=(self._planned if self.replan_clock == "simulation"
+                            else min(self._planned, self.replan_interval)),
             arrived=len(state.arrived), finished=len(state.finished),
             regime_changed=int(v.regime_changed.sum()))
-        if decision or any(i not in self._plan for i in v.ids):
+        if decision or on_grid or any(i not in self._plan for i in v.ids):
             self._replan(state)
         col = self._elapsed
         self._elapsed += 1

@@ -58,6 +58,11 @@ PLAN_PROGRESS = ("forecast", "seen_mean")
 #: the work in upstream's equal-share finish time: attained seconds (restarts included) or
 #: the measured seconds of the epochs done (upstream's ``sum(epoch_duration[:progress])``)
 LATENESS_WORK = ("attained", "epochs")
+#: what ``replan_interval`` counts: rounds since the last re-plan, whatever caused it (``"plan"``),
+#: or rounds of the simulation (``"simulation"``, upstream: ``scheduler.py``'s ``_iround_reopt``
+#: is reset only by its own every-``REOPT_ROUNDS`` re-solve, so re-plans fall on rounds 8, 16,
+#: 24, ... whatever arrivals and completions re-planned in between)
+REPLAN_CLOCKS = ("plan", "simulation")
 #: ``reorder``'s modes besides True/False: upstream's reordering MILP (`reorder_window`)
 REORDER_MODES = ("milp",)
 #: the configurations ``preset`` names (`UPSTREAM_PRESET`)

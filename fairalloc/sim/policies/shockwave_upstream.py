@@ -19,10 +19,11 @@ from scipy import sparse
 from ...backends import LinearProgram, get_backend
 from ...errors import InputError
 from ...schedule.instance import UPSTREAM_LOG_BREAKPOINTS
+from ..state import EPOCH_ROUNDOFF
 from .base import greedy_pack
 
 __all__ = ["UPSTREAM_CONFIGS", "UPSTREAM_PRESET", "EqualShareLateness", "dirichlet_remaining",
-           "fill_window", "reorder_window", "upstream_config"]
+           "fill_window", "reorder_window", "upstream_config", "whole_epochs"]
 
 #: upstream's configuration by cluster size (its reproduction configs): GPUs ->
 #: (makespan coefficient, upstream's ``k``; FTF exponent, upstream's ``lambda``)
@@ -59,6 +60,7 @@ UPSTREAM_PRESET: dict[str, Any] = {
     "work_conservation": "none",  # no work-conservation constraint in the program
     "replan": "lazy",  # no re-plan on regime changes
     "replan_interval": 8,
+    "replan_clock": "simulation",  # _iround_reopt: rounds 8, 16, ... of the simulation
     "ftf_forecast": None,  # one forecast everywhere
     "plan_progress": "seen_mean",  # continuous epochs at the mean epoch time seen so far
     "lateness_work": "epochs",  # equal-share finish times from measured epoch durations
@@ -149,6 +151,38 @@ class EqualShareLateness:
         area = self.area[rows] + last * (round_index - self.last_round[rows])
         avg = np.where(span > 0, area / np.maximum(span, 1), last)
         return FINISH_TIME_MOMENTUM * avg + (1.0 - FINISH_TIME_MOMENTUM) * last
+
+
+def whole_epochs(view: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Upstream's epoch progress of each job of a `fairalloc.sim.JobView`: its whole epochs
+    done and their measured seconds.
+
+    Upstream's simulator counts a job's progress in whole epochs (``epoch_progress``, the floor
+    of the steps run over the steps of an epoch, ``_update_shockwave_scheduler`` of
+    ``scheduler/scheduler.py``) and reads ``epoch_duration[:epoch_progress]``: an epoch in
+    progress counts neither as done nor in the seconds seen. Whole epochs are counted per
+    batch-size regime, as `fairalloc.sim.JobView.observed_epochs` does.
+
+    Parameters
+    ----------
+    view : JobView
+        Needs ``history_epochs`` and ``history_seconds`` (shape ``(n, regimes)``).
+
+    Returns
+    -------
+    (ndarray, ndarray), shape (n,) each
+        Whole epochs done, and the seconds of those epochs.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> v = SimpleNamespace(history_epochs=np.array([[3.0, 1.5]]),
+    ...                     history_seconds=np.array([[60.0, 30.0]]))
+    >>> [x.tolist() for x in whole_epochs(v)]
+    [[4.0], [210.0]]
+    """
+    whole = np.floor(np.asarray(view.history_epochs, dtype=float) + EPOCH_ROUNDOFF)
+    return whole.sum(axis=1), (whole * np.asarray(view.history_seconds, dtype=float)).sum(axis=1)
 
 
 def dirichlet_remaining(batch_sizes: Any, epoch_seconds: Any, done_epochs: int) -> float:
