@@ -26,6 +26,7 @@ from ..state import EPOCH_ROUNDOFF, JobView, RoundState, Schedule
 from ..workload import Workload
 from .base import BasePolicy, pack_by_priority
 from .shockwave_options import (
+    EPOCH_CALIBRATIONS,
     FORECASTS,
     FTF_FORECAST,
     HARD_FTF_DROPS,
@@ -33,6 +34,7 @@ from .shockwave_options import (
     HARD_FTF_WEIGHTS,
     IDLE_FILLS,
     LATENESS,
+    LATENESS_SUBMIT,
     LATENESS_WORK,
     NEAR_COMPLETION,
     NEAR_COMPLETION_BOOST,
@@ -52,6 +54,7 @@ from .shockwave_options import (
 from .shockwave_upstream import (
     UPSTREAM_PRESET,
     EqualShareLateness,
+    calibration_factor,
     dirichlet_remaining,
     fill_window,
     reorder_window,
@@ -232,6 +235,14 @@ class ShockwavePolicy(BasePolicy):
         ``N*M`` (paper) or ``N*T`` (upstream's code).
     replan_interval : int, optional
         Re-plan at least every this many rounds (upstream: 8); default the window.
+    lateness_submit : {"arrival", "admitted"}
+        ``lateness="upstream"``: the equal-share finish time counts from the job's arrival
+        (default) or from the start of the round that admitted it (upstream).
+    epoch_calibration : {"none", "upstream"}
+        With ``forecast="upstream_dirichlet"``: ``"upstream"`` multiplies the profiled epoch
+        times that forecast reads (and the seen-mean epoch time and the equal-share work) by
+        upstream's calibration factor (`calibration_factor`, re-computed at each re-plan from
+        the rounds the job ran). Other forecasts read no profile: no effect.
     replan_clock : {"plan", "simulation"}
         What ``replan_interval`` counts: rounds since the last re-plan, whatever caused it
         (default), or rounds of the simulation (upstream: re-plans on rounds ``r``, ``2r``,
@@ -288,7 +299,9 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
                  hard_ftf_drop: str = "unreachable", lateness: str = "ftf",
                  hard_ftf_weights: str = "weighted", log_breakpoints: Any = None,
                  plan_progress: str = "forecast", lateness_work: str = "attained",
-                 replan_clock: str = "plan", preset: str | None = None,
+                 lateness_submit: str = "arrival", replan_clock: str = "plan",
+                 epoch_calibration: str = "none",
+                 preset: str | None = None,
                  planner: Any = None) -> None:
         opts = {n: v for n, v in locals().items()
                 if n not in ("self", "preset", "planner", "__class__")}
@@ -318,7 +331,8 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
                    reorder: Any, idle_fill: str, near_completion: str, near_rounds: int,
                    hard_ftf: Any, rhomax: float, hard_ftf_drop: str, lateness: str,
                    hard_ftf_weights: str, log_breakpoints: Any, plan_progress: str,
-                   lateness_work: str, replan_clock: str) -> None:
+                   lateness_work: str, lateness_submit: str, replan_clock: str,
+                   epoch_calibration: str) -> None:
         from ...schedule import PlanJob, ReplanPolicy, plan_schedule
 
         given = {"method": method, "gap_tol": gap_tol, "time_limit": time_limit,
@@ -349,6 +363,9 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
                     else as_positive_int(replan_interval, "replan_interval"))
         reorder = _flag(reorder, "reorder", REORDER_MODES)
         replan_clock = as_option(replan_clock, "replan_clock", REPLAN_CLOCKS)
+        lateness_submit = as_option(lateness_submit, "lateness_submit", LATENESS_SUBMIT)
+        epoch_calibration = as_option(epoch_calibration, "epoch_calibration",
+                                      EPOCH_CALIBRATIONS)
         idle_fill = as_option(idle_fill, "idle_fill", IDLE_FILLS)
         near_completion = as_option(near_completion, "near_completion", NEAR_COMPLETION)
         near_rounds = as_positive_int(near_rounds, "near_rounds")
@@ -365,6 +382,8 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
                           "contention": contention, "execution": execution,
                           "keep_running": keep_running, "weights": weights, "boost": boost,
                           "replan_interval": interval, "replan_clock": replan_clock,
+                          "lateness_submit": lateness_submit,
+                          "epoch_calibration": epoch_calibration,
                           "reorder": reorder,
                           "idle_fill": idle_fill, "near_completion": near_completion,
                           "near_rounds": near_rounds, "hard_ftf": hard_ftf,
@@ -377,7 +396,10 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
         self.plan_progress, self.lateness_work = plan_progress, lateness_work
         self.hard_ftf, self.rhomax, self.hard_ftf_drop = hard_ftf, float(rhomax), hard_ftf_drop
         self.weights, self.boost, self.replan_interval = weights, float(boost), interval
-        self.replan_clock = replan_clock
+        self.replan_clock, self.lateness_submit = replan_clock, lateness_submit
+        # upstream's calibration applies to the one forecast that reads a profile
+        self._calibrate = (epoch_calibration == "upstream"
+                           and "upstream_dirichlet" in (forecast, ftf_forecast))
         self.reorder, self.idle_fill = reorder, idle_fill
         self.near_completion, self.near_rounds = near_completion, near_rounds
         self._near: dict[Hashable, bool] = {}
@@ -424,6 +446,9 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
             self.lam, self.k = upstream_config(int(round(cluster.total_workers)))
             self.params.update(k=self.k, lam=self.lam)
         self._late = EqualShareLateness(workload.n)
+        self._admitted = np.full(workload.n, np.nan)  # start of the round that admitted a job
+        self._runs: dict[int, list[tuple[int, float]]] = {}  # row -> (round count, epoch s)
+        self._amp = np.ones(workload.n)  # epoch_calibration: the factor in force per job
         self._round, self._reestimate = 0, True
         self.reordered = 0
 
@@ -453,6 +478,26 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
                                    epoch_seconds=v.history_seconds[i, :r],
                                    speed_family=(v.model[i], int(v.scale_factor[i])))
 
+    def _profile(self, row: int) -> tuple[np.ndarray, np.ndarray]:
+        """Batch size and seconds of every epoch of job ``row``'s schedule (its future)."""
+        w = self.workload
+        assert w is not None  # reset() stored the workload before the first round
+        r = int(w.num_regimes[row])
+        reps = np.ceil(w.regime_epochs[row, :r] - EPOCH_ROUNDOFF).astype(np.int64)
+        return (np.repeat(w.regime_batch[row, :r], reps),
+                np.repeat(w.regime_seconds[row, :r].min(axis=1), reps))
+
+    def _calibrate_epochs(self, v: JobView) -> None:
+        """epoch_calibration="upstream": update each job's factor from the rounds it ran."""
+        for row in v.index.tolist():  # a per-job history of variable length
+            runs = self._runs.get(row)
+            if runs:
+                keys, seconds = zip(*runs, strict=True)
+                f = calibration_factor(keys, seconds, self._profile(row)[1],
+                                       self.round_duration, previous=float(self._amp[row]))
+                if not math.isnan(f):
+                    self._amp[row] = f
+
     def _forecasts(self, v: JobView, method: str) -> list[Any]:
         from ...schedule import forecast_regimes, oracle_forecast
 
@@ -462,10 +507,9 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
             if method in ("oracle", "upstream_dirichlet"):
                 assert w is not None  # reset() stored the workload before the first round
                 row = int(v.index[i])
-                r = int(w.num_regimes[row])
-                reps = np.ceil(w.regime_epochs[row, :r] - EPOCH_ROUNDOFF).astype(np.int64)
-                bs = np.repeat(w.regime_batch[row, :r], reps)
-                sec = np.repeat(w.regime_seconds[row, :r].min(axis=1), reps)
+                bs, sec = self._profile(row)
+                if method == "upstream_dirichlet":  # epoch_calibration (1 when off)
+                    sec = sec * self._amp[row]
                 done = min(int(math.floor(v.epochs_done[i] + EPOCH_ROUNDOFF)), bs.size)
                 if method == "upstream_dirichlet" and done < bs.size:
                     # upstream's forecast, as one flat regime over the epochs left
@@ -498,6 +542,9 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
         v = state.jobs
         M = state.cluster.num_gpus
         self._observe(v)
+        if self._calibrate:
+            self._calibrate_epochs(v)
+        amp = self._amp[v.index] if self._calibrate else np.ones(v.n)
         fcs = self._forecasts(v, self.forecast)
         remaining = np.array([max(fc.remaining_seconds, MIN_REMAINING) for fc in fcs])
         # the fairness side's forecast (ftf_forecast; the plan's own by default)
@@ -516,8 +563,9 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
             # time, re-estimated only on arrivals and completions; late above rhomax
             if self._reestimate:
                 work = (v.attained if self.lateness_work == "attained"
-                        else whole_epochs(v)[1])
-                self._late.record(v.index, self._round, v.arrival, work, rem_f, num_gpus=M)
+                        else whole_epochs(v)[1] * amp)
+                submit = v.arrival if self.lateness_submit == "arrival" else self._admitted[v.index]
+                self._late.record(v.index, self._round, submit, work, rem_f, num_gpus=M)
                 self._reestimate = False
             target = self._late.target(v.index, self._round)
             share = min(1.0, M / max(v.n, 1))
@@ -550,7 +598,8 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
         extra: dict[str, Any] = {}
         if self.plan_progress == "seen_mean":  # upstream: mean of epoch_duration[:progress+1]
             done, seen = whole_epochs(v)
-            extra["progress_seconds"] = (seen + np.min(v.epoch_seconds, axis=1)) / (done + 1.0)
+            extra["progress_seconds"] = ((seen + np.min(v.epoch_seconds, axis=1)) * amp
+                                         / (done + 1.0))
         plan = None
         dropped = self.hard_ftf_dropped
         if self.hard_ftf:
@@ -608,6 +657,8 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
         v = state.jobs
         if len(state.arrived) or len(state.finished):
             self._reestimate = True
+        new = np.isnan(self._admitted[v.index])
+        self._admitted[v.index[new]] = state.cluster.time
         # replan_clock="simulation": the interval's re-plans fall on a grid of the rounds
         on_grid = (self.replan_clock == "simulation" and self._round > 0
                    and self._round % self.replan_interval == 0)
@@ -661,5 +712,9 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
         ran = np.asarray(sched.gpus).sum(axis=1) > 0
         for i in np.flatnonzero(ran & run).tolist():
             self._left[v.ids[i]] -= 1
+        if self._calibrate:  # upstream's throughput timeline: the round count after the round
+            for i in np.flatnonzero(ran).tolist():
+                self._runs.setdefault(int(v.index[i]), []).append(
+                    (self._round, float(np.min(v.epoch_seconds[i]))))
         self.filled += int((ran & ~(run | near)).sum())
         return sched

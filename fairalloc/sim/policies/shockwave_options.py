@@ -58,6 +58,13 @@ PLAN_PROGRESS = ("forecast", "seen_mean")
 #: the work in upstream's equal-share finish time: attained seconds (restarts included) or
 #: the measured seconds of the epochs done (upstream's ``sum(epoch_duration[:progress])``)
 LATENESS_WORK = ("attained", "epochs")
+#: the submit time of upstream's equal-share finish time: the job's arrival, or the start of
+#: the round that admitted it (upstream: ``JobMetaData.register_job_submit`` with the
+#: simulator's clock when ``add_job`` runs, i.e. the round's start, up to a round after arrival)
+LATENESS_SUBMIT = ("arrival", "admitted")
+#: upstream's calibration of the profiled epoch times its forecast reads (``"upstream"``,
+#: `calibration_factor`; only ``forecast="upstream_dirichlet"`` reads a profile) or none
+EPOCH_CALIBRATIONS = ("none", "upstream")
 #: what ``replan_interval`` counts: rounds since the last re-plan, whatever caused it (``"plan"``),
 #: or rounds of the simulation (``"simulation"``, upstream: ``scheduler.py``'s ``_iround_reopt``
 #: is reset only by its own every-``REOPT_ROUNDS`` re-solve, so re-plans fall on rounds 8, 16,
