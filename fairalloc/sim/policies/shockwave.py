@@ -211,18 +211,20 @@ class ShockwavePolicy(BasePolicy):
         ``"upstream"``: every option not given explicitly takes upstream's value
         (`UPSTREAM_PRESET`: the 6-point log, N*T welfare, raw-seconds makespan term, the
         equal-share lateness test, hard limits first with ``rhomax = 1`` and no weights when
-        they hold, the reordering MILP, column execution, re-plans every 8 rounds and on
-        arrivals and completions only, no work-conservation constraint in the program) and,
+        they hold, the reordering MILP, column execution, re-plans on rounds 8, 16, ... of
+        the simulation and on arrivals and completions only, equal-share finish times from the
+        admitting round, upstream's calibration of the profiled epoch times (with
+        ``forecast="upstream_dirichlet"``), no work-conservation constraint in the program) and,
         when neither ``k`` nor ``lam`` is given, upstream's configuration for the cluster's
         size at each reset (`upstream_config`: ``lam = 1e-3``, ``k = 12`` at 32 GPUs). The
         forecast stays ``forecast=`` (observed only unless ``"upstream_dirichlet"``/``"oracle"``).
     plan_progress : {"forecast", "seen_mean"}
         The welfare's progress: along the forecast's regimes (default), or upstream's
-        continuous epochs at the mean epoch time of the epochs seen so far and the current one
-        (`fairalloc.plan_schedule`'s ``progress_seconds``).
+        continuous epochs at the mean epoch time of the whole epochs done so far and the
+        current one (`fairalloc.plan_schedule`'s ``progress_seconds``; `whole_epochs`).
     lateness_work : {"attained", "epochs"}
         ``lateness="upstream"``: the work done in the equal-share finish time, attained seconds
-        (default; restart overhead included) or the measured seconds of the epochs done
+        (default; restart overhead included) or the measured seconds of the whole epochs done
         (upstream).
     planner : callable, optional
         Called instead of `fairalloc.plan_schedule` for each re-plan, with its arguments
