@@ -22,6 +22,7 @@ from fairalloc.sim.policies.shockwave_upstream import (
     reorder_window,
     upstream_config,
 )
+from fairalloc.sim.state import EPOCH_ROUNDOFF
 
 SETTINGS = settings(max_examples=15, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow])
@@ -399,3 +400,174 @@ def test_policy_at_solve_runs_only_the_filled_window() -> None:
     with pytest.raises(fa.InputError) as info:
         ShockwavePolicy(idle_fill="later")
     assert info.value.argument == "idle_fill"
+
+
+# -- (11) the re-plan interval counts rounds of the simulation --------------------------------
+class _RoundsPlanned(ShockwavePolicy):
+    """Records the round index of every re-plan (through the public planner seam)."""
+
+    def __init__(self, **options) -> None:
+        self.rounds_planned: list[int] = []
+        self._now = -1
+
+        def planner(jobs, num_gpus, **opts):
+            self.rounds_planned.append(self._now)
+            return fa.plan_schedule(jobs, num_gpus, **opts)
+        super().__init__(planner=planner, **options)
+
+    def allocate(self, state):
+        self._now = state.cluster.round_index
+        return super().allocate(state)
+
+
+def _replan_rounds(clock: str | None) -> list[int]:
+    from fairalloc.sim import Workload
+
+    # two jobs of 12 rounds from t = 0 and one arriving in round 3 (t = 1,700 s), two GPUs:
+    # no job finishes before round 12
+    w = Workload.from_arrays([0.0, 0.0, 1700.0], [[1.0]] * 3, [7200.0] * 3)
+    opts = {} if clock is None else {"replan_clock": clock}
+    pol = _RoundsPlanned(preset="upstream", window=20, **opts)
+    simulate(w, fa.Cluster({"gpu": 2}), pol, round_duration=600.0)
+    return sorted({r for r in pol.rounds_planned if r < 12})
+
+
+def test_replan_clock_simulation_replans_on_the_rounds_grid() -> None:
+    # upstream (scheduler.py's _iround_reopt, reset only by its own re-solve): rounds 0, the
+    # arrival's 3, then 8 -- not 3 + 8 = 11
+    assert _replan_rounds(None) == [0, 3, 8]
+    assert ShockwavePolicy(preset="upstream").params["replan_clock"] == "simulation"
+    # counted from the last re-plan (the library's default): the arrival's re-plan restarts it
+    assert _replan_rounds("plan") == [0, 3, 11]
+    assert ShockwavePolicy().params["replan_clock"] == "plan"
+    with pytest.raises(fa.InputError) as info:
+        ShockwavePolicy(replan_clock="nope")
+    assert info.value.argument == "replan_clock"
+
+
+# -- (12) progress in whole epochs ------------------------------------------------------------
+def test_whole_epochs_hand_checked() -> None:
+    from types import SimpleNamespace
+
+    from fairalloc.sim.policies.shockwave_upstream import whole_epochs
+
+    # 3 epochs of 60 s, then 1.5 of 30 s: 4 whole epochs, 210 s; the half epoch counts for
+    # neither; a job 1e-12 short of a whole epoch has done it (EPOCH_ROUNDOFF)
+    v = SimpleNamespace(history_epochs=np.array([[3.0, 1.5], [2.0 - 1e-12, 0.0]]),
+                        history_seconds=np.array([[60.0, 30.0], [50.0, 0.0]]))
+    done, seconds = whole_epochs(v)
+    assert done.tolist() == [4.0, 2.0] and seconds.tolist() == [210.0, 100.0]
+    # upstream's planned epoch time for the first: mean(epoch_duration[:4 + 1]) with the
+    # current epoch's 30 s: (210 + 30) / 5 = 48 s
+    assert (seconds[0] + 30.0) / (done[0] + 1.0) == 48.0
+
+
+class _Views(ShockwavePolicy):
+    """Records the view of every round and the options of every plan (public seams)."""
+
+    def __init__(self, **options) -> None:
+        self.seen: list = []
+
+        def planner(jobs, num_gpus, **opts):
+            self.seen.append((self._view, opts))
+            return fa.plan_schedule(jobs, num_gpus, **opts)
+        super().__init__(planner=planner, **options)
+
+    def allocate(self, state):
+        self._view = state.jobs
+        return super().allocate(state)
+
+
+def test_seen_mean_counts_whole_epochs_only() -> None:
+    # upstream's interpolate_epoch_duration: mean(epoch_duration[:epoch_progress + 1]) with
+    # epoch_progress in whole epochs; a job part-way through an epoch plans at the mean of its
+    # whole epochs and the current epoch's time
+    w = poisson_workload(5, rate=120.0, seed=4, max_scale_factor=1, mode_probs=(0.0, 0.5, 0.5))
+    pol = _Views(preset="upstream", window=4)
+    simulate(w, fa.Cluster({"v100": 2}), pol, round_duration=300.0)
+    partial = 0
+    for v, opts in pol.seen:
+        whole = np.floor(v.history_epochs + EPOCH_ROUNDOFF)
+        done = whole.sum(axis=1)
+        seconds = (whole * v.history_seconds).sum(axis=1)
+        expect = (seconds + np.min(v.epoch_seconds, axis=1)) / (done + 1.0)
+        np.testing.assert_allclose(opts["progress_seconds"], expect, rtol=1e-12)
+        partial += int((v.history_epochs != whole).any())
+    assert partial > 0, "no plan saw a job part-way through an epoch"
+
+
+# -- (13) the equal-share finish time counts from the admitting round -------------------------
+class _Plans(ShockwavePolicy):
+    """Records the round index and the options of every plan (public planner seam)."""
+
+    def __init__(self, **options) -> None:
+        self.plans_seen: list = []
+        self._now = -1
+
+        def planner(jobs, num_gpus, **opts):
+            self.plans_seen.append((self._now, jobs, opts))
+            return fa.plan_schedule(jobs, num_gpus, **opts)
+        super().__init__(planner=planner, **options)
+
+    def allocate(self, state):
+        self._now = state.cluster.round_index
+        return super().allocate(state)
+
+
+@pytest.mark.parametrize(("submit", "limit"), [("admitted", 3600.0), ("arrival", 3500.0)])
+def test_lateness_submit_hand_checked(submit, limit) -> None:
+    from fairalloc.sim import Workload
+
+    # job 1 (6,000 s) arrives at 1,700 s and joins the round of 1,800 s on two GPUs (share 1):
+    # its equal-share finish time is submit + 6,000 s; its hard limit with rhomax = 1 and a
+    # window of 4 rounds of 600 s is target - now - 2,400 s: 7,800 - 1,800 - 2,400 = 3,600
+    # from the admitting round (upstream's register_job_submit), 3,500 from the arrival
+    w = Workload.from_arrays([0.0, 1700.0], [[1.0], [1.0]], [20000.0, 6000.0])
+    pol = _Plans(preset="upstream", window=4, lateness_submit=submit)
+    simulate(w, fa.Cluster({"gpu": 2}), pol, round_duration=600.0)
+    first = [o["remaining_limit"] for r, jobs, o in pol.plans_seen
+             if r == 3 and "remaining_limit" in o]
+    assert first and first[0][1] == pytest.approx(limit, rel=1e-12)
+    assert ShockwavePolicy(preset="upstream").params["lateness_submit"] == "admitted"
+    assert ShockwavePolicy().params["lateness_submit"] == "arrival"
+
+
+# -- (14) upstream's calibration of the profiled epoch times ----------------------------------
+def test_calibration_factor_hand_checked() -> None:
+    from fairalloc.sim.policies.shockwave_upstream import calibration_factor
+
+    prof = [100.0, 50.0]
+    # not run yet, or within 40 % of the profile: no factor
+    assert math.isnan(calibration_factor([], [], prof, 120.0))
+    assert math.isnan(calibration_factor([1], [100.0], prof, 120.0))  # 1.2 vs 1.4 epochs
+    # run in round 9 only (round count 10), at 100 s an epoch: the measurement is taken to hold
+    # for rounds 0-9 (arrival and waits included): 12 epochs over 1,200 s; the profile:
+    # 2 + 1,050 / 50 = 23 epochs, 48 % more: factor 23 / 12
+    assert calibration_factor([10], [100.0], prof, 120.0) == pytest.approx(23.0 / 12.0)
+    # the rest past the whole epochs is read at the epoch time calibrated so far (25 s)
+    assert calibration_factor([10], [100.0], prof, 120.0, previous=0.5) == pytest.approx(
+        (2.0 + 1050.0 / 25.0) / 12.0)
+    # 3 epochs of 100 s, measured at 40 s then 80 s an epoch in two rounds of 125 s:
+    # 125/40 + 125/80 = 4.6875 epochs; the profile stops inside its third epoch after 250 s:
+    # 2 + 50/100 = 2.5 epochs; factor 2.5 / 4.6875
+    assert calibration_factor([1, 2], [40.0, 80.0], [100.0] * 3, 125.0) == pytest.approx(
+        2.5 / 4.6875)
+
+
+def test_epoch_calibration_acts_on_upstreams_forecast_only() -> None:
+    w = poisson_workload(4, rate=60.0, seed=2, max_scale_factor=1, mode_probs=(0.0, 0.5, 0.5))
+
+    def plans(**options):
+        pol = _Plans(preset="upstream", window=4, **options)
+        simulate(w, fa.Cluster({"v100": 1}), pol, round_duration=600.0)
+        return [(r, [j.regimes for j in jobs]) for r, jobs, _ in pol.plans_seen]
+
+    # the observed-only forecast reads no profile: the option changes nothing
+    assert plans(epoch_calibration="upstream") == plans(epoch_calibration="none")
+    # upstream's forecast: a job that waited is calibrated, and its plans change
+    on = plans(forecast="upstream_dirichlet")
+    assert on != plans(forecast="upstream_dirichlet", epoch_calibration="none")
+    assert ShockwavePolicy(preset="upstream").params["epoch_calibration"] == "upstream"
+    with pytest.raises(fa.InputError) as info:
+        ShockwavePolicy(epoch_calibration="nope")
+    assert info.value.argument == "epoch_calibration"

@@ -11,7 +11,6 @@ Regime forecasts from each job's observed epochs
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 import time
 from collections.abc import Hashable
@@ -20,19 +19,47 @@ from typing import Any
 import numpy as np
 
 from ..._deprecate import renamed_kwargs
-from ..._validation import as_bool, as_option, as_positive_float, as_positive_int
+from ..._validation import as_option, as_positive_float, as_positive_int
 from ...data import Cluster
 from ...errors import InfeasibleError, InputError, SolverError
 from ..state import EPOCH_ROUNDOFF, JobView, RoundState, Schedule
 from ..workload import Workload
 from .base import BasePolicy, pack_by_priority
+from .shockwave_options import (
+    EPOCH_CALIBRATIONS,
+    FORECASTS,
+    FTF_FORECAST,
+    HARD_FTF_DROPS,
+    HARD_FTF_RHOMAX,
+    HARD_FTF_WEIGHTS,
+    IDLE_FILLS,
+    LATENESS,
+    LATENESS_SUBMIT,
+    LATENESS_WORK,
+    NEAR_COMPLETION,
+    NEAR_COMPLETION_BOOST,
+    PLAN_PROGRESS,
+    PRESETS,
+    REORDER_MODES,
+    REPLAN_CLOCKS,
+    WEIGHT_MODES,
+    _flag,
+    _given_options,
+    hard_ftf_limits,
+    plan_ftf,
+)
+from .shockwave_options import (
+    MAX_LOG_FTF as MAX_LOG_FTF,  # re-exported (tests, callers)
+)
 from .shockwave_upstream import (
     UPSTREAM_PRESET,
     EqualShareLateness,
+    calibration_factor,
     dirichlet_remaining,
     fill_window,
     reorder_window,
     upstream_config,
+    whole_epochs,
 )
 
 __all__ = ["ShockwavePolicy", "hard_ftf_limits", "plan_ftf"]
@@ -69,175 +96,6 @@ MIN_REMAINING = 1e-6
 PLAN_OPTIONS = ("method", "gap_tol", "time_limit", "work_conservation", "restart_penalty",
                 "expectation", "makespan", "regime_model", "z0", "util_floor", "warm_start",
                 "threads", "backend", "welfare_norm", "node_limit", "log_breakpoints")
-#: exponent of the near-completion boost (upstream's ``priority_M``): a late job (rho > 1)
-#: forecast to finish within one round weighs rho**NEAR_COMPLETION_BOOST
-NEAR_COMPLETION_BOOST = 100.0
-# ACCURACY: the largest log of a plan FTF value (exp of it stays a finite float)
-MAX_LOG_FTF = 700.0
-#: how the FTF estimates become plan weights
-WEIGHT_MODES = ("clipped", "power")
-#: who gets the GPUs the plan leaves idle in a round
-IDLE_FILLS = ("longest", "shortest", "none", "at_solve")
-#: how a late job forecast to finish within one round is favoured
-NEAR_COMPLETION = ("first", "weight", "off")
-#: default ``rhomax`` of ``hard_ftf``: every job's forecast finish time must stay within this
-#: multiple of its fair finish time (upstream's ``rhomax``). With 1.0 almost every re-plan of the
-#: 120-job trace had a job that could not meet it. 1.6 with ``ftf_forecast="empirical"``: the
-#: only setting of the lever table (1.5, 1.6, 1.65, 1.75, 2) that met every 900-job target and
-#: the 120-job trace's (docs/how-to/reproduce-shockwave.md)
-HARD_FTF_RHOMAX = 1.6
-#: default ``ftf_forecast``: the fairness side reads the empirical forecast (observed only). The
-#: restatement rule holds a job's only batch size seen so far: a job whose batch grows later
-#: (job 613 of the 900-job trace, GNS) is forecast 3.3x its true remaining time, never looks
-#: late, waits 9,501 s and ends at rho 1.41 (docs/how-to/reproduce-shockwave.md)
-FTF_FORECAST = "empirical"
-#: which finish-time limits ``hard_ftf`` drops: first those a job cannot meet even running every
-#: round of the window (default), or all of them when any is infeasible (upstream)
-HARD_FTF_DROPS = ("unreachable", "all")
-#: the forecast methods of ``forecast`` and ``ftf_forecast``
-FORECASTS = ("restatement", "bayesian", "greedy", "empirical", "oracle", "upstream_dirichlet")
-#: who is late: the FTF estimate of Eq. 9 (``"ftf"``) or upstream's projected finish over its
-#: momentum-averaged equal-share finish time (``"upstream"``, `EqualShareLateness`)
-LATENESS = ("ftf", "upstream")
-#: the plan weights when the hard finish-time limits are met: ``weights=``'s (``"weighted"``)
-#: or none at all (``"none"``, upstream)
-HARD_FTF_WEIGHTS = ("weighted", "none")
-#: the welfare's progress: along the forecast's regimes, or upstream's continuous epochs at the
-#: mean epoch time seen so far (``plan_schedule(progress_seconds=)``)
-PLAN_PROGRESS = ("forecast", "seen_mean")
-#: the work in upstream's equal-share finish time: attained seconds (restarts included) or
-#: the measured seconds of the epochs done (upstream's ``sum(epoch_duration[:progress])``)
-LATENESS_WORK = ("attained", "epochs")
-#: ``reorder``'s modes besides True/False: upstream's reordering MILP (`reorder_window`)
-REORDER_MODES = ("milp",)
-#: the configurations ``preset`` names (`UPSTREAM_PRESET`)
-PRESETS = ("upstream",)
-#: spellings of a flag accepted from the command line (``--param shockwave.reorder=true``)
-FLAG_WORDS = {"true": True, "false": False, "1": True, "0": False}
-
-
-def _flag(value: Any, name: str, modes: tuple[str, ...] = ()) -> bool | str:
-    """A flag given as a bool, 1/0 or the words true/false/1/0 (any case); or one of ``modes``."""
-    if isinstance(value, str):
-        word = value.strip().lower()
-        if word in FLAG_WORDS:
-            return FLAG_WORDS[word]
-        if word in modes:
-            return word
-    elif isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_) \
-            and int(value) in (0, 1):
-        return bool(value)
-    if modes and not isinstance(value, bool | np.bool_):
-        raise InputError(f"{name} must be True, False or one of {list(modes)}, got {value!r}",
-                         argument=name)
-    return as_bool(value, name)
-
-
-def _given_options(init: Any) -> Any:
-    """Record the names of the options a caller gave (``preset=`` fills only the others)."""
-    @functools.wraps(init)
-    def wrapper(self: Any, **options: Any) -> None:
-        self._given = frozenset(options)
-        init(self, **options)
-    return wrapper
-
-
-def hard_ftf_limits(attained: Any, waiting: Any, remaining: Any, nav: Any, *, rhomax: float,
-                    window_seconds: float, plan_remaining: Any = None,
-                    drop: str = "unreachable") -> np.ndarray:
-    """Upstream's hard finish-time limits: the most forecast remaining seconds each job may
-    have after the window (``plan_schedule(remaining_limit=)``).
-
-    A job's forecast finish, ``L + W + T D + R_after N_avg``, must stay within
-    ``rhomax P N_avg`` (``P = L + R``, its fair finish time), so
-    ``R_after <= (rhomax P N_avg - L - W - T D) / N_avg`` (at least 0). ``remaining`` (``R``)
-    is the forecast the FTF estimates read; when the plan reads another one
-    (``plan_remaining``, e.g. ``ShockwavePolicy(ftf_forecast=)``), the limit is scaled by
-    ``plan_remaining / remaining`` into the plan's seconds (the same fraction of the job left).
-    ``drop="unreachable"``: a limit the job cannot meet even running the whole window
-    (``limit < plan_remaining - T D``) becomes ``inf``; ``"all"`` keeps every limit.
-
-    Parameters
-    ----------
-    attained, waiting, remaining, nav : array_like, shape (n,)
-        ``L``, ``W``, ``R`` (seconds) and the contention factor ``N_avg`` of each job.
-    rhomax : float
-    window_seconds : float
-        ``T D``.
-    plan_remaining : array_like, shape (n,), optional
-        The plan's forecast remaining seconds (default ``remaining``).
-    drop : {"unreachable", "all"}
-
-    Returns
-    -------
-    ndarray, shape (n,)
-
-    Examples
-    --------
-    >>> hard_ftf_limits([0.0, 0.0], [1000.0, 3000.0], [1000.0, 1000.0], [2.0, 2.0],
-    ...                 rhomax=1.5, window_seconds=240.0).tolist()
-    [880.0, inf]
-    >>> hard_ftf_limits([0.0], [500.0], [1000.0], [2.0], rhomax=1.5, window_seconds=240.0,
-    ...                 plan_remaining=[3000.0]).tolist()
-    [3390.0]
-    """
-    att, wait = np.asarray(attained, dtype=float), np.asarray(waiting, dtype=float)
-    rem, nav = np.asarray(remaining, dtype=float), np.asarray(nav, dtype=float)
-    plan_rem = rem if plan_remaining is None else np.asarray(plan_remaining, dtype=float)
-    limit = (rhomax * (att + rem) * nav - att - wait - window_seconds) / nav
-    limit = np.maximum(limit, 0.0) * (plan_rem / rem)
-    if drop == "unreachable":
-        # R_j after n rounds is R_j - n D (isolated seconds), at best R_j - T D
-        limit = np.where(limit < np.maximum(plan_rem - window_seconds, 0.0), np.inf, limit)
-    return limit
-
-
-def plan_ftf(ftf: Any, remaining: Any, round_duration: float, *, k: float,
-             weights: str = "clipped", boost: float = NEAR_COMPLETION_BOOST) -> np.ndarray:
-    """The FTF values a Shockwave plan weighs the jobs by (its weight is ``value ** k``).
-
-    ``weights="power"`` is the paper's Eq. 11: every job weighs ``rho ** k``.
-    ``weights="clipped"`` is upstream's code: ``rho ** k`` only for a late job
-    (``rho > 1``), ``1`` otherwise (a job served on time keeps the weight of a fair one
-    instead of collapsing towards 0). With ``boost > 0`` (upstream's code, 100) a late job
-    forecast to finish within one round (``remaining < round_duration``) weighs
-    ``rho ** boost`` instead (returned as ``rho ** (boost / k)``, capped at ``exp(700)``;
-    no boost when ``k = 0``).
-
-    Parameters
-    ----------
-    ftf : array_like, shape (n,)
-        FTF estimates (positive).
-    remaining : array_like, shape (n,)
-        Forecast remaining isolated run time (seconds).
-    round_duration : float
-        Seconds per round.
-    k : float
-        The plan's FTF exponent.
-    weights : {"clipped", "power"}
-    boost : float, default 100.0
-        Exponent of the near-completion boost (``0``: none).
-
-    Returns
-    -------
-    ndarray, shape (n,)
-
-    Examples
-    --------
-    >>> plan_ftf([0.5, 2.0, 2.0], [1e4, 1e4, 60.0], 120.0, k=5.0).tolist()
-    [1.0, 2.0, 1048576.0]
-    >>> plan_ftf([0.5, 2.0], [1e4, 60.0], 120.0, k=5.0, weights="power", boost=0).tolist()
-    [0.5, 2.0]
-    """
-    rho = np.asarray(ftf, dtype=float)
-    rem = np.asarray(remaining, dtype=float)
-    late = rho > 1.0
-    out = np.where(late | (weights == "power"), rho, 1.0)
-    if boost > 0 and k > 0:
-        near = late & (rem < round_duration)
-        log_boosted = np.minimum(boost / k * np.log(np.where(near, rho, 1.0)), MAX_LOG_FTF)
-        out = np.where(near, np.exp(log_boosted), out)
-    return out
 
 
 class ShockwavePolicy(BasePolicy):
@@ -353,18 +211,20 @@ class ShockwavePolicy(BasePolicy):
         ``"upstream"``: every option not given explicitly takes upstream's value
         (`UPSTREAM_PRESET`: the 6-point log, N*T welfare, raw-seconds makespan term, the
         equal-share lateness test, hard limits first with ``rhomax = 1`` and no weights when
-        they hold, the reordering MILP, column execution, re-plans every 8 rounds and on
-        arrivals and completions only, no work-conservation constraint in the program) and,
+        they hold, the reordering MILP, column execution, re-plans on rounds 8, 16, ... of
+        the simulation and on arrivals and completions only, equal-share finish times from the
+        admitting round, upstream's calibration of the profiled epoch times (with
+        ``forecast="upstream_dirichlet"``), no work-conservation constraint in the program) and,
         when neither ``k`` nor ``lam`` is given, upstream's configuration for the cluster's
         size at each reset (`upstream_config`: ``lam = 1e-3``, ``k = 12`` at 32 GPUs). The
         forecast stays ``forecast=`` (observed only unless ``"upstream_dirichlet"``/``"oracle"``).
     plan_progress : {"forecast", "seen_mean"}
         The welfare's progress: along the forecast's regimes (default), or upstream's
-        continuous epochs at the mean epoch time of the epochs seen so far and the current one
-        (`fairalloc.plan_schedule`'s ``progress_seconds``).
+        continuous epochs at the mean epoch time of the whole epochs done so far and the
+        current one (`fairalloc.plan_schedule`'s ``progress_seconds``; `whole_epochs`).
     lateness_work : {"attained", "epochs"}
         ``lateness="upstream"``: the work done in the equal-share finish time, attained seconds
-        (default; restart overhead included) or the measured seconds of the epochs done
+        (default; restart overhead included) or the measured seconds of the whole epochs done
         (upstream).
     planner : callable, optional
         Called instead of `fairalloc.plan_schedule` for each re-plan, with its arguments
@@ -377,6 +237,18 @@ class ShockwavePolicy(BasePolicy):
         ``N*M`` (paper) or ``N*T`` (upstream's code).
     replan_interval : int, optional
         Re-plan at least every this many rounds (upstream: 8); default the window.
+    lateness_submit : {"arrival", "admitted"}
+        ``lateness="upstream"``: the equal-share finish time counts from the job's arrival
+        (default) or from the start of the round that admitted it (upstream).
+    epoch_calibration : {"none", "upstream"}
+        With ``forecast="upstream_dirichlet"``: ``"upstream"`` multiplies the profiled epoch
+        times that forecast reads (and the seen-mean epoch time and the equal-share work) by
+        upstream's calibration factor (`calibration_factor`, re-computed at each re-plan from
+        the rounds the job ran). Other forecasts read no profile: no effect.
+    replan_clock : {"plan", "simulation"}
+        What ``replan_interval`` counts: rounds since the last re-plan, whatever caused it
+        (default), or rounds of the simulation (upstream: re-plans on rounds ``r``, ``2r``,
+        ... besides those on arrivals and completions).
     reorder : bool or "milp", default False
         With ``"counts"``: among the jobs with planned rounds left, those of larger plan weight
         run first. ``"milp"``: upstream's post-solve reordering, a second MILP that keeps each
@@ -429,7 +301,10 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
                  hard_ftf_drop: str = "unreachable", lateness: str = "ftf",
                  hard_ftf_weights: str = "weighted", log_breakpoints: Any = None,
                  plan_progress: str = "forecast", lateness_work: str = "attained",
-                 preset: str | None = None, planner: Any = None) -> None:
+                 lateness_submit: str = "arrival", replan_clock: str = "plan",
+                 epoch_calibration: str = "none",
+                 preset: str | None = None,
+                 planner: Any = None) -> None:
         opts = {n: v for n, v in locals().items()
                 if n not in ("self", "preset", "planner", "__class__")}
         if planner is not None and not callable(planner):
@@ -458,7 +333,8 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
                    reorder: Any, idle_fill: str, near_completion: str, near_rounds: int,
                    hard_ftf: Any, rhomax: float, hard_ftf_drop: str, lateness: str,
                    hard_ftf_weights: str, log_breakpoints: Any, plan_progress: str,
-                   lateness_work: str) -> None:
+                   lateness_work: str, lateness_submit: str, replan_clock: str,
+                   epoch_calibration: str) -> None:
         from ...schedule import PlanJob, ReplanPolicy, plan_schedule
 
         given = {"method": method, "gap_tol": gap_tol, "time_limit": time_limit,
@@ -488,6 +364,10 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
         interval = (window if replan_interval is None
                     else as_positive_int(replan_interval, "replan_interval"))
         reorder = _flag(reorder, "reorder", REORDER_MODES)
+        replan_clock = as_option(replan_clock, "replan_clock", REPLAN_CLOCKS)
+        lateness_submit = as_option(lateness_submit, "lateness_submit", LATENESS_SUBMIT)
+        epoch_calibration = as_option(epoch_calibration, "epoch_calibration",
+                                      EPOCH_CALIBRATIONS)
         idle_fill = as_option(idle_fill, "idle_fill", IDLE_FILLS)
         near_completion = as_option(near_completion, "near_completion", NEAR_COMPLETION)
         near_rounds = as_positive_int(near_rounds, "near_rounds")
@@ -503,7 +383,10 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
                           "replan": replan, "accordion_regimes": accordion_regimes,
                           "contention": contention, "execution": execution,
                           "keep_running": keep_running, "weights": weights, "boost": boost,
-                          "replan_interval": interval, "reorder": reorder,
+                          "replan_interval": interval, "replan_clock": replan_clock,
+                          "lateness_submit": lateness_submit,
+                          "epoch_calibration": epoch_calibration,
+                          "reorder": reorder,
                           "idle_fill": idle_fill, "near_completion": near_completion,
                           "near_rounds": near_rounds, "hard_ftf": hard_ftf,
                           "rhomax": rhomax, "hard_ftf_drop": hard_ftf_drop,
@@ -515,6 +398,10 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
         self.plan_progress, self.lateness_work = plan_progress, lateness_work
         self.hard_ftf, self.rhomax, self.hard_ftf_drop = hard_ftf, float(rhomax), hard_ftf_drop
         self.weights, self.boost, self.replan_interval = weights, float(boost), interval
+        self.replan_clock, self.lateness_submit = replan_clock, lateness_submit
+        # upstream's calibration applies to the one forecast that reads a profile
+        self._calibrate = (epoch_calibration == "upstream"
+                           and "upstream_dirichlet" in (forecast, ftf_forecast))
         self.reorder, self.idle_fill = reorder, idle_fill
         self.near_completion, self.near_rounds = near_completion, near_rounds
         self._near: dict[Hashable, bool] = {}
@@ -561,6 +448,9 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
             self.lam, self.k = upstream_config(int(round(cluster.total_workers)))
             self.params.update(k=self.k, lam=self.lam)
         self._late = EqualShareLateness(workload.n)
+        self._admitted = np.full(workload.n, np.nan)  # start of the round that admitted a job
+        self._runs: dict[int, list[tuple[int, float]]] = {}  # row -> (round count, epoch s)
+        self._amp = np.ones(workload.n)  # epoch_calibration: the factor in force per job
         self._round, self._reestimate = 0, True
         self.reordered = 0
 
@@ -590,6 +480,26 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
                                    epoch_seconds=v.history_seconds[i, :r],
                                    speed_family=(v.model[i], int(v.scale_factor[i])))
 
+    def _profile(self, row: int) -> tuple[np.ndarray, np.ndarray]:
+        """Batch size and seconds of every epoch of job ``row``'s schedule (its future)."""
+        w = self.workload
+        assert w is not None  # reset() stored the workload before the first round
+        r = int(w.num_regimes[row])
+        reps = np.ceil(w.regime_epochs[row, :r] - EPOCH_ROUNDOFF).astype(np.int64)
+        return (np.repeat(w.regime_batch[row, :r], reps),
+                np.repeat(w.regime_seconds[row, :r].min(axis=1), reps))
+
+    def _calibrate_epochs(self, v: JobView) -> None:
+        """epoch_calibration="upstream": update each job's factor from the rounds it ran."""
+        for row in v.index.tolist():  # a per-job history of variable length
+            runs = self._runs.get(row)
+            if runs:
+                keys, seconds = zip(*runs, strict=True)
+                f = calibration_factor(keys, seconds, self._profile(row)[1],
+                                       self.round_duration, previous=float(self._amp[row]))
+                if not math.isnan(f):
+                    self._amp[row] = f
+
     def _forecasts(self, v: JobView, method: str) -> list[Any]:
         from ...schedule import forecast_regimes, oracle_forecast
 
@@ -599,10 +509,9 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
             if method in ("oracle", "upstream_dirichlet"):
                 assert w is not None  # reset() stored the workload before the first round
                 row = int(v.index[i])
-                r = int(w.num_regimes[row])
-                reps = np.ceil(w.regime_epochs[row, :r] - EPOCH_ROUNDOFF).astype(np.int64)
-                bs = np.repeat(w.regime_batch[row, :r], reps)
-                sec = np.repeat(w.regime_seconds[row, :r].min(axis=1), reps)
+                bs, sec = self._profile(row)
+                if method == "upstream_dirichlet":  # epoch_calibration (1 when off)
+                    sec = sec * self._amp[row]
                 done = min(int(math.floor(v.epochs_done[i] + EPOCH_ROUNDOFF)), bs.size)
                 if method == "upstream_dirichlet" and done < bs.size:
                     # upstream's forecast, as one flat regime over the epochs left
@@ -635,6 +544,9 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
         v = state.jobs
         M = state.cluster.num_gpus
         self._observe(v)
+        if self._calibrate:
+            self._calibrate_epochs(v)
+        amp = self._amp[v.index] if self._calibrate else np.ones(v.n)
         fcs = self._forecasts(v, self.forecast)
         remaining = np.array([max(fc.remaining_seconds, MIN_REMAINING) for fc in fcs])
         # the fairness side's forecast (ftf_forecast; the plan's own by default)
@@ -653,8 +565,9 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
             # time, re-estimated only on arrivals and completions; late above rhomax
             if self._reestimate:
                 work = (v.attained if self.lateness_work == "attained"
-                        else (v.history_epochs * v.history_seconds).sum(axis=1))
-                self._late.record(v.index, self._round, v.arrival, work, rem_f, num_gpus=M)
+                        else whole_epochs(v)[1] * amp)
+                submit = v.arrival if self.lateness_submit == "arrival" else self._admitted[v.index]
+                self._late.record(v.index, self._round, submit, work, rem_f, num_gpus=M)
                 self._reestimate = False
             target = self._late.target(v.index, self._round)
             share = min(1.0, M / max(v.n, 1))
@@ -686,9 +599,9 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
                                 running=bool(v.running[i])))
         extra: dict[str, Any] = {}
         if self.plan_progress == "seen_mean":  # upstream: mean of epoch_duration[:progress+1]
-            seen = (v.history_epochs * v.history_seconds).sum(axis=1)
-            extra["progress_seconds"] = ((seen + np.min(v.epoch_seconds, axis=1))
-                                         / (v.epochs_done + 1.0))
+            done, seen = whole_epochs(v)
+            extra["progress_seconds"] = ((seen + np.min(v.epoch_seconds, axis=1)) * amp
+                                         / (done + 1.0))
         plan = None
         dropped = self.hard_ftf_dropped
         if self.hard_ftf:
@@ -746,12 +659,18 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
         v = state.jobs
         if len(state.arrived) or len(state.finished):
             self._reestimate = True
+        new = np.isnan(self._admitted[v.index])
+        self._admitted[v.index[new]] = state.cluster.time
+        # replan_clock="simulation": the interval's re-plans fall on a grid of the rounds
+        on_grid = (self.replan_clock == "simulation" and self._round > 0
+                   and self._round % self.replan_interval == 0)
         decision = self.replan_policy.decide(
             rounds_elapsed=self._elapsed,
-            planned_rounds=min(self._planned, self.replan_interval),
+            planned_rounds=(self._planned if self.replan_clock == "simulation"
+                            else min(self._planned, self.replan_interval)),
             arrived=len(state.arrived), finished=len(state.finished),
             regime_changed=int(v.regime_changed.sum()))
-        if decision or any(i not in self._plan for i in v.ids):
+        if decision or on_grid or any(i not in self._plan for i in v.ids):
             self._replan(state)
         col = self._elapsed
         self._elapsed += 1
@@ -795,5 +714,9 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
         ran = np.asarray(sched.gpus).sum(axis=1) > 0
         for i in np.flatnonzero(ran & run).tolist():
             self._left[v.ids[i]] -= 1
+        if self._calibrate:  # upstream's throughput timeline: the round count after the round
+            for i in np.flatnonzero(ran).tolist():
+                self._runs.setdefault(int(v.index[i]), []).append(
+                    (self._round, float(np.min(v.epoch_seconds[i]))))
         self.filled += int((ran & ~(run | near)).sum())
         return sched

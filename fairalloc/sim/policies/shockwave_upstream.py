@@ -19,10 +19,12 @@ from scipy import sparse
 from ...backends import LinearProgram, get_backend
 from ...errors import InputError
 from ...schedule.instance import UPSTREAM_LOG_BREAKPOINTS
+from ..state import EPOCH_ROUNDOFF
 from .base import greedy_pack
 
 __all__ = ["UPSTREAM_CONFIGS", "UPSTREAM_PRESET", "EqualShareLateness", "dirichlet_remaining",
-           "fill_window", "reorder_window", "upstream_config"]
+           "calibration_factor", "fill_window", "reorder_window", "upstream_config",
+           "whole_epochs"]
 
 #: upstream's configuration by cluster size (its reproduction configs): GPUs ->
 #: (makespan coefficient, upstream's ``k``; FTF exponent, upstream's ``lambda``)
@@ -37,6 +39,11 @@ REORDER_MIP_GAP = 1e-3
 # ACCURACY: priorities are divided by the largest; those below this fraction of it count as
 # this fraction (a priority of rho^100 next to 1 would otherwise underflow)
 REORDER_MIN_PRIORITY = 1e-9
+
+# ACCURACY: upstream's JobMetaData.calibrate_profiled_epoch_duration keeps the profiled epoch
+# times while the samples it measured and those the profile predicts differ by at most this
+# fraction of the latter
+CALIBRATION_TOLERANCE = 0.4
 
 #: the options ``preset="upstream"`` sets (``k`` and ``lam`` come from `upstream_config` at
 #: reset, from the cluster's size)
@@ -59,6 +66,9 @@ UPSTREAM_PRESET: dict[str, Any] = {
     "work_conservation": "none",  # no work-conservation constraint in the program
     "replan": "lazy",  # no re-plan on regime changes
     "replan_interval": 8,
+    "replan_clock": "simulation",  # _iround_reopt: rounds 8, 16, ... of the simulation
+    "lateness_submit": "admitted",  # register_job_submit at the admitting round's start
+    "epoch_calibration": "upstream",  # calibrate_profiled_epoch_duration (Dirichlet only)
     "ftf_forecast": None,  # one forecast everywhere
     "plan_progress": "seen_mean",  # continuous epochs at the mean epoch time seen so far
     "lateness_work": "epochs",  # equal-share finish times from measured epoch durations
@@ -149,6 +159,103 @@ class EqualShareLateness:
         area = self.area[rows] + last * (round_index - self.last_round[rows])
         avg = np.where(span > 0, area / np.maximum(span, 1), last)
         return FINISH_TIME_MOMENTUM * avg + (1.0 - FINISH_TIME_MOMENTUM) * last
+
+
+def whole_epochs(view: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Upstream's epoch progress of each job of a `fairalloc.sim.JobView`: its whole epochs
+    done and their measured seconds.
+
+    Upstream's simulator counts a job's progress in whole epochs (``epoch_progress``, the floor
+    of the steps run over the steps of an epoch, ``_update_shockwave_scheduler`` of
+    ``scheduler/scheduler.py``) and reads ``epoch_duration[:epoch_progress]``: an epoch in
+    progress counts neither as done nor in the seconds seen. Whole epochs are counted per
+    batch-size regime, as `fairalloc.sim.JobView.observed_epochs` does.
+
+    Parameters
+    ----------
+    view : JobView
+        Needs ``history_epochs`` and ``history_seconds`` (shape ``(n, regimes)``).
+
+    Returns
+    -------
+    (ndarray, ndarray), shape (n,) each
+        Whole epochs done, and the seconds of those epochs.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> v = SimpleNamespace(history_epochs=np.array([[3.0, 1.5]]),
+    ...                     history_seconds=np.array([[60.0, 30.0]]))
+    >>> [x.tolist() for x in whole_epochs(v)]
+    [[4.0], [210.0]]
+    """
+    whole = np.floor(np.asarray(view.history_epochs, dtype=float) + EPOCH_ROUNDOFF)
+    return whole.sum(axis=1), (whole * np.asarray(view.history_seconds, dtype=float)).sum(axis=1)
+
+
+def calibration_factor(run_rounds: Any, run_seconds: Any, profile_seconds: Any,
+                       round_duration: float, *, previous: float = 1.0) -> float:
+    """Upstream's calibration of a job's profiled epoch times (``calibrate_profiled_epoch_duration``
+    of ``scheduler/JobMetaData.py``): the factor it multiplies them by, or ``nan`` (keep them).
+
+    Each measurement (the epoch time at the batch size of a round the job ran; upstream records
+    it under the round count after that round) is taken to hold from the previous measurement
+    -- from round 0 for the first, arrival and waits included -- so the measured work is
+    ``sum_k (r_k - r_{k-1}) D / s_k`` epochs over ``D r_last`` seconds. The profile's work over
+    the same seconds is read along the job's whole schedule (``profile_seconds``, one entry per
+    epoch): the whole epochs that fit, then the rest of the seconds at the next epoch's time
+    (the last epoch's past the end) as calibrated so far (``previous``, as upstream reads its
+    already calibrated times there). When the two differ by more than 40 % of the profile's
+    (`CALIBRATION_TOLERANCE`) the factor is ``profile / measured``.
+
+    Parameters
+    ----------
+    run_rounds : array_like of int, shape (m,)
+        Round counts of the measurements, increasing (empty: not run yet).
+    run_seconds : array_like, shape (m,)
+        Epoch seconds measured at each.
+    profile_seconds : array_like, shape (E,)
+        Profiled seconds of every epoch of the job's schedule.
+    round_duration : float
+    previous : float, default 1.0
+        The factor in force.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    One epoch of 100 s then one of 50 s, run in round 0 only at 100 s an epoch (measured: 1.2
+    epochs over 120 s; the profile: 1 + 20/50 = 1.4 epochs, within 40 %); then, after waiting
+    to round 9, in round 9 (10 rounds at 50 s: 24 epochs over 1,200 s; the profile runs out
+    after 150 s and goes on at 50 s an epoch: 2 + 1050/50 = 23, within 40 % again). Measured
+    at round counts 1 and 2 as 200 s epochs: 1.2 epochs over 240 s, the profile's
+    2 + 90/50 = 3.8: calibrated by 3.8 / 1.2.
+
+    >>> calibration_factor([1], [100.0], [100.0, 50.0], 120.0)
+    nan
+    >>> calibration_factor([1, 10], [100.0, 50.0], [100.0, 50.0], 120.0)
+    nan
+    >>> round(calibration_factor([1, 2], [200.0, 200.0], [100.0, 50.0], 120.0), 4)
+    3.1667
+    """
+    keys = np.asarray(run_rounds, dtype=float)
+    run = np.asarray(run_seconds, dtype=float)
+    prof = np.asarray(profile_seconds, dtype=float)
+    if keys.size == 0 or prof.size == 0:
+        return math.nan
+    span = float(round_duration) * keys[-1]
+    measured = float((np.diff(keys, prepend=0.0) * round_duration / run).sum())
+    ends = np.concatenate([[0.0], np.cumsum(prof)])
+    whole = int(np.searchsorted(ends[1:], span, side="right"))  # epochs ending by `span`
+    rest = span - ends[whole]
+    predicted = whole + (rest / (prof[min(whole, prof.size - 1)] * previous) if rest > 0
+                         else 0.0)
+    if measured <= 0 or predicted <= 0 or \
+            abs(measured - predicted) <= CALIBRATION_TOLERANCE * predicted:
+        return math.nan
+    return float(predicted / measured)
 
 
 def dirichlet_remaining(batch_sizes: Any, epoch_seconds: Any, done_epochs: int) -> float:
