@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from .._sparse import csr as fast_csr
 from .._sparse import abs_matvec, matvec, stack_rows
+from .._sparse import csr as fast_csr
 from ..backends import Backend, LinearProgram, LPBasis, LPSolution, get_backend
 from ..certificates import lp_certificate
 from ..errors import InfeasibleError, SolverError, UnboundedError
