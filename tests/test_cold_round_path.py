@@ -1,8 +1,9 @@
 """The cold per-round path of the two-stage throughput policies (issue #28): small whole stage
 LPs go to HiGHS without its presolve (`Tuning.presolve_min_columns`), and a work-conserving LP
 starts from the basis of the level LP it follows (``exact-lp+from-level``) from
-`Tuning.from_level_min_columns` columns (below, cold is faster). Neither changes an answer: every stage is certified on the original program, and the answers equal those of
-the cold path (``Tuning(warm_start=False)``) to the certificates' tolerances."""
+`Tuning.from_level_min_columns` columns (below, cold is faster). Neither changes an answer:
+every stage is certified on the original program, and the answers equal those of the cold
+path (``Tuning(warm_start=False)``) to the certificates' tolerances."""
 
 from __future__ import annotations
 
