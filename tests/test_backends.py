@@ -240,4 +240,5 @@ def test_highs_runs_after_a_foreign_highspy_started_the_scheduler() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.splitlines()
     assert out[-2] == "optimal Optimal -2.0"
-    assert out[-1] == "('exact-lp', 'exact-lp+from-level') ()"  # (#28: the second stage warm)
+    # (#28: 90 columns, below Tuning.from_level_min_columns: both stages cold)
+    assert out[-1] == "('exact-lp',) ()"

@@ -202,8 +202,8 @@ def test_warm_equals_cold_over_a_trace_with_arrivals_and_departures():
     # the first round is cold (70 jobs: the whole LP, below Tuning.structured_min_jobs), every
     # later one starts the structured solver from the previous prices and level
     assert paths[0][0] == "fast" and all(m == "fast+warm" for m, _ in paths[1:]), paths
-    # (the work-conserving LP from the level LP's basis)
-    assert paths[0][1] == ("exact-lp", "exact-lp+from-level"), paths
+    # (the work-conserving LP cold: below Tuning.from_level_min_columns)
+    assert paths[0][1] == ("exact-lp",), paths
     assert all(path and path[0] == "structured-level" for _, path in paths[1:]), paths
 
 

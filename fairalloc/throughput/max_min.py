@@ -50,7 +50,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import ArrayLike
 
-from .._sparse import scale_rows
+from .._sparse import dot, scale_rows
 from .._validation import as_bool, as_option, as_positive_float, as_positive_int, as_tolerance
 from ..backends import Backend
 from ..data import Cluster, JobPairs, Jobs
@@ -659,8 +659,8 @@ class WaterFilling(ThroughputPolicy):
             # the end check's LP covers every job (one whole LP: 4x the rest at 8,192 jobs)
             # when (a) was not trusted, or decided where the duals amplify feas_tol beyond the
             # level's accuracy; otherwise only the jobs no standing proof covers at the end
-            risky |= (not trusted or (bool(bott.any()) and ctx.feas_tol * float(
-                lam @ np.maximum(1.0, floors)) > solver.tuning.end_check_ratio * acc))
+            risky |= (not trusted or (bool(bott.any()) and ctx.feas_tol * dot(
+                lam, np.maximum(1.0, floors)) > solver.tuning.end_check_ratio * acc))
             bott |= sat
             if sat.any():
                 # a level ended by saturation: the other jobs can usually still rise; they

@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from .._sparse import abs_matvec, matvec, stack_rows
 from .._sparse import csr as fast_csr
-from .._sparse import matvec, stack_rows
 from ..backends import Backend, LinearProgram, LPBasis, LPSolution, get_backend
 from ..certificates import lp_certificate
 from ..errors import InfeasibleError, SolverError, UnboundedError
@@ -331,11 +331,12 @@ class StageSolver:
             return xcol
         t = 0.0
         for B, low in self.fixed:
-            bx = B @ xcol
-            mag = np.maximum(np.abs(low), abs(B) @ np.abs(xcol))
+            # (scipy's kernels directly: `abs(B)` built a checked copy of B on every call)
+            bx = matvec(B, xcol)
+            mag = np.maximum(np.abs(low), abs_matvec(B, xcol))
             short = (low - bx) > _ANCHOR_SHORT * self.feas_tol * mag  # what a certificate would see
             if short.any():
-                ba = B @ self.anchor
+                ba = matvec(B, self.anchor)
                 gain = ba[short] - bx[short]
                 need = np.where(gain > 0, (low[short] - bx[short]) / np.where(gain > 0, gain,
                                                                               1.0), 1.0)

@@ -264,8 +264,9 @@ def _from_level_applies(ctx: StageContext) -> bool:
     s = ctx.solver
     basis = s.level_basis
     return (not ctx.level and ctx.chosen and basis is not None and s.warm_backend()
-            and basis.shape == ctx.lp.shape and _simplex_backend(_exact_backend(ctx))
-            and not _restricted_applies(ctx))
+            and basis.shape == ctx.lp.shape
+            and ctx.lp.shape[1] >= s.tuning.from_level_min_columns  # (smaller: cold pays)
+            and _simplex_backend(_exact_backend(ctx)) and not _restricted_applies(ctx))
 
 
 def _from_level(ctx: StageContext) -> StageResult:

@@ -119,6 +119,15 @@ class Tuning:
         jobs: a warm level LP 0.06 s against 0.5-1.2 s cold). A whole work-conserving LP
         starts from the basis of the level LP it follows (``exact-lp+from-level``; Gavel's
         throughputs, 155 classes: 142 pivots 1.5 ms against 227 pivots 2.6 ms cold).
+    from_level_min_columns : int
+        Columns from which a whole work-conserving LP starts from the level LP's basis
+        (``exact-lp+from-level``, with `warm_start`); below, it is solved cold (HiGHS' own
+        choice). Measured (2 cores, HiGHS 1.16, Gavel's throughputs, seeds 1-3, HiGHS time of
+        the work-conserving LP, from the level basis / cold): 128 jobs (192-210 columns)
+        0.63-0.86 / 0.49-0.60 ms, 256 jobs (267-291) 0.88-1.28 / 0.59-0.94 ms, 512 jobs
+        (355-369) 1.30-1.43 / 0.99-1.32 ms, 1,024 jobs (408-424) 1.38-1.73 / 1.62-1.87 ms,
+        2,048 jobs (461-475) 1.51-1.60 / 2.05-2.36 ms: a basis that must first be factored
+        and repaired pays from about 400 columns.
     end_check_ratio : float
         Water-filling: its end check (one LP over every unsaturated job) runs when a level's
         duals times the solvers' feasibility tolerance exceed this multiple of the level's
@@ -179,6 +188,7 @@ class Tuning:
     dinkelbach_provisional: bool = True
     dinkelbach_seed: bool = True
     warm_start: bool = True
+    from_level_min_columns: int = 400
     end_check_ratio: float = 1.0
     water_dual_rule: bool = True
     water_fast: bool = True
