@@ -95,8 +95,8 @@ def test_property_warm_round_is_certified_and_agrees_with_cold(trace):
         if i == 0:
             assert not warm.warm
         if warm.warm:
-            assert "exact-lp+warm" in warm.stats.path or "structured" in " ".join(
-                warm.stats.path)
+            assert ("exact-lp+warm" in warm.stats.path or "incremental-lp+warm"
+                    in warm.stats.path or "structured" in " ".join(warm.stats.path))
         # feasible on the original cluster: time and capacity
         x = warm.x
         assert np.all(x >= -1e-9) and np.all(x.sum(axis=1) <= 1 + 1e-7)

@@ -78,6 +78,9 @@ from .._validation import (
 from ..data import Cluster, Jobs
 from ..errors import InputError
 from ..results import Certificate, SolveStats, Status
+from ..plan import Strategy, run_plan
+from ..solvelog import SolveLog
+from .incremental import IncrementalMaxMin
 from .keys import same_keys
 from .result import RoundResult
 from .state import ISOLATED_STARTS, IsolatedTime, RoundBases, same_key, warm_seed
@@ -654,6 +657,10 @@ fairness_knob, plan_options
         self.isolated_start = as_option(isolated_start, "isolated_start", ISOLATED_STARTS)
         self._isolated = IsolatedTime()  # finish-time fairness's state across rounds
         self._bases = RoundBases()  # the previous round's stage LP bases
+        # max-min fairness: one HiGHS model over the symmetry classes, kept across rounds
+        self._incremental = (IncrementalMaxMin() if self.warm_start and self.policy
+                             == "max_min_fairness" and not self.settings.get("water_filling")
+                             else None)
 
     @property
     def isolated_elapsed(self) -> dict[Hashable, float]:
@@ -667,6 +674,8 @@ fairness_knob, plan_options
         self._last = None
         self._plan = None
         self._bases.clear()
+        if self._incremental is not None:
+            self._incremental.clear()
 
     def allocate(self, throughput: Any, workers: Any, *, job_ids: Any = None,
                  types: Any = None, scale_factor: Any = None, weight: Any = None,
@@ -708,8 +717,12 @@ fairness_knob, plan_options
         if (self.warm_start and self._last is not None
                 and not self.settings.get("water_filling", False)):
             warm = warm_seed(self.policy, self._last[1], tnames, cap, len(ids))
-        with self._bases.round(self.warm_start, ids, T, cap, per_job["scale_factor"], tnames):
-            res = self._solve(t0, T, cap, ids, tnames, per_job, warm, None)
+        if self._incremental is not None and ids:  # max-min: the kept model, else as below
+            res = self._incremental_round(t0, T, cap, ids, tnames, per_job, warm)
+        else:
+            with self._bases.round(self.warm_start, ids, T, cap, per_job["scale_factor"],
+                                   tnames):
+                res = self._solve(t0, T, cap, ids, tnames, per_job, warm, None)
         self.rounds += 1
         if iso is not None:
             self._isolated.commit(iso)
@@ -717,6 +730,29 @@ fairness_knob, plan_options
             self._last = (key, res)
         return res
 
+
+    def _incremental_round(self, t0: float, T: np.ndarray, cap: np.ndarray,
+                           ids: tuple[Hashable, ...], tnames: tuple[str, ...],
+                           per_job: dict[str, Any], warm: Any) -> RoundResult:
+        """A max-min round as a plan: the kept model (`fairalloc.rounds.incremental`), then
+        the normal round; a hand-over is in ``stats.fallbacks``."""
+        inc = self._incremental
+        assert inc is not None
+
+        def normal(_: None) -> RoundResult:
+            with self._bases.round(True, ids, T, cap, per_job["scale_factor"], tnames):
+                return self._solve(t0, T, cap, ids, tnames, per_job, warm, None)
+
+        plan = (Strategy("incremental", lambda _: inc.solve(
+                    t0, T, cap, ids, tnames, per_job["scale_factor"], per_job["weight"],
+                    self._options), _round_certificate, step=False),
+                Strategy("round", normal, _round_certificate, exact=True, step=False))
+        log = SolveLog()
+        res = run_plan(plan, None, log, what="max-min fairness round").result
+        if log.fallbacks:
+            res = dataclasses.replace(res, stats=dataclasses.replace(
+                res.stats, fallbacks=(*log.fallbacks, *res.stats.fallbacks)))
+        return res
 
     def _shockwave(self, T: np.ndarray, cap: np.ndarray, ids: tuple[Hashable, ...],
                    tnames: tuple[str, ...], per_job: dict[str, Any], plan_jobs: Any,
@@ -762,6 +798,10 @@ fairness_knob, plan_options
             kind=st.get("kind", "linear"),
             fairness_knob=st.get("fairness_knob", THEMIS_FAIRNESS_KNOB),
             plan_jobs=plan_jobs, plan_options=st.get("plan_options"), warm_start=warm)
+
+
+def _round_certificate(_: None, res: RoundResult) -> Certificate:
+    return res.certificate
 
 
 #: plan_schedule's default window (rounds per plan)

@@ -1,0 +1,349 @@
+"""An incremental warm round of max-min fairness for `fairalloc.RoundPolicy` (#28 item 2).
+
+Between two rounds a scheduler adds and removes a few jobs; everything else stays. The
+incremental round keeps what does not change:
+
+* **one HiGHS model kept alive** over the exact symmetry classes of the jobs (jobs with equal
+  throughput row, scale factor and weight; ``proofs/symmetry_reduction.md``). A class owns a
+  *slot*: ``k`` columns (its time on each type), its time row and its level row; capacity rows
+  weigh a class's columns by ``count * scale_factor``. A class that appears takes a free slot
+  (or a new one); a class that leaves frees its slot (its columns fixed at 0, its rows free);
+  a class whose member count changed gets its capacity coefficients changed. The model is
+  then re-solved from its own basis: the level LP (``max theta``), then the work-conserving
+  LP (total normalised throughput, the level kept within ``stage_tol``) on the same model by
+  changing the objective and fixing ``theta``;
+* **the certificate on the original program** (every job, not the classes) computed with
+  numpy in ``O(n k)`` without building it: each job's row duals are its class's divided by the
+  class size (capacity duals unchanged), and the dual function and both residuals are
+  evaluated as `fairalloc.certificates.lp_certificate` does.
+
+What cannot be reused (another type set or other worker counts, a drained type, a job that
+cannot run, solve options other than tolerances, a failed solve or certificate) raises
+`fairalloc.plan.Decline`: `fairalloc.RoundPolicy` runs this as the first strategy of a plan
+whose second is the normal round, so the hand-over is in ``stats.fallbacks``.
+
+Examples
+--------
+>>> import fairalloc as fa
+>>> p = fa.RoundPolicy("max_min_fairness")
+>>> r1 = p.allocate({"a": {"x": 1.0, "y": 2.0}, "b": {"x": 3.0, "y": 1.0}}, {"x": 1, "y": 1})
+>>> r2 = p.allocate({"a": {"x": 1.0, "y": 2.0}, "c": {"x": 2.0, "y": 2.0}}, {"x": 1, "y": 1})
+>>> r1.stats.method, r2.stats.method, r2.certificate.ok
+('incremental', 'incremental+warm', True)
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Hashable
+from typing import Any
+
+import numpy as np
+
+from ..errors import SolverError
+from ..plan import Decline
+from ..results import Certificate, SolveStats, Status
+from ..tolerances import FEAS_TOL, GAP_TOL
+from .result import RoundResult
+
+__all__ = ["INCREMENTAL_OPTIONS", "IncrementalMaxMin"]
+
+#: the solve options an incremental round honours (tolerances); any other declines
+INCREMENTAL_OPTIONS = ("gap_tol", "feas_tol", "stage_tol")
+#: PERFORMANCE: classes whose slot is free for good are compacted away (the model rebuilt)
+#: once free slots outnumber used ones by this factor
+_COMPACT_RATIO = 2.0
+_INF = float("inf")
+
+
+class IncrementalMaxMin:
+    """The kept HiGHS model of a max-min fairness round and its symmetry classes.
+
+    `solve` answers one round (a `fairalloc.RoundResult`, certified on the original program)
+    or raises `fairalloc.plan.Decline` / `fairalloc.SolverError` (the caller hands over).
+    """
+
+    def __init__(self) -> None:
+        self.clear()
+
+    def clear(self) -> None:
+        """Forget the model (the next round builds a new one)."""
+        self._hs: tuple[Any, ...] = ()      # the level and work-conserving models
+        self._types: tuple[str, ...] = ()
+        self._cap = np.zeros(0)
+        self._slot: dict[bytes, int] = {}    # class key -> slot
+        self._count = np.zeros(0)            # members of each slot's class (0: free)
+        self._sf = np.zeros(0)               # its scale factor
+        self._g = np.zeros((0, 0))           # its work-conserving objective (per member)
+        self._free: list[int] = []
+
+    # --- the models ---------------------------------------------------------------------------
+    def _new_model(self, tnames: tuple[str, ...], cap: np.ndarray) -> None:
+        """The two stages' models (equal rows and columns; each keeps its own basis)."""
+        import highspy
+
+        from ..backends.highs import new_highs
+
+        self.clear()
+        k = cap.size
+        models = []
+        for cost in (1.0, 0.0):  # the level stage maximises theta
+            h = new_highs()
+            h.setOptionValue("presolve", "off")
+            h.setOptionValue("threads", 1)
+            h.addCol(cost, 0.0, _INF, 0, np.zeros(0, dtype=np.int32), np.zeros(0))  # theta
+            h.addRows(k, np.full(k, -_INF), cap.astype(float), 0, np.zeros(k, dtype=np.int32),
+                      np.zeros(0, dtype=np.int32), np.zeros(0))
+            h.changeObjectiveSense(highspy.ObjSense.kMaximize)
+            models.append(h)
+        self._hs, self._types, self._cap = tuple(models), tnames, cap.copy()
+
+    def _col(self, s: int, t: int) -> int:
+        return 1 + s * self._cap.size + t
+
+    def _add_slots(self, m: int) -> None:
+        """``m`` new slots: their columns (fixed at 0) and free rows."""
+        k = self._cap.size
+        first = self._count.size
+        ncol = m * k
+        # rows of slot s: time row k + 2 s (its k columns, 1), level row k + 2 s + 1 (theta,
+        # -1; its rates are set when a class takes the slot)
+        cols = np.arange(1 + first * k, 1 + (first + m) * k, dtype=np.int32).reshape(m, k)
+        index = np.column_stack([cols, np.zeros(m, dtype=np.int32)]).ravel()
+        value = np.column_stack([np.ones((m, k)), np.full(m, -1.0)]).ravel()
+        at = np.arange(m, dtype=np.int32) * (k + 1)
+        starts = np.column_stack([at, at + k]).ravel().astype(np.int32)
+        for h in self._hs:
+            h.addCols(ncol, np.zeros(ncol), np.zeros(ncol), np.zeros(ncol), 0,
+                      np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int32), np.zeros(0))
+            h.addRows(2 * m, np.full(2 * m, -_INF), np.full(2 * m, _INF), int(index.size),
+                      starts, index, value)
+        self._count = np.concatenate([self._count, np.zeros(m)])
+        self._sf = np.concatenate([self._sf, np.zeros(m)])
+        self._g = np.vstack([self._g.reshape(-1, k), np.zeros((m, k))])
+        self._free += list(range(first + m - 1, first - 1, -1))  # (popped lowest first)
+
+    def _fill(self, s: int, T: np.ndarray, allowed: np.ndarray, sf: float, coef: float,
+              g: np.ndarray, count: float) -> None:
+        """Slot ``s`` takes a class (one member's rates ``T``, its types ``allowed``)."""
+        k = self._cap.size
+        lev = k + 2 * s + 1
+        self._count[s], self._sf[s], self._g[s] = count, sf, np.where(allowed, g, 0.0)
+        for h in self._hs:
+            for t in range(k):
+                c = self._col(s, t)
+                h.changeCoeff(lev, c, float(coef * T[t]) if allowed[t] else 0.0)
+                h.changeCoeff(t, c, float(count * sf))
+                h.changeColBounds(c, 0.0, _INF if allowed[t] else 0.0)
+            h.changeRowBounds(k + 2 * s, -_INF, 1.0)
+            h.changeRowBounds(lev, 0.0, _INF)
+        self._cost(s)
+
+    def _cost(self, s: int) -> None:
+        """Slot ``s``'s work-conserving objective (its members' total normalised throughput)."""
+        k = self._cap.size
+        self._hs[1].changeColsCost(k, np.arange(self._col(s, 0), self._col(s, k),
+                                                dtype=np.int32), self._g[s] * self._count[s])
+
+    def _release(self, s: int) -> None:
+        k = self._cap.size
+        for h in self._hs:
+            for t in range(k):
+                h.changeColBounds(self._col(s, t), 0.0, 0.0)
+            h.changeRowBounds(k + 2 * s, -_INF, _INF)
+            h.changeRowBounds(k + 2 * s + 1, -_INF, _INF)
+        self._count[s], self._g[s] = 0.0, 0.0
+        self._cost(s)
+        self._free.append(s)
+
+    def _recount(self, s: int, count: float) -> None:
+        k = self._cap.size
+        self._count[s] = count
+        for h in self._hs:
+            for t in range(k):
+                h.changeCoeff(t, self._col(s, t), float(count * self._sf[s]))
+        self._cost(s)
+
+    def _run(self, h: Any, what: str) -> tuple[np.ndarray, np.ndarray, int]:
+        import highspy
+
+        h.run()
+        if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+            status = h.modelStatusToString(h.getModelStatus())
+            self.clear()
+            raise SolverError(f"the incremental {what} LP ended {status}", backend="highs")
+        sol = h.getSolution()
+        return (np.asarray(sol.col_value), np.asarray(sol.row_dual),
+                int(h.getInfo().simplex_iteration_count))
+
+    # --- one round ----------------------------------------------------------------------------
+    def solve(self, t0: float, T: np.ndarray, cap: np.ndarray, ids: tuple[Hashable, ...],
+              tnames: tuple[str, ...], sf: np.ndarray | None, w: np.ndarray | None,
+              options: dict[str, Any]) -> RoundResult:
+        """This round (validated throughputs ``T``, workers ``cap``; per-job ``sf`` and ``w``
+        in job order, unchecked: a value the normal round would refuse declines)."""
+        bad = [key for key in options if key not in INCREMENTAL_OPTIONS]
+        if bad:
+            raise Decline(f"the option {bad[0]!r} is set")
+        n, k = T.shape
+        if n == 0 or k == 0 or not np.all(cap > 0):
+            raise Decline("an empty round or a drained type")
+        s = np.ones(n) if sf is None else sf
+        wt = np.ones(n) if w is None else w
+        if not (np.all(np.isfinite(s)) and np.all(s >= 1) and np.all(s == np.round(s))
+                and np.all(np.isfinite(wt)) and np.all(wt > 0)):
+            raise Decline("a scale factor or weight the normal round must check")
+        allowed = (T > 0) & (s[:, None] <= cap[None, :])
+        if not allowed.any(axis=1).all():
+            raise Decline("a job that cannot run")
+        from ..throughput.policy import STAGE_SHARE_OF_GAP, STAGE_TOL
+
+        gap_tol = float(options.get("gap_tol", GAP_TOL))
+        feas_tol = float(options.get("feas_tol", FEAS_TOL))
+        stage_tol = min(float(options.get("stage_tol", STAGE_TOL)),
+                        STAGE_SHARE_OF_GAP * gap_tol)
+        warm = bool(self._hs)
+        if warm and (tnames != self._types or not np.array_equal(cap, self._cap)):
+            self.clear()
+            raise Decline("the worker types or counts changed")
+        if not warm:
+            self._new_model(tnames, cap)
+        Ta = np.where(allowed, T, 0.0)
+        equal_tp = Ta @ (cap / cap.sum())
+        coef = s / (wt * equal_tp)
+        inv, rep, counts, keys = _classes(np.column_stack([T, s, wt]))
+        slot_of = np.fromiter(map(self._slot.get, keys, itertools.repeat(-1)),
+                              dtype=np.intp, count=len(keys))
+        if len(self._slot) > int((slot_of >= 0).sum()):  # classes that left free their slots
+            now = set(keys)
+            for key in [key for key in self._slot if key not in now]:
+                self._release(self._slot.pop(key))
+        new = np.flatnonzero(slot_of < 0)
+        if new.size > len(self._free):
+            self._add_slots(new.size - len(self._free))
+        for c in new.tolist():
+            slot = self._free.pop()
+            slot_of[c] = slot
+            self._slot[keys[c]] = slot
+            r = int(rep[c])
+            self._fill(slot, T[r], allowed[r], float(s[r]), float(coef[r]),
+                       Ta[r] / equal_tp[r],
+                       float(counts[c]))
+        changed = np.flatnonzero(self._count[slot_of] != counts)
+        for c in changed.tolist():
+            self._recount(int(slot_of[c]), float(counts[c]))
+        return self._answer(t0, warm, T, Ta, cap, ids, tnames, s, coef, equal_tp, inv,
+                            slot_of,
+                            counts, (gap_tol, feas_tol, stage_tol))
+
+    def _answer(self, t0: float, warm: bool, T: np.ndarray, Ta: np.ndarray, cap: np.ndarray,
+                ids: tuple[Hashable, ...], tnames: tuple[str, ...], s: np.ndarray,
+                coef: np.ndarray, equal_tp: np.ndarray, inv: np.ndarray, slot_of: np.ndarray,
+                counts: np.ndarray, tols: tuple[float, float, float]) -> RoundResult:
+        k = self._cap.size
+        gap_tol, feas_tol, stage_tol = tols
+        xv, y1, it1 = self._run(self._hs[0], "level")
+        theta = float(xv[0])
+        # stage 2: total normalised throughput, every level kept to stage_tol of theta
+        low = theta - stage_tol * abs(theta)
+        self._hs[1].changeColBounds(0, low, low)
+        xv2, y2, it2 = self._run(self._hs[1], "work-conserving")
+        cols = slot_of[inv]  # each job's slot
+        x = xv2[1:].reshape(-1, k)[cols]
+        x = np.where(Ta > 0, np.maximum(x, 0.0), 0.0)
+        # class row duals per job (divided by the class size), capacity duals as they are
+        members = counts[inv].astype(float)
+
+        def per_job(y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+            yt = y[k:].reshape(-1, 2)[cols]
+            # HiGHS reports a maximisation's duals: the minimisation's are their negation
+            return -y[:k], -yt[:, 0] / members, -yt[:, 1] / members
+
+        cert1, cert2 = _certificates(Ta, s, coef, equal_tp, cap, x, per_job(y1), per_job(y2),
+                                     low, gap_tol, feas_tol)
+        if not (cert1.ok and cert2.ok):
+            bad = cert1 if not cert1.ok else cert2
+            self.clear()
+            raise Decline(f"the certificate failed (relative gap {bad.relative_gap:.3g}, "
+                          f"residual {max(bad.primal_residual, bad.dual_residual):.3g})")
+        prices = np.maximum(y1[:k], 0.0)  # d theta / d workers
+        tp = (T * x).sum(axis=1)
+        for arr in (x, prices, tp):
+            arr.flags.writeable = False
+        steps = (f"symmetry:{counts.size}", "incremental-lp+warm" if warm else "incremental-lp")
+        stats = SolveStats(backend="highs", method="incremental+warm" if warm else "incremental",
+                           seconds=time.perf_counter() - t0, iterations=it1 + it2, solves=2,
+                           raw_status="Optimal", path=steps, classes=int(counts.size))
+        return RoundResult(objective=cert1.primal_value, status=Status.OPTIMAL, stats=stats,
+                           certificate=cert1, x=x, prices=prices, effective_throughput=tp,
+                           job_ids=ids, types=tnames, drained_types=(), unrunnable_jobs=(),
+                           policy="max_min_fairness")
+
+
+def _certificates(Ta: np.ndarray, s: np.ndarray, coef: np.ndarray, equal_tp: np.ndarray,
+                  cap: np.ndarray, x: np.ndarray, y1: tuple[np.ndarray, ...],
+                  y2: tuple[np.ndarray, ...], low: float, gap_tol: float, feas_tol: float
+                  ) -> tuple[Certificate, Certificate]:
+    """`fairalloc.certificates.lp_certificate` of both max-min stages on the original program,
+    job by job, without building it (``O(n k)``). Level stage: ``min -theta`` s.t. ``sum_t
+    x_mt <= 1``, ``sum_m s_m x_mt <= cap_t``, ``coef_m T_m . x_m - theta >= 0``, ``theta``
+    free; work-conserving stage: ``min -sum_m T_m . x_m / equal_m`` s.t. the same time and
+    capacity rows and ``coef_m T_m . x_m >= low``; columns ``x_mt >= 0`` where job ``m`` may
+    run on type ``t`` (``Ta > 0``; none elsewhere). ``y1``, ``y2``: each stage's capacity,
+    time and level row duals in the minimisation's signs; ``x`` (non-negative, 0 where a job
+    may not run) is the final allocation, at which both are judged."""
+    allowed = Ta > 0
+    rate = (Ta * x).sum(axis=1)
+    level = coef * rate
+    busy = x.sum(axis=1)
+    used = s @ x
+    with np.errstate(invalid="ignore", divide="ignore"):
+        base = max(float(np.max((busy - 1.0) / np.maximum(busy, 1.0), initial=0.0)),
+                   float(np.max((used - cap) / np.maximum(cap, used), initial=0.0)))
+        kept = float(np.max((low - level) / np.maximum(abs(low), level), initial=0.0))
+    theta = float(level.min())
+    g = Ta / equal_tp[:, None]  # the work-conserving objective (negated), per column
+    certs = []
+    for y, wc in ((y1, False), (y2, True)):
+        y_cap, y_time, y_lev = (np.minimum(y[0], 0.0), np.minimum(y[1], 0.0),
+                                np.maximum(y[2], 0.0))
+        # minus each column's reduced cost: its objective term and the rows' duals
+        neg_d = y_time[:, None] + s[:, None] * y_cap[None, :] + (coef * y_lev)[:, None] * Ta
+        rows = float(y_time.sum() + y_cap @ cap)
+        if wc:
+            neg_d += g
+            primal, c_mag = -float((rate / equal_tp).sum()), float(np.max(g, initial=0.0))
+            rows += low * float(y_lev.sum())
+            d_theta, res = 0.0, max(base, kept)
+        else:
+            primal, c_mag = -theta, 1.0
+            d_theta, res = -1.0 + float(y_lev.sum()), base
+        dual_res = max(float(np.max(neg_d, where=allowed, initial=0.0)), abs(d_theta))
+        # (every column at its lower bound 0: the columns add nothing to the dual bound)
+        certs.append(Certificate(kind="lp", primal_value=-primal, dual_bound=-rows,
+                                 gap=max(primal - rows, 0.0), primal_residual=res,
+                                 dual_residual=dual_res / c_mag, gap_tol=gap_tol,
+                                 feas_tol=feas_tol))
+    return certs[0], certs[1]
+
+
+def _classes(data: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[bytes]]:
+    """Exact classes of the rows of ``data`` (equal bits): each row's class, a representative
+    row and the size of each class, and each class's key (its row's bytes); one lexicographic
+    sort of the rows' 64-bit words."""
+    data = np.ascontiguousarray(data, dtype=float)
+    n, width = data.shape
+    words = data.view(np.uint64)
+    order = np.lexsort(words.T[::-1])
+    srt = words[order]
+    first = np.ones(n, dtype=bool)
+    first[1:] = (srt[1:] != srt[:-1]).any(axis=1)
+    starts = np.flatnonzero(first)
+    inv = np.empty(n, dtype=np.intp)
+    inv[order] = np.cumsum(first) - 1
+    counts = np.diff(np.append(starts, n))
+    buf = srt[starts].tobytes()
+    step = 8 * width
+    keys = [buf[i: i + step] for i in range(0, len(buf), step)]
+    return inv, order[starts], counts, keys
