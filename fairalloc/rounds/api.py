@@ -745,7 +745,8 @@ fairness_knob, plan_options
 
         plan = (Strategy("incremental", lambda _: inc.solve(
                     t0, T, cap, ids, tnames, per_job["scale_factor"], per_job["weight"],
-                    self._options), _round_certificate, step=False),
+                    self._options), _round_certificate,
+                    applies=lambda _: inc.applies(self._options), step=False),
                 Strategy("round", normal, _round_certificate, exact=True, step=False))
         log = SolveLog()
         res = run_plan(plan, None, log, what="max-min fairness round").result

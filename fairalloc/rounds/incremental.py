@@ -18,9 +18,12 @@ incremental round keeps what does not change:
   evaluated as `fairalloc.certificates.lp_certificate` does.
 
 What cannot be reused (another type set or other worker counts, a drained type, a job that
-cannot run, solve options other than tolerances, a failed solve or certificate) raises
-`fairalloc.plan.Decline`: `fairalloc.RoundPolicy` runs this as the first strategy of a plan
-whose second is the normal round, so the hand-over is in ``stats.fallbacks``.
+cannot run, a failed solve or certificate) raises `fairalloc.plan.Decline` (or a
+`fairalloc.SolverError`): `fairalloc.RoundPolicy` runs this as the first strategy of a plan
+whose second is the normal round, so the hand-over is in ``stats.fallbacks``
+(``"incremental->round: <reason>"``). A `fairalloc.RoundPolicy` given solve options other
+than tolerances (``method=``, ``backend=``, ``work_conserving=``, ...) never uses it
+(`IncrementalMaxMin.applies`).
 
 Examples
 --------
@@ -102,27 +105,35 @@ class IncrementalMaxMin:
     def _col(self, s: int, t: int) -> int:
         return 1 + s * self._cap.size + t
 
-    def _add_slots(self, m: int) -> None:
-        """``m`` new slots: their columns (fixed at 0) and free rows."""
+    def _append(self, Ta: np.ndarray, sf: np.ndarray, coef: np.ndarray, g: np.ndarray,
+                count: np.ndarray) -> None:
+        """New slots for classes (one member's allowed rates ``Ta`` per row, its scale factor,
+        level coefficient, work-conserving objective and members), built in one call per
+        model: slot ``s`` has time row ``k + 2 s`` and level row ``k + 2 s + 1``."""
         k = self._cap.size
+        m = count.size
         first = self._count.size
+        at = np.arange(m, dtype=np.int32)
+        lower = np.column_stack([np.full(m, -_INF), np.zeros(m)]).ravel()
+        upper = np.column_stack([np.ones(m), np.full(m, _INF)]).ravel()
+        # column (s, t): capacity row t, time row, level row (rate x level coefficient)
+        row_t = np.broadcast_to(np.arange(k, dtype=np.int32), (m, k))
+        time_row = np.broadcast_to((k + 2 * (first + at))[:, None], (m, k)).astype(np.int32)
+        index = np.stack([row_t, time_row, time_row + 1], axis=2).reshape(-1)
+        value = np.stack([np.broadcast_to((count * sf)[:, None], (m, k)), np.ones((m, k)),
+                          coef[:, None] * Ta], axis=2).reshape(-1)
         ncol = m * k
-        # rows of slot s: time row k + 2 s (its k columns, 1), level row k + 2 s + 1 (theta,
-        # -1; its rates are set when a class takes the slot)
-        cols = np.arange(1 + first * k, 1 + (first + m) * k, dtype=np.int32).reshape(m, k)
-        index = np.column_stack([cols, np.zeros(m, dtype=np.int32)]).ravel()
-        value = np.column_stack([np.ones((m, k)), np.full(m, -1.0)]).ravel()
-        at = np.arange(m, dtype=np.int32) * (k + 1)
-        starts = np.column_stack([at, at + k]).ravel().astype(np.int32)
-        for h in self._hs:
-            h.addCols(ncol, np.zeros(ncol), np.zeros(ncol), np.zeros(ncol), 0,
-                      np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int32), np.zeros(0))
-            h.addRows(2 * m, np.full(2 * m, -_INF), np.full(2 * m, _INF), int(index.size),
-                      starts, index, value)
-        self._count = np.concatenate([self._count, np.zeros(m)])
-        self._sf = np.concatenate([self._sf, np.zeros(m)])
-        self._g = np.vstack([self._g.reshape(-1, k), np.zeros((m, k))])
-        self._free += list(range(first + m - 1, first - 1, -1))  # (popped lowest first)
+        starts = np.arange(0, 3 * ncol, 3, dtype=np.int32)
+        col_upper = np.where(Ta > 0, _INF, 0.0).ravel()
+        wc_cost = (g * count[:, None]).ravel()
+        for h, cost in zip(self._hs, (np.zeros(ncol), wc_cost), strict=True):
+            h.addRows(2 * m, lower, upper, m, np.repeat(at, 2),
+                      np.zeros(m, dtype=np.int32), np.full(m, -1.0))
+            h.addCols(ncol, cost, np.zeros(ncol), col_upper, int(index.size), starts,
+                      index, value)
+        self._count = np.concatenate([self._count, count.astype(float)])
+        self._sf = np.concatenate([self._sf, sf])
+        self._g = np.vstack([self._g.reshape(-1, k), np.where(Ta > 0, g, 0.0)])
 
     def _fill(self, s: int, T: np.ndarray, allowed: np.ndarray, sf: float, coef: float,
               g: np.ndarray, count: float) -> None:
@@ -177,15 +188,18 @@ class IncrementalMaxMin:
         return (np.asarray(sol.col_value), np.asarray(sol.row_dual),
                 int(h.getInfo().simplex_iteration_count))
 
+    @staticmethod
+    def applies(options: dict[str, Any]) -> bool:
+        """Whether a round with these solve options may be incremental (tolerances only: a
+        method, backend or stage switch of the caller's is honoured by the normal round)."""
+        return all(key in INCREMENTAL_OPTIONS for key in options)
+
     # --- one round ----------------------------------------------------------------------------
     def solve(self, t0: float, T: np.ndarray, cap: np.ndarray, ids: tuple[Hashable, ...],
               tnames: tuple[str, ...], sf: np.ndarray | None, w: np.ndarray | None,
               options: dict[str, Any]) -> RoundResult:
         """This round (validated throughputs ``T``, workers ``cap``; per-job ``sf`` and ``w``
         in job order, unchecked: a value the normal round would refuse declines)."""
-        bad = [key for key in options if key not in INCREMENTAL_OPTIONS]
-        if bad:
-            raise Decline(f"the option {bad[0]!r} is set")
         n, k = T.shape
         if n == 0 or k == 0 or not np.all(cap > 0):
             raise Decline("an empty round or a drained type")
@@ -220,16 +234,20 @@ class IncrementalMaxMin:
             for key in [key for key in self._slot if key not in now]:
                 self._release(self._slot.pop(key))
         new = np.flatnonzero(slot_of < 0)
-        if new.size > len(self._free):
-            self._add_slots(new.size - len(self._free))
-        for c in new.tolist():
+        reuse, fresh = new[: len(self._free)], new[len(self._free):]
+        for c in reuse.tolist():  # a free slot takes the class
             slot = self._free.pop()
             slot_of[c] = slot
             self._slot[keys[c]] = slot
             r = int(rep[c])
             self._fill(slot, T[r], allowed[r], float(s[r]), float(coef[r]),
-                       Ta[r] / equal_tp[r],
-                       float(counts[c]))
+                       Ta[r] / equal_tp[r], float(counts[c]))
+        if fresh.size:  # new slots, at the end
+            slot_of[fresh] = np.arange(self._count.size, self._count.size + fresh.size)
+            self._slot.update(zip([keys[c] for c in fresh.tolist()], slot_of[fresh].tolist()))
+            r = rep[fresh]
+            self._append(Ta[r], s[r], coef[r], Ta[r] / equal_tp[r][:, None],
+                         counts[fresh].astype(float))
         changed = np.flatnonzero(self._count[slot_of] != counts)
         for c in changed.tolist():
             self._recount(int(slot_of[c]), float(counts[c]))
