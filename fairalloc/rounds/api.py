@@ -78,8 +78,6 @@ from .._validation import (
 from ..data import Cluster, Jobs
 from ..errors import InputError
 from ..results import Certificate, SolveStats, Status
-from ..plan import Strategy, run_plan
-from ..solvelog import SolveLog
 from .incremental import IncrementalMaxMin
 from .keys import same_keys
 from .result import RoundResult
@@ -717,12 +715,14 @@ fairness_knob, plan_options
         if (self.warm_start and self._last is not None
                 and not self.settings.get("water_filling", False)):
             warm = warm_seed(self.policy, self._last[1], tnames, cap, len(ids))
-        if self._incremental is not None and ids:  # max-min: the kept model, else as below
-            res = self._incremental_round(t0, T, cap, ids, tnames, per_job, warm)
-        else:
+
+        def normal() -> RoundResult:
             with self._bases.round(self.warm_start, ids, T, cap, per_job["scale_factor"],
                                    tnames):
-                res = self._solve(t0, T, cap, ids, tnames, per_job, warm, None)
+                return self._solve(t0, T, cap, ids, tnames, per_job, warm, None)
+
+        res = (self._incremental.round(t0, T, cap, ids, tnames, per_job, self._options, normal)
+               if self._incremental is not None and ids else normal())
         self.rounds += 1
         if iso is not None:
             self._isolated.commit(iso)
@@ -730,30 +730,6 @@ fairness_knob, plan_options
             self._last = (key, res)
         return res
 
-
-    def _incremental_round(self, t0: float, T: np.ndarray, cap: np.ndarray,
-                           ids: tuple[Hashable, ...], tnames: tuple[str, ...],
-                           per_job: dict[str, Any], warm: Any) -> RoundResult:
-        """A max-min round as a plan: the kept model (`fairalloc.rounds.incremental`), then
-        the normal round; a hand-over is in ``stats.fallbacks``."""
-        inc = self._incremental
-        assert inc is not None
-
-        def normal(_: None) -> RoundResult:
-            with self._bases.round(True, ids, T, cap, per_job["scale_factor"], tnames):
-                return self._solve(t0, T, cap, ids, tnames, per_job, warm, None)
-
-        plan = (Strategy("incremental", lambda _: inc.solve(
-                    t0, T, cap, ids, tnames, per_job["scale_factor"], per_job["weight"],
-                    self._options), _round_certificate,
-                    applies=lambda _: inc.applies(self._options), step=False),
-                Strategy("round", normal, _round_certificate, exact=True, step=False))
-        log = SolveLog()
-        res = run_plan(plan, None, log, what="max-min fairness round").result
-        if log.fallbacks:
-            res = dataclasses.replace(res, stats=dataclasses.replace(
-                res.stats, fallbacks=(*log.fallbacks, *res.stats.fallbacks)))
-        return res
 
     def _shockwave(self, T: np.ndarray, cap: np.ndarray, ids: tuple[Hashable, ...],
                    tnames: tuple[str, ...], per_job: dict[str, Any], plan_jobs: Any,
@@ -799,10 +775,6 @@ fairness_knob, plan_options
             kind=st.get("kind", "linear"),
             fairness_knob=st.get("fairness_knob", THEMIS_FAIRNESS_KNOB),
             plan_jobs=plan_jobs, plan_options=st.get("plan_options"), warm_start=warm)
-
-
-def _round_certificate(_: None, res: RoundResult) -> Certificate:
-    return res.certificate
 
 
 #: plan_schedule's default window (rounds per plan)

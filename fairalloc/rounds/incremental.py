@@ -37,16 +37,18 @@ Examples
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import time
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 import numpy as np
 
 from ..errors import SolverError
-from ..plan import Decline
+from ..plan import Decline, Strategy, run_plan
 from ..results import Certificate, SolveStats, Status
+from ..solvelog import SolveLog
 from ..tolerances import FEAS_TOL, GAP_TOL
 from .result import RoundResult
 
@@ -58,6 +60,7 @@ INCREMENTAL_OPTIONS = ("gap_tol", "feas_tol", "stage_tol")
 #: once free slots outnumber used ones by this factor
 _COMPACT_RATIO = 2.0
 _INF = float("inf")
+_WORD = np.dtype(np.uint64).itemsize  # bytes of one float64 of a class key
 
 
 class IncrementalMaxMin:
@@ -83,23 +86,20 @@ class IncrementalMaxMin:
 
     # --- the models ---------------------------------------------------------------------------
     def _new_model(self, tnames: tuple[str, ...], cap: np.ndarray) -> None:
-        """The two stages' models (equal rows and columns; each keeps its own basis)."""
-        import highspy
-
-        from ..backends.highs import new_highs
+        """The two stages' models (equal rows and columns; each keeps its own basis): column
+        0 is ``theta`` (the level stage maximises it), rows ``0 .. k-1`` the capacity rows."""
+        from ..backends.kept import KeptLP
 
         self.clear()
         k = cap.size
         models = []
-        for cost in (1.0, 0.0):  # the level stage maximises theta
-            h = new_highs()
-            h.setOptionValue("presolve", "off")
-            h.setOptionValue("threads", 1)
-            h.addCol(cost, 0.0, _INF, 0, np.zeros(0, dtype=np.int32), np.zeros(0))  # theta
-            h.addRows(k, np.full(k, -_INF), cap.astype(float), 0, np.zeros(k, dtype=np.int32),
-                      np.zeros(0, dtype=np.int32), np.zeros(0))
-            h.changeObjectiveSense(highspy.ObjSense.kMaximize)
-            models.append(h)
+        for cost in (1.0, 0.0):
+            lp = KeptLP()
+            lp.add_cols(np.array([cost]), np.zeros(1), np.full(1, _INF),
+                        np.zeros(1, dtype=np.int32), np.zeros(0, dtype=np.int32), np.zeros(0))
+            lp.add_rows(np.full(k, -_INF), cap.astype(float), np.zeros(k, dtype=np.int32),
+                        np.zeros(0, dtype=np.int32), np.zeros(0))
+            models.append(lp)
         self._hs, self._types, self._cap = tuple(models), tnames, cap.copy()
 
     def _col(self, s: int, t: int) -> int:
@@ -126,11 +126,10 @@ class IncrementalMaxMin:
         starts = np.arange(0, 3 * ncol, 3, dtype=np.int32)
         col_upper = np.where(Ta > 0, _INF, 0.0).ravel()
         wc_cost = (g * count[:, None]).ravel()
-        for h, cost in zip(self._hs, (np.zeros(ncol), wc_cost), strict=True):
-            h.addRows(2 * m, lower, upper, m, np.repeat(at, 2),
-                      np.zeros(m, dtype=np.int32), np.full(m, -1.0))
-            h.addCols(ncol, cost, np.zeros(ncol), col_upper, int(index.size), starts,
-                      index, value)
+        for lp, cost in zip(self._hs, (np.zeros(ncol), wc_cost), strict=True):
+            lp.add_rows(lower, upper, np.repeat(at, 2), np.zeros(m, dtype=np.int32),
+                        np.full(m, -1.0))
+            lp.add_cols(cost, np.zeros(ncol), col_upper, starts, index, value)
         self._count = np.concatenate([self._count, count.astype(float)])
         self._sf = np.concatenate([self._sf, sf])
         self._g = np.vstack([self._g.reshape(-1, k), np.where(Ta > 0, g, 0.0)])
@@ -144,26 +143,26 @@ class IncrementalMaxMin:
         for h in self._hs:
             for t in range(k):
                 c = self._col(s, t)
-                h.changeCoeff(lev, c, float(coef * T[t]) if allowed[t] else 0.0)
-                h.changeCoeff(t, c, float(count * sf))
-                h.changeColBounds(c, 0.0, _INF if allowed[t] else 0.0)
-            h.changeRowBounds(k + 2 * s, -_INF, 1.0)
-            h.changeRowBounds(lev, 0.0, _INF)
+                h.change_coeff(lev, c, float(coef * T[t]) if allowed[t] else 0.0)
+                h.change_coeff(t, c, float(count * sf))
+                h.change_col_bounds(c, 0.0, _INF if allowed[t] else 0.0)
+            h.change_row_bounds(k + 2 * s, -_INF, 1.0)
+            h.change_row_bounds(lev, 0.0, _INF)
         self._cost(s)
 
     def _cost(self, s: int) -> None:
         """Slot ``s``'s work-conserving objective (its members' total normalised throughput)."""
         k = self._cap.size
-        self._hs[1].changeColsCost(k, np.arange(self._col(s, 0), self._col(s, k),
-                                                dtype=np.int32), self._g[s] * self._count[s])
+        self._hs[1].change_costs(np.arange(self._col(s, 0), self._col(s, k), dtype=np.int32),
+                                 self._g[s] * self._count[s])
 
     def _release(self, s: int) -> None:
         k = self._cap.size
         for h in self._hs:
             for t in range(k):
-                h.changeColBounds(self._col(s, t), 0.0, 0.0)
-            h.changeRowBounds(k + 2 * s, -_INF, _INF)
-            h.changeRowBounds(k + 2 * s + 1, -_INF, _INF)
+                h.change_col_bounds(self._col(s, t), 0.0, 0.0)
+            h.change_row_bounds(k + 2 * s, -_INF, _INF)
+            h.change_row_bounds(k + 2 * s + 1, -_INF, _INF)
         self._count[s], self._g[s] = 0.0, 0.0
         self._cost(s)
         self._free.append(s)
@@ -173,26 +172,39 @@ class IncrementalMaxMin:
         self._count[s] = count
         for h in self._hs:
             for t in range(k):
-                h.changeCoeff(t, self._col(s, t), float(count * self._sf[s]))
+                h.change_coeff(t, self._col(s, t), float(count * self._sf[s]))
         self._cost(s)
 
-    def _run(self, h: Any, what: str) -> tuple[np.ndarray, np.ndarray, int]:
-        import highspy
-
-        h.run()
-        if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
-            status = h.modelStatusToString(h.getModelStatus())
-            self.clear()
-            raise SolverError(f"the incremental {what} LP ended {status}", backend="highs")
-        sol = h.getSolution()
-        return (np.asarray(sol.col_value), np.asarray(sol.row_dual),
-                int(h.getInfo().simplex_iteration_count))
+    def _run(self, lp: Any, what: str) -> tuple[np.ndarray, np.ndarray, int]:
+        try:
+            return lp.solve(what)
+        except SolverError:
+            self.clear()  # (a model HiGHS could not solve is not kept)
+            raise
 
     @staticmethod
     def applies(options: dict[str, Any]) -> bool:
         """Whether a round with these solve options may be incremental (tolerances only: a
         method, backend or stage switch of the caller's is honoured by the normal round)."""
         return all(key in INCREMENTAL_OPTIONS for key in options)
+
+    def round(self, t0: float, T: np.ndarray, cap: np.ndarray, ids: tuple[Hashable, ...],
+              tnames: tuple[str, ...], per_job: dict[str, Any], options: dict[str, Any],
+              normal: Callable[[], RoundResult]) -> RoundResult:
+        """A round as a plan (`fairalloc.plan.run_plan`): `solve` (where `applies`), then
+        ``normal()`` (the normal round); a hand-over is in ``stats.fallbacks``."""
+        plan = (Strategy("incremental", lambda _: self.solve(
+                    t0, T, cap, ids, tnames, per_job["scale_factor"], per_job["weight"],
+                    options), _own_certificate, applies=lambda _: self.applies(options),
+                    step=False),
+                Strategy("round", lambda _: normal(), _own_certificate, exact=True,
+                         step=False))
+        log = SolveLog()
+        res = run_plan(plan, None, log, what="max-min fairness round").result
+        if log.fallbacks:
+            res = dataclasses.replace(res, stats=dataclasses.replace(
+                res.stats, fallbacks=(*log.fallbacks, *res.stats.fallbacks)))
+        return res
 
     # --- one round ----------------------------------------------------------------------------
     def solve(self, t0: float, T: np.ndarray, cap: np.ndarray, ids: tuple[Hashable, ...],
@@ -265,7 +277,7 @@ class IncrementalMaxMin:
         theta = float(xv[0])
         # stage 2: total normalised throughput, every level kept to stage_tol of theta
         low = theta - stage_tol * abs(theta)
-        self._hs[1].changeColBounds(0, low, low)
+        self._hs[1].change_col_bounds(0, low, low)
         xv2, y2, it2 = self._run(self._hs[1], "work-conserving")
         cols = slot_of[inv]  # each job's slot
         x = xv2[1:].reshape(-1, k)[cols]
@@ -293,10 +305,23 @@ class IncrementalMaxMin:
         stats = SolveStats(backend="highs", method="incremental+warm" if warm else "incremental",
                            seconds=time.perf_counter() - t0, iterations=it1 + it2, solves=2,
                            raw_status="Optimal", path=steps, classes=int(counts.size))
+        from ..throughput.policy import Allocation
+
+        # the reduced program is the whole round's (every type present, every job runnable)
+        red = Allocation(objective=cert1.primal_value, status=Status.OPTIMAL, stats=stats,
+                         certificate=cert1, allocation=x, prices=prices,
+                         effective_throughput=tp, metric=coef * tp, policy="max_min_fairness",
+                         job_ids=tuple(range(len(ids))), types=tnames, pair_x=None,
+                         consolidated_x=None, utilization=(s @ x) / cap,
+                         stage_certificates=(cert1, cert2))
         return RoundResult(objective=cert1.primal_value, status=Status.OPTIMAL, stats=stats,
                            certificate=cert1, x=x, prices=prices, effective_throughput=tp,
                            job_ids=ids, types=tnames, drained_types=(), unrunnable_jobs=(),
-                           policy="max_min_fairness")
+                           policy="max_min_fairness", reduced=red)
+
+
+def _own_certificate(_: None, res: RoundResult) -> Certificate:
+    return res.certificate
 
 
 def _certificates(Ta: np.ndarray, s: np.ndarray, coef: np.ndarray, equal_tp: np.ndarray,
@@ -362,6 +387,6 @@ def _classes(data: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, list
     inv[order] = np.cumsum(first) - 1
     counts = np.diff(np.append(starts, n))
     buf = srt[starts].tobytes()
-    step = 8 * width
+    step = _WORD * width
     keys = [buf[i: i + step] for i in range(0, len(buf), step)]
     return inv, order[starts], counts, keys
