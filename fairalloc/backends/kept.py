@@ -69,6 +69,10 @@ class KeptLP:
     def change_row_bounds(self, row: int, lower: float, upper: float) -> None:
         self._h.changeRowBounds(row, lower, upper)
 
+    def change_rows_bounds(self, rows: np.ndarray, lower: np.ndarray, upper: np.ndarray
+                           ) -> None:
+        self._h.changeRowsBounds(int(rows.size), rows, lower, upper)
+
     def change_costs(self, cols: np.ndarray, costs: np.ndarray) -> None:
         self._h.changeColsCost(int(cols.size), cols, costs)
 

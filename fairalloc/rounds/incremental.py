@@ -61,6 +61,11 @@ INCREMENTAL_OPTIONS = ("gap_tol", "feas_tol", "stage_tol")
 _COMPACT_RATIO = 2.0
 _INF = float("inf")
 _WORD = np.dtype(np.uint64).itemsize  # bytes of one float64 of a class key
+#: odd 64-bit multipliers mixing a class key's words into one sort key (a hash: equal keys
+#: are checked word by word)
+_MIX = np.array([0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9,
+                 0xD6E8FEB86659FD93, 0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53,
+                 0x94D049BB133111EB, 0xBF58476D1CE4E5B9], dtype=np.uint64)
 
 
 class IncrementalMaxMin:
@@ -81,7 +86,6 @@ class IncrementalMaxMin:
         self._slot: dict[bytes, int] = {}    # class key -> slot
         self._count = np.zeros(0)            # members of each slot's class (0: free)
         self._sf = np.zeros(0)               # its scale factor
-        self._g = np.zeros((0, 0))           # its work-conserving objective (per member)
         self._free: list[int] = []
 
     # --- the models ---------------------------------------------------------------------------
@@ -109,71 +113,68 @@ class IncrementalMaxMin:
                 count: np.ndarray) -> None:
         """New slots for classes (one member's allowed rates ``Ta`` per row, its scale factor,
         level coefficient, work-conserving objective and members), built in one call per
-        model: slot ``s`` has time row ``k + 2 s`` and level row ``k + 2 s + 1``."""
+        model. Slot ``s``'s columns are its class's *total* time on each type (``count`` times
+        a member's), so a class that changes size changes two numbers: the bound of its time
+        row ``k + 2 s`` (``<= count``) and the ``theta`` coefficient of its level row
+        ``k + 2 s + 1`` (``coef T . X - count theta >= 0``)."""
         k = self._cap.size
         m = count.size
         first = self._count.size
         at = np.arange(m, dtype=np.int32)
         lower = np.column_stack([np.full(m, -_INF), np.zeros(m)]).ravel()
-        upper = np.column_stack([np.ones(m), np.full(m, _INF)]).ravel()
-        # column (s, t): capacity row t, time row, level row (rate x level coefficient)
+        upper = np.column_stack([count, np.full(m, _INF)]).ravel()
+        # column (s, t): capacity row t (scale factor), time row (1), level row
         row_t = np.broadcast_to(np.arange(k, dtype=np.int32), (m, k))
         time_row = np.broadcast_to((k + 2 * (first + at))[:, None], (m, k)).astype(np.int32)
         index = np.stack([row_t, time_row, time_row + 1], axis=2).reshape(-1)
-        value = np.stack([np.broadcast_to((count * sf)[:, None], (m, k)), np.ones((m, k)),
+        value = np.stack([np.broadcast_to(sf[:, None], (m, k)), np.ones((m, k)),
                           coef[:, None] * Ta], axis=2).reshape(-1)
         ncol = m * k
         starts = np.arange(0, 3 * ncol, 3, dtype=np.int32)
         col_upper = np.where(Ta > 0, _INF, 0.0).ravel()
-        wc_cost = (g * count[:, None]).ravel()
-        for lp, cost in zip(self._hs, (np.zeros(ncol), wc_cost), strict=True):
-            lp.add_rows(lower, upper, np.repeat(at, 2), np.zeros(m, dtype=np.int32),
-                        np.full(m, -1.0))
+        for lp, cost in zip(self._hs, (np.zeros(ncol), g.ravel()), strict=True):
+            lp.add_rows(lower, upper, np.repeat(at, 2), np.zeros(m, dtype=np.int32), -count)
             lp.add_cols(cost, np.zeros(ncol), col_upper, starts, index, value)
-        self._count = np.concatenate([self._count, count.astype(float)])
+        self._count = np.concatenate([self._count, count])
         self._sf = np.concatenate([self._sf, sf])
-        self._g = np.vstack([self._g.reshape(-1, k), np.where(Ta > 0, g, 0.0)])
 
     def _fill(self, s: int, T: np.ndarray, allowed: np.ndarray, sf: float, coef: float,
               g: np.ndarray, count: float) -> None:
-        """Slot ``s`` takes a class (one member's rates ``T``, its types ``allowed``)."""
+        """Free slot ``s`` takes a class (one member's rates ``T``, its types ``allowed``)."""
         k = self._cap.size
         lev = k + 2 * s + 1
-        self._count[s], self._sf[s], self._g[s] = count, sf, np.where(allowed, g, 0.0)
-        for h in self._hs:
+        self._count[s], self._sf[s] = count, sf
+        for lp in self._hs:
             for t in range(k):
                 c = self._col(s, t)
-                h.change_coeff(lev, c, float(coef * T[t]) if allowed[t] else 0.0)
-                h.change_coeff(t, c, float(count * sf))
-                h.change_col_bounds(c, 0.0, _INF if allowed[t] else 0.0)
-            h.change_row_bounds(k + 2 * s, -_INF, 1.0)
-            h.change_row_bounds(lev, 0.0, _INF)
-        self._cost(s)
-
-    def _cost(self, s: int) -> None:
-        """Slot ``s``'s work-conserving objective (its members' total normalised throughput)."""
-        k = self._cap.size
+                lp.change_coeff(lev, c, float(coef * T[t]) if allowed[t] else 0.0)
+                lp.change_coeff(t, c, sf)
+                lp.change_col_bounds(c, 0.0, _INF if allowed[t] else 0.0)
+            lp.change_coeff(lev, 0, -count)
+            lp.change_row_bounds(k + 2 * s, -_INF, count)
+            lp.change_row_bounds(lev, 0.0, _INF)
         self._hs[1].change_costs(np.arange(self._col(s, 0), self._col(s, k), dtype=np.int32),
-                                 self._g[s] * self._count[s])
+                                 np.where(allowed, g, 0.0))
 
     def _release(self, s: int) -> None:
         k = self._cap.size
-        for h in self._hs:
+        for lp in self._hs:
             for t in range(k):
-                h.change_col_bounds(self._col(s, t), 0.0, 0.0)
-            h.change_row_bounds(k + 2 * s, -_INF, _INF)
-            h.change_row_bounds(k + 2 * s + 1, -_INF, _INF)
-        self._count[s], self._g[s] = 0.0, 0.0
-        self._cost(s)
+                lp.change_col_bounds(self._col(s, t), 0.0, 0.0)
+            lp.change_row_bounds(k + 2 * s, -_INF, _INF)
+            lp.change_row_bounds(k + 2 * s + 1, -_INF, _INF)
+        self._count[s] = 0.0
         self._free.append(s)
 
-    def _recount(self, s: int, count: float) -> None:
+    def _recount(self, slots: np.ndarray, counts: np.ndarray) -> None:
+        """Classes that changed size: their time rows' bounds, their level rows' ``theta``."""
         k = self._cap.size
-        self._count[s] = count
-        for h in self._hs:
-            for t in range(k):
-                h.change_coeff(t, self._col(s, t), float(count * self._sf[s]))
-        self._cost(s)
+        self._count[slots] = counts
+        rows = (k + 2 * slots).astype(np.int32)
+        for lp in self._hs:
+            for row, count in zip(rows.tolist(), counts.tolist(), strict=True):
+                lp.change_coeff(row + 1, 0, -count)
+            lp.change_rows_bounds(rows, np.full(rows.size, -_INF), counts)
 
     def _run(self, lp: Any, what: str) -> tuple[np.ndarray, np.ndarray, int]:
         try:
@@ -261,8 +262,8 @@ class IncrementalMaxMin:
             self._append(Ta[r], s[r], coef[r], Ta[r] / equal_tp[r][:, None],
                          counts[fresh].astype(float))
         changed = np.flatnonzero(self._count[slot_of] != counts)
-        for c in changed.tolist():
-            self._recount(int(slot_of[c]), float(counts[c]))
+        if changed.size:
+            self._recount(slot_of[changed], counts[changed].astype(float))
         return self._answer(t0, warm, T, Ta, cap, ids, tnames, s, coef, equal_tp, inv,
                             slot_of,
                             counts, (gap_tol, feas_tol, stage_tol))
@@ -280,15 +281,15 @@ class IncrementalMaxMin:
         self._hs[1].change_col_bounds(0, low, low)
         xv2, y2, it2 = self._run(self._hs[1], "work-conserving")
         cols = slot_of[inv]  # each job's slot
-        x = xv2[1:].reshape(-1, k)[cols]
+        # a member's share of its class's total time
+        x = xv2[1:].reshape(-1, k)[cols] / counts[inv][:, None]
         x = np.where(Ta > 0, np.maximum(x, 0.0), 0.0)
-        # class row duals per job (divided by the class size), capacity duals as they are
-        members = counts[inv].astype(float)
 
         def per_job(y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+            # a class's time and level rows are its members' summed: each member's dual is
+            # the class's; HiGHS reports a maximisation's duals (the minimisation's negated)
             yt = y[k:].reshape(-1, 2)[cols]
-            # HiGHS reports a maximisation's duals: the minimisation's are their negation
-            return -y[:k], -yt[:, 0] / members, -yt[:, 1] / members
+            return -y[:k], -yt[:, 0], -yt[:, 1]
 
         cert1, cert2 = _certificates(Ta, s, coef, equal_tp, cap, x, per_job(y1), per_job(y2),
                                      low, gap_tol, feas_tol)
@@ -373,18 +374,27 @@ def _certificates(Ta: np.ndarray, s: np.ndarray, coef: np.ndarray, equal_tp: np.
 
 def _classes(data: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[bytes]]:
     """Exact classes of the rows of ``data`` (equal bits): each row's class, a representative
-    row and the size of each class, and each class's key (its row's bytes); one lexicographic
-    sort of the rows' 64-bit words."""
+    row and the size of each class, and each class's key (its row's bytes). The rows are
+    sorted by a 64-bit mix of their words (one sort of one key); should two different rows
+    share a mix, by a lexicographic sort of their words instead."""
     data = np.ascontiguousarray(data, dtype=float)
     n, width = data.shape
     words = data.view(np.uint64)
-    order = np.lexsort(words.T[::-1])
+    mix = (words * _MIX[:width]).sum(axis=1, dtype=np.uint64)  # (wrapping: a hash)
+    order = np.argsort(mix, kind="stable")
     srt = words[order]
     first = np.ones(n, dtype=bool)
-    first[1:] = (srt[1:] != srt[:-1]).any(axis=1)
+    first[1:] = mix[order[1:]] != mix[order[:-1]]
     starts = np.flatnonzero(first)
+    group = np.cumsum(first) - 1
+    if not np.array_equal(srt, srt[starts][group]):  # a collision: sort the words
+        order = np.lexsort(words.T[::-1])
+        srt = words[order]
+        first[1:] = (srt[1:] != srt[:-1]).any(axis=1)
+        starts = np.flatnonzero(first)
+        group = np.cumsum(first) - 1
     inv = np.empty(n, dtype=np.intp)
-    inv[order] = np.cumsum(first) - 1
+    inv[order] = group
     counts = np.diff(np.append(starts, n))
     buf = srt[starts].tobytes()
     step = _WORD * width
