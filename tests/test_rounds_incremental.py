@@ -172,3 +172,25 @@ def test_an_invalid_round_raises_and_the_next_one_is_incremental_again():
     assert r.stats.method == "incremental+warm" and r.certificate.ok
     p.reset()
     assert p.allocate(rounds[2], cap).stats.method == "incremental"  # reset: a new model
+
+
+def test_a_copied_policy_builds_its_own_model_and_unread_data_is_still_checked():
+    import copy
+    import pickle
+
+    rounds = _rounds()
+    cap = {"v100": 4, "p100": 3, "k80": 5}
+    p = fa.RoundPolicy("max_min_fairness")
+    p.allocate(rounds[0], cap)
+    for q in (copy.deepcopy(p), pickle.loads(pickle.dumps(p))):  # (HiGHS is not copied)
+        r = q.allocate(rounds[1], cap)
+        assert r.stats.method == "incremental" and r.certificate.ok
+    assert p.allocate(rounds[1], cap).stats.method == "incremental+warm"
+    # steps_remaining is not read by max-min fairness but checked as on main
+    steps = dict.fromkeys(rounds[2], 10.0)
+    steps[next(iter(steps))] = -1.0
+    with pytest.raises(InputError, match="steps_remaining"):
+        p.allocate(rounds[2], cap, steps_remaining=steps)
+    r = p.allocate(rounds[2], cap, steps_remaining=dict.fromkeys(rounds[2], 10.0))
+    assert r.stats.fallbacks == ("incremental->round: steps_remaining given (the normal "
+                                 "round checks it)",) and r.certificate.ok

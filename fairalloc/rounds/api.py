@@ -31,7 +31,10 @@ plan and re-plans every ``replan_every`` rounds): see
 * **jobs arrive and leave between rounds**: each call gives the current jobs; nothing has to
   be registered or removed.
 * **warm start.** A round identical to the previous one reuses its certified result
-  (``stats.method == "reused"``). Otherwise each stage LP starts HiGHS' simplex from the
+  (``stats.method == "reused"``). Max-min fairness keeps one HiGHS model per stage over the
+  symmetry classes and changes it in place (``stats.method == "incremental+warm"``,
+  `fairalloc.rounds.incremental`; a round it cannot answer hands over to the normal round,
+  in ``stats.fallbacks``). Otherwise each stage LP starts HiGHS' simplex from the
   previous round's basis, carried over job by job or symmetry class by class
   (`fairalloc.rounds.state.RoundBases`), and max-min fairness's structured solver from its
   prices (``stats.method == "fast+warm"`` when used); every answer is certified as always.
@@ -593,7 +596,9 @@ class RoundPolicy:
     warm_start : bool
         Reuse an identical previous round, start the stage LPs from the previous round's
         bases (up to `fairalloc.rounds.state.WARM_MAX_JOBS` jobs) and seed max-min fairness
-        with the previous prices and level (default ``True``).
+        with the previous prices and level (default ``True``); max-min fairness with no solve
+        option but tolerances keeps its model across rounds instead
+        (`fairalloc.rounds.incremental`).
     isolated_start : {"elapsed", "zero", "gavel"}
         Finish-time fairness: a new job's isolated time starts at its ``elapsed`` or at 0
         (Gavel's rule; ``"gavel"``: Gavel's state exactly, see `fairalloc.rounds.state`); the

@@ -3,15 +3,15 @@
 Between two rounds a scheduler adds and removes a few jobs; everything else stays. The
 incremental round keeps what does not change:
 
-* **one HiGHS model kept alive** over the exact symmetry classes of the jobs (jobs with equal
-  throughput row, scale factor and weight; ``proofs/symmetry_reduction.md``). A class owns a
-  *slot*: ``k`` columns (its time on each type), its time row and its level row; capacity rows
-  weigh a class's columns by ``count * scale_factor``. A class that appears takes a free slot
-  (or a new one); a class that leaves frees its slot (its columns fixed at 0, its rows free);
-  a class whose member count changed gets its capacity coefficients changed. The model is
-  then re-solved from its own basis: the level LP (``max theta``), then the work-conserving
-  LP (total normalised throughput, the level kept within ``stage_tol``) on the same model by
-  changing the objective and fixing ``theta``;
+* **one HiGHS model per stage kept alive** (`fairalloc.backends.kept.KeptLP`) over the exact
+  symmetry classes of the jobs (jobs with equal throughput row, scale factor and weight;
+  ``proofs/symmetry_reduction.md``). A class owns a *slot*: ``k`` columns (its members' total
+  time on each type), its time row (``<= count``) and its level row (``coef T . X >= count
+  theta``). A class that appears takes a free slot (or new ones, added in one call); a class
+  that leaves frees its slot (its columns fixed at 0, its rows free); a class whose member
+  count changed gets one row bound and one coefficient changed. Each model is then re-solved
+  from its own basis: the level LP (``max theta``), then the work-conserving LP (total
+  normalised throughput, ``theta`` fixed ``stage_tol`` below the level found);
 * **the certificate on the original program** (every job, not the classes) computed with
   numpy in ``O(n k)`` without building it: each job's row duals are its class's divided by the
   class size (capacity duals unchanged), and the dual function and both residuals are
@@ -59,6 +59,8 @@ INCREMENTAL_OPTIONS = ("gap_tol", "feas_tol", "stage_tol")
 #: PERFORMANCE: classes whose slot is free for good are compacted away (the model rebuilt)
 #: once free slots outnumber used ones by this factor
 _COMPACT_RATIO = 2.0
+#: per-job data max-min fairness does not read, which the normal round still validates
+_UNREAD = ("steps_remaining", "elapsed", "isolated_elapsed")
 _INF = float("inf")
 _WORD = np.dtype(np.uint64).itemsize  # bytes of one float64 of a class key
 #: odd 64-bit multipliers mixing a class key's words into one sort key (a hash: equal keys
@@ -76,6 +78,12 @@ class IncrementalMaxMin:
     """
 
     def __init__(self) -> None:
+        self.clear()
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {}  # a copy (or a pickled policy) builds its own model: HiGHS is not copied
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
         self.clear()
 
     def clear(self) -> None:
@@ -194,10 +202,15 @@ class IncrementalMaxMin:
               normal: Callable[[], RoundResult]) -> RoundResult:
         """A round as a plan (`fairalloc.plan.run_plan`): `solve` (where `applies`), then
         ``normal()`` (the normal round); a hand-over is in ``stats.fallbacks``."""
-        plan = (Strategy("incremental", lambda _: self.solve(
-                    t0, T, cap, ids, tnames, per_job["scale_factor"], per_job["weight"],
-                    options), _own_certificate, applies=lambda _: self.applies(options),
-                    step=False),
+        def solve(_: None) -> RoundResult:
+            unread = [name for name in _UNREAD if per_job.get(name) is not None]
+            if unread:
+                raise Decline(f"{unread[0]} given (the normal round checks it)")
+            return self.solve(t0, T, cap, ids, tnames, per_job["scale_factor"],
+                              per_job["weight"], options)
+
+        plan = (Strategy("incremental", solve, _own_certificate,
+                         applies=lambda _: self.applies(options), step=False),
                 Strategy("round", lambda _: normal(), _own_certificate, exact=True,
                          step=False))
         log = SolveLog()
