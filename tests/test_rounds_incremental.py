@@ -153,6 +153,8 @@ def test_options_other_than_tolerances_use_the_normal_round():
         for jobs in rounds:
             r = p.allocate(jobs, cap)
             assert not r.stats.method.startswith("incremental") and not r.stats.fallbacks
+    with pytest.raises(InputError, match="gap_tol"):  # and checked, as by the normal round
+        fa.RoundPolicy("max_min_fairness", gap_tol=2.0).allocate(rounds[0], cap)
     p = fa.RoundPolicy("max_min_fairness", gap_tol=1e-5)  # a tolerance is honoured
     out = [p.allocate(jobs, cap) for jobs in rounds]
     assert out[-1].stats.method == "incremental+warm"

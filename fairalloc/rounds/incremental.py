@@ -45,6 +45,7 @@ from typing import Any
 
 import numpy as np
 
+from .._validation import as_tolerance
 from ..errors import SolverError
 from ..plan import Decline, Strategy, run_plan
 from ..results import Certificate, SolveStats, Status
@@ -239,9 +240,9 @@ class IncrementalMaxMin:
             raise Decline("a job that cannot run")
         from ..throughput.policy import STAGE_SHARE_OF_GAP, STAGE_TOL
 
-        gap_tol = float(options.get("gap_tol", GAP_TOL))
-        feas_tol = float(options.get("feas_tol", FEAS_TOL))
-        stage_tol = min(float(options.get("stage_tol", STAGE_TOL)),
+        gap_tol = as_tolerance(options.get("gap_tol", GAP_TOL), "gap_tol")
+        feas_tol = as_tolerance(options.get("feas_tol", FEAS_TOL), "feas_tol")
+        stage_tol = min(as_tolerance(options.get("stage_tol", STAGE_TOL), "stage_tol"),
                         STAGE_SHARE_OF_GAP * gap_tol)
         warm = bool(self._hs)
         if warm and (tnames != self._types or not np.array_equal(cap, self._cap)):
