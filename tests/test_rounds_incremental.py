@@ -196,3 +196,25 @@ def test_a_copied_policy_builds_its_own_model_and_unread_data_is_still_checked()
     r = p.allocate(rounds[2], cap, steps_remaining=dict.fromkeys(rounds[2], 10.0))
     assert r.stats.fallbacks == ("incremental->round: steps_remaining given (the normal "
                                  "round checks it)",) and r.certificate.ok
+
+
+def test_a_failed_kept_solve_hands_over_and_the_model_is_rebuilt(monkeypatch):
+    from fairalloc.backends.kept import KeptLP
+    from fairalloc.errors import SolverError
+
+    rounds = _rounds(rounds=4)
+    cap = {"v100": 4, "p100": 3, "k80": 5}
+    p = fa.RoundPolicy("max_min_fairness")
+    p.allocate(rounds[0], cap)
+    solve = KeptLP.solve
+
+    def fails(self, what):
+        raise SolverError(f"the kept {what} LP ended Unknown", backend="highs")
+
+    monkeypatch.setattr(KeptLP, "solve", fails)  # (a public seam: HiGHS giving up)
+    r = p.allocate(rounds[1], cap)
+    assert r.stats.fallbacks[0].startswith("incremental->round: ") and r.certificate.ok
+    assert "Unknown" in r.stats.fallbacks[0]
+    monkeypatch.setattr(KeptLP, "solve", solve)
+    assert p.allocate(rounds[2], cap).stats.method == "incremental"  # a new model
+    assert p.allocate(rounds[3], cap).stats.method == "incremental+warm"
