@@ -218,3 +218,14 @@ def test_a_failed_kept_solve_hands_over_and_the_model_is_rebuilt(monkeypatch):
     monkeypatch.setattr(KeptLP, "solve", solve)
     assert p.allocate(rounds[2], cap).stats.method == "incremental"  # a new model
     assert p.allocate(rounds[3], cap).stats.method == "incremental+warm"
+
+
+def test_a_model_of_mostly_free_slots_is_rebuilt_compact():
+    rng = np.random.default_rng(4)
+    cap = {"v100": 8, "p100": 8, "k80": 8}
+    many = {i: {t: float(rng.uniform(1, 50)) for t in TYPES} for i in range(30)}
+    few = {i: many[i] for i in range(3)}
+    p = fa.RoundPolicy("max_min_fairness")
+    out = [p.allocate(jobs, cap) for jobs in (many, few, few | {99: many[5]})]
+    assert [r.stats.method for r in out] == ["incremental", "incremental+warm", "incremental"]
+    assert all(r.certificate.ok for r in out)

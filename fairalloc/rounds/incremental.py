@@ -248,6 +248,8 @@ class IncrementalMaxMin:
         if warm and (tnames != self._types or not np.array_equal(cap, self._cap)):
             self.clear()
             raise Decline("the worker types or counts changed")
+        if warm and len(self._free) > _COMPACT_RATIO * max(len(self._slot), 1):
+            warm = False  # mostly free slots (many classes left): a new, compact model
         if not warm:
             self._new_model(tnames, cap)
         Ta = np.where(allowed, T, 0.0)
