@@ -163,13 +163,15 @@ def test_warm_and_cold_rounds_agree():
     tp[300] = {"a": 3.0, "b": 2.0, "c": 1.0}
     warm = p.allocate(tp, cl)
     cold = fa.solve_round("max_min_fairness", tp, cl)
-    assert warm.stats.method == "fast+warm"
+    assert warm.stats.method == "incremental+warm" and warm.warm  # (the kept model)
     assert warm.objective == pytest.approx(cold.objective, rel=1e-7)
 
 
-def test_warm_equals_cold_over_a_trace_with_arrivals_and_departures():
+@pytest.mark.parametrize("method", [None, "fast"])
+def test_warm_equals_cold_over_a_trace_with_arrivals_and_departures(method):
     # a short random trace (gangs of 1-4 workers, 3 types): every warm round is certified on
     # its own, reaches the cold solve's level and total, and reports the warm path it took
+    # (default: the incremental round; method="fast": the normal round, seeded)
     rng = np.random.default_rng(7)
 
     def job():
@@ -180,7 +182,7 @@ def test_warm_equals_cold_over_a_trace_with_arrivals_and_departures():
     active = {i: job() for i in range(70)}
     sf = {i: int(rng.choice([1, 1, 2, 4])) for i in range(70)}
     workers = {"v100": 17, "p100": 17, "k80": 17}
-    p = fa.RoundPolicy("max_min_fairness")
+    p = fa.RoundPolicy("max_min_fairness", method=method)
     nxt, paths = 70, []
     for _ in range(8):
         for j in list(active)[:2]:
@@ -199,6 +201,9 @@ def test_warm_equals_cold_over_a_trace_with_arrivals_and_departures():
         _feasible(warm, workers, sf)
         paths.append((warm.stats.method, warm.stats.path))
     assert p.rounds == 8
+    if method is None:  # the kept model, from the second round on
+        assert [m for m, _ in paths] == ["incremental"] + ["incremental+warm"] * 7, paths
+        return
     # the first round is cold (70 jobs: the whole LP, below Tuning.structured_min_jobs), every
     # later one starts the structured solver from the previous prices and level
     assert paths[0][0] == "fast" and all(m == "fast+warm" for m, _ in paths[1:]), paths

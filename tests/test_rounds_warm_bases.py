@@ -82,6 +82,7 @@ def _args(policy, jobs):
 def test_property_warm_round_is_certified_and_agrees_with_cold(trace):
     rounds, cap, policy = trace
     p = fa.RoundPolicy(policy)
+    incremental = 0
     for i, jobs in enumerate(rounds):
         tp, per = _args(policy, jobs)
         warm = p.allocate(tp, cap, **per)
@@ -95,14 +96,30 @@ def test_property_warm_round_is_certified_and_agrees_with_cold(trace):
         if i == 0:
             assert not warm.warm
         if warm.warm:
-            assert "exact-lp+warm" in warm.stats.path or "structured" in " ".join(
-                warm.stats.path)
+            assert ("exact-lp+warm" in warm.stats.path or "incremental-lp+warm"
+                    in warm.stats.path or "structured" in " ".join(warm.stats.path))
+        incremental += warm.stats.method.startswith("incremental")
+        if warm.stats.method.startswith("incremental"):  # its own certificate's second stage
+            total = (np.array([[jobs[j]["tp"].get(t, 0.0) for t in warm.types]
+                               for j in warm.job_ids]) * warm.x).sum(axis=1)
+            assert total @ (1.0 / _equal(warm, jobs, cap)) >= (1 - AGREE) * (
+                cold.effective_throughput @ (1.0 / _equal(cold, jobs, cap)))
         # feasible on the original cluster: time and capacity
         x = warm.x
         assert np.all(x >= -1e-9) and np.all(x.sum(axis=1) <= 1 + 1e-7)
         sf = np.array([jobs[j]["sf"] for j in warm.job_ids], dtype=float)
         used = sf @ x
         assert np.all(used <= np.array([cap[t] for t in warm.types]) * (1 + 1e-7) + 1e-9)
+    if policy == "max_min_fairness":  # every type present, every job runnable: incremental
+        assert incremental == len(rounds), incremental
+
+
+def _equal(r, jobs, cap):
+    """Each job's throughput under X^equal (the work-conserving stage's normaliser)."""
+    c = np.array([float(cap[t]) for t in r.types])
+    sf = np.array([float(jobs[j]["sf"]) for j in r.job_ids])
+    T = np.array([[jobs[j]["tp"].get(t, 0.0) for t in r.types] for j in r.job_ids])
+    return np.where((T > 0) & (sf[:, None] <= c[None, :]), T, 0.0) @ (c / c.sum())
 
 
 def _trace_rounds(n=24, rounds=4, seed=5):
@@ -166,7 +183,7 @@ def test_a_basis_of_other_present_types_is_not_carried():
     # a drained type changes the LP's types: its round does not start from the last basis
     # (it may still be seeded by the previous prices); back to the same types it does again
     rounds = _trace_rounds(rounds=4)
-    p = fa.RoundPolicy("max_min_fairness")
+    p = fa.RoundPolicy("max_min_fairness", method="fast")  # (the normal round's bases)
     ups = [{"v100": 4, "p100": 3, "k80": 5}, {"v100": 4, "p100": 0, "k80": 5},
            {"v100": 4, "p100": 0, "k80": 5}, {"v100": 4, "p100": 3, "k80": 5}]
     out = [p.allocate(jobs, up) for jobs, up in zip(rounds, ups)]
@@ -194,8 +211,9 @@ def test_basis_carried_by_index():
 def test_howto_warm_claims_on_several_instances(seed):
     # docs/how-to/use-inside-a-scheduler.md's loop (100 jobs, 2 leave and 2 arrive per round,
     # the K80s drained in rounds 4 and 5) on several instances: the first round is cold, a
-    # round with the previous round's present types starts from it ("fast+warm"), every round
-    # is certified and has the cold round's optimum
+    # round with every type present is incremental from the kept model ("incremental+warm"),
+    # the drained rounds hand over to the normal round, every round is certified and has the
+    # cold round's optimum
     rng = np.random.default_rng(seed)
 
     def new_job():
@@ -219,7 +237,9 @@ def test_howto_warm_claims_on_several_instances(seed):
         assert r.certificate.ok and cold.certificate.ok
         assert abs(r.objective - cold.objective) <= AGREE * max(abs(cold.objective), 1e-12)
         if round_no == 0:
-            assert r.stats.method == "fast" and not r.warm
-        elif round_no not in (4, 6):  # (4, 6: the present types changed)
-            assert r.stats.method == "fast+warm" and r.warm, (round_no, r.stats)
-    assert r.stats.method == "fast+warm"
+            assert r.stats.method == "incremental" and not r.warm
+        elif round_no in (4, 5):  # (a drained type: the normal round)
+            assert r.stats.fallbacks[0].startswith("incremental->round: "), r.stats
+        else:
+            assert r.stats.method == "incremental+warm" and r.warm, (round_no, r.stats)
+    assert r.stats.method == "incremental+warm"

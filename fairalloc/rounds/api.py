@@ -31,7 +31,10 @@ plan and re-plans every ``replan_every`` rounds): see
 * **jobs arrive and leave between rounds**: each call gives the current jobs; nothing has to
   be registered or removed.
 * **warm start.** A round identical to the previous one reuses its certified result
-  (``stats.method == "reused"``). Otherwise each stage LP starts HiGHS' simplex from the
+  (``stats.method == "reused"``). Max-min fairness keeps one HiGHS model per stage over the
+  symmetry classes and changes it in place (``stats.method == "incremental+warm"``,
+  `fairalloc.rounds.incremental`; a round it cannot answer hands over to the normal round,
+  in ``stats.fallbacks``). Otherwise each stage LP starts HiGHS' simplex from the
   previous round's basis, carried over job by job or symmetry class by class
   (`fairalloc.rounds.state.RoundBases`), and max-min fairness's structured solver from its
   prices (``stats.method == "fast+warm"`` when used); every answer is certified as always.
@@ -78,6 +81,7 @@ from .._validation import (
 from ..data import Cluster, Jobs
 from ..errors import InputError
 from ..results import Certificate, SolveStats, Status
+from .incremental import IncrementalMaxMin
 from .keys import same_keys
 from .result import RoundResult
 from .state import ISOLATED_STARTS, IsolatedTime, RoundBases, same_key, warm_seed
@@ -592,7 +596,9 @@ class RoundPolicy:
     warm_start : bool
         Reuse an identical previous round, start the stage LPs from the previous round's
         bases (up to `fairalloc.rounds.state.WARM_MAX_JOBS` jobs) and seed max-min fairness
-        with the previous prices and level (default ``True``).
+        with the previous prices and level (default ``True``); max-min fairness with no solve
+        option but tolerances keeps its model across rounds instead
+        (`fairalloc.rounds.incremental`).
     isolated_start : {"elapsed", "zero", "gavel"}
         Finish-time fairness: a new job's isolated time starts at its ``elapsed`` or at 0
         (Gavel's rule; ``"gavel"``: Gavel's state exactly, see `fairalloc.rounds.state`); the
@@ -654,6 +660,10 @@ fairness_knob, plan_options
         self.isolated_start = as_option(isolated_start, "isolated_start", ISOLATED_STARTS)
         self._isolated = IsolatedTime()  # finish-time fairness's state across rounds
         self._bases = RoundBases()  # the previous round's stage LP bases
+        # max-min fairness: one HiGHS model over the symmetry classes, kept across rounds
+        self._incremental = (IncrementalMaxMin() if self.warm_start and self.policy
+                             == "max_min_fairness" and not self.settings.get("water_filling")
+                             else None)
 
     @property
     def isolated_elapsed(self) -> dict[Hashable, float]:
@@ -667,6 +677,8 @@ fairness_knob, plan_options
         self._last = None
         self._plan = None
         self._bases.clear()
+        if self._incremental is not None:
+            self._incremental.clear()
 
     def allocate(self, throughput: Any, workers: Any, *, job_ids: Any = None,
                  types: Any = None, scale_factor: Any = None, weight: Any = None,
@@ -708,8 +720,14 @@ fairness_knob, plan_options
         if (self.warm_start and self._last is not None
                 and not self.settings.get("water_filling", False)):
             warm = warm_seed(self.policy, self._last[1], tnames, cap, len(ids))
-        with self._bases.round(self.warm_start, ids, T, cap, per_job["scale_factor"], tnames):
-            res = self._solve(t0, T, cap, ids, tnames, per_job, warm, None)
+
+        def normal() -> RoundResult:
+            with self._bases.round(self.warm_start, ids, T, cap, per_job["scale_factor"],
+                                   tnames):
+                return self._solve(t0, T, cap, ids, tnames, per_job, warm, None)
+
+        res = (self._incremental.round(t0, T, cap, ids, tnames, per_job, self._options, normal)
+               if self._incremental is not None and ids else normal())
         self.rounds += 1
         if iso is not None:
             self._isolated.commit(iso)

@@ -1,0 +1,91 @@
+"""A HiGHS LP kept alive across solves, changed in place and re-solved from its own basis.
+
+`fairalloc.rounds.incremental` keeps one per stage of a max-min fairness round: between rounds
+a few rows, columns, coefficients, bounds and costs change, and HiGHS' simplex restarts from
+the basis the model holds (a handful of iterations instead of a cold solve). The model is a
+maximisation with HiGHS' presolve off (a kept basis is only used without it).
+
+Examples
+--------
+>>> import numpy as np
+>>> lp = KeptLP()
+>>> lp.add_cols(np.array([1.0, 2.0]), np.zeros(2), np.full(2, np.inf), np.zeros(2, dtype=np.int32),
+...             np.zeros(0, dtype=np.int32), np.zeros(0))
+>>> lp.add_rows(np.array([-np.inf]), np.array([1.0]), np.array([0], dtype=np.int32),
+...             np.array([0, 1], dtype=np.int32), np.array([1.0, 1.0]))
+>>> x, y, iterations = lp.solve("demo")
+>>> x.tolist(), y.tolist()
+([0.0, 1.0], [2.0])
+>>> lp.change_costs(np.array([0], dtype=np.int32), np.array([3.0]))
+>>> lp.solve("demo")[0].tolist()
+[1.0, 0.0]
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..errors import SolverError
+from .highs import new_highs
+
+__all__ = ["KeptLP"]
+
+
+class KeptLP:
+    """A maximisation LP held by one HiGHS instance (see the module docstring).
+
+    Row duals are HiGHS' for the maximisation (``d objective / d row bound``); a solve that
+    does not end optimal raises `fairalloc.SolverError`.
+    """
+
+    def __init__(self) -> None:
+        import highspy
+
+        h = new_highs()
+        h.setOptionValue("presolve", "off")
+        h.setOptionValue("threads", 1)
+        h.changeObjectiveSense(highspy.ObjSense.kMaximize)
+        self._h: Any = h
+
+    def add_cols(self, cost: np.ndarray, lower: np.ndarray, upper: np.ndarray,
+                 starts: np.ndarray, index: np.ndarray, value: np.ndarray) -> None:
+        """Columns with their costs, bounds and entries in existing rows (column-wise)."""
+        self._h.addCols(int(cost.size), cost, lower, upper, int(index.size), starts, index,
+                        value)
+
+    def add_rows(self, lower: np.ndarray, upper: np.ndarray, starts: np.ndarray,
+                 index: np.ndarray, value: np.ndarray) -> None:
+        """Rows with their bounds and entries in existing columns (row-wise)."""
+        self._h.addRows(int(lower.size), lower, upper, int(index.size), starts, index, value)
+
+    def change_coeff(self, row: int, col: int, value: float) -> None:
+        self._h.changeCoeff(row, col, value)
+
+    def change_col_bounds(self, col: int, lower: float, upper: float) -> None:
+        self._h.changeColBounds(col, lower, upper)
+
+    def change_row_bounds(self, row: int, lower: float, upper: float) -> None:
+        self._h.changeRowBounds(row, lower, upper)
+
+    def change_rows_bounds(self, rows: np.ndarray, lower: np.ndarray, upper: np.ndarray
+                           ) -> None:
+        self._h.changeRowsBounds(int(rows.size), rows, lower, upper)
+
+    def change_costs(self, cols: np.ndarray, costs: np.ndarray) -> None:
+        self._h.changeColsCost(int(cols.size), cols, costs)
+
+    def solve(self, what: str) -> tuple[np.ndarray, np.ndarray, int]:
+        """Re-solve from the held basis: ``(column values, row duals, simplex iterations)``."""
+        import highspy
+
+        h = self._h
+        h.run()
+        status = h.getModelStatus()
+        if status != highspy.HighsModelStatus.kOptimal:
+            raise SolverError(f"the kept {what} LP ended {h.modelStatusToString(status)}",
+                              backend="highs")
+        sol = h.getSolution()
+        return (np.asarray(sol.col_value), np.asarray(sol.row_dual),
+                int(h.getInfo().simplex_iteration_count))

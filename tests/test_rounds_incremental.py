@@ -1,0 +1,231 @@
+"""The incremental warm round of max-min fairness (#28 item 2, `fairalloc.rounds.incremental`).
+
+`fairalloc.RoundPolicy("max_min_fairness")` keeps one HiGHS model per stage over the symmetry
+classes of the jobs and changes it where classes arrived, left or changed size. Each
+incremental round must agree with a cold `fairalloc.solve_round` on the same inputs within the
+certificates' bounds and be certified on the original program; what it cannot reuse hands
+over to the normal round through the plan (``stats.fallbacks``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import fairalloc as fa
+from fairalloc.errors import InputError
+from fairalloc.results import Status
+from fairalloc.tolerances import GAP_TOL
+
+#: two certified optima each within GAP_TOL (relative) of the optimum differ by at most twice
+AGREE = 2 * GAP_TOL
+TYPES = ("v100", "p100", "k80")
+
+
+def _equal_tp(T, sf, cap):
+    """Each job's throughput under X^equal (the work-conserving stage's normaliser)."""
+    return np.where((T > 0) & (sf[:, None] <= cap[None, :]), T, 0.0) @ (cap / cap.sum())
+
+
+@st.composite
+def traces(draw):
+    """6 rounds of 3-40 jobs from 1-6 templates (classes form and change size) or all
+    distinct, 1-3 types, 1-4 jobs leaving and arriving per round, weights 1 or 5."""
+    rng = np.random.default_rng(draw(st.integers(0, 2**31 - 1)))
+    k = draw(st.integers(1, 3))
+    n = draw(st.integers(3, 40))
+    templates = draw(st.integers(0, 6))  # 0: every job its own rates
+    cap = {t: int(rng.integers(1, max(2, n // 2))) * 2 for t in TYPES[:k]}
+    rows = [{t: float(rng.uniform(1.0, 50.0)) for t in TYPES[:k]}
+            for _ in range(max(templates, 1))]
+
+    def job():
+        tp = (dict(rows[int(rng.integers(templates))]) if templates else
+              {t: float(rng.uniform(1.0, 50.0)) for t in TYPES[:k] if rng.random() < 0.8})
+        return {"tp": tp or {TYPES[0]: 3.0}, "sf": int(rng.choice([1, 1, 2])),
+                "w": float(rng.choice([1.0, 1.0, 5.0]))}
+
+    active = {i: job() for i in range(n)}
+    churn = draw(st.integers(1, 4))
+    out, nxt = [], n
+    for r in range(6):
+        if r:
+            for j in rng.choice(list(active), size=min(churn, len(active) - 1), replace=False):
+                del active[j]
+            for _ in range(churn):
+                active[nxt] = job()
+                nxt += 1
+        out.append(dict(active))
+    return out, cap
+
+
+def _call(jobs):
+    return ({j: v["tp"] for j, v in jobs.items()},
+            {"scale_factor": {j: v["sf"] for j, v in jobs.items()},
+             "weight": {j: v["w"] for j, v in jobs.items()}})
+
+
+@settings(max_examples=6, deadline=None)
+@given(traces())
+def test_property_incremental_rounds_agree_with_cold(trace):
+    rounds, cap = trace
+    p = fa.RoundPolicy("max_min_fairness")
+    c = np.array([float(v) for v in cap.values()])
+    for i, jobs in enumerate(rounds):
+        tp, per = _call(jobs)
+        warm = p.allocate(tp, cap, **per)
+        cold = fa.solve_round("max_min_fairness", tp, cap, **per)
+        # every type present, every job runnable: every round is incremental, from the kept
+        # model after the first
+        assert warm.stats.method == ("incremental+warm" if i else "incremental"), warm.stats
+        assert warm.warm == (i > 0) and not warm.stats.fallbacks
+        assert warm.certificate.ok and warm.status == Status.OPTIMAL
+        scale = max(abs(warm.objective), abs(cold.objective), 1e-12)
+        assert abs(warm.objective - cold.objective) <= AGREE * scale, (i, warm.stats)
+        # the work-conserving stage: the same total normalised throughput
+        T = np.array([[tp[j].get(t, 0.0) for t in warm.types] for j in warm.job_ids])
+        sf = np.array([float(jobs[j]["sf"]) for j in warm.job_ids])
+        inv_eq = 1.0 / _equal_tp(T, sf, c)
+        total_w, total_c = (T * warm.x).sum(axis=1) @ inv_eq, cold.effective_throughput @ inv_eq
+        assert abs(total_w - total_c) <= AGREE * max(total_w, total_c)
+        # feasible for every job of the original program: time, capacity, level
+        x = warm.x
+        assert np.all(x >= 0) and np.all(x.sum(axis=1) <= 1 + 1e-7)
+        assert np.all(sf @ x <= c * (1 + 1e-7))
+        assert not np.any(x[T == 0])
+        np.testing.assert_allclose(warm.effective_throughput, (T * x).sum(axis=1))
+        with pytest.raises(ValueError):
+            warm.x[0, 0] = 1.0  # read-only
+
+
+def _rounds(n=30, rounds=4, seed=3):
+    rng = np.random.default_rng(seed)
+    proto = [{t: float(rng.uniform(1, 50)) for t in TYPES} for _ in range(6)]
+    active = {i: proto[i % 6] for i in range(n)}
+    out, nxt = [], n
+    for _ in range(rounds):
+        out.append(dict(active))
+        del active[next(iter(active))]
+        active[nxt] = {t: float(rng.uniform(1, 50)) for t in TYPES}  # a new class
+        nxt += 1
+    return out
+
+
+def test_a_type_set_change_hands_over_to_the_normal_round():
+    rounds = _rounds(rounds=5)
+    ups = [{"v100": 4, "p100": 3, "k80": 5}, {"v100": 4, "p100": 3, "k80": 5},
+           {"v100": 4, "p100": 3, "k80": 5, "a100": 2},   # a new type
+           {"v100": 4, "p100": 3, "k80": 5, "a100": 2}, {"v100": 4, "p100": 3, "k80": 5}]
+    p = fa.RoundPolicy("max_min_fairness")
+    out = [p.allocate(jobs, up) for jobs, up in zip(rounds, ups)]
+    assert [r.stats.method for r in out[:2]] == ["incremental", "incremental+warm"]
+    assert out[2].stats.fallbacks[0] == ("incremental->round: the worker types or counts "
+                                         "changed")
+    assert not out[2].stats.method.startswith("incremental")
+    assert out[3].stats.method == "incremental"  # a new model for the new types
+    assert out[4].stats.fallbacks[0].startswith("incremental->round: ")
+    for r, jobs, up in zip(out, rounds, ups):
+        cold = fa.solve_round("max_min_fairness", jobs, up)
+        assert r.certificate.ok
+        assert r.objective == pytest.approx(cold.objective, rel=AGREE)
+
+
+def test_worker_counts_and_drained_types_hand_over():
+    rounds = _rounds(rounds=4)
+    p = fa.RoundPolicy("max_min_fairness")
+    out = [p.allocate(jobs, up) for jobs, up in zip(rounds, [
+        {"v100": 4, "p100": 3, "k80": 5}, {"v100": 4, "p100": 0, "k80": 5},
+        {"v100": 4, "p100": 3, "k80": 5}, {"v100": 6, "p100": 3, "k80": 5}])]
+    assert out[1].stats.fallbacks[0] == ("incremental->round: an empty round or a drained "
+                                         "type")
+    assert out[1].drained_types == ("p100",) and out[1].certificate.ok
+    assert out[2].stats.method == "incremental+warm"  # the kept model still fits
+    assert out[3].stats.fallbacks[0].startswith("incremental->round: the worker types")
+
+
+def test_options_other_than_tolerances_use_the_normal_round():
+    rounds = _rounds()
+    cap = {"v100": 4, "p100": 3, "k80": 5}
+    for kw in ({"method": "highs"}, {"work_conserving": False}, {"backend": "highs"}):
+        p = fa.RoundPolicy("max_min_fairness", **kw)
+        for jobs in rounds:
+            r = p.allocate(jobs, cap)
+            assert not r.stats.method.startswith("incremental") and not r.stats.fallbacks
+    with pytest.raises(InputError, match="gap_tol"):  # and checked, as by the normal round
+        fa.RoundPolicy("max_min_fairness", gap_tol=2.0).allocate(rounds[0], cap)
+    p = fa.RoundPolicy("max_min_fairness", gap_tol=1e-5)  # a tolerance is honoured
+    out = [p.allocate(jobs, cap) for jobs in rounds]
+    assert out[-1].stats.method == "incremental+warm"
+    assert out[-1].certificate.gap_tol == 1e-5
+
+
+def test_an_invalid_round_raises_and_the_next_one_is_incremental_again():
+    rounds = _rounds()
+    cap = {"v100": 4, "p100": 3, "k80": 5}
+    p = fa.RoundPolicy("max_min_fairness")
+    p.allocate(rounds[0], cap)
+    bad = dict.fromkeys(rounds[1], 1.0)
+    bad[next(iter(bad))] = -1.0
+    with pytest.raises(InputError, match="weight"):
+        p.allocate(rounds[1], cap, weight=bad)
+    r = p.allocate(rounds[1], cap)
+    assert r.stats.method == "incremental+warm" and r.certificate.ok
+    p.reset()
+    assert p.allocate(rounds[2], cap).stats.method == "incremental"  # reset: a new model
+
+
+def test_a_copied_policy_builds_its_own_model_and_unread_data_is_still_checked():
+    import copy
+    import pickle
+
+    rounds = _rounds()
+    cap = {"v100": 4, "p100": 3, "k80": 5}
+    p = fa.RoundPolicy("max_min_fairness")
+    p.allocate(rounds[0], cap)
+    for q in (copy.deepcopy(p), pickle.loads(pickle.dumps(p))):  # (HiGHS is not copied)
+        r = q.allocate(rounds[1], cap)
+        assert r.stats.method == "incremental" and r.certificate.ok
+    assert p.allocate(rounds[1], cap).stats.method == "incremental+warm"
+    # steps_remaining is not read by max-min fairness but checked as on main
+    steps = dict.fromkeys(rounds[2], 10.0)
+    steps[next(iter(steps))] = -1.0
+    with pytest.raises(InputError, match="steps_remaining"):
+        p.allocate(rounds[2], cap, steps_remaining=steps)
+    r = p.allocate(rounds[2], cap, steps_remaining=dict.fromkeys(rounds[2], 10.0))
+    assert r.stats.fallbacks == ("incremental->round: steps_remaining given (the normal "
+                                 "round checks it)",) and r.certificate.ok
+
+
+def test_a_failed_kept_solve_hands_over_and_the_model_is_rebuilt(monkeypatch):
+    from fairalloc.backends.kept import KeptLP
+    from fairalloc.errors import SolverError
+
+    rounds = _rounds(rounds=4)
+    cap = {"v100": 4, "p100": 3, "k80": 5}
+    p = fa.RoundPolicy("max_min_fairness")
+    p.allocate(rounds[0], cap)
+    solve = KeptLP.solve
+
+    def fails(self, what):
+        raise SolverError(f"the kept {what} LP ended Unknown", backend="highs")
+
+    monkeypatch.setattr(KeptLP, "solve", fails)  # (a public seam: HiGHS giving up)
+    r = p.allocate(rounds[1], cap)
+    assert r.stats.fallbacks[0].startswith("incremental->round: ") and r.certificate.ok
+    assert "Unknown" in r.stats.fallbacks[0]
+    monkeypatch.setattr(KeptLP, "solve", solve)
+    assert p.allocate(rounds[2], cap).stats.method == "incremental"  # a new model
+    assert p.allocate(rounds[3], cap).stats.method == "incremental+warm"
+
+
+def test_a_model_of_mostly_free_slots_is_rebuilt_compact():
+    rng = np.random.default_rng(4)
+    cap = {"v100": 8, "p100": 8, "k80": 8}
+    many = {i: {t: float(rng.uniform(1, 50)) for t in TYPES} for i in range(30)}
+    few = {i: many[i] for i in range(3)}
+    p = fa.RoundPolicy("max_min_fairness")
+    out = [p.allocate(jobs, cap) for jobs in (many, few, few | {99: many[5]})]
+    assert [r.stats.method for r in out] == ["incremental", "incremental+warm", "incremental"]
+    assert all(r.certificate.ok for r in out)
