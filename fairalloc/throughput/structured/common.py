@@ -71,16 +71,21 @@ def _master_backend(ipm: bool) -> Backend:
 
 
 def sub_solve(solver: StageSolver, lp: LinearProgram, *, ipm: bool,
-              basis: LPBasis | None = None, keep_basis: bool = False) -> LPSolution | None:
+              basis: LPBasis | None = None, keep_basis: bool = False,
+              statuses: tuple[np.ndarray, np.ndarray] | None = None) -> LPSolution | None:
     """Solve a restricted master / dual LP with the stage solver's backend (HiGHS: simplex,
     or interior point for large masters, when the caller left the choice to fairalloc).
     ``None`` unless an optimal point with duals came back (the caller then falls back to the
     full LP, whose certificate decides). The solve is recorded in the solver's log.
     ``basis`` / ``keep_basis``: start the simplex from a basis of this LP's shape, keep the
-    final one (``extra["basis"]``); only where the backend has the ``basis`` capability."""
+    final one (``extra["basis"]``); only where the backend has the ``basis`` capability.
+    ``statuses`` (columns', rows'; without ``basis``): a crash basis the simplex starts from
+    (`fairalloc.backends.Backend.basis_from_statuses`)."""
     be = _master_backend(ipm) if solver.backend_spec == "highs" else solver.backend
     if not be.supports("basis"):
         basis, keep_basis = None, False
+    elif basis is None and statuses is not None:
+        basis = be.basis_from_statuses(lp.shape, *statuses)
     try:
         sol = be.solve_lp(lp, basis=basis, keep_basis=keep_basis)
     except SolverError as exc:

@@ -17,6 +17,7 @@ import scipy.sparse as sp
 
 from ..._sparse import csr_from_triplets, entries_at
 from ...backends import LinearProgram
+from ...backends.base import BASIC, LOWER, UPPER
 from ...plan import Decline, Strategy
 from ..instance import ColumnInstance
 from ..programs import LinearStage, StageResult
@@ -64,7 +65,9 @@ _FLOOR_ROUGH_BAND = 0.05
 #: the level rows (the floor solver's structure)
 _OMEGA_RTOL = 1e-12
 #: PERFORMANCE knob: floor masters with more jobs with their own variables go to HiGHS'
-#: interior point (Gavel-drawn FTF, CPU: 432 of 2,048 jobs, simplex 14 ms, IPM 20 ms; 585,
+#: interior point when they have no starting basis (no basis capability, or
+#: ``tuning.warm_start`` off; Gavel-drawn FTF, CPU, cold simplex against IPM: 432 of 2,048
+#: jobs, simplex 14 ms, IPM 20 ms; 585,
 #: simplex 22 ms, IPM 20 ms; 664 of 8,192, simplex 36 ms, IPM 30 ms)
 _FLOOR_IPM_MIN_OWN = 600
 #: ACCURACY: a column with more time than this is "used" (reads a vertex off an allocation)
@@ -202,7 +205,7 @@ def fast_floor(solver: StageSolver, stage: LinearStage, *, prior: StageResult | 
             break
         mg = agr.master_groups(grouped)
         out = _solve_floor_master(inst, a, f, omega, vert, explicit, solver, own_vars,
-                                  None if mg is None else (*mg, col), memo)
+                                  None if mg is None else (*mg, col), memo, p)
         if out is None:
             band *= _FLOOR_BAND_GROWTH
             continue
@@ -631,7 +634,8 @@ def _solve_floor_master(inst: ColumnInstance, a: np.ndarray, f: np.ndarray, omeg
                         vert: Vertices, explicit: np.ndarray, solver: StageSolver,
                         own_vars: np.ndarray | None = None,
                         grouped: tuple[Groups, np.ndarray, np.ndarray, np.ndarray] | None = None,
-                        memo: dict[str, Any] | None = None) -> tuple | None:
+                        memo: dict[str, Any] | None = None,
+                        prices: np.ndarray | None = None) -> tuple | None:
     """Restricted master of a floor stage: ``(xcol, iterations, bound, duals)`` (``None``: no
     fit; ``duals``: ``(prices, jobs with their own variables, their mu, their lambda, the
     aggregated jobs, their lambda)``).
@@ -692,11 +696,17 @@ def _solve_floor_master(inst: ColumnInstance, a: np.ndarray, f: np.ndarray, omeg
     up[:k] = np.maximum(up[:k], 0.0)
     cost = np.r_[-omega[inst.mem_job[cols]] * a[cols], np.zeros(nu)]
     lp = LinearProgram.build(cost, M, lo, up, 0.0, np.inf)
-    ipm = r > _FLOOR_IPM_MIN_OWN
-    warm = memo is not None and not ipm and solver.warm_backend()
     shape = (ex, cols, G, nu, g_rows, g_cols, g_vals)
-    basis = _warm_master_basis(memo, shape, k) if warm else None
-    sol = sub_solve(solver, lp, ipm=ipm, basis=basis, keep_basis=warm)
+    # a master that only gained jobs starts from its predecessor's basis, another one from
+    # its jobs' best vertices at Newton's prices (a crash basis; Gavel-drawn FTF, CPU: 2,048
+    # jobs 608 -> 104 pivots, 8.0 -> 4.0 ms; 8,192 jobs IPM 22 ms -> 130 pivots, 7.1 ms)
+    basis = (_warm_master_basis(memo, shape, k)
+             if memo is not None and solver.warm_backend() else None)
+    statuses = (_crash_statuses(vert, ex, cols, k, gr, prices)
+                if basis is None and prices is not None and solver.warm_backend() else None)
+    ipm = basis is None and statuses is None and r > _FLOOR_IPM_MIN_OWN
+    warm = memo is not None and not ipm and solver.warm_backend()
+    sol = sub_solve(solver, lp, ipm=ipm, basis=basis, keep_basis=warm, statuses=statuses)
     if memo is not None:
         memo.clear()
         if sol is not None and sol.extra.get("basis") is not None:
@@ -722,6 +732,40 @@ def _solve_floor_master(inst: ColumnInstance, a: np.ndarray, f: np.ndarray, omeg
     mduals = (np.maximum(-y[:k], 0.0), ex, np.maximum(-y[k: k + r], 0.0),
               np.maximum(y[k + r: k + 2 * r], 0.0), g_jobs, g_val - omega[g_jobs])
     return xcol, sol.iterations, bound, mduals
+
+
+def _crash_statuses(vert: Vertices, ex: np.ndarray, cols: np.ndarray, k: int,
+                    gr: Groups | None, prices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Column and row statuses of a floor master (rows: ``k`` capacity, the time and then
+    the floor row of each job in ``ex``, the row-class rows ``gr``; columns ``cols``, then
+    the row classes' variables) at its jobs' vertices ``vert`` (`_FloorDemand.vertices` at
+    ``prices``): floor on ``e1``: ``e1`` and the time row basic, the floor row at its bound;
+    all the time on ``e1``: ``e1`` and the floor row basic, the time row at its bound; a
+    split: both columns basic, both rows at their bounds; nothing: both rows basic. Each
+    row class's (equality) row is at its bound with its cheapest type's variable at
+    ``prices`` basic. The capacity rows are basic, so the basis is block-triangular with a
+    nonsingular diagonal block per job and per row class."""
+    e1, e2 = vert.e1[ex], vert.e2[ex]
+    has1 = e1 >= 0
+    split = has1 & (e2 >= 0)
+    full = has1 & (e2 == -2)
+    floor1 = has1 & (e2 == -1)
+    col_st = np.full(cols.size, LOWER, dtype=np.int8)
+    col_st[np.searchsorted(cols, e1[has1])] = BASIC
+    col_st[np.searchsorted(cols, e2[split])] = BASIC
+    time_st = np.where(full | split, UPPER, BASIC)
+    floor_st = np.where(floor1 | split, LOWER, BASIC)
+    G = 0 if gr is None else gr.D.shape[0]
+    group_st = np.full(G, LOWER)
+    u_st = np.full(0 if gr is None else gr.ug.size, LOWER, dtype=np.int8)
+    if gr is not None:
+        # the cheapest variable of each class: lexsort by (class, price per unit of level)
+        per_level = prices[gr.ut] / gr.D[gr.ug, gr.ut]
+        order = np.lexsort((per_level, gr.ug))
+        first = order[np.r_[True, gr.ug[order][1:] != gr.ug[order][:-1]]]
+        u_st[first] = BASIC
+    row_st = np.r_[np.full(k, BASIC), time_st, floor_st, group_st].astype(np.int8)
+    return np.r_[col_st, u_st], row_st
 
 
 def _warm_master_basis(memo: dict[str, Any], shape: tuple, k: int) -> Any:
