@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ._sparse import abs_matvec, matvec, rmatvec
+from ._sparse import abs_matvec, dot, matvec, rmatvec
 from .backends.base import LinearProgram
 from .results import Certificate
 from .tolerances import FEAS_TOL, GAP_TOL, MILP_GAP_TOL
@@ -167,7 +167,7 @@ def lp_certificate(
     c_mag = float(np.max(np.abs(lp.c), initial=0.0))
     dual_res = dual_res / c_mag if c_mag > 0 else (0.0 if dual_res == 0 else float("inf"))
     bound = rows + cols + lp.offset
-    primal = float(lp.c @ x) + lp.offset
+    primal = dot(lp.c, x) + lp.offset
     gap = max(primal - bound, 0.0)
     sign = -1.0 if maximize else 1.0
     return Certificate(
@@ -237,7 +237,7 @@ def milp_certificate(
     if lp.integrality is not None:
         xi = x[lp.integrality]
         res = max(res, float(np.max(np.abs(xi - np.round(xi)), initial=0.0)))
-    primal = float(lp.c @ x) + lp.offset
+    primal = dot(lp.c, x) + lp.offset
     gap = max(primal - float(best_bound), 0.0) if np.isfinite(best_bound) else float("inf")
     sign = -1.0 if maximize else 1.0
     return Certificate(
