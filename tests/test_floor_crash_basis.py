@@ -115,3 +115,43 @@ def test_certificate_objective_dot_is_the_inner_product(n, seed):
     a, b = rng.normal(size=n), rng.normal(size=n)
     scale = float(np.abs(a * b).sum())
     assert abs(dot(a, b) - float(a @ b)) <= 2 * n * np.finfo(float).eps * scale
+
+
+def _spread_reference(rext, s1, s2, x1, x2, best):
+    """``sum_t p_t |x_ct - x_bt|`` written out type by type (the reference)."""
+    n, K = x1.shape
+    out = np.zeros((n, K))
+    for t in range(rext.size):
+        xc = np.where(s1 == t, x1, 0.0) + np.where(s2 == t, x2, 0.0)
+        xb = xc[np.arange(n), best][:, None]
+        out += rext[t] * np.abs(xc - xb)
+    return out
+
+
+@settings(max_examples=30, deadline=None, derandomize=True)
+@given(n=st.integers(1, 300), k=st.integers(1, 6), seed=st.integers(0, 2**31 - 1),
+       floor_kind=st.booleans())
+def test_price_spread_is_the_priced_l1_distance(n, k, seed, floor_kind):
+    """`price_spread` (rewritten with K x K share tables, #28) is ``sum_t p_t |x_ct - x_bt|``
+    against each job's best candidate, for level candidates (pairs of types and idle) and
+    floor candidates (also all the time on one type, and nothing), nan where a weight is."""
+    from fairalloc.throughput.structured.common import price_spread
+
+    rng = np.random.default_rng(seed)
+    lo = np.array([k] * k + [j for j in range(k) for _ in range(j + 1, k)])
+    hi = np.array(list(range(k)) + [j2 for j in range(k) for j2 in range(j + 1, k)])
+    if floor_kind:
+        lo, hi = np.r_[lo, np.arange(k), k], np.r_[hi, np.full(k, k), k]
+    x1 = rng.uniform(size=(n, lo.size))
+    x2 = 1.0 - x1
+    x1[rng.uniform(size=x1.shape) < 0.1] = np.nan
+    x2[np.isnan(x1)] = np.nan
+    rext = np.r_[rng.uniform(0.0, 2.0, k), 0.0]
+    best = rng.integers(0, lo.size, n)
+    x1[np.arange(n), best] = rng.uniform(size=n)  # the best candidate is valid
+    x2[np.arange(n), best] = 1.0 - x1[np.arange(n), best]
+    got = price_spread(rext, lo, hi, x1, x2, best)
+    want = _spread_reference(rext, lo, hi, x1, x2, best)
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    ok = ~np.isnan(want)
+    assert np.allclose(got[ok], want[ok], rtol=0.0, atol=8 * np.finfo(float).eps * 2 * rext.sum())

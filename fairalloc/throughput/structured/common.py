@@ -278,16 +278,21 @@ def price_spread(rext: np.ndarray, s1: np.ndarray, s2: np.ndarray, x1: np.ndarra
     Invalid candidates (``nan`` weights) give ``nan``.
     """
     rows = np.arange(best.size)
-    b1, b2 = s1[best][:, None], s2[best][:, None]
     y1, y2 = x1[rows, best][:, None], x2[rows, best][:, None]
     r1, r2 = rext[s1], rext[s2]
-    share = (np.where(s1 == b1, r1 * np.minimum(x1, y1), 0.0)
-             + np.where(s1 == b2, r1 * np.minimum(x1, y2), 0.0)
-             + np.where(s2 == b1, r2 * np.minimum(x2, y1), 0.0)
-             + np.where(s2 == b2, r2 * np.minimum(x2, y2), 0.0))
-    own = r1 * x1 + r2 * x2
-    return np.maximum(own + (r1[best] * y1[:, 0] + r2[best] * y2[:, 0])[:, None] - 2.0 * share,
-                      0.0)
+    # the price of each type a candidate shares with each other candidate (K x K tables,
+    # gathered by ``best``; 0 where they share none): no (n, K) comparisons (#28: 35 % of
+    # the function's time at 2,048 jobs)
+    share = np.where(s1[None, :] == s1[:, None], r1[None, :], 0.0)[best]
+    share *= np.minimum(x1, y1)
+    share += np.where(s1[None, :] == s2[:, None], r1[None, :], 0.0)[best] * np.minimum(x1, y2)
+    share += np.where(s2[None, :] == s1[:, None], r2[None, :], 0.0)[best] * np.minimum(x2, y1)
+    share += np.where(s2[None, :] == s2[:, None], r2[None, :], 0.0)[best] * np.minimum(x2, y2)
+    own = r1 * x1
+    own += r2 * x2
+    own += (r1[best] * y1[:, 0] + r2[best] * y2[:, 0])[:, None]
+    own -= 2.0 * share
+    return np.maximum(own, 0.0, out=own)
 
 
 def newton(dem: Demand, cap: np.ndarray, ref: int, theta: float, lr: np.ndarray,
