@@ -17,7 +17,6 @@ import scipy.sparse as sp
 
 from ..._sparse import csr_from_triplets, entries_at
 from ...backends import LinearProgram
-from ...backends.base import BASIC, LOWER, UPPER
 from ...plan import Decline, Strategy
 from ..instance import ColumnInstance
 from ..programs import LinearStage, StageResult
@@ -44,6 +43,7 @@ from .common import (
     too_many_explicit,
     too_many_types,
 )
+from .floor_bases import crash_statuses, warm_master_basis
 from .rowclass import ROUGH_MIN_SHARE, Aggregator, Groups, disaggregate, master_block
 
 if TYPE_CHECKING:  # (stages imports the plans that use these solvers)
@@ -646,7 +646,7 @@ def _solve_floor_master(inst: ColumnInstance, a: np.ndarray, f: np.ndarray, omeg
     (`fairalloc.throughput.structured.rowclass`); ``bound`` marks those whose share does not
     fit their time. ``memo`` (the caller's, kept across its rounds) holds the previous
     master's basis, jobs, columns and row-class block: a master that only adds jobs with their
-    own variables to it starts the simplex from that basis (`_warm_master_basis`)."""
+    own variables to it starts the simplex from that basis (`warm_master_basis`)."""
     k, E = inst.k, inst.E
     n = inst.n
     if own_vars is None:
@@ -700,9 +700,9 @@ def _solve_floor_master(inst: ColumnInstance, a: np.ndarray, f: np.ndarray, omeg
     # a master that only gained jobs starts from its predecessor's basis, another one from
     # its jobs' best vertices at Newton's prices (a crash basis; Gavel-drawn FTF, CPU: 2,048
     # jobs 608 -> 104 pivots, 8.0 -> 4.0 ms; 8,192 jobs IPM 22 ms -> 130 pivots, 7.1 ms)
-    basis = (_warm_master_basis(memo, shape, k)
+    basis = (warm_master_basis(memo, shape, k)
              if memo is not None and solver.warm_backend() else None)
-    statuses = (_crash_statuses(vert, ex, cols, k, gr, prices)
+    statuses = (crash_statuses(vert, ex, cols, k, gr, prices)
                 if basis is None and prices is not None and solver.warm_backend() else None)
     ipm = basis is None and statuses is None and r > _FLOOR_IPM_MIN_OWN
     warm = memo is not None and not ipm and solver.warm_backend()
@@ -732,71 +732,6 @@ def _solve_floor_master(inst: ColumnInstance, a: np.ndarray, f: np.ndarray, omeg
     mduals = (np.maximum(-y[:k], 0.0), ex, np.maximum(-y[k: k + r], 0.0),
               np.maximum(y[k + r: k + 2 * r], 0.0), g_jobs, g_val - omega[g_jobs])
     return xcol, sol.iterations, bound, mduals
-
-
-def _crash_statuses(vert: Vertices, ex: np.ndarray, cols: np.ndarray, k: int,
-                    gr: Groups | None, prices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Column and row statuses of a floor master (rows: ``k`` capacity, the time and then
-    the floor row of each job in ``ex``, the row-class rows ``gr``; columns ``cols``, then
-    the row classes' variables) at its jobs' vertices ``vert`` (`_FloorDemand.vertices` at
-    ``prices``): floor on ``e1``: ``e1`` and the time row basic, the floor row at its bound;
-    all the time on ``e1``: ``e1`` and the floor row basic, the time row at its bound; a
-    split: both columns basic, both rows at their bounds; nothing: both rows basic. Each
-    row class's (equality) row is at its bound with its cheapest type's variable at
-    ``prices`` basic. The capacity rows are basic, so the basis is block-triangular with a
-    nonsingular diagonal block per job and per row class."""
-    e1, e2 = vert.e1[ex], vert.e2[ex]
-    has1 = e1 >= 0
-    split = has1 & (e2 >= 0)
-    full = has1 & (e2 == -2)
-    floor1 = has1 & (e2 == -1)
-    col_st = np.full(cols.size, LOWER, dtype=np.int8)
-    col_st[np.searchsorted(cols, e1[has1])] = BASIC
-    col_st[np.searchsorted(cols, e2[split])] = BASIC
-    time_st = np.where(full | split, UPPER, BASIC)
-    floor_st = np.where(floor1 | split, LOWER, BASIC)
-    G = 0 if gr is None else gr.D.shape[0]
-    group_st = np.full(G, LOWER)
-    u_st = np.full(0 if gr is None else gr.ug.size, LOWER, dtype=np.int8)
-    if gr is not None:
-        # the cheapest variable of each class: lexsort by (class, price per unit of level)
-        per_level = prices[gr.ut] / gr.D[gr.ug, gr.ut]
-        order = np.lexsort((per_level, gr.ug))
-        first = order[np.r_[True, gr.ug[order][1:] != gr.ug[order][:-1]]]
-        u_st[first] = BASIC
-    row_st = np.r_[np.full(k, BASIC), time_st, floor_st, group_st].astype(np.int8)
-    return np.r_[col_st, u_st], row_st
-
-
-def _warm_master_basis(memo: dict[str, Any], shape: tuple, k: int) -> Any:
-    """The previous floor master's basis (``memo``) carried to this master (``shape``:
-    its own jobs, their columns, row-class rows and variables and the row-class block), or
-    ``None``: no previous basis, a different row-class block, or a job or column of the
-    previous master missing here (the backend then starts cold)."""
-    if "basis" not in memo:
-        return None
-    ex0, cols0, G0, nu0, gr0, gc0, gv0 = memo["shape"]
-    ex, cols, G, nu, g_rows, g_cols, g_vals = shape
-    r0, r, nx0, nx = ex0.size, ex.size, cols0.size, cols.size
-    # the row-class block must be the same (rows after the floor rows, columns after the
-    # explicit ones; the capacity rows come first in both)
-    if (G0, nu0) != (G, nu) or not np.array_equal(gv0, g_vals) or not np.array_equal(
-            np.where(gr0 < k, gr0, gr0 - 2 * r0), np.where(g_rows < k, g_rows, g_rows - 2 * r)
-    ) or not np.array_equal(gc0 - nx0, g_cols - nx):
-        return None
-    pos = np.searchsorted(ex0, ex)
-    hit = (pos < r0) & (ex0[np.minimum(pos, max(r0 - 1, 0))] == ex) if r0 else np.zeros(
-        r, dtype=bool)
-    jrow = np.where(hit, pos, -1)
-    cpos = np.searchsorted(cols0, cols)
-    chit = (cpos < nx0) & (cols0[np.minimum(cpos, max(nx0 - 1, 0))] == cols) if nx0 else \
-        np.zeros(nx, dtype=bool)
-    if int(hit.sum()) != r0 or int(chit.sum()) != nx0:
-        return None  # (a job or column of the previous master left it)
-    rows = np.r_[np.arange(k), np.where(hit, k + jrow, -1), np.where(hit, k + r0 + jrow, -1),
-                 k + 2 * r0 + np.arange(G)]
-    cols_from = np.r_[np.where(chit, cpos, -1), nx0 + np.arange(nu)]
-    return memo["basis"].carried(cols_from, rows, repair=False)
 
 
 def _vertices_from_x(inst: ColumnInstance, A: np.ndarray, col: np.ndarray, a: np.ndarray,
