@@ -44,9 +44,13 @@ from ..errors import (
 )
 from ..solvelog import LIMITED, SolveStatus
 
-__all__ = ["LIMITED", "USABLE", "Backend", "ConicProgram", "ConicSolution", "LPBasis", "LPSolution",
-           "LinearProgram", "SolveStatus"]
+__all__ = ["BASIC", "LIMITED", "LOWER", "UPPER", "USABLE", "Backend", "ConicProgram",
+           "ConicSolution", "LPBasis", "LPSolution", "LinearProgram", "SolveStatus"]
 
+
+#: Status codes of a variable or row in a basis built by `Backend.basis_from_statuses`:
+#: nonbasic at its lower bound, basic, nonbasic at its upper bound
+LOWER, BASIC, UPPER = 0, 1, 2
 
 #: Statuses whose point is handed to the caller's certificate (the one acceptance rule).
 USABLE: frozenset[SolveStatus] = frozenset(
@@ -481,6 +485,36 @@ class Backend:
     def supports(self, capability: str) -> bool:
         """Whether this backend declares ``capability``."""
         return capability in self.capabilities
+
+    def basis_from_statuses(self, shape: tuple[int, int], col_status: np.ndarray,
+                            row_status: np.ndarray) -> LPBasis | None:
+        """A starting basis for an LP of ``shape`` (rows, columns) from each column's and row's
+        status (`LOWER`, `BASIC`, `UPPER`; a row's status is that of its activity), a crash
+        basis a caller built from what it knows of the optimum. ``None`` where the backend
+        has no ``basis`` capability or the statuses do not hold one basic variable per row.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from fairalloc.backends import HighsBackend, LinearProgram
+        >>> lp = LinearProgram.build([-1.0, -2.0], [[1.0, 1.0]], row_upper=1.0)
+        >>> be = HighsBackend(solver="simplex")
+        >>> b = be.basis_from_statuses(lp.shape, np.array([LOWER, BASIC]), np.array([UPPER]))
+        >>> sol = be.solve_lp(lp, basis=b)
+        >>> sol.x.tolist(), sol.iterations
+        ([0.0, 1.0], 0)
+        """
+        col_status, row_status = np.asarray(col_status), np.asarray(row_status)
+        if (not self.supports("basis") or col_status.shape != (shape[1],)
+                or row_status.shape != (shape[0],)
+                or int((col_status == BASIC).sum() + (row_status == BASIC).sum()) != shape[0]):
+            return None
+        return self._status_basis(shape, col_status, row_status)
+
+    def _status_basis(self, shape: tuple[int, int], col_status: np.ndarray,
+                      row_status: np.ndarray) -> LPBasis | None:
+        """The backend's own basis object for `basis_from_statuses` (checked there)."""
+        return None
 
     def _check_options(self, given: dict[str, Any]) -> None:
         ignored = sorted(k for k, v in given.items() if v not in (None, False)

@@ -202,6 +202,19 @@ class HighsBackend(Backend):
                                              _carry_basis)
         return sol
 
+    def _status_basis(self, shape: tuple[int, int], col_status: np.ndarray,
+                      row_status: np.ndarray) -> LPBasis | None:
+        """A HiGHS basis from fairalloc's status codes (`fairalloc.backends.base.LOWER`, ...)."""
+        import highspy
+
+        st = highspy.HighsBasisStatus
+        table = np.array([st.kLower, st.kBasic, st.kUpper], dtype=object)
+        raw = highspy.HighsBasis()
+        raw.valid = True
+        raw.col_status = table[col_status].tolist()
+        raw.row_status = table[row_status].tolist()
+        return LPBasis(tuple(shape), raw, self.name, _extend_basis, _carry_basis)
+
     def _session(self, lp: LinearProgram, *, time_limit: float | None, mip_gap: float | None,
                  threads: int | None, verbose: bool, solver: str, crossover: bool,
                  presolve: bool = True) -> Any:

@@ -43,6 +43,7 @@ from .common import (
     too_many_explicit,
     too_many_types,
 )
+from .floor_bases import crash_statuses, warm_master_basis
 from .rowclass import ROUGH_MIN_SHARE, Aggregator, Groups, disaggregate, master_block
 
 if TYPE_CHECKING:  # (stages imports the plans that use these solvers)
@@ -64,7 +65,9 @@ _FLOOR_ROUGH_BAND = 0.05
 #: the level rows (the floor solver's structure)
 _OMEGA_RTOL = 1e-12
 #: PERFORMANCE knob: floor masters with more jobs with their own variables go to HiGHS'
-#: interior point (Gavel-drawn FTF, CPU: 432 of 2,048 jobs, simplex 14 ms, IPM 20 ms; 585,
+#: interior point when they have no starting basis (no basis capability, or
+#: ``tuning.warm_start`` off; Gavel-drawn FTF, CPU, cold simplex against IPM: 432 of 2,048
+#: jobs, simplex 14 ms, IPM 20 ms; 585,
 #: simplex 22 ms, IPM 20 ms; 664 of 8,192, simplex 36 ms, IPM 30 ms)
 _FLOOR_IPM_MIN_OWN = 600
 #: ACCURACY: a column with more time than this is "used" (reads a vertex off an allocation)
@@ -202,7 +205,7 @@ def fast_floor(solver: StageSolver, stage: LinearStage, *, prior: StageResult | 
             break
         mg = agr.master_groups(grouped)
         out = _solve_floor_master(inst, a, f, omega, vert, explicit, solver, own_vars,
-                                  None if mg is None else (*mg, col), memo)
+                                  None if mg is None else (*mg, col), memo, p)
         if out is None:
             band *= _FLOOR_BAND_GROWTH
             continue
@@ -631,7 +634,8 @@ def _solve_floor_master(inst: ColumnInstance, a: np.ndarray, f: np.ndarray, omeg
                         vert: Vertices, explicit: np.ndarray, solver: StageSolver,
                         own_vars: np.ndarray | None = None,
                         grouped: tuple[Groups, np.ndarray, np.ndarray, np.ndarray] | None = None,
-                        memo: dict[str, Any] | None = None) -> tuple | None:
+                        memo: dict[str, Any] | None = None,
+                        prices: np.ndarray | None = None) -> tuple | None:
     """Restricted master of a floor stage: ``(xcol, iterations, bound, duals)`` (``None``: no
     fit; ``duals``: ``(prices, jobs with their own variables, their mu, their lambda, the
     aggregated jobs, their lambda)``).
@@ -642,7 +646,7 @@ def _solve_floor_master(inst: ColumnInstance, a: np.ndarray, f: np.ndarray, omeg
     (`fairalloc.throughput.structured.rowclass`); ``bound`` marks those whose share does not
     fit their time. ``memo`` (the caller's, kept across its rounds) holds the previous
     master's basis, jobs, columns and row-class block: a master that only adds jobs with their
-    own variables to it starts the simplex from that basis (`_warm_master_basis`)."""
+    own variables to it starts the simplex from that basis (`warm_master_basis`)."""
     k, E = inst.k, inst.E
     n = inst.n
     if own_vars is None:
@@ -692,11 +696,17 @@ def _solve_floor_master(inst: ColumnInstance, a: np.ndarray, f: np.ndarray, omeg
     up[:k] = np.maximum(up[:k], 0.0)
     cost = np.r_[-omega[inst.mem_job[cols]] * a[cols], np.zeros(nu)]
     lp = LinearProgram.build(cost, M, lo, up, 0.0, np.inf)
-    ipm = r > _FLOOR_IPM_MIN_OWN
-    warm = memo is not None and not ipm and solver.warm_backend()
     shape = (ex, cols, G, nu, g_rows, g_cols, g_vals)
-    basis = _warm_master_basis(memo, shape, k) if warm else None
-    sol = sub_solve(solver, lp, ipm=ipm, basis=basis, keep_basis=warm)
+    # a master that only gained jobs starts from its predecessor's basis, another one from
+    # its jobs' best vertices at Newton's prices (a crash basis; Gavel-drawn FTF, CPU: 2,048
+    # jobs 608 -> 104 pivots, 8.0 -> 4.0 ms; 8,192 jobs IPM 22 ms -> 130 pivots, 7.1 ms)
+    basis = (warm_master_basis(memo, shape, k)
+             if memo is not None and solver.warm_backend() else None)
+    statuses = (crash_statuses(vert, ex, cols, k, gr, prices)
+                if basis is None and prices is not None and solver.warm_backend() else None)
+    ipm = basis is None and statuses is None and r > _FLOOR_IPM_MIN_OWN
+    warm = memo is not None and not ipm and solver.warm_backend()
+    sol = sub_solve(solver, lp, ipm=ipm, basis=basis, keep_basis=warm, statuses=statuses)
     if memo is not None:
         memo.clear()
         if sol is not None and sol.extra.get("basis") is not None:
@@ -722,37 +732,6 @@ def _solve_floor_master(inst: ColumnInstance, a: np.ndarray, f: np.ndarray, omeg
     mduals = (np.maximum(-y[:k], 0.0), ex, np.maximum(-y[k: k + r], 0.0),
               np.maximum(y[k + r: k + 2 * r], 0.0), g_jobs, g_val - omega[g_jobs])
     return xcol, sol.iterations, bound, mduals
-
-
-def _warm_master_basis(memo: dict[str, Any], shape: tuple, k: int) -> Any:
-    """The previous floor master's basis (``memo``) carried to this master (``shape``:
-    its own jobs, their columns, row-class rows and variables and the row-class block), or
-    ``None``: no previous basis, a different row-class block, or a job or column of the
-    previous master missing here (the backend then starts cold)."""
-    if "basis" not in memo:
-        return None
-    ex0, cols0, G0, nu0, gr0, gc0, gv0 = memo["shape"]
-    ex, cols, G, nu, g_rows, g_cols, g_vals = shape
-    r0, r, nx0, nx = ex0.size, ex.size, cols0.size, cols.size
-    # the row-class block must be the same (rows after the floor rows, columns after the
-    # explicit ones; the capacity rows come first in both)
-    if (G0, nu0) != (G, nu) or not np.array_equal(gv0, g_vals) or not np.array_equal(
-            np.where(gr0 < k, gr0, gr0 - 2 * r0), np.where(g_rows < k, g_rows, g_rows - 2 * r)
-    ) or not np.array_equal(gc0 - nx0, g_cols - nx):
-        return None
-    pos = np.searchsorted(ex0, ex)
-    hit = (pos < r0) & (ex0[np.minimum(pos, max(r0 - 1, 0))] == ex) if r0 else np.zeros(
-        r, dtype=bool)
-    jrow = np.where(hit, pos, -1)
-    cpos = np.searchsorted(cols0, cols)
-    chit = (cpos < nx0) & (cols0[np.minimum(cpos, max(nx0 - 1, 0))] == cols) if nx0 else \
-        np.zeros(nx, dtype=bool)
-    if int(hit.sum()) != r0 or int(chit.sum()) != nx0:
-        return None  # (a job or column of the previous master left it)
-    rows = np.r_[np.arange(k), np.where(hit, k + jrow, -1), np.where(hit, k + r0 + jrow, -1),
-                 k + 2 * r0 + np.arange(G)]
-    cols_from = np.r_[np.where(chit, cpos, -1), nx0 + np.arange(nu)]
-    return memo["basis"].carried(cols_from, rows, repair=False)
 
 
 def _vertices_from_x(inst: ColumnInstance, A: np.ndarray, col: np.ndarray, a: np.ndarray,
