@@ -25,6 +25,13 @@ FINISH_ATOL = 1e-9
 #: ACCURACY: floor of the GPU ratio under the logarithm of the elastic speed-up (no log(0)
 #: warning)
 MIN_GPU_RATIO = 1e-300
+#: ACCURACY: upstream's restart overhead is charged only when a job's run in the round is longer
+#: than the round less this many seconds (``self._time_per_iteration - 5 < execution_time``,
+#: uw-mad-dash/shockwave scheduler/scheduler.py:1957-1960)
+UPSTREAM_SHORT_RUN_SLACK = 5.0
+#: ACCURACY: steps (whole numbers under upstream's mechanics) within this of a job's remaining
+#: steps finish it (float round-off of epochs x steps-per-epoch)
+STEP_TOL = 1e-6
 #: PERFORMANCE: array elements (rounds x jobs x regimes) one block of a fast-forward scan or
 #: of a repeated addition holds (bounds its memory; a block is a few vectorised operations)
 BLOCK_ELEMENTS = 1 << 20
@@ -169,3 +176,53 @@ def _repeat_add(x0: np.ndarray, inc: np.ndarray | float, count: int) -> np.ndarr
         x = np.cumsum(steps, axis=0)[-1]
         done += b
     return x
+
+
+def _run_jobs_upstream(rows: _JobRows, regime: np.ndarray, in_regime: np.ndarray,
+                       done: np.ndarray, iters: np.ndarray, batch: np.ndarray,
+                       duration: float, overhead: np.ndarray) -> _Outcome:
+    """One round of the running jobs as the Shockwave artifact's simulator runs it
+    (``Simulator(..., mechanics="upstream")``; uw-mad-dash/shockwave scheduler/scheduler.py).
+
+    * a job runs the whole round at the speed of the regime (batch size) it starts it in:
+      ``int(throughput * round)`` whole steps, at most its remaining ones (scheduler.py:1425-1466,
+      ``_get_num_steps``);
+    * a restarting job (``overhead > 0``) whose run is longer than the round less
+      `UPSTREAM_SHORT_RUN_SLACK` seconds keeps ``int(steps * (run - overhead) / run)`` of its
+      steps; a shorter run loses nothing (scheduler.py:1936-1990);
+    * a job that passed the end of its regime changes batch size at the round's end, its
+      completed epochs rounded up to a whole number (scheduler.py:4900-4925,
+      ``_scale_bs_and_iters``); rounding up to its total epochs finishes it.
+
+    ``iters`` and ``batch``: the running jobs' iterations per epoch and batch size per regime
+    (``(s, R)``); every other argument as `_run_jobs` (one batch row only).
+    """
+    s = regime.size
+    idx = np.arange(s)
+    spe = iters[idx, regime]  # steps per epoch at the round's batch size
+    thr = spe / rows.sec_eff[idx, regime]  # steps per second
+    remaining = (rows.total - done) * spe
+    steps = np.minimum(np.floor(thr * duration), remaining)
+    run = steps / thr
+    late = (overhead > 0) & (run > duration - UPSTREAM_SHORT_RUN_SLACK)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        kept = np.floor(steps * (run - overhead) / run)
+    steps = np.where(late, kept, steps)
+    fin = steps >= remaining - STEP_TOL
+    new_done = np.where(fin, rows.total, done + steps / spe)
+    ends = np.cumsum(np.where(rows.real, rows.epochs, 0.0), axis=1)  # (s, R)
+    last = rows.nreg - 1
+    passed = np.minimum((ends <= (new_done + _EPOCH_TOL)[:, None]).sum(axis=1), last)
+    move = ~fin & (passed > regime)
+    change = move & (batch[idx, passed] != batch[idx, regime])
+    new_done = np.where(change, np.ceil(new_done - _EPOCH_TOL), new_done)
+    fin = fin | (new_done >= rows.total - _EPOCH_TOL)
+    new_done = np.where(fin, rows.total, new_done)
+    at = np.minimum((ends <= (new_done + _EPOCH_TOL)[:, None]).sum(axis=1), last)
+    reg = np.where(fin, last, np.where(move, at, regime))
+    start = np.take_along_axis(ends, reg[:, None], axis=1)[:, 0] - rows.epochs[idx, reg]
+    return _Outcome(fin=fin, moved=reg != regime, roll=np.zeros(s, dtype=bool),
+                    adv=steps / spe, run_time=run, regime=reg,
+                    in_regime=np.where(move | fin, np.maximum(new_done - start, 0.0),
+                                       in_regime + steps / spe),
+                    epochs_done=new_done)

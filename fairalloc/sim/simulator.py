@@ -57,7 +57,8 @@ import numpy as np
 from .._validation import as_array, as_bool, as_option, as_positive_float, as_positive_int
 from ..data import Cluster
 from ..errors import FairallocError, InputError, SolverError, only_fairalloc_errors
-from ._rounds import _JobRows, _repeat_add, _run_jobs, _speedup, _steady_rounds
+from ._rounds import (_JobRows, _repeat_add, _run_jobs, _run_jobs_upstream, _speedup,
+                      _steady_rounds)
 from .metrics import SimulationResult
 from .state import ClusterState, JobView, Policy, RoundState, Schedule, TimeShares
 from .workload import Workload
@@ -167,6 +168,17 @@ class Simulator:
         With a ``time_invariant`` policy, skip its calls in rounds without events and jump over
         runs of rounds in which nothing changes (module docstring); ``False`` steps through every
         round and calls the policy each time (the same results, slower: for checking).
+    mechanics : {"event", "upstream"}, default "event"
+        How a round advances the jobs. ``"event"``: event-accurately (module docstring).
+        ``"upstream"``: as the Shockwave artifact's simulator does (uw-mad-dash/shockwave
+        ``scheduler/scheduler.py``, shared by its Shockwave and its baselines), for reproducing
+        its published runs: a job runs ``int(steps/s * round_duration)`` whole steps at the
+        batch size it starts the round with (scheduler.py:1425-1466); it changes batch size only
+        at the round's end, its completed epochs rounded up to a whole number
+        (scheduler.py:4900-4925); the restart overhead is charged only to a job that did not run
+        in the previous round, never in the first round, and only when its run is longer than
+        the round less 5 s, by keeping ``int(steps * (run - overhead) / run)`` of its steps
+        (scheduler.py:1936-1990). Never fast-forwards.
 
     Examples
     --------
@@ -185,7 +197,7 @@ class Simulator:
                  seed: int = 0, max_idle_rounds: int = DEFAULT_MAX_IDLE_ROUNDS,
                  record: bool = True,
                  mechanism_fraction: str = "elapsed", max_rounds: int | None = None,
-                 fast_forward: bool = True) -> None:
+                 fast_forward: bool = True, mechanics: str = "event") -> None:
         if not isinstance(workload, Workload):
             raise InputError(f"workload must be a fairalloc.sim.Workload, got "
                              f"{type(workload).__name__}", argument="workload")
@@ -209,13 +221,15 @@ class Simulator:
         self.max_rounds = None if max_rounds is None else as_positive_int(max_rounds,
                                                                           "max_rounds")
         self.fast_forward = as_bool(fast_forward, "fast_forward")
+        self.mechanics = as_option(mechanics, "mechanics", ("event", "upstream"))
         self.round_limit()  # refuse a workload that could not finish in reasonable time now
 
     @property
     def fast(self) -> bool:
         """Whether this simulation fast-forwards (``fast_forward`` and a ``time_invariant``
         policy)."""
-        return self.fast_forward and getattr(self.policy, "time_invariant", False) is True
+        return (self.fast_forward and self.mechanics == "event"
+                and getattr(self.policy, "time_invariant", False) is True)
 
     def min_rounds(self) -> int:
         """A lower bound on the rounds the simulation runs: the rounds the longest job needs
@@ -572,13 +586,22 @@ class _Run:
         changed = (gpus != prev).any(axis=1)
         # preemption: ran last round, still unfinished, and does not run now
         self.preempt[active[was_running & ~on]] += 1
-        restarting = on & (changed | ~was_running)
+        upstream = self.sim.mechanics == "upstream"
+        # upstream charges a job absent from the previous round, never in the first one
+        restarting = on & ((~was_running & (self.rounds > 0)) if upstream
+                           else (changed | ~was_running))
         self.restarts[active[restarting & self.ever_ran[active]]] += 1
         overhead = np.where(restarting[on], self.sim.restart_overhead, 0.0)
         busy = 0.0
         if S.size:
             rows, held, _ = self._rows(S, g, total[on])
-            out = _run_jobs(rows, self.regime[S], self.in_regime[S], D - overhead, overhead)
+            if upstream:
+                out = _run_jobs_upstream(rows, self.regime[S], self.in_regime[S],
+                                         self.epochs_done[S], w.regime_iterations[S],
+                                         w.regime_batch[S], D, overhead)
+            else:
+                out = _run_jobs(rows, self.regime[S], self.in_regime[S], D - overhead,
+                                overhead)
             self.regime[S] = out.regime
             self.in_regime[S] = out.in_regime
             self.epochs_done[S] = out.epochs_done

@@ -1,0 +1,97 @@
+"""``Simulator(..., mechanics="upstream")``: the Shockwave artifact's round mechanics
+(uw-mad-dash/shockwave scheduler/scheduler.py), each checked by hand on a one-job simulation.
+
+Each expected time below is worked out in the test's comment; the tolerance is the
+simulator's own finish tolerance (`fairalloc.sim._rounds.FINISH_ATOL` scaled to seconds of
+float round-off), never a measured figure.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fairalloc as fa
+from fairalloc.sim import JobSpec, Schedule, Simulator, Workload, make_policy
+
+GPU = fa.Cluster({"gpu": 1})
+#: seconds of float round-off allowed on a finish time (steps / steps-per-second)
+TOL = 1e-6
+
+
+class SkipRound1:
+    """Runs every active job on its gang except in round 1 (a preemption then a restart)."""
+
+    name = "skip-round-1"
+
+    def reset(self, workload, cluster, *, round_duration, seed):
+        pass
+
+    def allocate(self, state):
+        on = -1 if state.cluster.round_index == 1 else 0
+        return Schedule.from_types(np.full(state.jobs.n, on), state.jobs.scale_factor, 1)
+
+
+def run(workload, policy, mechanics, overhead=0.0):
+    return Simulator(workload, GPU, policy, round_duration=100.0, restart_overhead=overhead,
+                     mechanics=mechanics).run()
+
+
+def test_whole_steps_per_round():
+    # 0.999 steps/s, 300 steps, rounds of 100 s. Upstream: int(99.9) = 99 steps a round, so
+    # 297 after three rounds and the last 3 steps take 3 / 0.999 s of round 3. Event-accurate:
+    # 300 / 0.999 = 300.3 s.
+    w = Workload.from_arrays([0.0], [[0.999]], [300.0])
+    up = run(w, make_policy("fifo"), "upstream")
+    ev = run(w, make_policy("fifo"), "event")
+    assert up.finish[0] == pytest.approx(300.0 + 3 / 0.999, abs=TOL)
+    assert ev.finish[0] == pytest.approx(300 / 0.999, abs=TOL)
+
+
+@pytest.mark.parametrize(("steps", "upstream", "event"), [
+    # 250 steps at 1 step/s, overhead 20 s, the job preempted in round 1.
+    # upstream: round 0 free of overhead (100), round 2 restarts with a full run: keeps
+    # int(100 * 80 / 100) = 80 (180), round 3 runs 70 s: 370. event: 80 + 80 + 90: 390.
+    (250.0, 370.0, 390.0),
+    # 190 steps: upstream's restart in round 2 runs only 90 s <= 100 - 5: no overhead, 290.
+    # event: 80 + 80 + 30 (round 3): 330.
+    (190.0, 290.0, 330.0),
+])
+def test_restart_overhead(steps, upstream, event):
+    w = Workload.from_arrays([0.0], [[1.0]], [steps])
+    up = run(w, SkipRound1(), "upstream", overhead=20.0)
+    ev = run(w, SkipRound1(), "event", overhead=20.0)
+    assert up.finish[0] == pytest.approx(upstream, abs=TOL)
+    assert ev.finish[0] == pytest.approx(event, abs=TOL)
+
+
+def test_batch_size_changes_at_round_end_with_epochs_rounded_up():
+    # 2 epochs of 10 steps at 30 s/epoch (1/3 step/s), then 3 epochs of 5 steps at 10 s/epoch.
+    # event: 60 s + 3 * 10 s = 90 s. upstream: round 0 runs int(100 / 3) = 33 steps at the
+    # first batch size (3.3 epochs, past the boundary), then changes batch size with its
+    # epochs rounded up to 4; round 1 runs the last epoch (5 steps at 0.5 step/s): 110 s.
+    # Without the rounding up it would need 1.7 epochs = 8.5 -> 17 s: 117 s.
+    job = JobSpec(0.0, [(32, 2, [30.0]), (64, 3, [10.0])], iterations_per_epoch=[10, 5])
+    w = Workload.from_jobs([job], types=["gpu"])
+    up = run(w, make_policy("fifo"), "upstream")
+    ev = run(w, make_policy("fifo"), "event")
+    assert up.finish[0] == pytest.approx(110.0, abs=TOL)
+    assert ev.finish[0] == pytest.approx(90.0, abs=TOL)
+
+
+def test_same_batch_regimes_move_without_rounding():
+    # two regimes with the same batch size (no batch-size change upstream): the job moves on
+    # without rounding its epochs: 33 steps of 10 per epoch, then 17 more at 1/3 step/s
+    # (the second regime's speed is the same): 100 + 51 s.
+    job = JobSpec(0.0, [(32, 2, [30.0]), (32, 3, [30.0])], iterations_per_epoch=[10, 10])
+    w = Workload.from_jobs([job], types=["gpu"])
+    assert run(w, make_policy("fifo"), "upstream").finish[0] == pytest.approx(151.0, abs=TOL)
+
+
+def test_default_is_event_and_option_checked():
+    w = Workload.from_arrays([0.0], [[1.0]], [10.0])
+    sim = Simulator(w, GPU, make_policy("fifo"), round_duration=100.0)
+    assert sim.mechanics == "event"
+    with pytest.raises(fa.InputError) as err:
+        Simulator(w, GPU, make_policy("fifo"), round_duration=100.0, mechanics="paper")
+    assert err.value.argument == "mechanics"
