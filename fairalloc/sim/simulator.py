@@ -57,8 +57,7 @@ import numpy as np
 from .._validation import as_array, as_bool, as_option, as_positive_float, as_positive_int
 from ..data import Cluster
 from ..errors import FairallocError, InputError, SolverError, only_fairalloc_errors
-from ._rounds import (_JobRows, _repeat_add, _run_jobs, _run_jobs_upstream, _speedup,
-                      _steady_rounds)
+from ._rounds import _JobRows, _repeat_add, _run_jobs, _run_jobs_upstream, _speedup, _steady_rounds
 from .metrics import SimulationResult
 from .state import ClusterState, JobView, Policy, RoundState, Schedule, TimeShares
 from .workload import Workload
