@@ -95,3 +95,12 @@ def test_default_is_event_and_option_checked():
     with pytest.raises(fa.InputError) as err:
         Simulator(w, GPU, make_policy("fifo"), round_duration=100.0, mechanics="paper")
     assert err.value.argument == "mechanics"
+
+
+def test_less_than_a_step_a_round_is_refused():
+    # 0.005 steps/s: int(0.5) = 0 whole steps a round of 100 s, upstream's job would never end
+    w = Workload.from_arrays([0.0, 0.0], [[1.0], [0.005]], [10.0, 10.0])
+    with pytest.raises(fa.InputError) as err:
+        Simulator(w, GPU, make_policy("fifo"), round_duration=100.0, mechanics="upstream")
+    assert err.value.argument == "workload" and err.value.index == (1, 0)
+    Simulator(w, GPU, make_policy("fifo"), round_duration=100.0)  # event: fine

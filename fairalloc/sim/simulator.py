@@ -222,6 +222,8 @@ class Simulator:
         self.fast_forward = as_bool(fast_forward, "fast_forward")
         self.mechanics = as_option(mechanics, "mechanics", ("event", "upstream"))
         self.round_limit()  # refuse a workload that could not finish in reasonable time now
+        if self.mechanics == "upstream":
+            self._check_whole_steps()
 
     @property
     def fast(self) -> bool:
@@ -229,6 +231,22 @@ class Simulator:
         policy)."""
         return (self.fast_forward and self.mechanics == "event"
                 and getattr(self.policy, "time_invariant", False) is True)
+
+    def _check_whole_steps(self) -> None:
+        """Under upstream's mechanics a job runs ``int(steps/s * round)`` steps a round: refuse
+        a regime of fewer than one step a round on its fastest type (it would never end)."""
+        w = self.workload
+        real = np.arange(w.regime_epochs.shape[1])[None, :] < w.num_regimes[:, None]
+        with np.errstate(all="ignore"):
+            steps = np.floor(w.regime_iterations / w.regime_seconds.min(axis=2)
+                             * self.round_duration)
+        bad = np.argwhere(real & ~(steps >= 1))
+        if bad.size:
+            i, r = (int(v) for v in bad[0])
+            raise InputError(f"workload: job {w.ids[i]!r} runs fewer than one whole step a "
+                             f"round in its regime {r}, which mechanics='upstream' truncates to "
+                             "none: use a longer round_duration or mechanics='event'",
+                             argument="workload", index=(i, r))
 
     def min_rounds(self) -> int:
         """A lower bound on the rounds the simulation runs: the rounds the longest job needs
