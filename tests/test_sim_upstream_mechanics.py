@@ -65,18 +65,38 @@ def test_restart_overhead(steps, upstream, event):
     assert ev.finish[0] == pytest.approx(event, abs=TOL)
 
 
-def test_batch_size_changes_at_round_end_with_epochs_rounded_up():
-    # 2 epochs of 10 steps at 30 s/epoch (1/3 step/s), then 3 epochs of 5 steps at 10 s/epoch.
-    # event: 60 s + 3 * 10 s = 90 s. upstream: round 0 runs int(100 / 3) = 33 steps at the
-    # first batch size (3.3 epochs, past the boundary), then changes batch size with its
-    # epochs rounded up to 4; round 1 runs the last epoch (5 steps at 0.5 step/s): 110 s.
-    # Without the rounding up it would need 1.7 epochs = 8.5 -> 17 s: 117 s.
-    job = JobSpec(0.0, [(32, 2, [30.0]), (64, 3, [10.0])], iterations_per_epoch=[10, 5])
+def test_batch_size_changes_after_the_flagged_run_with_epochs_rounded_up():
+    # 2 epochs of 10 steps at 30 s/epoch (1/3 step/s), then 10 epochs of 5 steps at 10 s/epoch.
+    # event: 60 s + 10 * 10 s = 160 s. upstream: round 0 runs int(100 / 3) = 33 steps at the
+    # first batch size (3.3 epochs); at its end the change is flagged (ceil(3.3) = 4 >= 2) and
+    # applied after the job's next run: round 1 runs 33 more steps at the first batch size
+    # (6.6 epochs), then the epochs are rounded up to 7; round 2 runs the last 5 epochs (25
+    # steps at 0.5 step/s): 250 s. Without the rounding up: 5.4 epochs = 27 steps -> 254 s;
+    # with the change applied at round 0's end already: ceil(3.3) = 4, 8 epochs -> 180 s.
+    job = JobSpec(0.0, [(32, 2, [30.0]), (64, 10, [10.0])], iterations_per_epoch=[10, 5])
     w = Workload.from_jobs([job], types=["gpu"])
     up = run(w, make_policy("fifo"), "upstream")
     ev = run(w, make_policy("fifo"), "event")
-    assert up.finish[0] == pytest.approx(110.0, abs=TOL)
-    assert ev.finish[0] == pytest.approx(90.0, abs=TOL)
+    assert up.finish[0] == pytest.approx(250.0, abs=TOL)
+    assert ev.finish[0] == pytest.approx(160.0, abs=TOL)
+
+
+def test_gns_flags_one_epoch_ahead():
+    # 5 epochs of 10 steps at 30 s/epoch (1/3 step/s), then 10 epochs of 5 steps at 10 s/epoch;
+    # 33 steps (3.3 epochs) a round at the first batch size. After round 0 (3.3 epochs,
+    # ceil 4): GNS flags (4 + 1 >= 5), accordion does not (4 < 5). GNS: round 1 runs at the
+    # first batch size (6.6), rounded up to 7 = 2 epochs into the second regime; 8 left = 40
+    # steps at 0.5 step/s = 80 s of round 2: 280 s. Accordion: flagged after round 1 (ceil 7
+    # >= 5); round 2 -> 9.9, rounded up to 10; 5 left = 25 steps = 50 s of round 3: 350 s.
+    def job(mode):
+        return JobSpec(0.0, [(32, 5, [30.0]), (64, 10, [10.0])], iterations_per_epoch=[10, 5],
+                       mode=mode)
+
+    gns = run(Workload.from_jobs([job("gns")], types=["gpu"]), make_policy("fifo"), "upstream")
+    acc = run(Workload.from_jobs([job("accordion")], types=["gpu"]), make_policy("fifo"),
+              "upstream")
+    assert gns.finish[0] == pytest.approx(280.0, abs=TOL)
+    assert acc.finish[0] == pytest.approx(350.0, abs=TOL)
 
 
 def test_same_batch_regimes_move_without_rounding():

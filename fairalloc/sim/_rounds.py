@@ -67,6 +67,9 @@ class _Outcome:
     regime: np.ndarray  # (..., s) regime after the round
     in_regime: np.ndarray  # (..., s) epochs done in it
     epochs_done: np.ndarray  # (..., s)
+    #: (s,) seconds of ``run_time`` that count as the job's time on its type: all of it, but
+    #: under upstream's mechanics the overhead charged is not (scheduler.py:1966-1968)
+    counted: np.ndarray | None = None
 
 
 def _run_jobs(rows: _JobRows, regime: np.ndarray, in_regime: np.ndarray, avail: np.ndarray,
@@ -180,7 +183,7 @@ def _repeat_add(x0: np.ndarray, inc: np.ndarray | float, count: int) -> np.ndarr
 
 def _run_jobs_upstream(rows: _JobRows, regime: np.ndarray, in_regime: np.ndarray,
                        done: np.ndarray, iters: np.ndarray, batch: np.ndarray,
-                       duration: float, overhead: np.ndarray) -> _Outcome:
+                       lead: np.ndarray, duration: float, overhead: np.ndarray) -> _Outcome:
     """One round of the running jobs as the Shockwave artifact's simulator runs it
     (``Simulator(..., mechanics="upstream")``; uw-mad-dash/shockwave scheduler/scheduler.py).
 
@@ -190,12 +193,18 @@ def _run_jobs_upstream(rows: _JobRows, regime: np.ndarray, in_regime: np.ndarray
     * a restarting job (``overhead > 0``) whose run is longer than the round less
       `UPSTREAM_SHORT_RUN_SLACK` seconds keeps ``int(steps * (run - overhead) / run)`` of its
       steps; a shorter run loses nothing (scheduler.py:1936-1990);
-    * a job that passed the end of its regime changes batch size at the round's end, its
-      completed epochs rounded up to a whole number (scheduler.py:4900-4925,
-      ``_scale_bs_and_iters``); rounding up to its total epochs finishes it.
+    * a job changes batch size only at the end of a run: upstream flags the change at a round's
+      end when the job's epoch count rounded up reaches the end of its regime
+      (``_simulate_accordion`` / ``_simulate_gns`` with ``_get_num_epochs``'s ``ceil``,
+      scheduler.py:1604-1727, 2017-2021, 4721-4729; GNS looks one epoch ahead,
+      ``bs_gns[current_epoch + 1]``: ``lead`` epochs per job) and applies the flag after the job's next
+      run (``_done_callback`` -> ``_scale_bs_and_iters``, scheduler.py:4676-4678), rounding
+      its completed epochs up to a whole number (scheduler.py:4900-4925); rounding up to its
+      total epochs finishes it. A regime followed by one of the same batch size is left
+      without a flag, where its epochs end.
 
     ``iters`` and ``batch``: the running jobs' iterations per epoch and batch size per regime
-    (``(s, R)``); every other argument as `_run_jobs` (one batch row only).
+    (``(s, R)``); ``lead`` (``(s,)``): epochs the flag looks ahead; every other argument as `_run_jobs` (one batch row only).
     """
     s = regime.size
     idx = np.arange(s)
@@ -212,9 +221,14 @@ def _run_jobs_upstream(rows: _JobRows, regime: np.ndarray, in_regime: np.ndarray
     new_done = np.where(fin, rows.total, done + steps / spe)
     ends = np.cumsum(np.where(rows.real, rows.epochs, 0.0), axis=1)  # (s, R)
     last = rows.nreg - 1
+    nxt = np.minimum(regime + 1, last)
+    differs = (regime < last) & (batch[idx, nxt] != batch[idx, regime])
+    # the flag raised at the end of the job's previous round: its epochs rounded up reached
+    # the end of its regime
+    flagged = differs & (np.ceil(done - _EPOCH_TOL) + lead >= ends[idx, regime] - _EPOCH_TOL)
     passed = np.minimum((ends <= (new_done + _EPOCH_TOL)[:, None]).sum(axis=1), last)
-    move = ~fin & (passed > regime)
-    change = move & (batch[idx, passed] != batch[idx, regime])
+    change = ~fin & flagged
+    move = change | (~fin & ~differs & (passed > regime))
     new_done = np.where(change, np.ceil(new_done - _EPOCH_TOL), new_done)
     fin = fin | (new_done >= rows.total - _EPOCH_TOL)
     new_done = np.where(fin, rows.total, new_done)
@@ -222,7 +236,8 @@ def _run_jobs_upstream(rows: _JobRows, regime: np.ndarray, in_regime: np.ndarray
     reg = np.where(fin, last, np.where(move, at, regime))
     start = np.take_along_axis(ends, reg[:, None], axis=1)[:, 0] - rows.epochs[idx, reg]
     return _Outcome(fin=fin, moved=reg != regime, roll=np.zeros(s, dtype=bool),
-                    adv=steps / spe, run_time=run, regime=reg,
+                    adv=steps / spe, run_time=run, counted=run - np.where(late, overhead, 0.0),
+                    regime=reg,
                     in_regime=np.where(move | fin, np.maximum(new_done - start, 0.0),
                                        in_regime + steps / spe),
                     epochs_done=new_done)

@@ -458,6 +458,8 @@ class _Run:
         self.sec_real = np.where(self.real[:, :, None], w.regime_seconds, np.inf)
         self.best_type_sec = np.where(self.real, np.min(self.sec_real, axis=2), 0.0)
         self.total_epochs = w.total_epochs
+        # upstream's GNS flags a batch-size change one epoch ahead (mechanics="upstream")
+        self.bs_lead = np.array([m == "gns" for m in w.mode], dtype=float)
         self.arrived = np.zeros(n, dtype=bool)
         self.done = np.zeros(n, dtype=bool)
         self.regime = np.zeros(n, dtype=np.int64)
@@ -615,7 +617,7 @@ class _Run:
             if upstream:
                 out = _run_jobs_upstream(rows, self.regime[S], self.in_regime[S],
                                          self.epochs_done[S], w.regime_iterations[S],
-                                         w.regime_batch[S], D, overhead)
+                                         w.regime_batch[S], self.bs_lead[S], D, overhead)
             else:
                 out = _run_jobs(rows, self.regime[S], self.in_regime[S], D - overhead,
                                 overhead)
@@ -626,7 +628,8 @@ class _Run:
             self.attained[S] += run_time
             self.gpu_sec[S] += run_time * total[on]
             ttype = np.where(held, self.sec_real[S, self.regime[S]], -np.inf).argmax(axis=1)
-            np.add.at(self.received, (S, ttype), run_time)
+            np.add.at(self.received, (S, ttype),
+                      run_time if out.counted is None else out.counted)
             self.start[S] = np.where(np.isnan(self.start[S]), t, self.start[S])
             self.ever_ran[S] = True
             self.last_run_end[S] = t + run_time
