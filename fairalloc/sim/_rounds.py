@@ -197,14 +197,15 @@ def _run_jobs_upstream(rows: _JobRows, regime: np.ndarray, in_regime: np.ndarray
       end when the job's epoch count rounded up reaches the end of its regime
       (``_simulate_accordion`` / ``_simulate_gns`` with ``_get_num_epochs``'s ``ceil``,
       scheduler.py:1604-1727, 2017-2021, 4721-4729; GNS looks one epoch ahead,
-      ``bs_gns[current_epoch + 1]``: ``lead`` epochs per job) and applies the flag after the job's next
-      run (``_done_callback`` -> ``_scale_bs_and_iters``, scheduler.py:4676-4678), rounding
-      its completed epochs up to a whole number (scheduler.py:4900-4925); rounding up to its
-      total epochs finishes it. A regime followed by one of the same batch size is left
+      ``bs_gns[current_epoch + 1]``: ``lead`` epochs per job) and applies the flag after the
+      job's next run (``_done_callback`` -> ``_scale_bs_and_iters``, scheduler.py:4676-4678),
+      rounding its completed epochs up to a whole number (scheduler.py:4900-4925); rounding up
+      to its total epochs finishes it. A regime followed by one of the same batch size is left
       without a flag, where its epochs end.
 
     ``iters`` and ``batch``: the running jobs' iterations per epoch and batch size per regime
-    (``(s, R)``); ``lead`` (``(s,)``): epochs the flag looks ahead; every other argument as `_run_jobs` (one batch row only).
+    (``(s, R)``); ``lead`` (``(s,)``): epochs the flag looks ahead; every other argument as
+    `_run_jobs` (one batch row only).
     """
     s = regime.size
     idx = np.arange(s)
