@@ -172,12 +172,15 @@ class Simulator:
         ``"upstream"``: as the Shockwave artifact's simulator does (uw-mad-dash/shockwave
         ``scheduler/scheduler.py``, shared by its Shockwave and its baselines), for reproducing
         its published runs: a job runs ``int(steps/s * round_duration)`` whole steps at the
-        batch size it starts the round with (scheduler.py:1425-1466); it changes batch size only
-        at the round's end, its completed epochs rounded up to a whole number
-        (scheduler.py:4900-4925); the restart overhead is charged only to a job that did not run
-        in the previous round, never in the first round, and only when its run is longer than
-        the round less 5 s, by keeping ``int(steps * (run - overhead) / run)`` of its steps
-        (scheduler.py:1936-1990). Never fast-forwards.
+        batch size it starts the round with (scheduler.py:1425-1466); a batch-size change is
+        flagged at a round's end when the job's epochs rounded up reach its regime's end (GNS:
+        one epoch ahead) and made after the job's next run, its completed epochs rounded up to
+        a whole number (scheduler.py:1604-1727, 4676-4678, 4900-4925); the restart overhead is
+        charged only to a job that did not run in the previous round, never in the first round,
+        and only when its run is longer than the round less 5 s, by keeping
+        ``int(steps * (run - overhead) / run)`` of its steps, the overhead not counted in
+        ``received`` (scheduler.py:1936-1990). Never fast-forwards
+        (`fairalloc.sim._rounds._run_jobs_upstream`).
 
     Examples
     --------
