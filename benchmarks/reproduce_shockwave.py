@@ -42,7 +42,10 @@ max sum throughput), ``gandiva_fair`` (stride scheduling), and for each baseline
 ``-upstream`` row (``themis-upstream``, ``gavel-upstream``, ``allox-upstream``,
 ``mst-upstream``, ``gandiva_fair-upstream``, ``ossp-upstream``) that runs it as the artifact's
 code does, through upstream's round loop (``rounds="upstream"``; the differences, with
-upstream's file and line, are in docs/how-to/reproduce-shockwave.md). ``--all`` adds Ares
+upstream's file and line, are in docs/how-to/reproduce-shockwave.md). On the traces the
+``-upstream`` rows (the preset's and the baselines') run with the artifact's own simulator
+mechanics, ``Simulator(..., mechanics="upstream")`` (``--event-mechanics``: without; the
+generated workloads of ``--seeds`` always without). ``--all`` adds Ares
 EFQ, Tiresias LAS and FIFO.
 
 ``--trace900`` runs the 900-job trace on 256 GPUs instead, paired with ``wisr_throughputs.json``
