@@ -124,3 +124,28 @@ def test_less_than_a_step_a_round_is_refused():
         Simulator(w, GPU, make_policy("fifo"), round_duration=100.0, mechanics="upstream")
     assert err.value.argument == "workload" and err.value.index == (1, 0)
     Simulator(w, GPU, make_policy("fifo"), round_duration=100.0)  # event: fine
+
+
+class RecordReceived(SkipRound1):
+    """`SkipRound1`, keeping the time on the type each round's view shows."""
+
+    def reset(self, workload, cluster, *, round_duration, seed):
+        self.received = []
+
+    def allocate(self, state):
+        self.received.append(float(state.jobs.received[0, 0]))
+        return super().allocate(state)
+
+
+@pytest.mark.parametrize(("mechanics", "expected"), [
+    # upstream: the 20 s charged at round 2's restart are not time on the type
+    # (``execution_time -= preemption_overhead``): 100 (round 0) + 80 (round 2)
+    ("upstream", [0.0, 100.0, 100.0, 180.0]),
+    # event-accurate: every second held counts, overhead included: 100 + 100
+    ("event", [0.0, 100.0, 100.0, 200.0]),
+])
+def test_charged_overhead_is_not_time_on_the_type(mechanics, expected):
+    w = Workload.from_arrays([0.0], [[1.0]], [250.0])
+    pol = RecordReceived()
+    run(w, pol, mechanics, overhead=20.0)
+    assert pol.received == pytest.approx(expected, abs=TOL)
