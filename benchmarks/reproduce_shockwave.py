@@ -42,7 +42,10 @@ max sum throughput), ``gandiva_fair`` (stride scheduling), and for each baseline
 ``-upstream`` row (``themis-upstream``, ``gavel-upstream``, ``allox-upstream``,
 ``mst-upstream``, ``gandiva_fair-upstream``, ``ossp-upstream``) that runs it as the artifact's
 code does, through upstream's round loop (``rounds="upstream"``; the differences, with
-upstream's file and line, are in docs/how-to/reproduce-shockwave.md). ``--all`` adds Ares
+upstream's file and line, are in docs/how-to/reproduce-shockwave.md). On the traces the
+``-upstream`` rows (the preset's and the baselines') run with the artifact's own simulator
+mechanics, ``Simulator(..., mechanics="upstream")`` (``--event-mechanics``: without; the
+generated workloads of ``--seeds`` always without). ``--all`` adds Ares
 EFQ, Tiresias LAS and FIFO.
 
 ``--trace900`` runs the 900-job trace on 256 GPUs instead, paired with ``wisr_throughputs.json``
@@ -161,6 +164,14 @@ SCALES = {120: (120, 32, "trace_120jobs.tsv", "tacc_throughputs.json"),
 #: 900 jobs in 4400 s)
 SEED_RATES = {120: 86.0, 900: 736.0}
 ROUND, RESTART, UNFAIR = 120.0, 20.0, 1.05
+#: rows simulated with the artifact's own round mechanics (``Simulator(...,
+#: mechanics="upstream")``: whole steps, batch sizes changed at round ends with epochs rounded
+#: up, its restart-overhead rule) on the traces; ``--event-mechanics`` runs them event-accurately
+#: like every other row, and the generated workloads (``--seeds``) always do
+UPSTREAM_MECHANICS_ROWS = frozenset({
+    "shockwave-upstream", "shockwave-upstream-oracle", "shockwave-upstream-dirichlet",
+    "gavel-upstream", "themis-upstream", "allox-upstream", "ossp-upstream", "mst-upstream",
+    "gandiva_fair-upstream"})
 
 
 def policies(all_: bool, only: list[str] | None = None) -> list[tuple[str, Any]]:
@@ -215,12 +226,16 @@ def policies(all_: bool, only: list[str] | None = None) -> list[tuple[str, Any]]
 
 
 def simulate_all(w: Any, gpus: int, all_: bool, only: list[str] | None,
-                 quiet: bool = False) -> tuple[dict[str, Any], dict[str, float]]:
+                 quiet: bool = False, upstream_mechanics: bool = False
+                 ) -> tuple[dict[str, Any], dict[str, float]]:
     cluster = fa.Cluster({"v100": gpus})
     results, seconds = {}, {}
     for name, pol in policies(all_, only):
         t0 = time.perf_counter()
-        sim = Simulator(w, cluster, pol, round_duration=ROUND, restart_overhead=RESTART)
+        mechanics = ("upstream" if upstream_mechanics and name in UPSTREAM_MECHANICS_ROWS
+                     else "event")
+        sim = Simulator(w, cluster, pol, round_duration=ROUND, restart_overhead=RESTART,
+                        mechanics=mechanics)
         results[name] = sim.run()
         seconds[name] = time.perf_counter() - t0
         if not quiet:
@@ -290,7 +305,8 @@ def run_trace(args: argparse.Namespace, scale: int) -> int:
     modes = ", ".join(f"{m}: {w.mode.count(m)}" for m in ("static", "accordion", "gns"))
     print(f"{w.n} jobs ({modes}) on {gpus} V100s, throughputs {table_name}; rounds of "
           f"{ROUND:.0f} s, restart overhead {RESTART:.0f} s\n")
-    results, seconds = simulate_all(w, gpus, args.all, args.policies)
+    results, seconds = simulate_all(w, gpus, args.all, args.policies,
+                                    upstream_mechanics=not args.event_mechanics)
     table = compare(results, unfair_threshold=UNFAIR)
     if scale == 120:
         print_published()
@@ -367,6 +383,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="scale of the generated workloads (--seeds)")
     ap.add_argument("--policies", type=lambda s: s.split(","), default=None,
                     help="comma-separated row names to run (default: all)")
+    ap.add_argument("--event-mechanics", action="store_true",
+                    help="simulate the -upstream rows of a trace event-accurately too, not "
+                         "with the artifact's round mechanics")
     args = ap.parse_args(argv)
     if args.seeds > 0:
         return run_seeds(args)

@@ -25,6 +25,13 @@ FINISH_ATOL = 1e-9
 #: ACCURACY: floor of the GPU ratio under the logarithm of the elastic speed-up (no log(0)
 #: warning)
 MIN_GPU_RATIO = 1e-300
+#: ACCURACY: upstream's restart overhead is charged only when a job's run in the round is longer
+#: than the round less this many seconds (``self._time_per_iteration - 5 < execution_time``,
+#: uw-mad-dash/shockwave scheduler/scheduler.py:1957-1960)
+UPSTREAM_SHORT_RUN_SLACK = 5.0
+#: ACCURACY: steps (whole numbers under upstream's mechanics) within this of a job's remaining
+#: steps finish it (float round-off of epochs x steps-per-epoch)
+STEP_TOL = 1e-6
 #: PERFORMANCE: array elements (rounds x jobs x regimes) one block of a fast-forward scan or
 #: of a repeated addition holds (bounds its memory; a block is a few vectorised operations)
 BLOCK_ELEMENTS = 1 << 20
@@ -60,6 +67,9 @@ class _Outcome:
     regime: np.ndarray  # (..., s) regime after the round
     in_regime: np.ndarray  # (..., s) epochs done in it
     epochs_done: np.ndarray  # (..., s)
+    #: (s,) seconds of ``run_time`` that count as the job's time on its type: all of it, but
+    #: under upstream's mechanics the overhead charged is not (scheduler.py:1966-1968)
+    counted: np.ndarray | None = None
 
 
 def _run_jobs(rows: _JobRows, regime: np.ndarray, in_regime: np.ndarray, avail: np.ndarray,
@@ -169,3 +179,66 @@ def _repeat_add(x0: np.ndarray, inc: np.ndarray | float, count: int) -> np.ndarr
         x = np.cumsum(steps, axis=0)[-1]
         done += b
     return x
+
+
+def _run_jobs_upstream(rows: _JobRows, regime: np.ndarray, in_regime: np.ndarray,
+                       done: np.ndarray, iters: np.ndarray, batch: np.ndarray,
+                       lead: np.ndarray, duration: float, overhead: np.ndarray) -> _Outcome:
+    """One round of the running jobs as the Shockwave artifact's simulator runs it
+    (``Simulator(..., mechanics="upstream")``; uw-mad-dash/shockwave scheduler/scheduler.py).
+
+    * a job runs the whole round at the speed of the regime (batch size) it starts it in:
+      ``int(throughput * round)`` whole steps, at most its remaining ones (scheduler.py:1425-1466,
+      ``_get_num_steps``);
+    * a restarting job (``overhead > 0``) whose run is longer than the round less
+      `UPSTREAM_SHORT_RUN_SLACK` seconds keeps ``int(steps * (run - overhead) / run)`` of its
+      steps; a shorter run loses nothing (scheduler.py:1936-1990);
+    * a job changes batch size only at the end of a run: upstream flags the change at a round's
+      end when the job's epoch count rounded up reaches the end of its regime
+      (``_simulate_accordion`` / ``_simulate_gns`` with ``_get_num_epochs``'s ``ceil``,
+      scheduler.py:1604-1727, 2017-2021, 4721-4729; GNS looks one epoch ahead,
+      ``bs_gns[current_epoch + 1]``: ``lead`` epochs per job) and applies the flag after the
+      job's next run (``_done_callback`` -> ``_scale_bs_and_iters``, scheduler.py:4676-4678),
+      rounding its completed epochs up to a whole number (scheduler.py:4900-4925); rounding up
+      to its total epochs finishes it. A regime followed by one of the same batch size is left
+      without a flag, where its epochs end.
+
+    ``iters`` and ``batch``: the running jobs' iterations per epoch and batch size per regime
+    (``(s, R)``); ``lead`` (``(s,)``): epochs the flag looks ahead; every other argument as
+    `_run_jobs` (one batch row only).
+    """
+    s = regime.size
+    idx = np.arange(s)
+    spe = iters[idx, regime]  # steps per epoch at the round's batch size
+    thr = spe / rows.sec_eff[idx, regime]  # steps per second
+    remaining = (rows.total - done) * spe
+    steps = np.minimum(np.floor(thr * duration), remaining)
+    run = steps / thr
+    late = (overhead > 0) & (run > duration - UPSTREAM_SHORT_RUN_SLACK)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        kept = np.floor(steps * (run - overhead) / run)
+    steps = np.where(late, kept, steps)
+    fin = steps >= remaining - STEP_TOL
+    new_done = np.where(fin, rows.total, done + steps / spe)
+    ends = np.cumsum(np.where(rows.real, rows.epochs, 0.0), axis=1)  # (s, R)
+    last = rows.nreg - 1
+    nxt = np.minimum(regime + 1, last)
+    differs = (regime < last) & (batch[idx, nxt] != batch[idx, regime])
+    # the flag raised at the end of the job's previous round: its epochs rounded up reached
+    # the end of its regime
+    flagged = differs & (np.ceil(done - _EPOCH_TOL) + lead >= ends[idx, regime] - _EPOCH_TOL)
+    passed = np.minimum((ends <= (new_done + _EPOCH_TOL)[:, None]).sum(axis=1), last)
+    change = ~fin & flagged
+    move = change | (~fin & ~differs & (passed > regime))
+    new_done = np.where(change, np.ceil(new_done - _EPOCH_TOL), new_done)
+    fin = fin | (new_done >= rows.total - _EPOCH_TOL)
+    new_done = np.where(fin, rows.total, new_done)
+    at = np.minimum((ends <= (new_done + _EPOCH_TOL)[:, None]).sum(axis=1), last)
+    reg = np.where(fin, last, np.where(move, at, regime))
+    start = np.take_along_axis(ends, reg[:, None], axis=1)[:, 0] - rows.epochs[idx, reg]
+    return _Outcome(fin=fin, moved=reg != regime, roll=np.zeros(s, dtype=bool),
+                    adv=steps / spe, run_time=run, counted=run - np.where(late, overhead, 0.0),
+                    regime=reg,
+                    in_regime=np.where(move | fin, np.maximum(new_done - start, 0.0),
+                                       in_regime + steps / spe),
+                    epochs_done=new_done)

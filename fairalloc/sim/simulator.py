@@ -57,7 +57,7 @@ import numpy as np
 from .._validation import as_array, as_bool, as_option, as_positive_float, as_positive_int
 from ..data import Cluster
 from ..errors import FairallocError, InputError, SolverError, only_fairalloc_errors
-from ._rounds import _JobRows, _repeat_add, _run_jobs, _speedup, _steady_rounds
+from ._rounds import _JobRows, _repeat_add, _run_jobs, _run_jobs_upstream, _speedup, _steady_rounds
 from .metrics import SimulationResult
 from .state import ClusterState, JobView, Policy, RoundState, Schedule, TimeShares
 from .workload import Workload
@@ -167,6 +167,20 @@ class Simulator:
         With a ``time_invariant`` policy, skip its calls in rounds without events and jump over
         runs of rounds in which nothing changes (module docstring); ``False`` steps through every
         round and calls the policy each time (the same results, slower: for checking).
+    mechanics : {"event", "upstream"}, default "event"
+        How a round advances the jobs. ``"event"``: event-accurately (module docstring).
+        ``"upstream"``: as the Shockwave artifact's simulator does (uw-mad-dash/shockwave
+        ``scheduler/scheduler.py``, shared by its Shockwave and its baselines), for reproducing
+        its published runs: a job runs ``int(steps/s * round_duration)`` whole steps at the
+        batch size it starts the round with (scheduler.py:1425-1466); a batch-size change is
+        flagged at a round's end when the job's epochs rounded up reach its regime's end (GNS:
+        one epoch ahead) and made after the job's next run, its completed epochs rounded up to
+        a whole number (scheduler.py:1604-1727, 4676-4678, 4900-4925); the restart overhead is
+        charged only to a job that did not run in the previous round, never in the first round,
+        and only when its run is longer than the round less 5 s, by keeping
+        ``int(steps * (run - overhead) / run)`` of its steps, the overhead not counted in
+        ``received`` (scheduler.py:1936-1990). Never fast-forwards
+        (`fairalloc.sim._rounds._run_jobs_upstream`).
 
     Examples
     --------
@@ -185,7 +199,7 @@ class Simulator:
                  seed: int = 0, max_idle_rounds: int = DEFAULT_MAX_IDLE_ROUNDS,
                  record: bool = True,
                  mechanism_fraction: str = "elapsed", max_rounds: int | None = None,
-                 fast_forward: bool = True) -> None:
+                 fast_forward: bool = True, mechanics: str = "event") -> None:
         if not isinstance(workload, Workload):
             raise InputError(f"workload must be a fairalloc.sim.Workload, got "
                              f"{type(workload).__name__}", argument="workload")
@@ -209,13 +223,33 @@ class Simulator:
         self.max_rounds = None if max_rounds is None else as_positive_int(max_rounds,
                                                                           "max_rounds")
         self.fast_forward = as_bool(fast_forward, "fast_forward")
+        self.mechanics = as_option(mechanics, "mechanics", ("event", "upstream"))
         self.round_limit()  # refuse a workload that could not finish in reasonable time now
+        if self.mechanics == "upstream":
+            self._check_whole_steps()
 
     @property
     def fast(self) -> bool:
         """Whether this simulation fast-forwards (``fast_forward`` and a ``time_invariant``
         policy)."""
-        return self.fast_forward and getattr(self.policy, "time_invariant", False) is True
+        return (self.fast_forward and self.mechanics == "event"
+                and getattr(self.policy, "time_invariant", False) is True)
+
+    def _check_whole_steps(self) -> None:
+        """Under upstream's mechanics a job runs ``int(steps/s * round)`` steps a round: refuse
+        a regime of fewer than one step a round on its fastest type (it would never end)."""
+        w = self.workload
+        real = np.arange(w.regime_epochs.shape[1])[None, :] < w.num_regimes[:, None]
+        with np.errstate(all="ignore"):
+            steps = np.floor(w.regime_iterations / w.regime_seconds.min(axis=2)
+                             * self.round_duration)
+        bad = np.argwhere(real & ~(steps >= 1))
+        if bad.size:
+            i, r = (int(v) for v in bad[0])
+            raise InputError(f"workload: job {w.ids[i]!r} runs fewer than one whole step a "
+                             f"round in its regime {r}, which mechanics='upstream' truncates to "
+                             "none: use a longer round_duration or mechanics='event'",
+                             argument="workload", index=(i, r))
 
     def min_rounds(self) -> int:
         """A lower bound on the rounds the simulation runs: the rounds the longest job needs
@@ -427,6 +461,8 @@ class _Run:
         self.sec_real = np.where(self.real[:, :, None], w.regime_seconds, np.inf)
         self.best_type_sec = np.where(self.real, np.min(self.sec_real, axis=2), 0.0)
         self.total_epochs = w.total_epochs
+        # upstream's GNS flags a batch-size change one epoch ahead (mechanics="upstream")
+        self.bs_lead = np.array([m == "gns" for m in w.mode], dtype=float)
         self.arrived = np.zeros(n, dtype=bool)
         self.done = np.zeros(n, dtype=bool)
         self.regime = np.zeros(n, dtype=np.int64)
@@ -572,13 +608,22 @@ class _Run:
         changed = (gpus != prev).any(axis=1)
         # preemption: ran last round, still unfinished, and does not run now
         self.preempt[active[was_running & ~on]] += 1
-        restarting = on & (changed | ~was_running)
+        upstream = self.sim.mechanics == "upstream"
+        # upstream charges a job absent from the previous round, never in the first one
+        restarting = on & ((~was_running & (self.rounds > 0)) if upstream
+                           else (changed | ~was_running))
         self.restarts[active[restarting & self.ever_ran[active]]] += 1
         overhead = np.where(restarting[on], self.sim.restart_overhead, 0.0)
         busy = 0.0
         if S.size:
             rows, held, _ = self._rows(S, g, total[on])
-            out = _run_jobs(rows, self.regime[S], self.in_regime[S], D - overhead, overhead)
+            if upstream:
+                out = _run_jobs_upstream(rows, self.regime[S], self.in_regime[S],
+                                         self.epochs_done[S], w.regime_iterations[S],
+                                         w.regime_batch[S], self.bs_lead[S], D, overhead)
+            else:
+                out = _run_jobs(rows, self.regime[S], self.in_regime[S], D - overhead,
+                                overhead)
             self.regime[S] = out.regime
             self.in_regime[S] = out.in_regime
             self.epochs_done[S] = out.epochs_done
@@ -586,7 +631,8 @@ class _Run:
             self.attained[S] += run_time
             self.gpu_sec[S] += run_time * total[on]
             ttype = np.where(held, self.sec_real[S, self.regime[S]], -np.inf).argmax(axis=1)
-            np.add.at(self.received, (S, ttype), run_time)
+            np.add.at(self.received, (S, ttype),
+                      run_time if out.counted is None else out.counted)
             self.start[S] = np.where(np.isnan(self.start[S]), t, self.start[S])
             self.ever_ran[S] = True
             self.last_run_end[S] = t + run_time
