@@ -29,6 +29,11 @@ Run: ``python benchmarks/throughput.py`` (add ``--quick`` for 512/2048 jobs only
 entities at n = 1024 ... 8192 (``--wf-max``) and single-level with 10 types at n = 128 ... 512
 (``--wf-types-max``), time, level LPs, LPs and the fitted exponent.
 
+``--wf-saturating N [N ...]`` instead runs only issue #28's saturating case (10 types, 1.5 GPUs
+per job, single level) at the given sizes, each solved once: thread CPU seconds, level LPs,
+LPs, simplex iterations, iterations and CPU per level LP, status; a size where no strategy
+answers prints its error instead of stopping the run (`saturating_rows`).
+
 ``--random N`` instead runs N random instances (1000-4000 jobs, 2-4 types, missing
 throughputs on every other one, weights on two in three, gangs up to 8, capacities from n/50
 to n per type) through max-min and finish-time fairness with their work-conserving stages:
@@ -232,6 +237,28 @@ def water_filling_scaling(max_n: int, types_max_n: int) -> None:
             print(f"{name:<24} time ~ n^{slope:.2f}")
 
 
+def saturating_rows(sizes: list[int]) -> None:
+    """``--wf-saturating``: issue #28's saturating single-level water-filling (10 types, 1.5
+    GPUs per job) at ``sizes``, one solve each in this process, thread CPU time (a loaded
+    machine inflates wall-clock time, not this)."""
+    print(f"{'jobs':>6} {'CPU s':>8} {'levels':>7} {'LPs':>5} {'iterations':>10} "
+          f"{'it/level':>8} {'ms/level':>8}  status")
+    for n in sizes:
+        jobs, cl = types_instance(n, gpus_per_job=1.5)
+        t0 = time.thread_time()
+        try:
+            r = fa.max_min_fairness(jobs, cl, water_filling=True)
+        except fa.SolverError as exc:  # a size without an answer is a result, not a crash
+            print(f"{n:>6} {time.thread_time() - t0:8.2f}  no answer: "
+                  f"{type(exc).__name__}: {str(exc)[:160]}")
+            continue
+        t = time.thread_time() - t0
+        ok = r.certificate.ok and all(c.ok for c in r.stage_certificates)
+        print(f"{n:>6} {t:8.2f} {r.levels:>7} {r.stats.solves:>5} {r.stats.iterations:>10} "
+              f"{r.stats.iterations / max(r.levels, 1):8.0f} {1e3 * t / max(r.levels, 1):8.1f}  "
+              f"{r.status.value}{'' if ok else ' (uncertified LP)'}", flush=True)
+
+
 def random_study(count: int) -> None:
     rows = []
     for name, solve in (("max-min fairness", fa.max_min_fairness),
@@ -268,7 +295,12 @@ def main() -> None:
                     help="largest n of the 3-entity water-filling rows (default 8192)")
     ap.add_argument("--wf-types-max", type=int, default=512, metavar="N",
                     help="largest n of the 10-type water-filling rows (default 512)")
+    ap.add_argument("--wf-saturating", type=int, nargs="+", metavar="N",
+                    help="only the saturating 10-type case (1.5 GPUs/job) at these sizes")
     args = ap.parse_args()
+    if args.wf_saturating:
+        saturating_rows(args.wf_saturating)
+        return
     if args.water_filling:
         water_filling_scaling(args.wf_max, args.wf_types_max)
         return

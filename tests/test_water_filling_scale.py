@@ -528,3 +528,32 @@ def test_refine_point_solves_dependent_tight_rows_sparsely(monkeypatch):
     assert abs(y[0] + y[1] - 1.0) <= 4 * np.finfo(float).eps
     assert np.all(y >= 0.0) and np.all(y <= 1.0) and y[1] + y[2] <= 1.5
     assert np.abs(y - z).max() <= 1e-7  # the least change, not another point of the face
+
+
+def test_refine_point_refines_a_large_sparse_face():
+    """`refine_point` refines a point whose tight rows x free columns exceed the dense cap
+    (250,000 entries) when the system is sparse: on the previous main every level point of
+    512 saturating jobs x 10 types (about 1,000 x 1,000) was left at the solver's
+    tolerance, and at 768 jobs (``benchmarks/throughput.py --wf-saturating 768``) a frozen
+    floor missed by 1.3e-10, times floor duals of 1e6, left the end check unable to prove
+    404 jobs: water-filling raised ``SolverError`` on a valid input. Here 700 jobs' "level
+    rows" ``x_m1 + 2 x_m2 = f_m`` are met only to 1e-9 (a simplex vertex's tolerance)."""
+    from fairalloc.backends import LinearProgram
+    from fairalloc.throughput.water_path import refine_point
+
+    n = 700
+    rng = np.random.default_rng(7)
+    r = np.arange(n)
+    A = sp.csr_matrix((np.r_[np.ones(n), 2.0 * np.ones(n)], (np.r_[r, r], np.r_[2 * r, 2 * r + 1])),
+                      shape=(n, 2 * n))
+    f = rng.uniform(0.5, 1.0, n)
+    lp = LinearProgram.build(np.zeros(2 * n), A, row_lower=f, row_upper=np.inf,
+                             col_lower=0.0, col_upper=1.0)
+    z = np.repeat(f / 3.0, 2) * (1.0 - 1e-9 * rng.uniform(0.5, 1.0, 2 * n))
+    assert n * 2 * n > 250_000  # larger than the dense cap
+    y = refine_point(lp, z)
+    miss = f - A @ y
+    # every tight row met to rounding (previously: z itself, rows missed by about 1e-9)
+    assert np.abs(miss).max() <= 8 * np.finfo(float).eps
+    assert np.all(y >= 0.0) and np.all(y <= 1.0)
+    assert np.abs(y - z).max() <= 1e-8  # the least change, not another point of the face

@@ -668,9 +668,13 @@ def saturation_jump(wf: Any, solver: StageSolver, U: sp.csr_matrix, floors: np.n
 #: point is refined onto its face (`refine_point`): about ten times HiGHS' feasibility
 #: tolerance, so every row a simplex vertex holds at a bound is found
 _TIGHT_SHARE = 1e-6
-#: PERFORMANCE knob: the largest tight-rows x free-columns system `refine_point` solves
-#: (`_least_norm_solver`; a dense QR where the sparse LU fails); beyond it the point is left
+#: PERFORMANCE knob: the largest tight-rows x free-columns system `refine_point` solves by
+#: the dense QR (`_least_norm_solver`, where the sparse LU fails); beyond it the point is left
 _REFINE_MAX_ENTRIES = 250_000
+#: PERFORMANCE knob: the most nonzeros of the tight rows' free columns `refine_point` solves
+#: for by the sparse LU (issue #28: with the dense cap, 768 saturating jobs x 10 types left a
+#: floor missed by 1.3e-10, times floor duals of 1e6: the end check saw rises of 7e-4)
+_REFINE_MAX_NNZ = 2_000_000
 #: ACCURACY: regularisation of `refine_point`'s least-norm system, relative to its largest
 #: squared row norm (the refinement steps remove its bias)
 _REGULARIZE = 1e-13
@@ -688,7 +692,8 @@ def _least_norm_solver(M: sp.csr_matrix) -> Any:
     """``r -> d``, about the least-norm solution of ``M d = r``: the sparse LU (SuperLU) of the
     quasi-definite system ``[[I, M^T], [M, -delta I]]``, nonsingular also where tight rows are
     dependent (``delta``: `_REGULARIZE` times the largest squared row norm), else the dense QR
-    with column pivoting. Issue #28: that dense QR of a 144 x 122 system took 2 s where BLAS
+    with column pivoting (``None`` where that is larger than `_REFINE_MAX_ENTRIES`). Issue
+    #28: that dense QR of a 144 x 122 system took 2 s where BLAS
     threads competed for loaded cores (40 of 47 s of a saturating water-filling); the
     refinement steps and `refine_point`'s final check absorb the regularisation."""
     m, c = M.shape
@@ -704,6 +709,8 @@ def _least_norm_solver(M: sp.csr_matrix) -> Any:
     try:
         lu = scipy.sparse.linalg.splu(K)
     except RuntimeError:  # exactly singular
+        if m * c > _REFINE_MAX_ENTRIES:
+            return None
         dense = M.toarray()
         return lambda r: scipy.linalg.lstsq(dense, r, lapack_driver="gelsy",
                                             check_finite=False)[0]
@@ -715,7 +722,7 @@ def refine_point(lp: LinearProgram, z: np.ndarray) -> np.ndarray:
     `_TIGHT_SHARE` of a bound are met exactly (in float64) with the columns at a bound held,
     by the least-norm change of the other columns (iterative refinement: the residuals in
     extended precision). ``z`` itself where that change leaves a bound or another row
-    violated, or the system is too large (`_REFINE_MAX_ENTRIES`).
+    violated, or the system is too large (`_REFINE_MAX_NNZ`, `_REFINE_MAX_ENTRIES`).
 
     A simplex vertex meets its rows only to the solver's feasibility tolerance (``1e-7``);
     where the LP's duals reach ``1e8`` (throughputs spanning ``1e8`` within a job) that is a
@@ -733,8 +740,9 @@ def refine_point(lp: LinearProgram, z: np.ndarray) -> np.ndarray:
     """
     A = lp.A if isinstance(lp.A, sp.csr_matrix) else sp.csr_matrix(lp.A)
     z = np.clip(np.asarray(z, dtype=float), lp.col_lower, lp.col_upper)
-    # a vertex holds its nonbasic columns exactly at a bound; an interior point only near one
-    for near in (0.0, _NEAR_BOUND):
+    # columns near a bound held there first (a vertex's degenerate basic ones too: held only
+    # exactly, 180 of 275 level points of 512 saturating jobs failed, then both passes ran)
+    for near in (_NEAR_BOUND, 0.0):
         y = _onto_face(lp, A, z, near)
         if y is not None:
             return y
@@ -762,17 +770,22 @@ def _onto_face(lp: LinearProgram, A: sp.csr_matrix, z: np.ndarray, near: float
     t = np.where(at_lo, rl, ru)[rows]
     if np.all(np.abs(act[rows] - t) <= _ON_FACE * mag[rows]):
         return z  # met to rounding already (a warm simplex's vertex, mostly)
-    if not cols.size or rows.size * cols.size > _REFINE_MAX_ENTRIES:
+    if not cols.size:
         return None
     target = t.astype(np.longdouble)
     At = A[rows]
-    solve = _least_norm_solver(At[:, cols])
+    sub = At[:, cols]
+    solve = _least_norm_solver(sub) if sub.nnz <= _REFINE_MAX_NNZ else None
+    if solve is None:
+        return None
     data = At.data.astype(np.longdouble)
-    owner = np.repeat(np.arange(rows.size), np.diff(At.indptr))
+    filled = np.diff(At.indptr) > 0  # row sums by CSR segments (np.add.at: 1 ms a step)
+    starts = At.indptr[:-1][filled]
     y = z.copy()
     for _ in range(_REFINE_STEPS):
         prod = np.zeros(rows.size, dtype=np.longdouble)
-        np.add.at(prod, owner, data * y[At.indices].astype(np.longdouble))
+        if starts.size:
+            prod[filled] = np.add.reduceat(data * y[At.indices].astype(np.longdouble), starts)
         r = np.asarray(target - prod, dtype=float)
         if not np.any(r):
             break
