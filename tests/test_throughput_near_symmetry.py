@@ -1,10 +1,11 @@
 """Near-identical jobs in the throughput policies (issue #28, "no cliffs").
 
 Jobs whose program data agree only within ``Tuning.near_tie_share * gap_tol`` (a profiler's
-round-off) are solved over one row per near class (path step ``near-symmetry:<classes>``); the expansion is accepted
-only when it certifies on the ORIGINAL program (its stages rebuilt from the original data), so
-the objective equals the job-by-job solve's within the certificates' own tolerances; a merge
-that does not certify hands over (``stats.fallbacks``), never a silent success.
+round-off) are solved over one row per near class (path step ``near-symmetry:<classes>``); the
+expansion is accepted only when it certifies on the ORIGINAL program (its stages rebuilt from
+the original data), so the objective equals the job-by-job solve's within the certificates'
+own tolerances; a merge that does not certify hands over (``stats.fallbacks``), never a
+silent success.
 """
 
 from __future__ import annotations
@@ -15,12 +16,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fairalloc as fa
-from fairalloc._symmetry import near_classes
+from fairalloc._symmetry import exact_classes, near_classes
 from fairalloc.errors import InputError
+from fairalloc.throughput import Tuning
 from fairalloc.throughput.duration import FinishTimeFairness, MinMakespan
 from fairalloc.throughput.max_min import MaxMinFairness
-from fairalloc._symmetry import exact_classes
-from fairalloc.throughput import Tuning
 from fairalloc.throughput.symmetry import near_classes_of, symmetry_plan
 from fairalloc.tolerances import GAP_TOL
 

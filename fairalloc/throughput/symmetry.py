@@ -20,12 +20,13 @@ level rows) are the class duals divided by ``c`` on every member, those of per-t
 
 Jobs whose data agree only within a relative ``rel`` (round-off of a profiler; issue #28;
 ``Tuning.near_tie_share`` of the gap tolerance) form no exact class; `near_classes_of` groups
-them (`fairalloc._symmetry.near_classes`) and the plan tries that coarser reduction first (``near-symmetry:<classes>``). It is not exact: the reduced
-answer is the optimum of slightly different data. Its expansion is certified on the ORIGINAL
-program, whose stages are rebuilt from the original data by the policy's own stage builder
-(the call that built the reduced stage, with per-class arrays given to every member:
-`StageCalls`); the work-conserving stage keeps the original rows at the reduced level. A
-certificate that fails hands over to the exact classes, then to the job-by-job solve.
+them (`fairalloc._symmetry.near_classes`) and the plan tries that coarser reduction first
+(``near-symmetry:<classes>``). It is not exact: the reduced answer is the optimum of slightly
+different data. Its expansion is certified on the ORIGINAL program, whose stages are rebuilt
+from the original data by the policy's own stage builder (the call that built the reduced
+stage, with per-class arrays given to every member: `StageCalls`); the work-conserving stage
+keeps the original rows at the reduced level. A certificate that fails hands over to the
+exact classes, then to the job-by-job solve.
 """
 
 from __future__ import annotations
