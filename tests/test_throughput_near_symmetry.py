@@ -77,7 +77,8 @@ def test_a_merge_that_does_not_certify_hands_over(name):
     noise = np.zeros((8, 4))
     noise[1::2, 0] = -4e-8
     jobs = _near_jobs((4, 4), noise)
-    near = near_classes_of((jobs.throughput,), [], exact_classes(jobs.throughput), rel=5e-8)
+    exact = exact_classes(jobs.throughput)
+    near = near_classes_of(POLICIES[name](jobs, CLUSTER), exact, rel=5e-8)
     assert near is not None and near.num_classes == 2
     r = POLICIES[name](jobs, CLUSTER).solve(gap_tol=1e-8, tuning=Tuning(near_tie_share=5.0))
     assert r.stats.path[0] == "symmetry:4"

@@ -467,11 +467,9 @@ class ThroughputPolicy(Composable):
         program (``certificate``, ``stage_certificates``); ``stats.classes`` is
         the number of classes (``None``: not reduced). Composed models, ``method="cvxpy"``,
         job pairs, FIFO and shortest job first are never reduced
-        (``proofs/symmetry_reduction.md``). Jobs whose data agree only within
-        ``tuning.near_tie_share * gap_tol`` (a profiler's round-off) are tried first
-        as near classes (path step ``near-symmetry:<classes>``): the expansion is kept only if
-        it certifies on the original program, else the plan hands over
-        (``near-symmetry->symmetry`` or ``->exact``).
+        (``proofs/symmetry_reduction.md``). Jobs whose data agree within a relative
+        ``tuning.near_tie_share * gap_tol`` are tried first as near classes
+        (``near-symmetry:<classes>``), kept only if certified on the original program.
 
         Raises
         ------
@@ -499,9 +497,7 @@ class ThroughputPolicy(Composable):
         spec = "highs" if backend is None else backend
         tols = (gap_tol, feas_tol, stage_tol)
         cl = self._classes() if as_bool(symmetry, "symmetry") and self._reducible() else None
-        near = (near_classes_of(self._class_key(), self._derived(), cl,
-                                rel=tuning.near_tie_share * gap_tol)
-                if cl is not None and tuning.near_tie_share > 0 else None)
+        near = None if cl is None else near_classes_of(self, cl, tuning.near_tie_share * gap_tol)
         log = SolveLog()  # the plan's: a hand-over to the job-by-job solve is in its stats
         reduces = cl is not None and cl.reduces
         return solve_by_plan(
@@ -586,11 +582,8 @@ class ThroughputPolicy(Composable):
 
     def _classes(self) -> Classes:
         """Exact classes of jobs whose program data are equal bit for bit (`classes_of`)."""
-        return classes_of(self._class_key(), self._derived())
-
-    def _derived(self) -> list[np.ndarray]:
-        """The policy's own per-job arrays (``_per_job``), computed from the jobs' data."""
-        return [np.asarray(getattr(self, name)) for name in self._per_job]
+        return classes_of(self._class_key(),
+                          [np.asarray(getattr(self, name)) for name in self._per_job])
 
     def _reduced(self, cl: Classes) -> ThroughputPolicy:
         """A copy of the builder over one representative per class (per-job arrays taken at
@@ -616,16 +609,12 @@ class ThroughputPolicy(Composable):
                        ) -> Allocation | str:
         """Solve over the classes ``cl``, expand, certify against the original program.
 
-        ``near``: the classes are near-identical (`near_classes_of`): the reduced builder's
-        stage calls are recorded and the original stages built from the original data.
-        ``prior``: the plan's log, whose hand-overs so far (a near reduction that declined)
-        start this solve's ``stats.fallbacks``.
+        ``near``: near-identical classes (`near_classes_of`; the original stages are built
+        again from the original data). ``prior``: the plan's log (its hand-overs so far).
         Returns the allocation, or the reason why the reduced solution is not certified for
         the original program (the caller then solves job by job)."""
         red = self._reduced(cl)
-        calls = StageCalls() if near else None
-        if calls is not None:
-            calls.record(red)
+        calls = StageCalls.of(red) if near else None
         solver = self._stage_solver(red, backend_for(spec, red.inst.E, tuning), spec, tols,
                                     tuning)
         if prior is not None:

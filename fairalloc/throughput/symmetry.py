@@ -274,20 +274,25 @@ def classes_of(key: tuple[np.ndarray, ...], derived: list[np.ndarray]) -> Classe
     return exact_classes(*key, *derived)
 
 
-def near_classes_of(key: tuple[np.ndarray, ...], derived: list[np.ndarray], exact: Classes,
-                    rel: float) -> Classes | None:
-    """Classes of jobs whose data ``key`` and per-job arrays ``derived`` agree within ``rel``
+def near_classes_of(policy: Any, exact: Classes, rel: float) -> Classes | None:
+    """Classes of ``policy``'s jobs whose program data (those `classes_of` compares: its
+    ``_class_key()`` and per-job arrays ``_per_job``) agree within ``rel``
     (`fairalloc._symmetry.near_classes`, over one representative per ``exact`` class), or
-    ``None`` when they are not worth trying: not fewer than the ``exact`` classes, or more
-    than `NEAR_MAX_SHARE` of the jobs.
+    ``None`` when they are not worth trying: ``rel`` is 0, they are not fewer than the
+    ``exact`` classes, or more than `NEAR_MAX_SHARE` of the jobs.
 
     Examples
     --------
-    >>> import numpy as np
-    >>> tp = np.array([[1.0, 2.0], [1.0 + 1e-12, 2.0], [1.0, 2.0 - 1e-12], [3.0, 1.0]])
-    >>> near_classes_of((tp,), [], exact_classes(tp), rel=1e-8).counts
+    >>> import fairalloc as fa
+    >>> jobs = fa.Jobs([[1.0, 2.0], [1.0 + 1e-12, 2.0], [1.0, 2.0 - 1e-12], [3.0, 1.0]])
+    >>> b = fa.MaxMinFairness(jobs, fa.Cluster({"a": 1, "b": 1}))
+    >>> near_classes_of(b, exact_classes(jobs.throughput), rel=1e-8).counts
     array([3, 1])
     """
+    if not rel > 0:
+        return None
+    key = policy._class_key()
+    derived = [np.asarray(getattr(policy, name)) for name in policy._per_job]
     rep = exact.representative  # one row per exact class: identical rows are near anyway
     sub = near_classes(*(a[rep] for a in key), *(a[rep] for a in derived), rel=rel)
     if sub.num_classes == exact.num_classes:
@@ -307,6 +312,13 @@ class StageCalls:
 
     def __init__(self) -> None:
         self.calls: list[tuple[Any, str, tuple[Any, ...], dict[str, Any]]] = []
+
+    @classmethod
+    def of(cls, red: Any) -> StageCalls:
+        """A record of ``red``'s stage-builder calls from now on (`record`)."""
+        calls = cls()
+        calls.record(red)
+        return calls
 
     def record(self, red: Any) -> None:
         for name in STAGE_BUILDERS:
