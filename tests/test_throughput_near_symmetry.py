@@ -20,6 +20,7 @@ from fairalloc._symmetry import exact_classes, near_classes
 from fairalloc.errors import InputError
 from fairalloc.throughput import Tuning
 from fairalloc.throughput.duration import FinishTimeFairness, MinMakespan
+from fairalloc.throughput.efficiency import MaxTotalThroughput
 from fairalloc.throughput.max_min import MaxMinFairness
 from fairalloc.throughput.symmetry import near_classes_of, symmetry_plan
 from fairalloc.tolerances import GAP_TOL
@@ -85,6 +86,14 @@ def test_a_merge_that_does_not_certify_hands_over(name):
     assert r.stats.fallbacks[0].startswith(
         "near-symmetry->symmetry: the expanded solution's certificate failed")
     assert r.certificate.ok and all(c.ok for c in r.stage_certificates)
+
+
+def test_policies_without_a_stage_builder_do_not_try_near_classes():
+    """Total throughput's first stage is linear (no stage builder to rebuild it on the
+    original data): no near attempt, no hand-over (main: the same; a regression guard)."""
+    jobs = _near_jobs((7, 5), np.random.default_rng(4).normal(0.0, 1e-10, (12, 4)))
+    r = MaxTotalThroughput(jobs, CLUSTER).solve()
+    assert r.stats.fallbacks == () and r.stats.classes is None
 
 
 def test_near_tie_share_zero_turns_near_classes_off():

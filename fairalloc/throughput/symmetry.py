@@ -278,8 +278,9 @@ def near_classes_of(policy: Any, exact: Classes, rel: float) -> Classes | None:
     """Classes of ``policy``'s jobs whose program data (those `classes_of` compares: its
     ``_class_key()`` and per-job arrays ``_per_job``) agree within ``rel``
     (`fairalloc._symmetry.near_classes`, over one representative per ``exact`` class), or
-    ``None`` when they are not worth trying: ``rel`` is 0, they are not fewer than the
-    ``exact`` classes, or more than `NEAR_MAX_SHARE` of the jobs.
+    ``None`` when they are not worth trying: ``rel`` is 0, the policy has no stage builder
+    (`STAGE_BUILDERS`: its original stages could not be built again), they are not fewer
+    than the ``exact`` classes, or more than `NEAR_MAX_SHARE` of the jobs.
 
     Examples
     --------
@@ -289,7 +290,7 @@ def near_classes_of(policy: Any, exact: Classes, rel: float) -> Classes | None:
     >>> near_classes_of(b, exact_classes(jobs.throughput), rel=1e-8).counts
     array([3, 1])
     """
-    if not rel > 0:
+    if not rel > 0 or not any(callable(getattr(policy, b, None)) for b in STAGE_BUILDERS):
         return None
     key = policy._class_key()
     derived = [np.asarray(getattr(policy, name)) for name in policy._per_job]
