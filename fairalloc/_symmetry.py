@@ -4,8 +4,9 @@ Real clusters run many jobs of the same few models, so a formulation's per-item 
 throughput row, a scale factor, a weight or a budget) often repeat exactly. For a convex
 program symmetric under permutations of such items an optimal solution exists that is equal
 within each class, so a builder may solve the program over classes and expand the result
-(see ``proofs/symmetry_reduction.md``). Near-ties are never merged: two items share a class
-only if every value they are compared on is equal as a float64 (``-0.0`` equals ``0.0``).
+(see ``proofs/symmetry_reduction.md``). Near-ties are never merged here: two items share an
+exact class only if every value they are compared on is equal as a float64 (``-0.0`` equals
+``0.0``).
 
 `exact_classes` is the one class finder of the library; every builder that reduces by symmetry
 calls it with the arrays its program reads. `near_classes` groups items whose data agree only

@@ -2,8 +2,8 @@
 
 Guarantees (proofs/symmetry_reduction.md): a policy solved over exact classes of jobs has the
 objective of the job-by-job solve, gives every member of a class the same allocation, and is
-certified against the original program; near-ties never merge; order-based policies, job pairs
-and composed models are never reduced; inputs are not changed.
+certified against the original program; near-ties never form exact classes; order-based
+policies, job pairs and composed models are never reduced; inputs are not changed.
 """
 
 from __future__ import annotations
