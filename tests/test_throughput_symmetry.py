@@ -2,8 +2,8 @@
 
 Guarantees (proofs/symmetry_reduction.md): a policy solved over exact classes of jobs has the
 objective of the job-by-job solve, gives every member of a class the same allocation, and is
-certified against the original program; near-ties never merge; order-based policies, job pairs
-and composed models are never reduced; inputs are not changed.
+certified against the original program; near-ties never form exact classes; order-based
+policies, job pairs and composed models are never reduced; inputs are not changed.
 """
 
 from __future__ import annotations
@@ -177,16 +177,21 @@ def test_every_gavel_policy_agrees_with_the_job_by_job_solve(name, inst):
 # --------------------------------------------------------------------------------------------
 # what is and is not reduced
 # --------------------------------------------------------------------------------------------
-def test_near_ties_are_never_merged():
+def test_near_ties_never_form_exact_classes():
+    """Exact classes never merge near-ties; near ones merge only through the near step,
+    certified on the original program (``tests/test_throughput_near_symmetry.py``)."""
     t = 3.0
     near = np.nextafter(t, np.inf)  # one ulp apart
     jobs = fa.Jobs([[t, 1.0], [near, 1.0], [t, 1.0]])
     cluster = fa.Cluster({"a": 1, "b": 1})
-    r = _solve(MaxMinFairness, jobs, cluster, symmetry=True)
+    off = fa.throughput.Tuning(near_tie_share=0.0)
+    r = MaxMinFairness(jobs, cluster).solve(symmetry=True, tuning=off)
     assert r.stats.classes == 2  # jobs 0 and 2 merge, job 1 stays apart
     only_near = fa.Jobs([[t, 1.0], [near, 1.0]])
-    r2 = _solve(MaxMinFairness, only_near, cluster, symmetry=True)
+    r2 = MaxMinFairness(only_near, cluster).solve(symmetry=True, tuning=off)
     assert r2.stats.classes is None and r2.stats.path[0] != "symmetry:1"
+    r3 = _solve(MaxMinFairness, jobs, cluster, symmetry=True)
+    assert r3.stats.path[0] == "near-symmetry:1" and r3.certificate.ok
 
 
 def test_weights_split_classes():

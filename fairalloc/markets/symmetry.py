@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._symmetry import Classes, classes_of_labels, exact_classes, screen_direction
+from .._symmetry import NEAR_PASSES, NEAR_SCREEN, Classes, exact_classes, near_classes
 from ..errors import CertificateError, FairallocError
 from ..plan import Decline, Strategy, run_plan
 from ..results import Certificate
@@ -63,12 +63,6 @@ NEAR_STEP, SYMMETRY_STEP, ITEMS_STEP = "near-symmetry", "symmetry", "items"
 #: Far below the default gap tolerance (1e-6 of the total budget), so a merge of rows within
 #: it changes the objective by about this relative amount.
 NEAR_TIE_REL = 1e-8
-#: PERFORMANCE: sorts of the rows not yet near their run's leader (`near_buyer_classes`); rows
-#: left after them stay alone
-NEAR_PASSES = 4
-#: ACCURACY: slack of the screen for near rows (their projections differ by at most about
-#: ``rel`` relative; twice that so that round-off in the sums never hides a near pair)
-NEAR_SCREEN = 2.0
 
 #: PERFORMANCE: reduce only when the classes number at most this share of the buyers (a
 #: reduction that removes few buyers costs a second market build and a second certificate
@@ -102,14 +96,11 @@ def near_buyer_classes(utility: np.ndarray, rel: float = NEAR_TIE_REL) -> Classe
     """Classes of buyers whose utility (or demand) rows agree within ``rel``, entry by entry.
 
     Two rows are near when they have the same zero entries and every positive entry of one is
-    within a factor ``exp(rel)`` (about ``1 + rel``) of the other's. Rows are sorted along a
-    fixed positive direction of their logarithms (near rows project within ``rel`` times the
-    direction's sum of each other), cut into runs where the projection jumps, and each row
-    joins its run's first row if it is near it; the rest are sorted again, at most
-    `NEAR_PASSES` times, then left alone. So every member of a class is near its leader
-    (members are within ``2 rel`` of each other), and rows near each other usually, but not
-    always, share a class (which costs a class, never correctness). Not exact:
-    `symmetry_plan` certifies the expanded point on the original market before using it.
+    within a factor ``exp(rel)`` (about ``1 + rel``) of the other's; the grouping is
+    `fairalloc._symmetry.near_classes` (shared with the throughput policies), so every member
+    of a class is near its leader, and rows near each other usually, but not always, share a
+    class (which costs a class, never correctness). Not exact: `symmetry_plan` certifies the
+    expanded point on the original market before using it.
 
     Parameters
     ----------
@@ -130,48 +121,7 @@ def near_buyer_classes(utility: np.ndarray, rel: float = NEAR_TIE_REL) -> Classe
     array([2, 1, 1])
     """
     u = np.asarray(utility, dtype=float)
-    u = u.reshape(u.shape[0], -1)
-    n, d = u.shape
-    if n <= 1 or not _any_near_pair(u, rel):  # no two rows near, so none identical either
-        return classes_of_labels(np.arange(n))
-    positive = u > 0
-    logs = np.log(np.where(positive, u, 1.0))  # a zero reads 0; the pattern tells it apart
-    pattern = exact_classes(positive.astype(float)).inverse
-    direction = screen_direction(d)
-    jump = rel * float(direction.sum())
-    label = np.arange(n)
-    todo = label
-    for _ in range(NEAR_PASSES):
-        proj = (logs[todo] * direction).sum(axis=1)
-        order = np.lexsort((proj, pattern[todo]))
-        rows = todo[order]
-        cut = np.ones(rows.size, dtype=bool)
-        cut[1:] = (np.diff(pattern[rows]) != 0) | (np.diff(proj[order]) > jump)
-        leader = rows[cut][np.cumsum(cut) - 1]
-        near = np.abs(logs[rows] - logs[leader]).max(axis=1, initial=0.0) <= rel
-        label[rows[near]] = leader[near]
-        todo = rows[~near]  # every leader is near itself: each pass settles its runs' leaders
-        if todo.size <= 1:
-            break
-    return classes_of_labels(label)
-
-
-def _any_near_pair(u: np.ndarray, rel: float) -> bool:
-    """Whether some two rows of the non-negative ``u`` are near (a screen: rows adjacent along
-    a positive direction whose projections are within about ``rel`` relative are compared
-    entry by entry; a near pair with another row projected between them may be missed, which
-    only costs a merge)."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        proj = (u * screen_direction(u.shape[1])).sum(axis=1)
-    if not np.isfinite(proj).all():
-        return True
-    order = np.argsort(proj, kind="stable")
-    p = proj[order]
-    close = np.flatnonzero(np.diff(p) <= NEAR_SCREEN * rel * p[1:])
-    a, b = u[order[close]], u[order[close + 1]]
-    with np.errstate(over="ignore", invalid="ignore"):
-        gap = np.abs(a - b) <= NEAR_SCREEN * rel * np.maximum(a, b)
-    return bool(gap.all(axis=1).any())
+    return near_classes(u.reshape(u.shape[0], -1), rel=rel)
 
 
 def worth_reducing(classes: Classes) -> bool:

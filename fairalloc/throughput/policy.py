@@ -38,10 +38,13 @@ from .instance import TINY, ColumnInstance
 from .programs import LevelStage, LinearStage, StageResult
 from .stages import ROUND_BASES, StageSolver, backend_for, capacity_prices
 from .symmetry import (
+    NEAR_STEP,
     SYMMETRY_STEP,
     ClassMap,
+    StageCalls,
     certify_original,
     classes_of,
+    near_classes_of,
     reduced_instance,
     solve_by_plan,
 )
@@ -458,13 +461,15 @@ class ThroughputPolicy(Composable):
         `fairalloc.throughput.symmetry.symmetry_plan`).
 
         Symmetry: where jobs repeat exactly (equal throughput row, scale factor and every
-        per-job value the policy reads; near-ties never merge) and ``symmetry`` is on,
+        per-job value the policy reads) and ``symmetry`` is on,
         ``"highs"`` and ``"fast"`` solve over one row per class (``c`` members use ``c`` gangs
         of capacity), give every member its class's allocation and certify it on the original
         program (``certificate``, ``stage_certificates``); ``stats.classes`` is
         the number of classes (``None``: not reduced). Composed models, ``method="cvxpy"``,
         job pairs, FIFO and shortest job first are never reduced
-        (``proofs/symmetry_reduction.md``).
+        (``proofs/symmetry_reduction.md``). Jobs whose data agree within a relative
+        ``tuning.near_tie_share * gap_tol`` are tried first as near classes
+        (``near-symmetry:<classes>``), kept only if certified on the original program.
 
         Raises
         ------
@@ -492,13 +497,16 @@ class ThroughputPolicy(Composable):
         spec = "highs" if backend is None else backend
         tols = (gap_tol, feas_tol, stage_tol)
         cl = self._classes() if as_bool(symmetry, "symmetry") and self._reducible() else None
+        near = None if cl is None else near_classes_of(self, cl, tuning.near_tie_share * gap_tol)
         log = SolveLog()  # the plan's: a hand-over to the job-by-job solve is in its stats
         reduces = cl is not None and cl.reduces
         return solve_by_plan(
-            lambda: (self._solve_reduced(cl, method, spec, wc, tols, t0, tuning)
+            lambda: (self._solve_reduced(cl, method, spec, wc, tols, t0, tuning, prior=log)
                      if cl is not None else "not reducible"),  # (run only where it reduces)
             lambda: self._solve_plain(method, spec, wc, tols, t0, tuning, log),
-            reduces=reduces, log=log, what=self.name)
+            reduces=reduces, log=log, what=self.name,
+            near=None if near is None else
+            (lambda: self._solve_reduced(near, method, spec, wc, tols, t0, tuning, True)))
 
     def _solve_plain(self, method: str, spec: Any, wc: bool, tols: tuple[float, float, float],
                      t0: float, tuning: Tuning, log: SolveLog) -> Allocation:
@@ -596,24 +604,30 @@ class ThroughputPolicy(Composable):
         raise NotImplementedError  # policies with a linear first stage override this
 
     def _solve_reduced(self, cl: Classes, method: str, spec: Any, wc: bool,
-                       tols: tuple[float, float, float], t0: float, tuning: Tuning
+                       tols: tuple[float, float, float], t0: float, tuning: Tuning,
+                       near: bool = False, prior: SolveLog | None = None
                        ) -> Allocation | str:
         """Solve over the classes ``cl``, expand, certify against the original program.
 
+        ``near``: near-identical classes (`near_classes_of`; the original stages are built
+        again from the original data). ``prior``: the plan's log (its hand-overs so far).
         Returns the allocation, or the reason why the reduced solution is not certified for
         the original program (the caller then solves job by job)."""
         red = self._reduced(cl)
+        calls = StageCalls.of(red) if near else None
         solver = self._stage_solver(red, backend_for(spec, red.inst.E, tuning), spec, tols,
                                     tuning)
-        solver.step(f"{SYMMETRY_STEP}:{cl.num_classes}")
-        if (bases := ROUND_BASES.get()) is not None:  # a RoundPolicy round (its bases)
+        if prior is not None:
+            solver.log.replay((), prior.hand_overs)
+        solver.step(f"{NEAR_STEP if near else SYMMETRY_STEP}:{cl.num_classes}")
+        if not near and (bases := ROUND_BASES.get()) is not None:  # a RoundPolicy round
             solver.bases = bases.program(red._class_key(), reduced=True)
         stages, xr, _, wres = red._run_stages(solver, method, wc)
         if stages.before or stages.after_first:
             return "stages beyond the first and work-conserving ones"
         if wc and wres is None:
             return "the reduced work-conserving stage was not certified"
-        out = certify_original(self, red, cl, solver, stages, xr, wres, spec, tols)
+        out = certify_original(self, red, cl, solver, stages, xr, wres, spec, tols, calls)
         if isinstance(out, str):
             return out
         xcol, certs = out

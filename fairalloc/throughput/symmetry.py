@@ -17,6 +17,16 @@ certified against the original program: the duals of per-job row blocks (time, l
 level rows) are the class duals divided by ``c`` on every member, those of per-type blocks
 (capacity) are unchanged. This module holds that bookkeeping; the solve itself is
 `ThroughputPolicy.solve`.
+
+Jobs whose data agree only within a relative ``rel`` (round-off of a profiler; issue #28;
+``Tuning.near_tie_share`` of the gap tolerance) form no exact class; `near_classes_of` groups
+them (`fairalloc._symmetry.near_classes`) and the plan tries that coarser reduction first
+(``near-symmetry:<classes>``). It is not exact: the reduced answer is the optimum of slightly
+different data. Its expansion is certified on the ORIGINAL program, whose stages are rebuilt
+from the original data by the policy's own stage builder (the call that built the reduced
+stage, with per-class arrays given to every member: `StageCalls`); the work-conserving stage
+keeps the original rows at the reduced level. A certificate that fails hands over to the
+exact classes, then to the job-by-job solve.
 """
 
 from __future__ import annotations
@@ -28,7 +38,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._sparse import csr_from_triplets
-from .._symmetry import Classes, exact_classes
+from .._symmetry import Classes, classes_of_labels, exact_classes, near_classes
 from ..data import Jobs
 from ..errors import CertificateError, SolverError
 from ..plan import Decline, Strategy, run_nested
@@ -39,13 +49,24 @@ from .programs import LevelStage, LinearStage, StageResult
 from .rows import RowLayout
 from .stages import StageSolver, backend_for
 
-__all__ = ["EXACT", "PER_JOB_BLOCKS", "SYMMETRY_STEP", "ClassMap", "certify_original",
-           "classes_of", "reduced_instance", "solve_by_plan", "symmetry_plan"]
+__all__ = ["EXACT", "NEAR_MAX_SHARE", "NEAR_STEP", "PER_JOB_BLOCKS",
+           "STAGE_BUILDERS", "SYMMETRY_STEP", "ClassMap", "StageCalls", "certify_original",
+           "classes_of", "near_classes_of", "reduced_instance", "solve_by_plan",
+           "symmetry_plan"]
 
 #: path step prefix: the stages that follow were solved over ``<classes>`` symmetry classes
 SYMMETRY_STEP = "symmetry"
 #: the hand-over target of a reduction that failed: the program solved job by job
 EXACT = "exact"
+#: path step prefix: the stages that follow were solved over ``<classes>`` near-identical
+#: classes (certified on the original program)
+NEAR_STEP = "near-symmetry"
+#: PERFORMANCE: try the near classes only when they number at most this share of the jobs and
+#: fewer than the exact classes (a merge of few jobs costs a second build and certificate)
+NEAR_MAX_SHARE = 0.75
+#: the public stage builders of the policies (`MaxMinFairness.level_stage`,
+#: `FinishTimeFairness.dinkelbach_stage`, ...): a near reduction records their calls
+STAGE_BUILDERS = ("level_stage", "dinkelbach_stage")
 
 A = TypeVar("A")  # a policy's result (an Allocation)
 
@@ -55,12 +76,15 @@ def _own_certificate(ctx: Any, result: Any) -> Certificate:
 
 
 def symmetry_plan(reduced: Callable[[None], A], job_by_job: Callable[[None], A], *,
-                  reduces: bool) -> tuple[Strategy[None, A], ...]:
-    """The plan of a throughput policy's solve: ``symmetry`` (over one row per exact class of
-    jobs, expanded and certified on the original program; only where ``reduces``), then
-    ``exact`` (job by job). Neither is a step of ``stats.path`` itself: each runs its stages'
-    plans, whose steps are the path's (the reduced solve's start with ``symmetry:<classes>``);
-    a failed reduction is the hand-over ``symmetry->exact: <reason>``. Each result is a
+                  reduces: bool, near: Callable[[None], A] | None = None
+                  ) -> tuple[Strategy[None, A], ...]:
+    """The plan of a throughput policy's solve: ``near-symmetry`` (over one row per class of
+    near-identical jobs; only where ``near`` is given), ``symmetry`` (over one row per exact
+    class of jobs; only where ``reduces``), each expanded and certified on the original
+    program, then ``exact`` (job by job). None is a step of ``stats.path`` itself: each runs
+    its stages' plans, whose steps are the path's (the reduced solves' start with
+    ``near-symmetry:<classes>`` or ``symmetry:<classes>``); a failed reduction is a hand-over
+    such as ``symmetry->exact: <reason>``. Each result is a
     policy's allocation, certified by its own certificate.
 
     Parameters
@@ -69,6 +93,8 @@ def symmetry_plan(reduced: Callable[[None], A], job_by_job: Callable[[None], A],
         The two strategies' ``solve`` (closures over the call: context in, result out).
     reduces : bool
         Whether the jobs form fewer classes than jobs (and the policy may be reduced).
+    near : callable ``(None) -> Allocation``, optional
+        The solve over near-identical classes (tried first).
 
     Returns
     -------
@@ -79,30 +105,41 @@ def symmetry_plan(reduced: Callable[[None], A], job_by_job: Callable[[None], A],
     >>> from fairalloc.plan import describe
     >>> describe(symmetry_plan(print, print, reduces=True))
     ('symmetry', 'exact!')
+    >>> describe(symmetry_plan(print, print, reduces=False, near=print))
+    ('near-symmetry', 'symmetry', 'exact!')
     """
-    return (Strategy(SYMMETRY_STEP, reduced, _own_certificate, applies=lambda _: reduces,
+    head = (() if near is None else
+            (Strategy(NEAR_STEP, near, _own_certificate, step=False),))
+    return (*head,
+            Strategy(SYMMETRY_STEP, reduced, _own_certificate, applies=lambda _: reduces,
                      step=False),
             Strategy(EXACT, job_by_job, _own_certificate, exact=True, step=False))
 
 
 def solve_by_plan(reduced: Callable[[], A | str], job_by_job: Callable[[], A], *,
-                  reduces: bool, log: SolveLog, what: str) -> A:
-    """Run `symmetry_plan` in ``log``: ``reduced()`` returns the certified allocation or why
-    the reduction does not hold for the original program (or raises a solver error: the
-    reduced program failed); either hands over to ``job_by_job()``, whose own typed error
-    (with its stage plans' verdicts) is raised as it is. ``log`` must be the one the
-    job-by-job solve records in, so that its stats show the hand-over."""
-    def reduce(_: None) -> A:
-        try:
-            out = reduced()
-        except (CertificateError, SolverError) as exc:  # only the reduced program's
-            raise Decline(f"the reduced program failed ({exc})") from exc
-        if isinstance(out, str):
-            raise Decline(out)
-        return out
+                  reduces: bool, log: SolveLog, what: str,
+                  near: Callable[[], A | str] | None = None) -> A:
+    """Run `symmetry_plan` in ``log``: ``near()`` (if given) and ``reduced()`` return the
+    certified allocation or why the reduction does not hold for the original program (or
+    raise a solver error: the reduced program failed); either hands over to the next, the
+    last to ``job_by_job()``, whose own typed error (with its stage plans' verdicts) is raised
+    as it is. ``log`` must be the one the job-by-job solve records in, so that its stats show
+    the hand-overs."""
+    def declining(solve: Callable[[], A | str]) -> Callable[[None], A]:
+        def run(_: None) -> A:
+            try:
+                out = solve()
+            except (CertificateError, SolverError) as exc:  # only the reduced program's
+                raise Decline(f"the reduced program failed ({exc})") from exc
+            if isinstance(out, str):
+                raise Decline(out)
+            return out
+        return run
 
-    return run_nested(symmetry_plan(reduce, lambda _: job_by_job(), reduces=reduces), None,
-                      log, what=what).result
+    return run_nested(symmetry_plan(declining(reduced), lambda _: job_by_job(),
+                                    reduces=reduces,
+                                    near=None if near is None else declining(near)),
+                      None, log, what=what).result
 
 
 #: row blocks with one row per job (their duals are divided among a class's members)
@@ -237,19 +274,102 @@ def classes_of(key: tuple[np.ndarray, ...], derived: list[np.ndarray]) -> Classe
     return exact_classes(*key, *derived)
 
 
+def near_classes_of(policy: Any, exact: Classes, rel: float) -> Classes | None:
+    """Classes of ``policy``'s jobs whose program data (those `classes_of` compares: its
+    ``_class_key()`` and per-job arrays ``_per_job``) agree within ``rel``
+    (`fairalloc._symmetry.near_classes`, over one representative per ``exact`` class), or
+    ``None`` when they are not worth trying: ``rel`` is 0, the policy has no stage builder
+    (`STAGE_BUILDERS`: its original stages could not be built again), they are not fewer
+    than the ``exact`` classes, or more than `NEAR_MAX_SHARE` of the jobs.
+
+    Examples
+    --------
+    >>> import fairalloc as fa
+    >>> jobs = fa.Jobs([[1.0, 2.0], [1.0 + 1e-12, 2.0], [1.0, 2.0 - 1e-12], [3.0, 1.0]])
+    >>> b = fa.MaxMinFairness(jobs, fa.Cluster({"a": 1, "b": 1}))
+    >>> near_classes_of(b, exact_classes(jobs.throughput), rel=1e-8).counts
+    array([3, 1])
+    """
+    if not rel > 0 or not any(callable(getattr(policy, b, None)) for b in STAGE_BUILDERS):
+        return None
+    key = policy._class_key()
+    derived = [np.asarray(getattr(policy, name)) for name in policy._per_job]
+    rep = exact.representative  # one row per exact class: identical rows are near anyway
+    sub = near_classes(*(a[rep] for a in key), *(a[rep] for a in derived), rel=rel)
+    if sub.num_classes == exact.num_classes:
+        return None
+    near = classes_of_labels(sub.inverse[exact.inverse])
+    return near if near.num_classes <= NEAR_MAX_SHARE * near.n else None
+
+
+class StageCalls:
+    """The stage-builder calls (`STAGE_BUILDERS`) of a reduced builder, recorded so that the
+    stage it ended with can be built again on the original data.
+
+    ``record(red)`` wraps the builders of the reduced copy ``red`` (its own attributes);
+    ``original(policy, stage, classes)`` calls the builder that made ``stage`` on ``policy``
+    with the same arguments, per-class arrays given to every member (``None``: ``stage`` was
+    not built by a recorded call)."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[Any, str, tuple[Any, ...], dict[str, Any]]] = []
+
+    @classmethod
+    def of(cls, red: Any) -> StageCalls:
+        """A record of ``red``'s stage-builder calls from now on (`record`)."""
+        calls = cls()
+        calls.record(red)
+        return calls
+
+    def record(self, red: Any) -> None:
+        for name in STAGE_BUILDERS:
+            build = getattr(red, name, None)
+            if build is None:
+                continue
+
+            def recorded(*args: Any, _build: Any = build, _name: str = name,
+                         **kw: Any) -> Any:
+                stage = _build(*args, **kw)
+                self.calls.append((stage, _name, args, kw))
+                return stage
+
+            setattr(red, name, recorded)
+
+    def original(self, policy: Any, stage: Any, cl: Classes) -> Any:
+        def member(a: Any) -> Any:
+            return (a[cl.inverse] if isinstance(a, np.ndarray) and a.ndim >= 1
+                    and a.shape[0] == cl.num_classes else a)
+
+        for built, name, args, kw in reversed(self.calls):
+            if built is stage:
+                return getattr(policy, name)(*map(member, args),
+                                             **{k: member(v) for k, v in kw.items()})
+        return None
+
+
 def certify_original(policy: Any, red: Any, cl: Classes, solver: StageSolver, stages: Any,
                      xr: np.ndarray, wres: StageResult | None, spec: Any,
-                     tols: tuple[float, float, float]
+                     tols: tuple[float, float, float], near: StageCalls | None = None
                      ) -> tuple[np.ndarray, list[Certificate]] | str:
     """Expand the reduced builder ``red``'s solution and certify it on ``policy``'s original
     program: the first stage (at the final allocation) and, if it ran, the work-conserving
     stage with the first stage's kept rows. Returns ``(xcol, certificates)`` or, if a
-    certificate fails, the reason (the caller then solves job by job)."""
+    certificate fails, the reason (the caller then solves job by job).
+
+    ``near``: the classes are near-identical (not exact) and ``near`` recorded ``red``'s stage
+    builders: the original first stage is built again from the original data
+    (`StageCalls.original`) and the work-conserving stage keeps its rows at the reduced
+    level (`StageSolver.fix`), so both certificates are of the original program."""
     res, stage = stages.result, stages.stage
     cmap = ClassMap(policy.inst, red.inst, cl)
     orig = policy._stage_solver(policy, backend_for(spec, policy.inst.E, solver.tuning), spec,
                                 tols, solver.tuning)
-    stage_o = policy._original_stage(stage, cmap)
+    if near is None:
+        stage_o = policy._original_stage(stage, cmap)
+    else:
+        stage_o = near.original(policy, stage, cl)
+        if not isinstance(stage_o, LevelStage) or not isinstance(stage, LevelStage):
+            return "the first stage was not built by a policy's stage builder"
     xcol = cmap.expand_x(xr)
     layout = orig.layout(stage_o)
     y1 = cmap.expand_duals(res.duals, res.rows, layout, [])
@@ -261,10 +381,17 @@ def certify_original(policy: Any, red: Any, cl: Classes, solver: StageSolver, st
             return "kept rows beyond the first stage's"
         B, low = solver.fixed[0]
         per_class = isinstance(stage, LevelStage)
-        orig.fixed = [(cmap.expand_rows(B, per_class), low[cl.inverse] if per_class else low)]
+        if near is None:
+            orig.fixed = [(cmap.expand_rows(B, per_class),
+                           low[cl.inverse] if per_class else low)]
+        else:  # the original rows at the reduced level, stored at their own unit scale
+            orig.fix(stage_o, res.value)
         wstage = LinearStage(policy._wc_objective(), "work-conserving")
         wy = cmap.expand_duals(wres.duals, wres.rows, orig.layout(wstage),
                                [(low.size, per_class)])
+        if near is not None:  # kept rows divided by rho_o instead of rho: duals times the ratio
+            kept = orig.layout(wstage).slice("kept")
+            wy[kept] *= stage_o.units()[1] / stage.units()[1]
         certs.append(orig.certificate(orig.program(wstage), wstage, orig.point(wstage, xcol),
                                       wy))
     bad = [c for c in certs if not c.ok]
