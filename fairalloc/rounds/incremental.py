@@ -295,6 +295,9 @@ class IncrementalMaxMin:
         # stage 2: total normalised throughput, every level kept to stage_tol of theta
         low = theta - stage_tol * abs(theta)
         self._hs[1].change_col_bounds(0, low, low)
+        if not warm:  # a new model: from the level optimum (primal feasible but for theta's
+            # move to low) by the primal simplex, in fewer steps than from nothing (#28)
+            self._hs[1].take_basis(self._hs[0])
         xv2, y2, it2 = self._run(self._hs[1], "work-conserving")
         cols = slot_of[inv]  # each job's slot
         # a member's share of its class's total time
