@@ -32,6 +32,9 @@ from .highs import new_highs
 
 __all__ = ["KeptLP"]
 
+#: HiGHS' ``simplex_strategy`` values: dual (its default), primal
+_DUAL, _PRIMAL = 1, 4
+
 
 class KeptLP:
     """A maximisation LP held by one HiGHS instance (see the module docstring).
@@ -48,6 +51,7 @@ class KeptLP:
         h.setOptionValue("threads", 1)
         h.changeObjectiveSense(highspy.ObjSense.kMaximize)
         self._h: Any = h
+        self._primal = False  # the next solve by the primal simplex (`take_basis`)
 
     def add_cols(self, cost: np.ndarray, lower: np.ndarray, upper: np.ndarray,
                  starts: np.ndarray, index: np.ndarray, value: np.ndarray) -> None:
@@ -76,11 +80,21 @@ class KeptLP:
     def change_costs(self, cols: np.ndarray, costs: np.ndarray) -> None:
         self._h.changeColsCost(int(cols.size), cols, costs)
 
+    def take_basis(self, other: KeptLP) -> None:
+        """Start the next solve from ``other``'s basis (a model of the same rows and columns:
+        its last solve's basis, as HiGHS holds it), by the primal simplex (the basis of an
+        optimum of other costs is primal feasible, or nearly, here); later solves are dual
+        again (HiGHS' default, from this model's own basis)."""
+        self._h.setBasis(other._h.getBasis())
+        self._primal = True
+
     def solve(self, what: str) -> tuple[np.ndarray, np.ndarray, int]:
         """Re-solve from the held basis: ``(column values, row duals, simplex iterations)``."""
         import highspy
 
         h = self._h
+        h.setOptionValue("simplex_strategy", _PRIMAL if self._primal else _DUAL)
+        self._primal = False
         h.run()
         status = h.getModelStatus()
         if status != highspy.HighsModelStatus.kOptimal:

@@ -11,7 +11,10 @@ incremental round keeps what does not change:
   that leaves frees its slot (its columns fixed at 0, its rows free); a class whose member
   count changed gets one row bound and one coefficient changed. Each model is then re-solved
   from its own basis: the level LP (``max theta``), then the work-conserving LP (total
-  normalised throughput, ``theta`` fixed ``stage_tol`` below the level found);
+  normalised throughput, ``theta`` fixed ``stage_tol`` below the level found). A new model's
+  work-conserving LP starts from the level optimum's basis by the primal simplex
+  (`fairalloc.backends.kept.KeptLP.take_basis`: 20-50 % fewer of its simplex iterations than
+  from nothing on Gavel's throughputs, 16-1,000 jobs);
 * **the certificate on the original program** (every job, not the classes) computed with
   numpy in ``O(n k)`` without building it: each job's row duals are its class's divided by the
   class size (capacity duals unchanged), and the dual function and both residuals are
@@ -295,6 +298,9 @@ class IncrementalMaxMin:
         # stage 2: total normalised throughput, every level kept to stage_tol of theta
         low = theta - stage_tol * abs(theta)
         self._hs[1].change_col_bounds(0, low, low)
+        if not warm:  # a new model: from the level optimum (primal feasible but for theta's
+            # move to low) by the primal simplex, in fewer steps than from nothing (#28)
+            self._hs[1].take_basis(self._hs[0])
         xv2, y2, it2 = self._run(self._hs[1], "work-conserving")
         cols = slot_of[inv]  # each job's slot
         # a member's share of its class's total time
