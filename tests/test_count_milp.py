@@ -77,3 +77,36 @@ def test_the_count_milp_plan_agrees_with_the_full_milp(case) -> None:  # type: i
     tol = 1e-9 * max(counted.certificate.scale, full.certificate.scale)
     assert counted.objective <= full.bound + tol
     assert full.objective <= counted.bound + tol
+
+
+@given(_bent_plans(), st.integers(1, 3))
+@SETTINGS
+def test_single_gpu_jobs_are_certified_by_the_count_milp_alone(case, M) -> None:  # type: ignore[no-untyped-def]
+    # single-GPU jobs: every count vector within the capacity packs into rounds, so the exact
+    # count MILP's counts are the plan and its bound certifies them (no full MILP runs); a
+    # count MILP that over-valued a job whose values bend up would fail this
+    jobs, _, T, lam = case
+    jobs = [fa.PlanJob(workers=1, total_epochs=j.total_epochs, done_epochs=j.done_epochs,
+                       ftf=j.ftf, regimes=j.regimes) for j in jobs]
+    plan = fa.plan_schedule(jobs, M, rounds=T, lam=lam, makespan="longest",
+                            remaining_limit=np.full(len(jobs), math.inf))
+    assert plan.certificate.ok
+    assert plan.stats.path == ("hard-ftf-count-milp",)
+
+
+def test_a_job_whose_values_bend_up_keeps_binary_ordered_steps() -> None:
+    # job 0 runs 2 slow epochs (60 s) then fast ones (5 s): its second round is worth more than
+    # its first; with continuous steps its count would take the second round's value alone,
+    # the count MILP's bound would be too high and the plan would need the full MILP
+    slow_fast = [fa.PlanJob(workers=1, total_epochs=11, done_epochs=2, ftf=0.5,
+                            regimes=[(60.0, 2), (5.0, 7)])]
+    short = [fa.PlanJob(workers=1, total_epochs=4, done_epochs=2, ftf=f,
+                        regimes=[(30.0, 1), (5.0, 1)]) for f in (1.0, 0.5, 1.0, 1.0)]
+    jobs = slow_fast + short
+    plan = fa.plan_schedule(jobs, 1, rounds=2, lam=1.0, makespan="longest",
+                            remaining_limit=np.full(len(jobs), math.inf))
+    full = fa.plan_schedule(jobs, 1, rounds=2, lam=1.0, makespan="longest", method="milp",
+                            gap_tol=1e-6)
+    assert plan.certificate.ok
+    assert plan.stats.path == ("hard-ftf-count-milp",)
+    assert plan.objective >= full.objective - plan.certificate.gap_tol * plan.certificate.scale
