@@ -110,3 +110,22 @@ def test_a_job_whose_values_bend_up_keeps_binary_ordered_steps() -> None:
     assert plan.certificate.ok
     assert plan.stats.path == ("hard-ftf-count-milp",)
     assert plan.objective >= full.objective - plan.certificate.gap_tol * plan.certificate.scale
+
+
+def test_the_profiling_script_replays_dumped_re_plans(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    import pickle
+
+    from tests.scripts import load_script
+
+    script = load_script("benchmarks/profile_shockwave_plans.py", "profile_shockwave_plans")
+    jobs = [fa.PlanJob(workers=1, total_epochs=10, done_epochs=2, ftf=1.5,
+                       regimes=[(60.0, 8)]),
+            fa.PlanJob(workers=2, total_epochs=6, done_epochs=1, ftf=1.0, regimes=[(30.0, 5)])]
+    dumped = tmp_path / "re-plans.pkl"
+    dumped.write_bytes(pickle.dumps([(jobs, 2, {"rounds": 4, "remaining_limit": [math.inf] * 2,
+                                                "makespan": "longest", "lam": 4.0})]))
+    assert script.main(["--replay", str(dumped)]) == 0
+    out = capsys.readouterr().out
+    assert "    2 jobs" in out and "optimal" in out and "hard-ftf-count-milp" in out
+    assert script.main(["--data", str(tmp_path / "none")]) == 0
+    assert "nothing to profile" in capsys.readouterr().out
