@@ -128,9 +128,9 @@ def _count_milp(inst: _PlanInstance, gp: np.ndarray, lo: np.ndarray, hi: np.ndar
         rhs.append(b)
     nr = free.size if use_h else 0
     layout = _ColumnLayout.of([("step", ny), ("remaining", nr), ("makespan", 1 if use_h else 0),
-                               ("clique", len(cliques))])
-    yb, rb, hb, mb = (layout["step"], layout["remaining"], layout["makespan"],
-                      layout["clique"])
+                               ("clique", len(cliques)), ("count", free.size)])
+    yb, rb, hb, mb, nb = (layout["step"], layout["remaining"], layout["makespan"],
+                          layout["clique"], layout["count"])
     ncols = layout.ncols
     sigma = _objective_scale(delta, inst)
     c = np.zeros(ncols)
@@ -173,7 +173,15 @@ def _count_milp(inst: _PlanInstance, gp: np.ndarray, lo: np.ndarray, hi: np.ndar
     k = idx.size
     rows.add(np.repeat(np.arange(k), 2), yb.at(np.stack([idx, idx + 1], 1).ravel()),
              np.tile([1.0, -1.0], k), k, 0.0, np.inf)
-    integ[yb.cols] = True  # counts are integers (no x here); chains only where values bend up
+    # the counts are integers: one integer column n_j - lo_j = sum_s y_js per free job (a
+    # count is one branching decision, not up to T binaries); the steps are binary (with
+    # their chains) only where the job's values bend up, else the LP fills them in order
+    col_hi[nb.cols] = fhi - flo
+    integ[nb.cols] = True
+    rows.add(np.concatenate([owner, np.arange(free.size)]),
+             np.concatenate([yb.all(), nb.all()]),
+             np.concatenate([np.ones(ny), -np.ones(free.size)]), free.size, 0.0, 0.0)
+    integ[yb.cols] = bent[owner]
     if use_h:
         c[hb.start] = coef * inst.tau * sigma
         col_hi[rb.cols] = np.inf
@@ -205,9 +213,8 @@ def _count_milp(inst: _PlanInstance, gp: np.ndarray, lo: np.ndarray, hi: np.ndar
     sol = solver.solve(lp, time_limit, mip_gap)
     if not _has_point(sol, lp):
         return None, math.inf, 0, _raw_status(sol)
-    y = np.round(sol.x[yb.cols]).astype(np.int64) if ny else np.zeros(0, dtype=np.int64)
     n = lo.copy()
-    np.add.at(n, jobs_of, y)
+    n[free] += np.round(sol.x[nb.cols]).astype(np.int64)
     return n, _max_bound(lp, sol, sigma), sol.iterations, _raw_status(sol)
 
 
