@@ -24,8 +24,8 @@ def _dinkelbach_stages(a: fa.Allocation) -> int:
 
 @pytest.mark.parametrize(("n", "seed"), [(256, 3), (200, 11)])
 def test_whole_lp_sequence_starts_at_the_lower_bound(n, seed):
-    """Two Dinkelbach stages (main: three, from the isolated split), same optimum as the
-    conic reference, every stage certified."""
+    """Two Dinkelbach stages (main: five and three, from the isolated split), the optimum of the
+    conic program, every stage certified."""
     jobs, cl = _gavel_like(n, seed, True)
     a = fa.finish_time_fairness(jobs, cl, method="highs")
     assert _dinkelbach_stages(a) == 2
@@ -46,3 +46,19 @@ def test_lower_bound_jump_agrees_with_the_conic_program(n, seed, spread):
     ref = fa.finish_time_fairness(jobs, cl, method="cvxpy")
     tol = a.certificate.gap_tol + ref.certificate.gap_tol
     assert a.objective == pytest.approx(ref.objective, rel=tol)
+
+
+@pytest.mark.parametrize(("n", "seed", "spread"), [(1024, 1, False), (1100, 2, True)])
+def test_structured_sequence_jumps_next_to_the_lower_bound(n, seed, spread):
+    """The structured path's first stage jumps just above ``R_lb``: three and two
+    Dinkelbach stages (main: five and three), the whole LP's optimum, certified."""
+    jobs, cl = _gavel_like(n, seed, spread)
+    fast = fa.finish_time_fairness(jobs, cl)
+    assert "structured-level" in fast.stats.path
+    assert _dinkelbach_stages(fast) <= {1024: 3, 1100: 2}[n]
+    assert all(c.ok for c in fast.stage_certificates)
+    full = fa.finish_time_fairness(jobs, cl, method="highs")
+    tol = 2 * fast.certificate.gap_tol
+    assert fast.objective == pytest.approx(full.objective, rel=tol)
+    assert fast.stage_certificates[1].primal_value == pytest.approx(
+        full.stage_certificates[1].primal_value, rel=tol)
