@@ -98,7 +98,8 @@ def test_dinkelbach_seed_skips_sampled_newton_and_keeps_the_answer():
     cold = fa.finish_time_fairness(jobs, cl, work_conserving=False,
                                    tuning=Tuning(dinkelbach_seed=False))
     stages = seeded.stats.count(duration.DINKELBACH)
-    assert stages >= 3 and seeded.stats.fallbacks == () and cold.stats.fallbacks == ()
+    # (two stages since the sequence starts next to the lower bound R_lb: three before)
+    assert stages >= 2 and seeded.stats.fallbacks == () and cold.stats.fallbacks == ()
     # cold: a sampled phase in every stage; seeded: only in the first (nothing to seed it)
     assert cold.stats.count(common.NEWTON_SAMPLE_STEP) == cold.stats.count(duration.DINKELBACH)
     assert seeded.stats.count(common.NEWTON_SAMPLE_STEP) == 1

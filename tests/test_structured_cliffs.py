@@ -116,7 +116,7 @@ def test_dinkelbach_goes_to_the_whole_lp_after_the_first_hand_over():
     the later ones are solved as whole LPs directly (one hand-over recorded for the rest of
     the sequence)."""
     k = max(STRUCTURED_MAX_TYPES + 1, 65)  # (65: an instance needing more than 2 stages)
-    jobs, cl = _jobs(80, k, seed=5, steps=True), _cluster(np.full(k, 2))
+    jobs, cl = _jobs(80, k, seed=6, steps=True), _cluster(np.full(k, 2))
     fast = fa.finish_time_fairness(jobs, cl, work_conserving=False, tuning=STRUCT)
     exact = fa.finish_time_fairness(jobs, cl, method="highs", work_conserving=False)
     stats = fast.stats
