@@ -247,6 +247,7 @@ def _shown(value: Any) -> str:
 
 #: characters of an offending value quoted in a message (display only)
 _SHOWN_CHARS = 60
+_SHOWN_BITS = 64  # ACCURACY (of a message): larger integers are reported by their size
 
 
 def _first_problem(value: Any, allow_none: bool, allow_bool: bool = False
@@ -504,14 +505,30 @@ def as_positive_float(value: Any, name: str, *, allow_zero: bool = False) -> flo
     return out
 
 
-def as_positive_int(value: Any, name: str, *, allow_zero: bool = False) -> int:
-    """Validate a positive (or non-negative) integer."""
+def as_positive_int(value: Any, name: str, *, allow_zero: bool = False,
+                    maximum: int | None = None) -> int:
+    """Validate a positive (or non-negative) integer, at most ``maximum`` when given.
+
+    Examples
+    --------
+    >>> as_positive_int(3, "n"), as_positive_int(0, "seed", allow_zero=True)
+    (3, 0)
+    >>> as_positive_int(10**30, "num_jobs", maximum=10**7)
+    Traceback (most recent call last):
+    ...
+    fairalloc.errors.InputError: num_jobs must be at most 10000000, got an integer of 100 bits
+    """
     if isinstance(value, _NOT_REAL_TYPES) or not isinstance(value, int | np.integer):
         raise InputError(f"{name} must be an integer, got {value!r}", argument=name)
     out = int(value)
     if out < 0 or (out == 0 and not allow_zero):
         need = "non-negative" if allow_zero else "positive"
         raise InputError(f"{name} must be a {need} integer, got {value!r}", argument=name)
+    if maximum is not None and out > maximum:
+        # (str() of a huge int raises past 4,300 digits: show its size instead)
+        shown = (str(out) if out.bit_length() <= _SHOWN_BITS
+                 else f"an integer of {out.bit_length()} bits")
+        raise InputError(f"{name} must be at most {maximum}, got {shown}", argument=name)
     return out
 
 

@@ -19,6 +19,7 @@ from fairalloc.sim import (
     poisson_workload,
     read_trace,
 )
+from fairalloc.sim.generator import MAX_JOBS
 
 
 # -- batch-size schedules ------------------------------------------------------------------
@@ -144,6 +145,11 @@ def test_poisson_workload_bad_inputs() -> None:
         poisson_workload(3, seed=1.5)  # type: ignore[arg-type]
     with pytest.raises(fa.InputError, match="max_scale_factor"):
         poisson_workload(3, max_scale_factor=0)
+    # fuzz seed 1919: a count numpy cannot allocate raised numpy's ValueError
+    for huge in (10**400, MAX_JOBS + 1):
+        with pytest.raises(fa.InputError, match="num_jobs must be at most") as info:
+            poisson_workload(huge, types=("nope",))
+        assert info.value.argument == "num_jobs"
 
 
 # -- the trace reader ------------------------------------------------------------------------

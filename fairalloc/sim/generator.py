@@ -15,11 +15,15 @@ from ._files import as_names
 from .models import MODELS, MODES, ThroughputTable
 from .workload import Workload, job_from_config
 
-__all__ = ["ARRIVAL_RATE", "DURATION_CLASSES", "MODE_PROBS", "SCALE_FACTORS", "poisson_workload"]
+__all__ = ["ARRIVAL_RATE", "DURATION_CLASSES", "MAX_JOBS", "MODE_PROBS", "SCALE_FACTORS",
+           "poisson_workload"]
 
 #: Default duration mix of `fairalloc.sim.poisson_workload`: (low hours, high
 #: hours, probability) of the
 #: isolated run time, within Shockwave §8.1's "0.2 to 5 hours", skewed to short jobs.
+#: ACCURACY (a validity limit): the most jobs a generated workload holds (every job is built
+#: in memory; Gavel's and Shockwave's traces have at most about 10^5)
+MAX_JOBS = 10**7
 DURATION_CLASSES = ((0.2, 1.0, 0.6), (1.0, 2.0, 0.3), (2.0, 4.0, 0.09), (4.0, 5.0, 0.01))
 #: Gang sizes of Gavel's "continuous-multiple" trace (§7.1): 70 % one worker, 25 % two or four,
 #: 5 % eight.
@@ -60,6 +64,7 @@ def poisson_workload(
     Parameters
     ----------
     num_jobs : int
+        At most `MAX_JOBS` (10^7).
     rate : float
         Arrivals per hour (``lambda``).
     seed : int
@@ -95,7 +100,7 @@ def poisson_workload(
     >>> bool((poisson_workload(5, rate=4.0, seed=1).arrival == w.arrival).all())
     True
     """
-    n = as_positive_int(num_jobs, "num_jobs")
+    n = as_positive_int(num_jobs, "num_jobs", maximum=MAX_JOBS)
     lam = as_positive_float(rate, "rate")
     seed = as_positive_int(seed, "seed", allow_zero=True)
     types = as_names(types, "types")

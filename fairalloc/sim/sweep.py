@@ -50,7 +50,7 @@ from .._deprecate import renamed_kwargs
 from .._validation import as_option, as_positive_float, as_positive_int
 from ..errors import InputError
 from ..results import require_pandas
-from .generator import ARRIVAL_RATE, poisson_workload
+from .generator import ARRIVAL_RATE, MAX_JOBS, poisson_workload
 from .metrics import CONTENTION
 
 __all__ = ["DEFAULT_GPUS", "DEFAULT_JOBS", "DEFAULT_RATE", "DEFAULT_ROUND_DURATION",
@@ -426,7 +426,8 @@ def sweep_tasks(
     else:
         extra.setdefault("types", list(cluster))
         extra.setdefault("max_scale_factor", min(cluster.values()))
-        wl = (("kind", "poisson"), ("num_jobs", as_positive_int(num_jobs, "num_jobs")),
+        count = as_positive_int(num_jobs, "num_jobs", maximum=MAX_JOBS)
+        wl = (("kind", "poisson"), ("num_jobs", count),
               *sorted((k, _freeze(v)) for k, v in extra.items()))
     from .._validation import as_time_limit
 
