@@ -72,7 +72,7 @@ fast water-filling only, and its error stands.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -186,6 +186,9 @@ class WaterRun:
     certs: list[Certificate]
     solver: StageSolver
     unproven: str | None = None
+    #: the standing proofs of the levels that froze jobs (`water_path.Proof`; a reduced run's
+    #: are expanded to the original jobs by `water_symmetry`)
+    proofs: list[Proof] = field(default_factory=list)
 
 
 def certify_run(ctx: WaterContext, run: WaterRun) -> Certificate:
