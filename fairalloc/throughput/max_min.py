@@ -741,8 +741,8 @@ def water_filling(jobs: Jobs, cluster: Cluster, *, entities: Sequence[Hashable] 
                   backend: str | Backend | None = None, gap_tol: float = GAP_TOL,
                   feas_tol: float = FEAS_TOL, stage_tol: float = STAGE_TOL,
                   bottleneck_tol: float = BOTTLENECK_TOL, max_levels: int | None = None,
-                  work_conserving: bool | None = None, tuning: Tuning | None = None
-                  ) -> Allocation:
+                  work_conserving: bool | None = None, symmetry: bool = True,
+                  tuning: Tuning | None = None) -> Allocation:
     """Hierarchical max-min fairness by water-filling (Gavel §4.3).
 
     The result is Pareto efficient: no job's level can rise without another's falling.
@@ -756,7 +756,8 @@ def water_filling(jobs: Jobs, cluster: Cluster, *, entities: Sequence[Hashable] 
     pairs, unconsolidated_throughput, consolidated_capacity
         Space sharing and placement sensitivity (see
         `fairalloc.ThroughputPolicy`).
-    method, backend, gap_tol, feas_tol, stage_tol, bottleneck_tol, max_levels, work_conserving
+    method, backend, gap_tol, feas_tol, stage_tol, bottleneck_tol, max_levels, work_conserving,
+    symmetry
         See `fairalloc.throughput.WaterFilling.solve`.
     tuning : fairalloc.throughput.Tuning, optional
         Performance knobs of the solve plans (never changes an answer).
@@ -784,7 +785,7 @@ def water_filling(jobs: Jobs, cluster: Cluster, *, entities: Sequence[Hashable] 
                      consolidated_capacity=consolidated_capacity)
     return b.solve(method=method, backend=backend, gap_tol=gap_tol, feas_tol=feas_tol,
                    stage_tol=stage_tol, bottleneck_tol=bottleneck_tol, max_levels=max_levels,
-                   work_conserving=work_conserving, tuning=tuning)
+                   work_conserving=work_conserving, symmetry=symmetry, tuning=tuning)
 
 
 def _unconsolidated(inst: Any) -> np.ndarray:

@@ -206,8 +206,11 @@ def solve_water_reduced(wf: Any, cl: Classes, params: WaterParams, t0: float, *,
     if not chk.ok:
         return (f"{int((~chk.proven).sum())} jobs of the expanded allocation are not proven "
                 f"bottlenecked on the original program")
-    return water_allocation(wf, xcol, capacity_prices(res_r), cert, (cert, *chk.certs), log,
-                            params, t0, run.levels, chk.levels.copy(), None, cl.num_classes)
+    # one certificate per LP solved: the first level's on the original program, the reduced
+    # run's later LPs (levels, probes, bottleneck LPs) and the end check's on the original
+    return water_allocation(wf, xcol, capacity_prices(res_r), cert,
+                            (cert, *run.certs[1:], *chk.certs), log, params, t0, run.levels,
+                            chk.levels.copy(), None, cl.num_classes)
 
 
 def water_allocation(wf: Any, xcol: np.ndarray, prices: np.ndarray, cert: Certificate,
