@@ -461,9 +461,10 @@ class WaterFilling(ThroughputPolicy):
         work_conserving : bool, optional
             ``None`` or ``True`` (water-filling is always work-conserving); ``False`` raises.
         symmetry : bool
-            Solve over symmetry classes of interchangeable jobs (same data, weight and
-            entity; default ``True``), certified on the original program
-            (`fairalloc.throughput.water_symmetry`); ``False``: job by job.
+            Solve over classes of interchangeable jobs (same data, weight and entity; never
+            two FIFO jobs), near-identical ones first: path ``near-symmetry:<c>``/``symmetry:<c>``,
+            ``stats.classes``; certified on the original program, else handed over
+            (`fairalloc.throughput.water_symmetry`). ``False``: job by job.
 
         The solve is a plan of two strategies: ``water-filling-fast`` (below) and, where it
         fails (``stats.fallbacks``: ``water-filling-fast->water-filling-robust: <why>``; up
@@ -505,8 +506,7 @@ class WaterFilling(ThroughputPolicy):
         spec = "highs" if backend is None else backend
         tuning = as_tuning(tuning)
         max_levels = None if max_levels is None else as_positive_int(max_levels, "max_levels")
-        params = WaterParams(spec, tuning, method, gap_tol, feas_tol, stage_tol, btol,
-                             max_levels)
+        params = WaterParams(spec, tuning, method, gap_tol, feas_tol, stage_tol, btol, max_levels)
         log = SolveLog()  # the symmetry plan's: a hand-over to job by job is in its stats
         cl = water_symmetry.water_classes(self) if as_bool(symmetry, "symmetry") else None
         near = (None if cl is None else
@@ -756,9 +756,10 @@ def water_filling(jobs: Jobs, cluster: Cluster, *, entities: Sequence[Hashable] 
     pairs, unconsolidated_throughput, consolidated_capacity
         Space sharing and placement sensitivity (see
         `fairalloc.ThroughputPolicy`).
-    method, backend, gap_tol, feas_tol, stage_tol, bottleneck_tol, max_levels, work_conserving,
-    symmetry
+    method, backend, gap_tol, feas_tol, stage_tol, bottleneck_tol, max_levels, work_conserving
         See `fairalloc.throughput.WaterFilling.solve`.
+    symmetry : bool
+        Solve over symmetry classes of jobs (default ``True``; see `WaterFilling.solve`).
     tuning : fairalloc.throughput.Tuning, optional
         Performance knobs of the solve plans (never changes an answer).
 

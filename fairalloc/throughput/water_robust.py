@@ -417,12 +417,14 @@ def robust_water_filling(ctx: WaterContext) -> WaterRun:
 
     Examples
     --------
-    Gavel §4.3's example by the robust strategy alone: every job ends on a full GPU.
+    Gavel §4.3's example by the robust strategy alone (job by job): every job ends on a
+    full GPU.
 
     >>> import fairalloc as fa
     >>> from fairalloc.throughput import Tuning
     >>> jobs = fa.Jobs([[1.0]] * 4, weight=[3, 1, 1, 1])
-    >>> r = fa.water_filling(jobs, fa.Cluster({"gpu": 4}), tuning=Tuning(water_fast=False))
+    >>> r = fa.water_filling(jobs, fa.Cluster({"gpu": 4}), tuning=Tuning(water_fast=False),
+    ...                      symmetry=False)
     >>> r.x.ravel().round(6).tolist(), r.stats.path[:2], r.levels
     ([1.0, 1.0, 1.0, 1.0], ('water-filling-robust', 'robust-level'), 2)
     """
