@@ -25,12 +25,28 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import linprog
 
-import fairalloc as fa
+import fairalloc
 from fairalloc.throughput import Tuning
 from fairalloc.throughput.max_min import BOTTLENECK_TOL
 from fairalloc.tolerances import FEAS_TOL, GAP_TOL
 from tests.water_reference import _tight_lp, level_program
 
+
+class _JobByJob:
+    """``fairalloc`` with water-filling solved job by job (``symmetry=False``): these tests
+    exercise the fast and robust strategies on the original program, not on symmetry classes
+    (tests/test_water_filling_symmetry.py). The test bodies stay as they are, so hypothesis'
+    derandomized examples stay those they were written against."""
+
+    def __getattr__(self, name):
+        return getattr(fairalloc, name)
+
+    @staticmethod
+    def water_filling(*args, symmetry=False, **kw):
+        return fairalloc.water_filling(*args, symmetry=symmetry, **kw)
+
+
+fa = _JobByJob()
 ROBUST = Tuning(water_fast=False)  # the robust water-filling alone
 ROBUST_STEP = "water-filling-robust"
 FAST = Tuning(water_robust_max_jobs=0)  # the fast water-filling alone

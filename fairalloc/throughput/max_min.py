@@ -56,14 +56,15 @@ from ..backends import Backend
 from ..data import Cluster, JobPairs, Jobs
 from ..errors import CertificateError, InfeasibleError, InputError, SolverError
 from ..plan import Strategy, run_plan
-from ..results import Certificate, SolveStats
-from ..solvelog import SolveLog, SolveStatus
+from ..results import Certificate
+from ..solvelog import SolveLog
 from ..tolerances import FEAS_TOL, GAP_TOL
-from . import structured
+from . import structured, water_symmetry
 from .composed import level_objective
 from .policy import STAGE_TOL, Allocation, PolicyStages, ThroughputPolicy, _rank
 from .programs import LevelStage
 from .stages import StageSolver, backend_for, capacity_prices
+from .symmetry import solve_by_plan
 from .tuning import Tuning, as_tuning
 from .water_bounds import best_levels
 from .water_path import (
@@ -87,6 +88,7 @@ from .water_robust import (
     robust_applies,
     robust_water_filling,
 )
+from .water_symmetry import WaterParams, water_allocation
 
 __all__ = ["MaxMinFairness", "WaterFilling", "max_min_fairness", "water_filling"]
 
@@ -339,6 +341,9 @@ class WaterFilling(ThroughputPolicy):
 
     name = "water_filling"
     _work_conserving_default = False
+    #: members of each job's symmetry class (``None``: one each; a reduced builder's, whose
+    #: entity weight shares count every member: `fairalloc.throughput.water_symmetry`)
+    multiplicity: np.ndarray | None = None
 
     def __init__(self, jobs: Jobs, cluster: Cluster, *, entities: Sequence[Hashable] | None = None,
                  entity_weights: Mapping[Hashable, float] | None = None,
@@ -408,7 +413,8 @@ class WaterFilling(ThroughputPolicy):
         E = self.entity_names.__len__()
         out = np.zeros(self.jobs.n)
         # fairness entities: w_s * w_m / sum of live job weights in the entity
-        tot = np.bincount(self.entity, weights=np.where(live, jw, 0.0), minlength=E)
+        mult = 1.0 if self.multiplicity is None else self.multiplicity
+        tot = np.bincount(self.entity, weights=np.where(live, jw * mult, 0.0), minlength=E)
         fair = live & ~self.entity_fifo[self.entity]
         out[fair] = (self.entity_weight[self.entity[fair]] * jw[fair]
                      / tot[self.entity[fair]])
@@ -455,8 +461,10 @@ class WaterFilling(ThroughputPolicy):
         work_conserving : bool, optional
             ``None`` or ``True`` (water-filling is always work-conserving); ``False`` raises.
         symmetry : bool
-            Validated only: water-filling solves job by job (its levels are not reduced by
-            exact symmetry classes).
+            Solve over classes of interchangeable jobs (same data, weight and entity; never
+            two FIFO jobs), near-identical ones first: path ``near-symmetry:<c>``/``symmetry:<c>``,
+            ``stats.classes``; certified on the original program, else handed over
+            (`fairalloc.throughput.water_symmetry`). ``False``: job by job.
 
         The solve is a plan of two strategies: ``water-filling-fast`` (below) and, where it
         fails (``stats.fallbacks``: ``water-filling-fast->water-filling-robust: <why>``; up
@@ -495,34 +503,51 @@ class WaterFilling(ThroughputPolicy):
         feas_tol = as_tolerance(feas_tol, "feas_tol")
         stage_tol = as_tolerance(stage_tol, "stage_tol")
         btol = as_tolerance(bottleneck_tol, "bottleneck_tol")
-        inst = self.inst
-        cap_levels = inst.n if max_levels is None else as_positive_int(max_levels, "max_levels")
         spec = "highs" if backend is None else backend
         tuning = as_tuning(tuning)
-        be = backend_for(spec, inst.E, tuning)
-        log = SolveLog()
+        max_levels = None if max_levels is None else as_positive_int(max_levels, "max_levels")
+        params = WaterParams(spec, tuning, method, gap_tol, feas_tol, stage_tol, btol, max_levels)
+        log = SolveLog()  # the symmetry plan's: a hand-over to job by job is in its stats
+        cl = water_symmetry.water_classes(self) if as_bool(symmetry, "symmetry") else None
+        near = (None if cl is None else
+                water_symmetry.water_near_classes(self, cl, tuning.near_tie_share * gap_tol))
+        return solve_by_plan(
+            lambda: (water_symmetry.solve_water_reduced(self, cl, params, t0, prior=log)
+                     if cl is not None else "not reducible"),
+            lambda: self._solve_jobs(params, t0, log),
+            reduces=cl is not None and cl.reduces, log=log, what=self.name,
+            near=None if near is None else (lambda: water_symmetry.solve_water_reduced(
+                self, near, params, t0, near=True, prior=log)))
+
+    def run_water(self, params: WaterParams, log: SolveLog) -> Any:
+        """Water-filling's plan on this builder's own instance (``water-filling-fast``, then
+        ``water-filling-robust``), recorded in ``log``; returns the plan's `Found` (its
+        result a `WaterRun`)."""
+        inst = self.inst
+        be = backend_for(params.spec, inst.E, params.tuning)
+        cap_levels = inst.n if params.max_levels is None else params.max_levels
         # (scipy's product, not `scale_rows`: with entries in another order a 10-type job
         # ended 1.2e-6 below its floor, level duals 1e8; known, issue #15)
         U = sp.csr_matrix(sp.diags(self.unorm) @ inst.Tm)  # rows u_m(x)
-        ctx = WaterContext(self, U, be, spec, tuning, method, gap_tol, feas_tol, stage_tol, btol,
+        ctx = WaterContext(self, U, be, params.spec, params.tuning, params.method,
+                           params.gap_tol, params.feas_tol, params.stage_tol, params.btol,
                            cap_levels, log)
         plan = (Strategy(WATER_FAST, self._fast, certify_run, _fast_applies),
                 Strategy(ROBUST, robust_water_filling, certify_run, robust_applies, exact=True))
-        found = run_plan(plan, ctx, log, what="water-filling", backend=be.name)
+        return run_plan(plan, ctx, log, what="water-filling", backend=be.name)
+
+    def _solve_jobs(self, params: WaterParams, t0: float, log: SolveLog) -> Allocation:
+        """Water-filling job by job (the symmetry plan's ``exact`` step)."""
+        found = self.run_water(params, log)
         run, cert = found.result, found.certificate
         certs = run.certs
         certs[0] = cert
         if run.unproven is not None:  # the end check's verdict (the max-min level is proven)
             log.step(PARETO_UNPROVEN)
             log.hand_over(found.strategy, PARETO_UNPROVEN, run.unproven)
-        stats = SolveStats.from_log(log, method="highs" if method == "highs" else "fast",
-                                    seconds=time.perf_counter() - t0)
-        out = self._result(run.xcol, capacity_prices(run.first[1]), cert.primal_value, cert,
-                           tuple(certs), stats)
-        floors = run.floors
-        floors.flags.writeable = False
-        status = SolveStatus.OPTIMAL if run.unproven is None else SolveStatus.SUBOPTIMAL
-        return dataclasses.replace(out, levels=run.levels, level_floors=floors, status=status)
+        return water_allocation(self, run.xcol, capacity_prices(run.first[1]), cert,
+                                tuple(certs), log, params, t0, run.levels, run.floors,
+                                run.unproven)
 
     def _fast(self, ctx: WaterContext) -> WaterRun:
         """The fast water-filling (module docstring: rule (a), saturation jumps, the end
@@ -700,7 +725,7 @@ class WaterFilling(ThroughputPolicy):
                 bott, risky = cand, True
             frozen |= bott
         assert first is not None
-        return WaterRun(xcol, floors, levels, first, certs, solver)
+        return WaterRun(xcol, floors, levels, first, certs, solver, proofs=proofs)
 
 
 def _fast_applies(ctx: WaterContext) -> bool:
@@ -716,8 +741,8 @@ def water_filling(jobs: Jobs, cluster: Cluster, *, entities: Sequence[Hashable] 
                   backend: str | Backend | None = None, gap_tol: float = GAP_TOL,
                   feas_tol: float = FEAS_TOL, stage_tol: float = STAGE_TOL,
                   bottleneck_tol: float = BOTTLENECK_TOL, max_levels: int | None = None,
-                  work_conserving: bool | None = None, tuning: Tuning | None = None
-                  ) -> Allocation:
+                  work_conserving: bool | None = None, symmetry: bool = True,
+                  tuning: Tuning | None = None) -> Allocation:
     """Hierarchical max-min fairness by water-filling (Gavel §4.3).
 
     The result is Pareto efficient: no job's level can rise without another's falling.
@@ -733,6 +758,8 @@ def water_filling(jobs: Jobs, cluster: Cluster, *, entities: Sequence[Hashable] 
         `fairalloc.ThroughputPolicy`).
     method, backend, gap_tol, feas_tol, stage_tol, bottleneck_tol, max_levels, work_conserving
         See `fairalloc.throughput.WaterFilling.solve`.
+    symmetry : bool
+        Solve over symmetry classes of jobs (default ``True``; see `WaterFilling.solve`).
     tuning : fairalloc.throughput.Tuning, optional
         Performance knobs of the solve plans (never changes an answer).
 
@@ -759,7 +786,7 @@ def water_filling(jobs: Jobs, cluster: Cluster, *, entities: Sequence[Hashable] 
                      consolidated_capacity=consolidated_capacity)
     return b.solve(method=method, backend=backend, gap_tol=gap_tol, feas_tol=feas_tol,
                    stage_tol=stage_tol, bottleneck_tol=bottleneck_tol, max_levels=max_levels,
-                   work_conserving=work_conserving, tuning=tuning)
+                   work_conserving=work_conserving, symmetry=symmetry, tuning=tuning)
 
 
 def _unconsolidated(inst: Any) -> np.ndarray:

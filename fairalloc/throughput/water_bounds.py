@@ -13,7 +13,7 @@ import numpy as np
 
 from .instance import ColumnInstance
 
-__all__ = ["best_levels", "saturation_workers"]
+__all__ = ["best_levels", "group_cumsum", "saturation_workers"]
 
 
 def best_levels(inst: ColumnInstance, unorm: np.ndarray) -> np.ndarray:
@@ -84,3 +84,18 @@ def saturation_workers(inst: ColumnInstance) -> np.ndarray:
     need = np.full(n, np.inf)
     np.minimum.at(need, rows[top], share[T.indices[top]])
     return need
+
+
+def group_cumsum(v: np.ndarray, first: np.ndarray, gid: np.ndarray) -> np.ndarray:
+    """Inclusive cumulative sum of finite ``v`` restarted at every ``first`` (sorted groups;
+    ``gid``: each entry's group).
+
+    Examples
+    --------
+    >>> group_cumsum(np.array([1.0, 2.0, 3.0]), np.array([True, False, True]),
+    ...              np.array([0, 0, 1])).tolist()
+    [1.0, 3.0, 3.0]
+    """
+    c = np.cumsum(v)
+    start = (c - v)[first]
+    return c - start[gid]

@@ -33,7 +33,7 @@ from . import structured
 from .instance import ColumnInstance
 from .programs import LevelStage
 from .stages import StageSolver, scaled_solve
-from .water_bounds import saturation_workers
+from .water_bounds import group_cumsum, saturation_workers
 
 #: PERFORMANCE knob: cap of each job's rise in a bottleneck LP, relative to max(1, floor)
 #: (spreads the rises over as many jobs as possible)
@@ -220,13 +220,6 @@ def amplified_violation(lam: np.ndarray, U: sp.csr_matrix, x: np.ndarray,
     return float(lam @ gap)
 
 
-def _group_cumsum(v: np.ndarray, first: np.ndarray, gid: np.ndarray) -> np.ndarray:
-    """Inclusive cumulative sum of finite ``v`` restarted at every ``first`` (sorted groups)."""
-    c = np.cumsum(v)
-    start = (c - v)[first]
-    return c - start[gid]
-
-
 class SaturationPath:
     """Levels ``L(theta)`` of the saturation-only water-filling trajectory from ``floors``.
 
@@ -246,6 +239,9 @@ class SaturationPath:
         FIFO arrival rank.
     single_level : bool
         Every job rises at its own weight (no entities).
+    mult : ndarray (n,), optional
+        Members of each job's symmetry class (a reduced builder's: an entity's live weight
+        counts every member; `fairalloc.throughput.water_symmetry`). Default 1.
 
     Examples
     --------
@@ -262,7 +258,8 @@ class SaturationPath:
 
     def __init__(self, floors: np.ndarray, live: np.ndarray, umax: np.ndarray,
                  job_weight: np.ndarray, entity: np.ndarray, entity_weight: np.ndarray,
-                 entity_fifo: np.ndarray, rank: np.ndarray, single_level: bool) -> None:
+                 entity_fifo: np.ndarray, rank: np.ndarray, single_level: bool,
+                 mult: np.ndarray | None = None) -> None:
         n = floors.size
         self.floors, self.umax, self.live = floors, umax, live
         self.single = single_level
@@ -287,16 +284,17 @@ class SaturationPath:
         first = np.r_[True, ent[1:] != ent[:-1]] if fj.size else np.zeros(0, bool)
         gid = np.cumsum(first) - 1
         om = job_weight[fj]
-        total = np.bincount(gid, weights=om) if fj.size else np.zeros(0)
-        before = total[gid] - (_group_cumsum(om, first, gid) - om)  # live weight while rising
+        omc = om if mult is None else om * mult[fj]  # the weight of every member
+        total = np.bincount(gid, weights=omc) if fj.size else np.zeros(0)
+        before = total[gid] - (group_cumsum(omc, first, gid) - omc)  # live weight while rising
         fin = np.isfinite(phi)
         prev = np.r_[0.0, phi[:-1]] if fj.size else phi
         prev = np.where(first, 0.0, prev)
         inc = np.where(fin, (phi - np.where(np.isfinite(prev), prev, 0.0)) * before
                        / ws[fj], 0.0)
-        t_f = np.where(fin, _group_cumsum(inc, first, gid), np.inf)
+        t_f = np.where(fin, group_cumsum(inc, first, gid), np.inf)
         times[fj] = t_f
-        self._fair = (fj, phi, t_f, first, gid, total, om)
+        self._fair = (fj, phi, t_f, first, gid, total, om, omc)
         # FIFO entities: sort by (entity, rank); each job rises at w_s after the previous ones
         qj = np.flatnonzero(live & fifo)
         qj = qj[np.lexsort((rank[qj], entity[qj]))]
@@ -305,8 +303,8 @@ class SaturationPath:
         qgid = np.cumsum(qfirst) - 1
         dur = gap[qj] / ws[qj]
         dfin = np.isfinite(dur)
-        blocked = _group_cumsum((~dfin).astype(float), qfirst, qgid) - (~dfin)  # infs before
-        end = _group_cumsum(np.where(dfin, dur, 0.0), qfirst, qgid)
+        blocked = group_cumsum((~dfin).astype(float), qfirst, qgid) - (~dfin)  # infs before
+        end = group_cumsum(np.where(dfin, dur, 0.0), qfirst, qgid)
         start = np.where(blocked > 0, np.inf, end - np.where(dfin, dur, 0.0))
         end = np.where((blocked > 0) | ~dfin, np.inf, end)
         times[qj] = end
@@ -322,7 +320,7 @@ class SaturationPath:
             out[self.times <= theta] = umax[self.times <= theta]  # exactly, not to rounding
         else:
             out = f.copy()
-            fj, phi, t_f, first, gid, total, om = self._fair
+            fj, phi, t_f, first, gid, total, om, omc = self._fair
             if fj.size:
                 done = t_f <= theta
                 q = np.bincount(gid, weights=done, minlength=total.size).astype(int)
@@ -332,7 +330,7 @@ class SaturationPath:
                 li = np.maximum(last, 0)
                 phi0 = np.where(has, phi[li], 0.0)
                 t0 = np.where(has, t_f[li], 0.0)
-                cum = np.bincount(gid, weights=np.where(done, om, 0.0), minlength=total.size)
+                cum = np.bincount(gid, weights=np.where(done, omc, 0.0), minlength=total.size)
                 left = total - cum
                 ws_g = self._ews[fj[starts]]
                 with np.errstate(divide="ignore", invalid="ignore"):
@@ -614,7 +612,7 @@ def saturation_jump(wf: Any, solver: StageSolver, U: sp.csr_matrix, floors: np.n
     """
     umax = wf._max_level
     path = SaturationPath(floors, ~frozen, umax, wf.jobs.weight, wf.entity, wf.entity_weight,
-                          wf.entity_fifo, wf.rank, wf.single_level)
+                          wf.entity_fifo, wf.rank, wf.single_level, wf.multiplicity)
     bp, times = path.breakpoints, path.times
     pending = ~frozen & ~reached & np.isfinite(times)
     lo = int(np.searchsorted(bp, times[pending].min(initial=np.inf), side="left"))

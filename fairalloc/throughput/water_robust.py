@@ -72,7 +72,7 @@ fast water-filling only, and its error stands.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -186,6 +186,9 @@ class WaterRun:
     certs: list[Certificate]
     solver: StageSolver
     unproven: str | None = None
+    #: the standing proofs of the levels that froze jobs (`water_path.Proof`; a reduced run's
+    #: are expanded to the original jobs by `water_symmetry`)
+    proofs: list[Proof] = field(default_factory=list)
 
 
 def certify_run(ctx: WaterContext, run: WaterRun) -> Certificate:
@@ -414,12 +417,14 @@ def robust_water_filling(ctx: WaterContext) -> WaterRun:
 
     Examples
     --------
-    Gavel §4.3's example by the robust strategy alone: every job ends on a full GPU.
+    Gavel §4.3's example by the robust strategy alone (job by job): every job ends on a
+    full GPU.
 
     >>> import fairalloc as fa
     >>> from fairalloc.throughput import Tuning
     >>> jobs = fa.Jobs([[1.0]] * 4, weight=[3, 1, 1, 1])
-    >>> r = fa.water_filling(jobs, fa.Cluster({"gpu": 4}), tuning=Tuning(water_fast=False))
+    >>> r = fa.water_filling(jobs, fa.Cluster({"gpu": 4}), tuning=Tuning(water_fast=False),
+    ...                      symmetry=False)
     >>> r.x.ravel().round(6).tolist(), r.stats.path[:2], r.levels
     ([1.0, 1.0, 1.0, 1.0], ('water-filling-robust', 'robust-level'), 2)
     """
