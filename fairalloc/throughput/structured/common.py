@@ -118,6 +118,30 @@ def too_many_explicit(explicit: np.ndarray, n: int, tuning: Tuning) -> bool:
     return m > tuning.max_explicit_share * n and m > tuning.min_degenerate_jobs
 
 
+#: PERFORMANCE knob: constants freed on a type their vertices overload carry this many times
+#: the overload (`free_overloaded`): freed jobs keep their floors, so they cannot shed all of it
+OVERLOAD_FREE_FACTOR = 5.0
+
+
+def free_overloaded(use: np.ndarray, over: np.ndarray, tie: np.ndarray, constant: np.ndarray
+                    ) -> np.ndarray:
+    """The ``constant`` jobs to give their own variables where the constants' vertices use
+    more than the capacity of a type (``over > 0``: by how much; ``use``: each job's use of
+    each type, ``(n, k)``): on each such type, those closest to a tie (smallest ``tie``, the
+    price band at which a job's vertex becomes ambiguous) until they carry
+    `OVERLOAD_FREE_FACTOR` times the overload (all of them if they carry less). A master
+    with the constants as they are has no feasible point; widening the band for every job
+    instead makes it about the whole LP (#28: Gavel-drawn FTF, 4,096 jobs)."""
+    free = np.zeros(constant.size, dtype=bool)
+    cand = np.flatnonzero(constant)
+    order = cand[np.argsort(tie[cand], kind="stable")]
+    for t in np.flatnonzero(over > 0):  # a few types, not jobs
+        on = order[use[order, t] > 0]
+        cum = np.cumsum(use[on, t])
+        free[on[: int(np.searchsorted(cum, OVERLOAD_FREE_FACTOR * over[t])) + 1]] = True
+    return free
+
+
 def structured_applies(solver: StageSolver, *, kept: int, any_size: bool = False) -> bool:
     """Whether a stage of ``solver`` has the structure the structured solvers exploit: single
     job columns only (no pairs, no placement), only time and capacity rows besides ``kept``

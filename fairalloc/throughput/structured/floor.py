@@ -36,6 +36,7 @@ from .common import (
     band,
     certified,
     explicit_columns,
+    free_overloaded,
     newton,
     price_spread,
     structured_applies,
@@ -197,6 +198,17 @@ def fast_floor(solver: StageSolver, stage: LinearStage, *, prior: StageResult | 
         used += 1
         vert = dem.vertices(col, p, band=band)
         explicit |= vert.ambiguous
+        # constants whose vertices overload a type: the master would have no point; the
+        # ones nearest a tie get their variables (not a wider band for every job: #28)
+        ag = ~explicit
+        xc = _constants_x(E, a, vert.e1[ag], vert.e2[ag], f[ag])
+        over = inst.W @ xc - inst.cap
+        over[over <= ACTIVITY_ROUNDING * (1 + inst.cap)] = 0.0
+        if over.any():
+            use = np.where(col >= 0, inst.col_workers[col] * xc[col], 0.0)
+            fresh = free_overloaded(use, over, dem.tie_bands(p), ~explicit)
+            solver.step(f"{FLOOR_FREED}:{int(fresh.sum())}")
+            explicit |= fresh
         grouped = agr.floor_grouped(explicit, p, omega, inst.cap_weight)
         own_vars = explicit & ~grouped
         if too_many_explicit(own_vars, n, tuning):
@@ -344,6 +356,20 @@ class _FloorDemand(Demand):
         e2 = np.where(nothing, -1, e2)
         return Vertices(e1, e2, np.zeros(rows.size), np.zeros(rows.size),
                          near | ~np.isfinite(top))
+
+    def tie_bands(self, r: np.ndarray) -> np.ndarray:
+        """Each job's smallest ``band`` at which `vertices` calls its vertex ambiguous at
+        prices ``r`` (``inf``: a single valid vertex)."""
+        V = self._values(r)
+        rows = np.arange(V.shape[0])
+        best = V.argmax(axis=1)
+        top = V[rows, best]
+        spread = price_spread(np.append(r, 0.0), self.lo_all, self.hi_all, self.x_lo,
+                              self.x_hi, best)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            m = (top[:, None] - V) / (self.s[:, None] * spread + np.abs(top)[:, None])
+        m[rows, best] = np.inf
+        return np.where(np.isfinite(V) & ~np.isnan(m), m, np.inf).min(axis=1)
 
     def __call__(self, r: np.ndarray, theta: float) -> tuple[np.ndarray, np.ndarray]:
         """Capacity used per type at prices ``r`` (``theta`` is ignored; zero derivative)."""
@@ -630,6 +656,26 @@ def _floor_from_level(solver: StageSolver, stage: LinearStage, prior: StageResul
     return certified(solver, stage, prior.x[: inst.E], duals)
 
 
+def _constants_x(E: int, a: np.ndarray, e1: np.ndarray, e2: np.ndarray, L: np.ndarray
+                 ) -> np.ndarray:
+    """The allocation (``E`` columns) of jobs held at their vertices ``e1, e2`` (see
+    `_FloorDemand.vertices`) with floors ``L``."""
+    xcol = np.zeros(E)
+    has1 = e1 >= 0
+    split = e2 >= 0
+    full = e2 == -2
+    floor1 = has1 & (e2 == -1)
+    e1s = np.maximum(e1, 0)
+    e2s = np.maximum(e2, 0)
+    a1 = a[e1s]
+    a2 = np.where(split, a[e2s], 1.0)
+    d = np.where(split, a2 - a1, 1.0)
+    xcol[e1s[has1]] = np.where(floor1, L / np.where(has1, a1, 1.0),
+                               np.where(full, 1.0, np.where(split, (a2 - L) / d, 0.0)))[has1]
+    xcol[e2s[split]] = np.where(split, (L - a1) / d, 0.0)[split]
+    return xcol
+
+
 def _solve_floor_master(inst: ColumnInstance, a: np.ndarray, f: np.ndarray, omega: np.ndarray,
                         vert: Vertices, explicit: np.ndarray, solver: StageSolver,
                         own_vars: np.ndarray | None = None,
@@ -654,22 +700,7 @@ def _solve_floor_master(inst: ColumnInstance, a: np.ndarray, f: np.ndarray, omeg
     typ = inst.col_type
     ag = np.flatnonzero(~explicit)
     e1, e2 = vert.e1[ag], vert.e2[ag]
-    L = f[ag]
-    xcol = np.zeros(E)
-    has1 = e1 >= 0
-    split = e2 >= 0
-    full = e2 == -2
-    floor1 = has1 & (e2 == -1)
-    e1s = np.maximum(e1, 0)
-    e2s = np.maximum(e2, 0)
-    a1 = a[e1s]
-    a2 = np.where(split, a[e2s], 1.0)
-    d = np.where(split, a2 - a1, 1.0)
-    x1 = np.where(floor1, L / np.where(has1, a1, 1.0),
-                  np.where(full, 1.0, np.where(split, (a2 - L) / d, 0.0)))
-    x2 = np.where(split, (L - a1) / d, 0.0)
-    xcol[e1s[has1]] = x1[has1]
-    xcol[e2s[split]] = x2[split]
+    xcol = _constants_x(E, a, e1, e2, f[ag])
     load = inst.W @ xcol
     ex, cols, own = explicit_columns(inst, own_vars)
     nx, r = cols.size, ex.size
