@@ -150,8 +150,8 @@ def fast_floor(solver: StageSolver, stage: LinearStage, *, prior: StageResult | 
     capacity); jobs whose best vertex is clear at them are constants (where the constants'
     vertices overload a type, those nearest a tie on it are not: `free_overloaded`), the
     others keep their variables in a restricted master LP (those near a tie in a row class
-    held at their floors by class, `fairalloc.throughput.structured.rowclass`). The master's own duals,
-    with the constants' and the aggregated jobs' duals in closed form at its prices
+    held at their floors by class, `fairalloc.throughput.structured.rowclass`). The master's
+    own duals, with the constants' and the aggregated jobs' duals in closed form at its prices
     (`_master_duals`), are tried first; the constants they price out get their own variables
     (``floor-freed:<jobs>``) and the aggregated jobs they price out leave their classes (at
     most ``tuning.floor_priced_rounds`` rounds). Otherwise `_floor_duals` finds the full
