@@ -118,6 +118,28 @@ def too_many_explicit(explicit: np.ndarray, n: int, tuning: Tuning) -> bool:
     return m > tuning.max_explicit_share * n and m > tuning.min_degenerate_jobs
 
 
+def floor_vertex_x(E: int, a: np.ndarray, e1: np.ndarray, e2: np.ndarray, L: np.ndarray
+                 ) -> np.ndarray:
+    """The allocation (``E`` columns) of jobs held at their vertices ``e1, e2`` (see
+    `fairalloc.throughput.structured.floor`'s vertices: ``e2 = -1`` floor on ``e1``, ``-2``
+    all the time on ``e1``, ``>= 0`` split at the floor; ``e1 = -1`` nothing) with floors
+    ``L`` and single-column coefficients ``a``."""
+    xcol = np.zeros(E)
+    has1 = e1 >= 0
+    split = e2 >= 0
+    full = e2 == -2
+    floor1 = has1 & (e2 == -1)
+    e1s = np.maximum(e1, 0)
+    e2s = np.maximum(e2, 0)
+    a1 = a[e1s]
+    a2 = np.where(split, a[e2s], 1.0)
+    d = np.where(split, a2 - a1, 1.0)
+    xcol[e1s[has1]] = np.where(floor1, L / np.where(has1, a1, 1.0),
+                               np.where(full, 1.0, np.where(split, (a2 - L) / d, 0.0)))[has1]
+    xcol[e2s[split]] = np.where(split, (L - a1) / d, 0.0)[split]
+    return xcol
+
+
 #: PERFORMANCE knob: constants freed on a type their vertices overload carry this many times
 #: the overload (`free_overloaded`): freed jobs keep their floors, so they cannot shed all of it
 OVERLOAD_FREE_FACTOR = 5.0

@@ -36,6 +36,7 @@ from .common import (
     band,
     certified,
     explicit_columns,
+    floor_vertex_x,
     free_overloaded,
     newton,
     price_spread,
@@ -194,6 +195,7 @@ def fast_floor(solver: StageSolver, stage: LinearStage, *, prior: StageResult | 
     reason = f"not certified within {max_rounds} master rounds"
     rounds = max_rounds  # a round spent on aggregated shares that did not work is given back
     used = priced = 0
+    retried = False
     memo: dict[str, Any] = {}  # the previous master's basis, rows and columns (a warm start)
     while used < rounds:
         used += 1
@@ -201,13 +203,8 @@ def fast_floor(solver: StageSolver, stage: LinearStage, *, prior: StageResult | 
         explicit |= vert.ambiguous
         # constants whose vertices overload a type: the master would have no point; the
         # ones nearest a tie get their variables (not a wider band for every job: #28)
-        ag = ~explicit
-        xc = _constants_x(E, a, vert.e1[ag], vert.e2[ag], f[ag])
-        over = inst.W @ xc - inst.cap
-        over[over <= ACTIVITY_ROUNDING * (1 + inst.cap)] = 0.0
-        if over.any():
-            use = np.where(col >= 0, inst.col_workers[col] * xc[col], 0.0)
-            fresh = free_overloaded(use, over, dem.tie_bands(p), ~explicit)
+        fresh = _overloading(inst, a, f, col, vert, ~explicit, explicit, dem, p)
+        if fresh.any():
             solver.step(f"{FLOOR_FREED}:{int(fresh.sum())}")
             explicit |= fresh
         grouped = agr.floor_grouped(explicit, p, omega, inst.cap_weight)
@@ -220,6 +217,13 @@ def fast_floor(solver: StageSolver, stage: LinearStage, *, prior: StageResult | 
         out = _solve_floor_master(inst, a, f, omega, vert, explicit, solver, own_vars,
                                   None if mg is None else (*mg, col), memo, p)
         if out is None:
+            # no feasible point: with every job at its vertex, a type overloaded? (#28)
+            fresh = _overloading(inst, a, f, col, vert, np.ones(n, dtype=bool), explicit, dem, p)
+            if fresh.any() and not retried:
+                retried = True
+                solver.step(f"{FLOOR_FREED}:{int(fresh.sum())}")
+                explicit |= fresh
+                continue
             band *= _FLOOR_BAND_GROWTH
             continue
         xcol, it, bound, mduals = out
@@ -237,6 +241,9 @@ def fast_floor(solver: StageSolver, stage: LinearStage, *, prior: StageResult | 
             return done
         split = viol & grouped
         viol &= ~explicit
+        if too_many_explicit(explicit | viol, n, tuning):  # prices far off: a wider band
+            band *= _FLOOR_BAND_GROWTH  # (#28: Gavel-drawn, 12,288 jobs, 9,427 priced out)
+            continue
         if (viol.any() or split.any()) and priced < tuning.floor_priced_rounds:
             priced += 1
             if viol.any():
@@ -657,24 +664,18 @@ def _floor_from_level(solver: StageSolver, stage: LinearStage, prior: StageResul
     return certified(solver, stage, prior.x[: inst.E], duals)
 
 
-def _constants_x(E: int, a: np.ndarray, e1: np.ndarray, e2: np.ndarray, L: np.ndarray
-                 ) -> np.ndarray:
-    """The allocation (``E`` columns) of jobs held at their vertices ``e1, e2`` (see
-    `_FloorDemand.vertices`) with floors ``L``."""
-    xcol = np.zeros(E)
-    has1 = e1 >= 0
-    split = e2 >= 0
-    full = e2 == -2
-    floor1 = has1 & (e2 == -1)
-    e1s = np.maximum(e1, 0)
-    e2s = np.maximum(e2, 0)
-    a1 = a[e1s]
-    a2 = np.where(split, a[e2s], 1.0)
-    d = np.where(split, a2 - a1, 1.0)
-    xcol[e1s[has1]] = np.where(floor1, L / np.where(has1, a1, 1.0),
-                               np.where(full, 1.0, np.where(split, (a2 - L) / d, 0.0)))[has1]
-    xcol[e2s[split]] = np.where(split, (L - a1) / d, 0.0)[split]
-    return xcol
+def _overloading(inst: ColumnInstance, a: np.ndarray, f: np.ndarray, col: np.ndarray,
+                 vert: Vertices, at: np.ndarray, explicit: np.ndarray, dem: _FloorDemand,
+                 p: np.ndarray) -> np.ndarray:
+    """The constants (not ``explicit``) to free where the jobs ``at`` their vertices overload a
+    type at prices ``p`` (`free_overloaded`; none where no type is overloaded)."""
+    x = floor_vertex_x(inst.E, a, vert.e1[at], vert.e2[at], f[at])
+    over = inst.W @ x - inst.cap
+    over[over <= ACTIVITY_ROUNDING * (1 + inst.cap)] = 0.0
+    if not over.any():
+        return np.zeros(inst.n, dtype=bool)
+    use = np.where(col >= 0, inst.col_workers[col] * x[col], 0.0)
+    return free_overloaded(use, over, dem.tie_bands(p), ~explicit)
 
 
 def _solve_floor_master(inst: ColumnInstance, a: np.ndarray, f: np.ndarray, omega: np.ndarray,
@@ -701,7 +702,7 @@ def _solve_floor_master(inst: ColumnInstance, a: np.ndarray, f: np.ndarray, omeg
     typ = inst.col_type
     ag = np.flatnonzero(~explicit)
     e1, e2 = vert.e1[ag], vert.e2[ag]
-    xcol = _constants_x(E, a, e1, e2, f[ag])
+    xcol = floor_vertex_x(E, a, e1, e2, f[ag])
     load = inst.W @ xcol
     ex, cols, own = explicit_columns(inst, own_vars)
     nx, r = cols.size, ex.size
