@@ -74,3 +74,15 @@ def test_gavel_drawn_subsets_agree_with_highs(seed: int, n: int, workers: int):
     take = np.sort(np.random.default_rng(seed).choice(4096, n, replace=False))
     jobs, cl = _gavel_4096(take, workers)
     _agree(fa.finish_time_fairness(jobs, cl), fa.finish_time_fairness(jobs, cl, method="highs"))
+
+
+@pytest.mark.parametrize("jump", [0.0, 1e-12, 1e-11, 1e-5])
+def test_the_floor_stage_stays_structured_wherever_the_last_level_lands(monkeypatch, jump):
+    """Where the Dinkelbach jump lands (`STRUCTURED_JUMP_ABOVE`, a public knob) moved the
+    floor stage between one master, two, and the whole LP; now no landing hands it over."""
+    import fairalloc.throughput.duration as duration
+    monkeypatch.setattr(duration, "STRUCTURED_JUMP_ABOVE", jump)
+    jobs, cl = _gavel_4096()
+    a = fa.finish_time_fairness(jobs, cl)
+    assert not any(f.startswith(STRUCTURED_FLOOR + "->") for f in a.stats.fallbacks)
+    assert all(c.ok for c in a.stage_certificates)
