@@ -118,6 +118,52 @@ def too_many_explicit(explicit: np.ndarray, n: int, tuning: Tuning) -> bool:
     return m > tuning.max_explicit_share * n and m > tuning.min_degenerate_jobs
 
 
+def floor_vertex_x(E: int, a: np.ndarray, e1: np.ndarray, e2: np.ndarray, L: np.ndarray
+                 ) -> np.ndarray:
+    """The allocation (``E`` columns) of jobs held at their vertices ``e1, e2`` (see
+    `fairalloc.throughput.structured.floor`'s vertices: ``e2 = -1`` floor on ``e1``, ``-2``
+    all the time on ``e1``, ``>= 0`` split at the floor; ``e1 = -1`` nothing) with floors
+    ``L`` and single-column coefficients ``a``."""
+    xcol = np.zeros(E)
+    has1 = e1 >= 0
+    split = e2 >= 0
+    full = e2 == -2
+    floor1 = has1 & (e2 == -1)
+    e1s = np.maximum(e1, 0)
+    e2s = np.maximum(e2, 0)
+    a1 = a[e1s]
+    a2 = np.where(split, a[e2s], 1.0)
+    d = np.where(split, a2 - a1, 1.0)
+    xcol[e1s[has1]] = np.where(floor1, L / np.where(has1, a1, 1.0),
+                               np.where(full, 1.0, np.where(split, (a2 - L) / d, 0.0)))[has1]
+    xcol[e2s[split]] = np.where(split, (L - a1) / d, 0.0)[split]
+    return xcol
+
+
+#: PERFORMANCE knob: constants freed on a type their vertices overload carry this many times
+#: the overload (`free_overloaded`): freed jobs keep their floors, so they cannot shed all of it
+OVERLOAD_FREE_FACTOR = 5.0
+
+
+def free_overloaded(use: np.ndarray, over: np.ndarray, tie: np.ndarray, constant: np.ndarray
+                    ) -> np.ndarray:
+    """The ``constant`` jobs to give their own variables where the constants' vertices use
+    more than the capacity of a type (``over > 0``: by how much; ``use``: each job's use of
+    each type, ``(n, k)``): on each such type, those closest to a tie (smallest ``tie``, the
+    price band at which a job's vertex becomes ambiguous) until they carry
+    `OVERLOAD_FREE_FACTOR` times the overload (all of them if they carry less). A master
+    with the constants as they are has no feasible point; widening the band for every job
+    instead makes it about the whole LP (#28: Gavel-drawn FTF, 4,096 jobs)."""
+    free = np.zeros(constant.size, dtype=bool)
+    cand = np.flatnonzero(constant)
+    order = cand[np.argsort(tie[cand], kind="stable")]
+    for t in np.flatnonzero(over > 0):  # a few types, not jobs
+        on = order[use[order, t] > 0]
+        cum = np.cumsum(use[on, t])
+        free[on[: int(np.searchsorted(cum, OVERLOAD_FREE_FACTOR * over[t])) + 1]] = True
+    return free
+
+
 def structured_applies(solver: StageSolver, *, kept: int, any_size: bool = False) -> bool:
     """Whether a stage of ``solver`` has the structure the structured solvers exploit: single
     job columns only (no pairs, no placement), only time and capacity rows besides ``kept``

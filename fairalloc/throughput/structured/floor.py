@@ -36,6 +36,8 @@ from .common import (
     band,
     certified,
     explicit_columns,
+    floor_vertex_x,
+    free_overloaded,
     newton,
     price_spread,
     structured_applies,
@@ -146,10 +148,11 @@ def fast_floor(solver: StageSolver, stage: LinearStage, *, prior: StageResult | 
     ``{a . x >= f, sum x <= 1, x >= 0}`` (its floor on one column, all its time on one
     column, or its time split between two columns at the floor) whose capacity use is a
     constant. Prices come from `_floor_newton_prices` (best-response demand =
-    capacity); jobs whose best vertex is clear at them are constants, the others keep their
-    variables in a restricted master LP (those near a tie in a row class held at their
-    floors by class, `fairalloc.throughput.structured.rowclass`). The master's own duals,
-    with the constants' and the aggregated jobs' duals in closed form at its prices
+    capacity); jobs whose best vertex is clear at them are constants (where the constants'
+    vertices overload a type, those nearest a tie on it are not: `free_overloaded`), the
+    others keep their variables in a restricted master LP (those near a tie in a row class
+    held at their floors by class, `fairalloc.throughput.structured.rowclass`). The master's
+    own duals, with the constants' and the aggregated jobs' duals in closed form at its prices
     (`_master_duals`), are tried first; the constants they price out get their own variables
     (``floor-freed:<jobs>``) and the aggregated jobs they price out leave their classes (at
     most ``tuning.floor_priced_rounds`` rounds). Otherwise `_floor_duals` finds the full
@@ -192,11 +195,18 @@ def fast_floor(solver: StageSolver, stage: LinearStage, *, prior: StageResult | 
     reason = f"not certified within {max_rounds} master rounds"
     rounds = max_rounds  # a round spent on aggregated shares that did not work is given back
     used = priced = 0
+    retried = False
     memo: dict[str, Any] = {}  # the previous master's basis, rows and columns (a warm start)
     while used < rounds:
         used += 1
         vert = dem.vertices(col, p, band=band)
         explicit |= vert.ambiguous
+        # constants whose vertices overload a type: the master would have no point; the
+        # ones nearest a tie get their variables (not a wider band for every job: #28)
+        fresh = _overloading(inst, a, f, col, vert, ~explicit, explicit, dem, p)
+        if fresh.any():
+            solver.step(f"{FLOOR_FREED}:{int(fresh.sum())}")
+            explicit |= fresh
         grouped = agr.floor_grouped(explicit, p, omega, inst.cap_weight)
         own_vars = explicit & ~grouped
         if too_many_explicit(own_vars, n, tuning):
@@ -207,6 +217,13 @@ def fast_floor(solver: StageSolver, stage: LinearStage, *, prior: StageResult | 
         out = _solve_floor_master(inst, a, f, omega, vert, explicit, solver, own_vars,
                                   None if mg is None else (*mg, col), memo, p)
         if out is None:
+            # no feasible point: with every job at its vertex, a type overloaded? (#28)
+            fresh = _overloading(inst, a, f, col, vert, np.ones(n, dtype=bool), explicit, dem, p)
+            if fresh.any() and not retried:
+                retried = True
+                solver.step(f"{FLOOR_FREED}:{int(fresh.sum())}")
+                explicit |= fresh
+                continue
             band *= _FLOOR_BAND_GROWTH
             continue
         xcol, it, bound, mduals = out
@@ -224,6 +241,9 @@ def fast_floor(solver: StageSolver, stage: LinearStage, *, prior: StageResult | 
             return done
         split = viol & grouped
         viol &= ~explicit
+        if too_many_explicit(explicit | viol, n, tuning):  # prices far off: a wider band
+            band *= _FLOOR_BAND_GROWTH  # (#28: Gavel-drawn, 12,288 jobs, 9,427 priced out)
+            continue
         if (viol.any() or split.any()) and priced < tuning.floor_priced_rounds:
             priced += 1
             if viol.any():
@@ -344,6 +364,20 @@ class _FloorDemand(Demand):
         e2 = np.where(nothing, -1, e2)
         return Vertices(e1, e2, np.zeros(rows.size), np.zeros(rows.size),
                          near | ~np.isfinite(top))
+
+    def tie_bands(self, r: np.ndarray) -> np.ndarray:
+        """Each job's smallest ``band`` at which `vertices` calls its vertex ambiguous at
+        prices ``r`` (``inf``: a single valid vertex)."""
+        V = self._values(r)
+        rows = np.arange(V.shape[0])
+        best = V.argmax(axis=1)
+        top = V[rows, best]
+        spread = price_spread(np.append(r, 0.0), self.lo_all, self.hi_all, self.x_lo,
+                              self.x_hi, best)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            m = (top[:, None] - V) / (self.s[:, None] * spread + np.abs(top)[:, None])
+        m[rows, best] = np.inf
+        return np.where(np.isfinite(V) & ~np.isnan(m), m, np.inf).min(axis=1)
 
     def __call__(self, r: np.ndarray, theta: float) -> tuple[np.ndarray, np.ndarray]:
         """Capacity used per type at prices ``r`` (``theta`` is ignored; zero derivative)."""
@@ -630,6 +664,20 @@ def _floor_from_level(solver: StageSolver, stage: LinearStage, prior: StageResul
     return certified(solver, stage, prior.x[: inst.E], duals)
 
 
+def _overloading(inst: ColumnInstance, a: np.ndarray, f: np.ndarray, col: np.ndarray,
+                 vert: Vertices, at: np.ndarray, explicit: np.ndarray, dem: _FloorDemand,
+                 p: np.ndarray) -> np.ndarray:
+    """The constants (not ``explicit``) to free where the jobs ``at`` their vertices overload a
+    type at prices ``p`` (`free_overloaded`; none where no type is overloaded)."""
+    x = floor_vertex_x(inst.E, a, vert.e1[at], vert.e2[at], f[at])
+    over = inst.W @ x - inst.cap
+    over[over <= ACTIVITY_ROUNDING * (1 + inst.cap)] = 0.0
+    if not over.any():
+        return np.zeros(inst.n, dtype=bool)
+    use = np.where(col >= 0, inst.col_workers[col] * x[col], 0.0)
+    return free_overloaded(use, over, dem.tie_bands(p), ~explicit)
+
+
 def _solve_floor_master(inst: ColumnInstance, a: np.ndarray, f: np.ndarray, omega: np.ndarray,
                         vert: Vertices, explicit: np.ndarray, solver: StageSolver,
                         own_vars: np.ndarray | None = None,
@@ -654,22 +702,7 @@ def _solve_floor_master(inst: ColumnInstance, a: np.ndarray, f: np.ndarray, omeg
     typ = inst.col_type
     ag = np.flatnonzero(~explicit)
     e1, e2 = vert.e1[ag], vert.e2[ag]
-    L = f[ag]
-    xcol = np.zeros(E)
-    has1 = e1 >= 0
-    split = e2 >= 0
-    full = e2 == -2
-    floor1 = has1 & (e2 == -1)
-    e1s = np.maximum(e1, 0)
-    e2s = np.maximum(e2, 0)
-    a1 = a[e1s]
-    a2 = np.where(split, a[e2s], 1.0)
-    d = np.where(split, a2 - a1, 1.0)
-    x1 = np.where(floor1, L / np.where(has1, a1, 1.0),
-                  np.where(full, 1.0, np.where(split, (a2 - L) / d, 0.0)))
-    x2 = np.where(split, (L - a1) / d, 0.0)
-    xcol[e1s[has1]] = x1[has1]
-    xcol[e2s[split]] = x2[split]
+    xcol = floor_vertex_x(E, a, e1, e2, f[ag])
     load = inst.W @ xcol
     ex, cols, own = explicit_columns(inst, own_vars)
     nx, r = cols.size, ex.size
