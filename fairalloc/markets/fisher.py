@@ -519,7 +519,7 @@ class FisherMarket(Composable):
                              argument="method")
         reduce = symmetry and not self.composed
         classes = buyer_classes(self.utility) if reduce else None
-        near = (near_buyer_classes(self.utility)
+        near = (near_buyer_classes(self.utility, exact=classes)
                 if reduce and classes.num_classes > 1 else None)
 
         def items() -> Solved:

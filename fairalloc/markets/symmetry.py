@@ -35,7 +35,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._symmetry import NEAR_PASSES, NEAR_SCREEN, Classes, exact_classes, near_classes
+from .._symmetry import (
+    NEAR_PASSES,
+    NEAR_SCREEN,
+    Classes,
+    classes_of_labels,
+    exact_classes,
+    near_classes,
+)
 from ..errors import CertificateError, FairallocError
 from ..plan import Decline, Strategy, run_plan
 from ..results import Certificate
@@ -92,7 +99,8 @@ def buyer_classes(utility: np.ndarray) -> Classes:
     return exact_classes(u.reshape(u.shape[0], -1))
 
 
-def near_buyer_classes(utility: np.ndarray, rel: float = NEAR_TIE_REL) -> Classes:
+def near_buyer_classes(utility: np.ndarray, rel: float = NEAR_TIE_REL,
+                       exact: Classes | None = None) -> Classes:
     """Classes of buyers whose utility (or demand) rows agree within ``rel``, entry by entry.
 
     Two rows are near when they have the same zero entries and every positive entry of one is
@@ -108,6 +116,10 @@ def near_buyer_classes(utility: np.ndarray, rel: float = NEAR_TIE_REL) -> Classe
         The market's utility (linear) or demand (Leontief) array, non-negative.
     rel : float
         The relative tolerance per entry (on the logarithms).
+    exact : Classes, optional
+        The exact buyer classes (`buyer_classes`), when known: the near grouping then reads
+        one row per exact class (identical rows are near anyway), which costs little when
+        many buyers repeat.
 
     Returns
     -------
@@ -119,9 +131,15 @@ def near_buyer_classes(utility: np.ndarray, rel: float = NEAR_TIE_REL) -> Classe
     >>> u = np.array([[1.0, 2.0], [1.0 + 1e-12, 2.0], [1.0, 2.1], [0.0, 2.0]])
     >>> near_buyer_classes(u).counts
     array([2, 1, 1])
+    >>> near_buyer_classes(u, exact=buyer_classes(u)).inverse.tolist()
+    [0, 0, 1, 2]
     """
     u = np.asarray(utility, dtype=float)
-    return near_classes(u.reshape(u.shape[0], -1), rel=rel)
+    u = u.reshape(u.shape[0], -1)
+    if exact is None:
+        return near_classes(u, rel=rel)
+    sub = near_classes(u[exact.representative], rel=rel)
+    return classes_of_labels(sub.inverse[exact.inverse])
 
 
 def worth_reducing(classes: Classes) -> bool:
