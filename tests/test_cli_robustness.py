@@ -42,6 +42,16 @@ def _env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": root, "PYTHONWARNINGS": "ignore"}
 
 
+def _as_from_a_shell() -> None:
+    """The command starts as a shell starts it: SIGINT and SIGTERM at their defaults and not
+    blocked, whatever the test process's own state (an ignored or blocked signal is inherited
+    across fork and exec, and Python installs its KeyboardInterrupt handler only over a
+    default SIGINT; the serial suite's run saw the stop tests' commands run to their end)."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def _lines(text: str) -> list[str]:
     return [ln for ln in text.splitlines() if ln.strip()]
 
@@ -72,7 +82,8 @@ def test_stopping_a_parallel_sweep_prints_one_line_and_no_traceback(
     args = ["sweep", "--policy", "fifo", "--seeds", *map(str, range(60)), "--jobs", "6",
             "--gpus", "2", "--workers", "2", "--no-progress", "--out", str(out)]
     proc = subprocess.Popen(_cli(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=_env(), start_new_session=True)
+                            text=True, env=_env(), start_new_session=True,
+                            preexec_fn=_as_from_a_shell)
     log = out / RUNS_FILE
     deadline = time.monotonic() + WAIT
     while time.monotonic() < deadline and proc.poll() is None and (
@@ -102,7 +113,8 @@ def _interrupted(tmp_path: Path, args: list[str], started: str) -> tuple[int, st
     stdout = tmp_path / "stdout.txt"
     with stdout.open("w") as fh:
         proc = subprocess.Popen(_cli(*args), stdout=fh, stderr=subprocess.PIPE, text=True,
-                                env=_env(), start_new_session=True)
+                                env=_env(), start_new_session=True,
+                                preexec_fn=_as_from_a_shell)
         deadline = time.monotonic() + WAIT
         while (time.monotonic() < deadline and proc.poll() is None
                and started not in stdout.read_text()):
