@@ -48,6 +48,7 @@ from typing import Any
 
 import numpy as np
 
+from .._symmetry import exact_classes
 from .._validation import as_tolerance
 from ..errors import SolverError
 from ..plan import Decline, Strategy, run_plan
@@ -66,12 +67,6 @@ _COMPACT_RATIO = 2.0
 #: per-job data max-min fairness does not read, which the normal round still validates
 _UNREAD = ("steps_remaining", "elapsed", "isolated_elapsed")
 _INF = float("inf")
-_WORD = np.dtype(np.uint64).itemsize  # bytes of one float64 of a class key
-#: odd 64-bit multipliers mixing a class key's words into one sort key (a hash: equal keys
-#: are checked word by word)
-_MIX = np.array([0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9,
-                 0xD6E8FEB86659FD93, 0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53,
-                 0x94D049BB133111EB, 0xBF58476D1CE4E5B9], dtype=np.uint64)
 
 
 class IncrementalMaxMin:
@@ -395,30 +390,12 @@ def _certificates(Ta: np.ndarray, s: np.ndarray, coef: np.ndarray, equal_tp: np.
 
 
 def _classes(data: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[bytes]]:
-    """Exact classes of the rows of ``data`` (equal bits): each row's class, a representative
-    row and the size of each class, and each class's key (its row's bytes). The rows are
-    sorted by a 64-bit mix of their words (one sort of one key); should two different rows
-    share a mix, by a lexicographic sort of their words instead."""
-    data = np.ascontiguousarray(data, dtype=float)
-    n, width = data.shape
-    words = data.view(np.uint64)
-    mix = (words * _MIX[:width]).sum(axis=1, dtype=np.uint64)  # (wrapping: a hash)
-    order = np.argsort(mix, kind="stable")
-    srt = words[order]
-    first = np.ones(n, dtype=bool)
-    first[1:] = mix[order[1:]] != mix[order[:-1]]
-    starts = np.flatnonzero(first)
-    group = np.cumsum(first) - 1
-    if not np.array_equal(srt, srt[starts][group]):  # a collision: sort the words
-        order = np.lexsort(words.T[::-1])
-        srt = words[order]
-        first[1:] = (srt[1:] != srt[:-1]).any(axis=1)
-        starts = np.flatnonzero(first)
-        group = np.cumsum(first) - 1
-    inv = np.empty(n, dtype=np.intp)
-    inv[order] = group
-    counts = np.diff(np.append(starts, n))
-    buf = srt[starts].tobytes()
-    step = _WORD * width
+    """Exact classes of the rows of ``data`` (`fairalloc._symmetry.exact_classes`): each
+    row's class, a representative row and the size of each class, and each class's key (its
+    representative row's bytes, -0.0 read as 0.0), which names its slot across rounds."""
+    data = np.ascontiguousarray(data, dtype=float) + 0.0
+    cl = exact_classes(data)
+    buf = data[cl.representative].tobytes()
+    step = data.itemsize * data.shape[1]
     keys = [buf[i: i + step] for i in range(0, len(buf), step)]
-    return inv, order[starts], counts, keys
+    return cl.inverse, cl.representative, cl.counts, keys
