@@ -178,6 +178,18 @@ def test_many_goods_with_round_off_noise_solve_as_one_class(kind: str) -> None:
     np.testing.assert_allclose(r.utility, full.utility, rtol=1e-6)
 
 
+def test_near_tolerance_is_a_share_of_the_gap_tolerance() -> None:
+    # rows 1e-9 apart: merged at the defaults (1e-8 = 0.01 x 1e-6), not when the share is
+    # 0 or the gap tolerance leaves no room (0.01 x 1e-9 = 1e-11); every result certified
+    u = np.array([[1.0, 2.0], [1.0 + 1e-9, 2.0], [2.0, 1.0], [2.0, 1.0 + 1e-9]])
+    assert fa.fisher_market(u).stats.path[0] == "near-symmetry:2"
+    off = fa.fisher_market(u, tuning=Tuning(near_tie_share=0.0))
+    tight = fa.fisher_market(u, gap_tol=1e-9)
+    for r in (off, tight):
+        assert r.stats.classes is None and r.certificate.ok
+        assert not any(step.startswith("near-symmetry") for step in r.stats.path)
+
+
 def test_near_classes_are_relative_per_entry() -> None:
     u = np.array([[1e-300, 5.0], [1e-300 * (1 + 1e-12), 5.0], [0.0, 5.0], [1.2e-300, 5.0]])
     cl = symmetry_mod.near_buyer_classes(u)

@@ -452,8 +452,8 @@ class FisherMarket(Composable):
             certified on the original market (``stats.classes`` is the number of classes,
             ``stats.path`` starts with ``"symmetry:<classes>"``; see
             `fairalloc.markets.symmetry`). Buyers whose rows agree within a relative
-            `fairalloc.markets.symmetry.NEAR_TIE_REL` are tried as one class first
-            (``"near-symmetry:<classes>"``), accepted only if the expansion certifies on the
+            ``tuning.near_tie_share * gap_tol`` (``1e-8`` by default) are tried as one class
+            first (``"near-symmetry:<classes>"``), accepted only if the expansion certifies on the
             original market. Composed models are never reduced. ``False`` solves buyer by
             buyer (for testing).
         tuning : fairalloc.markets.Tuning, optional
@@ -519,8 +519,9 @@ class FisherMarket(Composable):
                              argument="method")
         reduce = symmetry and not self.composed
         classes = buyer_classes(self.utility) if reduce else None
-        near = (near_buyer_classes(self.utility, exact=classes)
-                if reduce and classes.num_classes > 1 else None)
+        rel = tuning.near_tie_share * gap_tol
+        near = (near_buyer_classes(self.utility, rel, exact=classes)
+                if reduce and rel > 0 and classes.num_classes > 1 else None)
 
         def items() -> Solved:
             alloc, prices_n, cert_n, iters, solves = self._solve_items(

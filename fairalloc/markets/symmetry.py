@@ -18,10 +18,11 @@ certified, or its expansion was not on the original market (it cannot be, up to 
 the original market buyer by buyer (``items``).
 
 Buyers whose rows agree only up to round-off (a utility matrix estimated by a profiler, rows
-copied through a unit conversion) form no exact class; `near_buyer_classes` groups them on a
-relative grid of `NEAR_TIE_REL` and the plan tries that coarser reduction first
+copied through a unit conversion) form no exact class; `near_buyer_classes` groups them within
+``Tuning.near_tie_share * gap_tol`` (relative; `NEAR_TIE_REL` at the defaults) and the plan
+tries that coarser reduction first
 (``near-symmetry:<classes>``). Merging near-identical buyers is not exact: the reduced market's
-point is an equilibrium of a market within `NEAR_TIE_REL` of the original, so its expansion is
+point is an equilibrium of a market within that tolerance of the original, so its expansion is
 accepted only if it certifies on the original market (its duality gap and supply residual
 within the caller's tolerances); otherwise the plan moves on to the exact classes, then to the
 buyers one by one.
@@ -47,8 +48,9 @@ from ..errors import CertificateError, FairallocError
 from ..plan import Decline, Strategy, run_plan
 from ..results import Certificate
 from ..solvelog import LIMITED
+from ..tolerances import GAP_TOL
 from .engine import EngineLog
-from .tuning import Tuning
+from .tuning import DEFAULT_TUNING, Tuning
 
 if TYPE_CHECKING:
     from .fisher import FisherMarket
@@ -63,13 +65,9 @@ __all__ = ["ITEMS_STEP", "NEAR_PASSES", "NEAR_SCREEN", "NEAR_STEP", "NEAR_TIE_RE
 #: original market buyer by buyer
 NEAR_STEP, SYMMETRY_STEP, ITEMS_STEP = "near-symmetry", "symmetry", "items"
 
-#: PERFORMANCE: buyers whose utility entries agree within this relative step (on a logarithmic
-#: grid, entry by entry; zeros only with zeros) are tried as one class. It only chooses which
-#: buyers are solved together: the expanded point must still certify on the original market,
-#: and a merge that costs more than the caller's tolerances hands over to the exact classes.
-#: Far below the default gap tolerance (1e-6 of the total budget), so a merge of rows within
-#: it changes the objective by about this relative amount.
-NEAR_TIE_REL = 1e-8
+#: the near classes' relative tolerance at the default `Tuning` and ``gap_tol`` (a solve uses
+#: ``tuning.near_tie_share * gap_tol``)
+NEAR_TIE_REL = DEFAULT_TUNING.near_tie_share * GAP_TOL
 
 #: PERFORMANCE: reduce only when the classes number at most this share of the buyers (a
 #: reduction that removes few buyers costs a second market build and a second certificate

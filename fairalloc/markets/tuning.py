@@ -52,6 +52,12 @@ class Tuning:
         cheapest edges (column generation) when they keep at most half of the edges;
         ``False``: the whole market by the interior point (where it fits) or the conic
         backend.
+    near_tie_share : float
+        Buyers whose utility (or demand) rows agree within this share of ``gap_tol``
+        (relative, entry by entry: ``1e-8`` at the default ``gap_tol``) are solved as one
+        near class first (``near-symmetry:<classes>``, `fairalloc.markets.symmetry`), kept
+        only if the expansion certifies on the original market; the same rule as
+        `fairalloc.throughput.Tuning.near_tie_share`. ``0`` turns near classes off.
 
     Examples
     --------
@@ -65,6 +71,7 @@ class Tuning:
     ipm_max_iter: int = IPM_MAX_ITER
     dual_max_iter: int = DUAL_IPM_MAX_ITER
     restricted: bool = True
+    near_tie_share: float = 0.01
 
     def __post_init__(self) -> None:
         check_knobs(self)
