@@ -61,6 +61,7 @@ Examples
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import time
 from collections.abc import Hashable, Mapping, Sequence
@@ -88,8 +89,7 @@ from .state import ISOLATED_STARTS, IsolatedTime, RoundBases, same_key, warm_see
 
 __all__ = ["POLICIES", "RoundPolicy", "RoundResult", "solve_round"]
 
-#: policy names accepted by `fairalloc.RoundPolicy` and
-#: `fairalloc.solve_round`
+#: policy names accepted by `fairalloc.RoundPolicy` and `fairalloc.solve_round`
 POLICIES = ("max_min_fairness", "water_filling", "finish_time_fairness", "min_makespan",
             "max_total_throughput", "fifo", "shortest_job_first", "min_cost", "fisher_market",
             "themis", "shockwave")
@@ -402,13 +402,22 @@ def solve_round(policy: str, throughput: Any, workers: Any, *, job_ids: Any = No
     options = {key: value for key, value in zip(_SOLVE_OPTIONS, given, strict=True)
                if value is not None}
     T, cap, ids, tnames = _matrix(throughput, workers, job_ids, types)
-    return _solve_arrays(
-        t0, policy, T, cap, ids, tnames, options, scale_factor=scale_factor, weight=weight,
-        steps_remaining=steps_remaining, elapsed=elapsed, isolated_elapsed=isolated_elapsed,
-        order=order, cost=cost, slo=slo, entities=entities, entity_weights=entity_weights,
-        entity_policies=entity_policies, water_filling=water_filling, semantics=semantics,
-        normalized=normalized, kind=kind, fairness_knob=fairness_knob, plan_jobs=plan_jobs,
-        plan_options=plan_options, warm_start=warm_start)
+    normal = functools.partial(_solve_arrays, t0, policy, T, cap, ids, tnames, options,
+        scale_factor=scale_factor, weight=weight, steps_remaining=steps_remaining, elapsed=elapsed,
+        isolated_elapsed=isolated_elapsed, order=order, cost=cost, slo=slo, entities=entities,
+        entity_weights=entity_weights, entity_policies=entity_policies,
+        water_filling=water_filling, semantics=semantics, normalized=normalized, kind=kind,
+        fairness_knob=fairness_knob, plan_jobs=plan_jobs, plan_options=plan_options,
+        warm_start=warm_start)
+    unread = (order, cost, slo, entities, entity_weights, entity_policies, plan_jobs, plan_options,
+              steps_remaining, elapsed, isolated_elapsed)  # (the normal round checks these)
+    if (policy == "max_min_fairness" and ids and water_filling is False and warm_start is None
+            and IncrementalMaxMin.applies(options) and all(v is None for v in unread)):
+        # RoundPolicy's cold round (one LP per stage over the classes, #28); else the normal one
+        per_job = {name: _in_job_order(v, name, ids) for name, v in (
+            ("scale_factor", scale_factor), ("weight", weight))}
+        return IncrementalMaxMin().round(t0, T, cap, ids, tnames, per_job, options, normal)
+    return normal()
 
 
 def _solve_arrays(t0: float, policy: str, T: np.ndarray, cap: np.ndarray,
@@ -734,7 +743,6 @@ fairness_knob, plan_options
         if self.warm_start:
             self._last = (key, res)
         return res
-
 
     def _shockwave(self, T: np.ndarray, cap: np.ndarray, ids: tuple[Hashable, ...],
                    tnames: tuple[str, ...], per_job: dict[str, Any], plan_jobs: Any,
