@@ -81,6 +81,7 @@ def test_upstream_mst_point_takes_turns_in_the_round_loop() -> None:
      "work_conserving"),
     ({"objective": "finish_time_fairness", "solver": ""}, "solver"),
     ({"objective": "finish_time_fairness", "solver": 3}, "solver"),
+    ({"objective": "finish_time_fairness", "solver": "NO_SUCH_SOLVER"}, "solver"),
 ])
 def test_solver_option_is_checked(kwargs: dict, argument: str) -> None:
     with pytest.raises(fa.InputError) as err:
@@ -88,8 +89,23 @@ def test_solver_option_is_checked(kwargs: dict, argument: str) -> None:
     assert err.value.argument == argument
 
 
-def test_unknown_upstream_program_is_an_input_error() -> None:
+@pytest.mark.parametrize(("objective", "tp", "sf", "cap", "argument"), [
+    ("max_min_fairness", np.ones((1, 1)), np.ones(1), np.ones(1), "objective"),
+    ("max_total_throughput", np.ones(2), np.ones(2), np.ones(1), "throughput"),
+    ("max_total_throughput", np.ones((2, 1)), np.ones(3), np.ones(1), "scale_factor"),
+    ("max_total_throughput", np.ones((2, 1)), np.ones(2), np.ones(2), "capacity"),
+    ("finish_time_fairness", np.ones((2, 1)), np.ones(2), np.ones(1), "steps"),
+])
+def test_bad_upstream_program_input_is_an_input_error(objective: str, tp: np.ndarray,
+                                                      sf: np.ndarray, cap: np.ndarray,
+                                                      argument: str) -> None:
     with pytest.raises(fa.InputError) as err:
-        solve_upstream_program("max_min_fairness", np.ones((1, 1)), np.ones(1),
-                               np.ones(1), "CLARABEL")
-    assert err.value.argument == "objective"
+        solve_upstream_program(objective, tp, sf, cap, "CLARABEL")
+    assert err.value.argument == argument
+
+
+def test_upstream_program_result_is_read_only() -> None:
+    x = solve_upstream_program("max_total_throughput", np.ones((2, 1)), np.ones(2),
+                               np.array([1.0]), "CLARABEL")
+    with pytest.raises(ValueError):
+        x[0, 0] = 0.0

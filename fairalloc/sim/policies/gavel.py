@@ -163,13 +163,18 @@ class GavelPolicy(BasePolicy):
     >>> r.policy, r.finish.tolist()
     ('finish_time_fairness', [360.0, 1080.0])
 
-    The artifact's MST on three identical jobs and two GPUs: its interior-point point gives
-    each job two thirds of a GPU where the exact solve runs two of them whole:
+    The artifact's MST through its round loop on two GPUs, a 1-GPU job and a 2-GPU gang of
+    the same steps/s per GPU (every split of the GPUs is optimal): the exact solve's vertex
+    runs the gang first; the interior point gives both a share and they take turns:
 
-    >>> w = Workload.from_arrays([0.0] * 3, [[1.0]] * 3, [240.0] * 3)
-    >>> mst = GavelPolicy("max_total_throughput", normalized=False, solver="CLARABEL")
-    >>> simulate(w, fa.Cluster({"gpu": 2}), mst, round_duration=120.0).finish.tolist()
-    [360.0, 360.0, 360.0]
+    >>> w = Workload.from_arrays([0.0, 0.0], [[1.0], [2.0]], [240.0, 480.0],
+    ...                          scale_factor=[1, 2])
+    >>> def mst(solver):
+    ...     return GavelPolicy("max_total_throughput", normalized=False,
+    ...                        work_conserving=False, rounds="upstream", solver=solver)
+    >>> [simulate(w, fa.Cluster({"gpu": 2}), mst(s), round_duration=120.0).finish.tolist()
+    ...  for s in (None, "CLARABEL")]
+    [[480.0, 240.0], [480.0, 360.0]]
     """
 
     def __init__(self, objective: str = "max_min_fairness", *, recompute: str = "event",

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import InputError, SolverError
+from ...results import readonly
 
 __all__ = ["UPSTREAM_PROGRAMS", "as_solver_name", "solve_upstream_program"]
 
@@ -42,12 +43,18 @@ UPSTREAM_PROGRAMS = {
 
 
 def as_solver_name(value: Any) -> str:
-    """``value`` as a non-empty cvxpy solver name (`fairalloc.InputError` naming ``solver``
-    otherwise)."""
+    """``value`` as the name of an installed cvxpy solver, upper case (`fairalloc.InputError`
+    naming ``solver`` otherwise)."""
     if not isinstance(value, str) or not value.strip():
         raise InputError(f"solver must be a cvxpy solver name, got {value!r}",
                          argument="solver")
-    return value.strip().upper()
+    import cvxpy as cp
+
+    name = value.strip().upper()
+    if name not in cp.installed_solvers():
+        raise InputError(f"solver {value!r} is not an installed cvxpy solver; installed: "
+                         f"{cp.installed_solvers()}", argument="solver")
+    return name
 
 
 def solve_upstream_program(objective: str, throughput: np.ndarray, scale_factor: np.ndarray,
@@ -78,8 +85,9 @@ def solve_upstream_program(objective: str, throughput: np.ndarray, scale_factor:
     Returns
     -------
     numpy.ndarray, shape (n, k)
-        Time fractions. Themis' program without a point falls back to the isolated split, as
-        upstream's (finish_time_fairness.py:147-150); MST's raises `fairalloc.SolverError`.
+        Read-only time fractions. Themis' program without a point falls back to the isolated
+        split, as upstream's (finish_time_fairness.py:147-150); MST's raises
+        `fairalloc.SolverError`.
 
     Examples
     --------
@@ -96,6 +104,10 @@ def solve_upstream_program(objective: str, throughput: np.ndarray, scale_factor:
 
     tp = np.asarray(throughput, dtype=float)
     sf = np.asarray(scale_factor, dtype=float)
+    capacity = np.asarray(capacity, dtype=float)
+    _check_shapes(tp, {"scale_factor": sf, "steps": steps, "elapsed": elapsed,
+                       "isolated_elapsed": isolated_elapsed, "isolated_rate": isolated_rate},
+                  capacity)
     x = cp.Variable(tp.shape)
     # policy.py:58-65: Gavel's base constraints
     cons = [x >= 0, cp.sum(cp.multiply(sf[:, None], x), axis=0) <= capacity,
@@ -132,8 +144,24 @@ def solve_upstream_program(objective: str, throughput: np.ndarray, scale_factor:
     if x.value is None:
         if objective == "finish_time_fairness":
             # isolated.py:41-55: the workers split over the jobs, rows capped at 1
-            split = np.asarray(capacity, dtype=float)[None, :] / (tp.shape[0] * sf[:, None])
-            return split / np.maximum(split.sum(axis=1), 1.0)[:, None]
+            split = capacity[None, :] / (tp.shape[0] * sf[:, None])
+            return readonly(split / np.maximum(split.sum(axis=1), 1.0)[:, None])
         raise SolverError(f"upstream's {objective} program: no point ({prob.status})",
                           backend=solver)
-    return np.clip(np.asarray(x.value, dtype=float), 0.0, 1.0)
+    return readonly(np.clip(np.asarray(x.value, dtype=float), 0.0, 1.0))
+
+
+def _check_shapes(tp: np.ndarray, rows: dict[str, Any], capacity: np.ndarray) -> None:
+    """`fairalloc.InputError` unless ``tp`` is (n, k) and finite, every given row array (n,),
+    ``capacity`` (k,)."""
+    if tp.ndim != 2 or not np.isfinite(tp).all():
+        raise InputError(f"throughput must be a finite (jobs x types) array, got shape "
+                         f"{tp.shape}", argument="throughput")
+    n, k = tp.shape
+    if capacity.shape != (k,):
+        raise InputError(f"capacity must have one entry per type ({k}), got shape "
+                         f"{capacity.shape}", argument="capacity")
+    for name, value in rows.items():
+        if value is not None and np.shape(value) != (n,):
+            raise InputError(f"{name} must have one entry per job ({n}), got shape "
+                             f"{np.shape(value)}", argument=name)
