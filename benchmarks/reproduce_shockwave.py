@@ -140,7 +140,7 @@ LABELS = {
     "themis": "Themis (artifact: Gavel FTF program)",
     "themis-auction": "Themis (paper: leases, auction)",
     "gavel": "Gavel max-min fairness",
-    "gavel-upstream": "Gavel max-min (upstream: one LP, upstream rounds)",
+    "gavel-upstream": "Gavel max-min (upstream: one LP, Clarabel, up. rounds)",
     "themis-upstream": "Themis (upstream: summed t_iso, Clarabel, up. rounds)",
     "allox": "AlloX (re-matched every round; not upstream's variant)",
     "allox-upstream": "AlloX (upstream: alpha 0.2, kept GPUs, upstream rounds)",
@@ -200,11 +200,11 @@ def policies(all_: bool, only: list[str] | None = None) -> list[tuple[str, Any]]
         ("gavel", make_policy("max_min_fairness")),
         # upstream's Gavel programs stop at the max-min (min-max) level: no work-conserving
         # second stage; its Themis counts isolated time of the work done
-        # (formulations/shockwave_options.md, "Baselines")
+        # (formulations/shockwave_options.md, "Baselines"); each keeps the point its
+        # interior-point solver returns (ECOS, Gurobi's barrier) inside a face of optimal
+        # points: solver="CLARABEL" (docs/how-to/reproduce-shockwave.md)
         ("gavel-upstream", GavelPolicy("max_min_fairness", work_conserving=False,
-                                       rounds="upstream")),
-        # upstream's Themis and MST keep the point their interior-point solvers return
-        # (Gurobi's barrier, ECOS) inside a face of optimal points: solver="CLARABEL"
+                                       rounds="upstream", solver="CLARABEL")),
         ("themis-upstream", GavelPolicy("finish_time_fairness", work_conserving=False,
                                         isolated_time="cumulative", rounds="upstream",
                                         solver="CLARABEL")),

@@ -52,6 +52,17 @@ def test_ftf_program_returns_a_point_inside_the_face_of_a_job_held_at_its_gpu() 
     assert lo + INSIDE * width < x[1] < 1.0 - INSIDE * width
 
 
+def test_max_min_program_returns_a_point_inside_the_gang_s_free_share() -> None:
+    # upstream's max-min: max min_i scale_factor_i * x_i (throughputs set to 1). A 1-GPU job
+    # and a 2-GPU gang on 4 GPUs: the job is capped at x_a = 1, so the level is 1; the gang
+    # reaches it at x_b = 1/2 and may take up to 1 (capacity 1 + 2 x_b <= 4 holds): the face is
+    # x_b in [1/2, 1]
+    x = solve_upstream_program("max_min_fairness", np.array([[3.0], [5.0]]),
+                               np.array([1.0, 2.0]), np.array([4.0]), "CLARABEL").ravel()
+    assert x[0] == pytest.approx(1.0, abs=IPM_TOL)
+    assert 0.5 + INSIDE * 0.5 < x[1] < 1.0 - INSIDE * 0.5
+
+
 def test_upstream_mst_point_takes_turns_in_the_round_loop() -> None:
     # the tie above as a simulation: a 1-GPU job of 240 s and a 2-GPU gang of 240 s on 2 GPUs,
     # rounds of 120 s, upstream's round loop (priority = allocation / share of the time run).
@@ -72,7 +83,7 @@ def test_upstream_mst_point_takes_turns_in_the_round_loop() -> None:
 
 
 @pytest.mark.parametrize(("kwargs", "argument"), [
-    ({"objective": "max_min_fairness", "solver": "CLARABEL"}, "solver"),
+    ({"objective": "min_makespan", "solver": "CLARABEL"}, "solver"),
     ({"objective": "max_total_throughput", "solver": "CLARABEL"}, "normalized"),
     ({"objective": "max_total_throughput", "normalized": True, "solver": "CLARABEL"},
      "normalized"),
@@ -90,7 +101,7 @@ def test_solver_option_is_checked(kwargs: dict, argument: str) -> None:
 
 
 @pytest.mark.parametrize(("objective", "tp", "sf", "cap", "argument"), [
-    ("max_min_fairness", np.ones((1, 1)), np.ones(1), np.ones(1), "objective"),
+    ("min_makespan", np.ones((1, 1)), np.ones(1), np.ones(1), "objective"),
     ("max_total_throughput", np.ones(2), np.ones(2), np.ones(1), "throughput"),
     ("max_total_throughput", np.ones((2, 1)), np.ones(3), np.ones(1), "scale_factor"),
     ("max_total_throughput", np.ones((2, 1)), np.ones(2), np.ones(2), "capacity"),

@@ -142,8 +142,8 @@ class GavelPolicy(BasePolicy):
     min_interval : float
         ``rounds="upstream"`` only: seconds between two solves (upstream: 1000).
     solver : str, optional
-        ``"finish_time_fairness"`` and ``"max_total_throughput"`` (with
-        ``normalized=False``) only: solve the Shockwave artifact's own cvxpy program
+        ``"finish_time_fairness"``, ``"max_min_fairness"`` and ``"max_total_throughput"``
+        (with ``normalized=False``) only: solve the Shockwave artifact's own cvxpy program
         (`fairalloc.sim.policies.upstream_programs`) with this cvxpy solver and keep the point
         it returns, as upstream does, instead of fairalloc's exact solve. Both programs have
         many optimal points on the artifact's traces: an interior-point solver
@@ -262,7 +262,8 @@ class GavelPolicy(BasePolicy):
             steps=jobs.steps_remaining if ftf else None, elapsed=jobs.elapsed,
             isolated_elapsed=(jobs.elapsed if jobs.isolated_elapsed is None
                               else jobs.isolated_elapsed),
-            isolated_rate=(tp * isolated_split(jobs, cluster)).sum(axis=1) if ftf else None)
+            isolated_rate=(tp * isolated_split(jobs, cluster)).sum(axis=1) if ftf else None,
+            weight=jobs.weight)
 
     def _cumulative_isolated(self, v: Any, jobs: Jobs, cluster: Cluster) -> Jobs:
         """``jobs`` with ``isolated_elapsed`` accumulated as the Shockwave artifact's Themis.

@@ -1,7 +1,7 @@
-"""The Shockwave artifact's Themis and MST programs as its code writes them
-(``scheduler/policies/finish_time_fairness.py`` and ``max_sum_throughput.py`` in
-uw-mad-dash/shockwave), solved by a named cvxpy solver, for the ``-upstream`` baselines
-(`fairalloc.sim.GavelPolicy` with ``solver=``).
+"""The Shockwave artifact's Themis, MST and max-min programs as its code writes them
+(``scheduler/policies/finish_time_fairness.py``, ``max_sum_throughput.py`` and
+``max_min_fairness.py`` in uw-mad-dash/shockwave), solved by a named cvxpy solver, for the
+``-upstream`` baselines (`fairalloc.sim.GavelPolicy` with ``solver=``).
 
 Both programs are degenerate on the Shockwave traces: their optimal points form a face, not
 one point, and which point of the face a solver returns decides the schedule.
@@ -16,6 +16,10 @@ one point, and which point of the face a solver returns decides the schedule.
   when the worst job is held at its whole GPU, the other jobs can take anything between what
   keeps them under that ratio and their whole GPU; a vertex puts each at one end, Gurobi's
   barrier (the driver forces Gurobi for this policy) in the middle.
+* Upstream's ``"max_min_fairness"`` sets every throughput to 1 (max_min_fairness.py:37-41) and
+  maximises the smallest ``scale_factor_i / weight_i * sum_j x_ij`` (max_min_fairness.py:74-107;
+  the proportional throughput it divides by is then 1 for every job): with fewer jobs than
+  workers, the gangs' shares above the level are free.
 
 The allocation of each is then realised by upstream's round loop
 (`fairalloc.sim.policies.upstream_rounds.UpstreamRounds`), whose priorities are the
@@ -39,6 +43,7 @@ __all__ = ["UPSTREAM_PROGRAMS", "as_solver_name", "solve_upstream_program"]
 UPSTREAM_PROGRAMS = {
     "finish_time_fairness": "finish_time_fairness.py:96-133",
     "max_total_throughput": "max_sum_throughput.py:58-98",
+    "max_min_fairness": "max_min_fairness.py:37-41, 74-107",
 }
 
 
@@ -61,13 +66,14 @@ def solve_upstream_program(objective: str, throughput: np.ndarray, scale_factor:
                            capacity: np.ndarray, solver: str, *,
                            steps: np.ndarray | None = None, elapsed: np.ndarray | None = None,
                            isolated_elapsed: np.ndarray | None = None,
-                           isolated_rate: np.ndarray | None = None) -> np.ndarray:
+                           isolated_rate: np.ndarray | None = None,
+                           weight: np.ndarray | None = None) -> np.ndarray:
     """The point ``solver`` returns for upstream's program ``objective``, clipped to
     ``[0, 1]`` as upstream does (finish_time_fairness.py:151-153, max_sum_throughput.py:108).
 
     Parameters
     ----------
-    objective : {"finish_time_fairness", "max_total_throughput"}
+    objective : {"finish_time_fairness", "max_total_throughput", "max_min_fairness"}
         The program (`UPSTREAM_PROGRAMS`).
     throughput : numpy.ndarray, shape (n, k)
         Steps per second of each job on each type.
@@ -75,6 +81,8 @@ def solve_upstream_program(objective: str, throughput: np.ndarray, scale_factor:
         Gang sizes.
     capacity : numpy.ndarray, shape (k,)
         Workers of each type.
+    weight : numpy.ndarray, shape (n,), optional
+        ``"max_min_fairness"`` only: priority weights (default 1; upstream divides by them).
     solver : str
         A cvxpy solver name (e.g. ``"CLARABEL"``).
     steps, elapsed, isolated_elapsed, isolated_rate : numpy.ndarray, shape (n,), optional
@@ -106,7 +114,8 @@ def solve_upstream_program(objective: str, throughput: np.ndarray, scale_factor:
     sf = np.asarray(scale_factor, dtype=float)
     capacity = np.asarray(capacity, dtype=float)
     _check_shapes(tp, {"scale_factor": sf, "steps": steps, "elapsed": elapsed,
-                       "isolated_elapsed": isolated_elapsed, "isolated_rate": isolated_rate},
+                       "isolated_elapsed": isolated_elapsed, "isolated_rate": isolated_rate,
+                       "weight": weight},
                   capacity)
     x = cp.Variable(tp.shape)
     # policy.py:58-65: Gavel's base constraints
@@ -114,6 +123,9 @@ def solve_upstream_program(objective: str, throughput: np.ndarray, scale_factor:
             cp.sum(x, axis=1) <= 1]
     if objective == "max_total_throughput":
         goal = cp.Maximize(cp.sum(cp.multiply(tp, x)))
+    elif objective == "max_min_fairness":
+        w = np.ones(tp.shape[0]) if weight is None else np.asarray(weight, dtype=float)
+        goal = cp.Maximize(cp.min(cp.multiply(sf / w, cp.sum(x, axis=1))))
     elif objective == "finish_time_fairness":
         if steps is None or isolated_rate is None:
             raise InputError("the finish-time-fairness program needs steps and isolated_rate",
