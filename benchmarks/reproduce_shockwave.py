@@ -140,14 +140,14 @@ LABELS = {
     "themis": "Themis (artifact: Gavel FTF program)",
     "themis-auction": "Themis (paper: leases, auction)",
     "gavel": "Gavel max-min fairness",
-    "gavel-upstream": "Gavel max-min (upstream: one LP, upstream rounds)",
-    "themis-upstream": "Themis (upstream: cumulative t_iso, upstream rounds)",
+    "gavel-upstream": "Gavel max-min (upstream: one LP, Clarabel, up. rounds)",
+    "themis-upstream": "Themis (upstream: summed t_iso, Clarabel, up. rounds)",
     "allox": "AlloX (re-matched every round; not upstream's variant)",
     "allox-upstream": "AlloX (upstream: alpha 0.2, kept GPUs, upstream rounds)",
     "ossp": "OSSP (min makespan)",
     "ossp-upstream": "OSSP (upstream: bisection, Clarabel, upstream rounds)",
     "mst": "MST (Gavel max sum throughput)",
-    "mst-upstream": "MST (upstream: raw steps/s sum, upstream rounds)",
+    "mst-upstream": "MST (upstream: raw steps/s sum, Clarabel, up. rounds)",
     "gandiva_fair": "Gandiva-fair (stride scheduling)",
     "gandiva_fair-upstream": "Gandiva-fair (upstream: shares M/n, upstream rounds)",
 }
@@ -200,18 +200,22 @@ def policies(all_: bool, only: list[str] | None = None) -> list[tuple[str, Any]]
         ("gavel", make_policy("max_min_fairness")),
         # upstream's Gavel programs stop at the max-min (min-max) level: no work-conserving
         # second stage; its Themis counts isolated time of the work done
-        # (formulations/shockwave_options.md, "Baselines")
+        # (formulations/shockwave_options.md, "Baselines"); each keeps the point its
+        # interior-point solver returns (ECOS, Gurobi's barrier) inside a face of optimal
+        # points: solver="CLARABEL" (docs/how-to/reproduce-shockwave.md)
         ("gavel-upstream", GavelPolicy("max_min_fairness", work_conserving=False,
-                                       rounds="upstream")),
+                                       rounds="upstream", solver="CLARABEL")),
         ("themis-upstream", GavelPolicy("finish_time_fairness", work_conserving=False,
-                                        isolated_time="cumulative", rounds="upstream")),
+                                        isolated_time="cumulative", rounds="upstream",
+                                        solver="CLARABEL")),
         ("allox", make_policy("allox")),
         ("allox-upstream", make_policy("allox_upstream")),
         ("ossp", make_policy("min_makespan")),
         ("ossp-upstream", make_policy("ossp_upstream")),
         ("mst", make_policy("mst")),
         ("mst-upstream", GavelPolicy("max_total_throughput", normalized=False,
-                                     work_conserving=False, rounds="upstream")),
+                                     work_conserving=False, rounds="upstream",
+                                     solver="CLARABEL")),
         ("gandiva_fair", make_policy("gandiva_fair")),
         ("gandiva_fair-upstream", make_policy("gandiva_fair_upstream")),
     ]

@@ -49,6 +49,9 @@ Baselines of the papers' evaluations (implemented here)
   shares ``M / n`` whatever the gang, through upstream's round loop (`.upstream_rounds`).
 * `fairalloc.sim.OSSPUpstreamPolicy` -- the Shockwave artifact's OSSP: a bisection on the
   horizon of a feasibility program, the interior-point solver's point, upstream's round loop.
+* ``GavelPolicy(..., solver="CLARABEL")`` -- the Shockwave artifact's Themis and MST programs
+  solved by an interior-point solver, whose point inside a face of optimal points upstream's
+  round loop runs (`.upstream_programs`).
 * `fairalloc.sim.GandivaFairPolicy` -- Gandiva-fair's stride scheduling with
   tickets (by default the gang size, as in the Shockwave evaluation), work conserving.
 

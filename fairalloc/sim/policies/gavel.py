@@ -33,6 +33,7 @@ from ...throughput.registry import GAVEL_POLICIES as THROUGHPUT_POLICIES
 from ..state import RoundState, Schedule, TimeShares
 from ..workload import Workload
 from .base import BasePolicy
+from .upstream_programs import UPSTREAM_PROGRAMS, as_solver_name, solve_upstream_program
 from .upstream_rounds import UPSTREAM_MIN_INTERVAL, UpstreamRounds, as_min_interval
 
 __all__ = ["GAVEL_ALIASES", "GAVEL_OBJECTIVES", "OBJECTIVE_OPTIONS", "SIMULATOR_PROVIDES",
@@ -80,6 +81,27 @@ def gavel_policies() -> dict[str, tuple[str, str]]:
     return out
 
 
+def _check_upstream_program(objective: str, normalized: bool | None,
+                            given: dict[str, Any]) -> None:
+    """`fairalloc.InputError` unless ``GavelPolicy(objective, ..., solver=...)`` names an
+    upstream program (`fairalloc.sim.policies.upstream_programs.UPSTREAM_PROGRAMS`) and no
+    option of fairalloc's exact solve."""
+    if objective not in UPSTREAM_PROGRAMS:
+        raise InputError(f"solver applies to objectives {sorted(UPSTREAM_PROGRAMS)} only "
+                         f"(the artifact's programs), not {objective!r}", argument="solver")
+    if objective == "max_total_throughput" and normalized is not False:
+        raise InputError("solver runs the artifact's MST, the raw sum of steps per second: "
+                         "give normalized=False", argument="normalized")
+    for name in ("method", "backend", "gap_tol", "feas_tol"):
+        if given[name] is not None:
+            raise InputError(f"{name} is an option of fairalloc's exact solve, not of "
+                             "solver=", argument=name)
+    if given["work_conserving"]:
+        raise InputError("the artifact's programs have no work-conserving stage: "
+                         "work_conserving=True does not apply with solver=",
+                         argument="work_conserving")
+
+
 def _solve(objective: str, jobs: Jobs, cluster: Cluster, options: dict[str, Any]) -> Any:
     """Time shares ``x`` of the Gavel program ``objective`` (``options``: solver options)."""
     if objective == "isolated":
@@ -119,6 +141,16 @@ class GavelPolicy(BasePolicy):
         jobs that arrived since wait for the next solve; history restarted at each solve).
     min_interval : float
         ``rounds="upstream"`` only: seconds between two solves (upstream: 1000).
+    solver : str, optional
+        ``"finish_time_fairness"``, ``"max_min_fairness"`` and ``"max_total_throughput"``
+        (with ``normalized=False``) only: solve the Shockwave artifact's own cvxpy program
+        (`fairalloc.sim.policies.upstream_programs`) with this cvxpy solver and keep the point
+        it returns, as upstream does, instead of fairalloc's exact solve. Both programs have
+        many optimal points on the artifact's traces: an interior-point solver
+        (``"CLARABEL"``; upstream ran ECOS for MST and Gurobi's barrier for Themis) returns one
+        in the middle of the optimal face, fairalloc's exact solve a vertex; through
+        ``rounds="upstream"`` the point decides which jobs run. ``None`` (default): the exact
+        solve.
 
     Examples
     --------
@@ -130,6 +162,19 @@ class GavelPolicy(BasePolicy):
     >>> r = simulate(w, fa.Cluster({"gpu": 1}), GavelPolicy("finish_time_fairness"))
     >>> r.policy, r.finish.tolist()
     ('finish_time_fairness', [360.0, 1080.0])
+
+    The artifact's MST through its round loop on two GPUs, a 1-GPU job and a 2-GPU gang of
+    the same steps/s per GPU (every split of the GPUs is optimal): the exact solve's vertex
+    runs the gang first; the interior point gives both a share and they take turns:
+
+    >>> w = Workload.from_arrays([0.0, 0.0], [[1.0], [2.0]], [240.0, 480.0],
+    ...                          scale_factor=[1, 2])
+    >>> def mst(solver):
+    ...     return GavelPolicy("max_total_throughput", normalized=False,
+    ...                        work_conserving=False, rounds="upstream", solver=solver)
+    >>> [simulate(w, fa.Cluster({"gpu": 2}), mst(s), round_duration=120.0).finish.tolist()
+    ...  for s in (None, "CLARABEL")]
+    [[480.0, 240.0], [480.0, 360.0]]
     """
 
     def __init__(self, objective: str = "max_min_fairness", *, recompute: str = "event",
@@ -137,7 +182,7 @@ class GavelPolicy(BasePolicy):
                  work_conserving: bool | None = None, gap_tol: float | None = None,
                  feas_tol: float | None = None, normalized: bool | None = None,
                  isolated_time: str = "elapsed", rounds: str = "simulator",
-                 min_interval: float = UPSTREAM_MIN_INTERVAL) -> None:
+                 min_interval: float = UPSTREAM_MIN_INTERVAL, solver: str | None = None) -> None:
         objective = as_option(objective, "objective", GAVEL_OBJECTIVES)
         if normalized is not None:
             if objective != "max_total_throughput":
@@ -154,11 +199,16 @@ class GavelPolicy(BasePolicy):
         given = {"method": method, "backend": backend, "work_conserving": work_conserving,
                  "gap_tol": gap_tol, "feas_tol": feas_tol, "normalized": normalized}
         solve_options = {k: v for k, v in given.items() if v is not None}
+        if solver is not None:
+            solver = as_solver_name(solver)
+            _check_upstream_program(objective, normalized, given)
         super().__init__({"objective": objective, "recompute": recompute, **solve_options,
                           **({"isolated_time": isolated_time}
                              if isolated_time != "elapsed" else {}),
                           **({"rounds": rounds, "min_interval": min_interval}
-                             if rounds == "upstream" else {})})
+                             if rounds == "upstream" else {}),
+                          **({"solver": solver} if solver is not None else {})})
+        self.solver = solver
         self.rounds = rounds
         self._upstream = UpstreamRounds(min_interval) if rounds == "upstream" else None
         self.isolated_time = isolated_time
@@ -203,7 +253,17 @@ class GavelPolicy(BasePolicy):
         jobs = v.to_jobs()
         if self.isolated_time == "cumulative":
             jobs = self._cumulative_isolated(v, jobs, cluster)
-        return np.asarray(_solve(self.objective, jobs, cluster, self.solve_options))
+        if self.solver is None:
+            return np.asarray(_solve(self.objective, jobs, cluster, self.solve_options))
+        tp = np.asarray(jobs.throughput, dtype=float)
+        ftf = self.objective == "finish_time_fairness"
+        return solve_upstream_program(
+            self.objective, tp, jobs.scale_factor, cluster.capacity.astype(float), self.solver,
+            steps=jobs.steps_remaining if ftf else None, elapsed=jobs.elapsed,
+            isolated_elapsed=(jobs.elapsed if jobs.isolated_elapsed is None
+                              else jobs.isolated_elapsed),
+            isolated_rate=(tp * isolated_split(jobs, cluster)).sum(axis=1) if ftf else None,
+            weight=jobs.weight)
 
     def _cumulative_isolated(self, v: Any, jobs: Jobs, cluster: Cluster) -> Jobs:
         """``jobs`` with ``isolated_elapsed`` accumulated as the Shockwave artifact's Themis.
