@@ -358,3 +358,34 @@ def test_the_first_rounds_work_conserving_stage_starts_from_the_level_basis():
     assert r2.stats.method == "incremental+warm"
     assert r.certificate.ok and all(c.ok for c in r.reduced.stage_certificates)
     assert abs(r.objective - cold.objective) <= AGREE * abs(cold.objective)
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(0, 2**31 - 1))
+def test_the_certificate_per_class_is_the_job_by_job_one(seed):
+    # the incremental round evaluates its certificates once per exact class, weighted by the
+    # class sizes; on the jobs themselves (each member with its class's data, allocation and
+    # duals) every value is the same up to the order of summation (<= 28 terms: ~1e-14)
+    from fairalloc.rounds.incremental import _certificates
+
+    rng = np.random.default_rng(seed)
+    c, k = int(rng.integers(1, 8)), int(rng.integers(1, 4))
+    m = rng.integers(1, 5, c).astype(float)
+    Ta = np.where(rng.random((c, k)) < 0.8, rng.uniform(1, 50, (c, k)), 0.0)
+    Ta[:, 0] = np.maximum(Ta[:, 0], 1.0)
+    s, cap = rng.choice([1.0, 2.0], c), rng.integers(1, 6, k).astype(float)
+    eq = Ta @ (cap / cap.sum())
+    coef = s / (rng.choice([1.0, 5.0], c) * eq)
+    x = np.where(Ta > 0, rng.uniform(0, 1.0 / k, (c, k)), 0.0)
+    y1 = (-rng.random(k), -rng.random(c), rng.random(c))
+    y2 = (-rng.random(k), -rng.random(c), rng.random(c))
+    low = 0.9 * float((coef * (Ta * x).sum(axis=1)).min())
+    classes = _certificates(Ta, s, coef, eq, m, cap, x, y1, y2, low, GAP_TOL, 1e-7)
+    inv = np.repeat(np.arange(c), m.astype(int))
+    jobs = _certificates(Ta[inv], s[inv], coef[inv], eq[inv], np.ones(inv.size), cap, x[inv],
+                         tuple(v if i == 0 else v[inv] for i, v in enumerate(y1)),
+                         tuple(v if i == 0 else v[inv] for i, v in enumerate(y2)), low,
+                         GAP_TOL, 1e-7)
+    for a, b in zip(classes, jobs):
+        for f in ("primal_value", "dual_bound", "gap", "primal_residual", "dual_residual"):
+            assert getattr(a, f) == pytest.approx(getattr(b, f), rel=1e-12, abs=1e-12), f
