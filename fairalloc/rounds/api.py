@@ -704,8 +704,7 @@ fairness_knob, plan_options
         iso = self._isolated.round(self.policy, ids, T, cap, per_job, self.isolated_start)
         key = None
         if self.warm_start:
-            # (the job ids last: the bytes differ first between two rounds, compared in C,
-            # where comparing ids may run a scheduler's __eq__ per job)
+            # (ids last: the bytes differ first, in C; ids may run a scheduler's __eq__ per job)
             key = (T.tobytes(), cap.tobytes(), tnames,
                    *(None if v is None else (tuple(v) if isinstance(v, list) else v.tobytes())
                      for v in per_job.values()), ids)
@@ -718,13 +717,12 @@ fairness_knob, plan_options
                     backend=prev.stats.backend, method="reused",
                     seconds=time.perf_counter() - t0, iterations=0, solves=0,
                     raw_status=prev.stats.raw_status))
-        last = self._last
+        warm = None
+        if (self.warm_start and self._last is not None
+                and not self.settings.get("water_filling", False)):
+            warm = warm_seed(self.policy, self._last[1], tnames, cap, len(ids))
 
         def normal() -> RoundResult:
-            warm = None  # (only the normal round reads the seed)
-            if (self.warm_start and last is not None
-                    and not self.settings.get("water_filling", False)):
-                warm = warm_seed(self.policy, last[1], tnames, cap, len(ids))
             with self._bases.round(self.warm_start, ids, T, cap, per_job["scale_factor"],
                                    tnames):
                 return self._solve(t0, T, cap, ids, tnames, per_job, warm, None)
