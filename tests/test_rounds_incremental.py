@@ -113,36 +113,104 @@ def _rounds(n=30, rounds=4, seed=3):
     return out
 
 
-def test_a_type_set_change_hands_over_to_the_normal_round():
+def _agrees_with_cold(r, jobs, up, **per):
+    """``r`` certified, and the cold `fairalloc.solve_round`'s optimum of both stages (the
+    level and the total normalised throughput) within the certificates' bounds."""
+    cold = fa.solve_round("max_min_fairness", jobs, up, **per)
+    assert r.certificate.ok and all(c.ok for c in r.reduced.stage_certificates)
+    assert r.drained_types == cold.drained_types and r.unrunnable_jobs == cold.unrunnable_jobs
+    assert abs(r.objective - cold.objective) <= AGREE * abs(cold.objective)
+    c = np.array([float(v) for v in up.values()])
+    T = np.array([[jobs[j].get(t, 0.0) for t in r.types] for j in r.job_ids])
+    sf = np.ones(len(jobs)) if "scale_factor" not in per else np.array(
+        [float(per["scale_factor"][j]) for j in r.job_ids])
+    eq = _equal_tp(T, sf, c)
+    run = eq > 0
+    total_w = (T * r.x).sum(axis=1)[run] @ (1.0 / eq[run])
+    total_c = cold.effective_throughput[run] @ (1.0 / eq[run])
+    assert abs(total_w - total_c) <= AGREE * max(total_w, total_c)
+    drained = np.array([t in r.drained_types for t in r.types])
+    assert not r.x[:, drained].any() and not r.prices[drained].any()
+    for j in r.unrunnable_jobs:
+        assert not r.x[r.job_ids.index(j)].any()
+    assert np.all(sf @ r.x <= c * (1 + 1e-7))
+
+
+def test_a_type_set_change_builds_a_new_model():
+    # another type set: the round builds a new model (the kept one is the reduced
+    # program's) and sets the old one aside; back to the old types, the old model is warm
     rounds = _rounds(rounds=5)
     ups = [{"v100": 4, "p100": 3, "k80": 5}, {"v100": 4, "p100": 3, "k80": 5},
            {"v100": 4, "p100": 3, "k80": 5, "a100": 2},   # a new type
            {"v100": 4, "p100": 3, "k80": 5, "a100": 2}, {"v100": 4, "p100": 3, "k80": 5}]
     p = fa.RoundPolicy("max_min_fairness")
     out = [p.allocate(jobs, up) for jobs, up in zip(rounds, ups)]
-    assert [r.stats.method for r in out[:2]] == ["incremental", "incremental+warm"]
-    assert out[2].stats.fallbacks[0] == ("incremental->round: the worker types or counts "
-                                         "changed")
-    assert not out[2].stats.method.startswith("incremental")
-    assert out[3].stats.method == "incremental"  # a new model for the new types
-    assert out[4].stats.fallbacks[0].startswith("incremental->round: ")
+    assert [r.stats.method for r in out] == ["incremental", "incremental+warm", "incremental",
+                                             "incremental+warm", "incremental+warm"]
+    assert not any(r.stats.fallbacks for r in out)
     for r, jobs, up in zip(out, rounds, ups):
-        cold = fa.solve_round("max_min_fairness", jobs, up)
-        assert r.certificate.ok
-        assert r.objective == pytest.approx(cold.objective, rel=AGREE)
+        _agrees_with_cold(r, jobs, up)
 
 
-def test_worker_counts_and_drained_types_hand_over():
-    rounds = _rounds(rounds=4)
+def test_worker_counts_and_drained_types_keep_the_incremental_round():
+    rounds = _rounds(rounds=5)
+    ups = [{"v100": 4, "p100": 3, "k80": 5}, {"v100": 4, "p100": 0, "k80": 5},
+           {"v100": 4, "p100": 0, "k80": 5}, {"v100": 4, "p100": 3, "k80": 5},
+           {"v100": 6, "p100": 3, "k80": 5}]
     p = fa.RoundPolicy("max_min_fairness")
-    out = [p.allocate(jobs, up) for jobs, up in zip(rounds, [
-        {"v100": 4, "p100": 3, "k80": 5}, {"v100": 4, "p100": 0, "k80": 5},
-        {"v100": 4, "p100": 3, "k80": 5}, {"v100": 6, "p100": 3, "k80": 5}])]
-    assert out[1].stats.fallbacks[0] == ("incremental->round: an empty round or a drained "
-                                         "type")
-    assert out[1].drained_types == ("p100",) and out[1].certificate.ok
-    assert out[2].stats.method == "incremental+warm"  # the kept model still fits
-    assert out[3].stats.fallbacks[0].startswith("incremental->round: the worker types")
+    out = [p.allocate(jobs, up) for jobs, up in zip(rounds, ups)]
+    # (the P100s back: the model set aside is warm; other V100 counts: a new model)
+    assert [r.stats.method for r in out] == ["incremental", "incremental", "incremental+warm",
+                                             "incremental+warm", "incremental"]
+    assert not any(r.stats.fallbacks for r in out)
+    assert [r.drained_types for r in out] == [(), ("p100",), ("p100",), (), ()]
+    assert out[2].reduced.types == ("v100", "k80") and out[2].prices[1] == 0.0
+    for r, jobs, up in zip(out, rounds, ups):
+        _agrees_with_cold(r, jobs, up)
+
+
+def test_a_drained_type_and_unrunnable_jobs_get_the_warm_round():
+    # (#28 item 3) a cluster with a drained node: the rounds are incremental, warm after the
+    # first, on the present types; a job that could only run on the drained type, or whose
+    # gang fits no present type, gets nothing and is reported, as by solve_round
+    rounds = _rounds(rounds=4)
+    up = {"v100": 4, "p100": 0, "k80": 2}
+    p = fa.RoundPolicy("max_min_fairness")
+    for i, jobs in enumerate(rounds):
+        jobs = dict(jobs)
+        jobs["only-p100"] = {"p100": 30.0}
+        jobs[f"gang-{i}"] = {"v100": 20.0, "k80": 9.0}   # its gang (8) fits no present type
+        sf = dict.fromkeys(jobs, 1) | {f"gang-{i}": 8, "two": 2}
+        jobs["two"] = {"k80": 7.0, "p100": 12.0}
+        sf = {j: sf.get(j, 1) for j in jobs}
+        r = p.allocate(jobs, up, scale_factor=sf)
+        assert r.stats.method == ("incremental+warm" if i else "incremental"), r.stats
+        assert not r.stats.fallbacks and r.warm == (i > 0)
+        assert r.drained_types == ("p100",)
+        assert r.unrunnable_jobs == ("only-p100", f"gang-{i}")
+        assert r.job_allocation["only-p100"] == {"v100": 0.0, "p100": 0.0, "k80": 0.0}
+        assert r.x[r.job_ids.index("two")].sum() > 0
+        _agrees_with_cold(r, jobs, up, scale_factor=sf)
+
+
+@settings(max_examples=6, deadline=None)
+@given(traces(), st.lists(st.integers(0, 3), min_size=6, max_size=6))
+def test_property_rounds_with_drained_types_agree_with_cold(trace, drain):
+    # a type drained in some rounds (drain[i] < k: that type has 0 workers in round i): every
+    # round is incremental and agrees with a cold solve_round on the reduced program
+    rounds, cap = trace
+    p = fa.RoundPolicy("max_min_fairness")
+    types = list(cap)
+    for i, jobs in enumerate(rounds):
+        up = {t: (0 if drain[i] == n else c) for n, (t, c) in enumerate(cap.items())}
+        tp, per = _call(jobs)
+        r = p.allocate(tp, up, **per)
+        assert r.drained_types == tuple(t for t in types if up[t] == 0)
+        if len(r.unrunnable_jobs) == len(jobs):  # no job can run: the normal round's answer
+            assert r.stats.fallbacks and not r.x.any()
+            continue
+        assert r.stats.method.startswith("incremental") and not r.stats.fallbacks
+        _agrees_with_cold(r, tp, up, **per)
 
 
 def test_options_other_than_tolerances_use_the_normal_round():
@@ -290,3 +358,34 @@ def test_the_first_rounds_work_conserving_stage_starts_from_the_level_basis():
     assert r2.stats.method == "incremental+warm"
     assert r.certificate.ok and all(c.ok for c in r.reduced.stage_certificates)
     assert abs(r.objective - cold.objective) <= AGREE * abs(cold.objective)
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(0, 2**31 - 1))
+def test_the_certificate_per_class_is_the_job_by_job_one(seed):
+    # the incremental round evaluates its certificates once per exact class, weighted by the
+    # class sizes; on the jobs themselves (each member with its class's data, allocation and
+    # duals) every value is the same up to the order of summation (<= 28 terms: ~1e-14)
+    from fairalloc.rounds.incremental import _certificates
+
+    rng = np.random.default_rng(seed)
+    c, k = int(rng.integers(1, 8)), int(rng.integers(1, 4))
+    m = rng.integers(1, 5, c).astype(float)
+    Ta = np.where(rng.random((c, k)) < 0.8, rng.uniform(1, 50, (c, k)), 0.0)
+    Ta[:, 0] = np.maximum(Ta[:, 0], 1.0)
+    s, cap = rng.choice([1.0, 2.0], c), rng.integers(1, 6, k).astype(float)
+    eq = Ta @ (cap / cap.sum())
+    coef = s / (rng.choice([1.0, 5.0], c) * eq)
+    x = np.where(Ta > 0, rng.uniform(0, 1.0 / k, (c, k)), 0.0)
+    y1 = (-rng.random(k), -rng.random(c), rng.random(c))
+    y2 = (-rng.random(k), -rng.random(c), rng.random(c))
+    low = 0.9 * float((coef * (Ta * x).sum(axis=1)).min())
+    classes = _certificates(Ta, s, coef, eq, m, cap, x, y1, y2, low, GAP_TOL, 1e-7)
+    inv = np.repeat(np.arange(c), m.astype(int))
+    jobs = _certificates(Ta[inv], s[inv], coef[inv], eq[inv], np.ones(inv.size), cap, x[inv],
+                         tuple(v if i == 0 else v[inv] for i, v in enumerate(y1)),
+                         tuple(v if i == 0 else v[inv] for i, v in enumerate(y2)), low,
+                         GAP_TOL, 1e-7)
+    for a, b in zip(classes, jobs):
+        for f in ("primal_value", "dual_bound", "gap", "primal_residual", "dual_residual"):
+            assert getattr(a, f) == pytest.approx(getattr(b, f), rel=1e-12, abs=1e-12), f

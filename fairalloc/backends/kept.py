@@ -101,5 +101,8 @@ class KeptLP:
             raise SolverError(f"the kept {what} LP ended {h.modelStatusToString(status)}",
                               backend="highs")
         sol = h.getSolution()
-        return (np.asarray(sol.col_value), np.asarray(sol.row_dual),
-                int(h.getInfo().simplex_iteration_count))
+        # (highspy hands lists over: numpy reads floats faster told their dtype; one info
+        # value, not the whole info record)
+        return (np.array(sol.col_value, dtype=np.float64),
+                np.array(sol.row_dual, dtype=np.float64),
+                int(h.getInfoValue("simplex_iteration_count")[1]))

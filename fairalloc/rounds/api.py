@@ -713,9 +713,10 @@ fairness_knob, plan_options
         iso = self._isolated.round(self.policy, ids, T, cap, per_job, self.isolated_start)
         key = None
         if self.warm_start:
-            key = (ids, tnames, T.tobytes(), cap.tobytes(),
+            # (ids last: the bytes differ first, in C; ids may run a scheduler's __eq__ per job)
+            key = (T.tobytes(), cap.tobytes(), tnames,
                    *(None if v is None else (tuple(v) if isinstance(v, list) else v.tobytes())
-                     for v in per_job.values()))
+                     for v in per_job.values()), ids)
             if self._last is not None and same_key(self._last[0], key):
                 prev = self._last[1]
                 self.rounds += 1

@@ -16,17 +16,25 @@ incremental round keeps what does not change:
   (`fairalloc.backends.kept.KeptLP.take_basis`: 20-50 % fewer of its simplex iterations than
   from nothing on Gavel's throughputs, 16-1,000 jobs);
 * **the certificate on the original program** (every job, not the classes) computed with
-  numpy in ``O(n k)`` without building it: each job's row duals are its class's divided by the
-  class size (capacity duals unchanged), and the dual function and both residuals are
+  numpy without building it: every member of a class has its class's data, allocation and row
+  duals (a class's rows are its members' summed; capacity duals unchanged), so each job's
+  residual and reduced cost is its class's and each sum over the jobs a sum over the classes
+  weighted by their sizes (``O(classes k)``); the dual function and both residuals are
   evaluated as `fairalloc.certificates.lp_certificate` does.
 
-What cannot be reused (another type set or other worker counts, a drained type, a job that
-cannot run, a failed solve or certificate) raises `fairalloc.plan.Decline` (or a
-`fairalloc.SolverError`): `fairalloc.RoundPolicy` runs this as the first strategy of a plan
-whose second is the normal round, so the hand-over is in ``stats.fallbacks``
-(``"incremental->round: <reason>"``). A `fairalloc.RoundPolicy` given solve options other
-than tolerances (``method=``, ``backend=``, ``work_conserving=``, ...) never uses it
-(`IncrementalMaxMin.applies`).
+Like `fairalloc.solve_round`, a round is solved on its reduced program: the present types (a
+drained type, 0 workers, gets nothing and is priced 0) and the runnable jobs (a job that can
+run on no present type gets nothing, `fairalloc.RoundResult.unrunnable_jobs`). The kept model
+is the reduced program's: other present types or worker counts (a node drained, back or
+resized) build a new model in that round (``stats.method == "incremental"``), and the rounds
+after it are warm again.
+
+What cannot be answered here (a round where no job can run, a failed solve or certificate)
+raises `fairalloc.plan.Decline` (or a `fairalloc.SolverError`): `fairalloc.RoundPolicy` runs
+this as the first strategy of a plan whose second is the normal round, so the hand-over is in
+``stats.fallbacks`` (``"incremental->round: <reason>"``). A `fairalloc.RoundPolicy` given solve
+options other than tolerances (``method=``, ``backend=``, ``work_conserving=``, ...) never uses
+it (`IncrementalMaxMin.applies`).
 
 Examples
 --------
@@ -67,6 +75,8 @@ _COMPACT_RATIO = 2.0
 #: per-job data max-min fairness does not read, which the normal round still validates
 _UNREAD = ("steps_remaining", "elapsed", "isolated_elapsed")
 _INF = float("inf")
+#: what one kept model is (`IncrementalMaxMin._fits` sets one aside and brings it back)
+_MODEL = ("_hs", "_types", "_cap", "_slot", "_count", "_sf", "_free")
 
 
 class IncrementalMaxMin:
@@ -86,7 +96,14 @@ class IncrementalMaxMin:
         self.clear()
 
     def clear(self) -> None:
-        """Forget the model (the next round builds a new one)."""
+        """Forget the models (the next round builds a new one)."""
+        self._forget()
+        # the model of the previous present types and worker counts, set aside when they
+        # changed (a node drained, then back: its model is warm again)
+        self._spare: dict[str, Any] | None = None
+
+    def _forget(self) -> None:
+        """Forget the current model (the spare one is kept)."""
         self._hs: tuple[Any, ...] = ()      # the level and work-conserving models
         self._types: tuple[str, ...] = ()
         self._cap = np.zeros(0)
@@ -101,7 +118,7 @@ class IncrementalMaxMin:
         0 is ``theta`` (the level stage maximises it), rows ``0 .. k-1`` the capacity rows."""
         from ..backends.kept import KeptLP
 
-        self.clear()
+        self._forget()
         k = cap.size
         models = []
         for cost in (1.0, 0.0):
@@ -112,6 +129,21 @@ class IncrementalMaxMin:
                         np.zeros(0, dtype=np.int32), np.zeros(0))
             models.append(lp)
         self._hs, self._types, self._cap = tuple(models), tnames, cap.copy()
+
+    def _fits(self, tnames: tuple[str, ...], cap: np.ndarray) -> bool:
+        """Whether the current model is that of these present types and worker counts; when
+        it is not, it is set aside as the spare and the spare, if it fits, comes back."""
+        def same(types: tuple[str, ...], c: np.ndarray) -> bool:
+            return types == tnames and np.array_equal(c, cap)
+
+        if not self._hs or same(self._types, self._cap):
+            return bool(self._hs)
+        spare, self._spare = self._spare, {name: getattr(self, name) for name in _MODEL}
+        if spare is None or not same(spare["_types"], spare["_cap"]):
+            return False  # (a new model is built)
+        for name, value in spare.items():
+            setattr(self, name, value)
+        return True
 
     def _col(self, s: int, t: int) -> int:
         return 1 + s * self._cap.size + t
@@ -224,28 +256,68 @@ class IncrementalMaxMin:
               tnames: tuple[str, ...], sf: np.ndarray | None, w: np.ndarray | None,
               options: dict[str, Any]) -> RoundResult:
         """This round (validated throughputs ``T``, workers ``cap``; per-job ``sf`` and ``w``
-        in job order, unchecked: a value the normal round would refuse declines)."""
+        in job order, unchecked: a value the normal round would refuse declines).
+
+        As `fairalloc.solve_round`, the round is solved on its reduced program: the present
+        types (a drained type, 0 workers, is left out and priced 0) and the runnable jobs (a
+        job whose gang fits no present type it can use gets nothing); the kept model is the
+        reduced program's, so a cluster with a drained node keeps its warm rounds."""
         n, k = T.shape
-        if n == 0 or k == 0 or not np.all(cap > 0):
-            raise Decline("an empty round or a drained type")
         s = np.ones(n) if sf is None else sf
         wt = np.ones(n) if w is None else w
         if not (np.all(np.isfinite(s)) and np.all(s >= 1) and np.all(s == np.round(s))
                 and np.all(np.isfinite(wt)) and np.all(wt > 0)):
             raise Decline("a scale factor or weight the normal round must check")
+        # (s >= 1: a drained type, 0 workers, allows no job)
         allowed = (T > 0) & (s[:, None] <= cap[None, :])
-        if not allowed.any(axis=1).all():
-            raise Decline("a job that cannot run")
+        runnable = allowed.any(axis=1)
+        if not runnable.any():
+            raise Decline("an empty round (no job can run on a present type)")
         from ..throughput.policy import STAGE_SHARE_OF_GAP, STAGE_TOL
 
         gap_tol = as_tolerance(options.get("gap_tol", GAP_TOL), "gap_tol")
         feas_tol = as_tolerance(options.get("feas_tol", FEAS_TOL), "feas_tol")
         stage_tol = min(as_tolerance(options.get("stage_tol", STAGE_TOL), "stage_tol"),
                         STAGE_SHARE_OF_GAP * gap_tol)
-        warm = bool(self._hs)
-        if warm and (tnames != self._types or not np.array_equal(cap, self._cap)):
-            self.clear()
-            raise Decline("the worker types or counts changed")
+        present = cap > 0
+        pt = None if present.all() else np.flatnonzero(present)
+        rj = None if runnable.all() else np.flatnonzero(runnable)
+        Tr, sr, wr, ar, cr, tr = T, s, wt, allowed, cap, tnames  # the reduced program
+        if pt is not None:
+            Tr, ar, cr = Tr[:, pt], ar[:, pt], cap[pt]
+            tr = tuple(tnames[i] for i in pt.tolist())
+        if rj is not None:
+            Tr, sr, wr, ar = Tr[rj], sr[rj], wr[rj], ar[rj]
+        red = self._reduced(t0, Tr, sr, wr, ar, cr, tr, (gap_tol, feas_tol, stage_tol))
+        x, prices, tp = red.allocation, red.prices, red.effective_throughput
+        if pt is not None or rj is not None:  # zeros for what cannot run (as solve_round)
+            rows = np.arange(n) if rj is None else rj
+            cols = np.arange(k) if pt is None else pt
+            x = np.zeros((n, k))
+            x[np.ix_(rows, cols)] = red.allocation
+            prices = np.zeros(k)
+            prices[cols] = red.prices
+            tp = np.zeros(n)
+            tp[rows] = red.effective_throughput
+            for arr in (x, prices, tp):
+                arr.flags.writeable = False
+        drained = () if pt is None else tuple(t for t, p in zip(tnames, present.tolist())
+                                               if not p)
+        unrunnable = () if rj is None else tuple(
+            ids[i] for i in np.flatnonzero(~runnable).tolist())
+        return RoundResult(objective=red.objective, status=Status.OPTIMAL, stats=red.stats,
+                           certificate=red.certificate, x=x, prices=prices,
+                           effective_throughput=tp, job_ids=ids, types=tnames,
+                           drained_types=drained, unrunnable_jobs=unrunnable,
+                           policy="max_min_fairness", reduced=red)
+
+    def _reduced(self, t0: float, T: np.ndarray, s: np.ndarray, wt: np.ndarray,
+                 allowed: np.ndarray, cap: np.ndarray, tnames: tuple[str, ...],
+                 tols: tuple[float, float, float]) -> Any:
+        """The reduced program's round (every type present, every job runnable) on the kept
+        model: its `fairalloc.throughput.Allocation`, certified on the whole reduced
+        program."""
+        warm = self._fits(tnames, cap)
         if warm and len(self._free) > _COMPACT_RATIO * max(len(self._slot), 1):
             warm = False  # mostly free slots (many classes left): a new, compact model
         if not warm:
@@ -275,18 +347,21 @@ class IncrementalMaxMin:
             r = rep[fresh]
             self._append(Ta[r], s[r], coef[r], Ta[r] / equal_tp[r][:, None],
                          counts[fresh].astype(float))
-        changed = np.flatnonzero(self._count[slot_of] != counts)
+        m = counts.astype(float)
+        changed = np.flatnonzero(self._count[slot_of] != m)
         if changed.size:
-            self._recount(slot_of[changed], counts[changed].astype(float))
-        return self._answer(t0, warm, T, Ta, cap, ids, tnames, s, coef, equal_tp, inv,
-                            slot_of,
-                            counts, (gap_tol, feas_tol, stage_tol))
+            self._recount(slot_of[changed], m[changed])
+        return self._answer(t0, warm, T[rep], Ta[rep], cap, tnames, s[rep], coef[rep],
+                            equal_tp[rep], m, slot_of, inv, tols)
 
     def _answer(self, t0: float, warm: bool, T: np.ndarray, Ta: np.ndarray, cap: np.ndarray,
-                ids: tuple[Hashable, ...], tnames: tuple[str, ...], s: np.ndarray,
-                coef: np.ndarray, equal_tp: np.ndarray, inv: np.ndarray, slot_of: np.ndarray,
-                counts: np.ndarray, tols: tuple[float, float, float]) -> RoundResult:
-        k = self._cap.size
+                tnames: tuple[str, ...], s: np.ndarray, coef: np.ndarray,
+                equal_tp: np.ndarray, m: np.ndarray, slot_of: np.ndarray, inv: np.ndarray,
+                tols: tuple[float, float, float]) -> Any:
+        """Both stages re-solved, certified and expanded to the jobs. ``T`` .. ``equal_tp``:
+        one member's data per class (every member's are these very numbers), ``m`` the
+        members, ``slot_of`` each class's slot, ``inv`` each job's class."""
+        k = cap.size
         gap_tol, feas_tol, stage_tol = tols
         xv, y1, it1 = self._run(self._hs[0], "level")
         theta = float(xv[0])
@@ -297,45 +372,40 @@ class IncrementalMaxMin:
             # move to low) by the primal simplex, in fewer steps than from nothing (#28)
             self._hs[1].take_basis(self._hs[0])
         xv2, y2, it2 = self._run(self._hs[1], "work-conserving")
-        cols = slot_of[inv]  # each job's slot
-        # a member's share of its class's total time
-        x = xv2[1:].reshape(-1, k)[cols] / counts[inv][:, None]
-        x = np.where(Ta > 0, np.maximum(x, 0.0), 0.0)
+        # a member's share of its class's total time (each member gets the same)
+        xc = xv2[1:].reshape(-1, k)[slot_of] / m[:, None]
+        xc = np.where(Ta > 0, np.maximum(xc, 0.0), 0.0)
 
-        def per_job(y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        def per_class(y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             # a class's time and level rows are its members' summed: each member's dual is
             # the class's; HiGHS reports a maximisation's duals (the minimisation's negated)
-            yt = y[k:].reshape(-1, 2)[cols]
+            yt = y[k:].reshape(-1, 2)[slot_of]
             return -y[:k], -yt[:, 0], -yt[:, 1]
 
-        cert1, cert2 = _certificates(Ta, s, coef, equal_tp, cap, x, per_job(y1), per_job(y2),
-                                     low, gap_tol, feas_tol)
+        cert1, cert2 = _certificates(Ta, s, coef, equal_tp, m, cap, xc, per_class(y1),
+                                     per_class(y2), low, gap_tol, feas_tol)
         if not (cert1.ok and cert2.ok):
             bad = cert1 if not cert1.ok else cert2
             self.clear()
             raise Decline(f"the certificate failed (relative gap {bad.relative_gap:.3g}, "
                           f"residual {max(bad.primal_residual, bad.dual_residual):.3g})")
         prices = np.maximum(y1[:k], 0.0)  # d theta / d workers
-        tp = (T * x).sum(axis=1)
+        tpc = (T * xc).sum(axis=1)
+        x, tp = xc[inv], tpc[inv]
         for arr in (x, prices, tp):
             arr.flags.writeable = False
-        steps = (f"symmetry:{counts.size}", "incremental-lp+warm" if warm else "incremental-lp")
+        steps = (f"symmetry:{m.size}", "incremental-lp+warm" if warm else "incremental-lp")
         stats = SolveStats(backend="highs", method="incremental+warm" if warm else "incremental",
                            seconds=time.perf_counter() - t0, iterations=it1 + it2, solves=2,
-                           raw_status="Optimal", path=steps, classes=int(counts.size))
+                           raw_status="Optimal", path=steps, classes=int(m.size))
         from ..throughput.policy import Allocation
 
-        # the reduced program is the whole round's (every type present, every job runnable)
-        red = Allocation(objective=cert1.primal_value, status=Status.OPTIMAL, stats=stats,
-                         certificate=cert1, allocation=x, prices=prices,
-                         effective_throughput=tp, metric=coef * tp, policy="max_min_fairness",
-                         job_ids=tuple(range(len(ids))), types=tnames, pair_x=None,
-                         consolidated_x=None, utilization=(s @ x) / cap,
-                         stage_certificates=(cert1, cert2))
-        return RoundResult(objective=cert1.primal_value, status=Status.OPTIMAL, stats=stats,
-                           certificate=cert1, x=x, prices=prices, effective_throughput=tp,
-                           job_ids=ids, types=tnames, drained_types=(), unrunnable_jobs=(),
-                           policy="max_min_fairness", reduced=red)
+        return Allocation(objective=cert1.primal_value, status=Status.OPTIMAL, stats=stats,
+                          certificate=cert1, allocation=x, prices=prices,
+                          effective_throughput=tp, metric=(coef * tpc)[inv],
+                          policy="max_min_fairness", job_ids=tuple(range(inv.size)),
+                          types=tnames, pair_x=None, consolidated_x=None,
+                          utilization=((m * s) @ xc) / cap, stage_certificates=(cert1, cert2))
 
 
 def _own_certificate(_: None, res: RoundResult) -> Certificate:
@@ -343,22 +413,27 @@ def _own_certificate(_: None, res: RoundResult) -> Certificate:
 
 
 def _certificates(Ta: np.ndarray, s: np.ndarray, coef: np.ndarray, equal_tp: np.ndarray,
-                  cap: np.ndarray, x: np.ndarray, y1: tuple[np.ndarray, ...],
+                  m: np.ndarray, cap: np.ndarray, x: np.ndarray, y1: tuple[np.ndarray, ...],
                   y2: tuple[np.ndarray, ...], low: float, gap_tol: float, feas_tol: float
                   ) -> tuple[Certificate, Certificate]:
     """`fairalloc.certificates.lp_certificate` of both max-min stages on the original program,
-    job by job, without building it (``O(n k)``). Level stage: ``min -theta`` s.t. ``sum_t
-    x_mt <= 1``, ``sum_m s_m x_mt <= cap_t``, ``coef_m T_m . x_m - theta >= 0``, ``theta``
-    free; work-conserving stage: ``min -sum_m T_m . x_m / equal_m`` s.t. the same time and
-    capacity rows and ``coef_m T_m . x_m >= low``; columns ``x_mt >= 0`` where job ``m`` may
-    run on type ``t`` (``Ta > 0``; none elsewhere). ``y1``, ``y2``: each stage's capacity,
-    time and level row duals in the minimisation's signs; ``x`` (non-negative, 0 where a job
-    may not run) is the final allocation, at which both are judged."""
+    without building it. Level stage: ``min -theta`` s.t. ``sum_t x_jt <= 1``, ``sum_j s_j
+    x_jt <= cap_t``, ``coef_j T_j . x_j - theta >= 0``, ``theta`` free; work-conserving stage:
+    ``min -sum_j T_j . x_j / equal_j`` s.t. the same time and capacity rows and ``coef_j T_j .
+    x_j >= low``; columns ``x_jt >= 0`` where job ``j`` may run on type ``t`` (``Ta > 0``; none
+    elsewhere).
+
+    The rows here are the exact classes, ``m`` members each: every member of a class has the
+    class's data, allocation ``x`` (non-negative, 0 where it may not run: the final
+    allocation, at which both stages are judged) and row duals ``y1``, ``y2`` (capacity, time
+    and level, in the minimisation's signs), so each job's residual and reduced cost is its
+    class's, bit for bit, and each sum over the jobs is the sum over the classes weighted by
+    ``m`` (``O(classes k)``, not ``O(n k)``)."""
     allowed = Ta > 0
     rate = (Ta * x).sum(axis=1)
     level = coef * rate
     busy = x.sum(axis=1)
-    used = s @ x
+    used = (m * s) @ x
     with np.errstate(invalid="ignore", divide="ignore"):
         base = max(float(np.max((busy - 1.0) / np.maximum(busy, 1.0), initial=0.0)),
                    float(np.max((used - cap) / np.maximum(cap, used), initial=0.0)))
@@ -371,15 +446,15 @@ def _certificates(Ta: np.ndarray, s: np.ndarray, coef: np.ndarray, equal_tp: np.
                                 np.maximum(y[2], 0.0))
         # minus each column's reduced cost: its objective term and the rows' duals
         neg_d = y_time[:, None] + s[:, None] * y_cap[None, :] + (coef * y_lev)[:, None] * Ta
-        rows = float(y_time.sum() + y_cap @ cap)
+        rows = float(m @ y_time + y_cap @ cap)
         if wc:
             neg_d += g
-            primal, c_mag = -float((rate / equal_tp).sum()), float(np.max(g, initial=0.0))
-            rows += low * float(y_lev.sum())
+            primal, c_mag = -float(m @ (rate / equal_tp)), float(np.max(g, initial=0.0))
+            rows += low * float(m @ y_lev)
             d_theta, res = 0.0, max(base, kept)
         else:
             primal, c_mag = -theta, 1.0
-            d_theta, res = -1.0 + float(y_lev.sum()), base
+            d_theta, res = -1.0 + float(m @ y_lev), base
         dual_res = max(float(np.max(neg_d, where=allowed, initial=0.0)), abs(d_theta))
         # (every column at its lower bound 0: the columns add nothing to the dual bound)
         certs.append(Certificate(kind="lp", primal_value=-primal, dual_bound=-rows,
