@@ -24,7 +24,7 @@ def _feasible(r: fa.RoundResult, T: np.ndarray, cap: np.ndarray, sf: np.ndarray)
     assert np.all(sf @ x <= cap * (1.0 + FEAS_TOL))
 
 
-def test_solve_round_runs_the_cold_incremental_round_and_falls_back():
+def test_solve_round_runs_the_cold_incremental_round_and_falls_back_on_other_options():
     tp = {j: {"v100": 4.0 + j % 3, "p100": 2.0, "k80": 1.0 + j % 2} for j in range(12)}
     workers = {"v100": 3, "p100": 2, "k80": 4}
     sf = {j: 1 + (j % 4 == 0) for j in tp}
@@ -33,10 +33,13 @@ def test_solve_round_runs_the_cold_incremental_round_and_falls_back():
     assert r.certificate.ok and all(c.ok for c in r.reduced.stage_certificates)
     first = fa.RoundPolicy("max_min_fairness").allocate(tp, workers, scale_factor=sf)
     assert np.array_equal(r.x, first.x)  # the very round a RoundPolicy solves first
-    # a drained type: the incremental round declines, the normal round answers
+    # a drained type: the incremental round solves the present types, as the normal round does
     drained = fa.solve_round("max_min_fairness", tp, {**workers, "k80": 0}, scale_factor=sf)
-    assert drained.stats.method != "incremental" and drained.certificate.ok
-    assert drained.stats.fallbacks[0].startswith("incremental->round")
+    normal = fa.solve_round("max_min_fairness", tp, {**workers, "k80": 0}, scale_factor=sf,
+                            method="fast")
+    assert drained.stats.method == "incremental" and drained.certificate.ok
+    assert np.all(np.asarray(drained.x)[:, TYPES.index("k80")] == 0.0)
+    assert abs(drained.objective - normal.objective) <= 2 * GAP_TOL * max(1.0, normal.objective)
     # solve options other than tolerances, or arguments max-min does not read: the normal round
     for kw in ({"method": "highs"}, {"work_conserving": False}, {"steps_remaining": sf}):
         assert fa.solve_round("max_min_fairness", tp, workers, scale_factor=sf,
