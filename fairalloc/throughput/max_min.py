@@ -99,9 +99,8 @@ ENTITY_POLICIES = ("fairness", "fifo")
 _DUAL_NOISE = 1e-9
 #: ACCURACY: relative rounding margin of a level's certified room D - theta (a few hundred ulps)
 _ROUNDING = 1e-13
-#: default ``bottleneck_tol`` of `fairalloc.throughput.WaterFilling.solve`
-#: (ACCURACY: a job rising by more
-#: than this relative to max(1, floor) is not bottlenecked)
+#: default ``bottleneck_tol`` of `fairalloc.throughput.WaterFilling.solve` (ACCURACY: a job
+#: rising by more than this relative to max(1, floor) is not bottlenecked)
 BOTTLENECK_TOL = 1e-7
 WATER_FAST = "water-filling-fast"  # path step: the fast water-filling (its plan's first)
 #: path step: the end check could not prove the result's levels Pareto-maximal (status
@@ -658,7 +657,8 @@ class WaterFilling(ThroughputPolicy):
             # a room of -2.6e-16 rounding): (a) needs a dual above the largest dual's noise
             # and room / lambda_m <= thr; a job whose dual is noise goes to the LPs of (c).
             lam = np.maximum(res.block("level"), 0.0)
-            proof = Proof(floors.copy(), lam, res.cert.dual_bound - max(theta, 0.0))
+            proof = Proof(floors.copy(), lam, res.cert.dual_bound - max(theta, 0.0),
+                          prices=capacity_prices(res))
             # The bound holds at EXACT floors; the found point and later LPs meet them only to
             # a tolerance, which duals of 1e8 (10 types) amplify (then (a) froze jobs that can
             # rise 7x): the room adds the found point's amplified violations, and (a) is trusted

@@ -84,7 +84,7 @@ from ..results import Certificate
 from ..solvelog import SolveLog
 from .instance import ColumnInstance
 from .programs import LevelStage, StageResult
-from .stages import StageSolver, scaled_solve
+from .stages import StageSolver, capacity_prices, scaled_solve
 from .tuning import Tuning
 from .water_path import (
     PARETO_CHECK,
@@ -504,7 +504,7 @@ def _level_proof(solver: StageSolver, res: StageResult, floors: np.ndarray,
     if solver.fixed:
         keep = frozen & (floors > 0)
         lam[keep] = np.maximum(res.block("kept"), 0.0) / floors[keep]
-    return Proof(floors.copy(), lam, float(res.cert.dual_bound))
+    return Proof(floors.copy(), lam, float(res.cert.dual_bound), prices=capacity_prices(res))
 
 
 def _freezes(ctx: WaterContext, solver: StageSolver, stage: LevelStage, res: StageResult,
