@@ -44,6 +44,17 @@ def test_near_identical_jobs_are_proven_without_the_end_check_lp():
     assert all(c.ok for c in r.stage_certificates)
 
 
+def test_the_job_by_job_solve_proves_near_identical_jobs_by_price_proofs():
+    """Regression (fails on main with `SolverError`, "512 frozen jobs can still rise": the
+    end check's LP bounds only the sum of the rises). The job-by-job end check tries price
+    proofs at the levels' capacity prices before its LP."""
+    jobs = _near_jobs(512, 3e-9)
+    r = fa.water_filling(jobs, fa.Cluster({"v100": 16, "p100": 24, "k80": 32}),
+                         symmetry=False)
+    assert r.status == "optimal" and r.certificate.ok
+    assert all(c.ok for c in r.stage_certificates)
+
+
 def test_a_near_merge_that_is_not_pareto_maximal_hands_over():
     """Rows ``[1 + d, 1 - d]`` and ``[1 - d, 1 + d]`` (``d = 1e-7``) merge at a near tolerance
     of ``1e-6``; the merged split meets the max-min level within a few ``d`` (certified), but

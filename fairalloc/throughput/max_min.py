@@ -85,6 +85,7 @@ from .water_robust import (
     WaterRun,
     certify_run,
     end_check,
+    level_prices,
     robust_applies,
     robust_water_filling,
 )
@@ -574,12 +575,11 @@ class WaterFilling(ThroughputPolicy):
         risky = False  # a decision whose proof the end check's LP must back (ill-conditioned)
         while True:
             if frozen.all():
-                # end check: every job proven at the allocation's own levels (standing proofs,
-                # then one LP over the rest, over all with ``risky``), else the jobs that still
-                # rise are unfrozen and water-filling resumes (never a silent wrong result)
+                # end check: every job proven at the allocation's levels (standing, price proofs,
+                # one LP over the rest: all with ``risky``), else risers unfrozen, resumed
                 thr_end = np.maximum(thr_frz, btol * np.maximum(1.0, floors))
                 chk = end_check(inst, solver, U, xcol, thr_end, self._max_level, proofs, bwarm,
-                                every=risky, btol=btol)
+                                every=risky, btol=btol, prices=level_prices(first, proofs))
                 certs += chk.certs
                 floors = chk.levels
                 if chk.ok:

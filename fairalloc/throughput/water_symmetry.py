@@ -50,18 +50,13 @@ from .symmetry import (
     reduced_instance,
 )
 from .tuning import Tuning
-from .water_path import Proof, proven_by
-from .water_robust import claimed_rise, end_check
+from .water_path import Proof
+from .water_robust import claimed_rise, end_check, level_prices, price_proof
 
 __all__ = ["WaterParams", "expand_proofs", "price_proof", "reduced_water",
            "solve_water_reduced", "water_allocation",
            "water_classes", "water_near_classes"]
 
-#: ACCURACY: unit roundoff of the price proof's capacity sum (`price_proof`)
-_EPS = float(np.finfo(float).eps)
-#: PERFORMANCE: the standing proofs of this many last levels also give their capacity prices
-#: to `price_proof` (each costs O(nnz); the first level's prices are always tried)
-PRICE_PROOF_LEVELS = 4
 
 
 @dataclass(frozen=True)
@@ -170,45 +165,6 @@ def expand_proofs(proofs: list[Proof], cl: Classes, members: np.ndarray, d: np.n
     return out
 
 
-def price_proof(inst: Any, U: sp.csr_matrix, x: np.ndarray, prices: np.ndarray) -> Proof:
-    """A Lagrangian proof on the ORIGINAL program at capacity prices ``prices`` (any ``>= 0``)
-    and the levels ``u(x)`` of an exactly feasible allocation ``x``, in O(nnz).
-
-    Each job's weight is the largest that prices none of its columns above cost,
-    ``lam_m = min_e p(e) / U_me`` over its columns (``p(e)``: the column's workers times its
-    type's price); then for every allocation ``y`` (columns in ``[0, 1]``, capacity kept)
-    ``sum_m lam_m u_m(y) <= p . cap + r`` (``r``: the columns' positive reduced profits, the
-    rounding of the ratios), so with every job kept at its level, job ``m`` rises by at most
-    ``(p . cap + r - lam . u(x)) / lam_m`` (`Proof.bound` at floors ``u(x)``;
-    ``proofs/symmetry_reduction.md``, "Near-ties").
-
-    Examples
-    --------
-    Two jobs sharing one worker equally: neither can rise while the other keeps its level.
-
-    >>> import fairalloc as fa, numpy as np, scipy.sparse as sp
-    >>> from fairalloc.throughput.instance import ColumnInstance
-    >>> inst = ColumnInstance(fa.Jobs([[2.0], [1.0]]), fa.Cluster({"a": 1}))
-    >>> U = sp.csr_matrix(inst.Tm)
-    >>> p = price_proof(inst, U, np.array([0.5, 0.5]), np.array([1.0]))
-    >>> bool(p.bound(U @ np.array([0.5, 0.5])).max() < 1e-12)
-    True
-    """
-    U = sp.csr_matrix(U)
-    cost = np.asarray(inst.W.T @ prices).ravel()
-    job = np.repeat(np.arange(U.shape[0]), np.diff(U.indptr))
-    pos = U.data > 0
-    lam = np.full(U.shape[0], np.inf)
-    np.minimum.at(lam, job[pos], cost[U.indices[pos]] / U.data[pos])
-    lam[~np.isfinite(lam)] = 0.0
-    r = float(np.clip(U.T @ lam - cost, 0.0, None).sum())
-    ell = U @ x
-    supply = float(prices @ inst.cap)
-    # the rounding of the capacity sum (k eps times its terms; `Proof.bound` adds the rest)
-    room = supply + r - float(lam @ ell) + _EPS * prices.size * supply
-    return Proof(ell, lam, room)
-
-
 def solve_water_reduced(wf: Any, cl: Classes, params: WaterParams, t0: float, *,
                         near: bool = False, prior: SolveLog | None = None) -> Any:
     """Water-filling over the classes ``cl``, expanded and certified on ``wf``'s original
@@ -248,12 +204,9 @@ def solve_water_reduced(wf: Any, cl: Classes, params: WaterParams, t0: float, *,
     ell = U @ xcol
     thr = claimed_rise(ell, wf._max_level, params.btol, params.gap_tol)
     # jobs no expanded proof covers: Lagrangian proofs on the original data at the reduced
-    # levels' capacity prices, O(nnz) each, before the end check's LP over what is left
-    if not proven_by(proofs, ell, thr).all():
-        prices = [capacity_prices(res_r)] + [p.prices for p in run.proofs[-PRICE_PROOF_LEVELS:]
-                                             if p.prices is not None]
-        proofs = proofs + [price_proof(inst, U, xcol, p) for p in prices]
-    chk = end_check(inst, solver, U, xcol, thr, wf._max_level, proofs, btol=params.btol)
+    # levels' capacity prices (`price_proof`) before the end check's LP over what is left
+    chk = end_check(inst, solver, U, xcol, thr, wf._max_level, proofs, btol=params.btol,
+                    prices=level_prices(run.first, run.proofs))
     if not chk.ok:
         return (f"{int((~chk.proven).sum())} jobs of the expanded allocation are not proven "
                 f"bottlenecked on the original program")
