@@ -10,6 +10,7 @@ against the LP it bounds), and a near merge that is not Pareto-maximal still han
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -22,6 +23,7 @@ from fairalloc.throughput.max_min import BOTTLENECK_TOL
 from fairalloc.throughput.water_robust import claimed_rise
 from fairalloc.throughput.water_symmetry import price_proof
 from fairalloc.tolerances import GAP_TOL
+from tests.water_reference import leximin_levels
 
 
 def _near_jobs(n: int, noise: float, seed: int = 0) -> fa.Jobs:
@@ -121,3 +123,21 @@ def test_near_classes_agree_with_the_job_by_job_solve(copies, noise, seed):
     umax = np.asarray(r.metric) / np.asarray(r.effective_throughput) * jobs.throughput.max(1)
     tol = 2.0 * claimed_rise(np.maximum(fr, fp), umax, BOTTLENECK_TOL, GAP_TOL)
     assert np.all(np.abs(fr - fp) <= tol), (fr, fp, tol)
+
+
+@pytest.mark.parametrize("n,seed", [(56, 0), (64, 1)])
+def test_saturating_ten_types_equal_an_independent_leximin(n, seed):
+    """Issue #28's saturating case (10 types, 1.5 GPUs per job, one level LP per distinct
+    level; the refinement of each level's point ordered by minimum degree): the floors equal
+    an independent highspy LP sequence (`leximin_levels`) to the certificates' gap tolerance,
+    every LP certified, status optimal."""
+    rng = np.random.default_rng(seed)
+    T = rng.lognormal(0.0, 0.8, n)[:, None] * 10.0 * np.c_[np.ones(n),
+                                                            rng.uniform(0.1, 1.0, (n, 9))]
+    jobs = fa.Jobs(T, scale_factor=rng.choice([1, 2, 4, 8], n, p=[0.7, 0.1, 0.15, 0.05]))
+    cluster = fa.Cluster({f"t{j}": max(1, round(1.5 * n / 10)) for j in range(10)})
+    r = fa.max_min_fairness(jobs, cluster, water_filling=True)
+    assert r.status == "optimal" and r.certificate.ok
+    assert all(c.ok for c in r.stage_certificates)
+    np.testing.assert_allclose(r.level_floors, leximin_levels(jobs, cluster),
+                               rtol=r.certificate.gap_tol)
