@@ -128,7 +128,7 @@ def test_near_classes_agree_with_the_job_by_job_solve(copies, noise, seed):
 @pytest.mark.parametrize("n,seed", [(56, 0), (64, 1)])
 def test_saturating_ten_types_equal_an_independent_leximin(n, seed):
     """Issue #28's saturating case (10 types, 1.5 GPUs per job, one level LP per distinct
-    level; the refinement of each level's point ordered by minimum degree): the floors equal
+    level): the floors equal
     an independent highspy LP sequence (`leximin_levels`) to the certificates' gap tolerance,
     every LP certified, status optimal."""
     rng = np.random.default_rng(seed)

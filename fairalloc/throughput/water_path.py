@@ -691,10 +691,10 @@ _NEAR_BOUND = 1e-9
 def _least_norm_solver(M: sp.csr_matrix) -> Any:
     """``r -> d``, about the least-norm solution of ``M d = r``: the sparse LU (SuperLU) of the
     quasi-definite system ``[[I, M^T], [M, -delta I]]``, nonsingular also where tight rows are
-    dependent (``delta``: `_REGULARIZE` times the largest squared row norm; ordered by minimum
-    degree on ``K + K^T``: 1/7 of COLAMD's fill, 1/3.5 of its time at 512 saturating jobs), else
-    the dense QR with column pivoting (``None`` where larger than `_REFINE_MAX_ENTRIES`). #28:
-    that QR of a 144 x 122 system took 2 s where BLAS threads competed for loaded cores; the
+    dependent (``delta``: `_REGULARIZE` times the largest squared row norm), else the dense QR
+    with column pivoting (``None`` where that is larger than `_REFINE_MAX_ENTRIES`). Issue
+    #28: that dense QR of a 144 x 122 system took 2 s where BLAS
+    threads competed for loaded cores (40 of 47 s of a saturating water-filling); the
     refinement steps and `refine_point`'s final check absorb the regularisation."""
     m, c = M.shape
     C = M.tocoo()
@@ -707,7 +707,7 @@ def _least_norm_solver(M: sp.csr_matrix) -> Any:
                        (np.concatenate([ic, C.col, c + C.row, im]),
                         np.concatenate([ic, c + C.row, C.col, im]))), shape=(c + m, c + m))
     try:
-        lu = scipy.sparse.linalg.splu(K, permc_spec="MMD_AT_PLUS_A")
+        lu = scipy.sparse.linalg.splu(K)
     except RuntimeError:  # exactly singular
         if m * c > _REFINE_MAX_ENTRIES:
             return None
