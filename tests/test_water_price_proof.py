@@ -128,9 +128,8 @@ def test_near_classes_agree_with_the_job_by_job_solve(copies, noise, seed):
 @pytest.mark.parametrize("n,seed", [(56, 0), (64, 1)])
 def test_saturating_ten_types_equal_an_independent_leximin(n, seed):
     """Issue #28's saturating case (10 types, 1.5 GPUs per job, one level LP per distinct
-    level): the floors equal
-    an independent highspy LP sequence (`leximin_levels`) to the certificates' gap tolerance,
-    every LP certified, status optimal."""
+    level): the floors equal an independent highspy LP sequence (`leximin_levels`) to the
+    certificates' gap tolerance, every LP certified, status optimal."""
     rng = np.random.default_rng(seed)
     T = rng.lognormal(0.0, 0.8, n)[:, None] * 10.0 * np.c_[np.ones(n),
                                                             rng.uniform(0.1, 1.0, (n, 9))]
