@@ -669,11 +669,11 @@ def end_check(inst: ColumnInstance, solver: StageSolver, U: sp.csr_matrix, x: np
     already gives it. A job is proven when it is saturated (``umax``), when a standing
     `Proof` of an earlier LP caps it at those levels, by a `price_proof` at one of ``prices``
     (capacity prices, any: O(nnz) each, tried only where jobs are left), or by a capped
-    bottleneck LP (path step
-    ``pareto-check``, then its own) over the others (all unsaturated jobs with ``every``),
-    weighted by ``1 / max(1, level)``: its certified *dual bound* ``D`` bounds the sum of
-    their relative rises, so it proves each job ``m`` with ``D <= thr_m / max(1, level_m)``
-    (its point, which meets the levels only to the solver's tolerance, proves nothing).
+    bottleneck LP (path step ``pareto-check``, then its own) over the others (all unsaturated
+    jobs with ``every``), weighted by ``1 / max(1, level)``: its certified *dual bound* ``D``
+    bounds the sum of their relative rises, so it proves each job ``m`` with ``D <= thr_m /
+    max(1, level_m)`` (its point, which meets the levels only to the solver's tolerance, proves
+    nothing).
     Unproven jobs that rise in its point are the risers; where none does, the LP runs again
     over the unproven jobs alone, and with ``alone`` each one left gets its own LP.
 

@@ -58,7 +58,6 @@ __all__ = ["WaterParams", "expand_proofs", "price_proof", "reduced_water",
            "water_classes", "water_near_classes"]
 
 
-
 @dataclass(frozen=True)
 class WaterParams:
     """The caller's choices of one water-filling solve (validated)."""
