@@ -85,6 +85,7 @@ from .water_robust import (
     WaterRun,
     certify_run,
     end_check,
+    level_prices,
     robust_applies,
     robust_water_filling,
 )
@@ -99,9 +100,8 @@ ENTITY_POLICIES = ("fairness", "fifo")
 _DUAL_NOISE = 1e-9
 #: ACCURACY: relative rounding margin of a level's certified room D - theta (a few hundred ulps)
 _ROUNDING = 1e-13
-#: default ``bottleneck_tol`` of `fairalloc.throughput.WaterFilling.solve`
-#: (ACCURACY: a job rising by more
-#: than this relative to max(1, floor) is not bottlenecked)
+#: default ``bottleneck_tol`` of `fairalloc.throughput.WaterFilling.solve` (ACCURACY: a job
+#: rising by more than this relative to max(1, floor) is not bottlenecked)
 BOTTLENECK_TOL = 1e-7
 WATER_FAST = "water-filling-fast"  # path step: the fast water-filling (its plan's first)
 #: path step: the end check could not prove the result's levels Pareto-maximal (status
@@ -575,12 +575,11 @@ class WaterFilling(ThroughputPolicy):
         risky = False  # a decision whose proof the end check's LP must back (ill-conditioned)
         while True:
             if frozen.all():
-                # end check: every job proven at the allocation's own levels (standing proofs,
-                # then one LP over the rest, over all with ``risky``), else the jobs that still
-                # rise are unfrozen and water-filling resumes (never a silent wrong result)
+                # end check: every job proven at the allocation's levels (standing, price proofs,
+                # one LP over the rest: all with ``risky``), else risers unfrozen, resumed
                 thr_end = np.maximum(thr_frz, btol * np.maximum(1.0, floors))
                 chk = end_check(inst, solver, U, xcol, thr_end, self._max_level, proofs, bwarm,
-                                every=risky, btol=btol)
+                                every=risky, btol=btol, prices=level_prices(first, proofs))
                 certs += chk.certs
                 floors = chk.levels
                 if chk.ok:
@@ -658,7 +657,8 @@ class WaterFilling(ThroughputPolicy):
             # a room of -2.6e-16 rounding): (a) needs a dual above the largest dual's noise
             # and room / lambda_m <= thr; a job whose dual is noise goes to the LPs of (c).
             lam = np.maximum(res.block("level"), 0.0)
-            proof = Proof(floors.copy(), lam, res.cert.dual_bound - max(theta, 0.0))
+            proof = Proof(floors.copy(), lam, res.cert.dual_bound - max(theta, 0.0),
+                          prices=capacity_prices(res))
             # The bound holds at EXACT floors; the found point and later LPs meet them only to
             # a tolerance, which duals of 1e8 (10 types) amplify (then (a) froze jobs that can
             # rise 7x): the room adds the found point's amplified violations, and (a) is trusted

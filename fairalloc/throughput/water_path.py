@@ -170,6 +170,8 @@ class Proof:
     room: float
     coef: np.ndarray | None = None
     caps: np.ndarray | None = None
+    #: a level LP's capacity prices (`water_robust.price_proof` tries them)
+    prices: np.ndarray | None = None
 
     def bound(self, levels: np.ndarray) -> np.ndarray:
         """Each job's largest rise above ``levels`` with every job kept at ``levels``

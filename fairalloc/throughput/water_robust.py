@@ -72,6 +72,7 @@ fast water-filling only, and its error stands.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -84,7 +85,7 @@ from ..results import Certificate
 from ..solvelog import SolveLog
 from .instance import ColumnInstance
 from .programs import LevelStage, StageResult
-from .stages import StageSolver, scaled_solve
+from .stages import StageSolver, capacity_prices, scaled_solve
 from .tuning import Tuning
 from .water_path import (
     PARETO_CHECK,
@@ -98,7 +99,7 @@ from .water_path import (
 )
 
 __all__ = ["ROBUST", "ROBUST_FREEZE", "ROBUST_SINGLE", "ROBUST_UNCERTIFIED", "ROBUST_REFINE",
-           "EndCheck",
+           "EndCheck", "PRICE_PROOF_LEVELS", "level_prices", "price_proof",
            "WaterContext", "WaterRun", "end_check",
            "certify_run", "level_accuracy", "robust_applies", "robust_water_filling"]
 
@@ -143,6 +144,11 @@ _REFINE_ROUNDS = 2
 #: ``1e10`` and HiGHS ended "Unknown"; a trust region of 1e-3 around the point made genuine
 #: rises infeasible: their exact points lie on another vertex of a degenerate face)
 _REFINE_UNIT = 1e-6
+#: ACCURACY: unit roundoff of the price proof's capacity sum (`price_proof`)
+_EPS = float(np.finfo(float).eps)
+#: PERFORMANCE: the standing proofs of this many last levels also give their capacity prices
+#: to `price_proof` (each costs O(nnz); the first level's prices are always tried)
+PRICE_PROOF_LEVELS = 4
 
 
 @dataclass
@@ -474,7 +480,7 @@ def robust_water_filling(ctx: WaterContext) -> WaterRun:
         thr_end = np.maximum(thr_frz, ctx.btol * np.maximum(1.0, floors))
         try:
             chk = end_check(inst, solver, U, x, thr_end, wf._max_level, proofs, bwarm,
-                            alone=True, btol=ctx.btol)
+                            alone=True, btol=ctx.btol, prices=level_prices(first, proofs))
         except SolverError as exc:
             unproven = f"the end check's LP failed ({exc.reason})"
             break
@@ -504,7 +510,7 @@ def _level_proof(solver: StageSolver, res: StageResult, floors: np.ndarray,
     if solver.fixed:
         keep = frozen & (floors > 0)
         lam[keep] = np.maximum(res.block("kept"), 0.0) / floors[keep]
-    return Proof(floors.copy(), lam, float(res.cert.dual_bound))
+    return Proof(floors.copy(), lam, float(res.cert.dual_bound), prices=capacity_prices(res))
 
 
 def _freezes(ctx: WaterContext, solver: StageSolver, stage: LevelStage, res: StageResult,
@@ -562,6 +568,53 @@ def _freezes(ctx: WaterContext, solver: StageSolver, stage: LevelStage, res: Sta
     return x, floors, bott, thr
 
 
+def price_proof(inst: Any, U: sp.csr_matrix, x: np.ndarray, prices: np.ndarray) -> Proof:
+    """A Lagrangian proof on the ORIGINAL program at capacity prices ``prices`` (any ``>= 0``)
+    and the levels ``u(x)`` of an exactly feasible allocation ``x``, in O(nnz).
+
+    Each job's weight is the largest that prices none of its columns above cost,
+    ``lam_m = min_e p(e) / U_me`` over its columns (``p(e)``: the column's workers times its
+    type's price); then for every allocation ``y`` (columns in ``[0, 1]``, capacity kept)
+    ``sum_m lam_m u_m(y) <= p . cap + r`` (``r``: the columns' positive reduced profits, the
+    rounding of the ratios), so with every job kept at its level, job ``m`` rises by at most
+    ``(p . cap + r - lam . u(x)) / lam_m`` (`Proof.bound` at floors ``u(x)``;
+    ``proofs/symmetry_reduction.md``, "Claim W3").
+
+    Examples
+    --------
+    Two jobs sharing one worker equally: neither can rise while the other keeps its level.
+
+    >>> import fairalloc as fa, numpy as np, scipy.sparse as sp
+    >>> from fairalloc.throughput.instance import ColumnInstance
+    >>> inst = ColumnInstance(fa.Jobs([[2.0], [1.0]]), fa.Cluster({"a": 1}))
+    >>> U = sp.csr_matrix(inst.Tm)
+    >>> p = price_proof(inst, U, np.array([0.5, 0.5]), np.array([1.0]))
+    >>> bool(p.bound(U @ np.array([0.5, 0.5])).max() < 1e-12)
+    True
+    """
+    U = sp.csr_matrix(U)
+    cost = np.asarray(inst.W.T @ prices).ravel()
+    job = np.repeat(np.arange(U.shape[0]), np.diff(U.indptr))
+    pos = U.data > 0
+    lam = np.full(U.shape[0], np.inf)
+    np.minimum.at(lam, job[pos], cost[U.indices[pos]] / U.data[pos])
+    lam[~np.isfinite(lam)] = 0.0
+    r = float(np.clip(U.T @ lam - cost, 0.0, None).sum())
+    ell = U @ x
+    supply = float(prices @ inst.cap)
+    # the rounding of the capacity sum (k eps times its terms; `Proof.bound` adds the rest)
+    room = supply + r - float(lam @ ell) + _EPS * prices.size * supply
+    return Proof(ell, lam, room)
+
+
+def level_prices(first: tuple[LevelStage, StageResult] | None,
+                 proofs: list[Proof]) -> list[np.ndarray]:
+    """The capacity prices `end_check` tries in price proofs: the first level's (its stage and
+    result) and those of the last `PRICE_PROOF_LEVELS` standing proofs that carry them."""
+    own = [p.prices for p in proofs[-PRICE_PROOF_LEVELS:] if p.prices is not None]
+    return own if first is None else [capacity_prices(first[1]), *own]
+
+
 def claimed_rise(levels: np.ndarray, umax: np.ndarray, btol: float,
                  gap_tol: float) -> np.ndarray:
     """The rise above ``levels`` up to which a result with status ``optimal`` calls a job
@@ -603,7 +656,8 @@ class EndCheck:
 def end_check(inst: ColumnInstance, solver: StageSolver, U: sp.csr_matrix, x: np.ndarray,
               thr: np.ndarray, umax: np.ndarray, proofs: list[Proof],
               warm: list[LPBasis | None] | None = None, *, every: bool = False,
-              alone: bool = False, btol: float | None = None) -> EndCheck:
+              alone: bool = False, btol: float | None = None,
+              prices: Sequence[np.ndarray] = ()) -> EndCheck:
     """Prove that no job can rise above the levels ``u(x)`` of ``x`` (an exactly feasible
     allocation) by more than ``thr`` while every job keeps its level: water-filling's claim
     about its result.
@@ -613,11 +667,13 @@ def end_check(inst: ColumnInstance, solver: StageSolver, U: sp.csr_matrix, x: np
     floors that ``x`` misses by ``4e-8`` says nothing about ``x`` (10 types: a frozen job rose
     by ``1e-2``); nor about floors below ``u(x)``, from which a job "rises" to what ``x``
     already gives it. A job is proven when it is saturated (``umax``), when a standing
-    `Proof` of an earlier LP caps it at those levels, or by a capped bottleneck LP (path step
-    ``pareto-check``, then its own) over the others (all unsaturated jobs with ``every``),
-    weighted by ``1 / max(1, level)``: its certified *dual bound* ``D`` bounds the sum of
-    their relative rises, so it proves each job ``m`` with ``D <= thr_m / max(1, level_m)``
-    (its point, which meets the levels only to the solver's tolerance, proves nothing).
+    `Proof` of an earlier LP caps it at those levels, by a `price_proof` at one of ``prices``
+    (capacity prices, any: O(nnz) each, tried only where jobs are left), or by a capped
+    bottleneck LP (path step ``pareto-check``, then its own) over the others (all unsaturated
+    jobs with ``every``), weighted by ``1 / max(1, level)``: its certified *dual bound* ``D``
+    bounds the sum of their relative rises, so it proves each job ``m`` with ``D <= thr_m /
+    max(1, level_m)`` (its point, which meets the levels only to the solver's tolerance, proves
+    nothing).
     Unproven jobs that rise in its point are the risers; where none does, the LP runs again
     over the unproven jobs alone, and with ``alone`` each one left gets its own LP.
 
@@ -630,8 +686,11 @@ def end_check(inst: ColumnInstance, solver: StageSolver, U: sp.csr_matrix, x: np
     if btol is not None:
         thr = np.minimum(thr, claimed_rise(ell, umax, btol, solver.gap_tol))
     sat = ell >= umax - thr
-    standing = proven_by(proofs, ell, thr)
-    proven = sat | standing
+    proven = sat | proven_by(proofs, ell, thr)
+    for p in prices:
+        if proven.all():
+            break
+        proven |= proven_by([price_proof(inst, U, x, p)], ell, thr)
     w = 1.0 / np.maximum(1.0, ell)
     certs: list[Certificate] = []
     risers = np.zeros(ell.size, dtype=bool)

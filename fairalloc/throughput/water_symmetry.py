@@ -20,9 +20,10 @@ Near-identical jobs (data within ``Tuning.near_tie_share * gap_tol``, `near_clas
 coarser classes tried first (``near-symmetry:<classes>``); their reduced answer is the optimum
 of slightly different data: the first level's certificate is computed on the original data,
 and the reduced level proofs are reused with their room widened by how far each job's row is
-from its class's (`expand_proofs`); the end check's LP covers the jobs they leave. Any
-failure hands over (`symmetry.solve_by_plan`): near classes, then exact classes, then job by
-job.
+from its class's (`expand_proofs`); each job they leave is proven by a Lagrangian proof on the
+original data at the reduced levels' capacity prices (`price_proof`, O(nnz)), and the end
+check's LP covers only the jobs left after that. Any failure hands over
+(`symmetry.solve_by_plan`): near classes, then exact classes, then job by job.
 """
 
 from __future__ import annotations
@@ -50,10 +51,10 @@ from .symmetry import (
 )
 from .tuning import Tuning
 from .water_path import Proof
-from .water_robust import claimed_rise, end_check
+from .water_robust import claimed_rise, end_check, level_prices, price_proof
 
-__all__ = ["WaterParams", "expand_proofs", "reduced_water", "solve_water_reduced",
-           "water_allocation",
+__all__ = ["WaterParams", "expand_proofs", "price_proof", "reduced_water",
+           "solve_water_reduced", "water_allocation",
            "water_classes", "water_near_classes"]
 
 
@@ -159,7 +160,7 @@ def expand_proofs(proofs: list[Proof], cl: Classes, members: np.ndarray, d: np.n
         lam = p.lam[inv] / members
         out.append(Proof(p.floors[inv], lam, p.room + float(lam @ d),
                          None if p.coef is None else p.coef[inv] / members,
-                         None if p.caps is None else p.caps[inv]))
+                         None if p.caps is None else p.caps[inv], p.prices))
     return out
 
 
@@ -200,9 +201,11 @@ def solve_water_reduced(wf: Any, cl: Classes, params: WaterParams, t0: float, *,
     proofs = (expand_proofs(run.proofs, cl, cmap.members, _row_distance(U, U_r, cmap), not near)
               if np.array_equal(sf, sf[cl.representative][cl.inverse]) else [])
     ell = U @ xcol
-    chk = end_check(inst, solver, U, xcol, claimed_rise(ell, wf._max_level, params.btol,
-                                                        params.gap_tol),
-                    wf._max_level, proofs, btol=params.btol)
+    thr = claimed_rise(ell, wf._max_level, params.btol, params.gap_tol)
+    # jobs no expanded proof covers: Lagrangian proofs on the original data at the reduced
+    # levels' capacity prices (`price_proof`) before the end check's LP over what is left
+    chk = end_check(inst, solver, U, xcol, thr, wf._max_level, proofs, btol=params.btol,
+                    prices=level_prices(run.first, run.proofs))
     if not chk.ok:
         return (f"{int((~chk.proven).sum())} jobs of the expanded allocation are not proven "
                 f"bottlenecked on the original program")
