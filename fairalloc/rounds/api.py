@@ -712,8 +712,7 @@ fairness_knob, plan_options
         # finish-time fairness: this round's isolated times (in per_job), kept when solved
         iso = self._isolated.round(self.policy, ids, T, cap, per_job, self.isolated_start)
         key = None
-        if self.warm_start:
-            # (ids last: the bytes differ first, in C; ids may run a scheduler's __eq__ per job)
+        if self.warm_start:  # (ids last: bytes differ first, in C; ids may run __eq__ per job)
             key = (T.tobytes(), cap.tobytes(), tnames,
                    *(None if v is None else (tuple(v) if isinstance(v, list) else v.tobytes())
                      for v in per_job.values()), ids)
