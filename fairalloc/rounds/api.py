@@ -82,6 +82,7 @@ from ..data import Cluster, Jobs
 from ..errors import InputError
 from ..results import Certificate, SolveStats, Status
 from .incremental import IncrementalMaxMin
+from .incremental_ftf import IncrementalFTF
 from .keys import same_keys
 from .result import RoundResult
 from .state import ISOLATED_STARTS, IsolatedTime, RoundBases, same_key, warm_seed
@@ -661,9 +662,12 @@ fairness_knob, plan_options
         self._isolated = IsolatedTime()  # finish-time fairness's state across rounds
         self._bases = RoundBases()  # the previous round's stage LP bases
         # max-min fairness: one HiGHS model over the symmetry classes, kept across rounds
-        self._incremental = (IncrementalMaxMin() if self.warm_start and self.policy
+        self._incremental: IncrementalMaxMin | IncrementalFTF | None = (
+            IncrementalMaxMin() if self.warm_start and self.policy
                              == "max_min_fairness" and not self.settings.get("water_filling")
                              else None)
+        if self.warm_start and self.policy == "finish_time_fairness":  # (its own kept models)
+            self._incremental = IncrementalFTF()
 
     @property
     def isolated_elapsed(self) -> dict[Hashable, float]:
