@@ -71,6 +71,11 @@ _COMPACT_RATIO = 1.0
 #: PERFORMANCE: Newton steps on ``F(r) = 0`` in one round before the round hands over
 #: (from the previous round's ``r*`` it takes 1-3 on the Gavel-drawn trace)
 _MAX_NEWTON = 12
+#: PERFORMANCE: a job's ``theta`` coefficient ``c_m`` (its units) is set again only when it is
+#: off ``-b_m'(r_0)`` by more than this factor either way: a coefficient change costs HiGHS
+#: its factorisation, and any ``c_m > 0`` gives the same ``F(r) = 0`` (the certificate uses
+#: the coefficients the model holds)
+_C_DRIFT = 2.0
 #: PERFORMANCE: below this share of distinct jobs (exact classes of the whole job data over
 #: jobs) the normal round's symmetry reduction solves a smaller program: hand over
 _MIN_DISTINCT_SHARE = 0.5
@@ -104,6 +109,7 @@ class IncrementalFTF:
         self._owner: list[Hashable] = []       # slot -> job id (None: free)
         self._T = np.zeros((0, 0))             # each slot's throughput row
         self._sf = np.zeros(0)                 # ... and gang size
+        self._c = np.zeros(0)                  # ... and theta coefficient (level model)
         self._used = np.zeros(0, dtype=bool)
         self._r: float | None = None           # the last round's r* = R* - 1
 
@@ -128,12 +134,12 @@ class IncrementalFTF:
         self._T = np.zeros((0, k))
 
     def _append(self, ids: list[Hashable], T: np.ndarray, Ta: np.ndarray, sf: np.ndarray,
-                g: np.ndarray) -> np.ndarray:
+                g: np.ndarray, c: np.ndarray) -> np.ndarray:
         """New slots for jobs (throughput rows ``T``, allowed rates ``Ta``, gang sizes,
         work-conserving costs ``g``), in one call per model; returns their slots. Slot ``s``
         has columns ``1 + s k + t``, time row ``k + 2 s`` and throughput row ``k + 2 s + 1``
-        (free until a round sets its bound; ``theta``'s coefficient there is set per round in
-        the level model, 0 in the work-conserving one)."""
+        (free until a round sets its bound; ``theta``'s coefficient there is ``-c`` in the
+        level model, 0 in the work-conserving one)."""
         k = self._cap.size
         m = sf.size
         first = self._used.size
@@ -149,9 +155,7 @@ class IncrementalFTF:
         starts = np.arange(0, 3 * ncol, 3, dtype=np.int32)
         col_upper = np.where(Ta > 0, _INF, 0.0).ravel()
         level, wc = self._hs
-        # the level model's throughput rows hold theta (coefficient -c, set per round)
-        level.add_rows(lower, upper, np.repeat(at, 2), np.zeros(m, dtype=np.int32),
-                       -np.ones(m))
+        level.add_rows(lower, upper, np.repeat(at, 2), np.zeros(m, dtype=np.int32), -c)
         wc.add_rows(lower, upper, np.zeros(2 * m, dtype=np.int32), np.zeros(0, dtype=np.int32),
                     np.zeros(0))
         for lp, cost in ((level, np.zeros(ncol)), (wc, g.ravel())):
@@ -159,6 +163,7 @@ class IncrementalFTF:
         self._owner.extend(ids)
         self._T = np.concatenate([self._T, T])
         self._sf = np.concatenate([self._sf, sf])
+        self._c = np.concatenate([self._c, c])
         self._used = np.concatenate([self._used, np.ones(m, dtype=bool)])
         slots = first + np.arange(m)
         self._slot.update(zip(ids, slots.tolist(), strict=True))
@@ -243,12 +248,16 @@ class IncrementalFTF:
         stage_tol = min(as_tolerance(options.get("stage_tol", STAGE_TOL), "stage_tol"),
                         STAGE_SHARE_OF_GAP * gap_tol)
         job = _Jobs(Ta, s, steps, t, t_iso, dur_iso, D, Ta @ (cap / cap.sum()))
-        slot_of, warm = self._slots(T, s, Ta, job.equal_tp, cap, ids, tnames)
-        return self._answer(t0, warm, T, job, cap, ids, tnames, slot_of,
+        r_lb = float(job.excess(Ta.max(axis=1)).max())  # each job at its fastest type
+        r_up = float(job.excess(job.iso_tp()).max())  # X^isolated is feasible
+        r = min(max(self._r if self._r is not None else r_lb, r_lb), r_up)
+        c = job.slope(r)  # theta in units of rho at r
+        slot_of, warm = self._slots(T, s, Ta, job.equal_tp, c, cap, ids, tnames)
+        return self._answer(t0, warm, job, cap, ids, tnames, slot_of, (r_lb, r, c),
                             (gap_tol, feas_tol, stage_tol))
 
     def _slots(self, T: np.ndarray, s: np.ndarray, Ta: np.ndarray, equal_tp: np.ndarray,
-               cap: np.ndarray, ids: tuple[Hashable, ...], tnames: tuple[str, ...]
+               c: np.ndarray, cap: np.ndarray, ids: tuple[Hashable, ...], tnames: tuple[str, ...]
                ) -> tuple[np.ndarray, bool]:
         """Each job's slot: its kept one when its rates and gang size are unchanged, else a
         new one (jobs that left, or changed, free theirs first); and whether the models were
@@ -280,22 +289,26 @@ class IncrementalFTF:
             self._release(gone)
         if new.size:
             slot_of[new] = self._append([ids[i] for i in new.tolist()], T[new], Ta[new], s[new],
-                                        Ta[new] / equal_tp[new][:, None])
+                                        Ta[new] / equal_tp[new][:, None], c[new])
         return slot_of, kept
 
-    def _answer(self, t0: float, warm: bool, T: np.ndarray, job: _Jobs, cap: np.ndarray,
+    def _answer(self, t0: float, warm: bool, job: _Jobs, cap: np.ndarray,
                 ids: tuple[Hashable, ...], tnames: tuple[str, ...], slot_of: np.ndarray,
-                tols: tuple[float, float, float]) -> RoundResult:
+                start: tuple[float, float, np.ndarray], tols: tuple[float, float, float]
+                ) -> RoundResult:
         k = cap.size
         gap_tol, feas_tol, stage_tol = tols
         level, wcm = self._hs
         rows = (k + 2 * slot_of + 1).astype(np.int32)  # each job's throughput row
-        r_lb = float(job.excess(job.Ta.max(axis=1)).max())  # each job's fastest type
-        r_up = float(job.excess(job.iso_tp()).max())  # X^isolated is feasible
-        r = min(max(self._r if self._r is not None else r_lb, r_lb), r_up)
-        c = job.slope(r)  # theta in units of rho at r (its coefficient in the level rows)
-        for row, value in zip(rows.tolist(), (-c).tolist(), strict=True):
+        r_lb, r, c_now = start
+        c = self._c[slot_of]
+        off = np.flatnonzero(np.abs(np.log(c / c_now)) > np.log(_C_DRIFT))
+        for row, value in zip(rows[off].tolist(), (-c_now[off]).tolist(), strict=True):
             level.change_coeff(row, 0, value)
+        if off.size:
+            c = c.copy()
+            c[off] = c_now[off]
+            self._c[slot_of[off]] = c_now[off]
         best: tuple[float, np.ndarray] | None = None
         iterations = solves = 0
         cert1 = None
@@ -344,7 +357,7 @@ class IncrementalFTF:
             raise Decline(f"the certificate failed (relative gap {bad.relative_gap:.3g}, "
                           f"residual {max(bad.primal_residual, bad.dual_residual):.3g})")
         self._r = r_f
-        return _result(t0, warm, T, job, cap, x, tp, np.maximum(y1[:k], 0.0), ids, tnames,
+        return _result(t0, warm, job, cap, x, tp, np.maximum(y1[:k], 0.0), ids, tnames,
                        (cert1, cert2), iterations + it2, solves + 1)
 
 
@@ -473,7 +486,7 @@ def _own_certificate(_: None, res: RoundResult) -> Certificate:
     return res.certificate
 
 
-def _result(t0: float, warm: bool, T: np.ndarray, job: _Jobs, cap: np.ndarray, x: np.ndarray,
+def _result(t0: float, warm: bool, job: _Jobs, cap: np.ndarray, x: np.ndarray,
             tp: np.ndarray, prices: np.ndarray, ids: tuple[Hashable, ...],
             tnames: tuple[str, ...], certs: tuple[Certificate, Certificate], iterations: int,
             solves: int) -> RoundResult:
