@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import operator
 import time
 from collections.abc import Callable, Hashable
 from typing import Any
@@ -105,8 +106,9 @@ class IncrementalFTF:
         self._hs: tuple[Any, ...] = ()  # the level and work-conserving models
         self._types: tuple[str, ...] = ()
         self._cap = np.zeros(0)
-        self._slot: dict[Hashable, int] = {}  # job id -> slot
         self._owner: list[Hashable] = []       # slot -> job id (None: free)
+        self._ids: tuple[Hashable, ...] = ()   # the last round's jobs ...
+        self._slot_of = np.zeros(0, dtype=np.intp)  # ... and their slots
         self._T = np.zeros((0, 0))             # each slot's throughput row
         self._sf = np.zeros(0)                 # ... and gang size
         self._c = np.zeros(0)                  # ... and theta coefficient (level model)
@@ -166,7 +168,6 @@ class IncrementalFTF:
         self._c = np.concatenate([self._c, c])
         self._used = np.concatenate([self._used, np.ones(m, dtype=bool)])
         slots = first + np.arange(m)
-        self._slot.update(zip(ids, slots.tolist(), strict=True))
         return slots
 
     def _release(self, slots: np.ndarray) -> None:
@@ -179,7 +180,6 @@ class IncrementalFTF:
             rows = np.concatenate([k + 2 * slots, k + 2 * slots + 1]).astype(np.int32)
             lp.change_rows_bounds(rows, np.full(rows.size, -_INF), np.full(rows.size, _INF))
         for s in slots.tolist():
-            del self._slot[self._owner[s]]
             self._owner[s] = None
         self._used[slots] = False
 
@@ -256,6 +256,18 @@ class IncrementalFTF:
         return self._answer(t0, warm, job, cap, ids, tnames, slot_of, (r_lb, r, c),
                             (gap_tol, feas_tol, stage_tol))
 
+    def _find(self, ids: tuple[Hashable, ...]) -> np.ndarray:
+        """Each job's kept slot (-1: none): by position while the scheduler passes the very
+        id objects of the last round in the same order (no job id is hashed), else by id
+        (each hashed twice: the kept slots' ids and this round's)."""
+        n = len(ids)
+        if not self._hs:
+            return np.full(n, -1, dtype=np.intp)
+        if n == len(self._ids) and all(map(operator.is_, ids, self._ids)):
+            return self._slot_of.copy()
+        index = {self._owner[s]: s for s in np.flatnonzero(self._used).tolist()}
+        return np.fromiter(map(index.get, ids, itertools.repeat(-1)), dtype=np.intp, count=n)
+
     def _slots(self, T: np.ndarray, s: np.ndarray, Ta: np.ndarray, equal_tp: np.ndarray,
                c: np.ndarray, cap: np.ndarray, ids: tuple[Hashable, ...], tnames: tuple[str, ...]
                ) -> tuple[np.ndarray, bool]:
@@ -266,8 +278,7 @@ class IncrementalFTF:
             self.clear()
             raise Decline("the worker types or counts changed")
         n = len(ids)
-        slot_of = np.fromiter(map(self._slot.get, ids, itertools.repeat(-1)), dtype=np.intp,
-                              count=n)
+        slot_of = self._find(ids)
         known = slot_of >= 0
         if known.any():
             ks = slot_of[known]
@@ -290,6 +301,7 @@ class IncrementalFTF:
         if new.size:
             slot_of[new] = self._append([ids[i] for i in new.tolist()], T[new], Ta[new], s[new],
                                         Ta[new] / equal_tp[new][:, None], c[new])
+        self._ids, self._slot_of = ids, slot_of
         return slot_of, kept
 
     def _answer(self, t0: float, warm: bool, job: _Jobs, cap: np.ndarray,
