@@ -77,6 +77,7 @@ _MAX_NEWTON = 12
 #: its factorisation, and any ``c_m > 0`` gives the same ``F(r) = 0`` (the certificate uses
 #: the coefficients the model holds)
 _C_DRIFT = 2.0
+_LOG_DRIFT = float(np.log(_C_DRIFT))
 #: PERFORMANCE: below this share of distinct jobs (exact classes of the whole job data over
 #: jobs) the normal round's symmetry reduction solves a smaller program: hand over
 _MIN_DISTINCT_SHARE = 0.5
@@ -253,7 +254,7 @@ class IncrementalFTF:
         r = min(max(self._r if self._r is not None else r_lb, r_lb), r_up)
         c = job.slope(r)  # theta in units of rho at r
         slot_of, warm = self._slots(T, s, Ta, job.equal_tp, c, cap, ids, tnames)
-        return self._answer(t0, warm, job, cap, ids, tnames, slot_of, (r_lb, r, c),
+        return self._answer(t0, warm, job, cap, ids, tnames, slot_of, (r_lb, r),
                             (gap_tol, feas_tol, stage_tol))
 
     def _find(self, ids: tuple[Hashable, ...]) -> np.ndarray:
@@ -306,26 +307,28 @@ class IncrementalFTF:
 
     def _answer(self, t0: float, warm: bool, job: _Jobs, cap: np.ndarray,
                 ids: tuple[Hashable, ...], tnames: tuple[str, ...], slot_of: np.ndarray,
-                start: tuple[float, float, np.ndarray], tols: tuple[float, float, float]
+                start: tuple[float, float], tols: tuple[float, float, float]
                 ) -> RoundResult:
         k = cap.size
         gap_tol, feas_tol, stage_tol = tols
         level, wcm = self._hs
         rows = (k + 2 * slot_of + 1).astype(np.int32)  # each job's throughput row
-        r_lb, r, c_now = start
-        c = self._c[slot_of]
-        off = np.flatnonzero(np.abs(np.log(c / c_now)) > np.log(_C_DRIFT))
-        for row, value in zip(rows[off].tolist(), (-c_now[off]).tolist(), strict=True):
-            level.change_coeff(row, 0, value)
-        if off.size:
-            c = c.copy()
-            c[off] = c_now[off]
-            self._c[slot_of[off]] = c_now[off]
+        r_lb, r = start
+        c = self._c[slot_of].copy()
         best: tuple[float, np.ndarray] | None = None
         iterations = solves = 0
         cert1 = None
         y1 = np.zeros(0)
         for _ in range(_MAX_NEWTON):
+            # theta in units of rho near the best R so far (rows whose units are off by
+            # more than _C_DRIFT get them again): the certificate's gap, in rho, is divided
+            # by min_m slope_m / c_m (`_level_certificate`), which this keeps near 1
+            c_now = job.slope(r if best is None or not np.isfinite(best[0]) else best[0])
+            off = np.flatnonzero(np.abs(np.log(c / c_now)) > _LOG_DRIFT)
+            for row, value in zip(rows[off].tolist(), (-c_now[off]).tolist(), strict=True):
+                level.change_coeff(row, 0, value)
+            c[off] = c_now[off]
+            self._c[slot_of[off]] = c_now[off]
             b = job.steps / job.g(r)
             level.change_rows_bounds(rows, b, np.full(rows.size, _INF))
             xv, y1, its = self._run(level, "finish-time fairness level")
@@ -342,7 +345,7 @@ class IncrementalFTF:
             if not (slope > 0 and np.isfinite(slope)):
                 raise Decline("the level LP's duals give no Newton step")
             r_new = min(max(r - float(xv[0]) / slope, r_lb), best[0])
-            if r_new == r:
+            if r_new == r and off.size == 0:
                 break
             r = r_new
         assert best is not None and cert1 is not None
@@ -457,19 +460,24 @@ def _level_certificate(job: _Jobs, c: np.ndarray, cap: np.ndarray, x: np.ndarray
     (``b_m = steps_m / (R D_m - t_m)``), ``theta`` free, ``x_mt >= 0`` where job ``m`` may run.
     Primal point ``x`` with its largest ``theta`` (0 up to rounding: the job at ``max rho``
     has ``T . x = b``); dual: ``duals`` (capacity, time, throughput rows of the kept model in
-    the minimisation's signs; a scaled row's dual is ``c_m`` times the kept row's). The gap is
-    judged against ``R`` (``theta`` is in units of ``rho``), as the cold path's."""
+    the minimisation's signs; a scaled row's dual is ``c_m`` times the kept row's).
+
+    The gap is stated in units of ``rho`` and judged against ``R``, as the cold path's: the
+    dual bound ``F(R) <= DB`` means no allocation has ``max rho <= R - DB / kappa`` with
+    ``kappa = min_m slope_m(r_x) / c_m`` (``proofs/incremental_ftf.md``), so the gap is
+    ``DB / min(kappa, 1)``."""
     y_cap, y_time, y_thr = duals
     b = job.steps / job.g(r_x)
     theta = float(np.min((job.tp(x) - b) / c))
     neg_d = y_time[:, None] + job.s[:, None] * y_cap[None, :] + y_thr[:, None] * job.Ta
     d_theta = -1.0 + float(c @ y_thr)
     rows = float(y_time.sum() + y_cap @ cap + y_thr @ b)
+    kappa = min(float(np.min(job.slope(r_x) / c)), 1.0)
     dual_res = max(float(np.max(neg_d, where=job.Ta > 0, initial=0.0)), abs(d_theta))
-    return Certificate(kind="lp", primal_value=theta, dual_bound=-rows,
-                       gap=max(-theta - rows, 0.0), primal_residual=_residual(job, cap, x),
-                       dual_residual=dual_res, gap_tol=gap_tol, feas_tol=feas_tol,
-                       scale=abs(1.0 + r_x))
+    gap = max(-rows - min(theta, 0.0), 0.0) / kappa if kappa > 0 else _INF
+    return Certificate(kind="lp", primal_value=theta, dual_bound=-rows, gap=gap,
+                       primal_residual=_residual(job, cap, x), dual_residual=dual_res,
+                       gap_tol=gap_tol, feas_tol=feas_tol, scale=abs(1.0 + r_x))
 
 
 def _wc_certificate(job: _Jobs, cap: np.ndarray, low: np.ndarray, x: np.ndarray,
