@@ -79,7 +79,8 @@ _MAX_NEWTON = 12
 _C_DRIFT = 2.0
 _LOG_DRIFT = float(np.log(_C_DRIFT))
 #: PERFORMANCE: below this share of distinct jobs (exact classes of the whole job data over
-#: jobs) the normal round's symmetry reduction solves a smaller program: hand over
+#: jobs) the normal round's symmetry reduction solves a smaller program: a round that would
+#: build a model hands over
 _MIN_DISTINCT_SHARE = 0.5
 #: per-job data finish-time fairness does not read, which the normal round still validates
 _UNREAD = ("order", "slo", "entities")
@@ -239,8 +240,8 @@ class IncrementalFTF:
             D = t_iso + dur_iso
         if not (np.isfinite(dur_iso).all() and np.isfinite(D).all()):
             raise Decline("steps_remaining / throughput overflows (the normal round reports it)")
-        if exact_classes(np.column_stack([T, s, steps, t, t_iso])).counts.size \
-                < _MIN_DISTINCT_SHARE * n:
+        if not self._hs and exact_classes(np.column_stack([T, s, steps, t, t_iso])).counts.size \
+                < _MIN_DISTINCT_SHARE * n:  # (checked where a model is built)
             raise Decline("many identical jobs (the normal round's symmetry reduction)")
         from ..throughput.policy import STAGE_SHARE_OF_GAP, STAGE_TOL
 
