@@ -61,6 +61,7 @@ from ..errors import SolverError
 from ..plan import Decline, Strategy, run_plan
 from ..results import Certificate, SolveStats, Status
 from ..solvelog import SolveLog
+from ..throughput.programs import pow2
 from ..tolerances import FEAS_TOL, GAP_TOL
 from .incremental import INCREMENTAL_OPTIONS
 from .result import RoundResult
@@ -78,6 +79,10 @@ _MAX_NEWTON = 12
 #: the coefficients the model holds)
 _C_DRIFT = 2.0
 _LOG_DRIFT = float(np.log(_C_DRIFT))
+#: PERFORMANCE: the largest spread ``max_m / min_m`` of the units ``slope_m`` one kept model
+#: takes (its single ``theta`` column; the normal round scales its rows one by one): above it
+#: the round hands over (Gavel-drawn rounds: about 5e4; rates or times 1e9 off unit: 1e11+)
+_C_SPREAD = 1e8
 #: PERFORMANCE: below this share of distinct jobs (exact classes of the whole job data over
 #: jobs) the normal round's symmetry reduction solves a smaller program: a round that would
 #: build a model hands over
@@ -116,6 +121,7 @@ class IncrementalFTF:
         self._c = np.zeros(0)                  # ... and theta coefficient (level model)
         self._used = np.zeros(0, dtype=bool)
         self._r: float | None = None           # the last round's r* = R* - 1
+        self._mu = 1.0                         # theta's unit: c_m ~ mu slope_m (a power of 2)
 
     # --- the models ---------------------------------------------------------------------------
     def _new_model(self, tnames: tuple[str, ...], cap: np.ndarray) -> None:
@@ -253,7 +259,10 @@ class IncrementalFTF:
         r_lb = float(job.excess(Ta.max(axis=1)).max())  # each job at its fastest type
         r_up = float(job.excess(job.iso_tp()).max())  # X^isolated is feasible
         r = min(max(self._r if self._r is not None else r_lb, r_lb), r_up)
-        c = job.slope(r)  # theta in units of rho at r
+        if not self._hs:  # theta's unit: c_m = mu slope_m in the rates' units (as the cold
+            # stage's unit scaling, a power of two)
+            self._mu = pow2(float(np.median(Ta.max(axis=1) / job.slope(r))))
+        c = self._mu * job.slope(r)
         slot_of, warm = self._slots(T, s, Ta, job.equal_tp, c, cap, ids, tnames)
         return self._answer(t0, warm, job, cap, ids, tnames, slot_of, (r_lb, r),
                             (gap_tol, feas_tol, stage_tol))
@@ -315,16 +324,20 @@ class IncrementalFTF:
         level, wcm = self._hs
         rows = (k + 2 * slot_of + 1).astype(np.int32)  # each job's throughput row
         r_lb, r = start
+        spread = job.slope(r)
+        if not float(spread.max()) <= _C_SPREAD * float(spread.min()):
+            raise Decline("rows of too many scales (the normal round scales them one by one)")
         c = self._c[slot_of].copy()
         best: tuple[float, np.ndarray] | None = None
         iterations = solves = 0
         cert1 = None
         y1 = np.zeros(0)
         for _ in range(_MAX_NEWTON):
-            # theta in units of rho near the best R so far (rows whose units are off by
+            # theta in units of mu rho near the best R so far (rows whose units are off by
             # more than _C_DRIFT get them again): the certificate's gap, in rho, is divided
-            # by min_m slope_m / c_m (`_level_certificate`), which this keeps near 1
-            c_now = job.slope(r if best is None or not np.isfinite(best[0]) else best[0])
+            # by min_m slope_m / c_m (`_level_certificate`), which this keeps near 1 / mu
+            c_now = self._mu * job.slope(
+                r if best is None or not np.isfinite(best[0]) else best[0])
             off = np.flatnonzero(np.abs(np.log(c / c_now)) > _LOG_DRIFT)
             for row, value in zip(rows[off].tolist(), (-c_now[off]).tolist(), strict=True):
                 level.change_coeff(row, 0, value)
@@ -464,16 +477,16 @@ def _level_certificate(job: _Jobs, c: np.ndarray, cap: np.ndarray, x: np.ndarray
     the minimisation's signs; a scaled row's dual is ``c_m`` times the kept row's).
 
     The gap is stated in units of ``rho`` and judged against ``R``, as the cold path's: the
-    dual bound ``F(R) <= DB`` means no allocation has ``max rho <= R - DB / kappa`` with
+    dual bound ``F(R) <= DB`` means no allocation has ``max rho < R - DB / kappa`` with
     ``kappa = min_m slope_m(r_x) / c_m`` (``proofs/incremental_ftf.md``), so the gap is
-    ``DB / min(kappa, 1)``."""
+    ``DB / kappa``."""
     y_cap, y_time, y_thr = duals
     b = job.steps / job.g(r_x)
     theta = float(np.min((job.tp(x) - b) / c))
     neg_d = y_time[:, None] + job.s[:, None] * y_cap[None, :] + y_thr[:, None] * job.Ta
     d_theta = -1.0 + float(c @ y_thr)
     rows = float(y_time.sum() + y_cap @ cap + y_thr @ b)
-    kappa = min(float(np.min(job.slope(r_x) / c)), 1.0)
+    kappa = float(np.min(job.slope(r_x) / c))
     dual_res = max(float(np.max(neg_d, where=job.Ta > 0, initial=0.0)), abs(d_theta))
     gap = max(-rows - min(theta, 0.0), 0.0) / kappa if kappa > 0 else _INF
     return Certificate(kind="lp", primal_value=theta, dual_bound=-rows, gap=gap,
