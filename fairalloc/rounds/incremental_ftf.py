@@ -122,6 +122,7 @@ class IncrementalFTF:
         self._used = np.zeros(0, dtype=bool)
         self._r: float | None = None           # the last round's r* = R* - 1
         self._mu = 1.0                         # theta's unit: c_m ~ mu slope_m (a power of 2)
+        self._lam = 1.0                        # the throughput rows' unit (a power of 2)
 
     # --- the models ---------------------------------------------------------------------------
     def _new_model(self, tnames: tuple[str, ...], cap: np.ndarray) -> None:
@@ -130,7 +131,9 @@ class IncrementalFTF:
         ``0 .. k-1`` the capacity rows."""
         from ..backends.kept import KeptLP
 
+        r, mu, lam = self._r, self._mu, self._lam  # (the start and the units carry over)
         self.clear()
+        self._r, self._mu, self._lam = r, mu, lam
         k = cap.size
         models = []
         for cost, low, up in ((1.0, -_INF, _INF), (0.0, 0.0, 0.0)):
@@ -149,7 +152,8 @@ class IncrementalFTF:
         work-conserving costs ``g``), in one call per model; returns their slots. Slot ``s``
         has columns ``1 + s k + t``, time row ``k + 2 s`` and throughput row ``k + 2 s + 1``
         (free until a round sets its bound; ``theta``'s coefficient there is ``-c`` in the
-        level model, 0 in the work-conserving one)."""
+        level model, 0 in the work-conserving one). Throughput rows are stored divided by
+        ``lam`` (rates near unit scale: HiGHS' tolerances are absolute)."""
         k = self._cap.size
         m = sf.size
         first = self._used.size
@@ -159,13 +163,14 @@ class IncrementalFTF:
         row_t = np.broadcast_to(np.arange(k, dtype=np.int32), (m, k))
         time_row = np.broadcast_to((k + 2 * (first + at))[:, None], (m, k)).astype(np.int32)
         index = np.stack([row_t, time_row, time_row + 1], axis=2).reshape(-1)
-        value = np.stack([np.broadcast_to(sf[:, None], (m, k)), np.ones((m, k)), Ta],
+        lam = self._lam
+        value = np.stack([np.broadcast_to(sf[:, None], (m, k)), np.ones((m, k)), Ta / lam],
                          axis=2).reshape(-1)
         ncol = m * k
         starts = np.arange(0, 3 * ncol, 3, dtype=np.int32)
         col_upper = np.where(Ta > 0, _INF, 0.0).ravel()
         level, wc = self._hs
-        level.add_rows(lower, upper, np.repeat(at, 2), np.zeros(m, dtype=np.int32), -c)
+        level.add_rows(lower, upper, np.repeat(at, 2), np.zeros(m, dtype=np.int32), -c / lam)
         wc.add_rows(lower, upper, np.zeros(2 * m, dtype=np.int32), np.zeros(0, dtype=np.int32),
                     np.zeros(0))
         for lp, cost in ((level, np.zeros(ncol)), (wc, g.ravel())):
@@ -261,7 +266,9 @@ class IncrementalFTF:
         r = min(max(self._r if self._r is not None else r_lb, r_lb), r_up)
         if not self._hs:  # theta's unit: c_m = mu slope_m in the rates' units (as the cold
             # stage's unit scaling, a power of two)
-            self._mu = pow2(float(np.median(Ta.max(axis=1) / job.slope(r))))
+            fastest = Ta.max(axis=1)
+            self._mu = pow2(float(np.median(fastest / job.slope(r))))
+            self._lam = pow2(float(np.median(fastest)))
         c = self._mu * job.slope(r)
         slot_of, warm = self._slots(T, s, Ta, job.equal_tp, c, cap, ids, tnames)
         return self._answer(t0, warm, job, cap, ids, tnames, slot_of, (r_lb, r),
@@ -303,9 +310,7 @@ class IncrementalFTF:
         kept = bool(self._hs) and free <= _COMPACT_RATIO * n
         if not kept:
             # a new model, or mostly free slots: a new, compact model over this round's jobs
-            r = self._r
             self._new_model(tnames, cap)
-            self._r = r
             new = np.arange(n)
         elif gone.size:
             self._release(gone)
@@ -339,19 +344,20 @@ class IncrementalFTF:
             c_now = self._mu * job.slope(
                 r if best is None or not np.isfinite(best[0]) else best[0])
             off = np.flatnonzero(np.abs(np.log(c / c_now)) > _LOG_DRIFT)
-            for row, value in zip(rows[off].tolist(), (-c_now[off]).tolist(), strict=True):
+            for row, value in zip(rows[off].tolist(), (-c_now[off] / self._lam).tolist(),
+                                  strict=True):
                 level.change_coeff(row, 0, value)
             c[off] = c_now[off]
             self._c[slot_of[off]] = c_now[off]
             b = job.steps / job.g(r)
-            level.change_rows_bounds(rows, b, np.full(rows.size, _INF))
+            level.change_rows_bounds(rows, b / self._lam, np.full(rows.size, _INF))
             xv, y1, its = self._run(level, "finish-time fairness level")
             iterations, solves = iterations + its, solves + 1
             x = job.clip(xv[1:].reshape(-1, k)[slot_of])
             r_x = float(job.excess(job.tp(x)).max())
             if best is None or r_x < best[0]:
                 best = (r_x, x)
-            duals = _duals(y1, slot_of, k)
+            duals = _duals(y1, slot_of, k, self._lam)
             cert1 = _level_certificate(job, c, cap, best[1], best[0], duals, gap_tol, feas_tol)
             if cert1.ok:
                 break
@@ -370,15 +376,17 @@ class IncrementalFTF:
         r_star = best[0]
         # stage 2: total normalised throughput, every rho kept at R* (to stage_tol)
         low = (1.0 - stage_tol) * job.steps / job.g(r_star)
-        wcm.change_rows_bounds(rows, low, np.full(rows.size, _INF))
+        wcm.change_rows_bounds(rows, low / self._lam, np.full(rows.size, _INF))
         if not warm:  # a new model: from the level optimum by the primal simplex
             wcm.take_basis(level)
         xv2, y2, it2 = self._run(wcm, "finish-time fairness work-conserving")
         x = job.clip(xv2[1:].reshape(-1, k)[slot_of])
         tp = job.tp(x)
-        cert2 = _wc_certificate(job, cap, low, x, _duals(y2, slot_of, k), gap_tol, feas_tol)
+        cert2 = _wc_certificate(job, cap, low, x, _duals(y2, slot_of, k, self._lam), gap_tol,
+                                feas_tol)
         r_f = float(job.excess(tp).max())
-        cert1 = _level_certificate(job, c, cap, x, r_f, _duals(y1, slot_of, k), gap_tol,
+        cert1 = _level_certificate(job, c, cap, x, r_f, _duals(y1, slot_of, k, self._lam),
+                                   gap_tol,
                                    feas_tol)
         if not (cert1.ok and cert2.ok):
             bad = cert1 if not cert1.ok else cert2
@@ -449,11 +457,14 @@ def _job_data(per_job: dict[str, Any], n: int) -> tuple[np.ndarray, ...]:
     return s, steps, t, t_iso
 
 
-def _duals(y: np.ndarray, slot_of: np.ndarray, k: int) -> tuple[np.ndarray, ...]:
+def _duals(y: np.ndarray, slot_of: np.ndarray, k: int, lam: float
+           ) -> tuple[np.ndarray, ...]:
     """Capacity, time and throughput row duals per job, in the minimisation's signs (HiGHS
     reports a maximisation's: ``d objective / d bound``, the minimisation's negated)."""
     ys = y[k:].reshape(-1, 2)[slot_of]
-    return np.minimum(-y[:k], 0.0), np.minimum(-ys[:, 0], 0.0), np.maximum(-ys[:, 1], 0.0)
+    # (a throughput row stored divided by lam: the original row's dual is its dual / lam)
+    return (np.minimum(-y[:k], 0.0), np.minimum(-ys[:, 0], 0.0),
+            np.maximum(-ys[:, 1], 0.0) / lam)
 
 
 def _residual(job: _Jobs, cap: np.ndarray, x: np.ndarray) -> float:
