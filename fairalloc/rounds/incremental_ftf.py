@@ -9,13 +9,17 @@ ratio ``R*`` and the set of jobs that bind it change little. The incremental rou
   ``k`` columns ``x_mt``, its time row ``sum_t x_mt <= 1`` and its throughput row), kept while
   the job stays with the same throughputs and gang size. A job that arrives takes new slots
   (one call for all), a job that leaves frees its slot (columns fixed at 0, rows free); the
-  model is rebuilt once free slots outnumber used ones.
+  model is rebuilt once free slots outnumber used ones. The first round is the normal round
+  (a single call costs what it did); a new model gets its basis from the last round's
+  allocation (HiGHS' crossover: 1,000 Gavel jobs ~30 ms once, where from nothing it took one
+  simplex iteration per job).
 * **the Dinkelbach level LP in a form whose data change in row bounds**: at ``R = 1 + r``
   ``F(r) = max theta`` s.t. the time and capacity rows and ``T_m . x_m - c_m theta >= b_m(r)``
   with ``b_m(r) = steps_m / (R D_m - t_m)`` (the throughput at which ``rho_m = R``). Scaled
   by ``1 / c_m`` this is the cold path's Dinkelbach stage with normalisation ``q_m = c_m (R D_m
-  - t_m)`` (`fairalloc.FinishTimeFairness.dinkelbach_stage`); ``c_m = -b_m'(r_0)`` at the
-  round's start ``r_0`` puts ``theta`` in units of ``rho``. ``F`` is concave and increasing in
+  - t_m)`` (`fairalloc.FinishTimeFairness.dinkelbach_stage`); ``c_m = -mu b_m'(r_0)`` at the
+  round's start ``r_0`` puts ``theta`` in units of ``mu rho`` (``mu``, a power of two, brings
+  it to the rates' scale). ``F`` is concave and increasing in
   ``r`` and its derivative is ``sum_m y_m (-b_m'(r))`` (the throughput rows' duals), so the
   round runs Newton's method on ``F(r) = 0`` from the previous round's ``r*``, each step one
   change of the rows' bounds and a re-solve from the held basis (``proofs/incremental_ftf.md``);
@@ -40,7 +44,8 @@ Examples
 >>> tp = {"a": {"x": 1.0, "y": 2.0}, "b": {"x": 3.0, "y": 1.0}}
 >>> r1 = p.allocate(tp, {"x": 1, "y": 1}, steps_remaining={"a": 100.0, "b": 300.0})
 >>> r2 = p.allocate(tp, {"x": 1, "y": 1}, steps_remaining={"a": 90.0, "b": 280.0})
->>> r1.stats.method, r2.stats.method, r2.certificate.ok
+>>> r3 = p.allocate(tp, {"x": 1, "y": 1}, steps_remaining={"a": 80.0, "b": 260.0})
+>>> r2.stats.method, r3.stats.method, r3.certificate.ok
 ('incremental', 'incremental+warm', True)
 """
 
@@ -109,7 +114,13 @@ class IncrementalFTF:
         self.clear()
 
     def clear(self) -> None:
-        """Forget the models (the next round builds new ones)."""
+        """Forget the models and the last round (the next round is the normal round)."""
+        self._seed: tuple[tuple[Hashable, ...], np.ndarray] | None = None
+        self._drop()
+
+    def _drop(self) -> None:
+        """Forget the models (the next round builds new ones, from the last round's
+        allocation)."""
         self._hs: tuple[Any, ...] = ()  # the level and work-conserving models
         self._types: tuple[str, ...] = ()
         self._cap = np.zeros(0)
@@ -123,6 +134,7 @@ class IncrementalFTF:
         self._r: float | None = None           # the last round's r* = R* - 1
         self._mu = 1.0                         # theta's unit: c_m ~ mu slope_m (a power of 2)
         self._lam = 1.0                        # the throughput rows' unit (a power of 2)
+        self._pending: np.ndarray | None = None  # a new level model's start (column values)
 
     # --- the models ---------------------------------------------------------------------------
     def _new_model(self, tnames: tuple[str, ...], cap: np.ndarray) -> None:
@@ -132,7 +144,7 @@ class IncrementalFTF:
         from ..backends.kept import KeptLP
 
         r, mu, lam = self._r, self._mu, self._lam  # (the start and the units carry over)
-        self.clear()
+        self._drop()
         self._r, self._mu, self._lam = r, mu, lam
         k = cap.size
         models = []
@@ -200,7 +212,7 @@ class IncrementalFTF:
         try:
             return lp.solve(what)
         except SolverError:
-            self.clear()  # (a model HiGHS could not solve is not kept)
+            self._drop()  # (a model HiGHS could not solve is not kept)
             raise
 
     @staticmethod
@@ -219,8 +231,9 @@ class IncrementalFTF:
                 raise Decline(f"{unread[0]} given (the normal round checks it)")
             return self.solve(t0, T, cap, ids, tnames, per_job, options)
 
-        plan = (Strategy("incremental", solve, _own_certificate,
-                         applies=lambda _: self.applies(options), step=False),
+        plan = (Strategy("incremental", solve, _own_certificate, step=False,
+                         applies=lambda _: self.applies(options) and (
+                             bool(self._hs) or self._seed is not None)),
                 Strategy("round", lambda _: normal(), _own_certificate, exact=True,
                          step=False))
         log = SolveLog()
@@ -228,6 +241,9 @@ class IncrementalFTF:
         if log.fallbacks:
             res = dataclasses.replace(res, stats=dataclasses.replace(
                 res.stats, fallbacks=(*log.fallbacks, *res.stats.fallbacks)))
+        self._seed = (ids, res.x)  # (a new model starts from this round's allocation ...
+        if not res.stats.method.startswith("incremental"):
+            self._r = res.objective - 1.0  # ... and its ratio)
         return res
 
     # --- one round ----------------------------------------------------------------------------
@@ -275,16 +291,23 @@ class IncrementalFTF:
                             (gap_tol, feas_tol, stage_tol))
 
     def _find(self, ids: tuple[Hashable, ...]) -> np.ndarray:
-        """Each job's kept slot (-1: none): by position while the scheduler passes the very
-        id objects of the last round in the same order (no job id is hashed), else by id
-        (each hashed twice: the kept slots' ids and this round's)."""
-        n = len(ids)
+        """Each job's kept slot (-1: none)."""
         if not self._hs:
-            return np.full(n, -1, dtype=np.intp)
-        if n == len(self._ids) and all(map(operator.is_, ids, self._ids)):
-            return self._slot_of.copy()
-        index = {self._owner[s]: s for s in np.flatnonzero(self._used).tolist()}
-        return np.fromiter(map(index.get, ids, itertools.repeat(-1)), dtype=np.intp, count=n)
+            return np.full(len(ids), -1, dtype=np.intp)
+        used = np.flatnonzero(self._used)
+        return _positions(ids, self._ids, self._slot_of, [self._owner[s] for s in used.tolist()],
+                          used)
+
+    def _start(self, ids: tuple[Hashable, ...], Ta: np.ndarray) -> None:
+        """A new model (slots in job order) starts from the last round's allocation (its
+        jobs' rows; 0 for the others): a few simplex iterations where HiGHS from nothing takes
+        about one per job."""
+        if self._seed is None or self._seed[1].shape[1] != Ta.shape[1]:
+            return
+        old, x = self._seed
+        at = _positions(ids, old, np.arange(len(old)), list(old), np.arange(len(old)))
+        x0 = np.where((at >= 0)[:, None] & (Ta > 0), x[np.maximum(at, 0)], 0.0)
+        self._pending = np.concatenate([np.zeros(1), x0.ravel()])  # (once its rows are set)
 
     def _slots(self, T: np.ndarray, s: np.ndarray, Ta: np.ndarray, equal_tp: np.ndarray,
                c: np.ndarray, cap: np.ndarray, ids: tuple[Hashable, ...], tnames: tuple[str, ...]
@@ -293,7 +316,7 @@ class IncrementalFTF:
         new one (jobs that left, or changed, free theirs first); and whether the models were
         kept (``False``: new ones, without a basis)."""
         if self._hs and (tnames != self._types or not np.array_equal(cap, self._cap)):
-            self.clear()
+            self._drop()
             raise Decline("the worker types or counts changed")
         n = len(ids)
         slot_of = self._find(ids)
@@ -317,6 +340,8 @@ class IncrementalFTF:
         if new.size:
             slot_of[new] = self._append([ids[i] for i in new.tolist()], T[new], Ta[new], s[new],
                                         Ta[new] / equal_tp[new][:, None], c[new])
+        if not kept:
+            self._start(ids, Ta)
         self._ids, self._slot_of = ids, slot_of
         return slot_of, kept
 
@@ -351,6 +376,9 @@ class IncrementalFTF:
             self._c[slot_of[off]] = c_now[off]
             b = job.steps / job.g(r)
             level.change_rows_bounds(rows, b / self._lam, np.full(rows.size, _INF))
+            if self._pending is not None:  # a new model: a basis from the last allocation
+                level.start_from(self._pending)
+                self._pending = None
             xv, y1, its = self._run(level, "finish-time fairness level")
             iterations, solves = iterations + its, solves + 1
             x = job.clip(xv[1:].reshape(-1, k)[slot_of])
@@ -370,14 +398,14 @@ class IncrementalFTF:
             r = r_new
         assert best is not None and cert1 is not None
         if not cert1.ok:
-            self.clear()
+            self._drop()
             raise Decline(f"the Dinkelbach level did not certify (relative gap "
                           f"{cert1.relative_gap:.3g})")
         r_star = best[0]
         # stage 2: total normalised throughput, every rho kept at R* (to stage_tol)
         low = (1.0 - stage_tol) * job.steps / job.g(r_star)
         wcm.change_rows_bounds(rows, low / self._lam, np.full(rows.size, _INF))
-        if not warm:  # a new model: from the level optimum by the primal simplex
+        if not warm:  # (or from the level optimum, by the primal simplex)
             wcm.take_basis(level)
         xv2, y2, it2 = self._run(wcm, "finish-time fairness work-conserving")
         x = job.clip(xv2[1:].reshape(-1, k)[slot_of])
@@ -390,7 +418,7 @@ class IncrementalFTF:
                                    feas_tol)
         if not (cert1.ok and cert2.ok):
             bad = cert1 if not cert1.ok else cert2
-            self.clear()
+            self._drop()
             raise Decline(f"the certificate failed (relative gap {bad.relative_gap:.3g}, "
                           f"residual {max(bad.primal_residual, bad.dual_residual):.3g})")
         self._r = r_f
@@ -455,6 +483,18 @@ def _job_data(per_job: dict[str, Any], n: int) -> tuple[np.ndarray, ...]:
             and (w is None or (np.isfinite(w).all() and np.all(np.asarray(w) > 0)))):
         raise Decline("a per-job value the normal round must check")
     return s, steps, t, t_iso
+
+
+def _positions(ids: tuple[Hashable, ...], last: tuple[Hashable, ...], last_at: np.ndarray,
+               known: list[Hashable], known_at: np.ndarray) -> np.ndarray:
+    """Each job's position (-1: none): ``last_at`` while the scheduler passes the very id
+    objects ``last`` in the same order (no job id is hashed), else by id through the ids
+    ``known`` at ``known_at`` (each hashed once, and each of this round's)."""
+    n = len(ids)
+    if n == len(last) and all(map(operator.is_, ids, last)):
+        return np.asarray(last_at, dtype=np.intp).copy()
+    index = dict(zip(known, known_at.tolist(), strict=True))
+    return np.fromiter(map(index.get, ids, itertools.repeat(-1)), dtype=np.intp, count=n)
 
 
 def _duals(y: np.ndarray, slot_of: np.ndarray, k: int, lam: float
