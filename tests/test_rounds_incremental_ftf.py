@@ -118,9 +118,9 @@ def test_incremental_ftf_rounds_agree_with_cold_rounds(trace):
                            .rho(warm.effective_throughput), warm.reduced.metric, rtol=1e-12)
     # every job here can run and every type has workers: after the first (the normal round)
     # the kept models answer every round (a new model where free slots outnumbered the jobs)
-    assert methods[1:3] == ["incremental", "incremental+warm"], methods
+    # (a new model starts from the last round's allocation: warm too)
     assert not methods[0].startswith("incremental"), methods
-    assert all(m.startswith("incremental") for m in methods[1:]), methods
+    assert methods[1:] == ["incremental+warm"] * (len(rounds) - 1), methods
 
 
 def _gavel_like(n, seed):
@@ -138,7 +138,7 @@ def test_a_failed_level_certificate_hands_over_to_the_normal_round(monkeypatch):
     p = fa.RoundPolicy("finish_time_fairness")
     p.allocate(tp, cap, **per)  # (the first round is the normal round)
     per["elapsed"] = {i: t + ROUND_S for i, t in per["elapsed"].items()}
-    assert p.allocate(tp, cap, **per).stats.method == "incremental"
+    assert p.allocate(tp, cap, **per).stats.method == "incremental+warm"
     solve = KeptLP.solve
 
     def halved_duals(self, what):  # a wrong dual: the level certificate cannot pass
@@ -155,7 +155,8 @@ def test_a_failed_level_certificate_hands_over_to_the_normal_round(monkeypatch):
     assert abs(res.objective - cold.objective) <= AGREE * cold.objective
     monkeypatch.setattr(KeptLP, "solve", solve)
     again = p.allocate(tp, cap, **{**per, "elapsed": {i: t + 1 for i, t in per["elapsed"].items()}})
-    assert again.stats.method == "incremental"  # (a model that failed is not kept)
+    # (a model that failed is not kept: a new one from the last allocation)
+    assert again.stats.path[-1] == "incremental-lp+crossover", again.stats.path
 
 
 def test_a_failed_work_conserving_certificate_hands_over(monkeypatch):
@@ -183,7 +184,7 @@ def test_rounds_it_cannot_answer_go_to_the_normal_round():
     first = p.allocate(tp, cap, **per)
     assert not first.stats.method.startswith("incremental") and not first.stats.fallbacks
     per["elapsed"] = {i: t + ROUND_S for i, t in per["elapsed"].items()}
-    assert p.allocate(tp, cap, **per).stats.method == "incremental"
+    assert p.allocate(tp, cap, **per).stats.method == "incremental+warm"
     drained = p.allocate(tp, {**cap, "k80": 0}, **per)  # a drained type
     assert drained.stats.fallbacks[0] == ("incremental->round: an empty round or a drained "
                                           "type"), drained.stats.fallbacks
@@ -192,7 +193,7 @@ def test_rounds_it_cannot_answer_go_to_the_normal_round():
     assert moved.stats.fallbacks[0] == ("incremental->round: the worker types or counts "
                                         "changed"), moved.stats.fallbacks
     per["elapsed"] = {i: t + ROUND_S for i, t in per["elapsed"].items()}
-    assert p.allocate(tp, {**cap, "k80": 6}, **per).stats.method == "incremental"
+    assert p.allocate(tp, {**cap, "k80": 6}, **per).stats.path[-1] == "incremental-lp+crossover"
     # solve options besides tolerances: the normal round (the plan's applies)
     fast = fa.RoundPolicy("finish_time_fairness", method="fast").allocate(tp, cap, **per)
     assert not fast.stats.method.startswith("incremental")
@@ -232,8 +233,8 @@ def test_rates_far_from_unit_scale_stay_incremental(rate):
         tp, per = _args(jobs)
         warm = p.allocate(tp, cap, **per)
         cold = fa.solve_round("finish_time_fairness", tp, cap, **per)
-        assert warm.stats.method == ("incremental+warm" if r > 1 else "incremental" if r
-                                     else cold.stats.method), warm.stats.fallbacks
+        assert warm.stats.method == ("incremental+warm" if r else cold.stats.method), \
+            warm.stats.fallbacks
         assert warm.certificate.ok
         assert abs(warm.objective - cold.objective) <= AGREE * cold.objective
 
@@ -254,7 +255,7 @@ def test_a_round_far_from_the_last_ratio_is_certified_in_units_of_rho(cut):
         assert abs(warm.objective - cold.objective) <= AGREE * cold.objective
         _check_sound(warm, cold)
         if r:
-            assert warm.stats.method == "incremental+warm" if r > 1 else "incremental"
+            assert warm.stats.method == "incremental+warm", warm.stats.fallbacks
         for i, j in jobs.items():
             j["steps"] *= cut if r == 1 and i % 2 else 1.0
             j["t"] += ROUND_S

@@ -45,8 +45,10 @@ Examples
 >>> r1 = p.allocate(tp, {"x": 1, "y": 1}, steps_remaining={"a": 100.0, "b": 300.0})
 >>> r2 = p.allocate(tp, {"x": 1, "y": 1}, steps_remaining={"a": 90.0, "b": 280.0})
 >>> r3 = p.allocate(tp, {"x": 1, "y": 1}, steps_remaining={"a": 80.0, "b": 260.0})
->>> r2.stats.method, r3.stats.method, r3.certificate.ok
-('incremental', 'incremental+warm', True)
+>>> r1.stats.method.startswith("incremental"), r3.stats.method, r3.certificate.ok
+(False, 'incremental+warm', True)
+>>> r2.stats.path[-1], r3.stats.path[-1]    # a new model from r1's allocation, then kept
+('incremental-lp+crossover', 'incremental-lp+warm')
 """
 
 from __future__ import annotations
@@ -352,6 +354,7 @@ class IncrementalFTF:
         k = cap.size
         gap_tol, feas_tol, stage_tol = tols
         level, wcm = self._hs
+        seeded = self._pending is not None  # (a new model from the last round's allocation)
         rows = (k + 2 * slot_of + 1).astype(np.int32)  # each job's throughput row
         r_lb, r = start
         spread = job.slope(r)
@@ -422,7 +425,8 @@ class IncrementalFTF:
             raise Decline(f"the certificate failed (relative gap {bad.relative_gap:.3g}, "
                           f"residual {max(bad.primal_residual, bad.dual_residual):.3g})")
         self._r = r_f
-        return _result(t0, warm, job, cap, x, tp, np.maximum(y1[:k], 0.0), ids, tnames,
+        return _result(t0, (warm, seeded), job, cap, x, tp, np.maximum(y1[:k], 0.0), ids,
+                       tnames,
                        (cert1, cert2), iterations + it2, solves + 1)
 
 
@@ -571,7 +575,7 @@ def _own_certificate(_: None, res: RoundResult) -> Certificate:
     return res.certificate
 
 
-def _result(t0: float, warm: bool, job: _Jobs, cap: np.ndarray, x: np.ndarray,
+def _result(t0: float, start: tuple[bool, bool], job: _Jobs, cap: np.ndarray, x: np.ndarray,
             tp: np.ndarray, prices: np.ndarray, ids: tuple[Hashable, ...],
             tnames: tuple[str, ...], certs: tuple[Certificate, Certificate], iterations: int,
             solves: int) -> RoundResult:
@@ -582,8 +586,11 @@ def _result(t0: float, warm: bool, job: _Jobs, cap: np.ndarray, x: np.ndarray,
     objective = float(rho.max())
     for arr in (x, prices, tp, rho):
         arr.flags.writeable = False
-    steps = (f"newton:{solves - 1}", "incremental-lp+warm" if warm else "incremental-lp")
-    stats = SolveStats(backend="highs", method="incremental+warm" if warm else "incremental",
+    kept, seeded = start  # (the models kept; a new one started from the last allocation)
+    steps = (f"newton:{solves - 1}", "incremental-lp+warm" if kept else
+             "incremental-lp+crossover" if seeded else "incremental-lp")
+    stats = SolveStats(backend="highs",
+                       method="incremental+warm" if kept or seeded else "incremental",
                        seconds=time.perf_counter() - t0, iterations=iterations, solves=solves,
                        raw_status="Optimal", path=steps)
     red = Allocation(objective=objective, status=Status.OPTIMAL, stats=stats,
