@@ -33,8 +33,7 @@ plan and re-plans every ``replan_every`` rounds): see
 * **warm start.** A round identical to the previous one reuses its certified result
   (``stats.method == "reused"``). Max-min fairness keeps one HiGHS model per stage over the
   symmetry classes and changes it in place (``stats.method == "incremental+warm"``,
-  `fairalloc.rounds.incremental`; finish-time fairness, one slot per job:
-  `fairalloc.rounds.incremental_ftf`; a round it cannot answer hands over to the normal round,
+  `fairalloc.rounds.incremental`; a round it cannot answer hands over to the normal round,
   in ``stats.fallbacks``). Otherwise each stage LP starts HiGHS' simplex from the
   previous round's basis, carried over job by job or symmetry class by class
   (`fairalloc.rounds.state.RoundBases`), and max-min fairness's structured solver from its
@@ -598,9 +597,8 @@ class RoundPolicy:
     warm_start : bool
         Reuse an identical previous round, start the stage LPs from the previous round's
         bases (up to `fairalloc.rounds.state.WARM_MAX_JOBS` jobs) and seed max-min fairness
-        with the previous prices and level (default ``True``); max-min fairness and
-        finish-time fairness with no solve option but tolerances keep their models across
-        rounds instead (`fairalloc.rounds.incremental`, `fairalloc.rounds.incremental_ftf`).
+        with the previous prices and level (default ``True``); max-min and finish-time fairness
+        with tolerances only keep models across rounds (``fairalloc.rounds.incremental[_ftf]``).
     isolated_start : {"elapsed", "zero", "gavel"}
         Finish-time fairness: a new job's isolated time starts at its ``elapsed`` or at 0
         (Gavel's rule; ``"gavel"``: Gavel's state exactly, see `fairalloc.rounds.state`); the
@@ -662,10 +660,8 @@ fairness_knob, plan_options
         self.isolated_start = as_option(isolated_start, "isolated_start", ISOLATED_STARTS)
         self._isolated = IsolatedTime()  # finish-time fairness's state across rounds
         self._bases = RoundBases()  # the previous round's stage LP bases
-        # max-min fairness (one model over the symmetry classes), finish-time fairness (one
-        # slot per job): HiGHS models kept across rounds
         kept = {"max_min_fairness": IncrementalMaxMin, "finish_time_fairness": IncrementalFTF}
-        self._incremental: IncrementalMaxMin | IncrementalFTF | None = (
+        self._incremental: IncrementalMaxMin | IncrementalFTF | None = (  # kept HiGHS models
             kept[self.policy]() if self.warm_start and self.policy in kept
             and not self.settings.get("water_filling") else None)
 
