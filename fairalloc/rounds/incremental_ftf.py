@@ -11,10 +11,10 @@ ratio ``R*`` and the set of jobs that bind it change little. The incremental rou
   (columns fixed at 0, rows free), a job that arrives takes a free slot (its entries changed
   in place: the model keeps its size and HiGHS the slot's basis statuses, which on the Gavel
   trace cut the re-solves' simplex iterations 4-7x against new slots) or new ones (one call
-  for all); the model is rebuilt once free slots outnumber used ones. The first round is the normal round
-  (a single call costs what it did); a new model gets its basis from the last round's
-  allocation (HiGHS' crossover: 1,000 Gavel jobs ~30 ms once, where from nothing it took one
-  simplex iteration per job).
+  for all); the model is rebuilt once free slots outnumber used ones. The first round is
+  the normal round (a single call costs what it did); a new model gets its basis from the
+  last round's allocation (HiGHS' crossover: 1,000 Gavel jobs ~30 ms once, where from
+  nothing it took one simplex iteration per job).
 * **the Dinkelbach level LP in a form whose data change in row bounds**: at ``R = 1 + r``
   ``F(r) = max theta`` s.t. the time and capacity rows and ``T_m . x_m - c_m theta >= b_m(r)``
   with ``b_m(r) = steps_m / (R D_m - t_m)`` (the throughput at which ``rho_m = R``). Scaled
