@@ -365,10 +365,10 @@ class IncrementalFTF:
             # a new model, or mostly free slots: a new, compact model over this round's jobs
             self._new_model(tnames, cap)
             new = np.arange(n)
-        elif gone.size:
-            self._release(gone)
-        if kept and new.size:  # free slots take new jobs first
-            free_slots = np.flatnonzero(~self._used)[: new.size]
+        elif gone.size > new.size:  # (the slots arrivals take now are refilled, not freed)
+            self._release(gone[new.size:])
+        if kept and new.size:  # departed jobs' slots, then free ones, take new jobs first
+            free_slots = np.concatenate([gone, np.flatnonzero(~self._used)])[: new.size]
             fill, new = new[: free_slots.size], new[free_slots.size:]
             self._fill(free_slots, [ids[i] for i in fill.tolist()], T[fill], Ta[fill], s[fill],
                        Ta[fill] / equal_tp[fill][:, None], c[fill])
