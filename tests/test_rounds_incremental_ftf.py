@@ -96,7 +96,7 @@ def _check_feasible(res, jobs, cap):
     assert np.all(sf @ x <= workers * (1 + FEAS_TOL))
 
 
-@settings(max_examples=12, deadline=None, derandomize=True)
+@settings(max_examples=10, deadline=None, derandomize=True)
 @given(traces())
 def test_incremental_ftf_rounds_agree_with_cold_rounds(trace):
     rounds, cap = trace
