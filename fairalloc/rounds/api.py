@@ -83,6 +83,7 @@ from ..data import Cluster, Jobs
 from ..errors import InputError
 from ..results import Certificate, SolveStats, Status
 from .incremental import IncrementalMaxMin
+from .incremental_ftf import IncrementalFTF
 from .keys import same_keys
 from .result import RoundResult
 from .state import ISOLATED_STARTS, IsolatedTime, RoundBases, same_key, warm_seed
@@ -605,9 +606,8 @@ class RoundPolicy:
     warm_start : bool
         Reuse an identical previous round, start the stage LPs from the previous round's
         bases (up to `fairalloc.rounds.state.WARM_MAX_JOBS` jobs) and seed max-min fairness
-        with the previous prices and level (default ``True``); max-min fairness with no solve
-        option but tolerances keeps its model across rounds instead
-        (`fairalloc.rounds.incremental`).
+        with the previous prices and level (default ``True``); max-min and finish-time fairness
+        with tolerances only keep models across rounds (``fairalloc.rounds.incremental[_ftf]``).
     isolated_start : {"elapsed", "zero", "gavel"}
         Finish-time fairness: a new job's isolated time starts at its ``elapsed`` or at 0
         (Gavel's rule; ``"gavel"``: Gavel's state exactly, see `fairalloc.rounds.state`); the
@@ -669,10 +669,10 @@ fairness_knob, plan_options
         self.isolated_start = as_option(isolated_start, "isolated_start", ISOLATED_STARTS)
         self._isolated = IsolatedTime()  # finish-time fairness's state across rounds
         self._bases = RoundBases()  # the previous round's stage LP bases
-        # max-min fairness: one HiGHS model over the symmetry classes, kept across rounds
-        self._incremental = (IncrementalMaxMin() if self.warm_start and self.policy
-                             == "max_min_fairness" and not self.settings.get("water_filling")
-                             else None)
+        kept = {"max_min_fairness": IncrementalMaxMin, "finish_time_fairness": IncrementalFTF}
+        self._incremental: IncrementalMaxMin | IncrementalFTF | None = (  # kept HiGHS models
+            kept[self.policy]() if self.warm_start and self.policy in kept
+            and not self.settings.get("water_filling") else None)
 
     @property
     def isolated_elapsed(self) -> dict[Hashable, float]:
