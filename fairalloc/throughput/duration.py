@@ -75,6 +75,10 @@ CLOSED_FORM = "ftf-closed-form"
 #: path step of the plan's other strategy: the Dinkelbach sequence, then the work-conserving
 #: stage (not a step itself: its steps are the path's)
 DINKELBACH_SEQUENCE = "dinkelbach-sequence"
+#: PERFORMANCE knob: relative room by which the floors at R_lb may exceed the workers in
+#: `FinishTimeFairness.closed_form_fits` (a gate of which strategy runs first, never of an
+#: answer): rounding only; a job alone at R_lb needs exactly its fastest column
+CLOSED_FORM_ROOM = 1e-9
 
 
 def _stage_cert(ctx: None, res: StageResult) -> Certificate:
@@ -125,7 +129,8 @@ def _first_cert(ctx: None, out: tuple[Any, ...]) -> Certificate:
     # a documented outcome of either strategy, reported in stage_certificates)
 
 
-def closed_form_plan(closed_form: Callable[[None], Any], sequence: Callable[[None], Any]
+def closed_form_plan(closed_form: Callable[[None], Any], sequence: Callable[[None], Any],
+                     fits: Callable[[None], bool] | None = None
                      ) -> tuple[Strategy[None, Any], ...]:
     """The plan of finish-time fairness with its work-conserving stage: ``ftf-closed-form``
     (the optimum taken as the closed-form lower bound ``R_lb = max_m rho_m(the job's fastest
@@ -133,7 +138,8 @@ def closed_form_plan(closed_form: Callable[[None], Any], sequence: Callable[[Non
     a feasible point proves ``R* <= R_lb``, so ``R* = R_lb``; the lower bound's certificate is
     one level row and its job's time row, in closed form; it declines where ``R_lb`` is not
     attained), then ``dinkelbach-sequence`` (the Dinkelbach sequence and the work-conserving
-    stage; not a step itself: its steps are the path's).
+    stage; not a step itself: its steps are the path's). ``fits``: whether the closed form is
+    tried at all (`FinishTimeFairness.closed_form_fits`; default always).
 
     Examples
     --------
@@ -141,7 +147,8 @@ def closed_form_plan(closed_form: Callable[[None], Any], sequence: Callable[[Non
     >>> describe(closed_form_plan(print, print))
     ('ftf-closed-form', 'dinkelbach-sequence!')
     """
-    return (Strategy(CLOSED_FORM, closed_form, _first_cert),
+    first = Strategy(CLOSED_FORM, closed_form, _first_cert)
+    return ((first if fits is None else dataclasses.replace(first, applies=fits)),
             Strategy(DINKELBACH_SEQUENCE, sequence, _first_cert, exact=True, step=False))
 
 
@@ -431,8 +438,60 @@ class FinishTimeFairness(ThroughputPolicy):
             return super(FinishTimeFairness, self)._run_stages(solver, method, wc)
 
         return run_nested(closed_form_plan(lambda _: self._closed_form(solver, method),
-                                           sequence), None, solver.log, what=FTF,
-                          backend=solver.backend.name).result
+                                           sequence, lambda _: self.closed_form_fits()),
+                          None, solver.log, what=FTF, backend=solver.backend.name).result
+
+    def _lower_bound(self) -> tuple[np.ndarray, int, float]:
+        """Each job's best throughput (its fastest column all the time), the job ``m*`` whose
+        rho there is largest and ``R_lb - 1`` (that rho minus 1)."""
+        inst = self.inst
+        best = np.zeros(inst.n)
+        np.maximum.at(best, inst.mem_job, inst.mem_tp)
+        lower = self.excess(best)
+        top = int(np.argmax(lower))
+        return best, top, float(lower[top])
+
+    def closed_form_fits(self) -> bool:
+        """Whether the floors ``rho_m <= R_lb`` pass two necessary conditions of the
+        work-conserving stage at ``R_lb`` having a point (``ftf-closed-form`` is tried only
+        then): the least time each job needs on each type (its other types at their fastest
+        the rest of the time) fits the type's workers, and the least time at each job's
+        fastest rate fits all the workers. Cheap (O(n k)); the stage decides the rest. Not
+        with job pairs (the sequence's level LPs price pair columns in).
+
+        Examples
+        --------
+        Two jobs that each need the only GPU all the time to reach ``R_lb``:
+
+        >>> import fairalloc as fa
+        >>> jobs = fa.Jobs([[1.0], [1.0]], steps_remaining=[100.0, 100.0])
+        >>> FinishTimeFairness(jobs, fa.Cluster({"gpu": 1})).closed_form_fits()
+        False
+        >>> FinishTimeFairness(jobs, fa.Cluster({"gpu": 2})).closed_form_fits()
+        True
+        """
+        inst = self.inst
+        if inst.pairs is not None:
+            return False  # (job pairs: the sequence, whose level LPs price pair columns in)
+        best, _, r_lb = self._lower_bound()
+        if not (np.isfinite(r_lb) and (best > 0).all()):
+            return False  # (a job without throughput: the sequence reports it)
+        with np.errstate(divide="ignore", over="ignore"):
+            need = self.steps / (r_lb * self.D + (self.t_iso - self.t) + self.dur_iso)
+        A = np.zeros((inst.n, inst.k))
+        np.maximum.at(A, (inst.mem_job, inst.col_type[inst.mem_col]), inst.mem_tp)
+        rates = np.sort(A, axis=1)
+        first = rates[:, -1:]
+        other = (np.where(A == first, rates[:, -2:-1], first) if inst.k > 1
+                 else np.zeros_like(A))
+        gain = A - other
+        with np.errstate(divide="ignore", invalid="ignore"):
+            forced = np.where((need[:, None] > other) & (gain > 0),
+                              (need[:, None] - other) / np.where(gain > 0, gain, 1.0), 0.0)
+        use = inst.cap_weight @ np.minimum(forced, 1.0)
+        least = float(inst.cap_weight @ (need / best))
+        room = 1.0 + CLOSED_FORM_ROOM
+        return bool((use <= inst.cap * room).all() and least <= inst.cap.sum() * room)
 
     def _closed_form(self, solver: StageSolver, method: str
                      ) -> tuple[PolicyStages, np.ndarray, list[Certificate], StageResult]:
@@ -444,13 +503,7 @@ class FinishTimeFairness(ThroughputPolicy):
         (leaving ``solver`` as it found it) when the stage is infeasible (``R_lb`` not
         attained) or a certificate fails."""
         inst = self.inst
-        best = np.zeros(inst.n)
-        np.maximum.at(best, inst.mem_job, inst.mem_tp)
-        lower = self.excess(best)
-        top = int(np.argmax(lower))
-        r_lb = float(lower[top])
-        if not (np.isfinite(r_lb) and (best > 0).all()):
-            raise Decline("a job has no throughput")
+        best, top, r_lb = self._lower_bound()
         stage = self.dinkelbach_stage(1.0 + r_lb, best, r_lb)
         lp, layout = solver.program(stage), solver.layout(stage)
         duals = np.zeros(layout.size)
