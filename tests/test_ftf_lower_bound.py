@@ -18,7 +18,6 @@ from fairalloc.throughput import Tuning
 sys.path.insert(0, str(Path(__file__).parent))
 from test_floor_crash_basis import _gavel_like  # noqa: E402
 
-
 #: the Dinkelbach sequence itself (the default first tries the closed-form optimum R_lb with
 #: the work-conserving stage, which answers these instances without any Dinkelbach stage)
 SEQUENCE = Tuning(ftf_closed_form=False)
