@@ -77,6 +77,18 @@ def test_not_attained_hands_over_to_the_sequence(n):
     _agree(a, fa.finish_time_fairness(jobs, cl, tuning=SEQUENCE))
 
 
+def test_floor_prices_it_cannot_settle_go_to_the_whole_lp_at_r_lb():
+    """R_lb attained, but the structured floor solver declines on its prices (degenerate
+    here): the floors after the sequence are the same, so the whole LP solves the stage at
+    R_lb directly, with no Dinkelbach stage (the first version handed this round to the
+    sequence, whose floor stage then went to the whole LP as well)."""
+    jobs, cl = _gavel_like(2048, 5, True)
+    a = fa.finish_time_fairness(jobs, cl)
+    assert _closed(a)
+    assert a.objective == pytest.approx(_r_lb(jobs, cl), rel=a.certificate.gap_tol)
+    _agree(a, fa.finish_time_fairness(jobs, cl, tuning=SEQUENCE))
+
+
 def test_gavel_drawn_4096_jobs_closed_form():
     """The benchmark's 4,096 Gavel-drawn jobs (seed 2028): closed form with the structured
     floor stage, no whole LP, the sequence's answer."""

@@ -39,7 +39,13 @@ from .programs import LevelStage, LinearStage, StageResult
 from .stages import EXACT_LP, StageSolver
 from .strategies import StageContext
 from .structured import STRUCTURED_LEVEL, fast_level, level_strategy
-from .structured.common import PROVISIONAL, NewtonSeed
+from .structured.common import (
+    DEGENERATE,
+    MANY_TYPES,
+    NO_ESTIMATE,
+    PROVISIONAL,
+    NewtonSeed,
+)
 from .structured.common import structured_applies as _structured_applies
 from .tuning import Tuning
 from .wc_stage import WORK_CONSERVING
@@ -520,17 +526,8 @@ class FinishTimeFairness(ThroughputPolicy):
         # one infeasible verdict is enough here: the Dinkelbach sequence follows, not an error
         solver.infeasible_votes = 1
         try:
-            if structured:
-                # the structured floor solver alone: where it declines (R_lb not attained,
-                # or prices it cannot settle), the whole LP at R_lb would cost more than the
-                # Dinkelbach sequence it saves (Gavel-like 2,048 jobs: 0.13 s against 0.08 s)
-                wres = run_plan(_structured.floor_strategies(),
-                                StageContext(solver, wstage, WORK_CONSERVING), solver.log,
-                                what=f"{FTF} {WORK_CONSERVING}",
-                                backend=solver.backend.name).result
-                if solver.bases is not None and wres.basis is not None:  # as `solver.run`
-                    solver.bases.end(WORK_CONSERVING, inst, solver.layout(wstage), wres.basis)
-            else:
+            wres = (self._structured_floor(solver, wstage) if structured else None)
+            if wres is None:
                 wres = solver.run(wstage, WORK_CONSERVING)
             xcol = wres.x[: inst.E]
             v = solver.point(stage, xcol)
@@ -550,6 +547,29 @@ class FinishTimeFairness(ThroughputPolicy):
         res = StageResult(lp, v, duals, cert.primal_value, cert, 0, layout)
         value = 1.0 + float(self.excess(inst.throughput(xcol)).max())
         return PolicyStages(stage, res, value), xcol, [cert, wres.cert], wres
+
+    @staticmethod
+    def _structured_floor(solver: StageSolver, stage: LinearStage) -> StageResult | None:
+        """The closed form's work-conserving stage by the structured floor solver alone.
+
+        Where it declines on prices it cannot settle (no Newton balance, degenerate prices,
+        many types) the stage after the Dinkelbach sequence, whose floors are the same, would
+        decline the same way and go to the whole LP: ``None`` (the whole LP at ``R_lb``).
+        Where it finds no certified point within its rounds (``R_lb`` not attained, as a rule:
+        Gavel-like 2,048 jobs) it raises: the whole LP at ``R_lb`` would cost more than the
+        sequence it saves."""
+        try:
+            res = run_plan(_structured.floor_strategies(),
+                           StageContext(solver, stage, WORK_CONSERVING), solver.log,
+                           what=f"{FTF} {WORK_CONSERVING}", backend=solver.backend.name).result
+        except SolverError as exc:
+            prices = (NO_ESTIMATE, DEGENERATE, MANY_TYPES)
+            if exc.verdicts and all(any(w in v for w in prices) for v in exc.verdicts):
+                return None
+            raise
+        if solver.bases is not None and res.basis is not None:  # (as `StageSolver.run`)
+            solver.bases.end(WORK_CONSERVING, solver.inst, solver.layout(stage), res.basis)
+        return res
 
     def _dinkelbach(self, solver: StageSolver, tp: np.ndarray, r: float, x_prev: np.ndarray,
                     structured: bool, r_lb: float | None = None) -> PolicyStages:
