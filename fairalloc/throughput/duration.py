@@ -718,7 +718,10 @@ def finish_time_fairness(
     Needs ``jobs.steps_remaining``; uses ``jobs.elapsed`` and ``jobs.isolated_elapsed``
     (default: ``elapsed``). Solved exactly by a Dinkelbach sequence of LPs (see
     `fairalloc.FinishTimeFairness`), then a work-conserving stage keeps every
-    ``rho <= R*``.
+    ``rho <= R*``. With that stage, the closed-form lower bound ``R_lb`` (each job's rho on
+    its fastest column all the time) is tried first: where the work-conserving stage has a
+    certified point with every ``rho <= R_lb``, that is the answer and no Dinkelbach stage
+    runs (`closed_form_plan`; ``Tuning(ftf_closed_form=False)``: the sequence only).
 
     Parameters
     ----------
