@@ -13,9 +13,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fairalloc as fa
+from fairalloc.throughput import Tuning
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_floor_crash_basis import _gavel_like  # noqa: E402
+
+#: the Dinkelbach sequence itself (the default first tries the closed-form optimum R_lb with
+#: the work-conserving stage, which answers these instances without any Dinkelbach stage)
+SEQUENCE = Tuning(ftf_closed_form=False)
 
 
 def _dinkelbach_stages(a: fa.Allocation) -> int:
@@ -27,7 +32,7 @@ def test_whole_lp_sequence_starts_at_the_lower_bound(n, seed):
     """Two Dinkelbach stages (main: five and three, from the isolated split), the optimum of the
     conic program, every stage certified."""
     jobs, cl = _gavel_like(n, seed, True)
-    a = fa.finish_time_fairness(jobs, cl, method="highs")
+    a = fa.finish_time_fairness(jobs, cl, method="highs", tuning=SEQUENCE)
     assert _dinkelbach_stages(a) == 2
     assert all(c.ok for c in a.stage_certificates)
     ref = fa.finish_time_fairness(jobs, cl, method="cvxpy")
@@ -53,11 +58,11 @@ def test_structured_sequence_jumps_next_to_the_lower_bound(n, seed, spread):
     """The structured path's first stage jumps just above ``R_lb``: three and two
     Dinkelbach stages (main: five and three), the whole LP's optimum, certified."""
     jobs, cl = _gavel_like(n, seed, spread)
-    fast = fa.finish_time_fairness(jobs, cl)
+    fast = fa.finish_time_fairness(jobs, cl, tuning=SEQUENCE)
     assert "structured-level" in fast.stats.path
     assert _dinkelbach_stages(fast) <= {1024: 3, 1100: 2}[n]
     assert all(c.ok for c in fast.stage_certificates)
-    full = fa.finish_time_fairness(jobs, cl, method="highs")
+    full = fa.finish_time_fairness(jobs, cl, method="highs", tuning=SEQUENCE)
     tol = 2 * fast.certificate.gap_tol
     assert fast.objective == pytest.approx(full.objective, rel=tol)
     assert fast.stage_certificates[1].primal_value == pytest.approx(

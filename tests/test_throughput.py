@@ -430,8 +430,10 @@ def test_work_conserving_stage_when_level_duals_do_not_certify():
     jobs = fa.Jobs(T, scale_factor=s, steps_remaining=rng.uniform(1e3, 1e5, 600),
                    elapsed=rng.uniform(0, 3600, 600))
     cl = fa.Cluster({"a": 150, "b": 150, "c": 150})
-    fast = fa.finish_time_fairness(jobs, cl)
-    full = fa.finish_time_fairness(jobs, cl, method="highs")
+    # (the Dinkelbach sequence: the default's closed-form optimum has no level duals)
+    sequence = fa.throughput.Tuning(ftf_closed_form=False)
+    fast = fa.finish_time_fairness(jobs, cl, tuning=sequence)
+    full = fa.finish_time_fairness(jobs, cl, method="highs", tuning=sequence)
     assert fast.stats.solves > 1
     # Dinkelbach levels by the structured solver, then the Newton-priced floor solver
     assert "structured-floor" in fast.stats.path and _structured_only(fast.stats)

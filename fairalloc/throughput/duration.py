@@ -20,9 +20,10 @@ from .._validation import as_positive_int
 from ..backends import Backend
 from ..data import Cluster, JobPairs, Jobs
 from ..errors import InputError, SolverError
-from ..plan import Decline, Strategy, run_nested
+from ..plan import Decline, Strategy, run_nested, run_plan
 from ..results import Certificate
 from ..tolerances import FEAS_TOL, GAP_TOL
+from . import structured as _structured
 from .composed import finish_time_objective, level_objective, negated, reciprocal
 from .policy import (
     STAGE_TOL,
@@ -34,12 +35,20 @@ from .policy import (
     _steps,
     isolated_split,
 )
-from .programs import LevelStage, StageResult
+from .programs import LevelStage, LinearStage, StageResult
 from .stages import EXACT_LP, StageSolver
+from .strategies import StageContext
 from .structured import STRUCTURED_LEVEL, fast_level, level_strategy
-from .structured.common import PROVISIONAL, NewtonSeed
+from .structured.common import (
+    DEGENERATE,
+    MANY_TYPES,
+    NO_ESTIMATE,
+    PROVISIONAL,
+    NewtonSeed,
+)
 from .structured.common import structured_applies as _structured_applies
 from .tuning import Tuning
+from .wc_stage import WORK_CONSERVING
 
 __all__ = ["FinishTimeFairness", "MinMakespan", "certified_stage_plan", "finish_time_fairness",
            "min_makespan", "provisional_stage_plan"]
@@ -66,6 +75,16 @@ DINKELBACH = "dinkelbach"  # path step: one Dinkelbach iteration (its level stag
 #: (at the isolated split, far from the optimum) often has no Newton estimate while the later
 #: ones do (measured: 4,096 jobs x 30 types, iteration 1 handed over, 2 and 3 structured)
 DINKELBACH_HAND_OVERS = 2
+#: path step: the optimum taken as the closed-form lower bound ``R_lb`` and proved by the
+#: work-conserving stage at it (`FinishTimeFairness.closed_form_plan`)
+CLOSED_FORM = "ftf-closed-form"
+#: path step of the plan's other strategy: the Dinkelbach sequence, then the work-conserving
+#: stage (not a step itself: its steps are the path's)
+DINKELBACH_SEQUENCE = "dinkelbach-sequence"
+#: PERFORMANCE knob: relative room by which the floors at R_lb may exceed the workers in
+#: `FinishTimeFairness.closed_form_fits` (a gate of which strategy runs first, never of an
+#: answer): rounding only; a job alone at R_lb needs exactly its fastest column
+CLOSED_FORM_ROOM = 1e-9
 
 
 def _stage_cert(ctx: None, res: StageResult) -> Certificate:
@@ -109,6 +128,34 @@ def certified_stage_plan(own_point: Callable[[None], StageResult],
     """
     return (Strategy(STRUCTURED_LEVEL + PROVISIONAL, own_point, _stage_cert, step=False),
             Strategy(STRUCTURED_LEVEL, again, _stage_cert, exact=True, step=False))
+
+
+def _first_cert(ctx: None, out: tuple[Any, ...]) -> Certificate:
+    return out[0].result.cert  # (the policy stage's: a degraded work-conserving stage is
+    # a documented outcome of either strategy, reported in stage_certificates)
+
+
+def closed_form_plan(closed_form: Callable[[None], Any], sequence: Callable[[None], Any],
+                     fits: Callable[[None], bool] | None = None
+                     ) -> tuple[Strategy[None, Any], ...]:
+    """The plan of finish-time fairness with its work-conserving stage: ``ftf-closed-form``
+    (the optimum taken as the closed-form lower bound ``R_lb = max_m rho_m(the job's fastest
+    column all the time)`` and the work-conserving stage solved with every ``rho_m <= R_lb``:
+    a feasible point proves ``R* <= R_lb``, so ``R* = R_lb``; the lower bound's certificate is
+    one level row and its job's time row, in closed form; it declines where ``R_lb`` is not
+    attained), then ``dinkelbach-sequence`` (the Dinkelbach sequence and the work-conserving
+    stage; not a step itself: its steps are the path's). ``fits``: whether the closed form is
+    tried at all (`FinishTimeFairness.closed_form_fits`; default always).
+
+    Examples
+    --------
+    >>> from fairalloc.plan import describe
+    >>> describe(closed_form_plan(print, print))
+    ('ftf-closed-form', 'dinkelbach-sequence!')
+    """
+    first = Strategy(CLOSED_FORM, closed_form, _first_cert)
+    return ((first if fits is None else dataclasses.replace(first, applies=fits)),
+            Strategy(DINKELBACH_SEQUENCE, sequence, _first_cert, exact=True, step=False))
 
 
 def structured_level_applies(solver: StageSolver) -> bool:
@@ -386,6 +433,144 @@ class FinishTimeFairness(ThroughputPolicy):
         finally:
             solver.warm_levels = False
 
+    def _run_stages(self, solver: StageSolver, method: str, wc: bool
+                    ) -> tuple[PolicyStages, np.ndarray, list[Certificate], StageResult | None]:
+        """With the work-conserving stage: `closed_form_plan` (the closed-form optimum proved
+        by the work-conserving stage, else the Dinkelbach sequence and that stage)."""
+        if not (wc and solver.tuning.ftf_closed_form):
+            return super()._run_stages(solver, method, wc)
+
+        def sequence(_: None) -> Any:
+            return super(FinishTimeFairness, self)._run_stages(solver, method, wc)
+
+        return run_nested(closed_form_plan(lambda _: self._closed_form(solver, method),
+                                           sequence, lambda _: self.closed_form_fits()),
+                          None, solver.log, what=FTF, backend=solver.backend.name).result
+
+    def _lower_bound(self) -> tuple[np.ndarray, int, float]:
+        """Each job's best throughput (its fastest column all the time), the job ``m*`` whose
+        rho there is largest and ``R_lb - 1`` (that rho minus 1)."""
+        inst = self.inst
+        best = np.zeros(inst.n)
+        np.maximum.at(best, inst.mem_job, inst.mem_tp)
+        lower = self.excess(best)
+        top = int(np.argmax(lower))
+        return best, top, float(lower[top])
+
+    def closed_form_fits(self) -> bool:
+        """Whether the floors ``rho_m <= R_lb`` pass two necessary conditions of the
+        work-conserving stage at ``R_lb`` having a point (``ftf-closed-form`` is tried only
+        then): the least time each job needs on each type (its other types at their fastest
+        the rest of the time) fits the type's workers, and the least time at each job's
+        fastest rate fits all the workers. Cheap (O(n k)); the stage decides the rest. Not
+        with job pairs (the sequence's level LPs price pair columns in).
+
+        Examples
+        --------
+        Two jobs that each need the only GPU all the time to reach ``R_lb``:
+
+        >>> import fairalloc as fa
+        >>> jobs = fa.Jobs([[1.0], [1.0]], steps_remaining=[100.0, 100.0])
+        >>> FinishTimeFairness(jobs, fa.Cluster({"gpu": 1})).closed_form_fits()
+        False
+        >>> FinishTimeFairness(jobs, fa.Cluster({"gpu": 2})).closed_form_fits()
+        True
+        """
+        inst = self.inst
+        if inst.pairs is not None:
+            return False  # (job pairs: the sequence, whose level LPs price pair columns in)
+        best, _, r_lb = self._lower_bound()
+        if not (np.isfinite(r_lb) and (best > 0).all()):
+            return False  # (a job without throughput: the sequence reports it)
+        with np.errstate(divide="ignore", over="ignore"):
+            need = self.steps / (r_lb * self.D + (self.t_iso - self.t) + self.dur_iso)
+        A = np.zeros((inst.n, inst.k))
+        np.maximum.at(A, (inst.mem_job, inst.col_type[inst.mem_col]), inst.mem_tp)
+        rates = np.sort(A, axis=1)
+        first = rates[:, -1:]
+        other = (np.where(A == first, rates[:, -2:-1], first) if inst.k > 1
+                 else np.zeros_like(A))
+        gain = A - other
+        with np.errstate(divide="ignore", invalid="ignore"):
+            forced = np.where((need[:, None] > other) & (gain > 0),
+                              (need[:, None] - other) / np.where(gain > 0, gain, 1.0), 0.0)
+        use = inst.cap_weight @ np.minimum(forced, 1.0)
+        least = float(inst.cap_weight @ (need / best))
+        room = 1.0 + CLOSED_FORM_ROOM
+        return bool((use <= inst.cap * room).all() and least <= inst.cap.sum() * room)
+
+    def _closed_form(self, solver: StageSolver, method: str
+                     ) -> tuple[PolicyStages, np.ndarray, list[Certificate], StageResult]:
+        """``ftf-closed-form``: the work-conserving stage with every ``rho_m <= R_lb`` kept
+        (the Dinkelbach stage at ``R_lb``, normalised by each job's best throughput, kept at
+        ``theta = 0``). Its certificate at the final allocation uses the lower bound's duals:
+        1 on the row of the job ``m*`` that sets ``R_lb`` and minus that row's largest
+        coefficient on its time row (bound 0: ``m*`` cannot beat its fastest column). Declines
+        (leaving ``solver`` as it found it) when the stage is infeasible (``R_lb`` not
+        attained) or a certificate fails."""
+        inst = self.inst
+        best, top, r_lb = self._lower_bound()
+        stage = self.dinkelbach_stage(1.0 + r_lb, best, r_lb)
+        lp, layout = solver.program(stage), solver.layout(stage)
+        duals = np.zeros(layout.size)
+        duals[layout.slice("level").start + top] = 1.0
+        coef = stage.C.data[stage.C.indptr[top]:stage.C.indptr[top + 1]]
+        duals[layout.slice("time").start + top] = -float(coef.max(initial=0.0))
+        g = self._wc_objective()
+        if inst.col_mult is not None:
+            g = g * inst.col_mult  # a class's column serves all of its members
+        wstage = LinearStage(g, WORK_CONSERVING)
+        structured = method == "fast" and self._structured_worth(solver)
+        kept, anchor, votes = len(solver.fixed), solver.anchor, solver.infeasible_votes
+        solver.fix(stage, 0.0)
+        # one infeasible verdict is enough here: the Dinkelbach sequence follows, not an error
+        solver.infeasible_votes = 1
+        try:
+            wres = (self._structured_floor(solver, wstage) if structured else None)
+            if wres is None:
+                wres = solver.run(wstage, WORK_CONSERVING)
+            xcol = wres.x[: inst.E]
+            v = solver.point(stage, xcol)
+            cert = solver.certificate(lp, stage, v, duals)
+            if not cert.ok:
+                raise Decline("the lower bound's certificate failed at the work-conserving "
+                              f"allocation (relative gap {cert.relative_gap:.3g})")
+        except (SolverError, Decline) as exc:
+            del solver.fixed[kept:]
+            solver.anchor = anchor
+            if isinstance(exc, Decline):
+                raise
+            why = "; ".join(exc.verdicts) or str(exc.status)
+            raise Decline(f"no certified point with every rho <= R_lb ({why})") from exc
+        finally:
+            solver.infeasible_votes = votes
+        res = StageResult(lp, v, duals, cert.primal_value, cert, 0, layout)
+        value = 1.0 + float(self.excess(inst.throughput(xcol)).max())
+        return PolicyStages(stage, res, value), xcol, [cert, wres.cert], wres
+
+    @staticmethod
+    def _structured_floor(solver: StageSolver, stage: LinearStage) -> StageResult | None:
+        """The closed form's work-conserving stage by the structured floor solver alone.
+
+        Where it declines on prices it cannot settle (no Newton balance, degenerate prices,
+        many types) the stage after the Dinkelbach sequence, whose floors are the same, would
+        decline the same way and go to the whole LP: ``None`` (the whole LP at ``R_lb``).
+        Where it finds no certified point within its rounds (``R_lb`` not attained, as a rule:
+        Gavel-like 2,048 jobs) it raises: the whole LP at ``R_lb`` would cost more than the
+        sequence it saves."""
+        try:
+            res = run_plan(_structured.floor_strategies(),
+                           StageContext(solver, stage, WORK_CONSERVING), solver.log,
+                           what=f"{FTF} {WORK_CONSERVING}", backend=solver.backend.name).result
+        except SolverError as exc:
+            prices = (NO_ESTIMATE, DEGENERATE, MANY_TYPES)
+            if exc.verdicts and all(any(w in v for w in prices) for v in exc.verdicts):
+                return None
+            raise
+        if solver.bases is not None and res.basis is not None:  # (as `StageSolver.run`)
+            solver.bases.end(WORK_CONSERVING, solver.inst, solver.layout(stage), res.basis)
+        return res
+
     def _dinkelbach(self, solver: StageSolver, tp: np.ndarray, r: float, x_prev: np.ndarray,
                     structured: bool, r_lb: float | None = None) -> PolicyStages:
         """The Dinkelbach iterations from ``R = 1 + r`` at the allocation ``x_prev``
@@ -533,7 +718,10 @@ def finish_time_fairness(
     Needs ``jobs.steps_remaining``; uses ``jobs.elapsed`` and ``jobs.isolated_elapsed``
     (default: ``elapsed``). Solved exactly by a Dinkelbach sequence of LPs (see
     `fairalloc.FinishTimeFairness`), then a work-conserving stage keeps every
-    ``rho <= R*``.
+    ``rho <= R*``. With that stage, the closed-form lower bound ``R_lb`` (each job's rho on
+    its fastest column all the time) is tried first: where the work-conserving stage has a
+    certified point with every ``rho <= R_lb``, that is the answer and no Dinkelbach stage
+    runs (`closed_form_plan`; ``Tuning(ftf_closed_form=False)``: the sequence only).
 
     Parameters
     ----------

@@ -449,9 +449,11 @@ class ThroughputPolicy(Composable):
         ``stats.path`` names the steps that ran, in order: ``exact-lp`` (a stage solved as the
         whole LP), ``structured-level`` / ``structured-floor`` / ``floor-from-level`` /
         ``floor-freed:<jobs>`` (the structured solvers, `fairalloc.throughput.structured`),
-        ``dinkelbach`` (one finish-time-fairness iteration), ``fifo-greedy:<jobs>`` (FIFO's
-        greedy pass), ``charnes-cooper`` (min cost), ``cvxpy`` (one conic solve),
-        ``symmetry:<classes>`` (the steps after it ran on one row per exact symmetry class).
+        ``dinkelbach`` (one finish-time-fairness iteration), ``ftf-closed-form`` (finish-time
+        fairness at its closed-form optimum, proved by the work-conserving stage),
+        ``fifo-greedy:<jobs>`` (FIFO's greedy pass), ``charnes-cooper`` (min cost), ``cvxpy``
+        (one conic solve), ``symmetry:<classes>`` (the steps after it ran on one row per
+        exact symmetry class).
         ``stats.fallbacks`` lists every hand-over as ``"from->to: reason"`` (a structured stage
         handed to ``exact-lp``; an uncertified work-conserving stage replaced by the
         ``first-stage allocation``, also a step of the path; ``symmetry->exact``: the reduced

@@ -103,6 +103,8 @@ def sub_solve(solver: StageSolver, lp: LinearProgram, *, ipm: bool,
 #: path-step note of a stage handed to the whole LP before any structured work
 MANY_TYPES = "many types"
 DEGENERATE = "degenerate prices"
+#: decline reason: Newton's method found no prices balancing demand and capacity
+NO_ESTIMATE = "no price estimate"
 
 
 def too_many_types(solver: StageSolver) -> bool:

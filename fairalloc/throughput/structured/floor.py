@@ -29,6 +29,7 @@ from .common import (
     NEWTON_EVALS,
     NEWTON_MAX_ERROR,
     NEWTON_TOL,
+    NO_ESTIMATE,
     REDUCED_COST_TOL,
     SAT_ROUNDING,
     Demand,
@@ -189,7 +190,7 @@ def fast_floor(solver: StageSolver, stage: LinearStage, *, prior: StageResult | 
         # no balance because row classes switch types together: start from Newton's end
         est = rough[0], _FLOOR_ROUGH_BAND
     if est is None:
-        raise Decline("no price estimate (Newton found no balance of demand and capacity)")
+        raise Decline(f"{NO_ESTIMATE} (Newton found no balance of demand and capacity)")
     p, band = est
     explicit = np.zeros(n, dtype=bool)
     reason = f"not certified within {max_rounds} master rounds"
