@@ -213,14 +213,21 @@ def test_property_rounds_with_drained_types_agree_with_cold(trace, drain):
         _agrees_with_cold(r, tp, up, **per)
 
 
-def test_options_other_than_tolerances_use_the_normal_round():
+def test_options_it_cannot_honour_use_the_normal_round():
     rounds = _rounds()
     cap = {"v100": 4, "p100": 3, "k80": 5}
-    for kw in ({"method": "highs"}, {"work_conserving": False}, {"backend": "highs"}):
+    for kw in ({"method": "highs"}, {"method": "fast"}, {"backend": "clarabel"}):
         p = fa.RoundPolicy("max_min_fairness", **kw)
         for jobs in rounds:
             r = p.allocate(jobs, cap)
             assert not r.stats.method.startswith("incremental") and not r.stats.fallbacks
+    # the defaults spelled out and the one-stage program are honoured (#28)
+    for kw in ({"work_conserving": False}, {"work_conserving": True}, {"backend": "highs"},
+               {"method": "auto"}):
+        p = fa.RoundPolicy("max_min_fairness", **kw)
+        out = [p.allocate(jobs, cap) for jobs in rounds]
+        assert out[-1].stats.method == "incremental+warm", kw
+        assert out[-1].stats.solves == (1 if kw.get("work_conserving") is False else 2), kw
     with pytest.raises(InputError, match="gap_tol"):  # and checked, as by the normal round
         fa.RoundPolicy("max_min_fairness", gap_tol=2.0).allocate(rounds[0], cap)
     p = fa.RoundPolicy("max_min_fairness", gap_tol=1e-5)  # a tolerance is honoured
