@@ -330,8 +330,12 @@ def _hides_bools(value: Any, raw: np.ndarray) -> bool:
     if at.size == 0:
         return False
     if at.size * _GATHER_RATIO < raw.size:  # few candidates: gather them, check their types
-        flat = value if raw.ndim == 1 else list(_leaves(value, raw.ndim))
-        picked = operator.itemgetter(*at.tolist())(flat) if at.size > 1 else (flat[at[0]],)
+        if raw.ndim == 2:  # (rows of a matrix: each candidate by its row and column)
+            row, col = np.divmod(at, raw.shape[1])
+            picked = map(operator.getitem, map(value.__getitem__, row.tolist()), col.tolist())
+        else:
+            flat = value if raw.ndim == 1 else list(_leaves(value, raw.ndim))
+            picked = operator.itemgetter(*at.tolist())(flat) if at.size > 1 else (flat[at[0]],)
         types = set(map(type, picked))
     else:
         types = set(map(type, _leaves(value, raw.ndim)))
@@ -378,8 +382,21 @@ def as_real_array(value: Any, name: str, *, allow_none: bool = False,
     return arr
 
 
+#: the entry types of a list converted straight to float64 (exactly these types: a bool is
+#: an int subclass, and is refused)
+_PLAIN_NUMBERS = frozenset({float, int})
+
+
 def _to_float_array(value: Any, name: str, allow_none: bool, allow_bool: bool) -> np.ndarray:
     """`as_real_array` without the subnormal rule."""
+    if type(value) is list and set(map(type, value)) <= _PLAIN_NUMBERS:
+        # a flat list of Python floats and ints (a scheduler's per-job values): no bool or
+        # text can hide among them, so numpy converts it straight to float64 (twice as fast
+        # as letting it guess the dtype, then looking for bools, #28)
+        try:
+            return np.array(value, dtype=np.float64)
+        except OverflowError:  # an int beyond a float: named below
+            pass
     if isinstance(value, np.ndarray):
         raw = value
     elif isinstance(value, str | bytes):  # numpy would read the string "1" as the number 1

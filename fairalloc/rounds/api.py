@@ -606,8 +606,7 @@ class RoundPolicy:
         Reuse an identical previous round, start the stage LPs from the previous round's
         bases (up to `fairalloc.rounds.state.WARM_MAX_JOBS` jobs) and seed max-min fairness
         with the previous prices and level (default ``True``); max-min fairness keeps its
-        model across rounds instead unless a solve option asks for another method or backend
-        (`fairalloc.rounds.incremental.refusal`).
+        model across rounds instead (`fairalloc.rounds.incremental.refusal`: which options).
     isolated_start : {"elapsed", "zero", "gavel"}
         Finish-time fairness: a new job's isolated time starts at its ``elapsed`` or at 0
         (Gavel's rule; ``"gavel"``: Gavel's state exactly, see `fairalloc.rounds.state`); the
