@@ -178,8 +178,8 @@ def as_array(
                 )
     if arr.size == 0 and not allow_empty:
         raise InputError(f"{name} is empty (shape {arr.shape})", argument=name)
-    if not allow_nan and _plainly_valid(arr, positive=positive, nonneg=nonneg,
-                                        integer=integer):
+    # (valid data pass whole-array checks; all finite: no NaN either, so allow_nan is moot)
+    if _plainly_valid(arr, positive=positive, nonneg=nonneg, integer=integer):
         arr.flags.writeable = False
         return arr
     present = ~np.isnan(arr) if allow_nan else np.ones(arr.shape, dtype=bool)
