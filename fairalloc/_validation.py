@@ -32,6 +32,7 @@ and arrays, and other real number types that convert to ``float`` (``decimal.Dec
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import math
 import numbers
@@ -46,7 +47,8 @@ from .errors import InputError
 
 __all__ = ["as_array", "as_bool", "as_finite_float", "as_gang_sizes", "as_labels",
            "as_option", "as_positive_int", "as_positive_float", "as_real_array",
-           "as_time_limit", "as_tolerance", "as_tuning_value", "check_knobs", "fmt_index"]
+           "as_time_limit", "as_tolerance", "as_tuning_value", "check_keywords", "check_knobs",
+           "fmt_index"]
 
 #: the smallest positive normal float64: a nonzero magnitude below it is subnormal and refused
 #: (ACCURACY: the input contract; see the module notes)
@@ -547,6 +549,40 @@ def as_positive_int(value: Any, name: str, *, allow_zero: bool = False,
                  else f"an integer of {out.bit_length()} bits")
         raise InputError(f"{name} must be at most {maximum}, got {shown}", argument=name)
     return out
+
+
+def check_keywords(fn: Any, options: Any, what: str, listed: Sequence[str] | None = None
+                   ) -> None:
+    """Raise `InputError` naming the first key of ``options`` that the callable ``fn`` takes no
+    keyword argument for (a solve option a policy does not take), instead of Python's
+    ``TypeError`` from the call; the message lists the keywords it takes (those in ``listed``
+    if given).
+
+    Examples
+    --------
+    >>> def solve(*, gap_tol=1e-6): ...
+    >>> try:
+    ...     check_keywords(solve, {"gap_tol": 1e-7, "max_levels": 3}, "max_min_fairness")
+    ... except InputError as exc:
+    ...     print(exc.argument, str(exc))
+    max_levels max_min_fairness takes no 'max_levels' (options: gap_tol)
+    """
+    takes = _keywords(getattr(fn, "__func__", fn))
+    bad = [key for key in options if key not in takes]
+    if bad:
+        shown = sorted(takes if listed is None else takes.intersection(listed))
+        raise InputError(f"{what} takes no {bad[0]!r} (options: {', '.join(shown)})",
+                         argument=str(bad[0]))
+
+
+@functools.cache  # (a few solve methods of the library classes)
+def _keywords(fn: Any) -> frozenset[str]:
+    """The keyword arguments ``fn`` takes (cached: a signature costs more than a check)."""
+    import inspect
+
+    kinds = (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return frozenset(name for name, p in inspect.signature(fn).parameters.items()
+                     if p.kind in kinds and name != "self")
 
 
 def as_option(value: Any, name: str, choices: Sequence[str]) -> str:
