@@ -334,7 +334,8 @@ def _hides_bools(value: Any, raw: np.ndarray) -> bool:
     if at.size * _GATHER_RATIO < raw.size:  # few candidates: gather them, check their types
         if raw.ndim == 2:  # (rows of a matrix: each candidate by its row and column)
             row, col = np.divmod(at, raw.shape[1])
-            picked = map(operator.getitem, map(value.__getitem__, row.tolist()), col.tolist())
+            picked: Any = map(operator.getitem, map(value.__getitem__, row.tolist()),
+                              col.tolist())
         else:
             flat = value if raw.ndim == 1 else list(_leaves(value, raw.ndim))
             picked = operator.itemgetter(*at.tolist())(flat) if at.size > 1 else (flat[at[0]],)

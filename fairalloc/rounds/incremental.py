@@ -478,7 +478,8 @@ def _certificates(Ta: np.ndarray, s: np.ndarray, coef: np.ndarray, equal_tp: np.
     theta = float(level.min())
     g = Ta / equal_tp[:, None]  # the work-conserving objective (negated), per column
     certs = []
-    for y, wc in ((y1, False), (y2, True))[: 1 if y2 is None else 2]:
+    stages = [(y1, False)] if y2 is None else [(y1, False), (y2, True)]
+    for y, wc in stages:
         y_cap, y_time, y_lev = (np.minimum(y[0], 0.0), np.minimum(y[1], 0.0),
                                 np.maximum(y[2], 0.0))
         # minus each column's reduced cost: its objective term and the rows' duals
