@@ -32,6 +32,7 @@ and arrays, and other real number types that convert to ``float`` (``decimal.Dec
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import math
 import numbers
@@ -46,7 +47,8 @@ from .errors import InputError
 
 __all__ = ["as_array", "as_bool", "as_finite_float", "as_gang_sizes", "as_labels",
            "as_option", "as_positive_int", "as_positive_float", "as_real_array",
-           "as_time_limit", "as_tolerance", "as_tuning_value", "check_knobs", "fmt_index"]
+           "as_time_limit", "as_tolerance", "as_tuning_value", "check_keywords", "check_knobs",
+           "fmt_index"]
 
 #: the smallest positive normal float64: a nonzero magnitude below it is subnormal and refused
 #: (ACCURACY: the input contract; see the module notes)
@@ -178,8 +180,8 @@ def as_array(
                 )
     if arr.size == 0 and not allow_empty:
         raise InputError(f"{name} is empty (shape {arr.shape})", argument=name)
-    if not allow_nan and _plainly_valid(arr, positive=positive, nonneg=nonneg,
-                                        integer=integer):
+    # (valid data pass whole-array checks; all finite: no NaN either, so allow_nan is moot)
+    if _plainly_valid(arr, positive=positive, nonneg=nonneg, integer=integer):
         arr.flags.writeable = False
         return arr
     present = ~np.isnan(arr) if allow_nan else np.ones(arr.shape, dtype=bool)
@@ -330,8 +332,13 @@ def _hides_bools(value: Any, raw: np.ndarray) -> bool:
     if at.size == 0:
         return False
     if at.size * _GATHER_RATIO < raw.size:  # few candidates: gather them, check their types
-        flat = value if raw.ndim == 1 else list(_leaves(value, raw.ndim))
-        picked = operator.itemgetter(*at.tolist())(flat) if at.size > 1 else (flat[at[0]],)
+        if raw.ndim == 2:  # (rows of a matrix: each candidate by its row and column)
+            row, col = np.divmod(at, raw.shape[1])
+            picked: Any = map(operator.getitem, map(value.__getitem__, row.tolist()),
+                              col.tolist())
+        else:
+            flat = value if raw.ndim == 1 else list(_leaves(value, raw.ndim))
+            picked = operator.itemgetter(*at.tolist())(flat) if at.size > 1 else (flat[at[0]],)
         types = set(map(type, picked))
     else:
         types = set(map(type, _leaves(value, raw.ndim)))
@@ -378,8 +385,21 @@ def as_real_array(value: Any, name: str, *, allow_none: bool = False,
     return arr
 
 
+#: the entry types of a list converted straight to float64 (exactly these types: a bool is
+#: an int subclass, and is refused)
+_PLAIN_NUMBERS = frozenset({float, int})
+
+
 def _to_float_array(value: Any, name: str, allow_none: bool, allow_bool: bool) -> np.ndarray:
     """`as_real_array` without the subnormal rule."""
+    if type(value) is list and set(map(type, value)) <= _PLAIN_NUMBERS:
+        # a flat list of Python floats and ints (a scheduler's per-job values): no bool or
+        # text can hide among them, so numpy converts it straight to float64 (twice as fast
+        # as letting it guess the dtype, then looking for bools, #28)
+        try:
+            return np.array(value, dtype=np.float64)
+        except OverflowError:  # an int beyond a float: named below
+            pass
     if isinstance(value, np.ndarray):
         raw = value
     elif isinstance(value, str | bytes):  # numpy would read the string "1" as the number 1
@@ -530,6 +550,40 @@ def as_positive_int(value: Any, name: str, *, allow_zero: bool = False,
                  else f"an integer of {out.bit_length()} bits")
         raise InputError(f"{name} must be at most {maximum}, got {shown}", argument=name)
     return out
+
+
+def check_keywords(fn: Any, options: Any, what: str, listed: Sequence[str] | None = None
+                   ) -> None:
+    """Raise `InputError` naming the first key of ``options`` that the callable ``fn`` takes no
+    keyword argument for (a solve option a policy does not take), instead of Python's
+    ``TypeError`` from the call; the message lists the keywords it takes (those in ``listed``
+    if given).
+
+    Examples
+    --------
+    >>> def solve(*, gap_tol=1e-6): ...
+    >>> try:
+    ...     check_keywords(solve, {"gap_tol": 1e-7, "max_levels": 3}, "max_min_fairness")
+    ... except InputError as exc:
+    ...     print(exc.argument, str(exc))
+    max_levels max_min_fairness takes no 'max_levels' (options: gap_tol)
+    """
+    takes = _keywords(getattr(fn, "__func__", fn))
+    bad = [key for key in options if key not in takes]
+    if bad:
+        shown = sorted(takes if listed is None else takes.intersection(listed))
+        raise InputError(f"{what} takes no {bad[0]!r} (options: {', '.join(shown)})",
+                         argument=str(bad[0]))
+
+
+@functools.cache  # (a few solve methods of the library classes)
+def _keywords(fn: Any) -> frozenset[str]:
+    """The keyword arguments ``fn`` takes (cached: a signature costs more than a check)."""
+    import inspect
+
+    kinds = (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return frozenset(name for name, p in inspect.signature(fn).parameters.items()
+                     if p.kind in kinds and name != "self")
 
 
 def as_option(value: Any, name: str, choices: Sequence[str]) -> str:

@@ -40,10 +40,30 @@ def test_solve_round_runs_the_cold_incremental_round_and_falls_back_on_other_opt
     assert drained.stats.method == "incremental" and drained.certificate.ok
     assert np.all(np.asarray(drained.x)[:, TYPES.index("k80")] == 0.0)
     assert abs(drained.objective - normal.objective) <= 2 * GAP_TOL * max(1.0, normal.objective)
-    # solve options other than tolerances, or arguments max-min does not read: the normal round
-    for kw in ({"method": "highs"}, {"work_conserving": False}, {"steps_remaining": sf}):
+    # another method or backend, or arguments max-min does not read: the normal round
+    for kw in ({"method": "highs"}, {"method": "fast"}, {"backend": "clarabel"},
+               {"steps_remaining": sf}):
         assert fa.solve_round("max_min_fairness", tp, workers, scale_factor=sf,
                               **kw).stats.method != "incremental", kw
+
+
+def test_explicit_defaults_and_one_stage_take_the_incremental_round():
+    """#28: spelling out a default, or asking for less work (Gavel's own one-stage program),
+    never leaves the fast path for the slower normal round."""
+    tp = {j: {"v100": 4.0 + j % 3, "p100": 2.0, "k80": 1.0 + j % 2} for j in range(12)}
+    workers = {"v100": 3, "p100": 2, "k80": 4}
+    for kw, solves in (({"work_conserving": True}, 2), ({"method": "auto"}, 2),
+                       ({"backend": "highs"}, 2), ({"work_conserving": np.bool_(True)}, 2),
+                       ({"work_conserving": False}, 1),
+                       ({"work_conserving": False, "method": "auto", "gap_tol": 1e-6}, 1)):
+        r = fa.solve_round("max_min_fairness", tp, workers, **kw)
+        assert r.stats.method == "incremental" and r.stats.solves == solves, kw
+        assert len(r.reduced.stage_certificates) == solves and r.certificate.ok, kw
+    # a RoundPolicy keeps its one-stage model warm across rounds
+    p = fa.RoundPolicy("max_min_fairness", work_conserving=False)
+    methods = [p.allocate({**tp, f"new{i}": {"v100": 1.0 + i}}, workers).stats.method
+               for i in range(3)]
+    assert methods == ["incremental", "incremental+warm", "incremental+warm"]
 
 
 def test_solve_round_refuses_bad_per_job_values_as_the_normal_round_does():
@@ -96,3 +116,25 @@ def test_cold_round_agrees_with_the_normal_round(inst):
     equal = np.where(T > 0, T, 0.0) @ (cap / cap.sum())
     a, b = (float((np.asarray(r.effective_throughput) / equal).sum()) for r in (new, ref))
     assert abs(a - b) <= 2 * GAP_TOL * max(1.0, abs(b))
+
+
+@given(_rounds())
+def test_one_stage_cold_round_agrees_with_the_normal_one_stage_round(inst):
+    T, sf, w, cap = inst
+    n, k = T.shape
+    tp = {j: dict(zip(TYPES[:k], T[j].tolist())) for j in range(n)}
+    workers = dict(zip(TYPES[:k], cap.astype(int).tolist()))
+    kw = {"scale_factor": dict(enumerate(sf.astype(int).tolist())),
+          "weight": dict(enumerate(w.tolist())), "work_conserving": False}
+    new = fa.solve_round("max_min_fairness", tp, workers, **kw)
+    ref = fa.solve_round("max_min_fairness", tp, workers, method="highs", **kw)
+    assert new.stats.method == "incremental" and ref.stats.method != "incremental"
+    assert new.stats.solves == 1 and len(new.reduced.stage_certificates) == 1
+    assert new.certificate.ok and ref.certificate.ok
+    _feasible(new, T, cap, sf)
+    # the level (the one stage's optimum), both certified within GAP_TOL of it
+    assert abs(new.objective - ref.objective) <= 2 * GAP_TOL * max(1.0, abs(ref.objective))
+    # and the allocation reaches it: every job's weighted normalised throughput >= the level
+    equal = np.where(T > 0, T, 0.0) @ (cap / cap.sum())
+    metric = sf * np.asarray(new.effective_throughput) / (w * equal)
+    assert metric.min() >= new.objective * (1.0 - FEAS_TOL) - FEAS_TOL

@@ -430,3 +430,21 @@ def test_job_ids_of_types_numpy_cannot_compare_are_accepted_across_rounds() -> N
     assert first.certificate.ok
     again = p.allocate({("j", 2): {"a": 1.0}}, {"a": 1})
     assert again.job_allocation == {("j", 2): {"a": 1.0}} and again.certificate.ok
+
+
+def test_a_solve_option_the_policy_does_not_take_is_an_input_error_naming_it():
+    # bottleneck_tol / max_levels are water-filling's: every other policy raised Python's
+    # TypeError from its solve (not an InputError naming the argument)
+    tp = {"a": {"x": 1.0}, "b": {"x": 2.0}}
+    for policy, extra in (("max_min_fairness", {}), ("max_total_throughput", {}),
+                          ("fifo", {}), ("min_cost", {"cost": {"x": 1.0}})):
+        for option in ({"bottleneck_tol": 1e-6}, {"max_levels": 3}):
+            with pytest.raises(fa.InputError, match="takes no") as exc:
+                fa.solve_round(policy, tp, {"x": 1}, **option, **extra)
+            assert exc.value.argument == next(iter(option)), (policy, option)
+    with pytest.raises(fa.InputError) as exc:
+        fa.RoundPolicy("max_min_fairness", max_levels=3).allocate(tp, {"x": 1})
+    assert exc.value.argument == "max_levels"
+    # water-filling takes them
+    r = fa.solve_round("water_filling", tp, {"x": 1}, bottleneck_tol=1e-6, max_levels=3)
+    assert r.certificate.ok

@@ -213,14 +213,21 @@ def test_property_rounds_with_drained_types_agree_with_cold(trace, drain):
         _agrees_with_cold(r, tp, up, **per)
 
 
-def test_options_other_than_tolerances_use_the_normal_round():
+def test_options_it_cannot_honour_use_the_normal_round():
     rounds = _rounds()
     cap = {"v100": 4, "p100": 3, "k80": 5}
-    for kw in ({"method": "highs"}, {"work_conserving": False}, {"backend": "highs"}):
+    for kw in ({"method": "highs"}, {"method": "fast"}, {"backend": "clarabel"}):
         p = fa.RoundPolicy("max_min_fairness", **kw)
         for jobs in rounds:
             r = p.allocate(jobs, cap)
             assert not r.stats.method.startswith("incremental") and not r.stats.fallbacks
+    # the defaults spelled out and the one-stage program are honoured (#28)
+    for kw in ({"work_conserving": False}, {"work_conserving": True}, {"backend": "highs"},
+               {"method": "auto"}):
+        p = fa.RoundPolicy("max_min_fairness", **kw)
+        out = [p.allocate(jobs, cap) for jobs in rounds]
+        assert out[-1].stats.method == "incremental+warm", kw
+        assert out[-1].stats.solves == (1 if kw.get("work_conserving") is False else 2), kw
     with pytest.raises(InputError, match="gap_tol"):  # and checked, as by the normal round
         fa.RoundPolicy("max_min_fairness", gap_tol=2.0).allocate(rounds[0], cap)
     p = fa.RoundPolicy("max_min_fairness", gap_tol=1e-5)  # a tolerance is honoured
@@ -389,3 +396,32 @@ def test_the_certificate_per_class_is_the_job_by_job_one(seed):
     for a, b in zip(classes, jobs):
         for f in ("primal_value", "dual_bound", "gap", "primal_residual", "dual_residual"):
             assert getattr(a, f) == pytest.approx(getattr(b, f), rel=1e-12, abs=1e-12), f
+
+
+@settings(max_examples=6, deadline=None)
+@given(traces(), st.lists(st.integers(0, 3), min_size=6, max_size=6))
+def test_property_one_stage_rounds_agree_with_the_normal_one_stage_round(trace, drain):
+    # work_conserving=False (Gavel's one-stage program, #28): one kept model, warm after the
+    # first round (or after a change of the present types), certified on its one stage, with
+    # the level of the normal round's one stage (the whole LP)
+    rounds, cap = trace
+    p = fa.RoundPolicy("max_min_fairness", work_conserving=False)
+    for i, jobs in enumerate(rounds):
+        up = {t: (0 if drain[i] == n else c) for n, (t, c) in enumerate(cap.items())}
+        tp, per = _call(jobs)
+        r = p.allocate(tp, up, **per)
+        ref = fa.solve_round("max_min_fairness", tp, up, method="highs", work_conserving=False,
+                             **per)
+        assert r.drained_types == ref.drained_types and r.unrunnable_jobs == ref.unrunnable_jobs
+        if len(r.unrunnable_jobs) == len(jobs):  # no job can run: the normal round's answer
+            assert not r.x.any()
+            continue
+        assert r.stats.method.startswith("incremental") and not r.stats.fallbacks
+        assert r.stats.solves == 1 and len(r.reduced.stage_certificates) == 1
+        assert r.certificate.ok and ref.certificate.ok
+        scale = max(abs(r.objective), abs(ref.objective), 1e-12)
+        assert abs(r.objective - ref.objective) <= AGREE * scale, (i, r.stats)
+        c = np.array([float(v) for v in up.values()])
+        sf = np.array([float(jobs[j]["sf"]) for j in r.job_ids])
+        assert np.all(r.x >= 0) and np.all(r.x.sum(axis=1) <= 1 + 1e-7)
+        assert np.all(sf @ r.x <= c * (1 + 1e-7))

@@ -77,6 +77,7 @@ from .._validation import (
     as_real_array,
     as_time_limit,
     as_tolerance,
+    check_keywords,
     fmt_index,
 )
 from ..data import Cluster, Jobs
@@ -558,39 +559,34 @@ def _solve_reduced(policy: str, jobs: Jobs, cluster: Cluster, ids: tuple[Hashabl
 
     if policy == "max_min_fairness":
         wf_on = as_bool(water_filling, "water_filling")
-        b = th.MaxMinFairness(jobs, cluster, water_filling=wf_on,
-                              warm_start=None if wf_on else warm_start)
-        return b.solve(**options)
-    if policy == "water_filling":
+        b: Any = th.MaxMinFairness(jobs, cluster, water_filling=wf_on,
+                                   warm_start=None if wf_on else warm_start)
+    elif policy == "water_filling":
         ent = _per_job_labels(entities, "entities", ids)
         ent = None if ent is None else [ent[i] for i in rj]
-        wf = th.WaterFilling(jobs, cluster, entities=ent, entity_weights=entity_weights,
-                          entity_policies=entity_policies, order=per_job(order, "order"))
-        return wf.solve(**options)
-    if policy == "finish_time_fairness":
-        return th.FinishTimeFairness(jobs, cluster).solve(**options)
-    if policy == "min_makespan":
-        return th.MinMakespan(jobs, cluster).solve(**options)
-    if policy == "max_total_throughput":
-        return th.MaxTotalThroughput(jobs, cluster, normalized=normalized).solve(**options)
-    if policy == "fifo":
-        return th.FIFO(jobs, cluster, order=per_job(order, "order"),
-                       semantics=semantics).solve(**options)
-    if policy == "shortest_job_first":
-        return th.ShortestJobFirst(jobs, cluster).solve(**options)
-    # min_cost
-    if cost is None:
-        raise InputError("min_cost needs cost= (type -> cost per worker)", argument="cost")
-    if isinstance(cost, Mapping):
-        cost_r = {t: cost[t] for t in cluster.types if t in cost}
-        if len(cost_r) != cluster.num_types:
-            missing = next(t for t in cluster.types if t not in cost)
-            raise InputError(f"cost has no entry for type {missing!r}", argument="cost")
-    else:
-        cost_r = as_array(cost, "cost", ndim=1, positive=True)[pt]
-    slo_arr = _slo_array(slo, ids)
-    slo_r = None if slo_arr is None else slo_arr[rj]
-    return th.MinCost(jobs, cluster, cost_r, slo=slo_r).solve(**options)
+        b = th.WaterFilling(jobs, cluster, entities=ent, entity_weights=entity_weights,
+                            entity_policies=entity_policies, order=per_job(order, "order"))
+    elif policy in ("finish_time_fairness", "min_makespan", "shortest_job_first"):
+        b = {"finish_time_fairness": th.FinishTimeFairness, "min_makespan": th.MinMakespan,
+             "shortest_job_first": th.ShortestJobFirst}[policy](jobs, cluster)
+    elif policy == "max_total_throughput":
+        b = th.MaxTotalThroughput(jobs, cluster, normalized=normalized)
+    elif policy == "fifo":
+        b = th.FIFO(jobs, cluster, order=per_job(order, "order"), semantics=semantics)
+    else:  # min_cost
+        if cost is None:
+            raise InputError("min_cost needs cost= (type -> cost per worker)", argument="cost")
+        if isinstance(cost, Mapping):
+            cost_r = {t: cost[t] for t in cluster.types if t in cost}
+            if len(cost_r) != cluster.num_types:
+                missing = next(t for t in cluster.types if t not in cost)
+                raise InputError(f"cost has no entry for type {missing!r}", argument="cost")
+        else:
+            cost_r = as_array(cost, "cost", ndim=1, positive=True)[pt]
+        slo_arr = _slo_array(slo, ids)
+        b = th.MinCost(jobs, cluster, cost_r, slo=None if slo_arr is None else slo_arr[rj])
+    check_keywords(b.solve, options, policy, _SOLVE_OPTIONS)  # (not a TypeError)
+    return b.solve(**options)
 
 
 # --------------------------------------------------------------------------------------------
@@ -607,7 +603,8 @@ class RoundPolicy:
         Reuse an identical previous round, start the stage LPs from the previous round's
         bases (up to `fairalloc.rounds.state.WARM_MAX_JOBS` jobs) and seed max-min fairness
         with the previous prices and level (default ``True``); max-min and finish-time fairness
-        with tolerances only keep models across rounds (``fairalloc.rounds.incremental[_ftf]``).
+        keep models across rounds (``fairalloc.rounds.incremental[_ftf]``;
+        `fairalloc.rounds.incremental.refusal`: max-min's options).
     isolated_start : {"elapsed", "zero", "gavel"}
         Finish-time fairness: a new job's isolated time starts at its ``elapsed`` or at 0
         (Gavel's rule; ``"gavel"``: Gavel's state exactly, see `fairalloc.rounds.state`); the

@@ -32,9 +32,11 @@ after it are warm again.
 What cannot be answered here (a round where no job can run, a failed solve or certificate)
 raises `fairalloc.plan.Decline` (or a `fairalloc.SolverError`): `fairalloc.RoundPolicy` runs
 this as the first strategy of a plan whose second is the normal round, so the hand-over is in
-``stats.fallbacks`` (``"incremental->round: <reason>"``). A `fairalloc.RoundPolicy` given solve
-options other than tolerances (``method=``, ``backend=``, ``work_conserving=``, ...) never uses
-it (`IncrementalMaxMin.applies`).
+``stats.fallbacks`` (``"incremental->round: <reason>"``). Solve options: any tolerance, the
+defaults spelled out (``method="auto"``, ``backend="highs"``, ``work_conserving=True``) and
+``work_conserving=False`` (the level stage only, one kept model, certified as the normal round
+certifies it); any other option (``method="highs"``, a backend object, ``bottleneck_tol=``, ...)
+is the normal round's (`IncrementalMaxMin.applies`, `refusal`).
 
 Examples
 --------
@@ -65,10 +67,12 @@ from ..solvelog import SolveLog
 from ..tolerances import FEAS_TOL, GAP_TOL
 from .result import RoundResult
 
-__all__ = ["INCREMENTAL_OPTIONS", "IncrementalMaxMin"]
+__all__ = ["INCREMENTAL_OPTIONS", "IncrementalMaxMin", "refusal"]
 
-#: the solve options an incremental round honours (tolerances); any other declines
+#: the solve options an incremental round honours with any value (tolerances)
 INCREMENTAL_OPTIONS = ("gap_tol", "feas_tol", "stage_tol")
+#: the solve options it honours with these values only (the normal round's defaults)
+_DEFAULT_OPTIONS = {"method": "auto", "backend": "highs"}
 #: PERFORMANCE: classes whose slot is free for good are compacted away (the model rebuilt)
 #: once free slots outnumber used ones by this factor
 _COMPACT_RATIO = 2.0
@@ -113,15 +117,16 @@ class IncrementalMaxMin:
         self._free: list[int] = []
 
     # --- the models ---------------------------------------------------------------------------
-    def _new_model(self, tnames: tuple[str, ...], cap: np.ndarray) -> None:
-        """The two stages' models (equal rows and columns; each keeps its own basis): column
-        0 is ``theta`` (the level stage maximises it), rows ``0 .. k-1`` the capacity rows."""
+    def _new_model(self, tnames: tuple[str, ...], cap: np.ndarray, stages: int) -> None:
+        """The stages' models (the level stage's, then the work-conserving one's unless
+        ``stages`` is 1; equal rows and columns; each keeps its own basis): column 0 is
+        ``theta`` (the level stage maximises it), rows ``0 .. k-1`` the capacity rows."""
         from ..backends.kept import KeptLP
 
         self._forget()
         k = cap.size
         models = []
-        for cost in (1.0, 0.0):
+        for cost in (1.0, 0.0)[:stages]:
             lp = KeptLP()
             lp.add_cols(np.array([cost]), np.zeros(1), np.full(1, _INF),
                         np.zeros(1, dtype=np.int32), np.zeros(0, dtype=np.int32), np.zeros(0))
@@ -171,7 +176,8 @@ class IncrementalMaxMin:
         ncol = m * k
         starts = np.arange(0, 3 * ncol, 3, dtype=np.int32)
         col_upper = np.where(Ta > 0, _INF, 0.0).ravel()
-        for lp, cost in zip(self._hs, (np.zeros(ncol), g.ravel()), strict=True):
+        costs = (np.zeros(ncol), g.ravel())[: len(self._hs)]
+        for lp, cost in zip(self._hs, costs, strict=True):
             lp.add_rows(lower, upper, np.repeat(at, 2), np.zeros(m, dtype=np.int32), -count)
             lp.add_cols(cost, np.zeros(ncol), col_upper, starts, index, value)
         self._count = np.concatenate([self._count, count])
@@ -192,8 +198,9 @@ class IncrementalMaxMin:
             lp.change_coeff(lev, 0, -count)
             lp.change_row_bounds(k + 2 * s, -_INF, count)
             lp.change_row_bounds(lev, 0.0, _INF)
-        self._hs[1].change_costs(np.arange(self._col(s, 0), self._col(s, k), dtype=np.int32),
-                                 np.where(allowed, g, 0.0))
+        if len(self._hs) > 1:
+            self._hs[1].change_costs(np.arange(self._col(s, 0), self._col(s, k),
+                                               dtype=np.int32), np.where(allowed, g, 0.0))
 
     def _release(self, s: int) -> None:
         k = self._cap.size
@@ -224,9 +231,9 @@ class IncrementalMaxMin:
 
     @staticmethod
     def applies(options: dict[str, Any]) -> bool:
-        """Whether a round with these solve options may be incremental (tolerances only: a
-        method, backend or stage switch of the caller's is honoured by the normal round)."""
-        return all(key in INCREMENTAL_OPTIONS for key in options)
+        """Whether a round with these solve options may be incremental (`refusal` is
+        ``None``: tolerances, the defaults spelled out, ``work_conserving`` either way)."""
+        return refusal(options) is None
 
     def round(self, t0: float, T: np.ndarray, cap: np.ndarray, ids: tuple[Hashable, ...],
               tnames: tuple[str, ...], per_job: dict[str, Any], options: dict[str, Any],
@@ -288,7 +295,8 @@ class IncrementalMaxMin:
             tr = tuple(tnames[i] for i in pt.tolist())
         if rj is not None:
             Tr, sr, wr, ar = Tr[rj], sr[rj], wr[rj], ar[rj]
-        red = self._reduced(t0, Tr, sr, wr, ar, cr, tr, (gap_tol, feas_tol, stage_tol))
+        stages = 2 if bool(options.get("work_conserving", True)) else 1
+        red = self._reduced(t0, Tr, sr, wr, ar, cr, tr, (gap_tol, feas_tol, stage_tol), stages)
         x, prices, tp = red.allocation, red.prices, red.effective_throughput
         if pt is not None or rj is not None:  # zeros for what cannot run (as solve_round)
             rows = np.arange(n) if rj is None else rj
@@ -313,15 +321,15 @@ class IncrementalMaxMin:
 
     def _reduced(self, t0: float, T: np.ndarray, s: np.ndarray, wt: np.ndarray,
                  allowed: np.ndarray, cap: np.ndarray, tnames: tuple[str, ...],
-                 tols: tuple[float, float, float]) -> Any:
+                 tols: tuple[float, float, float], stages: int) -> Any:
         """The reduced program's round (every type present, every job runnable) on the kept
-        model: its `fairalloc.throughput.Allocation`, certified on the whole reduced
-        program."""
-        warm = self._fits(tnames, cap)
+        model (``stages``: 2 with the work-conserving stage, 1 without): its
+        `fairalloc.throughput.Allocation`, certified on the whole reduced program."""
+        warm = self._fits(tnames, cap) and len(self._hs) == stages
         if warm and len(self._free) > _COMPACT_RATIO * max(len(self._slot), 1):
             warm = False  # mostly free slots (many classes left): a new, compact model
         if not warm:
-            self._new_model(tnames, cap)
+            self._new_model(tnames, cap, stages)
         Ta = np.where(allowed, T, 0.0)
         equal_tp = Ta @ (cap / cap.sum())
         coef = s / (wt * equal_tp)
@@ -363,15 +371,17 @@ class IncrementalMaxMin:
         members, ``slot_of`` each class's slot, ``inv`` each job's class."""
         k = cap.size
         gap_tol, feas_tol, stage_tol = tols
-        xv, y1, it1 = self._run(self._hs[0], "level")
-        theta = float(xv[0])
-        # stage 2: total normalised throughput, every level kept to stage_tol of theta
-        low = theta - stage_tol * abs(theta)
-        self._hs[1].change_col_bounds(0, low, low)
-        if not warm:  # a new model: from the level optimum (primal feasible but for theta's
-            # move to low) by the primal simplex, in fewer steps than from nothing (#28)
-            self._hs[1].take_basis(self._hs[0])
-        xv2, y2, it2 = self._run(self._hs[1], "work-conserving")
+        xv2, y1, it1 = self._run(self._hs[0], "level")
+        theta = float(xv2[0])
+        low, y2, it2 = theta, None, 0
+        if len(self._hs) > 1:
+            # stage 2: total normalised throughput, every level kept to stage_tol of theta
+            low = theta - stage_tol * abs(theta)
+            self._hs[1].change_col_bounds(0, low, low)
+            if not warm:  # a new model: from the level optimum (primal feasible but for
+                # theta's move to low) by the primal simplex, in fewer steps than from nothing
+                self._hs[1].take_basis(self._hs[0])
+            xv2, y2, it2 = self._run(self._hs[1], "work-conserving")
         # a member's share of its class's total time (each member gets the same)
         xc = xv2[1:].reshape(-1, k)[slot_of] / m[:, None]
         xc = np.where(Ta > 0, np.maximum(xc, 0.0), 0.0)
@@ -382,10 +392,11 @@ class IncrementalMaxMin:
             yt = y[k:].reshape(-1, 2)[slot_of]
             return -y[:k], -yt[:, 0], -yt[:, 1]
 
-        cert1, cert2 = _certificates(Ta, s, coef, equal_tp, m, cap, xc, per_class(y1),
-                                     per_class(y2), low, gap_tol, feas_tol)
-        if not (cert1.ok and cert2.ok):
-            bad = cert1 if not cert1.ok else cert2
+        certs = _certificates(Ta, s, coef, equal_tp, m, cap, xc, per_class(y1),
+                              None if y2 is None else per_class(y2), low, gap_tol, feas_tol)
+        cert1 = certs[0]
+        if not all(c.ok for c in certs):
+            bad = next(c for c in certs if not c.ok)
             self.clear()
             raise Decline(f"the certificate failed (relative gap {bad.relative_gap:.3g}, "
                           f"residual {max(bad.primal_residual, bad.dual_residual):.3g})")
@@ -396,7 +407,8 @@ class IncrementalMaxMin:
             arr.flags.writeable = False
         steps = (f"symmetry:{m.size}", "incremental-lp+warm" if warm else "incremental-lp")
         stats = SolveStats(backend="highs", method="incremental+warm" if warm else "incremental",
-                           seconds=time.perf_counter() - t0, iterations=it1 + it2, solves=2,
+                           seconds=time.perf_counter() - t0, iterations=it1 + it2,
+                           solves=len(self._hs),
                            raw_status="Optimal", path=steps, classes=int(m.size))
         from ..throughput.policy import Allocation
 
@@ -405,17 +417,42 @@ class IncrementalMaxMin:
                           effective_throughput=tp, metric=(coef * tpc)[inv],
                           policy="max_min_fairness", job_ids=tuple(range(inv.size)),
                           types=tnames, pair_x=None, consolidated_x=None,
-                          utilization=((m * s) @ xc) / cap, stage_certificates=(cert1, cert2))
+                          utilization=((m * s) @ xc) / cap, stage_certificates=certs)
 
 
 def _own_certificate(_: None, res: RoundResult) -> Certificate:
     return res.certificate
 
 
+def refusal(options: dict[str, Any]) -> str | None:
+    """Why an incremental round cannot honour these solve options exactly (``None``: it can).
+
+    It honours any tolerance, ``work_conserving`` either way (``False``: the level stage
+    only) and the other options at their defaults (``method="auto"``, ``backend="highs"``);
+    anything else (another method or backend, water-filling's options) is the normal round's,
+    which also validates it.
+
+    Examples
+    --------
+    >>> refusal({"work_conserving": False, "method": "auto", "gap_tol": 1e-6}) is None
+    True
+    >>> refusal({"method": "highs"})
+    "method='highs' (the normal round honours it)"
+    """
+    for key, value in options.items():
+        if key in INCREMENTAL_OPTIONS or (key == "work_conserving" and isinstance(
+                value, bool | np.bool_)):
+            continue
+        default = _DEFAULT_OPTIONS.get(key)
+        if default is None or not isinstance(value, str) or value != default:
+            return f"{key}={value!r} (the normal round honours it)"
+    return None
+
+
 def _certificates(Ta: np.ndarray, s: np.ndarray, coef: np.ndarray, equal_tp: np.ndarray,
                   m: np.ndarray, cap: np.ndarray, x: np.ndarray, y1: tuple[np.ndarray, ...],
-                  y2: tuple[np.ndarray, ...], low: float, gap_tol: float, feas_tol: float
-                  ) -> tuple[Certificate, Certificate]:
+                  y2: tuple[np.ndarray, ...] | None, low: float, gap_tol: float, feas_tol: float
+                  ) -> tuple[Certificate, ...]:
     """`fairalloc.certificates.lp_certificate` of both max-min stages on the original program,
     without building it. Level stage: ``min -theta`` s.t. ``sum_t x_jt <= 1``, ``sum_j s_j
     x_jt <= cap_t``, ``coef_j T_j . x_j - theta >= 0``, ``theta`` free; work-conserving stage:
@@ -428,7 +465,7 @@ def _certificates(Ta: np.ndarray, s: np.ndarray, coef: np.ndarray, equal_tp: np.
     allocation, at which both stages are judged) and row duals ``y1``, ``y2`` (capacity, time
     and level, in the minimisation's signs), so each job's residual and reduced cost is its
     class's, bit for bit, and each sum over the jobs is the sum over the classes weighted by
-    ``m`` (``O(classes k)``, not ``O(n k)``)."""
+    ``m`` (``O(classes k)``, not ``O(n k)``). ``y2`` ``None``: the level stage's only."""
     allowed = Ta > 0
     rate = (Ta * x).sum(axis=1)
     level = coef * rate
@@ -441,7 +478,8 @@ def _certificates(Ta: np.ndarray, s: np.ndarray, coef: np.ndarray, equal_tp: np.
     theta = float(level.min())
     g = Ta / equal_tp[:, None]  # the work-conserving objective (negated), per column
     certs = []
-    for y, wc in ((y1, False), (y2, True)):
+    stages = [(y1, False)] if y2 is None else [(y1, False), (y2, True)]
+    for y, wc in stages:
         y_cap, y_time, y_lev = (np.minimum(y[0], 0.0), np.minimum(y[1], 0.0),
                                 np.maximum(y[2], 0.0))
         # minus each column's reduced cost: its objective term and the rows' duals
@@ -461,7 +499,7 @@ def _certificates(Ta: np.ndarray, s: np.ndarray, coef: np.ndarray, equal_tp: np.
                                  gap=max(primal - rows, 0.0), primal_residual=res,
                                  dual_residual=dual_res / c_mag, gap_tol=gap_tol,
                                  feas_tol=feas_tol))
-    return certs[0], certs[1]
+    return tuple(certs)
 
 
 def _classes(data: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[bytes]]:
