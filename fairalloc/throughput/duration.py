@@ -180,7 +180,9 @@ class MinMakespan(ThroughputPolicy):
 
     def _first_stages(self, solver: StageSolver, method: str) -> PolicyStages:
         stage = self.level_stage()
-        res = solver.run(stage, "makespan")
+        fast = ((level_strategy(),)
+                if method == "fast" and self._structured_worth(solver) else ())
+        res = solver.run(stage, "makespan", fast)
         return PolicyStages(stage, res, res.value)
 
     def _makespan(self, xcol: np.ndarray) -> float:
