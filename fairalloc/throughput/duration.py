@@ -132,7 +132,11 @@ class MinMakespan(ThroughputPolicy):
 
     Exact as one LP through the substitution ``theta = 1 / makespan``:
     ``max theta`` s.t. ``throughput(m, X) / steps_m >= theta`` (no bisection). ``objective``
-    is the makespan in seconds; ``prices`` are ``d theta / d workers``.
+    is the makespan in seconds; ``prices`` are ``d theta / d workers``. The LP has the
+    structure of a max-min level (rows ``T_m / steps_m``): from `Tuning.structured_min_jobs`
+    jobs it is solved by the structured level solver (path step ``structured-level``:
+    capacity prices, each job's best column in closed form), certified on the whole LP, which
+    stays the plan's exact tail (``exact-lp``).
 
     Parameters
     ----------
