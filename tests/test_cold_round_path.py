@@ -69,8 +69,9 @@ def test_from_level_path_equals_the_cold_path(seed, n, k, repeat, policy):
     fast, cold = solve(jobs, cl, tuning=FROM_LEVEL), solve(jobs, cl, tuning=COLD)
     assert all(c.ok for c in fast.stage_certificates)
     assert all(c.ok for c in cold.stage_certificates)
-    if len(fast.stage_certificates) > 1:  # (the work-conserving stage ran)
-        assert FROM_LEVEL_LP in fast.stats.path
+    if len(fast.stage_certificates) > 1:  # (the work-conserving stage ran; makespan's is
+        # always solved cold: tests/test_makespan_structured.py)
+        assert (FROM_LEVEL_LP in fast.stats.path) == (policy == "max-min")
     # both stages' certified values agree to the certificates' relative gap
     for a, b in zip(fast.stage_certificates, cold.stage_certificates, strict=True):
         scale = max(abs(a.primal_value), abs(b.primal_value), a.scale or 0.0, 1e-300)

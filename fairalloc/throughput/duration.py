@@ -179,7 +179,11 @@ class MinMakespan(ThroughputPolicy):
 
     Exact as one LP through the substitution ``theta = 1 / makespan``:
     ``max theta`` s.t. ``throughput(m, X) / steps_m >= theta`` (no bisection). ``objective``
-    is the makespan in seconds; ``prices`` are ``d theta / d workers``.
+    is the makespan in seconds; ``prices`` are ``d theta / d workers``. The LP has the
+    structure of a max-min level (rows ``T_m / steps_m``): from `Tuning.structured_min_jobs`
+    jobs it is solved by the structured level solver (path step ``structured-level``:
+    capacity prices, each job's best column in closed form), certified on the whole LP, which
+    stays the plan's exact tail (``exact-lp``).
 
     Parameters
     ----------
@@ -227,7 +231,15 @@ class MinMakespan(ThroughputPolicy):
 
     def _first_stages(self, solver: StageSolver, method: str) -> PolicyStages:
         stage = self.level_stage()
-        res = solver.run(stage, "makespan")
+        fast = ((level_strategy(),)
+                if method == "fast" and self._structured_worth(solver) else ())
+        res = solver.run(stage, "makespan", fast)
+        # the work-conserving LP is solved cold, not from this level's basis
+        # (``exact-lp+from-level``): the makespan level leaves most jobs above theta, and
+        # its optimal basis is a poor start (#28; measured, thread CPU, cold / from the level
+        # basis: Gavel-drawn 160 / 256 / 310 jobs 5.7-6.5 / 7.1-7.6, 7.7-8.6 / 10.6-11.6,
+        # 8.7-9.5 / 12.6-13.0 ms; 1,000 random jobs with method="highs" 24 / 48 ms)
+        solver.level_basis = None
         return PolicyStages(stage, res, res.value)
 
     def _makespan(self, xcol: np.ndarray) -> float:
