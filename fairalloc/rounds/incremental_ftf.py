@@ -70,6 +70,7 @@ from ..errors import SolverError
 from ..plan import Decline, Strategy, run_plan
 from ..results import Certificate, SolveStats, Status
 from ..solvelog import SolveLog
+from ..throughput.duration import CLOSED_FORM, lower_bound_duals
 from ..throughput.programs import pow2
 from ..tolerances import FEAS_TOL, GAP_TOL
 from .incremental import INCREMENTAL_OPTIONS
@@ -120,6 +121,7 @@ class IncrementalFTF:
     def clear(self) -> None:
         """Forget the models and the last round (the next round is the normal round)."""
         self._seed: tuple[tuple[Hashable, ...], np.ndarray] | None = None
+        self._at_lb = True  # whether the last round's optimum was its lower bound R_lb
         self._drop()
 
     def _drop(self) -> None:
@@ -273,7 +275,8 @@ class IncrementalFTF:
                 res.stats, fallbacks=(*log.fallbacks, *res.stats.fallbacks)))
         self._seed = (ids, res.x)  # (a new model starts from this round's allocation ...
         if not res.stats.method.startswith("incremental"):
-            self._r = res.objective - 1.0  # ... and its ratio)
+            self._r = res.objective - 1.0  # ... and its ratio; whether its optimum was R_lb)
+            self._at_lb = res.stats.path[:1] == (CLOSED_FORM,)
         return res
 
     # --- one round ----------------------------------------------------------------------------
@@ -391,6 +394,12 @@ class IncrementalFTF:
         seeded = self._pending is not None  # (a new model from the last round's allocation)
         rows = (k + 2 * slot_of + 1).astype(np.int32)  # each job's throughput row
         r_lb, r = start
+        low = (1.0 - stage_tol) * job.steps / job.g(r_lb)
+        if self._at_lb:
+            res = self._closed_form(t0, (warm, seeded), job, cap, ids, tnames, slot_of, rows,
+                                    low, (gap_tol, feas_tol))
+            if res is not None:
+                return res
         spread = job.slope(r)
         if not float(spread.max()) <= _C_SPREAD * float(spread.min()):
             raise Decline("rows of too many scales (the normal round scales them one by one)")
@@ -459,9 +468,54 @@ class IncrementalFTF:
             raise Decline(f"the certificate failed (relative gap {bad.relative_gap:.3g}, "
                           f"residual {max(bad.primal_residual, bad.dual_residual):.3g})")
         self._r = r_f
+        # (an optimum at the lower bound: the next round tries the closed form again)
+        self._at_lb = r_f - r_lb <= gap_tol * (1.0 + r_f)
         return _result(t0, (warm, seeded), job, cap, x, tp, np.maximum(y1[:k], 0.0), ids,
-                       tnames,
-                       (cert1, cert2), iterations + it2, solves + 1)
+                       tnames, (cert1, cert2), iterations + it2, solves + 1,
+                       f"newton:{solves - 1}")
+
+    def _closed_form(self, t0: float, start: tuple[bool, bool], job: _Jobs, cap: np.ndarray,
+                     ids: tuple[Hashable, ...], tnames: tuple[str, ...], slot_of: np.ndarray,
+                     rows: np.ndarray, low: np.ndarray, tols: tuple[float, float]
+                     ) -> RoundResult | None:
+        """``ftf-closed-form`` on the kept work-conserving model: its rows at ``rho <= R_lb``
+        (to ``stage_tol``), one re-solve from its basis; a feasible point proves ``R* = R_lb``
+        by the lower bound's duals (`fairalloc.throughput.duration.lower_bound_duals`, in the
+        level certificate's normalisation ``c_m = slope_m``). ``None`` (the models kept) when
+        the rows have no point (``R_lb`` not attained) or a certificate fails: the Newton
+        path follows, and later rounds try the closed form again once an optimum is at
+        ``R_lb``."""
+        k = cap.size
+        gap_tol, feas_tol = tols
+        wcm = self._hs[1]
+        wcm.change_rows_bounds(rows, low / self._lam, np.full(rows.size, _INF))
+        if not start[0] and self._pending is not None:  # (a new model: its basis from the
+            wcm.start_from(self._pending)                # last round's allocation)
+        try:
+            xv, y, its = wcm.solve("finish-time fairness work-conserving")
+        except SolverError:
+            self._at_lb = False
+            return None
+        x = job.clip(xv[1:].reshape(-1, k)[slot_of])
+        tp = job.tp(x)
+        r_f = float(job.excess(tp).max())
+        c = job.slope(r_f)
+        top = int(np.argmax(job.excess(job.Ta.max(axis=1))))
+        y_cap, y_time, y_thr = np.zeros(k), np.zeros(len(ids)), np.zeros(len(ids))
+        level_dual, y_time[top] = lower_bound_duals(job.Ta[top] / c[top])
+        y_thr[top] = level_dual / c[top]  # (the row T . x >= b unscaled: its dual / c)
+        cert1 = _level_certificate(job, c, cap, x, r_f, (y_cap, y_time, y_thr), gap_tol,
+                                   feas_tol)
+        cert2 = _wc_certificate(job, cap, low, x, _duals(y, slot_of, k, self._lam), gap_tol,
+                                feas_tol)
+        if not (cert1.ok and cert2.ok):
+            self._at_lb = False
+            return None
+        if self._pending is not None:  # (the level model, not solved yet, starts from here)
+            self._pending = xv
+        self._r = r_f
+        return _result(t0, start, job, cap, x, tp, y_cap, ids, tnames, (cert1, cert2), its, 1,
+                       CLOSED_FORM)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -612,8 +666,9 @@ def _own_certificate(_: None, res: RoundResult) -> Certificate:
 def _result(t0: float, start: tuple[bool, bool], job: _Jobs, cap: np.ndarray, x: np.ndarray,
             tp: np.ndarray, prices: np.ndarray, ids: tuple[Hashable, ...],
             tnames: tuple[str, ...], certs: tuple[Certificate, Certificate], iterations: int,
-            solves: int) -> RoundResult:
-    """The round's `fairalloc.RoundResult` (objective: the allocation's ``max rho``)."""
+            solves: int, how: str) -> RoundResult:
+    """The round's `fairalloc.RoundResult` (objective: the allocation's ``max rho``; ``how``:
+    the first path step, ``newton:<steps>`` or ``ftf-closed-form``)."""
     from ..throughput.policy import Allocation
 
     rho = (job.t + job.steps / tp) / job.D
@@ -621,7 +676,7 @@ def _result(t0: float, start: tuple[bool, bool], job: _Jobs, cap: np.ndarray, x:
     for arr in (x, prices, tp, rho):
         arr.flags.writeable = False
     kept, seeded = start  # (the models kept; a new one started from the last allocation)
-    steps = (f"newton:{solves - 1}", "incremental-lp+warm" if kept else
+    steps = (how, "incremental-lp+warm" if kept else
              "incremental-lp+crossover" if seeded else "incremental-lp")
     stats = SolveStats(backend="highs",
                        method="incremental+warm" if kept or seeded else "incremental",
