@@ -130,7 +130,8 @@ class IncrementalFTF:
         self._hs: tuple[Any, ...] = ()  # the level and work-conserving models
         self._types: tuple[str, ...] = ()
         self._cap = np.zeros(0)
-        self._owner: list[Hashable] = []       # slot -> job id (None: free)
+        self._owner: list[Hashable] = []       # slot -> job id (None: free) ...
+        self._index: dict[Hashable, int] = {}  # ... and job id -> slot (each id hashed once)
         self._ids: tuple[Hashable, ...] = ()   # the last round's jobs ...
         self._slot_of = np.zeros(0, dtype=np.intp)  # ... and their slots
         self._T = np.zeros((0, 0))             # each slot's throughput row
@@ -194,6 +195,7 @@ class IncrementalFTF:
         for lp, cost in ((level, np.zeros(ncol)), (wc, g.ravel())):
             lp.add_cols(cost, np.zeros(ncol), col_upper, starts, index, value)
         self._owner.extend(ids)
+        self._index.update(zip(ids, range(first, first + m)))
         self._T = np.concatenate([self._T, T])
         self._sf = np.concatenate([self._sf, sf])
         self._c = np.concatenate([self._c, c])
@@ -238,6 +240,7 @@ class IncrementalFTF:
         wc.change_costs(cols, g.ravel())
         for s, job in zip(slots.tolist(), ids, strict=True):
             self._owner[s] = job
+            self._index[job] = s
         self._used[slots] = True
 
     def _run(self, lp: Any, what: str) -> tuple[np.ndarray, np.ndarray, int]:
@@ -310,7 +313,9 @@ class IncrementalFTF:
         stage_tol = min(as_tolerance(options.get("stage_tol", STAGE_TOL), "stage_tol"),
                         STAGE_SHARE_OF_GAP * gap_tol)
         job = _Jobs(Ta, s, steps, t, t_iso, dur_iso, D, Ta @ (cap / cap.sum()))
-        r_lb = float(job.excess(Ta.max(axis=1)).max())  # each job at its fastest type
+        lower = job.excess(Ta.max(axis=1))  # each job at its fastest type: R_lb - 1 is
+        top = int(np.argmax(lower))         # the largest, job top's
+        r_lb = float(lower[top])
         r_up = float(job.excess(job.iso_tp()).max())  # X^isolated is feasible
         r = min(max(self._r if self._r is not None else r_lb, r_lb), r_up)
         if not self._hs:  # theta's unit: c_m = mu slope_m in the rates' units (as the cold
@@ -320,16 +325,14 @@ class IncrementalFTF:
             self._lam = pow2(float(np.median(fastest)))
         c = self._mu * job.slope(r)
         slot_of, warm = self._slots(T, s, Ta, job.equal_tp, c, cap, ids, tnames)
-        return self._answer(t0, warm, job, cap, ids, tnames, slot_of, (r_lb, r),
+        return self._answer(t0, warm, job, cap, ids, tnames, slot_of, (r_lb, r, top),
                             (gap_tol, feas_tol, stage_tol))
 
     def _find(self, ids: tuple[Hashable, ...]) -> np.ndarray:
         """Each job's kept slot (-1: none)."""
         if not self._hs:
             return np.full(len(ids), -1, dtype=np.intp)
-        used = np.flatnonzero(self._used)
-        return _positions(ids, self._ids, self._slot_of, [self._owner[s] for s in used.tolist()],
-                          used)
+        return _positions(ids, self._ids, self._slot_of, self._index)
 
     def _start(self, ids: tuple[Hashable, ...], Ta: np.ndarray) -> None:
         """A new model (slots in job order) starts from the last round's allocation (its
@@ -338,7 +341,7 @@ class IncrementalFTF:
         if self._seed is None or self._seed[1].shape[1] != Ta.shape[1]:
             return
         old, x = self._seed
-        at = _positions(ids, old, np.arange(len(old)), list(old), np.arange(len(old)))
+        at = _positions(ids, old, np.arange(len(old)), dict(zip(old, range(len(old)))))
         x0 = np.where((at >= 0)[:, None] & (Ta > 0), x[np.maximum(at, 0)], 0.0)
         self._pending = np.concatenate([np.zeros(1), x0.ravel()])  # (once its rows are set)
 
@@ -361,6 +364,8 @@ class IncrementalFTF:
         keep = np.zeros(self._used.size, dtype=bool)
         keep[slot_of[known]] = True
         gone = np.flatnonzero(self._used & ~keep)
+        for slot in gone.tolist():  # (a job that changed rates takes a new slot below)
+            del self._index[self._owner[slot]]
         new = np.flatnonzero(~known)
         free = int((~self._used).sum()) + gone.size
         kept = bool(self._hs) and free <= _COMPACT_RATIO * n
@@ -386,18 +391,18 @@ class IncrementalFTF:
 
     def _answer(self, t0: float, warm: bool, job: _Jobs, cap: np.ndarray,
                 ids: tuple[Hashable, ...], tnames: tuple[str, ...], slot_of: np.ndarray,
-                start: tuple[float, float], tols: tuple[float, float, float]
+                start: tuple[float, float, int], tols: tuple[float, float, float]
                 ) -> RoundResult:
         k = cap.size
         gap_tol, feas_tol, stage_tol = tols
         level, wcm = self._hs
         seeded = self._pending is not None  # (a new model from the last round's allocation)
         rows = (k + 2 * slot_of + 1).astype(np.int32)  # each job's throughput row
-        r_lb, r = start
+        r_lb, r, top = start
         low = (1.0 - stage_tol) * job.steps / job.g(r_lb)
         if self._at_lb:
             res = self._closed_form(t0, (warm, seeded), job, cap, ids, tnames, slot_of, rows,
-                                    low, (gap_tol, feas_tol))
+                                    (low, top), (gap_tol, feas_tol))
             if res is not None:
                 return res
         spread = job.slope(r)
@@ -476,7 +481,7 @@ class IncrementalFTF:
 
     def _closed_form(self, t0: float, start: tuple[bool, bool], job: _Jobs, cap: np.ndarray,
                      ids: tuple[Hashable, ...], tnames: tuple[str, ...], slot_of: np.ndarray,
-                     rows: np.ndarray, low: np.ndarray, tols: tuple[float, float]
+                     rows: np.ndarray, bound: tuple[np.ndarray, int], tols: tuple[float, float]
                      ) -> RoundResult | None:
         """``ftf-closed-form`` on the kept work-conserving model: its rows at ``rho <= R_lb``
         (to ``stage_tol``), one re-solve from its basis; a feasible point proves ``R* = R_lb``
@@ -487,6 +492,7 @@ class IncrementalFTF:
         ``R_lb``."""
         k = cap.size
         gap_tol, feas_tol = tols
+        low, top = bound  # (the rows' bounds; the job that sets R_lb)
         wcm = self._hs[1]
         wcm.change_rows_bounds(rows, low / self._lam, np.full(rows.size, _INF))
         if not start[0] and self._pending is not None:  # (a new model: its basis from the
@@ -500,7 +506,6 @@ class IncrementalFTF:
         tp = job.tp(x)
         r_f = float(job.excess(tp).max())
         c = job.slope(r_f)
-        top = int(np.argmax(job.excess(job.Ta.max(axis=1))))
         y_cap, y_time, y_thr = np.zeros(k), np.zeros(len(ids)), np.zeros(len(ids))
         level_dual, y_time[top] = lower_bound_duals(job.Ta[top] / c[top])
         y_thr[top] = level_dual / c[top]  # (the row T . x >= b unscaled: its dual / c)
@@ -578,14 +583,13 @@ def _job_data(per_job: dict[str, Any], n: int) -> tuple[np.ndarray, ...]:
 
 
 def _positions(ids: tuple[Hashable, ...], last: tuple[Hashable, ...], last_at: np.ndarray,
-               known: list[Hashable], known_at: np.ndarray) -> np.ndarray:
+               index: dict[Hashable, int]) -> np.ndarray:
     """Each job's position (-1: none): ``last_at`` while the scheduler passes the very id
-    objects ``last`` in the same order (no job id is hashed), else by id through the ids
-    ``known`` at ``known_at`` (each hashed once, and each of this round's)."""
+    objects ``last`` in the same order (no job id is hashed), else through ``index`` (id ->
+    position: each of this round's ids hashed once)."""
     n = len(ids)
     if n == len(last) and all(map(operator.is_, ids, last)):
         return np.asarray(last_at, dtype=np.intp).copy()
-    index = dict(zip(known, known_at.tolist(), strict=True))
     return np.fromiter(map(index.get, ids, itertools.repeat(-1)), dtype=np.intp, count=n)
 
 
