@@ -129,7 +129,7 @@ def test_the_closed_form_comes_back_once_an_optimum_is_at_the_lower_bound():
     pool = {i: job(i) for i in range(12)}
     p = fa.RoundPolicy("finish_time_fairness")
     paths = []
-    for r, n in enumerate((3, 3, 12, 3, 3, 3)):
+    for n in (3, 3, 12, 3, 3, 3):
         jobs = {i: pool[i] for i in range(n)}
         for j in pool.values():
             j["t"] += ROUND_S

@@ -28,6 +28,11 @@ ratio ``R*`` and the set of jobs that bind it change little. The incremental rou
 * **the work-conserving LP** (total normalised throughput with every ``T_m . x_m >= (1 -
   stage_tol) b_m(r*)``: the cold path's kept rows at ``theta = 0``), re-solved from its own
   basis;
+* **the closed form first**: where the last optimum was its lower bound ``R_lb`` (each job at
+  its fastest column all the time, `fairalloc.throughput.duration`'s ``ftf-closed-form``),
+  the work-conserving LP alone, its rows at ``r_lb``, re-solved from its basis: a certified
+  point proves ``R* = R_lb`` by the lower bound's duals (``stats.path[0] ==
+  "ftf-closed-form"``; else the Newton path, ``"newton:<steps>"``);
 * **the certificates on the original program**, job by job, in ``O(n k)`` numpy: the level
   LP's at the returned allocation and its own ``R`` (the duals of the last Newton step; the
   reduced costs do not depend on ``r``), judged against ``R`` as the cold path's are, and the
@@ -49,8 +54,8 @@ Examples
 >>> r3 = p.allocate(tp, {"x": 1, "y": 1}, steps_remaining={"a": 80.0, "b": 260.0})
 >>> r1.stats.method.startswith("incremental"), r3.stats.method, r3.certificate.ok
 (False, 'incremental+warm', True)
->>> r2.stats.path[-1], r3.stats.path[-1]    # a new model from r1's allocation, then kept
-('incremental-lp+crossover', 'incremental-lp+warm')
+>>> r2.stats.path, r3.stats.path    # a new model from r1's allocation, then kept
+(('ftf-closed-form', 'incremental-lp+crossover'), ('ftf-closed-form', 'incremental-lp+warm'))
 """
 
 from __future__ import annotations
