@@ -95,8 +95,9 @@ The default (``python benchmarks/gavel_inputs.py``: 100 / 256 jobs, 100 rounds) 
 * RoundPolicy's warm rounds: max-min fairness's incremental round (one kept HiGHS model per
   stage, `fairalloc.rounds.incremental`) costs a third of a cold round or less (CPU p50 with
   ``--jobs 100 1000 --policy max-min ftf --no-names --rounds 300``: 1.4 against 4.2 ms at 100
-  jobs, 3.0 against 8.2 ms at 1,000; it was 4.4 / 8.1 ms before it); FTF's warm rounds still
-  cost what cold rounds cost (6.8 / 6.4 ms and 25.1 / 24.5 ms);
+  jobs, 3.0 against 8.2 ms at 1,000; it was 4.4 / 8.1 ms before it); FTF's warm rounds
+  (`fairalloc.rounds.incremental_ftf`: the closed form ``R_lb`` on the kept work-conserving
+  model, one HiGHS re-solve) 2.0 against 4.5 ms at 100 jobs, 7.6 against 20.2 ms at 1,000;
 * POP: with floor(workers / k) workers, 8-GPU gangs cannot run in a sub-cluster at 100 jobs
   (k = 4) and 256 jobs (k = 16): loss 100 % / inf. From 2,048 jobs its loss is 0.0 % for the
   fairness policies (0.5-1.6 % for max throughput), but its serial time is above fairalloc's,

@@ -134,6 +134,7 @@ def _gavel_like(n, seed):
 
 def test_a_failed_level_certificate_hands_over_to_the_normal_round(monkeypatch):
     jobs, cap = _gavel_like(12, 1)
+    cap = dict.fromkeys(cap, 1)  # (contended: R* above R_lb, the Newton path's level LP)
     tp, per = _args(jobs)
     p = fa.RoundPolicy("finish_time_fairness")
     p.allocate(tp, cap, **per)  # (the first round is the normal round)

@@ -28,6 +28,11 @@ ratio ``R*`` and the set of jobs that bind it change little. The incremental rou
 * **the work-conserving LP** (total normalised throughput with every ``T_m . x_m >= (1 -
   stage_tol) b_m(r*)``: the cold path's kept rows at ``theta = 0``), re-solved from its own
   basis;
+* **the closed form first**: where the last optimum was its lower bound ``R_lb`` (each job at
+  its fastest column all the time, `fairalloc.throughput.duration`'s ``ftf-closed-form``),
+  the work-conserving LP alone, its rows at ``r_lb``, re-solved from its basis: a certified
+  point proves ``R* = R_lb`` by the lower bound's duals (``stats.path[0] ==
+  "ftf-closed-form"``; else the Newton path, ``"newton:<steps>"``);
 * **the certificates on the original program**, job by job, in ``O(n k)`` numpy: the level
   LP's at the returned allocation and its own ``R`` (the duals of the last Newton step; the
   reduced costs do not depend on ``r``), judged against ``R`` as the cold path's are, and the
@@ -49,8 +54,8 @@ Examples
 >>> r3 = p.allocate(tp, {"x": 1, "y": 1}, steps_remaining={"a": 80.0, "b": 260.0})
 >>> r1.stats.method.startswith("incremental"), r3.stats.method, r3.certificate.ok
 (False, 'incremental+warm', True)
->>> r2.stats.path[-1], r3.stats.path[-1]    # a new model from r1's allocation, then kept
-('incremental-lp+crossover', 'incremental-lp+warm')
+>>> r2.stats.path, r3.stats.path    # a new model from r1's allocation, then kept
+(('ftf-closed-form', 'incremental-lp+crossover'), ('ftf-closed-form', 'incremental-lp+warm'))
 """
 
 from __future__ import annotations
@@ -70,6 +75,7 @@ from ..errors import SolverError
 from ..plan import Decline, Strategy, run_plan
 from ..results import Certificate, SolveStats, Status
 from ..solvelog import SolveLog
+from ..throughput.duration import CLOSED_FORM, lower_bound_duals
 from ..throughput.programs import pow2
 from ..tolerances import FEAS_TOL, GAP_TOL
 from .incremental import INCREMENTAL_OPTIONS
@@ -120,6 +126,7 @@ class IncrementalFTF:
     def clear(self) -> None:
         """Forget the models and the last round (the next round is the normal round)."""
         self._seed: tuple[tuple[Hashable, ...], np.ndarray] | None = None
+        self._at_lb = True  # whether the last round's optimum was its lower bound R_lb
         self._drop()
 
     def _drop(self) -> None:
@@ -128,7 +135,8 @@ class IncrementalFTF:
         self._hs: tuple[Any, ...] = ()  # the level and work-conserving models
         self._types: tuple[str, ...] = ()
         self._cap = np.zeros(0)
-        self._owner: list[Hashable] = []       # slot -> job id (None: free)
+        self._owner: list[Hashable] = []       # slot -> job id (None: free) ...
+        self._index: dict[Hashable, int] = {}  # ... and job id -> slot (each id hashed once)
         self._ids: tuple[Hashable, ...] = ()   # the last round's jobs ...
         self._slot_of = np.zeros(0, dtype=np.intp)  # ... and their slots
         self._T = np.zeros((0, 0))             # each slot's throughput row
@@ -192,6 +200,7 @@ class IncrementalFTF:
         for lp, cost in ((level, np.zeros(ncol)), (wc, g.ravel())):
             lp.add_cols(cost, np.zeros(ncol), col_upper, starts, index, value)
         self._owner.extend(ids)
+        self._index.update(zip(ids, range(first, first + m)))
         self._T = np.concatenate([self._T, T])
         self._sf = np.concatenate([self._sf, sf])
         self._c = np.concatenate([self._c, c])
@@ -236,6 +245,7 @@ class IncrementalFTF:
         wc.change_costs(cols, g.ravel())
         for s, job in zip(slots.tolist(), ids, strict=True):
             self._owner[s] = job
+            self._index[job] = s
         self._used[slots] = True
 
     def _run(self, lp: Any, what: str) -> tuple[np.ndarray, np.ndarray, int]:
@@ -273,7 +283,8 @@ class IncrementalFTF:
                 res.stats, fallbacks=(*log.fallbacks, *res.stats.fallbacks)))
         self._seed = (ids, res.x)  # (a new model starts from this round's allocation ...
         if not res.stats.method.startswith("incremental"):
-            self._r = res.objective - 1.0  # ... and its ratio)
+            self._r = res.objective - 1.0  # ... and its ratio; whether its optimum was R_lb)
+            self._at_lb = res.stats.path[:1] == (CLOSED_FORM,)
         return res
 
     # --- one round ----------------------------------------------------------------------------
@@ -307,7 +318,9 @@ class IncrementalFTF:
         stage_tol = min(as_tolerance(options.get("stage_tol", STAGE_TOL), "stage_tol"),
                         STAGE_SHARE_OF_GAP * gap_tol)
         job = _Jobs(Ta, s, steps, t, t_iso, dur_iso, D, Ta @ (cap / cap.sum()))
-        r_lb = float(job.excess(Ta.max(axis=1)).max())  # each job at its fastest type
+        lower = job.excess(Ta.max(axis=1))  # each job at its fastest type: R_lb - 1 is
+        top = int(np.argmax(lower))         # the largest, job top's
+        r_lb = float(lower[top])
         r_up = float(job.excess(job.iso_tp()).max())  # X^isolated is feasible
         r = min(max(self._r if self._r is not None else r_lb, r_lb), r_up)
         if not self._hs:  # theta's unit: c_m = mu slope_m in the rates' units (as the cold
@@ -317,16 +330,14 @@ class IncrementalFTF:
             self._lam = pow2(float(np.median(fastest)))
         c = self._mu * job.slope(r)
         slot_of, warm = self._slots(T, s, Ta, job.equal_tp, c, cap, ids, tnames)
-        return self._answer(t0, warm, job, cap, ids, tnames, slot_of, (r_lb, r),
+        return self._answer(t0, warm, job, cap, ids, tnames, slot_of, (r_lb, r, top),
                             (gap_tol, feas_tol, stage_tol))
 
     def _find(self, ids: tuple[Hashable, ...]) -> np.ndarray:
         """Each job's kept slot (-1: none)."""
         if not self._hs:
             return np.full(len(ids), -1, dtype=np.intp)
-        used = np.flatnonzero(self._used)
-        return _positions(ids, self._ids, self._slot_of, [self._owner[s] for s in used.tolist()],
-                          used)
+        return _positions(ids, self._ids, self._slot_of, self._index)
 
     def _start(self, ids: tuple[Hashable, ...], Ta: np.ndarray) -> None:
         """A new model (slots in job order) starts from the last round's allocation (its
@@ -335,7 +346,7 @@ class IncrementalFTF:
         if self._seed is None or self._seed[1].shape[1] != Ta.shape[1]:
             return
         old, x = self._seed
-        at = _positions(ids, old, np.arange(len(old)), list(old), np.arange(len(old)))
+        at = _positions(ids, old, np.arange(len(old)), dict(zip(old, range(len(old)))))
         x0 = np.where((at >= 0)[:, None] & (Ta > 0), x[np.maximum(at, 0)], 0.0)
         self._pending = np.concatenate([np.zeros(1), x0.ravel()])  # (once its rows are set)
 
@@ -358,6 +369,8 @@ class IncrementalFTF:
         keep = np.zeros(self._used.size, dtype=bool)
         keep[slot_of[known]] = True
         gone = np.flatnonzero(self._used & ~keep)
+        for slot in gone.tolist():  # (a job that changed rates takes a new slot below)
+            del self._index[self._owner[slot]]
         new = np.flatnonzero(~known)
         free = int((~self._used).sum()) + gone.size
         kept = bool(self._hs) and free <= _COMPACT_RATIO * n
@@ -383,14 +396,20 @@ class IncrementalFTF:
 
     def _answer(self, t0: float, warm: bool, job: _Jobs, cap: np.ndarray,
                 ids: tuple[Hashable, ...], tnames: tuple[str, ...], slot_of: np.ndarray,
-                start: tuple[float, float], tols: tuple[float, float, float]
+                start: tuple[float, float, int], tols: tuple[float, float, float]
                 ) -> RoundResult:
         k = cap.size
         gap_tol, feas_tol, stage_tol = tols
         level, wcm = self._hs
         seeded = self._pending is not None  # (a new model from the last round's allocation)
         rows = (k + 2 * slot_of + 1).astype(np.int32)  # each job's throughput row
-        r_lb, r = start
+        r_lb, r, top = start
+        low = (1.0 - stage_tol) * job.steps / job.g(r_lb)
+        if self._at_lb:
+            res = self._closed_form(t0, (warm, seeded), job, cap, ids, tnames, slot_of, rows,
+                                    (low, top), (gap_tol, feas_tol))
+            if res is not None:
+                return res
         spread = job.slope(r)
         if not float(spread.max()) <= _C_SPREAD * float(spread.min()):
             raise Decline("rows of too many scales (the normal round scales them one by one)")
@@ -459,9 +478,54 @@ class IncrementalFTF:
             raise Decline(f"the certificate failed (relative gap {bad.relative_gap:.3g}, "
                           f"residual {max(bad.primal_residual, bad.dual_residual):.3g})")
         self._r = r_f
+        # (an optimum at the lower bound: the next round tries the closed form again)
+        self._at_lb = r_f - r_lb <= gap_tol * (1.0 + r_f)
         return _result(t0, (warm, seeded), job, cap, x, tp, np.maximum(y1[:k], 0.0), ids,
-                       tnames,
-                       (cert1, cert2), iterations + it2, solves + 1)
+                       tnames, (cert1, cert2), iterations + it2, solves + 1,
+                       f"newton:{solves - 1}")
+
+    def _closed_form(self, t0: float, start: tuple[bool, bool], job: _Jobs, cap: np.ndarray,
+                     ids: tuple[Hashable, ...], tnames: tuple[str, ...], slot_of: np.ndarray,
+                     rows: np.ndarray, bound: tuple[np.ndarray, int], tols: tuple[float, float]
+                     ) -> RoundResult | None:
+        """``ftf-closed-form`` on the kept work-conserving model: its rows at ``rho <= R_lb``
+        (to ``stage_tol``), one re-solve from its basis; a feasible point proves ``R* = R_lb``
+        by the lower bound's duals (`fairalloc.throughput.duration.lower_bound_duals`, in the
+        level certificate's normalisation ``c_m = slope_m``). ``None`` (the models kept) when
+        the rows have no point (``R_lb`` not attained) or a certificate fails: the Newton
+        path follows, and later rounds try the closed form again once an optimum is at
+        ``R_lb``."""
+        k = cap.size
+        gap_tol, feas_tol = tols
+        low, top = bound  # (the rows' bounds; the job that sets R_lb)
+        wcm = self._hs[1]
+        wcm.change_rows_bounds(rows, low / self._lam, np.full(rows.size, _INF))
+        if not start[0] and self._pending is not None:  # (a new model: its basis from the
+            wcm.start_from(self._pending)                # last round's allocation)
+        try:
+            xv, y, its = wcm.solve("finish-time fairness work-conserving")
+        except SolverError:
+            self._at_lb = False
+            return None
+        x = job.clip(xv[1:].reshape(-1, k)[slot_of])
+        tp = job.tp(x)
+        r_f = float(job.excess(tp).max())
+        c = job.slope(r_f)
+        y_cap, y_time, y_thr = np.zeros(k), np.zeros(len(ids)), np.zeros(len(ids))
+        level_dual, y_time[top] = lower_bound_duals(job.Ta[top] / c[top])
+        y_thr[top] = level_dual / c[top]  # (the row T . x >= b unscaled: its dual / c)
+        cert1 = _level_certificate(job, c, cap, x, r_f, (y_cap, y_time, y_thr), gap_tol,
+                                   feas_tol)
+        cert2 = _wc_certificate(job, cap, low, x, _duals(y, slot_of, k, self._lam), gap_tol,
+                                feas_tol)
+        if not (cert1.ok and cert2.ok):
+            self._at_lb = False
+            return None
+        if self._pending is not None:  # (the level model, not solved yet, starts from here)
+            self._pending = xv
+        self._r = r_f
+        return _result(t0, start, job, cap, x, tp, y_cap, ids, tnames, (cert1, cert2), its, 1,
+                       CLOSED_FORM)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -524,14 +588,13 @@ def _job_data(per_job: dict[str, Any], n: int) -> tuple[np.ndarray, ...]:
 
 
 def _positions(ids: tuple[Hashable, ...], last: tuple[Hashable, ...], last_at: np.ndarray,
-               known: list[Hashable], known_at: np.ndarray) -> np.ndarray:
+               index: dict[Hashable, int]) -> np.ndarray:
     """Each job's position (-1: none): ``last_at`` while the scheduler passes the very id
-    objects ``last`` in the same order (no job id is hashed), else by id through the ids
-    ``known`` at ``known_at`` (each hashed once, and each of this round's)."""
+    objects ``last`` in the same order (no job id is hashed), else through ``index`` (id ->
+    position: each of this round's ids hashed once)."""
     n = len(ids)
     if n == len(last) and all(map(operator.is_, ids, last)):
         return np.asarray(last_at, dtype=np.intp).copy()
-    index = dict(zip(known, known_at.tolist(), strict=True))
     return np.fromiter(map(index.get, ids, itertools.repeat(-1)), dtype=np.intp, count=n)
 
 
@@ -612,8 +675,9 @@ def _own_certificate(_: None, res: RoundResult) -> Certificate:
 def _result(t0: float, start: tuple[bool, bool], job: _Jobs, cap: np.ndarray, x: np.ndarray,
             tp: np.ndarray, prices: np.ndarray, ids: tuple[Hashable, ...],
             tnames: tuple[str, ...], certs: tuple[Certificate, Certificate], iterations: int,
-            solves: int) -> RoundResult:
-    """The round's `fairalloc.RoundResult` (objective: the allocation's ``max rho``)."""
+            solves: int, how: str) -> RoundResult:
+    """The round's `fairalloc.RoundResult` (objective: the allocation's ``max rho``; ``how``:
+    the first path step, ``newton:<steps>`` or ``ftf-closed-form``)."""
     from ..throughput.policy import Allocation
 
     rho = (job.t + job.steps / tp) / job.D
@@ -621,7 +685,7 @@ def _result(t0: float, start: tuple[bool, bool], job: _Jobs, cap: np.ndarray, x:
     for arr in (x, prices, tp, rho):
         arr.flags.writeable = False
     kept, seeded = start  # (the models kept; a new one started from the last allocation)
-    steps = (f"newton:{solves - 1}", "incremental-lp+warm" if kept else
+    steps = (how, "incremental-lp+warm" if kept else
              "incremental-lp+crossover" if seeded else "incremental-lp")
     stats = SolveStats(backend="highs",
                        method="incremental+warm" if kept or seeded else "incremental",

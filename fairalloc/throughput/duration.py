@@ -51,7 +51,7 @@ from .tuning import Tuning
 from .wc_stage import WORK_CONSERVING
 
 __all__ = ["FinishTimeFairness", "MinMakespan", "certified_stage_plan", "finish_time_fairness",
-           "min_makespan", "provisional_stage_plan"]
+           "lower_bound_duals", "min_makespan", "provisional_stage_plan"]
 
 #: default ``max_iterations`` of finish-time fairness (PERFORMANCE knob: Dinkelbach steps
 #: before SolverError; the sequence converges superlinearly, in a handful)
@@ -156,6 +156,21 @@ def closed_form_plan(closed_form: Callable[[None], Any], sequence: Callable[[Non
     first = Strategy(CLOSED_FORM, closed_form, _first_cert)
     return ((first if fits is None else dataclasses.replace(first, applies=fits)),
             Strategy(DINKELBACH_SEQUENCE, sequence, _first_cert, exact=True, step=False))
+
+
+def lower_bound_duals(coef: np.ndarray) -> tuple[float, float]:
+    """The certificate of ``R* >= R_lb`` (``ftf-closed-form``): the duals of the Dinkelbach
+    level row and the time row of the job ``m*`` that sets ``R_lb``, whose level row has the
+    coefficients ``coef`` (in any positive normalisation of that row): 1 on the level row and
+    minus its largest coefficient on the time row, every other dual 0 (``m*`` cannot beat its
+    fastest column: the dual bound is ``b_m* / q_m* - max coef = 0`` at ``R_lb``).
+
+    Examples
+    --------
+    >>> lower_bound_duals(np.array([2.0, 0.5, 0.0]))
+    (1.0, -2.0)
+    """
+    return 1.0, -float(np.max(coef, initial=0.0))
 
 
 def structured_level_applies(solver: StageSolver) -> bool:
@@ -525,9 +540,9 @@ class FinishTimeFairness(ThroughputPolicy):
         stage = self.dinkelbach_stage(1.0 + r_lb, best, r_lb)
         lp, layout = solver.program(stage), solver.layout(stage)
         duals = np.zeros(layout.size)
-        duals[layout.slice("level").start + top] = 1.0
         coef = stage.C.data[stage.C.indptr[top]:stage.C.indptr[top + 1]]
-        duals[layout.slice("time").start + top] = -float(coef.max(initial=0.0))
+        (duals[layout.slice("level").start + top],
+         duals[layout.slice("time").start + top]) = lower_bound_duals(coef)
         g = self._wc_objective()
         if inst.col_mult is not None:
             g = g * inst.col_mult  # a class's column serves all of its members

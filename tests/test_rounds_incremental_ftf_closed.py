@@ -1,0 +1,141 @@
+"""The warm closed form of finish-time fairness (#28, `fairalloc.rounds.incremental_ftf`).
+
+A warm round first re-solves the kept work-conserving model with every ``rho <= R_lb`` (the
+closed-form lower bound, ``fairalloc.throughput.duration``'s ``ftf-closed-form``): a feasible,
+certified point is the round. Where ``R_lb`` is not attained the round is the incremental
+Newton path. Either way it must agree with a cold `fairalloc.solve_round` within the
+certificates' bounds.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import fairalloc as fa
+from fairalloc.results import Status
+from fairalloc.throughput.duration import CLOSED_FORM
+from fairalloc.tolerances import FEAS_TOL, GAP_TOL
+
+#: two certified optima of max rho, each within GAP_TOL of R* relative to R, differ by at
+#: most twice that
+AGREE = 2 * GAP_TOL
+TYPES = ("v100", "p100", "k80")
+ROUND_S = 360.0
+
+
+@st.composite
+def rounds(draw, roomy: bool):
+    """4 rounds of 2-25 jobs (1-3 leave and arrive per round, every job advances). ``roomy``:
+    1-3 types with at least twice as many workers as jobs on each (every job can have its
+    fastest type all the time: ``R_lb`` is attained); else one type with one worker (the job
+    that sets ``R_lb`` needs it all the time and every other job some of it: not attained)."""
+    rng = np.random.default_rng(draw(st.integers(0, 2**31 - 1)))
+    n = draw(st.integers(2, 25))
+    churn = draw(st.integers(1, 3))
+    k = draw(st.integers(1, 3)) if roomy else 1
+    cap = {t: 2 * (n + churn) if roomy else 1 for t in TYPES[:k]}
+
+    def job(first: bool):
+        tp = {t: float(rng.uniform(0.5, 20.0)) for t in TYPES[:k] if rng.random() < 0.8}
+        total = float(rng.uniform(1e3, 1e5))
+        return {"tp": tp or {TYPES[0]: 3.0},
+                "sf": int(rng.choice([1, 1, 2])) if roomy else 1,
+                "steps": total * (rng.uniform(0.1, 1.0) if first else 1.0),
+                "t": float(ROUND_S * rng.integers(0, 20)) if first else 0.0}
+
+    active = {i: job(True) for i in range(n)}
+    out, nxt = [], n
+    for r in range(4):
+        if r:
+            for j in active.values():
+                j["steps"] = max(j["steps"] - 0.2 * ROUND_S * next(iter(j["tp"].values())), 1.0)
+                j["t"] += ROUND_S
+            for j in rng.choice(list(active), size=min(churn, len(active) - 1), replace=False):
+                del active[j]
+            for _ in range(churn):
+                active[nxt] = job(False)
+                nxt += 1
+        out.append({i: dict(j) for i, j in active.items()})
+    return out, cap
+
+
+def _args(jobs):
+    return ({i: j["tp"] for i, j in jobs.items()},
+            {"scale_factor": {i: j["sf"] for i, j in jobs.items()},
+             "steps_remaining": {i: j["steps"] for i, j in jobs.items()},
+             "elapsed": {i: j["t"] for i, j in jobs.items()},
+             "isolated_elapsed": {i: j["t"] for i, j in jobs.items()}})
+
+
+def _agree(warm, cold, jobs, cap):
+    assert warm.status == Status.OPTIMAL and warm.certificate.ok
+    assert all(c.ok for c in warm.reduced.stage_certificates)
+    assert abs(warm.objective - cold.objective) <= AGREE * abs(cold.objective)
+    # the certificate's gap (in rho, relative to R) bounds the excess over R* <= cold's
+    assert warm.objective - cold.objective <= (
+        warm.certificate.relative_gap + FEAS_TOL) * warm.objective
+    assert warm.reduced.metric.max() == warm.objective
+    x = warm.x
+    sf = np.array([jobs[i]["sf"] for i in warm.job_ids], dtype=float)
+    assert np.all(x >= 0) and np.all(x.sum(axis=1) <= 1 + FEAS_TOL)
+    assert np.all(sf @ x <= np.array([cap[t] for t in warm.types]) * (1 + FEAS_TOL))
+
+
+def _trace(trace):
+    out, cap = trace
+    p = fa.RoundPolicy("finish_time_fairness")
+    paths = []
+    for jobs in out:
+        tp, per = _args(jobs)
+        warm = p.allocate(tp, cap, **per)
+        cold = fa.solve_round("finish_time_fairness", tp, cap, **per)
+        _agree(warm, cold, jobs, cap)
+        paths.append((warm.stats.method, warm.stats.path[0], cold.stats.path[0]))
+    return paths
+
+
+@settings(max_examples=8, deadline=None, derandomize=True)
+@given(rounds(roomy=True))
+def test_warm_rounds_at_the_lower_bound_are_the_closed_form(trace):
+    paths = _trace(trace)
+    # every cold round attains R_lb here; after the first (the normal round) every warm
+    # round is the closed form on the kept model: one re-solve, no Newton step
+    assert all(cold == CLOSED_FORM for _, _, cold in paths), paths
+    assert [(m, w) for m, w, _ in paths[1:]] == [("incremental+warm", CLOSED_FORM)] * 3, paths
+
+
+@settings(max_examples=8, deadline=None, derandomize=True)
+@given(rounds(roomy=False))
+def test_warm_rounds_above_the_lower_bound_take_the_newton_path(trace):
+    paths = _trace(trace)
+    assert all(cold != CLOSED_FORM for _, _, cold in paths), paths
+    assert all(m == "incremental+warm" and w.startswith("newton:")
+               for m, w, _ in paths[1:]), paths
+
+
+def test_the_closed_form_comes_back_once_an_optimum_is_at_the_lower_bound():
+    # one type with 6 workers: 3 jobs get their fastest type all the time (R_lb attained),
+    # 12 do not; the round after a miss is the Newton path, whose optimum at R_lb brings
+    # the closed form back the round after
+    rng = np.random.default_rng(11)
+    cap = {"v100": 6}
+
+    def job(i):
+        return {"tp": {"v100": float(rng.uniform(1, 10))}, "sf": 1,
+                "steps": float(rng.uniform(1e3, 1e4)), "t": float(ROUND_S * (i % 4))}
+
+    pool = {i: job(i) for i in range(12)}
+    p = fa.RoundPolicy("finish_time_fairness")
+    paths = []
+    for n in (3, 3, 12, 3, 3, 3):
+        jobs = {i: pool[i] for i in range(n)}
+        for j in pool.values():
+            j["t"] += ROUND_S
+        tp, per = _args(jobs)
+        warm = p.allocate(tp, cap, **per)
+        _agree(warm, fa.solve_round("finish_time_fairness", tp, cap, **per), jobs, cap)
+        paths.append(warm.stats.path[0].split(":")[0])
+    assert paths == [CLOSED_FORM, CLOSED_FORM, "newton", "newton", CLOSED_FORM, CLOSED_FORM], \
+        paths
