@@ -31,8 +31,8 @@ from ..rounds import RoundPolicy, RoundResult
 from ..rounds.keys import same_keys
 from ..rounds.state import gavel_isolated_split
 
-__all__ = ["GAVEL_ARGUMENTS", "NORMALIZATIONS", "GavelPolicy", "gavel_isolated_throughputs",
-           "packed_solve"]
+__all__ = ["GAVEL_ARGUMENTS", "NORMALIZATIONS", "GavelPolicy", "check_cluster", "check_rates",
+           "gavel_isolated_throughputs", "packed_solve"]
 
 #: ``normalization=`` options of the max-min policies. In Gavel's current code
 #: (``MaxMinFairnessPolicyWithPerf``, commit c4fa400) the objective is
@@ -215,6 +215,55 @@ def throughput_matrix(tp: Mapping[Hashable, Any], jobs: list[Any], types: list[s
         return as_array(T.T.reshape(len(jobs), len(types)), name, ndim=2, allow_empty=True)
     except InputError as exc:
         raise _rate_error(exc, name, jobs, types, transposed=False) from None
+
+
+def check_rates(tp: Mapping[Hashable, Any]) -> None:
+    """Validate the single-job rates of ``tp`` (``{job: {worker_type: rate}}``; pair keys are
+    skipped) as `throughput_matrix` does, for the policies that read them only as flags or
+    not at all (Gavel's heuristics, the heterogeneity-agnostic policies): an invalid rate is an
+    `fairalloc.InputError` naming the job id and the worker type.
+
+    Examples
+    --------
+    >>> check_rates({0: {"v100": 2.0}, (0, 1): {"v100": [1.0, 1.0]}})
+    >>> try:
+    ...     check_rates({0: {"v100": "2"}})
+    ... except InputError as exc:
+    ...     print(str(exc)[:36])
+    unflattened_throughputs[0]['v100'] i
+    """
+    require_mapping(tp, "unflattened_throughputs")
+    singles = [j for j in tp if not is_pair(j)]
+    if not singles:
+        return
+    rows = [tp[j] for j in singles]
+    types = list(dict.fromkeys(itertools.chain.from_iterable(
+        row for row in rows if isinstance(row, Mapping))))
+    throughput_matrix({j: tp[j] for j in singles}, singles, types)
+
+
+def check_cluster(cluster_spec: Any) -> np.ndarray:
+    """``cluster_spec``'s worker counts (``{worker_type: count}``) in its order, validated
+    (non-negative integers, not text or bools); errors name the worker type.
+
+    Examples
+    --------
+    >>> check_cluster({"v100": 2, "k80": 0}).tolist()
+    [2.0, 0.0]
+    """
+    if not isinstance(cluster_spec, Mapping):
+        raise InputError("cluster_spec must be a dict worker_type -> count, got "
+                         f"{type(cluster_spec).__name__}", argument="cluster_spec")
+    types = list(cluster_spec)
+    try:
+        return as_array(list(cluster_spec.values()), "cluster_spec", ndim=1, integer=True,
+                        allow_empty=True)
+    except InputError as exc:
+        if exc.index is None or len(exc.index) != 1:
+            raise
+        text = str(exc).replace(f"cluster_spec{fmt_index(exc.index)}",
+                                f"cluster_spec[{types[exc.index[0]]!r}]", 1)
+        raise InputError(text, argument="cluster_spec", index=exc.index) from None
 
 
 def _nested_rate(by_type: list[list[Any]], name: str, exc: InputError) -> InputError:
