@@ -62,6 +62,7 @@ from ..rounds import RoundPolicy, RoundResult
 from .gavel_base import (
     NORMALIZATIONS,
     GavelPolicy,
+    check_rates,
     require_mapping,
 )
 from .gavel_fifo import fifo_fill, fifo_result
@@ -126,8 +127,8 @@ def _weights(priority_weights: Any, scale_factors: Any, normalization: str) -> A
 
 def _collapse(tp: Any, reference: str | None) -> dict[Hashable, dict[str, float]]:
     """Gavel's heterogeneity-agnostic throughputs: every type 1 (``reference=None``) or every
-    type at the job's rate on ``reference``."""
-    require_mapping(tp, "unflattened_throughputs")
+    type at the job's rate on ``reference``; the rates are validated all the same."""
+    check_rates(tp)
     out: dict[Hashable, dict[str, float]] = {}
     for j, row in tp.items():
         require_mapping(row, "unflattened_throughputs")

@@ -25,14 +25,14 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import as_array, fmt_index
+from .._validation import as_array, as_real_array, fmt_index
 from ..errors import InputError
 from ..rounds import RoundPolicy, RoundResult
 from ..rounds.keys import same_keys
 from ..rounds.state import gavel_isolated_split
 
-__all__ = ["GAVEL_ARGUMENTS", "NORMALIZATIONS", "GavelPolicy", "gavel_isolated_throughputs",
-           "packed_solve"]
+__all__ = ["GAVEL_ARGUMENTS", "NORMALIZATIONS", "GavelPolicy", "check_cluster", "check_rates",
+           "gavel_isolated_throughputs", "packed_solve"]
 
 #: ``normalization=`` options of the max-min policies. In Gavel's current code
 #: (``MaxMinFairnessPolicyWithPerf``, commit c4fa400) the objective is
@@ -189,23 +189,115 @@ def by_job(values: Any, name: str, jobs: list[Any], **kw: Any) -> Any:
 
 def throughput_matrix(tp: Mapping[Hashable, Any], jobs: list[Any], types: list[str]
                       ) -> np.ndarray:
-    """``T[i, j] = tp[jobs[i]][types[j]]`` (0 where a job does not list a type), validated."""
+    """``T[i, j] = tp[jobs[i]][types[j]]`` (0 where a job does not list a type), validated
+    as every rate of the library (text, bools, sequences and other non-numbers are an
+    `fairalloc.InputError` naming the job and the worker type)."""
+    name = "unflattened_throughputs"
     listed = list(tp.values()) if same_keys(tp, jobs) else [tp[j] for j in jobs]
     if set(map(type, listed)) <= {dict}:  # (the common case: one pass per type, in C)
         by_type = [list(map(dict.get, listed, itertools.repeat(t), itertools.repeat(0.0)))
                    for t in types]
-        try:
-            return as_array(np.asarray(by_type, dtype=float).T.reshape(len(jobs), len(types)),
-                            "unflattened_throughputs", ndim=2, allow_empty=True)
-        except (InputError, TypeError, ValueError):
-            pass  # (the row-major pass below names the entry)
-    for j, row in zip(jobs, listed):
-        if not isinstance(row, Mapping):
-            raise InputError(f"unflattened_throughputs[{j!r}] must be a dict worker_type -> "
-                             "throughput", argument="unflattened_throughputs")
-    rows = [[row.get(t, 0.0) for t in types] for row in listed]
-    return as_array(rows, "unflattened_throughputs", ndim=2, shape=(len(jobs), len(types)),
-                    allow_empty=True)
+    else:
+        for j, row in zip(jobs, listed):
+            if not isinstance(row, Mapping):
+                raise InputError(f"{name}[{j!r}] must be a dict worker_type -> throughput",
+                                 argument=name)
+        by_type = [[row.get(t, 0.0) for row in listed] for t in types]
+    try:  # (validated column by column: an entry's index is (type, job))
+        T = as_real_array(by_type, name)
+        if T.ndim != 2 and T.size:  # a rate given as a sequence: one level more
+            raise InputError(f"{name}: a rate is a sequence", argument=name)
+    except InputError as exc:
+        if exc.index is None or len(exc.index) != 2:  # (ragged or nested: find the rate)
+            exc = _nested_rate(by_type, name, exc)
+        raise _rate_error(exc, name, jobs, types, transposed=True) from None
+    try:
+        return as_array(T.T.reshape(len(jobs), len(types)), name, ndim=2, allow_empty=True)
+    except InputError as exc:
+        raise _rate_error(exc, name, jobs, types, transposed=False) from None
+
+
+def check_rates(tp: Mapping[Hashable, Any]) -> None:
+    """Validate the single-job rates of ``tp`` (``{job: {worker_type: rate}}``; pair keys are
+    skipped) as `throughput_matrix` does, for the policies that read them only as flags or
+    not at all (Gavel's heuristics, the heterogeneity-agnostic policies): an invalid rate is an
+    `fairalloc.InputError` naming the job id and the worker type.
+
+    Examples
+    --------
+    >>> check_rates({0: {"v100": 2.0}, (0, 1): {"v100": [1.0, 1.0]}})
+    >>> try:
+    ...     check_rates({0: {"v100": "2"}})
+    ... except InputError as exc:
+    ...     print(str(exc)[:36])
+    unflattened_throughputs[0]['v100'] i
+    """
+    require_mapping(tp, "unflattened_throughputs")
+    singles = [j for j in tp if not is_pair(j)]
+    if not singles:
+        return
+    rows = [tp[j] for j in singles]
+    types = list(dict.fromkeys(itertools.chain.from_iterable(
+        row for row in rows if isinstance(row, Mapping))))
+    throughput_matrix({j: tp[j] for j in singles}, singles, types)
+
+
+def check_cluster(cluster_spec: Any) -> np.ndarray:
+    """``cluster_spec``'s worker counts (``{worker_type: count}``) in its order, validated
+    (non-negative integers, not text or bools); errors name the worker type.
+
+    Examples
+    --------
+    >>> check_cluster({"v100": 2, "k80": 0}).tolist()
+    [2.0, 0.0]
+    """
+    if not isinstance(cluster_spec, Mapping):
+        raise InputError("cluster_spec must be a dict worker_type -> count, got "
+                         f"{type(cluster_spec).__name__}", argument="cluster_spec")
+    types = list(cluster_spec)
+    try:
+        return as_array(list(cluster_spec.values()), "cluster_spec", ndim=1, integer=True,
+                        allow_empty=True)
+    except InputError as exc:
+        if exc.index is None or len(exc.index) != 1:
+            raise
+        text = str(exc).replace(f"cluster_spec{fmt_index(exc.index)}",
+                                f"cluster_spec[{types[exc.index[0]]!r}]", 1)
+        raise InputError(text, argument="cluster_spec", index=exc.index) from None
+
+
+def _nested_rate(by_type: list[list[Any]], name: str, exc: InputError) -> InputError:
+    """The error naming the first rate (type ``t``, job ``j``) that is not a scalar
+    (``exc`` when every rate is one)."""
+    for t, col in enumerate(by_type):
+        for j, v in enumerate(col):
+            if not isinstance(v, str | bytes) and _is_nested(v):
+                return InputError(f"{name}{fmt_index((t, j))} is {v!r}: a {type(v).__name__} "
+                                  "where a number belongs; every entry must be a real number",
+                                  argument=name, index=(t, j))
+    return exc
+
+
+def _is_nested(value: Any) -> bool:
+    """Whether ``value`` is a sequence or an array of one dimension or more."""
+    try:
+        return np.ndim(value) > 0
+    except ValueError:  # (ragged inside)
+        return True
+
+
+def _rate_error(exc: InputError, name: str, jobs: list[Any], types: list[str], *,
+                transposed: bool) -> InputError:
+    """``exc`` about rate entry ``(type, job)`` (``transposed``) or ``(job, type)``, naming the
+    job id and the worker type; the index returned is (job, type)."""
+    if exc.index is None or len(exc.index) != 2:
+        return exc
+    i, t = (exc.index[1], exc.index[0]) if transposed else exc.index
+    head = f"{name}{fmt_index(exc.index)}"
+    text = str(exc)
+    detail = text[len(head):] if text.startswith(head) else f": {text}"
+    return InputError(f"{name}[{jobs[i]!r}][{types[t]!r}]{detail}", argument=name,
+                      index=(i, t))
 
 
 def gavel_isolated_throughputs(unflattened_throughputs: Mapping[Hashable, Mapping[str, float]],

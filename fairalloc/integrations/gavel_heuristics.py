@@ -25,7 +25,15 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
-from .gavel_base import by_job, is_pair, members, require_mapping, throughput_matrix
+from .gavel_base import (
+    by_job,
+    check_cluster,
+    check_rates,
+    is_pair,
+    members,
+    require_mapping,
+    throughput_matrix,
+)
 
 __all__ = ["AlloXPolicy", "FIFOPolicy", "GandivaPolicy", "IsolatedPolicy"]
 
@@ -56,7 +64,7 @@ def _zeros(keys: Any, cluster_spec: Mapping[str, int]) -> dict[Hashable, dict[st
 
 def _split(rows: int, sf: np.ndarray, cluster_spec: Mapping[str, int]) -> np.ndarray:
     """Gavel's 1/m split: ``x[i, j] = c_j / (m s_i)``, rows scaled to sum at most 1."""
-    c = np.array([float(cluster_spec[t]) for t in cluster_spec])
+    c = check_cluster(cluster_spec)
     if rows == 0:
         return np.zeros((0, c.size))
     x = c[None, :] / (rows * sf[:, None])
@@ -80,7 +88,7 @@ class IsolatedPolicy:
     def get_allocation(self, unflattened_throughputs: Any, scale_factors: Any,
                        cluster_spec: Any) -> dict[Hashable, dict[str, float]]:
         """``{job_id: {worker_type: fraction}}`` for this round."""
-        require_mapping(unflattened_throughputs, "unflattened_throughputs")
+        check_rates(unflattened_throughputs)
         jobs = list(unflattened_throughputs)
         if not jobs:
             return {}
@@ -113,9 +121,11 @@ class FIFOPolicy:
     def get_allocation(self, throughputs: Any, scale_factors: Any, cluster_spec: Any
                        ) -> dict[Hashable, dict[str, float]]:
         """``{job_id: {worker_type: 0.0 or 1.0}}`` for this round."""
-        require_mapping(throughputs, "unflattened_throughputs")
+        check_rates(throughputs)
         require_mapping(scale_factors, "scale_factors")
-        free = {t: int(cluster_spec[t]) for t in cluster_spec}
+        free = dict(zip(cluster_spec, check_cluster(cluster_spec).astype(int).tolist()))
+        by_job(scale_factors, "scale_factors", [j for j in throughputs if not is_pair(j)],
+               positive=True, integer=True)
         queue = [j for j in _sorted(throughputs)
                  if j not in self._allocation and not is_pair(j)]
         for job in _sorted(self._allocation):
@@ -186,12 +196,14 @@ class GandivaPolicy:
                        cluster_spec: Any) -> dict[Hashable, dict[str, float]]:
         """``{key: {worker_type: fraction}}`` for single and pair keys."""
         tp = unflattened_throughputs
-        require_mapping(tp, "unflattened_throughputs")
+        check_rates(tp)
         require_mapping(scale_factors, "scale_factors")
+        check_cluster(cluster_spec)
         if not tp:
             return {}
         types = list(cluster_spec)
         singles = _sorted(j for j in tp if not is_pair(j))
+        by_job(scale_factors, "scale_factors", singles, positive=True, integer=True)
         pair_of = {frozenset(members(p)): p for p in tp if is_pair(p)}
         drop: set[Any] = set()
         for job, (combo, other) in self._assigned.items():
@@ -261,6 +273,7 @@ class AlloXPolicy:
         jobs = _sorted(tp)
         if not jobs:
             return {}
+        check_cluster(cluster_spec)
         types = sorted(str(t) for t in cluster_spec)  # Gavel numbers workers type by type
         sf = by_job(scale_factors, "scale_factors", jobs, positive=True)
         wide = np.flatnonzero(sf != 1)

@@ -80,7 +80,15 @@ _COMPACT_RATIO = 2.0
 _UNREAD = ("steps_remaining", "elapsed", "isolated_elapsed")
 _INF = float("inf")
 #: what one kept model is (`IncrementalMaxMin._fits` sets one aside and brings it back)
-_MODEL = ("_hs", "_types", "_cap", "_slot", "_count", "_sf", "_free")
+_MODEL = ("_hs", "_types", "_cap", "_slot", "_count", "_sf", "_free", "_mu")
+#: ACCURACY: a model's level rows are kept in units ``mu`` (a power of two) within this factor
+#: of the smallest job's best level coefficient ``s max_t T / (w equal_tp)``: the certificate's
+#: dual residual is absolute, so a level row of coefficients ~1e-12 (weights 1e12) certified
+#: theta 0 (a job starved); ``mu`` is 1 while that coefficient is within the factor of 1
+_UNIT_DRIFT = 2.0 ** 10
+#: ACCURACY: a round whose jobs' best level coefficients spread over more than this factor is
+#: handed to the normal round (no one unit keeps every level row near 1)
+_LEVEL_SPREAD = 1e8
 
 
 class IncrementalMaxMin:
@@ -115,6 +123,7 @@ class IncrementalMaxMin:
         self._count = np.zeros(0)            # members of each slot's class (0: free)
         self._sf = np.zeros(0)               # its scale factor
         self._free: list[int] = []
+        self._mu = 1.0                       # the unit of its level rows (theta / mu is solved)
 
     # --- the models ---------------------------------------------------------------------------
     def _new_model(self, tnames: tuple[str, ...], cap: np.ndarray, stages: int) -> None:
@@ -325,14 +334,24 @@ class IncrementalMaxMin:
         """The reduced program's round (every type present, every job runnable) on the kept
         model (``stages``: 2 with the work-conserving stage, 1 without): its
         `fairalloc.throughput.Allocation`, certified on the whole reduced program."""
-        warm = self._fits(tnames, cap) and len(self._hs) == stages
-        if warm and len(self._free) > _COMPACT_RATIO * max(len(self._slot), 1):
-            warm = False  # mostly free slots (many classes left): a new, compact model
-        if not warm:
-            self._new_model(tnames, cap, stages)
         Ta = np.where(allowed, T, 0.0)
         equal_tp = Ta @ (cap / cap.sum())
         coef = s / (wt * equal_tp)
+        best = coef * Ta.max(axis=1)  # each job's level coefficient on its best type
+        low, high = float(best.min()), float(best.max())
+        if not high <= _LEVEL_SPREAD * low:
+            raise Decline(f"level coefficients spread over {high / low:.3g} (weights or rates "
+                          "far apart): the normal round scales them")
+        warm = self._fits(tnames, cap) and len(self._hs) == stages
+        if warm and len(self._free) > _COMPACT_RATIO * max(len(self._slot), 1):
+            warm = False  # mostly free slots (many classes left): a new, compact model
+        if warm and not 1.0 / _UNIT_DRIFT <= low / self._mu <= _UNIT_DRIFT:
+            warm = False  # the level rows far from the model's unit: a new model
+        if not warm:
+            self._new_model(tnames, cap, stages)
+            if not 1.0 / _UNIT_DRIFT <= low <= _UNIT_DRIFT:
+                self._mu = float(2.0 ** np.round(np.log2(low)))
+        coef = coef / self._mu  # (a power of two: exact) the model's units
         inv, rep, counts, keys = _classes(np.column_stack([T, s, wt]))
         slot_of = np.fromiter(map(self._slot.get, keys, itertools.repeat(-1)),
                               dtype=np.intp, count=len(keys))
@@ -360,15 +379,16 @@ class IncrementalMaxMin:
         if changed.size:
             self._recount(slot_of[changed], m[changed])
         return self._answer(t0, warm, T[rep], Ta[rep], cap, tnames, s[rep], coef[rep],
-                            equal_tp[rep], m, slot_of, inv, tols)
+                            equal_tp[rep], m, slot_of, inv, tols, self._mu)
 
     def _answer(self, t0: float, warm: bool, T: np.ndarray, Ta: np.ndarray, cap: np.ndarray,
                 tnames: tuple[str, ...], s: np.ndarray, coef: np.ndarray,
                 equal_tp: np.ndarray, m: np.ndarray, slot_of: np.ndarray, inv: np.ndarray,
-                tols: tuple[float, float, float]) -> Any:
+                tols: tuple[float, float, float], mu: float) -> Any:
         """Both stages re-solved, certified and expanded to the jobs. ``T`` .. ``equal_tp``:
-        one member's data per class (every member's are these very numbers), ``m`` the
-        members, ``slot_of`` each class's slot, ``inv`` each job's class."""
+        one member's data per class (every member's are these very numbers; ``coef`` in the
+        model's units ``mu``), ``m`` the members, ``slot_of`` each class's slot, ``inv`` each
+        job's class."""
         k = cap.size
         gap_tol, feas_tol, stage_tol = tols
         xv2, y1, it1 = self._run(self._hs[0], "level")
@@ -394,6 +414,10 @@ class IncrementalMaxMin:
 
         certs = _certificates(Ta, s, coef, equal_tp, m, cap, xc, per_class(y1),
                               None if y2 is None else per_class(y2), low, gap_tol, feas_tol)
+        if mu != 1.0:  # the level stage's values back in units of theta (residuals: unit)
+            certs = (dataclasses.replace(certs[0], primal_value=certs[0].primal_value * mu,
+                                         dual_bound=certs[0].dual_bound * mu,
+                                         gap=certs[0].gap * mu), *certs[1:])
         cert1 = certs[0]
         if not all(c.ok for c in certs):
             bad = next(c for c in certs if not c.ok)
@@ -414,7 +438,7 @@ class IncrementalMaxMin:
 
         return Allocation(objective=cert1.primal_value, status=Status.OPTIMAL, stats=stats,
                           certificate=cert1, allocation=x, prices=prices,
-                          effective_throughput=tp, metric=(coef * tpc)[inv],
+                          effective_throughput=tp, metric=(mu * coef * tpc)[inv],
                           policy="max_min_fairness", job_ids=tuple(range(inv.size)),
                           types=tnames, pair_x=None, consolidated_x=None,
                           utilization=((m * s) @ xc) / cap, stage_certificates=certs)
