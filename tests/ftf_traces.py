@@ -4,9 +4,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
+
+import fairalloc as fa
 
 TYPES = ("v100", "p100", "k80")
 ROUND_S = 360.0
@@ -50,3 +53,14 @@ def allocate_args(jobs: dict[int, dict[str, Any]]) -> tuple[dict, dict]:
              "steps_remaining": {i: j["steps"] for i, j in jobs.items()},
              "elapsed": {i: j["t"] for i, j in jobs.items()},
              "isolated_elapsed": {i: j["t"] for i, j in jobs.items()}})
+
+
+def warm_and_cold(rounds: list[dict[int, dict[str, Any]]], cap: dict[str, int]
+                  ) -> Iterator[tuple[dict[int, dict[str, Any]], Any, Any]]:
+    """Each round of a trace with its warm result (one `fairalloc.RoundPolicy` across the
+    rounds) and its cold one (`fairalloc.solve_round` on the same inputs)."""
+    p = fa.RoundPolicy("finish_time_fairness")
+    for jobs in rounds:
+        tp, per = allocate_args(jobs)
+        yield (jobs, p.allocate(tp, cap, **per),
+               fa.solve_round("finish_time_fairness", tp, cap, **per))

@@ -18,7 +18,7 @@ import fairalloc as fa
 from fairalloc.backends.kept import KeptLP
 from fairalloc.results import Status
 from fairalloc.tolerances import FEAS_TOL, GAP_TOL
-from tests.ftf_traces import ROUND_S, TYPES, allocate_args, job_trace
+from tests.ftf_traces import ROUND_S, TYPES, allocate_args, job_trace, warm_and_cold
 
 #: two certified optima of max rho, each within GAP_TOL of R* relative to R (the level
 #: certificate's scale), differ by at most twice that
@@ -71,12 +71,8 @@ def _check_feasible(res, jobs, cap):
 @given(traces())
 def test_incremental_ftf_rounds_agree_with_cold_rounds(trace):
     rounds, cap = trace
-    p = fa.RoundPolicy("finish_time_fairness")
     methods = []
-    for jobs in rounds:
-        tp, per = allocate_args(jobs)
-        warm = p.allocate(tp, cap, **per)
-        cold = fa.solve_round("finish_time_fairness", tp, cap, **per)
+    for jobs, warm, cold in warm_and_cold(rounds, cap):
         methods.append(warm.stats.method)
         assert warm.status == Status.OPTIMAL and warm.certificate.ok
         assert all(c.ok for c in warm.reduced.stage_certificates)

@@ -17,7 +17,7 @@ import fairalloc as fa
 from fairalloc.results import Status
 from fairalloc.throughput.duration import CLOSED_FORM
 from fairalloc.tolerances import FEAS_TOL, GAP_TOL
-from tests.ftf_traces import ROUND_S, TYPES, allocate_args, job_trace
+from tests.ftf_traces import ROUND_S, TYPES, allocate_args, job_trace, warm_and_cold
 
 #: two certified optima of max rho, each within GAP_TOL of R* relative to R, differ by at
 #: most twice that
@@ -56,12 +56,8 @@ def _agree(warm, cold, jobs, cap):
 
 def _trace(trace):
     out, cap = trace
-    p = fa.RoundPolicy("finish_time_fairness")
     paths = []
-    for jobs in out:
-        tp, per = allocate_args(jobs)
-        warm = p.allocate(tp, cap, **per)
-        cold = fa.solve_round("finish_time_fairness", tp, cap, **per)
+    for jobs, warm, cold in warm_and_cold(out, cap):
         _agree(warm, cold, jobs, cap)
         paths.append((warm.stats.method, warm.stats.path[0], cold.stats.path[0]))
     return paths
