@@ -15,9 +15,8 @@ Examples
 --------
 >>> import numpy as np
 >>> Ta, s, cap = np.array([[1.0, 2.0]]), np.ones(1), np.ones(2)
->>> x = np.array([[0.0, 1.0]])
->>> part = lagrangian(Ta, s, cap, x, (np.zeros(2), np.array([-2.0]), np.array([1.0])))
->>> float(part.rows), part.columns, part.residual
+>>> part = lagrangian(Ta, s, cap, (np.zeros(2), np.array([-2.0]), np.array([1.0])))
+>>> float(part.rows), part.columns, residual(s, cap, np.array([[0.0, 1.0]]))
 (-2.0, 0.0, 0.0)
 """
 
@@ -38,7 +37,8 @@ from ..tolerances import FEAS_TOL, GAP_TOL
 from .result import RoundResult
 
 __all__ = ["KeptRound", "Lagrangian", "decline_failed", "kept_residual", "lagrangian",
-           "new_models", "release_slots", "round_tolerances", "row_duals", "slot_columns"]
+           "new_models", "release_slots", "residual", "round_tolerances", "row_duals",
+           "slot_columns"]
 
 _INF = float("inf")
 
@@ -185,20 +185,20 @@ def row_duals(y: np.ndarray, slot_of: np.ndarray, k: int, lam: float = 1.0
 
 # --- the certificate's shared parts ------------------------------------------------------------
 class Lagrangian(NamedTuple):
-    """The parts of `fairalloc.certificates.lp_certificate` every stage shares."""
+    """The dual parts of `fairalloc.certificates.lp_certificate` every stage shares."""
 
     rows: float       # the time and capacity rows' part of the dual function
     columns: float    # the columns' dual residual (absolute): max -reduced cost where allowed
-    residual: float   # the time and capacity rows' relative violation at x
 
 
-def lagrangian(Ta: np.ndarray, s: np.ndarray, cap: np.ndarray, x: np.ndarray,
+def lagrangian(Ta: np.ndarray, s: np.ndarray, cap: np.ndarray,
                duals: tuple[np.ndarray, np.ndarray, np.ndarray], *,
                g: np.ndarray | None = None, members: np.ndarray | None = None) -> Lagrangian:
-    """The shared parts of the certificate of an LP over jobs ``j`` (columns ``x_jt >= 0`` where
-    ``Ta > 0``, none elsewhere) with time rows ``sum_t x_jt <= 1``, capacity rows ``sum_j s_j
-    x_jt <= cap_t`` and one level row per job whose entries are ``Ta_j`` times a factor
-    (``min -g . x`` plus the ``theta`` column, which the caller prices), in ``O(rows k)``.
+    """The shared dual parts of the certificate of an LP over jobs ``j`` (columns ``x_jt >= 0``
+    where ``Ta > 0``, none elsewhere) with time rows ``sum_t x_jt <= 1``, capacity rows ``sum_j
+    s_j x_jt <= cap_t`` and one level row per job whose entries are ``Ta_j`` times a factor
+    (``min -g . x`` plus the ``theta`` column, which the caller prices), in ``O(rows k)``;
+    the primal side is `residual` (and `kept_residual` for kept rows).
 
     ``duals``: capacity, time and level-row multipliers in the minimisation's signs, the last
     already times the row's factor. ``members``: each row stands for this many jobs of equal
@@ -209,15 +209,19 @@ def lagrangian(Ta: np.ndarray, s: np.ndarray, cap: np.ndarray, x: np.ndarray,
     neg_d = y_time[:, None] + s[:, None] * y_cap[None, :] + y_row[:, None] * Ta
     if g is not None:
         neg_d += g
-    busy = x.sum(axis=1)
-    used = (s if members is None else members * s) @ x
-    with np.errstate(invalid="ignore", divide="ignore"):
-        residual = max(float(np.max((busy - 1.0) / np.maximum(busy, 1.0), initial=0.0)),
-                       float(np.max((used - cap) / np.maximum(cap, used), initial=0.0)))
     time_sum = y_time.sum() if members is None else members @ y_time
     return Lagrangian(rows=time_sum + y_cap @ cap,
-                      columns=float(np.max(neg_d, where=Ta > 0, initial=0.0)),
-                      residual=residual)
+                      columns=float(np.max(neg_d, where=Ta > 0, initial=0.0)))
+
+
+def residual(s: np.ndarray, cap: np.ndarray, x: np.ndarray, members: np.ndarray | None = None
+             ) -> float:
+    """Relative violation of the time and capacity rows at ``x`` (``cap > 0``; ``members`` as
+    in `lagrangian`)."""
+    busy = x.sum(axis=1)
+    used = (s if members is None else members * s) @ x
+    return max(float(np.max((busy - 1.0) / np.maximum(busy, 1.0), initial=0.0)),
+               float(np.max((used - cap) / np.maximum(cap, used), initial=0.0)))
 
 
 def kept_residual(low: np.ndarray | float, level: np.ndarray) -> float:

@@ -68,6 +68,7 @@ from ._kept_round import (
     lagrangian,
     new_models,
     release_slots,
+    residual,
     round_tolerances,
     row_duals,
     slot_columns,
@@ -438,22 +439,23 @@ def _certificates(Ta: np.ndarray, s: np.ndarray, coef: np.ndarray, equal_tp: np.
     rate = (Ta * x).sum(axis=1)
     level = coef * rate
     kept = kept_residual(low, level)
+    base = residual(s, cap, x, m)
     theta = float(level.min())
     g = Ta / equal_tp[:, None]  # the work-conserving objective (negated), per column
     certs = []
     stages = [(y1, False)] if y2 is None else [(y1, False), (y2, True)]
     for y, wc in stages:
         y_lev = y[2]
-        part = lagrangian(Ta, s, cap, x, (y[0], y[1], coef * y_lev), g=g if wc else None,
+        part = lagrangian(Ta, s, cap, (y[0], y[1], coef * y_lev), g=g if wc else None,
                           members=m)
         rows = float(part.rows)
         if wc:
             primal, c_mag = -float(m @ (rate / equal_tp)), float(np.max(g, initial=0.0))
             rows += low * float(m @ y_lev)
-            d_theta, res = 0.0, max(part.residual, kept)
+            d_theta, res = 0.0, max(base, kept)
         else:
             primal, c_mag = -theta, 1.0
-            d_theta, res = -1.0 + float(m @ y_lev), part.residual
+            d_theta, res = -1.0 + float(m @ y_lev), base
         dual_res = max(part.columns, abs(d_theta))
         # (every column at its lower bound 0: the columns add nothing to the dual bound)
         certs.append(Certificate(kind="lp", primal_value=-primal, dual_bound=-rows,

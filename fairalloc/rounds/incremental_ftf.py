@@ -82,6 +82,7 @@ from ._kept_round import (
     lagrangian,
     new_models,
     release_slots,
+    residual,
     round_tolerances,
     row_duals,
     slot_columns,
@@ -580,14 +581,14 @@ def _level_certificate(job: _Jobs, c: np.ndarray, cap: np.ndarray, x: np.ndarray
     y_thr = duals[2]
     b = job.steps / job.g(r_x)
     theta = float(np.min((job.tp(x) - b) / c))
-    part = lagrangian(job.Ta, job.s, cap, x, duals)
+    part = lagrangian(job.Ta, job.s, cap, duals)
     d_theta = -1.0 + float(c @ y_thr)
     rows = float(part.rows + y_thr @ b)
     kappa = float(np.min(job.slope(r_x) / c))
     dual_res = max(part.columns, abs(d_theta))
     gap = max(-rows - min(theta, 0.0), 0.0) / kappa if kappa > 0 else _INF
     return Certificate(kind="lp", primal_value=theta, dual_bound=-rows, gap=gap,
-                       primal_residual=part.residual, dual_residual=dual_res,
+                       primal_residual=residual(job.s, cap, x), dual_residual=dual_res,
                        gap_tol=gap_tol, feas_tol=feas_tol, scale=abs(1.0 + r_x))
 
 
@@ -599,12 +600,12 @@ def _wc_certificate(job: _Jobs, cap: np.ndarray, low: np.ndarray, x: np.ndarray,
     and ``T_m . x_m >= low_m``; at the final allocation ``x``."""
     g = job.Ta / job.equal_tp[:, None]
     tp = job.tp(x)
-    part = lagrangian(job.Ta, job.s, cap, x, duals, g=g)
+    part = lagrangian(job.Ta, job.s, cap, duals, g=g)
     primal = -float((tp / job.equal_tp).sum())
     rows = float(part.rows + duals[2] @ low)
     return Certificate(kind="lp", primal_value=-primal, dual_bound=-rows,
                        gap=max(primal - rows, 0.0),
-                       primal_residual=max(part.residual, kept_residual(low, tp)),
+                       primal_residual=max(residual(job.s, cap, x), kept_residual(low, tp)),
                        dual_residual=part.columns / float(np.max(g, initial=1.0)),
                        gap_tol=gap_tol, feas_tol=feas_tol)
 
