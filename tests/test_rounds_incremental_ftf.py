@@ -18,12 +18,11 @@ import fairalloc as fa
 from fairalloc.backends.kept import KeptLP
 from fairalloc.results import Status
 from fairalloc.tolerances import FEAS_TOL, GAP_TOL
+from tests.ftf_traces import ROUND_S, TYPES, allocate_args, job_trace, warm_and_cold
 
 #: two certified optima of max rho, each within GAP_TOL of R* relative to R (the level
 #: certificate's scale), differ by at most twice that
 AGREE = 2 * GAP_TOL
-TYPES = ("v100", "p100", "k80")
-ROUND_S = 360.0
 
 
 @st.composite
@@ -37,37 +36,9 @@ def traces(draw):
     cap = {t: int(rng.integers(1, 7)) * 2 for t in TYPES[:k]}
     progress = draw(st.sampled_from([0.0, 0.1, 0.5]))
 
-    def job(first: bool):
-        tp = {t: float(rng.uniform(0.5, 20.0)) for t in TYPES[:k] if rng.random() < 0.8}
-        total = float(rng.uniform(1e3, 1e5))
-        return {"tp": tp or {TYPES[0]: 3.0}, "sf": int(rng.choice([1, 1, 2])),
-                "steps": total * (rng.uniform(0.1, 1.0) if first else 1.0),
-                "t": float(ROUND_S * rng.integers(0, 20)) if first else 0.0}
-
-    active = {i: job(True) for i in range(n)}
     churn = draw(st.integers(1, 3))
-    out, nxt = [], n
-    for r in range(5):
-        if r:
-            for j in active.values():
-                rate = next(iter(j["tp"].values()))
-                j["steps"] = max(j["steps"] - progress * ROUND_S * rate, 1.0)
-                j["t"] += ROUND_S
-            for j in rng.choice(list(active), size=min(churn, len(active) - 1), replace=False):
-                del active[j]
-            for _ in range(churn):
-                active[nxt] = job(False)
-                nxt += 1
-        out.append({i: dict(j) for i, j in active.items()})
-    return out, cap
+    return job_trace(rng, n, k, churn, 5, progress), cap
 
-
-def _args(jobs):
-    return ({i: j["tp"] for i, j in jobs.items()},
-            {"scale_factor": {i: j["sf"] for i, j in jobs.items()},
-             "steps_remaining": {i: j["steps"] for i, j in jobs.items()},
-             "elapsed": {i: j["t"] for i, j in jobs.items()},
-             "isolated_elapsed": {i: j["t"] for i, j in jobs.items()}})
 
 
 def _jobs_cluster(jobs, cap, order):
@@ -100,12 +71,8 @@ def _check_feasible(res, jobs, cap):
 @given(traces())
 def test_incremental_ftf_rounds_agree_with_cold_rounds(trace):
     rounds, cap = trace
-    p = fa.RoundPolicy("finish_time_fairness")
     methods = []
-    for jobs in rounds:
-        tp, per = _args(jobs)
-        warm = p.allocate(tp, cap, **per)
-        cold = fa.solve_round("finish_time_fairness", tp, cap, **per)
+    for jobs, warm, cold in warm_and_cold(rounds, cap):
         methods.append(warm.stats.method)
         assert warm.status == Status.OPTIMAL and warm.certificate.ok
         assert all(c.ok for c in warm.reduced.stage_certificates)
@@ -135,7 +102,7 @@ def _gavel_like(n, seed):
 def test_a_failed_level_certificate_hands_over_to_the_normal_round(monkeypatch):
     jobs, cap = _gavel_like(12, 1)
     cap = dict.fromkeys(cap, 1)  # (contended: R* above R_lb, the Newton path's level LP)
-    tp, per = _args(jobs)
+    tp, per = allocate_args(jobs)
     p = fa.RoundPolicy("finish_time_fairness")
     p.allocate(tp, cap, **per)  # (the first round is the normal round)
     per["elapsed"] = {i: t + ROUND_S for i, t in per["elapsed"].items()}
@@ -162,7 +129,7 @@ def test_a_failed_level_certificate_hands_over_to_the_normal_round(monkeypatch):
 
 def test_a_failed_work_conserving_certificate_hands_over(monkeypatch):
     jobs, cap = _gavel_like(10, 2)
-    tp, per = _args(jobs)
+    tp, per = allocate_args(jobs)
     p = fa.RoundPolicy("finish_time_fairness")
     solve = KeptLP.solve
 
@@ -180,7 +147,7 @@ def test_a_failed_work_conserving_certificate_hands_over(monkeypatch):
 
 def test_rounds_it_cannot_answer_go_to_the_normal_round():
     jobs, cap = _gavel_like(8, 3)
-    tp, per = _args(jobs)
+    tp, per = allocate_args(jobs)
     p = fa.RoundPolicy("finish_time_fairness")
     first = p.allocate(tp, cap, **per)
     assert not first.stats.method.startswith("incremental") and not first.stats.fallbacks
@@ -200,7 +167,7 @@ def test_rounds_it_cannot_answer_go_to_the_normal_round():
     assert not fast.stats.method.startswith("incremental")
     # identical jobs: the normal round's symmetry reduction
     same = {i: dict(jobs[0]) for i in range(8)}
-    tp2, per2 = _args(same)
+    tp2, per2 = allocate_args(same)
     p2 = fa.RoundPolicy("finish_time_fairness")
     p2.allocate(tp2, cap, **per2)
     per2["steps_remaining"] = {i: 0.5 * v for i, v in per2["steps_remaining"].items()}
@@ -231,7 +198,7 @@ def test_rates_far_from_unit_scale_stay_incremental(rate):
                 j["steps"] *= 0.97
                 j["t"] += ROUND_S
             jobs[max(jobs) + 1] = job(0.0)
-        tp, per = _args(jobs)
+        tp, per = allocate_args(jobs)
         warm = p.allocate(tp, cap, **per)
         cold = fa.solve_round("finish_time_fairness", tp, cap, **per)
         assert warm.stats.method == ("incremental+warm" if r else cold.stats.method), \
@@ -249,7 +216,7 @@ def test_a_round_far_from_the_last_ratio_is_certified_in_units_of_rho(cut):
     jobs, cap = _gavel_like(30, 6)
     p = fa.RoundPolicy("finish_time_fairness")
     for r in range(4):
-        tp, per = _args(jobs)
+        tp, per = allocate_args(jobs)
         warm = p.allocate(tp, cap, **per)
         cold = fa.solve_round("finish_time_fairness", tp, cap, **per)
         assert warm.certificate.ok

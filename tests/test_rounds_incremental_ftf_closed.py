@@ -17,12 +17,11 @@ import fairalloc as fa
 from fairalloc.results import Status
 from fairalloc.throughput.duration import CLOSED_FORM
 from fairalloc.tolerances import FEAS_TOL, GAP_TOL
+from tests.ftf_traces import ROUND_S, TYPES, allocate_args, job_trace, warm_and_cold
 
 #: two certified optima of max rho, each within GAP_TOL of R* relative to R, differ by at
 #: most twice that
 AGREE = 2 * GAP_TOL
-TYPES = ("v100", "p100", "k80")
-ROUND_S = 360.0
 
 
 @st.composite
@@ -37,36 +36,8 @@ def rounds(draw, roomy: bool):
     k = draw(st.integers(1, 3)) if roomy else 1
     cap = {t: 2 * (n + churn) if roomy else 1 for t in TYPES[:k]}
 
-    def job(first: bool):
-        tp = {t: float(rng.uniform(0.5, 20.0)) for t in TYPES[:k] if rng.random() < 0.8}
-        total = float(rng.uniform(1e3, 1e5))
-        return {"tp": tp or {TYPES[0]: 3.0},
-                "sf": int(rng.choice([1, 1, 2])) if roomy else 1,
-                "steps": total * (rng.uniform(0.1, 1.0) if first else 1.0),
-                "t": float(ROUND_S * rng.integers(0, 20)) if first else 0.0}
+    return job_trace(rng, n, k, churn, 4, 0.2, gangs=roomy), cap
 
-    active = {i: job(True) for i in range(n)}
-    out, nxt = [], n
-    for r in range(4):
-        if r:
-            for j in active.values():
-                j["steps"] = max(j["steps"] - 0.2 * ROUND_S * next(iter(j["tp"].values())), 1.0)
-                j["t"] += ROUND_S
-            for j in rng.choice(list(active), size=min(churn, len(active) - 1), replace=False):
-                del active[j]
-            for _ in range(churn):
-                active[nxt] = job(False)
-                nxt += 1
-        out.append({i: dict(j) for i, j in active.items()})
-    return out, cap
-
-
-def _args(jobs):
-    return ({i: j["tp"] for i, j in jobs.items()},
-            {"scale_factor": {i: j["sf"] for i, j in jobs.items()},
-             "steps_remaining": {i: j["steps"] for i, j in jobs.items()},
-             "elapsed": {i: j["t"] for i, j in jobs.items()},
-             "isolated_elapsed": {i: j["t"] for i, j in jobs.items()}})
 
 
 def _agree(warm, cold, jobs, cap):
@@ -85,12 +56,8 @@ def _agree(warm, cold, jobs, cap):
 
 def _trace(trace):
     out, cap = trace
-    p = fa.RoundPolicy("finish_time_fairness")
     paths = []
-    for jobs in out:
-        tp, per = _args(jobs)
-        warm = p.allocate(tp, cap, **per)
-        cold = fa.solve_round("finish_time_fairness", tp, cap, **per)
+    for jobs, warm, cold in warm_and_cold(out, cap):
         _agree(warm, cold, jobs, cap)
         paths.append((warm.stats.method, warm.stats.path[0], cold.stats.path[0]))
     return paths
@@ -133,7 +100,7 @@ def test_the_closed_form_comes_back_once_an_optimum_is_at_the_lower_bound():
         jobs = {i: pool[i] for i in range(n)}
         for j in pool.values():
             j["t"] += ROUND_S
-        tp, per = _args(jobs)
+        tp, per = allocate_args(jobs)
         warm = p.allocate(tp, cap, **per)
         _agree(warm, fa.solve_round("finish_time_fairness", tp, cap, **per), jobs, cap)
         paths.append(warm.stats.path[0].split(":")[0])

@@ -1,9 +1,10 @@
 """A HiGHS LP kept alive across solves, changed in place and re-solved from its own basis.
 
-`fairalloc.rounds.incremental` keeps one per stage of a max-min fairness round: between rounds
-a few rows, columns, coefficients, bounds and costs change, and HiGHS' simplex restarts from
-the basis the model holds (a handful of iterations instead of a cold solve). The model is a
-maximisation with HiGHS' presolve off (a kept basis is only used without it).
+`fairalloc.rounds.incremental` (max-min) and `fairalloc.rounds.incremental_ftf` (finish-time
+fairness) keep one per stage of a round (`fairalloc.rounds._kept_round.new_models`): between
+rounds a few rows, columns, coefficients, bounds and costs change, and HiGHS' simplex restarts
+from the basis the model holds (a handful of iterations instead of a cold solve). The model is
+a maximisation with HiGHS' presolve off (a kept basis is only used without it).
 
 Examples
 --------

@@ -53,18 +53,26 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Hashable
 from typing import Any
 
 import numpy as np
 
 from .._symmetry import exact_classes
-from .._validation import as_tolerance
-from ..errors import SolverError
-from ..plan import Decline, Strategy, run_plan
+from ..plan import Decline
 from ..results import Certificate, SolveStats, Status
-from ..solvelog import SolveLog
-from ..tolerances import FEAS_TOL, GAP_TOL
+from ._kept_round import (
+    KeptRound,
+    decline_failed,
+    kept_residual,
+    lagrangian,
+    new_models,
+    release_slots,
+    residual,
+    round_tolerances,
+    row_duals,
+    slot_columns,
+)
 from .result import RoundResult
 
 __all__ = ["INCREMENTAL_OPTIONS", "IncrementalMaxMin", "refusal"]
@@ -91,21 +99,16 @@ _UNIT_DRIFT = 2.0 ** 10
 _LEVEL_SPREAD = 1e8
 
 
-class IncrementalMaxMin:
+class IncrementalMaxMin(KeptRound):
     """The kept HiGHS model of a max-min fairness round and its symmetry classes.
 
     `solve` answers one round (a `fairalloc.RoundResult`, certified on the original program)
-    or raises `fairalloc.plan.Decline` / `fairalloc.SolverError` (the caller hands over).
+    or raises `fairalloc.plan.Decline` / `fairalloc.SolverError` (the caller hands over);
+    `round` (`fairalloc.rounds._kept_round.KeptRound.round`) runs it as a plan.
     """
 
-    def __init__(self) -> None:
-        self.clear()
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {}  # a copy (or a pickled policy) builds its own model: HiGHS is not copied
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.clear()
+    _UNREAD = _UNREAD
+    _WHAT = "max-min fairness round"
 
     def clear(self) -> None:
         """Forget the models (the next round builds a new one)."""
@@ -130,19 +133,9 @@ class IncrementalMaxMin:
         """The stages' models (the level stage's, then the work-conserving one's unless
         ``stages`` is 1; equal rows and columns; each keeps its own basis): column 0 is
         ``theta`` (the level stage maximises it), rows ``0 .. k-1`` the capacity rows."""
-        from ..backends.kept import KeptLP
-
         self._forget()
-        k = cap.size
-        models = []
-        for cost in (1.0, 0.0)[:stages]:
-            lp = KeptLP()
-            lp.add_cols(np.array([cost]), np.zeros(1), np.full(1, _INF),
-                        np.zeros(1, dtype=np.int32), np.zeros(0, dtype=np.int32), np.zeros(0))
-            lp.add_rows(np.full(k, -_INF), cap.astype(float), np.zeros(k, dtype=np.int32),
-                        np.zeros(0, dtype=np.int32), np.zeros(0))
-            models.append(lp)
-        self._hs, self._types, self._cap = tuple(models), tnames, cap.copy()
+        self._hs = new_models(cap, ((1.0, 0.0, _INF), (0.0, 0.0, _INF))[:stages])
+        self._types, self._cap = tnames, cap.copy()
 
     def _fits(self, tnames: tuple[str, ...], cap: np.ndarray) -> bool:
         """Whether the current model is that of these present types and worker counts; when
@@ -170,25 +163,16 @@ class IncrementalMaxMin:
         a member's), so a class that changes size changes two numbers: the bound of its time
         row ``k + 2 s`` (``<= count``) and the ``theta`` coefficient of its level row
         ``k + 2 s + 1`` (``coef T . X - count theta >= 0``)."""
-        k = self._cap.size
         m = count.size
-        first = self._count.size
         at = np.arange(m, dtype=np.int32)
         lower = np.column_stack([np.full(m, -_INF), np.zeros(m)]).ravel()
         upper = np.column_stack([count, np.full(m, _INF)]).ravel()
-        # column (s, t): capacity row t (scale factor), time row (1), level row
-        row_t = np.broadcast_to(np.arange(k, dtype=np.int32), (m, k))
-        time_row = np.broadcast_to((k + 2 * (first + at))[:, None], (m, k)).astype(np.int32)
-        index = np.stack([row_t, time_row, time_row + 1], axis=2).reshape(-1)
-        value = np.stack([np.broadcast_to(sf[:, None], (m, k)), np.ones((m, k)),
-                          coef[:, None] * Ta], axis=2).reshape(-1)
-        ncol = m * k
-        starts = np.arange(0, 3 * ncol, 3, dtype=np.int32)
-        col_upper = np.where(Ta > 0, _INF, 0.0).ravel()
-        costs = (np.zeros(ncol), g.ravel())[: len(self._hs)]
+        starts, index, value, col_upper = slot_columns(Ta, sf, coef[:, None] * Ta,
+                                                       self._count.size)
+        costs = (np.zeros(Ta.size), g.ravel())[: len(self._hs)]
         for lp, cost in zip(self._hs, costs, strict=True):
             lp.add_rows(lower, upper, np.repeat(at, 2), np.zeros(m, dtype=np.int32), -count)
-            lp.add_cols(cost, np.zeros(ncol), col_upper, starts, index, value)
+            lp.add_cols(cost, np.zeros(Ta.size), col_upper, starts, index, value)
         self._count = np.concatenate([self._count, count])
         self._sf = np.concatenate([self._sf, sf])
 
@@ -211,15 +195,11 @@ class IncrementalMaxMin:
             self._hs[1].change_costs(np.arange(self._col(s, 0), self._col(s, k),
                                                dtype=np.int32), np.where(allowed, g, 0.0))
 
-    def _release(self, s: int) -> None:
-        k = self._cap.size
-        for lp in self._hs:
-            for t in range(k):
-                lp.change_col_bounds(self._col(s, t), 0.0, 0.0)
-            lp.change_row_bounds(k + 2 * s, -_INF, _INF)
-            lp.change_row_bounds(k + 2 * s + 1, -_INF, _INF)
-        self._count[s] = 0.0
-        self._free.append(s)
+    def _release(self, slots: list[int]) -> None:
+        """Classes that left free their slots (`fairalloc.rounds._kept_round.release_slots`)."""
+        release_slots(self._hs, self._cap.size, np.array(slots, dtype=np.intp))
+        self._count[slots] = 0.0
+        self._free.extend(slots)
 
     def _recount(self, slots: np.ndarray, counts: np.ndarray) -> None:
         """Classes that changed size: their time rows' bounds, their level rows' ``theta``."""
@@ -231,41 +211,20 @@ class IncrementalMaxMin:
                 lp.change_coeff(row + 1, 0, -count)
             lp.change_rows_bounds(rows, np.full(rows.size, -_INF), counts)
 
-    def _run(self, lp: Any, what: str) -> tuple[np.ndarray, np.ndarray, int]:
-        try:
-            return lp.solve(what)
-        except SolverError:
-            self.clear()  # (a model HiGHS could not solve is not kept)
-            raise
-
     @staticmethod
     def applies(options: dict[str, Any]) -> bool:
         """Whether a round with these solve options may be incremental (`refusal` is
         ``None``: tolerances, the defaults spelled out, ``work_conserving`` either way)."""
         return refusal(options) is None
 
-    def round(self, t0: float, T: np.ndarray, cap: np.ndarray, ids: tuple[Hashable, ...],
-              tnames: tuple[str, ...], per_job: dict[str, Any], options: dict[str, Any],
-              normal: Callable[[], RoundResult]) -> RoundResult:
-        """A round as a plan (`fairalloc.plan.run_plan`): `solve` (where `applies`), then
-        ``normal()`` (the normal round); a hand-over is in ``stats.fallbacks``."""
-        def solve(_: None) -> RoundResult:
-            unread = [name for name in _UNREAD if per_job.get(name) is not None]
-            if unread:
-                raise Decline(f"{unread[0]} given (the normal round checks it)")
-            return self.solve(t0, T, cap, ids, tnames, per_job["scale_factor"],
-                              per_job["weight"], options)
+    def _tries(self, options: dict[str, Any]) -> bool:
+        return self.applies(options)
 
-        plan = (Strategy("incremental", solve, _own_certificate,
-                         applies=lambda _: self.applies(options), step=False),
-                Strategy("round", lambda _: normal(), _own_certificate, exact=True,
-                         step=False))
-        log = SolveLog()
-        res = run_plan(plan, None, log, what="max-min fairness round").result
-        if log.fallbacks:
-            res = dataclasses.replace(res, stats=dataclasses.replace(
-                res.stats, fallbacks=(*log.fallbacks, *res.stats.fallbacks)))
-        return res
+    def _solve(self, t0: float, T: np.ndarray, cap: np.ndarray, ids: tuple[Hashable, ...],
+               tnames: tuple[str, ...], per_job: dict[str, Any], options: dict[str, Any]
+               ) -> RoundResult:
+        return self.solve(t0, T, cap, ids, tnames, per_job["scale_factor"], per_job["weight"],
+                          options)
 
     # --- one round ----------------------------------------------------------------------------
     def solve(self, t0: float, T: np.ndarray, cap: np.ndarray, ids: tuple[Hashable, ...],
@@ -289,12 +248,7 @@ class IncrementalMaxMin:
         runnable = allowed.any(axis=1)
         if not runnable.any():
             raise Decline("an empty round (no job can run on a present type)")
-        from ..throughput.policy import STAGE_SHARE_OF_GAP, STAGE_TOL
-
-        gap_tol = as_tolerance(options.get("gap_tol", GAP_TOL), "gap_tol")
-        feas_tol = as_tolerance(options.get("feas_tol", FEAS_TOL), "feas_tol")
-        stage_tol = min(as_tolerance(options.get("stage_tol", STAGE_TOL), "stage_tol"),
-                        STAGE_SHARE_OF_GAP * gap_tol)
+        tols = round_tolerances(options)
         present = cap > 0
         pt = None if present.all() else np.flatnonzero(present)
         rj = None if runnable.all() else np.flatnonzero(runnable)
@@ -305,7 +259,7 @@ class IncrementalMaxMin:
         if rj is not None:
             Tr, sr, wr, ar = Tr[rj], sr[rj], wr[rj], ar[rj]
         stages = 2 if bool(options.get("work_conserving", True)) else 1
-        red = self._reduced(t0, Tr, sr, wr, ar, cr, tr, (gap_tol, feas_tol, stage_tol), stages)
+        red = self._reduced(t0, Tr, sr, wr, ar, cr, tr, tols, stages)
         x, prices, tp = red.allocation, red.prices, red.effective_throughput
         if pt is not None or rj is not None:  # zeros for what cannot run (as solve_round)
             rows = np.arange(n) if rj is None else rj
@@ -357,8 +311,8 @@ class IncrementalMaxMin:
                               dtype=np.intp, count=len(keys))
         if len(self._slot) > int((slot_of >= 0).sum()):  # classes that left free their slots
             now = set(keys)
-            for key in [key for key in self._slot if key not in now]:
-                self._release(self._slot.pop(key))
+            self._release([self._slot.pop(key) for key in
+                           [key for key in self._slot if key not in now]])
         new = np.flatnonzero(slot_of < 0)
         reuse, fresh = new[: len(self._free)], new[len(self._free):]
         for c in reuse.tolist():  # a free slot takes the class
@@ -406,24 +360,19 @@ class IncrementalMaxMin:
         xc = xv2[1:].reshape(-1, k)[slot_of] / m[:, None]
         xc = np.where(Ta > 0, np.maximum(xc, 0.0), 0.0)
 
-        def per_class(y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-            # a class's time and level rows are its members' summed: each member's dual is
-            # the class's; HiGHS reports a maximisation's duals (the minimisation's negated)
-            yt = y[k:].reshape(-1, 2)[slot_of]
-            return -y[:k], -yt[:, 0], -yt[:, 1]
-
-        certs = _certificates(Ta, s, coef, equal_tp, m, cap, xc, per_class(y1),
-                              None if y2 is None else per_class(y2), low, gap_tol, feas_tol)
+        # a class's time and level rows are its members' summed: each member's dual is the
+        # class's (`fairalloc.rounds._kept_round.row_duals`: in the minimisation's signs)
+        certs = _certificates(Ta, s, coef, equal_tp, m, cap, xc, row_duals(y1, slot_of, k),
+                              None if y2 is None else row_duals(y2, slot_of, k), low, gap_tol,
+                              feas_tol)
         if mu != 1.0:  # the level stage's values back in units of theta (residuals: unit)
             certs = (dataclasses.replace(certs[0], primal_value=certs[0].primal_value * mu,
                                          dual_bound=certs[0].dual_bound * mu,
                                          gap=certs[0].gap * mu), *certs[1:])
         cert1 = certs[0]
         if not all(c.ok for c in certs):
-            bad = next(c for c in certs if not c.ok)
             self.clear()
-            raise Decline(f"the certificate failed (relative gap {bad.relative_gap:.3g}, "
-                          f"residual {max(bad.primal_residual, bad.dual_residual):.3g})")
+            raise decline_failed(next(c for c in certs if not c.ok))
         prices = np.maximum(y1[:k], 0.0)  # d theta / d workers
         tpc = (T * xc).sum(axis=1)
         x, tp = xc[inv], tpc[inv]
@@ -442,10 +391,6 @@ class IncrementalMaxMin:
                           policy="max_min_fairness", job_ids=tuple(range(inv.size)),
                           types=tnames, pair_x=None, consolidated_x=None,
                           utilization=((m * s) @ xc) / cap, stage_certificates=certs)
-
-
-def _own_certificate(_: None, res: RoundResult) -> Certificate:
-    return res.certificate
 
 
 def refusal(options: dict[str, Any]) -> str | None:
@@ -489,35 +434,29 @@ def _certificates(Ta: np.ndarray, s: np.ndarray, coef: np.ndarray, equal_tp: np.
     allocation, at which both stages are judged) and row duals ``y1``, ``y2`` (capacity, time
     and level, in the minimisation's signs), so each job's residual and reduced cost is its
     class's, bit for bit, and each sum over the jobs is the sum over the classes weighted by
-    ``m`` (``O(classes k)``, not ``O(n k)``). ``y2`` ``None``: the level stage's only."""
-    allowed = Ta > 0
+    ``m`` (``O(classes k)``, not ``O(n k)``; `fairalloc.rounds._kept_round.lagrangian`). ``y2``
+    ``None``: the level stage's only."""
     rate = (Ta * x).sum(axis=1)
     level = coef * rate
-    busy = x.sum(axis=1)
-    used = (m * s) @ x
-    with np.errstate(invalid="ignore", divide="ignore"):
-        base = max(float(np.max((busy - 1.0) / np.maximum(busy, 1.0), initial=0.0)),
-                   float(np.max((used - cap) / np.maximum(cap, used), initial=0.0)))
-        kept = float(np.max((low - level) / np.maximum(abs(low), level), initial=0.0))
+    kept = kept_residual(low, level)
+    base = residual(s, cap, x, m)
     theta = float(level.min())
     g = Ta / equal_tp[:, None]  # the work-conserving objective (negated), per column
     certs = []
     stages = [(y1, False)] if y2 is None else [(y1, False), (y2, True)]
     for y, wc in stages:
-        y_cap, y_time, y_lev = (np.minimum(y[0], 0.0), np.minimum(y[1], 0.0),
-                                np.maximum(y[2], 0.0))
-        # minus each column's reduced cost: its objective term and the rows' duals
-        neg_d = y_time[:, None] + s[:, None] * y_cap[None, :] + (coef * y_lev)[:, None] * Ta
-        rows = float(m @ y_time + y_cap @ cap)
+        y_lev = y[2]
+        part = lagrangian(Ta, s, cap, (y[0], y[1], coef * y_lev), g=g if wc else None,
+                          members=m)
+        rows = float(part.rows)
         if wc:
-            neg_d += g
             primal, c_mag = -float(m @ (rate / equal_tp)), float(np.max(g, initial=0.0))
             rows += low * float(m @ y_lev)
             d_theta, res = 0.0, max(base, kept)
         else:
             primal, c_mag = -theta, 1.0
             d_theta, res = -1.0 + float(m @ y_lev), base
-        dual_res = max(float(np.max(neg_d, where=allowed, initial=0.0)), abs(d_theta))
+        dual_res = max(part.columns, abs(d_theta))
         # (every column at its lower bound 0: the columns add nothing to the dual bound)
         certs.append(Certificate(kind="lp", primal_value=-primal, dual_bound=-rows,
                                  gap=max(primal - rows, 0.0), primal_residual=res,

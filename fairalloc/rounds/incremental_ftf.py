@@ -70,14 +70,23 @@ from typing import Any
 import numpy as np
 
 from .._symmetry import exact_classes
-from .._validation import as_tolerance
 from ..errors import SolverError
-from ..plan import Decline, Strategy, run_plan
+from ..plan import Decline
 from ..results import Certificate, SolveStats, Status
-from ..solvelog import SolveLog
 from ..throughput.duration import CLOSED_FORM, lower_bound_duals
 from ..throughput.programs import pow2
-from ..tolerances import FEAS_TOL, GAP_TOL
+from ._kept_round import (
+    KeptRound,
+    decline_failed,
+    kept_residual,
+    lagrangian,
+    new_models,
+    release_slots,
+    residual,
+    round_tolerances,
+    row_duals,
+    slot_columns,
+)
 from .incremental import INCREMENTAL_OPTIONS
 from .result import RoundResult
 
@@ -107,21 +116,16 @@ _UNREAD = ("order", "slo", "entities")
 _INF = float("inf")
 
 
-class IncrementalFTF:
+class IncrementalFTF(KeptRound):
     """The kept HiGHS models of a finish-time fairness round, one slot per job.
 
     `solve` answers one round (a `fairalloc.RoundResult`, certified on the original program)
-    or raises `fairalloc.plan.Decline` / `fairalloc.SolverError` (the caller hands over).
+    or raises `fairalloc.plan.Decline` / `fairalloc.SolverError` (the caller hands over);
+    `round` runs it as a plan (`fairalloc.rounds._kept_round.KeptRound.round`).
     """
 
-    def __init__(self) -> None:
-        self.clear()
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {}  # a copy (or a pickled policy) builds its own model: HiGHS is not copied
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.clear()
+    _UNREAD = _UNREAD
+    _WHAT = "finish-time fairness round"
 
     def clear(self) -> None:
         """Forget the models and the last round (the next round is the normal round)."""
@@ -153,22 +157,12 @@ class IncrementalFTF:
         """Both stages' models (equal rows and columns; each keeps its own basis): column 0 is
         ``theta`` (free in the level model, fixed at 0 in the work-conserving one), rows
         ``0 .. k-1`` the capacity rows."""
-        from ..backends.kept import KeptLP
-
         r, mu, lam = self._r, self._mu, self._lam  # (the start and the units carry over)
         self._drop()
         self._r, self._mu, self._lam = r, mu, lam
-        k = cap.size
-        models = []
-        for cost, low, up in ((1.0, -_INF, _INF), (0.0, 0.0, 0.0)):
-            lp = KeptLP()
-            lp.add_cols(np.array([cost]), np.array([low]), np.array([up]),
-                        np.zeros(1, dtype=np.int32), np.zeros(0, dtype=np.int32), np.zeros(0))
-            lp.add_rows(np.full(k, -_INF), cap.astype(float), np.zeros(k, dtype=np.int32),
-                        np.zeros(0, dtype=np.int32), np.zeros(0))
-            models.append(lp)
-        self._hs, self._types, self._cap = tuple(models), tnames, cap.copy()
-        self._T = np.zeros((0, k))
+        self._hs = new_models(cap, ((1.0, -_INF, _INF), (0.0, 0.0, 0.0)))
+        self._types, self._cap = tnames, cap.copy()
+        self._T = np.zeros((0, cap.size))
 
     def _append(self, ids: list[Hashable], T: np.ndarray, Ta: np.ndarray, sf: np.ndarray,
                 g: np.ndarray, c: np.ndarray) -> np.ndarray:
@@ -178,21 +172,14 @@ class IncrementalFTF:
         (free until a round sets its bound; ``theta``'s coefficient there is ``-c`` in the
         level model, 0 in the work-conserving one). Throughput rows are stored divided by
         ``lam`` (rates near unit scale: HiGHS' tolerances are absolute)."""
-        k = self._cap.size
         m = sf.size
         first = self._used.size
         at = np.arange(m, dtype=np.int32)
         lower = np.full(2 * m, -_INF)
         upper = np.column_stack([np.ones(m), np.full(m, _INF)]).ravel()
-        row_t = np.broadcast_to(np.arange(k, dtype=np.int32), (m, k))
-        time_row = np.broadcast_to((k + 2 * (first + at))[:, None], (m, k)).astype(np.int32)
-        index = np.stack([row_t, time_row, time_row + 1], axis=2).reshape(-1)
         lam = self._lam
-        value = np.stack([np.broadcast_to(sf[:, None], (m, k)), np.ones((m, k)), Ta / lam],
-                         axis=2).reshape(-1)
-        ncol = m * k
-        starts = np.arange(0, 3 * ncol, 3, dtype=np.int32)
-        col_upper = np.where(Ta > 0, _INF, 0.0).ravel()
+        starts, index, value, col_upper = slot_columns(Ta, sf, Ta / lam, first)
+        ncol = Ta.size
         level, wc = self._hs
         level.add_rows(lower, upper, np.repeat(at, 2), np.zeros(m, dtype=np.int32), -c / lam)
         wc.add_rows(lower, upper, np.zeros(2 * m, dtype=np.int32), np.zeros(0, dtype=np.int32),
@@ -210,13 +197,7 @@ class IncrementalFTF:
 
     def _release(self, slots: np.ndarray) -> None:
         """Free slots of jobs that left (or changed rates): columns fixed at 0, rows free."""
-        k = self._cap.size
-        for lp in self._hs:
-            for s in slots.tolist():
-                for t in range(k):
-                    lp.change_col_bounds(1 + s * k + t, 0.0, 0.0)
-            rows = np.concatenate([k + 2 * slots, k + 2 * slots + 1]).astype(np.int32)
-            lp.change_rows_bounds(rows, np.full(rows.size, -_INF), np.full(rows.size, _INF))
+        release_slots(self._hs, self._cap.size, slots)
         for s in slots.tolist():
             self._owner[s] = None
         self._used[slots] = False
@@ -248,39 +229,29 @@ class IncrementalFTF:
             self._index[job] = s
         self._used[slots] = True
 
-    def _run(self, lp: Any, what: str) -> tuple[np.ndarray, np.ndarray, int]:
-        try:
-            return lp.solve(what)
-        except SolverError:
-            self._drop()  # (a model HiGHS could not solve is not kept)
-            raise
+    def _discard(self) -> None:
+        self._drop()  # (a model HiGHS could not solve is not kept; the last round is)
 
     @staticmethod
     def applies(options: dict[str, Any]) -> bool:
         """Whether a round with these solve options may be incremental (tolerances only)."""
         return all(key in INCREMENTAL_OPTIONS for key in options)
 
+    def _tries(self, options: dict[str, Any]) -> bool:
+        # (the first round is the normal round: a new model starts from its allocation)
+        return self.applies(options) and (bool(self._hs) or self._seed is not None)
+
+    def _solve(self, t0: float, T: np.ndarray, cap: np.ndarray, ids: tuple[Hashable, ...],
+               tnames: tuple[str, ...], per_job: dict[str, Any], options: dict[str, Any]
+               ) -> RoundResult:
+        return self.solve(t0, T, cap, ids, tnames, per_job, options)
+
     def round(self, t0: float, T: np.ndarray, cap: np.ndarray, ids: tuple[Hashable, ...],
               tnames: tuple[str, ...], per_job: dict[str, Any], options: dict[str, Any],
               normal: Callable[[], RoundResult]) -> RoundResult:
-        """A round as a plan (`fairalloc.plan.run_plan`): `solve` (where `applies`), then
-        ``normal()`` (the normal round); a hand-over is in ``stats.fallbacks``."""
-        def solve(_: None) -> RoundResult:
-            unread = [name for name in _UNREAD if per_job.get(name) is not None]
-            if unread:
-                raise Decline(f"{unread[0]} given (the normal round checks it)")
-            return self.solve(t0, T, cap, ids, tnames, per_job, options)
-
-        plan = (Strategy("incremental", solve, _own_certificate, step=False,
-                         applies=lambda _: self.applies(options) and (
-                             bool(self._hs) or self._seed is not None)),
-                Strategy("round", lambda _: normal(), _own_certificate, exact=True,
-                         step=False))
-        log = SolveLog()
-        res = run_plan(plan, None, log, what="finish-time fairness round").result
-        if log.fallbacks:
-            res = dataclasses.replace(res, stats=dataclasses.replace(
-                res.stats, fallbacks=(*log.fallbacks, *res.stats.fallbacks)))
+        """A round as a plan (`fairalloc.rounds._kept_round.KeptRound.round`: `solve` where
+        it is tried, then ``normal()``); the next round starts from this one's allocation."""
+        res = super().round(t0, T, cap, ids, tnames, per_job, options, normal)
         self._seed = (ids, res.x)  # (a new model starts from this round's allocation ...
         if not res.stats.method.startswith("incremental"):
             self._r = res.objective - 1.0  # ... and its ratio; whether its optimum was R_lb)
@@ -311,12 +282,7 @@ class IncrementalFTF:
         if not self._hs and exact_classes(np.column_stack([T, s, steps, t, t_iso])).counts.size \
                 < _MIN_DISTINCT_SHARE * n:  # (checked where a model is built)
             raise Decline("many identical jobs (the normal round's symmetry reduction)")
-        from ..throughput.policy import STAGE_SHARE_OF_GAP, STAGE_TOL
-
-        gap_tol = as_tolerance(options.get("gap_tol", GAP_TOL), "gap_tol")
-        feas_tol = as_tolerance(options.get("feas_tol", FEAS_TOL), "feas_tol")
-        stage_tol = min(as_tolerance(options.get("stage_tol", STAGE_TOL), "stage_tol"),
-                        STAGE_SHARE_OF_GAP * gap_tol)
+        tols = round_tolerances(options)
         job = _Jobs(Ta, s, steps, t, t_iso, dur_iso, D, Ta @ (cap / cap.sum()))
         lower = job.excess(Ta.max(axis=1))  # each job at its fastest type: R_lb - 1 is
         top = int(np.argmax(lower))         # the largest, job top's
@@ -331,7 +297,7 @@ class IncrementalFTF:
         c = self._mu * job.slope(r)
         slot_of, warm = self._slots(T, s, Ta, job.equal_tp, c, cap, ids, tnames)
         return self._answer(t0, warm, job, cap, ids, tnames, slot_of, (r_lb, r, top),
-                            (gap_tol, feas_tol, stage_tol))
+                            tols)
 
     def _find(self, ids: tuple[Hashable, ...]) -> np.ndarray:
         """Each job's kept slot (-1: none)."""
@@ -441,7 +407,7 @@ class IncrementalFTF:
             r_x = float(job.excess(job.tp(x)).max())
             if best is None or r_x < best[0]:
                 best = (r_x, x)
-            duals = _duals(y1, slot_of, k, self._lam)
+            duals = row_duals(y1, slot_of, k, self._lam)
             cert1 = _level_certificate(job, c, cap, best[1], best[0], duals, gap_tol, feas_tol)
             if cert1.ok:
                 break
@@ -466,17 +432,15 @@ class IncrementalFTF:
         xv2, y2, it2 = self._run(wcm, "finish-time fairness work-conserving")
         x = job.clip(xv2[1:].reshape(-1, k)[slot_of])
         tp = job.tp(x)
-        cert2 = _wc_certificate(job, cap, low, x, _duals(y2, slot_of, k, self._lam), gap_tol,
+        cert2 = _wc_certificate(job, cap, low, x, row_duals(y2, slot_of, k, self._lam), gap_tol,
                                 feas_tol)
         r_f = float(job.excess(tp).max())
-        cert1 = _level_certificate(job, c, cap, x, r_f, _duals(y1, slot_of, k, self._lam),
+        cert1 = _level_certificate(job, c, cap, x, r_f, row_duals(y1, slot_of, k, self._lam),
                                    gap_tol,
                                    feas_tol)
         if not (cert1.ok and cert2.ok):
-            bad = cert1 if not cert1.ok else cert2
             self._drop()
-            raise Decline(f"the certificate failed (relative gap {bad.relative_gap:.3g}, "
-                          f"residual {max(bad.primal_residual, bad.dual_residual):.3g})")
+            raise decline_failed(cert1 if not cert1.ok else cert2)
         self._r = r_f
         # (an optimum at the lower bound: the next round tries the closed form again)
         self._at_lb = r_f - r_lb <= gap_tol * (1.0 + r_f)
@@ -516,7 +480,7 @@ class IncrementalFTF:
         y_thr[top] = level_dual / c[top]  # (the row T . x >= b unscaled: its dual / c)
         cert1 = _level_certificate(job, c, cap, x, r_f, (y_cap, y_time, y_thr), gap_tol,
                                    feas_tol)
-        cert2 = _wc_certificate(job, cap, low, x, _duals(y, slot_of, k, self._lam), gap_tol,
+        cert2 = _wc_certificate(job, cap, low, x, row_duals(y, slot_of, k, self._lam), gap_tol,
                                 feas_tol)
         if not (cert1.ok and cert2.ok):
             self._at_lb = False
@@ -598,24 +562,6 @@ def _positions(ids: tuple[Hashable, ...], last: tuple[Hashable, ...], last_at: n
     return np.fromiter(map(index.get, ids, itertools.repeat(-1)), dtype=np.intp, count=n)
 
 
-def _duals(y: np.ndarray, slot_of: np.ndarray, k: int, lam: float
-           ) -> tuple[np.ndarray, ...]:
-    """Capacity, time and throughput row duals per job, in the minimisation's signs (HiGHS
-    reports a maximisation's: ``d objective / d bound``, the minimisation's negated)."""
-    ys = y[k:].reshape(-1, 2)[slot_of]
-    # (a throughput row stored divided by lam: the original row's dual is its dual / lam)
-    return (np.minimum(-y[:k], 0.0), np.minimum(-ys[:, 0], 0.0),
-            np.maximum(-ys[:, 1], 0.0) / lam)
-
-
-def _residual(job: _Jobs, cap: np.ndarray, x: np.ndarray) -> float:
-    """Relative violation of the time and capacity rows at ``x``."""
-    busy = x.sum(axis=1)
-    used = job.s @ x
-    return max(float(np.max((busy - 1.0) / np.maximum(busy, 1.0), initial=0.0)),
-               float(np.max((used - cap) / np.maximum(cap, used), initial=0.0)))
-
-
 def _level_certificate(job: _Jobs, c: np.ndarray, cap: np.ndarray, x: np.ndarray, r_x: float,
                        duals: tuple[np.ndarray, ...], gap_tol: float, feas_tol: float
                        ) -> Certificate:
@@ -632,17 +578,17 @@ def _level_certificate(job: _Jobs, c: np.ndarray, cap: np.ndarray, x: np.ndarray
     dual bound ``F(R) <= DB`` means no allocation has ``max rho < R - DB / kappa`` with
     ``kappa = min_m slope_m(r_x) / c_m`` (``proofs/incremental_ftf.md``), so the gap is
     ``DB / kappa``."""
-    y_cap, y_time, y_thr = duals
+    y_thr = duals[2]
     b = job.steps / job.g(r_x)
     theta = float(np.min((job.tp(x) - b) / c))
-    neg_d = y_time[:, None] + job.s[:, None] * y_cap[None, :] + y_thr[:, None] * job.Ta
+    part = lagrangian(job.Ta, job.s, cap, duals)
     d_theta = -1.0 + float(c @ y_thr)
-    rows = float(y_time.sum() + y_cap @ cap + y_thr @ b)
+    rows = float(part.rows + y_thr @ b)
     kappa = float(np.min(job.slope(r_x) / c))
-    dual_res = max(float(np.max(neg_d, where=job.Ta > 0, initial=0.0)), abs(d_theta))
+    dual_res = max(part.columns, abs(d_theta))
     gap = max(-rows - min(theta, 0.0), 0.0) / kappa if kappa > 0 else _INF
     return Certificate(kind="lp", primal_value=theta, dual_bound=-rows, gap=gap,
-                       primal_residual=_residual(job, cap, x), dual_residual=dual_res,
+                       primal_residual=residual(job.s, cap, x), dual_residual=dual_res,
                        gap_tol=gap_tol, feas_tol=feas_tol, scale=abs(1.0 + r_x))
 
 
@@ -652,24 +598,16 @@ def _wc_certificate(job: _Jobs, cap: np.ndarray, low: np.ndarray, x: np.ndarray,
     """`fairalloc.certificates.lp_certificate` of the work-conserving stage on the original
     program in ``O(n k)``: ``min -sum_m T_m . x_m / equal_m`` s.t. the time and capacity rows
     and ``T_m . x_m >= low_m``; at the final allocation ``x``."""
-    y_cap, y_time, y_thr = duals
     g = job.Ta / job.equal_tp[:, None]
     tp = job.tp(x)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        kept = float(np.max((low - tp) / np.maximum(np.abs(low), tp), initial=0.0))
-    neg_d = (y_time[:, None] + job.s[:, None] * y_cap[None, :] + y_thr[:, None] * job.Ta + g)
+    part = lagrangian(job.Ta, job.s, cap, duals, g=g)
     primal = -float((tp / job.equal_tp).sum())
-    rows = float(y_time.sum() + y_cap @ cap + y_thr @ low)
-    dual_res = float(np.max(neg_d, where=job.Ta > 0, initial=0.0))
+    rows = float(part.rows + duals[2] @ low)
     return Certificate(kind="lp", primal_value=-primal, dual_bound=-rows,
                        gap=max(primal - rows, 0.0),
-                       primal_residual=max(_residual(job, cap, x), kept),
-                       dual_residual=dual_res / float(np.max(g, initial=1.0)), gap_tol=gap_tol,
-                       feas_tol=feas_tol)
-
-
-def _own_certificate(_: None, res: RoundResult) -> Certificate:
-    return res.certificate
+                       primal_residual=max(residual(job.s, cap, x), kept_residual(low, tp)),
+                       dual_residual=part.columns / float(np.max(g, initial=1.0)),
+                       gap_tol=gap_tol, feas_tol=feas_tol)
 
 
 def _result(t0: float, start: tuple[bool, bool], job: _Jobs, cap: np.ndarray, x: np.ndarray,
