@@ -50,6 +50,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
+from .keys import same_keys
 
 __all__ = ["ISOLATED_STARTS", "WARM_MAX_JOBS", "IsolatedTime", "RoundBases", "gavel_isolated_split",
            "isolated_throughput", "same_key", "warm_seed"]
@@ -194,8 +195,12 @@ class IsolatedTime:
             cum = self._cum
         else:  # (read by job id; nothing to read from an empty state)
             known = self.seconds if (self._dict is not None or self._ids or self._gone) else {}
-            cum = (np.fromiter(map(known.get, ids, itertools.repeat(np.nan)), dtype=float,
-                               count=n) if known else np.full(n, np.nan))
+            if known and same_keys(known, ids):  # (its keys are the round's job objects, in
+                # order, as when a scheduler seeds it from its own dicts: read by position)
+                cum = np.fromiter(known.values(), dtype=float, count=n)
+            else:
+                cum = (np.fromiter(map(known.get, ids, itertools.repeat(np.nan)), dtype=float,
+                                   count=n) if known else np.full(n, np.nan))
             cum = np.where(np.isnan(cum), first, cum)
         if self._steps is None or not self._ids:
             return ids, steps, np.maximum(cum, 0.0), iso_tp, start
@@ -221,8 +226,12 @@ class IsolatedTime:
             self._gone = {}
         elif not (self._same(ids) and self._dict is None) and (
                 self._dict is not None or self._ids or self._gone):
-            now = set(ids)
-            self._gone = {j: v for j, v in self.seconds.items() if j not in now}
+            known = self.seconds
+            # the jobs that left: none when its keys are the round's job objects (no key
+            # hashed), else found by set difference (the dict's stored hashes; each job id
+            # hashed once), then kept in the dict's order
+            left = () if same_keys(known, ids) else known.keys() - set(ids)
+            self._gone = {j: v for j, v in known.items() if j in left} if left else {}
         self._ids, self._steps, self._cum, self._rate = tuple(ids), steps, used, iso_tp
         self._dict = None
 
