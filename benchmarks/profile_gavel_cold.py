@@ -40,6 +40,8 @@ STEPS = (
     ("fairalloc.rounds.api", None, "_in_job_order", "per-job dicts (_in_job_order)"),
     ("fairalloc.rounds.state", "IsolatedTime", "prepare", "isolated times (prepare)"),
     ("fairalloc.rounds.state", "IsolatedTime", "commit", "isolated times (commit)"),
+    ("fairalloc.rounds.api", None, "_solve_arrays", "arrays -> result (_solve_arrays)"),
+    ("fairalloc.data", "Jobs", "__init__", "Jobs checks"),
     ("fairalloc.rounds.api", None, "_solve_reduced", "the reduced solve (_solve_reduced)"),
     ("fairalloc.integrations.gavel_base", None, "pair_keys", "pair-key check (pair_keys)"),
     ("fairalloc.rounds.incremental", "IncrementalMaxMin", "solve", "incremental round (total)"),
