@@ -116,7 +116,8 @@ def main(argv: list[str] | None = None) -> int:
             for obj, fname, f in reversed(undo):
                 setattr(obj, fname, f)
         r = p.last_result
-        print(f"\n{args.policy}, {n} jobs, {r.stats.classes} classes, {r.stats.iterations} simplex iterations, "
+        print(f"\n{args.policy}, {n} jobs, {r.stats.classes} classes, "
+              f"{r.stats.iterations} simplex iterations, "
               f"path {'/'.join(r.stats.path)}: cold adapter call "
               f"{1e-6 * np.median(totals):.3f} ms thread CPU (median of {args.reps})")
         for _, _, _, label in STEPS:
