@@ -1,16 +1,20 @@
-"""Where one cold max-min call through the Gavel adapter spends its time (#28).
+"""Where one cold call through the Gavel adapter spends its time (#28).
 
-The call is `benchmarks/gavel_inputs.py`'s ``adapter_call("max-min", ...)``: a new
-``gavel.policy("max_min_fairness_perf")`` per call, Gavel-drawn jobs, ``JobIdPair`` keys. Each
+The call is `benchmarks/gavel_inputs.py`'s ``adapter_call(POLICY, ...)`` (``--policy``:
+``max-min`` (default), ``ftf`` or ``makespan``): a new Gavel policy object per call,
+Gavel-drawn jobs, ``JobIdPair`` keys. Each
 named step is timed with ``time.thread_time_ns`` around the library function that does it
 (a wrapper installed by this script only, removed at the end; a step the library no longer
 has is left out), medians over ``--reps`` calls after 5 untimed ones. Nested steps are
-included in their callers' times (``(total)`` rows). Also timed: the same call with
+included in their callers' times (``(total)`` rows); ``outside the reduced solve`` is the
+call less `_solve_reduced` (dict readers, per-job state, result and output dicts). Max-min
+only, also timed: the same call with
 ``work_conserving=False`` (the level stage only, as Gavel's ``MaxMinFairnessPolicyWithPerf``
 solves: its one cvxpy program has no work-conserving stage) and with ``work_conserving=True``
 given explicitly (both run the normal round, not the incremental one).
 
-Run: ``python benchmarks/profile_gavel_cold.py --jobs 256 2048 [--data DIR] [--reps 60]``.
+Run: ``python benchmarks/profile_gavel_cold.py --jobs 256 2048 [--policy ftf] [--data DIR]
+[--reps 60]``.
 Timing on a loaded machine: thread CPU, medians; compare runs back to back.
 """
 
@@ -34,6 +38,11 @@ STEPS = (
     ("fairalloc.rounds.api", "RoundPolicy", "allocate", "RoundPolicy.allocate (total)"),
     ("fairalloc.rounds.api", None, "_matrix", "dicts -> arrays (_matrix)"),
     ("fairalloc.rounds.api", None, "_in_job_order", "per-job dicts (_in_job_order)"),
+    ("fairalloc.rounds.state", "IsolatedTime", "prepare", "isolated times (prepare)"),
+    ("fairalloc.rounds.state", "IsolatedTime", "commit", "isolated times (commit)"),
+    ("fairalloc.rounds.api", None, "_solve_arrays", "arrays -> result (_solve_arrays)"),
+    ("fairalloc.data", "Jobs", "__init__", "Jobs checks"),
+    ("fairalloc.rounds.api", None, "_solve_reduced", "the reduced solve (_solve_reduced)"),
     ("fairalloc.integrations.gavel_base", None, "pair_keys", "pair-key check (pair_keys)"),
     ("fairalloc.rounds.incremental", "IncrementalMaxMin", "solve", "incremental round (total)"),
     ("fairalloc.rounds.incremental", "IncrementalMaxMin", "_new_model", "new HiGHS models"),
@@ -76,6 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--jobs", type=int, nargs="+", default=[256])
     ap.add_argument("--reps", type=int, default=60)
+    ap.add_argument("--policy", choices=("max-min", "ftf", "makespan"), default="max-min")
     ap.add_argument("--data", type=Path, default=gi.DEFAULT_DATA)
     args = ap.parse_args(argv)
     path = args.data / "simulation_throughputs.json"
@@ -96,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
             for i in range(5 + args.reps):
                 acc.clear()
                 t0 = time.thread_time_ns()
-                fn, p = gi.adapter_call("max-min", g)
+                fn, p = gi.adapter_call(args.policy, g)
                 fn()
                 if i >= 5:
                     totals.append(time.thread_time_ns() - t0)
@@ -106,7 +116,8 @@ def main(argv: list[str] | None = None) -> int:
             for obj, fname, f in reversed(undo):
                 setattr(obj, fname, f)
         r = p.last_result
-        print(f"\n{n} jobs, {r.stats.classes} classes, {r.stats.iterations} simplex iterations, "
+        print(f"\n{args.policy}, {n} jobs, {r.stats.classes} classes, "
+              f"{r.stats.iterations} simplex iterations, "
               f"path {'/'.join(r.stats.path)}: cold adapter call "
               f"{1e-6 * np.median(totals):.3f} ms thread CPU (median of {args.reps})")
         for _, _, _, label in STEPS:
@@ -116,6 +127,12 @@ def main(argv: list[str] | None = None) -> int:
         if len(outside):
             print(f"  {'outside allocate (pair check, dicts out)':34s} "
                   f"{1e-6 * np.median(outside):7.3f} ms")
+        solve = "the reduced solve (_solve_reduced)"
+        if solve in per_step:
+            print(f"  {'outside the reduced solve':34s} "
+                  f"{1e-6 * np.median(np.subtract(totals, per_step[solve])):7.3f} ms")
+        if args.policy != "max-min":
+            continue
         for label, kw in (("work_conserving=False (Gavel's one stage)", {"work_conserving": False}),
                           ("work_conserving=True (explicit)", {"work_conserving": True})):
             times = []

@@ -36,3 +36,20 @@ def test_profile_skips_without_the_data(tmp_path: Path,
     mod = load_script("benchmarks/profile_gavel_cold.py")
     assert mod.main(["--data", str(tmp_path / "absent")]) == 0
     assert "skipped" in capsys.readouterr().out
+
+
+def test_profile_ftf_prints_the_state_and_the_solve(tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    from fairalloc.rounds.state import IsolatedTime
+
+    before = IsolatedTime.prepare
+    mod = load_script("benchmarks/profile_gavel_cold.py")
+    _stand_in(tmp_path)
+    assert mod.main(["--policy", "ftf", "--jobs", "16", "--reps", "1",
+                     "--data", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    for label in ("ftf, 16 jobs", "isolated times (prepare)", "isolated times (commit)",
+                  "the reduced solve (_solve_reduced)", "outside the reduced solve"):
+        assert label in out, label
+    assert "work_conserving" not in out  # (max-min only)
+    assert IsolatedTime.prepare is before

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 import operator
+import types
 from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
@@ -73,8 +74,15 @@ def is_pair(job_id: Any) -> bool:
 
 def pair_keys(keys: Any) -> list[Any]:
     """The job-pair keys among ``keys`` (`is_pair`); Gavel's ``JobIdPair`` keys are asked
-    by one mapped method call each."""
+    by one mapped method call each (keys all of one class: its ``is_pair`` function mapped
+    over them, no bound method made per key)."""
     first = next(iter(keys), None)
+    flag = getattr(type(first), "is_pair", None)
+    if isinstance(flag, types.FunctionType) and len(set(map(type, keys))) == 1:
+        try:
+            return [j for j in keys if flag(j)] if any(map(flag, keys)) else []
+        except (AttributeError, TypeError):  # (not Gavel's method: asked key by key below)
+            pass
     if first is not None and callable(getattr(first, "is_pair", None)):
         try:
             flags = list(map(operator.methodcaller("is_pair"), keys))

@@ -50,6 +50,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
+from .keys import same_keys
 
 __all__ = ["ISOLATED_STARTS", "WARM_MAX_JOBS", "IsolatedTime", "RoundBases", "gavel_isolated_split",
            "isolated_throughput", "same_key", "warm_seed"]
@@ -175,54 +176,112 @@ class IsolatedTime:
 
     def prepare(self, ids: tuple[Hashable, ...], T: np.ndarray, cap: np.ndarray,
                 per_job: dict[str, Any], start: str) -> tuple[Any, ...]:
-        """``(ids, steps, isolated times, isolated throughputs, start)`` of this round, in job
-        order: the caller's ``isolated_elapsed`` when given, else the state advanced by the
-        steps done since the previous round. Nothing is stored until `commit`."""
+        """``(ids, steps, isolated times, isolated throughputs, start, matching)`` of this
+        round, in job order (``matching``: how its jobs matched the previous round's, for
+        `commit`, or ``None``): the caller's ``isolated_elapsed`` when given, else the state
+        advanced by the steps done since the previous round. Nothing is stored until
+        `commit`."""
         steps = np.asarray(per_job["steps_remaining"], dtype=float)
         given = per_job.get("isolated_elapsed")
         sf = per_job.get("scale_factor")
         iso_tp = (gavel_isolated_split(T, cap, sf) if start == "gavel"
                   else isolated_throughput(T, cap, sf))
         if given is not None:
-            return ids, steps, np.asarray(given, dtype=float), iso_tp, start
+            return ids, steps, np.asarray(given, dtype=float), iso_tp, start, None
         n = len(ids)
         elapsed = per_job.get("elapsed")
         first = np.zeros(n) if (start != "elapsed" or elapsed is None) else np.asarray(
             elapsed, dtype=float)
         same = self._same(ids)
+        at = moved = None
         if same and self._dict is None:
             cum = self._cum
+        elif self._dict is None and self._ids:  # (the state as the last round left it: its
+            # jobs found by identity, the rest by equality, with no job id hashed twice)
+            at, revived = self._positions(ids)
+            cum = np.where(at >= 0, self._cum[at], np.nan)
+            for i, j in revived:
+                cum[i] = self._gone[j]
+            cum = np.where(np.isnan(cum), first, cum)
+            moved = (self._ids, at, revived)
         else:  # (read by job id; nothing to read from an empty state)
             known = self.seconds if (self._dict is not None or self._ids or self._gone) else {}
-            cum = (np.fromiter(map(known.get, ids, itertools.repeat(np.nan)), dtype=float,
-                               count=n) if known else np.full(n, np.nan))
+            if known and same_keys(known, ids):  # (its keys are the round's job objects, in
+                # order, as when a scheduler seeds it from its own dicts: read by position)
+                cum = np.fromiter(known.values(), dtype=float, count=n)
+            else:
+                cum = (np.fromiter(map(known.get, ids, itertools.repeat(np.nan)), dtype=float,
+                                   count=n) if known else np.full(n, np.nan))
             cum = np.where(np.isnan(cum), first, cum)
         if self._steps is None or not self._ids:
-            return ids, steps, np.maximum(cum, 0.0), iso_tp, start
+            return ids, steps, np.maximum(cum, 0.0), iso_tp, start, moved
         if same:
             before, rate = self._steps, self._rate
         else:
-            pos = {j: i for i, j in enumerate(self._ids)}
-            at = np.fromiter(map(pos.get, ids, itertools.repeat(-1)), dtype=np.intp, count=n)
+            if at is None:
+                pos = {j: i for i, j in enumerate(self._ids)}
+                at = np.fromiter(map(pos.get, ids, itertools.repeat(-1)), dtype=np.intp,
+                                 count=n)
             seen = at >= 0
             before = np.where(seen, self._steps[at], np.nan)
             rate = np.where(seen, self._rate[at], 0.0)
         ok = np.isfinite(before) & (rate > 0)
         with np.errstate(invalid="ignore", over="ignore"):
             done = np.where(ok, (before - steps) / np.where(ok, rate, 1.0), 0.0)
-            return ids, steps, np.maximum(cum + done, 0.0), iso_tp, start
+            return ids, steps, np.maximum(cum + done, 0.0), iso_tp, start, moved
+
+    def _positions(self, ids: tuple[Hashable, ...]
+                   ) -> tuple[np.ndarray, list[tuple[int, Hashable]]]:
+        """Each job's position in the previous round (``-1``: not there), and ``(position,
+        key)`` of the jobs found among those that left before (``start="gavel"``). A job id is
+        matched by identity (no hashing: a scheduler keeps its job objects across rounds),
+        then, only for the jobs not matched, by equality against the previous jobs not
+        matched and the jobs that left (the ids of a round are unique, so an id equal to a
+        matched job's would be that job)."""
+        n, prev = len(ids), self._ids
+        at = _match(np.fromiter(map(id, prev), dtype=np.int64, count=len(prev)),
+                    np.fromiter(map(id, ids), dtype=np.int64, count=n))
+        revived: list[tuple[int, Hashable]] = []
+        miss = np.flatnonzero(at < 0).tolist()
+        if miss:
+            free = np.ones(len(prev), dtype=bool)
+            free[at[at >= 0]] = False
+            pos = {prev[i]: i for i in np.flatnonzero(free).tolist()}
+            for i in miss:
+                j = ids[i]
+                at[i] = pos.get(j, -1)
+                if at[i] < 0 and j in self._gone:
+                    revived.append((i, j))
+        return at, revived
 
     def commit(self, pending: tuple[Any, ...]) -> None:
         """Record a solved round (`prepare`'s value): the isolated times it used, its steps and
         isolated throughputs; jobs not in this round are forgotten (``start="gavel"``: kept in
         ``seconds``, as Gavel keeps them)."""
-        ids, steps, used, iso_tp, start = pending
+        ids, steps, used, iso_tp, start, moved = pending
         if start != "gavel":
             self._gone = {}
+        elif moved is not None and moved[0] is self._ids and self._dict is None:
+            # (matched in `prepare`: the previous jobs not in this round join those that left
+            # before, less the ones back; dict copies keep their stored hashes)
+            _, at, revived = moved
+            hit = np.zeros(len(self._ids), dtype=bool)
+            hit[at[at >= 0]] = True
+            gone = dict(self._gone)
+            for _, j in revived:
+                del gone[j]
+            if not hit.all():
+                gone.update((j, v) for j, v, h in zip(self._ids, self._cum.tolist(),
+                                                      hit.tolist()) if not h)
+            self._gone = gone
         elif not (self._same(ids) and self._dict is None) and (
                 self._dict is not None or self._ids or self._gone):
-            now = set(ids)
-            self._gone = {j: v for j, v in self.seconds.items() if j not in now}
+            known = self.seconds
+            # the jobs that left: none when its keys are the round's job objects (no key
+            # hashed), else found by set difference (the dict's stored hashes; each job id
+            # hashed once), then kept in the dict's order
+            left = () if same_keys(known, ids) else known.keys() - set(ids)
+            self._gone = {j: v for j, v in known.items() if j in left} if left else {}
         self._ids, self._steps, self._cum, self._rate = tuple(ids), steps, used, iso_tp
         self._dict = None
 
