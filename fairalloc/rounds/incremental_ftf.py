@@ -430,7 +430,7 @@ class IncrementalFTF(KeptRound):
         if not warm:  # (or from the level optimum, by the primal simplex)
             wcm.take_basis(level)
         xv2, y2, it2 = self._run(wcm, "finish-time fairness work-conserving")
-        x = job.clip(xv2[1:].reshape(-1, k)[slot_of])
+        x = job.lift(job.clip(xv2[1:].reshape(-1, k)[slot_of]), low)
         tp = job.tp(x)
         cert2 = _wc_certificate(job, cap, low, x, row_duals(y2, slot_of, k, self._lam), gap_tol,
                                 feas_tol)
@@ -471,9 +471,12 @@ class IncrementalFTF(KeptRound):
         except SolverError:
             self._at_lb = False
             return None
-        x = job.clip(xv[1:].reshape(-1, k)[slot_of])
+        x = job.lift(job.clip(xv[1:].reshape(-1, k)[slot_of]), low)
         tp = job.tp(x)
         r_f = float(job.excess(tp).max())
+        if not r_f < _INF:  # (a job without throughput: no certificate at R_lb)
+            self._at_lb = False
+            return None
         c = job.slope(r_f)
         y_cap, y_time, y_thr = np.zeros(k), np.zeros(len(ids)), np.zeros(len(ids))
         level_dual, y_time[top] = lower_bound_duals(job.Ta[top] / c[top])
@@ -523,6 +526,21 @@ class _Jobs:
 
     def clip(self, x: np.ndarray) -> np.ndarray:
         return np.where(self.Ta > 0, np.maximum(x, 0.0), 0.0)
+
+    def lift(self, x: np.ndarray, low: np.ndarray) -> np.ndarray:
+        """``x`` with each job short of its kept row ``T . x >= low`` given the throughput it
+        lacks at its fastest type. HiGHS' primal tolerance is absolute (rows in units of
+        ``lam``, the rates' scale): a nearly finished job's row, whose bound is below it,
+        may be met by ``x = 0`` (``rho = inf``); the shares added are within that tolerance,
+        and the certificates judge the point."""
+        short = low - self.tp(x)
+        if not (short > 0).any():
+            return x
+        at = np.flatnonzero(short > 0)
+        fast = self.Ta[at].argmax(axis=1)
+        x = x.copy()
+        x[at, fast] += short[at] / self.Ta[at, fast]
+        return x
 
     def excess(self, tp: np.ndarray) -> np.ndarray:
         """``rho - 1`` without cancellation (`FinishTimeFairness.excess`)."""
