@@ -266,9 +266,10 @@ class ShockwavePolicy(BasePolicy):
         is on the makespan's critical path -- it alone sets the makespan's lower bound
         ``max(sum_i w_i R_i / M, max_i R_i)``, and each round it waits delays that bound by a
         round -- so it runs every round, after near-completion jobs and with the jobs that
-        must run to get their planned count (``critical`` counts such job-rounds). ``"off"``:
-        only the plan's counts and the makespan term decide (the preset's column execution
-        ignores this option).
+        must run to get their planned count. ``"off"``:
+        only the plan's counts and the makespan term decide (``preset="upstream"``'s value;
+        ``execution="columns"`` ignores this option). `critical_rounds` counts the rounds
+        such jobs ran beyond their planned count.
     idle_fill : {"longest", "shortest", "none", "at_solve"}
         Who gets GPUs the plan's jobs leave idle: the longest remaining, the shortest remaining,
         or nobody (`filled` counts the job-rounds it ran); ``"at_solve"`` (upstream): the longest
@@ -333,6 +334,8 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
         if self.preset == "upstream":
             given = getattr(self, "_given", frozenset(opts))
             opts.update({n: v for n, v in UPSTREAM_PRESET.items() if n not in given})
+            if "critical" not in given:  # upstream has no critical-path rule
+                opts["critical"] = "off"
             # neither k nor lam given: upstream's configuration for the cluster's size
             self._per_cluster = not given & {"k", "lam"}
         self._configure(**opts)
