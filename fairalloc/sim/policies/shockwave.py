@@ -77,6 +77,11 @@ SHOCKWAVE_LAM = 4.0
 SHOCKWAVE_MAKESPAN = "longest"
 #: default rounds within which a late job counts as about to finish (near_completion="first")
 NEAR_ROUNDS = 3
+#: who runs every round regardless of the plan's counts (``critical=``): ``"drain"``, a job whose
+#: forecast remaining time is at least the drain time ``sum_i w_i R_i / M`` of all active work
+#: (it alone sets the makespan's lower bound, so each round it waits delays the makespan by a
+#: round), or nobody (``"off"``)
+CRITICAL_MODES = ("drain", "off")
 #: default rounds per plan (Shockwave's window)
 SHOCKWAVE_WINDOW = 20
 #: default number of regimes K of an Accordion job's regime model
@@ -255,6 +260,16 @@ class ShockwavePolicy(BasePolicy):
         job's round count and moves high-priority jobs' rounds to the front of the window
         (`reorder_window`), applied to plans made without the hard limits (it orders the
         columns ``execution="columns"`` runs). Flags may be spelled ``true``/``false``/``1``/``0``.
+    critical : {"drain", "off"}, default "drain"
+        With ``"counts"``: a job whose forecast remaining time ``R_j`` (at the last re-plan)
+        is at least the drain time ``sum_i w_i R_i / M`` of every active job's remaining work
+        is on the makespan's critical path -- it alone sets the makespan's lower bound
+        ``max(sum_i w_i R_i / M, max_i R_i)``, and each round it waits delays that bound by a
+        round -- so it runs every round, after near-completion jobs and with the jobs that
+        must run to get their planned count. ``"off"``:
+        only the plan's counts and the makespan term decide (``preset="upstream"``'s value;
+        ``execution="columns"`` ignores this option). `critical_rounds` counts the rounds
+        such jobs ran beyond their planned count.
     idle_fill : {"longest", "shortest", "none", "at_solve"}
         Who gets GPUs the plan's jobs leave idle: the longest remaining, the shortest remaining,
         or nobody (`filled` counts the job-rounds it ran); ``"at_solve"`` (upstream): the longest
@@ -295,7 +310,7 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
                  threads: int | None = None, backend: Any = None,
                  weights: str = "clipped", boost: float = NEAR_COMPLETION_BOOST,
                  welfare_norm: str | None = None, replan_interval: int | None = None,
-                 reorder: bool = False, idle_fill: str = "longest",
+                 reorder: bool = False, idle_fill: str = "longest", critical: str = "drain",
                  near_completion: str = "first", near_rounds: int = NEAR_ROUNDS,
                  hard_ftf: bool = True, rhomax: float = HARD_FTF_RHOMAX,
                  hard_ftf_drop: str = "unreachable", lateness: str = "ftf",
@@ -319,6 +334,8 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
         if self.preset == "upstream":
             given = getattr(self, "_given", frozenset(opts))
             opts.update({n: v for n, v in UPSTREAM_PRESET.items() if n not in given})
+            if "critical" not in given:  # upstream has no critical-path rule
+                opts["critical"] = "off"
             # neither k nor lam given: upstream's configuration for the cluster's size
             self._per_cluster = not given & {"k", "lam"}
         self._configure(**opts)
@@ -330,7 +347,8 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
                    restart_penalty: Any, expectation: Any, makespan: Any, regime_model: Any,
                    z0: Any, util_floor: Any, warm_start: Any, threads: Any, backend: Any,
                    weights: str, boost: float, welfare_norm: Any, replan_interval: Any,
-                   reorder: Any, idle_fill: str, near_completion: str, near_rounds: int,
+                   reorder: Any, idle_fill: str, critical: str, near_completion: str,
+                   near_rounds: int,
                    hard_ftf: Any, rhomax: float, hard_ftf_drop: str, lateness: str,
                    hard_ftf_weights: str, log_breakpoints: Any, plan_progress: str,
                    lateness_work: str, lateness_submit: str, replan_clock: str,
@@ -369,6 +387,7 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
         epoch_calibration = as_option(epoch_calibration, "epoch_calibration",
                                       EPOCH_CALIBRATIONS)
         idle_fill = as_option(idle_fill, "idle_fill", IDLE_FILLS)
+        critical = as_option(critical, "critical", CRITICAL_MODES)
         near_completion = as_option(near_completion, "near_completion", NEAR_COMPLETION)
         near_rounds = as_positive_int(near_rounds, "near_rounds")
         hard_ftf = _flag(hard_ftf, "hard_ftf")
@@ -387,7 +406,8 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
                           "lateness_submit": lateness_submit,
                           "epoch_calibration": epoch_calibration,
                           "reorder": reorder,
-                          "idle_fill": idle_fill, "near_completion": near_completion,
+                          "idle_fill": idle_fill, "critical": critical,
+                          "near_completion": near_completion,
                           "near_rounds": near_rounds, "hard_ftf": hard_ftf,
                           "rhomax": rhomax, "hard_ftf_drop": hard_ftf_drop,
                           "lateness": lateness, "hard_ftf_weights": hard_ftf_weights,
@@ -402,7 +422,8 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
         # upstream's calibration applies to the one forecast that reads a profile
         self._calibrate = (epoch_calibration == "upstream"
                            and "upstream_dirichlet" in (forecast, ftf_forecast))
-        self.reorder, self.idle_fill = reorder, idle_fill
+        self.reorder, self.idle_fill, self.critical = reorder, idle_fill, critical
+        self._crit: dict[Hashable, bool] = {}
         self.near_completion, self.near_rounds = near_completion, near_rounds
         self._near: dict[Hashable, bool] = {}
         self.execution = execution
@@ -425,6 +446,8 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
         self.time_limited = 0
         #: job-rounds run by the idle fill (jobs with no planned round left)
         self.filled = 0
+        #: job-rounds run because the job was on the makespan's critical path (``critical``)
+        self.critical_rounds = 0
         #: re-plans whose MILP answer failed its check and were re-solved by the fast path
         self.solver_fallbacks = 0
         #: hard_ftf: re-plans that met every job's finish-time bound / that dropped the bounds
@@ -436,6 +459,8 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
         super().reset(workload, cluster, round_duration=round_duration, seed=seed)
         self._plan, self._planned, self._elapsed, self.plans = {}, 0, 0, 0
         self._left, self._ftf, self._prio, self._near = {}, {}, {}, {}
+        self._crit = {}
+        self.critical_rounds = 0
         from ...schedule.posteriors import RegimePool
 
         self._pool = RegimePool()  # forecast="empirical": what every job has shown
@@ -582,6 +607,10 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
         near = ((ftf > 1.0) & (rem_f < self.near_rounds * D)
                 & (self.near_completion == "first"))
         self._near = dict(zip(v.ids, near.tolist(), strict=True))
+        # critical="drain": the jobs whose remaining time alone bounds the makespan
+        drain = float(v.scale_factor @ remaining) / M
+        crit = (remaining >= drain) & (self.critical == "drain")
+        self._crit = dict(zip(v.ids, crit.tolist(), strict=True))
         self._ftf = dict(zip(v.ids, ftf.tolist(), strict=True))
         self._prio = dict(zip(v.ids, np.log(weighed).tolist(), strict=True))
         self.ftf_remaining = rem_f.copy()
@@ -679,6 +708,7 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
         rem = np.min(v.remaining_seconds, axis=1)
         fill = rem.max(initial=0.0) + 1.0
         near = np.array([self._near.get(i, False) for i in v.ids], dtype=bool)
+        crit = np.zeros(v.n, dtype=bool)
         if self.execution == "columns":
             run = np.array([bool(self._plan[i][col]) for i in v.ids])
             # the column's jobs (longest remaining first), then idle GPUs to the others
@@ -696,6 +726,9 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
             # plan finishes within the window go next (shortest first): finishing them early
             # costs no other job a planned round
             must = run & (left >= self._planned - col)
+            # critical="drain": a job on the makespan's critical path runs every round
+            crit = np.array([self._crit.get(i, False) for i in v.ids], dtype=bool)
+            must |= crit
             finisher = run & (rem <= left * state.cluster.round_duration)
             # reorder: upstream's post-solve ranking -- planned jobs of larger plan weight
             # (late, near completion) first
@@ -704,12 +737,12 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
             rank = np.empty(v.n)
             rank[order] = np.arange(v.n)
             idle = {"longest": fill - rem, "shortest": rem}.get(self.idle_fill, rem)
-            priority = np.where(run | near, rank, v.n + idle)
+            priority = np.where(run | near | crit, rank, v.n + idle)
         if self.execution == "columns":
             if self.idle_fill == "shortest":
                 priority = np.where(run, priority, 2.0 * fill + rem)
             priority = np.where(near, -2.0 * fill, priority)
-        limit = (run | near) if self.idle_fill in ("none", "at_solve") else None
+        limit = (run | near | crit) if self.idle_fill in ("none", "at_solve") else None
         sched = pack_by_priority(v, cluster, priority, limit=limit)
         ran = np.asarray(sched.gpus).sum(axis=1) > 0
         for i in np.flatnonzero(ran & run).tolist():
@@ -718,5 +751,6 @@ regime_model, z0, util_floor, warm_start, threads, backend : optional
             for i in np.flatnonzero(ran).tolist():
                 self._runs.setdefault(int(v.index[i]), []).append(
                     (self._round, float(np.min(v.epoch_seconds[i]))))
-        self.filled += int((ran & ~(run | near)).sum())
+        self.filled += int((ran & ~(run | near | crit)).sum())
+        self.critical_rounds += int((ran & crit & ~run).sum())
         return sched
