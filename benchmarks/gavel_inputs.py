@@ -67,287 +67,300 @@ Run::
 
 ECOS: ``pip install ".[bench]"`` (in the checkout); without it the ECOS rows say "not installed".
 
-Measured 2026-11-28 on the shared 2-core development machine (load average 2-4 from other
-sessions, so wall times are inflated by waiting for a core: compare the CPU seconds in brackets
-and the trace's cpu columns between versions), numpy 2.4.6, cvxpy 1.9.3, HiGHS 1.16.0,
-Clarabel 0.11.1, ECOS 2.0.14, with the code of commit 2c98748 (its labels were shortened since;
-the tables below are relabelled, the numbers are as printed)::
+Measured 2026-11-29 on the shared 2-core development machine (1-minute load average 1.5-3.2
+from other sessions while it ran, so wall times are inflated by waiting for a core: compare
+the CPU seconds in brackets and the trace's cpu columns between versions), Python 3.11.7,
+numpy 2.4.6, scipy 1.17.1, cvxpy 1.9.3, HiGHS 1.16.0, Clarabel 0.11.1, ECOS 2.0.14, with the
+code of commit 2b9d046 (the merged stop 38), the two commands one after the other::
 
-    python benchmarks/gavel_inputs.py --jobs 100 256 2048 --rounds 500 --plain     # 17 min
-    python benchmarks/gavel_inputs.py --jobs 8192 --policy max-min ftf --rounds 500 --plain  # 3 min
+    python benchmarks/gavel_inputs.py --jobs 100 256 2048 --rounds 500 --plain     # 11.5 min
+    python benchmarks/gavel_inputs.py --jobs 8192 --policy max-min ftf --rounds 500 --plain  # 2 min
 
-The default (``python benchmarks/gavel_inputs.py``: 100 / 256 jobs, 100 rounds) took 87 s
-(66 s CPU). What the numbers say:
+Both printed their (a) and (b) tables, then stopped in (c) (exit status 1, so no (c) table and
+no ``uncertified results`` line below): the AlloX name's call (``gavel.policy("allox")`` on the
+single-GPU jobs) builds a dense (waiting jobs, waiting jobs x workers) cost matrix and numpy
+could not allocate it (24 GiB at 2,048 jobs, 1.47 TiB at 8,192). The default (``python
+benchmarks/gavel_inputs.py``: 100 / 256 jobs, 100 rounds, run right after) took 90 s (65 s CPU)
+and ran through (c) (AlloX 0.54 s at 256 jobs; uncertified results: 0). The previous recording
+(commit 2c98748, 2026-11-28) predates (c). What the numbers say (``was``: that recording):
 
-* every fairalloc result was certified: every cold call and all 7,378 trace rounds, each
+* every fairalloc result was certified: every cold call and all 9,294 trace rounds, each
   solved cold and warm (0 bad). fairalloc agrees with every exact reference to 2e-6 or better,
-  except the FIFO LP sequences (1-2e-5 at 100 jobs; HiGHS at 2,048 jobs 4e-4 "!"): that
-  reference drifts (earlier jobs leak ~1e-6 of their V100 time per stage LP within HiGHS's
-  tolerances, and job 368 collects 1e-3), while fairalloc equals Gavel's greedy to 0;
-* against the fastest exact reference at 2,048 jobs fairalloc is 6.4x faster on max-min,
-  2.0x on FTF, 1.2x on makespan and packing, 2.9x on max throughput, > 155x on water-filling
-  (every LP sequence stopped at 60 s); at 8,192 jobs 8.5x (max-min), 3.65x (FTF). FIFO is
-  the exception: 106 ms at 2,048 jobs where Gavel's greedy takes 4 ms (18x its floor);
-* fairalloc / bare minimum: max-min 1.5-3.0x (growing with the jobs), max throughput
-  1.9-2.1x, FIFO 10-18x; makespan 0.8-2.0x and FTF 0.3-2.4x (per-job steps leave no symmetry
-  classes, and from about 2,048 jobs fairalloc beats one HiGHS solve per stage); water-filling
-  and packing below 1 (fairalloc beats the LP sequence over classes and the whole LP);
-* RoundPolicy's warm rounds: max-min fairness's incremental round (one kept HiGHS model per
-  stage, `fairalloc.rounds.incremental`) costs a third of a cold round or less (CPU p50 with
-  ``--jobs 100 1000 --policy max-min ftf --no-names --rounds 300``: 1.4 against 4.2 ms at 100
-  jobs, 3.0 against 8.2 ms at 1,000; it was 4.4 / 8.1 ms before it); FTF's warm rounds
-  (`fairalloc.rounds.incremental_ftf`: the closed form ``R_lb`` on the kept work-conserving
-  model, one HiGHS re-solve) 2.0 against 4.5 ms at 100 jobs, 7.6 against 20.2 ms at 1,000;
+  except the FIFO LP sequences (1-2e-5 at 100 jobs; HiGHS at 2,048 jobs 4e-4 "!"), as before:
+  that reference drifts, while fairalloc equals Gavel's greedy to 0;
+* against the fastest exact reference (ref / fairalloc, wall) at 256 / 2,048 / 8,192 jobs:
+  max-min 5.2x / 18.5x / 29.1x, ECOS the fastest at each (was 1.95x / 6.4x / 8.5x); FTF 5.2x
+  (HiGHS whole LP; ECOS 5.6x) / 7.1x / 13.5x, ECOS (was 1.5x / 2.0x / 3.65x; the 2,048-job call
+  waited for a core: 0.029 s CPU, ECOS ~10x in CPU); makespan 1.9x / 5.8x, ECOS (was 1.5x /
+  1.2x); max throughput 2.1x / 2.9x, HiGHS (was 0.97x / 2.9x; ECOS 3.4x / 6.5x, was 2.2x /
+  6.0x); water-filling 21.8x (Clarabel; ECOS fails: unbounded_inaccurate) / > 203x (every LP
+  sequence stopped at 60 s; was 22.8x / > 155x); packing 4.2x / 2.2x, HiGHS whole LP (1.5x in
+  CPU; was 3.7x / 1.2x; ECOS 6.1x / 73x). FIFO is no longer the exception: 0.000 / 0.001 /
+  0.003 s at 100 / 256 / 2,048 jobs (was 0.005 / 0.008 / 0.106 s), Gavel's greedy 1.17x /
+  0.76x / 1.21x of it (was 0.05x / 0.08x / 0.04x), ECOS 1,353x / > 18,552x (stopped);
+* fairalloc / bare minimum at 100 / 256 / 2,048 (/ 8,192) jobs: max-min 1.0 / 0.8 / 0.9 / 1.6x
+  (was 1.5 / 1.9 / 2.3 / 3.0x), FTF 0.6 / 0.5 / 0.1 / 0.1x (was 2.4 / 1.6 / 0.4 / 0.3x),
+  makespan 0.9 / 1.3 / 0.2x (was 2.0 / 1.3 / 0.8x), max throughput 1.7 / 1.6 / 2.0x (was 1.9 /
+  2.0 / 2.1x), FIFO 0.5 / 1.2 / 0.5x (was 13.2 / 10.0 / 17.9x), water-filling 0.3 / 0.1x (the
+  floor stopped at 2,048), packing 0.4 / 0.2 / 0.7x: fairalloc is within 1.3x of the floor
+  or below it except max throughput (1.6-2.0x) and max-min at 8,192 jobs (1.6x);
+* RoundPolicy trace, CPU p50 warm against cold at 100 / 256 / 2,048 (/ 8,192) jobs: max-min 1.5
+  / 1.7 / 3.2 / 8.3 against 3.0 / 4.1 / 6.8 / 12.3 ms (was 5.9 / 10.7 / 17.3 / 36.6 warm, warm =
+  cold); FTF 1.6 / 2.2 / 11.7 / 58.3 against 3.6 / 5.8 / 26.8 / 86.4 ms (was 13.7 / 18.9 / 88.1
+  / 265.5, warm = cold); the policies without an incremental round cost as much warm as cold or
+  a little more (at most 14 %): makespan 4.9 / 7.0 / 26.6 against 4.3 / 6.7 / 26.1 ms (was 8.8 /
+  14.1 / 131), max throughput 2.6 / 2.8 / 5.0 against 2.4 / 2.6 / 4.6 (was 2.9 / 3.3 / 5.8),
+  FIFO 1.8 / 2.3 / 6.8 against 1.8 / 2.2 / 6.4 (was 4.1 / 7.4 / 97.5), water-filling 26.7 / 43.4
+  / 318 against 26.7 / 43.1 / 314 ms (was 49 / 66 / 418). All 500 rounds ran within 30 s per
+  mode except water-filling at 2,048 jobs (94 rounds; was 43) and FTF at 8,192 (200; was 52);
 * POP: with floor(workers / k) workers, 8-GPU gangs cannot run in a sub-cluster at 100 jobs
-  (k = 4) and 256 jobs (k = 16): loss 100 % / inf. From 2,048 jobs its loss is 0.0 % for the
-  fairness policies (0.5-1.6 % for max throughput), but its serial time is above fairalloc's,
-  except packing (k = 16: 0.14 s against 0.45 s, loss 0.0 %).
+  (k = 4) and 256 jobs (k = 16): loss 100 % / inf, as before. From 2,048 jobs its loss is
+  0.0 % for the fairness policies (0.5-1.6 % for max throughput), but its serial time is above
+  fairalloc's (max-min 24-26x fairalloc's at 2,048 jobs, 27-40x at 8,192; FTF 6.5-10x and
+  12-15x), except packing (2,048 jobs, k = 16: 0.20 s against 0.38 s, loss 0.0 %; was 0.14
+  against 0.45 s).
 
 First command:
 
 gavel_inputs: fairalloc 0.1.0, numpy 2.4.6, cvxpy 1.9.3, 2 CPUs, ECOS installed, seed 2028
 data: /work/shared/data/gavel/simulation_throughputs.json
 
-(a) 100 jobs, one cold call per solver (9 s for this size)
+(a) 100 jobs, one cold call per solver (8 s for this size)
 
 | policy | solver | wall s (cpu s) | ref / fairalloc | rel. diff | certificate / note |
 |---|---|---|---|---|---|
-| max-min | fairalloc (adapter, cold) | 0.014 (0.007) |  |  | ok, gap 1e-09, res 4e-16 |
-| max-min | bare minimum | 0.009 (0.005) | 0.69x | 8e-16 | fa / bare 1.5x |
-| max-min | cvxpy+ECOS | 0.019 (0.015) | 1.39x | 7e-10 |  |
-| max-min | cvxpy+Clarabel | 0.018 (0.018) | 1.30x | 2e-08 |  |
-| max-min | HiGHS whole LP | 0.011 (0.011) | 0.80x | 4e-16 |  |
-| max-min | POP k=4 | 0.021 (0.021) | 1.57x |  | loss 100.0% |
-| max-min | POP k=16 | 0.050 (0.050) | 3.71x |  | loss 100.0% |
-| ftf | fairalloc (adapter, cold) | 0.018 (0.018) |  |  | ok, gap 1e-09, res 2e-15 |
-| ftf | bare minimum | 0.007 (0.007) | 0.41x | 3e-10 | fa / bare 2.4x (rho known) |
-| ftf | cvxpy+ECOS | 0.021 (0.021) | 1.18x | 2e-10 |  |
-| ftf | cvxpy+Clarabel | 0.024 (0.024) | 1.37x | 3e-10 |  |
-| ftf | HiGHS whole LP | 0.026 (0.026) | 1.43x | 3e-10 |  |
-| ftf | POP k=4 | 0.066 (0.066) | 3.68x |  | loss inf (a job got 0) |
-| ftf | POP k=16 | 0.173 (0.173) | 9.65x |  | loss inf (a job got 0) |
-| makespan | fairalloc (adapter, cold) | 0.011 (0.011) |  |  | ok, gap 1e-09, res 3e-16 |
-| makespan | bare minimum | 0.006 (0.006) | 0.50x | 2e-16 | fa / bare 2.0x |
-| makespan | cvxpy+ECOS | 0.018 (0.018) | 1.56x | 5e-07 |  |
-| makespan | cvxpy+Clarabel | 0.022 (0.022) | 1.95x | 2e-06 |  |
-| makespan | HiGHS whole LP | 0.011 (0.011) | 0.99x | 2e-16 |  |
-| makespan | POP k=4 | 0.022 (0.022) | 1.97x |  | loss inf (a job got 0) |
-| makespan | POP k=16 | 0.058 (0.058) | 5.11x |  | loss inf (a job got 0) |
-| max-throughput | fairalloc (adapter, cold) | 0.004 (0.004) |  |  | ok, gap 0e+00, res 0e+00 |
-| max-throughput | bare minimum | 0.002 (0.002) | 0.53x | 0e+00 | fa / bare 1.9x |
-| max-throughput | cvxpy+ECOS | 0.008 (0.008) | 2.04x | 5e-12 |  |
-| max-throughput | cvxpy+Clarabel | 0.008 (0.008) | 2.15x | 1e-11 |  |
-| max-throughput | HiGHS whole LP | 0.003 (0.003) | 0.76x | 0e+00 |  |
-| max-throughput | POP k=4 | 0.007 (0.007) | 1.82x |  | loss 7.6% |
-| max-throughput | POP k=16 | 0.021 (0.021) | 5.68x |  | loss 33.0% |
-| fifo | fairalloc (adapter, cold) | 0.005 (0.005) |  |  | ok, gap 0e+00, res 0e+00 |
-| fifo | bare minimum | 0.000 (0.000) | 0.08x | 0e+00 | fa / bare 13.2x (greedy) |
-| fifo | Gavel greedy | 0.000 (0.000) | 0.05x | 0e+00 |  |
-| fifo | HiGHS whole LP | 0.073 (0.073) | 13.56x | 1e-05 |  |
-| fifo | cvxpy+Clarabel | 0.439 (0.439) | 81.79x | 1e-05 |  |
-| fifo | cvxpy+ECOS | 0.394 (0.392) | 73.46x | 2e-05 |  |
-| water-filling | fairalloc (adapter, cold) | 0.035 (0.035) |  |  | ok, gap 2e-13, res 3e-16 |
-| water-filling | bare minimum | 0.067 (0.066) | 1.93x | 2e-08 | fa / bare 0.5x (LP sequence) |
+| max-min | fairalloc (adapter, cold) | 0.005 (0.005) |  |  | ok, gap 1e-09, res 1e-15 |
+| max-min | bare minimum | 0.005 (0.005) | 0.98x | 1e-15 | fa / bare 1.0x |
+| max-min | cvxpy+ECOS | 0.019 (0.015) | 3.90x | 7e-10 |  |
+| max-min | cvxpy+Clarabel | 0.019 (0.017) | 3.97x | 2e-08 |  |
+| max-min | HiGHS whole LP | 0.011 (0.011) | 2.36x | 2e-16 |  |
+| max-min | POP k=4 | 0.022 (0.022) | 4.68x |  | loss 100.0% |
+| max-min | POP k=16 | 0.050 (0.049) | 10.52x |  | loss 100.0% |
+| ftf | fairalloc (adapter, cold) | 0.004 (0.004) |  |  | ok, gap 6e-10, res 9e-15 |
+| ftf | bare minimum | 0.007 (0.007) | 1.54x | 3e-10 | fa / bare 0.6x (rho known) |
+| ftf | cvxpy+ECOS | 0.019 (0.019) | 4.30x | 2e-10 |  |
+| ftf | cvxpy+Clarabel | 0.022 (0.022) | 5.07x | 3e-10 |  |
+| ftf | HiGHS whole LP | 0.023 (0.023) | 5.38x | 3e-10 |  |
+| ftf | POP k=4 | 0.061 (0.061) | 13.99x |  | loss inf (a job got 0) |
+| ftf | POP k=16 | 0.176 (0.167) | 40.36x |  | loss inf (a job got 0) |
+| makespan | fairalloc (adapter, cold) | 0.005 (0.005) |  |  | ok, gap 1e-09, res 3e-16 |
+| makespan | bare minimum | 0.006 (0.006) | 1.09x | 2e-16 | fa / bare 0.9x |
+| makespan | cvxpy+ECOS | 0.018 (0.016) | 3.58x | 5e-07 |  |
+| makespan | cvxpy+Clarabel | 0.019 (0.019) | 3.81x | 2e-06 |  |
+| makespan | HiGHS whole LP | 0.011 (0.011) | 2.15x | 2e-16 |  |
+| makespan | POP k=4 | 0.022 (0.022) | 4.24x |  | loss inf (a job got 0) |
+| makespan | POP k=16 | 0.054 (0.054) | 10.56x |  | loss inf (a job got 0) |
+| max-throughput | fairalloc (adapter, cold) | 0.003 (0.003) |  |  | ok, gap 0e+00, res 0e+00 |
+| max-throughput | bare minimum | 0.002 (0.002) | 0.60x | 1e-16 | fa / bare 1.7x |
+| max-throughput | cvxpy+ECOS | 0.006 (0.006) | 2.04x | 5e-12 |  |
+| max-throughput | cvxpy+Clarabel | 0.007 (0.007) | 2.41x | 1e-11 |  |
+| max-throughput | HiGHS whole LP | 0.003 (0.003) | 0.99x | 1e-16 |  |
+| max-throughput | POP k=4 | 0.007 (0.007) | 2.17x |  | loss 7.6% |
+| max-throughput | POP k=16 | 0.020 (0.020) | 6.64x |  | loss 33.0% |
+| fifo | fairalloc (adapter, cold) | 0.000 (0.000) |  |  | ok, gap 0e+00, res 0e+00 |
+| fifo | bare minimum | 0.000 (0.000) | 1.91x | 0e+00 | fa / bare 0.5x (greedy) |
+| fifo | Gavel greedy | 0.000 (0.000) | 1.17x | 0e+00 |  |
+| fifo | HiGHS whole LP | 0.081 (0.069) | 389.74x | 1e-05 |  |
+| fifo | cvxpy+Clarabel | 0.433 (0.402) | 2086.87x | 1e-05 |  |
+| fifo | cvxpy+ECOS | 0.390 (0.376) | 1880.55x | 2e-05 |  |
+| water-filling | fairalloc (adapter, cold) | 0.019 (0.020) |  |  | ok, gap 5e-15, res 0e+00 |
+| water-filling | bare minimum | 0.066 (0.066) | 3.38x | 2e-08 | fa / bare 0.3x (LP sequence) |
 | water-filling | cvxpy+ECOS | error |  |  | ECOS: unbounded_inaccurate |
-| water-filling | cvxpy+Clarabel | 0.216 (0.215) | 6.24x | 2e-08 |  |
-| water-filling | HiGHS whole LP | 0.159 (0.155) | 4.59x | 2e-08 |  |
-| packing | fairalloc (adapter, cold) | 0.042 (0.042) |  |  | ok, gap 7e-14, res 0e+00 |
-| packing | bare minimum | 0.087 (0.087) | 2.08x | 7e-14 | fa / bare 0.5x (whole LP) |
-| packing | cvxpy+ECOS | 0.121 (0.121) | 2.90x | 2e-12 |  |
-| packing | cvxpy+Clarabel | 0.150 (0.149) | 3.58x | 1e-10 |  |
-| packing | HiGHS whole LP | 0.123 (0.092) | 2.95x | 7e-14 |  |
-| packing | POP k=4 | 0.030 (0.030) | 0.71x |  | loss 100.0% |
-| packing | POP k=16 | 0.045 (0.045) | 1.08x |  | loss 100.0% |
+| water-filling | cvxpy+Clarabel | 0.227 (0.207) | 11.64x | 2e-08 |  |
+| water-filling | HiGHS whole LP | 0.149 (0.149) | 7.66x | 2e-08 |  |
+| packing | fairalloc (adapter, cold) | 0.042 (0.039) |  |  | ok, gap 7e-14, res 0e+00 |
+| packing | bare minimum | 0.103 (0.091) | 2.44x | 7e-14 | fa / bare 0.4x (whole LP) |
+| packing | cvxpy+ECOS | 0.115 (0.115) | 2.72x | 2e-12 |  |
+| packing | cvxpy+Clarabel | 0.164 (0.145) | 3.87x | 1e-10 |  |
+| packing | HiGHS whole LP | 0.105 (0.093) | 2.48x | 7e-14 |  |
+| packing | POP k=4 | 0.033 (0.033) | 0.78x |  | loss 100.0% |
+| packing | POP k=16 | 0.050 (0.050) | 1.19x |  | loss 100.0% |
 
-(a) 256 jobs, one cold call per solver (19 s for this size)
+(a) 256 jobs, one cold call per solver (23 s for this size)
 
 | policy | solver | wall s (cpu s) | ref / fairalloc | rel. diff | certificate / note |
 |---|---|---|---|---|---|
-| max-min | fairalloc (adapter, cold) | 0.010 (0.010) |  |  | ok, gap 1e-09, res 4e-16 |
-| max-min | bare minimum | 0.005 (0.005) | 0.52x | 2e-14 | fa / bare 1.9x |
-| max-min | cvxpy+ECOS | 0.020 (0.020) | 1.99x | 6e-10 |  |
-| max-min | cvxpy+Clarabel | 0.028 (0.028) | 2.76x | 1e-09 |  |
-| max-min | HiGHS whole LP | 0.020 (0.020) | 1.95x | 3e-13 |  |
-| max-min | POP k=4 | 0.029 (0.029) | 2.91x |  | loss -0.0% |
-| max-min | POP k=16 | 0.067 (0.067) | 6.71x |  | loss 100.0% |
-| ftf | fairalloc (adapter, cold) | 0.021 (0.021) |  |  | ok, gap 1e-09, res 6e-15 |
-| ftf | bare minimum | 0.013 (0.013) | 0.61x | 3e-10 | fa / bare 1.6x (rho known) |
-| ftf | cvxpy+ECOS | 0.032 (0.032) | 1.48x | 3e-10 |  |
-| ftf | cvxpy+Clarabel | 0.038 (0.038) | 1.77x | 1e-08 |  |
-| ftf | HiGHS whole LP | 0.034 (0.034) | 1.60x | 3e-10 |  |
-| ftf | POP k=4 | 0.077 (0.077) | 3.62x |  | loss -0.0% |
-| ftf | POP k=16 | 0.203 (0.202) | 9.47x |  | loss inf (a job got 0) |
-| makespan | fairalloc (adapter, cold) | 0.012 (0.012) |  |  | ok, gap 1e-09, res 2e-16 |
-| makespan | bare minimum | 0.009 (0.009) | 0.77x | 2e-13 | fa / bare 1.3x |
-| makespan | cvxpy+ECOS | 0.023 (0.023) | 1.87x | 2e-07 |  |
-| makespan | cvxpy+Clarabel | 0.035 (0.035) | 2.88x | 5e-07 |  |
-| makespan | HiGHS whole LP | 0.019 (0.019) | 1.52x | 1e-16 |  |
-| makespan | POP k=4 | 0.031 (0.031) | 2.54x |  | loss -0.0% |
-| makespan | POP k=16 | 0.070 (0.070) | 5.68x |  | loss inf (a job got 0) |
+| max-min | fairalloc (adapter, cold) | 0.004 (0.004) |  |  | ok, gap 1e-09, res 4e-16 |
+| max-min | bare minimum | 0.005 (0.005) | 1.24x | 0e+00 | fa / bare 0.8x |
+| max-min | cvxpy+ECOS | 0.022 (0.022) | 5.23x | 6e-10 |  |
+| max-min | cvxpy+Clarabel | 0.028 (0.028) | 6.54x | 1e-09 |  |
+| max-min | HiGHS whole LP | 0.028 (0.020) | 6.58x | 3e-13 |  |
+| max-min | POP k=4 | 0.031 (0.031) | 7.24x |  | loss -0.0% |
+| max-min | POP k=16 | 0.069 (0.069) | 16.29x |  | loss 100.0% |
+| ftf | fairalloc (adapter, cold) | 0.007 (0.007) |  |  | ok, gap 6e-10, res 9e-15 |
+| ftf | bare minimum | 0.013 (0.013) | 1.88x | 3e-10 | fa / bare 0.5x (rho known) |
+| ftf | cvxpy+ECOS | 0.040 (0.033) | 5.63x | 3e-10 |  |
+| ftf | cvxpy+Clarabel | 0.038 (0.038) | 5.39x | 1e-08 |  |
+| ftf | HiGHS whole LP | 0.037 (0.033) | 5.24x | 3e-10 |  |
+| ftf | POP k=4 | 0.082 (0.082) | 11.51x |  | loss -0.0% |
+| ftf | POP k=16 | 0.217 (0.213) | 30.50x |  | loss inf (a job got 0) |
+| makespan | fairalloc (adapter, cold) | 0.013 (0.009) |  |  | ok, gap 1e-09, res 5e-15 |
+| makespan | bare minimum | 0.010 (0.010) | 0.77x | 2e-13 | fa / bare 1.3x |
+| makespan | cvxpy+ECOS | 0.024 (0.024) | 1.93x | 2e-07 |  |
+| makespan | cvxpy+Clarabel | 0.103 (0.039) | 8.21x | 5e-07 |  |
+| makespan | HiGHS whole LP | 0.043 (0.020) | 3.41x | 5e-15 |  |
+| makespan | POP k=4 | 0.065 (0.032) | 5.17x |  | loss -0.0% |
+| makespan | POP k=16 | 0.175 (0.082) | 14.00x |  | loss inf (a job got 0) |
 | max-throughput | fairalloc (adapter, cold) | 0.004 (0.004) |  |  | ok, gap 1e-16, res 0e+00 |
-| max-throughput | bare minimum | 0.002 (0.002) | 0.50x | 0e+00 | fa / bare 2.0x |
-| max-throughput | cvxpy+ECOS | 0.010 (0.010) | 2.23x | 9e-12 |  |
-| max-throughput | cvxpy+Clarabel | 0.012 (0.012) | 2.77x | 3e-11 |  |
-| max-throughput | HiGHS whole LP | 0.004 (0.004) | 0.97x | 0e+00 |  |
-| max-throughput | POP k=4 | 0.008 (0.008) | 1.93x |  | loss 2.5% |
-| max-throughput | POP k=16 | 0.023 (0.022) | 5.21x |  | loss 17.5% |
-| fifo | fairalloc (adapter, cold) | 0.008 (0.008) |  |  | ok, gap 9e-15, res 0e+00 |
-| fifo | bare minimum | 0.001 (0.001) | 0.10x | 0e+00 | fa / bare 10.0x (greedy) |
-| fifo | Gavel greedy | 0.001 (0.001) | 0.08x | 0e+00 |  |
-| fifo | HiGHS whole LP | 0.322 (0.321) | 40.20x | 6e-07 |  |
-| fifo | cvxpy+Clarabel | 1.475 (1.460) | 183.89x | 7e-07 |  |
-| fifo | cvxpy+ECOS | 1.107 (1.107) | 137.97x | 6e-07 |  |
-| water-filling | fairalloc (adapter, cold) | 0.052 (0.052) |  |  | ok, gap 2e-13, res 2e-14 |
-| water-filling | bare minimum | 0.531 (0.527) | 10.26x | 7e-08 | fa / bare 0.1x (LP sequence) |
+| max-throughput | bare minimum | 0.003 (0.003) | 0.64x | 0e+00 | fa / bare 1.6x |
+| max-throughput | cvxpy+ECOS | 0.014 (0.010) | 3.38x | 9e-12 |  |
+| max-throughput | cvxpy+Clarabel | 0.021 (0.013) | 5.07x | 3e-11 |  |
+| max-throughput | HiGHS whole LP | 0.009 (0.005) | 2.07x | 0e+00 |  |
+| max-throughput | POP k=4 | 0.016 (0.009) | 3.93x |  | loss 2.5% |
+| max-throughput | POP k=16 | 0.042 (0.026) | 10.27x |  | loss 17.5% |
+| fifo | fairalloc (adapter, cold) | 0.001 (0.001) |  |  | ok, gap 0e+00, res 0e+00 |
+| fifo | bare minimum | 0.001 (0.001) | 0.82x | 0e+00 | fa / bare 1.2x (greedy) |
+| fifo | Gavel greedy | 0.001 (0.001) | 0.76x | 0e+00 |  |
+| fifo | HiGHS whole LP | 0.612 (0.350) | 672.48x | 6e-07 |  |
+| fifo | cvxpy+Clarabel | 1.688 (1.560) | 1854.24x | 7e-07 |  |
+| fifo | cvxpy+ECOS | 1.232 (1.161) | 1352.64x | 6e-07 |  |
+| water-filling | fairalloc (adapter, cold) | 0.062 (0.056) |  |  | ok, gap 2e-15, res 0e+00 |
+| water-filling | bare minimum | 0.601 (0.539) | 9.76x | 7e-08 | fa / bare 0.1x (LP sequence) |
 | water-filling | cvxpy+ECOS | error |  |  | ECOS: unbounded_inaccurate |
-| water-filling | cvxpy+Clarabel | 1.177 (1.175) | 22.75x | 2e-08 |  |
-| water-filling | HiGHS whole LP | 1.797 (1.797) | 34.73x | 8e-08 |  |
-| packing | fairalloc (adapter, cold) | 0.122 (0.122) |  |  | ok, gap 3e-15, res 0e+00 |
-| packing | bare minimum | 0.440 (0.440) | 3.62x | 2e-15 | fa / bare 0.3x (whole LP) |
-| packing | cvxpy+ECOS | 0.607 (0.607) | 5.00x | 3e-12 |  |
-| packing | cvxpy+Clarabel | 0.840 (0.838) | 6.92x | 2e-11 |  |
-| packing | HiGHS whole LP | 0.444 (0.443) | 3.66x | 2e-15 |  |
-| packing | POP k=4 | 0.095 (0.095) | 0.79x |  | loss 0.0% |
-| packing | POP k=16 | 0.072 (0.072) | 0.59x |  | loss 100.0% |
+| water-filling | cvxpy+Clarabel | 1.341 (1.224) | 21.78x | 2e-08 |  |
+| water-filling | HiGHS whole LP | 2.016 (1.861) | 32.74x | 8e-08 |  |
+| packing | fairalloc (adapter, cold) | 0.125 (0.121) |  |  | ok, gap 3e-15, res 0e+00 |
+| packing | bare minimum | 0.540 (0.469) | 4.32x | 2e-15 | fa / bare 0.2x (whole LP) |
+| packing | cvxpy+ECOS | 0.759 (0.699) | 6.07x | 3e-12 |  |
+| packing | cvxpy+Clarabel | 0.962 (0.924) | 7.69x | 2e-11 |  |
+| packing | HiGHS whole LP | 0.521 (0.456) | 4.17x | 2e-15 |  |
+| packing | POP k=4 | 0.105 (0.101) | 0.84x |  | loss 0.0% |
+| packing | POP k=16 | 0.078 (0.078) | 0.62x |  | loss 100.0% |
 
 (a) 2,048 jobs, one cold call per solver (382 s for this size)
 
 | policy | solver | wall s (cpu s) | ref / fairalloc | rel. diff | certificate / note |
 |---|---|---|---|---|---|
-| max-min | fairalloc (adapter, cold) | 0.021 (0.021) |  |  | ok, gap 1e-09, res 1e-15 |
-| max-min | bare minimum | 0.009 (0.009) | 0.44x | 3e-15 | fa / bare 2.3x |
-| max-min | cvxpy+ECOS | 0.135 (0.134) | 6.41x | 4e-10 |  |
-| max-min | cvxpy+Clarabel | 0.243 (0.243) | 11.57x | 3e-08 |  |
-| max-min | HiGHS whole LP | 0.257 (0.257) | 12.25x | 1e-14 |  |
-| max-min | POP k=4 | 0.164 (0.159) | 7.83x |  | loss 0.0% |
-| max-min | POP k=16 | 0.185 (0.185) | 8.80x |  | loss 0.0% |
-| ftf | fairalloc (adapter, cold) | 0.125 (0.125) |  |  | ok, gap 1e-09, res 7e-16 |
-| ftf | bare minimum | 0.315 (0.315) | 2.51x | 3e-10 | fa / bare 0.4x (rho known) |
-| ftf | cvxpy+ECOS | 0.251 (0.251) | 2.00x | 2e-10 |  |
-| ftf | cvxpy+Clarabel | 0.342 (0.342) | 2.73x | 2e-09 |  |
-| ftf | HiGHS whole LP | 0.405 (0.404) | 3.23x | 2e-10 |  |
-| ftf | POP k=4 | 0.291 (0.291) | 2.32x |  | loss 0.0% |
-| ftf | POP k=16 | 0.431 (0.430) | 3.43x |  | loss -0.0% |
-| makespan | fairalloc (adapter, cold) | 0.134 (0.120) |  |  | ok, gap 1e-09, res 1e-15 |
-| makespan | bare minimum | 0.165 (0.165) | 1.23x | 2e-15 | fa / bare 0.8x |
-| makespan | cvxpy+ECOS | 0.157 (0.157) | 1.17x | 3e-07 |  |
-| makespan | cvxpy+Clarabel | 0.364 (0.359) | 2.71x | 1e-06 |  |
-| makespan | HiGHS whole LP | 0.166 (0.166) | 1.24x | 2e-15 |  |
-| makespan | POP k=4 | 0.150 (0.145) | 1.11x |  | loss 0.0% |
-| makespan | POP k=16 | 0.170 (0.169) | 1.26x |  | loss -0.0% |
-| max-throughput | fairalloc (adapter, cold) | 0.009 (0.009) |  |  | ok, gap 0e+00, res 0e+00 |
-| max-throughput | bare minimum | 0.004 (0.004) | 0.48x | 0e+00 | fa / bare 2.1x |
-| max-throughput | cvxpy+ECOS | 0.052 (0.052) | 5.96x | 4e-13 |  |
-| max-throughput | cvxpy+Clarabel | 0.106 (0.106) | 12.13x | 9e-13 |  |
-| max-throughput | HiGHS whole LP | 0.026 (0.026) | 2.93x | 0e+00 |  |
-| max-throughput | POP k=4 | 0.029 (0.029) | 3.27x |  | loss 0.5% |
-| max-throughput | POP k=16 | 0.044 (0.043) | 5.01x |  | loss 1.6% |
-| fifo | fairalloc (adapter, cold) | 0.106 (0.106) |  |  | ok, gap 0e+00, res 0e+00 |
-| fifo | bare minimum | 0.006 (0.006) | 0.06x | 0e+00 | fa / bare 17.9x (greedy) |
-| fifo | Gavel greedy | 0.004 (0.004) | 0.04x | 0e+00 |  |
-| fifo | HiGHS whole LP | 19.153 (18.773) | 180.63x | 4e-04 ! |  |
-| fifo | cvxpy+Clarabel | > 60 | > 566x |  | stopped |
-| fifo | cvxpy+ECOS | > 60 | > 566x |  | stopped |
-| water-filling | fairalloc (adapter, cold) | 0.387 (0.345) |  |  | ok, gap 2e-11, res 4e-15 |
+| max-min | fairalloc (adapter, cold) | 0.008 (0.008) |  |  | ok, gap 1e-09, res 2e-15 |
+| max-min | bare minimum | 0.009 (0.009) | 1.10x | 9e-15 | fa / bare 0.9x |
+| max-min | cvxpy+ECOS | 0.155 (0.144) | 18.46x | 4e-10 |  |
+| max-min | cvxpy+Clarabel | 0.275 (0.259) | 32.82x | 3e-08 |  |
+| max-min | HiGHS whole LP | 0.309 (0.280) | 36.78x | 1e-15 |  |
+| max-min | POP k=4 | 0.199 (0.181) | 23.67x |  | loss 0.0% |
+| max-min | POP k=16 | 0.216 (0.208) | 25.71x |  | loss 0.0% |
+| ftf | fairalloc (adapter, cold) | 0.045 (0.029) |  |  | ok, gap 6e-10, res 8e-16 |
+| ftf | bare minimum | 0.332 (0.318) | 7.33x | 3e-10 | fa / bare 0.1x (rho known) |
+| ftf | cvxpy+ECOS | 0.320 (0.285) | 7.07x | 2e-10 |  |
+| ftf | cvxpy+Clarabel | 0.401 (0.370) | 8.85x | 2e-09 |  |
+| ftf | HiGHS whole LP | 0.438 (0.423) | 9.67x | 2e-10 |  |
+| ftf | POP k=4 | 0.295 (0.294) | 6.51x |  | loss 0.0% |
+| ftf | POP k=16 | 0.468 (0.445) | 10.33x |  | loss -0.0% |
+| makespan | fairalloc (adapter, cold) | 0.029 (0.029) |  |  | ok, gap 1e-09, res 1e-14 |
+| makespan | bare minimum | 0.175 (0.171) | 6.06x | 1e-14 | fa / bare 0.2x |
+| makespan | cvxpy+ECOS | 0.167 (0.166) | 5.76x | 3e-07 |  |
+| makespan | cvxpy+Clarabel | 0.370 (0.362) | 12.78x | 1e-06 |  |
+| makespan | HiGHS whole LP | 0.178 (0.169) | 6.15x | 1e-14 |  |
+| makespan | POP k=4 | 0.166 (0.158) | 5.74x |  | loss 0.0% |
+| makespan | POP k=16 | 0.207 (0.192) | 7.14x |  | loss -0.0% |
+| max-throughput | fairalloc (adapter, cold) | 0.010 (0.010) |  |  | ok, gap 0e+00, res 0e+00 |
+| max-throughput | bare minimum | 0.005 (0.005) | 0.50x | 0e+00 | fa / bare 2.0x |
+| max-throughput | cvxpy+ECOS | 0.066 (0.054) | 6.47x | 4e-13 |  |
+| max-throughput | cvxpy+Clarabel | 0.109 (0.109) | 10.60x | 9e-13 |  |
+| max-throughput | HiGHS whole LP | 0.030 (0.029) | 2.88x | 0e+00 |  |
+| max-throughput | POP k=4 | 0.033 (0.033) | 3.23x |  | loss 0.5% |
+| max-throughput | POP k=16 | 0.049 (0.049) | 4.78x |  | loss 1.6% |
+| fifo | fairalloc (adapter, cold) | 0.003 (0.003) |  |  | ok, gap 0e+00, res 0e+00 |
+| fifo | bare minimum | 0.006 (0.006) | 1.96x | 0e+00 | fa / bare 0.5x (greedy) |
+| fifo | Gavel greedy | 0.004 (0.004) | 1.21x | 0e+00 |  |
+| fifo | HiGHS whole LP | 21.448 (20.293) | 6631.91x | 4e-04 ! |  |
+| fifo | cvxpy+Clarabel | > 60 | > 18552x |  | stopped |
+| fifo | cvxpy+ECOS | > 60 | > 18552x |  | stopped |
+| water-filling | fairalloc (adapter, cold) | 0.295 (0.279) |  |  | ok, gap 1e-12, res 2e-15 |
 | water-filling | bare minimum | > 60 |  |  | stopped |
 | water-filling | cvxpy+ECOS | error |  |  | ECOS: infeasible_inaccurate |
-| water-filling | cvxpy+Clarabel | > 60 | > 155x |  | stopped |
-| water-filling | HiGHS whole LP | > 60 | > 155x |  | stopped |
-| packing | fairalloc (adapter, cold) | 0.453 (0.453) |  |  | ok, gap 0e+00, res 0e+00 |
-| packing | bare minimum | 0.588 (0.588) | 1.30x | 4e-16 | fa / bare 0.8x (whole LP) |
-| packing | cvxpy+ECOS | 27.099 (27.094) | 59.80x | 1e-12 |  |
-| packing | cvxpy+Clarabel | 13.119 (15.039) | 28.95x | 4e-10 |  |
-| packing | HiGHS whole LP | 0.557 (0.557) | 1.23x | 4e-16 |  |
-| packing | POP k=4 | 0.176 (0.176) | 0.39x |  | loss 0.0% |
-| packing | POP k=16 | 0.139 (0.139) | 0.31x |  | loss 0.0% |
+| water-filling | cvxpy+Clarabel | > 60 | > 203x |  | stopped |
+| water-filling | HiGHS whole LP | > 60 | > 203x |  | stopped |
+| packing | fairalloc (adapter, cold) | 0.379 (0.376) |  |  | ok, gap 0e+00, res 0e+00 |
+| packing | bare minimum | 0.542 (0.540) | 1.43x | 4e-16 | fa / bare 0.7x (whole LP) |
+| packing | cvxpy+ECOS | 27.627 (26.767) | 72.92x | 1e-12 |  |
+| packing | cvxpy+Clarabel | 9.130 (8.379) | 24.10x | 4e-10 |  |
+| packing | HiGHS whole LP | 0.829 (0.567) | 2.19x | 4e-16 |  |
+| packing | POP k=4 | 0.219 (0.170) | 0.58x |  | loss 0.0% |
+| packing | POP k=16 | 0.199 (0.132) | 0.53x |  | loss 0.0% |
 
 summary (fa: fairalloc; ref / fa > 1: fairalloc faster; rel. diff: largest)
 
 | policy | jobs | fa s | bare s | fa / bare | fastest exact ref. | ref / fa | rel. diff | cert. |
 |---|---|---|---|---|---|---|---|---|
-| max-min | 100 | 0.014 | 0.009 | 1.5x | HiGHS whole LP 0.011 | 0.80x | 2e-08 | ok |
-| ftf | 100 | 0.018 | 0.007 | 2.4x | cvxpy+ECOS 0.021 | 1.18x | 3e-10 | ok |
-| makespan | 100 | 0.011 | 0.006 | 2.0x | HiGHS whole LP 0.011 | 0.99x | 2e-06 | ok |
-| max-throughput | 100 | 0.004 | 0.002 | 1.9x | HiGHS whole LP 0.003 | 0.76x | 1e-11 | ok |
-| fifo | 100 | 0.005 | 0.000 | 13.2x | Gavel greedy 0.000 | 0.05x | 2e-05 | ok |
-| water-filling | 100 | 0.035 | 0.067 | 0.5x | HiGHS whole LP 0.159 | 4.59x | 2e-08 | ok |
-| packing | 100 | 0.042 | 0.087 | 0.5x | cvxpy+ECOS 0.121 | 2.90x | 1e-10 | ok |
-| max-min | 256 | 0.010 | 0.005 | 1.9x | HiGHS whole LP 0.020 | 1.95x | 1e-09 | ok |
-| ftf | 256 | 0.021 | 0.013 | 1.6x | cvxpy+ECOS 0.032 | 1.48x | 1e-08 | ok |
-| makespan | 256 | 0.012 | 0.009 | 1.3x | HiGHS whole LP 0.019 | 1.52x | 5e-07 | ok |
-| max-throughput | 256 | 0.004 | 0.002 | 2.0x | HiGHS whole LP 0.004 | 0.97x | 3e-11 | ok |
-| fifo | 256 | 0.008 | 0.001 | 10.0x | Gavel greedy 0.001 | 0.08x | 7e-07 | ok |
-| water-filling | 256 | 0.052 | 0.531 | 0.1x | cvxpy+Clarabel 1.177 | 22.75x | 8e-08 | ok |
-| packing | 256 | 0.122 | 0.440 | 0.3x | HiGHS whole LP 0.444 | 3.66x | 2e-11 | ok |
-| max-min | 2,048 | 0.021 | 0.009 | 2.3x | cvxpy+ECOS 0.135 | 6.41x | 3e-08 | ok |
-| ftf | 2,048 | 0.125 | 0.315 | 0.4x | cvxpy+ECOS 0.251 | 2.00x | 2e-09 | ok |
-| makespan | 2,048 | 0.134 | 0.165 | 0.8x | cvxpy+ECOS 0.157 | 1.17x | 1e-06 | ok |
-| max-throughput | 2,048 | 0.009 | 0.004 | 2.1x | HiGHS whole LP 0.026 | 2.93x | 9e-13 | ok |
-| fifo | 2,048 | 0.106 | 0.006 | 17.9x | Gavel greedy 0.004 | 0.04x | 4e-04 ! | ok |
-| water-filling | 2,048 | 0.387 | > 60 |  | - | - | - | ok |
-| packing | 2,048 | 0.453 | 0.588 | 0.8x | HiGHS whole LP 0.557 | 1.23x | 4e-10 | ok |
+| max-min | 100 | 0.005 | 0.005 | 1.0x | HiGHS whole LP 0.011 | 2.36x | 2e-08 | ok |
+| ftf | 100 | 0.004 | 0.007 | 0.6x | cvxpy+ECOS 0.019 | 4.30x | 3e-10 | ok |
+| makespan | 100 | 0.005 | 0.006 | 0.9x | HiGHS whole LP 0.011 | 2.15x | 2e-06 | ok |
+| max-throughput | 100 | 0.003 | 0.002 | 1.7x | HiGHS whole LP 0.003 | 0.99x | 1e-11 | ok |
+| fifo | 100 | 0.000 | 0.000 | 0.5x | Gavel greedy 0.000 | 1.17x | 2e-05 | ok |
+| water-filling | 100 | 0.019 | 0.066 | 0.3x | HiGHS whole LP 0.149 | 7.66x | 2e-08 | ok |
+| packing | 100 | 0.042 | 0.103 | 0.4x | HiGHS whole LP 0.105 | 2.48x | 1e-10 | ok |
+| max-min | 256 | 0.004 | 0.005 | 0.8x | cvxpy+ECOS 0.022 | 5.23x | 1e-09 | ok |
+| ftf | 256 | 0.007 | 0.013 | 0.5x | HiGHS whole LP 0.037 | 5.24x | 1e-08 | ok |
+| makespan | 256 | 0.013 | 0.010 | 1.3x | cvxpy+ECOS 0.024 | 1.93x | 5e-07 | ok |
+| max-throughput | 256 | 0.004 | 0.003 | 1.6x | HiGHS whole LP 0.009 | 2.07x | 3e-11 | ok |
+| fifo | 256 | 0.001 | 0.001 | 1.2x | Gavel greedy 0.001 | 0.76x | 7e-07 | ok |
+| water-filling | 256 | 0.062 | 0.601 | 0.1x | cvxpy+Clarabel 1.341 | 21.78x | 8e-08 | ok |
+| packing | 256 | 0.125 | 0.540 | 0.2x | HiGHS whole LP 0.521 | 4.17x | 2e-11 | ok |
+| max-min | 2,048 | 0.008 | 0.009 | 0.9x | cvxpy+ECOS 0.155 | 18.46x | 3e-08 | ok |
+| ftf | 2,048 | 0.045 | 0.332 | 0.1x | cvxpy+ECOS 0.320 | 7.07x | 2e-09 | ok |
+| makespan | 2,048 | 0.029 | 0.175 | 0.2x | cvxpy+ECOS 0.167 | 5.76x | 1e-06 | ok |
+| max-throughput | 2,048 | 0.010 | 0.005 | 2.0x | HiGHS whole LP 0.030 | 2.88x | 9e-13 | ok |
+| fifo | 2,048 | 0.003 | 0.006 | 0.5x | Gavel greedy 0.004 | 1.21x | 4e-04 ! | ok |
+| water-filling | 2,048 | 0.295 | > 60 |  | - | - | - | ok |
+| packing | 2,048 | 0.379 | 0.542 | 0.7x | HiGHS whole LP 0.829 | 2.19x | 4e-10 | ok |
 
 (b) RoundPolicy trace, ms per round (<= 500 rounds, <= 30 s per mode; bad: uncertified rounds)
 
 | policy | jobs | rounds | warm p50 | p90 | cpu p50 | p90 | cold p50 | p90 | cpu p50 | p90 | bad |
 |---|---|---|---|---|---|---|---|---|---|---|---|
-| max-min | 100 | 500 | 5.9 | 6.3 | 5.9 | 6.3 | 5.8 | 6.3 | 5.8 | 6.3 | 0 |
-| ftf | 100 | 500 | 13.7 | 16.7 | 13.7 | 16.7 | 13.6 | 16.6 | 13.5 | 16.6 | 0 |
-| makespan | 100 | 500 | 8.9 | 11.0 | 8.8 | 10.7 | 8.8 | 10.9 | 8.8 | 10.6 | 0 |
-| max-throughput | 100 | 500 | 2.9 | 3.3 | 2.9 | 3.2 | 2.8 | 3.3 | 2.8 | 3.2 | 0 |
-| fifo | 100 | 500 | 4.1 | 4.6 | 4.1 | 4.5 | 4.1 | 4.6 | 4.1 | 4.5 | 0 |
-| water-filling | 100 | 420 | 67.4 | 105.9 | 49.0 | 62.2 | 67.6 | 107.9 | 49.0 | 61.9 | 0 |
-| max-min | 256 | 500 | 18.2 | 24.9 | 10.7 | 12.4 | 18.1 | 24.6 | 10.6 | 12.3 | 0 |
-| ftf | 256 | 500 | 41.6 | 66.1 | 18.9 | 26.0 | 41.3 | 66.8 | 18.8 | 26.0 | 0 |
-| makespan | 256 | 500 | 35.7 | 45.8 | 14.1 | 16.9 | 36.9 | 46.5 | 14.1 | 16.8 | 0 |
-| max-throughput | 256 | 500 | 7.5 | 11.6 | 3.3 | 3.6 | 7.5 | 11.5 | 3.3 | 3.6 | 0 |
-| fifo | 256 | 500 | 19.1 | 24.0 | 7.4 | 8.4 | 19.0 | 23.9 | 7.3 | 8.3 | 0 |
-| water-filling | 256 | 190 | 155.9 | 202.9 | 66.4 | 83.0 | 155.4 | 203.5 | 67.0 | 83.3 | 0 |
-| max-min | 2,048 | 500 | 43.6 | 51.0 | 17.3 | 19.3 | 41.9 | 50.3 | 17.2 | 19.1 | 0 |
-| ftf | 2,048 | 130 | 200.4 | 386.7 | 88.1 | 154.7 | 203.9 | 373.8 | 87.6 | 151.5 | 0 |
-| makespan | 2,048 | 89 | 319.0 | 434.5 | 130.8 | 177.9 | 331.0 | 448.6 | 131.2 | 176.0 | 0 |
-| max-throughput | 2,048 | 500 | 10.1 | 14.5 | 5.8 | 6.3 | 10.5 | 15.4 | 5.8 | 6.6 | 0 |
-| fifo | 2,048 | 184 | 166.3 | 205.3 | 97.5 | 104.9 | 167.6 | 202.9 | 97.0 | 103.4 | 0 |
-| water-filling | 2,048 | 43 | 691.1 | 866.8 | 417.7 | 498.0 | 654.5 | 879.2 | 407.3 | 505.3 | 0 |
-
-uncertified results: 0
+| max-min | 100 | 500 | 1.5 | 5.4 | 1.5 | 1.8 | 3.3 | 7.8 | 3.0 | 3.9 | 0 |
+| ftf | 100 | 500 | 1.6 | 5.8 | 1.6 | 1.8 | 3.7 | 7.9 | 3.6 | 4.0 | 0 |
+| makespan | 100 | 500 | 4.9 | 5.3 | 4.9 | 5.3 | 4.3 | 4.6 | 4.3 | 4.6 | 0 |
+| max-throughput | 100 | 500 | 2.6 | 6.8 | 2.6 | 2.9 | 2.4 | 6.5 | 2.4 | 2.6 | 0 |
+| fifo | 100 | 500 | 1.8 | 6.0 | 1.8 | 2.1 | 1.8 | 5.9 | 1.8 | 2.0 | 0 |
+| water-filling | 100 | 500 | 28.4 | 39.9 | 26.7 | 31.3 | 28.3 | 40.3 | 26.7 | 31.4 | 0 |
+| max-min | 256 | 500 | 1.7 | 1.9 | 1.7 | 1.9 | 4.3 | 5.6 | 4.1 | 5.5 | 0 |
+| ftf | 256 | 500 | 2.2 | 2.5 | 2.2 | 2.4 | 5.8 | 6.4 | 5.8 | 6.4 | 0 |
+| makespan | 256 | 500 | 7.0 | 8.5 | 7.0 | 7.7 | 6.7 | 8.1 | 6.7 | 7.3 | 0 |
+| max-throughput | 256 | 500 | 2.8 | 3.1 | 2.8 | 3.1 | 2.6 | 2.8 | 2.6 | 2.8 | 0 |
+| fifo | 256 | 500 | 2.3 | 2.6 | 2.3 | 2.5 | 2.2 | 2.5 | 2.2 | 2.4 | 0 |
+| water-filling | 256 | 500 | 44.4 | 57.3 | 43.4 | 51.9 | 44.3 | 56.5 | 43.1 | 51.7 | 0 |
+| max-min | 2,048 | 500 | 3.2 | 7.5 | 3.2 | 3.7 | 7.1 | 14.4 | 6.8 | 10.2 | 0 |
+| ftf | 2,048 | 500 | 11.8 | 14.5 | 11.7 | 13.1 | 27.4 | 55.7 | 26.8 | 51.0 | 0 |
+| makespan | 2,048 | 500 | 26.7 | 35.8 | 26.6 | 35.5 | 26.3 | 34.9 | 26.1 | 34.8 | 0 |
+| max-throughput | 2,048 | 500 | 5.0 | 5.4 | 5.0 | 5.4 | 4.6 | 5.2 | 4.6 | 5.0 | 0 |
+| fifo | 2,048 | 500 | 6.8 | 7.3 | 6.8 | 7.2 | 6.4 | 7.0 | 6.4 | 6.9 | 0 |
+| water-filling | 2,048 | 94 | 317.6 | 380.2 | 317.5 | 379.9 | 314.1 | 381.3 | 313.7 | 381.2 | 0 |
 
 Second command:
 
-(a) 8,192 jobs, one cold call per solver (38 s for this size)
+(a) 8,192 jobs, one cold call per solver (27 s for this size)
 
 | policy | solver | wall s (cpu s) | ref / fairalloc | rel. diff | certificate / note |
 |---|---|---|---|---|---|
-| max-min | fairalloc (adapter, cold) | 0.134 (0.085) |  |  | ok, gap 1e-09, res 4e-15 |
-| max-min | bare minimum | 0.044 (0.016) | 0.33x | 9e-16 | fa / bare 3.0x |
-| max-min | cvxpy+ECOS | 1.135 (0.675) | 8.48x | 7e-10 |  |
-| max-min | cvxpy+Clarabel | 1.283 (0.737) | 9.59x | 2e-08 |  |
-| max-min | HiGHS whole LP | 2.488 (1.165) | 18.59x | 9e-16 |  |
-| max-min | POP k=4 | 1.819 (0.900) | 13.59x |  | loss 0.0% |
-| max-min | POP k=16 | 1.172 (0.647) | 8.75x |  | loss 0.0% |
-| ftf | fairalloc (adapter, cold) | 0.624 (0.323) |  |  | ok, gap 1e-09, res 7e-16 |
-| ftf | bare minimum | 2.117 (1.205) | 3.40x | 1e-10 | fa / bare 0.3x (rho known) |
-| ftf | cvxpy+ECOS | 2.851 (1.420) | 4.57x | 1e-10 |  |
-| ftf | cvxpy+Clarabel | 2.274 (1.391) | 3.65x | 1e-09 |  |
-| ftf | HiGHS whole LP | 3.486 (2.186) | 5.59x | 1e-10 |  |
-| ftf | POP k=4 | 1.932 (1.368) | 3.10x |  | loss -0.0% |
-| ftf | POP k=16 | 1.963 (1.160) | 3.15x |  | loss -0.0% |
+| max-min | fairalloc (adapter, cold) | 0.023 (0.023) |  |  | ok, gap 1e-09, res 1e-15 |
+| max-min | bare minimum | 0.015 (0.015) | 0.63x | 9e-16 | fa / bare 1.6x |
+| max-min | cvxpy+ECOS | 0.679 (0.679) | 29.10x | 7e-10 |  |
+| max-min | cvxpy+Clarabel | 0.681 (0.680) | 29.18x | 2e-08 |  |
+| max-min | HiGHS whole LP | 1.225 (1.224) | 52.49x | 9e-16 |  |
+| max-min | POP k=4 | 0.942 (0.925) | 40.34x |  | loss 0.0% |
+| max-min | POP k=16 | 0.637 (0.634) | 27.29x |  | loss 0.0% |
+| ftf | fairalloc (adapter, cold) | 0.095 (0.095) |  |  | ok, gap 6e-10, res 7e-13 |
+| ftf | bare minimum | 1.119 (1.107) | 11.73x | 1e-10 | fa / bare 0.1x (rho known) |
+| ftf | cvxpy+ECOS | 1.286 (1.271) | 13.48x | 1e-10 |  |
+| ftf | cvxpy+Clarabel | 1.297 (1.278) | 13.60x | 1e-09 |  |
+| ftf | HiGHS whole LP | 2.169 (2.146) | 22.73x | 1e-10 |  |
+| ftf | POP k=4 | 1.419 (1.403) | 14.87x |  | loss -0.0% |
+| ftf | POP k=16 | 1.184 (1.170) | 12.41x |  | loss -0.0% |
 
 summary (fa: fairalloc; ref / fa > 1: fairalloc faster; rel. diff: largest)
 
 | policy | jobs | fa s | bare s | fa / bare | fastest exact ref. | ref / fa | rel. diff | cert. |
 |---|---|---|---|---|---|---|---|---|
-| max-min | 8,192 | 0.134 | 0.044 | 3.0x | cvxpy+ECOS 1.135 | 8.48x | 2e-08 | ok |
-| ftf | 8,192 | 0.624 | 2.117 | 0.3x | cvxpy+Clarabel 2.274 | 3.65x | 1e-09 | ok |
+| max-min | 8,192 | 0.023 | 0.015 | 1.6x | cvxpy+ECOS 0.679 | 29.10x | 2e-08 | ok |
+| ftf | 8,192 | 0.095 | 1.119 | 0.1x | cvxpy+ECOS 1.286 | 13.48x | 1e-09 | ok |
 
 (b) RoundPolicy trace, ms per round (<= 500 rounds, <= 30 s per mode; bad: uncertified rounds)
 
 | policy | jobs | rounds | warm p50 | p90 | cpu p50 | p90 | cold p50 | p90 | cpu p50 | p90 | bad |
 |---|---|---|---|---|---|---|---|---|---|---|---|
-| max-min | 8,192 | 270 | 113.1 | 128.8 | 36.6 | 40.4 | 99.8 | 113.0 | 35.2 | 38.7 | 0 |
-| ftf | 8,192 | 52 | 546.1 | 807.8 | 265.5 | 374.4 | 529.8 | 744.9 | 264.9 | 378.0 | 0 |
-
-uncertified results: 0
+| max-min | 8,192 | 500 | 8.3 | 9.2 | 8.3 | 9.2 | 12.3 | 16.7 | 12.3 | 16.7 | 0 |
+| ftf | 8,192 | 200 | 58.4 | 72.4 | 58.3 | 72.4 | 86.4 | 121.3 | 86.4 | 121.3 | 0 |
 """
 
 from __future__ import annotations
