@@ -5,10 +5,12 @@ not allocate (issue: numpy MemoryError at Gavel's 2,048-job round)."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from scipy.optimize import linear_sum_assignment
 
+import fairalloc as fa
 from fairalloc.integrations import gavel
 from fairalloc.integrations.gavel_heuristics import ALLOX_ZERO_RATE, allox_match
 
@@ -27,13 +29,11 @@ def _dense(steps, rates, elapsed, workers):
     return float(q[rows, cols].sum()), np.bincount(col[used], minlength=len(workers))
 
 
-@given(st.data(), st.sampled_from([3, 12]))
-def test_reduced_matching_has_the_dense_optimum(data, most):
-    # up to 3 workers per type: the assignment on expanded columns; up to 12: mostly the
-    # transportation program (ALLOX_LP_MIN_WORKERS)
+@given(st.data(), st.sampled_from(["transport", "assignment"]))
+def test_reduced_matching_has_the_dense_optimum(data, method):
     m = data.draw(st.integers(1, 16))
     k = data.draw(st.integers(1, 3))
-    workers = np.array(data.draw(st.lists(st.integers(0, most), min_size=k, max_size=k)))
+    workers = np.array(data.draw(st.lists(st.integers(0, 12), min_size=k, max_size=k)))
     if workers.sum() == 0:
         workers[0] = 1
     pos = st.floats(0.5, 50.0, allow_nan=False)
@@ -47,7 +47,7 @@ def test_reduced_matching_has_the_dense_optimum(data, most):
                                        min_size=m, max_size=m)))
     elapsed = np.array(data.draw(st.lists(st.floats(0.0, 100.0), min_size=m, max_size=m)))
     cost, per_type = _dense(steps, rates, elapsed, workers)
-    got = allox_match(steps, rates, elapsed, workers)
+    got = allox_match(steps, rates, elapsed, workers, method)
     assert np.isclose(got.cost, cost, rtol=1e-9)   # both are optimal assignments
     assert got.columns <= m * k + workers.sum()
     # the jobs that run now: one per used worker, i.e. per type the jobs at level 1
@@ -57,7 +57,7 @@ def test_reduced_matching_has_the_dense_optimum(data, most):
     assert run_per_type.tolist() == per_type.tolist()
     # zero rates (Gavel's 1e-10) tie across types: the optimal cost still agrees
     rates0 = np.where(zero, 0.0, rates)
-    assert np.isclose(allox_match(steps, rates0, elapsed, workers).cost,
+    assert np.isclose(allox_match(steps, rates0, elapsed, workers, method).cost,
                       _dense(steps, rates0, elapsed, workers)[0], rtol=1e-9)
 
 
@@ -91,11 +91,16 @@ def test_a_two_thousand_job_round_is_allocated():
 
 
 def test_transportation_program_with_several_levels_has_the_dense_optimum():
-    # 20 jobs on 8 + 8 + 8 workers: 3 levels per type, 9 slots of 8 workers (the program)
+    # 20 jobs on 8 + 8 + 8 workers: 3 levels per type, 9 slots of 8 workers
     rng = np.random.default_rng(3)
     steps, rates = rng.uniform(1, 100, 20), rng.uniform(0.5, 3.0, (20, 3))
     elapsed, workers = rng.uniform(0, 50, 20), np.array([8, 8, 8])
-    got = allox_match(steps, rates, elapsed, workers)
+    got = allox_match(steps, rates, elapsed, workers, "transport")
     cost, per_type = _dense(steps, rates, elapsed, workers)
     assert got.columns == 72 and np.isclose(got.cost, cost, rtol=1e-9)
     assert np.bincount(got.job_type[got.running], minlength=3).tolist() == per_type.tolist()
+
+
+def test_an_unknown_method_is_an_input_error():
+    with pytest.raises(fa.InputError, match="method"):
+        allox_match([1.0], [[1.0]], [0.0], [1], "simplex")

@@ -5,8 +5,7 @@ These are heuristics (no program, so no certificate); they follow Gavel's
 rounds, and are deterministic: ``fifo`` and ``gandiva`` draw from ``random.Random(seed)`` (the
 generator Gavel seeds; default ``seed=0``, where Gavel's default is unseeded), so the same seed
 and the same inputs give the same allocations, and Gavel's draws when its inputs are the same.
-``allox`` is deterministic (a min-cost assignment,
-`scipy.optimize.linear_sum_assignment`).
+``allox`` is deterministic (a min-cost matching, `allox_match`).
 
 Examples
 --------
@@ -43,11 +42,11 @@ __all__ = ["AlloXMatch", "AlloXPolicy", "FIFOPolicy", "GandivaPolicy", "Isolated
 #: (ACCURACY: the value Gavel uses, so assignments match Gavel's)
 ALLOX_ZERO_RATE = 1e-10
 
-#: AlloX's matching is solved as a transportation program over (type, level) slots when
-#: the slots hold at least this many workers on average, else as an assignment on the
-#: slots' expanded identical columns (PERFORMANCE: both give the optimum; the program has
-#: m x slots variables, the assignment m x columns entries)
-ALLOX_LP_MIN_WORKERS = 8
+#: ``allox_match(method="auto")`` solves the transportation program over (type, level)
+#: slots when ``slots**2 <= this x jobs x columns``, else the assignment on the expanded
+#: columns (PERFORMANCE: both give the optimum; measured on 2 CPUs, HiGHS' simplex takes
+#: ~1.7e-6 s x jobs x slots**2 and scipy's assignment ~4e-10 s x jobs**2 x columns)
+ALLOX_LP_WORK_RATIO = 2.5e-4
 
 #: a transportation-program vertex is integral; entries within this of 1 are accepted as
 #: an assignment (ACCURACY: HiGHS' primal feasibility tolerance is 1e-7)
@@ -267,7 +266,8 @@ class AlloXMatch(NamedTuple):
     columns: int
 
 
-def allox_match(steps: Any, rates: Any, elapsed: Any, workers: Any) -> AlloXMatch:
+def allox_match(steps: Any, rates: Any, elapsed: Any, workers: Any,
+                method: str = "auto") -> AlloXMatch:
     """AlloX's matching (Gavel's ``allox.py``) of ``m`` jobs to ``workers[t]`` identical
     workers of each type ``t``, solved exactly on a reduced cost matrix.
 
@@ -276,11 +276,12 @@ def allox_match(steps: Any, rates: Any, elapsed: Any, workers: Any) -> AlloXMatc
     assignment. Workers of one type have identical columns, and an optimal matching fills a
     type's positions level by level (moving a job to an empty lower position of the same type
     never raises its cost), so type ``t`` needs only ``ceil(m / workers[t])`` levels, each
-    ``workers[t]`` identical columns (at most ``m x types + n`` in all). Where the levels hold
-    many workers (``ALLOX_LP_MIN_WORKERS``), the transportation program over (type, level)
-    slots is solved by HiGHS' simplex (`scipy.optimize.linprog`; its vertices are
-    assignments), else `scipy.optimize.linear_sum_assignment` on the expanded columns; both
-    give the dense matrix's optimal cost (ties may be broken differently).
+    ``workers[t]`` identical columns (at most ``m x types + n`` in all). ``method`` picks the
+    solve: ``"transport"``, the transportation program over (type, level) slots by HiGHS'
+    simplex (`scipy.optimize.linprog`; its vertices are assignments), fast with few slots
+    (many workers per type); ``"assignment"``, `scipy.optimize.linear_sum_assignment` on the
+    expanded columns; ``"auto"`` (default) the cheaper by ``ALLOX_LP_WORK_RATIO``. Both give
+    the dense matrix's optimal cost (equal-cost ties may be broken differently).
 
     Per-worker stacks (tie rule): at each level of a type, the jobs there are ordered by
     index (callers pass the longest-waiting first) and the ``i``-th of ``c`` takes worker
@@ -297,6 +298,8 @@ def allox_match(steps: Any, rates: Any, elapsed: Any, workers: Any) -> AlloXMatc
         Each job's time since start.
     workers : array_like of int, shape (K,)
         Free workers of each type.
+    method : {"auto", "transport", "assignment"}, optional
+        The solve (same optimum).
 
     Returns
     -------
@@ -310,6 +313,9 @@ def allox_match(steps: Any, rates: Any, elapsed: Any, workers: Any) -> AlloXMatc
     """
     from scipy.optimize import linear_sum_assignment
 
+    if method not in ("auto", "transport", "assignment"):
+        raise InputError(f"method = {method!r}: one of 'auto', 'transport', 'assignment'",
+                         argument="method")
     steps = np.asarray(steps, dtype=float)
     rate = np.asarray(rates, dtype=float)
     rate = np.where(rate == 0.0, ALLOX_ZERO_RATE, rate)
@@ -321,7 +327,10 @@ def allox_match(steps: Any, rates: Any, elapsed: Any, workers: Any) -> AlloXMatc
     lt = np.repeat(np.arange(W.size), L)                              # (type, level) pairs
     lv = np.arange(lt.size) - np.repeat(np.cumsum(L) - L, L) + 1
     ct, cl = np.repeat(lt, W[lt]), np.repeat(lv, W[lt])               # columns
-    if cl.size >= ALLOX_LP_MIN_WORKERS * lt.size:
+    if method == "auto":
+        method = ("transport" if lt.size ** 2 <= ALLOX_LP_WORK_RATIO * m * cl.size
+                  else "assignment")
+    if method == "transport":
         job_type, level, cost = _allox_transport(base, elapsed, lt, lv, W[lt])
     else:
         q = base[:, ct] * cl + elapsed[:, None]
