@@ -5,8 +5,7 @@ These are heuristics (no program, so no certificate); they follow Gavel's
 rounds, and are deterministic: ``fifo`` and ``gandiva`` draw from ``random.Random(seed)`` (the
 generator Gavel seeds; default ``seed=0``, where Gavel's default is unseeded), so the same seed
 and the same inputs give the same allocations, and Gavel's draws when its inputs are the same.
-``allox`` is deterministic (a min-cost assignment,
-`scipy.optimize.linear_sum_assignment`).
+``allox`` is deterministic (a min-cost matching, `allox_match`).
 
 Examples
 --------
@@ -20,11 +19,11 @@ from __future__ import annotations
 
 import random
 from collections.abc import Hashable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..errors import InputError
+from ..errors import InputError, SolverError
 from .gavel_base import (
     by_job,
     check_cluster,
@@ -35,12 +34,23 @@ from .gavel_base import (
     throughput_matrix,
 )
 
-__all__ = ["AlloXPolicy", "FIFOPolicy", "GandivaPolicy", "IsolatedPolicy"]
+__all__ = ["AlloXMatch", "AlloXPolicy", "FIFOPolicy", "GandivaPolicy", "IsolatedPolicy",
+           "allox_match"]
 
 #: AlloX's processing-time matrix uses this rate where a job's throughput is 0 (Gavel's
 #: ``1e-10``): such a pairing costs ~1e10 x its steps, so it is chosen last
 #: (ACCURACY: the value Gavel uses, so assignments match Gavel's)
 ALLOX_ZERO_RATE = 1e-10
+
+#: ``allox_match(method="auto")`` solves the transportation program over (type, level)
+#: slots when ``slots**2 <= this x jobs x columns``, else the assignment on the expanded
+#: columns (PERFORMANCE: both give the optimum; measured on 2 CPUs, HiGHS' simplex takes
+#: ~1.7e-6 s x jobs x slots**2 and scipy's assignment ~4e-10 s x jobs**2 x columns)
+ALLOX_LP_WORK_RATIO = 2.5e-4
+
+#: a transportation-program vertex is integral; entries within this of 1 are accepted as
+#: an assignment (ACCURACY: HiGHS' primal feasibility tolerance is 1e-7)
+ALLOX_INTEGRAL_TOL = 1e-6
 
 #: Gandiva keeps a pair packed only while its normalised throughput (sum over types and
 #: members of packed rate / isolated rate) is at least this (ACCURACY: Gavel's threshold)
@@ -240,15 +250,148 @@ class GandivaPolicy:
         return out
 
 
+class AlloXMatch(NamedTuple):
+    """AlloX's min-cost matching of waiting jobs to (worker type, position level) slots.
+
+    ``job_type[i]`` and ``level[i]`` are job ``i``'s worker type (an index) and position
+    (1 = runs last on its worker); ``running`` lists, ascending, the jobs that run now (the top
+    of each worker's stack); ``cost`` is the matching's total cost and ``columns`` the number of
+    columns of the cost matrix that was solved (at most ``m x types + workers``).
+    """
+
+    job_type: np.ndarray
+    level: np.ndarray
+    running: np.ndarray
+    cost: float
+    columns: int
+
+
+def allox_match(steps: Any, rates: Any, elapsed: Any, workers: Any,
+                method: str = "auto") -> AlloXMatch:
+    """AlloX's matching (Gavel's ``allox.py``) of ``m`` jobs to ``workers[t]`` identical
+    workers of each type ``t``, solved exactly on a reduced cost matrix.
+
+    Upstream puts job ``j`` at position ``k`` of worker ``w`` at cost
+    ``k x steps[j] / rate[j, type(w)] + elapsed[j]`` and solves the dense ``m x (m x n)``
+    assignment. Workers of one type have identical columns, and an optimal matching fills a
+    type's positions level by level (moving a job to an empty lower position of the same type
+    never raises its cost), so type ``t`` needs only ``ceil(m / workers[t])`` levels, each
+    ``workers[t]`` identical columns (at most ``m x types + n`` in all). ``method`` picks the
+    solve: ``"transport"``, the transportation program over (type, level) slots by HiGHS'
+    simplex (`scipy.optimize.linprog`; its vertices are assignments), fast with few slots
+    (many workers per type); ``"assignment"``, `scipy.optimize.linear_sum_assignment` on the
+    expanded columns; ``"auto"`` (default) the cheaper by ``ALLOX_LP_WORK_RATIO``. Both give
+    the dense matrix's optimal cost (equal-cost ties may be broken differently).
+
+    Per-worker stacks (tie rule): at each level of a type, the jobs there are ordered by
+    index (callers pass the longest-waiting first) and the ``i``-th of ``c`` takes worker
+    ``c - 1 - i``; each worker runs the job at its highest level. So at a level, the
+    longest-waiting jobs are the ones that run now.
+
+    Parameters
+    ----------
+    steps : array_like, shape (m,)
+        Steps each job has left (>= 0).
+    rates : array_like, shape (m, K)
+        Job throughputs on each worker type; 0 is replaced by ``ALLOX_ZERO_RATE`` (as Gavel).
+    elapsed : array_like, shape (m,)
+        Each job's time since start.
+    workers : array_like of int, shape (K,)
+        Free workers of each type.
+    method : {"auto", "transport", "assignment"}, optional
+        The solve (same optimum).
+
+    Returns
+    -------
+    AlloXMatch
+
+    Examples
+    --------
+    >>> m = allox_match([100.0, 10.0], [[1.0], [1.0]], [0.0, 0.0], [1])
+    >>> m.level.tolist(), m.running.tolist(), m.cost
+    ([1, 2], [1], 120.0)
+    """
+    from scipy.optimize import linear_sum_assignment
+
+    if method not in ("auto", "transport", "assignment"):
+        raise InputError(f"method = {method!r}: one of 'auto', 'transport', 'assignment'",
+                         argument="method")
+    steps = np.asarray(steps, dtype=float)
+    rate = np.asarray(rates, dtype=float)
+    rate = np.where(rate == 0.0, ALLOX_ZERO_RATE, rate)
+    elapsed = np.asarray(elapsed, dtype=float)
+    W = np.asarray(workers, dtype=np.int64)
+    m = steps.shape[0]
+    base = steps[:, None] / rate                                      # (m, K)
+    L = np.where(W > 0, -(-m // np.maximum(W, 1)), 0)                 # levels per type
+    lt = np.repeat(np.arange(W.size), L)                              # (type, level) pairs
+    lv = np.arange(lt.size) - np.repeat(np.cumsum(L) - L, L) + 1
+    ct, cl = np.repeat(lt, W[lt]), np.repeat(lv, W[lt])               # columns
+    if method == "auto":
+        method = ("transport" if lt.size ** 2 <= ALLOX_LP_WORK_RATIO * m * cl.size
+                  else "assignment")
+    if method == "transport":
+        job_type, level, cost = _allox_transport(base, elapsed, lt, lv, W[lt])
+    else:
+        q = base[:, ct] * cl + elapsed[:, None]
+        rows, cols = linear_sum_assignment(q)
+        job_type = np.empty(m, dtype=np.int64)
+        level = np.empty(m, dtype=np.int64)
+        job_type[rows], level[rows] = ct[cols], cl[cols]
+        cost = float(q[rows, cols].sum())
+    # stacks: the i-th of the c jobs at a (type, level) (ascending index) takes worker c - 1 - i
+    by = np.lexsort((np.arange(m), level, job_type))
+    start = np.r_[True, (job_type[by][1:] != job_type[by][:-1])
+                  | (level[by][1:] != level[by][:-1])]
+    group = np.cumsum(start) - 1
+    first = np.flatnonzero(start)
+    count = np.diff(np.r_[first, m])
+    worker = count[group] - 1 - (np.arange(m) - first[group])
+    # each worker runs the job at its highest level
+    top = np.lexsort((level[by], worker, job_type[by]))
+    t2, w2 = job_type[by][top], worker[top]
+    last = np.r_[(t2[1:] != t2[:-1]) | (w2[1:] != w2[:-1]), True]
+    running = np.sort(by[top][last])
+    return AlloXMatch(job_type, level, running, cost, int(cl.size))
+
+
+def _allox_transport(base: np.ndarray, elapsed: np.ndarray, lt: np.ndarray, lv: np.ndarray,
+                     cap: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    """AlloX's matching as the transportation program: each job to one (type, level) slot of
+    capacity ``cap``; its constraint matrix is totally unimodular, so HiGHS' simplex vertex is
+    an assignment."""
+    import scipy.sparse as sp
+    from scipy.optimize import linprog
+
+    m, S = base.shape[0], lt.size
+    c = (base[:, lt] * lv + elapsed[:, None]).ravel()
+    var = np.arange(m * S)
+    one = np.ones(m * S)
+    a_eq = sp.csr_array((one, (var // S, var)), shape=(m, m * S))
+    a_ub = sp.csr_array((one, (var % S, var)), shape=(S, m * S))
+    res = linprog(c, A_ub=a_ub, b_ub=cap, A_eq=a_eq, b_eq=np.ones(m), bounds=(0, None),
+                  method="highs-ds")
+    if res.status != 0 or res.x is None:
+        raise SolverError(f"AlloX's {m} x {S} transportation program: {res.message}",
+                          backend="highs")
+    x = res.x.reshape(m, S)
+    slot = np.argmax(x, axis=1)
+    if (x[np.arange(m), slot] < 1.0 - ALLOX_INTEGRAL_TOL).any():
+        raise SolverError(f"AlloX's {m} x {S} transportation program: HiGHS returned a "
+                          "fractional vertex", backend="highs")
+    return lt[slot], lv[slot], float(c.reshape(m, S)[np.arange(m), slot].sum())
+
+
 class AlloXPolicy:
     """Gavel's AlloX (``allox``; ``alpha=1``): single-worker jobs matched to workers by a
     min-cost assignment of ``times_since_start + position x steps / rate``.
 
     Jobs holding a whole worker from the previous call keep it; the others (at most
     ``max(alpha x their number, free workers)``, longest-waiting first) are assigned to the
-    free workers by `scipy.optimize.linear_sum_assignment`
-    over the (job, worker, position) costs of AlloX, each worker running the job it would run
-    first. Every scale factor must be 1 (as Gavel asserts).
+    free workers by AlloX's min-cost matching over (job, worker, position) costs, each worker
+    running the job it would run first; `allox_match` solves it exactly on a reduced matrix
+    (identical workers of a type share columns). Every scale factor must be 1 (as Gavel
+    asserts).
     """
 
     def __init__(self, solver: str | None = None, alpha: float = 1.0,
@@ -266,8 +409,6 @@ class AlloXPolicy:
                        times_since_start: Any, num_steps_remaining: Any, cluster_spec: Any
                        ) -> dict[Hashable, dict[str, float]]:
         """``{job_id: {worker_type: 0.0 or 1.0}}`` for this round."""
-        from scipy.optimize import linear_sum_assignment
-
         tp = unflattened_throughputs
         require_mapping(tp, "unflattened_throughputs")
         jobs = _sorted(tp)
@@ -299,19 +440,9 @@ class AlloXPolicy:
         if m and n:
             steps = by_job(num_steps_remaining, "num_steps_remaining", waiting, nonneg=True)
             T = throughput_matrix(tp, waiting, types)
-            col = np.array([types.index(t) for t in worker_type])
-            rate = T[:, col]
-            rate = np.where(rate == 0.0, ALLOX_ZERO_RATE, rate)
-            base = steps[:, None] / rate                              # (m, n)
-            pos = np.arange(1, m + 1, dtype=float)
-            q = (base[:, None, :] * pos[None, :, None]).reshape(m, m * n)
-            q = q + elapsed[keep][:, None]
-            rows, cols = linear_sum_assignment(q)
-            worker, position = cols % n, cols // n
-            # each worker runs first the job in its last position (largest ``position``)
-            by = np.lexsort((position, worker))
-            last = np.r_[worker[by][1:] != worker[by][:-1], True]
-            for r, w in zip(rows[by][last].tolist(), worker[by][last].tolist()):
-                out[waiting[r]][worker_type[w]] = 1.0
+            free = np.array([worker_type.count(t) for t in types], dtype=np.int64)
+            match = allox_match(steps, T, elapsed[keep], free)
+            for r, t in zip(match.running.tolist(), match.job_type[match.running].tolist()):
+                out[waiting[r]][types[t]] = 1.0
         self._prev = {j: dict(row) for j, row in out.items()}
         return out
