@@ -68,8 +68,10 @@ class KeptLP:
     def change_coeff(self, row: int, col: int, value: float) -> None:
         self._h.changeCoeff(row, col, value)
 
-    def change_col_bounds(self, col: int, lower: float, upper: float) -> None:
-        self._h.changeColBounds(col, lower, upper)
+    def change_cols_bounds(self, cols: np.ndarray, lower: np.ndarray, upper: np.ndarray
+                           ) -> None:
+        """Bounds of several columns in one call (``cols``: int32 indices)."""
+        self._h.changeColsBounds(int(cols.size), cols, lower, upper)
 
     def change_row_bounds(self, row: int, lower: float, upper: float) -> None:
         self._h.changeRowBounds(row, lower, upper)

@@ -166,10 +166,10 @@ def release_slots(models: Sequence[Any], k: int, slots: np.ndarray) -> None:
     """Free slots in every model: their columns fixed at 0, their time and level rows free."""
     slots = np.asarray(slots, dtype=np.int64)
     rows = np.concatenate([k + 2 * slots, k + 2 * slots + 1]).astype(np.int32)
+    cols = (1 + slots[:, None] * k + np.arange(k)).astype(np.int32).ravel()  # (s, t)
+    zeros = np.zeros(cols.size)
     for lp in models:
-        for s in slots.tolist():
-            for t in range(k):
-                lp.change_col_bounds(1 + s * k + t, 0.0, 0.0)
+        lp.change_cols_bounds(cols, zeros, zeros)
         lp.change_rows_bounds(rows, np.full(rows.size, -_INF), np.full(rows.size, _INF))
 
 

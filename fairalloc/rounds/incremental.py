@@ -182,18 +182,19 @@ class IncrementalMaxMin(KeptRound):
         k = self._cap.size
         lev = k + 2 * s + 1
         self._count[s], self._sf[s] = count, sf
+        cols = np.arange(self._col(s, 0), self._col(s, k), dtype=np.int32)
+        upper = np.where(allowed, _INF, 0.0)
         for lp in self._hs:
             for t in range(k):
                 c = self._col(s, t)
                 lp.change_coeff(lev, c, float(coef * T[t]) if allowed[t] else 0.0)
                 lp.change_coeff(t, c, sf)
-                lp.change_col_bounds(c, 0.0, _INF if allowed[t] else 0.0)
+            lp.change_cols_bounds(cols, np.zeros(k), upper)
             lp.change_coeff(lev, 0, -count)
             lp.change_row_bounds(k + 2 * s, -_INF, count)
             lp.change_row_bounds(lev, 0.0, _INF)
         if len(self._hs) > 1:
-            self._hs[1].change_costs(np.arange(self._col(s, 0), self._col(s, k),
-                                               dtype=np.int32), np.where(allowed, g, 0.0))
+            self._hs[1].change_costs(cols, np.where(allowed, g, 0.0))
 
     def _release(self, slots: list[int]) -> None:
         """Classes that left free their slots (`fairalloc.rounds._kept_round.release_slots`)."""
@@ -351,7 +352,7 @@ class IncrementalMaxMin(KeptRound):
         if len(self._hs) > 1:
             # stage 2: total normalised throughput, every level kept to stage_tol of theta
             low = theta - stage_tol * abs(theta)
-            self._hs[1].change_col_bounds(0, low, low)
+            self._hs[1].change_cols_bounds(np.zeros(1, np.int32), np.full(1, low), np.full(1, low))
             if not warm:  # a new model: from the level optimum (primal feasible but for
                 # theta's move to low) by the primal simplex, in fewer steps than from nothing
                 self._hs[1].take_basis(self._hs[0])

@@ -218,11 +218,13 @@ class IncrementalFTF(KeptRound):
                     if self._sf[s] != gang:
                         lp.change_coeff(t, col, gang)
                     lp.change_coeff(thr, col, row_a[t] / lam)
-                    lp.change_col_bounds(col, 0.0, _INF if row_a[t] > 0 else 0.0)
                 lp.change_row_bounds(thr - 1, -_INF, 1.0)
             level.change_coeff(thr, 0, -theta / lam)
             self._T[s], self._sf[s], self._c[s] = row_t, gang, theta
         cols = (1 + slots[:, None] * k + np.arange(k)).astype(np.int32).ravel()
+        upper = np.where(Ta > 0, _INF, 0.0).ravel()
+        for lp in self._hs:
+            lp.change_cols_bounds(cols, np.zeros(cols.size), upper)
         wc.change_costs(cols, g.ravel())
         for s, job in zip(slots.tolist(), ids, strict=True):
             self._owner[s] = job
