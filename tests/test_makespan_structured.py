@@ -88,3 +88,16 @@ def test_makespan_work_conserving_lp_is_solved_cold():
     cold = fa.min_makespan(jobs, cl, tuning=Tuning(warm_start=False))
     a, b = r.stage_certificates[1], cold.stage_certificates[1]
     assert a.primal_value == pytest.approx(b.primal_value, rel=2 * GAP_TOL)
+
+
+def test_a_makespan_that_overflows_a_float_is_an_input_error():
+    """steps 1e308 at 0.5 steps/s is 2e308 s even alone on the fastest type: no float makespan,
+    so the caller hears which job (fuzz seed 2222 met it as a SolverError "model rejected")."""
+    tp = np.array([[0.5], [0.5]])
+    with pytest.raises(fa.InputError) as info:
+        fa.min_makespan(fa.Jobs(tp, steps_remaining=np.array([8257.78, 1e308])),
+                        fa.Cluster({"t0": 4}))
+    assert info.value.argument == "steps_remaining" and info.value.index == (1,)
+    r = fa.min_makespan(fa.Jobs(tp, steps_remaining=np.array([8257.78, 1e300])),
+                        fa.Cluster({"t0": 4}))  # representable: answered and certified
+    assert r.certificate.ok and r.objective == pytest.approx(2e300, rel=1e-6)

@@ -230,6 +230,14 @@ class MinMakespan(ThroughputPolicy):
                          unconsolidated_throughput=unconsolidated_throughput,
                          consolidated_capacity=consolidated_capacity)
         self.steps = _steps(jobs, "min_makespan")
+        best = np.max(jobs.throughput, axis=1, initial=0.0)
+        with np.errstate(over="ignore", divide="ignore"):
+            over = (best > 0) & ~np.isfinite(self.steps / best)
+        if over.any():  # (even alone on its fastest type the makespan is no float)
+            i = int(np.flatnonzero(over)[0])
+            raise InputError(f"steps_remaining[{i}] is {self.steps[i]:g}: its time at its best "
+                             f"throughput {best[i]:g} overflows a float",
+                             argument="steps_remaining", index=(i,))
 
     def level_stage(self) -> LevelStage:
         inst = self.inst
