@@ -138,3 +138,36 @@ def test_one_stage_cold_round_agrees_with_the_normal_one_stage_round(inst):
     equal = np.where(T > 0, T, 0.0) @ (cap / cap.sum())
     metric = sf * np.asarray(new.effective_throughput) / (w * equal)
     assert metric.min() >= new.objective * (1.0 - FEAS_TOL) - FEAS_TOL
+
+
+def test_the_round_decides_which_solve_round_arguments_it_leaves_to_the_normal_round():
+    """misc39: solve_round asks the round (`refusal`) whether it reads what was given; every
+    argument of solve_round is read by the incremental round, routes the round, belongs to
+    another policy, or is one of the round's `UNREAD_ARGUMENTS` (a new argument must be
+    placed)."""
+    import inspect
+
+    from fairalloc.rounds.api import _SOLVE_OPTIONS
+    from fairalloc.rounds.incremental import UNREAD_ARGUMENTS, IncrementalMaxMin, refusal
+
+    read = {"policy", "throughput", "workers", "job_ids", "types", "scale_factor", "weight"}
+    routes = {"water_filling", "warm_start"}
+    other_policies = {"semantics", "normalized", "kind", "fairness_knob"}
+    names = set(inspect.signature(fa.solve_round).parameters)
+    placed = read | routes | other_policies | set(_SOLVE_OPTIONS) | set(UNREAD_ARGUMENTS)
+    assert names == placed
+    for name in UNREAD_ARGUMENTS:
+        assert refusal({}, {name: 0.0, "weight": [1.0]}) == \
+            f"{name} given (the normal round checks it)"
+        assert not IncrementalMaxMin.applies({}, {name: 0.0})
+    assert IncrementalMaxMin.applies({}, dict.fromkeys(UNREAD_ARGUMENTS))
+
+
+def test_arguments_max_min_does_not_read_run_the_normal_round_without_a_hand_over():
+    tp = {j: {"v100": 4.0 + j % 3, "k80": 1.0} for j in range(6)}
+    workers = {"v100": 2, "k80": 3}
+    for kw in ({"elapsed": dict.fromkeys(tp, 1.0)}, {"order": {j: j for j in tp}},
+               {"entities": dict.fromkeys(tp, "e")}, {"slo": dict.fromkeys(tp, 9.0)}):
+        r = fa.solve_round("max_min_fairness", tp, workers, **kw)
+        assert r.stats.method != "incremental" and r.stats.fallbacks == (), kw
+        assert r.certificate.ok, kw

@@ -33,7 +33,7 @@ from ..rounds.keys import same_keys
 from ..rounds.state import gavel_isolated_split
 
 __all__ = ["GAVEL_ARGUMENTS", "NORMALIZATIONS", "GavelPolicy", "check_cluster", "check_rates",
-           "gavel_isolated_throughputs", "packed_solve"]
+           "gavel_isolated_throughputs", "packed_solve", "pair_rates"]
 
 #: ``normalization=`` options of the max-min policies. In Gavel's current code
 #: (``MaxMinFairnessPolicyWithPerf``, commit c4fa400) the objective is
@@ -211,25 +211,61 @@ def throughput_matrix(tp: Mapping[Hashable, Any], jobs: list[Any], types: list[s
                 raise InputError(f"{name}[{j!r}] must be a dict worker_type -> throughput",
                                  argument=name)
         by_type = [[row.get(t, 0.0) for row in listed] for t in types]
-    try:  # (validated column by column: an entry's index is (type, job))
+    return _validated_rates(by_type, name, jobs, types)
+
+
+def _validated_rates(by_type: list[list[Any]], name: str, keys: list[Any], types: list[str],
+                     width: int | None = None) -> np.ndarray:
+    """The rates ``by_type[t][k]`` of key ``keys[k]`` on type ``types[t]`` as a validated
+    ``(keys, types)`` array, or ``(keys, types, width)`` where each rate is a sequence of
+    ``width`` numbers (a pair key's ``[rate of member 0, rate of member 1]``): finite,
+    non-negative real numbers (text, bools, wrong shapes are refused); an error names the key
+    and the worker type."""
+    tail = () if width is None else (width,)
+    try:  # (validated column by column: an entry's index is (type, key, ...))
         T = as_real_array(by_type, name)
-        if T.ndim != 2 and T.size:  # a rate given as a sequence: one level more
-            raise InputError(f"{name}: a rate is a sequence", argument=name)
+        shape = (len(types), len(keys), *tail)
+        if T.shape != shape and (T.size or 0 not in shape):  # (any empty shape is no rate)
+            raise InputError(f"{name}: a rate has the wrong shape", argument=name)
     except InputError as exc:
-        if exc.index is None or len(exc.index) != 2:  # (ragged or nested: find the rate)
-            exc = _nested_rate(by_type, name, exc)
-        raise _rate_error(exc, name, jobs, types, transposed=True) from None
+        if exc.index is None or len(exc.index) != 2 + len(tail):  # (a rate of a wrong shape)
+            exc = _misshapen_rate(by_type, name, exc, width)
+        raise _rate_error(exc, name, keys, types, transposed=True) from None
+    T = T.reshape(shape).swapaxes(0, 1)
     try:
-        return as_array(T.T.reshape(len(jobs), len(types)), name, ndim=2, allow_empty=True)
+        return as_array(T, name, ndim=2 + len(tail), allow_empty=True)
     except InputError as exc:
-        raise _rate_error(exc, name, jobs, types, transposed=False) from None
+        raise _rate_error(exc, name, keys, types, transposed=False) from None
+
+
+def pair_rates(tp: Mapping[Hashable, Any], keys: list[Any], types: list[Any]) -> np.ndarray:
+    """The rates of the pair keys ``keys`` of ``tp`` (``{worker_type: [rate of member 0, rate
+    of member 1]}``; ``(0, 0)`` where a type is not listed) as a validated
+    ``(pairs, types, 2)`` array, read and checked as `throughput_matrix` reads single rates:
+    an invalid rate is an `fairalloc.InputError` naming the pair key and the worker type.
+
+    Examples
+    --------
+    >>> pair_rates({(0, 1): {"v100": [1.0, 0.5]}}, [(0, 1)], ["v100", "k80"]).tolist()
+    [[[1.0, 0.5], [0.0, 0.0]]]
+    """
+    name = "unflattened_throughputs"
+    rows = [tp[p] for p in keys]
+    for p, row in zip(keys, rows):
+        if not isinstance(row, Mapping):
+            raise InputError(f"{name}[{p!r}] must be a dict worker type -> [rate of member 0, "
+                             "rate of member 1]", argument=name)
+    zero = (0.0, 0.0)
+    by_type = [[row.get(t, zero) for row in rows] for t in types]
+    return _validated_rates(by_type, name, keys, types, width=2)
 
 
 def check_rates(tp: Mapping[Hashable, Any]) -> None:
-    """Validate the single-job rates of ``tp`` (``{job: {worker_type: rate}}``; pair keys are
-    skipped) as `throughput_matrix` does, for the policies that read them only as flags or
-    not at all (Gavel's heuristics, the heterogeneity-agnostic policies): an invalid rate is an
-    `fairalloc.InputError` naming the job id and the worker type.
+    """Validate the rates of ``tp`` (``{job: {worker_type: rate}}``, and pair keys'
+    ``{worker_type: [rate, rate]}``) as `throughput_matrix` and `pair_rates` do, for the
+    policies that read them only as flags or not at all (Gavel's heuristics, the
+    heterogeneity-agnostic policies): an invalid rate is an `fairalloc.InputError` naming
+    the job id (or pair key) and the worker type.
 
     Examples
     --------
@@ -241,13 +277,15 @@ def check_rates(tp: Mapping[Hashable, Any]) -> None:
     unflattened_throughputs[0]['v100'] i
     """
     require_mapping(tp, "unflattened_throughputs")
-    singles = [j for j in tp if not is_pair(j)]
-    if not singles:
-        return
-    rows = [tp[j] for j in singles]
-    types = list(dict.fromkeys(itertools.chain.from_iterable(
-        row for row in rows if isinstance(row, Mapping))))
-    throughput_matrix({j: tp[j] for j in singles}, singles, types)
+    pairs = pair_keys(tp)
+    listed = set(pairs)
+    singles = [j for j in tp if j not in listed] if pairs else list(tp)
+    for keys, check in ((singles, throughput_matrix), (pairs, pair_rates)):
+        rows = [tp[j] for j in keys]
+        types = list(dict.fromkeys(itertools.chain.from_iterable(
+            row for row in rows if isinstance(row, Mapping))))
+        if keys:
+            check({j: tp[j] for j in keys}, keys, types)
 
 
 def check_cluster(cluster_spec: Any) -> np.ndarray:
@@ -274,16 +312,29 @@ def check_cluster(cluster_spec: Any) -> np.ndarray:
         raise InputError(text, argument="cluster_spec", index=exc.index) from None
 
 
-def _nested_rate(by_type: list[list[Any]], name: str, exc: InputError) -> InputError:
-    """The error naming the first rate (type ``t``, job ``j``) that is not a scalar
-    (``exc`` when every rate is one)."""
+def _misshapen_rate(by_type: list[list[Any]], name: str, exc: InputError,
+                    width: int | None) -> InputError:
+    """The error naming the first rate (type ``t``, key ``k``) that is not a number
+    (``width`` None) or a sequence of ``width`` numbers (``exc`` when every rate is one)."""
     for t, col in enumerate(by_type):
-        for j, v in enumerate(col):
-            if not isinstance(v, str | bytes) and _is_nested(v):
-                return InputError(f"{name}{fmt_index((t, j))} is {v!r}: a {type(v).__name__} "
+        for k, v in enumerate(col):
+            if width is None and not isinstance(v, str | bytes) and _is_nested(v):
+                return InputError(f"{name}{fmt_index((t, k))} is {v!r}: a {type(v).__name__} "
                                   "where a number belongs; every entry must be a real number",
-                                  argument=name, index=(t, j))
+                                  argument=name, index=(t, k))
+            if width is not None and (isinstance(v, str | bytes) or _shape(v) != (width,)):
+                return InputError(f"{name}{fmt_index((t, k))} is {v!r}; a pair key's rate is "
+                                  "[rate of member 0, rate of member 1]", argument=name,
+                                  index=(t, k))
     return exc
+
+
+def _shape(value: Any) -> tuple[int, ...] | None:
+    """``value``'s shape (None when ragged)."""
+    try:
+        return np.shape(value)
+    except ValueError:
+        return None
 
 
 def _is_nested(value: Any) -> bool:
@@ -294,18 +345,20 @@ def _is_nested(value: Any) -> bool:
         return True
 
 
-def _rate_error(exc: InputError, name: str, jobs: list[Any], types: list[str], *,
+def _rate_error(exc: InputError, name: str, jobs: list[Any], types: list[Any], *,
                 transposed: bool) -> InputError:
-    """``exc`` about rate entry ``(type, job)`` (``transposed``) or ``(job, type)``, naming the
-    job id and the worker type; the index returned is (job, type)."""
-    if exc.index is None or len(exc.index) != 2:
+    """``exc`` about rate entry ``(type, job, ...)`` (``transposed``) or ``(job, type, ...)``,
+    naming the job id (or pair key) and the worker type; the index returned is
+    ``(job, type, ...)``."""
+    if exc.index is None or len(exc.index) < 2:
         return exc
-    i, t = (exc.index[1], exc.index[0]) if transposed else exc.index
+    i, t = (exc.index[1], exc.index[0]) if transposed else exc.index[:2]
+    rest = tuple(exc.index[2:])
     head = f"{name}{fmt_index(exc.index)}"
     text = str(exc)
     detail = text[len(head):] if text.startswith(head) else f": {text}"
-    return InputError(f"{name}[{jobs[i]!r}][{types[t]!r}]{detail}", argument=name,
-                      index=(i, t))
+    return InputError(f"{name}[{jobs[i]!r}][{types[t]!r}]{fmt_index(rest) if rest else ''}"
+                      f"{detail}", argument=name, index=(i, t, *rest))
 
 
 def gavel_isolated_throughputs(unflattened_throughputs: Mapping[Hashable, Mapping[str, float]],
@@ -382,24 +435,18 @@ def packed_solve(policy: GavelPolicy, unflattened_throughputs: Mapping[Hashable,
     pos = {j: i for i, j in enumerate(run)}
     drained = set(base.drained_types)
     present = [t for t in types if t not in drained]
-    mem, raw, keep = [], [], []
+    mem, keep = [], []
     for p in pairs:
         a, b = members(p)
         if a in pos and b in pos and scale_factors[a] == scale_factors[b]:
-            row = unflattened_throughputs[p]
-            if not isinstance(row, Mapping):
-                raise InputError(f"unflattened_throughputs[{p!r}] must be a dict worker "
-                                 "type -> [rate of member 0, rate of member 1]",
-                                 argument="unflattened_throughputs")
             mem.append((pos[a], pos[b]))
-            raw.append([row.get(t, (0.0, 0.0)) for t in present])
             keep.append(p)
     if not keep or not run or not present:
         out.update(base.job_allocation)
         out.update({p: dict.fromkeys(types, 0.0) for p in pairs})
         policy.packing_result = None
         return out
-    ptp = pair_rates(raw, keep, present)
+    ptp = pair_rates(unflattened_throughputs, keep, present)
     T = throughput_matrix(single_tp, run, present)
     fields = {k: by_job(v, GAVEL_ARGUMENTS.get(k, k), run, nonneg=True)
               for k, v in per_job.items()}
@@ -428,28 +475,3 @@ def packed_solve(policy: GavelPolicy, unflattened_throughputs: Mapping[Hashable,
                   for t in types}
     policy.packing_result = r
     return out
-
-
-def pair_rates(raw: list[list[Any]], keys: list[Any], types: list[str]) -> Any:
-    """Validated pair rates (P, types, 2); errors name the pair key and the worker type."""
-    if not raw:
-        return np.zeros((0, len(types), 2))
-    name = "unflattened_throughputs"
-    for key, row in zip(keys, raw):  # each entry: a pair of rates (one per member)
-        for wtype, v in zip(types, row):
-            try:
-                pair = not isinstance(v, str | bytes) and np.shape(v) == (2,)
-            except ValueError:  # ragged
-                pair = False
-            if not pair:
-                raise InputError(f"{name}[{key!r}][{wtype!r}] is {v!r}; a pair key's rate is "
-                                 "[rate of member 0, rate of member 1]", argument=name)
-    try:
-        return as_array(raw, name, ndim=3, shape=(len(keys), len(types), 2))
-    except InputError as exc:
-        if exc.index is None or len(exc.index) != 3:
-            raise
-        p, t, i = exc.index
-        text = str(exc).replace(f"{name}{fmt_index(exc.index)}",
-                                f"{name}[{keys[p]!r}][{types[t]!r}][{i}]", 1)
-        raise InputError(text, argument=name, index=exc.index) from None

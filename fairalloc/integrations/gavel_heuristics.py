@@ -30,6 +30,7 @@ from .gavel_base import (
     check_rates,
     is_pair,
     members,
+    pair_rates,
     require_mapping,
     throughput_matrix,
 )
@@ -191,16 +192,19 @@ class GandivaPolicy:
         return "Gandiva_Packing"
 
     @staticmethod
-    def _packed_gain(key: Any, tp: Mapping[Hashable, Any], types: list[str]) -> float:
-        if not is_pair(key):
-            return 0.0
-        a, b = members(key)
-        packed = np.array([tp[key].get(t, (0.0, 0.0)) for t in types], dtype=float)
-        alone = np.array([[tp[a].get(t, 0.0), tp[b].get(t, 0.0)] for t in types], dtype=float)
-        if packed.size and packed.min() <= 0.0:
-            return 0.0
-        with np.errstate(divide="ignore"):
-            return float((packed / alone).sum())
+    def _packed_gains(keys: list[Any], tp: Mapping[Hashable, Any], types: list[Any]
+                      ) -> dict[Any, float]:
+        """Each pair key's normalised throughput (sum over types and members of packed rate /
+        isolated rate; 0 when a packed rate is 0) from the validated rates (`pair_rates`)."""
+        if not keys:
+            return {}
+        packed = pair_rates(tp, keys, types)                          # (pairs, types, 2)
+        a, b = zip(*map(members, keys))
+        alone = throughput_matrix(tp, [*a, *b], types).reshape(2, len(keys), len(types))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            gain = (packed / np.moveaxis(alone, 0, 2)).sum(axis=(1, 2))
+        runs = (packed > 0.0).all(axis=(1, 2))
+        return dict(zip(keys, np.where(runs, gain, 0.0).tolist()))
 
     def get_allocation(self, unflattened_throughputs: Any, scale_factors: Any,
                        cluster_spec: Any) -> dict[Hashable, dict[str, float]]:
@@ -216,9 +220,11 @@ class GandivaPolicy:
         by_job(scale_factors, "scale_factors", singles, positive=True, integer=True)
         pair_of = {frozenset(members(p)): p for p in tp if is_pair(p)}
         drop: set[Any] = set()
+        staying = {combo: None for job, (combo, other) in self._assigned.items()
+                   if other is not None and job in tp and other in tp and combo in tp}
+        gains = self._packed_gains(list(staying), tp, types)  # (a single alone gains 0)
         for job, (combo, other) in self._assigned.items():
-            if (job not in tp or (other is not None and other not in tp)
-                    or self._packed_gain(combo, tp, types) < GANDIVA_KEEP_PAIR):
+            if gains.get(combo, 0.0) < GANDIVA_KEEP_PAIR:
                 drop.update((job, other))
         for job in drop:
             self._assigned.pop(job, None)

@@ -269,9 +269,12 @@ def packed_effective(tp: Mapping[Hashable, Any], alloc: Mapping[Hashable, Any],
     >>> eff.tolist(), ids
     ([0.75, 0.5], [0, 1])
     """
-    from .gavel_base import members, throughput_matrix
+    from .gavel_base import members, pair_keys, pair_rates, throughput_matrix
 
-    singles: list[Any] = [j for j in tp if not is_pair(j)]
+    require_mapping(tp, "unflattened_throughputs")
+    pairs = pair_keys(tp)
+    listed = set(pairs)
+    singles: list[Any] = [j for j in tp if j not in listed]
     try:
         ids = sorted(singles)
     except TypeError:
@@ -279,14 +282,16 @@ def packed_effective(tp: Mapping[Hashable, Any], alloc: Mapping[Hashable, Any],
     pos = {j: i for i, j in enumerate(ids)}
     types = [str(t) for t in cluster_spec]
     T = throughput_matrix({j: tp[j] for j in ids}, ids, types)
+    R = pair_rates(tp, pairs, types)                                  # (pairs, types, 2)
     X = np.array([[alloc[j][t] for t in types] for j in ids]).reshape(T.shape)
     eff = (T * X).sum(axis=1)
-    for p in (k for k in tp if is_pair(k)):
-        a, b = members(p)
-        rates = np.array([tp[p].get(t, (0.0, 0.0)) for t in types], dtype=float).reshape(-1, 2)
-        x = np.array([alloc[p][t] for t in types])
-        eff[pos[a]] += rates[:, 0] @ x
-        eff[pos[b]] += rates[:, 1] @ x
+    at = [pos.get(m) for p in pairs for m in members(p)]
+    if None in at:
+        p = pairs[at.index(None) // 2]
+        raise InputError(f"unflattened_throughputs[{p!r}]: pair key of a job with no "
+                         "throughputs of its own", argument="unflattened_throughputs")
+    P = np.array([[alloc[p][t] for t in types] for p in pairs]).reshape(len(pairs), len(types))
+    np.add.at(eff, np.array(at, dtype=np.int64), (R * P[:, :, None]).sum(axis=1).ravel())
     c = np.array([float(cluster_spec[t]) for t in cluster_spec])
     prop = T @ (c / c.sum()) if c.sum() > 0 else np.zeros(len(ids))
     safe = np.where(prop > 0, prop, 1.0)

@@ -411,10 +411,8 @@ def solve_round(policy: str, throughput: Any, workers: Any, *, job_ids: Any = No
         water_filling=water_filling, semantics=semantics, normalized=normalized, kind=kind,
         fairness_knob=fairness_knob, plan_jobs=plan_jobs, plan_options=plan_options,
         warm_start=warm_start)
-    unread = (order, cost, slo, entities, entity_weights, entity_policies, plan_jobs, plan_options,
-              steps_remaining, elapsed, isolated_elapsed)  # (the normal round checks these)
     if (policy == "max_min_fairness" and ids and water_filling is False and warm_start is None
-            and IncrementalMaxMin.applies(options) and all(v is None for v in unread)):
+            and IncrementalMaxMin.applies(options, normal.keywords)):
         # RoundPolicy's cold round (one LP per stage over the classes, #28); else the normal one
         per_job = {name: _in_job_order(v, name, ids) for name, v in (
             ("scale_factor", scale_factor), ("weight", weight))}

@@ -53,7 +53,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import time
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
 from typing import Any
 
 import numpy as np
@@ -75,7 +75,7 @@ from ._kept_round import (
 )
 from .result import RoundResult
 
-__all__ = ["INCREMENTAL_OPTIONS", "IncrementalMaxMin", "refusal"]
+__all__ = ["INCREMENTAL_OPTIONS", "UNREAD_ARGUMENTS", "IncrementalMaxMin", "refusal"]
 
 #: the solve options an incremental round honours with any value (tolerances)
 INCREMENTAL_OPTIONS = ("gap_tol", "feas_tol", "stage_tol")
@@ -86,6 +86,10 @@ _DEFAULT_OPTIONS = {"method": "auto", "backend": "highs"}
 _COMPACT_RATIO = 2.0
 #: per-job data max-min fairness does not read, which the normal round still validates
 _UNREAD = ("steps_remaining", "elapsed", "isolated_elapsed")
+#: the arguments of `fairalloc.solve_round` a max-min round does not read: given, the round
+#: is the normal one's, which validates them (`refusal`)
+UNREAD_ARGUMENTS = (*_UNREAD, "order", "cost", "slo", "entities", "entity_weights",
+                    "entity_policies", "plan_jobs", "plan_options")
 _INF = float("inf")
 #: what one kept model is (`IncrementalMaxMin._fits` sets one aside and brings it back)
 _MODEL = ("_hs", "_types", "_cap", "_slot", "_count", "_sf", "_free", "_mu")
@@ -213,10 +217,11 @@ class IncrementalMaxMin(KeptRound):
             lp.change_rows_bounds(rows, np.full(rows.size, -_INF), counts)
 
     @staticmethod
-    def applies(options: dict[str, Any]) -> bool:
-        """Whether a round with these solve options may be incremental (`refusal` is
-        ``None``: tolerances, the defaults spelled out, ``work_conserving`` either way)."""
-        return refusal(options) is None
+    def applies(options: dict[str, Any], given: Mapping[str, Any] | None = None) -> bool:
+        """Whether a round with these solve options (and the arguments ``given``, by name)
+        may be incremental (`refusal` is ``None``: tolerances, the defaults spelled out,
+        ``work_conserving`` either way, none of `UNREAD_ARGUMENTS` given)."""
+        return refusal(options, given) is None
 
     def _tries(self, options: dict[str, Any]) -> bool:
         return self.applies(options)
@@ -394,13 +399,14 @@ class IncrementalMaxMin(KeptRound):
                           utilization=((m * s) @ xc) / cap, stage_certificates=certs)
 
 
-def refusal(options: dict[str, Any]) -> str | None:
+def refusal(options: dict[str, Any], given: Mapping[str, Any] | None = None) -> str | None:
     """Why an incremental round cannot honour these solve options exactly (``None``: it can).
 
     It honours any tolerance, ``work_conserving`` either way (``False``: the level stage
     only) and the other options at their defaults (``method="auto"``, ``backend="highs"``);
     anything else (another method or backend, water-filling's options) is the normal round's,
-    which also validates it.
+    which also validates it, as is a round given (``given``: `fairalloc.solve_round`'s
+    arguments by name, ``None`` where not given) any of `UNREAD_ARGUMENTS`.
 
     Examples
     --------
@@ -408,6 +414,8 @@ def refusal(options: dict[str, Any]) -> str | None:
     True
     >>> refusal({"method": "highs"})
     "method='highs' (the normal round honours it)"
+    >>> refusal({}, {"weight": [1.0], "elapsed": [3.0]})
+    'elapsed given (the normal round checks it)'
     """
     for key, value in options.items():
         if key in INCREMENTAL_OPTIONS or (key == "work_conserving" and isinstance(
@@ -416,7 +424,8 @@ def refusal(options: dict[str, Any]) -> str | None:
         default = _DEFAULT_OPTIONS.get(key)
         if default is None or not isinstance(value, str) or value != default:
             return f"{key}={value!r} (the normal round honours it)"
-    return None
+    unread = [name for name in UNREAD_ARGUMENTS if (given or {}).get(name) is not None]
+    return f"{unread[0]} given (the normal round checks it)" if unread else None
 
 
 def _certificates(Ta: np.ndarray, s: np.ndarray, coef: np.ndarray, equal_tp: np.ndarray,

@@ -63,7 +63,7 @@ from . import structured, water_symmetry
 from .composed import level_objective
 from .policy import STAGE_TOL, Allocation, PolicyStages, ThroughputPolicy, _rank
 from .programs import LevelStage
-from .stages import StageSolver, backend_for, capacity_prices
+from .stages import StageSolver, capacity_prices
 from .symmetry import solve_by_plan
 from .tuning import Tuning, as_tuning
 from .water_bounds import best_levels
@@ -82,6 +82,7 @@ from .water_path import (
 from .water_robust import (
     ROBUST,
     WaterContext,
+    WaterParams,
     WaterRun,
     certify_run,
     end_check,
@@ -89,7 +90,7 @@ from .water_robust import (
     robust_applies,
     robust_water_filling,
 )
-from .water_symmetry import WaterParams, water_allocation
+from .water_symmetry import water_allocation
 
 __all__ = ["MaxMinFairness", "WaterFilling", "max_min_fairness", "water_filling"]
 
@@ -524,14 +525,11 @@ class WaterFilling(ThroughputPolicy):
         ``water-filling-robust``), recorded in ``log``; returns the plan's `Found` (its
         result a `WaterRun`)."""
         inst = self.inst
-        be = backend_for(params.spec, inst.E, params.tuning)
-        cap_levels = inst.n if params.max_levels is None else params.max_levels
+        be = params.backend(inst.E)
         # (scipy's product, not `scale_rows`: with entries in another order a 10-type job
         # ended 1.2e-6 below its floor, level duals 1e8; known, issue #15)
         U = sp.csr_matrix(sp.diags(self.unorm) @ inst.Tm)  # rows u_m(x)
-        ctx = WaterContext(self, U, be, params.spec, params.tuning, params.method,
-                           params.gap_tol, params.feas_tol, params.stage_tol, params.btol,
-                           cap_levels, log)
+        ctx = WaterContext(self, U, be, params, log)
         plan = (Strategy(WATER_FAST, self._fast, certify_run, _fast_applies),
                 Strategy(ROBUST, robust_water_filling, certify_run, robust_applies, exact=True))
         return run_plan(plan, ctx, log, what="water-filling", backend=be.name)
@@ -552,7 +550,8 @@ class WaterFilling(ThroughputPolicy):
     def _fast(self, ctx: WaterContext) -> WaterRun:
         """The fast water-filling (module docstring: rule (a), saturation jumps, the end
         check); raises where it cannot prove its result (the plan's robust strategy runs)."""
-        inst, U, btol, cap_levels, be = self.inst, ctx.U, ctx.btol, ctx.max_levels, ctx.backend
+        inst, U, be, cap_levels = self.inst, ctx.U, ctx.backend, ctx.max_levels
+        btol = ctx.params.btol
         n = inst.n
         solver = ctx.solver()
         floors = np.zeros(n)
@@ -562,7 +561,7 @@ class WaterFilling(ThroughputPolicy):
         xcol = np.zeros(inst.E)
         levels = rounds = 0
         thr_frz = btol * np.ones(n)  # each job's threshold when it was frozen
-        use_fast = StructuredLevels(ctx.method in ("auto", "fast"))
+        use_fast = StructuredLevels(ctx.params.method in ("auto", "fast"))
         # each level changes only the rows of the jobs the last one froze: where fairalloc
         # chose HiGHS, a level LP starts HiGHS' simplex from the last level's basis (few
         # pivots, and an exact vertex: floors met to rounding, not to a tolerance)
@@ -684,7 +683,7 @@ class WaterFilling(ThroughputPolicy):
             # the end check's LP covers every job (one whole LP: 4x the rest at 8,192 jobs)
             # when (a) was not trusted, or decided where the duals amplify feas_tol beyond the
             # level's accuracy; otherwise only the jobs no standing proof covers at the end
-            risky |= (not trusted or (bool(bott.any()) and ctx.feas_tol * dot(
+            risky |= (not trusted or (bool(bott.any()) and ctx.params.feas_tol * dot(
                 lam, np.maximum(1.0, floors)) > solver.tuning.end_check_ratio * acc))
             bott |= sat
             if sat.any():
@@ -729,7 +728,7 @@ class WaterFilling(ThroughputPolicy):
 
 
 def _fast_applies(ctx: WaterContext) -> bool:
-    return ctx.tuning.water_fast
+    return ctx.params.tuning.water_fast
 
 
 def water_filling(jobs: Jobs, cluster: Cluster, *, entities: Sequence[Hashable] | None = None,

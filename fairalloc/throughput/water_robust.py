@@ -85,7 +85,7 @@ from ..results import Certificate
 from ..solvelog import SolveLog
 from .instance import ColumnInstance
 from .programs import LevelStage, StageResult
-from .stages import StageSolver, capacity_prices, scaled_solve
+from .stages import StageSolver, backend_for, capacity_prices, scaled_solve
 from .tuning import Tuning
 from .water_path import (
     PARETO_CHECK,
@@ -100,7 +100,7 @@ from .water_path import (
 
 __all__ = ["ROBUST", "ROBUST_FREEZE", "ROBUST_SINGLE", "ROBUST_UNCERTIFIED", "ROBUST_REFINE",
            "EndCheck", "PRICE_PROOF_LEVELS", "level_prices", "price_proof",
-           "WaterContext", "WaterRun", "end_check",
+           "WaterContext", "WaterParams", "WaterRun", "end_check",
            "certify_run", "level_accuracy", "robust_applies", "robust_water_filling"]
 
 ROBUST = "water-filling-robust"  # path step: the robust water-filling (the plan's tail)
@@ -151,15 +151,11 @@ _EPS = float(np.finfo(float).eps)
 PRICE_PROOF_LEVELS = 4
 
 
-@dataclass
-class WaterContext:
-    """What both water-filling strategies read: the builder (``wf``, a
-    `fairalloc.WaterFilling`), its level rows ``U`` (``u(x) = U @ x``), the backend and the
-    caller's choices, and the call's log (shared by every solver a strategy makes)."""
+@dataclass(frozen=True)
+class WaterParams:
+    """The caller's choices of one water-filling solve (validated): the backend spec, the
+    tuning, the method, the tolerances and the level cap (``None``: one per job)."""
 
-    wf: Any
-    U: sp.csr_matrix
-    backend: Backend
     spec: Any
     tuning: Tuning
     method: str
@@ -167,15 +163,43 @@ class WaterContext:
     feas_tol: float
     stage_tol: float
     btol: float
-    max_levels: int
+    max_levels: int | None
+
+    def backend(self, columns: int) -> Backend:
+        """The LP backend for a program of ``columns`` columns."""
+        return backend_for(self.spec, columns, self.tuning)
+
+    def stage_solver(self, inst: ColumnInstance, backend: Backend, log: SolveLog
+                     ) -> StageSolver:
+        """A fresh stage solver on ``inst`` at these tolerances, writing to ``log``."""
+        return StageSolver(inst, backend, stage_tol=self.stage_tol, gap_tol=self.gap_tol,
+                           feas_tol=self.feas_tol, backend_spec=self.spec, tuning=self.tuning,
+                           log=log)
+
+
+@dataclass
+class WaterContext:
+    """What both water-filling strategies read: the builder (``wf``, a
+    `fairalloc.WaterFilling`), its level rows ``U`` (``u(x) = U @ x``), the backend, the
+    caller's choices (``params``), and the call's log (shared by every solver a strategy
+    makes)."""
+
+    wf: Any
+    U: sp.csr_matrix
+    backend: Backend
+    params: WaterParams
     log: SolveLog
+
+    @property
+    def max_levels(self) -> int:
+        """The level cap: the caller's, else one level per job."""
+        cap = self.params.max_levels
+        return self.wf.inst.n if cap is None else cap
 
     def solver(self) -> StageSolver:
         """A fresh stage solver writing to the call's log (a strategy's own state: kept rows,
         anchors, warm bases are never shared between strategies)."""
-        return StageSolver(self.wf.inst, self.backend, stage_tol=self.stage_tol,
-                           gap_tol=self.gap_tol, feas_tol=self.feas_tol,
-                           backend_spec=self.spec, tuning=self.tuning, log=self.log)
+        return self.params.stage_solver(self.wf.inst, self.backend, self.log)
 
 
 @dataclass
@@ -206,7 +230,7 @@ def certify_run(ctx: WaterContext, run: WaterRun) -> Certificate:
 
 def robust_applies(ctx: WaterContext) -> bool:
     """The robust water-filling is tried up to `Tuning.water_robust_max_jobs` jobs."""
-    return bool(ctx.wf.inst.n <= ctx.tuning.water_robust_max_jobs)
+    return bool(ctx.wf.inst.n <= ctx.params.tuning.water_robust_max_jobs)
 
 
 def level_accuracy(cert: Certificate) -> float:
@@ -444,7 +468,7 @@ def robust_water_filling(ctx: WaterContext) -> WaterRun:
     x = np.zeros(E)  # exactly feasible, reaches the floors (0 at first)
     floors = np.zeros(n)
     frozen = np.zeros(n, dtype=bool)
-    thr_frz = ctx.btol * np.ones(n)  # each job's threshold when it was frozen
+    thr_frz = ctx.params.btol * np.ones(n)  # each job's threshold when it was frozen
     certs: list[Certificate] = []
     proofs: list[Proof] = []  # every LP's certified bound, kept for the end check
     first: tuple[LevelStage, StageResult] | None = None
@@ -477,10 +501,10 @@ def robust_water_filling(ctx: WaterContext) -> WaterRun:
             freezing += int(bott.any())
         # the end check: every job proven at the allocation's own levels, else the jobs that
         # still rise are unfrozen and water-filling resumes; what no LP proves is reported
-        thr_end = np.maximum(thr_frz, ctx.btol * np.maximum(1.0, floors))
+        thr_end = np.maximum(thr_frz, ctx.params.btol * np.maximum(1.0, floors))
         try:
             chk = end_check(inst, solver, U, x, thr_end, wf._max_level, proofs, bwarm,
-                            alone=True, btol=ctx.btol, prices=level_prices(first, proofs))
+                            alone=True, btol=ctx.params.btol, prices=level_prices(first, proofs))
         except SolverError as exc:
             unproven = f"the end check's LP failed ({exc.reason})"
             break
@@ -540,7 +564,7 @@ def _freezes(ctx: WaterContext, solver: StageSolver, stage: LevelStage, res: Sta
     else:
         theta = 0.0  # (the floors stay, and so does the allocation that reaches them)
     floors = np.minimum(floors + w * max(theta, 0.0), U @ x)  # reached by x
-    thr = np.maximum(ctx.btol * np.maximum(1.0, floors), 2.0 * acc * w)
+    thr = np.maximum(ctx.params.btol * np.maximum(1.0, floors), 2.0 * acc * w)
     bott = cand & (floors >= wf._max_level - thr)  # saturated: its best column all the time
     # a level that rose leaves its bottlenecked candidates to the next level, which then
     # does not rise (one level LP instead of bottleneck LPs over every candidate)

@@ -31,7 +31,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import time
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -41,7 +40,7 @@ from .._symmetry import Classes, classes_of_labels, exact_classes, near_classes
 from ..results import Certificate, SolveStats
 from ..solvelog import SolveLog, SolveStatus
 from .programs import LevelStage
-from .stages import StageSolver, backend_for, capacity_prices
+from .stages import capacity_prices
 from .symmetry import (
     NEAR_MAX_SHARE,
     NEAR_STEP,
@@ -49,27 +48,18 @@ from .symmetry import (
     ClassMap,
     reduced_instance,
 )
-from .tuning import Tuning
 from .water_path import Proof
-from .water_robust import claimed_rise, end_check, level_prices, price_proof
+from .water_robust import (
+    WaterParams,
+    claimed_rise,
+    end_check,
+    level_prices,
+    price_proof,
+)
 
 __all__ = ["WaterParams", "expand_proofs", "price_proof", "reduced_water",
            "solve_water_reduced", "water_allocation",
            "water_classes", "water_near_classes"]
-
-
-@dataclass(frozen=True)
-class WaterParams:
-    """The caller's choices of one water-filling solve (validated)."""
-
-    spec: Any
-    tuning: Tuning
-    method: str
-    gap_tol: float
-    feas_tol: float
-    stage_tol: float
-    btol: float
-    max_levels: int | None
 
 
 def _reducible(wf: Any) -> bool:
@@ -181,10 +171,7 @@ def solve_water_reduced(wf: Any, cl: Classes, params: WaterParams, t0: float, *,
     inst = wf.inst
     cmap = ClassMap(inst, red.inst, cl)
     xcol = cmap.expand_x(run.xcol)
-    be = backend_for(params.spec, inst.E, params.tuning)
-    solver = StageSolver(inst, be, stage_tol=params.stage_tol, gap_tol=params.gap_tol,
-                         feas_tol=params.feas_tol, backend_spec=params.spec,
-                         tuning=params.tuning, log=log)
+    solver = params.stage_solver(inst, params.backend(inst.E), log)
     U = sp.csr_matrix(sp.diags(wf.unorm) @ inst.Tm)  # (as `WaterFilling.run_water`)
     U_r = sp.csr_matrix(sp.diags(red.unorm) @ red.inst.Tm)
     # the first level on the original program, at the final allocation
