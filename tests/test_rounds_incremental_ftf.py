@@ -228,3 +228,42 @@ def test_a_round_far_from_the_last_ratio_is_certified_in_units_of_rho(cut):
             j["steps"] *= cut if r == 1 and i % 2 else 1.0
             j["t"] += ROUND_S
 
+
+
+class _Key:
+    """A job id like Gavel's ``JobIdPair``: Python ``__hash__``/``__eq__``, a new object
+    for the same job every round."""
+
+    def __init__(self, a: int) -> None:
+        self.a = a
+
+    def __hash__(self) -> int:
+        return hash(self.a)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Key) and self.a == other.a
+
+
+def test_warm_rounds_with_re_created_and_reordered_keys_equal_int_keys():
+    """A `RoundPolicy` trace keyed by re-created key objects (every round new objects; one
+    round reversed, one round's order shuffled) gives the warm rounds of the same trace keyed
+    by ints: the same slots, hence the same allocations (HiGHS is deterministic)."""
+    rng = np.random.default_rng(11)
+    trace = job_trace(rng, 30, 3, 2, 6, 0.05)
+    cap = {"v100": 4, "p100": 4, "k80": 4}
+    by_int = fa.RoundPolicy("finish_time_fairness")
+    by_key = fa.RoundPolicy("finish_time_fairness")
+    for r, jobs in enumerate(trace):
+        order = list(jobs)
+        if r == 3:
+            order.reverse()
+        elif r == 4:
+            order = [order[i] for i in rng.permutation(len(order))]
+        tp, per = allocate_args({i: jobs[i] for i in order})
+        a = by_int.allocate(tp, cap, **per)
+        keyed = {name: {_Key(i): v for i, v in d.items()} for name, d in per.items()}
+        b = by_key.allocate({_Key(i): v for i, v in tp.items()}, cap, **keyed)
+        assert a.stats.method == b.stats.method
+        assert r == 0 or b.stats.method == "incremental+warm"
+        np.testing.assert_array_equal(a.x, b.x)
+        assert [k.a for k in b.job_ids] == list(a.job_ids)
