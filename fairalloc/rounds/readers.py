@@ -93,8 +93,11 @@ def _rates(throughput: Any, cap: np.ndarray, wtypes: tuple[str, ...], job_ids: A
                               all_types) from None
         if T.ndim != 2 and T.size:  # (a list or an array given as one rate: one level more)
             raise _rate_error(_first_nested(by_type), ids, all_types)
-        T = as_array(T.T.reshape(len(ids), len(all_types)), "throughput", ndim=2,
-                     allow_empty=True)
+        try:  # (a negative or non-finite rate: named by job and type, as every rate error)
+            T = as_array(T.T.reshape(len(ids), len(all_types)), "throughput", ndim=2,
+                         allow_empty=True)
+        except InputError as exc:
+            raise _rate_error(exc, ids, all_types, job_first=True) from None
         return T, cap, ids, all_types
     if hasattr(throughput, "index") and hasattr(throughput, "columns") and hasattr(
             throughput, "to_numpy"):  # a pandas DataFrame: index job ids, columns types
@@ -132,13 +135,14 @@ def _first_nested(cols: list[list[Any]]) -> InputError:
     return InputError("throughput rates must be numbers", argument="throughput")  # unreached
 
 
-def _rate_error(exc: InputError, ids: tuple[Hashable, ...], tnames: tuple[str, ...]
-                ) -> InputError:
-    """``exc`` about entry (type, job) of the column-major rates, naming the job and type; its
-    index is (job, type) in the returned order."""
+def _rate_error(exc: InputError, ids: tuple[Hashable, ...], tnames: tuple[str, ...], *,
+                job_first: bool = False) -> InputError:
+    """``exc`` about entry (type, job) of the column-major rates (``job_first``: entry (job,
+    type) of the matrix), naming the job and type; its index is (job, type) in the returned
+    order."""
     if exc.index is None or len(exc.index) != 2:
         return exc
-    t, j = exc.index
+    t, j = exc.index[::-1] if job_first else exc.index
     head = f"throughput{fmt_index(exc.index)}"
     text = str(exc)
     detail = text[len(head):] if text.startswith(head) else f": {text}"
