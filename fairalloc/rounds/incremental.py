@@ -87,6 +87,8 @@ _COMPACT_RATIO = 2.0
 #: per-job data max-min fairness does not read, which the normal round still validates
 _UNREAD = ("steps_remaining", "elapsed", "isolated_elapsed")
 _INF = float("inf")
+#: option value types whose equality (with equal type) means the same validated tolerance
+_PLAIN_OPTIONS = (float, int, bool, str)
 #: what one kept model is (`IncrementalMaxMin._fits` sets one aside and brings it back)
 _MODEL = ("_hs", "_types", "_cap", "_slot", "_count", "_sf", "_free", "_mu")
 #: ACCURACY: a model's level rows are kept in units ``mu`` (a power of two) within this factor
@@ -113,6 +115,7 @@ class IncrementalMaxMin(KeptRound):
     def clear(self) -> None:
         """Forget the models (the next round builds a new one)."""
         self._forget()
+        self._tols: tuple[tuple[Any, ...], tuple[float, float, float]] | None = None
         # the model of the previous present types and worker counts, set aside when they
         # changed (a node drained, then back: its model is warm again)
         self._spare: dict[str, Any] | None = None
@@ -212,6 +215,18 @@ class IncrementalMaxMin(KeptRound):
                 lp.change_coeff(row + 1, 0, -count)
             lp.change_rows_bounds(rows, np.full(rows.size, -_INF), counts)
 
+    def _tolerances(self, options: dict[str, Any]) -> tuple[float, float, float]:
+        """`fairalloc.rounds._kept_round.round_tolerances`, validated once for options equal
+        (value and type) to the previous round's."""
+        key = (tuple((name, type(v), v) for name, v in options.items())
+               if all(type(v) in _PLAIN_OPTIONS for v in options.values()) else None)
+        if key is not None and self._tols is not None and self._tols[0] == key:
+            return self._tols[1]
+        tols = round_tolerances(options)
+        if key is not None:
+            self._tols = (key, tols)
+        return tols
+
     @staticmethod
     def applies(options: dict[str, Any]) -> bool:
         """Whether a round with these solve options may be incremental (`refusal` is
@@ -252,7 +267,7 @@ class IncrementalMaxMin(KeptRound):
         runnable_c = allowed_c.any(axis=1)
         if not runnable_c.any():
             raise Decline("an empty round (no job can run on a present type)")
-        tols = round_tolerances(options)
+        tols = self._tolerances(options)
         present = cap > 0
         stages = 2 if bool(options.get("work_conserving", True)) else 1
         pt = None if present.all() else np.flatnonzero(present)
