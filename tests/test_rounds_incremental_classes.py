@@ -149,3 +149,25 @@ def test_jobs_that_differ_on_a_drained_type_only_are_one_class():
     assert r.unrunnable_jobs == ("d",)  # (it runs on p100 only)
     assert r.certificate.ok
     np.testing.assert_allclose(r.x[:2, 0], r.x[0, 0])  # a and b: one class, one share
+
+
+def test_a_freed_slot_taken_by_a_class_of_another_or_the_same_gang_size():
+    # a leaves (gang 2), b takes its slot (gang 1: the capacity coefficients change), b leaves,
+    # c takes it (gang 1: they stay); each warm round agrees with the normal round
+    cap = {"v100": 4, "k80": 2}
+    rounds = [({"a": {"v100": 9.0, "k80": 2.0}, "x": {"v100": 1.0, "k80": 1.0}},
+               {"a": 2, "x": 1}),
+              ({"b": {"v100": 3.0, "k80": 6.0}, "x": {"v100": 1.0, "k80": 1.0}},
+               {"b": 1, "x": 1}),
+              ({"c": {"v100": 5.0, "k80": 0.5}, "x": {"v100": 1.0, "k80": 1.0}},
+               {"c": 1, "x": 1}),
+              ({"d": {"v100": 2.0, "k80": 7.0}, "x": {"v100": 1.0, "k80": 1.0}},
+               {"d": 2, "x": 1})]
+    p = fa.RoundPolicy("max_min_fairness")
+    for i, (jobs, sf) in enumerate(rounds):
+        warm = p.allocate(jobs, cap, scale_factor=sf)
+        cold = fa.solve_round("max_min_fairness", jobs, cap, scale_factor=sf, method="highs")
+        _agree(warm, cold)
+        assert warm.stats.method == ("incremental+warm" if i else "incremental")
+        used = (np.array([sf[j] for j in jobs])[:, None] * warm.x).sum(axis=0)
+        assert np.all(used <= np.array([4.0, 2.0]) * (1 + warm.certificate.feas_tol))

@@ -190,6 +190,9 @@ class IncrementalMaxMin(KeptRound):
         """Free slot ``s`` takes a class (one member's rates ``T``, its types ``allowed``)."""
         k = self._cap.size
         lev = k + 2 * s + 1
+        # (a freed slot keeps its coefficients: its capacity ones are its last class's scale
+        # factor, unchanged when the new class's is the same)
+        same_sf = bool(self._sf[s] == sf)
         self._count[s], self._sf[s] = count, sf
         cols = np.arange(self._col(s, 0), self._col(s, k), dtype=np.int32)
         upper = np.where(allowed, _INF, 0.0)
@@ -197,7 +200,8 @@ class IncrementalMaxMin(KeptRound):
             for t in range(k):
                 c = self._col(s, t)
                 lp.change_coeff(lev, c, float(coef * T[t]) if allowed[t] else 0.0)
-                lp.change_coeff(t, c, sf)
+                if not same_sf:
+                    lp.change_coeff(t, c, sf)
             lp.change_cols_bounds(cols, np.zeros(k), upper)
             lp.change_coeff(lev, 0, -count)
             lp.change_row_bounds(k + 2 * s, -_INF, count)
