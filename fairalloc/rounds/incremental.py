@@ -54,7 +54,7 @@ import dataclasses
 import itertools
 import time
 from collections.abc import Hashable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -91,6 +91,14 @@ _UNREAD = ("steps_remaining", "elapsed", "isolated_elapsed")
 UNREAD_ARGUMENTS = (*_UNREAD, "order", "cost", "slo", "entities", "entity_weights",
                     "entity_policies", "plan_jobs", "plan_options")
 _INF = float("inf")
+#: odd 64-bit multipliers (of the golden ratio and xxHash's primes) mixing a class row's words
+#: into one hash (a row of k + 2 words: k <= 8 types; more types use exact_classes)
+_HASH_MIX = np.array([0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9,
+                      0x27D4EB2F165667C5, 0x85EBCA77C2B2AE63, 0xFF51AFD7ED558CCD,
+                      0xC4CEB9FE1A85EC53, 0x94D049BB133111EB, 0xBF58476D1CE4E5B9,
+                      0x2545F4914F6CDD1D], dtype=np.uint64)
+#: option value types whose equality (with equal type) means the same validated tolerance
+_PLAIN_OPTIONS = (float, int, bool, str)
 #: what one kept model is (`IncrementalMaxMin._fits` sets one aside and brings it back)
 _MODEL = ("_hs", "_types", "_cap", "_slot", "_count", "_sf", "_free", "_mu")
 #: ACCURACY: a model's level rows are kept in units ``mu`` (a power of two) within this factor
@@ -117,6 +125,7 @@ class IncrementalMaxMin(KeptRound):
     def clear(self) -> None:
         """Forget the models (the next round builds a new one)."""
         self._forget()
+        self._tols: tuple[tuple[Any, ...], tuple[float, float, float]] | None = None
         # the model of the previous present types and worker counts, set aside when they
         # changed (a node drained, then back: its model is warm again)
         self._spare: dict[str, Any] | None = None
@@ -185,6 +194,9 @@ class IncrementalMaxMin(KeptRound):
         """Free slot ``s`` takes a class (one member's rates ``T``, its types ``allowed``)."""
         k = self._cap.size
         lev = k + 2 * s + 1
+        # (a freed slot keeps its coefficients: its capacity ones are its last class's scale
+        # factor, unchanged when the new class's is the same)
+        same_sf = bool(self._sf[s] == sf)
         self._count[s], self._sf[s] = count, sf
         cols = np.arange(self._col(s, 0), self._col(s, k), dtype=np.int32)
         upper = np.where(allowed, _INF, 0.0)
@@ -192,7 +204,8 @@ class IncrementalMaxMin(KeptRound):
             for t in range(k):
                 c = self._col(s, t)
                 lp.change_coeff(lev, c, float(coef * T[t]) if allowed[t] else 0.0)
-                lp.change_coeff(t, c, sf)
+                if not same_sf:
+                    lp.change_coeff(t, c, sf)
             lp.change_cols_bounds(cols, np.zeros(k), upper)
             lp.change_coeff(lev, 0, -count)
             lp.change_row_bounds(k + 2 * s, -_INF, count)
@@ -215,6 +228,18 @@ class IncrementalMaxMin(KeptRound):
             for row, count in zip(rows.tolist(), counts.tolist(), strict=True):
                 lp.change_coeff(row + 1, 0, -count)
             lp.change_rows_bounds(rows, np.full(rows.size, -_INF), counts)
+
+    def _tolerances(self, options: dict[str, Any]) -> tuple[float, float, float]:
+        """`fairalloc.rounds._kept_round.round_tolerances`, validated once for options equal
+        (value and type) to the previous round's."""
+        key = (tuple((name, type(v), v) for name, v in options.items())
+               if all(type(v) in _PLAIN_OPTIONS for v in options.values()) else None)
+        if key is not None and self._tols is not None and self._tols[0] == key:
+            return self._tols[1]
+        tols = round_tolerances(options)
+        if key is not None:
+            self._tols = (key, tols)
+        return tols
 
     @staticmethod
     def applies(options: dict[str, Any], given: Mapping[str, Any] | None = None) -> bool:
@@ -249,23 +274,36 @@ class IncrementalMaxMin(KeptRound):
         if not (np.all(np.isfinite(s)) and np.all(s >= 1) and np.all(s == np.round(s))
                 and np.all(np.isfinite(wt)) and np.all(wt > 0)):
             raise Decline("a scale factor or weight the normal round must check")
+        # the exact classes first: what follows is computed once per class, not per job
+        cl = _classes(T, s, wt)
         # (s >= 1: a drained type, 0 workers, allows no job)
-        allowed = (T > 0) & (s[:, None] <= cap[None, :])
-        runnable = allowed.any(axis=1)
-        if not runnable.any():
+        Tc, sc = T[cl.rep], s[cl.rep]
+        allowed_c = (Tc > 0) & (sc[:, None] <= cap[None, :])
+        runnable_c = allowed_c.any(axis=1)
+        if not runnable_c.any():
             raise Decline("an empty round (no job can run on a present type)")
-        tols = round_tolerances(options)
+        tols = self._tolerances(options)
         present = cap > 0
-        pt = None if present.all() else np.flatnonzero(present)
-        rj = None if runnable.all() else np.flatnonzero(runnable)
-        Tr, sr, wr, ar, cr, tr = T, s, wt, allowed, cap, tnames  # the reduced program
-        if pt is not None:
-            Tr, ar, cr = Tr[:, pt], ar[:, pt], cap[pt]
-            tr = tuple(tnames[i] for i in pt.tolist())
-        if rj is not None:
-            Tr, sr, wr, ar = Tr[rj], sr[rj], wr[rj], ar[rj]
         stages = 2 if bool(options.get("work_conserving", True)) else 1
-        red = self._reduced(t0, Tr, sr, wr, ar, cr, tr, tols, stages)
+        pt = None if present.all() else np.flatnonzero(present)
+        rj = None if runnable_c.all() else np.flatnonzero(runnable_c[cl.inv])
+        if pt is None and rj is None:  # (the reduced program is the round's own)
+            red = self._reduced(t0, cl, Tc, sc, wt[cl.rep], allowed_c, cap, tnames, tols,
+                                stages)
+        else:  # its jobs and types, then their classes (jobs that differ on a drained type
+            # only are one class of the reduced program)
+            Tr, sr, wr, cr, tr = T, s, wt, cap, tnames
+            if pt is not None:
+                Tr, cr = Tr[:, pt], cap[pt]
+                tr = tuple(tnames[i] for i in pt.tolist())
+            if rj is not None:
+                Tr, sr, wr = Tr[rj], sr[rj], wr[rj]
+            cr_ = _classes(Tr, sr, wr)
+            Trc, src = Tr[cr_.rep], sr[cr_.rep]
+            red = self._reduced(t0, cr_, Trc, src, wr[cr_.rep],
+                                (Trc > 0) & (src[:, None] <= cr[None, :]), cr, tr, tols,
+                                stages)
+        runnable = runnable_c[cl.inv] if rj is not None else None
         x, prices, tp = red.allocation, red.prices, red.effective_throughput
         if pt is not None or rj is not None:  # zeros for what cannot run (as solve_round)
             rows = np.arange(n) if rj is None else rj
@@ -280,7 +318,7 @@ class IncrementalMaxMin(KeptRound):
                 arr.flags.writeable = False
         drained = () if pt is None else tuple(t for t, p in zip(tnames, present.tolist())
                                                if not p)
-        unrunnable = () if rj is None else tuple(
+        unrunnable = () if runnable is None else tuple(
             ids[i] for i in np.flatnonzero(~runnable).tolist())
         return RoundResult(objective=red.objective, status=Status.OPTIMAL, stats=red.stats,
                            certificate=red.certificate, x=x, prices=prices,
@@ -288,16 +326,17 @@ class IncrementalMaxMin(KeptRound):
                            drained_types=drained, unrunnable_jobs=unrunnable,
                            policy="max_min_fairness", reduced=red)
 
-    def _reduced(self, t0: float, T: np.ndarray, s: np.ndarray, wt: np.ndarray,
+    def _reduced(self, t0: float, cl: _Classes, T: np.ndarray, s: np.ndarray, wt: np.ndarray,
                  allowed: np.ndarray, cap: np.ndarray, tnames: tuple[str, ...],
                  tols: tuple[float, float, float], stages: int) -> Any:
         """The reduced program's round (every type present, every job runnable) on the kept
         model (``stages``: 2 with the work-conserving stage, 1 without): its
-        `fairalloc.throughput.Allocation`, certified on the whole reduced program."""
+        `fairalloc.throughput.Allocation`, certified on the whole reduced program. ``cl``: the
+        jobs' exact classes; ``T`` .. ``allowed``: one member's data per class."""
         Ta = np.where(allowed, T, 0.0)
         equal_tp = Ta @ (cap / cap.sum())
         coef = s / (wt * equal_tp)
-        best = coef * Ta.max(axis=1)  # each job's level coefficient on its best type
+        best = coef * Ta.max(axis=1)  # each class's level coefficient on its best type
         low, high = float(best.min()), float(best.max())
         if not high <= _LEVEL_SPREAD * low:
             raise Decline(f"level coefficients spread over {high / low:.3g} (weights or rates "
@@ -312,7 +351,7 @@ class IncrementalMaxMin(KeptRound):
             if not 1.0 / _UNIT_DRIFT <= low <= _UNIT_DRIFT:
                 self._mu = float(2.0 ** np.round(np.log2(low)))
         coef = coef / self._mu  # (a power of two: exact) the model's units
-        inv, rep, counts, keys = _classes(np.column_stack([T, s, wt]))
+        keys, counts = cl.keys, cl.counts
         slot_of = np.fromiter(map(self._slot.get, keys, itertools.repeat(-1)),
                               dtype=np.intp, count=len(keys))
         if len(self._slot) > int((slot_of >= 0).sum()):  # classes that left free their slots
@@ -325,21 +364,19 @@ class IncrementalMaxMin(KeptRound):
             slot = self._free.pop()
             slot_of[c] = slot
             self._slot[keys[c]] = slot
-            r = int(rep[c])
-            self._fill(slot, T[r], allowed[r], float(s[r]), float(coef[r]),
-                       Ta[r] / equal_tp[r], float(counts[c]))
+            self._fill(slot, T[c], allowed[c], float(s[c]), float(coef[c]), Ta[c] / equal_tp[c],
+                       float(counts[c]))
         if fresh.size:  # new slots, at the end
             slot_of[fresh] = np.arange(self._count.size, self._count.size + fresh.size)
             self._slot.update(zip([keys[c] for c in fresh.tolist()], slot_of[fresh].tolist()))
-            r = rep[fresh]
-            self._append(Ta[r], s[r], coef[r], Ta[r] / equal_tp[r][:, None],
+            self._append(Ta[fresh], s[fresh], coef[fresh], Ta[fresh] / equal_tp[fresh][:, None],
                          counts[fresh].astype(float))
         m = counts.astype(float)
         changed = np.flatnonzero(self._count[slot_of] != m)
         if changed.size:
             self._recount(slot_of[changed], m[changed])
-        return self._answer(t0, warm, T[rep], Ta[rep], cap, tnames, s[rep], coef[rep],
-                            equal_tp[rep], m, slot_of, inv, tols, self._mu)
+        return self._answer(t0, warm, T, Ta, cap, tnames, s, coef, equal_tp, m, slot_of, cl.inv,
+                            tols, self._mu)
 
     def _answer(self, t0: float, warm: bool, T: np.ndarray, Ta: np.ndarray, cap: np.ndarray,
                 tnames: tuple[str, ...], s: np.ndarray, coef: np.ndarray,
@@ -475,13 +512,51 @@ def _certificates(Ta: np.ndarray, s: np.ndarray, coef: np.ndarray, equal_tp: np.
     return tuple(certs)
 
 
-def _classes(data: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[bytes]]:
-    """Exact classes of the rows of ``data`` (`fairalloc._symmetry.exact_classes`): each
-    row's class, a representative row and the size of each class, and each class's key (its
-    representative row's bytes, -0.0 read as 0.0), which names its slot across rounds."""
-    data = np.ascontiguousarray(data, dtype=float) + 0.0
-    cl = exact_classes(data)
-    buf = data[cl.representative].tobytes()
+class _Classes(NamedTuple):
+    """The exact classes of a round's jobs (`_classes`)."""
+
+    inv: np.ndarray     # each job's class
+    rep: np.ndarray     # each class's first job (classes in order of first appearance)
+    counts: np.ndarray  # each class's members
+    keys: list[bytes]   # each class's key: its row's bytes (-0.0 read as 0.0), naming its slot
+
+
+def _classes(T: np.ndarray, s: np.ndarray, wt: np.ndarray) -> _Classes:
+    """The exact classes of the jobs (equal throughput row, scale factor and weight): those of
+    `fairalloc._symmetry.exact_classes` on ``(T, s, wt)``, found by one sort of a hash of each
+    row's bytes (equal rows, equal bytes once -0.0 reads 0.0: equal hashes, in integer
+    arithmetic) and one exact comparison of every row with its group's first; a hash shared
+    by different rows (never seen) sends the call to `exact_classes`. The data are finite
+    (validated by the round)."""
+    data = np.column_stack([T, s, wt]) + 0.0
+    n = data.shape[0]
+    cl = None
+    if n > 1:
+        words = data.view(np.uint64)
+        mix = _HASH_MIX[: words.shape[1]] if words.shape[1] <= _HASH_MIX.size else None
+        if mix is not None:
+            h = words[:, 0] * mix[0]
+            for i in range(1, mix.size):  # (per column, not per job)
+                h ^= words[:, i] * mix[i]
+            order = np.argsort(h, kind="stable")
+            ordered = h[order]
+            starts = np.empty(n, dtype=bool)
+            starts[0] = True
+            np.not_equal(ordered[1:], ordered[:-1], out=starts[1:])
+            group = np.empty(n, dtype=np.intp)
+            group[order] = np.cumsum(starts) - 1
+            first = order[starts]  # (a stable sort: each group's first job comes first)
+            if (data == data[first[group]]).all():
+                by_first = np.argsort(first)  # classes in order of first appearance
+                rank = np.empty_like(by_first)
+                rank[by_first] = np.arange(by_first.size)
+                inv = rank[group]
+                cl = (inv, first[by_first], np.bincount(inv, minlength=by_first.size))
+    if cl is None:
+        ex = exact_classes(data)
+        cl = (ex.inverse, ex.representative, ex.counts)
+    inv, rep, counts = cl
+    buf = data[rep].tobytes()
     step = data.itemsize * data.shape[1]
     keys = [buf[i: i + step] for i in range(0, len(buf), step)]
-    return cl.inverse, cl.representative, cl.counts, keys
+    return _Classes(inv, rep, counts, keys)
