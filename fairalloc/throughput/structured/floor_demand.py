@@ -62,6 +62,11 @@ class FloorDemand(Demand):
         self.x_hi = np.c_[np.where(ok, W, 0.0), np.zeros((n, k + 1))]
         self._s_lo = s[:, None] * self.x_lo
         self._s_hi = s[:, None] * self.x_hi
+        # the floor mixes' workers on ``lo`` and ``hi``, by candidate (``inf``: not a floor mix
+        # of the job), contiguous per candidate for `priced_out` (4x faster than by job)
+        self._mix_lo = np.ascontiguousarray(self._s_lo[:, :ok.shape[1]].T)
+        self._mix_hi = np.ascontiguousarray(self._s_hi[:, :ok.shape[1]].T)
+        self._no_mix = np.where(ok.T, 0.0, np.inf)
         # each candidate's value at prices 0 (``-inf``: invalid)
         self._value0 = np.c_[np.where(ok, (omega * f)[:, None], -np.inf),
                              np.where(self.full_ok, omega[:, None] * A, -np.inf),
@@ -148,10 +153,13 @@ class FloorDemand(Demand):
         >>> dem.priced_out(np.array([3.0, 1.0]), np.array([2.0, 1.0]))
         False
         """
+        # (a job with a floor pays least at a floor mix: all its time on a type that beats
+        # the floor costs more than the floor alone there; a job without one pays nothing)
         rext = np.append(r, 0.0)
-        cost = self._s_lo * rext[self.lo_all]
-        cost += self._s_hi * rext[self.hi_all]
-        least = np.where(np.isfinite(self._value0), cost, np.inf).min(axis=1)
+        cost = self._mix_lo * rext[self.lo][:, None]
+        cost += self._mix_hi * rext[self.hi][:, None]
+        cost += self._no_mix
+        least = np.where(self.rest, 0.0, cost.min(axis=0))
         return float(least.sum()) > float(r @ cap) * (1.0 + PRICED_OUT_ROOM)
 
     def __call__(self, r: np.ndarray, theta: float) -> tuple[np.ndarray, np.ndarray]:
