@@ -142,8 +142,10 @@ def fast_floor(solver: StageSolver, stage: LinearStage, *, prior: StageResult | 
     ``{a . x >= f, sum x <= 1, x >= 0}`` (its floor on one column, all its time on one
     column, or its time split between two columns at the floor) whose capacity use is a
     constant. Prices come from `floor_newton_prices` (best-response demand =
-    capacity); jobs whose best vertex is clear at them are constants (where the constants'
-    vertices overload a type, those nearest a tie on it are not: `free_overloaded`), the
+    capacity; it declines where its prices prove the floors have no point:
+    `FloorDemand.priced_out`); jobs whose best vertex is clear at them are constants (where
+    the constants' vertices overload a type, those nearest a tie on it are not:
+    `free_overloaded`), the
     others keep their variables in a restricted master LP (those near a tie in a row class
     held at their floors by class, `fairalloc.throughput.structured.rowclass`). The master's
     own duals, with the constants' and the aggregated jobs' duals in closed form at its prices
