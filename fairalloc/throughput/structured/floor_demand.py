@@ -32,6 +32,10 @@ FLOORS_PRICED_OUT = "floors priced out"
 #: `FloorDemand.priced_out` calls the floors infeasible (rounding only: at a stage's optimum
 #: the two are equal; families "ties", 4,096 jobs, at R_lb: 1.049 at Newton's start)
 PRICED_OUT_ROOM = 1e-6
+#: PERFORMANCE knob: `FloorDemand.priced_out` only with this many types or fewer (its
+#: candidates are the ``k (k + 1) / 2`` floor mixes; families "many-types-30", 4,096 jobs:
+#: 465 of them, 10 ms an evaluation and 60-90 ms of set-up in a 0.7 s solve, no proof)
+PRICED_OUT_MAX_TYPES = 8
 
 
 class FloorDemand(Demand):
@@ -64,9 +68,11 @@ class FloorDemand(Demand):
         self._s_hi = s[:, None] * self.x_hi
         # the floor mixes' workers on ``lo`` and ``hi``, by candidate (``inf``: not a floor mix
         # of the job), contiguous per candidate for `priced_out` (4x faster than by job)
-        self._mix_lo = np.ascontiguousarray(self._s_lo[:, :ok.shape[1]].T)
-        self._mix_hi = np.ascontiguousarray(self._s_hi[:, :ok.shape[1]].T)
-        self._no_mix = np.where(ok.T, 0.0, np.inf)
+        self._mix: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        if k <= PRICED_OUT_MAX_TYPES:
+            K = ok.shape[1]
+            self._mix = (np.ascontiguousarray(self._s_lo[:, :K].T),
+                         np.ascontiguousarray(self._s_hi[:, :K].T), np.where(ok.T, 0.0, np.inf))
         # each candidate's value at prices 0 (``-inf``: invalid)
         self._value0 = np.c_[np.where(ok, (omega * f)[:, None], -np.inf),
                              np.where(self.full_ok, omega[:, None] * A, -np.inf),
@@ -138,7 +144,8 @@ class FloorDemand(Demand):
         that meets its floor (the candidates of `vertices`, priced, are those vertices), and
         all of them together at most ``r . cap``; a sum of cheapest costs above that (by
         `PRICED_OUT_ROOM`) is a Lagrangian certificate that the stage has no point. ``False``
-        means "not proved", never "feasible". One evaluation, O(n k^2).
+        means "not proved", never "feasible"; with more than `PRICED_OUT_MAX_TYPES` types it
+        is not tried. One evaluation, O(n k^2).
 
         Examples
         --------
@@ -155,10 +162,13 @@ class FloorDemand(Demand):
         """
         # (a job with a floor pays least at a floor mix: all its time on a type that beats
         # the floor costs more than the floor alone there; a job without one pays nothing)
+        if self._mix is None:
+            return False  # (more than PRICED_OUT_MAX_TYPES types: not tried)
+        mix_lo, mix_hi, no_mix = self._mix
         rext = np.append(r, 0.0)
-        cost = self._mix_lo * rext[self.lo][:, None]
-        cost += self._mix_hi * rext[self.hi][:, None]
-        cost += self._no_mix
+        cost = mix_lo * rext[self.lo][:, None]
+        cost += mix_hi * rext[self.hi][:, None]
+        cost += no_mix
         least = np.where(self.rest, 0.0, cost.min(axis=0))
         return float(least.sum()) > float(r @ cap) * (1.0 + PRICED_OUT_ROOM)
 
