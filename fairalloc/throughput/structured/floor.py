@@ -1,7 +1,7 @@
 """The structured exact solver of floor (work-conserving) stages: `fast_floor`.
 
 Certifies the stage at the level stage's allocation when it can (``floor-from-level``), else
-prices the floor rows by Newton's method on the floor demand (`_FloorDemand`), frees the
+prices the floor rows by Newton's method on the floor demand (`FloorDemand`), frees the
 blocking jobs (``floor-freed:<jobs>``) and solves a restricted master until the full LP's
 certificate passes (``structured-floor``); hand-over ``structured-floor->exact-lp: <reason>``
 (`fairalloc.throughput.structured`).
@@ -23,30 +23,23 @@ from ..programs import LinearStage, StageResult
 from ..rows import RowLayout
 from .common import (
     ACTIVITY_ROUNDING,
-    BAND0,
     DEGENERATE,
     MANY_TYPES,
-    NEWTON_EVALS,
-    NEWTON_MAX_ERROR,
-    NEWTON_TOL,
     NO_ESTIMATE,
     REDUCED_COST_TOL,
     SAT_ROUNDING,
-    Demand,
     Vertices,
-    band,
     certified,
     explicit_columns,
     floor_vertex_x,
     free_overloaded,
-    newton,
-    price_spread,
     structured_applies,
     sub_solve,
     too_many_explicit,
     too_many_types,
 )
 from .floor_bases import crash_statuses, warm_master_basis
+from .floor_demand import FloorDemand, floor_newton_prices
 from .rowclass import ROUGH_MIN_SHARE, Aggregator, Groups, disaggregate, master_block
 
 if TYPE_CHECKING:  # (stages imports the plans that use these solvers)
@@ -148,9 +141,11 @@ def fast_floor(solver: StageSolver, stage: LinearStage, *, prior: StageResult | 
     multiples of its throughput). At prices ``p`` each job's best response is a vertex of
     ``{a . x >= f, sum x <= 1, x >= 0}`` (its floor on one column, all its time on one
     column, or its time split between two columns at the floor) whose capacity use is a
-    constant. Prices come from `_floor_newton_prices` (best-response demand =
-    capacity); jobs whose best vertex is clear at them are constants (where the constants'
-    vertices overload a type, those nearest a tie on it are not: `free_overloaded`), the
+    constant. Prices come from `floor_newton_prices` (best-response demand =
+    capacity; it declines where its prices prove the floors have no point:
+    `FloorDemand.priced_out`); jobs whose best vertex is clear at them are constants (where
+    the constants' vertices overload a type, those nearest a tie on it are not:
+    `free_overloaded`), the
     others keep their variables in a restricted master LP (those near a tie in a row class
     held at their floors by class, `fairalloc.throughput.structured.rowclass`). The master's
     own duals, with the constants' and the aggregated jobs' duals in closed form at its prices
@@ -180,9 +175,9 @@ def fast_floor(solver: StageSolver, stage: LinearStage, *, prior: StageResult | 
     col[inst.mem_job, inst.col_type] = np.arange(E)
     A = np.zeros((n, k))
     A[inst.mem_job, inst.col_type] = a
-    dem = _FloorDemand(A, inst.cap_weight, f, omega)
+    dem = FloorDemand(A, inst.cap_weight, f, omega)
     rough: list[np.ndarray] = []
-    est = _floor_newton_prices(dem, inst.cap, rough)
+    est = floor_newton_prices(dem, inst.cap, rough)
     # jobs near a tie with proportional rows held at their floors share one variable per
     # (row class, type) in the master (rowclass.py)
     agr = Aggregator(A, f > 0, np.zeros(n), f, tuning)
@@ -285,143 +280,6 @@ def _certified_parts(solver: StageSolver, stage: LinearStage, xcol: np.ndarray,
     if parts is None:
         return None
     return certified(solver, stage, xcol, layout.assemble(parts))
-
-
-class _FloorDemand(Demand):
-    """Capacity each job uses at its best response in a floor stage, vectorised over jobs.
-
-    A job with floor ``f`` and value ``omega`` per unit of level chooses, at prices ``p``, the
-    vertex of ``{a . x >= f, sum x <= 1, x >= 0}`` maximising ``omega a.x - s p.x``: a mix at
-    the floor (the candidates of `Demand` at ``L = f``: part time on one type, or two
-    types sharing all the time), all its time on one type (valid when ``a_j >= f``), or
-    nothing at all (valid when ``f <= 0``).
-    """
-
-    def __init__(self, A: np.ndarray, s: np.ndarray, f: np.ndarray, omega: np.ndarray) -> None:
-        super().__init__(A, s, np.zeros(f.size), f)
-        W = (f[:, None] - self.alo) * self.inv
-        ok = (W >= 0.0) & (W <= 1.0) & (f > 0)[:, None]
-        self.W = np.where(ok, W, np.nan)  # nan: not a floor vertex
-        self.A, self.omega = A, omega
-        self.full_ok = (A > 0) & (A >= f[:, None])
-        self.rest = f <= 0
-        # every candidate (floor mixes, all the time on each type, nothing) as time ``x_lo``
-        # on type ``lo_all`` and ``x_hi`` on ``hi_all`` (``k``: no type), made once: Newton
-        # prices the candidates a few dozen times (#28: 8,192 jobs, 1 ms a demand evaluation)
-        n, k = A.shape
-        self.lo_all = np.r_[self.lo, np.arange(k), k]
-        self.hi_all = np.r_[self.hi, np.full(k, k), k]
-        self.x_lo = np.c_[np.where(ok, 1.0 - W, 0.0), np.ones((n, k + 1))]
-        self.x_hi = np.c_[np.where(ok, W, 0.0), np.zeros((n, k + 1))]
-        self._s_lo = s[:, None] * self.x_lo
-        self._s_hi = s[:, None] * self.x_hi
-        # each candidate's value at prices 0 (``-inf``: invalid)
-        self._value0 = np.c_[np.where(ok, (omega * f)[:, None], -np.inf),
-                             np.where(self.full_ok, omega[:, None] * A, -np.inf),
-                             np.where(self.rest, 0.0, -np.inf)]
-
-    def _values(self, r: np.ndarray) -> np.ndarray:
-        """Each candidate's value ``omega a.x - s p.x`` (``-inf``: invalid); columns: the
-        floor mixes, all the time on each type, nothing."""
-        rext = np.append(r, 0.0)
-        V = self._s_lo * rext[self.lo_all]
-        V += self._s_hi * rext[self.hi_all]
-        return np.subtract(self._value0, V, out=V)
-
-    def vertices(self, col: np.ndarray, r: np.ndarray, theta: float = 0.0, *, band: float
-                 ) -> Vertices:
-        """Every job's best vertex as master columns. Kinds: ``e2 == -1``: floor on ``e1``;
-        ``e2 == -2``: all the time on ``e1``; ``e2 >= 0``: time split between ``e1`` and
-        ``e2`` at the floor; ``e1 == -1``: nothing. ``ambiguous``: a second vertex within
-        ``band`` of the best value (relative to the size of the job's values), or none."""
-        k, K = self.k, self.lo.size
-        V = self._values(r)
-        rows = np.arange(V.shape[0])
-        best = V.argmax(axis=1)
-        top = V[rows, best]
-        # relative price errors of ``band`` move the value difference of a candidate ``c``
-        # and the best ``b`` by at most ``band s sum_t p_t |x_ct - x_bt|`` (`price_spread`;
-        # omega, a and the floors are exact); ``band |best value|`` more covers prices Newton
-        # set to 0 (a type with slack). Candidates that differ on a cheap type alone (one
-        # dominant type) then stay apart
-        rext = np.append(r, 0.0)
-        spread = price_spread(rext, self.lo_all, self.hi_all, self.x_lo, self.x_hi, best)
-        scale = self.omega * self.A.max(axis=1) + self.s * r.max(initial=0.0)
-        gap = (band * (self.s[:, None] * spread + np.abs(top)[:, None])
-               + (SAT_ROUNDING * scale)[:, None])
-        close = np.isfinite(V) & (V >= top[:, None] - gap)
-        close[rows, best] = False
-        near = close.any(axis=1)
-        fl = best < K
-        b = np.where(fl, best, 0)
-        lo_t, hi_t = self.lo[b], self.hi[b]
-        two = fl & (lo_t < k)
-        colx = np.c_[col, np.full(rows.size, -1)]
-        full_t = np.clip(best - K, 0, k)
-        e1 = np.where(fl, np.where(two, colx[rows, lo_t], colx[rows, hi_t]), colx[rows, full_t])
-        e2 = np.where(two, colx[rows, hi_t], np.where(fl, -1, -2))
-        nothing = best == K + k
-        e1 = np.where(nothing, -1, e1)
-        e2 = np.where(nothing, -1, e2)
-        return Vertices(e1, e2, np.zeros(rows.size), np.zeros(rows.size),
-                         near | ~np.isfinite(top))
-
-    def tie_bands(self, r: np.ndarray) -> np.ndarray:
-        """Each job's smallest ``band`` at which `vertices` calls its vertex ambiguous at
-        prices ``r`` (``inf``: a single valid vertex)."""
-        V = self._values(r)
-        rows = np.arange(V.shape[0])
-        best = V.argmax(axis=1)
-        top = V[rows, best]
-        spread = price_spread(np.append(r, 0.0), self.lo_all, self.hi_all, self.x_lo,
-                              self.x_hi, best)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            m = (top[:, None] - V) / (self.s[:, None] * spread + np.abs(top)[:, None])
-        m[rows, best] = np.inf
-        return np.where(np.isfinite(V) & ~np.isnan(m), m, np.inf).min(axis=1)
-
-    def __call__(self, r: np.ndarray, theta: float) -> tuple[np.ndarray, np.ndarray]:
-        """Capacity used per type at prices ``r`` (``theta`` is ignored; zero derivative)."""
-        k = self.k
-        best = self._values(r).argmax(axis=1)
-        rows = np.arange(best.size)
-        use = (np.bincount(self.lo_all[best], self._s_lo[rows, best], k + 1)
-               + np.bincount(self.hi_all[best], self._s_hi[rows, best], k + 1))[:k]
-        return use, np.zeros(k)
-
-
-def _floor_newton_prices(dem: _FloorDemand, cap: np.ndarray,
-                         rough: list[np.ndarray] | None = None
-                         ) -> tuple[np.ndarray, float] | None:
-    """Approximate capacity prices (and band of near-ties) of a floor stage: best-response
-    demand = capacity.
-
-    `newton` with every price free (``ref = -1``), from prices at which each type
-    alone would be just filled by the jobs valuing it most: ``p_j`` is the value per worker
-    ``omega a_j / s`` above which the jobs' workers add up to ``cap_j``. ``None``: no
-    estimate (``rough``: a list to which Newton's unbalanced end point is then appended).
-    """
-    A, s, f, omega = dem.A, dem.s, dem.h, dem.omega
-    if not (np.isfinite(f).all() and (omega > 0).any()):
-        return None
-    v = np.where(A > 0, (omega / s)[:, None] * A, 0.0)
-    order = np.argsort(-v, axis=0)
-    filled = np.cumsum(s[order], axis=0) >= cap[None, :]
-    first = np.where(filled.any(axis=0), filled.argmax(axis=0), v.shape[0] - 1)
-    p0 = v[order[first, np.arange(cap.size)], np.arange(cap.size)]
-    low = v[v > 0].min() if (v > 0).any() else 0.0
-    p0 = np.maximum(p0, 0.5 * low)
-    if not (np.isfinite(p0).all() and (p0 > 0).all()):
-        return None
-    if (dem(np.zeros(cap.size), 0.0)[0] <= cap).all():
-        return np.zeros(cap.size), BAND0  # capacity binds nowhere
-    out = newton(dem, cap, -1, 0.0, np.log(p0), None, np.inf, tol=NEWTON_TOL,
-                  max_evals=NEWTON_EVALS)
-    if out is None or out[3] > NEWTON_MAX_ERROR:
-        if out is not None and rough is not None:
-            rough.append(np.exp(out[1]))  # Newton's unbalanced end point (see newton_prices)
-        return None
-    return np.exp(out[1]), band(out[3])
 
 
 @dataclass
@@ -666,7 +524,7 @@ def _floor_from_level(solver: StageSolver, stage: LinearStage, prior: StageResul
 
 
 def _overloading(inst: ColumnInstance, a: np.ndarray, f: np.ndarray, col: np.ndarray,
-                 vert: Vertices, at: np.ndarray, explicit: np.ndarray, dem: _FloorDemand,
+                 vert: Vertices, at: np.ndarray, explicit: np.ndarray, dem: FloorDemand,
                  p: np.ndarray) -> np.ndarray:
     """The constants (not ``explicit``) to free where the jobs ``at`` their vertices overload a
     type at prices ``p`` (`free_overloaded`; none where no type is overloaded)."""
