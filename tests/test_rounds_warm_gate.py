@@ -125,3 +125,24 @@ def test_a_stage_lp_that_pivots_enough_starts_from_the_last_basis():
     p.reset()  # forgets the bases and the pivots: the next round is cold again
     tp, per = _round_args("max_total_throughput", *_trace(3, 600, 3, 6)[-1])
     assert not p.allocate(tp, cap, **per).warm
+
+
+def test_two_stage_lps_of_one_name_each_start_from_their_own_basis():
+    # shortest job first solves two stage LPs named "shortest_job_first" (0 and 1 kept rows):
+    # main kept one basis per name, the second's, and started the first stage from it (346
+    # pivots where a cold solve takes 1); each now keeps its own: one job's rates change, the
+    # round is a few pivots
+    n = 700
+    rng = np.random.default_rng(1)
+    T = rng.lognormal(0.0, 0.5, (n, 3)) * np.array([3.0, 2.0, 1.0])
+    cap = {"v100": 170, "p100": 170, "k80": 170}
+    steps = {j: 1e3 + j for j in range(n)}
+    p = fa.RoundPolicy("shortest_job_first")
+    for r in range(3):
+        T[r] *= 1.1
+        tp = {j: dict(zip(TYPES, row)) for j, row in enumerate(T.tolist())}
+        warm = p.allocate(tp, cap, steps_remaining=steps)
+    cold = fa.solve_round("shortest_job_first", tp, cap, steps_remaining=steps)
+    assert warm.warm and warm.certificate.ok, warm.stats
+    assert abs(warm.objective - cold.objective) <= AGREE * abs(cold.objective)
+    assert warm.stats.iterations * 10 < cold.stats.iterations, (warm.stats, cold.stats)

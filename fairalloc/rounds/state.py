@@ -357,8 +357,8 @@ class RoundBases:
     def __init__(self) -> None:
         # stage name -> (column labels, row labels, final LPBasis, present types, label mode,
         # the labelled job objects)
-        self._kept: dict[str, tuple[Any, ...]] = {}
-        self._ended: dict[str, tuple[Any, ...]] = {}  # this round's, kept from the next one
+        self._kept: dict[tuple[Any, ...], tuple[Any, ...]] = {}  # by `_stage`
+        self._ended: dict[tuple[Any, ...], tuple[Any, ...]] = {}  # this round's, for the next
         self._mode = "class"  # how rows are labelled: "class" (data), "id" (object), "hash"
         self._objs: list[Hashable] = []  # the job objects labelled by id() or hash
         self._last: tuple[np.ndarray, list[Hashable], int] | None = None  # last id() labels
@@ -370,7 +370,7 @@ class RoundBases:
         self._rows: np.ndarray | None = None  # labels of the program's rows (per job/class)
         self._program: tuple[Any, bool] | None = None  # (keys or their callable, reduced)
         self._started: dict[tuple[str, tuple[int, int]], Any] = {}  # this program's starts
-        self._pivots: dict[str, int] = {}  # stage -> iterations of its last solve without one
+        self._pivots: dict[tuple[Any, ...], int] = {}  # `_stage` -> its last cold solve's pivots
         self._gated = True  # `ROUND_BASIS_MIN_PIVOTS` applies (not `_ALWAYS_CARRY`)
 
     def begin(self, ids: tuple[Hashable, ...], T: np.ndarray, cap: np.ndarray,
@@ -478,10 +478,19 @@ class RoundBases:
                 parts.append(-(code + 1) * _MIX - 1 - np.arange(size, dtype=np.int64))
         return cols, np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
-    def has(self, what: str) -> bool:
-        """Whether a basis of stage ``what`` on this round's types is kept (`start` may carry
-        it; a caller asks first, before building the stage LP whose shape `start` reads)."""
-        kept = self._kept.get(what)
+    @staticmethod
+    def _stage(what: str, inst: Any, layout: Any) -> tuple[str, tuple[tuple[str, int], ...]]:
+        """A stage LP's key across rounds: its name and row blocks, a per-job block's size
+        left out (two LPs of one name, e.g. shortest job first's stages with 0 and 1 kept
+        rows, keep a basis each)."""
+        return what, tuple((name, -1 if name in _PER_JOB_BLOCKS and size == inst.n else size)
+                           for name, size in layout.blocks())
+
+    def has(self, what: str, inst: Any, layout: Any) -> bool:
+        """Whether a basis of stage ``what`` (row ``layout``) on this round's types is kept
+        (`start` may carry it; a caller asks first, before building the stage LP whose shape
+        `start` reads)."""
+        kept = self._kept.get(self._stage(what, inst, layout))
         return kept is not None and kept[3] == self._types
 
     def start(self, what: str, inst: Any, layout: Any, shape: tuple[int, int]) -> Any:
@@ -494,7 +503,7 @@ class RoundBases:
         return basis
 
     def _start(self, what: str, inst: Any, layout: Any, shape: tuple[int, int]) -> Any:
-        kept = self._kept.get(what)
+        kept = self._kept.get(self._stage(what, inst, layout))
         if kept is None or kept[3] != self._types or self._row_labels() is None or (
                 kept[4] != self._mode):
             return None
@@ -514,15 +523,16 @@ class RoundBases:
         ``what``); a stage whose solve without a basis took fewer than
         `ROUND_BASIS_MIN_PIVOTS` keeps none (`_ALWAYS_CARRY` policies: always kept)."""
         carried = self._started.pop((what, basis.shape), None) is not None
+        key = self._stage(what, inst, layout)
         if iterations is not None and not carried:
-            self._pivots[what] = int(iterations)
+            self._pivots[key] = int(iterations)
         if basis.carry is None or (self._gated and self._pivots.get(
-                what, ROUND_BASIS_MIN_PIVOTS) < ROUND_BASIS_MIN_PIVOTS) or (
+                key, ROUND_BASIS_MIN_PIVOTS) < ROUND_BASIS_MIN_PIVOTS) or (
                 self._row_labels() is None):
-            self._ended.pop(what, None)
+            self._ended.pop(key, None)
             return
         cols, rows = self._labels(inst, layout, basis.shape[1])
-        self._ended[what] = (cols, rows, basis, self._types, self._mode, self._objs)
+        self._ended[key] = (cols, rows, basis, self._types, self._mode, self._objs)
 
 
 def _runnable(run: Any) -> np.ndarray | None:
