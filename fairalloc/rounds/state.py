@@ -478,6 +478,11 @@ class RoundBases:
                 parts.append(-(code + 1) * _MIX - 1 - np.arange(size, dtype=np.int64))
         return cols, np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
+    @property
+    def kept(self) -> bool:
+        """Whether any stage's basis is kept for this round (`has` tells which)."""
+        return bool(self._kept)
+
     @staticmethod
     def _stage(what: str, inst: Any, layout: Any) -> tuple[str, tuple[tuple[str, int], ...]]:
         """A stage LP's key across rounds: its name and row blocks, a per-job block's size
@@ -490,7 +495,7 @@ class RoundBases:
         """Whether a basis of stage ``what`` (row ``layout``) on this round's types is kept
         (`start` may carry it; a caller asks first, before building the stage LP whose shape
         `start` reads)."""
-        kept = self._kept.get(self._stage(what, inst, layout))
+        kept = self._kept.get(self._stage(what, inst, layout)) if self._kept else None
         return kept is not None and kept[3] == self._types
 
     def start(self, what: str, inst: Any, layout: Any, shape: tuple[int, int]) -> Any:
