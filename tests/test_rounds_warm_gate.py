@@ -146,3 +146,24 @@ def test_two_stage_lps_of_one_name_each_start_from_their_own_basis():
     assert warm.warm and warm.certificate.ok, warm.stats
     assert abs(warm.objective - cold.objective) <= AGREE * abs(cold.objective)
     assert warm.stats.iterations * 10 < cold.stats.iterations, (warm.stats, cold.stats)
+
+
+def test_a_program_that_shrinks_stops_carrying_its_basis():
+    # the cold pivots were counted at 600 jobs on 450 workers; the cluster shrinks to 200 jobs
+    # on 150 workers: at a third of the rows the stage is expected to pivot a third as much
+    # cold (below ROUND_BASIS_MIN_PIVOTS here), so the shrunk round (still started from the
+    # kept basis) keeps none and the next one is solved cold, counting its pivots again
+    cap = {"v100": 150, "p100": 150, "k80": 150}
+    p = fa.RoundPolicy("max_total_throughput")
+    trace = _trace(3, 600, 2, 6)
+    for ids, T, sf, steps in trace:
+        tp, per = _round_args("max_total_throughput", ids, T, sf, steps)
+        last = p.allocate(tp, cap, **per)
+    assert last.warm
+    ids, T, sf, steps = trace[-1]
+    keep = slice(0, 200)
+    tp, per = _round_args("max_total_throughput", ids[keep], T[keep], sf[keep], steps[keep])
+    assert p.allocate(tp, {t: 50 for t in cap}, **per).warm
+    again = p.allocate(tp, {t: 51 for t in cap}, **per)  # (not the same round: not reused)
+    assert not again.warm and again.stats.path == ("exact-lp",), again.stats
+    assert again.stats.iterations < ROUND_BASIS_MIN_PIVOTS  # (the estimate was right)

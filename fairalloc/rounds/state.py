@@ -370,7 +370,8 @@ class RoundBases:
         self._rows: np.ndarray | None = None  # labels of the program's rows (per job/class)
         self._program: tuple[Any, bool] | None = None  # (keys or their callable, reduced)
         self._started: dict[tuple[str, tuple[int, int]], Any] = {}  # this program's starts
-        self._pivots: dict[tuple[Any, ...], int] = {}  # `_stage` -> its last cold solve's pivots
+        # `_stage` -> (pivots, rows) of its last solve without a carried basis
+        self._pivots: dict[tuple[Any, ...], tuple[int, int]] = {}
         self._gated = True  # `ROUND_BASIS_MIN_PIVOTS` applies (not `_ALWAYS_CARRY`)
 
     def begin(self, ids: tuple[Hashable, ...], T: np.ndarray, cap: np.ndarray,
@@ -525,16 +526,19 @@ class RoundBases:
         """Keep stage ``what``'s final basis (an `fairalloc.backends.LPBasis`) for the next
         round (a backend that cannot carry a basis keeps none). ``iterations``: the solve's
         (a solve not started from this round's carried basis records them for stage
-        ``what``); a stage whose solve without a basis took fewer than
-        `ROUND_BASIS_MIN_PIVOTS` keeps none (`_ALWAYS_CARRY` policies: always kept)."""
+        ``what``, with its rows); a stage whose solve without a basis took fewer than
+        `ROUND_BASIS_MIN_PIVOTS`, scaled by its rows now over its rows then (a program that
+        shrank pivots less cold), keeps none (`_ALWAYS_CARRY` policies: always kept)."""
         carried = self._started.pop((what, basis.shape), None) is not None
         key = self._stage(what, inst, layout)
         if iterations is not None and not carried:
-            self._pivots[key] = int(iterations)
-        if basis.carry is None or (self._gated and self._pivots.get(
-                key, ROUND_BASIS_MIN_PIVOTS) < ROUND_BASIS_MIN_PIVOTS) or (
+            self._pivots[key] = (int(iterations), basis.shape[0])
+        pivots, rows = self._pivots.get(key, (ROUND_BASIS_MIN_PIVOTS, basis.shape[0]))
+        if basis.carry is None or (self._gated and pivots * basis.shape[0]
+                                   < ROUND_BASIS_MIN_PIVOTS * rows) or (
                 self._row_labels() is None):
             self._ended.pop(key, None)
+            self._kept.pop(key, None)  # (an older round's basis of the stage neither)
             return
         cols, rows = self._labels(inst, layout, basis.shape[1])
         self._ended[key] = (cols, rows, basis, self._types, self._mode, self._objs)
