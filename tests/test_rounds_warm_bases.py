@@ -135,10 +135,12 @@ def _trace_rounds(n=24, rounds=4, seed=5):
     return out
 
 
-@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("policy", ["max_min_fairness", "finish_time_fairness"])
 def test_rounds_after_the_first_start_warm(policy):
-    # every throughput policy, finish-time fairness included (main: FTF and max-min rounds
-    # whose previous round priced a type at 0 were always solved cold, method "fast")
+    # the policies whose normal rounds back kept-model rounds, finish-time fairness included
+    # (main: FTF and max-min rounds whose previous round priced a type at 0 were always solved
+    # cold, method "fast"); the other policies carry a basis only where their stage LPs pivot
+    # enough (tests/test_rounds_warm_gate.py)
     cap = {"v100": 4, "p100": 3, "k80": 5}
     p = fa.RoundPolicy(policy)
     methods = []

@@ -548,7 +548,7 @@ fairness_knob, plan_options
 
         def normal() -> RoundResult:
             with self._bases.round(self.warm_start, ids, T, cap, per_job["scale_factor"],
-                                   tnames):
+                                   tnames, self.policy):
                 return self._solve(t0, T, cap, ids, tnames, per_job, warm, None)
 
         res = (self._incremental.round(t0, T, cap, ids, tnames, per_job, self._options, normal)

@@ -44,7 +44,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import operator
-from collections.abc import Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from typing import Any
 
 import numpy as np
@@ -52,8 +52,8 @@ import numpy as np
 from ..errors import InputError
 from .keys import same_keys
 
-__all__ = ["ISOLATED_STARTS", "WARM_MAX_JOBS", "IsolatedTime", "RoundBases", "gavel_isolated_split",
-           "isolated_throughput", "same_key", "warm_seed"]
+__all__ = ["ISOLATED_STARTS", "ROUND_BASIS_MIN_PIVOTS", "WARM_MAX_JOBS", "IsolatedTime",
+           "RoundBases", "gavel_isolated_split", "isolated_throughput", "same_key", "warm_seed"]
 
 #: where a job seen for the first time starts its isolated time ("gavel": at 0, with Gavel's
 #: isolated split (`gavel_isolated_split`) and the jobs that left kept, as Gavel's own state)
@@ -306,6 +306,23 @@ _ROW_CODE = 1 << 16
 #: objects, jobs are matched across rounds by equality (each id hashed once per round) from
 #: the next round on, instead of by identity (no hashing: Gavel's ids hash in Python)
 _SAME_OBJECTS = 0.5
+#: PERFORMANCE: a stage LP of a round starts from the previous round's basis (`RoundBases`)
+#: only where its last solve without one took at least this many simplex iterations (HiGHS'
+#: count; none known yet: carried): carrying costs about as much as ~200 pivots (highspy
+#: hands basis statuses over one Python object at a time, ~0.6 us per row and column, and a
+#: solve from a basis skips the presolve), so it pays only where the cold solve pivots more.
+#: Measured (2 cores, HiGHS 1.16, thread CPU per round, basis carried / not; cold pivots per
+#: LP): Gavel's trace, max total throughput 100 / 1,000 jobs (190-250 columns, 30-35 pivots)
+#: 2.65 / 2.43 and 3.87 / 3.58 ms; min makespan 100 / 200 / 300 jobs (89 / 182 / 222-311
+#: pivots) 4.83 / 4.31, 6.05 / 5.78, 8.16 / 7.98 ms; random rates, max total throughput
+#: 300 / 700 / 850 jobs (150 / 335 / 384 pivots) 3.55 / 3.42, 6.50 / 7.32, 7.74 / 9.29 ms;
+#: shortest job first 700 jobs: its first stage LP 1 pivot cold, 266 from the carried basis
+#: (4.3 against 0.8 ms), its other two 360 / 466 pivots cold, 57 / 130 carried
+ROUND_BASIS_MIN_PIVOTS = 200
+#: the policies whose stage LPs are always started from the previous round's bases (no
+#: `ROUND_BASIS_MIN_PIVOTS` gate): their normal rounds back their kept-model rounds
+#: (`fairalloc.rounds.incremental`, `fairalloc.rounds.incremental_ftf`)
+_ALWAYS_CARRY = ("max_min_fairness", "finish_time_fairness")
 
 
 class RoundBases:
@@ -321,6 +338,12 @@ class RoundBases:
     whose basis does not fit (other types, other blocks) is solved cold. `end` keeps each
     stage's final basis for the next round.
 
+    A basis is carried only where it pays: a stage whose last solve without one took fewer
+    than `ROUND_BASIS_MIN_PIVOTS` simplex iterations keeps no basis and is solved cold next
+    round (its stats' path says ``exact-lp``, not ``exact-lp+warm``), except for the policies
+    whose normal rounds back kept-model rounds (max-min and finish-time fairness: always
+    carried). The rows are labelled only when a basis is kept or carried.
+
     Examples
     --------
     >>> import fairalloc as fa
@@ -334,43 +357,49 @@ class RoundBases:
     def __init__(self) -> None:
         # stage name -> (column labels, row labels, final LPBasis, present types, label mode,
         # the labelled job objects)
-        self._kept: dict[str, tuple[Any, ...]] = {}
-        self._ended: dict[str, tuple[Any, ...]] = {}  # this round's, kept from the next one
+        self._kept: dict[tuple[Any, ...], tuple[Any, ...]] = {}  # by `_stage`
+        self._ended: dict[tuple[Any, ...], tuple[Any, ...]] = {}  # this round's, for the next
         self._mode = "class"  # how rows are labelled: "class" (data), "id" (object), "hash"
         self._objs: list[Hashable] = []  # the job objects labelled by id() or hash
-        self._last: tuple[np.ndarray, list[Hashable]] | None = None  # last id() labels
+        self._last: tuple[np.ndarray, list[Hashable], int] | None = None  # last id() labels
+        self._count = 0  # rounds begun (the round of `_last`)
         self._by_hash = False  # the scheduler passes new id objects: label by equality
         self._ids: tuple[Hashable, ...] = ()
-        self._runnable: np.ndarray | None = None
+        self._runnable: np.ndarray | tuple[Any, ...] | None = None  # (T, cap, sf) until read
         self._types: tuple[str, ...] = ()
         self._rows: np.ndarray | None = None  # labels of the program's rows (per job/class)
+        self._program: tuple[Any, bool] | None = None  # (keys or their callable, reduced)
         self._started: dict[tuple[str, tuple[int, int]], Any] = {}  # this program's starts
+        # `_stage` -> (pivots, rows) of its last solve without a carried basis
+        self._pivots: dict[tuple[Any, ...], tuple[int, int]] = {}
+        self._gated = True  # `ROUND_BASIS_MIN_PIVOTS` applies (not `_ALWAYS_CARRY`)
 
     def begin(self, ids: tuple[Hashable, ...], T: np.ndarray, cap: np.ndarray,
-              sf: np.ndarray | None, types: tuple[str, ...]) -> None:
+              sf: np.ndarray | None, types: tuple[str, ...], policy: str | None = None) -> None:
         """A round of jobs ``ids`` (their throughputs ``T``, gangs ``sf``) on workers ``cap``
-        of ``types``: the program's jobs are the runnable ones on the present types."""
-        s = np.ones(len(ids)) if sf is None else np.asarray(sf, dtype=float)
+        of ``types``: the program's jobs are the runnable ones on the present types
+        (``policy``: the round's; `ROUND_BASIS_MIN_PIVOTS` applies unless it always carries)."""
+        self._gated = policy not in _ALWAYS_CARRY
+        self._count += 1
         present = cap > 0
-        with np.errstate(invalid="ignore"):
-            allowed = (T > 0) & (s[:, None] <= cap[None, :]) & present[None, :]
-        self._ids, self._runnable = ids, allowed.any(axis=1)
+        self._ids, self._runnable = ids, (T, cap, sf)  # (the runnable jobs: when labelled)
         self._kept.update(self._ended)  # (the last round's final bases, none of this round's)
         self._ended = {}
         self._types = tuple(t for t, p in zip(types, present.tolist()) if p)
 
     @contextlib.contextmanager
     def round(self, on: bool, ids: tuple[Hashable, ...], T: np.ndarray, cap: np.ndarray,
-              sf: np.ndarray | None, types: tuple[str, ...]) -> Iterator[None]:
-        """The round's solve, its stage LPs started from the previous round's bases (``on``
-        and at most `WARM_MAX_JOBS` jobs: `begin`, then
+              sf: np.ndarray | None, types: tuple[str, ...], policy: str | None = None
+              ) -> Iterator[None]:
+        """The round's solve (of ``policy``), its stage LPs started from the previous round's
+        bases (``on`` and at most `WARM_MAX_JOBS` jobs: `begin`, then
         `fairalloc.throughput.stages.ROUND_BASES` set while it runs)."""
         if not on or len(ids) > WARM_MAX_JOBS:
             yield
             return
         from ..throughput.stages import ROUND_BASES
 
-        self.begin(ids, T, cap, sf, types)
+        self.begin(ids, T, cap, sf, types, policy)
         token = ROUND_BASES.set(self)
         try:
             yield
@@ -381,20 +410,35 @@ class RoundBases:
         """Forget every kept basis (`fairalloc.RoundPolicy.reset`)."""
         self._kept, self._ended = {}, {}
         self._last = None
+        self._pivots = {}
 
-    def program(self, keys: tuple[np.ndarray, ...], reduced: bool) -> RoundBases:
+    def program(self, keys: tuple[np.ndarray, ...] | Callable[[], tuple[np.ndarray, ...]],
+                reduced: bool) -> RoundBases:
         """Label the rows of the program about to be solved: a class of a reduced program by
         its data ``keys`` (arrays, one row per class), else a job by its id object (the
         runnable jobs of `begin`, in order): by identity while the scheduler passes the same
         id objects round after round (no job id is hashed), by equality (each id hashed once)
         from the round after one where most were new objects; by its data when the jobs do
-        not match. Returns ``self``."""
-        n = int(np.shape(keys[0])[0]) if keys else 0
+        not match. The labels (and ``keys``, when a callable returning them) are computed when
+        first read (`_row_labels`: a round that keeps and carries no basis labels nothing).
+        Returns ``self``."""
         self._started = {}
         self._rows = None
+        self._program = (keys, reduced)
+        return self
+
+    def _row_labels(self) -> np.ndarray | None:
+        """The labels of the rows of the program of `program` (``None``: an empty program)."""
+        if self._program is None:
+            return self._rows
+        keys, reduced = self._program
+        self._program = None
+        if callable(keys):
+            keys = keys()
+        n = int(np.shape(keys[0])[0]) if keys else 0
         if n == 0:
-            return self
-        run = self._runnable
+            return None
+        run = self._runnable = _runnable(self._runnable)
         if not reduced and run is not None and int(run.sum()) == n:
             ids = list(self._ids) if bool(run.all()) else [
                 j for j, r in zip(self._ids, run.tolist()) if r]
@@ -402,24 +446,25 @@ class RoundBases:
             if self._by_hash:
                 self._mode = "hash"
                 self._rows = np.fromiter(map(hash, ids), dtype=np.int64, count=n)
-                return self
+                return self._rows
             rows = np.fromiter(map(id, ids), dtype=np.int64, count=n)
-            last, self._last = self._last, (rows, ids)
-            if last is not None and np.isin(rows, last[0]).mean() < _SAME_OBJECTS:
+            last, self._last = self._last, (rows, ids, self._count)
+            if (last is not None and last[2] == self._count - 1  # (labelled last round)
+                    and np.isin(rows, last[0]).mean() < _SAME_OBJECTS):
                 self._by_hash = True  # new id objects every round: equal ids from now on
                 self._mode = "hash"
                 self._rows = np.fromiter(map(hash, ids), dtype=np.int64, count=n)
-                return self
+                return self._rows
             self._mode, self._rows = "id", rows
-            return self
+            return self._rows
         data = np.column_stack([np.asarray(a, dtype=float).reshape(n, -1) for a in keys])
         self._mode, self._objs = "class", []
         self._rows = np.fromiter(map(hash, map(bytes, data)), dtype=np.int64, count=n)
-        return self
+        return self._rows
 
     def _labels(self, inst: Any, layout: Any, ncols: int) -> tuple[np.ndarray, np.ndarray]:
         """Labels of the columns and rows of a stage LP of ``inst`` with row ``layout``."""
-        rows = self._rows
+        rows = self._row_labels()
         assert rows is not None
         owner = np.zeros(inst.E, dtype=np.int64)
         owner[inst.mem_col] = rows[inst.mem_job]  # (a pair column: one member; a hint)
@@ -434,6 +479,26 @@ class RoundBases:
                 parts.append(-(code + 1) * _MIX - 1 - np.arange(size, dtype=np.int64))
         return cols, np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
+    @property
+    def kept(self) -> bool:
+        """Whether any stage's basis is kept for this round (`has` tells which)."""
+        return bool(self._kept)
+
+    @staticmethod
+    def _stage(what: str, inst: Any, layout: Any) -> tuple[str, tuple[tuple[str, int], ...]]:
+        """A stage LP's key across rounds: its name and row blocks, a per-job block's size
+        left out (two LPs of one name, e.g. shortest job first's stages with 0 and 1 kept
+        rows, keep a basis each)."""
+        return what, tuple((name, -1 if name in _PER_JOB_BLOCKS and size == inst.n else size)
+                           for name, size in layout.blocks())
+
+    def has(self, what: str, inst: Any, layout: Any) -> bool:
+        """Whether a basis of stage ``what`` (row ``layout``) on this round's types is kept
+        (`start` may carry it; a caller asks first, before building the stage LP whose shape
+        `start` reads)."""
+        kept = self._kept.get(self._stage(what, inst, layout)) if self._kept else None
+        return kept is not None and kept[3] == self._types
+
     def start(self, what: str, inst: Any, layout: Any, shape: tuple[int, int]) -> Any:
         """The previous round's basis of stage ``what`` carried to this LP (shape ``shape``):
         an `fairalloc.backends.LPBasis`, or ``None`` (no basis of that stage, other types)."""
@@ -444,9 +509,9 @@ class RoundBases:
         return basis
 
     def _start(self, what: str, inst: Any, layout: Any, shape: tuple[int, int]) -> Any:
-        kept = self._kept.get(what)
-        if (kept is None or self._rows is None or kept[3] != self._types
-                or kept[4] != self._mode):
+        kept = self._kept.get(self._stage(what, inst, layout))
+        if kept is None or kept[3] != self._types or self._row_labels() is None or (
+                kept[4] != self._mode):
             return None
         cols, rows = self._labels(inst, layout, shape[1])
         if cols.size != shape[1] or rows.size != shape[0]:
@@ -456,15 +521,39 @@ class RoundBases:
             return None
         return kept[2].carried(at, _match(kept[1], rows))
 
-    def end(self, what: str, inst: Any, layout: Any, basis: Any) -> None:
+    def end(self, what: str, inst: Any, layout: Any, basis: Any,
+            iterations: int | None = None) -> None:
         """Keep stage ``what``'s final basis (an `fairalloc.backends.LPBasis`) for the next
-        round (a backend that cannot carry a basis keeps none)."""
-        self._started.pop((what, basis.shape), None)
-        if self._rows is None or basis.carry is None:
-            self._ended.pop(what, None)
+        round (a backend that cannot carry a basis keeps none). ``iterations``: the solve's
+        (a solve not started from this round's carried basis records them for stage
+        ``what``, with its rows); a stage whose solve without a basis took fewer than
+        `ROUND_BASIS_MIN_PIVOTS`, scaled by its rows now over its rows then (a program that
+        shrank pivots less cold), keeps none (`_ALWAYS_CARRY` policies: always kept)."""
+        carried = self._started.pop((what, basis.shape), None) is not None
+        key = self._stage(what, inst, layout)
+        if iterations is not None and not carried:
+            self._pivots[key] = (int(iterations), basis.shape[0])
+        pivots, rows = self._pivots.get(key, (ROUND_BASIS_MIN_PIVOTS, basis.shape[0]))
+        if basis.carry is None or (self._gated and pivots * basis.shape[0]
+                                   < ROUND_BASIS_MIN_PIVOTS * rows) or (
+                self._row_labels() is None):
+            self._ended.pop(key, None)
+            self._kept.pop(key, None)  # (an older round's basis of the stage neither)
             return
         cols, rows = self._labels(inst, layout, basis.shape[1])
-        self._ended[what] = (cols, rows, basis, self._types, self._mode, self._objs)
+        self._ended[key] = (cols, rows, basis, self._types, self._mode, self._objs)
+
+
+def _runnable(run: Any) -> np.ndarray | None:
+    """Which jobs of a round can run (``run``: the round's ``(T, cap, sf)``, or already the
+    mask): a type where the job is positive and its gang fits."""
+    if not isinstance(run, tuple):
+        return run  # type: ignore[no-any-return]
+    T, cap, sf = run
+    s = np.ones(T.shape[0]) if sf is None else np.asarray(sf, dtype=float)
+    with np.errstate(invalid="ignore"):
+        allowed = (T > 0) & (s[:, None] <= cap[None, :]) & (cap > 0)[None, :]
+    return np.asarray(allowed.any(axis=1))
 
 
 def _match(old: np.ndarray, new: np.ndarray) -> np.ndarray:

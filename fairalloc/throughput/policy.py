@@ -516,7 +516,7 @@ class ThroughputPolicy(Composable):
         be = backend_for(spec, self.inst.E, tuning)
         solver = self._stage_solver(self, be, spec, tols, tuning, log)
         if (bases := ROUND_BASES.get()) is not None:  # a RoundPolicy round (its bases)
-            solver.bases = bases.program(self._class_key(), reduced=False)
+            solver.bases = bases.program(self._class_key, reduced=False)  # (read if labelled)
         stages, xcol, certs, _ = self._run_stages(solver, method, wc)
         res, stage = stages.result, stages.stage
         cert = self._certify_final(solver, res, stage, xcol)
@@ -623,7 +623,7 @@ class ThroughputPolicy(Composable):
             solver.log.replay((), prior.hand_overs)
         solver.step(f"{NEAR_STEP if near else SYMMETRY_STEP}:{cl.num_classes}")
         if not near and (bases := ROUND_BASES.get()) is not None:  # a RoundPolicy round
-            solver.bases = bases.program(red._class_key(), reduced=True)
+            solver.bases = bases.program(red._class_key, reduced=True)
         stages, xr, _, wres = red._run_stages(solver, method, wc)
         if stages.before or stages.after_first:
             return "stages beyond the first and work-conserving ones"

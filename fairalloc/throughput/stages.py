@@ -466,7 +466,7 @@ class StageSolver:
             if self.warm_levels and res.basis is not None:
                 self.basis = res.basis  # (a structured level keeps the last whole LP's basis)
         if self.bases is not None and res.basis is not None:
-            self.bases.end(what, self.inst, self.layout(stage), res.basis)
+            self.bases.end(what, self.inst, self.layout(stage), res.basis, res.iterations)
         if res.columns is not None:
             self.columns_used = res.columns
         return res

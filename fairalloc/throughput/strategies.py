@@ -218,8 +218,9 @@ def _warm_basis(ctx: StageContext) -> Any:
     s = ctx.solver
     if _sequence(ctx) and s.basis is not None and s.basis.shape == ctx.lp.shape:
         return s.basis
-    if _round(ctx):
-        return s.bases.start(ctx.what, s.inst, s.layout(ctx.stage), ctx.lp.shape)
+    if _round(ctx) and s.bases.kept and s.bases.has(ctx.what, s.inst,
+                                                      layout := s.layout(ctx.stage)):
+        return s.bases.start(ctx.what, s.inst, layout, ctx.lp.shape)  # (LP built if kept)
     return None
 
 
