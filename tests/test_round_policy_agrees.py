@@ -45,22 +45,28 @@ RATES = st.sampled_from([0.0, 0.5, 1.0, 2.0, 3.5, 7.0])
 
 
 @st.composite
-def rounds(draw: Any, policy: str, count: int) -> tuple[dict[str, int], list[dict[str, Any]]]:
-    """Workers (1-4 types, some drained) and ``count`` rounds of 2-12 jobs with churn: jobs
-    leave and arrive, steps go down and elapsed up between rounds."""
+def rounds(draw: Any, policy: str, count: int) -> list[dict[str, Any]]:
+    """``count`` rounds (keyword arguments of a round, ``workers`` included) of 2-12 jobs on
+    1-4 types (some drained) with churn: jobs leave and arrive, their order changes, a type is
+    drained or restored, a round repeats the previous one (reuse), steps go down and elapsed up.
+    Job ids are str, int or tuple labels."""
     k = draw(st.integers(1, 4))
     workers = {f"t{i}": draw(st.integers(0, 3)) for i in range(k)}
     workers[f"t{draw(st.integers(0, k - 1))}"] = draw(st.integers(1, 3))  # one present type
+    label = draw(st.sampled_from([lambda i: f"j{i}", lambda i: i, lambda i: ("job", i)]))
     uses = USES[policy][0]
-    jobs: dict[str, dict[str, Any]] = {}
+    jobs: dict[Any, dict[str, Any]] = {}
     next_id = 0
-    out = []
+    out: list[dict[str, Any]] = []
     for _ in range(count):
-        for j in draw(st.lists(st.sampled_from(sorted(jobs)), unique=True)) if jobs else []:
+        if out and draw(st.integers(0, 4)) == 0:  # the same round again
+            out.append(copy.deepcopy(out[-1]))
+            continue
+        for j in draw(st.lists(st.sampled_from(list(jobs)), unique=True)) if jobs else []:
             if len(jobs) > 2:
                 del jobs[j]
-        for _ in range(draw(st.integers(max(0, 2 - len(jobs)), max(2, 6 - len(jobs))))):
-            j = f"j{next_id}"
+        for _ in range(draw(st.integers(max(0, 2 - len(jobs)), max(1, 10 - len(jobs))))):
+            j = label(next_id)
             next_id += 1
             jobs[j] = {"rates": {t: draw(RATES) for t in workers if draw(st.booleans())}
                        or {"t0": 1.0},
@@ -70,12 +76,18 @@ def rounds(draw: Any, policy: str, count: int) -> tuple[dict[str, int], list[dic
                        "elapsed": float(draw(st.integers(0, 100))),
                        "order": float(next_id), "entities": f"e{next_id % 3}",
                        "slo": math.inf}
+        if out and draw(st.booleans()):  # the scheduler lists the jobs in another order
+            jobs = dict(reversed(list(jobs.items())))
+        if out and draw(st.integers(0, 3)) == 0:  # a type drained or restored
+            t = f"t{draw(st.integers(0, k - 1))}"
+            workers = {**workers, t: 0 if workers[t] else 2}
         for spec in jobs.values():  # progress between rounds
             spec["steps_remaining"] = max(1.0, spec["steps_remaining"] - 5.0)
             spec["elapsed"] += 10.0
         kw = {name: {j: spec[name] for j, spec in jobs.items()} for name in uses}
-        out.append({"throughput": {j: dict(spec["rates"]) for j, spec in jobs.items()}, **kw})
-    return workers, out
+        out.append({"throughput": {j: dict(spec["rates"]) for j, spec in jobs.items()},
+                    "workers": dict(workers), **kw})
+    return out
 
 
 def _feasible(r: Any, workers: dict[str, int], sf: dict[str, int] | None) -> None:
@@ -113,19 +125,18 @@ def _agree(r: Any, ref: Any, workers: dict[str, int], kw: dict[str, Any]) -> Non
 def test_round_policy_equals_solve_round_on_good_rounds(policy):
     @settings(max_examples=6)
     @given(rounds(policy, 3))
-    def check(case):
-        workers, rs = case
+    def check(rs):
         settings_ = USES[policy][1]
         pol = fa.RoundPolicy(policy, **settings_)
         for kw in rs:
-            before = repr((kw, workers))
-            r = pol.allocate(workers=workers, **kw)
+            before = repr(kw)
+            r = pol.allocate(**kw)
             ref_kw = dict(kw)
             if policy in FTF:  # the isolated time the policy charged this round
                 ref_kw["isolated_elapsed"] = dict(pol.isolated_elapsed)
-            ref = fa.solve_round(policy, workers=workers, **settings_, **ref_kw)
-            assert repr((kw, workers)) == before  # neither mutated its inputs
-            _agree(r, ref, workers, kw)
+            ref = fa.solve_round(policy, **settings_, **ref_kw)
+            assert repr(kw) == before  # neither mutated its inputs
+            _agree(r, ref, kw["workers"], kw)
 
     check()
 
@@ -139,8 +150,9 @@ def test_a_refused_round_leaves_no_trace(policy):
 
     @settings(max_examples=4)
     @given(rounds(policy, 3), st.sampled_from(uses), st.sampled_from([-5.0, "x", None]))
-    def check(case, arg, value):
-        workers, (r1, r2, r3) = case
+    def check(rs, arg, value):
+        r1, r2, r3 = rs[:3]
+        assume(not _empty(policy, r2["workers"], r2))  # (an empty round reads no values: D5)
         bad = {**r2, arg: dict(r2[arg])}
         job = next(iter(bad[arg]))
         if value is None:
@@ -148,14 +160,14 @@ def test_a_refused_round_leaves_no_trace(policy):
         else:
             bad[arg][job] = value
         pol, clean = fa.RoundPolicy(policy, **settings_), fa.RoundPolicy(policy, **settings_)
-        pol.allocate(workers=workers, **r1)
-        clean.allocate(workers=workers, **r1)
+        pol.allocate(**r1)
+        clean.allocate(**r1)
         with pytest.raises(fa.InputError):
-            pol.allocate(workers=workers, **bad)
+            pol.allocate(**bad)
         for kw in (r2, r3):
-            r, ref = pol.allocate(workers=workers, **kw), clean.allocate(workers=workers, **kw)
+            r, ref = pol.allocate(**kw), clean.allocate(**kw)
             assert pol.isolated_elapsed == clean.isolated_elapsed
-            _agree(r, ref, workers, kw)
+            _agree(r, ref, kw["workers"], kw)
 
     check()
 
@@ -286,9 +298,9 @@ def test_one_corrupted_entry_gives_the_same_error(policy):
 
     @settings(max_examples=10)
     @given(rounds(policy, 2), st.sampled_from(bad), st.integers(0, 11), st.booleans())
-    def check(case, corruption, pos, warm):
-        workers, (first, kw) = case
-        assume(not _empty(policy, workers, kw))  # (an empty round: D5 below)
+    def check(rs, corruption, pos, warm):
+        first, kw = rs
+        assume(not _empty(policy, kw["workers"], kw))  # (an empty round: D5 below)
         arg, how, value = corruption
         kw = copy.deepcopy(kw)
         ids = list(kw["throughput"])
@@ -296,9 +308,9 @@ def test_one_corrupted_entry_gives_the_same_error(policy):
         before = repr(kw)
         pol = fa.RoundPolicy(policy, **USES[policy][1])
         if warm:  # the warm path: a good round first (jobs leave and arrive in between)
-            pol.allocate(workers=workers, **first)
-        a = _outcome(lambda: pol.allocate(workers=workers, **kw))
-        b = _outcome(lambda: fa.solve_round(policy, workers=workers, **USES[policy][1], **kw))
+            pol.allocate(**first)
+        a = _outcome(lambda: pol.allocate(**kw))
+        b = _outcome(lambda: fa.solve_round(policy, **USES[policy][1], **kw))
         assert repr(kw) == before
         _assert_same(a, b)
 
