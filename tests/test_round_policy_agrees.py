@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import math
+import warnings
 from typing import Any
 
 import numpy as np
@@ -333,6 +334,26 @@ def test_ftf_warm_round_refuses_weights_too_far_apart_as_solve_round(warm):
     b = _outcome(lambda: fa.solve_round("finish_time_fairness", workers=workers, **kw))
     assert b[0] == "error" and b[1][1] == "weight"
     _assert_same(a, b)
+
+
+@pytest.mark.parametrize("arg", ["steps_remaining", "elapsed", "isolated_elapsed"])
+def test_ftf_warm_round_on_extreme_data_warns_as_solve_round(arg):
+    # diff39 D6: a value of 1e300 made the kept finish-time fairness model (warm rounds) emit
+    # numpy RuntimeWarnings (overflow, divide by zero) before it declined to the normal round;
+    # solve_round's round emits none (under -W error: a RuntimeWarning raised from RoundPolicy)
+    workers = {"t0": 1, "t1": 2}
+    kw = {"throughput": {j: {"t0": 1.0 + i, "t1": 2.0} for i, j in enumerate("abc")},
+          "steps_remaining": dict.fromkeys("abc", 100.0), "elapsed": dict.fromkeys("abc", 10.0)}
+    pol = fa.RoundPolicy("finish_time_fairness")
+    pol.allocate(workers=workers, **kw)
+    kw[arg] = {**kw.get(arg, dict.fromkeys("abc", 10.0)), "b": 1e300}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        ref = fa.solve_round("finish_time_fairness", workers=workers, **kw)
+        r = pol.allocate(workers=workers, **kw)
+    ref = fa.solve_round("finish_time_fairness", workers=workers,
+                         **{**kw, "isolated_elapsed": dict(pol.isolated_elapsed)})
+    _agree(r, ref, workers, kw)
 
 
 # --------------------------------------------------------------------------------------------

@@ -262,6 +262,7 @@ class IncrementalFTF(KeptRound):
         return res
 
     # --- one round ----------------------------------------------------------------------------
+    @np.errstate(over="ignore", divide="ignore", invalid="ignore")  # (extreme data: it declines)
     def solve(self, t0: float, T: np.ndarray, cap: np.ndarray, ids: tuple[Hashable, ...],
               tnames: tuple[str, ...], per_job: dict[str, Any], options: dict[str, Any]
               ) -> RoundResult:
