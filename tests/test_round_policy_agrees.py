@@ -356,6 +356,23 @@ def test_ftf_warm_round_on_extreme_data_warns_as_solve_round(arg):
     _agree(r, ref, workers, kw)
 
 
+@pytest.mark.parametrize(("policy", "bad"), [
+    ("min_cost", {"cost": {"t0": 1.0}}), ("min_cost", {"cost": {"t0": -1.0, "t1": 1, "t2": 1}}),
+    ("water_filling", {"entity_weights": {"e0": -1.0, "e1": 1.0}}),
+    ("water_filling", {"entity_policies": {"e0": "bogus"}}), ("themis", {"fairness_knob": 1.5}),
+    ("fisher_market", {"kind": "bogus"}), ("fifo", {"semantics": "bogus"}),
+    ("max_min_fairness", {"gap_tol": math.nan}), ("finish_time_fairness", {"gap_tol": 2.0}),
+    ("min_makespan", {"method": "bogus"}), ("max_total_throughput", {"normalized": "yes"}),
+    ("fisher_market", {"stage_tol": 1e-6}), ("max_min_fairness", {"max_levels": 3})])
+def test_a_bad_setting_gives_the_same_error(policy, bad):
+    uses, settings_ = USES[policy]
+    kw, s = _base(uses), {**settings_, **bad}
+    a = _outcome(lambda: fa.RoundPolicy(policy, **s).allocate(workers=BASE_WORKERS, **kw))
+    b = _outcome(lambda: fa.solve_round(policy, workers=BASE_WORKERS, **s, **kw))
+    assert b[0] == "error"
+    _assert_same(a, b)
+
+
 # --------------------------------------------------------------------------------------------
 # discrepancies in the dict readers / _solve_arrays' opt (mmr39's area): fix after merging it
 # --------------------------------------------------------------------------------------------
