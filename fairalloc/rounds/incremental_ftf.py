@@ -70,6 +70,7 @@ from typing import Any
 import numpy as np
 
 from .._symmetry import exact_classes
+from ..data import _MIN_RATIO
 from ..errors import SolverError
 from ..plan import Decline
 from ..results import Certificate, SolveStats, Status
@@ -261,6 +262,7 @@ class IncrementalFTF(KeptRound):
         return res
 
     # --- one round ----------------------------------------------------------------------------
+    @np.errstate(over="ignore", divide="ignore", invalid="ignore")  # (extreme data: it declines)
     def solve(self, t0: float, T: np.ndarray, cap: np.ndarray, ids: tuple[Hashable, ...],
               tnames: tuple[str, ...], per_job: dict[str, Any], options: dict[str, Any]
               ) -> RoundResult:
@@ -566,7 +568,8 @@ def _job_data(per_job: dict[str, Any], n: int) -> tuple[np.ndarray, ...]:
     if not (all(a.shape == (n,) and np.isfinite(a).all() for a in arrays)
             and np.all(s >= 1) and np.all(s == np.round(s)) and np.all(steps > 0)
             and np.all(t >= 0) and np.all(t_iso >= 0)
-            and (w is None or (np.isfinite(w).all() and np.all(np.asarray(w) > 0)))):
+            and (w is None or (np.isfinite(w).all() and np.all(np.asarray(w) > 0)
+                               and np.all(w >= _MIN_RATIO * np.max(w))))):  # (as Jobs)
         raise Decline("a per-job value the normal round must check")
     return s, steps, t, t_iso
 
