@@ -5,9 +5,10 @@ unrunnable jobs, an allocation feasible within the certificates' feasibility tol
 input with one corrupted entry, the same `fairalloc.InputError` (message, argument, index), and
 neither mutates its inputs.
 
-The discrepancies this module found whose code is in rounds/api.py's dict readers
-(``_matrix``/``_per_job``/``_in_job_order``/``_listed_by_job``) and ``_solve_arrays``' ``opt``
-(being rewritten by mmr39) are ``xfail(strict=True)`` below, each naming the discrepancy.
+The discrepancies this module found in the per-job readers (rounds/readers.py) and
+``_solve_arrays`` (D1-D3, D5, D7, D8) were fixed by dfix39: both paths read the per-job arguments
+the policy reads (`fairalloc.rounds.readers.READS`), name a mapping's entry by job id, and
+check them in an empty round too.
 """
 
 from __future__ import annotations
@@ -261,7 +262,7 @@ def _assert_same(a: Any, b: Any) -> None:
         assert a[1] == b[1]
 
 
-# corruptions both readers agree on today (the others are the xfail cases below)
+# corruptions of any kind (the value errors: D1, D2 below)
 AGREED = {"str": "x", "bool": True, "nested": [1.0, 2.0], "missing": None, "extra": None}
 RATE_BAD = {"neg": -5.0, "nan": math.nan, "inf": math.inf, "bool": True, "str": "x",
             "nested": [1.0, 2.0], "missing": None, "wrong type name": None}
@@ -374,13 +375,9 @@ def test_a_bad_setting_gives_the_same_error(policy, bad):
 
 
 # --------------------------------------------------------------------------------------------
-# discrepancies in the dict readers / _solve_arrays' opt (mmr39's area): fix after merging it
+# discrepancies in the per-job readers / _solve_arrays' opt (fixed by dfix39)
 # --------------------------------------------------------------------------------------------
-@pytest.mark.xfail(strict=True, reason=(
-    "diff39 D1: a per-job mapping's entry that fails its value check (negative, 0 where "
-    "positive, nan) is named by position from RoundPolicy ('elapsed[2] is -5') and by job id "
-    "from solve_round (\"elapsed['j2'] is -5\"): RoundPolicy.allocate converts mappings to "
-    "arrays (_in_job_order), then _solve_arrays' opt re-validates the arrays"))
+# D1 (diff39, fixed by dfix39)
 @pytest.mark.parametrize(("policy", "arg", "value"), [
     ("max_min_fairness", "elapsed", -5.0), ("max_min_fairness", "weight", 0.0),
     ("finish_time_fairness", "elapsed", -5.0), ("themis", "steps_remaining", math.nan),
@@ -393,10 +390,7 @@ def test_value_error_names_the_job_in_both(policy, arg, value):
     _assert_same(a, b)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "diff39 D2: an inf in a per-job mapping reads 'every entry must be finite (nan: missing)' "
-    "from RoundPolicy (_in_job_order's allow_nan=True) but 'every entry must be finite' from "
-    "solve_round; nan is not accepted there either"))
+# D2 (diff39, fixed by dfix39)
 @pytest.mark.parametrize(("policy", "arg"), [
     ("min_makespan", "scale_factor"), ("fifo", "order"),
     ("finish_time_fairness", "steps_remaining"), ("fisher_market", "weight")])
@@ -407,10 +401,7 @@ def test_inf_entry_reads_the_same(policy, arg):
     _assert_same(a, b)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "diff39 D3: RoundPolicy.allocate reads every per-job argument (_in_job_order, _slo_array, "
-    "_per_job_labels) whatever the policy; solve_round ignores an argument the policy does not "
-    "use (its documented rule), so a bad unused argument raises only in RoundPolicy"))
+# D3 (diff39, fixed by dfix39)
 @pytest.mark.parametrize(("policy", "arg", "value"), [
     ("max_min_fairness", "order", "x"), ("max_min_fairness", "slo", "x"),
     ("min_makespan", "entities", None), ("fisher_market", "elapsed", "x"),
@@ -426,10 +417,7 @@ def test_unused_argument_is_ignored_by_both(policy, arg, value):
     _assert_same(a, b)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "diff39 D5: in an empty round (no job can run on a present type) solve_round returns before "
-    "reading the per-job arguments (_solve_arrays' early return), so a bad entry is accepted; "
-    "RoundPolicy.allocate reads them first (_in_job_order) and raises"))
+# D5 (diff39, fixed by dfix39)
 @pytest.mark.parametrize(("policy", "arg"), [
     ("water_filling", "weight"), ("finish_time_fairness", "steps_remaining"),
     ("shortest_job_first", "steps_remaining"), ("themis", "steps_remaining")])
@@ -443,12 +431,9 @@ def test_empty_round_reads_the_arguments_in_both(policy, arg):
 
 
 # --------------------------------------------------------------------------------------------
-# found on the way: both paths agree, on the wrong job (rounds/api.py, for the lead after mmr39)
+# found on the way: both paths agreed, on the wrong job (fixed by dfix39)
 # --------------------------------------------------------------------------------------------
-@pytest.mark.xfail(strict=True, reason=(
-    "diff39 D7: Jobs' weight-ratio error is raised on the reduced program's arrays, so with an "
-    "unrunnable job before it the message and index name another job ('weight[1] = 1' is job "
-    "'a', weight 1e308; the weight 1 is job 'b', index 2) and name no job id"))
+# D7 (diff39, fixed by dfix39)
 def test_weight_ratio_error_names_the_job():
     tp = {"u": {"k80": 1.0}, "a": {"t0": 1.0}, "b": {"t0": 2.0}}  # u: only on the drained k80
     weight = {"u": 1.0, "a": 1e308, "b": 1.0}
@@ -457,12 +442,25 @@ def test_weight_ratio_error_names_the_job():
     assert exc.value.index == (2,) and "weight['b']" in str(exc.value)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "diff39 D8: a bad slo entry of a mapping is named by position ('slo[1]'), not by job id "
-    "(_slo_array reads it with as_real_array, without _per_job's renaming)"))
+# D8 (diff39, fixed by dfix39)
 def test_slo_error_names_the_job():
     tp = {"a": {"t0": 1.0}, "b": {"t0": 2.0}}
     with pytest.raises(fa.InputError) as exc:
         fa.solve_round("min_cost", tp, {"t0": 2}, cost={"t0": 1.0},
                        steps_remaining={"a": 10.0, "b": 10.0}, slo={"a": math.inf, "b": "x"})
     assert exc.value.index == (1,) and "slo['b']" in str(exc.value)
+
+
+@pytest.mark.parametrize("mapping", [True, False])
+def test_value_error_in_an_empty_round_names_the_entry_as_given(mapping):
+    # dfix39 (D1 + D5): a bad value (not only a bad type) in an empty round is an error from
+    # both paths, named by job id when given as a mapping and by position when an array
+    kw = _base(USES["max_min_fairness"][0])
+    weight = {"j0": 1.0, "j1": 1.0, "j2": 0.0, "j3": 1.0}
+    kw["weight"] = weight if mapping else list(weight.values())
+    workers = {"t0": 0, "t1": 0, "t2": 0}
+    a = _outcome(lambda: fa.RoundPolicy("max_min_fairness").allocate(workers=workers, **kw))
+    b = _outcome(lambda: fa.solve_round("max_min_fairness", workers=workers, **kw))
+    assert b[0] == "error" and b[1][1:] == ("weight", (2,))
+    assert ("weight['j2']" if mapping else "weight[2]") in b[1][0]
+    _assert_same(a, b)

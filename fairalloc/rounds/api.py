@@ -83,8 +83,11 @@ from ..results import Certificate, SolveStats, Status
 from .incremental import IncrementalMaxMin
 from .incremental_ftf import IncrementalFTF
 from .readers import (
+    READS,
+    _check_read,
     _in_job_order,
     _matrix,
+    _named,
     _per_job,
     _per_job_labels,
     _plan_jobs,
@@ -247,12 +250,15 @@ def _solve_arrays(t0: float, policy: str, T: np.ndarray, cap: np.ndarray,
                   isolated_elapsed: Any, order: Any, cost: Any, slo: Any, entities: Any,
                   entity_weights: Any, entity_policies: Any, water_filling: bool,
                   semantics: str, normalized: bool, kind: str, fairness_knob: float,
-                  plan_jobs: Any, plan_options: Any, warm_start: Any) -> RoundResult:
+                  plan_jobs: Any, plan_options: Any, warm_start: Any,
+                  by_id: frozenset[str] = frozenset()) -> RoundResult:
     """`fairalloc.solve_round` after the throughputs and workers were turned
     into validated arrays (``_matrix``); `fairalloc.RoundPolicy` enters here
-    directly (every per-job argument is still checked here, as in ``solve_round``)."""
+    directly (every per-job argument is still checked here, as in ``solve_round``; those
+    named in ``by_id`` were mappings: their errors name the job by id, as ``solve_round``)."""
     n, k = T.shape
-    sf = _per_job(scale_factor, "scale_factor", ids, positive=True, integer=True)
+    sf = _per_job(scale_factor, "scale_factor", ids, by_id="scale_factor" in by_id,
+                  positive=True, integer=True)
     plans = _plan_jobs(plan_jobs, ids) if policy == "shockwave" else None
     if plans is not None and sf is None:  # a plan job's gang is its PlanJob.workers
         sf = np.array([float(pj.workers) for pj in plans])
@@ -275,6 +281,10 @@ def _solve_arrays(t0: float, policy: str, T: np.ndarray, cap: np.ndarray,
     tp = np.zeros(n)
     if rj.size == 0 or pt.size == 0:
         _check_options(options)  # (an empty round solves nothing: its options still count)
+        _check_read(policy, ids, {"weight": weight, "steps_remaining": steps_remaining,
+                                  "elapsed": elapsed, "isolated_elapsed": isolated_elapsed,
+                                  "order": order, "slo": slo, "entities": entities,
+                                  "scale_factor": scale_factor}, by_id)  # (and its values)
         stats = SolveStats(backend="none", method="empty", seconds=time.perf_counter() - t0,
                            iterations=0, solves=0)
         return RoundResult(objective=0.0, status=Status.OPTIMAL, stats=stats,
@@ -285,7 +295,7 @@ def _solve_arrays(t0: float, policy: str, T: np.ndarray, cap: np.ndarray,
     sub = (lambda a: a) if full else (lambda a: a[rj])  # noqa: E731 - tiny selector
 
     def opt(value: Any, name: str, **kw: Any) -> np.ndarray | None:
-        arr = _per_job(value, name, ids, **kw)
+        arr = _per_job(value, name, ids, by_id=name in by_id, **kw)
         return None if arr is None else sub(arr)
 
     Tr = T[np.ix_(rj, pt)] if not (full and pt.size == k) else T
@@ -308,10 +318,14 @@ def _solve_arrays(t0: float, policy: str, T: np.ndarray, cap: np.ndarray,
                             warm_start=warm_start, options=options)
         x_red, tp_red = res.allocation, res.utility
     else:
-        jobs = Jobs(Tr, scale_factor=sub(sf), weight=opt(weight, "weight", positive=True),
-                    steps_remaining=opt(steps_remaining, "steps_remaining"),
-                    elapsed=opt(elapsed, "elapsed"),
-                    isolated_elapsed=opt(isolated_elapsed, "isolated_elapsed"))
+        given = {"weight": opt(weight, "weight", positive=True),
+                 "steps_remaining": opt(steps_remaining, "steps_remaining"),
+                 "elapsed": opt(elapsed, "elapsed"),
+                 "isolated_elapsed": opt(isolated_elapsed, "isolated_elapsed")}
+        try:
+            jobs = Jobs(Tr, scale_factor=sub(sf), **given)
+        except InputError as exc:  # (about the runnable jobs: name the job of the round)
+            raise _named(exc, exc.argument or "", ids, rj) from None
         cluster = Cluster({tnames[j]: c for j, c in zip(pt.tolist(), cap[pt].tolist())})
         res = _solve_reduced(policy, jobs, cluster, ids, rj, pt, order=order, cost=cost,
                              slo=slo, entities=entities, entity_weights=entity_weights,
@@ -517,14 +531,18 @@ fairness_knob, plan_options
         # reuse) is taken on those arrays (bytes), never by walking nested dicts
         T, cap, ids, tnames = _matrix(throughput, workers, job_ids, types)
         per_job: dict[str, Any] = {}
-        for name, value in (("scale_factor", scale_factor), ("weight", weight),
-                            ("steps_remaining", steps_remaining), ("elapsed", elapsed),
-                            ("isolated_elapsed", isolated_elapsed), ("order", order)):
-            per_job[name] = _in_job_order(value, name, ids)
-        per_job["slo"] = _slo_array(slo, ids)
-        per_job["entities"] = _per_job_labels(entities, "entities", ids)
+        reads = READS[self.policy]  # (the others are ignored, as by solve_round)
+        given = (("scale_factor", scale_factor), ("weight", weight),
+                 ("steps_remaining", steps_remaining), ("elapsed", elapsed),
+                 ("isolated_elapsed", isolated_elapsed), ("order", order))
+        for name, value in given:
+            per_job[name] = _in_job_order(value, name, ids) if name in reads else None
+        per_job["slo"] = _slo_array(slo, ids) if "slo" in reads else None
+        per_job["entities"] = (_per_job_labels(entities, "entities", ids)
+                               if "entities" in reads else None)
+        mapped = frozenset(name for name, value in given if isinstance(value, Mapping))
         if self.policy == "shockwave":
-            return self._shockwave(T, cap, ids, tnames, per_job, plan_jobs, t0)
+            return self._shockwave(T, cap, ids, tnames, per_job, plan_jobs, t0, mapped)
         # finish-time fairness: this round's isolated times (in per_job), kept when solved
         iso = self._isolated.round(self.policy, ids, T, cap, per_job, self.isolated_start)
         key = None
@@ -549,7 +567,7 @@ fairness_knob, plan_options
         def normal() -> RoundResult:
             with self._bases.round(self.warm_start, ids, T, cap, per_job["scale_factor"],
                                    tnames, self.policy):
-                return self._solve(t0, T, cap, ids, tnames, per_job, warm, None)
+                return self._solve(t0, T, cap, ids, tnames, per_job, warm, None, mapped)
 
         res = (self._incremental.round(t0, T, cap, ids, tnames, per_job, self._options, normal)
                if self._incremental is not None and ids else normal())
@@ -562,7 +580,7 @@ fairness_knob, plan_options
 
     def _shockwave(self, T: np.ndarray, cap: np.ndarray, ids: tuple[Hashable, ...],
                    tnames: tuple[str, ...], per_job: dict[str, Any], plan_jobs: Any,
-                   t0: float) -> RoundResult:
+                   t0: float, mapped: frozenset[str]) -> RoundResult:
         """Run the kept plan's next column, or re-plan (every ``replan_every`` rounds, when the
         window is used up, or when the runnable jobs or the workers changed)."""
         window = int((self.settings.get("plan_options") or {}).get("rounds", _PLAN_WINDOW))
@@ -579,7 +597,7 @@ fairness_knob, plan_options
             if (now == kept_ids and cap.tobytes() == kept_cap and nxt < window
                     and nxt % self.replan_every != 0):
                 previous = (plan, nxt)
-        res = self._solve(t0, T, cap, ids, tnames, per_job, previous, plan_jobs)
+        res = self._solve(t0, T, cap, ids, tnames, per_job, previous, plan_jobs, mapped)
         red = res.reduced
         if red is not None:
             kept = tuple(j for j in ids if j not in set(res.unrunnable_jobs))
@@ -591,9 +609,10 @@ fairness_knob, plan_options
 
     def _solve(self, t0: float, T: np.ndarray, cap: np.ndarray, ids: tuple[Hashable, ...],
                tnames: tuple[str, ...], per_job: dict[str, Any], warm: Any,
-               plan_jobs: Any) -> RoundResult:
+               plan_jobs: Any, mapped: frozenset[str] = frozenset()) -> RoundResult:
         """`fairalloc.solve_round` on this round's validated arrays, with the
-        policy's fixed settings (``seconds`` measured from ``t0``, the call's start)."""
+        policy's fixed settings (``seconds`` measured from ``t0``, the call's start;
+        ``mapped``: the per-job arguments given as mappings, their errors named by job id)."""
         st = self.settings
         return _solve_arrays(
             t0, self.policy, T, cap, ids, tnames, self._options, **per_job,
@@ -603,7 +622,8 @@ fairness_knob, plan_options
             semantics=st.get("semantics", "arrival"), normalized=st.get("normalized", False),
             kind=st.get("kind", "linear"),
             fairness_knob=st.get("fairness_knob", THEMIS_FAIRNESS_KNOB),
-            plan_jobs=plan_jobs, plan_options=st.get("plan_options"), warm_start=warm)
+            plan_jobs=plan_jobs, plan_options=st.get("plan_options"), warm_start=warm,
+            by_id=mapped)
 
 
 #: plan_schedule's default window (rounds per plan)

@@ -150,19 +150,61 @@ def _rate_error(exc: InputError, ids: tuple[Hashable, ...], tnames: tuple[str, .
                       index=(j, t))
 
 
-def _per_job(value: Any, name: str, ids: tuple[Hashable, ...], **kw: Any) -> np.ndarray | None:
-    """A per-job quantity given as a mapping job -> value or an array in job order."""
+#: the per-job arguments of `fairalloc.Jobs` (read by every policy built on it)
+_JOBS_ARGS = ("scale_factor", "weight", "steps_remaining", "elapsed", "isolated_elapsed")
+#: per policy, the per-job arguments its round reads (and validates); `fairalloc.solve_round`
+#: and `fairalloc.RoundPolicy` ignore the others (shockwave also reads ``plan_jobs``)
+READS: dict[str, tuple[str, ...]] = {
+    **dict.fromkeys(("max_min_fairness", "finish_time_fairness", "min_makespan",
+                     "shortest_job_first", "max_total_throughput"), _JOBS_ARGS),
+    "water_filling": (*_JOBS_ARGS, "order", "entities"), "fifo": (*_JOBS_ARGS, "order"),
+    "min_cost": (*_JOBS_ARGS, "slo"), "fisher_market": ("scale_factor", "weight"),
+    "themis": ("scale_factor", "steps_remaining", "elapsed", "isolated_elapsed"),
+    "shockwave": ("scale_factor",)}
+#: the checks of each numeric per-job argument (`fairalloc._validation.as_array` keywords)
+CHECKS: dict[str, dict[str, bool]] = {
+    "scale_factor": {"positive": True, "integer": True}, "weight": {"positive": True},
+    "steps_remaining": {}, "elapsed": {}, "isolated_elapsed": {}, "order": {"nonneg": False}}
+
+
+def _check_read(policy: str, ids: tuple[Hashable, ...], values: Mapping[str, Any],
+                by_id: frozenset[str] = frozenset()) -> None:
+    """Validate every per-job argument ``policy`` reads (`READS`) where no solve reads them
+    (an empty round), with the errors a solve would raise."""
+    for name in READS[policy]:
+        if name in CHECKS:
+            _per_job(values[name], name, ids, by_id=name in by_id, **CHECKS[name])
+    if "slo" in READS[policy]:
+        _slo_array(values["slo"], ids)
+    if "entities" in READS[policy]:
+        _per_job_labels(values["entities"], "entities", ids)
+
+
+def _named(exc: InputError, name: str, ids: tuple[Hashable, ...],
+           at: np.ndarray | None = None) -> InputError:
+    """``exc`` about entry ``i`` of ``name`` (of the runnable jobs ``at`` when given), naming
+    the job by id and its index in the round (``name['b']``), or ``exc`` itself."""
+    if exc.argument != name or exc.index is None or len(exc.index) != 1:
+        return exc
+    i = exc.index[0]
+    full = i if at is None else int(at[i])
+    text = str(exc).replace(f"{name}{fmt_index(exc.index)}", f"{name}[{ids[full]!r}]", 1)
+    return InputError(text, argument=name, index=(full,))
+
+
+def _per_job(value: Any, name: str, ids: tuple[Hashable, ...], *, by_id: bool = False,
+             **kw: Any) -> np.ndarray | None:
+    """A per-job quantity given as a mapping job -> value or an array in job order (``by_id``:
+    an array read from a mapping, its entries named by job id as a mapping's)."""
     if value is None:
         return None
     try:
         return as_array(_listed_by_job(value, name, ids), name, ndim=1, shape=(len(ids),),
                         allow_empty=True, **kw)
     except InputError as exc:  # a mapping's entry: name its job id, not its position
-        if not isinstance(value, Mapping) or exc.index is None or len(exc.index) != 1:
+        if not (by_id or isinstance(value, Mapping)):
             raise
-        head = f"{name}{fmt_index(exc.index)}"
-        text = str(exc).replace(head, f"{name}[{ids[exc.index[0]]!r}]", 1)
-        raise InputError(text, argument=name, index=exc.index) from None
+        raise _named(exc, name, ids) from None
 
 
 def _listed_by_job(value: Any, name: str, ids: tuple[Hashable, ...]) -> Any:
@@ -183,7 +225,12 @@ def _slo_array(slo: Any, ids: tuple[Hashable, ...]) -> np.ndarray | None:
     """SLOs in job order (seconds; ``inf``: none); their values are validated by MinCost."""
     if slo is None:
         return None
-    arr = as_real_array(_listed_by_job(slo, "slo", ids), "slo")
+    try:
+        arr = as_real_array(_listed_by_job(slo, "slo", ids), "slo")
+    except InputError as exc:  # a mapping's entry: name its job id, not its position
+        if not isinstance(slo, Mapping):
+            raise
+        raise _named(exc, "slo", ids) from None
     if arr.shape != (len(ids),):
         raise InputError(f"slo must be {len(ids)} numbers (seconds; inf: none)",
                          argument="slo")
@@ -222,10 +269,9 @@ def _plan_jobs(value: Any, ids: tuple[Hashable, ...]) -> list[Any]:
     return out
 
 
-
-
 def _in_job_order(value: Any, name: str, ids: tuple[Hashable, ...]) -> np.ndarray | None:
-    """A per-job mapping (or sequence) as a float array in job order; signs and integrality
-    are checked by `fairalloc.solve_round`, per argument."""
-    return _per_job(value, name, ids, nonneg=False, allow_nan=True)
+    """A per-job mapping (or sequence) as a finite float array in job order; signs and
+    integrality are checked by `fairalloc.solve_round`, per argument (naming the job as
+    here: ``by_id``)."""
+    return _per_job(value, name, ids, nonneg=False)
 
