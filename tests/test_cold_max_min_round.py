@@ -143,16 +143,21 @@ def test_one_stage_cold_round_agrees_with_the_normal_one_stage_round(inst):
 def test_the_round_decides_which_solve_round_arguments_it_leaves_to_the_normal_round():
     """misc39: solve_round asks the round (`refusal`) whether it reads what was given; every
     argument of solve_round is read by the incremental round, routes the round, belongs to
-    another policy, or is one of the round's `UNREAD_ARGUMENTS` (a new argument must be
+    another policy (not read by max-min: `READS`, ignored by both rounds), or is one of the
+    round's `UNREAD_ARGUMENTS` (read by max-min's normal round only; a new argument must be
     placed)."""
     import inspect
 
     from fairalloc.rounds.api import _SOLVE_OPTIONS
     from fairalloc.rounds.incremental import UNREAD_ARGUMENTS, IncrementalMaxMin, refusal
+    from fairalloc.rounds.readers import READS
 
     read = {"policy", "throughput", "workers", "job_ids", "types", "scale_factor", "weight"}
+    assert set(READS["max_min_fairness"]) == {"scale_factor", "weight", *UNREAD_ARGUMENTS}
     routes = {"water_filling", "warm_start"}
-    other_policies = {"semantics", "normalized", "kind", "fairness_knob"}
+    other_policies = {"semantics", "normalized", "kind", "fairness_knob", "order", "cost", "slo",
+                      "entities", "entity_weights", "entity_policies", "plan_jobs",
+                      "plan_options"}
     names = set(inspect.signature(fa.solve_round).parameters)
     placed = read | routes | other_policies | set(_SOLVE_OPTIONS) | set(UNREAD_ARGUMENTS)
     assert names == placed
@@ -163,11 +168,18 @@ def test_the_round_decides_which_solve_round_arguments_it_leaves_to_the_normal_r
     assert IncrementalMaxMin.applies({}, dict.fromkeys(UNREAD_ARGUMENTS))
 
 
-def test_arguments_max_min_does_not_read_run_the_normal_round_without_a_hand_over():
+def test_arguments_the_kept_model_does_not_read_run_the_normal_round_without_a_hand_over():
+    """``elapsed`` (read by max-min's normal round: `fairalloc.Jobs` validates it) runs the
+    normal round; ``order``, ``entities``, ``slo`` (not read by max-min) are ignored, so the
+    round is the incremental one, in solve_round as in RoundPolicy (dfix39's D3)."""
     tp = {j: {"v100": 4.0 + j % 3, "k80": 1.0} for j in range(6)}
     workers = {"v100": 2, "k80": 3}
-    for kw in ({"elapsed": dict.fromkeys(tp, 1.0)}, {"order": {j: j for j in tp}},
-               {"entities": dict.fromkeys(tp, "e")}, {"slo": dict.fromkeys(tp, 9.0)}):
+    r = fa.solve_round("max_min_fairness", tp, workers, elapsed=dict.fromkeys(tp, 1.0))
+    assert r.stats.method != "incremental" and r.stats.fallbacks == ()
+    assert r.certificate.ok
+    for kw in ({"order": {j: "x" for j in tp}}, {"entities": dict.fromkeys(tp, None)},
+               {"slo": dict.fromkeys(tp, -9.0)}):
         r = fa.solve_round("max_min_fairness", tp, workers, **kw)
-        assert r.stats.method != "incremental" and r.stats.fallbacks == (), kw
+        w = fa.RoundPolicy("max_min_fairness").allocate(tp, workers, **kw)
+        assert r.stats.method == w.stats.method == "incremental", kw
         assert r.certificate.ok, kw

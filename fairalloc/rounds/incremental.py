@@ -84,12 +84,11 @@ _DEFAULT_OPTIONS = {"method": "auto", "backend": "highs"}
 #: PERFORMANCE: classes whose slot is free for good are compacted away (the model rebuilt)
 #: once free slots outnumber used ones by this factor
 _COMPACT_RATIO = 2.0
-#: per-job data max-min fairness does not read, which the normal round still validates
-_UNREAD = ("steps_remaining", "elapsed", "isolated_elapsed")
-#: the arguments of `fairalloc.solve_round` a max-min round does not read: given, the round
-#: is the normal one's, which validates them (`refusal`)
-UNREAD_ARGUMENTS = (*_UNREAD, "order", "cost", "slo", "entities", "entity_weights",
-                    "entity_policies", "plan_jobs", "plan_options")
+#: the per-job arguments max-min fairness reads (`fairalloc.rounds.readers.READS`: `fairalloc.Jobs`
+#: validates them) that its kept model does not: given, the round is the normal one's, which
+#: validates them (`refusal`); the arguments max-min does not read are ignored by both rounds
+UNREAD_ARGUMENTS = ("steps_remaining", "elapsed", "isolated_elapsed")
+_UNREAD = UNREAD_ARGUMENTS
 _INF = float("inf")
 #: odd 64-bit multipliers (of the golden ratio and xxHash's primes) mixing a class row's words
 #: into one hash (a row of k + 2 words: k <= 8 types; more types use exact_classes)
