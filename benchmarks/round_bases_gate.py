@@ -5,14 +5,14 @@
 `fairalloc.rounds.state.ROUND_BASIS_MIN_PIVOTS` simplex iterations. This script times a
 policy's *normal* round (an option the incremental round refuses, e.g. ``method="highs"`` or
 ``"fast"``: `fairalloc.rounds.incremental.refusal`) over a trace of rounds (``--churn`` of the
-jobs leave and as many arrive per round, the others progress) in three modes, back to back in
-one process: ``carry`` (every stage LP starts from the previous round's basis, as main did
-for these two policies), ``gated`` (the `ROUND_BASIS_MIN_PIVOTS` rule) and ``cold`` (no
-basis carried). Rates: ``random``
-(distinct log-normal) or ``gavel`` (drawn from Gavel's throughput file the way its
-``generate_job`` does: few distinct rows). Per mode: the median thread CPU per round (rounds
-after the first two), the share of rounds that started warm, and the median simplex
-iterations per stage LP.
+jobs leave and as many arrive per round, the others progress) in three modes, interleaved
+round by round in one process (one `RoundPolicy` per mode, the order rotated): ``carry``
+(every stage LP starts from the previous round's basis, as main did for these two
+policies), ``gated`` (the `ROUND_BASIS_MIN_PIVOTS` rule) and ``cold`` (no basis carried).
+Rates: ``random`` (distinct log-normal) or ``gavel`` (drawn from Gavel's throughput file the
+way its ``generate_job`` does: few distinct rows). Per mode: the median thread CPU per round
+(rounds after the first two), the share of rounds that started warm, and the median simplex
+iterations per LP solve (``stats.iterations / stats.solves``).
 
 Run: ``PYTHONPATH=$PWD python benchmarks/round_bases_gate.py --policy max_min_fairness
 --method highs --rates random --jobs 50 300 1000 --rounds 12``.
@@ -86,32 +86,40 @@ def args_of(policy: str, rnd: dict[str, np.ndarray]) -> tuple[dict[Any, Any], di
 
 
 def run(policy: str, method: str, rounds: list[dict[str, Any]], cap: dict[str, int],
-        mode: str) -> tuple[float, float, float]:
-    """(median thread CPU ms per round, share of warm rounds, median pivots per stage LP)."""
+        repeats: int) -> dict[str, tuple[float, float, float]]:
+    """Per mode: (median thread CPU ms per round, share of warm rounds, median pivots per
+    stage LP). The modes run interleaved: each round is allocated by one `RoundPolicy` per
+    mode, in an order rotated round by round (a load that drifts hits every mode alike)."""
     saved = getattr(state, "_ALWAYS_CARRY", None)  # (main: max-min and FTF always carried)
     gate = state.ROUND_BASIS_MIN_PIVOTS
+    gates = {"carry": 0, "gated": gate, "cold": NEVER}
+    times: dict[str, list[float]] = {m: [] for m in MODES}
+    warm: dict[str, list[bool]] = {m: [] for m in MODES}
+    pivots: dict[str, list[float]] = {m: [] for m in MODES}
     if saved is not None:
         state._ALWAYS_CARRY = ()
-    state.ROUND_BASIS_MIN_PIVOTS = {"carry": 0, "gated": gate, "cold": NEVER}[mode]
     try:
-        p = fa.RoundPolicy(policy, method=method)
-        times, warm, pivots = [], [], []
-        for i, rnd in enumerate(rounds):
-            tp, per = args_of(policy, rnd)
-            t0 = time.thread_time()
-            r = p.allocate(tp, cap, **per)
-            dt = time.thread_time() - t0
-            assert r.certificate.ok, r.stats
-            if i >= SKIP:
-                times.append(dt)
-                warm.append(r.warm)
-                lps = sum(s.startswith("exact-lp") for s in r.stats.path) or 1
-                pivots.append(r.stats.iterations / lps)
+        for rep in range(repeats):
+            ps = {m: fa.RoundPolicy(policy, method=method) for m in MODES}
+            for i, rnd in enumerate(rounds):
+                tp, per = args_of(policy, rnd)
+                k = (i + rep) % len(MODES)
+                for mode in MODES[k:] + MODES[:k]:
+                    state.ROUND_BASIS_MIN_PIVOTS = gates[mode]
+                    t0 = time.thread_time()
+                    r = ps[mode].allocate(tp, cap, **per)
+                    dt = time.thread_time() - t0
+                    assert r.certificate.ok, r.stats
+                    if i >= SKIP:
+                        times[mode].append(dt)
+                        warm[mode].append(r.warm)
+                        pivots[mode].append(r.stats.iterations / max(r.stats.solves, 1))
     finally:
         if saved is not None:
             state._ALWAYS_CARRY = saved
         state.ROUND_BASIS_MIN_PIVOTS = gate
-    return 1e3 * statistics.median(times), float(np.mean(warm)), statistics.median(pivots)
+    return {m: (1e3 * statistics.median(times[m]), float(np.mean(warm[m])),
+                statistics.median(pivots[m])) for m in MODES}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -123,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, nargs="+", default=[50, 300, 1000])
     ap.add_argument("--rounds", type=int, default=12)
     ap.add_argument("--churn", type=float, default=0.01)
-    ap.add_argument("--repeats", type=int, default=2, help="alternating passes per mode")
+    ap.add_argument("--repeats", type=int, default=2, help="passes over the trace")
     ap.add_argument("--seed", type=int, default=1)
     a = ap.parse_args(argv)
     print(f"{a.policy} method={a.method} rates={a.rates} churn={a.churn} rounds={a.rounds}")
@@ -132,11 +140,8 @@ def main(argv: list[str] | None = None) -> int:
     for n in a.jobs:
         rounds = trace(a.rates, n, a.rounds, a.churn, a.seed)
         cap = {t: max(n // 4, 8) for t in TYPES}
-        got: dict[str, list[tuple[float, float, float]]] = {m: [] for m in MODES}
-        for _ in range(a.repeats):
-            for mode in MODES:
-                got[mode].append(run(a.policy, a.method, rounds, cap, mode))
-        c, g, o = ([statistics.median(v) for v in zip(*got[m])] for m in MODES)
+        got = run(a.policy, a.method, rounds, cap, a.repeats)
+        c, g, o = (got[m] for m in MODES)
         print(f"{n:>6} {c[0]:>9.2f} {g[0]:>9.2f} {o[0]:>8.2f} {c[0] / o[0]:>10.2f} "
               f"{100 * c[1]:>4.0f}/{100 * g[1]:<4.0f} {c[2]:>8.0f}/{o[2]:<8.0f}")
     return 0

@@ -139,9 +139,9 @@ def _trace_rounds(n=24, rounds=4, seed=5):
 @pytest.mark.parametrize("policy", ["max_min_fairness", "finish_time_fairness"])
 def test_rounds_after_the_first_start_warm(policy):
     # the kept-model rounds of max-min and finish-time fairness (main: FTF and max-min rounds
-    # whose previous round priced a type at 0 were always solved cold, method "fast"); their
-    # normal rounds, like every policy's, carry a basis only where their stage LPs pivot
-    # enough (tests/test_rounds_warm_gate.py)
+    # whose previous round priced a type at 0 were always solved cold, method "fast"); FTF's
+    # normal round, like the other policies', carries a basis only where its stage LPs pivot
+    # enough (tests/test_rounds_warm_gate.py), max-min's always
     cap = {"v100": 4, "p100": 3, "k80": 5}
     p = fa.RoundPolicy(policy)
     methods = []
@@ -213,13 +213,12 @@ def test_reset_and_warm_start_off_solve_cold():
 
 
 def test_a_basis_of_other_present_types_is_not_carried():
-    # a drained type changes the LP's types: its round does not start from the last basis;
-    # back to the same types it does again (the normal round's bases, method="highs", on an
-    # instance whose stage LPs pivot more than ROUND_BASIS_MIN_PIVOTS cold)
-    rounds = _distinct_rounds(60, 4)
-    p = fa.RoundPolicy("max_min_fairness", method="highs")
-    ups = [{"v100": 20, "p100": 20, "k80": 20}, {"v100": 20, "p100": 0, "k80": 20},
-           {"v100": 20, "p100": 0, "k80": 20}, {"v100": 20, "p100": 20, "k80": 20}]
+    # a drained type changes the LP's types: its round does not start from the last basis
+    # (it may still be seeded by the previous prices); back to the same types it does again
+    rounds = _trace_rounds(rounds=4)
+    p = fa.RoundPolicy("max_min_fairness", method="fast")  # (the normal round's bases)
+    ups = [{"v100": 4, "p100": 3, "k80": 5}, {"v100": 4, "p100": 0, "k80": 5},
+           {"v100": 4, "p100": 0, "k80": 5}, {"v100": 4, "p100": 3, "k80": 5}]
     out = [p.allocate(jobs, up) for jobs, up in zip(rounds, ups)]
     assert all(r.certificate.ok for r in out)
     assert "exact-lp+warm" not in out[1].stats.path

@@ -23,9 +23,8 @@ from fairalloc.tolerances import GAP_TOL
 TYPES = ("v100", "p100", "k80")
 #: two certified optima each within GAP_TOL (relative) of the optimum differ by at most twice
 AGREE = 2 * GAP_TOL
-#: policies whose rounds carry a basis only where it pays (every policy's normal round does;
-#: max-min and finish-time fairness's default rounds are kept-model ones:
-#: tests/test_rounds_warm_bases.py, and their normal rounds below)
+#: policies whose rounds carry a basis only where it pays (finish-time fairness' normal round
+#: too, below; max-min fairness' normal round always carries: tests/test_rounds_warm_bases.py)
 GATED = ("min_makespan", "max_total_throughput", "shortest_job_first", "fifo",
          "water_filling")
 
@@ -106,13 +105,14 @@ def test_small_stage_lps_are_not_started_from_the_last_basis(policy):
         assert "exact-lp" in r.stats.path
 
 
-@pytest.mark.parametrize("policy", ["max_min_fairness", "finish_time_fairness"])
 @pytest.mark.parametrize("n", [24, 60])
-def test_small_max_min_and_ftf_normal_rounds_are_not_started_from_the_last_basis(policy, n):
-    # their normal round (method="highs": the kept-model round refuses it; also the kept-model
-    # round's fallback) follows the same rule as every policy's (main: always started from the
-    # previous round's bases, "highs+warm", however few pivots the cold solve took; finish-time
-    # fairness 50 jobs, random rates: 3.04 against 2.76 ms a round, benchmarks/round_bases_gate.py)
+def test_small_ftf_normal_rounds_are_not_started_from_the_last_basis(n):
+    # finish-time fairness' normal round (method="highs": the kept-model round refuses it;
+    # also the kept-model round's fallback) follows the same rule as the other policies'
+    # (main: always started from the previous round's bases, "highs+warm", however few pivots
+    # the cold solve took; random rates, 50 jobs: 3.10 against 2.78 ms a round,
+    # benchmarks/round_bases_gate.py)
+    policy = "finish_time_fairness"
     cap = {t: max(2, n // 6) for t in TYPES}
     p = fa.RoundPolicy(policy, method="highs")
     for i, (ids, T, sf, steps) in enumerate(_trace(2, n, 4, 2)):
@@ -123,6 +123,18 @@ def test_small_max_min_and_ftf_normal_rounds_are_not_started_from_the_last_basis
         assert abs(r.objective - cold.objective) <= AGREE * max(abs(cold.objective), 1e-12)
         assert r.stats.iterations < ROUND_BASIS_MIN_PIVOTS * r.stats.solves  # (small LPs)
         assert not r.warm and r.stats.method == "highs", (i, r.stats)
+
+
+def test_small_max_min_normal_rounds_still_start_from_the_last_basis():
+    # max-min fairness' normal round keeps carrying its bases below ROUND_BASIS_MIN_PIVOTS:
+    # there the basis pays from a few dozen pivots (benchmarks/round_bases_gate.py)
+    cap = {t: 4 for t in TYPES}
+    p = fa.RoundPolicy("max_min_fairness", method="highs")
+    for i, (ids, T, sf, steps) in enumerate(_trace(2, 24, 4, 2)):
+        tp, per = _round_args("max_min_fairness", ids, T, sf, steps)
+        r = p.allocate(tp, cap, **per)
+        assert r.certificate.ok
+        assert r.warm == (i > 0) and ("exact-lp+warm" in r.stats.path) == (i > 0), r.stats
 
 
 def test_a_stage_lp_that_pivots_enough_starts_from_the_last_basis():
