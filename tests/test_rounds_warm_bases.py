@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 import fairalloc as fa
 from fairalloc.backends import HighsBackend, LinearProgram
 from fairalloc.errors import InputError
+from fairalloc.rounds.state import ROUND_BASIS_MIN_PIVOTS
 from fairalloc.tolerances import GAP_TOL
 
 TYPES = ("v100", "p100", "k80")
@@ -137,10 +138,10 @@ def _trace_rounds(n=24, rounds=4, seed=5):
 
 @pytest.mark.parametrize("policy", ["max_min_fairness", "finish_time_fairness"])
 def test_rounds_after_the_first_start_warm(policy):
-    # the policies whose normal rounds back kept-model rounds, finish-time fairness included
-    # (main: FTF and max-min rounds whose previous round priced a type at 0 were always solved
-    # cold, method "fast"); the other policies carry a basis only where their stage LPs pivot
-    # enough (tests/test_rounds_warm_gate.py)
+    # the kept-model rounds of max-min and finish-time fairness (main: FTF and max-min rounds
+    # whose previous round priced a type at 0 were always solved cold, method "fast"); FTF's
+    # normal round, like the other policies', carries a basis only where its stage LPs pivot
+    # enough (tests/test_rounds_warm_gate.py), max-min's always
     cap = {"v100": 4, "p100": 3, "k80": 5}
     p = fa.RoundPolicy(policy)
     methods = []
@@ -155,19 +156,49 @@ def test_rounds_after_the_first_start_warm(policy):
     assert all(w for _, w in methods[1:]), methods
 
 
-def test_warm_round_needs_fewer_simplex_iterations():
-    # workers to spare: the max-min level is capped by a job's own limit and every capacity
-    # price is 0 (as on Gavel's trace), so no price seeds the round (main solved it cold); the
-    # carried basis is (nearly) optimal after one arrival and one departure
-    cap = {"v100": 30, "p100": 30, "k80": 30}
-    p = fa.RoundPolicy("max_min_fairness")
-    rounds = _trace_rounds(n=40, rounds=3)
-    prev = p.allocate(rounds[0], cap)
+def _distinct_rounds(n, rounds, seed=7):
+    """Rounds of ``n`` jobs with distinct random rates, one leaving and one arriving per round
+    (a program with a row per job: its stage LPs pivot a few hundred times cold)."""
+    rng = np.random.default_rng(seed)
+
+    def job():
+        return dict(zip(TYPES, (rng.lognormal(0.0, 0.5, 3) * [3.0, 2.0, 1.0]).tolist()))
+
+    active = {i: job() for i in range(n)}
+    out, nxt = [], n
+    for _ in range(rounds):
+        out.append(dict(active))
+        del active[next(iter(active))]
+        active[nxt] = job()
+        nxt += 1
+    return out
+
+
+@pytest.mark.parametrize(("policy", "n"), [("max_min_fairness", 60),
+                                           ("finish_time_fairness", 200)])
+def test_warm_round_needs_fewer_simplex_iterations(policy, n):
+    # the normal round (method="highs": the kept-model round refuses it) on an instance above
+    # ROUND_BASIS_MIN_PIVOTS: workers to spare, so every capacity price is 0 (as on Gavel's
+    # trace) and no price seeds the round; the carried basis is (nearly) optimal after one
+    # arrival and one departure
+    cap = {t: n // 3 for t in TYPES}
+    p = fa.RoundPolicy(policy, method="highs")
+    rounds = _distinct_rounds(n, 3)
+
+    def per(jobs):
+        return ({"steps_remaining": {j: 1e3 + 10.0 * j for j in jobs}}
+                if policy == "finish_time_fairness" else {})
+
+    prev = p.allocate(rounds[0], cap, **per(rounds[0]))
+    assert prev.stats.iterations >= ROUND_BASIS_MIN_PIVOTS and not prev.warm
     for jobs in rounds[1:]:
         assert not np.any(prev.prices > 0)
-        prev = warm = p.allocate(jobs, cap)
-        cold = fa.solve_round("max_min_fairness", jobs, cap)
-        assert warm.warm and warm.stats.iterations < cold.stats.iterations
+        prev = warm = p.allocate(jobs, cap, **per(jobs))
+        cold = fa.solve_round(policy, jobs, cap, method="highs", **per(jobs))
+        assert warm.warm and "exact-lp+warm" in warm.stats.path, warm.stats
+        assert warm.stats.iterations < cold.stats.iterations
+        assert warm.certificate.ok
+        assert abs(warm.objective - cold.objective) <= AGREE * abs(cold.objective)
 
 
 def test_reset_and_warm_start_off_solve_cold():

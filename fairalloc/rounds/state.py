@@ -317,12 +317,19 @@ _SAME_OBJECTS = 0.5
 #: pivots) 4.83 / 4.31, 6.05 / 5.78, 8.16 / 7.98 ms; random rates, max total throughput
 #: 300 / 700 / 850 jobs (150 / 335 / 384 pivots) 3.55 / 3.42, 6.50 / 7.32, 7.74 / 9.29 ms;
 #: shortest job first 700 jobs: its first stage LP 1 pivot cold, 266 from the carried basis
-#: (4.3 against 0.8 ms), its other two 360 / 466 pivots cold, 57 / 130 carried
+#: (4.3 against 0.8 ms), its other two 360 / 466 pivots cold, 57 / 130 carried. Finish-time
+#: fairness' normal round too (benchmarks/round_bases_gate.py, method="highs", modes
+#: interleaved round by round, always carried / gated; pivots per LP cold): random rates
+#: 50 / 100 jobs (57 / 110) 3.10 / 2.78, 3.62 / 3.52 ms; Gavel-drawn 50 jobs (56) 3.09 / 2.86,
+#: 100 jobs (162) 3.75 / 3.91 ms
 ROUND_BASIS_MIN_PIVOTS = 200
 #: the policies whose stage LPs are always started from the previous round's bases (no
-#: `ROUND_BASIS_MIN_PIVOTS` gate): their normal rounds back their kept-model rounds
-#: (`fairalloc.rounds.incremental`, `fairalloc.rounds.incremental_ftf`)
-_ALWAYS_CARRY = ("max_min_fairness", "finish_time_fairness")
+#: `ROUND_BASIS_MIN_PIVOTS` gate): max-min fairness, whose normal round (the kept-model
+#: round's fallback, `method="highs"`) gains from a basis well below the gate
+#: (benchmarks/round_bases_gate.py, method="highs", always carried / cold, pivots per LP
+#: cold): Gavel-drawn 100 / 300 / 1,000 jobs (76 / 100 / 152) 4.44 /
+#: 4.75, 5.03 / 5.53, 6.08 / 6.80 ms; random rates 50 jobs (116) 3.75 / 4.00 ms
+_ALWAYS_CARRY = ("max_min_fairness",)
 
 
 class RoundBases:
@@ -340,9 +347,9 @@ class RoundBases:
 
     A basis is carried only where it pays: a stage whose last solve without one took fewer
     than `ROUND_BASIS_MIN_PIVOTS` simplex iterations keeps no basis and is solved cold next
-    round (its stats' path says ``exact-lp``, not ``exact-lp+warm``), except for the policies
-    whose normal rounds back kept-model rounds (max-min and finish-time fairness: always
-    carried). The rows are labelled only when a basis is kept or carried.
+    round (its stats' path says ``exact-lp``, not ``exact-lp+warm``), except for max-min
+    fairness' normal round (always carried: it pays there from a few dozen pivots). The rows
+    are labelled only when a basis is kept or carried.
 
     Examples
     --------

@@ -603,7 +603,8 @@ class FinishTimeFairness(ThroughputPolicy):
                 return None
             raise
         if solver.bases is not None and res.basis is not None:  # (as `StageSolver.run`)
-            solver.bases.end(WORK_CONSERVING, solver.inst, solver.layout(stage), res.basis)
+            solver.bases.end(WORK_CONSERVING, solver.inst, solver.layout(stage), res.basis,
+                             res.iterations)
         return res
 
     def _dinkelbach(self, solver: StageSolver, tp: np.ndarray, r: float, x_prev: np.ndarray,
