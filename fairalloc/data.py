@@ -76,6 +76,18 @@ class Cluster:
         object.__setattr__(self, "types", types)
         object.__setattr__(self, "capacity", cap)
 
+    @classmethod
+    def _validated(cls, types: tuple[str, ...], capacity: np.ndarray) -> Cluster:
+        """`Cluster` from names and counts fairalloc already validated as ``__init__`` checks
+        them (`fairalloc.solve_round`'s readers: unique ``str`` names, positive integer
+        counts, at least one type); nothing is checked again."""
+        self = object.__new__(cls)
+        if capacity.flags.writeable:  # (a selection of the present types: a new array)
+            capacity.flags.writeable = False
+        object.__setattr__(self, "types", types)
+        object.__setattr__(self, "capacity", capacity)
+        return self
+
     @property
     def num_types(self) -> int:
         """Number of accelerator types ``k``."""
