@@ -76,6 +76,18 @@ class Cluster:
         object.__setattr__(self, "types", types)
         object.__setattr__(self, "capacity", cap)
 
+    @classmethod
+    def _validated(cls, types: tuple[str, ...], capacity: np.ndarray) -> Cluster:
+        """`Cluster` from names and counts fairalloc already validated as ``__init__`` checks
+        them (`fairalloc.solve_round`'s readers: unique ``str`` names, positive integer
+        counts, at least one type); nothing is checked again."""
+        self = object.__new__(cls)
+        if capacity.flags.writeable:  # (a selection of the present types: a new array)
+            capacity.flags.writeable = False
+        object.__setattr__(self, "types", types)
+        object.__setattr__(self, "capacity", capacity)
+        return self
+
     @property
     def num_types(self) -> int:
         """Number of accelerator types ``k``."""
@@ -89,6 +101,37 @@ class Cluster:
     def __repr__(self) -> str:
         body = ", ".join(f"{t!r}: {int(c)}" for t, c in zip(self.types, self.capacity))
         return f"Cluster({{{body}}})"
+
+
+def _check_rates(tp: np.ndarray) -> None:
+    """`fairalloc.InputError` for a job that runs on no type or a positive rate too small
+    next to the largest (the checks of `Jobs` across the validated rates ``tp``)."""
+    dead = ~(tp > 0).any(axis=1)
+    if dead.any():
+        i = int(np.flatnonzero(dead)[0])
+        raise InputError(
+            f"throughput[{i}] is all zero: job {i} cannot run on any accelerator type",
+            argument="throughput",
+            index=(i,),
+        )
+    top = float(tp.max(initial=0.0))
+    tiny = (tp > 0) & (tp < _MIN_RATIO * top)
+    if tiny.any():  # (fuzz seed 18: 1e308 beside 5e-10 overflowed a stage's objective)
+        i, j = (int(v) for v in np.argwhere(tiny)[0])
+        raise InputError(f"throughput[{i}, {j}] = {tp[i, j]:g} is too small next to the "
+                         f"largest throughput {top:g} to be represented (ratio below "
+                         f"{_MIN_RATIO:g}); use 0 where a job cannot run, or other units",
+                         argument="throughput", index=(i, j))
+
+
+def _check_weights(w: np.ndarray) -> None:
+    """`fairalloc.InputError` for a weight too small next to the largest (validated ``w``)."""
+    tiny = w < _MIN_RATIO * float(np.max(w, initial=0.0))
+    if tiny.any():  # (fuzz seed 16: a weight of 5e-324, 1 / w = inf in every LP)
+        i = int(np.flatnonzero(tiny)[0])
+        raise InputError(f"weight[{i}] = {w[i]:g} is too small next to the largest weight "
+                         f"to be represented (ratio below {_MIN_RATIO:g})",
+                         argument="weight", index=(i,))
 
 
 def _optional(value: Any, name: str, n: int, default: float | None, **kw: Any) -> np.ndarray | None:
@@ -153,31 +196,11 @@ class Jobs:
     ) -> None:
         tp = as_array(throughput, "throughput", ndim=2)
         n = tp.shape[0]
-        dead = ~(tp > 0).any(axis=1)
-        if dead.any():
-            i = int(np.flatnonzero(dead)[0])
-            raise InputError(
-                f"throughput[{i}] is all zero: job {i} cannot run on any accelerator type",
-                argument="throughput",
-                index=(i,),
-            )
-        top = float(tp.max(initial=0.0))
-        tiny = (tp > 0) & (tp < _MIN_RATIO * top)
-        if tiny.any():  # (fuzz seed 18: 1e308 beside 5e-10 overflowed a stage's objective)
-            i, j = (int(v) for v in np.argwhere(tiny)[0])
-            raise InputError(f"throughput[{i}, {j}] = {tp[i, j]:g} is too small next to the "
-                             f"largest throughput {top:g} to be represented (ratio below "
-                             f"{_MIN_RATIO:g}); use 0 where a job cannot run, or other units",
-                             argument="throughput", index=(i, j))
+        _check_rates(tp)
         sf = _optional(scale_factor, "scale_factor", n, 1.0, positive=True, integer=True)
         w = _optional(weight, "weight", n, 1.0, positive=True)
         assert w is not None  # (a default is given)
-        tiny = w < _MIN_RATIO * float(np.max(w, initial=0.0))
-        if tiny.any():  # (fuzz seed 16: a weight of 5e-324, 1 / w = inf in every LP)
-            i = int(np.flatnonzero(tiny)[0])
-            raise InputError(f"weight[{i}] = {w[i]:g} is too small next to the largest weight "
-                             f"to be represented (ratio below {_MIN_RATIO:g})",
-                             argument="weight", index=(i,))
+        _check_weights(w)
         if ids is None:
             labels: tuple[Hashable, ...] = tuple(range(n))
         else:
@@ -215,6 +238,37 @@ class Jobs:
         object.__setattr__(self, "isolated_elapsed",
                            _optional(isolated_elapsed, "isolated_elapsed", n, None))
         object.__setattr__(self, "_index", {label: i for i, label in enumerate(labels)})
+
+    @classmethod
+    def _validated(cls, throughput: np.ndarray, scale_factor: np.ndarray,
+                   weight: np.ndarray | None, steps_remaining: np.ndarray | None,
+                   elapsed: np.ndarray | None, isolated_elapsed: np.ndarray | None) -> Jobs:
+        """`Jobs` (ids ``0..n-1``) from arrays fairalloc already validated as `Jobs` checks
+        each field (`fairalloc.solve_round`'s readers: read-only float arrays of the right
+        shapes, finite, signs and integrality checked): the checks across entries (a job
+        that runs nowhere, rates or weights too small next to the largest) run as in
+        ``__init__``, with the same errors; the per-entry ones are not repeated."""
+        self = object.__new__(cls)
+        n = throughput.shape[0]
+        _check_rates(throughput)
+        if weight is None:
+            weight = _optional(None, "weight", n, 1.0)
+        assert weight is not None  # (a default is given)
+        _check_weights(weight)
+        fields = (("throughput", throughput), ("scale_factor", scale_factor),
+                  ("weight", weight), ("steps_remaining", steps_remaining),
+                  ("elapsed", _optional(None, "elapsed", n, 0.0) if elapsed is None
+                   else elapsed), ("isolated_elapsed", isolated_elapsed))
+        for name, arr in fields:
+            if arr is not None:
+                if arr.flags.writeable:  # (a selection of the caller's rows: a new array)
+                    arr.flags.writeable = False
+                assert arr.dtype == np.float64 and arr.shape[0] == n, name
+            object.__setattr__(self, name, arr)
+        labels = tuple(range(n))
+        object.__setattr__(self, "ids", labels)
+        object.__setattr__(self, "_index", dict(zip(labels, labels)))
+        return self
 
     @property
     def n(self) -> int:

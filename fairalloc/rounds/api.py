@@ -322,11 +322,11 @@ def _solve_arrays(t0: float, policy: str, T: np.ndarray, cap: np.ndarray,
                  "steps_remaining": opt(steps_remaining, "steps_remaining"),
                  "elapsed": opt(elapsed, "elapsed"),
                  "isolated_elapsed": opt(isolated_elapsed, "isolated_elapsed")}
-        try:
-            jobs = Jobs(Tr, scale_factor=sub(sf), **given)
+        try:  # (validated above and by the readers as Jobs checks them: not again, #28)
+            jobs = Jobs._validated(Tr, sub(sf), **given)
         except InputError as exc:  # (about the runnable jobs: name the job of the round)
             raise _named(exc, exc.argument or "", ids, rj) from None
-        cluster = Cluster({tnames[j]: c for j, c in zip(pt.tolist(), cap[pt].tolist())})
+        cluster = Cluster._validated(tuple(tnames[j] for j in pt.tolist()), cap[pt])
         res = _solve_reduced(policy, jobs, cluster, ids, rj, pt, order=order, cost=cost,
                              slo=slo, entities=entities, entity_weights=entity_weights,
                              entity_policies=entity_policies, water_filling=water_filling,

@@ -406,6 +406,7 @@ class FinishTimeFairness(ThroughputPolicy):
         self.D = t_iso + self.dur_iso  # isolated finish time (denominator of rho)
         self.t = jobs.elapsed
         self.t_iso = t_iso
+        self._lower: tuple[np.ndarray, int, float] | None = None  # (`_lower_bound`)
         if not (np.isfinite(self.dur_iso).all() and np.isfinite(self.D).all()):
             raise InputError("steps_remaining / throughput overflows: the isolated finish "
                              "times are beyond the floating-point range",
@@ -484,13 +485,13 @@ class FinishTimeFairness(ThroughputPolicy):
 
     def _lower_bound(self) -> tuple[np.ndarray, int, float]:
         """Each job's best throughput (its fastest column all the time), the job ``m*`` whose
-        rho there is largest and ``R_lb - 1`` (that rho minus 1)."""
-        inst = self.inst
-        best = np.zeros(inst.n)
-        np.maximum.at(best, inst.mem_job, inst.mem_tp)
-        lower = self.excess(best)
-        top = int(np.argmax(lower))
-        return best, top, float(lower[top])
+        rho there is largest and ``R_lb - 1`` (that rho minus 1); computed once (read twice)."""
+        if self._lower is None:
+            best = np.zeros(self.inst.n)
+            np.maximum.at(best, self.inst.mem_job, self.inst.mem_tp)
+            lower = self.excess(best)
+            self._lower = (best, int(np.argmax(lower)), float(lower.max()))
+        return self._lower
 
     def closed_form_fits(self) -> bool:
         """Whether the floors ``rho_m <= R_lb`` pass two necessary conditions of the
@@ -519,8 +520,9 @@ class FinishTimeFairness(ThroughputPolicy):
             return False  # (a job without throughput: the sequence reports it)
         with np.errstate(divide="ignore", over="ignore"):
             need = self.steps / (r_lb * self.D + (self.t_iso - self.t) + self.dur_iso)
-        A = np.zeros((inst.n, inst.k))
-        np.maximum.at(A, (inst.mem_job, inst.col_type[inst.mem_col]), inst.mem_tp)
+        A = inst.T_allowed if inst.unconsolidated is None else np.zeros((inst.n, inst.k))
+        if inst.unconsolidated is not None:  # (else single-job columns: the allowed rates)
+            np.maximum.at(A, (inst.mem_job, inst.col_type[inst.mem_col]), inst.mem_tp)
         rates = np.sort(A, axis=1)
         first = rates[:, -1:]
         other = (np.where(A == first, rates[:, -2:-1], first) if inst.k > 1
