@@ -17,6 +17,8 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 import fairalloc as fa
+from fairalloc.plan import describe
+from fairalloc.throughput.efficiency import charnes_cooper_plan
 
 STEPS = np.array([2373.05, 2264.5, 6331.98, 9526.37, 7907.92, 9845.4, 210.65])
 
@@ -46,6 +48,24 @@ def test_an_ordinary_slo_on_a_full_worker_is_met():
     jobs = fa.Jobs(np.full((5, 1), 10.0), steps_remaining=np.ones(5))
     slo = np.array([100.0] * 4 + [1e11])
     _meets_slos(fa.min_cost(jobs, fa.Cluster({"t0": 1}), [0.5], slo=slo), 1.0 / slo)
+
+
+def test_a_wrong_signed_slo_dual_hands_over_to_an_exact_strategy():
+    # hypothesis' shrunk example (thorough profile): jobs 3-5 meet their SLO rows with
+    # equality on a degenerate optimum and HiGHS' simplex gives those rows a dual of -3.3e-6
+    # (a >= row: the wrong sign), a dual residual the certificate rightly refuses
+    T = np.full((7, 2), 1000.0)
+    T[6] = 500.0
+    jobs = fa.Jobs(T, steps_remaining=np.ones(7))
+    slo = np.full(7, 100.0)
+    a = fa.min_cost(jobs, fa.Cluster({"t0": 1, "t1": 3}), [0.5, 0.5], slo=slo)
+    _meets_slos(a, 1.0 / slo)
+    assert a.objective <= 1000.0 / 0.5 * (1.0 + a.certificate.gap_tol)  # the best ratio
+
+
+def test_the_charnes_cooper_plan():
+    assert describe(charnes_cooper_plan()) == (
+        "charnes-cooper!", "charnes-cooper+simplex!", "charnes-cooper+clarabel!")
 
 
 def test_an_slo_above_the_fastest_rate_still_names_the_job():
