@@ -16,7 +16,7 @@ import scipy.sparse as sp
 from numpy.typing import ArrayLike
 
 from .._validation import as_array, as_bool, as_option, as_tolerance
-from ..backends import Backend, LinearProgram
+from ..backends import Backend, LinearProgram, get_backend
 from ..certificates import lp_certificate
 from ..data import Cluster, JobPairs, Jobs
 from ..errors import CertificateError, InfeasibleError, InputError, SolverError
@@ -184,9 +184,11 @@ class MinCost(ThroughputPolicy):
     throughput (without it, any scaled-down optimum would do). ``prices[j] = p_j z*`` is
     ``d ratio / d workers[j]`` (``p``: the capacity duals of the transformed LP).
 
-    Path steps (``stats.path``): ``charnes-cooper`` (the transformed LP), then ``exact-lp``
-    for the work-conserving stage; a work-conserving stage re-solved with a looser kept-ratio
-    slack is listed in ``stats.fallbacks``.
+    Path steps (``stats.path``): ``charnes-cooper`` (the transformed LP; where it does not
+    certify, ``charnes-cooper+simplex`` and ``charnes-cooper+clarabel``, `charnes_cooper_plan`),
+    then ``exact-lp`` for the work-conserving stage; a work-conserving stage re-solved with a
+    looser kept-ratio slack is listed in ``stats.fallbacks``. SLO rows a solver leaves short
+    by its (absolute) tolerance are topped up before the certificate judges the point.
 
     Parameters
     ----------
@@ -300,26 +302,17 @@ class MinCost(ThroughputPolicy):
     def _first_stages(self, solver: StageSolver, method: str) -> PolicyStages:
         inst = self.inst
         lp, layout = self._cc_program()
-        # unit scale: y = x z and z = 1 / cost(x) are of the order of 1 / cost
-        kappa = pow2(float(np.median(self.col_cost)))
-        solver.step(CHARNES_COOPER)
-        sol = scaled_solve(lp, solver.backend, "minimum-cost (Charnes-Cooper)",
-                           col_unit=np.full(inst.E + 1, 1.0 / kappa))
-        solver.used(sol)
-        assert sol.x is not None and sol.row_duals is not None
-        z = float(sol.x[-1])
-        if not z > 0:
-            raise SolverError("minimum cost: Charnes-Cooper scale z = 0",
-                              backend=solver.backend.name, raw_status="degenerate")
-        cc = _CharnesCooper(lp, sol.row_duals, z, layout)
-        xcol = self._meet_slos(inst.repair(sol.x[: inst.E] / z))
+        found = run_plan(charnes_cooper_plan(), _CCProgram(self, solver, lp, layout),
+                         solver.log, what="minimum-cost (Charnes-Cooper)",
+                         backend=solver.backend.name)
+        pt = found.result
+        assert isinstance(pt, _CCPoint)
+        xcol, cc = pt.xcol, pt.cc
         r = self.ratio(xcol)
         st = LinearStage(np.asarray(inst.Tm.sum(axis=0)).ravel() - r * self.col_cost,
                          "cost ratio")
-        cert = self._certify(xcol, solver, cc)
-        cert.check(backend=solver.backend.name)
-        res = StageResult(lp, np.r_[xcol, 0.0], sol.row_duals, 0.0, cert, sol.iterations,
-                          layout)
+        res = StageResult(lp, np.r_[xcol, 0.0], cc.duals, 0.0, found.certificate,
+                          pt.iterations, layout)
         return PolicyStages(st, res, r, context=cc)
 
     def _widest(self, xcol: np.ndarray) -> np.ndarray:
@@ -504,6 +497,95 @@ class _CharnesCooper:
     duals: np.ndarray
     z: float
     rows: RowLayout
+
+
+#: path step: the Charnes-Cooper LP again by HiGHS' dual simplex without presolve, every row
+#: scaled to unit (where fairalloc chose HiGHS): HiGHS may end a degenerate optimum with a
+#: row dual of the wrong sign by its tolerance in its own units, e.g. -3e-6 on an SLO row met
+#: with equality by a job as good as the chosen ones, which the certificate's dual residual
+#: rightly refuses
+CC_SIMPLEX = "charnes-cooper+simplex"
+#: path step: ... by Clarabel's interior point (where fairalloc chose HiGHS)
+CC_CLARABEL = "charnes-cooper+clarabel"
+
+
+@dataclass(frozen=True, eq=False)
+class _CCProgram:
+    """The context of min cost's Charnes-Cooper plan: the policy, its stage solver, the LP and
+    its row layout."""
+
+    policy: MinCost
+    solver: StageSolver
+    lp: LinearProgram
+    layout: RowLayout
+
+
+@dataclass(frozen=True, eq=False)
+class _CCPoint:
+    """One strategy's answer: the allocation (SLO rows topped up), the LP's solution and the
+    certificate on the original Charnes-Cooper LP."""
+
+    xcol: np.ndarray
+    cc: _CharnesCooper
+    iterations: int
+    cert: Certificate
+
+
+def _cc_solve(backend: Any, **scaling: Any) -> Any:
+    """A strategy's ``solve``: the Charnes-Cooper LP by ``backend(ctx)``, the point mapped
+    back to ``x = y / z``, its SLO rows topped up (`MinCost._meet_slos`) and certified."""
+
+    def solve(ctx: _CCProgram) -> _CCPoint:
+        pol, be = ctx.policy, backend(ctx)
+        # unit scale: y = x z and z = 1 / cost(x) are of the order of 1 / cost
+        kappa = pow2(float(np.median(pol.col_cost)))
+        sol = scaled_solve(ctx.lp, be, "minimum-cost (Charnes-Cooper)",
+                           col_unit=np.full(pol.inst.E + 1, 1.0 / kappa), **scaling)
+        ctx.solver.used(sol)
+        assert sol.x is not None and sol.row_duals is not None
+        z = float(sol.x[-1])
+        if not z > 0:
+            raise SolverError("minimum cost: Charnes-Cooper scale z = 0",
+                              backend=be.name, raw_status="degenerate")
+        cc = _CharnesCooper(ctx.lp, sol.row_duals, z, ctx.layout)
+        xcol = pol._meet_slos(pol.inst.repair(sol.x[: pol.inst.E] / z))
+        return _CCPoint(xcol, cc, sol.iterations, pol._certify(xcol, ctx.solver, cc))
+
+    return solve
+
+
+def _cc_chosen(ctx: _CCProgram) -> bool:
+    return bool(ctx.solver.backend_spec == "highs")
+
+
+def charnes_cooper_plan() -> tuple[Strategy[Any, Any], ...]:
+    """The plan of min cost's Charnes-Cooper LP (its first stage).
+
+    ``charnes-cooper`` (the stage solver's backend) hands over, where fairalloc chose HiGHS,
+    to ``charnes-cooper+simplex`` (HiGHS' dual simplex, no presolve, every row at unit scale)
+    and ``charnes-cooper+clarabel`` (Clarabel's interior point). Every point is certified on
+    the original LP; two exact strategies must agree that it is infeasible.
+
+    Returns
+    -------
+    tuple of fairalloc.plan.Strategy
+
+    Examples
+    --------
+    >>> from fairalloc.plan import describe
+    >>> describe(charnes_cooper_plan())
+    ('charnes-cooper!', 'charnes-cooper+simplex!', 'charnes-cooper+clarabel!')
+    """
+    def cert(ctx: _CCProgram, pt: _CCPoint) -> Certificate:
+        return pt.cert
+
+    return (Strategy(CHARNES_COOPER, _cc_solve(lambda ctx: ctx.solver.backend), cert,
+                     exact=True),
+            Strategy(CC_SIMPLEX, _cc_solve(
+                lambda ctx: get_backend("highs", need="lp", solver="simplex", presolve=False),
+                row_band=0), cert, applies=_cc_chosen, exact=True),
+            Strategy(CC_CLARABEL, _cc_solve(lambda ctx: get_backend("clarabel", need="lp")),
+                     cert, applies=_cc_chosen, exact=True))
 
 
 def min_cost(
