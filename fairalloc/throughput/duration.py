@@ -406,7 +406,6 @@ class FinishTimeFairness(ThroughputPolicy):
         self.D = t_iso + self.dur_iso  # isolated finish time (denominator of rho)
         self.t = jobs.elapsed
         self.t_iso = t_iso
-        self._lower: tuple[np.ndarray, int, float] | None = None  # (`_lower_bound`)
         if not (np.isfinite(self.dur_iso).all() and np.isfinite(self.D).all()):
             raise InputError("steps_remaining / throughput overflows: the isolated finish "
                              "times are beyond the floating-point range",
@@ -479,27 +478,28 @@ class FinishTimeFairness(ThroughputPolicy):
         def sequence(_: None) -> Any:
             return super(FinishTimeFairness, self)._run_stages(solver, method, wc)
 
-        return run_nested(closed_form_plan(lambda _: self._closed_form(solver, method),
-                                           sequence, lambda _: self.closed_form_fits()),
+        lower = self._lower_bound()  # (of this solve's program: read by the gate and the form)
+        return run_nested(closed_form_plan(lambda _: self._closed_form(solver, method, lower),
+                                           sequence, lambda _: self.closed_form_fits(lower)),
                           None, solver.log, what=FTF, backend=solver.backend.name).result
 
     def _lower_bound(self) -> tuple[np.ndarray, int, float]:
         """Each job's best throughput (its fastest column all the time), the job ``m*`` whose
-        rho there is largest and ``R_lb - 1`` (that rho minus 1); computed once (read twice)."""
-        if self._lower is None:
-            best = np.zeros(self.inst.n)
-            np.maximum.at(best, self.inst.mem_job, self.inst.mem_tp)
-            lower = self.excess(best)
-            self._lower = (best, int(np.argmax(lower)), float(lower.max()))
-        return self._lower
+        rho there is largest and ``R_lb - 1`` (that rho minus 1), of the program solved now."""
+        best = np.zeros(self.inst.n)
+        np.maximum.at(best, self.inst.mem_job, self.inst.mem_tp)
+        lower = self.excess(best)
+        top = int(np.argmax(lower))
+        return best, top, float(lower[top])
 
-    def closed_form_fits(self) -> bool:
+    def closed_form_fits(self, lower: tuple[np.ndarray, int, float] | None = None) -> bool:
         """Whether the floors ``rho_m <= R_lb`` pass two necessary conditions of the
         work-conserving stage at ``R_lb`` having a point (``ftf-closed-form`` is tried only
         then): the least time each job needs on each type (its other types at their fastest
         the rest of the time) fits the type's workers, and the least time at each job's
         fastest rate fits all the workers. Cheap (O(n k)); the stage decides the rest. Not
-        with job pairs (the sequence's level LPs price pair columns in).
+        with job pairs (the sequence's level LPs price pair columns in). ``lower``: this
+        program's `_lower_bound` when already computed.
 
         Examples
         --------
@@ -515,7 +515,7 @@ class FinishTimeFairness(ThroughputPolicy):
         inst = self.inst
         if inst.pairs is not None:
             return False  # (job pairs: the sequence, whose level LPs price pair columns in)
-        best, _, r_lb = self._lower_bound()
+        best, _, r_lb = self._lower_bound() if lower is None else lower
         if not (np.isfinite(r_lb) and (best > 0).all()):
             return False  # (a job without throughput: the sequence reports it)
         with np.errstate(divide="ignore", over="ignore"):
@@ -536,7 +536,7 @@ class FinishTimeFairness(ThroughputPolicy):
         room = 1.0 + CLOSED_FORM_ROOM
         return bool((use <= inst.cap * room).all() and least <= inst.cap.sum() * room)
 
-    def _closed_form(self, solver: StageSolver, method: str
+    def _closed_form(self, solver: StageSolver, method: str, lower: tuple[np.ndarray, int, float]
                      ) -> tuple[PolicyStages, np.ndarray, list[Certificate], StageResult]:
         """``ftf-closed-form``: the work-conserving stage with every ``rho_m <= R_lb`` kept
         (the Dinkelbach stage at ``R_lb``, normalised by each job's best throughput, kept at
@@ -546,7 +546,7 @@ class FinishTimeFairness(ThroughputPolicy):
         (leaving ``solver`` as it found it) when the stage is infeasible (``R_lb`` not
         attained) or a certificate fails."""
         inst = self.inst
-        best, top, r_lb = self._lower_bound()
+        best, top, r_lb = lower
         stage = self.dinkelbach_stage(1.0 + r_lb, best, r_lb)
         lp, layout = solver.program(stage), solver.layout(stage)
         duals = np.zeros(layout.size)
