@@ -92,9 +92,13 @@ def test_welfare_norm_rounds_is_the_paper_plan_with_lam_times_t_over_m(case) -> 
     rounds = fa.plan_schedule(jobs, M, rounds=T, lam=lam, welfare_norm="rounds",
                               method="milp")
     gpus = fa.plan_schedule(jobs, M, rounds=T, lam=lam * T / M, method="milp")
-    # the objectives are proportional (factor M / T), so the optima are too
-    assert rounds.objective * T / M == pytest.approx(gpus.objective, rel=1e-6, abs=1e-12)
-    assert rounds.welfare * T / M == pytest.approx(gpus.welfare, rel=1e-9, abs=1e-15)
+    # the objectives are proportional (factor M / T), so the optima are too: each plan is
+    # optimal within its own certificate's gap (the MILP's gap tolerance), so the two agree
+    # within the sum of the gaps (in the plan with lam T / M's units)
+    slack = rounds.certificate.gap * T / M + gpus.certificate.gap
+    assert abs(rounds.objective * T / M - gpus.objective) <= slack * (1 + 1e-9) + 1e-12
+    if rounds.rounds_given.tolist() == gpus.rounds_given.tolist():  # one plan: one welfare
+        assert rounds.welfare * T / M == pytest.approx(gpus.welfare, rel=1e-9, abs=1e-15)
 
 
 @given(plans())
@@ -103,7 +107,9 @@ def test_scale_free_makespan_is_the_paper_term_divided_by_m(case) -> None:
     jobs, M, T, lam = case
     free = fa.plan_schedule(jobs, M, rounds=T, lam=lam, makespan="scale_free", method="milp")
     paper = fa.plan_schedule(jobs, M, rounds=T, lam=lam / M, method="milp")
-    assert free.objective == pytest.approx(paper.objective, rel=1e-6, abs=1e-12)
+    # one program, two spellings: equal within the two certificates' gaps
+    slack = free.certificate.gap + paper.certificate.gap
+    assert abs(free.objective - paper.objective) <= slack * (1 + 1e-9) + 1e-12
     assert free.z0 == pytest.approx(paper.z0)
     assert free.certificate.ok
 
