@@ -52,6 +52,22 @@ def test_the_work_conserving_stage_answers_when_an_slo_needs_a_full_type():
     assert c.objective <= a.certificate.dual_bound * (1.0 + a.certificate.gap_tol)
 
 
+def test_the_ratio_row_keeps_a_slack_at_the_anchors_scale():
+    # hypothesis' shrunk example (thorough profile): the Charnes-Cooper point is 1e-9 of the
+    # jobs' time (their SLOs), the kept ratio row's slack was relative to its throughput
+    # (1e-18 at unit scale) while tp - r cost of a ratio-optimal column rounds to an ulp of
+    # tp: every point, the anchor included, broke the row (CertificateError, gap 0.21)
+    T = LO * np.array([[1.0, 2.0], [2.0, 2.0], [1.0, 1.0], [1.0, 1.0], [2.0, 2.0], [2.0, 2.0]])
+    rate = np.array([1e-9, 1e-9, 0.0, 0.0, 1e-9, 1e-9]) * T.min(axis=1)
+    slo = np.where(rate > 0, 1.0 / np.where(rate > 0, rate, 1.0), np.inf)
+    a = fa.min_cost(fa.Jobs(T, steps_remaining=np.ones(6)), fa.Cluster({"t0": 1, "t1": 1}),
+                    [1.0, 1.0], slo=slo)
+    _answers(a, rate)
+    # every worker on a job at 2 LO per unit cost (jobs 0, 1, 4, 5 can), both types busy
+    assert a.objective == pytest.approx(2.0 * LO, rel=a.certificate.gap_tol)
+    assert a.x.sum() == pytest.approx(2.0, rel=a.certificate.feas_tol)
+
+
 @given(n=st.integers(2, 7), k=st.integers(2, 3), data=st.data())
 @example(n=7, k=2, data=None)
 def test_feasible_slos_with_tied_rates_answer_work_conserving(n, k, data):

@@ -399,12 +399,15 @@ class MinCost(ThroughputPolicy):
         if wc:
             assert isinstance(st, LinearStage)  # min cost's first stage is linear (C-C)
             # keep the ratio: tp(x) - r cost(x) >= -slack (linear in x); the slack is
-            # relative to the optimum's throughput (units of steps/s), the row at unit scale
-            # (the plan: `kept_ratio_plan`)
-            tp_opt = float(self.inst.throughput(xcol).sum())
+            # relative to the throughput of the anchor (the optimum at its widest scale, units
+            # of steps/s), the row at unit scale (the plan: `kept_ratio_plan`). At the
+            # Charnes-Cooper point's own scale (1e-9 of a job's time where its SLO is all it
+            # needs) the slack fell below the rounding of ``g`` (tp - r cost of a ratio-optimal
+            # column: an ulp of tp), and the anchor itself broke the row
+            solver.anchor = self._widest(xcol)
+            tp_opt = float(self.inst.throughput(solver.anchor).sum())
             gam = pow2(float(np.max(np.abs(st.g), initial=0.0)))
             row = sp.csr_matrix(st.g[None, :] / gam)
-            solver.anchor = self._widest(xcol)
             ctx = KeptRatio(solver, LinearStage(self._wc_objective()), row,
                             tp_opt / gam, stage_tol, STAGE_SHARE_OF_GAP * gap_tol)
             wres = run_plan(kept_ratio_plan(), ctx, solver.log, what="min-cost work-conserving",
