@@ -34,7 +34,14 @@ from .policy import (
 )
 from .programs import LevelStage, LinearStage, StageResult, pow2
 from .rows import RowLayout
-from .stages import StageSolver, backend_for, scaled_solve, top_up_rows
+from .stages import (
+    TOP_UP_GAP_SHARE,
+    TOP_UP_SHRINK,
+    StageSolver,
+    backend_for,
+    scaled_solve,
+    top_up_rows,
+)
 from .symmetry import ClassMap
 from .tuning import Tuning, as_tuning
 
@@ -332,14 +339,23 @@ class MinCost(ThroughputPolicy):
         wide = xcol * s
         return wide if np.all(A @ wide <= up) and np.all(wide <= 1.0) else xcol
 
-    def _meet_slos(self, xcol: np.ndarray) -> np.ndarray:
+    def _meet_slos(self, xcol: np.ndarray, gap_tol: float = GAP_TOL) -> np.ndarray:
         """Top up jobs whose SLO row the solver left short within its absolute tolerance (a
         rate 1e-11 of the job's throughput is 'met' by x = 0): the missing time goes on the
-        job's best column where time and workers are free; the certificate decides."""
+        job's best column where time and workers are free; the certificate decides.
+
+        A full type (the work-conserving stage fills every type) gives up to
+        ``TOP_UP_GAP_SHARE * gap_tol`` of its columns' time, as a level stage without kept
+        rows does (`StageSolver.top_up`): a job needing 3.9e-8 of a type (its SLO row's
+        right-hand side below the solver's tolerance at unit scale) got nothing where the
+        shrink stopped at ``TOP_UP_SHRINK`` (1e-8), and no strategy certified the stage. Every
+        objective of min cost has non-negative coefficients, so the shrink costs at most that
+        share of the value; the ratio row loses nothing on the ratio-optimal columns."""
         if not self.has_slo:
             return xcol
         need = np.where(self.slo_rate > 0, self.slo_rate - self.inst.throughput(xcol), 0.0)
-        return top_up_rows(self.inst, self.inst.Tm, need, self.slo_rate, xcol)
+        shrink = max(TOP_UP_SHRINK, TOP_UP_GAP_SHARE * gap_tol)
+        return top_up_rows(self.inst, self.inst.Tm, need, self.slo_rate, xcol, shrink)
 
     def _certify(self, xcol: np.ndarray, solver: StageSolver, cc: _CharnesCooper
                  ) -> Certificate:
@@ -373,7 +389,8 @@ class MinCost(ThroughputPolicy):
         be = backend_for(spec, self.inst.E, tuning)
         solver = StageSolver(self.inst, be, stage_tol=stage_tol, gap_tol=gap_tol,
                              feas_tol=feas_tol, extra_rows=self._extra_rows(),
-                             backend_spec=spec, meet_extra_rows=self._meet_slos,
+                             backend_spec=spec,
+                             meet_extra_rows=lambda x: self._meet_slos(x, gap_tol),
                              tuning=tuning)
         stages = self._first_stages(solver, "highs")
         st, res, cc = stages.stage, stages.result, stages.context
@@ -382,12 +399,15 @@ class MinCost(ThroughputPolicy):
         if wc:
             assert isinstance(st, LinearStage)  # min cost's first stage is linear (C-C)
             # keep the ratio: tp(x) - r cost(x) >= -slack (linear in x); the slack is
-            # relative to the optimum's throughput (units of steps/s), the row at unit scale
-            # (the plan: `kept_ratio_plan`)
-            tp_opt = float(self.inst.throughput(xcol).sum())
+            # relative to the throughput of the anchor (the optimum at its widest scale, units
+            # of steps/s), the row at unit scale (the plan: `kept_ratio_plan`). At the
+            # Charnes-Cooper point's own scale (1e-9 of a job's time where its SLO is all it
+            # needs) the slack fell below the rounding of ``g`` (tp - r cost of a ratio-optimal
+            # column: an ulp of tp), and the anchor itself broke the row
+            solver.anchor = self._widest(xcol)
+            tp_opt = float(self.inst.throughput(solver.anchor).sum())
             gam = pow2(float(np.max(np.abs(st.g), initial=0.0)))
             row = sp.csr_matrix(st.g[None, :] / gam)
-            solver.anchor = self._widest(xcol)
             ctx = KeptRatio(solver, LinearStage(self._wc_objective()), row,
                             tp_opt / gam, stage_tol, STAGE_SHARE_OF_GAP * gap_tol)
             wres = run_plan(kept_ratio_plan(), ctx, solver.log, what="min-cost work-conserving",
@@ -548,7 +568,7 @@ def _cc_solve(backend: Any, **scaling: Any) -> Any:
             raise SolverError("minimum cost: Charnes-Cooper scale z = 0",
                               backend=be.name, raw_status="degenerate")
         cc = _CharnesCooper(ctx.lp, sol.row_duals, z, ctx.layout)
-        xcol = pol._meet_slos(pol.inst.repair(sol.x[: pol.inst.E] / z))
+        xcol = pol._meet_slos(pol.inst.repair(sol.x[: pol.inst.E] / z), ctx.solver.gap_tol)
         return _CCPoint(xcol, cc, sol.iterations, pol._certify(xcol, ctx.solver, cc))
 
     return solve
