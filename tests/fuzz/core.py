@@ -120,7 +120,7 @@ class Outcome:
     detail: str
     reproducer: str
     seconds: float
-    printed: str = ""   # what the call wrote on stdout/stderr (solvers must be silent)
+    printed: str = ""   # its stdout/stderr and RuntimeWarnings (solvers must be silent)
     unnamed: bool = False  # an InputError that does not name its argument (``.argument``)
     valid: bool = False    # the strategy drew the case as valid (``strategies.VALID``)
 
