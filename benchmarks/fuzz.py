@@ -171,8 +171,9 @@ def main(argv: list[str] | None = None) -> int:
           "valid→Input: valid cases rejected with InputError (informational: a strategy's "
           "notion of valid\n  may be wider than the documented domain; listed below).\n"
           "unnamed: InputErrors whose .argument is None (issue #12: name the argument).\n"
-          "printed: calls that wrote to stdout/stderr (issue #12: solvers silent unless "
-          "verbose=True; informational, not in the exit status).")
+          "printed: calls that wrote to stdout/stderr or raised a numpy RuntimeWarning "
+          "(issue #12: solvers\n  silent unless verbose=True; informational, not in the exit "
+          "status).")
     groups_r: dict[tuple[str, str], list[Outcome]] = defaultdict(list)
     for o in all_outcomes:
         if o.valid and o.outcome == "typed_error":

@@ -143,6 +143,28 @@ def test_harness_classifies_every_outcome() -> None:
     assert printed.outcome == "ok" and printed.printed == "banner"
 
 
+def test_harness_counts_a_runtime_warning_as_printed() -> None:
+    """warn39: a numpy RuntimeWarning is noise like a print (under ``python -W error`` it is an
+    exception that is no fairalloc error): ``run_case`` records it in ``printed``, once per
+    distinct message and line, and leaves the outcome's class alone; other warnings stay ignored."""
+    import warnings
+
+    import numpy as np
+
+    from tests.fuzz.core import run_case
+
+    def divide(c, ctx):
+        for _ in range(2):  # one line, twice: recorded once
+            np.ones(2) / np.zeros(2)
+        warnings.warn("documented", UserWarning, stacklevel=2)
+        return 1
+    o = run_case(_fake(divide), {"a": [1.0, 2.0]})
+    assert o.outcome == "ok"
+    assert o.printed.count("RuntimeWarning: divide by zero") == 1, o.printed
+    assert "documented" not in o.printed
+    assert run_case(_fake(lambda c, ctx: 1), {"a": [1.0, 2.0]}).printed == ""
+
+
 def test_harness_flags_an_accepted_subnormal_as_wrong() -> None:
     """Issue #27 (seeds 707/808): fairalloc refuses subnormal numbers everywhere, so a call
     that returns on a subnormal scalar or array entry accepted garbage (``wrong``); a normal

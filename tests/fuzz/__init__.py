@@ -11,7 +11,8 @@ public entry point.
   DESIGN.md's Dirichlet rule and plan semantics).
 * ``core.py`` -- ``run_case`` classifies one call: ok, typed_error, crash, wrong, mutated,
   writable, hang (see its docstring); ``drive`` runs a target under hypothesis with a fixed
-  seed. Also recorded: what a call printed, and InputErrors that do not name their argument.
+  seed. Also recorded: what a call printed (and its numpy RuntimeWarnings), and InputErrors
+  that do not name their argument.
 * ``rescale.py`` -- unit rescaling (x 10^k, k in -12..12) and permutation checks.
 * ``strategies.py`` -- the input generators.
 

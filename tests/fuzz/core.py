@@ -20,6 +20,9 @@ the returned result. :func:`run_case` runs one case and classifies it:
 ``writable``     an ndarray reachable from the result is writable
 ``hang``         the call ran past the per-call budget
 
+Independently of the class, an outcome's ``printed`` holds what the call wrote on stdout or
+stderr and the numpy ``RuntimeWarning`` s it raised (solvers are silent unless ``verbose``).
+
 Only ``ok`` and ``typed_error`` are acceptable. An ``InfeasibleError`` from a target whose
 program always has a feasible point is ``wrong`` (valid case or not).
 
@@ -117,7 +120,7 @@ class Outcome:
     detail: str
     reproducer: str
     seconds: float
-    printed: str = ""   # what the call wrote on stdout/stderr (solvers must be silent)
+    printed: str = ""   # its stdout/stderr and RuntimeWarnings (solvers must be silent)
     unnamed: bool = False  # an InputError that does not name its argument (``.argument``)
     valid: bool = False    # the strategy drew the case as valid (``strategies.VALID``)
 
@@ -293,9 +296,14 @@ def run_case(target: Target, case: dict, *, timeout: float = 20.0) -> Outcome:
     outcome, detail = "ok", ""
     unnamed = False
     silence = _Silence()
+    caught: list[warnings.WarningMessage] = []
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(record=True) as caught:
+            # other warnings are the entry points' documented messages; a RuntimeWarning
+            # (numpy's divide by zero, invalid value, overflow) is noise a silent solver owes
+            # nobody: under ``python -W error`` it is an exception that is no fairalloc error
             warnings.simplefilter("ignore")
+            warnings.simplefilter("always", RuntimeWarning)
             with silence, _Timer(timeout):
                 result = target.call(case, ctx)
     except _Hang:
@@ -344,8 +352,16 @@ def run_case(target: Target, case: dict, *, timeout: float = 20.0) -> Outcome:
         paths = writable_arrays(result)
         if paths and outcome == "ok":
             outcome, detail = "writable", ", ".join(paths[:4])
+    printed = "\n".join([silence.text.strip(), *_runtime_warnings(caught)]).strip()
     return Outcome(target.name, outcome, detail, target.reproducer(case), seconds,
-                   silence.text.strip(), unnamed and outcome == "typed_error", valid)
+                   printed, unnamed and outcome == "typed_error", valid)
+
+
+def _runtime_warnings(caught: list[warnings.WarningMessage]) -> list[str]:
+    """The distinct RuntimeWarnings a call raised, as ``RuntimeWarning: message (file:line)``."""
+    lines = [f"{w.category.__name__}: {w.message} ({os.path.basename(w.filename)}:{w.lineno})"
+             for w in caught if issubclass(w.category, RuntimeWarning)]
+    return list(dict.fromkeys(lines))
 
 
 def accepted_invalid(case: dict) -> str:

@@ -70,6 +70,9 @@ _FLOOR_IPM_MIN_OWN = 600
 _USED = 1e-12
 #: ACCURACY: relative distance of a job's level from its floor at which it sits on the floor
 _AT_FLOOR = 1e-7
+#: ACCURACY: a split whose two columns' rates differ by at most this (relative) is degenerate
+#: (its floor and time rows are parallel): its ``lambda, mu`` are not fixed by the prices
+_SPLIT_TIE = 1e-12
 
 
 def floor_strategies(prior: StageResult | None = None, *, any_size: bool = False
@@ -319,6 +322,9 @@ def _vertex_duals(inst: ColumnInstance, A: np.ndarray, col: np.ndarray, a: np.nd
     t2 = typ_of[np.where(e2 >= 0, e2, inst.E)]
     a1 = np.where(e1 >= 0, a[np.maximum(e1, 0)], 1.0)
     a2 = np.where(e2 >= 0, a[np.maximum(e2, 0)], 1.0)
+    # a split between two columns of (about) one rate: its floor row is its time row times
+    # that rate, so only ``omega + lambda - mu / a`` is fixed (no closed form: general)
+    general = general | ((e2 >= 0) & (np.abs(a2 - a1) <= _SPLIT_TIE * np.abs(a2)))
     floor1 = ~general & (e1 >= 0) & (e2 == -1)
     full = ~general & (e1 >= 0) & (e2 == -2)
     split = ~general & (e2 >= 0)
