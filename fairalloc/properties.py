@@ -297,7 +297,7 @@ def optimal_spending(utility: Any, allocation: Any, prices: Any, *,
     if p.size != Uf.shape[1]:
         raise InputError(f"prices has {p.size} entries for {Uf.shape[1]} goods",
                          argument="prices")
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # (inf: unbounded)
         bpb = np.where(p > 0, Uf / p, np.where(Uf > 0, np.inf, 0.0))
     best = bpb.max(axis=1)
     with np.errstate(invalid="ignore"):

@@ -675,3 +675,15 @@ def test_volatile_leontief_bundle_scales_do_not_break_the_solve(seed: int,
         level = np.where(u > 0, X / u, np.inf).min(axis=1)
     np.testing.assert_allclose(np.where(np.isfinite(level), level, 0.0).sum(axis=1),
                                r.utility, rtol=1e-9)
+
+
+def test_optimal_spending_with_a_bang_per_buck_beyond_floats_is_silent():
+    """warn39's fuzz finding: a utility of 1e308 at a price below 1 overflows its bang per
+    buck; that is an unbounded (best) good, not a numpy overflow warning to the caller."""
+    import fairalloc.properties as pr
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        res = pr.optimal_spending([[1e308, 1.0], [1.0, 1.0]], [[1.0, 0.0], [0.0, 1.0]],
+                                  [0.5, 0.5])
+    assert res.passed
