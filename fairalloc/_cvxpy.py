@@ -70,7 +70,7 @@ from .tolerances import FEAS_TOL, GAP_TOL, SOLVER_TOL
 
 __all__ = ["CVXPY_STEP", "HIGHS_STEP", "TIGHT_STEP", "UNIT_SCALE_STEP", "certify_point",
            "conic_certificate", "constraint_residual", "restore_point", "snapshot_point",
-           "solve_cvxpy"]
+           "solve_cvxpy", "value_at"]
 
 CVXPY_STEP = "cvxpy"  # path step: Clarabel on the program as compiled
 UNIT_SCALE_STEP = "cvxpy-unit-scale"  # path step: Clarabel on the exact unit-scaled copy
@@ -86,6 +86,28 @@ TIGHT_MAX_ITER = 400
 # --------------------------------------------------------------------------------------------
 # the returned point, judged constraint by constraint at its own scale
 # --------------------------------------------------------------------------------------------
+def value_at(expr: Any) -> Any:
+    """``expr.value`` at its variables' current values (``None`` when a variable has none),
+    evaluated without numpy floating-point warnings.
+
+    An expression that is infinite at a boundary of its domain has that value there: a job
+    that gets nothing has ``rho = inv_pos(0) = inf``, ``log(0) = -inf``; a ``0 * inf`` is
+    ``nan``. Those are values the callers judge (a certificate with a non-finite value or
+    residual fails), not events to print: a solver is silent on a valid input. The one place
+    fairalloc reads the value of a cvxpy expression that may be evaluated at such a point.
+
+    Examples
+    --------
+    >>> import cvxpy as cp
+    >>> x = cp.Variable(2)
+    >>> x.value = [0.0, 2.0]
+    >>> value_at(cp.inv_pos(x))
+    array([inf, 0.5])
+    """
+    with np.errstate(all="ignore"):  # +-inf / nan at a boundary are the values, judged later
+        return expr.value
+
+
 def _magnitude(expr: Any) -> np.ndarray | None:
     """Elementwise magnitude of the terms ``expr`` adds up at its variables' current values.
 
@@ -99,7 +121,7 @@ def _magnitude(expr: Any) -> np.ndarray | None:
     from cvxpy.expressions.leaf import Leaf
 
     if isinstance(expr, Leaf) or not expr.is_affine() or not expr.args:
-        val = expr.value
+        val = value_at(expr)
         return None if val is None else np.abs(np.asarray(_dense(val), dtype=float))
     if isinstance(expr, NegExpression):
         return _magnitude(expr.args[0])
@@ -144,7 +166,7 @@ def _constraint_violation(con: Any) -> tuple[np.ndarray, np.ndarray] | None:
 
     if isinstance(con, (Inequality, Equality)):
         lhs, rhs = con.args
-        lv, rv = lhs.value, rhs.value
+        lv, rv = value_at(lhs), value_at(rhs)
         ml, mr = _magnitude(lhs), _magnitude(rhs)
         if lv is None or rv is None or ml is None or mr is None:
             return None
@@ -152,7 +174,7 @@ def _constraint_violation(con: Any) -> tuple[np.ndarray, np.ndarray] | None:
         viol = np.maximum(diff, 0.0) if isinstance(con, Inequality) else np.abs(diff)
         return viol, np.maximum(ml, mr)
     if isinstance(con, (NonNeg, NonPos, Zero)):
-        val, mag = con.args[0].value, _magnitude(con.args[0])
+        val, mag = value_at(con.args[0]), _magnitude(con.args[0])
         if val is None or mag is None:
             return None
         val = np.asarray(_dense(val), dtype=float)
@@ -244,13 +266,12 @@ def certify_point(problem: Any, bound: Certificate) -> Certificate:
     >>> round(certify_point(prob, bound).primal_residual, 6)
     0.2
     """
-    with np.errstate(all="ignore"):  # log 0 = -inf at the point: not certified, no warning
-        try:
-            value = problem.objective.value
-            value = float("nan") if value is None else float(np.asarray(value, dtype=float))
-        except Exception:  # an objective that cannot be evaluated at the point
-            value = float("nan")
-        residual = constraint_residual(problem.constraints, problem.variables())
+    try:  # log 0 = -inf at the point: a value, not certified below
+        value = value_at(problem.objective)
+        value = float("nan") if value is None else float(np.asarray(value, dtype=float))
+    except Exception:  # an objective that cannot be evaluated at the point
+        value = float("nan")
+    residual = constraint_residual(problem.constraints, problem.variables())
     dual = float(bound.dual_bound)
     gap = abs(dual - value) if np.isfinite(value) and np.isfinite(dual) else float("inf")
     return Certificate(kind=bound.kind, primal_value=value, dual_bound=dual, gap=gap,

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from .._cvxpy import certify_point, restore_point, snapshot_point, solve_cvxpy
+from .._cvxpy import certify_point, restore_point, snapshot_point, solve_cvxpy, value_at
 from ..errors import CertificateError, FairallocWarning, SolverError
 from ..plan import Decline, run_plan
 from ..results import Certificate, SolveStats
@@ -98,9 +98,10 @@ def finish_time_objective(cvx: dict[str, Any], t: np.ndarray, D: np.ndarray,
     unit = cp.multiply(1.0 / tau, cvx["tp"])  # tp / tau
     rho = t / D + cp.multiply(steps / (D * tau), cp.inv_pos(unit))
 
-    def tighten() -> None:  # rho_max of the returned allocation
-        if rho.value is not None:
-            R.save_value(np.array(float(np.max(rho.value))))
+    def tighten() -> None:  # rho_max of the returned allocation (inf: a job gets nothing)
+        value = value_at(rho)
+        if value is not None:
+            R.save_value(np.array(float(np.max(value))))
 
     cvx.setdefault("tighten", []).append(tighten)
     return -R, [rho <= R]
