@@ -8,6 +8,10 @@ path of composed models (`fairalloc.throughput.composed.solve_composed`):
 degradation, not another method: the certified first-stage point is kept, with a
 ``FairallocWarning``, and the stage's failed certificate is reported in
 ``stage_certificates``. Both are steps of ``stats.path``, run by `fairalloc.plan.run_plan`.
+On the LP path, where the stage's own plan failed and a job's kept level row needs only a tiny
+share of a type (below the solvers' absolute tolerance), ``work-conserving+reserved``
+(`reserved_program`) solves it once more with those shares as column lower bounds before
+degrading.
 """
 
 from __future__ import annotations
@@ -37,8 +41,8 @@ WORK_CONSERVING, FIRST_STAGE = "work-conserving", "first-stage allocation"
 #: path step of the LP path: the work-conserving LP solved with each job whose kept level row
 #: needs a tiny share of a type held at or above its share of the anchor (`reserved_program`)
 RESERVED = "work-conserving+reserved"
-#: ACCURACY: a job whose kept level row needs less than this share of time on its best column
-#: is reserved its share of the anchor (10x HiGHS' absolute primal feasibility tolerance, 1e-7:
+#: ACCURACY: a job whose kept level row the anchor meets with less than this share of time
+#: is reserved that time (10x HiGHS' absolute primal feasibility tolerance, 1e-7:
 #: a row needing less is met by the solver at 0)
 RESERVE_SHARE = 1e-6
 #: the package's directory: a warning names the first frame outside it (the caller's line)
@@ -98,34 +102,35 @@ def _stage_cert(ctx: None, res: StageResult) -> Certificate:
 
 def reserved_program(solver: Any, lp: Any) -> Any:
     """``lp`` (a work-conserving stage's program on ``solver``) with the columns of each job
-    whose kept level row (`StageSolver.kept_level`) needs less than `RESERVE_SHARE` of a type
-    on its best column bounded below there by that share; ``None`` where no job is reserved.
+    whose kept level row (`StageSolver.kept_level`) the anchor meets with less than
+    `RESERVE_SHARE` of time (its allocation scaled to just meet the row) bounded below by
+    that scaled allocation; ``None`` where no job is reserved.
 
     Such a row (a makespan job of 1e-6 steps at 1e8 steps/s needs 5e-12 of a type) is met by
     a solver only to its absolute tolerance, i.e. at 0, and a full type has no room left for
-    it afterwards. The reservations are tiny, so the program stays feasible but where a
-    capacity is held by jobs at their kept level alone (then the strategy fails and hands
-    over); a point of it is certified on ``lp`` itself, whose dual bound holds whatever the
-    reservation (a reserved column's reduced cost costs at most its share).
+    it afterwards. The anchor meets the reservations and every row, so the program is
+    feasible; a point of it is certified on ``lp`` itself, whose dual bound holds whatever the
+    reservation (a reserved column's reduced cost costs at most its tiny share).
     """
-    E = solver.inst.E
-    lower = np.zeros(E)
+    anchor = solver.anchor
+    if anchor is None:
+        return None
+    lower = np.zeros(anchor.size)
     for B, low in solver.fixed:
         if not any(B is K for K in solver.kept_level):
             continue
         B = B.tocoo()
-        keep = B.data > 0
-        row, col, coef = B.row[keep], B.col[keep], B.data[keep]
-        order = np.lexsort((-coef, row))  # per job, its best column first
-        row, col, coef = row[order], col[order], coef[order]
-        first = np.concatenate(([True], row[1:] != row[:-1])) if row.size else row.astype(bool)
-        row, col, coef = row[first], col[first], coef[first]
-        share = low[row] / coef
-        tiny = (share > 0) & (share < RESERVE_SHARE)
-        np.maximum.at(lower, col[tiny], share[tiny])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            meets = B @ anchor
+            factor = np.where((low > 0) & (meets > 0), np.minimum(1.0, low / meets), 0.0)
+        share = factor[B.row] * anchor[B.col]  # the anchor's time, scaled to just meet the row
+        time = np.bincount(B.row, weights=share, minlength=low.size)
+        tiny = (time > 0) & (time < RESERVE_SHARE)
+        np.maximum.at(lower, B.col, np.where(tiny[B.row], share, 0.0))
     if not np.any(lower > 0):
         return None
     col_lower = lp.col_lower.copy()
+    E = anchor.size
     col_lower[:E] = np.minimum(np.maximum(col_lower[:E], lower), lp.col_upper[:E])
     return dataclasses.replace(lp, col_lower=col_lower)
 
@@ -182,8 +187,8 @@ def lp_work_conserving(policy: Any, solver: Any, method: str, res: StageResult,
         return res
 
     wc, degrade = composed_wc_plan(work_conserving, first_stage, _stage_cert, stage_step=False)
-    found = run_plan((wc, Strategy(RESERVED, reserved, _stage_cert, ready=reserving), degrade), None,
-                     solver.log, what=f"{policy.name} work-conserving",
+    plan = (wc, Strategy(RESERVED, reserved, _stage_cert, ready=reserving), degrade)
+    found = run_plan(plan, None, solver.log, what=f"{policy.name} work-conserving",
                      backend=solver.backend.name)
     if found.strategy in (WORK_CONSERVING, RESERVED):
         return found.result, found.result.cert
