@@ -55,6 +55,27 @@ def test_tiny_share_jobs_work_conserving_stage_certifies():
     assert wc > 1.5 * fs
 
 
+# a stage the top-up alone does not certify: solved again with the tiny shares reserved
+RESERVED_TP = np.array([
+    [18933740734.261913, 9126835.025336811], [37867481468.52383, 9126835.025336811],
+    [295851.3021872081, 4563417.512668406], [37867481468.52383, 9126835.025336811],
+    [37867481468.52383, 37867481468.52383], [4563417.512668406, 295851.3021872081]])
+RESERVED_STEPS = np.array([197045.83144711299, 5.617789987951978e-06, 0.00018550393974771793,
+                           7.048150598392911, 0.0037531395722863324, 1.5749931244479915e-06])
+
+
+def test_reserved_tiny_shares_certify_the_stage():
+    jobs = fa.Jobs(RESERVED_TP, steps_remaining=RESERVED_STEPS)
+    cluster = fa.Cluster({"t0": 3, "t1": 2})
+    res = _solve(jobs, cluster)
+    assert [c.ok for c in res.stage_certificates] == [True, True]
+    assert "first-stage allocation" not in res.stats.path  # (main: its degradation)
+    first = _solve(jobs, cluster, work_conserving=False)
+    assert abs(res.objective - first.objective) <= fa.tolerances.GAP_TOL * first.objective
+    wc, fs = _normalised_total(res, jobs, cluster), _normalised_total(first, jobs, cluster)
+    assert wc >= fs * (1.0 - fa.tolerances.GAP_TOL)
+
+
 @st.composite
 def wide_instances(draw, max_jobs=7):
     """Rates 1e0..1e12 with ties, steps 1e-6..1e6, 1-3 types of 1-4 workers."""
