@@ -49,8 +49,11 @@ ROUND_BASES: ContextVar[Any] = ContextVar("fairalloc_round_bases", default=None)
 #: computed step (rounding of the convex combination)
 _ANCHOR_MARGIN = 1e-12
 #: ACCURACY: a kept row short by more than this fraction of feas_tol (relative to its
-#: magnitude) is what a certificate would flag: move towards the anchor
-_ANCHOR_SHORT = 0.1
+#: magnitude, as the certificate measures it) is moved towards the anchor: half, so the
+#: certificate keeps a margin of 2, while a row left short by a solver's tolerance-sized
+#: excess (a column at -2e-8, scaled off its job's full time) is not (at 0.1 the move
+#: towards the anchor undid most of min_makespan's work-conserving gain: gap 0.53, mkwc39)
+_ANCHOR_SHORT = 0.5
 #: ACCURACY: relative shortfall of a row below which top_up_rows leaves it (rounding of the
 #: solver's point, far inside the certificate's feas_tol)
 _TOP_UP_SHORT = 1e-9
@@ -282,6 +285,10 @@ class StageSolver:
         self.A, self.lo, self.up, self.base_layout = A, lo, up, layout
         #: the kept rows ``B x >= low`` of earlier stages' optima (`fix`): the sequence
         self.fixed: list[tuple[sp.csr_matrix, np.ndarray]] = []
+        #: the kept blocks of `fixed` that are a level stage's rows, one per job in job order
+        #: (`fix`): a linear stage tops them up (`top_up_kept`); held by identity, so a block
+        #: a caller put in `fixed` itself is never taken for one
+        self.kept_level: list[sp.csr_matrix] = []
         #: columns held at given values in every stage program (``(columns, values)``:
         #: ``col_lower = col_upper = value``; ``None``: none). Where earlier stages' optima
         #: are unique it keeps them exactly, without a kept row whose right-hand side may be
@@ -425,6 +432,20 @@ class StageSolver:
                   else max(TOP_UP_SHRINK, TOP_UP_GAP_SHARE * self.gap_tol))
         return top_up_rows(self.inst, stage.C, need, scale, xcol, shrink)
 
+    def top_up_kept(self, xcol: np.ndarray) -> np.ndarray:
+        """Give jobs whose kept level row (an earlier level stage's, `kept_level`) falls
+        short the missing time on their best single-job column, as `top_up` does for a level
+        stage's own rows (a full type gives at most ``TOP_UP_SHRINK``).
+
+        A kept row whose job needs a tiny share of a type (a makespan job of 1e-6 steps at
+        1e8 steps/s: 5e-12 of a type) is met by the solver only to its absolute tolerance,
+        i.e. not at all; moving the point towards the anchor (`toward_anchor`) would then
+        undo nearly all of a work-conserving stage's gain."""
+        for B, low in self.fixed:
+            if any(B is K for K in self.kept_level):
+                xcol = top_up_rows(self.inst, B, low - matvec(B, xcol), np.abs(low), xcol)
+        return xcol
+
     def certificate(self, lp: LinearProgram, stage: LevelStage | LinearStage, v: np.ndarray,
                     duals: np.ndarray) -> Certificate:
         """The stage LP's certificate at LP vector ``v``; a level stage's gap is judged against
@@ -527,7 +548,10 @@ class StageSolver:
             sol = dataclasses.replace(sol, x=x, col_duals=None)
         self.used(sol)
         assert sol.x is not None and sol.row_duals is not None
-        xcol = self.toward_anchor(self.inst.repair(sol.x[:E]))
+        xcol = self.inst.repair(sol.x[:E])
+        if isinstance(stage, LinearStage) and self.kept_level:
+            xcol = self.top_up_kept(xcol)
+        xcol = self.toward_anchor(xcol)
         if isinstance(stage, LevelStage):
             xcol = self.top_up(stage, xcol, float(sol.x[E]))
         if self.meet_extra_rows is not None:
@@ -609,6 +633,8 @@ class StageSolver:
             _, rho = stage.units()
             C = stage.C if rho == 1.0 else sp.csr_matrix(stage.C / rho)
             self.fixed.append((C, low / rho))
+            if C.shape[0] == self.inst.n:
+                self.kept_level.append(C)
         else:
             slack = self.stage_tol * abs(value)
             gam = pow2(float(np.max(np.abs(stage.g), initial=0.0)))

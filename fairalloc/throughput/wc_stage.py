@@ -8,10 +8,15 @@ path of composed models (`fairalloc.throughput.composed.solve_composed`):
 degradation, not another method: the certified first-stage point is kept, with a
 ``FairallocWarning``, and the stage's failed certificate is reported in
 ``stage_certificates``. Both are steps of ``stats.path``, run by `fairalloc.plan.run_plan`.
+On the LP path, where the stage's own plan failed and a job's kept level row needs only a tiny
+share of a type (below the solvers' absolute tolerance), ``work-conserving+reserved``
+(`reserved_program`) solves it once more with those shares as column lower bounds before
+degrading.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import warnings
@@ -26,12 +31,20 @@ from ..results import Certificate
 from . import structured
 from .programs import LinearStage, StageResult
 
-__all__ = ["FIRST_STAGE", "WORK_CONSERVING", "composed_wc_plan", "lp_work_conserving"]
+__all__ = ["FIRST_STAGE", "RESERVED", "WORK_CONSERVING", "composed_wc_plan",
+           "lp_work_conserving", "reserved_program"]
 
 R = TypeVar("R")
 
 #: path steps of the work-conserving stage and of its documented degradation
 WORK_CONSERVING, FIRST_STAGE = "work-conserving", "first-stage allocation"
+#: path step of the LP path: the work-conserving LP solved with each job whose kept level row
+#: needs a tiny share of a type held at or above its share of the anchor (`reserved_program`)
+RESERVED = "work-conserving+reserved"
+#: ACCURACY: a job whose kept level row the anchor meets with less than this share of time
+#: is reserved that time (10x HiGHS' absolute primal feasibility tolerance, 1e-7:
+#: a row needing less is met by the solver at 0)
+RESERVE_SHARE = 1e-6
 #: the package's directory: a warning names the first frame outside it (the caller's line)
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
@@ -87,6 +100,41 @@ def _stage_cert(ctx: None, res: StageResult) -> Certificate:
     return res.cert
 
 
+def reserved_program(solver: Any, lp: Any) -> Any:
+    """``lp`` (a work-conserving stage's program on ``solver``) with the columns of each job
+    whose kept level row (`StageSolver.kept_level`) the anchor meets with less than
+    `RESERVE_SHARE` of time (its allocation scaled to just meet the row) bounded below by
+    that scaled allocation; ``None`` where no job is reserved.
+
+    Such a row (a makespan job of 1e-6 steps at 1e8 steps/s needs 5e-12 of a type) is met by
+    a solver only to its absolute tolerance, i.e. at 0, and a full type has no room left for
+    it afterwards. The anchor meets the reservations and every row, so the program is
+    feasible; a point of it is certified on ``lp`` itself, whose dual bound holds whatever the
+    reservation (a reserved column's reduced cost costs at most its tiny share).
+    """
+    anchor = solver.anchor
+    if anchor is None:
+        return None
+    lower = np.zeros(anchor.size)
+    for B, low in solver.fixed:
+        if not any(B is K for K in solver.kept_level):
+            continue
+        B = B.tocoo()
+        with np.errstate(divide="ignore", invalid="ignore"):
+            meets = B @ anchor
+            factor = np.where((low > 0) & (meets > 0), np.minimum(1.0, low / meets), 0.0)
+        share = factor[B.row] * anchor[B.col]  # the anchor's time, scaled to just meet the row
+        time = np.bincount(B.row, weights=share, minlength=low.size)
+        tiny = (time > 0) & (time < RESERVE_SHARE)
+        np.maximum.at(lower, B.col, np.where(tiny[B.row], share, 0.0))
+    if not np.any(lower > 0):
+        return None
+    col_lower = lp.col_lower.copy()
+    E = anchor.size
+    col_lower[:E] = np.minimum(np.maximum(col_lower[:E], lower), lp.col_upper[:E])
+    return dataclasses.replace(lp, col_lower=col_lower)
+
+
 def lp_work_conserving(policy: Any, solver: Any, method: str, res: StageResult,
                        xcol: np.ndarray) -> tuple[StageResult | None, Certificate]:
     """The LP path's work-conserving stage on ``solver`` (the first stage already kept by
@@ -112,6 +160,23 @@ def lp_work_conserving(policy: Any, solver: Any, method: str, res: StageResult,
             failed.append(exc)
             raise Decline("its certificate failed") from exc
 
+    programs: list[Any] = []
+
+    def reserving(_: None) -> bool:
+        # (built only after the stage's plan failed: no cost on a certified stage)
+        if solver.kept_level:
+            lp = solver.program(wstage)
+            slp = reserved_program(solver, lp)
+            if slp is not None:
+                programs[:] = [lp, slp]
+        return bool(programs)
+
+    def reserved(_: None) -> StageResult:
+        lp, slp = programs
+        sol, v, cert = solver.run_once(lp, wstage, RESERVED, solver.exact_linear_backend,
+                                       solve_lp=slp)
+        return cast(StageResult, solver.result(lp, wstage, sol, v, cert))
+
     def first_stage(_: None) -> StageResult:
         exc = failed[-1] if failed else None
         warnings.warn(
@@ -121,11 +186,11 @@ def lp_work_conserving(policy: Any, solver: Any, method: str, res: StageResult,
             FairallocWarning, stacklevel=caller_stacklevel())
         return res
 
-    found = run_plan(composed_wc_plan(work_conserving, first_stage, _stage_cert,
-                                      stage_step=False), None,
-                     solver.log, what=f"{policy.name} work-conserving",
+    wc, degrade = composed_wc_plan(work_conserving, first_stage, _stage_cert, stage_step=False)
+    plan = (wc, Strategy(RESERVED, reserved, _stage_cert, ready=reserving), degrade)
+    found = run_plan(plan, None, solver.log, what=f"{policy.name} work-conserving",
                      backend=solver.backend.name)
-    if found.strategy == WORK_CONSERVING:
+    if found.strategy in (WORK_CONSERVING, RESERVED):
         return found.result, found.result.cert
     cert = failed[-1].certificate if failed and isinstance(failed[-1], CertificateError) \
         else None
