@@ -297,6 +297,15 @@ class MinCost(ThroughputPolicy):
         cost = float(self.col_cost @ xcol)
         return float(self.inst.throughput(xcol).sum()) / cost if cost > 0 else 0.0
 
+    def _hopeless(self) -> np.ndarray:
+        """The columns left in the LP (a job's best) whose throughput per unit cost is below
+        ``_HOPELESS_SHARE`` of the best column's, without SLOs (otherwise none): no ratio
+        optimum uses them (`_without_hopeless`: its proof needs only packing rows)."""
+        if self.has_slo or self.inst.E == 0:
+            return np.zeros(0, dtype=int)
+        rho = np.asarray(self.inst.Tm.sum(axis=0)).ravel() / self.col_cost
+        return np.flatnonzero(rho < _HOPELESS_SHARE * float(np.max(rho)))
+
     def _column_costs(self) -> np.ndarray:
         inst = self.inst
         with np.errstate(over="ignore"):
@@ -310,25 +319,28 @@ class MinCost(ThroughputPolicy):
         return col_cost
 
     def cc_units(self) -> np.ndarray:
-        """The column units of the Charnes-Cooper LP (``y = unit * y'``, powers of two): each
-        column ``j`` at ``1 / cost_j``, so that the cost row ``cost(y) = 1`` is at unit scale
-        whatever the spread of the costs, and ``z`` at ``1 / cost`` of the column with the
-        most throughput per unit cost (``z = 1 / cost(x)`` at the optimum, which uses that
-        column where no SLO asks otherwise).
+        """The column units of the Charnes-Cooper LP (``y = unit * y'``, powers of two).
 
-        One unit for every column (the median cost) put a type ``1e10`` times dearer than the
-        others at ``1e10`` in the cost row: scaling that row to unit pushed the other columns'
-        costs below HiGHS' ``small_matrix_value`` (1e-9), which dropped them, and the LP was
-        "unbounded" (fuzz seed 2626). With a unit per column the cost row is within ``2**+-1``
-        of 1, and a hopeless column's entries elsewhere are the small ones (``1 / cost_j``):
-        where HiGHS drops one, that column is still held by the cost row, and the certificate
-        on the original LP judges the point.
+        Without SLOs, each column ``j`` at ``1 / cost_j``, so that the cost row ``cost(y) = 1``
+        is at unit scale whatever the spread of the costs, and ``z`` at ``1 / cost`` of the
+        column with the most throughput per unit cost (``z = 1 / cost(x)`` at an optimum,
+        which uses only such columns). One unit for every column (the median cost) put a type
+        ``1e10`` times dearer at ``1e10`` in the cost row: scaling that row to unit pushed the
+        other columns' costs below HiGHS' ``small_matrix_value`` (1e-9), which dropped them,
+        and the LP was "unbounded" (fuzz seed 2626). With a unit per column, a dear column's
+        entries elsewhere are the small ones (``1 / cost_j``); where HiGHS drops one, the
+        column is still held by the cost row, and the certificate on the original LP judges.
+
+        With SLOs, every column at ``1 / pow2(median cost)``: there the SLO rows (``tp_j /
+        cost_j`` per column) and the time rows span the costs' spread, and per-column units
+        certified fewer points (a seeded sweep of costs 1e-6..1e2: 149 of 150 against 150).
         """
         cost = self.col_cost
+        if self.has_slo:
+            return np.full(self.inst.E + 1, 1.0 / pow2(float(np.median(cost))))
         tp = np.asarray(self.inst.Tm.sum(axis=0)).ravel()
-        best = int(np.argmax(tp / cost))
-        units = np.array([1.0 / pow2(float(v)) for v in np.r_[cost, cost[best]]])
-        return units
+        best = float(cost[int(np.argmax(tp / cost))])
+        return 1.0 / np.array([pow2(float(v)) for v in np.r_[cost, best]])
 
     def _cc_program(self) -> tuple[LinearProgram, RowLayout]:
         inst = self.inst
@@ -450,8 +462,15 @@ class MinCost(ThroughputPolicy):
             # column: an ulp of tp), and the anchor itself broke the row
             solver.anchor = self._widest(xcol)
             tp_opt = float(self.inst.throughput(solver.anchor).sum())
-            gam = pow2(float(np.max(np.abs(st.g), initial=0.0)))
-            row = sp.csr_matrix(st.g[None, :] / gam)
+            g = st.g
+            hopeless = self._hopeless()
+            if hopeless.size:  # held at 0 (never in a ratio optimum; `_without_hopeless`):
+                # their ``-r cost_j`` (1e19 beside 1e3) put the others below HiGHS' range
+                solver.fixed_columns = (hopeless, np.zeros(hopeless.size))
+                g = g.copy()
+                g[hopeless] = 0.0
+            gam = pow2(float(np.max(np.abs(g), initial=0.0)))
+            row = sp.csr_matrix(g[None, :] / gam)
             ctx = KeptRatio(solver, LinearStage(self._wc_objective()), row,
                             tp_opt / gam, stage_tol, STAGE_SHARE_OF_GAP * gap_tol)
             wres = run_plan(kept_ratio_plan(), ctx, solver.log, what="min-cost work-conserving",
