@@ -33,12 +33,14 @@ def _solve(jobs: fa.Jobs, cluster: fa.Cluster, cost: np.ndarray) -> fa.Allocatio
 def test_an_expensive_type_does_not_change_the_answer(dear: float) -> None:
     # main: SolverError "unbounded" (the cheap costs fell below HiGHS' small_matrix_value
     # after the cost row was scaled to the dear type's coefficient)
-    ref = _solve(JOBS, CLUSTER, _cost(1.0))  # already ~1e6 times the others' cost
+    ref = _solve(JOBS, CLUSTER, _cost(1e-3))  # already ~1e3 times the others' cost
     a = _solve(JOBS, CLUSTER, _cost(dear))
     assert a.certificate.ok
     assert abs(a.objective - ref.objective) <= GAP_TOL * ref.objective
     assert np.all(a.x[:, 1] == 0.0)
     np.testing.assert_allclose(a.x, ref.x, atol=1e-6)
+    # the metric is normalised by the jobs' own equal-share throughput (type t1 included)
+    np.testing.assert_allclose(a.metric, ref.metric, rtol=1e-6)
 
 
 def test_a_cost_beyond_floats_is_an_input_error() -> None:

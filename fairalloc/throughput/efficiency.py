@@ -246,7 +246,10 @@ class MinCost(ThroughputPolicy):
                 and consolidated_capacity is None:
             lean = _without_hopeless(self, jobs)
             if lean is not jobs:
+                full = self.inst
                 super().__init__(lean, cluster)
+                # the normalisers (metric, work-conserving objective) are the jobs' own
+                self.inst.equal_tp, self.inst.fastest_tp = full.equal_tp, full.fastest_tp
                 self.col_cost = self._column_costs()
         inst = self.inst
         _check_spread(self.cost, inst.col_type)
@@ -333,7 +336,7 @@ class MinCost(ThroughputPolicy):
 
         With SLOs, every column at ``1 / pow2(median cost)``: there the SLO rows (``tp_j /
         cost_j`` per column) and the time rows span the costs' spread, and per-column units
-        certified fewer points (a seeded sweep of costs 1e-6..1e2: 149 of 150 against 150).
+        certified fewer points (a seeded sweep of costs 1e-6..1e1: 149 of 150 against 150).
         """
         cost = self.col_cost
         if self.has_slo:
