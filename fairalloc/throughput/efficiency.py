@@ -18,7 +18,7 @@ from numpy.typing import ArrayLike
 from .._validation import as_array, as_bool, as_option, as_tolerance
 from ..backends import Backend, LinearProgram, get_backend
 from ..certificates import lp_certificate
-from ..data import Cluster, JobPairs, Jobs
+from ..data import _MIN_RATIO, Cluster, JobPairs, Jobs
 from ..errors import CertificateError, InfeasibleError, InputError, SolverError
 from ..plan import Strategy, run_plan
 from ..results import Certificate, SolveStats
@@ -53,6 +53,10 @@ _SLO_ROUNDING = 1e-12
 #: ACCURACY: relative margin below the largest scale of the work-conserving anchor
 #: (`MinCost._widest`) that its rows allow (rounding of the product ``s * x``)
 _WIDEST_ROUNDING = 1e-12
+#: ACCURACY: a (job, type) column whose throughput per unit cost is below this share of the best
+#: column's is never used by a min-cost optimum without SLOs and left out (`_without_hopeless`)
+#: (within it, the Charnes-Cooper LP and kept ratio row stay within HiGHS' matrix range)
+_HOPELESS_SHARE = 1e-6
 
 
 # --------------------------------------------------------------------------------------------
@@ -228,17 +232,27 @@ class MinCost(ThroughputPolicy):
                  slo: ArrayLike | None = None, pairs: JobPairs | None = None,
                  unconsolidated_throughput: ArrayLike | None = None,
                  consolidated_capacity: ArrayLike | None = None) -> None:
-        super().__init__(jobs, cluster, pairs=pairs,
-                         unconsolidated_throughput=unconsolidated_throughput,
-                         consolidated_capacity=consolidated_capacity)
-        inst = self.inst
         if isinstance(cost, Mapping):
             missing = [t for t in cluster.types if t not in cost]
             if missing:
                 raise InputError(f"cost has no entry for type {missing[0]!r}", argument="cost")
             cost = [cost[t] for t in cluster.types]
-        self.cost = as_array(cost, "cost", ndim=1, shape=(inst.k,), positive=True)
-        self.col_cost = self.cost[inst.col_type] * inst.col_workers
+        self.cost = as_array(cost, "cost", ndim=1, shape=(len(cluster.types),), positive=True)
+        super().__init__(jobs, cluster, pairs=pairs,
+                         unconsolidated_throughput=unconsolidated_throughput,
+                         consolidated_capacity=consolidated_capacity)
+        self.col_cost = self._column_costs()
+        if slo is None and pairs is None and unconsolidated_throughput is None \
+                and consolidated_capacity is None:
+            lean = _without_hopeless(self, jobs)
+            if lean is not jobs:
+                full = self.inst
+                super().__init__(lean, cluster)
+                # the normalisers (metric, work-conserving objective) are the jobs' own
+                self.inst.equal_tp, self.inst.fastest_tp = full.equal_tp, full.fastest_tp
+                self.col_cost = self._column_costs()
+        inst = self.inst
+        _check_spread(self.cost, inst.col_type)
         self.slo_rate = np.zeros(inst.n)
         if slo is not None:
             steps = _steps(jobs, "min_cost with slo")
@@ -285,6 +299,51 @@ class MinCost(ThroughputPolicy):
         """Throughput per unit cost of column allocation ``xcol``."""
         cost = float(self.col_cost @ xcol)
         return float(self.inst.throughput(xcol).sum()) / cost if cost > 0 else 0.0
+
+    def _hopeless(self) -> np.ndarray:
+        """The columns left in the LP (a job's best) whose throughput per unit cost is below
+        ``_HOPELESS_SHARE`` of the best column's, without SLOs (otherwise none): no ratio
+        optimum uses them (`_without_hopeless`: its proof needs only packing rows)."""
+        if self.has_slo or self.inst.E == 0:
+            return np.zeros(0, dtype=int)
+        rho = np.asarray(self.inst.Tm.sum(axis=0)).ravel() / self.col_cost
+        return np.flatnonzero(rho < _HOPELESS_SHARE * float(np.max(rho)))
+
+    def _column_costs(self) -> np.ndarray:
+        inst = self.inst
+        with np.errstate(over="ignore"):
+            col_cost = self.cost[inst.col_type] * inst.col_workers
+            total = float(np.sum(col_cost))
+        if not np.isfinite(total):
+            i = int(np.argmax(self.cost))
+            raise InputError(f"cost[{i}] = {self.cost[i]:g} is too large to be represented: the "
+                             "cost of the columns overflows (use other units)",
+                             argument="cost", index=(i,))
+        return col_cost
+
+    def cc_units(self) -> np.ndarray:
+        """The column units of the Charnes-Cooper LP (``y = unit * y'``, powers of two).
+
+        Without SLOs, each column ``j`` at ``1 / cost_j``, so that the cost row ``cost(y) = 1``
+        is at unit scale whatever the spread of the costs, and ``z`` at ``1 / cost`` of the
+        column with the most throughput per unit cost (``z = 1 / cost(x)`` at an optimum,
+        which uses only such columns). One unit for every column (the median cost) put a type
+        ``1e10`` times dearer at ``1e10`` in the cost row: scaling that row to unit pushed the
+        other columns' costs below HiGHS' ``small_matrix_value`` (1e-9), which dropped them,
+        and the LP was "unbounded" (fuzz seed 2626). With a unit per column, a dear column's
+        entries elsewhere are the small ones (``1 / cost_j``); where HiGHS drops one, the
+        column is still held by the cost row, and the certificate on the original LP judges.
+
+        With SLOs, every column at ``1 / pow2(median cost)``: there the SLO rows (``tp_j /
+        cost_j`` per column) and the time rows span the costs' spread, and per-column units
+        certified fewer points (a seeded sweep of costs 1e-6..1e1: 149 of 150 against 150).
+        """
+        cost = self.col_cost
+        if self.has_slo:
+            return np.full(self.inst.E + 1, 1.0 / pow2(float(np.median(cost))))
+        tp = np.asarray(self.inst.Tm.sum(axis=0)).ravel()
+        best = float(cost[int(np.argmax(tp / cost))])
+        return 1.0 / np.array([pow2(float(v)) for v in np.r_[cost, best]])
 
     def _cc_program(self) -> tuple[LinearProgram, RowLayout]:
         inst = self.inst
@@ -406,8 +465,15 @@ class MinCost(ThroughputPolicy):
             # column: an ulp of tp), and the anchor itself broke the row
             solver.anchor = self._widest(xcol)
             tp_opt = float(self.inst.throughput(solver.anchor).sum())
-            gam = pow2(float(np.max(np.abs(st.g), initial=0.0)))
-            row = sp.csr_matrix(st.g[None, :] / gam)
+            g = st.g
+            hopeless = self._hopeless()
+            if hopeless.size:  # held at 0 (never in a ratio optimum; `_without_hopeless`):
+                # their ``-r cost_j`` (1e19 beside 1e3) put the others below HiGHS' range
+                solver.fixed_columns = (hopeless, np.zeros(hopeless.size))
+                g = g.copy()
+                g[hopeless] = 0.0
+            gam = pow2(float(np.max(np.abs(g), initial=0.0)))
+            row = sp.csr_matrix(g[None, :] / gam)
             ctx = KeptRatio(solver, LinearStage(self._wc_objective()), row,
                             tp_opt / gam, stage_tol, STAGE_SHARE_OF_GAP * gap_tol)
             wres = run_plan(kept_ratio_plan(), ctx, solver.log, what="min-cost work-conserving",
@@ -421,6 +487,59 @@ class MinCost(ThroughputPolicy):
         stats = SolveStats.from_log(solver.log, method="highs",
                                     seconds=time.perf_counter() - t0)
         return self._result(xcol, prices, self.ratio(xcol), cert, tuple(certs), stats)
+
+
+def _check_spread(cost: np.ndarray, col_type: np.ndarray) -> None:
+    """`fairalloc.InputError` naming the first type with columns whose cost is more than
+    ``1 / _MIN_RATIO`` times the cheapest such type's (as `fairalloc.Jobs` bounds
+    throughputs): the Charnes-Cooper LP's reduced costs (``r* cost_j``) overflow. Types whose
+    columns are all left out as hopeless (`_without_hopeless`) are not in any LP."""
+    used = np.zeros(cost.size, dtype=bool)
+    used[col_type] = True
+    low = float(np.min(cost[used], initial=np.inf))
+    dear = used & (cost * _MIN_RATIO > low)
+    if dear.any():
+        i = int(np.flatnonzero(dear)[0])
+        raise InputError(f"cost[{i}] = {cost[i]:g} is too large next to the cheapest cost "
+                         f"{low:g} to be represented (ratio above {1 / _MIN_RATIO:g}); use "
+                         "other units", argument="cost", index=(i,))
+
+
+def _without_hopeless(pol: MinCost, jobs: Jobs) -> Jobs:
+    """``jobs`` without the (job, type) columns whose throughput per unit cost is below
+    ``_HOPELESS_SHARE`` of the best column's (each job keeps its own best column); ``jobs``
+    itself where there is none. Only without SLOs and space sharing (one member per column).
+
+    Proof that the optimum is unchanged. Let ``rho_j = tp_j / cost_j`` and ``rho* = max_j
+    rho_j``. Any one column alone at a small scale is feasible, so the optimal ratio is
+    ``r* >= rho*``; and a ratio of sums is at most the largest ratio (the mediant), so
+    ``r* = rho*``. At an optimum ``x``, ``sum_j (tp_j - r* cost_j) x_j = 0`` with every term
+    ``<= 0``: only columns with ``rho_j = r*`` are used. A column with ``rho_j < rho*`` is
+    never used, and dropping it leaves the feasible set's optimal points (the constraints are
+    packing rows: ``x_j = 0`` stays feasible). Its dual row holds with any certificate's
+    duals: ``tp_j - r* cost_j - A_j^T p < 0`` for capacity duals ``p >= 0``. The work-conserving
+    stage keeps the ratio within a slack ``s`` (relative to the optimum's throughput); such a
+    column could carry at most ``s tp / (r* cost_j - tp_j)``, below ``s / (1 / _HOPELESS_SHARE
+    - 1)`` of it, so the stage's answer moves by less than its own tolerance.
+
+    Such columns made the Charnes-Cooper LP and the kept ratio row span more than floats (a
+    type 1e10 dearer put ``r* cost_j`` 1e19 beside entries of 1e3; fuzz seed 2626)."""
+    inst = pol.inst
+    if inst.E == 0:
+        return jobs
+    rho = np.asarray(inst.Tm.sum(axis=0)).ravel() / pol.col_cost
+    job_of = np.zeros(inst.E, dtype=int)
+    job_of[inst.mem_col] = inst.mem_job
+    best = np.zeros(inst.n)
+    np.maximum.at(best, job_of, rho)
+    hopeless = (rho < _HOPELESS_SHARE * float(np.max(rho))) & (rho < best[job_of])
+    if not hopeless.any():
+        return jobs
+    tp = np.array(jobs.throughput, dtype=float, copy=True)
+    tp[job_of[hopeless], inst.col_type[hopeless]] = 0.0
+    return Jobs(tp, scale_factor=jobs.scale_factor, weight=jobs.weight, ids=jobs.ids,
+                steps_remaining=jobs.steps_remaining, elapsed=jobs.elapsed,
+                isolated_elapsed=jobs.isolated_elapsed)
 
 
 #: path step: the work-conserving stage of min cost with the kept ratio row at ``stage_tol``
@@ -557,10 +676,8 @@ def _cc_solve(backend: Any, **scaling: Any) -> Any:
 
     def solve(ctx: _CCProgram) -> _CCPoint:
         pol, be = ctx.policy, backend(ctx)
-        # unit scale: y = x z and z = 1 / cost(x) are of the order of 1 / cost
-        kappa = pow2(float(np.median(pol.col_cost)))
         sol = scaled_solve(ctx.lp, be, "minimum-cost (Charnes-Cooper)",
-                           col_unit=np.full(pol.inst.E + 1, 1.0 / kappa), **scaling)
+                           col_unit=pol.cc_units(), **scaling)
         ctx.solver.used(sol)
         assert sol.x is not None and sol.row_duals is not None
         z = float(sol.x[-1])

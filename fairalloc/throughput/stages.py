@@ -167,10 +167,13 @@ def scaled_solve(lp: LinearProgram, backend: Backend, what: str, *,
     sol = _solve(slp, backend, what, basis, keep_basis)
     x = sol.x if col_unit is None else sol.x * col_unit  # type: ignore[operator]
     y = sol.row_duals * (obj_unit / r)  # type: ignore[operator]
+    # a column far from unit scale (min cost's hopeless type: unit 2**-996) may have a reduced
+    # cost beyond floats in the caller's units: +-inf is its value (a dual row met by far)
+    with np.errstate(over="ignore"):
+        col_duals = None if sol.col_duals is None else (
+            sol.col_duals * obj_unit / (1.0 if col_unit is None else col_unit))
     return dataclasses.replace(sol, x=x, row_duals=y, objective=sol.objective * obj_unit,
-                               col_duals=None if sol.col_duals is None else
-                               sol.col_duals * obj_unit / (1.0 if col_unit is None else
-                                                           col_unit))
+                               col_duals=col_duals)
 
 
 def backend_for(backend: Any, E: int, tuning: Tuning = DEFAULT_TUNING) -> Backend:
