@@ -457,8 +457,9 @@ class ThroughputPolicy(Composable):
         ``stats.fallbacks`` lists every hand-over as ``"from->to: reason"`` (a structured stage
         handed to ``exact-lp``; an uncertified work-conserving stage solved again with the
         tiny shares the anchor gives reserved, ``work-conserving+reserved``, and, where that
-        fails too, replaced by the ``first-stage allocation``, also a step of the path; ``symmetry->exact``: the reduced
-        program failed or its expanded solution failed the original program's certificate;
+        fails too, replaced by the ``first-stage allocation``, also a step of the path;
+        ``symmetry->exact``: the reduced program failed or its expanded solution failed the
+        original program's certificate;
         solved job by job). Both are plans run by `fairalloc.plan.run_plan`
         (`fairalloc.throughput.wc_stage.composed_wc_plan`,
         `fairalloc.throughput.symmetry.symmetry_plan`).
