@@ -58,19 +58,29 @@ def lp_primal_residual(lp: LinearProgram, x: np.ndarray) -> float:
 def _primal_residual(lp: LinearProgram, A: sp.csr_matrix, x: np.ndarray) -> float:
     """`lp_primal_residual` with the LP's CSR matrix ``A``."""
     ax = matvec(A, x)
-    row_mag = abs_matvec(A, x)
-    x_mag = np.full(x.shape, float(np.max(np.abs(x), initial=0.0)))
+    row_mag: np.ndarray | None = None  # |A| |x|, computed only when a row is violated
+    x_mag = float(np.max(np.abs(x), initial=0.0))
     res = 0.0
-    for val, lo, hi, mag in ((ax, lp.row_lower, lp.row_upper, row_mag),
-                             (x, lp.col_lower, lp.col_upper, x_mag)):
-        if val.size == 0:
-            continue
-        with np.errstate(invalid="ignore", divide="ignore"):
+    with np.errstate(invalid="ignore", divide="ignore"):
+        for val, lo, hi in ((ax, lp.row_lower, lp.row_upper), (x, lp.col_lower, lp.col_upper)):
+            if val.size == 0:
+                continue
             for bound, excess in ((lo, lo - val), (hi, val - hi)):
-                fin = np.isfinite(bound) & (excess > 0)
+                # (an infinite bound's excess is -inf or, for a bound of the wrong sign, inf:
+                # the finite test below drops it; a NaN excess is no violation)
+                fin = excess > 0
                 if not fin.any():
                     continue
-                scale = np.maximum(np.abs(bound[fin]), mag[fin])
+                fin &= np.isfinite(bound)
+                if not fin.any():
+                    continue
+                if val is ax:
+                    if row_mag is None:
+                        row_mag = abs_matvec(A, x)
+                    mag = row_mag[fin]
+                else:
+                    mag = x_mag
+                scale = np.maximum(np.abs(bound[fin]), mag)
                 rel = np.where(scale > 0, excess[fin] / np.where(scale > 0, scale, 1.0), np.inf)
                 res = max(res, float(np.max(rel)))
     if not np.all(np.isfinite(x)):
@@ -94,8 +104,10 @@ def _bound_term(d: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[float, f
     neg = d < 0
     lo_fin = np.isfinite(lo)
     hi_fin = np.isfinite(hi)
-    term = float(np.sum(d[pos & lo_fin] * lo[pos & lo_fin]))
-    term += float(np.sum(d[neg & hi_fin] * hi[neg & hi_fin]))
+    at_lo = pos & lo_fin
+    at_hi = neg & hi_fin
+    term = float(np.add.reduce(d[at_lo] * lo[at_lo]))
+    term += float(np.add.reduce(d[at_hi] * hi[at_hi]))
     bad = np.concatenate([d[pos & ~lo_fin], -d[neg & ~hi_fin]])
     return term, float(np.max(bad, initial=0.0))
 
@@ -156,11 +168,10 @@ def lp_certificate(
     y = np.asarray(row_duals, dtype=float).copy()
     y[(y > 0) & ~np.isfinite(lp.row_lower)] = 0.0
     y[(y < 0) & ~np.isfinite(lp.row_upper)] = 0.0
-    ypos, yneg = np.maximum(y, 0.0), np.maximum(-y, 0.0)
-    rows = float(
-        np.sum(ypos[ypos > 0] * lp.row_lower[ypos > 0])
-        - np.sum(yneg[yneg > 0] * lp.row_upper[yneg > 0])
-    )
+    up, down = y > 0, y < 0  # (the entries of y^+ and y^- that are not 0)
+    # (np.add.reduce: np.sum's own reduction without its dispatch)
+    rows = float(np.add.reduce(y[up] * lp.row_lower[up])
+                 - np.add.reduce(-y[down] * lp.row_upper[down]))
     A = _csr(lp)
     d = lp.c - rmatvec(A, y)
     cols, dual_res = _bound_term(d, lp.col_lower, lp.col_upper)

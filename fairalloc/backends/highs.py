@@ -77,8 +77,9 @@ _CONTINUOUS = 0
 _INTEGER = 1
 
 
-def _clip_inf(v: np.ndarray) -> np.ndarray:
-    return np.clip(v, -np.inf, np.inf).astype(float)
+def _as_float(v: np.ndarray) -> np.ndarray:
+    """``v`` as a contiguous float array (no copy when it is one: HiGHS copies the model)."""
+    return np.ascontiguousarray(v, dtype=float)
 
 
 class HighsBackend(Backend):
@@ -251,10 +252,11 @@ class HighsBackend(Backend):
                        else np.where(lp.integrality, _INTEGER, _CONTINUOUS).astype(np.int32))
         status = h.passModel(n, m, int(A.nnz), _ROWWISE, _MINIMIZE, float(lp.offset),
                              np.ascontiguousarray(lp.c, dtype=float),
-                             _clip_inf(lp.col_lower), _clip_inf(lp.col_upper),
-                             _clip_inf(lp.row_lower), _clip_inf(lp.row_upper),
-                             A.indptr.astype(np.int32), A.indices.astype(np.int32),
-                             A.data.astype(float), integrality)
+                             _as_float(lp.col_lower), _as_float(lp.col_upper),
+                             _as_float(lp.row_lower), _as_float(lp.row_upper),
+                             np.ascontiguousarray(A.indptr, dtype=np.int32),
+                             np.ascontiguousarray(A.indices, dtype=np.int32),
+                             np.ascontiguousarray(A.data, dtype=float), integrality)
         if status == highspy.HighsStatus.kError:
             return None
         return h

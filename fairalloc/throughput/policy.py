@@ -25,7 +25,7 @@ from numpy.typing import ArrayLike
 
 from .._compose import Composable
 from .._display import Table, labelled, price_table
-from .._sparse import rmatvec
+from .._sparse import matvec, rmatvec
 from .._symmetry import Classes
 from .._validation import as_array, as_bool, as_option, as_tolerance
 from ..data import Cluster, JobPairs, Jobs
@@ -672,7 +672,7 @@ class ThroughputPolicy(Composable):
             flat[inst.pair_index, inst.col_type[sel]] = xcol[sel]
             pair_x = flat
         cons_x = inst.to_matrix(xcol, (0,)) if inst.placement else None
-        util = (inst.W @ xcol) / inst.cap
+        util = matvec(inst.W, xcol) / inst.cap
         arrays = [x, prices, tp, pair_x, cons_x, util]
         for arr in arrays:
             if arr is not None:

@@ -71,18 +71,36 @@ _NO_FIT_WEIGHT = 1e-300
 def _with_last_column(C: sp.csr_matrix, rows: np.ndarray, values: np.ndarray,
                       col: int) -> sp.csr_matrix:
     """``C`` with ``values`` added at ``(rows, col)``, ``col`` beyond every column of ``C``
-    (a level row's ``-b theta``): each entry goes at the end of its row, so sorted rows stay
-    sorted."""
+    (a level row's ``-b theta``; ``rows`` sorted, without repeats): each entry goes at the
+    end of its row, so sorted rows stay sorted."""
     C = C if isinstance(C, sp.csr_matrix) else sp.csr_matrix(C)
     if not C.has_canonical_format:  # sorted rows without duplicates (a copy: C is shared)
         C = C.copy()
         C.sum_duplicates()
-    count = np.zeros(C.shape[0], dtype=np.int64)
-    count[rows] = 1
-    pos = C.indptr[1:][rows]
-    return fast_csr(np.insert(C.data, pos, values), np.insert(C.indices, pos, col),
-                    C.indptr + np.concatenate(([0], np.cumsum(count))).astype(C.indptr.dtype),
+    rows = np.asarray(rows, dtype=np.int64)
+    nnz = int(C.indptr[-1])
+    # (np.insert's work without its dispatch) the k-th new entry ends row rows[k]: it lands
+    # after the row's own entries and the k entries added to the rows before it
+    at = C.indptr[1:][rows] + np.arange(rows.size)
+    old = np.ones(nnz + rows.size, dtype=bool)
+    old[at] = False
+    data = np.empty(nnz + rows.size)
+    data[old] = C.data[:nnz]
+    data[at] = values
+    indices = np.empty(nnz + rows.size, dtype=C.indices.dtype)
+    indices[old] = C.indices[:nnz]
+    indices[at] = col
+    count = np.zeros(C.shape[0] + 1, dtype=C.indptr.dtype)
+    count[rows + 1] = 1
+    return fast_csr(data, indices, C.indptr + np.cumsum(count, dtype=count.dtype),
                     (C.shape[0], col + 1))
+
+
+def _scaled_rows(C: sp.csr_matrix, factor: float) -> sp.csr_matrix:
+    """``factor * C`` on ``C``'s own index arrays (as ``sp.csr_matrix(C * factor)`` gives it,
+    without scipy's copies and checks)."""
+    C = C if isinstance(C, sp.csr_matrix) else sp.csr_matrix(C)
+    return fast_csr(C.data * factor, C.indices, C.indptr, C.shape)
 
 
 def _level_at_zero(stage: LevelStage, lo: np.ndarray, up: np.ndarray) -> float:
@@ -391,7 +409,7 @@ class StageSolver:
             col_up = np.ones(E + 1)
             col_up[E] = np.inf
         else:
-            c = np.append(-stage.g, 0.0)
+            c = np.append(-stage.g, 0.0).astype(float, copy=False)
             col_lo = np.zeros(E + 1)
             col_up = np.ones(E + 1)
             col_up[E] = 0.0
@@ -399,7 +417,11 @@ class StageSolver:
             cols, vals = self.fixed_columns
             col_lo[cols] = vals
             col_up[cols] = vals
-        return LinearProgram.build(c, A, np.concatenate(lo), np.concatenate(up), col_lo, col_up)
+        # (every array here is new and float, the matrix a float CSR one: `LinearProgram.build`
+        # would only copy them again)
+        return LinearProgram(c=c, A=A, row_lower=np.concatenate(lo).astype(float, copy=False),
+                             row_upper=np.concatenate(up).astype(float, copy=False),
+                             col_lower=col_lo, col_upper=col_up)
 
     def structured_worth(self) -> bool:
         """Whether the instance has enough jobs (``tuning.structured_min_jobs``) for the
@@ -634,7 +656,8 @@ class StageSolver:
             low = stage.h + stage.b * value
             low = low - self.stage_tol * (np.abs(stage.h) + stage.b * abs(value))
             _, rho = stage.units()
-            C = stage.C if rho == 1.0 else sp.csr_matrix(stage.C / rho)
+            # (rho a power of two: the rows divided exactly, on C's own structure)
+            C = stage.C if rho == 1.0 else _scaled_rows(stage.C, 1.0 / rho)
             self.fixed.append((C, low / rho))
             if C.shape[0] == self.inst.n:
                 self.kept_level.append(C)
