@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import importlib
 import sys
 import time
 from pathlib import Path
@@ -27,6 +26,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 import gavel_inputs as gi  # noqa: E402
+import profile_gavel_cold as pgc  # noqa: E402
 
 #: (module, owner attribute or None, function, label): the steps timed
 STEPS = (
@@ -43,36 +43,13 @@ STEPS = (
 SOLVE = ("fairalloc.backends.kept", "KeptLP", "solve", "HiGHS solves")
 
 
-def _install(acc: dict[str, float]) -> list[tuple[Any, str, Any]]:
-    """Timing wrappers around every step the library has; the originals, to restore."""
-    saved = []
-    for module, owner, name, label in (*STEPS, SOLVE):
-        target = importlib.import_module(module)
-        if owner is not None:
-            target = getattr(target, owner, None)
-        fn = getattr(target, name, None) if target is not None else None
-        if fn is None:
-            continue
-
-        def timed(*args: Any, _fn: Any = fn, _label: str = label, **kw: Any) -> Any:
-            start = time.thread_time()
-            try:
-                return _fn(*args, **kw)
-            finally:
-                acc[_label] += time.thread_time() - start
-
-        setattr(target, name, timed)
-        saved.append((target, name, fn))
-    return saved
-
-
 def profile(table: Any, n: int, rounds: int) -> list[tuple[str, float]]:
     """(label, median ms) of each step over a warm trace of ``n`` jobs."""
     import fairalloc as fa
 
-    acc: dict[str, float] = collections.defaultdict(float)
+    acc: dict[str, int] = collections.defaultdict(int)  # thread CPU ns by label
     per: dict[str, list[float]] = collections.defaultdict(list)
-    saved = _install(acc)
+    saved = pgc._install(acc, (*STEPS, SOLVE))
     try:
         rng = np.random.default_rng(7)
         js = gi.job_set(table, n, 0)
@@ -93,18 +70,18 @@ def profile(table: Any, n: int, rounds: int) -> list[tuple[str, float]]:
             tp = {j: dict(zip(gi.TYPES, row)) for j, row in zip(ids, st["T"].tolist())}
             sf, w = dict(zip(ids, st["sf"].tolist())), dict(zip(ids, st["w"].tolist()))
             acc.clear()
-            start = time.thread_time()
+            start = time.thread_time_ns()
             res = policy.allocate(tp, spec, scale_factor=sf, weight=w)
-            total = time.thread_time() - start
+            total = time.thread_time_ns() - start
             if not res.certificate.ok:
                 raise RuntimeError(f"round {r}: the certificate failed")
             if r >= 3:
-                per["round (total)"].append(total)
-                per["everything else"].append(total - acc.get(SOLVE[3], 0.0))
+                per["round (total)"].append(total * 1e-9)
+                per["everything else"].append((total - acc.get(SOLVE[3], 0)) * 1e-9)
                 for label, value in acc.items():
-                    per[label].append(value)
+                    per[label].append(value * 1e-9)
     finally:
-        for target, name, fn in saved:
+        for target, name, fn in reversed(saved):
             setattr(target, name, fn)
     order = ["round (total)", SOLVE[3], "everything else", *(s[3] for s in STEPS)]
     return [(label, float(np.median(per[label])) * 1e3) for label in order if per[label]]
