@@ -14,7 +14,7 @@ import scipy.sparse as sp
 from .._validation import as_bool, as_option
 from .base import LIMITED, USABLE, Backend, LinearProgram, LPBasis, LPSolution, SolveStatus
 
-__all__ = ["HighsBackend", "new_highs"]
+__all__ = ["HighsBackend", "new_highs", "simplex_iteration_limit"]
 
 _INF = 1e30  # anything at or beyond this is infinite to HiGHS (kHighsInf)
 #: ACCURACY: HiGHS' interior point tolerances when it stops without crossover (defaults: 1e-8
@@ -38,6 +38,19 @@ _LOCAL = threading.local()
 #: and refuses to run ("Not Set") when a later run asks for another count, fairalloc's or not;
 #: `_run` restarts it then (one rule for a count changed by fairalloc or by another caller).
 DEFAULT_THREADS = 1
+#: PERFORMANCE (a work limit, so that every LP solve returns): HiGHS' simplex on an LP of
+#: ``m`` rows and ``n`` columns stops after ``max(_SIMPLEX_MIN_ITERATIONS,
+#: _SIMPLEX_ITERATIONS_PER_SIZE * (m + n))`` iterations (primal, dual and the clean-up
+#: after crossover together). A simplex that needs more is cycling: a badly scaled level LP of
+#: a 20-job water-filling (coefficients 3e-8..30) reached its optimum in 56 dual simplex
+#: iterations, then HiGHS' clean-up of a 2e-7 primal infeasibility ran for millions of
+#: iterations without end (fuzz seed 2727). Hitting the limit is a failed solve (status
+#: ``iteration_limit``, no point unless a feasible one exists; the certificate judges any
+#: point), so the stage plan hands over to its next exact strategy. MILPs keep HiGHS' default
+#: (their work is bounded by ``node_limit``). Counted in iterations, never in time: an answer
+#: must not depend on the machine's load.
+_SIMPLEX_ITERATIONS_PER_SIZE = 50
+_SIMPLEX_MIN_ITERATIONS = 10_000
 _SCHEDULER_LOCK = threading.Lock()
 
 
@@ -89,7 +102,9 @@ class HighsBackend(Backend):
     Solve options (of `fairalloc.backends.Backend.solve_lp`):
     ``time_limit``, ``node_limit`` (HiGHS' ``mip_max_nodes``) and ``mip_gap`` for MILPs.
     Runs on `DEFAULT_THREADS` thread unless ``threads`` is given (HiGHS' own default follows
-    the machine's cores, and its MIP answers depend on the thread count).
+    the machine's cores, and its MIP answers depend on the thread count). Every LP solve's
+    simplex stops after `simplex_iteration_limit` iterations (a cycling simplex then fails
+    with status ``iteration_limit``; no time limit unless the caller gives one).
 
     Parameters
     ----------
@@ -230,6 +245,9 @@ class HighsBackend(Backend):
             h.setOptionValue("time_limit", float(time_limit))
         if mip_gap is not None:
             h.setOptionValue("mip_rel_gap", float(mip_gap))
+        m, n = lp.shape
+        if not lp.is_mip:
+            h.setOptionValue("simplex_iteration_limit", simplex_iteration_limit(m, n))
         if not lp.is_mip and not presolve:
             h.setOptionValue("presolve", "off")
         if not lp.is_mip and solver != "choose":
@@ -239,7 +257,6 @@ class HighsBackend(Backend):
                 h.setOptionValue("ipm_optimality_tolerance", _IPM_ONLY_GAP)
                 h.setOptionValue("primal_feasibility_tolerance", _IPM_ONLY_FEAS)
                 h.setOptionValue("dual_feasibility_tolerance", _IPM_ONLY_FEAS)
-        m, n = lp.shape
         # row-wise: the LP's own CSR arrays (no transpose in Python); HiGHS needs them without
         # duplicates, which a CSR matrix in canonical format guarantees
         A = lp.A if isinstance(lp.A, sp.csr_matrix) else sp.csr_matrix(lp.A)
@@ -298,6 +315,18 @@ class HighsBackend(Backend):
             raw_status=raw,
             backend=self.name,
         )
+
+
+def simplex_iteration_limit(rows: int, cols: int) -> int:
+    """The simplex iteration limit of every HiGHS LP solve of ``rows`` x ``cols``
+    (`_SIMPLEX_ITERATIONS_PER_SIZE` per row and column, at least `_SIMPLEX_MIN_ITERATIONS`).
+
+    Examples
+    --------
+    >>> simplex_iteration_limit(10, 20), simplex_iteration_limit(1000, 3000)
+    (10000, 200000)
+    """
+    return max(_SIMPLEX_MIN_ITERATIONS, _SIMPLEX_ITERATIONS_PER_SIZE * (int(rows) + int(cols)))
 
 
 def _instance(*, verbose: bool, reuse: bool) -> Any:
