@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import SolverError
-from .highs import new_highs
+from .highs import new_highs, simplex_iteration_limit
 
 __all__ = ["KeptLP"]
 
@@ -108,6 +108,10 @@ class KeptLP:
 
         h = self._h
         h.setOptionValue("simplex_strategy", _PRIMAL if self._primal else _DUAL)
+        # (a simplex that cycles stops, as every HiGHS LP solve of fairalloc's does: the
+        # SolverError below hands the round over)
+        h.setOptionValue("simplex_iteration_limit",
+                         simplex_iteration_limit(h.getNumRow(), h.getNumCol()))
         self._primal = False
         h.run()
         status = h.getModelStatus()
