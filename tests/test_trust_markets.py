@@ -687,3 +687,14 @@ def test_optimal_spending_with_a_bang_per_buck_beyond_floats_is_silent():
         res = pr.optimal_spending([[1e308, 1.0], [1.0, 1.0]], [[1.0, 0.0], [0.0, 1.0]],
                                   [0.5, 0.5])
     assert res.passed
+
+
+def test_budget_clearing_with_a_spending_beyond_floats_is_silent():
+    """Fuzz seed 2727: a price of 1e308 against budgets of 1e-3 makes the relative budget
+    error overflow; that is an infinite error (not clearing), not a numpy warning."""
+    import fairalloc.properties as pr
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        res = pr.budget_clearing([[1.0], [0.0], [0.0]], [1e308], [1e-3, 1.5e-3, 1.7e-3])
+    assert not res.passed
