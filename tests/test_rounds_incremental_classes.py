@@ -30,7 +30,7 @@ TYPES = ("v100", "p100", "k80")
 def job_rows(draw):
     """Rows (T, s, w) with many duplicates, signed zeros, near-ties and huge values."""
     n = draw(st.integers(0, 40))
-    k = draw(st.sampled_from([1, 2, 3, 9]))  # (9 types: rows too wide to hash, exact_classes)
+    k = draw(st.sampled_from([1, 2, 3, 9]))  # (9 types: wide rows)
     pool = [0.0, -0.0, 1.0, 1.0 + 2.0**-52, 2.5, 3.0, 1e300, 7.0]
     idx = draw(st.lists(st.integers(0, len(pool) - 1), min_size=n * k, max_size=n * k))
     T = np.array([pool[i] for i in idx], dtype=float).reshape(n, k)

@@ -90,12 +90,6 @@ _COMPACT_RATIO = 2.0
 UNREAD_ARGUMENTS = ("steps_remaining", "elapsed", "isolated_elapsed")
 _UNREAD = UNREAD_ARGUMENTS
 _INF = float("inf")
-#: odd 64-bit multipliers (of the golden ratio and xxHash's primes) mixing a class row's words
-#: into one hash (a row of k + 2 words: k <= 8 types; more types use exact_classes)
-_HASH_MIX = np.array([0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9,
-                      0x27D4EB2F165667C5, 0x85EBCA77C2B2AE63, 0xFF51AFD7ED558CCD,
-                      0xC4CEB9FE1A85EC53, 0x94D049BB133111EB, 0xBF58476D1CE4E5B9,
-                      0x2545F4914F6CDD1D], dtype=np.uint64)
 #: option value types whose equality (with equal type) means the same validated tolerance
 _PLAIN_OPTIONS = (float, int, bool, str)
 #: what one kept model is (`IncrementalMaxMin._fits` sets one aside and brings it back)
@@ -521,40 +515,12 @@ class _Classes(NamedTuple):
 
 
 def _classes(T: np.ndarray, s: np.ndarray, wt: np.ndarray) -> _Classes:
-    """The exact classes of the jobs (equal throughput row, scale factor and weight): those of
-    `fairalloc._symmetry.exact_classes` on ``(T, s, wt)``, found by one sort of a hash of each
-    row's bytes (equal rows, equal bytes once -0.0 reads 0.0: equal hashes, in integer
-    arithmetic) and one exact comparison of every row with its group's first; a hash shared
-    by different rows (never seen) sends the call to `exact_classes`. The data are finite
-    (validated by the round)."""
+    """The exact classes of the jobs (equal throughput row, scale factor and weight:
+    `fairalloc._symmetry.exact_classes` on ``(T, s, wt)``) with each class's row as bytes (its
+    key in the kept models). The data are finite (validated by the round)."""
     data = np.column_stack([T, s, wt]) + 0.0
-    n = data.shape[0]
-    cl = None
-    if n > 1:
-        words = data.view(np.uint64)
-        mix = _HASH_MIX[: words.shape[1]] if words.shape[1] <= _HASH_MIX.size else None
-        if mix is not None:
-            h = words[:, 0] * mix[0]
-            for i in range(1, mix.size):  # (per column, not per job)
-                h ^= words[:, i] * mix[i]
-            order = np.argsort(h, kind="stable")
-            ordered = h[order]
-            starts = np.empty(n, dtype=bool)
-            starts[0] = True
-            np.not_equal(ordered[1:], ordered[:-1], out=starts[1:])
-            group = np.empty(n, dtype=np.intp)
-            group[order] = np.cumsum(starts) - 1
-            first = order[starts]  # (a stable sort: each group's first job comes first)
-            if (data == data[first[group]]).all():
-                by_first = np.argsort(first)  # classes in order of first appearance
-                rank = np.empty_like(by_first)
-                rank[by_first] = np.arange(by_first.size)
-                inv = rank[group]
-                cl = (inv, first[by_first], np.bincount(inv, minlength=by_first.size))
-    if cl is None:
-        ex = exact_classes(data)
-        cl = (ex.inverse, ex.representative, ex.counts)
-    inv, rep, counts = cl
+    ex = exact_classes(data)
+    inv, rep, counts = ex.inverse, ex.representative, ex.counts
     buf = data[rep].tobytes()
     step = data.itemsize * data.shape[1]
     keys = [buf[i: i + step] for i in range(0, len(buf), step)]
