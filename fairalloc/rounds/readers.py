@@ -238,17 +238,10 @@ def _slo_array(slo: Any, ids: tuple[Hashable, ...]) -> np.ndarray | None:
 
 
 def _per_job_labels(value: Any, name: str, ids: tuple[Hashable, ...]) -> list[Hashable] | None:
+    """Per-job labels (entities, plan jobs) in job order, as `_listed_by_job` lists them."""
     if value is None:
         return None
-    if isinstance(value, Mapping):
-        if same_keys(value, ids):
-            return list(value.values())
-        try:
-            return [value[j] for j in ids]
-        except KeyError as exc:
-            raise InputError(f"{name} has no entry for job {exc.args[0]!r}",
-                             argument=name) from None
-    out = list(value)
+    out = list(_listed_by_job(value, name, ids))
     if len(out) != len(ids):
         raise InputError(f"{name} has {len(out)} entries for {len(ids)} jobs", argument=name)
     return out
